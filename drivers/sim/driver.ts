@@ -1,0 +1,333 @@
+// Simulated CiA 402 drives and plant. Each drive enforces the drive state machine's transition
+// prerequisites, follows cyclic synchronous position targets through a second-order plant (so following
+// error is real), holds on its brake when not enabled, and runs native homing. Faults are injected out of
+// band through `inject`, never through the process image (the KickCAT habit).
+
+import { AL, ProcessImage, STANDARD_MAPPING, type BusDriver, type BusSetup, type BusStartup } from '../bus.ts';
+import { decodeControlword, Ds402State, MODE, STATE_BITS, SW } from '../ds402.ts';
+
+export type SimFault =
+  | { kind: 'following_error'; axis: number }
+  | { kind: 'drive_fault'; axis: number; errorCode: number }
+  | { kind: 'frozen_feedback'; axis: number }
+  | { kind: 'slave_offline'; axis: number }
+  | { kind: 'wkc_drop' }
+  | { kind: 'estop_open' }
+  | { kind: 'absolute_disagree'; axis: number; counts: number }
+  | { kind: 'io_readback_disagree'; bit: number }
+  | { kind: 'fast_input_unsatisfied'; bit: number }
+  | { kind: 'pdo_mapping_mismatch'; axis: number }
+  | { kind: 'homing_fails'; axis: number };
+
+export type SimFaultKind = SimFault['kind'];
+
+export interface SimOptions {
+  /** Initial logical positions per axis (defaults to mid-range clipped to 0). */
+  initialPositions?: number[];
+  /** Duration of a native homing run in ns (default 200 ms). */
+  homingNs?: bigint;
+}
+
+/** Fault codes the simulated drives report in 0x603F (CiA 402 error code table). */
+export const SIM_ERROR_CODES = {
+  followingError: 0x8611,
+  generic: 0x1000,
+} as const;
+
+class SimDrive {
+  state = Ds402State.NotReadyToSwitchOn;
+  prevCw = 0;
+  /** Plant state in counts (float) and counts/s. */
+  pos = 0;
+  vel = 0;
+  target = 0;
+  brakeEngaged = true;
+  faultCode = 0;
+  faultLatched = false;
+  // homing
+  homing = false;
+  homingDoneAt = 0n;
+  homingAttained = false;
+  homingError = false;
+  homeOffset = 0;
+  // injected conditions
+  frozen = false;
+  offline = false;
+  followingErrorTrip = false;
+  homingFails = false;
+  mappingMismatch = false;
+  lastFresh = { pos: 0, vel: 0, fe: 0, sw: 0 };
+
+  constructor(
+    readonly countsPerUnit: number,
+    readonly sign: 1 | -1,
+    readonly maxVelCounts: number,
+    readonly feLimitCounts: number,
+  ) {}
+}
+
+export class SimBusDriver implements BusDriver {
+  readonly name = 'sim' as const;
+  private drives: SimDrive[] = [];
+  private setup?: BusSetup;
+  private lastNs = 0n;
+  private estopOpen = false;
+  private wkcDrop = false;
+  private ioReadbackDisagreeMask = 0;
+  private fastInputUnsatisfiedMask = 0;
+  private pendingMappingMismatch = 0;
+
+  constructor(private readonly options: SimOptions = {}) {}
+
+  async open(setup: BusSetup): Promise<BusStartup> {
+    this.setup = setup;
+    this.drives = setup.axes.map((a, i) => {
+      const d = new SimDrive(
+        a.countsPerUnit,
+        a.sign,
+        a.maxVelocity * a.countsPerUnit * 1.5,
+        Math.max(1, a.followingError * a.countsPerUnit),
+      );
+      const initial = this.options.initialPositions?.[i] ?? Math.min(Math.max(0, a.minPosition), a.maxPosition);
+      d.pos = a.sign * initial * a.countsPerUnit;
+      d.target = d.pos;
+      d.mappingMismatch = (this.pendingMappingMismatch & (1 << i)) !== 0;
+      return d;
+    });
+    let mask = 0;
+    this.drives.forEach((d, i) => {
+      if (d.mappingMismatch) mask |= 1 << i;
+    });
+    return {
+      mappingMismatchMask: mask,
+      notes: [`sim: ${this.drives.length} drives, mapping ${STANDARD_MAPPING.length} entries`],
+    };
+  }
+
+  /** Out-of-band fault injection (the private test channel reaches this). */
+  inject(fault: SimFault): void {
+    const d = 'axis' in fault ? this.drives[fault.axis] : undefined;
+    if ('axis' in fault && !d && fault.kind !== 'pdo_mapping_mismatch') throw new Error(`no axis ${fault.axis}`);
+    switch (fault.kind) {
+      case 'following_error':
+        d!.followingErrorTrip = true;
+        break;
+      case 'drive_fault':
+        d!.faultCode = fault.errorCode;
+        d!.faultLatched = true;
+        break;
+      case 'frozen_feedback':
+        d!.frozen = true;
+        break;
+      case 'slave_offline':
+        d!.offline = true;
+        break;
+      case 'wkc_drop':
+        this.wkcDrop = true;
+        break;
+      case 'estop_open':
+        this.estopOpen = true;
+        break;
+      case 'absolute_disagree':
+        d!.pos += fault.counts;
+        break;
+      case 'io_readback_disagree':
+        this.ioReadbackDisagreeMask |= 1 << fault.bit;
+        break;
+      case 'fast_input_unsatisfied':
+        this.fastInputUnsatisfiedMask |= 1 << fault.bit;
+        break;
+      case 'pdo_mapping_mismatch':
+        this.pendingMappingMismatch |= 1 << fault.axis;
+        if (d) d.mappingMismatch = true;
+        break;
+      case 'homing_fails':
+        d!.homingFails = true;
+        break;
+    }
+  }
+
+  /** Remove every injected condition (latched drive faults stay latched until a fault reset). */
+  clearInjected(): void {
+    for (const d of this.drives) {
+      d.frozen = false;
+      d.offline = false;
+      d.followingErrorTrip = false;
+      d.homingFails = false;
+    }
+    this.estopOpen = false;
+    this.wkcDrop = false;
+    this.ioReadbackDisagreeMask = 0;
+    this.fastInputUnsatisfiedMask = 0;
+  }
+
+  get estop(): boolean {
+    return this.estopOpen;
+  }
+
+  exchange(img: ProcessImage, nowNs: bigint): number {
+    const dt = this.lastNs === 0n ? Number(this.setup?.cycleNs ?? 1_000_000n) / 1e9 : Number(nowNs - this.lastNs) / 1e9;
+    this.lastNs = nowNs;
+    let wkc = 0;
+    for (let i = 0; i < this.drives.length; i++) {
+      const d = this.drives[i]!;
+      if (d.offline) {
+        img.online[i] = 0;
+        img.alState[i] = AL.init;
+        img.pdoFresh[i] = 0;
+        continue;
+      }
+      wkc += 3; // one read, one write, one read-write datagram per slave in this profile
+      img.online[i] = 1;
+      img.alState[i] = AL.op;
+      this.stepDrive(d, img, i, Math.min(Math.max(dt, 0), 0.05), nowNs);
+    }
+    img.ioInputWord = (img.ioOutputWord ^ this.ioReadbackDisagreeMask) & 0xffff;
+    // Fast inputs live in the high half word; all satisfied unless injected otherwise.
+    img.ioInputWord |= (0xffff & ~this.fastInputUnsatisfiedMask) << 16;
+    img.ioInputValid = 1;
+    img.wkcExpected = this.drives.length * 3;
+    img.wkcActual = this.wkcDrop ? Math.max(0, wkc - 1) : wkc;
+    return 0;
+  }
+
+  private stepDrive(d: SimDrive, img: ProcessImage, i: number, dt: number, nowNs: bigint): void {
+    const cw = img.controlword[i]!;
+    const cmd = decodeControlword(cw, d.prevCw);
+    const mode = img.modeOfOperation[i]!;
+
+    // Fault conditions first: any latched condition moves the drive to Fault.
+    if (d.followingErrorTrip && d.state === Ds402State.OperationEnabled) {
+      d.faultLatched = true;
+      d.faultCode = SIM_ERROR_CODES.followingError;
+    }
+    if (this.estopOpen && (d.state === Ds402State.OperationEnabled || d.state === Ds402State.SwitchedOn)) {
+      // The safety chain removes drive power: the drive drops to switch on disabled with the brake applied.
+      d.state = Ds402State.SwitchOnDisabled;
+    }
+    if (d.faultLatched && d.state !== Ds402State.Fault) {
+      d.state = Ds402State.Fault;
+    }
+
+    switch (d.state) {
+      case Ds402State.NotReadyToSwitchOn:
+        d.state = Ds402State.SwitchOnDisabled;
+        break;
+      case Ds402State.SwitchOnDisabled:
+        if (cmd === 'shutdown' && !this.estopOpen) d.state = Ds402State.ReadyToSwitchOn;
+        break;
+      case Ds402State.ReadyToSwitchOn:
+        if (cmd === 'switch_on') d.state = Ds402State.SwitchedOn;
+        else if (cmd === 'disable_voltage' || cmd === 'quick_stop') d.state = Ds402State.SwitchOnDisabled;
+        break;
+      case Ds402State.SwitchedOn:
+        if (cmd === 'enable_operation') {
+          d.state = Ds402State.OperationEnabled;
+          d.target = d.pos; // bumpless: hold where the brake held
+        } else if (cmd === 'shutdown') d.state = Ds402State.ReadyToSwitchOn;
+        else if (cmd === 'disable_voltage' || cmd === 'quick_stop') d.state = Ds402State.SwitchOnDisabled;
+        break;
+      case Ds402State.OperationEnabled:
+        if (cmd === 'switch_on') d.state = Ds402State.SwitchedOn;
+        else if (cmd === 'shutdown') d.state = Ds402State.ReadyToSwitchOn;
+        else if (cmd === 'disable_voltage') d.state = Ds402State.SwitchOnDisabled;
+        else if (cmd === 'quick_stop') d.state = Ds402State.QuickStopActive;
+        break;
+      case Ds402State.QuickStopActive:
+        if (cmd === 'disable_voltage') d.state = Ds402State.SwitchOnDisabled;
+        else if (Math.abs(d.vel) < 1) d.state = Ds402State.SwitchOnDisabled;
+        break;
+      case Ds402State.FaultReactionActive:
+        d.state = Ds402State.Fault;
+        break;
+      case Ds402State.Fault:
+        if (cmd === 'fault_reset' && !d.followingErrorTrip) {
+          d.faultLatched = false;
+          d.faultCode = 0;
+          d.state = Ds402State.SwitchOnDisabled;
+        }
+        break;
+    }
+    d.prevCw = cw;
+
+    const enabled = d.state === Ds402State.OperationEnabled;
+    d.brakeEngaged = !(enabled || d.state === Ds402State.QuickStopActive);
+
+    // Homing (mode 6): a rising edge of bit 4 starts a run that completes after homingNs.
+    if (enabled && mode === MODE.homing) {
+      const start = (cw & 0x10) !== 0;
+      if (start && !d.homing && !d.homingAttained && !d.homingError) {
+        d.homing = true;
+        d.homingDoneAt = nowNs + (this.options.homingNs ?? 200_000_000n);
+      }
+      if (!start) {
+        d.homing = false;
+        d.homingAttained = false;
+        d.homingError = false;
+      }
+      if (d.homing && nowNs >= d.homingDoneAt) {
+        d.homing = false;
+        if (d.homingFails) d.homingError = true;
+        else {
+          d.homingAttained = true;
+          d.homeOffset = d.pos; // the current position becomes home (0 counts)
+          d.pos = 0;
+          d.target = 0;
+        }
+      }
+    }
+
+    // Plant: second-order follower of the CSP target while enabled; brake hold otherwise.
+    if (enabled && mode === MODE.cyclicSyncPosition) {
+      d.target = img.targetPosition[i]!;
+      const wn = 60; // rad/s natural frequency of the closed loop
+      const acc = wn * wn * (d.target - d.pos) - 2 * 0.9 * wn * d.vel;
+      d.vel += acc * dt;
+      d.vel = Math.max(-d.maxVelCounts, Math.min(d.maxVelCounts, d.vel));
+      d.pos += d.vel * dt;
+    } else if (d.state === Ds402State.QuickStopActive) {
+      d.vel *= Math.max(0, 1 - dt * 40);
+      d.pos += d.vel * dt;
+    } else {
+      d.vel = 0;
+    }
+
+    const fe = enabled && mode === MODE.cyclicSyncPosition ? d.target - d.pos : 0;
+    let sw = STATE_BITS[d.state] | SW.remote;
+    if (!this.estopOpen && d.state >= Ds402State.ReadyToSwitchOn) {
+      sw |= SW.voltageEnabled;
+    }
+    if (enabled && Math.abs(fe) < 2) sw |= SW.targetReached;
+    if (mode === MODE.homing && d.homingAttained) sw |= SW.opMode12;
+    if (mode === MODE.homing && d.homingError) sw |= SW.opMode13;
+    if (mode === MODE.cyclicSyncPosition && enabled) sw |= SW.opMode12;
+
+    if (d.frozen) {
+      // Stale PDO: the drive stops refreshing its inputs; the image keeps the last values.
+      img.pdoFresh[i] = 0;
+      img.positionActual[i] = d.lastFresh.pos;
+      img.velocityActual[i] = d.lastFresh.vel;
+      img.followingError[i] = d.lastFresh.fe;
+      img.statusword[i] = d.lastFresh.sw;
+      return;
+    }
+    img.pdoFresh[i] = 1;
+    img.statusword[i] = sw;
+    img.modeDisplay[i] = enabled ? mode : 0;
+    img.positionActual[i] = clampI32(Math.round(d.pos));
+    img.velocityActual[i] = clampI32(Math.round(d.vel));
+    img.followingError[i] = clampI32(Math.round(fe));
+    img.torqueActual[i] = enabled ? Math.max(-3000, Math.min(3000, Math.round(fe / Math.max(1, d.feLimitCounts) * 1000))) : 0;
+    img.errorCode[i] = d.faultCode;
+    img.digitalInputs[i] = d.brakeEngaged ? 0 : 1;
+    d.lastFresh = { pos: img.positionActual[i]!, vel: img.velocityActual[i]!, fe: img.followingError[i]!, sw };
+  }
+
+  async close(): Promise<void> {
+    this.drives = [];
+  }
+}
+
+function clampI32(v: number): number {
+  return Math.max(-2147483648, Math.min(2147483647, v));
+}

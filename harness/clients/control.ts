@@ -1,0 +1,91 @@
+// A control client as a real consumer would write it: undici over the Unix socket, exact JSON (bigint)
+// both ways, and every reply passed through the oracle's strict reply checks before a test sees it.
+
+import { Agent, request, type Dispatcher } from 'undici';
+import { checkReply, type CheckedReply } from '../oracle/reply.ts';
+import { parseExact, stringifyExact, type JsonExact } from '../oracle/json.ts';
+
+export const REQUEST_SCHEMA = 'svc.rt-control.request.v1';
+
+export interface RawReply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Uint8Array;
+}
+
+export interface BindingInput {
+  pair_id: string;
+  revision: bigint;
+  configuration_sha256: string;
+  machine_sha256?: string;
+}
+
+export class ControlClient {
+  readonly agent: Dispatcher;
+
+  constructor(
+    readonly socketPath: string,
+    options: { connections?: number; keepAliveTimeout?: number } = {},
+  ) {
+    this.agent = new Agent({
+      connect: { socketPath },
+      connections: options.connections ?? 4,
+      keepAliveTimeout: options.keepAliveTimeout ?? 4_000,
+    });
+  }
+
+  /** One HTTP exchange, nothing checked. */
+  async raw(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH' | 'HEAD' | 'OPTIONS',
+    path: string,
+    body?: string | Uint8Array,
+    headers: Record<string, string> = {},
+  ): Promise<RawReply> {
+    const res = await request(`http://localhost${path}`, {
+      method,
+      dispatcher: this.agent,
+      body,
+      headers: body !== undefined ? { 'content-type': 'application/json', ...headers } : headers,
+    });
+    const buf = new Uint8Array(await res.body.arrayBuffer());
+    return { status: res.statusCode, headers: res.headers, body: buf };
+  }
+
+  /** POST /v1/control with a request object (exact JSON) or literal bytes; the reply is strictly checked. */
+  async control(req: Record<string, unknown> | string | Uint8Array, expectOperation?: string): Promise<CheckedReply> {
+    const body = typeof req === 'string' || req instanceof Uint8Array ? req : stringifyExact(req);
+    const r = await this.raw('POST', '/v1/control', body);
+    return checkReply(r.status, contentType(r), r.body, expectOperation);
+  }
+
+  /** A request with the schema filled in. */
+  op(operation: string, fields: Record<string, unknown> = {}): Promise<CheckedReply> {
+    return this.control({ schema: REQUEST_SCHEMA, operation, ...fields }, operation);
+  }
+
+  async get(path: string, expectOperation?: string): Promise<CheckedReply> {
+    const r = await this.raw('GET', path);
+    return checkReply(r.status, contentType(r), r.body, expectOperation);
+  }
+
+  describe(): Promise<CheckedReply> {
+    return this.get('/v1/describe', 'describe');
+  }
+
+  status(): Promise<CheckedReply> {
+    return this.get('/v1/status', 'status');
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+}
+
+export function contentType(r: RawReply): string | undefined {
+  const v = r.headers['content-type'];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+export function json(r: RawReply): JsonExact {
+  return parseExact(r.body);
+}

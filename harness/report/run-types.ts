@@ -1,0 +1,72 @@
+// The run record the harness writes to reports/run.json at the end of every run (hil run, npm test).
+// The HTML qualification report (hil report) is rendered from it plus reports/allure-results/.
+
+export type TestState = 'passed' | 'failed' | 'skipped' | 'errored';
+
+export interface RunTest {
+  /** Path of the test file relative to the project root, e.g. suites/grant/grant.test.ts */
+  file: string;
+  /** vitest project: unit or conformance */
+  project: string;
+  /** Test name and full name (describe blocks joined with " > "). */
+  name: string;
+  fullName: string;
+  state: TestState;
+  duration_ms: number;
+  /** Catalogue ids this test declares it covers. */
+  covers: string[];
+  /** contract (documented behaviour) or profile (a decision in docs/profile.md); unit for project self-tests */
+  kind: 'contract' | 'profile' | 'unit';
+  /** Why it was skipped (capability missing, target cannot inject faults ...). */
+  skip_reason?: string;
+  /** Failure messages (assertion text, first lines of the stack). */
+  errors?: string[];
+  /** Per-target expectation: the expectation file said this test is expected to fail, and why. */
+  expected_failure?: string;
+  /** The expectation said fail but it passed. */
+  unexpected_pass?: boolean;
+}
+
+export interface CoverageEntry {
+  id: string;
+  family: string;
+  doc: number;
+  section: string;
+  title: string;
+  status: 'covered' | 'pending';
+  /** Full names of covering tests (when covered). */
+  tests: string[];
+  /** Outcome across covering tests in this run: all passed, some failed, all skipped, not run. */
+  outcome?: 'passed' | 'failed' | 'skipped' | 'not_run';
+  /** Pending reason (when pending). */
+  reason?: string;
+}
+
+export interface RunRecord {
+  schema: 'cell-hil.run.v1';
+  command: string;
+  started_at: string; // ISO 8601
+  finished_at: string;
+  target: {
+    name: string; // sim | external | replay | rig
+    driver: string; // sim | replay | ethercat | unknown
+    address: string; // socket path or URL
+    simulated: boolean | null;
+    /** Description data as returned by GET /v1/describe, if the target answered. */
+    describe?: unknown;
+  };
+  environment: {
+    machine_sha256: string;
+    configuration_sha256: string;
+    deployment_sha256: string;
+    package_version: string;
+    git_revision: string;
+    node: string;
+    platform: string;
+    hostname: string;
+  };
+  tests: RunTest[];
+  coverage: CoverageEntry[];
+  summary: { passed: number; failed: number; skipped: number; errored: number; duration_ms: number };
+  gate: { ok: boolean; problems: string[] };
+}

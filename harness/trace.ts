@@ -1,0 +1,30 @@
+// Traceability: tests declare the catalogue ids they cover; the gate compares them with the catalogue.
+//
+//   test('renew keeps lease_ms', covers('transition:grant:owned->owned:renew'), async ({ target }) => { ... })
+//
+// The ids travel as vitest task meta, so they are known at collection time (hil coverage needs no run)
+// and reach the reporters (run.json, Allure labels).
+
+import type { TestOptions } from 'vitest';
+
+declare module '@vitest/runner' {
+  interface TaskMeta {
+    covers?: string[];
+    kind?: 'contract' | 'profile';
+  }
+}
+
+/** Options for a contract test: it asserts documented behaviour. */
+export function covers(...ids: string[]): TestOptions {
+  if (ids.length === 0) throw new Error('covers() needs at least one catalogue id');
+  return { meta: { covers: ids, kind: 'contract' } };
+}
+
+/**
+ * Options for a profile test: it asserts a decision of ours where the documents say "not shown"
+ * (docs/profile.md). Against an external target these are informative.
+ */
+export function profile(...ids: string[]): TestOptions {
+  if (ids.length === 0) throw new Error('profile() needs at least one catalogue id');
+  return { meta: { covers: ids, kind: 'profile' } };
+}

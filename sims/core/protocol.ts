@@ -1,0 +1,97 @@
+// The private channel between the service and the real-time core (document 1 part 1: "a private channel
+// to the real-time core sits behind it and is not part of this interface"). Messages are structured
+// clones over a MessagePort; bigints travel as bigints.
+
+import type { CompiledMachine } from '../config/types.ts';
+import type { SimFault } from '../../drivers/sim/driver.ts';
+
+export interface CoreStartOptions {
+  machine: CompiledMachine;
+  driver: 'sim' | 'replay' | 'ethercat';
+  /** Spin this many ns before each deadline for precise wake-up (0: sleep only). */
+  spinNs: number;
+  /** Run faster than real time by this factor (1 = real time). Stepped mode: 0. */
+  speed: number;
+  /** Sim driver options. */
+  sim?: { initialPositions?: number[]; homingNs?: bigint };
+}
+
+/** Native command codes (CommandResult.Operation). Numeric values are a profile decision. */
+export const NATIVE_OP = {
+  stop: 1,
+  enable: 2,
+  arm: 3,
+  home: 4,
+  halt: 5,
+  reset_fault: 6,
+  io_arm: 7,
+  io_disarm: 8,
+  mark: 9,
+  restore_anchor: 10,
+  grant: 11,
+  recovery_status: 12,
+} as const;
+export type NativeOpName = keyof typeof NATIVE_OP;
+
+export interface CommandResult {
+  Sequence: bigint;
+  Handle: bigint;
+  Generation: bigint;
+  Operation: number;
+  /** 0 accepted, 1 rejected, 2 prepared */
+  Result: number;
+  Reason: number;
+  AxisMask: number;
+}
+
+export type ToCore =
+  | { t: 'cmd'; id: number; op: NativeOpName; generation: bigint; axisMask: number; label?: string }
+  | { t: 'grant'; generation: bigint; deadlineNs: bigint; active: boolean; axisMask: number }
+  | { t: 'inject'; id: number; fault: SimFault | { kind: 'clear' } }
+  | { t: 'shutdown' };
+
+export interface AxisStatus {
+  index: number;
+  id: string;
+  ds402_state: string;
+  statusword: number;
+  enabled: boolean;
+  ready: boolean;
+  fault: boolean;
+  error_code: number;
+  position: number;
+  velocity: number;
+  following_error: number;
+  pdo_fresh: boolean;
+  online: boolean;
+  brake_engaged: boolean;
+}
+
+export interface CoreStatus {
+  incarnation: string;
+  cycle: bigint;
+  now_ns: bigint;
+  armed: boolean;
+  enable_mask: number;
+  home_valid_mask: number;
+  safety_fault_mask: number;
+  home_epoch: bigint;
+  execution_fault_reasons: number;
+  commissioning_phase: string;
+  stop_draining: boolean;
+  io_armed: boolean;
+  io_output_word: number;
+  io_input_word: number;
+  wkc_actual: number;
+  wkc_expected: number;
+  axes: AxisStatus[];
+  timing: { overruns: bigint; max_lateness_ns: bigint; cycles: bigint };
+}
+
+export type FromCore =
+  | { t: 'ready'; incarnation: string; nowNs: bigint; startupNotes: string[]; mappingMismatchMask: number }
+  | { t: 'reply'; id: number; result: CommandResult; detail?: string }
+  | { t: 'status'; status: CoreStatus }
+  | { t: 'stop_drained'; sequence: bigint }
+  | { t: 'event'; type: string; payload: Record<string, unknown> }
+  | { t: 'fatal'; message: string };

@@ -1,0 +1,150 @@
+// Entry point of the reference stack process (`hil serve`): compiles the machine configuration, starts the
+// real-time core in its worker thread, and serves the control service on {socket_dir}/control.sock.
+// Prints exactly one line beginning with "ready " when it answers, stops cleanly on SIGINT/SIGTERM (and,
+// with --lifeline-stdin, when its parent closes stdin), removing its sockets.
+
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { loadMachine } from './config/compile.ts';
+import { CoreLink } from './service/core-link.ts';
+import { ControlService } from './service/service.ts';
+import { encodeJson } from './service/json.ts';
+
+const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
+const DEFAULT_MACHINE = join(ROOT, 'fixtures', 'machines', 'nine-axis.json');
+
+const USAGE = `usage: hil serve --socket-dir DIR [options]
+
+Starts the reference cell stack (control service + real-time core on the sim driver).
+
+  --socket-dir DIR        directory for control.sock, public/control.sock, jog.sock (required)
+  --socket PATH           control socket path (default DIR/control.sock)
+  --machine FILE          machine configuration JSON (default fixtures/machines/nine-axis.json)
+  --config-cache DIR      where compiled configurations are kept (default $TMPDIR/cell-hil-config)
+  --pair-id ID            pair id of the binding (default cell-sim-01)
+  --pair-revision N       pair revision of the binding (default 1)
+  --driver NAME           bus driver: sim (default)
+  --speed X               simulation speed factor, 1 = real time (default 1)
+  --spin-ns N             spin this long before each cycle deadline for precise timing (default 0)
+  --test-channel          expose the private test channel DIR/private/test.sock (fault injection)
+  --lifeline-stdin        exit when standard input closes (used by targets that start the stack)
+  -h, --help              this text
+`;
+
+export async function main(argv: string[]): Promise<number> {
+  let args;
+  try {
+    args = parseArgs({
+      args: argv,
+      options: {
+        'socket-dir': { type: 'string' },
+        socket: { type: 'string' },
+        machine: { type: 'string' },
+        'config-cache': { type: 'string' },
+        'pair-id': { type: 'string' },
+        'pair-revision': { type: 'string' },
+        driver: { type: 'string' },
+        speed: { type: 'string' },
+        'spin-ns': { type: 'string' },
+        'test-channel': { type: 'boolean' },
+        'lifeline-stdin': { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+    }).values;
+  } catch (e) {
+    process.stderr.write(`${(e as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  if (args.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const dir = args['socket-dir'];
+  if (!dir) {
+    process.stderr.write(`--socket-dir is required\n${USAGE}`);
+    return 2;
+  }
+  const revision = args['pair-revision'] ?? '1';
+  if (!/^[1-9][0-9]{0,19}$/.test(revision) || BigInt(revision) > (1n << 64n) - 1n) {
+    process.stderr.write('--pair-revision must be a nonzero uint64\n');
+    return 2;
+  }
+  const driver = args.driver ?? 'sim';
+  if (driver !== 'sim') {
+    process.stderr.write(`--driver ${driver}: only the sim driver is available in this build\n`);
+    return 2;
+  }
+  const speed = Number(args.speed ?? '1');
+  const spinNs = Number(args['spin-ns'] ?? '0');
+  if (!(speed > 0) || !(spinNs >= 0)) {
+    process.stderr.write('--speed must be > 0 and --spin-ns >= 0\n');
+    return 2;
+  }
+
+  let machine;
+  try {
+    machine = await loadMachine(resolve(args.machine ?? DEFAULT_MACHINE), resolve(args['config-cache'] ?? join(tmpdir(), 'cell-hil-config')));
+  } catch (e) {
+    const err = e as Error & { code?: string; path?: string };
+    process.stderr.write(`machine configuration refused: ${err.code ?? 'error'}: ${err.message}\n`);
+    return 2;
+  }
+
+  const core = new CoreLink(machine, { driver: 'sim', spinNs, speed });
+  const service = new ControlService({
+    socketDir: resolve(dir),
+    socketPath: args.socket ? resolve(args.socket) : undefined,
+    machine,
+    pairId: args['pair-id'] ?? 'cell-sim-01',
+    pairRevision: BigInt(revision),
+    core,
+    testChannel: args['test-channel'] ?? false,
+  });
+
+  let stopping: Promise<void> | undefined;
+  const shutdown = (why: string) => {
+    stopping ??= service
+      .stop()
+      .catch((e: Error) => process.stderr.write(`shutdown: ${e.message}\n`))
+      .then(() => {
+        process.stderr.write(`hil serve: stopped (${why})\n`);
+      });
+    return stopping;
+  };
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => void shutdown(sig).then(() => process.exit(0)));
+  }
+  if (args['lifeline-stdin']) {
+    process.stdin.on('end', () => void shutdown('stdin closed').then(() => process.exit(0)));
+    process.stdin.on('error', () => void shutdown('stdin error').then(() => process.exit(0)));
+    process.stdin.resume();
+  }
+
+  try {
+    await service.start();
+  } catch (e) {
+    process.stderr.write(`hil serve: cannot start: ${(e as Error).message}\n`);
+    await shutdown('start failed');
+    return 1;
+  }
+  process.stdout.write(
+    'ready ' +
+      encodeJson({
+        control: service.socketPath,
+        public: service.publicLink,
+        test_channel: args['test-channel'] ? service.testSocketPath : '',
+        pid: process.pid,
+        adapter_incarnation: service.adapterIncarnation,
+        machine_sha256: machine.machine_sha256,
+        configuration_sha256: machine.configuration_sha256,
+      }) +
+      '\n',
+  );
+  return -1; // keep running
+}
+
+const code = await main(process.argv.slice(2));
+if (code >= 0) process.exit(code);

@@ -1,0 +1,267 @@
+// The grant authority (document 1 part 3 "Grant lifecycle", part 2 Fence/Grant, part 5 item 7).
+// One controller at a time holds a grant; every fenced call is checked here. The fence refusal table is a
+// profile decision where the documents give several candidate labels (docs/profile.md "Fence checks").
+
+import { randomBytes } from 'node:crypto';
+import { refuse, type Binding, type Request } from './envelope.ts';
+import { U64_MAX } from './json.ts';
+
+export const DEFAULT_LEASE_MS = 500n;
+export const MAX_REQUESTED_LEASE_MS = 10_000n;
+export const RETRY_OUTCOMES = 256;
+
+export type SessionEnd = 'released' | 'expired' | 'revoked' | 'superseded' | 'retired' | 'daemon_restarted';
+
+export interface Reply {
+  status: 200 | 409 | 413 | 404;
+  body: Record<string, unknown>;
+}
+
+/** The request_id cache of one session (last 256 outcomes; joins in-flight requests). */
+export class RetryCache {
+  private entries = new Map<string, { key: string; reply: Promise<Reply> }>();
+  lookup(id: string, key: string): Promise<Reply> | 'conflict' | undefined {
+    const e = this.entries.get(id);
+    if (!e) return undefined;
+    return e.key === key ? e.reply : 'conflict';
+  }
+  remember(id: string, key: string, reply: Promise<Reply>): void {
+    this.entries.delete(id);
+    this.entries.set(id, { key, reply });
+    while (this.entries.size > RETRY_OUTCOMES) this.entries.delete(this.entries.keys().next().value!);
+  }
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+export interface Grant {
+  session: string;
+  generation: bigint;
+  controller: string;
+  binding: Required<Binding>;
+  leaseMs: bigint;
+  deadlineNs: bigint;
+  stopping: boolean;
+  daemonIncarnation: string;
+  cache: RetryCache;
+  /** The acquire that created this grant, for idempotent acquire retries. */
+  acquire?: { requestId: string; key: string; reply: Reply };
+}
+
+/** Operations whose reason lists name no_grant / wrong_generation / inhibited (document 1 part 4). */
+const NATIVE_FENCE_OPS = new Set(['halt', 'io_arm', 'io_disarm', 'prepare_trajectory']);
+/** Operations that accept an older nonzero generation of the same session. */
+const OLDER_GENERATION_OK = new Set(['renew', 'stop']);
+/** Operations that name `expired` among their fence reasons. */
+const EXPIRED_OPS = new Set(['renew', 'release', 'stop']);
+
+const SESSION_RE = /^[0-9a-f]{64}$/;
+
+export interface AuthorityHooks {
+  now(): bigint;
+  daemonIncarnation(): string;
+  /** Publish a grant event (payload never contains the session token). */
+  event(type: string, grant: Grant | null, final?: Partial<Record<string, unknown>>): void;
+  /** Tell the core the application grant changed. */
+  nativeGrant(g: Grant | null): void;
+}
+
+export class Authority {
+  current: Grant | null = null;
+  private generation = 0n;
+  private sessions = new Map<string, SessionEnd | 'current'>();
+  private expiryTimer?: NodeJS.Timeout;
+  /** True from an admitted stop until the core reports the drain finished. */
+  draining = false;
+
+  constructor(
+    readonly binding: Required<Binding>,
+    readonly ceilingMs: bigint,
+    private readonly hooks: AuthorityHooks,
+    initialGeneration = 0n,
+  ) {
+    this.generation = initialGeneration;
+  }
+
+  get lastGeneration(): bigint {
+    return this.generation;
+  }
+
+  grantData(g: Grant | null, ended = false): Record<string, unknown> {
+    if (!g) {
+      return { stopping: false, deadline_host_ns: 0n, session: '', generation: this.generation, controller: '', binding: this.binding, lease_ms: 0n };
+    }
+    return {
+      stopping: g.stopping,
+      deadline_host_ns: g.deadlineNs,
+      session: ended ? '' : g.session,
+      generation: g.generation,
+      controller: g.controller,
+      binding: g.binding,
+      lease_ms: g.leaseMs,
+    };
+  }
+
+  /** End the current grant if its lease ran out. Called lazily on every request and by a timer. */
+  checkExpiry(): void {
+    const g = this.current;
+    if (g && this.hooks.now() >= g.deadlineNs) this.end('expired', 'grant_expired');
+  }
+
+  private armExpiry(): void {
+    clearTimeout(this.expiryTimer);
+    const g = this.current;
+    if (!g) return;
+    const ms = Number((g.deadlineNs - this.hooks.now()) / 1_000_000n) + 1;
+    this.expiryTimer = setTimeout(() => this.checkExpiry(), Math.max(0, ms));
+    this.expiryTimer.unref();
+  }
+
+  /** End the current grant: the session is recorded with why, the retry cache goes with the grant. */
+  end(why: SessionEnd, eventType: string | null): void {
+    const g = this.current;
+    if (!g) return;
+    this.current = null;
+    clearTimeout(this.expiryTimer);
+    this.sessions.set(g.session, why);
+    if (eventType) this.hooks.event(eventType, g, { session: '' });
+    this.hooks.nativeGrant(null);
+  }
+
+  acquire(req: Request, requestKey: string): Reply {
+    this.checkExpiry();
+    const controller = req.controller!;
+    const bytes = Buffer.byteLength(controller, 'utf8');
+    if (bytes < 1 || bytes > 63) throw refuse('invalid_request_envelope', 'controller must be 1..63 bytes');
+    const requested = req.requested_lease_ms ?? 0n;
+    if (requested < 0n || requested > MAX_REQUESTED_LEASE_MS) {
+      throw refuse('invalid_requested_lease', `requested_lease_ms must be 1..${MAX_REQUESTED_LEASE_MS} (0 or omitted for the default)`);
+    }
+    const b = req.binding!;
+    const mismatch = [
+      b.pair_id !== this.binding.pair_id && 'pair_id',
+      b.revision !== this.binding.revision && 'revision',
+      b.configuration_sha256 !== this.binding.configuration_sha256 && 'configuration_sha256',
+      b.machine_sha256 !== undefined && b.machine_sha256 !== this.binding.machine_sha256 && 'machine_sha256',
+    ].filter(Boolean);
+    if (mismatch.length) throw refuse('authority_binding_mismatch', `binding differs in ${mismatch.join(', ')}`);
+
+    const g = this.current;
+    if (g && req.request_id !== undefined && g.acquire?.requestId === req.request_id) {
+      if (g.acquire.key === requestKey) return g.acquire.reply;
+      throw refuse('request_id_conflict', 'request_id reused with a different acquire payload');
+    }
+    if (this.draining) throw refuse('control_session_stale', 'a stop is still draining');
+    if (g) throw refuse('control_already_owned', `owned by ${JSON.stringify(g.controller)}`);
+    if (this.generation >= U64_MAX) throw refuse('application_generation_exhausted');
+
+    const lease = (requested === 0n ? DEFAULT_LEASE_MS : requested) < this.ceilingMs ? (requested === 0n ? DEFAULT_LEASE_MS : requested) : this.ceilingMs;
+    const now = this.hooks.now();
+    const grant: Grant = {
+      session: randomBytes(32).toString('hex'),
+      generation: ++this.generation,
+      controller,
+      binding: this.binding,
+      leaseMs: lease,
+      deadlineNs: now + lease * 1_000_000n,
+      stopping: false,
+      daemonIncarnation: this.hooks.daemonIncarnation(),
+      cache: new RetryCache(),
+    };
+    this.current = grant;
+    this.sessions.set(grant.session, 'current');
+    this.armExpiry();
+    const reply: Reply = { status: 200, body: { operation: 'acquire', data: this.grantData(grant) } };
+    if (req.request_id !== undefined) grant.acquire = { requestId: req.request_id, key: requestKey, reply };
+    this.hooks.event('grant_acquired', grant);
+    this.hooks.nativeGrant(grant);
+    return reply;
+  }
+
+  /**
+   * Check the fence of a fenced operation and return the current grant. Throws the refusal the profile's
+   * fence table gives (docs/profile.md).
+   */
+  fence(op: string, session: string, generation: bigint): Grant {
+    this.checkExpiry();
+    if (!SESSION_RE.test(session)) throw refuse('control_session_stale', 'session is not a 64-character lowercase hex token');
+    if (generation === 0n) throw refuse('control_session_stale', 'generation must be nonzero');
+    const known = this.sessions.get(session);
+    if (known === undefined) throw refuse('fence', 'session was never issued by this adapter');
+    if (known === 'daemon_restarted') throw refuse('daemon_restarted', 'session belongs to a previous core incarnation');
+    if (known !== 'current') {
+      if (known === 'expired') {
+        if (EXPIRED_OPS.has(op)) throw refuse('expired', 'the lease of this session expired');
+        if (NATIVE_FENCE_OPS.has(op)) throw refuse('no_grant', 'the lease of this session expired');
+      }
+      if (NATIVE_FENCE_OPS.has(op) && !this.current) throw refuse('no_grant', `session ${known}`);
+      throw refuse('control_session_stale', `session ${known}`);
+    }
+    const g = this.current!;
+    if (OLDER_GENERATION_OK.has(op)) {
+      if (generation > g.generation) throw refuse('control_session_stale', `generation ${generation} is newer than ${g.generation}`);
+    } else if (generation !== g.generation) {
+      if (NATIVE_FENCE_OPS.has(op)) throw refuse('wrong_generation', `generation ${generation} differs from ${g.generation}`);
+      throw refuse('control_session_stale', `generation ${generation} differs from ${g.generation}`);
+    }
+    if (g.stopping && !OLDER_GENERATION_OK.has(op) && op !== 'release') {
+      if (NATIVE_FENCE_OPS.has(op)) throw refuse('inhibited', 'a stop is in flight');
+      throw refuse('control_session_stale', 'a stop is in flight');
+    }
+    return g;
+  }
+
+  renew(g: Grant): Reply {
+    g.deadlineNs = this.hooks.now() + g.leaseMs * 1_000_000n;
+    this.armExpiry();
+    this.hooks.event('grant_renewed', g);
+    this.hooks.nativeGrant(g);
+    return { status: 200, body: { operation: 'renew', data: this.grantData(g) } };
+  }
+
+  release(g: Grant): Reply {
+    const data = this.grantData(g, true);
+    data.stopping = false;
+    this.end('released', 'grant_released');
+    return { status: 200, body: { operation: 'release', data } };
+  }
+
+  /** Admit a stop: the grant turns stopping with a new generation; revocation follows the drain. */
+  beginStop(g: Grant): { first: boolean } {
+    if (g.stopping) return { first: false };
+    if (this.generation >= U64_MAX) throw refuse('application_generation_exhausted');
+    g.stopping = true;
+    g.generation = ++this.generation;
+    this.draining = true;
+    this.hooks.nativeGrant(g);
+    return { first: true };
+  }
+
+  /** The core finished draining the stop: revoke the stopping grant. */
+  drained(): void {
+    this.draining = false;
+    if (this.current?.stopping) this.end('revoked', 'grant_revoked');
+  }
+
+  /** Native or transport failure (the core went away): revoke authority. */
+  coreLost(): void {
+    this.draining = false;
+    for (const [s, v] of this.sessions) if (v === 'current') this.sessions.set(s, 'daemon_restarted');
+    const g = this.current;
+    if (g) {
+      this.current = null;
+      clearTimeout(this.expiryTimer);
+      this.hooks.event('grant_revoked', g, { session: '' });
+    }
+  }
+
+  /** reset_fault retires the session whatever the core answers (document 1 part 3). */
+  retire(g: Grant): void {
+    if (this.current === g) this.end('retired', 'grant_revoked');
+  }
+
+  close(): void {
+    clearTimeout(this.expiryTimer);
+  }
+}

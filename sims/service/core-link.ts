@@ -1,0 +1,185 @@
+// The service's side of the private core channel: starts the core in a worker thread, correlates native
+// commands with their replies, keeps the latest published status, and reports a core exit so the service
+// can revoke authority and start a new daemon incarnation.
+
+import { EventEmitter } from 'node:events';
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import type { CompiledMachine } from '../config/types.ts';
+import type { CommandResult, CoreStartOptions, CoreStatus, FromCore, NativeOpName, ToCore } from '../core/protocol.ts';
+
+export interface NativeReply {
+  result: CommandResult;
+  detail?: string;
+}
+
+export class CoreUnavailable extends Error {
+  readonly code = 'core_unavailable';
+}
+
+export class CoreLink extends EventEmitter {
+  private worker?: Worker;
+  private port?: MessagePort;
+  private nextId = 1;
+  private pending = new Map<number, { resolve: (r: NativeReply) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+  status?: CoreStatus;
+  incarnation = '';
+  startupNotes: string[] = [];
+  mappingMismatchMask = 0;
+  private stopping = false;
+  /** The current incarnation reported ready (only then is its exit a core failure to recover from). */
+  private live = false;
+
+  constructor(
+    private readonly machine: CompiledMachine,
+    private readonly options: Omit<CoreStartOptions, 'machine'>,
+  ) {
+    super();
+  }
+
+  /** Start a core incarnation and resolve when it has brought its bus up. */
+  start(): Promise<void> {
+    const { port1, port2 } = new MessageChannel();
+    const options: CoreStartOptions = { ...this.options, machine: this.machine };
+    const worker = new Worker(new URL('../core/worker-entry.mjs', import.meta.url), {
+      workerData: { port: port2, options },
+      transferList: [port2],
+    });
+    this.worker = worker;
+    this.port = port1;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new CoreUnavailable('core did not start within 20 s')), 20_000);
+      port1.on('message', (m: FromCore) => {
+        if (m.t === 'ready') {
+          clearTimeout(timer);
+          this.live = true;
+          this.incarnation = m.incarnation;
+          this.startupNotes = m.startupNotes;
+          this.mappingMismatchMask = m.mappingMismatchMask;
+          resolve();
+        }
+        this.onMessage(m);
+      });
+      worker.once('error', (e) => {
+        clearTimeout(timer);
+        reject(e);
+        this.onExit(`core error: ${e.message}`);
+      });
+      worker.once('exit', (code) => this.onExit(`core exited with code ${code}`));
+    });
+  }
+
+  private onMessage(m: FromCore): void {
+    switch (m.t) {
+      case 'status':
+        this.status = m.status;
+        this.emit('status', m.status);
+        return;
+      case 'reply': {
+        const p = this.pending.get(m.id);
+        if (!p) return;
+        this.pending.delete(m.id);
+        clearTimeout(p.timer);
+        p.resolve({ result: m.result, detail: m.detail });
+        return;
+      }
+      case 'stop_drained':
+        this.emit('stop_drained', m.sequence);
+        return;
+      case 'event':
+        this.emit('core_event', m.type, m.payload);
+        return;
+      case 'fatal':
+        this.emit('fatal', m.message);
+        return;
+      case 'ready':
+        return;
+    }
+  }
+
+  private onExit(why: string): void {
+    const wasLive = this.worker !== undefined && this.live;
+    this.worker = undefined;
+    this.live = false;
+    for (const [, p] of this.pending) {
+      clearTimeout(p.timer);
+      p.reject(new CoreUnavailable(why));
+    }
+    this.pending.clear();
+    if (wasLive && !this.stopping) this.emit('exit', why);
+  }
+
+  get running(): boolean {
+    return this.worker !== undefined;
+  }
+
+  post(m: ToCore): void {
+    this.port?.postMessage(m);
+  }
+
+  /** Send a native command and wait for its CommandResult. */
+  command(op: NativeOpName, generation: bigint, axisMask = 0, extra: { label?: string } = {}, timeoutMs = 1000): Promise<NativeReply> {
+    if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new CoreUnavailable(`no native receipt for ${op} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.pending.set(id, { resolve, reject, timer });
+      this.port!.postMessage({ t: 'cmd', id, op, generation, axisMask, ...extra } satisfies ToCore);
+    });
+  }
+
+  /** Out-of-band fault injection (private test channel). */
+  inject(fault: Extract<ToCore, { t: 'inject' }>['fault']): Promise<NativeReply> {
+    if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new CoreUnavailable('no reply to fault injection within 1 s'));
+      }, 1000);
+      this.pending.set(id, { resolve, reject, timer });
+      this.port!.postMessage({ t: 'inject', id, fault } satisfies ToCore);
+    });
+  }
+
+  /** Wait for the next status publication (or the current one when fresh enough). */
+  nextStatus(timeoutMs: number): Promise<CoreStatus | undefined> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.off('status', on);
+        resolve(undefined);
+      }, timeoutMs);
+      const on = (s: CoreStatus) => {
+        clearTimeout(timer);
+        resolve(s);
+      };
+      this.once('status', on);
+    });
+  }
+
+  async shutdown(): Promise<void> {
+    this.stopping = true;
+    const w = this.worker;
+    if (!w) return;
+    this.post({ t: 'shutdown' });
+    const exited = new Promise<void>((r) => w.once('exit', () => r()));
+    const timer = setTimeout(() => void w.terminate(), 2000);
+    await exited;
+    clearTimeout(timer);
+    this.port?.close();
+  }
+
+  /** Kill the current incarnation (a core crash, for crash-isolation tests) and start a new one. */
+  async restart(): Promise<void> {
+    const w = this.worker;
+    this.stopping = true;
+    if (w) await w.terminate();
+    this.worker = undefined;
+    this.port?.close();
+    this.stopping = false;
+    this.emit('exit', 'core restarted');
+    await this.start();
+  }
+}

@@ -1,0 +1,417 @@
+// Strict JSON decoder of the control service (document 1 part 2 "Request": decoding is strict; part 1:
+// JSON integers are exact uint64 and are parsed without floating point).
+//
+// The decoder is an explicit state machine over bytes. It keeps numbers as their literal text so the
+// schema-aware layer can convert them exactly (bigint for integers), refuses duplicate keys, invalid UTF-8,
+// lone surrogates and trailing data, and reports the byte offset of the first problem.
+
+export type JsonValue = JsonObject | JsonValue[] | string | JsonNumber | boolean | null;
+
+/** An object with its keys in document order; duplicates are refused while decoding. */
+export class JsonObject {
+  readonly fields = new Map<string, JsonValue>();
+  get(key: string): JsonValue | undefined {
+    return this.fields.get(key);
+  }
+  has(key: string): boolean {
+    return this.fields.has(key);
+  }
+  keys(): IterableIterator<string> {
+    return this.fields.keys();
+  }
+}
+
+/** A number kept as its literal text; converted by the consumer according to the field's type. */
+export class JsonNumber {
+  constructor(readonly text: string) {}
+  /** True when the literal has no fraction and no exponent. */
+  get isIntegerLiteral(): boolean {
+    return !/[.eE]/.test(this.text);
+  }
+  toFloat(): number {
+    return Number(this.text);
+  }
+}
+
+export type JsonErrorCode =
+  | 'json_syntax'
+  | 'json_duplicate_key'
+  | 'json_trailing_data'
+  | 'json_invalid_utf8'
+  | 'json_depth'
+  | 'json_empty';
+
+export class JsonDecodeError extends Error {
+  constructor(
+    readonly code: JsonErrorCode,
+    readonly offset: number,
+    message: string,
+    readonly key?: string,
+  ) {
+    super(message);
+  }
+}
+
+const MAX_DEPTH = 64;
+
+const enum Ch {
+  Tab = 0x09,
+  Lf = 0x0a,
+  Cr = 0x0d,
+  Space = 0x20,
+  Quote = 0x22,
+  Plus = 0x2b,
+  Comma = 0x2c,
+  Minus = 0x2d,
+  Dot = 0x2e,
+  Zero = 0x30,
+  Nine = 0x39,
+  Colon = 0x3a,
+  UpperE = 0x45,
+  LBracket = 0x5b,
+  Backslash = 0x5c,
+  RBracket = 0x5d,
+  LowerE = 0x65,
+  LBrace = 0x7b,
+  RBrace = 0x7d,
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Decode one JSON value occupying the whole input (whitespace around it allowed). */
+export function decodeJson(bytes: Uint8Array): JsonValue {
+  const p = new Parser(bytes);
+  p.ws();
+  if (p.pos >= bytes.length) throw new JsonDecodeError('json_empty', 0, 'empty body');
+  const value = p.value(0);
+  p.ws();
+  if (p.pos < bytes.length) {
+    throw new JsonDecodeError('json_trailing_data', p.pos, `trailing data at byte ${p.pos}`);
+  }
+  return value;
+}
+
+class Parser {
+  pos = 0;
+  constructor(private readonly b: Uint8Array) {}
+
+  fail(message: string, code: JsonErrorCode = 'json_syntax'): never {
+    throw new JsonDecodeError(code, this.pos, `${message} at byte ${this.pos}`);
+  }
+
+  ws(): void {
+    const b = this.b;
+    let i = this.pos;
+    while (i < b.length) {
+      const c = b[i]!;
+      if (c === Ch.Space || c === Ch.Lf || c === Ch.Cr || c === Ch.Tab) i++;
+      else break;
+    }
+    this.pos = i;
+  }
+
+  value(depth: number): JsonValue {
+    if (depth > MAX_DEPTH) this.fail('nesting too deep', 'json_depth');
+    const c = this.b[this.pos];
+    switch (c) {
+      case Ch.LBrace:
+        return this.object(depth);
+      case Ch.LBracket:
+        return this.array(depth);
+      case Ch.Quote:
+        return this.string();
+      case 0x74: // t
+        return this.literal('true', true);
+      case 0x66: // f
+        return this.literal('false', false);
+      case 0x6e: // n
+        return this.literal('null', null);
+      default:
+        if (c === Ch.Minus || (c !== undefined && c >= Ch.Zero && c <= Ch.Nine)) return this.number();
+        return this.fail(c === undefined ? 'unexpected end of input' : 'unexpected character');
+    }
+  }
+
+  literal<T>(word: string, v: T): T {
+    for (let i = 0; i < word.length; i++) {
+      if (this.b[this.pos + i] !== word.charCodeAt(i)) this.fail('invalid literal');
+    }
+    this.pos += word.length;
+    return v;
+  }
+
+  object(depth: number): JsonObject {
+    const obj = new JsonObject();
+    this.pos++; // {
+    this.ws();
+    if (this.b[this.pos] === Ch.RBrace) {
+      this.pos++;
+      return obj;
+    }
+    for (;;) {
+      this.ws();
+      if (this.b[this.pos] !== Ch.Quote) this.fail('object key must be a string');
+      const keyAt = this.pos;
+      const key = this.string();
+      if (obj.fields.has(key)) {
+        throw new JsonDecodeError('json_duplicate_key', keyAt, `duplicate field "${key}" at byte ${keyAt}`, key);
+      }
+      this.ws();
+      if (this.b[this.pos] !== Ch.Colon) this.fail('expected ":"');
+      this.pos++;
+      this.ws();
+      obj.fields.set(key, this.value(depth + 1));
+      this.ws();
+      const c = this.b[this.pos];
+      if (c === Ch.Comma) {
+        this.pos++;
+        continue;
+      }
+      if (c === Ch.RBrace) {
+        this.pos++;
+        return obj;
+      }
+      this.fail('expected "," or "}"');
+    }
+  }
+
+  array(depth: number): JsonValue[] {
+    const out: JsonValue[] = [];
+    this.pos++; // [
+    this.ws();
+    if (this.b[this.pos] === Ch.RBracket) {
+      this.pos++;
+      return out;
+    }
+    for (;;) {
+      this.ws();
+      out.push(this.value(depth + 1));
+      this.ws();
+      const c = this.b[this.pos];
+      if (c === Ch.Comma) {
+        this.pos++;
+        continue;
+      }
+      if (c === Ch.RBracket) {
+        this.pos++;
+        return out;
+      }
+      this.fail('expected "," or "]"');
+    }
+  }
+
+  number(): JsonNumber {
+    const b = this.b;
+    const start = this.pos;
+    let i = start;
+    if (b[i] === Ch.Minus) i++;
+    if (b[i] === Ch.Zero) {
+      i++;
+      if (b[i] !== undefined && b[i]! >= Ch.Zero && b[i]! <= Ch.Nine) {
+        this.pos = i;
+        this.fail('leading zero in number');
+      }
+    } else if (b[i] !== undefined && b[i]! >= 0x31 && b[i]! <= Ch.Nine) {
+      while (b[i] !== undefined && b[i]! >= Ch.Zero && b[i]! <= Ch.Nine) i++;
+    } else {
+      this.pos = i;
+      this.fail('invalid number');
+    }
+    if (b[i] === Ch.Dot) {
+      i++;
+      const d = i;
+      while (b[i] !== undefined && b[i]! >= Ch.Zero && b[i]! <= Ch.Nine) i++;
+      if (i === d) {
+        this.pos = i;
+        this.fail('digit expected after "."');
+      }
+    }
+    if (b[i] === Ch.LowerE || b[i] === Ch.UpperE) {
+      i++;
+      if (b[i] === Ch.Plus || b[i] === Ch.Minus) i++;
+      const d = i;
+      while (b[i] !== undefined && b[i]! >= Ch.Zero && b[i]! <= Ch.Nine) i++;
+      if (i === d) {
+        this.pos = i;
+        this.fail('digit expected in exponent');
+      }
+    }
+    this.pos = i;
+    return new JsonNumber(latin1(b, start, i));
+  }
+
+  string(): string {
+    const b = this.b;
+    let i = ++this.pos; // opening quote
+    // Fast path: plain ASCII without escapes.
+    let ascii = true;
+    for (;;) {
+      const c = b[i];
+      if (c === undefined) {
+        this.pos = i;
+        this.fail('unterminated string');
+      }
+      if (c === Ch.Quote) break;
+      if (c === Ch.Backslash) {
+        ascii = false;
+        i += 2;
+        continue;
+      }
+      if (c < 0x20) {
+        this.pos = i;
+        this.fail('control character in string');
+      }
+      if (c >= 0x80) ascii = false;
+      i++;
+    }
+    const end = i;
+    const start = this.pos;
+    this.pos = end + 1;
+    if (ascii) return latin1(b, start, end);
+    return this.slowString(start, end);
+  }
+
+  private slowString(start: number, end: number): string {
+    const b = this.b;
+    let out = '';
+    let run = start;
+    let i = start;
+    const flush = (to: number) => {
+      if (to > run) {
+        try {
+          out += utf8.decode(b.subarray(run, to));
+        } catch {
+          throw new JsonDecodeError('json_invalid_utf8', run, `invalid UTF-8 in string at byte ${run}`);
+        }
+      }
+    };
+    while (i < end) {
+      if (b[i] !== Ch.Backslash) {
+        i++;
+        continue;
+      }
+      flush(i);
+      const e = b[i + 1];
+      i += 2;
+      switch (e) {
+        case 0x22: out += '"'; break;
+        case 0x5c: out += '\\'; break;
+        case 0x2f: out += '/'; break;
+        case 0x62: out += '\b'; break;
+        case 0x66: out += '\f'; break;
+        case 0x6e: out += '\n'; break;
+        case 0x72: out += '\r'; break;
+        case 0x74: out += '\t'; break;
+        case 0x75: {
+          const u = this.hex4(i);
+          i += 4;
+          if (u >= 0xd800 && u <= 0xdbff) {
+            if (b[i] !== Ch.Backslash || b[i + 1] !== 0x75) {
+              throw new JsonDecodeError('json_invalid_utf8', i, `lone surrogate escape at byte ${i - 6}`);
+            }
+            const lo = this.hex4(i + 2);
+            if (lo < 0xdc00 || lo > 0xdfff) {
+              throw new JsonDecodeError('json_invalid_utf8', i, `lone surrogate escape at byte ${i - 6}`);
+            }
+            i += 6;
+            out += String.fromCharCode(u, lo);
+          } else if (u >= 0xdc00 && u <= 0xdfff) {
+            throw new JsonDecodeError('json_invalid_utf8', i - 6, `lone surrogate escape at byte ${i - 6}`);
+          } else {
+            out += String.fromCharCode(u);
+          }
+          break;
+        }
+        default:
+          throw new JsonDecodeError('json_syntax', i - 1, `invalid escape at byte ${i - 1}`);
+      }
+      run = i;
+    }
+    flush(end);
+    return out;
+  }
+
+  private hex4(at: number): number {
+    let v = 0;
+    for (let k = 0; k < 4; k++) {
+      const c = this.b[at + k];
+      let d: number;
+      if (c === undefined) d = -1;
+      else if (c >= 0x30 && c <= 0x39) d = c - 0x30;
+      else if (c >= 0x61 && c <= 0x66) d = c - 0x57;
+      else if (c >= 0x41 && c <= 0x46) d = c - 0x37;
+      else d = -1;
+      if (d < 0) throw new JsonDecodeError('json_syntax', at + k, `invalid \\u escape at byte ${at + k}`);
+      v = v * 16 + d;
+    }
+    return v;
+  }
+}
+
+function latin1(b: Uint8Array, start: number, end: number): string {
+  // Only called on pure ASCII ranges.
+  let s = '';
+  const CHUNK = 8192;
+  for (let i = start; i < end; i += CHUNK) {
+    s += String.fromCharCode.apply(null, b.subarray(i, Math.min(end, i + CHUNK)) as unknown as number[]);
+  }
+  return s;
+}
+
+// ---- exact conversions used by the schema layer ----
+
+export const U64_MAX = (1n << 64n) - 1n;
+
+/** Parse an unsigned integer literal exactly; undefined when the literal is not a uint64. */
+export function toUint64(n: JsonNumber): bigint | undefined {
+  if (!/^(0|[1-9][0-9]*)$/.test(n.text)) return undefined;
+  if (n.text.length > 20) return undefined;
+  const v = BigInt(n.text);
+  return v <= U64_MAX ? v : undefined;
+}
+
+/** Parse a signed integer literal exactly within [min, max]. */
+export function toInteger(n: JsonNumber, min: bigint, max: bigint): bigint | undefined {
+  if (!/^-?(0|[1-9][0-9]*)$/.test(n.text) || n.text === '-0') return undefined;
+  if (n.text.length > 21) return undefined;
+  const v = BigInt(n.text);
+  return v >= min && v <= max ? v : undefined;
+}
+
+/** Serialise a value with exact bigint integers (used for replies). Plain objects keep insertion order. */
+export function encodeJson(value: unknown): string {
+  switch (typeof value) {
+    case 'bigint':
+      return value.toString();
+    case 'number':
+      if (!Number.isFinite(value)) throw new Error('non-finite number in reply');
+      return JSON.stringify(value);
+    case 'string':
+      return JSON.stringify(value);
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'object': {
+      if (value === null) return 'null';
+      if (Array.isArray(value)) return '[' + value.map(encodeJson).join(',') + ']';
+      const parts: string[] = [];
+      for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+        if (v === undefined) continue;
+        parts.push(JSON.stringify(k) + ':' + encodeJson(v));
+      }
+      return '{' + parts.join(',') + '}';
+    }
+    default:
+      throw new Error(`cannot encode ${typeof value}`);
+  }
+}
+
+/** A canonical text of a decoded value (keys sorted, numbers by literal) for payload equality. */
+export function canonicalText(v: JsonValue): string {
+  if (v === null) return 'null';
+  if (typeof v === 'boolean') return v ? 'true' : 'false';
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (v instanceof JsonNumber) return v.text;
+  if (Array.isArray(v)) return '[' + v.map(canonicalText).join(',') + ']';
+  const keys = [...v.fields.keys()].sort();
+  return '{' + keys.map((k) => JSON.stringify(k) + ':' + canonicalText(v.fields.get(k)!)).join(',') + '}';
+}

@@ -1,0 +1,477 @@
+// The control service (document 1): HTTP/1.1 over a Unix socket, the envelope, the grant authority, the
+// observation endpoints, and the bridge to the real-time core. Every refusal carries a catalogue label
+// first; an unexpected exception is answered as `internal_defect` (a label of ours that the suites flag as
+// a defect) and never as a stack trace.
+
+import { randomBytes } from 'node:crypto';
+import { mkdir, rm, rmdir, symlink, chmod, lstat } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { dirname, join } from 'node:path';
+import { Authority, type Grant, type Reply } from './authority.ts';
+import { CAPABILITIES, CAPABILITY, capabilityInfo } from './capabilities.ts';
+import { CoreLink, CoreUnavailable } from './core-link.ts';
+import {
+  decodeRequest,
+  ORDINARY_BODY_LIMIT,
+  payloadKey,
+  Refusal,
+  refuse,
+  RESPONSE_SCHEMA,
+  type Binding,
+  type Request,
+} from './envelope.ts';
+import { EventLog, EVENTS_PER_POLL } from './events.ts';
+import { encodeJson } from './json.ts';
+import type { CompiledMachine } from '../config/types.ts';
+import type { CoreStatus } from '../core/protocol.ts';
+
+export const CONTROL_IDLE_TIMEOUT_NS = 90_000_000_000n;
+export const CONTRACT_VERSION = 2;
+
+export interface ServiceOptions {
+  socketDir: string;
+  socketPath?: string;
+  machine: CompiledMachine;
+  pairId: string;
+  pairRevision: bigint;
+  core: CoreLink;
+  /** Expose the private test channel (fault injection, core restart) on {socket_dir}/private/test.sock. */
+  testChannel: boolean;
+}
+
+const now = () => process.hrtime.bigint();
+
+export class ControlService {
+  readonly adapterIncarnation = randomBytes(16).toString('hex');
+  readonly binding: Required<Binding>;
+  readonly authority: Authority;
+  readonly events: EventLog;
+  private server?: Server;
+  private testServer?: Server;
+  readonly socketPath: string;
+  readonly publicLink: string;
+  readonly testSocketPath: string;
+  private daemonIncarnation = '';
+
+  constructor(private readonly o: ServiceOptions) {
+    const m = o.machine;
+    this.socketPath = o.socketPath ?? join(o.socketDir, 'control.sock');
+    this.publicLink = join(o.socketDir, 'public', 'control.sock');
+    this.testSocketPath = join(o.socketDir, 'private', 'test.sock');
+    this.binding = {
+      pair_id: o.pairId,
+      revision: o.pairRevision,
+      configuration_sha256: m.configuration_sha256,
+      machine_sha256: m.machine_sha256,
+    };
+    this.events = new EventLog(this.adapterIncarnation, () => this.daemonIncarnation, now);
+    this.authority = new Authority(this.binding, m.control.max_grant_lease_ns / 1_000_000n, {
+      now,
+      daemonIncarnation: () => this.daemonIncarnation,
+      event: (type, g) => this.events.publish(type, g ? this.grantPayload(g, type) : {}),
+      nativeGrant: (g) =>
+        o.core.post({
+          t: 'grant',
+          generation: g?.generation ?? this.authority.lastGeneration,
+          deadlineNs: g?.deadlineNs ?? 0n,
+          active: g !== null && !g.stopping,
+          axisMask: g ? (1 << m.axes.length) - 1 : 0,
+        }),
+    });
+    o.core.on('stop_drained', () => this.authority.drained());
+    o.core.on('exit', (why: string) => this.onCoreExit(why));
+  }
+
+  private grantPayload(g: Grant, type: string): Record<string, unknown> {
+    const ended = type === 'grant_released' || type === 'grant_expired' || type === 'grant_revoked';
+    return {
+      generation: g.generation,
+      stopping: ended ? false : g.stopping,
+      controller: g.controller,
+      lease_ms: g.leaseMs,
+      deadline_host_ns: g.deadlineNs,
+    };
+  }
+
+  private onCoreExit(why: string): void {
+    this.authority.coreLost();
+    const previous = this.daemonIncarnation;
+    void this.o.core
+      .start()
+      .then(() => {
+        this.daemonIncarnation = this.o.core.incarnation;
+        this.events.publish('daemon_incarnation_changed', { previous, current: this.daemonIncarnation, reason: why });
+      })
+      .catch((e: Error) => process.stderr.write(`core restart failed: ${e.message}\n`));
+  }
+
+  async start(): Promise<void> {
+    const core = this.o.core;
+    if (!core.running) await core.start();
+    this.daemonIncarnation = core.incarnation;
+    this.events.publish('adapter_incarnation_changed', { previous: '', current: this.adapterIncarnation });
+    this.events.publish('daemon_incarnation_changed', { previous: '', current: this.daemonIncarnation });
+
+    await mkdir(dirname(this.publicLink), { recursive: true });
+    await rmIfSocket(this.socketPath);
+    const server = createServer({ keepAliveTimeout: Number(CONTROL_IDLE_TIMEOUT_NS / 1_000_000n) }, (req, res) => {
+      void this.route(req, res);
+    });
+    server.keepAliveTimeout = Number(CONTROL_IDLE_TIMEOUT_NS / 1_000_000n);
+    await listen(server, this.socketPath);
+    await chmod(this.socketPath, 0o660);
+    await rm(this.publicLink, { force: true });
+    await symlink(join('..', 'control.sock'), this.publicLink);
+    this.server = server;
+
+    if (this.o.testChannel) {
+      await mkdir(dirname(this.testSocketPath), { recursive: true, mode: 0o700 });
+      await rmIfSocket(this.testSocketPath);
+      const t = createServer((req, res) => void this.testRoute(req, res));
+      await listen(t, this.testSocketPath);
+      await chmod(this.testSocketPath, 0o600);
+      this.testServer = t;
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.authority.close();
+    for (const s of [this.server, this.testServer]) {
+      if (!s) continue;
+      s.closeAllConnections();
+      await new Promise<void>((r) => s.close(() => r()));
+    }
+    await rm(this.publicLink, { force: true });
+    await rm(this.socketPath, { force: true });
+    if (this.o.testChannel) await rm(this.testSocketPath, { force: true });
+    // The folders we created for the link and the private channel go too when empty.
+    for (const d of [dirname(this.publicLink), dirname(this.testSocketPath)]) await rmdir(d).catch(() => undefined);
+    await this.o.core.shutdown();
+  }
+
+  // ---- HTTP ----
+
+  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      const key = `${req.method} ${url.pathname}`;
+      switch (key) {
+        case 'POST /v1/control':
+          return this.send(res, await this.control(req));
+        case 'GET /v1/describe':
+          return this.send(res, { status: 200, body: { operation: 'describe', data: this.describe() } });
+        case 'GET /v1/status':
+          return this.send(res, { status: 200, body: { operation: 'status', data: this.statusData() } });
+        case 'GET /v1/events':
+          return this.send(res, this.pollEvents(url));
+        default:
+          drain(req, DISCARD_BOUND);
+          return this.send(res, refusal(new Refusal(409, 'unknown_endpoint', `${req.method} ${url.pathname}`)));
+      }
+    } catch (e) {
+      this.defect(res, e);
+    }
+  }
+
+  private defect(res: ServerResponse, e: unknown): void {
+    if (e instanceof Refusal) return this.send(res, refusal(e));
+    process.stderr.write(`internal defect: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    if (!res.headersSent) this.send(res, refusal(new Refusal(409, 'internal_defect', 'unrecognised failure inside the service')));
+    else res.destroy();
+  }
+
+  private send(res: ServerResponse, reply: Reply): void {
+    const body = Buffer.from(encodeJson(envelope(reply.body)) + '\n');
+    res.writeHead(reply.status, { 'content-type': 'application/json', 'content-length': body.length });
+    res.end(body);
+  }
+
+  private async control(req: IncomingMessage): Promise<Reply> {
+    const body = await readBody(req, ORDINARY_BODY_LIMIT);
+    if (body === 'too_large') {
+      return refusal(new Refusal(413, 'body_too_large', `ordinary commands are at most ${ORDINARY_BODY_LIMIT} bytes`));
+    }
+    let request: Request;
+    try {
+      request = decodeRequest(body);
+    } catch (e) {
+      if (e instanceof Refusal) return refusal(e, operationOf(body));
+      throw e;
+    }
+    try {
+      return await this.dispatch(request);
+    } catch (e) {
+      if (e instanceof Refusal) return refusal(e, request.operation);
+      throw e;
+    }
+  }
+
+  private async dispatch(r: Request): Promise<Reply> {
+    if (r.operation === 'acquire') return this.authority.acquire(r, payloadKey(r));
+    const g = this.authority.fence(r.operation, r.session!, r.generation!);
+    if (r.request_id === undefined) return this.operate(r, g);
+    const key = payloadKey(r);
+    const hit = g.cache.lookup(r.request_id, key);
+    if (hit === 'conflict') throw refuse('request_id_conflict', `request_id ${JSON.stringify(r.request_id)} was used with a different payload`);
+    if (hit) return hit;
+    const outcome = this.operate(r, g).catch((e: unknown) => {
+      if (e instanceof Refusal) return refusal(e, r.operation);
+      throw e;
+    });
+    g.cache.remember(r.request_id, key, outcome);
+    return outcome;
+  }
+
+  private async operate(r: Request, g: Grant): Promise<Reply> {
+    const a = this.authority;
+    switch (r.operation) {
+      case 'renew':
+        return a.renew(g);
+      case 'release':
+        return a.release(g);
+      case 'stop': {
+        const { first } = a.beginStop(g);
+        if (first) {
+          try {
+            await this.o.core.command('stop', g.generation, 0);
+          } catch (e) {
+            if (!(e instanceof CoreUnavailable)) throw e;
+            a.drained(); // no core: nothing left to drain
+          }
+        }
+        return { status: 200, body: { operation: 'stop', data: a.grantData(g) } };
+      }
+      case 'mark_telemetry': {
+        const bytes = Buffer.byteLength(r.label!, 'utf8');
+        if (bytes < 1 || bytes > 128) throw refuse('telemetry_label_invalid', 'label must be 1..128 bytes of UTF-8');
+        const n = await this.native('mark', g, 0, { label: r.label });
+        this.events.publish('telemetry_mark', { label: r.label, sequence: n.result.Sequence, generation: g.generation });
+        return { status: 200, body: { operation: r.operation, sequence: n.result.Sequence } };
+      }
+      default: {
+        const n = await this.native(r.operation as never, g, r.axis_mask ?? 0);
+        if (n.result.Result === 1) {
+          throw new Refusal(409, 'native_rejected', n.detail ?? `native reason ${n.result.Reason}`, undefined);
+        }
+        return { status: 200, body: { operation: r.operation, sequence: n.result.Sequence } };
+      }
+    }
+  }
+
+  private async native(op: Parameters<CoreLink['command']>[0], g: Grant, axisMask: number, extra: { label?: string } = {}) {
+    try {
+      return await this.o.core.command(op, g.generation, axisMask, extra);
+    } catch (e) {
+      if (e instanceof CoreUnavailable) throw refuse('native_rejected', `core unavailable: ${e.message}`);
+      throw e;
+    }
+  }
+
+  // ---- observations ----
+
+  describe(): Record<string, unknown> {
+    const m = this.o.machine;
+    return {
+      contract_version: CONTRACT_VERSION,
+      backend: m.backend,
+      simulated: m.backend === 'simulation',
+      driver: 'sim',
+      machine_sha256: m.machine_sha256,
+      configuration_sha256: m.configuration_sha256,
+      deployment_sha256: m.deployment_sha256,
+      binding: this.binding,
+      adapter_incarnation: this.adapterIncarnation,
+      daemon_incarnation: this.daemonIncarnation,
+      cycle_ns: m.cycle_ns,
+      control_idle_timeout_ns: CONTROL_IDLE_TIMEOUT_NS,
+      link_profile: m.control.link_profile,
+      max_grant_lease_ms: m.control.max_grant_lease_ns / 1_000_000n,
+      max_jog_input_age_ns: m.control.max_jog_input_age_ns,
+      capabilities: CAPABILITIES.map(capabilityInfo),
+      axes: m.axes.map((a) => ({
+        id: a.id,
+        position_unit: a.position_unit,
+        min_position: a.min_position,
+        max_position: a.max_position,
+        max_velocity: a.max_velocity,
+        native_home: a.native_home,
+        counts_per_unit: a.counts_per_unit,
+        sign: a.sign,
+      })),
+      io: m.io ? { outputs: m.io.outputs.map((o) => ({ name: o.name, torch: o.torch })) } : null,
+    };
+  }
+
+  statusData(): Record<string, unknown> {
+    const s: CoreStatus | undefined = this.o.core.status;
+    this.authority.checkExpiry();
+    const g = this.authority.current;
+    return {
+      now_host_ns: now(),
+      adapter_incarnation: this.adapterIncarnation,
+      daemon_incarnation: this.daemonIncarnation,
+      core: s
+        ? {
+            armed: s.armed ? 1 : 0,
+            home_valid_mask: s.home_valid_mask,
+            safety_fault_mask: s.safety_fault_mask,
+            home_epoch: s.home_epoch,
+            axis_enable_mask: s.enable_mask,
+            execution_fault_reasons: s.execution_fault_reasons,
+            io_armed: s.io_armed ? 1 : 0,
+            io_output_word: s.io_output_word,
+            cycle: s.cycle,
+            published_host_ns: s.now_ns,
+            overruns: s.timing.overruns,
+          }
+        : null,
+      commissioning: { phase: s?.commissioning_phase ?? 'idle' },
+      grant: {
+        active: g !== null,
+        stopping: g?.stopping ?? false,
+        generation: g?.generation ?? this.authority.lastGeneration,
+        controller: g?.controller ?? '',
+        lease_ms: g?.leaseMs ?? 0n,
+        deadline_host_ns: g?.deadlineNs ?? 0n,
+        draining: this.authority.draining,
+      },
+      axes: (s?.axes ?? []).map((a) => ({
+        id: a.id,
+        ready: a.ready,
+        enabled: a.enabled,
+        ds402_state: a.ds402_state,
+        fault: a.fault,
+        error_code: a.error_code,
+        position: a.position,
+        velocity: a.velocity,
+        following_error: a.following_error,
+        pdo_fresh: a.pdo_fresh,
+        online: a.online,
+        brake_engaged: a.brake_engaged,
+      })),
+      execution: { handles: [], generation: 0n, state: '', segment: 0, native_sequence: 0n },
+    };
+  }
+
+  private pollEvents(url: URL): Reply {
+    const after = EventLog.cursor(url.searchParams.get('after'));
+    const events = this.events.read(after, EVENTS_PER_POLL);
+    const next = events.length ? events[events.length - 1]!.sequence : after;
+    return {
+      status: 200,
+      body: { operation: 'subscribe_events', data: { events, next_sequence: next, latest_sequence: this.events.latestSequence } },
+    };
+  }
+
+  // ---- private test channel (not part of the documented interface) ----
+
+  private async testRoute(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const json = (status: number, body: unknown) => {
+      const b = Buffer.from(encodeJson(body));
+      res.writeHead(status, { 'content-type': 'application/json', 'content-length': b.length });
+      res.end(b);
+    };
+    try {
+      const body = await readBody(req, 65536);
+      if (body === 'too_large') return json(413, { error: 'too large' });
+      const input = body.length ? (JSON.parse(Buffer.from(body).toString('utf8')) as Record<string, unknown>) : {};
+      switch (`${req.method} ${url.pathname}`) {
+        case 'POST /inject': {
+          const r = await this.o.core.inject(input as never);
+          return json(r.result.Result === 0 ? 200 : 409, { ok: r.result.Result === 0, detail: r.detail });
+        }
+        case 'POST /restart-core':
+          await this.o.core.restart();
+          return json(200, { ok: true, daemon_incarnation: this.o.core.incarnation });
+        default:
+          return json(404, { error: 'unknown test route' });
+      }
+    } catch (e) {
+      json(500, { error: (e as Error).message });
+    }
+  }
+}
+
+function envelope(body: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { schema: RESPONSE_SCHEMA };
+  for (const k of ['operation', 'sequence', 'handle', 'data', 'native_result', 'native_jog_result', 'error']) {
+    const v = body[k];
+    if (v === undefined || v === null || v === '' || v === 0n || v === 0) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+/** A refusal reply. `operation` names the requested operation when it is a known one, else "unknown". */
+function refusal(e: Refusal, operation?: string): Reply {
+  const op = operation !== undefined && CAPABILITY.has(operation) ? operation : 'unknown';
+  return { status: e.status, body: { operation: op, error: e.error, data: e.data } };
+}
+
+/** Best effort: the operation a refused body named, for the reply envelope. */
+function operationOf(body: Uint8Array): string | undefined {
+  const m = /"operation"\s*:\s*"([a-z_]{1,40})"/.exec(Buffer.from(body.subarray(0, 4096)).toString('latin1'));
+  return m?.[1];
+}
+
+/** Read a body up to `limit` bytes; past it, keep discarding (bounded) so the 413 reply reaches the client. */
+function readBody(req: IncomingMessage, limit: number): Promise<Uint8Array | 'too_large'> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length'] ?? NaN);
+    const chunks: Buffer[] = [];
+    let total = 0;
+    let over = Number.isFinite(declared) && declared > limit;
+    if (over) resolve('too_large');
+    req.on('data', (c: Buffer) => {
+      total += c.length;
+      if (over) {
+        if (total > DISCARD_BOUND) req.socket.destroy();
+        return;
+      }
+      if (total > limit) {
+        over = true;
+        chunks.length = 0;
+        resolve('too_large');
+        return;
+      }
+      chunks.push(c);
+    });
+    req.once('end', () => {
+      if (!over) resolve(Buffer.concat(chunks, total));
+    });
+    req.once('error', reject);
+  });
+}
+
+const DISCARD_BOUND = 64 * 1024 * 1024;
+
+/** Discard a request body we will not read, up to a bound; past it the connection is closed. */
+function drain(req: IncomingMessage, bound: number): void {
+  let seen = 0;
+  req.on('data', (c: Buffer) => {
+    seen += c.length;
+    if (seen > bound) req.socket.destroy();
+  });
+  req.resume();
+}
+
+function listen(server: Server, path: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(path, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+async function rmIfSocket(path: string): Promise<void> {
+  try {
+    const st = await lstat(path);
+    if (st.isSocket()) await rm(path);
+    else throw new Error(`${path} exists and is not a socket`);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
+}
