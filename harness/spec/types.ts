@@ -113,7 +113,7 @@ export interface LayoutEntry extends EntryBase {
 
 /** Any other documented, testable statement (`rule:<area>.<name>`, `endpoint:...`, `planner:...`, `olp:...`). */
 export interface RuleEntry extends EntryBase {
-  family: 'rule' | 'endpoint' | 'planner' | 'olp' | 'state' | 'machine_config';
+  family: 'rule' | 'endpoint' | 'planner' | 'olp' | 'state' | 'machine_config' | 'profile';
   text: string;
   /** HTTP status the statement documents (planner and OLP error rows, WebSocket pre-upgrade failures). */
   http?: number;

@@ -1,0 +1,223 @@
+// The `hil` command: run the conformance suites against a target, serve the reference stack, print
+// catalogue coverage, and render the qualification report. Exit status: 0 all passed, 1 failures,
+// 2 usage errors.
+
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { HilReporter, exitCodeOf, type Expectation } from './report/reporter.ts';
+import { writeHtmlReport } from './report/html.ts';
+import { computeCoverage, familyCounts } from './spec/gate.ts';
+import { STACK_ENTRY } from './targets/sim.ts';
+import { TARGETS } from './targets/index.ts';
+import { stringifyExact } from './oracle/json.ts';
+import './trace.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const REPORTS = join(ROOT, 'reports');
+
+class UsageError extends Error {}
+
+const HELP: Record<string, string> = {
+  '': `usage: hil <command> [options]
+
+commands:
+  run       run the conformance suites against a target and write reports/
+  test      run the project's own tests and the conformance suites on the simulator (npm test)
+  serve     start the reference stack (control service + core on the sim driver)
+  coverage  print catalogue coverage (covered / pending per family) without running tests
+  report    render reports/html/index.html from the last run
+  help      this text; "hil <command> --help" for a command
+
+exit status: 0 all passed, 1 failures, 2 usage errors`,
+  run: `usage: hil run [--target sim|external] [--socket PATH] [--machine FILE] [--allow-motion] [--no-report] [filter ...]
+
+Runs suites/ against the target. Filters select test files by substring (the traceability gate only
+applies to a full run). Writes reports/run.json, reports/allure-results/, reports/junit.xml and, unless
+--no-report, reports/html/index.html.
+
+  --target NAME     sim (default): the reference stack started per file; external: a service at --socket
+  --socket PATH     control socket of an external target
+  --machine FILE    sim: machine configuration (default fixtures/machines/nine-axis.json)
+  --allow-motion    allow tests that energise drives on a real rig
+  --no-report       skip the HTML report`,
+  test: `usage: hil test
+
+Runs the unit tests of the harness and the reference stack, then the conformance suites against the
+simulator, with the traceability gate. This is what npm test runs.`,
+  serve: `usage: hil serve --socket-dir DIR [options]   (hil serve --help for the stack's own options)`,
+  coverage: `usage: hil coverage [--json]
+
+Collects the suites (without running them) and prints covered and pending counts per catalogue family.
+--json prints every catalogue id with its status and covering tests or pending reason.`,
+  report: `usage: hil report [--out FILE]
+
+Renders the offline qualification report from reports/run.json and reports/allure-results/.`,
+};
+
+export async function main(argv: string[]): Promise<number> {
+  const [cmd = 'help', ...rest] = argv;
+  try {
+    switch (cmd) {
+      case 'run':
+        return await run(rest, false);
+      case 'test':
+        return await run(rest, true);
+      case 'serve':
+        return await serve(rest);
+      case 'coverage':
+        return await coverage(rest);
+      case 'report':
+        return await report(rest);
+      case 'help':
+      case '--help':
+      case '-h':
+        process.stdout.write(HELP['']! + '\n');
+        return 0;
+      default:
+        throw new UsageError(`unknown command ${cmd}`);
+    }
+  } catch (e) {
+    if (e instanceof UsageError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`hil: ${(e as Error).message}\n\n${HELP[cmd] ?? HELP['']}\n`);
+      return 2;
+    }
+    throw e;
+  }
+}
+
+function wantsHelp(args: string[], cmd: string): boolean {
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(HELP[cmd] + '\n');
+    return true;
+  }
+  return false;
+}
+
+async function run(args: string[], selfTest: boolean): Promise<number> {
+  if (wantsHelp(args, selfTest ? 'test' : 'run')) return 0;
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: !selfTest,
+    options: {
+      target: { type: 'string', default: 'sim' },
+      socket: { type: 'string' },
+      machine: { type: 'string' },
+      'allow-motion': { type: 'boolean', default: false },
+      'no-report': { type: 'boolean', default: false },
+    },
+  });
+  const target = values.target!;
+  if (!(target in TARGETS)) throw new UsageError(`unknown target ${target}; known: ${Object.keys(TARGETS).join(', ')}`);
+  if (target === 'external' && !values.socket) throw new UsageError('--target external needs --socket PATH');
+
+  process.env.HIL_TARGET = target;
+  if (values.socket) process.env.HIL_SOCKET = resolve(values.socket);
+  if (values.machine) process.env.HIL_MACHINE = resolve(values.machine);
+  if (values['allow-motion']) process.env.HIL_ALLOW_MOTION = '1';
+  process.env.HIL_RUN_DIR = join(REPORTS, '.run');
+
+  rmSync(join(REPORTS, 'allure-results'), { recursive: true, force: true });
+  const reporter = new HilReporter({
+    command: ['hil', selfTest ? 'test' : 'run', ...args].join(' '),
+    reportsDir: REPORTS,
+    gate: positionals.length === 0,
+    targetName: target,
+    expectations: loadExpectations(target),
+  });
+  const { startVitest } = await import('vitest/node');
+  const vitest = await startVitest('test', positionals, {
+    root: ROOT,
+    watch: false,
+    project: selfTest ? ['unit', 'conformance'] : ['conformance'],
+    reporters: [reporter, ['allure-vitest/reporter', { resultsDir: join(REPORTS, 'allure-results') }], ['junit', { outputFile: join(REPORTS, 'junit.xml') }]],
+    passWithNoTests: false,
+  });
+  await vitest.close();
+  const code = exitCodeOf(reporter.record);
+  if (!selfTest && !values['no-report'] && reporter.record) {
+    try {
+      const r = await writeHtmlReport({ runJson: join(REPORTS, 'run.json'), allureDir: join(REPORTS, 'allure-results'), outFile: join(REPORTS, 'html', 'index.html') });
+      process.stdout.write(`report: ${r.outFile}${r.warnings.length ? ` (${r.warnings.length} notes)` : ''}\n`);
+    } catch (e) {
+      process.stdout.write(`report not written: ${(e as Error).message}\n`);
+    }
+  }
+  return code;
+}
+
+/** Per-target expectation file: fixtures/expectations/<target>.json, {"<file> > <test>": {expected, reason}}. */
+function loadExpectations(target: string): Record<string, Expectation> {
+  const f = join(ROOT, 'fixtures', 'expectations', `${target}.json`);
+  if (!existsSync(f)) return {};
+  const data = JSON.parse(readFileSync(f, 'utf8')) as Record<string, Expectation>;
+  for (const [name, e] of Object.entries(data)) {
+    if (e.expected !== 'fail' || typeof e.reason !== 'string' || !e.reason) {
+      throw new UsageError(`${f}: entry ${name} must be {"expected": "fail", "reason": "..."}`);
+    }
+  }
+  return data;
+}
+
+function serve(args: string[]): Promise<number> {
+  // The stack is a separate process (DESIGN.md rule 1): the harness only starts it.
+  const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), STACK_ENTRY, ...args], { stdio: 'inherit' });
+  const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
+  process.on('SIGINT', forward('SIGINT'));
+  process.on('SIGTERM', forward('SIGTERM'));
+  return new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+}
+
+async function coverage(args: string[]): Promise<number> {
+  if (wantsHelp(args, 'coverage')) return 0;
+  const { values } = parseArgs({ args, options: { json: { type: 'boolean', default: false } } });
+  const { createVitest } = await import('vitest/node');
+  const vitest = await createVitest('test', { root: ROOT, watch: false, project: ['conformance'], reporters: [] });
+  const traces: Array<{ fullName: string; covers: string[] }> = [];
+  try {
+    const result = await vitest.collect();
+    for (const m of result.testModules) {
+      const file = m.relativeModuleId;
+      for (const t of m.children.allTests()) traces.push({ fullName: `${file} > ${t.fullName}`, covers: t.meta().covers ?? [] });
+    }
+    if (result.unhandledErrors.length) {
+      process.stderr.write(`collection errors:\n${result.unhandledErrors.map((e) => `  ${(e as Error).message}`).join('\n')}\n`);
+    }
+  } finally {
+    await vitest.close();
+  }
+  const cov = computeCoverage(traces);
+  if (values.json) {
+    process.stdout.write(
+      stringifyExact(
+        cov.entries.map((e) => (e.status === 'covered' ? { id: e.id, status: e.status, tests: e.tests } : { id: e.id, status: e.status, reason: e.reason })),
+      ) + '\n',
+    );
+  } else {
+    const rows = familyCounts(cov.entries);
+    process.stdout.write(`${'family'.padEnd(16)} ${'covered'.padStart(8)} ${'pending'.padStart(8)} ${'total'.padStart(6)}\n`);
+    for (const r of rows) process.stdout.write(`${r.family.padEnd(16)} ${String(r.covered).padStart(8)} ${String(r.pending).padStart(8)} ${String(r.total).padStart(6)}\n`);
+    const c = rows.reduce((a, r) => a + r.covered, 0);
+    const t = rows.reduce((a, r) => a + r.total, 0);
+    process.stdout.write(`${'all'.padEnd(16)} ${String(c).padStart(8)} ${String(t - c).padStart(8)} ${String(t).padStart(6)}\n`);
+    if (cov.problems.length) {
+      process.stdout.write(`\ngate problems (${cov.problems.length}):\n${cov.problems.slice(0, 30).map((p) => `  - ${p}`).join('\n')}\n`);
+    }
+  }
+  return cov.problems.length ? 1 : 0;
+}
+
+async function report(args: string[]): Promise<number> {
+  if (wantsHelp(args, 'report')) return 0;
+  const { values } = parseArgs({ args, options: { out: { type: 'string' } } });
+  const r = await writeHtmlReport({
+    runJson: join(REPORTS, 'run.json'),
+    allureDir: join(REPORTS, 'allure-results'),
+    outFile: values.out ? resolve(values.out) : join(REPORTS, 'html', 'index.html'),
+  });
+  for (const w of r.warnings) process.stdout.write(`note: ${w}\n`);
+  process.stdout.write(`report: ${r.outFile}\n`);
+  return 0;
+}

@@ -1,0 +1,66 @@
+// A controller's view of the cell: acquire a grant, send fenced commands, and always leave the cell
+// stopped and released. On any unknown outcome it stops the grant and reconciles from status, as
+// document 1 part 4 asks of every client.
+
+import { checkGrant, type CheckedReply, type Grant } from '../oracle/reply.ts';
+import { REQUEST_SCHEMA, type BindingInput, type ControlClient } from './control.ts';
+
+export interface Session {
+  session: string;
+  generation: bigint;
+  grant: Grant;
+}
+
+export class Cell {
+  private held: Session[] = [];
+  private counter = 0;
+
+  constructor(
+    readonly client: ControlClient,
+    readonly binding: BindingInput,
+  ) {}
+
+  /** acquire with the configured binding unless overridden; returns the checked reply. */
+  acquire(fields: Record<string, unknown> = {}): Promise<CheckedReply> {
+    return this.client
+      .control({ schema: REQUEST_SCHEMA, operation: 'acquire', controller: `hil-${process.pid}-${++this.counter}`, binding: this.binding, ...fields }, 'acquire')
+      .then((r) => {
+        if (r.status === 200) {
+          const g = checkGrant(r.reply.data);
+          this.held.push({ session: g.session, generation: g.generation, grant: g });
+        }
+        return r;
+      });
+  }
+
+  /** acquire and insist on success. */
+  async grant(fields: Record<string, unknown> = {}): Promise<Session> {
+    const r = await this.acquire(fields);
+    if (r.status !== 200) throw new Error(`acquire refused: ${r.status} ${r.reply.error}`);
+    const g = checkGrant(r.reply.data);
+    return this.held.find((s) => s.session === g.session)!;
+  }
+
+  /** A fenced operation with the session's fence (overridable through fields). */
+  fenced(op: string, s: Pick<Session, 'session' | 'generation'>, fields: Record<string, unknown> = {}): Promise<CheckedReply> {
+    return this.client.control({ schema: REQUEST_SCHEMA, operation: op, session: s.session, generation: s.generation, ...fields }, op);
+  }
+
+  /** Release or stop everything this cell acquired; never throws (cleanup must not mask the test result). */
+  async cleanup(): Promise<void> {
+    for (const s of this.held.splice(0)) {
+      try {
+        const r = await this.fenced('release', s);
+        if (r.status === 200) continue;
+        // Refused (already ended, or generation moved on): try the newest generation we know, then stop.
+        const st = await this.fenced('stop', s);
+        if (st.status === 200) {
+          const g = checkGrant(st.reply.data);
+          await this.fenced('release', { session: s.session, generation: g.generation });
+        }
+      } catch {
+        // Unknown outcome: nothing more a client can do than reconcile at the next acquire.
+      }
+    }
+  }
+}

@@ -1,0 +1,96 @@
+// The vitest fixtures every conformance suite uses. Suites get the target from here and never assume
+// which one it is; they ask `target.abilities` and Describe, and skip with a stated reason.
+
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as allure from 'allure-js-commons';
+import { test as base } from 'vitest';
+import { Cell } from './clients/cell.ts';
+import type { ControlClient } from './clients/control.ts';
+import { stringifyExact } from './oracle/json.ts';
+import { openTarget, type Target } from './targets/index.ts';
+import './trace.ts';
+
+export { expect, describe } from 'vitest';
+export { covers, profile } from './trace.ts';
+
+export interface Description {
+  [k: string]: unknown;
+  binding: { pair_id: string; revision: bigint; configuration_sha256: string; machine_sha256?: string };
+  capabilities: Array<{ name: string; state: string; transport: string }>;
+  axes: Array<Record<string, unknown> & { id: string }>;
+}
+
+const RUN_DIR = process.env.HIL_RUN_DIR ?? join(process.cwd(), 'reports', '.run');
+
+export const test = base.extend<{
+  $file: { target: Target; description: Description };
+  $test: { client: ControlClient; cell: Cell; traced: void };
+}>({
+  target: [
+    async ({}, use) => {
+      const target = await openTarget();
+      try {
+        await use(target);
+      } finally {
+        await target.close();
+      }
+    },
+    { scope: 'file' },
+  ],
+  description: [
+    async ({ target }, use) => {
+      const c = target.client();
+      const r = await c.describe();
+      if (r.status !== 200) throw new Error(`describe answered ${r.status} ${r.reply.error}`);
+      const d = r.reply.data as unknown as Description;
+      recordTarget(target, d);
+      await use(d);
+    },
+    { scope: 'file' },
+  ],
+  client: async ({ target }, use) => {
+    await use(target.client());
+  },
+  cell: async ({ target, description }, use) => {
+    const cell = new Cell(target.client(), description.binding);
+    try {
+      await use(cell);
+    } finally {
+      // Every test leaves the cell stopped and released (DESIGN.md rule 5).
+      await cell.cleanup();
+    }
+  },
+  traced: [
+    async ({ task }, use) => {
+      const meta = task.meta;
+      for (const id of meta.covers ?? []) await allure.label('covers', id);
+      if (meta.kind) await allure.label('kind', meta.kind);
+      await allure.label('target', process.env.HIL_TARGET ?? 'sim');
+      await use();
+    },
+    { auto: true },
+  ],
+});
+
+/** Leave a note of what the run was attached to, for run.json and the report. */
+function recordTarget(target: Target, d: Description): void {
+  try {
+    mkdirSync(RUN_DIR, { recursive: true });
+    writeFileSync(
+      join(RUN_DIR, `target-${process.pid}.json`),
+      stringifyExact({ name: target.name, driver: target.driver, address: target.address, describe: d }),
+    );
+  } catch {
+    // An output sink never aborts a run.
+  }
+}
+
+/** Skip unless the target can inject faults, with the reason stated. */
+export function needsFaults(ctx: { skip: (c: boolean, note?: string) => void }, target: Target): void {
+  ctx.skip(!target.abilities.faultInjection, `target ${target.name} cannot inject faults`);
+}
+
+export function needsMotion(ctx: { skip: (c: boolean, note?: string) => void }, target: Target): void {
+  ctx.skip(!target.abilities.motion, `motion is not allowed on target ${target.name} (run with --allow-motion on a rig)`);
+}

@@ -1,0 +1,176 @@
+import { test, expect } from 'vitest';
+import { mkdtemp, mkdir, readFile, writeFile, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { computeVerdict, ReportError, writeHtmlReport } from './html.ts';
+import type { RunRecord } from './run-types.ts';
+
+const DIGESTS = {
+  machine_sha256: 'a1'.repeat(32),
+  configuration_sha256: 'b2'.repeat(32),
+  deployment_sha256: 'c3'.repeat(32),
+};
+const FAIL_MESSAGE = 'expected reason control_session_stale, got no_grant';
+const PENDING_REASON = 'needs a rig with a live torch interlock';
+const EVIL_NAME = 'shows <script>alert("x")</script> names';
+// 1x1 transparent PNG
+const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64');
+
+function fixture(): RunRecord {
+  return {
+    schema: 'cell-hil.run.v1',
+    command: 'hil run --target sim',
+    started_at: '2025-03-01T02:00:00.000Z',
+    finished_at: '2025-03-01T02:03:12.500Z',
+    target: {
+      name: 'sim',
+      driver: 'sim',
+      address: '/run/cell/control.sock',
+      simulated: true,
+      describe: {
+        backend: 'simulation',
+        cycle_ns: 1000000,
+        machine_sha256: DIGESTS.machine_sha256,
+        axes: [{ id: 0, position_unit: 'rad', min_position: -3.1, max_position: 3.1, native_home: true, counts_per_unit: 83443.0268, sign: 1 }, 'junk axis'],
+        capabilities: [{ name: 'home', state: 'implemented', transport: 'control' }, { name: 'abort', state: 'unimplemented', transport: 'none' }, 'odd'],
+      },
+    },
+    environment: {
+      ...DIGESTS,
+      package_version: '0.1.0',
+      git_revision: 'deadbeefcafe',
+      node: 'v20.20.2',
+      platform: 'linux-x64',
+      hostname: 'bench-7',
+    },
+    tests: [
+      { file: 'suites/grant/grant.test.ts', project: 'conformance', name: 'refuses a stale session', fullName: 'grant > refuses a stale session', state: 'failed', duration_ms: 412, covers: ['reason:control_session_stale'], kind: 'contract', errors: [FAIL_MESSAGE] },
+      { file: 'suites/grant/grant.test.ts', project: 'conformance', name: 'grants once', fullName: 'grant > grants once', state: 'passed', duration_ms: 95, covers: ['transition:grant:idle->owned:acquire'], kind: 'contract' },
+      { file: 'suites/io/io.test.ts', project: 'conformance', name: 'arms outputs', fullName: 'io > arms outputs', state: 'skipped', duration_ms: 0, covers: ['capability:io_arm'], kind: 'contract', skip_reason: 'capability io_arm is unimplemented on this target' },
+      { file: 'suites/names/names.test.ts', project: 'conformance', name: EVIL_NAME, fullName: `names > ${EVIL_NAME}`, state: 'passed', duration_ms: 3, covers: [], kind: 'profile' },
+      { file: 'suites/jog/jog.test.ts', project: 'conformance', name: 'jog frame layout', fullName: 'jog > jog frame layout', state: 'failed', duration_ms: 20, covers: [], kind: 'profile', errors: ['layout differs'], expected_failure: 'known: frame v2 not implemented' },
+    ],
+    coverage: [
+      { id: 'reason:control_session_stale', family: 'reason', doc: 1, section: 'part 7 Errors: Authority and session', title: 'Stale control session', status: 'covered', tests: ['grant > refuses a stale session'], outcome: 'failed' },
+      { id: 'transition:grant:idle->owned:acquire', family: 'transition', doc: 1, section: 'part 5 Grant', title: 'Acquire a grant', status: 'covered', tests: ['grant > grants once'], outcome: 'passed' },
+      { id: 'capability:io_arm', family: 'capability', doc: 1, section: 'part 4 Operations', title: 'io_arm', status: 'covered', tests: ['io > arms outputs'], outcome: 'skipped' },
+      { id: 'capability:torch_on', family: 'capability', doc: 1, section: 'part 4 Operations', title: 'torch_on', status: 'pending', tests: [], reason: PENDING_REASON },
+    ],
+    summary: { passed: 2, failed: 2, skipped: 1, errored: 0, duration_ms: 530 },
+    gate: { ok: false, problems: ['capability:torch_on has no covering test <and no pending entry>'] },
+  };
+}
+
+async function setup(opts: { allure?: boolean } = {}): Promise<{ dir: string; runJson: string; allureDir: string; outFile: string }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'hil-report-'));
+  const runJson = path.join(dir, 'run.json');
+  const allureDir = path.join(dir, 'allure-results');
+  await writeFile(runJson, JSON.stringify(fixture(), null, 2));
+  if (opts.allure !== false) {
+    await mkdir(allureDir);
+    const failing = {
+      uuid: 'u-fail',
+      name: 'refuses a stale session',
+      fullName: 'cell-hil:suites/grant/grant.test.ts#grant refuses a stale session',
+      status: 'failed',
+      statusDetails: { message: FAIL_MESSAGE, trace: 'AssertionError: at grant.test.ts:42' },
+      labels: [{ name: 'covers', value: 'reason:control_session_stale' }],
+      steps: [
+        { name: 'acquire grant', status: 'passed', steps: [], attachments: [], parameters: [], start: 1000, stop: 1040 },
+        { name: 'wait past the lease', status: 'failed', steps: [{ name: 'poll status', status: 'passed', steps: [], attachments: [] }], attachments: [{ name: 'reply body', source: 'a1-attachment.txt', type: 'text/plain' }], start: 1040, stop: 1400 },
+      ],
+      attachments: [
+        { name: 'following error', source: 'a2-attachment.png', type: 'image/png' },
+        { name: 'position trace', source: 'a3-attachment.csv', type: 'text/csv' },
+        { name: 'capture', source: 'a4-attachment.rdt', type: 'application/octet-stream' },
+        { name: 'escape attempt', source: '../run.json', type: 'text/plain' },
+      ],
+      parameters: [],
+      start: 1000,
+      stop: 1412,
+    };
+    await writeFile(path.join(allureDir, 'u-fail-result.json'), JSON.stringify(failing));
+    await writeFile(path.join(allureDir, 'a1-attachment.txt'), '{"reason":"no_grant"} <b>raw</b>');
+    await writeFile(path.join(allureDir, 'a2-attachment.png'), PNG);
+    await writeFile(path.join(allureDir, 'a3-attachment.csv'), 't_ms,position,target\n0,0,0\n1,0.1,0.12\n2,0.2,0.22\n3,0.3,0.31\n');
+    await writeFile(path.join(allureDir, 'u-bad-result.json'), '{"name": "truncated", "status": ');
+    await writeFile(path.join(allureDir, 'environment.properties'), 'os=linux\nharness=cell-hil 0.1.0\n');
+  }
+  return { dir, runJson, allureDir, outFile: path.join(dir, 'html', 'index.html') };
+}
+
+test('renders a self-contained, escaped report with Allure evidence and notes', async () => {
+  const p = await setup();
+  const { outFile, warnings } = await writeHtmlReport({ runJson: p.runJson, allureDir: p.allureDir, outFile: p.outFile });
+  expect(outFile).toBe(p.outFile);
+  expect((await stat(outFile)).isFile()).toBe(true);
+  const html = await readFile(outFile, 'utf8');
+
+  for (const d of Object.values(DIGESTS)) expect(html).toContain(d);
+  expect(html).toContain(FAIL_MESSAGE);
+  expect(html).toContain(PENDING_REASON);
+  expect(html).toContain('capability io_arm is unimplemented on this target');
+  expect(html).toContain('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;');
+  expect(html).not.toContain('<script>alert');
+  expect(html.match(/<script/g)?.length).toBe(1); // only the report's own inline script
+  const script = /<script>([\s\S]*?)<\/script>/.exec(html)![1]!;
+  expect(() => new Function(script)).not.toThrow(); // the inline filter script at least parses
+  expect(html).toContain('&lt;and no pending entry&gt;');
+  expect(html).not.toMatch(/(src|href)\s*=\s*["']?\s*(https?:)?\/\//i);
+  expect(html).not.toMatch(/@import|url\(/);
+  expect(html).toContain('<div class="verdict-word">FAIL</div>');
+
+  // Allure enrichment: steps, escaped text attachment, inline image, CSV plot, listed binary
+  expect(html).toContain('wait past the lease');
+  expect(html).toContain('poll status');
+  expect(html).toContain('&lt;b&gt;raw&lt;/b&gt;');
+  expect(html).toContain('src="data:image/png;base64,');
+  expect(html).toContain('<polyline');
+  expect(html).toContain('application/octet-stream: not shown inline');
+  expect(html).toContain('Expected failure for this target: known: frame v2 not implemented');
+  expect(html).toContain('cell-hil 0.1.0'); // allure environment.properties
+
+  expect(warnings.some((w) => w.includes('u-bad-result.json'))).toBe(true);
+  expect(warnings.some((w) => w.includes('../run.json'))).toBe(true);
+  expect(html).toContain('u-bad-result.json'); // warnings are shown to the reviewer too
+
+  // Deterministic: the same input renders the same bytes.
+  const again = path.join(p.dir, 'again.html');
+  await writeHtmlReport({ runJson: p.runJson, allureDir: p.allureDir, outFile: again });
+  expect(await readFile(again, 'utf8')).toBe(html);
+});
+
+test('missing allure results are a warning, not an error', async () => {
+  const p = await setup({ allure: false });
+  const { warnings } = await writeHtmlReport({ runJson: p.runJson, allureDir: p.allureDir, outFile: p.outFile });
+  expect(warnings.some((w) => w.includes('allure results directory not found'))).toBe(true);
+  const html = await readFile(p.outFile, 'utf8');
+  expect(html).toContain(FAIL_MESSAGE); // run.json alone carries the failure
+});
+
+test('a missing or unreadable run.json is a clear error', async () => {
+  const p = await setup();
+  const missing = writeHtmlReport({ runJson: path.join(p.dir, 'nope.json'), allureDir: p.allureDir, outFile: p.outFile });
+  await expect(missing).rejects.toBeInstanceOf(ReportError);
+  await expect(missing).rejects.toMatchObject({ code: 'HIL_REPORT_RUN_JSON_MISSING' });
+  await writeFile(p.runJson, '{"schema": "cell-hil.run.v1", ');
+  await expect(writeHtmlReport({ runJson: p.runJson, allureDir: p.allureDir, outFile: p.outFile })).rejects.toMatchObject({ code: 'HIL_REPORT_RUN_JSON_UNREADABLE' });
+});
+
+test('a run.json with missing fields still renders, with warnings', async () => {
+  const p = await setup();
+  await writeFile(p.runJson, JSON.stringify({ schema: 'cell-hil.run.v1', command: 'hil run', tests: [{ name: 'x', state: 'weird' }] }));
+  const { warnings } = await writeHtmlReport({ runJson: p.runJson, allureDir: p.allureDir, outFile: p.outFile });
+  expect(warnings.some((w) => w.startsWith('run.json:'))).toBe(true);
+  expect(await readFile(p.outFile, 'utf8')).toContain('<div class="verdict-word">ERROR</div>');
+});
+
+test('verdict: ERROR when the harness broke, FAIL on a failure or a failed gate, PASS otherwise', () => {
+  const t = fixture().tests[1]!;
+  const ok = { ok: true, problems: [] };
+  expect(computeVerdict({ tests: [t], gate: ok }).verdict).toBe('PASS');
+  expect(computeVerdict({ tests: [t], gate: { ok: false, problems: ['x'] } }).verdict).toBe('FAIL');
+  expect(computeVerdict({ tests: [t, { ...t, state: 'failed' }], gate: ok }).verdict).toBe('FAIL');
+  expect(computeVerdict({ tests: [t, { ...t, state: 'errored' }, { ...t, state: 'failed' }], gate: ok }).verdict).toBe('ERROR');
+  expect(computeVerdict({ tests: [], gate: ok }).verdict).toBe('FAIL');
+});

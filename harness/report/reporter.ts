@@ -1,0 +1,240 @@
+// The harness's vitest reporter: one readable progress line per file, a summary, the traceability gate,
+// reports/run.json for the HTML report, and a plain closing line "N passed, N failed, N skipped".
+// FAIL (the target did not do what the documents say) is kept apart from ERROR (the harness or the
+// environment broke), the OpenHTF habit. Writing outputs never aborts a run.
+
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join, relative } from 'node:path';
+import type { Reporter, TestCase, TestModule, Vitest } from 'vitest/node';
+import type { SerializedError } from 'vitest';
+import { computeCoverage } from '../spec/gate.ts';
+import { parseExact, stringifyExact } from '../oracle/json.ts';
+import type { RunRecord, RunTest } from './run-types.ts';
+import '../trace.ts';
+
+export interface Expectation {
+  expected: 'fail';
+  reason: string;
+}
+
+export interface HilReporterOptions {
+  command: string;
+  /** reports/ directory. */
+  reportsDir: string;
+  /** Apply the traceability gate (only when every suite was selected). */
+  gate: boolean;
+  targetName: string;
+  /** Known failures of this target: full test name (file > name) -> expectation. */
+  expectations?: Record<string, Expectation>;
+  write?: (s: string) => void;
+}
+
+export class HilReporter implements Reporter {
+  private root = process.cwd();
+  private started = new Date();
+  record?: RunRecord;
+  private readonly write: (s: string) => void;
+
+  constructor(private readonly o: HilReporterOptions) {
+    this.write = o.write ?? ((s) => process.stdout.write(s));
+  }
+
+  onInit(vitest: Vitest): void {
+    this.root = vitest.config.root;
+    this.started = new Date();
+    rmSync(join(this.o.reportsDir, '.run'), { recursive: true, force: true });
+  }
+
+  onTestModuleEnd(m: TestModule): void {
+    let passed = 0;
+    let failed = 0;
+    let skipped = 0;
+    for (const t of m.children.allTests()) {
+      const s = t.result().state;
+      if (s === 'passed') passed++;
+      else if (s === 'failed') failed++;
+      else if (s === 'skipped') skipped++;
+    }
+    const broken = m.state() === 'failed' && failed === 0;
+    const mark = failed || broken ? 'FAIL' : 'ok  ';
+    const ms = Math.round(m.diagnostic().duration);
+    this.write(`${mark} ${m.relativeModuleId.padEnd(48)} ${passed} passed, ${failed} failed, ${skipped} skipped  ${ms} ms${broken ? '  (file errored)' : ''}\n`);
+    if (broken) for (const e of m.errors()) this.write(`     ${firstLine(e.message)}\n`);
+  }
+
+  onTestRunEnd(modules: ReadonlyArray<TestModule>, unhandled: ReadonlyArray<SerializedError>): void {
+    const tests: RunTest[] = [];
+    for (const m of modules) {
+      const file = relative(this.root, m.moduleId);
+      for (const t of m.children.allTests()) tests.push(this.toRunTest(t, file));
+      if (m.state() === 'failed' && ![...m.children.allTests()].some((t) => t.result().state === 'failed')) {
+        tests.push({
+          file,
+          project: m.project.name,
+          name: '(file)',
+          fullName: `${file} > (file)`,
+          state: 'errored',
+          duration_ms: Math.round(m.diagnostic().duration),
+          covers: [],
+          kind: 'unit',
+          errors: m.errors().map((e) => firstLines(e.message, e.stack)),
+        });
+      }
+    }
+    for (const e of unhandled) {
+      tests.push({ file: '', project: '', name: '(unhandled error)', fullName: '(unhandled error)', state: 'errored', duration_ms: 0, covers: [], kind: 'unit', errors: [firstLines(e.message, e.stack)] });
+    }
+
+    const cov = computeCoverage(tests.filter((t) => t.kind !== 'unit').map((t) => ({ fullName: t.fullName, covers: t.covers, state: t.state })));
+    const gateProblems = this.o.gate ? cov.problems : cov.unknownCovered.map((u) => `${u.test} covers ${u.id}, which is not in the catalogue`);
+    const count = (s: string) => tests.filter((t) => t.state === s && !t.expected_failure).length;
+    const target = this.readTarget();
+    const d = (target.describe ?? {}) as Record<string, unknown>;
+    const rec: RunRecord = {
+      schema: 'cell-hil.run.v1',
+      command: this.o.command,
+      started_at: this.started.toISOString(),
+      finished_at: new Date().toISOString(),
+      target: {
+        name: this.o.targetName,
+        driver: String(target.driver ?? 'unknown'),
+        address: String(target.address ?? ''),
+        simulated: typeof d.simulated === 'boolean' ? d.simulated : null,
+        describe: target.describe,
+      },
+      environment: {
+        machine_sha256: String(d.machine_sha256 ?? ''),
+        configuration_sha256: String(d.configuration_sha256 ?? ''),
+        deployment_sha256: String(d.deployment_sha256 ?? ''),
+        package_version: packageVersion(this.root),
+        git_revision: gitRevision(this.root),
+        node: process.version,
+        platform: `${process.platform} ${process.arch}`,
+        hostname: hostname(),
+      },
+      tests,
+      coverage: cov.entries,
+      summary: {
+        passed: count('passed'),
+        failed: count('failed'),
+        skipped: count('skipped'),
+        errored: count('errored'),
+        duration_ms: Date.now() - this.started.getTime(),
+      },
+      gate: { ok: gateProblems.length === 0, problems: gateProblems },
+    };
+    this.record = rec;
+    try {
+      mkdirSync(this.o.reportsDir, { recursive: true });
+      writeFileSync(join(this.o.reportsDir, 'run.json'), stringifyExact(rec));
+    } catch (e) {
+      this.write(`warning: could not write run.json: ${(e as Error).message}\n`);
+    }
+    this.summary(rec);
+  }
+
+  private toRunTest(t: TestCase, file: string): RunTest {
+    const r = t.result();
+    const meta = t.meta();
+    const covers = meta.covers ?? [];
+    const kind: RunTest['kind'] = t.project.name === 'unit' ? 'unit' : (meta.kind ?? 'contract');
+    const fullName = `${file} > ${t.fullName}`;
+    let state: RunTest['state'] = r.state === 'passed' ? 'passed' : r.state === 'failed' ? 'failed' : 'skipped';
+    const errors = r.state === 'failed' ? (r.errors ?? []).map((e) => firstLines(e.message, e.stack)) : undefined;
+    if (r.state === 'failed' && (r.errors ?? []).every((e) => isHarnessError(e))) state = 'errored';
+    const out: RunTest = { file, project: t.project.name, name: t.name, fullName, state, duration_ms: Math.round(t.diagnostic()?.duration ?? 0), covers, kind };
+    if (errors) out.errors = errors;
+    if (r.state === 'skipped') out.skip_reason = r.note ?? (t.options.mode === 'todo' ? 'todo' : 'skipped');
+    const exp = this.o.expectations?.[fullName];
+    if (exp) {
+      if (state === 'failed' || state === 'errored') out.expected_failure = exp.reason;
+      else if (state === 'passed') out.unexpected_pass = true;
+    }
+    return out;
+  }
+
+  private readTarget(): Record<string, unknown> {
+    const dir = join(this.o.reportsDir, '.run');
+    try {
+      for (const f of readdirSync(dir).sort()) {
+        if (f.startsWith('target-')) return parseExact(readFileSync(join(dir, f))) as Record<string, unknown>;
+      }
+    } catch {
+      // no target note: unit-only run or the target never answered
+    }
+    return {};
+  }
+
+  private summary(rec: RunRecord): void {
+    const s = rec.summary;
+    const w = this.write;
+    const failures = rec.tests.filter((t) => (t.state === 'failed' || t.state === 'errored') && !t.expected_failure);
+    if (failures.length) {
+      w('\nFailures:\n');
+      for (const t of failures) {
+        w(`  ${t.state === 'errored' ? 'ERROR' : 'FAIL '} ${t.fullName}\n`);
+        for (const e of t.errors ?? []) w(`        ${firstLine(e)}\n`);
+      }
+    }
+    const expected = rec.tests.filter((t) => t.expected_failure).length;
+    const unexpected = rec.tests.filter((t) => t.unexpected_pass).length;
+    const covered = rec.coverage.filter((c) => c.status === 'covered').length;
+    w(`\ntarget ${rec.target.name} (${rec.target.driver})  machine_sha256 ${rec.environment.machine_sha256 || '-'}\n`);
+    w(`catalogue: ${covered} covered, ${rec.coverage.length - covered} pending of ${rec.coverage.length}\n`);
+    if (expected || unexpected) w(`expectations: ${expected} expected failures, ${unexpected} unexpected passes\n`);
+    if (!rec.gate.ok) {
+      w(`traceability gate FAILED (${rec.gate.problems.length} problems):\n`);
+      for (const p of rec.gate.problems.slice(0, 40)) w(`  - ${p}\n`);
+      if (rec.gate.problems.length > 40) w(`  ... ${rec.gate.problems.length - 40} more in reports/run.json\n`);
+    } else if (this.o.gate) {
+      w('traceability gate ok\n');
+    }
+    w(`errors: ${s.errored} harness or environment errors\n`);
+    const failed = s.failed + s.errored + (rec.gate.ok ? 0 : 1);
+    w(`total: ${s.passed} passed, ${failed} failed, ${s.skipped} skipped\n`);
+  }
+}
+
+/** Exit status of a finished run: 0 all passed (expected failures allowed), 1 otherwise. */
+export function exitCodeOf(rec: RunRecord | undefined): number {
+  if (!rec) return 1;
+  return rec.summary.failed + rec.summary.errored === 0 && rec.gate.ok ? 0 : 1;
+}
+
+function isHarnessError(e: { name?: string; message?: string; code?: unknown }): boolean {
+  const name = e.name ?? '';
+  if (name === 'AssertionError' || name === 'OracleError' || name.startsWith('AssertionError')) return false;
+  if (typeof e.code === 'string' && e.code.startsWith('UND_ERR')) return false; // the target dropped us
+  if (typeof e.code === 'string' && e.code.startsWith('reply_')) return false; // oracle: malformed reply
+  return name === 'TargetError' || name === 'TypeError' || name === 'ReferenceError' || name === 'SyntaxError';
+}
+
+function firstLine(s: string): string {
+  return s.split('\n')[0]!.slice(0, 300);
+}
+
+function firstLines(message: string, stack?: string): string {
+  const frames = (stack ?? '').split('\n').filter((l) => l.trim().startsWith('at ')).slice(0, 4);
+  return [message, ...frames].join('\n');
+}
+
+function packageVersion(root: string): string {
+  try {
+    return (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+function gitRevision(root: string): string {
+  try {
+    if (!existsSync(join(root, '.git'))) return 'unknown';
+    const rev = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return dirty ? `${rev}+dirty` : rev;
+  } catch {
+    return 'unknown';
+  }
+}

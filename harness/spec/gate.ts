@@ -1,0 +1,69 @@
+// The traceability gate: every catalogue item is covered by at least one test or pending with a reason;
+// every covered id exists; nothing is both covered and pending (so the pending list only shrinks).
+
+import type { CoverageEntry } from '../report/run-types.ts';
+import { catalogue } from './catalogue.ts';
+import { pending } from './pending.ts';
+import { PROFILE } from './profile.ts';
+import type { CatalogueEntry } from './types.ts';
+
+export const TRACEABLE: readonly CatalogueEntry[] = [...catalogue, ...PROFILE];
+
+export interface TestTrace {
+  fullName: string;
+  covers: readonly string[];
+  state?: 'passed' | 'failed' | 'skipped' | 'errored' | 'pending';
+}
+
+export interface CoverageResult {
+  entries: CoverageEntry[];
+  problems: string[];
+  unknownCovered: Array<{ id: string; test: string }>;
+}
+
+export function computeCoverage(tests: readonly TestTrace[], items: readonly CatalogueEntry[] = TRACEABLE, pend: Readonly<Record<string, string>> = pending): CoverageResult {
+  const known = new Map(items.map((e) => [e.id, e]));
+  const byId = new Map<string, TestTrace[]>();
+  const unknownCovered: CoverageResult['unknownCovered'] = [];
+  for (const t of tests) {
+    for (const id of t.covers) {
+      if (!known.has(id)) unknownCovered.push({ id, test: t.fullName });
+      else (byId.get(id) ?? byId.set(id, []).get(id)!).push(t);
+    }
+  }
+  const problems: string[] = [];
+  for (const u of unknownCovered) problems.push(`${u.test} covers ${u.id}, which is not in the catalogue`);
+  for (const [id, reason] of Object.entries(pend)) {
+    if (!known.has(id)) problems.push(`pending.ts lists ${id}, which is not in the catalogue`);
+    else if (!reason.trim()) problems.push(`pending.ts lists ${id} without a reason`);
+  }
+  const entries: CoverageEntry[] = items.map((e) => {
+    const ts = byId.get(e.id) ?? [];
+    const base = { id: e.id, family: e.family, doc: e.doc, section: e.section, title: e.title };
+    if (ts.length) {
+      if (pend[e.id] !== undefined) problems.push(`${e.id} is covered now: remove it from harness/spec/pending.ts`);
+      return { ...base, status: 'covered', tests: ts.map((t) => t.fullName), outcome: outcomeOf(ts) };
+    }
+    if (pend[e.id] === undefined) problems.push(`${e.id} has no covering test and is not pending`);
+    return { ...base, status: 'pending', tests: [], reason: pend[e.id] ?? '(not pending: gate failure)' };
+  });
+  return { entries, problems, unknownCovered };
+}
+
+function outcomeOf(ts: readonly TestTrace[]): CoverageEntry['outcome'] {
+  if (ts.some((t) => t.state === 'failed' || t.state === 'errored')) return 'failed';
+  if (ts.some((t) => t.state === 'passed')) return 'passed';
+  if (ts.every((t) => t.state === 'skipped')) return 'skipped';
+  return 'not_run';
+}
+
+/** Covered and pending counts per family, for `hil coverage`. */
+export function familyCounts(entries: readonly CoverageEntry[]): Array<{ family: string; covered: number; pending: number; total: number }> {
+  const m = new Map<string, { covered: number; pending: number }>();
+  for (const e of entries) {
+    const c = m.get(e.family) ?? { covered: 0, pending: 0 };
+    c[e.status === 'covered' ? 'covered' : 'pending']++;
+    m.set(e.family, c);
+  }
+  return [...m].map(([family, c]) => ({ family, ...c, total: c.covered + c.pending })).sort((a, b) => a.family.localeCompare(b.family));
+}

@@ -1,0 +1,1 @@
+export const pending: Readonly<Record<string, string>> = {};

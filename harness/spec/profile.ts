@@ -1,0 +1,28 @@
+// Profile items: decisions of ours where the documents say "not shown" (docs/profile.md). They are
+// traceable like catalogue items, but a test covering them is a profile test, informative against an
+// external target.
+
+import type { RuleEntry } from './types.ts';
+
+function p(name: string, doc: 1 | 2 | 3, section: string, text: string): RuleEntry {
+  return { id: `profile:${name}`, family: 'profile', doc, section: `docs/profile.md: ${section}`, title: text, text };
+}
+
+export const PROFILE: readonly RuleEntry[] = [
+  p('envelope.check_order', 1, 'Envelope check order', 'size, JSON syntax, schema, operation, reserved operations, field names and types, request_id, required fields'),
+  p('envelope.unknown_field', 1, 'Envelope labels', 'an unknown request field is refused with invalid_request_envelope'),
+  p('envelope.field_type', 1, 'Envelope labels', 'a field of the wrong JSON type or out of its integer range is refused with invalid_request_envelope'),
+  p('envelope.missing_field', 1, 'Envelope labels', 'a field the operation requires that is absent is refused with invalid_request_envelope'),
+  p('envelope.missing_schema', 1, 'Envelope labels', 'an absent schema is refused with schema_mismatch'),
+  p('envelope.missing_operation', 1, 'Envelope labels', 'an absent or non-control operation is refused with unknown_operation'),
+  p('envelope.refusal_operation', 1, 'Reply envelope', 'a refusal names the requested operation when known, else "unknown"'),
+  p('envelope.controller_range', 1, 'Envelope labels', 'a controller outside 1..63 bytes is refused with invalid_request_envelope'),
+  p('fence.table', 1, 'Fence checks', 'the fence refusal table: malformed token or zero generation control_session_stale, never issued fence, previous core daemon_restarted, expired/no_grant/stale by operation'),
+  p('grant.stop_generation', 1, 'Grant generation and stop', 'stop advances the application generation; the stopping grant keeps its session until the drain ends'),
+  p('grant.acquire_retry', 1, 'Idempotent acquire', 'an acquire retried with the same request_id and payload replays the original grant'),
+  p('grant.acquire_check_order', 1, 'Envelope check order', 'acquire checks controller, requested lease, binding, then ownership'),
+  p('data.zero_fields', 1, 'Reply envelope', 'data objects carry all their fields (zero and empty values included); only the envelope omits them'),
+  p('describe.fields', 1, 'Describe and Status fields', 'Describe carries contract_version, simulated, binding, incarnations, link profile, lease ceiling and axis max_velocity'),
+  p('status.fields', 1, 'Describe and Status fields', 'Status carries core, commissioning, grant (without the session token), axes and execution'),
+  p('events.array_field', 1, 'Events', 'the events array of an EventBatch is named events'),
+];
