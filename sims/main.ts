@@ -28,6 +28,7 @@ Starts the reference cell stack (control service + real-time core on the sim dri
   --driver NAME           bus driver: sim (default)
   --speed X               simulation speed factor, 1 = real time (default 1)
   --spin-ns N             spin this long before each cycle deadline for precise timing (default 0)
+  --initial-generation N  start the application generation counter at N (test hook, default 0)
   --test-channel          expose the private test channel DIR/private/test.sock (fault injection)
   --lifeline-stdin        exit when standard input closes (used by targets that start the stack)
   -h, --help              this text
@@ -49,6 +50,7 @@ export async function main(argv: string[]): Promise<number> {
         speed: { type: 'string' },
         'spin-ns': { type: 'string' },
         'test-channel': { type: 'boolean' },
+        'initial-generation': { type: 'string' },
         'lifeline-stdin': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -70,6 +72,11 @@ export async function main(argv: string[]): Promise<number> {
   const revision = args['pair-revision'] ?? '1';
   if (!/^[1-9][0-9]{0,19}$/.test(revision) || BigInt(revision) > (1n << 64n) - 1n) {
     process.stderr.write('--pair-revision must be a nonzero uint64\n');
+    return 2;
+  }
+  const initial = args['initial-generation'] ?? '0';
+  if (!/^(0|[1-9][0-9]{0,19})$/.test(initial) || BigInt(initial) > (1n << 64n) - 1n) {
+    process.stderr.write('--initial-generation must be a uint64\n');
     return 2;
   }
   const driver = args.driver ?? 'sim';
@@ -102,6 +109,7 @@ export async function main(argv: string[]): Promise<number> {
     pairRevision: BigInt(revision),
     core,
     testChannel: args['test-channel'] ?? false,
+    initialGeneration: BigInt(initial),
   });
 
   let stopping: Promise<void> | undefined;

@@ -56,6 +56,7 @@ export class CoreLink extends EventEmitter {
           this.startupNotes = m.startupNotes;
           this.mappingMismatchMask = m.mappingMismatchMask;
           resolve();
+          this.emit('ready', m.incarnation);
         }
         this.onMessage(m);
       });
@@ -171,15 +172,15 @@ export class CoreLink extends EventEmitter {
     this.port?.close();
   }
 
-  /** Kill the current incarnation (a core crash, for crash-isolation tests) and start a new one. */
-  async restart(): Promise<void> {
+  /**
+   * Kill the current incarnation as a crash would (crash-isolation tests). The service sees the exit,
+   * revokes authority and starts a new incarnation; this resolves when that one is ready.
+   */
+  async crash(): Promise<string> {
     const w = this.worker;
-    this.stopping = true;
-    if (w) await w.terminate();
-    this.worker = undefined;
-    this.port?.close();
-    this.stopping = false;
-    this.emit('exit', 'core restarted');
-    await this.start();
+    if (!w) throw new CoreUnavailable('core not running');
+    const ready = new Promise<string>((resolve) => this.once('ready', resolve));
+    await w.terminate();
+    return ready;
   }
 }

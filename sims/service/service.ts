@@ -37,6 +37,8 @@ export interface ServiceOptions {
   core: CoreLink;
   /** Expose the private test channel (fault injection, core restart) on {socket_dir}/private/test.sock. */
   testChannel: boolean;
+  /** Start the application generation counter here (test hook for application_generation_exhausted). */
+  initialGeneration?: bigint;
 }
 
 const now = () => process.hrtime.bigint();
@@ -77,7 +79,7 @@ export class ControlService {
           active: g !== null && !g.stopping,
           axisMask: g ? (1 << m.axes.length) - 1 : 0,
         }),
-    });
+    }, o.initialGeneration ?? 0n);
     o.core.on('stop_drained', () => this.authority.drained());
     o.core.on('exit', (why: string) => this.onCoreExit(why));
   }
@@ -382,8 +384,9 @@ export class ControlService {
           return json(r.result.Result === 0 ? 200 : 409, { ok: r.result.Result === 0, detail: r.detail });
         }
         case 'POST /restart-core':
-          await this.o.core.restart();
-          return json(200, { ok: true, daemon_incarnation: this.o.core.incarnation });
+          await this.o.core.crash();
+          await new Promise((r) => setImmediate(r)); // let the service record the new incarnation
+          return json(200, { ok: true, daemon_incarnation: this.daemonIncarnation });
         default:
           return json(404, { error: 'unknown test route' });
       }
