@@ -106,7 +106,9 @@ export class Authority {
   /** End the current grant if its lease ran out. Called lazily on every request and by a timer. */
   checkExpiry(): void {
     const g = this.current;
-    if (g && this.hooks.now() >= g.deadlineNs) this.end('expired', 'grant_expired');
+    if (!g) return;
+    if (this.hooks.now() >= g.deadlineNs) this.end('expired', 'grant_expired');
+    else this.armExpiry(); // a timer may fire a little before the monotonic deadline
   }
 
   private armExpiry(): void {

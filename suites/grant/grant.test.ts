@@ -1,0 +1,327 @@
+// Grant authority (document 1 part 2 Fence/Binding/Grant, part 3 "Grant lifecycle", part 4 acquire,
+// renew, release, stop, part 7 "Authority and session"). Every transition row this slice can reach, each
+// refusal with its exact label, and the events each transition publishes.
+
+import { checkGrant, type Grant } from '../../harness/oracle/reply.ts';
+import { eventCursor, eventsSince, waitForEvent } from '../../harness/clients/events.ts';
+import { covers, describe, expect, needsFaults, profile, test } from '../../harness/fixture.ts';
+
+const HEX64 = /^[0-9a-f]{64}$/;
+const NEVER_ISSUED = 'ab'.repeat(32);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function grantOf(r: { status: number; reply: { data?: unknown } }): Grant {
+  expect(r.status).toBe(200);
+  return checkGrant(r.reply.data);
+}
+
+describe('acquire', () => {
+  test(
+    'acquire with the configured binding returns an owned Grant with a fresh token and the completed binding',
+    covers('transition:grant:no_grant->owned:acquire', 'field:Grant.session', 'field:Grant.binding', 'field:Grant.controller', 'field:Grant.stopping', 'field:Binding.machine_sha256', 'rule:binding.machine_sha256_optional', 'rule:op.acquire.binding', 'limit:session_token_hex'),
+    async ({ cell, description }) => {
+      const { machine_sha256: _omit, ...withoutMachine } = description.binding;
+      const r = await cell.acquire({ controller: 'cell-operator', binding: withoutMachine });
+      const g = grantOf(r);
+      expect(g.session).toMatch(HEX64);
+      expect(g.stopping).toBe(false);
+      expect(g.controller).toBe('cell-operator');
+      expect(g.generation).toBeGreaterThan(0n);
+      // "the binding completed with the service's digests"
+      expect(g.binding).toEqual(description.binding);
+      expect(g.binding.machine_sha256).toMatch(HEX64);
+    },
+  );
+
+  test('generation increases with every acquisition and tokens are never reused', covers('field:Grant.generation', 'field:Fence.session'), async ({ cell }) => {
+    const seen = new Set<string>();
+    let last = 0n;
+    for (let i = 0; i < 4; i++) {
+      const s = await cell.grant();
+      expect(s.generation).toBeGreaterThan(last);
+      expect(seen.has(s.session)).toBe(false);
+      seen.add(s.session);
+      last = s.generation;
+      expect((await cell.fenced('release', s)).status).toBe(200);
+    }
+  });
+
+  test('acquire publishes grant_acquired with the grant generation and never the session token', covers('event:grant_acquired', 'rule:events.no_session_token', 'rule:events.envelope_fields'), async ({ cell, client }) => {
+    const cursor = await eventCursor(client);
+    const s = await cell.grant();
+    const ev = await waitForEvent(client, cursor, (e) => e.type === 'grant_acquired');
+    expect(ev).toBeDefined();
+    const grant = ev!.grant as { generation: bigint; stopping: boolean };
+    expect(grant.generation).toBe(s.generation);
+    expect(grant.stopping).toBe(false);
+    for (const f of ['sequence', 'time_ns', 'type', 'daemon_incarnation', 'adapter_incarnation', 'grant']) expect(ev).toHaveProperty(f);
+    const all = await eventsSince(client, 0n);
+    expect(JSON.stringify(all, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))).not.toContain(s.session);
+  });
+
+  test('a second acquire while owned is refused with control_already_owned', covers('reason:control_already_owned'), async ({ cell }) => {
+    await cell.grant();
+    const r = await cell.acquire();
+    expect(r.status).toBe(409);
+    expect(r.label).toBe('control_already_owned');
+  });
+
+  const mismatches: Array<[string, (b: Record<string, unknown>) => Record<string, unknown>]> = [
+    ['pair_id', (b) => ({ ...b, pair_id: `${String(b.pair_id)}-other` })],
+    ['revision', (b) => ({ ...b, revision: (b.revision as bigint) + 1n })],
+    ['configuration_sha256', (b) => ({ ...b, configuration_sha256: '0'.repeat(64) })],
+    ['machine_sha256', (b) => ({ ...b, machine_sha256: 'f'.repeat(64) })],
+  ];
+  for (const [field, mutate] of mismatches) {
+    test(`a binding differing in ${field} is refused with authority_binding_mismatch`, covers('reason:authority_binding_mismatch', `field:Binding.${field}`), async ({ cell, description }) => {
+      const r = await cell.acquire({ binding: mutate({ ...description.binding }) });
+      expect(r.status).toBe(409);
+      expect(r.label).toBe('authority_binding_mismatch');
+    });
+  }
+
+  test('the binding is checked before ownership', profile('profile:grant.acquire_check_order', 'reason:authority_binding_mismatch'), async ({ cell, description }) => {
+    await cell.grant();
+    const r = await cell.acquire({ binding: { ...description.binding, pair_id: 'elsewhere' } });
+    expect(r.label).toBe('authority_binding_mismatch');
+  });
+
+  test('requested_lease_ms: omitted or 0 gives the 500 ms default capped by the ceiling; 1..10000 gives min(request, ceiling)', covers('limit:requested_lease_ms', 'limit:default_lease_ms', 'rule:grant.lease_min_of_request_and_ceiling', 'field:Request.requested_lease_ms', 'field:Grant.lease_ms', 'field:Grant.deadline_host_ns'), async ({ cell, client, description }) => {
+    const ceiling = Number(description.max_grant_lease_ms as bigint);
+    const cases: Array<[bigint | undefined, number]> = [
+      [undefined, Math.min(500, ceiling)],
+      [0n, Math.min(500, ceiling)],
+      [1n, 1],
+      [300n, Math.min(300, ceiling)],
+      [10000n, Math.min(10000, ceiling)],
+    ];
+    for (const [requested, expected] of cases) {
+      const before = await client.status();
+      const g = grantOf(await cell.acquire(requested === undefined ? {} : { requested_lease_ms: requested }));
+      expect(g.lease_ms, `requested ${requested}`).toBe(expected);
+      const t0 = (before.reply.data as { now_host_ns: bigint }).now_host_ns;
+      expect(g.deadline_host_ns).toBeGreaterThan(t0);
+      // the deadline is the acquisition time plus the lease: never more than lease_ms after our earlier reading
+      expect(g.deadline_host_ns - t0 >= BigInt(expected) * 1_000_000n).toBe(true);
+      await cell.fenced('release', g);
+    }
+  });
+
+  for (const bad of [10001n, -1n, 1n << 40n]) {
+    test(`requested_lease_ms ${bad} is refused with invalid_requested_lease`, covers('reason:invalid_requested_lease', 'limit:requested_lease_ms'), async ({ cell }) => {
+      const r = await cell.acquire({ requested_lease_ms: bad });
+      expect(r.status).toBe(409);
+      expect(r.label).toBe('invalid_requested_lease');
+    });
+  }
+
+  test('controller of 1 and 63 bytes is accepted; 0 and 64 bytes are refused', covers('limit:controller_bytes', 'field:Request.controller'), async ({ cell }) => {
+    for (const ok of ['x', 'é'.repeat(31) + 'x']) {
+      expect(Buffer.byteLength(ok)).toBeLessThanOrEqual(63);
+      const g = grantOf(await cell.acquire({ controller: ok }));
+      expect(g.controller).toBe(ok);
+      await cell.fenced('release', g);
+    }
+    for (const bad of ['', 'c'.repeat(64), 'é'.repeat(32)]) {
+      const r = await cell.acquire({ controller: bad });
+      expect(r.status, `controller of ${Buffer.byteLength(bad)} bytes`).toBe(409);
+    }
+  });
+
+  test('controller outside 1..63 bytes is refused with invalid_request_envelope', profile('profile:envelope.controller_range'), async ({ cell }) => {
+    for (const bad of ['', 'c'.repeat(64)]) expect((await cell.acquire({ controller: bad })).label).toBe('invalid_request_envelope');
+  });
+
+  test('an acquire retried with the same request_id and payload replays the grant; a changed payload conflicts', profile('profile:grant.acquire_retry', 'reason:request_id_conflict'), async ({ cell }) => {
+    const first = grantOf(await cell.acquire({ controller: 'retrying', request_id: 'acq-1' }));
+    const again = grantOf(await cell.acquire({ controller: 'retrying', request_id: 'acq-1' }));
+    expect(again.session).toBe(first.session);
+    expect(again.generation).toBe(first.generation);
+    const changed = await cell.acquire({ controller: 'someone-else', request_id: 'acq-1' });
+    expect(changed.label).toBe('request_id_conflict');
+  });
+});
+
+describe('renew', () => {
+  test('renew keeps lease_ms, moves the deadline forward and publishes grant_renewed', covers('transition:grant:owned->owned:renew', 'rule:op.renew.lease_unchanged', 'event:grant_renewed'), async ({ cell, client }) => {
+    const s = await cell.grant({ requested_lease_ms: 300n });
+    const cursor = await eventCursor(client);
+    await sleep(30);
+    const g = grantOf(await cell.fenced('renew', s));
+    expect(g.lease_ms).toBe(s.grant.lease_ms);
+    expect(g.session).toBe(s.session);
+    expect(g.generation).toBe(s.generation);
+    expect(g.stopping).toBe(false);
+    expect(g.deadline_host_ns).toBeGreaterThan(s.grant.deadline_host_ns);
+    const ev = await waitForEvent(client, cursor, (e) => e.type === 'grant_renewed');
+    expect((ev?.grant as { generation: bigint }).generation).toBe(s.generation);
+  });
+
+  test('renew with a generation newer than the current one is refused with control_session_stale', covers('reason:control_session_stale', 'rule:fence.older_generation_renew_stop'), async ({ cell }) => {
+    const s = await cell.grant();
+    const r = await cell.fenced('renew', { session: s.session, generation: s.generation + 1n });
+    expect(r.status).toBe(409);
+    expect(r.label).toBe('control_session_stale');
+  });
+
+  test('a lease left to run out ends the grant with grant_expired; renew, release and stop then answer expired', covers('transition:grant:owned->no_grant:lease_expiry', 'event:grant_expired', 'reason:expired'), async ({ cell, client }) => {
+    const cursor = await eventCursor(client);
+    const s = await cell.grant({ requested_lease_ms: 40n });
+    const ev = await waitForEvent(client, cursor, (e) => e.type === 'grant_expired', 3_000);
+    expect(ev).toBeDefined();
+    expect((ev!.grant as { generation: bigint }).generation).toBe(s.generation);
+    for (const op of ['renew', 'release', 'stop']) {
+      const r = await cell.fenced(op, s);
+      expect(r.status, op).toBe(409);
+      expect(r.label, op).toBe('expired');
+    }
+    // and the cell is free again
+    expect((await cell.acquire()).status).toBe(200);
+  });
+
+  test('an expired session on other fenced calls answers control_session_stale', profile('profile:fence.table', 'reason:control_session_stale'), async ({ cell }) => {
+    const s = await cell.grant({ requested_lease_ms: 20n });
+    await sleep(120);
+    const r = await cell.fenced('mark_telemetry', s, { label: 'late' });
+    expect(r.label).toBe('control_session_stale');
+  });
+});
+
+describe('release', () => {
+  test('release returns the Grant with an empty session, publishes grant_released and frees the cell', covers('transition:grant:owned->no_grant:release', 'rule:op.release.empty_session', 'event:grant_released'), async ({ cell, client }) => {
+    const s = await cell.grant();
+    const cursor = await eventCursor(client);
+    const g = grantOf(await cell.fenced('release', s));
+    expect(g.session).toBe('');
+    expect(g.generation).toBe(s.generation);
+    const ev = await waitForEvent(client, cursor, (e) => e.type === 'grant_released');
+    expect((ev?.grant as { generation: bigint }).generation).toBe(s.generation);
+    const again = await cell.acquire();
+    expect(again.status).toBe(200);
+  });
+
+  test('a released session is stale for every fenced call', covers('reason:control_session_stale'), async ({ cell }) => {
+    const s = await cell.grant();
+    await cell.fenced('release', s);
+    for (const op of ['renew', 'release', 'mark_telemetry']) {
+      const r = await cell.fenced(op, s, { label: 'x' });
+      expect(r.status, op).toBe(409);
+      expect(r.label, op).toBe('control_session_stale');
+    }
+  });
+
+  test('release needs the exact generation', covers('rule:fence.exact_generation_for_motion', 'field:Fence.generation'), async ({ cell }) => {
+    const s = await cell.grant();
+    const r = await cell.fenced('release', { session: s.session, generation: s.generation + 1n });
+    expect(r.label).toBe('control_session_stale');
+    expect((await cell.fenced('release', s)).status).toBe(200);
+  });
+});
+
+describe('fence', () => {
+  test('a well-formed token this adapter never issued is refused with fence', covers('reason:fence'), async ({ cell }) => {
+    for (const op of ['renew', 'release', 'stop', 'mark_telemetry']) {
+      const r = await cell.fenced(op, { session: NEVER_ISSUED, generation: 1n }, { label: 'x' });
+      expect(r.status, op).toBe(409);
+      expect(r.label, op).toBe('fence');
+    }
+  });
+
+  test('a malformed token or a zero generation is refused with control_session_stale', profile('profile:fence.table'), async ({ cell }) => {
+    const s = await cell.grant();
+    for (const session of ['AB'.repeat(32), 'ab'.repeat(31), 'xyz', '']) {
+      expect((await cell.fenced('renew', { session, generation: s.generation })).label).toBe('control_session_stale');
+    }
+    expect((await cell.fenced('renew', { session: s.session, generation: 0n })).label).toBe('control_session_stale');
+  });
+
+  test('a superseded session is stale after the cell was acquired again', covers('reason:control_session_stale'), async ({ cell }) => {
+    const old = await cell.grant();
+    await cell.fenced('release', old);
+    const fresh = await cell.grant();
+    const r = await cell.fenced('renew', { session: old.session, generation: fresh.generation });
+    expect(r.label).toBe('control_session_stale');
+  });
+});
+
+describe('stop', () => {
+  test('stop answers a stopping Grant with a newer generation, then revokes authority with grant_revoked', covers('transition:grant:owned->stopping:stop', 'transition:grant:stopping->revoked:drain', 'event:grant_revoked', 'rule:grant.stopping_no_movement'), async ({ cell, client }) => {
+    const s = await cell.grant();
+    const cursor = await eventCursor(client);
+    const g = grantOf(await cell.fenced('stop', s));
+    expect(g.stopping).toBe(true);
+    expect(g.session).toBe(s.session);
+    expect(g.generation).toBeGreaterThanOrEqual(s.generation);
+    const ev = await waitForEvent(client, cursor, (e) => e.type === 'grant_revoked');
+    expect(ev).toBeDefined();
+    // after revocation the session is over
+    const r = await cell.fenced('renew', { session: s.session, generation: g.generation });
+    expect(r.label).toBe('control_session_stale');
+    expect((await cell.acquire()).status).toBe(200);
+  });
+
+  test('stop advances the application generation', profile('profile:grant.stop_generation'), async ({ cell }) => {
+    const s = await cell.grant();
+    const g = grantOf(await cell.fenced('stop', s));
+    expect(g.generation).toBe(s.generation + 1n);
+  });
+
+  test('stop commands every cell output OFF', covers('rule:op.stop.outputs_off'), async ({ cell, client }) => {
+    const s = await cell.grant();
+    await cell.fenced('stop', s);
+    await sleep(50);
+    const st = (await client.status()).reply.data as { core: { io_output_word: bigint; io_armed: bigint } };
+    expect(st.core.io_output_word ?? 0n).toBe(0n);
+    expect(st.core.io_armed ?? 0n).toBe(0n);
+  });
+});
+
+describe('core failure', () => {
+  test('a core crash revokes authority; the old session then answers daemon_restarted', covers('transition:grant:owned->revoked:native_failure', 'reason:daemon_restarted', 'event:daemon_incarnation_changed'), async ({ target, cell, client, skip }) => {
+    skip(!target.abilities.coreRestart, `target ${target.name} cannot restart its core`);
+    const before = (await client.describe()).reply.data as { daemon_incarnation: string };
+    const s = await cell.grant();
+    const cursor = await eventCursor(client);
+    await target.restartCore();
+    const revoked = await waitForEvent(client, cursor, (e) => e.type === 'grant_revoked');
+    expect((revoked?.grant as { generation: bigint }).generation).toBe(s.generation);
+    const changed = await waitForEvent(client, cursor, (e) => e.type === 'daemon_incarnation_changed');
+    const inc = changed?.incarnation as { previous: string; current: string };
+    expect(inc.previous).toBe(before.daemon_incarnation);
+    expect(inc.current).not.toBe(before.daemon_incarnation);
+    const r = await cell.fenced('renew', s);
+    expect(r.status).toBe(409);
+    expect(r.label).toBe('daemon_restarted');
+    expect((await cell.acquire()).status).toBe(200);
+  });
+
+  test('fault injection is reachable on targets that have it', async ({ target, skip }) => {
+    needsFaults({ skip }, target);
+    await target.inject({ kind: 'clear' });
+  });
+});
+
+describe('mark_telemetry', () => {
+  test('mark_telemetry returns a sequence and publishes telemetry_mark with label, sequence and generation', covers('rule:op.mark_telemetry.event', 'event:telemetry_mark', 'field:Response.sequence'), async ({ cell, client }) => {
+    const s = await cell.grant();
+    const cursor = await eventCursor(client);
+    const r = await cell.fenced('mark_telemetry', s, { label: 'weld start ✓' });
+    expect(r.status).toBe(200);
+    expect(r.reply.sequence).toBeGreaterThan(0n);
+    const ev = await waitForEvent(client, cursor, (e) => e.type === 'telemetry_mark');
+    expect(ev?.mark).toEqual({ label: 'weld start ✓', sequence: r.reply.sequence, generation: s.generation });
+  });
+
+  test('label of 1 and 128 bytes is accepted; 0 and 129 bytes are refused with telemetry_label_invalid', covers('reason:telemetry_label_invalid', 'limit:label_bytes', 'field:Request.label'), async ({ cell }) => {
+    const s = await cell.grant();
+    for (const ok of ['m', 'ü'.repeat(64), 'x'.repeat(128)]) {
+      expect(Buffer.byteLength(ok)).toBeLessThanOrEqual(128);
+      expect((await cell.fenced('mark_telemetry', s, { label: ok })).status).toBe(200);
+    }
+    for (const bad of ['', 'x'.repeat(129), 'ü'.repeat(64) + 'x']) {
+      const r = await cell.fenced('mark_telemetry', s, { label: bad });
+      expect(r.status).toBe(409);
+      expect(r.label).toBe('telemetry_label_invalid');
+    }
+  });
+});
