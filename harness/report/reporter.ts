@@ -74,7 +74,7 @@ export class HilReporter implements Reporter {
           file,
           project: m.project.name,
           name: '(file)',
-          fullName: `${file} > (file)`,
+          fullName: '(file)',
           state: 'errored',
           duration_ms: Math.round(m.diagnostic().duration),
           covers: [],
@@ -87,7 +87,7 @@ export class HilReporter implements Reporter {
       tests.push({ file: '', project: '', name: '(unhandled error)', fullName: '(unhandled error)', state: 'errored', duration_ms: 0, covers: [], kind: 'unit', errors: [firstLines(e.message, e.stack)] });
     }
 
-    const cov = computeCoverage(tests.filter((t) => t.kind !== 'unit').map((t) => ({ fullName: t.fullName, covers: t.covers, state: t.state })));
+    const cov = computeCoverage(tests.filter((t) => t.kind !== 'unit').map((t) => ({ fullName: `${t.file} > ${t.fullName}`, covers: t.covers, state: t.state })));
     const gateProblems = this.o.gate ? cov.problems : cov.unknownCovered.map((u) => `${u.test} covers ${u.id}, which is not in the catalogue`);
     const count = (s: string) => tests.filter((t) => t.state === s && !t.expected_failure).length;
     const target = this.readTarget();
@@ -140,14 +140,14 @@ export class HilReporter implements Reporter {
     const meta = t.meta();
     const covers = meta.covers ?? [];
     const kind: RunTest['kind'] = t.project.name === 'unit' ? 'unit' : (meta.kind ?? 'contract');
-    const fullName = `${file} > ${t.fullName}`;
+    const fullName = t.fullName;
     let state: RunTest['state'] = r.state === 'passed' ? 'passed' : r.state === 'failed' ? 'failed' : 'skipped';
     const errors = r.state === 'failed' ? (r.errors ?? []).map((e) => firstLines(e.message, e.stack)) : undefined;
     if (r.state === 'failed' && (r.errors ?? []).every((e) => isHarnessError(e))) state = 'errored';
     const out: RunTest = { file, project: t.project.name, name: t.name, fullName, state, duration_ms: Math.round(t.diagnostic()?.duration ?? 0), covers, kind };
     if (errors) out.errors = errors;
     if (r.state === 'skipped') out.skip_reason = r.note ?? (t.options.mode === 'todo' ? 'todo' : 'skipped');
-    const exp = this.o.expectations?.[fullName];
+    const exp = this.o.expectations?.[`${file} > ${fullName}`];
     if (exp) {
       if (state === 'failed' || state === 'errored') out.expected_failure = exp.reason;
       else if (state === 'passed') out.unexpected_pass = true;
@@ -174,7 +174,7 @@ export class HilReporter implements Reporter {
     if (failures.length) {
       w('\nFailures:\n');
       for (const t of failures) {
-        w(`  ${t.state === 'errored' ? 'ERROR' : 'FAIL '} ${t.fullName}\n`);
+        w(`  ${t.state === 'errored' ? 'ERROR' : 'FAIL '} ${t.file} > ${t.fullName}\n`);
         for (const e of t.errors ?? []) w(`        ${firstLine(e)}\n`);
       }
     }

@@ -211,10 +211,10 @@ function convert(kind: Kind | 'int64', v: JsonValue, path: string): unknown {
 
 function convertObject(v: JsonValue, path: string, fields: Record<string, [Kind | 'int64', boolean]>): Record<string, unknown> {
   if (!(v instanceof JsonObject)) throw bad(`field ${path} must be an object`);
-  const out: Record<string, unknown> = {};
+  const out: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
   for (const [k, val] of v.fields) {
-    const spec = fields[k];
-    if (!spec) throw bad(`unknown field ${path}.${k}`);
+    const spec = Object.hasOwn(fields, k) ? fields[k] : undefined;
+    if (!spec) throw bad(`unknown field ${path}.${JSON.stringify(k).slice(0, 80)}`);
     out[k] = convert(spec[0], val, `${path}.${k}`);
   }
   for (const [k, [, required]] of Object.entries(fields)) {
@@ -262,9 +262,10 @@ export function decodeRequest(body: Uint8Array): Request {
     throw refuse('capability_unimplemented', `${cap.name} is reserved`, capabilityInfo(cap));
   }
 
-  const req: Record<string, unknown> = {};
+  const req: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
   for (const [k, v] of root.fields) {
-    const kind = REQUEST_FIELDS[k];
+    // Own keys only: "__proto__", "constructor" and friends are unknown fields like any other.
+    const kind = Object.hasOwn(REQUEST_FIELDS, k) ? REQUEST_FIELDS[k] : undefined;
     if (!kind) throw bad(`unknown field ${JSON.stringify(k).slice(0, 80)}`);
     if (k === 'request_id') {
       if (!validRequestId(v)) throw refuse('invalid_request_id', 'request_id must be 1..64 printable ASCII bytes');
