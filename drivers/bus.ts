@@ -19,6 +19,9 @@ export class ProcessImage {
   readonly digitalInputs: Uint32Array;
   /** 1 when this cycle's feedback for the axis is fresh. */
   readonly pdoFresh: Uint8Array;
+  /** Absolute encoder reading in raw counts (unaffected by homing) and its validity. */
+  readonly absolutePosition: Int32Array;
+  readonly absoluteValid: Uint8Array;
   // slaves (one per axis in this profile)
   readonly alState: Uint8Array;
   readonly online: Uint8Array;
@@ -26,6 +29,8 @@ export class ProcessImage {
   ioOutputWord = 0;
   ioInputWord = 0;
   ioInputValid = 0;
+  /** Safety (E-stop) chain as read back by the bus: 1 closed, 0 open. */
+  safetyChainClosed = 1;
   // bus health
   wkcExpected = 0;
   wkcActual = 0;
@@ -43,6 +48,8 @@ export class ProcessImage {
     this.errorCode = new Uint16Array(axisCount);
     this.digitalInputs = new Uint32Array(axisCount);
     this.pdoFresh = new Uint8Array(axisCount);
+    this.absolutePosition = new Int32Array(axisCount);
+    this.absoluteValid = new Uint8Array(axisCount);
     this.alState = new Uint8Array(axisCount);
     this.online = new Uint8Array(axisCount);
   }

@@ -17,6 +17,8 @@ import './trace.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const REPORTS = join(ROOT, 'reports');
+/** The machine configuration compiler's entry point, started as a process, never imported (DESIGN.md rule 1). */
+const CONFIG_ENTRY = join(ROOT, 'sims', 'config', 'main.ts');
 
 class UsageError extends Error {}
 
@@ -27,6 +29,7 @@ commands:
   run       run the conformance suites against a target and write reports/
   test      run the project's own tests and the conformance suites on the simulator (npm test)
   serve     start the reference stack (control service + core on the sim driver)
+  config    compile a machine configuration into its digest-named directory (document 3 part 2)
   coverage  print catalogue coverage (covered / pending per family) without running tests
   report    render reports/html/index.html from the last run
   help      this text; "hil <command> --help" for a command
@@ -48,6 +51,7 @@ applies to a full run). Writes reports/run.json, reports/allure-results/, report
 Runs the unit tests of the harness and the reference stack, then the conformance suites against the
 simulator, with the traceability gate. This is what npm test runs.`,
   serve: `usage: hil serve --socket-dir DIR [options]   (hil serve --help for the stack's own options)`,
+  config: `usage: hil config compile FILE --out DIR   (hil config --help for the compiler's own options)`,
   coverage: `usage: hil coverage [--json]
 
 Collects the suites (without running them) and prints covered and pending counts per catalogue family.
@@ -67,6 +71,8 @@ export async function main(argv: string[]): Promise<number> {
         return await run(rest, true);
       case 'serve':
         return await serve(rest);
+      case 'config':
+        return await config(rest);
       case 'coverage':
         return await coverage(rest);
       case 'report':
@@ -119,7 +125,11 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
   if (values['allow-motion']) process.env.HIL_ALLOW_MOTION = '1';
   process.env.HIL_RUN_DIR = join(REPORTS, '.run');
 
-  rmSync(join(REPORTS, 'allure-results'), { recursive: true, force: true });
+  try {
+    rmSync(join(REPORTS, 'allure-results'), { recursive: true, force: true, maxRetries: 3 });
+  } catch (e) {
+    process.stderr.write(`warning: could not clear old Allure results: ${(e as Error).message}\n`);
+  }
   const reporter = new HilReporter({
     command: ['hil', selfTest ? 'test' : 'run', ...args].join(' '),
     reportsDir: REPORTS,
@@ -167,6 +177,12 @@ function serve(args: string[]): Promise<number> {
   const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
   process.on('SIGINT', forward('SIGINT'));
   process.on('SIGTERM', forward('SIGTERM'));
+  return new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+}
+
+function config(args: string[]): Promise<number> {
+  // The compiler runs as its own process, like the stack in serve; its exit status is ours.
+  const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), CONFIG_ENTRY, ...args], { stdio: 'inherit' });
   return new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
 }
 

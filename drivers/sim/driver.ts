@@ -24,6 +24,11 @@ export type SimFaultKind = SimFault['kind'];
 export interface SimOptions {
   /** Initial logical positions per axis (defaults to mid-range clipped to 0). */
   initialPositions?: number[];
+  /**
+   * Drive state kept across a core restart (real drives keep their counters when the master restarts):
+   * incremental counts and the absolute encoder bias per axis.
+   */
+  persisted?: { counts: number[]; absoluteBias: number[] };
   /** Duration of a native homing run in ns (default 200 ms). */
   homingNs?: bigint;
 }
@@ -50,6 +55,9 @@ class SimDrive {
   homingAttained = false;
   homingError = false;
   homeOffset = 0;
+  /** Raw absolute encoder = incremental counts + absoluteBias (+ injected error). Homing moves the bias. */
+  absoluteBias = 0;
+  absoluteError = 0;
   // injected conditions
   frozen = false;
   offline = false;
@@ -90,6 +98,13 @@ export class SimBusDriver implements BusDriver {
       );
       const initial = this.options.initialPositions?.[i] ?? Math.min(Math.max(0, a.minPosition), a.maxPosition);
       d.pos = a.sign * initial * a.countsPerUnit;
+      // A fixed, axis-specific encoder bias so absolute and incremental counts differ, as on real drives.
+      d.absoluteBias = (i + 1) * 7919;
+      const kept = this.options.persisted;
+      if (kept && kept.counts[i] !== undefined) {
+        d.pos = kept.counts[i]!;
+        d.absoluteBias = kept.absoluteBias[i] ?? d.absoluteBias;
+      }
       d.target = d.pos;
       d.mappingMismatch = (this.pendingMappingMismatch & (1 << i)) !== 0;
       return d;
@@ -129,7 +144,7 @@ export class SimBusDriver implements BusDriver {
         this.estopOpen = true;
         break;
       case 'absolute_disagree':
-        d!.pos += fault.counts;
+        d!.absoluteError += fault.counts;
         break;
       case 'io_readback_disagree':
         this.ioReadbackDisagreeMask |= 1 << fault.bit;
@@ -154,6 +169,7 @@ export class SimBusDriver implements BusDriver {
       d.offline = false;
       d.followingErrorTrip = false;
       d.homingFails = false;
+      d.absoluteError = 0;
     }
     this.estopOpen = false;
     this.wkcDrop = false;
@@ -163,6 +179,11 @@ export class SimBusDriver implements BusDriver {
 
   get estop(): boolean {
     return this.estopOpen;
+  }
+
+  /** What a restarted core's driver should start from (drives keep their state across a master restart). */
+  persistedState(): { counts: number[]; absoluteBias: number[] } {
+    return { counts: this.drives.map((d) => d.pos), absoluteBias: this.drives.map((d) => d.absoluteBias) };
   }
 
   exchange(img: ProcessImage, nowNs: bigint): number {
@@ -186,6 +207,7 @@ export class SimBusDriver implements BusDriver {
     // Fast inputs live in the high half word; all satisfied unless injected otherwise.
     img.ioInputWord |= (0xffff & ~this.fastInputUnsatisfiedMask) << 16;
     img.ioInputValid = 1;
+    img.safetyChainClosed = this.estopOpen ? 0 : 1;
     img.wkcExpected = this.drives.length * 3;
     img.wkcActual = this.wkcDrop ? Math.max(0, wkc - 1) : wkc;
     return 0;
@@ -254,7 +276,11 @@ export class SimBusDriver implements BusDriver {
     d.brakeEngaged = !(enabled || d.state === Ds402State.QuickStopActive);
 
     // Homing (mode 6): a rising edge of bit 4 starts a run that completes after homingNs.
-    if (enabled && mode === MODE.homing) {
+    if (!(enabled && mode === MODE.homing)) {
+      d.homing = false;
+      d.homingAttained = false;
+      d.homingError = false;
+    } else {
       const start = (cw & 0x10) !== 0;
       if (start && !d.homing && !d.homingAttained && !d.homingError) {
         d.homing = true;
@@ -271,6 +297,7 @@ export class SimBusDriver implements BusDriver {
         else {
           d.homingAttained = true;
           d.homeOffset = d.pos; // the current position becomes home (0 counts)
+          d.absoluteBias += d.pos; // the absolute encoder does not move
           d.pos = 0;
           d.target = 0;
         }
@@ -320,6 +347,8 @@ export class SimBusDriver implements BusDriver {
     img.torqueActual[i] = enabled ? Math.max(-3000, Math.min(3000, Math.round(fe / Math.max(1, d.feLimitCounts) * 1000))) : 0;
     img.errorCode[i] = d.faultCode;
     img.digitalInputs[i] = d.brakeEngaged ? 0 : 1;
+    img.absolutePosition[i] = clampI32(Math.round(d.pos + d.absoluteBias + d.absoluteError));
+    img.absoluteValid[i] = 1;
     d.lastFresh = { pos: img.positionActual[i]!, vel: img.velocityActual[i]!, fe: img.followingError[i]!, sw };
   }
 

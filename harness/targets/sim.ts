@@ -31,6 +31,8 @@ export async function startStack(args: string[], timeoutMs = 30_000): Promise<St
   const child = spawn(process.execPath, ['--import', TSX, STACK_ENTRY, '--socket-dir', dir, '--lifeline-stdin', ...args], {
     stdio: ['pipe', 'pipe', 'pipe'],
     cwd: ROOT,
+    // Anchors live in the stack's own temporary directory (the service writes, the core reads).
+    env: { ...process.env, CELL_ANCHOR_DIR: join(dir, 'anchors') },
   });
   let err = '';
   child.stderr!.setEncoding('utf8').on('data', (d: string) => {

@@ -3,16 +3,10 @@
 // The CiA 402 drive handling is written once here, above the bus driver interface.
 
 import { ProcessImage, STANDARD_MAPPING, type BusDriver, type BusSetup } from '../../drivers/bus.ts';
-import { decodeStatusword, Ds402State, DS402_STATE_NAMES, MODE, CW } from '../../drivers/ds402.ts';
+import { CW, decodeStatusword, Ds402State, DS402_STATE_NAMES, MODE, SW } from '../../drivers/ds402.ts';
 import type { CompiledMachine } from '../config/types.ts';
-import {
-  NATIVE_OP,
-  type AxisStatus,
-  type CommandResult,
-  type CoreStatus,
-  type FromCore,
-  type ToCore,
-} from './protocol.ts';
+import { FAULT, FAULT_INFO, faultEntry, type FaultOutcome, type FaultRecovery } from './faults.ts';
+import { NATIVE_OP, type AxisStatus, type CommandResult, type CoreStatus, type FromCore, type ToCore } from './protocol.ts';
 
 /** Native command reasons (CommandResult.Reason). 2, 5, 7, 8 are documented; the rest are profile. */
 export const NATIVE_REASON = {
@@ -26,25 +20,70 @@ export const NATIVE_REASON = {
   pdo_mapping_mismatch: 7,
   outside_limits_outward: 8,
   unsupported: 9,
+  invalid_axis_mask: 10,
+  fault_persists: 11,
+  io_not_configured: 12,
+  io_readback_disagreement: 13,
+  io_fast_input_unsatisfied: 14,
+  io_exchange_lost: 15,
+  homing_failed: 16,
+  cancelled: 17,
 } as const;
+
+/** Cycles a fault reset pulse is held, and cycles the core waits for drives to leave Fault after it. */
+const RESET_PULSE_CYCLES = 3;
+const RESET_SETTLE_CYCLES = 30;
+/** Feedback not fresh for this many consecutive cycles latches pdo_stale. */
+const STALE_CYCLES = 5;
+
+type Cmd = Extract<ToCore, { t: 'cmd' }>;
+
+interface Homing {
+  mask: number;
+  sequence: bigint;
+  deadlineNs: bigint;
+  started: number; // axes whose homing start bit is set
+}
+
+interface Reset {
+  id: number;
+  sequence: bigint;
+  generation: bigint;
+  mask: number;
+  cycle: number;
+}
 
 export class Core {
   readonly image: ProcessImage;
+  private readonly n: number;
+  private readonly all: number;
   private sequence = 0n;
   private cycleCount = 0n;
   private lastPublishNs = 0n;
+  private now = 0n;
+  /** Axes the core wants enabled. */
   private enableMask = 0;
   private armed = false;
+  private halted = false;
   private homeValidMask = 0;
   private homeEpoch = 0n;
-  private safetyFaultMask = 0;
-  private faultReasons = 0;
   private ioArmed = false;
   private stopDraining: bigint | null = null;
+  private homing: Homing | null = null;
+  /** A finished Home is reported once its axes have really left operation enabled. */
+  private homeDone: { sequence: bigint; ok: boolean; detail: string; reason: number; mask: number } | null = null;
+  private reset: Reset | null = null;
+  private lastResetSequence = 0n;
+  /** Latched fault bits -> axis mask. */
+  private faults = new Map<number, number>();
+  private staleCycles: number[];
+  private feSince: Array<bigint | null>;
   private grant = { generation: 0n, deadlineNs: 0n, active: false, axisMask: 0 };
   private overruns = 0n;
   private maxLatenessNs = 0n;
   private dirty = true;
+  private lastEnabledMask = 0;
+  private lastArmed = false;
 
   constructor(
     readonly machine: CompiledMachine,
@@ -52,7 +91,11 @@ export class Core {
     readonly incarnation: string,
     private readonly send: (m: FromCore) => void,
   ) {
-    this.image = new ProcessImage(machine.axes.length);
+    this.n = machine.axes.length;
+    this.all = this.n >= 32 ? 0xffffffff : (1 << this.n) - 1;
+    this.image = new ProcessImage(this.n);
+    this.staleCycles = new Array<number>(this.n).fill(0);
+    this.feSince = new Array<bigint | null>(this.n).fill(null);
   }
 
   busSetup(): BusSetup {
@@ -77,14 +120,10 @@ export class Core {
 
   async start(nowNs: bigint): Promise<void> {
     const startup = await this.driver.open(this.busSetup());
-    for (let i = 0; i < this.machine.axes.length; i++) this.image.modeOfOperation[i] = MODE.cyclicSyncPosition;
-    this.send({
-      t: 'ready',
-      incarnation: this.incarnation,
-      nowNs,
-      startupNotes: startup.notes,
-      mappingMismatchMask: startup.mappingMismatchMask,
-    });
+    for (let i = 0; i < this.n; i++) this.image.modeOfOperation[i] = MODE.cyclicSyncPosition;
+    // A drive whose PDO mapping differs cannot be trusted until the bus is restarted (fault bit 11).
+    if (startup.mappingMismatchMask) this.latch(FAULT.restart_required!, startup.mappingMismatchMask);
+    this.send({ t: 'ready', incarnation: this.incarnation, nowNs, startupNotes: startup.notes, mappingMismatchMask: startup.mappingMismatchMask });
   }
 
   /** Handle one message from the service. */
@@ -97,88 +136,393 @@ export class Core {
       case 'cmd':
         this.command(m);
         return;
+      case 'cancel_home':
+        this.finishHoming(false, 'home cancelled: authority lost', NATIVE_REASON.cancelled);
+        return;
       case 'inject':
       case 'shutdown':
-        return; // handled by the host (worker) which owns the driver's private test hooks
+        return; // handled by the host (worker), which owns the driver's private test hooks
     }
   }
 
-  private result(op: number, accepted: boolean, reason: number, axisMask: number, generation: bigint): CommandResult {
-    return {
-      Sequence: ++this.sequence,
-      Handle: 0n,
-      Generation: generation,
-      Operation: op,
-      Result: accepted ? 0 : 1,
-      Reason: reason,
-      AxisMask: axisMask,
-    };
+  private result(op: number, reason: number, axisMask: number, generation: bigint, accepted = reason === NATIVE_REASON.none): CommandResult {
+    return { Sequence: ++this.sequence, Handle: 0n, Generation: generation, Operation: op, Result: accepted ? 0 : 1, Reason: reason, AxisMask: axisMask };
   }
 
-  private command(m: Extract<ToCore, { t: 'cmd' }>): void {
-    const op = NATIVE_OP[m.op];
+  private reply(m: Cmd, reason: number, axisMask: number, detail?: string, extra?: Record<string, unknown>): CommandResult {
+    const r = this.result(NATIVE_OP[m.op], reason, axisMask, m.generation);
+    // Publish the state the command produced before its receipt, so a client reading status after the
+    // reply sees it (arm: "afterwards status core.armed equals 1").
+    this.publish(this.now);
+    this.send({ t: 'reply', id: m.id, result: r, detail, extra });
+    return r;
+  }
+
+  private get faultMask(): number {
+    let m = 0;
+    for (const v of this.faults.values()) m |= v;
+    return m;
+  }
+
+  private get safetyFaultMask(): number {
+    return this.image.safetyChainClosed ? 0 : this.all;
+  }
+
+  private enabledMask(): number {
+    let m = 0;
+    for (let i = 0; i < this.n; i++) if (decodeStatusword(this.image.statusword[i]!) === Ds402State.OperationEnabled) m |= 1 << i;
+    return m;
+  }
+
+  private command(m: Cmd): void {
+    const mask = m.axisMask >>> 0;
     switch (m.op) {
       case 'stop': {
-        const r = this.result(op, true, NATIVE_REASON.none, this.allAxes(), m.generation);
-        this.stopDraining = r.Sequence;
         this.armed = false;
+        this.halted = false;
         this.enableMask = 0;
         this.ioArmed = false;
         this.image.ioOutputWord = 0; // every cell output commanded OFF, immediately
+        this.finishHoming(false, 'home cancelled by stop', NATIVE_REASON.cancelled);
+        this.stopDraining = this.reply(m, NATIVE_REASON.none, this.all).Sequence;
+        return;
+      }
+      case 'mark':
+        this.reply(m, NATIVE_REASON.none, 0);
+        return;
+      case 'enable': {
+        if ((mask & ~this.all) !== 0) return void this.reply(m, NATIVE_REASON.invalid_axis_mask, mask, 'axis_mask outside the configured axes');
+        if (mask !== 0 && this.safetyFaultMask) return void this.reply(m, NATIVE_REASON.inhibited, mask, 'safety chain open');
+        if (mask & this.faultMask) return void this.reply(m, NATIVE_REASON.not_ready, mask, 'latched faults on selected axes');
+        if (this.homing) return void this.reply(m, NATIVE_REASON.mode_conflict, mask, 'native Home in progress');
+        if (this.stopDraining !== null) return void this.reply(m, NATIVE_REASON.inhibited, mask, 'stop draining');
+        this.enableMask = mask;
+        if (mask === 0) this.armed = false;
+        this.halted = false;
         this.dirty = true;
-        this.send({ t: 'reply', id: m.id, result: r });
+        this.reply(m, NATIVE_REASON.none, mask);
         return;
       }
-      case 'mark': {
-        const r = this.result(op, true, NATIVE_REASON.none, 0, m.generation);
-        this.send({ t: 'reply', id: m.id, result: r });
+      case 'arm': {
+        if (this.safetyFaultMask) return void this.reply(m, NATIVE_REASON.inhibited, 0, 'safety chain open');
+        if (this.faults.size) return void this.reply(m, NATIVE_REASON.not_ready, this.faultMask, 'latched faults');
+        if (this.homing) return void this.reply(m, NATIVE_REASON.mode_conflict, this.homing.mask, 'native Home in progress');
+        const en = this.enabledMask();
+        if (this.enableMask === 0 || (en & this.enableMask) !== this.enableMask) {
+          return void this.reply(m, NATIVE_REASON.not_ready, this.enableMask, 'enabled axes have not reached operation enabled');
+        }
+        this.armed = true;
+        this.dirty = true;
+        this.reply(m, NATIVE_REASON.none, this.enableMask);
         return;
       }
-      default: {
-        const r = this.result(op, false, NATIVE_REASON.unsupported, m.axisMask, m.generation);
-        this.send({ t: 'reply', id: m.id, result: r, detail: `native ${m.op} is not available in this core build` });
+      case 'halt': {
+        const ready = this.armed && this.enableMask !== 0 && (this.enabledMask() & this.enableMask) === this.enableMask && this.faults.size === 0;
+        if (!ready || this.homing || this.stopDraining !== null) return void this.reply(m, NATIVE_REASON.inhibited, this.enableMask, 'core not armed, enabled and ready');
+        this.halted = true; // controlled deceleration to an enabled hold (no trajectory or jog is active in this build)
+        this.dirty = true;
+        this.reply(m, NATIVE_REASON.none, this.enableMask);
+        return;
       }
+      case 'home': {
+        if (mask === 0 || (mask & ~this.all) !== 0) return void this.reply(m, NATIVE_REASON.invalid_axis_mask, mask, 'axis_mask must select configured axes');
+        if (this.safetyFaultMask) return void this.reply(m, NATIVE_REASON.inhibited, mask, 'safety chain open');
+        if (this.faults.size) return void this.reply(m, NATIVE_REASON.not_ready, this.faultMask, 'latched faults');
+        if (this.homing || this.stopDraining !== null) return void this.reply(m, NATIVE_REASON.mode_conflict, mask, 'Home or stop in progress');
+        const r = this.reply(m, NATIVE_REASON.none, mask);
+        this.homing = { mask, sequence: r.Sequence, deadlineNs: this.now + 60_000_000_000n, started: 0 };
+        this.homeValidMask &= ~mask; // Home evidence for these axes is re-established by this run
+        this.dirty = true;
+        return;
+      }
+      case 'reset_fault': {
+        const sel = mask === 0 ? this.all : mask;
+        const r = this.result(NATIVE_OP.reset_fault, NATIVE_REASON.none, sel, m.generation);
+        this.reset = { id: m.id, sequence: r.Sequence, generation: m.generation, mask: sel, cycle: 0 };
+        return; // answered when the reset has been observed (see stepReset)
+      }
+      case 'recovery_status':
+        this.reply(m, NATIVE_REASON.none, 0, undefined, { recovery: this.recovery([], this.lastResetSequence, '') });
+        return;
+      case 'restore_anchor': {
+        if (mask === 0 || (mask & ~this.all) !== 0) return void this.reply(m, NATIVE_REASON.invalid_axis_mask, mask);
+        if (this.armed || this.enabledMask() || this.homing) return void this.reply(m, NATIVE_REASON.mode_conflict, mask, 'armed, enabled or commissioning');
+        for (let i = 0; i < this.n; i++) {
+          if (mask & (1 << i) && !this.image.absoluteValid[i]) return void this.reply(m, NATIVE_REASON.not_ready, 1 << i, 'absolute source invalid');
+        }
+        this.homeValidMask |= mask;
+        this.homeEpoch++;
+        this.send({ t: 'event', type: 'home_epoch_changed', payload: { previous: this.homeEpoch - 1n, current: this.homeEpoch, home_valid_mask: this.homeValidMask, source: 'anchor' } });
+        this.dirty = true;
+        this.reply(m, NATIVE_REASON.none, mask, undefined, { recovery: this.recovery([], this.lastResetSequence, '') });
+        return;
+      }
+      case 'io_arm':
+      case 'io_disarm': {
+        if (!this.machine.io || this.machine.io.outputs.length === 0) return void this.reply(m, NATIVE_REASON.io_not_configured, 0, 'no cell I/O configured');
+        if (m.op === 'io_disarm') {
+          this.ioArmed = false;
+          this.image.ioOutputWord = 0;
+          this.dirty = true;
+          return void this.reply(m, NATIVE_REASON.none, 0);
+        }
+        if (this.safetyFaultMask) return void this.reply(m, NATIVE_REASON.inhibited, 0, 'safety chain open');
+        if (this.image.wkcActual < this.image.wkcExpected || !this.image.ioInputValid) return void this.reply(m, NATIVE_REASON.io_exchange_lost, 0, 'no current complete exchange');
+        const outputs = this.machine.io.outputs.length;
+        const outMask = outputs >= 16 ? 0xffff : (1 << outputs) - 1;
+        if ((this.image.ioInputWord & outMask) !== (this.image.ioOutputWord & outMask)) {
+          return void this.reply(m, NATIVE_REASON.io_readback_disagreement, 0, 'output readback differs from the commanded OFF state');
+        }
+        const fastMask = this.fastInputMask();
+        if (((this.image.ioInputWord >>> 16) & fastMask) !== fastMask) return void this.reply(m, NATIVE_REASON.io_fast_input_unsatisfied, 0, 'a fast input is not satisfied');
+        this.ioArmed = true;
+        this.dirty = true;
+        this.reply(m, NATIVE_REASON.none, 0);
+        return;
+      }
+      default:
+        this.reply(m, NATIVE_REASON.unsupported, mask, `native ${m.op} is not available in this core build`);
     }
   }
 
-  private allAxes(): number {
-    return this.machine.axes.length >= 32 ? 0xffffffff : (1 << this.machine.axes.length) - 1;
+  private fastInputMask(): number {
+    let m = 0;
+    this.machine.io?.inputs.forEach((inp, i) => {
+      if (inp.fast) m |= 1 << i;
+    });
+    return m;
+  }
+
+  private latch(bit: number, axisMask: number): void {
+    const prev = this.faults.get(bit) ?? 0;
+    if ((prev | axisMask) === prev) return;
+    this.faults.set(bit, prev | axisMask);
+    const info = FAULT_INFO.get(bit)!;
+    this.send({ t: 'event', type: 'fault_latched', payload: { bit: 1 << bit, name: info.name, axis_mask: prev | axisMask, recovery: info.recovery } });
+    // Fault reaction: disarm and disable; motion needs a reset and a new enable and arm.
+    this.armed = false;
+    this.halted = false;
+    this.enableMask = 0;
+    this.ioArmed = false;
+    this.image.ioOutputWord = 0;
+    if (this.homing) this.finishHoming(false, `home aborted: ${info.name}`, NATIVE_REASON.homing_failed, false);
+    this.dirty = true;
+  }
+
+  /** Whether the condition behind a latched bit is still present for the given axes. */
+  private persists(bit: number, axes: number): boolean {
+    const img = this.image;
+    const each = (f: (i: number) => boolean) => {
+      for (let i = 0; i < this.n; i++) if (axes & (1 << i) && f(i)) return true;
+      return false;
+    };
+    switch (bit) {
+      case FAULT.drive_fault:
+      case FAULT.following_error:
+        return each((i) => decodeStatusword(img.statusword[i]!) === Ds402State.Fault);
+      case FAULT.safety_chain_open:
+        return !img.safetyChainClosed;
+      case FAULT.pdo_stale:
+        return each((i) => !img.pdoFresh[i]);
+      case FAULT.slave_offline:
+        return each((i) => !img.online[i]);
+      case FAULT.working_counter:
+        return img.wkcActual < img.wkcExpected;
+      case FAULT.io_readback_disagreement:
+        return (img.ioInputWord & 0xffff) !== (img.ioOutputWord & 0xffff);
+      case FAULT.restart_required:
+        return true; // only a bus restart clears it
+      default:
+        return false; // homing_failed, absolute_disagreement: the evidence is gone, recovery is a new Home
+    }
+  }
+
+  private detectFaults(): void {
+    const img = this.image;
+    if (!img.safetyChainClosed) this.latch(FAULT.safety_chain_open!, this.all);
+    if (img.wkcActual < img.wkcExpected) this.latch(FAULT.working_counter!, this.all);
+    for (let i = 0; i < this.n; i++) {
+      const bit = 1 << i;
+      if (!img.online[i]) {
+        this.latch(FAULT.slave_offline!, bit);
+        continue;
+      }
+      this.staleCycles[i] = img.pdoFresh[i] ? 0 : this.staleCycles[i]! + 1;
+      if (this.staleCycles[i]! >= STALE_CYCLES) this.latch(FAULT.pdo_stale!, bit);
+      if (!img.pdoFresh[i]) continue;
+      if (decodeStatusword(img.statusword[i]!) === Ds402State.Fault) {
+        // 0x8611: the drive's own following error trip.
+        this.latch(img.errorCode[i] === 0x8611 ? FAULT.following_error! : FAULT.drive_fault!, bit);
+      }
+      // The core's own following error watch (limits.following_error for following_error_timeout_ms).
+      const a = this.machine.axes[i]!;
+      const enabled = decodeStatusword(img.statusword[i]!) === Ds402State.OperationEnabled && img.modeDisplay[i] === MODE.cyclicSyncPosition;
+      if (enabled && Math.abs(img.followingError[i]!) > a.following_error * a.counts_per_unit) {
+        this.feSince[i] ??= this.now;
+        if (this.now - this.feSince[i]! >= BigInt(a.following_error_timeout_ms) * 1_000_000n) this.latch(FAULT.following_error!, bit);
+      } else this.feSince[i] = null;
+    }
+  }
+
+  private stepHoming(): void {
+    const h = this.homing;
+    if (!h) return;
+    if (this.now > h.deadlineNs) return this.finishHoming(false, 'Home did not complete within 60 s', NATIVE_REASON.homing_failed);
+    let attained = 0;
+    for (let i = 0; i < this.n; i++) {
+      if (!(h.mask & (1 << i))) continue;
+      const sw = this.image.statusword[i]!;
+      const st = decodeStatusword(sw);
+      if (st === Ds402State.OperationEnabled && this.image.modeDisplay[i] === MODE.homing) h.started |= 1 << i;
+      if (h.started & (1 << i)) {
+        if (sw & SW.opMode13) {
+          this.latch(FAULT.homing_failed!, 1 << i);
+          return;
+        }
+        if (sw & SW.opMode12) attained |= 1 << i;
+      }
+    }
+    if (attained === h.mask) this.finishHoming(true, 'Home complete', NATIVE_REASON.none);
+  }
+
+  private finishHoming(ok: boolean, detail: string, reason: number, notify = true): void {
+    const h = this.homing;
+    if (!h) return;
+    this.homing = null;
+    // Home leaves the selected axes disabled (document 1 part 3 machine effects).
+    this.enableMask &= ~h.mask;
+    for (let i = 0; i < this.n; i++) if (h.mask & (1 << i)) this.image.modeOfOperation[i] = MODE.cyclicSyncPosition;
+    if (ok) {
+      this.homeValidMask |= h.mask;
+      this.homeEpoch++;
+      this.send({ t: 'event', type: 'home_epoch_changed', payload: { previous: this.homeEpoch - 1n, current: this.homeEpoch, home_valid_mask: this.homeValidMask, source: 'home' } });
+    }
+    void notify;
+    this.dirty = true;
+    this.homeDone = { sequence: h.sequence, ok, detail, reason, mask: h.mask };
+  }
+
+  private stepReset(): void {
+    const r = this.reset;
+    if (!r) return;
+    r.cycle++;
+    if (r.cycle <= RESET_PULSE_CYCLES + RESET_SETTLE_CYCLES) {
+      // keep pulsing/settling until every selected drive left Fault, or the settle time ran out
+      const stillFault = [...this.faults.keys()].some((b) => (b === FAULT.drive_fault || b === FAULT.following_error) && this.persists(b, r.mask & this.faults.get(b)!));
+      if (stillFault || r.cycle <= RESET_PULSE_CYCLES) return;
+    }
+    this.reset = null;
+    this.lastResetSequence = r.sequence;
+    const outcomes: FaultRecovery[] = [];
+    let persistent = false;
+    for (const [bit, axes] of this.faults) {
+      const sel = axes & r.mask;
+      if (!sel) {
+        outcomes.push(faultEntry(bit, axes, 'not_selected'));
+        continue;
+      }
+      const p = this.persists(bit, sel);
+      persistent ||= p;
+      outcomes.push(faultEntry(bit, sel, p ? 'persists' : 'cleared'));
+    }
+    if (!persistent) {
+      for (const o of outcomes) {
+        if (o.outcome !== 'cleared') continue;
+        const left = this.faults.get(o.bit)! & ~o.axis_mask;
+        if (left) this.faults.set(o.bit, left);
+        else this.faults.delete(o.bit);
+        const info = FAULT_INFO.get(o.bit)!;
+        this.send({ t: 'event', type: 'fault_cleared', payload: { bit: 1 << o.bit, name: info.name, axis_mask: o.axis_mask, recovery: info.recovery } });
+        if (info.recovery === 'rehome') this.homeValidMask &= ~o.axis_mask;
+      }
+    }
+    const result: CommandResult = {
+      Sequence: r.sequence,
+      Handle: 0n,
+      Generation: r.generation,
+      Operation: NATIVE_OP.reset_fault,
+      Result: persistent ? 1 : 0,
+      Reason: persistent ? NATIVE_REASON.fault_persists : NATIVE_REASON.none,
+      AxisMask: r.mask,
+    };
+    this.dirty = true;
+    this.publish(this.now);
+    this.send({
+      t: 'reply',
+      id: r.id,
+      result,
+      detail: persistent ? 'a fault condition persists; nothing was cleared' : undefined,
+      extra: { recovery: this.recovery(outcomes, r.sequence, persistent ? 'fault_persists' : '') },
+    });
+  }
+
+  recovery(outcomes: FaultRecovery[], resetSequence: bigint, reason: string): Record<string, unknown> {
+    return {
+      home_valid_mask: this.homeValidMask,
+      faults: [...this.faults].sort((a, b) => a[0] - b[0]).map(([bit, axes]) => faultEntry(bit, axes)),
+      reset_sequence: resetSequence,
+      reason,
+      outcomes,
+    };
   }
 
   /** One cycle at host time `nowNs`, scheduled for `scheduledNs`. */
   cycle(nowNs: bigint, scheduledNs: bigint): void {
+    this.now = nowNs;
     this.cycleCount++;
     const lateness = nowNs - scheduledNs;
     if (lateness > this.maxLatenessNs) this.maxLatenessNs = lateness;
     if (lateness > this.machine.max_cycle_lateness_ns) this.overruns++;
 
     const img = this.image;
-    for (let i = 0; i < this.machine.axes.length; i++) {
-      const want = (this.enableMask & (1 << i)) !== 0 && this.stopDraining === null;
-      img.controlword[i] = this.controlwordFor(decodeStatusword(img.statusword[i]!), want);
-      // Hold: command the actual position while not moving under a trajectory.
+    const homingMask = this.homing?.mask ?? 0;
+    const resetting = this.reset !== null && this.reset.cycle < RESET_PULSE_CYCLES;
+    for (let i = 0; i < this.n; i++) {
+      const bit = 1 << i;
+      const state = decodeStatusword(img.statusword[i]!);
+      const wantEnabled = ((this.enableMask | homingMask) & bit) !== 0 && this.stopDraining === null;
+      let cw = this.controlwordFor(state, wantEnabled);
+      if (state === Ds402State.Fault && resetting && this.reset!.mask & bit) cw = CW.faultReset;
+      if (homingMask & bit) {
+        img.modeOfOperation[i] = MODE.homing;
+        if (state === Ds402State.OperationEnabled && img.modeDisplay[i] === MODE.homing) cw |= CW.homingStart;
+      }
+      img.controlword[i] = cw;
+      // Hold: command the actual position (no trajectory or jog lane in this build).
       img.targetPosition[i] = img.positionActual[i]!;
     }
     this.driver.exchange(img, nowNs);
 
+    this.detectFaults();
+    this.stepHoming();
+    this.stepReset();
+    if (this.homeDone && (this.enabledMask() & this.homeDone.mask) === 0) {
+      const { mask: _m, ...d } = this.homeDone;
+      this.homeDone = null;
+      this.publish(nowNs);
+      this.send({ t: 'home_done', ...d });
+    }
     if (this.stopDraining !== null && this.allStill()) {
       const seq = this.stopDraining;
       this.stopDraining = null;
       this.dirty = true;
       this.send({ t: 'stop_drained', sequence: seq });
     }
-    if (this.dirty || nowNs - this.lastPublishNs >= 10_000_000n) {
-      this.publish(nowNs);
+    const en = this.enabledMask();
+    if (en !== this.lastEnabledMask || this.armed !== this.lastArmed) {
+      if (en !== this.lastEnabledMask) this.send({ t: 'event', type: 'enable_changed', payload: { axis_enable_mask: en, armed: this.armed } });
+      if (this.armed !== this.lastArmed) this.send({ t: 'event', type: 'arm_changed', payload: { axis_enable_mask: en, armed: this.armed } });
+      this.lastEnabledMask = en;
+      this.lastArmed = this.armed;
+      this.dirty = true;
     }
+    if (this.dirty || nowNs - this.lastPublishNs >= 10_000_000n) this.publish(nowNs);
   }
 
   /** The CiA 402 controlword that moves a drive one step toward enabled (or away from it). */
   private controlwordFor(state: Ds402State, wantEnabled: boolean): number {
     if (state === Ds402State.Fault) return CW.disableVoltage;
-    if (!wantEnabled) {
-      if (state === Ds402State.OperationEnabled) return CW.quickStop;
-      return CW.disableVoltage;
-    }
+    if (!wantEnabled) return state === Ds402State.OperationEnabled ? CW.quickStop : CW.disableVoltage;
     switch (state) {
       case Ds402State.SwitchOnDisabled:
         return CW.shutdown;
@@ -193,7 +537,7 @@ export class Core {
   }
 
   private allStill(): boolean {
-    for (let i = 0; i < this.machine.axes.length; i++) {
+    for (let i = 0; i < this.n; i++) {
       const s = decodeStatusword(this.image.statusword[i]!);
       if (s === Ds402State.OperationEnabled || s === Ds402State.QuickStopActive) return false;
     }
@@ -215,6 +559,7 @@ export class Core {
           state === Ds402State.OperationEnabled &&
           this.armed &&
           img.pdoFresh[i] === 1 &&
+          this.faults.size === 0 &&
           (!a.require_home || (this.homeValidMask & (1 << i)) !== 0),
         fault: state === Ds402State.Fault,
         error_code: img.errorCode[i]!,
@@ -224,19 +569,24 @@ export class Core {
         pdo_fresh: img.pdoFresh[i] === 1,
         online: img.online[i] === 1,
         brake_engaged: state !== Ds402State.OperationEnabled,
+        position_counts: img.positionActual[i]!,
+        absolute_counts: img.absolutePosition[i]!,
+        absolute_valid: img.absoluteValid[i] === 1,
       };
     });
+    let faultBits = 0;
+    for (const bit of this.faults.keys()) faultBits |= 1 << bit;
     return {
       incarnation: this.incarnation,
       cycle: this.cycleCount,
       now_ns: nowNs,
       armed: this.armed,
-      enable_mask: this.enableMask,
+      enable_mask: this.enabledMask(),
       home_valid_mask: this.homeValidMask,
       safety_fault_mask: this.safetyFaultMask,
       home_epoch: this.homeEpoch,
-      execution_fault_reasons: this.faultReasons,
-      commissioning_phase: 'idle',
+      execution_fault_reasons: faultBits,
+      commissioning_phase: this.homing ? 'homing' : 'idle',
       stop_draining: this.stopDraining !== null,
       io_armed: this.ioArmed,
       io_output_word: img.ioOutputWord,
@@ -244,6 +594,10 @@ export class Core {
       wkc_actual: img.wkcActual,
       wkc_expected: img.wkcExpected,
       axes,
+      faults: [...this.faults].sort((a, b) => a[0] - b[0]).map(([bit, m]) => faultEntry(bit, m)),
+      last_reset_sequence: this.lastResetSequence,
+      homing_mask: this.homing?.mask ?? 0,
+      halted: this.halted,
       timing: { overruns: this.overruns, max_lateness_ns: this.maxLatenessNs, cycles: this.cycleCount },
     };
   }
@@ -254,3 +608,5 @@ export class Core {
     this.send({ t: 'status', status: this.status(nowNs) });
   }
 }
+
+export type { FaultOutcome };

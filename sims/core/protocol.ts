@@ -4,6 +4,7 @@
 
 import type { CompiledMachine } from '../config/types.ts';
 import type { SimFault } from '../../drivers/sim/driver.ts';
+import type { FaultRecovery } from './faults.ts';
 
 export interface CoreStartOptions {
   machine: CompiledMachine;
@@ -12,8 +13,8 @@ export interface CoreStartOptions {
   spinNs: number;
   /** Run faster than real time by this factor (1 = real time). Stepped mode: 0. */
   speed: number;
-  /** Sim driver options. */
-  sim?: { initialPositions?: number[]; homingNs?: bigint };
+  /** Sim driver options (persisted: drive state handed over from the previous core incarnation). */
+  sim?: { initialPositions?: number[]; homingNs?: bigint; persisted?: { counts: number[]; absoluteBias: number[] } };
 }
 
 /** Native command codes (CommandResult.Operation). Numeric values are a profile decision. */
@@ -46,6 +47,7 @@ export interface CommandResult {
 
 export type ToCore =
   | { t: 'cmd'; id: number; op: NativeOpName; generation: bigint; axisMask: number; label?: string }
+  | { t: 'cancel_home' }
   | { t: 'grant'; generation: bigint; deadlineNs: bigint; active: boolean; axisMask: number }
   | { t: 'inject'; id: number; fault: SimFault | { kind: 'clear' } }
   | { t: 'shutdown' };
@@ -65,6 +67,10 @@ export interface AxisStatus {
   pdo_fresh: boolean;
   online: boolean;
   brake_engaged: boolean;
+  /** Raw drive counts (incremental) and the absolute encoder reading. */
+  position_counts: number;
+  absolute_counts: number;
+  absolute_valid: boolean;
 }
 
 export interface CoreStatus {
@@ -85,12 +91,20 @@ export interface CoreStatus {
   wkc_actual: number;
   wkc_expected: number;
   axes: AxisStatus[];
+  /** Latched execution fault bits with their axis masks. */
+  faults: FaultRecovery[];
+  last_reset_sequence: bigint;
+  homing_mask: number;
+  halted: boolean;
   timing: { overruns: bigint; max_lateness_ns: bigint; cycles: bigint };
+  /** Sim driver only: drive state to hand to the next incarnation. */
+  sim_persist?: { counts: number[]; absoluteBias: number[] };
 }
 
 export type FromCore =
   | { t: 'ready'; incarnation: string; nowNs: bigint; startupNotes: string[]; mappingMismatchMask: number }
-  | { t: 'reply'; id: number; result: CommandResult; detail?: string }
+  | { t: 'reply'; id: number; result: CommandResult; detail?: string; extra?: Record<string, unknown> }
+  | { t: 'home_done'; sequence: bigint; ok: boolean; detail: string; reason: number }
   | { t: 'status'; status: CoreStatus }
   | { t: 'stop_drained'; sequence: bigint }
   | { t: 'event'; type: string; payload: Record<string, unknown> }

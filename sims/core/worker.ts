@@ -11,14 +11,20 @@ import { Core } from './core.ts';
 import type { CoreStartOptions, FromCore, ToCore } from './protocol.ts';
 
 const { port, options } = workerData as { port: MessagePort; options: CoreStartOptions };
-const send = (m: FromCore) => port.postMessage(m);
+let simDriver: SimBusDriver | undefined;
+const send = (m: FromCore) => {
+  // Drives keep their state when the master restarts: hand it to the service for the next incarnation.
+  if (m.t === 'status' && simDriver) m.status.sim_persist = simDriver.persistedState();
+  port.postMessage(m);
+};
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 const now = () => process.hrtime.bigint();
 
 async function loadDriver(o: CoreStartOptions): Promise<BusDriver> {
   switch (o.driver) {
     case 'sim':
-      return new SimBusDriver(o.sim);
+      simDriver = new SimBusDriver(o.sim);
+      return simDriver;
     default:
       throw new Error(`driver ${o.driver} is not available in this build`);
   }

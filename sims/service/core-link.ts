@@ -10,6 +10,7 @@ import type { CommandResult, CoreStartOptions, CoreStatus, FromCore, NativeOpNam
 export interface NativeReply {
   result: CommandResult;
   detail?: string;
+  extra?: Record<string, unknown>;
 }
 
 export class CoreUnavailable extends Error {
@@ -39,7 +40,9 @@ export class CoreLink extends EventEmitter {
   /** Start a core incarnation and resolve when it has brought its bus up. */
   start(): Promise<void> {
     const { port1, port2 } = new MessageChannel();
-    const options: CoreStartOptions = { ...this.options, machine: this.machine };
+    const persisted = this.status?.sim_persist;
+    const options: CoreStartOptions = { ...this.options, machine: this.machine, sim: { ...this.options.sim, ...(persisted ? { persisted } : {}) } };
+    this.status = undefined;
     const worker = new Worker(new URL('../core/worker-entry.mjs', import.meta.url), {
       workerData: { port: port2, options },
       transferList: [port2],
@@ -80,7 +83,7 @@ export class CoreLink extends EventEmitter {
         if (!p) return;
         this.pending.delete(m.id);
         clearTimeout(p.timer);
-        p.resolve({ result: m.result, detail: m.detail });
+        p.resolve({ result: m.result, detail: m.detail, extra: m.extra });
         return;
       }
       case 'stop_drained':
@@ -88,6 +91,9 @@ export class CoreLink extends EventEmitter {
         return;
       case 'event':
         this.emit('core_event', m.type, m.payload);
+        return;
+      case 'home_done':
+        this.emit('home_done', m);
         return;
       case 'fatal':
         this.emit('fatal', m.message);

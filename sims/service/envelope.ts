@@ -73,7 +73,11 @@ export class Refusal {
     readonly label: string,
     readonly detail?: string,
     readonly data?: unknown,
+    /** Envelope fields a refusal may also carry: the native receipt and its sequence. */
+    readonly extra?: { native_result?: unknown; sequence?: bigint },
   ) {}
+  /** The operation the refused request named, when the body decoded far enough to tell. */
+  operation?: string;
   get error(): string {
     return this.detail ? `${this.label}: ${this.detail}` : this.label;
   }
@@ -245,7 +249,16 @@ export function decodeRequest(body: Uint8Array): Request {
     throw e;
   }
   if (!(root instanceof JsonObject)) throw bad('body must be a JSON object');
+  const named = root.get('operation');
+  try {
+    return decodeObject(root);
+  } catch (e) {
+    if (e instanceof Refusal && typeof named === 'string') e.operation = named;
+    throw e;
+  }
+}
 
+function decodeObject(root: JsonObject): Request {
   const schema = root.get('schema');
   if (schema !== REQUEST_SCHEMA) {
     throw refuse('schema_mismatch', schema === undefined ? 'schema missing' : `schema must be ${REQUEST_SCHEMA}`);

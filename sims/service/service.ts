@@ -21,6 +21,7 @@ import {
   type Request,
 } from './envelope.ts';
 import { EventLog, EVENTS_PER_POLL } from './events.ts';
+import { ANCHOR_DIR_ENV, MachineOps } from './machine.ts';
 import { encodeJson } from './json.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import type { CoreStatus } from '../core/protocol.ts';
@@ -54,6 +55,7 @@ export class ControlService {
   readonly publicLink: string;
   readonly testSocketPath: string;
   private daemonIncarnation = '';
+  readonly machineOps: MachineOps;
 
   constructor(private readonly o: ServiceOptions) {
     const m = o.machine;
@@ -71,15 +73,20 @@ export class ControlService {
       now,
       daemonIncarnation: () => this.daemonIncarnation,
       event: (type, g) => this.events.publish(type, g ? this.grantPayload(g, type) : {}),
-      nativeGrant: (g) =>
+      nativeGrant: (g) => {
+        // Stop, lease expiry or transport loss cancel a running Home (document 1 part 4 home).
+        if (!g) o.core.post({ t: 'cancel_home' });
         o.core.post({
           t: 'grant',
           generation: g?.generation ?? this.authority.lastGeneration,
           deadlineNs: g?.deadlineNs ?? 0n,
           active: g !== null && !g.stopping,
           axisMask: g ? (1 << m.axes.length) - 1 : 0,
-        }),
+        });
+      },
     }, o.initialGeneration ?? 0n);
+    this.machineOps = new MachineOps(o.core, this.authority, m, this.binding, process.env[ANCHOR_DIR_ENV] || undefined, (g) => this.stopGrant(g));
+    o.core.on('core_event', (type: string, payload: unknown) => this.events.publish(type, payload));
     o.core.on('stop_drained', () => this.authority.drained());
     o.core.on('exit', (why: string) => this.onCoreExit(why));
   }
@@ -197,7 +204,7 @@ export class ControlService {
     try {
       request = decodeRequest(body);
     } catch (e) {
-      if (e instanceof Refusal) return refusal(e, operationOf(body));
+      if (e instanceof Refusal) return refusal(e, e.operation ?? operationOf(body));
       throw e;
     }
     try {
@@ -231,18 +238,23 @@ export class ControlService {
         return a.renew(g);
       case 'release':
         return a.release(g);
-      case 'stop': {
-        const { first } = a.beginStop(g);
-        if (first) {
-          try {
-            await this.o.core.command('stop', g.generation, 0);
-          } catch (e) {
-            if (!(e instanceof CoreUnavailable)) throw e;
-            a.drained(); // no core: nothing left to drain
-          }
-        }
+      case 'stop':
+        await this.stopGrant(g);
         return { status: 200, body: { operation: 'stop', data: a.grantData(g) } };
-      }
+      case 'enable':
+      case 'arm':
+      case 'halt':
+      case 'io_arm':
+      case 'io_disarm':
+        return this.machineOps.simple(r.operation, r, g);
+      case 'home':
+        return this.machineOps.home(r, g);
+      case 'reset_fault':
+        return this.machineOps.resetFault(r, g);
+      case 'recovery_status':
+        return this.machineOps.recoveryStatus(g);
+      case 'restore_anchor':
+        return this.machineOps.restoreAnchor(r, g);
       case 'mark_telemetry': {
         const bytes = Buffer.byteLength(r.label!, 'utf8');
         if (bytes < 1 || bytes > 128) throw refuse('telemetry_label_invalid', 'label must be 1..128 bytes of UTF-8');
@@ -257,6 +269,18 @@ export class ControlService {
         }
         return { status: 200, body: { operation: r.operation, sequence: n.result.Sequence } };
       }
+    }
+  }
+
+  /** Admit a stop on the grant: stopping now, revoked when the core reports the drain finished. */
+  private async stopGrant(g: Grant): Promise<void> {
+    const { first } = this.authority.beginStop(g);
+    if (!first) return;
+    try {
+      await this.o.core.command('stop', g.generation, 0);
+    } catch (e) {
+      if (!(e instanceof CoreUnavailable)) throw e;
+      this.authority.drained(); // no core: nothing left to drain
     }
   }
 
@@ -409,7 +433,7 @@ function envelope(body: Record<string, unknown>): Record<string, unknown> {
 /** A refusal reply. `operation` names the requested operation when it is a known one, else "unknown". */
 function refusal(e: Refusal, operation?: string): Reply {
   const op = operation !== undefined && CAPABILITY.has(operation) ? operation : 'unknown';
-  return { status: e.status, body: { operation: op, error: e.error, data: e.data } };
+  return { status: e.status, body: { operation: op, error: e.error, data: e.data, ...e.extra } };
 }
 
 /** Best effort: the operation a refused body named, for the reply envelope. */

@@ -1,0 +1,265 @@
+// Machine operations of the control service (document 1 part 4): enable, arm, home, halt, reset_fault,
+// recovery_status, restore_anchor, io_arm, io_disarm. The service checks what it can see (masks,
+// preconditions, anchors), submits one native command, and maps the native receipt to catalogue labels.
+
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Authority, Grant, Reply } from './authority.ts';
+import { CoreUnavailable, type CoreLink, type NativeReply } from './core-link.ts';
+import { Refusal, refuse, type Binding, type Request } from './envelope.ts';
+import type { CompiledMachine } from '../config/types.ts';
+import type { CoreStatus, NativeOpName } from '../core/protocol.ts';
+import { NATIVE_REASON } from '../core/core.ts';
+
+/** The service environment variable naming the anchor directory (document 1 part 4 home; name: profile). */
+export const ANCHOR_DIR_ENV = 'CELL_ANCHOR_DIR';
+export const HOME_WAIT_MS = 60_000;
+export const RECOVERY_WAIT_MS = 1_000;
+/** An anchor agrees when the absolute source moved no more than this many counts more than the incremental one. */
+export const ANCHOR_TOLERANCE_COUNTS = 16;
+
+/** Native reason -> leading label, by operation family (docs/profile.md "Native reason labels"). */
+const COMMON_NATIVE: Record<number, string> = {
+  [NATIVE_REASON.not_ready]: 'not_ready',
+  [NATIVE_REASON.mode_conflict]: 'mode_conflict',
+  [NATIVE_REASON.pdo_mapping_mismatch]: 'pdo_mapping_mismatch',
+  [NATIVE_REASON.outside_limits_outward]: 'outside_limits_outward',
+};
+const OP_NATIVE: Partial<Record<string, Record<number, string>>> = {
+  halt: { [NATIVE_REASON.inhibited]: 'inhibited' },
+  home: { [NATIVE_REASON.invalid_axis_mask]: 'invalid_axis_mask' },
+  restore_anchor: { [NATIVE_REASON.invalid_axis_mask]: 'invalid_axis_mask', [NATIVE_REASON.not_ready]: 'anchor_source_invalid' },
+  io_arm: IO_LABELS(),
+  io_disarm: IO_LABELS(),
+};
+function IO_LABELS(): Record<number, string> {
+  return {
+    [NATIVE_REASON.inhibited]: 'inhibited',
+    [NATIVE_REASON.io_not_configured]: 'io_not_configured',
+    [NATIVE_REASON.io_readback_disagreement]: 'io_readback_disagreement',
+    [NATIVE_REASON.io_fast_input_unsatisfied]: 'io_fast_input_unsatisfied',
+    [NATIVE_REASON.io_exchange_lost]: 'io_exchange_lost',
+  };
+}
+
+export interface AnchorFile {
+  schema: 'cell-hil.anchor.v1';
+  pair_id: string;
+  revision: string;
+  configuration_sha256: string;
+  axis: string;
+  coordinate_identity: string;
+  drive_identity: string;
+  home_epoch: string;
+  absolute_counts: number;
+  position_counts: number;
+}
+
+export class MachineOps {
+  private homeWaiters = new Map<bigint, (d: { ok: boolean; detail: string; reason: number }) => void>();
+
+  constructor(
+    private readonly core: CoreLink,
+    private readonly authority: Authority,
+    private readonly machine: CompiledMachine,
+    private readonly binding: Required<Binding>,
+    private readonly anchorDir: string | undefined,
+    private readonly stopGrant: (g: Grant) => Promise<void>,
+  ) {
+    core.on('home_done', (d: { sequence: bigint; ok: boolean; detail: string; reason: number }) => {
+      this.homeWaiters.get(d.sequence)?.(d);
+      this.homeWaiters.delete(d.sequence);
+    });
+  }
+
+  private get all(): number {
+    return this.machine.axes.length >= 32 ? 0xffffffff : (1 << this.machine.axes.length) - 1;
+  }
+
+  private async native(op: NativeOpName, g: Grant, axisMask: number, timeoutMs = 1000): Promise<NativeReply> {
+    try {
+      return await this.core.command(op, g.generation, axisMask, {}, timeoutMs);
+    } catch (e) {
+      if (e instanceof CoreUnavailable) throw refuse('native_rejected', `no native receipt: ${e.message}`);
+      throw e;
+    }
+  }
+
+  /** A native refusal as a Refusal with the receipt in native_result. */
+  private rejected(op: string, n: NativeReply, data?: unknown): Refusal {
+    const label = OP_NATIVE[op]?.[n.result.Reason] ?? COMMON_NATIVE[n.result.Reason] ?? 'native_rejected';
+    return new Refusal(409, label, n.detail ?? `native reason ${n.result.Reason}`, data, { native_result: n.result });
+  }
+
+  private ok(op: string, n: NativeReply, data?: unknown): Reply {
+    return { status: 200, body: { operation: op, sequence: n.result.Sequence, data } };
+  }
+
+  async simple(op: 'enable' | 'arm' | 'halt' | 'io_arm' | 'io_disarm', r: Request, g: Grant): Promise<Reply> {
+    if ((op === 'io_arm' || op === 'io_disarm') && (!this.machine.io || this.machine.io.outputs.length === 0)) {
+      throw refuse('io_not_configured', 'this cell has no cell I/O');
+    }
+    const n = await this.native(op, g, op === 'enable' ? (r.axis_mask ?? 0) : 0);
+    if (n.result.Result !== 0) throw this.rejected(op, n);
+    return this.ok(op, n);
+  }
+
+  /** home: nonzero mask of configured native-home axes; waits up to 60 s; saves anchors; stops on failure. */
+  async home(r: Request, g: Grant): Promise<Reply> {
+    const mask = r.axis_mask ?? 0;
+    if (mask === 0 || (mask & ~this.all) !== 0) throw refuse('invalid_axis_mask', 'axis_mask must be a nonzero mask of configured axes');
+    const notNative = this.machine.axes.filter((a) => mask & (1 << a.index) && !a.native_home).map((a) => a.id);
+    if (notNative.length) throw refuse('invalid_axis_mask', `axes without native Home: ${notNative.join(', ')}`);
+    const n = await this.native('home', g, mask);
+    if (n.result.Result !== 0) throw this.rejected('home', n);
+    const done = await new Promise<{ ok: boolean; detail: string; reason: number }>((resolve) => {
+      const timer = setTimeout(() => resolve({ ok: false, detail: 'no Home result within 60 s', reason: NATIVE_REASON.homing_failed }), HOME_WAIT_MS + 1000);
+      this.homeWaiters.set(n.result.Sequence, (d) => {
+        clearTimeout(timer);
+        resolve(d);
+      });
+    });
+    if (!done.ok) {
+      // On failure the service issues a stop (document 1 part 4 home).
+      if (this.authority.current === g) await this.stopGrant(g);
+      throw new Refusal(409, 'native_rejected', `home failed: ${done.detail}`, undefined, {
+        native_result: { ...n.result, Result: 1, Reason: done.reason },
+      });
+    }
+    if (this.anchorDir) await this.saveAnchors(mask);
+    return this.ok('home', n);
+  }
+
+  private async freshStatus(): Promise<CoreStatus> {
+    const s = (await this.core.nextStatus(RECOVERY_WAIT_MS)) ?? undefined;
+    if (!s) throw refuse('reset_requires_inhibited', 'no fresh core observation within 1 s');
+    return s;
+  }
+
+  private inhibitedIdle(s: CoreStatus): void {
+    if (s.armed) throw refuse('reset_requires_inhibited', 'the core is armed');
+    if (s.homing_mask || s.commissioning_phase !== 'idle') throw refuse('reset_requires_inhibited', 'native Home or commissioning in progress');
+  }
+
+  async resetFault(r: Request, g: Grant): Promise<Reply> {
+    this.inhibitedIdle(await this.freshStatus());
+    // A submitted reset retires the session even if the core refuses it (document 1 part 3).
+    this.authority.retire(g);
+    let n: NativeReply;
+    try {
+      n = await this.core.command('reset_fault', g.generation, r.axis_mask ?? 0, {}, RECOVERY_WAIT_MS);
+    } catch (e) {
+      if (e instanceof CoreUnavailable) throw refuse('recovery_observation_unavailable', 'no correlated publication within 1 s');
+      throw e;
+    }
+    const data = (n.extra as { recovery?: unknown } | undefined)?.recovery;
+    if (n.result.Result !== 0) {
+      throw new Refusal(409, 'fault_persists', n.detail ?? 'a fault condition persists', data, { native_result: n.result, sequence: n.result.Sequence });
+    }
+    return this.ok('reset_fault', n, data);
+  }
+
+  async recoveryStatus(g: Grant): Promise<Reply> {
+    this.inhibitedIdle(await this.freshStatus());
+    let n: NativeReply;
+    try {
+      n = await this.core.command('recovery_status', g.generation, 0, {}, RECOVERY_WAIT_MS);
+    } catch (e) {
+      if (e instanceof CoreUnavailable) throw refuse('recovery_observation_unavailable', 'no status within 1 s');
+      throw e;
+    }
+    return { status: 200, body: { operation: 'recovery_status', data: (n.extra as { recovery?: unknown }).recovery } };
+  }
+
+  // ---- anchors ----
+
+  private identities(index: number): { coordinate: string; drive: string } {
+    const a = this.machine.axes[index]!;
+    return {
+      coordinate: `${a.id}:${a.type}:${a.counts_per_unit}:${a.sign}:${a.coordinate_evidence_mode}`,
+      drive: `slave:${a.slave_position}`,
+    };
+  }
+
+  private async saveAnchors(mask: number): Promise<void> {
+    const s = await this.core.nextStatus(RECOVERY_WAIT_MS);
+    if (!s) throw refuse('anchor_source_invalid', 'no core observation to capture anchors from');
+    if (s.armed || s.enable_mask & mask) throw refuse('anchor_source_invalid', 'anchor capture found the machine armed or enabled');
+    const dir = this.anchorDir!;
+    try {
+      await mkdir(dir, { recursive: true });
+    } catch (e) {
+      throw refuse('anchor_store_io', `anchor directory not writable: ${(e as Error).message}`);
+    }
+    for (const a of this.machine.axes) {
+      if (!(mask & (1 << a.index))) continue;
+      const ax = s.axes[a.index]!;
+      if (!ax.absolute_valid) throw refuse('anchor_source_invalid', `axis ${a.id} has no valid absolute source`);
+      const id = this.identities(a.index);
+      const file: AnchorFile = {
+        schema: 'cell-hil.anchor.v1',
+        pair_id: this.binding.pair_id,
+        revision: String(this.binding.revision),
+        configuration_sha256: this.binding.configuration_sha256,
+        axis: a.id,
+        coordinate_identity: id.coordinate,
+        drive_identity: id.drive,
+        home_epoch: String(s.home_epoch),
+        absolute_counts: ax.absolute_counts,
+        position_counts: ax.position_counts,
+      };
+      const path = join(dir, `${a.id}.anchor.json`);
+      try {
+        await writeFile(`${path}.tmp`, JSON.stringify(file, null, 1) + '\n');
+        await rename(`${path}.tmp`, path);
+      } catch (e) {
+        throw refuse('anchor_store_io', `cannot write ${path}: ${(e as Error).message}`);
+      }
+    }
+  }
+
+  async restoreAnchor(r: Request, g: Grant): Promise<Reply> {
+    const mask = r.axis_mask ?? 0;
+    if (mask === 0 || (mask & ~this.all) !== 0) throw refuse('invalid_axis_mask', 'axis_mask must be a nonzero mask of configured axes');
+    const s = await this.core.nextStatus(RECOVERY_WAIT_MS);
+    if (!s) throw refuse('recovery_observation_unavailable', 'no core observation within 1 s');
+    if (s.armed || s.enable_mask || s.homing_mask || s.commissioning_phase !== 'idle') throw refuse('mode_conflict', 'the machine must be disarmed, disabled and not commissioning');
+    if (!this.anchorDir) throw refuse('anchor_store_io', `no anchor directory configured (${ANCHOR_DIR_ENV})`);
+    for (const a of this.machine.axes) {
+      if (!(mask & (1 << a.index))) continue;
+      const path = join(this.anchorDir, `${a.id}.anchor.json`);
+      let text: string;
+      try {
+        text = await readFile(path, 'utf8');
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT') throw refuse('anchor_missing', `no anchor for axis ${a.id}`);
+        throw refuse('anchor_store_io', `anchor directory unreadable: ${code}`);
+      }
+      let f: AnchorFile;
+      try {
+        f = JSON.parse(text) as AnchorFile;
+      } catch {
+        throw refuse('anchor_store_io', `anchor for ${a.id} is not readable JSON`);
+      }
+      const id = this.identities(a.index);
+      if (
+        f.pair_id !== this.binding.pair_id ||
+        f.revision !== String(this.binding.revision) ||
+        f.configuration_sha256 !== this.binding.configuration_sha256 ||
+        f.coordinate_identity !== id.coordinate ||
+        f.drive_identity !== id.drive
+      ) {
+        throw refuse('anchor_identity_mismatch', `anchor for ${a.id} belongs to another pair, revision, configuration or drive`);
+      }
+      const ax = s.axes[a.index]!;
+      if (!ax.absolute_valid) throw refuse('anchor_source_invalid', `axis ${a.id} has no valid absolute source`);
+      // The absolute encoder must have moved exactly as far as the incremental counter since capture.
+      const drift = ax.absolute_counts - f.absolute_counts - (ax.position_counts - f.position_counts);
+      if (Math.abs(drift) > ANCHOR_TOLERANCE_COUNTS) throw refuse('anchor_disagrees', `axis ${a.id} absolute source disagrees by ${drift} counts`);
+    }
+    const n = await this.native('restore_anchor', g, mask);
+    if (n.result.Result !== 0) throw this.rejected('restore_anchor', n);
+    return this.ok('restore_anchor', n, (n.extra as { recovery?: unknown }).recovery);
+  }
+}
