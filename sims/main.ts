@@ -29,6 +29,7 @@ Starts the reference cell stack (control service + real-time core on the sim dri
   --speed X               simulation speed factor, 1 = real time (default 1)
   --spin-ns N             spin this long before each cycle deadline for precise timing (default 0)
   --initial-generation N  start the application generation counter at N (test hook, default 0)
+  --sim-fault KIND:AXIS   sim driver: start with an injected fault (pdo_mapping_mismatch:AXIS), repeatable
   --test-channel          expose the private test channel DIR/private/test.sock (fault injection)
   --lifeline-stdin        exit when standard input closes (used by targets that start the stack)
   -h, --help              this text
@@ -51,6 +52,7 @@ export async function main(argv: string[]): Promise<number> {
         'spin-ns': { type: 'string' },
         'test-channel': { type: 'boolean' },
         'initial-generation': { type: 'string' },
+        'sim-fault': { type: 'string', multiple: true },
         'lifeline-stdin': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -100,7 +102,16 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
 
-  const core = new CoreLink(machine, { driver: 'sim', spinNs, speed });
+  const startFaults: Array<{ kind: 'pdo_mapping_mismatch'; axis: number }> = [];
+  for (const f of args['sim-fault'] ?? []) {
+    const m = /^pdo_mapping_mismatch:(\d+)$/.exec(f);
+    if (!m || Number(m[1]) >= machine.axes.length) {
+      process.stderr.write(`--sim-fault ${f}: expected pdo_mapping_mismatch:<axis index>\n`);
+      return 2;
+    }
+    startFaults.push({ kind: 'pdo_mapping_mismatch', axis: Number(m[1]) });
+  }
+  const core = new CoreLink(machine, { driver: 'sim', spinNs, speed, sim: { startFaults } });
   const service = new ControlService({
     socketDir: resolve(dir),
     socketPath: args.socket ? resolve(args.socket) : undefined,

@@ -29,6 +29,8 @@ export interface SimOptions {
    * incremental counts and the absolute encoder bias per axis.
    */
   persisted?: { counts: number[]; absoluteBias: number[] };
+  /** Faults present at bus start-up. */
+  startFaults?: Array<{ kind: 'pdo_mapping_mismatch'; axis: number }>;
   /** Duration of a native homing run in ns (default 200 ms). */
   homingNs?: bigint;
 }
@@ -85,7 +87,9 @@ export class SimBusDriver implements BusDriver {
   private fastInputUnsatisfiedMask = 0;
   private pendingMappingMismatch = 0;
 
-  constructor(private readonly options: SimOptions = {}) {}
+  constructor(private readonly options: SimOptions = {}) {
+    for (const f of options.startFaults ?? []) this.pendingMappingMismatch |= 1 << f.axis;
+  }
 
   async open(setup: BusSetup): Promise<BusStartup> {
     this.setup = setup;

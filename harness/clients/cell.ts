@@ -13,6 +13,7 @@ export interface Session {
 
 export class Cell {
   private held: Session[] = [];
+  private keepers: NodeJS.Timeout[] = [];
   private counter = 0;
 
   constructor(
@@ -41,6 +42,25 @@ export class Cell {
     return this.held.find((s) => s.session === g.session)!;
   }
 
+  /**
+   * acquire and keep the lease alive with renewals every third of lease_ms, as a controller does while it
+   * works; the renewals stop at cleanup or when a renewal is refused.
+   */
+  async hold(fields: Record<string, unknown> = {}): Promise<Session> {
+    const s = await this.grant(fields);
+    const every = Math.max(20, Math.floor(s.grant.lease_ms / 3));
+    const timer = setInterval(() => {
+      this.fenced('renew', s).then(
+        (r) => {
+          if (r.status !== 200) clearInterval(timer);
+        },
+        () => clearInterval(timer),
+      );
+    }, every);
+    this.keepers.push(timer);
+    return s;
+  }
+
   /** A fenced operation with the session's fence (overridable through fields). */
   fenced(op: string, s: Pick<Session, 'session' | 'generation'>, fields: Record<string, unknown> = {}): Promise<CheckedReply> {
     return this.client.control({ schema: REQUEST_SCHEMA, operation: op, session: s.session, generation: s.generation, ...fields }, op);
@@ -48,6 +68,7 @@ export class Cell {
 
   /** Release or stop everything this cell acquired; never throws (cleanup must not mask the test result). */
   async cleanup(): Promise<void> {
+    for (const t of this.keepers.splice(0)) clearInterval(t);
     for (const s of this.held.splice(0)) {
       try {
         const r = await this.fenced('release', s);

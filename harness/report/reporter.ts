@@ -102,7 +102,7 @@ export class HilReporter implements Reporter {
         driver: String(target.driver ?? 'unknown'),
         address: String(target.address ?? ''),
         simulated: typeof d.simulated === 'boolean' ? d.simulated : null,
-        describe: target.describe,
+        ...(target.describe !== undefined ? { describe: target.describe } : {}),
       },
       environment: {
         machine_sha256: String(d.machine_sha256 ?? ''),

@@ -24,5 +24,8 @@ export const PROFILE: readonly RuleEntry[] = [
   p('data.zero_fields', 1, 'Reply envelope', 'data objects carry all their fields (zero and empty values included); only the envelope omits them'),
   p('describe.fields', 1, 'Describe and Status fields', 'Describe carries contract_version, simulated, binding, incarnations, link profile, lease ceiling and axis max_velocity'),
   p('status.fields', 1, 'Describe and Status fields', 'Status carries core, commissioning, grant (without the session token), axes and execution'),
+  p('machine.enable_mask', 1, 'Machine operations', 'enable takes the mask of axes to hold enabled (0 disables every axis); a mask outside the configured group is native_rejected'),
+  p('machine.home_mask', 1, 'Machine operations', 'home with axis_mask 0, outside the group, or naming an axis without native Home answers invalid_axis_mask'),
+  p('machine.fault_bits', 1, 'Execution fault bits', 'the execution fault bit table beyond bits 5 and 11 (drive_fault 0, safety_chain_open 1, pdo_stale 2, ...)'),
   p('events.array_field', 1, 'Events', 'the events array of an EventBatch is named events'),
 ];

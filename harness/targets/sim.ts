@@ -26,13 +26,13 @@ export interface StackProcess {
 }
 
 /** Start `sims/main.ts` with the given arguments and wait for its ready line. */
-export async function startStack(args: string[], timeoutMs = 30_000): Promise<StackProcess> {
+export async function startStack(args: string[], timeoutMs = 30_000, env: Record<string, string> = {}): Promise<StackProcess> {
   const dir = await mkdtemp(join(tmpdir(), 'hil-sim-'));
   const child = spawn(process.execPath, ['--import', TSX, STACK_ENTRY, '--socket-dir', dir, '--lifeline-stdin', ...args], {
     stdio: ['pipe', 'pipe', 'pipe'],
     cwd: ROOT,
     // Anchors live in the stack's own temporary directory (the service writes, the core reads).
-    env: { ...process.env, CELL_ANCHOR_DIR: join(dir, 'anchors') },
+    env: { ...process.env, CELL_ANCHOR_DIR: join(dir, 'anchors'), ...env },
   });
   let err = '';
   child.stderr!.setEncoding('utf8').on('data', (d: string) => {

@@ -1,5 +1,5 @@
 // Machine configuration compiler (document 3 part 2). Ranges, defaults, the three digests and the file
-// list are contract; shapes marked "not shown" are profile decisions (docs/.profile-config.md).
+// list are contract; shapes marked "not shown" are profile decisions (docs/profile.md).
 
 import { test, expect } from 'vitest';
 import fc from 'fast-check';
@@ -244,7 +244,7 @@ const ROBOT_CASES: Case[] = [
   ['nested gear fact without provenance', (d) => delete d.robot.joints[2].gear_ratio.numerator_source, 'config_provenance_missing', 'robot.joints[2].gear_ratio.numerator'],
   ['tracking limit without provenance', (d) => delete d.axes[3].limits.following_error_source, 'config_provenance_missing', 'axes[3].limits.following_error'],
   ['drive speed limit forbidden', set('drive_speed_limit_motor_rpm', 3000), 'config_forbidden_field', 'drive_speed_limit_motor_rpm'],
-  ['kinematic limit on a robot-bound axis', (d) => ((d.axes[0].limits.max = 1), (d.axes[0].limits.max_source = 'x')), 'config_unknown_field', 'axes[0].limits.max'],
+  ['kinematic limit on a robot-bound axis', (d) => ((d.axes[0].limits.max = 1), (d.axes[0].limits.max_source = 'x')), 'config_forbidden_field', 'axes[0].limits.max'],
   ['unknown robot joint', (d) => (d.axes[0].robot_joint = 'J9'), 'config_reference', 'axes[0].robot_joint'],
   ['joint bound twice', (d) => (d.axes[1].robot_joint = 'J1'), 'config_duplicate_value', 'axes[1].robot_joint'],
   ['no robot block', set('robot', undefined), 'config_reference', 'axes[0].robot_joint'],

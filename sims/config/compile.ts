@@ -1,7 +1,7 @@
 // Machine configuration compiler (document 3 part 2, "Compiled machine configuration"). A machine JSON
 // becomes an immutable directory named by configuration_sha256 holding the identity texts and the files
 // the core reads. compileMachine is pure; compileToDirectory does the file I/O (temp dir, then rename).
-// Decisions where the document says "not shown" are listed in docs/.profile-config.md.
+// Decisions where the document says "not shown" are listed in docs/profile.md.
 
 import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, open, readdir, readFile, rename, rm, chmod } from 'node:fs/promises';
@@ -59,7 +59,7 @@ const utf8 = (s: string) => new TextEncoder().encode(s);
 /**
  * Which digest a canonical key feeds besides configuration_sha256. Everything alters motion or drive
  * behaviour (machine) except runtime placement, cell metadata, provenance strings, per-axis diagnostics,
- * the bus hold note and the robot description's file name (deployment). See docs/.profile-config.md.
+ * the bus hold note and the robot description's file name (deployment). See docs/profile.md.
  */
 export function digestOf(key: string): 'machine' | 'deployment' {
   const segs = key.split('.');
@@ -465,7 +465,7 @@ export async function compileToDirectory(file: string, outRoot: string): Promise
   const raw = await readFile(file);
   let text: string;
   try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(raw);
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(raw); // a BOM stays and is refused as syntax
   } catch {
     throw new ConfigError('config_syntax', '', `${file} is not UTF-8`);
   }

@@ -2,7 +2,7 @@
 // them. The reader turns the parsed JSON into a canonical tree (exact integers as bigint, doubles as
 // number, defaults filled in) so that writing a default explicitly and leaving it out give the same
 // identity. Cross-field rules (min < max, uniqueness, DC quantum, provenance) live in compile.ts.
-// Fields marked "profile" are our decisions where the document says "not shown" (docs/.profile-config.md).
+// Fields marked "profile" are our decisions where the document says "not shown" (docs/profile.md).
 
 import { ConfigError } from './errors.ts';
 import { childPath, JsonNumber, JsonObject, jsonTypeName } from './json.ts';
@@ -116,6 +116,21 @@ export const ROBOT_BOUND_AXIS: Spec = obj({
   limits: obj(TRACKING_LIMITS, { provenance: true }),
 });
 
+/**
+ * Fields of the flat form that a robot-bound axis must not state (its robot joint supplies them):
+ * config_forbidden_field rather than config_unknown_field.
+ */
+const FORBIDDEN = new WeakMap<Fields, ReadonlySet<string>>();
+function forbidOthers(own: Spec, other: Spec): void {
+  if (own.k !== 'obj' || other.k !== 'obj') return;
+  FORBIDDEN.set(own.fields, new Set(Object.keys(other.fields).filter((k) => !Object.hasOwn(own.fields, k))));
+  for (const [k, sub] of Object.entries(own.fields)) {
+    const o = other.fields[k];
+    if (sub.k === 'obj' && o?.k === 'obj') forbidOthers(sub, o);
+  }
+}
+forbidOthers(ROBOT_BOUND_AXIS, FLAT_AXIS);
+
 const ROBOT_JOINT: Spec = obj({
   id: str({ pattern: ID }),
   ...KINEMATICS,
@@ -218,7 +233,10 @@ export function readObject(v: JsonValue, path: string, fields: Fields, provenanc
       out[key] = readValue(child, childPath(path, key), str({ pattern: NONEMPTY }), false) as string;
       continue;
     }
-    if (!Object.hasOwn(fields, key)) throw new ConfigError('config_unknown_field', childPath(path, key), `unknown field "${key}"`);
+    if (!Object.hasOwn(fields, key)) {
+      if (FORBIDDEN.get(fields)?.has(key)) throw new ConfigError('config_forbidden_field', childPath(path, key), `"${key}" is not allowed in this axis form`);
+      throw new ConfigError('config_unknown_field', childPath(path, key), `unknown field "${key}"`);
+    }
   }
   for (const [key, spec] of Object.entries(fields)) {
     const p = childPath(path, key);

@@ -33,7 +33,7 @@ export interface CompiledAxis {
   coordinate_evidence_mode: 'multi_turn' | 'single_turn_absolute';
   jog_arrest_ns: bigint;
   jog_quick_stop_ns: bigint;
-  // Added by the compiler (profile fields, docs/.profile-config.md); optional so hand-built views stay valid.
+  // Added by the compiler (profile fields, docs/profile.md); optional so hand-built views stay valid.
   position_tracking_mode?: 'bounded' | 'continuous';
   /** Resolved drive profile (the drive layer). */
   drive?: { profile: string; vendor_id: number; product_code: number; dc_quantum_ns: bigint };

@@ -286,8 +286,28 @@ test('writer guards: axis slots beyond axisCount, writes with no record open, ou
   expect(() => ring.writeRecord({ armed: 2 ** 32 })).toThrow(RangeError);
   expect(() => ring.writeRecord({ cycle_jitter_ns: 1 as unknown as bigint })).toThrow(RangeError);
   expect(() => ring.writeRecord({}, [{}, {}, {}])).toThrow(RangeError);
+  expect(() => ring.writeRecord({ seq: 9n })).toThrow(RangeError);
+  // Refused records consumed no sequence and left no torn header behind.
+  const reader = new CaptureReader(ring.buffer, { tornWaitMs: 0 });
+  expect(reader.newestSequence()).toBe(1n);
+  expect(ring.writeRecord({ seq: 2n, armed: 1 })).toBe(2);
   expect(() => new CaptureRing({ axisCount: 0, cycleNs: 1n, capacity: 1 })).toThrow(RangeError);
   expect(() => new CaptureRing({ axisCount: 17, cycleNs: 1n, capacity: 1 })).toThrow(RangeError);
+});
+
+test('attaching a writer to an existing ring resumes its sequences; an open record is restarted', () => {
+  const ring = new CaptureRing({ axisCount: 2, cycleNs: 1_000_000n, capacity: 4, incarnation: ID.daemon_incarnation });
+  ring.writeRecord({ t_ns: 1n });
+  ring.writeRecord({ t_ns: 2n });
+  ring.beginRecord().u32(REC.state, 99); // the previous writer stops inside record 3
+  const again = new CaptureRing({ buffer: ring.buffer });
+  expect([again.capacity, again.axisCount, again.cycleNs, again.next]).toEqual([4, 2, 1_000_000n, 3]);
+  expect(new CaptureReader(ring.buffer, { tornWaitMs: 0 }).read(0n)).toBe('busy');
+  again.beginRecord(3).u64(REC.t_ns, 3n);
+  expect(again.commit()).toBe(3);
+  const b = fetch(new CaptureReader(ring.buffer), 0n);
+  expect(b.records.map((r) => [r.seq, r.t_ns, r.state])).toEqual([[1n, 1n, 0], [2n, 2n, 0], [3n, 3n, 0]]);
+  expect(() => new CaptureRing({ buffer: new SharedArrayBuffer(64) })).toThrow(TypeError);
 });
 
 // ---------------------------------------------------------------------------------------------------
@@ -433,6 +453,7 @@ test('a concurrent writer thread: every batch read while it writes is whole and 
       register();
       const m = await import(workerData.url);
       const ring = new m.CaptureRing({ buffer: workerData.buffer });
+      parentPort.postMessage('go');
       const end = Date.now() + workerData.ms;
       let n = 0;
       while (Date.now() < end) {
@@ -452,14 +473,15 @@ test('a concurrent writer thread: every batch read while it writes is whole and 
     `,
     { eval: true, workerData: { url: new URL('./capture.ts', import.meta.url).href, buffer: ring.buffer, ms: 400 } },
   );
+  const go = await new Promise<unknown>((resolve, reject) => (worker.once('message', resolve), worker.once('error', reject)));
+  expect(go).toBe('go'); // the writer is attached (loading tsx in a worker takes a while)
   const done = new Promise<unknown>((resolve) => worker.once('message', resolve));
   let after = 0n;
   let ok = 0;
   let busy = 0;
   let finished: unknown;
   void done.then((v) => (finished = v));
-  const deadline = Date.now() + 5000;
-  while (finished === undefined && Date.now() < deadline) {
+  while (finished === undefined) {
     const bytes = reader.readBatch(after, capacity, ID);
     if (bytes === 'busy') {
       busy++;

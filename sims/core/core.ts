@@ -129,10 +129,15 @@ export class Core {
   /** Handle one message from the service. */
   handle(m: ToCore): void {
     switch (m.t) {
-      case 'grant':
+      case 'grant': {
+        const wasActive = this.grant.active;
         this.grant = { generation: m.generation, deadlineNs: m.deadlineNs, active: m.active, axisMask: m.axisMask };
+        // Authority ended (release, expiry, revocation, retirement): nobody controls the cell, so it is
+        // brought to the safe state a stop leaves (docs/profile.md "Grant end").
+        if (wasActive && !m.active && this.stopDraining === null) this.safeState('authority ended');
         this.dirty = true;
         return;
+      }
       case 'cmd':
         this.command(m);
         return;
@@ -178,12 +183,7 @@ export class Core {
     const mask = m.axisMask >>> 0;
     switch (m.op) {
       case 'stop': {
-        this.armed = false;
-        this.halted = false;
-        this.enableMask = 0;
-        this.ioArmed = false;
-        this.image.ioOutputWord = 0; // every cell output commanded OFF, immediately
-        this.finishHoming(false, 'home cancelled by stop', NATIVE_REASON.cancelled);
+        this.safeState('home cancelled by stop');
         this.stopDraining = this.reply(m, NATIVE_REASON.none, this.all).Sequence;
         return;
       }
@@ -193,6 +193,9 @@ export class Core {
       case 'enable': {
         if ((mask & ~this.all) !== 0) return void this.reply(m, NATIVE_REASON.invalid_axis_mask, mask, 'axis_mask outside the configured axes');
         if (mask !== 0 && this.safetyFaultMask) return void this.reply(m, NATIVE_REASON.inhibited, mask, 'safety chain open');
+        if (mask & (this.faults.get(FAULT.restart_required!) ?? 0)) {
+          return void this.reply(m, NATIVE_REASON.pdo_mapping_mismatch, mask & this.faults.get(FAULT.restart_required!)!, 'PDO mapping differs: restart required');
+        }
         if (mask & this.faultMask) return void this.reply(m, NATIVE_REASON.not_ready, mask, 'latched faults on selected axes');
         if (this.homing) return void this.reply(m, NATIVE_REASON.mode_conflict, mask, 'native Home in progress');
         if (this.stopDraining !== null) return void this.reply(m, NATIVE_REASON.inhibited, mask, 'stop draining');
@@ -283,6 +286,17 @@ export class Core {
       default:
         this.reply(m, NATIVE_REASON.unsupported, mask, `native ${m.op} is not available in this core build`);
     }
+  }
+
+  /** Disarm, disable, every output OFF with permission withdrawn, Home cancelled. */
+  private safeState(why: string): void {
+    this.armed = false;
+    this.halted = false;
+    this.enableMask = 0;
+    this.ioArmed = false;
+    this.image.ioOutputWord = 0; // every cell output commanded OFF, immediately
+    this.finishHoming(false, why, NATIVE_REASON.cancelled);
+    this.dirty = true;
   }
 
   private fastInputMask(): number {

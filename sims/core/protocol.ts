@@ -14,7 +14,13 @@ export interface CoreStartOptions {
   /** Run faster than real time by this factor (1 = real time). Stepped mode: 0. */
   speed: number;
   /** Sim driver options (persisted: drive state handed over from the previous core incarnation). */
-  sim?: { initialPositions?: number[]; homingNs?: bigint; persisted?: { counts: number[]; absoluteBias: number[] } };
+  sim?: {
+    initialPositions?: number[];
+    homingNs?: bigint;
+    persisted?: { counts: number[]; absoluteBias: number[] };
+    /** Faults present when the bus comes up (drives whose PDO mapping differs). */
+    startFaults?: Array<{ kind: 'pdo_mapping_mismatch'; axis: number }>;
+  };
 }
 
 /** Native command codes (CommandResult.Operation). Numeric values are a profile decision. */

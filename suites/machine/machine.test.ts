@@ -1,0 +1,460 @@
+// Machine operations (document 1 part 4: enable, arm, home, halt, reset_fault, recovery_status,
+// restore_anchor, io_arm, io_disarm; part 3 machine effects and grant rows; part 6 machine events).
+// Tests that energise drives need a target where motion is allowed; fault tests need fault injection.
+
+import { checkGrant } from '../../harness/oracle/reply.ts';
+import { eventCursor, waitForEvent } from '../../harness/clients/events.ts';
+import { mask, readStatus, waitStatus, type StatusView } from '../../harness/clients/status.ts';
+import type { Cell, Session } from '../../harness/clients/cell.ts';
+import type { ControlClient } from '../../harness/clients/control.ts';
+import { covers, describe, expect, needsFaults, needsMotion, profile, test as base } from '../../harness/fixture.ts';
+
+/**
+ * Every test here leaves the cell as it found it: grants released, injected faults removed, and latched
+ * fault bits reset (a reset retires its own session).
+ */
+const test = base.extend<{ recover: void }>({
+  recover: [
+    async ({ cell, target, client }, use) => {
+      await use();
+      await cell.cleanup();
+      if (target.abilities.faultInjection) await target.inject({ kind: 'clear' });
+      const st = await waitStatus(client, (x) => x.core !== null && x.core.armed === 0n);
+      if (st.core && st.core.execution_fault_reasons !== 0n) {
+        const s = await cell.grant();
+        await cell.fenced('reset_fault', s, { axis_mask: 0 });
+        await cell.cleanup();
+      }
+    },
+    { auto: true },
+  ],
+});
+
+const J1 = 0;
+const J2 = 1;
+const J3 = 2;
+
+interface Recovery {
+  home_valid_mask: bigint;
+  faults: Array<{ bit: bigint; name: string; axis_mask: bigint; recovery: string; outcome?: string; rehome_axis_mask: bigint }>;
+  reset_sequence: bigint;
+  reason: string;
+  outcomes: Array<{ bit: bigint; name: string; axis_mask: bigint; recovery: string; outcome?: string; rehome_axis_mask: bigint }>;
+}
+
+function allAxes(n: number): number {
+  return (1 << n) - 1;
+}
+
+async function enableAndWait(cell: Cell, client: ControlClient, s: Session, m: number): Promise<StatusView> {
+  const r = await cell.fenced('enable', s, { axis_mask: m });
+  expect(r.status, r.reply.error).toBe(200);
+  const st = await waitStatus(client, (x) => Number(x.core?.axis_enable_mask ?? 0) === m);
+  expect(Number(st.core!.axis_enable_mask)).toBe(m);
+  return st;
+}
+
+async function armed(cell: Cell, client: ControlClient, n: number): Promise<Session> {
+  const s = await cell.hold();
+  await enableAndWait(cell, client, s, allAxes(n));
+  const r = await cell.fenced('arm', s);
+  expect(r.status, r.reply.error).toBe(200);
+  return s;
+}
+
+describe('enable and arm', () => {
+  test('enable brings the selected axes to operation enabled and publishes enable_changed', covers('rule:op.enable.axis_mask_required', 'event:enable_changed', 'field:Request.axis_mask'), async ({ cell, client, target, description, skip }) => {
+    needsMotion({ skip }, target);
+    const s = await cell.grant();
+    const cursor = await eventCursor(client);
+    const m = mask([J1, J3]);
+    const r = await cell.fenced('enable', s, { axis_mask: m });
+    expect(r.status).toBe(200);
+    expect(r.reply.sequence).toBeGreaterThan(0n);
+    const st = await waitStatus(client, (x) => Number(x.core?.axis_enable_mask ?? 0) === m);
+    expect(st.axes.map((a) => a.enabled)).toEqual(description.axes.map((_a, i) => (m & (1 << i)) !== 0));
+    const ev = await waitForEvent(client, cursor, (e) => e.type === 'enable_changed' && (e.enable as { axis_enable_mask: bigint }).axis_enable_mask === BigInt(m));
+    expect(ev).toBeDefined();
+  });
+
+  test('enable without axis_mask is refused by the envelope', covers('rule:op.enable.axis_mask_required'), async ({ cell }) => {
+    const s = await cell.grant();
+    const r = await cell.fenced('enable', s);
+    expect(r.status).toBe(409);
+    expect(r.label).toBe('invalid_request_envelope');
+  });
+
+  test('enable with axis_mask 0 disables every axis', profile('profile:machine.enable_mask'), async ({ cell, client, target, description, skip }) => {
+    needsMotion({ skip }, target);
+    const s = await cell.grant();
+    await enableAndWait(cell, client, s, allAxes(description.axes.length));
+    await enableAndWait(cell, client, s, 0);
+  });
+
+  test('arm after enable: the reply is followed by status core.armed 1 and arm_changed', covers('rule:op.arm.core_armed', 'field:ProcessStatus.core.armed', 'event:arm_changed', 'field:Response.sequence'), async ({ cell, client, target, description, skip }) => {
+    needsMotion({ skip }, target);
+    const s = await cell.grant();
+    await enableAndWait(cell, client, s, allAxes(description.axes.length));
+    const cursor = await eventCursor(client);
+    const r = await cell.fenced('arm', s);
+    expect(r.status).toBe(200);
+    expect(r.reply.sequence).toBeGreaterThan(0n);
+    expect((await readStatus(client)).core!.armed).toBe(1n);
+    expect(await waitForEvent(client, cursor, (e) => e.type === 'arm_changed')).toBeDefined();
+  });
+
+  test('arm with nothing enabled is refused with not_ready and native reason 2 in native_result', covers('reason:not_ready', 'rule:response.native_result_on_refusal', 'field:Response.native_result', 'field:CommandResult.Result', 'field:CommandResult.Reason', 'field:CommandResult.Sequence', 'field:CommandResult.Operation', 'field:CommandResult.Generation', 'field:CommandResult.AxisMask', 'field:CommandResult.Handle'), async ({ cell }) => {
+    const s = await cell.grant();
+    const r = await cell.fenced('arm', s);
+    expect(r.status).toBe(409);
+    expect(r.label).toBe('not_ready');
+    const nr = r.reply.native_result!;
+    expect(nr.Result).toBe(1);
+    expect(nr.Reason).toBe(2);
+    expect(nr.Generation).toBe(s.generation);
+    expect(nr.Sequence).toBeGreaterThan(0n);
+  });
+
+  test('enable naming an axis outside the configured group is refused with native_rejected', profile('profile:machine.enable_mask', 'reason:native_rejected'), async ({ cell, description }) => {
+    const s = await cell.grant();
+    const r = await cell.fenced('enable', s, { axis_mask: 1 << description.axes.length });
+    expect(r.status).toBe(409);
+    expect(r.label).toBe('native_rejected');
+    expect(r.reply.native_result!.Result).toBe(1);
+  });
+});
+
+describe('halt', () => {
+  test('halt on an armed, enabled cell keeps the grant, Enable and Arm', covers('transition:grant:owned->owned:halt', 'rule:op.halt.hold'), async ({ cell, client, target, description, skip }) => {
+    needsMotion({ skip }, target);
+    const s = await armed(cell, client, description.axes.length);
+    const r = await cell.fenced('halt', s);
+    expect(r.status, r.reply.error).toBe(200);
+    expect(r.reply.sequence).toBeGreaterThan(0n);
+    const st = await readStatus(client);
+    expect(st.core!.armed).toBe(1n);
+    expect(Number(st.core!.axis_enable_mask)).toBe(allAxes(description.axes.length));
+    expect((await cell.fenced('renew', s)).status).toBe(200);
+  });
+
+  test('halt on a cell that is not armed is refused with inhibited and the native receipt', covers('reason:inhibited', 'rule:op.halt.native_result'), async ({ cell }) => {
+    const s = await cell.grant();
+    const r = await cell.fenced('halt', s);
+    expect(r.status).toBe(409);
+    expect(r.label).toBe('inhibited');
+    expect(r.reply.native_result!.Result).toBe(1);
+  });
+
+  test('halt with a generation other than the current one is refused with wrong_generation', covers('reason:wrong_generation'), async ({ cell }) => {
+    const s = await cell.grant();
+    const r = await cell.fenced('halt', { session: s.session, generation: s.generation + 1n });
+    expect(r.label).toBe('wrong_generation');
+  });
+
+  test('halt after the lease expired is refused with no_grant', covers('reason:no_grant'), async ({ cell }) => {
+    const s = await cell.grant({ requested_lease_ms: 20n });
+    await new Promise((r) => setTimeout(r, 120));
+    const r = await cell.fenced('halt', s);
+    expect(r.label).toBe('no_grant');
+  });
+});
+
+describe('home', () => {
+  test('home runs native Home, leaves the axes disabled and sets home evidence with a new epoch', covers('rule:op.home.axis_mask', 'rule:op.home.observable_success', 'rule:machine_effect.home_leaves_axes_disabled', 'event:home_epoch_changed', 'field:ProcessStatus.core.home_epoch', 'field:ProcessStatus.core.home_valid_mask', 'rule:status.commissioning_phase', 'limit:home_wait_s'), async ({ cell, client, target, description, skip }) => {
+    needsMotion({ skip }, target);
+    const native = description.axes.map((a, i) => (a.native_home ? i : -1)).filter((i) => i >= 0).slice(0, 2);
+    skip(native.length === 0, 'no axis with native_home');
+    const m = mask(native);
+    const before = await readStatus(client);
+    const s = await cell.hold();
+    await enableAndWait(cell, client, s, allAxes(description.axes.length));
+    const cursor = await eventCursor(client);
+    const r = await cell.fenced('home', s, { axis_mask: m });
+    expect(r.status, r.reply.error).toBe(200);
+    const st = await readStatus(client);
+    expect(st.core!.home_epoch).toBeGreaterThan(before.core!.home_epoch);
+    expect(Number(st.core!.home_valid_mask) & m).toBe(m);
+    expect(Number(st.core!.axis_enable_mask) & m).toBe(0);
+    for (const i of native) expect(st.axes[i]!.enabled).toBe(false);
+    expect(st.commissioning.phase).toBe('idle');
+    const ev = await waitForEvent(client, cursor, (e) => e.type === 'home_epoch_changed');
+    expect(ev).toBeDefined();
+  });
+
+  test('home with axis_mask 0 or outside the group is refused with invalid_axis_mask', profile('profile:machine.home_mask', 'reason:invalid_axis_mask'), async ({ cell, description }) => {
+    const s = await cell.grant();
+    for (const m of [0, 1 << description.axes.length]) {
+      const r = await cell.fenced('home', s, { axis_mask: m });
+      expect(r.status).toBe(409);
+      expect(r.label).toBe('invalid_axis_mask');
+    }
+  });
+
+  test('a failing Home is answered as refused and the service stops the grant', covers('rule:op.home.stop_on_failure', 'transition:grant:owned->stopping:home_fails'), async ({ cell, client, target, skip }) => {
+    needsFaults({ skip }, target);
+    const s = await cell.hold();
+    await target.inject({ kind: 'homing_fails', axis: J2 });
+    const cursor = await eventCursor(client);
+    const r = await cell.fenced('home', s, { axis_mask: mask([J2]) });
+    expect(r.status).toBe(409);
+    expect(r.label).toBe('native_rejected');
+    expect(r.reply.native_result!.Result).toBe(1);
+    expect(await waitForEvent(client, cursor, (e) => e.type === 'grant_revoked')).toBeDefined();
+    expect((await cell.fenced('renew', s)).label).toBe('control_session_stale');
+  });
+
+  test('mark_telemetry is answered while a Home runs', covers('rule:op.mark_telemetry.no_motion_lock'), async ({ cell, client, target, skip }) => {
+    needsMotion({ skip }, target);
+    const s = await cell.hold();
+    const home = cell.fenced('home', s, { axis_mask: mask([J3]) });
+    await waitStatus(client, (x) => x.commissioning.phase === 'homing', 2_000);
+    const mark = await cell.fenced('mark_telemetry', s, { label: 'during home' });
+    expect(mark.status).toBe(200);
+    expect((await home).status).toBe(200);
+  });
+
+  test('a Home that finds the machine armed at anchor capture answers anchor_source_invalid', covers('reason:anchor_source_invalid', 'rule:op.home.saves_anchors'), async ({ cell, client, target, description, skip }) => {
+    needsMotion({ skip }, target);
+    skip(target.name !== 'sim', 'needs a target whose anchor directory is configured (the sim target sets CELL_ANCHOR_DIR)');
+    const s = await armed(cell, client, description.axes.length);
+    const r = await cell.fenced('home', s, { axis_mask: mask([J1]) });
+    expect(r.status).toBe(409);
+    expect(r.label).toBe('anchor_source_invalid');
+  });
+});
+
+describe('faults and recovery', () => {
+  test('a following error trip latches bit 5 (value 32); reset while it persists answers fault_persists and clears nothing', covers('rule:fault_bits.bit5_following_error', 'event:fault_latched', 'reason:fault_persists', 'rule:op.reset_fault.no_partial_clear', 'rule:events.fault_bit_value', 'field:RecoveryStatus.reason', 'field:RecoveryStatus.faults', 'field:FaultRecovery.bit', 'field:FaultRecovery.name', 'field:FaultRecovery.recovery', 'field:FaultRecovery.axis_mask', 'field:FaultRecovery.outcome', 'field:FaultRecovery.rehome_axis_mask'), async ({ cell, client, target, description, skip }) => {
+    needsFaults({ skip }, target);
+    const s = await cell.hold();
+    await enableAndWait(cell, client, s, allAxes(description.axes.length));
+    const cursor = await eventCursor(client);
+    await target.inject({ kind: 'following_error', axis: J2 });
+    const ev = await waitForEvent(client, cursor, (e) => e.type === 'fault_latched');
+    const fault = ev?.fault as { bit: bigint; name: string; recovery: string; axis_mask: bigint };
+    expect(fault.bit).toBe(32n);
+    expect(fault.name).toBe('following_error');
+    expect(fault.recovery).toBe('reset_after_condition_clears');
+    const st = await waitStatus(client, (x) => (Number(x.core!.execution_fault_reasons) & 32) !== 0);
+    expect(Number(st.core!.execution_fault_reasons) & 32).toBe(32);
+
+    const r = await cell.fenced('reset_fault', s, { axis_mask: 0 });
+    expect(r.status).toBe(409);
+    expect(r.label).toBe('fault_persists');
+    const rec = r.reply.data as unknown as Recovery;
+    expect(rec.reason).toBe('fault_persists');
+    expect(rec.reset_sequence).toBe(r.reply.sequence);
+    const f5 = rec.faults.find((f) => f.bit === 5n);
+    expect(f5).toMatchObject({ name: 'following_error', recovery: 'reset_after_condition_clears' });
+    expect(Number(f5!.axis_mask) & mask([J2])).toBe(mask([J2]));
+    expect(rec.outcomes.find((o) => o.bit === 5n)?.outcome).toBe('persists');
+    // no partial clear: the bit is still latched
+    expect(Number((await readStatus(client)).core!.execution_fault_reasons) & 32).toBe(32);
+    await target.inject({ kind: 'clear' });
+  });
+
+  test('reset_fault after the condition cleared clears the bit, retires the session, and never starts motion or grants Home', covers('rule:op.reset_fault.retires_session', 'transition:grant:owned->session_retired:reset_fault', 'rule:recovery.reset_sequence_matches', 'rule:recovery.outcomes_correlated', 'rule:op.reset_fault.axis_mask_zero', 'rule:machine_effect.reset_fault_no_motion', 'rule:machine_effect.reset_fault_no_home', 'event:fault_cleared', 'field:RecoveryStatus.reset_sequence', 'field:RecoveryStatus.outcomes', 'field:RecoveryStatus.home_valid_mask'), async ({ cell, client, target, description, skip }) => {
+    needsFaults({ skip }, target);
+    const s = await cell.hold();
+    await enableAndWait(cell, client, s, allAxes(description.axes.length));
+    await target.inject({ kind: 'following_error', axis: J1 });
+    await waitStatus(client, (x) => (Number(x.core!.execution_fault_reasons) & 32) !== 0);
+    await target.inject({ kind: 'clear' });
+    const before = await readStatus(client);
+    const cursor = await eventCursor(client);
+    const r = await cell.fenced('reset_fault', s, { axis_mask: 0 });
+    expect(r.status, r.reply.error).toBe(200);
+    const rec = r.reply.data as unknown as Recovery;
+    expect(rec.reset_sequence).toBe(r.reply.sequence);
+    expect(rec.reason).toBe('');
+    expect(rec.faults).toEqual([]);
+    expect(rec.outcomes.find((o) => o.bit === 5n)?.outcome).toBe('cleared');
+    expect(await waitForEvent(client, cursor, (e) => e.type === 'fault_cleared')).toBeDefined();
+    const after = await readStatus(client);
+    expect(after.core!.execution_fault_reasons).toBe(0n);
+    expect(after.core!.axis_enable_mask).toBe(0n);
+    expect(after.core!.armed).toBe(0n);
+    expect(Number(after.core!.home_valid_mask) & ~Number(before.core!.home_valid_mask)).toBe(0);
+    // the session is retired whatever the outcome
+    expect((await cell.fenced('renew', s)).label).toBe('control_session_stale');
+  });
+
+  test('reset_fault and recovery_status on an armed cell are refused with reset_requires_inhibited; a refused reset keeps the session', covers('reason:reset_requires_inhibited', 'rule:op.reset_fault.precondition'), async ({ cell, client, target, description, skip }) => {
+    needsMotion({ skip }, target);
+    const s = await armed(cell, client, description.axes.length);
+    for (const op of ['reset_fault', 'recovery_status']) {
+      const r = await cell.fenced(op, s);
+      expect(r.status, op).toBe(409);
+      expect(r.label, op).toBe('reset_requires_inhibited');
+    }
+    expect((await cell.fenced('renew', s)).status).toBe(200);
+  });
+
+  test('recovery_status reports RecoveryStatus and keeps the session', covers('rule:op.recovery_status.keeps_session'), async ({ cell }) => {
+    const s = await cell.grant();
+    const r = await cell.fenced('recovery_status', s);
+    expect(r.status).toBe(200);
+    const rec = r.reply.data as unknown as Recovery;
+    for (const f of ['home_valid_mask', 'faults', 'reset_sequence', 'reason', 'outcomes']) expect(rec).toHaveProperty(f);
+    expect((await cell.fenced('renew', s)).status).toBe(200);
+  });
+
+  test('an open E-stop chain shows in safety_fault_mask and blocks enable', covers('field:ProcessStatus.core.safety_fault_mask'), async ({ cell, client, target, skip }) => {
+    needsFaults({ skip }, target);
+    await target.inject({ kind: 'estop_open' });
+    try {
+      const st = await waitStatus(client, (x) => x.core!.safety_fault_mask !== 0n);
+      expect(st.core!.safety_fault_mask).not.toBe(0n);
+      const s = await cell.grant();
+      const r = await cell.fenced('enable', s, { axis_mask: 1 });
+      expect(r.status).toBe(409);
+      expect(r.reply.native_result!.Result).toBe(1);
+    } finally {
+      await target.inject({ kind: 'clear' });
+    }
+  });
+
+  test('frozen feedback (stale PDO) shows pdo_fresh false and latches a fault', profile('profile:machine.fault_bits'), async ({ cell, client, target, skip }) => {
+    needsFaults({ skip }, target);
+    await target.inject({ kind: 'frozen_feedback', axis: J3 });
+    try {
+      const st = await waitStatus(client, (x) => x.axes[J3]!.pdo_fresh === false && (Number(x.core!.execution_fault_reasons) & 4) !== 0);
+      expect(st.axes[J3]!.pdo_fresh).toBe(false);
+      expect(Number(st.core!.execution_fault_reasons) & 4).toBe(4);
+    } finally {
+      await target.inject({ kind: 'clear' });
+    }
+  });
+});
+
+describe('cell I/O', () => {
+  test('io_arm grants output permission; io_disarm clears it; stop turns outputs OFF and inhibits', covers('rule:op.io_arm.drive_conditions', 'rule:op.io_disarm.clears', 'rule:op.stop.outputs_off'), async ({ cell, client, description, skip }) => {
+    skip(!description.io, 'the target has no cell I/O');
+    const s = await cell.grant();
+    const r = await cell.fenced('io_arm', s);
+    expect(r.status, r.reply.error).toBe(200);
+    expect((await readStatus(client)).core!.io_armed).toBe(1n);
+    expect((await cell.fenced('io_disarm', s)).status).toBe(200);
+    expect((await readStatus(client)).core!.io_armed).toBe(0n);
+    expect((await cell.fenced('io_arm', s)).status).toBe(200);
+    await cell.fenced('stop', s);
+    const st = await waitStatus(client, (x) => x.core!.io_armed === 0n);
+    expect(st.core!.io_armed).toBe(0n);
+    expect(st.core!.io_output_word).toBe(0n);
+  });
+
+  test('io_arm with an output readback that disagrees is refused with io_readback_disagreement', covers('reason:io_readback_disagreement'), async ({ cell, target, description, skip }) => {
+    needsFaults({ skip }, target);
+    skip(!description.io, 'the target has no cell I/O');
+    await target.inject({ kind: 'io_readback_disagree', bit: 1 });
+    try {
+      const s = await cell.grant();
+      const r = await cell.fenced('io_arm', s);
+      expect(r.status).toBe(409);
+      expect(r.label).toBe('io_readback_disagreement');
+    } finally {
+      await target.inject({ kind: 'clear' });
+    }
+  });
+
+  test('io_arm with a fast input unsatisfied is refused with io_fast_input_unsatisfied', covers('reason:io_fast_input_unsatisfied'), async ({ cell, target, description, skip }) => {
+    needsFaults({ skip }, target);
+    skip(!description.io, 'the target has no cell I/O');
+    await target.inject({ kind: 'fast_input_unsatisfied', bit: 0 });
+    try {
+      const s = await cell.grant();
+      const r = await cell.fenced('io_arm', s);
+      expect(r.status).toBe(409);
+      expect(r.label).toBe('io_fast_input_unsatisfied');
+    } finally {
+      await target.inject({ kind: 'clear' });
+    }
+  });
+
+  test('io_arm with a working counter drop is refused with io_exchange_lost', covers('reason:io_exchange_lost'), async ({ cell, target, description, skip }) => {
+    needsFaults({ skip }, target);
+    skip(!description.io, 'the target has no cell I/O');
+    await target.inject({ kind: 'wkc_drop' });
+    try {
+      const s = await cell.grant();
+      const r = await cell.fenced('io_arm', s);
+      expect(r.status).toBe(409);
+      expect(r.label).toBe('io_exchange_lost');
+    } finally {
+      await target.inject({ kind: 'clear' });
+    }
+  });
+});
+
+describe('restore_anchor', () => {
+  test('after a Home, a core restart loses home evidence and restore_anchor re-establishes it without enabling or arming', covers('rule:op.restore_anchor.result', 'rule:machine_effect.restore_anchor_no_enable_arm', 'rule:op.home.saves_anchors'), async ({ cell, client, target, skip }) => {
+    needsMotion({ skip }, target);
+    skip(!target.abilities.coreRestart, `target ${target.name} cannot restart its core`);
+    const s = await cell.hold();
+    expect((await cell.fenced('home', s, { axis_mask: mask([J1, J2]) })).status).toBe(200);
+    await cell.cleanup();
+    await target.restartCore();
+    const st0 = await waitStatus(client, (x) => x.core !== null);
+    expect(Number(st0.core!.home_valid_mask) & mask([J1, J2])).toBe(0);
+    const s2 = await cell.grant();
+    const r = await cell.fenced('restore_anchor', s2, { axis_mask: mask([J1, J2]) });
+    expect(r.status, r.reply.error).toBe(200);
+    expect(r.reply.sequence).toBeGreaterThan(0n);
+    const rec = r.reply.data as unknown as Recovery;
+    expect(Number(rec.home_valid_mask) & mask([J1, J2])).toBe(mask([J1, J2]));
+    const st = await readStatus(client);
+    expect(st.core!.armed).toBe(0n);
+    expect(st.core!.axis_enable_mask).toBe(0n);
+  });
+
+  test('restore_anchor for an axis never homed answers anchor_missing', covers('reason:anchor_missing'), async ({ cell, target, skip }) => {
+    skip(target.name !== 'sim', 'needs a target whose anchor directory state is known');
+    const s = await cell.grant();
+    const r = await cell.fenced('restore_anchor', s, { axis_mask: mask([8]) });
+    expect(r.status).toBe(409);
+    expect(r.label).toBe('anchor_missing');
+  });
+
+  test('restore_anchor with axis_mask 0 or outside the group answers invalid_axis_mask', covers('reason:invalid_axis_mask'), async ({ cell, description }) => {
+    const s = await cell.grant();
+    for (const m of [0, 1 << description.axes.length]) expect((await cell.fenced('restore_anchor', s, { axis_mask: m })).label).toBe('invalid_axis_mask');
+  });
+
+  test('restore_anchor on an enabled machine answers mode_conflict', covers('reason:mode_conflict', 'rule:op.restore_anchor.precondition'), async ({ cell, client, target, skip }) => {
+    needsMotion({ skip }, target);
+    const s = await cell.grant();
+    await enableAndWait(cell, client, s, mask([J1]));
+    const r = await cell.fenced('restore_anchor', s, { axis_mask: mask([J1]) });
+    expect(r.label).toBe('mode_conflict');
+  });
+
+  test('an absolute source that moved differently from the anchor answers anchor_disagrees', covers('reason:anchor_disagrees'), async ({ cell, target, skip }) => {
+    needsFaults({ skip }, target);
+    const s = await cell.hold();
+    expect((await cell.fenced('home', s, { axis_mask: mask([J3]) })).status).toBe(200);
+    await target.inject({ kind: 'absolute_disagree', axis: J3, counts: 5000 });
+    try {
+      const r = await cell.fenced('restore_anchor', s, { axis_mask: mask([J3]) });
+      expect(r.status).toBe(409);
+      expect(r.label).toBe('anchor_disagrees');
+    } finally {
+      await target.inject({ kind: 'clear' });
+    }
+  });
+});
+
+describe('status', () => {
+  test('per-axis readiness needs enabled, armed, fresh and homed axes', covers('rule:status.axis_readiness'), async ({ cell, client, target, description, skip }) => {
+    needsMotion({ skip }, target);
+    const s = await cell.hold();
+    expect((await cell.fenced('home', s, { axis_mask: mask([J1]) })).status).toBe(200);
+    await enableAndWait(cell, client, s, allAxes(description.axes.length));
+    expect((await cell.fenced('arm', s)).status).toBe(200);
+    const st = await readStatus(client);
+    expect(st.axes[J1]!.ready).toBe(true);
+    // an axis that requires Home and was never homed in this incarnation is not ready
+    const unhomed = st.axes.findIndex((_a, i) => (Number(st.core!.home_valid_mask) & (1 << i)) === 0);
+    if (unhomed >= 0) expect(st.axes[unhomed]!.ready).toBe(false);
+    expect(checkGrant((await cell.fenced('renew', s)).reply.data).session).toBe(s.session);
+  });
+});
