@@ -1,0 +1,81 @@
+// Observation endpoints (document 1 part 2 "Observation types", part 4 "Observation endpoints",
+// part 1 "Transports"): Describe and Status need no session and carry the documented fields.
+
+import { lstat, readlink, stat } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { covers, describe, expect, profile, test } from '../../harness/fixture.ts';
+import { readStatus } from '../../harness/clients/status.ts';
+
+const HEX64 = /^[0-9a-f]{64}$/;
+
+describe('Describe', () => {
+  test('answers without a session in the Response envelope', covers('rule:observation.no_fence', 'endpoint:GET /v1/describe'), async ({ client }) => {
+    const r = await client.describe();
+    expect(r.status).toBe(200);
+    expect(r.reply.operation).toBe('describe');
+  });
+
+  test('carries backend, the three digests, cycle_ns and control_idle_timeout_ns of 90 s', covers('field:Description.backend', 'field:Description.machine_sha256', 'field:Description.configuration_sha256', 'rule:describe.deployment_digest', 'field:Description.cycle_ns', 'field:Description.control_idle_timeout_ns', 'limit:control_idle_timeout_ns', 'limit:idle_connection_s', 'rule:transport.keep_alive'), async ({ description }) => {
+    expect(['simulation', 'live']).toContain(description.backend);
+    expect(description.machine_sha256).toMatch(HEX64);
+    expect(description.configuration_sha256).toMatch(HEX64);
+    expect(description.deployment_sha256).toMatch(HEX64);
+    expect(description.cycle_ns).toBeTypeOf('bigint');
+    expect(description.cycle_ns as bigint).toBeGreaterThanOrEqual(250_000n);
+    expect(description.control_idle_timeout_ns).toBe(90_000_000_000n);
+  });
+
+  test('the binding digests are the described ones', covers('field:Binding.configuration_sha256'), async ({ description }) => {
+    expect(description.binding.configuration_sha256).toBe(description.configuration_sha256);
+    expect(description.binding.machine_sha256).toBe(description.machine_sha256);
+  });
+
+  test('every axis has id, position_unit, min and max position, native_home, counts_per_unit and sign', covers('field:Description.axes[]', 'field:Description.axes[].id', 'field:Description.axes[].position_unit', 'field:Description.axes[].min_position', 'field:Description.axes[].max_position', 'field:Description.axes[].native_home', 'field:Description.axes[].counts_per_unit', 'field:Description.axes[].sign', 'limit:telemetry_axis_count'), async ({ description }) => {
+    expect(description.axes.length).toBeGreaterThanOrEqual(1);
+    expect(description.axes.length).toBeLessThanOrEqual(16);
+    const ids = new Set<string>();
+    for (const a of description.axes) {
+      expect(typeof a.id).toBe('string');
+      ids.add(a.id);
+      expect(['rad', 'm']).toContain(a.position_unit);
+      expect(Number(a.min_position)).toBeLessThan(Number(a.max_position));
+      expect(typeof a.native_home).toBe('boolean');
+      expect(Number(a.counts_per_unit)).toBeGreaterThan(0);
+      expect([1n, -1n]).toContain(a.sign as bigint);
+    }
+    expect(ids.size).toBe(description.axes.length);
+  });
+});
+
+describe('Status', () => {
+  test('answers without a session with core, commissioning, axes and execution', covers('endpoint:GET /v1/status', 'field:ProcessStatus.core.armed', 'field:ProcessStatus.core.home_valid_mask', 'field:ProcessStatus.core.safety_fault_mask', 'field:ProcessStatus.core.home_epoch', 'field:ProcessStatus.execution', 'rule:status.commissioning_phase'), async ({ client, description }) => {
+    const s = await readStatus(client);
+    expect(s.core).not.toBeNull();
+    for (const f of ['armed', 'home_valid_mask', 'safety_fault_mask', 'home_epoch'] as const) expect(s.core![f]).toBeTypeOf('bigint');
+    expect(typeof s.commissioning.phase).toBe('string');
+    expect(s.axes.map((a) => a.id)).toEqual(description.axes.map((a) => a.id));
+    for (const a of s.axes) expect(typeof a.ready).toBe('boolean');
+    const ex = (s as unknown as { execution: Record<string, unknown> }).execution;
+    for (const f of ['handles', 'generation', 'state', 'segment', 'native_sequence']) expect(ex).toHaveProperty(f);
+  });
+
+  test('never carries a session token', covers('rule:events.no_session_token'), async ({ client, cell }) => {
+    const s = await cell.grant();
+    const r = await client.raw('GET', '/v1/status');
+    expect(Buffer.from(r.body).toString('utf8')).not.toContain(s.session);
+  });
+});
+
+describe('sockets', () => {
+  test('the control socket is reachable through public/control.sock beside it', covers('rule:transport.control_socket'), async ({ target, skip }) => {
+    skip(target.name !== 'sim', 'the layout of an external socket directory is not ours to inspect');
+    const link = join(dirname(target.address), 'public', 'control.sock');
+    expect((await lstat(link)).isSymbolicLink()).toBe(true);
+    expect(resolve(dirname(link), await readlink(link))).toBe(target.address);
+  });
+
+  test('the control socket has mode 0660 (the socket group is the authentication)', profile('profile:service.socket_mode'), async ({ target, skip }) => {
+    skip(target.name !== 'sim', 'an external service chooses its own socket permissions');
+    expect((await stat(target.address)).mode & 0o777).toBe(0o660);
+  });
+});
