@@ -484,7 +484,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
       "event:execution_completed",
       "event:execution_aborted",
       "event:execution_faulted",
-      "event:adapter_incarnation_changed",
       "event:publisher_overflow",
       "event:events_dropped",
       "field:Event.sequence",
@@ -515,8 +514,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
       "rule:events.ring_256",
       "rule:events.dropped_synthetic",
       "rule:events.original_sequences",
-      "rule:events.sequence_increment",
-      "rule:events.restart",
     ],
   ],
   [

@@ -28,6 +28,10 @@ class ExternalTarget implements Target {
     return Promise.reject(new TargetError('target_no_ability', 'the external target has no fault injection channel'));
   }
 
+  restartService(): Promise<void> {
+    return Promise.reject(new TargetError('target_no_ability', 'the external target cannot restart its service'));
+  }
+
   restartCore(): Promise<void> {
     return Promise.reject(new TargetError('target_no_ability', 'the external target cannot restart its core'));
   }

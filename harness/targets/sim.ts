@@ -22,12 +22,13 @@ export interface StackProcess {
   dir: string;
   ready: { control: string; public: string; test_channel: string; pid: number };
   stderr: () => string;
-  stop(): Promise<void>;
+  /** Stop the process; the temporary directory goes too unless keepDir (a restart reuses it). */
+  stop(opts?: { keepDir?: boolean }): Promise<void>;
 }
 
 /** Start `sims/main.ts` with the given arguments and wait for its ready line. */
-export async function startStack(args: string[], timeoutMs = 30_000, env: Record<string, string> = {}): Promise<StackProcess> {
-  const dir = await mkdtemp(join(tmpdir(), 'hil-sim-'));
+export async function startStack(args: string[], timeoutMs = 30_000, env: Record<string, string> = {}, reuseDir?: string): Promise<StackProcess> {
+  const dir = reuseDir ?? (await mkdtemp(join(tmpdir(), 'hil-sim-')));
   const child = spawn(process.execPath, ['--import', TSX, STACK_ENTRY, '--socket-dir', dir, '--lifeline-stdin', ...args], {
     stdio: ['pipe', 'pipe', 'pipe'],
     cwd: ROOT,
@@ -64,14 +65,14 @@ export async function startStack(args: string[], timeoutMs = 30_000, env: Record
     dir,
     ready,
     stderr: () => err,
-    async stop() {
+    async stop(opts) {
       child.stdin!.end();
       const t = setTimeout(() => child.kill('SIGTERM'), 5_000);
       const k = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await exited;
       clearTimeout(t);
       clearTimeout(k);
-      await rm(dir, { recursive: true, force: true });
+      if (!opts?.keepDir) await rm(dir, { recursive: true, force: true });
     },
   };
 }
@@ -79,12 +80,21 @@ export async function startStack(args: string[], timeoutMs = 30_000, env: Record
 class SimTarget implements Target {
   readonly name = 'sim' as const;
   readonly driver = 'sim';
-  readonly abilities = { faultInjection: true, coreRestart: true, serviceRestart: false, motion: true };
+  readonly abilities = { faultInjection: true, coreRestart: true, serviceRestart: true, motion: true };
   private clients: ControlClient[] = [];
   private testAgent: Agent;
 
-  constructor(private readonly stack: StackProcess) {
+  constructor(
+    private stack: StackProcess,
+    private readonly args: string[],
+  ) {
     this.testAgent = new Agent({ connect: { socketPath: stack.ready.test_channel } });
+  }
+
+  /** Stop the service process and start a new one on the same socket directory (new adapter incarnation). */
+  async restartService(): Promise<void> {
+    await this.stack.stop({ keepDir: true });
+    this.stack = await startStack(this.args, 30_000, {}, this.stack.dir);
   }
 
   get address(): string {
@@ -133,6 +143,6 @@ export const simTarget: TargetDescriptor = {
   options: { HIL_MACHINE: 'machine configuration file (default fixtures/machines/nine-axis.json)', HIL_SERVE_ARGS: 'extra hil serve arguments' },
   async open(o: TargetOptions): Promise<Target> {
     const args = ['--test-channel', ...(o.machine ? ['--machine', o.machine] : []), ...(o.serveArgs ?? [])];
-    return new SimTarget(await startStack(args));
+    return new SimTarget(await startStack(args), args);
   },
 };

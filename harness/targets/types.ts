@@ -39,6 +39,8 @@ export interface Target {
   /** Inject a fault through the private channel; throws when the target has none. */
   inject(fault: Record<string, unknown>): Promise<void>;
   restartCore(): Promise<void>;
+  /** Restart the control service process (a new adapter incarnation); throws when the target cannot. */
+  restartService(): Promise<void>;
   /** Lines the target process wrote to stderr (diagnostics for the report). */
   diagnostics(): string;
   close(): Promise<void>;
