@@ -1,0 +1,98 @@
+// The grant authority with a controllable clock: the fence table of docs/profile.md row by row,
+// including the stopping rows that a conformance run can only reach in a race.
+
+import { expect, test } from 'vitest';
+import { Authority, type Grant } from './authority.ts';
+import { Refusal, type Request } from './envelope.ts';
+
+const binding = { pair_id: 'p', revision: 1n, configuration_sha256: 'c'.repeat(64), machine_sha256: 'm'.repeat(64) };
+
+function setup(ceilingMs = 500n) {
+  let now = 1_000_000_000n;
+  const events: string[] = [];
+  const a = new Authority(binding, ceilingMs, {
+    now: () => now,
+    daemonIncarnation: () => 'd',
+    event: (type) => events.push(type),
+    nativeGrant: () => undefined,
+  });
+  const acquire = (extra: Partial<Request> = {}) => {
+    const r = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding, ...extra } as Request, JSON.stringify(extra, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)));
+    return r.body.data as { session: string; generation: bigint; lease_ms: bigint };
+  };
+  return { a, events, acquire, advance: (ms: number) => (now += BigInt(ms) * 1_000_000n) };
+}
+
+function label(f: () => unknown): string {
+  try {
+    f();
+    return 'ok';
+  } catch (e) {
+    if (e instanceof Refusal) return e.label;
+    throw e;
+  }
+}
+
+test('fence table: never issued, malformed, zero generation, wrong generation per operation', () => {
+  const { a, acquire } = setup();
+  const g = acquire();
+  expect(label(() => a.fence('renew', 'ab'.repeat(32), 1n))).toBe('fence');
+  expect(label(() => a.fence('renew', 'XY', 1n))).toBe('control_session_stale');
+  expect(label(() => a.fence('renew', g.session, 0n))).toBe('control_session_stale');
+  expect(label(() => a.fence('renew', g.session, g.generation + 1n))).toBe('control_session_stale');
+  expect(label(() => a.fence('halt', g.session, g.generation + 1n))).toBe('wrong_generation');
+  expect(label(() => a.fence('mark_telemetry', g.session, g.generation + 1n))).toBe('control_session_stale');
+  expect(label(() => a.fence('halt', g.session, g.generation))).toBe('ok');
+});
+
+test('expiry: renew, release and stop answer expired; halt answers no_grant; others control_session_stale', () => {
+  const { a, acquire, advance, events } = setup();
+  const g = acquire({ requested_lease_ms: 100n });
+  advance(101);
+  expect(label(() => a.fence('renew', g.session, g.generation))).toBe('expired');
+  expect(events).toContain('grant_expired');
+  expect(label(() => a.fence('release', g.session, g.generation))).toBe('expired');
+  expect(label(() => a.fence('stop', g.session, g.generation))).toBe('expired');
+  expect(label(() => a.fence('halt', g.session, g.generation))).toBe('no_grant');
+  expect(label(() => a.fence('enable', g.session, g.generation))).toBe('control_session_stale');
+});
+
+test('stopping: a stop advances the generation; renew and stop accept the older one; motion is refused; release works', () => {
+  const { a, acquire } = setup();
+  const g = acquire();
+  const grant = a.fence('stop', g.session, g.generation) as Grant;
+  a.beginStop(grant);
+  expect(grant.stopping).toBe(true);
+  expect(grant.generation).toBe(g.generation + 1n);
+  expect(label(() => a.fence('renew', g.session, g.generation))).toBe('ok');
+  expect(label(() => a.fence('stop', g.session, g.generation))).toBe('ok');
+  expect(label(() => a.fence('halt', g.session, grant.generation))).toBe('inhibited');
+  expect(label(() => a.fence('enable', g.session, grant.generation))).toBe('control_session_stale');
+  // a new acquire waits for the drain
+  a.release(grant);
+  expect(label(() => acquire())).toBe('control_session_stale');
+  a.drained();
+  expect(label(() => acquire())).toBe('ok');
+});
+
+test('the drain revokes the stopping grant', () => {
+  const { a, acquire, events } = setup();
+  const g = acquire();
+  a.beginStop(a.fence('stop', g.session, g.generation));
+  a.drained();
+  expect(events.at(-1)).toBe('grant_revoked');
+  expect(label(() => a.fence('renew', g.session, g.generation + 1n))).toBe('control_session_stale');
+});
+
+test('a core loss turns current sessions into daemon_restarted', () => {
+  const { a, acquire } = setup();
+  const g = acquire();
+  a.coreLost();
+  expect(label(() => a.fence('renew', g.session, g.generation))).toBe('daemon_restarted');
+});
+
+test('lease is min(request, ceiling) with the 500 ms default', () => {
+  expect(setup(300n).acquire().lease_ms).toBe(300n);
+  expect(setup(3000n).acquire().lease_ms).toBe(500n);
+  expect(setup(3000n).acquire({ requested_lease_ms: 2000n }).lease_ms).toBe(2000n);
+});
