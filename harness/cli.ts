@@ -142,7 +142,8 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
     root: ROOT,
     watch: false,
     project: selfTest ? ['unit', 'conformance'] : ['conformance'],
-    reporters: [reporter, ['allure-vitest/reporter', { resultsDir: join(REPORTS, 'allure-results') }], ['junit', { outputFile: join(REPORTS, 'junit.xml') }]],
+    // Ours last, so its plain closing line ("total: N passed, N failed, N skipped") ends the output.
+    reporters: [['allure-vitest/reporter', { resultsDir: join(REPORTS, 'allure-results') }], ['junit', { outputFile: join(REPORTS, 'junit.xml') }], reporter],
     passWithNoTests: false,
   });
   await vitest.close();

@@ -18,7 +18,7 @@ function grantOf(r: { status: number; reply: { data?: unknown } }): Grant {
 describe('acquire', () => {
   test(
     'acquire with the configured binding returns an owned Grant with a fresh token and the completed binding',
-    covers('transition:grant:no_grant->owned:acquire', 'field:Grant.session', 'field:Grant.binding', 'field:Grant.controller', 'field:Grant.stopping', 'field:Binding.machine_sha256', 'rule:binding.machine_sha256_optional', 'rule:op.acquire.binding', 'limit:session_token_hex'),
+    covers('transition:grant:no_grant->owned:acquire', 'field:Grant.session', 'field:Grant.binding', 'field:Grant.controller', 'field:Grant.stopping', 'field:Response.data', 'field:Binding.machine_sha256', 'rule:binding.machine_sha256_optional', 'rule:op.acquire.binding', 'limit:session_token_hex'),
     async ({ cell, description }) => {
       const { machine_sha256: _omit, ...withoutMachine } = description.binding;
       const r = await cell.acquire({ controller: 'cell-operator', binding: withoutMachine });
@@ -59,7 +59,7 @@ describe('acquire', () => {
     expect(JSON.stringify(all, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))).not.toContain(s.session);
   });
 
-  test('a second acquire while owned is refused with control_already_owned', covers('reason:control_already_owned'), async ({ cell }) => {
+  test('a second acquire while owned is refused with control_already_owned', covers('reason:control_already_owned', 'rule:service.single_controller'), async ({ cell }) => {
     await cell.grant();
     const r = await cell.acquire();
     expect(r.status).toBe(409);
@@ -86,8 +86,11 @@ describe('acquire', () => {
     expect(r.label).toBe('authority_binding_mismatch');
   });
 
-  test('requested_lease_ms: omitted or 0 gives the 500 ms default capped by the ceiling; 1..10000 gives min(request, ceiling)', covers('limit:requested_lease_ms', 'limit:default_lease_ms', 'rule:grant.lease_min_of_request_and_ceiling', 'field:Request.requested_lease_ms', 'field:Grant.lease_ms', 'field:Grant.deadline_host_ns'), async ({ cell, client, description }) => {
+  test('requested_lease_ms: omitted or 0 gives the 500 ms default capped by the ceiling; 1..10000 gives min(request, ceiling)', covers('limit:requested_lease_ms', 'limit:default_lease_ms', 'rule:grant.lease_min_of_request_and_ceiling', 'field:Request.requested_lease_ms', 'field:Grant.lease_ms', 'field:Grant.deadline_host_ns', 'limit:lan_grant_lease_ceiling_ms'), async ({ cell, client, description }) => {
     const ceiling = Number(description.max_grant_lease_ms as bigint);
+    // The LAN profile's ceiling is 500 ms, the internet profile's 3000 ms (document 1 part 8).
+    if (description.link_profile === 'lan') expect(ceiling).toBe(500);
+    if (description.link_profile === 'internet') expect(ceiling).toBe(3000);
     const cases: Array<[bigint | undefined, number]> = [
       [undefined, Math.min(500, ceiling)],
       [0n, Math.min(500, ceiling)],
@@ -188,12 +191,15 @@ describe('renew', () => {
 });
 
 describe('release', () => {
-  test('release returns the Grant with an empty session, publishes grant_released and frees the cell', covers('transition:grant:owned->no_grant:release', 'rule:op.release.empty_session', 'event:grant_released'), async ({ cell, client }) => {
+  test('release returns the Grant with an empty session, publishes grant_released and frees the cell', covers('transition:grant:owned->no_grant:release', 'rule:op.release.empty_session', 'event:grant_released', 'profile:data.zero_fields'), async ({ cell, client }) => {
     const s = await cell.grant();
     const cursor = await eventCursor(client);
-    const g = grantOf(await cell.fenced('release', s));
+    const rel = await cell.fenced('release', s);
+    const g = grantOf(rel);
     expect(g.session).toBe('');
     expect(g.generation).toBe(s.generation);
+    // data objects keep their empty fields (docs/profile.md "Reply envelope")
+    expect(rel.reply.data).toHaveProperty('session', '');
     const ev = await waitForEvent(client, cursor, (e) => e.type === 'grant_released');
     expect((ev?.grant as { generation: bigint }).generation).toBe(s.generation);
     const again = await cell.acquire();
@@ -219,9 +225,20 @@ describe('release', () => {
 });
 
 describe('fence', () => {
-  test('a well-formed token this adapter never issued is refused with fence', covers('reason:fence'), async ({ cell }) => {
-    for (const op of ['renew', 'release', 'stop', 'mark_telemetry']) {
-      const r = await cell.fenced(op, { session: NEVER_ISSUED, generation: 1n }, { label: 'x' });
+  test('a fenced operation without session or generation is refused by the envelope', covers('rule:op.fenced_required_fields'), async ({ client, cell }) => {
+    const s = await cell.grant();
+    for (const omit of ['session', 'generation']) {
+      const body: Record<string, unknown> = { schema: 'svc.rt-control.request.v1', operation: 'renew', session: s.session, generation: s.generation };
+      delete body[omit];
+      const r = await client.control(body, 'renew');
+      expect(r.status, omit).toBe(409);
+      expect(r.label, omit).toBe('invalid_request_envelope');
+    }
+  });
+
+  test('a well-formed token this adapter never issued is refused with fence on every fenced operation', covers('reason:fence', 'rule:common_sets.authority'), async ({ cell }) => {
+    for (const op of ['renew', 'release', 'stop', 'mark_telemetry', 'enable', 'arm', 'home', 'reset_fault', 'recovery_status', 'restore_anchor', 'io_arm', 'io_disarm']) {
+      const r = await cell.fenced(op, { session: NEVER_ISSUED, generation: 1n }, { label: 'x', axis_mask: 1 });
       expect(r.status, op).toBe(409);
       expect(r.label, op).toBe('fence');
     }

@@ -66,6 +66,30 @@ describe('Status', () => {
   });
 });
 
+describe('profile fields', () => {
+  test('Describe carries the profile fields', profile('profile:describe.fields', 'limit:contract_version'), ({ description }) => {
+    for (const f of ['contract_version', 'simulated', 'binding', 'adapter_incarnation', 'daemon_incarnation', 'link_profile', 'max_grant_lease_ms', 'max_jog_input_age_ns', 'capabilities', 'axes']) {
+      expect(description).toHaveProperty(f);
+    }
+    expect(description.contract_version).toBe(2n);
+    for (const a of description.axes) expect(a).toHaveProperty('max_velocity');
+  });
+
+  test('Status carries the profile fields and never the grant session', profile('profile:status.fields'), async ({ client }) => {
+    const s = (await client.status()).reply.data as Record<string, Record<string, unknown>>;
+    for (const f of ['now_host_ns', 'adapter_incarnation', 'daemon_incarnation', 'core', 'commissioning', 'grant', 'axes', 'execution']) expect(s).toHaveProperty(f);
+    for (const f of ['armed', 'home_valid_mask', 'safety_fault_mask', 'home_epoch', 'axis_enable_mask', 'execution_fault_reasons', 'io_armed', 'io_output_word']) expect(s.core).toHaveProperty(f);
+    for (const f of ['active', 'stopping', 'generation', 'controller', 'lease_ms', 'deadline_host_ns']) expect(s.grant).toHaveProperty(f);
+    expect(s.grant).not.toHaveProperty('session');
+  });
+
+  test('an EventBatch names its array events', profile('profile:events.array_field'), async ({ client }) => {
+    const r = await client.get('/v1/events?after=0', 'subscribe_events');
+    expect(r.status).toBe(200);
+    expect(Array.isArray((r.reply.data as { events: unknown }).events)).toBe(true);
+  });
+});
+
 describe('sockets', () => {
   test('the control socket is reachable through public/control.sock beside it', covers('rule:transport.control_socket'), async ({ target, skip }) => {
     skip(target.name !== 'sim', 'the layout of an external socket directory is not ours to inspect');
