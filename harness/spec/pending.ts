@@ -251,7 +251,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
       "field:GrantObservation.Reserved1",
       "field:GrantObservation.Reserved2",
       "field:GrantObservation.Reserved3",
-      "rule:transport.socket_flag_default",
       "rule:common_sets.native",
       "rule:native.reason_capacity",
     ],

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm, rmdir, symlink, chmod, lstat } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { Authority, type Grant, type Reply } from './authority.ts';
 import { CAPABILITIES, CAPABILITY, capabilityInfo } from './capabilities.ts';
 import { CoreLink, CoreUnavailable } from './core-link.ts';
@@ -130,7 +130,7 @@ export class ControlService {
     await listen(server, this.socketPath);
     await chmod(this.socketPath, 0o660);
     await rm(this.publicLink, { force: true });
-    await symlink(join('..', 'control.sock'), this.publicLink);
+    await symlink(relative(dirname(this.publicLink), this.socketPath), this.publicLink);
     this.server = server;
 
     if (this.o.testChannel) {

@@ -67,6 +67,26 @@ describe('bring-up', () => {
   });
 });
 
+describe('socket flag', () => {
+  test('--socket puts the control socket elsewhere; public/control.sock in the socket directory still reaches it', covers('rule:transport.socket_flag_default'), async ({ skip }) => {
+    skip(!onSim, SKIP);
+    const dir = await mkdtemp(join(tmpdir(), 'hil-socket-'));
+    scratch.push(dir);
+    const custom = join(dir, 'cell-a.sock');
+    const s = await startStack(['--socket', custom]);
+    const viaFlag = new ControlClient(custom);
+    const viaLink = new ControlClient(join(s.dir, 'public', 'control.sock'));
+    opened.push({ stack: s, client: viaFlag });
+    try {
+      expect(s.ready.control).toBe(custom);
+      expect((await viaFlag.describe()).status).toBe(200);
+      expect((await viaLink.describe()).status).toBe(200);
+    } finally {
+      await viaLink.close();
+    }
+  });
+});
+
 describe('anchor store', () => {
   test('anchors saved by another pair answer anchor_identity_mismatch', covers('reason:anchor_identity_mismatch'), async ({ skip }) => {
     skip(!onSim, SKIP);
