@@ -1,3 +1,4 @@
+import { codeOf } from './errors.ts';
 import { test, expect } from 'vitest';
 import fc from 'fast-check';
 import { createHash } from 'node:crypto';
@@ -7,16 +8,6 @@ import {
 import type { DenseSampleInput, DenseSegmentInput, DenseSpec } from './dense.ts';
 import type { JsonExact, JsonObject } from './json.ts';
 import { OracleError } from './errors.ts';
-
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof OracleError) return e.code;
-    throw e;
-  }
-  return 'no error';
-}
 
 const LIMITS = [2, 2, 2, 2, 2, 2, 1, 1, 3];
 const Q0 = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8];

@@ -23,3 +23,14 @@ export function fail(code: string, message: string, detail?: OracleDetail, cause
 export function isOracleError(e: unknown, code?: string): e is OracleError {
   return e instanceof OracleError && (code === undefined || e.code === code);
 }
+
+/** The OracleError code a call throws, or 'no error' (tests assert codes, never messages). */
+export function codeOf(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof OracleError) return e.code;
+    throw e;
+  }
+  return 'no error';
+}

@@ -1,3 +1,4 @@
+import { codeOf } from './errors.ts';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { expect, test } from 'vitest';
@@ -23,16 +24,6 @@ function toHex(x: number): string {
   const e = Number((bits >> 52n) & 0x7ffn);
   const f = (bits & ((1n << 52n) - 1n)).toString(16).padStart(13, '0');
   return e === 0 ? `${sign}0x0.${f}p-1022` : `${sign}0x1.${f}p${e - 1023}`;
-}
-
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof OracleError) return e.code;
-    throw e;
-  }
-  return 'no error';
 }
 
 // Expectations produced by `/usr/bin/printf '%.17g\n' <hex float>` (glibc), one per row.

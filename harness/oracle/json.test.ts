@@ -1,18 +1,9 @@
+import { codeOf } from './errors.ts';
 import { test, expect } from 'vitest';
 import fc from 'fast-check';
 import { canonicalJson, parseExact, sha256Hex, stringifyExact } from './json.ts';
 import type { JsonExact, JsonObject } from './json.ts';
 import { OracleError } from './errors.ts';
-
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof OracleError) return e.code;
-    throw e;
-  }
-  return 'no error';
-}
 
 const bytes = (...b: number[]) => Uint8Array.from(b);
 const utf8 = (s: string) => new TextEncoder().encode(s);

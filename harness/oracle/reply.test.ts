@@ -1,3 +1,4 @@
+import { codeOf } from './errors.ts';
 import { test, expect } from 'vitest';
 import fc from 'fast-check';
 import { checkCommandResult, checkGrant, checkReply, leadingLabel } from './reply.ts';
@@ -5,16 +6,6 @@ import { OracleError } from './errors.ts';
 
 const JSON_CT = 'application/json';
 const enc = (s: string) => new TextEncoder().encode(s);
-
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof OracleError) return e.code;
-    throw e;
-  }
-  return 'no error';
-}
 
 const SESSION = 'a'.repeat(64);
 const BINDING = '{"pair_id":"cell-a","revision":3,"configuration_sha256":"sha256:' + 'b'.repeat(64) + '"}';
