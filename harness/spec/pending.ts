@@ -2,6 +2,28 @@
 // covers an id, the gate fails until the id is removed from here. Never add an id to hide a failing test.
 
 const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> = [
+  [
+    "GrantObservation is the native grant receipt: no documented endpoint returns it; exposing it in status for rig diagnosis is planned",
+    [
+      "field:GrantObservation.Ticket",
+      "field:GrantObservation.ConnectionId",
+      "field:GrantObservation.NativeGeneration",
+      "field:GrantObservation.AppGrantGeneration",
+      "field:GrantObservation.CapabilityId",
+      "field:GrantObservation.DeadlineHostNs",
+      "field:GrantObservation.NowHostNs",
+      "field:GrantObservation.ConfigurationEpoch",
+      "field:GrantObservation.HomeEpoch",
+      "field:GrantObservation.StopAckId",
+      "field:GrantObservation.GrantReason",
+      "field:GrantObservation.GrantActive",
+      "field:GrantObservation.AxisMask",
+      "field:GrantObservation.Reserved",
+      "field:GrantObservation.Reserved1",
+      "field:GrantObservation.Reserved2",
+      "field:GrantObservation.Reserved3",
+    ],
+  ],
     [
     "not yet asserted: later issues",
     [
@@ -28,6 +50,7 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
   [
     "trajectories, programs and handles are a later issue",
     [
+      "rule:native.reason_capacity",
       "reason:io_not_armed",
       "reason:io_torch_unqualified",
       "reason:unknown_handle",
@@ -234,25 +257,7 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     [
       "reason:recovery_observation_unavailable",
       "limit:recovery_observation_wait_s",
-      "field:GrantObservation.Ticket",
-      "field:GrantObservation.ConnectionId",
-      "field:GrantObservation.NativeGeneration",
-      "field:GrantObservation.AppGrantGeneration",
-      "field:GrantObservation.CapabilityId",
-      "field:GrantObservation.DeadlineHostNs",
-      "field:GrantObservation.NowHostNs",
-      "field:GrantObservation.ConfigurationEpoch",
-      "field:GrantObservation.HomeEpoch",
-      "field:GrantObservation.StopAckId",
-      "field:GrantObservation.GrantReason",
-      "field:GrantObservation.GrantActive",
-      "field:GrantObservation.AxisMask",
-      "field:GrantObservation.Reserved",
-      "field:GrantObservation.Reserved1",
-      "field:GrantObservation.Reserved2",
-      "field:GrantObservation.Reserved3",
       "rule:common_sets.native",
-      "rule:native.reason_capacity",
     ],
   ],
   [
