@@ -148,6 +148,7 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
   });
   await vitest.close();
   const code = exitCodeOf(reporter.record);
+  const closing = reporter.closingLine();
   if (!selfTest && !values['no-report'] && reporter.record) {
     try {
       const r = await writeHtmlReport({ runJson: join(REPORTS, 'run.json'), allureDir: join(REPORTS, 'allure-results'), outFile: join(REPORTS, 'html', 'index.html') });
@@ -156,6 +157,7 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
       process.stdout.write(`report not written: ${(e as Error).message}\n`);
     }
   }
+  process.stdout.write(`${closing}\n`);
   return code;
 }
 

@@ -192,8 +192,15 @@ export class HilReporter implements Reporter {
       w('traceability gate ok\n');
     }
     w(`errors: ${s.errored} harness or environment errors\n`);
+  }
+
+  /** The plain closing line, printed by hil after vitest has closed so that it ends the output. */
+  closingLine(): string {
+    const rec = this.record;
+    if (!rec) return 'total: 0 passed, 1 failed, 0 skipped';
+    const s = rec.summary;
     const failed = s.failed + s.errored + (rec.gate.ok ? 0 : 1);
-    w(`total: ${s.passed} passed, ${failed} failed, ${s.skipped} skipped\n`);
+    return `total: ${s.passed} passed, ${failed} failed, ${s.skipped} skipped`;
   }
 }
 

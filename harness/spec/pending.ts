@@ -255,8 +255,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
   [
     "machine operations of the real-time core (enable, arm, home, halt, recovery, anchors, cell I/O) are issue 3",
     [
-      "reason:recovery_observation_unavailable",
-      "limit:recovery_observation_wait_s",
       "rule:common_sets.native",
     ],
   ],

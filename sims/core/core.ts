@@ -5,8 +5,9 @@
 import { ProcessImage, STANDARD_MAPPING, type BusDriver, type BusSetup } from '../../drivers/bus.ts';
 import { CW, decodeStatusword, Ds402State, DS402_STATE_NAMES, MODE, SW } from '../../drivers/ds402.ts';
 import type { CompiledMachine } from '../config/types.ts';
+import { AX, REC, writeProcessImage, type CaptureRing } from './capture.ts';
 import { FAULT, FAULT_INFO, faultEntry, type FaultOutcome, type FaultRecovery } from './faults.ts';
-import { NATIVE_OP, type AxisStatus, type CommandResult, type CoreStatus, type FromCore, type ToCore } from './protocol.ts';
+import { NATIVE_OP, type AxisStatus, type CommandResult, type CoreStatus, type CoreTiming, type FromCore, type ToCore } from './protocol.ts';
 
 /** Native command reasons (CommandResult.Reason). 2, 5, 7, 8 are documented; the rest are profile. */
 export const NATIVE_REASON = {
@@ -38,6 +39,83 @@ const STALE_CYCLES = 5;
 
 type Cmd = Extract<ToCore, { t: 'cmd' }>;
 
+/**
+ * Fixed-bucket histogram of a per-cycle duration in ns (cycle lateness, work time). Buckets are
+ * log-spaced, 20 per decade from 1 us to 100 ms (each about 12 % wide), plus one below 1 us (zero and
+ * negative values included) and one at or above 100 ms. Recording allocates nothing; percentiles are the
+ * upper edge of the bucket that holds the rank, clamped to the observed minimum and maximum (so they
+ * over-estimate by at most one bucket width and are exact when all samples are equal).
+ */
+export class CycleHistogram {
+  static readonly LOW_NS = 1_000;
+  static readonly HIGH_NS = 100_000_000;
+  static readonly PER_DECADE = 20;
+  /** Upper edge of bucket k for k = 0..100 (bucket k >= 1 holds EDGES[k-1] <= v < EDGES[k]). */
+  static readonly EDGES: Float64Array = (() => {
+    const e = new Float64Array(101);
+    for (let k = 0; k <= 100; k++) e[k] = CycleHistogram.LOW_NS * 10 ** (k / CycleHistogram.PER_DECADE);
+    e[100] = CycleHistogram.HIGH_NS;
+    return e;
+  })();
+  /** Samples per bucket: [0] below 1 us, [1..100] log buckets, [101] 100 ms and above. */
+  readonly counts = new Float64Array(102);
+  count = 0;
+  min = Infinity;
+  max = -Infinity;
+
+  /** Adds one sample (ns). */
+  record(v: number): void {
+    const edges = CycleHistogram.EDGES;
+    let k: number;
+    if (!(v >= CycleHistogram.LOW_NS)) k = 0;
+    else if (v >= CycleHistogram.HIGH_NS) k = 101;
+    else {
+      k = Math.floor(Math.log10(v / CycleHistogram.LOW_NS) * CycleHistogram.PER_DECADE) + 1;
+      // log10 may round across an edge: settle on the bucket whose bounds hold v
+      if (k > 1 && v < edges[k - 1]!) k--;
+      else if (k < 100 && v >= edges[k]!) k++;
+    }
+    this.counts[k]!++;
+    this.count++;
+    if (v < this.min) this.min = v;
+    if (v > this.max) this.max = v;
+  }
+
+  /** The q-quantile (0 < q <= 1) in whole ns; 0 with no samples. */
+  quantile(q: number): number {
+    if (this.count === 0) return 0;
+    const rank = Math.max(1, Math.ceil(q * this.count));
+    let seen = 0;
+    for (let k = 0; k < 102; k++) {
+      seen += this.counts[k]!;
+      if (seen >= rank) {
+        const upper = k === 101 ? this.max : Math.ceil(CycleHistogram.EDGES[k]!);
+        return Math.min(this.max, Math.max(this.min, upper));
+      }
+    }
+    return this.max;
+  }
+
+  reset(): void {
+    this.counts.fill(0);
+    this.count = 0;
+    this.min = Infinity;
+    this.max = -Infinity;
+  }
+}
+
+export interface CoreOptions {
+  /** Telemetry capture ring: one CycleCaptureRecordV2 per cycle (none: no capture). */
+  capture?: CaptureRing;
+  /**
+   * Clock measuring the time spent inside a cycle (work_ns), in ns as a double. Default
+   * performance.now() * 1e6; a stepped test may pass its own.
+   */
+  workClock?: () => number;
+}
+
+const defaultWorkClock = (): number => performance.now() * 1e6;
+
 interface Homing {
   mask: number;
   sequence: bigint;
@@ -58,7 +136,8 @@ export class Core {
   private readonly n: number;
   private readonly all: number;
   private sequence = 0n;
-  private cycleCount = 0n;
+  /** Cycles run by this incarnation (a number: exact to 2^53, and no bigint allocation per cycle). */
+  private cycleCount = 0;
   private lastPublishNs = 0n;
   private now = 0n;
   /** Axes the core wants enabled. */
@@ -79,8 +158,20 @@ export class Core {
   private staleCycles: number[];
   private feSince: Array<bigint | null>;
   private grant = { generation: 0n, deadlineNs: 0n, active: false, axisMask: 0 };
-  private overruns = 0n;
-  private maxLatenessNs = 0n;
+  private overruns = 0;
+  /** Cycle lateness (wake minus scheduled) and work time (inside cycle()) since this incarnation started. */
+  readonly lateness = new CycleHistogram();
+  readonly work = new CycleHistogram();
+  private readonly maxLatenessNs: number;
+  /** Latched fault bits as a bit set (execution_fault_reasons), kept in step with `faults`. */
+  private faultBits = 0;
+  /** Return of the last driver.exchange (bus_submission_return_code). */
+  private busReturn = 0;
+  /** Host time of each axis's last fresh feedback (pdo_observed_time_ns). */
+  private readonly observedNs: bigint[];
+  private readonly ioConfigured: boolean;
+  readonly capture: CaptureRing | null;
+  private readonly workClock: () => number;
   private dirty = true;
   private lastEnabledMask = 0;
   private lastArmed = false;
@@ -90,12 +181,19 @@ export class Core {
     readonly driver: BusDriver,
     readonly incarnation: string,
     private readonly send: (m: FromCore) => void,
+    opts: CoreOptions = {},
   ) {
     this.n = machine.axes.length;
     this.all = this.n >= 32 ? 0xffffffff : (1 << this.n) - 1;
     this.image = new ProcessImage(this.n);
     this.staleCycles = new Array<number>(this.n).fill(0);
     this.feSince = new Array<bigint | null>(this.n).fill(null);
+    this.observedNs = new Array<bigint>(this.n).fill(0n);
+    this.maxLatenessNs = Number(machine.max_cycle_lateness_ns);
+    this.ioConfigured = (machine.io?.outputs.length ?? 0) > 0;
+    this.capture = opts.capture ?? null;
+    if (this.capture && this.capture.axisCount !== this.n) throw new RangeError(`capture ring has ${this.capture.axisCount} axes, the machine ${this.n}`);
+    this.workClock = opts.workClock ?? defaultWorkClock;
   }
 
   busSetup(): BusSetup {
@@ -123,7 +221,14 @@ export class Core {
     for (let i = 0; i < this.n; i++) this.image.modeOfOperation[i] = MODE.cyclicSyncPosition;
     // A drive whose PDO mapping differs cannot be trusted until the bus is restarted (fault bit 11).
     if (startup.mappingMismatchMask) this.latch(FAULT.restart_required!, startup.mappingMismatchMask);
-    this.send({ t: 'ready', incarnation: this.incarnation, nowNs, startupNotes: startup.notes, mappingMismatchMask: startup.mappingMismatchMask });
+    this.send({
+      t: 'ready',
+      incarnation: this.incarnation,
+      nowNs,
+      startupNotes: startup.notes,
+      mappingMismatchMask: startup.mappingMismatchMask,
+      ...(this.capture ? { capture: this.capture.buffer } : {}),
+    });
   }
 
   /** Handle one message from the service. */
@@ -173,9 +278,14 @@ export class Core {
     return this.image.safetyChainClosed ? 0 : this.all;
   }
 
+  /**
+   * Axes whose drive reports operation enabled. An offline slave's inputs are not refreshed (its image
+   * keeps the last statusword), so it is never counted as enabled.
+   */
   private enabledMask(): number {
+    const img = this.image;
     let m = 0;
-    for (let i = 0; i < this.n; i++) if (decodeStatusword(this.image.statusword[i]!) === Ds402State.OperationEnabled) m |= 1 << i;
+    for (let i = 0; i < this.n; i++) if (img.online[i] === 1 && decodeStatusword(img.statusword[i]!) === Ds402State.OperationEnabled) m |= 1 << i;
     return m;
   }
 
@@ -311,6 +421,7 @@ export class Core {
     const prev = this.faults.get(bit) ?? 0;
     if ((prev | axisMask) === prev) return;
     this.faults.set(bit, prev | axisMask);
+    this.faultBits |= 1 << bit;
     const info = FAULT_INFO.get(bit)!;
     this.send({ t: 'event', type: 'fault_latched', payload: { bit: 1 << bit, name: info.name, axis_mask: prev | axisMask, recovery: info.recovery } });
     // Fault reaction: disarm and disable; motion needs a reset and a new enable and arm.
@@ -444,7 +555,10 @@ export class Core {
         if (o.outcome !== 'cleared') continue;
         const left = this.faults.get(o.bit)! & ~o.axis_mask;
         if (left) this.faults.set(o.bit, left);
-        else this.faults.delete(o.bit);
+        else {
+          this.faults.delete(o.bit);
+          this.faultBits &= ~(1 << o.bit);
+        }
         const info = FAULT_INFO.get(o.bit)!;
         this.send({ t: 'event', type: 'fault_cleared', payload: { bit: 1 << o.bit, name: info.name, axis_mask: o.axis_mask, recovery: info.recovery } });
         if (info.recovery === 'rehome') this.homeValidMask &= ~o.axis_mask;
@@ -482,11 +596,12 @@ export class Core {
 
   /** One cycle at host time `nowNs`, scheduled for `scheduledNs`. */
   cycle(nowNs: bigint, scheduledNs: bigint): void {
+    const workStart = this.workClock();
     this.now = nowNs;
     this.cycleCount++;
-    const lateness = nowNs - scheduledNs;
-    if (lateness > this.maxLatenessNs) this.maxLatenessNs = lateness;
-    if (lateness > this.machine.max_cycle_lateness_ns) this.overruns++;
+    const lateness = Number(nowNs - scheduledNs);
+    this.lateness.record(lateness);
+    if (lateness > this.maxLatenessNs) this.overruns++;
 
     const img = this.image;
     const homingMask = this.homing?.mask ?? 0;
@@ -505,7 +620,8 @@ export class Core {
       // Hold: command the actual position (no trajectory or jog lane in this build).
       img.targetPosition[i] = img.positionActual[i]!;
     }
-    this.driver.exchange(img, nowNs);
+    this.busReturn = this.driver.exchange(img, nowNs);
+    for (let i = 0; i < this.n; i++) if (img.pdoFresh[i] === 1) this.observedNs[i] = nowNs;
 
     this.detectFaults();
     this.stepHoming();
@@ -531,6 +647,51 @@ export class Core {
       this.dirty = true;
     }
     if (this.dirty || nowNs - this.lastPublishNs >= 10_000_000n) this.publish(nowNs);
+    const workNs = this.workClock() - workStart;
+    this.work.record(workNs);
+    if (this.capture) this.captureCycle(this.capture, nowNs, lateness, workNs, en);
+  }
+
+  /**
+   * One CycleCaptureRecordV2 for the cycle that just ran (state after the exchange and the cycle's
+   * logic). Allocates nothing. Fields the core does not know in this build stay zero (trajectory, jog,
+   * collision watchdog, coordinates, audits, vendor ext_ registers, master state).
+   */
+  private captureCycle(ring: CaptureRing, nowNs: bigint, lateness: number, workNs: number, enabled: number): void {
+    const img = this.image;
+    const g = this.grant;
+    const w = ring.beginRecord();
+    w.u64(REC.t_ns, nowNs);
+    w.u64n(REC.cycle, this.cycleCount);
+    w.u64n(REC.work_ns, workNs > 0 ? Math.round(workNs) : 0);
+    w.i64n(REC.cycle_jitter_ns, lateness);
+    w.u64(REC.app_grant_generation, g.generation);
+    w.u64(REC.control_generation, g.generation);
+    w.u64(REC.home_epoch, this.homeEpoch);
+    w.u64(REC.grant_deadline_host_ns, g.deadlineNs);
+    w.i64n(REC.bus_submission_return_code, this.busReturn);
+    w.u32(REC.armed, this.armed ? 1 : 0);
+    w.u32(REC.axis_enable_mask, enabled >>> 0);
+    w.u32(REC.grant_active, g.active ? 1 : 0);
+    w.u32(REC.grant_axis_mask, g.axisMask >>> 0);
+    w.u32(REC.safety_fault_mask, this.safetyFaultMask >>> 0);
+    w.u32(REC.execution_fault_reasons, this.faultBits >>> 0);
+    w.u32(REC.home_valid_mask, this.homeValidMask >>> 0);
+    w.u32(REC.io_configured, this.ioConfigured ? 1 : 0);
+    w.u32(REC.io_armed, this.ioArmed ? 1 : 0);
+    writeProcessImage(w, img);
+    for (let i = 0; i < this.n; i++) {
+      const a = w.axis(i);
+      const online = img.online[i] === 1;
+      // brake_state (profile): 0 unknown (slave offline), 1 engaged, 2 released; released exactly when
+      // the drive reports operation enabled, as status axes[].brake_engaged.
+      w.u32(a + AX.brake_state, !online ? 0 : decodeStatusword(img.statusword[i]!) === Ds402State.OperationEnabled ? 2 : 1);
+      w.u64(a + AX.pdo_observed_time_ns, this.observedNs[i]!);
+      // One absolute source per axis in this profile: element 0 of absolute_value / absolute_valid.
+      w.i32(a + AX.absolute_value, img.absolutePosition[i]!);
+      w.u8(a + AX.absolute_valid, img.absoluteValid[i]!);
+    }
+    ring.commit();
   }
 
   /** The CiA 402 controlword that moves a drive one step toward enabled (or away from it). */
@@ -552,6 +713,7 @@ export class Core {
 
   private allStill(): boolean {
     for (let i = 0; i < this.n; i++) {
+      if (!this.image.online[i]) continue; // an offline drive's last statusword says nothing about motion
       const s = decodeStatusword(this.image.statusword[i]!);
       if (s === Ds402State.OperationEnabled || s === Ds402State.QuickStopActive) return false;
     }
@@ -588,23 +750,21 @@ export class Core {
         absolute_valid: img.absoluteValid[i] === 1,
       };
     });
-    let faultBits = 0;
-    for (const bit of this.faults.keys()) faultBits |= 1 << bit;
     return {
       incarnation: this.incarnation,
-      cycle: this.cycleCount,
+      cycle: BigInt(this.cycleCount),
       now_ns: nowNs,
       armed: this.armed,
       enable_mask: this.enabledMask(),
       home_valid_mask: this.homeValidMask,
       safety_fault_mask: this.safetyFaultMask,
       home_epoch: this.homeEpoch,
-      execution_fault_reasons: faultBits,
+      execution_fault_reasons: this.faultBits,
       commissioning_phase: this.homing ? 'homing' : 'idle',
       stop_draining: this.stopDraining !== null,
       io_armed: this.ioArmed,
       io_output_word: img.ioOutputWord,
-      io_input_word: img.ioInputWord,
+      io_input_word: img.ioInputWord >>> 0, // u32 as in telemetry (fast inputs in the high half word)
       wkc_actual: img.wkcActual,
       wkc_expected: img.wkcExpected,
       axes,
@@ -612,7 +772,24 @@ export class Core {
       last_reset_sequence: this.lastResetSequence,
       homing_mask: this.homing?.mask ?? 0,
       halted: this.halted,
-      timing: { overruns: this.overruns, max_lateness_ns: this.maxLatenessNs, cycles: this.cycleCount },
+      timing: this.timing(),
+    };
+  }
+
+  /** Cycle timing since this incarnation started (histogram percentiles: see CycleHistogram). */
+  timing(): CoreTiming {
+    const late = this.lateness;
+    const work = this.work;
+    const ns = (v: number) => BigInt(Math.round(v));
+    return {
+      cycles: BigInt(this.cycleCount),
+      overruns: BigInt(this.overruns),
+      p50_lateness_ns: ns(late.quantile(0.5)),
+      p99_lateness_ns: ns(late.quantile(0.99)),
+      max_lateness_ns: late.count ? ns(late.max) : 0n,
+      p50_work_ns: ns(work.quantile(0.5)),
+      p99_work_ns: ns(work.quantile(0.99)),
+      max_work_ns: work.count ? ns(work.max) : 0n,
     };
   }
 

@@ -13,6 +13,11 @@ export interface CoreStartOptions {
   spinNs: number;
   /** Run faster than real time by this factor (1 = real time). Stepped mode: 0. */
   speed: number;
+  /**
+   * Telemetry capture retention in ms: the worker sizes the capture ring from it and cycle_ns. Default
+   * the machine's runtime.telemetry.retention_ms; 0 disables capture (no ring in 'ready').
+   */
+  captureRetentionMs?: number;
   /** Sim driver options (persisted: drive state handed over from the previous core incarnation). */
   sim?: {
     initialPositions?: number[];
@@ -55,7 +60,7 @@ export type ToCore =
   | { t: 'cmd'; id: number; op: NativeOpName; generation: bigint; axisMask: number; label?: string }
   | { t: 'cancel_home' }
   | { t: 'grant'; generation: bigint; deadlineNs: bigint; active: boolean; axisMask: number }
-  | { t: 'inject'; id: number; fault: SimFault | { kind: 'clear' } }
+  | { t: 'inject'; id: number; fault: SimFault | { kind: 'clear' } | { kind: 'stall_next_command'; ms: number } }
   | { t: 'shutdown' };
 
 export interface AxisStatus {
@@ -77,6 +82,24 @@ export interface AxisStatus {
   position_counts: number;
   absolute_counts: number;
   absolute_valid: boolean;
+}
+
+/**
+ * Cycle timing of the current core incarnation, cumulative since it started. Lateness is wake minus
+ * scheduled time; work is the time spent inside the cycle (exchange, logic, status publication, capture).
+ * Percentiles come from a fixed log-spaced histogram (20 buckets per decade, 1 us to 100 ms): each is the
+ * upper edge of its bucket clamped to the observed range, so at most about 12 % high. All in ns.
+ */
+export interface CoreTiming {
+  cycles: bigint;
+  /** Cycles whose lateness exceeded the machine's max_cycle_lateness_ns. */
+  overruns: bigint;
+  p50_lateness_ns: bigint;
+  p99_lateness_ns: bigint;
+  max_lateness_ns: bigint;
+  p50_work_ns: bigint;
+  p99_work_ns: bigint;
+  max_work_ns: bigint;
 }
 
 export interface CoreStatus {
@@ -102,13 +125,21 @@ export interface CoreStatus {
   last_reset_sequence: bigint;
   homing_mask: number;
   halted: boolean;
-  timing: { overruns: bigint; max_lateness_ns: bigint; cycles: bigint };
+  timing: CoreTiming;
   /** Sim driver only: drive state to hand to the next incarnation. */
   sim_persist?: { counts: number[]; absoluteBias: number[] };
 }
 
 export type FromCore =
-  | { t: 'ready'; incarnation: string; nowNs: bigint; startupNotes: string[]; mappingMismatchMask: number }
+  | {
+      t: 'ready';
+      incarnation: string;
+      nowNs: bigint;
+      startupNotes: string[];
+      mappingMismatchMask: number;
+      /** The incarnation's telemetry capture ring (sims/core/capture.ts CaptureReader reads it); absent without capture. */
+      capture?: SharedArrayBuffer;
+    }
   | { t: 'reply'; id: number; result: CommandResult; detail?: string; extra?: Record<string, unknown> }
   | { t: 'home_done'; sequence: bigint; ok: boolean; detail: string; reason: number }
   | { t: 'status'; status: CoreStatus }

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
 import { SimBusDriver } from '../../drivers/sim/driver.ts';
 import type { BusDriver } from '../../drivers/bus.ts';
+import { CaptureRing } from './capture.ts';
 import { Core } from './core.ts';
 import type { CoreStartOptions, FromCore, ToCore } from './protocol.ts';
 
@@ -33,7 +34,14 @@ async function loadDriver(o: CoreStartOptions): Promise<BusDriver> {
 async function main(): Promise<void> {
   const driver = await loadDriver(options);
   const incarnation = randomBytes(16).toString('hex');
-  const core = new Core(options.machine, driver, incarnation, send);
+  // A new ring per incarnation: the incarnation owns its sequence numbers (document 1 part 2). The
+  // buffer is mapped lazily by the OS, so resident memory grows with the records actually written.
+  const retentionMs = options.captureRetentionMs ?? options.machine.runtime.telemetry.retention_ms;
+  const capture =
+    retentionMs > 0
+      ? new CaptureRing({ axisCount: options.machine.axes.length, cycleNs: options.machine.cycle_ns, retentionMs, incarnation })
+      : undefined;
+  const core = new Core(options.machine, driver, incarnation, send, { capture });
   await core.start(now());
 
   const cycleNs = options.machine.cycle_ns;
@@ -60,8 +68,16 @@ async function main(): Promise<void> {
         return;
       }
       if (msg.t === 'inject') {
-        handleInject(driver, msg);
+        if (msg.fault.kind === 'stall_next_command') {
+          // A core that goes silent: the next native command freezes the whole cycle for ms.
+          stallNextMs = msg.fault.ms;
+          send({ t: 'reply', id: msg.id, result: { ...rejected(), Result: 0 } });
+        } else handleInject(driver, msg);
         continue;
+      }
+      if (msg.t === 'cmd' && stallNextMs > 0) {
+        Atomics.wait(sleeper, 0, 0, stallNextMs);
+        stallNextMs = 0;
       }
       core.handle(msg);
     }
@@ -74,14 +90,16 @@ async function main(): Promise<void> {
   }
 }
 
-function handleInject(driver: BusDriver, msg: Extract<ToCore, { t: 'inject' }>): void {
+let stallNextMs = 0;
+
+function handleInject(driver: BusDriver, msg: Extract<ToCore, { t: 'inject' }> & { fault: { kind: string } }): void {
   if (!(driver instanceof SimBusDriver)) {
     send({ t: 'reply', id: msg.id, result: rejected(), detail: 'fault injection needs the sim driver' });
     return;
   }
   try {
     if (msg.fault.kind === 'clear') driver.clearInjected();
-    else driver.inject(msg.fault);
+    else driver.inject(msg.fault as Parameters<SimBusDriver['inject']>[0]);
     send({ t: 'reply', id: msg.id, result: { ...rejected(), Result: 0 } });
   } catch (e) {
     send({ t: 'reply', id: msg.id, result: rejected(), detail: (e as Error).message });

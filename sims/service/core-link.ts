@@ -26,6 +26,11 @@ export class CoreLink extends EventEmitter {
   incarnation = '';
   startupNotes: string[] = [];
   mappingMismatchMask = 0;
+  /**
+   * The current incarnation's telemetry capture ring (read it with sims/core/capture.ts CaptureReader);
+   * undefined while no incarnation is ready or when capture is off. A core restart brings a new ring.
+   */
+  captureBuffer?: SharedArrayBuffer;
   private stopping = false;
   /** The current incarnation reported ready (only then is its exit a core failure to recover from). */
   private live = false;
@@ -43,6 +48,7 @@ export class CoreLink extends EventEmitter {
     const persisted = this.status?.sim_persist;
     const options: CoreStartOptions = { ...this.options, machine: this.machine, sim: { ...this.options.sim, ...(persisted ? { persisted } : {}) } };
     this.status = undefined;
+    this.captureBuffer = undefined;
     const worker = new Worker(new URL('../core/worker-entry.mjs', import.meta.url), {
       workerData: { port: port2, options },
       transferList: [port2],
@@ -58,6 +64,7 @@ export class CoreLink extends EventEmitter {
           this.incarnation = m.incarnation;
           this.startupNotes = m.startupNotes;
           this.mappingMismatchMask = m.mappingMismatchMask;
+          this.captureBuffer = m.capture;
           resolve();
           this.emit('ready', m.incarnation);
         }

@@ -290,6 +290,19 @@ describe('faults and recovery', () => {
     expect((await cell.fenced('renew', s)).status).toBe(200);
   });
 
+  for (const op of ['reset_fault', 'recovery_status']) {
+    test(`${op} answers recovery_observation_unavailable when the core publishes nothing within 1 s of the request`, covers('reason:recovery_observation_unavailable', 'limit:recovery_observation_wait_s'), async ({ cell, target, skip }) => {
+      needsFaults({ skip }, target);
+      const s = await cell.grant();
+      await target.inject({ kind: 'stall_next_command', ms: 1600 });
+      const r = await cell.fenced(op, s);
+      expect(r.status).toBe(409);
+      expect(r.label).toBe('recovery_observation_unavailable');
+      // a submitted reset retires the session whatever happened to its observation
+      if (op === 'reset_fault') expect((await cell.fenced('renew', s)).label).toBe('control_session_stale');
+    });
+  }
+
   test('recovery_status reports RecoveryStatus and keeps the session', covers('rule:op.recovery_status.keeps_session'), async ({ cell }) => {
     const s = await cell.grant();
     const r = await cell.fenced('recovery_status', s);
@@ -325,6 +338,29 @@ describe('faults and recovery', () => {
       await target.inject({ kind: 'clear' });
     }
   });
+});
+
+describe('injected bus and drive faults', () => {
+  const cases: Array<[string, Record<string, unknown>, number, string]> = [
+    ['a drive fault with an error code latches drive_fault (bit 0)', { kind: 'drive_fault', axis: J2, errorCode: 0x2310 }, 0, 'drive_fault'],
+    ['a slave going offline latches slave_offline (bit 3)', { kind: 'slave_offline', axis: J3 }, 3, 'slave_offline'],
+    ['a working counter drop latches working_counter (bit 4)', { kind: 'wkc_drop' }, 4, 'working_counter'],
+  ];
+  for (const [name, fault, bit, label] of cases) {
+    test(name, profile('profile:machine.fault_bits', 'event:fault_latched'), async ({ cell, client, target, description, skip }) => {
+      needsFaults({ skip }, target);
+      const s = await cell.hold();
+      await enableAndWait(cell, client, s, allAxes(description.axes.length));
+      const cursor = await eventCursor(client);
+      await target.inject(fault);
+      const ev = await waitForEvent(client, cursor, (e) => e.type === 'fault_latched' && (e.fault as { name: string }).name === label);
+      expect((ev?.fault as { bit: bigint }).bit).toBe(BigInt(1 << bit));
+      // the fault reaction disarms and disables the cell
+      const st = await waitStatus(client, (x) => x.core!.axis_enable_mask === 0n);
+      expect(st.core!.axis_enable_mask).toBe(0n);
+      expect(Number(st.core!.execution_fault_reasons) & (1 << bit)).toBe(1 << bit);
+    });
+  }
 });
 
 describe('cell I/O', () => {
