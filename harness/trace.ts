@@ -14,10 +14,13 @@ declare module '@vitest/runner' {
   }
 }
 
-/** Options for a contract test: it asserts documented behaviour. */
+/**
+ * Options for a contract test: it asserts documented behaviour. A test whose ids are all profile items
+ * (`profile:...`) is a profile test whichever helper declared it.
+ */
 export function covers(...ids: string[]): TestOptions {
   if (ids.length === 0) throw new Error('covers() needs at least one catalogue id');
-  return { meta: { covers: ids, kind: 'contract' } };
+  return { meta: { covers: ids, kind: ids.every((i) => i.startsWith('profile:')) ? 'profile' : 'contract' } };
 }
 
 /**

@@ -28,5 +28,10 @@ export const PROFILE: readonly RuleEntry[] = [
   p('machine.home_mask', 1, 'Machine operations', 'home with axis_mask 0, outside the group, or naming an axis without native Home answers invalid_axis_mask'),
   p('machine.fault_bits', 1, 'Execution fault bits', 'the execution fault bit table beyond bits 5 and 11 (drive_fault 0, safety_chain_open 1, pdo_stale 2, ...)'),
   p('service.socket_mode', 1, 'Transports', 'the control socket is created with mode 0660 and a public/control.sock symbolic link beside it'),
+  p('config.reading_json', 3, 'Machine configuration: Reading the JSON', 'strict machine JSON: no BOM, comments or trailing data; repeated keys refused even when escaped'),
+  p('config.error_codes', 3, 'Machine configuration: Reading the JSON', 'compile refusals carry a config_* code and a field path a.b[i].c'),
+  p('config.digest_split', 3, 'Machine configuration: Digest split', 'which identity lines feed deployment_sha256 and machine_sha256; the base identity is the configuration without io.*'),
+  p('config.files', 3, 'Machine configuration: Files', 'formats of argv.json, axes.conf, coordinate.identity.json, robot.json and resources.json; directory reuse and conflict'),
+  p('config.compile_command', 3, 'Machine configuration', 'hil config compile prints one JSON line; exit 0 compiled, 1 refused, 2 usage'),
   p('events.array_field', 1, 'Events', 'the events array of an EventBatch is named events'),
 ];

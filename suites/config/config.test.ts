@@ -128,7 +128,7 @@ describe('canonical identity text (independent oracle)', () => {
     }
   });
 
-  test('machine.identity and deployment.identity split configuration.identity as docs/profile.md lists; base is it without io', covers('rule:machine_config.machine_sha256', 'rule:machine_config.deployment_sha256', 'rule:machine_config.base_identity_with_io'), async () => {
+  test('machine.identity and deployment.identity split configuration.identity as docs/profile.md lists; base is it without io', covers('profile:config.digest_split', 'rule:machine_config.machine_sha256', 'rule:machine_config.deployment_sha256', 'rule:machine_config.base_identity_with_io'), async () => {
     for (const [name, c] of all()) {
       const conf = await lines(c, 'configuration.identity');
       const machine = await lines(c, 'machine.identity');
@@ -201,7 +201,7 @@ describe('the compiled directory', () => {
     expect(file.deployment_sha256).not.toBe(digest.deployment_sha256); // robot.description (the file name) is deployment
   });
 
-  test('is immutable: files are read-only, nothing temporary is left, an identical compile reuses it', covers('rule:machine_config.compiled_directory'), async () => {
+  test('is immutable: files are read-only, nothing temporary is left, an identical compile reuses it', covers('profile:config.files', 'rule:machine_config.compiled_directory'), async () => {
     for (const c of [...Object.values(fixture), compiled(robot.file.out)]) {
       for (const f of await listFiles(c.dir)) expect((await stat(join(c.dir, f))).mode & 0o222, f).toBe(0);
     }
@@ -228,7 +228,7 @@ describe('the compiled directory', () => {
 });
 
 describe('hil config command', () => {
-  test('a refusal is one JSON line with error, path and message, exit 1; usage errors exit 2; --help exits 0', covers('rule:machine_config.compiled_directory', 'limit:machine_schema_version'), async () => {
+  test('a refusal is one JSON line with error, path and message, exit 1; usage errors exit 2; --help exits 0', covers('profile:config.compile_command', 'rule:machine_config.compiled_directory', 'limit:machine_schema_version'), async () => {
     const bad = await ws.write({ ...readMachine('bench-two-axis'), schema_version: 2n });
     const refused = await hilConfig(['compile', bad, '--out', ws.out]);
     expect(refused.code).toBe(1);

@@ -79,7 +79,7 @@ range('drive_speed_limit_motor_rpm 0', 'drive_speed_limit_motor_rpm', { drive_sp
 range('drive_speed_limit_motor_rpm 6000.5', 'drive_speed_limit_motor_rpm', { drive_speed_limit_motor_rpm: 6000.5 }, [L('drive_speed_limit_motor_rpm')]);
 accept('drive_speed_limit_motor_rpm 6000', { drive_speed_limit_motor_rpm: 6000n }, [L('drive_speed_limit_motor_rpm')]);
 range('drive_speed_limit_motor_rpm 1000 below what J1 max_velocity needs', 'axes[0].limits.max_velocity', { drive_speed_limit_motor_rpm: 1000n }, [F('drive_speed_limit_motor_rpm')]);
-refuse('unknown top-level field', 'config_unknown_field', 'colour', { colour: 'blue' }, [F('schema_version')]);
+refuse('unknown top-level field', 'config_unknown_field', 'colour', { colour: 'blue' }, ['profile:config.reading_json']);
 refuse('runtime absent', 'config_missing_field', 'runtime', { runtime: undefined }, [F('runtime')]);
 
 section = 'runtime';
@@ -245,13 +245,13 @@ section = 'reading the JSON';
 const text = (name: string, code: string, path: string, t: (base: JsonObj) => string | Uint8Array, ids: string[], more: Partial<Row> = {}) => ROWS.push({ section, name, base: 'nine', text: t, refuse: { code, path }, covers: ids, ...more });
 text('a key repeated', 'config_duplicate_field', 'cycle_ns', (b) => writeJson(b, 2).replace('{', '{"cycle_ns": 1000000,'), [F('cycle_ns')]);
 text('a key repeated in escaped form', 'config_duplicate_field', 'cycle_ns', (b) => writeJson(b, 2).replace('{', '{"cycle\\u005fns": 1000000,'), [F('cycle_ns')]);
-text('trailing data', 'config_syntax', '', (b) => `${writeJson(b, 2)}\n{}`, [F('schema_version')]);
-text('a comment', 'config_syntax', '', (b) => `// machine\n${writeJson(b, 2)}`, [F('schema_version')]);
+text('trailing data', 'config_syntax', '', (b) => `${writeJson(b, 2)}\n{}`, ['profile:config.reading_json']);
+text('a comment', 'config_syntax', '', (b) => `// machine\n${writeJson(b, 2)}`, ['profile:config.reading_json']);
 text('invalid UTF-8', 'config_syntax', '', (b) => {
   const [pre, post] = writeJson(b, 2).split('"Nine-axis');
   return Buffer.concat([Buffer.from(`${pre}"Nine`), Buffer.from([0xff]), Buffer.from(`-axis${post}`)]);
-}, [F('schema_version')]);
-text('a byte order mark', 'config_syntax', '', (b) => `\ufeff${writeJson(b, 2)}`, [F('schema_version')]);
+}, ['profile:config.reading_json']);
+text('a byte order mark', 'config_syntax', '', (b) => `\ufeff${writeJson(b, 2)}`, ['profile:config.reading_json']);
 
 // ---------------------------------------------------------------------------------------------------
 
@@ -278,7 +278,7 @@ for (const s of [...new Set(ROWS.map((r) => r.section))]) {
   describe(s, () => {
     for (const row of ROWS.filter((r) => r.section === s)) {
       if (!row.refuse) {
-        test(`${row.name}: accepted`, covers(...row.covers), () => {
+        test(`${row.name}: accepted`, covers(...row.covers, ...(row.refuse ? ['profile:config.error_codes'] : [])), () => {
           const o = results.get(row)!;
           expect(isRefused(o) ? `${o.error} at ${o.path}: ${o.message}` : 'compiled').toBe('compiled');
         });
@@ -286,7 +286,7 @@ for (const s of [...new Set(ROWS.map((r) => r.section))]) {
       }
       const { code, path } = row.refuse;
       if (!row.deviation) {
-        test(`${row.name}: ${code} at ${path || '(document)'}`, covers(...row.covers), () => {
+        test(`${row.name}: ${code} at ${path || '(document)'}`, covers(...row.covers, ...(row.refuse ? ['profile:config.error_codes'] : [])), () => {
           const o = results.get(row)!;
           expect(isRefused(o) ? { error: o.error, path: o.path } : 'compiled').toEqual({ error: code, path });
         });
@@ -295,17 +295,17 @@ for (const s of [...new Set(ROWS.map((r) => r.section))]) {
       // Known deviation from docs/profile.md: what the documents require (a refusal, at that path) is asserted;
       // the profile's code is an expected failure, so a fix shows up as an unexpected pass.
       if (row.text) {
-        test.fails(`${row.name}: ${code} (known deviation: ${row.deviation})`, covers(...row.covers), () => {
+        test.fails(`${row.name}: ${code} (known deviation: ${row.deviation})`, covers(...row.covers, ...(row.refuse ? ['profile:config.error_codes'] : [])), () => {
           const o = results.get(row)!;
           expect(isRefused(o) ? { error: o.error, path: o.path } : 'compiled').toEqual({ error: code, path });
         });
         continue;
       }
-      test(`${row.name}: refused at ${path}`, covers(...row.covers), () => {
+      test(`${row.name}: refused at ${path}`, covers(...row.covers, ...(row.refuse ? ['profile:config.error_codes'] : [])), () => {
         const o = results.get(row)!;
         expect(isRefused(o) ? { refused: true, path: o.path } : 'compiled').toEqual({ refused: true, path });
       });
-      test.fails(`${row.name}: code ${code} as docs/profile.md says (known deviation: ${row.deviation})`, covers(...row.covers), () => {
+      test.fails(`${row.name}: code ${code} as docs/profile.md says (known deviation: ${row.deviation})`, covers(...row.covers, ...(row.refuse ? ['profile:config.error_codes'] : [])), () => {
         const o = results.get(row)!;
         expect(isRefused(o) && o.error).toBe(code);
       });
