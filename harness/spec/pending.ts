@@ -44,12 +44,12 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
       "rule:transport.units",
       "rule:envelope.changed_after_prefix",
       "rule:client.unknown_outcome",
-      "rule:common_sets.io",
     ],
   ],
   [
     "trajectories, programs and handles are a later issue",
     [
+      "rule:common_sets.io",
       "rule:native.reason_capacity",
       "reason:io_not_armed",
       "reason:io_torch_unqualified",
@@ -250,12 +250,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
       "rule:remote_jog_ws.protocol_close",
       "rule:remote_jog_ws.idle_close",
       "rule:remote_jog_ws.idle_ends_jog",
-    ],
-  ],
-  [
-    "machine operations of the real-time core (enable, arm, home, halt, recovery, anchors, cell I/O) are issue 3",
-    [
-      "rule:common_sets.native",
     ],
   ],
   [

@@ -312,7 +312,7 @@ describe('faults and recovery', () => {
     expect((await cell.fenced('renew', s)).status).toBe(200);
   });
 
-  test('an open E-stop chain shows in safety_fault_mask and blocks enable', covers('field:ProcessStatus.core.safety_fault_mask'), async ({ cell, client, target, skip }) => {
+  test('an open E-stop chain shows in safety_fault_mask and blocks enable with native_rejected and the receipt', covers('field:ProcessStatus.core.safety_fault_mask', 'rule:common_sets.native', 'reason:native_rejected'), async ({ cell, client, target, skip }) => {
     needsFaults({ skip }, target);
     await target.inject({ kind: 'estop_open' });
     try {
@@ -321,6 +321,7 @@ describe('faults and recovery', () => {
       const s = await cell.grant();
       const r = await cell.fenced('enable', s, { axis_mask: 1 });
       expect(r.status).toBe(409);
+      expect(r.label).toBe('native_rejected');
       expect(r.reply.native_result!.Result).toBe(1);
     } finally {
       await target.inject({ kind: 'clear' });
