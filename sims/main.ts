@@ -30,6 +30,7 @@ Starts the reference cell stack (control service + real-time core on the sim dri
   --spin-ns N             spin this long before each cycle deadline for precise timing (default 0)
   --initial-generation N  start the application generation counter at N (test hook, default 0)
   --sim-fault KIND:AXIS   sim driver: start with an injected fault (pdo_mapping_mismatch:AXIS), repeatable
+  --capture-retention-ms N  telemetry capture retention (default the machine's; 0 turns capture off)
   --test-channel          expose the private test channel DIR/private/test.sock (fault injection)
   --lifeline-stdin        exit when standard input closes (used by targets that start the stack)
   -h, --help              this text
@@ -54,6 +55,7 @@ export async function main(argv: string[]): Promise<number> {
         'initial-generation': { type: 'string' },
         'sim-fault': { type: 'string', multiple: true },
         'lifeline-stdin': { type: 'boolean' },
+        'capture-retention-ms': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -93,6 +95,12 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
 
+  const retention = args['capture-retention-ms'];
+  if (retention !== undefined && !/^(0|[1-9][0-9]{0,8})$/.test(retention)) {
+    process.stderr.write('--capture-retention-ms must be an integer 0..999999999\n');
+    return 2;
+  }
+
   let machine;
   try {
     machine = await loadMachine(resolve(args.machine ?? DEFAULT_MACHINE), resolve(args['config-cache'] ?? join(tmpdir(), 'cell-hil-config')));
@@ -111,7 +119,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     startFaults.push({ kind: 'pdo_mapping_mismatch', axis: Number(m[1]) });
   }
-  const core = new CoreLink(machine, { driver: 'sim', spinNs, speed, sim: { startFaults } });
+  const core = new CoreLink(machine, { driver: 'sim', spinNs, speed, sim: { startFaults }, ...(retention !== undefined ? { captureRetentionMs: Number(retention) } : {}) });
   const service = new ControlService({
     socketDir: resolve(dir),
     socketPath: args.socket ? resolve(args.socket) : undefined,

@@ -23,6 +23,7 @@ import {
 import { EventLog, EVENTS_PER_POLL } from './events.ts';
 import { ANCHOR_DIR_ENV, MachineOps } from './machine.ts';
 import { encodeJson } from './json.ts';
+import { TelemetryEndpoints } from './telemetry.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import type { CoreStatus } from '../core/protocol.ts';
 
@@ -56,6 +57,7 @@ export class ControlService {
   readonly testSocketPath: string;
   private daemonIncarnation = '';
   readonly machineOps: MachineOps;
+  readonly telemetry: TelemetryEndpoints;
 
   constructor(private readonly o: ServiceOptions) {
     const m = o.machine;
@@ -86,6 +88,13 @@ export class ControlService {
       },
     }, o.initialGeneration ?? 0n);
     this.machineOps = new MachineOps(o.core, this.authority, m, this.binding, process.env[ANCHOR_DIR_ENV] || undefined, (g) => this.stopGrant(g));
+    this.telemetry = new TelemetryEndpoints({
+      core: o.core,
+      machine: m,
+      adapterIncarnation: this.adapterIncarnation,
+      daemonIncarnation: () => this.daemonIncarnation,
+      refuse: (res, e) => this.send(res, refusal(e, 'telemetry')),
+    });
     o.core.on('core_event', (type: string, payload: unknown) => this.events.publish(type, payload));
     o.core.on('stop_drained', () => this.authority.drained());
     o.core.on('exit', (why: string) => this.onCoreExit(why));
@@ -173,6 +182,10 @@ export class ControlService {
           return this.send(res, { status: 200, body: { operation: 'status', data: this.statusData() } });
         case 'GET /v1/events':
           return this.send(res, this.pollEvents(url));
+        case 'GET /v1/telemetry':
+          return await this.telemetry.poll(req, res, url);
+        case 'GET /v1/telemetry/stream':
+          return this.telemetry.stream(req, res, url);
         default:
           drain(req, DISCARD_BOUND);
           return this.send(res, refusal(new Refusal(409, 'unknown_endpoint', `${req.method} ${url.pathname}`)));

@@ -1,0 +1,113 @@
+// A telemetry consumer as a real client would write it (document 1 part 4 "Observation endpoints"):
+// poll GET /v1/telemetry?after=<sequence> (optionally gzip), or read GET /v1/telemetry/stream and split
+// the concatenated batches by their headers (never by HTTP chunks). Decoding is the oracle's.
+
+import { gunzipSync } from 'node:zlib';
+import { request } from 'undici';
+import { checkReply, type CheckedReply } from '../oracle/reply.ts';
+import { BatchSplitter, checkBatchCursor, decodeBatch, decodeBatchHeader, type DecodeOptions, type TelemetryBatch, type TelemetryBatchHeaderV1 } from '../oracle/telemetry.ts';
+import { contentType, type ControlClient, type RawReply } from './control.ts';
+
+export interface TelemetryPoll {
+  raw: RawReply;
+  /** The decoded batch on 200 (gunzipped first when the reply says Content-Encoding gzip). */
+  batch?: TelemetryBatch;
+  /** The strictly checked JSON refusal otherwise. */
+  refusal?: CheckedReply;
+  /** The batch bytes as received after any content decoding. */
+  bytes?: Uint8Array;
+}
+
+/** One poll. `after` is put into the query as given (a bigint, or raw query text for malformed cursors). */
+export async function pollTelemetry(
+  client: ControlClient,
+  after: bigint | string | undefined,
+  opts: { gzip?: boolean; acceptEncoding?: string; path?: string; decode?: DecodeOptions } = {},
+): Promise<TelemetryPoll> {
+  const path = opts.path ?? '/v1/telemetry';
+  const query = after === undefined ? '' : typeof after === 'bigint' ? `?after=${after}` : `?${after}`;
+  const headers: Record<string, string> = {};
+  const ae = opts.acceptEncoding ?? (opts.gzip ? 'gzip' : undefined);
+  if (ae !== undefined) headers['accept-encoding'] = ae;
+  const raw = await client.raw('GET', path + query, undefined, headers);
+  if (raw.status !== 200) return { raw, refusal: checkReply(raw.status, contentType(raw), raw.body, 'telemetry') };
+  const bytes = raw.headers['content-encoding'] === 'gzip' ? new Uint8Array(gunzipSync(raw.body)) : raw.body;
+  return { raw, bytes, batch: decodeBatch(bytes, opts.decode) };
+}
+
+/** Poll and insist on a batch. */
+export async function readBatch(client: ControlClient, after: bigint, opts: { gzip?: boolean } = {}): Promise<TelemetryBatch> {
+  const p = await pollTelemetry(client, after, opts);
+  if (!p.batch) throw new Error(`telemetry poll after=${after} refused: ${p.raw.status} ${p.refusal?.reply.error}`);
+  checkBatchCursor(p.batch.header, after);
+  return p.batch;
+}
+
+/** Poll and check only the header (cheap: no record is decoded). */
+export async function readHeader(client: ControlClient, after: bigint): Promise<{ header: TelemetryBatchHeaderV1; length: number }> {
+  const raw = await client.raw('GET', `/v1/telemetry?after=${after}`);
+  if (raw.status !== 200) throw new Error(`telemetry poll after=${after} refused: ${raw.status} ${Buffer.from(raw.body).toString('utf8')}`);
+  const header = decodeBatchHeader(raw.body);
+  checkBatchCursor(header, after);
+  return { header, length: raw.body.length };
+}
+
+/** The newest sequence the target had at the time of the call (last_sequence of a poll that is not full). */
+export async function latestSequence(client: ControlClient, from = 0n): Promise<bigint> {
+  let after = from;
+  for (;;) {
+    const { header } = await readHeader(client, after);
+    if (header.record_count < 4096) return header.last_sequence;
+    after = header.last_sequence;
+  }
+}
+
+export interface StreamCapture {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  /** Complete batches in arrival order, with the local time each completed (ms, performance.now()). */
+  batches: Array<{ batch: TelemetryBatch; at: number }>;
+  /** True when the server ended the body (as opposed to our abort). */
+  ended: boolean;
+  /** The JSON refusal when the stream was refused. */
+  refusal?: CheckedReply;
+}
+
+/**
+ * Read GET /v1/telemetry/stream?after=<after> for up to `ms` (or until the server ends it, or until
+ * `until` says so), splitting batches by header. Every batch is decoded by the oracle.
+ */
+export async function readStream(
+  client: ControlClient,
+  after: bigint,
+  ms: number,
+  opts: { onBatch?: (b: TelemetryBatch) => void } = {},
+): Promise<StreamCapture> {
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(), ms);
+  const res = await request(`http://localhost/v1/telemetry/stream?after=${after}`, { method: 'GET', dispatcher: client.agent, signal: ac.signal });
+  const out: StreamCapture = { status: res.statusCode, headers: res.headers, batches: [], ended: false };
+  if (res.statusCode !== 200) {
+    clearTimeout(timer);
+    const body = new Uint8Array(await res.body.arrayBuffer());
+    out.refusal = checkReply(res.statusCode, contentType({ status: res.statusCode, headers: res.headers, body }), body, 'telemetry');
+    return out;
+  }
+  const splitter = new BatchSplitter();
+  try {
+    for await (const chunk of res.body) {
+      for (const bytes of splitter.push(chunk as Uint8Array)) {
+        const batch = decodeBatch(bytes);
+        out.batches.push({ batch, at: performance.now() });
+        opts.onBatch?.(batch);
+      }
+    }
+    out.ended = true;
+    splitter.finish();
+  } catch (e) {
+    if (!ac.signal.aborted) throw e;
+  } finally {
+    clearTimeout(timer);
+  }
+  return out;
+}

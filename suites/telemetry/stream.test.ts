@@ -1,0 +1,120 @@
+// The telemetry stream (document 1 part 4: GET /v1/telemetry/stream, concatenated batches over chunked
+// HTTP, one complete batch per flush about every 20 ms, boundaries from the header; part 8: the stream
+// closes when the core disconnects or a write blocks 5 s) and the incarnation rule of the cursor.
+
+import { connect } from 'node:net';
+import { latestSequence, pollTelemetry, readBatch, readStream } from '../../harness/clients/telemetry.ts';
+import { checkBatchCursor } from '../../harness/oracle/telemetry.ts';
+import { covers, describe, expect, test } from '../../harness/fixture.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('stream', () => {
+  test(
+    'a stream is chunked application/octet-stream of complete batches about every 20 ms, each continuing from the last one\'s last_sequence',
+    covers('endpoint:GET /v1/telemetry/stream', 'rule:telemetry.stream_batches', 'limit:telemetry_stream_flush_ms', 'rule:telemetry.cursor_resume', 'rule:telemetry.no_session'),
+    async ({ client, description }) => {
+      const from = await latestSequence(client);
+      const t0 = performance.now();
+      const s = await readStream(client, from, 400);
+      expect(s.status).toBe(200);
+      expect(s.headers['content-type']).toBe('application/octet-stream');
+      expect(s.headers['transfer-encoding']).toBe('chunked');
+      expect(s.ended).toBe(false);
+      // ~400 ms at one batch per ~20 ms: allow a wide margin for a loaded host.
+      expect(s.batches.length).toBeGreaterThanOrEqual(5);
+      expect(s.batches.length).toBeLessThanOrEqual(60);
+      let after = from;
+      let records = 0;
+      for (const { batch } of s.batches) {
+        expect(batch.header.daemon_incarnation).toBe(description.daemon_incarnation);
+        expect(batch.header.dropped).toBe(0n);
+        after = checkBatchCursor(batch.header, after);
+        records += batch.header.record_count;
+      }
+      // The batches carried every cycle in between (one record per cycle).
+      const elapsedCycles = ((performance.now() - t0) * 1e6) / Number(description.cycle_ns as bigint);
+      expect(records).toBeGreaterThan(elapsedCycles * 0.3);
+      // A median gap between batches near 20 ms.
+      const gaps = s.batches.slice(1).map((b, k) => b.at - s.batches[k]!.at).sort((x, y) => x - y);
+      expect(gaps[Math.floor(gaps.length / 2)]!).toBeLessThan(60);
+    },
+  );
+
+  test('a stream with a refused cursor answers the JSON 409 like a poll', covers('reason:invalid_telemetry_cursor', 'reason:telemetry_cursor_ahead', 'rule:telemetry.errors_json_409'), async ({ client }) => {
+    const bad = await pollTelemetry(client, 'after=x', { path: '/v1/telemetry/stream' });
+    expect(bad.raw.status).toBe(409);
+    expect(bad.refusal!.label).toBe('invalid_telemetry_cursor');
+    const ahead = await readStream(client, (await latestSequence(client)) + 1_000_000_000n, 1000);
+    expect(ahead.status).toBe(409);
+    expect(ahead.refusal!.label).toBe('telemetry_cursor_ahead');
+    expect(ahead.refusal!.reply.operation).toBe('telemetry');
+  });
+
+  test(
+    'a stream whose writes stay blocked for 5 s is closed by the service',
+    { ...covers('rule:telemetry.stream_close', 'limit:telemetry_stream_write_block_s'), timeout: 30_000 },
+    async ({ target }) => {
+      const sock = connect(target.address);
+      await new Promise<void>((r, j) => sock.once('connect', r).once('error', j));
+      let closed = false;
+      sock.once('close', () => (closed = true));
+      sock.on('error', () => undefined);
+      sock.pause(); // never read: the service's writes block once the socket buffers fill
+      sock.write('GET /v1/telemetry/stream?after=0 HTTP/1.1\r\nHost: localhost\r\n\r\n');
+      await sleep(3_000);
+      // Still open 3 s in (well before the limit) ...
+      expect(closed).toBe(false);
+      await sleep(4_000);
+      // ... and closed by 7 s: the service gave up on a write blocked 5 s. Reading now drains what was buffered.
+      let bytes = 0;
+      sock.on('data', (d: Buffer) => (bytes += d.length));
+      sock.resume();
+      const deadline = Date.now() + 5_000;
+      while (!closed && Date.now() < deadline) await sleep(50);
+      expect(closed, 'the blocked stream is still open').toBe(true);
+      expect(bytes).toBeGreaterThan(0);
+      sock.destroy();
+    },
+  );
+
+  test(
+    'a core restart ends the stream; the next poll names a new daemon_incarnation, Describe agrees, and sequences restart at 1',
+    covers('rule:telemetry.stream_close', 'rule:telemetry.incarnation_change', 'layout:telemetry_header:daemon_incarnation', 'rule:telemetry.cursor_start'),
+    async ({ client, target, skip }) => {
+      skip(!target.abilities.coreRestart, `target ${target.name} cannot restart its core`);
+      const before = (await client.describe()).reply.data as { daemon_incarnation: string; adapter_incarnation: string };
+      const from = await latestSequence(client);
+      const reading = readStream(client, from, 20_000);
+      await sleep(200);
+      await target.restartCore();
+      const s = await reading;
+      expect(s.status).toBe(200);
+      expect(s.ended, 'the stream did not end when the core restarted').toBe(true);
+      expect(s.batches.length).toBeGreaterThan(0);
+      for (const { batch } of s.batches) expect(batch.header.daemon_incarnation).toBe(before.daemon_incarnation);
+      const oldCursor = s.batches.at(-1)!.batch.header.last_sequence;
+      // A new incarnation: the client re-reads Describe and Status, then resets its cursor.
+      const after = (await client.describe()).reply.data as { daemon_incarnation: string; adapter_incarnation: string };
+      expect(after.daemon_incarnation).not.toBe(before.daemon_incarnation);
+      expect(after.adapter_incarnation).toBe(before.adapter_incarnation);
+      let b = await pollTelemetry(client, 0n);
+      const deadline = Date.now() + 5_000;
+      // The new core may not have captured its first cycle yet: an empty batch (or no ring) until it has.
+      while ((b.raw.status !== 200 || b.batch!.header.record_count === 0) && Date.now() < deadline) {
+        await sleep(50);
+        b = await pollTelemetry(client, 0n);
+      }
+      const h = b.batch!.header;
+      expect(h.daemon_incarnation).toBe(after.daemon_incarnation);
+      expect(h.adapter_incarnation).toBe(before.adapter_incarnation);
+      expect(h.dropped).toBe(0n);
+      expect(h.first_sequence).toBe(1n);
+      expect(h.last_sequence).toBeLessThan(oldCursor);
+      // The old cursor means nothing to the new core: it is ahead of the new ring.
+      const stale = await pollTelemetry(client, oldCursor + 10_000n);
+      expect(stale.refusal?.label).toBe('telemetry_cursor_ahead');
+      await readBatch(client, h.last_sequence);
+    },
+  );
+});

@@ -1,0 +1,316 @@
+// Telemetry polling (document 1 part 2 "Telemetry binary records", part 4 "Observation endpoints",
+// part 7 "Telemetry and events", part 8 limits, part 9 versioning). Batches are decoded only with the
+// harness oracle (harness/oracle/telemetry.ts); no session is ever used to read them.
+
+import { gunzipSync } from 'node:zlib';
+import { latestSequence, pollTelemetry, readBatch, readHeader } from '../../harness/clients/telemetry.ts';
+import { codeOf, isOracleError } from '../../harness/oracle/errors.ts';
+import {
+  AXIS_FIELDS,
+  checkBatchCursor,
+  decodeBatch,
+  decodeBatchHeader,
+  HEADER_BYTES,
+  MAX_BATCH_BYTES,
+  RECORD_BYTES,
+  RECORD_FIELDS,
+  RECORD_LAYOUT_DIGEST,
+  type CycleCaptureRecordV2,
+} from '../../harness/oracle/telemetry.ts';
+import { covers, describe, expect, test } from '../../harness/fixture.ts';
+
+const HEX32 = /^[0-9a-f]{32}$/;
+const U64_MAX = (1n << 64n) - 1n;
+
+const HEADER_LAYOUT = [
+  'magic', 'version', 'header_bytes', 'adapter_incarnation', 'machine_sha256', 'deployment_sha256', 'record_layout_digest',
+  'cycle_period_ns', 'first_sequence', 'last_sequence', 'dropped', 'axis_count', 'record_count', 'record_bytes', 'reserved',
+  'daemon_incarnation',
+].map((f) => `layout:telemetry_header:${f}`);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** About the newest `n` records (one poll to find the newest, one from newest - n). */
+async function recent(client: Parameters<typeof readBatch>[0], n: bigint) {
+  const newest = await latestSequence(client);
+  return readBatch(client, newest > n ? newest - n : 0n);
+}
+
+/** Plain-code checks over many values, reported with one expect (thousands of expects are slow). */
+function problems(): { add: (ok: boolean, what: string) => void; list: string[] } {
+  const list: string[] = [];
+  return { list, add: (ok, what) => void (ok || list.length >= 20 || list.push(what)) };
+}
+
+describe('batch header', () => {
+  test(
+    'a poll without a session answers one little-endian application/octet-stream batch whose header names the service, the core, the machine and the layout',
+    covers(
+      'endpoint:GET /v1/telemetry', 'capability:telemetry', 'rule:telemetry.no_session', 'rule:telemetry.little_endian', 'rule:telemetry.batch_shape',
+      'rule:telemetry.reader_checks', 'rule:versioning.telemetry_header', 'limit:telemetry_header_bytes', 'limit:telemetry_record_bytes',
+      'limit:telemetry_header_version', 'limit:telemetry_axis_count', ...HEADER_LAYOUT,
+    ),
+    async ({ client, description }) => {
+      await sleep(50); // let the core capture a few cycles
+      const p = await pollTelemetry(client, 0n);
+      expect(p.raw.status).toBe(200);
+      expect(p.raw.headers['content-type']).toBe('application/octet-stream');
+      expect(p.raw.headers['content-encoding']).toBeUndefined();
+      const bytes = p.bytes!;
+      // Little-endian: the magic 0x31425452 is the bytes 52 54 42 31 ("RTB1"), version 1 is 01 00.
+      expect([...bytes.subarray(0, 6)]).toEqual([0x52, 0x54, 0x42, 0x31, 0x01, 0x00]);
+      const { header: h, records } = p.batch!;
+      expect(h.magic).toBe(0x31425452);
+      expect(h.version).toBe(1);
+      expect(h.header_bytes).toBe(HEADER_BYTES);
+      expect(h.header_bytes).toBe(312);
+      expect(h.record_bytes).toBe(RECORD_BYTES);
+      expect(h.record_bytes).toBe(5392);
+      expect(h.record_layout_digest).toBe(RECORD_LAYOUT_DIGEST);
+      expect(h.reserved).toBe(0);
+      expect(h.axis_count).toBe(description.axes.length);
+      expect(h.axis_count).toBeGreaterThanOrEqual(1);
+      expect(h.axis_count).toBeLessThanOrEqual(16);
+      expect(h.adapter_incarnation).toMatch(HEX32);
+      expect(h.adapter_incarnation).toBe(description.adapter_incarnation);
+      expect(h.daemon_incarnation).toMatch(HEX32);
+      expect(h.daemon_incarnation).toBe(description.daemon_incarnation);
+      expect(h.machine_sha256).toBe(description.machine_sha256);
+      expect(h.deployment_sha256).toBe(description.deployment_sha256);
+      expect(h.cycle_period_ns).toBe(description.cycle_ns);
+      // Batch shape: header + exactly record_count records.
+      expect(h.record_count).toBeGreaterThan(0);
+      expect(bytes.length).toBe(312 + h.record_count * 5392);
+      expect(records.length).toBe(h.record_count);
+      expect(h.first_sequence).toBe(records[0]!.seq);
+      expect(h.last_sequence).toBe(records.at(-1)!.seq);
+      expect(h.dropped).toBeTypeOf('bigint');
+      checkBatchCursor(h, 0n);
+    },
+  );
+
+  test(
+    'a reader refuses a batch whose layout digest differs, with both digests; the header checks come before the body',
+    covers('rule:telemetry.layout_digest_mismatch', 'rule:telemetry.reader_checks'),
+    async ({ client }) => {
+      const p = await pollTelemetry(client, 0n);
+      const bytes = p.bytes!;
+      // A reader built for another layout refuses the real batch and names both digests.
+      const other = 'f'.repeat(64);
+      try {
+        decodeBatch(bytes, { expectedLayoutDigest: other });
+        expect.unreachable('a layout mismatch must refuse the batch');
+      } catch (e) {
+        expect(isOracleError(e, 'telemetry_layout_mismatch')).toBe(true);
+        expect((e as { detail: Record<string, unknown> }).detail).toMatchObject({ expected: other, actual: RECORD_LAYOUT_DIGEST });
+      }
+      // The checks run on the header alone, in the documented order, before any of the body is read.
+      const head = bytes.slice(0, HEADER_BYTES);
+      expect(decodeBatchHeader(head).record_count).toBe(p.batch!.header.record_count);
+      const bad = head.slice();
+      bad[168] ^= 1; // layout digest
+      expect(codeOf(() => decodeBatchHeader(bad))).toBe('telemetry_layout_mismatch');
+      bad[0] ^= 1; // magic first
+      expect(codeOf(() => decodeBatchHeader(bad))).toBe('telemetry_magic');
+      expect(codeOf(() => decodeBatch(bytes.subarray(0, bytes.length - 1)))).toBe('telemetry_length');
+    },
+  );
+});
+
+describe('cursor', () => {
+  test(
+    'after=0 starts at sequence 1 (or reports overwritten history in dropped); sequences are contiguous; resuming from last_sequence continues without gap',
+    covers('rule:telemetry.cursor_start', 'rule:telemetry.cursor_contiguous', 'rule:telemetry.cursor_resume', 'layout:telemetry_header:first_sequence', 'layout:telemetry_header:last_sequence', 'layout:telemetry_header:dropped'),
+    async ({ client }) => {
+      const b0 = await readBatch(client, 0n);
+      expect(b0.header.first_sequence).toBe(b0.header.dropped + 1n);
+      // The ring of a freshly started target still holds its first record.
+      if (b0.header.dropped === 0n) expect(b0.records[0]!.seq).toBe(1n);
+      let after = b0.header.last_sequence;
+      for (let k = 0; k < 5; k++) {
+        await sleep(10);
+        const b = await readBatch(client, after); // checkBatchCursor: starts at after + dropped + 1
+        if (b.header.record_count > 0) {
+          expect(b.header.dropped).toBe(0n); // polled well within the retention
+          expect(b.records[0]!.seq).toBe(after + 1n);
+        }
+        after = b.header.last_sequence;
+      }
+    },
+  );
+
+  test(
+    'a caught-up poll answers an empty batch: first_sequence 0, last_sequence after + dropped, record_count 0',
+    covers('rule:telemetry.cursor_empty_batch', 'layout:telemetry_header:record_count', 'layout:telemetry_header:first_sequence', 'layout:telemetry_header:last_sequence'),
+    async ({ client }) => {
+      let after = await latestSequence(client);
+      const deadline = Date.now() + 5_000;
+      for (;;) {
+        const p = await pollTelemetry(client, after);
+        const h = p.batch!.header;
+        if (h.record_count === 0) {
+          expect(h.first_sequence).toBe(0n);
+          expect(h.last_sequence).toBe(after + h.dropped);
+          expect(p.bytes!.length).toBe(312);
+          return;
+        }
+        after = checkBatchCursor(h, after);
+        expect(Date.now(), 'no empty batch while polling from the newest sequence for 5 s').toBeLessThan(deadline);
+      }
+    },
+  );
+
+  test(
+    'a cursor beyond the newest sequence answers 409 telemetry_cursor_ahead as a JSON Response',
+    covers('reason:telemetry_cursor_ahead', 'rule:telemetry.errors_json_409'),
+    async ({ client }) => {
+      const newest = await latestSequence(client);
+      for (const after of [newest + 1_000_000_000n, U64_MAX]) {
+        const p = await pollTelemetry(client, after);
+        expect(p.raw.status).toBe(409);
+        expect(p.raw.headers['content-type']).toMatch(/^application\/json/);
+        expect(p.refusal!.label).toBe('telemetry_cursor_ahead');
+        expect(p.refusal!.reply.operation).toBe('telemetry');
+      }
+    },
+  );
+
+  test(
+    'a malformed cursor answers 409 invalid_telemetry_cursor as a JSON Response (profile: one canonical unsigned decimal, at most once)',
+    covers('reason:invalid_telemetry_cursor', 'rule:telemetry.errors_json_409'),
+    async ({ client }) => {
+      for (const q of ['after=abc', 'after=-1', 'after=01', 'after=%2B1', 'after=1.5', 'after=', 'after=1&after=2', 'after=18446744073709551616', 'after=%201']) {
+        const p = await pollTelemetry(client, q);
+        expect(p.raw.status, q).toBe(409);
+        expect(p.raw.headers['content-type']).toMatch(/^application\/json/);
+        expect(p.refusal!.label, q).toBe('invalid_telemetry_cursor');
+        expect(p.refusal!.reply.operation).toBe('telemetry');
+      }
+      // Absent is 0.
+      const p = await pollTelemetry(client, undefined);
+      expect(p.raw.status).toBe(200);
+      checkBatchCursor(p.batch!.header, 0n);
+    },
+  );
+});
+
+describe('encoding and limits', () => {
+  test('Accept-Encoding gzip answers Content-Encoding gzip of the same batch; without it the batch is plain', covers('rule:telemetry.gzip', 'endpoint:GET /v1/telemetry'), async ({ client }) => {
+    const from = (await latestSequence(client)) - 100n;
+    const g = await pollTelemetry(client, from, { acceptEncoding: 'gzip, deflate' });
+    expect(g.raw.status).toBe(200);
+    expect(g.raw.headers['content-encoding']).toBe('gzip');
+    expect(g.raw.headers['content-type']).toBe('application/octet-stream');
+    const bytes = new Uint8Array(gunzipSync(g.raw.body));
+    const b = decodeBatch(bytes);
+    checkBatchCursor(b.header, from);
+    expect(g.raw.body.length).toBeLessThan(bytes.length);
+    const plain = await pollTelemetry(client, from, { acceptEncoding: 'identity' });
+    expect(plain.raw.headers['content-encoding']).toBeUndefined();
+    decodeBatch(plain.raw.body);
+  });
+
+  test(
+    'a batch holds at most 4096 records (22085944 bytes) however far behind the cursor is',
+    covers('limit:telemetry_batch_records', 'limit:telemetry_batch_bytes', 'layout:telemetry_header:record_count'),
+    async ({ client, description }) => {
+      // Wait until more than 4096 records exist (about 4.1 s at a 1 ms cycle).
+      const cycleMs = Number(description.cycle_ns as bigint) / 1e6;
+      let newest = await latestSequence(client);
+      const deadline = Date.now() + 4200 * cycleMs + 5_000;
+      while (newest <= 4096n && Date.now() < deadline) {
+        await sleep(Math.max(50, Number(4097n - newest) * cycleMs));
+        newest = await latestSequence(client);
+      }
+      const { header, length } = await readHeader(client, 0n);
+      expect(header.record_count).toBe(4096);
+      expect(header.last_sequence).toBe(header.first_sequence + 4095n);
+      expect(length).toBeLessThanOrEqual(MAX_BATCH_BYTES);
+      expect(length).toBe(22085944);
+      // And the full batch decodes.
+      const p = await pollTelemetry(client, 0n);
+      expect(p.batch!.records.length).toBe(4096);
+    },
+  );
+});
+
+describe('record layout', () => {
+  test(
+    'every record carries its cycle time, sequence, cycle count, work and jitter; axes is the axis count; unused axis slots are zero',
+    covers(
+      'layout:capture_record:t_ns', 'layout:capture_record:seq', 'layout:capture_record:cycle', 'layout:capture_record:work_ns', 'layout:capture_record:axes',
+      'layout:capture_record:reserved', 'layout:capture_record:cycle_jitter_ns', 'layout:capture_record:ax', 'rule:telemetry.unused_axes_zero',
+    ),
+    async ({ client, description }) => {
+      await sleep(30);
+      const b = await recent(client, 300n);
+      const n = description.axes.length;
+      const bad = problems();
+      let prev: CycleCaptureRecordV2 | undefined;
+      let worked = false;
+      for (const r of b.records) {
+        const at = `seq ${r.seq}`;
+        bad.add(r.axes === n, `${at}: axes ${r.axes}`);
+        bad.add(r.reserved === 0, `${at}: reserved ${r.reserved}`);
+        bad.add(r.t_ns > 0n, `${at}: t_ns 0`);
+        bad.add(r.ax.length === 16, `${at}: ${r.ax.length} axis slots`);
+        // cycle_jitter_ns is signed (wake minus scheduled); a sane target stays well within a second.
+        bad.add(r.cycle_jitter_ns < 1_000_000_000n && r.cycle_jitter_ns > -1_000_000_000n, `${at}: jitter ${r.cycle_jitter_ns}`);
+        if (r.work_ns > 0n) worked = true;
+        if (prev) {
+          bad.add(r.seq === prev.seq + 1n, `${at}: not contiguous`);
+          bad.add(r.t_ns > prev.t_ns, `${at}: t_ns not increasing`);
+          bad.add(r.cycle > prev.cycle, `${at}: cycle not increasing`);
+        }
+        for (let a = n; a < 16; a++) {
+          for (const [k, v] of Object.entries(r.ax[a]!)) bad.add(Array.isArray(v) ? v.every((x) => x === 0) : v === 0 || v === 0n, `${at}: unused ax[${a}].${k} nonzero`);
+        }
+        prev = r;
+      }
+      expect(bad.list).toEqual([]);
+      expect(b.records.length).toBeGreaterThan(10);
+      expect(worked).toBe(true);
+      // Cycle time advances by about the cycle period per cycle (a record per cycle).
+      const first = b.records[0]!;
+      const last = b.records.at(-1)!;
+      const perCycle = Number(last.t_ns - first.t_ns) / Number(last.cycle - first.cycle);
+      expect(perCycle).toBeGreaterThan(Number(description.cycle_ns as bigint) * 0.5);
+      expect(perCycle).toBeLessThan(Number(description.cycle_ns as bigint) * 2);
+    },
+  );
+
+  const laneRecordFields = RECORD_FIELDS.filter(([, , name]) => !['t_ns', 'seq', 'cycle', 'work_ns', 'axes', 'reserved', 'cycle_jitter_ns'].includes(name));
+  test(
+    'every other documented field decodes at its documented offset with its documented type and range; an idle cell runs no trajectory and no jog',
+    covers(...laneRecordFields.map(([, , name]) => `layout:capture_record:${name}`), ...AXIS_FIELDS.map(([, , name]) => `layout:capture_axis:${name}`)),
+    async ({ client, description }) => {
+      const b = await recent(client, 200n);
+      const range: Record<string, [bigint, bigint]> = {
+        u8: [0n, 0xffn], i8: [-0x80n, 0x7fn], u16: [0n, 0xffffn], i16: [-0x8000n, 0x7fffn],
+        u32: [0n, 0xffffffffn], i32: [-0x80000000n, 0x7fffffffn], u64: [0n, U64_MAX], i64: [-(1n << 63n), (1n << 63n) - 1n],
+        'u8[16]': [0n, 0xffn], 'i32[16]': [-0x80000000n, 0x7fffffffn],
+      };
+      const bad = problems();
+      const check = (v: unknown, type: string, what: string) => {
+        const [lo, hi] = range[type]!;
+        const values = Array.isArray(v) ? v : [v];
+        if (type.endsWith('[16]')) bad.add(values.length === 16, `${what}: ${values.length} elements`);
+        for (const x of values) {
+          const ok = typeof x === (type === 'u64' || type === 'i64' ? 'bigint' : 'number') && BigInt(x as number | bigint) >= lo && BigInt(x as number | bigint) <= hi;
+          bad.add(ok, `${what}: ${String(x)} is not a ${type}`);
+        }
+      };
+      for (const r of b.records) {
+        for (const [, type, name] of RECORD_FIELDS) check((r as unknown as Record<string, unknown>)[name], type, name);
+        for (let a = 0; a < description.axes.length; a++) for (const [, type, name] of AXIS_FIELDS) check((r.ax[a] as unknown as Record<string, unknown>)[name], type, `ax[${a}].${name}`);
+        // Documented meanings that hold on a cell nobody is driving.
+        bad.add(r.active_mode === 0, `seq ${r.seq}: active_mode ${r.active_mode} on an idle cell`); // 0 idle, 2 trajectory, 3 jog
+        bad.add(r.jog_session_open === 0, `seq ${r.seq}: jog_session_open without a jog`);
+        bad.add(r.grant_active === 0, `seq ${r.seq}: grant_active without a grant`);
+        bad.add(r.armed === 0, `seq ${r.seq}: armed on an idle cell`);
+      }
+      expect(bad.list).toEqual([]);
+      expect(b.records.length).toBeGreaterThan(10);
+    },
+  );
+});
