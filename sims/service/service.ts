@@ -20,7 +20,7 @@ import {
   type Binding,
   type Request,
 } from './envelope.ts';
-import { EventLog, EVENTS_PER_POLL } from './events.ts';
+import { EventLog, EVENTS_PER_POLL, streamEvents } from './events.ts';
 import { ANCHOR_DIR_ENV, MachineOps } from './machine.ts';
 import { encodeJson } from './json.ts';
 import { TelemetryEndpoints } from './telemetry.ts';
@@ -182,6 +182,8 @@ export class ControlService {
           return this.send(res, { status: 200, body: { operation: 'status', data: this.statusData() } });
         case 'GET /v1/events':
           return this.send(res, this.pollEvents(url));
+        case 'GET /v1/events/stream':
+          return streamEvents(this.events, req, res, url);
         case 'GET /v1/telemetry':
           return await this.telemetry.poll(req, res, url);
         case 'GET /v1/telemetry/stream':
@@ -275,13 +277,9 @@ export class ControlService {
         this.events.publish('telemetry_mark', { label: r.label, sequence: n.result.Sequence, generation: g.generation });
         return { status: 200, body: { operation: r.operation, sequence: n.result.Sequence } };
       }
-      default: {
-        const n = await this.native(r.operation as never, g, r.axis_mask ?? 0);
-        if (n.result.Result === 1) {
-          throw new Refusal(409, 'native_rejected', n.detail ?? `native reason ${n.result.Reason}`, undefined);
-        }
-        return { status: 200, body: { operation: r.operation, sequence: n.result.Sequence } };
-      }
+      default:
+        // Jog, trajectories and programs are not in this build of the reference stack yet (README).
+        throw refuse('native_rejected', `${r.operation} is not available in this build of the reference stack`);
     }
   }
 
