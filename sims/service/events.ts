@@ -2,10 +2,18 @@
 // adapter incarnation, a synthetic events_dropped record for cursors older than the ring.
 
 import { EventEmitter } from 'node:events';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { refuse } from './envelope.ts';
+import { encodeJson } from './json.ts';
 
 export const EVENT_RING = 256;
 export const EVENTS_PER_POLL = 64;
+/** Comment line interval on an idle event stream (docs/profile.md "Events"). */
+export const EVENT_KEEPALIVE_MS = 15_000;
+/** A stream whose client lets this much output queue up is closed; the client resumes with after. */
+export const EVENT_STREAM_QUEUE_BOUND = 4 * 1024 * 1024;
+/** The reason a synthetic events_dropped record carries (document 1 part 6 "Reason event_cursor_lost"). */
+export const EVENT_CURSOR_LOST = 'event_cursor_lost';
 
 export interface EventRecord {
   sequence: bigint;
@@ -55,6 +63,7 @@ export class EventLog extends EventEmitter {
     private readonly clock: () => bigint,
   ) {
     super();
+    this.setMaxListeners(0); // one listener per open event stream
   }
 
   get latestSequence(): bigint {
@@ -100,7 +109,7 @@ export class EventLog extends EventEmitter {
         type: 'events_dropped',
         daemon_incarnation: this.daemonIncarnation(),
         adapter_incarnation: this.adapterIncarnation,
-        events_dropped: { first_lost_sequence: from, last_lost_sequence: oldest - 1n },
+        events_dropped: { first_lost_sequence: from, last_lost_sequence: oldest - 1n, reason: EVENT_CURSOR_LOST },
       });
       from = oldest;
     }
@@ -110,4 +119,47 @@ export class EventLog extends EventEmitter {
     }
     return out;
   }
+}
+
+/** One Server-Sent Events message: id (sequence), event (type), data (the Event as exact JSON, no envelope). */
+export function sseMessage(e: EventRecord): string {
+  return `id: ${e.sequence}\nevent: ${e.type}\ndata: ${encodeJson(e)}\n\n`;
+}
+
+/**
+ * GET /v1/events/stream?after=<sequence> (document 1 part 6). The cursor is checked exactly as the poll
+ * checks it, and a refusal is thrown before any byte of the stream (the caller answers the JSON 409).
+ * Then the backlog after the cursor (with the synthetic events_dropped first when history was lost) and
+ * every event published while the client stays connected. Last-Event-ID is not read.
+ */
+export function streamEvents(log: EventLog, req: IncomingMessage, res: ServerResponse, url: URL): void {
+  const after = EventLog.cursor(url.searchParams.get('after'));
+  const backlog = log.read(after, Number.MAX_SAFE_INTEGER);
+  req.resume();
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store' });
+  res.flushHeaders();
+  let done = false;
+  const write = (text: string) => {
+    if (done) return;
+    res.write(text);
+    if (res.writableLength > EVENT_STREAM_QUEUE_BOUND) finish();
+  };
+  const onEvent = (e: EventRecord) => write(sseMessage(e));
+  const keepalive = setInterval(() => write(': keepalive\n'), EVENT_KEEPALIVE_MS);
+  keepalive.unref();
+  const cleanup = () => {
+    if (done) return;
+    done = true;
+    clearInterval(keepalive);
+    log.off('event', onEvent);
+  };
+  const finish = () => {
+    cleanup();
+    if (!res.writableEnded && !res.destroyed) res.end();
+  };
+  res.on('close', cleanup);
+  res.on('error', cleanup);
+  // Subscribe in the same synchronous step as the backlog read: no event can fall between the two.
+  log.on('event', onEvent);
+  for (const e of backlog) write(sseMessage(e));
 }
