@@ -2,28 +2,6 @@
 // covers an id, the gate fails until the id is removed from here. Never add an id to hide a failing test.
 
 const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> = [
-  [
-    "GrantObservation is the native grant receipt: no documented endpoint returns it; exposing it in status for rig diagnosis is planned",
-    [
-      "field:GrantObservation.Ticket",
-      "field:GrantObservation.ConnectionId",
-      "field:GrantObservation.NativeGeneration",
-      "field:GrantObservation.AppGrantGeneration",
-      "field:GrantObservation.CapabilityId",
-      "field:GrantObservation.DeadlineHostNs",
-      "field:GrantObservation.NowHostNs",
-      "field:GrantObservation.ConfigurationEpoch",
-      "field:GrantObservation.HomeEpoch",
-      "field:GrantObservation.StopAckId",
-      "field:GrantObservation.GrantReason",
-      "field:GrantObservation.GrantActive",
-      "field:GrantObservation.AxisMask",
-      "field:GrantObservation.Reserved",
-      "field:GrantObservation.Reserved1",
-      "field:GrantObservation.Reserved2",
-      "field:GrantObservation.Reserved3",
-    ],
-  ],
     [
     "not yet asserted: later issues",
     [

@@ -33,6 +33,7 @@ export const PROFILE: readonly RuleEntry[] = [
   p('config.digest_split', 3, 'Machine configuration: Digest split', 'which identity lines feed deployment_sha256 and machine_sha256; the base identity is the configuration without io.*'),
   p('config.files', 3, 'Machine configuration: Files', 'formats of argv.json, axes.conf, coordinate.identity.json, robot.json and resources.json; directory reuse and conflict'),
   p('config.compile_command', 3, 'Machine configuration', 'hil config compile prints one JSON line; exit 0 compiled, 1 refused, 2 usage'),
+  p('status.grant_observation', 1, 'Grant observation', 'Status core.grant_observation carries the native grant receipt (GrantObservation) of the core'),
   p('events.array_field', 1, 'Events', 'the events array of an EventBatch is named events'),
   p('events.dropped_reason', 1, 'Events', 'the synthetic events_dropped payload carries reason "event_cursor_lost" beside first_lost_sequence and last_lost_sequence'),
 ];

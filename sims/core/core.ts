@@ -158,6 +158,10 @@ export class Core {
   private staleCycles: number[];
   private feSince: Array<bigint | null>;
   private grant = { generation: 0n, deadlineNs: 0n, active: false, axisMask: 0 };
+  /** Native grant receipt bookkeeping (GrantObservation, docs/profile.md "Grant observation"). */
+  private grantTicket = 0n;
+  private nativeGeneration = 0n;
+  private stopAckId = 0n;
   private overruns = 0;
   /** Cycle lateness (wake minus scheduled) and work time (inside cycle()) since this incarnation started. */
   readonly lateness = new CycleHistogram();
@@ -236,6 +240,8 @@ export class Core {
     switch (m.t) {
       case 'grant': {
         const wasActive = this.grant.active;
+        this.grantTicket++;
+        if (wasActive !== m.active || m.generation !== this.grant.generation) this.nativeGeneration++;
         this.grant = { generation: m.generation, deadlineNs: m.deadlineNs, active: m.active, axisMask: m.axisMask };
         // Authority ended (release, expiry, revocation, retirement): nobody controls the cell, so it is
         // brought to the safe state a stop leaves (docs/profile.md "Grant end").
@@ -636,6 +642,7 @@ export class Core {
       const seq = this.stopDraining;
       this.stopDraining = null;
       this.dirty = true;
+      this.stopAckId = seq;
       this.send({ t: 'stop_drained', sequence: seq });
     }
     const en = this.enabledMask();
@@ -770,6 +777,25 @@ export class Core {
       axes,
       faults: [...this.faults].sort((a, b) => a[0] - b[0]).map(([bit, m]) => faultEntry(bit, m)),
       last_reset_sequence: this.lastResetSequence,
+      grant_observation: {
+        Ticket: this.grantTicket,
+        ConnectionId: 0n,
+        NativeGeneration: this.nativeGeneration,
+        AppGrantGeneration: this.grant.generation,
+        CapabilityId: [...Buffer.from(this.incarnation.slice(0, 32).padEnd(32, '0'), 'hex')],
+        DeadlineHostNs: this.grant.deadlineNs,
+        NowHostNs: nowNs,
+        ConfigurationEpoch: 1n,
+        HomeEpoch: this.homeEpoch,
+        StopAckId: this.stopAckId,
+        GrantReason: this.grant.active ? 1 : this.stopDraining !== null ? 2 : 0,
+        GrantActive: this.grant.active ? 1 : 0,
+        AxisMask: this.grant.active ? this.grant.axisMask : 0,
+        Reserved: 0,
+        Reserved1: 0n,
+        Reserved2: 0n,
+        Reserved3: 0n,
+      },
       homing_mask: this.homing?.mask ?? 0,
       halted: this.halted,
       timing: this.timing(),

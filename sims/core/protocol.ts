@@ -123,6 +123,8 @@ export interface CoreStatus {
   /** Latched execution fault bits with their axis masks. */
   faults: FaultRecovery[];
   last_reset_sequence: bigint;
+  /** The native grant receipt (document 1 part 2 GrantObservation; case-sensitive names). */
+  grant_observation: Record<string, bigint | number | number[]>;
   homing_mask: number;
   halted: boolean;
   timing: CoreTiming;

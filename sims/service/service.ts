@@ -360,6 +360,7 @@ export class ControlService {
             cycle: s.cycle,
             published_host_ns: s.now_ns,
             overruns: s.timing.overruns,
+            grant_observation: s.grant_observation,
           }
         : null,
       commissioning: { phase: s?.commissioning_phase ?? 'idle' },

@@ -90,6 +90,37 @@ describe('profile fields', () => {
   });
 });
 
+describe('grant observation', () => {
+  const U64 = ['Ticket', 'ConnectionId', 'NativeGeneration', 'AppGrantGeneration', 'DeadlineHostNs', 'NowHostNs', 'ConfigurationEpoch', 'HomeEpoch', 'StopAckId', 'Reserved1', 'Reserved2', 'Reserved3'];
+  const U32 = ['GrantReason', 'GrantActive', 'AxisMask', 'Reserved'];
+  const ids = [...U64, ...U32, 'CapabilityId'].map((f) => `field:GrantObservation.${f}`);
+
+  test('Status carries the core grant receipt with the documented case-sensitive fields, following the grant', profile('profile:status.grant_observation', ...ids), async ({ client, cell, description }) => {
+    const obs = async () => ((await client.status()).reply.data as { core: { grant_observation: Record<string, unknown> } }).core.grant_observation;
+    const idle = await obs();
+    expect(Object.keys(idle).sort()).toEqual([...U64, ...U32, 'CapabilityId'].sort());
+    for (const f of U64) expect(idle[f], f).toBeTypeOf('bigint');
+    for (const f of U32) expect(Number(idle[f]), f).toBeLessThanOrEqual(0xffffffff);
+    const cap = idle.CapabilityId as bigint[];
+    expect(cap).toHaveLength(16);
+    for (const b of cap) expect(Number(b)).toBeLessThanOrEqual(255);
+    expect(idle.GrantActive).toBe(0n);
+
+    const s = await cell.grant();
+    await new Promise((r) => setTimeout(r, 30));
+    const st = (await client.status()).reply.data as { core: { grant_observation: Record<string, bigint> }; grant: { deadline_host_ns: bigint } };
+    const held = st.core.grant_observation;
+    expect(held.GrantActive).toBe(1n);
+    expect(held.AppGrantGeneration).toBe(s.generation);
+    expect(held.DeadlineHostNs).toBe(st.grant.deadline_host_ns);
+    expect(held.AxisMask).toBe(BigInt((1 << description.axes.length) - 1));
+    expect(held.Ticket).toBeGreaterThan(idle.Ticket as bigint);
+    await cell.cleanup();
+    await new Promise((r) => setTimeout(r, 30));
+    expect((await obs()).GrantActive).toBe(0n);
+  });
+});
+
 describe('sockets', () => {
   test('the control socket is reachable through public/control.sock beside it', covers('rule:transport.control_socket'), async ({ target, skip }) => {
     skip(target.name !== 'sim', 'the layout of an external socket directory is not ours to inspect');
