@@ -13,6 +13,7 @@ import type {
   RuleEntry,
   TransitionEntry,
 } from '../types.ts';
+import { fieldEntries as buildFields, limitEntries, type FieldRow, type LimitRow } from './rows.ts';
 import { FORMAT_REASON_ROWS } from './doc2.ts';
 
 const DOC = 1 as const;
@@ -414,7 +415,6 @@ const transitions: TransitionEntry[] = TRANSITION_ROWS.map(([machine, from, toke
 // =============================================================================================
 // Limits: [name, section, min, max, value, unit, text].
 
-type LimitRow = readonly [string, string, bigint | number | undefined, bigint | number | undefined, bigint | number | undefined, string, string];
 
 const LIMIT_ROWS: readonly LimitRow[] = [
   ['ordinary_body_bytes', S.limits, undefined, 16384n, undefined, 'bytes', 'ordinary command body at most 16384 bytes; 413 beyond'],
@@ -472,38 +472,14 @@ const LIMIT_ROWS: readonly LimitRow[] = [
   ['telemetry_header_version', S.versioning, undefined, undefined, 1n, '', 'telemetry batch header version 1'],
 ];
 
-const limits: LimitEntry[] = LIMIT_ROWS.map(([name, section, min, max, value, unit, text]) => {
-  const e: LimitEntry = { family: 'limit', id: `limit:${name}`, doc: DOC, section, title: `Limit: ${text}`, name, text };
-  if (min !== undefined) e.min = min;
-  if (max !== undefined) e.max = max;
-  if (value !== undefined) e.value = value;
-  if (unit) e.unit = unit;
-  return e;
-});
+const limits: LimitEntry[] = limitEntries(DOC, LIMIT_ROWS);
 
 // =============================================================================================
 // Fields (part 2): per type [path, valueType, required (undefined when not stated), rule].
 
-type FieldRow = readonly [string, string, boolean | undefined, string];
 const U = 'unspecified';
 
-function fields(type: string, section: string, rows: readonly FieldRow[]): FieldEntry[] {
-  return rows.map(([path, valueType, required, rule]) => {
-    const e: FieldEntry = {
-      family: 'field',
-      id: `field:${type}.${path}`,
-      doc: DOC,
-      section,
-      title: `${type}.${path} (${valueType}): ${rule.split(';')[0]}`,
-      type,
-      path,
-      valueType,
-      rule,
-    };
-    if (required !== undefined) e.required = required;
-    return e;
-  });
-}
+const fields = (type: string, section: string, rows: readonly FieldRow[]): FieldEntry[] => buildFields(DOC, type, section, rows);
 
 const fieldEntries: FieldEntry[] = [
   ...fields('Request', S.request, [

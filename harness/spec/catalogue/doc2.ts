@@ -11,6 +11,7 @@ import type {
   LimitEntry,
   RuleEntry,
 } from '../types.ts';
+import { fieldEntries, limitEntries, type FieldRow, type LimitRow } from './rows.ts';
 
 const DOC = 2 as const;
 
@@ -145,25 +146,8 @@ const denseSample: LayoutEntry[] = (
 // ---------------------------------------------------------------------------------------------
 // Fields: [path, valueType, required (undefined when the document does not say), rule].
 
-type FieldRow = readonly [path: string, valueType: string, required: boolean | undefined, rule: string];
 
-function fields(type: string, section: string, rows: readonly FieldRow[]): FieldEntry[] {
-  return rows.map(([path, valueType, required, rule]) => {
-    const e: FieldEntry = {
-      family: 'field',
-      id: `field:${type}.${path}`,
-      doc: DOC,
-      section,
-      title: `${type} ${path}: ${rule.split(';')[0]}`,
-      type,
-      path,
-      valueType,
-      rule,
-    };
-    if (required !== undefined) e.required = required;
-    return e;
-  });
-}
+const fields = (type: string, section: string, rows: readonly FieldRow[]): FieldEntry[] => fieldEntries(DOC, type, section, rows);
 
 const U = 'unspecified';
 
@@ -335,15 +319,6 @@ const plannerQuery = fields(
 // ---------------------------------------------------------------------------------------------
 // Limits: [name, section, min, max, value, unit, text].
 
-type LimitRow = readonly [
-  name: string,
-  section: string,
-  min: bigint | number | undefined,
-  max: bigint | number | undefined,
-  value: bigint | number | undefined,
-  unit: string,
-  text: string,
-];
 
 const LIMIT_ROWS: readonly LimitRow[] = [
   ['plan_query_k_best', S.plan, 1n, 16n, 5n, 'candidates', 'k_best 1..16, default 5'],
@@ -370,14 +345,7 @@ const LIMIT_ROWS: readonly LimitRow[] = [
   ['dense_q_step_factor', S.formats, undefined, 1.25, undefined, 'x limit x dt_s', 'position step at most 1.25 x limit x dt_s'],
 ];
 
-const limits: LimitEntry[] = LIMIT_ROWS.map(([name, section, min, max, value, unit, text]) => {
-  const e: LimitEntry = { family: 'limit', id: `limit:${name}`, doc: DOC, section, title: `Planner/dense limit: ${text}`, name, text };
-  if (min !== undefined) e.min = min;
-  if (max !== undefined) e.max = max;
-  if (value !== undefined) e.value = value;
-  if (unit) e.unit = unit;
-  return e;
-});
+const limits: LimitEntry[] = limitEntries(DOC, LIMIT_ROWS);
 
 // ---------------------------------------------------------------------------------------------
 // Endpoints, planner behaviours and errors, dense format and admission rules.

@@ -3,6 +3,7 @@
 // rule texts are our own wording. Tables drive the entries; see ../catalogue.ts for the lookups.
 
 import type { CatalogueEntry, FieldEntry, LimitEntry, RuleEntry } from '../types.ts';
+import { fieldEntries, limitEntries, type FieldRow, type LimitRow } from './rows.ts';
 
 const DOC = 3 as const;
 
@@ -33,25 +34,8 @@ const U = 'unspecified';
 // ---------------------------------------------------------------------------------------------
 // Fields: [path, valueType, required (undefined when the document does not say), rule].
 
-type FieldRow = readonly [path: string, valueType: string, required: boolean | undefined, rule: string];
 
-function fields(type: string, section: string, rows: readonly FieldRow[]): FieldEntry[] {
-  return rows.map(([path, valueType, required, rule]) => {
-    const e: FieldEntry = {
-      family: 'field',
-      id: `field:${type}.${path}`,
-      doc: DOC,
-      section,
-      title: `${type}.${path} (${valueType}): ${rule.split(';')[0] || 'documented field'}`,
-      type,
-      path,
-      valueType,
-      rule,
-    };
-    if (required !== undefined) e.required = required;
-    return e;
-  });
-}
+const fields = (type: string, section: string, rows: readonly FieldRow[]): FieldEntry[] => fieldEntries(DOC, type, section, rows);
 
 const PROGRAM_STATES =
   'draft, saved_unplanned, needs_plan, planning, planned, accepted_simulation, accepted_physical, execution_ready, running, completed, stopped, faulted';
@@ -286,7 +270,6 @@ const olpBodies = [
 // ---------------------------------------------------------------------------------------------
 // Limits: [name, section, min, max, value, unit, text].
 
-type LimitRow = readonly [string, string, bigint | number | undefined, bigint | number | undefined, bigint | number | undefined, string, string];
 
 const LIMIT_ROWS: readonly LimitRow[] = [
   ['olp_port', S.what, undefined, undefined, 8794n, 'port', 'OLP server listens on 127.0.0.1:8794 by default'],
@@ -332,14 +315,7 @@ const LIMIT_ROWS: readonly LimitRow[] = [
   ['machine_bus_bringup_safeop_op_timeout_ms', S.machine, undefined, undefined, 5000n, 'ms', 'safeop_op_timeout_ms default 5000'],
 ];
 
-const limits: LimitEntry[] = LIMIT_ROWS.map(([name, section, min, max, value, unit, text]) => {
-  const e: LimitEntry = { family: 'limit', id: `limit:${name}`, doc: DOC, section, title: `Limit: ${text}`, name, text };
-  if (min !== undefined) e.min = min;
-  if (max !== undefined) e.max = max;
-  if (value !== undefined) e.value = value;
-  if (unit) e.unit = unit;
-  return e;
-});
+const limits: LimitEntry[] = limitEntries(DOC, LIMIT_ROWS);
 
 // ---------------------------------------------------------------------------------------------
 // OLP routes (one per table row), error codes (one per code) and server behaviours.
