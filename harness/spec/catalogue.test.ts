@@ -229,3 +229,9 @@ test('field entries cover the documented resource types', () => {
   expect(byId.get('field:DenseHeader.sampling.dt_s')).toBeDefined();
   expect(byId.get('field:ProcessStatus.core.armed')).toBeDefined();
 });
+
+test('the documents reserve exactly abort and readiness (state unimplemented, transport none)', () => {
+  const reserved = catalogue.filter((e) => e.family === 'capability' && e.state === 'unimplemented');
+  expect(reserved.map((e) => (e as { name: string }).name).sort()).toEqual(['abort', 'readiness']);
+  for (const e of reserved) expect((e as { transport: string }).transport).toBe('none');
+});

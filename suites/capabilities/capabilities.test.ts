@@ -37,10 +37,6 @@ describe('Describe capability list', () => {
 describe('reserved operations', () => {
   const reserved = CAPS.filter((c) => c.state === 'unimplemented');
 
-  test('the documents reserve abort and readiness', () => {
-    expect(reserved.map((c) => c.name).sort()).toEqual(['abort', 'readiness']);
-  });
-
   for (const cap of reserved) {
     test(`${cap.name} answers 409 capability_unimplemented with CapabilityInfo in data`, covers('reason:capability_unimplemented', 'rule:op.abort_readiness.capability_info', 'rule:service.unimplemented_answers'), async ({ client }) => {
       const r = await client.op(cap.name);

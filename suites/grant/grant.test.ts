@@ -4,7 +4,7 @@
 
 import { checkGrant, type Grant } from '../../harness/oracle/reply.ts';
 import { eventCursor, eventsSince, waitForEvent } from '../../harness/clients/events.ts';
-import { covers, describe, expect, needsFaults, profile, test } from '../../harness/fixture.ts';
+import { covers, describe, expect, profile, test } from '../../harness/fixture.ts';
 
 const HEX64 = /^[0-9a-f]{64}$/;
 const NEVER_ISSUED = 'ab'.repeat(32);
@@ -310,11 +310,6 @@ describe('core failure', () => {
     expect(r.status).toBe(409);
     expect(r.label).toBe('daemon_restarted');
     expect((await cell.acquire()).status).toBe(200);
-  });
-
-  test('fault injection is reachable on targets that have it', async ({ target, skip }) => {
-    needsFaults({ skip }, target);
-    await target.inject({ kind: 'clear' });
   });
 });
 
