@@ -4,7 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect, test } from 'vitest';
-import { catalogue } from './spec/catalogue.ts';
+import { catalogue } from './catalogue/index.ts';
 
 const HIL = fileURLToPath(new URL('./bin/hil.mjs', import.meta.url));
 const hil = (...args: string[]) => spawnSync(process.execPath, [HIL, ...args], { encoding: 'utf8', timeout: 60_000 });

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { HilReporter, exitCodeOf, type Expectation } from './report/reporter.ts';
 import { writeHtmlReport } from './report/html.ts';
-import { computeCoverage, familyCounts } from './spec/gate.ts';
+import { computeCoverage, familyCounts } from './catalogue/gate.ts';
 import { STACK_ENTRY } from './targets/sim.ts';
 import { TARGETS } from './targets/index.ts';
 import { stringifyExact } from './oracle/json.ts';

@@ -1,6 +1,6 @@
 // Strict checks of the control service's reply envelope: document 1 part 2 "Response",
 // "CommandResult", "Grant", "Binding", and part 4 "HTTP status". Membership of the error label in the
-// reason catalogue is deliberately NOT checked here: harness/spec owns the catalogue and callers check it.
+// reason catalogue is deliberately NOT checked here: harness/catalogue owns the catalogue and callers check it.
 
 import { fail, OracleError } from './errors.ts';
 import { isJsonObject, parseExact } from './json.ts';

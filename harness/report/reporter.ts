@@ -9,7 +9,7 @@ import { hostname } from 'node:os';
 import { join, relative } from 'node:path';
 import type { Reporter, TestCase, TestModule, Vitest } from 'vitest/node';
 import type { SerializedError } from 'vitest';
-import { computeCoverage } from '../spec/gate.ts';
+import { computeCoverage } from '../catalogue/gate.ts';
 import { parseExact, stringifyExact } from '../oracle/json.ts';
 import type { RunRecord, RunTest } from './run-types.ts';
 import '../trace.ts';

@@ -1,8 +1,8 @@
 // Capabilities (document 1 part 1 and part 4): Describe reports all 33 with their documented state and
 // transport; the reserved operations answer capability_unimplemented with CapabilityInfo in data.
 
-import { catalogue } from '../../harness/spec/catalogue.ts';
-import type { CapabilityEntry } from '../../harness/spec/types.ts';
+import { catalogue } from '../../harness/catalogue/index.ts';
+import type { CapabilityEntry } from '../../harness/catalogue/types.ts';
 import { REQUEST_SCHEMA } from '../../harness/clients/control.ts';
 import { covers, describe, expect, test } from '../../harness/fixture.ts';
 

@@ -10,8 +10,8 @@ import { ControlClient, REQUEST_SCHEMA, contentType, json } from '../../harness/
 import type { Session } from '../../harness/clients/cell.ts';
 import { stringifyExact } from '../../harness/oracle/json.ts';
 import { checkGrant, checkReply, type CheckedReply } from '../../harness/oracle/reply.ts';
-import { catalogue } from '../../harness/spec/catalogue.ts';
-import type { CapabilityEntry } from '../../harness/spec/types.ts';
+import { catalogue } from '../../harness/catalogue/index.ts';
+import type { CapabilityEntry } from '../../harness/catalogue/types.ts';
 import { covers, describe, expect, profile, test } from '../../harness/fixture.ts';
 
 const S = REQUEST_SCHEMA;

@@ -12,8 +12,8 @@ import type { Session } from '../../harness/clients/cell.ts';
 import { OracleError } from '../../harness/oracle/errors.ts';
 import { isJsonObject, parseExact, stringifyExact, type JsonExact } from '../../harness/oracle/json.ts';
 import { checkGrant, type CheckedReply } from '../../harness/oracle/reply.ts';
-import { byId, catalogue } from '../../harness/spec/catalogue.ts';
-import type { CapabilityEntry } from '../../harness/spec/types.ts';
+import { byId, catalogue } from '../../harness/catalogue/index.ts';
+import type { CapabilityEntry } from '../../harness/catalogue/types.ts';
 import { describe, expect, profile, test } from '../../harness/fixture.ts';
 
 const S = REQUEST_SCHEMA;

@@ -4,7 +4,7 @@
 // GET /v1/events/stream (id/event/data, no envelope, Last-Event-ID not read, JSON 409 cursor refusals).
 // Every request here is made without a session, except the mark_telemetry calls that generate events.
 
-import { catalogue } from '../../harness/spec/catalogue.ts';
+import { catalogue } from '../../harness/catalogue/index.ts';
 import { isJsonObject, type JsonExact } from '../../harness/oracle/json.ts';
 import type { Cell, Session } from '../../harness/clients/cell.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';

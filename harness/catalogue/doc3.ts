@@ -2,7 +2,7 @@
 // document and the compiled machine configuration. Facts are copied from the document; titles and
 // rule texts are our own wording. Tables drive the entries; see ../catalogue.ts for the lookups.
 
-import type { CatalogueEntry, FieldEntry, LimitEntry, RuleEntry } from '../types.ts';
+import type { CatalogueEntry, FieldEntry, LimitEntry, RuleEntry } from './types.ts';
 import { fieldEntries, limitEntries, type FieldRow, type LimitRow } from './rows.ts';
 
 const DOC = 3 as const;

@@ -11,9 +11,9 @@ import type {
   LimitEntry,
   ReasonEntry,
 } from './types.ts';
-import { entries as doc1 } from './catalogue/doc1.ts';
-import { entries as doc2 } from './catalogue/doc2.ts';
-import { entries as doc3 } from './catalogue/doc3.ts';
+import { entries as doc1 } from './doc1.ts';
+import { entries as doc2 } from './doc2.ts';
+import { entries as doc3 } from './doc3.ts';
 
 const NAME = '[a-z][a-z0-9_]*';
 const FIELD_SEGMENT = '[A-Za-z][A-Za-z0-9_]*(?:\\[\\])?';
@@ -35,7 +35,7 @@ const ID_SHAPE: Readonly<Record<Family, RegExp>> = {
   olp: /^[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*$/,
   state: /^[a-z][a-z0-9_.:>-]*$/,
   machine_config: /^[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*$/,
-  profile: /^[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*$/, // harness/spec/profile.ts items; never in this catalogue
+  profile: /^[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*$/, // harness/catalogue/profile.ts items; never in this catalogue
 };
 
 /** The id an entry must carry, derived from its own fields where the family defines one. */
@@ -70,7 +70,7 @@ export function idProblems(e: CatalogueEntry): string[] {
   const colon = e.id.indexOf(':');
   const family = e.id.slice(0, colon);
   const name = e.id.slice(colon + 1);
-  if (e.family === 'profile') problems.push('profile items belong in harness/spec/profile.ts, not the catalogue');
+  if (e.family === 'profile') problems.push('profile items belong in harness/catalogue/profile.ts, not the catalogue');
   if (colon <= 0 || family !== e.family) problems.push(`id family "${family}" differs from entry family "${e.family}"`);
   else if (!ID_SHAPE[e.family].test(name)) problems.push(`name "${name}" does not match ${ID_SHAPE[e.family]}`);
   const expected = expectedId(e);
@@ -90,7 +90,7 @@ function build(all: readonly CatalogueEntry[]): ReadonlyMap<string, CatalogueEnt
     map.set(e.id, e);
   }
   if (errors.length > 0) {
-    throw new Error(`harness/spec catalogue is malformed (${errors.length} problems):\n  ${errors.join('\n  ')}`);
+    throw new Error(`harness/catalogue is malformed (${errors.length} problems):\n  ${errors.join('\n  ')}`);
   }
   return map;
 }

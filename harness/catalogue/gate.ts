@@ -2,7 +2,7 @@
 // every covered id exists; nothing is both covered and pending (so the pending list only shrinks).
 
 import type { CoverageEntry } from '../report/run-types.ts';
-import { catalogue } from './catalogue.ts';
+import { catalogue } from './index.ts';
 import { pending } from './pending.ts';
 import { PROFILE } from './profile.ts';
 import type { CatalogueEntry } from './types.ts';
@@ -41,7 +41,7 @@ export function computeCoverage(tests: readonly TestTrace[], items: readonly Cat
     const ts = byId.get(e.id) ?? [];
     const base = { id: e.id, family: e.family, doc: e.doc, section: e.section, title: e.title };
     if (ts.length) {
-      if (pend[e.id] !== undefined) problems.push(`${e.id} is covered now: remove it from harness/spec/pending.ts`);
+      if (pend[e.id] !== undefined) problems.push(`${e.id} is covered now: remove it from harness/catalogue/pending.ts`);
       return { ...base, status: 'covered', tests: ts.map((t) => t.fullName), outcome: outcomeOf(ts) };
     }
     if (pend[e.id] === undefined) problems.push(`${e.id} has no covering test and is not pending`);

@@ -2,7 +2,7 @@
 // and uniqueness, and the cross-references between families.
 
 import { test, expect } from 'vitest';
-import { byId, capability, catalogue, ids, idProblems, layout, limit, reason } from './catalogue.ts';
+import { byId, capability, catalogue, ids, idProblems, layout, limit, reason } from './index.ts';
 import type { CatalogueEntry, Family, LayoutEntry } from './types.ts';
 
 function of<F extends Family>(family: F): Extract<CatalogueEntry, { family: F }>[] {

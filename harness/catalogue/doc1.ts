@@ -12,7 +12,7 @@ import type {
   ReasonEntry,
   RuleEntry,
   TransitionEntry,
-} from '../types.ts';
+} from './types.ts';
 import { fieldEntries as buildFields, limitEntries, type FieldRow, type LimitRow } from './rows.ts';
 import { FORMAT_REASON_ROWS } from './doc2.ts';
 

@@ -1,7 +1,7 @@
 // Row-to-entry builders shared by the three document files: each document keeps compact tables and turns
 // them into catalogue entries the same way.
 
-import type { DocumentNumber, FieldEntry, LimitEntry } from '../types.ts';
+import type { DocumentNumber, FieldEntry, LimitEntry } from './types.ts';
 
 /** [path, valueType, required (undefined when the document does not say), rule] */
 export type FieldRow = readonly [path: string, valueType: string, required: boolean | undefined, rule: string];

@@ -10,7 +10,7 @@ import type {
   LayoutEntry,
   LimitEntry,
   RuleEntry,
-} from '../types.ts';
+} from './types.ts';
 import { fieldEntries, limitEntries, type FieldRow, type LimitRow } from './rows.ts';
 
 const DOC = 2 as const;
