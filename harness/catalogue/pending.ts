@@ -3,7 +3,7 @@
 
 const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> = [
     [
-    "not yet asserted: later issues",
+    "not yet asserted by any test (no issue owns these yet)",
     [
       "limit:fence_prefix_bytes",
       "limit:internet_grant_lease_ceiling_ms",
@@ -23,7 +23,7 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     ],
   ],
   [
-    "trajectories, programs and handles are a later issue",
+    "trajectories, programs, handles and output intents: issue 8",
     [
       "rule:common_sets.io",
       "rule:native.reason_capacity",
@@ -152,21 +152,21 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     ],
   ],
   [
-    "upload admission (prefix fence, streaming decode) comes with trajectories and programs",
+    "upload admission (prefix fence, streaming decode): issue 8",
     [
       "reason:request_envelope_changed",
       "reason:invalid_control_generation",
     ],
   ],
   [
-    "GET /v1/resources needs the remote listener (a later issue)",
+    "GET /v1/resources needs the remote listener: issue 11",
     [
       "reason:resource_unknown",
       "endpoint:GET /v1/resources/<sha256>",
     ],
   ],
   [
-    "the remote mutual TLS listener and remote jog WebSocket are a later issue",
+    "the remote mutual TLS listener (issue 11) and the remote jog WebSocket (issue 12)",
     [
       "reason:session_principal_mismatch",
       "limit:remote_header_read_timeout_lan_s",
@@ -227,7 +227,7 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     ],
   ],
   [
-    "the jog lane (begin_jog, update_jog, end_jog, jog.sock) is a later issue",
+    "the jog lane (begin_jog, update_jog, end_jog, jog.sock): issue 12",
     [
       "reason:jog_clock_incarnation_mismatch",
       "reason:independent_jog_unavailable",
@@ -267,7 +267,7 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     ],
   ],
   [
-    "event streaming (SSE), ring overflow and the remaining event types are the events and telemetry issue",
+    "execution events, fault bit payloads and publisher overflow come with execution: issue 8",
     [
       "event:handle_transition",
       "event:execution_started",
@@ -283,7 +283,7 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     ],
   ],
   [
-    "dense trajectory admission through POST /v1/program and the planner store are a later issue (the oracle codec exists and is unit-tested)",
+    "dense trajectory admission through POST /v1/program (issue 8) and the planner store (issue 10); the oracle codec exists and is unit-tested",
     [
       "reason:header_truncated",
       "reason:header_json_invalid",
@@ -416,7 +416,7 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     ],
   ],
   [
-    "weld planner stub and its HTTP API (document 2) are a later issue",
+    "weld planner stub and its HTTP API (document 2): issue 10",
     [
       "dense_error:result_empty",
       "dense_error:identity_invalid",
@@ -582,7 +582,7 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     ],
   ],
   [
-    "program document (robot.v4.program.v2) validation is a later issue",
+    "program document (robot.v4.program.v2) validation: issue 10",
     [
       "field:ProgramDocument.schema",
       "field:ProgramDocument.program_id",
