@@ -13,6 +13,8 @@ import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { CoverageEntry, RunRecord, RunTest, TestState } from './run-types.ts';
+import { verdictOf, type RunVerdict } from './verdict.ts';
+import { HarnessError } from '../errors.ts';
 
 export const DEFAULT_RUN_JSON = 'reports/run.json';
 export const DEFAULT_ALLURE_DIR = 'reports/allure-results';
@@ -20,12 +22,13 @@ export const DEFAULT_HTML_OUT = 'reports/html/index.html';
 
 export type ReportErrorCode = 'HIL_REPORT_RUN_JSON_MISSING' | 'HIL_REPORT_RUN_JSON_UNREADABLE' | 'HIL_REPORT_WRITE_FAILED';
 
-export class ReportError extends Error {
-  readonly code: ReportErrorCode;
+/** A report that cannot be rendered: a harness-side error (harness/errors.ts) with its own stable code. */
+export class ReportError extends HarnessError {
+  override readonly name: string = 'ReportError';
+  declare readonly code: ReportErrorCode;
   constructor(code: ReportErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'ReportError';
-    this.code = code;
+    super('HIL_ERR_TOOL_FAILED', message, { cause: options?.cause });
+    this.recode(code, message);
   }
 }
 
@@ -38,7 +41,7 @@ export interface HtmlReportOptions {
   outFile?: string;
 }
 
-export type Verdict = 'PASS' | 'FAIL' | 'ERROR';
+export type { Verdict } from './verdict.ts';
 
 // Budgets that keep the page printable and small even when a run attaches large evidence.
 const TEXT_INLINE_MAX = 64 * 1024;
@@ -110,23 +113,7 @@ export async function writeHtmlReport(opts: HtmlReportOptions = {}): Promise<{ o
 }
 
 // ---------------------------------------------------------------------------------------------
-// Verdict (OpenHTF: ERROR means the harness broke, FAIL means the system under test failed)
-
-export function computeVerdict(run: Pick<RunRecord, 'tests' | 'gate'>): { verdict: Verdict; reasons: string[] } {
-  const c = countTests(run.tests);
-  const reasons: string[] = [];
-  if (c.errored > 0) reasons.push(`${c.errored} test${plural(c.errored)} errored (the harness or the target could not complete the test)`);
-  if (c.failed > 0) {
-    const exp = c.expectedFailures;
-    reasons.push(`${c.failed} test${plural(c.failed)} failed` + (exp > 0 ? ` (${exp} of them listed as expected failures for this target)` : ''));
-  }
-  if (!run.gate.ok) reasons.push(`traceability gate failed: ${run.gate.problems.length} problem${plural(run.gate.problems.length)}`);
-  if (c.total === 0) reasons.push('no test was recorded in run.json');
-  else if (c.passed === 0) reasons.push('no test passed');
-  if (c.errored > 0) return { verdict: 'ERROR', reasons };
-  if (reasons.length > 0) return { verdict: 'FAIL', reasons };
-  return { verdict: 'PASS', reasons: [] };
-}
+// Counts for display (the verdict itself comes from verdict.ts, shared with the CLI exit status)
 
 interface Counts {
   total: number;
@@ -648,10 +635,11 @@ async function preloadAttachments(ctx: RenderContext): Promise<void> {
 function renderReport(ctx: RenderContext): string {
   const { run } = ctx;
   const counts = countTests(run.tests);
-  const { verdict, reasons } = computeVerdict(run);
+  const v = verdictOf(run);
+  const verdict = v.verdict;
   // Sections render first so that warnings they add (Describe cross-checks) reach the notes section.
   const body = [
-    renderHeader(ctx, verdict, reasons, counts),
+    renderHeader(ctx, v, counts),
     renderEnvironment(ctx),
     renderSummary(ctx, counts),
     renderFailures(ctx),
@@ -660,7 +648,7 @@ function renderReport(ctx: RenderContext): string {
     renderGate(ctx),
   ];
   const notes = renderNotes(ctx);
-  const title = `Qualification report: ${verdict} on ${run.target.name} (${run.started_at || 'time not recorded'})`;
+  const title = `Qualification report: ${v.headline} on ${run.target.name} (${run.started_at || 'time not recorded'})`;
   return [
     '<!DOCTYPE html>',
     '<html lang="en"><head><meta charset="utf-8">',
@@ -695,35 +683,47 @@ function renderNav(): string {
   return `<nav class="noprint">${items.map(([id, label]) => `<a href="#${id}">${label}</a>`).join('')}</nav>`;
 }
 
-function renderHeader(ctx: RenderContext, verdict: Verdict, reasons: string[], counts: Counts): string {
+function renderHeader(ctx: RenderContext, v: RunVerdict, counts: Counts): string {
   const { run } = ctx;
+  const verdict = v.verdict;
   const start = Date.parse(run.started_at);
   const end = Date.parse(run.finished_at);
   const duration = Number.isFinite(start) && Number.isFinite(end) && end >= start ? end - start : run.summary.duration_ms;
   const verdictNote =
     verdict === 'PASS'
-      ? 'No test failed or errored and the traceability gate passed.'
+      ? 'Every test that ran passed or is a listed expected failure, nothing skipped without a reason, and the traceability gate passed. The verdict covers only the items counted below.'
       : verdict === 'ERROR'
-        ? 'The harness could not complete every test: results are incomplete, not a device failure verdict.'
-        : 'The system under test failed at least one check, or the run is incomplete.';
+        ? 'No test showed the target breaking a rule, but the harness or the environment broke: the run is incomplete and is not a verdict on the target.'
+        : 'The target did not do what the documents say in at least one test (see Failures).';
+  const cov = v.coverage;
   const kv: [string, string][] = [
     ['Command', `<code>${esc(run.command)}</code>`],
     ['Target', `${esc(run.target.name)} · driver ${esc(run.target.driver)} · ${simText(run.target.simulated)}`],
     ['Started', esc(fmtTime(run.started_at))],
     ['Finished', esc(fmtTime(run.finished_at))],
     ['Duration', esc(fmtDuration(duration))],
-    ['Tests', `${counts.total} recorded, ${counts.passed} passed, ${counts.failed} failed, ${counts.errored} errored, ${counts.skipped} skipped`],
+    [
+      'Tests',
+      `${counts.total} recorded: ${counts.passed} passed, ${v.counts.failed} failed, ${v.counts.errored} errored, ${counts.skipped} skipped${
+        v.counts.expectedFailures ? `, ${v.counts.expectedFailures} expected failure${plural(v.counts.expectedFailures)}` : ''
+      }`,
+    ],
     ['Run record', `<code class="digest">sha256 ${esc(ctx.runJsonSha256)}</code>`],
   ];
+  const pct = cov.documented ? Math.floor((cov.verified / cov.documented) * 1000) / 10 : 0;
+  const coverage = `<div class="coverage-line"><div class="verdict-label">Coverage of the documents</div>
+<div class="cov-words"><b>${cov.verified}</b> of <b>${cov.documented}</b> documented items covered by a passing test (${pct}%)</div>
+<div class="bar" role="img" aria-label="${pct}% of documented items covered"><i style="width:${pct}%"></i></div>
+<p>${esc(v.completeness.charAt(0).toUpperCase() + v.completeness.slice(1))}. Our own decisions (docs/profile.md): ${cov.profileVerified} of ${cov.profileTotal} verified.</p></div>`;
   return `<header id="top" class="head">
 <div class="head-main">
 <div class="eyebrow">Welding cell HIL · qualification report</div>
 <h1>${esc(run.target.name)} <span class="muted">/ ${esc(run.target.driver)}</span></h1>
 <dl class="kv">${kv.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join('')}</dl>
 </div>
-<div class="verdict v-${verdict.toLowerCase()}"><div class="verdict-label">Verdict</div><div class="verdict-word">${verdict}</div><p>${esc(verdictNote)}</p>${
-    reasons.length ? `<ul>${reasons.map((r) => `<li>${esc(r)}</li>`).join('')}</ul>` : ''
-  }</div>
+<div class="verdict v-${verdict.toLowerCase()}"><div class="verdict-label">Verdict</div><div class="verdict-word">${verdict}</div><div class="verdict-headline">${esc(v.headline)}</div><p>${esc(verdictNote)}</p>${
+    v.reasons.length ? `<ul>${v.reasons.map((r) => `<li>${esc(r)}</li>`).join('')}</ul>` : ''
+  }${v.notes.length ? `<ul class="vnotes">${v.notes.map((r) => `<li>${esc(r)}</li>`).join('')}</ul>` : ''}${coverage}</div>
 </header>
 <section class="sign" aria-label="Signature">
 <h2>Review and signature</h2>
@@ -1277,6 +1277,10 @@ section{margin:0 0 34px}
 .verdict p{margin:6px 0 0;font-size:13px} .verdict ul{margin:8px 0 0;padding-left:18px;font-size:13px}
 .verdict-label{font-size:12px;text-transform:uppercase;letter-spacing:.1em;opacity:.85}
 .verdict-word{font-size:44px;font-weight:800;letter-spacing:.04em;line-height:1.1}
+.verdict-headline{font-size:15px;font-weight:600;margin-top:4px}
+.coverage-line{margin-top:12px;padding-top:10px;border-top:1px solid rgba(255,255,255,.45)}
+.cov-words{font-size:14px;margin:2px 0 6px}
+.bar{height:8px;border-radius:4px;background:rgba(255,255,255,.35);overflow:hidden}.bar i{display:block;height:100%;background:#fff}
 .v-pass{background:var(--pass)} .v-fail{background:var(--fail)} .v-error{background:var(--err)}
 .sign{border:1px solid var(--line);border-radius:8px;padding:14px 18px;background:#fff}
 .sign h2{border:0;margin:0 0 2px;padding:0;font-size:16px} .sign p{margin:0 0 10px;font-size:13px}
