@@ -109,3 +109,18 @@ export function verdictOfError(e: ErrorLike | unknown): ErrorVerdict {
 function isAssertion(x: ErrorLike): boolean {
   return typeof x.showDiff === 'boolean' || ('actual' in x && 'expected' in x);
 }
+
+const TRANSPORT_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOENT', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH']);
+
+/**
+ * A client's transport failure as the harness reports it: undici's own errors (`UND_ERR_*`) and socket
+ * errnos become HIL_ERR_TRANSPORT (the target did not answer on a connection it had accepted: a fail),
+ * keeping the original as `cause` and its code in `detail.cause_code`. Anything else passes unchanged.
+ */
+export function asTransportError(e: unknown, what: string): unknown {
+  if (e instanceof HarnessError || e === null || typeof e !== 'object') return e;
+  const code = (e as { code?: unknown }).code;
+  if (typeof code !== 'string' || !(code.startsWith('UND_ERR') || TRANSPORT_ERRNO.has(code))) return e;
+  if (code === 'UND_ERR_ABORTED') return e; // the caller aborted on purpose
+  return new HarnessError('HIL_ERR_TRANSPORT', `${what}: ${(e as Error).message}`, { cause: e, detail: { cause_code: code } });
+}
