@@ -71,16 +71,9 @@ export const test = base.extend<{
   },
   // Independent of the file's `target`, so a file of variant tests starts no stack it does not use.
   variant: async ({ skip }, use) => {
-    const variants = variantsFromEnv();
     const opened: Target[] = [];
     try {
-      await use(async (options) => {
-        const why = variants.cannotProvide(options);
-        if (why !== undefined) skip(why);
-        const v = await variants.open(options);
-        opened.push(v);
-        return v;
-      });
+      await use((options) => openVariantOrSkip(variantsFromEnv(), options, skip, opened));
     } finally {
       for (const v of opened.reverse()) await v.close();
     }
@@ -96,6 +89,24 @@ export const test = base.extend<{
     { auto: true },
   ],
 });
+
+/**
+ * The `variant` fixture's logic: validate (malformed options throw HIL_ERR_VARIANT_INVALID on every
+ * target), skip with the target's reason when it cannot provide the variant, otherwise start it and
+ * remember it for closing.
+ */
+export async function openVariantOrSkip(
+  variants: ReturnType<typeof variantsFromEnv>,
+  options: VariantOptions,
+  skip: (note: string) => never,
+  opened: Target[],
+): Promise<Target> {
+  const why = variants.cannotProvide(options);
+  if (why !== undefined) skip(why);
+  const v = await variants.open(options);
+  opened.push(v);
+  return v;
+}
 
 /** Leave a note of what the run was attached to, for run.json and the report. */
 function recordTarget(target: Target, d: Description): void {

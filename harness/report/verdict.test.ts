@@ -75,7 +75,7 @@ test('coverage counts documented items verified by a passing test; profile decis
   expect(coverageOf(entries)).toEqual({ documented: 5, verified: 1, failing: 1, unverified: 2, pending: 1, profileVerified: 1, profileTotal: 2, complete: false });
   const v = verdictOf({ tests: [pass], gate: OK, coverage: entries });
   expect(v.headline).toBe('PASS — 1 of 5 documented items covered');
-  expect(v.completeness).toBe('partial: of the documented items, 1 pending (no test yet), 1 with a failing test, 2 whose tests skipped or did not run');
+  expect(v.completeness).toBe('partial: of the documented items, 1 with no test in this run, 1 with a failing test, 2 whose tests skipped or did not run');
   const all = verdictOf({ tests: [pass], gate: OK, coverage: [cov('reason:a', 'reason', 'covered', 'passed'), cov('profile:q', 'profile', 'pending')] });
   expect(all.coverage.complete).toBe(true);
   expect(all.completeness).toMatch(/^complete/);

@@ -86,7 +86,7 @@ export function verdictOf(run: VerdictInput): RunVerdict {
 
   const headline = `${verdict} — ${coverage.verified} of ${coverage.documented} documented items covered`;
   const gaps: string[] = [];
-  if (coverage.pending) gaps.push(`${coverage.pending} pending (no test yet)`);
+  if (coverage.pending) gaps.push(`${coverage.pending} with no test in this run`);
   if (coverage.failing) gaps.push(`${coverage.failing} with a failing test`);
   if (coverage.unverified) gaps.push(`${coverage.unverified} whose tests skipped or did not run`);
   const completeness = coverage.complete ? 'complete: every documented item is covered by a passing test' : `partial: of the documented items, ${gaps.join(', ')}`;
