@@ -23,7 +23,8 @@ import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep, setImmediate as yieldLoop } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { loadMachine } from '../sims/config/compile.ts';
-import { CaptureReader, RECORD_BYTES, REC } from '../sims/core/capture.ts';
+import { RECORD_BYTES, REC } from '../sims/core/capture/layout.ts';
+import { CaptureReader } from '../sims/core/capture/reader.ts';
 import { CoreLink } from '../sims/service/core-link.ts';
 import { decodeJson } from '../sims/service/json.ts';
 import { makePointsBody } from './points-body.ts';
@@ -169,7 +170,7 @@ const ratios = (a: PhaseStats, b: PhaseStats) =>
 for (const spinNs of [0, 200_000]) {
   const bare = await bareLoop(spinNs, PHASE_S / 2);
   console.log(row(spinNs, 'bare', bare));
-  const link = new CoreLink(machine, { driver: 'sim', spinNs, speed: 1 });
+  const link = new CoreLink(machine, { driver: 'sim', clock: { mode: 'realtime', spinNs } });
   await link.start();
   try {
     const reader = new CaptureReader(link.captureBuffer!);
