@@ -107,7 +107,7 @@ class SimTarget implements Target {
     return c;
   }
 
-  private async test(path: string, body: unknown): Promise<void> {
+  private async test(path: string, body: unknown): Promise<string> {
     const res = await request(`http://localhost${path}`, {
       method: 'POST',
       dispatcher: this.testAgent,
@@ -116,14 +116,22 @@ class SimTarget implements Target {
     });
     const text = await res.body.text();
     if (res.statusCode !== 200) throw new Error(`test channel ${path}: ${res.statusCode} ${text}`);
+    return text;
   }
 
-  inject(fault: Record<string, unknown>): Promise<void> {
-    return this.test('/inject', fault);
+  async step(cycles: number): Promise<bigint> {
+    const text = await this.test('/step', { cycles });
+    const m = /"now_ns":(\d+)/.exec(text);
+    if (!m) throw new Error(`test channel /step: no now_ns in ${text}`);
+    return BigInt(m[1]!);
   }
 
-  restartCore(): Promise<void> {
-    return this.test('/restart-core', {});
+  async inject(fault: Record<string, unknown>): Promise<void> {
+    await this.test('/inject', fault);
+  }
+
+  async restartCore(): Promise<void> {
+    await this.test('/restart-core', {});
   }
 
   diagnostics(): string {
