@@ -218,6 +218,8 @@ export async function main(argv: string[]): Promise<number> {
         test_channel: args['test-channel'] ? service.testSocketPath : '',
         pid: process.pid,
         adapter_incarnation: service.adapterIncarnation,
+        driver: core.driverName,
+        clock: core.clockMode,
         machine_sha256: machine.machine_sha256,
         configuration_sha256: machine.configuration_sha256,
       }) +

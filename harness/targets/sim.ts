@@ -20,7 +20,7 @@ const TSX = import.meta.resolve('tsx');
 export interface StackProcess {
   child: ChildProcess;
   dir: string;
-  ready: { control: string; public: string; test_channel: string; pid: number };
+  ready: { control: string; public: string; test_channel: string; pid: number; driver?: string; clock?: string };
   stderr: () => string;
   /** Stop the process; the temporary directory goes too unless keepDir (a restart reuses it). */
   stop(opts?: { keepDir?: boolean }): Promise<void>;
@@ -79,7 +79,10 @@ export async function startStack(args: string[], timeoutMs = 30_000, env: Record
 
 class SimTarget implements Target {
   readonly name = 'sim' as const;
-  readonly driver = 'sim';
+  /** The bus driver the stack reports it attached (its ready line), not what was asked for. */
+  get driver(): string {
+    return this.stack.ready.driver ?? 'unknown';
+  }
   readonly abilities = { faultInjection: true, coreRestart: true, serviceRestart: true, motion: true };
   private clients: ControlClient[] = [];
   private testAgent: Agent;
