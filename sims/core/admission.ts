@@ -12,6 +12,7 @@ import type { CompiledMachine } from '../config/types.ts';
 import { FAULT } from './faults.ts';
 import type { FaultMonitor } from './fault-monitor.ts';
 import { NATIVE_REASON, type NativeOpName, type ToCore } from './protocol.ts';
+import type { Plan } from './trajectory.ts';
 
 export type Cmd = Extract<ToCore, { t: 'cmd' }>;
 
@@ -28,6 +29,7 @@ export interface AdmissionView {
   readonly all: number;
   readonly faults: FaultMonitor;
   readonly grant: GrantView;
+  readonly homeValidMask: number;
   readonly homingMask: number;
   readonly stopDraining: boolean;
   readonly armed: boolean;
@@ -39,6 +41,11 @@ export interface AdmissionView {
   laneConflicts(mask: number): number;
   /** Host monotonic ns now (the lease deadline's time base, whatever clock the cycle runs on). */
   hostNow(): bigint;
+  /** The plan in the core's plan slot, if any. */
+  readonly preparedPlan: Plan | null;
+  readonly ioArmed: boolean;
+  /** Axes of `mask` whose target differs from where a new trajectory starts by more than the tolerance. */
+  startMismatch(plan: Plan): number;
 }
 
 export interface Refusal {
@@ -110,6 +117,41 @@ const fastInputs: Check = (v) => {
   return ((v.image.ioInputWord >>> 16) & fast) !== fast ? refuse(NATIVE_REASON.io_fast_input_unsatisfied, 0, 'a fast input is not satisfied') : null;
 };
 
+// ---- the start gate (document 1 part 4: the same gate for start_trajectory and start_program) ----
+
+const planIsPrepared: Check = (v, m) =>
+  !v.preparedPlan || v.preparedPlan.handle !== m.handle ? refuse(NATIVE_REASON.unknown_handle, 0, `handle ${m.handle ?? 0n} is not in the core's plan slot`) : null;
+const planAxesFree: Check = (v) => {
+  const c = v.laneConflicts(v.preparedPlan!.axisMask);
+  return c ? refuse(NATIVE_REASON.mode_conflict, c, 'another motion lane owns the axes') : null;
+};
+const notStoppingInhibited: Check = (v) => (v.stopDraining ? refuse(NATIVE_REASON.inhibited, 0, 'stop draining') : null);
+/** Armed, every axis of the plan enabled with fresh feedback, homed where the axis requires it. */
+const planAxesReady: Check = (v) => {
+  const mask = v.preparedPlan!.axisMask;
+  if (!v.armed) return refuse(NATIVE_REASON.not_ready, mask, 'not armed');
+  const en = v.enabledMask();
+  if ((en & mask) !== mask) return refuse(NATIVE_REASON.not_ready, mask & ~en, 'axes of the trajectory are not enabled');
+  for (let i = 0; i < v.machine.axes.length; i++) {
+    if (!((mask >>> i) & 1)) continue;
+    if (!v.image.pdoFresh[i]) return refuse(NATIVE_REASON.not_ready, 1 << i, 'feedback not fresh');
+  }
+  return null;
+};
+const planHomed: Check = (v) => {
+  const mask = v.preparedPlan!.axisMask;
+  let missing = 0;
+  v.machine.axes.forEach((a, i) => {
+    if ((mask >>> i) & 1 && a.require_home && !((v.homeValidMask >>> i) & 1)) missing |= 1 << i;
+  });
+  return missing ? refuse(NATIVE_REASON.not_ready, missing, 'axes that require Home have no valid Home') : null;
+};
+const planStartsHere: Check = (v) => {
+  const off = v.startMismatch(v.preparedPlan!);
+  return off ? refuse(NATIVE_REASON.not_ready, off, 'the trajectory does not begin at the held position') : null;
+};
+const planIoArmed: Check = (v) => (v.preparedPlan!.onIntents && !v.ioArmed ? refuse(NATIVE_REASON.io_not_armed, 0, 'an ON intent needs io_arm first') : null);
+
 /** Operation -> checks, in order. */
 export const ADMISSION: Readonly<Record<NativeOpName, readonly Check[]>> = {
   stop: [],
@@ -124,6 +166,9 @@ export const ADMISSION: Readonly<Record<NativeOpName, readonly Check[]>> = {
   restore_anchor: [fenced, nonzeroInGroup, disarmedIdle, absoluteValid],
   io_arm: [fenced, ioConfigured, safetyClosed, exchangeComplete, readbackOff, fastInputs],
   io_disarm: [fenced, ioConfigured],
+  prepare: [fenced, nonzeroInGroup],
+  start: [fenced, planIsPrepared, safetyClosed, noFaults, notStoppingInhibited, notHoming, planAxesFree, planAxesReady, planHomed, planStartsHere, planIoArmed],
+  discard: [fenced],
 };
 
 /** The first refusal for `m`, or null when the core may carry it out. */

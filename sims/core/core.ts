@@ -23,6 +23,7 @@ import { FAULT, faultEntry, type FaultRecovery } from './faults.ts';
 import { CycleHistogram } from './histogram.ts';
 import { HomingLane } from './homing.ts';
 import { LaneArbiter } from './lanes.ts';
+import { buildPlan, TrajectoryLane, type Plan, type TrajectoryEnd } from './trajectory.ts';
 import { NATIVE_OP, NATIVE_REASON, type CommandResult, type CoreStatus, type CoreTiming, type FromCore, type ToCore } from './protocol.ts';
 import { captureCycle } from './record.ts';
 import { buildStatus } from './status-view.ts';
@@ -96,6 +97,15 @@ export class Core implements AdmissionView {
   private stopDrainingSeq: bigint | null = null;
   readonly lanes: LaneArbiter;
   readonly homing = new HomingLane();
+  readonly trajectory: TrajectoryLane;
+  /** The plan slot: one prepared trajectory waiting for Start (a newer preparation replaces it). */
+  preparedPlan: Plan | null = null;
+  /** MotionState bookkeeping (document 1 part 2): state and last event of the latest execution. */
+  motionState = 0;
+  lastEvent = 0;
+  lastTrajectoryId = 0n;
+  /** Outputs configured and not torch-class: the only ones an intent may drive (document 1 part 4 io_arm). */
+  private readonly drivableOutputs: number;
   /** A finished Home is reported once its axes have really left operation enabled. */
   private homeDone: { sequence: bigint; ok: boolean; detail: string; reason: number; mask: number } | null = null;
   private reset: Reset | null = null;
@@ -154,6 +164,12 @@ export class Core implements AdmissionView {
     this.scheduling = opts.scheduling ?? 'default';
     this.publishByWall = opts.publishByWall ?? false;
     this.faults = new FaultMonitor(machine, this.image, this.all, (bit, axes) => this.onFaultLatched(bit, axes));
+    this.trajectory = new TrajectoryLane(this.n, (e) => this.onTrajectoryEnd(e));
+    let drivable = 0;
+    machine.io?.outputs.forEach((o, i) => {
+      if (!o.torch) drivable |= 1 << i;
+    });
+    this.drivableOutputs = drivable;
   }
 
   /** The driver under this core (through its host). */
@@ -222,6 +238,9 @@ export class Core implements AdmissionView {
       }
       case 'cmd':
         this.command(m);
+        return;
+      case 'prepare':
+        this.prepare(m);
         return;
       case 'cancel_home':
         this.endHome(false, 'home cancelled: authority lost', NATIVE_REASON.cancelled);
@@ -331,9 +350,80 @@ export class Core implements AdmissionView {
         this.dirty = true;
         this.reply(m, NATIVE_REASON.none, 0);
         return;
+      case 'start': {
+        const plan = this.preparedPlan!;
+        this.preparedPlan = null;
+        this.lanes.acquire(this.trajectory, plan.axisMask);
+        const r = this.result(NATIVE_OP.start, NATIVE_REASON.none, plan.axisMask, m.generation);
+        r.Handle = plan.handle;
+        this.trajectory.begin(plan, this.now, r.Sequence, this.image.ioOutputWord);
+        this.halted = false;
+        this.motionState = 3;
+        this.lastEvent = 1;
+        this.lastTrajectoryId = plan.handle;
+        this.dirty = true;
+        this.answer(m, r);
+        return;
+      }
+      case 'discard': {
+        const had = this.preparedPlan?.handle === m.handle;
+        if (had) this.preparedPlan = null;
+        const r = this.result(NATIVE_OP.discard, had ? NATIVE_REASON.none : NATIVE_REASON.unknown_handle, 0, m.generation);
+        r.Handle = m.handle ?? 0n;
+        this.dirty = true;
+        this.answer(m, r, had ? undefined : 'no such plan in the core');
+        return;
+      }
       default:
         this.reply(m, NATIVE_REASON.unsupported, mask, `native ${m.op} is not available in this core build`);
     }
+  }
+
+  /** prepare: convert and check a point list, keep it in the plan slot (replacing an older one). */
+  private prepare(m: Extract<ToCore, { t: 'prepare' }>): void {
+    const asCmd: Cmd = { t: 'cmd', id: m.id, op: 'prepare', generation: m.generation, axisMask: m.axisMask, handle: m.handle };
+    const refusal = admit(this, asCmd);
+    if (refusal) return void this.reply(asCmd, refusal.reason, refusal.mask, refusal.detail);
+    const plan = buildPlan(this.machine, m);
+    if ('kind' in plan) {
+      const a = this.machine.axes[plan.axis]!;
+      if (plan.kind === 'outside_limits') {
+        return void this.reply(asCmd, NATIVE_REASON.outside_limits_outward, 1 << plan.axis, `point ${plan.point} axis ${a.id} position ${plan.value} outside ${a.min_position}..${a.max_position}`, { point: plan.point, axis: a.id });
+      }
+      return void this.reply(asCmd, NATIVE_REASON.velocity_limit, 1 << plan.axis, `point ${plan.point} axis ${a.id} velocity ${plan.value} above ${plan.limit}`, { point: plan.point, axis: a.id });
+    }
+    this.preparedPlan = plan;
+    const r = this.result(NATIVE_OP.prepare, NATIVE_REASON.none, plan.axisMask, m.generation);
+    r.Result = 2; // prepared
+    r.Handle = plan.handle;
+    this.dirty = true;
+    this.answer(asCmd, r);
+  }
+
+  /** Axes of the plan whose first point is farther than the following error limit from the held target. */
+  startMismatch(plan: Plan): number {
+    let off = 0;
+    for (let i = 0; i < this.n; i++) {
+      if (!((plan.axisMask >>> i) & 1)) continue;
+      const a = this.machine.axes[i]!;
+      if (Math.abs(plan.q[i]! - this.image.targetPosition[i]!) > a.following_error * a.counts_per_unit) off |= 1 << i;
+    }
+    return off;
+  }
+
+  /** A started trajectory ended: completed, or retired by halt, stop, a fault or lost authority. */
+  private onTrajectoryEnd(e: TrajectoryEnd): void {
+    const faultBits = this.faults.bits;
+    const outcome = e.completed ? 'completed' : faultBits ? 'faulted' : 'aborted';
+    this.motionState = e.completed ? 4 : faultBits ? 6 : 5;
+    this.lastEvent = e.completed ? 2 : faultBits ? 4 : 3;
+    if (e.completed) this.lanes.release(this.trajectory, this.lanes.axesOf(this.trajectory), this.image, 'completed');
+    this.dirty = true;
+    this.send({
+      t: 'event',
+      type: 'native_execution',
+      payload: { handle: e.plan.handle, outcome, why: e.why, fault_bits: faultBits, point_index: e.pointIndex, command_sequence: this.trajectory.commandSequence },
+    });
   }
 
   private completeArm(m: Cmd): void {
@@ -503,6 +593,8 @@ export class Core implements AdmissionView {
     const enabledBefore = this.enabledCache;
     // Targets and modes from whichever lane owns each axis.
     this.lanes.produce({ image: img, nowNs, enabledMask: enabledBefore, cwExtra: this.lanes.cwExtra });
+    // Output intents of the running trajectory drive configured non-torch outputs, only while io is armed.
+    if (this.trajectory.active && this.ioArmed) img.ioOutputWord = this.trajectory.outputs & this.drivableOutputs;
     // CiA 402 stepping: each axis's controlword moves its drive one step toward the wanted state.
     const homingMask = this.homingMask;
     const resetting = this.reset !== null && this.reset.cycle < RESET_PULSE_CYCLES ? this.reset.mask : 0;
@@ -519,6 +611,7 @@ export class Core implements AdmissionView {
     this.enabledCache = en;
 
     this.faults.detect(nowNs, this.busReturn);
+    this.trajectory.settle();
     this.stepHoming();
     this.stepReset();
     this.stepArm();

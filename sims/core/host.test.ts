@@ -266,3 +266,82 @@ test('clocks: speed must be > 0 (stepped is its own mode); stepped time is exact
 });
 
 void ({} as CommandResult);
+
+/** A point list for the nine axes: every axis holds `hold[i]`, axis 0 follows `j1` at `times`. */
+function points(hold: number[], times: bigint[], j1: number[], vel?: number[]) {
+  const n = times.length;
+  const position = new Float64Array(n * N);
+  const velocity = new Float64Array(n * N).fill(Number.NaN);
+  const hasVelocity = new Uint8Array(n);
+  for (let k = 0; k < n; k++) {
+    for (let i = 0; i < N; i++) position[k * N + i] = hold[i]!;
+    position[k * N] = j1[k]!;
+    if (vel) {
+      hasVelocity[k] = 1;
+      for (let i = 0; i < N; i++) velocity[k * N + i] = 0;
+      velocity[k * N] = vel[k]!;
+    }
+  }
+  return { timeNs: BigInt64Array.from(times), position, velocity, hasVelocity, ioMask: new Uint32Array(n), ioValues: new Uint32Array(n) };
+}
+
+test('trajectory lane: prepared, started, followed by cubic Hermite interpolation, completed and released to hold', async () => {
+  const { host, cmd, reply, sent, stepUntil } = await steppedHost();
+  const core = host.core;
+  // J1 requires Home before it may move
+  expect(reply(cmd('home', 1))?.result.Result).toBe(0);
+  stepUntil(() => sent.some((m) => m.t === 'home_done'), 2_000);
+  cmd('enable', ALL);
+  stepUntil(() => core.status(core.now).enable_mask === ALL, 30);
+  expect(reply(cmd('arm'))?.result.Result).toBe(0);
+  const a = MACHINE.axes[0]!;
+  const hold = core.status(core.now).axes.map((x) => x.position);
+  const q0 = hold[0]!;
+  const q1 = q0 + 0.05;
+  host.handle({ t: 'prepare', id: 900, generation: 7n, handle: 41n, axisMask: 1, ...points(hold, [0n, 500_000_000n, 1_000_000_000n], [q0, (q0 + q1) / 2, q1]) });
+  expect(reply(900)!.result).toMatchObject({ Result: 2, Handle: 41n });
+  const start = 901;
+  host.handle({ t: 'cmd', id: start, op: 'start', generation: 7n, axisMask: 0, handle: 41n });
+  expect(reply(start)!.result, reply(start)!.detail).toMatchObject({ Result: 0, Handle: 41n });
+  const t0 = core.now;
+  // quarter way: Hermite with derived velocities (0 at the ends, (q1-q0)/1 s in the middle)
+  for (let k = 0; k < 250; k++) host.cycle();
+  const tau = Number(core.now - t0) / 1e9; // seconds into the plan at the last produce
+  const s = tau / 0.5;
+  const vmid = (q1 - q0) / 1.0;
+  const expected = (2 * s ** 3 - 3 * s ** 2 + 1) * q0 + (-2 * s ** 3 + 3 * s ** 2) * ((q0 + q1) / 2) + (s ** 3 - s ** 2) * 0.5 * vmid;
+  const counts = a.sign * a.counts_per_unit;
+  expect(Math.abs(core.image.targetPosition[0]! - Math.round(expected * counts))).toBeLessThanOrEqual(1);
+  expect(core.status(core.now).motion).toMatchObject({ mode: 2, state: 3, trajectory_id: 41n, done: false });
+  stepUntil(() => sent.some((m) => m.t === 'event' && m.type === 'native_execution'), 1_000);
+  const ev = sent.find((m) => m.t === 'event' && m.type === 'native_execution') as Extract<FromCore, { t: 'event' }>;
+  expect(ev.payload).toMatchObject({ handle: 41n, outcome: 'completed', fault_bits: 0 });
+  const st = core.status(core.now);
+  expect(st.motion).toMatchObject({ mode: 0, state: 4, last_event: 2, done: true });
+  expect(core.image.targetPosition[0]).toBe(Math.round(q1 * counts)); // hold keeps the last point
+  for (let k = 0; k < 300; k++) host.cycle();
+  expect(Math.abs(core.status(core.now).axes[0]!.position - q1)).toBeLessThan(1e-4);
+});
+
+test('trajectory start gate: unknown handle, not armed, a start away from the held position, positions outside limits', async () => {
+  const { host, cmd, reply, stepUntil } = await steppedHost();
+  const core = host.core;
+  const hold = core.status(core.now).axes.map((x) => x.position);
+  const a = MACHINE.axes[0]!;
+  host.handle({ t: 'prepare', id: 800, generation: 7n, handle: 5n, axisMask: 1, ...points(hold, [0n, 1_000_000_000n], [hold[0]!, a.max_position + 0.001]) });
+  expect(reply(800)!.result).toMatchObject({ Result: 1, Reason: NATIVE_REASON.outside_limits_outward, AxisMask: 1 });
+  host.handle({ t: 'prepare', id: 801, generation: 7n, handle: 6n, axisMask: 1, ...points(hold, [0n, 1_000_000_000n], [hold[0]!, hold[0]! + 0.01]) });
+  expect(reply(801)!.result.Result).toBe(2);
+  host.handle({ t: 'cmd', id: 802, op: 'start', generation: 7n, axisMask: 0, handle: 7n });
+  expect(reply(802)!.result).toMatchObject({ Result: 1, Reason: NATIVE_REASON.unknown_handle });
+  host.handle({ t: 'cmd', id: 803, op: 'start', generation: 7n, axisMask: 0, handle: 6n });
+  expect(reply(803)!.result).toMatchObject({ Result: 1, Reason: NATIVE_REASON.not_ready });
+  cmd('enable', ALL);
+  stepUntil(() => core.status(core.now).enable_mask === ALL, 30);
+  expect(reply(cmd('arm'))?.result.Result).toBe(0);
+  host.handle({ t: 'prepare', id: 804, generation: 7n, handle: 8n, axisMask: 1, ...points(hold, [0n, 1_000_000_000n], [hold[0]! + 0.2, hold[0]! + 0.21]) });
+  expect(reply(804)!.result.Result).toBe(2); // replaces handle 6 in the plan slot
+  host.handle({ t: 'cmd', id: 805, op: 'start', generation: 7n, axisMask: 0, handle: 8n });
+  expect(reply(805)!.result).toMatchObject({ Result: 1, Reason: NATIVE_REASON.not_ready, AxisMask: 1 });
+  expect(core.preparedPlan?.handle).toBe(8n); // a refused start keeps the plan
+});

@@ -57,6 +57,9 @@ export const NATIVE_REASON = {
   io_exchange_lost: 15,
   homing_failed: 16,
   cancelled: 17,
+  velocity_limit: 18,
+  unknown_handle: 19,
+  io_not_armed: 20,
 } as const;
 
 /** Native command codes (CommandResult.Operation). Numeric values are a profile decision. */
@@ -73,6 +76,9 @@ export const NATIVE_OP = {
   restore_anchor: 10,
   grant: 11,
   recovery_status: 12,
+  prepare: 13,
+  start: 14,
+  discard: 15,
 } as const;
 export type NativeOpName = keyof typeof NATIVE_OP;
 
@@ -88,7 +94,21 @@ export interface CommandResult {
 }
 
 export type ToCore =
-  | { t: 'cmd'; id: number; op: NativeOpName; generation: bigint; axisMask: number; label?: string }
+  | { t: 'cmd'; id: number; op: NativeOpName; generation: bigint; axisMask: number; label?: string; handle?: bigint }
+  /** A checked point list for the trajectory lane (typed arrays, transferred). Answered Result 2 prepared. */
+  | {
+      t: 'prepare';
+      id: number;
+      generation: bigint;
+      handle: bigint;
+      axisMask: number;
+      timeNs: BigInt64Array;
+      position: Float64Array;
+      velocity: Float64Array;
+      hasVelocity: Uint8Array;
+      ioMask: Uint32Array;
+      ioValues: Uint32Array;
+    }
   | { t: 'cancel_home' }
   | { t: 'grant'; generation: bigint; deadlineNs: bigint; active: boolean; axisMask: number }
   | { t: 'inject'; id: number; fault: FaultSpec | { kind: 'clear' } | { kind: 'stall_next_command'; ms: number } }
@@ -160,6 +180,12 @@ export interface CoreStatus {
   grant_observation: Record<string, bigint | number | number[]>;
   homing_mask: number;
   halted: boolean;
+  /** MotionState (document 1 part 2). */
+  motion: MotionStatus;
+  /** PlanCursor (document 1 part 2). */
+  plan_cursor: { time_ns: bigint; active_handle: bigint; sample_index: number; native_clock_ns: bigint };
+  /** The handle of the plan waiting in the core's plan slot (0 when none). */
+  prepared_handle: bigint;
   timing: CoreTiming;
   /** The bus driver: registry name, lifecycle state, bus submission failures, the failure that stopped it. */
   driver: DriverStatus;
@@ -167,6 +193,19 @@ export interface CoreStatus {
   clock: { mode: ClockSpec['mode']; scheduling: string };
   /** Opaque drive state to hand to the next incarnation (drivers with a DrivePersistence facet). */
   driver_state?: unknown;
+}
+
+/** MotionState: mode 0 idle, 2 trajectory, 3 jog; state 0 idle 1 accepted 2 queued 3 executing 4 completed 5 aborted 6 faulted 7 underrun. */
+export interface MotionStatus {
+  mode: number;
+  state: number;
+  trajectory_id: bigint;
+  point_index: number;
+  queue_depth: number;
+  last_event: number;
+  done: boolean;
+  command_sequence: bigint;
+  time_ns: bigint;
 }
 
 export interface DriverStatus {

@@ -31,6 +31,17 @@ export function captureCycle(core: Core, ring: CaptureRing, nowNs: bigint, laten
   w.u32(REC.home_valid_mask, core.homeValidMask >>> 0);
   w.u32(REC.io_configured, core.ioConfigured ? 1 : 0);
   w.u32(REC.io_armed, core.ioArmed ? 1 : 0);
+  const traj = core.trajectory;
+  if (traj.active) {
+    w.u64(REC.active_traj_id, traj.plan!.handle);
+    w.u64(REC.active_command_seq, traj.commandSequence);
+    w.u32(REC.active_mode, 2);
+    w.u32(REC.current_point_index, traj.index);
+  }
+  w.u32(REC.state, core.motionState);
+  w.u32(REC.queue_depth, core.preparedPlan ? 1 : 0);
+  w.u32(REC.last_event_code, core.lastEvent);
+  w.u32(REC.motion_done, traj.active ? 0 : 1);
   writeProcessImage(w, img);
   for (let i = 0; i < core.n; i++) {
     const a = w.axis(i);
@@ -42,6 +53,10 @@ export function captureCycle(core: Core, ring: CaptureRing, nowNs: bigint, laten
     // One absolute source per axis in this profile: element 0 of absolute_value / absolute_valid.
     w.i32(a + AX.absolute_value, img.absolutePosition[i]!);
     w.u8(a + AX.absolute_valid, img.absoluteValid[i]!);
+    if (traj.active && (traj.plan!.axisMask >>> i) & 1) {
+      w.i32(a + AX.target_velocity_counts_per_s, Math.max(-2147483648, Math.min(2147483647, Math.round(traj.targetVelocity[i]!))));
+      w.u8(a + AX.target_velocity_valid, 1);
+    }
   }
   ring.commit();
 }
