@@ -26,6 +26,7 @@ export const PROFILE: readonly RuleEntry[] = [
   p('status.fields', 1, 'Describe and Status fields', 'Status carries core, commissioning, grant (without the session token), axes and execution'),
   p('machine.enable_mask', 1, 'Machine operations', 'enable takes the mask of axes to hold enabled (0 disables every axis); a mask outside the configured group is native_rejected'),
   p('machine.home_mask', 1, 'Machine operations', 'home with axis_mask 0, outside the group, or naming an axis without native Home answers invalid_axis_mask'),
+  p('machine.arm_settle', 1, 'Machine operations', 'arm sent right after enable waits up to the arm settle bound (500 ms by default) for the enabled axes to reach operation enabled, then answers not_ready'),
   p('machine.fault_bits', 1, 'Execution fault bits', 'the execution fault bit table beyond bits 5 and 11 (drive_fault 0, safety_chain_open 1, pdo_stale 2, ...)'),
   p('service.socket_mode', 1, 'Transports', 'the control socket is created with mode 0660 and a public/control.sock symbolic link beside it'),
   p('config.reading_json', 3, 'Machine configuration: Reading the JSON', 'strict machine JSON: no BOM, comments or trailing data; repeated keys refused even when escaped'),

@@ -17,7 +17,7 @@ import { machineFile, parseVariant, type VariantOptions } from './variant.ts';
 export interface StackProcess {
   child: ChildProcess;
   dir: string;
-  ready: { control: string; public: string; test_channel: string; pid: number };
+  ready: { control: string; public: string; test_channel: string; pid: number; driver?: string; clock?: string };
   stderr: () => string;
   /** Stop the process; the temporary directory goes too unless keepDir (a restart reuses it). */
   stop(opts?: { keepDir?: boolean }): Promise<void>;
@@ -98,6 +98,8 @@ export function variantStart(o: VariantOptions): Pick<StackStart, 'args' | 'env'
   if (o.pairId !== undefined) args.push('--pair-id', o.pairId);
   if (o.controlSocket !== undefined) args.push('--socket', o.controlSocket);
   for (const f of o.bringUpFaults ?? []) args.push('--sim-fault', `${f.kind}:${f.axis}`);
+  if (o.clock === 'stepped') args.push('--clock', 'stepped');
+  if (o.armSettleMs !== undefined) args.push('--arm-settle-ms', String(o.armSettleMs));
   const store = o.anchorStore;
   if (!store) return { args };
   return {
@@ -124,7 +126,10 @@ async function startVariant(o: VariantOptions, base: StackStart): Promise<Target
 
 class SimTarget implements Target {
   readonly name = 'sim' as const;
-  readonly driver = 'sim';
+  /** The bus driver the stack reports it attached (its ready line), not what was asked for. */
+  get driver(): string {
+    return this.stack.ready.driver ?? 'unknown';
+  }
   readonly abilities = { faultInjection: true, coreRestart: true, serviceRestart: true, motion: true };
   private clients: ControlClient[] = [];
   private testAgent: Agent;
@@ -164,7 +169,7 @@ class SimTarget implements Target {
     return c;
   }
 
-  private async test(path: string, body: unknown): Promise<void> {
+  private async test(path: string, body: unknown): Promise<string> {
     const res = await request(`http://localhost${path}`, {
       method: 'POST',
       dispatcher: this.testAgent,
@@ -173,14 +178,22 @@ class SimTarget implements Target {
     });
     const text = await res.body.text();
     if (res.statusCode !== 200) throw new HarnessError('HIL_ERR_TEST_CHANNEL', `test channel ${path}: ${res.statusCode} ${text}`, { detail: { status: res.statusCode } });
+    return text;
   }
 
-  inject(fault: Record<string, unknown>): Promise<void> {
-    return this.test('/inject', fault);
+  async step(cycles: number): Promise<bigint> {
+    const text = await this.test('/step', { cycles });
+    const m = /"now_ns":(\d+)/.exec(text);
+    if (!m) throw new HarnessError('HIL_ERR_TEST_CHANNEL', `test channel /step: no now_ns in ${text}`);
+    return BigInt(m[1]!);
   }
 
-  restartCore(): Promise<void> {
-    return this.test('/restart-core', {});
+  async inject(fault: Record<string, unknown>): Promise<void> {
+    await this.test('/inject', fault);
+  }
+
+  async restartCore(): Promise<void> {
+    await this.test('/restart-core', {});
   }
 
   diagnostics(): string {

@@ -36,6 +36,8 @@ describe('parseVariant', () => {
     { anchorStore: { kind: 'unusable' } },
     { anchorStore: { kind: 'directory', dir: '/tmp/anchors' } },
     { bringUpFaults: [{ kind: 'pdo_mapping_mismatch', axis: 0 }, { kind: 'pdo_mapping_mismatch', axis: 63 }] },
+    { clock: 'stepped', armSettleMs: 0 },
+    { armSettleMs: 999_999 },
     { pairId: 'cell-b', anchorStore: { kind: 'directory', dir: '/tmp/anchors' }, telemetry: 'off' },
   ];
   test.each(VALID.map((o) => ({ o, text: describeVariant(o) })))('accepts $text', ({ o }) => {
@@ -60,6 +62,9 @@ describe('parseVariant', () => {
     ['an unusable store with a dir', { anchorStore: { kind: 'unusable', dir: '/x' } }, /takes no other field/],
     ['no bring-up faults', { bringUpFaults: [] }, /non-empty/],
     ['a bring-up fault of unknown kind', { bringUpFaults: [{ kind: 'estop', axis: 1 }] }, /bringUpFaults: entry/],
+    ['a clock other than stepped', { clock: 'fast' }, /clock: must be 'stepped'/],
+    ['a negative arm settle bound', { armSettleMs: -1 }, /armSettleMs/],
+    ['an arm settle bound past 999999', { armSettleMs: 1_000_000 }, /armSettleMs/],
     ['a bring-up fault on axis 64', { bringUpFaults: [{ kind: 'pdo_mapping_mismatch', axis: 64 }] }, /bringUpFaults/],
   ];
   test.each(INVALID)('refuses %s with HIL_ERR_VARIANT_INVALID', (_row, o, message) => {
@@ -81,6 +86,8 @@ describe('the sim target maps options to the reference stack', () => {
       pairId: 'cell-a',
       controlSocket: '/tmp/x/a.sock',
       bringUpFaults: [{ kind: 'pdo_mapping_mismatch', axis: 3 }],
+      clock: 'stepped',
+      armSettleMs: 0,
     });
     expect(s.args).toEqual([
       '--capture-retention-ms', '0',
@@ -89,6 +96,8 @@ describe('the sim target maps options to the reference stack', () => {
       '--pair-id', 'cell-a',
       '--socket', '/tmp/x/a.sock',
       '--sim-fault', 'pdo_mapping_mismatch:3',
+      '--clock', 'stepped',
+      '--arm-settle-ms', '0',
     ]);
     expect(s.env).toBeUndefined();
   });

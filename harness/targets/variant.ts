@@ -39,6 +39,10 @@ export interface VariantOptions {
   controlSocket?: string;
   anchorStore?: AnchorStore;
   bringUpFaults?: readonly BringUpFault[];
+  /** 'stepped': no cycle runs unless the test asks (`target.step(n)`), so "right after" is exact. */
+  clock?: 'stepped';
+  /** How long an arm waits for enabled axes to reach operation enabled (docs/profile.md, arm), in ms. */
+  armSettleMs?: number;
 }
 
 type Check = (v: unknown) => string | undefined;
@@ -74,6 +78,8 @@ const CHECKS: Record<keyof VariantOptions, Check> = {
     }
     return undefined;
   },
+  clock: (v) => (v === 'stepped' ? undefined : "must be 'stepped'"),
+  armSettleMs: (v) => (Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= 999_999 ? undefined : 'must be an integer 0..999999'),
 };
 
 /** Validate variant options; every problem is listed in one HIL_ERR_VARIANT_INVALID. */
@@ -108,5 +114,7 @@ export function describeVariant(o: VariantOptions): string {
   if (o.anchorStore?.kind === 'directory') parts.push('anchor store in a chosen directory');
   if (o.anchorStore?.kind === 'unusable') parts.push('an anchor store that cannot be used');
   for (const f of o.bringUpFaults ?? []) parts.push(`${f.kind} on axis ${f.axis} at bring-up`);
+  if (o.clock === 'stepped') parts.push('the stepped clock');
+  if (o.armSettleMs !== undefined) parts.push(`an arm settle bound of ${o.armSettleMs} ms`);
   return parts.join(', ');
 }

@@ -95,7 +95,12 @@ export class ControlService {
       daemonIncarnation: () => this.daemonIncarnation,
       refuse: (res, e) => this.send(res, refusal(e, 'telemetry')),
     });
-    o.core.on('core_event', (type: string, payload: unknown) => this.events.publish(type, payload));
+    o.core.on('core_event', (type: string, payload: Record<string, unknown>) => {
+      // The core stopped on its own because the lease ran out before a renewal reached it: the grant
+      // expires here too (the event log shows grant_expired, never the core's private notice).
+      if (type === 'native_lease_expired') return this.authority.nativeLeaseExpired(payload.generation as bigint);
+      this.events.publish(type, payload);
+    });
     o.core.on('stop_drained', () => this.authority.drained());
     o.core.on('exit', (why: string) => this.onCoreExit(why));
   }
@@ -112,8 +117,9 @@ export class ControlService {
   }
 
   private onCoreExit(why: string): void {
-    this.authority.coreLost();
     const previous = this.daemonIncarnation;
+    process.stderr.write(`hil serve: core incarnation ${previous} ended (${why}); authority revoked, starting a new incarnation\n`);
+    this.authority.coreLost();
     void this.o.core
       .start()
       .then(() => {
@@ -311,8 +317,10 @@ export class ControlService {
     return {
       contract_version: CONTRACT_VERSION,
       backend: m.backend,
-      simulated: m.backend === 'simulation',
-      driver: 'sim',
+      // Nothing physical moves unless the attached driver is a real bus (sim and replay are simulated).
+      simulated: m.backend === 'simulation' || this.o.core.driverName !== 'ethercat',
+      driver: this.o.core.driverName,
+      clock: this.o.core.clockMode,
       machine_sha256: m.machine_sha256,
       configuration_sha256: m.configuration_sha256,
       deployment_sha256: m.deployment_sha256,
@@ -418,6 +426,13 @@ export class ControlService {
         case 'POST /inject': {
           const r = await this.o.core.inject(input as never);
           return json(r.result.Result === 0 ? 200 : 409, { ok: r.result.Result === 0, detail: r.detail });
+        }
+        case 'POST /step': {
+          // Stepped clock only: run N cycles now (bounded so one request cannot hold the core for long).
+          const cycles = input.cycles;
+          if (!Number.isSafeInteger(cycles) || (cycles as number) < 1 || (cycles as number) > 10_000_000) return json(400, { error: 'cycles must be an integer 1..10000000' });
+          const r = await this.o.core.step(cycles as number);
+          return r.result.Result === 0 ? json(200, { ok: true, now_ns: r.extra?.now_ns, cycles: r.extra?.cycles }) : json(409, { ok: false, detail: r.detail });
         }
         case 'POST /restart-core':
           await this.o.core.crash();
