@@ -182,7 +182,8 @@ test('the report states the same verdict as the exit status, with coverage on th
   expect(verdictOf(run).verdict).toBe('PASS');
   expect(html).toContain('<div class="verdict-word">PASS</div>');
   // 2 of the 4 documented items have a passing test (io_arm's only test skipped, torch_on pending).
-  expect(html).toContain('<div class="verdict-headline">PASS — 2 of 4 documented items covered</div>');
+  expect(html).toContain('<h1 class="headline">PASS — 2 of 4 documented items covered</h1>');
+  expect(html).toContain('<div class="cov-word">PARTIAL</div>');
   expect(html).toContain('<title>Qualification report: PASS — 2 of 4 documented items covered on sim');
   expect(html).toContain('1 expected failure listed in the target&#39;s expectation file');
 });

@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { CoverageEntry, RunRecord, RunTest, TestState } from './run-types.ts';
-import { verdictOf, type RunVerdict } from './verdict.ts';
+import { countTests as verdictCounts, verdictOf, type RunVerdict } from './verdict.ts';
 import { HarnessError } from '../errors.ts';
 
 export const DEFAULT_RUN_JSON = 'reports/run.json';
@@ -249,7 +249,8 @@ function normalizeRun(raw: Record<string, unknown>, warnings: string[]): RunReco
     errored: num(sumRaw.errored, 'summary.errored'),
     duration_ms: num(sumRaw.duration_ms, 'summary.duration_ms'),
   };
-  const c = countTests(tests);
+  // The reporter's summary counts failures and errors the expectation file does not list, as verdict.ts does.
+  const c = verdictCounts(tests);
   if (isRecord(raw.summary)) {
     const diffs = (['passed', 'failed', 'skipped', 'errored'] as const).filter((k) => summary[k] !== c[k]).map((k) => `${k} ${summary[k]} vs ${c[k]}`);
     if (diffs.length) warnings.push(`run.json: summary counts disagree with the tests list (${diffs.join(', ')}); the report counts the tests list`);
@@ -691,14 +692,13 @@ function renderHeader(ctx: RenderContext, v: RunVerdict, counts: Counts): string
   const duration = Number.isFinite(start) && Number.isFinite(end) && end >= start ? end - start : run.summary.duration_ms;
   const verdictNote =
     verdict === 'PASS'
-      ? 'Every test that ran passed or is a listed expected failure, nothing skipped without a reason, and the traceability gate passed. The verdict covers only the items counted below.'
+      ? 'Every test that ran passed or is a listed expected failure, none skipped without a reason, and the traceability gate passed. The verdict speaks only for the documented items counted under Completeness.'
       : verdict === 'ERROR'
         ? 'No test showed the target breaking a rule, but the harness or the environment broke: the run is incomplete and is not a verdict on the target.'
         : 'The target did not do what the documents say in at least one test (see Failures).';
   const cov = v.coverage;
   const kv: [string, string][] = [
     ['Command', `<code>${esc(run.command)}</code>`],
-    ['Target', `${esc(run.target.name)} · driver ${esc(run.target.driver)} · ${simText(run.target.simulated)}`],
     ['Started', esc(fmtTime(run.started_at))],
     ['Finished', esc(fmtTime(run.finished_at))],
     ['Duration', esc(fmtDuration(duration))],
@@ -711,17 +711,22 @@ function renderHeader(ctx: RenderContext, v: RunVerdict, counts: Counts): string
     ['Run record', `<code class="digest">sha256 ${esc(ctx.runJsonSha256)}</code>`],
   ];
   const pct = cov.documented ? Math.floor((cov.verified / cov.documented) * 1000) / 10 : 0;
-  const coverage = `<div class="coverage-line"><div class="verdict-label">Coverage of the documents</div>
+  const gaps: string[] = [];
+  if (cov.pending) gaps.push(`${cov.pending} have no test in this run (harness/catalogue/pending.ts says why)`);
+  if (cov.failing) gaps.push(`${cov.failing} have a failing test`);
+  if (cov.unverified) gaps.push(`${cov.unverified} have tests that skipped or did not run`);
+  const coverage = `<div class="coverage-line"><div class="verdict-label">Completeness</div><div class="cov-word">${cov.complete ? 'COMPLETE' : 'PARTIAL'}</div>
 <div class="cov-words"><b>${cov.verified}</b> of <b>${cov.documented}</b> documented items covered by a passing test (${pct}%)</div>
 <div class="bar" role="img" aria-label="${pct}% of documented items covered"><i style="width:${pct}%"></i></div>
-<p>${esc(v.completeness.charAt(0).toUpperCase() + v.completeness.slice(1))}. Our own decisions (docs/profile.md): ${cov.profileVerified} of ${cov.profileTotal} verified.</p></div>`;
+<p>${cov.complete ? 'Every documented item is covered by a passing test.' : `Of the documented items, ${esc(gaps.join('; '))}.`} Our own decisions (docs/profile.md, counted apart): ${cov.profileVerified} of ${cov.profileTotal} verified.</p></div>`;
   return `<header id="top" class="head">
 <div class="head-main">
 <div class="eyebrow">Welding cell HIL · qualification report</div>
-<h1>${esc(run.target.name)} <span class="muted">/ ${esc(run.target.driver)}</span></h1>
+<h1 class="headline">${esc(v.headline)}</h1>
+<p class="sub">Target <b>${esc(run.target.name)}</b>, driver <b>${esc(run.target.driver)}</b>, ${simText(run.target.simulated)}</p>
 <dl class="kv">${kv.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join('')}</dl>
 </div>
-<div class="verdict v-${verdict.toLowerCase()}"><div class="verdict-label">Verdict</div><div class="verdict-word">${verdict}</div><div class="verdict-headline">${esc(v.headline)}</div><p>${esc(verdictNote)}</p>${
+<div class="verdict v-${verdict.toLowerCase()}"><div class="verdict-label">Verdict</div><div class="verdict-word">${verdict}</div><p>${esc(verdictNote)}</p>${
     v.reasons.length ? `<ul>${v.reasons.map((r) => `<li>${esc(r)}</li>`).join('')}</ul>` : ''
   }${v.notes.length ? `<ul class="vnotes">${v.notes.map((r) => `<li>${esc(r)}</li>`).join('')}</ul>` : ''}${coverage}</div>
 </header>
@@ -859,8 +864,9 @@ function renderSummary(ctx: RenderContext, c: Counts): string {
   const erroredUnexpected = c.errored - ctx.run.tests.filter((t) => t.state === 'errored' && t.expected_failure).length;
   const tiles: [string, number, string, string][] = [
     ['Passed', c.passed, 'pass', c.unexpectedPasses ? `${c.unexpectedPasses} unexpected` : ''],
-    ['Failed', c.failed, c.failed ? 'fail' : 'zero', c.failed && failedUnexpected !== c.failed ? `${c.failed - failedUnexpected} expected` : ''],
-    ['Errored', c.errored, c.errored ? 'error' : 'zero', c.errored && erroredUnexpected !== c.errored ? `${c.errored - erroredUnexpected} expected` : ''],
+    // Failed and errored count what the verdict counts: outcomes the expectation file does not list.
+    ['Failed', failedUnexpected, failedUnexpected ? 'fail' : 'zero', c.failed !== failedUnexpected ? `+${c.failed - failedUnexpected} expected` : ''],
+    ['Errored', erroredUnexpected, erroredUnexpected ? 'error' : 'zero', c.errored !== erroredUnexpected ? `+${c.errored - erroredUnexpected} expected` : ''],
     ['Skipped', c.skipped, 'skip', ''],
     ['Expected failures', c.expectedFailures, 'zero', ''],
     ['Unexpected passes', c.unexpectedPasses, c.unexpectedPasses ? 'warn' : 'zero', ''],
@@ -1277,7 +1283,8 @@ section{margin:0 0 34px}
 .verdict p{margin:6px 0 0;font-size:13px} .verdict ul{margin:8px 0 0;padding-left:18px;font-size:13px}
 .verdict-label{font-size:12px;text-transform:uppercase;letter-spacing:.1em;opacity:.85}
 .verdict-word{font-size:44px;font-weight:800;letter-spacing:.04em;line-height:1.1}
-.verdict-headline{font-size:15px;font-weight:600;margin-top:4px}
+.headline{font-size:24px;line-height:1.25;margin:4px 0 2px} .sub{margin:0 0 10px;font-size:14px}
+.cov-word{font-size:20px;font-weight:800;letter-spacing:.04em}
 .coverage-line{margin-top:12px;padding-top:10px;border-top:1px solid rgba(255,255,255,.45)}
 .cov-words{font-size:14px;margin:2px 0 6px}
 .bar{height:8px;border-radius:4px;background:rgba(255,255,255,.35);overflow:hidden}.bar i{display:block;height:100%;background:#fff}
@@ -1291,6 +1298,7 @@ section{margin:0 0 34px}
 .sign-grid b{font-weight:normal;padding-top:8px}
 .sign-grid .wide{grid-column:2/4}
 .cols{display:grid;grid-template-columns:1fr 1fr;gap:28px}
+.cols>*,.head>*{min-width:0} .grid td{overflow-wrap:anywhere}
 table{border-collapse:collapse;width:100%}
 .kvt th{text-align:left;font-weight:500;color:var(--mut);width:190px;padding:5px 10px 5px 0;vertical-align:top;border-bottom:1px solid #eaeef2}
 .kvt td{padding:5px 0;border-bottom:1px solid #eaeef2;word-break:break-all}
