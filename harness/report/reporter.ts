@@ -54,16 +54,20 @@ export class HilReporter implements Reporter {
     let passed = 0;
     let failed = 0;
     let skipped = 0;
+    let errored = 0;
     for (const t of m.children.allTests()) {
-      const s = t.result().state;
+      const r = t.result();
+      const s = r.state === 'failed' ? testStateOf(r.state, r.errors ?? []) : r.state;
       if (s === 'passed') passed++;
       else if (s === 'failed') failed++;
+      else if (s === 'errored') errored++;
       else if (s === 'skipped') skipped++;
     }
-    const broken = m.state() === 'failed' && failed === 0;
-    const mark = failed || broken ? 'FAIL' : 'ok  ';
+    const broken = m.state() === 'failed' && failed + errored === 0;
+    const mark = failed ? 'FAIL' : errored || broken ? 'ERR ' : 'ok  ';
     const ms = Math.round(m.diagnostic().duration);
-    this.write(`${mark} ${m.relativeModuleId.padEnd(48)} ${passed} passed, ${failed} failed, ${skipped} skipped  ${ms} ms${broken ? '  (file errored)' : ''}\n`);
+    const err = errored ? `, ${errored} errored` : '';
+    this.write(`${mark} ${m.relativeModuleId.padEnd(48)} ${passed} passed, ${failed} failed${err}, ${skipped} skipped  ${ms} ms${broken ? '  (file errored)' : ''}\n`);
     if (broken) for (const e of m.errors()) this.write(`     ${firstLine(e.message)}\n`);
   }
 
