@@ -37,8 +37,8 @@ export interface AdmissionView {
   readonly enableMask: number;
   /** Axes whose drive reports operation enabled. */
   enabledMask(): number;
-  /** Axes of `mask` owned by a motion lane other than hold. */
-  laneConflicts(mask: number): number;
+  /** Axes of `mask` owned by a motion lane other than hold (and other than the lane named `except`). */
+  laneConflicts(mask: number, except?: string): number;
   /** Host monotonic ns now (the lease deadline's time base, whatever clock the cycle runs on). */
   hostNow(): bigint;
   /** The plan in the core's plan slot, if any. */
@@ -121,8 +121,9 @@ const fastInputs: Check = (v) => {
 
 const planIsPrepared: Check = (v, m) =>
   !v.preparedPlan || v.preparedPlan.handle !== m.handle ? refuse(NATIVE_REASON.unknown_handle, 0, `handle ${m.handle ?? 0n} is not in the core's plan slot`) : null;
+/** Another lane than the trajectory lane (a later Start replaces a running trajectory: part 3). */
 const planAxesFree: Check = (v) => {
-  const c = v.laneConflicts(v.preparedPlan!.axisMask);
+  const c = v.laneConflicts(v.preparedPlan!.axisMask, 'trajectory');
   return c ? refuse(NATIVE_REASON.mode_conflict, c, 'another motion lane owns the axes') : null;
 };
 const notStoppingInhibited: Check = (v) => (v.stopDraining ? refuse(NATIVE_REASON.inhibited, 0, 'stop draining') : null);

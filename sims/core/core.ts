@@ -182,8 +182,8 @@ export class Core implements AdmissionView {
   get homingMask(): number {
     return this.homing.run?.mask ?? 0;
   }
-  laneConflicts(mask: number): number {
-    return this.lanes.conflicts(mask);
+  laneConflicts(mask: number, except?: string): number {
+    return this.lanes.conflicts(mask, except === 'trajectory' ? this.trajectory : undefined);
   }
 
   busSetup(): BusSetup {
@@ -353,6 +353,8 @@ export class Core implements AdmissionView {
       case 'start': {
         const plan = this.preparedPlan!;
         this.preparedPlan = null;
+        // A later execution replaces a running one (document 1 part 3: started -> consumed).
+        if (this.trajectory.active) this.lanes.release(this.trajectory, this.lanes.axesOf(this.trajectory), this.image, 'replaced');
         this.lanes.acquire(this.trajectory, plan.axisMask);
         const r = this.result(NATIVE_OP.start, NATIVE_REASON.none, plan.axisMask, m.generation);
         r.Handle = plan.handle;
@@ -414,7 +416,8 @@ export class Core implements AdmissionView {
   /** A started trajectory ended: completed, or retired by halt, stop, a fault or lost authority. */
   private onTrajectoryEnd(e: TrajectoryEnd): void {
     const faultBits = this.faults.bits;
-    const outcome = e.completed ? 'completed' : faultBits ? 'faulted' : 'aborted';
+    const consumed = e.completed || e.why === 'replaced';
+    const outcome = consumed ? 'completed' : faultBits ? 'faulted' : 'aborted';
     this.motionState = e.completed ? 4 : faultBits ? 6 : 5;
     this.lastEvent = e.completed ? 2 : faultBits ? 4 : 3;
     if (e.completed) this.lanes.release(this.trajectory, this.lanes.axesOf(this.trajectory), this.image, 'completed');
@@ -422,7 +425,15 @@ export class Core implements AdmissionView {
     this.send({
       t: 'event',
       type: 'native_execution',
-      payload: { handle: e.plan.handle, outcome, why: e.why, fault_bits: faultBits, point_index: e.pointIndex, command_sequence: this.trajectory.commandSequence },
+      payload: {
+        handle: e.plan.handle,
+        outcome,
+        why: e.why,
+        fault_bits: faultBits,
+        recovery: [...new Set(this.faults.entries().map((f) => f.recovery))],
+        point_index: e.pointIndex,
+        command_sequence: this.trajectory.commandSequence,
+      },
     });
   }
 
@@ -452,6 +463,7 @@ export class Core implements AdmissionView {
 
   /** Disarm, disable, every output OFF with permission withdrawn, every lane ended, Home cancelled. */
   private safeState(why: string): void {
+    this.preparedPlan = null; // a stop or lost authority retires what was prepared
     this.armed = false;
     this.halted = false;
     this.enableMask = 0;

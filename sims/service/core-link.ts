@@ -157,7 +157,7 @@ export class CoreLink extends EventEmitter {
   }
 
   /** Send a native command and wait for its CommandResult. */
-  command(op: NativeOpName, generation: bigint, axisMask = 0, extra: { label?: string } = {}, timeoutMs = 1000): Promise<NativeReply> {
+  command(op: NativeOpName, generation: bigint, axisMask = 0, extra: { label?: string; handle?: bigint } = {}, timeoutMs = 1000): Promise<NativeReply> {
     if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
@@ -167,6 +167,23 @@ export class CoreLink extends EventEmitter {
       }, timeoutMs);
       this.pending.set(id, { resolve, reject, timer });
       this.port!.postMessage({ t: 'cmd', id, op, generation, axisMask, ...extra } satisfies ToCore);
+    });
+  }
+
+  /** Hand a checked point list to the core's plan slot (its typed arrays are transferred, not copied). */
+  prepare(m: Omit<Extract<ToCore, { t: 'prepare' }>, 't' | 'id'>, timeoutMs = 5000): Promise<NativeReply> {
+    if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new CoreUnavailable(`no native receipt for prepare within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.pending.set(id, { resolve, reject, timer });
+      const transfer = [m.timeNs.buffer, m.position.buffer, m.velocity.buffer, m.hasVelocity.buffer, m.ioMask.buffer, m.ioValues.buffer].filter(
+        (b, i, all): b is ArrayBuffer => b instanceof ArrayBuffer && all.indexOf(b) === i,
+      );
+      this.port!.postMessage({ t: 'prepare', id, ...m } satisfies ToCore, transfer);
     });
   }
 

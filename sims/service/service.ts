@@ -10,6 +10,8 @@ import { dirname, join, relative } from 'node:path';
 import { Authority, type Grant, type Reply } from './authority.ts';
 import { CAPABILITIES, CAPABILITY, capabilityInfo } from './capabilities.ts';
 import { CoreLink, CoreUnavailable } from './core-link.ts';
+import { HandleTable } from './handles.ts';
+import { pointArrays, TrajectoryOps } from './trajectories.ts';
 import {
   decodeRequest,
   ORDINARY_BODY_LIMIT,
@@ -58,6 +60,8 @@ export class ControlService {
   private daemonIncarnation = '';
   readonly machineOps: MachineOps;
   readonly telemetry: TelemetryEndpoints;
+  readonly handles: HandleTable;
+  private readonly trajectories: TrajectoryOps;
 
   constructor(private readonly o: ServiceOptions) {
     const m = o.machine;
@@ -78,6 +82,8 @@ export class ControlService {
       nativeGrant: (g) => {
         // Stop, lease expiry or transport loss cancel a running Home (document 1 part 4 home).
         if (!g) o.core.post({ t: 'cancel_home' });
+        // Stop or grant loss retires prepared handles (document 1 part 3: prepare again).
+        if (!g || g.stopping) this.handles.retirePrepared();
         o.core.post({
           t: 'grant',
           generation: g?.generation ?? this.authority.lastGeneration,
@@ -87,6 +93,8 @@ export class ControlService {
         });
       },
     }, o.initialGeneration ?? 0n);
+    this.handles = new HandleTable((type, payload) => this.events.publish(type, payload));
+    this.trajectories = new TrajectoryOps(o.core, this.authority, m, this.handles);
     this.machineOps = new MachineOps(o.core, this.authority, m, this.binding, process.env[ANCHOR_DIR_ENV] || undefined, (g) => this.stopGrant(g));
     this.telemetry = new TelemetryEndpoints({
       core: o.core,
@@ -99,6 +107,10 @@ export class ControlService {
       // The core stopped on its own because the lease ran out before a renewal reached it: the grant
       // expires here too (the event log shows grant_expired, never the core's private notice).
       if (type === 'native_lease_expired') return this.authority.nativeLeaseExpired(payload.generation as bigint);
+      if (type === 'native_execution') {
+        const e = payload as { handle: bigint; outcome: 'completed' | 'aborted' | 'faulted'; fault_bits: number; recovery?: string[]; why: string };
+        return this.handles.ended(e.handle, e.outcome, e.fault_bits, e.recovery ?? [], e.why);
+      }
       this.events.publish(type, payload);
     });
     o.core.on('stop_drained', () => this.authority.drained());
@@ -120,6 +132,7 @@ export class ControlService {
     const previous = this.daemonIncarnation;
     process.stderr.write(`hil serve: core incarnation ${previous} ended (${why}); authority revoked, starting a new incarnation\n`);
     this.authority.coreLost();
+    this.handles.coreLost();
     void this.o.core
       .start()
       .then(() => {
@@ -283,8 +296,22 @@ export class ControlService {
         this.events.publish('telemetry_mark', { label: r.label, sequence: n.result.Sequence, generation: g.generation });
         return { status: 200, body: { operation: r.operation, sequence: n.result.Sequence } };
       }
+      case 'prepare_trajectory': {
+        const release = this.trajectories.reserve();
+        try {
+          const p = pointArrays(r.points!, this.o.machine.axes.length);
+          if (p instanceof Refusal) throw p;
+          return await this.trajectories.prepare(r, g, p);
+        } finally {
+          release();
+        }
+      }
+      case 'start_trajectory':
+        return this.trajectories.start(r, g);
+      case 'discard_trajectory':
+        return this.trajectories.discard(r, g);
       default:
-        // Jog, trajectories and programs are not in this build of the reference stack yet (README).
+        // Jog and programs are not in this build of the reference stack yet (README).
         throw refuse('native_rejected', `${r.operation} is not available in this build of the reference stack`);
     }
   }
@@ -395,7 +422,24 @@ export class ControlService {
         online: a.online,
         brake_engaged: a.brake_engaged,
       })),
-      execution: { handles: [], generation: 0n, state: '', segment: 0, native_sequence: 0n },
+      execution: {
+        handles: this.handles.all().map((h) => ({
+          handle: h.handle,
+          state: h.state,
+          generation: h.generation,
+          execution_generation: h.execution_generation,
+          native_sequence: h.native_sequence,
+          ...(h.identity ? { identity: h.identity } : {}),
+        })),
+        generation: this.handles.execution.generation,
+        state: this.handles.execution.state,
+        ...(this.handles.execution.identity ? { identity: this.handles.execution.identity } : {}),
+        segment: this.handles.execution.segment,
+        native_sequence: this.handles.execution.native_sequence,
+        ...(this.handles.execution.error ? { error: this.handles.execution.error } : {}),
+      },
+      motion: s?.motion ?? null,
+      plan_cursor: s?.plan_cursor ?? null,
     };
   }
 
