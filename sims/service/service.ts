@@ -181,9 +181,15 @@ export class ControlService {
         case 'GET /v1/status':
           return this.send(res, { status: 200, body: { operation: 'status', data: this.statusData() } });
         case 'GET /v1/events':
-          return this.send(res, this.pollEvents(url));
         case 'GET /v1/events/stream':
-          return streamEvents(this.events, req, res, url);
+          try {
+            if (key === 'GET /v1/events') return this.send(res, this.pollEvents(url));
+            return streamEvents(this.events, req, res, url);
+          } catch (e) {
+            // Cursor refusals name the capability they answer (document 1 part 4 subscribe_events).
+            if (e instanceof Refusal && !res.headersSent) return this.send(res, refusal(e, 'subscribe_events'));
+            throw e;
+          }
         case 'GET /v1/telemetry':
           return await this.telemetry.poll(req, res, url);
         case 'GET /v1/telemetry/stream':
@@ -392,7 +398,7 @@ export class ControlService {
   }
 
   private pollEvents(url: URL): Reply {
-    const after = EventLog.cursor(url.searchParams.get('after'));
+    const after = EventLog.cursor(url.searchParams);
     const events = this.events.read(after, EVENTS_PER_POLL);
     const next = events.length ? events[events.length - 1]!.sequence : after;
     return {
