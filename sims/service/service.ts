@@ -284,8 +284,9 @@ export class ControlService {
         return { status: 200, body: { operation: r.operation, sequence: n.result.Sequence } };
       }
       default:
-        // Jog, trajectories and programs are not in this build of the reference stack yet (README).
-        throw refuse('native_rejected', `${r.operation} is not available in this build of the reference stack`);
+        // Unreachable while capabilities.ts SERVED lists only operations handled above: the envelope answers
+        // capability_unimplemented for the others, as Describe reports them.
+        throw refuse('capability_unimplemented', `${r.operation} is not served by this build`, capabilityInfo(CAPABILITY.get(r.operation)!));
     }
   }
 
