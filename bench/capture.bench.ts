@@ -10,7 +10,9 @@
 
 import { PerformanceObserver } from 'node:perf_hooks';
 import { ProcessImage } from '../drivers/bus.ts';
-import { AX, AXIS_TABLE, CaptureRing, REC, RECORD_TABLE, writeProcessImage, type RecordWriter } from '../sims/core/capture.ts';
+import { AX, AXIS_TABLE, REC, RECORD_TABLE } from '../sims/core/capture/layout.ts';
+import { CaptureRing } from '../sims/core/capture/ring.ts';
+import { writeProcessImage, type RecordWriter } from '../sims/core/capture/writer.ts';
 
 const AXES = 9;
 const CAPACITY = 8192; // 8192 x 3152 bytes = 26 MB: larger than the caches, like a real retention window

@@ -2,6 +2,8 @@
 // CiA 402 logic; a driver only moves the process image between the core and the drives (ros2_control's
 // read/write hooks), reports start-up evidence, and shuts down. See docs/architecture.md.
 
+import type { DrivePersistence, FaultInjection } from './faults.ts';
+
 /** Per-cycle process image, struct-of-arrays so the cycle loop allocates nothing. */
 export class ProcessImage {
   // master -> drives (RxPDO)
@@ -85,17 +87,47 @@ export interface BusStartup {
   notes: string[];
 }
 
+/** Bus submission return codes the driver host itself produces (a driver returns 0 or its own negative code). */
+export const BUS_RC = {
+  ok: 0,
+  /** The driver threw inside exchange; the host marked it errored and stops calling it. */
+  threw: -1000,
+  /** The driver is not active (errored or closed): nothing was exchanged this cycle. */
+  inactive: -1001,
+} as const;
+
+/**
+ * What every driver implements: a few hooks, in the manner of ros2_control's hardware components. The
+ * lifecycle (unconfigured -> opened -> active -> errored/closed) and the error boundary are enforced by
+ * DriverHost (drivers/host.ts), never re-implemented by a driver.
+ */
 export interface BusDriver {
-  readonly name: 'sim' | 'replay' | 'ethercat';
+  /** The registry name the driver was created under (sim, replay, ethercat, or any other). */
+  readonly name: string;
   /** Bring the bus up and verify mappings. May be slow; never called from the cycle. */
   open(setup: BusSetup): Promise<BusStartup>;
   /**
    * One cyclic exchange: write outputs from the image, fill inputs into it. Synchronous: runs in the
-   * cycle. Returns the bus submission return code (0 ok, negative errno-like on failure).
+   * cycle. Returns the bus submission return code (0 ok, negative on failure).
    */
   exchange(image: ProcessImage, nowNs: bigint): number;
   close(): Promise<void>;
+  /** Optional facet: out-of-band fault injection (drivers/faults.ts). */
+  readonly faults?: FaultInjection;
+  /** Optional facet: drive state kept across a core restart. */
+  readonly persist?: DrivePersistence;
+  /** Optional: identity of the bus as found at open (per slave vendor, product, revision, serial ...). */
+  identity?(): Record<string, unknown>;
 }
+
+/** Options a driver factory receives. `params` are the driver's own, validated by the driver. */
+export interface DriverOptions {
+  /** A DrivePersistence snapshot from the previous core incarnation of the same driver. */
+  persisted?: unknown;
+  params?: Readonly<Record<string, unknown>>;
+}
+
+export type DriverFactory = (options: DriverOptions) => BusDriver;
 
 /** The standard CSP mapping of the profile (docs/profile.md). */
 export const STANDARD_MAPPING: readonly string[] = [

@@ -11,6 +11,8 @@ import { loadMachine } from './config/compile.ts';
 import { CoreLink } from './service/core-link.ts';
 import { ControlService } from './service/service.ts';
 import { encodeJson } from './service/json.ts';
+import type { ClockSpec, PriorityRequest } from './core/protocol.ts';
+import { DRIVERS, driverNames } from '../drivers/index.ts';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const DEFAULT_MACHINE = join(ROOT, 'fixtures', 'machines', 'nine-axis.json');
@@ -25,9 +27,14 @@ Starts the reference cell stack (control service + real-time core on the sim dri
   --config-cache DIR      where compiled configurations are kept (default $TMPDIR/cell-hil-config)
   --pair-id ID            pair id of the binding (default cell-sim-01)
   --pair-revision N       pair revision of the binding (default 1)
-  --driver NAME           bus driver: sim (default)
-  --speed X               simulation speed factor, 1 = real time (default 1)
-  --spin-ns N             spin this long before each cycle deadline for precise timing (default 0)
+  --driver NAME           bus driver by registry name: sim (default), replay, ethercat
+  --clock MODE            realtime (default), fast (with --speed), stepped (cycles run only when the
+                          test channel asks: POST /step {"cycles": N})
+  --speed X               fast clock: simulated time runs X times faster than the wall (X > 0)
+  --spin-ns N             realtime clock: spin this long before each cycle deadline (default 0)
+  --core-priority P       realtime clock: auto (default: SCHED_FIFO where permitted, else nice), rt,
+                          nice, none
+  --arm-settle-ms N       how long an arm waits for enabled axes to reach operation enabled (default 500)
   --initial-generation N  start the application generation counter at N (test hook, default 0)
   --sim-fault KIND:AXIS   sim driver: start with an injected fault (pdo_mapping_mismatch:AXIS), repeatable
   --capture-retention-ms N  telemetry capture retention (default the machine's; 0 turns capture off)
@@ -50,6 +57,9 @@ export async function main(argv: string[]): Promise<number> {
         'pair-revision': { type: 'string' },
         driver: { type: 'string' },
         speed: { type: 'string' },
+        clock: { type: 'string' },
+        'core-priority': { type: 'string' },
+        'arm-settle-ms': { type: 'string' },
         'spin-ns': { type: 'string' },
         'test-channel': { type: 'boolean' },
         'initial-generation': { type: 'string' },
@@ -84,14 +94,50 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const driver = args.driver ?? 'sim';
-  if (driver !== 'sim') {
-    process.stderr.write(`--driver ${driver}: only the sim driver is available in this build\n`);
+  if (!Object.hasOwn(DRIVERS, driver)) {
+    process.stderr.write(`--driver ${driver}: no such bus driver; known: ${driverNames().join(', ')}\n`);
     return 2;
   }
+  try {
+    await DRIVERS[driver]!.load(); // an absent optional module is reported now, plainly, not by a dead core
+  } catch (e) {
+    const err = e as Error & { code?: string };
+    process.stderr.write(`--driver ${driver}: ${err.code ?? err.name}: ${err.message}\n`);
+    return 2;
+  }
+  const clockMode = args.clock ?? (args.speed !== undefined ? 'fast' : 'realtime');
   const speed = Number(args.speed ?? '1');
   const spinNs = Number(args['spin-ns'] ?? '0');
-  if (!(speed > 0) || !(spinNs >= 0)) {
-    process.stderr.write('--speed must be > 0 and --spin-ns >= 0\n');
+  let clock: ClockSpec;
+  if (clockMode === 'realtime') {
+    if (args.speed !== undefined && speed !== 1) {
+      process.stderr.write('--speed needs --clock fast\n');
+      return 2;
+    }
+    clock = { mode: 'realtime', spinNs };
+  } else if (clockMode === 'fast') {
+    if (!(speed > 0) || !Number.isFinite(speed)) {
+      process.stderr.write('--speed must be a finite number > 0 (stepped is its own mode: --clock stepped)\n');
+      return 2;
+    }
+    clock = { mode: 'fast', speed };
+  } else if (clockMode === 'stepped') clock = { mode: 'stepped' };
+  else {
+    process.stderr.write(`--clock ${clockMode}: expected realtime, fast or stepped\n`);
+    return 2;
+  }
+  if (!(spinNs >= 0) || !Number.isSafeInteger(spinNs)) {
+    process.stderr.write('--spin-ns must be an integer >= 0\n');
+    return 2;
+  }
+  const priority = args['core-priority'] ?? 'auto';
+  if (!['auto', 'rt', 'nice', 'none'].includes(priority)) {
+    process.stderr.write(`--core-priority ${priority}: expected auto, rt, nice or none\n`);
+    return 2;
+  }
+  const armSettle = args['arm-settle-ms'] ?? '500';
+  if (!/^(0|[1-9][0-9]{0,5})$/.test(armSettle)) {
+    process.stderr.write('--arm-settle-ms must be an integer 0..999999\n');
     return 2;
   }
 
@@ -119,7 +165,14 @@ export async function main(argv: string[]): Promise<number> {
     }
     startFaults.push({ kind: 'pdo_mapping_mismatch', axis: Number(m[1]) });
   }
-  const core = new CoreLink(machine, { driver: 'sim', spinNs, speed, sim: { startFaults }, ...(retention !== undefined ? { captureRetentionMs: Number(retention) } : {}) });
+  const core = new CoreLink(machine, {
+    driver,
+    ...(driver === 'sim' ? { driverParams: { startFaults } } : {}),
+    clock,
+    priority: priority as PriorityRequest,
+    armSettleNs: BigInt(armSettle) * 1_000_000n,
+    ...(retention !== undefined ? { captureRetentionMs: Number(retention) } : {}),
+  });
   const service = new ControlService({
     socketDir: resolve(dir),
     socketPath: args.socket ? resolve(args.socket) : undefined,
@@ -165,6 +218,8 @@ export async function main(argv: string[]): Promise<number> {
         test_channel: args['test-channel'] ? service.testSocketPath : '',
         pid: process.pid,
         adapter_incarnation: service.adapterIncarnation,
+        driver: core.driverName,
+        clock: core.clockMode,
         machine_sha256: machine.machine_sha256,
         configuration_sha256: machine.configuration_sha256,
       }) +

@@ -3,23 +3,12 @@
 // error is real), holds on its brake when not enabled, and runs native homing. Faults are injected out of
 // band through `inject`, never through the process image (the KickCAT habit).
 
-import { AL, ProcessImage, STANDARD_MAPPING, type BusDriver, type BusSetup, type BusStartup } from '../bus.ts';
+import { AL, ProcessImage, STANDARD_MAPPING, type BusDriver, type BusSetup, type BusStartup, type DriverOptions } from '../bus.ts';
+import { FAULT_KINDS, FaultSpecError, type DrivePersistence, type FaultInjection, type FaultKind, type FaultSpec } from '../faults.ts';
 import { decodeControlword, Ds402State, MODE, STATE_BITS, SW } from '../ds402.ts';
 
-export type SimFault =
-  | { kind: 'following_error'; axis: number }
-  | { kind: 'drive_fault'; axis: number; errorCode: number }
-  | { kind: 'frozen_feedback'; axis: number }
-  | { kind: 'slave_offline'; axis: number }
-  | { kind: 'wkc_drop' }
-  | { kind: 'estop_open' }
-  | { kind: 'absolute_disagree'; axis: number; counts: number }
-  | { kind: 'io_readback_disagree'; bit: number }
-  | { kind: 'fast_input_unsatisfied'; bit: number }
-  | { kind: 'pdo_mapping_mismatch'; axis: number }
-  | { kind: 'homing_fails'; axis: number };
-
-export type SimFaultKind = SimFault['kind'];
+/** The sim driver injects every fault of the shared vocabulary. */
+export type SimFault = FaultSpec;
 
 export interface SimOptions {
   /** Initial logical positions per axis (defaults to mid-range clipped to 0). */
@@ -28,7 +17,7 @@ export interface SimOptions {
    * Drive state kept across a core restart (real drives keep their counters when the master restarts):
    * incremental counts and the absolute encoder bias per axis.
    */
-  persisted?: { counts: number[]; absoluteBias: number[] };
+  persisted?: SimSnapshot;
   /** Faults present at bus start-up. */
   startFaults?: Array<{ kind: 'pdo_mapping_mismatch'; axis: number }>;
   /** Duration of a native homing run in ns (default 200 ms). */
@@ -76,8 +65,20 @@ class SimDrive {
   ) {}
 }
 
+/** What the sim driver hands to its next incarnation (DrivePersistence snapshot). */
+export interface SimSnapshot {
+  counts: number[];
+  absoluteBias: number[];
+}
+
 export class SimBusDriver implements BusDriver {
-  readonly name = 'sim' as const;
+  readonly name = 'sim';
+  readonly faults: FaultInjection = {
+    kinds: Object.keys(FAULT_KINDS) as FaultKind[],
+    inject: (f) => this.inject(f),
+    clear: () => this.clearInjected(),
+  };
+  readonly persist: DrivePersistence = { snapshot: () => this.persistedState() };
   private drives: SimDrive[] = [];
   private setup?: BusSetup;
   private lastNs = 0n;
@@ -126,7 +127,7 @@ export class SimBusDriver implements BusDriver {
   /** Out-of-band fault injection (the private test channel reaches this). */
   inject(fault: SimFault): void {
     const d = 'axis' in fault ? this.drives[fault.axis] : undefined;
-    if ('axis' in fault && !d && fault.kind !== 'pdo_mapping_mismatch') throw new Error(`no axis ${fault.axis}`);
+    if ('axis' in fault && !d && fault.kind !== 'pdo_mapping_mismatch') throw new FaultSpecError('FAULT_NO_SUCH_AXIS', `no axis ${fault.axis}`);
     switch (fault.kind) {
       case 'following_error':
         d!.followingErrorTrip = true;
@@ -186,7 +187,7 @@ export class SimBusDriver implements BusDriver {
   }
 
   /** What a restarted core's driver should start from (drives keep their state across a master restart). */
-  persistedState(): { counts: number[]; absoluteBias: number[] } {
+  persistedState(): SimSnapshot {
     return { counts: this.drives.map((d) => d.pos), absoluteBias: this.drives.map((d) => d.absoluteBias) };
   }
 
@@ -363,4 +364,27 @@ export class SimBusDriver implements BusDriver {
 
 function clampI32(v: number): number {
   return Math.max(-2147483648, Math.min(2147483647, v));
+}
+
+/** Registry factory: validates the sim driver's own params (drivers/index.ts). */
+export function createSimDriver(o: DriverOptions): SimBusDriver {
+  const p = o.params ?? {};
+  for (const k of Object.keys(p)) {
+    if (!['initialPositions', 'homingNs', 'startFaults'].includes(k)) throw new TypeError(`sim driver: unknown parameter ${k}`);
+  }
+  const initialPositions = p.initialPositions as number[] | undefined;
+  if (initialPositions !== undefined && (!Array.isArray(initialPositions) || !initialPositions.every(Number.isFinite))) {
+    throw new TypeError('sim driver: initialPositions must be finite numbers');
+  }
+  const homingNs = p.homingNs;
+  if (homingNs !== undefined && (typeof homingNs !== 'bigint' || homingNs <= 0n)) throw new TypeError('sim driver: homingNs must be a positive bigint');
+  const startFaults = (p.startFaults ?? []) as SimOptions['startFaults'];
+  if (!Array.isArray(startFaults) || !startFaults.every((f) => f?.kind === 'pdo_mapping_mismatch' && Number.isSafeInteger(f.axis) && f.axis >= 0)) {
+    throw new TypeError('sim driver: startFaults may only hold pdo_mapping_mismatch with an axis index');
+  }
+  const persisted = o.persisted as SimSnapshot | undefined;
+  if (persisted !== undefined && !(Array.isArray(persisted?.counts) && Array.isArray(persisted?.absoluteBias))) {
+    throw new TypeError('sim driver: the persisted snapshot is not one the sim driver made');
+  }
+  return new SimBusDriver({ initialPositions, homingNs: homingNs as bigint | undefined, startFaults, persisted });
 }

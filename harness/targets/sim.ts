@@ -20,7 +20,7 @@ const TSX = import.meta.resolve('tsx');
 export interface StackProcess {
   child: ChildProcess;
   dir: string;
-  ready: { control: string; public: string; test_channel: string; pid: number };
+  ready: { control: string; public: string; test_channel: string; pid: number; driver?: string; clock?: string };
   stderr: () => string;
   /** Stop the process; the temporary directory goes too unless keepDir (a restart reuses it). */
   stop(opts?: { keepDir?: boolean }): Promise<void>;
@@ -79,7 +79,10 @@ export async function startStack(args: string[], timeoutMs = 30_000, env: Record
 
 class SimTarget implements Target {
   readonly name = 'sim' as const;
-  readonly driver = 'sim';
+  /** The bus driver the stack reports it attached (its ready line), not what was asked for. */
+  get driver(): string {
+    return this.stack.ready.driver ?? 'unknown';
+  }
   readonly abilities = { faultInjection: true, coreRestart: true, serviceRestart: true, motion: true };
   private clients: ControlClient[] = [];
   private testAgent: Agent;
@@ -107,7 +110,7 @@ class SimTarget implements Target {
     return c;
   }
 
-  private async test(path: string, body: unknown): Promise<void> {
+  private async test(path: string, body: unknown): Promise<string> {
     const res = await request(`http://localhost${path}`, {
       method: 'POST',
       dispatcher: this.testAgent,
@@ -116,14 +119,22 @@ class SimTarget implements Target {
     });
     const text = await res.body.text();
     if (res.statusCode !== 200) throw new Error(`test channel ${path}: ${res.statusCode} ${text}`);
+    return text;
   }
 
-  inject(fault: Record<string, unknown>): Promise<void> {
-    return this.test('/inject', fault);
+  async step(cycles: number): Promise<bigint> {
+    const text = await this.test('/step', { cycles });
+    const m = /"now_ns":(\d+)/.exec(text);
+    if (!m) throw new Error(`test channel /step: no now_ns in ${text}`);
+    return BigInt(m[1]!);
   }
 
-  restartCore(): Promise<void> {
-    return this.test('/restart-core', {});
+  async inject(fault: Record<string, unknown>): Promise<void> {
+    await this.test('/inject', fault);
+  }
+
+  async restartCore(): Promise<void> {
+    await this.test('/restart-core', {});
   }
 
   diagnostics(): string {

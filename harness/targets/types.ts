@@ -39,6 +39,11 @@ export interface Target {
   /** Inject a fault through the private channel; throws when the target has none. */
   inject(fault: Record<string, unknown>): Promise<void>;
   restartCore(): Promise<void>;
+  /**
+   * Stepped clock only (`hil serve --clock stepped`): run `cycles` core cycles now and resolve with the
+   * core's time after them. Absent on targets that cannot.
+   */
+  step?(cycles: number): Promise<bigint>;
   /** Restart the control service process (a new adapter incarnation); throws when the target cannot. */
   restartService(): Promise<void>;
   /** Lines the target process wrote to stderr (diagnostics for the report). */

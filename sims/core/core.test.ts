@@ -13,7 +13,8 @@ import * as oracle from '../../harness/oracle/telemetry.ts';
 import { compileMachine } from '../config/compile.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import { CoreLink } from '../service/core-link.ts';
-import { CaptureReader, CaptureRing } from './capture.ts';
+import { CaptureReader } from './capture/reader.ts';
+import { CaptureRing } from './capture/ring.ts';
 import { Core, CycleHistogram } from './core.ts';
 import type { CoreStatus, FromCore, ToCore } from './protocol.ts';
 
@@ -48,8 +49,11 @@ interface Rig {
 async function rig(opts: { driver?: BusDriver; workClock?: () => number; capacity?: number } = {}): Promise<Rig> {
   const sent: FromCore[] = [];
   const ring = new CaptureRing({ axisCount: N, cycleNs: CYCLE, capacity: opts.capacity ?? 8192, incarnation: INC });
-  const core = new Core(MACHINE, opts.driver ?? new SimBusDriver(), INC, (m) => sent.push(m), { capture: ring, workClock: opts.workClock });
+  // Synthetic host times: the core's own time is the host clock its lease checks read.
+  const core: Core = new Core(MACHINE, opts.driver ?? new SimBusDriver(), INC, (m) => sent.push(m), { capture: ring, workClock: opts.workClock, hostClock: () => core.now });
   await core.start(T0 - CYCLE);
+  // The core holds the fence: commands need the grant they carry (generation 7, a lease that never ends).
+  core.handle({ t: 'grant', generation: 7n, deadlineNs: 1n << 62n, active: true, axisMask: ALL });
   const reader = new CaptureReader(ring.buffer);
   let k = 0n;
   let id = 1;
@@ -362,7 +366,7 @@ test('property: histogram percentiles bound the exact nearest-rank percentiles w
 // Worker wiring.
 
 test('the worker creates a ring per incarnation and hands it over in ready; a restart brings a new one', async () => {
-  const link = new CoreLink(MACHINE, { driver: 'sim', spinNs: 0, speed: 1, captureRetentionMs: 2_000 });
+  const link = new CoreLink(MACHINE, { driver: 'sim', clock: { mode: 'realtime', spinNs: 0 }, captureRetentionMs: 2_000 });
   try {
     await link.start();
     const first = link.captureBuffer!;
@@ -398,7 +402,7 @@ test('the worker creates a ring per incarnation and hands it over in ready; a re
 });
 
 test('capture off: captureRetentionMs 0 gives no ring', async () => {
-  const link = new CoreLink(MACHINE, { driver: 'sim', spinNs: 0, speed: 1, captureRetentionMs: 0 });
+  const link = new CoreLink(MACHINE, { driver: 'sim', clock: { mode: 'realtime', spinNs: 0 }, captureRetentionMs: 0 });
   try {
     await link.start();
     expect(link.captureBuffer).toBeUndefined();

@@ -20,6 +20,7 @@ export const FAULT_BITS: readonly FaultBitInfo[] = [
   { bit: 6, name: 'absolute_disagreement', recovery: 'rehome' },
   { bit: 7, name: 'io_readback_disagreement', recovery: 'reset_after_condition_clears' },
   { bit: 8, name: 'homing_failed', recovery: 'rehome' },
+  { bit: 9, name: 'bus_submission', recovery: 'reset_after_condition_clears' },
   { bit: 11, name: 'restart_required', recovery: 'restart' },
 ];
 

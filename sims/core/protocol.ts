@@ -3,30 +3,64 @@
 // clones over a MessagePort; bigints travel as bigints.
 
 import type { CompiledMachine } from '../config/types.ts';
-import type { SimFault } from '../../drivers/sim/driver.ts';
+import type { FaultSpec } from '../../drivers/faults.ts';
 import type { FaultRecovery } from './faults.ts';
+
+/** How the core's cycles are timed (sims/core/clock.ts). */
+export type ClockSpec =
+  | { mode: 'realtime'; spinNs: number }
+  /** Simulated time advances one cycle_ns per cycle while the wall sleeps cycle_ns / speed. */
+  | { mode: 'fast'; speed: number }
+  /** No cycle runs until the host asks for steps (ToCore 'step'); simulated time, no sleeping. */
+  | { mode: 'stepped' };
+
+/** Scheduling priority the core thread asks for (real-time clock only). */
+export type PriorityRequest = 'auto' | 'rt' | 'nice' | 'none';
 
 export interface CoreStartOptions {
   machine: CompiledMachine;
-  driver: 'sim' | 'replay' | 'ethercat';
-  /** Spin this many ns before each deadline for precise wake-up (0: sleep only). */
-  spinNs: number;
-  /** Run faster than real time by this factor (1 = real time). Stepped mode: 0. */
-  speed: number;
+  /** Bus driver registry name (drivers/index.ts). */
+  driver: string;
+  /** The driver's own parameters, validated by the driver's factory. */
+  driverParams?: Record<string, unknown>;
+  /** Drive state handed over from the previous incarnation (the driver's DrivePersistence snapshot). */
+  driverState?: unknown;
+  clock: ClockSpec;
+  /** Default 'auto': SCHED_FIFO where permitted, else a raised nice value, else nothing. */
+  priority?: PriorityRequest;
   /**
    * Telemetry capture retention in ms: the worker sizes the capture ring from it and cycle_ns. Default
    * the machine's runtime.telemetry.retention_ms; 0 disables capture (no ring in 'ready').
    */
   captureRetentionMs?: number;
-  /** Sim driver options (persisted: drive state handed over from the previous core incarnation). */
-  sim?: {
-    initialPositions?: number[];
-    homingNs?: bigint;
-    persisted?: { counts: number[]; absoluteBias: number[] };
-    /** Faults present when the bus comes up (drives whose PDO mapping differs). */
-    startFaults?: Array<{ kind: 'pdo_mapping_mismatch'; axis: number }>;
-  };
+  /** Longest time an arm waits for the enabled axes to reach operation enabled (docs/profile.md). */
+  armSettleNs?: bigint;
 }
+
+/** Native command reasons (CommandResult.Reason). 2, 5, 7, 8 are documented; the rest are profile. */
+export const NATIVE_REASON = {
+  none: 0,
+  inhibited: 1,
+  not_ready: 2,
+  mode_conflict: 3,
+  no_grant: 4,
+  capacity: 5,
+  wrong_generation: 6,
+  pdo_mapping_mismatch: 7,
+  outside_limits_outward: 8,
+  unsupported: 9,
+  invalid_axis_mask: 10,
+  fault_persists: 11,
+  io_not_configured: 12,
+  io_readback_disagreement: 13,
+  io_fast_input_unsatisfied: 14,
+  io_exchange_lost: 15,
+  homing_failed: 16,
+  cancelled: 17,
+  velocity_limit: 18,
+  unknown_handle: 19,
+  io_not_armed: 20,
+} as const;
 
 /** Native command codes (CommandResult.Operation). Numeric values are a profile decision. */
 export const NATIVE_OP = {
@@ -42,6 +76,9 @@ export const NATIVE_OP = {
   restore_anchor: 10,
   grant: 11,
   recovery_status: 12,
+  prepare: 13,
+  start: 14,
+  discard: 15,
 } as const;
 export type NativeOpName = keyof typeof NATIVE_OP;
 
@@ -57,10 +94,26 @@ export interface CommandResult {
 }
 
 export type ToCore =
-  | { t: 'cmd'; id: number; op: NativeOpName; generation: bigint; axisMask: number; label?: string }
+  | { t: 'cmd'; id: number; op: NativeOpName; generation: bigint; axisMask: number; label?: string; handle?: bigint }
+  /** A checked point list for the trajectory lane (typed arrays, transferred). Answered Result 2 prepared. */
+  | {
+      t: 'prepare';
+      id: number;
+      generation: bigint;
+      handle: bigint;
+      axisMask: number;
+      timeNs: BigInt64Array;
+      position: Float64Array;
+      velocity: Float64Array;
+      hasVelocity: Uint8Array;
+      ioMask: Uint32Array;
+      ioValues: Uint32Array;
+    }
   | { t: 'cancel_home' }
   | { t: 'grant'; generation: bigint; deadlineNs: bigint; active: boolean; axisMask: number }
-  | { t: 'inject'; id: number; fault: SimFault | { kind: 'clear' } | { kind: 'stall_next_command'; ms: number } }
+  | { t: 'inject'; id: number; fault: FaultSpec | { kind: 'clear' } | { kind: 'stall_next_command'; ms: number } }
+  /** Stepped clock only: run this many cycles back to back, then answer 'stepped'. */
+  | { t: 'step'; id: number; cycles: number }
   | { t: 'shutdown' };
 
 export interface AxisStatus {
@@ -127,9 +180,40 @@ export interface CoreStatus {
   grant_observation: Record<string, bigint | number | number[]>;
   homing_mask: number;
   halted: boolean;
+  /** MotionState (document 1 part 2). */
+  motion: MotionStatus;
+  /** PlanCursor (document 1 part 2). */
+  plan_cursor: { time_ns: bigint; active_handle: bigint; sample_index: number; native_clock_ns: bigint };
+  /** The handle of the plan waiting in the core's plan slot (0 when none). */
+  prepared_handle: bigint;
   timing: CoreTiming;
-  /** Sim driver only: drive state to hand to the next incarnation. */
-  sim_persist?: { counts: number[]; absoluteBias: number[] };
+  /** The bus driver: registry name, lifecycle state, bus submission failures, the failure that stopped it. */
+  driver: DriverStatus;
+  /** How this incarnation's cycles are timed and the scheduling it obtained. */
+  clock: { mode: ClockSpec['mode']; scheduling: string };
+  /** Opaque drive state to hand to the next incarnation (drivers with a DrivePersistence facet). */
+  driver_state?: unknown;
+}
+
+/** MotionState: mode 0 idle, 2 trajectory, 3 jog; state 0 idle 1 accepted 2 queued 3 executing 4 completed 5 aborted 6 faulted 7 underrun. */
+export interface MotionStatus {
+  mode: number;
+  state: number;
+  trajectory_id: bigint;
+  point_index: number;
+  queue_depth: number;
+  last_event: number;
+  done: boolean;
+  command_sequence: bigint;
+  time_ns: bigint;
+}
+
+export interface DriverStatus {
+  name: string;
+  state: 'unconfigured' | 'opened' | 'active' | 'errored' | 'closed';
+  submission_failures: number;
+  last_return_code: number;
+  failure?: { hook: string; message: string };
 }
 
 export type FromCore =
@@ -147,4 +231,6 @@ export type FromCore =
   | { t: 'status'; status: CoreStatus }
   | { t: 'stop_drained'; sequence: bigint }
   | { t: 'event'; type: string; payload: Record<string, unknown> }
+  | { t: 'stepped'; id: number; nowNs: bigint; cycles: bigint }
+  /** The core cannot go on; `message` says why (the service logs it before the exit is handled). */
   | { t: 'fatal'; message: string };

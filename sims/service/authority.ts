@@ -246,6 +246,18 @@ export class Authority {
     if (this.current?.stopping) this.end('revoked', 'grant_revoked');
   }
 
+  /**
+   * The core stopped the cell because the lease deadline passed before a renewal reached it (the core
+   * enforces the lease on its own, so a stalled service cannot extend it). The grant of that generation
+   * expires here too; a newer grant (a renewal that crossed the notice) is left alone.
+   */
+  nativeLeaseExpired(generation: bigint): void {
+    const g = this.current;
+    if (!g || g.generation !== generation) return;
+    if (this.hooks.now() >= g.deadlineNs) this.end('expired', 'grant_expired');
+    else this.hooks.nativeGrant(g); // the renewal crossed the notice: tell the core again
+  }
+
   /** Native or transport failure (the core went away): revoke authority. */
   coreLost(): void {
     this.draining = false;

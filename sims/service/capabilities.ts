@@ -63,6 +63,7 @@ const DOCUMENTED: readonly Capability[] = [
 export const SERVED: ReadonlySet<string> = new Set([
   'telemetry', 'mark_telemetry', 'acquire', 'renew', 'release', 'stop', 'enable', 'arm', 'home', 'reset_fault',
   'recovery_status', 'describe', 'status', 'halt', 'subscribe_events', 'restore_anchor', 'io_arm', 'io_disarm',
+  'prepare_trajectory', 'start_trajectory', 'discard_trajectory',
 ]);
 
 /** The capability table as served: documented state where served, else unimplemented with transport none. */

@@ -32,6 +32,8 @@ export class CoreLink extends EventEmitter {
    */
   captureBuffer?: SharedArrayBuffer;
   private stopping = false;
+  /** Why the current incarnation gave up, from its 'fatal' message (used in the exit reason). */
+  private fatal = '';
   /** The current incarnation reported ready (only then is its exit a core failure to recover from). */
   private live = false;
 
@@ -45,8 +47,10 @@ export class CoreLink extends EventEmitter {
   /** Start a core incarnation and resolve when it has brought its bus up. */
   start(): Promise<void> {
     const { port1, port2 } = new MessageChannel();
-    const persisted = this.status?.sim_persist;
-    const options: CoreStartOptions = { ...this.options, machine: this.machine, sim: { ...this.options.sim, ...(persisted ? { persisted } : {}) } };
+    // Drives keep their state when the master restarts: a driver that can say what it was hands it over.
+    const driverState = this.status?.driver_state;
+    const options: CoreStartOptions = { ...this.options, machine: this.machine, ...(driverState !== undefined ? { driverState } : {}) };
+    this.fatal = '';
     this.status = undefined;
     this.captureBuffer = undefined;
     const worker = new Worker(new URL('../core/worker-entry.mjs', import.meta.url), {
@@ -75,7 +79,12 @@ export class CoreLink extends EventEmitter {
         reject(e);
         this.onExit(`core error: ${e.message}`);
       });
-      worker.once('exit', (code) => this.onExit(`core exited with code ${code}`));
+      worker.once('exit', (code) => {
+        clearTimeout(timer);
+        const why = this.fatal ? `core failed: ${this.fatal}` : `core exited with code ${code}`;
+        if (!this.live) reject(new CoreUnavailable(why));
+        this.onExit(why);
+      });
     });
   }
 
@@ -103,8 +112,17 @@ export class CoreLink extends EventEmitter {
         this.emit('home_done', m);
         return;
       case 'fatal':
+        this.fatal = m.message;
         this.emit('fatal', m.message);
         return;
+      case 'stepped': {
+        const p = this.pending.get(m.id);
+        if (!p) return;
+        this.pending.delete(m.id);
+        clearTimeout(p.timer);
+        p.resolve({ result: { Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 }, extra: { now_ns: m.nowNs, cycles: m.cycles } });
+        return;
+      }
       case 'ready':
         return;
     }
@@ -122,6 +140,14 @@ export class CoreLink extends EventEmitter {
     if (wasLive && !this.stopping) this.emit('exit', why);
   }
 
+  /** The bus driver the core runs on (registry name). */
+  get driverName(): string {
+    return this.options.driver;
+  }
+  get clockMode(): string {
+    return this.options.clock.mode;
+  }
+
   get running(): boolean {
     return this.worker !== undefined;
   }
@@ -131,7 +157,7 @@ export class CoreLink extends EventEmitter {
   }
 
   /** Send a native command and wait for its CommandResult. */
-  command(op: NativeOpName, generation: bigint, axisMask = 0, extra: { label?: string } = {}, timeoutMs = 1000): Promise<NativeReply> {
+  command(op: NativeOpName, generation: bigint, axisMask = 0, extra: { label?: string; handle?: bigint } = {}, timeoutMs = 1000): Promise<NativeReply> {
     if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
@@ -141,6 +167,23 @@ export class CoreLink extends EventEmitter {
       }, timeoutMs);
       this.pending.set(id, { resolve, reject, timer });
       this.port!.postMessage({ t: 'cmd', id, op, generation, axisMask, ...extra } satisfies ToCore);
+    });
+  }
+
+  /** Hand a checked point list to the core's plan slot (its typed arrays are transferred, not copied). */
+  prepare(m: Omit<Extract<ToCore, { t: 'prepare' }>, 't' | 'id'>, timeoutMs = 5000): Promise<NativeReply> {
+    if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new CoreUnavailable(`no native receipt for prepare within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.pending.set(id, { resolve, reject, timer });
+      const transfer = [m.timeNs.buffer, m.position.buffer, m.velocity.buffer, m.hasVelocity.buffer, m.ioMask.buffer, m.ioValues.buffer].filter(
+        (b, i, all): b is ArrayBuffer => b instanceof ArrayBuffer && all.indexOf(b) === i,
+      );
+      this.port!.postMessage({ t: 'prepare', id, ...m } satisfies ToCore, transfer);
     });
   }
 
@@ -155,6 +198,21 @@ export class CoreLink extends EventEmitter {
       }, 1000);
       this.pending.set(id, { resolve, reject, timer });
       this.port!.postMessage({ t: 'inject', id, fault } satisfies ToCore);
+    });
+  }
+
+  /** Stepped clock: run `cycles` cycles now (private test channel). Resolves with the core's time after them. */
+  step(cycles: number): Promise<NativeReply> {
+    if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      // generous: a step runs flat out, about 100 000 cycles per second on this machine
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new CoreUnavailable(`no answer to a step of ${cycles} cycles`));
+      }, 10_000 + cycles / 10);
+      this.pending.set(id, { resolve, reject, timer });
+      this.port!.postMessage({ t: 'step', id, cycles } satisfies ToCore);
     });
   }
 

@@ -9,7 +9,7 @@ import { CoreUnavailable, type CoreLink, type NativeReply } from './core-link.ts
 import { Refusal, refuse, type Binding, type Request } from './envelope.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import type { CoreStatus, NativeOpName } from '../core/protocol.ts';
-import { NATIVE_REASON } from '../core/core.ts';
+import { NATIVE_REASON } from '../core/protocol.ts';
 
 /** The service environment variable naming the anchor directory (document 1 part 4 home; name: profile). */
 export const ANCHOR_DIR_ENV = 'CELL_ANCHOR_DIR';
@@ -24,6 +24,10 @@ const COMMON_NATIVE: Record<number, string> = {
   [NATIVE_REASON.mode_conflict]: 'mode_conflict',
   [NATIVE_REASON.pdo_mapping_mismatch]: 'pdo_mapping_mismatch',
   [NATIVE_REASON.outside_limits_outward]: 'outside_limits_outward',
+  // The core holds the fence too: a command that reaches it after the grant ended or under another
+  // generation is refused there (document 1 part 7 authority reasons).
+  [NATIVE_REASON.no_grant]: 'no_grant',
+  [NATIVE_REASON.wrong_generation]: 'wrong_generation',
 };
 const OP_NATIVE: Partial<Record<string, Record<number, string>>> = {
   halt: { [NATIVE_REASON.inhibited]: 'inhibited' },
@@ -143,11 +147,13 @@ export class MachineOps {
 
   async resetFault(r: Request, g: Grant): Promise<Reply> {
     this.inhibitedIdle(await this.freshStatus());
-    // A submitted reset retires the session even if the core refuses it (document 1 part 3).
+    // Submit first (the core admits it under the grant it holds), then retire: a submitted reset
+    // retires the session even if the core refuses it (document 1 part 3).
+    const submitted = this.core.command('reset_fault', g.generation, r.axis_mask ?? 0, {}, RECOVERY_WAIT_MS);
     this.authority.retire(g);
     let n: NativeReply;
     try {
-      n = await this.core.command('reset_fault', g.generation, r.axis_mask ?? 0, {}, RECOVERY_WAIT_MS);
+      n = await submitted;
     } catch (e) {
       if (e instanceof CoreUnavailable) throw refuse('recovery_observation_unavailable', 'no correlated publication within 1 s');
       throw e;

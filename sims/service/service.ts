@@ -10,6 +10,8 @@ import { dirname, join, relative } from 'node:path';
 import { Authority, type Grant, type Reply } from './authority.ts';
 import { CAPABILITIES, CAPABILITY, capabilityInfo } from './capabilities.ts';
 import { CoreLink, CoreUnavailable } from './core-link.ts';
+import { HandleTable } from './handles.ts';
+import { pointArrays, TrajectoryOps } from './trajectories.ts';
 import {
   decodeRequest,
   ORDINARY_BODY_LIMIT,
@@ -58,6 +60,8 @@ export class ControlService {
   private daemonIncarnation = '';
   readonly machineOps: MachineOps;
   readonly telemetry: TelemetryEndpoints;
+  readonly handles: HandleTable;
+  private readonly trajectories: TrajectoryOps;
 
   constructor(private readonly o: ServiceOptions) {
     const m = o.machine;
@@ -78,6 +82,8 @@ export class ControlService {
       nativeGrant: (g) => {
         // Stop, lease expiry or transport loss cancel a running Home (document 1 part 4 home).
         if (!g) o.core.post({ t: 'cancel_home' });
+        // Stop or grant loss retires prepared handles (document 1 part 3: prepare again).
+        if (!g || g.stopping) this.handles.retirePrepared();
         o.core.post({
           t: 'grant',
           generation: g?.generation ?? this.authority.lastGeneration,
@@ -87,6 +93,8 @@ export class ControlService {
         });
       },
     }, o.initialGeneration ?? 0n);
+    this.handles = new HandleTable((type, payload) => this.events.publish(type, payload));
+    this.trajectories = new TrajectoryOps(o.core, this.authority, m, this.handles);
     this.machineOps = new MachineOps(o.core, this.authority, m, this.binding, process.env[ANCHOR_DIR_ENV] || undefined, (g) => this.stopGrant(g));
     this.telemetry = new TelemetryEndpoints({
       core: o.core,
@@ -95,7 +103,16 @@ export class ControlService {
       daemonIncarnation: () => this.daemonIncarnation,
       refuse: (res, e) => this.send(res, refusal(e, 'telemetry')),
     });
-    o.core.on('core_event', (type: string, payload: unknown) => this.events.publish(type, payload));
+    o.core.on('core_event', (type: string, payload: Record<string, unknown>) => {
+      // The core stopped on its own because the lease ran out before a renewal reached it: the grant
+      // expires here too (the event log shows grant_expired, never the core's private notice).
+      if (type === 'native_lease_expired') return this.authority.nativeLeaseExpired(payload.generation as bigint);
+      if (type === 'native_execution') {
+        const e = payload as { handle: bigint; outcome: 'completed' | 'aborted' | 'faulted'; fault_bits: number; recovery?: string[]; why: string };
+        return this.handles.ended(e.handle, e.outcome, e.fault_bits, e.recovery ?? [], e.why);
+      }
+      this.events.publish(type, payload);
+    });
     o.core.on('stop_drained', () => this.authority.drained());
     o.core.on('exit', (why: string) => this.onCoreExit(why));
   }
@@ -112,8 +129,10 @@ export class ControlService {
   }
 
   private onCoreExit(why: string): void {
-    this.authority.coreLost();
     const previous = this.daemonIncarnation;
+    process.stderr.write(`hil serve: core incarnation ${previous} ended (${why}); authority revoked, starting a new incarnation\n`);
+    this.authority.coreLost();
+    this.handles.coreLost();
     void this.o.core
       .start()
       .then(() => {
@@ -283,6 +302,20 @@ export class ControlService {
         this.events.publish('telemetry_mark', { label: r.label, sequence: n.result.Sequence, generation: g.generation });
         return { status: 200, body: { operation: r.operation, sequence: n.result.Sequence } };
       }
+      case 'prepare_trajectory': {
+        const release = this.trajectories.reserve();
+        try {
+          const p = pointArrays(r.points!, this.o.machine.axes.length);
+          if (p instanceof Refusal) throw p;
+          return await this.trajectories.prepare(r, g, p);
+        } finally {
+          release();
+        }
+      }
+      case 'start_trajectory':
+        return this.trajectories.start(r, g);
+      case 'discard_trajectory':
+        return this.trajectories.discard(r, g);
       default:
         // Unreachable while capabilities.ts SERVED lists only operations handled above: the envelope answers
         // capability_unimplemented for the others, as Describe reports them.
@@ -318,8 +351,10 @@ export class ControlService {
     return {
       contract_version: CONTRACT_VERSION,
       backend: m.backend,
-      simulated: m.backend === 'simulation',
-      driver: 'sim',
+      // Nothing physical moves unless the attached driver is a real bus (sim and replay are simulated).
+      simulated: m.backend === 'simulation' || this.o.core.driverName !== 'ethercat',
+      driver: this.o.core.driverName,
+      clock: this.o.core.clockMode,
       machine_sha256: m.machine_sha256,
       configuration_sha256: m.configuration_sha256,
       deployment_sha256: m.deployment_sha256,
@@ -394,7 +429,24 @@ export class ControlService {
         online: a.online,
         brake_engaged: a.brake_engaged,
       })),
-      execution: { handles: [], generation: 0n, state: '', segment: 0, native_sequence: 0n },
+      execution: {
+        handles: this.handles.all().map((h) => ({
+          handle: h.handle,
+          state: h.state,
+          generation: h.generation,
+          execution_generation: h.execution_generation,
+          native_sequence: h.native_sequence,
+          ...(h.identity ? { identity: h.identity } : {}),
+        })),
+        generation: this.handles.execution.generation,
+        state: this.handles.execution.state,
+        ...(this.handles.execution.identity ? { identity: this.handles.execution.identity } : {}),
+        segment: this.handles.execution.segment,
+        native_sequence: this.handles.execution.native_sequence,
+        ...(this.handles.execution.error ? { error: this.handles.execution.error } : {}),
+      },
+      motion: s?.motion ?? null,
+      plan_cursor: s?.plan_cursor ?? null,
     };
   }
 
@@ -425,6 +477,13 @@ export class ControlService {
         case 'POST /inject': {
           const r = await this.o.core.inject(input as never);
           return json(r.result.Result === 0 ? 200 : 409, { ok: r.result.Result === 0, detail: r.detail });
+        }
+        case 'POST /step': {
+          // Stepped clock only: run N cycles now (bounded so one request cannot hold the core for long).
+          const cycles = input.cycles;
+          if (!Number.isSafeInteger(cycles) || (cycles as number) < 1 || (cycles as number) > 10_000_000) return json(400, { error: 'cycles must be an integer 1..10000000' });
+          const r = await this.o.core.step(cycles as number);
+          return r.result.Result === 0 ? json(200, { ok: true, now_ns: r.extra?.now_ns, cycles: r.extra?.cycles }) : json(409, { ok: false, detail: r.detail });
         }
         case 'POST /restart-core':
           await this.o.core.crash();

@@ -21,13 +21,8 @@
 import { gzip } from 'node:zlib';
 import { promisify } from 'node:util';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import {
-  CaptureCursorError,
-  CaptureReader,
-  encodeBatchHeader,
-  HEADER_BYTES,
-  MAX_BATCH_RECORDS,
-} from '../core/capture.ts';
+import { encodeBatchHeader, HEADER_BYTES, MAX_BATCH_RECORDS } from '../core/capture/layout.ts';
+import { CaptureCursorError, CaptureReader } from '../core/capture/reader.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import type { CoreLink } from './core-link.ts';
 import { Refusal } from './envelope.ts';

@@ -5,33 +5,13 @@
 import { test, expect } from 'vitest';
 import fc from 'fast-check';
 import { Worker } from 'node:worker_threads';
-import { ProcessImage } from '../../drivers/bus.ts';
-import { decodeStatusword } from '../../drivers/ds402.ts';
-import * as oracle from '../../harness/oracle/telemetry.ts';
-import {
-  AX,
-  AXIS_BYTES,
-  AXIS_TABLE,
-  CaptureCursorError,
-  CaptureReader,
-  CaptureRing,
-  HEADER_BYTES,
-  MAX_RING_RECORDS,
-  REC,
-  RECORD_BYTES,
-  RECORD_LAYOUT_DIGEST,
-  RECORD_LAYOUT_TEXT,
-  RECORD_TABLE,
-  TORN_SAMPLE_LIMIT,
-  axisOffset,
-  encodeBatchHeader,
-  ringCapacity,
-  writeProcessImage,
-  type AxisFields,
-  type BatchIdentity,
-  type RecordFields,
-  type RecordWriter,
-} from './capture.ts';
+import { ProcessImage } from '../../../drivers/bus.ts';
+import { decodeStatusword } from '../../../drivers/ds402.ts';
+import * as oracle from '../../../harness/oracle/telemetry.ts';
+import { AX, AXIS_BYTES, AXIS_TABLE, HEADER_BYTES, MAX_RING_RECORDS, REC, RECORD_BYTES, RECORD_LAYOUT_DIGEST, RECORD_LAYOUT_TEXT, RECORD_TABLE, TORN_SAMPLE_LIMIT, axisOffset, encodeBatchHeader, ringCapacity, type AxisFields, type RecordFields } from './layout.ts';
+import { CaptureCursorError, CaptureReader, type BatchIdentity } from './reader.ts';
+import { CaptureRing } from './ring.ts';
+import { writeProcessImage, type RecordWriter } from './writer.ts';
 
 const ID: Required<BatchIdentity> = {
   adapter_incarnation: '0123456789abcdef0123456789abcdef',
@@ -451,7 +431,7 @@ test('a concurrent writer thread: every batch read while it writes is whole and 
     (async () => {
       const { register } = await import('tsx/esm/api');
       register();
-      const m = await import(workerData.url);
+      const m = { ...(await import(workerData.url)), ...(await import(workerData.layout)) };
       const ring = new m.CaptureRing({ buffer: workerData.buffer });
       parentPort.postMessage('go');
       const end = Date.now() + workerData.ms;
@@ -471,7 +451,7 @@ test('a concurrent writer thread: every batch read while it writes is whole and 
       parentPort.postMessage(n);
     })().catch((e) => parentPort.postMessage(String(e && e.stack || e)));
     `,
-    { eval: true, workerData: { url: new URL('./capture.ts', import.meta.url).href, buffer: ring.buffer, ms: 400 } },
+    { eval: true, workerData: { url: new URL('./ring.ts', import.meta.url).href, layout: new URL('./layout.ts', import.meta.url).href, buffer: ring.buffer, ms: 400 } },
   );
   const go = await new Promise<unknown>((resolve, reject) => (worker.once('message', resolve), worker.once('error', reject)));
   expect(go).toBe('go'); // the writer is attached (loading tsx in a worker takes a while)

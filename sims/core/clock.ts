@@ -1,0 +1,131 @@
+// How the core's cycles are timed. Three clocks behind one interface (DESIGN.md "Time"):
+//
+// - realtime: the core's time is the host monotonic clock. Sleep with Atomics.wait until shortly before
+//   each deadline, optionally spin the rest; lateness is wake minus scheduled, measured, never assumed.
+// - fast: simulated time advances exactly one cycle per cycle while the wall sleeps cycle / speed.
+// - stepped: no sleeping at all; a cycle runs only when the host asks for it (replay, long Home tests).
+//   Simulated time advances one cycle per step from the origin.
+//
+// A clock never runs a cycle itself: `next()` blocks (or not) until the next cycle is due and returns its
+// times; the host runs the cycle. Speed <= 0 is refused, never silently 1: stepped is its own mode.
+
+import type { ClockSpec } from './protocol.ts';
+
+export interface Tick {
+  /** The core's time for this cycle (host monotonic ns in real time; simulated otherwise). */
+  nowNs: bigint;
+  /** When the cycle was due on the same time base (lateness = nowNs - scheduledNs). */
+  scheduledNs: bigint;
+}
+
+export interface CycleClock {
+  readonly mode: ClockSpec['mode'];
+  /** Wait until the next cycle is due (stepped: no wait) and return its times. */
+  next(): Tick;
+  /** Cycles the clock skipped by re-anchoring after falling far behind (real time and fast only). */
+  readonly skipped: number;
+  /** The core's time before its first cycle (on the clock's own time base). */
+  readonly originNs: bigint;
+}
+
+const hostNow = (): bigint => process.hrtime.bigint();
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+
+/** Sleep until `deadline - spin` host ns, then spin to the deadline. */
+function waitUntil(deadline: bigint, spinNs: bigint): void {
+  const ahead = deadline - hostNow() - spinNs;
+  if (ahead > 0n) Atomics.wait(sleeper, 0, 0, Number(ahead) / 1e6);
+  while (spinNs > 0n && hostNow() < deadline) {
+    /* spin to the deadline */
+  }
+}
+
+/** A schedule that fell this many cycles behind (the machine was suspended, say) re-anchors once. */
+const REANCHOR_CYCLES = 10n;
+
+export class RealTimeClock implements CycleClock {
+  readonly mode = 'realtime' as const;
+  private deadline: bigint;
+  skipped = 0;
+  readonly originNs: bigint;
+  constructor(
+    private readonly cycleNs: bigint,
+    private readonly spinNs: bigint = 0n,
+    start: bigint = hostNow(),
+  ) {
+    if (cycleNs <= 0n) throw new RangeError('cycle_ns must be positive');
+    if (spinNs < 0n) throw new RangeError('spin must not be negative');
+    this.originNs = start;
+    this.deadline = start + cycleNs;
+  }
+  next(): Tick {
+    const scheduledNs = this.deadline;
+    waitUntil(scheduledNs, this.spinNs);
+    const nowNs = hostNow();
+    this.deadline += this.cycleNs;
+    if (nowNs - this.deadline > REANCHOR_CYCLES * this.cycleNs) {
+      this.skipped += Number((nowNs - this.deadline) / this.cycleNs);
+      this.deadline = nowNs + this.cycleNs;
+    }
+    return { nowNs, scheduledNs };
+  }
+}
+
+export class FastClock implements CycleClock {
+  readonly mode = 'fast' as const;
+  private readonly wallCycle: bigint;
+  private wallDeadline: bigint;
+  private cycles = 0n;
+  skipped = 0;
+  constructor(
+    private readonly cycleNs: bigint,
+    readonly speed: number,
+    readonly originNs: bigint = hostNow(),
+  ) {
+    if (!(speed > 0) || !Number.isFinite(speed)) throw new RangeError(`speed must be a finite number > 0 (got ${speed}); stepped is its own mode`);
+    this.wallCycle = BigInt(Math.max(1, Math.round(Number(cycleNs) / speed)));
+    this.wallDeadline = hostNow() + this.wallCycle;
+  }
+  next(): Tick {
+    waitUntil(this.wallDeadline, 0n);
+    this.wallDeadline += this.wallCycle;
+    const behind = hostNow() - this.wallDeadline;
+    if (behind > REANCHOR_CYCLES * this.wallCycle) this.wallDeadline = hostNow() + this.wallCycle;
+    this.cycles++;
+    // Simulated time never skips: the plant integrates every cycle whatever the wall did.
+    const t = this.originNs + this.cycles * this.cycleNs;
+    return { nowNs: t, scheduledNs: t };
+  }
+}
+
+export class SteppedClock implements CycleClock {
+  readonly mode = 'stepped' as const;
+  private cycles = 0n;
+  readonly skipped = 0;
+  constructor(
+    private readonly cycleNs: bigint,
+    readonly originNs: bigint = hostNow(),
+  ) {
+    if (cycleNs <= 0n) throw new RangeError('cycle_ns must be positive');
+  }
+  next(): Tick {
+    this.cycles++;
+    const t = this.originNs + this.cycles * this.cycleNs;
+    return { nowNs: t, scheduledNs: t };
+  }
+  /** The time of the last cycle run (the origin before the first). */
+  get nowNs(): bigint {
+    return this.originNs + this.cycles * this.cycleNs;
+  }
+}
+
+export function makeClock(spec: ClockSpec, cycleNs: bigint): CycleClock {
+  switch (spec.mode) {
+    case 'realtime':
+      return new RealTimeClock(cycleNs, BigInt(spec.spinNs));
+    case 'fast':
+      return new FastClock(cycleNs, spec.speed);
+    case 'stepped':
+      return new SteppedClock(cycleNs);
+  }
+}

@@ -1,0 +1,172 @@
+// The core host: everything around Core that is not cycle logic. It creates the bus driver by registry
+// name inside a DriverHost, sizes the telemetry capture ring, asks for the scheduling priority the clock
+// deserves, and runs cycles on the chosen clock (clock.ts). It also owns the driver's optional facets:
+// fault injection and the drive state handed to the next incarnation. The worker thread (worker.ts) is a
+// thin adapter around it; tests and replay use it in-process with the stepped clock.
+
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
+import { createDriver } from '../../drivers/index.ts';
+import { parseFaultSpec, FaultSpecError } from '../../drivers/faults.ts';
+import { DriverHost } from '../../drivers/host.ts';
+import { CaptureRing } from './capture/ring.ts';
+import { makeClock, type CycleClock } from './clock.ts';
+import { Core } from './core.ts';
+import type { CommandResult, CoreStartOptions, FromCore, PriorityRequest, ToCore } from './protocol.ts';
+
+const OK: CommandResult = { Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 };
+const REFUSED: CommandResult = { ...OK, Result: 1 };
+
+/**
+ * Ask for real-time scheduling for the calling thread: SCHED_FIFO through chrt on this thread's id when
+ * permitted (root or CAP_SYS_NICE), else the highest nice value permitted, else nothing. Returns what was
+ * obtained, for status. Linux only; elsewhere 'none'.
+ */
+export function raiseThreadPriority(req: PriorityRequest): string {
+  if (req === 'none' || process.platform !== 'linux') return 'none';
+  let tid = '';
+  try {
+    tid = readlinkSync('/proc/thread-self').split('/').pop() ?? '';
+  } catch {
+    return 'none';
+  }
+  if (req === 'auto' || req === 'rt') {
+    try {
+      execFileSync('chrt', ['-f', '-p', '40', tid], { stdio: 'ignore', timeout: 2000 });
+      return 'SCHED_FIFO 40';
+    } catch {
+      if (req === 'rt') return 'none (SCHED_FIFO refused)';
+    }
+  }
+  for (const nice of [-15, -10, -5]) {
+    try {
+      setPriority(0, nice); // pid 0: the calling thread on Linux
+      return `nice ${nice}`;
+    } catch {
+      /* not permitted: try a smaller raise */
+    }
+  }
+  return 'none (not permitted)';
+}
+
+export class CoreHost {
+  readonly core: Core;
+  readonly clock: CycleClock;
+  /** Freeze the whole cycle for this many ms on the next native command (a core that goes silent). */
+  private stallNextMs = 0;
+  private readonly sleeper = new Int32Array(new SharedArrayBuffer(4));
+
+  private constructor(
+    readonly options: CoreStartOptions,
+    readonly driverHost: DriverHost,
+    readonly incarnation: string,
+    private readonly send: (m: FromCore) => void,
+    scheduling: string,
+  ) {
+    const machine = options.machine;
+    this.clock = makeClock(options.clock, machine.cycle_ns);
+    // A new ring per incarnation: the incarnation owns its sequence numbers (document 1 part 2). The
+    // buffer is mapped lazily by the OS, so resident memory grows with the records actually written.
+    const retentionMs = options.captureRetentionMs ?? machine.runtime.telemetry.retention_ms;
+    const capture = retentionMs > 0 ? new CaptureRing({ axisCount: machine.axes.length, cycleNs: machine.cycle_ns, retentionMs, incarnation }) : undefined;
+    this.core = new Core(machine, driverHost, incarnation, send, {
+      capture,
+      armSettleNs: options.armSettleNs,
+      clockMode: options.clock.mode,
+      scheduling,
+      publishByWall: options.clock.mode !== 'realtime',
+    });
+  }
+
+  /** Create the driver by name, open the bus, and announce 'ready'. */
+  static async create(options: CoreStartOptions, send: (m: FromCore) => void, scheduling = 'none'): Promise<CoreHost> {
+    const driver = await createDriver(options.driver, { params: options.driverParams, persisted: options.driverState });
+    const host = new CoreHost(options, new DriverHost(driver), randomBytes(16).toString('hex'), send, scheduling);
+    await host.core.start(host.clock.originNs);
+    return host;
+  }
+
+  /** Handle one service message that is not for the cycle logic alone. Returns false on shutdown. */
+  handle(msg: ToCore): boolean {
+    switch (msg.t) {
+      case 'shutdown':
+        return false;
+      case 'inject':
+        this.inject(msg);
+        return true;
+      case 'step':
+        this.stepMessage(msg);
+        return true;
+      case 'cmd':
+        if (this.stallNextMs > 0) {
+          Atomics.wait(this.sleeper, 0, 0, this.stallNextMs);
+          this.stallNextMs = 0;
+        }
+        this.core.handle(msg);
+        return true;
+      default:
+        this.core.handle(msg);
+        return true;
+    }
+  }
+
+  /** Run one cycle on the clock (real time and fast clocks wait until it is due). */
+  cycle(): void {
+    const t = this.clock.next();
+    this.core.cycle(t.nowNs, t.scheduledNs);
+  }
+
+  /** Stepped clock: run `cycles` cycles back to back, calling `between` before each (message drain). */
+  step(cycles: number, between?: () => void): void {
+    for (let k = 0; k < cycles; k++) {
+      between?.();
+      this.cycle();
+    }
+    this.core.publish(this.core.now);
+  }
+
+  private stepMessage(msg: Extract<ToCore, { t: 'step' }>): void {
+    if (this.clock.mode !== 'stepped') {
+      this.send({ t: 'reply', id: msg.id, result: REFUSED, detail: `step needs the stepped clock (this core runs ${this.clock.mode})` });
+      return;
+    }
+    // The worker drains messages between steps (commands sent while stepping are admitted in order).
+    this.stepper?.(msg.cycles);
+    this.send({ t: 'stepped', id: msg.id, nowNs: this.core.now, cycles: BigInt(this.core.cycleCount) });
+  }
+
+  /** Set by the worker: how a 'step' runs (with message draining between cycles). */
+  stepper?: (cycles: number) => void;
+
+  private inject(msg: Extract<ToCore, { t: 'inject' }>): void {
+    const f = msg.fault;
+    if (f.kind === 'stall_next_command') {
+      this.stallNextMs = (f as { ms: number }).ms;
+      this.send({ t: 'reply', id: msg.id, result: OK });
+      return;
+    }
+    const facet = this.driverHost.faults;
+    if (!facet) {
+      this.send({ t: 'reply', id: msg.id, result: REFUSED, detail: `the ${this.driverHost.name} driver cannot inject faults` });
+      return;
+    }
+    try {
+      if (f.kind === 'clear') facet.clear();
+      else {
+        const spec = parseFaultSpec(f);
+        if (!facet.kinds.includes(spec.kind)) throw new FaultSpecError('FAULT_NOT_SUPPORTED', `the ${this.driverHost.name} driver cannot inject ${spec.kind}`);
+        facet.inject(spec);
+      }
+      this.send({ t: 'reply', id: msg.id, result: OK });
+    } catch (e) {
+      const code = e instanceof FaultSpecError ? `${e.code}: ` : '';
+      this.send({ t: 'reply', id: msg.id, result: REFUSED, detail: `${code}${(e as Error).message}` });
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.driverHost.close();
+  }
+}

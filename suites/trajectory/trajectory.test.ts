@@ -1,0 +1,483 @@
+// Trajectories (document 1 part 4 prepare_trajectory, start_trajectory, discard_trajectory; part 2 Point,
+// HandleRecord, Execution, MotionState, PlanCursor; part 3 handle states; part 6 handle and execution
+// events). A trajectory here moves J1 by a small step from where it is held and back; the other axes hold.
+// Tests that energise drives need motion; fault tests need fault injection.
+
+import { eventCursor, eventsSince, waitForEvent, type CellEvent } from '../../harness/clients/events.ts';
+import { readStatus, waitStatus, type StatusView } from '../../harness/clients/status.ts';
+import { latestSequence, readBatch } from '../../harness/clients/telemetry.ts';
+import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
+import type { Cell, Session } from '../../harness/clients/cell.ts';
+import type { ControlClient } from '../../harness/clients/control.ts';
+import { covers, describe, expect, needsFaults, needsMotion, profile, test as base } from '../../harness/fixture.ts';
+
+/** Every test leaves the cell released, injected faults removed and latched faults reset. */
+const test = base.extend<{ recover: void }>({
+  recover: [
+    async ({ cell, target, client }, use) => {
+      await use();
+      await cell.cleanup();
+      if (target.abilities.faultInjection) await target.inject({ kind: 'clear' });
+      const st = await waitStatus(client, (x) => x.core !== null && x.core.armed === 0n);
+      if (st.core && st.core.execution_fault_reasons !== 0n) {
+        const s = await cell.grant();
+        await cell.fenced('reset_fault', s, { axis_mask: 0 });
+        await cell.cleanup();
+      }
+    },
+    { auto: true },
+  ],
+});
+
+const J1 = 1; // axis mask of J1
+const SECOND = 1_000_000_000n;
+
+interface Handles {
+  handles: Array<{ handle: bigint; state: string; generation: bigint; execution_generation: bigint; native_sequence: bigint; identity?: Record<string, unknown> }>;
+  generation: bigint;
+  state: string;
+  identity?: Record<string, unknown>;
+  segment: bigint;
+  native_sequence: bigint;
+  error?: string;
+}
+type Full = StatusView & { execution: Handles; motion: Record<string, bigint | boolean> | null; plan_cursor: Record<string, bigint> | null };
+
+const num = (v: number | bigint) => Number(v);
+async function status(client: ControlClient): Promise<Full> {
+  return (await readStatus(client)) as unknown as Full;
+}
+
+/** Hold a grant, Home J1 when it has no Home evidence, enable every axis and arm. */
+async function ready(cell: Cell, client: ControlClient, axes: number): Promise<{ s: Session; hold: number[] }> {
+  const s = await cell.hold({ requested_lease_ms: 2_000 });
+  let st: StatusView = await status(client);
+  if ((st.core!.home_valid_mask & 1n) === 0n) {
+    const h = await cell.fenced('home', s, { axis_mask: J1 });
+    expect(h.status, h.reply.error).toBe(200);
+  }
+  const all = (1 << axes) - 1;
+  expect((await cell.fenced('enable', s, { axis_mask: all })).status).toBe(200);
+  const a = await cell.fenced('arm', s);
+  expect(a.status, a.reply.error).toBe(200);
+  st = await waitStatus(client, (x) => num(x.core!.axis_enable_mask) === all);
+  return { s, hold: st.axes.map((x) => num(x.position)) };
+}
+
+/** Points: every axis at `hold`, J1 through `j1` at `times` (s); optional per-point fields. */
+function points(hold: number[], times: number[], j1: number[], extra: Array<Record<string, unknown>> = []) {
+  return times.map((t, k) => ({
+    time_ns: BigInt(Math.round(t * 1e9)),
+    position: hold.map((q, i) => (i === 0 ? j1[k]! : q)),
+    ...(extra[k] ?? {}),
+  }));
+}
+
+/** A short move of J1 by +d and back in `secs`. */
+const wiggle = (hold: number[], d = 0.02, secs = 0.3) => points(hold, [0, secs / 2, secs], [hold[0]!, hold[0]! + d, hold[0]!]);
+
+async function prepare(cell: Cell, s: Session, pts: unknown[], fields: Record<string, unknown> = {}) {
+  return cell.fenced('prepare_trajectory', s, { axis_mask: J1, points: pts, ...fields });
+}
+
+const transitions = (evs: CellEvent[], h: bigint) =>
+  evs.filter((e) => e.type === 'handle_transition' && (e.handle as Record<string, unknown>).handle === h).map((e) => `${(e.handle as Record<string, string>).from}->${(e.handle as Record<string, string>).to}`);
+
+describe('prepare, start, complete', () => {
+  test(
+    'prepare answers a handle, the handle is prepared in status with its record, and a handle_transition event says so',
+    covers(
+      'transition:handle:none->prepared:prepare',
+      'event:handle_transition',
+      'field:Event.handle.from',
+      'field:Event.handle.to',
+      'field:HandleRecord.handle',
+      'field:HandleRecord.state',
+      'field:HandleRecord.generation',
+      'field:HandleRecord.execution_generation',
+      'field:HandleRecord.native_sequence',
+      'field:Point.time_ns',
+      'field:Point.position',
+      'field:Execution.handles',
+    ),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const cursor = await eventCursor(client);
+      const r = await prepare(cell, s, wiggle(hold));
+      expect(r.status, r.reply.error).toBe(200);
+      const h = r.reply.handle!;
+      expect(h).toBeGreaterThan(0n);
+      const rec = (await status(client)).execution.handles.find((x) => x.handle === h);
+      expect(rec).toEqual({ handle: h, state: 'prepared', generation: s.generation, execution_generation: 0n, native_sequence: 0n });
+      expect(transitions(await eventsSince(client, cursor), h)).toEqual(['->prepared']);
+    },
+  );
+
+  test(
+    'start moves J1 along the trajectory to the end: started, execution events, consumed, Execution and MotionState followed',
+    covers(
+      'transition:handle:prepared->started:start',
+      'transition:handle:started->consumed:completion',
+      'event:execution_started',
+      'event:execution_completed',
+      'field:Execution.generation',
+      'field:Execution.state',
+      'field:Execution.native_sequence',
+      'field:Execution.segment',
+      'field:MotionState.mode',
+      'field:MotionState.state',
+      'field:MotionState.trajectory_id',
+      'field:MotionState.point_index',
+      'field:MotionState.done',
+      'field:MotionState.command_sequence',
+      'field:MotionState.time_ns',
+      'field:MotionState.queue_depth',
+      'field:MotionState.last_event',
+      'field:PlanCursor.active_handle',
+      'field:PlanCursor.time_ns',
+      'field:PlanCursor.sample_index',
+      'field:PlanCursor.native_clock_ns',
+    ),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const before = (await status(client)).execution.generation;
+      const target_ = hold[0]! + 0.03;
+      const pts = points(hold, [0, 0.4], [hold[0]!, target_]);
+      const h = (await prepare(cell, s, pts)).reply.handle!;
+      expect((await status(client)).motion).toMatchObject({ queue_depth: 1n });
+      const cursor = await eventCursor(client);
+      const r = await cell.fenced('start_trajectory', s, { handle: h });
+      expect(r.status, r.reply.error).toBe(200);
+      const seq = r.reply.sequence!;
+      expect(seq).toBeGreaterThan(0n);
+      const during = await status(client);
+      expect(during.execution).toMatchObject({ generation: before + 1n, state: 'executing', native_sequence: seq });
+      expect(during.motion).toMatchObject({ mode: 2n, state: 3n, trajectory_id: h, done: false, command_sequence: seq, queue_depth: 0n });
+      expect(during.plan_cursor!.active_handle).toBe(h);
+      expect(during.plan_cursor!.native_clock_ns).toBeGreaterThan(0n);
+      const started = await waitForEvent(client, cursor, (e) => e.type === 'execution_started');
+      expect(started!.execution).toMatchObject({ handle: h, generation: before + 1n, native_sequence: seq });
+      const done = await waitForEvent(client, cursor, (e) => e.type === 'execution_completed', 5_000);
+      expect(done!.execution).toMatchObject({ handle: h, generation: before + 1n });
+      const st = await status(client);
+      expect(st.execution.handles.find((x) => x.handle === h)).toMatchObject({ state: 'consumed', execution_generation: before + 1n, native_sequence: seq });
+      expect(st.execution).toMatchObject({ state: 'completed', generation: before + 1n, segment: 0n });
+      expect(st.motion).toMatchObject({ mode: 0n, state: 4n, done: true, last_event: 2n, trajectory_id: h });
+      expect(st.plan_cursor!.active_handle).toBe(0n);
+      expect(transitions(await eventsSince(client, cursor), h)).toEqual(['prepared->started', 'started->consumed']);
+      // the axis really went there and holds it
+      const settled = await waitStatus(client, (x) => Math.abs(num(x.axes[0]!.position) - target_) < 1e-4);
+      expect(Math.abs(num(settled.axes[0]!.position) - target_)).toBeLessThan(1e-4);
+    },
+  );
+
+  test(
+    'a point list with velocities is accepted; a second Start of a consumed handle answers handle_consumed',
+    covers('field:Point.velocity', 'reason:handle_consumed'),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const zero = hold.map(() => 0);
+      const pts = points(hold, [0, 0.15, 0.3], [hold[0]!, hold[0]! + 0.01, hold[0]!], [{ velocity: zero }, { velocity: zero.map((_, i) => (i === 0 ? 0.05 : 0)) }, { velocity: zero }]);
+      const h = (await prepare(cell, s, pts)).reply.handle!;
+      const cursor = await eventCursor(client);
+      expect((await cell.fenced('start_trajectory', s, { handle: h })).status).toBe(200);
+      expect(await waitForEvent(client, cursor, (e) => e.type === 'execution_completed', 5_000)).toBeDefined();
+      const again = await cell.fenced('start_trajectory', s, { handle: h });
+      expect(again.status).toBe(409);
+      expect(again.label).toBe('handle_consumed');
+    },
+  );
+});
+
+describe('execution in telemetry', () => {
+  test(
+    'every cycle of the execution: the record names the trajectory, the target follows the Hermite curve of the points, the position stays within the following error bound',
+    covers('rule:telemetry.drive_counts'),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const ax = description.axes[0] as unknown as { counts_per_unit: number | bigint; sign: number | bigint; following_error?: number };
+      const cpu = num(ax.counts_per_unit) * num(ax.sign);
+      const q0 = hold[0]!;
+      const q1 = q0 + 0.04;
+      const T = 0.4;
+      const h = (await prepare(cell, s, points(hold, [0, T], [q0, q1]))).reply.handle!;
+      const from = await latestSequence(client);
+      const cursor = await eventCursor(client);
+      const st = await cell.fenced('start_trajectory', s, { handle: h });
+      expect(st.status).toBe(200);
+      expect(await waitForEvent(client, cursor, (e) => e.type === 'execution_completed', 5_000)).toBeDefined();
+      const recs: CycleCaptureRecordV2[] = [];
+      for (let after = from; ; ) {
+        const b = await readBatch(client, after);
+        recs.push(...b.records);
+        if (b.records.length === 0 || b.header.last_sequence === after) break;
+        after = b.header.last_sequence;
+        if (b.records.length < 4096) break;
+      }
+      const exec = recs.filter((r) => r.active_traj_id === h);
+      // 0.4 s at the fixture's 1 ms cycle: about 400 records (the first and last cycles may fall either side)
+      expect(exec.length).toBeGreaterThan(350);
+      expect(exec.length).toBeLessThan(450);
+      const t0 = exec[0]!.t_ns;
+      let lastIndex = 0;
+      for (const r of exec) {
+        expect(r.active_mode).toBe(2);
+        expect(r.active_command_seq).toBe(st.reply.sequence);
+        expect(r.current_point_index).toBeGreaterThanOrEqual(lastIndex);
+        lastIndex = r.current_point_index;
+        const a = r.ax[0]!;
+        expect(a.target_velocity_valid).toBe(1);
+        // Hermite between two points at rest: q0 + (q1 - q0) (3 s^2 - 2 s^3), s = tau / T (one cycle of slack on tau)
+        const tau = Number(r.t_ns - t0) / 1e9;
+        const at = (x: number) => { const u = Math.min(1, Math.max(0, x / T)); return q0 + (q1 - q0) * (3 * u * u - 2 * u * u * u); };
+        const lo = Math.min(at(tau - 0.0011), at(tau + 0.0011)) * cpu;
+        const hi = Math.max(at(tau - 0.0011), at(tau + 0.0011)) * cpu;
+        expect(a.target).toBeGreaterThanOrEqual(Math.floor(Math.min(lo, hi)) - 1);
+        expect(a.target).toBeLessThanOrEqual(Math.ceil(Math.max(lo, hi)) + 1);
+        // the drive follows within the configured following error (limits.following_error, logical units)
+        expect(Math.abs(a.position - a.target)).toBeLessThanOrEqual(Math.abs(0.01 * cpu)); // limits.following_error of J1 in the fixture
+        expect(r.motion_done).toBe(0);
+      }
+      const after = recs.filter((r) => r.seq > exec.at(-1)!.seq);
+      expect(after.length).toBeGreaterThan(0);
+      expect(after[0]!.motion_done).toBe(1);
+      expect(after[0]!.active_traj_id).toBe(0n);
+      expect(after[0]!.ax[0]!.target).toBe(Math.round(q1 * cpu)); // held at the last point
+    },
+  );
+});
+
+describe('handle states', () => {
+  test(
+    'discard retires a prepared handle as discarded; starting or discarding it again answers handle_discarded',
+    covers('transition:handle:prepared->discarded:discard', 'reason:handle_discarded'),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const h = (await prepare(cell, s, wiggle(hold))).reply.handle!;
+      const cursor = await eventCursor(client);
+      const d = await cell.fenced('discard_trajectory', s, { handle: h });
+      expect(d.status, d.reply.error).toBe(200);
+      expect(d.reply.sequence).toBeGreaterThan(0n);
+      expect(transitions(await eventsSince(client, cursor), h)).toEqual(['prepared->discarded']);
+      for (const op of ['start_trajectory', 'discard_trajectory']) {
+        const r = await cell.fenced(op, s, { handle: h });
+        expect(r.status).toBe(409);
+        expect(r.label).toBe('handle_discarded');
+      }
+    },
+  );
+
+  test(
+    'a newer preparation supersedes the prepared handle; starting the older one answers handle_superseded',
+    covers('transition:handle:prepared->superseded:newer_preparation', 'reason:handle_superseded'),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const h1 = (await prepare(cell, s, wiggle(hold))).reply.handle!;
+      const cursor = await eventCursor(client);
+      const h2 = (await prepare(cell, s, wiggle(hold, 0.01))).reply.handle!;
+      expect(h2).toBeGreaterThan(h1);
+      expect(transitions(await eventsSince(client, cursor), h1)).toEqual(['prepared->superseded']);
+      const r = await cell.fenced('start_trajectory', s, { handle: h1 });
+      expect(r.status).toBe(409);
+      expect(r.label).toBe('handle_superseded');
+    },
+  );
+
+  test(
+    'a stop retires the prepared handle; with the next grant, starting it answers handle_retired',
+    covers('transition:handle:prepared->retired:stop_or_grant_loss', 'reason:handle_retired'),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const h = (await prepare(cell, s, wiggle(hold))).reply.handle!;
+      const cursor = await eventCursor(client);
+      expect((await cell.fenced('stop', s)).status).toBe(200);
+      expect(await waitForEvent(client, cursor, (e) => e.type === 'grant_revoked')).toBeDefined();
+      expect(transitions(await eventsSince(client, cursor), h)).toEqual(['prepared->retired']);
+      const s2 = await cell.grant();
+      const r = await cell.fenced('start_trajectory', s2, { handle: h });
+      expect(r.status).toBe(409);
+      expect(r.label).toBe('handle_retired');
+    },
+  );
+
+  test(
+    'a Start refused for readiness keeps the handle prepared; it starts once the cell is armed',
+    covers('transition:handle:prepared->prepared:start_refused', 'rule:op.start.handle_kept', 'reason:not_ready'),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      expect((await cell.fenced('enable', s, { axis_mask: 0 })).status).toBe(200); // disarms
+      const h = (await prepare(cell, s, wiggle(hold))).reply.handle!;
+      const r = await cell.fenced('start_trajectory', s, { handle: h });
+      expect(r.status).toBe(409);
+      expect(r.label).toBe('not_ready');
+      expect(r.reply.native_result).toMatchObject({ Result: 1, Reason: 2 });
+      expect((await status(client)).execution.handles.find((x) => x.handle === h)!.state).toBe('prepared');
+      const all = (1 << description.axes.length) - 1;
+      expect((await cell.fenced('enable', s, { axis_mask: all })).status).toBe(200);
+      expect((await cell.fenced('arm', s)).status).toBe(200);
+      const ok = await cell.fenced('start_trajectory', s, { handle: h });
+      expect(ok.status, ok.reply.error).toBe(200);
+    },
+  );
+
+  test(
+    'while it executes: start again answers handle_started, discard answers handle_active; a stop retires it with execution_aborted',
+    covers('reason:handle_started', 'reason:handle_active', 'transition:handle:started->refused:discard', 'transition:handle:started->retired:stop', 'event:execution_aborted'),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const h = (await prepare(cell, s, points(hold, [0, 3], [hold[0]!, hold[0]! + 0.05]))).reply.handle!;
+      const cursor = await eventCursor(client);
+      expect((await cell.fenced('start_trajectory', s, { handle: h })).status).toBe(200);
+      const again = await cell.fenced('start_trajectory', s, { handle: h });
+      expect(again.status).toBe(409);
+      expect(again.label).toBe('handle_started');
+      const d = await cell.fenced('discard_trajectory', s, { handle: h });
+      expect(d.status).toBe(409);
+      expect(d.label).toBe('handle_active');
+      expect((await status(client)).execution.handles.find((x) => x.handle === h)!.state).toBe('started');
+      expect((await cell.fenced('stop', s)).status).toBe(200);
+      const ab = await waitForEvent(client, cursor, (e) => e.type === 'execution_aborted');
+      expect(ab!.execution).toMatchObject({ handle: h });
+      expect(transitions(await eventsSince(client, cursor), h)).toEqual(['prepared->started', 'started->retired']);
+      expect((await status(client)).execution.state).toBe('cancelled');
+    },
+  );
+
+  test(
+    'a fault while it executes retires it with execution_faulted carrying the fault bits and recovery; Execution.error says native_execution_failed',
+    covers('transition:handle:started->retired:fault', 'event:execution_faulted', 'field:Event.execution.fault_bits', 'field:Event.execution.recovery', 'reason:native_execution_failed', 'field:Execution.error'),
+    async ({ cell, client, target, description, skip }) => {
+      needsFaults({ skip }, target);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const h = (await prepare(cell, s, points(hold, [0, 3], [hold[0]!, hold[0]! + 0.05]))).reply.handle!;
+      const cursor = await eventCursor(client);
+      expect((await cell.fenced('start_trajectory', s, { handle: h })).status).toBe(200);
+      await target.inject({ kind: 'following_error', axis: 0 });
+      const f = await waitForEvent(client, cursor, (e) => e.type === 'execution_faulted');
+      expect(f!.execution).toMatchObject({ handle: h, fault_bits: 32n, recovery: ['reset_after_condition_clears'] });
+      const st = await status(client);
+      expect(st.execution).toMatchObject({ state: 'faulted', error: 'native_execution_failed' });
+      expect(st.execution.handles.find((x) => x.handle === h)!.state).toBe('retired');
+    },
+  );
+});
+
+describe('refusals', () => {
+  test('an unknown handle answers unknown_handle', covers('reason:unknown_handle'), async ({ cell, client, target, description, skip }) => {
+    needsMotion({ skip }, target);
+    const { s } = await ready(cell, client, description.axes.length);
+    for (const op of ['start_trajectory', 'discard_trajectory']) {
+      const r = await cell.fenced(op, s, { handle: 987_654_321n });
+      expect(r.status).toBe(409);
+      expect(r.label).toBe('unknown_handle');
+    }
+  });
+
+  test(
+    'an identity given at prepare is checked at Start: a different one answers trajectory_identity_mismatch and keeps the handle',
+    covers('reason:trajectory_identity_mismatch', 'field:HandleRecord.identity', 'profile:trajectory.identity'),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const identity = { plan_id: 'p1', program_id: 'g1', program_digest: 'd1', trajectory_digest: 't1', source_digest: 's1', normalised_digest: 'n1', manifest_revision: 1n, plan_revision: 3n };
+      const h = (await prepare(cell, s, wiggle(hold), { identity })).reply.handle!;
+      expect((await status(client)).execution.handles.find((x) => x.handle === h)!.identity).toEqual(identity);
+      for (const other of [{ ...identity, plan_revision: 4n }, { ...identity, source_digest: 's2' }]) {
+        const r = await cell.fenced('start_trajectory', s, { handle: h, identity: other });
+        expect(r.status).toBe(409);
+        expect(r.label).toBe('trajectory_identity_mismatch');
+      }
+      const ok = await cell.fenced('start_trajectory', s, { handle: h, identity });
+      expect(ok.status, ok.reply.error).toBe(200);
+    },
+  );
+
+  test(
+    'a point outside the axis limits answers outside_limits_outward with the native receipt; nothing is prepared',
+    covers('reason:outside_limits_outward', 'rule:common_sets.native'),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const max = num(description.axes[0]!.max_position as number | bigint);
+      const r = await prepare(cell, s, points(hold, [0, 1], [hold[0]!, max + 1e-3]));
+      expect(r.status).toBe(409);
+      expect(r.label).toBe('outside_limits_outward');
+      expect(r.reply.native_result).toMatchObject({ Result: 1, Reason: 8, AxisMask: 1 });
+      expect((await status(client)).execution.handles.filter((x) => x.state === 'prepared')).toEqual([]);
+      const atLimit = await prepare(cell, s, points(hold, [0, 30], [hold[0]!, max])); // exactly at the limit is inside
+      expect(atLimit.status, atLimit.reply.error).toBe(200);
+    },
+  );
+
+  const CASES: Array<[string, (h: number[]) => unknown[]]> = [
+    ['one point', (h) => points(h, [0], [h[0]!])],
+    ['a first time other than 0', (h) => points(h, [0.1, 0.2], [h[0]!, h[0]!])],
+    ['times not strictly increasing', (h) => points(h, [0, 0.2, 0.2], [h[0]!, h[0]!, h[0]!])],
+    ['a position array of the wrong length', (h) => [{ time_ns: 0n, position: h }, { time_ns: 1n, position: h.slice(1) }]],
+    ['io_values outside io_mask', (h) => points(h, [0, 0.2], [h[0]!, h[0]!], [{}, { io_mask: 2, io_values: 6 }])],
+    ['an io_mask wider than eight bits', (h) => points(h, [0, 0.2], [h[0]!, h[0]!], [{}, { io_mask: 0x100 }])],
+  ];
+  for (const [name, make] of CASES) {
+    const opts = name.startsWith('times')
+      ? covers('rule:point.time_monotonic', 'profile:trajectory.point_rules')
+      : name.startsWith('io_values')
+        ? covers('rule:point.io_values_within_mask', 'profile:trajectory.point_rules')
+        : profile('profile:trajectory.point_rules');
+    test(`${name} is refused with invalid_request_envelope`, opts, async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const r = await prepare(cell, s, make(hold));
+      expect(r.status).toBe(409);
+      expect(r.label).toBe('invalid_request_envelope');
+    });
+  }
+
+  test(
+    'an intent on a torch-class output answers io_torch_unqualified; on an output that is not configured io_not_configured',
+    covers('reason:io_torch_unqualified', 'field:Point.io_mask', 'field:Point.io_values', 'rule:common_sets.io'),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const torch = await prepare(cell, s, points(hold, [0, 0.2], [hold[0]!, hold[0]!], [{}, { io_mask: 1, io_values: 1 }]));
+      expect(torch.status).toBe(409);
+      expect(torch.label).toBe('io_torch_unqualified');
+      const unconfigured = await prepare(cell, s, points(hold, [0, 0.2], [hold[0]!, hold[0]!], [{}, { io_mask: 8, io_values: 8 }]));
+      expect(unconfigured.status).toBe(409);
+      expect(unconfigured.label).toBe('io_not_configured');
+    },
+  );
+});
+
+describe('output intents', () => {
+  test(
+    'an ON intent needs io_arm first (io_not_armed, handle kept); once armed it drives the output, and a stop turns it OFF',
+    covers('reason:io_not_armed', 'rule:op.stop.outputs_off'),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const CLAMP = 2; // output 1: clamp (not torch) in the fixture
+      const pts = points(hold, [0, 0.05, 5], [hold[0]!, hold[0]!, hold[0]! + 0.02], [{}, { io_mask: CLAMP, io_values: CLAMP }, {}]);
+      const h = (await prepare(cell, s, pts)).reply.handle!;
+      const refused = await cell.fenced('start_trajectory', s, { handle: h });
+      expect(refused.status).toBe(409);
+      expect(refused.label).toBe('io_not_armed');
+      expect((await status(client)).execution.handles.find((x) => x.handle === h)!.state).toBe('prepared');
+      expect((await cell.fenced('io_arm', s)).status).toBe(200);
+      expect((await cell.fenced('start_trajectory', s, { handle: h })).status).toBe(200);
+      const on = await waitStatus(client, (x) => x.core!.io_output_word === BigInt(CLAMP));
+      expect(on.core!.io_output_word).toBe(BigInt(CLAMP));
+      expect((await cell.fenced('stop', s)).status).toBe(200);
+      const off = await waitStatus(client, (x) => x.core!.io_output_word === 0n, 500);
+      expect(off.core!.io_output_word).toBe(0n);
+    },
+  );
+});
