@@ -257,7 +257,18 @@ export class ControlService {
 
   private async dispatch(r: Request): Promise<Reply> {
     if (r.operation === 'acquire') return this.authority.acquire(r, payloadKey(r));
-    const g = this.authority.fence(r.operation, r.session!, r.generation!);
+    let g: Grant;
+    try {
+      g = this.authority.fence(r.operation, r.session!, r.generation!);
+    } catch (e) {
+      // A lost reply to a stop or reset_fault can still be replayed after the grant ended that way
+      // (document 1 part 4: only release, lease expiry and a service restart drop the cache).
+      if (!(e instanceof Refusal) || r.request_id === undefined) throw e;
+      const hit = this.authority.replayEnded(r.session!, r.request_id, payloadKey(r));
+      if (hit === 'conflict') throw refuse('request_id_conflict', `request_id ${JSON.stringify(r.request_id)} was used with a different payload`);
+      if (hit) return hit;
+      throw e;
+    }
     if (r.request_id === undefined) return this.operate(r, g);
     const key = payloadKey(r);
     const hit = g.cache.lookup(r.request_id, key);
