@@ -27,3 +27,52 @@ describe('generation exhaustion', () => {
     },
   );
 });
+
+// Stop must always be able to inhibit (document 1 part 4 stop: only the fence reasons and expired). At the
+// last generation the counter cannot advance: the stopping grant keeps 2^64-1 (docs/profile.md "Grant
+// generation and stop"), the stop drains and authority is revoked.
+describe('stop at the last generation', () => {
+  let stack: StackProcess;
+  let client: ControlClient;
+  let binding: Record<string, unknown>;
+
+  beforeAll(async () => {
+    if (!onSim) return;
+    stack = await startStack(['--initial-generation', String(MAX - 1n)]);
+    client = new ControlClient(stack.ready.control);
+    binding = ((await client.describe()).reply.data as { binding: Record<string, unknown> }).binding;
+  });
+  afterAll(async () => {
+    await client?.close();
+    await stack?.stop();
+  });
+
+  test(
+    'stop of the grant holding generation 2^64-1 answers 200 stopping, inhibits (enable refused) and revokes',
+    covers('transition:grant:owned->stopping:stop', 'profile:grant.stop_generation'),
+    async ({ skip }) => {
+      skip(!onSim, 'needs the sim target: only it can start its generation counter near 2^64');
+      const r = await client.control({ schema: REQUEST_SCHEMA, operation: 'acquire', controller: 'last', binding, requested_lease_ms: 10_000n }, 'acquire');
+      const g = checkGrant(r.reply.data);
+      expect(g.generation).toBe(MAX);
+      const fence = { schema: REQUEST_SCHEMA, session: g.session, generation: MAX };
+      const stop = await client.control({ ...fence, operation: 'stop' }, 'stop');
+      expect(stop.status, stop.reply.error).toBe(200);
+      const sg = checkGrant(stop.reply.data);
+      expect(sg.stopping).toBe(true);
+      expect(sg.generation).toBe(MAX);
+      const enable = await client.control({ ...fence, operation: 'enable', axis_mask: 1 }, 'enable');
+      expect(enable.status).toBe(409);
+      expect(enable.label).toBe('control_session_stale');
+      // Revoked after the drain: the status shows no grant.
+      let active = true;
+      for (let i = 0; i < 200 && active; i++) {
+        const st = (await client.status()).reply.data as { grant: { active: boolean } };
+        active = st.grant.active;
+        if (active) await new Promise((res) => setTimeout(res, 10));
+      }
+      expect(active).toBe(false);
+      expect((await client.control({ ...fence, operation: 'renew' }, 'renew')).label).toBe('control_session_stale');
+    },
+  );
+});
