@@ -32,26 +32,12 @@ describe('generation exhaustion', () => {
 // last generation the counter cannot advance: the stopping grant keeps 2^64-1 (docs/profile.md "Grant
 // generation and stop"), the stop drains and authority is revoked.
 describe('stop at the last generation', () => {
-  let stack: StackProcess;
-  let client: ControlClient;
-  let binding: Record<string, unknown>;
-
-  beforeAll(async () => {
-    if (!onSim) return;
-    stack = await startStack(['--initial-generation', String(MAX - 1n)]);
-    client = new ControlClient(stack.ready.control);
-    binding = ((await client.describe()).reply.data as { binding: Record<string, unknown> }).binding;
-  });
-  afterAll(async () => {
-    await client?.close();
-    await stack?.stop();
-  });
-
   test(
     'stop of the grant holding generation 2^64-1 answers 200 stopping, inhibits (enable refused) and revokes',
     covers('transition:grant:owned->stopping:stop', 'profile:grant.stop_generation'),
-    async ({ skip }) => {
-      skip(!onSim, 'needs the sim target: only it can start its generation counter near 2^64');
+    async ({ variant }) => {
+      const client = (await variant({ initialGeneration: MAX - 1n })).client();
+      const binding = ((await client.describe()).reply.data as { binding: Record<string, unknown> }).binding;
       const r = await client.control({ schema: REQUEST_SCHEMA, operation: 'acquire', controller: 'last', binding, requested_lease_ms: 10_000n }, 'acquire');
       const g = checkGrant(r.reply.data);
       expect(g.generation).toBe(MAX);
