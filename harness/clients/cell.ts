@@ -49,7 +49,8 @@ export class Cell {
    */
   async hold(fields: Record<string, unknown> = {}): Promise<Session> {
     const s = await this.grant(fields);
-    const every = Math.max(20, Math.floor(s.grant.lease_ms / 3));
+    // A fifth of the lease: a renewal may be late by most of the lease on a loaded machine and still arrive.
+    const every = Math.max(20, Math.floor(s.grant.lease_ms / 5));
     const timer = setInterval(() => {
       this.fenced('renew', s).then(
         (r) => {
