@@ -390,6 +390,10 @@ export class TrajectoryDecoder {
   rawEnvelope(): { schema: JsonValue | undefined; operation: JsonValue | undefined } {
     return { schema: this.rawSchema, operation: this.rawOperation };
   }
+  /** True while a number or literal value is open at the end of the bytes pushed (its end is not known yet). */
+  get pendingScalar(): boolean {
+    return this.state === S.Generic && this.gScalar;
+  }
   /** The first recorded field problem so far. */
   get fieldProblem(): UploadRefusal | undefined {
     return this.semantic;
@@ -441,6 +445,14 @@ export class TrajectoryDecoder {
     }
     if (this.fatal) throw this.fatal.refusal;
     return this.result();
+  }
+
+  /** Bytes of memory the decoder holds (arrays and buffers), for the worker's bookkeeping. */
+  heldBytes(): number {
+    return (
+      this.timeNs.byteLength + this.position.byteLength + this.velocity.byteLength + this.hasVelocity.byteLength +
+      this.ioMask.byteLength + this.ioValues.byteLength + this.ioFlags.byteLength + this.carry.length + this.gBuf.length
+    );
   }
 
   /** Drop everything held (a client went away). */
