@@ -92,7 +92,7 @@ export class UploadWorker {
 
   private onMessage(m: FromWorker): void {
     if (m.t === 'stats') {
-      this.stats.get(m.id)?.(m);
+      this.stats.get(m.id)?.({ active: m.active, heldBytes: m.heldBytes });
       this.stats.delete(m.id);
       return;
     }
