@@ -16,7 +16,7 @@
 
 import type { IncomingMessage } from 'node:http';
 import { Worker } from 'node:worker_threads';
-import { Refusal } from '../envelope.ts';
+import { REQUEST_SCHEMA, Refusal } from '../envelope.ts';
 import {
   PREFIX_BYTES,
   TRAJECTORY_BODY_LIMIT,
@@ -176,7 +176,11 @@ export async function uploadBody(req: IncomingMessage, o: UploadOptions): Promis
   const complete = reader.ended;
   const scan = scanPrefix(head);
   if (scan.kind === 'other') {
-    if (complete && head.length <= PREFIX_BYTES) return { kind: 'ordinary', body: head };
+    if (complete && head.length <= PREFIX_BYTES) {
+      const late = lateTrajectory(head);
+      if (late) return { kind: 'refused', refusal: late, admitted: false };
+      return { kind: 'ordinary', body: head };
+    }
     reader.discard();
     const r = new Refusal(413, 'body_too_large', `ordinary commands are at most ${PREFIX_BYTES} bytes`);
     return { kind: 'refused', refusal: r, admitted: false };
@@ -238,6 +242,30 @@ export async function uploadBody(req: IncomingMessage, o: UploadOptions): Promis
   reader.discard();
   if (out.kind === 'too_large') return { kind: 'refused', refusal: tooLarge(), admitted: true };
   return { kind: 'refused', refusal: out.refusal, admitted: true };
+}
+
+/**
+ * A small, JSON-valid prepare_trajectory body whose operation member came after points: its fence was not
+ * in the prefix before points (document 1 part 4 "prepare_trajectory"), so it is refused like a large one.
+ */
+function lateTrajectory(body: Uint8Array): UploadRefusal | undefined {
+  const d = new TrajectoryDecoder({ axes: 1 });
+  d.push(body);
+  try {
+    d.finish();
+  } catch {
+    // only the raw members matter here
+  }
+  const raw = d.rawEnvelope();
+  if (d.failed || raw.schema !== REQUEST_SCHEMA || raw.operation !== 'prepare_trajectory') return undefined;
+  const r = new UploadRefusal(
+    'fence_outside_prefix',
+    409,
+    'invalid_request_envelope',
+    `schema, operation, session, generation must appear within the first ${PREFIX_BYTES} bytes, before points`,
+  );
+  r.operation = 'prepare_trajectory';
+  return r;
 }
 
 type StreamResult =

@@ -248,6 +248,19 @@ describe('uploadBody', () => {
     }
   });
 
+  test('a small prepare_trajectory body with its operation after points: refused, not handed back as ordinary', async () => {
+    const { port, seen, server } = await serve({ axes: 1 });
+    try {
+      const text = `{"schema":"${SCHEMA}","session":"${SESSION}","generation":7,"axis_mask":1,"points":[{"time_ns":0,"position":[1]}],"operation":"prepare_trajectory"}`;
+      expect(await send(port, [enc(text)])).toEqual({ status: 409, body: '{"kind":"refused","label":"invalid_request_envelope"}' });
+      const out = await seen.outcome;
+      expect(out.kind === 'refused' && (out.refusal as { code?: string }).code).toBe('fence_outside_prefix');
+      expect(seen.admitted.length).toBe(0);
+    } finally {
+      await close(server);
+    }
+  });
+
   test('fence fields past the prefix: refused without admission', async () => {
     const { port, seen, server } = await serve();
     try {
