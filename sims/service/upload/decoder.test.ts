@@ -161,6 +161,8 @@ const refusals: Array<[string, string, string, string?]> = [
   ['a key repeated through an escape', env + pts('{"time_ns":0,"time\\u005fns":1,"position":[1,2]}'), 'duplicate_request_field', 'json'],
   ['trailing data', env + pts(P, P2) + ' {}', 'trailing_request_data', 'json'],
   ['a body that is not an object', '[1,2]', 'invalid_request_envelope', 'envelope'],
+  ['a bare number with data after it (the number is 5e5)', '5e5e5{}', 'trailing_request_data', 'json'],
+  ['a bare string with data after it', '"a" x', 'trailing_request_data', 'json'],
   ['empty body', '', 'invalid_request_envelope', 'json'],
   ['truncated body', env + pts(P, P2).slice(0, -2), 'invalid_request_envelope', 'json'],
   ['wrong schema', env.replace('request.v1', 'request.v2') + pts(P, P2), 'schema_mismatch', 'envelope'],

@@ -1219,6 +1219,9 @@ export class TrajectoryDecoder {
         const at = this.gStart + Math.max(0, Math.min(err.offset - nest, this.gLen));
         if (err.code === 'json_duplicate_key') {
           this.fail('json', 'duplicate_request_field', `field "${err.key}" repeated at byte ${at}`, at);
+        } else if (err.code === 'json_trailing_data') {
+          // Only a bare root scalar can show this (a scanned "5e5e5" is the number 5e5 and then data).
+          this.fail('json', 'trailing_request_data', `data after the request value at byte ${at}`, at);
         } else {
           this.syntax(err.message.replace(/ at byte \d+$/, ''), at);
         }
