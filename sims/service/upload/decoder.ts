@@ -439,6 +439,7 @@ export class TrajectoryDecoder {
           this.run(this.carry, 0, 0, this.total, true);
         }
       }
+      if (!this.fatal && this.state === S.Generic) this.genericIncomplete();
       if (!this.fatal && this.state !== S.AfterRoot) {
         this.fail('json', 'invalid_request_envelope', this.total === 0 ? 'empty body' : `unexpected end of input at byte ${this.total}`, this.total);
       }
@@ -1215,19 +1216,7 @@ export class TrajectoryDecoder {
       for (let k = 0; k < nest; k++) w = (w as JsonValue[])[0]!;
       v = w;
     } catch (err) {
-      if (err instanceof JsonDecodeError) {
-        const at = this.gStart + Math.max(0, Math.min(err.offset - nest, this.gLen));
-        if (err.code === 'json_duplicate_key') {
-          this.fail('json', 'duplicate_request_field', `field "${err.key}" repeated at byte ${at}`, at);
-        } else if (err.code === 'json_trailing_data') {
-          // Only a bare root scalar can show this (a scanned "5e5e5" is the number 5e5 and then data).
-          this.fail('json', 'trailing_request_data', `data after the request value at byte ${at}`, at);
-        } else {
-          this.syntax(err.message.replace(/ at byte \d+$/, ''), at);
-        }
-        return;
-      }
-      throw err;
+      return this.genericError(err, nest);
     }
     if (this.gLen > 4096) this.gBuf = Buffer.allocUnsafeSlow(256);
     this.gLen = 0;
@@ -1270,6 +1259,37 @@ export class TrajectoryDecoder {
         return;
       }
     }
+  }
+
+  /** Map decodeJson's error on the scanned value to the refusal decodeRequest would give. */
+  private genericError(err: unknown, nest: number): void {
+    if (!(err instanceof JsonDecodeError)) throw err;
+    const at = this.gStart + Math.max(0, Math.min(err.offset - nest, this.gLen));
+    if (err.code === 'json_duplicate_key') {
+      this.fail('json', 'duplicate_request_field', `field "${err.key}" repeated at byte ${at}`, at);
+    } else if (err.code === 'json_trailing_data') {
+      // Only a bare root scalar can show this (a scanned "5e5e5" is the number 5e5 and then data).
+      this.fail('json', 'trailing_request_data', `data after the request value at byte ${at}`, at);
+    } else {
+      this.syntax(err.message.replace(/ at byte \d+$/, ''), at);
+    }
+  }
+
+  /**
+   * The body ended inside a scanned value (a string or container never closed, perhaps because of an
+   * earlier error in it): decodeJson on what there is finds the first problem, as it would in the body.
+   */
+  private genericIncomplete(): void {
+    const nest = this.gNest;
+    const partial = Buffer.allocUnsafe(this.gLen + nest);
+    partial.fill(B.LBracket, 0, nest);
+    this.gBuf.copy(partial, nest, 0, this.gLen);
+    try {
+      decodeJson(partial);
+    } catch (err) {
+      return this.genericError(err, nest);
+    }
+    this.syntax('unexpected end of input', this.total);
   }
 
   private member(key: string, v: JsonValue, end: number): void {
