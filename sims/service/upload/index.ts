@@ -52,8 +52,13 @@ export interface UploadOptions {
   worker?: UploadWorker;
 }
 
-/** Bytes read and discarded past a refusal so the reply can reach the client; past it the socket closes. */
-export const DISCARD_AFTER_REFUSAL = 1024 * 1024;
+/**
+ * Bytes read and discarded after a refusal so the reply can reach the client; past it the socket closes.
+ * Refusals before the body is read discard as the service does for ordinary bodies (64 MiB); a body that
+ * crosses the 222516384-byte limit while streaming is cut off sooner (1 MiB past the limit).
+ */
+export const DISCARD_AFTER_REFUSAL = 64 * 1024 * 1024;
+export const DISCARD_PAST_LIMIT = 1024 * 1024;
 /** Flow control: stop reading the socket while this many bytes wait for the worker; resume below half. */
 export const MAX_IN_FLIGHT = 8 * 1024 * 1024;
 /** Bytes gathered into one message to the worker. */
@@ -239,7 +244,7 @@ export async function uploadBody(req: IncomingMessage, o: UploadOptions): Promis
   if (out.kind === 'decoded') return finishWith(out.body);
   release();
   if (out.kind === 'aborted') return { kind: 'aborted', admitted: true };
-  reader.discard();
+  reader.discard(out.kind === 'too_large' ? DISCARD_PAST_LIMIT : DISCARD_AFTER_REFUSAL);
   if (out.kind === 'too_large') return { kind: 'refused', refusal: tooLarge(), admitted: true };
   return { kind: 'refused', refusal: out.refusal, admitted: true };
 }
@@ -426,20 +431,20 @@ class BodyReader {
     this.sink = undefined;
     if (!this.discarding) this.req.pause();
   }
-  /** Read and drop what remains, up to DISCARD_AFTER_REFUSAL bytes; past it the connection is closed. */
-  discard(): void {
+  /** Read and drop what remains, up to `bound` bytes; past it the connection is closed. */
+  discard(bound = DISCARD_AFTER_REFUSAL): void {
     if (this.ended || this.discarding) return;
     this.discarding = true;
     this.sink = undefined;
-    discard(this.req);
+    discard(this.req, bound);
   }
 }
 
-function discard(req: IncomingMessage): void {
+function discard(req: IncomingMessage, bound = DISCARD_AFTER_REFUSAL): void {
   let seen = 0;
   req.on('data', (c: Buffer) => {
     seen += c.length;
-    if (seen > DISCARD_AFTER_REFUSAL) req.socket.destroy();
+    if (seen > bound) req.socket.destroy();
   });
   req.resume();
 }
