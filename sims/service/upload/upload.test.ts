@@ -228,6 +228,32 @@ describe('uploadBody', () => {
     }
   });
 
+  test('a client that disconnects while admit is pending: aborted once admit returns; the slot is released', async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const { port, seen, server } = await serve({ admitGate: gate });
+    try {
+      const body = sampleBody(2000);
+      const sending = send(port, [body.subarray(0, 30_000), body.subarray(30_000)], {
+        contentLength: body.length,
+        destroyAfter: 1,
+        between: [
+          async () => {
+            while (seen.admitted.length === 0) await new Promise((r) => setTimeout(r, 5));
+          },
+        ],
+      });
+      expect(await sending).toBe('destroyed');
+      await new Promise((r) => setTimeout(r, 50));
+      open();
+      expect(await seen.outcome).toEqual({ kind: 'aborted', admitted: true });
+      expect(seen.released).toBe(1);
+      expect(await worker.inspect()).toEqual({ active: 0, heldBytes: 0 });
+    } finally {
+      await close(server);
+    }
+  });
+
   test('an ordinary command is handed back as bytes; a different operation over 16384 bytes is 413', async () => {
     const stop = enc(`{"schema":"${SCHEMA}","operation":"stop","session":"${SESSION}","generation":7}`);
     let s = await serve();
