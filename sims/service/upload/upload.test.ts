@@ -1,0 +1,300 @@
+// uploadBody (index.ts) over a real loopback HTTP server: admission before the rest is read, streaming
+// through the warm worker, the body limit, refusals, and a client that goes away mid-upload.
+
+import { createServer, request, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, describe, expect, test } from 'vitest';
+import { refuse } from '../envelope.ts';
+import { SCHEMA, SESSION, enc, envelopeText, pointText, samplePoint, sampleBody } from './bodies.ts';
+import { PREFIX_BYTES } from './decoder.ts';
+import { uploadBody, UploadWorker, type UploadOptions, type UploadOutcome } from './index.ts';
+import type { AdmittedPrefix } from './prefix.ts';
+
+const worker = new UploadWorker();
+afterAll(() => worker.close());
+
+interface Observed {
+  outcome: Promise<UploadOutcome>;
+  admitted: AdmittedPrefix[];
+  /** Bytes the server had taken from the socket when admit ran. */
+  readAtAdmit: number[];
+  released: number;
+}
+
+/** A server whose one request goes through uploadBody; replies with the outcome's kind and label. */
+async function serve(o: Partial<UploadOptions> & { admitGate?: Promise<void> } = {}): Promise<{ port: number; seen: Observed; server: Server }> {
+  let resolveOutcome!: (o: UploadOutcome) => void;
+  const seen: Observed = { outcome: new Promise((r) => (resolveOutcome = r)), admitted: [], readAtAdmit: [], released: 0 };
+  const server = createServer((req, res) => {
+    void uploadBody(req, {
+      axes: 9,
+      worker,
+      ...o,
+      admit: async (prefix) => {
+        seen.admitted.push(prefix);
+        seen.readAtAdmit.push(req.socket.bytesRead);
+        if (o.admitGate) await o.admitGate;
+        await o.admit?.(prefix);
+      },
+      release: () => seen.released++,
+    }).then((out) => {
+      resolveOutcome(out);
+      const status = out.kind === 'refused' ? out.refusal.status : 200;
+      const body = JSON.stringify({ kind: out.kind, label: out.kind === 'refused' ? out.refusal.label : undefined });
+      if (!res.destroyed) res.writeHead(status, { 'content-type': 'application/json', connection: 'close' }).end(body);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { port: (server.address() as AddressInfo).port, seen, server };
+}
+
+function close(server: Server): Promise<void> {
+  server.closeAllConnections();
+  return new Promise((r) => server.close(() => r()));
+}
+
+/** Send `parts` one after another (awaiting `between[i]` before part i+1); resolve with the reply. */
+function send(
+  port: number,
+  parts: Uint8Array[],
+  o: { contentLength?: number; between?: Array<(() => Promise<void>) | undefined>; destroyAfter?: number } = {},
+): Promise<{ status: number; body: string } | 'destroyed'> {
+  return new Promise((resolve) => {
+    const headers: Record<string, string | number> = { 'content-type': 'application/json' };
+    if (o.contentLength !== undefined) headers['content-length'] = o.contentLength;
+    const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/control', headers });
+    req.on('response', (res: IncomingMessage) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(chunks).toString() }));
+    });
+    req.on('error', () => resolve('destroyed'));
+    void (async () => {
+      for (let i = 0; i < parts.length; i++) {
+        if (o.destroyAfter === i) {
+          req.destroy();
+          resolve('destroyed');
+          return;
+        }
+        if (!req.write(parts[i])) await new Promise((r) => req.once('drain', r));
+        await o.between?.[i]?.();
+      }
+      req.end();
+    })();
+  });
+}
+
+function split(b: Uint8Array, size: number): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (let o = 0; o < b.length; o += size) out.push(b.subarray(o, Math.min(b.length, o + size)));
+  return out;
+}
+
+describe('uploadBody', () => {
+  test('a large body: admit runs on the prefix before the rest is sent, then the worker decodes it exactly', async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const { port, seen, server } = await serve({ admitGate: gate });
+    try {
+      const body = sampleBody(20_000); // about 8 MB
+      const first = body.subarray(0, 20_000);
+      const sending = send(port, [first, ...split(body.subarray(20_000), 256 * 1024)], {
+        contentLength: body.length,
+        between: [
+          async () => {
+            // The client holds the rest back until the service admitted the prefix.
+            while (seen.admitted.length === 0) await new Promise((r) => setTimeout(r, 5));
+            open();
+          },
+        ],
+      });
+      const reply = await sending;
+      expect(reply).toEqual({ status: 200, body: '{"kind":"trajectory"}' });
+      expect(seen.admitted.length).toBe(1);
+      expect(seen.readAtAdmit[0]).toBeLessThan(20_000 + 1024); // the headers and the first part only
+      expect(seen.admitted[0]!.envelope).toMatchObject({ schema: SCHEMA, session: SESSION, generation: 7n });
+      const out = await seen.outcome;
+      if (out.kind !== 'trajectory') throw new Error(out.kind);
+      const p = out.body.points;
+      expect(p.count).toBe(20_000);
+      for (const n of [0, 4999, 19_999]) {
+        const ref = JSON.parse(pointText(samplePoint(n))) as { position: number[]; velocity: number[] };
+        expect([...p.position.subarray(n * 9, n * 9 + 9)]).toEqual(ref.position);
+        expect([...p.velocity.subarray(n * 9, n * 9 + 9)]).toEqual(ref.velocity);
+        expect(p.timeNs[n]).toBe(BigInt(n * 1_000_000));
+      }
+      expect(seen.released).toBe(0);
+      expect(await worker.inspect()).toEqual({ active: 0, heldBytes: 0 });
+    } finally {
+      await close(server);
+    }
+  });
+
+  test('a small body is decoded in place; chunked transfer (no Content-Length) works', async () => {
+    const { port, seen, server } = await serve({ axes: 2 });
+    try {
+      const text = envelopeText() + ',"points":[{"time_ns":0,"position":[1,2]},{"time_ns":5,"position":[3,4],"io_mask":1}]}';
+      expect(await send(port, split(enc(text), 10))).toEqual({ status: 200, body: '{"kind":"trajectory"}' });
+      const out = await seen.outcome;
+      if (out.kind !== 'trajectory') throw new Error(out.kind);
+      expect([...out.body.points.position]).toEqual([1, 2, 3, 4]);
+      expect(out.body.request.axis_mask).toBe(511);
+    } finally {
+      await close(server);
+    }
+  });
+
+  test('admit refuses (busy): the refusal is the outcome, release is not called, the rest is not decoded', async () => {
+    const { port, seen, server } = await serve({ admit: () => Promise.reject(refuse('busy', 'an upload is in progress')) });
+    try {
+      const body = sampleBody(5000);
+      const reply = await send(port, [body.subarray(0, 20_000)], { contentLength: body.length });
+      expect(reply).toEqual({ status: 409, body: '{"kind":"refused","label":"busy"}' });
+      const out = await seen.outcome;
+      expect(out.kind === 'refused' && [out.admitted, out.refusal.operation]).toEqual([false, 'prepare_trajectory']);
+      expect(seen.released).toBe(0);
+      expect(worker.waiting).toBe(0);
+    } finally {
+      await close(server);
+    }
+  });
+
+  test('Content-Length above the limit: 413 body_too_large before anything is read or admitted', async () => {
+    const { port, seen, server } = await serve({ limit: 100_000 });
+    try {
+      const reply = await send(port, [enc(envelopeText())], { contentLength: 100_001 });
+      expect(reply).toEqual({ status: 413, body: '{"kind":"refused","label":"body_too_large"}' });
+      expect(seen.admitted.length).toBe(0);
+    } finally {
+      await close(server);
+    }
+  });
+
+  test('a chunked body one byte over the limit: 413 after admission; the slot is released and the worker holds nothing', async () => {
+    const { port, seen, server } = await serve({ limit: 100_000 });
+    try {
+      const body = sampleBody(1000).subarray(0, 100_001);
+      const reply = await send(port, split(body, 4096));
+      expect(reply).toEqual({ status: 413, body: '{"kind":"refused","label":"body_too_large"}' });
+      const out = await seen.outcome;
+      expect(out.kind === 'refused' && out.admitted).toBe(true);
+      expect(seen.released).toBe(1);
+      expect(await worker.inspect()).toEqual({ active: 0, heldBytes: 0 });
+    } finally {
+      await close(server);
+    }
+  });
+
+  test('exactly at the limit the body is read to its end (and decoded)', async () => {
+    const body = sampleBody(300);
+    const { port, seen, server } = await serve({ limit: body.length });
+    try {
+      expect(await send(port, split(body, 8192))).toEqual({ status: 200, body: '{"kind":"trajectory"}' });
+      const out = await seen.outcome;
+      expect(out.kind === 'trajectory' && out.body.points.count).toBe(300);
+    } finally {
+      await close(server);
+    }
+  });
+
+  test('a JSON error in the streamed part: refused with its label as soon as the worker meets it; slot released', async () => {
+    const { port, seen, server } = await serve();
+    try {
+      const body = Buffer.from(sampleBody(3000));
+      body[100_000] = 0x7d; // "}" in the middle of the points
+      const reply = await send(port, split(body, 65536), { contentLength: body.length });
+      expect(reply).toEqual({ status: 409, body: '{"kind":"refused","label":"invalid_request_envelope"}' });
+      expect(seen.released).toBe(1);
+      expect(await worker.inspect()).toEqual({ active: 0, heldBytes: 0 });
+    } finally {
+      await close(server);
+    }
+  });
+
+  test('a client that disconnects mid-upload: aborted, the slot is released once, nothing is left in the worker', async () => {
+    const { port, seen, server } = await serve();
+    try {
+      const body = sampleBody(20_000);
+      const parts = split(body, 512 * 1024);
+      const reply = await send(port, parts, { contentLength: body.length, destroyAfter: 6 });
+      expect(reply).toBe('destroyed');
+      const out = await seen.outcome;
+      expect(out).toEqual({ kind: 'aborted', admitted: true });
+      expect(seen.released).toBe(1);
+      expect(worker.waiting).toBe(0);
+      expect(await worker.inspect()).toEqual({ active: 0, heldBytes: 0 });
+    } finally {
+      await close(server);
+    }
+  });
+
+  test('a client that disconnects while admit is pending: aborted once admit returns; the slot is released', async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const { port, seen, server } = await serve({ admitGate: gate });
+    try {
+      const body = sampleBody(2000);
+      const sending = send(port, [body.subarray(0, 30_000), body.subarray(30_000)], {
+        contentLength: body.length,
+        destroyAfter: 1,
+        between: [
+          async () => {
+            while (seen.admitted.length === 0) await new Promise((r) => setTimeout(r, 5));
+          },
+        ],
+      });
+      expect(await sending).toBe('destroyed');
+      await new Promise((r) => setTimeout(r, 50));
+      open();
+      expect(await seen.outcome).toEqual({ kind: 'aborted', admitted: true });
+      expect(seen.released).toBe(1);
+      expect(await worker.inspect()).toEqual({ active: 0, heldBytes: 0 });
+    } finally {
+      await close(server);
+    }
+  });
+
+  test('an ordinary command is handed back as bytes; a different operation over 16384 bytes is 413', async () => {
+    const stop = enc(`{"schema":"${SCHEMA}","operation":"stop","session":"${SESSION}","generation":7}`);
+    let s = await serve();
+    try {
+      expect(await send(s.port, [stop])).toEqual({ status: 200, body: '{"kind":"ordinary"}' });
+      const out = await s.seen.outcome;
+      expect(out.kind === 'ordinary' && Buffer.from(out.body).equals(Buffer.from(stop))).toBe(true);
+    } finally {
+      await close(s.server);
+    }
+    s = await serve();
+    try {
+      const big = enc(`{"schema":"${SCHEMA}","operation":"stop","label":"${'x'.repeat(PREFIX_BYTES)}"}`);
+      expect(await send(s.port, [big])).toEqual({ status: 413, body: '{"kind":"refused","label":"body_too_large"}' });
+      expect(s.seen.admitted.length).toBe(0);
+    } finally {
+      await close(s.server);
+    }
+  });
+
+  test('a small prepare_trajectory body with its operation after points: refused, not handed back as ordinary', async () => {
+    const { port, seen, server } = await serve({ axes: 1 });
+    try {
+      const text = `{"schema":"${SCHEMA}","session":"${SESSION}","generation":7,"axis_mask":1,"points":[{"time_ns":0,"position":[1]}],"operation":"prepare_trajectory"}`;
+      expect(await send(port, [enc(text)])).toEqual({ status: 409, body: '{"kind":"refused","label":"invalid_request_envelope"}' });
+      const out = await seen.outcome;
+      expect(out.kind === 'refused' && (out.refusal as { code?: string }).code).toBe('fence_outside_prefix');
+      expect(seen.admitted.length).toBe(0);
+    } finally {
+      await close(server);
+    }
+  });
+
+  test('fence fields past the prefix: refused without admission', async () => {
+    const { port, seen, server } = await serve();
+    try {
+      const text = `{"schema":"${SCHEMA}","operation":"prepare_trajectory","label":"${'x'.repeat(PREFIX_BYTES)}","session":"${SESSION}","generation":7,"points":[]}`;
+      expect(await send(port, split(enc(text), 4096))).toEqual({ status: 409, body: '{"kind":"refused","label":"invalid_request_envelope"}' });
+      expect(seen.admitted.length).toBe(0);
+    } finally {
+      await close(server);
+    }
+  });
+});

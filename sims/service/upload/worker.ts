@@ -1,0 +1,96 @@
+// The upload decode worker: runs TrajectoryDecoder off the service's main event loop, so status, events
+// and telemetry keep answering during a 222 MB upload (document 1 part 8). One warm worker serves every
+// upload; each upload is a session keyed by id. Chunks arrive transferred; the typed arrays of the result
+// are transferred back.
+
+import { parentPort } from 'node:worker_threads';
+import { TrajectoryDecoder, UploadRefusal, type PointArrays } from './decoder.ts';
+import type { FromWorker, ToWorker } from './protocol.ts';
+
+const port = parentPort!;
+const sessions = new Map<number, TrajectoryDecoder>();
+const send = (m: FromWorker, transfer: ArrayBuffer[] = []) => port.postMessage(m, transfer);
+
+port.on('message', (m: ToWorker) => {
+  switch (m.t) {
+    case 'begin':
+      sessions.set(m.id, new TrajectoryDecoder({ axes: m.axes, expectedBytes: m.expectedBytes }));
+      return;
+    case 'chunk': {
+      const d = sessions.get(m.id);
+      if (!d) return;
+      try {
+        d.push(m.bytes);
+      } catch (e) {
+        return crash(m.id, e);
+      }
+      const failed = d.failed;
+      if (failed) {
+        // A JSON error is the first problem of the whole body: refuse now, the rest need not be read.
+        sessions.delete(m.id);
+        d.reset();
+        return refused(m.id, failed);
+      }
+      send({ t: 'ack', id: m.id, bytes: d.bytes });
+      return;
+    }
+    case 'end': {
+      const d = sessions.get(m.id);
+      if (!d) return;
+      sessions.delete(m.id);
+      try {
+        const body = d.finish();
+        const points = compact(body.points);
+        send({ t: 'done', id: m.id, request: body.request, points }, buffersOf(points));
+      } catch (e) {
+        if (e instanceof UploadRefusal) refused(m.id, e);
+        else crash(m.id, e);
+      }
+      return;
+    }
+    case 'abort': {
+      const d = sessions.get(m.id);
+      sessions.delete(m.id);
+      d?.reset();
+      send({ t: 'aborted', id: m.id });
+      return;
+    }
+    case 'stats':
+      send({ t: 'stats', id: m.id, active: sessions.size, heldBytes: [...sessions.values()].reduce((a, d) => a + d.heldBytes(), 0) });
+      return;
+  }
+});
+
+function refused(id: number, e: UploadRefusal): void {
+  const { code, status, label, detail, data, operation } = e;
+  send({ t: 'refused', id, refusal: { code, status: status as 409 | 413, label, detail, data, operation } });
+}
+
+function crash(id: number, e: unknown): void {
+  sessions.get(id)?.reset();
+  sessions.delete(id);
+  send({ t: 'crashed', id, message: e instanceof Error ? (e.stack ?? e.message) : String(e) });
+}
+
+/** Copy arrays much larger than their content to their exact size, so the transfer carries no slack. */
+function compact(p: PointArrays): PointArrays {
+  const fit = <T extends { length: number; buffer: ArrayBufferLike; byteLength: number; slice(): T }>(a: T): T =>
+    a.buffer.byteLength > 2 * a.byteLength + 65536 ? a.slice() : a;
+  return {
+    count: p.count,
+    axes: p.axes,
+    timeNs: fit(p.timeNs),
+    position: fit(p.position),
+    velocity: fit(p.velocity),
+    hasVelocity: fit(p.hasVelocity),
+    ioMask: fit(p.ioMask),
+    ioValues: fit(p.ioValues),
+    ioFlags: fit(p.ioFlags),
+  };
+}
+
+function buffersOf(p: PointArrays): ArrayBuffer[] {
+  const set = new Set<ArrayBuffer>();
+  for (const a of [p.timeNs, p.position, p.velocity, p.hasVelocity, p.ioMask, p.ioValues, p.ioFlags]) set.add(a.buffer as ArrayBuffer);
+  return [...set];
+}
