@@ -5,7 +5,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     [
     "not yet asserted by any test (no issue owns these yet)",
     [
-      "limit:fence_prefix_bytes",
       "limit:internet_grant_lease_ceiling_ms",
       "limit:absolute_lease_bound_ms",
       "field:Request.velocity",
@@ -26,7 +25,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     "trajectories, programs, handles and output intents: issue 8",
     [
       "rule:native.reason_capacity",
-      "reason:busy",
       "reason:program_identity_missing",
       "reason:program_identity_mismatch",
       "reason:program_already_executing",
@@ -41,10 +39,7 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
       "reason:io_marker_late",
       "reason:io_marker_invalid",
       "transition:handle:prepared->retired:fence_failure",
-      "limit:prepare_trajectory_body_bytes",
       "limit:prepare_program_body_bytes",
-      "limit:points_per_trajectory",
-      "limit:upload_slots_per_kind",
       "limit:point_io_bits",
       "field:Request.points",
       "field:Request.identity",
@@ -85,7 +80,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
       "rule:idempotency.program_no_dedup",
       "rule:client.ambiguous_start",
       "rule:op.halt.restart_at_hold",
-      "rule:op.prepare_trajectory.fence_prefix",
       "rule:op.prepare_program.headers",
       "rule:op.prepare_program.one_upload",
       "rule:op.prepare_program.busy_native_reason",

@@ -3,6 +3,7 @@
 // first; an unexpected exception is answered as `internal_defect` (a label of ours that the suites flag as
 // a defect) and never as a stack trace.
 
+import { createHash } from 'node:crypto';
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm, rmdir, symlink, chmod, lstat } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -11,7 +12,8 @@ import { Authority, type Grant, type Reply } from './authority.ts';
 import { CAPABILITIES, CAPABILITY, capabilityInfo } from './capabilities.ts';
 import { CoreLink, CoreUnavailable } from './core-link.ts';
 import { HandleTable } from './handles.ts';
-import { pointArrays, TrajectoryOps } from './trajectories.ts';
+import { pointArrays, TrajectoryOps, type PointArrays } from './trajectories.ts';
+import { uploadBody } from './upload/index.ts';
 import {
   decodeRequest,
   ORDINARY_BODY_LIMIT,
@@ -193,8 +195,10 @@ export class ControlService {
       const url = new URL(req.url ?? '/', 'http://localhost');
       const key = `${req.method} ${url.pathname}`;
       switch (key) {
-        case 'POST /v1/control':
-          return this.send(res, await this.control(req));
+        case 'POST /v1/control': {
+          const reply = await this.control(req);
+          return reply ? this.send(res, reply) : undefined;
+        }
         case 'GET /v1/describe':
           return this.send(res, { status: 200, body: { operation: 'describe', data: this.describe() } });
         case 'GET /v1/status':
@@ -235,11 +239,42 @@ export class ControlService {
     res.end(body);
   }
 
-  private async control(req: IncomingMessage): Promise<Reply> {
-    const body = await readBody(req, ORDINARY_BODY_LIMIT);
-    if (body === 'too_large') {
-      return refusal(new Refusal(413, 'body_too_large', `ordinary commands are at most ${ORDINARY_BODY_LIMIT} bytes`));
+  /**
+   * POST /v1/control. Every body goes through uploadBody: an ordinary command (at most 16384 bytes) comes
+   * back whole and is decoded as always; a prepare_trajectory body is admitted on its first 16384 bytes
+   * (fence checked, upload slot reserved) before the rest is read, then streamed into typed arrays off
+   * this thread (document 1 part 4 prepare_trajectory). Undefined: the client went away, nothing to send.
+   */
+  private async control(req: IncomingMessage): Promise<Reply | undefined> {
+    let release: (() => void) | undefined;
+    const out = await uploadBody(req, {
+      axes: this.o.machine.axes.length,
+      admit: (prefix) => {
+        const env = prefix.envelope;
+        this.authority.fence('prepare_trajectory', env.session!, env.generation!);
+        release = this.trajectories.reserve();
+      },
+      release: () => release?.(),
+    });
+    switch (out.kind) {
+      case 'aborted':
+        return undefined;
+      case 'refused':
+        return refusal(out.refusal, out.refusal.operation ?? 'prepare_trajectory');
+      case 'trajectory':
+        try {
+          const r = out.body.request as Request;
+          return await this.dispatch(r, out.body.points).catch((e: unknown) => {
+            if (e instanceof Refusal) return refusal(e, r.operation);
+            throw e;
+          });
+        } finally {
+          release?.();
+        }
+      case 'ordinary':
+        break;
     }
+    const body = out.body;
     let request: Request;
     try {
       request = decodeRequest(body);
@@ -255,8 +290,10 @@ export class ControlService {
     }
   }
 
-  private async dispatch(r: Request): Promise<Reply> {
+  private async dispatch(r: Request, points?: PointArrays): Promise<Reply> {
     if (r.operation === 'acquire') return this.authority.acquire(r, payloadKey(r));
+    // An uploaded point list is part of the payload a request_id names: keyed by its digest, not its text.
+    const keyOf = (x: Request) => (points ? `${payloadKey(x)}#points:${pointsDigest(points)}` : payloadKey(x));
     let g: Grant;
     try {
       g = this.authority.fence(r.operation, r.session!, r.generation!);
@@ -264,17 +301,17 @@ export class ControlService {
       // A lost reply to a stop or reset_fault can still be replayed after the grant ended that way
       // (document 1 part 4: only release, lease expiry and a service restart drop the cache).
       if (!(e instanceof Refusal) || r.request_id === undefined) throw e;
-      const hit = this.authority.replayEnded(r.session!, r.request_id, payloadKey(r));
+      const hit = this.authority.replayEnded(r.session!, r.request_id, keyOf(r));
       if (hit === 'conflict') throw refuse('request_id_conflict', `request_id ${JSON.stringify(r.request_id)} was used with a different payload`);
       if (hit) return hit;
       throw e;
     }
-    if (r.request_id === undefined) return this.operate(r, g);
-    const key = payloadKey(r);
+    if (r.request_id === undefined) return this.operate(r, g, points);
+    const key = keyOf(r);
     const hit = g.cache.lookup(r.request_id, key);
     if (hit === 'conflict') throw refuse('request_id_conflict', `request_id ${JSON.stringify(r.request_id)} was used with a different payload`);
     if (hit) return hit;
-    const outcome = this.operate(r, g).catch((e: unknown) => {
+    const outcome = this.operate(r, g, points).catch((e: unknown) => {
       if (e instanceof Refusal) return refusal(e, r.operation);
       throw e;
     });
@@ -282,7 +319,7 @@ export class ControlService {
     return outcome;
   }
 
-  private async operate(r: Request, g: Grant): Promise<Reply> {
+  private async operate(r: Request, g: Grant, points?: PointArrays): Promise<Reply> {
     const a = this.authority;
     switch (r.operation) {
       case 'renew':
@@ -314,6 +351,7 @@ export class ControlService {
         return { status: 200, body: { operation: r.operation, sequence: n.result.Sequence } };
       }
       case 'prepare_trajectory': {
+        if (points) return await this.trajectories.prepare(r, g, points); // the upload path reserved the slot
         const release = this.trajectories.reserve();
         try {
           const p = pointArrays(r.points!, this.o.machine.axes.length);
@@ -590,4 +628,11 @@ async function rmIfSocket(path: string): Promise<void> {
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
+}
+
+/** SHA-256 over a point list's arrays (the request_id cache key of an uploaded prepare_trajectory). */
+function pointsDigest(p: PointArrays): string {
+  const h = createHash('sha256');
+  for (const a of [p.timeNs, p.position, p.velocity, p.hasVelocity, p.ioMask, p.ioValues, p.ioFlags]) h.update(new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
+  return h.digest('hex');
 }

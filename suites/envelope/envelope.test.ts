@@ -826,14 +826,15 @@ describe('envelope reasons apply to every POST /v1/control operation (part 7 "Co
     const unimplemented = description.capabilities.filter((c) => c.state === 'unimplemented').map((c) => c.name);
     const dispatched = CONTROL_OPS.filter((op) => !RESERVED_OPS.includes(op) && !unimplemented.includes(op));
     expect(dispatched.length).toBeGreaterThan(10);
-    const s = await cell.grant();
+    const s = await cell.hold(); // renewed in the background: the loop takes longer than one lease
     for (const op of dispatched) {
       const base = fencedReq(op, s);
       expectRefusal(await client.control({ ...base, schema: 'svc.rt-control.request.v0' }, op), 409, 'schema_mismatch', op);
       expectRefusal(await client.control(stringifyExact(base).replace(/}$/, `,"operation":${lit(op)}}`), op), 409, 'duplicate_request_field', op);
       expectRefusal(await client.control(stringifyExact(base) + '{}', op), 409, 'trailing_request_data', op);
       expectRefusal(await client.control({ ...base, request_id: '' }, op), 409, 'invalid_request_id', op);
-      expectRefusal(await client.control(padTo(stringifyExact(base), LIMIT + 1)), 413, 'body_too_large', op);
+      // prepare_trajectory bodies may be far larger (222516384 bytes: suites/trajectory checks that limit)
+      if (op !== 'prepare_trajectory') expectRefusal(await client.control(padTo(stringifyExact(base), LIMIT + 1)), 413, 'body_too_large', op);
     }
     // None of them reached the cell: the grant is the same one.
     expectOk(await cell.fenced('renew', s));

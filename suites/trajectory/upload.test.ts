@@ -1,0 +1,200 @@
+// prepare_trajectory as an upload (document 1 part 4 prepare_trajectory: "Body up to 222516384 bytes;
+// schema, operation, session and a nonzero generation must appear within the first 16384 bytes, before
+// points, so the service admits the fence and reserves the upload slot before reading the rest"; part 8
+// limits: points 2..250000, one upload of the same kind at a time). Bodies are written here as raw text
+// (whitespace padding places a member exactly at a byte boundary) and streamed over the control socket.
+
+import { Readable } from 'node:stream';
+import { Agent, request } from 'undici';
+import type { Cell, Session } from '../../harness/clients/cell.ts';
+import type { ControlClient } from '../../harness/clients/control.ts';
+import { checkReply } from '../../harness/oracle/reply.ts';
+import { readStatus, waitStatus } from '../../harness/clients/status.ts';
+import { covers, describe, expect, needsMotion, profile, test } from '../../harness/fixture.ts';
+import type { Target } from '../../harness/targets/types.ts';
+
+const SCHEMA = 'svc.rt-control.request.v1';
+const PREFIX = 16384;
+const BODY_LIMIT = 222_516_384;
+const enc = new TextEncoder();
+
+/** Points text: `n` points 1 ms apart, every axis at `hold` (logical units), as compact JSON. */
+function pointsText(hold: number[], n: number): string {
+  const pos = `[${hold.map((q) => JSON.stringify(q)).join(',')}]`;
+  const parts: string[] = new Array(n);
+  for (let k = 0; k < n; k++) parts[k] = `{"time_ns":${k * 1_000_000},"position":${pos}}`;
+  return `[${parts.join(',')}]`;
+}
+
+/** A body whose generation member's value ends exactly `end` bytes into the body (whitespace before it). */
+function fenceEndingAt(s: Session, end: number, rest: string): string {
+  const head = `{"schema":"${SCHEMA}","operation":"prepare_trajectory","session":"${s.session}",`;
+  const gen = `"generation":${s.generation}`;
+  const pad = end - head.length - gen.length;
+  if (pad < 0) throw new Error('boundary too small');
+  return head + ' '.repeat(pad) + gen + rest;
+}
+
+async function post(target: Target, input: string | Uint8Array | AsyncIterable<Uint8Array>, headers: Record<string, string> = {}) {
+  const body = typeof input === 'string' || input instanceof Uint8Array ? input : Readable.from(input);
+  const agent = new Agent({ connect: { socketPath: target.address }, bodyTimeout: 60_000, headersTimeout: 60_000 });
+  try {
+    const res = await request('http://localhost/v1/control', { method: 'POST', body, dispatcher: agent, headers: { 'content-type': 'application/json', ...headers } });
+    const bytes = new Uint8Array(await res.body.arrayBuffer());
+    return checkReply(res.statusCode, String(res.headers['content-type'] ?? ''), bytes, 'prepare_trajectory');
+  } finally {
+    await agent.close();
+  }
+}
+
+async function holdAll(cell: Cell, client: ControlClient): Promise<{ s: Session; hold: number[] }> {
+  const s = await cell.hold({ requested_lease_ms: 2_000 });
+  const st = await readStatus(client);
+  return { s, hold: st.axes.map((a) => Number(a.position)) };
+}
+
+describe('the fence within the first 16384 bytes', () => {
+  test(
+    'a generation ending at byte 16384 is admitted; one byte later it is refused invalid_request_envelope',
+    covers('rule:op.prepare_trajectory.fence_prefix', 'limit:fence_prefix_bytes', 'profile:upload.prefix'),
+    async ({ cell, client, target, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await holdAll(cell, client);
+      const rest = `,"axis_mask":1,"points":${pointsText(hold, 3)}}`;
+      const at = await post(target, fenceEndingAt(s, PREFIX, rest));
+      expect(at.status, at.reply.error).toBe(200);
+      expect(at.reply.handle).toBeGreaterThan(0n);
+      const past = await post(target, fenceEndingAt(s, PREFIX + 1, rest));
+      expect(past.status).toBe(409);
+      expect(past.label).toBe('invalid_request_envelope');
+    },
+  );
+});
+
+describe('body and point limits', () => {
+  test(
+    'a body declared one byte over 222516384 is refused 413 body_too_large without being read',
+    covers('limit:prepare_trajectory_body_bytes', 'reason:body_too_large'),
+    async ({ cell, client, target, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await holdAll(cell, client);
+      const text = `{"schema":"${SCHEMA}","operation":"prepare_trajectory","session":"${s.session}","generation":${s.generation},"axis_mask":1,"points":${pointsText(hold, 2)}}`;
+      const head = enc.encode(text);
+      // Declare BODY_LIMIT + 1 bytes but send only the first part: a service that reads before it checks
+      // the size would wait for the rest and the request would time out instead of answering.
+      async function* partial(): AsyncIterable<Uint8Array> {
+        yield head;
+        await new Promise((r) => setTimeout(r, 30_000));
+      }
+      const r = await post(target, partial(), { 'content-length': String(BODY_LIMIT + 1) });
+      expect(r.status).toBe(413);
+      expect(r.label).toBe('body_too_large');
+    },
+  );
+
+  test(
+    'a body of exactly 222516384 bytes (trailing whitespace) is read to its end and prepared',
+    covers('limit:prepare_trajectory_body_bytes'),
+    async ({ cell, client, target, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await holdAll(cell, client);
+      const text = enc.encode(`{"schema":"${SCHEMA}","operation":"prepare_trajectory","session":"${s.session}","generation":${s.generation},"axis_mask":1,"points":${pointsText(hold, 2)}}`);
+      const CHUNK = 1 << 20;
+      const spaces = new Uint8Array(CHUNK).fill(0x20);
+      async function* body(): AsyncIterable<Uint8Array> {
+        yield text;
+        let left = BODY_LIMIT - text.length;
+        while (left > 0) {
+          const n = Math.min(CHUNK, left);
+          yield n === CHUNK ? spaces : spaces.subarray(0, n);
+          left -= n;
+        }
+      }
+      const r = await post(target, body(), { 'content-length': String(BODY_LIMIT) });
+      expect(r.status, r.reply.error).toBe(200);
+      expect(r.reply.handle).toBeGreaterThan(0n);
+    },
+  );
+
+  test(
+    '250000 points are prepared; 250001 are refused invalid_request_envelope',
+    covers('limit:points_per_trajectory', 'profile:trajectory.point_rules'),
+    async ({ cell, client, target, skip }) => {
+      needsMotion({ skip }, target);
+      // Build the large bodies before the grant: the renewals run on this process's event loop.
+      const hold = (await readStatus(client)).axes.map((a) => Number(a.position));
+      const tail = (n: number) => enc.encode(`,"axis_mask":1,"points":${pointsText(hold, n)}}`);
+      const at = tail(250_000);
+      const over = tail(250_001);
+      const s = await cell.hold({ requested_lease_ms: 2_000 });
+      const head = enc.encode(`{"schema":"${SCHEMA}","operation":"prepare_trajectory","session":"${s.session}","generation":${s.generation}`);
+      const join = (t: Uint8Array) => {
+        const b = new Uint8Array(head.length + t.length);
+        b.set(head);
+        b.set(t, head.length);
+        return b;
+      };
+      const ok = await post(target, join(at));
+      expect(ok.status, ok.reply.error).toBe(200);
+      const refused = await post(target, join(over));
+      expect(refused.status).toBe(409);
+      expect(refused.label).toBe('invalid_request_envelope');
+    },
+  );
+});
+
+describe('one upload at a time', () => {
+  test(
+    'while one upload is being received a second is refused busy; the status keeps answering; when the first client goes away the slot is free again',
+    covers('reason:busy', 'limit:upload_slots_per_kind'),
+    async ({ cell, client, target, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await holdAll(cell, client);
+      const small = `{"schema":"${SCHEMA}","operation":"prepare_trajectory","session":"${s.session}","generation":${s.generation},"axis_mask":1,"points":${pointsText(hold, 2)}}`;
+      const head = enc.encode(`{"schema":"${SCHEMA}","operation":"prepare_trajectory","session":"${s.session}","generation":${s.generation},"axis_mask":1,"points":[`);
+      /** An upload that sends its admitted prefix and then nothing until `stop`; resolves how it ended. */
+      const trickling = () => {
+        const agent = new Agent({ connect: { socketPath: target.address }, bodyTimeout: 60_000, headersTimeout: 60_000 });
+        let stop!: () => void;
+        const stopped = new Promise<void>((r) => (stop = r));
+        async function* body(): AsyncIterable<Uint8Array> {
+          yield head;
+          yield enc.encode(' '.repeat(PREFIX)); // past the prefix: admitted, the slot is taken
+          await stopped;
+          throw new Error('client gave up');
+        }
+        const ended = request('http://localhost/v1/control', { method: 'POST', body: Readable.from(body()), dispatcher: agent, headers: { 'content-type': 'application/json', 'content-length': String(10_000_000) } }).then(
+          async (r) => `answered ${r.statusCode} ${await r.body.text()}`,
+          () => 'aborted',
+        );
+        let done = false;
+        void ended.then(() => (done = true));
+        return { stop, ended, agent, done: () => done };
+      };
+      let busy: Awaited<ReturnType<typeof post>> | undefined;
+      for (let attempt = 1; attempt <= 10 && !busy; attempt++) {
+        const first = trickling();
+        try {
+          await new Promise((r) => setTimeout(r, 50 * attempt)); // let its prefix reach admission
+          if (first.done()) continue; // it lost a race with a previous attempt's cleanup: try again
+          const second = await post(target, small);
+          if (second.label === 'busy') busy = second;
+          expect((await client.status()).status).toBe(200); // observations keep answering meanwhile
+        } finally {
+          first.stop();
+          await first.ended;
+          await first.agent.close();
+        }
+      }
+      expect(busy?.status).toBe(409);
+      expect(busy?.label).toBe('busy');
+      // the slot is released when the first client goes away
+      let third = await post(target, small);
+      for (let i = 0; i < 50 && third.label === 'busy'; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        third = await post(target, small);
+      }
+      expect(third.status, third.reply.error).toBe(200);
+    },
+  );
+});
