@@ -60,6 +60,8 @@ export const NATIVE_REASON = {
   velocity_limit: 18,
   unknown_handle: 19,
   io_not_armed: 20,
+  /** end_jog or a jog update for a jog generation that is not the current open one (docs/profile.md "Jog"). */
+  jog_session_stale: 21,
 } as const;
 
 /** Native command codes (CommandResult.Operation). Numeric values are a profile decision. */
@@ -79,6 +81,9 @@ export const NATIVE_OP = {
   prepare: 13,
   start: 14,
   discard: 15,
+  begin_jog: 16,
+  end_jog: 17,
+  jog: 18,
 } as const;
 export type NativeOpName = keyof typeof NATIVE_OP;
 
@@ -94,7 +99,9 @@ export interface CommandResult {
 }
 
 export type ToCore =
-  | { t: 'cmd'; id: number; op: NativeOpName; generation: bigint; axisMask: number; label?: string; handle?: bigint }
+  | { t: 'cmd'; id: number; op: NativeOpName; generation: bigint; axisMask: number; label?: string; handle?: bigint; jog?: JogCmd }
+  /** One admitted jog input (jog.sock frame) for the current jog generation; refusals come back as a 'native_jog_update' event. */
+  | { t: 'jog_update'; generation: bigint; jogGeneration: bigint; sequence: bigint; captureNs: bigint; inputDeadlineNs: bigint; velocity: number[] }
   /** A checked point list for the trajectory lane (typed arrays, transferred). Answered Result 2 prepared. */
   | {
       t: 'prepare';
@@ -115,6 +122,36 @@ export type ToCore =
   /** Stepped clock only: run this many cycles back to back, then answer 'stepped'. */
   | { t: 'step'; id: number; cycles: number }
   | { t: 'shutdown' };
+
+/** Jog fields of a native command: begin_jog (origin, deadline) and legacy jog (velocity, timeout). */
+export interface JogCmd {
+  originNs?: bigint;
+  deadlineNs?: bigint;
+  /** logical units per second, described axis order */
+  velocity?: number[];
+  timeoutNs?: bigint;
+}
+
+/** The jog lane as the core publishes it (JogObservation is built from it; docs/profile.md "Jog"). */
+export interface JogStatus {
+  JogGeneration: bigint;
+  Mode: number;
+  SessionOpen: number;
+  HasInput: number;
+  Ramping: number;
+  Active: number;
+  AxisMask: number;
+  LimitedAxisMask: number;
+  SourceSequence: bigint;
+  SourceOriginHostNs: bigint;
+  DeadlineHostNs: bigint;
+  InputDeadlineHostNs: bigint;
+  StateReason: number;
+  ControlReason: number;
+  UpdateReason: number;
+  CommandedVelocity: number[];
+  TargetVelocity: number[];
+}
 
 export interface AxisStatus {
   index: number;
@@ -187,6 +224,8 @@ export interface CoreStatus {
   /** The handle of the plan waiting in the core's plan slot (0 when none). */
   prepared_handle: bigint;
   timing: CoreTiming;
+  /** The jog lane (document 1 part 2 JogObservation; fields in docs/profile.md "Jog"). */
+  jog: JogStatus;
   /** The bus driver: registry name, lifecycle state, bus submission failures, the failure that stopped it. */
   driver: DriverStatus;
   /** How this incarnation's cycles are timed and the scheduling it obtained. */
