@@ -293,8 +293,8 @@ export class JogLane implements MotionLane {
     const newly = limited & ~this.wasLimited;
     this.wasLimited = limited;
     this.limitedMask = limited;
+    if (this.open) this.stateReason = limited ? JOG_REASON.limited : this.ramping ? JOG_REASON.ramping : JOG_REASON.active;
     if (newly) {
-      if (this.open) this.stateReason = JOG_REASON.limited;
       this.emit({ type: 'jog_limited', payload: { ...this.payload('limited'), limited_axis_mask: newly } });
     }
   }
