@@ -70,11 +70,11 @@ interface UnixDgram {
 }
 
 /** Load unix-dgram (native); a missing or unbuilt module gives a clear message instead of a crash. */
-export function loadUnixDgram(): { mod?: UnixDgram; error?: string } {
+export function loadUnixDgram(name = 'unix-dgram'): { mod?: UnixDgram; error?: string } {
   try {
-    return { mod: createRequire(import.meta.url)('unix-dgram') as UnixDgram };
+    return { mod: createRequire(import.meta.url)(name) as UnixDgram };
   } catch (e) {
-    return { error: `JOG_SOCKET_MODULE_MISSING: unix-dgram could not be loaded (${(e as Error).message.split('\n')[0]}); run \`npm ci\` with a C++ toolchain so node-gyp can build it` };
+    return { error: `JOG_SOCKET_MODULE_MISSING: ${name} could not be loaded (${(e as Error).message.split('\n')[0]}); run \`npm ci\` with a C++ toolchain so node-gyp can build it` };
   }
 }
 
@@ -112,6 +112,11 @@ export class JogOps {
     private readonly machine: CompiledMachine,
     readonly socketPath: string,
   ) {
+    // A new core incarnation numbers its jog generations from 1 again: forget the old sequence order.
+    core.on('ready', () => {
+      this.seqGeneration = 0n;
+      this.lastAcceptedSequence = 0n;
+    });
     core.on('core_event', (type: string, payload: Record<string, unknown>) => {
       // A frame the core refused after the service forwarded it (generation raced, limit outward).
       if (type === 'native_jog_update') {

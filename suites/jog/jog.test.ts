@@ -487,6 +487,13 @@ describe('what stops a jog', () => {
       const recs = await recordsSince(st.client, t0);
       const last = recs.at(-1)!;
       expect(last).toMatchObject({ armed: 0, axis_enable_mask: 0, io_output_word: 0, jog_session_open: 0, active_mode: 0 });
+      // moving when the stop arrived, at rest within the quick stop time (300 ms in the fixture) after it
+      const kStop = recs.findIndex((r) => r.armed === 0);
+      expect(kStop).toBeGreaterThanOrEqual(0);
+      expect(Math.abs(recs[Math.max(0, kStop - 1)]!.ax[J1]!.velocity_actual_counts_per_s)).toBeGreaterThan(0);
+      const still = recs.findIndex((r, k) => k >= kStop && r.ax[J1]!.velocity_actual_counts_per_s === 0);
+      expect(still).toBeGreaterThanOrEqual(kStop);
+      expect(still - kStop).toBeLessThanOrEqual(Number(300_000_000n / st.cycleNs));
       expect(Math.abs(last.ax[J1]!.velocity_actual_counts_per_s)).toBe(0);
       const ev = await eventsSince(st.client, cursor);
       expect(ofType(ev, 'jog_end').map((e) => jogOf(e).jog_generation)).toEqual([jg]);
