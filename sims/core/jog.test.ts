@@ -10,7 +10,7 @@ import { compileMachine } from '../config/compile.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import { SteppedClock } from './clock.ts';
 import { Core } from './core.ts';
-import { JOG_REASON } from './jog.ts';
+import { JOG_REASON, JogLane } from './jog.ts';
 import { NATIVE_REASON, type FromCore, type JogCmd, type NativeOpName } from './protocol.ts';
 
 const MACHINE: CompiledMachine = {
@@ -28,9 +28,9 @@ const cpu = (i: number) => MACHINE.axes[i]!.counts_per_unit * MACHINE.axes[i]!.s
 const ACC = J1.jog_acceleration; // rad/s^2
 const ARREST_CYCLES = Number(J1.jog_arrest_ns / CYCLE);
 
-async function jogCore() {
+async function jogCore(machine: CompiledMachine = MACHINE) {
   const sent: FromCore[] = [];
-  const core: Core = new Core(MACHINE, new SimBusDriver(), 'cd'.repeat(16), (m) => sent.push(m), { hostClock: () => core.now });
+  const core: Core = new Core(machine, new SimBusDriver(), 'cd'.repeat(16), (m) => sent.push(m), { hostClock: () => core.now });
   await core.start(1_000_000_000n);
   core.handle({ t: 'grant', generation: 7n, deadlineNs: FOREVER, active: true, axisMask: ALL });
   const clock = new SteppedClock(CYCLE, 1_000_000_000n);
@@ -191,4 +191,23 @@ test('halt ramps the jog to rest and retires its generation; stop ends it at onc
   expect(events('jog_end').map((e) => e.payload.why)).toEqual(['halt', 'home cancelled by stop']);
   expect(core.jog.active).toBe(false);
   expect(core.enableMask).toBe(0);
+});
+
+test('an axis already outside its limits may only be jogged back inward: outward input is refused with jog reason 15', () => {
+  const lane = new JogLane(MACHINE, () => undefined);
+  const targets = new Int32Array(N);
+  targets[0] = Math.round((J1.max_position + 0.05) * cpu(0)); // beyond max_position
+  lane.begin(1, 1, targets, 0n, FOREVER);
+  const v = new Float64Array(N);
+  v[0] = 0.1 * cpu(0);
+  expect(lane.input(v, 1n, FOREVER)).toBe(JOG_REASON.outside_limits_outward);
+  expect(lane.updateReason).toBe(15);
+  expect(lane.command[0]).toBe(0); // nothing taken
+  v[0] = -0.1 * cpu(0);
+  expect(lane.input(v, 2n, FOREVER)).toBe(JOG_REASON.none);
+  expect(lane.command[0]).toBe(v[0]);
+  // a velocity on an axis outside the session's mask is refused too
+  const w = new Float64Array(N);
+  w[1] = 0.1;
+  expect(lane.input(w, 3n, FOREVER)).toBe(JOG_REASON.axis_outside_session);
 });
