@@ -3,23 +3,15 @@
 // for a simulator run, and a missing one produces a clear message instead of a crash at start-up.
 
 import type { BusDriver, DriverFactory, DriverOptions } from './bus.ts';
+import { DriverUnavailable } from './errors.ts';
+
+export { DriverUnavailable } from './errors.ts';
 
 export interface DriverDescriptor {
   readonly name: string;
   readonly summary: string;
   /** Loads the driver's module and returns its factory. Throws DriverUnavailable when it cannot. */
   load(): Promise<DriverFactory>;
-}
-
-/** A driver that cannot be had here, with a stable code and a message a person can act on. */
-export class DriverUnavailable extends Error {
-  constructor(
-    readonly code: 'DRIVER_UNKNOWN' | 'DRIVER_MODULE_MISSING' | 'DRIVER_NOT_BUILT',
-    message: string,
-  ) {
-    super(message);
-    this.name = 'DriverUnavailable';
-  }
 }
 
 export const DRIVERS: Readonly<Record<string, DriverDescriptor>> = Object.freeze({

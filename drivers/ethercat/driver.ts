@@ -4,7 +4,7 @@
 // state into the image) is issue 13; until it lands the loader says so plainly.
 
 import type { DriverFactory } from '../bus.ts';
-import { DriverUnavailable } from '../index.ts';
+import { DriverUnavailable } from '../errors.ts';
 
 export async function loadEthercatFactory(): Promise<DriverFactory> {
   try {

@@ -4,6 +4,7 @@
 
 import { gunzipSync } from 'node:zlib';
 import { request } from 'undici';
+import { asTransportError, HarnessError } from '../errors.ts';
 import { checkReply, type CheckedReply } from '../oracle/reply.ts';
 import { BatchSplitter, checkBatchCursor, decodeBatch, decodeBatchHeader, type DecodeOptions, type TelemetryBatch, type TelemetryBatchHeaderV1 } from '../oracle/telemetry.ts';
 import { contentType, type ControlClient, type RawReply } from './control.ts';
@@ -38,7 +39,7 @@ export async function pollTelemetry(
 /** Poll and insist on a batch. */
 export async function readBatch(client: ControlClient, after: bigint, opts: { gzip?: boolean } = {}): Promise<TelemetryBatch> {
   const p = await pollTelemetry(client, after, opts);
-  if (!p.batch) throw new Error(`telemetry poll after=${after} refused: ${p.raw.status} ${p.refusal?.reply.error}`);
+  if (!p.batch) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `telemetry poll after=${after} refused: ${p.raw.status} ${p.refusal?.reply.error}`, { detail: { status: p.raw.status } });
   checkBatchCursor(p.batch.header, after);
   return p.batch;
 }
@@ -46,7 +47,7 @@ export async function readBatch(client: ControlClient, after: bigint, opts: { gz
 /** Poll and check only the header (cheap: no record is decoded). */
 export async function readHeader(client: ControlClient, after: bigint): Promise<{ header: TelemetryBatchHeaderV1; length: number }> {
   const raw = await client.raw('GET', `/v1/telemetry?after=${after}`);
-  if (raw.status !== 200) throw new Error(`telemetry poll after=${after} refused: ${raw.status} ${Buffer.from(raw.body).toString('utf8')}`);
+  if (raw.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `telemetry poll after=${after} refused: ${raw.status} ${Buffer.from(raw.body).toString('utf8')}`, { detail: { status: raw.status } });
   const header = decodeBatchHeader(raw.body);
   checkBatchCursor(header, after);
   return { header, length: raw.body.length };
@@ -105,7 +106,7 @@ export async function readStream(
     out.ended = true;
     splitter.finish();
   } catch (e) {
-    if (!ac.signal.aborted) throw e;
+    if (!ac.signal.aborted) throw asTransportError(e, 'GET /v1/telemetry/stream');
   } finally {
     clearTimeout(timer);
   }

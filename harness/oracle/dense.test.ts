@@ -8,6 +8,7 @@ import {
 import type { DenseSampleInput, DenseSegmentInput, DenseSpec } from './dense.ts';
 import type { JsonExact, JsonObject } from './json.ts';
 import { OracleError } from './errors.ts';
+import { propertyRun } from '../property.ts';
 
 const LIMITS = [2, 2, 2, 2, 2, 2, 1, 1, 3];
 const Q0 = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8];
@@ -289,7 +290,7 @@ test('property: encodeDense/decodeDense round trip', () => {
         expect(d.trajectoryDigest).toBe(d.header.trajectory_digest);
       }
     }),
-    { numRuns: 60 },
+    propertyRun('dense.test.ts:292', 60),
   );
 });
 
@@ -303,7 +304,7 @@ test('property: one mutated block byte gives block_sha256_mismatch in both order
       expect(codeOf(() => decodeDense(bytes))).toBe('block_sha256_mismatch');
       expect(codeOf(() => decodeDense(bytes, { order: 'content_first' }))).toBe('block_sha256_mismatch');
     }),
-    { numRuns: 60 },
+    propertyRun('dense.test.ts:306', 60),
   );
 });
 

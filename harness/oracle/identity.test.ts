@@ -5,6 +5,7 @@ import { expect, test } from 'vitest';
 import fc from 'fast-check';
 import { OracleError } from './errors.ts';
 import { digestClass, formatG17, identityDigest, identityText, identityValue, identityValueKind, parseIdentity } from './identity.ts';
+import { propertyRun } from '../property.ts';
 
 /** C99 hex float (as printf's %a writes it) to the double it denotes, exactly. */
 function fromHex(h: string): number {
@@ -92,7 +93,7 @@ test('%.17g text reads back as the same double and classifies as a canonical dou
       expect(Object.is(Number(s), x) || (x === 0 && Number(s) === 0)).toBe(true);
       expect(identityValueKind(s)).toBe(/^(0|-?[1-9][0-9]*)$/.test(s) ? 'integer' : 'double');
     }),
-    { numRuns: 2000 },
+    propertyRun('identity.test.ts:95', 2000),
   );
 });
 

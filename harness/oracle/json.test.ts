@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { canonicalJson, parseExact, sha256Hex, stringifyExact } from './json.ts';
 import type { JsonExact, JsonObject } from './json.ts';
 import { OracleError } from './errors.ts';
+import { propertyRun } from '../property.ts';
 
 const bytes = (...b: number[]) => Uint8Array.from(b);
 const utf8 = (s: string) => new TextEncoder().encode(s);
@@ -152,7 +153,7 @@ test('property: parseExact(stringifyExact(x)) equals x', () => {
       expect(parseExact(stringifyExact(x))).toEqual(x);
       expect(parseExact(canonicalJson(x))).toEqual(x);
     }),
-    { numRuns: 300 },
+    propertyRun('json.test.ts:155', 300),
   );
 });
 
@@ -163,6 +164,6 @@ test('property: canonicalJson is a fixed point and ignores insertion order', () 
       expect(canonicalJson(parseExact(c))).toBe(c);
       expect(stringifyExact(parseExact(c))).toBe(c);
     }),
-    { numRuns: 300 },
+    propertyRun('json.test.ts:166', 300),
   );
 });

@@ -8,6 +8,7 @@ import {
 import type { RecordInput } from './telemetry.ts';
 import { OracleError } from './errors.ts';
 import { sha256Hex } from './json.ts';
+import { propertyRun } from '../property.ts';
 
 function errorOf(fn: () => unknown): OracleError | undefined {
   try {
@@ -120,7 +121,7 @@ test('property: encodeBatch/decodeBatch round-trip every record and axis field',
       expect(batch.header.record_count).toBe(n);
       expect(batch.records).toEqual(records);
     }),
-    { numRuns: 40 },
+    propertyRun('telemetry.test.ts:123', 40),
   );
 });
 
@@ -226,7 +227,7 @@ test('property: the splitter finds batch boundaries from headers, whatever the c
       expect(got.map((b) => Buffer.from(b).toString('hex'))).toEqual(batches.map((b) => Buffer.from(b).toString('hex')));
       got.forEach((b) => decodeBatch(b));
     }),
-    { numRuns: 60 },
+    propertyRun('telemetry.test.ts:229', 60),
   );
 });
 

@@ -9,6 +9,8 @@ import { U64_MAX } from './json.ts';
 export const DEFAULT_LEASE_MS = 500n;
 export const MAX_REQUESTED_LEASE_MS = 10_000n;
 export const RETRY_OUTCOMES = 256;
+/** Retry caches of ended sessions kept for replay (stop, retirement, revocation). */
+export const ENDED_CACHES = 8;
 
 export type SessionEnd = 'released' | 'expired' | 'revoked' | 'superseded' | 'retired' | 'daemon_restarted';
 
@@ -120,13 +122,18 @@ export class Authority {
     this.expiryTimer.unref();
   }
 
-  /** End the current grant: the session is recorded with why, the retry cache goes with the grant. */
+  /**
+   * End the current grant: the session is recorded with why. Only release, lease expiry and a service
+   * restart drop the retry cache (document 1 part 4 "Envelope rules"); after a stop, a reset retirement or
+   * a revocation the cache stays, so a client whose reply was lost can still replay it.
+   */
   end(why: SessionEnd, eventType: string | null): void {
     const g = this.current;
     if (!g) return;
     this.current = null;
     clearTimeout(this.expiryTimer);
     this.sessions.set(g.session, why);
+    if (why !== 'released' && why !== 'expired') this.keepCache(g);
     if (eventType) this.hooks.event(eventType, g, { session: '' });
     this.hooks.nativeGrant(null);
   }
@@ -229,12 +236,15 @@ export class Authority {
     return { status: 200, body: { operation: 'release', data } };
   }
 
-  /** Admit a stop: the grant turns stopping with a new generation; revocation follows the drain. */
+  /**
+   * Admit a stop: the grant turns stopping with a new generation; revocation follows the drain. Stop must
+   * always be able to inhibit (document 1 part 4 stop lists only the fence reasons and expired): at the last
+   * generation 2^64-1 the counter cannot advance, so the stopping grant keeps 2^64-1 (docs/profile.md).
+   */
   beginStop(g: Grant): { first: boolean } {
     if (g.stopping) return { first: false };
-    if (this.generation >= U64_MAX) throw refuse('application_generation_exhausted');
     g.stopping = true;
-    g.generation = ++this.generation;
+    if (this.generation < U64_MAX) g.generation = ++this.generation;
     this.draining = true;
     this.hooks.nativeGrant(g);
     return { first: true };
@@ -258,6 +268,23 @@ export class Authority {
     else this.hooks.nativeGrant(g); // the renewal crossed the notice: tell the core again
   }
 
+  /** Retry caches of sessions that ended without dropping them (newest last, a few kept). */
+  private endedCaches = new Map<string, RetryCache>();
+
+  private keepCache(g: Grant): void {
+    this.endedCaches.delete(g.session);
+    this.endedCaches.set(g.session, g.cache);
+    while (this.endedCaches.size > ENDED_CACHES) this.endedCaches.delete(this.endedCaches.keys().next().value!);
+  }
+
+  /**
+   * A retried request of a session that ended with its cache kept: the remembered reply for the same id and
+   * payload, 'conflict' for a changed payload, undefined when nothing is remembered.
+   */
+  replayEnded(session: string, id: string, key: string): Promise<Reply> | 'conflict' | undefined {
+    return this.endedCaches.get(session)?.lookup(id, key);
+  }
+
   /** Native or transport failure (the core went away): revoke authority. */
   coreLost(): void {
     this.draining = false;
@@ -266,6 +293,7 @@ export class Authority {
     if (g) {
       this.current = null;
       clearTimeout(this.expiryTimer);
+      this.keepCache(g);
       this.hooks.event('grant_revoked', g, { session: '' });
     }
   }

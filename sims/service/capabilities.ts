@@ -1,5 +1,8 @@
-// The service's capability table (document 1 part 4). Describe reports it at run time; the dispatcher
-// uses `dispatch` to know which operations POST /v1/control accepts.
+// The service's capability table (document 1 part 4). Describe reports it at run time and the dispatcher
+// uses it to know which operations POST /v1/control accepts: one table, so Describe can only claim what
+// this build serves. `DOCUMENTED` is the goal (part 4's State column); a capability this build does not
+// serve yet is reported, and answered, as `unimplemented` with transport `none` (part 1: "unimplemented:
+// returns capability_unimplemented"). To serve one, add its handler and list it in SERVED.
 
 export type CapabilityState = 'implemented' | 'interim' | 'test_only' | 'unimplemented';
 
@@ -20,7 +23,7 @@ function cap(name: string, state: CapabilityState, transport: string, fenced: bo
   return { name, state, transport, control: transport === C || state === 'unimplemented', fenced };
 }
 
-export const CAPABILITIES: readonly Capability[] = [
+const DOCUMENTED: readonly Capability[] = [
   cap('telemetry', 'implemented', 'GET /v1/telemetry?after=<sequence>; GET /v1/telemetry/stream?after=<sequence>', false),
   cap('mark_telemetry', 'implemented', C, true),
   cap('acquire', 'implemented', C, false),
@@ -55,6 +58,23 @@ export const CAPABILITIES: readonly Capability[] = [
   cap('io_disarm', 'implemented', C, true),
   cap('resource', 'implemented', 'GET /v1/resources/<sha256>', false),
 ];
+
+/** The capabilities this build serves on their documented transport (the rest answer capability_unimplemented). */
+export const SERVED: ReadonlySet<string> = new Set([
+  'telemetry', 'mark_telemetry', 'acquire', 'renew', 'release', 'stop', 'enable', 'arm', 'home', 'reset_fault',
+  'recovery_status', 'describe', 'status', 'halt', 'subscribe_events', 'restore_anchor', 'io_arm', 'io_disarm',
+  'prepare_trajectory', 'start_trajectory', 'discard_trajectory',
+  // jog (issue 12); update_jog is reported unimplemented while jog.sock is not served (service.ts describe)
+  'jog', 'begin_jog', 'end_jog', 'jog_clock', 'jog_status', 'jog_ingress', 'update_jog',
+]);
+
+/** The capability table as served: documented state where served, else unimplemented with transport none. */
+export const CAPABILITIES: readonly Capability[] = DOCUMENTED.map((c) =>
+  SERVED.has(c.name) || c.state === 'unimplemented' ? c : { ...c, state: 'unimplemented' as const, transport: 'none' },
+);
+
+/** The documented entry of a capability, whatever this build serves. */
+export const DOCUMENTED_CAPABILITY = new Map(DOCUMENTED.map((c) => [c.name, c]));
 
 export const CAPABILITY = new Map(CAPABILITIES.map((c) => [c.name, c]));
 

@@ -291,6 +291,8 @@ function decodeObject(root: JsonObject): Request {
   for (const f of required) {
     if (!(f in req)) throw bad(`missing field ${f} for operation ${cap.name}`);
   }
+  // The fence is "absent on acquire" (document 1 part 2 "Request"): acquire checks the binding instead.
+  if (cap.name === 'acquire' && ('session' in req || 'generation' in req)) throw bad('session and generation are absent on acquire');
   return req as unknown as Request;
 }
 

@@ -88,8 +88,12 @@ export class EventLog extends EventEmitter {
   }
 
   /** Parse the `after` query value: one unsigned decimal number (absent means 0). */
-  static cursor(raw: string | null): bigint {
-    if (raw === null || raw === '') return 0n;
+  static cursor(query: URLSearchParams): bigint {
+    // "One unsigned decimal number" (part 6): absent means 0; empty or repeated is not one number.
+    const all = query.getAll('after');
+    if (all.length === 0) return 0n;
+    if (all.length > 1) throw refuse('invalid_event_cursor', 'after must be given once');
+    const raw = all[0]!;
     if (!/^(0|[1-9][0-9]{0,19})$/.test(raw)) throw refuse('invalid_event_cursor', 'after must be one unsigned decimal number');
     const v = BigInt(raw);
     if (v > (1n << 64n) - 1n) throw refuse('invalid_event_cursor', 'after exceeds uint64');
@@ -133,7 +137,7 @@ export function sseMessage(e: EventRecord): string {
  * every event published while the client stays connected. Last-Event-ID is not read.
  */
 export function streamEvents(log: EventLog, req: IncomingMessage, res: ServerResponse, url: URL): void {
-  const after = EventLog.cursor(url.searchParams.get('after'));
+  const after = EventLog.cursor(url.searchParams);
   const backlog = log.read(after, Number.MAX_SAFE_INTEGER);
   req.resume();
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store' });

@@ -76,7 +76,8 @@ const enum Ch {
   RBrace = 0x7d,
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM: a strict decoder never alters text; a leading U+FEFF inside a string stays (document 1 part 2).
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** Decode one JSON value occupying the whole input (whitespace around it allowed). */
 export function decodeJson(bytes: Uint8Array): JsonValue {

@@ -55,8 +55,60 @@ export interface AnchorFile {
   coordinate_identity: string;
   drive_identity: string;
   home_epoch: string;
+  daemon_incarnation: string;
   absolute_counts: number;
   position_counts: number;
+}
+
+const ANCHOR_FIELDS: Record<keyof AnchorFile, 'string' | 'integer'> = {
+  schema: 'string',
+  pair_id: 'string',
+  revision: 'string',
+  configuration_sha256: 'string',
+  axis: 'string',
+  coordinate_identity: 'string',
+  drive_identity: 'string',
+  home_epoch: 'string',
+  daemon_incarnation: 'string',
+  absolute_counts: 'integer',
+  position_counts: 'integer',
+};
+
+/** The ledger of the Home that produced each axis's current anchor (docs/profile.md "Anchors"). */
+export const HOME_LEDGER = 'home-epochs.json';
+
+/**
+ * Validate a saved anchor completely: an object with exactly the anchor fields, each of its type, the
+ * schema, a nonzero decimal Home epoch and 32-hex core incarnation, and safe-integer counts. Anything else is
+ * a store problem (anchor_store_io), never a pass.
+ */
+function parseAnchor(text: string, axis: string): AnchorFile {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    throw refuse('anchor_store_io', `anchor for ${axis} is not readable JSON`);
+  }
+  const bad = (why: string) => refuse('anchor_store_io', `anchor for ${axis} is malformed: ${why}`);
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw bad('not an object');
+  const o = v as Record<string, unknown>;
+  for (const k of Object.keys(o)) if (!Object.hasOwn(ANCHOR_FIELDS, k)) throw bad(`unknown field ${k}`);
+  for (const [k, kind] of Object.entries(ANCHOR_FIELDS)) {
+    if (!Object.hasOwn(o, k)) throw bad(`missing ${k}`);
+    const x = o[k];
+    if (kind === 'string' ? typeof x !== 'string' : !Number.isSafeInteger(x)) throw bad(`${k} is not ${kind === 'string' ? 'a string' : 'an integer'}`);
+  }
+  const f = o as unknown as AnchorFile;
+  if (f.schema !== 'cell-hil.anchor.v1') throw bad('unknown schema');
+  if (!/^[1-9][0-9]{0,19}$/.test(f.home_epoch) || BigInt(f.home_epoch) > (1n << 64n) - 1n) throw bad('home_epoch is not a nonzero uint64');
+  if (!/^[1-9][0-9]{0,19}$/.test(f.revision)) throw bad('revision is not a nonzero uint64');
+  if (!/^[0-9a-f]{32}$/.test(f.daemon_incarnation)) throw bad('daemon_incarnation is not 32 lowercase hex');
+  return f;
+}
+
+/** The Home (core incarnation and epoch) that wrote an axis's anchor, as recorded in the ledger. */
+function ledgerKey(f: Pick<AnchorFile, 'daemon_incarnation' | 'home_epoch'>): string {
+  return `${f.daemon_incarnation}/${f.home_epoch}`;
 }
 
 export class MachineOps {
@@ -73,6 +125,12 @@ export class MachineOps {
     core.on('home_done', (d: { sequence: bigint; ok: boolean; detail: string; reason: number }) => {
       this.homeWaiters.get(d.sequence)?.(d);
       this.homeWaiters.delete(d.sequence);
+    });
+    // Transport loss cancels Home at once (document 1 part 4 home: "stop, lease expiry or transport loss do").
+    core.on('exit', (why: string) => {
+      const waiters = [...this.homeWaiters.values()];
+      this.homeWaiters.clear();
+      for (const w of waiters) w({ ok: false, detail: `cancelled: core lost (${why})`, reason: NATIVE_REASON.cancelled });
     });
   }
 
@@ -95,13 +153,30 @@ export class MachineOps {
     return new Refusal(409, label, n.detail ?? `native reason ${n.result.Reason}`, data, { native_result: n.result });
   }
 
+  /**
+   * Re-check the fence after an await: the grant must still be the current one and not stopping when the
+   * native command is handed to the core (issue 7: the fence holds at admission, not only on arrival).
+   */
+  private still(op: string, g: Grant): void {
+    if (this.authority.fence(op, g.session, g.generation) !== g) throw refuse('control_session_stale', 'the grant changed while the request waited');
+  }
+
+  /** RecoveryStatus from the core, with `reason` following the faults that persist (part 2 RecoveryStatus). */
+  private recoveryData(n: NativeReply): Record<string, unknown> | undefined {
+    const r = (n.extra as { recovery?: Record<string, unknown> } | undefined)?.recovery;
+    if (!r) return r;
+    const faults = Array.isArray(r.faults) ? r.faults : [];
+    return { ...r, reason: faults.length > 0 ? 'fault_persists' : '' };
+  }
+
   private ok(op: string, n: NativeReply, data?: unknown): Reply {
     return { status: 200, body: { operation: op, sequence: n.result.Sequence, data } };
   }
 
   async simple(op: 'enable' | 'arm' | 'halt' | 'io_arm' | 'io_disarm', r: Request, g: Grant): Promise<Reply> {
-    if ((op === 'io_arm' || op === 'io_disarm') && (!this.machine.io || this.machine.io.outputs.length === 0)) {
-      throw refuse('io_not_configured', 'this cell has no cell I/O');
+    // io_arm grants permission for configured non-torch outputs (part 4 io_arm): torch outputs do not count.
+    if ((op === 'io_arm' || op === 'io_disarm') && !this.machine.io?.outputs.some((o) => !o.torch)) {
+      throw refuse('io_not_configured', 'this cell has no configured non-torch output');
     }
     const n = await this.native(op, g, op === 'enable' ? (r.axis_mask ?? 0) : 0);
     if (n.result.Result !== 0) throw this.rejected(op, n);
@@ -146,7 +221,10 @@ export class MachineOps {
   }
 
   async resetFault(r: Request, g: Grant): Promise<Reply> {
+    const mask = r.axis_mask ?? 0;
+    if ((mask & ~this.all) !== 0) throw refuse('invalid_axis_mask', 'axis_mask must select configured axes (0 means all)');
     this.inhibitedIdle(await this.freshStatus());
+    this.still('reset_fault', g);
     // Submit first (the core admits it under the grant it holds), then retire: a submitted reset
     // retires the session even if the core refuses it (document 1 part 3).
     const submitted = this.core.command('reset_fault', g.generation, r.axis_mask ?? 0, {}, RECOVERY_WAIT_MS);
@@ -158,8 +236,9 @@ export class MachineOps {
       if (e instanceof CoreUnavailable) throw refuse('recovery_observation_unavailable', 'no correlated publication within 1 s');
       throw e;
     }
-    const data = (n.extra as { recovery?: unknown } | undefined)?.recovery;
+    const data = this.recoveryData(n);
     if (n.result.Result !== 0) {
+      if (n.result.Reason !== NATIVE_REASON.fault_persists) throw this.rejected('reset_fault', n, data);
       throw new Refusal(409, 'fault_persists', n.detail ?? 'a fault condition persists', data, { native_result: n.result, sequence: n.result.Sequence });
     }
     return this.ok('reset_fault', n, data);
@@ -167,6 +246,7 @@ export class MachineOps {
 
   async recoveryStatus(g: Grant): Promise<Reply> {
     this.inhibitedIdle(await this.freshStatus());
+    this.still('recovery_status', g);
     let n: NativeReply;
     try {
       n = await this.core.command('recovery_status', g.generation, 0, {}, RECOVERY_WAIT_MS);
@@ -174,7 +254,8 @@ export class MachineOps {
       if (e instanceof CoreUnavailable) throw refuse('recovery_observation_unavailable', 'no status within 1 s');
       throw e;
     }
-    return { status: 200, body: { operation: 'recovery_status', data: (n.extra as { recovery?: unknown }).recovery } };
+    if (n.result.Result !== 0) throw this.rejected('recovery_status', n);
+    return { status: 200, body: { operation: 'recovery_status', data: this.recoveryData(n) } };
   }
 
   // ---- anchors ----
@@ -197,6 +278,7 @@ export class MachineOps {
     } catch (e) {
       throw refuse('anchor_store_io', `anchor directory not writable: ${(e as Error).message}`);
     }
+    const ledger = await this.readLedger(dir);
     for (const a of this.machine.axes) {
       if (!(mask & (1 << a.index))) continue;
       const ax = s.axes[a.index]!;
@@ -211,6 +293,7 @@ export class MachineOps {
         coordinate_identity: id.coordinate,
         drive_identity: id.drive,
         home_epoch: String(s.home_epoch),
+        daemon_incarnation: this.core.incarnation,
         absolute_counts: ax.absolute_counts,
         position_counts: ax.position_counts,
       };
@@ -221,7 +304,36 @@ export class MachineOps {
       } catch (e) {
         throw refuse('anchor_store_io', `cannot write ${path}: ${(e as Error).message}`);
       }
+      ledger[a.id] = ledgerKey(file);
     }
+    const path = join(dir, HOME_LEDGER);
+    try {
+      await writeFile(`${path}.tmp`, JSON.stringify(ledger, null, 1) + '\n');
+      await rename(`${path}.tmp`, path);
+    } catch (e) {
+      throw refuse('anchor_store_io', `cannot write ${path}: ${(e as Error).message}`);
+    }
+  }
+
+  /** The Home ledger of the anchor directory ({} when none was written yet). */
+  private async readLedger(dir: string): Promise<Record<string, string>> {
+    let text: string;
+    try {
+      text = await readFile(join(dir, HOME_LEDGER), 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {};
+      throw refuse('anchor_store_io', `Home ledger unreadable: ${(e as NodeJS.ErrnoException).code}`);
+    }
+    let v: unknown;
+    try {
+      v = JSON.parse(text);
+    } catch {
+      throw refuse('anchor_store_io', 'Home ledger is not readable JSON');
+    }
+    if (typeof v !== 'object' || v === null || Array.isArray(v) || Object.values(v).some((x) => typeof x !== 'string')) {
+      throw refuse('anchor_store_io', 'Home ledger is malformed');
+    }
+    return v as Record<string, string>;
   }
 
   async restoreAnchor(r: Request, g: Grant): Promise<Reply> {
@@ -229,8 +341,10 @@ export class MachineOps {
     if (mask === 0 || (mask & ~this.all) !== 0) throw refuse('invalid_axis_mask', 'axis_mask must be a nonzero mask of configured axes');
     const s = await this.core.nextStatus(RECOVERY_WAIT_MS);
     if (!s) throw refuse('recovery_observation_unavailable', 'no core observation within 1 s');
+    this.still('restore_anchor', g);
     if (s.armed || s.enable_mask || s.homing_mask || s.commissioning_phase !== 'idle') throw refuse('mode_conflict', 'the machine must be disarmed, disabled and not commissioning');
     if (!this.anchorDir) throw refuse('anchor_store_io', `no anchor directory configured (${ANCHOR_DIR_ENV})`);
+    const ledger = await this.readLedger(this.anchorDir);
     for (const a of this.machine.axes) {
       if (!(mask & (1 << a.index))) continue;
       const path = join(this.anchorDir, `${a.id}.anchor.json`);
@@ -242,30 +356,30 @@ export class MachineOps {
         if (code === 'ENOENT') throw refuse('anchor_missing', `no anchor for axis ${a.id}`);
         throw refuse('anchor_store_io', `anchor directory unreadable: ${code}`);
       }
-      let f: AnchorFile;
-      try {
-        f = JSON.parse(text) as AnchorFile;
-      } catch {
-        throw refuse('anchor_store_io', `anchor for ${a.id} is not readable JSON`);
-      }
+      const f = parseAnchor(text, a.id);
       const id = this.identities(a.index);
       if (
+        f.axis !== a.id ||
         f.pair_id !== this.binding.pair_id ||
         f.revision !== String(this.binding.revision) ||
         f.configuration_sha256 !== this.binding.configuration_sha256 ||
         f.coordinate_identity !== id.coordinate ||
         f.drive_identity !== id.drive
       ) {
-        throw refuse('anchor_identity_mismatch', `anchor for ${a.id} belongs to another pair, revision, configuration or drive`);
+        throw refuse('anchor_identity_mismatch', `anchor for ${a.id} belongs to another pair, revision, configuration, axis or drive`);
       }
+      // Home epoch (part 4 restore_anchor): the anchor must come from the Home the ledger records for this
+      // axis; an anchor of an earlier or foreign Home is another identity.
+      if (ledger[a.id] !== ledgerKey(f)) throw refuse('anchor_identity_mismatch', `anchor for ${a.id} is not from the Home recorded for it (epoch ${f.home_epoch})`);
       const ax = s.axes[a.index]!;
       if (!ax.absolute_valid) throw refuse('anchor_source_invalid', `axis ${a.id} has no valid absolute source`);
       // The absolute encoder must have moved exactly as far as the incremental counter since capture.
       const drift = ax.absolute_counts - f.absolute_counts - (ax.position_counts - f.position_counts);
       if (Math.abs(drift) > ANCHOR_TOLERANCE_COUNTS) throw refuse('anchor_disagrees', `axis ${a.id} absolute source disagrees by ${drift} counts`);
     }
+    this.still('restore_anchor', g);
     const n = await this.native('restore_anchor', g, mask);
     if (n.result.Result !== 0) throw this.rejected('restore_anchor', n);
-    return this.ok('restore_anchor', n, (n.extra as { recovery?: unknown }).recovery);
+    return this.ok('restore_anchor', n, this.recoveryData(n));
   }
 }

@@ -208,9 +208,15 @@ export class ControlService {
         case 'GET /v1/status':
           return this.send(res, { status: 200, body: { operation: 'status', data: this.statusData() } });
         case 'GET /v1/events':
-          return this.send(res, this.pollEvents(url));
         case 'GET /v1/events/stream':
-          return streamEvents(this.events, req, res, url);
+          try {
+            if (key === 'GET /v1/events') return this.send(res, this.pollEvents(url));
+            return streamEvents(this.events, req, res, url);
+          } catch (e) {
+            // Cursor refusals name the capability they answer (document 1 part 4 subscribe_events).
+            if (e instanceof Refusal && !res.headersSent) return this.send(res, refusal(e, 'subscribe_events'));
+            throw e;
+          }
         case 'GET /v1/jog/clock':
           return this.send(res, { status: 200, body: { operation: 'jog_clock', data: this.jog.clock() } });
         case 'GET /v1/jog':
@@ -265,7 +271,18 @@ export class ControlService {
 
   private async dispatch(r: Request): Promise<Reply> {
     if (r.operation === 'acquire') return this.authority.acquire(r, payloadKey(r));
-    const g = this.authority.fence(r.operation, r.session!, r.generation!);
+    let g: Grant;
+    try {
+      g = this.authority.fence(r.operation, r.session!, r.generation!);
+    } catch (e) {
+      // A lost reply to a stop or reset_fault can still be replayed after the grant ended that way
+      // (document 1 part 4: only release, lease expiry and a service restart drop the cache).
+      if (!(e instanceof Refusal) || r.request_id === undefined) throw e;
+      const hit = this.authority.replayEnded(r.session!, r.request_id, payloadKey(r));
+      if (hit === 'conflict') throw refuse('request_id_conflict', `request_id ${JSON.stringify(r.request_id)} was used with a different payload`);
+      if (hit) return hit;
+      throw e;
+    }
     if (r.request_id === undefined) return this.operate(r, g);
     const key = payloadKey(r);
     const hit = g.cache.lookup(r.request_id, key);
@@ -331,8 +348,9 @@ export class ControlService {
       case 'jog':
         return this.jog.legacy(r, g);
       default:
-        // Programs are not in this build of the reference stack yet (README).
-        throw refuse('native_rejected', `${r.operation} is not available in this build of the reference stack`);
+        // Unreachable while capabilities.ts SERVED lists only operations handled above: the envelope answers
+        // capability_unimplemented for the others, as Describe reports them.
+        throw refuse('capability_unimplemented', `${r.operation} is not served by this build`, capabilityInfo(CAPABILITY.get(r.operation)!));
     }
   }
 
@@ -465,7 +483,7 @@ export class ControlService {
   }
 
   private pollEvents(url: URL): Reply {
-    const after = EventLog.cursor(url.searchParams.get('after'));
+    const after = EventLog.cursor(url.searchParams);
     const events = this.events.read(after, EVENTS_PER_POLL);
     const next = events.length ? events[events.length - 1]!.sequence : after;
     return {

@@ -11,8 +11,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { identityDigest } from '../../harness/oracle/identity.ts';
 import { covers, describe, expect, test } from '../../harness/fixture.ts';
-import { clone, compileMany, getAt, isRefused, RawNumber, readMachine, setAt, Workspace, writeJson, type Compiled, type JsonObj, type JsonValue, type Outcome } from './compiler.ts';
+import { compileMany, isRefused, type Compiled, type Outcome } from '../../harness/clients/config.ts';
+import { clone, getAt, RawNumber, readMachine, setAt, Workspace, writeJson, type JsonObj, type JsonValue } from './toolkit.ts';
 import { ROBOT_DESCRIPTION, ROBOT_DESCRIPTION_FILE, robotMachine } from './machines.ts';
+import { propertyRun } from '../../harness/property.ts';
 
 type Edits = Record<string, JsonValue | undefined>;
 type Change = 'machine' | 'deployment' | 'both' | 'none';
@@ -425,7 +427,7 @@ describe('random changes (fast-check, one compile process per run)', () => {
           expectChange(got.motion, got.motionNeutral, 'none', 'motion + neutral');
           expectChange(got.deployment, got.deploymentNeutral, 'none', 'deployment + neutral');
         }),
-        { numRuns: 10 },
+        propertyRun('digests.test.ts:428', 10),
       );
     },
   );

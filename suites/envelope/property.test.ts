@@ -4,7 +4,8 @@
 // carries a catalogue label first"; an unknown label is an unknown outcome for a client), 413 exactly
 // when the body is over the limit, and keeps answering afterwards. Where the independent oracle can tell
 // what is wrong with the body from the JSON alone, the label must be the one the profile's check order
-// gives. A failing run prints the fast-check seed and path to replay it.
+// gives. Every run prints its seed (harness/property.ts; HIL_PROPERTY_RUNS sets the volume, HIL_PROPERTY_SEED
+// replays), and fast-check prints the failing path.
 
 import fc from 'fast-check';
 import { REQUEST_SCHEMA } from '../../harness/clients/control.ts';
@@ -15,13 +16,14 @@ import { checkGrant, type CheckedReply } from '../../harness/oracle/reply.ts';
 import { byId, catalogue } from '../../harness/catalogue/index.ts';
 import type { CapabilityEntry } from '../../harness/catalogue/types.ts';
 import { describe, expect, profile, test } from '../../harness/fixture.ts';
+import { propertyRun } from '../../harness/property.ts';
 
 const S = REQUEST_SCHEMA;
 const LIMIT = 16384;
-const NUM_RUNS = Number(process.env.HIL_PROPERTY_RUNS ?? 150);
 
 const CAPS = catalogue.filter((e): e is CapabilityEntry => e.family === 'capability');
 const KNOWN_OPS = new Set(CAPS.map((c) => c.name));
+// Reserved operations, plus (set from Describe when the test starts) those the target reports unimplemented.
 const RESERVED_OPS = new Set(CAPS.filter((c) => c.state === 'unimplemented').map((c) => c.name));
 const CONTROL_OPS = new Set(CAPS.filter((c) => c.transport === 'POST /v1/control' || RESERVED_OPS.has(c.name)).map((c) => c.name));
 
@@ -201,6 +203,7 @@ describe('mutated requests (property)', () => {
       timeout: 120_000,
     },
     async ({ client, cell, description }) => {
+      for (const c of description.capabilities) if (c.state === 'unimplemented' && CONTROL_OPS.has(c.name)) RESERVED_OPS.add(c.name);
       let current: Session | undefined;
       let n = 0;
 
@@ -246,7 +249,7 @@ describe('mutated requests (property)', () => {
         await client.op('release', { session: g.session, generation: g.generation });
       };
 
-      await fc.assert(fc.asyncProperty(arbCase, check), { numRuns: NUM_RUNS });
+      await fc.assert(fc.asyncProperty(arbCase, check), propertyRun('envelope mutations', 150));
       await dropGrant();
 
       // The service still answers observations and commands.

@@ -61,6 +61,7 @@ function oldestRetained(latest: bigint): bigint {
 async function refusedCursor(client: ControlClient, query: string): Promise<string | undefined> {
   const r = await client.get(`/v1/events${query}`);
   expect(r.status, query).toBe(409);
+  expect(r.reply.operation, query).toBe('subscribe_events');
   return r.label;
 }
 
@@ -112,8 +113,13 @@ describe('poll', () => {
       expect(b2.events[0]!.sequence).toBe(b.next_sequence + 1n);
       b2.events.forEach(checkEvent);
       // Caught up: no events, next_sequence stays at the cursor.
-      const now = await pollEvents(client, b2.latest_sequence);
-      if (now.events.length === 0) expect(now.next_sequence).toBe(b2.latest_sequence);
+      // Caught up: polling at the newest sequence returns nothing and leaves next_sequence at the cursor.
+      const latest = await eventCursor(client);
+      const now = await pollEvents(client, latest);
+      expect(now.latest_sequence).toBeGreaterThanOrEqual(latest);
+      const published = Number(now.latest_sequence - latest);
+      expect(now.events.length).toBe(published);
+      expect(now.next_sequence).toBe(latest + BigInt(published));
     },
   );
 
@@ -128,9 +134,16 @@ describe('poll', () => {
     }
   });
 
-  for (const bad of ['abc', '-1', '01', '+1', '1.0', '1e3', ' 1', '0x10', '18446744073709551616']) {
-    test(`after=${JSON.stringify(bad)} is refused with 409 invalid_event_cursor`, covers('reason:invalid_event_cursor', 'rule:events.cursor_invalid'), async ({ client }) => {
+  for (const bad of ['abc', '-1', '01', '+1', '1.0', '1e3', ' 1', '0x10', '18446744073709551616', '']) {
+    test(`after=${JSON.stringify(bad)} is refused with 409 invalid_event_cursor naming subscribe_events`, covers('reason:invalid_event_cursor', 'rule:events.cursor_invalid'), async ({ client }) => {
       expect(await refusedCursor(client, `?after=${encodeURIComponent(bad)}`)).toBe('invalid_event_cursor');
+    });
+  }
+
+  // "It must be one unsigned decimal number" (part 6): a repeated after is not one number, whichever comes first.
+  for (const query of ['?after=1&after=abc', '?after=abc&after=1', '?after=0&after=0']) {
+    test(`${query} (repeated cursor) is refused with 409 invalid_event_cursor`, covers('reason:invalid_event_cursor', 'rule:events.cursor_invalid'), async ({ client }) => {
+      expect(await refusedCursor(client, query)).toBe('invalid_event_cursor');
     });
   }
 

@@ -17,8 +17,7 @@ import { encodeJogFrame, hostNs, JogSender, readJog, readJogClock, readJogIngres
 import { readStatus } from '../../harness/clients/status.ts';
 import { latestSequence, readBatch } from '../../harness/clients/telemetry.ts';
 import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
-import { covers, describe, expect, profile, test } from '../../harness/fixture.ts';
-import { simTarget } from '../../harness/targets/sim.ts';
+import { covers, describe, expect, profile, test, type VariantOf } from '../../harness/fixture.ts';
 import type { Target } from '../../harness/targets/types.ts';
 
 interface AxisD {
@@ -45,8 +44,8 @@ interface Stack {
 const J1 = 0;
 const J3 = 2;
 
-async function steppedStack(extra: string[] = []): Promise<Stack> {
-  const target = await simTarget.open({ serveArgs: ['--clock', 'stepped', ...extra] });
+async function steppedStack(variant: VariantOf): Promise<Stack> {
+  const target = await variant({ clock: 'stepped' });
   const client = target.client();
   const d = (await client.describe()).reply.data as unknown as { binding: BindingInput; axes: AxisD[]; clock: string; cycle_ns: bigint; max_jog_input_age_ns: bigint };
   expect(d.clock).toBe('stepped');
@@ -62,15 +61,12 @@ async function steppedStack(extra: string[] = []): Promise<Stack> {
     sender,
     incarnation: clock.incarnation as string,
     step: (n) => target.step!(n),
-    close: async () => {
-      sender.close();
-      await target.close();
-    },
+    close: async () => sender.close(), // the variant fixture closes the stack
   };
 }
 
-async function withStack(fn: (st: Stack) => Promise<void>, extra: string[] = []): Promise<void> {
-  const st = await steppedStack(extra);
+async function withStack(variant: VariantOf, fn: (st: Stack) => Promise<void>): Promise<void> {
+  const st = await steppedStack(variant);
   try {
     await fn(st);
     await st.cell.cleanup();
@@ -204,8 +200,8 @@ describe('begin_jog, end_jog and the jog generation', () => {
   test(
     'begin_jog opens a new jog generation (handle), jog_begin; end_jog needs the exact current generation, jog_end',
     covers('rule:jog_session.begin_opens_generation', 'rule:jog_session.end_closes', 'rule:op.end_jog.exact_generation', 'event:jog_begin', 'event:jog_end'),
-    async () => {
-      await withStack(async (st) => {
+    async ({ variant }) => {
+      await withStack(variant, async (st) => {
         const s = await ready(st);
         const cursor = await eventCursor(st.client);
         const jg = await begin(st, s, 1 << J1);
@@ -233,8 +229,8 @@ describe('begin_jog, end_jog and the jog generation', () => {
     },
   );
 
-  test('begin_jog while native Home runs on the axes: mode_conflict', covers('reason:mode_conflict'), async () => {
-    await withStack(async (st) => {
+  test('begin_jog while native Home runs on the axes: mode_conflict', covers('reason:mode_conflict'), async ({ variant }) => {
+    await withStack(variant, async (st) => {
       const s = await st.cell.hold({ requested_lease_ms: 10_000 });
       const home = st.cell.fenced('home', s, { axis_mask: 1 << J1 });
       await st.step(2);
@@ -250,9 +246,9 @@ describe('begin_jog, end_jog and the jog generation', () => {
   test(
     'without jog.sock there is no independent jog lane: independent_jog_unavailable; Describe marks update_jog unimplemented',
     covers('reason:independent_jog_unavailable'),
-    async () => {
-      const target = await simTarget.open({ serveArgs: ['--jog-socket', 'off'] });
-      try {
+    async ({ variant }) => {
+      const target = await variant({ jogSocket: 'off' });
+      {
         const client = target.client();
         const d = (await client.describe()).reply.data as unknown as { binding: BindingInput; capabilities: Array<{ name: string; state: string; transport: string }> };
         expect(d.capabilities.find((c) => c.name === 'update_jog')).toEqual({ name: 'update_jog', state: 'unimplemented', transport: 'none' });
@@ -266,8 +262,6 @@ describe('begin_jog, end_jog and the jog generation', () => {
         expect(r.reply.native_jog_result).toMatchObject({ ControlReason: 3n, IndependentAvailable: 0n });
         expect(await readJogIngress(client)).toMatchObject({ served: false });
         await cell.cleanup();
-      } finally {
-        await target.close();
       }
     },
   );
@@ -277,8 +271,8 @@ describe('jog.sock frames', () => {
   test(
     'an accepted frame ramps the axis at the jog acceleration; input 0 brings it to rest within jog.arrest_ns (telemetry)',
     covers('rule:transport.jog_socket', 'event:jog_ramping', 'rule:jog_session.expiry_event'),
-    async () => {
-      await withStack(async (st) => {
+    async ({ variant }) => {
+      await withStack(variant, async (st) => {
         const s = await ready(st);
         const jg = await begin(st, s, 1 << J1);
         const a = st.axes[J1]!;
@@ -322,8 +316,8 @@ describe('jog.sock frames', () => {
   test(
     'frames that are oversize, malformed, of another version, stale, out of order, for another grant or jog generation are refused, counted, and move nothing',
     profile('profile:jog.frame_refusals'),
-    async () => {
-      await withStack(async (st) => {
+    async ({ variant }) => {
+      await withStack(variant, async (st) => {
         const s = await ready(st);
         const jg = await begin(st, s, 1 << J1);
         const v = velocities(st, J1, 0.1);
@@ -369,8 +363,8 @@ describe('jog.sock frames', () => {
   test(
     'input expiry: host time past the input deadline emits jog_expired and jog_ramping, closes the session, and motion ramps to rest (telemetry)',
     covers('event:jog_expired', 'event:jog_ramping', 'rule:jog_session.expiry_event', 'limit:lan_jog_input_age_ms'),
-    async () => {
-      await withStack(async (st) => {
+    async ({ variant }) => {
+      await withStack(variant, async (st) => {
         expect(st.maxAgeNs).toBe(250_000_000n);
         const s = await ready(st);
         // the session's origin 100 ms ago, its deadline 150 ms from now
@@ -416,8 +410,8 @@ describe('jog.sock frames', () => {
   test(
     'position limit: the jog slows and stops inside min_position, jog_limited, accepted, no overshoot (telemetry)',
     covers('event:jog_limited', 'rule:jog_session.limited_is_accepted'),
-    async () => {
-      await withStack(async (st) => {
+    async ({ variant }) => {
+      await withStack(variant, async (st) => {
         const s = await ready(st);
         const a = st.axes[J3]!;
         const jg = await begin(st, s, 1 << J3);
@@ -451,8 +445,8 @@ describe('jog.sock frames', () => {
 });
 
 describe('what stops a jog', () => {
-  test('halt ramps the jog to rest, retires the generation, keeps Enable and Arm', covers('rule:jog_session.halt_retires'), async () => {
-    await withStack(async (st) => {
+  test('halt ramps the jog to rest, retires the generation, keeps Enable and Arm', covers('rule:jog_session.halt_retires'), async ({ variant }) => {
+    await withStack(variant, async (st) => {
       const s = await ready(st);
       const jg = await begin(st, s, 1 << J1);
       const cursor = await eventCursor(st.client);
@@ -473,8 +467,8 @@ describe('what stops a jog', () => {
     });
   });
 
-  test('stop during a jog: jog retired, drives disabled, every output OFF (telemetry)', covers('rule:jog_session.end_closes'), async () => {
-    await withStack(async (st) => {
+  test('stop during a jog: jog retired, drives disabled, every output OFF (telemetry)', covers('rule:jog_session.end_closes'), async ({ variant }) => {
+    await withStack(variant, async (st) => {
       const s = await ready(st);
       const jg = await begin(st, s, 1 << J1);
       await send(st, frame(st, s, jg, 1n, velocities(st, J1, 0.2)));
@@ -501,8 +495,8 @@ describe('what stops a jog', () => {
     });
   });
 
-  test('lease lost during a jog: motion stops and the jog ends', covers('rule:jog_session.end_closes'), async () => {
-    await withStack(async (st) => {
+  test('lease lost during a jog: motion stops and the jog ends', covers('rule:jog_session.end_closes'), async ({ variant }) => {
+    await withStack(variant, async (st) => {
       const s0 = await st.cell.grant({ requested_lease_ms: 300 });
       const all = (1 << st.axes.length) - 1;
       await st.cell.fenced('enable', s0, { axis_mask: all });
@@ -536,8 +530,8 @@ describe('legacy jog (test_only)', () => {
   test(
     'jog needs axis_mask, velocity and timeout_ms 1..250: 0 and 251 refused, 1 and 250 admitted',
     covers('rule:op.jog.required', 'limit:legacy_jog_timeout_ms', 'field:Request.velocity'),
-    async () => {
-      await withStack(async (st) => {
+    async ({ variant }) => {
+      await withStack(variant, async (st) => {
         const s = await ready(st);
         const v = velocities(st, J1, 0.1);
         const ok = { axis_mask: 1 << J1, velocity: v, timeout_ms: 100 };

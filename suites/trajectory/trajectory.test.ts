@@ -5,6 +5,8 @@
 
 import { eventCursor, eventsSince, waitForEvent, type CellEvent } from '../../harness/clients/events.ts';
 import { readStatus, waitStatus, type StatusView } from '../../harness/clients/status.ts';
+import { latestSequence, readBatch } from '../../harness/clients/telemetry.ts';
+import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
 import type { Cell, Session } from '../../harness/clients/cell.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
 import { covers, describe, expect, needsFaults, needsMotion, profile, test as base } from '../../harness/fixture.ts';
@@ -186,6 +188,65 @@ describe('prepare, start, complete', () => {
       const again = await cell.fenced('start_trajectory', s, { handle: h });
       expect(again.status).toBe(409);
       expect(again.label).toBe('handle_consumed');
+    },
+  );
+});
+
+describe('execution in telemetry', () => {
+  test(
+    'every cycle of the execution: the record names the trajectory, the target follows the Hermite curve of the points, the position stays within the following error bound',
+    covers('rule:telemetry.drive_counts'),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const ax = description.axes[0] as unknown as { counts_per_unit: number | bigint; sign: number | bigint; following_error?: number };
+      const cpu = num(ax.counts_per_unit) * num(ax.sign);
+      const q0 = hold[0]!;
+      const q1 = q0 + 0.04;
+      const T = 0.4;
+      const h = (await prepare(cell, s, points(hold, [0, T], [q0, q1]))).reply.handle!;
+      const from = await latestSequence(client);
+      const cursor = await eventCursor(client);
+      const st = await cell.fenced('start_trajectory', s, { handle: h });
+      expect(st.status).toBe(200);
+      expect(await waitForEvent(client, cursor, (e) => e.type === 'execution_completed', 5_000)).toBeDefined();
+      const recs: CycleCaptureRecordV2[] = [];
+      for (let after = from; ; ) {
+        const b = await readBatch(client, after);
+        recs.push(...b.records);
+        if (b.records.length === 0 || b.header.last_sequence === after) break;
+        after = b.header.last_sequence;
+        if (b.records.length < 4096) break;
+      }
+      const exec = recs.filter((r) => r.active_traj_id === h);
+      // 0.4 s at the fixture's 1 ms cycle: about 400 records (the first and last cycles may fall either side)
+      expect(exec.length).toBeGreaterThan(350);
+      expect(exec.length).toBeLessThan(450);
+      const t0 = exec[0]!.t_ns;
+      let lastIndex = 0;
+      for (const r of exec) {
+        expect(r.active_mode).toBe(2);
+        expect(r.active_command_seq).toBe(st.reply.sequence);
+        expect(r.current_point_index).toBeGreaterThanOrEqual(lastIndex);
+        lastIndex = r.current_point_index;
+        const a = r.ax[0]!;
+        expect(a.target_velocity_valid).toBe(1);
+        // Hermite between two points at rest: q0 + (q1 - q0) (3 s^2 - 2 s^3), s = tau / T (one cycle of slack on tau)
+        const tau = Number(r.t_ns - t0) / 1e9;
+        const at = (x: number) => { const u = Math.min(1, Math.max(0, x / T)); return q0 + (q1 - q0) * (3 * u * u - 2 * u * u * u); };
+        const lo = Math.min(at(tau - 0.0011), at(tau + 0.0011)) * cpu;
+        const hi = Math.max(at(tau - 0.0011), at(tau + 0.0011)) * cpu;
+        expect(a.target).toBeGreaterThanOrEqual(Math.floor(Math.min(lo, hi)) - 1);
+        expect(a.target).toBeLessThanOrEqual(Math.ceil(Math.max(lo, hi)) + 1);
+        // the drive follows within the configured following error (limits.following_error, logical units)
+        expect(Math.abs(a.position - a.target)).toBeLessThanOrEqual(Math.abs(0.01 * cpu)); // limits.following_error of J1 in the fixture
+        expect(r.motion_done).toBe(0);
+      }
+      const after = recs.filter((r) => r.seq > exec.at(-1)!.seq);
+      expect(after.length).toBeGreaterThan(0);
+      expect(after[0]!.motion_done).toBe(1);
+      expect(after[0]!.active_traj_id).toBe(0n);
+      expect(after[0]!.ax[0]!.target).toBe(Math.round(q1 * cpu)); // held at the last point
     },
   );
 });
