@@ -13,44 +13,14 @@ import { MODE } from '../../drivers/ds402.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import type { LaneCycle, MotionLane } from './lanes.ts';
 
-/**
- * Numeric jog reasons (JogObservation StateReason, ControlReason, UpdateReason; jog ingress refusals).
- * 15 is documented (outside_limits_outward); the rest are ours (docs/profile.md "Jog").
- */
-export const JOG_REASON = {
-  none: 0,
-  not_ready: 1,
-  mode_conflict: 2,
-  independent_jog_unavailable: 3,
-  jog_clock_incarnation_mismatch: 4,
-  control_session_stale: 5,
-  jog_session_stale: 6,
-  expired: 7,
-  ramping: 8,
-  limited: 9,
-  ended: 10,
-  halted: 11,
-  stopped: 12,
-  jog_clock_deadline_invalid: 13,
-  jog_clock_input_stale: 14,
-  outside_limits_outward: 15,
-  out_of_order: 16,
-  frame_malformed: 17,
-  frame_oversize: 18,
-  frame_version: 19,
-  velocity_invalid: 20,
-  axis_outside_session: 21,
-  superseded: 22,
-  capture_before_origin: 23,
-  active: 24,
-} as const;
+export { JOG_REASON, JOG_MODE } from './protocol.ts';
+import { JOG_MODE, JOG_REASON } from './protocol.ts';
+
 export type JogReasonName = keyof typeof JOG_REASON;
 
 /** Fraction of an axis's completion_tolerance the jog target keeps inside each position limit. */
 export const JOG_LIMIT_GUARD = 0.1;
 
-/** JogObservation.Mode: 0 none, 1 independent (begin_jog), 2 legacy (jog, test_only). */
-export const JOG_MODE = { none: 0, independent: 1, legacy: 2 } as const;
 
 export interface JogEvent {
   type: 'jog_begin' | 'jog_end' | 'jog_expired' | 'jog_ramping' | 'jog_limited';

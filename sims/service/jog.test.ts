@@ -3,7 +3,7 @@
 
 import { expect, test } from 'vitest';
 import { JOG_FRAME, JOG_REASON_LABELS, loadUnixDgram } from './jog.ts';
-import { JOG_REASON } from '../core/jog.ts';
+import { JOG_REASON } from '../core/protocol.ts';
 
 test('unix-dgram loads here; a missing native module gives JOG_SOCKET_MODULE_MISSING with the fix, not a crash', () => {
   expect(loadUnixDgram().mod).toBeDefined();
