@@ -38,6 +38,7 @@ Starts the reference cell stack (control service + real-time core on the sim dri
   --initial-generation N  start the application generation counter at N (test hook, default 0)
   --sim-fault KIND:AXIS   sim driver: start with an injected fault (pdo_mapping_mismatch:AXIS), repeatable
   --capture-retention-ms N  telemetry capture retention (default the machine's; 0 turns capture off)
+  --jog-socket on|off     serve DIR/jog.sock, the independent jog lane's datagram ingress (default on)
   --test-channel          expose the private test channel DIR/private/test.sock (fault injection)
   --lifeline-stdin        exit when standard input closes (used by targets that start the stack)
   -h, --help              this text
@@ -62,6 +63,7 @@ export async function main(argv: string[]): Promise<number> {
         'arm-settle-ms': { type: 'string' },
         'spin-ns': { type: 'string' },
         'test-channel': { type: 'boolean' },
+        'jog-socket': { type: 'string' },
         'initial-generation': { type: 'string' },
         'sim-fault': { type: 'string', multiple: true },
         'lifeline-stdin': { type: 'boolean' },
@@ -135,6 +137,10 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`--core-priority ${priority}: expected auto, rt, nice or none\n`);
     return 2;
   }
+  if (args['jog-socket'] !== undefined && !['on', 'off'].includes(args['jog-socket'])) {
+    process.stderr.write(`--jog-socket ${args['jog-socket']}: expected on or off\n`);
+    return 2;
+  }
   const armSettle = args['arm-settle-ms'] ?? '500';
   if (!/^(0|[1-9][0-9]{0,5})$/.test(armSettle)) {
     process.stderr.write('--arm-settle-ms must be an integer 0..999999\n');
@@ -181,6 +187,7 @@ export async function main(argv: string[]): Promise<number> {
     pairRevision: BigInt(revision),
     core,
     testChannel: args['test-channel'] ?? false,
+    jogSocket: (args['jog-socket'] ?? 'on') === 'on',
     initialGeneration: BigInt(initial),
   });
 
@@ -216,6 +223,7 @@ export async function main(argv: string[]): Promise<number> {
         control: service.socketPath,
         public: service.publicLink,
         test_channel: args['test-channel'] ? service.testSocketPath : '',
+        jog: service.jog.served ? service.jog.socketPath : '',
         pid: process.pid,
         adapter_incarnation: service.adapterIncarnation,
         driver: core.driverName,

@@ -39,5 +39,7 @@ export const PROFILE: readonly RuleEntry[] = [
   p('config.compile_command', 3, 'Machine configuration', 'hil config compile prints one JSON line; exit 0 compiled, 1 refused, 2 usage'),
   p('status.grant_observation', 1, 'Grant observation', 'Status core.grant_observation carries the native grant receipt (GrantObservation) of the core'),
   p('events.array_field', 1, 'Events', 'the events array of an EventBatch is named events'),
+  p('jog.observations', 1, 'Jog', 'LocalJogClock (incarnation, CLOCK_MONOTONIC, now, input age, frame bounds), JogObservation native fields and JogIngressObservation counters by reason label'),
+  p('jog.frame_refusals', 1, 'Jog', 'local_jog_update frames: oversize, malformed, other version, stale fence, other jog generation, out of order, stale, future or before-origin capture, invalid velocity, axis outside the session are refused, counted by label and move nothing'),
   p('events.dropped_reason', 1, 'Events', 'the synthetic events_dropped payload carries reason "event_cursor_lost" beside first_lost_sequence and last_lost_sequence'),
 ];

@@ -100,6 +100,7 @@ export function variantStart(o: VariantOptions): Pick<StackStart, 'args' | 'env'
   for (const f of o.bringUpFaults ?? []) args.push('--sim-fault', `${f.kind}:${f.axis}`);
   if (o.clock === 'stepped') args.push('--clock', 'stepped');
   if (o.armSettleMs !== undefined) args.push('--arm-settle-ms', String(o.armSettleMs));
+  if (o.jogSocket === 'off') args.push('--jog-socket', 'off');
   const store = o.anchorStore;
   if (!store) return { args };
   return {

@@ -43,6 +43,8 @@ export interface VariantOptions {
   clock?: 'stepped';
   /** How long an arm waits for enabled axes to reach operation enabled (docs/profile.md, arm), in ms. */
   armSettleMs?: number;
+  /** 'off': no jog datagram socket, hence no independent jog lane (document 1 part 4 independent_jog_unavailable). */
+  jogSocket?: 'off';
 }
 
 type Check = (v: unknown) => string | undefined;
@@ -80,6 +82,7 @@ const CHECKS: Record<keyof VariantOptions, Check> = {
   },
   clock: (v) => (v === 'stepped' ? undefined : "must be 'stepped'"),
   armSettleMs: (v) => (Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= 999_999 ? undefined : 'must be an integer 0..999999'),
+  jogSocket: (v) => (v === 'off' ? undefined : "must be 'off'"),
 };
 
 /** Validate variant options; every problem is listed in one HIL_ERR_VARIANT_INVALID. */
@@ -116,5 +119,6 @@ export function describeVariant(o: VariantOptions): string {
   for (const f of o.bringUpFaults ?? []) parts.push(`${f.kind} on axis ${f.axis} at bring-up`);
   if (o.clock === 'stepped') parts.push('the stepped clock');
   if (o.armSettleMs !== undefined) parts.push(`an arm settle bound of ${o.armSettleMs} ms`);
+  if (o.jogSocket === 'off') parts.push('no jog datagram socket');
   return parts.join(', ');
 }

@@ -44,6 +44,8 @@ export interface AdmissionView {
   /** The plan in the core's plan slot, if any. */
   readonly preparedPlan: Plan | null;
   readonly ioArmed: boolean;
+  /** The jog lane: the open generation and its mode (jog.ts JOG_MODE). */
+  readonly jog: { readonly open: boolean; readonly generation: bigint; readonly mode: number };
   /** Axes of `mask` whose target differs from where a new trajectory starts by more than the tolerance. */
   startMismatch(plan: Plan): number;
 }
@@ -153,6 +155,27 @@ const planStartsHere: Check = (v) => {
 };
 const planIoArmed: Check = (v) => (v.preparedPlan!.onIntents && !v.ioArmed ? refuse(NATIVE_REASON.io_not_armed, 0, 'an ON intent needs io_arm first') : null);
 
+// ---- jog (document 1 part 4 begin_jog, end_jog, jog; docs/profile.md "Jog") ----
+
+/** Jogging energises drives: armed, and every selected axis enabled with fresh feedback (no Home needed). */
+const jogAxesReady: Check = (v, _m, mask) => {
+  if (!v.armed) return refuse(NATIVE_REASON.not_ready, mask, 'not armed');
+  const en = v.enabledMask();
+  if ((en & mask) !== mask) return refuse(NATIVE_REASON.not_ready, mask & ~en, 'axes to jog are not enabled');
+  for (let i = 0; i < v.machine.axes.length; i++) if ((mask >>> i) & 1 && !v.image.pdoFresh[i]) return refuse(NATIVE_REASON.not_ready, 1 << i, 'feedback not fresh');
+  return null;
+};
+const jogAxesFree: Check = (v, _m, mask) => {
+  const c = v.laneConflicts(mask, 'jog');
+  return c ? refuse(NATIVE_REASON.mode_conflict, c, 'another motion lane owns the axes') : null;
+};
+/** Legacy jog never takes over an open independent jog generation. */
+const noIndependentJog: Check = (v, _m, mask) => (v.jog.open && v.jog.mode === 1 ? refuse(NATIVE_REASON.mode_conflict, mask, 'an independent jog generation is open') : null);
+const currentJogGeneration: Check = (v, m) =>
+  !v.jog.open || v.jog.generation === 0n || m.handle !== v.jog.generation
+    ? refuse(NATIVE_REASON.jog_session_stale, 0, `jog generation ${m.handle ?? 0n} is not the current open one (${v.jog.open ? v.jog.generation : 'none open'})`)
+    : null;
+
 /** Operation -> checks, in order. */
 export const ADMISSION: Readonly<Record<NativeOpName, readonly Check[]>> = {
   stop: [],
@@ -170,6 +193,9 @@ export const ADMISSION: Readonly<Record<NativeOpName, readonly Check[]>> = {
   prepare: [fenced, nonzeroInGroup],
   start: [fenced, planIsPrepared, safetyClosed, noFaults, notStoppingInhibited, notHoming, planAxesFree, planAxesReady, planHomed, planStartsHere, planIoArmed],
   discard: [fenced],
+  begin_jog: [fenced, nonzeroInGroup, safetyClosed, noFaults, notHoming, notStoppingInhibited, jogAxesFree, jogAxesReady],
+  end_jog: [fenced, currentJogGeneration],
+  jog: [fenced, nonzeroInGroup, safetyClosed, noFaults, notHoming, notStoppingInhibited, jogAxesFree, noIndependentJog, jogAxesReady],
 };
 
 /** The first refusal for `m`, or null when the core may carry it out. */

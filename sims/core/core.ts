@@ -22,9 +22,10 @@ import { FaultMonitor } from './fault-monitor.ts';
 import { FAULT, faultEntry, type FaultRecovery } from './faults.ts';
 import { CycleHistogram } from './histogram.ts';
 import { HomingLane } from './homing.ts';
+import { JOG_MODE, JOG_REASON, JogLane } from './jog.ts';
 import { LaneArbiter } from './lanes.ts';
 import { buildPlan, TrajectoryLane, type Plan, type TrajectoryEnd } from './trajectory.ts';
-import { NATIVE_OP, NATIVE_REASON, type CommandResult, type CoreStatus, type CoreTiming, type FromCore, type ToCore } from './protocol.ts';
+import { NATIVE_OP, NATIVE_REASON, type CommandResult, type JogStatus, type CoreStatus, type CoreTiming, type FromCore, type ToCore } from './protocol.ts';
 import { captureCycle } from './record.ts';
 import { buildStatus } from './status-view.ts';
 
@@ -104,6 +105,8 @@ export class Core implements AdmissionView {
   readonly lanes: LaneArbiter;
   readonly homing = new HomingLane();
   readonly trajectory: TrajectoryLane;
+  /** The jog lane (jog.ts): begin_jog / update_jog / end_jog and the legacy jog. */
+  readonly jog: JogLane;
   /** The plan slot: one prepared trajectory waiting for Start (a newer preparation replaces it). */
   preparedPlan: Plan | null = null;
   /** MotionState bookkeeping (document 1 part 2): state and last event of the latest execution. */
@@ -171,6 +174,10 @@ export class Core implements AdmissionView {
     this.publishByWall = opts.publishByWall ?? false;
     this.faults = new FaultMonitor(machine, this.image, this.all, (bit, axes) => this.onFaultLatched(bit, axes));
     this.trajectory = new TrajectoryLane(this.n, (e) => this.onTrajectoryEnd(e));
+    this.jog = new JogLane(machine, (e) => {
+      this.dirty = true;
+      this.send({ t: 'event', type: e.type, payload: e.payload });
+    });
     let drivable = 0;
     machine.io?.outputs.forEach((o, i) => {
       if (!o.torch) drivable |= 1 << i;
@@ -189,7 +196,7 @@ export class Core implements AdmissionView {
     return this.homing.run?.mask ?? 0;
   }
   laneConflicts(mask: number, except?: string): number {
-    return this.lanes.conflicts(mask, except === 'trajectory' ? this.trajectory : undefined);
+    return this.lanes.conflicts(mask, except === 'trajectory' ? this.trajectory : except === 'jog' ? this.jog : undefined);
   }
 
   busSetup(): BusSetup {
@@ -247,6 +254,9 @@ export class Core implements AdmissionView {
         return;
       case 'prepare':
         this.prepare(m);
+        return;
+      case 'jog_update':
+        this.jogUpdate(m);
         return;
       case 'cancel_home':
         this.endHome(false, 'home cancelled: authority lost', NATIVE_REASON.cancelled);
@@ -315,8 +325,10 @@ export class Core implements AdmissionView {
       }
       case 'halt':
         // Controlled deceleration to an enabled hold: every lane gives its axes back to hold, which keeps
-        // the last commanded targets; the active trajectory handle and jog generation are retired.
-        this.lanes.releaseAll(this.image, 'halt');
+        // the last commanded targets; the active trajectory handle and jog generation are retired. The jog
+        // lane decelerates its axes to rest with the jog acceleration first (document 1 part 4 halt).
+        this.jog.close(JOG_REASON.halted, 'halt');
+        this.lanes.releaseAll(this.image, 'halt', this.jog);
         this.halted = true;
         this.dirty = true;
         this.reply(m, NATIVE_REASON.none, this.enableMask);
@@ -382,9 +394,107 @@ export class Core implements AdmissionView {
         this.answer(m, r, had ? undefined : 'no such plan in the core');
         return;
       }
+      case 'begin_jog':
+      case 'jog':
+      case 'end_jog':
+        this.jogCommand(m, mask);
+        return;
       default:
         this.reply(m, NATIVE_REASON.unsupported, mask, `native ${m.op} is not available in this core build`);
     }
+  }
+
+  // ---- jog (jog.ts; document 1 part 4 begin_jog, end_jog, jog, update_jog) ----
+
+  private jogCommand(m: Cmd, mask: number): void {
+    const jog = this.jog;
+    if (m.op === 'end_jog') {
+      jog.close(JOG_REASON.ended, 'end_jog');
+      jog.controlReason = JOG_REASON.ended;
+      const r = this.result(NATIVE_OP.end_jog, NATIVE_REASON.none, jog.axisMask, m.generation);
+      r.Handle = jog.generation;
+      this.dirty = true;
+      this.answer(m, r);
+      return;
+    }
+    const j = m.jog ?? {};
+    // Axes of an earlier generation still ramping to rest stay with the lane until they are at rest.
+    const acquireMask = jog.active ? mask | this.lanes.axesOf(jog) : mask;
+    if (m.op === 'begin_jog' || !(jog.open && jog.mode === JOG_MODE.legacy)) {
+      this.lanes.acquire(jog, acquireMask);
+      const deadline = m.op === 'begin_jog' ? j.deadlineNs! : this.hostNow() + (j.timeoutNs ?? 0n);
+      jog.begin(m.op === 'begin_jog' ? JOG_MODE.independent : JOG_MODE.legacy, mask, this.image.targetPosition, j.originNs ?? this.hostNow(), deadline);
+    }
+    if (m.op === 'jog') {
+      const v = new Float64Array(this.n);
+      for (let i = 0; i < this.n; i++) v[i] = jog.toCounts(i, j.velocity?.[i] ?? 0);
+      const reason = jog.input(v, 0n, this.hostNow() + (j.timeoutNs ?? 0n));
+      if (reason !== JOG_REASON.none) {
+        // The input is refused (outward past a limit, or an axis outside the mask); the session stays open.
+        const r = this.result(NATIVE_OP.jog, reason === JOG_REASON.outside_limits_outward ? NATIVE_REASON.outside_limits_outward : NATIVE_REASON.invalid_axis_mask, mask, m.generation);
+        r.Handle = jog.generation;
+        this.answer(m, r, reason === JOG_REASON.outside_limits_outward ? 'jog would move further outside the limits' : 'velocity on an axis outside axis_mask');
+        return;
+      }
+    }
+    this.halted = false;
+    jog.controlReason = JOG_REASON.none;
+    const r = this.result(NATIVE_OP[m.op], NATIVE_REASON.none, mask, m.generation);
+    r.Handle = jog.generation;
+    this.dirty = true;
+    this.answer(m, r);
+  }
+
+  /** A jog input from jog.sock (the service checked the frame; the core checks what it owns). */
+  private jogUpdate(m: Extract<ToCore, { t: 'jog_update' }>): void {
+    const jog = this.jog;
+    let reason: number = JOG_REASON.none;
+    if (!this.grant.active || m.generation !== this.grant.generation || this.hostNow() > this.grant.deadlineNs) reason = JOG_REASON.control_session_stale;
+    else if (!jog.open || jog.mode !== JOG_MODE.independent || m.jogGeneration !== jog.generation) reason = JOG_REASON.jog_session_stale;
+    else if (m.sequence <= jog.sourceSequence) reason = JOG_REASON.out_of_order;
+    else if (m.captureNs < jog.originNs) reason = JOG_REASON.capture_before_origin;
+    else {
+      const v = new Float64Array(this.n);
+      for (let i = 0; i < this.n; i++) v[i] = jog.toCounts(i, m.velocity[i] ?? 0);
+      // The input deadline never extends past the begin_jog deadline's age bound (docs/profile.md "Jog").
+      reason = jog.input(v, m.sequence, m.inputDeadlineNs);
+    }
+    if (reason !== JOG_REASON.none) {
+      jog.updateReason = reason;
+      this.send({ t: 'event', type: 'native_jog_update', payload: { reason, sequence: m.sequence, jog_generation: m.jogGeneration } });
+    }
+    this.dirty = true;
+  }
+
+  /** After the exchange: a closed session whose axes are at rest gives them back to hold. */
+  private stepJog(): void {
+    if (this.jog.finished) {
+      this.lanes.release(this.jog, this.lanes.axesOf(this.jog), this.image, 'jog_at_rest');
+      this.dirty = true;
+    }
+  }
+
+  jogStatus(): JogStatus {
+    const j = this.jog;
+    return {
+      JogGeneration: j.generation,
+      Mode: j.mode,
+      SessionOpen: j.open ? 1 : 0,
+      HasInput: j.hasInput ? 1 : 0,
+      Ramping: j.ramping ? 1 : 0,
+      Active: j.active ? 1 : 0,
+      AxisMask: j.axisMask,
+      LimitedAxisMask: j.limitedMask,
+      SourceSequence: j.sourceSequence,
+      SourceOriginHostNs: j.originNs,
+      DeadlineHostNs: j.deadlineNs,
+      InputDeadlineHostNs: j.inputDeadlineNs,
+      StateReason: j.stateReason,
+      ControlReason: j.controlReason,
+      UpdateReason: j.updateReason,
+      CommandedVelocity: j.logical(j.command),
+      TargetVelocity: j.logical(j.velocity),
+    };
   }
 
   /** prepare: convert and check a point list, keep it in the plan slot (replacing an older one). */
@@ -609,6 +719,7 @@ export class Core implements AdmissionView {
 
     const img = this.image;
     const enabledBefore = this.enabledCache;
+    if (this.jog.open) this.jog.checkExpiry(this.hostNow());
     // Targets and modes from whichever lane owns each axis.
     this.lanes.produce({ image: img, nowNs, enabledMask: enabledBefore, cwExtra: this.lanes.cwExtra });
     // Output intents of the running trajectory drive configured non-torch outputs, only while io is armed.
@@ -630,6 +741,7 @@ export class Core implements AdmissionView {
 
     this.faults.detect(nowNs, this.busReturn);
     this.trajectory.settle();
+    this.stepJog();
     this.stepHoming();
     this.stepReset();
     this.stepArm();

@@ -122,9 +122,9 @@ export class LaneArbiter {
     lane.ended?.(m, why);
   }
 
-  /** End every lane (stop, fault reaction, authority lost). */
-  releaseAll(img: ProcessImage, why: string): void {
-    for (const lane of this.lanes) this.release(lane, this.axesOf(lane), img, why);
+  /** End every lane (stop, fault reaction, authority lost); halt keeps the jog lane, which ramps to rest itself. */
+  releaseAll(img: ProcessImage, why: string, except?: MotionLane): void {
+    for (const lane of this.lanes) if (lane !== except) this.release(lane, this.axesOf(lane), img, why);
   }
 
   /** Let every owner write its axes' targets and modes for this cycle. */

@@ -60,7 +60,43 @@ export const NATIVE_REASON = {
   velocity_limit: 18,
   unknown_handle: 19,
   io_not_armed: 20,
+  /** end_jog or a jog update for a jog generation that is not the current open one (docs/profile.md "Jog"). */
+  jog_session_stale: 21,
 } as const;
+
+/**
+ * Numeric jog reasons (JogObservation StateReason, ControlReason, UpdateReason; jog ingress refusals).
+ * 15 is documented (outside_limits_outward); the rest are ours (docs/profile.md "Jog").
+ */
+export const JOG_REASON = {
+  none: 0,
+  not_ready: 1,
+  mode_conflict: 2,
+  independent_jog_unavailable: 3,
+  jog_clock_incarnation_mismatch: 4,
+  control_session_stale: 5,
+  jog_session_stale: 6,
+  expired: 7,
+  ramping: 8,
+  limited: 9,
+  ended: 10,
+  halted: 11,
+  stopped: 12,
+  jog_clock_deadline_invalid: 13,
+  jog_clock_input_stale: 14,
+  outside_limits_outward: 15,
+  out_of_order: 16,
+  frame_malformed: 17,
+  frame_oversize: 18,
+  frame_version: 19,
+  velocity_invalid: 20,
+  axis_outside_session: 21,
+  superseded: 22,
+  capture_before_origin: 23,
+  active: 24,
+} as const;
+/** JogObservation.Mode: 0 none, 1 independent (begin_jog), 2 legacy (jog, test_only). */
+export const JOG_MODE = { none: 0, independent: 1, legacy: 2 } as const;
 
 /** Native command codes (CommandResult.Operation). Numeric values are a profile decision. */
 export const NATIVE_OP = {
@@ -79,6 +115,9 @@ export const NATIVE_OP = {
   prepare: 13,
   start: 14,
   discard: 15,
+  begin_jog: 16,
+  end_jog: 17,
+  jog: 18,
 } as const;
 export type NativeOpName = keyof typeof NATIVE_OP;
 
@@ -94,7 +133,9 @@ export interface CommandResult {
 }
 
 export type ToCore =
-  | { t: 'cmd'; id: number; op: NativeOpName; generation: bigint; axisMask: number; label?: string; handle?: bigint }
+  | { t: 'cmd'; id: number; op: NativeOpName; generation: bigint; axisMask: number; label?: string; handle?: bigint; jog?: JogCmd }
+  /** One admitted jog input (jog.sock frame) for the current jog generation; refusals come back as a 'native_jog_update' event. */
+  | { t: 'jog_update'; generation: bigint; jogGeneration: bigint; sequence: bigint; captureNs: bigint; inputDeadlineNs: bigint; velocity: number[] }
   /** A checked point list for the trajectory lane (typed arrays, transferred). Answered Result 2 prepared. */
   | {
       t: 'prepare';
@@ -115,6 +156,36 @@ export type ToCore =
   /** Stepped clock only: run this many cycles back to back, then answer 'stepped'. */
   | { t: 'step'; id: number; cycles: number }
   | { t: 'shutdown' };
+
+/** Jog fields of a native command: begin_jog (origin, deadline) and legacy jog (velocity, timeout). */
+export interface JogCmd {
+  originNs?: bigint;
+  deadlineNs?: bigint;
+  /** logical units per second, described axis order */
+  velocity?: number[];
+  timeoutNs?: bigint;
+}
+
+/** The jog lane as the core publishes it (JogObservation is built from it; docs/profile.md "Jog"). */
+export interface JogStatus {
+  JogGeneration: bigint;
+  Mode: number;
+  SessionOpen: number;
+  HasInput: number;
+  Ramping: number;
+  Active: number;
+  AxisMask: number;
+  LimitedAxisMask: number;
+  SourceSequence: bigint;
+  SourceOriginHostNs: bigint;
+  DeadlineHostNs: bigint;
+  InputDeadlineHostNs: bigint;
+  StateReason: number;
+  ControlReason: number;
+  UpdateReason: number;
+  CommandedVelocity: number[];
+  TargetVelocity: number[];
+}
 
 export interface AxisStatus {
   index: number;
@@ -187,6 +258,8 @@ export interface CoreStatus {
   /** The handle of the plan waiting in the core's plan slot (0 when none). */
   prepared_handle: bigint;
   timing: CoreTiming;
+  /** The jog lane (document 1 part 2 JogObservation; fields in docs/profile.md "Jog"). */
+  jog: JogStatus;
   /** The bus driver: registry name, lifecycle state, bus submission failures, the failure that stopped it. */
   driver: DriverStatus;
   /** How this incarnation's cycles are timed and the scheduling it obtained. */

@@ -38,6 +38,19 @@ export function captureCycle(core: Core, ring: CaptureRing, nowNs: bigint, laten
     w.u32(REC.active_mode, 2);
     w.u32(REC.current_point_index, traj.index);
   }
+  // Jog fields (document 1 part 2 CycleCaptureRecordV2 offsets 64, 112, 120, 144, 180..192).
+  const jog = core.jog;
+  const jogAxes = jog.active ? core.lanes.axesOf(jog) : 0;
+  if (jog.generation !== 0n) {
+    w.u64(REC.jog_generation, jog.generation);
+    w.u64(REC.jog_input_deadline_host_ns, jog.inputDeadlineNs);
+    w.u64(REC.jog_source_sequence, jog.sourceSequence);
+    w.u32(REC.jog_session_open, jog.open ? 1 : 0);
+    w.u32(REC.jog_has_input, jog.hasInput ? 1 : 0);
+    w.u32(REC.jog_axis_mask, jog.axisMask >>> 0);
+    w.u32(REC.jog_ramping, jog.ramping ? 1 : 0);
+    if (jog.active && !traj.active) w.u32(REC.active_mode, 3);
+  }
   w.u32(REC.state, core.motionState);
   w.u32(REC.queue_depth, core.preparedPlan ? 1 : 0);
   w.u32(REC.last_event_code, core.lastEvent);
@@ -53,6 +66,10 @@ export function captureCycle(core: Core, ring: CaptureRing, nowNs: bigint, laten
     // One absolute source per axis in this profile: element 0 of absolute_value / absolute_valid.
     w.i32(a + AX.absolute_value, img.absolutePosition[i]!);
     w.u8(a + AX.absolute_valid, img.absoluteValid[i]!);
+    if ((jogAxes >>> i) & 1) {
+      w.i32(a + AX.target_velocity_counts_per_s, Math.max(-2147483648, Math.min(2147483647, Math.round(jog.velocity[i]!))));
+      w.u8(a + AX.target_velocity_valid, 1);
+    }
     if (traj.active && (traj.plan!.axisMask >>> i) & 1) {
       w.i32(a + AX.target_velocity_counts_per_s, Math.max(-2147483648, Math.min(2147483647, Math.round(traj.targetVelocity[i]!))));
       w.u8(a + AX.target_velocity_valid, 1);

@@ -80,7 +80,7 @@ export function buildStatus(core: Core, nowNs: bigint): CoreStatus {
     },
     homing_mask: core.homingMask,
     motion: {
-      mode: core.trajectory.active ? 2 : 0,
+      mode: core.trajectory.active ? 2 : core.jog.active ? 3 : 0,
       state: core.motionState,
       trajectory_id: core.lastTrajectoryId,
       point_index: core.trajectory.active ? core.trajectory.index : 0,
@@ -99,6 +99,7 @@ export function buildStatus(core: Core, nowNs: bigint): CoreStatus {
     prepared_handle: core.preparedPlan?.handle ?? 0n,
     halted: core.halted,
     timing: core.timing(),
+    jog: core.jogStatus(),
     driver: {
       name: host.name,
       state: host.state,

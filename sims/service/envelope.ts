@@ -74,7 +74,7 @@ export class Refusal {
     readonly detail?: string,
     readonly data?: unknown,
     /** Envelope fields a refusal may also carry: the native receipt and its sequence. */
-    readonly extra?: { native_result?: unknown; sequence?: bigint },
+    readonly extra?: { native_result?: unknown; native_jog_result?: unknown; sequence?: bigint },
   ) {}
   /** The operation the refused request named, when the body decoded far enough to tell. */
   operation?: string;

@@ -12,6 +12,7 @@ import { Authority, type Grant, type Reply } from './authority.ts';
 import { CAPABILITIES, CAPABILITY, capabilityInfo } from './capabilities.ts';
 import { CoreLink, CoreUnavailable } from './core-link.ts';
 import { HandleTable } from './handles.ts';
+import { JogOps } from './jog.ts';
 import { pointArrays, TrajectoryOps, type PointArrays } from './trajectories.ts';
 import { uploadBody } from './upload/index.ts';
 import {
@@ -45,6 +46,8 @@ export interface ServiceOptions {
   testChannel: boolean;
   /** Start the application generation counter here (test hook for application_generation_exhausted). */
   initialGeneration?: bigint;
+  /** Serve jog.sock (default true); without it there is no independent jog lane (docs/profile.md "Jog"). */
+  jogSocket?: boolean;
 }
 
 const now = () => process.hrtime.bigint();
@@ -64,6 +67,7 @@ export class ControlService {
   readonly telemetry: TelemetryEndpoints;
   readonly handles: HandleTable;
   private readonly trajectories: TrajectoryOps;
+  readonly jog: JogOps;
 
   constructor(private readonly o: ServiceOptions) {
     const m = o.machine;
@@ -97,6 +101,7 @@ export class ControlService {
     }, o.initialGeneration ?? 0n);
     this.handles = new HandleTable((type, payload) => this.events.publish(type, payload));
     this.trajectories = new TrajectoryOps(o.core, this.authority, m, this.handles);
+    this.jog = new JogOps(o.core, this.authority, m, join(o.socketDir, 'jog.sock'));
     this.machineOps = new MachineOps(o.core, this.authority, m, this.binding, process.env[ANCHOR_DIR_ENV] || undefined, (g) => this.stopGrant(g));
     this.telemetry = new TelemetryEndpoints({
       core: o.core,
@@ -162,6 +167,8 @@ export class ControlService {
     await rm(this.publicLink, { force: true });
     await symlink(relative(dirname(this.publicLink), this.socketPath), this.publicLink);
     this.server = server;
+    if (this.o.jogSocket ?? true) await this.jog.start();
+    else this.jog.unavailable = 'jog.sock disabled (hil serve --jog-socket off)';
 
     if (this.o.testChannel) {
       await mkdir(dirname(this.testSocketPath), { recursive: true, mode: 0o700 });
@@ -175,6 +182,7 @@ export class ControlService {
 
   async stop(): Promise<void> {
     this.authority.close();
+    await this.jog.stop();
     for (const s of [this.server, this.testServer]) {
       if (!s) continue;
       s.closeAllConnections();
@@ -213,6 +221,12 @@ export class ControlService {
             if (e instanceof Refusal && !res.headersSent) return this.send(res, refusal(e, 'subscribe_events'));
             throw e;
           }
+        case 'GET /v1/jog/clock':
+          return this.send(res, { status: 200, body: { operation: 'jog_clock', data: this.jog.clock() } });
+        case 'GET /v1/jog':
+          return this.send(res, { status: 200, body: { operation: 'jog_status', data: this.jog.observation() } });
+        case 'GET /v1/jog/ingress':
+          return this.send(res, { status: 200, body: { operation: 'jog_ingress', data: this.jog.ingress() } });
         case 'GET /v1/telemetry':
           return await this.telemetry.poll(req, res, url);
         case 'GET /v1/telemetry/stream':
@@ -365,6 +379,12 @@ export class ControlService {
         return this.trajectories.start(r, g);
       case 'discard_trajectory':
         return this.trajectories.discard(r, g);
+      case 'begin_jog':
+        return this.jog.begin(r, g);
+      case 'end_jog':
+        return this.jog.end(r, g);
+      case 'jog':
+        return this.jog.legacy(r, g);
       default:
         // Unreachable while capabilities.ts SERVED lists only operations handled above: the envelope answers
         // capability_unimplemented for the others, as Describe reports them.
@@ -415,7 +435,8 @@ export class ControlService {
       link_profile: m.control.link_profile,
       max_grant_lease_ms: m.control.max_grant_lease_ns / 1_000_000n,
       max_jog_input_age_ns: m.control.max_jog_input_age_ns,
-      capabilities: CAPABILITIES.map(capabilityInfo),
+      // update_jog is served only while jog.sock is (the remote WebSocket lane is not in this build).
+      capabilities: CAPABILITIES.map((c) => (c.name === 'update_jog' && !this.jog.served ? { name: c.name, state: 'unimplemented', transport: 'none' } : capabilityInfo(c))),
       axes: m.axes.map((a) => ({
         id: a.id,
         position_unit: a.position_unit,

@@ -1,0 +1,360 @@
+// Jog in the control service (document 1 part 1 transports: jog.sock; part 2 Request jog fields,
+// Response native_jog_result; part 4 begin_jog, end_jog, jog, update_jog, GET /v1/jog/clock, GET /v1/jog,
+// GET /v1/jog/ingress). The service checks what the request itself says (clock incarnation, deadline
+// after origin, masks, the legacy velocity array and timeout), submits one native command, and maps the
+// native receipt to catalogue labels. jog.sock is a Unix datagram socket (unix-dgram, a native module:
+// node:dgram does UDP only) carrying `local_jog_update` frames; every frame is checked here, counted in
+// the ingress observation, and forwarded to the core only when it passes. Layout, reasons and labels:
+// docs/profile.md "Jog".
+
+import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { rm } from 'node:fs/promises';
+import type { CompiledMachine } from '../config/types.ts';
+import { NATIVE_REASON, type JogCmd, type JogStatus } from '../core/protocol.ts';
+import type { Authority, Grant, Reply } from './authority.ts';
+import { CoreUnavailable, type CoreLink, type NativeReply } from './core-link.ts';
+import { Refusal, refuse, type Request } from './envelope.ts';
+
+/** local_jog_update frame (little-endian; docs/profile.md "Jog"). */
+export const JOG_FRAME = {
+  magic: 0x474f4a4c, // bytes "LJOG"
+  version: 1,
+  headerBytes: 80,
+  maxBytes: 4096,
+  off: { magic: 0, version: 4, axisCount: 6, session: 8, generation: 40, jogGeneration: 48, sourceSequence: 56, captureHostNs: 64, reserved: 72, velocity: 80 },
+} as const;
+
+/** Jog reasons as numbers (JogObservation StateReason / ControlReason / UpdateReason, ingress refusals). Mirrors sims/core/jog.ts. */
+export const JOG_REASON_LABELS: Readonly<Record<number, string>> = {
+  0: 'none',
+  1: 'not_ready',
+  2: 'mode_conflict',
+  3: 'independent_jog_unavailable',
+  4: 'jog_clock_incarnation_mismatch',
+  5: 'control_session_stale',
+  6: 'jog_session_stale',
+  7: 'jog_expired',
+  8: 'jog_ramping',
+  9: 'jog_limited',
+  10: 'jog_ended',
+  11: 'jog_halted',
+  12: 'jog_stopped',
+  13: 'jog_clock_deadline_invalid',
+  14: 'jog_clock_input_stale',
+  15: 'outside_limits_outward',
+  16: 'jog_frame_out_of_order',
+  17: 'jog_frame_malformed',
+  18: 'jog_frame_oversize',
+  19: 'jog_frame_version',
+  20: 'jog_velocity_invalid',
+  21: 'jog_axis_outside_session',
+  22: 'jog_superseded',
+  23: 'jog_capture_before_origin',
+  24: 'jog_active',
+  25: 'jog_clock_input_future',
+};
+const R = Object.fromEntries(Object.entries(JOG_REASON_LABELS).map(([k, v]) => [v, Number(k)])) as Record<string, number>;
+
+/** Legacy jog timeout_ms bounds (document 1 part 8). */
+export const LEGACY_TIMEOUT_MS = { min: 1, max: 250 } as const;
+
+interface DgramSocket {
+  on(ev: 'message', f: (buf: Buffer) => void): void;
+  on(ev: 'error', f: (e: Error) => void): void;
+  bind(path: string): void;
+  close(): void;
+}
+interface UnixDgram {
+  createSocket(type: 'unix_dgram', listener?: (buf: Buffer) => void): DgramSocket;
+}
+
+/** Load unix-dgram (native); a missing or unbuilt module gives a clear message instead of a crash. */
+export function loadUnixDgram(name = 'unix-dgram'): { mod?: UnixDgram; error?: string } {
+  try {
+    return { mod: createRequire(import.meta.url)(name) as UnixDgram };
+  } catch (e) {
+    return { error: `JOG_SOCKET_MODULE_MISSING: ${name} could not be loaded (${(e as Error).message.split('\n')[0]}); run \`npm ci\` with a C++ toolchain so node-gyp can build it` };
+  }
+}
+
+const COMMON_NATIVE: Record<number, string> = {
+  [NATIVE_REASON.not_ready]: 'not_ready',
+  [NATIVE_REASON.mode_conflict]: 'mode_conflict',
+  [NATIVE_REASON.outside_limits_outward]: 'outside_limits_outward',
+  [NATIVE_REASON.pdo_mapping_mismatch]: 'pdo_mapping_mismatch',
+  [NATIVE_REASON.no_grant]: 'no_grant',
+  [NATIVE_REASON.wrong_generation]: 'wrong_generation',
+  [NATIVE_REASON.inhibited]: 'inhibited',
+  [NATIVE_REASON.invalid_axis_mask]: 'invalid_axis_mask',
+  [NATIVE_REASON.jog_session_stale]: 'jog_session_stale',
+};
+
+const hostNow = () => process.hrtime.bigint();
+
+export class JogOps {
+  /** The local jog clock's incarnation: host monotonic time as this service process reads it. */
+  readonly clockIncarnation = randomBytes(16).toString('hex');
+  private socket?: DgramSocket;
+  /** Why jog.sock is not served (empty while it is). */
+  unavailable = 'jog.sock not started';
+  private shuttingDown = false;
+  readonly counts = { received: 0n, accepted: 0n, refused: 0n };
+  readonly refusedBy = new Map<string, bigint>();
+  lastReason = 0;
+  lastAcceptedSequence = 0n;
+  /** Highest source sequence accepted for the jog generation `seqGeneration`. */
+  private seqGeneration = 0n;
+
+  constructor(
+    private readonly core: CoreLink,
+    private readonly authority: Authority,
+    private readonly machine: CompiledMachine,
+    readonly socketPath: string,
+  ) {
+    // A new core incarnation numbers its jog generations from 1 again: forget the old sequence order.
+    core.on('ready', () => {
+      this.seqGeneration = 0n;
+      this.lastAcceptedSequence = 0n;
+    });
+    core.on('core_event', (type: string, payload: Record<string, unknown>) => {
+      // A frame the core refused after the service forwarded it (generation raced, limit outward).
+      if (type === 'native_jog_update') {
+        this.counts.accepted--;
+        this.count(payload.reason as number);
+      }
+    });
+  }
+
+  private get n(): number {
+    return this.machine.axes.length;
+  }
+  private get all(): number {
+    return this.n >= 32 ? 0xffffffff : (1 << this.n) - 1;
+  }
+  get served(): boolean {
+    return this.socket !== undefined && !this.shuttingDown;
+  }
+
+  async start(): Promise<void> {
+    const { mod, error } = loadUnixDgram();
+    if (!mod) {
+      this.unavailable = error!;
+      process.stderr.write(`hil serve: jog.sock not served: ${error}\n`);
+      return;
+    }
+    await rm(this.socketPath, { force: true });
+    const s = mod.createSocket('unix_dgram', (buf) => this.onFrame(buf));
+    await new Promise<void>((resolve, reject) => {
+      s.on('error', (e) => reject(e));
+      (s as unknown as { once(ev: string, f: () => void): void }).once('listening', () => resolve());
+      s.bind(this.socketPath);
+    });
+    s.on('error', (e) => process.stderr.write(`jog.sock: ${e.message}\n`));
+    this.socket = s;
+    this.unavailable = '';
+  }
+
+  async stop(): Promise<void> {
+    this.shuttingDown = true;
+    this.unavailable = 'shutting down';
+    this.socket?.close();
+    this.socket = undefined;
+    await rm(this.socketPath, { force: true });
+  }
+
+  private count(reason: number): void {
+    const label = JOG_REASON_LABELS[reason] ?? `jog_reason_${reason}`;
+    this.counts.refused++;
+    this.refusedBy.set(label, (this.refusedBy.get(label) ?? 0n) + 1n);
+    this.lastReason = reason;
+  }
+
+  private jogStatus(): JogStatus | undefined {
+    return this.core.status?.jog;
+  }
+
+  // ---- jog.sock frames ----
+
+  /** Check one datagram; forward it to the core or count its refusal. Never throws. */
+  onFrame(buf: Buffer): void {
+    this.counts.received++;
+    const reason = this.checkFrame(buf);
+    if (reason !== 0) return this.count(reason);
+    this.counts.accepted++;
+  }
+
+  private checkFrame(buf: Buffer): number {
+    const F = JOG_FRAME;
+    // unix-dgram reads into a 64 KiB buffer and truncates silently: anything above 4096 bytes is oversize.
+    if (buf.length > F.maxBytes) return R.jog_frame_oversize!;
+    if (buf.length < 8 || buf.readUInt32LE(F.off.magic) !== F.magic) return R.jog_frame_malformed!;
+    if (buf.readUInt16LE(F.off.version) !== F.version) return R.jog_frame_version!;
+    const axes = buf.readUInt16LE(F.off.axisCount);
+    if (axes !== this.n || buf.length !== F.headerBytes + 8 * axes || buf.readBigUInt64LE(F.off.reserved) !== 0n) return R.jog_frame_malformed!;
+    const session = buf.subarray(F.off.session, F.off.session + 32).toString('hex');
+    const generation = buf.readBigUInt64LE(F.off.generation);
+    const jogGeneration = buf.readBigUInt64LE(F.off.jogGeneration);
+    const sequence = buf.readBigUInt64LE(F.off.sourceSequence);
+    const capture = buf.readBigUInt64LE(F.off.captureHostNs);
+    // The fence: the current grant, exactly its generation, not stopping, lease not expired.
+    this.authority.checkExpiry();
+    const g = this.authority.current;
+    if (!g || g.stopping || g.session !== session || g.generation !== generation) return R.control_session_stale!;
+    const j = this.jogStatus();
+    if (!j || !j.SessionOpen || j.Mode !== 1 || j.JogGeneration !== jogGeneration || jogGeneration === 0n) return R.jog_session_stale!;
+    if (this.seqGeneration !== jogGeneration) {
+      this.seqGeneration = jogGeneration;
+      this.lastAcceptedSequence = 0n;
+    }
+    if (sequence <= this.lastAcceptedSequence) return R.jog_frame_out_of_order!;
+    const now = hostNow();
+    if (capture > now) return R.jog_clock_input_future!;
+    const maxAge = this.machine.control.max_jog_input_age_ns;
+    if (capture + maxAge < now) return R.jog_clock_input_stale!;
+    if (capture < j.SourceOriginHostNs) return R.jog_capture_before_origin!;
+    const velocity: number[] = [];
+    for (let i = 0; i < axes; i++) {
+      const v = buf.readDoubleLE(F.off.velocity + 8 * i);
+      if (!Number.isFinite(v) || Math.abs(v) > this.machine.axes[i]!.max_velocity) return R.jog_velocity_invalid!;
+      if (v !== 0 && !((j.AxisMask >>> i) & 1)) return R.jog_axis_outside_session!;
+      velocity.push(v);
+    }
+    this.lastAcceptedSequence = sequence;
+    this.lastAccepted = { sequence, capture };
+    this.core.post({ t: 'jog_update', generation, jogGeneration, sequence, captureNs: capture, inputDeadlineNs: capture + maxAge, velocity });
+    return 0;
+  }
+  lastAccepted = { sequence: 0n, capture: 0n };
+
+  // ---- control operations ----
+
+  private async native(op: 'begin_jog' | 'end_jog' | 'jog', g: Grant, axisMask: number, jog?: JogCmd, handle?: bigint): Promise<NativeReply> {
+    try {
+      return await this.core.command(op, g.generation, axisMask, { ...(jog ? { jog } : {}), ...(handle !== undefined ? { handle } : {}) });
+    } catch (e) {
+      if (e instanceof CoreUnavailable) throw refuse('native_rejected', `no native receipt: ${e.message}`);
+      throw e;
+    }
+  }
+
+  /** A refusal carrying the jog lane's observation (Response native_jog_result). */
+  private jogRefusal(label: string, detail: string, controlReason: number, n?: NativeReply): Refusal {
+    return new Refusal(409, label, detail, undefined, {
+      ...(n ? { native_result: n.result } : {}),
+      native_jog_result: { ...this.observation(), ControlReason: controlReason },
+    });
+  }
+
+  private rejected(n: NativeReply): Refusal {
+    const label = COMMON_NATIVE[n.result.Reason] ?? 'native_rejected';
+    const reason = R[label] ?? (label === 'not_ready' ? R.not_ready! : 0);
+    return this.jogRefusal(label, n.detail ?? `native reason ${n.result.Reason}`, reason, n);
+  }
+
+  private checkMask(mask: number): void {
+    if (mask === 0 || (mask & ~this.all) !== 0) throw refuse('invalid_axis_mask', 'axis_mask must be a nonzero mask of configured axes');
+  }
+
+  async begin(r: Request, g: Grant): Promise<Reply> {
+    // The clock first: a producer stamping input in another clock must not get any further.
+    if (!r.clock_incarnation || r.clock_incarnation !== this.clockIncarnation) {
+      throw this.jogRefusal('jog_clock_incarnation_mismatch', 'clock_incarnation is empty or not the current GET /v1/jog/clock incarnation', R.jog_clock_incarnation_mismatch!);
+    }
+    if (!this.served) throw this.jogRefusal('independent_jog_unavailable', `no independent jog lane: ${this.unavailable}`, R.independent_jog_unavailable!);
+    const mask = r.axis_mask ?? 0;
+    this.checkMask(mask);
+    const origin = r.source_origin_host_ns!;
+    const deadline = r.deadline_host_ns!;
+    if (deadline <= origin) throw this.jogRefusal('jog_clock_deadline_invalid', 'deadline_host_ns must be after source_origin_host_ns', R.jog_clock_deadline_invalid!);
+    const now = hostNow();
+    if (origin > now) throw this.jogRefusal('jog_clock_input_future', 'source_origin_host_ns is in the future of the host monotonic clock', R.jog_clock_input_future!);
+    if (deadline <= now) throw this.jogRefusal('jog_clock_input_stale', 'deadline_host_ns has already passed', R.jog_clock_input_stale!);
+    // Never extended: the producer's deadline stands, shortened to the configured input age at most.
+    const bounded = origin + this.machine.control.max_jog_input_age_ns;
+    const n = await this.native('begin_jog', g, mask, { originNs: origin, deadlineNs: deadline < bounded ? deadline : bounded });
+    if (n.result.Result !== 0) throw this.rejected(n);
+    return { status: 200, body: { operation: 'begin_jog', handle: n.result.Handle } };
+  }
+
+  async end(r: Request, g: Grant): Promise<Reply> {
+    const jg = r.jog_generation ?? 0n;
+    const n = await this.native('end_jog', g, 0, undefined, jg);
+    if (n.result.Result !== 0) throw this.rejected(n);
+    return { status: 200, body: { operation: 'end_jog', handle: n.result.Handle } };
+  }
+
+  /** Legacy jog (test_only): axis_mask, velocity in described axis order, timeout_ms 1..250. */
+  async legacy(r: Request, g: Grant): Promise<Reply> {
+    const mask = r.axis_mask ?? 0;
+    const t = r.timeout_ms!;
+    if (!Number.isInteger(t) || t < LEGACY_TIMEOUT_MS.min || t > LEGACY_TIMEOUT_MS.max) throw refuse('invalid_request_envelope', `timeout_ms must be ${LEGACY_TIMEOUT_MS.min}..${LEGACY_TIMEOUT_MS.max}`);
+    const v = r.velocity!;
+    if (v.length !== this.n) throw refuse('invalid_request_envelope', `velocity has ${v.length} values for ${this.n} axes`);
+    this.checkMask(mask);
+    for (let i = 0; i < v.length; i++) {
+      if (!Number.isFinite(v[i]!)) throw refuse('invalid_request_envelope', `velocity[${i}] is not finite`);
+      if (Math.abs(v[i]!) > this.machine.axes[i]!.max_velocity) throw refuse('invalid_request_envelope', `velocity[${i}] exceeds max_velocity ${this.machine.axes[i]!.max_velocity}`);
+      if (v[i] !== 0 && !((mask >>> i) & 1)) throw refuse('invalid_axis_mask', `velocity[${i}] is nonzero but axis ${i} is not in axis_mask`);
+    }
+    const n = await this.native('jog', g, mask, { velocity: v, timeoutNs: BigInt(t) * 1_000_000n });
+    if (n.result.Result !== 0) throw this.rejected(n);
+    return { status: 200, body: { operation: 'jog', sequence: n.result.Sequence, handle: n.result.Handle } };
+  }
+
+  // ---- observations ----
+
+  clock(): Record<string, unknown> {
+    return {
+      incarnation: this.clockIncarnation,
+      clock: 'CLOCK_MONOTONIC',
+      now_host_ns: hostNow(),
+      resolution_ns: 1n,
+      max_input_age_ns: this.machine.control.max_jog_input_age_ns,
+      frame_version: JOG_FRAME.version,
+      max_frame_bytes: JOG_FRAME.maxBytes,
+      socket: this.served ? 'jog.sock' : '',
+    };
+  }
+
+  observation(): Record<string, unknown> {
+    const j = this.jogStatus();
+    return {
+      JogGeneration: j?.JogGeneration ?? 0n,
+      Mode: j?.Mode ?? 0,
+      SessionOpen: j?.SessionOpen ?? 0,
+      HasInput: j?.HasInput ?? 0,
+      Ramping: j?.Ramping ?? 0,
+      Active: j?.Active ?? 0,
+      AxisMask: j?.AxisMask ?? 0,
+      LimitedAxisMask: j?.LimitedAxisMask ?? 0,
+      SourceSequence: j?.SourceSequence ?? 0n,
+      SourceOriginHostNs: j?.SourceOriginHostNs ?? 0n,
+      DeadlineHostNs: j?.DeadlineHostNs ?? 0n,
+      InputDeadlineHostNs: j?.InputDeadlineHostNs ?? 0n,
+      NowHostNs: hostNow(),
+      StateReason: j?.StateReason ?? 0,
+      ControlReason: j?.ControlReason ?? 0,
+      UpdateReason: j?.UpdateReason ?? 0,
+      IndependentAvailable: this.served ? 1 : 0,
+      CommandedVelocity: j?.CommandedVelocity ?? new Array<number>(this.n).fill(0),
+      TargetVelocity: j?.TargetVelocity ?? new Array<number>(this.n).fill(0),
+    };
+  }
+
+  ingress(): Record<string, unknown> {
+    return {
+      served: this.served,
+      reason: this.unavailable,
+      socket: this.served ? 'jog.sock' : '',
+      max_frame_bytes: JOG_FRAME.maxBytes,
+      received: this.counts.received,
+      accepted: this.counts.accepted,
+      refused: this.counts.refused,
+      refused_by_reason: Object.fromEntries([...this.refusedBy].sort(([a], [b]) => (a < b ? -1 : 1))),
+      last_reason: this.lastReason,
+      last_accepted_sequence: this.lastAccepted.sequence,
+      last_accepted_capture_host_ns: this.lastAccepted.capture,
+    };
+  }
+}

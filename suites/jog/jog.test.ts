@@ -1,0 +1,575 @@
+// Jog (document 1 part 1 "Jog datagrams"; part 2 Request jog fields, Response native_jog_result, the
+// telemetry record's jog fields; part 3 "Jog session"; part 4 begin_jog, end_jog, jog, update_jog, halt,
+// GET /v1/jog/clock, GET /v1/jog, GET /v1/jog/ingress; part 6 jog events; part 7 jog reasons; part 8
+// limits). Jog is how a person moves the cell by hand, so every path that should stop motion is shown to
+// stop it, in telemetry. Anything time-dependent runs on a stack with the stepped clock: cycles run only
+// when the test asks, so ramps and arrest times are counted in cycles, never measured on the wall. Input
+// age and lease deadlines stay in host monotonic time (as on a rig), so producers keep their frames fresh
+// between steps the way a real pendant does. Frame layout and the numbers of the jog reasons are our
+// profile (docs/profile.md "Jog").
+
+import { statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { Cell, type Session } from '../../harness/clients/cell.ts';
+import type { BindingInput, ControlClient } from '../../harness/clients/control.ts';
+import { eventCursor, eventsSince, type CellEvent } from '../../harness/clients/events.ts';
+import { encodeJogFrame, hostNs, JogSender, readJog, readJogClock, readJogIngress, waitIngress, type JogFrame } from '../../harness/clients/jog.ts';
+import { readStatus } from '../../harness/clients/status.ts';
+import { latestSequence, readBatch } from '../../harness/clients/telemetry.ts';
+import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
+import { covers, describe, expect, profile, test, type VariantOf } from '../../harness/fixture.ts';
+import type { Target } from '../../harness/targets/types.ts';
+
+interface AxisD {
+  id: string;
+  min_position: number;
+  max_position: number;
+  max_velocity: number;
+  counts_per_unit: number;
+  sign: number;
+}
+interface Stack {
+  target: Target;
+  client: ControlClient;
+  cell: Cell;
+  axes: AxisD[];
+  cycleNs: bigint;
+  maxAgeNs: bigint;
+  sender: JogSender;
+  incarnation: string;
+  step(n: number): Promise<bigint>;
+  close(): Promise<void>;
+}
+
+const J1 = 0;
+const J3 = 2;
+
+async function steppedStack(variant: VariantOf): Promise<Stack> {
+  const target = await variant({ clock: 'stepped' });
+  const client = target.client();
+  const d = (await client.describe()).reply.data as unknown as { binding: BindingInput; axes: AxisD[]; clock: string; cycle_ns: bigint; max_jog_input_age_ns: bigint };
+  expect(d.clock).toBe('stepped');
+  const sender = new JogSender(target.address);
+  const clock = await readJogClock(client);
+  return {
+    target,
+    client,
+    cell: new Cell(client, d.binding),
+    axes: d.axes,
+    cycleNs: d.cycle_ns,
+    maxAgeNs: d.max_jog_input_age_ns,
+    sender,
+    incarnation: clock.incarnation as string,
+    step: (n) => target.step!(n),
+    close: async () => sender.close(), // the variant fixture closes the stack
+  };
+}
+
+async function withStack(variant: VariantOf, fn: (st: Stack) => Promise<void>): Promise<void> {
+  const st = await steppedStack(variant);
+  try {
+    await fn(st);
+    await st.cell.cleanup();
+  } finally {
+    await st.close();
+  }
+}
+
+/** Hold a grant (renewed in host time), enable every axis and arm (stepping the drives to enabled). */
+async function ready(st: Stack): Promise<Session> {
+  const s = await st.cell.hold({ requested_lease_ms: 10_000 });
+  const all = (1 << st.axes.length) - 1;
+  expect((await st.cell.fenced('enable', s, { axis_mask: all })).status).toBe(200);
+  const arm = st.cell.fenced('arm', s);
+  await st.step(20);
+  const a = await arm;
+  expect(a.status, a.reply.error).toBe(200);
+  return s;
+}
+
+function beginFields(st: Stack, mask: number, deadlineAfterNs = 200_000_000n) {
+  const origin = hostNs();
+  return { axis_mask: mask, source_origin_host_ns: origin, deadline_host_ns: origin + deadlineAfterNs, clock_incarnation: st.incarnation };
+}
+
+async function begin(st: Stack, s: Session, mask: number): Promise<bigint> {
+  const r = await st.cell.fenced('begin_jog', s, beginFields(st, mask));
+  expect(r.status, r.reply.error).toBe(200);
+  expect(r.reply.handle).toBeGreaterThan(0n);
+  return r.reply.handle!;
+}
+
+const velocities = (st: Stack, axis: number, v: number) => st.axes.map((_, i) => (i === axis ? v : 0));
+
+function frame(st: Stack, s: Session, jg: bigint, seq: bigint, v: number[], over: Partial<JogFrame> = {}): Buffer {
+  return encodeJogFrame({ session: s.session, generation: s.generation, jogGeneration: jg, sourceSequence: seq, captureHostNs: hostNs(), velocity: v, ...over });
+}
+
+/** Send one frame and wait until the ingress has counted it. */
+async function send(st: Stack, buf: Buffer): Promise<Record<string, unknown>> {
+  const before = (await readJogIngress(st.client)).received as bigint;
+  await st.sender.send(buf);
+  return waitIngress(st.client, before + 1n);
+}
+
+/** Every telemetry record after `after`. */
+async function recordsSince(client: ControlClient, after: bigint): Promise<CycleCaptureRecordV2[]> {
+  const out: CycleCaptureRecordV2[] = [];
+  let cursor = after;
+  for (;;) {
+    const b = await readBatch(client, cursor);
+    out.push(...b.records);
+    cursor = b.header.last_sequence;
+    if (b.header.record_count < 4096) return out;
+  }
+}
+
+const ofType = (events: CellEvent[], type: string) => events.filter((e) => e.type === type);
+const jogOf = (e: CellEvent) => e.jog as Record<string, unknown>;
+const cpu = (a: AxisD) => Number(a.counts_per_unit) * Number(a.sign);
+
+describe('observations', () => {
+  test(
+    'GET /v1/jog/clock, GET /v1/jog and GET /v1/jog/ingress answer without a session; jog.sock is a socket beside control.sock',
+    covers('endpoint:GET /v1/jog/clock', 'endpoint:GET /v1/jog', 'endpoint:GET /v1/jog/ingress', 'field:LocalJogClock.incarnation', 'field:JogObservation.StateReason', 'field:JogObservation.ControlReason', 'field:JogObservation.UpdateReason', 'rule:transport.jog_socket'),
+    async ({ client, target, description }) => {
+      const clock = await readJogClock(client);
+      expect(clock.incarnation).toMatch(/^[0-9a-f]{32}$/);
+      expect((await readJogClock(client)).incarnation).toBe(clock.incarnation); // stable while the service runs
+      const jog = await readJog(client);
+      for (const k of ['StateReason', 'ControlReason', 'UpdateReason']) expect(typeof jog[k] === 'bigint' || typeof jog[k] === 'number', k).toBe(true);
+      const ingress = await readJogIngress(client);
+      expect(ingress).toMatchObject({ served: true, max_frame_bytes: 4096n });
+      if (target.name === 'sim') expect(statSync(join(dirname(target.address), 'jog.sock')).isSocket()).toBe(true);
+      const caps = (description as unknown as { capabilities: Array<{ name: string; state: string; transport: string }> }).capabilities;
+      expect(caps.find((c) => c.name === 'update_jog')).toEqual({ name: 'update_jog', state: 'implemented', transport: 'datagram on jog.sock, or WebSocket on remote GET /v1/jog' });
+    },
+  );
+
+  test(
+    'LocalJogClock carries the host monotonic clock, the input age and the frame bounds; the ingress counts by reason',
+    profile('profile:jog.observations'),
+    async ({ client }) => {
+      const before = hostNs();
+      const c = await readJogClock(client);
+      const after = hostNs();
+      expect(c.clock).toBe('CLOCK_MONOTONIC');
+      expect(c.now_host_ns as bigint).toBeGreaterThanOrEqual(before);
+      expect(c.now_host_ns as bigint).toBeLessThanOrEqual(after);
+      expect(c).toMatchObject({ max_input_age_ns: 250_000_000n, frame_version: 1n, max_frame_bytes: 4096n, socket: 'jog.sock' });
+      const j = await readJog(client);
+      expect(Object.keys(j).sort()).toEqual(
+        ['Active', 'AxisMask', 'CommandedVelocity', 'ControlReason', 'DeadlineHostNs', 'HasInput', 'IndependentAvailable', 'InputDeadlineHostNs', 'JogGeneration', 'LimitedAxisMask', 'Mode', 'NowHostNs', 'Ramping', 'SessionOpen', 'SourceOriginHostNs', 'SourceSequence', 'StateReason', 'TargetVelocity', 'UpdateReason'].sort(),
+      );
+    },
+  );
+});
+
+describe('begin_jog, end_jog and the jog generation', () => {
+  test(
+    'begin_jog refusals: required fields, clock incarnation (empty or other), deadline not after origin, not armed',
+    covers('rule:op.begin_jog.required', 'reason:jog_clock_incarnation_mismatch', 'field:Response.native_jog_result', 'field:Request.clock_incarnation'),
+    async ({ cell }) => {
+      const s = await cell.hold();
+      const clock = await readJogClock(cell.client);
+      const origin = hostNs();
+      const ok = { axis_mask: 1, source_origin_host_ns: origin, deadline_host_ns: origin + 200_000_000n, clock_incarnation: clock.incarnation };
+      for (const k of Object.keys(ok)) {
+        const { [k]: _drop, ...rest } = ok as Record<string, unknown>;
+        const r = await cell.fenced('begin_jog', s, rest);
+        expect(r.status, k).toBe(409);
+        expect(r.label, k).toBe('invalid_request_envelope');
+      }
+      for (const inc of ['', '0'.repeat(32)]) {
+        const r = await cell.fenced('begin_jog', s, { ...ok, clock_incarnation: inc });
+        expect(r.status).toBe(409);
+        expect(r.label).toBe('jog_clock_incarnation_mismatch');
+        expect(r.reply.native_jog_result).toMatchObject({ ControlReason: 4n, SessionOpen: 0n });
+      }
+      const d = await cell.fenced('begin_jog', s, { ...ok, deadline_host_ns: origin });
+      expect([d.status, d.label]).toEqual([409, 'jog_clock_deadline_invalid']);
+      expect(d.reply.native_jog_result).toMatchObject({ ControlReason: 13n });
+      // every check passes but the core is not armed
+      const n = await cell.fenced('begin_jog', s, { ...ok, source_origin_host_ns: hostNs(), deadline_host_ns: hostNs() + 200_000_000n });
+      expect([n.status, n.label]).toEqual([409, 'not_ready']);
+      expect(n.reply.native_result).toMatchObject({ Result: 1, Reason: 2 });
+      expect(n.reply.native_jog_result).toMatchObject({ ControlReason: 1n });
+    },
+  );
+
+  test(
+    'begin_jog opens a new jog generation (handle), jog_begin; end_jog needs the exact current generation, jog_end',
+    covers('rule:jog_session.begin_opens_generation', 'rule:jog_session.end_closes', 'rule:op.end_jog.exact_generation', 'event:jog_begin', 'event:jog_end'),
+    async ({ variant }) => {
+      await withStack(variant, async (st) => {
+        const s = await ready(st);
+        const cursor = await eventCursor(st.client);
+        const jg = await begin(st, s, 1 << J1);
+        expect(jg).toBe(1n);
+        const obs = await readJog(st.client);
+        expect(obs).toMatchObject({ JogGeneration: 1n, SessionOpen: 1n, AxisMask: 1n, Mode: 1n });
+        await st.step(2);
+        const rec = (await recordsSince(st.client, (await latestSequence(st.client)) - 1n)).at(-1)!;
+        expect(rec).toMatchObject({ jog_generation: 1n, jog_session_open: 1, jog_axis_mask: 1, active_mode: 3 });
+        for (const bad of [0n, jg + 1n]) {
+          const r = await st.cell.fenced('end_jog', s, { jog_generation: bad });
+          expect([r.status, r.label]).toEqual([409, 'jog_session_stale']);
+          expect(r.reply.native_jog_result).toMatchObject({ SessionOpen: 1n, JogGeneration: 1n });
+        }
+        const e = await st.cell.fenced('end_jog', s, { jog_generation: jg });
+        expect([e.status, e.reply.handle]).toEqual([200, jg]);
+        const again = await st.cell.fenced('end_jog', s, { jog_generation: jg });
+        expect([again.status, again.label]).toEqual([409, 'jog_session_stale']);
+        const next = await begin(st, s, 1 << J1);
+        expect(next).toBe(2n); // a new generation, never a reused one
+        const ev = await eventsSince(st.client, cursor);
+        expect(ofType(ev, 'jog_begin').map((x) => jogOf(x).jog_generation)).toEqual([1n, 2n]);
+        expect(ofType(ev, 'jog_end').map((x) => [jogOf(x).jog_generation, jogOf(x).why])).toEqual([[1n, 'end_jog']]);
+      });
+    },
+  );
+
+  test('begin_jog while native Home runs on the axes: mode_conflict', covers('reason:mode_conflict'), async ({ variant }) => {
+    await withStack(variant, async (st) => {
+      const s = await st.cell.hold({ requested_lease_ms: 10_000 });
+      const home = st.cell.fenced('home', s, { axis_mask: 1 << J1 });
+      await st.step(2);
+      const r = await st.cell.fenced('begin_jog', s, beginFields(st, 1 << J1));
+      expect([r.status, r.label]).toEqual([409, 'mode_conflict']);
+      expect(r.reply.native_result).toMatchObject({ Result: 1, Reason: 3 });
+      expect(r.reply.native_jog_result).toMatchObject({ ControlReason: 2n, SessionOpen: 0n });
+      for (let k = 0; k < 200; k++) await st.step(1000);
+      await home;
+    });
+  });
+
+  test(
+    'without jog.sock there is no independent jog lane: independent_jog_unavailable; Describe marks update_jog unimplemented',
+    covers('reason:independent_jog_unavailable'),
+    async ({ variant }) => {
+      const target = await variant({ jogSocket: 'off' });
+      {
+        const client = target.client();
+        const d = (await client.describe()).reply.data as unknown as { binding: BindingInput; capabilities: Array<{ name: string; state: string; transport: string }> };
+        expect(d.capabilities.find((c) => c.name === 'update_jog')).toEqual({ name: 'update_jog', state: 'unimplemented', transport: 'none' });
+        expect(d.capabilities.find((c) => c.name === 'begin_jog')?.state).toBe('implemented');
+        const cell = new Cell(client, d.binding);
+        const s = await cell.hold();
+        const clock = await readJogClock(client);
+        const origin = hostNs();
+        const r = await cell.fenced('begin_jog', s, { axis_mask: 1, source_origin_host_ns: origin, deadline_host_ns: origin + 200_000_000n, clock_incarnation: clock.incarnation });
+        expect([r.status, r.label]).toEqual([409, 'independent_jog_unavailable']);
+        expect(r.reply.native_jog_result).toMatchObject({ ControlReason: 3n, IndependentAvailable: 0n });
+        expect(await readJogIngress(client)).toMatchObject({ served: false });
+        await cell.cleanup();
+      }
+    },
+  );
+});
+
+describe('jog.sock frames', () => {
+  test(
+    'an accepted frame ramps the axis at the jog acceleration; input 0 brings it to rest within jog.arrest_ns (telemetry)',
+    covers('rule:transport.jog_socket', 'event:jog_ramping', 'rule:jog_session.expiry_event'),
+    async ({ variant }) => {
+      await withStack(variant, async (st) => {
+        const s = await ready(st);
+        const jg = await begin(st, s, 1 << J1);
+        const a = st.axes[J1]!;
+        const cursor = await eventCursor(st.client);
+        const t0 = await latestSequence(st.client);
+        // 0.2 rad/s at 3 rad/s^2 takes 67 ms; the producer repeats its input every 30 cycles, as a pendant does
+        for (let k = 1n; k <= 4n; k++) {
+          const g = await send(st, frame(st, s, jg, k, velocities(st, J1, 0.2)));
+          expect(g).toMatchObject({ accepted: k, refused: 0n });
+          await st.step(30);
+        }
+        // then the input stops: zero velocity, still repeated
+        for (let k = 5n; k <= 9n; k++) {
+          await send(st, frame(st, s, jg, k, velocities(st, J1, 0)));
+          await st.step(50);
+        }
+        const recs = await recordsSince(st.client, t0);
+        const tv = recs.map((r) => r.ax[J1]!.target_velocity_counts_per_s / cpu(a));
+        // ramp: the first cycle moves at one acceleration step, and speed never grows faster than that
+        const dv = 3 * (Number(st.cycleNs) / 1e9);
+        expect(tv[0]).toBeCloseTo(dv, 3);
+        for (let k = 1; k < 120; k++) expect(Math.abs(tv[k]! - tv[k - 1]!)).toBeLessThanOrEqual(dv + 1e-3);
+        expect(tv[119]).toBeCloseTo(0.2, 3);
+        expect(recs[119]).toMatchObject({ jog_has_input: 1, jog_source_sequence: 4n, jog_session_open: 1, active_mode: 3 });
+        // from the cycle that applied input 0 (source sequence 5) the target is at rest within arrest_ns
+        const k2 = recs.findIndex((r) => r.jog_source_sequence >= 5n);
+        expect(k2).toBeGreaterThanOrEqual(120);
+        const rest = recs.findIndex((r, k) => k >= k2 && r.ax[J1]!.target_velocity_counts_per_s === 0);
+        const arrestCycles = Number(200_000_000n / st.cycleNs);
+        expect(rest - k2).toBeLessThanOrEqual(arrestCycles);
+        expect(recs[k2 + 1]!.jog_ramping).toBe(1);
+        // and the drive itself has come to rest within the arrest time (plus the plant's settling)
+        expect(Math.abs(recs.at(-1)!.ax[J1]!.velocity_actual_counts_per_s / cpu(a))).toBeLessThan(0.001);
+        const ev = await eventsSince(st.client, cursor);
+        expect(ofType(ev, 'jog_ramping')).toHaveLength(1);
+        expect(ofType(ev, 'jog_expired')).toHaveLength(0);
+      });
+    },
+  );
+
+  test(
+    'frames that are oversize, malformed, of another version, stale, out of order, for another grant or jog generation are refused, counted, and move nothing',
+    profile('profile:jog.frame_refusals'),
+    async ({ variant }) => {
+      await withStack(variant, async (st) => {
+        const s = await ready(st);
+        const jg = await begin(st, s, 1 << J1);
+        const v = velocities(st, J1, 0.1);
+        expect(await send(st, frame(st, s, jg, 5n, velocities(st, J1, 0)))).toMatchObject({ accepted: 1n });
+        // frames are built when sent (capture times stay fresh however slow the machine is)
+        const cases: Array<[string, () => Buffer]> = [
+          ['jog_frame_oversize', () => Buffer.concat([frame(st, s, jg, 6n, v), Buffer.alloc(4097 - frame(st, s, jg, 6n, v).length)])],
+          ['jog_frame_malformed', () => frame(st, s, jg, 6n, v).subarray(0, 79)],
+          ['jog_frame_malformed', () => frame(st, s, jg, 6n, v, { magic: 0x12345678 })],
+          ['jog_frame_malformed', () => frame(st, s, jg, 6n, v, { reserved: 1n })],
+          ['jog_frame_malformed', () => frame(st, s, jg, 6n, [...v, 0], {})],
+          ['jog_frame_version', () => frame(st, s, jg, 6n, v, { version: 2 })],
+          ['control_session_stale', () => frame(st, s, jg, 6n, v, { generation: s.generation + 1n })],
+          ['control_session_stale', () => frame(st, s, jg, 6n, v, { session: 'ab'.repeat(32) })],
+          ['jog_session_stale', () => frame(st, s, jg + 1n, 6n, v)],
+          ['jog_frame_out_of_order', () => frame(st, s, jg, 5n, v)],
+          ['jog_frame_out_of_order', () => frame(st, s, jg, 4n, v)],
+          ['jog_clock_input_stale', () => frame(st, s, jg, 6n, v, { captureHostNs: hostNs() - st.maxAgeNs - 1_000_000n })],
+          ['jog_clock_input_future', () => frame(st, s, jg, 6n, v, { captureHostNs: hostNs() + 10_000_000_000n })],
+          ['jog_velocity_invalid', () => frame(st, s, jg, 6n, velocities(st, J1, Number.NaN))],
+          ['jog_velocity_invalid', () => frame(st, s, jg, 6n, velocities(st, J1, Number(st.axes[J1]!.max_velocity) * 1.01))],
+          ['jog_axis_outside_session', () => frame(st, s, jg, 6n, velocities(st, 1, 0.1))],
+        ];
+        const expected: Record<string, bigint> = {};
+        for (const [label, make] of cases) {
+          const g = await send(st, make());
+          expected[label] = (expected[label] ?? 0n) + 1n;
+          expect(g.refused_by_reason, label).toEqual(expected);
+        }
+        const g = await readJogIngress(st.client);
+        expect(g).toMatchObject({ received: BigInt(cases.length + 1), accepted: 1n, refused: BigInt(cases.length), last_accepted_sequence: 5n });
+        // none of the refused frames (all asking J1 for 0.1 rad/s) moved anything; keep the input fresh first
+        expect(await send(st, frame(st, s, jg, 6n, velocities(st, J1, 0)))).toMatchObject({ accepted: 2n });
+        await st.step(50);
+        const j = await readJog(st.client);
+        expect(j).toMatchObject({ SourceSequence: 6n, SessionOpen: 1n });
+        expect((j.CommandedVelocity as unknown[]).map(Number)).toEqual(st.axes.map(() => 0));
+        expect((j.TargetVelocity as unknown[]).map(Number)).toEqual(st.axes.map(() => 0));
+        // the next in-order, fresh frame is accepted
+        expect(await send(st, frame(st, s, jg, 7n, v))).toMatchObject({ accepted: 3n });
+        // input captured before the session's origin (a new generation, so its origin is recent)
+        const f = beginFields(st, 1 << J1);
+        const b2 = await st.cell.fenced('begin_jog', s, f);
+        expect(b2.status, b2.reply.error).toBe(200);
+        const late = await send(st, frame(st, s, b2.reply.handle!, 1n, v, { captureHostNs: f.source_origin_host_ns - 1n }));
+        expect(late.refused_by_reason).toEqual({ ...expected, jog_capture_before_origin: 1n });
+      });
+    },
+  );
+
+  test(
+    'input expiry: host time past the input deadline emits jog_expired and jog_ramping, closes the session, and motion ramps to rest (telemetry)',
+    covers('event:jog_expired', 'event:jog_ramping', 'rule:jog_session.expiry_event', 'limit:lan_jog_input_age_ms'),
+    async ({ variant }) => {
+      await withStack(variant, async (st) => {
+        expect(st.maxAgeNs).toBe(250_000_000n);
+        const s = await ready(st);
+        // the session's origin 100 ms ago, its deadline 150 ms from now
+        const origin = hostNs() - 100_000_000n;
+        const b = await st.cell.fenced('begin_jog', s, { axis_mask: 1 << J1, source_origin_host_ns: origin, deadline_host_ns: origin + 250_000_000n, clock_incarnation: st.incarnation });
+        expect(b.status, b.reply.error).toBe(200);
+        const jg = b.reply.handle!;
+        const cursor = await eventCursor(st.client);
+        // captured 10 ms ago (after the origin): it expires 240 ms from now (input age 250 ms on the LAN profile)
+        await send(st, frame(st, s, jg, 1n, velocities(st, J1, 0.2), { captureHostNs: hostNs() - 10_000_000n }));
+        const t0 = await latestSequence(st.client);
+        await st.step(1); // the core takes the input at its next cycle
+        const j = await readJog(st.client);
+        const captured = (await readJogIngress(st.client)).last_accepted_capture_host_ns as bigint;
+        expect(String(j.InputDeadlineHostNs)).toBe(String(captured + 250_000_000n));
+        await st.step(99);
+        while (hostNs() <= (j.InputDeadlineHostNs as bigint) + 5_000_000n) await new Promise((r) => setTimeout(r, 10));
+        await st.step(300);
+        const ev = await eventsSince(st.client, cursor);
+        expect(ofType(ev, 'jog_expired')).toHaveLength(1);
+        const expired = jogOf(ofType(ev, 'jog_expired')[0]!);
+        expect(expired.jog_generation).toBe(jg);
+        // never early: the core saw host time past the input deadline
+        expect(String(expired.input_deadline_host_ns)).toBe(String(j.InputDeadlineHostNs));
+        expect((expired.host_ns as bigint) > (j.InputDeadlineHostNs as bigint)).toBe(true);
+        expect(ofType(ev, 'jog_ramping')).toHaveLength(1);
+        expect(ofType(ev, 'jog_end')).toHaveLength(0); // expiry is reported as jog_expired, not jog_end
+        const recs = await recordsSince(st.client, t0);
+        const k = recs.findIndex((r) => r.jog_session_open === 0);
+        expect(k).toBeGreaterThanOrEqual(1);
+        expect(recs[k - 1]).toMatchObject({ jog_session_open: 1, jog_has_input: 1 });
+        expect(recs[k]).toMatchObject({ jog_has_input: 0, jog_ramping: 1, jog_generation: jg });
+        const rest = recs.findIndex((r, i) => i >= k && r.ax[J1]!.target_velocity_counts_per_s === 0);
+        expect(rest - k).toBeLessThanOrEqual(Number(200_000_000n / st.cycleNs));
+        expect(await readJog(st.client)).toMatchObject({ SessionOpen: 0n, StateReason: 7n, Active: 0n });
+        // the expired generation takes no more input (jog_session_stale; control_session_stale if a renewal
+        // of the 500 ms lease came too late on a starved machine: refused either way)
+        const after = await send(st, frame(st, s, jg, 2n, velocities(st, J1, 0.2)));
+        expect(after).toMatchObject({ accepted: 1n, refused: 1n });
+        expect(['jog_session_stale', 'control_session_stale']).toContain(Object.keys(after.refused_by_reason as object)[0]);
+      });
+    },
+  );
+
+  test(
+    'position limit: the jog slows and stops inside min_position, jog_limited, accepted, no overshoot (telemetry)',
+    covers('event:jog_limited', 'rule:jog_session.limited_is_accepted'),
+    async ({ variant }) => {
+      await withStack(variant, async (st) => {
+        const s = await ready(st);
+        const a = st.axes[J3]!;
+        const jg = await begin(st, s, 1 << J3);
+        const cursor = await eventCursor(st.client);
+        const t0 = await latestSequence(st.client);
+        // -0.28 rad/s from 0 to -1.2 rad: about 4.3 s of cycles; fresh input every 50 cycles like a pendant
+        let seq = 0n;
+        for (let k = 0; k < 95; k++) {
+          await send(st, frame(st, s, jg, ++seq, velocities(st, J3, -0.28)));
+          await st.step(50);
+        }
+        const ev = await eventsSince(st.client, cursor);
+        expect(ofType(ev, 'jog_limited')).toHaveLength(1);
+        expect(jogOf(ofType(ev, 'jog_limited')[0]!)).toMatchObject({ jog_generation: jg, limited_axis_mask: 1n << BigInt(J3) });
+        expect(ofType(ev, 'fault_latched')).toHaveLength(0);
+        const recs = await recordsSince(st.client, t0);
+        // logical positions (counts through counts_per_unit and sign from Describe)
+        const lowest = Math.min(...recs.map((r) => r.ax[J3]!.position / cpu(a)));
+        const lowestTarget = Math.min(...recs.map((r) => r.ax[J3]!.target / cpu(a)));
+        expect(lowestTarget).toBeGreaterThanOrEqual(Number(a.min_position));
+        expect(lowest).toBeGreaterThanOrEqual(Number(a.min_position));
+        // it did get there: within a thousandth of a radian of the limit, at rest
+        expect(recs.at(-1)!.ax[J3]!.target / cpu(a)).toBeLessThan(Number(a.min_position) + 0.001);
+        expect(recs.at(-1)!.ax[J3]!.target_velocity_counts_per_s).toBe(0);
+        // accepted, not a failure: still armed, the session open, the input current
+        expect(recs.at(-1)).toMatchObject({ armed: 1, jog_session_open: 1, jog_has_input: 1, execution_fault_reasons: 0 });
+        expect(await readJog(st.client)).toMatchObject({ StateReason: 9n, LimitedAxisMask: 1n << BigInt(J3) });
+      });
+    },
+  );
+});
+
+describe('what stops a jog', () => {
+  test('halt ramps the jog to rest, retires the generation, keeps Enable and Arm', covers('rule:jog_session.halt_retires'), async ({ variant }) => {
+    await withStack(variant, async (st) => {
+      const s = await ready(st);
+      const jg = await begin(st, s, 1 << J1);
+      const cursor = await eventCursor(st.client);
+      await send(st, frame(st, s, jg, 1n, velocities(st, J1, 0.2)));
+      await st.step(50);
+      await send(st, frame(st, s, jg, 2n, velocities(st, J1, 0.2))); // fresh input when the halt arrives
+      const t0 = await latestSequence(st.client);
+      expect((await st.cell.fenced('halt', s)).status).toBe(200);
+      await st.step(250);
+      const recs = await recordsSince(st.client, t0);
+      expect(recs[0]!.ax[J1]!.target_velocity_counts_per_s).not.toBe(0); // decelerating, not a jump to hold
+      expect(recs.at(-1)!.ax[J1]!.target_velocity_counts_per_s).toBe(0);
+      expect(recs.at(-1)).toMatchObject({ armed: 1, jog_session_open: 0, active_mode: 0 });
+      const ev = await eventsSince(st.client, cursor);
+      expect(ofType(ev, 'jog_end').map((e) => jogOf(e).why)).toEqual(['halt']);
+      expect((await send(st, frame(st, s, jg, 3n, velocities(st, J1, 0.2)))).refused_by_reason).toEqual({ jog_session_stale: 1n });
+      const e = await st.cell.fenced('end_jog', s, { jog_generation: jg });
+      expect([e.status, e.label]).toEqual([409, 'jog_session_stale']);
+    });
+  });
+
+  test('stop during a jog: jog retired, drives disabled, every output OFF (telemetry)', covers('rule:jog_session.end_closes'), async ({ variant }) => {
+    await withStack(variant, async (st) => {
+      const s = await ready(st);
+      const jg = await begin(st, s, 1 << J1);
+      await send(st, frame(st, s, jg, 1n, velocities(st, J1, 0.2)));
+      await st.step(50);
+      const cursor = await eventCursor(st.client);
+      const t0 = await latestSequence(st.client);
+      await send(st, frame(st, s, jg, 2n, velocities(st, J1, 0.2))); // fresh input when the stop arrives
+      const stop = st.cell.fenced('stop', s);
+      await st.step(400);
+      expect((await stop).status).toBe(200);
+      const recs = await recordsSince(st.client, t0);
+      const last = recs.at(-1)!;
+      expect(last).toMatchObject({ armed: 0, axis_enable_mask: 0, io_output_word: 0, jog_session_open: 0, active_mode: 0 });
+      // moving when the stop arrived, at rest within the quick stop time (300 ms in the fixture) after it
+      const kStop = recs.findIndex((r) => r.armed === 0);
+      expect(kStop).toBeGreaterThanOrEqual(0);
+      expect(Math.abs(recs[Math.max(0, kStop - 1)]!.ax[J1]!.velocity_actual_counts_per_s)).toBeGreaterThan(0);
+      const still = recs.findIndex((r, k) => k >= kStop && r.ax[J1]!.velocity_actual_counts_per_s === 0);
+      expect(still).toBeGreaterThanOrEqual(kStop);
+      expect(still - kStop).toBeLessThanOrEqual(Number(300_000_000n / st.cycleNs));
+      expect(Math.abs(last.ax[J1]!.velocity_actual_counts_per_s)).toBe(0);
+      const ev = await eventsSince(st.client, cursor);
+      expect(ofType(ev, 'jog_end').map((e) => jogOf(e).jog_generation)).toEqual([jg]);
+      expect((await readStatus(st.client)).core!.io_output_word).toBe(0n);
+    });
+  });
+
+  test('lease lost during a jog: motion stops and the jog ends', covers('rule:jog_session.end_closes'), async ({ variant }) => {
+    await withStack(variant, async (st) => {
+      const cursor = await eventCursor(st.client);
+      const s0 = await st.cell.grant({ requested_lease_ms: 300 });
+      const all = (1 << st.axes.length) - 1;
+      await st.cell.fenced('enable', s0, { axis_mask: all });
+      const arm = st.cell.fenced('arm', s0);
+      await st.step(20);
+      expect((await arm).status).toBe(200);
+      const jg = await begin(st, s0, 1 << J1);
+      await send(st, frame(st, s0, jg, 1n, velocities(st, J1, 0.2)));
+      await st.step(50);
+      // no renewal: the lease (300 ms of host time) runs out while the producer keeps jogging
+      const deadline = s0.grant.deadline_host_ns;
+      let seq = 1n;
+      while (hostNs() <= deadline + 20_000_000n) {
+        await send(st, frame(st, s0, jg, ++seq, velocities(st, J1, 0.2)));
+        await st.step(10);
+      }
+      const t0 = await latestSequence(st.client);
+      await st.step(400);
+      const recs = await recordsSince(st.client, t0);
+      expect(recs.at(-1)).toMatchObject({ grant_active: 0, armed: 0, axis_enable_mask: 0, jog_session_open: 0 });
+      expect(recs.at(-1)!.ax[J1]!.velocity_actual_counts_per_s).toBe(0);
+      const ev = await eventsSince(st.client, cursor);
+      expect(ofType(ev, 'grant_expired')).toHaveLength(1);
+      expect(ofType(ev, 'jog_end').map((e) => jogOf(e).jog_generation)).toEqual([jg]);
+    });
+  });
+});
+
+describe('legacy jog (test_only)', () => {
+  test(
+    'jog needs axis_mask, velocity and timeout_ms 1..250: 0 and 251 refused, 1 and 250 admitted',
+    covers('rule:op.jog.required', 'limit:legacy_jog_timeout_ms', 'field:Request.velocity'),
+    async ({ variant }) => {
+      await withStack(variant, async (st) => {
+        const s = await ready(st);
+        const v = velocities(st, J1, 0.1);
+        const ok = { axis_mask: 1 << J1, velocity: v, timeout_ms: 100 };
+        for (const k of Object.keys(ok)) {
+          const { [k]: _drop, ...rest } = ok as Record<string, unknown>;
+          const r = await st.cell.fenced('jog', s, rest);
+          expect([r.status, r.label], k).toEqual([409, 'invalid_request_envelope']);
+        }
+        for (const t of [0, 251]) {
+          const r = await st.cell.fenced('jog', s, { ...ok, timeout_ms: t });
+          expect([r.status, r.label], String(t)).toEqual([409, 'invalid_request_envelope']);
+        }
+        const short = await st.cell.fenced('jog', s, { ...ok, velocity: v.slice(1) });
+        expect([short.status, short.label]).toEqual([409, 'invalid_request_envelope']);
+        for (const t of [1, 250]) {
+          const r = await st.cell.fenced('jog', s, { ...ok, timeout_ms: t });
+          expect(r.status, `${t}: ${r.reply.error}`).toBe(200);
+          expect(r.reply.sequence).toBeGreaterThan(0n);
+        }
+        expect(await readJog(st.client)).toMatchObject({ Mode: 2n, SessionOpen: 1n });
+        // an independent generation is never taken over by a legacy jog
+        const jg = await begin(st, s, 1 << J1);
+        const c = await st.cell.fenced('jog', s, ok);
+        expect([c.status, c.label]).toEqual([409, 'mode_conflict']);
+        expect((await st.cell.fenced('end_jog', s, { jog_generation: jg })).status).toBe(200);
+      });
+    },
+  );
+});
