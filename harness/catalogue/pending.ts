@@ -775,6 +775,12 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     ],
   ],
   [
+    "a reader-side rule (the reader refuses a batch whose layout digest differs): the harness's own oracle is unit-tested for it (harness/oracle/telemetry.test.ts); nothing a target does can make it fail, so no conformance test covers it (issue 7)",
+    [
+      "rule:telemetry.layout_digest_mismatch",
+    ],
+  ],
+  [
     "not served by this build of the reference stack, so Describe reports it unimplemented (issue 7 defect 6); the capability test claims the id once it answers on its documented transport",
     [
       "capability:jog",

@@ -492,8 +492,10 @@ export class Core implements AdmissionView {
     const h = this.homing.end();
     if (!h) return;
     this.lanes.release(this.homing, h.mask, this.image, detail);
-    // Home leaves the selected axes disabled (document 1 part 3 machine effects).
+    // Home leaves the selected axes disabled, after which enable and arm are needed again (document 1
+    // part 3 machine effects): the cell is disarmed too (docs/profile.md "Machine operations", home).
     this.enableMask &= ~h.mask;
+    this.armed = false;
     this.lanes.hold.unlatch(h.mask);
     if (ok) {
       this.homeValidMask |= h.mask;
