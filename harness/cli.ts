@@ -10,15 +10,13 @@ import { parseArgs } from 'node:util';
 import { HilReporter, exitCodeOf, type Expectation } from './report/reporter.ts';
 import { writeHtmlReport } from './report/html.ts';
 import { computeCoverage, familyCounts } from './catalogue/gate.ts';
-import { STACK_ENTRY } from './targets/sim.ts';
+import { CONFIG_ENTRY, STACK_ENTRY, TS_NODE_ARGS } from './targets/reference.ts';
 import { TARGETS } from './targets/index.ts';
 import { stringifyExact } from './oracle/json.ts';
 import './trace.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const REPORTS = join(ROOT, 'reports');
-/** The machine configuration compiler's entry point, started as a process, never imported (DESIGN.md rule 1). */
-const CONFIG_ENTRY = join(ROOT, 'sims', 'config', 'main.ts');
 
 class UsageError extends Error {}
 
@@ -176,7 +174,7 @@ function loadExpectations(target: string): Record<string, Expectation> {
 
 function serve(args: string[]): Promise<number> {
   // The stack is a separate process (DESIGN.md rule 1): the harness only starts it.
-  const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), STACK_ENTRY, ...args], { stdio: 'inherit' });
+  const child = spawn(process.execPath, [...TS_NODE_ARGS, STACK_ENTRY, ...args], { stdio: 'inherit' });
   const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
   process.on('SIGINT', forward('SIGINT'));
   process.on('SIGTERM', forward('SIGTERM'));
@@ -185,7 +183,7 @@ function serve(args: string[]): Promise<number> {
 
 function config(args: string[]): Promise<number> {
   // The compiler runs as its own process, like the stack in serve; its exit status is ours.
-  const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), CONFIG_ENTRY, ...args], { stdio: 'inherit' });
+  const child = spawn(process.execPath, [...TS_NODE_ARGS, CONFIG_ENTRY, ...args], { stdio: 'inherit' });
   return new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
 }
 

@@ -5,10 +5,11 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as allure from 'allure-js-commons';
 import { test as base } from 'vitest';
+import { HarnessError } from './errors.ts';
 import { Cell } from './clients/cell.ts';
 import type { ControlClient } from './clients/control.ts';
 import { stringifyExact } from './oracle/json.ts';
-import { openTarget, type Target } from './targets/index.ts';
+import { openTarget, variantsFromEnv, type Target, type VariantOptions } from './targets/index.ts';
 import './trace.ts';
 
 export { expect, describe } from 'vitest';
@@ -23,9 +24,16 @@ export interface Description {
 
 const RUN_DIR = process.env.HIL_RUN_DIR ?? join(process.cwd(), 'reports', '.run');
 
+/**
+ * A separately started system with the given options (harness/targets/variant.ts), closed at the end of
+ * the test. On a target that cannot provide it the test skips with the target's reason; malformed options
+ * are an error on every target.
+ */
+export type VariantOf = (options: VariantOptions) => Promise<Target>;
+
 export const test = base.extend<{
   $file: { target: Target; description: Description };
-  $test: { client: ControlClient; cell: Cell; traced: void };
+  $test: { client: ControlClient; cell: Cell; variant: VariantOf; traced: void };
 }>({
   target: [
     async ({}, use) => {
@@ -42,7 +50,7 @@ export const test = base.extend<{
     async ({ target }, use) => {
       const c = target.client();
       const r = await c.describe();
-      if (r.status !== 200) throw new Error(`describe answered ${r.status} ${r.reply.error}`);
+      if (r.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `describe answered ${r.status} ${r.reply.error}`, { detail: { status: r.status, label: r.label } });
       const d = r.reply.data as unknown as Description;
       recordTarget(target, d);
       await use(d);
@@ -61,6 +69,15 @@ export const test = base.extend<{
       await cell.cleanup();
     }
   },
+  // Independent of the file's `target`, so a file of variant tests starts no stack it does not use.
+  variant: async ({ skip }, use) => {
+    const opened: Target[] = [];
+    try {
+      await use((options) => openVariantOrSkip(variantsFromEnv(), options, skip, opened));
+    } finally {
+      for (const v of opened.reverse()) await v.close();
+    }
+  },
   traced: [
     async ({ task }, use) => {
       const meta = task.meta;
@@ -72,6 +89,24 @@ export const test = base.extend<{
     { auto: true },
   ],
 });
+
+/**
+ * The `variant` fixture's logic: validate (malformed options throw HIL_ERR_VARIANT_INVALID on every
+ * target), skip with the target's reason when it cannot provide the variant, otherwise start it and
+ * remember it for closing.
+ */
+export async function openVariantOrSkip(
+  variants: ReturnType<typeof variantsFromEnv>,
+  options: VariantOptions,
+  skip: (note: string) => never,
+  opened: Target[],
+): Promise<Target> {
+  const why = variants.cannotProvide(options);
+  if (why !== undefined) skip(why);
+  const v = await variants.open(options);
+  opened.push(v);
+  return v;
+}
 
 /** Leave a note of what the run was attached to, for run.json and the report. */
 function recordTarget(target: Target, d: Description): void {

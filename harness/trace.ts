@@ -6,6 +6,7 @@
 // and reach the reporters (run.json, Allure labels).
 
 import type { TestOptions } from 'vitest';
+import { HarnessError } from './errors.ts';
 
 declare module '@vitest/runner' {
   interface TaskMeta {
@@ -19,7 +20,7 @@ declare module '@vitest/runner' {
  * (`profile:...`) is a profile test whichever helper declared it.
  */
 export function covers(...ids: string[]): TestOptions {
-  if (ids.length === 0) throw new Error('covers() needs at least one catalogue id');
+  if (ids.length === 0) throw new HarnessError('HIL_ERR_TRACE', 'covers() needs at least one catalogue id');
   return { meta: { covers: ids, kind: ids.every((i) => i.startsWith('profile:')) ? 'profile' : 'contract' } };
 }
 
@@ -28,6 +29,6 @@ export function covers(...ids: string[]): TestOptions {
  * (docs/profile.md). Against an external target these are informative.
  */
 export function profile(...ids: string[]): TestOptions {
-  if (ids.length === 0) throw new Error('profile() needs at least one catalogue id');
+  if (ids.length === 0) throw new HarnessError('HIL_ERR_TRACE', 'profile() needs at least one catalogue id');
   return { meta: { covers: ids, kind: 'profile' } };
 }

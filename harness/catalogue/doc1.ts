@@ -13,6 +13,7 @@ import type {
   RuleEntry,
   TransitionEntry,
 } from './types.ts';
+import { HarnessError } from '../errors.ts';
 import { fieldEntries as buildFields, limitEntries, type FieldRow, type LimitRow } from './rows.ts';
 import { FORMAT_REASON_ROWS } from './doc2.ts';
 
@@ -268,7 +269,7 @@ const reasons: ReasonEntry[] = [
 // Every label an operation list names must be catalogued (loud failure at load).
 for (const [name, labels] of Object.entries(OPERATION_REASONS)) {
   for (const l of labels) {
-    if (!reasons.some((r) => r.label === l)) throw new Error(`catalogue doc1: operation ${name} names uncatalogued reason ${l}`);
+    if (!reasons.some((r) => r.label === l)) throw new HarnessError('HIL_ERR_CATALOGUE', `catalogue doc1: operation ${name} names uncatalogued reason ${l}`);
   }
 }
 
@@ -706,7 +707,7 @@ const SIZE: Readonly<Record<string, number>> = { u8: 1, i8: 1, u16: 2, i16: 2, u
 function sizeOf(type: string): number {
   const m = /^([a-z]\d+)(?:\[(\d+)\])?$/.exec(type);
   const base = m ? SIZE[m[1]!] : undefined;
-  if (!m || base === undefined) throw new Error(`catalogue doc1: bad layout type ${type}`);
+  if (!m || base === undefined) throw new HarnessError('HIL_ERR_CATALOGUE', `catalogue doc1: bad layout type ${type}`);
   return base * (m[2] ? Number(m[2]) : 1);
 }
 
@@ -721,7 +722,7 @@ function layout(struct: LayoutEntry['struct'], section: string, label: string, s
     .filter(Boolean)
     .map((item) => {
       const m = /^(\d+) (\S+) ([a-z0-9_]+)(?:: (.*))?$/.exec(item);
-      if (!m) throw new Error(`catalogue doc1: bad layout item "${item}"`);
+      if (!m) throw new HarnessError('HIL_ERR_CATALOGUE', `catalogue doc1: bad layout item "${item}"`);
       const offset = Number(m[1]);
       const type = m[2]!;
       const field = m[3]!;

@@ -1,11 +1,26 @@
 // The traceability gate: every catalogue item is covered by at least one test or pending with a reason;
 // every covered id exists; nothing is both covered and pending (so the pending list only shrinks).
 
-import type { CoverageEntry } from '../report/run-types.ts';
 import { catalogue } from './index.ts';
 import { pending } from './pending.ts';
 import { PROFILE } from './profile.ts';
 import type { CatalogueEntry } from './types.ts';
+
+/** One catalogue item's coverage in a run; run.json (harness/report/run-types.ts) carries these. */
+export interface CoverageEntry {
+  id: string;
+  family: string;
+  doc: number;
+  section: string;
+  title: string;
+  status: 'covered' | 'pending';
+  /** Full names of covering tests (when covered). */
+  tests: string[];
+  /** Outcome across covering tests in this run: all passed, some failed, all skipped, not run. */
+  outcome?: 'passed' | 'failed' | 'skipped' | 'not_run';
+  /** Pending reason (when pending). */
+  reason?: string;
+}
 
 export const TRACEABLE: readonly CatalogueEntry[] = [...catalogue, ...PROFILE];
 

@@ -11,6 +11,7 @@ import type {
   LimitEntry,
   ReasonEntry,
 } from './types.ts';
+import { HarnessError } from '../errors.ts';
 import { entries as doc1 } from './doc1.ts';
 import { entries as doc2 } from './doc2.ts';
 import { entries as doc3 } from './doc3.ts';
@@ -90,7 +91,7 @@ function build(all: readonly CatalogueEntry[]): ReadonlyMap<string, CatalogueEnt
     map.set(e.id, e);
   }
   if (errors.length > 0) {
-    throw new Error(`harness/catalogue is malformed (${errors.length} problems):\n  ${errors.join('\n  ')}`);
+    throw new HarnessError('HIL_ERR_CATALOGUE', `harness/catalogue is malformed (${errors.length} problems):\n  ${errors.join('\n  ')}`);
   }
   return map;
 }
@@ -101,7 +102,7 @@ export const byId: ReadonlyMap<string, CatalogueEntry> = build(catalogue);
 
 function lookup<F extends Family>(family: F, name: string): Extract<CatalogueEntry, { family: F }> {
   const e = byId.get(`${family}:${name}`);
-  if (!e || e.family !== family) throw new Error(`catalogue has no ${family}:${name}`);
+  if (!e || e.family !== family) throw new HarnessError('HIL_ERR_CATALOGUE', `catalogue has no ${family}:${name}`);
   return e as Extract<CatalogueEntry, { family: F }>;
 }
 

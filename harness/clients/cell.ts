@@ -2,6 +2,7 @@
 // stopped and released. On any unknown outcome it stops the grant and reconciles from status, as
 // document 1 part 4 asks of every client.
 
+import { HarnessError } from '../errors.ts';
 import { checkGrant, type CheckedReply, type Grant } from '../oracle/reply.ts';
 import { REQUEST_SCHEMA, type BindingInput, type ControlClient } from './control.ts';
 
@@ -37,7 +38,7 @@ export class Cell {
   /** acquire and insist on success. */
   async grant(fields: Record<string, unknown> = {}): Promise<Session> {
     const r = await this.acquire(fields);
-    if (r.status !== 200) throw new Error(`acquire refused: ${r.status} ${r.reply.error}`);
+    if (r.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `acquire refused: ${r.status} ${r.reply.error}`, { detail: { status: r.status, label: r.label } });
     const g = checkGrant(r.reply.data);
     return this.held.find((s) => s.session === g.session)!;
   }
@@ -48,7 +49,8 @@ export class Cell {
    */
   async hold(fields: Record<string, unknown> = {}): Promise<Session> {
     const s = await this.grant(fields);
-    const every = Math.max(20, Math.floor(s.grant.lease_ms / 3));
+    // A fifth of the lease: a renewal may be late by most of the lease on a loaded machine and still arrive.
+    const every = Math.max(20, Math.floor(s.grant.lease_ms / 5));
     const timer = setInterval(() => {
       this.fenced('renew', s).then(
         (r) => {

@@ -2,6 +2,7 @@
 // both ways, and every reply passed through the oracle's strict reply checks before a test sees it.
 
 import { Agent, request, type Dispatcher } from 'undici';
+import { asTransportError } from '../errors.ts';
 import { checkReply, type CheckedReply } from '../oracle/reply.ts';
 import { parseExact, stringifyExact, type JsonExact } from '../oracle/json.ts';
 
@@ -41,14 +42,18 @@ export class ControlClient {
     body?: string | Uint8Array,
     headers: Record<string, string> = {},
   ): Promise<RawReply> {
-    const res = await request(`http://localhost${path}`, {
-      method,
-      dispatcher: this.agent,
-      body,
-      headers: body !== undefined ? { 'content-type': 'application/json', ...headers } : headers,
-    });
-    const buf = new Uint8Array(await res.body.arrayBuffer());
-    return { status: res.statusCode, headers: res.headers, body: buf };
+    try {
+      const res = await request(`http://localhost${path}`, {
+        method,
+        dispatcher: this.agent,
+        body,
+        headers: body !== undefined ? { 'content-type': 'application/json', ...headers } : headers,
+      });
+      const buf = new Uint8Array(await res.body.arrayBuffer());
+      return { status: res.statusCode, headers: res.headers, body: buf };
+    } catch (e) {
+      throw asTransportError(e, `${method} ${path}`);
+    }
   }
 
   /** POST /v1/control with a request object (exact JSON) or literal bytes; the reply is strictly checked. */

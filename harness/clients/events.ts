@@ -2,6 +2,7 @@
 // GET /v1/events/stream?after=<sequence> (Server-Sent Events) with a small strict line parser.
 
 import { request } from 'undici';
+import { asTransportError, HarnessError } from '../errors.ts';
 import { isJsonObject, parseExact, type JsonExact } from '../oracle/json.ts';
 import { checkReply, type CheckedReply } from '../oracle/reply.ts';
 import { contentType, type ControlClient } from './control.ts';
@@ -24,9 +25,9 @@ export interface EventBatch {
 /** One poll; throws when the service refuses (callers asserting refusals use client.get directly). */
 export async function pollEvents(client: ControlClient, after: bigint): Promise<EventBatch> {
   const r = await client.get(`/v1/events?after=${after}`, 'subscribe_events');
-  if (r.status !== 200) throw new Error(`events poll refused: ${r.status} ${r.reply.error}`);
+  if (r.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `events poll refused: ${r.status} ${r.reply.error}`, { detail: { status: r.status, label: r.label } });
   const d = r.reply.data;
-  if (!isJsonObject(d) || !Array.isArray(d.events)) throw new Error('EventBatch without an events array');
+  if (!isJsonObject(d) || !Array.isArray(d.events)) throw new HarnessError('HIL_ERR_TARGET_MALFORMED', 'EventBatch without an events array');
   return d as unknown as EventBatch;
 }
 
@@ -139,7 +140,7 @@ export class SseParser {
   private line(line: string): SseMessage | undefined {
     if (line === '') {
       if (this.fieldsSeen === 0) return undefined;
-      if (this.data.length === 0) throw new Error('SSE message without a data line');
+      if (this.data.length === 0) throw new HarnessError('HIL_ERR_TARGET_MALFORMED', 'SSE message without a data line');
       const m: SseMessage = { id: this.id, event: this.event, data: this.data.join('\n') };
       this.id = undefined;
       this.event = undefined;
@@ -158,19 +159,19 @@ export class SseParser {
     this.fieldsSeen++;
     switch (field) {
       case 'id':
-        if (this.id !== undefined) throw new Error('SSE message with two id lines');
-        if (value.includes('\0')) throw new Error('SSE id contains NUL');
+        if (this.id !== undefined) throw new HarnessError('HIL_ERR_TARGET_MALFORMED', 'SSE message with two id lines');
+        if (value.includes('\0')) throw new HarnessError('HIL_ERR_TARGET_MALFORMED', 'SSE id contains NUL');
         this.id = value;
         return undefined;
       case 'event':
-        if (this.event !== undefined) throw new Error('SSE message with two event lines');
+        if (this.event !== undefined) throw new HarnessError('HIL_ERR_TARGET_MALFORMED', 'SSE message with two event lines');
         this.event = value;
         return undefined;
       case 'data':
         this.data.push(value);
         return undefined;
       default:
-        throw new Error(`SSE field ${JSON.stringify(field)} is not one the event stream sends`);
+        throw new HarnessError('HIL_ERR_TARGET_MALFORMED', `SSE field ${JSON.stringify(field)} is not one the event stream sends`);
     }
   }
 }
@@ -235,7 +236,7 @@ export async function readEventStream(
       out.ended = true;
       parser.finish();
     } catch (e) {
-      if (!ac.signal.aborted) throw e;
+      if (!ac.signal.aborted) throw asTransportError(e, 'GET /v1/events/stream');
     }
     return out;
   } finally {

@@ -1,6 +1,7 @@
 // ProcessStatus helpers (document 1 part 2 "Observation types"; field names beyond those documented
 // follow docs/profile.md "Describe and Status fields").
 
+import { HarnessError } from '../errors.ts';
 import type { ControlClient } from './control.ts';
 
 export interface AxisView {
@@ -34,7 +35,7 @@ export interface StatusView {
 
 export async function readStatus(client: ControlClient): Promise<StatusView> {
   const r = await client.status();
-  if (r.status !== 200) throw new Error(`status refused: ${r.status} ${r.reply.error}`);
+  if (r.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `status refused: ${r.status} ${r.reply.error}`, { detail: { status: r.status, label: r.label } });
   return r.reply.data as unknown as StatusView;
 }
 

@@ -4,6 +4,7 @@
 
 import { gunzipSync } from 'node:zlib';
 import { request } from 'undici';
+import { asTransportError, HarnessError } from '../errors.ts';
 import { checkReply, type CheckedReply } from '../oracle/reply.ts';
 import { BatchSplitter, checkBatchCursor, decodeBatch, decodeBatchHeader, type DecodeOptions, type TelemetryBatch, type TelemetryBatchHeaderV1 } from '../oracle/telemetry.ts';
 import { contentType, type ControlClient, type RawReply } from './control.ts';
@@ -38,7 +39,7 @@ export async function pollTelemetry(
 /** Poll and insist on a batch. */
 export async function readBatch(client: ControlClient, after: bigint, opts: { gzip?: boolean } = {}): Promise<TelemetryBatch> {
   const p = await pollTelemetry(client, after, opts);
-  if (!p.batch) throw new Error(`telemetry poll after=${after} refused: ${p.raw.status} ${p.refusal?.reply.error}`);
+  if (!p.batch) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `telemetry poll after=${after} refused: ${p.raw.status} ${p.refusal?.reply.error}`, { detail: { status: p.raw.status } });
   checkBatchCursor(p.batch.header, after);
   return p.batch;
 }
@@ -46,17 +47,33 @@ export async function readBatch(client: ControlClient, after: bigint, opts: { gz
 /** Poll and check only the header (cheap: no record is decoded). */
 export async function readHeader(client: ControlClient, after: bigint): Promise<{ header: TelemetryBatchHeaderV1; length: number }> {
   const raw = await client.raw('GET', `/v1/telemetry?after=${after}`);
-  if (raw.status !== 200) throw new Error(`telemetry poll after=${after} refused: ${raw.status} ${Buffer.from(raw.body).toString('utf8')}`);
+  if (raw.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `telemetry poll after=${after} refused: ${raw.status} ${Buffer.from(raw.body).toString('utf8')}`, { detail: { status: raw.status } });
   const header = decodeBatchHeader(raw.body);
   checkBatchCursor(header, after);
   return { header, length: raw.body.length };
 }
 
-/** The newest sequence the target had at the time of the call (last_sequence of a poll that is not full). */
+/**
+ * The newest sequence the target had at the time of the call (last_sequence of a poll that is not full).
+ * Reading the whole ring from `from` costs up to 22 MB per poll and stalls a small target for a while, so
+ * the walk starts from a hint when one is at hand: Status `core.cycle` (one capture record per cycle on
+ * the reference stack). A hint is only a starting cursor: one that turns out to be ahead of the ring
+ * falls back to `from`, so a target that numbers its records otherwise is still read correctly.
+ */
 export async function latestSequence(client: ControlClient, from = 0n): Promise<bigint> {
   let after = from;
+  const st = await client.status();
+  const cycle = (st.reply.data as { core?: { cycle?: unknown } } | undefined)?.core?.cycle;
+  if (typeof cycle === 'bigint' && cycle > from + 64n) after = cycle - 64n;
   for (;;) {
-    const { header } = await readHeader(client, after);
+    const raw = await client.raw('GET', `/v1/telemetry?after=${after}`);
+    if (raw.status === 409 && after !== from) {
+      after = from; // the hint was ahead of the ring: walk from the start
+      continue;
+    }
+    if (raw.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `telemetry poll after=${after} refused: ${raw.status} ${Buffer.from(raw.body).toString('utf8')}`);
+    const header = decodeBatchHeader(raw.body);
+    checkBatchCursor(header, after);
     if (header.record_count < 4096) return header.last_sequence;
     after = header.last_sequence;
   }
@@ -105,7 +122,7 @@ export async function readStream(
     out.ended = true;
     splitter.finish();
   } catch (e) {
-    if (!ac.signal.aborted) throw e;
+    if (!ac.signal.aborted) throw asTransportError(e, 'GET /v1/telemetry/stream');
   } finally {
     clearTimeout(timer);
   }

@@ -23,8 +23,20 @@ import type { JsonExact, JsonObject } from './json.ts';
 
 export const DENSE_SCHEMA = 'robot.v4.dense-joint-trajectory.v1';
 export const SAMPLE_ENCODING = 'f64-be-aos.v1';
-export const SAMPLE_BYTES = 153;
 export const DENSE_AXES = 9;
+
+/**
+ * One dense sample record, big-endian (document 2 "Dense sample"): the decoder and encoder read their
+ * offsets from this table, and harness/oracle/layout.test.ts holds it equal to the catalogue's rows.
+ */
+export const SAMPLE_FIELDS = [
+  { field: 't_s', offset: 0, size: 8, type: 'f64' },
+  { field: 'q_rad', offset: 8, size: 8 * DENSE_AXES, type: `f64[${DENSE_AXES}]` },
+  { field: 'qd_rad_s', offset: 80, size: 8 * DENSE_AXES, type: `f64[${DENSE_AXES}]` },
+  { field: 'flags', offset: 152, size: 1, type: 'u8' },
+] as const;
+const [AT_T, AT_Q, AT_QD, AT_FLAGS] = SAMPLE_FIELDS.map((f) => f.offset) as [number, number, number, number];
+export const SAMPLE_BYTES = SAMPLE_FIELDS.reduce((n, f) => n + f.size, 0); // 153
 export const MAX_DENSE_SAMPLES = 250_000;
 export const DENSE_KINDS = ['freespace', 'weld', 'dwell'] as const;
 export type DenseKind = (typeof DENSE_KINDS)[number];
@@ -345,12 +357,12 @@ export function decodeDense(bytes: Uint8Array, opts: DenseDecodeOptions = {}): D
     for (let i = 0; i < n; i++) {
       const at = i * SAMPLE_BYTES;
       const row = first + i;
-      T[row] = bv.getFloat64(at, false);
+      T[row] = bv.getFloat64(at + AT_T, false);
       for (let j = 0; j < DENSE_AXES; j++) {
-        Q[row * DENSE_AXES + j] = bv.getFloat64(at + 8 + 8 * j, false);
-        QD[row * DENSE_AXES + j] = bv.getFloat64(at + 80 + 8 * j, false);
+        Q[row * DENSE_AXES + j] = bv.getFloat64(at + AT_Q + 8 * j, false);
+        QD[row * DENSE_AXES + j] = bv.getFloat64(at + AT_QD + 8 * j, false);
       }
-      F[row] = bv.getUint8(at + 152);
+      F[row] = bv.getUint8(at + AT_FLAGS);
     }
     segments.push({
       index: k,
@@ -553,12 +565,12 @@ export function encodeBlock(cols: DenseColumns): Uint8Array {
   const dv = new DataView(block.buffer);
   for (let i = 0; i < n; i++) {
     const at = i * SAMPLE_BYTES;
-    dv.setFloat64(at, cols.t[i]!, false);
+    dv.setFloat64(at + AT_T, cols.t[i]!, false);
     for (let j = 0; j < DENSE_AXES; j++) {
-      dv.setFloat64(at + 8 + 8 * j, cols.q[i * DENSE_AXES + j]!, false);
-      dv.setFloat64(at + 80 + 8 * j, cols.qd[i * DENSE_AXES + j]!, false);
+      dv.setFloat64(at + AT_Q + 8 * j, cols.q[i * DENSE_AXES + j]!, false);
+      dv.setFloat64(at + AT_QD + 8 * j, cols.qd[i * DENSE_AXES + j]!, false);
     }
-    dv.setUint8(at + 152, cols.flags?.[i] ?? 0);
+    dv.setUint8(at + AT_FLAGS, cols.flags?.[i] ?? 0);
   }
   return block;
 }

@@ -1,18 +1,19 @@
 // The one error type of the oracle. Tests assert `code` (stable, snake_case), never `message`
-// (the undici/ws habit described in DESIGN.md).
+// (the undici/ws habit described in DESIGN.md). The oracle decodes only what the target sent, so an
+// OracleError is the target's fault: a HarnessError whose verdict is always `fail` (harness/errors.ts).
+
+import { HarnessError } from '../errors.ts';
 
 export type OracleDetail = Readonly<Record<string, string | number | bigint | boolean | undefined>>;
 
-export class OracleError extends Error {
-  override readonly name = 'OracleError';
-  readonly code: string;
+export class OracleError extends HarnessError {
+  override readonly name: string = 'OracleError';
   /** Structured evidence (segment, sample, axis, field, offset, both digests ...), never needed to match. */
-  readonly detail: OracleDetail;
+  declare readonly detail: OracleDetail;
 
   constructor(code: string, message: string, detail: OracleDetail = {}, options?: { cause?: unknown }) {
-    super(`${code}: ${message}`, options);
-    this.code = code;
-    this.detail = detail;
+    super('HIL_ERR_TARGET_MALFORMED', message, { cause: options?.cause, detail });
+    this.recode(code, message);
   }
 }
 

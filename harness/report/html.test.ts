@@ -2,7 +2,9 @@ import { test, expect } from 'vitest';
 import { mkdtemp, mkdir, readFile, writeFile, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { computeVerdict, ReportError, writeHtmlReport } from './html.ts';
+import { ReportError, writeHtmlReport } from './html.ts';
+import { exitCodeOf } from './reporter.ts';
+import { verdictOf } from './verdict.ts';
 import type { RunRecord } from './run-types.ts';
 
 const DIGESTS = {
@@ -165,12 +167,23 @@ test('a run.json with missing fields still renders, with warnings', async () => 
   expect(await readFile(p.outFile, 'utf8')).toContain('<div class="verdict-word">ERROR</div>');
 });
 
-test('verdict: ERROR when the harness broke, FAIL on a failure or a failed gate, PASS otherwise', () => {
-  const t = fixture().tests[1]!;
-  const ok = { ok: true, problems: [] };
-  expect(computeVerdict({ tests: [t], gate: ok }).verdict).toBe('PASS');
-  expect(computeVerdict({ tests: [t], gate: { ok: false, problems: ['x'] } }).verdict).toBe('FAIL');
-  expect(computeVerdict({ tests: [t, { ...t, state: 'failed' }], gate: ok }).verdict).toBe('FAIL');
-  expect(computeVerdict({ tests: [t, { ...t, state: 'errored' }, { ...t, state: 'failed' }], gate: ok }).verdict).toBe('ERROR');
-  expect(computeVerdict({ tests: [], gate: ok }).verdict).toBe('FAIL');
+test('the report states the same verdict as the exit status, with coverage on the first screen', async () => {
+  // Regression: an expected failure alone once rendered FAIL while hil exited 0.
+  const p = await setup({ allure: false });
+  const run = fixture();
+  run.tests = run.tests.filter((t) => t.state !== 'failed' || t.expected_failure);
+  run.tests = run.tests.filter((t) => t.state !== 'skipped');
+  run.gate = { ok: true, problems: [] };
+  run.coverage = run.coverage.map((c) => (c.outcome === 'failed' ? { ...c, outcome: 'passed' as const } : c));
+  await writeFile(p.runJson, JSON.stringify(run));
+  await writeHtmlReport({ runJson: p.runJson, allureDir: p.allureDir, outFile: p.outFile });
+  const html = await readFile(p.outFile, 'utf8');
+  expect(exitCodeOf(run)).toBe(0);
+  expect(verdictOf(run).verdict).toBe('PASS');
+  expect(html).toContain('<div class="verdict-word">PASS</div>');
+  // 2 of the 4 documented items have a passing test (io_arm's only test skipped, torch_on pending).
+  expect(html).toContain('<h1 class="headline">PASS — 2 of 4 documented items covered</h1>');
+  expect(html).toContain('<div class="cov-word">PARTIAL</div>');
+  expect(html).toContain('<title>Qualification report: PASS — 2 of 4 documented items covered on sim');
+  expect(html).toContain('1 expected failure listed in the target&#39;s expectation file');
 });

@@ -13,6 +13,8 @@ import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { CoverageEntry, RunRecord, RunTest, TestState } from './run-types.ts';
+import { countTests as verdictCounts, verdictOf, type RunVerdict } from './verdict.ts';
+import { HarnessError } from '../errors.ts';
 
 export const DEFAULT_RUN_JSON = 'reports/run.json';
 export const DEFAULT_ALLURE_DIR = 'reports/allure-results';
@@ -20,12 +22,13 @@ export const DEFAULT_HTML_OUT = 'reports/html/index.html';
 
 export type ReportErrorCode = 'HIL_REPORT_RUN_JSON_MISSING' | 'HIL_REPORT_RUN_JSON_UNREADABLE' | 'HIL_REPORT_WRITE_FAILED';
 
-export class ReportError extends Error {
-  readonly code: ReportErrorCode;
+/** A report that cannot be rendered: a harness-side error (harness/errors.ts) with its own stable code. */
+export class ReportError extends HarnessError {
+  override readonly name: string = 'ReportError';
+  declare readonly code: ReportErrorCode;
   constructor(code: ReportErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'ReportError';
-    this.code = code;
+    super('HIL_ERR_TOOL_FAILED', message, { cause: options?.cause });
+    this.recode(code, message);
   }
 }
 
@@ -38,7 +41,7 @@ export interface HtmlReportOptions {
   outFile?: string;
 }
 
-export type Verdict = 'PASS' | 'FAIL' | 'ERROR';
+export type { Verdict } from './verdict.ts';
 
 // Budgets that keep the page printable and small even when a run attaches large evidence.
 const TEXT_INLINE_MAX = 64 * 1024;
@@ -110,23 +113,7 @@ export async function writeHtmlReport(opts: HtmlReportOptions = {}): Promise<{ o
 }
 
 // ---------------------------------------------------------------------------------------------
-// Verdict (OpenHTF: ERROR means the harness broke, FAIL means the system under test failed)
-
-export function computeVerdict(run: Pick<RunRecord, 'tests' | 'gate'>): { verdict: Verdict; reasons: string[] } {
-  const c = countTests(run.tests);
-  const reasons: string[] = [];
-  if (c.errored > 0) reasons.push(`${c.errored} test${plural(c.errored)} errored (the harness or the target could not complete the test)`);
-  if (c.failed > 0) {
-    const exp = c.expectedFailures;
-    reasons.push(`${c.failed} test${plural(c.failed)} failed` + (exp > 0 ? ` (${exp} of them listed as expected failures for this target)` : ''));
-  }
-  if (!run.gate.ok) reasons.push(`traceability gate failed: ${run.gate.problems.length} problem${plural(run.gate.problems.length)}`);
-  if (c.total === 0) reasons.push('no test was recorded in run.json');
-  else if (c.passed === 0) reasons.push('no test passed');
-  if (c.errored > 0) return { verdict: 'ERROR', reasons };
-  if (reasons.length > 0) return { verdict: 'FAIL', reasons };
-  return { verdict: 'PASS', reasons: [] };
-}
+// Counts for display (the verdict itself comes from verdict.ts, shared with the CLI exit status)
 
 interface Counts {
   total: number;
@@ -262,7 +249,8 @@ function normalizeRun(raw: Record<string, unknown>, warnings: string[]): RunReco
     errored: num(sumRaw.errored, 'summary.errored'),
     duration_ms: num(sumRaw.duration_ms, 'summary.duration_ms'),
   };
-  const c = countTests(tests);
+  // The reporter's summary counts failures and errors the expectation file does not list, as verdict.ts does.
+  const c = verdictCounts(tests);
   if (isRecord(raw.summary)) {
     const diffs = (['passed', 'failed', 'skipped', 'errored'] as const).filter((k) => summary[k] !== c[k]).map((k) => `${k} ${summary[k]} vs ${c[k]}`);
     if (diffs.length) warnings.push(`run.json: summary counts disagree with the tests list (${diffs.join(', ')}); the report counts the tests list`);
@@ -648,10 +636,11 @@ async function preloadAttachments(ctx: RenderContext): Promise<void> {
 function renderReport(ctx: RenderContext): string {
   const { run } = ctx;
   const counts = countTests(run.tests);
-  const { verdict, reasons } = computeVerdict(run);
+  const v = verdictOf(run);
+  const verdict = v.verdict;
   // Sections render first so that warnings they add (Describe cross-checks) reach the notes section.
   const body = [
-    renderHeader(ctx, verdict, reasons, counts),
+    renderHeader(ctx, v, counts),
     renderEnvironment(ctx),
     renderSummary(ctx, counts),
     renderFailures(ctx),
@@ -660,7 +649,7 @@ function renderReport(ctx: RenderContext): string {
     renderGate(ctx),
   ];
   const notes = renderNotes(ctx);
-  const title = `Qualification report: ${verdict} on ${run.target.name} (${run.started_at || 'time not recorded'})`;
+  const title = `Qualification report: ${v.headline} on ${run.target.name} (${run.started_at || 'time not recorded'})`;
   return [
     '<!DOCTYPE html>',
     '<html lang="en"><head><meta charset="utf-8">',
@@ -695,35 +684,51 @@ function renderNav(): string {
   return `<nav class="noprint">${items.map(([id, label]) => `<a href="#${id}">${label}</a>`).join('')}</nav>`;
 }
 
-function renderHeader(ctx: RenderContext, verdict: Verdict, reasons: string[], counts: Counts): string {
+function renderHeader(ctx: RenderContext, v: RunVerdict, counts: Counts): string {
   const { run } = ctx;
+  const verdict = v.verdict;
   const start = Date.parse(run.started_at);
   const end = Date.parse(run.finished_at);
   const duration = Number.isFinite(start) && Number.isFinite(end) && end >= start ? end - start : run.summary.duration_ms;
   const verdictNote =
     verdict === 'PASS'
-      ? 'No test failed or errored and the traceability gate passed.'
+      ? 'Every test that ran passed or is a listed expected failure, none skipped without a reason, and the traceability gate passed. The verdict speaks only for the documented items counted under Completeness.'
       : verdict === 'ERROR'
-        ? 'The harness could not complete every test: results are incomplete, not a device failure verdict.'
-        : 'The system under test failed at least one check, or the run is incomplete.';
+        ? 'No test showed the target breaking a rule, but the harness or the environment broke: the run is incomplete and is not a verdict on the target.'
+        : 'The target did not do what the documents say in at least one test (see Failures).';
+  const cov = v.coverage;
   const kv: [string, string][] = [
     ['Command', `<code>${esc(run.command)}</code>`],
-    ['Target', `${esc(run.target.name)} · driver ${esc(run.target.driver)} · ${simText(run.target.simulated)}`],
     ['Started', esc(fmtTime(run.started_at))],
     ['Finished', esc(fmtTime(run.finished_at))],
     ['Duration', esc(fmtDuration(duration))],
-    ['Tests', `${counts.total} recorded, ${counts.passed} passed, ${counts.failed} failed, ${counts.errored} errored, ${counts.skipped} skipped`],
+    [
+      'Tests',
+      `${counts.total} recorded: ${counts.passed} passed, ${v.counts.failed} failed, ${v.counts.errored} errored, ${counts.skipped} skipped${
+        v.counts.expectedFailures ? `, ${v.counts.expectedFailures} expected failure${plural(v.counts.expectedFailures)}` : ''
+      }`,
+    ],
     ['Run record', `<code class="digest">sha256 ${esc(ctx.runJsonSha256)}</code>`],
   ];
+  const pct = cov.documented ? Math.floor((cov.verified / cov.documented) * 1000) / 10 : 0;
+  const gaps: string[] = [];
+  if (cov.pending) gaps.push(`${cov.pending} have no test in this run (harness/catalogue/pending.ts says why)`);
+  if (cov.failing) gaps.push(`${cov.failing} have a failing test`);
+  if (cov.unverified) gaps.push(`${cov.unverified} have tests that skipped or did not run`);
+  const coverage = `<div class="coverage-line"><div class="verdict-label">Completeness</div><div class="cov-word">${cov.complete ? 'COMPLETE' : 'PARTIAL'}</div>
+<div class="cov-words"><b>${cov.verified}</b> of <b>${cov.documented}</b> documented items covered by a passing test (${pct}%)</div>
+<div class="bar" role="img" aria-label="${pct}% of documented items covered"><i style="width:${pct}%"></i></div>
+<p>${cov.complete ? 'Every documented item is covered by a passing test.' : `Of the documented items, ${esc(gaps.join('; '))}.`} Our own decisions (docs/profile.md, counted apart): ${cov.profileVerified} of ${cov.profileTotal} verified.</p></div>`;
   return `<header id="top" class="head">
 <div class="head-main">
 <div class="eyebrow">Welding cell HIL · qualification report</div>
-<h1>${esc(run.target.name)} <span class="muted">/ ${esc(run.target.driver)}</span></h1>
+<h1 class="headline">${esc(v.headline)}</h1>
+<p class="sub">Target <b>${esc(run.target.name)}</b>, driver <b>${esc(run.target.driver)}</b>, ${simText(run.target.simulated)}</p>
 <dl class="kv">${kv.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join('')}</dl>
 </div>
 <div class="verdict v-${verdict.toLowerCase()}"><div class="verdict-label">Verdict</div><div class="verdict-word">${verdict}</div><p>${esc(verdictNote)}</p>${
-    reasons.length ? `<ul>${reasons.map((r) => `<li>${esc(r)}</li>`).join('')}</ul>` : ''
-  }</div>
+    v.reasons.length ? `<ul>${v.reasons.map((r) => `<li>${esc(r)}</li>`).join('')}</ul>` : ''
+  }${v.notes.length ? `<ul class="vnotes">${v.notes.map((r) => `<li>${esc(r)}</li>`).join('')}</ul>` : ''}${coverage}</div>
 </header>
 <section class="sign" aria-label="Signature">
 <h2>Review and signature</h2>
@@ -859,8 +864,9 @@ function renderSummary(ctx: RenderContext, c: Counts): string {
   const erroredUnexpected = c.errored - ctx.run.tests.filter((t) => t.state === 'errored' && t.expected_failure).length;
   const tiles: [string, number, string, string][] = [
     ['Passed', c.passed, 'pass', c.unexpectedPasses ? `${c.unexpectedPasses} unexpected` : ''],
-    ['Failed', c.failed, c.failed ? 'fail' : 'zero', c.failed && failedUnexpected !== c.failed ? `${c.failed - failedUnexpected} expected` : ''],
-    ['Errored', c.errored, c.errored ? 'error' : 'zero', c.errored && erroredUnexpected !== c.errored ? `${c.errored - erroredUnexpected} expected` : ''],
+    // Failed and errored count what the verdict counts: outcomes the expectation file does not list.
+    ['Failed', failedUnexpected, failedUnexpected ? 'fail' : 'zero', c.failed !== failedUnexpected ? `+${c.failed - failedUnexpected} expected` : ''],
+    ['Errored', erroredUnexpected, erroredUnexpected ? 'error' : 'zero', c.errored !== erroredUnexpected ? `+${c.errored - erroredUnexpected} expected` : ''],
     ['Skipped', c.skipped, 'skip', ''],
     ['Expected failures', c.expectedFailures, 'zero', ''],
     ['Unexpected passes', c.unexpectedPasses, c.unexpectedPasses ? 'warn' : 'zero', ''],
@@ -1277,6 +1283,11 @@ section{margin:0 0 34px}
 .verdict p{margin:6px 0 0;font-size:13px} .verdict ul{margin:8px 0 0;padding-left:18px;font-size:13px}
 .verdict-label{font-size:12px;text-transform:uppercase;letter-spacing:.1em;opacity:.85}
 .verdict-word{font-size:44px;font-weight:800;letter-spacing:.04em;line-height:1.1}
+.headline{font-size:24px;line-height:1.25;margin:4px 0 2px} .sub{margin:0 0 10px;font-size:14px}
+.cov-word{font-size:20px;font-weight:800;letter-spacing:.04em}
+.coverage-line{margin-top:12px;padding-top:10px;border-top:1px solid rgba(255,255,255,.45)}
+.cov-words{font-size:14px;margin:2px 0 6px}
+.bar{height:8px;border-radius:4px;background:rgba(255,255,255,.35);overflow:hidden}.bar i{display:block;height:100%;background:#fff}
 .v-pass{background:var(--pass)} .v-fail{background:var(--fail)} .v-error{background:var(--err)}
 .sign{border:1px solid var(--line);border-radius:8px;padding:14px 18px;background:#fff}
 .sign h2{border:0;margin:0 0 2px;padding:0;font-size:16px} .sign p{margin:0 0 10px;font-size:13px}
@@ -1287,6 +1298,7 @@ section{margin:0 0 34px}
 .sign-grid b{font-weight:normal;padding-top:8px}
 .sign-grid .wide{grid-column:2/4}
 .cols{display:grid;grid-template-columns:1fr 1fr;gap:28px}
+.cols>*,.head>*{min-width:0} .grid td{overflow-wrap:anywhere}
 table{border-collapse:collapse;width:100%}
 .kvt th{text-align:left;font-weight:500;color:var(--mut);width:190px;padding:5px 10px 5px 0;vertical-align:top;border-bottom:1px solid #eaeef2}
 .kvt td{padding:5px 0;border-bottom:1px solid #eaeef2;word-break:break-all}

@@ -1,7 +1,9 @@
 // The harness's vitest reporter: one readable progress line per file, a summary, the traceability gate,
 // reports/run.json for the HTML report, and a plain closing line "N passed, N failed, N skipped".
 // FAIL (the target did not do what the documents say) is kept apart from ERROR (the harness or the
-// environment broke), the OpenHTF habit. Writing outputs never aborts a run.
+// environment broke), the OpenHTF habit, by the class of the error (harness/errors.ts); the run's verdict
+// comes from harness/report/verdict.ts, the same function the exit status and the HTML report use.
+// Writing outputs never aborts a run.
 
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,6 +14,7 @@ import type { SerializedError } from 'vitest';
 import { computeCoverage } from '../catalogue/gate.ts';
 import { parseExact, stringifyExact } from '../oracle/json.ts';
 import type { RunRecord, RunTest } from './run-types.ts';
+import { closingLine, testStateOf, verdictOf } from './verdict.ts';
 import '../trace.ts';
 
 export interface Expectation {
@@ -51,16 +54,20 @@ export class HilReporter implements Reporter {
     let passed = 0;
     let failed = 0;
     let skipped = 0;
+    let errored = 0;
     for (const t of m.children.allTests()) {
-      const s = t.result().state;
+      const r = t.result();
+      const s = r.state === 'failed' ? testStateOf(r.state, r.errors ?? []) : r.state;
       if (s === 'passed') passed++;
       else if (s === 'failed') failed++;
+      else if (s === 'errored') errored++;
       else if (s === 'skipped') skipped++;
     }
-    const broken = m.state() === 'failed' && failed === 0;
-    const mark = failed || broken ? 'FAIL' : 'ok  ';
+    const broken = m.state() === 'failed' && failed + errored === 0;
+    const mark = failed ? 'FAIL' : errored || broken ? 'ERR ' : 'ok  ';
     const ms = Math.round(m.diagnostic().duration);
-    this.write(`${mark} ${m.relativeModuleId.padEnd(48)} ${passed} passed, ${failed} failed, ${skipped} skipped  ${ms} ms${broken ? '  (file errored)' : ''}\n`);
+    const err = errored ? `, ${errored} errored` : '';
+    this.write(`${mark} ${m.relativeModuleId.padEnd(48)} ${passed} passed, ${failed} failed${err}, ${skipped} skipped  ${ms} ms${broken ? '  (file errored)' : ''}\n`);
     if (broken) for (const e of m.errors()) this.write(`     ${firstLine(e.message)}\n`);
   }
 
@@ -141,12 +148,15 @@ export class HilReporter implements Reporter {
     const covers = meta.covers ?? [];
     const kind: RunTest['kind'] = t.project.name === 'unit' ? 'unit' : (meta.kind ?? 'contract');
     const fullName = t.fullName;
-    let state: RunTest['state'] = r.state === 'passed' ? 'passed' : r.state === 'failed' ? 'failed' : 'skipped';
+    const state = testStateOf(r.state, r.errors ?? []);
     const errors = r.state === 'failed' ? (r.errors ?? []).map((e) => firstLines(e.message, e.stack)) : undefined;
-    if (r.state === 'failed' && (r.errors ?? []).every((e) => isHarnessError(e))) state = 'errored';
     const out: RunTest = { file, project: t.project.name, name: t.name, fullName, state, duration_ms: Math.round(t.diagnostic()?.duration ?? 0), covers, kind };
     if (errors) out.errors = errors;
-    if (r.state === 'skipped') out.skip_reason = r.note ?? (t.options.mode === 'todo' ? 'todo' : 'skipped');
+    // A skip without a note stays without a reason: the verdict calls that out (never silently).
+    if (r.state === 'skipped') {
+      const reason = r.note ?? (t.options.mode === 'todo' ? 'todo' : undefined);
+      if (reason) out.skip_reason = reason;
+    }
     const exp = this.o.expectations?.[`${file} > ${fullName}`];
     if (exp) {
       if (state === 'failed' || state === 'errored') out.expected_failure = exp.reason;
@@ -178,12 +188,16 @@ export class HilReporter implements Reporter {
         for (const e of t.errors ?? []) w(`        ${firstLine(e)}\n`);
       }
     }
-    const expected = rec.tests.filter((t) => t.expected_failure).length;
-    const unexpected = rec.tests.filter((t) => t.unexpected_pass).length;
+    const silent = rec.tests.filter((t) => t.state === 'skipped' && !t.skip_reason);
+    if (silent.length) {
+      w('\nSkipped without a stated reason:\n');
+      for (const t of silent) w(`  SKIP  ${t.file} > ${t.fullName}\n`);
+    }
+    const v = verdictOf(rec);
     const covered = rec.coverage.filter((c) => c.status === 'covered').length;
     w(`\ntarget ${rec.target.name} (${rec.target.driver})  machine_sha256 ${rec.environment.machine_sha256 || '-'}\n`);
     w(`catalogue: ${covered} covered, ${rec.coverage.length - covered} pending of ${rec.coverage.length}\n`);
-    if (expected || unexpected) w(`expectations: ${expected} expected failures, ${unexpected} unexpected passes\n`);
+    for (const note of v.notes) w(`note: ${note}\n`);
     if (!rec.gate.ok) {
       w(`traceability gate FAILED (${rec.gate.problems.length} problems):\n`);
       for (const p of rec.gate.problems.slice(0, 40)) w(`  - ${p}\n`);
@@ -192,30 +206,22 @@ export class HilReporter implements Reporter {
       w('traceability gate ok\n');
     }
     w(`errors: ${s.errored} harness or environment errors\n`);
+    w(`verdict: ${v.headline}\n`);
+    w(`completeness: ${v.completeness}\n`);
+    for (const r of v.reasons) w(`  - ${r}\n`);
   }
 
   /** The plain closing line, printed by hil after vitest has closed so that it ends the output. */
   closingLine(): string {
     const rec = this.record;
     if (!rec) return 'total: 0 passed, 1 failed, 0 skipped';
-    const s = rec.summary;
-    const failed = s.failed + s.errored + (rec.gate.ok ? 0 : 1);
-    return `total: ${s.passed} passed, ${failed} failed, ${s.skipped} skipped`;
+    return closingLine(verdictOf(rec));
   }
 }
 
-/** Exit status of a finished run: 0 all passed (expected failures allowed), 1 otherwise. */
+/** Exit status of a finished run: the verdict's (0 exactly on PASS); 1 when no run record was made. */
 export function exitCodeOf(rec: RunRecord | undefined): number {
-  if (!rec) return 1;
-  return rec.summary.failed + rec.summary.errored === 0 && rec.gate.ok ? 0 : 1;
-}
-
-function isHarnessError(e: { name?: string; message?: string; code?: unknown }): boolean {
-  const name = e.name ?? '';
-  if (name === 'AssertionError' || name === 'OracleError' || name.startsWith('AssertionError')) return false;
-  if (typeof e.code === 'string' && e.code.startsWith('UND_ERR')) return false; // the target dropped us
-  if (typeof e.code === 'string' && e.code.startsWith('reply_')) return false; // oracle: malformed reply
-  return name === 'TargetError' || name === 'TypeError' || name === 'ReferenceError' || name === 'SyntaxError';
+  return rec ? verdictOf(rec).exitCode : 1;
 }
 
 function firstLine(s: string): string {

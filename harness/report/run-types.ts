@@ -1,6 +1,11 @@
 // The run record the harness writes to reports/run.json at the end of every run (hil run, npm test).
 // The HTML qualification report (hil report) is rendered from it plus reports/allure-results/.
 
+import type { CoverageEntry } from '../catalogue/gate.ts';
+
+/** A catalogue item's coverage in this run (defined beside the gate: the catalogue never imports the report). */
+export type { CoverageEntry };
+
 export type TestState = 'passed' | 'failed' | 'skipped' | 'errored';
 
 export interface RunTest {
@@ -25,21 +30,6 @@ export interface RunTest {
   expected_failure?: string;
   /** The expectation said fail but it passed. */
   unexpected_pass?: boolean;
-}
-
-export interface CoverageEntry {
-  id: string;
-  family: string;
-  doc: number;
-  section: string;
-  title: string;
-  status: 'covered' | 'pending';
-  /** Full names of covering tests (when covered). */
-  tests: string[];
-  /** Outcome across covering tests in this run: all passed, some failed, all skipped, not run. */
-  outcome?: 'passed' | 'failed' | 'skipped' | 'not_run';
-  /** Pending reason (when pending). */
-  reason?: string;
 }
 
 export interface RunRecord {

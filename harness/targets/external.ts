@@ -3,12 +3,15 @@
 
 import { access } from 'node:fs/promises';
 import { ControlClient } from '../clients/control.ts';
-import { TargetError, type Target, type TargetDescriptor, type TargetOptions } from './types.ts';
+import { HarnessError } from '../errors.ts';
+import type { Target, TargetDescriptor, TargetOptions } from './types.ts';
+import { describeVariant, parseVariant, type VariantOptions } from './variant.ts';
 
 class ExternalTarget implements Target {
   readonly name = 'external' as const;
   readonly driver = 'unknown';
   readonly abilities;
+  readonly publicAddress = undefined;
   private clients: ControlClient[] = [];
 
   constructor(
@@ -25,15 +28,23 @@ class ExternalTarget implements Target {
   }
 
   inject(): Promise<void> {
-    return Promise.reject(new TargetError('target_no_ability', 'the external target has no fault injection channel'));
+    return Promise.reject(new HarnessError('HIL_ERR_TARGET_NO_ABILITY', 'the external target has no fault injection channel'));
   }
 
   restartService(): Promise<void> {
-    return Promise.reject(new TargetError('target_no_ability', 'the external target cannot restart its service'));
+    return Promise.reject(new HarnessError('HIL_ERR_TARGET_NO_ABILITY', 'the external target cannot restart its service'));
   }
 
   restartCore(): Promise<void> {
-    return Promise.reject(new TargetError('target_no_ability', 'the external target cannot restart its core'));
+    return Promise.reject(new HarnessError('HIL_ERR_TARGET_NO_ABILITY', 'the external target cannot restart its core'));
+  }
+
+  cannotProvide(options: VariantOptions): string {
+    return cannotProvide(options);
+  }
+
+  variant(options: VariantOptions): Promise<Target> {
+    return unsupported(options);
   }
 
   diagnostics(): string {
@@ -45,17 +56,31 @@ class ExternalTarget implements Target {
   }
 }
 
+function cannotProvide(options: VariantOptions): string {
+  return `target external cannot provide a stack with ${describeVariant(options)}: it reaches a service someone else started`;
+}
+
+function unsupported(options: VariantOptions): Promise<Target> {
+  try {
+    return Promise.reject(new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', cannotProvide(parseVariant(options))));
+  } catch (e) {
+    return Promise.reject(e);
+  }
+}
+
 export const externalTarget: TargetDescriptor = {
   name: 'external',
   summary: "someone else's control service reached at a Unix socket path",
   options: { HIL_SOCKET: 'control socket path (required)', HIL_ALLOW_MOTION: '1 to allow tests that energise drives' },
   async open(o: TargetOptions): Promise<Target> {
-    if (!o.socket) throw new TargetError('target_option_missing', 'the external target needs --socket PATH (HIL_SOCKET)');
+    if (!o.socket) throw new HarnessError('HIL_ERR_TARGET_OPTION', 'the external target needs --socket PATH (HIL_SOCKET)');
     try {
       await access(o.socket);
     } catch {
-      throw new TargetError('target_start_failed', `no control socket at ${o.socket}`);
+      throw new HarnessError('HIL_ERR_TARGET_START', `no control socket at ${o.socket}`);
     }
     return new ExternalTarget(o.socket, o.allowMotion ?? false);
   },
+  cannotProvide,
+  openVariant: unsupported,
 };

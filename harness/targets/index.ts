@@ -2,14 +2,16 @@
 
 import { externalTarget } from './external.ts';
 import { simTarget } from './sim.ts';
-import { TargetError, type Target, type TargetDescriptor, type TargetName, type TargetOptions } from './types.ts';
+import { HarnessError } from '../errors.ts';
+import type { Target, TargetDescriptor, TargetName, TargetOptions, VariantOptions } from './types.ts';
+import { parseVariant } from './variant.ts';
 
 export const TARGETS: Readonly<Record<TargetName, TargetDescriptor>> = validate({ sim: simTarget, external: externalTarget });
 
 function validate<T extends Record<string, TargetDescriptor>>(all: T): T {
   for (const [key, d] of Object.entries(all)) {
-    if (d.name !== key) throw new Error(`target descriptor ${key} names itself ${d.name}`);
-    if (typeof d.open !== 'function' || !d.summary) throw new Error(`target descriptor ${key} is malformed`);
+    if (d.name !== key) throw new HarnessError('HIL_ERR_TARGET_DESCRIPTOR', `target descriptor ${key} names itself ${d.name}`);
+    if (typeof d.open !== 'function' || typeof d.openVariant !== 'function' || typeof d.cannotProvide !== 'function' || !d.summary) throw new HarnessError('HIL_ERR_TARGET_DESCRIPTOR', `target descriptor ${key} is malformed`);
   }
   return all;
 }
@@ -17,7 +19,7 @@ function validate<T extends Record<string, TargetDescriptor>>(all: T): T {
 /** Target options from the environment (set by `hil run` or by the user). */
 export function targetFromEnv(env: NodeJS.ProcessEnv = process.env): { name: TargetName; options: TargetOptions } {
   const name = (env.HIL_TARGET ?? 'sim') as TargetName;
-  if (!(name in TARGETS)) throw new TargetError('target_unknown', `unknown target ${name}; known: ${Object.keys(TARGETS).join(', ')}`);
+  if (!(name in TARGETS)) throw new HarnessError('HIL_ERR_TARGET_UNKNOWN', `unknown target ${name}; known: ${Object.keys(TARGETS).join(', ')}`);
   return {
     name,
     options: {
@@ -34,4 +36,15 @@ export async function openTarget(env: NodeJS.ProcessEnv = process.env): Promise<
   return TARGETS[name].open(options);
 }
 
-export type { Target } from './types.ts';
+/**
+ * The variants of the target the environment names, without opening that target: `cannotProvide` gives
+ * a skip reason or undefined; `open` validates and starts one (the caller closes it).
+ */
+export function variantsFromEnv(env: NodeJS.ProcessEnv = process.env): { cannotProvide(o: VariantOptions): string | undefined; open(o: VariantOptions): Promise<Target> } {
+  const { name, options } = targetFromEnv(env);
+  const d = TARGETS[name];
+  return { cannotProvide: (o) => d.cannotProvide(parseVariant(o)), open: (o) => d.openVariant(parseVariant(o), options) };
+}
+
+export type { Target, VariantOptions } from './types.ts';
+export { describeVariant, parseVariant } from './variant.ts';

@@ -2,6 +2,9 @@
 // (the wptrunner habit): its name, what it can do, the options it reads, and `open`.
 
 import type { ControlClient } from '../clients/control.ts';
+import type { VariantOptions } from './variant.ts';
+
+export type { VariantOptions } from './variant.ts';
 
 export type TargetName = 'sim' | 'external';
 
@@ -33,6 +36,8 @@ export interface Target {
   readonly driver: string;
   /** Where the control service answers (socket path). */
   readonly address: string;
+  /** The socket directory's public/control.sock when the target has one (reference stack layout). */
+  readonly publicAddress: string | undefined;
   readonly abilities: TargetAbilities;
   /** A fresh client on the control socket (closed by the target at close). */
   client(): ControlClient;
@@ -46,6 +51,18 @@ export interface Target {
   step?(cycles: number): Promise<bigint>;
   /** Restart the control service process (a new adapter incarnation); throws when the target cannot. */
   restartService(): Promise<void>;
+  /**
+   * Why this target cannot provide a variant with these options (a skip reason), or undefined when it can.
+   * Suites use the `variant` fixture, which validates the options, skips with this reason and closes the
+   * variant at the end of the test.
+   */
+  cannotProvide(options: VariantOptions): string | undefined;
+  /**
+   * A separately started system with these options (harness/targets/variant.ts), which the caller closes.
+   * Rejects with HIL_ERR_VARIANT_INVALID for malformed options and HIL_ERR_VARIANT_UNSUPPORTED when
+   * cannotProvide gives a reason.
+   */
+  variant(options: VariantOptions): Promise<Target>;
   /** Lines the target process wrote to stderr (diagnostics for the report). */
   diagnostics(): string;
   close(): Promise<void>;
@@ -57,13 +74,8 @@ export interface TargetDescriptor {
   /** Environment variables / options the target reads. */
   options: Record<string, string>;
   open(options: TargetOptions): Promise<Target>;
-}
-
-export class TargetError extends Error {
-  constructor(
-    readonly code: 'target_start_failed' | 'target_option_missing' | 'target_unknown' | 'target_no_ability',
-    message: string,
-  ) {
-    super(message);
-  }
+  /** Why this kind of target cannot provide the variant (a skip reason), or undefined. */
+  cannotProvide(variant: VariantOptions): string | undefined;
+  /** Start a variant without opening the file's target first (validated options). */
+  openVariant(variant: VariantOptions, options: TargetOptions): Promise<Target>;
 }

@@ -36,6 +36,12 @@ const RESET_PULSE_CYCLES = 3;
 const RESET_SETTLE_CYCLES = 30;
 /** Default bound an arm waits for the enabled axes to reach operation enabled (docs/profile.md). */
 export const ARM_SETTLE_NS = 500_000_000n;
+/**
+ * The core stops on its own this long after a lease deadline passes without a renewal reaching it. A
+ * renewal the service admitted just before the deadline is still on its way to the core (docs/profile.md
+ * "Native commands"); a stalled service extends a lease by at most this much.
+ */
+export const LEASE_GRACE_NS = 20_000_000n;
 /** Status is published on change and at least this often (core time in real time; wall otherwise). */
 const PUBLISH_EVERY_NS = 10_000_000n;
 
@@ -587,7 +593,7 @@ export class Core implements AdmissionView {
 
   /** The lease ran out in host time without a renewal reaching the core: it stops on its own. */
   private stepLease(): void {
-    if (!this.grant.active || this.hostNow() <= this.grant.deadlineNs) return;
+    if (!this.grant.active || this.hostNow() <= this.grant.deadlineNs + LEASE_GRACE_NS) return;
     this.grant = { ...this.grant, active: false };
     this.nativeGeneration++;
     this.safeState('lease expired');

@@ -242,10 +242,10 @@ test('the core enforces the lease on its own: past the deadline it stops the cel
   c.cmd('enable', ALL);
   c.stepUntil(() => c.core.status(c.core.now).enable_mask === ALL, 30);
   expect(c.reply(c.cmd('arm'))!.result.Result).toBe(0);
-  host = 5_500_000_000n; // at the deadline: still valid
+  host = 5_520_000_000n; // at the deadline plus the grace for a renewal in flight: still valid
   c.step();
   expect(c.core.armed).toBe(true);
-  host = 5_500_000_001n;
+  host = 5_520_000_001n;
   c.step();
   c.step();
   expect(c.core.armed).toBe(false);

@@ -8,7 +8,8 @@ import { digestClass, identityDigest, identityText, identityValue, parseIdentity
 import { parseExact, type JsonExact } from '../../harness/oracle/json.ts';
 import { afterAll, beforeAll } from 'vitest';
 import { covers, describe, expect, test } from '../../harness/fixture.ts';
-import { compileMany, hilConfig, isRefused, MACHINES, outcomes, readMachine, Workspace, writeJson, type Compiled, type JsonObj, type Outcome } from './compiler.ts';
+import { compileMany, hilConfig, isRefused, MACHINES, outcomes, type Compiled, type Outcome } from '../../harness/clients/config.ts';
+import { readMachine, Workspace, writeJson, type JsonObj } from './toolkit.ts';
 import { ROBOT_DESCRIPTION, ROBOT_DESCRIPTION_FILE, robotMachine } from './machines.ts';
 
 const FIXTURES = ['nine-axis', 'bench-two-axis'] as const;

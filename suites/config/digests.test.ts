@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { identityDigest } from '../../harness/oracle/identity.ts';
 import { covers, describe, expect, test } from '../../harness/fixture.ts';
-import { clone, compileMany, getAt, isRefused, RawNumber, readMachine, setAt, Workspace, writeJson, type Compiled, type JsonObj, type JsonValue, type Outcome } from './compiler.ts';
+import { compileMany, isRefused, type Compiled, type Outcome } from '../../harness/clients/config.ts';
+import { clone, getAt, RawNumber, readMachine, setAt, Workspace, writeJson, type JsonObj, type JsonValue } from './toolkit.ts';
 import { ROBOT_DESCRIPTION, ROBOT_DESCRIPTION_FILE, robotMachine } from './machines.ts';
 import { propertyRun } from '../../harness/property.ts';
 

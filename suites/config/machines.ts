@@ -2,7 +2,7 @@
 // with a robot block and robot-bound axes (document 3 part 2 "Axis forms", provenance), and helpers to
 // give every numeric robot fact its provenance sibling.
 
-import type { JsonObj, JsonValue } from './compiler.ts';
+import type { JsonObj, JsonValue } from './toolkit.ts';
 
 /** Bytes of the robot description file the robot machine pins (any bytes do; the compiler hashes them). */
 export const ROBOT_DESCRIPTION = '<robot name="arm-2">\n  <link name="base"/>\n</robot>\n';

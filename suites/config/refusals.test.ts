@@ -4,7 +4,8 @@
 
 import { afterAll, beforeAll } from 'vitest';
 import { covers, describe, expect, test } from '../../harness/fixture.ts';
-import { compileMany, edited, isRefused, RawNumber, readMachine, Workspace, writeJson, type JsonObj, type JsonValue, type Outcome } from './compiler.ts';
+import { compileMany, isRefused, type Outcome } from '../../harness/clients/config.ts';
+import { edited, RawNumber, readMachine, Workspace, writeJson, type JsonObj, type JsonValue } from './toolkit.ts';
 import { ROBOT_DESCRIPTION, ROBOT_DESCRIPTION_FILE, robotMachine } from './machines.ts';
 
 type Edits = Record<string, JsonValue | undefined>;

@@ -8,20 +8,21 @@ import { afterAll, beforeAll } from 'vitest';
 import { Cell, type Session } from '../../harness/clients/cell.ts';
 import type { BindingInput } from '../../harness/clients/control.ts';
 import { checkGrant, type CheckedReply } from '../../harness/oracle/reply.ts';
-import { simTarget } from '../../harness/targets/sim.ts';
-import type { Target } from '../../harness/targets/types.ts';
+import { variantsFromEnv, type Target, type VariantOptions } from '../../harness/targets/index.ts';
 import { covers, describe, expect, test } from '../../harness/fixture.ts';
-
-const onSim = (process.env.HIL_TARGET ?? 'sim') === 'sim';
 
 describe('fence during a stop drain (stepped clock)', () => {
   let target: Target;
+  let cannot: string | undefined;
   let cell: Cell;
   let axes = 0;
 
   beforeAll(async () => {
-    if (!onSim) return;
-    target = await simTarget.open({ serveArgs: ['--clock', 'stepped'] });
+    const options: VariantOptions = { clock: 'stepped' };
+    const variants = variantsFromEnv();
+    cannot = variants.cannotProvide(options);
+    if (cannot !== undefined) return;
+    target = await variants.open(options);
     const client = target.client();
     const d = (await client.describe()).reply.data as unknown as { binding: BindingInput; axes: unknown[] };
     cell = new Cell(client, d.binding);
@@ -53,7 +54,7 @@ describe('fence during a stop drain (stepped clock)', () => {
     'while a stop drains, renew and stop with the older generation are accepted (stopping true, current generation); a newer one is refused',
     covers('rule:fence.older_generation_renew_stop', 'rule:op.renew.lease_unchanged'),
     async ({ skip }) => {
-      skip(!onSim, 'needs a reference stack with the stepped clock to hold a stop drain open');
+      skip(cannot !== undefined, cannot ?? '');
       const { s, stop } = await stopping();
       const older = { session: s.session, generation: s.generation };
       const renew = await cell.fenced('renew', older);
@@ -79,7 +80,7 @@ describe('fence during a stop drain (stepped clock)', () => {
     'while a stop drains nothing that moves or drives outputs is admitted, and acquire is refused',
     covers('rule:grant.stopping_no_movement'),
     async ({ skip }) => {
-      skip(!onSim, 'needs a reference stack with the stepped clock to hold a stop drain open');
+      skip(cannot !== undefined, cannot ?? '');
       const { s, stop } = await stopping();
       const cur = { session: s.session, generation: s.generation + 1n };
       const all = (1 << axes) - 1;
@@ -112,7 +113,7 @@ describe('fence during a stop drain (stepped clock)', () => {
     'a stop retried with the same request_id after the drain revoked the grant replays its reply',
     covers('rule:idempotency.cache_dropped', 'rule:idempotency.join_or_replay'),
     async ({ skip }) => {
-      skip(!onSim, 'needs a reference stack with the stepped clock');
+      skip(cannot !== undefined, cannot ?? '');
       const s = await cell.grant({ requested_lease_ms: 10_000n });
       const first = cell.fenced('stop', s, { request_id: 'stop-once' });
       await target.step!(20);

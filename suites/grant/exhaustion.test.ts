@@ -1,37 +1,20 @@
 // application_generation_exhausted (document 1 part 4 acquire, part 7): the generation is a uint64 that
 // only increases, so an acquisition that would pass 2^64-1 is refused. Reaching the top needs a cell whose
-// counter starts near it: the reference stack has a start-up flag for that, other targets skip.
+// counter starts near it: a variant of the target; a target that cannot start one skips with its reason.
 
-import { afterAll, beforeAll } from 'vitest';
-import { ControlClient, REQUEST_SCHEMA } from '../../harness/clients/control.ts';
+import { REQUEST_SCHEMA } from '../../harness/clients/control.ts';
 import { checkGrant } from '../../harness/oracle/reply.ts';
-import { startStack, type StackProcess } from '../../harness/targets/sim.ts';
 import { covers, describe, expect, test } from '../../harness/fixture.ts';
 
 const MAX = (1n << 64n) - 1n;
-const onSim = (process.env.HIL_TARGET ?? 'sim') === 'sim';
 
 describe('generation exhaustion', () => {
-  let stack: StackProcess;
-  let client: ControlClient;
-  let binding: Record<string, unknown>;
-
-  beforeAll(async () => {
-    if (!onSim) return;
-    stack = await startStack(['--initial-generation', String(MAX - 1n)]);
-    client = new ControlClient(stack.ready.control);
-    binding = ((await client.describe()).reply.data as { binding: Record<string, unknown> }).binding;
-  });
-  afterAll(async () => {
-    await client?.close();
-    await stack?.stop();
-  });
-
   test(
     'the last generation 2^64-1 is granted exactly; the next acquire is refused with application_generation_exhausted',
     covers('reason:application_generation_exhausted', 'field:Grant.generation', 'rule:transport.exact_uint64'),
-    async ({ skip }) => {
-      skip(!onSim, 'needs the sim target: only it can start its generation counter near 2^64');
+    async ({ variant }) => {
+      const client = (await variant({ initialGeneration: MAX - 1n })).client();
+      const binding = ((await client.describe()).reply.data as { binding: Record<string, unknown> }).binding;
       const acquire = () => client.control({ schema: REQUEST_SCHEMA, operation: 'acquire', controller: 'exhaust', binding }, 'acquire');
       const r = await acquire();
       expect(r.status).toBe(200);
@@ -49,26 +32,12 @@ describe('generation exhaustion', () => {
 // last generation the counter cannot advance: the stopping grant keeps 2^64-1 (docs/profile.md "Grant
 // generation and stop"), the stop drains and authority is revoked.
 describe('stop at the last generation', () => {
-  let stack: StackProcess;
-  let client: ControlClient;
-  let binding: Record<string, unknown>;
-
-  beforeAll(async () => {
-    if (!onSim) return;
-    stack = await startStack(['--initial-generation', String(MAX - 1n)]);
-    client = new ControlClient(stack.ready.control);
-    binding = ((await client.describe()).reply.data as { binding: Record<string, unknown> }).binding;
-  });
-  afterAll(async () => {
-    await client?.close();
-    await stack?.stop();
-  });
-
   test(
     'stop of the grant holding generation 2^64-1 answers 200 stopping, inhibits (enable refused) and revokes',
     covers('transition:grant:owned->stopping:stop', 'profile:grant.stop_generation'),
-    async ({ skip }) => {
-      skip(!onSim, 'needs the sim target: only it can start its generation counter near 2^64');
+    async ({ variant }) => {
+      const client = (await variant({ initialGeneration: MAX - 1n })).client();
+      const binding = ((await client.describe()).reply.data as { binding: Record<string, unknown> }).binding;
       const r = await client.control({ schema: REQUEST_SCHEMA, operation: 'acquire', controller: 'last', binding, requested_lease_ms: 10_000n }, 'acquire');
       const g = checkGrant(r.reply.data);
       expect(g.generation).toBe(MAX);

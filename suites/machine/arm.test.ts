@@ -5,15 +5,14 @@
 
 import { Cell } from '../../harness/clients/cell.ts';
 import { readStatus } from '../../harness/clients/status.ts';
-import { describe, expect, profile, test } from '../../harness/fixture.ts';
-import { simTarget } from '../../harness/targets/sim.ts';
+import { describe, expect, profile, test, type VariantOf } from '../../harness/fixture.ts';
 import type { Target } from '../../harness/targets/types.ts';
 import type { BindingInput } from '../../harness/clients/control.ts';
 
 const CYCLE_NS = 1_000_000n; // cycle_ns of the nine-axis fixture
 
-async function steppedStack(settleMs: number): Promise<{ target: Target; cell: Cell; axes: number }> {
-  const target = await simTarget.open({ serveArgs: ['--clock', 'stepped', '--arm-settle-ms', String(settleMs)] });
+async function steppedStack(variant: VariantOf, settleMs: number): Promise<{ target: Target; cell: Cell; axes: number }> {
+  const target = await variant({ clock: 'stepped', armSettleMs: settleMs });
   const client = target.client();
   const d = (await client.describe()).reply.data as unknown as { binding: BindingInput; axes: unknown[]; clock?: string };
   expect(d.clock).toBe('stepped');
@@ -21,46 +20,36 @@ async function steppedStack(settleMs: number): Promise<{ target: Target; cell: C
 }
 
 describe('arm right after enable', () => {
-  test('arm sent right after enable answers 200 once the drives reach operation enabled', profile('profile:machine.arm_settle'), async ({ target: fileTarget, skip }) => {
-    skip(fileTarget.name !== 'sim', 'needs a reference stack started with the stepped clock');
-    const { target, cell, axes } = await steppedStack(500);
-    try {
-      const s = await cell.grant({ requested_lease_ms: 10_000 });
-      const all = (1 << axes) - 1;
-      expect((await cell.fenced('enable', s, { axis_mask: all })).status).toBe(200);
-      // No cycle has run since enable: every drive is still switched off.
-      expect(Number((await readStatus(cell.client)).core!.axis_enable_mask)).toBe(0);
-      const arm = cell.fenced('arm', s);
-      const t0 = await target.step!(1);
-      let now = t0;
-      for (let k = 0; k < 10; k++) now = await target.step!(1); // CiA 402 needs three transitions
-      const r = await arm;
-      expect(r.status, r.reply.error).toBe(200);
-      expect(r.reply.sequence).toBeGreaterThan(0n);
-      expect((await readStatus(cell.client)).core!.armed).toBe(1n);
-      expect(now - t0).toBe(10n * CYCLE_NS);
-      await cell.cleanup();
-    } finally {
-      await target.close();
-    }
+  test('arm sent right after enable answers 200 once the drives reach operation enabled', profile('profile:machine.arm_settle'), async ({ variant }) => {
+    const { target, cell, axes } = await steppedStack(variant, 500);
+    const s = await cell.grant({ requested_lease_ms: 10_000 });
+    const all = (1 << axes) - 1;
+    expect((await cell.fenced('enable', s, { axis_mask: all })).status).toBe(200);
+    // No cycle has run since enable: every drive is still switched off.
+    expect(Number((await readStatus(cell.client)).core!.axis_enable_mask)).toBe(0);
+    const arm = cell.fenced('arm', s);
+    const t0 = await target.step!(1);
+    let now = t0;
+    for (let k = 0; k < 10; k++) now = await target.step!(1); // CiA 402 needs three transitions
+    const r = await arm;
+    expect(r.status, r.reply.error).toBe(200);
+    expect(r.reply.sequence).toBeGreaterThan(0n);
+    expect((await readStatus(cell.client)).core!.armed).toBe(1n);
+    expect(now - t0).toBe(10n * CYCLE_NS);
+    await cell.cleanup();
   });
 
-  test('with a settle bound of 0 the same arm is refused not_ready on the next cycle', profile('profile:machine.arm_settle'), async ({ target: fileTarget, skip }) => {
-    skip(fileTarget.name !== 'sim', 'needs a reference stack started with the stepped clock');
-    const { target, cell, axes } = await steppedStack(0);
-    try {
-      const s = await cell.grant({ requested_lease_ms: 10_000 });
-      expect((await cell.fenced('enable', s, { axis_mask: (1 << axes) - 1 })).status).toBe(200);
-      const arm = cell.fenced('arm', s);
-      await target.step!(1);
-      const r = await arm;
-      expect(r.status).toBe(409);
-      expect(r.label).toBe('not_ready');
-      expect(r.reply.native_result).toMatchObject({ Result: 1, Reason: 2 });
-      expect((await readStatus(cell.client)).core!.armed).toBe(0n);
-      await cell.cleanup();
-    } finally {
-      await target.close();
-    }
+  test('with a settle bound of 0 the same arm is refused not_ready on the next cycle', profile('profile:machine.arm_settle'), async ({ variant }) => {
+    const { target, cell, axes } = await steppedStack(variant, 0);
+    const s = await cell.grant({ requested_lease_ms: 10_000 });
+    expect((await cell.fenced('enable', s, { axis_mask: (1 << axes) - 1 })).status).toBe(200);
+    const arm = cell.fenced('arm', s);
+    await target.step!(1);
+    const r = await arm;
+    expect(r.status).toBe(409);
+    expect(r.label).toBe('not_ready');
+    expect(r.reply.native_result).toMatchObject({ Result: 1, Reason: 2 });
+    expect((await readStatus(cell.client)).core!.armed).toBe(0n);
+    await cell.cleanup();
   });
 });

@@ -6,8 +6,8 @@ import { afterAll, beforeAll } from 'vitest';
 import { eventCursor, eventsSince } from '../../harness/clients/events.ts';
 import { readStatus, waitStatus } from '../../harness/clients/status.ts';
 import { Cell } from '../../harness/clients/cell.ts';
-import { ControlClient, type BindingInput } from '../../harness/clients/control.ts';
-import { startStack, type StackProcess } from '../../harness/targets/sim.ts';
+import type { BindingInput } from '../../harness/clients/control.ts';
+import { variantsFromEnv, type Target, type VariantOptions } from '../../harness/targets/index.ts';
 import { covers, describe, expect, needsFaults, test } from '../../harness/fixture.ts';
 
 interface Recovery {
@@ -18,7 +18,6 @@ interface Recovery {
   outcomes: Array<{ bit: bigint; outcome: string }>;
 }
 
-const onSim = (process.env.HIL_TARGET ?? 'sim') === 'sim';
 
 describe('reset_fault and recovery_status', () => {
   test('reset_fault with axis_mask outside the configured group is refused with invalid_axis_mask and keeps the session', covers('reason:invalid_axis_mask', 'rule:op.reset_fault.precondition'), async ({ cell, description }) => {
@@ -106,26 +105,29 @@ describe('reset_fault and recovery_status', () => {
 
 // A cell whose only output is a torch and whose first axis has no native Home (fixtures/machines/torch-only.json).
 describe('torch-only cell without native Home on R1', () => {
-  let stack: StackProcess;
+  let stack: Target | undefined;
+  let cannot: string | undefined;
   let cell: Cell;
   let description: { axes: Array<{ id: string; native_home: boolean }>; io: { outputs: Array<{ name: string; torch: boolean }> } | null };
 
   beforeAll(async () => {
-    if (!onSim) return;
-    stack = await startStack(['--machine', 'fixtures/machines/torch-only.json']);
-    const client = new ControlClient(stack.ready.control);
+    const options: VariantOptions = { machine: 'torch-only' };
+    const variants = variantsFromEnv();
+    cannot = variants.cannotProvide(options);
+    if (cannot !== undefined) return;
+    stack = await variants.open(options);
+    const client = stack.client();
     const d = (await client.describe()).reply.data as unknown as typeof description & { binding: BindingInput };
     description = d;
     cell = new Cell(client, d.binding);
   });
   afterAll(async () => {
     await cell?.cleanup();
-    await cell?.client.close();
-    await stack?.stop();
+    await stack?.close();
   });
 
   test('io_arm with torch outputs only is refused with io_not_configured (torch outputs are never armed)', covers('reason:io_not_configured', 'rule:op.io_arm.drive_conditions'), async ({ skip }) => {
-    skip(!onSim, 'needs a reference stack started with the torch-only fixture');
+    skip(cannot !== undefined, cannot ?? '');
     expect(description.io!.outputs).toEqual([{ name: 'torch', torch: true }]);
     const s = await cell.grant();
     for (const op of ['io_arm', 'io_disarm']) {
@@ -138,7 +140,7 @@ describe('torch-only cell without native Home on R1', () => {
   });
 
   test('home naming an axis whose Describe entry has native_home false is refused with invalid_axis_mask; the other axis homes', covers('field:Description.axes[].native_home', 'rule:op.home.axis_mask', 'reason:invalid_axis_mask'), async ({ skip }) => {
-    skip(!onSim, 'needs a reference stack started with the torch-only fixture');
+    skip(cannot !== undefined, cannot ?? '');
     expect(description.axes.map((a) => a.native_home)).toEqual([false, true]);
     const s = await cell.hold({ requested_lease_ms: 500n });
     for (const m of [1, 3]) {

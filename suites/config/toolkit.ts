@@ -1,80 +1,13 @@
-// How the config suites reach the machine configuration compiler: as a process, `hil config ...`
-// (DESIGN.md rule 1: the harness never imports sims/). Also the small JSON toolkit the suites use to
-// build machine variants: exact reading (bigint integers), path edits and a writer with raw number text.
+// The small JSON toolkit the config suites use to build machine variants: exact reading (bigint
+// integers), path edits and a writer with raw number text, and a temporary workspace per test file.
+// The compiler itself is reached through harness/clients/config.ts (`hil config`, a process).
 
-import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { MACHINES } from '../../harness/clients/config.ts';
 import { parseExact, type JsonExact } from '../../harness/oracle/json.ts';
-
-export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-export const MACHINES = join(ROOT, 'fixtures', 'machines');
-const HIL = join(ROOT, 'harness', 'bin', 'hil.mjs');
-
-export interface Compiled {
-  file?: string;
-  dir: string;
-  configuration_sha256: string;
-  machine_sha256: string;
-  deployment_sha256: string;
-}
-export interface Refused {
-  file?: string;
-  error: string;
-  path: string;
-  message: string;
-}
-export type Outcome = Compiled | Refused;
-export const isRefused = (o: Outcome): o is Refused => 'error' in o;
-
-export interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** `node harness/bin/hil.mjs config ...args`, collecting its output. */
-export function hilConfig(args: string[], timeoutMs = 60_000): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [HIL, 'config', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-/** Parse the compiler's stdout: one JSON object per line. */
-export function outcomes(stdout: string): Outcome[] {
-  return stdout
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => JSON.parse(l) as Outcome);
-}
-
-/**
- * `hil config compile-many --out OUT FILE...`: one outcome per file, in order. Checks the batch contract
- * (one line per file naming it, exit 1 exactly when one was refused) so callers can trust the list.
- */
-export async function compileMany(files: string[], out: string): Promise<Outcome[]> {
-  const r = await hilConfig(['compile-many', '--out', out, ...files]);
-  const list = outcomes(r.stdout);
-  if (list.length !== files.length || list.some((o, i) => o.file !== files[i])) {
-    throw new Error(`compile-many gave ${list.length} lines for ${files.length} files (exit ${r.code})\n${r.stderr}`);
-  }
-  const want = list.some(isRefused) ? 1 : 0;
-  if (r.code !== want) throw new Error(`compile-many exited ${r.code}, expected ${want}\n${r.stderr}`);
-  return list;
-}
 
 /** A temporary directory per test file, removed afterwards. */
 export class Workspace {

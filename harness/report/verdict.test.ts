@@ -1,0 +1,108 @@
+// The verdict as a table: one row per kind of run, with the verdict, the exit status and the closing
+// line's failure count the CLI, the reporter and the HTML report all derive from verdictOf.
+
+import { describe, expect, test } from 'vitest';
+import { HarnessError } from '../errors.ts';
+import { OracleError } from '../oracle/errors.ts';
+import type { CoverageEntry, RunTest } from './run-types.ts';
+import { closingLine, coverageOf, testStateOf, verdictOf, type Verdict } from './verdict.ts';
+
+const t = (state: RunTest['state'], extra: Partial<RunTest> = {}): RunTest => ({
+  file: 'suites/x.test.ts',
+  project: 'conformance',
+  name: state,
+  fullName: state,
+  state,
+  duration_ms: 1,
+  covers: [],
+  kind: 'contract',
+  ...extra,
+});
+const OK = { ok: true, problems: [] };
+const pass = t('passed');
+
+const ROWS: Array<{ row: string; tests: RunTest[]; gate?: { ok: boolean; problems: string[] }; verdict: Verdict; failed: number; reason?: RegExp; note?: RegExp }> = [
+  { row: 'all passed', tests: [pass, pass], verdict: 'PASS', failed: 0 },
+  { row: 'a failure', tests: [pass, t('failed')], verdict: 'FAIL', failed: 1, reason: /1 test failed/ },
+  { row: 'an expected failure', tests: [pass, t('failed', { expected_failure: 'known' })], verdict: 'PASS', failed: 0, note: /1 expected failure/ },
+  { row: 'an expected error', tests: [pass, t('errored', { expected_failure: 'known' })], verdict: 'PASS', failed: 0, note: /1 expected failure/ },
+  { row: 'an unexpected pass', tests: [pass, t('passed', { unexpected_pass: true })], verdict: 'PASS', failed: 0, note: /1 unexpected pass:/ },
+  { row: 'an error', tests: [pass, t('errored')], verdict: 'ERROR', failed: 1, reason: /1 test errored/ },
+  { row: 'a failure and an error: the failure decides', tests: [pass, t('errored'), t('failed')], verdict: 'FAIL', failed: 2, reason: /errored/ },
+  { row: 'skipped with a reason', tests: [pass, t('skipped', { skip_reason: 'target external cannot inject faults' })], verdict: 'PASS', failed: 0 },
+  { row: 'skipped without a reason', tests: [pass, t('skipped')], verdict: 'ERROR', failed: 1, reason: /1 test skipped without a stated reason/ },
+  { row: 'skipped with a blank reason', tests: [pass, t('skipped', { skip_reason: ' ' })], verdict: 'ERROR', failed: 1, reason: /without a stated reason/ },
+  { row: 'gate failure', tests: [pass], gate: { ok: false, problems: ['reason:x has no covering test and is not pending'] }, verdict: 'ERROR', failed: 1, reason: /traceability gate failed \(1 problem\)/ },
+  { row: 'gate failure and a failure', tests: [pass, t('failed')], gate: { ok: false, problems: ['p'] }, verdict: 'FAIL', failed: 1, reason: /gate/ },
+  { row: 'nothing recorded', tests: [], verdict: 'ERROR', failed: 1, reason: /no test was recorded/ },
+  { row: 'everything skipped', tests: [t('skipped', { skip_reason: 'no motion' })], verdict: 'ERROR', failed: 1, reason: /no test passed/ },
+];
+
+describe('verdictOf', () => {
+  test.each(ROWS)('$row: $verdict', ({ tests, gate, verdict, failed, reason, note }) => {
+    const v = verdictOf({ tests, gate: gate ?? OK });
+    expect(v.verdict).toBe(verdict);
+    expect(v.exitCode).toBe(verdict === 'PASS' ? 0 : 1);
+    expect(v.reasons.length > 0).toBe(verdict !== 'PASS');
+    if (reason) expect(v.reasons.join('\n')).toMatch(reason);
+    if (note) expect(v.notes.join('\n')).toMatch(note);
+    // The closing line says "0 failed" exactly when the exit status is 0.
+    expect(closingLine(v)).toMatch(new RegExp(`, ${failed} failed, `));
+  });
+});
+
+const cov = (id: string, family: string, status: CoverageEntry['status'], outcome?: CoverageEntry['outcome']): CoverageEntry => ({
+  id,
+  family,
+  doc: 1,
+  section: 's',
+  title: id,
+  status,
+  tests: status === 'covered' ? ['t'] : [],
+  ...(outcome ? { outcome } : { reason: 'later' }),
+});
+
+test('coverage counts documented items verified by a passing test; profile decisions apart', () => {
+  const entries = [
+    cov('reason:a', 'reason', 'covered', 'passed'),
+    cov('reason:b', 'reason', 'covered', 'failed'),
+    cov('reason:c', 'reason', 'covered', 'skipped'),
+    cov('reason:d', 'reason', 'covered', 'not_run'),
+    cov('reason:e', 'reason', 'pending'),
+    cov('profile:p', 'profile', 'covered', 'passed'),
+    cov('profile:q', 'profile', 'pending'),
+  ];
+  expect(coverageOf(entries)).toEqual({ documented: 5, verified: 1, failing: 1, unverified: 2, pending: 1, profileVerified: 1, profileTotal: 2, complete: false });
+  const v = verdictOf({ tests: [pass], gate: OK, coverage: entries });
+  expect(v.headline).toBe('PASS — 1 of 5 documented items covered');
+  expect(v.completeness).toBe('partial: of the documented items, 1 with no test in this run, 1 with a failing test, 2 whose tests skipped or did not run');
+  const all = verdictOf({ tests: [pass], gate: OK, coverage: [cov('reason:a', 'reason', 'covered', 'passed'), cov('profile:q', 'profile', 'pending')] });
+  expect(all.coverage.complete).toBe(true);
+  expect(all.completeness).toMatch(/^complete/);
+  expect(coverageOf([]).complete).toBe(false);
+});
+
+describe('testStateOf: FAIL or ERROR by the class of the error', () => {
+  const assertion = { name: 'AssertionError', message: 'expected 1 to be 2', showDiff: true, actual: 1, expected: 2 };
+  const ROWS2: Array<{ row: string; errors: unknown[]; state: RunTest['state'] }> = [
+    { row: 'an assertion (serialized)', errors: [assertion], state: 'failed' },
+    { row: 'an oracle error: the target sent a malformed reply', errors: [new OracleError('reply_not_json', 'x')], state: 'failed' },
+    { row: 'an oracle error, serialized', errors: [{ name: 'OracleError', code: 'reply_not_json', verdict: 'fail' }], state: 'failed' },
+    { row: 'a transport failure: the target dropped the connection', errors: [new HarnessError('HIL_ERR_TRANSPORT', 'x')], state: 'failed' },
+    { row: 'a refusal the target owed an answer', errors: [{ code: 'HIL_ERR_TARGET_REFUSED' }], state: 'failed' },
+    { row: 'the stack did not start', errors: [new HarnessError('HIL_ERR_TARGET_START', 'x')], state: 'errored' },
+    { row: 'the stack did not start, serialized (no verdict field)', errors: [{ code: 'HIL_ERR_TARGET_START' }], state: 'errored' },
+    { row: 'a malformed variant', errors: [new HarnessError('HIL_ERR_VARIANT_INVALID', 'x')], state: 'errored' },
+    { row: 'a TypeError in a suite', errors: [new TypeError('x is undefined')], state: 'errored' },
+    { row: 'a test timeout', errors: [{ name: 'Error', message: 'Test timed out in 100ms.' }], state: 'errored' },
+    { row: 'a harness error and an assertion: the assertion decides', errors: [new HarnessError('HIL_ERR_TEST_CHANNEL', 'x'), assertion], state: 'failed' },
+    { row: 'failed with no error recorded', errors: [], state: 'failed' },
+  ];
+  test.each(ROWS2)('$row: $state', ({ errors, state }) => {
+    expect(testStateOf('failed', errors)).toBe(state);
+  });
+  test('passed and skipped are kept', () => {
+    expect(testStateOf('passed', [])).toBe('passed');
+    expect(testStateOf('skipped', [])).toBe('skipped');
+  });
+});

@@ -1,0 +1,147 @@
+// The one verdict of a run, used by the reporter's summary, the `hil` exit status and the HTML report,
+// so that the three can never disagree (OpenHTF: FAIL means the system under test broke a rule, ERROR
+// means the harness or the environment broke and the run says nothing about the device).
+//
+//   FAIL   at least one test failed that the target's expectation file does not list
+//   ERROR  no unexpected failure, but the run is not a verdict on the device: a test errored, a test
+//          skipped without a stated reason (DESIGN.md rule 4: never silently), the traceability gate
+//          failed, or nothing ran or passed
+//   PASS   otherwise; expected failures (fixtures/expectations/<target>.json) and unexpected passes are
+//          stated as notes, not verdicts
+//
+// A PASS is a statement about what was verified, so the verdict carries coverage: the documented
+// catalogue items (profile decisions apart) that a passing test covered in this run, out of all of them.
+
+import { verdictOfError, type ErrorLike } from '../errors.ts';
+import type { CoverageEntry, RunRecord, RunTest, TestState } from './run-types.ts';
+
+export type Verdict = 'PASS' | 'FAIL' | 'ERROR';
+
+export interface VerdictCounts {
+  total: number;
+  passed: number;
+  /** Failed and errored tests the expectation file does not list. */
+  failed: number;
+  errored: number;
+  skipped: number;
+  /** Skipped tests that stated no reason (an ERROR). */
+  silentSkips: number;
+  expectedFailures: number;
+  unexpectedPasses: number;
+}
+
+export interface CoverageStatement {
+  /** Documented catalogue items (family other than profile). */
+  documented: number;
+  /** Documented items covered by at least one test that passed in this run. */
+  verified: number;
+  /** Documented items whose covering tests include a failure in this run. */
+  failing: number;
+  /** Documented items with covering tests that all skipped or did not run. */
+  unverified: number;
+  /** Documented items no test covers yet (harness/catalogue/pending.ts). */
+  pending: number;
+  /** Our own decisions (docs/profile.md) covered by a passing test, of all of them. */
+  profileVerified: number;
+  profileTotal: number;
+  /** Every documented item verified by a passing test. */
+  complete: boolean;
+}
+
+export interface RunVerdict {
+  verdict: Verdict;
+  /** The `hil run` / `hil test` exit status: 0 exactly when the verdict is PASS. */
+  exitCode: 0 | 1;
+  /** Why the verdict is not PASS, most important first (empty for PASS). */
+  reasons: string[];
+  /** What a reviewer must know even on PASS (expected failures, unexpected passes). */
+  notes: string[];
+  counts: VerdictCounts;
+  coverage: CoverageStatement;
+  /** "PASS — 614 of 1391 documented items covered": the first thing the CLI and the report show. */
+  headline: string;
+  /** "complete" or "partial — 777 documented items pending, ..." */
+  completeness: string;
+}
+
+export type VerdictInput = Pick<RunRecord, 'tests' | 'gate'> & { coverage?: readonly CoverageEntry[] };
+
+export function verdictOf(run: VerdictInput): RunVerdict {
+  const counts = countTests(run.tests);
+  const coverage = coverageOf(run.coverage ?? []);
+  const reasons: string[] = [];
+  const n = (k: number, one: string, many = `${one}s`) => `${k} ${k === 1 ? one : many}`;
+
+  if (counts.failed) reasons.push(`${n(counts.failed, 'test')} failed: the target did not do what the documents say`);
+  if (counts.errored) reasons.push(`${n(counts.errored, 'test')} errored: the harness or the environment broke, so these results say nothing about the target`);
+  if (counts.silentSkips) reasons.push(`${n(counts.silentSkips, 'test')} skipped without a stated reason`);
+  if (!run.gate.ok) reasons.push(`traceability gate failed (${n(run.gate.problems.length, 'problem')}): the suite cannot state what it covers`);
+  if (counts.total === 0) reasons.push('no test was recorded');
+  else if (counts.passed === 0) reasons.push('no test passed');
+
+  const verdict: Verdict = counts.failed ? 'FAIL' : reasons.length ? 'ERROR' : 'PASS';
+  const notes: string[] = [];
+  if (counts.expectedFailures) notes.push(`${n(counts.expectedFailures, 'expected failure')} listed in the target's expectation file (not counted against the verdict)`);
+  if (counts.unexpectedPasses) notes.push(`${n(counts.unexpectedPasses, 'unexpected pass', 'unexpected passes')}: the expectation file lists them as failing; update it`);
+
+  const headline = `${verdict} — ${coverage.verified} of ${coverage.documented} documented items covered`;
+  const gaps: string[] = [];
+  if (coverage.pending) gaps.push(`${coverage.pending} with no test in this run`);
+  if (coverage.failing) gaps.push(`${coverage.failing} with a failing test`);
+  if (coverage.unverified) gaps.push(`${coverage.unverified} whose tests skipped or did not run`);
+  const completeness = coverage.complete ? 'complete: every documented item is covered by a passing test' : `partial: of the documented items, ${gaps.join(', ')}`;
+  return { verdict, exitCode: verdict === 'PASS' ? 0 : 1, reasons, notes, counts, coverage, headline, completeness };
+}
+
+export function countTests(tests: readonly RunTest[]): VerdictCounts {
+  const c: VerdictCounts = { total: 0, passed: 0, failed: 0, errored: 0, skipped: 0, silentSkips: 0, expectedFailures: 0, unexpectedPasses: 0 };
+  for (const t of tests) {
+    c.total++;
+    if (t.state === 'passed') c.passed++;
+    else if (t.state === 'skipped') {
+      c.skipped++;
+      if (!t.skip_reason?.trim()) c.silentSkips++;
+    } else if (t.expected_failure) c.expectedFailures++;
+    else if (t.state === 'failed') c.failed++;
+    else c.errored++;
+    if (t.unexpected_pass) c.unexpectedPasses++;
+  }
+  return c;
+}
+
+export function coverageOf(entries: readonly CoverageEntry[]): CoverageStatement {
+  const s: CoverageStatement = { documented: 0, verified: 0, failing: 0, unverified: 0, pending: 0, profileVerified: 0, profileTotal: 0, complete: false };
+  for (const e of entries) {
+    if (e.family === 'profile') {
+      s.profileTotal++;
+      if (e.status === 'covered' && e.outcome === 'passed') s.profileVerified++;
+      continue;
+    }
+    s.documented++;
+    if (e.status !== 'covered') s.pending++;
+    else if (e.outcome === 'passed') s.verified++;
+    else if (e.outcome === 'failed') s.failing++;
+    else s.unverified++;
+  }
+  s.complete = s.documented > 0 && s.verified === s.documented;
+  return s;
+}
+
+/**
+ * The state of a finished test from vitest's state and the errors that ended it: a failed test is
+ * `errored` when every error is the harness's or the environment's (harness/errors.ts), `failed` as soon
+ * as one says the target broke a rule.
+ */
+export function testStateOf(state: 'passed' | 'failed' | 'skipped' | 'pending', errors: readonly (ErrorLike | unknown)[]): TestState {
+  if (state === 'passed') return 'passed';
+  if (state !== 'failed') return 'skipped';
+  return errors.length > 0 && errors.every((e) => verdictOfError(e) === 'error') ? 'errored' : 'failed';
+}
+
+/** The plain closing line of a run; "0 failed" exactly when the exit status is 0. */
+export function closingLine(v: RunVerdict): string {
+  const c = v.counts;
+  let failed = c.failed + c.errored + c.silentSkips;
+  if (v.verdict !== 'PASS' && failed === 0) failed = 1; // gate failure, nothing ran or passed
+  return `total: ${c.passed} passed, ${failed} failed, ${c.skipped} skipped`;
+}
