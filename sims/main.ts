@@ -34,6 +34,8 @@ Starts the reference cell stack (control service + real-time core on the sim dri
   --spin-ns N             realtime clock: spin this long before each cycle deadline (default 0)
   --core-priority P       realtime clock: auto (default: SCHED_FIFO where permitted, else nice), rt,
                           nice, none
+  --control-idle-timeout-ms N  idle connection timeout reported by Describe (default 90000; test hook)
+  --sim-homing-ms N       sim driver: duration of one native homing run (default 200; test hook)
   --arm-settle-ms N       how long an arm waits for enabled axes to reach operation enabled (default 500)
   --initial-generation N  start the application generation counter at N (test hook, default 0)
   --sim-fault KIND:AXIS   sim driver: start with an injected fault (pdo_mapping_mismatch:AXIS), repeatable
@@ -61,6 +63,8 @@ export async function main(argv: string[]): Promise<number> {
         clock: { type: 'string' },
         'core-priority': { type: 'string' },
         'arm-settle-ms': { type: 'string' },
+        'sim-homing-ms': { type: 'string' },
+        'control-idle-timeout-ms': { type: 'string' },
         'spin-ns': { type: 'string' },
         'test-channel': { type: 'boolean' },
         'jog-socket': { type: 'string' },
@@ -147,6 +151,18 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
 
+  const homingMs = args['sim-homing-ms'];
+  if (homingMs !== undefined && !/^[1-9][0-9]{0,8}$/.test(homingMs)) {
+    process.stderr.write('--sim-homing-ms must be an integer 1..999999999\n');
+    return 2;
+  }
+
+  const idleMs = args['control-idle-timeout-ms'];
+  if (idleMs !== undefined && !/^[1-9][0-9]{0,8}$/.test(idleMs)) {
+    process.stderr.write('--control-idle-timeout-ms must be an integer 1..999999999\n');
+    return 2;
+  }
+
   const retention = args['capture-retention-ms'];
   if (retention !== undefined && !/^(0|[1-9][0-9]{0,8})$/.test(retention)) {
     process.stderr.write('--capture-retention-ms must be an integer 0..999999999\n');
@@ -173,7 +189,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   const core = new CoreLink(machine, {
     driver,
-    ...(driver === 'sim' ? { driverParams: { startFaults } } : {}),
+    ...(driver === 'sim' ? { driverParams: { startFaults, ...(homingMs !== undefined ? { homingNs: BigInt(homingMs) * 1_000_000n } : {}) } } : {}),
     clock,
     priority: priority as PriorityRequest,
     armSettleNs: BigInt(armSettle) * 1_000_000n,
@@ -189,6 +205,7 @@ export async function main(argv: string[]): Promise<number> {
     testChannel: args['test-channel'] ?? false,
     jogSocket: (args['jog-socket'] ?? 'on') === 'on',
     initialGeneration: BigInt(initial),
+    ...(idleMs !== undefined ? { controlIdleTimeoutNs: BigInt(idleMs) * 1_000_000n } : {}),
   });
 
   let stopping: Promise<void> | undefined;

@@ -608,8 +608,10 @@ export class Core implements AdmissionView {
     const h = this.homing.end();
     if (!h) return;
     this.lanes.release(this.homing, h.mask, this.image, detail);
-    // Home leaves the selected axes disabled (document 1 part 3 machine effects).
+    // Home leaves the selected axes disabled, after which enable and arm are needed again (document 1
+    // part 3 machine effects): the cell is disarmed too (docs/profile.md "Machine operations", home).
     this.enableMask &= ~h.mask;
+    this.armed = false;
     this.lanes.hold.unlatch(h.mask);
     if (ok) {
       this.homeValidMask |= h.mask;
@@ -773,8 +775,25 @@ export class Core implements AdmissionView {
     } else if (nowNs - this.lastPublishNs >= PUBLISH_EVERY_NS) this.publish(nowNs);
     const workNs = this.workClock() - workStart;
     this.work.record(workNs);
-    if (this.capture) captureCycle(this, this.capture, nowNs, lateness, workNs, en);
+    if (this.capture) {
+      // Test hook (private test channel): a capture write held in progress leaves the ring's seqlock odd,
+      // so readers see a torn header (telemetry_busy); the held record is restarted and committed after.
+      if (this.captureHeldUntilNs > this.hostNow()) {
+        if (!this.captureHeld) this.capture.beginRecord();
+        this.captureHeld = true;
+      } else {
+        this.captureHeld = false;
+        captureCycle(this, this.capture, nowNs, lateness, workNs, en);
+      }
+    }
   }
+
+  /** Hold the next capture write in progress for `ms` of host time (private test channel). */
+  holdCaptureWrite(ms: number): void {
+    this.captureHeldUntilNs = this.hostNow() + BigInt(ms) * 1_000_000n;
+  }
+  private captureHeldUntilNs = 0n;
+  private captureHeld = false;
 
   private allStill(): boolean {
     for (let i = 0; i < this.n; i++) {

@@ -142,6 +142,11 @@ export class CoreHost {
 
   private inject(msg: Extract<ToCore, { t: 'inject' }>): void {
     const f = msg.fault;
+    if (f.kind === 'hold_capture_write') {
+      this.core.holdCaptureWrite((f as { ms: number }).ms);
+      this.send({ t: 'reply', id: msg.id, result: OK });
+      return;
+    }
     if (f.kind === 'stall_next_command') {
       this.stallNextMs = (f as { ms: number }).ms;
       this.send({ t: 'reply', id: msg.id, result: OK });

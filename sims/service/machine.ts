@@ -271,7 +271,9 @@ export class MachineOps {
   private async saveAnchors(mask: number): Promise<void> {
     const s = await this.core.nextStatus(RECOVERY_WAIT_MS);
     if (!s) throw refuse('anchor_source_invalid', 'no core observation to capture anchors from');
-    if (s.armed || s.enable_mask & mask) throw refuse('anchor_source_invalid', 'anchor capture found the machine armed or enabled');
+    // "anchor capture found the machine armed or enabled" (part 4 home): the whole machine, not only the
+    // homed axes (Home itself leaves those disabled and the cell disarmed).
+    if (s.armed || s.enable_mask) throw refuse('anchor_source_invalid', 'anchor capture found the machine armed or enabled');
     const dir = this.anchorDir!;
     try {
       await mkdir(dir, { recursive: true });

@@ -33,6 +33,7 @@ import type { CompiledMachine } from '../config/types.ts';
 import type { CoreStatus } from '../core/protocol.ts';
 
 export const CONTROL_IDLE_TIMEOUT_NS = 90_000_000_000n;
+const NODE_KEEP_ALIVE_BUFFER_MS = 1000;
 export const CONTRACT_VERSION = 2;
 
 export interface ServiceOptions {
@@ -48,6 +49,8 @@ export interface ServiceOptions {
   initialGeneration?: bigint;
   /** Serve jog.sock (default true); without it there is no independent jog lane (docs/profile.md "Jog"). */
   jogSocket?: boolean;
+  /** Idle connection timeout (default 90 s, part 8); Describe reports it as control_idle_timeout_ns. */
+  controlIdleTimeoutNs?: bigint;
 }
 
 const now = () => process.hrtime.bigint();
@@ -124,6 +127,10 @@ export class ControlService {
     o.core.on('exit', (why: string) => this.onCoreExit(why));
   }
 
+  get idleTimeoutNs(): bigint {
+    return this.o.controlIdleTimeoutNs ?? CONTROL_IDLE_TIMEOUT_NS;
+  }
+
   private grantPayload(g: Grant, type: string): Record<string, unknown> {
     const ended = type === 'grant_released' || type === 'grant_expired' || type === 'grant_revoked';
     return {
@@ -158,10 +165,13 @@ export class ControlService {
 
     await mkdir(dirname(this.publicLink), { recursive: true });
     await rmIfSocket(this.socketPath);
-    const server = createServer({ keepAliveTimeout: Number(CONTROL_IDLE_TIMEOUT_NS / 1_000_000n) }, (req, res) => {
+    // Node's server closes an idle connection 1000 ms after keepAliveTimeout (its keep-alive buffer for
+    // clients that honour the Keep-Alive hint), so the documented idle timeout is reached by subtracting it.
+    const idleMs = Math.max(1, Number(this.idleTimeoutNs / 1_000_000n) - NODE_KEEP_ALIVE_BUFFER_MS);
+    const server = createServer({ keepAliveTimeout: idleMs }, (req, res) => {
       void this.route(req, res);
     });
-    server.keepAliveTimeout = Number(CONTROL_IDLE_TIMEOUT_NS / 1_000_000n);
+    server.keepAliveTimeout = idleMs;
     await listen(server, this.socketPath);
     await chmod(this.socketPath, 0o660);
     await rm(this.publicLink, { force: true });
@@ -431,7 +441,7 @@ export class ControlService {
       adapter_incarnation: this.adapterIncarnation,
       daemon_incarnation: this.daemonIncarnation,
       cycle_ns: m.cycle_ns,
-      control_idle_timeout_ns: CONTROL_IDLE_TIMEOUT_NS,
+      control_idle_timeout_ns: this.idleTimeoutNs,
       link_profile: m.control.link_profile,
       max_grant_lease_ms: m.control.max_grant_lease_ns / 1_000_000n,
       max_jog_input_age_ns: m.control.max_jog_input_age_ns,

@@ -21,7 +21,7 @@ interface Recovery {
 
 describe('reset_fault and recovery_status', () => {
   test('reset_fault with axis_mask outside the configured group is refused with invalid_axis_mask and keeps the session', covers('reason:invalid_axis_mask', 'rule:op.reset_fault.precondition'), async ({ cell, description }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const outside = 1 << description.axes.length;
     const r = await cell.fenced('reset_fault', s, { axis_mask: outside });
     expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: 'invalid_axis_mask' });
@@ -34,7 +34,7 @@ describe('reset_fault and recovery_status', () => {
     await target.inject({ kind: 'estop_open' });
     try {
       await waitStatus(client, (x) => x.core!.safety_fault_mask !== 0n && x.core!.execution_fault_reasons !== 0n);
-      const s = await cell.grant();
+      const s = await cell.hold();
       const r = await cell.fenced('recovery_status', s);
       expect(r.status, r.reply.error).toBe(200);
       const rec = r.reply.data as unknown as Recovery;
@@ -46,17 +46,17 @@ describe('reset_fault and recovery_status', () => {
       await target.inject({ kind: 'clear' });
     }
     // With nothing latched the reason is empty.
-    const s2 = await cell.grant();
+    const s2 = await cell.hold();
     const cleared = await cell.fenced('reset_fault', s2);
     expect(cleared.status, cleared.reply.error).toBe(200);
-    const s3 = await cell.grant();
+    const s3 = await cell.hold();
     const idle = (await cell.fenced('recovery_status', s3)).reply.data as unknown as Recovery;
     expect(idle.faults).toEqual([]);
     expect(idle.reason).toBe('');
   });
 
   test('a reset_fault whose reply was lost is replayed with the same request_id after it retired the session', covers('rule:idempotency.cache_dropped', 'rule:idempotency.join_or_replay', 'rule:op.reset_fault.retires_session'), async ({ cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold(); // renewed until the reset retires it (a loaded machine must not expire it first)
     const first = await cell.fenced('reset_fault', s, { request_id: 'reset-once' });
     expect(first.status, first.reply.error).toBe(200);
     expect((await cell.fenced('renew', s)).label).toBe('control_session_stale');
@@ -72,7 +72,7 @@ describe('reset_fault and recovery_status', () => {
     await target.inject({ kind: 'estop_open' });
     try {
       await waitStatus(client, (x) => x.core!.execution_fault_reasons !== 0n);
-      const s = await cell.grant();
+      const s = await cell.hold();
       const r = await cell.fenced('reset_fault', s, { request_id: 'persisting' });
       expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: 'fault_persists' });
       expect(r.reply.native_result).toMatchObject({ Result: 1 });
@@ -87,7 +87,7 @@ describe('reset_fault and recovery_status', () => {
 
   test('reset_fault and release sent together: the fence holds at admission, never both admitted and nothing cleared after the release', covers('rule:common_sets.authority', 'reason:control_session_stale'), async ({ cell, client }) => {
     for (let round = 0; round < 5; round++) {
-      const s = await cell.grant();
+      const s = await cell.hold();
       const cursor = await eventCursor(client);
       const [reset, release] = await Promise.all([cell.fenced('reset_fault', s), cell.fenced('release', s)]);
       const admitted = [reset, release].filter((r) => r.status === 200);

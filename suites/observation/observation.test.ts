@@ -15,7 +15,7 @@ describe('Describe', () => {
     expect(r.reply.operation).toBe('describe');
   });
 
-  test('carries backend, the three digests, cycle_ns and control_idle_timeout_ns of 90 s', covers('field:Description.backend', 'field:Description.machine_sha256', 'field:Description.configuration_sha256', 'rule:describe.deployment_digest', 'field:Description.cycle_ns', 'field:Description.control_idle_timeout_ns', 'limit:control_idle_timeout_ns', 'limit:idle_connection_s', 'rule:transport.keep_alive'), async ({ description }) => {
+  test('carries backend, the three digests, cycle_ns and control_idle_timeout_ns of 90 s', covers('field:Description.backend', 'field:Description.machine_sha256', 'field:Description.configuration_sha256', 'rule:describe.deployment_digest', 'field:Description.cycle_ns', 'field:Description.control_idle_timeout_ns', 'limit:control_idle_timeout_ns'), async ({ description }) => {
     expect(['simulation', 'live']).toContain(description.backend);
     expect(description.machine_sha256).toMatch(HEX64);
     expect(description.configuration_sha256).toMatch(HEX64);

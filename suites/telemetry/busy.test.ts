@@ -1,0 +1,60 @@
+// telemetry_busy (document 1 part 7): "ring header torn after 16 samples; response carries Retry-After 1;
+// retry same cursor; on an established stream becomes an empty batch with unchanged cursor". The reference
+// stack's private test channel holds one capture write in progress (`hold_capture_write`, docs/profile.md),
+// so every reader sees a torn ring header for that long.
+
+import { latestSequence, pollTelemetry, readStream } from '../../harness/clients/telemetry.ts';
+import { covers, describe, expect, needsFaults, test } from '../../harness/fixture.ts';
+
+const HOLD_MS = 1_500;
+
+describe('telemetry_busy', () => {
+  test('a poll while the ring header is torn answers 409 telemetry_busy with Retry-After 1; the same cursor succeeds afterwards', covers('reason:telemetry_busy', 'limit:telemetry_busy_retry_after_s', 'rule:telemetry.busy_retry'), async ({ client, target, skip }) => {
+    needsFaults({ skip }, target);
+    const after = await latestSequence(client);
+    await target.inject({ kind: 'hold_capture_write', ms: HOLD_MS });
+    const p = await pollTelemetry(client, after);
+    expect(p.raw.status).toBe(409);
+    expect(p.refusal!.label).toBe('telemetry_busy');
+    expect(p.refusal!.reply.operation).toBe('telemetry');
+    expect(p.raw.headers['retry-after']).toBe('1');
+    // After the hold: the same cursor gives contiguous records from after + 1.
+    await new Promise((r) => setTimeout(r, HOLD_MS + 100));
+    const ok = await pollTelemetry(client, after);
+    expect(ok.raw.status).toBe(200);
+    expect(ok.batch!.header.record_count).toBeGreaterThan(0);
+    expect(ok.batch!.records[0]!.seq).toBe(after + 1n);
+  });
+
+  test('on an established stream a torn header gives empty batches with the cursor unchanged, then records resume', covers('reason:telemetry_busy'), async ({ client, target, skip }) => {
+    needsFaults({ skip }, target);
+    let injected = false;
+    let cursorAtHold = -1n;
+    const cap = await readStream(client, await latestSequence(client), HOLD_MS + 3_000, {
+      onBatch: (b) => {
+        if (!injected && b.header.record_count > 0) {
+          injected = true;
+          cursorAtHold = b.header.last_sequence;
+          void target.inject({ kind: 'hold_capture_write', ms: HOLD_MS });
+        }
+      },
+    });
+    expect(cap.status).toBe(200);
+    expect(injected).toBe(true);
+    const all = cap.batches.map((x) => x.batch.header);
+    const i0 = all.findIndex((h) => h.last_sequence === cursorAtHold);
+    const firstEmpty = all.findIndex((h, i) => i > i0 && h.record_count === 0);
+    expect(firstEmpty).toBeGreaterThan(0);
+    const cursor = all[firstEmpty - 1]!.last_sequence; // the cursor the stream had reached
+    // While held: empty batches (first_sequence 0, nothing dropped) whose last_sequence is that cursor.
+    const held = all.slice(firstEmpty);
+    const run = held.findIndex((h) => h.record_count > 0);
+    const empties = run < 0 ? held : held.slice(0, run);
+    expect(empties.length).toBeGreaterThan(10); // 1.5 s at one batch about every 20 ms
+    for (const h of empties) expect({ first: h.first_sequence, last: h.last_sequence, dropped: h.dropped }).toEqual({ first: 0n, last: cursor, dropped: 0n });
+    // Afterwards records resume, contiguous with the unchanged cursor.
+    expect(run, 'records after the hold').toBeGreaterThan(0);
+    const resumed = held[run]!;
+    expect(resumed.first_sequence).toBe(cursor + resumed.dropped + 1n);
+  });
+});
