@@ -55,7 +55,11 @@ class SimDrive {
   followingErrorTrip = false;
   homingFails = false;
   mappingMismatch = false;
-  lastFresh = { pos: 0, vel: 0, fe: 0, sw: 0 };
+  /** The inputs of the last fresh exchange (a frozen drive keeps reporting them); fields, not an object per cycle. */
+  lastPos = 0;
+  lastVel = 0;
+  lastFe = 0;
+  lastSw = 0;
 
   constructor(
     readonly countsPerUnit: number,
@@ -337,10 +341,10 @@ export class SimBusDriver implements BusDriver {
     if (d.frozen) {
       // Stale PDO: the drive stops refreshing its inputs; the image keeps the last values.
       img.pdoFresh[i] = 0;
-      img.positionActual[i] = d.lastFresh.pos;
-      img.velocityActual[i] = d.lastFresh.vel;
-      img.followingError[i] = d.lastFresh.fe;
-      img.statusword[i] = d.lastFresh.sw;
+      img.positionActual[i] = d.lastPos;
+      img.velocityActual[i] = d.lastVel;
+      img.followingError[i] = d.lastFe;
+      img.statusword[i] = d.lastSw;
       return;
     }
     img.pdoFresh[i] = 1;
@@ -354,7 +358,10 @@ export class SimBusDriver implements BusDriver {
     img.digitalInputs[i] = d.brakeEngaged ? 0 : 1;
     img.absolutePosition[i] = clampI32(Math.round(d.pos + d.absoluteBias + d.absoluteError));
     img.absoluteValid[i] = 1;
-    d.lastFresh = { pos: img.positionActual[i]!, vel: img.velocityActual[i]!, fe: img.followingError[i]!, sw };
+    d.lastPos = img.positionActual[i]!;
+    d.lastVel = img.velocityActual[i]!;
+    d.lastFe = img.followingError[i]!;
+    d.lastSw = sw;
   }
 
   async close(): Promise<void> {

@@ -13,7 +13,8 @@
 // This file keeps the state they share, carries out admitted commands, and runs the cycle.
 
 import { ProcessImage, STANDARD_MAPPING, type BusDriver, type BusSetup } from '../../drivers/bus.ts';
-import { CW, decodeStatusword, Ds402State } from '../../drivers/ds402.ts';
+import { CW, Ds402State } from '../../drivers/ds402.ts';
+import { stateOf } from './ds402-state.ts';
 import { DriverHost } from '../../drivers/host.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import { admit, type AdmissionView, type Cmd } from './admission.ts';
@@ -119,7 +120,19 @@ export class Core implements AdmissionView {
   readonly ioConfigured: boolean;
   readonly capture: CaptureRing | null;
   private readonly workClock: () => number;
+  /** The work clock is the default (performance.now() in ns), so its reading also serves as wall time. */
+  private readonly workIsWall: boolean;
   readonly hostNow: () => bigint;
+  /** The host clock is the default (process.hrtime), which runs on the same monotonic clock as performance.now(). */
+  private readonly hostIsDefault: boolean;
+  /**
+   * Lease check without a host clock read every cycle: the grant (and its deadline) for which
+   * `leaseSafeUntilMs` was computed, and the performance.now() time before which that deadline cannot
+   * have passed (the remaining time when last read, less a 1 ms margin for rounding).
+   */
+  private leaseGrant: Core['grant'] | null = null;
+  private leaseDeadline = 0n;
+  private leaseSafeUntilMs = -Infinity;
   private readonly armSettleNs: bigint;
   readonly clockMode: CoreStatus['clock']['mode'];
   readonly scheduling: string;
@@ -148,7 +161,9 @@ export class Core implements AdmissionView {
     this.capture = opts.capture ?? null;
     if (this.capture && this.capture.axisCount !== this.n) throw new RangeError(`capture ring has ${this.capture.axisCount} axes, the machine ${this.n}`);
     this.workClock = opts.workClock ?? defaultWorkClock;
+    this.workIsWall = this.workClock === defaultWorkClock;
     this.hostNow = opts.hostClock ?? defaultHostClock;
+    this.hostIsDefault = this.hostNow === defaultHostClock;
     this.armSettleNs = opts.armSettleNs ?? ARM_SETTLE_NS;
     this.clockMode = opts.clockMode ?? 'realtime';
     this.scheduling = opts.scheduling ?? 'default';
@@ -256,7 +271,7 @@ export class Core implements AdmissionView {
   enabledMask(): number {
     const img = this.image;
     let m = 0;
-    for (let i = 0; i < this.n; i++) if (img.online[i] === 1 && decodeStatusword(img.statusword[i]!) === Ds402State.OperationEnabled) m |= 1 << i;
+    for (let i = 0; i < this.n; i++) if (img.online[i] === 1 && stateOf(img.statusword[i]!) === Ds402State.OperationEnabled) m |= 1 << i;
     return m;
   }
 
@@ -481,9 +496,28 @@ export class Core implements AdmissionView {
     };
   }
 
-  /** The lease ran out in host time without a renewal reaching the core: it stops on its own. */
-  private stepLease(): void {
-    if (!this.grant.active || this.hostNow() <= this.grant.deadlineNs) return;
+  /**
+   * The lease ran out in host time without a renewal reaching the core: it stops on its own. `wallMs` is
+   * this cycle's performance.now() reading when the work clock is the default (NaN otherwise). With the
+   * default host clock, the host time is read only when the deadline may be within a millisecond of the
+   * wall reading (both clocks are the same monotonic clock), so an active grant costs no clock read and
+   * no bigint per cycle; the first cycle whose read sees the deadline passed still stops the cell.
+   */
+  private stepLease(wallMs: number): void {
+    const g = this.grant;
+    if (!g.active) return;
+    const cached = this.hostIsDefault && g === this.leaseGrant && g.deadlineNs === this.leaseDeadline;
+    if (cached && wallMs < this.leaseSafeUntilMs) return;
+    const host = this.hostNow();
+    if (host <= g.deadlineNs) {
+      if (this.hostIsDefault) {
+        const w = wallMs === wallMs ? wallMs : performance.now();
+        this.leaseGrant = g;
+        this.leaseDeadline = g.deadlineNs;
+        this.leaseSafeUntilMs = w + Number(g.deadlineNs - host) / 1e6 - 1;
+      }
+      return;
+    }
     this.grant = { ...this.grant, active: false };
     this.nativeGeneration++;
     this.safeState('lease expired');
@@ -493,9 +527,10 @@ export class Core implements AdmissionView {
   /** One cycle at core time `nowNs`, scheduled for `scheduledNs`. */
   cycle(nowNs: bigint, scheduledNs: bigint): void {
     const workStart = this.workClock();
+    const wallMs = this.workIsWall ? workStart / 1e6 : NaN;
     this.now = nowNs;
     this.cycleCount++;
-    const lateness = Number(nowNs - scheduledNs);
+    const lateness = nowNs === scheduledNs ? 0 : Number(nowNs - scheduledNs); // stepped: no bigint per cycle
     this.lateness.record(lateness);
     if (lateness > this.maxLatenessNs) this.overruns++;
 
@@ -508,7 +543,7 @@ export class Core implements AdmissionView {
     const resetting = this.reset !== null && this.reset.cycle < RESET_PULSE_CYCLES ? this.reset.mask : 0;
     const want = this.stopDraining ? 0 : this.enableMask | homingMask;
     for (let i = 0; i < this.n; i++) {
-      const state = decodeStatusword(img.statusword[i]!);
+      const state = stateOf(img.statusword[i]!);
       let cw = controlwordFor(state, ((want >>> i) & 1) === 1);
       if (state === Ds402State.Fault && (resetting >>> i) & 1) cw = CW.faultReset;
       img.controlword[i] = cw | this.lanes.cwExtra[i]!;
@@ -522,7 +557,7 @@ export class Core implements AdmissionView {
     this.stepHoming();
     this.stepReset();
     this.stepArm();
-    this.stepLease();
+    this.stepLease(wallMs);
     if (this.homeDone && (en & this.homeDone.mask) === 0) {
       const { mask: _m, ...d } = this.homeDone;
       this.homeDone = null;
@@ -545,7 +580,7 @@ export class Core implements AdmissionView {
     }
     if (this.dirty) this.publish(nowNs);
     else if (this.publishByWall) {
-      const w = performance.now();
+      const w = wallMs === wallMs ? wallMs : performance.now();
       if (w - this.lastPublishWall >= 10) this.publish(nowNs);
     } else if (nowNs - this.lastPublishNs >= PUBLISH_EVERY_NS) this.publish(nowNs);
     const workNs = this.workClock() - workStart;
@@ -556,7 +591,7 @@ export class Core implements AdmissionView {
   private allStill(): boolean {
     for (let i = 0; i < this.n; i++) {
       if (!this.image.online[i]) continue; // an offline drive's last statusword says nothing about motion
-      const s = decodeStatusword(this.image.statusword[i]!);
+      const s = stateOf(this.image.statusword[i]!);
       if (s === Ds402State.OperationEnabled || s === Ds402State.QuickStopActive) return false;
     }
     return true;

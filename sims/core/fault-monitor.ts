@@ -3,7 +3,8 @@
 // persists: document 1 part 4 reset_fault), and the bit set published in status and telemetry.
 
 import { BUS_RC, type ProcessImage } from '../../drivers/bus.ts';
-import { decodeStatusword, Ds402State, MODE } from '../../drivers/ds402.ts';
+import { Ds402State, MODE } from '../../drivers/ds402.ts';
+import { stateOf } from './ds402-state.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import { FAULT, FAULT_INFO, faultEntry, type FaultRecovery } from './faults.ts';
 
@@ -80,7 +81,7 @@ export class FaultMonitor {
     switch (bit) {
       case FAULT.drive_fault:
       case FAULT.following_error:
-        return each((i) => decodeStatusword(img.statusword[i]!) === Ds402State.Fault);
+        return each((i) => stateOf(img.statusword[i]!) === Ds402State.Fault);
       case FAULT.safety_chain_open:
         return !img.safetyChainClosed;
       case FAULT.pdo_stale:
@@ -122,7 +123,7 @@ export class FaultMonitor {
       this.staleCycles[i] = img.pdoFresh[i] ? 0 : this.staleCycles[i]! + 1;
       if (this.staleCycles[i]! >= STALE_CYCLES) this.latch(FAULT.pdo_stale!, bit);
       if (!img.pdoFresh[i]) continue;
-      const state = decodeStatusword(img.statusword[i]!);
+      const state = stateOf(img.statusword[i]!);
       // 0x8611: the drive's own following error trip.
       if (state === Ds402State.Fault) this.latch(img.errorCode[i] === 0x8611 ? FAULT.following_error! : FAULT.drive_fault!, bit);
       // The core's own following error watch (limits.following_error for following_error_timeout_ms).
