@@ -117,6 +117,8 @@ export class Core implements AdmissionView {
   busReturn = 0;
   /** Host time of each axis's last fresh feedback (pdo_observed_time_ns). */
   readonly observedNs: BigInt64Array;
+  /** observedNs as little-endian-host 32-bit words (telemetry copies them without making bigints). */
+  readonly observedWords: Uint32Array;
   readonly ioConfigured: boolean;
   readonly capture: CaptureRing | null;
   private readonly workClock: () => number;
@@ -156,6 +158,7 @@ export class Core implements AdmissionView {
     this.host = driver instanceof DriverHost ? driver : new DriverHost(driver);
     this.lanes = new LaneArbiter(this.n);
     this.observedNs = new BigInt64Array(this.n);
+    this.observedWords = new Uint32Array(this.observedNs.buffer, this.observedNs.byteOffset, this.n * 2);
     this.maxLatenessNs = Number(machine.max_cycle_lateness_ns);
     this.ioConfigured = (machine.io?.outputs.length ?? 0) > 0;
     this.capture = opts.capture ?? null;
