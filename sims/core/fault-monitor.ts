@@ -18,6 +18,8 @@ export class FaultMonitor {
   bits = 0;
   private readonly staleCycles: Int32Array;
   private readonly feSince: Array<bigint | null>;
+  /** limits.following_error in counts per axis (following_error * counts_per_unit, computed once). */
+  private readonly feLimitCounts: Float64Array;
   /** The last bus submission return code (bus_submission persists while it is negative). */
   private busReturn = 0;
 
@@ -31,6 +33,7 @@ export class FaultMonitor {
     const n = machine.axes.length;
     this.staleCycles = new Int32Array(n);
     this.feSince = new Array<bigint | null>(n).fill(null);
+    this.feLimitCounts = Float64Array.from(machine.axes, (a) => a.following_error * a.counts_per_unit);
   }
 
   get size(): number {
@@ -127,12 +130,12 @@ export class FaultMonitor {
       // 0x8611: the drive's own following error trip.
       if (state === Ds402State.Fault) this.latch(img.errorCode[i] === 0x8611 ? FAULT.following_error! : FAULT.drive_fault!, bit);
       // The core's own following error watch (limits.following_error for following_error_timeout_ms).
-      const a = this.machine.axes[i]!;
       const enabled = state === Ds402State.OperationEnabled && img.modeDisplay[i] === MODE.cyclicSyncPosition;
-      if (enabled && Math.abs(img.followingError[i]!) > a.following_error * a.counts_per_unit) {
+      if (enabled && Math.abs(img.followingError[i]!) > this.feLimitCounts[i]!) {
         this.feSince[i] ??= nowNs;
+        const a = this.machine.axes[i]!;
         if (nowNs - this.feSince[i]! >= BigInt(a.following_error_timeout_ms) * 1_000_000n) this.latch(FAULT.following_error!, bit);
-      } else this.feSince[i] = null;
+      } else if (this.feSince[i] !== null) this.feSince[i] = null;
     }
   }
 
