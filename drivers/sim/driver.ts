@@ -66,7 +66,11 @@ class SimDrive {
     readonly sign: 1 | -1,
     readonly maxVelCounts: number,
     readonly feLimitCounts: number,
-  ) {}
+  ) {
+    this.torqueScale = Math.max(1, feLimitCounts);
+  }
+  /** Following error that gives full torque: max(1, feLimitCounts). */
+  readonly torqueScale: number;
 }
 
 /** What the sim driver hands to its next incarnation (DrivePersistence snapshot). */
@@ -199,6 +203,7 @@ export class SimBusDriver implements BusDriver {
     const dt = this.lastNs === 0n ? Number(this.setup?.cycleNs ?? 1_000_000n) / 1e9 : Number(nowNs - this.lastNs) / 1e9;
     this.lastNs = nowNs;
     let wkc = 0;
+    const step = Math.min(Math.max(dt, 0), 0.05);
     for (let i = 0; i < this.drives.length; i++) {
       const d = this.drives[i]!;
       if (d.offline) {
@@ -210,7 +215,7 @@ export class SimBusDriver implements BusDriver {
       wkc += 3; // one read, one write, one read-write datagram per slave in this profile
       img.online[i] = 1;
       img.alState[i] = AL.op;
-      this.stepDrive(d, img, i, Math.min(Math.max(dt, 0), 0.05), nowNs);
+      this.stepDrive(d, img, i, step, nowNs);
     }
     img.ioInputWord = (img.ioOutputWord ^ this.ioReadbackDisagreeMask) & 0xffff;
     // Fast inputs live in the high half word; all satisfied unless injected otherwise.
@@ -353,7 +358,7 @@ export class SimBusDriver implements BusDriver {
     img.positionActual[i] = clampI32(Math.round(d.pos));
     img.velocityActual[i] = clampI32(Math.round(d.vel));
     img.followingError[i] = clampI32(Math.round(fe));
-    img.torqueActual[i] = enabled ? Math.max(-3000, Math.min(3000, Math.round(fe / Math.max(1, d.feLimitCounts) * 1000))) : 0;
+    img.torqueActual[i] = enabled ? Math.max(-3000, Math.min(3000, Math.round((fe / d.torqueScale) * 1000))) : 0;
     img.errorCode[i] = d.faultCode;
     img.digitalInputs[i] = d.brakeEngaged ? 0 : 1;
     img.absolutePosition[i] = clampI32(Math.round(d.pos + d.absoluteBias + d.absoluteError));

@@ -144,6 +144,8 @@ export class Core implements AdmissionView {
   private lastArmed = false;
   /** Enabled mask as of the last exchange (before this cycle's lanes ran). */
   private enabledCache = 0;
+  /** The lanes' view of the cycle, reused (its time and enabled mask are set each cycle). */
+  private readonly laneCycle: { image: ProcessImage; nowNs: bigint; enabledMask: number; cwExtra: Uint16Array };
 
   constructor(
     readonly machine: CompiledMachine,
@@ -157,6 +159,7 @@ export class Core implements AdmissionView {
     this.image = new ProcessImage(this.n);
     this.host = driver instanceof DriverHost ? driver : new DriverHost(driver);
     this.lanes = new LaneArbiter(this.n);
+    this.laneCycle = { image: this.image, nowNs: 0n, enabledMask: 0, cwExtra: this.lanes.cwExtra };
     this.observedNs = new BigInt64Array(this.n);
     this.observedWords = new Uint32Array(this.observedNs.buffer, this.observedNs.byteOffset, this.n * 2);
     this.maxLatenessNs = Number(machine.max_cycle_lateness_ns);
@@ -540,7 +543,10 @@ export class Core implements AdmissionView {
     const img = this.image;
     const enabledBefore = this.enabledCache;
     // Targets and modes from whichever lane owns each axis.
-    this.lanes.produce({ image: img, nowNs, enabledMask: enabledBefore, cwExtra: this.lanes.cwExtra });
+    const lc = this.laneCycle;
+    lc.nowNs = nowNs;
+    lc.enabledMask = enabledBefore;
+    this.lanes.produce(lc);
     // CiA 402 stepping: each axis's controlword moves its drive one step toward the wanted state.
     const homingMask = this.homingMask;
     const resetting = this.reset !== null && this.reset.cycle < RESET_PULSE_CYCLES ? this.reset.mask : 0;
