@@ -144,6 +144,8 @@ export class Core implements AdmissionView {
   private lastArmed = false;
   /** Enabled mask as of the last exchange (before this cycle's lanes ran). */
   private enabledCache = 0;
+  private readonly nowScratch = new BigInt64Array(1);
+  private readonly nowScratchWords = new Uint32Array(this.nowScratch.buffer);
   /** The lanes' view of the cycle, reused (its time and enabled mask are set each cycle). */
   private readonly laneCycle: { image: ProcessImage; nowNs: bigint; enabledMask: number; cwExtra: Uint16Array };
 
@@ -558,7 +560,17 @@ export class Core implements AdmissionView {
       img.controlword[i] = cw | this.lanes.cwExtra[i]!;
     }
     this.busReturn = this.host.exchange(img, nowNs);
-    for (let i = 0; i < this.n; i++) if (img.pdoFresh[i] === 1) this.observedNs[i] = nowNs;
+    // observedNs[i] = nowNs for each fresh axis, as two 32-bit word copies (one bigint conversion a cycle).
+    const now64 = this.nowScratch;
+    now64[0] = nowNs;
+    const now32 = this.nowScratchWords;
+    const ow = this.observedWords;
+    for (let i = 0; i < this.n; i++) {
+      if (img.pdoFresh[i] === 1) {
+        ow[2 * i] = now32[0]!;
+        ow[2 * i + 1] = now32[1]!;
+      }
+    }
     const en = this.enabledMask();
     this.enabledCache = en;
 
