@@ -122,8 +122,6 @@ export class Core implements AdmissionView {
   readonly ioConfigured: boolean;
   readonly capture: CaptureRing | null;
   private readonly workClock: () => number;
-  /** The work clock is the default (performance.now() in ns), so its reading also serves as wall time. */
-  private readonly workIsWall: boolean;
   readonly hostNow: () => bigint;
   /** The host clock is the default (process.hrtime), which runs on the same monotonic clock as performance.now(). */
   private readonly hostIsDefault: boolean;
@@ -169,7 +167,6 @@ export class Core implements AdmissionView {
     this.capture = opts.capture ?? null;
     if (this.capture && this.capture.axisCount !== this.n) throw new RangeError(`capture ring has ${this.capture.axisCount} axes, the machine ${this.n}`);
     this.workClock = opts.workClock ?? defaultWorkClock;
-    this.workIsWall = this.workClock === defaultWorkClock;
     this.hostNow = opts.hostClock ?? defaultHostClock;
     this.hostIsDefault = this.hostNow === defaultHostClock;
     this.armSettleNs = opts.armSettleNs ?? ARM_SETTLE_NS;
@@ -505,21 +502,21 @@ export class Core implements AdmissionView {
   }
 
   /**
-   * The lease ran out in host time without a renewal reaching the core: it stops on its own. `wallMs` is
-   * this cycle's performance.now() reading when the work clock is the default (NaN otherwise). With the
-   * default host clock, the host time is read only when the deadline may be within a millisecond of the
-   * wall reading (both clocks are the same monotonic clock), so an active grant costs no clock read and
-   * no bigint per cycle; the first cycle whose read sees the deadline passed still stops the cell.
+   * The lease ran out in host time without a renewal reaching the core: it stops on its own. With the
+   * default host clock, process.hrtime is read only when the deadline may be within a millisecond of
+   * performance.now() (both run on the same monotonic clock), so an active grant costs a double clock
+   * read, not a bigint, per cycle; the first cycle whose read sees the deadline passed still stops the cell.
    */
-  private stepLease(wallMs: number): void {
+  private stepLease(): void {
     const g = this.grant;
     if (!g.active) return;
     const cached = this.hostIsDefault && g === this.leaseGrant && g.deadlineNs === this.leaseDeadline;
-    if (cached && wallMs < this.leaseSafeUntilMs) return;
+    const wall = this.hostIsDefault ? performance.now() : 0;
+    if (cached && wall < this.leaseSafeUntilMs) return;
     const host = this.hostNow();
     if (host <= g.deadlineNs) {
       if (this.hostIsDefault) {
-        const w = wallMs === wallMs ? wallMs : performance.now();
+        const w = wall;
         this.leaseGrant = g;
         this.leaseDeadline = g.deadlineNs;
         this.leaseSafeUntilMs = w + Number(g.deadlineNs - host) / 1e6 - 1;
@@ -535,7 +532,6 @@ export class Core implements AdmissionView {
   /** One cycle at core time `nowNs`, scheduled for `scheduledNs`. */
   cycle(nowNs: bigint, scheduledNs: bigint): void {
     const workStart = this.workClock();
-    const wallMs = this.workIsWall ? workStart / 1e6 : NaN;
     this.now = nowNs;
     this.cycleCount++;
     const lateness = nowNs === scheduledNs ? 0 : Number(nowNs - scheduledNs); // stepped: no bigint per cycle
@@ -578,7 +574,7 @@ export class Core implements AdmissionView {
     this.stepHoming();
     this.stepReset();
     this.stepArm();
-    this.stepLease(wallMs);
+    this.stepLease();
     if (this.homeDone && (en & this.homeDone.mask) === 0) {
       const { mask: _m, ...d } = this.homeDone;
       this.homeDone = null;
@@ -601,7 +597,7 @@ export class Core implements AdmissionView {
     }
     if (this.dirty) this.publish(nowNs);
     else if (this.publishByWall) {
-      const w = wallMs === wallMs ? wallMs : performance.now();
+      const w = performance.now();
       if (w - this.lastPublishWall >= 10) this.publish(nowNs);
     } else if (nowNs - this.lastPublishNs >= PUBLISH_EVERY_NS) this.publish(nowNs);
     const workNs = this.workClock() - workStart;
