@@ -122,6 +122,8 @@ export class Core implements AdmissionView {
   readonly ioConfigured: boolean;
   readonly capture: CaptureRing | null;
   private readonly workClock: () => number;
+  /** The work clock is the default (performance.now() in ns): its cycle-start reading is also the wall time. */
+  private readonly workIsWall: boolean;
   readonly hostNow: () => bigint;
   /** The host clock is the default (process.hrtime), which runs on the same monotonic clock as performance.now(). */
   private readonly hostIsDefault: boolean;
@@ -167,6 +169,7 @@ export class Core implements AdmissionView {
     this.capture = opts.capture ?? null;
     if (this.capture && this.capture.axisCount !== this.n) throw new RangeError(`capture ring has ${this.capture.axisCount} axes, the machine ${this.n}`);
     this.workClock = opts.workClock ?? defaultWorkClock;
+    this.workIsWall = this.workClock === defaultWorkClock;
     this.hostNow = opts.hostClock ?? defaultHostClock;
     this.hostIsDefault = this.hostNow === defaultHostClock;
     this.armSettleNs = opts.armSettleNs ?? ARM_SETTLE_NS;
@@ -504,14 +507,15 @@ export class Core implements AdmissionView {
   /**
    * The lease ran out in host time without a renewal reaching the core: it stops on its own. With the
    * default host clock, process.hrtime is read only when the deadline may be within a millisecond of
-   * performance.now() (both run on the same monotonic clock), so an active grant costs a double clock
-   * read, not a bigint, per cycle; the first cycle whose read sees the deadline passed still stops the cell.
+   * performance.now() (both run on the same monotonic clock; the cycle's start reading serves), so an
+   * active grant costs no clock read and no bigint per cycle; the first cycle whose read sees the deadline passed still stops the cell.
    */
-  private stepLease(): void {
+  private stepLease(wallMs: number): void {
     const g = this.grant;
     if (!g.active) return;
     const cached = this.hostIsDefault && g === this.leaseGrant && g.deadlineNs === this.leaseDeadline;
-    const wall = this.hostIsDefault ? performance.now() : 0;
+    // Read before the host clock below, so the margin computed from it errs early, never late.
+    const wall = !this.hostIsDefault ? 0 : wallMs === wallMs ? wallMs : performance.now();
     if (cached && wall < this.leaseSafeUntilMs) return;
     const host = this.hostNow();
     if (host <= g.deadlineNs) {
@@ -532,6 +536,8 @@ export class Core implements AdmissionView {
   /** One cycle at core time `nowNs`, scheduled for `scheduledNs`. */
   cycle(nowNs: bigint, scheduledNs: bigint): void {
     const workStart = this.workClock();
+    /** performance.now() at the start of this cycle, or NaN when the work clock is a test's own. */
+    const wallMs = this.workIsWall ? workStart / 1e6 : NaN;
     this.now = nowNs;
     this.cycleCount++;
     const lateness = nowNs === scheduledNs ? 0 : Number(nowNs - scheduledNs); // stepped: no bigint per cycle
@@ -574,7 +580,7 @@ export class Core implements AdmissionView {
     this.stepHoming();
     this.stepReset();
     this.stepArm();
-    this.stepLease();
+    this.stepLease(wallMs);
     if (this.homeDone && (en & this.homeDone.mask) === 0) {
       const { mask: _m, ...d } = this.homeDone;
       this.homeDone = null;
@@ -597,7 +603,7 @@ export class Core implements AdmissionView {
     }
     if (this.dirty) this.publish(nowNs);
     else if (this.publishByWall) {
-      const w = performance.now();
+      const w = wallMs === wallMs ? wallMs : performance.now();
       if (w - this.lastPublishWall >= 10) this.publish(nowNs);
     } else if (nowNs - this.lastPublishNs >= PUBLISH_EVERY_NS) this.publish(nowNs);
     const workNs = this.workClock() - workStart;
