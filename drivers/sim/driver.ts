@@ -55,14 +55,22 @@ class SimDrive {
   followingErrorTrip = false;
   homingFails = false;
   mappingMismatch = false;
-  lastFresh = { pos: 0, vel: 0, fe: 0, sw: 0 };
+  /** The inputs of the last fresh exchange (a frozen drive keeps reporting them); fields, not an object per cycle. */
+  lastPos = 0;
+  lastVel = 0;
+  lastFe = 0;
+  lastSw = 0;
 
   constructor(
     readonly countsPerUnit: number,
     readonly sign: 1 | -1,
     readonly maxVelCounts: number,
     readonly feLimitCounts: number,
-  ) {}
+  ) {
+    this.torqueScale = Math.max(1, feLimitCounts);
+  }
+  /** Following error that gives full torque: max(1, feLimitCounts). */
+  readonly torqueScale: number;
 }
 
 /** What the sim driver hands to its next incarnation (DrivePersistence snapshot). */
@@ -195,6 +203,9 @@ export class SimBusDriver implements BusDriver {
     const dt = this.lastNs === 0n ? Number(this.setup?.cycleNs ?? 1_000_000n) / 1e9 : Number(nowNs - this.lastNs) / 1e9;
     this.lastNs = nowNs;
     let wkc = 0;
+    // The step goes to stepDrive through a field: a double argument to a call that is not inlined is
+    // boxed, one heap number per drive per cycle.
+    this.stepDt = Math.min(Math.max(dt, 0), 0.05);
     for (let i = 0; i < this.drives.length; i++) {
       const d = this.drives[i]!;
       if (d.offline) {
@@ -206,7 +217,7 @@ export class SimBusDriver implements BusDriver {
       wkc += 3; // one read, one write, one read-write datagram per slave in this profile
       img.online[i] = 1;
       img.alState[i] = AL.op;
-      this.stepDrive(d, img, i, Math.min(Math.max(dt, 0), 0.05), nowNs);
+      this.stepDrive(d, img, i, nowNs);
     }
     img.ioInputWord = (img.ioOutputWord ^ this.ioReadbackDisagreeMask) & 0xffff;
     // Fast inputs live in the high half word; all satisfied unless injected otherwise.
@@ -218,7 +229,11 @@ export class SimBusDriver implements BusDriver {
     return 0;
   }
 
-  private stepDrive(d: SimDrive, img: ProcessImage, i: number, dt: number, nowNs: bigint): void {
+  /** This exchange's integration step in seconds (see exchange). */
+  private stepDt = 0.001;
+
+  private stepDrive(d: SimDrive, img: ProcessImage, i: number, nowNs: bigint): void {
+    const dt = this.stepDt;
     const cw = img.controlword[i]!;
     const cmd = decodeControlword(cw, d.prevCw);
     const mode = img.modeOfOperation[i]!;
@@ -337,10 +352,10 @@ export class SimBusDriver implements BusDriver {
     if (d.frozen) {
       // Stale PDO: the drive stops refreshing its inputs; the image keeps the last values.
       img.pdoFresh[i] = 0;
-      img.positionActual[i] = d.lastFresh.pos;
-      img.velocityActual[i] = d.lastFresh.vel;
-      img.followingError[i] = d.lastFresh.fe;
-      img.statusword[i] = d.lastFresh.sw;
+      img.positionActual[i] = d.lastPos;
+      img.velocityActual[i] = d.lastVel;
+      img.followingError[i] = d.lastFe;
+      img.statusword[i] = d.lastSw;
       return;
     }
     img.pdoFresh[i] = 1;
@@ -349,12 +364,15 @@ export class SimBusDriver implements BusDriver {
     img.positionActual[i] = clampI32(Math.round(d.pos));
     img.velocityActual[i] = clampI32(Math.round(d.vel));
     img.followingError[i] = clampI32(Math.round(fe));
-    img.torqueActual[i] = enabled ? Math.max(-3000, Math.min(3000, Math.round(fe / Math.max(1, d.feLimitCounts) * 1000))) : 0;
+    img.torqueActual[i] = enabled ? Math.max(-3000, Math.min(3000, Math.round((fe / d.torqueScale) * 1000))) : 0;
     img.errorCode[i] = d.faultCode;
     img.digitalInputs[i] = d.brakeEngaged ? 0 : 1;
     img.absolutePosition[i] = clampI32(Math.round(d.pos + d.absoluteBias + d.absoluteError));
     img.absoluteValid[i] = 1;
-    d.lastFresh = { pos: img.positionActual[i]!, vel: img.velocityActual[i]!, fe: img.followingError[i]!, sw };
+    d.lastPos = img.positionActual[i]!;
+    d.lastVel = img.velocityActual[i]!;
+    d.lastFe = img.followingError[i]!;
+    d.lastSw = sw;
   }
 
   async close(): Promise<void> {

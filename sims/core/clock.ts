@@ -100,22 +100,23 @@ export class FastClock implements CycleClock {
 
 export class SteppedClock implements CycleClock {
   readonly mode = 'stepped' as const;
-  private cycles = 0n;
+  /** originNs + cycles * cycleNs, kept by addition (one bigint per cycle instead of three). */
+  private t: bigint;
   readonly skipped = 0;
   constructor(
     private readonly cycleNs: bigint,
     readonly originNs: bigint = hostNow(),
   ) {
     if (cycleNs <= 0n) throw new RangeError('cycle_ns must be positive');
+    this.t = originNs;
   }
   next(): Tick {
-    this.cycles++;
-    const t = this.originNs + this.cycles * this.cycleNs;
+    const t = (this.t += this.cycleNs);
     return { nowNs: t, scheduledNs: t };
   }
   /** The time of the last cycle run (the origin before the first). */
   get nowNs(): bigint {
-    return this.originNs + this.cycles * this.cycleNs;
+    return this.t;
   }
 }
 

@@ -13,7 +13,8 @@
 // This file keeps the state they share, carries out admitted commands, and runs the cycle.
 
 import { ProcessImage, STANDARD_MAPPING, type BusDriver, type BusSetup } from '../../drivers/bus.ts';
-import { CW, decodeStatusword, Ds402State } from '../../drivers/ds402.ts';
+import { CW, Ds402State } from '../../drivers/ds402.ts';
+import { stateOf } from './ds402-state.ts';
 import { DriverHost } from '../../drivers/host.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import { admit, type AdmissionView, type Cmd } from './admission.ts';
@@ -135,10 +136,24 @@ export class Core implements AdmissionView {
   busReturn = 0;
   /** Host time of each axis's last fresh feedback (pdo_observed_time_ns). */
   readonly observedNs: BigInt64Array;
+  /** observedNs as little-endian-host 32-bit words (telemetry copies them without making bigints). */
+  readonly observedWords: Uint32Array;
   readonly ioConfigured: boolean;
   readonly capture: CaptureRing | null;
   private readonly workClock: () => number;
+  /** The work clock is the default (performance.now() in ns): its cycle-start reading is also the wall time. */
+  private readonly workIsWall: boolean;
   readonly hostNow: () => bigint;
+  /** The host clock is the default (process.hrtime), which runs on the same monotonic clock as performance.now(). */
+  private readonly hostIsDefault: boolean;
+  /**
+   * Lease check without a host clock read every cycle: the grant (and its deadline) for which
+   * `leaseSafeUntilMs` was computed, and the performance.now() time before which that deadline cannot
+   * have passed (the remaining time when last read, less a 1 ms margin for rounding).
+   */
+  private leaseGrant: Core['grant'] | null = null;
+  private leaseDeadline = 0n;
+  private leaseSafeUntilMs = -Infinity;
   private readonly armSettleNs: bigint;
   readonly clockMode: CoreStatus['clock']['mode'];
   readonly scheduling: string;
@@ -148,6 +163,10 @@ export class Core implements AdmissionView {
   private lastArmed = false;
   /** Enabled mask as of the last exchange (before this cycle's lanes ran). */
   private enabledCache = 0;
+  private readonly nowScratch = new BigInt64Array(1);
+  private readonly nowScratchWords = new Uint32Array(this.nowScratch.buffer);
+  /** The lanes' view of the cycle, reused (its time and enabled mask are set each cycle). */
+  private readonly laneCycle: { image: ProcessImage; nowNs: bigint; enabledMask: number; cwExtra: Uint16Array };
 
   constructor(
     readonly machine: CompiledMachine,
@@ -161,13 +180,17 @@ export class Core implements AdmissionView {
     this.image = new ProcessImage(this.n);
     this.host = driver instanceof DriverHost ? driver : new DriverHost(driver);
     this.lanes = new LaneArbiter(this.n);
+    this.laneCycle = { image: this.image, nowNs: 0n, enabledMask: 0, cwExtra: this.lanes.cwExtra };
     this.observedNs = new BigInt64Array(this.n);
+    this.observedWords = new Uint32Array(this.observedNs.buffer, this.observedNs.byteOffset, this.n * 2);
     this.maxLatenessNs = Number(machine.max_cycle_lateness_ns);
     this.ioConfigured = (machine.io?.outputs.length ?? 0) > 0;
     this.capture = opts.capture ?? null;
     if (this.capture && this.capture.axisCount !== this.n) throw new RangeError(`capture ring has ${this.capture.axisCount} axes, the machine ${this.n}`);
     this.workClock = opts.workClock ?? defaultWorkClock;
+    this.workIsWall = this.workClock === defaultWorkClock;
     this.hostNow = opts.hostClock ?? defaultHostClock;
+    this.hostIsDefault = this.hostNow === defaultHostClock;
     this.armSettleNs = opts.armSettleNs ?? ARM_SETTLE_NS;
     this.clockMode = opts.clockMode ?? 'realtime';
     this.scheduling = opts.scheduling ?? 'default';
@@ -291,7 +314,7 @@ export class Core implements AdmissionView {
   enabledMask(): number {
     const img = this.image;
     let m = 0;
-    for (let i = 0; i < this.n; i++) if (img.online[i] === 1 && decodeStatusword(img.statusword[i]!) === Ds402State.OperationEnabled) m |= 1 << i;
+    for (let i = 0; i < this.n; i++) if (img.online[i] === 1 && stateOf(img.statusword[i]!) === Ds402State.OperationEnabled) m |= 1 << i;
     return m;
   }
 
@@ -701,9 +724,29 @@ export class Core implements AdmissionView {
     };
   }
 
-  /** The lease ran out in host time without a renewal reaching the core: it stops on its own. */
-  private stepLease(): void {
-    if (!this.grant.active || this.hostNow() <= this.grant.deadlineNs + LEASE_GRACE_NS) return;
+  /**
+   * The lease ran out in host time without a renewal reaching the core: it stops on its own. With the
+   * default host clock, process.hrtime is read only when the deadline may be within a millisecond of
+   * performance.now() (both run on the same monotonic clock; the cycle's start reading serves), so an
+   * active grant costs no clock read and no bigint per cycle; the first cycle whose read sees the deadline passed still stops the cell.
+   */
+  private stepLease(wallMs: number): void {
+    const g = this.grant;
+    if (!g.active) return;
+    const cached = this.hostIsDefault && g === this.leaseGrant && g.deadlineNs === this.leaseDeadline;
+    // Read before the host clock below, so the margin computed from it errs early, never late.
+    const wall = !this.hostIsDefault ? 0 : wallMs === wallMs ? wallMs : performance.now();
+    if (cached && wall < this.leaseSafeUntilMs) return;
+    const host = this.hostNow();
+    if (host <= g.deadlineNs + LEASE_GRACE_NS) {
+      if (this.hostIsDefault) {
+        const w = wall;
+        this.leaseGrant = g;
+        this.leaseDeadline = g.deadlineNs;
+        this.leaseSafeUntilMs = w + Number(g.deadlineNs + LEASE_GRACE_NS - host) / 1e6 - 1;
+      }
+      return;
+    }
     this.grant = { ...this.grant, active: false };
     this.nativeGeneration++;
     this.safeState('lease expired');
@@ -713,9 +756,11 @@ export class Core implements AdmissionView {
   /** One cycle at core time `nowNs`, scheduled for `scheduledNs`. */
   cycle(nowNs: bigint, scheduledNs: bigint): void {
     const workStart = this.workClock();
+    /** performance.now() at the start of this cycle, or NaN when the work clock is a test's own. */
+    const wallMs = this.workIsWall ? workStart / 1e6 : NaN;
     this.now = nowNs;
     this.cycleCount++;
-    const lateness = Number(nowNs - scheduledNs);
+    const lateness = nowNs === scheduledNs ? 0 : Number(nowNs - scheduledNs); // stepped: no bigint per cycle
     this.lateness.record(lateness);
     if (lateness > this.maxLatenessNs) this.overruns++;
 
@@ -723,7 +768,10 @@ export class Core implements AdmissionView {
     const enabledBefore = this.enabledCache;
     if (this.jog.open) this.jog.checkExpiry(this.hostNow());
     // Targets and modes from whichever lane owns each axis.
-    this.lanes.produce({ image: img, nowNs, enabledMask: enabledBefore, cwExtra: this.lanes.cwExtra });
+    const lc = this.laneCycle;
+    lc.nowNs = nowNs;
+    lc.enabledMask = enabledBefore;
+    this.lanes.produce(lc);
     // Output intents of the running trajectory drive configured non-torch outputs, only while io is armed.
     if (this.trajectory.active && this.ioArmed) img.ioOutputWord = this.trajectory.outputs & this.drivableOutputs;
     // CiA 402 stepping: each axis's controlword moves its drive one step toward the wanted state.
@@ -731,13 +779,23 @@ export class Core implements AdmissionView {
     const resetting = this.reset !== null && this.reset.cycle < RESET_PULSE_CYCLES ? this.reset.mask : 0;
     const want = this.stopDraining ? 0 : this.enableMask | homingMask;
     for (let i = 0; i < this.n; i++) {
-      const state = decodeStatusword(img.statusword[i]!);
+      const state = stateOf(img.statusword[i]!);
       let cw = controlwordFor(state, ((want >>> i) & 1) === 1);
       if (state === Ds402State.Fault && (resetting >>> i) & 1) cw = CW.faultReset;
       img.controlword[i] = cw | this.lanes.cwExtra[i]!;
     }
     this.busReturn = this.host.exchange(img, nowNs);
-    for (let i = 0; i < this.n; i++) if (img.pdoFresh[i] === 1) this.observedNs[i] = nowNs;
+    // observedNs[i] = nowNs for each fresh axis, as two 32-bit word copies (one bigint conversion a cycle).
+    const now64 = this.nowScratch;
+    now64[0] = nowNs;
+    const now32 = this.nowScratchWords;
+    const ow = this.observedWords;
+    for (let i = 0; i < this.n; i++) {
+      if (img.pdoFresh[i] === 1) {
+        ow[2 * i] = now32[0]!;
+        ow[2 * i + 1] = now32[1]!;
+      }
+    }
     const en = this.enabledMask();
     this.enabledCache = en;
 
@@ -747,7 +805,7 @@ export class Core implements AdmissionView {
     this.stepHoming();
     this.stepReset();
     this.stepArm();
-    this.stepLease();
+    this.stepLease(wallMs);
     if (this.homeDone && (en & this.homeDone.mask) === 0) {
       const { mask: _m, ...d } = this.homeDone;
       this.homeDone = null;
@@ -770,7 +828,7 @@ export class Core implements AdmissionView {
     }
     if (this.dirty) this.publish(nowNs);
     else if (this.publishByWall) {
-      const w = performance.now();
+      const w = wallMs === wallMs ? wallMs : performance.now();
       if (w - this.lastPublishWall >= 10) this.publish(nowNs);
     } else if (nowNs - this.lastPublishNs >= PUBLISH_EVERY_NS) this.publish(nowNs);
     const workNs = this.workClock() - workStart;
@@ -798,7 +856,7 @@ export class Core implements AdmissionView {
   private allStill(): boolean {
     for (let i = 0; i < this.n; i++) {
       if (!this.image.online[i]) continue; // an offline drive's last statusword says nothing about motion
-      const s = decodeStatusword(this.image.statusword[i]!);
+      const s = stateOf(this.image.statusword[i]!);
       if (s === Ds402State.OperationEnabled || s === Ds402State.QuickStopActive) return false;
     }
     return true;

@@ -3,7 +3,8 @@
 // persists: document 1 part 4 reset_fault), and the bit set published in status and telemetry.
 
 import { BUS_RC, type ProcessImage } from '../../drivers/bus.ts';
-import { decodeStatusword, Ds402State, MODE } from '../../drivers/ds402.ts';
+import { Ds402State, MODE } from '../../drivers/ds402.ts';
+import { stateOf } from './ds402-state.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import { FAULT, FAULT_INFO, faultEntry, type FaultRecovery } from './faults.ts';
 
@@ -17,6 +18,8 @@ export class FaultMonitor {
   bits = 0;
   private readonly staleCycles: Int32Array;
   private readonly feSince: Array<bigint | null>;
+  /** limits.following_error in counts per axis (following_error * counts_per_unit, computed once). */
+  private readonly feLimitCounts: Float64Array;
   /** The last bus submission return code (bus_submission persists while it is negative). */
   private busReturn = 0;
 
@@ -30,6 +33,7 @@ export class FaultMonitor {
     const n = machine.axes.length;
     this.staleCycles = new Int32Array(n);
     this.feSince = new Array<bigint | null>(n).fill(null);
+    this.feLimitCounts = Float64Array.from(machine.axes, (a) => a.following_error * a.counts_per_unit);
   }
 
   get size(): number {
@@ -80,7 +84,7 @@ export class FaultMonitor {
     switch (bit) {
       case FAULT.drive_fault:
       case FAULT.following_error:
-        return each((i) => decodeStatusword(img.statusword[i]!) === Ds402State.Fault);
+        return each((i) => stateOf(img.statusword[i]!) === Ds402State.Fault);
       case FAULT.safety_chain_open:
         return !img.safetyChainClosed;
       case FAULT.pdo_stale:
@@ -122,16 +126,16 @@ export class FaultMonitor {
       this.staleCycles[i] = img.pdoFresh[i] ? 0 : this.staleCycles[i]! + 1;
       if (this.staleCycles[i]! >= STALE_CYCLES) this.latch(FAULT.pdo_stale!, bit);
       if (!img.pdoFresh[i]) continue;
-      const state = decodeStatusword(img.statusword[i]!);
+      const state = stateOf(img.statusword[i]!);
       // 0x8611: the drive's own following error trip.
       if (state === Ds402State.Fault) this.latch(img.errorCode[i] === 0x8611 ? FAULT.following_error! : FAULT.drive_fault!, bit);
       // The core's own following error watch (limits.following_error for following_error_timeout_ms).
-      const a = this.machine.axes[i]!;
       const enabled = state === Ds402State.OperationEnabled && img.modeDisplay[i] === MODE.cyclicSyncPosition;
-      if (enabled && Math.abs(img.followingError[i]!) > a.following_error * a.counts_per_unit) {
+      if (enabled && Math.abs(img.followingError[i]!) > this.feLimitCounts[i]!) {
         this.feSince[i] ??= nowNs;
+        const a = this.machine.axes[i]!;
         if (nowNs - this.feSince[i]! >= BigInt(a.following_error_timeout_ms) * 1_000_000n) this.latch(FAULT.following_error!, bit);
-      } else this.feSince[i] = null;
+      } else if (this.feSince[i] !== null) this.feSince[i] = null;
     }
   }
 

@@ -24,17 +24,27 @@ export class CycleHistogram {
   min = Infinity;
   max = -Infinity;
 
+  /** Bounds [lo, hi) of the bucket the last sample fell in (a run of similar samples skips the log10). */
+  private lastLo = 0;
+  private lastHi = 0;
+  private lastK = 0;
+
   /** Adds one sample (ns). */
   record(v: number): void {
     const edges = CycleHistogram.EDGES;
     let k: number;
-    if (!(v >= CycleHistogram.LOW_NS)) k = 0;
+    if (v >= this.lastLo && v < this.lastHi) k = this.lastK;
+    else if (!(v >= CycleHistogram.LOW_NS)) k = 0;
     else if (v >= CycleHistogram.HIGH_NS) k = 101;
     else {
       k = Math.floor(Math.log10(v / CycleHistogram.LOW_NS) * CycleHistogram.PER_DECADE) + 1;
       // log10 may round across an edge: settle on the bucket whose bounds hold v
       if (k > 1 && v < edges[k - 1]!) k--;
       else if (k < 100 && v >= edges[k]!) k++;
+      // bucket k now holds v: edges[k - 1] <= v < edges[k]
+      this.lastK = k;
+      this.lastLo = edges[k - 1]!;
+      this.lastHi = edges[k]!;
     }
     this.counts[k]!++;
     this.count++;

@@ -3,7 +3,8 @@
 // homing attained / homing error in the statusword (CiA 402 object 0x6041 bits 12 and 13 in mode 6).
 // Document 1 part 4 home: waits up to 60 s; the core ends it early on failure, stop, or lost authority.
 
-import { decodeStatusword, Ds402State, MODE, SW, CW } from '../../drivers/ds402.ts';
+import { Ds402State, MODE, SW, CW } from '../../drivers/ds402.ts';
+import { stateOf } from './ds402-state.ts';
 import type { LaneCycle, MotionLane } from './lanes.ts';
 
 /** Home wait bound (document 1 part 8 "Home wait: up to 60 s"). */
@@ -37,7 +38,7 @@ export class HomingLane implements MotionLane {
       if (!((axes >>> i) & 1)) continue;
       img.modeOfOperation[i] = MODE.homing;
       img.targetPosition[i] = img.positionActual[i]!;
-      if (decodeStatusword(img.statusword[i]!) === Ds402State.OperationEnabled && img.modeDisplay[i] === MODE.homing) c.cwExtra[i]! |= CW.homingStart;
+      if (stateOf(img.statusword[i]!) === Ds402State.OperationEnabled && img.modeDisplay[i] === MODE.homing) c.cwExtra[i]! |= CW.homingStart;
     }
   }
 
@@ -50,7 +51,7 @@ export class HomingLane implements MotionLane {
     for (let i = 0; h.mask >>> i; i++) {
       if (!((h.mask >>> i) & 1)) continue;
       const sw = c.image.statusword[i]!;
-      if (decodeStatusword(sw) === Ds402State.OperationEnabled && c.image.modeDisplay[i] === MODE.homing) h.started |= 1 << i;
+      if (stateOf(sw) === Ds402State.OperationEnabled && c.image.modeDisplay[i] === MODE.homing) h.started |= 1 << i;
       if (h.started & (1 << i)) {
         if (sw & SW.opMode13) return { kind: 'error', axes: 1 << i };
         if (sw & SW.opMode12) attained |= 1 << i;

@@ -129,9 +129,12 @@ export class LaneArbiter {
 
   /** Let every owner write its axes' targets and modes for this cycle. */
   produce(c: LaneCycle): void {
-    this.cwExtra.fill(0);
+    const cwExtra = this.cwExtra;
     let held = 0;
-    for (let i = 0; i < this.n; i++) if (this.owner[i] === null) held |= 1 << i;
+    for (let i = 0; i < this.n; i++) {
+      cwExtra[i] = 0;
+      if (this.owner[i] === null) held |= 1 << i;
+    }
     if (held) this.hold.produce(c, held);
     for (const lane of this.lanes) {
       const axes = this.axesOf(lane);

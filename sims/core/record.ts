@@ -2,14 +2,199 @@
 // state after the exchange and the cycle's logic. Allocates nothing. Fields the core does not know in
 // this build stay zero (trajectory, jog, collision watchdog, coordinates, audits, vendor ext_ registers,
 // master state).
+//
+// Two writers of the same bytes: `captureCycle` stores each field straight into typed array views of the
+// ring (no range or slot checks, no zero fill of a slot that only ever held cycle records; about ten
+// times cheaper), and `captureCycleChecked` goes through the checked RecordWriter API (big-endian hosts,
+// and the reference the fast path is tested against byte for byte in capture.test.ts). Both write
+// exactly the same set of fields on every call: beginCycleRecord relies on it.
 
-import { decodeStatusword, Ds402State } from '../../drivers/ds402.ts';
-import { AX, REC } from './capture/layout.ts';
+import type { ProcessImage } from '../../drivers/bus.ts';
+import { Ds402State } from '../../drivers/ds402.ts';
+import { AL } from '../../drivers/bus.ts';
+import { AX, AXIS_ARRAY_OFFSET, AXIS_BYTES, REC, TWO32 } from './capture/layout.ts';
 import type { CaptureRing } from './capture/ring.ts';
 import { writeProcessImage } from './capture/writer.ts';
-import type { Core } from './core.ts';
+import { stateOf } from './ds402-state.ts';
+import type { JogLane } from './jog.ts';
+import type { LaneArbiter } from './lanes.ts';
+import type { Plan, TrajectoryLane } from './trajectory.ts';
 
-export function captureCycle(core: Core, ring: CaptureRing, nowNs: bigint, lateness: number, workNs: number, enabled: number): void {
+/** What a cycle record is made of (Core provides it; the equivalence test builds its own). */
+export interface CaptureSource {
+  readonly image: ProcessImage;
+  readonly n: number;
+  readonly grant: { readonly generation: bigint; readonly deadlineNs: bigint; readonly active: boolean; readonly axisMask: number };
+  readonly cycleCount: number;
+  readonly homeEpoch: bigint;
+  readonly busReturn: number;
+  readonly armed: boolean;
+  readonly faults: { readonly safetyFaultMask: number; readonly bits: number };
+  readonly homeValidMask: number;
+  readonly ioConfigured: boolean;
+  readonly ioArmed: boolean;
+  /** Host time of each axis's last fresh feedback (pdo_observed_time_ns). */
+  readonly observedNs: BigInt64Array;
+  /** The same times as 32-bit words (a view of observedNs's buffer; read without making bigints). */
+  readonly observedWords: Uint32Array;
+  // motion (trajectory and jog fields of the record)
+  readonly trajectory: TrajectoryLane;
+  readonly jog: JogLane;
+  readonly lanes: LaneArbiter;
+  readonly motionState: number;
+  readonly preparedPlan: Plan | null;
+  readonly lastEvent: number;
+}
+
+/** Whether any motion field of the record is not zero this cycle (the fast path writes none of them). */
+function motionFields(core: CaptureSource): boolean {
+  return core.trajectory.active || core.jog.generation !== 0n || core.motionState !== 0 || core.preparedPlan !== null || core.lastEvent !== 0;
+}
+
+export function captureCycle(core: CaptureSource, ring: CaptureRing, nowNs: bigint, lateness: number, workNs: number, enabled: number): void {
+  const v = ring.views;
+  // The fast path writes the fields an idle cell has; a cycle with motion state takes the checked path
+  // (which also turns the ring's slot zeroing back on, so no motion field can outlive its cycle).
+  if (v === null || motionFields(core)) return captureCycleChecked(core, ring, nowNs, lateness, workNs, enabled);
+  const img = core.image;
+  const g = core.grant;
+  const b = ring.beginCycleRecord(); // a multiple of 16
+  const u32 = v.u32;
+  const w = b >> 2;
+  const q = b >> 3;
+  const u64 = v.u64;
+  u64[q + R_T_NS] = nowNs;
+  putU64n(u32, w + R_CYCLE, core.cycleCount);
+  putU64n(u32, w + R_WORK_NS, workNs > 0 ? Math.round(workNs) : 0);
+  putI64n(u32, v.i32, w + R_JITTER, lateness);
+  u64[q + R_APP_GEN] = g.generation;
+  u64[q + R_CTL_GEN] = g.generation;
+  u64[q + R_HOME_EPOCH] = core.homeEpoch;
+  u64[q + R_DEADLINE] = g.deadlineNs;
+  putI64n(u32, v.i32, w + R_BUS_RC, core.busReturn);
+  u32[w + R_ARMED] = core.armed ? 1 : 0;
+  u32[w + R_ENABLE] = enabled;
+  u32[w + R_GRANT_ACTIVE] = g.active ? 1 : 0;
+  u32[w + R_GRANT_MASK] = g.axisMask;
+  u32[w + R_SAFETY] = core.faults.safetyFaultMask;
+  u32[w + R_FAULTS] = core.faults.bits;
+  u32[w + R_HOME_VALID] = core.homeValidMask;
+  u32[w + R_IO_CONFIGURED] = core.ioConfigured ? 1 : 0;
+  u32[w + R_IO_ARMED] = core.ioArmed ? 1 : 0;
+  u32[w + R_MOTION_DONE] = 1; // the fast path runs only while no trajectory is active
+
+  const u8 = v.u8;
+  const u16 = v.u16;
+  const i32 = v.i32;
+  // The observed times as 32-bit words (copying a BigInt64Array element as a bigint would allocate).
+  const obs = core.observedWords;
+  let fresh = 0;
+  const n = core.n < img.axisCount ? core.n : img.axisCount;
+  for (let i = 0; i < n; i++) {
+    const a = b + AXIS_ARRAY_OFFSET + i * AXIS_BYTES; // byte offset of axis slot i
+    const a4 = a >> 2;
+    const online = img.online[i] === 1 ? 1 : 0;
+    const sw = img.statusword[i]!;
+    const state = stateOf(sw);
+    i32[a4 + A_POSITION] = img.positionActual[i]!;
+    i32[a4 + A_TARGET] = img.targetPosition[i]!;
+    u16[(a >> 1) + A_STATUSWORD] = sw;
+    u16[(a >> 1) + A_ERROR_CODE] = img.errorCode[i]!;
+    i32[a4 + A_VELOCITY] = img.velocityActual[i]!;
+    u32[a4 + A_VELOCITY_VALID] = online;
+    i32[a4 + A_FE] = img.followingError[i]!;
+    u32[a4 + A_FE_VALID] = online;
+    v.i16[(a >> 1) + A_TORQUE] = img.torqueActual[i]!;
+    u8[a + AX.torque_valid] = online;
+    u32[a4 + A_DI] = img.digitalInputs[i]!;
+    u32[a4 + A_DI_VALID] = online;
+    v.i8[a + AX.mode_display] = img.modeDisplay[i]!;
+    u8[a + AX.ds402_state] = state;
+    u8[a + AX.slave_al_state] = img.alState[i]!;
+    u8[a + AX.slave_online] = online;
+    u8[a + AX.slave_operational] = online === 1 && img.alState[i] === AL.op ? 1 : 0;
+    u8[a + AX.pdo_fresh] = img.pdoFresh[i]!;
+    if (img.pdoFresh[i] === 1) fresh |= 1 << i;
+    // brake_state (profile): 0 unknown (slave offline), 1 engaged, 2 released; released exactly when
+    // the drive reports operation enabled, as status axes[].brake_engaged.
+    u32[a4 + A_BRAKE] = online === 0 ? 0 : state === Ds402State.OperationEnabled ? 2 : 1;
+    u32[a4 + A_OBSERVED] = obs[2 * i]!;
+    u32[a4 + A_OBSERVED + 1] = obs[2 * i + 1]!;
+    // One absolute source per axis in this profile: element 0 of absolute_value / absolute_valid.
+    i32[a4 + A_ABSOLUTE] = img.absolutePosition[i]!;
+    u8[a + AX.absolute_valid] = img.absoluteValid[i]!;
+  }
+  u32[w + R_FRESH] = fresh;
+  u32[w + R_WKC_ACTUAL] = img.wkcActual;
+  u32[w + R_WKC_EXPECTED] = img.wkcExpected;
+  u32[w + R_IO_IN] = img.ioInputWord;
+  u32[w + R_IO_OUT] = img.ioOutputWord;
+  u32[w + R_IO_IN_VALID] = img.ioInputValid;
+  ring.commit();
+}
+
+/** u64 from a non-negative safe integer, as RecordWriter.u64n. */
+function putU64n(u32: Uint32Array, word: number, v: number): void {
+  const lo = v >>> 0;
+  u32[word] = lo;
+  u32[word + 1] = (v - lo) / TWO32;
+}
+
+/** i64 from a safe integer of either sign, as RecordWriter.i64n. */
+function putI64n(u32: Uint32Array, i32: Int32Array, word: number, v: number): void {
+  const lo = v >>> 0;
+  u32[word] = lo;
+  i32[word + 1] = (v - lo) / TWO32;
+}
+
+/** Element index of a field in a typed array of `size`-byte elements; the field must be aligned. */
+function at(offset: number, size: number): number {
+  if (offset % size !== 0) throw new Error(`capture field at ${offset} is not ${size}-byte aligned`);
+  return offset / size;
+}
+const R_T_NS = at(REC.t_ns, 8);
+const R_CYCLE = at(REC.cycle, 4);
+const R_WORK_NS = at(REC.work_ns, 4);
+const R_JITTER = at(REC.cycle_jitter_ns, 4);
+const R_APP_GEN = at(REC.app_grant_generation, 8);
+const R_CTL_GEN = at(REC.control_generation, 8);
+const R_HOME_EPOCH = at(REC.home_epoch, 8);
+const R_DEADLINE = at(REC.grant_deadline_host_ns, 8);
+const R_BUS_RC = at(REC.bus_submission_return_code, 4);
+const R_ARMED = at(REC.armed, 4);
+const R_ENABLE = at(REC.axis_enable_mask, 4);
+const R_GRANT_ACTIVE = at(REC.grant_active, 4);
+const R_GRANT_MASK = at(REC.grant_axis_mask, 4);
+const R_SAFETY = at(REC.safety_fault_mask, 4);
+const R_FAULTS = at(REC.execution_fault_reasons, 4);
+const R_HOME_VALID = at(REC.home_valid_mask, 4);
+const R_IO_CONFIGURED = at(REC.io_configured, 4);
+const R_IO_ARMED = at(REC.io_armed, 4);
+const R_MOTION_DONE = at(REC.motion_done, 4);
+const R_FRESH = at(REC.pdo_fresh_axis_mask, 4);
+const R_WKC_ACTUAL = at(REC.wkc_actual, 4);
+const R_WKC_EXPECTED = at(REC.wkc_expected, 4);
+const R_IO_IN = at(REC.io_input_word, 4);
+const R_IO_OUT = at(REC.io_output_word, 4);
+const R_IO_IN_VALID = at(REC.io_input_valid, 4);
+const A_POSITION = at(AX.position, 4);
+const A_TARGET = at(AX.target, 4);
+const A_STATUSWORD = at(AX.statusword, 2);
+const A_ERROR_CODE = at(AX.error_code, 2);
+const A_VELOCITY = at(AX.velocity_actual_counts_per_s, 4);
+const A_VELOCITY_VALID = at(AX.velocity_actual_valid, 4);
+const A_FE = at(AX.following_error_counts, 4);
+const A_FE_VALID = at(AX.following_error_valid, 4);
+const A_TORQUE = at(AX.torque_raw, 2);
+const A_DI = at(AX.di_bits, 4);
+const A_DI_VALID = at(AX.di_valid, 4);
+const A_BRAKE = at(AX.brake_state, 4);
+const A_OBSERVED = at(AX.pdo_observed_time_ns, 8) * 2;
+const A_ABSOLUTE = at(AX.absolute_value, 4);
+if (AXIS_ARRAY_OFFSET % 16 !== 0 || AXIS_BYTES % 16 !== 0) throw new Error('capture axis slots are not 16-byte aligned');
+
+/** The same record through the checked RecordWriter API (DataView setters, slot zeroed first). */
+export function captureCycleChecked(core: CaptureSource, ring: CaptureRing, nowNs: bigint, lateness: number, workNs: number, enabled: number): void {
   const img = core.image;
   const g = core.grant;
   const w = ring.beginRecord();
@@ -59,11 +244,8 @@ export function captureCycle(core: Core, ring: CaptureRing, nowNs: bigint, laten
   for (let i = 0; i < core.n; i++) {
     const a = w.axis(i);
     const online = img.online[i] === 1;
-    // brake_state (profile): 0 unknown (slave offline), 1 engaged, 2 released; released exactly when
-    // the drive reports operation enabled, as status axes[].brake_engaged.
-    w.u32(a + AX.brake_state, !online ? 0 : decodeStatusword(img.statusword[i]!) === Ds402State.OperationEnabled ? 2 : 1);
+    w.u32(a + AX.brake_state, !online ? 0 : stateOf(img.statusword[i]!) === Ds402State.OperationEnabled ? 2 : 1);
     w.u64(a + AX.pdo_observed_time_ns, core.observedNs[i]!);
-    // One absolute source per axis in this profile: element 0 of absolute_value / absolute_valid.
     w.i32(a + AX.absolute_value, img.absolutePosition[i]!);
     w.u8(a + AX.absolute_valid, img.absoluteValid[i]!);
     if ((jogAxes >>> i) & 1) {

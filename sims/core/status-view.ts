@@ -1,7 +1,8 @@
 // The status snapshot the core publishes to the service (ProcessStatus's core part; document 1 part 2
 // "Observation types" lists what it must include; the rest is docs/profile.md "Describe and Status").
 
-import { decodeStatusword, Ds402State, DS402_STATE_NAMES } from '../../drivers/ds402.ts';
+import { Ds402State, DS402_STATE_NAMES } from '../../drivers/ds402.ts';
+import { stateOf } from './ds402-state.ts';
 import type { Core } from './core.ts';
 import type { AxisStatus, CoreStatus } from './protocol.ts';
 
@@ -9,7 +10,7 @@ export function buildStatus(core: Core, nowNs: bigint): CoreStatus {
   const img = core.image;
   const faults = core.faults;
   const axes: AxisStatus[] = core.machine.axes.map((a, i) => {
-    const state = decodeStatusword(img.statusword[i]!);
+    const state = stateOf(img.statusword[i]!);
     const toUnit = (counts: number) => (a.sign * counts) / a.counts_per_unit;
     return {
       index: i,

@@ -1,7 +1,7 @@
 // The capture ring's shared buffer and its writer side (see layout.ts for the seqlock protocol).
 
 import { AXIS_SLOTS, AXIS_TABLE, type AxisFields, HEX32, MAX_RING_BYTES, MAX_RING_RECORDS, RECORD_BYTES, TWO32, RECORD_TABLE, type RecordFields, axisOffset, ringCapacity, slotBytes } from './layout.ts';
-import { RecordWriter, writeChecked } from './writer.ts';
+import { RecordViews, RecordWriter, writeChecked } from './writer.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Shared buffer layout: a 128-byte control block, then `capacity` slots of slotBytes(axisCount) bytes.
@@ -77,6 +77,17 @@ export class CaptureRing {
   private readonly ctl: Int32Array;
   private readonly bytes: Uint8Array;
   private readonly zeroSlot: Uint8Array;
+  /**
+   * Typed views over the whole buffer for the core's unchecked cycle record (record.ts); null on a
+   * big-endian host, where the core writes through `writer` instead.
+   */
+  readonly views: RecordViews | null;
+  /**
+   * Every record ever begun on this buffer was begun with beginCycleRecord, and the buffer was new (all
+   * zero). Then each slot holds zero or a record written by the same cycle writer, whose fields are
+   * rewritten every time, so the slot needs no zeroing (capture.test.ts proves the bytes identical).
+   */
+  private cycleRecordsOnly: boolean;
   private g = 0;
   private nextSeq = 1;
   private open = false;
@@ -101,6 +112,8 @@ export class CaptureRing {
       this.nextSeq = (Atomics.load(this.ctl, W_NEWEST_HI) >>> 0) * TWO32 + (Atomics.load(this.ctl, W_NEWEST_LO) >>> 0) + 1;
       this.writer = new RecordWriter(this.buffer, this.stride, this.axisCount);
       this.zeroSlot = new Uint8Array(this.stride);
+      this.views = RecordViews.for(this.buffer);
+      this.cycleRecordsOnly = false; // written by someone else before: contents unknown
       return;
     }
     const { axisCount } = opts;
@@ -136,6 +149,8 @@ export class CaptureRing {
     Atomics.store(this.ctl, W_MAGIC, RING_MAGIC); // last: a reader never sees a half-initialised block
     this.writer = new RecordWriter(this.buffer, this.stride, axisCount);
     this.zeroSlot = new Uint8Array(this.stride);
+    this.views = RecordViews.for(this.buffer);
+    this.cycleRecordsOnly = true;
   }
 
   /** Newest committed sequence (0 before the first commit). */
@@ -158,6 +173,38 @@ export class CaptureRing {
     if (seq !== undefined && Number(seq) !== this.nextSeq) {
       throw new RangeError(`beginRecord(${seq}): the next sequence is ${this.nextSeq}`);
     }
+    this.cycleRecordsOnly = false;
+    const base = this.openSlot(true);
+    const w = this.writer;
+    const s = this.nextSeq;
+    const lo = s >>> 0;
+    w.view.setUint32(base + 8, lo, true);
+    w.view.setUint32(base + 12, (s - lo) / TWO32, true);
+    w.view.setUint32(base + 32, this.axisCount, true);
+    return w;
+  }
+
+  /**
+   * The core's per-cycle begin (record.ts only): opens the next record like beginRecord, writes `seq` and
+   * `axes`, and returns the byte offset of its slot in `buffer` for writes through `views`. The caller
+   * must write the same set of fields in every record it begins this way (fields it does not write stay
+   * zero): on a ring that has only ever held such records the slot is not zeroed first, because every
+   * byte the caller wrote into it last time is written again. Needs `views` (a little-endian host).
+   */
+  beginCycleRecord(): number {
+    const base = this.openSlot(!this.cycleRecordsOnly);
+    const v = this.views!;
+    const s = this.nextSeq;
+    const lo = s >>> 0;
+    const w = base >> 2;
+    v.u32[w + 2] = lo;
+    v.u32[w + 3] = (s - lo) / TWO32;
+    v.u32[w + 8] = this.axisCount;
+    return base;
+  }
+
+  /** Marks the next record open (seqlock odd), positions the writer on its slot, zeroes it if asked. */
+  private openSlot(zero: boolean): number {
     if (!this.open) {
       this.g = (this.g + 1) | 0;
       Atomics.store(this.ctl, W_G, this.g); // odd: the slot of sequence next - capacity is being overwritten
@@ -166,14 +213,9 @@ export class CaptureRing {
     const s = this.nextSeq;
     const base = CTRL_BYTES + ((s - 1) % this.capacity) * this.stride;
     // Copying a zero template is ~5x faster than fill(0) on shared memory (V8 fills those byte by byte).
-    this.bytes.set(this.zeroSlot, base);
-    const w = this.writer;
-    w.position(base, s);
-    const lo = s >>> 0;
-    w.view.setUint32(base + 8, lo, true);
-    w.view.setUint32(base + 12, (s - lo) / TWO32, true);
-    w.view.setUint32(base + 32, this.axisCount, true);
-    return w;
+    if (zero) this.bytes.set(this.zeroSlot, base);
+    this.writer.position(base, s);
+    return base;
   }
 
   /** Publishes the open record; returns its sequence. Allocates nothing. */

@@ -40,6 +40,39 @@ export function writeChecked(w: RecordWriter | null, base: number, [name, type, 
   }
 }
 
+/** The host stores typed array elements little-endian (checked once at load). */
+export const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/**
+ * Typed array views over a whole capture ring buffer, for the core's unchecked per-cycle writes
+ * (record.ts): element index = byte offset / element size. Slots start at multiples of 16 bytes and
+ * every field is aligned to its size, so each field is one element. Only on a little-endian host (the
+ * record is little-endian); `for` answers null elsewhere and the caller uses RecordWriter.
+ */
+export class RecordViews {
+  readonly u8: Uint8Array;
+  readonly i8: Int8Array;
+  readonly u16: Uint16Array;
+  readonly i16: Int16Array;
+  readonly u32: Uint32Array;
+  readonly i32: Int32Array;
+  readonly u64: BigUint64Array;
+
+  private constructor(buffer: SharedArrayBuffer) {
+    this.u8 = new Uint8Array(buffer);
+    this.i8 = new Int8Array(buffer);
+    this.u16 = new Uint16Array(buffer);
+    this.i16 = new Int16Array(buffer);
+    this.u32 = new Uint32Array(buffer);
+    this.i32 = new Int32Array(buffer);
+    this.u64 = new BigUint64Array(buffer);
+  }
+
+  static for(buffer: SharedArrayBuffer): RecordViews | null {
+    return LITTLE_ENDIAN && buffer.byteLength % 8 === 0 ? new RecordViews(buffer) : null;
+  }
+}
+
 /**
  * Typed little-endian setters on the open record; offsets are record-relative (`REC.x`, or
  * `w.axis(i) + AX.x`). No allocation, no range checks: values wrap like DataView setters (u64n/i64n take

@@ -1,0 +1,153 @@
+// The core's unchecked cycle record writer (record.ts captureCycle: typed array views, no zero fill of a
+// slot that only ever held cycle records) against the checked one (captureCycleChecked: RecordWriter
+// setters on a zeroed slot): over random process images and core states, with the ring wrapping so every
+// slot is reused, both rings hold byte-identical buffers after every cycle. core.test.ts and
+// capture.test.ts check the checked writer's bytes against the oracle.
+
+import type { CompiledMachine } from '../config/types.ts';
+import { JogLane } from './jog.ts';
+import { LaneArbiter } from './lanes.ts';
+import { TrajectoryLane } from './trajectory.ts';
+import { expect, test } from 'vitest';
+import fc from 'fast-check';
+import { ProcessImage } from '../../drivers/bus.ts';
+import { AX, REC, axisOffset } from './capture/layout.ts';
+import { CaptureRing } from './capture/ring.ts';
+import { captureCycle, captureCycleChecked, type CaptureSource } from './record.ts';
+
+const u64 = fc.bigInt({ min: 0n, max: (1n << 64n) - 1n });
+const i64 = fc.bigInt({ min: -(1n << 63n), max: (1n << 63n) - 1n });
+const int = (bits: number, signed: boolean) => (signed ? fc.integer({ min: -(2 ** (bits - 1)), max: 2 ** (bits - 1) - 1 }) : fc.integer({ min: 0, max: 2 ** bits - 1 }));
+// Values as the core may hold them, including ones the setters must wrap the same way (negative masks).
+const mask = fc.oneof(int(32, false), int(32, true));
+
+interface Cycle {
+  src: Omit<CaptureSource, 'image' | 'n' | 'observedNs' | 'observedWords' | 'trajectory' | 'jog' | 'lanes' | 'motionState' | 'preparedPlan' | 'lastEvent'>;
+  axes: Array<Record<string, number>>;
+  observed: bigint[];
+  io: [number, number, number, number, number, number];
+  nowNs: bigint;
+  lateness: number;
+  workNs: number;
+  enabled: number;
+}
+
+const axisArb = fc.record({
+  controlword: int(16, false),
+  targetPosition: int(32, true),
+  statusword: int(16, false),
+  modeDisplay: int(8, true),
+  positionActual: int(32, true),
+  velocityActual: int(32, true),
+  followingError: int(32, true),
+  torqueActual: int(16, true),
+  errorCode: int(16, false),
+  digitalInputs: int(32, false),
+  pdoFresh: fc.integer({ min: 0, max: 2 }),
+  absolutePosition: int(32, true),
+  absoluteValid: fc.integer({ min: 0, max: 2 }),
+  alState: fc.constantFrom(0, 1, 2, 4, 8, 255),
+  online: fc.integer({ min: 0, max: 2 }),
+});
+
+const cycleArb = (n: number): fc.Arbitrary<Cycle> =>
+  fc.record({
+    src: fc.record({
+      grant: fc.record({ generation: u64, deadlineNs: u64, active: fc.boolean(), axisMask: mask }),
+      cycleCount: fc.maxSafeNat(),
+      homeEpoch: u64,
+      busReturn: fc.oneof(int(32, true), fc.constantFrom(-1000, -1001, 0)),
+      armed: fc.boolean(),
+      faults: fc.record({ safetyFaultMask: mask, bits: mask }),
+      homeValidMask: mask,
+      ioConfigured: fc.boolean(),
+      ioArmed: fc.boolean(),
+    }),
+    axes: fc.array(axisArb, { minLength: n, maxLength: n }),
+    observed: fc.array(i64, { minLength: n, maxLength: n }),
+    io: fc.tuple(int(16, false), int(32, false), int(8, false), mask, int(32, false), int(32, false)),
+    nowNs: u64,
+    lateness: fc.oneof(fc.maxSafeInteger(), fc.integer()),
+    workNs: fc.oneof(fc.double({ min: -1e3, max: 1e12, noNaN: true }), fc.constant(0)),
+    enabled: mask,
+  });
+
+function source(n: number, c: Cycle): CaptureSource {
+  const image = new ProcessImage(n);
+  c.axes.forEach((a, i) => {
+    for (const [k, v] of Object.entries(a)) (image[k as keyof ProcessImage] as unknown as number[])[i] = v;
+  });
+  [image.ioOutputWord, image.ioInputWord, image.ioInputValid, image.safetyChainClosed, image.wkcActual, image.wkcExpected] = c.io;
+  const observedNs = BigInt64Array.from(c.observed);
+  // An idle cell: no trajectory, no jog (the fast path's domain; motion cycles take the checked path).
+  const machine = { axes: Array.from({ length: n }, () => ({ counts_per_unit: 1, sign: 1, jog_acceleration: 1, max_velocity: 1, min_position: -1, max_position: 1, completion_tolerance: 0 })), jog_arrest_ns: 1n, jog_quick_stop_ns: 1n } as unknown as CompiledMachine;
+  const idle = { trajectory: new TrajectoryLane(n, () => undefined), jog: new JogLane(machine, () => undefined), lanes: new LaneArbiter(n), motionState: 0, preparedPlan: null, lastEvent: 0 };
+  return { ...c.src, ...idle, image, n, observedNs, observedWords: new Uint32Array(observedNs.buffer) };
+}
+
+function same(a: CaptureRing, b: CaptureRing): void {
+  const x = new Uint8Array(a.buffer);
+  const y = new Uint8Array(b.buffer);
+  let first = -1;
+  for (let k = 0; k < x.length && first < 0; k++) if (x[k] !== y[k]) first = k;
+  expect(first, `first differing byte ${first}`).toBe(-1);
+}
+
+for (const n of [1, 9, 16]) {
+  test(`unchecked cycle record is byte-identical to the checked one on reused slots (${n} axes)`, () => {
+    fc.assert(
+      fc.property(fc.array(cycleArb(n), { minLength: 1, maxLength: 12 }), (cycles) => {
+        const fast = new CaptureRing({ axisCount: n, cycleNs: 1_000_000n, capacity: 3 });
+        const checked = new CaptureRing({ axisCount: n, cycleNs: 1_000_000n, capacity: 3 });
+        for (const c of cycles) {
+          const s = source(n, c);
+          captureCycle(s, fast, c.nowNs, c.lateness, c.workNs, c.enabled);
+          captureCycleChecked(s, checked, c.nowNs, c.lateness, c.workNs, c.enabled);
+          same(fast, checked);
+        }
+        expect(fast.newest).toBe(cycles.length);
+      }),
+      { numRuns: n === 9 ? 300 : 100 },
+    );
+  });
+}
+
+test('a slot that held a record written through the checked API is zeroed before a cycle record reuses it', () => {
+  const fc9 = fc.sample(cycleArb(9), { numRuns: 3, seed: 42 });
+  const fast = new CaptureRing({ axisCount: 9, cycleNs: 1_000_000n, capacity: 2 });
+  const checked = new CaptureRing({ axisCount: 9, cycleNs: 1_000_000n, capacity: 2 });
+  // Fields no cycle record writes, set in slot 0 of both rings.
+  const extra = { active_traj_id: 7n, queue_depth: 5 };
+  const axisExtra = [{ collision_trip_count: 3n, native_home_position_offset: -9, ext_valid_mask: 0xffff }];
+  fast.writeRecord(extra, axisExtra);
+  checked.writeRecord(extra, axisExtra);
+  for (const c of fc9) {
+    const s = source(9, c);
+    captureCycle(s, fast, c.nowNs, c.lateness, c.workNs, c.enabled);
+    captureCycleChecked(s, checked, c.nowNs, c.lateness, c.workNs, c.enabled);
+  }
+  same(fast, checked);
+  // Record 3 reused slot 0: the extra fields are gone (the slot was zeroed), not left over.
+  const dv = new DataView(fast.buffer);
+  const slot0 = 128;
+  expect(dv.getBigUint64(slot0 + REC.seq, true)).toBe(3n);
+  expect(dv.getBigUint64(slot0 + REC.active_traj_id, true)).toBe(0n);
+  expect(dv.getBigUint64(slot0 + axisOffset(0) + AX.collision_trip_count, true)).toBe(0n);
+});
+
+test('without zeroing, a field the cycle writer skipped would survive reuse (the byte comparison can fail)', () => {
+  // Guard for the comparison above: a cycle record over a slot with left-over bytes differs from a checked
+  // record; the unchecked writer never zeroes on a ring of cycle records only, so only rewriting every
+  // field keeps it identical.
+  const [c] = fc.sample(cycleArb(1), { numRuns: 1, seed: 7 });
+  const fast = new CaptureRing({ axisCount: 1, cycleNs: 1_000_000n, capacity: 1 });
+  const checked = new CaptureRing({ axisCount: 1, cycleNs: 1_000_000n, capacity: 1 });
+  const s = source(1, c!);
+  captureCycle(s, fast, c!.nowNs, c!.lateness, c!.workNs, c!.enabled);
+  new Uint8Array(fast.buffer)[128 + REC.io_reason] = 1; // a byte no cycle record writes
+  captureCycle(s, fast, c!.nowNs, c!.lateness, c!.workNs, c!.enabled);
+  captureCycleChecked(s, checked, c!.nowNs, c!.lateness, c!.workNs, c!.enabled);
+  captureCycleChecked(s, checked, c!.nowNs, c!.lateness, c!.workNs, c!.enabled);
+  expect(new Uint8Array(fast.buffer)[128 + REC.io_reason]).toBe(1);
+  expect(new Uint8Array(checked.buffer)[128 + REC.io_reason]).toBe(0);
+});
