@@ -207,6 +207,8 @@ export class RecordingWriter {
       this.first = false;
       this.t0 = nowNs;
       this.json(TAG.header, { format: FORMAT_VERSION, ...this.header, t0_ns: nowNs.toString(), started_at: new Date().toISOString() } satisfies RecordingHeader);
+      for (const n of this.early) this.json(TAG.note, n);
+      this.early = [];
     }
     const t = Number(nowNs - this.t0);
     const dt = t - this.prevT;
@@ -235,9 +237,12 @@ export class RecordingWriter {
   }
 
   note(n: RecordingNote): void {
-    if (this.fd === null || this.first) return; // notes before the first frame have no cycle to align to
-    this.json(TAG.note, n);
+    if (this.fd === null) return;
+    // Notes before the first frame (the grant a service gives at start) wait for the header.
+    if (this.first) this.early.push(n);
+    else this.json(TAG.note, n);
   }
+  private early: RecordingNote[] = [];
 
   /** Compress what is buffered as one gzip member and append it. */
   flush(): void {
@@ -291,7 +296,13 @@ export class RecordingReader {
 
   static open(path: string): RecordingReader {
     if (!existsSync(path)) throw new RecordingError('REPLAY_MISSING', `no recording at ${path}`);
-    return RecordingReader.fromBytes(readFileSync(path), path);
+    let raw: Buffer;
+    try {
+      raw = readFileSync(path);
+    } catch (e) {
+      throw new RecordingError('REPLAY_MISSING', `cannot read the recording ${path}: ${(e as Error).message}`);
+    }
+    return RecordingReader.fromBytes(raw, path);
   }
 
   static fromBytes(raw: Buffer, where = 'recording'): RecordingReader {

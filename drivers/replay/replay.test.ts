@@ -18,6 +18,8 @@ import { createDriver } from '../index.ts';
 import { createReplayDriver, REPLAY_RC, ReplayDriver } from './driver.ts';
 import { AXIS_OUTPUTS, RecordingError, RecordingReader, RecordingWriter, slotLayout, type RecordingNote } from './format.ts';
 import { RecordingDriver } from './recorder.ts';
+import { runReplay, scanRecording } from './session.ts';
+import { fileURLToPath } from 'node:url';
 
 const DIR = mkdtempSync(join(tmpdir(), 'hil-replay-'));
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
@@ -321,4 +323,32 @@ test('open loop replays the inputs whatever the outputs; strict stops on the fir
   img2.targetPosition[1] = -7;
   expect(st.exchange(img2, 0n)).toBe(REPLAY_RC.diverged);
   expect(st.divergence()).toMatchObject({ kind: 'diverged', cycle: 4, axis: 1, axis_id: 'j2', field: 'targetPosition', expected: 0, actual: -7 });
+});
+
+test('hil replay path: the recorded requests at their recorded cycles replay a session with zero divergence', async () => {
+  const file = tmp('cli.hilrec');
+  const rec = await session(SCRIPT, { record: { path: file, run: 'cli' } });
+  const scan = scanRecording(file);
+  // the grant (before the first cycle) and the four commands, at the cycles they arrived
+  expect(scan.requests.map((r) => [r.cycle, r.msg.t, r.msg.op ?? null])).toEqual([[0, 'grant', null], ...SCRIPT.map(([c, op]) => [c, 'cmd', op])]);
+  expect(scan.requests[0]!.msg.deadlineNs).toBe(FOREVER);
+  expect(scan).toMatchObject({ frames: CYCLES, complete: true });
+  const sent: FromCore[] = [];
+  const host = await CoreHost.create({ machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'stepped' }, captureRetentionMs: 0 }, (m) => sent.push(m));
+  const out = runReplay(host, scan);
+  await host.close();
+  expect(out).toMatchObject({ cycles: CYCLES, frames: CYCLES, complete: true, divergence: null });
+  expect(sent.filter((m): m is Extract<FromCore, { t: 'reply' }> => m.t === 'reply').map((m) => m.result)).toEqual(rec.replies);
+  expect(host.driverHost.submissionFailures).toBe(0);
+
+  // The stack's own subcommand, as `hil replay` starts it (a separate process; exit 0, the report on stdout).
+  const { spawnSync } = await import('node:child_process');
+  const entry = fileURLToPath(new URL('../../sims/main.ts', import.meta.url));
+  const p = spawnSync(process.execPath, ['--import', 'tsx', entry, 'replay', file, '--config-cache', join(DIR, 'cache')], { encoding: 'utf8', timeout: 60_000 });
+  expect(p.stderr).toBe('');
+  expect(p.status).toBe(0);
+  expect(JSON.parse(p.stdout)).toMatchObject({ mode: 'strict', cycles: CYCLES, recorded: { run: 'cli', frames: CYCLES, complete: true }, divergence: null });
+  const bad = spawnSync(process.execPath, ['--import', 'tsx', entry, 'replay', join(DIR, 'nothing.hilrec'), '--config-cache', join(DIR, 'cache')], { encoding: 'utf8', timeout: 60_000 });
+  expect(bad.status).toBe(2);
+  expect(bad.stderr).toMatch(/^hil replay: REPLAY_MISSING: no recording at /);
 });
