@@ -6,11 +6,12 @@
 //
 // Decompressed, the stream is: the magic "HILREC" and the format version byte, then records, each a tag byte:
 //   0x00 header: varint length, UTF-8 JSON (RecordingHeader)
-//   0x01 frame:  zz(dt - previous dt), zz(rc), varint(changes), then per change varint(slot gap) zz(delta)
+//   0x01 frame:  zz(dt - previous dt), zz(rc), varint(changes), then per change varint(slot gap) and
+//                zz(value - prediction), the prediction of a slot being 2 * previous - the one before
 //   0x02 note:   varint length, UTF-8 JSON (RecordingNote: requests, replies, events aligned to cycles)
 //   0x03 end:    the writer closed the recording cleanly
-// Slots are the process image flattened (SLOTS below); a frame lists only the slots that changed since the
-// previous frame, so an idle cycle costs four bytes before compression. Outputs are the values the core
+// Slots are the process image flattened (slotLayout below); a frame lists only the slots off their linear
+// prediction, so an idle cycle costs four bytes before compression and a steady motion little more. Outputs are the values the core
 // wrote before the exchange, inputs the values the bus returned.
 
 import { createHash } from 'node:crypto';
@@ -174,7 +175,9 @@ export class RecordingWriter {
   ) {
     this.fd = openSync(path, 'w');
     this.prev = new Float64Array(slotLayout(header.axisCount).count);
+    this.prev2 = new Float64Array(this.prev.length);
   }
+  private readonly prev2: Float64Array;
 
   private ensure(extra: number): void {
     if (this.n + extra <= this.buf.length) return;
@@ -219,17 +222,22 @@ export class RecordingWriter {
     this.varint(zz(dt - this.prevDt));
     this.prevDt = dt;
     this.varint(zz(rc));
-    // Count first, then the changes (a second pass costs less than a scratch list).
+    // Each slot is predicted linearly from its last two values (2 * prev - prev2): a value at rest or moving
+    // at a steady rate costs nothing; only the slots off their prediction are listed. Count them first.
+    const prev = this.prev;
+    const prev2 = this.prev2;
     let changes = 0;
-    for (let s = 0; s < count; s++) if (values[s] !== this.prev[s]) changes++;
+    for (let s = 0; s < count; s++) if (values[s] !== 2 * prev[s]! - prev2[s]!) changes++;
     this.varint(changes);
     let last = -1;
     for (let s = 0; s < count; s++) {
       const v = values[s]!;
-      if (v === this.prev[s]) continue;
+      const p = 2 * prev[s]! - prev2[s]!;
+      prev2[s] = prev[s]!;
+      prev[s] = v;
+      if (v === p) continue;
       this.varint(s - last - 1);
-      this.varint(zz(v - this.prev[s]!));
-      this.prev[s] = v;
+      this.varint(zz(v - p));
       last = s;
     }
     this.frames++;
@@ -248,7 +256,7 @@ export class RecordingWriter {
   flush(): void {
     if (this.fd === null || this.n === 0) return;
     const head = this.bytesWritten === 0 ? Buffer.concat([MAGIC, Buffer.from([FORMAT_VERSION]), this.buf.subarray(0, this.n)]) : this.buf.subarray(0, this.n);
-    const z = gzipSync(head, { level: 6 });
+    const z = gzipSync(head, { level: 1 });
     writeSync(this.fd, z);
     this.bytesWritten += z.length;
     this.n = 0;
@@ -285,6 +293,8 @@ export class RecordingReader {
   private pending: RecordingNote[] = [];
 
   private constructor(private readonly data: Buffer) {
+    const lead = Buffer.concat([MAGIC, Buffer.from([FORMAT_VERSION])]);
+    if (data.length < lead.length && lead.subarray(0, data.length).equals(data)) throw new RecordingError('REPLAY_TRUNCATED', 'the recording ends inside its magic (the writer stopped in its first block)');
     if (data.length < MAGIC.length + 1 || !data.subarray(0, MAGIC.length).equals(MAGIC)) throw new RecordingError('REPLAY_BAD_FORMAT', 'not a recording (no HILREC magic)');
     if (data[MAGIC.length] !== FORMAT_VERSION) throw new RecordingError('REPLAY_BAD_FORMAT', `recording format ${data[MAGIC.length]} is not supported (this build reads ${FORMAT_VERSION})`);
     this.pos = MAGIC.length + 1;
@@ -292,7 +302,9 @@ export class RecordingReader {
     if (!h || h.tag !== TAG.header) throw new RecordingError('REPLAY_TRUNCATED', 'the recording ends before its header is complete');
     this.header = h.json as RecordingHeader;
     this.values = new Float64Array(slotLayout(this.header.axisCount).count);
+    this.prev2 = new Float64Array(this.values.length);
   }
+  private readonly prev2: Float64Array;
 
   static open(path: string): RecordingReader {
     if (!existsSync(path)) throw new RecordingError('REPLAY_MISSING', `no recording at ${path}`);
@@ -379,9 +391,16 @@ export class RecordingReader {
         if (s >= this.values.length) throw new RecordingError('REPLAY_BAD_FORMAT', `frame ${this.frame + 1} names slot ${s} of ${this.values.length}`);
         slots.push(s, unzz(d));
       }
+      const v = this.values;
+      const p2 = this.prev2;
+      for (let i = 0; i < v.length; i++) {
+        const cur = v[i]!;
+        v[i] = 2 * cur - p2[i]!; // the writer's prediction
+        p2[i] = cur;
+      }
       for (let k = 0; k < slots.length; k += 2) {
         const i = slots[k]!;
-        this.values[i] = this.values[i]! + slots[k + 1]!;
+        v[i] = v[i]! + slots[k + 1]!;
       }
       this.dt += unzz(ddt);
       this.t += this.dt;
