@@ -176,7 +176,7 @@ test('a session recorded from the sim driver replays in strict mode with zero di
   expect(rec.host.recorder?.frames).toBe(CYCLES);
   expect(rec.replies.map((r) => r.Result)).toEqual([0, 0, 0, 0]); // the script did something real
   const r = RecordingReader.open(file);
-  expect(r.header).toMatchObject({ driver: 'sim', axisCount: N, machine_sha256: MACHINE.machine_sha256, configuration_sha256: MACHINE.configuration_sha256, run: 'replay.test session' });
+  expect(r.header).toMatchObject({ driver: 'sim', axisCount: N, machine_sha256: MACHINE.machine_sha256, configuration_sha256: MACHINE.configuration_sha256, run: 'replay.test session', package_version: '0.1.0', git_revision: expect.stringMatching(/^[0-9a-f]{40}$/) });
   // the session moved the outputs: controlwords and modes changed during it
   let outputChanges = 0;
   const prev = new Float64Array(r.values.length);
