@@ -2,12 +2,16 @@
 // (a driver that cannot, such as ethercat without node-ethercat, is skipped with its stated reason), plus
 // the driver host's lifecycle and error boundary, which no driver re-implements.
 
-import { describe, expect, test } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { BUS_RC, ProcessImage, type BusDriver, type BusSetup } from './bus.ts';
 import { decodeStatusword, Ds402State } from './ds402.ts';
 import { FAULT_KINDS, FaultSpecError } from './faults.ts';
 import { DriverHost, DriverHostError } from './host.ts';
 import { createDriver, DRIVERS, driverNames, DriverUnavailable } from './index.ts';
+import { RecordingDriver } from './replay/recorder.ts';
 
 const AXES = 3;
 const CYCLE = 1_000_000n;
@@ -29,9 +33,27 @@ const SETUP: BusSetup = {
   ioInputs: 2,
 };
 
+// The replay driver plays a recording: a small one is made here from the sim driver on the same setup,
+// with the outputs the contract's own exchanges write (none), so a strict replay of it passes.
+const REC_DIR = mkdtempSync(join(tmpdir(), 'hil-contract-'));
+const RECORDING = join(REC_DIR, 'contract.hilrec');
+beforeAll(async () => {
+  const rec = new DriverHost(new RecordingDriver(await createDriver('sim'), RECORDING, { run: 'drivers contract' }));
+  await rec.open(SETUP);
+  rec.activate();
+  const img = new ProcessImage(AXES);
+  for (let k = 1; k <= 50; k++) rec.exchange(img, 1_000_000_000n + BigInt(k) * CYCLE);
+  await rec.close();
+});
+afterAll(() => rmSync(REC_DIR, { recursive: true, force: true }));
+
+/** The params each driver needs to be created in this test. */
+const PARAMS: Record<string, Record<string, unknown>> = { replay: { file: RECORDING, mode: 'strict', reportFile: '' } };
+
 async function tryCreate(name: string, persisted?: unknown): Promise<BusDriver | string> {
   try {
-    return await createDriver(name, persisted === undefined ? {} : { persisted });
+    const params = PARAMS[name];
+    return await createDriver(name, { ...(persisted === undefined ? {} : { persisted }), ...(params ? { params } : {}) });
   } catch (e) {
     if (e instanceof DriverUnavailable) return `${e.code}: ${e.message}`;
     throw e;

@@ -27,6 +27,7 @@ commands:
   run       run the conformance suites against a target and write reports/
   test      run the project's own tests and the conformance suites on the simulator (npm test)
   serve     start the reference stack (control service + core on the sim driver)
+  replay    replay one recording on a fresh core on the stepped clock and print the divergence report
   config    compile a machine configuration into its digest-named directory (document 3 part 2)
   coverage  print catalogue coverage (covered / pending per family) without running tests
   report    render reports/html/index.html from the last run
@@ -49,6 +50,7 @@ applies to a full run). Writes reports/run.json, reports/allure-results/, report
 Runs the unit tests of the harness and the reference stack, then the conformance suites against the
 simulator, with the traceability gate. This is what npm test runs.`,
   serve: `usage: hil serve --socket-dir DIR [options]   (hil serve --help for the stack's own options)`,
+  replay: `usage: hil replay FILE [--mode strict|open-loop]   (hil replay --help for the stack's own options)`,
   config: `usage: hil config compile FILE --out DIR   (hil config --help for the compiler's own options)`,
   coverage: `usage: hil coverage [--json]
 
@@ -69,6 +71,9 @@ export async function main(argv: string[]): Promise<number> {
         return await run(rest, true);
       case 'serve':
         return await serve(rest);
+      case 'replay':
+        // The stack's own replay subcommand, as a separate process (DESIGN.md rule 1; docs/recording.md).
+        return await serve(['replay', ...rest]);
       case 'config':
         return await config(rest);
       case 'coverage':

@@ -13,6 +13,8 @@ import { ControlService } from './service/service.ts';
 import { encodeJson } from './service/json.ts';
 import type { ClockSpec, PriorityRequest } from './core/protocol.ts';
 import { DRIVERS, driverNames } from '../drivers/index.ts';
+import { runReplay, scanRecording } from '../drivers/replay/session.ts';
+import { CoreHost } from './core/host.ts';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const DEFAULT_MACHINE = join(ROOT, 'fixtures', 'machines', 'nine-axis.json');
@@ -41,12 +43,63 @@ Starts the reference cell stack (control service + real-time core on the sim dri
   --sim-fault KIND:AXIS   sim driver: start with an injected fault (pdo_mapping_mismatch:AXIS), repeatable
   --capture-retention-ms N  telemetry capture retention (default the machine's; 0 turns capture off)
   --jog-socket on|off     serve DIR/jog.sock, the independent jog lane's datagram ingress (default on)
+  --record FILE           record the session at the bus boundary into FILE (docs/recording.md)
+  --record-run NAME       the run name written in the recording's header
+  --replay-file FILE      --driver replay: the recording to play
+  --replay-mode MODE      --driver replay: strict (default) or open-loop
   --test-channel          expose the private test channel DIR/private/test.sock (fault injection)
   --lifeline-stdin        exit when standard input closes (used by targets that start the stack)
   -h, --help              this text
 `;
 
+const REPLAY_USAGE = `usage: hil replay FILE [--mode strict|open-loop] [--machine FILE] [--config-cache DIR]
+
+Replays one recording (docs/recording.md) on a fresh core on the stepped clock: the recorded requests at
+their recorded cycles, the bus from the recording. Prints the divergence report as JSON; exit status 0 when
+the whole recording replayed without divergence, 1 on a divergence, 2 on a usage or recording error.
+`;
+
+async function replayMain(argv: string[]): Promise<number> {
+  let a;
+  try {
+    a = parseArgs({ args: argv, allowPositionals: true, options: { mode: { type: 'string' }, machine: { type: 'string' }, 'config-cache': { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true });
+  } catch (e) {
+    process.stderr.write(`${(e as Error).message}\n${REPLAY_USAGE}`);
+    return 2;
+  }
+  if (a.values.help) {
+    process.stdout.write(REPLAY_USAGE);
+    return 0;
+  }
+  if (a.positionals.length !== 1) {
+    process.stderr.write(REPLAY_USAGE);
+    return 2;
+  }
+  const file = resolve(a.positionals[0]!);
+  try {
+    const machine = await loadMachine(resolve(a.values.machine ?? DEFAULT_MACHINE), resolve(a.values['config-cache'] ?? join(tmpdir(), 'cell-hil-config')));
+    const scan = scanRecording(file);
+    const host = await CoreHost.create({ machine, driver: 'replay', driverParams: { file, mode: a.values.mode ?? 'strict' }, clock: { mode: 'stepped' }, captureRetentionMs: 0 }, () => undefined);
+    const out = runReplay(host, scan);
+    await host.close();
+    process.stdout.write(
+      JSON.stringify(
+        { file, mode: a.values.mode ?? 'strict', recorded: { driver: scan.header.driver, run: scan.header.run ?? null, frames: scan.frames, complete: scan.complete }, cycles: out.cycles, wall_ms: Math.round(out.wallMs), speedup: Number(out.speedup.toFixed(1)), divergence: out.divergence },
+        null,
+        2,
+      ) + '\n',
+    );
+    return out.divergence?.kind === 'diverged' ? 1 : 0;
+  } catch (e) {
+    const err = e as Error & { code?: string; cause?: { code?: string; message?: string } };
+    const code = err.cause?.code ?? err.code ?? err.name;
+    process.stderr.write(`hil replay: ${code}: ${err.cause?.message ?? err.message}\n`);
+    return 2;
+  }
+}
+
 export async function main(argv: string[]): Promise<number> {
+  if (argv[0] === 'replay') return replayMain(argv.slice(1));
   let args;
   try {
     args = parseArgs({
@@ -72,6 +125,10 @@ export async function main(argv: string[]): Promise<number> {
         'sim-fault': { type: 'string', multiple: true },
         'lifeline-stdin': { type: 'boolean' },
         'capture-retention-ms': { type: 'string' },
+        record: { type: 'string' },
+        'record-run': { type: 'string' },
+        'replay-file': { type: 'string' },
+        'replay-mode': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -187,9 +244,15 @@ export async function main(argv: string[]): Promise<number> {
     }
     startFaults.push({ kind: 'pdo_mapping_mismatch', axis: Number(m[1]) });
   }
+  if (driver === 'replay' && !args['replay-file']) {
+    process.stderr.write('--driver replay needs --replay-file FILE (the recording to play)\n');
+    return 2;
+  }
   const core = new CoreLink(machine, {
     driver,
     ...(driver === 'sim' ? { driverParams: { startFaults, ...(homingMs !== undefined ? { homingNs: BigInt(homingMs) * 1_000_000n } : {}) } } : {}),
+    ...(driver === 'replay' ? { driverParams: { file: resolve(args['replay-file'] ?? ''), mode: args['replay-mode'] ?? 'strict' } } : {}),
+    ...(args.record ? { record: { path: resolve(args.record), ...(args['record-run'] ? { run: args['record-run'] } : {}) } } : {}),
     clock,
     priority: priority as PriorityRequest,
     armSettleNs: BigInt(armSettle) * 1_000_000n,

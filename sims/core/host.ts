@@ -11,6 +11,7 @@ import { setPriority } from 'node:os';
 import { createDriver } from '../../drivers/index.ts';
 import { parseFaultSpec, FaultSpecError } from '../../drivers/faults.ts';
 import { DriverHost } from '../../drivers/host.ts';
+import { RecordingDriver } from '../../drivers/replay/recorder.ts';
 import { CaptureRing } from './capture/ring.ts';
 import { makeClock, type CycleClock } from './clock.ts';
 import { Core } from './core.ts';
@@ -82,14 +83,37 @@ export class CoreHost {
 
   /** Create the driver by name, open the bus, and announce 'ready'. */
   static async create(options: CoreStartOptions, send: (m: FromCore) => void, scheduling = 'none'): Promise<CoreHost> {
-    const driver = await createDriver(options.driver, { params: options.driverParams, persisted: options.driverState });
-    const host = new CoreHost(options, new DriverHost(driver), randomBytes(16).toString('hex'), send, scheduling);
+    let driver = await createDriver(options.driver, { params: options.driverParams, persisted: options.driverState });
+    let recorder: RecordingDriver | undefined;
+    let made: CoreHost | undefined;
+    if (options.record) {
+      // Recording hook (docs/recording.md): wrap the driver; note requests, replies and events by cycle.
+      const m = options.machine;
+      driver = recorder = new RecordingDriver(driver, options.record.path, {
+        machine_sha256: m.machine_sha256,
+        configuration_sha256: m.configuration_sha256,
+        deployment_sha256: m.deployment_sha256,
+        ...(options.record.run ? { run: options.record.run } : {}),
+      });
+      const inner = send;
+      send = (msg) => {
+        if (msg.t === 'reply' || msg.t === 'event' || msg.t === 'home_done' || msg.t === 'stop_drained') recorder!.note({ cycle: made?.core.cycleCount ?? 0, kind: msg.t === 'reply' ? 'reply' : 'event', data: msg });
+        inner(msg);
+      };
+    }
+    const host: CoreHost = new CoreHost(options, new DriverHost(driver), randomBytes(16).toString('hex'), send, scheduling);
+    host.recorder = recorder;
+    made = host;
     await host.core.start(host.clock.originNs);
     return host;
   }
 
+  /** The recording wrapper when the session is recorded. */
+  recorder?: RecordingDriver;
+
   /** Handle one service message that is not for the cycle logic alone. Returns false on shutdown. */
   handle(msg: ToCore): boolean {
+    if (this.recorder && msg.t !== 'step' && msg.t !== 'shutdown') this.recorder.note({ cycle: this.core.cycleCount, kind: 'request', data: msg });
     switch (msg.t) {
       case 'shutdown':
         return false;

@@ -35,6 +35,8 @@ export interface CoreStartOptions {
   captureRetentionMs?: number;
   /** Longest time an arm waits for the enabled axes to reach operation enabled (docs/profile.md). */
   armSettleNs?: bigint;
+  /** Record the session at the bus boundary into this file (drivers/replay, docs/recording.md). */
+  record?: { path: string; run?: string };
 }
 
 /** Native command reasons (CommandResult.Reason). 2, 5, 7, 8 are documented; the rest are profile. */

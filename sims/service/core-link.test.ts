@@ -13,13 +13,14 @@ const MACHINE: CompiledMachine = {
 };
 
 test('a core whose driver cannot be had fails to start with the driver\'s own reason, not an exit code', async () => {
+  // The replay driver without its recording: its factory refuses with its own reason (REPLAY_BAD_PARAMS).
   const link = new CoreLink(MACHINE, { driver: 'replay', clock: { mode: 'stepped' }, captureRetentionMs: 0 });
   const err = await link.start().then(
     () => null,
     (e: unknown) => e,
   );
   expect(err).toBeInstanceOf(CoreUnavailable);
-  expect((err as Error).message).toMatch(/^core failed: DriverUnavailable: the replay driver is not built yet/);
+  expect((err as Error).message).toBe('core failed: RecordingError: the replay driver needs params.file: the recording to play');
   expect(link.running).toBe(false);
 });
 

@@ -1,0 +1,98 @@
+// The recorder: a driver wrapping any driver at the bus boundary. Each exchange becomes one frame of the
+// recording (format.ts): the outputs the core wrote before the exchange, the inputs and return code the
+// wrapped driver gave back, and the time. The core is unchanged: CoreHost wraps the created driver when its
+// start options carry a record path (`hil serve --record FILE`). Facets pass through untouched.
+
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { BusDriver, BusSetup, BusStartup, ProcessImage } from '../bus.ts';
+import { readImage, RecordingWriter, setupDigest, slotLayout, type RecordingHeader, type RecordingNote } from './format.ts';
+
+/** What the recorder adds to the header besides what it learns from the driver and the setup. */
+export type RecordingMeta = Pick<RecordingHeader, 'machine_sha256' | 'configuration_sha256' | 'deployment_sha256' | 'package_version' | 'git_revision' | 'run'>;
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** The package version and git revision of this checkout, where they can be had (never in the cycle). */
+function provenance(): Pick<RecordingHeader, 'package_version' | 'git_revision'> {
+  const out: Pick<RecordingHeader, 'package_version' | 'git_revision'> = {};
+  try {
+    out.package_version = (JSON.parse(readFileSync(`${ROOT}/package.json`, 'utf8')) as { version?: string }).version;
+  } catch {
+    /* not in a checkout */
+  }
+  try {
+    out.git_revision = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8', timeout: 2000, stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    /* no git here */
+  }
+  return out;
+}
+
+export class RecordingDriver implements BusDriver {
+  private writer: RecordingWriter | null = null;
+  private values = new Float64Array(0);
+
+  constructor(
+    readonly inner: BusDriver,
+    readonly path: string,
+    private readonly meta: RecordingMeta = {},
+  ) {}
+
+  get name(): string {
+    return this.inner.name;
+  }
+  get faults() {
+    return this.inner.faults;
+  }
+  get persist() {
+    return this.inner.persist;
+  }
+  identity(): Record<string, unknown> {
+    return this.inner.identity?.() ?? {};
+  }
+
+  async open(setup: BusSetup): Promise<BusStartup> {
+    const startup = await this.inner.open(setup);
+    const axisCount = setup.axes.length;
+    const identity = this.inner.identity?.();
+    this.writer = new RecordingWriter(this.path, {
+      driver: this.inner.name,
+      axisCount,
+      cycle_ns: setup.cycleNs.toString(),
+      setup_sha256: setupDigest(setup),
+      ...provenance(),
+      ...this.meta,
+      ...(identity ? { identity } : {}),
+    });
+    this.values = new Float64Array(slotLayout(axisCount).count);
+    return startup;
+  }
+
+  exchange(image: ProcessImage, nowNs: bigint): number {
+    readImage(image, this.values, true);
+    // A throw from the wrapped driver propagates unrecorded: the host's error boundary handles it.
+    const rc = this.inner.exchange(image, nowNs);
+    readImage(image, this.values, false);
+    this.writer?.frame(this.values, rc, nowNs);
+    return rc;
+  }
+
+  /** A request, reply or event aligned to the core's cycle count. */
+  note(n: RecordingNote): void {
+    this.writer?.note(n);
+  }
+
+  get frames(): number {
+    return this.writer?.frames ?? 0;
+  }
+
+  async close(): Promise<void> {
+    try {
+      this.writer?.close();
+    } finally {
+      await this.inner.close();
+    }
+  }
+}

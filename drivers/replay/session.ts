@@ -1,0 +1,68 @@
+// Replaying one recorded session outside the suites (`hil replay FILE`): the requests the core received,
+// noted in the recording at the cycle they arrived, are handed to a fresh core on the replay driver at the
+// same cycles, and the core runs on the stepped clock, without sleeping, until the recording ends or the
+// first divergence. The core itself is passed in (sims/main.ts makes it), so this module stays a driver's.
+
+import type { BusDriver } from '../bus.ts';
+import type { DivergenceReport } from './driver.ts';
+import { RecordingReader, type RecordingHeader } from './format.ts';
+
+/** The parts of CoreHost (sims/core/host.ts) a replay session drives. */
+export interface SteppedCore {
+  handle(msg: never): boolean;
+  cycle(): void;
+  readonly core: { readonly cycleCount: number };
+  readonly driverHost: { readonly driver: BusDriver; readonly submissionFailures: number };
+}
+
+export interface RecordedRequest {
+  cycle: number;
+  msg: Record<string, unknown>;
+}
+
+/** Fields of the core's messages that travel as bigints (JSON turned them into decimal strings). */
+const BIGINT_FIELDS = new Set(['generation', 'deadlineNs', 'homingNs']);
+
+function revive(data: unknown): Record<string, unknown> {
+  const o = { ...(data as Record<string, unknown>) };
+  for (const k of Object.keys(o)) if (BIGINT_FIELDS.has(k) && typeof o[k] === 'string') o[k] = BigInt(o[k] as string);
+  return o;
+}
+
+/** Reads the recording once: its header, its frame count, whether it was closed, and its requests. */
+export function scanRecording(file: string): { header: RecordingHeader; frames: number; complete: boolean; requests: RecordedRequest[] } {
+  const r = RecordingReader.open(file);
+  const requests: RecordedRequest[] = [];
+  const take = () => {
+    for (const n of r.takeNotes()) if (n.kind === 'request') requests.push({ cycle: n.cycle, msg: revive(n.data) });
+  };
+  while (r.next()) take();
+  take();
+  return { header: r.header, frames: r.frame, complete: r.complete, requests };
+}
+
+export interface ReplayOutcome {
+  frames: number;
+  cycles: number;
+  complete: boolean;
+  wallMs: number;
+  /** Recorded time covered divided by the wall time the replay took. */
+  speedup: number;
+  divergence: DivergenceReport | null;
+}
+
+/** Runs the whole recording through `host` (a core on the replay driver, stepped clock). */
+export function runReplay(host: SteppedCore, scan: ReturnType<typeof scanRecording>): ReplayOutcome {
+  const driver = host.driverHost.driver as BusDriver & { divergence(): DivergenceReport | null };
+  const t0 = performance.now();
+  let next = 0;
+  const reqs = scan.requests;
+  while (host.core.cycleCount < scan.frames) {
+    while (next < reqs.length && reqs[next]!.cycle <= host.core.cycleCount) host.handle(reqs[next++]!.msg as never);
+    host.cycle();
+    if (driver.divergence()) break;
+  }
+  const wallMs = performance.now() - t0;
+  const recordedMs = (host.core.cycleCount * Number(BigInt(scan.header.cycle_ns))) / 1e6;
+  return { frames: scan.frames, cycles: host.core.cycleCount, complete: scan.complete, wallMs, speedup: recordedMs / Math.max(wallMs, 1e-3), divergence: driver.divergence() };
+}
