@@ -27,7 +27,7 @@ import { RECORD_BYTES, REC } from '../sims/core/capture/layout.ts';
 import { CaptureReader } from '../sims/core/capture/reader.ts';
 import { CoreLink } from '../sims/service/core-link.ts';
 import type { PriorityRequest } from '../sims/core/protocol.ts';
-import { decodeJson } from '../sims/service/json.ts';
+import { decodeJson } from '../sims/json.ts';
 import { makePointsBody } from './points-body.ts';
 
 const PHASE_S = Number(process.argv[2] ?? 10);

@@ -7,7 +7,7 @@
 // Baseline: JSON.parse of the body's bytes (UTF-8 decode included, since the service receives bytes).
 // Also shown: JSON.parse of an already decoded string. Each figure is the median of the repetitions.
 
-import { decodeJson } from '../sims/service/json.ts';
+import { decodeJson } from '../sims/json.ts';
 import { makePointsBody } from './points-body.ts';
 
 const MB = Number(process.argv[2] ?? 50);

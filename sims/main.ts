@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { loadMachine } from './config/compile.ts';
 import { CoreLink } from './service/core-link.ts';
 import { ControlService } from './service/service.ts';
-import { encodeJson } from './service/json.ts';
+import { encodeJson } from './json.ts';
 import type { ClockSpec, PriorityRequest } from './core/protocol.ts';
 import { DRIVERS, driverNames } from '../drivers/index.ts';
 import { runReplay, scanRecording } from '../drivers/replay/session.ts';

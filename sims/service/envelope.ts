@@ -11,7 +11,7 @@ import {
   toInteger,
   toUint64,
   type JsonValue,
-} from './json.ts';
+} from '../json.ts';
 
 export const REQUEST_SCHEMA = 'svc.rt-control.request.v1';
 export const RESPONSE_SCHEMA = 'svc.rt-control.response.v1';

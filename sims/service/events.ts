@@ -4,7 +4,7 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { refuse } from './envelope.ts';
-import { encodeJson } from './json.ts';
+import { encodeJson } from '../json.ts';
 
 export const EVENT_RING = 256;
 export const EVENTS_PER_POLL = 64;

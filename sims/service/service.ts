@@ -27,7 +27,7 @@ import {
 } from './envelope.ts';
 import { EventLog, EVENTS_PER_POLL, streamEvents } from './events.ts';
 import { ANCHOR_DIR_ENV, MachineOps } from './machine.ts';
-import { encodeJson } from './json.ts';
+import { encodeJson } from '../json.ts';
 import { TelemetryEndpoints } from './telemetry.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import type { CoreStatus } from '../core/protocol.ts';

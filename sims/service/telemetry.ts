@@ -26,6 +26,7 @@ import { CaptureCursorError, CaptureReader } from '../core/capture/reader.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import type { CoreLink } from './core-link.ts';
 import { Refusal } from './envelope.ts';
+import { U64_MAX } from '../json.ts';
 
 const gzipAsync = promisify(gzip);
 
@@ -36,7 +37,6 @@ export const STREAM_WRITE_BLOCK_MS = 5_000;
 /** telemetry_busy carries Retry-After 1 (document 1 part 7). */
 export const BUSY_RETRY_AFTER_S = 1;
 
-const U64_MAX = (1n << 64n) - 1n;
 
 export interface TelemetryContext {
   core: CoreLink;

@@ -33,7 +33,9 @@ import { createHash } from 'node:crypto';
 export const HEX32 = /^[0-9a-f]{32}$/;
 export const HEX64 = /^[0-9a-f]{64}$/;
 export const TWO32 = 2 ** 32;
-export const U64_MAX = (1n << 64n) - 1n;
+/** 2^64 - 1 (the reference system's one definition: sims/json.ts). */
+import { U64_MAX } from '../../json.ts';
+export { U64_MAX };
 
 // ---------------------------------------------------------------------------------------------------
 // Documented sizes and constants.

@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { decodeRequest, Refusal, type Request } from '../envelope.ts';
-import { decodeJson, JsonObject } from '../json.ts';
+import { decodeJson, JsonObject } from '../../json.ts';
 import { bodyText, enc, envelopeText, pointText, samplePoint, sampleBody, type PointSpec } from './bodies.ts';
 import { MAX_POINTS, TrajectoryDecoder, UploadRefusal, decodeTrajectory, type TrajectoryBody } from './decoder.ts';
 

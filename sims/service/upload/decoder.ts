@@ -20,7 +20,7 @@
 import { CAPABILITY, capabilityInfo } from '../capabilities.ts';
 import { REQUEST_SCHEMA, REQUIRED, Refusal, refuse, validRequestId, type Request } from '../envelope.ts';
 import { digitsToFloat } from './number.ts';
-import { decodeJson, JsonDecodeError, JsonNumber, JsonObject, toInteger, toUint64, type JsonValue } from '../json.ts';
+import { decodeJson, JsonDecodeError, JsonNumber, JsonObject, toInteger, toUint64, type JsonValue } from '../../json.ts';
 
 /** Most points a trajectory may carry (document 1 part 8); the decoder refuses more, to bound memory. */
 export const MAX_POINTS = 250_000;

@@ -1,5 +1,7 @@
-// Strict JSON decoder of the control service (document 1 part 2 "Request": decoding is strict; part 1:
-// JSON integers are exact uint64 and are parsed without floating point).
+// The reference system's one strict JSON stack: the control service's requests (document 1 part 2
+// "Request": decoding is strict; part 1: JSON integers are exact uint64 and are parsed without floating
+// point), prepare_trajectory uploads (around their typed-array point reader) and machine configuration
+// files (document 3 part 2; sims/config/json.ts maps its errors to configuration refusals).
 //
 // The decoder is an explicit state machine over bytes. It keeps numbers as their literal text so the
 // schema-aware layer can convert them exactly (bigint for integers), refuses duplicate keys, invalid UTF-8,
@@ -42,6 +44,12 @@ export type JsonErrorCode =
   | 'json_empty';
 
 export class JsonDecodeError extends Error {
+  /**
+   * Where in the document the problem is: object keys and array indices from the root down to the
+   * value being decoded (for a repeated key, the key itself is last). Filled in as the error leaves each
+   * enclosing value, so decoding pays nothing for it unless it fails.
+   */
+  readonly path: Array<string | number> = [];
   constructor(
     readonly code: JsonErrorCode,
     readonly offset: number,
@@ -49,6 +57,7 @@ export class JsonDecodeError extends Error {
     readonly key?: string,
   ) {
     super(message);
+    if (key !== undefined) this.path.push(key);
   }
 }
 
@@ -161,7 +170,14 @@ class Parser {
       if (this.b[this.pos] !== Ch.Colon) this.fail('expected ":"');
       this.pos++;
       this.ws();
-      obj.fields.set(key, this.value(depth + 1));
+      let v: JsonValue;
+      try {
+        v = this.value(depth + 1);
+      } catch (e) {
+        if (e instanceof JsonDecodeError) e.path.unshift(key);
+        throw e;
+      }
+      obj.fields.set(key, v);
       this.ws();
       const c = this.b[this.pos];
       if (c === Ch.Comma) {
@@ -186,7 +202,12 @@ class Parser {
     }
     for (;;) {
       this.ws();
-      out.push(this.value(depth + 1));
+      try {
+        out.push(this.value(depth + 1));
+      } catch (e) {
+        if (e instanceof JsonDecodeError) e.path.unshift(out.length);
+        throw e;
+      }
       this.ws();
       const c = this.b[this.pos];
       if (c === Ch.Comma) {
