@@ -154,7 +154,8 @@ const trajectoryArb = fc.record({
 });
 
 /** A valid file: each segment a linear move with rest samples at both ends (steps stay small). */
-function build(g: fc.RecordValue<typeof trajectoryArb>): TrajectoryContent {
+type Generated = typeof trajectoryArb extends fc.Arbitrary<infer T> ? T : never;
+function build(g: Generated): TrajectoryContent {
   let at = [...g.start];
   const segments = g.segs.map((s) => {
     const t: number[] = [];

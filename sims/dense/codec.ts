@@ -211,8 +211,8 @@ export function decode(input: Uint8Array, opts: DecodeOptions = {}): Trajectory 
   const totalDurationS = numberAt(sampling.get('total_duration_s'), 'sampling.total_duration_s');
   if (!(dtS > 0)) refuse('time_grid_invalid', `dt_s ${dtS} is not positive`);
 
-  const list = h.get('segments');
-  if (!Array.isArray(list)) bad('segments', 'is missing or not an array');
+  const listed = h.get('segments');
+  const list: JsonValue[] = Array.isArray(listed) ? listed : bad('segments', 'is missing or not an array');
   const raw: RawSegment[] = list.map((v, k) => {
     const s = objectAt(v, `segments[${k}]`);
     const b = objectAt(s.get('block'), `segments[${k}].block`);
