@@ -22,6 +22,7 @@ import {
 } from './envelope.ts';
 import { EventLog, EVENTS_PER_POLL, streamEvents } from './events.ts';
 import { ANCHOR_DIR_ENV, MachineOps } from './machine.ts';
+import { ProgramUploads, manifestRevisionFromEnv } from './program-route.ts';
 import { encodeJson } from './json.ts';
 import { TelemetryEndpoints } from './telemetry.ts';
 import type { CompiledMachine } from '../config/types.ts';
@@ -57,6 +58,8 @@ export class ControlService {
   readonly testSocketPath: string;
   private daemonIncarnation = '';
   readonly machineOps: MachineOps;
+  /** prepare_program (POST /v1/program); sims/service/program-route.ts. */
+  readonly programs: ProgramUploads;
   readonly telemetry: TelemetryEndpoints;
 
   constructor(private readonly o: ServiceOptions) {
@@ -87,6 +90,7 @@ export class ControlService {
         });
       },
     }, o.initialGeneration ?? 0n);
+    this.programs = new ProgramUploads({ fence: (session, generation) => this.authority.fence('prepare_program', session, generation), machine: m, manifestRevision: manifestRevisionFromEnv() });
     this.machineOps = new MachineOps(o.core, this.authority, m, this.binding, process.env[ANCHOR_DIR_ENV] || undefined, (g) => this.stopGrant(g));
     this.telemetry = new TelemetryEndpoints({
       core: o.core,
@@ -176,6 +180,8 @@ export class ControlService {
       switch (key) {
         case 'POST /v1/control':
           return this.send(res, await this.control(req));
+        case 'POST /v1/program':
+          return this.send(res, await this.programs.prepare(req));
         case 'GET /v1/describe':
           return this.send(res, { status: 200, body: { operation: 'describe', data: this.describe() } });
         case 'GET /v1/status':
