@@ -4,6 +4,9 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect, test } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { catalogue } from './catalogue/index.ts';
 
 const HIL = fileURLToPath(new URL('./bin/hil.mjs', import.meta.url));
@@ -18,7 +21,7 @@ test('usage errors exit 2 with the command help', () => {
 });
 
 test('--help on every command exits 0', () => {
-  for (const cmd of ['run', 'test', 'serve', 'coverage', 'report', 'config']) {
+  for (const cmd of ['run', 'test', 'serve', 'coverage', 'report', 'config', 'dense']) {
     const r = hil(cmd, '--help');
     expect(r.status, cmd).toBe(0);
     expect(r.stdout, cmd).toMatch(/usage: hil/);
@@ -36,4 +39,29 @@ test('coverage --json lists every catalogue item as covered with its tests or pe
     if (row.status === 'covered') expect(row.tests!.length).toBeGreaterThan(0);
     else expect(row.reason!.length).toBeGreaterThan(0);
   }
+});
+
+test('dense inspect: the reference file is valid, a flipped sample byte is block_sha256_mismatch on its segment', () => {
+  const fixture = fileURLToPath(new URL('../fixtures/dense/reference.rdt', import.meta.url));
+  const side = JSON.parse(readFileSync(fileURLToPath(new URL('../fixtures/dense/reference.json', import.meta.url)), 'utf8'));
+  const good = hil('dense', 'inspect', fixture);
+  expect(good.status).toBe(0);
+  expect(good.stdout).toContain(`digest      ${side.digest} ok`);
+  expect(good.stdout).toMatch(/^  1 +weld +5 .* ok$/m);
+  const dir = mkdtempSync(join(tmpdir(), 'hil-dense-'));
+  try {
+    const bytes = readFileSync(fixture);
+    const body = 4 + bytes.readUInt32BE(0);
+    bytes[body + side.segments[1].byte_offset + 30]! ^= 0x40;
+    writeFileSync(join(dir, 'bad.rdt'), bytes);
+    const bad = hil('dense', 'inspect', join(dir, 'bad.rdt'));
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toBe('block_sha256_mismatch\n');
+    expect(bad.stdout).toMatch(/^  1 +weld +5 .* bad$/m);
+    expect(bad.stdout).toMatch(/^  0 +freespace +6 .* ok$/m);
+    expect(bad.stdout).toMatch(/^verdict {5}block_sha256_mismatch: /m);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  expect(hil('dense', 'look', fixture).status).toBe(2);
 });

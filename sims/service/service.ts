@@ -27,6 +27,7 @@ import {
 } from './envelope.ts';
 import { EventLog, EVENTS_PER_POLL, streamEvents } from './events.ts';
 import { ANCHOR_DIR_ENV, MachineOps } from './machine.ts';
+import { ProgramUploads, manifestRevisionFromEnv } from './program-route.ts';
 import { encodeJson } from '../json.ts';
 import { TelemetryEndpoints } from './telemetry.ts';
 import type { CompiledMachine } from '../config/types.ts';
@@ -67,6 +68,8 @@ export class ControlService {
   readonly testSocketPath: string;
   private daemonIncarnation = '';
   readonly machineOps: MachineOps;
+  /** prepare_program (POST /v1/program); sims/service/program-route.ts. */
+  readonly programs: ProgramUploads;
   readonly telemetry: TelemetryEndpoints;
   readonly handles: HandleTable;
   private readonly trajectories: TrajectoryOps;
@@ -105,6 +108,7 @@ export class ControlService {
     this.handles = new HandleTable((type, payload) => this.events.publish(type, payload));
     this.trajectories = new TrajectoryOps(o.core, this.authority, m, this.handles);
     this.jog = new JogOps(o.core, this.authority, m, join(o.socketDir, 'jog.sock'));
+    this.programs = new ProgramUploads({ fence: (session, generation) => this.authority.fence('prepare_program', session, generation), machine: m, manifestRevision: manifestRevisionFromEnv() });
     this.machineOps = new MachineOps(o.core, this.authority, m, this.binding, process.env[ANCHOR_DIR_ENV] || undefined, (g) => this.stopGrant(g));
     this.telemetry = new TelemetryEndpoints({
       core: o.core,
@@ -217,6 +221,8 @@ export class ControlService {
           const reply = await this.control(req);
           return reply ? this.send(res, reply) : undefined;
         }
+        case 'POST /v1/program':
+          return this.send(res, await this.programs.prepare(req));
         case 'GET /v1/describe':
           return this.send(res, { status: 200, body: { operation: 'describe', data: this.describe() } });
         case 'GET /v1/status':

@@ -1,0 +1,131 @@
+import { test, expect } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { COLS, decode, encode } from '../dense/codec.ts';
+import type { SegmentContent, TrajectoryContent } from '../dense/codec.ts';
+import { ProgramRefusal, admitProgram } from './programs.ts';
+import type { ProgramAxis } from './programs.ts';
+
+const machine = JSON.parse(readFileSync(new URL('../../fixtures/machines/nine-axis.json', import.meta.url), 'utf8'));
+const AXES: ProgramAxis[] = machine.axes.map((a: any) => ({ id: a.name, rad: a.type === 'rotary', min: a.limits.min, max: a.limits.max, maxVelocity: a.limits.max_velocity }));
+const CEIL = [2, 2, 2, 4, 4, 5, 1, 1.5, 1];
+
+function seg(kind: string, rows: number[][], qdRows?: number[][]): SegmentContent {
+  return {
+    kind, sourceId: kind, t: rows.map((_, i) => i * 0.01), q: rows.flat(),
+    qd: qdRows ? qdRows.flat() : rows.flatMap(() => Array(COLS).fill(0)), flags: rows.map(() => 0),
+  };
+}
+const at = (v: number, j?: number, base = 0.1) => Array.from({ length: COLS }, (_, k) => (k === j ? v : base));
+function program(edit?: (c: TrajectoryContent & { segments: SegmentContent[] }) => void) {
+  const c = {
+    planId: 'p', programId: 'prog', programDigest: 'sha256:' + 'a'.repeat(64), manifestRevision: 4n, planRevision: 1n, createdAt: '2026-01-01T00:00:00Z',
+    axisMask: 0x1ff, dtS: 0.01, maxAbsQd: CEIL,
+    segments: [seg('freespace', [at(0.1), at(0.1005, 0), at(0.101, 0)]), seg('dwell', [at(0.101, 0), at(0.101, 0)])],
+  };
+  edit?.(c);
+  return decode(encode(c));
+}
+function refusal(f: () => unknown): ProgramRefusal {
+  try {
+    f();
+  } catch (e) {
+    if (e instanceof ProgramRefusal) return e;
+    throw e;
+  }
+  throw new Error('admitted');
+}
+
+test('a valid program: boundary samples merge, identity carries both digests', () => {
+  const x = program();
+  const p = admitProgram(x, AXES, 4n);
+  expect([p.samples, p.segments, p.points.q.length / COLS]).toEqual([5, 2, 4]);
+  expect(Array.from(p.points.segment)).toEqual([0, 0, 0, 1]);
+  expect(Array.from(p.points.tNs)).toEqual([0, 10e6, 20e6, 30e6]);
+  expect(Array.from(p.points.localNs)).toEqual([0, 10e6, 20e6, 10e6]);
+  expect(p.identity.source_digest).toBe(x.digest);
+  expect(p.identity.trajectory_digest).toBe(x.digest);
+  expect(p.identity.normalised_digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+  expect(p.identity.normalised_digest).not.toBe(x.digest);
+  expect(p.requiresProcessIo).toBe(false);
+  // The identity strings are not in either digest; the executed points are.
+  expect(admitProgram(program((c) => { c.planId = 'other'; }), AXES, 4n).identity.normalised_digest).toBe(p.identity.normalised_digest);
+  expect(admitProgram(program((c) => { (c.segments[1]!.q as number[])[COLS + 4] = 0.1000001; }), AXES, 4n).identity.normalised_digest).not.toBe(p.identity.normalised_digest);
+});
+
+test('identity, manifest and torch refusals', () => {
+  expect(refusal(() => admitProgram(program((c) => { c.programId = ''; }), AXES, 4n)).text).toBe('program_identity_missing: program_id');
+  expect(refusal(() => admitProgram(program((c) => { c.programDigest = undefined; }), AXES, 4n)).reason).toBe('program_identity_missing');
+  expect(refusal(() => admitProgram(program(), AXES, 5n)).reason).toBe('manifest_revision_mismatch');
+  const rdt = decode(readFileSync(new URL('../../fixtures/dense/reference.rdt', import.meta.url)));
+  expect(refusal(() => admitProgram(rdt, AXES, 7n)).reason).toBe('process_io_executor_not_qualified');
+});
+
+test('axis map: rad axes take the columns in order', () => {
+  const ten = [...AXES, { ...AXES[0]!, id: 'J10' }];
+  expect(refusal(() => admitProgram(program(), ten, 4n)).reason).toBe('dense_axis_map_requires_nine_ids');
+  expect(refusal(() => admitProgram(program(), AXES.map((a) => ({ ...a, rad: false })), 4n)).reason).toBe('dense_axis_map_requires_nine_ids');
+  expect(refusal(() => admitProgram(program(), AXES.map((a, i) => (i === 4 ? { ...a, id: 'J1' } : a)), 4n)).reason).toBe('invalid_dense_axis_map');
+  const six = AXES.map((a, i) => (i < 6 ? a : { ...a, rad: false }));
+  // Columns 7..9 unmapped: mask bit set -> refused; cleared and held -> admitted; moving -> refused.
+  expect(refusal(() => admitProgram(program(), six, 4n)).text).toBe('unmapped_dense_axis: J7');
+  expect(admitProgram(program((c) => { c.axisMask = 0x3f; }), six, 4n).axisOf).toEqual([0, 1, 2, 3, 4, 5]);
+  const moving = program((c) => { c.axisMask = 0x3f; (c.segments[0]!.q as number[])[2 * COLS + 7] = 0.1001; (c.segments[1]!.q as number[])[7] = 0.1001; (c.segments[1]!.q as number[])[COLS + 7] = 0.1001; });
+  expect(refusal(() => admitProgram(moving, six, 4n)).text).toBe('unmapped_dense_axis: J8');
+});
+
+test('a sample outside position limits: native_limit_exceeded with exact evidence', () => {
+  const max = AXES[2]!.max;
+  const x = program((c) => { c.segments = [seg('dwell', [at(max + 1e-9, 2, 0.1), at(max + 1e-9, 2, 0.1)])]; });
+  const r = refusal(() => admitProgram(x, AXES, 4n));
+  expect(r.text).toBe('native_limit_exceeded: segment=0 sample=0 axis=J3');
+  expect(r.limitViolation).toEqual({ kind: 'position', segment: 0, sample: 0, axis: 'J3', value: max + 1e-9, limit: max, unit: 'rad' });
+  const ok = program((c) => { c.segments = [seg('dwell', [at(max, 2, 0.1), at(max, 2, 0.1)])]; });
+  expect(admitProgram(ok, AXES, 4n).samples).toBe(2);
+});
+
+test('a Hermite interval bowing past the limit: native_segment_rate_exceeded at the curve extremum', () => {
+  // J6 ends at its max at rest, but enters the last interval still moving up fast: the curve overshoots.
+  const max = AXES[5]!.max;
+  const qs = [max - 0.04, max - 0.01, max];
+  const vs = [0, 4, 0];
+  const x = program((c) => {
+    c.segments = [seg('freespace', qs.map((v) => at(v, 5)), vs.map((v) => at(v, 5, 0)))];
+  });
+  const r = refusal(() => admitProgram(x, AXES, 4n));
+  expect(r.reason).toBe('native_segment_rate_exceeded');
+  expect(r.text).toBe('native_segment_rate_exceeded: segment=0 sample=1 axis=J6');
+  // Independent extremum: sample the curve densely.
+  const h = 0.01;
+  let peak = -Infinity;
+  for (let k = 0; k <= 100000; k++) {
+    const s = k / 100000;
+    const q = (2 * s ** 3 - 3 * s ** 2 + 1) * qs[1]! + (s ** 3 - 2 * s ** 2 + s) * h * vs[1]! + (-2 * s ** 3 + 3 * s ** 2) * qs[2]!;
+    peak = Math.max(peak, q);
+  }
+  expect(r.limitViolation!.kind).toBe('position');
+  expect(r.limitViolation!.limit).toBe(max);
+  expect(r.limitViolation!.value).toBeGreaterThan(max);
+  expect(Math.abs(r.limitViolation!.value - peak)).toBeLessThan(1e-9);
+});
+
+test('a Hermite interval faster than the lower ceiling: native_segment_rate_exceeded velocity evidence', () => {
+  // J1: samples at 0 and 1.2 rad/s (under both ceilings), but the curve between them peaks above
+  // min(axis 2.2, header 2) = 2 rad/s.
+  const qs = [0.1, 0.115, 0.13];
+  const vs = [0, 1.2, 0];
+  const x = program((c) => {
+    c.segments = [seg('freespace', qs.map((v) => at(v, 0)), vs.map((v) => at(v, 0, 0)))];
+  });
+  const r = refusal(() => admitProgram(x, AXES, 4n));
+  expect(r.text).toBe('native_segment_rate_exceeded: segment=0 sample=0 axis=J1');
+  const h = 0.01;
+  let peak = 0;
+  for (let k = 0; k <= 100000; k++) {
+    const s = k / 100000;
+    const v = ((6 * s ** 2 - 6 * s) * qs[0]! + (3 * s ** 2 - 2 * s) * h * vs[1]! + (-6 * s ** 2 + 6 * s) * qs[1]!) / h;
+    if (Math.abs(v) > Math.abs(peak)) peak = v;
+  }
+  expect(r.limitViolation).toMatchObject({ kind: 'velocity', segment: 0, sample: 0, axis: 'J1', limit: 2, unit: 'rad/s' });
+  expect(peak).toBeGreaterThan(2);
+  expect(Math.abs(r.limitViolation!.value - peak)).toBeLessThan(1e-6);
+});
