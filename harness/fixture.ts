@@ -7,6 +7,7 @@ import * as allure from 'allure-js-commons';
 import { test as base } from 'vitest';
 import { HarnessError } from './errors.ts';
 import { Cell } from './clients/cell.ts';
+import { waitStatus } from './clients/status.ts';
 import type { ControlClient } from './clients/control.ts';
 import { stringifyExact } from './oracle/json.ts';
 import { openTarget, variantsFromEnv, type Target, type VariantOptions } from './targets/index.ts';
@@ -129,3 +130,25 @@ export function needsFaults(ctx: { skip: (c: boolean, note?: string) => void }, 
 export function needsMotion(ctx: { skip: (c: boolean, note?: string) => void }, target: Target): void {
   ctx.skip(!target.abilities.motion, `motion is not allowed on target ${target.name} (run with --allow-motion on a rig)`);
 }
+
+/**
+ * `test` for suites that latch faults and inject conditions: after each test the cell is released,
+ * injected conditions are removed and latched fault bits are reset (a reset retires its own session),
+ * so the next test starts from a clean cell.
+ */
+export const recoveringTest = test.extend<{ recover: void }>({
+  recover: [
+    async ({ cell, target, client }, use) => {
+      await use();
+      await cell.cleanup();
+      if (target.abilities.faultInjection) await target.inject({ kind: 'clear' });
+      const st = await waitStatus(client, (x) => x.core !== null && x.core.armed === 0n);
+      if (st.core && st.core.execution_fault_reasons !== 0n) {
+        const s = await cell.grant();
+        await cell.fenced('reset_fault', s, { axis_mask: 0 });
+        await cell.cleanup();
+      }
+    },
+    { auto: true },
+  ],
+});

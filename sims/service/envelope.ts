@@ -87,9 +87,9 @@ export const refuse = (label: string, detail?: string, data?: unknown) => new Re
 
 // ---- field schema ----
 
-type Kind = 'string' | 'uint64' | 'uint32' | 'int' | 'float64[]' | 'binding' | 'identity' | 'points';
+export type Kind = 'string' | 'uint64' | 'uint32' | 'int' | 'float64[]' | 'binding' | 'identity' | 'points';
 
-const REQUEST_FIELDS: Record<string, Kind> = {
+export const REQUEST_FIELDS: Record<string, Kind> = {
   request_id: 'string',
   schema: 'string',
   operation: 'string',
@@ -112,7 +112,7 @@ const REQUEST_FIELDS: Record<string, Kind> = {
   requested_lease_ms: 'int',
 };
 
-const BINDING_FIELDS: Record<string, [Kind, boolean]> = {
+export const BINDING_FIELDS: Record<string, [Kind, boolean]> = {
   pair_id: ['string', true],
   revision: ['uint64', true],
   configuration_sha256: ['string', true],

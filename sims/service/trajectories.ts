@@ -10,24 +10,15 @@ import type { Authority, Grant, Reply } from './authority.ts';
 import { CoreUnavailable, type CoreLink, type NativeReply } from './core-link.ts';
 import { Refusal, refuse, type Identity, type Request } from './envelope.ts';
 import { STATE_REASON, type HandleTable } from './handles.ts';
+import type { PointArrays } from './upload/decoder.ts';
 
 export const MIN_POINTS = 2;
 export const MAX_POINTS = 250_000;
 /** Point.io_mask and io_values are eight-bit (document 1 part 2 Point). */
 const IO_BITS = 0xff;
 
-/** Points as typed arrays (the streaming decoder's output; small bodies are converted to it). */
-export interface PointArrays {
-  count: number;
-  axes: number;
-  timeNs: BigInt64Array;
-  position: Float64Array;
-  velocity: Float64Array;
-  hasVelocity: Uint8Array;
-  ioMask: Uint32Array;
-  ioValues: Uint32Array;
-  ioFlags: Uint8Array;
-}
+/** Points as typed arrays: the streaming decoder's output (small bodies are converted to it). */
+export type { PointArrays } from './upload/decoder.ts';
 
 /** Request.points (decoded objects, small bodies) as PointArrays; arity is checked in `checkPoints`. */
 export function pointArrays(points: NonNullable<Request['points']>, axes: number): PointArrays | Refusal {

@@ -7,28 +7,10 @@ import { eventCursor, waitForEvent } from '../../harness/clients/events.ts';
 import { mask, readStatus, waitStatus, type StatusView } from '../../harness/clients/status.ts';
 import type { Cell, Session } from '../../harness/clients/cell.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
-import { covers, describe, expect, needsFaults, needsMotion, profile, test as base } from '../../harness/fixture.ts';
+import { covers, describe, expect, needsFaults, needsMotion, profile, recoveringTest } from '../../harness/fixture.ts';
 
-/**
- * Every test here leaves the cell as it found it: grants released, injected faults removed, and latched
- * fault bits reset (a reset retires its own session).
- */
-const test = base.extend<{ recover: void }>({
-  recover: [
-    async ({ cell, target, client }, use) => {
-      await use();
-      await cell.cleanup();
-      if (target.abilities.faultInjection) await target.inject({ kind: 'clear' });
-      const st = await waitStatus(client, (x) => x.core !== null && x.core.armed === 0n);
-      if (st.core && st.core.execution_fault_reasons !== 0n) {
-        const s = await cell.grant();
-        await cell.fenced('reset_fault', s, { axis_mask: 0 });
-        await cell.cleanup();
-      }
-    },
-    { auto: true },
-  ],
-});
+/** Every test leaves the cell released, injected faults removed and latched faults reset. */
+const test = recoveringTest;
 
 const J1 = 0;
 const J2 = 1;

@@ -9,25 +9,10 @@ import { latestSequence, readBatch } from '../../harness/clients/telemetry.ts';
 import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
 import type { Cell, Session } from '../../harness/clients/cell.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
-import { covers, describe, expect, needsFaults, needsMotion, profile, test as base } from '../../harness/fixture.ts';
+import { covers, describe, expect, needsFaults, needsMotion, profile, recoveringTest } from '../../harness/fixture.ts';
 
 /** Every test leaves the cell released, injected faults removed and latched faults reset. */
-const test = base.extend<{ recover: void }>({
-  recover: [
-    async ({ cell, target, client }, use) => {
-      await use();
-      await cell.cleanup();
-      if (target.abilities.faultInjection) await target.inject({ kind: 'clear' });
-      const st = await waitStatus(client, (x) => x.core !== null && x.core.armed === 0n);
-      if (st.core && st.core.execution_fault_reasons !== 0n) {
-        const s = await cell.grant();
-        await cell.fenced('reset_fault', s, { axis_mask: 0 });
-        await cell.cleanup();
-      }
-    },
-    { auto: true },
-  ],
-});
+const test = recoveringTest;
 
 const J1 = 1; // axis mask of J1
 const SECOND = 1_000_000_000n;

@@ -18,7 +18,7 @@
 // allow it, else by `Number` of the literal, which is what JSON.parse computes for finite values).
 
 import { CAPABILITY, capabilityInfo } from '../capabilities.ts';
-import { REQUEST_SCHEMA, REQUIRED, Refusal, refuse, validRequestId, type Request } from '../envelope.ts';
+import { BINDING_FIELDS, REQUEST_FIELDS, REQUEST_SCHEMA, REQUIRED, Refusal, refuse, validRequestId, type Kind, type Request } from '../envelope.ts';
 import { digitsToFloat } from './number.ts';
 import { decodeJson, JsonDecodeError, JsonNumber, JsonObject, toInteger, toUint64, type JsonValue } from '../../json.ts';
 
@@ -82,39 +82,7 @@ export class UploadRefusal extends Refusal {
   }
 }
 
-// ---- the envelope's field table (mirrors envelope.ts REQUEST_FIELDS; the property test holds them equal) ----
-
-type Kind = 'string' | 'uint64' | 'uint32' | 'int' | 'float64[]' | 'binding' | 'identity' | 'points';
-
-const REQUEST_FIELDS: Record<string, Kind> = {
-  request_id: 'string',
-  schema: 'string',
-  operation: 'string',
-  session: 'string',
-  generation: 'uint64',
-  label: 'string',
-  controller: 'string',
-  binding: 'binding',
-  axis_mask: 'uint32',
-  velocity: 'float64[]',
-  timeout_ms: 'uint32',
-  handle: 'uint64',
-  points: 'points',
-  identity: 'identity',
-  jog_generation: 'uint64',
-  source_sequence: 'uint64',
-  source_origin_host_ns: 'uint64',
-  deadline_host_ns: 'uint64',
-  clock_incarnation: 'string',
-  requested_lease_ms: 'int',
-};
-
-const BINDING_FIELDS: Record<string, [Kind, boolean]> = {
-  pair_id: ['string', true],
-  revision: ['uint64', true],
-  configuration_sha256: ['string', true],
-  machine_sha256: ['string', false],
-};
+// ---- the envelope's field table: envelope.ts's own (one table for both decoders) ----
 
 const IDENTITY_FIELDS: Record<string, [Kind, boolean]> = {
   plan_id: ['string', true],
