@@ -4,6 +4,9 @@ import { defineConfig } from 'vitest/config';
 // `conformance` runs the suites against whichever target HIL_TARGET names (sim by default).
 export default defineConfig({
   test: {
+    // Two files at a time: a suite file mostly waits on its stack's real-time cycles, so two overlap well
+    // on a two-core machine (the default here is one).
+    maxWorkers: 2,
     projects: [
       {
         test: {

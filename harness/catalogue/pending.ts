@@ -45,7 +45,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
       "field:Identity.normalised_digest",
       "field:Identity.manifest_revision",
       "field:Identity.plan_revision",
-      "field:Execution.identity",
       "field:Program.process_markers",
       "field:Program.identity",
       "field:Program.requires_process_io",

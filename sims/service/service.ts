@@ -526,7 +526,9 @@ export class ControlService {
         })),
         generation: this.handles.execution.generation,
         state: this.handles.execution.state,
-        ...(this.handles.execution.identity ? { identity: this.handles.execution.identity } : {}),
+        // Data objects carry all their fields (docs/profile.md "Reply envelope"): an execution with no
+        // identity (nothing prepared yet, or a raw trajectory prepared without one) shows the empty one.
+        identity: this.handles.execution.identity ?? EMPTY_IDENTITY,
         segment: this.handles.execution.segment,
         native_sequence: this.handles.execution.native_sequence,
         ...(this.handles.execution.error ? { error: this.handles.execution.error } : {}),
@@ -673,3 +675,15 @@ function pointsDigest(p: PointArrays): string {
   for (const a of [p.timeNs, p.position, p.velocity, p.hasVelocity, p.ioMask, p.ioValues, p.ioFlags]) h.update(new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
   return h.digest('hex');
 }
+
+/** Identity with every field empty or zero (document 1 part 2 Identity), for an execution that has none. */
+const EMPTY_IDENTITY = Object.freeze({
+  plan_id: '',
+  program_id: '',
+  program_digest: '',
+  trajectory_digest: '',
+  source_digest: '',
+  normalised_digest: '',
+  manifest_revision: 0n,
+  plan_revision: 0n,
+});

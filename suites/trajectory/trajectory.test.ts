@@ -84,6 +84,7 @@ describe('prepare, start, complete', () => {
       'field:Point.time_ns',
       'field:Point.position',
       'field:Execution.handles',
+      'field:Execution.identity',
     ),
     async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
@@ -93,8 +94,11 @@ describe('prepare, start, complete', () => {
       expect(r.status, r.reply.error).toBe(200);
       const h = r.reply.handle!;
       expect(h).toBeGreaterThan(0n);
-      const rec = (await status(client)).execution.handles.find((x) => x.handle === h);
+      const st = await status(client);
+      const rec = st.execution.handles.find((x) => x.handle === h);
       expect(rec).toEqual({ handle: h, state: 'prepared', generation: s.generation, execution_generation: 0n, native_sequence: 0n });
+      // no identity given at prepare: Execution.identity is present, every field empty or zero
+      expect(st.execution.identity).toEqual({ plan_id: '', program_id: '', program_digest: '', trajectory_digest: '', source_digest: '', normalised_digest: '', manifest_revision: 0n, plan_revision: 0n });
       expect(transitions(await eventsSince(client, cursor), h)).toEqual(['->prepared']);
     },
   );
@@ -375,7 +379,9 @@ describe('refusals', () => {
       const { s, hold } = await ready(cell, client, description.axes.length);
       const identity = { plan_id: 'p1', program_id: 'g1', program_digest: 'd1', trajectory_digest: 't1', source_digest: 's1', normalised_digest: 'n1', manifest_revision: 1n, plan_revision: 3n };
       const h = (await prepare(cell, s, wiggle(hold), { identity })).reply.handle!;
-      expect((await status(client)).execution.handles.find((x) => x.handle === h)!.identity).toEqual(identity);
+      const st = await status(client);
+      expect(st.execution.handles.find((x) => x.handle === h)!.identity).toEqual(identity);
+      expect(st.execution.identity).toEqual(identity); // the prepared execution carries it
       for (const other of [{ ...identity, plan_revision: 4n }, { ...identity, source_digest: 's2' }]) {
         const r = await cell.fenced('start_trajectory', s, { handle: h, identity: other });
         expect(r.status).toBe(409);
