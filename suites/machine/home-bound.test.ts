@@ -65,14 +65,19 @@ describe('Home bound and cancellation (stepped clock, slowed homing)', () => {
     await target.step!(2);
     const before = await waitStatus(cell.client, (x) => x.core !== null);
     const { s, home } = await homing();
-    const stop = cell.fenced('stop', s);
-    await target.step!(50);
-    expect((await stop).status).toBe(200);
+    // The stop's receipt needs no cycle; the cancelled Home is answered once its axis has left operation
+    // enabled, which takes cycles after the stop reached the core (stepping before that would be lost).
+    expect((await cell.fenced('stop', s)).status).toBe(200);
+    let answered = false;
+    void home.then(() => (answered = true));
+    for (let i = 0; i < 100 && !answered; i++) await target.step!(5);
     expectCancelled(await home, 17);
     const st = await readStatus(cell.client);
     expect(st.commissioning.phase).toBe('idle');
     expect(Number(st.core!.axis_enable_mask) & J5).toBe(0);
     expect(st.core!.home_epoch).toBe(before.core!.home_epoch);
+    // Let the stop drain finish (it needs cycles too) so the next test can acquire.
+    for (let i = 0; i < 100 && ((await readStatus(cell.client)) as unknown as { grant: { draining: boolean } }).grant.draining; i++) await target.step!(5);
     await cell.cleanup();
   });
 
@@ -95,9 +100,13 @@ describe('Home bound and cancellation (stepped clock, slowed homing)', () => {
     }
     expect(r, 'Home answered after 60 s of core time').toBeDefined();
     expectCancelled(r!, 16);
-    await target.step!(50);
-    // The service stopped the grant: its session is over.
-    const renew = await cell.fenced('renew', s);
+    // The service stopped the grant: once the stop has drained (cycles after it reached the core) the
+    // session is over.
+    let renew = await cell.fenced('renew', s);
+    for (let i = 0; i < 100 && renew.status === 200; i++) {
+      await target.step!(5);
+      renew = await cell.fenced('renew', s);
+    }
     expect(renew.label).toBe('control_session_stale');
     const st = await waitStatus(cell.client, (x) => x.commissioning.phase === 'idle', 2_000);
     expect(st.commissioning.phase).toBe('idle');
