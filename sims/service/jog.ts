@@ -7,6 +7,7 @@
 // the ingress observation, and forwarded to the core only when it passes. Layout, reasons and labels:
 // docs/profile.md "Jog".
 
+import { motionLabel } from './native-labels.ts';
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { rm } from 'node:fs/promises';
@@ -78,17 +79,6 @@ export function loadUnixDgram(name = 'unix-dgram'): { mod?: UnixDgram; error?: s
   }
 }
 
-const COMMON_NATIVE: Record<number, string> = {
-  [NATIVE_REASON.not_ready]: 'not_ready',
-  [NATIVE_REASON.mode_conflict]: 'mode_conflict',
-  [NATIVE_REASON.outside_limits_outward]: 'outside_limits_outward',
-  [NATIVE_REASON.pdo_mapping_mismatch]: 'pdo_mapping_mismatch',
-  [NATIVE_REASON.no_grant]: 'no_grant',
-  [NATIVE_REASON.wrong_generation]: 'wrong_generation',
-  [NATIVE_REASON.inhibited]: 'inhibited',
-  [NATIVE_REASON.invalid_axis_mask]: 'invalid_axis_mask',
-  [NATIVE_REASON.jog_session_stale]: 'jog_session_stale',
-};
 
 const hostNow = () => process.hrtime.bigint();
 
@@ -247,7 +237,7 @@ export class JogOps {
   }
 
   private rejected(n: NativeReply): Refusal {
-    const label = COMMON_NATIVE[n.result.Reason] ?? 'native_rejected';
+    const label = motionLabel(n.result.Reason);
     const reason = R[label] ?? (label === 'not_ready' ? R.not_ready! : 0);
     return this.jogRefusal(label, n.detail ?? `native reason ${n.result.Reason}`, reason, n);
   }

@@ -4,6 +4,7 @@
 // The HTTP route (headers, fence, body limit, upload slot, worker decode) and start_program consume it.
 // Decisions the documents leave open are in docs/profile.md "Program admission".
 
+import type { Identity } from './envelope.ts';
 import { createHash } from 'node:crypto';
 import { COLS } from '../dense/codec.ts';
 import type { Trajectory } from '../dense/codec.ts';
@@ -35,16 +36,8 @@ export class ProgramRefusal extends Error {
   }
 }
 
-export interface ProgramIdentity {
-  plan_id: string;
-  program_id: string;
-  program_digest: string;
-  trajectory_digest: string;
-  source_digest: string;
-  normalised_digest: string;
-  manifest_revision: bigint;
-  plan_revision: bigint;
-}
+/** The program identity (document 1 part 2 Identity). */
+export type ProgramIdentity = Identity;
 
 export interface PreparedProgram {
   identity: ProgramIdentity;

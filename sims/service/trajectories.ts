@@ -10,6 +10,7 @@ import type { Authority, Grant, Reply } from './authority.ts';
 import { CoreUnavailable, type CoreLink, type NativeReply } from './core-link.ts';
 import { Refusal, refuse, type Identity, type Request } from './envelope.ts';
 import { STATE_REASON, type HandleTable } from './handles.ts';
+import { motionRefusal } from './native-labels.ts';
 import type { PointArrays } from './upload/decoder.ts';
 
 export const MIN_POINTS = 2;
@@ -200,18 +201,7 @@ export class TrajectoryOps {
   }
 
   private rejected(n: NativeReply): Refusal {
-    const LABELS: Record<number, string> = {
-      [NATIVE_REASON.not_ready]: 'not_ready',
-      [NATIVE_REASON.mode_conflict]: 'mode_conflict',
-      [NATIVE_REASON.outside_limits_outward]: 'outside_limits_outward',
-      [NATIVE_REASON.pdo_mapping_mismatch]: 'pdo_mapping_mismatch',
-      [NATIVE_REASON.no_grant]: 'no_grant',
-      [NATIVE_REASON.wrong_generation]: 'wrong_generation',
-      [NATIVE_REASON.inhibited]: 'inhibited',
-      [NATIVE_REASON.io_not_armed]: 'io_not_armed',
-      [NATIVE_REASON.unknown_handle]: 'unknown_handle',
-    };
-    return new Refusal(409, LABELS[n.result.Reason] ?? 'native_rejected', n.detail ?? `native reason ${n.result.Reason}`, undefined, { native_result: n.result });
+    return motionRefusal(n);
   }
 }
 
