@@ -7,7 +7,9 @@
 //  3. recording size per minute at 1 kHz with nine axes: idle (the core session, enabled and at rest) and
 //     moving (every axis following a sine: target, position, velocity, following error, torque and the
 //     absolute encoder change every cycle; written through RecordingWriter directly, since the fixture
-//     session has no trajectory lane to drive).
+//     session has no trajectory lane to drive);
+//  4. the paced replay of the replay target (recorded frame times, requests offered and matched) and the
+//     closed-loop replay (plants identified at open) of the recording of (1), against the same baselines.
 // Asserts nothing.
 //
 //   node --import tsx bench/replay.bench.ts [cycles-per-round] [rounds]
@@ -21,6 +23,7 @@ import { CoreHost } from '../sims/core/host.ts';
 import type { CoreStartOptions, NativeOpName } from '../sims/core/protocol.ts';
 import { RecordingWriter, slotLayout, AXIS_FIELDS } from '../drivers/replay/format.ts';
 import { runReplay, scanRecording } from '../drivers/replay/session.ts';
+import { ReplayPacer, scanForPacing } from '../drivers/replay/pacer.ts';
 
 const CYCLES = Number(process.argv[2] ?? 20_000);
 const ROUNDS = Number(process.argv[3] ?? 3);
@@ -76,6 +79,8 @@ console.log(`recorder cost per cycle (${ROUNDS} rounds x ${CYCLES} cycles, nine 
 console.log(`  plain     p50 ${us(q(P, 0.5))} us  p99 ${us(q(P, 0.99))} us`);
 console.log(`  recorded  p50 ${us(q(R, 0.5))} us  p99 ${us(q(R, 0.99))} us`);
 console.log(`  ratio recorded/plain  p50 ${(q(R, 0.5) / q(P, 0.5)).toFixed(2)}  p99 ${(q(R, 0.99) / q(P, 0.99)).toFixed(2)}`);
+const cycleMs = Number(machine.cycle_ns) / 1e6;
+console.log(`  added by recording, as a share of the ${cycleMs} ms cycle: p50 ${((100 * (q(R, 0.5) - q(P, 0.5))) / cycleMs).toFixed(2)} %  p99 ${((100 * (q(R, 0.99) - q(P, 0.99))) / cycleMs).toFixed(2)} %`);
 
 const scan = scanRecording(recordFile);
 const host = await CoreHost.create({ machine, driver: 'replay', driverParams: { file: recordFile, reportFile: '' }, clock: { mode: 'stepped' }, captureRetentionMs: 0 }, () => undefined);
@@ -85,6 +90,41 @@ const replayCps = out.cycles / (out.wallMs / 1000);
 const simCps = (CYCLES * ROUNDS) / (plainMs / 1000);
 console.log(`replay (strict, ${out.cycles} cycles, divergence ${out.divergence ? out.divergence.kind : 'none'}):`);
 console.log(`  replay ${Math.round(replayCps)} cycles/s  sim stepped ${Math.round(simCps)} cycles/s  ratio replay/sim ${(replayCps / simCps).toFixed(2)}  vs real time (1 kHz) ${(replayCps / 1000).toFixed(1)}x`);
+
+// The same recording paced (the replay target's way: recorded frame times, requests offered as live ones and
+// matched) and in closed loop (plants identified at open), in the same run.
+{
+  const ps = scanForPacing(recordFile);
+  let pacer: ReplayPacer | undefined;
+  const ph = await CoreHost.create({ machine, driver: 'replay', driverParams: { file: recordFile, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 }, (m) => pacer?.observe(m), 'none', { t0Ns: BigInt(ps.header.t0_ns), timesNs: ps.times });
+  const p = (pacer = new ReplayPacer(ph, ps, { file: recordFile, mode: 'strict' }));
+  const live = ps.requests.map((n) => {
+    const d = { ...(n.data as Record<string, unknown>) };
+    for (const k of ['generation', 'deadlineNs']) if (typeof d[k] === 'string') d[k] = BigInt(d[k] as string);
+    return d;
+  });
+  const t0 = performance.now();
+  for (let guard = 0; guard < 1e7; guard++) {
+    const st = p.advance(1000);
+    if (st === 'end') break;
+    if (st === 'wait') p.offer(live.shift());
+  }
+  const ms = performance.now() - t0;
+  const v = p.finish();
+  await ph.close();
+  const pacedCps = v.cycles / (ms / 1000);
+  console.log(`paced replay (the replay target's core: ${v.cycles} cycles, ${v.requests_matched} requests and ${v.outputs_matched} replies/events matched, divergence ${v.divergence ? v.divergence.kind : 'none'}):`);
+  console.log(`  paced ${Math.round(pacedCps)} cycles/s  ratio paced/sim ${(pacedCps / simCps).toFixed(2)}  vs real time ${(pacedCps / 1000).toFixed(1)}x`);
+
+  const ti = performance.now();
+  const ch = await CoreHost.create({ machine, driver: 'replay', driverParams: { file: recordFile, mode: 'closed-loop', reportFile: '' }, clock: { mode: 'stepped' }, captureRetentionMs: 0 }, () => undefined);
+  const openMs = performance.now() - ti;
+  const co = runReplay(ch, scan);
+  await ch.close();
+  const closedCps = co.cycles / (co.wallMs / 1000);
+  console.log(`closed-loop replay (${co.cycles} cycles; plant identification at open ${openMs.toFixed(0)} ms):`);
+  console.log(`  closed loop ${Math.round(closedCps)} cycles/s  ratio closed/strict ${(closedCps / replayCps).toFixed(2)}  ratio closed/sim ${(closedCps / simCps).toFixed(2)}`);
+}
 
 // Size per minute at 1 kHz.
 const perMinute = (bytes: number, cycles: number) => (bytes * 60_000) / cycles;

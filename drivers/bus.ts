@@ -73,11 +73,18 @@ export interface BusSetup {
     maxPosition: number;
     maxVelocity: number;
     followingError: number;
+    /** The drive's identity from the drive layer (document 3 profile `drives`), when the configuration has one. */
+    vendorId?: number;
+    productCode?: number;
   }>;
   /** The PDO mapping the core expects every drive to use. */
   expectedMapping: readonly string[];
   ioOutputs: number;
   ioInputs: number;
+  /** Where the cell I/O terminal sits on the bus (document 3 io.slave_position), when configured. */
+  ioSlavePosition?: number;
+  /** Bus bring-up choices (document 3 bus_bringup), for a bus that has them. */
+  bringup?: { explicitPdoConfig: boolean; disableOutputWatchdog: boolean; safeopOpTimeoutMs: number };
 }
 
 /** Start-up evidence: per-axis PDO mapping verification. */

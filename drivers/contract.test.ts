@@ -48,7 +48,12 @@ beforeAll(async () => {
 afterAll(() => rmSync(REC_DIR, { recursive: true, force: true }));
 
 /** The params each driver needs to be created in this test. */
-const PARAMS: Record<string, Record<string, unknown>> = { replay: { file: RECORDING, mode: 'strict', reportFile: '' } };
+const PARAMS: Record<string, Record<string, unknown>> = {
+  replay: { file: RECORDING, mode: 'strict', reportFile: '' },
+  // The contract's exchanges run back to back on made-up time: the fake master cycles once per exchange.
+  // Its own-thread cycle is tested in drivers/ethercat/ethercat.test.ts.
+  'ethercat-fake': { cycle: 'lockstep' },
+};
 
 async function tryCreate(name: string, persisted?: unknown): Promise<BusDriver | string> {
   try {
@@ -60,8 +65,8 @@ async function tryCreate(name: string, persisted?: unknown): Promise<BusDriver |
   }
 }
 
-test('the registry names sim, replay and ethercat; an unknown name is refused with DRIVER_UNKNOWN', async () => {
-  expect(driverNames()).toEqual(['sim', 'replay', 'ethercat']);
+test('the registry names sim, replay, ethercat and ethercat-fake; an unknown name is refused with DRIVER_UNKNOWN', async () => {
+  expect(driverNames()).toEqual(['sim', 'replay', 'ethercat', 'ethercat-fake']);
   for (const n of driverNames()) expect(DRIVERS[n]!.name).toBe(n);
   await expect(createDriver('nope')).rejects.toMatchObject({ code: 'DRIVER_UNKNOWN' });
   await expect(createDriver('__proto__')).rejects.toMatchObject({ code: 'DRIVER_UNKNOWN' });

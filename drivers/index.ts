@@ -30,6 +30,11 @@ export const DRIVERS: Readonly<Record<string, DriverDescriptor>> = Object.freeze
     summary: 'real drives on an EtherCAT bus through the optional package node-ethercat (IgH master)',
     load: async () => (await import('./ethercat/driver.ts')).loadEthercatFactory(),
   },
+  'ethercat-fake': {
+    name: 'ethercat-fake',
+    summary: 'the ethercat driver over a fake EtherCAT master and simulated CiA 402 drives (no hardware, no native module)',
+    load: async () => (await import('./ethercat/driver.ts')).loadFakeEthercatFactory(),
+  },
 });
 
 export function driverNames(): string[] {

@@ -8,20 +8,23 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { catalogue } from './catalogue/index.ts';
+import { packWeldplan, programDigest } from './clients/weldplan.ts';
+import { parseExact, stringifyExact, type JsonObject } from './oracle/json.ts';
 
 const HIL = fileURLToPath(new URL('./bin/hil.mjs', import.meta.url));
-const hil = (...args: string[]) => spawnSync(process.execPath, [HIL, ...args], { encoding: 'utf8', timeout: 60_000 });
+const hil = (...args: string[]) => spawnSync(process.execPath, [HIL, ...args], { encoding: 'utf8', timeout: 170_000 });
 
-test('usage errors exit 2 with the command help', () => {
-  for (const args of [['frobnicate'], ['run', '--target', 'nowhere'], ['run', '--target', 'external'], ['run', '--bogus'], ['coverage', '--bogus'], ['serve']]) {
+// Each case starts a hil process (a few seconds each on a loaded two-core machine).
+test('usage errors exit 2 with the command help', { timeout: 120_000 }, () => {
+  for (const args of [['frobnicate'], ['run', '--target', 'nowhere'], ['run', '--target', 'external'], ['run', '--bogus'], ['coverage', '--bogus'], ['serve'], ['run', '--target', 'rig', '--bench', 'sim'], ['run', '--target', 'rig', '--machine', 'm.json'], ['run', '--bench', 'sim'], ['run', '--target', 'external', '--socket', 's', '--driver', 'ethercat-fake'], ['doctor', '--driver', 'sim'], ['planner'], ['weldplan', 'pack'], ['weldplan', 'unpack', 'x.json', '--out', 'y']]) {
     const r = hil(...args);
     expect(r.status, args.join(' ')).toBe(2);
     expect(r.stderr.length, args.join(' ')).toBeGreaterThan(0);
   }
 });
 
-test('--help on every command exits 0', () => {
-  for (const cmd of ['run', 'test', 'serve', 'coverage', 'report', 'config', 'dense']) {
+test('--help on every command exits 0', { timeout: 120_000 }, () => {
+  for (const cmd of ['run', 'test', 'serve', 'coverage', 'report', 'config', 'dense', 'doctor', 'planner', 'weldplan']) {
     const r = hil(cmd, '--help');
     expect(r.status, cmd).toBe(0);
     expect(r.stdout, cmd).toMatch(/usage: hil/);
@@ -29,7 +32,8 @@ test('--help on every command exits 0', () => {
   expect(hil('help').status).toBe(0);
 });
 
-test('coverage --json lists every catalogue item as covered with its tests or pending with a reason', () => {
+// Collecting every suite takes a minute of wall time on a loaded two-core machine.
+test('coverage --json lists every catalogue item as covered with its tests or pending with a reason', { timeout: 180_000 }, () => {
   const r = hil('coverage', '--json');
   expect(r.status).toBe(0);
   const rows = JSON.parse(r.stdout) as Array<{ id: string; status: string; tests?: string[]; reason?: string }>;
@@ -64,4 +68,25 @@ test('dense inspect: the reference file is valid, a flipped sample byte is block
     rmSync(dir, { recursive: true, force: true });
   }
   expect(hil('dense', 'look', fixture).status).toBe(2);
+});
+
+test('weldplan pack writes the container the harness packer builds, --seal fills the digests', { timeout: 120_000 }, () => {
+  const program = fileURLToPath(new URL('../fixtures/weldplans/line-weld.program.json', import.meta.url));
+  const dir = mkdtempSync(join(tmpdir(), 'hil-weldplan-'));
+  try {
+    const out = join(dir, 'line.weldplan');
+    const r = hil('weldplan', 'pack', program, '--out', out);
+    expect(r.status, r.stderr).toBe(0);
+    const prog = parseExact(readFileSync(program)) as JsonObject;
+    expect(Buffer.from(readFileSync(out)).equals(Buffer.from(packWeldplan({ program: prog })))).toBe(true);
+    expect(r.stdout).toContain(`program_digest ${prog.program_digest}`);
+    const unsealed = { ...prog, program_name: 'changed' };
+    writeFileSync(join(dir, 'p.json'), JSON.stringify(JSON.parse(stringifyExact(unsealed))));
+    const s = hil('weldplan', 'pack', join(dir, 'p.json'), '--out', join(dir, 's.weldplan'), '--seal');
+    expect(s.status, s.stderr).toBe(0);
+    expect(s.stdout).toContain(`program_digest ${programDigest(unsealed)}`);
+    expect(hil('weldplan', 'pack', join(dir, 'missing.json'), '--out', join(dir, 'x')).status).toBe(1);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -3,17 +3,19 @@
 // 2 usage errors.
 
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { HilReporter, exitCodeOf, type Expectation } from './report/reporter.ts';
 import { writeHtmlReport } from './report/html.ts';
 import { computeCoverage, familyCounts } from './catalogue/gate.ts';
-import { CONFIG_ENTRY, STACK_ENTRY, TS_NODE_ARGS } from './targets/reference.ts';
+import { CONFIG_ENTRY, PLANNER_ENTRY, STACK_ENTRY, TS_NODE_ARGS } from './targets/reference.ts';
+import { packWeldplan, programDigest, sealProgram } from './clients/weldplan.ts';
 import { TARGETS } from './targets/index.ts';
+import { machineDigest } from './targets/replay.ts';
 import { decodeUtf8Strict, isJsonObject, parseExact, stringifyExact } from './oracle/json.ts';
-import type { JsonExact } from './oracle/json.ts';
+import type { JsonExact, JsonObject } from './oracle/json.ts';
 import { blockSha256, decodeDense } from './oracle/dense.ts';
 import { OracleError } from './oracle/errors.ts';
 import './trace.ts';
@@ -31,31 +33,64 @@ commands:
   test      run the project's own tests and the conformance suites on the simulator (npm test)
   serve     start the reference stack (control service + core on the sim driver)
   replay    replay one recording on a fresh core on the stepped clock and print the divergence report
+  doctor    check what an EtherCAT rig needs (module, master, slaves) and say what is missing
   config    compile a machine configuration into its digest-named directory (document 3 part 2)
+  certs     make and maintain the certificates of a remote listener pair (document 1 part 5)
   coverage  print catalogue coverage (covered / pending per family) without running tests
   report    render reports/html/index.html from the last run
   dense     dense trajectory files: "hil dense inspect FILE" prints header, segments and digest check
+  planner   start the weld planner stub: "hil planner serve [--host H] [--port P] [--dense-store-dir DIR]"
+  weldplan  build a .weldplan container: "hil weldplan pack PROGRAM.json --out FILE" 
   help      this text; "hil <command> --help" for a command
 
 exit status: 0 all passed, 1 failures, 2 usage errors`,
-  run: `usage: hil run [--target sim|external] [--socket PATH] [--machine FILE] [--allow-motion] [--no-report] [filter ...]
+  run: `usage: hil run [--target sim|external|replay|rig] [--driver NAME] [--socket PATH] [--planner-url URL]
+               [--machine FILE] [--record DIR] [--recordings DIR] [--bench PORT] [--allow-motion] [--no-report] [filter ...]
 
 Runs suites/ against the target. Filters select test files by substring (the traceability gate only
 applies to a full run). Writes reports/run.json, reports/allure-results/, reports/junit.xml and, unless
 --no-report, reports/html/index.html.
 
-  --target NAME     sim (default): the reference stack started per file; external: a service at --socket
+  --target NAME     sim (default): the reference stack started per file; external: a service at --socket;
+                    replay: each test replayed from its recording (--recordings)
+                    rig: the stack on the rig's EtherCAT bus with the bench box (--machine, --bench)
+  --driver NAME     sim: the stack's bus driver (default sim; ethercat-fake runs the EtherCAT driver over a
+                    fake master); expected failures then come from fixtures/expectations/<target>+<driver>.json
   --socket PATH     control socket of an external target
+  --planner-url URL external: the weld planner's base URL (planner suites skip without it)
   --machine FILE    sim: machine configuration (default fixtures/machines/nine-axis.json)
-  --allow-motion    allow tests that energise drives on a real rig
+  --record DIR      sim: record every test into its own recording under DIR/sim/<machine digest>/
+                    (a fresh stack per test; docs/recording.md "Recording a suite run")
+  --recordings DIR  replay: the recordings of an earlier --record run; each test replays its own
+                    recording (strict), a test without one is skipped as not recorded
+  --bench PORT      rig: the bench box's serial port (sim: the simulated box, with HIL_RIG_DRIVER=ethercat-fake)
+  --allow-motion    allow tests that energise drives on a rig (only with the E-stop chain closed through the bench box)
   --no-report       skip the HTML report`,
   test: `usage: hil test
 
 Runs the unit tests of the harness and the reference stack, then the conformance suites against the
 simulator, with the traceability gate. This is what npm test runs.`,
   serve: `usage: hil serve --socket-dir DIR [options]   (hil serve --help for the stack's own options)`,
-  replay: `usage: hil replay FILE [--mode strict|open-loop]   (hil replay --help for the stack's own options)`,
+  replay: `usage: hil replay FILE [--mode strict|closed-loop|open-loop|verify]   (hil replay --help for the stack's own options)`,
+  doctor: `usage: hil doctor --driver ethercat|ethercat-fake [--machine FILE]   (hil doctor --help for its options)`,
   config: `usage: hil config compile FILE --out DIR   (hil config --help for the compiler's own options)`,
+  certs: `usage: hil certs <subcommand> --dir DIR [options]
+
+Certificates for the remote listener (document 1 part 5 item 8): one EC P-256 CA per pair (3650 days,
+path length 0), a server certificate (365 days), one client certificate per principal (365 days, URIs
+svc-principal:<id> and svc-pair:<pair>), a CRL valid 7 days. Each subcommand prints one JSON line.
+
+  create-pair --dir DIR --pair-id ID [--host NAME ...]
+                       new CA, server certificate (default names localhost and 127.0.0.1), empty CRL
+  issue-client --dir DIR --principal ID
+                       DIR/clients/<ID>.crt and .key
+  revoke --dir DIR --serial HEX
+                       add a serial issued by this pair to the CRL and renew it
+  renew-crl --dir DIR  a fresh CRL (next number, valid 7 days from now); run it well within 7 days
+
+Files: DIR/ca.crt ca.key server.crt server.key crl.pem pair.json clients/. Serve them with
+  hil serve --remote-listen 127.0.0.1:8443 --remote-ca DIR/ca.crt --remote-cert DIR/server.crt
+            --remote-key DIR/server.key --remote-crl DIR/crl.pem --pair-id ID ...`,
   coverage: `usage: hil coverage [--json]
 
 Collects the suites (without running them) and prints covered and pending counts per catalogue family.
@@ -65,6 +100,14 @@ Collects the suites (without running them) and prints covered and pending counts
 Reads a robot.v4.dense-joint-trajectory.v1 file (document 2 part 2) with the harness's own decoder and
 prints its header, its segments (index, kind, sample count, block digest ok/bad) and the content digest
 check. Exit 0 when the file is valid, 1 with the reason label (document 2 part 7) when it is not.`,
+  planner: `usage: hil planner serve [--host H] [--port P] [--dense-store-dir DIR]   (hil planner serve --help for details)`,
+  weldplan: `usage: hil weldplan pack PROGRAM.json --out FILE [--tooling FILE] [--step FILE] [--seal]
+
+Builds a .weldplan container (docs/profile.md "Weld planner: the .weldplan container") from a
+robot.v4.program.v2 document: manifest.json with the entries' digests and the program digest,
+program.json, tooling.json (a stub tool when --tooling is not given) and workpiece.step when given.
+--seal first computes every node's row_hash and the program_digest (document 3 "Digests"); without it the
+document is packed exactly as read. Exit 0 written, 1 unreadable input, 2 usage.`,
   report: `usage: hil report [--out FILE]
 
 Renders the offline qualification report from reports/run.json and reports/allure-results/.`,
@@ -83,14 +126,28 @@ export async function main(argv: string[]): Promise<number> {
       case 'replay':
         // The stack's own replay subcommand, as a separate process (DESIGN.md rule 1; docs/recording.md).
         return await serve(['replay', ...rest]);
+      case 'doctor':
+        // Checks what a rig needs (module, master, slaves); the stack's own subcommand, as a process.
+        return await serve(['doctor', ...rest]);
       case 'config':
         return await config(rest);
       case 'coverage':
         return await coverage(rest);
+      case 'certs':
+        return await certs(rest);
       case 'report':
         return await report(rest);
       case 'dense':
         return denseCommand(rest);
+      case 'planner':
+        // The planner stub is a process of the reference system (DESIGN.md rule 1): started, never imported.
+        if (rest[0] !== 'serve') {
+          if (wantsHelp(rest, 'planner')) return 0;
+          throw new UsageError('expected: planner serve [options]');
+        }
+        return await startProcess(PLANNER_ENTRY, rest);
+      case 'weldplan':
+        return weldplanCommand(rest);
       case 'help':
       case '--help':
       case '-h':
@@ -123,8 +180,13 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
     allowPositionals: !selfTest,
     options: {
       target: { type: 'string', default: 'sim' },
+      driver: { type: 'string' },
       socket: { type: 'string' },
+      'planner-url': { type: 'string' },
       machine: { type: 'string' },
+      record: { type: 'string' },
+      recordings: { type: 'string' },
+      bench: { type: 'string' },
       'allow-motion': { type: 'boolean', default: false },
       'no-report': { type: 'boolean', default: false },
     },
@@ -132,11 +194,30 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
   const target = values.target!;
   if (!(target in TARGETS)) throw new UsageError(`unknown target ${target}; known: ${Object.keys(TARGETS).join(', ')}`);
   if (target === 'external' && !values.socket) throw new UsageError('--target external needs --socket PATH');
+  if (values.record !== undefined && target !== 'sim') throw new UsageError('--record records the sim target (a stack of ours); a replay is not re-recorded');
+  if (target === 'replay') {
+    if (!values.recordings) throw new UsageError('--target replay needs --recordings DIR (made with hil run --record DIR)');
+    if (!existsSync(resolve(values.recordings))) throw new UsageError(`--recordings ${values.recordings}: no such directory (HIL_ERR_REPLAY_MISSING; make one with hil run --record DIR)`);
+  } else if (values.recordings !== undefined) throw new UsageError('--recordings needs --target replay');
 
+  if (target === 'rig' && (!values.machine || !values.bench)) throw new UsageError('--target rig needs --machine CONFIG and --bench PORT');
+  if (values.bench !== undefined && target !== 'rig') throw new UsageError('--bench applies to the rig target');
+  if (values.driver !== undefined && target !== 'sim') throw new UsageError('--driver applies to the sim target (the reference stack on a chosen bus driver)');
+  if (values.driver !== undefined && !/^[a-z][a-z0-9-]{0,31}$/.test(values.driver)) throw new UsageError(`--driver ${values.driver}: not a driver name`);
   process.env.HIL_TARGET = target;
+  if (values.driver) process.env.HIL_DRIVER = values.driver;
+  if (values.bench) process.env.HIL_BENCH = values.bench === 'sim' ? 'sim' : resolve(values.bench);
   if (values.socket) process.env.HIL_SOCKET = resolve(values.socket);
+  if (values['planner-url']) process.env.HIL_PLANNER_URL = values['planner-url'];
   if (values.machine) process.env.HIL_MACHINE = resolve(values.machine);
   if (values['allow-motion']) process.env.HIL_ALLOW_MOTION = '1';
+  if (values.record !== undefined) process.env.HIL_RECORD_DIR = resolve(values.record);
+  if (values.recordings !== undefined) {
+    process.env.HIL_RECORDINGS = resolve(values.recordings);
+    process.env.HIL_REPLAY_MODE = 'strict';
+    // The recordings are keyed by the machine digest of the configuration under test: compiled once here.
+    process.env.HIL_MACHINE_SHA256 = await machineDigest({ ...(values.machine ? { machine: resolve(values.machine) } : {}) });
+  }
   process.env.HIL_RUN_DIR = join(REPORTS, '.run');
 
   try {
@@ -149,13 +230,18 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
     reportsDir: REPORTS,
     gate: positionals.length === 0,
     targetName: target,
-    expectations: loadExpectations(target),
+    ...(values.recordings !== undefined ? { replay: { recordings: resolve(values.recordings), mode: 'strict' } } : {}),
+    ...(values.record !== undefined ? { recording: { dir: resolve(values.record) } } : {}),
+    // Expected failures per target; per driver on the sim target; per rig (its machine configuration) on a rig.
+    expectations: loadExpectations(
+      target === 'rig' ? `rig+${basename(values.machine!).replace(/\.json$/, '')}` : values.driver && values.driver !== 'sim' ? `${target}+${values.driver}` : target,
+    ),
   });
   const { startVitest } = await import('vitest/node');
   const vitest = await startVitest('test', positionals, {
     root: ROOT,
     watch: false,
-    project: selfTest ? ['unit', 'conformance'] : ['conformance'],
+    project: selfTest ? ['unit', ...CONFORMANCE_PROJECTS] : CONFORMANCE_PROJECTS,
     // Ours last, so its plain closing line ("total: N passed, N failed, N skipped") ends the output.
     reporters: [['allure-vitest/reporter', { resultsDir: join(REPORTS, 'allure-results') }], ['junit', { outputFile: join(REPORTS, 'junit.xml') }], reporter],
     passWithNoTests: false,
@@ -175,7 +261,13 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
   return code;
 }
 
-/** Per-target expectation file: fixtures/expectations/<target>.json, {"<file> > <test>": {expected, reason}}. */
+/** The vitest projects that hold the conformance suites (vitest.config.ts: two at a time, then the solo files). */
+const CONFORMANCE_PROJECTS = ['conformance', 'conformance-solo'];
+
+/**
+ * Per-target expectation file: fixtures/expectations/<target>.json, <target>+<driver>.json for the sim
+ * target on another bus driver, rig+<machine file name>.json for a rig; {"<file> > <test>": {expected, reason}}.
+ */
 function loadExpectations(target: string): Record<string, Expectation> {
   const f = join(ROOT, 'fixtures', 'expectations', `${target}.json`);
   if (!existsSync(f)) return {};
@@ -197,17 +289,110 @@ function serve(args: string[]): Promise<number> {
   return new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
 }
 
+function startProcess(entry: string, args: string[]): Promise<number> {
+  const child = spawn(process.execPath, [...TS_NODE_ARGS, entry, ...args], { stdio: 'inherit' });
+  const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
+  process.on('SIGINT', forward('SIGINT'));
+  process.on('SIGTERM', forward('SIGTERM'));
+  return new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+}
+
+function weldplanCommand(args: string[]): number {
+  if (wantsHelp(args, 'weldplan')) return 0;
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { out: { type: 'string' }, tooling: { type: 'string' }, step: { type: 'string' }, seal: { type: 'boolean', default: false } } });
+  if (positionals[0] !== 'pack' || positionals.length !== 2 || !values.out) throw new UsageError('expected: weldplan pack PROGRAM.json --out FILE');
+  const read = (file: string, what: string): Uint8Array | undefined => {
+    try {
+      return new Uint8Array(readFileSync(resolve(file)));
+    } catch (e) {
+      process.stderr.write(`hil: cannot read ${what} ${file}: ${(e as Error).message}\n`);
+      return undefined;
+    }
+  };
+  const object = (file: string, what: string): JsonObject | undefined => {
+    const bytes = read(file, what);
+    if (!bytes) return undefined;
+    try {
+      const v = parseExact(bytes);
+      if (isJsonObject(v)) return v;
+      process.stderr.write(`hil: ${what} ${file} is not a JSON object\n`);
+    } catch (e) {
+      process.stderr.write(`hil: ${what} ${file}: ${(e as { code?: string }).code ?? 'error'}: ${(e as Error).message}\n`);
+    }
+    return undefined;
+  };
+  let program = object(positionals[1]!, 'program document');
+  const tooling = values.tooling ? object(values.tooling, 'tooling') : undefined;
+  const step = values.step ? read(values.step, 'STEP file') : undefined;
+  if (!program || (values.tooling && !tooling) || (values.step && !step)) return 1;
+  if (values.seal) program = sealProgram(program);
+  const bytes = packWeldplan({ program, ...(tooling ? { tooling } : {}), ...(step ? { step } : {}) });
+  writeFileSync(resolve(values.out), bytes);
+  process.stdout.write(`${values.out}: ${bytes.length} bytes, program_digest ${programDigest(program)}\n`);
+  return 0;
+}
+
 function config(args: string[]): Promise<number> {
   // The compiler runs as its own process, like the stack in serve; its exit status is ours.
   const child = spawn(process.execPath, [...TS_NODE_ARGS, CONFIG_ENTRY, ...args], { stdio: 'inherit' });
   return new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
 }
 
+async function certs(args: string[]): Promise<number> {
+  if (wantsHelp(args, 'certs')) return 0;
+  const [sub, ...rest] = args;
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      dir: { type: 'string' },
+      'pair-id': { type: 'string' },
+      host: { type: 'string', multiple: true },
+      principal: { type: 'string' },
+      serial: { type: 'string' },
+    },
+  });
+  if (!values.dir) throw new UsageError('--dir DIR is required');
+  const dir = resolve(values.dir);
+  const tooling = await import('./certs.ts');
+  const need = (v: string | undefined, flag: string): string => {
+    if (!v) throw new UsageError(`${sub} needs ${flag}`);
+    return v;
+  };
+  let out: unknown;
+  try {
+    switch (sub) {
+      case 'create-pair':
+        if (existsSync(join(dir, 'pair.json'))) throw new UsageError(`${dir} already holds a pair (pair.json); choose another directory`);
+        out = await tooling.createPair({ dir, pairId: need(values['pair-id'], '--pair-id'), hosts: values.host });
+        break;
+      case 'issue-client':
+        out = await tooling.issueClient({ dir, principal: need(values.principal, '--principal') });
+        break;
+      case 'revoke':
+        out = await tooling.revokeSerial(dir, need(values.serial, '--serial'));
+        break;
+      case 'renew-crl':
+        out = await tooling.renewCrl({ dir });
+        break;
+      default:
+        throw new UsageError(`unknown certs subcommand ${sub ?? '(none)'}`);
+    }
+  } catch (e) {
+    if (e instanceof tooling.CertError) {
+      process.stderr.write(`hil certs: ${e.code}: ${e.message}\n`);
+      return e.code === 'certs_usage' ? 2 : 1;
+    }
+    throw e;
+  }
+  process.stdout.write(JSON.stringify(out) + '\n');
+  return 0;
+}
+
 async function coverage(args: string[]): Promise<number> {
   if (wantsHelp(args, 'coverage')) return 0;
   const { values } = parseArgs({ args, options: { json: { type: 'boolean', default: false } } });
   const { createVitest } = await import('vitest/node');
-  const vitest = await createVitest('test', { root: ROOT, watch: false, project: ['conformance'], reporters: [] });
+  const vitest = await createVitest('test', { root: ROOT, watch: false, project: CONFORMANCE_PROJECTS, reporters: [] });
   const traces: Array<{ fullName: string; covers: string[] }> = [];
   try {
     const result = await vitest.collect();

@@ -25,6 +25,12 @@ export const HARNESS_CODES = {
   HIL_ERR_VARIANT_INVALID: 'error', // malformed variant options (a suite bug, said loudly)
   HIL_ERR_VARIANT_UNSUPPORTED: 'error', // this target cannot provide the variant (the fixture turns it into a skip)
   HIL_ERR_TEST_CHANNEL: 'error', // the reference stack's private test channel refused (harness side)
+  HIL_ERR_TARGET_UNSUPPORTED: 'error', // the target cannot do this at all (a replay cannot restart its core)
+  // Recorded replay (harness/targets/replay.ts, docs/recording.md)
+  HIL_ERR_REPLAY_MISSING: 'error', // no recordings directory, or no recording where one was required
+  HIL_ERR_REPLAY_STALE: 'error', // the recording was made for another machine digest (both named): re-record
+  HIL_ERR_REPLAY_NO_VERDICT: 'error', // the replay stack wrote no verdict (it did not start or was killed)
+  HIL_ERR_REPLAY_DIVERGED: 'fail', // the replayed run differed from the recording (request, reply, event or bus)
   // Clients (harness/clients/): what the target did
   HIL_ERR_TRANSPORT: 'fail', // the target dropped, reset or never answered a request on a connection it accepted
   HIL_ERR_TARGET_REFUSED: 'fail', // the target refused a request the documents say it must answer here

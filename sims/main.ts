@@ -3,20 +3,23 @@
 // Prints exactly one line beginning with "ready " when it answers, stops cleanly on SIGINT/SIGTERM (and,
 // with --lifeline-stdin, when its parent closes stdin), removing its sockets.
 
+import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadMachine } from './config/compile.ts';
 import { CoreLink } from './service/core-link.ts';
 import { ControlService } from './service/service.ts';
 import { encodeJson } from './json.ts';
+import { programArgs, ROOT } from './paths.ts';
 import type { ClockSpec, PriorityRequest } from './core/protocol.ts';
 import { DRIVERS, driverNames } from '../drivers/index.ts';
 import { runReplay, scanRecording } from '../drivers/replay/session.ts';
 import { CoreHost } from './core/host.ts';
+import { loadCredentials, parseListen, RemoteStartupError, type RemoteFiles } from './service/remote.ts';
+import type { RemoteJogFlags } from './service/remote-jog.ts';
+import { doctorMain } from './doctor.ts';
 
-const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const DEFAULT_MACHINE = join(ROOT, 'fixtures', 'machines', 'nine-axis.json');
 
 const USAGE = `usage: hil serve --socket-dir DIR [options]
@@ -29,7 +32,9 @@ Starts the reference cell stack (control service + real-time core on the sim dri
   --config-cache DIR      where compiled configurations are kept (default $TMPDIR/cell-hil-config)
   --pair-id ID            pair id of the binding (default cell-sim-01)
   --pair-revision N       pair revision of the binding (default 1)
-  --driver NAME           bus driver by registry name: sim (default), replay, ethercat
+  --driver NAME           bus driver by registry name: sim (default), replay, ethercat, ethercat-fake
+                          (the ethercat driver over a fake master: its own cycle thread on the realtime
+                          clock, one bus cycle per core cycle on the fast and stepped clocks)
   --clock MODE            realtime (default), fast (with --speed), stepped (cycles run only when the
                           test channel asks: POST /step {"cycles": N})
   --speed X               fast clock: simulated time runs X times faster than the wall (X > 0)
@@ -37,26 +42,41 @@ Starts the reference cell stack (control service + real-time core on the sim dri
   --core-priority P       realtime clock: auto (default: SCHED_FIFO where permitted, else nice), rt,
                           nice, none
   --control-idle-timeout-ms N  idle connection timeout reported by Describe (default 90000; test hook)
-  --sim-homing-ms N       sim driver: duration of one native homing run (default 200; test hook)
+  --sim-homing-ms N       sim and ethercat-fake drivers: duration of one native homing run (default 200; test hook)
   --arm-settle-ms N       how long an arm waits for enabled axes to reach operation enabled (default 500)
   --initial-generation N  start the application generation counter at N (test hook, default 0)
-  --sim-fault KIND:AXIS   sim driver: start with an injected fault (pdo_mapping_mismatch:AXIS), repeatable
+  --sim-fault KIND:AXIS   sim and ethercat-fake drivers: start with an injected fault (pdo_mapping_mismatch:AXIS), repeatable
   --capture-retention-ms N  telemetry capture retention (default the machine's; 0 turns capture off)
   --jog-socket on|off     serve DIR/jog.sock, the independent jog lane's datagram ingress (default on)
   --record FILE           record the session at the bus boundary into FILE (docs/recording.md)
   --record-run NAME       the run name written in the recording's header
   --replay-file FILE      --driver replay: the recording to play
-  --replay-mode MODE      --driver replay: strict (default) or open-loop
+  --replay-mode MODE      --driver replay: strict (default), closed-loop, open-loop or verify
+  --replay-paced FILE     --driver replay: follow the recording (the replay target): the core runs on the
+                          recorded frame times up to each recorded request and waits for the live one,
+                          matches requests, replies and events, and writes its verdict to FILE as JSON
   --test-channel          expose the private test channel DIR/private/test.sock (fault injection)
+  --planner-port P        also start the weld planner stub (document 2) as its own process on port P
+                          (0 picks a free port; its URL is the ready line's "planner")
+  --planner-host H        interface for that planner (default 127.0.0.1)
+  --planner-store-dir DIR its dense store (default DIR/planner-store)
   --lifeline-stdin        exit when standard input closes (used by targets that start the stack)
+  --remote-listen HOST:PORT  also serve HTTPS with mutual TLS 1.3 there (port 0: any free port); needs
+                          --remote-ca FILE (exactly one self-signed CA), --remote-cert FILE, --remote-key FILE,
+                          --remote-crl FILE and --pair-id (make them with hil certs create-pair)
+  --remote-jog-max-uncertainty-ns N, --remote-jog-drift-ppb N, --remote-jog-calibration-max-age-ns N
+                          remote jog clock qualification (default 0; unless all three are nonzero every
+                          remote jog frame is refused with jog_clock_unqualified)
   -h, --help              this text
 `;
 
-const REPLAY_USAGE = `usage: hil replay FILE [--mode strict|open-loop] [--machine FILE] [--config-cache DIR]
+const REPLAY_USAGE = `usage: hil replay FILE [--mode strict|closed-loop|open-loop|verify] [--machine FILE] [--config-cache DIR]
 
 Replays one recording (docs/recording.md) on a fresh core on the stepped clock: the recorded requests at
 their recorded cycles, the bus from the recording. Prints the divergence report as JSON; exit status 0 when
 the whole recording replayed without divergence, 1 on a divergence, 2 on a usage or recording error.
+closed-loop adds "closed_loop": the plants identified from the recording (delay, gain, wn, zeta, fit) and
+the peak following error per axis, recorded and replayed.
 `;
 
 async function replayMain(argv: string[]): Promise<number> {
@@ -79,12 +99,13 @@ async function replayMain(argv: string[]): Promise<number> {
   try {
     const machine = await loadMachine(resolve(a.values.machine ?? DEFAULT_MACHINE), resolve(a.values['config-cache'] ?? join(tmpdir(), 'cell-hil-config')));
     const scan = scanRecording(file);
-    const host = await CoreHost.create({ machine, driver: 'replay', driverParams: { file, mode: a.values.mode ?? 'strict' }, clock: { mode: 'stepped' }, captureRetentionMs: 0 }, () => undefined);
+    const host = await CoreHost.create({ machine, driver: 'replay', driverParams: { file, mode: a.values.mode ?? 'strict', machine_sha256: machine.machine_sha256, configuration_sha256: machine.configuration_sha256 }, clock: { mode: 'stepped' }, captureRetentionMs: 0 }, () => undefined);
     const out = runReplay(host, scan);
+    const closedLoop = (host.driverHost.driver as { closedLoop?: () => unknown }).closedLoop?.() ?? undefined;
     await host.close();
     process.stdout.write(
       JSON.stringify(
-        { file, mode: a.values.mode ?? 'strict', recorded: { driver: scan.header.driver, run: scan.header.run ?? null, frames: scan.frames, complete: scan.complete }, cycles: out.cycles, wall_ms: Math.round(out.wallMs), speedup: Number(out.speedup.toFixed(1)), divergence: out.divergence },
+        { file, mode: a.values.mode ?? 'strict', recorded: { driver: scan.header.driver, run: scan.header.run ?? null, frames: scan.frames, complete: scan.complete }, cycles: out.cycles, wall_ms: Math.round(out.wallMs), speedup: Number(out.speedup.toFixed(1)), divergence: out.divergence, ...(closedLoop ? { closed_loop: closedLoop } : {}) },
         null,
         2,
       ) + '\n',
@@ -100,6 +121,7 @@ async function replayMain(argv: string[]): Promise<number> {
 
 export async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'replay') return replayMain(argv.slice(1));
+  if (argv[0] === 'doctor') return doctorMain(argv.slice(1), DEFAULT_MACHINE);
   let args;
   try {
     args = parseArgs({
@@ -129,6 +151,18 @@ export async function main(argv: string[]): Promise<number> {
         'record-run': { type: 'string' },
         'replay-file': { type: 'string' },
         'replay-mode': { type: 'string' },
+        'remote-listen': { type: 'string' },
+        'remote-ca': { type: 'string' },
+        'remote-cert': { type: 'string' },
+        'remote-key': { type: 'string' },
+        'remote-crl': { type: 'string' },
+        'remote-jog-max-uncertainty-ns': { type: 'string' },
+        'remote-jog-drift-ppb': { type: 'string' },
+        'remote-jog-calibration-max-age-ns': { type: 'string' },
+        'replay-paced': { type: 'string' },
+        'planner-port': { type: 'string' },
+        'planner-host': { type: 'string' },
+        'planner-store-dir': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -226,6 +260,40 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
 
+  // Remote listener start-up checks (document 1 part 5 item 6): all required together, exit status 2.
+  let remote: { host: string; port: number; files: RemoteFiles; jog: RemoteJogFlags } | undefined;
+  const remoteFlags = ['remote-ca', 'remote-cert', 'remote-key', 'remote-crl', 'remote-jog-max-uncertainty-ns', 'remote-jog-drift-ppb', 'remote-jog-calibration-max-age-ns'] as const;
+  const jogFlag = (f: 'remote-jog-max-uncertainty-ns' | 'remote-jog-drift-ppb' | 'remote-jog-calibration-max-age-ns'): bigint | string => {
+    const v = args[f] ?? '0';
+    return /^(0|[1-9][0-9]{0,19})$/.test(v) && BigInt(v) < 1n << 64n ? BigInt(v) : `--${f} must be a decimal uint64`;
+  };
+  if (args['remote-listen'] === undefined) {
+    const stray = remoteFlags.find((f) => args[f] !== undefined);
+    if (stray) {
+      process.stderr.write(`hil serve: --${stray} needs --remote-listen\n`);
+      return 2;
+    }
+  } else {
+    const missing = [...remoteFlags.slice(0, 4), 'pair-id' as const].filter((f) => args[f] === undefined);
+    if (missing.length) {
+      process.stderr.write(`hil serve: --remote-listen needs ${missing.map((f) => `--${f}`).join(', ')}\n`);
+      return 2;
+    }
+    try {
+      const files: RemoteFiles = { ca: resolve(args['remote-ca']!), cert: resolve(args['remote-cert']!), key: resolve(args['remote-key']!), crl: resolve(args['remote-crl']!) };
+      const jog = [jogFlag('remote-jog-max-uncertainty-ns'), jogFlag('remote-jog-drift-ppb'), jogFlag('remote-jog-calibration-max-age-ns')];
+      const badJog = jog.find((x) => typeof x === 'string');
+      if (badJog !== undefined) throw new RemoteStartupError(badJog as string);
+      const [maxUncertaintyNs, driftPpb, calibrationMaxAgeNs] = jog as bigint[];
+      remote = { ...parseListen(args['remote-listen']), files, jog: { maxUncertaintyNs: maxUncertaintyNs!, driftPpb: driftPpb!, calibrationMaxAgeNs: calibrationMaxAgeNs! } };
+      loadCredentials(files);
+    } catch (e) {
+      if (!(e instanceof RemoteStartupError)) throw e;
+      process.stderr.write(`hil serve: remote listener: ${e.message}\n`);
+      return 2;
+    }
+  }
+
   let machine;
   try {
     machine = await loadMachine(resolve(args.machine ?? DEFAULT_MACHINE), resolve(args['config-cache'] ?? join(tmpdir(), 'cell-hil-config')));
@@ -248,10 +316,32 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write('--driver replay needs --replay-file FILE (the recording to play)\n');
     return 2;
   }
+  if (args['replay-paced'] !== undefined) {
+    if (driver !== 'replay') {
+      process.stderr.write('--replay-paced needs --driver replay\n');
+      return 2;
+    }
+    if (args.clock !== undefined || args.speed !== undefined) {
+      process.stderr.write('--replay-paced runs on the recorded frame times: no --clock or --speed\n');
+      return 2;
+    }
+    clock = { mode: 'recorded' };
+  }
+  const plannerPort = args['planner-port'];
+  if (plannerPort !== undefined && (!/^(0|[1-9][0-9]{0,4})$/.test(plannerPort) || Number(plannerPort) > 65535)) {
+    process.stderr.write('--planner-port must be an integer 0..65535\n');
+    return 2;
+  }
   const core = new CoreLink(machine, {
     driver,
     ...(driver === 'sim' ? { driverParams: { startFaults, ...(homingMs !== undefined ? { homingNs: BigInt(homingMs) * 1_000_000n } : {}) } } : {}),
-    ...(driver === 'replay' ? { driverParams: { file: resolve(args['replay-file'] ?? ''), mode: args['replay-mode'] ?? 'strict' } } : {}),
+    ...(driver === 'ethercat-fake'
+      ? { driverParams: { cycle: clock.mode === 'realtime' ? 'thread' : 'lockstep', startFaults, ...(homingMs !== undefined ? { homingNs: BigInt(homingMs) * 1_000_000n } : {}) } }
+      : {}),
+    ...(driver === 'replay'
+      ? { driverParams: { file: resolve(args['replay-file'] ?? ''), mode: args['replay-mode'] ?? 'strict', machine_sha256: machine.machine_sha256, configuration_sha256: machine.configuration_sha256 } }
+      : {}),
+    ...(args['replay-paced'] !== undefined ? { replayPace: { verdictFile: resolve(args['replay-paced']) } } : {}),
     ...(args.record ? { record: { path: resolve(args.record), ...(args['record-run'] ? { run: args['record-run'] } : {}) } } : {}),
     clock,
     priority: priority as PriorityRequest,
@@ -269,12 +359,14 @@ export async function main(argv: string[]): Promise<number> {
     jogSocket: (args['jog-socket'] ?? 'on') === 'on',
     initialGeneration: BigInt(initial),
     ...(idleMs !== undefined ? { controlIdleTimeoutNs: BigInt(idleMs) * 1_000_000n } : {}),
+    remote,
   });
 
+  let planner: PlannerChild | undefined;
   let stopping: Promise<void> | undefined;
   const shutdown = (why: string) => {
-    stopping ??= service
-      .stop()
+    stopping ??= Promise.all([service.stop(), planner?.stop()])
+      .then(() => undefined)
       .catch((e: Error) => process.stderr.write(`shutdown: ${e.message}\n`))
       .then(() => {
         process.stderr.write(`hil serve: stopped (${why})\n`);
@@ -292,6 +384,7 @@ export async function main(argv: string[]): Promise<number> {
 
   try {
     await service.start();
+    if (plannerPort !== undefined) planner = await startPlanner(args['planner-host'] ?? '127.0.0.1', plannerPort, resolve(args['planner-store-dir'] ?? join(resolve(dir), 'planner-store')));
   } catch (e) {
     process.stderr.write(`hil serve: cannot start: ${(e as Error).message}\n`);
     await shutdown('start failed');
@@ -310,10 +403,44 @@ export async function main(argv: string[]): Promise<number> {
         clock: core.clockMode,
         machine_sha256: machine.machine_sha256,
         configuration_sha256: machine.configuration_sha256,
+        remote: service.remoteAddress ? `${service.remoteAddress.host}:${service.remoteAddress.port}` : '',
+        ...(planner ? { planner: planner.url, planner_pid: planner.pid } : {}),
       }) +
       '\n',
   );
   return -1; // keep running
+}
+
+interface PlannerChild {
+  url: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** The weld planner stub as its own process (document 2: separate from the control service). */
+function startPlanner(host: string, port: string, storeDir: string): Promise<PlannerChild> {
+  const child = spawn(process.execPath, [...programArgs('planner'), 'serve', '--host', host, '--port', port, '--dense-store-dir', storeDir, '--lifeline-stdin'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      out += d;
+      const line = out.split('\n').find((l) => l.startsWith('ready '));
+      if (!line) return;
+      const r = JSON.parse(line.slice(6)) as { planner: string; pid: number };
+      resolve({
+        url: r.planner,
+        pid: r.pid,
+        async stop() {
+          child.stdin!.end();
+          const k = setTimeout(() => child.kill('SIGKILL'), 5_000);
+          await exited;
+          clearTimeout(k);
+        },
+      });
+    });
+    void exited.then(() => reject(new Error('the weld planner exited before it was ready')));
+  });
 }
 
 const code = await main(process.argv.slice(2));

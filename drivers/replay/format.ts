@@ -123,6 +123,8 @@ export interface RecordingHeader {
   git_revision?: string;
   /** The test or run the recording belongs to. */
   run?: string;
+  /** The recorded driver's own parameters (bigints as decimal strings), for re-simulating it (mode verify). */
+  driver_params?: Record<string, unknown>;
   /** Host time of the first frame (frames carry time relative to it). */
   t0_ns: string;
   started_at: string;

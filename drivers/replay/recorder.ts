@@ -3,32 +3,13 @@
 // wrapped driver gave back, and the time. The core is unchanged: CoreHost wraps the created driver when its
 // start options carry a record path (`hil serve --record FILE`). Facets pass through untouched.
 
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import type { BusDriver, BusSetup, BusStartup, ProcessImage } from '../bus.ts';
 import { readImage, RecordingWriter, setupDigest, slotLayout, type RecordingHeader, type RecordingNote } from './format.ts';
 
 /** What the recorder adds to the header besides what it learns from the driver and the setup. */
-export type RecordingMeta = Pick<RecordingHeader, 'machine_sha256' | 'configuration_sha256' | 'deployment_sha256' | 'package_version' | 'git_revision' | 'run'>;
+export type RecordingMeta = Pick<RecordingHeader, 'machine_sha256' | 'configuration_sha256' | 'deployment_sha256' | 'package_version' | 'git_revision' | 'run' | 'driver_params'>;
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** The package version and git revision of this checkout, where they can be had (never in the cycle). */
-function provenance(): Pick<RecordingHeader, 'package_version' | 'git_revision'> {
-  const out: Pick<RecordingHeader, 'package_version' | 'git_revision'> = {};
-  try {
-    out.package_version = (JSON.parse(readFileSync(`${ROOT}/package.json`, 'utf8')) as { version?: string }).version;
-  } catch {
-    /* not in a checkout */
-  }
-  try {
-    out.git_revision = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8', timeout: 2000, stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    /* no git here */
-  }
-  return out;
-}
 
 export class RecordingDriver implements BusDriver {
   private writer: RecordingWriter | null = null;
@@ -62,7 +43,6 @@ export class RecordingDriver implements BusDriver {
       axisCount,
       cycle_ns: setup.cycleNs.toString(),
       setup_sha256: setupDigest(setup),
-      ...provenance(),
       ...this.meta,
       ...(identity ? { identity } : {}),
     });

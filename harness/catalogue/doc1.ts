@@ -1047,6 +1047,7 @@ const RULE_ROWS: readonly RuleRow[] = [
   ['events.sequence_increment', S.events, 'Sequences increase by one within an adapter_incarnation', 'sequences'],
   ['events.restart', S.events, 'A service restart restarts sequences under a new adapter_incarnation', 'restart'],
   ['events.envelope_fields', S.events, 'Each event has sequence, time_ns, type, daemon_incarnation, adapter_incarnation and one payload field', 'shape'],
+  ['events.core_publication_time', S.events, 'time_ns is the core\'s publication time (its clock in the cycle that published the event)', 'time'],
   ['events.no_session_token', S.events, 'Events never contain the session token', 'privacy'],
   ['events.fault_bit_value', S.events, 'Fault event bit is the bit value (32 for bit 5); RecoveryStatus.faults[].bit is the index', 'fault bit'],
   // part 7 numeric facts

@@ -1,14 +1,14 @@
-// The machine configuration compiler client: `hil config ...` run as a process, the way a deployment
-// script would (document 3 part 2; DESIGN.md rule 1: the harness never imports sims/). Its output is one
+// The machine configuration compiler client: the compiler behind `hil config ...` run as a process, the
+// way a deployment script would (prebuilt during a conformance run, harness/targets/reference.ts) (document 3 part 2; DESIGN.md rule 1: the harness never imports sims/). Its output is one
 // JSON line per compiled or refused file.
 
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HarnessError } from '../errors.ts';
+import { referenceCommand } from '../targets/reference.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const HIL = join(ROOT, 'harness', 'bin', 'hil.mjs');
 /** The machine configurations shipped as fixtures. */
 export const MACHINES = join(ROOT, 'fixtures', 'machines');
 
@@ -34,10 +34,10 @@ export interface Run {
   stderr: string;
 }
 
-/** `node harness/bin/hil.mjs config ...args`, collecting its output. */
+/** `hil config ...args` (the compiler program itself), collecting its output. */
 export function hilConfig(args: string[], timeoutMs = 60_000): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [HIL, 'config', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...referenceCommand('config'), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));

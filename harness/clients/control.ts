@@ -1,5 +1,5 @@
-// A control client as a real consumer would write it: undici over the Unix socket, exact JSON (bigint)
-// both ways, and every reply passed through the oracle's strict reply checks before a test sees it.
+// A control client as a real consumer would write it: undici over the Unix socket (or HTTPS with a client
+// certificate to the remote listener, document 1 part 5), exact JSON (bigint) both ways, and every reply passed through the oracle's strict reply checks before a test sees it.
 
 import { Agent, request, type Dispatcher } from 'undici';
 import { asTransportError } from '../errors.ts';
@@ -21,18 +21,37 @@ export interface BindingInput {
   machine_sha256?: string;
 }
 
+/** HTTPS to a remote listener: `origin` is https://host:port; PEM texts of the client pair and the CA. */
+export interface HttpsTarget {
+  origin: string;
+  cert: string;
+  key: string;
+  ca: string;
+  /** TLS server name (SNI and certificate check); default the origin's host name (IP addresses are checked against the certificate's IP names). */
+  servername?: string;
+}
+
 export class ControlClient {
   readonly agent: Dispatcher;
+  /** Base address {base_url} (document 1 part 1). */
+  readonly origin: string;
 
   constructor(
     readonly socketPath: string,
-    options: { connections?: number; keepAliveTimeout?: number } = {},
+    options: { connections?: number; keepAliveTimeout?: number; https?: HttpsTarget } = {},
   ) {
+    const t = options.https;
+    this.origin = t ? t.origin.replace(/\/$/, '') : 'http://localhost';
     this.agent = new Agent({
-      connect: { socketPath },
+      connect: t ? { cert: t.cert, key: t.key, ca: t.ca, ...(t.servername ? { servername: t.servername } : {}), minVersion: 'TLSv1.3' } : { socketPath },
       connections: options.connections ?? 4,
       keepAliveTimeout: options.keepAliveTimeout ?? 4_000,
     });
+  }
+
+  /** A client of the remote listener, authenticated by a client certificate. */
+  static https(target: HttpsTarget, options: { connections?: number; keepAliveTimeout?: number } = {}): ControlClient {
+    return new ControlClient('', { ...options, https: target });
   }
 
   /** One HTTP exchange, nothing checked. */
@@ -43,7 +62,7 @@ export class ControlClient {
     headers: Record<string, string> = {},
   ): Promise<RawReply> {
     try {
-      const res = await request(`http://localhost${path}`, {
+      const res = await request(`${this.origin}${path}`, {
         method,
         dispatcher: this.agent,
         body,

@@ -268,6 +268,8 @@ function normalizeRun(raw: Record<string, unknown>, warnings: string[]): RunReco
       address: str(target.address, 'target.address', '(unknown)'),
       simulated: typeof simulated === 'boolean' ? simulated : null,
       describe: target.describe,
+      ...(isRecord(target.replay) ? { replay: target.replay as unknown as NonNullable<RunRecord['target']['replay']> } : {}),
+      ...(isRecord(target.recording) ? { recording: target.recording as unknown as NonNullable<RunRecord['target']['recording']> } : {}),
     },
     environment: {
       machine_sha256: str(env.machine_sha256, 'environment.machine_sha256'),
@@ -755,6 +757,8 @@ function renderEnvironment(ctx: RenderContext): string {
     ['Driver', run.target.driver, false],
     ['Address', run.target.address, true],
     ['Simulated', run.target.simulated === null ? 'unknown' : run.target.simulated ? 'yes' : 'no', false],
+    ...(run.target.replay ? ([['Replayed from', run.target.replay.recordings, true], ['Replay mode', run.target.replay.mode, false]] as [string, string, boolean][]) : []),
+    ...(run.target.recording ? ([['Recorded into', run.target.recording.dir, true]] as [string, string, boolean][]) : []),
     ['machine_sha256', e.machine_sha256, true],
     ['configuration_sha256', e.configuration_sha256, true],
     ['deployment_sha256', e.deployment_sha256, true],
@@ -772,7 +776,18 @@ function renderEnvironment(ctx: RenderContext): string {
         .map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(v)}</td></tr>`)
         .join('')}</table></details>`
     : '';
-  return `<section id="environment"><h2>Environment</h2><div class="cols"><div>${table}${allureEnv}</div><div>${renderDescribe(ctx)}</div></div></section>`;
+  return `<section id="environment"><h2>Environment</h2><div class="cols"><div>${table}${allureEnv}${renderRecordings(ctx)}</div><div>${renderDescribe(ctx)}</div></div></section>`;
+}
+
+/** Which recording each test replayed (or was recorded into), with what the replay found. */
+function renderRecordings(ctx: RenderContext): string {
+  const r = ctx.run.target.replay ?? ctx.run.target.recording;
+  if (!r || !Array.isArray(r.tests) || r.tests.length === 0) return '';
+  const what = ctx.run.target.replay ? `Recordings replayed (${esc(ctx.run.target.replay.mode)})` : 'Recordings written';
+  const rows = r.tests
+    .map((t) => `<tr><th>${esc(String(t.test))}</th><td><code class="digest">${esc(String(t.recording))}</code>${t.verdict ? `<br>${t.diverged ? '<strong>diverged</strong>: ' : ''}${esc(String(t.verdict))}` : ''}</td></tr>`)
+    .join('');
+  return `<details open><summary>${what}: ${r.tests.length}</summary><table class="kvt">${rows}</table></details>`;
 }
 
 function renderDescribe(ctx: RenderContext): string {

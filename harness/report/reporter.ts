@@ -13,7 +13,7 @@ import type { Reporter, TestCase, TestModule, Vitest } from 'vitest/node';
 import type { SerializedError } from 'vitest';
 import { computeCoverage } from '../catalogue/gate.ts';
 import { parseExact, stringifyExact } from '../oracle/json.ts';
-import type { RunRecord, RunTest } from './run-types.ts';
+import type { RecordingUse, RunRecord, RunTest } from './run-types.ts';
 import { closingLine, testStateOf, verdictOf } from './verdict.ts';
 import '../trace.ts';
 
@@ -29,6 +29,10 @@ export interface HilReporterOptions {
   /** Apply the traceability gate (only when every suite was selected). */
   gate: boolean;
   targetName: string;
+  /** The run replayed recordings (hil run --target replay): where from, in which mode. */
+  replay?: { recordings: string; mode: string };
+  /** The run recorded every test (hil run --record DIR). */
+  recording?: { dir: string };
   /** Known failures of this target: full test name (file > name) -> expectation. */
   expectations?: Record<string, Expectation>;
   write?: (s: string) => void;
@@ -110,6 +114,8 @@ export class HilReporter implements Reporter {
         address: String(target.address ?? ''),
         simulated: typeof d.simulated === 'boolean' ? d.simulated : null,
         ...(target.describe !== undefined ? { describe: target.describe } : {}),
+        ...(this.o.replay ? { replay: { ...this.o.replay, tests: this.readRecordingUses() } } : {}),
+        ...(this.o.recording ? { recording: { ...this.o.recording, tests: this.readRecordingUses() } } : {}),
       },
       environment: {
         machine_sha256: String(d.machine_sha256 ?? ''),
@@ -163,6 +169,21 @@ export class HilReporter implements Reporter {
       else if (state === 'passed') out.unexpected_pass = true;
     }
     return out;
+  }
+
+  /** The per-test recording notes the fixture left (harness/fixture.ts perTest), in test order. */
+  private readRecordingUses(): RecordingUse[] {
+    const dir = join(this.o.reportsDir, '.run');
+    const out: RecordingUse[] = [];
+    try {
+      for (const f of readdirSync(dir).sort()) {
+        if (!f.startsWith('recordings-')) continue;
+        for (const line of readFileSync(join(dir, f), 'utf8').split('\n')) if (line) out.push(JSON.parse(line) as RecordingUse);
+      }
+    } catch {
+      // none written: a sink never aborts a run
+    }
+    return out.sort((a, b) => a.test.localeCompare(b.test));
   }
 
   private readTarget(): Record<string, unknown> {

@@ -44,6 +44,13 @@ export interface RunRecord {
     simulated: boolean | null;
     /** Description data as returned by GET /v1/describe, if the target answered. */
     describe?: unknown;
+    /**
+     * A run on the replay target: the recordings directory, the mode, and each test's recording with what
+     * its replay found (docs/recording.md "The replay target").
+     */
+    replay?: { recordings: string; mode: string; tests: RecordingUse[] };
+    /** A recorded run (`hil run --record DIR`): where each test's recording was written. */
+    recording?: { dir: string; tests: RecordingUse[] };
   };
   environment: {
     machine_sha256: string;
@@ -59,4 +66,13 @@ export interface RunRecord {
   coverage: CoverageEntry[];
   summary: { passed: number; failed: number; skipped: number; errored: number; duration_ms: number };
   gate: { ok: boolean; problems: string[] };
+}
+
+/** One test's recording in a recorded or replayed run. */
+export interface RecordingUse {
+  test: string;
+  recording: string;
+  /** Replay: one line of what the replay found (requests, replies and events matched; the divergence). */
+  verdict?: string;
+  diverged?: boolean;
 }

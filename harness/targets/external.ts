@@ -4,7 +4,7 @@
 import { access } from 'node:fs/promises';
 import { ControlClient } from '../clients/control.ts';
 import { HarnessError } from '../errors.ts';
-import type { Target, TargetDescriptor, TargetOptions } from './types.ts';
+import type { PlannerEndpoint, Target, TargetDescriptor, TargetOptions } from './types.ts';
 import { describeVariant, parseVariant, type VariantOptions } from './variant.ts';
 
 class ExternalTarget implements Target {
@@ -13,12 +13,16 @@ class ExternalTarget implements Target {
   readonly abilities;
   readonly publicAddress = undefined;
   private clients: ControlClient[] = [];
+  /** Someone else's weld planner at HIL_PLANNER_URL: no store to read, no stub hooks. */
+  readonly planner?: () => Promise<PlannerEndpoint>;
 
   constructor(
     readonly address: string,
     allowMotion: boolean,
+    plannerUrl?: string,
   ) {
     this.abilities = { faultInjection: false, coreRestart: false, serviceRestart: false, motion: allowMotion };
+    if (plannerUrl) this.planner = () => Promise.resolve({ url: plannerUrl.replace(/\/+$/, ''), stubHooks: false });
   }
 
   client(): ControlClient {
@@ -71,7 +75,7 @@ function unsupported(options: VariantOptions): Promise<Target> {
 export const externalTarget: TargetDescriptor = {
   name: 'external',
   summary: "someone else's control service reached at a Unix socket path",
-  options: { HIL_SOCKET: 'control socket path (required)', HIL_ALLOW_MOTION: '1 to allow tests that energise drives' },
+  options: { HIL_SOCKET: 'control socket path (required)', HIL_ALLOW_MOTION: '1 to allow tests that energise drives', HIL_PLANNER_URL: 'base URL of the weld planner (optional; planner suites skip without it)' },
   async open(o: TargetOptions): Promise<Target> {
     if (!o.socket) throw new HarnessError('HIL_ERR_TARGET_OPTION', 'the external target needs --socket PATH (HIL_SOCKET)');
     try {
@@ -79,7 +83,7 @@ export const externalTarget: TargetDescriptor = {
     } catch {
       throw new HarnessError('HIL_ERR_TARGET_START', `no control socket at ${o.socket}`);
     }
-    return new ExternalTarget(o.socket, o.allowMotion ?? false);
+    return new ExternalTarget(o.socket, o.allowMotion ?? false, o.plannerUrl);
   },
   cannotProvide,
   openVariant: unsupported,

@@ -1,12 +1,14 @@
 // Target registry: descriptors are validated loudly when malformed, and chosen by name.
 
 import { externalTarget } from './external.ts';
+import { rigTarget } from './rig.ts';
 import { simTarget } from './sim.ts';
+import { replayTarget } from './replay.ts';
 import { HarnessError } from '../errors.ts';
 import type { Target, TargetDescriptor, TargetName, TargetOptions, VariantOptions } from './types.ts';
 import { parseVariant } from './variant.ts';
 
-export const TARGETS: Readonly<Record<TargetName, TargetDescriptor>> = validate({ sim: simTarget, external: externalTarget });
+export const TARGETS: Readonly<Record<TargetName, TargetDescriptor>> = validate({ sim: simTarget, external: externalTarget, replay: replayTarget, rig: rigTarget });
 
 function validate<T extends Record<string, TargetDescriptor>>(all: T): T {
   for (const [key, d] of Object.entries(all)) {
@@ -24,9 +26,16 @@ export function targetFromEnv(env: NodeJS.ProcessEnv = process.env): { name: Tar
     name,
     options: {
       socket: env.HIL_SOCKET,
+      plannerUrl: env.HIL_PLANNER_URL,
       machine: env.HIL_MACHINE,
       allowMotion: env.HIL_ALLOW_MOTION === '1',
-      serveArgs: env.HIL_SERVE_ARGS ? env.HIL_SERVE_ARGS.split(/\s+/).filter(Boolean) : [],
+      bench: env.HIL_BENCH,
+      rigDriver: env.HIL_RIG_DRIVER,
+      serveArgs: [...(env.HIL_DRIVER ? ['--driver', env.HIL_DRIVER] : []), ...(env.HIL_SERVE_ARGS ? env.HIL_SERVE_ARGS.split(/\s+/).filter(Boolean) : [])],
+      ...(env.HIL_RECORD_DIR ? { recordDir: env.HIL_RECORD_DIR } : {}),
+      ...(env.HIL_RECORDINGS ? { recordings: env.HIL_RECORDINGS } : {}),
+      ...(env.HIL_REPLAY_MODE ? { replayMode: env.HIL_REPLAY_MODE } : {}),
+      ...(env.HIL_MACHINE_SHA256 ? { machineSha256: env.HIL_MACHINE_SHA256 } : {}),
     },
   };
 }
@@ -46,5 +55,5 @@ export function variantsFromEnv(env: NodeJS.ProcessEnv = process.env): { cannotP
   return { cannotProvide: (o) => d.cannotProvide(parseVariant(o)), open: (o) => d.openVariant(parseVariant(o), options) };
 }
 
-export type { Target, VariantOptions } from './types.ts';
+export type { PlannerEndpoint, Target, VariantOptions } from './types.ts';
 export { describeVariant, parseVariant } from './variant.ts';

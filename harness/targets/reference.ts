@@ -1,6 +1,13 @@
 // The reference system's entry points. The harness starts them as processes and never imports them
 // (DESIGN.md rule 1); this module is the only place outside sims/ that names them.
+//
+// Two ways to start them. From source, through tsx's loader: nothing to build, but every process (and
+// every worker thread in it) pays the loader's start-up, about half a second here. Prebuilt: a
+// conformance run bundles sims/ once with esbuild (global setup of the conformance project) and every
+// stack of the run starts from the bundle. `HIL_STACK_PREBUILT` names the bundle directory; without it,
+// or with HIL_STACK_PREBUILT=off, stacks start from source.
 
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -9,7 +16,72 @@ export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const STACK_ENTRY = join(ROOT, 'sims', 'main.ts');
 /** The machine configuration compiler (`hil config`, document 3 part 2). */
 export const CONFIG_ENTRY = join(ROOT, 'sims', 'config', 'main.ts');
+/** The weld planner stub (`hil planner serve`, document 2), a process of its own as on a real cell. */
+export const PLANNER_ENTRY = join(ROOT, 'sims', 'planner', 'main.ts');
 /** Node arguments that run a TypeScript entry point (tsx, no build step). */
-export const TS_NODE_ARGS: readonly string[] = ['--import', import.meta.resolve('tsx')];
+export const TS_NODE_ARGS: readonly string[] = ['--import', resolveTsx()];
+
+/** tsx's loader as a URL, so a stack starts from any working directory; vitest's module runner (global setup) cannot resolve. */
+function resolveTsx(): string {
+  try {
+    return import.meta.resolve('tsx');
+  } catch {
+    return 'tsx';
+  }
+}
 /** Environment variable through which the reference stack finds its anchor store. */
 export const ANCHOR_DIR_ENV = 'CELL_ANCHOR_DIR';
+/** Environment variable naming the directory of a prebuilt stack (see prebuildReference). */
+export const PREBUILT_ENV = 'HIL_STACK_PREBUILT';
+
+/**
+ * What a prebuilt stack is made of: bundle name → source module relative to sims/. The worker bundles are
+ * found by the stack itself beside its main bundle (sims/paths.ts workerEntry, drivers/ethercat/fake-master.ts).
+ */
+const BUNDLES: Record<string, string> = {
+  main: 'main.ts',
+  config: 'config/main.ts',
+  'core-worker': 'core/worker.ts',
+  'upload-worker': 'service/upload/worker.ts',
+  'dense-decode-worker': 'dense/decode-worker.ts',
+  'ethercat-fake-worker': '../drivers/ethercat/fake-worker.ts',
+  planner: 'planner/main.ts',
+  'planner-child': 'planner/child.ts',
+};
+
+export type ReferenceProgram = 'stack' | 'config' | 'planner';
+
+/** Node arguments (before the program's own) that start a reference program, prebuilt when a bundle is named. */
+export function referenceCommand(program: ReferenceProgram, env: NodeJS.ProcessEnv = process.env): string[] {
+  const prebuilt = env[PREBUILT_ENV];
+  const bundle = { stack: 'main.js', config: 'config.js', planner: 'planner.js' }[program];
+  if (prebuilt && prebuilt !== 'off') return [join(prebuilt, bundle)];
+  return [...TS_NODE_ARGS, { stack: STACK_ENTRY, config: CONFIG_ENTRY, planner: PLANNER_ENTRY }[program]];
+}
+
+/**
+ * Bundle the reference programs into a fresh directory under node_modules/.cache (inside the checkout, so
+ * that the bundles resolve the packages they leave external from the project's node_modules). Returns the
+ * directory and a function that removes it. Runs in well under a second.
+ */
+export async function prebuildReference(): Promise<{ dir: string; remove: () => Promise<void> }> {
+  const { build } = await import('esbuild');
+  const parent = join(ROOT, 'node_modules', '.cache', 'hil-stack');
+  await mkdir(parent, { recursive: true });
+  const dir = await mkdtemp(join(parent, 'run-'));
+  await build({
+    entryPoints: Object.fromEntries(Object.entries(BUNDLES).map(([name, src]) => [name, join(ROOT, 'sims', src)])),
+    outdir: dir,
+    bundle: true,
+    splitting: false,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    packages: 'external',
+    sourcemap: 'linked',
+    logLevel: 'error',
+    // sims/paths.ts: the checkout root, and worker entries as sibling bundles.
+    define: { HIL_PREBUILT: JSON.stringify({ root: ROOT }) },
+  });
+  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
+}

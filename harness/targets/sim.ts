@@ -3,21 +3,24 @@
 // only link between the harness and the implementation (DESIGN.md rule 1).
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { ControlClient } from '../clients/control.ts';
+import { clientFiles, createPair, issueClient, type PairFiles } from '../certs.ts';
 import { HarnessError } from '../errors.ts';
 import { stringifyExact } from '../oracle/json.ts';
-import { ANCHOR_DIR_ENV, ROOT, STACK_ENTRY, TS_NODE_ARGS } from './reference.ts';
-import type { Target, TargetDescriptor, TargetOptions } from './types.ts';
+import { ANCHOR_DIR_ENV, ROOT, referenceCommand } from './reference.ts';
+import type { PlannerEndpoint, Target, TargetDescriptor, TargetOptions } from './types.ts';
 import { machineFile, parseVariant, type VariantOptions } from './variant.ts';
+import { currentTest, recordingPath, registerPerTest, type PerTestHooks, type PerTestOutcome } from './pertest.ts';
 
 export interface StackProcess {
   child: ChildProcess;
   dir: string;
-  ready: { control: string; public: string; test_channel: string; pid: number; driver?: string; clock?: string };
+  ready: { control: string; public: string; test_channel: string; pid: number; driver?: string; clock?: string; remote?: string; machine_sha256?: string; configuration_sha256?: string };
   stderr: () => string;
   /** Stop the process; the temporary directory goes too unless keepDir (a restart reuses it). */
   stop(opts?: { keepDir?: boolean }): Promise<void>;
@@ -34,58 +37,98 @@ export interface StackStart {
 }
 
 /** Start `sims/main.ts` as a process and wait for its ready line. Internal to harness/targets/. */
-export async function startStack(o: StackStart): Promise<StackProcess> {
-  const timeoutMs = o.timeoutMs ?? 30_000;
-  const dir = o.reuseDir ?? (await mkdtemp(join(tmpdir(), 'hil-sim-')));
-  const extra = (await o.env?.(dir)) ?? {};
-  const child = spawn(process.execPath, [...TS_NODE_ARGS, STACK_ENTRY, '--socket-dir', dir, '--lifeline-stdin', ...o.args], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-    cwd: ROOT,
-    // Anchors live in the stack's own temporary directory unless a variant says otherwise.
-    env: { ...process.env, [ANCHOR_DIR_ENV]: join(dir, 'anchors'), ...extra },
-  });
+/** A reference program started as a process, once it has printed its `ready {...}` line. */
+interface ReadyProcess<R> {
+  child: ChildProcess;
+  ready: R;
+  stderr: () => string;
+  /** Close its stdin (the lifeline), then SIGTERM after 5 s and SIGKILL after 10 s; resolves at exit. */
+  stop(): Promise<void>;
+}
+
+/** Spawn `args` and wait for the process's ready line; what it printed on stderr goes into any error. */
+async function spawnReady<R>(what: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<ReadyProcess<R>> {
+  const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT, env });
   let err = '';
   child.stderr!.setEncoding('utf8').on('data', (d: string) => {
     err = (err + d).slice(-64 * 1024);
   });
-  const ready = await new Promise<StackProcess['ready']>((resolve, reject) => {
+  const ready = await new Promise<R>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new HarnessError('HIL_ERR_TARGET_START', `stack did not report ready within ${timeoutMs} ms\n${err}`));
+      reject(new HarnessError('HIL_ERR_TARGET_START', `${what} did not report ready within ${timeoutMs} ms\n${err}`));
     }, timeoutMs);
     child.stdout!.setEncoding('utf8').on('data', (d: string) => {
       out += d;
       const line = out.split('\n').find((l) => l.startsWith('ready '));
       if (line) {
         clearTimeout(timer);
-        resolve(JSON.parse(line.slice(6)) as StackProcess['ready']);
+        resolve(JSON.parse(line.slice(6)) as R);
       }
     });
     child.once('exit', (code) => {
       clearTimeout(timer);
-      reject(new HarnessError('HIL_ERR_TARGET_START', `stack exited with code ${code} before ready\n${err}`, { detail: { exit_code: code ?? undefined } }));
+      reject(new HarnessError('HIL_ERR_TARGET_START', `${what} exited with code ${code} before ready\n${err}`, { detail: { exit_code: code ?? undefined } }));
     });
-  }).catch(async (e: unknown) => {
-    if (!o.reuseDir) await rm(dir, { recursive: true, force: true });
-    throw e;
   });
   child.removeAllListeners('exit');
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   return {
     child,
-    dir,
     ready,
     stderr: () => err,
-    async stop(opts) {
+    async stop() {
       child.stdin!.end();
       const t = setTimeout(() => child.kill('SIGTERM'), 5_000);
       const k = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await exited;
       clearTimeout(t);
       clearTimeout(k);
+    },
+  };
+}
+
+export async function startStack(o: StackStart): Promise<StackProcess> {
+  // Generous: on a loaded two-core machine a stack has been seen to need more than 30 s to start.
+  const timeoutMs = o.timeoutMs ?? 60_000;
+  const dir = o.reuseDir ?? (await mkdtemp(join(tmpdir(), 'hil-sim-')));
+  const extra = (await o.env?.(dir)) ?? {};
+  // Anchors live in the stack's own temporary directory unless a variant says otherwise.
+  const env = { ...process.env, [ANCHOR_DIR_ENV]: join(dir, 'anchors'), ...extra };
+  const p = await spawnReady<StackProcess['ready']>('stack', [...referenceCommand('stack'), '--socket-dir', dir, '--lifeline-stdin', ...o.args], env, timeoutMs).catch(async (e: unknown) => {
+    if (!o.reuseDir) await rm(dir, { recursive: true, force: true });
+    throw e;
+  });
+  return {
+    child: p.child,
+    dir,
+    ready: p.ready,
+    stderr: p.stderr,
+    async stop(opts) {
+      await p.stop();
       if (!opts?.keepDir) await rm(dir, { recursive: true, force: true });
     },
+  };
+}
+
+export interface PlannerProcess {
+  endpoint: PlannerEndpoint;
+  stderr: () => string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Start the weld planner stub (`hil planner serve`) as its own process on 127.0.0.1 and a free port, its
+ * store in `dir`, and wait for its ready line. Internal to harness/targets/.
+ */
+export async function startPlanner(dir: string, timeoutMs = 30_000): Promise<PlannerProcess> {
+  const args = [...referenceCommand('planner'), 'serve', '--host', '127.0.0.1', '--port', '0', '--dense-store-dir', dir, '--lifeline-stdin'];
+  const p = await spawnReady<{ planner: string; pid: number; store: string }>('planner', args, process.env, timeoutMs);
+  return {
+    endpoint: { url: p.ready.planner, pid: p.ready.pid, storeDir: p.ready.store, stubHooks: true },
+    stderr: p.stderr,
+    stop: () => p.stop(),
   };
 }
 
@@ -101,6 +144,8 @@ export function variantStart(o: VariantOptions): Pick<StackStart, 'args' | 'env'
   if (o.clock === 'stepped') args.push('--clock', 'stepped');
   if (o.armSettleMs !== undefined) args.push('--arm-settle-ms', String(o.armSettleMs));
   if (o.jogSocket === 'off') args.push('--jog-socket', 'off');
+  if (o.homingMs !== undefined) args.push('--sim-homing-ms', String(o.homingMs));
+  if (o.controlIdleTimeoutMs !== undefined) args.push('--control-idle-timeout-ms', String(o.controlIdleTimeoutMs));
   const store = o.anchorStore;
   if (!store) return { args };
   return {
@@ -125,21 +170,130 @@ async function startVariant(o: VariantOptions, base: StackStart): Promise<Target
   return new SimTarget(await startStack(start), start);
 }
 
-class SimTarget implements Target {
-  readonly name = 'sim' as const;
+/** A stack with a remote listener (document 1 part 5) on 127.0.0.1, an ephemeral port and a fresh pair. */
+export interface RemoteStack extends StackProcess {
+  pair: PairFiles & { pair_id: string };
+  host: string;
+  port: number;
+  /** https://127.0.0.1:<port> */
+  origin: string;
+  /** Issue a client certificate for a principal of this pair (once per principal) and return an HTTPS client. */
+  client(principal: string): Promise<ControlClient>;
+  /** The TLS material of a principal (issued on first use), for clients other than the control client. */
+  creds(principal: string): Promise<{ host: string; port: number; cert: string; key: string; ca: string }>;
+  /** A control client on the stack's Unix socket (the local transport). */
+  local(): ControlClient;
+  /** Run cycles on the stepped clock (the private test channel); returns the core's now in ns. */
+  step(cycles: number): Promise<bigint>;
+}
+
+/**
+ * Start the sim stack with `--remote-listen 127.0.0.1:0` and a pair made by the certificate tooling in
+ * `<dir>/pair` (the stack's own temporary directory, removed when it stops). Self-contained: the stack's
+ * other options come from `args` and, when given, a variant's options (the stepped clock, a machine...).
+ */
+export async function startRemoteStack(
+  o: { pairId?: string; args?: string[]; env?: Record<string, string>; variant?: VariantOptions } = {},
+): Promise<RemoteStack> {
+  const pairId = o.pairId ?? 'cell-remote-01';
+  const dir = await mkdtemp(join(tmpdir(), 'hil-sim-'));
+  let pair: PairFiles & { pair_id: string };
+  let stack: StackProcess;
+  try {
+    pair = await createPair({ dir: join(dir, 'pair'), pairId });
+    const v = o.variant ? variantStart(parseVariant(o.variant)) : { args: [] as string[], env: undefined };
+    const args = [
+      ...['--test-channel', '--remote-listen', '127.0.0.1:0', '--remote-ca', pair.ca, '--remote-cert', pair.cert, '--remote-key', pair.key, '--remote-crl', pair.crl, '--pair-id', pairId],
+      ...v.args,
+      ...(o.args ?? []),
+    ];
+    stack = await startStack({ args, reuseDir: dir, env: async (d) => ({ ...((await v.env?.(d)) ?? {}), ...(o.env ?? {}) }) });
+  } catch (e) {
+    await rm(dir, { recursive: true, force: true });
+    throw e;
+  }
+  const m = /^(.*):([0-9]+)$/.exec(stack.ready.remote ?? '');
+  if (!m) {
+    await stack.stop();
+    throw new HarnessError('HIL_ERR_TARGET_START', `stack reported no remote listener in its ready line (${JSON.stringify(stack.ready.remote)})`);
+  }
+  const [host, port] = [m[1]!, Number(m[2])];
+  const origin = `https://${host}:${port}`;
+  const clients: ControlClient[] = [];
+  const issued = new Set<string>();
+  const testAgent = new Agent({ connect: { socketPath: stack.ready.test_channel } });
+  const creds = async (principal: string) => {
+    if (!issued.has(principal)) {
+      await issueClient({ dir: pair.dir, principal });
+      issued.add(principal);
+    }
+    const f = clientFiles(pair.dir, principal);
+    return { host, port, cert: readFileSync(f.cert, 'utf8'), key: readFileSync(f.key, 'utf8'), ca: readFileSync(pair.ca, 'utf8') };
+  };
+  return {
+    ...stack,
+    pair,
+    host,
+    port,
+    origin,
+    async client(principal) {
+      const t = await creds(principal);
+      const c = ControlClient.https({ origin, cert: t.cert, key: t.key, ca: t.ca });
+      clients.push(c);
+      return c;
+    },
+    creds,
+    local() {
+      const c = new ControlClient(stack.ready.control);
+      clients.push(c);
+      return c;
+    },
+    async step(cycles) {
+      const res = await request('http://localhost/step', { method: 'POST', dispatcher: testAgent, body: stringifyExact({ cycles }), headers: { 'content-type': 'application/json' } });
+      const text = await res.body.text();
+      const m = /"now_ns":(\d+)/.exec(text);
+      if (res.statusCode !== 200 || !m) throw new HarnessError('HIL_ERR_TEST_CHANNEL', `test channel /step: ${res.statusCode} ${text}`, { detail: { status: res.statusCode } });
+      return BigInt(m[1]!);
+    },
+    async stop(opts) {
+      await Promise.all(clients.splice(0).map((c) => c.close()));
+      await testAgent.close();
+      await stack.stop(opts);
+    },
+  };
+}
+
+export class SimTarget implements Target {
+  readonly name: 'sim' | 'replay' = 'sim';
   /** The bus driver the stack reports it attached (its ready line), not what was asked for. */
   get driver(): string {
     return this.stack.ready.driver ?? 'unknown';
   }
   readonly abilities = { faultInjection: true, coreRestart: true, serviceRestart: true, motion: true };
   private clients: ControlClient[] = [];
-  private testAgent: Agent;
+  protected testAgent: Agent;
+  private plannerProcess: Promise<PlannerProcess> | undefined;
 
   constructor(
-    private stack: StackProcess,
-    private readonly start: StackStart,
+    protected stack: StackProcess,
+    protected readonly start: StackStart,
   ) {
     this.testAgent = new Agent({ connect: { socketPath: stack.ready.test_channel } });
+  }
+
+  /** Replace the running stack with a fresh one started with these extra arguments (per-test stacks). */
+  protected async restack(extraArgs: readonly string[]): Promise<void> {
+    await this.stopStack();
+    this.stack = await startStack({ ...this.start, args: [...this.start.args, ...extraArgs] });
+    this.testAgent = new Agent({ connect: { socketPath: this.stack.ready.test_channel } });
+  }
+
+  /** Stop the current stack and the clients bound to it (idempotent). */
+  protected async stopStack(): Promise<void> {
+    const clients = this.clients.splice(0);
+    await Promise.all(clients.map((c) => c.close()));
+    await this.testAgent.close().catch(() => undefined);
+    await this.stack.stop();
   }
 
   /** Stop the service process and start a new one on the same socket directory (new adapter incarnation). */
@@ -197,25 +351,100 @@ class SimTarget implements Target {
     await this.test('/restart-core', {});
   }
 
+  /** The weld planner stub, started on first use beside the stack (its store in the stack's directory). */
+  async planner(): Promise<PlannerEndpoint> {
+    this.plannerProcess ??= startPlanner(join(this.stack.dir, 'planner-store'));
+    return (await this.plannerProcess).endpoint;
+  }
+
   diagnostics(): string {
     return this.stack.stderr();
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.clients.map((c) => c.close()));
-    await this.testAgent.close();
-    await this.stack.stop();
+    if (this.plannerProcess) await (await this.plannerProcess.catch(() => undefined))?.stop();
+    await this.stopStack();
   }
+}
+
+/**
+ * `hil run --record DIR`: the sim target with a fresh stack per test, each recording its whole session
+ * into the test's file under DIR (harness/targets/pertest.ts says why one stack per test).
+ */
+class RecordingSimTarget extends SimTarget implements PerTestHooks {
+  // A core or service restart would start a second session in the same recording: not recorded.
+  override readonly abilities = { faultInjection: true, coreRestart: false, serviceRestart: false, motion: true };
+  private recording: string | null = null;
+  private readonly unregister: () => void;
+
+  constructor(
+    stack: StackProcess,
+    start: StackStart,
+    private readonly dir: string,
+    first: string | null,
+  ) {
+    super(stack, start);
+    this.recording = first;
+    this.unregister = registerPerTest(this);
+  }
+
+  /** Start a stack recording this test (the one running, if any, is stopped first). */
+  async begin(testId: string): Promise<void> {
+    if (this.recording && this.currentId === testId) return; // opened for this very test
+    const path = recordingFor(this.dir, this.stack, testId);
+    await mkdir(join(path, '..'), { recursive: true });
+    await this.restack(['--record', path, '--record-run', testId]);
+    this.recording = path;
+    this.currentId = testId;
+  }
+  currentId: string | undefined;
+
+  async end(): Promise<PerTestOutcome> {
+    const path = this.recording;
+    await this.stopStack();
+    this.recording = null;
+    if (!path) return { recording: '', mode: 'record' };
+    await writeFile(
+      path.replace(/\.hilrec$/, '.json'),
+      JSON.stringify({ test: this.currentId, target: 'sim', machine_sha256: this.stack.ready.machine_sha256, configuration_sha256: this.stack.ready.configuration_sha256, recorded_at: new Date().toISOString() }, null, 2) + '\n',
+    );
+    return { recording: path, mode: 'record' };
+  }
+
+  override async close(): Promise<void> {
+    this.unregister();
+    await this.stopStack();
+  }
+}
+
+function recordingFor(dir: string, stack: StackProcess, testId: string): string {
+  const sha = stack.ready.machine_sha256;
+  if (!sha) throw new HarnessError('HIL_ERR_TARGET_START', 'the stack did not report its machine digest; recordings are keyed by it');
+  return recordingPath(dir, 'sim', sha, testId);
+}
+
+async function openSim(o: TargetOptions): Promise<Target> {
+  const start = baseStart(o);
+  if (!o.recordDir) return new SimTarget(await startStack(start), start);
+  // The first stack tells the machine digest the recordings are keyed by; a test already running gets
+  // its recording from the next stack (begin), so this one records nothing.
+  const probe = await startStack(start);
+  const t = new RecordingSimTarget(probe, start, o.recordDir, null);
+  const id = currentTest();
+  if (id) await t.begin(id);
+  return t;
 }
 
 export const simTarget: TargetDescriptor = {
   name: 'sim',
   summary: 'the reference stack on the simulator driver, started per test file in a temporary directory',
-  options: { HIL_MACHINE: 'machine configuration file (default fixtures/machines/nine-axis.json)', HIL_SERVE_ARGS: 'extra hil serve arguments' },
-  async open(o: TargetOptions): Promise<Target> {
-    const start = baseStart(o);
-    return new SimTarget(await startStack(start), start);
+  options: {
+    HIL_MACHINE: 'machine configuration file (default fixtures/machines/nine-axis.json)',
+    HIL_DRIVER: 'the stack\'s bus driver (hil serve --driver; default sim, e.g. ethercat-fake)',
+    HIL_SERVE_ARGS: 'extra hil serve arguments',
+    HIL_RECORD_DIR: 'record every test into its own recording under this directory (a stack per test)',
   },
+  open: openSim,
   cannotProvide: () => undefined,
   openVariant: (variant, o) => startVariant(variant, baseStart(o)),
 };

@@ -6,7 +6,7 @@ import type { VariantOptions } from './variant.ts';
 
 export type { VariantOptions } from './variant.ts';
 
-export type TargetName = 'sim' | 'external';
+export type TargetName = 'sim' | 'external' | 'replay' | 'rig';
 
 /** What a target can do beyond the documented interface; suites skip with a stated reason otherwise. */
 export interface TargetAbilities {
@@ -27,8 +27,34 @@ export interface TargetOptions {
   machine?: string;
   /** rig: motion explicitly allowed. */
   allowMotion?: boolean;
+  /** external: the weld planner's base URL (HIL_PLANNER_URL). */
+  plannerUrl?: string;
   /** sim: extra arguments for `hil serve`. */
   serveArgs?: string[];
+  /** sim: record every test into its own recording under this directory (`hil run --record DIR`). */
+  recordDir?: string;
+  /** replay: the directory of recordings made with `hil run --record` (`--recordings DIR`). */
+  recordings?: string;
+  /** replay: how the recorded bus is replayed (strict only, for now, in a suite run). */
+  replayMode?: string;
+  /** replay: the machine digest of the configuration under test (computed once per run by `hil run`). */
+  machineSha256?: string;
+  /** rig: the bench box's serial port, or `sim` for the simulated box. */
+  bench?: string;
+  /** rig: the stack's driver (ethercat, or ethercat-fake to rehearse). */
+  rigDriver?: string;
+}
+
+/** Where a target's weld planner answers (document 2), and what the harness may do with it. */
+export interface PlannerEndpoint {
+  /** Base URL, e.g. http://127.0.0.1:8796 (document 2 part 4 {planner_url}). */
+  url: string;
+  /** The planner's process id when the harness started it (cancellation tests look for its children). */
+  pid?: number;
+  /** The dense store directory when the harness can read it (store and refused-directory tests). */
+  storeDir?: string;
+  /** The planner honours the stub's test hooks in program extensions (docs/profile.md "Weld planner stub"). */
+  stubHooks: boolean;
 }
 
 export interface Target {
@@ -63,8 +89,17 @@ export interface Target {
    * cannotProvide gives a reason.
    */
   variant(options: VariantOptions): Promise<Target>;
+  /**
+   * The weld planner of this target (document 2), started on first use and stopped at close; absent when
+   * the target has none (suites skip with a stated reason).
+   */
+  planner?(): Promise<PlannerEndpoint>;
   /** Lines the target process wrote to stderr (diagnostics for the report). */
   diagnostics(): string;
+  /** Why motion is not allowed, in words a skip reason can carry (rig); undefined when it is or the default applies. */
+  readonly motionRefusal?: string;
+  /** After each test: check the cell is stopped and released, reconciling an unknown outcome (rig). */
+  settle?(): Promise<void>;
   close(): Promise<void>;
 }
 

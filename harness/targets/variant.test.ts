@@ -38,6 +38,9 @@ describe('parseVariant', () => {
     { bringUpFaults: [{ kind: 'pdo_mapping_mismatch', axis: 0 }, { kind: 'pdo_mapping_mismatch', axis: 63 }] },
     { clock: 'stepped', armSettleMs: 0 },
     { armSettleMs: 999_999 },
+    { homingMs: 1 },
+    { homingMs: 3_600_000, controlIdleTimeoutMs: 100 },
+    { controlIdleTimeoutMs: 3_600_000 },
     { pairId: 'cell-b', anchorStore: { kind: 'directory', dir: '/tmp/anchors' }, telemetry: 'off' },
   ];
   test.each(VALID.map((o) => ({ o, text: describeVariant(o) })))('accepts $text', ({ o }) => {
@@ -65,6 +68,11 @@ describe('parseVariant', () => {
     ['a clock other than stepped', { clock: 'fast' }, /clock: must be 'stepped'/],
     ['a negative arm settle bound', { armSettleMs: -1 }, /armSettleMs/],
     ['an arm settle bound past 999999', { armSettleMs: 1_000_000 }, /armSettleMs/],
+    ['a zero homing time', { homingMs: 0 }, /homingMs/],
+    ['a homing time past an hour', { homingMs: 3_600_001 }, /homingMs/],
+    ['a fractional homing time', { homingMs: 1.5 }, /homingMs/],
+    ['an idle timeout under 100 ms', { controlIdleTimeoutMs: 99 }, /controlIdleTimeoutMs/],
+    ['an idle timeout past an hour', { controlIdleTimeoutMs: 3_600_001 }, /controlIdleTimeoutMs/],
     ['a bring-up fault on axis 64', { bringUpFaults: [{ kind: 'pdo_mapping_mismatch', axis: 64 }] }, /bringUpFaults/],
   ];
   test.each(INVALID)('refuses %s with HIL_ERR_VARIANT_INVALID', (_row, o, message) => {
@@ -88,6 +96,8 @@ describe('the sim target maps options to the reference stack', () => {
       bringUpFaults: [{ kind: 'pdo_mapping_mismatch', axis: 3 }],
       clock: 'stepped',
       armSettleMs: 0,
+      homingMs: 600_000,
+      controlIdleTimeoutMs: 1_500,
     });
     expect(s.args).toEqual([
       '--capture-retention-ms', '0',
@@ -98,6 +108,8 @@ describe('the sim target maps options to the reference stack', () => {
       '--sim-fault', 'pdo_mapping_mismatch:3',
       '--clock', 'stepped',
       '--arm-settle-ms', '0',
+      '--sim-homing-ms', '600000',
+      '--control-idle-timeout-ms', '1500',
     ]);
     expect(s.env).toBeUndefined();
   });

@@ -45,6 +45,10 @@ export interface VariantOptions {
   armSettleMs?: number;
   /** 'off': no jog datagram socket, hence no independent jog lane (document 1 part 4 independent_jog_unavailable). */
   jogSocket?: 'off';
+  /** A native Home takes this long on the simulated drives, in ms of the cell's clock (simulator only). */
+  homingMs?: number;
+  /** The control socket closes a connection idle this long, in ms (Describe control_idle_timeout_ns). */
+  controlIdleTimeoutMs?: number;
 }
 
 type Check = (v: unknown) => string | undefined;
@@ -83,6 +87,8 @@ const CHECKS: Record<keyof VariantOptions, Check> = {
   clock: (v) => (v === 'stepped' ? undefined : "must be 'stepped'"),
   armSettleMs: (v) => (Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= 999_999 ? undefined : 'must be an integer 0..999999'),
   jogSocket: (v) => (v === 'off' ? undefined : "must be 'off'"),
+  homingMs: (v) => (Number.isSafeInteger(v) && (v as number) >= 1 && (v as number) <= 3_600_000 ? undefined : 'must be an integer 1..3600000'),
+  controlIdleTimeoutMs: (v) => (Number.isSafeInteger(v) && (v as number) >= 100 && (v as number) <= 3_600_000 ? undefined : 'must be an integer 100..3600000'),
 };
 
 /** Validate variant options; every problem is listed in one HIL_ERR_VARIANT_INVALID. */
@@ -120,5 +126,7 @@ export function describeVariant(o: VariantOptions): string {
   if (o.clock === 'stepped') parts.push('the stepped clock');
   if (o.armSettleMs !== undefined) parts.push(`an arm settle bound of ${o.armSettleMs} ms`);
   if (o.jogSocket === 'off') parts.push('no jog datagram socket');
+  if (o.homingMs !== undefined) parts.push(`a simulated Home lasting ${o.homingMs} ms`);
+  if (o.controlIdleTimeoutMs !== undefined) parts.push(`a control idle timeout of ${o.controlIdleTimeoutMs} ms`);
   return parts.join(', ');
 }

@@ -214,6 +214,16 @@ function compile(text: string, opts: CompileOptions): CompileResult {
     drive_speed_limit_motor_rpm: rpmLimit,
     configuration_base_sha256: base === null ? null : sha256(base),
     robot: robot ? { model_id: robot.model_id as string, description_sha256: (robot.description_sha256 as string | undefined) ?? null } : null,
+    bus: {
+      io_slave_position: io && io.slave_position !== undefined ? Number(io.slave_position) : null,
+      unused_slaves: (bus.unused_slaves as bigint[]).map(Number),
+      bringup: {
+        explicit_pdo_config: obj(c.bus_bringup).explicit_pdo_config === true,
+        disable_output_watchdog: obj(c.bus_bringup).disable_output_watchdog === true,
+        no_dc: obj(c.bus_bringup).no_dc === true,
+        safeop_op_timeout_ms: Number(obj(c.bus_bringup).safeop_op_timeout_ms),
+      },
+    },
   };
 
   const coordinates = compiledAxes.map((ax, i) => coordinateIdentity(ax, resolved[i]!));

@@ -75,4 +75,10 @@ export interface CompiledMachine {
   /** Digest of configuration.base.identity (configuration without the io block); null without io. */
   configuration_base_sha256?: string | null;
   robot?: { model_id: string; description_sha256: string | null } | null;
+  /** The bus layer for a bus driver (document 3 bus, bus_bringup, io.slave_position); added by the compiler. */
+  bus?: {
+    io_slave_position: number | null;
+    unused_slaves: number[];
+    bringup: { explicit_pdo_config: boolean; disable_output_watchdog: boolean; no_dc: boolean; safeop_op_timeout_ms: number };
+  };
 }

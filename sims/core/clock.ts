@@ -120,8 +120,42 @@ export class SteppedClock implements CycleClock {
   }
 }
 
-export function makeClock(spec: ClockSpec, cycleNs: bigint): CycleClock {
+/**
+ * Paced replay: cycle k runs at the recorded time of frame k (t0 + the recorded offset), so every decision
+ * the core takes from its own time (arm settling, trajectory sampling) is the recorded one. No sleeping.
+ * Past the recorded frames time goes on one cycle at a time.
+ */
+export class RecordedClock implements CycleClock {
+  readonly mode = 'recorded' as const;
+  readonly skipped = 0;
+  readonly originNs: bigint;
+  private k = 0;
+  private last: bigint;
+  constructor(
+    private readonly cycleNs: bigint,
+    private readonly t0Ns: bigint,
+    private readonly timesNs: Float64Array,
+  ) {
+    this.originNs = t0Ns - cycleNs;
+    this.last = this.originNs;
+  }
+  /** The time of the last cycle run (the origin before the first). */
+  get nowNs(): bigint {
+    return this.last;
+  }
+  next(): Tick {
+    const k = this.k++;
+    const t = k < this.timesNs.length ? this.t0Ns + BigInt(this.timesNs[k]!) : this.last + this.cycleNs;
+    this.last = t;
+    return { nowNs: t, scheduledNs: t };
+  }
+}
+
+export function makeClock(spec: ClockSpec, cycleNs: bigint, recorded?: { t0Ns: bigint; timesNs: Float64Array }): CycleClock {
   switch (spec.mode) {
+    case 'recorded':
+      if (!recorded) throw new RangeError('the recorded clock needs the recording\'s frame times');
+      return new RecordedClock(cycleNs, recorded.t0Ns, recorded.timesNs);
     case 'realtime':
       return new RealTimeClock(cycleNs, BigInt(spec.spinNs));
     case 'fast':

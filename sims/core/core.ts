@@ -84,6 +84,38 @@ interface PendingArm {
   deadlineNs: bigint;
 }
 
+/** What the bus driver is told about the cell (document 3: axes, slave positions, drives, I/O, bring-up). */
+export function busSetupFor(machine: CompiledMachine): BusSetup {
+  return {
+    cycleNs: machine.cycle_ns,
+    axes: machine.axes.map((a) => ({
+      index: a.index,
+      id: a.id,
+      slavePosition: a.slave_position,
+      countsPerUnit: a.counts_per_unit,
+      sign: a.sign,
+      minPosition: a.min_position,
+      maxPosition: a.max_position,
+      maxVelocity: a.max_velocity,
+      followingError: a.following_error,
+      ...(a.drive ? { vendorId: a.drive.vendor_id, productCode: a.drive.product_code } : {}),
+    })),
+    expectedMapping: STANDARD_MAPPING,
+    ioOutputs: machine.io?.outputs.length ?? 0,
+    ioInputs: machine.io?.inputs.length ?? 0,
+    ...(machine.bus?.io_slave_position != null ? { ioSlavePosition: machine.bus.io_slave_position } : {}),
+    ...(machine.bus
+      ? {
+          bringup: {
+            explicitPdoConfig: machine.bus.bringup.explicit_pdo_config,
+            disableOutputWatchdog: machine.bus.bringup.disable_output_watchdog,
+            safeopOpTimeoutMs: machine.bus.bringup.safeop_op_timeout_ms,
+          },
+        }
+      : {}),
+  };
+}
+
 export class Core implements AdmissionView {
   readonly image: ProcessImage;
   readonly host: DriverHost;
@@ -168,13 +200,18 @@ export class Core implements AdmissionView {
   /** The lanes' view of the cycle, reused (its time and enabled mask are set each cycle). */
   private readonly laneCycle: { image: ProcessImage; nowNs: bigint; enabledMask: number; cwExtra: Uint16Array };
 
+  private readonly send: (m: FromCore) => void;
+
   constructor(
     readonly machine: CompiledMachine,
     driver: BusDriver | DriverHost,
     readonly incarnation: string,
-    private readonly send: (m: FromCore) => void,
+    send: (m: FromCore) => void,
     opts: CoreOptions = {},
   ) {
+    // Events carry their publication time on the core's clock (document 1 part 6: time_ns is the core's
+    // publication time), whichever call site raised them.
+    this.send = (m) => send(m.t === 'event' ? { ...m, time_ns: this.now } : m);
     this.n = machine.axes.length;
     this.all = this.n >= 32 ? 0xffffffff : (1 << this.n) - 1;
     this.image = new ProcessImage(this.n);
@@ -223,23 +260,7 @@ export class Core implements AdmissionView {
   }
 
   busSetup(): BusSetup {
-    return {
-      cycleNs: this.machine.cycle_ns,
-      axes: this.machine.axes.map((a) => ({
-        index: a.index,
-        id: a.id,
-        slavePosition: a.slave_position,
-        countsPerUnit: a.counts_per_unit,
-        sign: a.sign,
-        minPosition: a.min_position,
-        maxPosition: a.max_position,
-        maxVelocity: a.max_velocity,
-        followingError: a.following_error,
-      })),
-      expectedMapping: STANDARD_MAPPING,
-      ioOutputs: this.machine.io?.outputs.length ?? 0,
-      ioInputs: this.machine.io?.inputs.length ?? 0,
-    };
+    return busSetupFor(this.machine);
   }
 
   async start(nowNs: bigint): Promise<void> {

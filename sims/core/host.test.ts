@@ -250,7 +250,7 @@ test('the core enforces the lease on its own: past the deadline it stops the cel
   c.step();
   expect(c.core.armed).toBe(false);
   expect(c.core.enableMask).toBe(0);
-  expect(c.sent.filter((m) => m.t === 'event' && m.type === 'native_lease_expired')).toEqual([{ t: 'event', type: 'native_lease_expired', payload: { generation: 7n } }]);
+  expect(c.sent.filter((m) => m.t === 'event' && m.type === 'native_lease_expired')).toEqual([{ t: 'event', type: 'native_lease_expired', payload: { generation: 7n }, time_ns: expect.any(BigInt) }]);
 });
 
 test('clocks: speed must be > 0 (stepped is its own mode); stepped time is exact; real time measures lateness', () => {

@@ -12,8 +12,9 @@ import { createDriver } from '../../drivers/index.ts';
 import { parseFaultSpec, FaultSpecError } from '../../drivers/faults.ts';
 import { DriverHost } from '../../drivers/host.ts';
 import { RecordingDriver } from '../../drivers/replay/recorder.ts';
+import { provenance } from '../paths.ts';
 import { CaptureRing } from './capture/ring.ts';
-import { makeClock, type CycleClock } from './clock.ts';
+import { makeClock, RecordedClock, type CycleClock } from './clock.ts';
 import { Core } from './core.ts';
 import type { CommandResult, CoreStartOptions, FromCore, PriorityRequest, ToCore } from './protocol.ts';
 
@@ -65,9 +66,10 @@ export class CoreHost {
     readonly incarnation: string,
     private readonly send: (m: FromCore) => void,
     scheduling: string,
+    recorded?: { t0Ns: bigint; timesNs: Float64Array },
   ) {
     const machine = options.machine;
-    this.clock = makeClock(options.clock, machine.cycle_ns);
+    this.clock = makeClock(options.clock, machine.cycle_ns, recorded);
     // A new ring per incarnation: the incarnation owns its sequence numbers (document 1 part 2). The
     // buffer is mapped lazily by the OS, so resident memory grows with the records actually written.
     const retentionMs = options.captureRetentionMs ?? machine.runtime.telemetry.retention_ms;
@@ -78,11 +80,14 @@ export class CoreHost {
       clockMode: options.clock.mode,
       scheduling,
       publishByWall: options.clock.mode !== 'realtime',
+      // Paced replay: lease and jog deadlines are judged on the recorded time too (the recorded requests
+      // carry the recorded deadlines), so a lease runs out at the cycle it ran out when recorded.
+      ...(this.clock instanceof RecordedClock ? { hostClock: (c => () => c.nowNs)(this.clock) } : {}),
     });
   }
 
   /** Create the driver by name, open the bus, and announce 'ready'. */
-  static async create(options: CoreStartOptions, send: (m: FromCore) => void, scheduling = 'none'): Promise<CoreHost> {
+  static async create(options: CoreStartOptions, send: (m: FromCore) => void, scheduling = 'none', recorded?: { t0Ns: bigint; timesNs: Float64Array }): Promise<CoreHost> {
     let driver = await createDriver(options.driver, { params: options.driverParams, persisted: options.driverState });
     let recorder: RecordingDriver | undefined;
     let made: CoreHost | undefined;
@@ -93,7 +98,9 @@ export class CoreHost {
         machine_sha256: m.machine_sha256,
         configuration_sha256: m.configuration_sha256,
         deployment_sha256: m.deployment_sha256,
+        ...provenance(),
         ...(options.record.run ? { run: options.record.run } : {}),
+        ...(options.driverParams ? { driver_params: JSON.parse(JSON.stringify(options.driverParams, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))) as Record<string, unknown> } : {}),
       });
       const inner = send;
       send = (msg) => {
@@ -101,7 +108,7 @@ export class CoreHost {
         inner(msg);
       };
     }
-    const host: CoreHost = new CoreHost(options, new DriverHost(driver), randomBytes(16).toString('hex'), send, scheduling);
+    const host: CoreHost = new CoreHost(options, new DriverHost(driver), randomBytes(16).toString('hex'), send, scheduling, recorded);
     host.recorder = recorder;
     made = host;
     await host.core.start(host.clock.originNs);
@@ -177,6 +184,17 @@ export class CoreHost {
       return;
     }
     const facet = this.driverHost.faults;
+    if (!facet && (this.driverHost.driver as { faultsAreRecorded?: boolean }).faultsAreRecorded) {
+      // Replay: the fault is already in the recorded inputs; validate the request and change nothing.
+      try {
+        if (f.kind !== 'clear') parseFaultSpec(f);
+        this.send({ t: 'reply', id: msg.id, result: OK });
+      } catch (e) {
+        const code = e instanceof FaultSpecError ? `${e.code}: ` : '';
+        this.send({ t: 'reply', id: msg.id, result: REFUSED, detail: `${code}${(e as Error).message}` });
+      }
+      return;
+    }
     if (!facet) {
       this.send({ t: 'reply', id: msg.id, result: REFUSED, detail: `the ${this.driverHost.name} driver cannot inject faults` });
       return;

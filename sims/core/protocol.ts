@@ -12,7 +12,12 @@ export type ClockSpec =
   /** Simulated time advances one cycle_ns per cycle while the wall sleeps cycle_ns / speed. */
   | { mode: 'fast'; speed: number }
   /** No cycle runs until the host asks for steps (ToCore 'step'); simulated time, no sleeping. */
-  | { mode: 'stepped' };
+  | { mode: 'stepped' }
+  /**
+   * Paced replay (drivers/replay/pacer.ts): each cycle's time is the recorded frame's time; cycles run back
+   * to back up to the cycle of the next recorded request, which waits for the live one.
+   */
+  | { mode: 'recorded' };
 
 /** Scheduling priority the core thread asks for (real-time clock only). */
 export type PriorityRequest = 'auto' | 'rt' | 'nice' | 'none';
@@ -37,6 +42,11 @@ export interface CoreStartOptions {
   armSettleNs?: bigint;
   /** Record the session at the bus boundary into this file (drivers/replay, docs/recording.md). */
   record?: { path: string; run?: string };
+  /**
+   * Paced replay (clock 'recorded', driver replay): live requests are matched with the recorded ones and
+   * the verdict is written to this file (drivers/replay/pacer.ts, docs/recording.md "The replay target").
+   */
+  replayPace?: { verdictFile: string };
 }
 
 /** Native command reasons (CommandResult.Reason). 2, 5, 7, 8 are documented; the rest are profile. */
@@ -96,6 +106,13 @@ export const JOG_REASON = {
   superseded: 22,
   capture_before_origin: 23,
   active: 24,
+  jog_clock_input_future: 25,
+  // Service-side refusals of the remote WebSocket lane (document 1 part 5; docs/profile.md "Remote jog").
+  jog_clock_unqualified: 26,
+  jog_stream_idle: 27,
+  jog_clock_uncertain: 28,
+  jog_clock_calibration_expired: 29,
+  jog_clock_sample_invalid: 30,
 } as const;
 /** JogObservation.Mode: 0 none, 1 independent (begin_jog), 2 legacy (jog, test_only). */
 export const JOG_MODE = { none: 0, independent: 1, legacy: 2 } as const;
@@ -151,6 +168,8 @@ export type ToCore =
       hasVelocity: Uint8Array;
       ioMask: Uint32Array;
       ioValues: Uint32Array;
+      /** A program (docs/profile.md "Program admission"): an axis may start outside its limits and move back, never further out. */
+      recovery?: boolean;
     }
   | { t: 'cancel_home' }
   | { t: 'grant'; generation: bigint; deadlineNs: bigint; active: boolean; axisMask: number }
@@ -305,7 +324,8 @@ export type FromCore =
   | { t: 'home_done'; sequence: bigint; ok: boolean; detail: string; reason: number }
   | { t: 'status'; status: CoreStatus }
   | { t: 'stop_drained'; sequence: bigint }
-  | { t: 'event'; type: string; payload: Record<string, unknown> }
+  /** `time_ns`: the core's clock in the cycle that published it (stamped by Core's send, not by each call site). */
+  | { t: 'event'; type: string; payload: Record<string, unknown>; time_ns?: bigint }
   | { t: 'stepped'; id: number; nowNs: bigint; cycles: bigint }
   /** The core cannot go on; `message` says why (the service logs it before the exit is handled). */
   | { t: 'fatal'; message: string };

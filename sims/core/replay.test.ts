@@ -131,7 +131,9 @@ test('a killed writer leaves a readable prefix: every complete frame before the 
 
 test('replay params are validated with REPLAY_BAD_PARAMS', () => {
   expect(() => createReplayDriver({})).toThrow(expect.objectContaining({ code: 'REPLAY_BAD_PARAMS' }));
-  expect(() => createReplayDriver({ params: { file: 'x', mode: 'closed-loop' } })).toThrow(expect.objectContaining({ code: 'REPLAY_BAD_PARAMS' }));
+  expect(() => createReplayDriver({ params: { file: 'x', mode: 'closed' } })).toThrow(expect.objectContaining({ code: 'REPLAY_BAD_PARAMS' }));
+  expect(() => createReplayDriver({ params: { file: 'x', machine_sha256: 'ABC' } })).toThrow(expect.objectContaining({ code: 'REPLAY_BAD_PARAMS' }));
+  expect(createReplayDriver({ params: { file: 'x', mode: 'closed-loop' } }).name).toBe('replay');
   expect(() => createReplayDriver({ params: { file: 'x', speed: 2 } })).toThrow(expect.objectContaining({ code: 'REPLAY_BAD_PARAMS' }));
   expect(createReplayDriver({ params: { file: 'x', mode: 'open-loop' } }).name).toBe('replay');
 });

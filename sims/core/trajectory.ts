@@ -38,6 +38,8 @@ export interface PlanInput {
   hasVelocity: Uint8Array;
   ioMask: Uint32Array;
   ioValues: Uint32Array;
+  /** Programs: each owned axis's limits widen to its first position (never further out than it starts). */
+  recovery?: boolean;
 }
 
 export type PlanRefusal = { kind: 'outside_limits'; point: number; axis: number; value: number } | { kind: 'velocity'; point: number; axis: number; value: number; limit: number };
@@ -57,9 +59,12 @@ export function buildPlan(machine: CompiledMachine, p: PlanInput): Plan | PlanRe
   for (let i = 0; i < N; i++) {
     const a = machine.axes[i]!;
     const owned = ((p.axisMask >>> i) & 1) === 1;
+    const first = p.position[i]!;
+    const lo = p.recovery ? Math.min(a.min_position, first) : a.min_position;
+    const hi = p.recovery ? Math.max(a.max_position, first) : a.max_position;
     for (let k = 0; k < n; k++) {
       const x = p.position[k * N + i]!;
-      if (owned && (x < a.min_position || x > a.max_position)) return { kind: 'outside_limits', point: k, axis: i, value: x };
+      if (owned && (x < lo || x > hi)) return { kind: 'outside_limits', point: k, axis: i, value: x };
     }
     for (let k = 0; k < n; k++) {
       let v: number;

@@ -6,12 +6,56 @@
 
 import { receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
 import { CoreHost, raiseThreadPriority } from './host.ts';
+import { ReplayPacer, scanForPacing } from '../../drivers/replay/pacer.ts';
 import type { CoreStartOptions, FromCore, ToCore } from './protocol.ts';
 
 const { port, options } = workerData as { port: MessagePort; options: CoreStartOptions };
-const send = (m: FromCore) => port.postMessage(m);
+let pacer: ReplayPacer | undefined;
+const send = (m: FromCore) => {
+  pacer?.observe(m);
+  port.postMessage(m);
+};
+
+/** Cycles run between two looks at the port in paced replay (about a millisecond of work). */
+const PACE_BUDGET = 200;
+
+/**
+ * Paced replay (clock 'recorded'): the pacer runs the core up to each recorded request and matches the live
+ * one; the port is read between slices so live requests and shutdown get in.
+ */
+async function paced(): Promise<void> {
+  const file = (options.driverParams?.file as string | undefined) ?? '';
+  const scan = scanForPacing(file);
+  const host = await CoreHost.create(options, send, 'none (paced replay)', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times });
+  const p = (pacer = new ReplayPacer(host, scan, { file, mode: String(options.driverParams?.mode ?? 'strict'), reportFile: options.replayPace?.verdictFile }));
+  let running = true;
+  let wake: (() => void) | null = null;
+  port.on('message', (msg: ToCore) => {
+    if (!running) return;
+    if (msg.t === 'shutdown') running = false;
+    else if (msg.t === 'step') host.handle(msg);
+    else p.offer(msg);
+    wake?.();
+  });
+  while (running) {
+    const s = p.advance(PACE_BUDGET);
+    if (s !== 'more') p.writeVerdict();
+    if (s === 'more') await new Promise<void>((r) => setImmediate(r));
+    else
+      await new Promise<void>((r) => {
+        wake = () => {
+          wake = null;
+          r();
+        };
+      });
+  }
+  p.finish();
+  await host.close().catch(() => undefined);
+  port.close();
+}
 
 async function main(): Promise<void> {
+  if (options.clock.mode === 'recorded') return paced();
   // Only a real-time clock deserves real-time scheduling; fast and stepped clocks run flat out.
   const scheduling = options.clock.mode === 'realtime' ? raiseThreadPriority(options.priority ?? 'auto') : 'none (not real time)';
   const host = await CoreHost.create(options, send, scheduling);

@@ -73,6 +73,8 @@ export class Authority {
   current: Grant | null = null;
   private generation = 0n;
   private sessions = new Map<string, SessionEnd | 'current'>();
+  /** Who acquired each session: 'local' or 'principal:<id>' (document 1 part 5 items 1 and 3). */
+  private owners = new Map<string, string>();
   private expiryTimer?: NodeJS.Timeout;
   /** True from an admitted stop until the core reports the drain finished. */
   draining = false;
@@ -138,7 +140,7 @@ export class Authority {
     this.hooks.nativeGrant(null);
   }
 
-  acquire(req: Request, requestKey: string): Reply {
+  acquire(req: Request, requestKey: string, owner = 'local'): Reply {
     this.checkExpiry();
     const controller = req.controller!;
     const bytes = Buffer.byteLength(controller, 'utf8');
@@ -158,6 +160,8 @@ export class Authority {
 
     const g = this.current;
     if (g && req.request_id !== undefined && g.acquire?.requestId === req.request_id) {
+      // A replay would hand the session token to another owner (docs/profile.md "Session ownership").
+      if (this.owners.get(g.session) !== owner) throw refuse('session_principal_mismatch', 'the acquire with this request_id belongs to another principal');
       if (g.acquire.key === requestKey) return g.acquire.reply;
       throw refuse('request_id_conflict', 'request_id reused with a different acquire payload');
     }
@@ -180,6 +184,7 @@ export class Authority {
     };
     this.current = grant;
     this.sessions.set(grant.session, 'current');
+    this.owners.set(grant.session, owner);
     this.armExpiry();
     const reply: Reply = { status: 200, body: { operation: 'acquire', data: this.grantData(grant) } };
     if (req.request_id !== undefined) grant.acquire = { requestId: req.request_id, key: requestKey, reply };
@@ -192,12 +197,14 @@ export class Authority {
    * Check the fence of a fenced operation and return the current grant. Throws the refusal the profile's
    * fence table gives (docs/profile.md).
    */
-  fence(op: string, session: string, generation: bigint): Grant {
+  fence(op: string, session: string, generation: bigint, owner = 'local'): Grant {
     this.checkExpiry();
     if (!SESSION_RE.test(session)) throw refuse('control_session_stale', 'session is not a 64-character lowercase hex token');
     if (generation === 0n) throw refuse('control_session_stale', 'generation must be nonzero');
     const known = this.sessions.get(session);
     if (known === undefined) throw refuse('fence', 'session was never issued by this adapter');
+    // Ownership before any state of the session is disclosed (docs/profile.md "Session ownership").
+    if (this.owners.get(session) !== owner) throw refuse('session_principal_mismatch', 'the session belongs to another principal or transport');
     if (known === 'daemon_restarted') throw refuse('daemon_restarted', 'session belongs to a previous core incarnation');
     if (known !== 'current') {
       if (known === 'expired') {
@@ -219,6 +226,11 @@ export class Authority {
       throw refuse('control_session_stale', 'a stop is in flight');
     }
     return g;
+  }
+
+  /** Who acquired a session ('local' or 'principal:<id>'); a re-check of a fence already passed uses it. */
+  ownerOf(session: string): string | undefined {
+    return this.owners.get(session);
   }
 
   renew(g: Grant): Reply {

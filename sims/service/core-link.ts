@@ -5,6 +5,7 @@
 import { EventEmitter } from 'node:events';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { CompiledMachine } from '../config/types.ts';
+import { workerEntry } from '../paths.ts';
 import type { CommandResult, CoreStartOptions, CoreStatus, FromCore, NativeOpName, ToCore } from '../core/protocol.ts';
 
 export interface NativeReply {
@@ -53,7 +54,7 @@ export class CoreLink extends EventEmitter {
     this.fatal = '';
     this.status = undefined;
     this.captureBuffer = undefined;
-    const worker = new Worker(new URL('../core/worker-entry.mjs', import.meta.url), {
+    const worker = new Worker(workerEntry('core'), {
       workerData: { port: port2, options },
       transferList: [port2],
     });
@@ -91,6 +92,7 @@ export class CoreLink extends EventEmitter {
   private onMessage(m: FromCore): void {
     switch (m.t) {
       case 'status':
+        this.seen(m.status.now_ns);
         this.status = m.status;
         this.emit('status', m.status);
         return;
@@ -106,7 +108,8 @@ export class CoreLink extends EventEmitter {
         this.emit('stop_drained', m.sequence);
         return;
       case 'event':
-        this.emit('core_event', m.type, m.payload);
+        if (m.time_ns !== undefined) this.seen(m.time_ns);
+        this.emit('core_event', m.type, m.payload, m.time_ns);
         return;
       case 'home_done':
         this.emit('home_done', m);
@@ -120,6 +123,7 @@ export class CoreLink extends EventEmitter {
         if (!p) return;
         this.pending.delete(m.id);
         clearTimeout(p.timer);
+        this.seen(m.nowNs);
         p.resolve({ result: { Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 }, extra: { now_ns: m.nowNs, cycles: m.cycles } });
         return;
       }
@@ -146,6 +150,20 @@ export class CoreLink extends EventEmitter {
   }
   get clockMode(): string {
     return this.options.clock.mode;
+  }
+
+  private lastCoreNs = 0n;
+  private seen(t: bigint): void {
+    if (t > this.lastCoreNs) this.lastCoreNs = t;
+  }
+
+  /**
+   * The core's clock as the service knows it, for events the service publishes itself. On the real-time
+   * clock the core's time is the host monotonic clock, read here directly; on the fast and stepped clocks
+   * it is the latest core time the service has seen (status, an event, a step).
+   */
+  coreNow(): bigint {
+    return this.options.clock.mode === 'realtime' ? process.hrtime.bigint() : this.lastCoreNs;
   }
 
   get running(): boolean {

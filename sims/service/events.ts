@@ -70,12 +70,34 @@ export class EventLog extends EventEmitter {
     return this.latest;
   }
 
+  private lastTime = 0n;
+  private stamp: bigint | undefined;
+
+  /**
+   * Run `fn` with every event it publishes stamped `timeNs`: an event the core raised, and what the
+   * service publishes because of it (an execution event for a native_execution), carry the core's
+   * publication time.
+   */
+  at<T>(timeNs: bigint | undefined, fn: () => T): T {
+    const outer = this.stamp;
+    this.stamp = timeNs;
+    try {
+      return fn();
+    } finally {
+      this.stamp = outer;
+    }
+  }
+
   publish(type: string, payload: unknown): EventRecord {
     const field = EVENT_PAYLOAD[type];
     if (!field) throw new Error(`unknown event type ${type}`);
+    // Never earlier than the event before it: a core event relayed a fraction of a cycle after an event
+    // the service stamped from the host clock keeps the log's times in sequence order (docs/profile.md).
+    const t = this.stamp ?? this.clock();
+    if (t > this.lastTime) this.lastTime = t;
     const rec: EventRecord = {
       sequence: ++this.latest,
-      time_ns: this.clock(),
+      time_ns: this.lastTime,
       type,
       daemon_incarnation: this.daemonIncarnation(),
       adapter_incarnation: this.adapterIncarnation,
@@ -109,7 +131,7 @@ export class EventLog extends EventEmitter {
     if (after !== 0n && from < oldest) {
       out.push({
         sequence: oldest - 1n,
-        time_ns: this.clock(),
+        time_ns: this.lastTime > this.clock() ? this.lastTime : this.clock(),
         type: 'events_dropped',
         daemon_incarnation: this.daemonIncarnation(),
         adapter_incarnation: this.adapterIncarnation,

@@ -21,6 +21,8 @@ export interface HandleRecord {
   identity?: Identity;
   /** The core incarnation that holds its plan. */
   incarnation: string;
+  /** Programs: the segment of each executed point (Execution.segment while it runs). Not published. */
+  segmentOf?: Uint32Array;
 }
 
 /** The refusal label for using a handle in each terminal or active state (document 1 part 7 Handles). */

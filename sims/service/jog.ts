@@ -54,6 +54,11 @@ export const JOG_REASON_LABELS: Readonly<Record<number, string>> = {
   23: 'jog_capture_before_origin',
   24: 'jog_active',
   25: 'jog_clock_input_future',
+  26: 'jog_clock_unqualified',
+  27: 'jog_stream_idle',
+  28: 'jog_clock_uncertain',
+  29: 'jog_clock_calibration_expired',
+  30: 'jog_clock_sample_invalid',
 };
 const R = Object.fromEntries(Object.entries(JOG_REASON_LABELS).map(([k, v]) => [v, Number(k)])) as Record<string, number>;
 
@@ -82,6 +87,16 @@ export function loadUnixDgram(name = 'unix-dgram'): { mod?: UnixDgram; error?: s
 
 const hostNow = () => process.hrtime.bigint();
 
+/** How a remote WebSocket frame's capture field (the source's clock) maps to host time (sims/service/remote-jog.ts). */
+export interface RemoteCapture {
+  /** All three remote jog clock flags are nonzero (document 1 part 5 item 6). */
+  qualified: boolean;
+  /** The begin sample's source time: input captured before it is refused (part 5 "Remote jog WebSocket"). */
+  originSourceNs?: bigint;
+  /** The host time of a capture and the earliest it may have been, or a jog reason refusing it. */
+  map(capture: bigint, now: bigint): { host: bigint; earliest: bigint } | number;
+}
+
 export class JogOps {
   /** The local jog clock's incarnation: host monotonic time as this service process reads it. */
   readonly clockIncarnation = randomBytes(16).toString('hex');
@@ -89,7 +104,7 @@ export class JogOps {
   /** Why jog.sock is not served (empty while it is). */
   unavailable = 'jog.sock not started';
   private shuttingDown = false;
-  readonly counts = { received: 0n, accepted: 0n, refused: 0n };
+  readonly counts = { received: 0n, accepted: 0n, refused: 0n, remote: 0n };
   readonly refusedBy = new Map<string, bigint>();
   lastReason = 0;
   lastAcceptedSequence = 0n;
@@ -168,14 +183,29 @@ export class JogOps {
 
   /** Check one datagram; forward it to the core or count its refusal. Never throws. */
   onFrame(buf: Buffer): void {
-    this.counts.received++;
-    const reason = this.checkFrame(buf);
-    if (reason !== 0) return this.count(reason);
-    this.counts.accepted++;
+    this.onInput(buf);
   }
 
-  private checkFrame(buf: Buffer): number {
+  /**
+   * One local_jog_update frame from either ingress (jog.sock, or the remote WebSocket lane with its clock
+   * mapping); forwarded to the core or counted as refused. Returns the jog reason (0 accepted).
+   */
+  onInput(buf: Buffer, remote?: RemoteCapture): number {
+    this.counts.received++;
+    if (remote) this.counts.remote++;
+    const reason = this.checkFrame(buf, remote);
+    if (reason !== 0) {
+      this.count(reason);
+      return reason;
+    }
+    this.counts.accepted++;
+    return 0;
+  }
+
+  private checkFrame(buf: Buffer, remote?: RemoteCapture): number {
     const F = JOG_FRAME;
+    // Document 1 part 5 item 6: unless all three remote jog clock flags are nonzero, every remote frame.
+    if (remote && !remote.qualified) return R.jog_clock_unqualified!;
     // unix-dgram reads into a 64 KiB buffer and truncates silently: anything above 4096 bytes is oversize.
     if (buf.length > F.maxBytes) return R.jog_frame_oversize!;
     if (buf.length < 8 || buf.readUInt32LE(F.off.magic) !== F.magic) return R.jog_frame_malformed!;
@@ -199,10 +229,21 @@ export class JogOps {
     }
     if (sequence <= this.lastAcceptedSequence) return R.jog_frame_out_of_order!;
     const now = hostNow();
-    if (capture > now) return R.jog_clock_input_future!;
+    // The capture time in host monotonic ns, and how early it may have been (remote clocks are mapped
+    // through their calibration, with its uncertainty; local producers stamp the host clock itself).
+    let hostCapture = capture;
+    let earliest = capture;
+    if (remote) {
+      if (remote.originSourceNs !== undefined && capture < remote.originSourceNs) return R.jog_capture_before_origin!;
+      const m = remote.map(capture, now);
+      if (typeof m === 'number') return m;
+      hostCapture = m.host;
+      earliest = m.earliest;
+    }
+    if (earliest > now) return R.jog_clock_input_future!;
     const maxAge = this.machine.control.max_jog_input_age_ns;
-    if (capture + maxAge < now) return R.jog_clock_input_stale!;
-    if (capture < j.SourceOriginHostNs) return R.jog_capture_before_origin!;
+    if (earliest + maxAge < now) return R.jog_clock_input_stale!;
+    if (hostCapture < j.SourceOriginHostNs) return R.jog_capture_before_origin!;
     const velocity: number[] = [];
     for (let i = 0; i < axes; i++) {
       const v = buf.readDoubleLE(F.off.velocity + 8 * i);
@@ -211,11 +252,14 @@ export class JogOps {
       velocity.push(v);
     }
     this.lastAcceptedSequence = sequence;
-    this.lastAccepted = { sequence, capture };
-    this.core.post({ t: 'jog_update', generation, jogGeneration, sequence, captureNs: capture, inputDeadlineNs: capture + maxAge, velocity });
+    this.lastAccepted = { sequence, capture: hostCapture };
+    // The input expires max_jog_input_age_ns after the earliest time it may have been captured.
+    this.core.post({ t: 'jog_update', generation, jogGeneration, sequence, captureNs: hostCapture, inputDeadlineNs: earliest + maxAge, velocity });
     return 0;
   }
   lastAccepted = { sequence: 0n, capture: 0n };
+  /** Open remote jog WebSocket connections (sims/service/remote-jog.ts keeps it). */
+  remoteConnections = 0;
 
   // ---- control operations ----
 
@@ -272,6 +316,21 @@ export class JogOps {
     const n = await this.native('end_jog', g, 0, undefined, jg);
     if (n.result.Result !== 0) throw this.rejected(n);
     return { status: 200, body: { operation: 'end_jog', handle: n.result.Handle } };
+  }
+
+  /**
+   * The remote lane lost its producer (connection closed, idle, second connection): end that jog
+   * generation now if it is still the open one under a current grant; nothing to do otherwise.
+   */
+  async endFromLane(jogGeneration: bigint): Promise<void> {
+    const g = this.authority.current;
+    const j = this.jogStatus();
+    if (!g || g.stopping || !j?.SessionOpen || j.JogGeneration !== jogGeneration) return;
+    try {
+      await this.native('end_jog', g, 0, undefined, jogGeneration);
+    } catch {
+      // no native receipt: the core ended every lane already (authority lost), or will at the input deadline
+    }
   }
 
   /** Legacy jog (test_only): axis_mask, velocity in described axis order, timeout_ms 1..250. */
@@ -345,6 +404,8 @@ export class JogOps {
       last_reason: this.lastReason,
       last_accepted_sequence: this.lastAccepted.sequence,
       last_accepted_capture_host_ns: this.lastAccepted.capture,
+      remote_received: this.counts.remote,
+      remote_connections: this.remoteConnections,
     };
   }
 }

@@ -112,6 +112,8 @@ function ledgerKey(f: Pick<AnchorFile, 'daemon_incarnation' | 'home_epoch'>): st
 }
 
 export class MachineOps {
+  /** A program is executing (set by the service: reset_fault and recovery_status refuse then, document 1 part 4). */
+  programExecuting: () => boolean = () => false;
   private homeWaiters = new Map<bigint, (d: { ok: boolean; detail: string; reason: number }) => void>();
 
   constructor(
@@ -158,7 +160,7 @@ export class MachineOps {
    * native command is handed to the core (issue 7: the fence holds at admission, not only on arrival).
    */
   private still(op: string, g: Grant): void {
-    if (this.authority.fence(op, g.session, g.generation) !== g) throw refuse('control_session_stale', 'the grant changed while the request waited');
+    if (this.authority.fence(op, g.session, g.generation, this.authority.ownerOf(g.session)) !== g) throw refuse('control_session_stale', 'the grant changed while the request waited');
   }
 
   /** RecoveryStatus from the core, with `reason` following the faults that persist (part 2 RecoveryStatus). */
@@ -223,6 +225,7 @@ export class MachineOps {
   async resetFault(r: Request, g: Grant): Promise<Reply> {
     const mask = r.axis_mask ?? 0;
     if ((mask & ~this.all) !== 0) throw refuse('invalid_axis_mask', 'axis_mask must select configured axes (0 means all)');
+    if (this.programExecuting()) throw refuse('program_already_executing', 'a program is executing');
     this.inhibitedIdle(await this.freshStatus());
     this.still('reset_fault', g);
     // Submit first (the core admits it under the grant it holds), then retire: a submitted reset
@@ -245,6 +248,7 @@ export class MachineOps {
   }
 
   async recoveryStatus(g: Grant): Promise<Reply> {
+    if (this.programExecuting()) throw refuse('program_already_executing', 'a program is executing');
     this.inhibitedIdle(await this.freshStatus());
     this.still('recovery_status', g);
     let n: NativeReply;

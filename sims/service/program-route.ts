@@ -1,43 +1,69 @@
-// POST /v1/program: prepare_program (document 1 part 4; document 2 "Admission by the control service").
-// Order: declared body size (413), the two headers (invalid_control_generation), the fence (the
-// service's own check), one upload at a time (busy, native_result.Reason 5), the body read up to its
-// limit, the file decoded in a worker thread, then the live-machine checks of programs.ts.
+// POST /v1/program: prepare_program, and start_program (document 1 part 4; document 2 "Admission by the
+// control service"). prepare_program order: declared body size (413), the two headers
+// (invalid_control_generation), the fence (the service's own check), one upload at a time (busy,
+// native_result.Reason 5), no program executing (program_already_executing), the body read up to its
+// limit, the file decoded in a worker thread, the live-machine checks of programs.ts, then the executed
+// points handed to the core's plan slot under a new program handle. start_program finds the prepared
+// program by its complete identity and starts it through the same start gate as start_trajectory.
 
 import type { IncomingMessage } from 'node:http';
 import { Worker } from 'node:worker_threads';
 import type { CompiledMachine } from '../config/types.ts';
+import { NATIVE_OP } from '../core/protocol.ts';
 import type { Trajectory } from '../dense/codec.ts';
-import type { Reply } from './authority.ts';
-import { Refusal } from './envelope.ts';
+import type { Grant, Reply } from './authority.ts';
+import { CoreUnavailable, type CoreLink, type NativeReply } from './core-link.ts';
+import { Refusal, refuse, type Request } from './envelope.ts';
+import { STATE_REASON, type HandleRecord, type HandleTable } from './handles.ts';
+import { motionRefusal } from './native-labels.ts';
+import { workerEntry } from '../paths.ts';
 import { ProgramRefusal, admitProgram } from './programs.ts';
-import type { PreparedProgram, ProgramAxis } from './programs.ts';
+import type { MarkerShape, PreparedProgram, ProgramAxis, ProgramOutput } from './programs.ts';
+import { sameIdentity, type TrajectoryOps } from './trajectories.ts';
 
 /** Document 1 part 8: 1048580 + 250000 x 153. */
 export const PROGRAM_BODY_LIMIT = 39298580;
 export const PROGRAM_HEADER_LIMIT = 1048576;
 const OP = 'prepare_program';
-const WORKER = new URL('../dense/decode-worker.mjs', import.meta.url);
+const WORKER = workerEntry('dense-decode');
 const UINT = /^[1-9][0-9]{0,19}$/;
+/** Native command reason 5: capacity (document 1 part 7). */
+const CAPACITY = 5;
 
 export interface ProgramRouteOptions {
   /** The service's fence check for prepare_program; throws a Refusal. */
-  fence: (session: string, generation: bigint) => unknown;
+  fence: (session: string, generation: bigint, owner: string) => Grant;
+  /** The grant still current and not stopping (checked again after every wait). */
+  current: (g: Grant) => boolean;
   machine: CompiledMachine;
-  /** The pair revision the service was started with (docs/profile.md "Program admission"). */
+  /** The pair revision the service was started with (`--pair-revision`, Describe binding.revision). */
   manifestRevision: bigint;
+  core: CoreLink;
+  handles: HandleTable;
+  trajectories: TrajectoryOps;
 }
 
 export class ProgramUploads {
   private uploading = false;
-  /** The last admitted program; start_program consumes it. */
-  prepared: PreparedProgram | undefined;
   private readonly axes: ProgramAxis[];
+  private readonly outputs: ProgramOutput[];
 
   constructor(private readonly o: ProgramRouteOptions) {
-    this.axes = o.machine.axes.map((a) => ({ id: a.id, rad: a.position_unit === 'rad', min: a.min_position, max: a.max_position, maxVelocity: a.max_velocity }));
+    this.axes = o.machine.axes.map((a) => ({
+      id: a.id, rad: a.position_unit === 'rad', min: a.min_position, max: a.max_position, maxVelocity: a.max_velocity,
+      ...(a.max_acceleration !== undefined ? { maxAcceleration: a.max_acceleration } : {}), countsPerUnit: a.counts_per_unit, sign: a.sign,
+    }));
+    this.outputs = (o.machine.io?.outputs ?? []).map((x) => ({ name: x.name, torch: x.torch }));
+    decoder.warm();
   }
 
-  async prepare(req: IncomingMessage): Promise<Reply> {
+  /** A program handle is executing (its Start acknowledged, its end not yet reported). */
+  private executing(): HandleRecord | undefined {
+    return this.o.handles.all().find((h) => h.kind === 'program' && h.state === 'started');
+  }
+
+  /** `owner`: the transport and principal the request came from (docs/profile.md "Session ownership"). */
+  async prepare(req: IncomingMessage, owner: string): Promise<Reply> {
     const declared = Number(req.headers['content-length'] ?? NaN);
     if (declared > PROGRAM_BODY_LIMIT) return this.tooLarge(req);
     const session = String(req.headers['x-control-session'] ?? '');
@@ -46,8 +72,9 @@ export class ProgramUploads {
       req.resume();
       return fail(409, 'invalid_control_generation', 'X-Control-Generation is not a nonzero decimal uint64');
     }
+    let g: Grant;
     try {
-      this.o.fence(session, BigInt(genText));
+      g = this.o.fence(session, BigInt(genText), owner);
     } catch (e) {
       req.resume();
       if (e instanceof Refusal) return fail(e.status, e.label, e.detail, e.data);
@@ -55,31 +82,102 @@ export class ProgramUploads {
     }
     if (this.uploading) {
       req.resume();
-      return { status: 409, body: { operation: OP, error: 'busy: another program upload is in progress', native_result: { Result: 1, Reason: 5 } } };
+      const native_result = { Sequence: 0n, Handle: 0n, Generation: g.generation, Operation: NATIVE_OP.prepare, Result: 1, Reason: CAPACITY, AxisMask: 0 };
+      return { status: 409, body: { operation: OP, error: 'busy: another program upload is in progress', native_result } };
+    }
+    const running = this.executing();
+    if (running) {
+      req.resume();
+      return fail(409, 'program_already_executing', `program handle ${running.handle} is executing`);
     }
     this.uploading = true;
     try {
       const body = await readLimited(req, PROGRAM_BODY_LIMIT);
       if (body === 'too_large') return fail(413, 'body_too_large', `a program is at most ${PROGRAM_BODY_LIMIT} bytes`);
+      // Nobody is left to answer; the slot is freed below and nothing was prepared.
+      if (body === 'gone') return fail(409, 'invalid_request_envelope', 'the client went away before the body ended');
       const decoded = await decodeOffLoop(body);
       if ('reason' in decoded) return fail(409, decoded.reason, decoded.message.slice(decoded.reason.length + 2));
+      let p: PreparedProgram;
       try {
-        this.prepared = admitProgram(decoded.ok, this.axes, this.o.manifestRevision);
+        p = admitProgram(decoded.ok, this.axes, this.o.manifestRevision, this.outputs, decoded.markers);
       } catch (e) {
         if (!(e instanceof ProgramRefusal)) throw e;
         return { status: 409, body: { operation: OP, error: e.text, data: e.limitViolation ? { limit_violation: e.limitViolation } : undefined } };
       }
-      const p = this.prepared;
-      return {
-        status: 200,
-        body: {
-          operation: OP,
-          data: { process_markers: [], identity: p.identity, requires_process_io: p.requiresProcessIo, segments: p.segments, samples: p.samples, normalised_samples: p.points.segment.length, axis_mask: p.axisMask },
-        },
-      };
+      // The fence must still hold after the upload (document 1 part 3: grant loss retires what is prepared).
+      if (!this.o.current(g)) return fail(409, 'control_session_stale', 'the grant ended while the program was being received');
+      const again = this.executing();
+      if (again) return fail(409, 'program_already_executing', `program handle ${again.handle} is executing`);
+      return await this.commit(g, p);
+    } catch (e) {
+      if (e instanceof Refusal) return fail(e.status, e.label, e.detail, e.data);
+      throw e;
     } finally {
       this.uploading = false;
     }
+  }
+
+  /** Hand the executed points to the core's plan slot and record the program handle. */
+  private async commit(g: Grant, p: PreparedProgram): Promise<Reply> {
+    const N = this.o.machine.axes.length;
+    const m = p.points.segment.length;
+    const timeNs = new BigInt64Array(m);
+    const position = new Float64Array(m * N);
+    const velocity = new Float64Array(m * N);
+    const hasVelocity = new Uint8Array(m).fill(1);
+    for (let k = 0; k < m; k++) {
+      timeNs[k] = BigInt(p.points.tNs[k]!);
+      p.axisOf.forEach((axis, c) => {
+        position[k * N + axis] = p.points.q[k * 9 + c]!;
+        velocity[k * N + axis] = p.points.qd[k * 9 + c]!;
+      });
+    }
+    const handle = this.o.handles.peekNext();
+    let n: NativeReply;
+    try {
+      n = await this.o.core.prepare({
+        generation: g.generation, handle, axisMask: p.axisMask, timeNs, position, velocity, hasVelocity,
+        ioMask: p.points.ioMask.slice(), ioValues: p.points.ioValues.slice(), recovery: true,
+      });
+    } catch (e) {
+      if (e instanceof CoreUnavailable) throw refuse('native_rejected', `no native receipt: ${e.message}`);
+      throw e;
+    }
+    if (n.result.Result !== 2) throw motionRefusal(n);
+    if (!this.o.current(g)) throw refuse('control_session_stale', 'the grant ended while the program was being prepared');
+    const rec = this.o.handles.create('program', g.generation, this.o.core.incarnation, p.identity);
+    rec.segmentOf = p.points.segment;
+    return {
+      status: 200,
+      body: {
+        operation: OP,
+        data: {
+          process_markers: p.markers, identity: p.identity, requires_process_io: p.requiresProcessIo, segments: p.segments, samples: p.samples,
+          normalised_samples: m, axis_mask: p.axisMask,
+        },
+      },
+    };
+  }
+
+  /**
+   * start_program (document 1 part 4): the complete Identity from prepare_program, every field equal.
+   * The newest program handle of this core incarnation with that identity is the one started; docs/profile.md
+   * "Programs" gives the order of the refusals.
+   */
+  async start(r: Request, g: Grant): Promise<Reply> {
+    const want = r.identity!;
+    const programs = this.o.handles.all().filter((h) => h.kind === 'program');
+    let match: HandleRecord | undefined;
+    for (const h of programs) if (sameIdentity(h.identity, want)) match = h;
+    if (match?.state === 'started') throw refuse('handle_started', `program handle ${match.handle} is already executing`);
+    const running = this.executing();
+    if (running) throw refuse('program_already_executing', `program handle ${running.handle} is executing`);
+    if (!match) throw refuse('program_identity_mismatch', programs.length ? 'no prepared program has this identity' : 'no program is prepared');
+    if (match.incarnation !== this.o.core.incarnation) throw refuse('unknown_handle', `program handle ${match.handle} belongs to another core incarnation`);
+    if (match.state !== 'prepared') throw refuse(STATE_REASON[match.state], `program handle ${match.handle} is ${match.state}`);
+    if (match.generation !== g.generation) throw refuse('unknown_handle', `program handle ${match.handle} belongs to another grant`);
+    return this.o.trajectories.startRecord(match, g, 'start_program');
   }
 
   private tooLarge(req: IncomingMessage): Reply {
@@ -97,7 +195,8 @@ function fail(status: 409 | 413 | 404, label: string, detail?: string, data?: un
   return { status, body: { operation: OP, error: detail ? `${label}: ${detail}` : label, data } };
 }
 
-function readLimited(req: IncomingMessage, limit: number): Promise<Buffer | 'too_large'> {
+/** The body up to `limit` bytes; 'too_large' past it; 'gone' when the client disconnects before the end. */
+function readLimited(req: IncomingMessage, limit: number): Promise<Buffer | 'too_large' | 'gone'> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let total = 0;
@@ -113,30 +212,70 @@ function readLimited(req: IncomingMessage, limit: number): Promise<Buffer | 'too
       }
       chunks.push(c);
     });
-    req.once('end', () => !over && resolve(Buffer.concat(chunks, total)));
-    req.once('error', reject);
+    let ended = false;
+    req.once('end', () => {
+      ended = true;
+      if (!over) resolve(Buffer.concat(chunks, total));
+    });
+    req.once('error', () => resolve('gone'));
+    req.once('close', () => {
+      if (!ended) {
+        chunks.length = 0;
+        resolve('gone');
+      }
+    });
   });
 }
 
-type Decoded = { ok: Trajectory } | { reason: string; message: string };
+type Decoded = { ok: Trajectory; markers: MarkerShape[] } | { reason: string; message: string };
 
-function decodeOffLoop(body: Buffer): Promise<Decoded> {
-  return new Promise((resolve, reject) => {
+/** One decode worker kept warm between uploads; a worker that fails is replaced at the next upload. */
+class DecodeWorker {
+  private w: Worker | undefined;
+  private next = 1;
+  private readonly pending = new Map<number, { resolve: (d: Decoded) => void; reject: (e: Error) => void }>();
+
+  private worker(): Worker {
+    if (this.w) return this.w;
     const w = new Worker(WORKER);
+    w.unref();
+    w.on('message', (m: ({ id: number } & Decoded) | { id: number; defect: string }) => {
+      const p = this.pending.get(m.id);
+      if (!p) return;
+      this.pending.delete(m.id);
+      if ('defect' in m) p.reject(new Error(`dense decoder: ${m.defect}`));
+      else p.resolve(m);
+    });
+    const fail = (e: Error) => {
+      if (this.w === w) this.w = undefined;
+      for (const p of this.pending.values()) p.reject(e);
+      this.pending.clear();
+    };
+    w.on('error', fail);
+    w.on('exit', (code) => fail(new Error(`dense decode worker exited with ${code}`)));
+    this.w = w;
+    return w;
+  }
+
+  /** Start the thread now, so the first upload does not pay for it. */
+  warm(): void {
+    this.worker();
+  }
+
+  decode(body: Buffer): Promise<Decoded> {
+    const w = this.worker();
+    const id = this.next++;
     const bytes = new Uint8Array(body.length);
     bytes.set(body);
-    w.once('message', (m: Decoded | { defect: string }) => {
-      void w.terminate();
-      if ('defect' in m) reject(new Error(`dense decoder: ${m.defect}`));
-      else resolve(m);
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      w.postMessage({ id, bytes, maxHeaderBytes: PROGRAM_HEADER_LIMIT }, [bytes.buffer]);
     });
-    w.once('error', (e) => reject(e));
-    w.postMessage({ bytes, maxHeaderBytes: PROGRAM_HEADER_LIMIT }, [bytes.buffer]);
-  });
+  }
 }
 
-/** The manifest pair revision the service runs with: CELL_MANIFEST_REVISION (decimal u64), default 1 (docs/profile.md). */
-export function manifestRevisionFromEnv(): bigint {
-  const v = process.env.CELL_MANIFEST_REVISION;
-  return v !== undefined && /^(0|[1-9][0-9]{0,19})$/.test(v) && BigInt(v) < 1n << 64n ? BigInt(v) : 1n;
+const decoder = new DecodeWorker();
+
+function decodeOffLoop(body: Buffer): Promise<Decoded> {
+  return decoder.decode(body);
 }

@@ -6,7 +6,11 @@ import { ProgramRefusal, admitProgram } from './programs.ts';
 import type { ProgramAxis } from './programs.ts';
 
 const machine = JSON.parse(readFileSync(new URL('../../fixtures/machines/nine-axis.json', import.meta.url), 'utf8'));
-const AXES: ProgramAxis[] = machine.axes.map((a: any) => ({ id: a.name, rad: a.type === 'rotary', min: a.limits.min, max: a.limits.max, maxVelocity: a.limits.max_velocity }));
+const AXES: ProgramAxis[] = machine.axes.map((a: any) => ({
+  id: a.name, rad: a.type === 'rotary', min: a.limits.min, max: a.limits.max, maxVelocity: a.limits.max_velocity,
+  maxAcceleration: a.max_acceleration, countsPerUnit: (a.wire_counts_per_rev * a.wire_revs_per_axis_rev) / (2 * Math.PI), sign: a.sign,
+}));
+const OUTPUTS = machine.io.outputs as Array<{ name: string; torch: boolean }>;
 const CEIL = [2, 2, 2, 4, 4, 5, 1, 1.5, 1];
 
 function seg(kind: string, rows: number[][], qdRows?: number[][]): SegmentContent {
@@ -75,10 +79,10 @@ test('axis map: rad axes take the columns in order', () => {
 
 test('a sample outside position limits: native_limit_exceeded with exact evidence', () => {
   const max = AXES[2]!.max;
-  const x = program((c) => { c.segments = [seg('dwell', [at(max + 1e-9, 2, 0.1), at(max + 1e-9, 2, 0.1)])]; });
+  const x = program((c) => { c.segments = [seg('dwell', [at(max, 2, 0.1), at(max + 1e-9, 2, 0.1)])]; });
   const r = refusal(() => admitProgram(x, AXES, 4n));
-  expect(r.text).toBe('native_limit_exceeded: segment=0 sample=0 axis=J3');
-  expect(r.limitViolation).toEqual({ kind: 'position', segment: 0, sample: 0, axis: 'J3', value: max + 1e-9, limit: max, unit: 'rad' });
+  expect(r.text).toBe('native_limit_exceeded: segment=0 sample=1 axis=J3');
+  expect(r.limitViolation).toEqual({ kind: 'position', segment: 0, sample: 1, axis: 'J3', value: max + 1e-9, limit: max, unit: 'rad' });
   const ok = program((c) => { c.segments = [seg('dwell', [at(max, 2, 0.1), at(max, 2, 0.1)])]; });
   expect(admitProgram(ok, AXES, 4n).samples).toBe(2);
 });
@@ -128,4 +132,55 @@ test('a Hermite interval faster than the lower ceiling: native_segment_rate_exce
   expect(r.limitViolation).toMatchObject({ kind: 'velocity', segment: 0, sample: 0, axis: 'J1', limit: 2, unit: 'rad/s' });
   expect(peak).toBeGreaterThan(2);
   expect(Math.abs(r.limitViolation!.value - peak)).toBeLessThan(1e-6);
+});
+
+test('a program starting outside a limit may move back in, never further out: outside_limits_outward', () => {
+  const max = AXES[2]!.max;
+  const inward = program((c) => { c.segments = [seg('dwell', [at(max + 1e-4, 2, 0.1), at(max + 5e-5, 2, 0.1)])]; });
+  expect(admitProgram(inward, AXES, 4n).samples).toBe(2);
+  const further = program((c) => { c.segments = [seg('dwell', [at(max + 1e-4, 2, 0.1), at(max + 2e-4, 2, 0.1)])]; });
+  expect(refusal(() => admitProgram(further, AXES, 4n)).reason).toBe('outside_limits_outward');
+  // the curve between two samples at the start position bows further out
+  const bow = program((c) => { c.segments = [seg('freespace', [at(max + 1e-4, 2), at(max + 1e-4, 2), at(max + 1e-4, 2)], [at(0, 2, 0), at(0.1, 2, 0), at(0, 2, 0)])]; });
+  const r = refusal(() => admitProgram(bow, AXES, 4n));
+  expect([r.reason, r.limitViolation]).toEqual(['outside_limits_outward', undefined]);
+});
+
+test('finite-difference acceleration above the axis maximum: native_segment_rate_exceeded without evidence block', () => {
+  // J9 max_acceleration 2 rad/s^2: 0 -> 0.015 rad/s in one 0.01 s step is 1.5 rad/s^2, 0.025 rad/s is 2.5.
+  const rows = [at(0.1, 8), at(0.10015, 8), at(0.1003, 8)];
+  const x = program((c) => { c.segments = [seg('freespace', rows, [at(0, 8, 0), at(0.015, 8, 0), at(0, 8, 0)])]; });
+  expect(admitProgram(x, AXES, 4n).samples).toBe(3); // 1.5 rad/s^2
+  const y = program((c) => { c.segments = [seg('freespace', [at(0.1, 8), at(0.10025, 8), at(0.1005, 8)], [at(0, 8, 0), at(0.025, 8, 0), at(0, 8, 0)])]; });
+  const r = refusal(() => admitProgram(y, AXES, 4n));
+  expect(r.text).toMatch(/^native_segment_rate_exceeded: segment=0 sample=0 axis=J9 acceleration=2\.5\d* limit=2$/);
+  expect(r.limitViolation).toBeUndefined();
+});
+
+test('segment joins must coincide in drive counts: segment_boundary_discontinuous', () => {
+  const cpu = AXES[0]!.countsPerUnit;
+  const gap = (d: number) => program((c) => { c.segments = [seg('dwell', [at(0.1, 0), at(0.1, 0)]), seg('dwell', [at(0.1 + d, 0), at(0.1 + d, 0)])]; });
+  expect(admitProgram(gap(0.4 / cpu), AXES, 4n).points.segment.length).toBe(3);
+  expect(refusal(() => admitProgram(gap(3 / cpu), AXES, 4n)).text).toBe('segment_boundary_discontinuous: join=0 axis=J1 gap_counts=3');
+});
+
+test('process markers: configured non-torch outputs on exact samples become intents of their executed point', () => {
+  const mk = (segment: number, sample: number, action: string, value = true) => ({ segment, sample, action, value });
+  const p = admitProgram(program(), AXES, 4n, OUTPUTS, [mk(0, 1, 'clamp'), mk(1, 0, 'gas_purge'), mk(1, 1, 'clamp', false)]);
+  expect(p.requiresProcessIo).toBe(true);
+  expect(p.markers).toEqual([
+    { time_ns: 10_000_000n, segment: 0, sample: 1, action: 'clamp', value: true },
+    { time_ns: 20_000_000n, segment: 1, sample: 0, action: 'gas_purge', value: true }, // the join point
+    { time_ns: 30_000_000n, segment: 1, sample: 1, action: 'clamp', value: false },
+  ]);
+  expect(Array.from(p.points.ioMask)).toEqual([0, 2, 4, 2]);
+  expect(Array.from(p.points.ioValues)).toEqual([0, 2, 4, 0]);
+  expect(p.identity.normalised_digest).not.toBe(admitProgram(program(), AXES, 4n).identity.normalised_digest);
+  expect(refusal(() => admitProgram(program(), AXES, 4n, [], [mk(0, 0, 'clamp')])).reason).toBe('io_not_configured');
+  expect(refusal(() => admitProgram(program(), AXES, 4n, OUTPUTS, [mk(0, 0, 'torch')])).reason).toBe('io_torch_unqualified');
+  expect(refusal(() => admitProgram(program(), AXES, 4n, OUTPUTS, [mk(0, 0, 'nozzle')])).reason).toBe('io_marker_invalid');
+  expect(refusal(() => admitProgram(program(), AXES, 4n, OUTPUTS, [mk(0, 3, 'clamp')])).reason).toBe('io_marker_invalid');
+  expect(refusal(() => admitProgram(program(), AXES, 4n, OUTPUTS, [mk(2, 0, 'clamp')])).reason).toBe('io_marker_invalid');
+  expect(refusal(() => admitProgram(program(), AXES, 4n, OUTPUTS, [{ invalid: 'x' }])).reason).toBe('io_marker_invalid');
+  expect(refusal(() => admitProgram(program(), AXES, 4n, OUTPUTS, [mk(0, 2, 'clamp'), mk(1, 0, 'clamp')])).reason).toBe('io_marker_invalid');
 });

@@ -8,6 +8,7 @@ import type { Identity } from './envelope.ts';
 import { createHash } from 'node:crypto';
 import { COLS } from '../dense/codec.ts';
 import type { Trajectory } from '../dense/codec.ts';
+import { JsonNumber, JsonObject, type JsonValue } from '../json.ts';
 
 /** One described axis, in machine order (document 3 axes[]); values are logical (sign and Home removed). */
 export interface ProgramAxis {
@@ -17,6 +18,17 @@ export interface ProgramAxis {
   min: number;
   max: number;
   maxVelocity: number;
+  /** Present when the axis declares a maximum acceleration (document 3 axis max_acceleration). */
+  maxAcceleration?: number;
+  /** Drive counts per unit (positive) and command direction: gaps at segment joins are measured in counts. */
+  countsPerUnit: number;
+  sign: number;
+}
+
+/** A configured cell output (document 3 io block, in configured order: bit n is the n-th). */
+export interface ProgramOutput {
+  name: string;
+  torch: boolean;
 }
 
 export interface LimitViolation {
@@ -39,22 +51,70 @@ export class ProgramRefusal extends Error {
 /** The program identity (document 1 part 2 Identity). */
 export type ProgramIdentity = Identity;
 
+/**
+ * One header process marker as read from the file (docs/profile.md "Program admission", process markers):
+ * `{segment, sample, action, value}`; an entry that does not have that shape keeps why.
+ */
+export type MarkerShape = { segment: number; sample: number; action: string; value: boolean } | { invalid: string };
+
+/** Program.process_markers entry (document 1 part 2 ProcessMarker). */
+export interface ProcessMarker {
+  time_ns: bigint;
+  segment: number;
+  sample: number;
+  action: string;
+  value: boolean;
+}
+
 export interface PreparedProgram {
   identity: ProgramIdentity;
   /** Column k drives axes[axisOf[k]] of the machine (k < mapped); columns past the map are idle. */
   axisOf: number[];
+  /** The machine axes the program commands: axisOf of the columns set in the file's axis_mask. */
   axisMask: number;
   segments: number;
   samples: number;
-  /** Executed points after boundary merge: samples - segments + 1 (document 1 part 2 "Program"). */
-  /** Executed points: segment index, local clock (ns from its segment's start), program clock (ns from program start), q and qd row-major (point, column), flags. */
-  points: { segment: Uint32Array; localNs: Float64Array; tNs: Float64Array; q: Float64Array; qd: Float64Array; flags: Uint8Array };
+  /**
+   * Executed points after boundary merge: samples - segments + 1 (document 1 part 2 "Program"): segment
+   * index, local clock (ns from its segment's start), program clock (ns from program start), q and qd
+   * row-major (point, column), flags, and the output intents of the markers on the point.
+   */
+  points: { segment: Uint32Array; localNs: Float64Array; tNs: Float64Array; q: Float64Array; qd: Float64Array; flags: Uint8Array; ioMask: Uint32Array; ioValues: Uint32Array };
+  markers: ProcessMarker[];
   requiresProcessIo: boolean;
 }
 
 const NORMALISED_TAG = 'robot.v4.normalised-program.v1\0';
+const U32 = /^(0|[1-9][0-9]{0,9})$/;
 
-export function admitProgram(x: Trajectory, axes: readonly ProgramAxis[], manifestRevision: bigint): PreparedProgram {
+/** Reads header process_markers into plain shapes (undefined when the key is absent). */
+export function readMarkers(v: JsonValue | undefined): MarkerShape[] | undefined {
+  if (v === undefined) return undefined;
+  if (!Array.isArray(v)) return [{ invalid: 'process_markers is not an array' }];
+  return v.map((e, i): MarkerShape => {
+    if (!(e instanceof JsonObject)) return { invalid: `process_markers[${i}] is not an object` };
+    const int = (k: string) => {
+      const x = e.get(k);
+      return x instanceof JsonNumber && U32.test(x.text) && Number(x.text) <= 0xffffffff ? Number(x.text) : undefined;
+    };
+    const segment = int('segment');
+    const sample = int('sample');
+    const action = e.get('action');
+    const value = e.get('value');
+    if (segment === undefined) return { invalid: `process_markers[${i}].segment is missing or not a u32 JSON integer` };
+    if (sample === undefined) return { invalid: `process_markers[${i}].sample is missing or not a u32 JSON integer` };
+    if (typeof action !== 'string') return { invalid: `process_markers[${i}].action is missing or not a string` };
+    if (typeof value !== 'boolean') return { invalid: `process_markers[${i}].value is missing or not a boolean` };
+    return { segment, sample, action, value };
+  });
+}
+
+/**
+ * The live-machine checks, in the order of docs/profile.md "Program admission"; the first broken rule
+ * answers. `markers` are the header's process markers as read by `readMarkers` (the decode worker reads
+ * them, since JSON objects do not cross threads).
+ */
+export function admitProgram(x: Trajectory, axes: readonly ProgramAxis[], manifestRevision: bigint, outputs: readonly ProgramOutput[] = [], markers: readonly MarkerShape[] = []): PreparedProgram {
   // Identity (document 2 "Admission": plan_id, program_id, program_digest nonempty).
   for (const [name, v] of [['plan_id', x.planId], ['program_id', x.programId], ['program_digest', x.programDigest]] as const) {
     if (v === undefined || v === '') throw new ProgramRefusal('program_identity_missing', `program_identity_missing: ${name}`);
@@ -62,12 +122,13 @@ export function admitProgram(x: Trajectory, axes: readonly ProgramAxis[], manife
   if (x.manifestRevision !== manifestRevision) throw new ProgramRefusal('manifest_revision_mismatch', `manifest_revision_mismatch: file ${x.manifestRevision}, service ${manifestRevision}`);
 
   const n = x.t.length;
-  // Process I/O before the axes: torch output is refused everywhere.
-  let torch = false;
-  for (let i = 0; i < n && !torch; i++) torch = (x.flags[i]! & 1) === 1;
-  const markers = Array.isArray(x.processMarkers) && x.processMarkers.length > 0;
   // Torch output is refused everywhere (document 2 "Admission"; document 1 prepare_program).
-  if (torch) throw new ProgramRefusal('process_io_executor_not_qualified', 'process_io_executor_not_qualified: torch flag set');
+  for (let i = 0; i < n; i++) {
+    if ((x.flags[i]! & 1) === 1) throw new ProgramRefusal('process_io_executor_not_qualified', `process_io_executor_not_qualified: torch flag set at sample ${i}`);
+  }
+
+  // Process markers (document 1 part 7 Cell I/O: io_not_configured, io_marker_invalid, io_torch_unqualified).
+  const placed = placeMarkers(x, outputs, markers);
 
   // Axis map: wire columns in order onto the rad axes.
   const axisOf: number[] = [];
@@ -81,43 +142,91 @@ export function admitProgram(x: Trajectory, axes: readonly ProgramAxis[], manife
     for (let i = 0; idle && i < n; i++) idle = x.q[i * COLS + c] === held && x.qd[i * COLS + c] === 0;
     if (!idle) throw new ProgramRefusal('unmapped_dense_axis', `unmapped_dense_axis: J${c + 1}`);
   }
+  const mapped = axisOf.length;
 
-  // Samples inside position limits and below described velocity, then every interval's cubic Hermite.
-  const h = x.dtS;
+  // Position bounds per column: the axis limits, widened to the program's first sample where that sample
+  // is outside them (a recovery program; docs/profile.md: it may never go further out than it starts).
+  const lo = new Float64Array(mapped);
+  const hi = new Float64Array(mapped);
+  for (let c = 0; c < mapped; c++) {
+    const a = axes[axisOf[c]!]!;
+    lo[c] = Math.min(a.min, x.q[c]!);
+    hi[c] = Math.max(a.max, x.q[c]!);
+  }
+  const outward = (reason: string, s: number, i: number, a: ProgramAxis, value: number, bound: number): never => {
+    throw new ProgramRefusal('outside_limits_outward', `outside_limits_outward: segment=${s} sample=${i} axis=${a.id} position=${value} starts at ${bound}; ${reason}`);
+  };
+
+  // Samples inside position limits and below described velocity.
   for (const s of x.segments) {
     for (let i = 0; i < s.sampleCount; i++) {
       const r = (s.first + i) * COLS;
-      for (let c = 0; c < axisOf.length; c++) {
+      for (let c = 0; c < mapped; c++) {
         const a = axes[axisOf[c]!]!;
         const q = x.q[r + c]!;
-        if (q < a.min || q > a.max) limit('native_limit_exceeded', 'position', s.index, i, a, q, q < a.min ? a.min : a.max);
+        if (q < lo[c]!) lo[c]! < a.min ? outward('a sample further out', s.index, i, a, q, lo[c]!) : limit('native_limit_exceeded', 'position', s.index, i, a, q, a.min);
+        if (q > hi[c]!) hi[c]! > a.max ? outward('a sample further out', s.index, i, a, q, hi[c]!) : limit('native_limit_exceeded', 'position', s.index, i, a, q, a.max);
         const v = Math.abs(x.qd[r + c]!);
         if (v > a.maxVelocity) limit('native_limit_exceeded', 'velocity', s.index, i, a, x.qd[r + c]!, a.maxVelocity);
       }
     }
   }
+  // Every interval's cubic Hermite curve.
+  const h = x.dtS;
   for (const s of x.segments) {
     for (let i = 0; i + 1 < s.sampleCount; i++) {
       const r = (s.first + i) * COLS;
-      for (let c = 0; c < axisOf.length; c++) {
+      for (let c = 0; c < mapped; c++) {
         const a = axes[axisOf[c]!]!;
         const e = hermiteExtremes(x.q[r + c]!, x.qd[r + c]!, x.q[r + COLS + c]!, x.qd[r + COLS + c]!, h);
-        if (e.qMin < a.min) limit('native_segment_rate_exceeded', 'position', s.index, i, a, e.qMin, a.min);
-        if (e.qMax > a.max) limit('native_segment_rate_exceeded', 'position', s.index, i, a, e.qMax, a.max);
+        if (e.qMin < lo[c]!) lo[c]! < a.min ? outward('the curve bows further out', s.index, i, a, e.qMin, lo[c]!) : limit('native_segment_rate_exceeded', 'position', s.index, i, a, e.qMin, a.min);
+        if (e.qMax > hi[c]!) hi[c]! > a.max ? outward('the curve bows further out', s.index, i, a, e.qMax, hi[c]!) : limit('native_segment_rate_exceeded', 'position', s.index, i, a, e.qMax, a.max);
         const ceiling = Math.min(a.maxVelocity, x.maxAbsQd[c]!);
         if (Math.abs(e.vPeak) > ceiling) limit('native_segment_rate_exceeded', 'velocity', s.index, i, a, e.vPeak, ceiling);
       }
     }
   }
+  // Finite-difference acceleration where the axis declares a maximum (document 2 "Admission").
+  for (const s of x.segments) {
+    for (let i = 0; i + 1 < s.sampleCount; i++) {
+      const r = (s.first + i) * COLS;
+      for (let c = 0; c < mapped; c++) {
+        const a = axes[axisOf[c]!]!;
+        if (a.maxAcceleration === undefined) continue;
+        const acc = (x.qd[r + COLS + c]! - x.qd[r + c]!) / h;
+        if (Math.abs(acc) > a.maxAcceleration) {
+          throw new ProgramRefusal('native_segment_rate_exceeded', `native_segment_rate_exceeded: segment=${s.index} sample=${i} axis=${a.id} acceleration=${acc} limit=${a.maxAcceleration}`);
+        }
+      }
+    }
+  }
+  // Joins: the merged boundary samples must coincide in drive counts (no interpolation slack).
+  for (let k = 0; k + 1 < x.segments.length; k++) {
+    const endRow = (x.segments[k]!.first + x.segments[k]!.sampleCount - 1) * COLS;
+    const startRow = x.segments[k + 1]!.first * COLS;
+    for (let c = 0; c < mapped; c++) {
+      const a = axes[axisOf[c]!]!;
+      const gap = Math.round((x.q[startRow + c]! - x.q[endRow + c]!) * a.sign * a.countsPerUnit);
+      if (gap !== 0) throw new ProgramRefusal('segment_boundary_discontinuous', `segment_boundary_discontinuous: join=${k} axis=${a.id} gap_counts=${gap}`);
+    }
+  }
 
-  // Boundary merge: a segment's first sample (at rest, within 1e-3 rad) replaces the previous last one.
+  // Boundary merge: at a join the earlier segment's last sample is executed and the later segment's first
+  // (at rest, coincident in counts) is not; a marker on that first sample acts at the join point.
   const m = n - x.segments.length + 1;
-  const points = { segment: new Uint32Array(m), localNs: new Float64Array(m), tNs: new Float64Array(m), q: new Float64Array(m * COLS), qd: new Float64Array(m * COLS), flags: new Uint8Array(m) };
+  const points = {
+    segment: new Uint32Array(m), localNs: new Float64Array(m), tNs: new Float64Array(m), q: new Float64Array(m * COLS), qd: new Float64Array(m * COLS),
+    flags: new Uint8Array(m), ioMask: new Uint32Array(m), ioValues: new Uint32Array(m),
+  };
+  /** Executed point of each source row. */
+  const pointOf = new Uint32Array(n);
   let p = 0;
   let clockNs = 0;
   for (const s of x.segments) {
+    if (s.index > 0) pointOf[s.first] = p - 1;
     for (let i = s.index === 0 ? 0 : 1; i < s.sampleCount; i++) {
       const row = s.first + i;
+      pointOf[row] = p;
       points.segment[p] = s.index;
       points.localNs[p] = Math.round(x.t[row]! * 1e9);
       points.tNs[p] = clockNs + points.localNs[p]!;
@@ -128,14 +237,42 @@ export function admitProgram(x: Trajectory, axes: readonly ProgramAxis[], manife
     }
     clockNs += Math.round(x.t[s.first + s.sampleCount - 1]! * 1e9);
   }
+  const out: ProcessMarker[] = [];
+  for (const mk of placed) {
+    const pt = pointOf[mk.row]!;
+    const bit = 1 << mk.output;
+    if (points.ioMask[pt]! & bit) throw new ProgramRefusal('io_marker_invalid', `io_marker_invalid: process_markers[${mk.index}] sets output ${mk.action} on a point another marker already sets`);
+    points.ioMask[pt]! |= bit;
+    if (mk.value) points.ioValues[pt]! |= bit;
+    out.push({ time_ns: BigInt(points.tNs[pt]!), segment: mk.segment, sample: mk.sample, action: mk.action, value: mk.value });
+  }
 
+  let machineMask = 0;
+  for (let c = 0; c < mapped; c++) if (x.axisMask & (1 << c)) machineMask |= 1 << axisOf[c]!;
   return {
     identity: {
       plan_id: x.planId!, program_id: x.programId!, program_digest: x.programDigest!, trajectory_digest: x.digest,
       source_digest: x.digest, normalised_digest: normalisedDigest(points, m), manifest_revision: x.manifestRevision, plan_revision: x.planRevision,
     },
-    axisOf, axisMask: x.axisMask, segments: x.segments.length, samples: n, points, requiresProcessIo: torch || markers,
+    axisOf, axisMask: machineMask, segments: x.segments.length, samples: n, points, markers: out, requiresProcessIo: placed.length > 0,
   };
+}
+
+/** Checks every marker against the cell's outputs and the file's samples; returns them with their rows. */
+function placeMarkers(x: Trajectory, outputs: readonly ProgramOutput[], markers: readonly MarkerShape[]) {
+  const placed: Array<{ index: number; row: number; output: number; segment: number; sample: number; action: string; value: boolean }> = [];
+  if (markers.length === 0) return placed;
+  if (outputs.length === 0) throw new ProgramRefusal('io_not_configured', `io_not_configured: the program has ${markers.length} process markers and the cell has no outputs`);
+  markers.forEach((mk, index) => {
+    if ('invalid' in mk) throw new ProgramRefusal('io_marker_invalid', `io_marker_invalid: ${mk.invalid}`);
+    const output = outputs.findIndex((o) => o.name === mk.action);
+    if (output < 0 || output >= 8) throw new ProgramRefusal('io_marker_invalid', `io_marker_invalid: process_markers[${index}].action ${JSON.stringify(mk.action)} is not a configured output`);
+    if (outputs[output]!.torch) throw new ProgramRefusal('io_torch_unqualified', `io_torch_unqualified: process_markers[${index}] drives the torch-class output ${mk.action}`);
+    const seg = x.segments[mk.segment];
+    if (!seg || mk.sample >= seg.sampleCount) throw new ProgramRefusal('io_marker_invalid', `io_marker_invalid: process_markers[${index}] is not on a sample (segment ${mk.segment} sample ${mk.sample})`);
+    placed.push({ index, row: seg.first + mk.sample, output, segment: mk.segment, sample: mk.sample, action: mk.action, value: mk.value });
+  });
+  return placed;
 }
 
 function limit(reason: string, kind: 'position' | 'velocity', segment: number, sample: number, a: ProgramAxis, value: number, lim: number): never {
@@ -184,8 +321,9 @@ export function hermiteExtremes(q0: number, v0: number, q1: number, v1: number, 
 function normalisedDigest(pts: PreparedProgram['points'], m: number): string {
   const hsh = createHash('sha256');
   hsh.update(Buffer.from(NORMALISED_TAG, 'latin1'));
-  // Per point: u64 segment, u64 local clock ns, 9 f64 q, 9 f64 qd, u8 flags (169 bytes), all big-endian.
-  const rec = Buffer.alloc(8 + 8 + 8 * COLS * 2 + 1);
+  // Per point: u64 segment, u64 local clock ns, 9 f64 q, 9 f64 qd, u8 flags, u8 io_mask, u8 io_values
+  // (171 bytes), all big-endian.
+  const rec = Buffer.alloc(8 + 8 + 8 * COLS * 2 + 3);
   rec.writeBigUInt64BE(BigInt(m), 0);
   hsh.update(rec.subarray(0, 8));
   for (let p = 0; p < m; p++) {
@@ -196,6 +334,8 @@ function normalisedDigest(pts: PreparedProgram['points'], m: number): string {
       rec.writeDoubleBE(pts.qd[p * COLS + j]!, 16 + 72 + 8 * j);
     }
     rec.writeUInt8(pts.flags[p]!, 16 + 144);
+    rec.writeUInt8(pts.ioMask[p]! & 0xff, 16 + 145);
+    rec.writeUInt8(pts.ioValues[p]! & 0xff, 16 + 146);
     hsh.update(rec);
   }
   return 'sha256:' + hsh.digest('hex');

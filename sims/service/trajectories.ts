@@ -9,7 +9,7 @@ import { NATIVE_REASON } from '../core/protocol.ts';
 import type { Authority, Grant, Reply } from './authority.ts';
 import { CoreUnavailable, type CoreLink, type NativeReply } from './core-link.ts';
 import { Refusal, refuse, type Identity, type Request } from './envelope.ts';
-import { STATE_REASON, type HandleTable } from './handles.ts';
+import { STATE_REASON, type HandleRecord, type HandleTable } from './handles.ts';
 import { motionRefusal } from './native-labels.ts';
 import type { PointArrays } from './upload/decoder.ts';
 
@@ -61,6 +61,12 @@ export function pointArrays(points: NonNullable<Request['points']>, axes: number
 export class TrajectoryOps {
   /** One upload of this kind at a time (document 1 part 8 "Upload slots"). */
   private uploading = false;
+  /**
+   * Called when a Start's native receipt did not arrive: the core may still start it, so the outcome is
+   * unknown and the service stops the grant (document 1 part 4: on an unknown outcome stop producing motion
+   * and issue a stop). Set by the service.
+   */
+  onUncertainStart: (g: Grant) => void = () => undefined;
 
   constructor(
     private readonly core: CoreLink,
@@ -160,13 +166,23 @@ export class TrajectoryOps {
     const rec = this.lookup(r, g);
     if (rec.state !== 'prepared') throw refuse(STATE_REASON[rec.state], `handle ${rec.handle} is ${rec.state}`);
     if (!sameIdentity(rec.identity, r.identity)) throw refuse('trajectory_identity_mismatch', 'the identity given at Start differs from the one given at prepare');
+    return this.startRecord(rec, g, 'start_trajectory');
+  }
+
+  /**
+   * The Start of a prepared handle, trajectory or program (document 1 part 4: the same start gate for
+   * both): the core checks the gate; mode_conflict and not_ready keep the handle prepared, a fence
+   * failure while starting retires it (document 1 part 3).
+   */
+  async startRecord(rec: HandleRecord, g: Grant, operation: string): Promise<Reply> {
     let n: NativeReply;
     try {
       n = await this.core.command('start', g.generation, 0, { handle: rec.handle });
     } catch (e) {
       if (e instanceof CoreUnavailable) {
         this.handles.move(rec, 'retired');
-        throw refuse('fence', `uncertain Start: ${e.message}`);
+        this.onUncertainStart(g);
+        throw refuse('fence', `uncertain Start: ${e.message}; the grant is stopped`);
       }
       throw e;
     }
@@ -181,7 +197,7 @@ export class TrajectoryOps {
       throw this.rejected(n); // mode_conflict and not_ready keep the handle prepared
     }
     this.handles.started_(rec, n.result.Sequence);
-    return { status: 200, body: { operation: 'start_trajectory', sequence: n.result.Sequence } };
+    return { status: 200, body: { operation, sequence: n.result.Sequence } };
   }
 
   async discard(r: Request, g: Grant): Promise<Reply> {
@@ -205,7 +221,7 @@ export class TrajectoryOps {
   }
 }
 
-function sameIdentity(a: Identity | undefined, b: Identity | undefined): boolean {
+export function sameIdentity(a: Identity | undefined, b: Identity | undefined): boolean {
   if (!a && !b) return true;
   if (!a || !b) return false;
   return (

@@ -41,6 +41,21 @@ describe('Describe capability list', () => {
 // pending are checked for an honest Describe (unimplemented, transport none, capability_unimplemented).
 describe('Describe matches what is served', () => {
   for (const cap of CAPS) {
+    // resource is served by the remote listener only (part 5); suites/remote claims it there. Here Describe
+    // must be honest for the transport this target has.
+    if (cap.name === 'resource') {
+      test('resource: Describe reports it implemented only where a remote listener serves it', covers('rule:observation.resource_remote_only'), async ({ description, client }) => {
+        const info = description.capabilities.find((c) => c.name === cap.name);
+        expect([
+          { name: cap.name, state: cap.state, transport: cap.transport }, // a remote listener serves it
+          { name: cap.name, state: 'unimplemented', transport: 'none' },
+        ]).toContainEqual(info);
+        // Never on this (local) transport: GET /v1/resources needs the remote listener's mutual TLS.
+        const r = await client.raw('GET', `/v1/resources/${'0'.repeat(64)}`);
+        expect(new TextDecoder().decode(r.body)).toMatch(/"error":"unknown_endpoint/);
+      });
+      continue;
+    }
     const claimed = pending[cap.id] === undefined;
     const name = claimed
       ? `${cap.name}: Describe reports ${cap.state} on ${cap.transport}, and it answers there`
@@ -102,7 +117,7 @@ async function probe(cap: CapabilityEntry, ctx: { target: Target; client: Contro
       out.push({ via: 'acquire', status: r.status, label: r.label });
       return out;
     }
-    const s = await cell.grant();
+    const s = await cell.hold();
     const homeAxis = description.axes.findIndex((a) => a.native_home === true);
     const now = BigInt(process.hrtime.bigint());
     const fields: Record<string, Record<string, unknown>> = {
@@ -126,7 +141,7 @@ async function probe(cap: CapabilityEntry, ctx: { target: Target; client: Contro
     await get(m[2] ? `${m[1]}${'0'.repeat(64)}` : `${m[1]}${m[0].includes('after=') ? '?after=0' : ''}`);
   }
   if (cap.name === 'prepare_program') {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const r = await client.raw('POST', '/v1/program', new Uint8Array(0), { 'content-type': 'application/octet-stream', 'x-control-session': s.session, 'x-control-generation': String(s.generation) });
     const text = new TextDecoder().decode(r.body);
     out.push({ via: 'POST /v1/program', status: r.status, label: /"error":"([a-z_0-9]+)/.exec(text)?.[1] });
@@ -151,7 +166,7 @@ describe('reserved operations', () => {
     });
 
     test(`${cap.name} is refused the same way whatever else the request carries`, covers('reason:capability_unimplemented'), async ({ client, cell }) => {
-      const s = await cell.grant();
+      const s = await cell.hold();
       const r = await client.control({ schema: REQUEST_SCHEMA, operation: cap.name, session: s.session, generation: s.generation, request_id: 'reserved-1' }, cap.name);
       expect(r.status).toBe(409);
       expect(r.label).toBe('capability_unimplemented');

@@ -91,14 +91,15 @@ describe('every file-format reason through POST /v1/program', () => {
   for (const [reason, what, make] of CASES) {
     const id = `format_reason:${reason}`;
     test(`${reason}: ${what}`, covers(id, `reason:${reason}`), async ({ cell, client }) => {
-      const s = await cell.grant();
-      const r = await postProgram(client, s, make());
+      const body = make(); // built before the grant: a 250001-sample file takes longer than a lease on a loaded machine
+      const s = await cell.hold();
+      const r = await postProgram(client, s, body);
       expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: reason });
       expect(r.reply.operation).toBe('prepare_program');
     });
   }
   test('the reference file itself passes every format rule and reaches the live checks (manifest revision 7 is not the service\'s 1)', covers('reason:manifest_revision_mismatch'), async ({ cell, client }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const r = await postProgram(client, s, REF);
     expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: 'manifest_revision_mismatch' });
   });

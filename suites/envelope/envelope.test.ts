@@ -65,14 +65,14 @@ function padTo(text: string, size: number, ws = ' '): string {
 
 describe('body size limit (part 4 "Envelope rules", part 8: 16384 bytes, 413 beyond)', () => {
   test('a body of exactly 16384 bytes is decoded (trailing whitespace padding)', covers('rule:envelope.body_limit', 'limit:ordinary_body_bytes'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const body = padTo(stringifyExact(fencedReq('renew', s)), LIMIT);
     expect(bytesOf(body).length).toBe(LIMIT);
     expectOk(await client.control(body, 'renew'));
   });
 
   test('a body of exactly 16384 bytes is decoded (whitespace between tokens)', covers('rule:envelope.body_limit', 'limit:ordinary_body_bytes'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const compact = stringifyExact(fencedReq('mark_telemetry', s, { label: 'padded' }));
     const filler = LIMIT - bytesOf(compact).length;
     const ws = ' \t\r\n';
@@ -87,7 +87,7 @@ describe('body size limit (part 4 "Envelope rules", part 8: 16384 bytes, 413 bey
   });
 
   test('a body of 16385 bytes gets HTTP 413 body_too_large and the connection keeps working', covers('rule:envelope.body_limit', 'limit:ordinary_body_bytes', 'reason:body_too_large'), async ({ target, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     // One connection, so the follow-up request travels on the connection that carried the 413.
     const one = new ControlClient(target.address, { connections: 1 });
     try {
@@ -102,7 +102,7 @@ describe('body size limit (part 4 "Envelope rules", part 8: 16384 bytes, 413 bey
   });
 
   test('the limit counts bytes, not characters (multi-byte UTF-8 label)', covers('rule:envelope.body_limit', 'limit:ordinary_body_bytes', 'reason:body_too_large'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     // "é" is 2 bytes: a body of LIMIT - 1 characters but LIMIT + 1 bytes.
     const compact = stringifyExact(fencedReq('mark_telemetry', s, { label: 'éé' }));
     const body = padTo(compact, LIMIT - 1);
@@ -114,7 +114,7 @@ describe('body size limit (part 4 "Envelope rules", part 8: 16384 bytes, 413 bey
   });
 
   test('without Content-Length (chunked) the same limit holds', covers('rule:envelope.body_limit', 'limit:ordinary_body_bytes', 'reason:body_too_large'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const send = async (text: string) => {
       const b = bytesOf(text);
       const chunks = [b.subarray(0, 1000), b.subarray(1000, 9000), b.subarray(9000)];
@@ -211,7 +211,7 @@ describe('envelope reasons (part 4 "Envelope rules", part 7 "Envelope and transp
   }
 
   test('a repeated top-level field gives duplicate_request_field', covers('rule:envelope.duplicate_field', 'rule:envelope.strict_decoding', 'reason:duplicate_request_field'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const base: Array<[string, string]> = [
       ['schema', lit(S)],
       ['operation', lit('renew')],
@@ -258,14 +258,14 @@ describe('envelope reasons (part 4 "Envelope rules", part 7 "Envelope and transp
   ];
   for (const [name, value] of schemas) {
     test(`schema ${name} gives schema_mismatch`, covers('rule:envelope.schema_mismatch', 'field:Request.schema', 'rule:versioning.request_schema', 'reason:schema_mismatch'), async ({ client, cell }) => {
-      const s = await cell.grant();
+      const s = await cell.hold();
       const body = objectText([['schema', value], ['operation', lit('renew')], ['session', lit(s.session)], ['generation', lit(s.generation)]]);
       expectRefusal(await client.control(body, 'renew'), 409, 'schema_mismatch');
     });
   }
 
   test('an absent schema gives schema_mismatch', profile('profile:envelope.missing_schema', 'reason:schema_mismatch'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const { schema: _omit, ...rest } = fencedReq('renew', s);
     expectRefusal(await client.control(rest, 'renew'), 409, 'schema_mismatch');
   });
@@ -273,14 +273,14 @@ describe('envelope reasons (part 4 "Envelope rules", part 7 "Envelope and transp
   const unknownOps = ['frobnicate', 'Renew', 'renew ', ' renew', 'RENEW', '', 'renew\u0000', 'v1/control', 'mark-telemetry'];
   for (const op of unknownOps) {
     test(`operation ${JSON.stringify(op)} gives unknown_operation`, covers('rule:envelope.unknown_operation', 'field:Request.operation', 'reason:unknown_operation'), async ({ client, cell }) => {
-      const s = await cell.grant();
+      const s = await cell.hold();
       expectRefusal(await client.control(fencedReq(op, s), 'unknown'), 409, 'unknown_operation');
     });
   }
 
   for (const op of NON_CONTROL_OPS) {
     test(`operation ${op} (not dispatched by POST /v1/control) gives unknown_operation`, profile('profile:envelope.missing_operation', 'profile:envelope.refusal_operation', 'reason:unknown_operation'), async ({ client, cell }) => {
-      const s = await cell.grant();
+      const s = await cell.hold();
       const r = await client.control(fencedReq(op, s), op);
       expectRefusal(r, 409, 'unknown_operation');
     });
@@ -296,7 +296,7 @@ describe('envelope reasons (part 4 "Envelope rules", part 7 "Envelope and transp
   ];
   for (const [name, value] of badOperationValues) {
     test(`an operation that is ${name} gives unknown_operation`, profile('profile:envelope.missing_operation', 'profile:envelope.refusal_operation', 'reason:unknown_operation'), async ({ client, cell }) => {
-      const s = await cell.grant();
+      const s = await cell.hold();
       const pairs: Array<[string, string]> = [['schema', lit(S)], ['session', lit(s.session)], ['generation', lit(s.generation)]];
       if (value !== undefined) pairs.splice(1, 0, ['operation', value]);
       expectRefusal(await client.control(objectText(pairs), 'unknown'), 409, 'unknown_operation');
@@ -315,7 +315,7 @@ describe('envelope reasons (part 4 "Envelope rules", part 7 "Envelope and transp
   ];
   for (const [name, tail] of trailing) {
     test(`data after the request object (${name}) gives trailing_request_data`, covers('rule:envelope.trailing_data', 'rule:envelope.strict_decoding', 'reason:trailing_request_data'), async ({ client, cell }) => {
-      const s = await cell.grant();
+      const s = await cell.hold();
       const head = bytesOf(stringifyExact(fencedReq('renew', s)));
       const tailBytes = typeof tail === 'string' ? bytesOf(tail) : tail;
       const body = new Uint8Array(head.length + tailBytes.length);
@@ -326,7 +326,7 @@ describe('envelope reasons (part 4 "Envelope rules", part 7 "Envelope and transp
   }
 
   test('whitespace after the request object is not trailing data', covers('rule:envelope.trailing_data'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     expectOk(await client.control(stringifyExact(fencedReq('renew', s)) + ' \t\r\n\n ', 'renew'));
     expectOk(await client.control(' \n\t' + stringifyExact(fencedReq('renew', s)), 'renew'));
   });
@@ -348,7 +348,7 @@ describe('envelope reasons (part 4 "Envelope rules", part 7 "Envelope and transp
   ];
   for (const [method, path] of unknownEndpoints) {
     test(`${method} ${path} gives unknown_endpoint`, covers('rule:observation.unknown_endpoint', 'reason:unknown_endpoint'), async ({ client, cell }) => {
-      const s = await cell.grant();
+      const s = await cell.hold();
       const body = method === 'GET' || method === 'OPTIONS' ? undefined : stringifyExact(fencedReq('renew', s));
       const raw = await client.raw(method, path, body);
       const r = checkReply(raw.status, contentType(raw), raw.body);
@@ -396,7 +396,7 @@ describe('check order (profile: size, JSON, schema, operation, reserved, fields,
   ];
   for (const row of rows) {
     test(row.name, profile('profile:envelope.check_order', 'profile:envelope.refusal_operation', `reason:${row.label}`), async ({ client, cell }) => {
-      const s = await cell.grant();
+      const s = await cell.hold();
       const r = await client.control(row.body(s), row.op);
       expectRefusal(r, row.status, row.label);
       if (row.op !== undefined) expect(r.reply.operation).toBe(row.op);
@@ -421,7 +421,7 @@ describe('refusal replies name the operation (profile)', () => {
   ];
   for (const [name, build, label, op] of cases) {
     test(`${name}: operation ${op}`, profile('profile:envelope.refusal_operation'), async ({ client, cell }) => {
-      const s = await cell.grant();
+      const s = await cell.hold();
       const r = await client.control(build(s), op);
       expectRefusal(r, 409, label);
       expect(r.reply.operation).toBe(op);
@@ -434,7 +434,7 @@ describe('refusal replies name the operation (profile)', () => {
 
 describe('refusal replies name the operation however the request spells it (profile)', () => {
   test('an operation name written with escapes is the decoded name', profile('profile:envelope.refusal_operation'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const body = stringifyExact(fencedReq('renew', s, { bogus: 1 })).replace('"operation":"renew"', '"operation":"re\\u006eew"');
     const r = await client.control(body);
     expectRefusal(r, 409, 'invalid_request_envelope');
@@ -442,7 +442,7 @@ describe('refusal replies name the operation however the request spells it (prof
   });
 
   test('an operation named after 4 KiB of whitespace is still named', profile('profile:envelope.refusal_operation'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const body = '{' + ' '.repeat(8192) + stringifyExact({ ...fencedReq('renew', s), schema: 'nope' }).slice(1);
     expect(bytesOf(body).length).toBeLessThanOrEqual(LIMIT);
     const r = await client.control(body);
@@ -451,7 +451,7 @@ describe('refusal replies name the operation however the request spells it (prof
   });
 
   test('an operation named inside a nested object is not the requested operation', profile('profile:envelope.refusal_operation'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const body = objectText([['schema', lit(S)], ['data', lit({ operation: 'stop' })], ['operation', lit('renew')], ['session', lit(s.session)], ['generation', lit(s.generation)]]);
     const r = await client.control(body);
     expectRefusal(r, 409, 'invalid_request_envelope');
@@ -496,7 +496,7 @@ describe('fields (part 2 "Request")', () => {
   }
 
   test('fields an operation does not use may be omitted: minimal fenced requests are admitted', covers('rule:envelope.unused_fields_optional', 'rule:envelope.fence_top_level', 'field:Request.session', 'field:Request.generation'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     expectOk(await client.control(fencedReq('renew', s), 'renew'));
     expectOk(await client.control(fencedReq('mark_telemetry', s, { label: 'minimal' }), 'mark_telemetry'));
     expectOk(await client.control(fencedReq('release', s), 'release'));
@@ -508,13 +508,13 @@ describe('fields (part 2 "Request")', () => {
   });
 
   test('key order does not matter', covers('rule:envelope.fence_top_level'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const body = objectText([['generation', lit(s.generation)], ['session', lit(s.session)], ['operation', lit('renew')], ['schema', lit(S)]]);
     expectOk(await client.control(body, 'renew'));
   });
 
   test('a fence nested in an object is an unknown field: invalid_request_envelope', profile('profile:envelope.unknown_field', 'rule:envelope.fence_top_level'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const r = await client.control({ schema: S, operation: 'renew', fence: { session: s.session, generation: s.generation } }, 'renew');
     expectRefusal(r, 409, 'invalid_request_envelope');
   });
@@ -533,7 +533,7 @@ describe('fields (part 2 "Request")', () => {
   ];
   for (const [key, value] of unknownFields) {
     test(`an unknown field ${JSON.stringify(key)} gives invalid_request_envelope`, profile('profile:envelope.unknown_field', 'rule:envelope.strict_decoding', 'reason:invalid_request_envelope'), async ({ client, cell }) => {
-      const s = await cell.grant();
+      const s = await cell.hold();
       const body = objectText([['schema', lit(S)], ['operation', lit('renew')], ['session', lit(s.session)], ['generation', lit(s.generation)], [key, lit(value)]]);
       expectRefusal(await client.control(body, 'renew'), 409, 'invalid_request_envelope');
     });
@@ -567,7 +567,7 @@ describe('fields (part 2 "Request")', () => {
   ];
   for (const [field, values] of wrongTypes) {
     test(`${field} of the wrong type gives invalid_request_envelope`, profile('profile:envelope.field_type', 'reason:invalid_request_envelope'), async ({ client, cell }) => {
-      const s = await cell.grant();
+      const s = await cell.hold();
       for (const v of values) {
         const r = await client.control(fencedReq('renew', s, { [field]: v }), 'renew');
         expectRefusal(r, 409, 'invalid_request_envelope', `${field}: ${lit(v)}`);
@@ -577,7 +577,7 @@ describe('fields (part 2 "Request")', () => {
   }
 
   test('wrongly typed fence fields give invalid_request_envelope, not a fence refusal', profile('profile:envelope.field_type', 'field:Request.session', 'field:Request.generation'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     for (const [session, generation] of [[5, s.generation], [s.session, String(s.generation)], [null, s.generation], [s.session, null], [s.session, [s.generation]]] as const) {
       const r = await client.control({ schema: S, operation: 'renew', session, generation }, 'renew');
       expectRefusal(r, 409, 'invalid_request_envelope', `${lit(session)} ${lit(generation)}`);
@@ -596,7 +596,7 @@ describe('fields (part 2 "Request")', () => {
   ];
   for (const [op, field, build] of missing) {
     test(`${op} without ${field} gives invalid_request_envelope`, profile('profile:envelope.missing_field', 'reason:invalid_request_envelope'), async ({ client, cell, description }) => {
-      const s = await cell.grant();
+      const s = await cell.hold();
       const r = await client.control(build(s, description.binding), op);
       expectRefusal(r, 409, 'invalid_request_envelope');
       expectOk(await cell.fenced('renew', s));
@@ -643,14 +643,14 @@ describe('request_id (part 2 "Request", part 4 "Envelope rules", part 8)', () =>
   ];
   for (const [name, id] of invalid) {
     test(`request_id ${name} gives invalid_request_id`, covers('rule:idempotency.invalid_id', 'field:Request.request_id', 'limit:request_id_bytes', 'reason:invalid_request_id'), async ({ client, cell }) => {
-      const s = await cell.grant();
+      const s = await cell.hold();
       expectRefusal(await client.control(fencedReq('renew', s, { request_id: id }), 'renew'), 409, 'invalid_request_id');
       expectRefusal(await client.control(fencedReq('mark_telemetry', s, { label: 'id', request_id: id }), 'mark_telemetry'), 409, 'invalid_request_id');
     });
   }
 
   test('request_id of 1..64 printable ASCII bytes (0x20..0x7e) is admitted', covers('rule:idempotency.invalid_id', 'field:Request.request_id', 'limit:request_id_bytes'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const printable = Array.from({ length: 0x7f - 0x20 }, (_, i) => String.fromCharCode(0x20 + i)).join('');
     const ids = ['a', ' ', '~', 'x'.repeat(64), printable.slice(0, 64), printable.slice(-64), '"\\/{}[]:,', '   '];
     for (const id of new Set(ids)) {
@@ -666,7 +666,7 @@ describe('idempotent retries (part 4 "Envelope rules")', () => {
     fencedReq('mark_telemetry', s, request_id === undefined ? { label } : { label, request_id });
 
   test('same id and same payload replays the reply without executing again', covers('rule:idempotency.join_or_replay', 'field:Request.request_id'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const first = await client.control(mark(s, 'replay', 'replay-1'), 'mark_telemetry');
     expectOk(first);
     const again = await client.control(mark(s, 'replay', 'replay-1'), 'mark_telemetry');
@@ -681,7 +681,7 @@ describe('idempotent retries (part 4 "Envelope rules")', () => {
   });
 
   test('the same decoded payload replays whatever the key order and whitespace', covers('rule:idempotency.join_or_replay'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const first = await client.control(mark(s, 'text', 'text-1'), 'mark_telemetry');
     expectOk(first);
     const reordered = objectText([
@@ -701,7 +701,7 @@ describe('idempotent retries (part 4 "Envelope rules")', () => {
   });
 
   test('a renewal with a reused id replays the old grant; a fresh id renews', covers('rule:idempotency.fresh_id', 'rule:idempotency.join_or_replay'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const first = await client.control(fencedReq('renew', s, { request_id: 'renew-1' }), 'renew');
     expectOk(first);
     const replay = await client.control(fencedReq('renew', s, { request_id: 'renew-1' }), 'renew');
@@ -717,7 +717,7 @@ describe('idempotent retries (part 4 "Envelope rules")', () => {
   });
 
   test('concurrent identical requests with one id are executed once', covers('rule:idempotency.join_or_replay'), async ({ target, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const clients = [target.client(), target.client(), target.client()];
     const body = stringifyExact(mark(s, 'join', 'join-1'));
     const replies = await Promise.all(clients.flatMap((c) => [c.control(body, 'mark_telemetry'), c.control(body, 'mark_telemetry')]));
@@ -726,7 +726,7 @@ describe('idempotent retries (part 4 "Envelope rules")', () => {
   });
 
   test('same id with a changed payload gives request_id_conflict; the original still replays', covers('rule:idempotency.conflict', 'reason:request_id_conflict'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const first = await client.control(mark(s, 'original', 'conflict-1'), 'mark_telemetry');
     expectOk(first);
     expectRefusal(await client.control(mark(s, 'changed', 'conflict-1'), 'mark_telemetry'), 409, 'request_id_conflict');
@@ -739,7 +739,7 @@ describe('idempotent retries (part 4 "Envelope rules")', () => {
   });
 
   test('a refused outcome is remembered: correcting it needs a fresh id', covers('rule:idempotency.fresh_id', 'rule:idempotency.join_or_replay', 'rule:idempotency.conflict'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     // label of 129 bytes: decoded by the envelope, refused by the operation (telemetry_label_invalid).
     const refused = await client.control(mark(s, 'x'.repeat(129), 'fix-1'), 'mark_telemetry');
     expectRefusal(refused, 409, 'telemetry_label_invalid');
@@ -750,11 +750,11 @@ describe('idempotent retries (part 4 "Envelope rules")', () => {
   });
 
   test('release drops the cache: the id is free in the next session', covers('rule:idempotency.cache_dropped'), async ({ client, cell }) => {
-    const a = await cell.grant();
+    const a = await cell.hold();
     const first = await client.control(mark(a, 'before release', 'drop-1'), 'mark_telemetry');
     expectOk(first);
     expectOk(await cell.fenced('release', a));
-    const b = await cell.grant();
+    const b = await cell.hold();
     // Same id, changed payload: accepted as new.
     expectOk(await client.control(mark(b, 'after release', 'drop-1'), 'mark_telemetry'));
     // Same id and the same label as before: executed again, not replayed.
@@ -764,10 +764,10 @@ describe('idempotent retries (part 4 "Envelope rules")', () => {
   });
 
   test('the cache belongs to the session: the old session cannot replay after release', covers('rule:idempotency.cache_dropped', 'rule:idempotency.remember_outcomes'), async ({ client, cell }) => {
-    const a = await cell.grant();
+    const a = await cell.hold();
     expectOk(await client.control(mark(a, 'old', 'session-1'), 'mark_telemetry'));
     expectOk(await cell.fenced('release', a));
-    const b = await cell.grant();
+    const b = await cell.hold();
     const r = await client.control(mark(b, 'old', 'session-1'), 'mark_telemetry');
     expectOk(r);
     // The released session's retry is refused by the fence, not replayed.
@@ -801,7 +801,7 @@ describe('idempotent retries (part 4 "Envelope rules")', () => {
   }
 
   test('the last 256 outcomes are remembered: after 255 others the id still conflicts', covers('rule:idempotency.remember_outcomes', 'limit:request_id_outcomes', 'rule:idempotency.conflict'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const first = await client.control(mark(s, 'first', 'window-x'), 'mark_telemetry');
     expectOk(first);
     await outcomes(client, s, 'window-255', 255);
@@ -810,7 +810,7 @@ describe('idempotent retries (part 4 "Envelope rules")', () => {
   });
 
   test('the last 256 outcomes are remembered: after 256 others the id is forgotten', covers('rule:idempotency.remember_outcomes', 'limit:request_id_outcomes'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const first = await client.control(mark(s, 'first', 'window-y'), 'mark_telemetry');
     expectOk(first);
     await outcomes(client, s, 'window-256', 256);

@@ -75,18 +75,18 @@ const NOT_UINT64: ReadonlyArray<readonly [string, string]> = [
 
 describe('source_sequence: accepted and ignored by /v1/control dispatch', () => {
   test('every uint64 value, 0 .. 2^64 - 1, is admitted on renew', covers('rule:envelope.source_sequence_ignored', 'field:Request.source_sequence', 'rule:transport.exact_uint64'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     for (const v of IN_RANGE) expectOk(await client.control(withLiteral(fencedReq('renew', s), 'source_sequence', v.toString()), 'renew'), v.toString());
   });
 
   test('2^64 - 1 is admitted on mark_telemetry too', covers('rule:envelope.source_sequence_ignored', 'field:Request.source_sequence', 'rule:transport.exact_uint64'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const r = await client.control(fencedReq('mark_telemetry', s, { label: 'u64', source_sequence: U64_MAX }), 'mark_telemetry');
     expectOk(r);
   });
 
   test('2^64 is refused with invalid_request_envelope', profile('profile:envelope.field_type', 'field:Request.source_sequence', 'rule:transport.exact_uint64'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     expectRefusal(await client.control(withLiteral(fencedReq('renew', s), 'source_sequence', '18446744073709551616'), 'renew'), 409, 'invalid_request_envelope');
     expectOk(await cell.fenced('renew', s));
   });
@@ -101,7 +101,7 @@ describe('exact decoding seen through the retry cache', () => {
   ];
   for (const [a, b] of pairs) {
     test(`source_sequence ${a} and ${b} are different payloads under one request_id`, covers('rule:transport.exact_uint64', 'rule:idempotency.conflict', 'rule:idempotency.join_or_replay'), async ({ client, cell }) => {
-      const s = await cell.grant();
+      const s = await cell.hold();
       const id = `exact-${a}`;
       const first = await client.control(withLiteral(fencedReq('renew', s, { request_id: id }), 'source_sequence', a.toString()), 'renew');
       expectOk(first);
@@ -115,7 +115,7 @@ describe('exact decoding seen through the retry cache', () => {
   }
 
   test('a uint64 field is compared as an integer, not as text: an escaped label is the same payload but a different integer is not', covers('rule:transport.exact_uint64', 'rule:idempotency.conflict'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const base = fencedReq('mark_telemetry', s, { label: 'exact', request_id: 'exact-int', source_sequence: P53 + 1n });
     const first = await client.control(base, 'mark_telemetry');
     expectOk(first);
@@ -131,12 +131,12 @@ describe('uint64 fields refuse anything but a plain decimal integer in 0 .. 2^64
 
   for (const field of fields) {
     test(`${field}: in-range values are decoded (renew does not use it)`, profile('profile:envelope.field_type', `field:Request.${field}`, 'rule:transport.exact_uint64'), async ({ client, cell }) => {
-      const s = await cell.grant();
+      const s = await cell.hold();
       for (const v of IN_RANGE) expectOk(await client.control(withLiteral(fencedReq('renew', s), field, v.toString()), 'renew'), `${field} ${v}`);
     });
 
     test(`${field}: out-of-range and non-integer literals give invalid_request_envelope`, profile('profile:envelope.field_type', `field:Request.${field}`, 'reason:invalid_request_envelope'), async ({ client, cell }) => {
-      const s = await cell.grant();
+      const s = await cell.hold();
       for (const [name, text] of NOT_UINT64) {
         expectRefusal(await client.control(withLiteral(fencedReq('renew', s), field, text), 'renew'), 409, 'invalid_request_envelope', `${field} ${name}`);
       }
@@ -145,7 +145,7 @@ describe('uint64 fields refuse anything but a plain decimal integer in 0 .. 2^64
   }
 
   test('generation: undecodable literals give invalid_request_envelope, never a fence label', profile('profile:envelope.field_type', 'field:Request.generation', 'reason:invalid_request_envelope'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const literals: Array<readonly [string, string]> = [
       ...NOT_UINT64,
       ['current generation as a string', JSON.stringify(s.generation.toString())],
@@ -162,7 +162,7 @@ describe('uint64 fields refuse anything but a plain decimal integer in 0 .. 2^64
   });
 
   test('generation: current + 2^64 is undecodable, not the current generation modulo 2^64', profile('profile:envelope.field_type', 'rule:transport.exact_uint64', 'field:Request.generation'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const wrapped = (s.generation + (1n << 64n)).toString();
     const r = await client.control(withLiteral(fencedReq('mark_telemetry', s, { label: 'wrap' }), 'generation', wrapped), 'mark_telemetry');
     expectRefusal(r, 409, 'invalid_request_envelope');
@@ -170,7 +170,7 @@ describe('uint64 fields refuse anything but a plain decimal integer in 0 .. 2^64
   });
 
   test('generation: decoded but wrong values get the fence label control_session_stale', covers('rule:transport.exact_uint64', 'field:Request.generation', 'field:Fence.generation', 'reason:control_session_stale'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const g = s.generation;
     // Larger than the current generation: refused by renew (older-or-equal only) and mark_telemetry (exact).
     const wrong = [g + 1n, g + (1n << 32n), g + P53, g + P53 + 1n, 1n << 63n, U64_MAX];
@@ -183,7 +183,7 @@ describe('uint64 fields refuse anything but a plain decimal integer in 0 .. 2^64
   });
 
   test('generation 0 gives control_session_stale', profile('profile:fence.table', 'field:Request.generation', 'reason:control_session_stale'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     expectRefusal(await client.control(fencedReq('renew', s, { generation: 0n }), 'renew'), 409, 'control_session_stale');
     expectRefusal(await client.control(fencedReq('mark_telemetry', s, { label: 'zero', generation: 0n }), 'mark_telemetry'), 409, 'control_session_stale');
     expectOk(await cell.fenced('renew', s));
@@ -224,7 +224,7 @@ describe('binding.revision (uint64) on acquire', () => {
 describe('uint32 fields', () => {
   for (const field of ['axis_mask', 'timeout_ms'] as const) {
     test(`${field}: 0 .. 2^32 - 1 is decoded, 2^32 and beyond give invalid_request_envelope`, profile('profile:envelope.field_type', `field:Request.${field}`), async ({ client, cell }) => {
-      const s = await cell.grant();
+      const s = await cell.hold();
       for (const v of [0n, 1n, U32_MAX]) expectOk(await client.control(withLiteral(fencedReq('renew', s), field, v.toString()), 'renew'), `${field} ${v}`);
       for (const text of ['4294967296', '18446744073709551615', '-1', '1.0', '"1"']) {
         expectRefusal(await client.control(withLiteral(fencedReq('renew', s), field, text), 'renew'), 409, 'invalid_request_envelope', `${field} ${text}`);

@@ -4,49 +4,28 @@
 // stepped clock: no cycle runs until the test steps, so the stop stays admitted-but-undrained for as long as
 // the probes take (the service's 1 s native receipt bound is the only wall-time limit).
 
-import { afterAll, beforeAll } from 'vitest';
-import { Cell, type Session } from '../../harness/clients/cell.ts';
+import type { Session } from '../../harness/clients/cell.ts';
 import type { BindingInput } from '../../harness/clients/control.ts';
 import { checkGrant, type CheckedReply } from '../../harness/oracle/reply.ts';
-import { variantsFromEnv, type Target, type VariantOptions } from '../../harness/targets/index.ts';
-import { covers, describe, expect, test } from '../../harness/fixture.ts';
+import { covers, describe, expect, sharedVariant, test } from '../../harness/fixture.ts';
 
 describe('fence during a stop drain (stepped clock)', () => {
-  let target: Target;
-  let cannot: string | undefined;
-  let cell: Cell;
-  let axes = 0;
-
-  beforeAll(async () => {
-    const options: VariantOptions = { clock: 'stepped' };
-    const variants = variantsFromEnv();
-    cannot = variants.cannotProvide(options);
-    if (cannot !== undefined) return;
-    target = await variants.open(options);
-    const client = target.client();
-    const d = (await client.describe()).reply.data as unknown as { binding: BindingInput; axes: unknown[] };
-    cell = new Cell(client, d.binding);
-    axes = d.axes.length;
-  });
-  afterAll(async () => {
-    await cell?.cleanup();
-    await target?.close();
-  });
+  const v = sharedVariant<{ binding: BindingInput; axes: unknown[] }>({ clock: 'stepped' });
 
   /** Acquire, then admit a stop without letting the core run: returns the session and the pending stop. */
   async function stopping(): Promise<{ s: Session; stop: Promise<CheckedReply> }> {
-    const s = await cell.grant({ requested_lease_ms: 10_000n });
-    const stop = cell.fenced('stop', s);
+    const s = await v.cell.grant({ requested_lease_ms: 10_000n });
+    const stop = v.cell.fenced('stop', s);
     // The service turns the grant stopping before it hands the stop to the core: renew shows it.
     for (let i = 0; i < 50; i++) {
-      const r = await cell.fenced('renew', s);
+      const r = await v.cell.fenced('renew', s);
       if (r.status === 200 && checkGrant(r.reply.data).stopping) return { s, stop };
     }
     throw new Error('the grant never showed stopping');
   }
 
   async function drain(stop: Promise<CheckedReply>): Promise<void> {
-    await target.step!(20);
+    await v.target.step!(20);
     expect((await stop).status).toBe(200);
   }
 
@@ -54,22 +33,22 @@ describe('fence during a stop drain (stepped clock)', () => {
     'while a stop drains, renew and stop with the older generation are accepted (stopping true, current generation); a newer one is refused',
     covers('rule:fence.older_generation_renew_stop', 'rule:op.renew.lease_unchanged'),
     async ({ skip }) => {
-      skip(cannot !== undefined, cannot ?? '');
+      skip(v.cannot !== undefined, v.cannot);
       const { s, stop } = await stopping();
       const older = { session: s.session, generation: s.generation };
-      const renew = await cell.fenced('renew', older);
+      const renew = await v.cell.fenced('renew', older);
       expect(renew.status, renew.reply.error).toBe(200);
       const g = checkGrant(renew.reply.data);
       expect(g.stopping).toBe(true);
       expect(g.generation).toBe(s.generation + 1n);
       expect(g.lease_ms).toBe(s.grant.lease_ms);
-      const again = await cell.fenced('stop', older);
+      const again = await v.cell.fenced('stop', older);
       expect(again.status, again.reply.error).toBe(200);
       expect(checkGrant(again.reply.data)).toMatchObject({ stopping: true, generation: g.generation });
       // The current stopping generation is fine too; one above it is not.
-      expect((await cell.fenced('renew', { session: s.session, generation: g.generation })).status).toBe(200);
+      expect((await v.cell.fenced('renew', { session: s.session, generation: g.generation })).status).toBe(200);
       for (const op of ['renew', 'stop']) {
-        const r = await cell.fenced(op, { session: s.session, generation: g.generation + 1n });
+        const r = await v.cell.fenced(op, { session: s.session, generation: g.generation + 1n });
         expect({ op, status: r.status, label: r.label }).toEqual({ op, status: 409, label: 'control_session_stale' });
       }
       await drain(stop);
@@ -80,10 +59,10 @@ describe('fence during a stop drain (stepped clock)', () => {
     'while a stop drains nothing that moves or drives outputs is admitted, and acquire is refused',
     covers('rule:grant.stopping_no_movement'),
     async ({ skip }) => {
-      skip(cannot !== undefined, cannot ?? '');
+      skip(v.cannot !== undefined, v.cannot);
       const { s, stop } = await stopping();
       const cur = { session: s.session, generation: s.generation + 1n };
-      const all = (1 << axes) - 1;
+      const all = (1 << v.description.axes.length) - 1;
       // docs/profile.md "Fence checks": a stop in flight is control_session_stale, inhibited for the
       // operations whose reason lists name it.
       const cases: Array<[string, Record<string, unknown>, string]> = [
@@ -96,16 +75,16 @@ describe('fence during a stop drain (stepped clock)', () => {
         ['io_disarm', {}, 'inhibited'],
       ];
       for (const [op, fields, label] of cases) {
-        const r = await cell.fenced(op, cur, fields);
+        const r = await v.cell.fenced(op, cur, fields);
         expect({ op, status: r.status, label: r.label }).toEqual({ op, status: 409, label });
       }
-      const acq = await cell.acquire();
+      const acq = await v.cell.acquire();
       expect({ status: acq.status, label: acq.label }).toEqual({ status: 409, label: 'control_session_stale' });
       await drain(stop);
       // After the drain: revoked, and the cell can be acquired again.
-      expect((await cell.fenced('renew', cur)).label).toBe('control_session_stale');
-      expect((await cell.acquire()).status).toBe(200);
-      await cell.cleanup();
+      expect((await v.cell.fenced('renew', cur)).label).toBe('control_session_stale');
+      expect((await v.cell.acquire()).status).toBe(200);
+      await v.cell.cleanup();
     },
   );
 
@@ -113,18 +92,18 @@ describe('fence during a stop drain (stepped clock)', () => {
     'a stop retried with the same request_id after the drain revoked the grant replays its reply',
     covers('rule:idempotency.cache_dropped', 'rule:idempotency.join_or_replay'),
     async ({ skip }) => {
-      skip(cannot !== undefined, cannot ?? '');
-      const s = await cell.grant({ requested_lease_ms: 10_000n });
-      const first = cell.fenced('stop', s, { request_id: 'stop-once' });
-      await target.step!(20);
+      skip(v.cannot !== undefined, v.cannot);
+      const s = await v.cell.grant({ requested_lease_ms: 10_000n });
+      const first = v.cell.fenced('stop', s, { request_id: 'stop-once' });
+      await v.target.step!(20);
       const r1 = await first;
       expect(r1.status).toBe(200);
       // Revoked now: a new request on the session is stale, the retry is the remembered reply.
-      expect((await cell.fenced('renew', { session: s.session, generation: s.generation + 1n })).label).toBe('control_session_stale');
-      const r2 = await cell.fenced('stop', s, { request_id: 'stop-once' });
+      expect((await v.cell.fenced('renew', { session: s.session, generation: s.generation + 1n })).label).toBe('control_session_stale');
+      const r2 = await v.cell.fenced('stop', s, { request_id: 'stop-once' });
       expect(r2.status).toBe(200);
       expect(r2.reply).toEqual(r1.reply);
-      const changed = await cell.fenced('stop', { session: s.session, generation: s.generation + 1n }, { request_id: 'stop-once' });
+      const changed = await v.cell.fenced('stop', { session: s.session, generation: s.generation + 1n }, { request_id: 'stop-once' });
       expect(changed.label).toBe('request_id_conflict');
     },
   );

@@ -248,7 +248,7 @@ describe('release', () => {
   });
 
   test('a released session is stale for every fenced call', covers('reason:control_session_stale'), async ({ cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     await cell.fenced('release', s);
     for (const op of ['renew', 'release', 'mark_telemetry']) {
       const r = await cell.fenced(op, s, { label: 'x' });
@@ -258,7 +258,7 @@ describe('release', () => {
   });
 
   test('release needs the exact generation', covers('field:Fence.generation'), async ({ cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const r = await cell.fenced('release', { session: s.session, generation: s.generation + 1n });
     expect(r.label).toBe('control_session_stale');
     expect((await cell.fenced('release', s)).status).toBe(200);
@@ -268,9 +268,9 @@ describe('release', () => {
   // current one" (part 2 Fence). An older generation of the current session is any nonzero value below it:
   // after two acquisitions the current generation is at least 2, so generation - 1 is older and nonzero.
   test('enable, arm, home and halt need the exact generation; renew and stop accept an older one of the same session', covers('rule:fence.exact_generation_for_motion', 'rule:fence.older_generation_renew_stop', 'reason:wrong_generation'), async ({ cell }) => {
-    const first = await cell.grant();
+    const first = await cell.hold();
     expect((await cell.fenced('release', first)).status).toBe(200);
-    const s = await cell.grant({ requested_lease_ms: 5_000n });
+    const s = await cell.hold({ requested_lease_ms: 5_000n });
     expect(s.generation).toBeGreaterThan(1n);
     for (const generation of [s.generation - 1n, s.generation + 1n]) {
       const f = { session: s.session, generation };
@@ -298,7 +298,7 @@ describe('release', () => {
   });
 
   test('a fenced operation without session or generation is refused by the envelope', covers('rule:op.fenced_required_fields'), async ({ client, cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     for (const omit of ['session', 'generation']) {
       const body: Record<string, unknown> = { schema: 'svc.rt-control.request.v1', operation: 'renew', session: s.session, generation: s.generation };
       delete body[omit];
@@ -317,7 +317,7 @@ describe('release', () => {
   });
 
   test('a malformed token or a zero generation is refused with control_session_stale', profile('profile:fence.table'), async ({ cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     for (const session of ['AB'.repeat(32), 'ab'.repeat(31), 'xyz', '']) {
       expect((await cell.fenced('renew', { session, generation: s.generation })).label).toBe('control_session_stale');
     }
@@ -389,7 +389,7 @@ describe('mark_telemetry', () => {
   });
 
   test('label of 1 and 128 bytes is accepted; 0 and 129 bytes are refused with telemetry_label_invalid', covers('reason:telemetry_label_invalid', 'limit:label_bytes', 'field:Request.label'), async ({ cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     for (const ok of ['m', 'ü'.repeat(64), 'x'.repeat(128)]) {
       expect(Buffer.byteLength(ok)).toBeLessThanOrEqual(128);
       expect((await cell.fenced('mark_telemetry', s, { label: ok })).status).toBe(200);

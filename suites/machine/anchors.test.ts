@@ -58,7 +58,7 @@ describe('restore_anchor refuses corrupt and foreign anchors', () => {
   async function restoreWith(text: string): Promise<{ status: number; label?: string; homed: boolean }> {
     await restartCore();
     await writeFile(file, text);
-    const s = await cell.grant();
+    const s = await cell.hold();
     const r = await cell.fenced('restore_anchor', s, { axis_mask: BIT });
     await cell.cleanup();
     const st = await readStatus(cell.client);

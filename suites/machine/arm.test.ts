@@ -22,7 +22,7 @@ async function steppedStack(variant: VariantOf, settleMs: number): Promise<{ tar
 describe('arm right after enable', () => {
   test('arm sent right after enable answers 200 once the drives reach operation enabled', profile('profile:machine.arm_settle'), async ({ variant }) => {
     const { target, cell, axes } = await steppedStack(variant, 500);
-    const s = await cell.grant({ requested_lease_ms: 10_000 });
+    const s = await cell.hold({ requested_lease_ms: 10_000 });
     const all = (1 << axes) - 1;
     expect((await cell.fenced('enable', s, { axis_mask: all })).status).toBe(200);
     // No cycle has run since enable: every drive is still switched off.
@@ -41,7 +41,7 @@ describe('arm right after enable', () => {
 
   test('with a settle bound of 0 the same arm is refused not_ready on the next cycle', profile('profile:machine.arm_settle'), async ({ variant }) => {
     const { target, cell, axes } = await steppedStack(variant, 0);
-    const s = await cell.grant({ requested_lease_ms: 10_000 });
+    const s = await cell.hold({ requested_lease_ms: 10_000 });
     expect((await cell.fenced('enable', s, { axis_mask: (1 << axes) - 1 })).status).toBe(200);
     const arm = cell.fenced('arm', s);
     await target.step!(1);

@@ -1,46 +1,29 @@
 // Home's bound and its cancellation (document 1 part 4 home: "waits up to 60 s"; "Losing the HTTP reply
 // does not cancel Home; stop, lease expiry or transport loss do"; part 3: "home leaves the selected axes
 // disabled, after which enable and arm are needed again"). On a reference stack with the stepped clock and
-// a slowed sim homing run (--sim-homing-ms), a Home stays in progress until the test steps the core, so
+// a slowed homing run (variant homingMs), a Home stays in progress until the test steps the core, so
 // cancellation and the 60 s bound are observed without waiting 60 s of wall time.
 
-import { afterAll, beforeAll } from 'vitest';
-import { Cell, type Session } from '../../harness/clients/cell.ts';
+import type { Session } from '../../harness/clients/cell.ts';
 import type { BindingInput } from '../../harness/clients/control.ts';
 import type { CheckedReply } from '../../harness/oracle/reply.ts';
 import { readStatus, waitStatus } from '../../harness/clients/status.ts';
-import { simTarget } from '../../harness/targets/sim.ts';
-import type { Target } from '../../harness/targets/types.ts';
-import { covers, describe, expect, test } from '../../harness/fixture.ts';
+import { covers, describe, expect, sharedVariant, test } from '../../harness/fixture.ts';
 
-const onSim = (process.env.HIL_TARGET ?? 'sim') === 'sim';
 const J5 = 1 << 4;
 
 describe('Home bound and cancellation (stepped clock, slowed homing)', () => {
-  let target: Target;
-  let cell: Cell;
-
-  beforeAll(async () => {
-    if (!onSim) return;
-    // Homing takes 10 minutes of simulated time: it never completes within the 60 s bound.
-    target = await simTarget.open({ serveArgs: ['--clock', 'stepped', '--sim-homing-ms', '600000'] });
-    const client = target.client();
-    const d = (await client.describe()).reply.data as unknown as { binding: BindingInput };
-    cell = new Cell(client, d.binding);
-  });
-  afterAll(async () => {
-    await cell?.cleanup();
-    await target?.close();
-  });
+  // Homing takes 10 minutes of simulated time: it never completes within the 60 s bound.
+  const v = sharedVariant<{ binding: BindingInput }>({ clock: 'stepped', homingMs: 600_000 });
 
   /** Start a Home of J5 and step until the core reports it homing. */
   async function homing(): Promise<{ s: Session; home: Promise<CheckedReply> }> {
     // The lease runs on the host's clock whatever the core's clock does: keep it alive by renewals.
-    const s = await cell.hold({ requested_lease_ms: 10_000n });
-    const home = cell.fenced('home', s, { axis_mask: J5 });
+    const s = await v.cell.hold({ requested_lease_ms: 10_000n });
+    const home = v.cell.fenced('home', s, { axis_mask: J5 });
     for (let i = 0; i < 50; i++) {
-      await target.step!(2);
-      if ((await readStatus(cell.client)).commissioning.phase === 'homing') return { s, home };
+      await v.target.step!(2);
+      if ((await readStatus(v.cell.client)).commissioning.phase === 'homing') return { s, home };
     }
     throw new Error('Home never started');
   }
@@ -51,66 +34,66 @@ describe('Home bound and cancellation (stepped clock, slowed homing)', () => {
   }
 
   test('transport loss (the core dies) cancels a Home in flight at once with the cancelled reason', covers('rule:op.home.reply_loss', 'transition:grant:owned->revoked:native_failure'), async ({ skip }) => {
-    skip(!onSim, 'needs a reference stack with the stepped clock and a slowed sim homing run');
+    skip(v.cannot !== undefined, v.cannot);
     const { home } = await homing();
-    await target.restartCore();
+    await v.target.restartCore();
     // No cycle runs on the stepped clock: only the service can answer, and it must not wait out 60 s.
     const r = await home;
     expectCancelled(r, 17);
-    await cell.cleanup();
+    await v.cell.cleanup();
   });
 
   test('stop cancels a Home in flight with the cancelled reason; the axis is left disabled without new evidence', covers('rule:op.home.reply_loss', 'rule:machine_effect.home_leaves_axes_disabled'), async ({ skip }) => {
-    skip(!onSim, 'needs a reference stack with the stepped clock and a slowed sim homing run');
-    await target.step!(2);
-    const before = await waitStatus(cell.client, (x) => x.core !== null);
+    skip(v.cannot !== undefined, v.cannot);
+    await v.target.step!(2);
+    const before = await waitStatus(v.cell.client, (x) => x.core !== null);
     const { s, home } = await homing();
     // The stop's receipt needs no cycle; the cancelled Home is answered once its axis has left operation
     // enabled, which takes cycles after the stop reached the core (stepping before that would be lost).
-    expect((await cell.fenced('stop', s)).status).toBe(200);
+    expect((await v.cell.fenced('stop', s)).status).toBe(200);
     let answered = false;
     void home.then(() => (answered = true));
-    for (let i = 0; i < 100 && !answered; i++) await target.step!(5);
+    for (let i = 0; i < 100 && !answered; i++) await v.target.step!(5);
     expectCancelled(await home, 17);
-    const st = await readStatus(cell.client);
+    const st = await readStatus(v.cell.client);
     expect(st.commissioning.phase).toBe('idle');
     expect(Number(st.core!.axis_enable_mask) & J5).toBe(0);
     expect(st.core!.home_epoch).toBe(before.core!.home_epoch);
     // Let the stop drain finish (it needs cycles too) so the next test can acquire.
-    for (let i = 0; i < 100 && ((await readStatus(cell.client)) as unknown as { grant: { draining: boolean } }).grant.draining; i++) await target.step!(5);
-    await cell.cleanup();
+    for (let i = 0; i < 100 && ((await readStatus(v.cell.client)) as unknown as { grant: { draining: boolean } }).grant.draining; i++) await v.target.step!(5);
+    await v.cell.cleanup();
   });
 
   test('a Home that does not finish is failed at 60 s of core time (not before), answered homing_failed, and the service stops the grant', covers('limit:home_wait_s', 'rule:op.home.stop_on_failure'), async ({ skip }) => {
-    skip(!onSim, 'needs a reference stack with the stepped clock and a slowed sim homing run');
+    skip(v.cannot !== undefined, v.cannot);
     const { s, home } = await homing();
     let settled = false;
     void home.then(() => (settled = true));
     // Just short of 60 s after admission: still homing.
-    for (let k = 0; k < 59; k++) await target.step!(1_000);
+    for (let k = 0; k < 59; k++) await v.target.step!(1_000);
     await new Promise((r) => setTimeout(r, 50));
     if (settled) throw new Error(`Home answered early: ${JSON.stringify((await home).reply, (_k, v) => (typeof v === 'bigint' ? String(v) : v))}`);
     expect(settled).toBe(false);
-    expect((await readStatus(cell.client)).commissioning.phase).toBe('homing');
+    expect((await readStatus(v.cell.client)).commissioning.phase).toBe('homing');
     // Past 60 s: the core ends it; the service answers and stops.
     let r: CheckedReply | undefined;
     for (let i = 0; i < 40 && !r; i++) {
-      await target.step!(100);
+      await v.target.step!(100);
       if (settled) r = await home;
     }
     expect(r, 'Home answered after 60 s of core time').toBeDefined();
     expectCancelled(r!, 16);
     // The service stopped the grant: once the stop has drained (cycles after it reached the core) the
     // session is over.
-    let renew = await cell.fenced('renew', s);
+    let renew = await v.cell.fenced('renew', s);
     for (let i = 0; i < 100 && renew.status === 200; i++) {
-      await target.step!(5);
-      renew = await cell.fenced('renew', s);
+      await v.target.step!(5);
+      renew = await v.cell.fenced('renew', s);
     }
     expect(renew.label).toBe('control_session_stale');
-    const st = await waitStatus(cell.client, (x) => x.commissioning.phase === 'idle', 2_000);
+    const st = await waitStatus(v.cell.client, (x) => x.commissioning.phase === 'idle', 2_000);
     expect(st.commissioning.phase).toBe('idle');
-    await cell.cleanup();
+    await v.cell.cleanup();
   });
 
 });

@@ -47,7 +47,7 @@ async function armed(cell: Cell, client: ControlClient, n: number): Promise<Sess
 describe('enable and arm', () => {
   test('enable brings the selected axes to operation enabled and publishes enable_changed', covers('rule:op.enable.axis_mask_required', 'event:enable_changed', 'field:Request.axis_mask'), async ({ cell, client, target, description, skip }) => {
     needsMotion({ skip }, target);
-    const s = await cell.grant();
+    const s = await cell.hold();
     const cursor = await eventCursor(client);
     const m = mask([J1, J3]);
     const r = await cell.fenced('enable', s, { axis_mask: m });
@@ -60,7 +60,7 @@ describe('enable and arm', () => {
   });
 
   test('enable without axis_mask is refused by the envelope', covers('rule:op.enable.axis_mask_required'), async ({ cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const r = await cell.fenced('enable', s);
     expect(r.status).toBe(409);
     expect(r.label).toBe('invalid_request_envelope');
@@ -68,14 +68,14 @@ describe('enable and arm', () => {
 
   test('enable with axis_mask 0 disables every axis', profile('profile:machine.enable_mask'), async ({ cell, client, target, description, skip }) => {
     needsMotion({ skip }, target);
-    const s = await cell.grant();
+    const s = await cell.hold();
     await enableAndWait(cell, client, s, allAxes(description.axes.length));
     await enableAndWait(cell, client, s, 0);
   });
 
   test('arm after enable: the reply is followed by status core.armed 1 and arm_changed', covers('rule:op.arm.core_armed', 'field:ProcessStatus.core.armed', 'event:arm_changed', 'field:Response.sequence'), async ({ cell, client, target, description, skip }) => {
     needsMotion({ skip }, target);
-    const s = await cell.grant();
+    const s = await cell.hold();
     await enableAndWait(cell, client, s, allAxes(description.axes.length));
     const cursor = await eventCursor(client);
     const r = await cell.fenced('arm', s);
@@ -86,7 +86,7 @@ describe('enable and arm', () => {
   });
 
   test('arm with nothing enabled is refused with not_ready and native reason 2 in native_result', covers('reason:not_ready', 'rule:response.native_result_on_refusal', 'field:Response.native_result', 'field:CommandResult.Result', 'field:CommandResult.Reason', 'field:CommandResult.Sequence', 'field:CommandResult.Operation', 'field:CommandResult.Generation', 'field:CommandResult.AxisMask', 'field:CommandResult.Handle'), async ({ cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const r = await cell.fenced('arm', s);
     expect(r.status).toBe(409);
     expect(r.label).toBe('not_ready');
@@ -98,7 +98,7 @@ describe('enable and arm', () => {
   });
 
   test('enable naming an axis outside the configured group is refused with native_rejected', profile('profile:machine.enable_mask', 'reason:native_rejected'), async ({ cell, description }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const r = await cell.fenced('enable', s, { axis_mask: 1 << description.axes.length });
     expect(r.status).toBe(409);
     expect(r.label).toBe('native_rejected');
@@ -120,7 +120,7 @@ describe('halt', () => {
   });
 
   test('halt on a cell that is not armed is refused with inhibited and the native receipt', covers('reason:inhibited', 'rule:op.halt.native_result'), async ({ cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const r = await cell.fenced('halt', s);
     expect(r.status).toBe(409);
     expect(r.label).toBe('inhibited');
@@ -158,7 +158,7 @@ describe('halt', () => {
   });
 
   test('halt with a generation other than the current one is refused with wrong_generation', covers('reason:wrong_generation'), async ({ cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const r = await cell.fenced('halt', { session: s.session, generation: s.generation + 1n });
     expect(r.label).toBe('wrong_generation');
   });
@@ -215,7 +215,7 @@ describe('home', () => {
   });
 
   test('home with axis_mask 0 or outside the group is refused with invalid_axis_mask', profile('profile:machine.home_mask', 'reason:invalid_axis_mask'), async ({ cell, description }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     for (const m of [0, 1 << description.axes.length]) {
       const r = await cell.fenced('home', s, { axis_mask: m });
       expect(r.status).toBe(409);
@@ -326,7 +326,7 @@ describe('faults and recovery', () => {
   for (const op of ['reset_fault', 'recovery_status']) {
     test(`${op} answers recovery_observation_unavailable when the core publishes nothing within 1 s of the request`, covers('reason:recovery_observation_unavailable', 'limit:recovery_observation_wait_s'), async ({ cell, target, skip }) => {
       needsFaults({ skip }, target);
-      const s = await cell.grant();
+      const s = await cell.hold();
       await target.inject({ kind: 'stall_next_command', ms: 1600 });
       const r = await cell.fenced(op, s);
       expect(r.status).toBe(409);
@@ -337,7 +337,7 @@ describe('faults and recovery', () => {
   }
 
   test('recovery_status reports RecoveryStatus and keeps the session', covers('rule:op.recovery_status.keeps_session'), async ({ cell }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     const r = await cell.fenced('recovery_status', s);
     expect(r.status).toBe(200);
     const rec = r.reply.data as unknown as Recovery;
@@ -351,7 +351,7 @@ describe('faults and recovery', () => {
     try {
       const st = await waitStatus(client, (x) => x.core!.safety_fault_mask !== 0n);
       expect(st.core!.safety_fault_mask).not.toBe(0n);
-      const s = await cell.grant();
+      const s = await cell.hold();
       const r = await cell.fenced('enable', s, { axis_mask: 1 });
       expect(r.status).toBe(409);
       expect(r.label).toBe('native_rejected');
@@ -400,7 +400,7 @@ describe('injected bus and drive faults', () => {
 describe('cell I/O', () => {
   test('io_arm grants output permission; io_disarm clears it; stop turns outputs OFF and inhibits', covers('rule:op.io_arm.drive_conditions', 'rule:op.io_disarm.clears', 'rule:op.stop.outputs_off'), async ({ cell, client, description, skip }) => {
     skip(!description.io, 'the target has no cell I/O');
-    const s = await cell.grant();
+    const s = await cell.hold();
     const r = await cell.fenced('io_arm', s);
     expect(r.status, r.reply.error).toBe(200);
     expect((await readStatus(client)).core!.io_armed).toBe(1n);
@@ -418,7 +418,7 @@ describe('cell I/O', () => {
     skip(!description.io, 'the target has no cell I/O');
     await target.inject({ kind: 'io_readback_disagree', bit: 1 });
     try {
-      const s = await cell.grant();
+      const s = await cell.hold();
       const r = await cell.fenced('io_arm', s);
       expect(r.status).toBe(409);
       expect(r.label).toBe('io_readback_disagreement');
@@ -432,7 +432,7 @@ describe('cell I/O', () => {
     skip(!description.io, 'the target has no cell I/O');
     await target.inject({ kind: 'fast_input_unsatisfied', bit: 0 });
     try {
-      const s = await cell.grant();
+      const s = await cell.hold();
       const r = await cell.fenced('io_arm', s);
       expect(r.status).toBe(409);
       expect(r.label).toBe('io_fast_input_unsatisfied');
@@ -446,7 +446,7 @@ describe('cell I/O', () => {
     skip(!description.io, 'the target has no cell I/O');
     await target.inject({ kind: 'wkc_drop' });
     try {
-      const s = await cell.grant();
+      const s = await cell.hold();
       const r = await cell.fenced('io_arm', s);
       expect(r.status).toBe(409);
       expect(r.label).toBe('io_exchange_lost');
@@ -479,20 +479,20 @@ describe('restore_anchor', () => {
 
   test('restore_anchor for an axis never homed answers anchor_missing', covers('reason:anchor_missing'), async ({ cell, target, skip }) => {
     skip(target.name !== 'sim', 'needs a target whose anchor directory state is known');
-    const s = await cell.grant();
+    const s = await cell.hold();
     const r = await cell.fenced('restore_anchor', s, { axis_mask: mask([8]) });
     expect(r.status).toBe(409);
     expect(r.label).toBe('anchor_missing');
   });
 
   test('restore_anchor with axis_mask 0 or outside the group answers invalid_axis_mask', covers('reason:invalid_axis_mask'), async ({ cell, description }) => {
-    const s = await cell.grant();
+    const s = await cell.hold();
     for (const m of [0, 1 << description.axes.length]) expect((await cell.fenced('restore_anchor', s, { axis_mask: m })).label).toBe('invalid_axis_mask');
   });
 
   test('restore_anchor on an enabled machine answers mode_conflict', covers('reason:mode_conflict', 'rule:op.restore_anchor.precondition'), async ({ cell, client, target, skip }) => {
     needsMotion({ skip }, target);
-    const s = await cell.grant();
+    const s = await cell.hold();
     await enableAndWait(cell, client, s, mask([J1]));
     const r = await cell.fenced('restore_anchor', s, { axis_mask: mask([J1]) });
     expect(r.label).toBe('mode_conflict');

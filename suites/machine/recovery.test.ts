@@ -2,13 +2,10 @@
 // submitted ... session retired", part 4 reset_fault / recovery_status / io_arm / home, "Envelope rules"
 // retry cache). Each refusal and each cache rule in its own test.
 
-import { afterAll, beforeAll } from 'vitest';
 import { eventCursor, eventsSince } from '../../harness/clients/events.ts';
 import { readStatus, waitStatus } from '../../harness/clients/status.ts';
-import { Cell } from '../../harness/clients/cell.ts';
 import type { BindingInput } from '../../harness/clients/control.ts';
-import { variantsFromEnv, type Target, type VariantOptions } from '../../harness/targets/index.ts';
-import { covers, describe, expect, needsFaults, test } from '../../harness/fixture.ts';
+import { covers, describe, expect, needsFaults, sharedVariant, test } from '../../harness/fixture.ts';
 
 interface Recovery {
   home_valid_mask: bigint;
@@ -105,55 +102,36 @@ describe('reset_fault and recovery_status', () => {
 
 // A cell whose only output is a torch and whose first axis has no native Home (fixtures/machines/torch-only.json).
 describe('torch-only cell without native Home on R1', () => {
-  let stack: Target | undefined;
-  let cannot: string | undefined;
-  let cell: Cell;
-  let description: { axes: Array<{ id: string; native_home: boolean }>; io: { outputs: Array<{ name: string; torch: boolean }> } | null };
-
-  beforeAll(async () => {
-    const options: VariantOptions = { machine: 'torch-only' };
-    const variants = variantsFromEnv();
-    cannot = variants.cannotProvide(options);
-    if (cannot !== undefined) return;
-    stack = await variants.open(options);
-    const client = stack.client();
-    const d = (await client.describe()).reply.data as unknown as typeof description & { binding: BindingInput };
-    description = d;
-    cell = new Cell(client, d.binding);
-  });
-  afterAll(async () => {
-    await cell?.cleanup();
-    await stack?.close();
-  });
+  const v = sharedVariant<{ axes: Array<{ id: string; native_home: boolean }>; io: { outputs: Array<{ name: string; torch: boolean }> } | null } & { binding: BindingInput }>({ machine: 'torch-only' });
 
   test('io_arm with torch outputs only is refused with io_not_configured (torch outputs are never armed)', covers('reason:io_not_configured', 'rule:op.io_arm.drive_conditions'), async ({ skip }) => {
-    skip(cannot !== undefined, cannot ?? '');
-    expect(description.io!.outputs).toEqual([{ name: 'torch', torch: true }]);
-    const s = await cell.grant();
+    skip(v.cannot !== undefined, v.cannot);
+    expect(v.description.io!.outputs).toEqual([{ name: 'torch', torch: true }]);
+    const s = await v.cell.hold();
     for (const op of ['io_arm', 'io_disarm']) {
-      const r = await cell.fenced(op, s);
+      const r = await v.cell.fenced(op, s);
       expect({ op, status: r.status, label: r.label }).toEqual({ op, status: 409, label: 'io_not_configured' });
     }
-    const st = await readStatus(cell.client);
+    const st = await readStatus(v.cell.client);
     expect(st.core!.io_armed).toBe(0n);
-    await cell.cleanup();
+    await v.cell.cleanup();
   });
 
   test('home naming an axis whose Describe entry has native_home false is refused with invalid_axis_mask; the other axis homes', covers('field:Description.axes[].native_home', 'rule:op.home.axis_mask', 'reason:invalid_axis_mask'), async ({ skip }) => {
-    skip(cannot !== undefined, cannot ?? '');
-    expect(description.axes.map((a) => a.native_home)).toEqual([false, true]);
-    const s = await cell.hold({ requested_lease_ms: 500n });
+    skip(v.cannot !== undefined, v.cannot);
+    expect(v.description.axes.map((a) => a.native_home)).toEqual([false, true]);
+    const s = await v.cell.hold({ requested_lease_ms: 500n });
     for (const m of [1, 3]) {
-      const r = await cell.fenced('home', s, { axis_mask: m });
+      const r = await v.cell.fenced('home', s, { axis_mask: m });
       expect({ m, status: r.status, label: r.label }).toEqual({ m, status: 409, label: 'invalid_axis_mask' });
     }
-    const before = await readStatus(cell.client);
+    const before = await readStatus(v.cell.client);
     expect(before.commissioning.phase).toBe('idle');
-    const ok = await cell.fenced('home', s, { axis_mask: 2 });
+    const ok = await v.cell.fenced('home', s, { axis_mask: 2 });
     expect(ok.status, ok.reply.error).toBe(200);
-    const after = await readStatus(cell.client);
+    const after = await readStatus(v.cell.client);
     expect(Number(after.core!.home_valid_mask) & 2).toBe(2);
     expect(Number(after.core!.home_valid_mask) & 1).toBe(0);
-    await cell.cleanup();
+    await v.cell.cleanup();
   });
 });

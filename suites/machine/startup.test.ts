@@ -29,7 +29,7 @@ describe('bring-up', () => {
     const { client, cell } = await stack(variant, { bringUpFaults: [{ kind: 'pdo_mapping_mismatch', axis: 3 }] });
     const st = await waitStatus(client, (x) => x.core !== null);
     expect(Number(st.core!.execution_fault_reasons) & 2048).toBe(2048);
-    const s = await cell.grant();
+    const s = await cell.hold();
     const r = await cell.fenced('enable', s, { axis_mask: 1 << 3 });
     expect(r.status).toBe(409);
     expect(r.label).toBe('pdo_mapping_mismatch');
@@ -44,7 +44,7 @@ describe('bring-up', () => {
   test('cell I/O operations on a cell without cell I/O answer io_not_configured', covers('reason:io_not_configured'), async ({ variant }) => {
     const { client, cell } = await stack(variant, { machine: 'bench-two-axis' });
     expect(((await client.describe()).reply.data as { io: unknown }).io).toBeNull();
-    const s = await cell.grant();
+    const s = await cell.hold();
     for (const op of ['io_arm', 'io_disarm']) {
       const r = await cell.fenced(op, s);
       expect(r.status, op).toBe(409);
@@ -84,7 +84,7 @@ describe('anchor store', () => {
     expect((await a.cell.fenced('home', sa, { axis_mask: 1 })).status).toBe(200);
     await a.cell.cleanup();
     const b = await stack(variant, { pairId: 'cell-b', anchorStore });
-    const sb = await b.cell.grant();
+    const sb = await b.cell.hold();
     const r = await b.cell.fenced('restore_anchor', sb, { axis_mask: 1 });
     expect(r.status).toBe(409);
     expect(r.label).toBe('anchor_identity_mismatch');

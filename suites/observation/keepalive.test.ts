@@ -6,12 +6,8 @@
 
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { afterAll, beforeAll } from 'vitest';
-import { simTarget } from '../../harness/targets/sim.ts';
-import type { Target } from '../../harness/targets/types.ts';
-import { covers, describe, expect, test } from '../../harness/fixture.ts';
+import { covers, describe, expect, sharedVariant, test } from '../../harness/fixture.ts';
 
-const onSim = (process.env.HIL_TARGET ?? 'sim') === 'sim';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** GET /v1/describe over one kept-alive socket; resolves with whether the socket was reused and the socket. */
@@ -46,22 +42,15 @@ describe('keep-alive', () => {
   });
 
   describe('a stack configured with a 1.5 s idle timeout', () => {
-    let variant: Target;
     const IDLE_MS = 1_500;
-
-    beforeAll(async () => {
-      if (onSim) variant = await simTarget.open({ serveArgs: ['--control-idle-timeout-ms', String(IDLE_MS)] });
-    });
-    afterAll(async () => {
-      await variant?.close();
-    });
+    const v = sharedVariant({ controlIdleTimeoutMs: IDLE_MS });
 
     test('reports it in Describe and closes an idle connection after it: not before, and within a tolerance from measured round trips', covers('rule:transport.keep_alive', 'field:Description.control_idle_timeout_ns'), async ({ skip }) => {
-      skip(!onSim, 'needs a reference stack started with a shorter idle timeout');
-      const d = (await variant.client().describe()).reply.data as { control_idle_timeout_ns: bigint };
+      skip(v.cannot !== undefined, v.cannot);
+      const d = (await v.target.client().describe()).reply.data as { control_idle_timeout_ns: bigint };
       expect(d.control_idle_timeout_ns).toBe(BigInt(IDLE_MS) * 1_000_000n);
       // A plain socket (an HTTP agent would apply its own idle policy from the Keep-Alive hint).
-      const sock = connect(variant.address);
+      const sock = connect(v.target.address);
       await new Promise<void>((r, j) => sock.once('connect', () => r()).once('error', j));
       let buffered = '';
       let closedAt = 0;

@@ -85,6 +85,8 @@ describe('prepare, start, complete', () => {
       'field:Point.position',
       'field:Execution.handles',
       'field:Execution.identity',
+      'field:Request.points',
+      'field:Response.handle',
     ),
     async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
@@ -361,6 +363,70 @@ describe('handle states', () => {
 });
 
 describe('refusals', () => {
+  test(
+    'a Start whose native receipt never comes: fence, the handle retired, and the service stops the grant so the late Start moves nothing',
+    covers('reason:fence', 'transition:handle:prepared->retired:stop_or_grant_loss', 'profile:trajectory.uncertain_start'),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      needsFaults({ skip }, target);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const h = (await prepare(cell, s, points(hold, [0, 3], [hold[0]!, hold[0]! + 0.05]))).reply.handle!;
+      const cursor = await eventCursor(client);
+      await target.inject({ kind: 'stall_next_command', ms: 1500 }); // past the service's 1 s receipt bound
+      const r = await cell.fenced('start_trajectory', s, { handle: h });
+      expect({ status: r.status, label: r.label, native: r.reply.native_result }).toEqual({ status: 409, label: 'fence', native: undefined });
+      expect((await status(client)).execution.handles.find((x) => x.handle === h)!.state).toBe('retired');
+      expect(await waitForEvent(client, cursor, (e) => e.type === 'grant_revoked', 5_000)).toBeDefined();
+      // the core took the Start after its stall, then the stop: nothing is left moving or armed
+      const st = await waitStatus(client, (x) => x.core!.armed === 0n && (x as unknown as Full).motion?.mode === 0n, 5_000);
+      expect({ armed: st.core!.armed, mode: (st as unknown as Full).motion!.mode }).toEqual({ armed: 0n, mode: 0n });
+    },
+  );
+
+  test(
+    'authority lost while the Start waits in the core: the handle is retired and the Start answers fence',
+    covers('transition:handle:prepared->retired:fence_failure', 'reason:fence'),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      needsFaults({ skip }, target);
+      // A grant renewed by hand while the cell is made ready, then left to run out: the Start is sent
+      // right after a renewal and held in the core (stall_next_command) past the lease deadline, so the
+      // core's own fence refuses it (native no_grant) after the service admitted it.
+      const s = await cell.grant();
+      const renew = async () => {
+        const r = await cell.fenced('renew', s);
+        expect(r.status, r.reply.error).toBe(200);
+        return r.reply.data as Record<string, bigint>;
+      };
+      const keeper = setInterval(() => void cell.fenced('renew', s).catch(() => undefined), 60);
+      let h: bigint;
+      let hold: number[];
+      try {
+        if (((await status(client)).core!.home_valid_mask & 1n) === 0n) expect((await cell.fenced('home', s, { axis_mask: J1 })).status).toBe(200);
+        const all = (1 << description.axes.length) - 1;
+        expect((await cell.fenced('enable', s, { axis_mask: all })).status).toBe(200);
+        expect((await cell.fenced('arm', s)).status).toBe(200);
+        hold = (await waitStatus(client, (x) => num(x.core!.axis_enable_mask) === all)).axes.map((x) => num(x.position));
+        const p = await prepare(cell, s, wiggle(hold));
+        expect(p.status, p.reply.error).toBe(200);
+        h = p.reply.handle!;
+      } finally {
+        clearInterval(keeper);
+      }
+      const g = await renew();
+      const lease = Number(g.lease_ms);
+      const cursor = await eventCursor(client);
+      await target.inject({ kind: 'stall_next_command', ms: lease + 300 });
+      const r = await cell.fenced('start_trajectory', s, { handle: h });
+      expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: 'fence' });
+      expect(r.reply.native_result).toMatchObject({ Result: 1 });
+      const st = await status(client);
+      expect(st.execution.handles.find((x) => x.handle === h)!.state).toBe('retired');
+      expect(transitions(await eventsSince(client, cursor), h)).toEqual(['prepared->retired']);
+      void hold;
+    },
+  );
+
   test('an unknown handle answers unknown_handle', covers('reason:unknown_handle'), async ({ cell, client, target, description, skip }) => {
     needsMotion({ skip }, target);
     const { s } = await ready(cell, client, description.axes.length);
@@ -422,7 +488,9 @@ describe('refusals', () => {
       ? covers('rule:point.time_monotonic', 'profile:trajectory.point_rules')
       : name.startsWith('io_values')
         ? covers('rule:point.io_values_within_mask', 'profile:trajectory.point_rules')
-        : profile('profile:trajectory.point_rules');
+        : name.startsWith('an io_mask wider')
+          ? covers('limit:point_io_bits', 'profile:trajectory.point_rules')
+          : profile('profile:trajectory.point_rules');
     test(`${name} is refused with invalid_request_envelope`, opts, async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
       const { s, hold } = await ready(cell, client, description.axes.length);

@@ -26,6 +26,7 @@ import {
   type PointArrays,
   type TrajectoryBody,
 } from './decoder.ts';
+import { workerEntry } from '../../paths.ts';
 import { checkSameEnvelope, scanPrefix, type AdmittedPrefix } from './prefix.ts';
 import type { FromWorker, ToWorker } from './protocol.ts';
 
@@ -80,7 +81,7 @@ export class UploadWorker {
 
   private get w(): Worker {
     if (!this.worker) {
-      const w = new Worker(new URL('./worker-entry.mjs', import.meta.url));
+      const w = new Worker(workerEntry('upload'));
       w.unref();
       w.on('message', (m: FromWorker) => this.onMessage(m));
       const fail = (message: string) => {

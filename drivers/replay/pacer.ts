@@ -1,0 +1,428 @@
+// Paced replay: a recording played back under a live client (the replay target of `hil run --target
+// replay`, docs/recording.md "The replay target"). The core runs on the replay driver with the recording's
+// own frame times, cycles back to back without sleeping, up to the cycle at which the next recorded request
+// arrived; there it waits for the live request, matches it with the recorded one and hands the live one to
+// the core at exactly that cycle. Replies and events the core sends are compared with the recorded ones in
+// order. So a suite run against the replay target drives the same core through the same cycles as the
+// recorded run, and everything it asserts is checked again on the replayed bus.
+//
+// Matching (issue 9 "the replay target"): same message type and operation, same fields, except
+//   - fences (generations, handles, message ids, jog generations) are rewritten consistently: the first
+//     time a recorded value meets a live one the pair is fixed, and every later use must agree both ways;
+//   - host times (lease and jog deadlines, capture times: any field whose name ends in ns/Ns that carries a
+//     host monotonic time) are not compared, since they belong to the wall clock of the run that sent them.
+// The first mismatch (request, reply or event) is the divergence; the core then runs free to the end of the
+// recording (requests handled as they come), so the test finishes and the verdict says what differed.
+
+import { writeFileSync } from 'node:fs';
+import type { BusDriver } from '../bus.ts';
+import type { DivergenceReport } from './driver.ts';
+import { RecordingReader, type RecordingHeader, type RecordingNote } from './format.ts';
+
+/** Fields that are fences: compared through a consistent recorded->live mapping. */
+export const FENCE_FIELDS: ReadonlySet<string> = new Set(['id', 'generation', 'Generation', 'handle', 'Handle', 'jogGeneration', 'jog_generation', 'JogGeneration', 'active_handle']);
+/** Fields that carry host monotonic times of the run that sent them (never compared). */
+export const HOST_TIME_FIELDS: ReadonlySet<string> = new Set([
+  'deadlineNs',
+  'originNs',
+  'captureNs',
+  'inputDeadlineNs',
+  'SourceOriginHostNs',
+  'DeadlineHostNs',
+  'InputDeadlineHostNs',
+  'deadline_ns',
+  'host_ns',
+  'now_ns',
+  'nowNs',
+]);
+
+/** What a note's data looks like after the recorder's JSON (bigints as decimal strings, typed arrays as objects). */
+export function normalise(v: unknown): unknown {
+  return JSON.parse(JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x)) ?? 'null');
+}
+
+export interface Mismatch {
+  /** Dotted path of the first differing field ('' for the whole value). */
+  path: string;
+  expected: unknown;
+  actual: unknown;
+}
+
+/** Consistent recorded->live rewriting of fence values, both ways. */
+export class FenceMap {
+  private fwd = new Map<string, string>();
+  private back = new Map<string, string>();
+  /** True when recorded `r` may stand for live `l` (fixing the pair the first time either is seen). */
+  agree(field: string, r: unknown, l: unknown): boolean {
+    const rk = `${fenceFamily(field)}:${String(r)}`;
+    const lk = `${fenceFamily(field)}:${String(l)}`;
+    const f = this.fwd.get(rk);
+    const b = this.back.get(lk);
+    if (f === undefined && b === undefined) {
+      this.fwd.set(rk, lk);
+      this.back.set(lk, rk);
+      return true;
+    }
+    return f === lk && b === rk;
+  }
+  get size(): number {
+    return this.fwd.size;
+  }
+  clone(): FenceMap {
+    const f = new FenceMap();
+    f.fwd = new Map(this.fwd);
+    f.back = new Map(this.back);
+    return f;
+  }
+  /** The live value a recorded fence stands for, when known. */
+  live(field: string, recorded: unknown): string | undefined {
+    const v = this.fwd.get(`${fenceFamily(field)}:${String(recorded)}`);
+    return v === undefined ? undefined : v.slice(v.indexOf(':') + 1);
+  }
+}
+
+/** Generations in grants, commands and events are one family; handles another; message ids a third. */
+function fenceFamily(field: string): string {
+  const f = field.toLowerCase();
+  if (f === 'id') return 'id';
+  if (f.includes('jog')) return 'jog';
+  if (f.includes('handle')) return 'handle';
+  return 'generation';
+}
+
+/**
+ * Compare a recorded value (note data) with a live one (already normalised), fences through `fences`.
+ * Returns the first mismatch or null.
+ */
+export function compareNote(expected: unknown, actual: unknown, fences: FenceMap, path = ''): Mismatch | null {
+  if (expected !== null && actual !== null && typeof expected === 'object' && typeof actual === 'object') {
+    if (Array.isArray(expected) !== Array.isArray(actual)) return { path, expected, actual };
+    const e = expected as Record<string, unknown>;
+    const a = actual as Record<string, unknown>;
+    const keys = new Set([...Object.keys(e), ...Object.keys(a)]);
+    for (const k of keys) {
+      const p = path ? `${path}.${k}` : k;
+      if (HOST_TIME_FIELDS.has(k)) continue;
+      if (!(k in e) || !(k in a)) return { path: p, expected: e[k], actual: a[k] };
+      if (FENCE_FIELDS.has(k) && (typeof e[k] === 'string' || typeof e[k] === 'number') && (typeof a[k] === 'string' || typeof a[k] === 'number')) {
+        if (!fences.agree(k, e[k], a[k])) return { path: p, expected: e[k], actual: a[k] };
+        continue;
+      }
+      const m = compareNote(e[k], a[k], fences, p);
+      if (m) return m;
+    }
+    return null;
+  }
+  return Object.is(expected, actual) ? null : { path, expected, actual };
+}
+
+/** The parts of CoreHost (sims/core/host.ts) the pacer drives. */
+export interface PacedCore {
+  handle(msg: never): boolean;
+  cycle(): void;
+  readonly core: { readonly cycleCount: number; publish(nowNs: bigint): void; readonly now: bigint };
+  readonly driverHost: { readonly driver: BusDriver };
+}
+
+export interface PacingScan {
+  header: RecordingHeader;
+  frames: number;
+  complete: boolean;
+  /** Recorded frame times relative to the first frame, ns, one per frame. */
+  times: Float64Array;
+  requests: RecordingNote[];
+  /** Replies and events in the order the core sent them. */
+  outputs: RecordingNote[];
+}
+
+/** Read a recording once for pacing: frame times, requests, replies and events. */
+export function scanForPacing(file: string): PacingScan {
+  const r = RecordingReader.open(file);
+  let times = new Float64Array(4096);
+  const requests: RecordingNote[] = [];
+  const outputs: RecordingNote[] = [];
+  const take = () => {
+    for (const n of r.takeNotes()) (n.kind === 'request' ? requests : outputs).push(n);
+  };
+  while (r.next()) {
+    if (r.frame > times.length) {
+      const t = new Float64Array(times.length * 2);
+      t.set(times);
+      times = t;
+    }
+    times[r.frame - 1] = r.t;
+    take();
+  }
+  take();
+  return { header: r.header, frames: r.frame, complete: r.complete, times: times.slice(0, r.frame), requests, outputs };
+}
+
+/** One divergence of a paced replay: the bus (the driver's report), a request, a reply or an event. */
+export interface PacedDivergence {
+  kind: 'request' | 'reply' | 'event' | 'bus';
+  cycle: number;
+  /** For request/reply/event: the recorded note (null: the live side sent one the recording does not have). */
+  expected?: unknown;
+  actual?: unknown;
+  /** The first differing field of the message. */
+  path?: string;
+  /** For 'bus': the replay driver's report (cycle, axis, field, expected, actual). */
+  bus?: DivergenceReport;
+}
+
+export interface PacedVerdict {
+  file: string;
+  mode: string;
+  run: string | null;
+  recorded: { frames: number; complete: boolean; requests: number; outputs: number; machine_sha256?: string; configuration_sha256?: string };
+  cycles: number;
+  requests_matched: number;
+  outputs_matched: number;
+  /** Recorded requests the live side never sent (the test stopped early), or live requests beyond the recording. */
+  requests_unsent: number;
+  requests_extra: number;
+  /** The first recorded request the live side has not sent (the one the replay waits for), if any. */
+  first_unsent: RecordingNote | null;
+  /** Lease renewals: replayed from the recording at their cycles; the live ones not handed to the core. */
+  renewals_replayed: number;
+  live_renewals: number;
+  outputs_missing: number;
+  divergence: PacedDivergence | null;
+  /** The end of the recording as the driver reported it (kind 'end'), when the replay reached it. */
+  end: DivergenceReport | null;
+  wall_ms: number;
+  recorded_ms: number;
+}
+
+type Driverish = BusDriver & { divergence?(): DivergenceReport | null };
+
+/** How many of the next unmatched recorded requests a live one may be matched with (arrival order races). */
+const LOOKAHEAD = 16;
+
+type GrantKey = { generation: string; active: unknown; axisMask: unknown };
+const grantKey = (d: unknown): GrantKey | null => {
+  const g = d as { t?: string; generation?: unknown; active?: unknown; axisMask?: unknown };
+  return g && g.t === 'grant' ? { generation: String(g.generation), active: g.active, axisMask: g.axisMask } : null;
+};
+const sameGrant = (a: GrantKey | null, b: GrantKey | null) => a !== null && b !== null && a.generation === b.generation && a.active === b.active && a.axisMask === b.axisMask;
+
+/** The live message with every host time replaced by the recorded one (bigints revived). */
+function withRecordedTimes(live: unknown, recorded: unknown): unknown {
+  if (live === null || typeof live !== 'object' || recorded === null || typeof recorded !== 'object' || ArrayBuffer.isView(live)) return live;
+  const out: Record<string, unknown> = { ...(live as Record<string, unknown>) };
+  const r = recorded as Record<string, unknown>;
+  for (const k of Object.keys(out)) {
+    if (!(k in r)) continue;
+    if (HOST_TIME_FIELDS.has(k) && typeof out[k] === 'bigint' && typeof r[k] === 'string') out[k] = BigInt(r[k] as string);
+    else if (out[k] !== null && typeof out[k] === 'object') out[k] = withRecordedTimes(out[k], r[k]);
+  }
+  return out;
+}
+
+export class ReplayPacer {
+  /** Live messages assigned to recorded requests (by index), waiting for their cycle. */
+  private assigned = new Map<number, unknown>();
+  /** Live messages to hand over at once (after a divergence, or unmatched). */
+  private immediate: unknown[] = [];
+  private nextRequest = 0;
+  private nextOutput = 0;
+  private matched = 0;
+  private outputsMatched = 0;
+  private extra = 0;
+  private renewalsReplayed = 0;
+  private liveRenewals = 0;
+  private first: PacedDivergence | null = null;
+  fences = new FenceMap();
+  private readonly t0 = performance.now();
+  private finished = false;
+  /** Per recorded request: a lease renewal (same generation, activity and axes as the grant before it). */
+  private readonly renewal: boolean[];
+  private lastLiveGrant: GrantKey | null = null;
+
+  constructor(
+    private readonly host: PacedCore,
+    readonly scan: PacingScan,
+    private readonly o: { file: string; mode: string; reportFile?: string },
+  ) {
+    let last: GrantKey | null = null;
+    this.renewal = scan.requests.map((n) => {
+      const g = grantKey(n.data);
+      if (!g) return false;
+      const r = sameGrant(g, last);
+      last = g;
+      return r;
+    });
+  }
+
+  /**
+   * A live message for the core (everything but step and shutdown, which the caller handles).
+   *
+   * Lease renewals are the service's own timing (a renewal extends the deadline of the grant the core
+   * already has): the recorded renewals are replayed at their cycles with their recorded deadlines, and a
+   * live renewal is not handed to the core. Every other message is matched with the earliest of the next
+   * LOOKAHEAD unmatched recorded requests it agrees with (two independent senders, a test's command and
+   * the service's own messages, may arrive in either order), and handed to the core at that request's cycle,
+   * with the recorded host times.
+   */
+  offer(msg: unknown): void {
+    const live = normalise(msg);
+    const g = grantKey(live);
+    if (g) {
+      const renewal = sameGrant(g, this.lastLiveGrant);
+      this.lastLiveGrant = g;
+      if (renewal && !this.first) {
+        this.liveRenewals++;
+        return;
+      }
+    }
+    if (this.first) {
+      this.immediate.push(msg);
+      return;
+    }
+    const reqs = this.scan.requests;
+    let firstOpen = -1;
+    let firstMismatch: Mismatch | null = null;
+    for (let j = this.nextRequest, seen = 0; j < reqs.length && seen < LOOKAHEAD; j++) {
+      if (this.renewal[j] || this.assigned.has(j)) continue;
+      seen++;
+      const trial = this.fences.clone();
+      const m = compareNote(reqs[j]!.data, live, trial);
+      if (firstOpen < 0) {
+        firstOpen = j;
+        firstMismatch = m;
+      }
+      if (!m) {
+        this.fences = trial;
+        this.assigned.set(j, withRecordedTimes(msg, reqs[j]!.data));
+        this.matched++;
+        return;
+      }
+    }
+    const c = this.host.core.cycleCount;
+    if (firstOpen < 0) this.extra++;
+    this.diverge({ kind: 'request', cycle: c, expected: firstOpen < 0 ? null : reqs[firstOpen], actual: { cycle: c, kind: 'request', data: live }, ...(firstMismatch ? { path: firstMismatch.path } : {}) });
+    this.immediate.push(msg);
+  }
+
+  /** A message the core sent (reply, event, home_done, stop_drained), compared with the recorded ones in order. */
+  observe(msg: { t: string }): void {
+    if (msg.t !== 'reply' && msg.t !== 'event' && msg.t !== 'home_done' && msg.t !== 'stop_drained') return;
+    const cycle = this.host.core.cycleCount;
+    const kind = msg.t === 'reply' ? 'reply' : 'event';
+    const want = this.scan.outputs[this.nextOutput];
+    if (this.first) return; // after the first divergence the rest is not compared (it cannot agree)
+    if (!want) {
+      this.diverge({ kind, cycle, expected: null, actual: normalise(msg) });
+      return;
+    }
+    this.nextOutput++;
+    const live = normalise(msg);
+    const m = want.kind !== kind || want.cycle !== cycle ? { path: want.cycle !== cycle ? '(cycle)' : '(kind)', expected: want.cycle, actual: cycle } : compareNote(want.data, live, this.fences);
+    if (m) this.diverge({ kind, cycle, expected: want, actual: { cycle, kind, data: live }, path: m.path });
+    else this.outputsMatched++;
+  }
+
+  get diverged(): PacedDivergence | null {
+    return this.first;
+  }
+
+  private diverge(d: PacedDivergence): void {
+    if (this.first) return;
+    this.first = d;
+    // What was matched but not yet due is handed over as it comes from now on.
+    for (const j of [...this.assigned.keys()].sort((a, b) => a - b)) this.immediate.push(this.assigned.get(j));
+    this.assigned.clear();
+    this.writeVerdict();
+  }
+
+  private busDivergence(): void {
+    const d = (this.host.driverHost.driver as Driverish).divergence?.();
+    if (d && d.kind === 'diverged' && !this.first) this.diverge({ kind: 'bus', cycle: d.cycle, bus: d });
+  }
+
+  /** A recorded renewal as the core gets it: the live generation the recorded one stands for, the recorded deadline. */
+  private renewalMessage(data: unknown): unknown {
+    const d = data as Record<string, unknown>;
+    const gen = this.fences.live('generation', d.generation);
+    return { t: 'grant', generation: BigInt(gen ?? String(d.generation)), deadlineNs: BigInt(String(d.deadlineNs)), active: d.active, axisMask: d.axisMask };
+  }
+
+  /**
+   * Run as far as the recording and the live requests allow, at most `budget` cycles. 'more': call again
+   * soon (let messages in first); 'wait': blocked on a live request; 'end': at the last recorded frame.
+   */
+  advance(budget: number): 'more' | 'wait' | 'end' {
+    const reqs = this.scan.requests;
+    for (let n = 0; ; n++) {
+      const c = this.host.core.cycleCount;
+      while (this.immediate.length) this.host.handle(this.immediate.shift() as never);
+      while (this.nextRequest < reqs.length && reqs[this.nextRequest]!.cycle <= c) {
+        const j = this.nextRequest;
+        if (this.renewal[j]) {
+          this.host.handle(this.renewalMessage(reqs[j]!.data) as never);
+          this.renewalsReplayed++;
+        } else if (this.assigned.has(j)) {
+          this.host.handle(this.assigned.get(j) as never);
+          this.assigned.delete(j);
+        } else if (!this.first) {
+          this.host.core.publish(this.host.core.now);
+          return 'wait';
+        }
+        this.nextRequest++;
+      }
+      if (c >= this.scan.frames) {
+        this.host.core.publish(this.host.core.now);
+        return 'end';
+      }
+      if (n >= budget) return 'more';
+      this.host.cycle();
+      this.busDivergence();
+    }
+  }
+
+  verdict(): PacedVerdict {
+    const s = this.scan;
+    const d = this.host.driverHost.driver as Driverish;
+    const report = d.divergence?.() ?? null;
+    const cycleNs = Number(BigInt(s.header.cycle_ns));
+    return {
+      file: this.o.file,
+      mode: this.o.mode,
+      run: s.header.run ?? null,
+      recorded: { frames: s.frames, complete: s.complete, requests: s.requests.length, outputs: s.outputs.length, machine_sha256: s.header.machine_sha256, configuration_sha256: s.header.configuration_sha256 },
+      cycles: this.host.core.cycleCount,
+      requests_matched: this.matched,
+      outputs_matched: this.outputsMatched,
+      requests_unsent: s.requests.slice(this.nextRequest).filter((_, i) => !this.renewal[this.nextRequest + i] && !this.assigned.has(this.nextRequest + i)).length,
+      first_unsent: s.requests.find((_, j) => j >= this.nextRequest && !this.renewal[j] && !this.assigned.has(j)) ?? null,
+      renewals_replayed: this.renewalsReplayed,
+      live_renewals: this.liveRenewals,
+      requests_extra: this.extra,
+      outputs_missing: this.first ? 0 : s.outputs.filter((n, i) => i >= this.nextOutput && n.cycle <= this.host.core.cycleCount).length,
+      divergence: this.first,
+      end: report && report.kind === 'end' ? report : null,
+      wall_ms: Math.round(performance.now() - this.t0),
+      recorded_ms: s.frames ? (s.times[s.frames - 1]! + cycleNs) / 1e6 : 0,
+    };
+  }
+
+  /** Write the verdict (JSON) where the target reads it; called on divergence and at shutdown. */
+  writeVerdict(): void {
+    if (!this.o.reportFile) return;
+    try {
+      writeFileSync(this.o.reportFile, JSON.stringify(this.verdict(), null, 2) + '\n');
+    } catch {
+      /* the verdict is a report: a read-only directory must not crash the core */
+    }
+  }
+
+  finish(): PacedVerdict {
+    this.finished = true;
+    this.writeVerdict();
+    return this.verdict();
+  }
+
+  get done(): boolean {
+    return this.finished;
+  }
+}

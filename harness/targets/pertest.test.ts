@@ -1,0 +1,54 @@
+// Where per-test recordings live and how the replay target finds them: keyed by target and machine digest;
+// the same test under another digest is stale (both digests named); none at all is "not recorded"; a
+// missing recordings directory is its own error.
+
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, expect, test } from 'vitest';
+import { findRecording, recordingPath } from './pertest.ts';
+import { describeVerdict, replayPrecheck } from './replay.ts';
+
+const DIR = mkdtempSync(join(tmpdir(), 'hil-pertest-'));
+afterAll(() => rmSync(DIR, { recursive: true, force: true }));
+const A = 'a'.repeat(64);
+const B = 'b'.repeat(64);
+const ID = 'suites/machine/home.test.ts > Home lifetime > a Home whose HTTP reply is lost (client gone) still completes';
+
+function put(sha: string, id: string): string {
+  const p = recordingPath(DIR, 'sim', sha, id);
+  mkdirSync(join(p, '..'), { recursive: true });
+  writeFileSync(p, 'x');
+  return p;
+}
+
+test('a recording path is keyed by target, machine digest and test file, and differs for every test id', () => {
+  const p = recordingPath('/r', 'sim', A, ID);
+  expect(p).toMatch(new RegExp(`^/r/sim/${A}/suites_machine_home\\.test\\.ts/Home_lifetime_a_Home_whose_HTTP_reply_is_lost_client_gone_still_completes-[0-9a-f]{12}\\.hilrec$`));
+  // names that slug alike still get their own file (the hash of the whole id)
+  expect(recordingPath('/r', 'sim', A, `${ID}!`)).not.toBe(p);
+  expect(recordingPath('/r', 'sim', B, ID)).not.toBe(p);
+});
+
+test('lookup: found under the current digest; stale under another (both digests); otherwise not recorded', async () => {
+  expect(findRecording(DIR, 'sim', A, ID)).toEqual({ kind: 'not_recorded' });
+  const atB = put(B, ID);
+  expect(findRecording(DIR, 'sim', A, ID)).toEqual({ kind: 'stale', path: atB, recordedMachine: B });
+  const err = await replayPrecheck(ID, { recordings: DIR, machineSha256: A }).catch((e: unknown) => e as Error & { code: string });
+  expect(err).toMatchObject({ code: 'HIL_ERR_REPLAY_STALE', verdict: 'error' });
+  expect((err as Error).message).toContain(A);
+  expect((err as Error).message).toContain(B);
+  const atA = put(A, ID);
+  expect(findRecording(DIR, 'sim', A, ID)).toEqual({ kind: 'found', path: atA });
+  expect(await replayPrecheck(ID, { recordings: DIR, machineSha256: A })).toEqual({ path: atA });
+  expect(await replayPrecheck(`${ID} (other)`, { recordings: DIR, machineSha256: A })).toEqual({ skip: expect.stringMatching(/^not recorded \(/) });
+  await expect(replayPrecheck(ID, { recordings: join(DIR, 'nope'), machineSha256: A })).rejects.toMatchObject({ code: 'HIL_ERR_REPLAY_MISSING' });
+  await expect(replayPrecheck(ID, { machineSha256: A })).rejects.toMatchObject({ code: 'HIL_ERR_REPLAY_MISSING' });
+});
+
+test('a verdict reads as one line naming what was matched and where it diverged', () => {
+  const base = { file: 'f', mode: 'strict', run: null, recorded: { frames: 10, complete: true, requests: 3, outputs: 2 }, cycles: 10, requests_matched: 3, outputs_matched: 2, requests_unsent: 0, requests_extra: 0, outputs_missing: 0, end: null, wall_ms: 1, recorded_ms: 10, divergence: null };
+  expect(describeVerdict(base)).toBe('replayed 10 of 10 recorded cycles (strict), 3/3 requests and 2/2 replies and events matched');
+  expect(describeVerdict({ ...base, divergence: { kind: 'request', cycle: 7, path: 'axisMask', expected: { op: 'arm' }, actual: { op: 'arm', axisMask: 2 } } })).toMatch(/diverged at cycle 7: request field axisMask expected \{"op":"arm"\}/);
+  expect(describeVerdict({ ...base, divergence: { kind: 'bus', cycle: 4, bus: { cycle: 4, axis: 1, axis_id: 'J2', field: 'controlword', expected: 15, actual: 7 } } })).toMatch(/diverged on the bus at cycle 4, axis J2, field controlword: expected 15, actual 7$/);
+});

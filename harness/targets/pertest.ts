@@ -1,0 +1,113 @@
+// One stack per test, for recording and replaying test by test (issue 9; docs/recording.md "Per test").
+//
+// Decision: a recorded run (`hil run --record DIR`) starts a fresh reference stack for every test, recording
+// that stack's whole session, instead of asking one long-lived stack to cut its recording at test
+// boundaries. A replay starts from a fresh core (power-on drives, no grant, no history), so the only
+// recording that replays cycle for cycle is one that started from the same fresh core. It costs one stack
+// start per test (about a second), which is why only a recorded or replayed run pays it.
+//
+// Recordings live under DIR/<target>/<machine_sha256>/<file>/<slug>-<hash>.hilrec with a <same>.json beside
+// each naming the test, so a changed machine configuration never finds the old recordings by accident, and
+// a recording found under another digest is reported as stale with both digests.
+
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** The test the harness is running now (set by the per-test fixture before any target fixture). */
+let current: string | undefined;
+
+export function setCurrentTest(id: string | undefined): void {
+  current = id;
+}
+export function currentTest(): string | undefined {
+  return current;
+}
+
+/** A target that starts a stack per test: begin before the test's fixtures, end after its cleanup. */
+export interface PerTestHooks {
+  /** Start the stack for this test (recording or replaying it). */
+  begin(testId: string): Promise<void>;
+  /** Stop the test's stack and say what happened to its recording. */
+  end(): Promise<PerTestOutcome>;
+}
+
+export interface PerTestOutcome {
+  recording: string;
+  mode: 'record' | 'replay';
+  /** Replay: the stack's verdict (drivers' PacedVerdict as JSON), or null when it wrote none. */
+  verdict?: ReplayVerdict | null;
+}
+
+/** The verdict file a paced replay writes (its JSON shape; the harness reads it, never the code). */
+export interface ReplayVerdict {
+  file: string;
+  mode: string;
+  run: string | null;
+  recorded: { frames: number; complete: boolean; requests: number; outputs: number; machine_sha256?: string; configuration_sha256?: string };
+  cycles: number;
+  requests_matched: number;
+  outputs_matched: number;
+  requests_unsent: number;
+  requests_extra: number;
+  outputs_missing: number;
+  first_unsent?: { cycle: number; kind: string; data: unknown } | null;
+  renewals_replayed?: number;
+  live_renewals?: number;
+  divergence: null | { kind: string; cycle: number; path?: string; expected?: unknown; actual?: unknown; bus?: Record<string, unknown> };
+  end: null | { cycle: number; complete?: boolean };
+  wall_ms: number;
+  recorded_ms: number;
+}
+
+/** The open per-test targets of this worker (the file's target registers itself). */
+const open = new Set<PerTestHooks>();
+export function registerPerTest(t: PerTestHooks): () => void {
+  open.add(t);
+  return () => open.delete(t);
+}
+export function perTestTargets(): PerTestHooks[] {
+  return [...open];
+}
+
+const slug = (s: string) =>
+  s
+    .replace(/[^A-Za-z0-9._-]+/g, '_')
+    .replace(/^_+|_+$/g, '')
+    .slice(0, 80);
+
+/** Where the recording of `testId` lives for this target and machine digest. */
+export function recordingPath(dir: string, target: string, machineSha256: string, testId: string): string {
+  const [file = '', ...rest] = testId.split(' > ');
+  const name = `${slug(rest.join(' > ')) || 'test'}-${createHash('sha256').update(testId).digest('hex').slice(0, 12)}.hilrec`;
+  return join(dir, target, machineSha256, slug(file), name);
+}
+
+export type Lookup = { kind: 'found'; path: string } | { kind: 'not_recorded' } | { kind: 'stale'; path: string; recordedMachine: string };
+
+/**
+ * Find the recording of `testId` for the configuration with this machine digest. A recording of the same
+ * test under another machine digest is stale (both digests reported); none at all is "not recorded".
+ */
+export function findRecording(dir: string, target: string, machineSha256: string, testId: string): Lookup {
+  const want = recordingPath(dir, target, machineSha256, testId);
+  if (existsSync(want)) return { kind: 'found', path: want };
+  const base = join(dir, target);
+  if (existsSync(base)) {
+    for (const d of readdirSync(base)) {
+      if (d === machineSha256) continue;
+      const other = recordingPath(dir, target, d, testId);
+      if (existsSync(other)) return { kind: 'stale', path: other, recordedMachine: d };
+    }
+  }
+  return { kind: 'not_recorded' };
+}
+
+/** Read the per-test sidecar written beside a recording (test id, target, digests). */
+export function readSidecar(path: string): Record<string, unknown> | null {
+  try {
+    return JSON.parse(readFileSync(path.replace(/\.hilrec$/, '.json'), 'utf8')) as Record<string, unknown>;
+  } catch {
+    return null;
+  }
+}

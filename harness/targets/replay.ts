@@ -1,0 +1,183 @@
+// The replay target (`hil run --target replay --recordings DIR`, issue 9): every test runs against a fresh
+// reference stack on the replay driver, playing the recording `hil run --record DIR` made of that very test.
+// The stack follows the recording (`hil serve --replay-paced`): its core runs on the recorded frame times up
+// to each recorded request, waits there for the live one, matches it (same operation and fields, fences
+// rewritten consistently) and compares the replies and events it sends with the recorded ones. The suites
+// run unchanged; at the end of each test the stack's verdict decides, besides the test's own assertions,
+// whether the replay agreed with the recording.
+//
+// A test without a recording is skipped with "not recorded"; a recording made for another machine digest is
+// refused as stale with both digests; a missing recordings directory is a usage error in `hil run`.
+
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { hilConfig, isRefused, outcomes, MACHINES } from '../clients/config.ts';
+import { HarnessError } from '../errors.ts';
+import { currentTest, findRecording, registerPerTest, type PerTestHooks, type PerTestOutcome, type ReplayVerdict } from './pertest.ts';
+import { SimTarget, startStack, type StackStart } from './sim.ts';
+import type { Target, TargetDescriptor, TargetOptions } from './types.ts';
+
+/** Replay modes a suite run offers (closed-loop and open-loop are for `hil replay FILE`: see docs/recording.md). */
+export const SUITE_REPLAY_MODES = ['strict'] as const;
+
+const NO_VARIANTS = 'the replay target plays recorded per-test stacks; variant stacks are not recorded';
+
+let digest: Promise<string> | undefined;
+
+/** The machine digest of the configuration under test: given by `hil run`, else compiled once here. */
+export function machineDigest(o: TargetOptions): Promise<string> {
+  if (o.machineSha256) return Promise.resolve(o.machineSha256);
+  digest ??= (async () => {
+    const out = mkdtempSync(join(tmpdir(), 'hil-replay-config-'));
+    try {
+      const r = await hilConfig(['compile', o.machine ?? join(MACHINES, 'nine-axis.json'), '--out', out], 180_000);
+      const [first] = outcomes(r.stdout);
+      if (r.code !== 0 || !first || isRefused(first)) throw new HarnessError('HIL_ERR_TARGET_START', `cannot compile the machine configuration under test (exit ${r.code}): ${r.stderr || r.stdout}`);
+      return first.machine_sha256;
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  })();
+  // A failure is not remembered: the next test tries again.
+  digest.catch(() => (digest = undefined));
+  return digest;
+}
+
+function recordingsDir(o: TargetOptions): string {
+  if (!o.recordings) throw new HarnessError('HIL_ERR_REPLAY_MISSING', 'the replay target needs --recordings DIR (HIL_RECORDINGS)');
+  if (!existsSync(o.recordings)) throw new HarnessError('HIL_ERR_REPLAY_MISSING', `no recordings directory at ${o.recordings} (make one with hil run --record DIR)`);
+  return o.recordings;
+}
+
+/**
+ * Before a test on the replay target: its recording, or why it cannot run. Not recorded: a skip reason.
+ * Stale (the same test recorded for another machine digest): HIL_ERR_REPLAY_STALE naming both digests.
+ */
+export async function replayPrecheck(testId: string, o: TargetOptions): Promise<{ path: string } | { skip: string }> {
+  const dir = recordingsDir(o);
+  const sha = await machineDigest(o);
+  const found = findRecording(dir, 'sim', sha, testId);
+  if (found.kind === 'not_recorded') return { skip: `not recorded (no recording of this test for machine ${sha} under ${dir})` };
+  if (found.kind === 'stale') {
+    throw new HarnessError('HIL_ERR_REPLAY_STALE', `recording ${found.path} was made for machine ${found.recordedMachine}, the configuration under test is machine ${sha}: re-record it (hil run --record)`, {
+      detail: { recorded: found.recordedMachine, current: sha },
+    });
+  }
+  return { path: found.path };
+}
+
+class ReplayTarget extends SimTarget implements PerTestHooks {
+  override readonly name = 'replay' as const;
+  override readonly abilities = { faultInjection: true, coreRestart: false, serviceRestart: false, motion: true };
+  private readonly unregister: () => void;
+  private recording: string | null = null;
+
+  constructor(
+    stack: Awaited<ReturnType<typeof startStack>>,
+    start: StackStart,
+    private readonly o: TargetOptions,
+    private readonly verdicts: string,
+    first: string,
+  ) {
+    super(stack, start);
+    this.recording = first;
+    this.unregister = registerPerTest(this);
+  }
+
+  private verdictFile(): string {
+    return join(this.verdicts, 'verdict.json');
+  }
+
+  async begin(testId: string): Promise<void> {
+    const pre = await replayPrecheck(testId, this.o);
+    if ('skip' in pre) throw new HarnessError('HIL_ERR_REPLAY_MISSING', `${testId}: ${pre.skip}`);
+    if (this.recording === pre.path) return; // opened for this very test
+    rmSync(this.verdictFile(), { force: true });
+    await this.restack(replayArgs(pre.path, this.verdictFile(), this.o));
+    this.recording = pre.path;
+  }
+
+  async end(): Promise<PerTestOutcome> {
+    const recording = this.recording ?? '';
+    await this.stopStack();
+    this.recording = null;
+    let verdict: ReplayVerdict | null = null;
+    try {
+      verdict = JSON.parse(readFileSync(this.verdictFile(), 'utf8')) as ReplayVerdict;
+    } catch {
+      verdict = null;
+    }
+    rmSync(this.verdictFile(), { force: true });
+    return { recording, mode: 'replay', verdict };
+  }
+
+  override cannotProvide(): string | undefined {
+    return NO_VARIANTS;
+  }
+  override variant(): Promise<Target> {
+    return Promise.reject(new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', NO_VARIANTS));
+  }
+  override restartService(): Promise<void> {
+    return Promise.reject(new HarnessError('HIL_ERR_TARGET_UNSUPPORTED', 'the replay target cannot restart its service (a recording is one service session)'));
+  }
+  override restartCore(): Promise<void> {
+    return Promise.reject(new HarnessError('HIL_ERR_TARGET_UNSUPPORTED', 'the replay target cannot restart its core (a recording is one core incarnation)'));
+  }
+
+  override async close(): Promise<void> {
+    this.unregister();
+    await this.stopStack();
+    rmSync(this.verdicts, { recursive: true, force: true });
+  }
+}
+
+function replayArgs(recording: string, verdict: string, o: TargetOptions): string[] {
+  return ['--driver', 'replay', '--replay-file', recording, '--replay-mode', o.replayMode ?? 'strict', '--replay-paced', verdict];
+}
+
+function baseStart(o: TargetOptions): StackStart {
+  return { args: ['--test-channel', ...(o.machine ? ['--machine', o.machine] : [])] };
+}
+
+/** One line saying what a replay verdict found (for a failing test's message and the report). */
+export function describeVerdict(v: ReplayVerdict): string {
+  const d = v.divergence;
+  const head = `replayed ${v.cycles} of ${v.recorded.frames} recorded cycles (${v.mode}), ${v.requests_matched}/${v.recorded.requests} requests and ${v.outputs_matched}/${v.recorded.outputs} replies and events matched`;
+  if (!d) return head;
+  if (d.kind === 'bus' && d.bus) {
+    const b = d.bus;
+    return `${head}; diverged on the bus at cycle ${String(b.cycle)}, axis ${String(b.axis_id ?? b.axis)}, field ${String(b.field)}: expected ${String(b.expected)}, actual ${String(b.actual)}`;
+  }
+  return `${head}; diverged at cycle ${d.cycle}: ${d.kind} ${d.path ? `field ${d.path} ` : ''}expected ${JSON.stringify(d.expected)}, actual ${JSON.stringify(d.actual)}`;
+}
+
+export const replayTarget: TargetDescriptor = {
+  name: 'replay',
+  summary: 'each test replayed from its recording (hil run --record) on a fresh reference stack on the replay driver, requests matched, replies and events compared',
+  options: {
+    HIL_RECORDINGS: 'directory of recordings made with hil run --record DIR',
+    HIL_REPLAY_MODE: 'strict (the only mode a suite run offers)',
+    HIL_MACHINE: 'machine configuration file (default fixtures/machines/nine-axis.json)',
+  },
+  async open(o: TargetOptions): Promise<Target> {
+    const id = currentTest();
+    if (!id) throw new HarnessError('HIL_ERR_TARGET_START', 'the replay target starts a stack per test: open it from a test');
+    if (o.replayMode !== undefined && !(SUITE_REPLAY_MODES as readonly string[]).includes(o.replayMode)) {
+      throw new HarnessError('HIL_ERR_TARGET_START', `replay mode ${o.replayMode}: a suite run replays ${SUITE_REPLAY_MODES.join(', ')}`);
+    }
+    const pre = await replayPrecheck(id, o);
+    if ('skip' in pre) throw new HarnessError('HIL_ERR_REPLAY_MISSING', `${id}: ${pre.skip}`);
+    const verdicts = mkdtempSync(join(tmpdir(), 'hil-replay-verdict-'));
+    const start = baseStart(o);
+    try {
+      const stack = await startStack({ ...start, args: [...start.args, ...replayArgs(pre.path, join(verdicts, 'verdict.json'), o)] });
+      return new ReplayTarget(stack, start, o, verdicts, pre.path);
+    } catch (e) {
+      rmSync(verdicts, { recursive: true, force: true });
+      throw e;
+    }
+  },
+  cannotProvide: () => NO_VARIANTS,
+  openVariant: () => Promise.reject(new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', NO_VARIANTS)),
+};

@@ -1,0 +1,202 @@
+// Paced replay (drivers/replay/pacer.ts) with the real core in-process: a session recorded from the sim
+// driver is replayed under "live" requests the way the replay target does it, on the recorded frame times.
+// Same requests with other fence values and host times: zero divergence, every request, reply and event
+// matched. A changed field, an inconsistent fence, a missing or an extra request: reported at the exact
+// cycle with the field. A recording for another machine: refused as stale naming both digests.
+
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, expect, test } from 'vitest';
+import { compileMachine } from '../config/compile.ts';
+import type { CompiledMachine } from '../config/types.ts';
+import { CoreHost } from './host.ts';
+import type { FromCore, NativeOpName, ToCore } from './protocol.ts';
+import { compareNote, FenceMap, ReplayPacer, scanForPacing } from '../../drivers/replay/pacer.ts';
+import { RecordingError } from '../../drivers/replay/format.ts';
+
+const DIR = mkdtempSync(join(tmpdir(), 'hil-pacer-'));
+afterAll(() => rmSync(DIR, { recursive: true, force: true }));
+let seq = 0;
+const tmp = (name: string) => join(DIR, `${seq++}-${name}`);
+
+const MACHINE: CompiledMachine = {
+  ...compileMachine(readFileSync(new URL('../../fixtures/machines/nine-axis.json', import.meta.url), 'utf8')).machine,
+  dir: '',
+};
+const N = MACHINE.axes.length;
+const ALL = (1 << N) - 1;
+const HOMEABLE = MACHINE.axes.reduce((m, a, i) => (a.native_home ? m | (1 << i) : m), 0);
+const FAR = 1n << 62n;
+
+type Step = [cycle: number, msg: (gen: bigint, id: number) => ToCore];
+const cmd = (op: NativeOpName, axisMask: number) => (generation: bigint, id: number): ToCore => ({ t: 'cmd', id, op, generation, axisMask });
+const SCRIPT: Step[] = [
+  [0, (generation) => ({ t: 'grant', generation, deadlineNs: FAR, active: true, axisMask: ALL })],
+  [5, cmd('enable', ALL)],
+  [120, cmd('arm', 0)],
+  [400, cmd('stop', 0)],
+  [700, cmd('home', HOMEABLE)],
+];
+const CYCLES = 1400;
+
+/** Record the script on the sim driver (stepped clock), generation 7, message ids from 1. */
+async function record(file: string): Promise<FromCore[]> {
+  const sent: FromCore[] = [];
+  const host = await CoreHost.create({ machine: MACHINE, driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0, driverParams: { homingNs: 300_000_000n }, record: { path: file, run: 'pacer' } }, (m) => sent.push(m));
+  let id = 1;
+  for (let c = 0; c < CYCLES; c++) {
+    for (const [at, make] of SCRIPT) if (at === c) host.handle(make(7n, id++));
+    host.cycle();
+  }
+  await host.close();
+  return sent;
+}
+
+/**
+ * Replay `file` paced, offering the live messages as a client would: each as soon as the core blocks
+ * waiting for a request (or all at once). Returns the verdict and what the core sent.
+ */
+async function paced(file: string, live: ToCore[], extraParams: Record<string, unknown> = {}) {
+  const scan = scanForPacing(file);
+  const sent: FromCore[] = [];
+  let pacer: ReplayPacer | undefined;
+  const host = await CoreHost.create(
+    { machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '', ...extraParams }, clock: { mode: 'recorded' }, captureRetentionMs: 0 },
+    (m) => {
+      pacer?.observe(m);
+      sent.push(m);
+    },
+    'none',
+    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times },
+  );
+  const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict' }));
+  const queue = [...live];
+  for (let guard = 0; guard < 100_000; guard++) {
+    const s = p.advance(1000);
+    if (s === 'end') break;
+    if (s === 'wait') {
+      if (!queue.length) break; // the live side has nothing more to send
+      p.offer(queue.shift());
+    }
+  }
+  // anything left is sent after the recording's last request
+  for (const m of queue) p.offer(m);
+  p.advance(0);
+  const verdict = p.finish();
+  await host.close();
+  return { verdict, sent, host };
+}
+
+function liveScript(gen: bigint, firstId: number, change?: (i: number, m: ToCore) => ToCore): ToCore[] {
+  return SCRIPT.map(([, make], i) => {
+    const m = make(gen, firstId + i);
+    // a live run's lease deadline is its own host time: never compared
+    const withTime = m.t === 'grant' ? { ...m, deadlineNs: FAR - 12345n } : m;
+    return change ? change(i, withTime) : withTime;
+  });
+}
+
+test('same requests with other fences and host times: zero divergence, every request, reply and event matched, on the recorded times', async () => {
+  const file = tmp('base.hilrec');
+  const recorded = await record(file);
+  const scan = scanForPacing(file);
+  expect(scan.requests.map((n) => [n.cycle, (n.data as { t: string }).t])).toEqual(SCRIPT.map(([c], i) => [c, i === 0 ? 'grant' : 'cmd']));
+  expect(scan.outputs.length).toBeGreaterThan(4); // replies and the Home's completion, at least
+  const { verdict, sent, host } = await paced(file, liveScript(42n, 100));
+  expect(verdict).toMatchObject({ cycles: CYCLES, requests_matched: SCRIPT.length, outputs_matched: scan.outputs.length, requests_unsent: 0, requests_extra: 0, divergence: null });
+  expect(verdict.end).toBeNull(); // held at the last recorded frame, never past it
+  // the replies are the recorded ones with the live fences (generation 42, ids from 100)
+  const replies = (xs: FromCore[]) => xs.filter((m): m is Extract<FromCore, { t: 'reply' }> => m.t === 'reply');
+  expect(replies(sent).map((r) => ({ ...r.result, Generation: 0n }))).toEqual(replies(recorded).map((r) => ({ ...r.result, Generation: 0n })));
+  expect(replies(sent).map((r) => r.id)).toEqual(replies(recorded).map((r) => r.id + 99));
+  // the core ran on the recorded frame times: its time after the last cycle is the last frame's
+  expect(host.core.now).toBe(BigInt(scan.header.t0_ns) + BigInt(scan.times[CYCLES - 1]!));
+});
+
+test('a changed field of a request is reported at the cycle it was recorded, with the field and both messages', async () => {
+  const file = tmp('changed.hilrec');
+  await record(file);
+  const live = liveScript(7n, 1, (i, m) => (i === 2 && m.t === 'cmd' ? { ...m, axisMask: 0b10 } : m)); // arm with a mask
+  const { verdict } = await paced(file, live);
+  expect(verdict.divergence).toMatchObject({ kind: 'request', cycle: 120, path: 'axisMask', expected: { cycle: 120, kind: 'request', data: { op: 'arm', axisMask: 0 } }, actual: { data: { op: 'arm', axisMask: 2 } } });
+  expect(verdict.requests_matched).toBe(2);
+});
+
+test('fences are rewritten consistently: one recorded generation cannot stand for two live ones', async () => {
+  const file = tmp('fence.hilrec');
+  await record(file);
+  const live = liveScript(42n, 1, (i, m) => (i === 3 && m.t === 'cmd' ? { ...m, generation: 43n } : m));
+  const { verdict } = await paced(file, live);
+  expect(verdict.divergence).toMatchObject({ kind: 'request', cycle: 400, path: 'generation', expected: { data: { op: 'stop', generation: '7' } }, actual: { data: { generation: '43' } } });
+  // and two recorded values cannot share one live value
+  const f = new FenceMap();
+  expect(f.agree('generation', '7', '42')).toBe(true);
+  expect(f.agree('Generation', '7', '42')).toBe(true); // one family: grants, commands and replies
+  expect(f.agree('generation', '8', '42')).toBe(false);
+  expect(f.agree('handle', '8', '42')).toBe(true); // handles are another family
+  expect(compareNote({ deadlineNs: '1', x: 1 }, { deadlineNs: '2', x: 1 }, new FenceMap())).toBeNull();
+  expect(compareNote({ x: 1 }, { x: 1, y: 2 }, new FenceMap())).toEqual({ path: 'y', expected: undefined, actual: 2 });
+});
+
+test('a request the recording does not have is reported (expected null); one never sent is counted as unsent', async () => {
+  const file = tmp('extra.hilrec');
+  await record(file);
+  const extra = await paced(file, [...liveScript(7n, 1), { t: 'cmd', id: 99, op: 'halt', generation: 7n, axisMask: 0 }]);
+  expect(extra.verdict.divergence).toMatchObject({ kind: 'request', cycle: CYCLES, expected: null, actual: { data: { op: 'halt' } } });
+  expect(extra.verdict.requests_extra).toBe(1);
+  const short = await paced(file, liveScript(7n, 1).slice(0, 3));
+  expect(short.verdict.divergence).toBeNull();
+  expect(short.verdict).toMatchObject({ requests_matched: 3, requests_unsent: 2, cycles: 400 }); // held where the stop was due
+});
+
+test('a recording made for another machine or configuration is refused as stale, naming both digests', async () => {
+  const file = tmp('stale.hilrec');
+  await record(file);
+  const other = 'a'.repeat(64);
+  const err = await paced(file, [], { machine_sha256: other }).then(
+    () => null,
+    (e: unknown) => e as Error & { cause?: unknown },
+  );
+  const cause = (err?.cause ?? err) as RecordingError;
+  expect(cause).toBeInstanceOf(RecordingError);
+  expect(cause.code).toBe('REPLAY_STALE');
+  expect(cause.message).toContain(MACHINE.machine_sha256);
+  expect(cause.message).toContain(other);
+  // the same digests as recorded: accepted
+  const ok = await paced(file, liveScript(7n, 1), { machine_sha256: MACHINE.machine_sha256, configuration_sha256: MACHINE.configuration_sha256 });
+  expect(ok.verdict.divergence).toBeNull();
+});
+
+test('lease renewals replay from the recording at their cycles; live renewals are not handed over; arrival order races are matched', async () => {
+  const file = tmp('renew.hilrec');
+  const renew = (deadlineNs: bigint) => (generation: bigint): ToCore => ({ t: 'grant', generation, deadlineNs, active: true, axisMask: ALL });
+  const script: Step[] = [SCRIPT[0]!, [5, cmd('enable', ALL)], [50, renew(FAR + 1n)], [120, cmd('arm', 0)], [121, cmd('halt', 0)], [300, renew(FAR + 2n)], [400, cmd('stop', 0)]];
+  const sent: FromCore[] = [];
+  const host = await CoreHost.create({ machine: MACHINE, driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0, record: { path: file } }, (m) => sent.push(m));
+  let id = 1;
+  for (let c = 0; c < 600; c++) {
+    for (const [at, make] of script) if (at === c) host.handle(make(7n, make.length > 1 ? id++ : 0));
+    host.cycle();
+  }
+  await host.close();
+  // live: no renewal at 50, three at other times, and halt sent before arm (two senders racing)
+  const live: ToCore[] = [
+    { t: 'grant', generation: 9n, deadlineNs: 5n, active: true, axisMask: ALL },
+    { t: 'cmd', id: 1, op: 'enable', generation: 9n, axisMask: ALL },
+    { t: 'grant', generation: 9n, deadlineNs: 6n, active: true, axisMask: ALL },
+    { t: 'cmd', id: 3, op: 'halt', generation: 9n, axisMask: 0 },
+    { t: 'cmd', id: 2, op: 'arm', generation: 9n, axisMask: 0 },
+    { t: 'grant', generation: 9n, deadlineNs: 7n, active: true, axisMask: ALL },
+    { t: 'grant', generation: 9n, deadlineNs: 8n, active: true, axisMask: ALL },
+    { t: 'cmd', id: 4, op: 'stop', generation: 9n, axisMask: 0 },
+  ];
+  const { verdict, sent: got } = await paced(file, live);
+  expect(verdict).toMatchObject({ divergence: null, requests_matched: 5, renewals_replayed: 2, live_renewals: 3, requests_unsent: 0, cycles: 600 });
+  // handed to the core in the recorded order: the replies come back with the recorded sequence numbers
+  const seqs = (xs: FromCore[]) => xs.filter((m): m is Extract<FromCore, { t: 'reply' }> => m.t === 'reply').map((m) => [m.result.Operation, m.result.Sequence, m.result.Result]);
+  expect(seqs(got)).toEqual(seqs(sent));
+  // an unmatched live message beyond the look-ahead is a divergence naming the first open recorded request
+  const wrong = await paced(file, [live[0]!, { t: 'cmd', id: 1, op: 'enable', generation: 9n, axisMask: 1 }]);
+  expect(wrong.verdict.divergence).toMatchObject({ kind: 'request', path: 'axisMask', expected: { cycle: 5, data: { op: 'enable' } } });
+});

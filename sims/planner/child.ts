@@ -1,0 +1,80 @@
+// The planning process (document 2 part 1: "each admitted request runs in a fresh process"). Started by
+// the service in its own process group with an IPC channel; receives one job, reports stages, writes the
+// dense file (if any) to the temporary path it was given and answers with the result text. It never
+// touches the store's final names: the service renames the file only when the client is still there.
+
+import { spawn } from 'node:child_process';
+import { writeFileSync, fsyncSync, openSync, closeSync } from 'node:fs';
+import { encodeJson } from '../json.ts';
+import type { PlanOptions } from './options.ts';
+import { plan, stubHooks } from './plan.ts';
+import { PlanningFailure, readWeldplan } from './weldplan.ts';
+
+export interface Job {
+  bytes: Uint8Array;
+  options: PlanOptions;
+  tmpPath: string;
+}
+
+export type ChildMessage =
+  | { kind: 'stage'; stage: string }
+  | { kind: 'done'; resultText: string; dense: { digest: string; bytes: number } | null; denseError: boolean; requestSha256: string }
+  | { kind: 'failed'; text: string };
+
+const send = (m: ChildMessage) => new Promise<void>((r) => process.send!(m, () => r()));
+
+// A parent that goes away takes its planning processes with it (the spare waits on this channel).
+process.once('disconnect', () => {
+  if (!planning) process.exit(0);
+});
+let planning = false;
+
+process.once('message', (job: Job) => {
+  planning = true;
+  void run(job).then(
+    () => process.disconnect(),
+    (e: unknown) => {
+      process.stderr.write(`planner child: ${(e as Error).stack ?? String(e)}\n`);
+      process.exit(70);
+    },
+  );
+});
+
+async function run(job: Job): Promise<void> {
+  let w;
+  try {
+    w = readWeldplan(job.bytes);
+  } catch (e) {
+    if (e instanceof PlanningFailure) return send({ kind: 'failed', text: e.text });
+    throw e;
+  }
+  const hooks = stubHooks(w);
+  if (hooks.ignoreSigterm) process.on('SIGTERM', () => undefined);
+  if (hooks.helperProcess) {
+    // A helper in the same process group (a stand-in for a GPU worker): only a group signal ends it.
+    const h = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 600000)'], { stdio: 'ignore' });
+    h.unref();
+  }
+  try {
+    const out = await plan(w, job.options, async (stage) => {
+      await send({ kind: 'stage', stage });
+      if (hooks.stageDelayMs > 0) await new Promise((r) => setTimeout(r, hooks.stageDelayMs));
+    });
+    if (out.dense) {
+      const fd = openSync(job.tmpPath, 'w', 0o644);
+      try {
+        writeFileSync(fd, out.dense.bytes);
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+    }
+    await send({
+      kind: 'done', resultText: encodeJson(out.result), dense: out.dense ? { digest: out.dense.digest, bytes: out.dense.bytes.length } : null,
+      denseError: out.denseError !== undefined, requestSha256: out.requestSha256,
+    });
+  } catch (e) {
+    if (e instanceof PlanningFailure) return send({ kind: 'failed', text: e.text });
+    throw e;
+  }
+}

@@ -1,0 +1,71 @@
+// Entry point of the weld planner stub (`hil planner serve`): a separate process from the control service,
+// as on a real cell. Prints one line beginning with "ready " (JSON: planner URL, pid, store directory) when
+// it answers; stops on SIGINT/SIGTERM and, with --lifeline-stdin, when its parent closes stdin.
+
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { encodeJson } from '../json.ts';
+import { DEFAULT_HOST, DEFAULT_PORT, PlannerService, STORE_ENV, storeDirectory } from './server.ts';
+
+const USAGE = `usage: hil planner serve [--host H] [--port P] [--dense-store-dir DIR] [--lifeline-stdin]
+
+Starts the weld planner stub (document 2): GET /api/motion/health, GET /api/motion/progress,
+POST /api/motion/plan, GET /api/motion/dense/{trajectory_digest}.
+
+  --host H              interface to listen on (default ${DEFAULT_HOST}; use 127.0.0.1 unless other hosts
+                        must reach it: anyone who reaches the port can queue plans and download trajectories)
+  --port P              TCP port (default ${DEFAULT_PORT}; 0 picks a free port, printed in the ready line)
+  --dense-store-dir DIR where dense trajectories are stored (default $${STORE_ENV}, else
+                        $XDG_CACHE_HOME/weld-planner/dense or ~/.cache/weld-planner/dense)
+  --lifeline-stdin      exit when standard input closes (used by targets that start the planner)
+`;
+
+export async function main(argv: string[]): Promise<number> {
+  if (argv[0] !== 'serve') {
+    process.stderr.write(USAGE);
+    return argv[0] === '--help' || argv[0] === '-h' ? 0 : 2;
+  }
+  let a;
+  try {
+    a = parseArgs({
+      args: argv.slice(1),
+      options: { host: { type: 'string' }, port: { type: 'string' }, 'dense-store-dir': { type: 'string' }, 'lifeline-stdin': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+    }).values;
+  } catch (e) {
+    process.stderr.write(`${(e as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  if (a.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const port = a.port ?? String(DEFAULT_PORT);
+  if (!/^(0|[1-9][0-9]{0,4})$/.test(port) || Number(port) > 65535) {
+    process.stderr.write('--port must be an integer 0..65535\n');
+    return 2;
+  }
+  const storeDir = resolve(storeDirectory(a['dense-store-dir']));
+  let service: PlannerService;
+  let url: string;
+  try {
+    service = new PlannerService({ host: a.host ?? DEFAULT_HOST, port: Number(port), storeDir, log: (l) => process.stderr.write(`${l}\n`) });
+    url = await service.start();
+  } catch (e) {
+    process.stderr.write(`hil planner: cannot start: ${(e as Error).message}\n`);
+    return 1;
+  }
+  let stopping: Promise<void> | undefined;
+  const shutdown = () => (stopping ??= service.stop().then(() => process.exit(0)));
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void shutdown());
+  if (a['lifeline-stdin']) {
+    process.stdin.on('end', () => void shutdown());
+    process.stdin.on('error', () => void shutdown());
+    process.stdin.resume();
+  }
+  process.stdout.write('ready ' + encodeJson({ planner: url, pid: process.pid, store: storeDir }) + '\n');
+  return -1;
+}
+
+const code = await main(process.argv.slice(2));
+if (code >= 0) process.exit(code);

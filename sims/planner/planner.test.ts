@@ -1,0 +1,130 @@
+// Unit tests of the planner stub from the inside: its cell table against the machine file it stands for,
+// the program validator and canonical JSON on the sealed fixture (sealed by the harness's own writer, so
+// the two canonical forms are held to the same digests), the query table, a plan's determinism, and
+// `hil serve --planner-port 0` starting the planner beside the stack.
+
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { zipSync, strToU8 } from 'fflate';
+import { describe, expect, test } from 'vitest';
+import { decodeJson, JsonObject } from '../json.ts';
+import { CELLS, jointsAt, unreachableAxis } from './cell.ts';
+import { canonicalDigest, canonicalJson, without } from './canonical.ts';
+import { parsePlanQuery } from './options.ts';
+import { plan } from './plan.ts';
+import { validateProgram } from './program.ts';
+import { readWeldplan } from './weldplan.ts';
+import { storeDirectory } from './server.ts';
+
+const FIXTURE = new URL('../../fixtures/weldplans/line-weld.program.json', import.meta.url);
+const MACHINE = new URL('../../fixtures/machines/nine-axis.json', import.meta.url);
+const programBytes = () => new Uint8Array(readFileSync(FIXTURE));
+
+function container(program: Uint8Array): Uint8Array {
+  const doc = validateProgram(decodeJson(program));
+  const tooling = strToU8('{"tool_id":"t"}');
+  const sha = (b: Uint8Array) => 'sha256:' + createHash('sha256').update(b).digest('hex');
+  const manifest = { schema: 'weldplan.manifest.v1', program_id: doc.programId, cell_id: doc.cellId, program_digest: doc.digest, entries: [{ name: 'program.json', sha256: sha(program), bytes: program.length }, { name: 'tooling.json', sha256: sha(tooling), bytes: tooling.length }] };
+  return zipSync({ 'manifest.json': strToU8(JSON.stringify(manifest)), 'program.json': program, 'tooling.json': tooling }, { mtime: new Date('1980-01-01T00:00:00Z') });
+}
+
+describe('cell table', () => {
+  test('sim-nine-axis has the machine file position limits and ceilings below its max_velocity', () => {
+    const m = JSON.parse(readFileSync(MACHINE, 'utf8')) as { axes: Array<{ name: string; limits: { min: number; max: number; max_velocity: number } }> };
+    const c = CELLS['sim-nine-axis']!;
+    expect(c.axisNames).toEqual(m.axes.map((a) => a.name));
+    expect(c.min).toEqual(m.axes.map((a) => a.limits.min));
+    expect(c.max).toEqual(m.axes.map((a) => a.limits.max));
+    c.ceiling.forEach((v, j) => expect(v).toBeLessThan(m.axes[j]!.limits.max_velocity));
+    expect(unreachableAxis(c, c.home)).toBe(-1);
+    expect(unreachableAxis(c, jointsAt([0.5, 5, 0.3], c.home))).toBe(0); // J1 = 4 rad
+  });
+});
+
+describe('program document and canonical JSON', () => {
+  test('the sealed fixture validates and its digests are the harness-sealed ones', () => {
+    const doc = decodeJson(programBytes()) as JsonObject;
+    const v = validateProgram(doc);
+    expect(v.digest).toBe(doc.get('program_digest'));
+    expect(v.nodes).toHaveLength(5);
+  });
+
+  test('canonical JSON: sorted keys, no whitespace, exact integers, shortest floats, -0 as 0, non-finite refused', () => {
+    const v = decodeJson(strToU8('{"b": [1.0, 1e2, -0, 0.1], "a": {"z": 18446744073709551617, "y": "é"}}'));
+    expect(canonicalJson(v)).toBe('{"a":{"y":"é","z":18446744073709551617},"b":[1,100,0,0.1]}');
+    expect(() => canonicalJson(decodeJson(strToU8('{"x": 1e400}')))).toThrow(/non-finite/);
+    const o = decodeJson(strToU8('{"program_digest": "x", "k": 1}')) as JsonObject;
+    expect(canonicalDigest(without(o, 'program_digest'))).toBe(canonicalDigest(decodeJson(strToU8('{"k":1}'))));
+  });
+});
+
+describe('query table', () => {
+  test('defaults, ranges and the backend check', () => {
+    const d = parsePlanQuery(new URLSearchParams(''));
+    expect('ok' in d && d.ok).toMatchObject({ k_best: 5, samples_per_seam: null, verify_margin_mm: 2, dense: false, manifest_revision: 1n, free_space_backend: 'bspline' });
+    const bad = parsePlanQuery(new URLSearchParams('k_best=17&k_best=0&verify_margin_mm=50.0001'));
+    expect('status' in bad && bad.body.detail).toEqual([
+      { loc: ['query', 'k_best'], msg: 'Input should be greater than or equal to 1', type: 'greater_than_equal', input: '0' },
+      { loc: ['query', 'verify_margin_mm'], msg: 'Input should be less than or equal to 50', type: 'less_than_equal', input: '50.0001' },
+    ]);
+    const backend = parsePlanQuery(new URLSearchParams('free_space_backend=ompl'));
+    expect('status' in backend && typeof backend.body.detail).toBe('string');
+  });
+});
+
+describe('planning', () => {
+  test('the fixture plans to a checked dense file; the same request gives the same trajectory digest', async () => {
+    const w = readWeldplan(container(programBytes()));
+    const o = { k_best: 5, screen_collisions: true, samples_per_seam: null, run_weld_trajopt: true, run_connecting_trajopt: true, free_space_backend: 'bspline', verify: true, verify_margin_mm: 2, order_seams: false, dense: true, program_id: 'p1', manifest_revision: 1n, plan_revision: 1n };
+    const stages: string[] = [];
+    const a = await plan(w, o, async (s) => void stages.push(s));
+    const b = await plan(w, o, async () => undefined);
+    expect(stages).toEqual(['sweep', 'weldseam', 'freespace seed', 'optimize', 'verify', 'dense']);
+    expect(a.denseError).toBeUndefined();
+    expect(a.dense!.digest).toBe(b.dense!.digest);
+    expect(a.requestSha256).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
+describe('store directory', () => {
+  test('--dense-store-dir, then WELD_PLANNER_DENSE_STORE_DIR, then the per-user cache', () => {
+    expect(storeDirectory('/flag', { WELD_PLANNER_DENSE_STORE_DIR: '/env', XDG_CACHE_HOME: '/xdg' })).toBe('/flag');
+    expect(storeDirectory(undefined, { WELD_PLANNER_DENSE_STORE_DIR: '/env', XDG_CACHE_HOME: '/xdg' })).toBe('/env');
+    expect(storeDirectory(undefined, { XDG_CACHE_HOME: '/xdg' })).toBe('/xdg/weld-planner/dense');
+    expect(storeDirectory(undefined, {})).toBe(join(homedir(), '.cache', 'weld-planner', 'dense'));
+  });
+});
+
+describe('hil serve --planner-port', () => {
+  test('0 starts the planner beside the stack on a free port and prints its URL in the ready line', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hil-planner-'));
+    const main = fileURLToPath(new URL('../main.ts', import.meta.url));
+    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), main, '--socket-dir', dir, '--lifeline-stdin', '--planner-port', '0'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    try {
+      const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
+        let out = '';
+        child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+          out += d;
+          const line = out.split('\n').find((l) => l.startsWith('ready '));
+          if (line) resolve(JSON.parse(line.slice(6)) as Record<string, unknown>);
+        });
+        child.once('exit', (code) => reject(new Error(`exited ${code}`)));
+      });
+      expect(ready.planner).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(String(ready.planner)).not.toMatch(/:8796$/);
+      const health = await fetch(`${ready.planner as string}/api/motion/health`);
+      expect(await health.json()).toEqual({ cuda: false, device: null });
+    } finally {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.stdin!.end();
+      const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(kill);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
+});

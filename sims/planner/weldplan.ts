@@ -1,0 +1,139 @@
+// Reading a .weldplan container (document 2 part 1: "a client posts a .weldplan container"; the
+// container's layout is ours: docs/profile.md "Weld planner: the .weldplan container"). A zip read with
+// fflate whose filter refuses unsafe names, repeated names, too many entries and oversize entries before
+// anything is inflated; then the manifest, the entry digests, the program document and the tooling.
+//
+// Failures are PlanningFailure(type, message): the service answers 422 with error "<type>: <message>"
+// (document 2 part 7).
+
+import { createHash } from 'node:crypto';
+import { unzipSync } from 'fflate';
+import { decodeJson, JsonDecodeError, JsonObject, type JsonValue } from '../json.ts';
+import { validateProgram, ProgramInvalid, type ProgramView } from './program.ts';
+import { CanonicalError, canonicalDigest } from './canonical.ts';
+
+export const MANIFEST_SCHEMA = 'weldplan.manifest.v1';
+export const ENTRY_NAMES = ['manifest.json', 'program.json', 'tooling.json', 'workpiece.step'] as const;
+/** Largest inflated entry: the OLP server's /weld-plan body limit (document 3 part 2, 24 MiB). */
+export const ENTRY_LIMIT = 24 * 1024 * 1024;
+export const MAX_ENTRIES = 16;
+
+export class PlanningFailure extends Error {
+  constructor(readonly type: string, message: string) {
+    super(message);
+    this.name = type;
+  }
+  get text(): string {
+    return `${this.type}: ${this.message}`;
+  }
+}
+
+export interface Weldplan {
+  manifest: JsonObject;
+  program: ProgramView;
+  tooling: JsonObject;
+  step?: Uint8Array;
+  /** sha256:<hex> of each entry's bytes. */
+  entryDigests: Record<string, string>;
+}
+
+const sha = (b: Uint8Array) => 'sha256:' + createHash('sha256').update(b).digest('hex');
+
+/** Why a zip entry name is unsafe, or undefined. */
+export function unsafeName(name: string): string | undefined {
+  if (name === '') return 'an empty entry name';
+  if (name.startsWith('/') || /^[A-Za-z]:/.test(name)) return `absolute entry name ${JSON.stringify(name)}`;
+  if (name.includes('\\')) return `entry name with a backslash ${JSON.stringify(name)}`;
+  if (name.split('/').some((p) => p === '..')) return `path traversal in entry name ${JSON.stringify(name)}`;
+  if (name.includes('\0')) return 'entry name with a NUL';
+  return undefined;
+}
+
+/** The zip's entries, refused before inflating when a name is unsafe or repeated or an entry is too large. */
+export function readZip(bytes: Uint8Array): Map<string, Uint8Array> {
+  const seen = new Set<string>();
+  let out: Record<string, Uint8Array>;
+  try {
+    // First pass: every entry is judged from the central directory and nothing is inflated.
+    unzipSync(bytes, {
+      filter(f) {
+        const bad = unsafeName(f.name);
+        if (bad) throw new PlanningFailure('BadZipFile', bad);
+        if (seen.has(f.name)) throw new PlanningFailure('BadZipFile', `duplicate entry name ${JSON.stringify(f.name)}`);
+        seen.add(f.name);
+        if (seen.size > MAX_ENTRIES) throw new PlanningFailure('BadZipFile', `more than ${MAX_ENTRIES} entries`);
+        if (f.originalSize > ENTRY_LIMIT) throw new PlanningFailure('BadZipFile', `entry ${JSON.stringify(f.name)} inflates to ${f.originalSize} bytes, more than ${ENTRY_LIMIT}`);
+        return false;
+      },
+    });
+    // Second pass: inflate what passed; an entry whose content is longer than it declared is refused.
+    out = unzipSync(bytes);
+    for (const [name, data] of Object.entries(out)) {
+      if (data.length > ENTRY_LIMIT) throw new PlanningFailure('BadZipFile', `entry ${JSON.stringify(name)} inflates past ${ENTRY_LIMIT} bytes`);
+    }
+  } catch (e) {
+    if (e instanceof PlanningFailure) throw e;
+    throw new PlanningFailure('BadZipFile', `not a readable zip archive (${(e as Error).message})`);
+  }
+  return new Map(Object.entries(out));
+}
+
+function json(name: string, bytes: Uint8Array, type: string): JsonValue {
+  try {
+    return decodeJson(bytes);
+  } catch (e) {
+    if (e instanceof JsonDecodeError) throw new PlanningFailure(type, `${name} is not strict JSON (${e.code} at byte ${e.offset})`);
+    throw e;
+  }
+}
+
+export function readWeldplan(bytes: Uint8Array): Weldplan {
+  const entries = readZip(bytes);
+  const manifestBytes = entries.get('manifest.json');
+  if (!manifestBytes) throw new PlanningFailure('WeldplanManifestError', 'the container has no manifest.json');
+  const manifest = json('manifest.json', manifestBytes, 'WeldplanManifestError');
+  if (!(manifest instanceof JsonObject) || manifest.get('schema') !== MANIFEST_SCHEMA) throw new PlanningFailure('WeldplanManifestError', `manifest.json is not a ${MANIFEST_SCHEMA} object`);
+  const listed = manifest.get('entries');
+  if (!Array.isArray(listed)) throw new PlanningFailure('WeldplanManifestError', 'manifest entries is not an array');
+  const digests: Record<string, string> = { 'manifest.json': sha(manifestBytes) };
+  const names = new Set<string>();
+  for (const e of listed) {
+    const name = e instanceof JsonObject ? e.get('name') : undefined;
+    const digest = e instanceof JsonObject ? e.get('sha256') : undefined;
+    if (typeof name !== 'string' || typeof digest !== 'string') throw new PlanningFailure('WeldplanManifestError', 'a manifest entry is {name, sha256, bytes}');
+    if (name === 'manifest.json' || !ENTRY_NAMES.includes(name as (typeof ENTRY_NAMES)[number])) throw new PlanningFailure('WeldplanManifestError', `manifest lists an unknown entry ${JSON.stringify(name)}`);
+    if (names.has(name)) throw new PlanningFailure('WeldplanManifestError', `manifest lists ${name} twice`);
+    names.add(name);
+    const data = entries.get(name);
+    if (!data) throw new PlanningFailure('WeldplanManifestError', `manifest lists ${name}, which the container does not hold`);
+    const actual = sha(data);
+    if (actual !== digest) throw new PlanningFailure('DigestMismatch', `${name}: manifest says ${digest}, content is ${actual}`);
+    digests[name] = actual;
+  }
+  for (const name of entries.keys()) {
+    if (name !== 'manifest.json' && !names.has(name)) throw new PlanningFailure('WeldplanManifestError', `container entry ${JSON.stringify(name)} is not in the manifest`);
+  }
+  for (const required of ['program.json', 'tooling.json']) if (!names.has(required)) throw new PlanningFailure('WeldplanManifestError', `the container has no ${required}`);
+
+  const doc = json('program.json', entries.get('program.json')!, 'ProgramDocumentInvalid');
+  let program: ProgramView;
+  try {
+    program = validateProgram(doc);
+  } catch (e) {
+    if (e instanceof ProgramInvalid) throw new PlanningFailure('ProgramDocumentInvalid', e.message);
+    throw e;
+  }
+  const declared = manifest.get('program_digest');
+  if (declared !== program.digest) throw new PlanningFailure('DigestMismatch', `manifest program_digest ${JSON.stringify(declared ?? null)} differs from the program document's ${program.digest}`);
+  if (manifest.get('program_id') !== program.programId) throw new PlanningFailure('WeldplanManifestError', 'manifest program_id differs from the program document');
+  if (manifest.get('cell_id') !== program.cellId) throw new PlanningFailure('WeldplanManifestError', 'manifest cell_id differs from the program placement.cell_id');
+  const tooling = json('tooling.json', entries.get('tooling.json')!, 'WeldplanManifestError');
+  if (!(tooling instanceof JsonObject)) throw new PlanningFailure('WeldplanManifestError', 'tooling.json is not a JSON object');
+  try {
+    canonicalDigest(tooling); // tooling enters the request digest: refuse what has no canonical form now
+  } catch (e) {
+    if (e instanceof CanonicalError) throw new PlanningFailure('WeldplanManifestError', `tooling.json: ${e.message}`);
+    throw e;
+  }
+  return { manifest, program, tooling, step: entries.get('workpiece.step'), entryDigests: digests };
+}

@@ -1,0 +1,157 @@
+// One plan at a time, fresh processes, cancellation (document 2 part 1, part 7 499, part 8): a client that
+// goes away while its plan runs or while it waits gets 499 {"error": "Planning cancelled"} (read on the
+// half-closed connection), the planning process group is gone, and no trajectory is stored. Plans are
+// slowed with the stub's stage delay hook and watched through /proc, so these tests need the stub.
+
+import { connect } from 'node:net';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { covers, describe, expect } from '../../harness/fixture.ts';
+import { planQueryString, type PlanQuery } from '../../harness/clients/planner.ts';
+import { parseExact } from '../../harness/oracle/json.ts';
+import { DENSE, needsStub, nodeById, obj, type Planner, plannerTest as test, usePlanner, weldplan } from './toolkit.ts';
+
+const STAGES = ['sweep', 'weldseam', 'freespace seed', 'optimize', 'verify', 'dense'];
+
+interface Proc {
+  pid: number;
+  ppid: number;
+  pgid: number;
+}
+
+function procs(): Proc[] {
+  const out: Proc[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // A zombie has ended; it only waits to be reaped (by init, for a reparented helper).
+      if (f[0] !== 'Z' && f[0] !== 'X') out.push({ pid: Number(d), ppid: Number(f[1]), pgid: Number(f[2]) });
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return out;
+}
+
+/** Process groups led by children of the planner that have a helper beside the leader (a running hooked plan). */
+function busyGroups(plannerPid: number): number[] {
+  const all = procs();
+  return all.filter((p) => p.ppid === plannerPid && p.pgid === p.pid && all.filter((q) => q.pgid === p.pid).length >= 2).map((p) => p.pid);
+}
+const groupAlive = (pgid: number) => procs().some((p) => p.pgid === pgid);
+
+async function until<T>(what: string, f: () => T | undefined | Promise<T | undefined>, timeoutMs = 45_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A plan over a raw TCP connection the test can half-close; the reply is read to the end. */
+function rawPlan(p: Planner, bytes: Uint8Array, query: PlanQuery) {
+  const url = new URL(p.url);
+  const sock = connect(Number(url.port), url.hostname);
+  const head = `POST /api/motion/plan${planQueryString(query)} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/octet-stream\r\nContent-Length: ${bytes.length}\r\nConnection: close\r\n\r\n`;
+  const sent = new Promise<void>((r) => sock.write(Buffer.concat([Buffer.from(head), bytes]), () => r()));
+  const reply = new Promise<{ status: number; body: unknown }>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    sock.on('data', (c: Buffer) => chunks.push(c));
+    sock.on('error', reject);
+    sock.on('close', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      const m = /^HTTP\/1\.1 (\d{3})/.exec(text);
+      const body = text.slice(text.indexOf('\r\n\r\n') + 4);
+      resolve({ status: m ? Number(m[1]) : 0, body: body ? parseExact(body) : undefined });
+    });
+  });
+  return { sent, reply, hangUp: () => sock.end() };
+}
+
+const slow = (delayMs: number, extra: Record<string, unknown> = {}) =>
+  weldplan((q) => void (q.extensions = { weld_planner_stub: { stage_delay_ms: delayMs, helper_process: true, ...extra } }));
+const storeFiles = (dir: string) => readdirSync(dir).filter((n) => n.endsWith('.rdt') || n.startsWith('.tmp')).sort();
+
+describe('cancellation and one plan at a time', () => {
+  test('a client that hangs up while its plan runs gets 499, the process group is gone and nothing is stored', covers('planner:plan.disconnect_cancels', 'planner:error.499_cancelled', 'planner:plan.cancelled_never_stores', 'planner:plan.fresh_process', 'field:PlannerProgress.stage'), async ({ planner, skip }) => {
+    const p = usePlanner({ skip }, planner);
+    needsStub({ skip }, p, 'watching planning processes');
+    skip(!existsSync('/proc/self/stat'), 'needs /proc to see process groups');
+    const before = storeFiles(p.storeDir!);
+    const groups: number[] = [];
+    for (const round of [1, 2]) {
+      const c = rawPlan(p, slow(1500, { round }), DENSE);
+      await c.sent;
+      const stage = await until('a stage in progress', async () => (obj((await p.client.progress()).json).stage ?? undefined) as string | undefined);
+      expect(STAGES).toContain(stage);
+      const [g] = await until('the planning process group', () => (busyGroups(p.pid!).length === 1 ? busyGroups(p.pid!) : undefined));
+      expect(g).not.toBe(p.pid);
+      groups.push(g!);
+      c.hangUp();
+      const r = await c.reply;
+      expect(r).toEqual({ status: 499, body: { error: 'Planning cancelled' } });
+      // The group is signalled before the 499 is written; a killed process may take a moment to end.
+      await until(`process group ${g} gone after the 499`, () => !groupAlive(g!) || undefined, 5_000);
+    }
+    // Each admitted plan ran in a fresh process.
+    expect(groups[0]).not.toBe(groups[1]);
+    expect(storeFiles(p.storeDir!)).toEqual(before);
+    await until('progress back to null', async () => ((await p.client.progress()).json as Record<string, unknown>).stage === null || undefined);
+  });
+
+  test('a plan that ignores the termination signal is killed (the 499 comes; the plan alone would take 6 minutes)', covers('limit:planner_cancel_kill_s', 'planner:plan.disconnect_cancels'), async ({ planner, skip }) => {
+    const p = usePlanner({ skip }, planner);
+    needsStub({ skip }, p, 'a plan that ignores SIGTERM');
+    skip(!existsSync('/proc/self/stat'), 'needs /proc to see process groups');
+    const c = rawPlan(p, slow(60_000, { ignore_sigterm: true }), DENSE);
+    await c.sent;
+    const [g] = await until('the planning process group', () => (busyGroups(p.pid!).length === 1 ? busyGroups(p.pid!) : undefined));
+    await until('a stage in progress', async () => (obj((await p.client.progress()).json).stage ?? undefined) as string | undefined);
+    c.hangUp();
+    expect(await c.reply).toEqual({ status: 499, body: { error: 'Planning cancelled' } });
+    await until(`process group ${g} gone after the 499`, () => !groupAlive(g!) || undefined, 5_000);
+  });
+
+  test('a request waiting behind a running plan can be cancelled: 499, and the running plan completes', covers('planner:plan.one_at_a_time', 'planner:error.499_cancelled', 'planner:plan.cancelled_never_stores'), async ({ planner, skip }) => {
+    const p = usePlanner({ skip }, planner);
+    needsStub({ skip }, p, 'a slowed plan');
+    const before = storeFiles(p.storeDir!);
+    const running = p.client.plan(slow(1000), DENSE);
+    await until('the first plan running', async () => (obj((await p.client.progress()).json).stage ?? undefined) as string | undefined);
+    const queuedBytes = weldplan((q) => void (nodeById(q, 'weld-1').travel_speed_mm_s = 20)); // a different trajectory
+    const waiting = rawPlan(p, queuedBytes, DENSE);
+    await waiting.sent;
+    waiting.hangUp();
+    expect(await waiting.reply).toEqual({ status: 499, body: { error: 'Planning cancelled' } });
+    const done = await running;
+    expect(done.status).toBe(200);
+    const digest = obj(done.json).dense.trajectory_digest as string;
+    // The cancelled request never ran: the only new file is the first plan's.
+    const added = storeFiles(p.storeDir!).filter((n) => !before.includes(n));
+    expect(added.every((n) => n === `sha256-${digest.slice(7)}.rdt`)).toBe(true);
+    // Its own trajectory (planned now) is another file, which was not there.
+    const again = await p.client.plan(queuedBytes, DENSE);
+    const other = obj(again.json).dense.trajectory_digest as string;
+    expect(other).not.toBe(digest);
+    expect([...before, ...added]).not.toContain(`sha256-${other.slice(7)}.rdt`);
+  });
+
+  test('one plan at a time: a second request is answered only after the first', covers('planner:plan.one_at_a_time', 'limit:planner_concurrent_plans'), async ({ planner, skip }) => {
+    const p = usePlanner({ skip }, planner);
+    needsStub({ skip }, p, 'a slowed plan');
+    const order: string[] = [];
+    const first = p.client.plan(slow(400), DENSE).then((r) => (order.push('first'), r));
+    await until('the first plan running', async () => (obj((await p.client.progress()).json).stage ?? undefined) as string | undefined);
+    const second = p.client.plan(slow(0, { n: 2 }), DENSE).then((r) => (order.push('second'), r));
+    let most = 0;
+    const watch = setInterval(() => (most = Math.max(most, busyGroups(p.pid!).length)), 25);
+    const [a, b] = await Promise.all([first, second]);
+    clearInterval(watch);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect(order).toEqual(['first', 'second']);
+    expect(most).toBeLessThanOrEqual(1);
+  });
+});

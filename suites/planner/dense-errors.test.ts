@@ -1,0 +1,115 @@
+// Every dense_error reason of document 2 part 2 reached from a weldplan: the plan answers 200 without a
+// trajectory, dense_error gives reason, detail and segment_index, nothing is stored, and the request and
+// result are kept under the refused directory (newest 5). Which input reaches which reason in the stub is
+// a profile decision (docs/profile.md "Weld planner stub: what it plans"): the reason names are contract,
+// the triggers for the resampling reasons use the stub's hook and need the stub.
+
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { covers, describe, expect } from '../../harness/fixture.ts';
+import { parseExact } from '../../harness/oracle/json.ts';
+import type { PlanQuery } from '../../harness/clients/planner.ts';
+import { DENSE, type Edit, needsStub, nodeById, obj, plannerTest as test, usePlanner, weldplan } from './toolkit.ts';
+
+const weld = (p: Record<string, any>) => nodeById(p, 'weld-1');
+const line = (y0: number, y1: number) => ({ segments: [{ degree: 1n, control_points_xyz_m: [[0.5, y0, 0.3], [0.5, y1, 0.3]] }] });
+const seam = (id: string, y0: number, y1: number) => ({ kind: 'seam', id, reference: 'edge', line: line(y0, y1), orientation: { work_angle_deg: { kind: 'constant', value: 45 }, travel_angle_deg: { kind: 'constant', value: 10 } } });
+const hook = (defect: string): Edit => (p) => void (weld(p).extensions = { weld_planner_stub: { resample_defect: defect } });
+const node = (id: string, op: string, extra: Record<string, unknown> = {}) => ({ id, op, enabled: true, label: id, comment: '', row_hash: 'x', ...extra });
+
+interface Case {
+  reason: string;
+  what: string;
+  edit?: Edit;
+  query?: PlanQuery;
+  segment: bigint | null;
+  stub?: boolean;
+  also?: string[];
+}
+
+const CASES: readonly Case[] = [
+  { reason: 'result_empty', what: 'dense asked for without the weld trajectory stage', query: { run_weld_trajopt: false }, segment: null, also: ['planner:plan.dense_needs_both_stages'] },
+  { reason: 'result_empty', what: 'dense asked for without the connecting trajectory stage', query: { run_connecting_trajopt: false }, segment: null, also: ['planner:plan.dense_needs_both_stages'] },
+  { reason: 'identity_invalid', what: 'program_id empty', query: { program_id: '' }, segment: null, also: ['planner:plan.program_id_charset'] },
+  { reason: 'identity_invalid', what: 'program_id with a slash and a space', query: { program_id: 'line weld/1' }, segment: null, also: ['planner:plan.program_id_charset'] },
+  { reason: 'seam_not_planned', what: 'a seam 5 m to the side, beyond the reach of J1', edit: (p) => void (weld(p).geometry.points.forEach((pt: any) => (pt.xyz_m[1] += 5))), segment: null, also: ['field:PlanResult.seams[].frontier', 'field:PlanResult.seams[].frontier_causes'] },
+  { reason: 'motion_not_verified', what: 'a 1.5 mm standoff under the 2 mm verify margin', edit: (p) => void (weld(p).standoff_mm = { kind: 'constant', value: 1.5 }), segment: null },
+  { reason: 'motion_not_verified', what: 'verify=false', query: { verify: false }, segment: null },
+  { reason: 'motion_join_failed', what: 'the curobo backend on a planner without a GPU', query: { free_space_backend: 'curobo' }, segment: null, also: ['field:PlanResult.connecting_trajectories_error'] },
+  {
+    reason: 'motion_result_invalid', what: 'two welds on the same seam id', segment: null,
+    edit: (p) => {
+      weld(p).geometry = seam('s-1', -0.025, 0.025);
+      p.nodes.splice(3, 0, node('transit-1', 'transit'), { ...weld(p), id: 'weld-2', geometry: seam('s-1', 0.05, 0.1) });
+    },
+  },
+  {
+    reason: 'motion_not_planned', what: 'a taught move to a Cartesian target (the stub has no inverse kinematics)', segment: null,
+    edit: (p) => void p.nodes.splice(4, 0, node('move-c', 'move', {
+      motion: 'linear', target_space: 'cartesian', speed_scale: 1, speed_mm_s: 50,
+      target: { frame_id: 'world', xyz_m: [0.5, 0, 0.5], rpy_rad: [0, 0, 0], joint_names: ['J1'], joint_values_rad: [0.1] },
+      capture: { source: 'preview', observed_at: '2026-11-20T09:00:00Z', model_id: 'sim-nine-axis', robot_description_sha256: `sha256:${'0'.repeat(64)}`, pose: { frame_id: 'world', xyz_m: [0.5, 0, 0.5], rpy_rad: [0, 0, 0], joint_names: ['J1'], joint_values_rad: [0.1] } },
+    })),
+  },
+  { reason: 'qd_limit_exceeded', what: 'a 2 m seam at 4000 mm/s (J1 at about 5 rad/s against a 2 rad/s ceiling)', edit: (p) => {
+    weld(p).geometry.points[0].xyz_m[1] = -1;
+    weld(p).geometry.points[1].xyz_m[1] = 1;
+    weld(p).travel_speed_mm_s = 4000;
+  }, segment: 2n },
+  { reason: 'q_step_exceeded', what: 'the stub hook: one weld sample displaced', edit: hook('q_step_exceeded'), segment: 2n, stub: true },
+  { reason: 'boundary_qd_nonzero', what: 'the stub hook: the last weld sample still moving', edit: hook('boundary_qd_nonzero'), segment: 2n, stub: true },
+  { reason: 'boundary_q_discontinuity', what: 'the approach disabled: the weld starts away from where the home move ended', edit: (p) => void (p.nodes[1].enabled = false), segment: 1n },
+  { reason: 'time_grid_invalid', what: 'a dwell of 0.015 s (off the 0.01 s grid)', edit: (p) => void p.nodes.splice(3, 0, node('dwell-1', 'dwell', { duration_s: 0.015 })), segment: 3n },
+  { reason: 'sample_count_overflow', what: 'a dwell of 2500 s (250001 samples by itself)', edit: (p) => void p.nodes.splice(3, 0, node('dwell-1', 'dwell', { duration_s: 2500 })), segment: null, also: ['limit:dense_samples'] },
+];
+
+const stored = (dir: string) => readdirSync(dir).filter((n) => n.endsWith('.rdt') || n.startsWith('.tmp')).sort();
+let lastRefused: { reason: string; bytes: Uint8Array } | undefined;
+
+describe('dense_error reasons (200 with no trajectory)', () => {
+  for (const c of CASES) {
+    test(`${c.reason}: ${c.what}`, covers(`dense_error:${c.reason}`, 'profile:planner.stub_planning', 'planner:result.200_without_trajectory', 'field:PlanResult.dense_error', 'field:PlanResult.dense_error.reason', 'field:PlanResult.dense_error.detail', 'field:PlanResult.dense_error.segment_index', ...(c.also ?? [])), async ({ planner, skip }) => {
+      const p = usePlanner({ skip }, planner);
+      if (c.stub) needsStub({ skip }, p, 'the resampling fault hook');
+      const before = p.storeDir ? stored(p.storeDir) : [];
+      const bytes = weldplan(c.edit);
+      const r = await p.client.plan(bytes, { ...DENSE, ...c.query });
+      expect(r.status, r.text.slice(0, 300)).toBe(200);
+      const res = obj(r.json);
+      expect(res.dense).toBeUndefined();
+      expect(res.dense_error.reason).toBe(c.reason);
+      expect(typeof res.dense_error.detail).toBe('string');
+      expect(res.dense_error.segment_index).toBe(c.segment);
+      if (c.reason === 'seam_not_planned') {
+        expect(res.seams[0].crossed).toBe(false);
+        expect(res.seams[0].frontier).toBeDefined();
+        expect(res.seams[0].frontier_causes).toEqual(['joint_limit:J1']);
+      }
+      if (c.reason === 'motion_join_failed') expect(isObject(res.connecting_trajectories_error)).toBe(true);
+      if (p.storeDir) expect(stored(p.storeDir)).toEqual(before); // nothing stored, no temporary file left
+      lastRefused = { reason: c.reason, bytes };
+    });
+  }
+
+  test('a program_id of letters, digits, dot, underscore, colon and hyphen is a valid identity', covers('planner:plan.program_id_charset'), async ({ planner, skip }) => {
+    const p = usePlanner({ skip }, planner);
+    const r = await p.client.plan(weldplan(), { ...DENSE, program_id: 'Cell_7.line-weld:A9' });
+    expect(obj(r.json).dense_error).toBeUndefined();
+    expect(obj(r.json).dense.plan_id).toMatch(/^Cell_7\.line-weld:A9:[0-9a-f]{12}$/);
+  });
+
+  test('the refused directory keeps the newest 5 refused plans, each with its request and result', covers('limit:planner_refused_results_kept', 'planner:result.200_without_trajectory'), async ({ planner, skip }) => {
+    const p = usePlanner({ skip }, planner);
+    needsStub({ skip }, p, 'reading the refused directory');
+    expect(lastRefused, 'the dense_error cases ran first in this file').toBeDefined();
+    const dir = join(p.storeDir!, 'refused');
+    const kept = readdirSync(dir).filter((n) => !n.startsWith('.')).sort();
+    expect(kept).toHaveLength(5);
+    for (const k of kept) expect(readdirSync(join(dir, k)).sort()).toEqual(['request.json', 'request.weldplan', 'result.json']);
+    const newest = join(dir, kept[kept.length - 1]!);
+    expect(Buffer.from(readFileSync(join(newest, 'request.weldplan'))).equals(Buffer.from(lastRefused!.bytes))).toBe(true);
+    expect(obj(obj(parseExact(readFileSync(join(newest, 'result.json')))).dense_error).reason).toBe(lastRefused!.reason);
+  });
+});
+
+const isObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);

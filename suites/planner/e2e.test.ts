@@ -1,0 +1,103 @@
+// End to end from a weldplan to the cell (document 2 part 1, document 1 part 4 prepare_program and
+// start_program): pack the fixture program as a user would, plan it with dense=true, fetch the dense file,
+// have the control service admit it with prepare_program, then start it with the identity prepare_program
+// returned and observe the execution complete. The start half skips, with the reason stated, on a target
+// whose Describe does not list start_program as implemented.
+
+import { readFileSync } from 'node:fs';
+import { packWeldplan, programDigest } from '../../harness/clients/weldplan.ts';
+import type { Cell, Session } from '../../harness/clients/cell.ts';
+import type { ControlClient } from '../../harness/clients/control.ts';
+import { readStatus, waitStatus } from '../../harness/clients/status.ts';
+import { covers, describe, expect, needsMotion, type Description } from '../../harness/fixture.ts';
+import { decodeDense } from '../../harness/oracle/dense.ts';
+import { parseExact, type JsonObject } from '../../harness/oracle/json.ts';
+import { postProgram } from '../program/upload.ts';
+import { DENSE, PROGRAM_FIXTURE, PROGRAM_ID, obj, plannerTest as test, type Planner, usePlanner } from './toolkit.ts';
+
+/** The fixture program packed exactly as `hil weldplan pack` would, planned with dense=true and fetched. */
+async function planAndFetch(p: Planner): Promise<{ result: Record<string, any>; blob: Uint8Array }> {
+  const prog = parseExact(readFileSync(PROGRAM_FIXTURE)) as JsonObject;
+  expect(prog.program_digest).toBe(programDigest(prog)); // the fixture is sealed
+  const r = await p.client.plan(packWeldplan({ program: prog }), DENSE);
+  expect(r.status, r.text.slice(0, 300)).toBe(200);
+  const result = obj(r.json);
+  expect(result.dense_error, JSON.stringify(result.dense_error)).toBeUndefined();
+  const f = await p.client.dense(result.dense.trajectory_digest);
+  expect(f.status).toBe(200);
+  return { result, blob: f.body };
+}
+
+async function prepare(cell: Cell, client: ControlClient, blob: Uint8Array, s?: Session) {
+  const session = s ?? (await cell.grant());
+  const r = await postProgram(client, session, blob);
+  return { r, session };
+}
+
+describe('weldplan to cell', () => {
+  test(
+    "the planner's dense file is admitted by prepare_program with the planner's identity",
+    covers('rule:dense_admission.boundary_merge', 'field:Program.identity', 'field:Program.segments', 'field:Program.samples', 'field:Program.normalised_samples', 'field:Program.axis_mask', 'field:Program.requires_process_io'),
+    async ({ planner, skip, cell, client }) => {
+      const p = usePlanner({ skip }, planner);
+      const { result, blob } = await planAndFetch(p);
+      const d = result.dense;
+      const x = decodeDense(blob);
+      const { r } = await prepare(cell, client, blob);
+      expect({ status: r.status, error: r.reply.error }).toEqual({ status: 200, error: undefined });
+      const data = r.reply.data as Record<string, any>;
+      expect(data.identity).toMatchObject({
+        plan_id: d.plan_id, program_id: PROGRAM_ID, program_digest: d.program_digest, trajectory_digest: d.trajectory_digest, source_digest: d.trajectory_digest,
+        manifest_revision: 1n, plan_revision: 1n,
+      });
+      expect(data.identity.normalised_digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+      expect(BigInt(data.segments)).toBe(BigInt(x.segments.length));
+      expect(BigInt(data.samples)).toBe(BigInt(x.totalSampleCount));
+      // Every boundary merges: executed points = samples - segments + 1 (document 2 part 7 "Admission").
+      expect(BigInt(data.normalised_samples)).toBe(BigInt(x.totalSampleCount - x.segments.length + 1));
+      expect(BigInt(data.axis_mask)).toBe(0x1ffn);
+      expect(data.requires_process_io).toBe(false); // a simulation program: no torch bit
+    },
+  );
+
+  test(
+    'start_program with the returned identity runs the planned program to completion',
+    covers('rule:dense_admission.digests_to_start'),
+    async ({ planner, skip, cell, client, target, description }) => {
+      const p = usePlanner({ skip }, planner);
+      const cap = (description as Description).capabilities.find((c) => c.name === 'start_program');
+      skip(cap?.state !== 'implemented', 'start_program not served by target');
+      needsMotion({ skip }, target);
+      const { blob } = await planAndFetch(p);
+      const s = await cell.hold({ requested_lease_ms: 2_000 });
+      const axes = description.axes.length;
+      const all = (1 << axes) - 1;
+      const homeMask = description.axes.reduce((m, a, i) => (a.native_home === true ? m | (1 << i) : m), 0);
+      const st0 = await readStatus(client);
+      if (homeMask !== 0 && (Number(st0.core!.home_valid_mask) & homeMask) !== homeMask) {
+        const h = await cell.fenced('home', s, { axis_mask: homeMask });
+        expect(h.status, h.reply.error).toBe(200);
+        await waitStatus(client, (x) => (Number(x.core!.home_valid_mask) & homeMask) === homeMask, 15_000);
+      }
+      expect((await cell.fenced('enable', s, { axis_mask: all })).status).toBe(200);
+      const a = await cell.fenced('arm', s);
+      expect(a.status, a.reply.error).toBe(200);
+      await waitStatus(client, (x) => Number(x.core!.axis_enable_mask) === all);
+      const { r } = await prepare(cell, client, blob, s);
+      expect(r.status, r.reply.error).toBe(200);
+      const identity = (r.reply.data as Record<string, any>).identity;
+      const before = ((await readStatus(client)) as unknown as { execution: { generation: bigint } }).execution.generation;
+      const start = await cell.fenced('start_program', s, { identity });
+      expect(start.status, start.reply.error).toBe(200);
+      const done = (await waitStatus(
+        client,
+        (x) => {
+          const e = (x as unknown as { execution: { generation: bigint; state: string } }).execution;
+          return e.generation === before + 1n && (e.state === 'completed' || e.state === 'faulted');
+        },
+        20_000,
+      )) as unknown as { execution: { state: string; generation: bigint } };
+      expect(done.execution).toMatchObject({ state: 'completed', generation: before + 1n });
+    },
+  );
+});

@@ -1,0 +1,277 @@
+// start_program and program execution (document 1 part 4 start_program, part 2 Execution, part 3 handle
+// states, part 6 execution events; document 2 "Admission": the executed points). Everything time-dependent
+// runs on a stack with the stepped clock: the core runs a cycle only when the test steps it, so "the
+// execution is in segment 1 now" and "the marker's output turned on at its point" are exact and nothing
+// depends on how loaded the machine is. Commands are still answered as they arrive.
+//
+// The program moves J1 (file axis_mask 0x1) from where it is held by 0.02 rad and back, with a dwell
+// between: 21 + 3 + 21 samples at 10 ms, 43 executed points, 0.42 s of plan time.
+
+import { afterAll, beforeAll } from 'vitest';
+import { Cell, type Session } from '../../harness/clients/cell.ts';
+import type { BindingInput, ControlClient } from '../../harness/clients/control.ts';
+import { eventCursor, eventsSince, type CellEvent } from '../../harness/clients/events.ts';
+import { readStatus } from '../../harness/clients/status.ts';
+import { latestSequence, readBatch } from '../../harness/clients/telemetry.ts';
+import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
+import { variantsFromEnv, type Target } from '../../harness/targets/index.ts';
+import { covers, describe, expect, test } from '../../harness/fixture.ts';
+import { postProgram } from './upload.ts';
+import { IDENTITY_FIELDS, dwell, encodeProgram, executedPoints, move, withCol, type Marker, type ProgramFile } from './files.ts';
+
+const OUTPUTS = ['torch', 'clamp', 'gas_purge']; // fixtures/machines/nine-axis.json io.outputs
+const CLAMP = 2;
+
+type Data = Record<string, any>;
+interface Stack {
+  target: Target;
+  client: ControlClient;
+  cell: Cell;
+  axes: number;
+  revision: bigint;
+}
+
+let stack: Stack | undefined;
+let cannot: string | undefined;
+
+beforeAll(async () => {
+  const variants = variantsFromEnv();
+  cannot = variants.cannotProvide({ clock: 'stepped' });
+  if (cannot !== undefined) return;
+  const target = await variants.open({ clock: 'stepped' });
+  const client = target.client();
+  const d = (await client.describe()).reply.data as unknown as { binding: BindingInput & { revision: bigint }; axes: unknown[]; clock: string };
+  expect(d.clock).toBe('stepped');
+  stack = { target, client, cell: new Cell(client, d.binding), axes: d.axes.length, revision: d.binding.revision };
+  await target.step!(5); // the core publishes its first status
+});
+afterAll(async () => {
+  await stack?.cell.cleanup();
+  await stack?.target.close();
+});
+
+/** Step the core in chunks until `p` has settled (a Home, an arm, a stop drain), then return it. */
+async function settle<T>(st: Stack, p: Promise<T>, chunk = 10): Promise<T> {
+  let done = false;
+  void p.then(() => (done = true), () => (done = true));
+  for (let i = 0; i < 1000 && !done; i++) await st.target.step!(chunk);
+  return p;
+}
+
+const status = async (st: Stack) => (await readStatus(st.client)) as unknown as Data;
+
+/** A renewed grant, J1 homed, every axis enabled, armed; returns the held positions. */
+async function ready(st: Stack): Promise<{ s: Session; hold: number[] }> {
+  const s = await st.cell.hold({ requested_lease_ms: 2_000 });
+  if (((await status(st)).core.home_valid_mask & 1n) === 0n) {
+    const h = await settle(st, st.cell.fenced('home', s, { axis_mask: 1 }), 20);
+    expect(h.status, h.reply.error).toBe(200);
+  }
+  const all = (1 << st.axes) - 1;
+  expect((await st.cell.fenced('enable', s, { axis_mask: all })).status).toBe(200);
+  const a = await settle(st, st.cell.fenced('arm', s), 5);
+  expect(a.status, a.reply.error).toBe(200);
+  await st.target.step!(5);
+  const x = await status(st);
+  expect(Number(x.core.axis_enable_mask)).toBe(all);
+  return { s, hold: (x.axes as Data[]).map((ax) => Number(ax.position)) };
+}
+
+function programFile(st: Stack, hold: number[], markers?: Marker[]): ProgramFile {
+  const q1 = withCol(hold, 0, hold[0]! + 0.02);
+  return { segments: [move('out', hold, q1, 21), dwell('hold', q1, 3), move('back', q1, hold, 21)], manifestRevision: st.revision, axisMask: 0x1, ...(markers ? { markers } : {}) };
+}
+
+async function prepare(st: Stack, s: Session, f: ProgramFile): Promise<{ identity: Data; handle: bigint }> {
+  const r = await postProgram(st.client, s, encodeProgram(f));
+  expect({ status: r.status, error: r.reply.error }).toEqual({ status: 200, error: undefined });
+  const handles = (await status(st)).execution.handles as Data[];
+  return { identity: (r.reply.data as Data).identity, handle: handles.at(-1)!.handle };
+}
+
+const handleOf = async (st: Stack, h: bigint) => ((await status(st)).execution.handles as Data[]).find((x) => x.handle === h)!;
+const transitions = (evs: CellEvent[], h: bigint) =>
+  evs.filter((e) => e.type === 'handle_transition' && (e.handle as Data).handle === h).map((e) => `${(e.handle as Data).from}->${(e.handle as Data).to}`);
+
+describe('start_program (stepped clock)', () => {
+  test(
+    'the complete identity starts the program: every field must be equal, a retry with the same request_id replays, segments are followed, completion shows for the started generation',
+    covers(
+      'reason:program_identity_mismatch', 'reason:program_already_executing', 'reason:handle_started', 'reason:handle_consumed',
+      'field:Request.identity', 'endpoint:POST /v1/control',
+      'rule:op.start_program.identity_equal', 'rule:op.start_program.retry', 'rule:op.start_program.completion', 'rule:handle.terminal_never_regain', 'rule:op.reset_fault.precondition',
+      'transition:handle:prepared->started:start', 'transition:handle:started->consumed:completion', 'event:execution_started', 'event:execution_completed',
+      'field:Execution.segment', 'field:Execution.state', 'field:Execution.generation', 'field:Execution.identity',
+      'profile:program.start_lookup',
+    ),
+    async ({ skip }) => {
+      skip(cannot !== undefined, cannot ?? '');
+      const st = stack!;
+      const { s, hold } = await ready(st);
+      const f = programFile(st, hold);
+      // nothing prepared yet under this grant: no program has this identity
+      const none = await st.cell.fenced('start_program', s, { identity: { plan_id: 'p', program_id: 'p', program_digest: 'd', trajectory_digest: 't', source_digest: 's', normalised_digest: 'n', manifest_revision: st.revision, plan_revision: 1n } });
+      expect({ status: none.status, label: none.label }).toEqual({ status: 409, label: 'program_identity_mismatch' });
+      const { identity, handle } = await prepare(st, s, f);
+      for (const field of IDENTITY_FIELDS) {
+        const other = { ...identity, [field]: typeof identity[field] === 'bigint' ? identity[field] + 1n : `${identity[field]}x` };
+        const r = await st.cell.fenced('start_program', s, { identity: other });
+        expect({ field, status: r.status, label: r.label }).toEqual({ field, status: 409, label: 'program_identity_mismatch' });
+      }
+      expect((await handleOf(st, handle)).state).toBe('prepared');
+      const before = (await status(st)).execution.generation as bigint;
+      const cursor = await eventCursor(st.client);
+      const r = await st.cell.fenced('start_program', s, { identity, request_id: 'program-run-1' });
+      expect({ status: r.status, error: r.reply.error }).toEqual({ status: 200, error: undefined });
+      const seq = r.reply.sequence!;
+      expect(seq).toBeGreaterThan(0n);
+      // a lost receipt is retried with the same request_id: the same reply, no second Start
+      const retry = await st.cell.fenced('start_program', s, { identity, request_id: 'program-run-1' });
+      expect({ status: retry.status, sequence: retry.reply.sequence }).toEqual({ status: 200, sequence: seq });
+      let x = await status(st);
+      expect(x.execution).toMatchObject({ generation: before + 1n, state: 'executing', native_sequence: seq, identity, segment: 0n });
+      expect(await handleOf(st, handle)).toMatchObject({ state: 'started', execution_generation: before + 1n, native_sequence: seq });
+      // a new request while it runs: handle_started for the same identity; another upload is refused
+      const again = await st.cell.fenced('start_program', s, { identity });
+      expect({ status: again.status, label: again.label }).toEqual({ status: 409, label: 'handle_started' });
+      const upload = await postProgram(st.client, s, encodeProgram(programFile(st, hold.map((q) => q))));
+      expect({ status: upload.status, label: upload.label }).toEqual({ status: 409, label: 'program_already_executing' });
+      for (const op of ['recovery_status', 'reset_fault']) {
+        const busy = await st.cell.fenced(op, s);
+        expect({ op, status: busy.status, label: busy.label }).toEqual({ op, status: 409, label: 'program_already_executing' });
+      }
+      expect((await st.cell.fenced('renew', s)).status).toBe(200); // refused before anything was submitted: the session stays
+      // the segments in order: 0..200 ms out, 200..220 ms the dwell, then back
+      await st.target.step!(100);
+      expect((await status(st)).execution.segment).toBe(0n);
+      await st.target.step!(110); // 210 ms
+      expect((await status(st)).execution.segment).toBe(1n);
+      await st.target.step!(110); // 320 ms
+      expect((await status(st)).execution.segment).toBe(2n);
+      expect((await status(st)).execution.state).toBe('executing');
+      await st.target.step!(150); // past 420 ms
+      x = await status(st);
+      expect(x.execution).toMatchObject({ generation: before + 1n, state: 'completed', segment: 2n, native_sequence: seq, identity });
+      expect(await handleOf(st, handle)).toMatchObject({ state: 'consumed', execution_generation: before + 1n });
+      const evs = await eventsSince(st.client, cursor);
+      expect(transitions(evs, handle)).toEqual(['prepared->started', 'started->consumed']);
+      const started = evs.filter((e) => e.type === 'execution_started');
+      expect(started.map((e) => e.execution)).toEqual([expect.objectContaining({ handle, generation: before + 1n, native_sequence: seq, kind: 'program', identity })]);
+      expect(evs.filter((e) => e.type === 'execution_completed').map((e) => e.execution)).toEqual([expect.objectContaining({ handle, generation: before + 1n, kind: 'program' })]);
+      // J1 came back to where it was held; a terminal handle never starts again
+      await st.target.step!(100);
+      expect(Math.abs(Number(((await status(st)).axes as Data[])[0]!.position) - hold[0]!)).toBeLessThan(1e-4);
+      const done = await st.cell.fenced('start_program', s, { identity });
+      expect({ status: done.status, label: done.label }).toEqual({ status: 409, label: 'handle_consumed' });
+      await st.cell.cleanup();
+    },
+  );
+
+  test(
+    'process markers drive their output from the cycle their point is reached, only after io_arm; an ON marker without io_arm is io_not_armed and keeps the handle',
+    covers('reason:io_not_armed', 'transition:handle:prepared->prepared:start_refused', 'profile:program.output_intents', 'profile:program.process_markers'),
+    async ({ skip }) => {
+      skip(cannot !== undefined, cannot ?? '');
+      const st = stack!;
+      const { s, hold } = await ready(st);
+      const markers: Marker[] = [
+        { segment: 0, sample: 5, action: 'clamp', value: true },
+        { segment: 2, sample: 10, action: 'clamp', value: false },
+      ];
+      const f = programFile(st, hold, markers);
+      const { pointOf } = executedPoints(f, OUTPUTS);
+      const on = pointOf(0, 5);
+      const off = pointOf(2, 10);
+      const { identity, handle } = await prepare(st, s, f);
+      const refused = await st.cell.fenced('start_program', s, { identity });
+      expect({ status: refused.status, label: refused.label }).toEqual({ status: 409, label: 'io_not_armed' });
+      expect((await handleOf(st, handle)).state).toBe('prepared');
+      expect((await st.cell.fenced('io_arm', s)).status).toBe(200);
+      const from = await latestSequence(st.client);
+      const r = await st.cell.fenced('start_program', s, { identity });
+      expect({ status: r.status, error: r.reply.error }).toEqual({ status: 200, error: undefined });
+      await st.target.step!(500);
+      expect((await status(st)).execution.state).toBe('completed');
+      const recs: CycleCaptureRecordV2[] = [];
+      for (let after = from; ; ) {
+        const b = await readBatch(st.client, after);
+        recs.push(...b.records);
+        if (b.records.length === 0 || b.header.last_sequence === after) break;
+        after = b.header.last_sequence;
+      }
+      const exec = recs.filter((x) => x.active_traj_id === handle);
+      expect(exec.length).toBeGreaterThan(400);
+      let sawOn = 0;
+      for (const x of exec) {
+        const want = x.current_point_index >= on && x.current_point_index < off;
+        expect({ point: x.current_point_index, clamp: (x.io_output_word & CLAMP) !== 0 }).toEqual({ point: x.current_point_index, clamp: want });
+        if (want) sawOn++;
+      }
+      expect(sawOn).toBeGreaterThan(100);
+      expect((await status(st)).core.io_output_word).toBe(0n); // the OFF marker left it off
+      await st.cell.cleanup();
+    },
+  );
+
+  test(
+    'stop while a program runs retires it (execution_aborted, cancelled); a prepared program is retired by a stop, superseded by a newer preparation',
+    covers('transition:handle:started->retired:stop', 'transition:handle:prepared->retired:stop_or_grant_loss', 'transition:handle:prepared->superseded:newer_preparation', 'reason:handle_retired', 'reason:handle_superseded', 'event:execution_aborted'),
+    async ({ skip }) => {
+      skip(cannot !== undefined, cannot ?? '');
+      const st = stack!;
+      let { s, hold } = await ready(st);
+      const run = await prepare(st, s, programFile(st, hold));
+      const cursor = await eventCursor(st.client);
+      expect((await st.cell.fenced('start_program', s, { identity: run.identity })).status).toBe(200);
+      await st.target.step!(50);
+      const stop = await settle(st, st.cell.fenced('stop', s), 10);
+      expect(stop.status).toBe(200);
+      await st.target.step!(20);
+      const evs = await eventsSince(st.client, cursor);
+      expect(evs.filter((e) => e.type === 'execution_aborted').map((e) => e.execution)).toEqual([expect.objectContaining({ handle: run.handle, kind: 'program' })]);
+      expect((await status(st)).execution.state).toBe('cancelled');
+      expect((await handleOf(st, run.handle)).state).toBe('retired');
+      // a prepared program: retired by a stop
+      ({ s, hold } = await ready(st));
+      const prepared = await prepare(st, s, programFile(st, hold));
+      await settle(st, st.cell.fenced('stop', s), 10);
+      ({ s, hold } = await ready(st));
+      const r1 = await st.cell.fenced('start_program', s, { identity: prepared.identity });
+      expect({ status: r1.status, label: r1.label }).toEqual({ status: 409, label: 'handle_retired' });
+      // a prepared program superseded by a newer preparation of either kind
+      const older = await prepare(st, s, programFile(st, hold));
+      const tr = await st.cell.fenced('prepare_trajectory', s, { axis_mask: 1, points: [{ time_ns: 0n, position: hold }, { time_ns: 100_000_000n, position: hold }] });
+      expect(tr.status, tr.reply.error).toBe(200);
+      expect((await handleOf(st, older.handle)).state).toBe('superseded');
+      const r2 = await st.cell.fenced('start_program', s, { identity: older.identity });
+      expect({ status: r2.status, label: r2.label }).toEqual({ status: 409, label: 'handle_superseded' });
+      await st.cell.cleanup();
+    },
+  );
+
+  // Last in the file: it leaves a latched fault on the shared stack.
+  test(
+    'a fault while the program runs: execution_faulted, Execution.state faulted with native_execution_failed, the handle retired',
+    covers('rule:op.start_program.completion', 'transition:handle:started->retired:fault', 'event:execution_faulted', 'reason:native_execution_failed', 'field:Execution.error'),
+    async ({ skip }) => {
+      skip(cannot !== undefined, cannot ?? '');
+      const st = stack!;
+      skip(!st.target.abilities.faultInjection, `target ${st.target.name} cannot inject faults`);
+      const { s, hold } = await ready(st);
+      const run = await prepare(st, s, programFile(st, hold));
+      const cursor = await eventCursor(st.client);
+      const r = await st.cell.fenced('start_program', s, { identity: run.identity });
+      expect(r.status, r.reply.error).toBe(200);
+      const generation = (await status(st)).execution.generation as bigint;
+      await st.target.step!(50);
+      await st.target.inject({ kind: 'following_error', axis: 0 });
+      await st.target.step!(100);
+      const x = await status(st);
+      expect(x.execution).toMatchObject({ state: 'faulted', error: 'native_execution_failed', generation, identity: run.identity });
+      expect((await handleOf(st, run.handle)).state).toBe('retired');
+      const f = (await eventsSince(st.client, cursor)).filter((e) => e.type === 'execution_faulted');
+      expect(f.map((e) => e.execution)).toEqual([expect.objectContaining({ handle: run.handle, kind: 'program', fault_bits: 32n })]);
+      await st.cell.cleanup();
+    },
+  );
+});

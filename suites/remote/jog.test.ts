@@ -1,0 +1,677 @@
+// The remote jog WebSocket lane (document 1 part 5 "Remote jog WebSocket" and item 6 the jog clock flags;
+// part 7 jog reasons and WebSocket close codes; part 8 "Remote jog idle"). The lane is reached on the
+// remote listener with a client certificate; the session must belong to the certificate's principal. It
+// feeds the same jog lane as jog.sock, so what it does to the cell is read the way suites/jog reads it:
+// the jog observation, the ingress counters and telemetry, on a stack with the stepped clock (cycles run
+// only when the test asks; input age and idle bounds stay in host time, as on a rig).
+//
+// What the documents leave open (pre-upgrade check order, the calibration arithmetic, which violation gets
+// which close code, what precedes a close) is our profile: docs/profile.md "Remote jog".
+
+import { afterEach, beforeAll } from 'vitest';
+import { Cell, type Session } from '../../harness/clients/cell.ts';
+import type { BindingInput, ControlClient } from '../../harness/clients/control.ts';
+import { eventCursor, eventsSince } from '../../harness/clients/events.ts';
+import {
+  calibrateAndBegin,
+  encodeJogFrame,
+  hostNs,
+  rawFrame,
+  readJog,
+  readJogClock,
+  readJogIngress,
+  remoteJogPath,
+  RemoteJogSocket,
+  upgradeHeaders,
+  upgradeRequest,
+  type RemoteCreds,
+  type UpgradeAnswer,
+} from '../../harness/clients/jog.ts';
+import { latestSequence, readBatch } from '../../harness/clients/telemetry.ts';
+import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
+import type { RemoteStack } from '../../harness/targets/sim.ts';
+import { covers, describe, expect, profile, test } from '../../harness/fixture.ts';
+import { onSim, remoteStacks, SKIP } from './probe.ts';
+
+const open = remoteStacks();
+
+/** The three remote jog clock flags, all nonzero: loose enough for a loaded test machine's round trips. */
+const QUALIFIED = ['--remote-jog-max-uncertainty-ns', '200000000', '--remote-jog-drift-ppb', '1000', '--remote-jog-calibration-max-age-ns', '60000000000'];
+/** The producer's own clock: host monotonic time shifted, so only the calibration can line them up. */
+const SKEW = 987_654_321_000n;
+const source = () => hostNs() - SKEW;
+const INCARNATION = '5f'.repeat(16);
+const J1 = 0;
+
+interface AxisD {
+  counts_per_unit: number;
+  sign: number;
+}
+interface Lane {
+  stack: RemoteStack;
+  alice: Cell;
+  bob: Cell;
+  local: Cell;
+  localClient: ControlClient;
+  aliceCreds: RemoteCreds;
+  axes: AxisD[];
+  cycleNs: bigint;
+}
+
+/**
+ * The cell runs the internet link profile (fixtures/machines/nine-axis-internet.json: lease ceiling 3 s,
+ * input age 750 ms, document 3 part 2): a remote producer is what that profile is for, and its longer
+ * lease keeps grants alive on a loaded test machine while the stepped clock holds the cycles.
+ */
+const MACHINE = 'nine-axis-internet';
+
+async function lane(args: string[], variant: Record<string, unknown> = { clock: 'stepped', machine: MACHINE }): Promise<Lane> {
+  const stack = await open({ args, variant });
+  const a = await stack.client('alice');
+  const d = (await a.describe()).reply.data as unknown as { binding: BindingInput; axes: AxisD[]; cycle_ns: bigint };
+  const localClient = stack.local();
+  return {
+    stack,
+    alice: new Cell(a, d.binding),
+    bob: new Cell(await stack.client('bob'), d.binding),
+    local: new Cell(localClient, d.binding),
+    localClient,
+    aliceCreds: await stack.creds('alice'),
+    axes: d.axes,
+    cycleNs: d.cycle_ns,
+  };
+}
+
+let A: Lane; // qualified clock flags
+let B: Lane; // the flags left at their default 0
+
+beforeAll(async () => {
+  if (!onSim) return;
+  A = await lane(QUALIFIED);
+  B = await lane([]);
+  return async () => {
+    for (const c of [A.alice, A.bob, A.local]) await c.cleanup();
+    // B is shut down by the last test; whatever it still held went with it.
+    for (const c of [B.alice, B.bob, B.local]) await c.cleanup().catch(() => undefined);
+  };
+});
+
+// Every test leaves the cell stopped and released, whatever happened in it (DESIGN.md rule 5).
+afterEach(async () => {
+  if (!onSim) return;
+  for (const l of [A, B]) {
+    for (const c of [l.alice, l.bob, l.local]) await c.cleanup().catch(() => undefined);
+    await l.stack.step(50).catch(() => undefined); // a stop drains only while cycles run
+  }
+});
+
+/** Hold a grant as alice, enable every axis and arm (stepping the drives to operation enabled). */
+async function ready(l: Lane): Promise<Session> {
+  const s = await l.alice.hold({ requested_lease_ms: 10_000 });
+  const all = (1 << l.axes.length) - 1;
+  expect((await l.alice.fenced('enable', s, { axis_mask: all })).status).toBe(200);
+  const arm = l.alice.fenced('arm', s);
+  await l.stack.step(20);
+  const r = await arm;
+  expect(r.status, r.reply.error).toBe(200);
+  return s;
+}
+
+async function release(l: Lane, s: Session): Promise<void> {
+  await l.alice.fenced('release', s);
+}
+
+const q = (s: Session, jogGeneration = 0n) => ({ session: s.session, generation: s.generation, jogGeneration });
+const velocities = (l: Lane, axis: number, v: number) => l.axes.map((_, i) => (i === axis ? v : 0));
+const frame = (l: Lane, s: Session, jg: bigint, seq: bigint, v: number[], capture = source()) =>
+  encodeJogFrame({ session: s.session, generation: s.generation, jogGeneration: jg, sourceSequence: seq, captureHostNs: capture, velocity: v });
+const cpu = (a: AxisD) => Number(a.counts_per_unit) * Number(a.sign);
+
+/** Wait until the ingress has counted `received` remote frames (frames are handled asynchronously). */
+async function remoteReceived(c: ControlClient, n: bigint): Promise<Record<string, unknown>> {
+  const until = Date.now() + 5_000;
+  for (;;) {
+    const g = await readJogIngress(c);
+    if ((g.remote_received as bigint) >= n || Date.now() > until) return g;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+async function recordsSince(client: ControlClient, after: bigint): Promise<CycleCaptureRecordV2[]> {
+  const out: CycleCaptureRecordV2[] = [];
+  let cursor = after;
+  for (;;) {
+    const b = await readBatch(client, cursor);
+    out.push(...b.records);
+    cursor = b.header.last_sequence;
+    if (b.header.record_count < 4096) return out;
+  }
+}
+
+/** A pre-upgrade failure: status, text/plain, the label first. */
+function expectPre(r: UpgradeAnswer, status: number, label: string): void {
+  expect([r.status, r.body.split(':')[0]!.trim()], r.body).toEqual([status, label]);
+  expect(r.contentType).toMatch(/^text\/plain\b/);
+}
+
+/** Open a connection that must be refused before the upgrade; the answer it got. */
+async function refusedOpen(c: RemoteCreds, query: Parameters<typeof RemoteJogSocket.open>[1]): Promise<UpgradeAnswer> {
+  try {
+    const s = await RemoteJogSocket.open(c, query);
+    await s.close();
+  } catch (e) {
+    if (typeof e === 'object' && e !== null && 'status' in e) return e as UpgradeAnswer;
+    throw e;
+  }
+  throw new Error('the upgrade succeeded where it must be refused');
+}
+
+describe('upgrade', () => {
+  test(
+    'GET /v1/jog on the remote listener is always an upgrade: missing or wrong upgrade headers and a malformed query are 400 text/plain; a valid one is 101',
+    covers('rule:remote_jog_ws.upgrade', 'rule:remote_jog_ws.handshake_101', 'rule:remote_jog_ws.pre_upgrade_400', 'rule:remote_jog_ws.pre_upgrade_text', 'limit:ws_key_bytes', 'rule:remote_jog_ws.query', 'profile:remote_jog.pre_upgrade'),
+    async ({ skip }) => {
+      skip(!onSim, SKIP);
+      const s = await A.alice.hold({ requested_lease_ms: 10_000 });
+      const path = remoteJogPath(q(s));
+      const c = A.aliceCreds;
+      // Without any upgrade header the path is still no jog_status on this listener.
+      expectPre(await upgradeRequest(c, path, {}), 400, 'invalid websocket upgrade');
+      const bad: Array<Record<string, string | undefined>> = [
+        { connection: 'keep-alive' },
+        { upgrade: 'h2c' },
+        { 'sec-websocket-version': '12' },
+        { 'sec-websocket-version': undefined },
+        { 'sec-websocket-key': undefined },
+        { 'sec-websocket-key': Buffer.alloc(15, 7).toString('base64') }, // 15 bytes
+        { 'sec-websocket-key': Buffer.alloc(17, 7).toString('base64') }, // 17 bytes
+        { 'sec-websocket-key': '!!!!!!!!!!!!!!!!!!!!!!==' },
+      ];
+      for (const over of bad) expectPre(await upgradeRequest(c, path, upgradeHeaders(over)), 400, 'invalid websocket upgrade');
+      const queries = [
+        `/v1/jog?session=${s.session}&generation=${s.generation}`,
+        `/v1/jog?session=${s.session}&generation=x&jog_generation=0`,
+        `/v1/jog?session=${s.session}&generation=${s.generation}&jog_generation=-1`,
+        `/v1/jog?session=${s.session}&generation=${s.generation}&jog_generation=18446744073709551616`,
+        `/v1/jog?session=${s.session}&generation=${s.generation}&jog_generation=0&jog_generation=0`,
+        `/v1/jog?session=${s.session}&generation=${s.generation}&jog_generation=0&extra=1`,
+      ];
+      for (const p of queries) expectPre(await upgradeRequest(c, p, upgradeHeaders()), 400, 'invalid websocket upgrade');
+      // Connection is a token list; the key is exactly 16 bytes of base64: 101 Switching Protocols.
+      const ok = await upgradeRequest(c, path, upgradeHeaders({ connection: 'keep-alive, Upgrade', 'sec-websocket-key': Buffer.alloc(16, 9).toString('base64') }));
+      expect(ok.status).toBe(101);
+      await release(A, s);
+    },
+  );
+
+  test(
+    'a session of another principal or of the local transport is 403 session_principal_mismatch; a stale grant 409 control_session_stale; an unknown jog generation 409 jog_session_stale',
+    covers('rule:remote_jog_ws.pre_upgrade_403', 'rule:remote_jog_ws.pre_upgrade_409', 'reason:jog_session_stale', 'rule:remote_jog_ws.query', 'reason:session_principal_mismatch', 'profile:remote_jog.pre_upgrade'),
+    async ({ skip }) => {
+      skip(!onSim, SKIP);
+      const c = A.aliceCreds;
+      const bobs = await A.bob.hold();
+      expectPre(await refusedOpen(c, q(bobs)), 403, 'session_principal_mismatch');
+      await A.bob.fenced('release', bobs);
+      const locals = await A.local.hold();
+      expectPre(await refusedOpen(c, q(locals)), 403, 'session_principal_mismatch');
+      await A.local.fenced('release', locals);
+
+      const s = await ready(A);
+      expectPre(await refusedOpen(c, { ...q(s), generation: s.generation + 1n }), 409, 'control_session_stale');
+      expectPre(await refusedOpen(c, { ...q(s), generation: 0n }), 409, 'control_session_stale');
+      expectPre(await refusedOpen(c, { ...q(s), session: 'ab'.repeat(32) }), 409, 'control_session_stale');
+      // No independent jog generation is open: any nonzero one is stale.
+      expectPre(await refusedOpen(c, q(s, 1n)), 409, 'jog_session_stale');
+      const clock = await readJogClock(A.localClient);
+      const origin = hostNs();
+      const b = await A.alice.fenced('begin_jog', s, { axis_mask: 1 << J1, source_origin_host_ns: origin, deadline_host_ns: origin + 200_000_000n, clock_incarnation: clock.incarnation });
+      expect(b.status, b.reply.error).toBe(200);
+      const jg = b.reply.handle!;
+      expectPre(await refusedOpen(c, q(s, jg + 1n)), 409, 'jog_session_stale');
+      expect((await A.alice.fenced('end_jog', s, { jog_generation: jg })).status).toBe(200);
+      expectPre(await refusedOpen(c, q(s, jg)), 409, 'jog_session_stale'); // ended
+      await release(A, s);
+      // The grant released: the same query is now a stale control session.
+      expectPre(await refusedOpen(c, q(s)), 409, 'control_session_stale');
+    },
+  );
+});
+
+describe('setup exchange and frames', () => {
+  test(
+    'calibrate twice, begin, begun; then binary frames move the axis with no reply; input captured before the begin sample is refused; idle input ends the jog after jog_stream_idle',
+    covers(
+      'rule:remote_jog_ws.msg_calibrate',
+      'rule:remote_jog_ws.msg_calibrated',
+      'rule:remote_jog_ws.msg_begin',
+      'rule:remote_jog_ws.msg_begun',
+      'rule:remote_jog_ws.sequence',
+      'rule:remote_jog_ws.input_before_begin',
+      'rule:remote_jog_ws.idle_close',
+      'rule:remote_jog_ws.idle_ends_jog',
+      'reason:jog_stream_idle',
+      'event:jog_begin',
+      'profile:remote_jog.messages',
+      'profile:remote_jog.producer_gone',
+    ),
+    async ({ skip }) => {
+      skip(!onSim, SKIP);
+      const l = A;
+      const s = await ready(l);
+      const cursor = await eventCursor(l.localClient);
+      const ws = await RemoteJogSocket.open(l.aliceCreds, q(s));
+      const before = hostNs();
+      const x = await calibrateAndBegin(ws, { source, incarnation: INCARNATION, axisMask: 1 << J1 });
+      const after = hostNs();
+      const [c1, c2] = x.calibrated as [Record<string, unknown>, Record<string, unknown>];
+      for (const [c, seq] of [
+        [c1, 1n],
+        [c2, 2n],
+      ] as const) {
+        expect(Object.keys(c).sort()).toEqual(['host_rx_ns', 'host_tx_ns', 'seq', 'source_ns', 'type']);
+        expect(c).toMatchObject({ type: 'calibrated', seq });
+        // Host times are the host monotonic clock (this process shares it): inside the exchange, rx <= tx.
+        expect(c.host_rx_ns as bigint).toBeGreaterThanOrEqual(before);
+        expect(c.host_tx_ns as bigint).toBeLessThanOrEqual(after);
+        expect(c.host_rx_ns as bigint).toBeLessThanOrEqual(c.host_tx_ns as bigint);
+      }
+      expect(c2.host_rx_ns as bigint).toBeGreaterThan(c1.host_tx_ns as bigint);
+      // The source times are echoed: the producer's clock, not the host's.
+      expect(c1.source_ns as bigint).toBeGreaterThanOrEqual(before - SKEW);
+      expect(c1.source_ns as bigint).toBeLessThanOrEqual(after - SKEW);
+      expect(c2.source_ns as bigint).toBeGreaterThan(c1.source_ns as bigint);
+      expect(x.answer).toEqual({ type: 'begun', seq: 3n, jog_generation: expect.any(BigInt) });
+      const jg = x.answer.jog_generation as bigint;
+      // begin ran begin_jog: the jog lane's generation, origin mapped to host time within the exchange.
+      const obs = await readJog(l.localClient);
+      expect(obs).toMatchObject({ JogGeneration: jg, SessionOpen: 1n, Mode: 1n, AxisMask: BigInt(1 << J1) });
+      // The begin sample was taken after the second reply left (host_tx_ns); the mapped origin may sit up
+      // to the calibration's uncertainty (half the second sample's window, plus drift) before it.
+      const u = ((c2.host_rx_ns as bigint) - (c1.host_tx_ns as bigint)) / 2n;
+      expect(obs.SourceOriginHostNs as bigint).toBeGreaterThanOrEqual((c2.host_tx_ns as bigint) - u - 1_000_000n);
+      expect(obs.SourceOriginHostNs as bigint).toBeLessThanOrEqual(after);
+
+      const g0 = await readJogIngress(l.localClient);
+      const t0 = await latestSequence(l.localClient);
+      let seq = 1n;
+      for (let k = 0; k < 4; k++) {
+        await ws.sendBinary(frame(l, s, jg, seq++, velocities(l, J1, 0.2)));
+        const g = await remoteReceived(l.localClient, (g0.remote_received as bigint) + BigInt(k + 1));
+        expect(g.accepted).toBe((g0.accepted as bigint) + BigInt(k + 1));
+        await l.stack.step(30);
+      }
+      const recs = await recordsSince(l.localClient, t0);
+      const a = l.axes[J1]!;
+      expect(recs.at(-1)!.ax[J1]!.target_velocity_counts_per_s / cpu(a)).toBeCloseTo(0.2, 3);
+      expect(recs.at(-1)).toMatchObject({ jog_generation: jg, jog_source_sequence: 4n, jog_has_input: 1, active_mode: 3 });
+
+      // A capture one nanosecond before the begin sample: refused, counted, nothing moves.
+      await ws.sendBinary(frame(l, s, jg, seq++, velocities(l, J1, -0.2), x.beginSourceNs - 1n));
+      const g1 = await remoteReceived(l.localClient, (g0.remote_received as bigint) + 5n);
+      expect(g1.accepted).toBe((g0.accepted as bigint) + 4n);
+      expect((g1.refused_by_reason as Record<string, bigint>).jog_capture_before_origin).toBe(((g0.refused_by_reason as Record<string, bigint>).jog_capture_before_origin ?? 0n) + 1n);
+      expect(ws.pending()).toEqual([]); // frames get no reply
+
+      // Input stops arriving: within the input-age ceiling the receiver says why and closes; the jog ends.
+      const idle = await ws.next(5_000);
+      expect(idle).toEqual({ type: 'rejected', seq: 3n, reason: 'jog_stream_idle' });
+      expect(await ws.closed).toEqual({ code: 1000, reason: 'jog_stream_idle' });
+      await waitFor(async () => (await readJog(l.localClient)).SessionOpen === 0n);
+      const t1 = await latestSequence(l.localClient);
+      await l.stack.step(300);
+      const rest = await recordsSince(l.localClient, t1);
+      expect(rest.at(-1)!.ax[J1]!.target_velocity_counts_per_s).toBe(0);
+      expect(rest.at(-1)!.jog_session_open).toBe(0);
+      const ev = await eventsSince(l.localClient, cursor);
+      expect(ev.filter((e) => e.type === 'jog_begin').map((e) => (e.jog as Record<string, unknown>).jog_generation)).toEqual([jg]);
+      await release(l, s);
+    },
+  );
+
+  test(
+    'a refused begin answers rejected {seq, reason} and closes: not armed is not_ready, an empty axis mask invalid_axis_mask',
+    covers('rule:remote_jog_ws.msg_rejected', 'profile:remote_jog.messages'),
+    async ({ skip }) => {
+      skip(!onSim, SKIP);
+      const s = await A.alice.hold({ requested_lease_ms: 10_000 }); // not enabled, not armed
+      for (const [mask, reason] of [
+        [1 << J1, 'not_ready'],
+        [0, 'invalid_axis_mask'],
+      ] as const) {
+        const ws = await RemoteJogSocket.open(A.aliceCreds, q(s));
+        const x = await calibrateAndBegin(ws, { source, incarnation: INCARNATION, axisMask: mask });
+        expect(x.answer).toEqual({ type: 'rejected', seq: 3n, reason });
+        expect((await ws.closed).code).toBe(1000);
+      }
+      expect((await readJog(A.localClient)).SessionOpen).toBe(0n);
+      await release(A, s);
+    },
+  );
+
+  test(
+    'an existing jog generation (jog_generation in the query) takes frames at once, stamped in host time',
+    covers('rule:remote_jog_ws.query', 'rule:remote_jog_ws.frames', 'profile:remote_jog.existing_generation', 'profile:remote_jog.producer_gone'),
+    async ({ skip }) => {
+      skip(!onSim, SKIP);
+      const l = A;
+      const s = await ready(l);
+      const clock = await readJogClock(l.localClient);
+      const origin = hostNs();
+      const b = await l.alice.fenced('begin_jog', s, { axis_mask: 1 << J1, source_origin_host_ns: origin, deadline_host_ns: origin + 200_000_000n, clock_incarnation: clock.incarnation });
+      expect(b.status, b.reply.error).toBe(200);
+      const jg = b.reply.handle!;
+      const ws = await RemoteJogSocket.open(l.aliceCreds, q(s, jg));
+      await ws.ping(); // ping is answered with pong
+      const g0 = await readJogIngress(l.localClient);
+      await ws.sendBinary(frame(l, s, jg, 1n, velocities(l, J1, 0.1), hostNs()));
+      const g = await remoteReceived(l.localClient, (g0.remote_received as bigint) + 1n);
+      expect(g.accepted).toBe((g0.accepted as bigint) + 1n);
+      // 4096 bytes is within the frame bound (ws keeps the connection); the lane refuses its length.
+      await ws.sendBinary(Buffer.concat([frame(l, s, jg, 2n, velocities(l, J1, 0.1), hostNs()), Buffer.alloc(4096 - 80 - 8 * l.axes.length)]));
+      const g2 = await remoteReceived(l.localClient, (g0.remote_received as bigint) + 2n);
+      expect((g2.refused_by_reason as Record<string, bigint>).jog_frame_malformed).toBe(((g0.refused_by_reason as Record<string, bigint>).jog_frame_malformed ?? 0n) + 1n);
+      await l.stack.step(1);
+      expect((await readJog(l.localClient)).SourceSequence).toBe(1n);
+      await ws.close();
+      // The producer went away: the jog ends (end_jog by the lane).
+      await waitFor(async () => (await readJog(l.localClient)).SessionOpen === 0n);
+      await release(l, s);
+    },
+  );
+});
+
+describe('calibration', () => {
+  test(
+    'source times that do not increase are jog_clock_sample_invalid; a host_tx_ns that does not echo the reply closes with 1007',
+    covers('rule:remote_jog_ws.msg_rejected', 'profile:remote_jog.calibration', 'profile:remote_jog.close_codes'),
+    async ({ skip }) => {
+      skip(!onSim, SKIP);
+      const s = await A.alice.hold({ requested_lease_ms: 10_000 });
+      const first = source();
+      {
+        const ws = await RemoteJogSocket.open(A.aliceCreds, q(s));
+        ws.sendJson({ type: 'calibrate', source_incarnation: INCARNATION, source_ns: first, seq: 1n });
+        const c1 = await ws.next();
+        ws.sendJson({ type: 'calibrate', source_incarnation: INCARNATION, source_ns: first, seq: 2n, host_tx_ns: c1.host_tx_ns as bigint });
+        expect(await ws.next()).toEqual({ type: 'rejected', seq: 2n, reason: 'jog_clock_sample_invalid' });
+        expect(await ws.closed).toEqual({ code: 1000, reason: 'jog_clock_sample_invalid' });
+      }
+      {
+        const ws = await RemoteJogSocket.open(A.aliceCreds, q(s));
+        ws.sendJson({ type: 'calibrate', source_incarnation: INCARNATION, source_ns: source(), seq: 1n });
+        const c1 = await ws.next();
+        ws.sendJson({ type: 'calibrate', source_incarnation: INCARNATION, source_ns: source(), seq: 2n, host_tx_ns: (c1.host_tx_ns as bigint) + 1n });
+        expect((await ws.closed).code).toBe(1007);
+      }
+      await release(A, s);
+    },
+  );
+
+  test(
+    'with a calibration max age shorter than the time to the first frame, frames are refused with jog_clock_calibration_expired and nothing moves',
+    profile('profile:remote_jog.calibration'),
+    async ({ skip }) => {
+      skip(!onSim, SKIP);
+      // Uncertainty and drift bounds generous enough to pass; only the calibration's age (1 ms) fails.
+      const l = await lane(['--remote-jog-max-uncertainty-ns', '60000000000', '--remote-jog-drift-ppb', '1', '--remote-jog-calibration-max-age-ns', '1000000']);
+      try {
+        const s = await ready(l);
+        const ws = await RemoteJogSocket.open(l.aliceCreds, q(s));
+        const x = await calibrateAndBegin(ws, { source, incarnation: INCARNATION, axisMask: 1 << J1 });
+        expect(x.answer.type).toBe('begun');
+        const jg = x.answer.jog_generation as bigint;
+        await new Promise((r) => setTimeout(r, 5)); // past the 1 ms calibration age on any machine
+        const g0 = await readJogIngress(l.localClient);
+        const t0 = await latestSequence(l.localClient);
+        for (let k = 1n; k <= 2n; k++) {
+          await ws.sendBinary(frame(l, s, jg, k, velocities(l, J1, 0.2)));
+          await remoteReceived(l.localClient, (g0.remote_received as bigint) + k);
+          await l.stack.step(30);
+        }
+        const g = await readJogIngress(l.localClient);
+        expect(g.accepted).toBe(g0.accepted);
+        const by = g.refused_by_reason as Record<string, bigint>;
+        expect(by.jog_clock_calibration_expired).toBe(((g0.refused_by_reason as Record<string, bigint>).jog_clock_calibration_expired ?? 0n) + 2n);
+        for (const r of await recordsSince(l.localClient, t0)) expect(r.ax[J1]!.target_velocity_counts_per_s).toBe(0);
+        await ws.close();
+      } finally {
+        await l.alice.cleanup();
+      }
+    },
+  );
+
+  test(
+    'with a maximum uncertainty below any real round trip, begin is rejected with jog_clock_uncertain and no jog opens',
+    covers('rule:remote_jog_ws.msg_rejected', 'profile:remote_jog.calibration'),
+    async ({ skip }) => {
+      skip(!onSim, SKIP);
+      const l = await lane(['--remote-jog-max-uncertainty-ns', '1', '--remote-jog-drift-ppb', '1', '--remote-jog-calibration-max-age-ns', '60000000000']);
+      try {
+        const s = await ready(l);
+        const ws = await RemoteJogSocket.open(l.aliceCreds, q(s));
+        const x = await calibrateAndBegin(ws, { source, incarnation: INCARNATION, axisMask: 1 << J1 });
+        expect(x.answer).toEqual({ type: 'rejected', seq: 3n, reason: 'jog_clock_uncertain' });
+        expect((await ws.closed).code).toBe(1000);
+        expect((await readJog(l.localClient)).SessionOpen).toBe(0n);
+      } finally {
+        await l.alice.cleanup();
+      }
+    },
+  );
+});
+
+describe('internet link profile', () => {
+  test(
+    'a cell on the internet profile: lease ceiling 3000 ms, jog input age 750 ms (a 600 ms old input is taken, a 760 ms old one is stale)',
+    covers('limit:internet_jog_input_age_ms', 'limit:internet_grant_lease_ceiling_ms'),
+    async ({ skip }) => {
+      skip(!onSim, SKIP);
+      const l = A;
+      const d = (await l.localClient.describe()).reply.data as Record<string, unknown>;
+      expect(d).toMatchObject({ link_profile: 'internet', max_grant_lease_ms: 3000n, max_jog_input_age_ns: 750_000_000n });
+      expect((await readJogClock(l.localClient)).max_input_age_ns).toBe(750_000_000n);
+      for (const [asked, got] of [
+        [3000n, 3000],
+        [3001n, 3000],
+        [10_000n, 3000],
+        [2999n, 2999],
+      ] as const) {
+        const s = await l.alice.grant({ requested_lease_ms: asked });
+        expect(Number(s.grant.lease_ms), String(asked)).toBe(got);
+        expect((await l.alice.fenced('release', s)).status).toBe(200);
+      }
+      const s = await ready(l);
+      const clock = await readJogClock(l.localClient);
+      const origin = hostNs() - 700_000_000n;
+      const b = await l.alice.fenced('begin_jog', s, { axis_mask: 1 << J1, source_origin_host_ns: origin, deadline_host_ns: origin + 750_000_000n, clock_incarnation: clock.incarnation });
+      expect(b.status, b.reply.error).toBe(200);
+      const jg = b.reply.handle!;
+      const ws = await RemoteJogSocket.open(l.aliceCreds, q(s, jg));
+      const g0 = await readJogIngress(l.localClient);
+      await ws.sendBinary(frame(l, s, jg, 1n, velocities(l, J1, 0.1), hostNs() - 760_000_000n));
+      await ws.sendBinary(frame(l, s, jg, 2n, velocities(l, J1, 0.1), hostNs() - 600_000_000n));
+      const g = await remoteReceived(l.localClient, (g0.remote_received as bigint) + 2n);
+      expect(g.accepted).toBe((g0.accepted as bigint) + 1n);
+      expect((g.refused_by_reason as Record<string, bigint>).jog_clock_input_stale).toBe(((g0.refused_by_reason as Record<string, bigint>).jog_clock_input_stale ?? 0n) + 1n);
+      expect(g.last_accepted_sequence).toBe(2n);
+      await ws.close();
+      await release(l, s);
+    },
+  );
+});
+
+describe('close codes', () => {
+  /** A connection in setup (jog_generation 0) on a held grant of alice. */
+  async function fresh(s: Session): Promise<RemoteJogSocket> {
+    return RemoteJogSocket.open(A.aliceCreds, q(s));
+  }
+  const calibrate1 = (over: Record<string, unknown> = {}) => ({ type: 'calibrate', source_incarnation: INCARNATION, source_ns: source(), seq: 1n, ...over });
+
+  test(
+    'protocol violations close with 1002 (order, fragments, opcode, unmasked), 1007 (payload data) or 1009 (over 4096 bytes)',
+    covers('rule:remote_jog_ws.protocol_close', 'rule:remote_jog_ws.frames', 'limit:remote_jog_frame_bytes', 'limit:ws_source_incarnation_hex', 'profile:remote_jog.close_codes'),
+    async ({ skip }) => {
+      skip(!onSim, SKIP);
+      const s = await A.alice.hold({ requested_lease_ms: 10_000 });
+      const cases: Array<[string, number, (ws: RemoteJogSocket) => Promise<void> | void]> = [
+        ['binary frame before begun', 1002, (ws) => ws.sendBinary(Buffer.alloc(152))],
+        ['calibrate with seq 2 first', 1002, (ws) => ws.sendJson(calibrate1({ seq: 2n }) as never)],
+        ['begin first', 1002, (ws) => ws.sendJson({ type: 'begin', seq: 1n, axis_mask: 1n, source_ns: source(), host_tx_ns: 1n })],
+        ['a fragmented message', 1002, (ws) => ws.sendBinary(Buffer.alloc(10), { fin: false })],
+        ['reserved opcode 3', 1002, (ws) => ws.writeRaw(rawFrame(3, Buffer.from('x')))],
+        ['an unmasked client frame', 1002, (ws) => ws.writeRaw(rawFrame(1, Buffer.from('{}'), { masked: false }))],
+        ['invalid UTF-8 in a text frame', 1007, (ws) => ws.sendTextBytes(Buffer.from([0x7b, 0xff, 0xfe, 0x7d]))],
+        ['text that is not JSON', 1007, (ws) => ws.sendTextBytes(Buffer.from('calibrate please'))],
+        ['an unknown field', 1007, (ws) => ws.sendJson(calibrate1({ extra: 1n }) as never)],
+        ['source_incarnation of 31 hex digits', 1007, (ws) => ws.sendJson(calibrate1({ source_incarnation: 'a'.repeat(31) }) as never)],
+        ['source_incarnation of 33 hex digits', 1007, (ws) => ws.sendJson(calibrate1({ source_incarnation: 'a'.repeat(33) }) as never)],
+        ['source_incarnation of zero bytes', 1007, (ws) => ws.sendJson(calibrate1({ source_incarnation: '0'.repeat(32) }) as never)],
+        ['a 4097-byte message', 1009, (ws) => ws.sendBinary(Buffer.alloc(4097))],
+      ];
+      for (const [what, code, act] of cases) {
+        const ws = await fresh(s);
+        await act(ws);
+        expect((await ws.closed).code, what).toBe(code);
+      }
+      // 32 hex digits of 16 nonzero bytes is accepted (the boundary of the cases above), in either case.
+      const ok = await fresh(s);
+      ok.sendJson(calibrate1({ source_incarnation: 'A'.repeat(32) }) as never);
+      expect(await ok.next()).toMatchObject({ type: 'calibrated', seq: 1n });
+      await ok.close();
+      await release(A, s);
+    },
+  );
+
+  test(
+    'text after begun is a protocol violation (1002); a stop of the grant sends control_session_stale before closing and stops the jog',
+    covers('rule:remote_jog_ws.protocol_close', 'rule:remote_jog_ws.idle_close', 'profile:remote_jog.close_codes', 'profile:remote_jog.messages'),
+    async ({ skip }) => {
+      skip(!onSim, SKIP);
+      const l = A;
+      const s1 = await ready(l);
+      const ws1 = await RemoteJogSocket.open(l.aliceCreds, q(s1));
+      expect((await calibrateAndBegin(ws1, { source, incarnation: INCARNATION, axisMask: 1 << J1 })).answer.type).toBe('begun');
+      ws1.sendJson(calibrate1({ seq: 4n }) as never);
+      expect((await ws1.closed).code).toBe(1002);
+      await release(l, s1);
+
+      const s = await ready(l);
+      const ws = await RemoteJogSocket.open(l.aliceCreds, q(s));
+      const x = await calibrateAndBegin(ws, { source, incarnation: INCARNATION, axisMask: 1 << J1 });
+      const jg = x.answer.jog_generation as bigint;
+      await ws.sendBinary(frame(l, s, jg, 1n, velocities(l, J1, 0.2)));
+      await l.stack.step(40);
+      const stop = l.alice.fenced('stop', s);
+      expect(await ws.next()).toEqual({ type: 'rejected', seq: 3n, reason: 'control_session_stale' });
+      expect(await ws.closed).toEqual({ code: 1000, reason: 'control_session_stale' });
+      await l.stack.step(50);
+      expect((await stop).status).toBe(200);
+      const obs = await readJog(l.localClient);
+      expect(obs.SessionOpen).toBe(0n);
+      // Frames of the stopped grant cannot be sent on any connection: the upgrade itself is refused.
+      expectPre(await refusedOpen(l.aliceCreds, q(s)), 409, 'control_session_stale');
+    },
+  );
+
+  test(
+    'a second remote jog connection closes both with 1008',
+    covers('rule:remote_jog_ws.single_connection', 'limit:remote_jog_connections', 'profile:remote_jog.producer_gone'),
+    async ({ skip }) => {
+      skip(!onSim, SKIP);
+      const l = A;
+      const s = await ready(l);
+      const first = await RemoteJogSocket.open(l.aliceCreds, q(s));
+      const x = await calibrateAndBegin(first, { source, incarnation: INCARNATION, axisMask: 1 << J1 });
+      const jg = x.answer.jog_generation as bigint;
+      await first.sendBinary(frame(l, s, jg, 1n, velocities(l, J1, 0.2)));
+      expect((await readJogIngress(l.localClient)).remote_connections).toBe(1n);
+      const second = await RemoteJogSocket.open(l.aliceCreds, q(s, jg));
+      const [c1, c2] = await Promise.all([first.closed, second.closed]);
+      expect([c1.code, c2.code]).toEqual([1008, 1008]);
+      // Neither producer feeds the lane any more: the jog is ended.
+      await waitFor(async () => (await readJog(l.localClient)).SessionOpen === 0n);
+      expect((await readJogIngress(l.localClient)).remote_connections).toBe(0n);
+      // One connection at a time is fine again.
+      const again = await RemoteJogSocket.open(l.aliceCreds, q(s));
+      await again.ping();
+      await again.close();
+      await release(l, s);
+    },
+  );
+});
+
+describe('clock qualification and setup idle', () => {
+  test(
+    'with the three remote jog clock flags at their default 0, every remote frame is refused with jog_clock_unqualified and nothing moves',
+    covers('reason:jog_clock_unqualified', 'rule:auth.remote_jog_flags'),
+    async ({ skip }) => {
+      skip(!onSim, SKIP);
+      const l = B;
+      const s = await ready(l);
+      const ws = await RemoteJogSocket.open(l.aliceCreds, q(s));
+      const x = await calibrateAndBegin(ws, { source, incarnation: INCARNATION, axisMask: 1 << J1 });
+      expect(x.answer.type).toBe('begun');
+      const jg = x.answer.jog_generation as bigint;
+      const g0 = await readJogIngress(l.localClient);
+      const t0 = await latestSequence(l.localClient);
+      for (let k = 1n; k <= 3n; k++) {
+        await ws.sendBinary(frame(l, s, jg, k, velocities(l, J1, 0.2)));
+        await remoteReceived(l.localClient, (g0.remote_received as bigint) + k);
+        await l.stack.step(30);
+      }
+      const g = await readJogIngress(l.localClient);
+      expect(g.accepted).toBe(g0.accepted);
+      expect((g.refused_by_reason as Record<string, bigint>).jog_clock_unqualified).toBe(((g0.refused_by_reason as Record<string, bigint>).jog_clock_unqualified ?? 0n) + 3n);
+      const recs = await recordsSince(l.localClient, t0);
+      expect(recs.length).toBeGreaterThanOrEqual(90);
+      for (const r of recs) expect(r.ax[J1]!.target_velocity_counts_per_s).toBe(0);
+      expect((await readJog(l.localClient)).HasInput).toBe(0n);
+      // The same frames on a stack whose flags are all nonzero are accepted (suite test above): the flags decide.
+      await ws.close();
+      await release(l, s);
+    },
+  );
+
+  test(
+    'during setup a pause longer than the input age is allowed; a setup that stops sends jog_stream_idle and closes',
+    covers('limit:remote_jog_setup_idle_s', 'reason:jog_stream_idle', 'rule:remote_jog_ws.idle_close'),
+    async ({ skip }) => {
+      skip(!onSim, SKIP);
+      const s = await B.alice.hold({ requested_lease_ms: 10_000 });
+      const ws = await RemoteJogSocket.open(B.aliceCreds, q(s));
+      ws.sendJson({ type: 'calibrate', source_incarnation: INCARNATION, source_ns: source(), seq: 1n });
+      const c1 = await ws.next();
+      // 4 s without a message: far beyond the 250 ms input age, within the 5 s setup bound.
+      await new Promise((r) => setTimeout(r, 4_000));
+      ws.sendJson({ type: 'calibrate', source_incarnation: INCARNATION, source_ns: source(), seq: 2n, host_tx_ns: c1.host_tx_ns as bigint });
+      expect(await ws.next()).toMatchObject({ type: 'calibrated', seq: 2n });
+      // Then nothing: the setup bound runs out.
+      expect(await ws.next(10_000)).toEqual({ type: 'rejected', seq: 2n, reason: 'jog_stream_idle' });
+      expect(await ws.closed).toEqual({ code: 1000, reason: 'jog_stream_idle' });
+      await B.alice.fenced('release', s);
+    },
+  );
+
+  test(
+    'during shutdown open connections close with 1001 and an upgrade answers 503 independent_jog_unavailable',
+    covers('rule:remote_jog_ws.pre_upgrade_503', 'reason:independent_jog_unavailable', 'profile:remote_jog.shutdown'),
+    async ({ skip }) => {
+      skip(!onSim, SKIP);
+      const l = B;
+      const s = await l.alice.hold({ requested_lease_ms: 10_000 });
+      const ws = await RemoteJogSocket.open(l.aliceCreds, q(s));
+      l.stack.child.stdin!.end(); // the lifeline: the service shuts down
+      expect((await ws.closed).code).toBe(1001);
+      expectPre(await upgradeRequest(l.aliceCreds, remoteJogPath(q(s)), upgradeHeaders()), 503, 'independent_jog_unavailable');
+    },
+  );
+});
+
+async function waitFor(cond: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > until) throw new Error('condition not reached');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

@@ -1,0 +1,107 @@
+// Principals and session ownership (document 1 part 5 items 1, 3 and 7): a remote principal owns the
+// sessions it acquires; other principals and local clients get session_principal_mismatch; sessions
+// acquired on the Unix socket belong to the local transport, so a remote client using one gets it too.
+
+import { beforeAll } from 'vitest';
+import { Cell } from '../../harness/clients/cell.ts';
+import { ControlClient } from '../../harness/clients/control.ts';
+import { checkGrant } from '../../harness/oracle/reply.ts';
+import type { RemoteStack } from '../../harness/targets/sim.ts';
+import { covers, describe, expect, profile, test } from '../../harness/fixture.ts';
+import { onSim, remoteStacks, SKIP } from './probe.ts';
+
+const open = remoteStacks();
+let stack: RemoteStack;
+let alice: Cell;
+let bob: Cell;
+let local: Cell;
+
+beforeAll(async () => {
+  if (!onSim) return;
+  stack = await open();
+  const a = await stack.client('alice');
+  const d = (await a.describe()).reply.data as unknown as { binding: { pair_id: string; revision: bigint; configuration_sha256: string } };
+  alice = new Cell(a, d.binding);
+  bob = new Cell(await stack.client('bob'), d.binding);
+  const l = new ControlClient(stack.ready.control);
+  local = new Cell(l, d.binding);
+  return async () => {
+    for (const c of [alice, bob, local]) await c.cleanup();
+    await l.close();
+  };
+});
+
+const FENCED = ['renew', 'mark_telemetry', 'release', 'stop'] as const;
+const fields = (op: string) => (op === 'mark_telemetry' ? { label: 'principal probe' } : {});
+
+describe('session ownership', () => {
+  test('a remote principal owns its session: another principal and a local client get session_principal_mismatch', covers('reason:session_principal_mismatch', 'rule:auth.principal_owns_session', 'profile:remote.ownership_first'), async ({ skip }) => {
+    skip(!onSim, SKIP);
+    const s = await alice.hold();
+    for (const op of FENCED) {
+      for (const [who, cell] of [['bob', bob], ['local', local]] as const) {
+        const r = await cell.fenced(op, s, fields(op));
+        expect(r.status, `${who} ${op}`).toBe(409);
+        expect(r.label, `${who} ${op}`).toBe('session_principal_mismatch');
+      }
+    }
+    // The owner is unaffected by the refusals.
+    const renewed = await alice.fenced('renew', s);
+    expect(renewed.status).toBe(200);
+    expect(checkGrant(renewed.reply.data).session).toBe(s.session);
+    const released = await alice.fenced('release', s);
+    expect(released.status).toBe(200);
+    // Ownership outlives the grant: another principal is told whose session it is, not its state.
+    expect((await bob.fenced('renew', s)).label).toBe('session_principal_mismatch');
+    expect((await alice.fenced('renew', s)).label).not.toBe('session_principal_mismatch');
+  });
+
+  test('a session acquired on the Unix socket belongs to the local transport: a remote client gets session_principal_mismatch', covers('reason:session_principal_mismatch', 'rule:auth.local_permissions', 'rule:auth.principal_owns_session'), async ({ skip }) => {
+    skip(!onSim, SKIP);
+    const s = await local.hold();
+    for (const op of FENCED) {
+      const r = await alice.fenced(op, s, fields(op));
+      expect(r.status, op).toBe(409);
+      expect(r.label, op).toBe('session_principal_mismatch');
+    }
+    expect((await local.fenced('renew', s)).status).toBe(200);
+    expect((await local.fenced('release', s)).status).toBe(200);
+  });
+
+  test('the same principal on a second connection (same certificate) owns its session', covers('rule:auth.principal_owns_session'), async ({ skip }) => {
+    skip(!onSim, SKIP);
+    const s = await alice.hold();
+    const again = await stack.client('alice'); // a new client and connection, same principal
+    const r = await again.control({ schema: 'svc.rt-control.request.v1', operation: 'renew', session: s.session, generation: s.generation }, 'renew');
+    expect(r.status).toBe(200);
+    expect((await alice.fenced('release', s)).status).toBe(200);
+  });
+
+  test('acquire while another principal holds the grant is control_already_owned; its acquire request_id is not replayed to others', profile('profile:remote.acquire_replay_owner'), async ({ skip }) => {
+    skip(!onSim, SKIP);
+    const s = await alice.hold({ request_id: 'acquire-alice-1' });
+    const other = await bob.acquire();
+    expect(other.label).toBe('control_already_owned');
+    // A retry under alice's request_id from bob would replay alice's grant and its session token.
+    const replay = await bob.acquire({ request_id: 'acquire-alice-1' });
+    expect(replay.status).toBe(409);
+    expect(replay.label).toBe('session_principal_mismatch');
+    expect(JSON.stringify(replay.reply, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))).not.toContain(s.session);
+    expect((await alice.fenced('release', s)).status).toBe(200);
+  });
+
+  test('remote observation endpoints need a certificate but no session; fenced calls need the fence', covers('rule:auth.fence_after_acquire'), async ({ skip }) => {
+    skip(!onSim, SKIP);
+    const c = alice.client;
+    expect((await c.status()).status).toBe(200);
+    const ev = await c.get('/v1/events?after=0', 'subscribe_events');
+    expect(ev.status).toBe(200);
+    const tel = await c.raw('GET', '/v1/telemetry?after=0');
+    expect(tel.status).toBe(200);
+    expect(tel.headers['content-type']).toBe('application/octet-stream');
+    // A fenced call without its fence is refused before anything runs.
+    const r = await c.op('renew');
+    expect(r.status).toBe(409);
+    expect(r.label).toBe('invalid_request_envelope');
+  });
+});

@@ -1,0 +1,136 @@
+// Probes of the remote listener at the TLS and TCP level, for the handshake refusals of document 1
+// part 5: a refused handshake gets an alert or a closed connection and never an HTTP byte.
+
+import { readFileSync } from 'node:fs';
+import { connect as netConnect } from 'node:net';
+import { connect as tlsConnect, type SecureVersion, type TLSSocket } from 'node:tls';
+import { afterAll, expect } from 'vitest';
+import { clientFiles } from '../../harness/certs.ts';
+import { startRemoteStack, type RemoteStack } from '../../harness/targets/sim.ts';
+
+export const onSim = (process.env.HIL_TARGET ?? 'sim') === 'sim';
+export const SKIP = 'needs the sim target: only it can start a stack with a remote listener and its own fresh certificates';
+
+export interface ProbeOptions {
+  port: number;
+  ca: string;
+  cert?: string;
+  key?: string;
+  minVersion?: SecureVersion;
+  maxVersion?: SecureVersion;
+  /** Resume this TLS session (tickets test). */
+  session?: Buffer;
+}
+
+export interface ProbeResult {
+  /** HTTP status of the reply, null when no HTTP reply arrived. */
+  status: number | null;
+  /** Every application byte the server sent. */
+  bytes: Buffer;
+  /** Why the connection ended, when it ended in an error. */
+  error: string;
+  reused: boolean;
+}
+
+const REQUEST = 'GET /v1/describe HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n';
+
+/** One TLS connection sending one request; resolves when the server closes it. */
+export function probe(o: ProbeOptions): Promise<ProbeResult> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let error = '';
+    let reused = false;
+    const s: TLSSocket = tlsConnect({
+      host: '127.0.0.1',
+      port: o.port,
+      ca: o.ca,
+      cert: o.cert,
+      key: o.key,
+      minVersion: o.minVersion ?? 'TLSv1.2',
+      maxVersion: o.maxVersion ?? 'TLSv1.3',
+      session: o.session,
+      // The server certificate names 127.0.0.1 and localhost; check it as any client would.
+      rejectUnauthorized: true,
+    });
+    const timer = setTimeout(() => {
+      s.destroy();
+      reject(new Error('probe: the server neither answered nor closed within 15 s'));
+    }, 15_000);
+    s.on('secureConnect', () => {
+      reused = s.isSessionReused();
+      s.write(REQUEST);
+    });
+    s.on('data', (d: Buffer) => chunks.push(d));
+    s.on('error', (e: Error & { code?: string }) => {
+      error ||= e.code ?? e.message;
+    });
+    s.on('close', () => {
+      clearTimeout(timer);
+      const bytes = Buffer.concat(chunks);
+      const m = /^HTTP\/1\.1 (\d{3}) /.exec(bytes.toString('latin1'));
+      resolve({ status: m ? Number(m[1]) : null, bytes, error, reused });
+    });
+  });
+}
+
+/** A plaintext request to the TLS port: every byte the server sends back. */
+export function plaintext(port: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const s = netConnect({ host: '127.0.0.1', port }, () => s.write(REQUEST));
+    const timer = setTimeout(() => {
+      s.destroy();
+      reject(new Error('plaintext probe: no close within 15 s'));
+    }, 15_000);
+    s.on('data', (d: Buffer) => chunks.push(d));
+    s.on('error', () => undefined);
+    s.on('close', () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(chunks));
+    });
+  });
+}
+
+/** The client files of a principal as probe options. */
+export function clientOf(stack: RemoteStack, principalFile: string): Pick<ProbeOptions, 'cert' | 'key'> {
+  const f = clientFiles(stack.pair.dir, principalFile);
+  return { cert: readFileSync(f.cert, 'utf8'), key: readFileSync(f.key, 'utf8') };
+}
+
+export function caOf(stack: RemoteStack): string {
+  return readFileSync(stack.pair.ca, 'utf8');
+}
+
+/** Assert a refused handshake: no HTTP byte at all, and the connection closed. */
+export function expectRefused(r: ProbeResult): void {
+  expect(r.status, `refused handshake answered HTTP: ${r.bytes.toString('latin1').slice(0, 80)}`).toBeNull();
+  expect(r.bytes.length, 'a refused handshake must not carry any application byte').toBe(0);
+}
+
+/** Wait until the stack's log (stderr) gains a line matching `re` after `from` characters. */
+export async function logLine(stack: RemoteStack, from: number, re: RegExp, timeoutMs = 3_000): Promise<string> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const line = stack
+      .stderr()
+      .slice(from)
+      .split('\n')
+      .find((l) => re.test(l));
+    if (line) return line;
+    if (Date.now() > until) throw new Error(`no log line matching ${re} in:\n${stack.stderr().slice(from)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Stacks opened by a suite file, stopped after it. */
+export function remoteStacks(): (o?: Parameters<typeof startRemoteStack>[0]) => Promise<RemoteStack> {
+  const opened: RemoteStack[] = [];
+  afterAll(async () => {
+    for (const s of opened.splice(0)) await s.stop();
+  });
+  return async (o) => {
+    const s = await startRemoteStack(o);
+    opened.push(s);
+    return s;
+  };
+}

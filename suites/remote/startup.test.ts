@@ -1,0 +1,121 @@
+// Start-up checks of the remote listener (document 1 part 5 item 6): with --remote-listen, --remote-ca
+// (exactly one self-signed CA), --remote-cert, --remote-key, --remote-crl and --pair-id are all required
+// and checked; any failed check exits with status 2 and one clear line on stderr.
+
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
+import { certPem, createPair, crlPem, loadIssuer, makeCrl, makeIntermediate, newKey, type PairFiles } from '../../harness/certs.ts';
+import { referenceCommand, ROOT } from '../../harness/targets/reference.ts';
+import { startStack } from '../../harness/targets/sim.ts';
+import { covers, describe, expect, test } from '../../harness/fixture.ts';
+import { onSim, SKIP } from './probe.ts';
+
+
+let dir = '';
+let pair: PairFiles;
+let other: PairFiles;
+const bad: Record<string, string> = {};
+
+beforeAll(async () => {
+  if (!onSim) return;
+  dir = await mkdtemp(join(tmpdir(), 'hil-startup-'));
+  pair = await createPair({ dir: join(dir, 'pair'), pairId: 'cell-a' });
+  other = await createPair({ dir: join(dir, 'other'), pairId: 'cell-a' });
+  const issuer = await loadIssuer(pair.dir);
+  const put = async (name: string, text: string | Promise<string>) => {
+    bad[name] = join(dir, name);
+    await writeFile(bad[name], await text);
+  };
+  await put('two-cas.crt', (await readFile(pair.ca, 'utf8')) + (await readFile(other.ca, 'utf8')));
+  await put('intermediate.crt', certPem((await makeIntermediate(issuer, 'not self-signed')).cert));
+  await put('corrupt.crl', '-----BEGIN X509 CRL-----\nAAAA\n-----END X509 CRL-----\n');
+  await put('foreign.crl', crlPem(await makeCrl({ issuer, number: 2n, signingKey: (await newKey()).privateKey })));
+  await put('critical.crl', crlPem(await makeCrl({ issuer, number: 2n, unsupportedCritical: true })));
+});
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+/** Run the stack with these flags until it exits; its exit status and stderr. */
+function runToExit(args: string[]): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...referenceCommand('stack'), '--socket-dir', join(dir, 'sock'), '--lifeline-stdin', ...args], { cwd: ROOT, stdio: ['pipe', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`stack did not exit within 30 s: ${stderr}`));
+    }, 30_000);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
+    child.stdin.end();
+  });
+}
+
+type Flags = Record<string, string | undefined>;
+const full = (): Flags => ({
+  '--remote-listen': '127.0.0.1:0',
+  '--remote-ca': pair.ca,
+  '--remote-cert': pair.cert,
+  '--remote-key': pair.key,
+  '--remote-crl': pair.crl,
+  '--pair-id': 'cell-a',
+});
+const argv = (f: Flags) => Object.entries(f).flatMap(([k, v]) => (v === undefined ? [] : [k, v]));
+
+// [what, flags changed from a complete set, what the one stderr line must say]
+const CASES: Array<[string, () => Flags, RegExp]> = [
+  ['--remote-ca missing', () => ({ ...full(), '--remote-ca': undefined }), /--remote-listen needs --remote-ca/],
+  ['--remote-cert missing', () => ({ ...full(), '--remote-cert': undefined }), /--remote-listen needs --remote-cert/],
+  ['--remote-key missing', () => ({ ...full(), '--remote-key': undefined }), /--remote-listen needs --remote-key/],
+  ['--remote-crl missing', () => ({ ...full(), '--remote-crl': undefined }), /--remote-listen needs --remote-crl/],
+  ['--pair-id missing', () => ({ ...full(), '--pair-id': undefined }), /--remote-listen needs --pair-id/],
+  ['credential flags without --remote-listen', () => ({ ...full(), '--remote-listen': undefined }), /--remote-ca needs --remote-listen/],
+  ['--remote-listen not host:port', () => ({ ...full(), '--remote-listen': '127.0.0.1:99999' }), /--remote-listen .*expected host:port/],
+  ['CA file does not exist', () => ({ ...full(), '--remote-ca': join(dir, 'absent.crt') }), /--remote-ca .*cannot read \(ENOENT\)/],
+  ['CRL file does not exist', () => ({ ...full(), '--remote-crl': join(dir, 'absent.crl') }), /--remote-crl .*cannot read \(ENOENT\)/],
+  ['CA file holds two certificates', () => ({ ...full(), '--remote-ca': bad['two-cas.crt'] }), /exactly one CA certificate, found 2/],
+  ['CA certificate not self-signed', () => ({ ...full(), '--remote-ca': bad['intermediate.crt'] }), /not self-signed/],
+  ['CA file holds a leaf certificate', () => ({ ...full(), '--remote-ca': pair.cert }), /not a CA certificate/],
+  ['key does not match the certificate', () => ({ ...full(), '--remote-key': other.key }), /--remote-key .*does not match/],
+  ['server certificate of another CA', () => ({ ...full(), '--remote-cert': other.cert, '--remote-key': other.key }), /--remote-cert .*not issued by the --remote-ca/],
+  ['key file is not a key', () => ({ ...full(), '--remote-key': pair.crl }), /--remote-key .*not a private key/],
+  ['corrupt CRL', () => ({ ...full(), '--remote-crl': bad['corrupt.crl'] }), /--remote-crl .*not a CRL/],
+  ['CRL file holds no CRL', () => ({ ...full(), '--remote-crl': pair.ca }), /--remote-crl .*exactly one CRL/],
+  ['CRL signed by another key', () => ({ ...full(), '--remote-crl': bad['foreign.crl'] }), /--remote-crl .*not signed by the --remote-ca/],
+  ['CRL with an unsupported critical extension', () => ({ ...full(), '--remote-crl': bad['critical.crl'] }), /--remote-crl .*unsupported critical extension/],
+  ['CRL of another CA', () => ({ ...full(), '--remote-crl': other.crl }), /--remote-crl .*not signed by the --remote-ca/],
+  // The remote jog clock flags (part 5 item 6): decimal uint64, only with the listener.
+  ['a remote jog flag without --remote-listen', () => ({ '--remote-jog-drift-ppb': '1' }), /--remote-jog-drift-ppb needs --remote-listen/],
+  ['a remote jog flag that is not a number', () => ({ ...full(), '--remote-jog-max-uncertainty-ns': '1e6' }), /--remote-jog-max-uncertainty-ns must be a decimal uint64/],
+  ['a remote jog flag above uint64', () => ({ ...full(), '--remote-jog-calibration-max-age-ns': '18446744073709551616' }), /--remote-jog-calibration-max-age-ns must be a decimal uint64/],
+];
+
+describe('remote start-up checks', () => {
+  test.for(CASES)('%s: exit status 2 with one line', covers('rule:auth.startup_flags', 'limit:remote_startup_failure_exit_status'), async ([, flags, message], { skip }) => {
+    skip(!onSim, SKIP);
+    const r = await runToExit(argv(flags()));
+    expect(r.code).toBe(2);
+    const lines = r.stderr.split('\n').filter((l) => l.trim() !== '');
+    expect(lines, r.stderr).toHaveLength(1);
+    expect(lines[0]).toMatch(message);
+  });
+});
+
+describe('remote listen address', () => {
+  test('--remote-listen without a port listens on the default port 8443', covers('limit:remote_default_port'), async ({ skip }) => {
+    skip(!onSim, SKIP);
+    const flags = argv({ ...full(), '--remote-listen': '127.0.0.1' });
+    const stack = await startStack({ args: flags });
+    try {
+      expect(stack.ready.remote).toBe('127.0.0.1:8443');
+    } finally {
+      await stack.stop();
+    }
+  });
+});
