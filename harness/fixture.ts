@@ -1,16 +1,18 @@
 // The vitest fixtures every conformance suite uses. Suites get the target from here and never assume
 // which one it is; they ask `target.abilities` and Describe, and skip with a stated reason.
 
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as allure from 'allure-js-commons';
-import { test as base } from 'vitest';
+import { afterAll, beforeAll, test as base } from 'vitest';
 import { HarnessError } from './errors.ts';
 import { Cell } from './clients/cell.ts';
 import { waitStatus } from './clients/status.ts';
 import type { ControlClient } from './clients/control.ts';
 import { stringifyExact } from './oracle/json.ts';
-import { openTarget, variantsFromEnv, type Target, type VariantOptions } from './targets/index.ts';
+import { openTarget, targetFromEnv, variantsFromEnv, type Target, type VariantOptions } from './targets/index.ts';
+import { perTestTargets, setCurrentTest, type PerTestOutcome } from './targets/pertest.ts';
+import { describeVerdict, replayPrecheck } from './targets/replay.ts';
 import './trace.ts';
 
 export { expect, describe } from 'vitest';
@@ -34,8 +36,45 @@ export type VariantOf = (options: VariantOptions) => Promise<Target>;
 
 export const test = base.extend<{
   $file: { target: Target; description: Description };
-  $test: { client: ControlClient; cell: Cell; variant: VariantOf; traced: void };
+  $test: { perTest: void; client: ControlClient; cell: Cell; variant: VariantOf; traced: void };
 }>({
+  // First of all (fixtures are set up in this order and torn down in reverse): on a recorded run or the
+  // replay target each test gets its own stack, started before the test's other fixtures and stopped after
+  // its cleanup (harness/targets/pertest.ts). Nothing happens on a plain run.
+  perTest: [
+    async ({ task, skip }, use) => {
+      const { name, options } = targetFromEnv();
+      const replay = name === 'replay';
+      if (!replay && !(name === 'sim' && options.recordDir)) return use();
+      const id = task.fullName;
+      if (replay) {
+        const pre = await replayPrecheck(id, options);
+        if ('skip' in pre) skip(pre.skip);
+      }
+      setCurrentTest(id);
+      const outcomes: PerTestOutcome[] = [];
+      try {
+        for (const t of perTestTargets()) await t.begin(id);
+        await use();
+      } finally {
+        for (const t of perTestTargets()) outcomes.push(await t.end());
+        setCurrentTest(undefined);
+      }
+      for (const o of outcomes) {
+        if (!o.recording) continue;
+        noteRecording({ test: id, recording: o.recording, ...(o.verdict ? { verdict: describeVerdict(o.verdict), diverged: o.verdict.divergence !== null } : {}) });
+        await allure.parameter('recording', o.recording);
+        await allure.parameter('recording mode', o.mode === 'replay' ? `replay ${options.replayMode ?? 'strict'}` : 'record');
+        if (o.mode !== 'replay') continue;
+        const v = o.verdict;
+        if (!v) throw new HarnessError('HIL_ERR_REPLAY_NO_VERDICT', `the replay stack of ${o.recording} wrote no verdict (it did not start or was killed)`);
+        await allure.parameter('replay', describeVerdict(v));
+        if (v.divergence) throw new HarnessError('HIL_ERR_REPLAY_DIVERGED', `${o.recording}: ${describeVerdict(v)}`, { detail: { divergence: JSON.stringify(v.divergence) } });
+        if (v.requests_unsent > 0) throw new HarnessError('HIL_ERR_REPLAY_DIVERGED', `${o.recording}: the test never sent ${v.requests_unsent} of the recorded requests (the first: ${JSON.stringify(v.first_unsent)}); ${describeVerdict(v)}`);
+      }
+    },
+    { auto: true },
+  ],
   target: [
     async ({}, use) => {
       const target = await openTarget();
@@ -61,18 +100,21 @@ export const test = base.extend<{
   client: async ({ target }, use) => {
     await use(target.client());
   },
-  cell: async ({ target, description }, use) => {
+  cell: async ({ target, description, onTestFailed }, use) => {
+    onTestFailed(() => reportDiagnostics([target]));
     const cell = new Cell(target.client(), description.binding);
     try {
       await use(cell);
     } finally {
-      // Every test leaves the cell stopped and released (DESIGN.md rule 5).
+      // Every test leaves the cell stopped and released (DESIGN.md rule 5); a rig also checks it from status.
       await cell.cleanup();
+      await target.settle?.();
     }
   },
   // Independent of the file's `target`, so a file of variant tests starts no stack it does not use.
-  variant: async ({ skip }, use) => {
+  variant: async ({ skip, onTestFailed }, use) => {
     const opened: Target[] = [];
+    onTestFailed(() => reportDiagnostics(opened));
     try {
       await use((options) => openVariantOrSkip(variantsFromEnv(), options, skip, opened));
     } finally {
@@ -92,6 +134,20 @@ export const test = base.extend<{
 });
 
 /**
+ * When a test fails, what the stacks it used wrote on stderr goes to the console and the Allure result: a
+ * closed connection says little, the service's own last words (a crash, a refused start) say why.
+ */
+function reportDiagnostics(targets: readonly Target[]): void {
+  for (const t of targets) {
+    const text = t.diagnostics().trim();
+    if (!text) continue;
+    const tail = text.length > 6000 ? `...${text.slice(-6000)}` : text;
+    process.stderr.write(`--- stderr of the ${t.name} target (${t.driver}) ---\n${tail}\n---\n`);
+    Promise.resolve(allure.attachment(`${t.name} stderr`, text, { contentType: 'text/plain' })).catch(() => undefined);
+  }
+}
+
+/**
  * The `variant` fixture's logic: validate (malformed options throw HIL_ERR_VARIANT_INVALID on every
  * target), skip with the target's reason when it cannot provide the variant, otherwise start it and
  * remember it for closing.
@@ -107,6 +163,77 @@ export async function openVariantOrSkip(
   const v = await variants.open(options);
   opened.push(v);
   return v;
+}
+
+/** A variant that the tests of one describe block share (see sharedVariant). */
+export interface SharedVariant<D> {
+  /** Why the target cannot provide the variant (tests skip with it), or undefined once it is open. */
+  readonly cannot: string | undefined;
+  readonly target: Target;
+  readonly cell: Cell;
+  /** Describe's data from the variant. */
+  readonly description: D;
+}
+
+/**
+ * Open a variant once for the tests of the enclosing describe block (beforeAll) and close it after them,
+ * leaving its cell stopped and released. On a target that cannot provide it nothing is opened and
+ * `cannot` holds the target's reason: each test starts with `skip(v.cannot !== undefined, v.cannot)`.
+ * Reading `target`, `cell` or `description` of a variant that is not open is a harness error.
+ */
+export function sharedVariant<D extends { binding: Description['binding'] } = Description>(options: VariantOptions): SharedVariant<D> {
+  let cannot: string | undefined;
+  let opened: { target: Target; cell: Cell; description: D } | undefined;
+  const need = () => {
+    if (!opened) throw new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', `the shared variant is not open${cannot ? `: ${cannot}` : ''}`);
+    return opened;
+  };
+  beforeAll(async () => {
+    const variants = variantsFromEnv();
+    cannot = variants.cannotProvide(options);
+    if (cannot !== undefined) return;
+    const target = await variants.open(options);
+    const client = target.client();
+    const r = await client.describe();
+    if (r.status !== 200) {
+      await target.close();
+      throw new HarnessError('HIL_ERR_TARGET_REFUSED', `describe answered ${r.status} ${r.reply.error}`, { detail: { status: r.status, label: r.label } });
+    }
+    const description = r.reply.data as unknown as D;
+    opened = { target, cell: new Cell(client, description.binding), description };
+  });
+  afterAll(async () => {
+    if (!opened) return;
+    try {
+      await opened.cell.cleanup();
+    } finally {
+      await opened.target.close();
+    }
+  });
+  return {
+    get cannot() {
+      return cannot;
+    },
+    get target() {
+      return need().target;
+    },
+    get cell() {
+      return need().cell;
+    },
+    get description() {
+      return need().description;
+    },
+  };
+}
+
+/** Leave a note of which recording a test wrote or replayed, for run.json and the report. */
+function noteRecording(u: { test: string; recording: string; verdict?: string; diverged?: boolean }): void {
+  try {
+    mkdirSync(RUN_DIR, { recursive: true });
+    appendFileSync(join(RUN_DIR, `recordings-${process.pid}.jsonl`), JSON.stringify(u) + '\n');
+  } catch {
+    // An output sink never aborts a run.
+  }
 }
 
 /** Leave a note of what the run was attached to, for run.json and the report. */
@@ -128,7 +255,7 @@ export function needsFaults(ctx: { skip: (c: boolean, note?: string) => void }, 
 }
 
 export function needsMotion(ctx: { skip: (c: boolean, note?: string) => void }, target: Target): void {
-  ctx.skip(!target.abilities.motion, `motion is not allowed on target ${target.name} (run with --allow-motion on a rig)`);
+  ctx.skip(!target.abilities.motion, target.motionRefusal ?? `motion is not allowed on target ${target.name} (run with --allow-motion on a rig)`);
 }
 
 /**

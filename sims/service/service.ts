@@ -9,7 +9,7 @@ import { mkdir, rm, rmdir, symlink, chmod, lstat } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { dirname, join, relative } from 'node:path';
 import { Authority, type Grant, type Reply } from './authority.ts';
-import { CAPABILITIES, CAPABILITY, capabilityInfo } from './capabilities.ts';
+import { CAPABILITIES, CAPABILITY, capabilityInfo, DOCUMENTED_CAPABILITY } from './capabilities.ts';
 import { CoreLink, CoreUnavailable } from './core-link.ts';
 import { HandleTable } from './handles.ts';
 import { JogOps } from './jog.ts';
@@ -27,9 +27,12 @@ import {
 } from './envelope.ts';
 import { EventLog, EVENTS_PER_POLL, streamEvents } from './events.ts';
 import { ANCHOR_DIR_ENV, MachineOps } from './machine.ts';
-import { ProgramUploads, manifestRevisionFromEnv } from './program-route.ts';
+import { ProgramUploads } from './program-route.ts';
 import { encodeJson } from '../json.ts';
 import { TelemetryEndpoints } from './telemetry.ts';
+import { LOCAL_OWNER, ownerOfPrincipal, RemoteListener, type RemoteFiles } from './remote.ts';
+import { Resources } from './resources.ts';
+import { RemoteJogLane, SHUTDOWN_GRACE_MS, type RemoteJogFlags } from './remote-jog.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import type { CoreStatus } from '../core/protocol.ts';
 
@@ -52,6 +55,8 @@ export interface ServiceOptions {
   jogSocket?: boolean;
   /** Idle connection timeout (default 90 s, part 8); Describe reports it as control_idle_timeout_ns. */
   controlIdleTimeoutNs?: bigint;
+  /** The remote listener (document 1 part 5): address and credential files; absent: Unix socket only. */
+  remote?: { host: string; port: number; files: RemoteFiles; jog?: RemoteJogFlags };
 }
 
 const now = () => process.hrtime.bigint();
@@ -74,6 +79,9 @@ export class ControlService {
   readonly handles: HandleTable;
   private readonly trajectories: TrajectoryOps;
   readonly jog: JogOps;
+  private remote?: RemoteListener;
+  private remoteJog?: RemoteJogLane;
+  private readonly resources: Resources;
 
   constructor(private readonly o: ServiceOptions) {
     const m = o.machine;
@@ -86,7 +94,7 @@ export class ControlService {
       configuration_sha256: m.configuration_sha256,
       machine_sha256: m.machine_sha256,
     };
-    this.events = new EventLog(this.adapterIncarnation, () => this.daemonIncarnation, now);
+    this.events = new EventLog(this.adapterIncarnation, () => this.daemonIncarnation, () => o.core.coreNow());
     this.authority = new Authority(this.binding, m.control.max_grant_lease_ns / 1_000_000n, {
       now,
       daemonIncarnation: () => this.daemonIncarnation,
@@ -103,13 +111,28 @@ export class ControlService {
           active: g !== null && !g.stopping,
           axisMask: g ? (1 << m.axes.length) - 1 : 0,
         });
+        // A remote jog connection lives only as long as its grant (part 7: control_session_stale, then close).
+        this.remoteJog?.grantChanged(g);
       },
     }, o.initialGeneration ?? 0n);
     this.handles = new HandleTable((type, payload) => this.events.publish(type, payload));
     this.trajectories = new TrajectoryOps(o.core, this.authority, m, this.handles);
+    this.trajectories.onUncertainStart = (g) => {
+      if (this.authority.current === g) void this.stopGrant(g).catch(() => undefined);
+    };
     this.jog = new JogOps(o.core, this.authority, m, join(o.socketDir, 'jog.sock'));
-    this.programs = new ProgramUploads({ fence: (session, generation) => this.authority.fence('prepare_program', session, generation), machine: m, manifestRevision: manifestRevisionFromEnv() });
+    this.programs = new ProgramUploads({
+      fence: (session, generation, owner) => this.authority.fence('prepare_program', session, generation, owner),
+      current: (g) => this.authority.current === g && !g.stopping,
+      machine: m,
+      // document 1 part 2 Identity: manifest_revision equals the pair revision the service was started with
+      manifestRevision: o.pairRevision,
+      core: o.core,
+      handles: this.handles,
+      trajectories: this.trajectories,
+    });
     this.machineOps = new MachineOps(o.core, this.authority, m, this.binding, process.env[ANCHOR_DIR_ENV] || undefined, (g) => this.stopGrant(g));
+    this.machineOps.programExecuting = () => this.handles.all().some((h) => h.kind === 'program' && h.state === 'started');
     this.telemetry = new TelemetryEndpoints({
       core: o.core,
       machine: m,
@@ -117,16 +140,32 @@ export class ControlService {
       daemonIncarnation: () => this.daemonIncarnation,
       refuse: (res, e) => this.send(res, refusal(e, 'telemetry')),
     });
-    o.core.on('core_event', (type: string, payload: Record<string, unknown>) => {
-      // The core stopped on its own because the lease ran out before a renewal reached it: the grant
-      // expires here too (the event log shows grant_expired, never the core's private notice).
-      if (type === 'native_lease_expired') return this.authority.nativeLeaseExpired(payload.generation as bigint);
-      if (type === 'native_execution') {
-        const e = payload as { handle: bigint; outcome: 'completed' | 'aborted' | 'faulted'; fault_bits: number; recovery?: string[]; why: string };
-        return this.handles.ended(e.handle, e.outcome, e.fault_bits, e.recovery ?? [], e.why);
-      }
-      this.events.publish(type, payload);
-    });
+    this.resources = new Resources(m.dir);
+    o.core.on('core_event', (type: string, payload: Record<string, unknown>, timeNs: bigint | undefined) =>
+      this.events.at(timeNs, () => {
+        // The core stopped on its own because the lease ran out before a renewal reached it: the grant
+        // expires here too (the event log shows grant_expired, never the core's private notice).
+        if (type === 'native_lease_expired') return this.authority.nativeLeaseExpired(payload.generation as bigint);
+        if (type === 'native_execution') {
+          const e = payload as { handle: bigint; outcome: 'completed' | 'aborted' | 'faulted'; fault_bits: number; recovery?: string[]; why: string; point_index: number };
+          const rec = this.handles.get(e.handle);
+          if (rec?.segmentOf && rec.state === 'started' && this.handles.execution.handle === e.handle) {
+            const at = e.outcome === 'completed' ? rec.segmentOf.length - 1 : Math.min(e.point_index + 1, rec.segmentOf.length - 1);
+            this.handles.execution = { ...this.handles.execution, segment: rec.segmentOf[at]! };
+          }
+          return this.handles.ended(e.handle, e.outcome, e.fault_bits, e.recovery ?? [], e.why);
+        }
+        // Other `native_` notices are the core's private replies to one lane (native_jog_update goes to
+        // the jog ingress counts); they never enter the public event log.
+        if (type.startsWith('native_')) return;
+        try {
+          this.events.publish(type, payload);
+        } catch (e) {
+          // A relaying defect is logged where a person looks; it never takes the service down.
+          process.stderr.write(`internal defect: core event ${type} not published: ${(e as Error).message}\n`);
+        }
+      }),
+    );
     o.core.on('stop_drained', () => this.authority.drained());
     o.core.on('exit', (why: string) => this.onCoreExit(why));
   }
@@ -150,6 +189,7 @@ export class ControlService {
     const previous = this.daemonIncarnation;
     process.stderr.write(`hil serve: core incarnation ${previous} ended (${why}); authority revoked, starting a new incarnation\n`);
     this.authority.coreLost();
+    this.remoteJog?.grantChanged(null);
     this.handles.coreLost();
     void this.o.core
       .start()
@@ -192,10 +232,41 @@ export class ControlService {
       await chmod(this.testSocketPath, 0o600);
       this.testServer = t;
     }
+
+    if (this.o.remote) {
+      // Sessions acquired here belong to the certificate's principal (document 1 part 5 item 3).
+      const log = (line: string) => process.stderr.write(`${line}\n`);
+      const jog = new RemoteJogLane({
+        jog: this.jog,
+        authority: this.authority,
+        machine: this.o.machine,
+        flags: this.o.remote.jog ?? { maxUncertaintyNs: 0n, driftPpb: 0n, calibrationMaxAgeNs: 0n },
+        log,
+      });
+      this.remoteJog = jog;
+      this.remote = new RemoteListener({
+        ...this.o.remote,
+        upgrade: (req, socket, head, principal) => jog.upgrade(req, socket, head, ownerOfPrincipal(principal)),
+        pairId: this.o.pairId,
+        linkProfile: this.o.machine.control.link_profile,
+        log: (line) => process.stderr.write(`${line}\n`),
+        handle: (req, res, principal) => void this.route(req, res, ownerOfPrincipal(principal)),
+      });
+      await this.remote.start();
+    }
+  }
+
+  /** Where the remote listener is bound (after start), for the ready line. */
+  get remoteAddress(): { host: string; port: number } | undefined {
+    return this.remote?.address;
   }
 
   async stop(): Promise<void> {
     this.authority.close();
+    // Open remote jog connections close first (1001); the listener then keeps serving a moment, so a
+    // producer reconnecting learns that the service is going away (503) rather than meeting a dead port.
+    const hadRemoteJog = (await this.remoteJog?.shutdown()) ?? false;
+    await this.remote?.stop(hadRemoteJog ? SHUTDOWN_GRACE_MS : 0);
     await this.jog.stop();
     for (const s of [this.server, this.testServer]) {
       if (!s) continue;
@@ -212,17 +283,31 @@ export class ControlService {
 
   // ---- HTTP ----
 
-  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /** `owner` is the transport and principal of the request: LOCAL_OWNER or ownerOfPrincipal(id). */
+  private async route(req: IncomingMessage, res: ServerResponse, owner: string = LOCAL_OWNER): Promise<void> {
     try {
       const url = new URL(req.url ?? '/', 'http://localhost');
       const key = `${req.method} ${url.pathname}`;
+      // On the remote listener GET /v1/jog is always a WebSocket upgrade (part 5); upgrades go to
+      // RemoteJogLane, so a request reaching here lacks the upgrade headers.
+      if (owner !== LOCAL_OWNER && url.pathname === '/v1/jog') {
+        const text = 'invalid websocket upgrade: GET /v1/jog on the remote listener needs Connection: Upgrade and Upgrade: websocket\n';
+        req.resume();
+        res.writeHead(400, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+        res.end(text);
+        return;
+      }
+      // Resources are served on the remote listener only (document 1 part 4 "Observation endpoints").
+      if (owner !== LOCAL_OWNER && req.method === 'GET' && url.pathname.startsWith('/v1/resources/')) {
+        return await this.resources.serve(res, url.pathname.slice('/v1/resources/'.length), (e) => this.send(res, refusal(e, 'resource')));
+      }
       switch (key) {
         case 'POST /v1/control': {
-          const reply = await this.control(req);
+          const reply = await this.control(req, owner);
           return reply ? this.send(res, reply) : undefined;
         }
         case 'POST /v1/program':
-          return this.send(res, await this.programs.prepare(req));
+          return this.send(res, await this.programs.prepare(req, owner));
         case 'GET /v1/describe':
           return this.send(res, { status: 200, body: { operation: 'describe', data: this.describe() } });
         case 'GET /v1/status':
@@ -275,13 +360,13 @@ export class ControlService {
    * (fence checked, upload slot reserved) before the rest is read, then streamed into typed arrays off
    * this thread (document 1 part 4 prepare_trajectory). Undefined: the client went away, nothing to send.
    */
-  private async control(req: IncomingMessage): Promise<Reply | undefined> {
+  private async control(req: IncomingMessage, owner: string): Promise<Reply | undefined> {
     let release: (() => void) | undefined;
     const out = await uploadBody(req, {
       axes: this.o.machine.axes.length,
       admit: (prefix) => {
         const env = prefix.envelope;
-        this.authority.fence('prepare_trajectory', env.session!, env.generation!);
+        this.authority.fence('prepare_trajectory', env.session!, env.generation!, owner);
         release = this.trajectories.reserve();
       },
       release: () => release?.(),
@@ -294,7 +379,7 @@ export class ControlService {
       case 'trajectory':
         try {
           const r = out.body.request as Request;
-          return await this.dispatch(r, out.body.points).catch((e: unknown) => {
+          return await this.dispatch(r, owner, out.body.points).catch((e: unknown) => {
             if (e instanceof Refusal) return refusal(e, r.operation);
             throw e;
           });
@@ -313,24 +398,25 @@ export class ControlService {
       throw e;
     }
     try {
-      return await this.dispatch(request);
+      return await this.dispatch(request, owner);
     } catch (e) {
       if (e instanceof Refusal) return refusal(e, request.operation);
       throw e;
     }
   }
 
-  private async dispatch(r: Request, points?: PointArrays): Promise<Reply> {
-    if (r.operation === 'acquire') return this.authority.acquire(r, payloadKey(r));
+  private async dispatch(r: Request, owner: string, points?: PointArrays): Promise<Reply> {
+    if (r.operation === 'acquire') return this.authority.acquire(r, payloadKey(r), owner);
     // An uploaded point list is part of the payload a request_id names: keyed by its digest, not its text.
     const keyOf = (x: Request) => (points ? `${payloadKey(x)}#points:${pointsDigest(points)}` : payloadKey(x));
     let g: Grant;
     try {
-      g = this.authority.fence(r.operation, r.session!, r.generation!);
+      g = this.authority.fence(r.operation, r.session!, r.generation!, owner);
     } catch (e) {
       // A lost reply to a stop or reset_fault can still be replayed after the grant ended that way
       // (document 1 part 4: only release, lease expiry and a service restart drop the cache).
-      if (!(e instanceof Refusal) || r.request_id === undefined) throw e;
+      // Never for another owner: the cache of an ended session is that owner's (docs/profile.md "Session ownership").
+      if (!(e instanceof Refusal) || e.label === 'session_principal_mismatch' || r.request_id === undefined) throw e;
       const hit = this.authority.replayEnded(r.session!, r.request_id, keyOf(r));
       if (hit === 'conflict') throw refuse('request_id_conflict', `request_id ${JSON.stringify(r.request_id)} was used with a different payload`);
       if (hit) return hit;
@@ -395,6 +481,8 @@ export class ControlService {
         return this.trajectories.start(r, g);
       case 'discard_trajectory':
         return this.trajectories.discard(r, g);
+      case 'start_program':
+        return this.programs.start(r, g);
       case 'begin_jog':
         return this.jog.begin(r, g);
       case 'end_jog':
@@ -451,8 +539,13 @@ export class ControlService {
       link_profile: m.control.link_profile,
       max_grant_lease_ms: m.control.max_grant_lease_ns / 1_000_000n,
       max_jog_input_age_ns: m.control.max_jog_input_age_ns,
-      // update_jog is served only while jog.sock is (the remote WebSocket lane is not in this build).
-      capabilities: CAPABILITIES.map((c) => (c.name === 'update_jog' && !this.jog.served ? { name: c.name, state: 'unimplemented', transport: 'none' } : capabilityInfo(c))),
+      capabilities: CAPABILITIES.map((c) => {
+        // update_jog is served only while jog.sock is (the independent jog lane; the remote WebSocket feeds it).
+        if (c.name === 'update_jog' && !this.jog.served) return { name: c.name, state: 'unimplemented', transport: 'none' };
+        // resource is served only by the remote listener (document 1 part 5): implemented while one listens.
+        if (c.name === 'resource' && this.remote) return capabilityInfo(DOCUMENTED_CAPABILITY.get('resource')!);
+        return capabilityInfo(c);
+      }),
       axes: m.axes.map((a) => ({
         id: a.id,
         position_unit: a.position_unit,
@@ -529,13 +622,24 @@ export class ControlService {
         // Data objects carry all their fields (docs/profile.md "Reply envelope"): an execution with no
         // identity (nothing prepared yet, or a raw trajectory prepared without one) shows the empty one.
         identity: this.handles.execution.identity ?? EMPTY_IDENTITY,
-        segment: this.handles.execution.segment,
+        segment: this.executionSegment(s?.plan_cursor),
         native_sequence: this.handles.execution.native_sequence,
         ...(this.handles.execution.error ? { error: this.handles.execution.error } : {}),
       },
       motion: s?.motion ?? null,
       plan_cursor: s?.plan_cursor ?? null,
     };
+  }
+
+  /**
+   * Execution.segment (document 1 part 2): the program segment of the interval the core executes, the
+   * last one reached when the execution ended; 0 for trajectories.
+   */
+  private executionSegment(cursor: { active_handle: bigint; sample_index: number } | undefined): number {
+    const x = this.handles.execution;
+    const rec = this.handles.get(x.handle);
+    if (x.state !== 'executing' || !rec?.segmentOf || !cursor || cursor.active_handle !== x.handle) return x.segment;
+    return rec.segmentOf[Math.min(cursor.sample_index + 1, rec.segmentOf.length - 1)]!;
   }
 
   private pollEvents(url: URL): Reply {
