@@ -870,6 +870,12 @@ export class Core implements AdmissionView {
   /** Hold the next capture write in progress for `ms` of host time (private test channel). */
   holdCaptureWrite(ms: number): void {
     this.captureHeldUntilNs = this.hostNow() + BigInt(ms) * 1_000_000n;
+    // Torn from the moment the test channel answers, not from the next cycle: on a loaded host that cycle
+    // may come after the reader the test sends next.
+    if (this.capture && !this.captureHeld) {
+      this.capture.beginRecord();
+      this.captureHeld = true;
+    }
   }
   private captureHeldUntilNs = 0n;
   private captureHeld = false;
