@@ -1,24 +1,23 @@
 import { defineConfig } from 'vitest/config';
+import LongestFirst from './harness/sequencer.ts';
 
-// `unit` tests the harness's own code and the reference implementation from the inside; the two
-// conformance projects run the suites against whichever target HIL_TARGET names (sim by default).
+// `unit` tests the harness's own code and the reference implementation from the inside; the conformance
+// projects run the suites against whichever target HIL_TARGET names (sim by default), in three groups:
 //
-// Conformance files run two at a time, except the few whose checks are about real-time behaviour of the
-// stack (the telemetry stream's ~20 ms flushes, idle and keepalive timers, a busy service, jog input age in
-// host time) or that load the machine heavily (a 222 MB upload): those run one at a time after the rest (`conformance-solo`, a later
-// group), so no neighbouring file can starve them or be starved by them. Both conformance projects start
-// stacks from a bundle built once per run (harness/targets/prebuild-setup.ts), and share one module graph
-// per worker (isolate: false; the harness keeps no state at module level).
-export const SOLO_FILES = [
-  'suites/trajectory/upload.test.ts',
-  'suites/telemetry/stream.test.ts',
-  'suites/telemetry/busy.test.ts',
-  'suites/observation/keepalive.test.ts',
-  // jog input age (250 ms) and the session's input deadline are host monotonic time even on the stepped
-  // clock: a neighbour that slows the stepping between two frames expires the jog (seen: frame 3 refused,
-  // no jog_limited, target velocity already 0 when halt and stop arrive).
-  'suites/jog/jog.test.ts',
-];
+// 1. `conformance`: most files, four at a time, longest first (harness/sequencer.ts). A conformance run
+//    keeps about one of two cores busy: much of it is waiting for documented timeouts (the remote
+//    listener's 30 s request bound, planner kill grace) that more workers overlap with real work.
+// 2. `conformance-quiet`: files whose checks are about real-time behaviour of the stack (the telemetry
+//    stream's ~20 ms flushes and blocked-write bound, idle and keepalive timers, a torn ring header held
+//    for 1.5 s, jog input age and the session's input deadline, which are host monotonic time even on the
+//    stepped clock). They mostly wait, so they share a group with each other, but never with the busy
+//    files of group 1 (a neighbour that slows jog's stepping between two frames expires the jog).
+// 3. `conformance-solo`: last and alone: the 222 MB upload, which loads the machine.
+//
+// Every conformance project starts stacks from a bundle built once per run (harness/targets/prebuild-setup.ts)
+// and shares one module graph per worker (isolate: false; the harness keeps no state at module level).
+export const QUIET_FILES = ['suites/telemetry/stream.test.ts', 'suites/telemetry/busy.test.ts', 'suites/observation/keepalive.test.ts', 'suites/jog/jog.test.ts'];
+export const SOLO_FILES = ['suites/trajectory/upload.test.ts'];
 
 const conformance = {
   globalSetup: ['harness/targets/prebuild-setup.ts'],
@@ -29,6 +28,7 @@ const conformance = {
 
 export default defineConfig({
   test: {
+    sequence: { sequencer: LongestFirst },
     projects: [
       {
         test: {
@@ -43,9 +43,18 @@ export default defineConfig({
         test: {
           name: 'conformance',
           include: ['suites/**/*.test.ts'],
-          exclude: SOLO_FILES,
-          maxWorkers: 2,
+          exclude: [...QUIET_FILES, ...SOLO_FILES],
+          maxWorkers: 4,
           sequence: { groupOrder: 1 },
+          ...conformance,
+        },
+      },
+      {
+        test: {
+          name: 'conformance-quiet',
+          include: QUIET_FILES,
+          maxWorkers: 4,
+          sequence: { groupOrder: 2 },
           ...conformance,
         },
       },
@@ -54,7 +63,7 @@ export default defineConfig({
           name: 'conformance-solo',
           include: SOLO_FILES,
           maxWorkers: 1,
-          sequence: { groupOrder: 2 },
+          sequence: { groupOrder: 3 },
           ...conformance,
         },
       },

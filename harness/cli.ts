@@ -261,8 +261,8 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
   return code;
 }
 
-/** The vitest projects that hold the conformance suites (vitest.config.ts: two at a time, then the solo files). */
-const CONFORMANCE_PROJECTS = ['conformance', 'conformance-solo'];
+/** The vitest projects that hold the conformance suites (vitest.config.ts: three groups, run one after another). */
+const CONFORMANCE_PROJECTS = ['conformance', 'conformance-quiet', 'conformance-solo'];
 
 /**
  * Per-target expectation file: fixtures/expectations/<target>.json, <target>+<driver>.json for the sim

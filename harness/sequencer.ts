@@ -1,0 +1,47 @@
+// The order in which vitest hands conformance files to its workers. Vitest's own order puts the longest
+// file first only once a run has cached durations, so a fresh clone (CI, a newcomer) starts with an
+// arbitrary order and can leave the 31 s remote timeouts file for last, alone on one worker. Longest
+// first is the classic greedy schedule for a fixed pool; the durations are figures from a run on the
+// sim target (ms, 2-core machine), rounded. A file missing here keeps vitest's order after the listed
+// ones; a figure that has gone stale costs only some overlap, never a result.
+
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+export const DURATION_MS: Readonly<Record<string, number>> = {
+  'suites/remote/timeouts.test.ts': 31_000,
+  'suites/remote/jog.test.ts': 15_500,
+  'suites/planner/program.test.ts': 12_000,
+  'suites/planner/cancel.test.ts': 11_500,
+  'suites/observation/keepalive.test.ts': 8_400,
+  'suites/telemetry/stream.test.ts': 8_200,
+  'suites/jog/jog.test.ts': 6_900,
+  'suites/telemetry/busy.test.ts': 6_500,
+  'suites/machine/machine.test.ts': 6_400,
+  'suites/remote/startup.test.ts': 6_200,
+  'suites/telemetry/telemetry.test.ts': 6_000,
+  'suites/trajectory/trajectory.test.ts': 5_000,
+  'suites/remote/handshake.test.ts': 4_300,
+  'suites/planner/e2e.test.ts': 3_700,
+  'suites/config/digests.test.ts': 3_700,
+  'suites/planner/api.test.ts': 2_900,
+  'suites/envelope/envelope.test.ts': 2_900,
+  'suites/events/events.test.ts': 2_800,
+  'suites/machine/startup.test.ts': 2_600,
+  'suites/remote/tooling.test.ts': 2_500,
+};
+
+/** Vitest's order (projects contiguous) re-sorted within each project: heavier first, then vitest's order. */
+export function longestFirst<T extends { moduleId: string; project: { config: { root: string } } }>(base: readonly T[]): T[] {
+  const rank = new Map(base.map((f, i) => [f, i]));
+  const weight = (f: T) => DURATION_MS[f.moduleId.slice(f.project.config.root.length + 1)] ?? 0;
+  return [...base].sort((a, b) => {
+    if (a.project !== b.project) return rank.get(a)! - rank.get(b)!;
+    return weight(b) - weight(a) || rank.get(a)! - rank.get(b)!;
+  });
+}
+
+export default class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    return longestFirst(await super.sort(files));
+  }
+}
