@@ -9,15 +9,17 @@ import LongestFirst from './harness/sequencer.ts';
 //    listener's 30 s request bound, planner kill grace) that more workers overlap with real work.
 // 2. `conformance-quiet`: files whose checks are about real-time behaviour of the stack (the telemetry
 //    stream's ~20 ms flushes and blocked-write bound, idle and keepalive timers, a torn ring header held
-//    for 1.5 s, jog input age and the session's input deadline, which are host monotonic time even on the
-//    stepped clock). They mostly wait, so they share a group with each other, but never with the busy
-//    files of group 1 (a neighbour that slows jog's stepping between two frames expires the jog).
-// 3. `conformance-solo`: last and alone: the 222 MB upload, which loads the machine.
+//    for 1.5 s). They mostly wait, so they share a group with each other, never with the busy files of
+//    group 1.
+// 3. `conformance-solo`: one at a time, last: the 222 MB upload (it loads the machine) and jog (it steps
+//    the core as fast as it can, and its input age and the session's input deadline are host monotonic
+//    time even on the stepped clock: a neighbour that slows the stepping between two frames expires the
+//    jog; seen with jog beside the stream file: one stream batch in 400 ms).
 //
 // Every conformance project starts stacks from a bundle built once per run (harness/targets/prebuild-setup.ts)
 // and shares one module graph per worker (isolate: false; the harness keeps no state at module level).
-export const QUIET_FILES = ['suites/telemetry/stream.test.ts', 'suites/telemetry/busy.test.ts', 'suites/observation/keepalive.test.ts', 'suites/jog/jog.test.ts'];
-export const SOLO_FILES = ['suites/trajectory/upload.test.ts'];
+export const QUIET_FILES = ['suites/telemetry/stream.test.ts', 'suites/telemetry/busy.test.ts', 'suites/observation/keepalive.test.ts'];
+export const SOLO_FILES = ['suites/trajectory/upload.test.ts', 'suites/jog/jog.test.ts'];
 
 const conformance = {
   globalSetup: ['harness/targets/prebuild-setup.ts'],

@@ -98,7 +98,7 @@ export async function readStream(
   client: ControlClient,
   after: bigint,
   ms: number,
-  opts: { onBatch?: (b: TelemetryBatch) => void } = {},
+  opts: { onBatch?: (b: TelemetryBatch) => void; until?: (batches: StreamCapture['batches']) => boolean } = {},
 ): Promise<StreamCapture> {
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(), ms);
@@ -117,6 +117,7 @@ export async function readStream(
         const batch = decodeBatch(bytes);
         out.batches.push({ batch, at: performance.now() });
         opts.onBatch?.(batch);
+        if (opts.until?.(out.batches)) ac.abort();
       }
     }
     out.ended = true;

@@ -30,14 +30,19 @@ describe('telemetry_busy', () => {
     needsFaults({ skip }, target);
     let injected = false;
     let cursorAtHold = -1n;
+    let sawEmpty = false;
+    let recordsBack = false;
+    // Read until records resume after the empty batches (at most the hold and 3 s more).
     const cap = await readStream(client, await latestSequence(client), HOLD_MS + 3_000, {
       onBatch: (b) => {
         if (!injected && b.header.record_count > 0) {
           injected = true;
           cursorAtHold = b.header.last_sequence;
           void target.inject({ kind: 'hold_capture_write', ms: HOLD_MS });
-        }
+        } else if (injected && b.header.record_count === 0) sawEmpty = true;
+        else if (sawEmpty && b.header.record_count > 0) recordsBack = true;
       },
+      until: () => recordsBack,
     });
     expect(cap.status).toBe(200);
     expect(injected).toBe(true);

@@ -16,14 +16,14 @@ describe('stream', () => {
     async ({ client, description }) => {
       const from = await latestSequence(client);
       const t0 = performance.now();
-      const s = await readStream(client, from, 400);
+      // Twenty batches, read within at most 3 s: a stalled neighbour on a loaded host may delay some, so
+      // the cadence is judged by the median gap, never by how many arrived in a fixed wall-clock window.
+      const s = await readStream(client, from, 3_000, { until: (b) => b.length >= 20 });
       expect(s.status).toBe(200);
       expect(s.headers['content-type']).toBe('application/octet-stream');
       expect(s.headers['transfer-encoding']).toBe('chunked');
       expect(s.ended).toBe(false);
-      // ~400 ms at one batch per ~20 ms: allow a wide margin for a loaded host.
-      expect(s.batches.length).toBeGreaterThanOrEqual(5);
-      expect(s.batches.length).toBeLessThanOrEqual(60);
+      expect(s.batches.length).toBeGreaterThanOrEqual(20);
       let after = from;
       let records = 0;
       for (const { batch } of s.batches) {
@@ -35,9 +35,11 @@ describe('stream', () => {
       // The batches carried every cycle in between (one record per cycle).
       const elapsedCycles = ((performance.now() - t0) * 1e6) / Number(description.cycle_ns as bigint);
       expect(records).toBeGreaterThan(elapsedCycles * 0.3);
-      // A median gap between batches near 20 ms.
+      // A median gap between batches near 20 ms: not a flush per cycle (1 ms), not one every 100 ms.
       const gaps = s.batches.slice(1).map((b, k) => b.at - s.batches[k]!.at).sort((x, y) => x - y);
-      expect(gaps[Math.floor(gaps.length / 2)]!).toBeLessThan(60);
+      const median = gaps[Math.floor(gaps.length / 2)]!;
+      expect(median).toBeGreaterThanOrEqual(5);
+      expect(median).toBeLessThan(60);
     },
   );
 
