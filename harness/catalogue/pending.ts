@@ -50,12 +50,9 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     ],
   ],
   [
-    "dense trajectory admission through POST /v1/program (issue 8) and the planner store (issue 10); the oracle codec exists and is unit-tested",
+    "the document 2 spelling schema_mismatch: the control service reports dense_schema_mismatch and the planner only checks files it wrote itself, so no input reaches it over the wire (the reference codec's schemaReason option is unit-tested in sims/dense/codec.test.ts)",
     [
       "format_reason:schema_mismatch",
-      "layout:dense_sample:t_s",
-      "layout:dense_sample:q_rad",
-      "layout:dense_sample:qd_rad_s",
     ],
   ],
   [
@@ -63,12 +60,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     [
       "limit:planner_port",
       "planner:listen.default",
-    ],
-  ],
-  [
-    "three codecs byte-identical against one reference fixture: the reference encoder and both decoders are held to fixtures/dense/reference.rdt by unit tests; no conformance test covers the statement itself yet",
-    [
-      "planner:versioning.three_codecs",
     ],
   ],
   [
