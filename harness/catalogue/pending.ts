@@ -21,7 +21,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
       "reason:io_marker_late",
       "rule:limit_violation.omitted_if_invalid",
       "rule:client.ambiguous_start",
-      "rule:op.halt.restart_at_hold",
     ],
   ],
   [

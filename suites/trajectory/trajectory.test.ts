@@ -540,3 +540,48 @@ describe('output intents', () => {
     },
   );
 });
+
+describe('after halt', () => {
+  test(
+    'a Start must begin at the held target: a trajectory from where J1 was before is refused not_ready and stays prepared; one from the hold runs',
+    covers('rule:op.halt.restart_at_hold', 'reason:not_ready'),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const a = (await prepare(cell, s, points(hold, [0, 4], [hold[0]!, hold[0]! + 0.3]))).reply.handle!;
+      expect((await cell.fenced('start_trajectory', s, { handle: a })).status).toBe(200);
+      await waitStatus(client, (x) => num(x.axes[0]!.position) > hold[0]! + 0.03, 5_000);
+      const h = await cell.fenced('halt', s);
+      expect(h.status, h.reply.error).toBe(200);
+      // Held: the trajectory retired, the lane idle, J1 at rest somewhere along the way (short of the end).
+      const st = await waitStatus(client, (x) => (x as unknown as Full).execution.handles.find((r) => r.handle === a)?.state === 'retired' && (x as unknown as Full).motion?.mode === 0n, 5_000);
+      expect((st as unknown as Full).motion?.mode).toBe(0n);
+      const settled = async () => {
+        let last = num((await status(client)).axes[0]!.position);
+        for (let k = 0; k < 100; k++) {
+          await new Promise((r) => setTimeout(r, 50));
+          const now = num((await status(client)).axes[0]!.position);
+          if (Math.abs(now - last) < 1e-6) return now;
+          last = now;
+        }
+        throw new Error('J1 did not come to rest within 5 s of the halt');
+      };
+      const held = await settled();
+      expect(held).toBeGreaterThan(hold[0]! + 0.03);
+      expect(held).toBeLessThan(hold[0]! + 0.25);
+      const at = (await status(client)).axes.map((x) => num(x.position));
+      // From where J1 was before the halted trajectory: refused for readiness, J1 named, the handle kept.
+      const b = (await prepare(cell, s, points(at, [0, 0.3], [hold[0]!, hold[0]! + 0.01]))).reply.handle!;
+      const r = await cell.fenced('start_trajectory', s, { handle: b });
+      expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: 'not_ready' });
+      expect(r.reply.native_result).toMatchObject({ Result: 1, Reason: 2, AxisMask: J1 });
+      expect((await status(client)).execution.handles.find((x) => x.handle === b)!.state).toBe('prepared');
+      // From the held target: it starts and completes.
+      const c = (await prepare(cell, s, points(at, [0, 0.3], [held, held - 0.01]))).reply.handle!;
+      const ok = await cell.fenced('start_trajectory', s, { handle: c });
+      expect(ok.status, ok.reply.error).toBe(200);
+      const done = await waitStatus(client, (x) => (x as unknown as Full).execution.handles.find((r) => r.handle === c)?.state === 'consumed', 5_000);
+      expect((done as unknown as Full).execution.handles.find((r) => r.handle === c)!.state).toBe('consumed');
+    },
+  );
+});
