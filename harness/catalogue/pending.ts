@@ -20,7 +20,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
       "reason:invalid_dense_axis_map",
       "reason:io_marker_late",
       "rule:limit_violation.omitted_if_invalid",
-      "rule:client.ambiguous_start",
     ],
   ],
   [

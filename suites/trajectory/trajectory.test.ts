@@ -10,6 +10,9 @@ import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
 import type { Cell, Session } from '../../harness/clients/cell.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
 import { covers, describe, expect, needsFaults, needsMotion, profile, recoveringTest } from '../../harness/fixture.ts';
+import { REQUEST_SCHEMA } from '../../harness/clients/control.ts';
+import { stringifyExact } from '../../harness/oracle/json.ts';
+import { createConnection } from 'node:net';
 
 /** Every test leaves the cell released, injected faults removed and latched faults reset. */
 const test = recoveringTest;
@@ -582,6 +585,46 @@ describe('after halt', () => {
       expect(ok.status, ok.reply.error).toBe(200);
       const done = await waitStatus(client, (x) => (x as unknown as Full).execution.handles.find((r) => r.handle === c)?.state === 'consumed', 5_000);
       expect((done as unknown as Full).execution.handles.find((r) => r.handle === c)!.state).toBe('consumed');
+    },
+  );
+});
+
+describe('an ambiguous Start', () => {
+  test(
+    'the client went away before the reply: handle state, execution generation and incarnations say it started once; the same request_id replays it, a new Start is handle_started',
+    covers('rule:client.ambiguous_start', 'rule:idempotency.join_or_replay'),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const h = (await prepare(cell, s, points(hold, [0, 3], [hold[0]!, hold[0]! + 0.05]))).reply.handle!;
+      const before = await status(client);
+      const d0 = await client.describe();
+      // The Start written in full on its own connection, which is closed before any reply can be read.
+      const body = stringifyExact({ schema: REQUEST_SCHEMA, operation: 'start_trajectory', session: s.session, generation: s.generation, handle: h, request_id: 'ambiguous-start' });
+      const sock = createConnection(target.address);
+      await new Promise<void>((r) => sock.once('connect', () => r()));
+      await new Promise<void>((r) => sock.end(`POST /v1/control HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, () => r()));
+      sock.destroy();
+      // Reconcile from status (document 1 part 4 "Envelope rules"): the handle's state and the incarnations.
+      const st = (await waitStatus(client, (x) => (x as unknown as Full).execution.handles.find((r) => r.handle === h)?.state !== 'prepared', 3_000)) as unknown as Full;
+      const rec = st.execution.handles.find((r) => r.handle === h)!;
+      expect(rec.state).toBe('started');
+      expect(st.daemon_incarnation).toBe(before.daemon_incarnation);
+      const inc = (r: Awaited<ReturnType<typeof client.describe>>) => {
+        const d = r.reply.data as Record<string, unknown>;
+        return { adapter: d.adapter_incarnation, daemon: d.daemon_incarnation };
+      };
+      expect(inc(await client.describe())).toEqual(inc(d0));
+      expect(rec.execution_generation).toBe(before.execution.generation + 1n);
+      expect(rec.native_sequence).toBeGreaterThan(0n);
+      // The same request again with its request_id replays the outcome; nothing starts twice.
+      const again = await cell.fenced('start_trajectory', s, { handle: h, request_id: 'ambiguous-start' });
+      expect({ status: again.status, sequence: again.reply.sequence }).toEqual({ status: 200, sequence: rec.native_sequence });
+      const fresh = await cell.fenced('start_trajectory', s, { handle: h });
+      expect(fresh.label).toBe('handle_started');
+      const after = await status(client);
+      expect(after.execution.generation).toBe(before.execution.generation + 1n);
+      expect(after.execution.handles.find((r) => r.handle === h)!.execution_generation).toBe(rec.execution_generation);
     },
   );
 });
