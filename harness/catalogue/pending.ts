@@ -10,7 +10,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
       "rule:service.no_software_estop",
       "rule:transport.base_url",
       "rule:transport.units",
-      "rule:envelope.changed_after_prefix",
       "rule:client.unknown_outcome",
     ],
   ],
@@ -20,12 +19,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
       "reason:invalid_dense_axis_map",
       "reason:io_marker_late",
       "rule:limit_violation.omitted_if_invalid",
-    ],
-  ],
-  [
-    "upload admission (prefix fence, streaming decode): issue 8",
-    [
-      "reason:request_envelope_changed",
     ],
   ],
   [
