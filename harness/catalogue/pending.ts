@@ -34,12 +34,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     ],
   ],
   [
-    "publisher overflow: the reference core hands its observations to the service over an unbounded message channel, so it never drops one and never publishes publisher_overflow (issue 8)",
-    [
-      "event:publisher_overflow",
-    ],
-  ],
-  [
     "the document 2 spelling schema_mismatch: the control service reports dense_schema_mismatch and the planner only checks files it wrote itself, so no input reaches it over the wire (the reference codec's schemaReason option is unit-tested in sims/dense/codec.test.ts)",
     [
       "format_reason:schema_mismatch",
