@@ -34,12 +34,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     ],
   ],
   [
-    "the document 2 spelling schema_mismatch: the control service reports dense_schema_mismatch and the planner only checks files it wrote itself, so no input reaches it over the wire (the reference codec's schemaReason option is unit-tested in sims/dense/codec.test.ts)",
-    [
-      "format_reason:schema_mismatch",
-    ],
-  ],
-  [
     "the planner's default listen address 0.0.0.0:8796: tests bind only to 127.0.0.1 and free ports, so the default cannot be exercised (hil planner serve --help states it; sims/planner/main.ts DEFAULT_HOST, DEFAULT_PORT)",
     [
       "limit:planner_port",
