@@ -410,3 +410,37 @@ test('capture off: captureRetentionMs 0 gives no ring', async () => {
     await link.shutdown();
   }
 });
+
+test('a held observation publisher drops observations, then reports them once in publisher_overflow (document 1 part 6)', async () => {
+  const r = await rig();
+  r.step();
+  const events = (from: number) => r.sent.slice(from).filter((m): m is Extract<FromCore, { t: 'event' }> => m.t === 'event');
+  r.core.holdEventPublisher(1_000); // host time is the core's synthetic clock: 1 s of cycles
+  const from = r.sent.length;
+  r.cmd('enable', ALL);
+  r.until(() => {
+    r.step();
+    return r.status().enable_mask === ALL;
+  });
+  r.cmd('arm');
+  r.step();
+  // Held: the observations (enable_changed, arm_changed) are gone; replies still flow.
+  expect(events(from).map((e) => e.type)).toEqual([]);
+  const free = Number(1_000_000_000n / CYCLE) + 2;
+  const at = r.sent.length;
+  for (let i = 0; i < free; i++) r.step();
+  const after = events(at);
+  expect(after.map((e) => e.type)).toEqual(['publisher_overflow']);
+  const p = after[0]!.payload as { dropped: bigint; first_dropped_ns: bigint; last_dropped_ns: bigint };
+  expect(p.dropped).toBeGreaterThanOrEqual(2n);
+  expect(p.first_dropped_ns).toBeLessThanOrEqual(p.last_dropped_ns);
+  // Free again: the next observation is published, and no second overflow.
+  const next = r.sent.length;
+  r.cmd('enable', 0);
+  r.until(() => {
+    r.step();
+    return r.status().enable_mask === 0;
+  });
+  expect(events(next).map((e) => e.type)).toContain('enable_changed');
+  expect(events(next).map((e) => e.type)).not.toContain('publisher_overflow');
+});

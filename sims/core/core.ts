@@ -201,6 +201,10 @@ export class Core implements AdmissionView {
   private readonly laneCycle: { image: ProcessImage; nowNs: bigint; enabledMask: number; cwExtra: Uint16Array };
 
   private readonly send: (m: FromCore) => void;
+  private readonly sendRaw: (m: FromCore) => void;
+  /** Observations dropped while the publisher was held (document 1 part 6 publisher_overflow). */
+  private readonly lost = { count: 0, first: 0n, last: 0n };
+  private publisherHeldUntilNs = 0n;
 
   constructor(
     readonly machine: CompiledMachine,
@@ -211,7 +215,19 @@ export class Core implements AdmissionView {
   ) {
     // Events carry their publication time on the core's clock (document 1 part 6: time_ns is the core's
     // publication time), whichever call site raised them.
-    this.send = (m) => send(m.t === 'event' ? { ...m, time_ns: this.now } : m);
+    this.send = (m) => {
+      if (m.t !== 'event') return send(m);
+      // The private native_ notices are replies the service acts on, not observations for the log.
+      if (!m.type.startsWith('native_') && this.publisherHeld()) {
+        this.lost.count++;
+        this.lost.last = this.now;
+        if (this.lost.count === 1) this.lost.first = this.now;
+        return;
+      }
+      this.reportLost(send);
+      send({ ...m, time_ns: this.now });
+    };
+    this.sendRaw = send;
     this.n = machine.axes.length;
     this.all = this.n >= 32 ? 0xffffffff : (1 << this.n) - 1;
     this.image = new ProcessImage(this.n);
@@ -840,6 +856,7 @@ export class Core implements AdmissionView {
       this.stopAckId = seq;
       this.send({ t: 'stop_drained', sequence: seq });
     }
+    if (this.lost.count !== 0) this.reportLost(this.sendRaw);
     if (en !== this.lastEnabledMask || this.armed !== this.lastArmed) {
       if (en !== this.lastEnabledMask) this.send({ t: 'event', type: 'enable_changed', payload: { axis_enable_mask: en, armed: this.armed } });
       if (this.armed !== this.lastArmed) this.send({ t: 'event', type: 'arm_changed', payload: { axis_enable_mask: en, armed: this.armed } });
@@ -865,6 +882,26 @@ export class Core implements AdmissionView {
         captureCycle(this, this.capture, nowNs, lateness, workNs, en);
       }
     }
+  }
+
+  /**
+   * Hold the observation publisher for `ms` of host time (private test channel): it behaves as a full
+   * publication queue, so observations raised meanwhile are dropped and counted; the first publication
+   * after the hold is a publisher_overflow notice (docs/profile.md "Events").
+   */
+  holdEventPublisher(ms: number): void {
+    this.publisherHeldUntilNs = this.hostNow() + BigInt(ms) * 1_000_000n;
+  }
+  private publisherHeld(): boolean {
+    return this.publisherHeldUntilNs !== 0n && this.publisherHeldUntilNs > this.hostNow();
+  }
+  /** Publish the count of dropped observations once the publisher is free again. */
+  private reportLost(send: (m: FromCore) => void): void {
+    if (this.lost.count === 0 || this.publisherHeld()) return;
+    const payload = { dropped: BigInt(this.lost.count), first_dropped_ns: this.lost.first, last_dropped_ns: this.lost.last };
+    this.lost.count = 0;
+    this.dirty = true;
+    send({ t: 'event', type: 'publisher_overflow', payload, time_ns: this.now });
   }
 
   /** Hold the next capture write in progress for `ms` of host time (private test channel). */

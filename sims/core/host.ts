@@ -178,6 +178,11 @@ export class CoreHost {
       this.send({ t: 'reply', id: msg.id, result: OK });
       return;
     }
+    if (f.kind === 'hold_event_publisher') {
+      this.core.holdEventPublisher((f as { ms: number }).ms);
+      this.send({ t: 'reply', id: msg.id, result: OK });
+      return;
+    }
     if (f.kind === 'stall_next_command') {
       this.stallNextMs = (f as { ms: number }).ms;
       this.send({ t: 'reply', id: msg.id, result: OK });

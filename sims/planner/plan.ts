@@ -7,7 +7,7 @@
 // weldplan: docs/profile.md "Weld planner stub: what it plans".
 
 import { createHash } from 'node:crypto';
-import { COLS, decode, DenseFormatError, encode, MAX_SAMPLES, type SegmentContent } from '../dense/codec.ts';
+import { COLS, decode, DenseFormatError, encode, MAX_SAMPLES, SCHEMA, type SegmentContent } from '../dense/codec.ts';
 import { JsonNumber, JsonObject, type JsonValue } from '../json.ts';
 import { CELLS, jointsAt, unreachableAxis, type PlannerCell } from './cell.ts';
 import type { PlanOptions } from './options.ts';
@@ -253,6 +253,17 @@ function holdSamples(id: string, pose: readonly number[], duration: number): Seg
   const q: number[] = [];
   for (let i = 0; i < n; i++) q.push(...pose);
   return { kind: 'dwell', sourceId: id, nodeId: id, t, q, qd: new Array(n * COLS).fill(0), flags: new Array(n).fill(0) };
+}
+
+/**
+ * The stub's header fault hook (extensions.weld_planner_stub.header_defect "schema"): the written header
+ * names schema version 2, in place (the same length, so header_len stands).
+ */
+function writeOtherSchema(bytes: Buffer): void {
+  const n = bytes.readUInt32BE(0);
+  const at = bytes.subarray(4, 4 + n).indexOf(`"schema":"${SCHEMA}"`);
+  if (at < 0) throw new Error('the encoder wrote no schema member');
+  bytes.write('2', 4 + at + `"schema":"${SCHEMA}`.length - 1, 'latin1');
 }
 
 /** The stub's resampling fault hook: nodes[].extensions.weld_planner_stub.resample_defect. */
@@ -552,6 +563,7 @@ function denseStage(
     planId, programId: o.program_id, programDigest, manifestRevision: o.manifest_revision, planRevision: o.plan_revision,
     createdAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), axisMask: cell.axisMask, dtS: DT, maxAbsQd: cell.ceiling, segments: segs, robotCell,
   });
+  if (str(obj(w.program.extensions?.get('weld_planner_stub'))?.get('header_defect')) === 'schema') writeOtherSchema(bytes);
   let x;
   try {
     x = decode(bytes, { order: 'content_first', schemaReason: 'schema_mismatch' });

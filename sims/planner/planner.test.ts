@@ -19,6 +19,8 @@ import { plan } from './plan.ts';
 import { validateProgram } from './program.ts';
 import { readWeldplan } from './weldplan.ts';
 import { storeDirectory } from './server.ts';
+import { sealProgram } from '../../harness/clients/weldplan.ts';
+import { encodeUtf8, parseExact, stringifyExact, type JsonObject as JsonObjectExact } from '../../harness/oracle/json.ts';
 
 const FIXTURE = new URL('../../fixtures/weldplans/line-weld.program.json', import.meta.url);
 const MACHINE = new URL('../../fixtures/machines/nine-axis.json', import.meta.url);
@@ -87,6 +89,18 @@ describe('planning', () => {
     expect(a.denseError).toBeUndefined();
     expect(a.dense!.digest).toBe(b.dense!.digest);
     expect(a.requestSha256).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
+describe('the header fault hook', () => {
+  test('header_defect "schema": the planner\'s own check names the document 2 spelling schema_mismatch and stores nothing', async () => {
+    const doc = parseExact(programBytes()) as Record<string, any>;
+    doc.extensions = { ...(doc.extensions ?? {}), weld_planner_stub: { header_defect: 'schema' } };
+    const w = readWeldplan(container(encodeUtf8(stringifyExact(sealProgram(doc as JsonObjectExact)))));
+    const o = { k_best: 5, screen_collisions: true, samples_per_seam: null, run_weld_trajopt: true, run_connecting_trajopt: true, free_space_backend: 'bspline', verify: true, verify_margin_mm: 2, order_seams: false, dense: true, program_id: 'p1', manifest_revision: 1n, plan_revision: 1n };
+    const r = await plan(w, o, async () => undefined);
+    expect(r.dense).toBeUndefined();
+    expect(r.denseError).toMatchObject({ reason: 'schema_mismatch', segment_index: null });
   });
 });
 

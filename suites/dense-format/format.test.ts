@@ -4,51 +4,13 @@
 // changed with block and content digests recomputed so that only the intended rule breaks. The service
 // checks the digest first (document 2 part 7).
 
-import { readFileSync } from 'node:fs';
-import { blockSha256, contentDigest } from '../../harness/oracle/dense.ts';
 import { postProgram } from '../program/upload.ts';
 import { covers, describe, expect, test } from '../../harness/fixture.ts';
+import { REC, REF, SIDE, edited, join, q, qd, split, view, type Edit, type Header } from './reference.ts';
 
-const DIR = new URL('../../fixtures/dense/', import.meta.url);
-const REF = new Uint8Array(readFileSync(new URL('reference.rdt', DIR)));
-const SIDE = JSON.parse(readFileSync(new URL('reference.json', DIR), 'utf8'));
-const REC = 153;
-
-type Header = Record<string, any>;
-const view = (b: Uint8Array) => new DataView(b.buffer, b.byteOffset, b.byteLength);
-function split(b: Uint8Array): { header: Header; body: Uint8Array } {
-  const n = view(b).getUint32(0, false);
-  return { header: JSON.parse(new TextDecoder().decode(b.subarray(4, 4 + n))), body: b.slice(4 + n) };
-}
-function join(header: Header, body: Uint8Array): Uint8Array {
-  const text = new TextEncoder().encode(JSON.stringify(header));
-  const out = new Uint8Array(4 + text.length + body.length);
-  view(out).setUint32(0, text.length, false);
-  out.set(text, 4);
-  out.set(body, 4 + text.length);
-  return out;
-}
-const withHeader = (edit: (h: Header) => void) => () => {
-  const { header, body } = split(REF);
-  edit(header);
-  return join(header, body);
-};
+const withHeader = (edit: (h: Header) => void) => () => edited({ header: edit });
 /** Change sample values in place, then recompute every block digest and the content digest. */
-const withSamples = (edit: (body: DataView, at: (segment: number, sample: number) => number) => void, headerEdit?: (h: Header) => void) => () => {
-  const { header, body } = split(REF);
-  const at = (k: number, i: number) => SIDE.segments[k].byte_offset + i * REC;
-  edit(view(body), at);
-  const blocks = header.segments.map((s: Header) => body.subarray(s.block.byte_offset, s.block.byte_offset + s.block.byte_length));
-  header.segments.forEach((s: Header, k: number) => (s.block.sha256 = blockSha256(blocks[k])));
-  headerEdit?.(header);
-  header.trajectory_digest = contentDigest({
-    axisMask: header.axes.axis_mask, dtS: header.sampling.dt_s, maxAbsQd: header.limits.max_abs_qd_rad_s,
-    segments: header.segments.map((s: Header, k: number) => ({ kind: s.kind, sourceId: s.source_id, sampleCount: s.sample_count, block: blocks[k] })),
-  });
-  return join(header, body);
-};
-const q = (j: number) => 8 + 8 * j;
-const qd = (j: number) => 80 + 8 * j;
+const withSamples = (edit: NonNullable<Edit['samples']>, headerEdit?: (h: Header) => void) => () => edited({ samples: edit, ...(headerEdit ? { header: headerEdit } : {}) });
 
 const CASES: ReadonlyArray<readonly [string, string, () => Uint8Array]> = [
   ['header_truncated', 'blob of 3 bytes', () => REF.slice(0, 3)],

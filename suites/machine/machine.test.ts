@@ -257,7 +257,7 @@ describe('home', () => {
 });
 
 describe('faults and recovery', () => {
-  test('a following error trip latches bit 5 (value 32); reset while it persists answers fault_persists and clears nothing', covers('rule:fault_bits.bit5_following_error', 'event:fault_latched', 'reason:fault_persists', 'rule:op.reset_fault.no_partial_clear', 'rule:events.fault_bit_value', 'field:RecoveryStatus.reason', 'field:RecoveryStatus.faults', 'field:FaultRecovery.bit', 'field:FaultRecovery.name', 'field:FaultRecovery.recovery', 'field:FaultRecovery.axis_mask', 'field:FaultRecovery.outcome', 'field:FaultRecovery.rehome_axis_mask'), async ({ cell, client, target, description, skip }) => {
+  test('a following error trip latches bit 5 (value 32); reset while it persists answers fault_persists and clears nothing', covers('rule:fault_bits.bit5_following_error', 'event:fault_latched', 'reason:fault_persists', 'rule:op.reset_fault.no_partial_clear', 'rule:events.fault_bit_value', 'field:Event.fault.bit', 'field:RecoveryStatus.reason', 'field:RecoveryStatus.faults', 'field:FaultRecovery.bit', 'field:FaultRecovery.name', 'field:FaultRecovery.recovery', 'field:FaultRecovery.axis_mask', 'field:FaultRecovery.outcome', 'field:FaultRecovery.rehome_axis_mask'), async ({ cell, client, target, description, skip }) => {
     needsFaults({ skip }, target);
     const s = await cell.hold();
     await enableAndWait(cell, client, s, allAxes(description.axes.length));
@@ -286,7 +286,7 @@ describe('faults and recovery', () => {
     await target.inject({ kind: 'clear' });
   });
 
-  test('reset_fault after the condition cleared clears the bit, retires the session, and never starts motion or grants Home', covers('rule:op.reset_fault.retires_session', 'transition:grant:owned->session_retired:reset_fault', 'rule:recovery.reset_sequence_matches', 'rule:recovery.outcomes_correlated', 'rule:op.reset_fault.axis_mask_zero', 'rule:machine_effect.reset_fault_no_motion', 'rule:machine_effect.reset_fault_no_home', 'event:fault_cleared', 'field:RecoveryStatus.reset_sequence', 'field:RecoveryStatus.outcomes', 'field:RecoveryStatus.home_valid_mask'), async ({ cell, client, target, description, skip }) => {
+  test('reset_fault after the condition cleared clears the bit, retires the session, and never starts motion or grants Home', covers('rule:op.reset_fault.retires_session', 'transition:grant:owned->session_retired:reset_fault', 'rule:recovery.reset_sequence_matches', 'rule:recovery.outcomes_correlated', 'rule:op.reset_fault.axis_mask_zero', 'rule:machine_effect.reset_fault_no_motion', 'rule:machine_effect.reset_fault_no_home', 'event:fault_cleared', 'field:Event.fault.bit', 'field:RecoveryStatus.reset_sequence', 'field:RecoveryStatus.outcomes', 'field:RecoveryStatus.home_valid_mask'), async ({ cell, client, target, description, skip }) => {
     needsFaults({ skip }, target);
     const s = await cell.hold();
     await enableAndWait(cell, client, s, allAxes(description.axes.length));
@@ -302,7 +302,9 @@ describe('faults and recovery', () => {
     expect(rec.reason).toBe('');
     expect(rec.faults).toEqual([]);
     expect(rec.outcomes.find((o) => o.bit === 5n)?.outcome).toBe('cleared');
-    expect(await waitForEvent(client, cursor, (e) => e.type === 'fault_cleared')).toBeDefined();
+    const cleared = await waitForEvent(client, cursor, (e) => e.type === 'fault_cleared');
+    // The fault payload's bit is the bit's value (32 for bit 5), where RecoveryStatus gives the index.
+    expect((cleared?.fault as { bit: bigint; name: string }) ?? {}).toMatchObject({ bit: 32n, name: 'following_error' });
     const after = await readStatus(client);
     expect(after.core!.execution_fault_reasons).toBe(0n);
     expect(after.core!.axis_enable_mask).toBe(0n);

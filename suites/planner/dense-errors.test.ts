@@ -91,6 +91,24 @@ describe('dense_error reasons (200 with no trajectory)', () => {
     });
   }
 
+  test(
+    'the stub hook writing schema version 2: the planner\'s own check (a decoder other than the control service) names it schema_mismatch',
+    covers('format_reason:schema_mismatch', 'profile:planner.stub_planning', 'field:PlanResult.dense_error.reason'),
+    async ({ planner, skip }) => {
+      const p = usePlanner({ skip }, planner);
+      needsStub({ skip }, p, 'the header fault hook');
+      const before = stored(p.storeDir!);
+      const bytes = weldplan((q) => void (q.extensions = { ...(q.extensions ?? {}), weld_planner_stub: { header_defect: 'schema' } }));
+      const r = await p.client.plan(bytes, DENSE);
+      expect(r.status, r.text.slice(0, 300)).toBe(200);
+      const res = obj(r.json);
+      expect(res.dense).toBeUndefined();
+      expect({ reason: res.dense_error.reason, segment: res.dense_error.segment_index }).toEqual({ reason: 'schema_mismatch', segment: null });
+      expect(stored(p.storeDir!)).toEqual(before);
+      lastRefused = { reason: 'schema_mismatch', bytes };
+    },
+  );
+
   test('a program_id of letters, digits, dot, underscore, colon and hyphen is a valid identity', covers('planner:plan.program_id_charset'), async ({ planner, skip }) => {
     const p = usePlanner({ skip }, planner);
     const r = await p.client.plan(weldplan(), { ...DENSE, program_id: 'Cell_7.line-weld:A9' });

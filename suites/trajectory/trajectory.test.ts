@@ -10,6 +10,9 @@ import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
 import type { Cell, Session } from '../../harness/clients/cell.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
 import { covers, describe, expect, needsFaults, needsMotion, profile, recoveringTest } from '../../harness/fixture.ts';
+import { REQUEST_SCHEMA } from '../../harness/clients/control.ts';
+import { stringifyExact } from '../../harness/oracle/json.ts';
+import { createConnection } from 'node:net';
 
 /** Every test leaves the cell released, injected faults removed and latched faults reset. */
 const test = recoveringTest;
@@ -537,6 +540,91 @@ describe('output intents', () => {
       expect((await cell.fenced('stop', s)).status).toBe(200);
       const off = await waitStatus(client, (x) => x.core!.io_output_word === 0n, 500);
       expect(off.core!.io_output_word).toBe(0n);
+    },
+  );
+});
+
+describe('after halt', () => {
+  test(
+    'a Start must begin at the held target: a trajectory from where J1 was before is refused not_ready and stays prepared; one from the hold runs',
+    covers('rule:op.halt.restart_at_hold', 'reason:not_ready'),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const a = (await prepare(cell, s, points(hold, [0, 4], [hold[0]!, hold[0]! + 0.3]))).reply.handle!;
+      expect((await cell.fenced('start_trajectory', s, { handle: a })).status).toBe(200);
+      await waitStatus(client, (x) => num(x.axes[0]!.position) > hold[0]! + 0.03, 5_000);
+      const h = await cell.fenced('halt', s);
+      expect(h.status, h.reply.error).toBe(200);
+      // Held: the trajectory retired, the lane idle, J1 at rest somewhere along the way (short of the end).
+      const st = await waitStatus(client, (x) => (x as unknown as Full).execution.handles.find((r) => r.handle === a)?.state === 'retired' && (x as unknown as Full).motion?.mode === 0n, 5_000);
+      expect((st as unknown as Full).motion?.mode).toBe(0n);
+      const settled = async () => {
+        let last = num((await status(client)).axes[0]!.position);
+        for (let k = 0; k < 100; k++) {
+          await new Promise((r) => setTimeout(r, 50));
+          const now = num((await status(client)).axes[0]!.position);
+          if (Math.abs(now - last) < 1e-6) return now;
+          last = now;
+        }
+        throw new Error('J1 did not come to rest within 5 s of the halt');
+      };
+      const held = await settled();
+      expect(held).toBeGreaterThan(hold[0]! + 0.03);
+      expect(held).toBeLessThan(hold[0]! + 0.25);
+      const at = (await status(client)).axes.map((x) => num(x.position));
+      // From where J1 was before the halted trajectory: refused for readiness, J1 named, the handle kept.
+      const b = (await prepare(cell, s, points(at, [0, 0.3], [hold[0]!, hold[0]! + 0.01]))).reply.handle!;
+      const r = await cell.fenced('start_trajectory', s, { handle: b });
+      expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: 'not_ready' });
+      expect(r.reply.native_result).toMatchObject({ Result: 1, Reason: 2, AxisMask: J1 });
+      expect((await status(client)).execution.handles.find((x) => x.handle === b)!.state).toBe('prepared');
+      // From the held target: it starts and completes.
+      const c = (await prepare(cell, s, points(at, [0, 0.3], [held, held - 0.01]))).reply.handle!;
+      const ok = await cell.fenced('start_trajectory', s, { handle: c });
+      expect(ok.status, ok.reply.error).toBe(200);
+      const done = await waitStatus(client, (x) => (x as unknown as Full).execution.handles.find((r) => r.handle === c)?.state === 'consumed', 5_000);
+      expect((done as unknown as Full).execution.handles.find((r) => r.handle === c)!.state).toBe('consumed');
+    },
+  );
+});
+
+describe('an ambiguous Start', () => {
+  test(
+    'the client went away before the reply: handle state, execution generation and incarnations say it started once; the same request_id replays it, a new Start is handle_started',
+    covers('rule:client.ambiguous_start', 'rule:idempotency.join_or_replay'),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const h = (await prepare(cell, s, points(hold, [0, 3], [hold[0]!, hold[0]! + 0.05]))).reply.handle!;
+      const before = await status(client);
+      const d0 = await client.describe();
+      // The Start written in full on its own connection, which is closed before any reply can be read.
+      const body = stringifyExact({ schema: REQUEST_SCHEMA, operation: 'start_trajectory', session: s.session, generation: s.generation, handle: h, request_id: 'ambiguous-start' });
+      const sock = createConnection(target.address);
+      await new Promise<void>((r) => sock.once('connect', () => r()));
+      await new Promise<void>((r) => sock.end(`POST /v1/control HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, () => r()));
+      sock.destroy();
+      // Reconcile from status (document 1 part 4 "Envelope rules"): the handle's state and the incarnations.
+      const st = (await waitStatus(client, (x) => (x as unknown as Full).execution.handles.find((r) => r.handle === h)?.state !== 'prepared', 3_000)) as unknown as Full;
+      const rec = st.execution.handles.find((r) => r.handle === h)!;
+      expect(rec.state).toBe('started');
+      expect(st.daemon_incarnation).toBe(before.daemon_incarnation);
+      const inc = (r: Awaited<ReturnType<typeof client.describe>>) => {
+        const d = r.reply.data as Record<string, unknown>;
+        return { adapter: d.adapter_incarnation, daemon: d.daemon_incarnation };
+      };
+      expect(inc(await client.describe())).toEqual(inc(d0));
+      expect(rec.execution_generation).toBe(before.execution.generation + 1n);
+      expect(rec.native_sequence).toBeGreaterThan(0n);
+      // The same request again with its request_id replays the outcome; nothing starts twice.
+      const again = await cell.fenced('start_trajectory', s, { handle: h, request_id: 'ambiguous-start' });
+      expect({ status: again.status, sequence: again.reply.sequence }).toEqual({ status: 200, sequence: rec.native_sequence });
+      const fresh = await cell.fenced('start_trajectory', s, { handle: h });
+      expect(fresh.label).toBe('handle_started');
+      const after = await status(client);
+      expect(after.execution.generation).toBe(before.execution.generation + 1n);
+      expect(after.execution.handles.find((r) => r.handle === h)!.execution_generation).toBe(rec.execution_generation);
     },
   );
 });

@@ -71,6 +71,35 @@ describe('the fence within the first 16384 bytes', () => {
   );
 });
 
+describe('the full decode against the admitted prefix', () => {
+  test(
+    'a fence member repeated after points with another value is request_envelope_changed; with the same value duplicate_request_field; nothing is prepared',
+    covers('reason:request_envelope_changed', 'rule:envelope.changed_after_prefix', 'reason:duplicate_request_field', 'profile:upload.prefix'),
+    async ({ cell, client, target, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await holdAll(cell, client);
+      const handles = async () => ((await readStatus(client)) as unknown as { execution: { handles: unknown[] } }).execution.handles.length;
+      const head = `{"schema":"${SCHEMA}","operation":"prepare_trajectory","session":"${s.session}","generation":${s.generation},"axis_mask":1,"points":${pointsText(hold, 3)}`;
+      const before = await handles();
+      for (const [what, tail, label] of [
+        ['generation one higher', `,"generation":${s.generation + 1n}}`, 'request_envelope_changed'],
+        ['another session', `,"session":"${'0'.repeat(s.session.length)}"}`, 'request_envelope_changed'],
+        ['the same generation again', `,"generation":${s.generation}}`, 'duplicate_request_field'],
+      ] as const) {
+        const r = await post(target, head + tail);
+        expect({ what, status: r.status, label: r.label }).toEqual({ what, status: 409, label });
+      }
+      // Past byte 16384 but before points is outside the prefix too.
+      const far = `{"schema":"${SCHEMA}","operation":"prepare_trajectory","session":"${s.session}","generation":${s.generation},"label":"${'p'.repeat(PREFIX)}","generation":${s.generation + 1n},"axis_mask":1,"points":${pointsText(hold, 3)}}`;
+      const r = await post(target, far);
+      expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: 'request_envelope_changed' });
+      expect(await handles()).toBe(before);
+      const ok = await post(target, `${head}}`);
+      expect(ok.status, ok.reply.error).toBe(200);
+    },
+  );
+});
+
 describe('body and point limits', () => {
   test(
     'a body declared one byte over 222516384 is refused 413 body_too_large without being read',

@@ -276,6 +276,8 @@ export class TrajectoryDecoder {
 
   // root object
   private readonly rootKeys = new Set<string>();
+  /** Root members repeated outside the prefix: where the repeat starts and the first value. */
+  private readonly redeclared = new Map<string, { at: number; first: unknown }>();
   private key = '';
   readonly memberInfo: MemberInfo[] = [];
   private readonly env: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
@@ -438,8 +440,35 @@ export class TrajectoryDecoder {
 
   // ---- result ----
 
+  /** A root member's value as decoded (schema and operation raw, the others converted). */
+  private memberValue(key: string): unknown {
+    return key === 'schema' ? this.rawSchema : key === 'operation' ? this.rawOperation : this.env[key];
+  }
+
+  /**
+   * Members repeated outside the prefix: the first that is a plain duplicate (not a member of the admitted
+   * prefix, or repeated with the same value), and the admitted members whose value changed.
+   */
+  private changedPrefixMembers(): { duplicate?: [string, number]; changed: string[] } {
+    const changed: string[] = [];
+    for (const [key, r] of this.redeclared) {
+      const first = this.memberInfo.find((m) => m.key === key)!;
+      const admitted = first.end <= PREFIX_BYTES && (this.pointsKeyAt < 0 || first.end <= this.pointsKeyAt);
+      if (!admitted || sameValue(r.first, this.memberValue(key))) return { duplicate: [key, r.at], changed };
+      changed.push(key);
+    }
+    return { changed };
+  }
+
   private result(): TrajectoryBody {
     const named = this.rawOperation;
+    const repeats = this.changedPrefixMembers();
+    if (repeats.duplicate) {
+      const [key, at] = repeats.duplicate;
+      const u = new UploadRefusal('json', 409, 'duplicate_request_field', `field "${key}" repeated at byte ${at}`);
+      if (typeof named === 'string') u.operation = named;
+      throw u;
+    }
     try {
       if (this.rootNotObject) throw bad('body must be a JSON object');
       const schema = this.rawSchema;
@@ -462,6 +491,10 @@ export class TrajectoryDecoder {
       }
       if (cap.name !== 'prepare_trajectory') {
         throw new UploadRefusal('not_trajectory', 409, 'invalid_request_envelope', `operation ${cap.name} is not prepare_trajectory`);
+      }
+      // Document 1 part 4 "Envelope rules": the fully decoded request differs from the admitted prefix.
+      if (repeats.changed.length > 0) {
+        throw new UploadRefusal('envelope_changed', 409, 'request_envelope_changed', `field ${repeats.changed[0]} differs from the admitted prefix`);
       }
     } catch (e) {
       if (e instanceof Refusal) {
@@ -628,8 +661,15 @@ export class TrajectoryDecoder {
           const key = this.keyText(b, i, e);
           if (key === undefined) return;
           if (this.rootKeys.has(key)) {
-            this.fail('json', 'duplicate_request_field', `field "${key}" repeated at byte ${base + i}`, base + i);
-            return;
+            // A member repeated outside the prefix (past byte 16384 or after points) is judged when the
+            // body ends: a member of the admitted prefix whose value changed is request_envelope_changed,
+            // any other repeat duplicate_request_field (docs/profile.md "prepare_trajectory uploads").
+            const outside = base + i >= PREFIX_BYTES || this.pointsKeyAt >= 0;
+            if (!outside || key === 'points' || this.redeclared.has(key)) {
+              this.fail('json', 'duplicate_request_field', `field "${key}" repeated at byte ${base + i}`, base + i);
+              return;
+            }
+            this.redeclared.set(key, { at: base + i, first: this.memberValue(key) });
           }
           this.rootKeys.add(key);
           this.key = key;
@@ -1286,6 +1326,16 @@ export class TrajectoryDecoder {
   private memberDone(key: string, end: number): void {
     this.memberInfo.push({ key, end });
   }
+}
+
+/** Equality of decoded member values (bigint, string, boolean, null, arrays and objects of them). */
+export function sameValue(a: unknown, b: unknown): boolean {
+  if (typeof a !== 'object' || a === null || typeof b !== 'object' || b === null) return Object.is(a, b);
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  if (ka.length !== kb.length) return false;
+  return ka.every((k) => sameValue((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
 }
 
 /** Buffer#latin1Slice (not in the type declarations): the fastest way to a short ASCII string. */

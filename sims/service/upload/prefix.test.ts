@@ -121,3 +121,43 @@ test('request_envelope_changed when a full decode differs from the admitted pref
   // Members after points (here request_id) are not part of the admitted prefix.
   expect(() => checkSameEnvelope(scan.prefix, { ...full, request_id: 'other' })).not.toThrow();
 });
+
+describe('a member of the admitted prefix repeated outside it (document 1 part 4 "Envelope rules")', () => {
+  const head = `{"schema":"${SCHEMA}","operation":"prepare_trajectory","session":"${SESSION}","generation":7,"axis_mask":1,"points":[{"time_ns":0,"position":[1]},{"time_ns":1,"position":[2]}]`;
+  const outcome = (text: string) => {
+    try {
+      const b = decodeTrajectory(enc(text), 1);
+      return { ok: b.request.generation };
+    } catch (e) {
+      return { label: (e as { label: string }).label, code: (e as { code: string }).code };
+    }
+  };
+
+  test('generation repeated after points with another value: the full decode differs from the admitted prefix', () => {
+    const body = `${head},"generation":8}`;
+    const scan = scanPrefix(enc(body));
+    expect(scan.kind).toBe('trajectory');
+    if (scan.kind === 'trajectory') expect(scan.prefix.envelope.generation).toBe(7n);
+    expect(outcome(body)).toEqual({ label: 'request_envelope_changed', code: 'envelope_changed' });
+    expect(outcome(`${head},"session":"other-session-token"}`)).toEqual({ label: 'request_envelope_changed', code: 'envelope_changed' });
+  });
+
+  test('the same value repeated, a member first seen after points repeated, points repeated, a repeat inside the prefix: duplicate_request_field', () => {
+    expect(outcome(`${head},"generation":7}`).label).toBe('duplicate_request_field');
+    expect(outcome(`${head},"request_id":"a","request_id":"b"}`).label).toBe('duplicate_request_field');
+    expect(outcome(`${head},"points":[]}`).label).toBe('duplicate_request_field');
+    const inside = `{"schema":"${SCHEMA}","operation":"prepare_trajectory","session":"${SESSION}","generation":7,"generation":8,"axis_mask":1,"points":[{"time_ns":0,"position":[1]},{"time_ns":1,"position":[2]}]}`;
+    const scan = scanPrefix(enc(inside));
+    expect(scan.kind === 'refused' && scan.refusal.label).toBe('duplicate_request_field');
+  });
+
+  test('a repeat past byte 16384 before points counts as outside the prefix too', () => {
+    const pad = 'p'.repeat(PREFIX_BYTES);
+    const body = `{"schema":"${SCHEMA}","operation":"prepare_trajectory","session":"${SESSION}","generation":7,"label":"${pad}","generation":9,"axis_mask":1,"points":[{"time_ns":0,"position":[1]},{"time_ns":1,"position":[2]}]}`;
+    expect(outcome(body)).toEqual({ label: 'request_envelope_changed', code: 'envelope_changed' });
+  });
+
+  test('without repeats the body decodes', () => {
+    expect(outcome(`${head}}`)).toEqual({ ok: 7n });
+  });
+});

@@ -8,7 +8,7 @@
 // "Envelope check order" (prepare_trajectory uploads).
 
 import { REQUEST_SCHEMA } from '../envelope.ts';
-import { PREFIX_BYTES, TrajectoryDecoder, UploadRefusal, type Envelope } from './decoder.ts';
+import { PREFIX_BYTES, TrajectoryDecoder, UploadRefusal, sameValue, type Envelope } from './decoder.ts';
 
 export interface AdmittedPrefix {
   /** The envelope members that end within the first 16384 bytes, before points, as decodeRequest types them. */
@@ -82,13 +82,4 @@ export function checkSameEnvelope(prefix: AdmittedPrefix, full: Envelope): void 
       throw r;
     }
   }
-}
-
-function sameValue(a: unknown, b: unknown): boolean {
-  if (typeof a !== 'object' || a === null || typeof b !== 'object' || b === null) return Object.is(a, b);
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  const ka = Object.keys(a);
-  const kb = Object.keys(b);
-  if (ka.length !== kb.length) return false;
-  return ka.every((k) => sameValue((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
 }

@@ -1,0 +1,120 @@
+// The reference dense file (fixtures/dense/reference.rdt, document 2 part 2) and minimal edits of it for
+// the dense-format suites. Edits work on the bytes as a client would: the header parsed and written back
+// as JSON, samples changed at their documented offsets (harness/oracle/dense.ts SAMPLE_FIELDS), and the
+// block digests and content digest recomputed with the harness's own oracle so that only the intended
+// rule breaks.
+
+import { readFileSync } from 'node:fs';
+import { SAMPLE_BYTES, SAMPLE_FIELDS, blockSha256, contentDigest, encodeDense, restToRestSamples, type DenseSpec } from '../../harness/oracle/dense.ts';
+
+const DIR = new URL('../../fixtures/dense/', import.meta.url);
+export const REF = new Uint8Array(readFileSync(new URL('reference.rdt', DIR)));
+/** The fixture's sidecar: logical content (samples included) and the content digest. */
+export const SIDE = JSON.parse(readFileSync(new URL('reference.json', DIR), 'utf8'));
+export const REC = SAMPLE_BYTES;
+
+const field = (name: string) => SAMPLE_FIELDS.find((f) => f.field === name)!.offset;
+/** Byte offsets inside one record (document 2 "Sample record"). */
+export const T_AT = field('t_s');
+export const q = (j: number) => field('q_rad') + 8 * j;
+export const qd = (j: number) => field('qd_rad_s') + 8 * j;
+export const FLAGS_AT = field('flags');
+
+export type Header = Record<string, any>;
+export const view = (b: Uint8Array) => new DataView(b.buffer, b.byteOffset, b.byteLength);
+
+export function split(b: Uint8Array): { header: Header; body: Uint8Array } {
+  const n = view(b).getUint32(0, false);
+  return { header: JSON.parse(new TextDecoder().decode(b.subarray(4, 4 + n))), body: b.slice(4 + n) };
+}
+
+/** header_len (u32 big-endian), the header as UTF-8 JSON (`pad` spaces appended), the body. */
+export function join(header: Header, body: Uint8Array, pad = 0): Uint8Array {
+  const text = new TextEncoder().encode(JSON.stringify(header) + ' '.repeat(pad));
+  const out = new Uint8Array(4 + text.length + body.length);
+  view(out).setUint32(0, text.length, false);
+  out.set(text, 4);
+  out.set(body, 4 + text.length);
+  return out;
+}
+
+
+/** The block digests and the content digest of `header` and `body`, recomputed in place. */
+export function rehash(header: Header, body: Uint8Array): void {
+  const blocks = header.segments.map((s: Header) => blockOf(s, body));
+  header.segments.forEach((s: Header, k: number) => (s.block.sha256 = blockSha256(blocks[k])));
+  header.trajectory_digest = digestOf(header, body);
+}
+
+/** The content digest (document 2 "Content digest") of a header and body, as the harness computes it. */
+export function digestOf(header: Header, body: Uint8Array): string {
+  return contentDigest({
+    axisMask: header.axes.axis_mask, dtS: header.sampling.dt_s, maxAbsQd: header.limits.max_abs_qd_rad_s,
+    segments: header.segments.map((s: Header) => ({ kind: s.kind, sourceId: s.source_id, sampleCount: s.sample_count, block: blockOf(s, body) })),
+  });
+}
+
+const blockOf = (s: Header, body: Uint8Array) => body.subarray(s.block.byte_offset, s.block.byte_offset + s.block.byte_length);
+
+export interface Edit {
+  /** Sample edits on the body (before digests are recomputed). */
+  samples?: (body: DataView, at: (segment: number, sample: number) => number) => void;
+  /** Header edits after the digests are recomputed (identity, unknown keys, a stale digest ...). */
+  header?: (h: Header) => void;
+  /** Header edits before the digests are recomputed (fields inside the content digest). */
+  content?: (h: Header) => void;
+  /**
+   * Recompute the block and content digests after the edits (default when samples or content change);
+   * 'blocks' recomputes the block digests only, leaving the header's content digest stale.
+   */
+  rehash?: boolean | 'blocks';
+  /** Spaces appended to the header text (valid JSON whitespace). */
+  pad?: number;
+}
+
+/** The reference file with `e` applied. */
+export function edited(e: Edit, from: Uint8Array = REF): Uint8Array {
+  const { header, body } = split(from);
+  const at = (k: number, i: number) => Number(header.segments[k].block.byte_offset) + i * REC;
+  e.samples?.(view(body), at);
+  e.content?.(header);
+  const mode = e.rehash ?? (e.samples !== undefined || e.content !== undefined);
+  if (mode === 'blocks') {
+    const digest = header.trajectory_digest;
+    rehash(header, body);
+    header.trajectory_digest = digest;
+  } else if (mode) rehash(header, body);
+  e.header?.(header);
+  return join(header, body, e.pad ?? 0);
+}
+
+/** Header velocity ceilings of the files built here (below every sample speed of the nine-axis cell). */
+export const CEIL = [2, 2, 2, 4, 4, 5, 1, 1.5, 1];
+const Q0 = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.02];
+const Q1 = [0.02, 0.12, 0.22, 0.32, 0.42, 0.52, 0.62, 0.72, 0.01];
+// The weld ends with J1 at 0.004 rad, where 0.004 + 1e-3 - 0.004 is exactly 1e-3 in float64, and J9 at 0,
+// where a step of 1.25 x 1 x 0.01 is exactly that product: limit tests can sit exactly on the tolerance.
+const Q2 = [0.004, 0.11, 0.23, 0.31, 0.43, 0.51, 0.63, 0.71, 0];
+
+/**
+ * A file shaped like the reference (freespace, weld, dwell) but slow enough for every live check of the
+ * reference stack's nine-axis cell (the reference fixture's accelerations are above its 8 rad/s^2), so it
+ * is admitted: the base for edits whose one side must be admitted. Written with the harness's encoder.
+ */
+export function base(revision: bigint, spec: Partial<DenseSpec> = {}): Uint8Array {
+  return encodeDense({
+    planId: 'plan:dense-rules', programId: 'dense_rules', programDigest: `sha256:${'d'.repeat(64)}`, manifestRevision: revision, planRevision: 1n,
+    maxAbsQd: CEIL,
+    segments: baseSegments(),
+    ...spec,
+  });
+}
+
+/** The base file's segments: 31 freespace samples, 31 weld samples, `dwell` dwell samples. */
+export function baseSegments(dwell = 3): DenseSpec['segments'] {
+  return [
+    { kind: 'freespace', sourceId: 'approach-1', samples: restToRestSamples(Q0, Q1, 31) },
+    { kind: 'weld', sourceId: 'seam-1', samples: restToRestSamples(Q1, Q2, 31) },
+    { kind: 'dwell', sourceId: 'hold-1', samples: restToRestSamples(Q2, Q2, dwell) },
+  ];
+}
