@@ -142,7 +142,8 @@ export interface RecordingHeader {
 export interface RecordingNote {
   /** The core cycle count when the note was taken (a command noted at cycle c is admitted in cycle c+1). */
   cycle: number;
-  kind: 'request' | 'reply' | 'event';
+  /** 'service' (format 2): the service's own log (its fence decisions in order), not a message of the core's. */
+  kind: 'request' | 'reply' | 'event' | 'service';
   data: unknown;
   /** Format 2, requests: the service's clock when it posted the message (host ns, decimal). */
   sent_ns?: string;

@@ -135,6 +135,8 @@ export interface PacingScan {
   requests: RecordingNote[];
   /** Replies and events in the order the core sent them. */
   outputs: RecordingNote[];
+  /** Format 2: the service's own log (fence decisions in order). */
+  service: RecordingNote[];
 }
 
 /** Read a recording once for pacing: frame times, requests, replies and events. */
@@ -143,8 +145,9 @@ export function scanForPacing(file: string): PacingScan {
   let times = new Float64Array(4096);
   const requests: RecordingNote[] = [];
   const outputs: RecordingNote[] = [];
+  const service: RecordingNote[] = [];
   const take = () => {
-    for (const n of r.takeNotes()) (n.kind === 'request' ? requests : outputs).push(n);
+    for (const n of r.takeNotes()) (n.kind === 'request' ? requests : n.kind === 'service' ? service : outputs).push(n);
   };
   while (r.next()) {
     if (r.frame > times.length) {
@@ -156,7 +159,7 @@ export function scanForPacing(file: string): PacingScan {
     take();
   }
   take();
-  return { header: r.header, frames: r.frame, complete: r.complete, times: times.slice(0, r.frame), requests, outputs };
+  return { header: r.header, frames: r.frame, complete: r.complete, times: times.slice(0, r.frame), requests, outputs, service };
 }
 
 /** One divergence of a paced replay: the bus (the driver's report), a request, a reply or an event. */
@@ -234,6 +237,7 @@ export interface ServiceCue {
   clockNs: bigint;
   hostClock: boolean;
   expire?: { generation: bigint };
+  fences?: string[];
 }
 
 /** A live message without the service's post stamp (sentNs, origin: recorded beside a request, not in it). */
@@ -280,6 +284,12 @@ export class ReplayPacer {
   ) {
     this.serviceLog = scan.header.format >= 2 && scan.requests.every((n) => n.sent_ns !== undefined);
     this.hostClock = scan.header.clock === 'realtime';
+    if (this.serviceLog && o.toService) {
+      // The service starts at the recorded time of its first message, with the recorded order of its fences.
+      this.cueNs = scan.requests.length ? BigInt(scan.requests[0]!.sent_ns!) : BigInt(scan.header.t0_ns);
+      const fences = scan.service.filter((n) => (n.data as { t?: string }).t === 'fence').map((n) => String((n.data as { op?: unknown }).op));
+      o.toService({ t: 'replay_service', clockNs: this.cueNs, hostClock: this.hostClock, fences });
+    }
     let last: GrantKey | null = null;
     this.renewal = scan.requests.map((n) => {
       const g = grantKey(n.data);
@@ -301,6 +311,7 @@ export class ReplayPacer {
    * with the recorded host times.
    */
   offer(stamped: unknown): void {
+    if ((stamped as { t?: string }).t === 'service_note') return;
     const msg = unstamped(stamped);
     const live = normalise(msg);
     const g = grantKey(live);

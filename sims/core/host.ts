@@ -124,6 +124,11 @@ export class CoreHost {
   handle(stamped: ToCore & PostStamp): boolean {
     const { sentNs, origin, ...bare } = stamped;
     const msg = bare as ToCore;
+    if (msg.t === 'service_note') {
+      // The service's own log (format 2): recorded beside the requests, never handed to the core.
+      this.recorder?.note({ cycle: this.core.cycleCount, kind: 'service', data: msg.data, ...(sentNs !== undefined ? { sent_ns: sentNs.toString() } : {}) });
+      return true;
+    }
     if (msg.t === 'cmd' && this.stallNextMs > 0) {
       // Before the note: the host time recorded with the command is the one the core judged it at.
       Atomics.wait(this.sleeper, 0, 0, this.stallNextMs);

@@ -182,6 +182,8 @@ export type ToCore =
       recovery?: boolean;
     }
   | { t: 'cancel_home' }
+  /** A note of the service's own for the recording (format 2: its fence decisions); not a request to the core. */
+  | { t: 'service_note'; data: Record<string, unknown> }
   | { t: 'grant'; generation: bigint; deadlineNs: bigint; active: boolean; axisMask: number }
   | { t: 'inject'; id: number; fault: FaultSpec | { kind: 'clear' } | { kind: 'stall_next_command'; ms: number } | { kind: 'hold_capture_write'; ms: number } }
   /** Stepped clock only: run this many cycles back to back, then answer 'stepped'. */
@@ -345,4 +347,4 @@ export type FromCore =
    * service's view of the core's time is that clock too), and a recorded decision of the service's own to
    * take now (`expire`: the lease of that recorded generation ran out here).
    */
-  | { t: 'replay_service'; clockNs: bigint; hostClock: boolean; expire?: { generation: bigint } };
+  | { t: 'replay_service'; clockNs: bigint; hostClock: boolean; expire?: { generation: bigint }; fences?: string[] };

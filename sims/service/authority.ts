@@ -72,6 +72,8 @@ export interface AuthorityHooks {
    * (expireReplayed), never by this service's own clock, which is the recorded one and moves in jumps.
    */
   replaying?(): boolean;
+  /** Every fence decision, in order: 'ok' or the refusal label (sims/service/fence-order.ts). */
+  fenced?(op: string, outcome: string): void;
 }
 
 export class Authority {
@@ -210,6 +212,19 @@ export class Authority {
    * fence table gives (docs/profile.md).
    */
   fence(op: string, session: string, generation: bigint, owner = 'local'): Grant {
+    if (!this.hooks.fenced) return this.check(op, session, generation, owner);
+    let g: Grant;
+    try {
+      g = this.check(op, session, generation, owner);
+    } catch (e) {
+      this.hooks.fenced(op, (e as { label?: string }).label ?? 'error');
+      throw e;
+    }
+    this.hooks.fenced(op, 'ok');
+    return g;
+  }
+
+  private check(op: string, session: string, generation: bigint, owner: string): Grant {
     this.checkExpiry();
     if (!SESSION_RE.test(session)) throw refuse('control_session_stale', 'session is not a 64-character lowercase hex token');
     if (generation === 0n) throw refuse('control_session_stale', 'generation must be nonzero');

@@ -5,6 +5,7 @@
 import { EventEmitter } from 'node:events';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { CompiledMachine } from '../config/types.ts';
+import { FenceOrder } from './fence-order.ts';
 import { workerEntry } from '../paths.ts';
 import type { CommandResult, CoreStartOptions, CoreStatus, FromCore, NativeOpName, PostStamp, ToCore } from '../core/protocol.ts';
 
@@ -145,7 +146,13 @@ export class CoreLink extends EventEmitter {
   /** The recorded service decisions to take (lease expiry), set by the service; see replayed(). */
   onReplayedExpiry?: (generation: bigint) => void;
 
+  /** The order of fence decisions: noted into a recording, held to the recorded order on a replay. */
+  readonly fenceOrder = new FenceOrder((data) => {
+    if (this.options.record) this.port?.postMessage({ t: 'service_note', data } satisfies ToCore);
+  });
+
   private replayed(m: Extract<FromCore, { t: 'replay_service' }>): void {
+    if (m.fences) this.fenceOrder.load(m.fences);
     this.replayHostClock = m.hostClock;
     if (this.replayClock === null || m.clockNs > this.replayClock) this.replayClock = m.clockNs;
     if (m.expire) this.onReplayedExpiry?.(m.expire.generation);

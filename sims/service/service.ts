@@ -98,6 +98,7 @@ export class ControlService {
     this.authority = new Authority(this.binding, m.control.max_grant_lease_ns / 1_000_000n, {
       now,
       replaying: () => o.core.replaying,
+      fenced: (op, outcome) => o.core.fenceOrder.passed(op, outcome),
       daemonIncarnation: () => this.daemonIncarnation,
       event: (type, g) => this.events.publish(type, g ? this.grantPayload(g, type) : {}),
       nativeGrant: (g, why) => {
@@ -414,6 +415,9 @@ export class ControlService {
     // An uploaded point list is part of the payload a request_id names: keyed by its digest, not its text.
     const keyOf = (x: Request) => (points ? `${payloadKey(x)}#points:${pointsDigest(points)}` : payloadKey(x));
     let g: Grant;
+    // A replay holds this fence decision until the ones recorded before it are taken (fence-order.ts).
+    const held = this.o.core.fenceOrder.gate(r.operation);
+    if (held) await held;
     try {
       g = this.authority.fence(r.operation, r.session!, r.generation!, owner);
     } catch (e) {
