@@ -19,7 +19,14 @@ import { closeSync, existsSync, openSync, readFileSync, writeSync } from 'node:f
 import { constants, gunzipSync, gzipSync } from 'node:zlib';
 import type { BusSetup, ProcessImage } from '../bus.ts';
 
-export const FORMAT_VERSION = 1;
+/** The format this build writes. */
+export const FORMAT_VERSION = 2;
+/**
+ * The formats this build reads. Format 1 has the same records; its request notes lack the service's clock,
+ * the core's host time and the origin (RecordingNote), so a paced replay of it runs the service's own
+ * timing live (docs/recording.md "Format 1 recordings").
+ */
+export const READABLE_FORMATS: readonly number[] = [1, 2];
 const MAGIC = Buffer.from('HILREC', 'latin1');
 const TAG = { header: 0, frame: 1, note: 2, end: 3 } as const;
 /** Frames per compressed block (a quarter of a second at 1 kHz): what a crash may lose at most. */
@@ -127,14 +134,23 @@ export interface RecordingHeader {
   driver_params?: Record<string, unknown>;
   /** Host time of the first frame (frames carry time relative to it). */
   t0_ns: string;
+  /** Format 2: the core's clock mode when recorded (realtime: the core's time was the host clock). */
+  clock?: string;
   started_at: string;
 }
 
 export interface RecordingNote {
   /** The core cycle count when the note was taken (a command noted at cycle c is admitted in cycle c+1). */
   cycle: number;
-  kind: 'request' | 'reply' | 'event';
+  /** 'service' (format 2): the service's own log (its fence decisions in order), not a message of the core's. */
+  kind: 'request' | 'reply' | 'event' | 'service';
   data: unknown;
+  /** Format 2, requests: the service's clock when it posted the message (host ns, decimal). */
+  sent_ns?: string;
+  /** Format 2, requests: the core's host clock when it handled the message (after any stall), decimal. */
+  host_ns?: string;
+  /** Format 2, requests the service sent of its own accord: why (lease_expired). */
+  origin?: string;
 }
 
 /** Every failure of reading or replaying a recording has a stable string code (the undici habit). */
@@ -295,10 +311,11 @@ export class RecordingReader {
   private pending: RecordingNote[] = [];
 
   private constructor(private readonly data: Buffer) {
-    const lead = Buffer.concat([MAGIC, Buffer.from([FORMAT_VERSION])]);
+    const lead = Buffer.concat([MAGIC, Buffer.from([data[MAGIC.length] ?? FORMAT_VERSION])]);
     if (data.length < lead.length && lead.subarray(0, data.length).equals(data)) throw new RecordingError('REPLAY_TRUNCATED', 'the recording ends inside its magic (the writer stopped in its first block)');
     if (data.length < MAGIC.length + 1 || !data.subarray(0, MAGIC.length).equals(MAGIC)) throw new RecordingError('REPLAY_BAD_FORMAT', 'not a recording (no HILREC magic)');
-    if (data[MAGIC.length] !== FORMAT_VERSION) throw new RecordingError('REPLAY_BAD_FORMAT', `recording format ${data[MAGIC.length]} is not supported (this build reads ${FORMAT_VERSION})`);
+    if (!READABLE_FORMATS.includes(data[MAGIC.length]!)) throw new RecordingError('REPLAY_BAD_FORMAT', `recording format ${data[MAGIC.length]} is not supported (this build reads ${READABLE_FORMATS.join(' and ')})`);
+    this.version = data[MAGIC.length]!;
     this.pos = MAGIC.length + 1;
     const h = this.record();
     if (!h || h.tag !== TAG.header) throw new RecordingError('REPLAY_TRUNCATED', 'the recording ends before its header is complete');
@@ -307,6 +324,8 @@ export class RecordingReader {
     this.prev2 = new Float64Array(this.values.length);
   }
   private readonly prev2: Float64Array;
+  /** The format version byte of the file (READABLE_FORMATS). */
+  readonly version: number;
 
   static open(path: string): RecordingReader {
     if (!existsSync(path)) throw new RecordingError('REPLAY_MISSING', `no recording at ${path}`);

@@ -120,6 +120,8 @@ export function compareNote(expected: unknown, actual: unknown, fences: FenceMap
 export interface PacedCore {
   handle(msg: never): boolean;
   cycle(): void;
+  /** The recorded clock: `at` is the host time the core reads while a request is handed over (format 2). */
+  readonly clock?: object;
   readonly core: { readonly cycleCount: number; publish(nowNs: bigint): void; readonly now: bigint };
   readonly driverHost: { readonly driver: BusDriver };
 }
@@ -133,6 +135,8 @@ export interface PacingScan {
   requests: RecordingNote[];
   /** Replies and events in the order the core sent them. */
   outputs: RecordingNote[];
+  /** Format 2: the service's own log (fence decisions in order). */
+  service: RecordingNote[];
 }
 
 /** Read a recording once for pacing: frame times, requests, replies and events. */
@@ -141,8 +145,9 @@ export function scanForPacing(file: string): PacingScan {
   let times = new Float64Array(4096);
   const requests: RecordingNote[] = [];
   const outputs: RecordingNote[] = [];
+  const service: RecordingNote[] = [];
   const take = () => {
-    for (const n of r.takeNotes()) (n.kind === 'request' ? requests : outputs).push(n);
+    for (const n of r.takeNotes()) (n.kind === 'request' ? requests : n.kind === 'service' ? service : outputs).push(n);
   };
   while (r.next()) {
     if (r.frame > times.length) {
@@ -154,7 +159,7 @@ export function scanForPacing(file: string): PacingScan {
     take();
   }
   take();
-  return { header: r.header, frames: r.frame, complete: r.complete, times: times.slice(0, r.frame), requests, outputs };
+  return { header: r.header, frames: r.frame, complete: r.complete, times: times.slice(0, r.frame), requests, outputs, service };
 }
 
 /** One divergence of a paced replay: the bus (the driver's report), a request, a reply or an event. */
@@ -186,6 +191,13 @@ export interface PacedVerdict {
   /** Lease renewals: replayed from the recording at their cycles; the live ones not handed to the core. */
   renewals_replayed: number;
   live_renewals: number;
+  /**
+   * Where the service's clock came from: 'recorded' (format 2: the recorded service time, and the service's
+   * own timed decisions retaken where recorded) or 'live' (format 1: the replaying machine's clock).
+   */
+  service_clock: 'recorded' | 'live';
+  /** Lease expiries the recorded service decided, retaken by the live service at the recorded point. */
+  expiries_replayed: number;
   outputs_missing: number;
   divergence: PacedDivergence | null;
   /** The end of the recording as the driver reported it (kind 'end'), when the replay reached it. */
@@ -219,6 +231,25 @@ function withRecordedTimes(live: unknown, recorded: unknown): unknown {
   return out;
 }
 
+/** What the pacer tells the live service (FromCore 'replay_service' in sims/core/protocol.ts). */
+export interface ServiceCue {
+  t: 'replay_service';
+  clockNs: bigint;
+  hostClock: boolean;
+  expire?: { generation: bigint };
+  fences?: string[];
+}
+
+/** A live message without the service's post stamp (sentNs, origin: recorded beside a request, not in it). */
+function unstamped(msg: unknown): unknown {
+  if (msg === null || typeof msg !== 'object' || !('sentNs' in msg || 'origin' in msg)) return msg;
+  const { sentNs: _s, origin: _o, ...bare } = msg as Record<string, unknown>;
+  return bare;
+}
+
+/** Origin of the requests a service sends when a lease runs out (sims/service/service.ts). */
+export const ORIGIN_LEASE_EXPIRED = 'lease_expired';
+
 export class ReplayPacer {
   /** Live messages assigned to recorded requests (by index), waiting for their cycle. */
   private assigned = new Map<number, unknown>();
@@ -238,12 +269,27 @@ export class ReplayPacer {
   /** Per recorded request: a lease renewal (same generation, activity and axes as the grant before it). */
   private readonly renewal: boolean[];
   private lastLiveGrant: GrantKey | null = null;
+  /** Format 2: the service's clock and timed decisions follow the recording (see syncService). */
+  private readonly serviceLog: boolean;
+  private readonly hostClock: boolean;
+  private cueNs = -1n;
+  /** Recorded requests whose expiry cue has been given to the service (by index). */
+  private cued = new Set<number>();
+  private expiries = 0;
 
   constructor(
     private readonly host: PacedCore,
     readonly scan: PacingScan,
-    private readonly o: { file: string; mode: string; reportFile?: string },
+    private readonly o: { file: string; mode: string; reportFile?: string; toService?: (m: ServiceCue) => void },
   ) {
+    this.serviceLog = scan.header.format >= 2 && scan.requests.every((n) => n.sent_ns !== undefined);
+    this.hostClock = scan.header.clock === 'realtime';
+    if (this.serviceLog && o.toService) {
+      // The service starts at the recorded time of its first message, with the recorded order of its fences.
+      this.cueNs = scan.requests.length ? BigInt(scan.requests[0]!.sent_ns!) : BigInt(scan.header.t0_ns);
+      const fences = scan.service.filter((n) => (n.data as { t?: string }).t === 'fence').map((n) => String((n.data as { op?: unknown }).op));
+      o.toService({ t: 'replay_service', clockNs: this.cueNs, hostClock: this.hostClock, fences });
+    }
     let last: GrantKey | null = null;
     this.renewal = scan.requests.map((n) => {
       const g = grantKey(n.data);
@@ -264,7 +310,9 @@ export class ReplayPacer {
    * the service's own messages, may arrive in either order), and handed to the core at that request's cycle,
    * with the recorded host times.
    */
-  offer(msg: unknown): void {
+  offer(stamped: unknown): void {
+    if ((stamped as { t?: string }).t === 'service_note') return;
+    const msg = unstamped(stamped);
     const live = normalise(msg);
     const g = grantKey(live);
     if (g) {
@@ -359,25 +407,72 @@ export class ReplayPacer {
       while (this.nextRequest < reqs.length && reqs[this.nextRequest]!.cycle <= c) {
         const j = this.nextRequest;
         if (this.renewal[j]) {
-          this.host.handle(this.renewalMessage(reqs[j]!.data) as never);
+          this.handOver(reqs[j]!, this.renewalMessage(reqs[j]!.data));
           this.renewalsReplayed++;
         } else if (this.assigned.has(j)) {
-          this.host.handle(this.assigned.get(j) as never);
+          this.handOver(reqs[j]!, this.assigned.get(j));
           this.assigned.delete(j);
         } else if (!this.first) {
+          this.syncService(j);
           this.host.core.publish(this.host.core.now);
           return 'wait';
         }
         this.nextRequest++;
       }
       if (c >= this.scan.frames) {
+        this.syncService(null);
         this.host.core.publish(this.host.core.now);
         return 'end';
       }
-      if (n >= budget) return 'more';
+      if (n >= budget) {
+        this.syncService(null);
+        return 'more';
+      }
       this.host.cycle();
       this.busDivergence();
     }
+  }
+
+  /** Hand a request to the core, with the host time the recorded core read while handling it (format 2). */
+  private handOver(note: RecordingNote, msg: unknown): void {
+    const clock = this.host.clock && 'at' in this.host.clock ? (this.host.clock as { at: bigint | null }) : null;
+    if (clock && note.host_ns !== undefined) clock.at = BigInt(note.host_ns);
+    try {
+      this.host.handle(msg as never);
+    } finally {
+      if (clock) clock.at = null;
+    }
+  }
+
+  /**
+   * Format 2: tell the live service where the recorded service's clock was, and retake its timed decisions.
+   * Waiting at recorded request `waitingFor`, the clock is the time the recorded service sent it; a request
+   * the recorded service sent because a lease ran out is cued (the live service ends that grant now, and
+   * sends the same requests). Otherwise, on a recording made on the host clock, the clock follows the
+   * recorded time of the core's last cycle. Never moves back.
+   */
+  private syncService(waitingFor: number | null): void {
+    if (!this.serviceLog || !this.o.toService) return;
+    const reqs = this.scan.requests;
+    let clock = -1n;
+    let expire: { generation: bigint } | undefined;
+    if (waitingFor !== null) {
+      const r = reqs[waitingFor]!;
+      clock = BigInt(r.sent_ns!);
+      if (r.origin === ORIGIN_LEASE_EXPIRED && !this.cued.has(waitingFor)) {
+        for (let k = waitingFor; k < reqs.length && reqs[k]!.origin === ORIGIN_LEASE_EXPIRED && reqs[k]!.sent_ns !== undefined && reqs[k]!.cycle === r.cycle; k++) this.cued.add(k);
+        const g = reqs.slice(waitingFor).find((x) => (x.data as { t?: string }).t === 'grant' && x.origin === ORIGIN_LEASE_EXPIRED);
+        const recorded = String((g?.data as { generation?: unknown } | undefined)?.generation ?? '0');
+        expire = { generation: BigInt(this.fences.live('generation', recorded) ?? recorded) };
+        this.expiries++;
+      }
+    } else if (this.hostClock) {
+      const c = this.host.core.cycleCount;
+      if (c > 0 && c <= this.scan.frames) clock = BigInt(this.scan.header.t0_ns) + BigInt(this.scan.times[c - 1]!);
+    }
+    if (clock <= this.cueNs && !expire) return;
+    if (clock > this.cueNs) this.cueNs = clock;
+    this.o.toService({ t: 'replay_service', clockNs: this.cueNs, hostClock: this.hostClock, ...(expire ? { expire } : {}) });
   }
 
   verdict(): PacedVerdict {
@@ -397,6 +492,8 @@ export class ReplayPacer {
       first_unsent: s.requests.find((_, j) => j >= this.nextRequest && !this.renewal[j] && !this.assigned.has(j)) ?? null,
       renewals_replayed: this.renewalsReplayed,
       live_renewals: this.liveRenewals,
+      service_clock: this.serviceLog && this.o.toService ? 'recorded' : 'live',
+      expiries_replayed: this.expiries,
       requests_extra: this.extra,
       outputs_missing: this.first ? 0 : s.outputs.filter((n, i) => i >= this.nextOutput && n.cycle <= this.host.core.cycleCount).length,
       divergence: this.first,

@@ -53,6 +53,9 @@ export interface ReplayVerdict {
   outputs_missing: number;
   first_unsent?: { cycle: number; kind: string; data: unknown } | null;
   renewals_replayed?: number;
+  /** Format 2: 'recorded' (the service's clock and lease expiries followed the recording) or 'live'. */
+  service_clock?: 'recorded' | 'live';
+  expiries_replayed?: number;
   live_renewals?: number;
   divergence: null | { kind: string; cycle: number; path?: string; expected?: unknown; actual?: unknown; bus?: Record<string, unknown> };
   end: null | { cycle: number; complete?: boolean };

@@ -143,6 +143,15 @@ export class RecordedClock implements CycleClock {
   get nowNs(): bigint {
     return this.last;
   }
+  /**
+   * The host time the core reads between cycles: the recorded host time of the request being handed over
+   * when the recording has it (format 2, `host_ns`: a command handled late, after a stall, was judged on
+   * that later time), else the time of the last cycle.
+   */
+  at: bigint | null = null;
+  get hostNs(): bigint {
+    return this.at !== null && this.at > this.last ? this.at : this.last;
+  }
   next(): Tick {
     const k = this.k++;
     const t = k < this.timesNs.length ? this.t0Ns + BigInt(this.timesNs[k]!) : this.last + this.cycleNs;

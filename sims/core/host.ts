@@ -16,7 +16,7 @@ import { provenance } from '../paths.ts';
 import { CaptureRing } from './capture/ring.ts';
 import { makeClock, RecordedClock, type CycleClock } from './clock.ts';
 import { Core } from './core.ts';
-import type { CommandResult, CoreStartOptions, FromCore, PriorityRequest, ToCore } from './protocol.ts';
+import type { CommandResult, CoreStartOptions, FromCore, PostStamp, PriorityRequest, ToCore } from './protocol.ts';
 
 const OK: CommandResult = { Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 };
 const REFUSED: CommandResult = { ...OK, Result: 1 };
@@ -82,7 +82,8 @@ export class CoreHost {
       publishByWall: options.clock.mode !== 'realtime',
       // Paced replay: lease and jog deadlines are judged on the recorded time too (the recorded requests
       // carry the recorded deadlines), so a lease runs out at the cycle it ran out when recorded.
-      ...(this.clock instanceof RecordedClock ? { hostClock: (c => () => c.nowNs)(this.clock) } : {}),
+      // A format 2 recording also gives the host time each request was handled at (RecordedClock.at).
+      ...(this.clock instanceof RecordedClock ? { hostClock: (c => () => c.hostNs)(this.clock) } : {}),
     });
   }
 
@@ -99,6 +100,7 @@ export class CoreHost {
         configuration_sha256: m.configuration_sha256,
         deployment_sha256: m.deployment_sha256,
         ...provenance(),
+        clock: options.clock.mode,
         ...(options.record.run ? { run: options.record.run } : {}),
         ...(options.driverParams ? { driver_params: JSON.parse(JSON.stringify(options.driverParams, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))) as Record<string, unknown> } : {}),
       });
@@ -119,8 +121,29 @@ export class CoreHost {
   recorder?: RecordingDriver;
 
   /** Handle one service message that is not for the cycle logic alone. Returns false on shutdown. */
-  handle(msg: ToCore): boolean {
-    if (this.recorder && msg.t !== 'step' && msg.t !== 'shutdown') this.recorder.note({ cycle: this.core.cycleCount, kind: 'request', data: msg });
+  handle(stamped: ToCore & PostStamp): boolean {
+    const { sentNs, origin, ...bare } = stamped;
+    const msg = bare as ToCore;
+    if (msg.t === 'service_note') {
+      // The service's own log (format 2): recorded beside the requests, never handed to the core.
+      this.recorder?.note({ cycle: this.core.cycleCount, kind: 'service', data: msg.data, ...(sentNs !== undefined ? { sent_ns: sentNs.toString() } : {}) });
+      return true;
+    }
+    if (msg.t === 'cmd' && this.stallNextMs > 0) {
+      // Before the note: the host time recorded with the command is the one the core judged it at.
+      Atomics.wait(this.sleeper, 0, 0, this.stallNextMs);
+      this.stallNextMs = 0;
+    }
+    if (this.recorder && msg.t !== 'step' && msg.t !== 'shutdown') {
+      this.recorder.note({
+        cycle: this.core.cycleCount,
+        kind: 'request',
+        data: msg,
+        host_ns: this.core.hostNow().toString(),
+        ...(sentNs !== undefined ? { sent_ns: sentNs.toString() } : {}),
+        ...(origin ? { origin } : {}),
+      });
+    }
     switch (msg.t) {
       case 'shutdown':
         return false;
@@ -131,10 +154,6 @@ export class CoreHost {
         this.stepMessage(msg);
         return true;
       case 'cmd':
-        if (this.stallNextMs > 0) {
-          Atomics.wait(this.sleeper, 0, 0, this.stallNextMs);
-          this.stallNextMs = 0;
-        }
         this.core.handle(msg);
         return true;
       default:

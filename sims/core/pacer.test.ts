@@ -11,8 +11,8 @@ import { afterAll, expect, test } from 'vitest';
 import { compileMachine } from '../config/compile.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import { CoreHost } from './host.ts';
-import type { FromCore, NativeOpName, ToCore } from './protocol.ts';
-import { compareNote, FenceMap, ReplayPacer, scanForPacing } from '../../drivers/replay/pacer.ts';
+import { NATIVE_REASON, type ClockSpec, type FromCore, type NativeOpName, type PostStamp, type ToCore } from './protocol.ts';
+import { compareNote, FenceMap, ReplayPacer, scanForPacing, type ServiceCue } from '../../drivers/replay/pacer.ts';
 import { RecordingError } from '../../drivers/replay/format.ts';
 
 const DIR = mkdtempSync(join(tmpdir(), 'hil-pacer-'));
@@ -199,4 +199,108 @@ test('lease renewals replay from the recording at their cycles; live renewals ar
   // an unmatched live message beyond the look-ahead is a divergence naming the first open recorded request
   const wrong = await paced(file, [live[0]!, { t: 'cmd', id: 1, op: 'enable', generation: 9n, axisMask: 1 }]);
   expect(wrong.verdict.divergence).toMatchObject({ kind: 'request', path: 'axisMask', expected: { cycle: 5, data: { op: 'enable' } } });
+});
+
+/** Record `script` (messages with the service's stamps) on the sim driver, stepped clock, for `cycles` cycles. */
+async function recordStamped(file: string, script: Array<[number, ToCore & PostStamp]>, cycles: number, clock: ClockSpec = { mode: 'stepped' }): Promise<FromCore[]> {
+  const sent: FromCore[] = [];
+  const host = await CoreHost.create({ machine: MACHINE, driver: 'sim', clock, captureRetentionMs: 0, record: { path: file, run: 'stamped' } }, (m) => sent.push(m));
+  for (let c = 0; c < cycles; c++) {
+    for (const [at, m] of script) if (at === c) host.handle(m);
+    host.cycle();
+  }
+  await host.close();
+  return sent;
+}
+
+test('format 2: a recorded lease expiry is cued to the live service at its cycle, with the recorded service clock and the live generation; the recorded fence order is handed over first', async () => {
+  const file = tmp('expiry.hilrec');
+  await recordStamped(
+    file,
+    [
+      [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
+      [1, { t: 'service_note', data: { t: 'fence', op: 'enable', outcome: 'ok' } }],
+      [5, { t: 'cmd', id: 1, op: 'enable', generation: 7n, axisMask: ALL, sentNs: 2_000n }],
+      [60, { t: 'cancel_home', sentNs: 3_000n, origin: 'lease_expired' }],
+      [60, { t: 'grant', generation: 7n, deadlineNs: 0n, active: false, axisMask: 0, sentNs: 3_001n, origin: 'lease_expired' }],
+    ],
+    200,
+  );
+  const scan = scanForPacing(file);
+  expect(scan.header).toMatchObject({ format: 2, clock: 'stepped' });
+  // the stamps are beside the request, not in it; the service's note is neither a request nor an output
+  expect(scan.requests.map((n) => [n.cycle, n.sent_ns, n.origin ?? null, typeof n.host_ns])).toEqual([
+    [0, '1000', null, 'string'],
+    [5, '2000', null, 'string'],
+    [60, '3000', 'lease_expired', 'string'],
+    [60, '3001', 'lease_expired', 'string'],
+  ]);
+  expect(scan.requests.every((n) => !('sentNs' in (n.data as object)) && !('origin' in (n.data as object)))).toBe(true);
+  expect(scan.service.map((n) => n.data)).toEqual([{ t: 'fence', op: 'enable', outcome: 'ok' }]);
+  expect(scan.outputs.every((n) => n.kind !== 'service')).toBe(true);
+
+  const cues: ServiceCue[] = [];
+  let pacer: ReplayPacer | undefined;
+  const host = await CoreHost.create({ machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 }, (m) => pacer?.observe(m), 'none', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times });
+  const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) }));
+  expect(cues).toEqual([{ t: 'replay_service', clockNs: 1_000n, hostClock: false, fences: ['enable'] }]);
+  // the live service: other generation and stamps; it ends its grant only when told the recorded lease ran out
+  const queue: unknown[] = [
+    { t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n },
+    { t: 'cmd', id: 9, op: 'enable', generation: 42n, axisMask: ALL, sentNs: 78n },
+  ];
+  for (let guard = 0; guard < 1000; guard++) {
+    const s = p.advance(50);
+    if (s === 'end') break;
+    if (s !== 'wait') continue;
+    const expire = cues.find((c) => c.expire);
+    if (!queue.length && expire) {
+      queue.push({ t: 'cancel_home', sentNs: 1n, origin: 'lease_expired' }, { t: 'grant', generation: expire.expire!.generation, deadlineNs: 0n, active: false, axisMask: 0, sentNs: 2n, origin: 'lease_expired' });
+      cues.splice(cues.indexOf(expire), 1, { ...expire, expire: { generation: -1n } }); // answered once
+    }
+    if (!queue.length) break;
+    p.offer(queue.shift());
+  }
+  const verdict = p.finish();
+  await host.close();
+  // waiting at the enable the service's clock was its recorded send time; at the expiry, the expiry's, and the cue named live generation 42
+  expect(cues.filter((c) => c.clockNs === 2_000n)).toHaveLength(1);
+  expect(cues.find((c) => c.clockNs === 3_000n)).toMatchObject({ expire: { generation: -1n } });
+  expect(cues.map((c) => c.clockNs)).toEqual([...cues.map((c) => c.clockNs)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+  expect(verdict).toMatchObject({ divergence: null, requests_matched: 4, requests_unsent: 0, expiries_replayed: 1, service_clock: 'recorded', cycles: 200 });
+});
+
+test('format 2: a command the recorded core handled late (after a stall) is judged at the recorded host time, so a lease that ran out meanwhile runs out in the replay too', async () => {
+  const file = tmp('stall.hilrec');
+  // On the real-time clock (as a suite run records) the core's host clock and its cycle times are the
+  // monotonic clock: the lease runs out during the 400 ms stall, which the core's next cycle also sees.
+  const deadline = process.hrtime.bigint() + 150_000_000n;
+  const script: Array<[number, ToCore]> = [
+    [0, { t: 'grant', generation: 7n, deadlineNs: deadline, active: true, axisMask: ALL }],
+    [2, { t: 'inject', id: 1, fault: { kind: 'stall_next_command', ms: 400 } }],
+    [5, { t: 'cmd', id: 2, op: 'enable', generation: 7n, axisMask: ALL }],
+  ];
+  const recorded = await recordStamped(file, script, 40, { mode: 'realtime', spinNs: 0 });
+  const reply = recorded.find((m): m is Extract<FromCore, { t: 'reply' }> => m.t === 'reply' && m.id === 2)!;
+  expect(reply.result).toMatchObject({ Result: 1, Reason: NATIVE_REASON.no_grant });
+  const scan = scanForPacing(file);
+  expect(BigInt(scan.requests[2]!.host_ns!)).toBeGreaterThan(deadline);
+  const { verdict, sent } = await paced(file, script.map(([, m]) => m));
+  expect(verdict).toMatchObject({ divergence: null, requests_matched: 3, outputs_matched: scan.outputs.length });
+  expect(sent.find((m): m is Extract<FromCore, { t: 'reply' }> => m.t === 'reply' && m.id === 2)!.result).toEqual(reply.result);
+});
+
+test('format 1 (no service stamps): the pacer gives the live service no clock and no cues (service_clock live)', async () => {
+  const file = tmp('f1.hilrec');
+  await record(file);
+  const scan = scanForPacing(file);
+  // what a format 1 recording is: the same requests without the stamps
+  for (const n of scan.requests) delete n.sent_ns;
+  const cues: ServiceCue[] = [];
+  const host = await CoreHost.create({ machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 }, () => undefined, 'none', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times });
+  const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) });
+  p.advance(100);
+  expect(cues).toEqual([]);
+  expect(p.finish()).toMatchObject({ service_clock: 'live', expiries_replayed: 0 });
+  await host.close();
 });

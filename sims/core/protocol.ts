@@ -151,6 +151,16 @@ export interface CommandResult {
   AxisMask: number;
 }
 
+/**
+ * What the service adds to every message it posts (format 2 recordings, docs/recording.md): its own clock
+ * when it posted the message, and for a message the service sent of its own accord, why (lease_expired).
+ * The core host records both with the request and strips them; the core itself never reads them.
+ */
+export interface PostStamp {
+  sentNs?: bigint;
+  origin?: string;
+}
+
 export type ToCore =
   | { t: 'cmd'; id: number; op: NativeOpName; generation: bigint; axisMask: number; label?: string; handle?: bigint; jog?: JogCmd }
   /** One admitted jog input (jog.sock frame) for the current jog generation; refusals come back as a 'native_jog_update' event. */
@@ -172,6 +182,8 @@ export type ToCore =
       recovery?: boolean;
     }
   | { t: 'cancel_home' }
+  /** A note of the service's own for the recording (format 2: its fence decisions); not a request to the core. */
+  | { t: 'service_note'; data: Record<string, unknown> }
   | { t: 'grant'; generation: bigint; deadlineNs: bigint; active: boolean; axisMask: number }
   | { t: 'inject'; id: number; fault: FaultSpec | { kind: 'clear' } | { kind: 'stall_next_command'; ms: number } | { kind: 'hold_capture_write'; ms: number } | { kind: 'hold_event_publisher'; ms: number } }
   /** Stepped clock only: run this many cycles back to back, then answer 'stepped'. */
@@ -328,4 +340,11 @@ export type FromCore =
   | { t: 'event'; type: string; payload: Record<string, unknown>; time_ns?: bigint }
   | { t: 'stepped'; id: number; nowNs: bigint; cycles: bigint }
   /** The core cannot go on; `message` says why (the service logs it before the exit is handled). */
-  | { t: 'fatal'; message: string };
+  | { t: 'fatal'; message: string }
+  /**
+   * Paced replay of a format 2 recording (drivers/replay/pacer.ts): the service's clock as recorded
+   * (`clockNs`, never moving back), whether the recorded core ran on the host clock (`hostClock`: then the
+   * service's view of the core's time is that clock too), and a recorded decision of the service's own to
+   * take now (`expire`: the lease of that recorded generation ran out here).
+   */
+  | { t: 'replay_service'; clockNs: bigint; hostClock: boolean; expire?: { generation: bigint }; fences?: string[] };

@@ -17,7 +17,7 @@ import { ProcessImage, type BusSetup } from '../../drivers/bus.ts';
 import { DriverHost } from '../../drivers/host.ts';
 import { createDriver } from '../../drivers/index.ts';
 import { createReplayDriver, REPLAY_RC, ReplayDriver } from '../../drivers/replay/driver.ts';
-import { AXIS_OUTPUTS, RecordingError, RecordingReader, RecordingWriter, slotLayout, type RecordingNote } from '../../drivers/replay/format.ts';
+import { AXIS_OUTPUTS, FORMAT_VERSION, RecordingError, RecordingReader, RecordingWriter, slotLayout, type RecordingNote } from '../../drivers/replay/format.ts';
 import { RecordingDriver } from '../../drivers/replay/recorder.ts';
 import { runReplay, scanRecording } from '../../drivers/replay/session.ts';
 import { fileURLToPath } from 'node:url';
@@ -67,7 +67,7 @@ test('format round trip: frames (values, return code, time) and notes read back 
         }
         w.close();
         const r = RecordingReader.open(path);
-        expect(r.header).toMatchObject({ format: 1, axisCount: axes, driver: 'sim', t0_ns: '5000000000' });
+        expect(r.header).toMatchObject({ format: FORMAT_VERSION, axisCount: axes, driver: 'sim', t0_ns: '5000000000' });
         let prevNotes: RecordingNote[] = [];
         for (const f of want) {
           expect(r.next()).toBe(true);

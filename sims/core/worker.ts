@@ -18,6 +18,8 @@ const send = (m: FromCore) => {
 
 /** Cycles run between two looks at the port in paced replay (about a millisecond of work). */
 const PACE_BUDGET = 200;
+/** How often a held paced core publishes its (unchanged) status: the core's own publication period off real time. */
+const HELD_PUBLISH_MS = 10;
 
 /**
  * Paced replay (clock 'recorded'): the pacer runs the core up to each recorded request and matches the live
@@ -27,7 +29,7 @@ async function paced(): Promise<void> {
   const file = (options.driverParams?.file as string | undefined) ?? '';
   const scan = scanForPacing(file);
   const host = await CoreHost.create(options, send, 'none (paced replay)', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times });
-  const p = (pacer = new ReplayPacer(host, scan, { file, mode: String(options.driverParams?.mode ?? 'strict'), reportFile: options.replayPace?.verdictFile }));
+  const p = (pacer = new ReplayPacer(host, scan, { file, mode: String(options.driverParams?.mode ?? 'strict'), reportFile: options.replayPace?.verdictFile, toService: (m) => port.postMessage(m) }));
   let running = true;
   let wake: (() => void) | null = null;
   port.on('message', (msg: ToCore) => {
@@ -41,13 +43,23 @@ async function paced(): Promise<void> {
     const s = p.advance(PACE_BUDGET);
     if (s !== 'more') p.writeVerdict();
     if (s === 'more') await new Promise<void>((r) => setImmediate(r));
-    else
-      await new Promise<void>((r) => {
-        wake = () => {
+    else {
+      // Held (waiting for a live request, or past the recording): time stands still, but a core keeps
+      // publishing its status, and the service may be waiting for the next publication (reset_fault's fresh
+      // observation) before it sends the very request the replay waits for.
+      const woken = await new Promise<boolean>((r) => {
+        const timer = setTimeout(() => {
           wake = null;
-          r();
+          r(false);
+        }, HELD_PUBLISH_MS);
+        wake = () => {
+          clearTimeout(timer);
+          wake = null;
+          r(true);
         };
       });
+      if (!woken && running) host.core.publish(host.core.now);
+    }
   }
   p.finish();
   await host.close().catch(() => undefined);

@@ -96,3 +96,39 @@ test('lease is min(request, ceiling) with the 500 ms default', () => {
   expect(setup(3000n).acquire().lease_ms).toBe(500n);
   expect(setup(3000n).acquire({ requested_lease_ms: 2000n }).lease_ms).toBe(2000n);
 });
+
+test('replaying a format 2 recording: the lease never runs out on the service clock, only where the recording says (expireReplayed), and the core is told why', () => {
+  let now = 1_000_000_000n;
+  let replaying = true;
+  const events: string[] = [];
+  const native: Array<[bigint | null, string | undefined]> = [];
+  const fenced: string[] = [];
+  const a = new Authority(binding, 500n, {
+    now: () => now,
+    daemonIncarnation: () => 'd',
+    event: (type) => events.push(type),
+    nativeGrant: (g, why) => native.push([g?.generation ?? null, why]),
+    replaying: () => replaying,
+    fenced: (op, outcome) => fenced.push(`${op}:${outcome}`),
+  });
+  const r = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}');
+  const g = r.body.data as { session: string; generation: bigint };
+  now += 10_000_000_000n; // far past the 500 ms deadline on the (recorded) service clock
+  expect(label(() => a.fence('halt', g.session, g.generation))).toBe('ok');
+  expect(a.current?.generation).toBe(g.generation);
+  // a recorded expiry of another generation changes nothing; of this one, ends it as a lease expiry does
+  expect(a.expireReplayed(g.generation + 1n)).toBe(false);
+  expect(a.expireReplayed(g.generation)).toBe(true);
+  expect(events).toEqual(['grant_acquired', 'grant_expired']);
+  expect(native).toEqual([[g.generation, undefined], [null, 'expired']]);
+  expect(label(() => a.fence('renew', g.session, g.generation))).toBe('expired');
+  // every fence decision is reported in order with its outcome (what a recording notes)
+  expect(fenced).toEqual(['halt:ok', 'renew:expired']);
+  // outside a replay the same clock ends the lease lazily at the next fence check
+  replaying = false;
+  const r2 = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}');
+  const g2 = r2.body.data as { session: string; generation: bigint };
+  now += 600_000_000n;
+  expect(label(() => a.fence('halt', g2.session, g2.generation))).toBe('no_grant');
+  expect(native.at(-1)).toEqual([null, 'expired']);
+});

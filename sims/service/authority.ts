@@ -65,8 +65,15 @@ export interface AuthorityHooks {
   daemonIncarnation(): string;
   /** Publish a grant event (payload never contains the session token). */
   event(type: string, grant: Grant | null, final?: Partial<Record<string, unknown>>): void;
-  /** Tell the core the application grant changed. */
-  nativeGrant(g: Grant | null): void;
+  /** Tell the core the application grant changed (`why`: the session ended, and how). */
+  nativeGrant(g: Grant | null, why?: SessionEnd): void;
+  /**
+   * True on a paced replay of a format 2 recording: the lease runs out where the recording says it did
+   * (expireReplayed), never by this service's own clock, which is the recorded one and moves in jumps.
+   */
+  replaying?(): boolean;
+  /** Every fence decision, in order: 'ok' or the refusal label (sims/service/fence-order.ts). */
+  fenced?(op: string, outcome: string): void;
 }
 
 export class Authority {
@@ -110,7 +117,7 @@ export class Authority {
   /** End the current grant if its lease ran out. Called lazily on every request and by a timer. */
   checkExpiry(): void {
     const g = this.current;
-    if (!g) return;
+    if (!g || this.hooks.replaying?.()) return;
     if (this.hooks.now() >= g.deadlineNs) this.end('expired', 'grant_expired');
     else this.armExpiry(); // a timer may fire a little before the monotonic deadline
   }
@@ -118,7 +125,7 @@ export class Authority {
   private armExpiry(): void {
     clearTimeout(this.expiryTimer);
     const g = this.current;
-    if (!g) return;
+    if (!g || this.hooks.replaying?.()) return;
     const ms = Number((g.deadlineNs - this.hooks.now()) / 1_000_000n) + 1;
     this.expiryTimer = setTimeout(() => this.checkExpiry(), Math.max(0, ms));
     this.expiryTimer.unref();
@@ -137,7 +144,14 @@ export class Authority {
     this.sessions.set(g.session, why);
     if (why !== 'released' && why !== 'expired') this.keepCache(g);
     if (eventType) this.hooks.event(eventType, g, { session: '' });
-    this.hooks.nativeGrant(null);
+    this.hooks.nativeGrant(null, why);
+  }
+
+  /** Paced replay: the recorded service let the lease of generation `generation` run out at this point. */
+  expireReplayed(generation: bigint): boolean {
+    if (this.current?.generation !== generation) return false;
+    this.end('expired', 'grant_expired');
+    return true;
   }
 
   acquire(req: Request, requestKey: string, owner = 'local'): Reply {
@@ -198,6 +212,19 @@ export class Authority {
    * fence table gives (docs/profile.md).
    */
   fence(op: string, session: string, generation: bigint, owner = 'local'): Grant {
+    if (!this.hooks.fenced) return this.check(op, session, generation, owner);
+    let g: Grant;
+    try {
+      g = this.check(op, session, generation, owner);
+    } catch (e) {
+      this.hooks.fenced(op, (e as { label?: string }).label ?? 'error');
+      throw e;
+    }
+    this.hooks.fenced(op, 'ok');
+    return g;
+  }
+
+  private check(op: string, session: string, generation: bigint, owner: string): Grant {
     this.checkExpiry();
     if (!SESSION_RE.test(session)) throw refuse('control_session_stale', 'session is not a 64-character lowercase hex token');
     if (generation === 0n) throw refuse('control_session_stale', 'generation must be nonzero');

@@ -5,8 +5,9 @@
 import { EventEmitter } from 'node:events';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { CompiledMachine } from '../config/types.ts';
+import { FenceOrder } from './fence-order.ts';
 import { workerEntry } from '../paths.ts';
-import type { CommandResult, CoreStartOptions, CoreStatus, FromCore, NativeOpName, ToCore } from '../core/protocol.ts';
+import type { CommandResult, CoreStartOptions, CoreStatus, FromCore, NativeOpName, PostStamp, ToCore } from '../core/protocol.ts';
 
 export interface NativeReply {
   result: CommandResult;
@@ -127,9 +128,51 @@ export class CoreLink extends EventEmitter {
         p.resolve({ result: { Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 }, extra: { now_ns: m.nowNs, cycles: m.cycles } });
         return;
       }
+      case 'replay_service':
+        this.replayed(m);
+        return;
       case 'ready':
         return;
     }
+  }
+
+  /**
+   * The service's clock on a paced replay of a format 2 recording: the recorded service time the replay has
+   * reached (set by the pacer, never moving back), else null and the host clock is used. Every read moves
+   * it on by at least a nanosecond, as a monotonic clock does, so two reads never give the same deadline.
+   */
+  private replayClock: bigint | null = null;
+  private replayHostClock = false;
+  /** The recorded service decisions to take (lease expiry), set by the service; see replayed(). */
+  onReplayedExpiry?: (generation: bigint) => void;
+
+  /** The order of fence decisions: noted into a recording, held to the recorded order on a replay. */
+  readonly fenceOrder = new FenceOrder((data) => {
+    if (this.options.record) this.port?.postMessage({ t: 'service_note', data } satisfies ToCore);
+  });
+
+  private replayed(m: Extract<FromCore, { t: 'replay_service' }>): void {
+    if (m.fences) this.fenceOrder.load(m.fences);
+    this.replayHostClock = m.hostClock;
+    if (this.replayClock === null || m.clockNs > this.replayClock) this.replayClock = m.clockNs;
+    if (m.expire) this.onReplayedExpiry?.(m.expire.generation);
+  }
+
+  /** True when the service's time and its own timed decisions come from a recording (paced replay, format 2). */
+  get replaying(): boolean {
+    return this.replayClock !== null;
+  }
+
+  /** The service's clock: host monotonic ns, or on a paced replay the recorded service time reached. */
+  serviceNow(): bigint {
+    if (this.replayClock === null) return process.hrtime.bigint();
+    return ++this.replayClock;
+  }
+
+  /** Post with the service's stamp (its clock, and why when it sent the message of its own accord). */
+  private postStamped(m: ToCore, origin?: string, transfer?: ArrayBuffer[]): void {
+    const stamp: PostStamp = { sentNs: this.serviceNow(), ...(origin ? { origin } : {}) };
+    this.port?.postMessage({ ...m, ...stamp }, transfer ?? []);
   }
 
   private onExit(why: string): void {
@@ -163,6 +206,8 @@ export class CoreLink extends EventEmitter {
    * it is the latest core time the service has seen (status, an event, a step).
    */
   coreNow(): bigint {
+    // A paced replay of a recording made on the host clock: the core's time was the service's clock.
+    if (this.replayClock !== null && this.replayHostClock) return this.serviceNow();
     return this.options.clock.mode === 'realtime' ? process.hrtime.bigint() : this.lastCoreNs;
   }
 
@@ -170,8 +215,9 @@ export class CoreLink extends EventEmitter {
     return this.worker !== undefined;
   }
 
-  post(m: ToCore): void {
-    this.port?.postMessage(m);
+  /** Post a message to the core; `origin` names a message the service sends of its own accord (lease_expired). */
+  post(m: ToCore, origin?: string): void {
+    this.postStamped(m, origin);
   }
 
   /** Send a native command and wait for its CommandResult. */
@@ -184,7 +230,7 @@ export class CoreLink extends EventEmitter {
         reject(new CoreUnavailable(`no native receipt for ${op} within ${timeoutMs} ms`));
       }, timeoutMs);
       this.pending.set(id, { resolve, reject, timer });
-      this.port!.postMessage({ t: 'cmd', id, op, generation, axisMask, ...extra } satisfies ToCore);
+      this.postStamped({ t: 'cmd', id, op, generation, axisMask, ...extra } satisfies ToCore);
     });
   }
 
@@ -201,7 +247,7 @@ export class CoreLink extends EventEmitter {
       const transfer = [m.timeNs.buffer, m.position.buffer, m.velocity.buffer, m.hasVelocity.buffer, m.ioMask.buffer, m.ioValues.buffer].filter(
         (b, i, all): b is ArrayBuffer => b instanceof ArrayBuffer && all.indexOf(b) === i,
       );
-      this.port!.postMessage({ t: 'prepare', id, ...m } satisfies ToCore, transfer);
+      this.postStamped({ t: 'prepare', id, ...m } satisfies ToCore, undefined, transfer);
     });
   }
 
@@ -215,7 +261,7 @@ export class CoreLink extends EventEmitter {
         reject(new CoreUnavailable('no reply to fault injection within 1 s'));
       }, 1000);
       this.pending.set(id, { resolve, reject, timer });
-      this.port!.postMessage({ t: 'inject', id, fault } satisfies ToCore);
+      this.postStamped({ t: 'inject', id, fault } satisfies ToCore);
     });
   }
 

@@ -159,8 +159,14 @@ export class MachineOps {
    * Re-check the fence after an await: the grant must still be the current one and not stopping when the
    * native command is handed to the core (issue 7: the fence holds at admission, not only on arrival).
    */
-  private still(op: string, g: Grant): void {
-    if (this.authority.fence(op, g.session, g.generation, this.authority.ownerOf(g.session)) !== g) throw refuse('control_session_stale', 'the grant changed while the request waited');
+  private still(op: string, g: Grant): Promise<void> | undefined {
+    const check = () => {
+      if (this.authority.fence(op, g.session, g.generation, this.authority.ownerOf(g.session)) !== g) throw refuse('control_session_stale', 'the grant changed while the request waited');
+    };
+    // A replay holds the decision to the recorded order (fence-order.ts); a live run decides at once.
+    const held = this.core.fenceOrder.gate(op);
+    if (!held) return void check();
+    return held.then(check);
   }
 
   /** RecoveryStatus from the core, with `reason` following the faults that persist (part 2 RecoveryStatus). */
@@ -227,7 +233,8 @@ export class MachineOps {
     if ((mask & ~this.all) !== 0) throw refuse('invalid_axis_mask', 'axis_mask must select configured axes (0 means all)');
     if (this.programExecuting()) throw refuse('program_already_executing', 'a program is executing');
     this.inhibitedIdle(await this.freshStatus());
-    this.still('reset_fault', g);
+    const still = this.still('reset_fault', g);
+    if (still) await still;
     // Submit first (the core admits it under the grant it holds), then retire: a submitted reset
     // retires the session even if the core refuses it (document 1 part 3).
     const submitted = this.core.command('reset_fault', g.generation, r.axis_mask ?? 0, {}, RECOVERY_WAIT_MS);
@@ -250,7 +257,8 @@ export class MachineOps {
   async recoveryStatus(g: Grant): Promise<Reply> {
     if (this.programExecuting()) throw refuse('program_already_executing', 'a program is executing');
     this.inhibitedIdle(await this.freshStatus());
-    this.still('recovery_status', g);
+    const still = this.still('recovery_status', g);
+    if (still) await still;
     let n: NativeReply;
     try {
       n = await this.core.command('recovery_status', g.generation, 0, {}, RECOVERY_WAIT_MS);
@@ -347,7 +355,8 @@ export class MachineOps {
     if (mask === 0 || (mask & ~this.all) !== 0) throw refuse('invalid_axis_mask', 'axis_mask must be a nonzero mask of configured axes');
     const s = await this.core.nextStatus(RECOVERY_WAIT_MS);
     if (!s) throw refuse('recovery_observation_unavailable', 'no core observation within 1 s');
-    this.still('restore_anchor', g);
+    const still = this.still('restore_anchor', g);
+    if (still) await still;
     if (s.armed || s.enable_mask || s.homing_mask || s.commissioning_phase !== 'idle') throw refuse('mode_conflict', 'the machine must be disarmed, disabled and not commissioning');
     if (!this.anchorDir) throw refuse('anchor_store_io', `no anchor directory configured (${ANCHOR_DIR_ENV})`);
     const ledger = await this.readLedger(this.anchorDir);
@@ -383,7 +392,8 @@ export class MachineOps {
       const drift = ax.absolute_counts - f.absolute_counts - (ax.position_counts - f.position_counts);
       if (Math.abs(drift) > ANCHOR_TOLERANCE_COUNTS) throw refuse('anchor_disagrees', `axis ${a.id} absolute source disagrees by ${drift} counts`);
     }
-    this.still('restore_anchor', g);
+    const again = this.still('restore_anchor', g);
+    if (again) await again;
     const n = await this.native('restore_anchor', g, mask);
     if (n.result.Result !== 0) throw this.rejected('restore_anchor', n);
     return this.ok('restore_anchor', n, this.recoveryData(n));

@@ -59,7 +59,6 @@ export interface ServiceOptions {
   remote?: { host: string; port: number; files: RemoteFiles; jog?: RemoteJogFlags };
 }
 
-const now = () => process.hrtime.bigint();
 
 export class ControlService {
   readonly adapterIncarnation = randomBytes(16).toString('hex');
@@ -95,13 +94,18 @@ export class ControlService {
       machine_sha256: m.machine_sha256,
     };
     this.events = new EventLog(this.adapterIncarnation, () => this.daemonIncarnation, () => o.core.coreNow());
+    const now = () => o.core.serviceNow();
     this.authority = new Authority(this.binding, m.control.max_grant_lease_ns / 1_000_000n, {
       now,
+      replaying: () => o.core.replaying,
+      fenced: (op, outcome) => o.core.fenceOrder.passed(op, outcome),
       daemonIncarnation: () => this.daemonIncarnation,
       event: (type, g) => this.events.publish(type, g ? this.grantPayload(g, type) : {}),
-      nativeGrant: (g) => {
+      nativeGrant: (g, why) => {
+        // A lease that ran out is the service's own decision (a recording marks it, a replay retakes it there).
+        const origin = why === 'expired' ? 'lease_expired' : undefined;
         // Stop, lease expiry or transport loss cancel a running Home (document 1 part 4 home).
-        if (!g) o.core.post({ t: 'cancel_home' });
+        if (!g) o.core.post({ t: 'cancel_home' }, origin);
         // Stop or grant loss retires prepared handles (document 1 part 3: prepare again).
         if (!g || g.stopping) this.handles.retirePrepared();
         o.core.post({
@@ -110,7 +114,7 @@ export class ControlService {
           deadlineNs: g?.deadlineNs ?? 0n,
           active: g !== null && !g.stopping,
           axisMask: g ? (1 << m.axes.length) - 1 : 0,
-        });
+        }, origin);
         // A remote jog connection lives only as long as its grant (part 7: control_session_stale, then close).
         this.remoteJog?.grantChanged(g);
       },
@@ -167,6 +171,7 @@ export class ControlService {
       }),
     );
     o.core.on('stop_drained', () => this.authority.drained());
+    o.core.onReplayedExpiry = (generation) => void this.authority.expireReplayed(generation);
     o.core.on('exit', (why: string) => this.onCoreExit(why));
   }
 
@@ -410,6 +415,9 @@ export class ControlService {
     // An uploaded point list is part of the payload a request_id names: keyed by its digest, not its text.
     const keyOf = (x: Request) => (points ? `${payloadKey(x)}#points:${pointsDigest(points)}` : payloadKey(x));
     let g: Grant;
+    // A replay holds this fence decision until the ones recorded before it are taken (fence-order.ts).
+    const held = this.o.core.fenceOrder.gate(r.operation);
+    if (held) await held;
     try {
       g = this.authority.fence(r.operation, r.session!, r.generation!, owner);
     } catch (e) {
@@ -565,7 +573,7 @@ export class ControlService {
     this.authority.checkExpiry();
     const g = this.authority.current;
     return {
-      now_host_ns: now(),
+      now_host_ns: this.o.core.serviceNow(),
       adapter_incarnation: this.adapterIncarnation,
       daemon_incarnation: this.daemonIncarnation,
       core: s

@@ -1,0 +1,67 @@
+// The order of fence decisions (fence-order.ts): noted in a recording, held to it on a replay.
+
+import { afterEach, expect, test, vi } from 'vitest';
+import { FENCE_HOLD_MS, FenceOrder } from './fence-order.ts';
+
+afterEach(() => vi.useRealTimers());
+
+test('recording: every fence decision but renewals is noted in order with its outcome; a live run never holds one', () => {
+  const notes: string[] = [];
+  const f = new FenceOrder((d) => notes.push(`${d.op}:${d.outcome}`));
+  expect(f.gate('release')).toBeNull();
+  f.passed('reset_fault', 'ok');
+  f.passed('renew', 'ok');
+  f.passed('reset_fault', 'ok');
+  f.passed('release', 'control_session_stale');
+  expect(notes).toEqual(['reset_fault:ok', 'reset_fault:ok', 'release:control_session_stale']);
+  expect(f.replaying).toBe(false);
+});
+
+test('replay: a release racing a reset_fault is held until the reset_fault decisions recorded before it are taken', async () => {
+  const f = new FenceOrder();
+  f.load(['reset_fault', 'renew', 'reset_fault', 'release', 'halt']);
+  expect(f.replaying).toBe(true);
+  // reset_fault arrives first and passes its fence at once, then waits (for a status publication)
+  expect(f.gate('reset_fault')).toBeNull();
+  f.passed('reset_fault', 'ok');
+  // release arrives now: on a live run it would win the race; the recording says it came after the second reset_fault check
+  const held = f.gate('release');
+  expect(held).not.toBeNull();
+  let released = false;
+  void held!.then(() => (released = true));
+  await Promise.resolve();
+  expect(released).toBe(false);
+  // a renewal is neither held nor counted
+  expect(f.gate('renew')).toBeNull();
+  f.passed('renew', 'ok');
+  await Promise.resolve();
+  expect(released).toBe(false);
+  // reset_fault's check after its await is the recorded next decision: the release goes on after it
+  expect(f.gate('reset_fault')).toBeNull();
+  f.passed('reset_fault', 'ok');
+  await held;
+  expect(released).toBe(true);
+  f.passed('release', 'control_session_stale');
+  expect(f.gate('halt')).toBeNull();
+  // a decision the recording does not have within its look-ahead is not held
+  expect(f.gate('stop')).toBeNull();
+  expect(f.held).toBe(1);
+  expect(f.timedOut).toBe(0);
+});
+
+test('replay: a decision held for recorded ones the live run never takes goes on after FENCE_HOLD_MS, skipping them', async () => {
+  vi.useFakeTimers();
+  const f = new FenceOrder();
+  f.load(['enable', 'arm', 'halt']);
+  const held = f.gate('halt')!;
+  let done = false;
+  void held.then(() => (done = true));
+  await vi.advanceTimersByTimeAsync(FENCE_HOLD_MS - 1);
+  expect(done).toBe(false);
+  await vi.advanceTimersByTimeAsync(1);
+  expect(done).toBe(true);
+  expect(f.timedOut).toBe(1);
+  // the skipped decisions are gone: the next halt is not held
+  f.passed('halt', 'ok');
+  expect(f.gate('enable')).toBeNull();
+});
