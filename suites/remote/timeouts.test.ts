@@ -64,6 +64,13 @@ function connectTo(stack: RemoteStack, principal = 'operator-1'): Promise<Conn> 
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Wait (at most `ms`, for a loaded host) until what arrived after offset `from` has a full header block. */
+async function headersAfter(conn: Conn, from: number, ms = 10_000): Promise<string> {
+  const until = Date.now() + ms;
+  while (!conn.text().slice(from).includes('\r\n\r\n') && !conn.isClosed() && Date.now() < until) await sleep(10);
+  return conn.text().slice(from);
+}
+
 /** Send part of a request, then nothing: how long until the server closes the connection. */
 async function stallAfter(stack: RemoteStack, bytes: string): Promise<{ openAt: (ms: number) => Promise<boolean>; closed: Promise<number>; conn: Conn }> {
   const conn = await connectTo(stack);
@@ -82,8 +89,7 @@ async function stallAfter(stack: RemoteStack, bytes: string): Promise<{ openAt: 
 async function idleAfterRequest(stack: RemoteStack): Promise<Conn> {
   const conn = await connectTo(stack);
   conn.socket.write('GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
-  for (let i = 0; i < 200 && !/\r\n\r\n/.test(conn.text()); i++) await sleep(10);
-  expect(conn.text()).toMatch(/^HTTP\/1\.1 200 /);
+  expect(await headersAfter(conn, 0)).toMatch(/^HTTP\/1\.1 200 /);
   return conn;
 }
 
@@ -137,15 +143,20 @@ describe.concurrent('remote HTTP timeouts', () => {
     const conn = await connectTo(lan);
     const request = 'GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
     conn.socket.write(request);
-    await sleep(500);
-    expect(conn.text()).toMatch(/^HTTP\/1\.1 200 /);
-    expect(conn.text().toLowerCase()).toContain('keep-alive: timeout=90');
+    const first = await headersAfter(conn, 0);
+    expect(first).toMatch(/^HTTP\/1\.1 200 /);
+    expect(first.toLowerCase()).toContain('keep-alive: timeout=90');
+    // The whole first reply (its body may arrive after the headers): the idle time starts after it.
+    const length = Number(/\r\ncontent-length: *(\d+)/i.exec(first)?.[1]);
+    expect(Number.isInteger(length)).toBe(true);
+    const end = first.indexOf('\r\n\r\n') + 4 + length;
+    for (let i = 0; i < 1000 && conn.text().length < end; i++) await sleep(10);
     const before = conn.text().length;
+    expect(before).toBe(end);
     await sleep(6_500);
     expect(conn.isClosed(), 'idle connection closed before 90 s').toBe(false);
     conn.socket.write(request);
-    await sleep(500);
-    expect(conn.text().slice(before)).toMatch(/^HTTP\/1\.1 200 /);
+    expect(await headersAfter(conn, before)).toMatch(/^HTTP\/1\.1 200 /);
     conn.socket.destroy();
   });
 });
