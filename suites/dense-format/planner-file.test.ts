@@ -11,7 +11,7 @@ import { covers, describe, expect, type Description } from '../../harness/fixtur
 import { decodeDense, encodeDense, SAMPLE_BYTES, type DecodedDense } from '../../harness/oracle/dense.ts';
 import { parseExact } from '../../harness/oracle/json.ts';
 import { postProgram } from '../program/upload.ts';
-import { DENSE, obj, plannerTest as test, usePlanner, weldplan, type Planner } from '../planner/toolkit.ts';
+import { DENSE, obj, planDense, plannerTest as test, usePlanner, weldplan, type Planner } from '../planner/toolkit.ts';
 
 const RAD = Math.PI / 180;
 /** Record offsets written out here from document 2's table, not taken from the oracle's table. */
@@ -24,15 +24,7 @@ interface Planned {
 let planned: Promise<Planned> | undefined;
 /** The fixture program planned once with dense=true for this file, at the cell's pair revision. */
 function plan(p: Planner, revision: bigint): Promise<Planned> {
-  planned ??= (async () => {
-    const r = await p.client.plan(weldplan(), { ...DENSE, manifest_revision: revision });
-    expect(r.status, r.text.slice(0, 300)).toBe(200);
-    const result = obj(r.json);
-    expect(result.dense_error, JSON.stringify(result.dense_error)).toBeUndefined();
-    const f = await p.client.dense(result.dense.trajectory_digest);
-    expect(f.status).toBe(200);
-    return { result, blob: f.body };
-  })();
+  planned ??= planDense(p, weldplan(), { ...DENSE, manifest_revision: revision });
   return planned;
 }
 

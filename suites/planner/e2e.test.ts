@@ -13,19 +13,13 @@ import { covers, describe, expect, needsMotion, type Description } from '../../h
 import { decodeDense } from '../../harness/oracle/dense.ts';
 import { parseExact, type JsonObject } from '../../harness/oracle/json.ts';
 import { postProgram } from '../program/upload.ts';
-import { DENSE, PROGRAM_FIXTURE, PROGRAM_ID, obj, plannerTest as test, type Planner, usePlanner } from './toolkit.ts';
+import { PROGRAM_FIXTURE, PROGRAM_ID, planDense, plannerTest as test, type Planner, usePlanner } from './toolkit.ts';
 
 /** The fixture program packed exactly as `hil weldplan pack` would, planned with dense=true and fetched. */
 async function planAndFetch(p: Planner): Promise<{ result: Record<string, any>; blob: Uint8Array }> {
   const prog = parseExact(readFileSync(PROGRAM_FIXTURE)) as JsonObject;
   expect(prog.program_digest).toBe(programDigest(prog)); // the fixture is sealed
-  const r = await p.client.plan(packWeldplan({ program: prog }), DENSE);
-  expect(r.status, r.text.slice(0, 300)).toBe(200);
-  const result = obj(r.json);
-  expect(result.dense_error, JSON.stringify(result.dense_error)).toBeUndefined();
-  const f = await p.client.dense(result.dense.trajectory_digest);
-  expect(f.status).toBe(200);
-  return { result, blob: f.body };
+  return planDense(p, packWeldplan({ program: prog }));
 }
 
 async function prepare(cell: Cell, client: ControlClient, blob: Uint8Array, s?: Session) {

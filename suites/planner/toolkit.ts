@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { PlannerClient, type PlanQuery, type PlannerReply } from '../../harness/clients/planner.ts';
 import { packWeldplan, sealProgram, type PackInput } from '../../harness/clients/weldplan.ts';
-import { test as base } from '../../harness/fixture.ts';
+import { expect, test as base } from '../../harness/fixture.ts';
 import { isJsonObject, parseExact, type JsonExact, type JsonObject } from '../../harness/oracle/json.ts';
 import type { PlannerEndpoint } from '../../harness/targets/index.ts';
 
@@ -71,3 +71,14 @@ export function needsStub(ctx: Skip, p: Planner, what: string): void {
 
 /** The error text of a JSON reply body ({"error": ...}), or undefined. */
 export const errorOf = (r: PlannerReply): string | undefined => (typeof obj(r.json).error === 'string' ? obj(r.json).error : undefined);
+
+/** Plan a container with dense output and fetch the dense file; a refused plan or dense_error fails the test. */
+export async function planDense(p: Planner, container: Uint8Array, query: PlanQuery = DENSE): Promise<{ result: Record<string, any>; blob: Uint8Array }> {
+  const r = await p.client.plan(container, query);
+  expect(r.status, r.text.slice(0, 300)).toBe(200);
+  const result = obj(r.json);
+  expect(result.dense_error, JSON.stringify(result.dense_error)).toBeUndefined();
+  const f = await p.client.dense(result.dense.trajectory_digest);
+  expect(f.status).toBe(200);
+  return { result, blob: f.body };
+}
