@@ -14,10 +14,9 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     ],
   ],
   [
-    "trajectories, programs, handles and output intents: issue 8 (invalid_dense_axis_map needs an empty or repeated rad axis id, which the configuration compiler refuses, so no valid cell shows it over the wire: sims/service/programs.test.ts checks it; io_marker_late needs a late cycle the stepped clock never has; omitted_if_invalid needs a non-finite evidence value, which a valid dense file cannot produce)",
+    "trajectories, programs, handles and output intents: issue 8 (invalid_dense_axis_map needs an empty or repeated rad axis id, which the configuration compiler refuses, so no valid cell shows it over the wire: sims/service/programs.test.ts checks it; omitted_if_invalid needs a non-finite evidence value, which a valid dense file cannot produce)",
     [
       "reason:invalid_dense_axis_map",
-      "reason:io_marker_late",
       "rule:limit_violation.omitted_if_invalid",
     ],
   ],

@@ -119,6 +119,9 @@ const fastInputs: Check = (v) => {
   return ((v.image.ioInputWord >>> 16) & fast) !== fast ? refuse(NATIVE_REASON.io_fast_input_unsatisfied, 0, 'a fast input is not satisfied') : null;
 };
 
+const noLateMarker: Check = (v) =>
+  v.faults.latched.has(FAULT.io_marker_late!) ? refuse(NATIVE_REASON.io_marker_late, 0, 'an output marker missed its one-cycle bound (reset_fault clears it)') : null;
+
 // ---- the start gate (document 1 part 4: the same gate for start_trajectory and start_program) ----
 
 const planIsPrepared: Check = (v, m) =>
@@ -188,7 +191,7 @@ export const ADMISSION: Readonly<Record<NativeOpName, readonly Check[]>> = {
   reset_fault: [fenced],
   recovery_status: [fenced],
   restore_anchor: [fenced, nonzeroInGroup, disarmedIdle, absoluteValid],
-  io_arm: [fenced, ioConfigured, safetyClosed, exchangeComplete, readbackOff, fastInputs],
+  io_arm: [fenced, ioConfigured, safetyClosed, exchangeComplete, readbackOff, fastInputs, noLateMarker],
   io_disarm: [fenced, ioConfigured],
   prepare: [fenced, nonzeroInGroup],
   start: [fenced, planIsPrepared, safetyClosed, noFaults, notStoppingInhibited, notHoming, planAxesFree, planAxesReady, planHomed, planStartsHere, planIoArmed],

@@ -249,7 +249,7 @@ export class Core implements AdmissionView {
     this.scheduling = opts.scheduling ?? 'default';
     this.publishByWall = opts.publishByWall ?? false;
     this.faults = new FaultMonitor(machine, this.image, this.all, (bit, axes) => this.onFaultLatched(bit, axes));
-    this.trajectory = new TrajectoryLane(this.n, (e) => this.onTrajectoryEnd(e));
+    this.trajectory = new TrajectoryLane(this.n, (e) => this.onTrajectoryEnd(e), Number(machine.cycle_ns));
     this.jog = new JogLane(machine, (e) => {
       this.dirty = true;
       this.send({ t: 'event', type: e.type, payload: e.payload });
@@ -795,6 +795,11 @@ export class Core implements AdmissionView {
     const workStart = this.workClock();
     /** performance.now() at the start of this cycle, or NaN when the work clock is a test's own. */
     const wallMs = this.workIsWall ? workStart / 1e6 : NaN;
+    // An injected late wake (test channel): every cycle scheduled before the wake runs at the wake time.
+    if (this.lateWakeNs !== 0n) {
+      if (nowNs < this.lateWakeNs) nowNs = this.lateWakeNs;
+      else this.lateWakeNs = 0n;
+    }
     this.now = nowNs;
     this.cycleCount++;
     const lateness = nowNs === scheduledNs ? 0 : Number(nowNs - scheduledNs); // stepped: no bigint per cycle
@@ -809,6 +814,10 @@ export class Core implements AdmissionView {
     lc.nowNs = nowNs;
     lc.enabledMask = enabledBefore;
     this.lanes.produce(lc);
+    if (this.trajectory.lateMarker) {
+      this.trajectory.lateMarker = false;
+      this.faults.latch(FAULT.io_marker_late!, this.lanes.axesOf(this.trajectory));
+    }
     // Output intents of the running trajectory drive configured non-torch outputs, only while io is armed.
     if (this.trajectory.active && this.ioArmed) img.ioOutputWord = this.trajectory.outputs & this.drivableOutputs;
     // CiA 402 stepping: each axis's controlword moves its drive one step toward the wanted state.
@@ -889,6 +898,15 @@ export class Core implements AdmissionView {
    * publication queue, so observations raised meanwhile are dropped and counted; the first publication
    * after the hold is a publisher_overflow notice (docs/profile.md "Events").
    */
+  /**
+   * The next cycle wakes `ns` late (private test channel): it and every cycle scheduled before the wake
+   * run at the wake time, as a real-time core catches up after a stall.
+   */
+  lateWake(ns: number): void {
+    this.lateWakeNs = this.now + BigInt(this.machine.cycle_ns) + BigInt(ns);
+  }
+  private lateWakeNs = 0n;
+
   holdEventPublisher(ms: number): void {
     this.publisherHeldUntilNs = this.hostNow() + BigInt(ms) * 1_000_000n;
   }

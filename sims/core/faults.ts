@@ -21,6 +21,7 @@ export const FAULT_BITS: readonly FaultBitInfo[] = [
   { bit: 7, name: 'io_readback_disagreement', recovery: 'reset_after_condition_clears' },
   { bit: 8, name: 'homing_failed', recovery: 'rehome' },
   { bit: 9, name: 'bus_submission', recovery: 'reset_after_condition_clears' },
+  { bit: 10, name: 'io_marker_late', recovery: 'reset_after_condition_clears' },
   { bit: 11, name: 'restart_required', recovery: 'restart' },
 ];
 

@@ -197,6 +197,16 @@ export class CoreHost {
       this.send({ t: 'reply', id: msg.id, result: OK });
       return;
     }
+    if (f.kind === 'late_wake') {
+      const ns = (f as { ns: unknown }).ns;
+      if (typeof ns !== 'number' || !Number.isInteger(ns) || ns < 0 || ns > 10_000_000_000) {
+        this.send({ t: 'reply', id: msg.id, result: REFUSED, detail: 'FAULT_BAD_FIELD: late_wake: field ns must be an integer 0..10000000000' });
+        return;
+      }
+      this.core.lateWake(ns);
+      this.send({ t: 'reply', id: msg.id, result: OK });
+      return;
+    }
     if (f.kind === 'hold_event_publisher') {
       this.core.holdEventPublisher((f as { ms: number }).ms);
       this.send({ t: 'reply', id: msg.id, result: OK });

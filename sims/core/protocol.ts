@@ -74,6 +74,8 @@ export const NATIVE_REASON = {
   io_not_armed: 20,
   /** end_jog or a jog update for a jog generation that is not the current open one (docs/profile.md "Jog"). */
   jog_session_stale: 21,
+  /** io_arm while an output marker's late application is latched (fault bit 10; docs/profile.md "Output intents"). */
+  io_marker_late: 22,
 } as const;
 
 /**
@@ -185,7 +187,7 @@ export type ToCore =
   /** A note of the service's own for the recording (format 2: its fence decisions); not a request to the core. */
   | { t: 'service_note'; data: Record<string, unknown> }
   | { t: 'grant'; generation: bigint; deadlineNs: bigint; active: boolean; axisMask: number }
-  | { t: 'inject'; id: number; fault: FaultSpec | { kind: 'clear' } | { kind: 'stall_next_command'; ms: number } | { kind: 'hold_capture_write'; ms: number } | { kind: 'hold_event_publisher'; ms: number } }
+  | { t: 'inject'; id: number; fault: FaultSpec | { kind: 'clear' } | { kind: 'stall_next_command'; ms: number } | { kind: 'hold_capture_write'; ms: number } | { kind: 'hold_event_publisher'; ms: number } | { kind: 'late_wake'; ns: number } }
   /** Stepped clock only: run this many cycles back to back, then answer 'stepped'. */
   | { t: 'step'; id: number; cycles: number }
   | { t: 'shutdown' };

@@ -103,10 +103,19 @@ export class TrajectoryLane implements MotionLane {
   /** Output word the points' intents asked for (applied by the core while io is armed). */
   outputs = 0;
   private finished = false;
+  /**
+   * Set when this cycle reached a point carrying an output intent one cycle or more after the point's
+   * time (a late wake or skipped cycles): the intent missed its one-cycle bound and was not applied; the
+   * core latches io_marker_late (docs/profile.md "Output intents").
+   */
+  lateMarker = false;
+  private tau = 0;
 
   constructor(
     n: number,
     private readonly onEnd: (e: TrajectoryEnd) => void,
+    /** The cycle period in ns: an intent applied this long after its point is late. */
+    private readonly cycleNs = 1_000_000,
   ) {
     this.targetVelocity = new Float64Array(n);
   }
@@ -135,6 +144,7 @@ export class TrajectoryLane implements MotionLane {
     if (!p) return;
     const img = c.image;
     const tau = Math.max(0, this.elapsed(c.nowNs));
+    this.tau = tau;
     const last = p.count - 1;
     let k = this.index;
     while (k < last - 1 && tau >= p.t[k + 1]!) {
@@ -188,7 +198,12 @@ export class TrajectoryLane implements MotionLane {
   private applyIntent(k: number): void {
     const p = this.plan!;
     const m = p.ioMask[k]!;
-    if (m) this.outputs = (this.outputs & ~m) | (p.ioValues[k]! & m);
+    if (!m) return;
+    if (this.tau - p.t[k]! >= this.cycleNs) {
+      this.lateMarker = true;
+      return;
+    }
+    this.outputs = (this.outputs & ~m) | (p.ioValues[k]! & m);
   }
 
   ended(_axes: number, why: string): void {

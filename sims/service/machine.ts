@@ -43,6 +43,7 @@ function IO_LABELS(): Record<number, string> {
     [NATIVE_REASON.io_readback_disagreement]: 'io_readback_disagreement',
     [NATIVE_REASON.io_fast_input_unsatisfied]: 'io_fast_input_unsatisfied',
     [NATIVE_REASON.io_exchange_lost]: 'io_exchange_lost',
+    [NATIVE_REASON.io_marker_late]: 'io_marker_late',
   };
 }
 

@@ -7,8 +7,8 @@ import { eventCursor, eventsSince, waitForEvent, type CellEvent } from '../../ha
 import { readStatus, waitStatus, type StatusView } from '../../harness/clients/status.ts';
 import { latestSequence, readBatch } from '../../harness/clients/telemetry.ts';
 import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
-import type { Cell, Session } from '../../harness/clients/cell.ts';
-import type { ControlClient } from '../../harness/clients/control.ts';
+import { Cell, type Session } from '../../harness/clients/cell.ts';
+import type { BindingInput, ControlClient } from '../../harness/clients/control.ts';
 import { covers, describe, expect, needsFaults, needsMotion, profile, recoveringTest } from '../../harness/fixture.ts';
 import { REQUEST_SCHEMA } from '../../harness/clients/control.ts';
 import { stringifyExact } from '../../harness/oracle/json.ts';
@@ -540,6 +540,92 @@ describe('output intents', () => {
       expect((await cell.fenced('stop', s)).status).toBe(200);
       const off = await waitStatus(client, (x) => x.core!.io_output_word === 0n, 500);
       expect(off.core!.io_output_word).toBe(0n);
+    },
+  );
+});
+
+describe('output markers and their one-cycle bound', () => {
+  test(
+    'an intent reached a cycle or more after its point is io_marker_late: not applied, fault bit 10, outputs OFF, execution faulted, io_arm refused until reset; one nanosecond less and it is applied',
+    covers('reason:io_marker_late', 'profile:io.marker_late'),
+    async ({ variant, skip }) => {
+      const t = await variant({ clock: 'stepped' });
+      needsFaults({ skip }, t);
+      needsMotion({ skip }, t);
+      const client = t.client();
+      const d = (await client.describe()).reply.data as unknown as { binding: BindingInput; axes: unknown[]; cycle_ns: bigint };
+      const cell = new Cell(client, d.binding);
+      const CYCLE = d.cycle_ns;
+      const CLAMP = 2; // output 1: clamp (not torch) in the fixture
+      const ms = 1_000_000n;
+      const step = (n: number) => t.step!(n);
+      /** Send an operation and step the clock until its reply comes (the core answers in a cycle). */
+      const stepped = async <T>(p: Promise<T>): Promise<T> => {
+        let done = false;
+        void p.finally(() => (done = true));
+        for (let k = 0; k < 2000 && !done; k++) await step(5);
+        return p;
+      };
+      await step(20); // the core's first status publication
+      const s = await cell.hold({ requested_lease_ms: 10_000 });
+      if (((await status(client)).core!.home_valid_mask & 1n) === 0n) expect((await stepped(cell.fenced('home', s, { axis_mask: J1 }))).status).toBe(200);
+      const all = (1 << d.axes.length) - 1;
+      expect((await stepped(cell.fenced('enable', s, { axis_mask: all }))).status).toBe(200);
+      expect((await stepped(cell.fenced('arm', s))).status).toBe(200);
+      expect((await stepped(cell.fenced('io_arm', s))).status).toBe(200);
+      const hold = (await status(client)).axes.map((x) => num(x.position));
+      // J1 holds still; the clamp goes ON at 50 ms and OFF again at the end (200 ms).
+      const pts = points(hold, [0, 0.05, 0.2], [hold[0]!, hold[0]!, hold[0]!], [{}, { io_mask: CLAMP, io_values: CLAMP }, { io_mask: CLAMP, io_values: 0 }]);
+
+      /** Run the trajectory with the cycle due at 46 ms plan time waking `late` ns late; what the cell shows. */
+      const run = async (late: bigint) => {
+        const cursor = await eventCursor(client);
+        const h = (await stepped(prepare(cell, s, pts))).reply.handle!;
+        expect((await stepped(cell.fenced('start_trajectory', s, { handle: h }))).status).toBe(200);
+        const now = await step(12); // a status publication (every 10 ms of core time) with the plan cursor
+        const st = await status(client);
+        expect(st.plan_cursor!.active_handle).toBe(h);
+        const startNs = st.plan_cursor!.native_clock_ns - st.plan_cursor!.time_ns;
+        // Step so that the last cycle run is at 45 ms plan time.
+        expect((await step(Number((startNs + 45n * ms - now) / CYCLE))) - startNs).toBe(45n * ms);
+        const from = await latestSequence(client);
+        await t.inject({ kind: 'late_wake', ns: Number(late) });
+        await step(200);
+        const records: CycleCaptureRecordV2[] = [];
+        for (let after = from; ; ) {
+          const b = await readBatch(client, after);
+          records.push(...b.records);
+          after = b.header.last_sequence;
+          if (b.header.record_count < 4096) break;
+        }
+        return { h, records, events: await eventsSince(client, cursor) };
+      };
+
+      // Woken 5 ms - 1 ns late, the cycle reaches the 50 ms point 999999 ns after it: applied.
+      const onTime = await run(5n * ms - 1n);
+      expect(onTime.records[0]!.cycle_jitter_ns).toBe(5n * ms - 1n);
+      expect(onTime.records.some((r) => r.io_output_word === CLAMP)).toBe(true);
+      expect(onTime.events.filter((e) => e.type === 'fault_latched')).toEqual([]);
+      expect(onTime.events.some((e) => e.type === 'execution_completed')).toBe(true);
+
+      // Woken 5 ms late: 1 ms (one cycle) after the point: not applied, io_marker_late latched.
+      const late = await run(5n * ms);
+      expect(late.records[0]!.cycle_jitter_ns).toBe(5n * ms);
+      expect(late.records.every((r) => r.io_output_word === 0)).toBe(true);
+      expect(late.records.at(-1)!.execution_fault_reasons).toBe(1024);
+      const latched = late.events.filter((e) => e.type === 'fault_latched').map((e) => e.fault as Record<string, unknown>);
+      expect(latched).toMatchObject([{ bit: 1024n, name: 'io_marker_late', recovery: 'reset_after_condition_clears' }]);
+      const faulted = late.events.find((e) => e.type === 'execution_faulted');
+      expect((faulted!.execution as Record<string, unknown>).handle).toBe(late.h);
+      expect((faulted!.execution as Record<string, unknown>).fault_bits).toBe(1024n);
+      // The fault keeps the session; io_arm is refused while the bit is latched, a reset clears it (and
+      // retires the session).
+      const refused = await stepped(cell.fenced('io_arm', s));
+      expect([refused.status, refused.label]).toEqual([409, 'io_marker_late']);
+      expect((await stepped(cell.fenced('reset_fault', s, { axis_mask: 0 }))).status).toBe(200);
+      const s3 = await cell.hold({ requested_lease_ms: 10_000 });
+      expect((await stepped(cell.fenced('io_arm', s3))).status).toBe(200);
+      await cell.cleanup();
     },
   );
 });
