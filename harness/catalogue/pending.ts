@@ -5,7 +5,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     [
     "not yet asserted by any test (no issue owns these yet)",
     [
-      "limit:absolute_lease_bound_ms",
       "rule:service.http_200_is_admission",
       "rule:service.no_software_estop",
       "rule:transport.base_url",
