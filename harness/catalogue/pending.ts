@@ -6,7 +6,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     "not yet asserted by any test (no issue owns these yet)",
     [
       "rule:service.http_200_is_admission",
-      "rule:service.no_software_estop",
       "rule:transport.base_url",
       "rule:transport.units",
       "rule:client.unknown_outcome",
