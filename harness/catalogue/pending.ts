@@ -5,10 +5,8 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     [
     "not yet asserted by any test (no issue owns these yet)",
     [
-      "rule:service.http_200_is_admission",
       "rule:transport.base_url",
       "rule:transport.units",
-      "rule:client.unknown_outcome",
     ],
   ],
   [
