@@ -5,7 +5,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     [
     "not yet asserted by any test (no issue owns these yet)",
     [
-      "rule:transport.base_url",
       "rule:transport.units",
     ],
   ],
