@@ -2,12 +2,6 @@
 // covers an id, the gate fails until the id is removed from here. Never add an id to hide a failing test.
 
 const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> = [
-    [
-    "not yet asserted by any test (no issue owns these yet)",
-    [
-      "rule:transport.units",
-    ],
-  ],
   [
     "trajectories, programs, handles and output intents: issue 8 (invalid_dense_axis_map needs an empty or repeated rad axis id, which the configuration compiler refuses, so no valid cell shows it over the wire: sims/service/programs.test.ts checks it; io_marker_late needs a late cycle the stepped clock never has; omitted_if_invalid needs a non-finite evidence value, which a valid dense file cannot produce)",
     [
