@@ -106,7 +106,7 @@ describe('no software emergency stop', () => {
       expect(after.core!.execution_fault_reasons).toBe(0n);
       // A new controller carries on without any reset: acquire, enable, arm.
       let again = await cell.acquire();
-      for (let k = 0; k < 50 && again.label === 'control_session_stale'; k++) {
+      for (let k = 0; k < 250 && again.label === 'control_session_stale'; k++) {
         await new Promise((r) => setTimeout(r, 20)); // the stop may still be draining
         again = await cell.acquire();
       }
