@@ -2,17 +2,6 @@
 // covers an id, the gate fails until the id is removed from here. Never add an id to hide a failing test.
 
 const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> = [
-    [
-    "not yet asserted by any test (no issue owns these yet)",
-    [
-      "limit:absolute_lease_bound_ms",
-      "rule:service.http_200_is_admission",
-      "rule:service.no_software_estop",
-      "rule:transport.base_url",
-      "rule:transport.units",
-      "rule:client.unknown_outcome",
-    ],
-  ],
   [
     "trajectories, programs, handles and output intents: issue 8 (invalid_dense_axis_map needs an empty or repeated rad axis id, which the configuration compiler refuses, so no valid cell shows it over the wire: sims/service/programs.test.ts checks it; omitted_if_invalid needs a non-finite evidence value, which a valid dense file cannot produce)",
     [

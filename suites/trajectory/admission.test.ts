@@ -1,0 +1,191 @@
+// What a 200 to a motion command means, and what a client does when it never sees the reply (document 1
+// part 1: "HTTP 200 on a motion command acknowledges admission, not physical completion"; part 4 "HTTP
+// status: 200 admitted"; part 4 start_program/start_trajectory: completion appears in status, a fault
+// after the Start as execution.state faulted with native_execution_failed; part 4 "Envelope rules": a
+// transport failure is an unknown outcome: stop producing motion, issue an authenticated stop, reconcile
+// status before acquiring again).
+//
+// All on a stack with the stepped clock: no core cycle runs unless the test steps it, so "the reply came
+// before anything moved" is exact rather than a race with the motion.
+
+import { createConnection } from 'node:net';
+import { eventCursor, eventsSince, type CellEvent } from '../../harness/clients/events.ts';
+import { readStatus } from '../../harness/clients/status.ts';
+import type { Session } from '../../harness/clients/cell.ts';
+import { REQUEST_SCHEMA, type BindingInput } from '../../harness/clients/control.ts';
+import { stringifyExact } from '../../harness/oracle/json.ts';
+import { checkGrant } from '../../harness/oracle/reply.ts';
+import { covers, describe, expect, sharedVariant, test } from '../../harness/fixture.ts';
+
+type Data = Record<string, any>;
+const J1 = 1;
+const MS = 1_000_000n;
+
+describe('motion admission (stepped clock)', () => {
+  const v = sharedVariant<{ binding: BindingInput; axes: unknown[]; clock: string }>({ clock: 'stepped' });
+  const status = async () => (await readStatus(v.target.client())) as unknown as Data;
+  const handleOf = async (h: bigint) => ((await status()).execution.handles as Data[]).find((x) => x.handle === h);
+
+  /** Step the core in chunks until `p` settles (a Home, an arm, a stop drain). */
+  async function settle<T>(p: Promise<T>, chunk = 10): Promise<T> {
+    let done = false;
+    void p.then(() => (done = true), () => (done = true));
+    for (let i = 0; i < 1000 && !done; i++) await v.target.step!(chunk);
+    return p;
+  }
+
+  /** A held grant, J1 homed, every axis enabled and armed; the held positions. */
+  async function ready(): Promise<{ s: Session; hold: number[] }> {
+    await v.target.step!(5);
+    const s = await v.cell.hold({ requested_lease_ms: 5_000n });
+    if (((await status()).core.home_valid_mask & 1n) === 0n) {
+      const h = await settle(v.cell.fenced('home', s, { axis_mask: J1 }), 20);
+      expect(h.status, h.reply.error).toBe(200);
+    }
+    const all = (1 << v.description.axes.length) - 1;
+    expect((await v.cell.fenced('enable', s, { axis_mask: all })).status).toBe(200);
+    const a = await settle(v.cell.fenced('arm', s), 5);
+    expect(a.status, a.reply.error).toBe(200);
+    await v.target.step!(5);
+    const x = await status();
+    expect(Number(x.core.axis_enable_mask)).toBe(all);
+    return { s, hold: (x.axes as Data[]).map((ax) => Number(ax.position)) };
+  }
+
+  /** J1 from its held position by `d` rad in `ms` ms, the other axes held. */
+  async function prepare(s: Session, hold: number[], d: number, ms: bigint): Promise<bigint> {
+    const at = (q1: number) => hold.map((q, i) => (i === 0 ? q1 : q));
+    const r = await v.cell.fenced('prepare_trajectory', s, { axis_mask: J1, points: [{ time_ns: 0n, position: at(hold[0]!) }, { time_ns: ms * MS, position: at(hold[0]! + d) }] });
+    expect(r.status, r.reply.error).toBe(200);
+    return r.reply.handle!;
+  }
+
+  /**
+   * The reply to a Start sent while no cycle runs. A service that answered only once the motion completed
+   * would never answer here; after a generous bound that is a failure of the target, not a harness timeout.
+   */
+  async function answered<T>(p: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const none = Symbol('unanswered');
+    const r = await Promise.race([p, new Promise<typeof none>((res) => (timer = setTimeout(() => res(none), 15_000)))]);
+    clearTimeout(timer);
+    expect(r === none ? 'no reply while no cycle ran' : 'answered', 'a 200 must acknowledge admission, not wait for the motion').toBe('answered');
+    return r as T;
+  }
+
+  const ofHandle = (evs: CellEvent[], h: bigint) => evs.filter((e) => (e.execution as Data | undefined)?.handle === h || (e.handle as Data | undefined)?.handle === h).map((e) => e.type);
+
+  test(
+    'a 200 to start_trajectory is admission: it comes before any cycle ran and nothing has moved; completion is seen only later, in status and events',
+    covers('rule:service.http_200_is_admission', 'rule:http.status_codes'),
+    async ({ skip }) => {
+      skip(v.cannot !== undefined, v.cannot);
+      expect(v.description.clock).toBe('stepped');
+      const { s, hold } = await ready();
+      const h = await prepare(s, hold, 0.05, 200n);
+      const cursor = await eventCursor(v.target.client());
+      const before = await status();
+      // No step while the Start is in flight: a service that answered only on completion never answers.
+      const r = await answered(v.cell.fenced('start_trajectory', s, { handle: h }));
+      expect({ status: r.status, error: r.reply.error }).toEqual({ status: 200, error: undefined });
+      expect(r.reply.sequence).toBeGreaterThan(0n);
+      const x = await status();
+      // Admitted: the handle started and counts as an acknowledged Start ...
+      expect(await handleOf(h)).toMatchObject({ state: 'started', native_sequence: r.reply.sequence });
+      expect(x.execution.generation).toBe(before.execution.generation + 1n);
+      // ... but no cycle ran (none was stepped) and J1 has not moved: nothing physical is completed.
+      expect((x.axes as Data[])[0]!.position).toBe((before.axes as Data[])[0]!.position);
+      expect(x.execution.state).not.toBe('completed');
+      expect(ofHandle(await eventsSince(v.target.client(), cursor), h)).not.toContain('execution_completed');
+      // Completion comes with the cycles, reported in status and events, not in any HTTP reply.
+      await v.target.step!(100);
+      expect((await handleOf(h))!.state).toBe('started');
+      const mid = Number(((await status()).axes as Data[])[0]!.position);
+      expect(mid).toBeGreaterThan(hold[0]! + 0.005);
+      expect(mid).toBeLessThan(hold[0]! + 0.045);
+      await v.target.step!(200);
+      expect((await handleOf(h))!.state).toBe('consumed');
+      const y = await status();
+      expect(y.execution.state).toBe('completed');
+      expect(Math.abs(Number((y.axes as Data[])[0]!.position) - (hold[0]! + 0.05))).toBeLessThan(1e-3);
+      expect(ofHandle(await eventsSince(v.target.client(), cursor), h)).toEqual(expect.arrayContaining(['execution_started', 'execution_completed']));
+      await v.cell.cleanup();
+    },
+  );
+
+  test(
+    'the reply to a Start was lost (transport failure): the authenticated stop with the fence already held is admitted, the motion ends, status accounts for the Start, and the cell is acquired again',
+    covers('rule:client.unknown_outcome'),
+    async ({ skip }) => {
+      skip(v.cannot !== undefined, v.cannot);
+      const { s, hold } = await ready();
+      const h = await prepare(s, hold, 0.05, 2_000n);
+      const client = v.target.client();
+      const cursor = await eventCursor(client);
+      const before = await status();
+      // The Start written in full on its own connection, closed before any reply can be read.
+      const body = stringifyExact({ schema: REQUEST_SCHEMA, operation: 'start_trajectory', session: s.session, generation: s.generation, handle: h });
+      const sock = createConnection(v.target.address);
+      await new Promise<void>((r) => sock.once('connect', () => r()));
+      await new Promise<void>((r) => sock.end(`POST /v1/control HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, () => r()));
+      sock.destroy();
+      // The outcome is unknown to the client; the service may or may not have started it. Let it run a little.
+      await v.target.step!(50);
+      // Stop producing motion: the authenticated stop with the fence this client holds.
+      const stop = await settle(v.cell.fenced('stop', s), 10);
+      expect(stop.status, stop.reply.error).toBe(200);
+      expect(checkGrant(stop.reply.data).session).toBe(s.session);
+      await v.target.step!(200);
+      // Reconcile from status: whatever the Start did, nothing runs now and the handle can never run.
+      const x = await status();
+      expect((await handleOf(h))!.state).toBe('retired');
+      expect(x.core.armed).toBe(0n);
+      const p = Number((x.axes as Data[])[0]!.position);
+      await v.target.step!(200);
+      expect(Number(((await status()).axes as Data[])[0]!.position)).toBe(p);
+      // Status and the log tell what happened, consistently with what the axis did: J1 moved exactly when
+      // the Start was acknowledged (one more acknowledged Start, started then aborted); otherwise the handle
+      // was retired unstarted and nothing moved.
+      const moved = Math.abs(p - hold[0]!) > 1e-6;
+      const evs = ofHandle(await eventsSince(client, cursor), h);
+      const started = x.execution.generation === before.execution.generation + 1n;
+      expect({ moved, started }).toEqual({ moved, started: moved });
+      if (started) expect(evs).toEqual(expect.arrayContaining(['execution_started', 'execution_aborted']));
+      else expect({ generation: x.execution.generation, events: evs.filter((e) => e.startsWith('execution_')) }).toEqual({ generation: before.execution.generation, events: [] });
+      expect(evs).not.toContain('execution_completed');
+      // The old fence moves nothing any more; a new acquisition works and the retired handle stays retired.
+      const late = await v.cell.fenced('start_trajectory', s, { handle: h });
+      expect(late.status).toBe(409);
+      const again = await ready();
+      const r = await v.cell.fenced('start_trajectory', again.s, { handle: h });
+      expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: 'handle_retired' });
+      await v.cell.cleanup();
+    },
+  );
+
+  // Last in the describe block: it leaves a latched fault on the shared stack.
+  test(
+    'a failure after admission is reported in status and events: the Start was 200 and its retry with the same request_id still replays that 200',
+    covers('rule:service.http_200_is_admission'),
+    async ({ skip }) => {
+      skip(v.cannot !== undefined, v.cannot);
+      skip(!v.target.abilities.faultInjection, `target ${v.target.name} cannot inject faults`);
+      const { s, hold } = await ready();
+      const h = await prepare(s, hold, 0.05, 1_000n);
+      const cursor = await eventCursor(v.target.client());
+      const r = await answered(v.cell.fenced('start_trajectory', s, { handle: h, request_id: 'admitted-then-failed' }));
+      expect({ status: r.status, error: r.reply.error }).toEqual({ status: 200, error: undefined });
+      await v.target.step!(50);
+      await v.target.inject({ kind: 'following_error', axis: 0 });
+      await v.target.step!(100);
+      const x = await status();
+      expect(x.execution).toMatchObject({ state: 'faulted', error: 'native_execution_failed' });
+      expect((await handleOf(h))!.state).toBe('retired');
+      expect(ofHandle(await eventsSince(v.target.client(), cursor), h)).toEqual(expect.arrayContaining(['execution_started', 'execution_faulted']));
+      // The request's outcome is still its admission: the same request again replays the original reply.
+      const again = await v.cell.fenced('start_trajectory', s, { handle: h, request_id: 'admitted-then-failed' });
+      expect({ status: again.status, sequence: again.reply.sequence, error: again.reply.error }).toEqual({ status: 200, sequence: r.reply.sequence, error: undefined });
+      await v.cell.cleanup();
+    },
+  );
+});
