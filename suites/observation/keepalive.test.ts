@@ -22,7 +22,7 @@ function get(agent: HttpAgent, socketPath: string): Promise<{ reused: boolean; s
   });
 }
 
-describe('keep-alive', () => {
+describe.concurrent('keep-alive', () => {
   test('a connection idle for 6 s (longer than a 5 s library default) is reused for the next request', covers('rule:transport.keep_alive', 'limit:idle_connection_s'), async ({ target }) => {
     const agent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
     try {

@@ -9,8 +9,10 @@ import { covers, describe, expect, test } from '../../harness/fixture.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+// The first three tests run at once (each mostly waits: the blocked stream 5 s); the core restart runs
+// after them, alone, since it ends every stream of the stack.
 describe('stream', () => {
-  test(
+  test.concurrent(
     'a stream is chunked application/octet-stream of complete batches about every 20 ms, each continuing from the last one\'s last_sequence',
     covers('endpoint:GET /v1/telemetry/stream', 'rule:telemetry.stream_batches', 'limit:telemetry_stream_flush_ms', 'rule:telemetry.cursor_resume', 'rule:telemetry.no_session'),
     async ({ client, description }) => {
@@ -43,7 +45,7 @@ describe('stream', () => {
     },
   );
 
-  test('a stream with a refused cursor answers the JSON 409 like a poll', covers('reason:invalid_telemetry_cursor', 'reason:telemetry_cursor_ahead', 'rule:telemetry.errors_json_409'), async ({ client }) => {
+  test.concurrent('a stream with a refused cursor answers the JSON 409 like a poll', covers('reason:invalid_telemetry_cursor', 'reason:telemetry_cursor_ahead', 'rule:telemetry.errors_json_409'), async ({ client }) => {
     const bad = await pollTelemetry(client, 'after=x', { path: '/v1/telemetry/stream' });
     expect(bad.raw.status).toBe(409);
     expect(bad.refusal!.label).toBe('invalid_telemetry_cursor');
@@ -53,7 +55,7 @@ describe('stream', () => {
     expect(ahead.refusal!.reply.operation).toBe('telemetry');
   });
 
-  test(
+  test.concurrent(
     'a stream whose writes stay blocked for 5 s is closed by the service',
     { ...covers('rule:telemetry.stream_close', 'limit:telemetry_stream_write_block_s'), timeout: 30_000 },
     async ({ target }) => {
@@ -64,11 +66,13 @@ describe('stream', () => {
       sock.on('error', () => undefined);
       sock.pause(); // never read: the service's writes block once the socket buffers fill
       sock.write('GET /v1/telemetry/stream?after=0 HTTP/1.1\r\nHost: localhost\r\n\r\n');
-      await sleep(3_000);
-      // Still open 3 s in (well before the limit) ...
+      await sleep(4_500);
+      // Still open 4.5 s in (the writes have been blocked since the buffers filled, a few ms after the
+      // request) ...
       expect(closed).toBe(false);
-      await sleep(4_000);
-      // ... and closed by 7 s: the service gave up on a write blocked 5 s. Reading now drains what was buffered.
+      await sleep(2_000);
+      // ... and closed by 6.5 s: the service gave up on a write blocked 5 s. Reading now drains what was
+      // buffered (a service that waits longer is unblocked by this read and keeps the stream open).
       let bytes = 0;
       sock.on('data', (d: Buffer) => (bytes += d.length));
       sock.resume();
