@@ -104,9 +104,9 @@ export class TrajectoryLane implements MotionLane {
   outputs = 0;
   private finished = false;
   /**
-   * Set when this cycle reached a point carrying an output intent one cycle or more after the point's
-   * time (a late wake or skipped cycles): the intent missed its one-cycle bound and was not applied; the
-   * core latches io_marker_late (docs/profile.md "Output intents").
+   * Set when this cycle reached a point carrying an output intent one cycle or more after the cycle it
+   * was due in (a late wake or skipped cycles): the intent missed its one-cycle bound and was not applied;
+   * the core latches io_marker_late (docs/profile.md "Output intents").
    */
   lateMarker = false;
   private tau = 0;
@@ -199,7 +199,10 @@ export class TrajectoryLane implements MotionLane {
     const p = this.plan!;
     const m = p.ioMask[k]!;
     if (!m) return;
-    if (this.tau - p.t[k]! >= this.cycleNs) {
+    // Due in the first cycle at or after the point on the cycle grid counted from the Start; late when
+    // the cycle applying it runs one cycle or more after that cycle's time.
+    const c = this.cycleNs;
+    if (this.tau - Math.ceil(p.t[k]! / c) * c >= c) {
       this.lateMarker = true;
       return;
     }

@@ -9,7 +9,7 @@ import { latestSequence, readBatch } from '../../harness/clients/telemetry.ts';
 import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
 import { Cell, type Session } from '../../harness/clients/cell.ts';
 import type { BindingInput, ControlClient } from '../../harness/clients/control.ts';
-import { covers, describe, expect, needsFaults, needsMotion, profile, recoveringTest } from '../../harness/fixture.ts';
+import { covers, describe, expect, needsFaults, needsMotion, profile, recoveringTest, type VariantOf } from '../../harness/fixture.ts';
 import { REQUEST_SCHEMA } from '../../harness/clients/control.ts';
 import { stringifyExact } from '../../harness/oracle/json.ts';
 import { createConnection } from 'node:net';
@@ -519,27 +519,79 @@ describe('refusals', () => {
   );
 });
 
-describe('output intents', () => {
+/**
+ * A stack on the stepped clock, J1 homed, every axis enabled and armed: output intents are checked cycle by
+ * cycle, so they run where no late wake of a loaded host can move a point past its bound.
+ */
+async function steppedCell(variant: VariantOf, ctx: { skip: (c: boolean, note?: string) => void }) {
+  const t = await variant({ clock: 'stepped' });
+  needsFaults(ctx, t);
+  needsMotion(ctx, t);
+  const client = t.client();
+  const d = (await client.describe()).reply.data as unknown as { binding: BindingInput; axes: unknown[]; cycle_ns: bigint };
+  const cell = new Cell(client, d.binding);
+  const step = (n: number) => t.step!(n);
+  /** Send an operation and step the clock until its reply comes (the core answers in a cycle). */
+  const stepped = async <T>(p: Promise<T>): Promise<T> => {
+    let done = false;
+    void p.finally(() => (done = true));
+    for (let k = 0; k < 2000 && !done; k++) await step(5);
+    return p;
+  };
+  await step(20); // the core's first status publication
+  const s = await cell.hold({ requested_lease_ms: 10_000 });
+  if (((await status(client)).core!.home_valid_mask & 1n) === 0n) expect((await stepped(cell.fenced('home', s, { axis_mask: J1 }))).status).toBe(200);
+  const all = (1 << d.axes.length) - 1;
+  expect((await stepped(cell.fenced('enable', s, { axis_mask: all }))).status).toBe(200);
+  expect((await stepped(cell.fenced('arm', s))).status).toBe(200);
+  const hold = (await status(client)).axes.map((x) => num(x.position));
+  /** Every telemetry record after `from`. */
+  const records = async (from: bigint) => {
+    const out: CycleCaptureRecordV2[] = [];
+    for (let after = from; ; ) {
+      const b = await readBatch(client, after);
+      out.push(...b.records);
+      after = b.header.last_sequence;
+      if (b.header.record_count < 4096) return out;
+    }
+  };
+  return { t, client, cell, s, hold, cycleNs: d.cycle_ns, step, stepped, records };
+}
+
+const CLAMP = 2; // output 1: clamp (not torch) in the fixture
+
+describe('output intents (stepped clock)', () => {
   test(
-    'an ON intent needs io_arm first (io_not_armed, handle kept); once armed it drives the output, and a stop turns it OFF',
+    'an ON intent needs io_arm first (io_not_armed, handle kept); once armed it drives the output from its point, and a stop turns it OFF in the next cycle',
     covers('reason:io_not_armed', 'rule:op.stop.outputs_off'),
-    async ({ cell, client, target, description, skip }) => {
-      needsMotion({ skip }, target);
-      const { s, hold } = await ready(cell, client, description.axes.length);
-      const CLAMP = 2; // output 1: clamp (not torch) in the fixture
+    async ({ variant, skip }) => {
+      const { client, cell, s, hold, step, stepped, records } = await steppedCell(variant, { skip });
       const pts = points(hold, [0, 0.05, 5], [hold[0]!, hold[0]!, hold[0]! + 0.02], [{}, { io_mask: CLAMP, io_values: CLAMP }, {}]);
-      const h = (await prepare(cell, s, pts)).reply.handle!;
-      const refused = await cell.fenced('start_trajectory', s, { handle: h });
+      const h = (await stepped(prepare(cell, s, pts))).reply.handle!;
+      const refused = await stepped(cell.fenced('start_trajectory', s, { handle: h }));
       expect(refused.status).toBe(409);
       expect(refused.label).toBe('io_not_armed');
       expect((await status(client)).execution.handles.find((x) => x.handle === h)!.state).toBe('prepared');
-      expect((await cell.fenced('io_arm', s)).status).toBe(200);
-      expect((await cell.fenced('start_trajectory', s, { handle: h })).status).toBe(200);
-      const on = await waitStatus(client, (x) => x.core!.io_output_word === BigInt(CLAMP));
-      expect(on.core!.io_output_word).toBe(BigInt(CLAMP));
-      expect((await cell.fenced('stop', s)).status).toBe(200);
-      const off = await waitStatus(client, (x) => x.core!.io_output_word === 0n, 500);
-      expect(off.core!.io_output_word).toBe(0n);
+      expect((await stepped(cell.fenced('io_arm', s))).status).toBe(200);
+      const from = await latestSequence(client);
+      expect((await stepped(cell.fenced('start_trajectory', s, { handle: h }))).status).toBe(200);
+      await step(80);
+      const run = await records(from);
+      const started = run.findIndex((r) => r.active_traj_id === h);
+      const on = run.findIndex((r) => r.io_output_word === CLAMP);
+      expect(started).toBeGreaterThanOrEqual(0);
+      // ON from the cycle that reaches 50 ms of plan time, not before: the Start is admitted between
+      // cycles (plan time 0 is the cycle before), so the first record of the trajectory is at 1 ms.
+      expect(on - started).toBe(49);
+      expect(run.slice(0, on).every((r) => r.io_output_word === 0)).toBe(true);
+      const beforeStop = await latestSequence(client);
+      expect((await stepped(cell.fenced('stop', s))).status).toBe(200);
+      await step(2);
+      const after = await records(beforeStop);
+      const firstOff = after.findIndex((r) => r.io_output_word === 0);
+      expect(firstOff).toBeGreaterThanOrEqual(0);
+      expect(after.slice(firstOff).every((r) => r.io_output_word === 0)).toBe(true);
+      expect((await status(client)).core!.io_output_word).toBe(0n);
     },
   );
 });
@@ -549,31 +601,9 @@ describe('output markers and their one-cycle bound', () => {
     'an intent reached a cycle or more after its point is io_marker_late: not applied, fault bit 10, outputs OFF, execution faulted, io_arm refused until reset; one nanosecond less and it is applied',
     covers('reason:io_marker_late', 'profile:io.marker_late'),
     async ({ variant, skip }) => {
-      const t = await variant({ clock: 'stepped' });
-      needsFaults({ skip }, t);
-      needsMotion({ skip }, t);
-      const client = t.client();
-      const d = (await client.describe()).reply.data as unknown as { binding: BindingInput; axes: unknown[]; cycle_ns: bigint };
-      const cell = new Cell(client, d.binding);
-      const CYCLE = d.cycle_ns;
-      const CLAMP = 2; // output 1: clamp (not torch) in the fixture
+      const { t, client, cell, s, hold, cycleNs: CYCLE, step, stepped, records } = await steppedCell(variant, { skip });
       const ms = 1_000_000n;
-      const step = (n: number) => t.step!(n);
-      /** Send an operation and step the clock until its reply comes (the core answers in a cycle). */
-      const stepped = async <T>(p: Promise<T>): Promise<T> => {
-        let done = false;
-        void p.finally(() => (done = true));
-        for (let k = 0; k < 2000 && !done; k++) await step(5);
-        return p;
-      };
-      await step(20); // the core's first status publication
-      const s = await cell.hold({ requested_lease_ms: 10_000 });
-      if (((await status(client)).core!.home_valid_mask & 1n) === 0n) expect((await stepped(cell.fenced('home', s, { axis_mask: J1 }))).status).toBe(200);
-      const all = (1 << d.axes.length) - 1;
-      expect((await stepped(cell.fenced('enable', s, { axis_mask: all }))).status).toBe(200);
-      expect((await stepped(cell.fenced('arm', s))).status).toBe(200);
       expect((await stepped(cell.fenced('io_arm', s))).status).toBe(200);
-      const hold = (await status(client)).axes.map((x) => num(x.position));
       // J1 holds still; the clamp goes ON at 50 ms and OFF again at the end (200 ms).
       const pts = points(hold, [0, 0.05, 0.2], [hold[0]!, hold[0]!, hold[0]!], [{}, { io_mask: CLAMP, io_values: CLAMP }, { io_mask: CLAMP, io_values: 0 }]);
 
@@ -591,14 +621,7 @@ describe('output markers and their one-cycle bound', () => {
         const from = await latestSequence(client);
         await t.inject({ kind: 'late_wake', ns: Number(late) });
         await step(200);
-        const records: CycleCaptureRecordV2[] = [];
-        for (let after = from; ; ) {
-          const b = await readBatch(client, after);
-          records.push(...b.records);
-          after = b.header.last_sequence;
-          if (b.header.record_count < 4096) break;
-        }
-        return { h, records, events: await eventsSince(client, cursor) };
+        return { h, records: await records(from), events: await eventsSince(client, cursor) };
       };
 
       // Woken 5 ms - 1 ns late, the cycle reaches the 50 ms point 999999 ns after it: applied.
