@@ -343,6 +343,12 @@ describe('agreement with decodeRequest (property)', () => {
             expect(expected.ok && expected.request.operation !== 'prepare_trajectory').toBe(true);
             return;
           }
+          if (code === 'envelope_changed') {
+            // Ours alone: a member of the admitted prefix repeated after it with another value; an ordinary
+            // body has no prefix, so decodeRequest refuses the repeat as a duplicate.
+            expect(expected).toEqual({ ok: false, label: 'duplicate_request_field' });
+            return;
+          }
           if (!expected.ok) {
             expect(mine).toEqual(expected);
             return;

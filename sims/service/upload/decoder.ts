@@ -526,6 +526,16 @@ export class TrajectoryDecoder {
 
   private fail(code: UploadCode, label: string, detail: string, offset: number): void {
     if (this.fatal) return;
+    // A member repeated outside the prefix came first: a body that then breaks never shows that member's
+    // value whole, so the repeat is what is refused (as decodeRequest, which refuses repeats as it parses).
+    const repeat = this.redeclared.entries().next().value;
+    if (repeat) {
+      const [key, { at }] = repeat;
+      label = 'duplicate_request_field';
+      code = 'json';
+      detail = `field "${key}" repeated at byte ${at}`;
+      offset = at;
+    }
     const r = new UploadRefusal(code, 409, label, detail);
     if (typeof this.rawOperation === 'string') r.operation = this.rawOperation;
     this.fatal = new Fatal(r, offset);
