@@ -90,8 +90,10 @@ describe('weldplan to cell', () => {
           return e.generation === before + 1n && (e.state === 'completed' || e.state === 'faulted');
         },
         20_000,
-      )) as unknown as { execution: { state: string; generation: bigint } };
-      expect(done.execution).toMatchObject({ state: 'completed', generation: before + 1n });
+      )) as unknown as { execution: { state: string; generation: bigint; error?: string }; core: { execution_fault_reasons: bigint } | null };
+      // Plain values only: a bigint in a failing diff cannot be sent back from the test worker.
+      const why = `execution ${done.execution.state} ${done.execution.error ?? ''}, fault bits ${String(done.core?.execution_fault_reasons)}`;
+      expect([done.execution.state, String(done.execution.generation)], why).toEqual(['completed', String(before + 1n)]);
     },
   );
 });
