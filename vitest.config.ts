@@ -23,6 +23,7 @@ export const SOLO_FILES = ['suites/trajectory/upload.test.ts', 'suites/jog/jog.t
 
 const conformance = {
   globalSetup: ['harness/targets/prebuild-setup.ts'],
+  setupFiles: ['harness/bigint-json.ts'],
   isolate: false,
   testTimeout: 60_000,
   hookTimeout: 120_000,
