@@ -11,7 +11,8 @@ import { waitStatus } from './clients/status.ts';
 import type { ControlClient } from './clients/control.ts';
 import { stringifyExact } from './oracle/json.ts';
 import { openTarget, targetFromEnv, variantsFromEnv, type Target, type VariantOptions } from './targets/index.ts';
-import { perTestTargets, setCurrentTest, type PerTestOutcome } from './targets/pertest.ts';
+import { perTestTargets, readSidecar, setCurrentTest, useRecordedProperties, type PerTestOutcome } from './targets/pertest.ts';
+import { forgetDescription, refreshDescriptions, rememberDescription } from './targets/described.ts';
 import { describeVerdict, replayPrecheck } from './targets/replay.ts';
 import './trace.ts';
 
@@ -47,14 +48,20 @@ export const test = base.extend<{
       const replay = name === 'replay';
       if (!replay && !(name === 'sim' && options.recordDir)) return use();
       const id = task.fullName;
+      let recording: string | undefined;
       if (replay) {
         const pre = await replayPrecheck(id, options);
         if ('skip' in pre) skip(pre.skip);
+        else recording = pre.path;
       }
       setCurrentTest(id);
+      // A replayed property test draws the cases it was recorded with (their seeds are beside the recording).
+      if (recording) useRecordedProperties(readSidecar(recording));
       const outcomes: PerTestOutcome[] = [];
       try {
         for (const t of perTestTargets()) await t.begin(id);
+        // A fresh stack has fresh incarnations: the file's Describe must be this test's stack's.
+        await refreshDescriptions(perTestTargets());
         await use();
       } finally {
         for (const t of perTestTargets()) outcomes.push(await t.end());
@@ -93,7 +100,12 @@ export const test = base.extend<{
       if (r.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `describe answered ${r.status} ${r.reply.error}`, { detail: { status: r.status, label: r.label } });
       const d = r.reply.data as unknown as Description;
       recordTarget(target, d);
-      await use(d);
+      rememberDescription(target, d);
+      try {
+        await use(d);
+      } finally {
+        forgetDescription(target);
+      }
     },
     { scope: 'file' },
   ],

@@ -19,6 +19,41 @@ let current: string | undefined;
 
 export function setCurrentTest(id: string | undefined): void {
   current = id;
+  drawn = {};
+  recordedProperties = {};
+}
+
+/** A property test's parameters (harness/property.ts): kept with a recording so its replay draws the same cases. */
+export interface PropertyParams {
+  seed: number;
+  numRuns: number;
+}
+/** The properties the current test ran (name -> parameters), for its recording's sidecar. */
+let drawn: Record<string, PropertyParams> = {};
+/** Replay: the properties the current test's recording ran with. */
+let recordedProperties: Record<string, PropertyParams> = {};
+
+/** harness/property.ts: the current test runs property `name` with these parameters. */
+export function noteProperty(name: string, p: PropertyParams): void {
+  if (current !== undefined) drawn[name] = p;
+}
+/** What the current test drew (written beside its recording as `properties`). */
+export function drawnProperties(): Record<string, PropertyParams> {
+  return { ...drawn };
+}
+/** Replay: the parameters property `name` ran with when this test was recorded, if it was. */
+export function recordedProperty(name: string): PropertyParams | undefined {
+  return current === undefined ? undefined : recordedProperties[name];
+}
+/** Replay: take the `properties` of the current test's sidecar (malformed entries are ignored). */
+export function useRecordedProperties(sidecar: Record<string, unknown> | null): void {
+  recordedProperties = {};
+  const p = sidecar?.properties;
+  if (!p || typeof p !== 'object') return;
+  for (const [name, v] of Object.entries(p as Record<string, unknown>)) {
+    const { seed, numRuns } = (v ?? {}) as { seed?: unknown; numRuns?: unknown };
+    if (Number.isInteger(seed) && Number.isInteger(numRuns) && (numRuns as number) > 0) recordedProperties[name] = { seed: seed as number, numRuns: numRuns as number };
+  }
 }
 export function currentTest(): string | undefined {
   return current;
