@@ -199,6 +199,8 @@ export interface PacedVerdict {
   /** Lease expiries the recorded service decided, retaken by the live service at the recorded point. */
   expiries_replayed: number;
   outputs_missing: number;
+  /** Wall-clock pacing: recorded time per wall time (1: as recorded), or null (flat out). */
+  pace: number | null;
   divergence: PacedDivergence | null;
   /** The end of the recording as the driver reported it (kind 'end'), when the replay reached it. */
   end: DivergenceReport | null;
@@ -277,11 +279,27 @@ export class ReplayPacer {
   private cued = new Set<number>();
   private expiries = 0;
 
+  /**
+   * Wall-clock pacing (docs/recording.md "Paced to the recorded time"): with `speed` set, a cycle never runs
+   * before the wall time at which it ran when recorded, counted from the last point the replay and the live
+   * side met (the start, or a live request the core was held for), divided by `speed`. Without it the core
+   * runs flat out to the next recorded request.
+   */
+  private readonly speed: number | null;
+  private readonly wallMs: () => number;
+  /** Where recorded time and wall time were last lined up: the recorded time (ns from t0) of the next frame then. */
+  private anchor: { recordedNs: number; wallMs: number } | null = null;
+  /** After 'pace': how long (ms of wall time) until the next cycle is due. */
+  pauseMs = 0;
+
   constructor(
     private readonly host: PacedCore,
     readonly scan: PacingScan,
-    private readonly o: { file: string; mode: string; reportFile?: string; toService?: (m: ServiceCue) => void },
+    private readonly o: { file: string; mode: string; reportFile?: string; toService?: (m: ServiceCue) => void; speed?: number | null; wallMs?: () => number },
   ) {
+    if (o.speed !== undefined && o.speed !== null && !(Number.isFinite(o.speed) && o.speed > 0)) throw new RangeError(`replay speed must be a positive number, got ${o.speed}`);
+    this.speed = o.speed ?? null;
+    this.wallMs = o.wallMs ?? (() => performance.now());
     this.serviceLog = scan.header.format >= 2 && scan.requests.every((n) => n.sent_ns !== undefined);
     this.hostClock = scan.header.clock === 'realtime';
     if (this.serviceLog && o.toService) {
@@ -396,10 +414,28 @@ export class ReplayPacer {
   }
 
   /**
-   * Run as far as the recording and the live requests allow, at most `budget` cycles. 'more': call again
-   * soon (let messages in first); 'wait': blocked on a live request; 'end': at the last recorded frame.
+   * Paced: how long until the next cycle (frame `c + 1`) is due, ms of wall time (0: due now). The live side
+   * ahead (a live request matched and waiting for its cycle) means the test already did what it did before
+   * that request when recorded: the core catches up flat out. Late (a loaded machine) it catches up too.
    */
-  advance(budget: number): 'more' | 'wait' | 'end' {
+  private notDue(c: number): number {
+    if (this.speed === null || c >= this.scan.frames || this.assigned.size > 0) return 0;
+    const t = this.scan.times[c]!;
+    const now = this.wallMs();
+    if (!this.anchor) {
+      this.anchor = { recordedNs: t, wallMs: now };
+      return 0;
+    }
+    const due = this.anchor.wallMs + (t - this.anchor.recordedNs) / 1e6 / this.speed;
+    return due > now ? due - now : 0;
+  }
+
+  /**
+   * Run as far as the recording and the live requests allow, at most `budget` cycles. 'more': call again
+   * soon (let messages in first); 'wait': blocked on a live request; 'end': at the last recorded frame;
+   * 'pace' (paced replay only): the next cycle is due in `pauseMs` of wall time.
+   */
+  advance(budget: number): 'more' | 'wait' | 'end' | 'pace' {
     const reqs = this.scan.requests;
     for (let n = 0; ; n++) {
       const c = this.host.core.cycleCount;
@@ -412,9 +448,13 @@ export class ReplayPacer {
         } else if (this.assigned.has(j)) {
           this.handOver(reqs[j]!, this.assigned.get(j));
           this.assigned.delete(j);
+          // The replay met the live side here: the recorded time from now on is counted from this point.
+          this.anchor = null;
         } else if (!this.first) {
           this.syncService(j);
           this.host.core.publish(this.host.core.now);
+          // Held for the live side: recorded and wall time line up again when it arrives.
+          this.anchor = null;
           return 'wait';
         }
         this.nextRequest++;
@@ -427,6 +467,12 @@ export class ReplayPacer {
       if (n >= budget) {
         this.syncService(null);
         return 'more';
+      }
+      const pause = this.notDue(c);
+      if (pause > 0) {
+        this.pauseMs = pause;
+        this.syncService(null);
+        return 'pace';
       }
       this.host.cycle();
       this.busDivergence();
@@ -496,6 +542,7 @@ export class ReplayPacer {
       expiries_replayed: this.expiries,
       requests_extra: this.extra,
       outputs_missing: this.first ? 0 : s.outputs.filter((n, i) => i >= this.nextOutput && n.cycle <= this.host.core.cycleCount).length,
+      pace: this.speed,
       divergence: this.first,
       end: report && report.kind === 'end' ? report : null,
       wall_ms: Math.round(performance.now() - this.t0),

@@ -91,6 +91,8 @@ export interface ReplayVerdict {
   /** Format 2: 'recorded' (the service's clock and lease expiries followed the recording) or 'live'. */
   service_clock?: 'recorded' | 'live';
   expiries_replayed?: number;
+  /** Wall-clock pacing: recorded time per wall time (1: as recorded), null: flat out. */
+  pace?: number | null;
   live_renewals?: number;
   divergence: null | { kind: string; cycle: number; path?: string; expected?: unknown; actual?: unknown; bus?: Record<string, unknown> };
   end: null | { cycle: number; complete?: boolean };

@@ -133,7 +133,7 @@ class ReplayTarget extends SimTarget implements PerTestHooks {
 }
 
 function replayArgs(recording: string, verdict: string, o: TargetOptions): string[] {
-  return ['--driver', 'replay', '--replay-file', recording, '--replay-mode', o.replayMode ?? 'strict', '--replay-paced', verdict];
+  return ['--driver', 'replay', '--replay-file', recording, '--replay-mode', o.replayMode ?? 'strict', '--replay-paced', verdict, '--replay-speed', o.replaySpeed ?? '1'];
 }
 
 function baseStart(o: TargetOptions): StackStart {
@@ -158,6 +158,7 @@ export const replayTarget: TargetDescriptor = {
   options: {
     HIL_RECORDINGS: 'directory of recordings made with hil run --record DIR',
     HIL_REPLAY_MODE: 'strict (the only mode a suite run offers)',
+    HIL_REPLAY_SPEED: 'the replayed core\'s pace: 1 (default; each cycle at its recorded wall time since the replay last met the test, so what a test measures over wall time is as recorded), a factor, or max (flat out to the next recorded request)',
     HIL_MACHINE: 'machine configuration file (default fixtures/machines/nine-axis.json)',
   },
   async open(o: TargetOptions): Promise<Target> {

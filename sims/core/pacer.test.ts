@@ -304,3 +304,80 @@ test('format 1 (no service stamps): the pacer gives the live service no clock an
   expect(p.finish()).toMatchObject({ service_clock: 'live', expiries_replayed: 0 });
   await host.close();
 });
+
+test('paced to the recorded time: a cycle runs at its recorded wall time counted from where the live side last met the replay; a late request re-anchors, an early one is caught up flat out', async () => {
+  const file = tmp('wall.hilrec');
+  await record(file); // stepped clock: frames 1 ms apart
+  const scan = scanForPacing(file);
+  let wall = 0;
+  const host = await CoreHost.create(
+    { machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 },
+    () => undefined,
+    'none',
+    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times },
+  );
+  try {
+    const p = new ReplayPacer(host, scan, { file, mode: 'strict', speed: 1, wallMs: () => wall });
+    const live = liveScript(42n, 100);
+    expect(p.advance(100_000)).toBe('wait'); // the grant arrives at cycle 0
+    p.offer(live[0]);
+    // Met at wall 0: cycle 1 runs at once, cycle 2 is due 1 ms later.
+    expect(p.advance(100_000)).toBe('pace');
+    expect(host.core.cycleCount).toBe(1);
+    expect(p.pauseMs).toBeCloseTo(1, 6);
+    wall = 3.5; // cycles 2, 3, 4 are due (1, 2, 3 ms); cycle 5 at 4 ms
+    expect(p.advance(100_000)).toBe('pace');
+    expect(host.core.cycleCount).toBe(4);
+    expect(p.pauseMs).toBeCloseTo(0.5, 6);
+    wall = 100; // long past: the core runs to the next recorded request (enable at cycle 5) and waits
+    expect(p.advance(100_000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(5);
+    // The live enable comes 95 ms later than recorded: recorded time restarts from it, no burst.
+    p.offer(live[1]);
+    expect(p.advance(100_000)).toBe('pace');
+    expect(host.core.cycleCount).toBe(6);
+    expect(p.pauseMs).toBeCloseTo(1, 6);
+    // The live arm comes before the core reached its recorded cycle 120: caught up flat out, then paced
+    // again from that hand-over.
+    p.offer(live[2]);
+    expect(p.advance(100_000)).toBe('pace');
+    expect(host.core.cycleCount).toBe(121);
+    wall = 100.5;
+    expect(p.advance(100_000)).toBe('pace');
+    expect(host.core.cycleCount).toBe(121);
+    wall = 150;
+    expect(p.advance(100_000)).toBe('pace');
+    expect(host.core.cycleCount).toBe(171); // frame k due at 100 + (k - 121) ms
+    expect(p.finish()).toMatchObject({ pace: 1, divergence: null, requests_matched: 3 });
+  } finally {
+    await host.close();
+  }
+});
+
+test('paced at another speed: recorded time runs at that factor of wall time; a bad speed is refused', async () => {
+  const file = tmp('speed.hilrec');
+  await record(file);
+  const scan = scanForPacing(file);
+  let wall = 0;
+  const host = await CoreHost.create(
+    { machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 },
+    () => undefined,
+    'none',
+    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times },
+  );
+  try {
+    expect(() => new ReplayPacer(host, scan, { file, mode: 'strict', speed: 0 })).toThrow(RangeError);
+    const p = new ReplayPacer(host, scan, { file, mode: 'strict', speed: 4, wallMs: () => wall });
+    const live = liveScript(42n, 100);
+    expect(p.advance(100_000)).toBe('wait');
+    p.offer(live[0]);
+    p.offer(live[1]);
+    expect(p.advance(100_000)).toBe('pace'); // caught up to the enable (live ahead), then paced from it
+    expect(host.core.cycleCount).toBe(6);
+    wall = 10; // 40 ms of recorded time
+    expect(p.advance(100_000)).toBe('pace');
+    expect(host.core.cycleCount).toBe(46);
+  } finally {
+    await host.close();
+  }
+});

@@ -46,7 +46,7 @@ export interface CoreStartOptions {
    * Paced replay (clock 'recorded', driver replay): live requests are matched with the recorded ones and
    * the verdict is written to this file (drivers/replay/pacer.ts, docs/recording.md "The replay target").
    */
-  replayPace?: { verdictFile: string };
+  replayPace?: { verdictFile: string; /** Recorded time per wall time (1: as recorded); absent: flat out. */ speed?: number };
 }
 
 /** Native command reasons (CommandResult.Reason). 2, 5, 7, 8 are documented; the rest are profile. */
