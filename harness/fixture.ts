@@ -11,7 +11,7 @@ import { waitStatus } from './clients/status.ts';
 import type { ControlClient } from './clients/control.ts';
 import { stringifyExact } from './oracle/json.ts';
 import { openTarget, targetFromEnv, variantsFromEnv, type Target, type VariantOptions } from './targets/index.ts';
-import { perTestTargets, readSidecar, setCurrentTest, useRecordedProperties, type PerTestOutcome } from './targets/pertest.ts';
+import { drawnProperties, perTestTargets, readSidecar, setCurrentTest, useRecordedProperties, writeStacklessSidecar, type PerTestOutcome } from './targets/pertest.ts';
 import { forgetDescription, refreshDescriptions, rememberDescription } from './targets/described.ts';
 import { describeVerdict, replayPrecheck } from './targets/replay.ts';
 import './trace.ts';
@@ -52,7 +52,7 @@ export const test = base.extend<{
       if (replay) {
         const pre = await replayPrecheck(id, options);
         if ('skip' in pre) skip(pre.skip);
-        else recording = pre.path;
+        else recording = 'path' in pre ? pre.path : pre.stackless; // stackless: recorded without a stack, runs without one
       }
       setCurrentTest(id);
       // A replayed property test draws the cases it was recorded with (their seeds are beside the recording).
@@ -65,6 +65,11 @@ export const test = base.extend<{
         await use();
       } finally {
         for (const t of perTestTargets()) outcomes.push(await t.end());
+        // Recorded, but the test never opened the target: say so beside where its recording would be, so
+        // its replay runs it (without a stack) rather than skipping it as not recorded.
+        if (!replay && options.recordDir && options.machineSha256 && !outcomes.some((o) => o.recording)) {
+          writeStacklessSidecar(options.recordDir, 'sim', options.machineSha256, id, drawnProperties());
+        }
         setCurrentTest(undefined);
       }
       for (const o of outcomes) {

@@ -54,11 +54,12 @@ function recordingsDir(o: TargetOptions): string {
  * Before a test on the replay target: its recording, or why it cannot run. Not recorded: a skip reason.
  * Stale (the same test recorded for another machine digest): HIL_ERR_REPLAY_STALE naming both digests.
  */
-export async function replayPrecheck(testId: string, o: TargetOptions): Promise<{ path: string } | { skip: string }> {
+export async function replayPrecheck(testId: string, o: TargetOptions): Promise<{ path: string } | { skip: string } | { stackless: string }> {
   const dir = recordingsDir(o);
   const sha = await machineDigest(o);
   const found = findRecording(dir, 'sim', sha, testId);
   if (found.kind === 'not_recorded') return { skip: `not recorded (no recording of this test for machine ${sha} under ${dir})` };
+  if (found.kind === 'stackless') return { stackless: found.sidecar };
   if (found.kind === 'stale') {
     throw new HarnessError('HIL_ERR_REPLAY_STALE', `recording ${found.path} was made for machine ${found.recordedMachine}, the configuration under test is machine ${sha}: re-record it (hil run --record)`, {
       detail: { recorded: found.recordedMachine, current: sha },
@@ -92,6 +93,7 @@ class ReplayTarget extends SimTarget implements PerTestHooks {
   async begin(testId: string): Promise<void> {
     const pre = await replayPrecheck(testId, this.o);
     if ('skip' in pre) throw new HarnessError('HIL_ERR_REPLAY_MISSING', `${testId}: ${pre.skip}`);
+    if ('stackless' in pre) throw stacklessError(testId, pre.stackless);
     if (this.recording === pre.path) return; // opened for this very test
     rmSync(this.verdictFile(), { force: true });
     await this.restack(replayArgs(pre.path, this.verdictFile(), this.o));
@@ -132,6 +134,11 @@ class ReplayTarget extends SimTarget implements PerTestHooks {
   }
 }
 
+/** A test recorded without a stack asked for one on replay: it no longer runs as it was recorded. */
+function stacklessError(testId: string, sidecar: string): HarnessError {
+  return new HarnessError('HIL_ERR_REPLAY_MISSING', `${testId}: recorded without a stack (${sidecar}), but it asks for one now: re-record it (hil run --record)`);
+}
+
 function replayArgs(recording: string, verdict: string, o: TargetOptions): string[] {
   return ['--driver', 'replay', '--replay-file', recording, '--replay-mode', o.replayMode ?? 'strict', '--replay-paced', verdict, '--replay-speed', o.replaySpeed ?? '1'];
 }
@@ -169,6 +176,7 @@ export const replayTarget: TargetDescriptor = {
     }
     const pre = await replayPrecheck(id, o);
     if ('skip' in pre) throw new HarnessError('HIL_ERR_REPLAY_MISSING', `${id}: ${pre.skip}`);
+    if ('stackless' in pre) throw stacklessError(id, pre.stackless);
     const verdicts = mkdtempSync(join(tmpdir(), 'hil-replay-verdict-'));
     const start = baseStart(o);
     try {
