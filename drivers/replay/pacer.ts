@@ -240,6 +240,8 @@ export interface ServiceCue {
   hostClock: boolean;
   expire?: { generation: bigint };
   fences?: string[];
+  /** At start: the deadlines the recorded service gave its acquired grants, in order (see the constructor). */
+  acquires?: bigint[];
 }
 
 /** A live message without the service's post stamp (sentNs, origin: recorded beside a request, not in it). */
@@ -306,7 +308,19 @@ export class ReplayPacer {
       // The service starts at the recorded time of its first message, with the recorded order of its fences.
       this.cueNs = scan.requests.length ? BigInt(scan.requests[0]!.sent_ns!) : BigInt(scan.header.t0_ns);
       const fences = scan.service.filter((n) => (n.data as { t?: string }).t === 'fence').map((n) => String((n.data as { op?: unknown }).op));
-      o.toService({ t: 'replay_service', clockNs: this.cueNs, hostClock: this.hostClock, fences });
+      // An acquire's lease deadline is the recorded service's timed decision: it read its clock before
+      // it posted the grant (sent_ns is a little later), so the live service takes the recorded deadline
+      // itself, acquire by acquire, rather than recompute it from the clock it is cued with. An acquired
+      // grant is an active grant of a generation other than the grant before it.
+      const acquires: bigint[] = [];
+      let prev: string | null = null;
+      for (const n of scan.requests) {
+        const d = n.data as { t?: string; generation?: unknown; active?: unknown; deadlineNs?: unknown };
+        if (d.t !== 'grant') continue;
+        if (d.active === true && String(d.generation) !== prev && d.deadlineNs !== undefined) acquires.push(BigInt(String(d.deadlineNs)));
+        prev = String(d.generation);
+      }
+      o.toService({ t: 'replay_service', clockNs: this.cueNs, hostClock: this.hostClock, fences, ...(acquires.length ? { acquires } : {}) });
     }
     let last: GrantKey | null = null;
     this.renewal = scan.requests.map((n) => {

@@ -243,7 +243,7 @@ test('format 2: a recorded lease expiry is cued to the live service at its cycle
   let pacer: ReplayPacer | undefined;
   const host = await CoreHost.create({ machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 }, (m) => pacer?.observe(m), 'none', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times });
   const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) }));
-  expect(cues).toEqual([{ t: 'replay_service', clockNs: 1_000n, hostClock: false, fences: ['enable'] }]);
+  expect(cues).toEqual([{ t: 'replay_service', clockNs: 1_000n, hostClock: false, fences: ['enable'], acquires: [FAR] }]);
   // the live service: other generation and stamps; it ends its grant only when told the recorded lease ran out
   const queue: unknown[] = [
     { t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n },
@@ -377,6 +377,31 @@ test('paced at another speed: recorded time runs at that factor of wall time; a 
     wall = 10; // 40 ms of recorded time
     expect(p.advance(100_000)).toBe('pace');
     expect(host.core.cycleCount).toBe(46);
+  } finally {
+    await host.close();
+  }
+});
+
+test('format 2: the live service is given the deadlines the recorded service gave its acquires, in order; renewals and inactive grants are not acquires', async () => {
+  const file = tmp('acquires.hilrec');
+  await recordStamped(
+    file,
+    [
+      [0, { t: 'grant', generation: 7n, deadlineNs: 500_001_000n, active: true, axisMask: ALL, sentNs: 1_500n }],
+      [20, { t: 'grant', generation: 7n, deadlineNs: 600_001_000n, active: true, axisMask: ALL, sentNs: 100_001_200n }],
+      [30, { t: 'cancel_home', sentNs: 200_000_000n }],
+      [30, { t: 'grant', generation: 7n, deadlineNs: 0n, active: false, axisMask: 0, sentNs: 200_000_100n }],
+      [40, { t: 'grant', generation: 8n, deadlineNs: 800_000_000n, active: true, axisMask: ALL, sentNs: 300_000_500n }],
+    ],
+    60,
+  );
+  const scan = scanForPacing(file);
+  const cues: ServiceCue[] = [];
+  const host = await CoreHost.create({ machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 }, () => undefined, 'none', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times });
+  try {
+    new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) });
+    // the recorded deadlines themselves, not the cued clock plus a lease: the recorded service read its clock before it posted
+    expect(cues[0]).toMatchObject({ clockNs: 1_500n, acquires: [500_001_000n, 800_000_000n] });
   } finally {
     await host.close();
   }

@@ -151,8 +151,16 @@ export class CoreLink extends EventEmitter {
     if (this.options.record) this.port?.postMessage({ t: 'service_note', data } satisfies ToCore);
   });
 
+  /** Paced replay: the lease deadlines the recorded service gave its acquires, in order (taken one by one). */
+  private acquireDeadlines: bigint[] = [];
+  /** The recorded deadline of the next acquire on a paced replay, or undefined (then: now + lease). */
+  recordedAcquireDeadline(): bigint | undefined {
+    return this.acquireDeadlines.shift();
+  }
+
   private replayed(m: Extract<FromCore, { t: 'replay_service' }>): void {
     if (m.fences) this.fenceOrder.load(m.fences);
+    if (m.acquires) this.acquireDeadlines = [...m.acquires];
     this.replayHostClock = m.hostClock;
     if (this.replayClock === null || m.clockNs > this.replayClock) this.replayClock = m.clockNs;
     if (m.expire) this.onReplayedExpiry?.(m.expire.generation);

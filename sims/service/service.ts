@@ -98,6 +98,7 @@ export class ControlService {
     this.authority = new Authority(this.binding, m.control.max_grant_lease_ns / 1_000_000n, {
       now,
       replaying: () => o.core.replaying,
+      acquireDeadline: () => o.core.recordedAcquireDeadline(),
       fenced: (op, outcome) => o.core.fenceOrder.passed(op, outcome),
       daemonIncarnation: () => this.daemonIncarnation,
       event: (type, g) => this.events.publish(type, g ? this.grantPayload(g, type) : {}),
