@@ -201,6 +201,8 @@ export interface PacedVerdict {
   outputs_missing: number;
   /** Wall-clock pacing: recorded time per wall time (1: as recorded), or null (flat out). */
   pace: number | null;
+  /** Status reads recorded (their publication cycles), served by the live service, and given up. */
+  status_reads: { recorded: number; served: number; missed: number };
   divergence: PacedDivergence | null;
   /** The end of the recording as the driver reported it (kind 'end'), when the replay reached it. */
   end: DivergenceReport | null;
@@ -209,6 +211,9 @@ export interface PacedVerdict {
 }
 
 type Driverish = BusDriver & { divergence?(): DivergenceReport | null };
+
+/** How long a paced core waits at a recorded status read the live test has not made (wall ms). */
+export const STATUS_READ_HOLD_MS = 2_000;
 
 /** How many of the next unmatched recorded requests a live one may be matched with (arrival order races). */
 const LOOKAHEAD = 16;
@@ -242,6 +247,8 @@ export interface ServiceCue {
   fences?: string[];
   /** At start: the deadlines the recorded service gave its acquired grants, in order (see the constructor). */
   acquires?: bigint[];
+  /** At start: the publication cycle each recorded status read was served from, in order. */
+  statusReads?: bigint[];
 }
 
 /** A live message without the service's post stamp (sentNs, origin: recorded beside a request, not in it). */
@@ -293,6 +300,16 @@ export class ReplayPacer {
   private anchor: { recordedNs: number; wallMs: number } | null = null;
   /** After 'pace': how long (ms of wall time) until the next cycle is due. */
   pauseMs = 0;
+  /**
+   * Status reads (format 2 recordings that note them): the publication cycle each recorded GET /v1/status
+   * was served from. The core holds at that cycle until the live service has served the read (its note
+   * arrives through offer), so a test reads what it read when recorded, at the same cycle. A read the
+   * live test never makes is given up after STATUS_READ_HOLD_MS and counted (`status_reads.missed`).
+   */
+  private readonly statusReads: number[];
+  private readsServed = 0;
+  private readsMissed = 0;
+  private readHeldSince: number | null = null;
 
   constructor(
     private readonly host: PacedCore,
@@ -302,6 +319,7 @@ export class ReplayPacer {
     if (o.speed !== undefined && o.speed !== null && !(Number.isFinite(o.speed) && o.speed > 0)) throw new RangeError(`replay speed must be a positive number, got ${o.speed}`);
     this.speed = o.speed ?? null;
     this.wallMs = o.wallMs ?? (() => performance.now());
+    this.statusReads = o.toService ? scan.service.filter((n) => (n.data as { t?: string }).t === 'status_read').map((n) => Number((n.data as { cycle?: unknown }).cycle)) : [];
     this.serviceLog = scan.header.format >= 2 && scan.requests.every((n) => n.sent_ns !== undefined);
     this.hostClock = scan.header.clock === 'realtime';
     if (this.serviceLog && o.toService) {
@@ -320,7 +338,14 @@ export class ReplayPacer {
         if (d.active === true && String(d.generation) !== prev && d.deadlineNs !== undefined) acquires.push(BigInt(String(d.deadlineNs)));
         prev = String(d.generation);
       }
-      o.toService({ t: 'replay_service', clockNs: this.cueNs, hostClock: this.hostClock, fences, ...(acquires.length ? { acquires } : {}) });
+      o.toService({
+        t: 'replay_service',
+        clockNs: this.cueNs,
+        hostClock: this.hostClock,
+        fences,
+        ...(acquires.length ? { acquires } : {}),
+        ...(this.statusReads.length ? { statusReads: this.statusReads.map((c) => BigInt(c)) } : {}),
+      });
     }
     let last: GrantKey | null = null;
     this.renewal = scan.requests.map((n) => {
@@ -343,7 +368,15 @@ export class ReplayPacer {
    * with the recorded host times.
    */
   offer(stamped: unknown): void {
-    if ((stamped as { t?: string }).t === 'service_note') return;
+    if ((stamped as { t?: string }).t === 'service_note') {
+      if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'status_read') {
+        // The live service served a status read: the next recorded one is done, and the replay met the live side.
+        this.readsServed++;
+        this.readHeldSince = null;
+        this.anchor = null;
+      }
+      return;
+    }
     const msg = unstamped(stamped);
     const live = normalise(msg);
     const g = grantKey(live);
@@ -473,6 +506,10 @@ export class ReplayPacer {
         }
         this.nextRequest++;
       }
+      if (this.holdForRead(c)) {
+        this.syncService(null);
+        return 'wait';
+      }
       if (c >= this.scan.frames) {
         this.syncService(null);
         this.host.core.publish(this.host.core.now);
@@ -491,6 +528,26 @@ export class ReplayPacer {
       this.host.cycle();
       this.busDivergence();
     }
+  }
+
+  /**
+   * At the publication cycle of the next recorded status read, and the live service has not served it yet:
+   * publish there and hold (true). Reads the core is already past need no hold (the service serves them at
+   * once); after a divergence, or once a held read waited STATUS_READ_HOLD_MS of wall time, none.
+   */
+  private holdForRead(c: number): boolean {
+    const k = this.readsServed + this.readsMissed;
+    if (this.first || k >= this.statusReads.length || this.statusReads[k] !== c) return false;
+    const now = this.wallMs();
+    if (this.readHeldSince === null) {
+      this.readHeldSince = now;
+      this.host.core.publish(this.host.core.now);
+      return true;
+    }
+    if (now - this.readHeldSince < STATUS_READ_HOLD_MS) return true;
+    this.readsMissed++;
+    this.readHeldSince = null;
+    return this.holdForRead(c);
   }
 
   /** Hand a request to the core, with the host time the recorded core read while handling it (format 2). */
@@ -557,6 +614,7 @@ export class ReplayPacer {
       requests_extra: this.extra,
       outputs_missing: this.first ? 0 : s.outputs.filter((n, i) => i >= this.nextOutput && n.cycle <= this.host.core.cycleCount).length,
       pace: this.speed,
+      status_reads: { recorded: this.statusReads.length, served: this.readsServed, missed: this.readsMissed },
       divergence: this.first,
       end: report && report.kind === 'end' ? report : null,
       wall_ms: Math.round(performance.now() - this.t0),

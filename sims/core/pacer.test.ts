@@ -406,3 +406,61 @@ test('format 2: the live service is given the deadlines the recorded service gav
     await host.close();
   }
 });
+
+test('format 2 status reads: the core holds at each recorded read\'s publication cycle until the live service serves it; a read never made is given up after the bound and counted', async () => {
+  const file = tmp('reads.hilrec');
+  await recordStamped(
+    file,
+    [
+      [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
+      [12, { t: 'service_note', data: { t: 'status_read', cycle: '10' } }],
+      [12, { t: 'service_note', data: { t: 'status_read', cycle: '10' } }],
+      [33, { t: 'service_note', data: { t: 'status_read', cycle: '30' } }],
+      [45, { t: 'service_note', data: { t: 'status_read', cycle: '40' } }],
+    ],
+    60,
+  );
+  const scan = scanForPacing(file);
+  const cues: ServiceCue[] = [];
+  const published: bigint[] = [];
+  let wall = 0;
+  let pacer: ReplayPacer | undefined;
+  const host = await CoreHost.create(
+    { machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 },
+    (m) => {
+      pacer?.observe(m);
+      if (m.t === 'status') published.push(m.status.cycle);
+    },
+    'none',
+    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times },
+  );
+  try {
+    const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m), wallMs: () => wall }));
+    expect(cues[0]!.statusReads).toEqual([10n, 10n, 30n, 40n]);
+    const read = { t: 'service_note', data: { t: 'status_read', cycle: '10' } };
+    expect(p.advance(1000)).toBe('wait');
+    p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
+    // held at cycle 10, published there, until the live service has served the read; twice (two reads of one publication)
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(10);
+    expect(published.at(-1)).toBe(10n);
+    p.offer(read);
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(10);
+    p.offer(read);
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(30);
+    // the live test never makes this read: held for the bound of wall time, then given up
+    wall = 1_999;
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(30);
+    wall = 2_000;
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(40);
+    p.offer(read);
+    expect(p.advance(1000)).toBe('end');
+    expect(p.finish()).toMatchObject({ status_reads: { recorded: 4, served: 3, missed: 1 }, divergence: null });
+  } finally {
+    await host.close();
+  }
+});
