@@ -122,7 +122,7 @@ export interface PacedCore {
   cycle(): void;
   /** The recorded clock: `at` is the host time the core reads while a request is handed over (format 2). */
   readonly clock?: object;
-  readonly core: { readonly cycleCount: number; publish(nowNs: bigint): void; readonly now: bigint };
+  readonly core: { readonly cycleCount: number; publish(nowNs: bigint): void; readonly now: bigint; publishGate?: 'normal' | 'force' | 'hold' };
   readonly driverHost: { readonly driver: BusDriver };
 }
 
@@ -301,12 +301,17 @@ export class ReplayPacer {
   /** After 'pace': how long (ms of wall time) until the next cycle is due. */
   pauseMs = 0;
   /**
-   * Status reads (format 2 recordings that note them): the publication cycle each recorded GET /v1/status
-   * was served from. The core holds at that cycle until the live service has served the read (its note
-   * arrives through offer), so a test reads what it read when recorded, at the same cycle. A read the
-   * live test never makes is given up after STATUS_READ_HOLD_MS and counted (`status_reads.missed`).
+   * Status reads (format 2 recordings that note them): for each recorded GET /v1/status, the cycle of the
+   * publication it was served from (p) and the cycle at which the core noted it (a, the read arrived
+   * between cycles a - 1 and a). The paced core publishes at every p, publishes nothing else while a read
+   * is pending between its p and its a, and holds at a until the live service has served the read (its
+   * note arrives through offer): the live test reads what it read when recorded, the publication of the
+   * same cycle. A read the live test never makes is given up after STATUS_READ_HOLD_MS and counted
+   * (`status_reads.missed`).
    */
   private readonly statusReads: number[];
+  private readonly readArrivals: number[];
+  private readonly publishAt: Set<number>;
   private readsServed = 0;
   private readsMissed = 0;
   private readHeldSince: number | null = null;
@@ -319,7 +324,10 @@ export class ReplayPacer {
     if (o.speed !== undefined && o.speed !== null && !(Number.isFinite(o.speed) && o.speed > 0)) throw new RangeError(`replay speed must be a positive number, got ${o.speed}`);
     this.speed = o.speed ?? null;
     this.wallMs = o.wallMs ?? (() => performance.now());
-    this.statusReads = o.toService ? scan.service.filter((n) => (n.data as { t?: string }).t === 'status_read').map((n) => Number((n.data as { cycle?: unknown }).cycle)) : [];
+    const reads = o.toService ? scan.service.filter((n) => (n.data as { t?: string }).t === 'status_read') : [];
+    this.statusReads = reads.map((n) => Number((n.data as { cycle?: unknown }).cycle));
+    this.readArrivals = reads.map((n) => n.cycle);
+    this.publishAt = new Set(this.statusReads);
     this.serviceLog = scan.header.format >= 2 && scan.requests.every((n) => n.sent_ns !== undefined);
     this.hostClock = scan.header.clock === 'realtime';
     if (this.serviceLog && o.toService) {
@@ -499,7 +507,7 @@ export class ReplayPacer {
           this.anchor = null;
         } else if (!this.first) {
           this.syncService(j);
-          this.host.core.publish(this.host.core.now);
+          if (this.mayPublish()) this.host.core.publish(this.host.core.now);
           // Held for the live side: recorded and wall time line up again when it arrives.
           this.anchor = null;
           return 'wait';
@@ -512,7 +520,7 @@ export class ReplayPacer {
       }
       if (c >= this.scan.frames) {
         this.syncService(null);
-        this.host.core.publish(this.host.core.now);
+        if (this.mayPublish()) this.host.core.publish(this.host.core.now);
         return 'end';
       }
       if (n >= budget) {
@@ -525,6 +533,7 @@ export class ReplayPacer {
         this.syncService(null);
         return 'pace';
       }
+      if (this.statusReads.length) this.host.core.publishGate = this.gate(c);
       this.host.cycle();
       this.busDivergence();
     }
@@ -537,17 +546,37 @@ export class ReplayPacer {
    */
   private holdForRead(c: number): boolean {
     const k = this.readsServed + this.readsMissed;
-    if (this.first || k >= this.statusReads.length || this.statusReads[k] !== c) return false;
+    if (this.first || k >= this.statusReads.length || this.readArrivals[k]! > c) return false;
+    if (this.readArrivals[k]! < c) return false; // already past it: the service serves it at once
     const now = this.wallMs();
     if (this.readHeldSince === null) {
       this.readHeldSince = now;
-      this.host.core.publish(this.host.core.now);
       return true;
     }
     if (now - this.readHeldSince < STATUS_READ_HOLD_MS) return true;
     this.readsMissed++;
     this.readHeldSince = null;
     return this.holdForRead(c);
+  }
+
+  /** A status read is pending whose publication is behind the core: publish nothing newer now. */
+  private readPending(c: number): boolean {
+    if (this.first) return false;
+    const k = this.readsServed + this.readsMissed;
+    return k < this.statusReads.length && this.statusReads[k]! <= c && c <= this.readArrivals[k]!;
+  }
+
+  /** How the core publishes in the cycle it runs next (cycle c + 1). */
+  private gate(c: number): 'normal' | 'force' | 'hold' {
+    if (this.statusReads.length === 0 || this.first) return 'normal';
+    if (this.publishAt.has(c + 1)) return 'force';
+    const k = this.readsServed + this.readsMissed;
+    return k < this.statusReads.length && this.statusReads[k]! < c + 1 && c + 1 <= this.readArrivals[k]! ? 'hold' : 'normal';
+  }
+
+  /** Whether the worker may publish the held core's status now (not while a read waits for an older one). */
+  mayPublish(): boolean {
+    return !this.readPending(this.host.core.cycleCount) || this.publishAt.has(this.host.core.cycleCount);
   }
 
   /** Hand a request to the core, with the host time the recorded core read while handling it (format 2). */

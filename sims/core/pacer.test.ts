@@ -407,7 +407,7 @@ test('format 2: the live service is given the deadlines the recorded service gav
   }
 });
 
-test('format 2 status reads: the core holds at each recorded read\'s publication cycle until the live service serves it; a read never made is given up after the bound and counted', async () => {
+test('format 2 status reads: the core publishes at each recorded read\'s publication cycle, nothing newer until the read, and holds where the read arrived until the live service serves it; a read never made is given up after the bound and counted', async () => {
   const file = tmp('reads.hilrec');
   await recordStamped(
     file,
@@ -415,6 +415,7 @@ test('format 2 status reads: the core holds at each recorded read\'s publication
       [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
       [12, { t: 'service_note', data: { t: 'status_read', cycle: '10' } }],
       [12, { t: 'service_note', data: { t: 'status_read', cycle: '10' } }],
+      [5, { t: 'cmd', id: 1, op: 'enable', generation: 7n, axisMask: ALL, sentNs: 2_000n }],
       [33, { t: 'service_note', data: { t: 'status_read', cycle: '30' } }],
       [45, { t: 'service_note', data: { t: 'status_read', cycle: '40' } }],
     ],
@@ -440,26 +441,32 @@ test('format 2 status reads: the core holds at each recorded read\'s publication
     const read = { t: 'service_note', data: { t: 'status_read', cycle: '10' } };
     expect(p.advance(1000)).toBe('wait');
     p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
-    // held at cycle 10, published there, until the live service has served the read; twice (two reads of one publication)
+    p.offer({ t: 'cmd', id: 9, op: 'enable', generation: 42n, axisMask: ALL, sentNs: 78n });
+    // held at cycle 12 where the reads arrived, the last publication the one of cycle 10 (the enable made
+    // the core publish at 11 and 12 otherwise); twice (two reads of one publication)
     expect(p.advance(1000)).toBe('wait');
-    expect(host.core.cycleCount).toBe(10);
+    expect(host.core.cycleCount).toBe(12);
+    expect(published.at(-1)).toBe(10n);
+    expect(p.mayPublish()).toBe(false);
+    p.offer(read);
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(12);
     expect(published.at(-1)).toBe(10n);
     p.offer(read);
     expect(p.advance(1000)).toBe('wait');
-    expect(host.core.cycleCount).toBe(10);
-    p.offer(read);
-    expect(p.advance(1000)).toBe('wait');
-    expect(host.core.cycleCount).toBe(30);
+    expect(host.core.cycleCount).toBe(33);
+    expect(published.filter((c) => c > 30n && c <= 33n)).toEqual([]);
+    expect(published).toContain(30n);
     // the live test never makes this read: held for the bound of wall time, then given up
     wall = 1_999;
     expect(p.advance(1000)).toBe('wait');
-    expect(host.core.cycleCount).toBe(30);
+    expect(host.core.cycleCount).toBe(33);
     wall = 2_000;
     expect(p.advance(1000)).toBe('wait');
-    expect(host.core.cycleCount).toBe(40);
+    expect(host.core.cycleCount).toBe(45);
     p.offer(read);
     expect(p.advance(1000)).toBe('end');
-    expect(p.finish()).toMatchObject({ status_reads: { recorded: 4, served: 3, missed: 1 }, divergence: null });
+    expect(p.finish()).toMatchObject({ status_reads: { recorded: 4, served: 3, missed: 1 }, divergence: null, requests_matched: 2 });
   } finally {
     await host.close();
   }

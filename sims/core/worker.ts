@@ -72,7 +72,7 @@ async function paced(): Promise<void> {
           r(true);
         };
       });
-      if (!woken && running) host.core.publish(host.core.now);
+      if (!woken && running && p.mayPublish()) host.core.publish(host.core.now);
     }
   }
   p.finish();
