@@ -13,7 +13,7 @@ import { stringifyExact } from './oracle/json.ts';
 import { openTarget, targetFromEnv, variantsFromEnv, type Target, type VariantOptions } from './targets/index.ts';
 import { drawnProperties, perTestTargets, readSidecar, setCurrentTest, useRecordedProperties, writeStacklessSidecar, type PerTestOutcome } from './targets/pertest.ts';
 import { forgetDescription, refreshDescriptions, rememberDescription } from './targets/described.ts';
-import { describeVerdict, replayPrecheck } from './targets/replay.ts';
+import { clipJson, describeVerdict, replayPrecheck } from './targets/replay.ts';
 import './trace.ts';
 
 export { expect, describe } from 'vitest';
@@ -81,8 +81,8 @@ export const test = base.extend<{
         const v = o.verdict;
         if (!v) throw new HarnessError('HIL_ERR_REPLAY_NO_VERDICT', `the replay stack of ${o.recording} wrote no verdict (it did not start or was killed)`);
         await allure.parameter('replay', describeVerdict(v));
-        if (v.divergence) throw new HarnessError('HIL_ERR_REPLAY_DIVERGED', `${o.recording}: ${describeVerdict(v)}`, { detail: { divergence: JSON.stringify(v.divergence) } });
-        if (v.requests_unsent > 0) throw new HarnessError('HIL_ERR_REPLAY_DIVERGED', `${o.recording}: the test never sent ${v.requests_unsent} of the recorded requests (the first: ${JSON.stringify(v.first_unsent)}); ${describeVerdict(v)}`);
+        if (v.divergence) throw new HarnessError('HIL_ERR_REPLAY_DIVERGED', `${o.recording}: ${describeVerdict(v)}`, { detail: { divergence: clipJson(v.divergence, 4_000) } });
+        if (v.requests_unsent > 0) throw new HarnessError('HIL_ERR_REPLAY_DIVERGED', `${o.recording}: the test never sent ${v.requests_unsent} of the recorded requests (the first: ${clipJson(v.first_unsent)}); ${describeVerdict(v)}`);
       }
     },
     { auto: true },

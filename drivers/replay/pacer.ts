@@ -17,7 +17,7 @@
 import { writeFileSync } from 'node:fs';
 import type { BusDriver } from '../bus.ts';
 import type { DivergenceReport } from './driver.ts';
-import { RecordingReader, type RecordingHeader, type RecordingNote } from './format.ts';
+import { noteValue, RecordingReader, typedFromNote, type RecordingHeader, type RecordingNote } from './format.ts';
 
 /** Fields that are fences: compared through a consistent recorded->live mapping. */
 export const FENCE_FIELDS: ReadonlySet<string> = new Set(['id', 'generation', 'Generation', 'handle', 'Handle', 'jogGeneration', 'jog_generation', 'JogGeneration', 'active_handle']);
@@ -36,9 +36,15 @@ export const HOST_TIME_FIELDS: ReadonlySet<string> = new Set([
   'nowNs',
 ]);
 
-/** What a note's data looks like after the recorder's JSON (bigints as decimal strings, typed arrays as objects). */
+/** What a note's data looks like after the recorder's JSON (bigints as decimal strings, typed arrays as their bytes: format.ts noteValue). */
 export function normalise(v: unknown): unknown {
-  return JSON.parse(JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x)) ?? 'null');
+  return JSON.parse(JSON.stringify(v, noteValue) ?? 'null');
+}
+
+/** A typed array as recordings before noteValue wrote it: an object with one key per element. */
+function perElement(v: unknown): unknown {
+  const t = typedFromNote(v);
+  return t ? JSON.parse(JSON.stringify(t, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x))) : v;
 }
 
 export interface Mismatch {
@@ -95,6 +101,10 @@ function fenceFamily(field: string): string {
  * Returns the first mismatch or null.
  */
 export function compareNote(expected: unknown, actual: unknown, fences: FenceMap, path = ''): Mismatch | null {
+  // A typed array written per element (older recordings) against one written as its bytes: compare per element.
+  const te = typedFromNote(expected) !== null;
+  const ta = typedFromNote(actual) !== null;
+  if (te !== ta) return compareNote(perElement(expected), perElement(actual), fences, path);
   if (expected !== null && actual !== null && typeof expected === 'object' && typeof actual === 'object') {
     if (Array.isArray(expected) !== Array.isArray(actual)) return { path, expected, actual };
     const e = expected as Record<string, unknown>;

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { findRecording, readSidecar, recordingPath, writeStacklessSidecar } from './pertest.ts';
-import { describeVerdict, replayPrecheck } from './replay.ts';
+import { clipJson, describeVerdict, replayPrecheck } from './replay.ts';
 
 const DIR = mkdtempSync(join(tmpdir(), 'hil-pertest-'));
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
@@ -64,6 +64,15 @@ test('a test recorded without a stack: its sidecar is found (stackless, with its
   expect(findRecording(DIR, 'sim', A, other)).toEqual({ kind: 'not_recorded' });
   const rec = put(A, id);
   expect(findRecording(DIR, 'sim', A, id)).toEqual({ kind: 'found', path: rec });
+});
+
+test('a divergence carrying a huge request is cut in the message, saying how long it was', () => {
+  const base = { file: 'f', mode: 'strict', run: null, recorded: { frames: 10, complete: true, requests: 3, outputs: 2 }, cycles: 10, requests_matched: 3, outputs_matched: 2, requests_unsent: 0, requests_extra: 0, outputs_missing: 0, end: null, wall_ms: 1, recorded_ms: 10 };
+  const big = { t: 'prepare', position: 'x'.repeat(50_000) };
+  const line = describeVerdict({ ...base, divergence: { kind: 'request', cycle: 7, path: 'position', expected: big, actual: big } });
+  expect(line.length).toBeLessThan(3_000);
+  expect(line).toContain('... (50029 characters)');
+  expect(clipJson({ a: 1 })).toBe('{"a":1}');
 });
 
 test('a verdict reads as one line naming what was matched and where it diverged', () => {

@@ -147,6 +147,12 @@ function baseStart(o: TargetOptions): StackStart {
   return { args: ['--test-channel', ...(o.machine ? ['--machine', o.machine] : [])] };
 }
 
+/** A value as JSON for a message, cut at `max` characters (a recorded prepare can carry megabytes of points). */
+export function clipJson(v: unknown, max = 1_000): string {
+  const s = JSON.stringify(v) ?? String(v);
+  return s.length <= max ? s : `${s.slice(0, max)}... (${s.length} characters)`;
+}
+
 /** One line saying what a replay verdict found (for a failing test's message and the report). */
 export function describeVerdict(v: ReplayVerdict): string {
   const d = v.divergence;
@@ -156,7 +162,7 @@ export function describeVerdict(v: ReplayVerdict): string {
     const b = d.bus;
     return `${head}; diverged on the bus at cycle ${String(b.cycle)}, axis ${String(b.axis_id ?? b.axis)}, field ${String(b.field)}: expected ${String(b.expected)}, actual ${String(b.actual)}`;
   }
-  return `${head}; diverged at cycle ${d.cycle}: ${d.kind} ${d.path ? `field ${d.path} ` : ''}expected ${JSON.stringify(d.expected)}, actual ${JSON.stringify(d.actual)}`;
+  return `${head}; diverged at cycle ${d.cycle}: ${d.kind} ${d.path ? `field ${d.path} ` : ''}expected ${clipJson(d.expected)}, actual ${clipJson(d.actual)}`;
 }
 
 export const replayTarget: TargetDescriptor = {
