@@ -341,8 +341,13 @@ export class ReplayPacer {
     this.serviceLog = scan.header.format >= 2 && scan.requests.every((n) => n.sent_ns !== undefined);
     this.hostClock = scan.header.clock === 'realtime';
     if (this.serviceLog && o.toService) {
-      // The service starts at the recorded time of its first message, with the recorded order of its fences.
-      this.cueNs = scan.requests.length ? BigInt(scan.requests[0]!.sent_ns!) : BigInt(scan.header.t0_ns);
+      // The service starts at the recorded time of its first message, with the recorded order of its fences;
+      // on a recording made on the host clock, at the core's first frame if that is earlier: a status read
+      // before the first grant must not show a time after the grant's (the acquire's deadline is the
+      // recorded one, see `acquires`, and the test compares it with the time it read before).
+      const first = scan.requests.length ? BigInt(scan.requests[0]!.sent_ns!) : BigInt(scan.header.t0_ns);
+      const t0 = BigInt(scan.header.t0_ns);
+      this.cueNs = this.hostClock && t0 < first ? t0 : first;
       const fences = scan.service.filter((n) => (n.data as { t?: string }).t === 'fence').map((n) => String((n.data as { op?: unknown }).op));
       // An acquire's lease deadline is the recorded service's timed decision: it read its clock before
       // it posted the grant (sent_ns is a little later), so the live service takes the recorded deadline

@@ -471,3 +471,20 @@ test('format 2 status reads: the core publishes at each recorded read\'s publica
     await host.close();
   }
 });
+
+test('format 2 on the host clock: the live service starts at the core\'s first frame when that is before the first request (a status read before the first grant shows an earlier time)', async () => {
+  const file = tmp('start-clock.hilrec');
+  const sent = process.hrtime.bigint() + 10_000_000_000n; // the first request posted well after the core started
+  await recordStamped(file, [[5, { t: 'grant', generation: 7n, deadlineNs: sent + 500_000_000n, active: true, axisMask: ALL, sentNs: sent }]], 10, { mode: 'realtime', spinNs: 0 });
+  const scan = scanForPacing(file);
+  expect(scan.header.clock).toBe('realtime');
+  const cues: ServiceCue[] = [];
+  const host = await CoreHost.create({ machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 }, () => undefined, 'none', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times });
+  try {
+    new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) });
+    expect(cues[0]).toMatchObject({ clockNs: BigInt(scan.header.t0_ns), hostClock: true, acquires: [sent + 500_000_000n] });
+    expect(cues[0]!.clockNs).toBeLessThan(sent);
+  } finally {
+    await host.close();
+  }
+});
