@@ -213,6 +213,8 @@ export interface PacedVerdict {
   pace: number | null;
   /** Status reads recorded (their publication cycles), served by the live service, and given up. */
   status_reads: { recorded: number; served: number; missed: number };
+  /** Telemetry polls recorded, served by the live service (counted while any were recorded), and given up. */
+  telemetry_reads: { recorded: number; served: number; missed: number };
   divergence: PacedDivergence | null;
   /** The end of the recording as the driver reported it (kind 'end'), when the replay reached it. */
   end: DivergenceReport | null;
@@ -321,6 +323,16 @@ export class ReplayPacer {
    */
   private readonly statusReads: number[];
   private readonly readArrivals: number[];
+  /**
+   * Telemetry polls (GET /v1/telemetry): the cycles at which the recorded service noted them. The paced core
+   * holds at each until the live service has served one more poll (bounded as status reads), so a test
+   * polling telemetry without any request in between never finds the core run out of recorded frames
+   * because it started later than when recorded. The ring itself is live (no publication to gate).
+   */
+  private readonly telemetryReads: number[];
+  private telemetryServed = 0;
+  private telemetryMissed = 0;
+  private telemetryHeldSince: number | null = null;
   private readonly publishAt: Set<number>;
   private readsServed = 0;
   private readsMissed = 0;
@@ -338,6 +350,7 @@ export class ReplayPacer {
     this.statusReads = reads.map((n) => Number((n.data as { cycle?: unknown }).cycle));
     this.readArrivals = reads.map((n) => n.cycle);
     this.publishAt = new Set(this.statusReads);
+    this.telemetryReads = o.toService ? scan.service.filter((n) => (n.data as { t?: string }).t === 'telemetry_read').map((n) => n.cycle) : [];
     this.serviceLog = scan.header.format >= 2 && scan.requests.every((n) => n.sent_ns !== undefined);
     this.hostClock = scan.header.clock === 'realtime';
     if (this.serviceLog && o.toService) {
@@ -392,6 +405,11 @@ export class ReplayPacer {
    */
   offer(stamped: unknown): void {
     if ((stamped as { t?: string }).t === 'service_note') {
+      if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'telemetry_read') {
+        this.telemetryServed++;
+        this.telemetryHeldSince = null;
+        this.anchor = null;
+      }
       if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'status_read') {
         // The live service served a status read: the next recorded one is done, and the replay met the live side.
         this.readsServed++;
@@ -529,7 +547,7 @@ export class ReplayPacer {
         }
         this.nextRequest++;
       }
-      if (this.holdForRead(c)) {
+      if (this.holdForRead(c) || this.holdForTelemetry(c)) {
         this.syncService(null);
         return 'wait';
       }
@@ -573,6 +591,27 @@ export class ReplayPacer {
     this.readHeldSince = null;
     return this.holdForRead(c);
   }
+
+  /** At the cycle of the next recorded telemetry poll the live service has not served yet: hold (bounded). */
+  private holdForTelemetry(c: number): boolean {
+    if (this.first || this.telemetryReads.length === 0) return false;
+    // Every recorded poll noted by cycle c must have its live counterpart before cycle c + 1 runs.
+    let due = this.telemetryPolled;
+    while (due < this.telemetryReads.length && this.telemetryReads[due]! <= c) due++;
+    this.telemetryPolled = due;
+    if (this.telemetryServed + this.telemetryMissed >= due) return false;
+    const now = this.wallMs();
+    if (this.telemetryHeldSince === null) {
+      this.telemetryHeldSince = now;
+      return true;
+    }
+    if (now - this.telemetryHeldSince < STATUS_READ_HOLD_MS) return true;
+    this.telemetryMissed = due - this.telemetryServed;
+    this.telemetryHeldSince = null;
+    return false;
+  }
+  /** How many recorded telemetry polls were noted by the core's cycle so far. */
+  private telemetryPolled = 0;
 
   /** A status read is pending whose publication is behind the core: publish nothing newer now. */
   private readPending(c: number): boolean {
@@ -659,6 +698,7 @@ export class ReplayPacer {
       outputs_missing: this.first ? 0 : s.outputs.filter((n, i) => i >= this.nextOutput && n.cycle <= this.host.core.cycleCount).length,
       pace: this.speed,
       status_reads: { recorded: this.statusReads.length, served: this.readsServed, missed: this.readsMissed },
+      telemetry_reads: { recorded: this.telemetryReads.length, served: this.telemetryServed, missed: this.telemetryMissed },
       divergence: this.first,
       end: report && report.kind === 'end' ? report : null,
       wall_ms: Math.round(performance.now() - this.t0),

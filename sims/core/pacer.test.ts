@@ -488,3 +488,46 @@ test('format 2 on the host clock: the live service starts at the core\'s first f
     await host.close();
   }
 });
+
+test('format 2 telemetry polls: the core never runs past a recorded poll before the live service has served as many; a poll never made is given up after the bound', async () => {
+  const file = tmp('tpolls.hilrec');
+  await recordStamped(
+    file,
+    [
+      [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
+      [10, { t: 'service_note', data: { t: 'telemetry_read' } }],
+      [20, { t: 'service_note', data: { t: 'telemetry_read' } }],
+      [20, { t: 'service_note', data: { t: 'telemetry_read' } }],
+      [30, { t: 'service_note', data: { t: 'telemetry_read' } }],
+    ],
+    50,
+  );
+  const scan = scanForPacing(file);
+  let wall = 0;
+  const host = await CoreHost.create({ machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 }, () => undefined, 'none', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times });
+  try {
+    const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined, wallMs: () => wall });
+    const poll = { t: 'service_note', data: { t: 'telemetry_read' } };
+    expect(p.advance(1000)).toBe('wait');
+    p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(10);
+    p.offer(poll);
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(20);
+    p.offer(poll); // one of the two noted at 20: still held
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(20);
+    p.offer(poll);
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(30);
+    wall = 1_999; // the last poll never comes: held for the bound, then given up
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(30);
+    wall = 2_000;
+    expect(p.advance(1000)).toBe('end');
+    expect(p.finish()).toMatchObject({ telemetry_reads: { recorded: 4, served: 3, missed: 1 }, divergence: null });
+  } finally {
+    await host.close();
+  }
+});

@@ -177,6 +177,15 @@ export class CoreLink extends EventEmitter {
     this.port?.postMessage({ t: 'service_note', data: { t: 'status_read', cycle: cycle.toString() } } satisfies ToCore);
   }
 
+  /**
+   * A telemetry poll was served: noted into a recording (the paced replay then holds the core where the
+   * recorded poll was noted until the live one is), and told to a paced replay.
+   */
+  noteTelemetryRead(): void {
+    if (!(this.options.record || this.replayClock !== null)) return;
+    this.port?.postMessage({ t: 'service_note', data: { t: 'telemetry_read' } } satisfies ToCore);
+  }
+
   /** Paced replay: the lease deadlines the recorded service gave its acquires, in order (taken one by one). */
   private acquireDeadlines: bigint[] = [];
   /** The recorded deadline of the next acquire on a paced replay, or undefined (then: now + lease). */

@@ -344,7 +344,11 @@ export class ControlService {
         case 'GET /v1/jog/ingress':
           return this.send(res, { status: 200, body: { operation: 'jog_ingress', data: this.jog.ingress() } });
         case 'GET /v1/telemetry':
-          return await this.telemetry.poll(req, res, url);
+          try {
+            return await this.telemetry.poll(req, res, url);
+          } finally {
+            this.o.core.noteTelemetryRead();
+          }
         case 'GET /v1/telemetry/stream':
           return this.telemetry.stream(req, res, url);
         default:
