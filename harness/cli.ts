@@ -211,7 +211,11 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
   if (values['planner-url']) process.env.HIL_PLANNER_URL = values['planner-url'];
   if (values.machine) process.env.HIL_MACHINE = resolve(values.machine);
   if (values['allow-motion']) process.env.HIL_ALLOW_MOTION = '1';
-  if (values.record !== undefined) process.env.HIL_RECORD_DIR = resolve(values.record);
+  if (values.record !== undefined) {
+    process.env.HIL_RECORD_DIR = resolve(values.record);
+    // A test that never opens the target is noted under this digest (a stackless sidecar, harness/targets/pertest.ts).
+    process.env.HIL_MACHINE_SHA256 = await machineDigest({ ...(values.machine ? { machine: resolve(values.machine) } : {}) });
+  }
   if (values.recordings !== undefined) {
     process.env.HIL_RECORDINGS = resolve(values.recordings);
     process.env.HIL_REPLAY_MODE = 'strict';

@@ -11,8 +11,9 @@ import { waitStatus } from './clients/status.ts';
 import type { ControlClient } from './clients/control.ts';
 import { stringifyExact } from './oracle/json.ts';
 import { openTarget, targetFromEnv, variantsFromEnv, type Target, type VariantOptions } from './targets/index.ts';
-import { perTestTargets, setCurrentTest, type PerTestOutcome } from './targets/pertest.ts';
-import { describeVerdict, replayPrecheck } from './targets/replay.ts';
+import { drawnProperties, perTestTargets, readSidecar, setCurrentTest, useRecordedProperties, writeStacklessSidecar, type PerTestOutcome } from './targets/pertest.ts';
+import { forgetDescription, refreshDescriptions, rememberDescription } from './targets/described.ts';
+import { clipJson, describeVerdict, replayPrecheck } from './targets/replay.ts';
 import './trace.ts';
 
 export { expect, describe } from 'vitest';
@@ -47,17 +48,28 @@ export const test = base.extend<{
       const replay = name === 'replay';
       if (!replay && !(name === 'sim' && options.recordDir)) return use();
       const id = task.fullName;
+      let recording: string | undefined;
       if (replay) {
         const pre = await replayPrecheck(id, options);
         if ('skip' in pre) skip(pre.skip);
+        else recording = 'path' in pre ? pre.path : pre.stackless; // stackless: recorded without a stack, runs without one
       }
       setCurrentTest(id);
+      // A replayed property test draws the cases it was recorded with (their seeds are beside the recording).
+      if (recording) useRecordedProperties(readSidecar(recording));
       const outcomes: PerTestOutcome[] = [];
       try {
         for (const t of perTestTargets()) await t.begin(id);
+        // A fresh stack has fresh incarnations: the file's Describe must be this test's stack's.
+        await refreshDescriptions(perTestTargets());
         await use();
       } finally {
         for (const t of perTestTargets()) outcomes.push(await t.end());
+        // Recorded, but the test never opened the target: say so beside where its recording would be, so
+        // its replay runs it (without a stack) rather than skipping it as not recorded.
+        if (!replay && options.recordDir && options.machineSha256 && !outcomes.some((o) => o.recording)) {
+          writeStacklessSidecar(options.recordDir, 'sim', options.machineSha256, id, drawnProperties());
+        }
         setCurrentTest(undefined);
       }
       for (const o of outcomes) {
@@ -69,8 +81,8 @@ export const test = base.extend<{
         const v = o.verdict;
         if (!v) throw new HarnessError('HIL_ERR_REPLAY_NO_VERDICT', `the replay stack of ${o.recording} wrote no verdict (it did not start or was killed)`);
         await allure.parameter('replay', describeVerdict(v));
-        if (v.divergence) throw new HarnessError('HIL_ERR_REPLAY_DIVERGED', `${o.recording}: ${describeVerdict(v)}`, { detail: { divergence: JSON.stringify(v.divergence) } });
-        if (v.requests_unsent > 0) throw new HarnessError('HIL_ERR_REPLAY_DIVERGED', `${o.recording}: the test never sent ${v.requests_unsent} of the recorded requests (the first: ${JSON.stringify(v.first_unsent)}); ${describeVerdict(v)}`);
+        if (v.divergence) throw new HarnessError('HIL_ERR_REPLAY_DIVERGED', `${o.recording}: ${describeVerdict(v)}`, { detail: { divergence: clipJson(v.divergence, 4_000) } });
+        if (v.requests_unsent > 0) throw new HarnessError('HIL_ERR_REPLAY_DIVERGED', `${o.recording}: the test never sent ${v.requests_unsent} of the recorded requests (the first: ${clipJson(v.first_unsent)}); ${describeVerdict(v)}`);
       }
     },
     { auto: true },
@@ -93,7 +105,12 @@ export const test = base.extend<{
       if (r.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `describe answered ${r.status} ${r.reply.error}`, { detail: { status: r.status, label: r.label } });
       const d = r.reply.data as unknown as Description;
       recordTarget(target, d);
-      await use(d);
+      rememberDescription(target, d);
+      try {
+        await use(d);
+      } finally {
+        forgetDescription(target);
+      }
     },
     { scope: 'file' },
   ],

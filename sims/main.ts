@@ -55,6 +55,10 @@ Starts the reference cell stack (control service + real-time core on the sim dri
   --replay-paced FILE     --driver replay: follow the recording (the replay target): the core runs on the
                           recorded frame times up to each recorded request and waits for the live one,
                           matches requests, replies and events, and writes its verdict to FILE as JSON
+  --replay-speed X        with --replay-paced: a cycle never runs before its recorded wall time (counted
+                          from where the replay last met the live side) divided by X; default 1 (as recorded,
+                          so what a test measures over wall time is what it measured when recorded); max:
+                          flat out to the next recorded request
   --test-channel          expose the private test channel DIR/private/test.sock (fault injection)
   --planner-port P        also start the weld planner stub (document 2) as its own process on port P
                           (0 picks a free port; its URL is the ready line's "planner")
@@ -160,6 +164,7 @@ export async function main(argv: string[]): Promise<number> {
         'remote-jog-drift-ppb': { type: 'string' },
         'remote-jog-calibration-max-age-ns': { type: 'string' },
         'replay-paced': { type: 'string' },
+        'replay-speed': { type: 'string' },
         'planner-port': { type: 'string' },
         'planner-host': { type: 'string' },
         'planner-store-dir': { type: 'string' },
@@ -327,6 +332,15 @@ export async function main(argv: string[]): Promise<number> {
     }
     clock = { mode: 'recorded' };
   }
+  const replaySpeed = args['replay-speed'] ?? '1';
+  if (args['replay-speed'] !== undefined && args['replay-paced'] === undefined) {
+    process.stderr.write('--replay-speed needs --replay-paced\n');
+    return 2;
+  }
+  if (replaySpeed !== 'max' && !(/^[0-9]+(\.[0-9]+)?$/.test(replaySpeed) && Number(replaySpeed) > 0)) {
+    process.stderr.write(`--replay-speed must be a positive number or max, got ${replaySpeed}\n`);
+    return 2;
+  }
   const plannerPort = args['planner-port'];
   if (plannerPort !== undefined && (!/^(0|[1-9][0-9]{0,4})$/.test(plannerPort) || Number(plannerPort) > 65535)) {
     process.stderr.write('--planner-port must be an integer 0..65535\n');
@@ -341,7 +355,7 @@ export async function main(argv: string[]): Promise<number> {
     ...(driver === 'replay'
       ? { driverParams: { file: resolve(args['replay-file'] ?? ''), mode: args['replay-mode'] ?? 'strict', machine_sha256: machine.machine_sha256, configuration_sha256: machine.configuration_sha256 } }
       : {}),
-    ...(args['replay-paced'] !== undefined ? { replayPace: { verdictFile: resolve(args['replay-paced']) } } : {}),
+    ...(args['replay-paced'] !== undefined ? { replayPace: { verdictFile: resolve(args['replay-paced']), ...(replaySpeed === 'max' ? {} : { speed: Number(replaySpeed) }) } } : {}),
     ...(args.record ? { record: { path: resolve(args.record), ...(args['record-run'] ? { run: args['record-run'] } : {}) } } : {}),
     clock,
     priority: priority as PriorityRequest,

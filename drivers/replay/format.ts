@@ -79,6 +79,37 @@ export function slotLayout(axisCount: number): SlotLayout {
 type Arr = Uint8Array | Int8Array | Uint16Array | Int16Array | Uint32Array | Int32Array;
 
 /** Copy the image's outputs (outputs=true) or inputs into `v`. */
+/**
+ * How a value is written into a note's JSON: a bigint as its decimal string; a typed array (a trajectory's
+ * times and positions, up to 250000 points by nine axes) as `{"$typed": "<constructor>", "base64": <its
+ * bytes>}`. Decision: JSON of a typed array is an object with one string key per element, which for a
+ * 250000-point prepare took 3.6 s of the core thread and 46 MB (the recorded core then missed its lease);
+ * its bytes in base64 take about 40 ms and 24 MB, and compare exactly (NaN, -0 and all). Recordings
+ * written before this keep the per-element objects; the pacer compares either with either (pacer.ts).
+ */
+export function noteValue(_k: string, x: unknown): unknown {
+  if (typeof x === 'bigint') return x.toString();
+  if (ArrayBuffer.isView(x) && !(x instanceof DataView)) return { $typed: x.constructor.name, base64: Buffer.from(x.buffer, x.byteOffset, x.byteLength).toString('base64') };
+  return x;
+}
+
+const TYPED: Record<string, new (b: ArrayBuffer) => ArrayBufferView> = {
+  Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array, Float32Array, Float64Array, BigInt64Array, BigUint64Array,
+};
+
+/** A note's `{"$typed", "base64"}` value as the typed array it was, or null when it is not one. */
+export function typedFromNote(v: unknown): ArrayBufferView | null {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return null;
+  const o = v as { $typed?: unknown; base64?: unknown };
+  if (typeof o.$typed !== 'string' || typeof o.base64 !== 'string' || Object.keys(o).length !== 2) return null;
+  const make = TYPED[o.$typed];
+  if (!make) return null;
+  const bytes = Buffer.from(o.base64, 'base64');
+  const copy = new ArrayBuffer(bytes.length); // aligned for any element size
+  new Uint8Array(copy).set(bytes);
+  return new make(copy);
+}
+
 export function readImage(img: ProcessImage, v: Float64Array, outputs: boolean): void {
   const n = img.axisCount;
   const from = outputs ? 0 : AXIS_OUTPUTS;
@@ -214,7 +245,7 @@ export class RecordingWriter {
     this.buf[this.n++] = u;
   }
   private json(tag: number, v: unknown): void {
-    const s = Buffer.from(JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x)), 'utf8');
+    const s = Buffer.from(JSON.stringify(v, noteValue), 'utf8');
     this.ensure(s.length + 16);
     this.byte(tag);
     this.varint(s.length);

@@ -17,7 +17,7 @@
 import { writeFileSync } from 'node:fs';
 import type { BusDriver } from '../bus.ts';
 import type { DivergenceReport } from './driver.ts';
-import { RecordingReader, type RecordingHeader, type RecordingNote } from './format.ts';
+import { noteValue, RecordingReader, typedFromNote, type RecordingHeader, type RecordingNote } from './format.ts';
 
 /** Fields that are fences: compared through a consistent recorded->live mapping. */
 export const FENCE_FIELDS: ReadonlySet<string> = new Set(['id', 'generation', 'Generation', 'handle', 'Handle', 'jogGeneration', 'jog_generation', 'JogGeneration', 'active_handle']);
@@ -36,9 +36,15 @@ export const HOST_TIME_FIELDS: ReadonlySet<string> = new Set([
   'nowNs',
 ]);
 
-/** What a note's data looks like after the recorder's JSON (bigints as decimal strings, typed arrays as objects). */
+/** What a note's data looks like after the recorder's JSON (bigints as decimal strings, typed arrays as their bytes: format.ts noteValue). */
 export function normalise(v: unknown): unknown {
-  return JSON.parse(JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x)) ?? 'null');
+  return JSON.parse(JSON.stringify(v, noteValue) ?? 'null');
+}
+
+/** A typed array as recordings before noteValue wrote it: an object with one key per element. */
+function perElement(v: unknown): unknown {
+  const t = typedFromNote(v);
+  return t ? JSON.parse(JSON.stringify(t, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x))) : v;
 }
 
 export interface Mismatch {
@@ -95,6 +101,10 @@ function fenceFamily(field: string): string {
  * Returns the first mismatch or null.
  */
 export function compareNote(expected: unknown, actual: unknown, fences: FenceMap, path = ''): Mismatch | null {
+  // A typed array written per element (older recordings) against one written as its bytes: compare per element.
+  const te = typedFromNote(expected) !== null;
+  const ta = typedFromNote(actual) !== null;
+  if (te !== ta) return compareNote(perElement(expected), perElement(actual), fences, path);
   if (expected !== null && actual !== null && typeof expected === 'object' && typeof actual === 'object') {
     if (Array.isArray(expected) !== Array.isArray(actual)) return { path, expected, actual };
     const e = expected as Record<string, unknown>;
@@ -122,7 +132,7 @@ export interface PacedCore {
   cycle(): void;
   /** The recorded clock: `at` is the host time the core reads while a request is handed over (format 2). */
   readonly clock?: object;
-  readonly core: { readonly cycleCount: number; publish(nowNs: bigint): void; readonly now: bigint };
+  readonly core: { readonly cycleCount: number; publish(nowNs: bigint): void; readonly now: bigint; publishGate?: 'normal' | 'force' | 'hold' };
   readonly driverHost: { readonly driver: BusDriver };
 }
 
@@ -199,6 +209,12 @@ export interface PacedVerdict {
   /** Lease expiries the recorded service decided, retaken by the live service at the recorded point. */
   expiries_replayed: number;
   outputs_missing: number;
+  /** Wall-clock pacing: recorded time per wall time (1: as recorded), or null (flat out). */
+  pace: number | null;
+  /** Status reads recorded (their publication cycles), served by the live service, and given up. */
+  status_reads: { recorded: number; served: number; missed: number };
+  /** Telemetry polls recorded, served by the live service (counted while any were recorded), and given up. */
+  telemetry_reads: { recorded: number; served: number; missed: number };
   divergence: PacedDivergence | null;
   /** The end of the recording as the driver reported it (kind 'end'), when the replay reached it. */
   end: DivergenceReport | null;
@@ -207,6 +223,9 @@ export interface PacedVerdict {
 }
 
 type Driverish = BusDriver & { divergence?(): DivergenceReport | null };
+
+/** How long a paced core waits at a recorded status read the live test has not made (wall ms). */
+export const STATUS_READ_HOLD_MS = 2_000;
 
 /** How many of the next unmatched recorded requests a live one may be matched with (arrival order races). */
 const LOOKAHEAD = 16;
@@ -238,6 +257,10 @@ export interface ServiceCue {
   hostClock: boolean;
   expire?: { generation: bigint };
   fences?: string[];
+  /** At start: the deadlines the recorded service gave its acquired grants, in order (see the constructor). */
+  acquires?: bigint[];
+  /** At start: the publication cycle each recorded status read was served from, in order. */
+  statusReads?: bigint[];
 }
 
 /** A live message without the service's post stamp (sentNs, origin: recorded beside a request, not in it). */
@@ -277,18 +300,88 @@ export class ReplayPacer {
   private cued = new Set<number>();
   private expiries = 0;
 
+  /**
+   * Wall-clock pacing (docs/recording.md "Paced to the recorded time"): with `speed` set, a cycle never runs
+   * before the wall time at which it ran when recorded, counted from the last point the replay and the live
+   * side met (the start, or a live request the core was held for), divided by `speed`. Without it the core
+   * runs flat out to the next recorded request.
+   */
+  private readonly speed: number | null;
+  private readonly wallMs: () => number;
+  /** Where recorded time and wall time were last lined up: the recorded time (ns from t0) of the next frame then. */
+  private anchor: { recordedNs: number; wallMs: number } | null = null;
+  /** After 'pace': how long (ms of wall time) until the next cycle is due. */
+  pauseMs = 0;
+  /**
+   * Status reads (format 2 recordings that note them): for each recorded GET /v1/status, the cycle of the
+   * publication it was served from (p) and the cycle at which the core noted it (a, the read arrived
+   * between cycles a - 1 and a). The paced core publishes at every p, publishes nothing else while a read
+   * is pending between its p and its a, and holds at a until the live service has served the read (its
+   * note arrives through offer): the live test reads what it read when recorded, the publication of the
+   * same cycle. A read the live test never makes is given up after STATUS_READ_HOLD_MS and counted
+   * (`status_reads.missed`).
+   */
+  private readonly statusReads: number[];
+  private readonly readArrivals: number[];
+  /**
+   * Telemetry polls (GET /v1/telemetry): the cycles at which the recorded service noted them. The paced core
+   * holds at each until the live service has served one more poll (bounded as status reads), so a test
+   * polling telemetry without any request in between never finds the core run out of recorded frames
+   * because it started later than when recorded. The ring itself is live (no publication to gate).
+   */
+  private readonly telemetryReads: number[];
+  private telemetryServed = 0;
+  private telemetryMissed = 0;
+  private telemetryHeldSince: number | null = null;
+  private readonly publishAt: Set<number>;
+  private readsServed = 0;
+  private readsMissed = 0;
+  private readHeldSince: number | null = null;
+
   constructor(
     private readonly host: PacedCore,
     readonly scan: PacingScan,
-    private readonly o: { file: string; mode: string; reportFile?: string; toService?: (m: ServiceCue) => void },
+    private readonly o: { file: string; mode: string; reportFile?: string; toService?: (m: ServiceCue) => void; speed?: number | null; wallMs?: () => number },
   ) {
+    if (o.speed !== undefined && o.speed !== null && !(Number.isFinite(o.speed) && o.speed > 0)) throw new RangeError(`replay speed must be a positive number, got ${o.speed}`);
+    this.speed = o.speed ?? null;
+    this.wallMs = o.wallMs ?? (() => performance.now());
+    const reads = o.toService ? scan.service.filter((n) => (n.data as { t?: string }).t === 'status_read') : [];
+    this.statusReads = reads.map((n) => Number((n.data as { cycle?: unknown }).cycle));
+    this.readArrivals = reads.map((n) => n.cycle);
+    this.publishAt = new Set(this.statusReads);
+    this.telemetryReads = o.toService ? scan.service.filter((n) => (n.data as { t?: string }).t === 'telemetry_read').map((n) => n.cycle) : [];
     this.serviceLog = scan.header.format >= 2 && scan.requests.every((n) => n.sent_ns !== undefined);
     this.hostClock = scan.header.clock === 'realtime';
     if (this.serviceLog && o.toService) {
-      // The service starts at the recorded time of its first message, with the recorded order of its fences.
-      this.cueNs = scan.requests.length ? BigInt(scan.requests[0]!.sent_ns!) : BigInt(scan.header.t0_ns);
+      // The service starts at the recorded time of its first message, with the recorded order of its fences;
+      // on a recording made on the host clock, at the core's first frame if that is earlier: a status read
+      // before the first grant must not show a time after the grant's (the acquire's deadline is the
+      // recorded one, see `acquires`, and the test compares it with the time it read before).
+      const first = scan.requests.length ? BigInt(scan.requests[0]!.sent_ns!) : BigInt(scan.header.t0_ns);
+      const t0 = BigInt(scan.header.t0_ns);
+      this.cueNs = this.hostClock && t0 < first ? t0 : first;
       const fences = scan.service.filter((n) => (n.data as { t?: string }).t === 'fence').map((n) => String((n.data as { op?: unknown }).op));
-      o.toService({ t: 'replay_service', clockNs: this.cueNs, hostClock: this.hostClock, fences });
+      // An acquire's lease deadline is the recorded service's timed decision: it read its clock before
+      // it posted the grant (sent_ns is a little later), so the live service takes the recorded deadline
+      // itself, acquire by acquire, rather than recompute it from the clock it is cued with. An acquired
+      // grant is an active grant of a generation other than the grant before it.
+      const acquires: bigint[] = [];
+      let prev: string | null = null;
+      for (const n of scan.requests) {
+        const d = n.data as { t?: string; generation?: unknown; active?: unknown; deadlineNs?: unknown };
+        if (d.t !== 'grant') continue;
+        if (d.active === true && String(d.generation) !== prev && d.deadlineNs !== undefined) acquires.push(BigInt(String(d.deadlineNs)));
+        prev = String(d.generation);
+      }
+      o.toService({
+        t: 'replay_service',
+        clockNs: this.cueNs,
+        hostClock: this.hostClock,
+        fences,
+        ...(acquires.length ? { acquires } : {}),
+        ...(this.statusReads.length ? { statusReads: this.statusReads.map((c) => BigInt(c)) } : {}),
+      });
     }
     let last: GrantKey | null = null;
     this.renewal = scan.requests.map((n) => {
@@ -311,7 +404,20 @@ export class ReplayPacer {
    * with the recorded host times.
    */
   offer(stamped: unknown): void {
-    if ((stamped as { t?: string }).t === 'service_note') return;
+    if ((stamped as { t?: string }).t === 'service_note') {
+      if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'telemetry_read') {
+        this.telemetryServed++;
+        this.telemetryHeldSince = null;
+        this.anchor = null;
+      }
+      if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'status_read') {
+        // The live service served a status read: the next recorded one is done, and the replay met the live side.
+        this.readsServed++;
+        this.readHeldSince = null;
+        this.anchor = null;
+      }
+      return;
+    }
     const msg = unstamped(stamped);
     const live = normalise(msg);
     const g = grantKey(live);
@@ -396,10 +502,28 @@ export class ReplayPacer {
   }
 
   /**
-   * Run as far as the recording and the live requests allow, at most `budget` cycles. 'more': call again
-   * soon (let messages in first); 'wait': blocked on a live request; 'end': at the last recorded frame.
+   * Paced: how long until the next cycle (frame `c + 1`) is due, ms of wall time (0: due now). The live side
+   * ahead (a live request matched and waiting for its cycle) means the test already did what it did before
+   * that request when recorded: the core catches up flat out. Late (a loaded machine) it catches up too.
    */
-  advance(budget: number): 'more' | 'wait' | 'end' {
+  private notDue(c: number): number {
+    if (this.speed === null || c >= this.scan.frames || this.assigned.size > 0) return 0;
+    const t = this.scan.times[c]!;
+    const now = this.wallMs();
+    if (!this.anchor) {
+      this.anchor = { recordedNs: t, wallMs: now };
+      return 0;
+    }
+    const due = this.anchor.wallMs + (t - this.anchor.recordedNs) / 1e6 / this.speed;
+    return due > now ? due - now : 0;
+  }
+
+  /**
+   * Run as far as the recording and the live requests allow, at most `budget` cycles. 'more': call again
+   * soon (let messages in first); 'wait': blocked on a live request; 'end': at the last recorded frame;
+   * 'pace' (paced replay only): the next cycle is due in `pauseMs` of wall time.
+   */
+  advance(budget: number): 'more' | 'wait' | 'end' | 'pace' {
     const reqs = this.scan.requests;
     for (let n = 0; ; n++) {
       const c = this.host.core.cycleCount;
@@ -412,25 +536,101 @@ export class ReplayPacer {
         } else if (this.assigned.has(j)) {
           this.handOver(reqs[j]!, this.assigned.get(j));
           this.assigned.delete(j);
+          // The replay met the live side here: the recorded time from now on is counted from this point.
+          this.anchor = null;
         } else if (!this.first) {
           this.syncService(j);
-          this.host.core.publish(this.host.core.now);
+          if (this.mayPublish()) this.host.core.publish(this.host.core.now);
+          // Held for the live side: recorded and wall time line up again when it arrives.
+          this.anchor = null;
           return 'wait';
         }
         this.nextRequest++;
       }
+      if (this.holdForRead(c) || this.holdForTelemetry(c)) {
+        this.syncService(null);
+        return 'wait';
+      }
       if (c >= this.scan.frames) {
         this.syncService(null);
-        this.host.core.publish(this.host.core.now);
+        if (this.mayPublish()) this.host.core.publish(this.host.core.now);
         return 'end';
       }
       if (n >= budget) {
         this.syncService(null);
         return 'more';
       }
+      const pause = this.notDue(c);
+      if (pause > 0) {
+        this.pauseMs = pause;
+        this.syncService(null);
+        return 'pace';
+      }
+      if (this.statusReads.length) this.host.core.publishGate = this.gate(c);
       this.host.cycle();
       this.busDivergence();
     }
+  }
+
+  /**
+   * At the publication cycle of the next recorded status read, and the live service has not served it yet:
+   * publish there and hold (true). Reads the core is already past need no hold (the service serves them at
+   * once); after a divergence, or once a held read waited STATUS_READ_HOLD_MS of wall time, none.
+   */
+  private holdForRead(c: number): boolean {
+    const k = this.readsServed + this.readsMissed;
+    if (this.first || k >= this.statusReads.length || this.readArrivals[k]! > c) return false;
+    if (this.readArrivals[k]! < c) return false; // already past it: the service serves it at once
+    const now = this.wallMs();
+    if (this.readHeldSince === null) {
+      this.readHeldSince = now;
+      return true;
+    }
+    if (now - this.readHeldSince < STATUS_READ_HOLD_MS) return true;
+    this.readsMissed++;
+    this.readHeldSince = null;
+    return this.holdForRead(c);
+  }
+
+  /** At the cycle of the next recorded telemetry poll the live service has not served yet: hold (bounded). */
+  private holdForTelemetry(c: number): boolean {
+    if (this.first || this.telemetryReads.length === 0) return false;
+    // Every recorded poll noted by cycle c must have its live counterpart before cycle c + 1 runs.
+    let due = this.telemetryPolled;
+    while (due < this.telemetryReads.length && this.telemetryReads[due]! <= c) due++;
+    this.telemetryPolled = due;
+    if (this.telemetryServed + this.telemetryMissed >= due) return false;
+    const now = this.wallMs();
+    if (this.telemetryHeldSince === null) {
+      this.telemetryHeldSince = now;
+      return true;
+    }
+    if (now - this.telemetryHeldSince < STATUS_READ_HOLD_MS) return true;
+    this.telemetryMissed = due - this.telemetryServed;
+    this.telemetryHeldSince = null;
+    return false;
+  }
+  /** How many recorded telemetry polls were noted by the core's cycle so far. */
+  private telemetryPolled = 0;
+
+  /** A status read is pending whose publication is behind the core: publish nothing newer now. */
+  private readPending(c: number): boolean {
+    if (this.first) return false;
+    const k = this.readsServed + this.readsMissed;
+    return k < this.statusReads.length && this.statusReads[k]! <= c && c <= this.readArrivals[k]!;
+  }
+
+  /** How the core publishes in the cycle it runs next (cycle c + 1). */
+  private gate(c: number): 'normal' | 'force' | 'hold' {
+    if (this.statusReads.length === 0 || this.first) return 'normal';
+    if (this.publishAt.has(c + 1)) return 'force';
+    const k = this.readsServed + this.readsMissed;
+    return k < this.statusReads.length && this.statusReads[k]! < c + 1 && c + 1 <= this.readArrivals[k]! ? 'hold' : 'normal';
+  }
+
+  /** Whether the worker may publish the held core's status now (not while a read waits for an older one). */
+  mayPublish(): boolean {
+    return !this.readPending(this.host.core.cycleCount) || this.publishAt.has(this.host.core.cycleCount);
   }
 
   /** Hand a request to the core, with the host time the recorded core read while handling it (format 2). */
@@ -496,6 +696,9 @@ export class ReplayPacer {
       expiries_replayed: this.expiries,
       requests_extra: this.extra,
       outputs_missing: this.first ? 0 : s.outputs.filter((n, i) => i >= this.nextOutput && n.cycle <= this.host.core.cycleCount).length,
+      pace: this.speed,
+      status_reads: { recorded: this.statusReads.length, served: this.readsServed, missed: this.readsMissed },
+      telemetry_reads: { recorded: this.telemetryReads.length, served: this.telemetryServed, missed: this.telemetryMissed },
       divergence: this.first,
       end: report && report.kind === 'end' ? report : null,
       wall_ms: Math.round(performance.now() - this.t0),

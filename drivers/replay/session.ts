@@ -5,7 +5,7 @@
 
 import type { BusDriver } from '../bus.ts';
 import type { DivergenceReport } from './driver.ts';
-import { RecordingReader, type RecordingHeader } from './format.ts';
+import { RecordingReader, typedFromNote, type RecordingHeader } from './format.ts';
 
 /** The parts of CoreHost (sims/core/host.ts) a replay session drives. */
 export interface SteppedCore {
@@ -25,7 +25,10 @@ const BIGINT_FIELDS = new Set(['generation', 'deadlineNs', 'homingNs']);
 
 function revive(data: unknown): Record<string, unknown> {
   const o = { ...(data as Record<string, unknown>) };
-  for (const k of Object.keys(o)) if (BIGINT_FIELDS.has(k) && typeof o[k] === 'string') o[k] = BigInt(o[k] as string);
+  for (const k of Object.keys(o)) {
+    if (BIGINT_FIELDS.has(k) && typeof o[k] === 'string') o[k] = BigInt(o[k] as string);
+    else o[k] = typedFromNote(o[k]) ?? o[k]; // a trajectory's arrays, written as their bytes
+  }
   return o;
 }
 

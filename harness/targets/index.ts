@@ -35,6 +35,7 @@ export function targetFromEnv(env: NodeJS.ProcessEnv = process.env): { name: Tar
       ...(env.HIL_RECORD_DIR ? { recordDir: env.HIL_RECORD_DIR } : {}),
       ...(env.HIL_RECORDINGS ? { recordings: env.HIL_RECORDINGS } : {}),
       ...(env.HIL_REPLAY_MODE ? { replayMode: env.HIL_REPLAY_MODE } : {}),
+      ...(env.HIL_REPLAY_SPEED ? { replaySpeed: env.HIL_REPLAY_SPEED } : {}),
       ...(env.HIL_MACHINE_SHA256 ? { machineSha256: env.HIL_MACHINE_SHA256 } : {}),
     },
   };

@@ -6,8 +6,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
-import { findRecording, recordingPath } from './pertest.ts';
-import { describeVerdict, replayPrecheck } from './replay.ts';
+import { findRecording, readSidecar, recordingPath, writeStacklessSidecar } from './pertest.ts';
+import { clipJson, describeVerdict, replayPrecheck } from './replay.ts';
 
 const DIR = mkdtempSync(join(tmpdir(), 'hil-pertest-'));
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
@@ -44,6 +44,35 @@ test('lookup: found under the current digest; stale under another (both digests)
   expect(await replayPrecheck(`${ID} (other)`, { recordings: DIR, machineSha256: A })).toEqual({ skip: expect.stringMatching(/^not recorded \(/) });
   await expect(replayPrecheck(ID, { recordings: join(DIR, 'nope'), machineSha256: A })).rejects.toMatchObject({ code: 'HIL_ERR_REPLAY_MISSING' });
   await expect(replayPrecheck(ID, { machineSha256: A })).rejects.toMatchObject({ code: 'HIL_ERR_REPLAY_MISSING' });
+});
+
+test('a test recorded without a stack: its sidecar is found (stackless, with its property seeds); under another digest it is stale; with a recording beside it, the recording wins', async () => {
+  const id = `${ID} (no stack)`;
+  expect(findRecording(DIR, 'sim', A, id)).toEqual({ kind: 'not_recorded' });
+  const sideB = writeStacklessSidecar(DIR, 'sim', B, id, {});
+  expect(findRecording(DIR, 'sim', A, id)).toEqual({ kind: 'stale', path: sideB.replace(/\.json$/, '.hilrec'), recordedMachine: B });
+  const sideA = writeStacklessSidecar(DIR, 'sim', A, id, { p: { seed: 5, numRuns: 2 } });
+  expect(sideA).toBe(recordingPath(DIR, 'sim', A, id).replace(/\.hilrec$/, '.json'));
+  expect(findRecording(DIR, 'sim', A, id)).toEqual({ kind: 'stackless', sidecar: sideA });
+  expect(await replayPrecheck(id, { recordings: DIR, machineSha256: A })).toEqual({ stackless: sideA });
+  expect(readSidecar(sideA)).toMatchObject({ test: id, stack: false, machine_sha256: A, properties: { p: { seed: 5, numRuns: 2 } } });
+  // A sidecar of a recorded stack (no stack: false) without its recording is not recorded.
+  const other = `${ID} (sidecar only)`;
+  const p = recordingPath(DIR, 'sim', A, other);
+  mkdirSync(join(p, '..'), { recursive: true });
+  writeFileSync(p.replace(/\.hilrec$/, '.json'), JSON.stringify({ test: other, stack: true }));
+  expect(findRecording(DIR, 'sim', A, other)).toEqual({ kind: 'not_recorded' });
+  const rec = put(A, id);
+  expect(findRecording(DIR, 'sim', A, id)).toEqual({ kind: 'found', path: rec });
+});
+
+test('a divergence carrying a huge request is cut in the message, saying how long it was', () => {
+  const base = { file: 'f', mode: 'strict', run: null, recorded: { frames: 10, complete: true, requests: 3, outputs: 2 }, cycles: 10, requests_matched: 3, outputs_matched: 2, requests_unsent: 0, requests_extra: 0, outputs_missing: 0, end: null, wall_ms: 1, recorded_ms: 10 };
+  const big = { t: 'prepare', position: 'x'.repeat(50_000) };
+  const line = describeVerdict({ ...base, divergence: { kind: 'request', cycle: 7, path: 'position', expected: big, actual: big } });
+  expect(line.length).toBeLessThan(3_000);
+  expect(line).toContain('... (50029 characters)');
+  expect(clipJson({ a: 1 })).toBe('{"a":1}');
 });
 
 test('a verdict reads as one line naming what was matched and where it diverged', () => {

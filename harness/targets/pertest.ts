@@ -11,7 +11,7 @@
 // a recording found under another digest is reported as stale with both digests.
 
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** The test the harness is running now (set by the per-test fixture before any target fixture). */
@@ -19,6 +19,41 @@ let current: string | undefined;
 
 export function setCurrentTest(id: string | undefined): void {
   current = id;
+  drawn = {};
+  recordedProperties = {};
+}
+
+/** A property test's parameters (harness/property.ts): kept with a recording so its replay draws the same cases. */
+export interface PropertyParams {
+  seed: number;
+  numRuns: number;
+}
+/** The properties the current test ran (name -> parameters), for its recording's sidecar. */
+let drawn: Record<string, PropertyParams> = {};
+/** Replay: the properties the current test's recording ran with. */
+let recordedProperties: Record<string, PropertyParams> = {};
+
+/** harness/property.ts: the current test runs property `name` with these parameters. */
+export function noteProperty(name: string, p: PropertyParams): void {
+  if (current !== undefined) drawn[name] = p;
+}
+/** What the current test drew (written beside its recording as `properties`). */
+export function drawnProperties(): Record<string, PropertyParams> {
+  return { ...drawn };
+}
+/** Replay: the parameters property `name` ran with when this test was recorded, if it was. */
+export function recordedProperty(name: string): PropertyParams | undefined {
+  return current === undefined ? undefined : recordedProperties[name];
+}
+/** Replay: take the `properties` of the current test's sidecar (malformed entries are ignored). */
+export function useRecordedProperties(sidecar: Record<string, unknown> | null): void {
+  recordedProperties = {};
+  const p = sidecar?.properties;
+  if (!p || typeof p !== 'object') return;
+  for (const [name, v] of Object.entries(p as Record<string, unknown>)) {
+    const { seed, numRuns } = (v ?? {}) as { seed?: unknown; numRuns?: unknown };
+    if (Number.isInteger(seed) && Number.isInteger(numRuns) && (numRuns as number) > 0) recordedProperties[name] = { seed: seed as number, numRuns: numRuns as number };
+  }
 }
 export function currentTest(): string | undefined {
   return current;
@@ -56,6 +91,8 @@ export interface ReplayVerdict {
   /** Format 2: 'recorded' (the service's clock and lease expiries followed the recording) or 'live'. */
   service_clock?: 'recorded' | 'live';
   expiries_replayed?: number;
+  /** Wall-clock pacing: recorded time per wall time (1: as recorded), null: flat out. */
+  pace?: number | null;
   live_renewals?: number;
   divergence: null | { kind: string; cycle: number; path?: string; expected?: unknown; actual?: unknown; bus?: Record<string, unknown> };
   end: null | { cycle: number; complete?: boolean };
@@ -86,30 +123,58 @@ export function recordingPath(dir: string, target: string, machineSha256: string
   return join(dir, target, machineSha256, slug(file), name);
 }
 
-export type Lookup = { kind: 'found'; path: string } | { kind: 'not_recorded' } | { kind: 'stale'; path: string; recordedMachine: string };
+export type Lookup =
+  | { kind: 'found'; path: string }
+  | { kind: 'stackless'; sidecar: string }
+  | { kind: 'not_recorded' }
+  | { kind: 'stale'; path: string; recordedMachine: string };
+
+/** The sidecar of a recording path. */
+const sidecarOf = (path: string) => path.replace(/\.hilrec$/, '.json');
+
+/** A test recorded without a stack (it never opened the target): only its sidecar, `stack: false`. */
+function stacklessAt(path: string): boolean {
+  return !existsSync(path) && readSidecar(path)?.stack === false;
+}
 
 /**
  * Find the recording of `testId` for the configuration with this machine digest. A recording of the same
- * test under another machine digest is stale (both digests reported); none at all is "not recorded".
+ * test under another machine digest is stale (both digests reported); none at all is "not recorded". A test
+ * that ran without a stack when recorded has a sidecar saying so and no recording ('stackless').
  */
 export function findRecording(dir: string, target: string, machineSha256: string, testId: string): Lookup {
   const want = recordingPath(dir, target, machineSha256, testId);
   if (existsSync(want)) return { kind: 'found', path: want };
+  if (stacklessAt(want)) return { kind: 'stackless', sidecar: sidecarOf(want) };
   const base = join(dir, target);
   if (existsSync(base)) {
     for (const d of readdirSync(base)) {
       if (d === machineSha256) continue;
       const other = recordingPath(dir, target, d, testId);
-      if (existsSync(other)) return { kind: 'stale', path: other, recordedMachine: d };
+      if (existsSync(other) || stacklessAt(other)) return { kind: 'stale', path: other, recordedMachine: d };
     }
   }
   return { kind: 'not_recorded' };
 }
 
+/**
+ * A recorded run: the test never opened the target (no stack, nothing to record). Its sidecar says so, so
+ * the replay runs it as it ran then (without a stack) instead of skipping it as not recorded.
+ */
+export function writeStacklessSidecar(dir: string, target: string, machineSha256: string, testId: string, properties: Record<string, PropertyParams>): string {
+  const path = sidecarOf(recordingPath(dir, target, machineSha256, testId));
+  mkdirSync(join(path, '..'), { recursive: true });
+  writeFileSync(
+    path,
+    JSON.stringify({ test: testId, target, machine_sha256: machineSha256, stack: false, recorded_at: new Date().toISOString(), ...(Object.keys(properties).length ? { properties } : {}) }, null, 2) + '\n',
+  );
+  return path;
+}
+
 /** Read the per-test sidecar written beside a recording (test id, target, digests). */
 export function readSidecar(path: string): Record<string, unknown> | null {
   try {
-    return JSON.parse(readFileSync(path.replace(/\.hilrec$/, '.json'), 'utf8')) as Record<string, unknown>;
+    return JSON.parse(readFileSync(sidecarOf(path), 'utf8')) as Record<string, unknown>;
   } catch {
     return null;
   }

@@ -54,11 +54,12 @@ function recordingsDir(o: TargetOptions): string {
  * Before a test on the replay target: its recording, or why it cannot run. Not recorded: a skip reason.
  * Stale (the same test recorded for another machine digest): HIL_ERR_REPLAY_STALE naming both digests.
  */
-export async function replayPrecheck(testId: string, o: TargetOptions): Promise<{ path: string } | { skip: string }> {
+export async function replayPrecheck(testId: string, o: TargetOptions): Promise<{ path: string } | { skip: string } | { stackless: string }> {
   const dir = recordingsDir(o);
   const sha = await machineDigest(o);
   const found = findRecording(dir, 'sim', sha, testId);
   if (found.kind === 'not_recorded') return { skip: `not recorded (no recording of this test for machine ${sha} under ${dir})` };
+  if (found.kind === 'stackless') return { stackless: found.sidecar };
   if (found.kind === 'stale') {
     throw new HarnessError('HIL_ERR_REPLAY_STALE', `recording ${found.path} was made for machine ${found.recordedMachine}, the configuration under test is machine ${sha}: re-record it (hil run --record)`, {
       detail: { recorded: found.recordedMachine, current: sha },
@@ -92,6 +93,7 @@ class ReplayTarget extends SimTarget implements PerTestHooks {
   async begin(testId: string): Promise<void> {
     const pre = await replayPrecheck(testId, this.o);
     if ('skip' in pre) throw new HarnessError('HIL_ERR_REPLAY_MISSING', `${testId}: ${pre.skip}`);
+    if ('stackless' in pre) throw stacklessError(testId, pre.stackless);
     if (this.recording === pre.path) return; // opened for this very test
     rmSync(this.verdictFile(), { force: true });
     await this.restack(replayArgs(pre.path, this.verdictFile(), this.o));
@@ -132,12 +134,23 @@ class ReplayTarget extends SimTarget implements PerTestHooks {
   }
 }
 
+/** A test recorded without a stack asked for one on replay: it no longer runs as it was recorded. */
+function stacklessError(testId: string, sidecar: string): HarnessError {
+  return new HarnessError('HIL_ERR_REPLAY_MISSING', `${testId}: recorded without a stack (${sidecar}), but it asks for one now: re-record it (hil run --record)`);
+}
+
 function replayArgs(recording: string, verdict: string, o: TargetOptions): string[] {
-  return ['--driver', 'replay', '--replay-file', recording, '--replay-mode', o.replayMode ?? 'strict', '--replay-paced', verdict];
+  return ['--driver', 'replay', '--replay-file', recording, '--replay-mode', o.replayMode ?? 'strict', '--replay-paced', verdict, '--replay-speed', o.replaySpeed ?? '1'];
 }
 
 function baseStart(o: TargetOptions): StackStart {
   return { args: ['--test-channel', ...(o.machine ? ['--machine', o.machine] : [])] };
+}
+
+/** A value as JSON for a message, cut at `max` characters (a recorded prepare can carry megabytes of points). */
+export function clipJson(v: unknown, max = 1_000): string {
+  const s = JSON.stringify(v) ?? String(v);
+  return s.length <= max ? s : `${s.slice(0, max)}... (${s.length} characters)`;
 }
 
 /** One line saying what a replay verdict found (for a failing test's message and the report). */
@@ -149,7 +162,7 @@ export function describeVerdict(v: ReplayVerdict): string {
     const b = d.bus;
     return `${head}; diverged on the bus at cycle ${String(b.cycle)}, axis ${String(b.axis_id ?? b.axis)}, field ${String(b.field)}: expected ${String(b.expected)}, actual ${String(b.actual)}`;
   }
-  return `${head}; diverged at cycle ${d.cycle}: ${d.kind} ${d.path ? `field ${d.path} ` : ''}expected ${JSON.stringify(d.expected)}, actual ${JSON.stringify(d.actual)}`;
+  return `${head}; diverged at cycle ${d.cycle}: ${d.kind} ${d.path ? `field ${d.path} ` : ''}expected ${clipJson(d.expected)}, actual ${clipJson(d.actual)}`;
 }
 
 export const replayTarget: TargetDescriptor = {
@@ -158,6 +171,7 @@ export const replayTarget: TargetDescriptor = {
   options: {
     HIL_RECORDINGS: 'directory of recordings made with hil run --record DIR',
     HIL_REPLAY_MODE: 'strict (the only mode a suite run offers)',
+    HIL_REPLAY_SPEED: 'the replayed core\'s pace: 1 (default; each cycle at its recorded wall time since the replay last met the test, so what a test measures over wall time is as recorded), a factor, or max (flat out to the next recorded request)',
     HIL_MACHINE: 'machine configuration file (default fixtures/machines/nine-axis.json)',
   },
   async open(o: TargetOptions): Promise<Target> {
@@ -168,6 +182,7 @@ export const replayTarget: TargetDescriptor = {
     }
     const pre = await replayPrecheck(id, o);
     if ('skip' in pre) throw new HarnessError('HIL_ERR_REPLAY_MISSING', `${id}: ${pre.skip}`);
+    if ('stackless' in pre) throw stacklessError(id, pre.stackless);
     const verdicts = mkdtempSync(join(tmpdir(), 'hil-replay-verdict-'));
     const start = baseStart(o);
     try {

@@ -15,7 +15,7 @@ import { stringifyExact } from '../oracle/json.ts';
 import { ANCHOR_DIR_ENV, ROOT, referenceCommand } from './reference.ts';
 import type { PlannerEndpoint, Target, TargetDescriptor, TargetOptions } from './types.ts';
 import { machineFile, parseVariant, type VariantOptions } from './variant.ts';
-import { currentTest, recordingPath, registerPerTest, type PerTestHooks, type PerTestOutcome } from './pertest.ts';
+import { currentTest, drawnProperties, recordingPath, registerPerTest, type PerTestHooks, type PerTestOutcome } from './pertest.ts';
 
 export interface StackProcess {
   child: ChildProcess;
@@ -404,9 +404,22 @@ class RecordingSimTarget extends SimTarget implements PerTestHooks {
     await this.stopStack();
     this.recording = null;
     if (!path) return { recording: '', mode: 'record' };
+    const properties = drawnProperties();
     await writeFile(
       path.replace(/\.hilrec$/, '.json'),
-      JSON.stringify({ test: this.currentId, target: 'sim', machine_sha256: this.stack.ready.machine_sha256, configuration_sha256: this.stack.ready.configuration_sha256, recorded_at: new Date().toISOString() }, null, 2) + '\n',
+      JSON.stringify(
+        {
+          test: this.currentId,
+          target: 'sim',
+          machine_sha256: this.stack.ready.machine_sha256,
+          configuration_sha256: this.stack.ready.configuration_sha256,
+          recorded_at: new Date().toISOString(),
+          // The property tests' seeds and volumes: the replay draws the same cases (harness/property.ts).
+          ...(Object.keys(properties).length ? { properties } : {}),
+        },
+        null,
+        2,
+      ) + '\n',
     );
     return { recording: path, mode: 'record' };
   }

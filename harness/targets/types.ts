@@ -37,6 +37,8 @@ export interface TargetOptions {
   recordings?: string;
   /** replay: how the recorded bus is replayed (strict only, for now, in a suite run). */
   replayMode?: string;
+  /** replay: wall-clock pacing of the replayed core, recorded time per wall time ('1', the default: as recorded) or 'max' (flat out). */
+  replaySpeed?: string;
   /** replay: the machine digest of the configuration under test (computed once per run by `hil run`). */
   machineSha256?: string;
   /** rig: the bench box's serial port, or `sim` for the simulated box. */

@@ -873,7 +873,9 @@ export class Core implements AdmissionView {
       this.lastArmed = this.armed;
       this.dirty = true;
     }
-    if (this.dirty) this.publish(nowNs);
+    if (this.publishGate === 'hold') {
+      // Paced replay: a status read pending from an earlier publication (the dirty flag stays set).
+    } else if (this.dirty || this.publishGate === 'force') this.publish(nowNs);
     else if (this.publishByWall) {
       const w = wallMs === wallMs ? wallMs : performance.now();
       if (w - this.lastPublishWall >= 10) this.publish(nowNs);
@@ -964,6 +966,12 @@ export class Core implements AdmissionView {
       max_work_ns: work.count ? ns(work.max) : 0n,
     };
   }
+
+  /**
+   * Paced replay (drivers/replay/pacer.ts, status reads): 'force' publishes at the end of the next cycle
+   * whatever else, 'hold' publishes nothing in it, 'normal' leaves it to the usual rules.
+   */
+  publishGate: 'normal' | 'force' | 'hold' = 'normal';
 
   /** Publish a status snapshot now (the host also calls this after a run of stepped cycles). */
   publish(nowNs: bigint): void {

@@ -243,7 +243,7 @@ test('format 2: a recorded lease expiry is cued to the live service at its cycle
   let pacer: ReplayPacer | undefined;
   const host = await CoreHost.create({ machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 }, (m) => pacer?.observe(m), 'none', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times });
   const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) }));
-  expect(cues).toEqual([{ t: 'replay_service', clockNs: 1_000n, hostClock: false, fences: ['enable'] }]);
+  expect(cues).toEqual([{ t: 'replay_service', clockNs: 1_000n, hostClock: false, fences: ['enable'], acquires: [FAR] }]);
   // the live service: other generation and stamps; it ends its grant only when told the recorded lease ran out
   const queue: unknown[] = [
     { t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n },
@@ -303,4 +303,231 @@ test('format 1 (no service stamps): the pacer gives the live service no clock an
   expect(cues).toEqual([]);
   expect(p.finish()).toMatchObject({ service_clock: 'live', expiries_replayed: 0 });
   await host.close();
+});
+
+test('paced to the recorded time: a cycle runs at its recorded wall time counted from where the live side last met the replay; a late request re-anchors, an early one is caught up flat out', async () => {
+  const file = tmp('wall.hilrec');
+  await record(file); // stepped clock: frames 1 ms apart
+  const scan = scanForPacing(file);
+  let wall = 0;
+  const host = await CoreHost.create(
+    { machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 },
+    () => undefined,
+    'none',
+    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times },
+  );
+  try {
+    const p = new ReplayPacer(host, scan, { file, mode: 'strict', speed: 1, wallMs: () => wall });
+    const live = liveScript(42n, 100);
+    expect(p.advance(100_000)).toBe('wait'); // the grant arrives at cycle 0
+    p.offer(live[0]);
+    // Met at wall 0: cycle 1 runs at once, cycle 2 is due 1 ms later.
+    expect(p.advance(100_000)).toBe('pace');
+    expect(host.core.cycleCount).toBe(1);
+    expect(p.pauseMs).toBeCloseTo(1, 6);
+    wall = 3.5; // cycles 2, 3, 4 are due (1, 2, 3 ms); cycle 5 at 4 ms
+    expect(p.advance(100_000)).toBe('pace');
+    expect(host.core.cycleCount).toBe(4);
+    expect(p.pauseMs).toBeCloseTo(0.5, 6);
+    wall = 100; // long past: the core runs to the next recorded request (enable at cycle 5) and waits
+    expect(p.advance(100_000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(5);
+    // The live enable comes 95 ms later than recorded: recorded time restarts from it, no burst.
+    p.offer(live[1]);
+    expect(p.advance(100_000)).toBe('pace');
+    expect(host.core.cycleCount).toBe(6);
+    expect(p.pauseMs).toBeCloseTo(1, 6);
+    // The live arm comes before the core reached its recorded cycle 120: caught up flat out, then paced
+    // again from that hand-over.
+    p.offer(live[2]);
+    expect(p.advance(100_000)).toBe('pace');
+    expect(host.core.cycleCount).toBe(121);
+    wall = 100.5;
+    expect(p.advance(100_000)).toBe('pace');
+    expect(host.core.cycleCount).toBe(121);
+    wall = 150;
+    expect(p.advance(100_000)).toBe('pace');
+    expect(host.core.cycleCount).toBe(171); // frame k due at 100 + (k - 121) ms
+    expect(p.finish()).toMatchObject({ pace: 1, divergence: null, requests_matched: 3 });
+  } finally {
+    await host.close();
+  }
+});
+
+test('paced at another speed: recorded time runs at that factor of wall time; a bad speed is refused', async () => {
+  const file = tmp('speed.hilrec');
+  await record(file);
+  const scan = scanForPacing(file);
+  let wall = 0;
+  const host = await CoreHost.create(
+    { machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 },
+    () => undefined,
+    'none',
+    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times },
+  );
+  try {
+    expect(() => new ReplayPacer(host, scan, { file, mode: 'strict', speed: 0 })).toThrow(RangeError);
+    const p = new ReplayPacer(host, scan, { file, mode: 'strict', speed: 4, wallMs: () => wall });
+    const live = liveScript(42n, 100);
+    expect(p.advance(100_000)).toBe('wait');
+    p.offer(live[0]);
+    p.offer(live[1]);
+    expect(p.advance(100_000)).toBe('pace'); // caught up to the enable (live ahead), then paced from it
+    expect(host.core.cycleCount).toBe(6);
+    wall = 10; // 40 ms of recorded time
+    expect(p.advance(100_000)).toBe('pace');
+    expect(host.core.cycleCount).toBe(46);
+  } finally {
+    await host.close();
+  }
+});
+
+test('format 2: the live service is given the deadlines the recorded service gave its acquires, in order; renewals and inactive grants are not acquires', async () => {
+  const file = tmp('acquires.hilrec');
+  await recordStamped(
+    file,
+    [
+      [0, { t: 'grant', generation: 7n, deadlineNs: 500_001_000n, active: true, axisMask: ALL, sentNs: 1_500n }],
+      [20, { t: 'grant', generation: 7n, deadlineNs: 600_001_000n, active: true, axisMask: ALL, sentNs: 100_001_200n }],
+      [30, { t: 'cancel_home', sentNs: 200_000_000n }],
+      [30, { t: 'grant', generation: 7n, deadlineNs: 0n, active: false, axisMask: 0, sentNs: 200_000_100n }],
+      [40, { t: 'grant', generation: 8n, deadlineNs: 800_000_000n, active: true, axisMask: ALL, sentNs: 300_000_500n }],
+    ],
+    60,
+  );
+  const scan = scanForPacing(file);
+  const cues: ServiceCue[] = [];
+  const host = await CoreHost.create({ machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 }, () => undefined, 'none', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times });
+  try {
+    new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) });
+    // the recorded deadlines themselves, not the cued clock plus a lease: the recorded service read its clock before it posted
+    expect(cues[0]).toMatchObject({ clockNs: 1_500n, acquires: [500_001_000n, 800_000_000n] });
+  } finally {
+    await host.close();
+  }
+});
+
+test('format 2 status reads: the core publishes at each recorded read\'s publication cycle, nothing newer until the read, and holds where the read arrived until the live service serves it; a read never made is given up after the bound and counted', async () => {
+  const file = tmp('reads.hilrec');
+  await recordStamped(
+    file,
+    [
+      [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
+      [12, { t: 'service_note', data: { t: 'status_read', cycle: '10' } }],
+      [12, { t: 'service_note', data: { t: 'status_read', cycle: '10' } }],
+      [5, { t: 'cmd', id: 1, op: 'enable', generation: 7n, axisMask: ALL, sentNs: 2_000n }],
+      [33, { t: 'service_note', data: { t: 'status_read', cycle: '30' } }],
+      [45, { t: 'service_note', data: { t: 'status_read', cycle: '40' } }],
+    ],
+    60,
+  );
+  const scan = scanForPacing(file);
+  const cues: ServiceCue[] = [];
+  const published: bigint[] = [];
+  let wall = 0;
+  let pacer: ReplayPacer | undefined;
+  const host = await CoreHost.create(
+    { machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 },
+    (m) => {
+      pacer?.observe(m);
+      if (m.t === 'status') published.push(m.status.cycle);
+    },
+    'none',
+    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times },
+  );
+  try {
+    const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m), wallMs: () => wall }));
+    expect(cues[0]!.statusReads).toEqual([10n, 10n, 30n, 40n]);
+    const read = { t: 'service_note', data: { t: 'status_read', cycle: '10' } };
+    expect(p.advance(1000)).toBe('wait');
+    p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
+    p.offer({ t: 'cmd', id: 9, op: 'enable', generation: 42n, axisMask: ALL, sentNs: 78n });
+    // held at cycle 12 where the reads arrived, the last publication the one of cycle 10 (the enable made
+    // the core publish at 11 and 12 otherwise); twice (two reads of one publication)
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(12);
+    expect(published.at(-1)).toBe(10n);
+    expect(p.mayPublish()).toBe(false);
+    p.offer(read);
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(12);
+    expect(published.at(-1)).toBe(10n);
+    p.offer(read);
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(33);
+    expect(published.filter((c) => c > 30n && c <= 33n)).toEqual([]);
+    expect(published).toContain(30n);
+    // the live test never makes this read: held for the bound of wall time, then given up
+    wall = 1_999;
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(33);
+    wall = 2_000;
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(45);
+    p.offer(read);
+    expect(p.advance(1000)).toBe('end');
+    expect(p.finish()).toMatchObject({ status_reads: { recorded: 4, served: 3, missed: 1 }, divergence: null, requests_matched: 2 });
+  } finally {
+    await host.close();
+  }
+});
+
+test('format 2 on the host clock: the live service starts at the core\'s first frame when that is before the first request (a status read before the first grant shows an earlier time)', async () => {
+  const file = tmp('start-clock.hilrec');
+  const sent = process.hrtime.bigint() + 10_000_000_000n; // the first request posted well after the core started
+  await recordStamped(file, [[5, { t: 'grant', generation: 7n, deadlineNs: sent + 500_000_000n, active: true, axisMask: ALL, sentNs: sent }]], 10, { mode: 'realtime', spinNs: 0 });
+  const scan = scanForPacing(file);
+  expect(scan.header.clock).toBe('realtime');
+  const cues: ServiceCue[] = [];
+  const host = await CoreHost.create({ machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 }, () => undefined, 'none', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times });
+  try {
+    new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) });
+    expect(cues[0]).toMatchObject({ clockNs: BigInt(scan.header.t0_ns), hostClock: true, acquires: [sent + 500_000_000n] });
+    expect(cues[0]!.clockNs).toBeLessThan(sent);
+  } finally {
+    await host.close();
+  }
+});
+
+test('format 2 telemetry polls: the core never runs past a recorded poll before the live service has served as many; a poll never made is given up after the bound', async () => {
+  const file = tmp('tpolls.hilrec');
+  await recordStamped(
+    file,
+    [
+      [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
+      [10, { t: 'service_note', data: { t: 'telemetry_read' } }],
+      [20, { t: 'service_note', data: { t: 'telemetry_read' } }],
+      [20, { t: 'service_note', data: { t: 'telemetry_read' } }],
+      [30, { t: 'service_note', data: { t: 'telemetry_read' } }],
+    ],
+    50,
+  );
+  const scan = scanForPacing(file);
+  let wall = 0;
+  const host = await CoreHost.create({ machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 }, () => undefined, 'none', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times });
+  try {
+    const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined, wallMs: () => wall });
+    const poll = { t: 'service_note', data: { t: 'telemetry_read' } };
+    expect(p.advance(1000)).toBe('wait');
+    p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(10);
+    p.offer(poll);
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(20);
+    p.offer(poll); // one of the two noted at 20: still held
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(20);
+    p.offer(poll);
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(30);
+    wall = 1_999; // the last poll never comes: held for the bound, then given up
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(30);
+    wall = 2_000;
+    expect(p.advance(1000)).toBe('end');
+    expect(p.finish()).toMatchObject({ telemetry_reads: { recorded: 4, served: 3, missed: 1 }, divergence: null });
+  } finally {
+    await host.close();
+  }
 });

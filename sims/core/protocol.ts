@@ -46,7 +46,7 @@ export interface CoreStartOptions {
    * Paced replay (clock 'recorded', driver replay): live requests are matched with the recorded ones and
    * the verdict is written to this file (drivers/replay/pacer.ts, docs/recording.md "The replay target").
    */
-  replayPace?: { verdictFile: string };
+  replayPace?: { verdictFile: string; /** Recorded time per wall time (1: as recorded); absent: flat out. */ speed?: number };
 }
 
 /** Native command reasons (CommandResult.Reason). 2, 5, 7, 8 are documented; the rest are profile. */
@@ -349,4 +349,4 @@ export type FromCore =
    * service's view of the core's time is that clock too), and a recorded decision of the service's own to
    * take now (`expire`: the lease of that recorded generation ran out here).
    */
-  | { t: 'replay_service'; clockNs: bigint; hostClock: boolean; expire?: { generation: bigint }; fences?: string[] };
+  | { t: 'replay_service'; clockNs: bigint; hostClock: boolean; expire?: { generation: bigint }; fences?: string[]; acquires?: bigint[]; statusReads?: bigint[] };

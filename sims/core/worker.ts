@@ -29,7 +29,7 @@ async function paced(): Promise<void> {
   const file = (options.driverParams?.file as string | undefined) ?? '';
   const scan = scanForPacing(file);
   const host = await CoreHost.create(options, send, 'none (paced replay)', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times });
-  const p = (pacer = new ReplayPacer(host, scan, { file, mode: String(options.driverParams?.mode ?? 'strict'), reportFile: options.replayPace?.verdictFile, toService: (m) => port.postMessage(m) }));
+  const p = (pacer = new ReplayPacer(host, scan, { file, mode: String(options.driverParams?.mode ?? 'strict'), reportFile: options.replayPace?.verdictFile, toService: (m) => port.postMessage(m), speed: options.replayPace?.speed ?? null }));
   let running = true;
   let wake: (() => void) | null = null;
   port.on('message', (msg: ToCore) => {
@@ -43,7 +43,21 @@ async function paced(): Promise<void> {
     const s = p.advance(PACE_BUDGET);
     if (s !== 'more') p.writeVerdict();
     if (s === 'more') await new Promise<void>((r) => setImmediate(r));
-    else {
+    else if (s === 'pace') {
+      // Paced to the recorded time: sleep until the next cycle is due (at least a timer tick; the cycles
+      // due by then run back to back), or until a message comes in.
+      await new Promise<void>((r) => {
+        const timer = setTimeout(() => {
+          wake = null;
+          r();
+        }, Math.max(1, Math.min(p.pauseMs, HELD_PUBLISH_MS)));
+        wake = () => {
+          clearTimeout(timer);
+          wake = null;
+          r();
+        };
+      });
+    } else {
       // Held (waiting for a live request, or past the recording): time stands still, but a core keeps
       // publishing its status, and the service may be waiting for the next publication (reset_fault's fresh
       // observation) before it sends the very request the replay waits for.
@@ -58,7 +72,7 @@ async function paced(): Promise<void> {
           r(true);
         };
       });
-      if (!woken && running) host.core.publish(host.core.now);
+      if (!woken && running && p.mayPublish()) host.core.publish(host.core.now);
     }
   }
   p.finish();

@@ -132,3 +132,23 @@ test('replaying a format 2 recording: the lease never runs out on the service cl
   expect(label(() => a.fence('halt', g2.session, g2.generation))).toBe('no_grant');
   expect(native.at(-1)).toEqual([null, 'expired']);
 });
+
+test('replaying: an acquire takes the deadline the recorded service gave it (the hook), else now + lease', () => {
+  const now = 1_000_000_000n;
+  const recorded = [1_499_590_412n];
+  const a = new Authority(binding, 500n, {
+    now: () => now,
+    daemonIncarnation: () => 'd',
+    event: () => undefined,
+    nativeGrant: () => undefined,
+    replaying: () => true,
+    acquireDeadline: () => recorded.shift(),
+  });
+  const first = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}');
+  expect((first.body.data as { deadline_host_ns: bigint }).deadline_host_ns).toBe(1_499_590_412n);
+  expect(a.current?.deadlineNs).toBe(1_499_590_412n);
+  a.release(a.current!);
+  // the recorded list is used up: the deadline is the clock's
+  const second = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}');
+  expect((second.body.data as { deadline_host_ns: bigint }).deadline_host_ns).toBe(now + 500n * 1_000_000n);
+});

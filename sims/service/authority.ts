@@ -74,6 +74,8 @@ export interface AuthorityHooks {
   replaying?(): boolean;
   /** Every fence decision, in order: 'ok' or the refusal label (sims/service/fence-order.ts). */
   fenced?(op: string, outcome: string): void;
+  /** Paced replay: the deadline the recorded service gave this acquire (undefined: now + lease). */
+  acquireDeadline?(): bigint | undefined;
 }
 
 export class Authority {
@@ -191,7 +193,7 @@ export class Authority {
       controller,
       binding: this.binding,
       leaseMs: lease,
-      deadlineNs: now + lease * 1_000_000n,
+      deadlineNs: this.hooks.acquireDeadline?.() ?? now + lease * 1_000_000n,
       stopping: false,
       daemonIncarnation: this.hooks.daemonIncarnation(),
       cache: new RetryCache(),

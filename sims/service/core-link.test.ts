@@ -42,3 +42,38 @@ test('a core that is killed is reported once as an exit with its reason, and a n
   expect(r.extra?.cycles).toBe(5n);
   await link.shutdown();
 });
+
+test('status reads on a paced replay: each read takes the next recorded publication cycle, waits (bounded) for a publication of that cycle, and is noted to the core', async () => {
+  const link = new CoreLink(MACHINE, { driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0 });
+  await link.start();
+  try {
+    const inner = link as unknown as { onMessage(m: unknown): void; port: { postMessage(m: unknown): void } };
+    const posted: unknown[] = [];
+    inner.port.postMessage = (m: unknown) => void posted.push(m);
+    // Not replaying: no recorded reads, nothing noted (the link does not record either).
+    expect(link.nextStatusReadCycle()).toBeUndefined();
+    link.noteStatusRead(3n);
+    expect(posted).toEqual([]);
+    inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: false, statusReads: [5n, 7n] });
+    expect(link.nextStatusReadCycle()).toBe(5n);
+    // Waits for a publication of at least cycle 5: an older one does not do, the right one ends the wait.
+    const status = (cycle: bigint) => inner.onMessage({ t: 'status', status: { ...link.status!, cycle, now_ns: 1n } });
+    status(4n);
+    let done = false;
+    const waiting = link.statusFrom(5n, 5_000).then(() => (done = true));
+    await new Promise((r) => setTimeout(r, 30));
+    expect(done).toBe(false);
+    status(5n);
+    await waiting;
+    expect(link.status!.cycle).toBe(5n);
+    link.noteStatusRead(5n);
+    expect(posted).toEqual([{ t: 'service_note', data: { t: 'status_read', cycle: '5' } }]);
+    expect(link.nextStatusReadCycle()).toBe(7n);
+    expect(link.nextStatusReadCycle()).toBeUndefined();
+    // Bounded: a publication that never comes ends the wait after the given time.
+    await link.statusFrom(1_000n, 60);
+    expect(link.status!.cycle).toBe(5n);
+  } finally {
+    await link.shutdown();
+  }
+});

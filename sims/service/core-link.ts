@@ -151,8 +151,52 @@ export class CoreLink extends EventEmitter {
     if (this.options.record) this.port?.postMessage({ t: 'service_note', data } satisfies ToCore);
   });
 
+  /**
+   * Status reads as sync points (docs/recording.md "Status reads"): a recording notes the publication
+   * cycle each GET /v1/status served; a paced replay gets that list, serves read k from the publication of
+   * the same cycle (the paced core holds there until the read is noted), and notes every read it serves.
+   */
+  private statusReads: bigint[] = [];
+  private statusReadsTaken = 0;
+  /** Paced replay: the publication cycle the recorded service served its next status read from, if any. */
+  nextStatusReadCycle(): bigint | undefined {
+    return this.statusReadsTaken < this.statusReads.length ? this.statusReads[this.statusReadsTaken++] : undefined;
+  }
+  /** Resolve once a publication of at least `cycle` has arrived (at most `ms` of wall time). */
+  async statusFrom(cycle: bigint, ms: number): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (!(this.status && this.status.cycle >= cycle)) {
+      const left = deadline - Date.now();
+      if (left <= 0 || !this.worker) return;
+      await this.nextStatus(Math.min(left, 50));
+    }
+  }
+  /** A status read was served from the publication of `cycle`: noted into a recording, told to a paced replay. */
+  noteStatusRead(cycle: bigint | undefined): void {
+    if (cycle === undefined || !(this.options.record || this.statusReads.length)) return;
+    this.port?.postMessage({ t: 'service_note', data: { t: 'status_read', cycle: cycle.toString() } } satisfies ToCore);
+  }
+
+  /**
+   * A telemetry poll was served: noted into a recording (the paced replay then holds the core where the
+   * recorded poll was noted until the live one is), and told to a paced replay.
+   */
+  noteTelemetryRead(): void {
+    if (!(this.options.record || this.replayClock !== null)) return;
+    this.port?.postMessage({ t: 'service_note', data: { t: 'telemetry_read' } } satisfies ToCore);
+  }
+
+  /** Paced replay: the lease deadlines the recorded service gave its acquires, in order (taken one by one). */
+  private acquireDeadlines: bigint[] = [];
+  /** The recorded deadline of the next acquire on a paced replay, or undefined (then: now + lease). */
+  recordedAcquireDeadline(): bigint | undefined {
+    return this.acquireDeadlines.shift();
+  }
+
   private replayed(m: Extract<FromCore, { t: 'replay_service' }>): void {
     if (m.fences) this.fenceOrder.load(m.fences);
+    if (m.acquires) this.acquireDeadlines = [...m.acquires];
+    if (m.statusReads) this.statusReads = [...m.statusReads];
     this.replayHostClock = m.hostClock;
     if (this.replayClock === null || m.clockNs > this.replayClock) this.replayClock = m.clockNs;
     if (m.expire) this.onReplayedExpiry?.(m.expire.generation);

@@ -36,6 +36,9 @@ import { RemoteJogLane, SHUTDOWN_GRACE_MS, type RemoteJogFlags } from './remote-
 import type { CompiledMachine } from '../config/types.ts';
 import type { CoreStatus } from '../core/protocol.ts';
 
+/** Paced replay: how long a status read waits for the publication its recording was served from. */
+const STATUS_READ_WAIT_MS = 3_000;
+
 export const CONTROL_IDLE_TIMEOUT_NS = 90_000_000_000n;
 const NODE_KEEP_ALIVE_BUFFER_MS = 1000;
 export const CONTRACT_VERSION = 2;
@@ -98,6 +101,7 @@ export class ControlService {
     this.authority = new Authority(this.binding, m.control.max_grant_lease_ns / 1_000_000n, {
       now,
       replaying: () => o.core.replaying,
+      acquireDeadline: () => o.core.recordedAcquireDeadline(),
       fenced: (op, outcome) => o.core.fenceOrder.passed(op, outcome),
       daemonIncarnation: () => this.daemonIncarnation,
       event: (type, g) => this.events.publish(type, g ? this.grantPayload(g, type) : {}),
@@ -315,8 +319,14 @@ export class ControlService {
           return this.send(res, await this.programs.prepare(req, owner));
         case 'GET /v1/describe':
           return this.send(res, { status: 200, body: { operation: 'describe', data: this.describe() } });
-        case 'GET /v1/status':
-          return this.send(res, { status: 200, body: { operation: 'status', data: this.statusData() } });
+        case 'GET /v1/status': {
+          // A paced replay serves each read from the publication the recorded read was served from.
+          const want = this.o.core.nextStatusReadCycle();
+          if (want !== undefined) await this.o.core.statusFrom(want, STATUS_READ_WAIT_MS);
+          const data = this.statusData();
+          this.o.core.noteStatusRead(this.o.core.status?.cycle);
+          return this.send(res, { status: 200, body: { operation: 'status', data } });
+        }
         case 'GET /v1/events':
         case 'GET /v1/events/stream':
           try {
@@ -334,7 +344,11 @@ export class ControlService {
         case 'GET /v1/jog/ingress':
           return this.send(res, { status: 200, body: { operation: 'jog_ingress', data: this.jog.ingress() } });
         case 'GET /v1/telemetry':
-          return await this.telemetry.poll(req, res, url);
+          try {
+            return await this.telemetry.poll(req, res, url);
+          } finally {
+            this.o.core.noteTelemetryRead();
+          }
         case 'GET /v1/telemetry/stream':
           return this.telemetry.stream(req, res, url);
         default:

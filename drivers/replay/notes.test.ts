@@ -1,0 +1,38 @@
+// Typed arrays in notes (a trajectory's times and positions): written as their bytes, read back exactly;
+// compared exactly with a live message, and with recordings that wrote them one key per element.
+
+import { expect, test } from 'vitest';
+import { noteValue, typedFromNote } from './format.ts';
+import { compareNote, FenceMap, normalise } from './pacer.ts';
+
+const oldStyle = (v: unknown) => JSON.parse(JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x))) as unknown;
+
+test('a typed array is written as its constructor and bytes and read back bit for bit (NaN, -0, bigints)', () => {
+  const pos = new Float64Array([0.1, -0, NaN, 1e300, 0.033932540474068844]);
+  const times = new BigInt64Array([0n, 300_000_000n, -1n]);
+  const note = JSON.parse(JSON.stringify({ t: 'prepare', position: pos, timeNs: times, generation: 5n }, noteValue)) as Record<string, unknown>;
+  expect(note.generation).toBe('5');
+  expect(note.position).toEqual({ $typed: 'Float64Array', base64: Buffer.from(pos.buffer).toString('base64') });
+  const back = typedFromNote(note.position) as Float64Array;
+  expect(back).toBeInstanceOf(Float64Array);
+  expect(Buffer.from(back.buffer).equals(Buffer.from(pos.buffer))).toBe(true);
+  expect(Object.is(back[1], -0)).toBe(true);
+  expect(typedFromNote(note.timeNs)).toEqual(times);
+  // a subarray writes only its own elements
+  expect(typedFromNote(JSON.parse(JSON.stringify(pos.subarray(3), noteValue)))).toEqual(new Float64Array([1e300, 0.033932540474068844]));
+  // not a typed array: plain objects, unknown constructors, extra keys
+  expect(typedFromNote({ $typed: 'Float64Array', base64: '', more: 1 })).toBeNull();
+  expect(typedFromNote({ $typed: 'Nope', base64: '' })).toBeNull();
+  expect(typedFromNote({ 0: 1 })).toBeNull();
+});
+
+test('a live message compares exactly with a recorded one in either encoding; one changed element differs in both', () => {
+  const live = { t: 'prepare', position: new Float64Array([0.5, 0.033932936646792984]) };
+  const recordedNew = normalise({ t: 'prepare', position: new Float64Array([0.5, 0.033932936646792984]) });
+  const recordedOld = oldStyle({ t: 'prepare', position: new Float64Array([0.5, 0.033932936646792984]) });
+  expect(compareNote(recordedNew, normalise(live), new FenceMap())).toBeNull();
+  expect(compareNote(recordedOld, normalise(live), new FenceMap())).toBeNull();
+  const changed = { t: 'prepare', position: new Float64Array([0.5, 0.033932540474068844]) };
+  expect(compareNote(recordedNew, normalise(changed), new FenceMap())).toMatchObject({ path: 'position.base64' });
+  expect(compareNote(recordedOld, normalise(changed), new FenceMap())).toMatchObject({ path: 'position.1', expected: 0.033932936646792984, actual: 0.033932540474068844 });
+});

@@ -1,0 +1,35 @@
+// Property parameters and recordings: a recorded test keeps the seed and volume each of its properties
+// drew; replaying the test draws the recorded ones whatever the environment says; outside a test, or for
+// a property the recording does not name, the environment (or a fresh seed) decides as before.
+
+import { afterEach, expect, test } from 'vitest';
+import { propertyRun } from './property.ts';
+import { drawnProperties, setCurrentTest, useRecordedProperties } from './targets/pertest.ts';
+
+afterEach(() => setCurrentTest(undefined));
+
+test('a test\'s drawn seed and volume are kept for its recording, and reset for the next test', () => {
+  setCurrentTest('suites/x.test.ts > a');
+  const p = propertyRun('x', 7, { HIL_PROPERTY_SEED: '1234' });
+  expect(p).toEqual({ numRuns: 7, seed: 1234 });
+  expect(drawnProperties()).toEqual({ x: { seed: 1234, numRuns: 7 } });
+  setCurrentTest('suites/x.test.ts > b');
+  expect(drawnProperties()).toEqual({});
+});
+
+test('replaying a recorded test draws the recorded seed and volume, not the environment\'s or a fresh one', () => {
+  setCurrentTest('suites/x.test.ts > a');
+  useRecordedProperties({ test: 'suites/x.test.ts > a', properties: { x: { seed: 99, numRuns: 3 }, bad: { seed: 'no', numRuns: 1 } } });
+  expect(propertyRun('x', 150, {})).toEqual({ numRuns: 3, seed: 99 });
+  expect(propertyRun('x', 150, { HIL_PROPERTY_SEED: '5', HIL_PROPERTY_RUNS: '8' })).toEqual({ numRuns: 3, seed: 99 });
+  // A malformed entry is ignored; a property the recording does not name decides as usual.
+  expect(propertyRun('bad', 2, { HIL_PROPERTY_SEED: '5' })).toEqual({ numRuns: 2, seed: 5 });
+  expect(propertyRun('other', 4, { HIL_PROPERTY_SEED: '6' })).toEqual({ numRuns: 4, seed: 6 });
+});
+
+test('outside a test nothing is kept and nothing recorded is used', () => {
+  useRecordedProperties({ properties: { x: { seed: 99, numRuns: 3 } } });
+  setCurrentTest(undefined);
+  expect(propertyRun('x', 2, { HIL_PROPERTY_SEED: '5' })).toEqual({ numRuns: 2, seed: 5 });
+  expect(drawnProperties()).toEqual({});
+});
