@@ -11,13 +11,12 @@
 // that read time_ns as microseconds, positions as counts, velocities per millisecond, or stamped records
 // in another unit would be off by a factor of at least 1000 somewhere below.
 
-import { readStatus } from '../../harness/clients/status.ts';
+import { readyStepped } from '../../harness/clients/stepped.ts';
 import type { Session } from '../../harness/clients/cell.ts';
 import type { BindingInput } from '../../harness/clients/control.ts';
 import { eventCursor, eventsSince } from '../../harness/clients/events.ts';
 import { latestSequence, readBatch } from '../../harness/clients/telemetry.ts';
 import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
-import { checkGrant } from '../../harness/oracle/reply.ts';
 import { covers, describe, expect, needsMotion, sharedVariant, test } from '../../harness/fixture.ts';
 
 type Data = Record<string, any>;
@@ -37,29 +36,9 @@ const RAD_PER_S = D / (Number(T_NS) / 1e9); // 0.1 rad/s
 
 describe('units seen by a client (stepped clock)', () => {
   const v = sharedVariant<{ binding: BindingInput; axes: Axis[]; cycle_ns: bigint; clock: string }>({ clock: 'stepped' });
-  const status = async () => (await readStatus(v.target.client())) as unknown as Data;
-
-  async function settle<T>(p: Promise<T>, chunk = 10): Promise<T> {
-    let done = false;
-    void p.then(() => (done = true), () => (done = true));
-    for (let i = 0; i < 1000 && !done; i++) await v.target.step!(chunk);
-    return p;
-  }
-
-  async function ready(): Promise<{ s: Session; hold: number[] }> {
-    await v.target.step!(5);
-    const s = await v.cell.hold({ requested_lease_ms: 5_000n });
-    if (((await status()).core.home_valid_mask & 1n) === 0n) {
-      const h = await settle(v.cell.fenced('home', s, { axis_mask: J1 }), 20);
-      expect(h.status, h.reply.error).toBe(200);
-    }
-    const all = (1 << v.description.axes.length) - 1;
-    expect((await v.cell.fenced('enable', s, { axis_mask: all })).status).toBe(200);
-    const a = await settle(v.cell.fenced('arm', s), 5);
-    expect(a.status, a.reply.error).toBe(200);
-    await v.target.step!(5);
-    return { s, hold: ((await status()).axes as Data[]).map((ax) => Number(ax.position)) };
-  }
+  /** A held grant, J1 homed, every axis enabled and armed; the held positions. */
+  const ready = (): Promise<{ s: Session; hold: number[] }> =>
+    readyStepped(v.target, v.cell, v.target.client(), { axes: v.description.axes.length, leaseMs: 5_000 });
 
   async function records(after: bigint): Promise<CycleCaptureRecordV2[]> {
     const out: CycleCaptureRecordV2[] = [];

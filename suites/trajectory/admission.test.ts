@@ -11,6 +11,7 @@
 import { createConnection } from 'node:net';
 import { eventCursor, eventsSince, type CellEvent } from '../../harness/clients/events.ts';
 import { readStatus } from '../../harness/clients/status.ts';
+import { readyStepped, settle as settleStepped } from '../../harness/clients/stepped.ts';
 import type { Session } from '../../harness/clients/cell.ts';
 import { REQUEST_SCHEMA, type BindingInput } from '../../harness/clients/control.ts';
 import { stringifyExact } from '../../harness/oracle/json.ts';
@@ -26,31 +27,11 @@ describe('motion admission (stepped clock)', () => {
   const status = async () => (await readStatus(v.target.client())) as unknown as Data;
   const handleOf = async (h: bigint) => ((await status()).execution.handles as Data[]).find((x) => x.handle === h);
 
-  /** Step the core in chunks until `p` settles (a Home, an arm, a stop drain). */
-  async function settle<T>(p: Promise<T>, chunk = 10): Promise<T> {
-    let done = false;
-    void p.then(() => (done = true), () => (done = true));
-    for (let i = 0; i < 1000 && !done; i++) await v.target.step!(chunk);
-    return p;
-  }
+  const settle = <T>(p: Promise<T>, chunk = 10): Promise<T> => settleStepped(v.target, p, chunk);
 
   /** A held grant, J1 homed, every axis enabled and armed; the held positions. */
-  async function ready(): Promise<{ s: Session; hold: number[] }> {
-    await v.target.step!(5);
-    const s = await v.cell.hold({ requested_lease_ms: 5_000n });
-    if (((await status()).core.home_valid_mask & 1n) === 0n) {
-      const h = await settle(v.cell.fenced('home', s, { axis_mask: J1 }), 20);
-      expect(h.status, h.reply.error).toBe(200);
-    }
-    const all = (1 << v.description.axes.length) - 1;
-    expect((await v.cell.fenced('enable', s, { axis_mask: all })).status).toBe(200);
-    const a = await settle(v.cell.fenced('arm', s), 5);
-    expect(a.status, a.reply.error).toBe(200);
-    await v.target.step!(5);
-    const x = await status();
-    expect(Number(x.core.axis_enable_mask)).toBe(all);
-    return { s, hold: (x.axes as Data[]).map((ax) => Number(ax.position)) };
-  }
+  const ready = (): Promise<{ s: Session; hold: number[] }> =>
+    readyStepped(v.target, v.cell, v.target.client(), { axes: v.description.axes.length, leaseMs: 5_000 });
 
   /** J1 from its held position by `d` rad in `ms` ms, the other axes held. */
   async function prepare(s: Session, hold: number[], d: number, ms: bigint): Promise<bigint> {

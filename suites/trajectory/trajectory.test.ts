@@ -5,6 +5,7 @@
 
 import { eventCursor, eventsSince, waitForEvent, type CellEvent } from '../../harness/clients/events.ts';
 import { readStatus, waitStatus, type StatusView } from '../../harness/clients/status.ts';
+import { readyStepped, settle } from '../../harness/clients/stepped.ts';
 import { latestSequence, readBatch } from '../../harness/clients/telemetry.ts';
 import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
 import { Cell, type Session } from '../../harness/clients/cell.ts';
@@ -532,19 +533,8 @@ async function steppedCell(variant: VariantOf, ctx: { skip: (c: boolean, note?: 
   const cell = new Cell(client, d.binding);
   const step = (n: number) => t.step!(n);
   /** Send an operation and step the clock until its reply comes (the core answers in a cycle). */
-  const stepped = async <T>(p: Promise<T>): Promise<T> => {
-    let done = false;
-    void p.finally(() => (done = true));
-    for (let k = 0; k < 2000 && !done; k++) await step(5);
-    return p;
-  };
-  await step(20); // the core's first status publication
-  const s = await cell.hold({ requested_lease_ms: 10_000 });
-  if (((await status(client)).core!.home_valid_mask & 1n) === 0n) expect((await stepped(cell.fenced('home', s, { axis_mask: J1 }))).status).toBe(200);
-  const all = (1 << d.axes.length) - 1;
-  expect((await stepped(cell.fenced('enable', s, { axis_mask: all }))).status).toBe(200);
-  expect((await stepped(cell.fenced('arm', s))).status).toBe(200);
-  const hold = (await status(client)).axes.map((x) => num(x.position));
+  const stepped = <T>(p: Promise<T>): Promise<T> => settle(t, p, 5);
+  const { s, hold } = await readyStepped(t, cell, client, { axes: d.axes.length });
   /** Every telemetry record after `from`. */
   const records = async (from: bigint) => {
     const out: CycleCaptureRecordV2[] = [];
