@@ -351,11 +351,19 @@ export class SimTarget implements Target {
     await this.test('/restart-core', {});
   }
 
-  /** The weld planner stub, started on first use beside the stack (its store in the stack's directory). */
+  /**
+   * The weld planner stub, started on first use beside the stack. Its store is a temporary directory of
+   * its own, not the stack's: a recorded run replaces the stack (and its directory) for every test while
+   * the planner lives on.
+   */
   async planner(): Promise<PlannerEndpoint> {
-    this.plannerProcess ??= startPlanner(join(this.stack.dir, 'planner-store'));
+    this.plannerProcess ??= (async () => {
+      this.plannerDir = await mkdtemp(join(tmpdir(), 'hil-planner-'));
+      return startPlanner(join(this.plannerDir, 'planner-store'));
+    })();
     return (await this.plannerProcess).endpoint;
   }
+  private plannerDir: string | undefined;
 
   diagnostics(): string {
     return this.stack.stderr();
@@ -363,6 +371,7 @@ export class SimTarget implements Target {
 
   async close(): Promise<void> {
     if (this.plannerProcess) await (await this.plannerProcess.catch(() => undefined))?.stop();
+    if (this.plannerDir) await rm(this.plannerDir, { recursive: true, force: true, maxRetries: 3 });
     await this.stopStack();
   }
 }
