@@ -10,21 +10,18 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
-import { compileMachine } from '../config/compile.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import { CoreHost } from './host.ts';
 import type { CoreStartOptions, FromCore } from './protocol.ts';
 import { AXIS_FIELDS, RecordingReader } from '../../drivers/replay/format.ts';
 import type { ReplayDriver } from '../../drivers/replay/driver.ts';
 import { identifyPlants } from '../../drivers/replay/plant.ts';
+import { nineAxisMachine } from './test-machine.ts';
 
 const DIR = mkdtempSync(join(tmpdir(), 'hil-closed-loop-'));
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
 
-const MACHINE: CompiledMachine = {
-  ...compileMachine(readFileSync(new URL('../../fixtures/machines/nine-axis.json', import.meta.url), 'utf8')).machine,
-  dir: '',
-};
+const MACHINE: CompiledMachine = nineAxisMachine();
 const N = MACHINE.axes.length;
 const ALL = (1 << N) - 1;
 const FAR = 1n << 62n;

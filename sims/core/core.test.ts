@@ -3,25 +3,21 @@
 // (harness/oracle/telemetry.ts), checked against the times passed in and against status(); the cycle
 // timing histogram; and the worker wiring (a ring per core incarnation, handed over in 'ready').
 
-import { readFileSync } from 'node:fs';
 import { test, expect } from 'vitest';
 import fc from 'fast-check';
 import type { BusDriver, BusSetup, ProcessImage } from '../../drivers/bus.ts';
 import { DS402_STATE_NAMES } from '../../drivers/ds402.ts';
 import { SimBusDriver } from '../../drivers/sim/driver.ts';
 import * as oracle from '../../harness/oracle/telemetry.ts';
-import { compileMachine } from '../config/compile.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import { CoreLink } from '../service/core-link.ts';
 import { CaptureReader } from './capture/reader.ts';
 import { CaptureRing } from './capture/ring.ts';
 import { Core, CycleHistogram } from './core.ts';
 import type { CoreStatus, FromCore, ToCore } from './protocol.ts';
+import { nineAxisMachine } from './test-machine.ts';
 
-const MACHINE: CompiledMachine = {
-  ...compileMachine(readFileSync(new URL('../../fixtures/machines/nine-axis.json', import.meta.url), 'utf8')).machine,
-  dir: '',
-};
+const MACHINE: CompiledMachine = nineAxisMachine();
 const N = MACHINE.axes.length;
 const ALL = (1 << N) - 1;
 const CYCLE = MACHINE.cycle_ns;

@@ -2,24 +2,20 @@
 // fake in lockstep: each bus fault of the fake shows the documented fault bit (docs/profile.md, execution
 // fault bits), the fault_latched event, and the telemetry record's evidence (CycleCaptureRecordV2 fields).
 
-import { readFileSync } from 'node:fs';
 import { afterEach, expect, test } from 'vitest';
 import { AL } from '../../drivers/bus.ts';
 import type { EthercatBusDriver } from '../../drivers/ethercat/ethercat.ts';
 import type { FakeEthercatMaster } from '../../drivers/ethercat/fake-master.ts';
 import type { FakeFault } from '../../drivers/ethercat/fake-bus.ts';
-import { compileMachine } from '../config/compile.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import { CaptureReader } from './capture/reader.ts';
 import { AX, axisOffset, REC, RECORD_BYTES } from './capture/layout.ts';
 import { FAULT } from './faults.ts';
 import { CoreHost } from './host.ts';
 import { NATIVE_REASON, type FromCore } from './protocol.ts';
+import { nineAxisMachine } from './test-machine.ts';
 
-const MACHINE: CompiledMachine = {
-  ...compileMachine(readFileSync(new URL('../../fixtures/machines/nine-axis.json', import.meta.url), 'utf8')).machine,
-  dir: '',
-};
+const MACHINE: CompiledMachine = nineAxisMachine();
 const N = MACHINE.axes.length;
 const ALL = (1 << N) - 1;
 const FOREVER = 1n << 62n;

@@ -2,12 +2,10 @@
 // bound in simulated time, the driver error boundary as the core sees it, the bounded arm wait, the fence
 // and the lease held by the core itself, and the clocks' own rules.
 
-import { readFileSync } from 'node:fs';
 import { expect, test } from 'vitest';
 import { BUS_RC, type BusDriver, type BusSetup, type ProcessImage } from '../../drivers/bus.ts';
 import { SW } from '../../drivers/ds402.ts';
 import { SimBusDriver } from '../../drivers/sim/driver.ts';
-import { compileMachine } from '../config/compile.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import { CaptureReader } from './capture/reader.ts';
 import { FastClock, RealTimeClock, SteppedClock } from './clock.ts';
@@ -15,11 +13,9 @@ import { Core } from './core.ts';
 import { FAULT } from './faults.ts';
 import { CoreHost } from './host.ts';
 import { NATIVE_REASON, type CommandResult, type CoreStartOptions, type FromCore, type NativeOpName } from './protocol.ts';
+import { nineAxisMachine } from './test-machine.ts';
 
-const MACHINE: CompiledMachine = {
-  ...compileMachine(readFileSync(new URL('../../fixtures/machines/nine-axis.json', import.meta.url), 'utf8')).machine,
-  dir: '',
-};
+const MACHINE: CompiledMachine = nineAxisMachine();
 const N = MACHINE.axes.length;
 const ALL = (1 << N) - 1;
 const CYCLE = MACHINE.cycle_ns;

@@ -3,20 +3,16 @@
 // input stops or expires, braking to stop exactly at a position limit, the begin / end / legacy commands
 // and what stop and halt do to a jog.
 
-import { readFileSync } from 'node:fs';
 import { expect, test } from 'vitest';
 import { SimBusDriver } from '../../drivers/sim/driver.ts';
-import { compileMachine } from '../config/compile.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import { SteppedClock } from './clock.ts';
 import { Core } from './core.ts';
 import { JOG_REASON, JogLane } from './jog.ts';
 import { NATIVE_REASON, type FromCore, type JogCmd, type NativeOpName } from './protocol.ts';
+import { nineAxisMachine } from './test-machine.ts';
 
-const MACHINE: CompiledMachine = {
-  ...compileMachine(readFileSync(new URL('../../fixtures/machines/nine-axis.json', import.meta.url), 'utf8')).machine,
-  dir: '',
-};
+const MACHINE: CompiledMachine = nineAxisMachine();
 const N = MACHINE.axes.length;
 const ALL = (1 << N) - 1;
 const CYCLE = MACHINE.cycle_ns;

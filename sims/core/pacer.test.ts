@@ -4,26 +4,23 @@
 // matched. A changed field, an inconsistent fence, a missing or an extra request: reported at the exact
 // cycle with the field. A recording for another machine: refused as stale naming both digests.
 
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
-import { compileMachine } from '../config/compile.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import { CoreHost } from './host.ts';
 import { NATIVE_REASON, type ClockSpec, type FromCore, type NativeOpName, type PostStamp, type ToCore } from './protocol.ts';
 import { compareNote, FenceMap, ReplayPacer, scanForPacing, type ServiceCue } from '../../drivers/replay/pacer.ts';
 import { RecordingError } from '../../drivers/replay/format.ts';
+import { nineAxisMachine } from './test-machine.ts';
 
 const DIR = mkdtempSync(join(tmpdir(), 'hil-pacer-'));
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
 let seq = 0;
 const tmp = (name: string) => join(DIR, `${seq++}-${name}`);
 
-const MACHINE: CompiledMachine = {
-  ...compileMachine(readFileSync(new URL('../../fixtures/machines/nine-axis.json', import.meta.url), 'utf8')).machine,
-  dir: '',
-};
+const MACHINE: CompiledMachine = nineAxisMachine();
 const N = MACHINE.axes.length;
 const ALL = (1 << N) - 1;
 const HOMEABLE = MACHINE.axes.reduce((m, a, i) => (a.native_home ? m | (1 << i) : m), 0);

@@ -6,25 +6,22 @@
 // events must be the recorded ones, and the replay must reach the recording's end. A failing case prints
 // its seed and path (fast-check), so it can be replayed.
 
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, expect, test } from 'vitest';
-import { compileMachine } from '../config/compile.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import { CoreHost } from './host.ts';
 import type { FromCore, NativeOpName, ToCore } from './protocol.ts';
 import { runReplay, scanRecording } from '../../drivers/replay/session.ts';
+import { nineAxisMachine } from './test-machine.ts';
 
 const DIR = mkdtempSync(join(tmpdir(), 'hil-replay-prop-'));
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
 let seq = 0;
 
-const MACHINE: CompiledMachine = {
-  ...compileMachine(readFileSync(new URL('../../fixtures/machines/nine-axis.json', import.meta.url), 'utf8')).machine,
-  dir: '',
-};
+const MACHINE: CompiledMachine = nineAxisMachine();
 const N = MACHINE.axes.length;
 const ALL = (1 << N) - 1;
 const FAR = 1n << 62n;

@@ -9,7 +9,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, expect, test } from 'vitest';
-import { compileMachine } from '../config/compile.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import { CoreHost } from './host.ts';
 import type { CommandResult, CoreStartOptions, FromCore, NativeOpName } from './protocol.ts';
@@ -21,6 +20,7 @@ import { AXIS_OUTPUTS, FORMAT_VERSION, RecordingError, RecordingReader, Recordin
 import { RecordingDriver } from '../../drivers/replay/recorder.ts';
 import { runReplay, scanRecording } from '../../drivers/replay/session.ts';
 import { fileURLToPath } from 'node:url';
+import { nineAxisMachine } from './test-machine.ts';
 
 const DIR = mkdtempSync(join(tmpdir(), 'hil-replay-'));
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
@@ -140,10 +140,7 @@ test('replay params are validated with REPLAY_BAD_PARAMS', () => {
 
 // ---- whole sessions through the core host on the stepped clock -------------------------------------------
 
-const MACHINE: CompiledMachine = {
-  ...compileMachine(readFileSync(new URL('../../fixtures/machines/nine-axis.json', import.meta.url), 'utf8')).machine,
-  dir: '',
-};
+const MACHINE: CompiledMachine = nineAxisMachine();
 const N = MACHINE.axes.length;
 const ALL = (1 << N) - 1;
 const HOMEABLE = MACHINE.axes.reduce((m, a, i) => (a.native_home ? m | (1 << i) : m), 0);

@@ -3,25 +3,22 @@
 // recorded value, actual: what the sim gives), while strict replay, which feeds the recorded inputs to the
 // core, cannot see it there. An unperturbed recording, with injected faults, verifies to its end.
 
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
-import { compileMachine } from '../config/compile.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import { CoreHost } from './host.ts';
 import type { ToCore } from './protocol.ts';
 import type { ReplayDriver } from '../../drivers/replay/driver.ts';
 import { AXIS_FIELDS, RecordingReader, RecordingWriter, type RecordingHeader } from '../../drivers/replay/format.ts';
 import { runReplay, scanRecording } from '../../drivers/replay/session.ts';
+import { nineAxisMachine } from './test-machine.ts';
 
 const DIR = mkdtempSync(join(tmpdir(), 'hil-verify-'));
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
 
-const MACHINE: CompiledMachine = {
-  ...compileMachine(readFileSync(new URL('../../fixtures/machines/nine-axis.json', import.meta.url), 'utf8')).machine,
-  dir: '',
-};
+const MACHINE: CompiledMachine = nineAxisMachine();
 const N = MACHINE.axes.length;
 const ALL = (1 << N) - 1;
 const HOMEABLE = MACHINE.axes.reduce((m, a, i) => (a.native_home ? m | (1 << i) : m), 0);
