@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { BUS_RC, ProcessImage, type BusDriver, type BusSetup } from './bus.ts';
+import { testBusSetup } from './test-setup.ts';
 import { decodeStatusword, Ds402State } from './ds402.ts';
 import { FAULT_KINDS, FaultSpecError } from './faults.ts';
 import { DriverHost, DriverHostError } from './host.ts';
@@ -15,23 +16,7 @@ import { RecordingDriver } from './replay/recorder.ts';
 
 const AXES = 3;
 const CYCLE = 1_000_000n;
-const SETUP: BusSetup = {
-  cycleNs: CYCLE,
-  axes: Array.from({ length: AXES }, (_, i) => ({
-    index: i,
-    id: `j${i + 1}`,
-    slavePosition: i,
-    countsPerUnit: 100_000,
-    sign: 1 as const,
-    minPosition: -3,
-    maxPosition: 3,
-    maxVelocity: 2,
-    followingError: 0.05,
-  })),
-  expectedMapping: ['rx:0x6040:00 controlword u16'],
-  ioOutputs: 2,
-  ioInputs: 2,
-};
+const SETUP: BusSetup = testBusSetup(AXES);
 
 // The replay driver plays a recording: a small one is made here from the sim driver on the same setup,
 // with the outputs the contract's own exchanges write (none), so a strict replay of it passes.

@@ -3,6 +3,7 @@
 
 import { afterEach, describe, expect, test } from 'vitest';
 import { AL, ProcessImage, STANDARD_MAPPING, type BusSetup } from '../bus.ts';
+import { testBusSetup } from '../test-setup.ts';
 import { DriverHost } from '../host.ts';
 import { createDriver, DriverUnavailable } from '../index.ts';
 import type { EthercatBusDriver } from './ethercat.ts';
@@ -15,25 +16,7 @@ import { importNodeEthercat } from './driver.ts';
 
 const CYCLE = 1_000_000n;
 const AXES = 3;
-const SETUP: BusSetup = {
-  cycleNs: CYCLE,
-  axes: Array.from({ length: AXES }, (_, i) => ({
-    index: i,
-    id: `j${i + 1}`,
-    slavePosition: i,
-    countsPerUnit: 100_000,
-    sign: 1 as const,
-    minPosition: -3,
-    maxPosition: 3,
-    maxVelocity: 2,
-    followingError: 0.05,
-    vendorId: 0x1337,
-    productCode: 0x4660,
-  })),
-  expectedMapping: STANDARD_MAPPING,
-  ioOutputs: 2,
-  ioInputs: 2,
-};
+const SETUP: BusSetup = testBusSetup(AXES, { vendorId: 0x1337, productCode: 0x4660 }, { expectedMapping: STANDARD_MAPPING });
 /** Per slave: 1 for its inputs, 2 for its outputs (LRW); three axis slaves and the I/O terminal. */
 const WKC = 4 * 3;
 const IO_POS = 3;
