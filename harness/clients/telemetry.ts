@@ -6,7 +6,7 @@ import { gunzipSync } from 'node:zlib';
 import { request } from 'undici';
 import { asTransportError, HarnessError } from '../errors.ts';
 import { checkReply, type CheckedReply } from '../oracle/reply.ts';
-import { BatchSplitter, checkBatchCursor, decodeBatch, decodeBatchHeader, type DecodeOptions, type TelemetryBatch, type TelemetryBatchHeaderV1 } from '../oracle/telemetry.ts';
+import { BatchSplitter, checkBatchCursor, decodeBatch, decodeBatchHeader, type DecodeOptions, type CycleCaptureRecordV2, type TelemetryBatch, type TelemetryBatchHeaderV1 } from '../oracle/telemetry.ts';
 import { contentType, type ControlClient, type RawReply } from './control.ts';
 
 export interface TelemetryPoll {
@@ -42,6 +42,17 @@ export async function readBatch(client: ControlClient, after: bigint, opts: { gz
   if (!p.batch) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `telemetry poll after=${after} refused: ${p.raw.status} ${p.refusal?.reply.error}`, { detail: { status: p.raw.status } });
   checkBatchCursor(p.batch.header, after);
   return p.batch;
+}
+
+/** Every record after `after`, batch by batch until a batch is not full (4096 records). */
+export async function recordsSince(client: ControlClient, after: bigint): Promise<CycleCaptureRecordV2[]> {
+  const out: CycleCaptureRecordV2[] = [];
+  for (let cursor = after; ; ) {
+    const b = await readBatch(client, cursor);
+    out.push(...b.records);
+    cursor = b.header.last_sequence;
+    if (b.header.record_count < 4096) return out;
+  }
 }
 
 /** Poll and check only the header (cheap: no record is decoded). */

@@ -15,8 +15,7 @@ import type { BindingInput, ControlClient } from '../../harness/clients/control.
 import { eventCursor, eventsSince, type CellEvent } from '../../harness/clients/events.ts';
 import { encodeJogFrame, hostNs, JogSender, readJog, readJogClock, readJogIngress, waitIngress, type JogFrame } from '../../harness/clients/jog.ts';
 import { readStatus } from '../../harness/clients/status.ts';
-import { latestSequence, readBatch } from '../../harness/clients/telemetry.ts';
-import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
+import { latestSequence, recordsSince } from '../../harness/clients/telemetry.ts';
 import { covers, describe, expect, profile, test, type VariantOf } from '../../harness/fixture.ts';
 import type { Target } from '../../harness/targets/types.ts';
 
@@ -112,17 +111,6 @@ async function send(st: Stack, buf: Buffer): Promise<Record<string, unknown>> {
   return waitIngress(st.client, before + 1n);
 }
 
-/** Every telemetry record after `after`. */
-async function recordsSince(client: ControlClient, after: bigint): Promise<CycleCaptureRecordV2[]> {
-  const out: CycleCaptureRecordV2[] = [];
-  let cursor = after;
-  for (;;) {
-    const b = await readBatch(client, cursor);
-    out.push(...b.records);
-    cursor = b.header.last_sequence;
-    if (b.header.record_count < 4096) return out;
-  }
-}
 
 const ofType = (events: CellEvent[], type: string) => events.filter((e) => e.type === type);
 const jogOf = (e: CellEvent) => e.jog as Record<string, unknown>;

@@ -27,8 +27,7 @@ import {
   type RemoteCreds,
   type UpgradeAnswer,
 } from '../../harness/clients/jog.ts';
-import { latestSequence, readBatch } from '../../harness/clients/telemetry.ts';
-import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
+import { latestSequence, recordsSince } from '../../harness/clients/telemetry.ts';
 import type { RemoteStack } from '../../harness/targets/sim.ts';
 import { covers, describe, expect, profile, test } from '../../harness/fixture.ts';
 import { onSim, remoteStacks, SKIP } from './probe.ts';
@@ -137,16 +136,6 @@ async function remoteReceived(c: ControlClient, n: bigint): Promise<Record<strin
   }
 }
 
-async function recordsSince(client: ControlClient, after: bigint): Promise<CycleCaptureRecordV2[]> {
-  const out: CycleCaptureRecordV2[] = [];
-  let cursor = after;
-  for (;;) {
-    const b = await readBatch(client, cursor);
-    out.push(...b.records);
-    cursor = b.header.last_sequence;
-    if (b.header.record_count < 4096) return out;
-  }
-}
 
 /** A pre-upgrade failure: status, text/plain, the label first. */
 function expectPre(r: UpgradeAnswer, status: number, label: string): void {

@@ -6,7 +6,7 @@
 import { eventCursor, eventsSince, waitForEvent, type CellEvent } from '../../harness/clients/events.ts';
 import { readStatus, waitStatus, type StatusView } from '../../harness/clients/status.ts';
 import { readyStepped, settle } from '../../harness/clients/stepped.ts';
-import { latestSequence, readBatch } from '../../harness/clients/telemetry.ts';
+import { latestSequence, readBatch, recordsSince } from '../../harness/clients/telemetry.ts';
 import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
 import { Cell, type Session } from '../../harness/clients/cell.ts';
 import type { BindingInput, ControlClient } from '../../harness/clients/control.ts';
@@ -19,7 +19,6 @@ import { createConnection } from 'node:net';
 const test = recoveringTest;
 
 const J1 = 1; // axis mask of J1
-const SECOND = 1_000_000_000n;
 
 interface Handles {
   handles: Array<{ handle: bigint; state: string; generation: bigint; execution_generation: bigint; native_sequence: bigint; identity?: Record<string, unknown> }>;
@@ -535,16 +534,8 @@ async function steppedCell(variant: VariantOf, ctx: { skip: (c: boolean, note?: 
   /** Send an operation and step the clock until its reply comes (the core answers in a cycle). */
   const stepped = <T>(p: Promise<T>): Promise<T> => settle(t, p, 5);
   const { s, hold } = await readyStepped(t, cell, client, { axes: d.axes.length });
-  /** Every telemetry record after `from`. */
-  const records = async (from: bigint) => {
-    const out: CycleCaptureRecordV2[] = [];
-    for (let after = from; ; ) {
-      const b = await readBatch(client, after);
-      out.push(...b.records);
-      after = b.header.last_sequence;
-      if (b.header.record_count < 4096) return out;
-    }
-  };
+  const records = (from: bigint) => recordsSince(client, from);
+
   return { t, client, cell, s, hold, cycleNs: d.cycle_ns, step, stepped, records };
 }
 

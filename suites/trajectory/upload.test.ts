@@ -9,8 +9,8 @@ import { Agent, request } from 'undici';
 import type { Cell, Session } from '../../harness/clients/cell.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
 import { checkReply } from '../../harness/oracle/reply.ts';
-import { readStatus, waitStatus } from '../../harness/clients/status.ts';
-import { covers, describe, expect, needsMotion, profile, test } from '../../harness/fixture.ts';
+import { readStatus } from '../../harness/clients/status.ts';
+import { covers, describe, expect, needsMotion, test } from '../../harness/fixture.ts';
 import type { Target } from '../../harness/targets/types.ts';
 
 const SCHEMA = 'svc.rt-control.request.v1';
