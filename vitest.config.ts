@@ -1,33 +1,40 @@
 import { defineConfig } from 'vitest/config';
-import LongestFirst from './harness/sequencer.ts';
+import LongestFirst, { JOG_FILES, QUIET_FILES } from './harness/sequencer.ts';
 
 // `unit` tests the harness's own code and the reference implementation from the inside; the conformance
-// projects run the suites against whichever target HIL_TARGET names (sim by default), in three groups:
+// projects run the suites against whichever target HIL_TARGET names (sim by default). They run together,
+// in one pool of workers, and differ in scheduling priority (harness/nice.ts sets each worker's nice value
+// from HIL_NICE; the stacks and planners a worker starts inherit it):
 //
-// 1. `conformance`: most files, four at a time, longest first (harness/sequencer.ts). A conformance run
-//    keeps about one of two cores busy: much of it is waiting for documented timeouts (the remote
-//    listener's 30 s request bound, planner kill grace) that more workers overlap with real work.
-// 2. `conformance-quiet`: files whose checks are about real-time behaviour of the stack (the telemetry
-//    stream's ~20 ms flushes and blocked-write bound, idle and keepalive timers, a torn ring header held
-//    for 1.5 s). They mostly wait, so they share a group with each other, never with the busy files of
-//    group 1.
-// 3. `conformance-solo`: one at a time, last: the 222 MB upload (it loads the machine) and jog (it steps
-//    the core as fast as it can, and its input age and the session's input deadline are host monotonic
-//    time even on the stepped clock: a neighbour that slows the stepping between two frames expires the
-//    jog; seen with jog beside the stream file: one stream batch in 400 ms).
+// - `conformance-quiet` (nice 0): files whose checks are about real-time behaviour of the stack (the
+//   telemetry stream's ~20 ms flushes and blocked-write bound, idle and keepalive timers, a torn ring
+//   header held for 1.5 s). They mostly wait; when they wake, the kernel runs them ahead of everything
+//   niced, so the busy files beside them do not make their timers late.
+// - `conformance-jog` (nice 5): jog steps its core as fast as it can, and its input age and the session's
+//   input deadline are host monotonic time even on the stepped clock: a neighbour that slows the stepping
+//   between two frames expires the jog. Ahead of the busy files, behind the quiet ones (at equal priority
+//   it once starved the stream file: one stream batch in 400 ms).
+// - `conformance` (nice 10): the rest. Much of it waits for documented timeouts (the remote listener's
+//   30 s request bound, the planner's kill grace), which more workers than cores overlap with real work.
+//
+// harness/sequencer.ts hands the pool the quiet files first, then jog, then the rest longest first, and
+// the 222 MB upload (it loads the machine) last, long after the quiet files are done. Vitest refuses two
+// projects of one group with different worker counts: one figure for all three.
 //
 // Every conformance project starts stacks from a bundle built once per run (harness/targets/prebuild-setup.ts)
 // and shares one module graph per worker (isolate: false; the harness keeps no state at module level).
-export const QUIET_FILES = ['suites/telemetry/stream.test.ts', 'suites/telemetry/busy.test.ts', 'suites/observation/keepalive.test.ts'];
-export const SOLO_FILES = ['suites/trajectory/upload.test.ts', 'suites/jog/jog.test.ts'];
+const WORKERS = 6;
 
-const conformance = {
+const conformance = (nice: number) => ({
   globalSetup: ['harness/targets/prebuild-setup.ts'],
-  setupFiles: ['harness/bigint-json.ts'],
+  setupFiles: ['harness/nice.ts', 'harness/bigint-json.ts'],
+  env: { HIL_NICE: String(nice) },
   isolate: false,
+  maxWorkers: WORKERS,
   testTimeout: 60_000,
   hookTimeout: 120_000,
-};
+  sequence: { groupOrder: 1 },
+});
 
 export default defineConfig({
   test: {
@@ -42,34 +49,9 @@ export default defineConfig({
           sequence: { groupOrder: 0 },
         },
       },
-      {
-        test: {
-          name: 'conformance',
-          include: ['suites/**/*.test.ts'],
-          exclude: [...QUIET_FILES, ...SOLO_FILES],
-          maxWorkers: 4,
-          sequence: { groupOrder: 1 },
-          ...conformance,
-        },
-      },
-      {
-        test: {
-          name: 'conformance-quiet',
-          include: QUIET_FILES,
-          maxWorkers: 4,
-          sequence: { groupOrder: 2 },
-          ...conformance,
-        },
-      },
-      {
-        test: {
-          name: 'conformance-solo',
-          include: SOLO_FILES,
-          maxWorkers: 1,
-          sequence: { groupOrder: 3 },
-          ...conformance,
-        },
-      },
+      { test: { name: 'conformance-quiet', include: QUIET_FILES, ...conformance(0) } },
+      { test: { name: 'conformance-jog', include: JOG_FILES, ...conformance(5) } },
+      { test: { name: 'conformance', include: ['suites/**/*.test.ts'], exclude: [...QUIET_FILES, ...JOG_FILES], ...conformance(10) } },
     ],
   },
 });

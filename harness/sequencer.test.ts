@@ -1,38 +1,42 @@
-// The longest-first order of conformance files (harness/sequencer.ts).
+// The order in which conformance files go to the shared pool (harness/sequencer.ts).
 
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
-import { QUIET_FILES, SOLO_FILES } from '../vitest.config.ts';
-import { DURATION_MS, longestFirst } from './sequencer.ts';
+import { DURATION_MS, JOG_FILES, LAST_FILES, longestFirst, QUIET_FILES } from './sequencer.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 
-test('every file with a duration figure exists, and every quiet or solo file is a suite file', () => {
-  for (const f of [...Object.keys(DURATION_MS), ...QUIET_FILES, ...SOLO_FILES]) expect(existsSync(join(ROOT, f)), f).toBe(true);
+test('every file with a duration figure exists, and every quiet, jog or last file is a suite file', () => {
+  for (const f of [...Object.keys(DURATION_MS), ...QUIET_FILES, ...JOG_FILES, ...LAST_FILES]) expect(existsSync(join(ROOT, f)), f).toBe(true);
 });
 
-test('within a project the heaviest file comes first, unknown files after in the order vitest gave; projects keep their order', () => {
-  const project = (name: string) => ({ name, config: { root: ROOT, sequence: { groupOrder: name === 'b' ? 2 : 1 } } });
-  const a = project('a');
-  const b = project('b');
+test('quiet files first, then jog, then the rest heaviest first (unknown files in the order vitest gave), the upload last', () => {
+  const project = (name: string) => ({ name, config: { root: ROOT } });
+  const busy = project('conformance');
+  const quiet = project('conformance-quiet');
+  const jog = project('conformance-jog');
   const spec = (p: ReturnType<typeof project>, f: string) => ({ project: p, moduleId: join(ROOT, f) });
   // vitest's order: projects contiguous, files in any order within them
   const files = [
-    spec(a, 'suites/grant/grant.test.ts'),
-    spec(a, 'suites/events/other.test.ts'),
-    spec(a, 'suites/planner/cancel.test.ts'),
-    spec(a, 'suites/remote/timeouts.test.ts'),
-    spec(b, 'suites/jog/jog.test.ts'),
-    spec(b, 'suites/observation/keepalive.test.ts'),
+    spec(busy, 'suites/trajectory/upload.test.ts'),
+    spec(busy, 'suites/grant/grant.test.ts'),
+    spec(busy, 'suites/events/other.test.ts'),
+    spec(busy, 'suites/planner/cancel.test.ts'),
+    spec(busy, 'suites/remote/timeouts.test.ts'),
+    spec(jog, 'suites/jog/jog.test.ts'),
+    spec(quiet, 'suites/telemetry/busy.test.ts'),
+    spec(quiet, 'suites/observation/keepalive.test.ts'),
   ];
   const out = longestFirst(files);
   expect(out.map((s) => `${s.project.name}:${s.moduleId.slice(ROOT.length + 1)}`)).toEqual([
-    'a:suites/remote/timeouts.test.ts',
-    'a:suites/planner/cancel.test.ts',
-    'a:suites/grant/grant.test.ts',
-    'a:suites/events/other.test.ts',
-    'b:suites/observation/keepalive.test.ts',
-    'b:suites/jog/jog.test.ts',
+    'conformance-quiet:suites/observation/keepalive.test.ts',
+    'conformance-quiet:suites/telemetry/busy.test.ts',
+    'conformance-jog:suites/jog/jog.test.ts',
+    'conformance:suites/remote/timeouts.test.ts',
+    'conformance:suites/planner/cancel.test.ts',
+    'conformance:suites/grant/grant.test.ts',
+    'conformance:suites/events/other.test.ts',
+    'conformance:suites/trajectory/upload.test.ts',
   ]);
 });

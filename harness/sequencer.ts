@@ -1,11 +1,24 @@
-// The order in which vitest hands conformance files to its workers. Vitest's own order puts the longest
-// file first only once a run has cached durations, so a fresh clone (CI, a newcomer) starts with an
-// arbitrary order and can leave the 31 s remote timeouts file for last, alone on one worker. Longest
-// first is the classic greedy schedule for a fixed pool; the durations are figures from a run on the
-// sim target (ms, 2-core machine), rounded. A file missing here keeps vitest's order after the listed
-// ones; a figure that has gone stale costs only some overlap, never a result.
+// The order in which vitest hands conformance files to its workers. The three conformance projects share
+// one pool (vitest.config.ts); files go out in this order:
+//
+// 1. the quiet files, then jog: they run at a higher priority than the rest and must be the first ones
+//    on a worker of their own, before the busy files fill the pool;
+// 2. the other files, longest first. Vitest's own order puts the longest file first only once a run has
+//    cached durations, so a fresh clone (CI, a newcomer) starts with an arbitrary order and can leave the
+//    31 s remote timeouts file for last, alone on one worker. Longest first is the classic greedy schedule
+//    for a fixed pool; the durations are figures from a run on the sim target (ms, 2-core machine),
+//    rounded. A file missing here keeps vitest's order after the listed ones; a figure that has gone stale
+//    costs only some overlap, never a result;
+// 3. LAST_FILES (the 222 MB upload), when the quiet files are long done.
 
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+/** The conformance-quiet project's files (vitest.config.ts). */
+export const QUIET_FILES = ['suites/telemetry/stream.test.ts', 'suites/telemetry/busy.test.ts', 'suites/observation/keepalive.test.ts'];
+/** The conformance-jog project's files. */
+export const JOG_FILES = ['suites/jog/jog.test.ts'];
+/** Files handed out last. */
+export const LAST_FILES = ['suites/trajectory/upload.test.ts'];
 
 export const DURATION_MS: Readonly<Record<string, number>> = {
   'suites/remote/timeouts.test.ts': 31_000,
@@ -30,14 +43,20 @@ export const DURATION_MS: Readonly<Record<string, number>> = {
   'suites/remote/tooling.test.ts': 2_500,
 };
 
-/** Vitest's order (projects contiguous) re-sorted within each project: heavier first, then vitest's order. */
+/** Where a file goes: 0 quiet, 1 jog, 2 the rest, 3 last. */
+function band(file: string): number {
+  if (QUIET_FILES.includes(file)) return 0;
+  if (JOG_FILES.includes(file)) return 1;
+  if (LAST_FILES.includes(file)) return 3;
+  return 2;
+}
+
+/** Vitest's order re-sorted: quiet, jog, the rest heaviest first, last; ties keep vitest's order. */
 export function longestFirst<T extends { moduleId: string; project: { config: { root: string } } }>(base: readonly T[]): T[] {
   const rank = new Map(base.map((f, i) => [f, i]));
-  const weight = (f: T) => DURATION_MS[f.moduleId.slice(f.project.config.root.length + 1)] ?? 0;
-  return [...base].sort((a, b) => {
-    if (a.project !== b.project) return rank.get(a)! - rank.get(b)!;
-    return weight(b) - weight(a) || rank.get(a)! - rank.get(b)!;
-  });
+  const rel = (f: T) => f.moduleId.slice(f.project.config.root.length + 1);
+  const weight = (f: T) => DURATION_MS[rel(f)] ?? 0;
+  return [...base].sort((a, b) => band(rel(a)) - band(rel(b)) || weight(b) - weight(a) || rank.get(a)! - rank.get(b)!);
 }
 
 export default class LongestFirst extends BaseSequencer {

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import {
   AXIS_BYTES, AXIS_FIELDS, AXIS_SLOTS, BatchSplitter, HEADER_BYTES, HEADER_FIELDS, MAX_BATCH_BYTES, RECORD_BYTES,
   RECORD_FIELDS, RECORD_LAYOUT_DIGEST, RECORD_LAYOUT_TEXT, batchLength, checkBatchCursor, decodeBatch,
-  decodeBatchHeader, decodeRecord, encodeBatch, splitBatches,
+  decodeBatchHeader, decodeRecord, decodeStruct, encodeBatch, splitBatches, compileStructDecoder,
 } from './telemetry.ts';
 import type { RecordInput } from './telemetry.ts';
 import { OracleError } from './errors.ts';
@@ -248,4 +248,18 @@ test('splitter refuses a bad header as soon as it is complete, and a stream endi
 test('encodeBatch refuses values that do not fit', () => {
   expect(codeOf(() => encodeBatch({ records: [{ armed: -1 }] }))).toBe('telemetry_encode_range');
   expect(codeOf(() => encodeBatch({ header: { machine_sha256: 'abc' } }))).toBe('telemetry_encode_range');
+});
+
+test('the generated record decoder reads every field exactly as the table walk does (random bytes, signed and unsigned edges)', () => {
+  fc.assert(
+    fc.property(fc.uint8Array({ minLength: RECORD_BYTES, maxLength: RECORD_BYTES }), fc.constantFrom(0, 0xff, -1), (bytes, fill) => {
+      if (fill >= 0) bytes.fill(fill, 0, 64);
+      const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      const want = decodeStruct(dv, 0, RECORD_FIELDS);
+      want.ax = Array.from({ length: AXIS_SLOTS }, (_, a) => decodeStruct(dv, 272 + a * AXIS_BYTES, AXIS_FIELDS));
+      expect(decodeRecord(bytes)).toEqual(want);
+    }),
+    propertyRun('telemetry.generated_decoder', 50),
+  );
+  expect(() => compileStructDecoder([[0, 'u128' as never, 'x']])).toThrow(/bad field spec/);
 });

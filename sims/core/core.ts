@@ -46,6 +46,13 @@ export const ARM_SETTLE_NS = 500_000_000n;
 export const LEASE_GRACE_NS = 20_000_000n;
 /** Status is published on change and at least this often (core time in real time; wall otherwise). */
 const PUBLISH_EVERY_NS = 10_000_000n;
+/**
+ * ... and this often on the real-time clock while the cell sits untouched: disarmed, every drive disabled
+ * and still, no native Home, and no message from the service or the test channel for QUIET_AFTER_NS.
+ * Each publication wakes the service; at 100 Hz that is half of an idle stack's processor time.
+ */
+const QUIET_PUBLISH_EVERY_NS = 50_000_000n;
+const QUIET_AFTER_NS = 500_000_000n;
 
 export interface CoreOptions {
   /** Telemetry capture ring: one CycleCaptureRecordV2 per cycle (none: no capture). */
@@ -879,7 +886,10 @@ export class Core implements AdmissionView {
     else if (this.publishByWall) {
       const w = wallMs === wallMs ? wallMs : performance.now();
       if (w - this.lastPublishWall >= 10) this.publish(nowNs);
-    } else if (nowNs - this.lastPublishNs >= PUBLISH_EVERY_NS) this.publish(nowNs);
+    } else if (nowNs - this.lastPublishNs >= PUBLISH_EVERY_NS) {
+      const quiet = !this.armed && en === 0 && this.homingMask === 0 && nowNs - this.lastActivityNs >= QUIET_AFTER_NS && this.allStill();
+      if (!quiet || nowNs - this.lastPublishNs >= QUIET_PUBLISH_EVERY_NS) this.publish(nowNs);
+    }
     const workNs = this.workClock() - workStart;
     this.work.record(workNs);
     if (this.capture) {
@@ -972,6 +982,12 @@ export class Core implements AdmissionView {
    * whatever else, 'hold' publishes nothing in it, 'normal' leaves it to the usual rules.
    */
   publishGate: 'normal' | 'force' | 'hold' = 'normal';
+
+  /** Core time of the last message from the service or the test channel (the quiet publication rate). */
+  private lastActivityNs = 0n;
+  noteActivity(): void {
+    this.lastActivityNs = this.now;
+  }
 
   /** Publish a status snapshot now (the host also calls this after a run of stepped cycles). */
   publish(nowNs: bigint): void {

@@ -144,6 +144,7 @@ export class CoreHost {
         ...(origin ? { origin } : {}),
       });
     }
+    this.core.noteActivity();
     switch (msg.t) {
       case 'shutdown':
         return false;

@@ -13,8 +13,8 @@
 //      never an HTTP byte.
 // Only then is the socket handed to the HTTP server, which knows the principal of every request on it.
 
-import 'reflect-metadata';
-import * as x509 from '@peculiar/x509';
+import type * as X509 from '@peculiar/x509';
+import { createRequire } from 'node:module';
 import { constants as cryptoConstants, createPrivateKey, verify as verifySignature, X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -22,6 +22,21 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createSecureContext, type SecureContextOptions, type TLSSocket } from 'node:tls';
+
+/**
+ * @peculiar/x509 (with reflect-metadata, which it needs first) is loaded on first use: the module graph is
+ * a few hundred CommonJS files, about a tenth of a second of every stack's start, and only a stack with
+ * a remote listener reads a certificate.
+ */
+let x509Module: typeof X509 | undefined;
+function x509(): typeof X509 {
+  if (!x509Module) {
+    const require = createRequire(import.meta.url);
+    require('reflect-metadata');
+    x509Module = require('@peculiar/x509') as typeof X509;
+  }
+  return x509Module;
+}
 
 /** Remote HTTP timeouts, document 1 part 8: 2 s headers on LAN defaults (10 s otherwise), 30 s request, 65 s reply, 90 s idle. */
 export const REMOTE_TIMEOUTS_MS = {
@@ -157,10 +172,10 @@ function pemBlocks(text: string, label: string): Buffer[] {
 }
 
 /** The CRL must be issued and signed by the CA and carry no critical extension we do not understand. */
-function checkCrl(path: string, der: Buffer, ca: X509Certificate): x509.X509Crl {
-  let crl: x509.X509Crl;
+function checkCrl(path: string, der: Buffer, ca: X509Certificate): X509.X509Crl {
+  let crl: X509.X509Crl;
   try {
-    crl = new x509.X509Crl(der);
+    crl = new (x509().X509Crl)(der);
   } catch (e) {
     throw new RemoteStartupError(`--remote-crl ${path}: not a CRL (${(e as Error).message})`);
   }
@@ -223,9 +238,10 @@ function derLength(b: Buffer, at: number): { header: number; length: number } {
 
 /** Identity of a client certificate (document 1 part 5 item 3), or why it has none. */
 export function identityOf(raw: Buffer, pairId: string): { principal: string } | { refused: string } {
-  let names: readonly x509.GeneralName[] = [];
+  let names: readonly X509.GeneralName[] = [];
   try {
-    const ext = new x509.X509Certificate(raw).getExtension(x509.SubjectAlternativeNameExtension);
+    const { X509Certificate: Certificate, SubjectAlternativeNameExtension } = x509();
+    const ext = new Certificate(raw).getExtension(SubjectAlternativeNameExtension);
     names = ext?.names.items ?? [];
   } catch (e) {
     return { refused: `client certificate unreadable: ${(e as Error).message}` };

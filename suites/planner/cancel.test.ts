@@ -47,7 +47,8 @@ async function until<T>(what: string, f: () => T | undefined | Promise<T | undef
     const v = await f();
     if (v !== undefined && v !== false) return v;
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
+    // Each look reads every /proc/<pid>/stat on the machine: 100 ms apart, well inside the 2 s kill grace.
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
 

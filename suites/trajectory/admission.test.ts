@@ -124,13 +124,16 @@ describe('motion admission (stepped clock)', () => {
       const p = Number((x.axes as Data[])[0]!.position);
       await v.target.step!(200);
       expect(Number(((await status()).axes as Data[])[0]!.position)).toBe(p);
-      // Status and the log tell what happened, consistently with what the axis did: J1 moved exactly when
-      // the Start was acknowledged (one more acknowledged Start, started then aborted); otherwise the handle
-      // was retired unstarted and nothing moved.
+      // Status and the log tell what happened, consistently with what the axis did: J1 moved only if the
+      // Start was acknowledged (one more acknowledged Start, started then aborted); otherwise the handle was
+      // retired unstarted and nothing moved. The converse does not hold: a Start the service reads late (a
+      // loaded host) is admitted in the last cycles before the stop and aborted before J1 has moved
+      // measurably.
       const moved = Math.abs(p - hold[0]!) > 1e-6;
       const evs = ofHandle(await eventsSince(client, cursor), h);
       const started = x.execution.generation === before.execution.generation + 1n;
-      expect({ moved, started }).toEqual({ moved, started: moved });
+      expect(x.execution.generation - before.execution.generation, 'at most the one Start was acknowledged').toBeLessThanOrEqual(1n);
+      if (moved) expect(started, 'J1 moved but status accounts for no acknowledged Start').toBe(true);
       if (started) expect(evs).toEqual(expect.arrayContaining(['execution_started', 'execution_aborted']));
       else expect({ generation: x.execution.generation, events: evs.filter((e) => e.startsWith('execution_')) }).toEqual({ generation: before.execution.generation, events: [] });
       expect(evs).not.toContain('execution_completed');
