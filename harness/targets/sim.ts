@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { ControlClient } from '../clients/control.ts';
-import { clientFiles, createPair, issueClient, type PairFiles } from '../certs.ts';
+import type { PairFiles } from '../certs.ts';
 import { HarnessError } from '../errors.ts';
 import { stringifyExact } from '../oracle/json.ts';
 import { ANCHOR_DIR_ENV, ROOT, referenceCommand } from './reference.ts';
@@ -199,6 +199,9 @@ export async function startRemoteStack(
   const dir = await mkdtemp(join(tmpdir(), 'hil-sim-'));
   let pair: PairFiles & { pair_id: string };
   let stack: StackProcess;
+  // Loaded here, not at the top: the certificate library is a few hundred modules every worker would
+  // load, and only the remote suites start a remote stack.
+  const { clientFiles, createPair, issueClient } = await import('../certs.ts');
   try {
     pair = await createPair({ dir: join(dir, 'pair'), pairId });
     const v = o.variant ? variantStart(parseVariant(o.variant)) : { args: [] as string[], env: undefined };
