@@ -11,7 +11,7 @@ import { waitStatus } from './clients/status.ts';
 import type { ControlClient } from './clients/control.ts';
 import { stringifyExact } from './oracle/json.ts';
 import { openTarget, targetFromEnv, variantsFromEnv, type Target, type VariantOptions } from './targets/index.ts';
-import { drawnProperties, perTestTargets, readSidecar, setCurrentTest, useRecordedProperties, writeStacklessSidecar, type PerTestOutcome } from './targets/pertest.ts';
+import { drawnProperties, perTestTargets, readSidecar, setCurrentTest, takeVariantOutcomes, useRecordedProperties, writeStacklessSidecar, type PerTestOutcome } from './targets/pertest.ts';
 import { forgetDescription, refreshDescriptions, rememberDescription } from './targets/described.ts';
 import { clipJson, describeVerdict, replayPrecheck } from './targets/replay.ts';
 import './trace.ts';
@@ -66,21 +66,25 @@ export const test = base.extend<{
       } finally {
         for (const t of perTestTargets()) outcomes.push(await t.end());
         // Recorded, but the test never opened the target: say so beside where its recording would be, so
-        // its replay runs it (without a stack) rather than skipping it as not recorded.
+        // its replay runs it (without a stack) rather than skipping it as not recorded. Its variants, if it
+        // opened any, have recordings of their own beside that.
         if (!replay && options.recordDir && options.machineSha256 && !outcomes.some((o) => o.recording)) {
           writeStacklessSidecar(options.recordDir, 'sim', options.machineSha256, id, drawnProperties());
         }
+        // The variant fixture has closed the test's variants by now (it is torn down first).
+        outcomes.push(...takeVariantOutcomes());
         setCurrentTest(undefined);
       }
       for (const o of outcomes) {
         if (!o.recording) continue;
         noteRecording({ test: id, recording: o.recording, ...(o.verdict ? { verdict: describeVerdict(o.verdict), diverged: o.verdict.divergence !== null } : {}) });
-        await allure.parameter('recording', o.recording);
-        await allure.parameter('recording mode', o.mode === 'replay' ? `replay ${options.replayMode ?? 'strict'}` : 'record');
+        const which = o.variant ? ` (variant ${o.variant})` : '';
+        await allure.parameter(`recording${which}`, o.recording);
+        await allure.parameter(`recording mode${which}`, o.mode === 'replay' ? `replay ${options.replayMode ?? 'strict'}` : 'record');
         if (o.mode !== 'replay') continue;
         const v = o.verdict;
         if (!v) throw new HarnessError('HIL_ERR_REPLAY_NO_VERDICT', `the replay stack of ${o.recording} wrote no verdict (it did not start or was killed)`);
-        await allure.parameter('replay', describeVerdict(v));
+        await allure.parameter(`replay${which}`, describeVerdict(v));
         if (v.divergence) throw new HarnessError('HIL_ERR_REPLAY_DIVERGED', `${o.recording}: ${describeVerdict(v)}`, { detail: { divergence: clipJson(v.divergence, 4_000) } });
         if (v.requests_unsent > 0) throw new HarnessError('HIL_ERR_REPLAY_DIVERGED', `${o.recording}: the test never sent ${v.requests_unsent} of the recorded requests (the first: ${clipJson(v.first_unsent)}); ${describeVerdict(v)}`);
       }

@@ -170,7 +170,9 @@ export class ReplayDriver implements BusDriver {
       this.simInputs = new Float64Array(this.layout.count);
     }
     const notes = [`replay ${this.params.mode} of ${this.params.file} (recorded from ${r.header.driver}${r.header.run ? `, run ${r.header.run}` : ''})`];
-    return { mappingMismatchMask: 0, notes };
+    // Bring-up as recorded: a mapping mismatch the recorded driver found is found again.
+    const m = r.header.mapping_mismatch_mask;
+    return { mappingMismatchMask: Number.isInteger(m) && m! > 0 ? m! : 0, notes };
   }
 
   identity(): Record<string, unknown> {

@@ -163,6 +163,8 @@ export interface RecordingHeader {
   run?: string;
   /** The recorded driver's own parameters (bigints as decimal strings), for re-simulating it (mode verify). */
   driver_params?: Record<string, unknown>;
+  /** Axes whose PDO mapping differed at bring-up (BusStartup.mappingMismatchMask), when any did. */
+  mapping_mismatch_mask?: number;
   /** Host time of the first frame (frames carry time relative to it). */
   t0_ns: string;
   /** Format 2: the core's clock mode when recorded (realtime: the core's time was the host clock). */

@@ -471,6 +471,12 @@ export class ReplayPacer {
     }
     this.nextOutput++;
     const live = normalise(msg);
+    // An event of bring-up (cycle 0, before the first frame) carries the host time of the run that started
+    // the core, not a recorded frame time: everything else about it is compared.
+    if (cycle === 0 && want.cycle === 0 && kind === 'event') {
+      const w = want.data as Record<string, unknown>;
+      if (w && typeof w === 'object' && 'time_ns' in w && live && typeof live === 'object') (live as Record<string, unknown>).time_ns = w.time_ns;
+    }
     const m = want.kind !== kind || want.cycle !== cycle ? { path: want.cycle !== cycle ? '(cycle)' : '(kind)', expected: want.cycle, actual: cycle } : compareNote(want.data, live, this.fences);
     if (m) this.diverge({ kind, cycle, expected: want, actual: { cycle, kind, data: live }, path: m.path });
     else this.outputsMatched++;

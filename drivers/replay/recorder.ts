@@ -45,6 +45,8 @@ export class RecordingDriver implements BusDriver {
       setup_sha256: setupDigest(setup),
       ...this.meta,
       ...(identity ? { identity } : {}),
+      // What bring-up found before the first frame (a drive whose PDO mapping differs): replay reports it.
+      ...(startup.mappingMismatchMask ? { mapping_mismatch_mask: startup.mappingMismatchMask } : {}),
     });
     this.values = new Float64Array(slotLayout(axisCount).count);
     return startup;

@@ -53,7 +53,7 @@ export async function openTarget(env: NodeJS.ProcessEnv = process.env): Promise<
 export function variantsFromEnv(env: NodeJS.ProcessEnv = process.env): { cannotProvide(o: VariantOptions): string | undefined; open(o: VariantOptions): Promise<Target> } {
   const { name, options } = targetFromEnv(env);
   const d = TARGETS[name];
-  return { cannotProvide: (o) => d.cannotProvide(parseVariant(o)), open: (o) => d.openVariant(parseVariant(o), options) };
+  return { cannotProvide: (o) => d.cannotProvide(parseVariant(o), options), open: (o) => d.openVariant(parseVariant(o), options) };
 }
 
 export type { PlannerEndpoint, Target, VariantOptions } from './types.ts';

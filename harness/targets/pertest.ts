@@ -21,6 +21,55 @@ export function setCurrentTest(id: string | undefined): void {
   current = id;
   drawn = {};
   recordedProperties = {};
+  variantsOpened = 0;
+  variantOutcomes.length = 0;
+}
+
+// Variant stacks (a test's `variant({...})`) are recorded and replayed test by test too: the n-th variant a
+// test opens is recorded beside the test's own recording as <same>.variant-<n>.hilrec, with its options in
+// the sidecar. A test opens its variants in the same order every time it runs, so n finds the recording.
+let variantsOpened = 0;
+const variantOutcomes: PerTestOutcome[] = [];
+
+/** The index the next variant the current test opens gets (1, 2, ...), without taking it. */
+export function peekVariantIndex(): number {
+  return variantsOpened + 1;
+}
+/** Take the next variant index of the current test. */
+export function takeVariantIndex(): number {
+  return ++variantsOpened;
+}
+/** A recorded or replayed variant stack of the current test has stopped: what happened to its recording. */
+export function noteVariantOutcome(o: PerTestOutcome): void {
+  if (current !== undefined) variantOutcomes.push(o);
+}
+/** The current test's variant outcomes so far (and forget them). */
+export function takeVariantOutcomes(): PerTestOutcome[] {
+  return variantOutcomes.splice(0);
+}
+/** Where the n-th variant stack of `testId` is recorded. */
+export function variantRecordingPath(dir: string, target: string, machineSha256: string, testId: string, n: number): string {
+  return recordingPath(dir, target, machineSha256, testId).replace(/\.hilrec$/, `.variant-${n}.hilrec`);
+}
+/**
+ * Variant options as they are kept in a sidecar and compared on replay: keys sorted, bigints as decimal
+ * strings, and a file system path (a variant's machine file, control socket or anchor directory, made in a
+ * fresh temporary directory each run) by its last name without mkdtemp's random suffix. What a machine file
+ * holds is compared by digest once the replayed stack is up (harness/targets/replay.ts).
+ */
+export function variantOptionsJson(o: object): string {
+  const local = (p: string) => (p.includes('/') ? p.slice(p.lastIndexOf('/') + 1).replace(/-[A-Za-z0-9]{6}$/, '') : p);
+  const norm = (v: unknown, key: string): unknown =>
+    typeof v === 'bigint'
+      ? v.toString()
+      : typeof v === 'string' && (key === 'machine' || key === 'controlSocket' || key === 'dir')
+        ? local(v)
+        : Array.isArray(v)
+          ? v.map((x) => norm(x, ''))
+          : v && typeof v === 'object'
+            ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, norm((v as Record<string, unknown>)[k], k)]))
+            : v;
+  return JSON.stringify(norm(o, ''));
 }
 
 /** A property test's parameters (harness/property.ts): kept with a recording so its replay draws the same cases. */
@@ -69,6 +118,8 @@ export interface PerTestHooks {
 
 export interface PerTestOutcome {
   recording: string;
+  /** A variant stack's outcome: which of the test's variants (1, 2, ...). */
+  variant?: number;
   mode: 'record' | 'replay';
   /** Replay: the stack's verdict (drivers' PacedVerdict as JSON), or null when it wrote none. */
   verdict?: ReplayVerdict | null;

@@ -14,14 +14,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hilConfig, isRefused, outcomes, MACHINES } from '../clients/config.ts';
 import { HarnessError } from '../errors.ts';
-import { currentTest, findRecording, registerPerTest, type PerTestHooks, type PerTestOutcome, type ReplayVerdict } from './pertest.ts';
-import { SimTarget, startStack, type StackStart } from './sim.ts';
+import { currentTest, findRecording, noteVariantOutcome, peekVariantIndex, readSidecar, registerPerTest, takeVariantIndex, variantOptionsJson, variantRecordingPath, type PerTestHooks, type PerTestOutcome, type ReplayVerdict } from './pertest.ts';
+import { SimTarget, startStack, variantStart, type StackStart } from './sim.ts';
+import { parseVariant, type VariantOptions } from './variant.ts';
 import type { Target, TargetDescriptor, TargetOptions } from './types.ts';
 
 /** Replay modes a suite run offers (closed-loop and open-loop are for `hil replay FILE`: see docs/recording.md). */
 export const SUITE_REPLAY_MODES = ['strict'] as const;
 
 const NO_VARIANTS = 'the replay target plays recorded per-test stacks; variant stacks are not recorded';
+/** A variant opened outside a test (a describe block's shared variant) has no per-test recording. */
+const SHARED_VARIANT = 'not recorded: a variant shared by a describe block is opened outside any test, and only per-test stacks are recorded';
+/** Stepped-clock variants: the test's steps are not hold points of a paced replay (docs/recording.md). */
+const STEPPED_VARIANT = 'a stepped-clock variant cannot be replayed: the paced replay runs on the recorded frame times and does not take the test\'s steps';
+
+/** Hil serve flags of a variant that belong to the sim driver; the replay driver's inputs come from the recording. */
+const SIM_ONLY_FLAGS = new Set(['--sim-fault', '--sim-homing-ms']);
 
 let digest: Promise<string> | undefined;
 
@@ -114,11 +122,11 @@ class ReplayTarget extends SimTarget implements PerTestHooks {
     return { recording, mode: 'replay', verdict };
   }
 
-  override cannotProvide(): string | undefined {
-    return NO_VARIANTS;
+  override cannotProvide(options: VariantOptions): string | undefined {
+    return cannotReplayVariant(options, this.o);
   }
-  override variant(): Promise<Target> {
-    return Promise.reject(new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', NO_VARIANTS));
+  override variant(options: VariantOptions): Promise<Target> {
+    return openReplayVariant(parseVariant(options), this.o);
   }
   override restartService(): Promise<void> {
     return Promise.reject(new HarnessError('HIL_ERR_TARGET_UNSUPPORTED', 'the replay target cannot restart its service (a recording is one service session)'));
@@ -131,6 +139,103 @@ class ReplayTarget extends SimTarget implements PerTestHooks {
     this.unregister();
     await this.stopStack();
     rmSync(this.verdicts, { recursive: true, force: true });
+  }
+}
+
+/** Why this variant of the current test cannot be replayed, or undefined when its recording is there. */
+function cannotReplayVariant(v: VariantOptions, o: TargetOptions): string | undefined {
+  const id = currentTest();
+  if (id === undefined) return SHARED_VARIANT;
+  if (v.clock === 'stepped') return STEPPED_VARIANT;
+  const sha = o.machineSha256;
+  if (!sha || !o.recordings) return NO_VARIANTS;
+  const n = peekVariantIndex();
+  const path = variantRecordingPath(o.recordings, 'sim', sha, id, n);
+  if (!existsSync(path)) return `not recorded (no recording of variant ${n} of this test for machine ${sha}: ${path})`;
+  return undefined;
+}
+
+/** A variant of the current test replayed from its recording, with the options it was recorded with. */
+async function openReplayVariant(v: VariantOptions, o: TargetOptions): Promise<Target> {
+  const why = cannotReplayVariant(v, o);
+  if (why) throw new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', why);
+  const id = currentTest()!;
+  const n = takeVariantIndex();
+  const path = variantRecordingPath(o.recordings!, 'sim', o.machineSha256!, id, n);
+  const recorded = readSidecar(path)?.options;
+  const live = variantOptionsJson(v);
+  if (JSON.stringify(recorded) !== live) {
+    throw new HarnessError('HIL_ERR_REPLAY_STALE', `${id}: variant ${n} was recorded with options ${JSON.stringify(recorded)}, the test now asks for ${live}: re-record it (hil run --record)`, {
+      detail: { recorded: JSON.stringify(recorded), current: live },
+    });
+  }
+  const vs = variantStart(v);
+  const args: string[] = [];
+  for (let k = 0; k < vs.args.length; k++) {
+    if (SIM_ONLY_FLAGS.has(vs.args[k]!)) k++;
+    else args.push(vs.args[k]!);
+  }
+  const verdicts = mkdtempSync(join(tmpdir(), 'hil-replay-verdict-'));
+  const base = baseStart(o);
+  const start: StackStart = { args: [...base.args, ...args], env: vs.env };
+  try {
+    const stack = await startStack({ ...start, args: [...start.args, ...replayArgs(path, join(verdicts, 'verdict.json'), o)] });
+    // The variant's machine file is compared by what it holds: the digest its stack reported then and now.
+    const then = readSidecar(path)?.stack_machine_sha256;
+    if (typeof then === 'string' && stack.ready.machine_sha256 && then !== stack.ready.machine_sha256) {
+      await stack.stop();
+      throw new HarnessError('HIL_ERR_REPLAY_STALE', `${id}: variant ${n} was recorded on machine ${then}, its stack now runs machine ${stack.ready.machine_sha256}: re-record it (hil run --record)`, {
+        detail: { recorded: then, current: stack.ready.machine_sha256 },
+      });
+    }
+    return new ReplayedVariant(stack, start, path, n, verdicts);
+  } catch (e) {
+    rmSync(verdicts, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+/** A variant stack following its recording; its verdict goes with the test's (harness/fixture.ts). */
+class ReplayedVariant extends SimTarget {
+  override readonly name = 'replay' as const;
+  override readonly abilities = { faultInjection: true, coreRestart: false, serviceRestart: false, motion: true };
+  private closed = false;
+
+  constructor(
+    stack: Awaited<ReturnType<typeof startStack>>,
+    start: StackStart,
+    private readonly recording: string,
+    private readonly n: number,
+    private readonly verdicts: string,
+  ) {
+    super(stack, start);
+  }
+
+  override cannotProvide(): string | undefined {
+    return NO_VARIANTS;
+  }
+  override variant(): Promise<Target> {
+    return Promise.reject(new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', NO_VARIANTS));
+  }
+  override restartService(): Promise<void> {
+    return Promise.reject(new HarnessError('HIL_ERR_TARGET_UNSUPPORTED', 'a replayed variant cannot restart its service (a recording is one service session)'));
+  }
+  override restartCore(): Promise<void> {
+    return Promise.reject(new HarnessError('HIL_ERR_TARGET_UNSUPPORTED', 'a replayed variant cannot restart its core (a recording is one core incarnation)'));
+  }
+
+  override async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await super.close();
+    let verdict: ReplayVerdict | null = null;
+    try {
+      verdict = JSON.parse(readFileSync(join(this.verdicts, 'verdict.json'), 'utf8')) as ReplayVerdict;
+    } catch {
+      verdict = null;
+    }
+    rmSync(this.verdicts, { recursive: true, force: true });
+    noteVariantOutcome({ recording: this.recording, mode: 'replay', verdict, variant: this.n });
   }
 }
 
@@ -193,6 +298,6 @@ export const replayTarget: TargetDescriptor = {
       throw e;
     }
   },
-  cannotProvide: () => NO_VARIANTS,
-  openVariant: () => Promise.reject(new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', NO_VARIANTS)),
+  cannotProvide: (v, o) => cannotReplayVariant(v, o),
+  openVariant: (v, o) => openReplayVariant(v, o),
 };

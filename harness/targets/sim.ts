@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Agent, request } from 'undici';
 import { ControlClient } from '../clients/control.ts';
 import type { PairFiles } from '../certs.ts';
@@ -15,7 +15,7 @@ import { stringifyExact } from '../oracle/json.ts';
 import { ANCHOR_DIR_ENV, ROOT, referenceCommand } from './reference.ts';
 import type { PlannerEndpoint, Target, TargetDescriptor, TargetOptions } from './types.ts';
 import { machineFile, parseVariant, type VariantOptions } from './variant.ts';
-import { currentTest, drawnProperties, recordingPath, registerPerTest, type PerTestHooks, type PerTestOutcome } from './pertest.ts';
+import { currentTest, drawnProperties, noteVariantOutcome, recordingPath, registerPerTest, takeVariantIndex, variantOptionsJson, variantRecordingPath, type PerTestHooks, type PerTestOutcome } from './pertest.ts';
 
 export interface StackProcess {
   child: ChildProcess;
@@ -163,11 +163,19 @@ function baseStart(o: TargetOptions): StackStart {
   return { args: ['--test-channel', ...(o.machine ? ['--machine', o.machine] : []), ...(o.serveArgs ?? [])] };
 }
 
-async function startVariant(o: VariantOptions, base: StackStart): Promise<Target> {
+async function startVariant(o: VariantOptions, base: StackStart, record?: { dir: string; machineSha256: string }): Promise<Target> {
   const v = variantStart(o);
   // The file target's own arguments first, so that a variant's --machine is the one that counts.
   const start: StackStart = { args: [...base.args, ...v.args], env: v.env };
-  return new SimTarget(await startStack(start), start);
+  const id = currentTest();
+  // A recorded run: a variant opened by a test is recorded beside the test's own recording (one opened for
+  // a describe block, outside any test, is not: its replay skips).
+  if (!record || id === undefined) return new SimTarget(await startStack(start), start);
+  const n = takeVariantIndex();
+  const path = variantRecordingPath(record.dir, 'sim', record.machineSha256, id, n);
+  await mkdir(dirname(path), { recursive: true });
+  const stack = await startStack({ ...start, args: [...start.args, '--record', path, '--record-run', `${id} (variant ${n})`] });
+  return new RecordedVariant(stack, start, { path, n, testId: id, options: o, machineSha256: record.machineSha256 });
 }
 
 /** A stack with a remote listener (document 1 part 5) on 127.0.0.1, an ephemeral port and a fresh pair. */
@@ -313,7 +321,7 @@ export class SimTarget implements Target {
     return this.stack.ready.public;
   }
 
-  cannotProvide(): string | undefined {
+  cannotProvide(_options?: VariantOptions): string | undefined {
     return undefined; // the reference stack provides every variant option
   }
 
@@ -442,6 +450,47 @@ class RecordingSimTarget extends SimTarget implements PerTestHooks {
   }
 }
 
+/** A variant stack recording its whole session (`hil run --record`); its sidecar keeps the options. */
+class RecordedVariant extends SimTarget {
+  // A restart would start a second session in the same recording: not recorded.
+  override readonly abilities = { faultInjection: true, coreRestart: false, serviceRestart: false, motion: true };
+  private closed = false;
+
+  constructor(
+    stack: StackProcess,
+    start: StackStart,
+    private readonly r: { path: string; n: number; testId: string; options: VariantOptions; machineSha256: string },
+  ) {
+    super(stack, start);
+  }
+
+  override async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const ready = this.stack.ready;
+    await super.close();
+    await writeFile(
+      this.r.path.replace(/\.hilrec$/, '.json'),
+      JSON.stringify(
+        {
+          test: this.r.testId,
+          target: 'sim',
+          variant: this.r.n,
+          options: JSON.parse(variantOptionsJson(this.r.options)) as unknown,
+          // The run's machine digest keys the directory; the variant's own stack may run another machine.
+          machine_sha256: this.r.machineSha256,
+          stack_machine_sha256: ready.machine_sha256,
+          configuration_sha256: ready.configuration_sha256,
+          recorded_at: new Date().toISOString(),
+        },
+        null,
+        2,
+      ) + '\n',
+    );
+    noteVariantOutcome({ recording: this.r.path, mode: 'record', variant: this.r.n });
+  }
+}
+
 function recordingFor(dir: string, stack: StackProcess, testId: string): string {
   const sha = stack.ready.machine_sha256;
   if (!sha) throw new HarnessError('HIL_ERR_TARGET_START', 'the stack did not report its machine digest; recordings are keyed by it');
@@ -471,5 +520,5 @@ export const simTarget: TargetDescriptor = {
   },
   open: openSim,
   cannotProvide: () => undefined,
-  openVariant: (variant, o) => startVariant(variant, baseStart(o)),
+  openVariant: (variant, o) => startVariant(variant, baseStart(o), o.recordDir && o.machineSha256 ? { dir: o.recordDir, machineSha256: o.machineSha256 } : undefined),
 };

@@ -112,7 +112,7 @@ export interface TargetDescriptor {
   options: Record<string, string>;
   open(options: TargetOptions): Promise<Target>;
   /** Why this kind of target cannot provide the variant (a skip reason), or undefined. */
-  cannotProvide(variant: VariantOptions): string | undefined;
+  cannotProvide(variant: VariantOptions, options: TargetOptions): string | undefined;
   /** Start a variant without opening the file's target first (validated options). */
   openVariant(variant: VariantOptions, options: TargetOptions): Promise<Target>;
 }

@@ -127,7 +127,7 @@ describe('the sim target maps options to the reference stack', () => {
   });
 
   test('provides every variant', () => {
-    expect(TARGETS.sim.cannotProvide({ telemetry: 'off' })).toBeUndefined();
+    expect(TARGETS.sim.cannotProvide({ telemetry: 'off' }, {})).toBeUndefined();
   });
 });
 

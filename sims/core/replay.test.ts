@@ -194,6 +194,24 @@ test('a session recorded from the sim driver replays in strict mode with zero di
   expect(rep.replies).toEqual(rec.replies);
 });
 
+test('a drive whose PDO mapping differed at bring-up: the recording says so and the replay latches restart_required again, at cycle 0', async () => {
+  const file = tmp('mismatch.hilrec');
+  const events = (sent: FromCore[]) => sent.filter((m) => m.t === 'event' && m.type === 'fault_latched').map((m) => (m as { payload: unknown }).payload);
+  const rec: FromCore[] = [];
+  const a = await CoreHost.create({ machine: MACHINE, driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0, driverParams: { startFaults: [{ kind: 'pdo_mapping_mismatch', axis: 3 }] }, record: { path: file } }, (m) => rec.push(m));
+  for (let c = 0; c < 20; c++) a.cycle();
+  await a.close();
+  expect(RecordingReader.open(file).header.mapping_mismatch_mask).toBe(1 << 3);
+  const rep: FromCore[] = [];
+  const b = await CoreHost.create({ machine: MACHINE, driver: 'replay', clock: { mode: 'stepped' }, captureRetentionMs: 0, driverParams: { file, mode: 'strict' } }, (m) => rep.push(m));
+  const atStart = events(rep);
+  for (let c = 0; c < 20; c++) b.cycle();
+  expect((b.driverHost.driver as ReplayDriver).divergence()).toBeNull();
+  await b.close();
+  expect(atStart).toEqual([{ bit: 2048, name: 'restart_required', axis_mask: 1 << 3, recovery: 'restart' }]);
+  expect(events(rep)).toEqual(events(rec));
+});
+
 /** The first frame where the outputs of two recordings differ, found by reading both (the oracle). */
 function firstOutputDifference(a: string, b: string): { cycle: number; axis: number; field: string; expected: number; actual: number } {
   const ra = RecordingReader.open(a);

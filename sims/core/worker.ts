@@ -11,8 +11,11 @@ import type { CoreStartOptions, FromCore, ToCore } from './protocol.ts';
 
 const { port, options } = workerData as { port: MessagePort; options: CoreStartOptions };
 let pacer: ReplayPacer | undefined;
+/** Paced replay: what the core sent while it was being created (bring-up events), for the pacer to check first. */
+let beforePacer: FromCore[] | undefined;
 const send = (m: FromCore) => {
-  pacer?.observe(m);
+  if (pacer) pacer.observe(m);
+  else beforePacer?.push(m);
   port.postMessage(m);
 };
 
@@ -28,8 +31,12 @@ const HELD_PUBLISH_MS = 10;
 async function paced(): Promise<void> {
   const file = (options.driverParams?.file as string | undefined) ?? '';
   const scan = scanForPacing(file);
+  beforePacer = [];
   const host = await CoreHost.create(options, send, 'none (paced replay)', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times });
   const p = (pacer = new ReplayPacer(host, scan, { file, mode: String(options.driverParams?.mode ?? 'strict'), reportFile: options.replayPace?.verdictFile, toService: (m) => port.postMessage(m), speed: options.replayPace?.speed ?? null }));
+  // Events of bring-up (a latched restart_required) were recorded at cycle 0: compared like any other.
+  for (const m of beforePacer.splice(0)) p.observe(m);
+  beforePacer = undefined;
   let running = true;
   let wake: (() => void) | null = null;
   port.on('message', (msg: ToCore) => {
