@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
-import { findRecording, readSidecar, recordingPath, writeStacklessSidecar } from './pertest.ts';
+import { findRecording, peekVariantIndex, readSidecar, recordingPath, setCurrentTest, takeVariantIndex, variantOptionsJson, variantRecordingPath, writeStacklessSidecar } from './pertest.ts';
 import { clipJson, describeVerdict, replayPrecheck } from './replay.ts';
 
 const DIR = mkdtempSync(join(tmpdir(), 'hil-pertest-'));
@@ -80,4 +80,22 @@ test('a verdict reads as one line naming what was matched and where it diverged'
   expect(describeVerdict(base)).toBe('replayed 10 of 10 recorded cycles (strict), 3/3 requests and 2/2 replies and events matched');
   expect(describeVerdict({ ...base, divergence: { kind: 'request', cycle: 7, path: 'axisMask', expected: { op: 'arm' }, actual: { op: 'arm', axisMask: 2 } } })).toMatch(/diverged at cycle 7: request field axisMask expected \{"op":"arm"\}/);
   expect(describeVerdict({ ...base, divergence: { kind: 'bus', cycle: 4, bus: { cycle: 4, axis: 1, axis_id: 'J2', field: 'controlword', expected: 15, actual: 7 } } })).toMatch(/diverged on the bus at cycle 4, axis J2, field controlword: expected 15, actual 7$/);
+});
+
+test('variants: the n-th of a test sits beside its recording; options compare without temporary directories, keys sorted, bigints as digits', () => {
+  const base = recordingPath('/r', 'sim', 'a'.repeat(64), 'suites/x.test.ts > t');
+  expect(variantRecordingPath('/r', 'sim', 'a'.repeat(64), 'suites/x.test.ts > t', 2)).toBe(base.replace(/\.hilrec$/, '.variant-2.hilrec'));
+  setCurrentTest('suites/x.test.ts > t');
+  expect([peekVariantIndex(), takeVariantIndex(), peekVariantIndex(), takeVariantIndex()]).toEqual([1, 1, 2, 2]);
+  setCurrentTest('suites/x.test.ts > u');
+  expect(peekVariantIndex()).toBe(1); // counted per test
+  setCurrentTest(undefined);
+  const a = variantOptionsJson({ machine: '/tmp/hil-ten-axis-oGVfNt/ten-axis.json', initialGeneration: 18446744073709551614n, anchorStore: { kind: 'directory', dir: '/tmp/hil-anchors-ohBjW5' } });
+  const b = variantOptionsJson({ anchorStore: { dir: '/tmp/hil-anchors-Zz9x1Q', kind: 'directory' }, initialGeneration: 18446744073709551614n, machine: '/var/tmp/x/ten-axis.json' });
+  expect(a).toBe(b);
+  expect(a).toBe('{"anchorStore":{"dir":"hil-anchors","kind":"directory"},"initialGeneration":"18446744073709551614","machine":"ten-axis.json"}');
+  // what does differ is still seen: another machine file name, another generation, a named machine
+  expect(variantOptionsJson({ machine: '/tmp/d/eleven-axis.json' })).not.toBe(variantOptionsJson({ machine: '/tmp/d/ten-axis.json' }));
+  expect(variantOptionsJson({ initialGeneration: 1n })).not.toBe(variantOptionsJson({ initialGeneration: 2n }));
+  expect(variantOptionsJson({ machine: 'bench-two-axis' })).toBe('{"machine":"bench-two-axis"}');
 });
