@@ -25,7 +25,13 @@ import LongestFirst, { JOG_FILES, QUIET_FILES } from './harness/sequencer.ts';
 // and shares one module graph per worker (isolate: false; the harness keeps no state at module level).
 const WORKERS = 6;
 
+// A recorded or replayed run (hil run --record / --target replay) starts a stack per test
+// (harness/targets/pertest.ts): tests of a file marked concurrent would stop each other's stacks, so
+// there they run one at a time.
+const PER_TEST_STACKS = Boolean(process.env.HIL_RECORD_DIR || process.env.HIL_RECORDINGS);
+
 const conformance = (nice: number) => ({
+  ...(PER_TEST_STACKS ? { maxConcurrency: 1 } : {}),
   globalSetup: ['harness/targets/prebuild-setup.ts'],
   setupFiles: ['harness/nice.ts', 'harness/bigint-json.ts'],
   env: { HIL_NICE: String(nice) },

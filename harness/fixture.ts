@@ -4,7 +4,7 @@
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as allure from 'allure-js-commons';
-import { afterAll, beforeAll, test as base } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, test as base } from 'vitest';
 import { HarnessError } from './errors.ts';
 import { Cell } from './clients/cell.ts';
 import { waitStatus } from './clients/status.ts';
@@ -209,7 +209,7 @@ export function sharedVariant<D extends { binding: Description['binding'] } = De
     if (!opened) throw new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', `the shared variant is not open${cannot ? `: ${cannot}` : ''}`);
     return opened;
   };
-  beforeAll(async () => {
+  const open = async () => {
     const variants = variantsFromEnv();
     cannot = variants.cannotProvide(options);
     if (cannot !== undefined) return;
@@ -222,15 +222,31 @@ export function sharedVariant<D extends { binding: Description['binding'] } = De
     }
     const description = r.reply.data as unknown as D;
     opened = { target, cell: new Cell(client, description.binding), description };
-  });
-  afterAll(async () => {
-    if (!opened) return;
+  };
+  const close = async () => {
+    const o = opened;
+    opened = undefined;
+    if (!o) return;
     try {
-      await opened.cell.cleanup();
+      await o.cell.cleanup();
     } finally {
-      await opened.target.close();
+      await o.target.close();
     }
-  });
+  };
+  // A recorded or replayed run has a stack per test (harness/targets/pertest.ts): the shared variant is
+  // then opened for each test, as that test's first variant, so that it is recorded and replayed with it.
+  const { name, options: targetOptions } = targetFromEnv();
+  if (name === 'replay' || (name === 'sim' && targetOptions.recordDir)) {
+    beforeEach(async ({ task }) => {
+      // Hooks run before the test's fixtures: enter the test here, so the variant is filed under it.
+      setCurrentTest(task.fullName);
+      await open();
+    });
+    afterEach(close);
+  } else {
+    beforeAll(open);
+    afterAll(close);
+  }
   return {
     get cannot() {
       return cannot;

@@ -18,6 +18,8 @@ import { join } from 'node:path';
 let current: string | undefined;
 
 export function setCurrentTest(id: string | undefined): void {
+  // Already entered by a beforeEach hook (a shared variant opened per test): keep what that hook noted.
+  if (id !== undefined && id === current) return;
   current = id;
   drawn = {};
   recordedProperties = {};

@@ -77,7 +77,13 @@ export async function prebuildReference(): Promise<{ dir: string; remove: () => 
     platform: 'node',
     format: 'esm',
     target: 'node20',
-    packages: 'external',
+    // Pure JavaScript packages (ws, fflate) go into the bundles: each of the run's hundred stack starts and
+    // two hundred planning processes would otherwise resolve and parse them from node_modules. Native,
+    // optional and loader packages stay outside, and so do the certificate library and unix-dgram, which
+    // the stack loads with require on first use.
+    external: ['node-ethercat', 'tsx', 'tsx/*', 'esbuild', 'bufferutil', 'utf-8-validate', '@peculiar/x509', 'reflect-metadata', 'unix-dgram'],
+    // A bundled CommonJS package requires node's own modules: give the ES module bundle a require.
+    banner: { js: "import { createRequire as __hilRequire } from 'node:module'; const require = __hilRequire(import.meta.url);" },
     sourcemap: 'linked',
     logLevel: 'error',
     // sims/paths.ts: the checkout root, and worker entries as sibling bundles.
