@@ -54,7 +54,8 @@ export class ProgramUploads {
       ...(a.max_acceleration !== undefined ? { maxAcceleration: a.max_acceleration } : {}), countsPerUnit: a.counts_per_unit, sign: a.sign,
     }));
     this.outputs = (o.machine.io?.outputs ?? []).map((x) => ({ name: x.name, torch: x.torch }));
-    decoder.warm();
+    // The decode thread starts with the first upload, not with the service: most stacks never take a
+    // program, and a thread costs every stack start about 40 ms of processor time.
   }
 
   /** A program handle is executing (its Start acknowledged, its end not yet reported). */
@@ -255,11 +256,6 @@ class DecodeWorker {
     w.on('exit', (code) => fail(new Error(`dense decode worker exited with ${code}`)));
     this.w = w;
     return w;
-  }
-
-  /** Start the thread now, so the first upload does not pay for it. */
-  warm(): void {
-    this.worker();
   }
 
   decode(body: Buffer): Promise<Decoded> {
