@@ -40,7 +40,8 @@ const SOURCE_PROGRAM: Record<ProgramName, string> = {
 
 /** Node arguments that start a program of the reference system (before its own arguments). */
 export function programArgs(name: ProgramName): string[] {
-  if (PREBUILT) return [fileURLToPath(new URL(`./${name}.js`, import.meta.url))];
+  // The planning process is bundled as CommonJS (harness/targets/reference.ts).
+  if (PREBUILT) return [fileURLToPath(new URL(`./${name}${name === 'planner-child' ? '.cjs' : '.js'}`, import.meta.url))];
   return ['--import', import.meta.resolve('tsx'), fileURLToPath(new URL(SOURCE_PROGRAM[name], new URL('./', import.meta.url)))];
 }
 

@@ -23,7 +23,9 @@ async function planAndFetch(p: Planner): Promise<{ result: Record<string, any>; 
 }
 
 async function prepare(cell: Cell, client: ControlClient, blob: Uint8Array, s?: Session) {
-  const session = s ?? (await cell.grant());
+  // Held (renewed) like a controller's while it uploads: a bare grant's lease can run out during a large
+  // upload on a loaded machine, and the upload is then refused control_session_stale, correctly.
+  const session = s ?? (await cell.hold());
   const r = await postProgram(client, session, blob);
   return { r, session };
 }
