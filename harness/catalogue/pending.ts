@@ -16,12 +16,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     ],
   ],
   [
-    "the number of torn samples before telemetry_busy (16) is not observable from outside: a held write tears every sample (suites/telemetry/busy.test.ts covers the refusal and the stream)",
-    [
-      "limit:telemetry_busy_samples",
-    ],
-  ],
-  [
     "the planner's default listen address 0.0.0.0:8796: tests bind only to 127.0.0.1 and free ports, so the default cannot be exercised (hil planner serve --help states it; sims/planner/main.ts DEFAULT_HOST, DEFAULT_PORT)",
     [
       "limit:planner_port",

@@ -689,6 +689,17 @@ export class ControlService {
       const input = body.length ? (JSON.parse(Buffer.from(body).toString('utf8')) as Record<string, unknown>) : {};
       switch (`${req.method} ${url.pathname}`) {
         case 'POST /inject': {
+          if (input.kind === 'tear_header_samples') {
+            // The service's own reader, not the core: the next N ring header samples count as torn.
+            const n = input.samples;
+            if (!Number.isSafeInteger(n) || (n as number) < 1 || (n as number) > 64) return json(409, { ok: false, detail: 'FAULT_BAD_FIELD: tear_header_samples: field samples must be an integer 1..64' });
+            try {
+              this.telemetry.tearHeaderSamples(n as number);
+            } catch (e) {
+              return json(409, { ok: false, detail: (e as Error).message });
+            }
+            return json(200, { ok: true });
+          }
           const r = await this.o.core.inject(input as never);
           return json(r.result.Result === 0 ? 200 : 409, { ok: r.result.Result === 0, detail: r.detail });
         }

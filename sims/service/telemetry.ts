@@ -83,6 +83,11 @@ export class TelemetryEndpoints {
     return this.open;
   }
 
+  /** Test hook: the next `n` ring header samples of this incarnation's reader count as torn (CaptureReader.tearSamples). */
+  tearHeaderSamples(n: number): void {
+    this.current().reader.tearSamples(n);
+  }
+
   private current(): { buffer: SharedArrayBuffer; reader: CaptureReader } {
     const buffer = this.ctx.core.captureBuffer;
     if (!buffer) throw new Refusal(409, 'telemetry_unavailable', 'no telemetry capture ring (capture off or the core is restarting)');

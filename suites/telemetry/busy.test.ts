@@ -9,6 +9,25 @@ import { covers, describe, expect, needsFaults, test } from '../../harness/fixtu
 const HOLD_MS = 1_500;
 
 describe('telemetry_busy', () => {
+  // The reference stack's service can take its reader's next N header samples as torn
+  // (`tear_header_samples`, docs/profile.md): the documented 16 is then seen from both sides.
+  test('the ring header is sampled 16 times: torn for 15 samples a poll is answered, torn for 16 it is telemetry_busy', covers('limit:telemetry_busy_samples', 'reason:telemetry_busy'), async ({ client, target, skip }) => {
+    needsFaults({ skip }, target);
+    const after = await latestSequence(client);
+    await target.inject({ kind: 'tear_header_samples', samples: 15 });
+    const answered = await pollTelemetry(client, after);
+    expect(answered.raw.status, 'torn for 15 samples: the 16th is clean').toBe(200);
+    await target.inject({ kind: 'tear_header_samples', samples: 16 });
+    const busy = await pollTelemetry(client, after);
+    expect(busy.raw.status, 'torn for 16 samples').toBe(409);
+    expect(busy.refusal!.label).toBe('telemetry_busy');
+    expect(busy.raw.headers['retry-after']).toBe('1');
+    // The torn samples were used up by that poll: the same cursor is answered again.
+    const again = await pollTelemetry(client, after);
+    expect(again.raw.status).toBe(200);
+    expect(again.batch!.header.first_sequence === 0n || again.batch!.records[0]!.seq === after + 1n).toBe(true);
+  });
+
   test('a poll while the ring header is torn answers 409 telemetry_busy with Retry-After 1; the same cursor succeeds afterwards', covers('reason:telemetry_busy', 'limit:telemetry_busy_retry_after_s', 'rule:telemetry.busy_retry'), async ({ client, target, skip }) => {
     needsFaults({ skip }, target);
     const after = await latestSequence(client);

@@ -140,8 +140,24 @@ export class CaptureReader {
     return out;
   }
 
+  /** Header samples still to be taken as torn whatever the ring says (tearSamples). */
+  private forcedTorn = 0;
+
+  /**
+   * Test hook (the private test channel's `tear_header_samples`): the next `n` header samples count as
+   * torn, so a read answers 'busy' exactly when n reaches the documented 16 samples.
+   */
+  tearSamples(n: number): void {
+    if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`samples ${n} must be a non-negative integer`);
+    this.forcedTorn = n;
+  }
+
   /** One header sample: true when consistent (this.g1 even and unchanged across reading NEWEST). */
   private sample(): boolean {
+    if (this.forcedTorn > 0) {
+      this.forcedTorn--;
+      return false;
+    }
     const g1 = Atomics.load(this.ctl, W_G);
     if ((g1 & 1) === 0) {
       const lo = Atomics.load(this.ctl, W_NEWEST_LO) >>> 0;
