@@ -64,6 +64,9 @@ export class CoreLink extends EventEmitter {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new CoreUnavailable('core did not start within 20 s')), 20_000);
       port1.on('message', (m: FromCore) => {
+        // A message the previous incarnation's port delivers after this one started (a loaded host can
+        // deliver them late) belongs to a core that is gone: its status would be served as this one's.
+        if (this.port !== port1) return;
         if (m.t === 'ready') {
           clearTimeout(timer);
           this.live = true;

@@ -465,8 +465,9 @@ describe('restore_anchor', () => {
     const s = await cell.hold();
     expect((await cell.fenced('home', s, { axis_mask: mask([J1, J2]) })).status).toBe(200);
     await cell.cleanup();
+    const before = (await readStatus(client)).daemon_incarnation;
     await target.restartCore();
-    const st0 = await waitStatus(client, (x) => x.core !== null);
+    const st0 = await waitStatus(client, (x) => x.core !== null && x.daemon_incarnation !== before);
     expect(Number(st0.core!.home_valid_mask) & mask([J1, J2])).toBe(0);
     const s2 = await cell.grant();
     const r = await cell.fenced('restore_anchor', s2, { axis_mask: mask([J1, J2]) });
