@@ -156,6 +156,9 @@ const refusals: Array<[string, string, string, string?]> = [
   ['a repeated root field', env + ',"generation":8' + pts(P, P2), 'duplicate_request_field', 'json'],
   ['a repeated root field after points, same value', env + pts(P, P2).slice(0, -1) + ',"axis_mask":511}', 'duplicate_request_field', 'json'],
   ['a prefix field repeated after points with another value', env + pts(P, P2).slice(0, -1) + ',"session":"x"}', 'request_envelope_changed', 'envelope_changed'],
+  // fast-check found it (seed 1243309193): the repeated operation's new name was judged before the change.
+  ['the operation repeated after points with a name no operation has', env + pts(P, P2).slice(0, -1) + ',"operation":"preabc"}', 'request_envelope_changed', 'envelope_changed'],
+  ['the schema repeated after points with another schema', env + pts(P, P2).slice(0, -1) + ',"schema":"svc.rt-control.request.v0"}', 'request_envelope_changed', 'envelope_changed'],
   ['a prefix field repeated after points, then the body breaks before its value', env + pts(P, P2).slice(0, -1) + ',"session"y":1}', 'duplicate_request_field', 'json'],
   ['a repeated point field', env + pts('{"time_ns":0,"position":[1,2],"time_ns":1}'), 'duplicate_request_field', 'json'],
   ['a repeated unknown point field', env + pts('{"time_ns":0,"x":1,"position":[1,2],"x":2}'), 'duplicate_request_field', 'json'],

@@ -471,6 +471,12 @@ export class TrajectoryDecoder {
     }
     try {
       if (this.rootNotObject) throw bad('body must be a JSON object');
+      // Document 1 part 4 "Envelope rules": the fully decoded request differs from the admitted prefix.
+      // Judged first: the admitted prefix was a valid envelope, so a changed member is the change, whatever
+      // its new value (a repeated operation with an unknown name is still request_envelope_changed).
+      if (repeats.changed.length > 0) {
+        throw new UploadRefusal('envelope_changed', 409, 'request_envelope_changed', `field ${repeats.changed[0]} differs from the admitted prefix`);
+      }
       const schema = this.rawSchema;
       if (schema !== REQUEST_SCHEMA) {
         throw refuse('schema_mismatch', schema === undefined ? 'schema missing' : `schema must be ${REQUEST_SCHEMA}`);
@@ -491,10 +497,6 @@ export class TrajectoryDecoder {
       }
       if (cap.name !== 'prepare_trajectory') {
         throw new UploadRefusal('not_trajectory', 409, 'invalid_request_envelope', `operation ${cap.name} is not prepare_trajectory`);
-      }
-      // Document 1 part 4 "Envelope rules": the fully decoded request differs from the admitted prefix.
-      if (repeats.changed.length > 0) {
-        throw new UploadRefusal('envelope_changed', 409, 'request_envelope_changed', `field ${repeats.changed[0]} differs from the admitted prefix`);
       }
     } catch (e) {
       if (e instanceof Refusal) {
