@@ -13,16 +13,12 @@ class ExternalTarget implements Target {
   readonly abilities;
   readonly publicAddress = undefined;
   private clients: ControlClient[] = [];
-  /** Someone else's weld planner at HIL_PLANNER_URL: no store to read, no stub hooks. */
-  readonly planner?: () => Promise<PlannerEndpoint>;
 
   constructor(
     readonly address: string,
     allowMotion: boolean,
-    plannerUrl?: string,
   ) {
     this.abilities = { faultInjection: false, coreRestart: false, serviceRestart: false, motion: allowMotion };
-    if (plannerUrl) this.planner = () => Promise.resolve({ url: plannerUrl.replace(/\/+$/, ''), stubHooks: false });
   }
 
   client(): ControlClient {
@@ -83,8 +79,11 @@ export const externalTarget: TargetDescriptor = {
     } catch {
       throw new HarnessError('HIL_ERR_TARGET_START', `no control socket at ${o.socket}`);
     }
-    return new ExternalTarget(o.socket, o.allowMotion ?? false, o.plannerUrl);
+    return new ExternalTarget(o.socket, o.allowMotion ?? false);
   },
   cannotProvide,
   openVariant: unsupported,
+  // Someone else's weld planner at HIL_PLANNER_URL: no store to read, no stub hooks.
+  openPlanner: (o: TargetOptions) =>
+    Promise.resolve(o.plannerUrl ? { endpoint: { url: o.plannerUrl.replace(/\/+$/, ''), stubHooks: false } satisfies PlannerEndpoint, close: () => Promise.resolve() } : undefined),
 };

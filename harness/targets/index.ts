@@ -5,7 +5,7 @@ import { rigTarget } from './rig.ts';
 import { simTarget } from './sim.ts';
 import { replayTarget } from './replay.ts';
 import { HarnessError } from '../errors.ts';
-import type { Target, TargetDescriptor, TargetName, TargetOptions, VariantOptions } from './types.ts';
+import type { PlannerEndpoint, Target, TargetDescriptor, TargetName, TargetOptions, VariantOptions } from './types.ts';
 import { parseVariant } from './variant.ts';
 
 export const TARGETS: Readonly<Record<TargetName, TargetDescriptor>> = validate({ sim: simTarget, external: externalTarget, replay: replayTarget, rig: rigTarget });
@@ -54,6 +54,13 @@ export function variantsFromEnv(env: NodeJS.ProcessEnv = process.env): { cannotP
   const { name, options } = targetFromEnv(env);
   const d = TARGETS[name];
   return { cannotProvide: (o) => d.cannotProvide(parseVariant(o), options), open: (o) => d.openVariant(parseVariant(o), options) };
+}
+
+/** The weld planner of the target the environment names, without opening its cell (undefined: none). */
+export function plannerFromEnv(env: NodeJS.ProcessEnv = process.env): Promise<{ endpoint: PlannerEndpoint; close(): Promise<void> } | undefined> {
+  const { name, options } = targetFromEnv(env);
+  const d = TARGETS[name];
+  return d.openPlanner ? d.openPlanner(options) : Promise.resolve(undefined);
 }
 
 export type { PlannerEndpoint, Target, VariantOptions } from './types.ts';

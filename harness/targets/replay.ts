@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { hilConfig, isRefused, outcomes, MACHINES } from '../clients/config.ts';
 import { HarnessError } from '../errors.ts';
 import { currentTest, findRecording, noteVariantOutcome, peekVariantIndex, readSidecar, registerPerTest, takeVariantIndex, variantOptionsJson, variantRecordingPath, type PerTestHooks, type PerTestOutcome, type ReplayVerdict } from './pertest.ts';
-import { SimTarget, startStack, variantStart, type StackStart } from './sim.ts';
+import { openStubPlanner, SimTarget, startStack, variantStart, type StackStart } from './sim.ts';
 import { parseVariant, type VariantOptions } from './variant.ts';
 import type { Target, TargetDescriptor, TargetOptions } from './types.ts';
 
@@ -300,4 +300,6 @@ export const replayTarget: TargetDescriptor = {
   },
   cannotProvide: (v, o) => cannotReplayVariant(v, o),
   openVariant: (v, o) => openReplayVariant(v, o),
+  // The planner is not replayed: the stub runs live beside the replayed stacks.
+  openPlanner: () => openStubPlanner(),
 };

@@ -132,6 +132,27 @@ export async function startPlanner(dir: string, timeoutMs = 30_000): Promise<Pla
   };
 }
 
+/**
+ * The weld planner stub on its own (no cell stack), its store in a temporary directory of its own: the
+ * planner of the sim target, and of the replay target (a planner is not replayed).
+ */
+export async function openStubPlanner(): Promise<{ endpoint: PlannerEndpoint; close(): Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'hil-planner-'));
+  try {
+    const p = await startPlanner(join(dir, 'planner-store'));
+    return {
+      endpoint: p.endpoint,
+      async close() {
+        await p.stop();
+        await rm(dir, { recursive: true, force: true, maxRetries: 3 });
+      },
+    };
+  } catch (e) {
+    await rm(dir, { recursive: true, force: true });
+    throw e;
+  }
+}
+
 /** How the reference stack provides each variant option: `hil serve` flags and environment. */
 export function variantStart(o: VariantOptions): Pick<StackStart, 'args' | 'env'> {
   const args: string[] = [];
@@ -283,7 +304,6 @@ export class SimTarget implements Target {
   readonly abilities = { faultInjection: true, coreRestart: true, serviceRestart: true, motion: true };
   private clients: ControlClient[] = [];
   protected testAgent: Agent;
-  private plannerProcess: Promise<PlannerProcess> | undefined;
 
   constructor(
     protected stack: StackProcess,
@@ -362,27 +382,11 @@ export class SimTarget implements Target {
     await this.test('/restart-core', {});
   }
 
-  /**
-   * The weld planner stub, started on first use beside the stack. Its store is a temporary directory of
-   * its own, not the stack's: a recorded run replaces the stack (and its directory) for every test while
-   * the planner lives on.
-   */
-  async planner(): Promise<PlannerEndpoint> {
-    this.plannerProcess ??= (async () => {
-      this.plannerDir = await mkdtemp(join(tmpdir(), 'hil-planner-'));
-      return startPlanner(join(this.plannerDir, 'planner-store'));
-    })();
-    return (await this.plannerProcess).endpoint;
-  }
-  private plannerDir: string | undefined;
-
   diagnostics(): string {
     return this.stack.stderr();
   }
 
   async close(): Promise<void> {
-    if (this.plannerProcess) await (await this.plannerProcess.catch(() => undefined))?.stop();
-    if (this.plannerDir) await rm(this.plannerDir, { recursive: true, force: true, maxRetries: 3 });
     await this.stopStack();
   }
 }
@@ -521,4 +525,5 @@ export const simTarget: TargetDescriptor = {
   open: openSim,
   cannotProvide: () => undefined,
   openVariant: (variant, o) => startVariant(variant, baseStart(o), o.recordDir && o.machineSha256 ? { dir: o.recordDir, machineSha256: o.machineSha256 } : undefined),
+  openPlanner: () => openStubPlanner(),
 };

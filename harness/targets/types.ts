@@ -91,11 +91,6 @@ export interface Target {
    * cannotProvide gives a reason.
    */
   variant(options: VariantOptions): Promise<Target>;
-  /**
-   * The weld planner of this target (document 2), started on first use and stopped at close; absent when
-   * the target has none (suites skip with a stated reason).
-   */
-  planner?(): Promise<PlannerEndpoint>;
   /** Lines the target process wrote to stderr (diagnostics for the report). */
   diagnostics(): string;
   /** Why motion is not allowed, in words a skip reason can carry (rig); undefined when it is or the default applies. */
@@ -115,4 +110,10 @@ export interface TargetDescriptor {
   cannotProvide(variant: VariantOptions, options: TargetOptions): string | undefined;
   /** Start a variant without opening the file's target first (validated options). */
   openVariant(variant: VariantOptions, options: TargetOptions): Promise<Target>;
+  /**
+   * The weld planner that goes with this kind of target (document 2), without opening the cell: a planner
+   * is a service of its own, and a file of planner tests needs no cell stack. Undefined when the target
+   * has none (the planner suites skip with a stated reason). The caller closes it.
+   */
+  openPlanner?(options: TargetOptions): Promise<{ endpoint: PlannerEndpoint; close(): Promise<void> } | undefined>;
 }

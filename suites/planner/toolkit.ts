@@ -7,7 +7,7 @@ import { PlannerClient, type PlanQuery, type PlannerReply } from '../../harness/
 import { packWeldplan, sealProgram, type PackInput } from '../../harness/clients/weldplan.ts';
 import { expect, test as base } from '../../harness/fixture.ts';
 import { isJsonObject, parseExact, type JsonExact, type JsonObject } from '../../harness/oracle/json.ts';
-import type { PlannerEndpoint } from '../../harness/targets/index.ts';
+import { plannerFromEnv, type PlannerEndpoint } from '../../harness/targets/index.ts';
 
 export const PROGRAM_FIXTURE = new URL('../../fixtures/weldplans/line-weld.program.json', import.meta.url);
 export const RESULT_SCHEMA = 'amr-weld-planner-v1.motion-plan-result.v1';
@@ -40,16 +40,19 @@ export interface Planner extends PlannerEndpoint {
   client: PlannerClient;
 }
 
+// The planner comes with the kind of target (harness/targets: a stub of its own on sim and replay,
+// HIL_PLANNER_URL on external), not from the file's cell: a file of planner tests starts no cell stack.
 export const plannerTest = base.extend<{ $file: { planner: Planner | undefined } }>({
   planner: [
-    async ({ target }, use) => {
-      if (!target.planner) return use(undefined);
-      const ep = await target.planner();
-      const client = new PlannerClient(ep.url);
+    async ({}, use) => {
+      const opened = await plannerFromEnv();
+      if (!opened) return use(undefined);
+      const client = new PlannerClient(opened.endpoint.url);
       try {
-        await use({ ...ep, client });
+        await use({ ...opened.endpoint, client });
       } finally {
         await client.close();
+        await opened.close();
       }
     },
     { scope: 'file' },
