@@ -112,12 +112,7 @@ class ReplayTarget extends SimTarget implements PerTestHooks {
     const recording = this.recording ?? '';
     await this.stopStack();
     this.recording = null;
-    let verdict: ReplayVerdict | null = null;
-    try {
-      verdict = JSON.parse(readFileSync(this.verdictFile(), 'utf8')) as ReplayVerdict;
-    } catch {
-      verdict = null;
-    }
+    const verdict = readVerdict(this.verdictFile());
     rmSync(this.verdictFile(), { force: true });
     return { recording, mode: 'replay', verdict };
   }
@@ -228,14 +223,18 @@ class ReplayedVariant extends SimTarget {
     if (this.closed) return;
     this.closed = true;
     await super.close();
-    let verdict: ReplayVerdict | null = null;
-    try {
-      verdict = JSON.parse(readFileSync(join(this.verdicts, 'verdict.json'), 'utf8')) as ReplayVerdict;
-    } catch {
-      verdict = null;
-    }
+    const verdict = readVerdict(join(this.verdicts, 'verdict.json'));
     rmSync(this.verdicts, { recursive: true, force: true });
     noteVariantOutcome({ recording: this.recording, mode: 'replay', verdict, variant: this.n });
+  }
+}
+
+/** The verdict a paced replay stack wrote, or null when it wrote none (it did not start, or was killed). */
+function readVerdict(file: string): ReplayVerdict | null {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as ReplayVerdict;
+  } catch {
+    return null;
   }
 }
 
