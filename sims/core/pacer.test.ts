@@ -199,6 +199,11 @@ test('lease renewals replay from the recording at their cycles; live renewals ar
 });
 
 /** Record `script` (messages with the service's stamps) on the sim driver, stepped clock, for `cycles` cycles. */
+/** A core on the replay driver and the recorded clock of `scan`, as a paced replay runs it (the pacer is the test's). */
+function pacedHost(file: string, scan: ReturnType<typeof scanForPacing>, send: (m: FromCore) => void = () => undefined): Promise<CoreHost> {
+  return CoreHost.create({ machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 }, send, 'none', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times });
+}
+
 async function recordStamped(file: string, script: Array<[number, ToCore & PostStamp]>, cycles: number, clock: ClockSpec = { mode: 'stepped' }): Promise<FromCore[]> {
   const sent: FromCore[] = [];
   const host = await CoreHost.create({ machine: MACHINE, driver: 'sim', clock, captureRetentionMs: 0, record: { path: file, run: 'stamped' } }, (m) => sent.push(m));
@@ -238,7 +243,7 @@ test('format 2: a recorded lease expiry is cued to the live service at its cycle
 
   const cues: ServiceCue[] = [];
   let pacer: ReplayPacer | undefined;
-  const host = await CoreHost.create({ machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 }, (m) => pacer?.observe(m), 'none', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times });
+  const host = await pacedHost(file, scan, (m) => pacer?.observe(m));
   const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) }));
   expect(cues).toEqual([{ t: 'replay_service', clockNs: 1_000n, hostClock: false, fences: ['enable'], acquires: [FAR] }]);
   // the live service: other generation and stamps; it ends its grant only when told the recorded lease ran out
@@ -294,7 +299,7 @@ test('format 1 (no service stamps): the pacer gives the live service no clock an
   // what a format 1 recording is: the same requests without the stamps
   for (const n of scan.requests) delete n.sent_ns;
   const cues: ServiceCue[] = [];
-  const host = await CoreHost.create({ machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 }, () => undefined, 'none', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times });
+  const host = await pacedHost(file, scan);
   const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) });
   p.advance(100);
   expect(cues).toEqual([]);
@@ -394,7 +399,7 @@ test('format 2: the live service is given the deadlines the recorded service gav
   );
   const scan = scanForPacing(file);
   const cues: ServiceCue[] = [];
-  const host = await CoreHost.create({ machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 }, () => undefined, 'none', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times });
+  const host = await pacedHost(file, scan);
   try {
     new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) });
     // the recorded deadlines themselves, not the cued clock plus a lease: the recorded service read its clock before it posted
@@ -476,7 +481,7 @@ test('format 2 on the host clock: the live service starts at the core\'s first f
   const scan = scanForPacing(file);
   expect(scan.header.clock).toBe('realtime');
   const cues: ServiceCue[] = [];
-  const host = await CoreHost.create({ machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 }, () => undefined, 'none', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times });
+  const host = await pacedHost(file, scan);
   try {
     new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) });
     expect(cues[0]).toMatchObject({ clockNs: BigInt(scan.header.t0_ns), hostClock: true, acquires: [sent + 500_000_000n] });
@@ -501,7 +506,7 @@ test('format 2 telemetry polls: the core never runs past a recorded poll before 
   );
   const scan = scanForPacing(file);
   let wall = 0;
-  const host = await CoreHost.create({ machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 }, () => undefined, 'none', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times });
+  const host = await pacedHost(file, scan);
   try {
     const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined, wallMs: () => wall });
     const poll = { t: 'service_note', data: { t: 'telemetry_read' } };
