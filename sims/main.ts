@@ -15,6 +15,7 @@ import { programArgs, ROOT } from './paths.ts';
 import type { ClockSpec, PriorityRequest } from './core/protocol.ts';
 import { DRIVERS, driverNames } from '../drivers/index.ts';
 import { runReplay, scanRecording } from '../drivers/replay/session.ts';
+import { RecordingReader } from '../drivers/replay/format.ts';
 import { CoreHost } from './core/host.ts';
 import { loadCredentials, parseListen, RemoteStartupError, type RemoteFiles } from './service/remote.ts';
 import type { RemoteJogFlags } from './service/remote-jog.ts';
@@ -330,7 +331,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write('--replay-paced runs on the recorded frame times: no --clock or --speed\n');
       return 2;
     }
-    clock = { mode: 'recorded' };
+    clock = { mode: 'recorded', ...(recordedOnSteps(resolve(args['replay-file']!)) ? { steps: true } : {}) };
   }
   const replaySpeed = args['replay-speed'] ?? '1';
   if (args['replay-speed'] !== undefined && args['replay-paced'] === undefined) {
@@ -459,3 +460,13 @@ function startPlanner(host: string, port: string, storeDir: string): Promise<Pla
 
 const code = await main(process.argv.slice(2));
 if (code >= 0) process.exit(code);
+
+/** Whether a recording was made on the stepped clock with its steps (format 3); an unreadable one is the driver's to report. */
+function recordedOnSteps(file: string): boolean {
+  try {
+    const h = RecordingReader.header(file);
+    return h.clock === 'stepped' && h.format >= 3;
+  } catch {
+    return false;
+  }
+}

@@ -1,4 +1,4 @@
-// The recording format (docs/recording.md, format 1). A recording is a gzip file made of independent gzip
+// The recording format (docs/recording.md, format 3). A recording is a gzip file made of independent gzip
 // members (RFC 1952 section 2.2 allows a file of several members; node's gunzip reads them in a row). The
 // writer compresses a block of records synchronously every RECORD_FLUSH_FRAMES frames or BLOCK_BYTES bytes
 // and appends it with one write, so a killed writer leaves every earlier block readable, and a core thread
@@ -6,8 +6,9 @@
 //
 // Decompressed, the stream is: the magic "HILREC" and the format version byte, then records, each a tag byte:
 //   0x00 header: varint length, UTF-8 JSON (RecordingHeader)
-//   0x01 frame:  zz(dt - previous dt), zz(rc), varint(changes), then per change varint(slot gap) and
-//                zz(value - prediction), the prediction of a slot being 2 * previous - the one before
+//   0x01 frame:  zz(dt - previous dt), zz(rc), [format 3 with header host_times: zz(host dt - previous host
+//                dt)], varint(changes), then per change varint(slot gap) and zz(value - prediction), the
+//                prediction of a slot being 2 * previous - the one before
 //   0x02 note:   varint length, UTF-8 JSON (RecordingNote: requests, replies, events aligned to cycles)
 //   0x03 end:    the writer closed the recording cleanly
 // Slots are the process image flattened (slotLayout below); a frame lists only the slots off their linear
@@ -15,18 +16,20 @@
 // wrote before the exchange, inputs the values the bus returned.
 
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readSync, writeSync } from 'node:fs';
 import { constants, gunzipSync, gzipSync } from 'node:zlib';
 import type { BusSetup, ProcessImage } from '../bus.ts';
 
 /** The format this build writes. */
-export const FORMAT_VERSION = 2;
+export const FORMAT_VERSION = 3;
 /**
  * The formats this build reads. Format 1 has the same records; its request notes lack the service's clock,
  * the core's host time and the origin (RecordingNote), so a paced replay of it runs the service's own
- * timing live (docs/recording.md "Format 1 recordings").
+ * timing live (docs/recording.md "Format 1 recordings"). Format 3 adds the host time of each frame when the
+ * core's time was not the host's (header `host_times`: a stepped or fast clock), and the test's steps as
+ * request notes; a format 2 file is a format 3 file without either.
  */
-export const READABLE_FORMATS: readonly number[] = [1, 2];
+export const READABLE_FORMATS: readonly number[] = [1, 2, 3];
 const MAGIC = Buffer.from('HILREC', 'latin1');
 const TAG = { header: 0, frame: 1, note: 2, end: 3 } as const;
 /** Frames per compressed block (a quarter of a second at 1 kHz): what a crash may lose at most. */
@@ -169,6 +172,11 @@ export interface RecordingHeader {
   t0_ns: string;
   /** Format 2: the core's clock mode when recorded (realtime: the core's time was the host clock). */
   clock?: string;
+  /**
+   * Format 3: every frame carries the host time the core read in that cycle (lease, jog and hold deadlines
+   * are judged on it), because the core's own time was not the host's (a stepped or fast clock).
+   */
+  host_times?: true;
   started_at: string;
 }
 
@@ -215,6 +223,8 @@ export class RecordingWriter {
   private readonly prev: Float64Array;
   private prevT = 0;
   private prevDt = 0;
+  private prevHostT = 0;
+  private prevHostDt = 0;
   private first = true;
   private t0 = 0n;
   frames = 0;
@@ -255,8 +265,11 @@ export class RecordingWriter {
     this.n += s.length;
   }
 
-  /** One frame: `values` holds the outputs the core wrote and the inputs the bus returned. */
-  frame(values: Float64Array, rc: number, nowNs: bigint): void {
+  /**
+   * One frame: `values` holds the outputs the core wrote and the inputs the bus returned; `hostNs`, the host
+   * time the core read in the cycle, is written when the header says `host_times` (it must then be given).
+   */
+  frame(values: Float64Array, rc: number, nowNs: bigint, hostNs?: bigint): void {
     if (this.first) {
       this.first = false;
       this.t0 = nowNs;
@@ -273,6 +286,13 @@ export class RecordingWriter {
     this.varint(zz(dt - this.prevDt));
     this.prevDt = dt;
     this.varint(zz(rc));
+    if (this.header.host_times) {
+      const h = Number((hostNs ?? nowNs) - this.t0);
+      const hdt = h - this.prevHostT;
+      this.prevHostT = h;
+      this.varint(zz(hdt - this.prevHostDt));
+      this.prevHostDt = hdt;
+    }
     // Each slot is predicted linearly from its last two values (2 * prev - prev2): a value at rest or moving
     // at a steady rate costs nothing; only the slots off their prediction are listed. Count them first.
     const prev = this.prev;
@@ -314,8 +334,18 @@ export class RecordingWriter {
     this.framesInBlock = 0;
   }
 
-  close(): void {
+  /**
+   * Close the recording. One without a frame (a stepped core never stepped) still gets its header, with
+   * `firstFrameNs` as t0 (when the first frame would have been), and its notes, so that it replays.
+   */
+  close(firstFrameNs?: bigint): void {
     if (this.fd === null) return;
+    if (this.first && firstFrameNs !== undefined) {
+      this.first = false;
+      this.json(TAG.header, { format: FORMAT_VERSION, ...this.header, t0_ns: firstFrameNs.toString(), started_at: new Date().toISOString() } satisfies RecordingHeader);
+      for (const n of this.early) this.json(TAG.note, n);
+      this.early = [];
+    }
     if (!this.first) {
       this.ensure(1);
       this.byte(TAG.end);
@@ -335,6 +365,9 @@ export class RecordingReader {
   readonly values: Float64Array;
   t = 0;
   private dt = 0;
+  /** Format 3 with `host_times`: the host time the core read in the current frame's cycle, ns from t0_ns. */
+  hostT = 0;
+  private hostDt = 0;
   rc = 0;
   /** Frames read so far (1-based index of the current frame). */
   frame = 0;
@@ -347,7 +380,7 @@ export class RecordingReader {
     const lead = Buffer.concat([MAGIC, Buffer.from([data[MAGIC.length] ?? FORMAT_VERSION])]);
     if (data.length < lead.length && lead.subarray(0, data.length).equals(data)) throw new RecordingError('REPLAY_TRUNCATED', 'the recording ends inside its magic (the writer stopped in its first block)');
     if (data.length < MAGIC.length + 1 || !data.subarray(0, MAGIC.length).equals(MAGIC)) throw new RecordingError('REPLAY_BAD_FORMAT', 'not a recording (no HILREC magic)');
-    if (!READABLE_FORMATS.includes(data[MAGIC.length]!)) throw new RecordingError('REPLAY_BAD_FORMAT', `recording format ${data[MAGIC.length]} is not supported (this build reads ${READABLE_FORMATS.join(' and ')})`);
+    if (!READABLE_FORMATS.includes(data[MAGIC.length]!)) throw new RecordingError('REPLAY_BAD_FORMAT', `recording format ${data[MAGIC.length]} is not supported (this build reads formats ${READABLE_FORMATS.join(', ')})`);
     this.version = data[MAGIC.length]!;
     this.pos = MAGIC.length + 1;
     const h = this.record();
@@ -369,6 +402,27 @@ export class RecordingReader {
       throw new RecordingError('REPLAY_MISSING', `cannot read the recording ${path}: ${(e as Error).message}`);
     }
     return RecordingReader.fromBytes(raw, path);
+  }
+
+  /** Only the header of a recording: inflates its first blocks, not the whole file (a big recording is megabytes). */
+  static header(path: string): RecordingHeader {
+    let fd: number;
+    try {
+      fd = openSync(path, 'r');
+    } catch {
+      return RecordingReader.open(path).header; // the same errors as a whole read
+    }
+    try {
+      const head = Buffer.alloc(256 * 1024);
+      const n = readSync(fd, head, 0, head.length, 0);
+      try {
+        return RecordingReader.fromBytes(head.subarray(0, n), path).header;
+      } catch {
+        return RecordingReader.open(path).header; // a header beyond the first blocks, or a bad file: read it all
+      }
+    } finally {
+      closeSync(fd);
+    }
   }
 
   static fromBytes(raw: Buffer, where = 'recording'): RecordingReader {
@@ -432,8 +486,9 @@ export class RecordingReader {
       const start = this.pos++;
       const ddt = this.varint();
       const rc = this.varint();
+      const hddt = this.header.host_times ? this.varint() : 0;
       const changes = this.varint();
-      if (ddt === null || rc === null || changes === null) return this.cut(start);
+      if (ddt === null || rc === null || hddt === null || changes === null) return this.cut(start);
       // Decode into a scratch list first so a cut frame leaves the values of the last complete one.
       const slots: number[] = [];
       let s = -1;
@@ -458,6 +513,8 @@ export class RecordingReader {
       }
       this.dt += unzz(ddt);
       this.t += this.dt;
+      this.hostDt += unzz(hddt);
+      this.hostT += this.hostDt;
       this.rc = unzz(rc);
       this.frame++;
       return true;

@@ -134,6 +134,10 @@ export interface PacedCore {
   readonly clock?: object;
   readonly core: { readonly cycleCount: number; publish(nowNs: bigint): void; readonly now: bigint; publishGate?: 'normal' | 'force' | 'hold' };
   readonly driverHost: { readonly driver: BusDriver };
+  /** A step the test asked for is done (the stepped clock's reply, with the answers its cycles produced). */
+  stepped?(id: number, answered: number): void;
+  /** Answers the core has sent so far (CoreHost.answers). */
+  readonly answers?: number;
 }
 
 export interface PacingScan {
@@ -142,6 +146,8 @@ export interface PacingScan {
   complete: boolean;
   /** Recorded frame times relative to the first frame, ns, one per frame. */
   times: Float64Array;
+  /** Format 3 on a stepped or fast clock: the host time the core read in each frame's cycle, ns from t0. */
+  hostTimes?: Float64Array;
   requests: RecordingNote[];
   /** Replies and events in the order the core sent them. */
   outputs: RecordingNote[];
@@ -153,6 +159,8 @@ export interface PacingScan {
 export function scanForPacing(file: string): PacingScan {
   const r = RecordingReader.open(file);
   let times = new Float64Array(4096);
+  const withHost = r.header.host_times === true;
+  let hostTimes = new Float64Array(withHost ? 4096 : 0);
   const requests: RecordingNote[] = [];
   const outputs: RecordingNote[] = [];
   const service: RecordingNote[] = [];
@@ -164,12 +172,18 @@ export function scanForPacing(file: string): PacingScan {
       const t = new Float64Array(times.length * 2);
       t.set(times);
       times = t;
+      if (withHost) {
+        const h = new Float64Array(t.length);
+        h.set(hostTimes);
+        hostTimes = h;
+      }
     }
     times[r.frame - 1] = r.t;
+    if (withHost) hostTimes[r.frame - 1] = r.hostT;
     take();
   }
   take();
-  return { header: r.header, frames: r.frame, complete: r.complete, times: times.slice(0, r.frame), requests, outputs, service };
+  return { header: r.header, frames: r.frame, complete: r.complete, times: times.slice(0, r.frame), ...(withHost ? { hostTimes: hostTimes.slice(0, r.frame) } : {}), requests, outputs, service };
 }
 
 /** One divergence of a paced replay: the bus (the driver's report), a request, a reply or an event. */
@@ -215,6 +229,8 @@ export interface PacedVerdict {
   status_reads: { recorded: number; served: number; missed: number };
   /** Telemetry polls recorded, served by the live service (counted while any were recorded), and given up. */
   telemetry_reads: { recorded: number; served: number; missed: number };
+  /** A recording made on the stepped clock: the test's steps answered (each matched with a recorded one). */
+  steps?: number;
   divergence: PacedDivergence | null;
   /** The end of the recording as the driver reported it (kind 'end'), when the replay reached it. */
   end: DivergenceReport | null;
@@ -237,18 +253,29 @@ const grantKey = (d: unknown): GrantKey | null => {
 };
 const sameGrant = (a: GrantKey | null, b: GrantKey | null) => a !== null && b !== null && a.generation === b.generation && a.active === b.active && a.axisMask === b.axisMask;
 
-/** The live message with every host time replaced by the recorded one (bigints revived). */
-function withRecordedTimes(live: unknown, recorded: unknown): unknown {
+/**
+ * The live message with every host time replaced by the recorded one (bigints revived); `pair` is told each
+ * recorded time and the live one it stands for.
+ */
+function withRecordedTimes(live: unknown, recorded: unknown, pair: (recorded: bigint, live: bigint) => void): unknown {
   if (live === null || typeof live !== 'object' || recorded === null || typeof recorded !== 'object' || ArrayBuffer.isView(live)) return live;
   const out: Record<string, unknown> = { ...(live as Record<string, unknown>) };
   const r = recorded as Record<string, unknown>;
   for (const k of Object.keys(out)) {
     if (!(k in r)) continue;
-    if (HOST_TIME_FIELDS.has(k) && typeof out[k] === 'bigint' && typeof r[k] === 'string') out[k] = BigInt(r[k] as string);
-    else if (out[k] !== null && typeof out[k] === 'object') out[k] = withRecordedTimes(out[k], r[k]);
+    if (HOST_TIME_FIELDS.has(k) && typeof out[k] === 'bigint' && typeof r[k] === 'string') {
+      const rec = BigInt(r[k] as string);
+      pair(rec, out[k] as bigint);
+      out[k] = rec;
+    } else if (out[k] !== null && typeof out[k] === 'object') out[k] = withRecordedTimes(out[k], r[k], pair);
   }
   return out;
 }
+
+/** Host times of a jog session the core reports (its status's `jog`), in the time base of whoever sent them. */
+const JOG_STATUS_TIMES = ['SourceOriginHostNs', 'DeadlineHostNs', 'InputDeadlineHostNs'] as const;
+/** How many recorded-to-live host time pairs a replay keeps (a jog producer sends one per frame). */
+const HOST_PAIRS_KEPT = 4096;
 
 /** What the pacer tells the live service (FromCore 'replay_service' in sims/core/protocol.ts). */
 export interface ServiceCue {
@@ -337,6 +364,15 @@ export class ReplayPacer {
   private readsServed = 0;
   private readsMissed = 0;
   private readHeldSince: number | null = null;
+  /**
+   * A recording made on the stepped clock (format 3, which records the test's steps as requests): the
+   * replayed core, like the recorded one, runs cycles only while a step the test asked for is under way.
+   * Each live step is matched with the recorded one (the same number of cycles at the same cycle) and
+   * answered when its last cycle has run, as the stepped clock answers it.
+   */
+  readonly steps: boolean;
+  private stepping: { id: number; target: number; answers: number } | null = null;
+  private stepsDone = 0;
 
   constructor(
     private readonly host: PacedCore,
@@ -353,6 +389,8 @@ export class ReplayPacer {
     this.telemetryReads = o.toService ? scan.service.filter((n) => (n.data as { t?: string }).t === 'telemetry_read').map((n) => n.cycle) : [];
     this.serviceLog = scan.header.format >= 2 && scan.requests.every((n) => n.sent_ns !== undefined);
     this.hostClock = scan.header.clock === 'realtime';
+    // A core driven in-process (tests, benches) runs cycles without step messages: nothing to wait for then.
+    this.steps = scan.header.clock === 'stepped' && scan.header.format >= 3 && scan.requests.some((n) => (n.data as { t?: string }).t === 'step');
     if (this.serviceLog && o.toService) {
       // The service starts at the recorded time of its first message, with the recorded order of its fences;
       // on a recording made on the host clock, at the core's first frame if that is earlier: a status read
@@ -447,7 +485,7 @@ export class ReplayPacer {
       }
       if (!m) {
         this.fences = trial;
-        this.assigned.set(j, withRecordedTimes(msg, reqs[j]!.data));
+        this.assigned.set(j, withRecordedTimes(msg, reqs[j]!.data, (rec, liveNs) => this.pairHostTime(rec, liveNs)));
         this.matched++;
         return;
       }
@@ -456,6 +494,51 @@ export class ReplayPacer {
     if (firstOpen < 0) this.extra++;
     this.diverge({ kind: 'request', cycle: c, expected: firstOpen < 0 ? null : reqs[firstOpen], actual: { cycle: c, kind: 'request', data: live }, ...(firstMismatch ? { path: firstMismatch.path } : {}) });
     this.immediate.push(msg);
+  }
+
+  /**
+   * Host times the live side sent (a jog session's origin and deadlines, a frame's capture and input
+   * deadline) reach the core as the recorded ones, so that it decides as it did when recorded. What the core
+   * reports of them goes back to the live side in its own time base: the live service compares a frame's
+   * capture time with the session's origin in the core's status, and a test compares the input deadline the
+   * core reports with the capture time it stamped. Recorded -> live, by value (host times are unique ns).
+   */
+  private readonly liveHostTimes = new Map<bigint, bigint>();
+  private pairHostTime(recorded: bigint, live: bigint): void {
+    if (recorded === live) return;
+    if (this.liveHostTimes.size >= HOST_PAIRS_KEPT) this.liveHostTimes.delete(this.liveHostTimes.keys().next().value!);
+    this.liveHostTimes.set(recorded, live);
+  }
+
+  /**
+   * A message of the core's on its way to the live service, with the host times that came from the live
+   * side put back into its time base: the jog session's times in a status publication, and the input
+   * deadline of a jog_expired event (its `host_ns`, the core's time at expiry, moved by as much: after the
+   * deadline when recorded, after it on the live side too). Everything else goes as the core sent it.
+   */
+  outward<M>(m: M): M {
+    if (this.liveHostTimes.size === 0) return m;
+    const msg = m as { t?: string; status?: { jog?: Record<string, unknown> }; type?: string; payload?: Record<string, unknown> };
+    if (msg.t === 'status' && msg.status?.jog) {
+      const jog = { ...msg.status.jog };
+      let changed = false;
+      for (const k of JOG_STATUS_TIMES) {
+        const live = typeof jog[k] === 'bigint' ? this.liveHostTimes.get(jog[k] as bigint) : undefined;
+        if (live !== undefined) {
+          jog[k] = live;
+          changed = true;
+        }
+      }
+      return changed ? ({ ...msg, status: { ...msg.status, jog } } as M) : m;
+    }
+    if (msg.t === 'event' && msg.type === 'jog_expired' && typeof msg.payload?.input_deadline_host_ns === 'bigint') {
+      const rec = msg.payload.input_deadline_host_ns;
+      const live = this.liveHostTimes.get(rec);
+      if (live === undefined) return m;
+      const payload = { ...msg.payload, input_deadline_host_ns: live, ...(typeof msg.payload.host_ns === 'bigint' ? { host_ns: msg.payload.host_ns + (live - rec) } : {}) };
+      return { ...msg, payload } as M;
+    }
+    return m;
   }
 
   /** A message the core sent (reply, event, home_done, stop_drained), compared with the recorded ones in order. */
@@ -513,7 +596,7 @@ export class ReplayPacer {
    * that request when recorded: the core catches up flat out. Late (a loaded machine) it catches up too.
    */
   private notDue(c: number): number {
-    if (this.speed === null || c >= this.scan.frames || this.assigned.size > 0) return 0;
+    if (this.speed === null || this.steps || c >= this.scan.frames || this.assigned.size > 0) return 0;
     const t = this.scan.times[c]!;
     const now = this.wallMs();
     if (!this.anchor) {
@@ -533,7 +616,9 @@ export class ReplayPacer {
     const reqs = this.scan.requests;
     for (let n = 0; ; n++) {
       const c = this.host.core.cycleCount;
-      while (this.immediate.length) this.host.handle(this.immediate.shift() as never);
+      while (this.immediate.length) this.deliver(this.immediate.shift());
+      // A step's answer comes before anything recorded at its last cycle: the test may wait for it first.
+      this.stepDone(c);
       while (this.nextRequest < reqs.length && reqs[this.nextRequest]!.cycle <= c) {
         const j = this.nextRequest;
         if (this.renewal[j]) {
@@ -553,11 +638,17 @@ export class ReplayPacer {
         }
         this.nextRequest++;
       }
+      this.stepDone(c); // a step of no cycles
       if (this.holdForRead(c) || this.holdForTelemetry(c)) {
         this.syncService(null);
         return 'wait';
       }
-      if (c >= this.scan.frames) {
+      if (this.steps && !this.stepping) {
+        // The stepped clock between steps: time stands still until the test asks for cycles.
+        this.syncService(null);
+        return c >= this.scan.frames ? 'end' : 'wait';
+      }
+      if (c >= this.scan.frames && !this.stepping) {
         this.syncService(null);
         if (this.mayPublish()) this.host.core.publish(this.host.core.now);
         return 'end';
@@ -636,7 +727,29 @@ export class ReplayPacer {
 
   /** Whether the worker may publish the held core's status now (not while a read waits for an older one). */
   mayPublish(): boolean {
+    // A stepped core publishes in its cycles and after each step, never while it stands between steps.
+    if (this.steps) return false;
     return !this.readPending(this.host.core.cycleCount) || this.publishAt.has(this.host.core.cycleCount);
+  }
+
+  /** A live message for the core now; on a stepped recording a step starts its cycles instead. */
+  private deliver(msg: unknown): void {
+    const m = msg as { t?: string; id?: number; cycles?: number };
+    if (this.steps && m.t === 'step') {
+      this.stepping = { id: m.id!, target: this.host.core.cycleCount + Math.max(0, Math.trunc(Number(m.cycles) || 0)), answers: this.host.answers ?? 0 };
+      return;
+    }
+    this.host.handle(msg as never);
+  }
+
+  /** The step under way has run its cycles: publish (as the stepped clock does after a step) and answer it. */
+  private stepDone(c: number): void {
+    const s = this.stepping;
+    if (!s || c < s.target) return;
+    this.stepping = null;
+    this.stepsDone++;
+    this.host.core.publish(this.host.core.now);
+    this.host.stepped?.(s.id, (this.host.answers ?? 0) - s.answers);
   }
 
   /** Hand a request to the core, with the host time the recorded core read while handling it (format 2). */
@@ -644,7 +757,7 @@ export class ReplayPacer {
     const clock = this.host.clock && 'at' in this.host.clock ? (this.host.clock as { at: bigint | null }) : null;
     if (clock && note.host_ns !== undefined) clock.at = BigInt(note.host_ns);
     try {
-      this.host.handle(msg as never);
+      this.deliver(msg);
     } finally {
       if (clock) clock.at = null;
     }
@@ -672,9 +785,11 @@ export class ReplayPacer {
         expire = { generation: BigInt(this.fences.live('generation', recorded) ?? recorded) };
         this.expiries++;
       }
-    } else if (this.hostClock) {
+    } else if (this.hostClock || this.scan.hostTimes) {
+      // The recorded host time of the core's last cycle: its frame time on the host clock, else kept beside it.
       const c = this.host.core.cycleCount;
-      if (c > 0 && c <= this.scan.frames) clock = BigInt(this.scan.header.t0_ns) + BigInt(this.scan.times[c - 1]!);
+      const host = this.scan.hostTimes ?? this.scan.times;
+      if (c > 0 && c <= this.scan.frames) clock = BigInt(this.scan.header.t0_ns) + BigInt(host[c - 1]!);
     }
     if (clock <= this.cueNs && !expire) return;
     if (clock > this.cueNs) this.cueNs = clock;
@@ -705,6 +820,7 @@ export class ReplayPacer {
       pace: this.speed,
       status_reads: { recorded: this.statusReads.length, served: this.readsServed, missed: this.readsMissed },
       telemetry_reads: { recorded: this.telemetryReads.length, served: this.telemetryServed, missed: this.telemetryMissed },
+      ...(this.steps ? { steps: this.stepsDone } : {}),
       divergence: this.first,
       end: report && report.kind === 'end' ? report : null,
       wall_ms: Math.round(performance.now() - this.t0),

@@ -7,13 +7,17 @@ import type { BusDriver, BusSetup, BusStartup, ProcessImage } from '../bus.ts';
 import { readImage, RecordingWriter, setupDigest, slotLayout, type RecordingHeader, type RecordingNote } from './format.ts';
 
 /** What the recorder adds to the header besides what it learns from the driver and the setup. */
-export type RecordingMeta = Pick<RecordingHeader, 'machine_sha256' | 'configuration_sha256' | 'deployment_sha256' | 'package_version' | 'git_revision' | 'run' | 'driver_params' | 'clock'>;
+export type RecordingMeta = Pick<RecordingHeader, 'machine_sha256' | 'configuration_sha256' | 'deployment_sha256' | 'package_version' | 'git_revision' | 'run' | 'driver_params' | 'clock' | 'host_times'>;
 
 
 
 export class RecordingDriver implements BusDriver {
   private writer: RecordingWriter | null = null;
   private values = new Float64Array(0);
+  /** With `host_times` in the meta: the host time the core read in the cycle being exchanged (CoreHost sets it). */
+  hostTime?: () => bigint;
+  /** When the first frame would have been (CoreHost sets it): the t0 of a recording closed before any frame. */
+  firstFrameNs?: () => bigint;
 
   constructor(
     readonly inner: BusDriver,
@@ -57,7 +61,7 @@ export class RecordingDriver implements BusDriver {
     // A throw from the wrapped driver propagates unrecorded: the host's error boundary handles it.
     const rc = this.inner.exchange(image, nowNs);
     readImage(image, this.values, false);
-    this.writer?.frame(this.values, rc, nowNs);
+    this.writer?.frame(this.values, rc, nowNs, this.hostTime?.());
     return rc;
   }
 
@@ -72,7 +76,7 @@ export class RecordingDriver implements BusDriver {
 
   async close(): Promise<void> {
     try {
-      this.writer?.close();
+      this.writer?.close(this.firstFrameNs?.());
     } finally {
       await this.inner.close();
     }

@@ -14,16 +14,35 @@ function stepper(target: Target): (cycles: number) => Promise<bigint> {
   return (n) => target.step!(n);
 }
 
-/** Step the core `chunk` cycles at a time until `p` settles (at most 1000 chunks); its outcome. */
+/** How long a client waits for a reply the core has already answered to come through the service (wall ms). */
+const PASS_ON_MS = 2_000;
+
+/**
+ * Step the core `chunk` cycles at a time until `p` settles (at most 1000 chunks); its outcome.
+ *
+ * Deterministic in the number of steps, which a recording replayed step by step needs: stepping on until
+ * the reply happens to arrive would step more or fewer times depending on how fast the service passed the
+ * core's answer on. When a step's cycles produced an answer (the step reports it), the reply may be that
+ * one: wait for it (bounded) before stepping on.
+ */
 export async function settle<T>(target: Target, p: Promise<T>, chunk = 10): Promise<T> {
-  const step = stepper(target);
+  await stepUntilSettled(target, p, chunk);
+  return p;
+}
+
+/** `settle` without waiting for `p` in the end: whether it settled within `max` chunks. */
+export async function stepUntilSettled(target: Target, p: Promise<unknown>, chunk: number, max = 1000): Promise<boolean> {
+  if (!target.stepReport) throw new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', `target ${target.name} has no stepped clock`);
   let done = false;
-  void p.then(
+  const settled = p.then(
     () => (done = true),
     () => (done = true),
   );
-  for (let i = 0; i < 1000 && !done; i++) await step(chunk);
-  return p;
+  for (let i = 0; i < max && !done; i++) {
+    const r = await target.stepReport(chunk);
+    if (r.answered > 0 && !done) await Promise.race([settled, new Promise((res) => setTimeout(res, PASS_ON_MS).unref())]);
+  }
+  return done;
 }
 
 /**

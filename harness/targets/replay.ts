@@ -25,11 +25,15 @@ export const SUITE_REPLAY_MODES = ['strict'] as const;
 const NO_VARIANTS = 'the replay target plays recorded per-test stacks; variant stacks are not recorded';
 /** A variant opened outside a test (a describe block's shared variant) has no per-test recording. */
 const SHARED_VARIANT = 'not recorded: a variant shared by a describe block is opened outside any test, and only per-test stacks are recorded';
-/** Stepped-clock variants: the test's steps are not hold points of a paced replay (docs/recording.md). */
-const STEPPED_VARIANT = 'a stepped-clock variant cannot be replayed: the paced replay runs on the recorded frame times and does not take the test\'s steps';
+/** Stepped-clock variants recorded before format 3 have no steps and no host times to replay them with. */
+const STEPPED_FORMAT_2 = 'a stepped-clock variant recorded in format 2 cannot be replayed (its recording has neither the test\'s steps nor the host time of each cycle): re-record it (hil run --record)';
 
-/** Hil serve flags of a variant that belong to the sim driver; the replay driver's inputs come from the recording. */
-const SIM_ONLY_FLAGS = new Set(['--sim-fault', '--sim-homing-ms']);
+/**
+ * Hil serve flags of a variant the replay stack does not take: the sim driver's own (the replay driver's
+ * inputs come from the recording) and the clock (a paced replay runs on the recorded one, which on a stepped
+ * recording runs the test's steps).
+ */
+const NOT_REPLAYED_FLAGS = new Set(['--sim-fault', '--sim-homing-ms', '--clock']);
 
 let digest: Promise<string> | undefined;
 
@@ -141,12 +145,12 @@ class ReplayTarget extends SimTarget implements PerTestHooks {
 function cannotReplayVariant(v: VariantOptions, o: TargetOptions): string | undefined {
   const id = currentTest();
   if (id === undefined) return SHARED_VARIANT;
-  if (v.clock === 'stepped') return STEPPED_VARIANT;
   const sha = o.machineSha256;
   if (!sha || !o.recordings) return NO_VARIANTS;
   const n = peekVariantIndex();
   const path = variantRecordingPath(o.recordings, 'sim', sha, id, n);
   if (!existsSync(path)) return `not recorded (no recording of variant ${n} of this test for machine ${sha}: ${path})`;
+  if (v.clock === 'stepped' && readSidecar(path)?.steps !== true) return STEPPED_FORMAT_2;
   return undefined;
 }
 
@@ -167,7 +171,7 @@ async function openReplayVariant(v: VariantOptions, o: TargetOptions): Promise<T
   const vs = variantStart(v);
   const args: string[] = [];
   for (let k = 0; k < vs.args.length; k++) {
-    if (SIM_ONLY_FLAGS.has(vs.args[k]!)) k++;
+    if (NOT_REPLAYED_FLAGS.has(vs.args[k]!)) k++;
     else args.push(vs.args[k]!);
   }
   const verdicts = mkdtempSync(join(tmpdir(), 'hil-replay-verdict-'));

@@ -13,7 +13,7 @@ import type { PairFiles } from '../certs.ts';
 import { HarnessError } from '../errors.ts';
 import { stringifyExact } from '../oracle/json.ts';
 import { ANCHOR_DIR_ENV, ROOT, referenceCommand } from './reference.ts';
-import type { PlannerEndpoint, Target, TargetDescriptor, TargetOptions } from './types.ts';
+import type { PlannerEndpoint, StepReport, Target, TargetDescriptor, TargetOptions } from './types.ts';
 import { machineFile, parseVariant, type VariantOptions } from './variant.ts';
 import { currentTest, drawnProperties, noteVariantOutcome, recordingPath, registerPerTest, takeVariantIndex, variantOptionsJson, variantRecordingPath, type PerTestHooks, type PerTestOutcome } from './pertest.ts';
 
@@ -368,10 +368,14 @@ export class SimTarget implements Target {
   }
 
   async step(cycles: number): Promise<bigint> {
+    return (await this.stepReport(cycles)).nowNs;
+  }
+
+  async stepReport(cycles: number): Promise<StepReport> {
     const text = await this.test('/step', { cycles });
-    const m = /"now_ns":(\d+)/.exec(text);
-    if (!m) throw new HarnessError('HIL_ERR_TEST_CHANNEL', `test channel /step: no now_ns in ${text}`);
-    return BigInt(m[1]!);
+    const m = /"now_ns":(\d+),"cycles":(\d+),"answered":(\d+)/.exec(text);
+    if (!m) throw new HarnessError('HIL_ERR_TEST_CHANNEL', `test channel /step: no now_ns, cycles and answered in ${text}`);
+    return { nowNs: BigInt(m[1]!), cycles: BigInt(m[2]!), answered: Number(m[3]) };
   }
 
   async inject(fault: Record<string, unknown>): Promise<void> {
@@ -391,6 +395,11 @@ export class SimTarget implements Target {
   }
 }
 
+/** A recorded stack asked to restart (a test that did not look at `abilities`): refused, not half recorded. */
+function refuseRestart(what: 'core' | 'service'): Promise<void> {
+  return Promise.reject(new HarnessError('HIL_ERR_TARGET_UNSUPPORTED', `a recorded stack cannot restart its ${what} (a recording is one session of one core)`));
+}
+
 /**
  * `hil run --record DIR`: the sim target with a fresh stack per test, each recording its whole session
  * into the test's file under DIR (harness/targets/pertest.ts says why one stack per test).
@@ -398,6 +407,12 @@ export class SimTarget implements Target {
 class RecordingSimTarget extends SimTarget implements PerTestHooks {
   // A core or service restart would start a second session in the same recording: not recorded.
   override readonly abilities = { faultInjection: true, coreRestart: false, serviceRestart: false, motion: true };
+  override restartService(): Promise<void> {
+    return refuseRestart('service');
+  }
+  override restartCore(): Promise<void> {
+    return refuseRestart('core');
+  }
   private recording: string | null = null;
   private readonly unregister: () => void;
 
@@ -458,6 +473,12 @@ class RecordingSimTarget extends SimTarget implements PerTestHooks {
 class RecordedVariant extends SimTarget {
   // A restart would start a second session in the same recording: not recorded.
   override readonly abilities = { faultInjection: true, coreRestart: false, serviceRestart: false, motion: true };
+  override restartService(): Promise<void> {
+    return refuseRestart('service');
+  }
+  override restartCore(): Promise<void> {
+    return refuseRestart('core');
+  }
   private closed = false;
 
   constructor(
@@ -485,6 +506,9 @@ class RecordedVariant extends SimTarget {
           machine_sha256: this.r.machineSha256,
           stack_machine_sha256: ready.machine_sha256,
           configuration_sha256: ready.configuration_sha256,
+          // On the stepped clock the recording holds the test's steps and each cycle's host time (format 3),
+          // which is what lets the replay target replay it; older recordings lack both.
+          ...(this.r.options.clock === 'stepped' ? { steps: true } : {}),
           recorded_at: new Date().toISOString(),
         },
         null,

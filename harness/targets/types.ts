@@ -77,6 +77,8 @@ export interface Target {
    * core's time after them. Absent on targets that cannot.
    */
   step?(cycles: number): Promise<bigint>;
+  /** Like `step`, with the core's cycle count after it and how many answers (receipts, Home and stop outcomes) its cycles produced. */
+  stepReport?(cycles: number): Promise<StepReport>;
   /** Restart the control service process (a new adapter incarnation); throws when the target cannot. */
   restartService(): Promise<void>;
   /**
@@ -116,4 +118,12 @@ export interface TargetDescriptor {
    * has none (the planner suites skip with a stated reason). The caller closes it.
    */
   openPlanner?(options: TargetOptions): Promise<{ endpoint: PlannerEndpoint; close(): Promise<void> } | undefined>;
+}
+
+/** What a step of the stepped clock reports (the private test channel's /step). */
+export interface StepReport {
+  nowNs: bigint;
+  cycles: bigint;
+  /** Receipts, Home outcomes and stop outcomes the core sent during the step's cycles. */
+  answered: number;
 }

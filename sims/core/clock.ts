@@ -125,19 +125,30 @@ export class SteppedClock implements CycleClock {
  * the core takes from its own time (arm settling, trajectory sampling) is the recorded one. No sleeping.
  * Past the recorded frames time goes on one cycle at a time.
  */
+/** A recording's frame times (and, format 3 on a stepped or fast clock, its host times), ns from t0. */
+export interface RecordedTimes {
+  t0Ns: bigint;
+  timesNs: Float64Array;
+  hostTimesNs?: Float64Array;
+}
+
 export class RecordedClock implements CycleClock {
   readonly mode = 'recorded' as const;
   readonly skipped = 0;
   readonly originNs: bigint;
   private k = 0;
   private last: bigint;
+  private lastHost: bigint;
   constructor(
     private readonly cycleNs: bigint,
     private readonly t0Ns: bigint,
     private readonly timesNs: Float64Array,
+    /** Format 3, a stepped or fast recording: the host time the core read in each frame's cycle (ns from t0). */
+    private readonly hostTimesNs?: Float64Array,
   ) {
     this.originNs = t0Ns - cycleNs;
     this.last = this.originNs;
+    this.lastHost = this.originNs;
   }
   /** The time of the last cycle run (the origin before the first). */
   get nowNs(): bigint {
@@ -146,25 +157,31 @@ export class RecordedClock implements CycleClock {
   /**
    * The host time the core reads between cycles: the recorded host time of the request being handed over
    * when the recording has it (format 2, `host_ns`: a command handled late, after a stall, was judged on
-   * that later time), else the time of the last cycle.
+   * that later time), else the host time of the last cycle: its frame time on a recording made on the host
+   * clock, the recorded host time of the frame on one made on a stepped or fast clock (format 3).
    */
   at: bigint | null = null;
   get hostNs(): bigint {
-    return this.at !== null && this.at > this.last ? this.at : this.last;
+    return this.at !== null && this.at > this.lastHost ? this.at : this.lastHost;
   }
   next(): Tick {
     const k = this.k++;
     const t = k < this.timesNs.length ? this.t0Ns + BigInt(this.timesNs[k]!) : this.last + this.cycleNs;
+    const h = this.hostTimesNs;
+    this.lastHost = h ? (k < h.length ? this.t0Ns + BigInt(h[k]!) : this.lastHost + (t - this.last)) : t;
     this.last = t;
-    return { nowNs: t, scheduledNs: t };
+    // A stepped or fast recording (it has host times) was scheduled one cycle_ns after another from its
+    // first frame, so a cycle woken late (an injected late wake) is late by as much again. On the host
+    // clock the schedule is not in the recording: every cycle counts as on time.
+    return { nowNs: t, scheduledNs: h ? this.t0Ns + BigInt(k) * this.cycleNs : t };
   }
 }
 
-export function makeClock(spec: ClockSpec, cycleNs: bigint, recorded?: { t0Ns: bigint; timesNs: Float64Array }): CycleClock {
+export function makeClock(spec: ClockSpec, cycleNs: bigint, recorded?: RecordedTimes): CycleClock {
   switch (spec.mode) {
     case 'recorded':
       if (!recorded) throw new RangeError('the recorded clock needs the recording\'s frame times');
-      return new RecordedClock(cycleNs, recorded.t0Ns, recorded.timesNs);
+      return new RecordedClock(cycleNs, recorded.t0Ns, recorded.timesNs, recorded.hostTimesNs);
     case 'realtime':
       return new RealTimeClock(cycleNs, BigInt(spec.spinNs));
     case 'fast':

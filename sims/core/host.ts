@@ -14,9 +14,9 @@ import { DriverHost } from '../../drivers/host.ts';
 import { RecordingDriver } from '../../drivers/replay/recorder.ts';
 import { provenance } from '../paths.ts';
 import { CaptureRing } from './capture/ring.ts';
-import { makeClock, RecordedClock, type CycleClock } from './clock.ts';
+import { makeClock, RecordedClock, type CycleClock, type RecordedTimes } from './clock.ts';
 import { Core } from './core.ts';
-import type { CommandResult, CoreStartOptions, FromCore, PostStamp, PriorityRequest, ToCore } from './protocol.ts';
+import { reportedClockMode, type CommandResult, type CoreStartOptions, type FromCore, type PostStamp, type PriorityRequest, type ToCore } from './protocol.ts';
 
 const OK: CommandResult = { Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 };
 const REFUSED: CommandResult = { ...OK, Result: 1 };
@@ -66,7 +66,7 @@ export class CoreHost {
     readonly incarnation: string,
     private readonly send: (m: FromCore) => void,
     scheduling: string,
-    recorded?: { t0Ns: bigint; timesNs: Float64Array },
+    recorded?: RecordedTimes,
   ) {
     const machine = options.machine;
     this.clock = makeClock(options.clock, machine.cycle_ns, recorded);
@@ -74,21 +74,35 @@ export class CoreHost {
     // buffer is mapped lazily by the OS, so resident memory grows with the records actually written.
     const retentionMs = options.captureRetentionMs ?? machine.runtime.telemetry.retention_ms;
     const capture = retentionMs > 0 ? new CaptureRing({ axisCount: machine.axes.length, cycleNs: machine.cycle_ns, retentionMs, incarnation }) : undefined;
-    this.core = new Core(machine, driverHost, incarnation, send, {
+    const counted = (m: FromCore) => {
+      if (m.t === 'reply' || m.t === 'home_done' || m.t === 'stop_drained') this.answers++;
+      send(m);
+    };
+    this.core = new Core(machine, driverHost, incarnation, counted, {
       capture,
       armSettleNs: options.armSettleNs,
-      clockMode: options.clock.mode,
+      clockMode: reportedClockMode(options.clock),
       scheduling,
       publishByWall: options.clock.mode !== 'realtime',
       // Paced replay: lease and jog deadlines are judged on the recorded time too (the recorded requests
       // carry the recorded deadlines), so a lease runs out at the cycle it ran out when recorded.
       // A format 2 recording also gives the host time each request was handled at (RecordedClock.at).
       ...(this.clock instanceof RecordedClock ? { hostClock: (c => () => c.hostNs)(this.clock) } : {}),
+      // A stepped or fast core's own time is not the host's: within a cycle it reads one host time, taken
+      // when the cycle starts, so that the value it judges deadlines on is the one a recording keeps.
+      ...(this.clock.mode === 'stepped' || this.clock.mode === 'fast' ? { hostClock: () => (this.inCycle ? this.cycleHostNs : process.hrtime.bigint()) } : {}),
     });
   }
 
+  /** Answers the core has sent (command receipts, Home and stop outcomes): a step says how many it produced. */
+  answers = 0;
+
+  /** Stepped and fast clocks: the host time read at the start of the running cycle (see the constructor). */
+  private cycleHostNs = 0n;
+  private inCycle = false;
+
   /** Create the driver by name, open the bus, and announce 'ready'. */
-  static async create(options: CoreStartOptions, send: (m: FromCore) => void, scheduling = 'none', recorded?: { t0Ns: bigint; timesNs: Float64Array }): Promise<CoreHost> {
+  static async create(options: CoreStartOptions, send: (m: FromCore) => void, scheduling = 'none', recorded?: RecordedTimes): Promise<CoreHost> {
     let driver = await createDriver(options.driver, { params: options.driverParams, persisted: options.driverState });
     let recorder: RecordingDriver | undefined;
     let made: CoreHost | undefined;
@@ -101,6 +115,8 @@ export class CoreHost {
         deployment_sha256: m.deployment_sha256,
         ...provenance(),
         clock: options.clock.mode,
+        // The core's time is not the host's: each frame keeps the host time the cycle read (format 3).
+        ...(options.clock.mode === 'stepped' || options.clock.mode === 'fast' ? { host_times: true as const } : {}),
         ...(options.record.run ? { run: options.record.run } : {}),
         ...(options.driverParams ? { driver_params: JSON.parse(JSON.stringify(options.driverParams, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))) as Record<string, unknown> } : {}),
       });
@@ -112,6 +128,10 @@ export class CoreHost {
     }
     const host: CoreHost = new CoreHost(options, new DriverHost(driver), randomBytes(16).toString('hex'), send, scheduling, recorded);
     host.recorder = recorder;
+    if (recorder) {
+      recorder.hostTime = () => host.cycleHostNs;
+      recorder.firstFrameNs = () => host.clock.originNs + options.machine.cycle_ns;
+    }
     made = host;
     await host.core.start(host.clock.originNs);
     return host;
@@ -134,7 +154,9 @@ export class CoreHost {
       Atomics.wait(this.sleeper, 0, 0, this.stallNextMs);
       this.stallNextMs = 0;
     }
-    if (this.recorder && msg.t !== 'step' && msg.t !== 'shutdown') {
+    // A step is the test's request on the stepped clock: recorded there, so a replay runs the same cycles when
+    // the test asks for them (format 3). Elsewhere it is refused and not the core's business.
+    if (this.recorder && msg.t !== 'shutdown' && (msg.t !== 'step' || this.clock.mode === 'stepped')) {
       this.recorder.note({
         cycle: this.core.cycleCount,
         kind: 'request',
@@ -166,7 +188,15 @@ export class CoreHost {
   /** Run one cycle on the clock (real time and fast clocks wait until it is due). */
   cycle(): void {
     const t = this.clock.next();
-    this.core.cycle(t.nowNs, t.scheduledNs);
+    if (this.clock.mode === 'stepped' || this.clock.mode === 'fast') {
+      this.cycleHostNs = process.hrtime.bigint();
+      this.inCycle = true;
+      try {
+        this.core.cycle(t.nowNs, t.scheduledNs);
+      } finally {
+        this.inCycle = false;
+      }
+    } else this.core.cycle(t.nowNs, t.scheduledNs);
   }
 
   /** Stepped clock: run `cycles` cycles back to back, calling `between` before each (message drain). */
@@ -184,8 +214,18 @@ export class CoreHost {
       return;
     }
     // The worker drains messages between steps (commands sent while stepping are admitted in order).
+    const before = this.answers;
     this.stepper?.(msg.cycles);
-    this.send({ t: 'stepped', id: msg.id, nowNs: this.core.now, cycles: BigInt(this.core.cycleCount) });
+    this.stepped(msg.id, this.answers - before);
+  }
+
+  /**
+   * A step is done: say so with the core's time, its cycle count and how many answers the step's cycles
+   * produced (a client waiting for a reply knows whether to wait for it rather than step on). A paced replay
+   * calls this at the step's last cycle.
+   */
+  stepped(id: number, answered: number): void {
+    this.send({ t: 'stepped', id, nowNs: this.core.now, cycles: BigInt(this.core.cycleCount), answered });
   }
 
   /** Set by the worker: how a 'step' runs (with message draining between cycles). */

@@ -65,7 +65,7 @@ async function paced(file: string, live: ToCore[], extraParams: Record<string, u
       sent.push(m);
     },
     'none',
-    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times },
+    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes },
   );
   const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict' }));
   const queue = [...live];
@@ -201,7 +201,7 @@ test('lease renewals replay from the recording at their cycles; live renewals ar
 /** Record `script` (messages with the service's stamps) on the sim driver, stepped clock, for `cycles` cycles. */
 /** A core on the replay driver and the recorded clock of `scan`, as a paced replay runs it (the pacer is the test's). */
 function pacedHost(file: string, scan: ReturnType<typeof scanForPacing>, send: (m: FromCore) => void = () => undefined): Promise<CoreHost> {
-  return CoreHost.create({ machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 }, send, 'none', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times });
+  return CoreHost.create({ machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 }, send, 'none', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes });
 }
 
 async function recordStamped(file: string, script: Array<[number, ToCore & PostStamp]>, cycles: number, clock: ClockSpec = { mode: 'stepped' }): Promise<FromCore[]> {
@@ -229,7 +229,7 @@ test('format 2: a recorded lease expiry is cued to the live service at its cycle
     200,
   );
   const scan = scanForPacing(file);
-  expect(scan.header).toMatchObject({ format: 2, clock: 'stepped' });
+  expect(scan.header).toMatchObject({ format: 3, clock: 'stepped', host_times: true });
   // the stamps are beside the request, not in it; the service's note is neither a request nor an output
   expect(scan.requests.map((n) => [n.cycle, n.sent_ns, n.origin ?? null, typeof n.host_ns])).toEqual([
     [0, '1000', null, 'string'],
@@ -240,6 +240,9 @@ test('format 2: a recorded lease expiry is cued to the live service at its cycle
   expect(scan.requests.every((n) => !('sentNs' in (n.data as object)) && !('origin' in (n.data as object)))).toBe(true);
   expect(scan.service.map((n) => n.data)).toEqual([{ t: 'fence', op: 'enable', outcome: 'ok' }]);
   expect(scan.outputs.every((n) => n.kind !== 'service')).toBe(true);
+  // The stamps above are made up (1000, 2000 ...), not on the host clock the frames' host times are on:
+  // replay it as format 2 recorded it, without them (the service's clock moves only at recorded requests).
+  delete scan.hostTimes;
 
   const cues: ServiceCue[] = [];
   let pacer: ReplayPacer | undefined;
@@ -316,7 +319,7 @@ test('paced to the recorded time: a cycle runs at its recorded wall time counted
     { machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 },
     () => undefined,
     'none',
-    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times },
+    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes },
   );
   try {
     const p = new ReplayPacer(host, scan, { file, mode: 'strict', speed: 1, wallMs: () => wall });
@@ -365,7 +368,7 @@ test('paced at another speed: recorded time runs at that factor of wall time; a 
     { machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 },
     () => undefined,
     'none',
-    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times },
+    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes },
   );
   try {
     expect(() => new ReplayPacer(host, scan, { file, mode: 'strict', speed: 0 })).toThrow(RangeError);
@@ -435,7 +438,7 @@ test('format 2 status reads: the core publishes at each recorded read\'s publica
       if (m.t === 'status') published.push(m.status.cycle);
     },
     'none',
-    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times },
+    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes },
   );
   try {
     const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m), wallMs: () => wall }));

@@ -17,7 +17,19 @@ export type ClockSpec =
    * Paced replay (drivers/replay/pacer.ts): each cycle's time is the recorded frame's time; cycles run back
    * to back up to the cycle of the next recorded request, which waits for the live one.
    */
-  | { mode: 'recorded' };
+  | {
+      mode: 'recorded';
+      /**
+       * The recording was made on the stepped clock (format 3): cycles run only while a step the test asked
+       * for is under way, so the clock is reported as 'stepped' (Describe, Status), which is how it behaves.
+       */
+      steps?: boolean;
+    };
+
+/** The clock mode the cell reports (Describe, Status): a paced replay of a stepped recording is stepped. */
+export function reportedClockMode(spec: ClockSpec): ClockSpec['mode'] {
+  return spec.mode === 'recorded' && spec.steps ? 'stepped' : spec.mode;
+}
 
 /** Scheduling priority the core thread asks for (real-time clock only). */
 export type PriorityRequest = 'auto' | 'rt' | 'nice' | 'none';
@@ -340,7 +352,8 @@ export type FromCore =
   | { t: 'stop_drained'; sequence: bigint }
   /** `time_ns`: the core's clock in the cycle that published it (stamped by Core's send, not by each call site). */
   | { t: 'event'; type: string; payload: Record<string, unknown>; time_ns?: bigint }
-  | { t: 'stepped'; id: number; nowNs: bigint; cycles: bigint }
+  /** `answered`: replies, Home and stop outcomes the step's cycles produced. */
+  | { t: 'stepped'; id: number; nowNs: bigint; cycles: bigint; answered: number }
   /** The core cannot go on; `message` says why (the service logs it before the exit is handled). */
   | { t: 'fatal'; message: string }
   /**

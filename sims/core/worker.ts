@@ -14,8 +14,12 @@ let pacer: ReplayPacer | undefined;
 /** Paced replay: what the core sent while it was being created (bring-up events), for the pacer to check first. */
 let beforePacer: FromCore[] | undefined;
 const send = (m: FromCore) => {
-  if (pacer) pacer.observe(m);
-  else beforePacer?.push(m);
+  if (pacer) {
+    pacer.observe(m);
+    port.postMessage(pacer.outward(m));
+    return;
+  }
+  beforePacer?.push(m);
   port.postMessage(m);
 };
 
@@ -32,7 +36,7 @@ async function paced(): Promise<void> {
   const file = (options.driverParams?.file as string | undefined) ?? '';
   const scan = scanForPacing(file);
   beforePacer = [];
-  const host = await CoreHost.create(options, send, 'none (paced replay)', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times });
+  const host = await CoreHost.create(options, send, 'none (paced replay)', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes });
   const p = (pacer = new ReplayPacer(host, scan, { file, mode: String(options.driverParams?.mode ?? 'strict'), reportFile: options.replayPace?.verdictFile, toService: (m) => port.postMessage(m), speed: options.replayPace?.speed ?? null }));
   // Events of bring-up (a latched restart_required) were recorded at cycle 0: compared like any other.
   for (const m of beforePacer.splice(0)) p.observe(m);
@@ -42,7 +46,8 @@ async function paced(): Promise<void> {
   port.on('message', (msg: ToCore) => {
     if (!running) return;
     if (msg.t === 'shutdown') running = false;
-    else if (msg.t === 'step') host.handle(msg);
+    // A recording made on the stepped clock has the test's steps among its requests: matched like any other.
+    else if (msg.t === 'step' && !p.steps) host.handle(msg);
     else p.offer(msg);
     wake?.();
   });

@@ -7,7 +7,7 @@ import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { CompiledMachine } from '../config/types.ts';
 import { FenceOrder } from './fence-order.ts';
 import { workerEntry } from '../paths.ts';
-import type { CommandResult, CoreStartOptions, CoreStatus, FromCore, NativeOpName, PostStamp, ToCore } from '../core/protocol.ts';
+import { reportedClockMode, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PostStamp, type ToCore } from '../core/protocol.ts';
 
 export interface NativeReply {
   result: CommandResult;
@@ -128,7 +128,7 @@ export class CoreLink extends EventEmitter {
         this.pending.delete(m.id);
         clearTimeout(p.timer);
         this.seen(m.nowNs);
-        p.resolve({ result: { Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 }, extra: { now_ns: m.nowNs, cycles: m.cycles } });
+        p.resolve({ result: { Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 }, extra: { now_ns: m.nowNs, cycles: m.cycles, answered: m.answered } });
         return;
       }
       case 'replay_service':
@@ -239,7 +239,7 @@ export class CoreLink extends EventEmitter {
     return this.options.driver;
   }
   get clockMode(): string {
-    return this.options.clock.mode;
+    return reportedClockMode(this.options.clock);
   }
 
   private lastCoreNs = 0n;
@@ -323,7 +323,8 @@ export class CoreLink extends EventEmitter {
         reject(new CoreUnavailable(`no answer to a step of ${cycles} cycles`));
       }, 10_000 + cycles / 10);
       this.pending.set(id, { resolve, reject, timer });
-      this.port!.postMessage({ t: 'step', id, cycles } satisfies ToCore);
+      // Stamped like every request: a stepped core's recording keeps the steps (the replay matches them).
+      this.postStamped({ t: 'step', id, cycles } satisfies ToCore);
     });
   }
 

@@ -708,7 +708,7 @@ export class ControlService {
           const cycles = input.cycles;
           if (!Number.isSafeInteger(cycles) || (cycles as number) < 1 || (cycles as number) > 10_000_000) return json(400, { error: 'cycles must be an integer 1..10000000' });
           const r = await this.o.core.step(cycles as number);
-          return r.result.Result === 0 ? json(200, { ok: true, now_ns: r.extra?.now_ns, cycles: r.extra?.cycles }) : json(409, { ok: false, detail: r.detail });
+          return r.result.Result === 0 ? json(200, { ok: true, now_ns: r.extra?.now_ns, cycles: r.extra?.cycles, answered: r.extra?.answered }) : json(409, { ok: false, detail: r.detail });
         }
         case 'POST /restart-core':
           await this.o.core.crash();

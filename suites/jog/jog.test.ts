@@ -15,6 +15,7 @@ import type { BindingInput, ControlClient } from '../../harness/clients/control.
 import { eventCursor, eventsSince, type CellEvent } from '../../harness/clients/events.ts';
 import { encodeJogFrame, hostNs, JogSender, readJog, readJogClock, readJogIngress, waitIngress, type JogFrame } from '../../harness/clients/jog.ts';
 import { readStatus } from '../../harness/clients/status.ts';
+import { stepUntilSettled } from '../../harness/clients/stepped.ts';
 import { latestSequence, recordsSince } from '../../harness/clients/telemetry.ts';
 import { covers, describe, expect, profile, test, type VariantOf } from '../../harness/fixture.ts';
 import type { Target } from '../../harness/targets/types.ts';
@@ -227,9 +228,7 @@ describe('begin_jog, end_jog and the jog generation', () => {
       expect(r.reply.native_result).toMatchObject({ Result: 1, Reason: 3 });
       expect(r.reply.native_jog_result).toMatchObject({ ControlReason: 2n, SessionOpen: 0n });
       // Step until the Home's reply is in (the sim's native Home takes a fraction of a second of core time).
-      let done = false;
-      void home.then(() => (done = true), () => (done = true));
-      for (let k = 0; k < 2000 && !done; k++) await st.step(100);
+      expect(await stepUntilSettled(st.target, home, 100, 2000), 'Home answered').toBe(true);
       expect((await home).status).toBe(200);
     });
   });
@@ -510,10 +509,11 @@ describe('what stops a jog', () => {
       const jg = await begin(st, s0, 1 << J1);
       await send(st, frame(st, s0, jg, 1n, velocities(st, J1, 0.2)));
       await st.step(50);
-      // no renewal: the lease (300 ms of host time) runs out while the producer keeps jogging
-      const deadline = s0.grant.deadline_host_ns;
+      // no renewal: the lease (300 ms of host time) runs out while the producer keeps jogging, until the
+      // core reports the grant gone (read from status, so the same iterations on every run and on a replay)
       let seq = 1n;
-      while (hostNs() <= deadline + 20_000_000n) {
+      const granted = async () => Number((((await readStatus(st.client)).core as unknown as { grant_observation: { GrantActive: unknown } }).grant_observation.GrantActive)) !== 0;
+      for (let k = 0; k < 10_000 && (await granted()); k++) {
         await send(st, frame(st, s0, jg, ++seq, velocities(st, J1, 0.2)));
         await st.step(10);
       }

@@ -8,6 +8,7 @@ import type { Session } from '../../harness/clients/cell.ts';
 import type { BindingInput } from '../../harness/clients/control.ts';
 import type { CheckedReply } from '../../harness/oracle/reply.ts';
 import { readStatus, waitStatus } from '../../harness/clients/status.ts';
+import { stepUntilSettled } from '../../harness/clients/stepped.ts';
 import { covers, describe, expect, sharedVariant, test } from '../../harness/fixture.ts';
 
 const J5 = 1 << 4;
@@ -35,6 +36,7 @@ describe('Home bound and cancellation (stepped clock, slowed homing)', () => {
 
   test('transport loss (the core dies) cancels a Home in flight at once with the cancelled reason', covers('rule:op.home.reply_loss', 'transition:grant:owned->revoked:native_failure'), async ({ skip }) => {
     skip(v.cannot !== undefined, v.cannot);
+    skip(!v.target.abilities.coreRestart, `target ${v.target.name} cannot restart its core`);
     const { home } = await homing();
     await v.target.restartCore();
     // No cycle runs on the stepped clock: only the service can answer, and it must not wait out 60 s.
@@ -51,9 +53,7 @@ describe('Home bound and cancellation (stepped clock, slowed homing)', () => {
     // The stop's receipt needs no cycle; the cancelled Home is answered once its axis has left operation
     // enabled, which takes cycles after the stop reached the core (stepping before that would be lost).
     expect((await v.cell.fenced('stop', s)).status).toBe(200);
-    let answered = false;
-    void home.then(() => (answered = true));
-    for (let i = 0; i < 100 && !answered; i++) await v.target.step!(5);
+    expect(await stepUntilSettled(v.target, home, 5, 100), 'Home answered after the stop').toBe(true);
     expectCancelled(await home, 17);
     const st = await readStatus(v.cell.client);
     expect(st.commissioning.phase).toBe('idle');
@@ -76,13 +76,8 @@ describe('Home bound and cancellation (stepped clock, slowed homing)', () => {
     expect(settled).toBe(false);
     expect((await readStatus(v.cell.client)).commissioning.phase).toBe('homing');
     // Past 60 s: the core ends it; the service answers and stops.
-    let r: CheckedReply | undefined;
-    for (let i = 0; i < 40 && !r; i++) {
-      await v.target.step!(100);
-      if (settled) r = await home;
-    }
-    expect(r, 'Home answered after 60 s of core time').toBeDefined();
-    expectCancelled(r!, 16);
+    expect(await stepUntilSettled(v.target, home, 100, 40), 'Home answered after 60 s of core time').toBe(true);
+    expectCancelled(await home, 16);
     // The service stopped the grant: once the stop has drained (cycles after it reached the core) the
     // session is over.
     let renew = await v.cell.fenced('renew', s);

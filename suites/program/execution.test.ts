@@ -7,15 +7,16 @@
 // The program moves J1 (file axis_mask 0x1) from where it is held by 0.02 rad and back, with a dwell
 // between: 21 + 3 + 21 samples at 10 ms, 43 executed points, 0.42 s of plan time.
 
-import { afterAll, beforeAll } from 'vitest';
+import { beforeEach } from 'vitest';
 import { Cell, type Session } from '../../harness/clients/cell.ts';
 import type { BindingInput, ControlClient } from '../../harness/clients/control.ts';
 import { eventCursor, eventsSince, type CellEvent } from '../../harness/clients/events.ts';
 import { readStatus } from '../../harness/clients/status.ts';
 import { latestSequence, readBatch } from '../../harness/clients/telemetry.ts';
 import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
-import { variantsFromEnv, type Target } from '../../harness/targets/index.ts';
-import { covers, describe, expect, test } from '../../harness/fixture.ts';
+import { settle as settleStepped } from '../../harness/clients/stepped.ts';
+import type { Target } from '../../harness/targets/index.ts';
+import { covers, describe, expect, sharedVariant, test } from '../../harness/fixture.ts';
 import { postProgram } from './upload.ts';
 import { IDENTITY_FIELDS, dwell, encodeProgram, executedPoints, move, withCol, type Marker, type ProgramFile } from './files.ts';
 
@@ -31,31 +32,26 @@ interface Stack {
   revision: bigint;
 }
 
+// Shared by the file's tests (opened per test on recorded and replayed runs, so each is recorded with its test).
+const v = sharedVariant<{ binding: BindingInput & { revision: bigint }; axes: unknown[]; clock: string }>({ clock: 'stepped' });
+/** Targets whose first status publication has been stepped for. */
+const started = new WeakSet<Target>();
 let stack: Stack | undefined;
-let cannot: string | undefined;
 
-beforeAll(async () => {
-  const variants = variantsFromEnv();
-  cannot = variants.cannotProvide({ clock: 'stepped' });
-  if (cannot !== undefined) return;
-  const target = await variants.open({ clock: 'stepped' });
-  const client = target.client();
-  const d = (await client.describe()).reply.data as unknown as { binding: BindingInput & { revision: bigint }; axes: unknown[]; clock: string };
-  expect(d.clock).toBe('stepped');
-  stack = { target, client, cell: new Cell(client, d.binding), axes: d.axes.length, revision: d.binding.revision };
-  await target.step!(5); // the core publishes its first status
-});
-afterAll(async () => {
-  await stack?.cell.cleanup();
-  await stack?.target.close();
+beforeEach(async () => {
+  stack = undefined;
+  if (v.cannot !== undefined) return;
+  expect(v.description.clock).toBe('stepped');
+  const client = v.target.client();
+  stack = { target: v.target, client, cell: v.cell, axes: v.description.axes.length, revision: v.description.binding.revision };
+  if (started.has(v.target)) return;
+  started.add(v.target);
+  await v.target.step!(5); // the core publishes its first status
 });
 
 /** Step the core in chunks until `p` has settled (a Home, an arm, a stop drain), then return it. */
-async function settle<T>(st: Stack, p: Promise<T>, chunk = 10): Promise<T> {
-  let done = false;
-  void p.then(() => (done = true), () => (done = true));
-  for (let i = 0; i < 1000 && !done; i++) await st.target.step!(chunk);
-  return p;
+function settle<T>(st: Stack, p: Promise<T>, chunk = 10): Promise<T> {
+  return settleStepped(st.target, p, chunk);
 }
 
 const status = async (st: Stack) => (await readStatus(st.client)) as unknown as Data;
@@ -105,7 +101,7 @@ describe('start_program (stepped clock)', () => {
       'profile:program.start_lookup',
     ),
     async ({ skip }) => {
-      skip(cannot !== undefined, cannot ?? '');
+      skip(v.cannot !== undefined, v.cannot ?? '');
       const st = stack!;
       const { s, hold } = await ready(st);
       const f = programFile(st, hold);
@@ -171,7 +167,7 @@ describe('start_program (stepped clock)', () => {
     'process markers drive their output from the cycle their point is reached, only after io_arm; an ON marker without io_arm is io_not_armed and keeps the handle',
     covers('reason:io_not_armed', 'transition:handle:prepared->prepared:start_refused', 'profile:program.output_intents', 'profile:program.process_markers'),
     async ({ skip }) => {
-      skip(cannot !== undefined, cannot ?? '');
+      skip(v.cannot !== undefined, v.cannot ?? '');
       const st = stack!;
       const { s, hold } = await ready(st);
       const markers: Marker[] = [
@@ -217,7 +213,7 @@ describe('start_program (stepped clock)', () => {
     'stop while a program runs retires it (execution_aborted, cancelled); a prepared program is retired by a stop, superseded by a newer preparation',
     covers('transition:handle:started->retired:stop', 'transition:handle:prepared->retired:stop_or_grant_loss', 'transition:handle:prepared->superseded:newer_preparation', 'reason:handle_retired', 'reason:handle_superseded', 'event:execution_aborted'),
     async ({ skip }) => {
-      skip(cannot !== undefined, cannot ?? '');
+      skip(v.cannot !== undefined, v.cannot ?? '');
       const st = stack!;
       let { s, hold } = await ready(st);
       const run = await prepare(st, s, programFile(st, hold));
@@ -254,7 +250,7 @@ describe('start_program (stepped clock)', () => {
     'a fault while the program runs: execution_faulted, Execution.state faulted with native_execution_failed, the handle retired',
     covers('rule:op.start_program.completion', 'transition:handle:started->retired:fault', 'event:execution_faulted', 'reason:native_execution_failed', 'field:Execution.error'),
     async ({ skip }) => {
-      skip(cannot !== undefined, cannot ?? '');
+      skip(v.cannot !== undefined, v.cannot ?? '');
       const st = stack!;
       skip(!st.target.abilities.faultInjection, `target ${st.target.name} cannot inject faults`);
       const { s, hold } = await ready(st);
