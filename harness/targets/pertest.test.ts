@@ -137,7 +137,10 @@ test('replaying a test\'s own stack: not recorded and stepped clocks are skip re
     writeFileSync(path, 'x');
     writeFileSync(path.replace(/\.hilrec$/, '.json'), JSON.stringify({ test: id, variant: 1, options: JSON.parse(stackOptionsJson('remote', { pairId: 'cell-remote-01', args: ['--remote-jog-drift-ppb', '1'] })) }));
     expect(replayTarget.cannotStartStack!(stack, o)).toBeUndefined();
-    const err = await replayTarget.startStack!(stack, o).catch((e: unknown) => e as Error & { code: string });
+    const err = (await replayTarget.startStack!(stack, o).then(
+      () => new Error('started'),
+      (e: unknown) => e,
+    )) as Error & { code: string };
     expect(err).toMatchObject({ code: 'HIL_ERR_REPLAY_STALE' });
     expect(err.message).toContain('"--remote-jog-drift-ppb","1"]');
     expect(err.message).toContain('"--remote-jog-drift-ppb","1000"]');
