@@ -64,7 +64,7 @@ interface Lane {
  */
 const MACHINE = 'nine-axis-internet';
 
-async function lane(args: string[], variant: Record<string, unknown> = { clock: 'stepped', machine: MACHINE }, start = open): Promise<Lane> {
+async function lane(args: string[], start = open, variant: Record<string, unknown> = { clock: 'stepped', machine: MACHINE }): Promise<Lane> {
   const stack = await start({ args, variant });
   const a = await stack.client('alice');
   const d = (await a.describe()).reply.data as unknown as { binding: BindingInput; axes: AxisD[]; cycle_ns: bigint };
@@ -85,8 +85,8 @@ let A: Lane; // qualified clock flags
 let B: Lane; // the flags left at their default 0
 
 const lanes = sharedRemote(async (shared) => {
-  A = await lane(QUALIFIED, undefined, shared);
-  B = await lane([], undefined, shared);
+  A = await lane(QUALIFIED, shared);
+  B = await lane([], shared);
   return async () => {
     for (const c of [A.alice, A.bob, A.local]) await c.cleanup();
     // B is shut down by the last test; whatever it still held went with it.
