@@ -14,6 +14,7 @@ import { openTarget, targetFromEnv, variantsFromEnv, type Target, type VariantOp
 import { drawnProperties, perTestTargets, readSidecar, setCurrentTest, takeVariantOutcomes, useRecordedProperties, writeStacklessSidecar, type PerTestOutcome } from './targets/pertest.ts';
 import { forgetDescription, refreshDescriptions, rememberDescription } from './targets/described.ts';
 import { clipJson, describeVerdict, replayPrecheck } from './targets/replay.ts';
+import { cannotStartRemote, startRemoteStack, type RemoteOptions, type RemoteStack } from './targets/remote.ts';
 import './trace.ts';
 
 export { expect, describe } from 'vitest';
@@ -235,8 +236,7 @@ export function sharedVariant<D extends { binding: Description['binding'] } = De
   };
   // A recorded or replayed run has a stack per test (harness/targets/pertest.ts): the shared variant is
   // then opened for each test, as that test's first variant, so that it is recorded and replayed with it.
-  const { name, options: targetOptions } = targetFromEnv();
-  if (name === 'replay' || (name === 'sim' && targetOptions.recordDir)) {
+  if (perTestStacks()) {
     beforeEach(async ({ task }) => {
       // Hooks run before the test's fixtures: enter the test here, so the variant is filed under it.
       setCurrentTest(task.fullName);
@@ -259,6 +259,108 @@ export function sharedVariant<D extends { binding: Description['binding'] } = De
     },
     get description() {
       return need().description;
+    },
+  };
+}
+
+/** A recorded run (`hil run --record`) or the replay target: every test gets stacks of its own (harness/targets/pertest.ts). */
+export function perTestStacks(env: NodeJS.ProcessEnv = process.env): boolean {
+  const { name, options } = targetFromEnv(env);
+  return name === 'replay' || (name === 'sim' && options.recordDir !== undefined);
+}
+
+/** Start a remote listener stack (harness/targets/remote.ts) for the file or the test. */
+export type OpenRemote = (options?: RemoteOptions) => Promise<RemoteStack>;
+
+/**
+ * Remote listener stacks that a file's tests open themselves: each is stopped after the file on a plain
+ * run, and after the test that opened it on a recorded or replayed run, where it is one of that test's
+ * variants (recorded beside its recording, replayed from it) and must stop before the test's outcome is
+ * taken.
+ */
+export function remoteStacks(): OpenRemote {
+  const opened: RemoteStack[] = [];
+  const stop = async () => {
+    for (const s of opened.splice(0).reverse()) await s.stop();
+  };
+  if (perTestStacks()) afterEach(stop);
+  else afterAll(stop);
+  return async (o) => {
+    const s = await startRemoteStack(o);
+    opened.push(s);
+    return s;
+  };
+}
+
+/** Remote stacks shared by a file's tests (see sharedRemote). */
+export interface SharedRemote {
+  /** Why the target cannot start them (the tests are skipped with it), or undefined. */
+  readonly cannot: string | undefined;
+  /** The stacks are open (on a recorded or replayed run: for the current test). */
+  readonly opened: boolean;
+}
+
+/**
+ * Remote listener stacks shared by a file's tests, and what the file derives from them (clients, cells,
+ * credentials, in the file's own variables): `setup` opens them with `open`, sets the variables, and may
+ * return a cleanup that runs before the stacks stop. On a plain run it runs once for the file (beforeAll),
+ * as before: a remote stack costs a pair and a stack start. On a recorded or replayed run it runs before
+ * each test, once the test is entered, so every stack it opens is one of that test's variants (recorded
+ * and replayed with it, like sharedVariant) and every variable holds that test's stack (a port, an origin
+ * or a pair directory of another test's stack would be gone); the stacks stop after the test. When the
+ * target cannot start one of them (an external target; on the replay target a stepped clock or a stack
+ * not recorded) nothing stays open and every test is skipped with the reason.
+ */
+export function sharedRemote(setup: (open: OpenRemote) => Promise<void | (() => Promise<void>)>): SharedRemote {
+  let cannot: string | undefined;
+  const stacks: RemoteStack[] = [];
+  let cleanup: (() => Promise<void>) | undefined;
+  const open: OpenRemote = async (o) => {
+    cannot = cannotStartRemote(o);
+    const s = await startRemoteStack(o);
+    stacks.push(s);
+    return s;
+  };
+  const close = async () => {
+    const c = cleanup;
+    cleanup = undefined;
+    try {
+      await c?.();
+    } finally {
+      for (const s of stacks.splice(0).reverse()) await s.stop();
+    }
+  };
+  const up = async () => {
+    cannot = undefined;
+    try {
+      cleanup = (await setup(open)) ?? undefined;
+    } catch (e) {
+      await close();
+      if (cannot === undefined) throw e;
+    }
+  };
+  if (perTestStacks()) {
+    beforeEach(async ({ task, skip }) => {
+      // Hooks run before the test's fixtures: enter the test here, so the stacks are filed under it.
+      setCurrentTest(task.fullName);
+      await up();
+      if (cannot !== undefined) {
+        setCurrentTest(undefined);
+        skip(cannot);
+      }
+    });
+    afterEach(close);
+  } else {
+    beforeAll(up);
+    afterAll(close);
+    beforeEach(({ skip }) => skip(cannot !== undefined, cannot));
+  }
+  return {
+    get cannot() {
+      return cannot;
+    },
+    get opened() {
+      return stacks.length > 0;
     },
   };
 }

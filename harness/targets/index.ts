@@ -14,6 +14,7 @@ function validate<T extends Record<string, TargetDescriptor>>(all: T): T {
   for (const [key, d] of Object.entries(all)) {
     if (d.name !== key) throw new HarnessError('HIL_ERR_TARGET_DESCRIPTOR', `target descriptor ${key} names itself ${d.name}`);
     if (typeof d.open !== 'function' || typeof d.openVariant !== 'function' || typeof d.cannotProvide !== 'function' || !d.summary) throw new HarnessError('HIL_ERR_TARGET_DESCRIPTOR', `target descriptor ${key} is malformed`);
+    if ((d.startStack === undefined) !== (d.cannotStartStack === undefined)) throw new HarnessError('HIL_ERR_TARGET_DESCRIPTOR', `target descriptor ${key} has one of startStack and cannotStartStack without the other`);
   }
   return all;
 }

@@ -6,8 +6,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
-import { findRecording, peekVariantIndex, readSidecar, recordingPath, setCurrentTest, takeVariantIndex, variantOptionsJson, variantRecordingPath, writeStacklessSidecar } from './pertest.ts';
-import { clipJson, describeVerdict, replayPrecheck } from './replay.ts';
+import { findRecording, peekVariantIndex, readSidecar, recordingPath, setCurrentTest, stackOptionsJson, takeVariantIndex, variantOptionsJson, variantRecordingPath, writeStacklessSidecar } from './pertest.ts';
+import { cannotStartRemote, startsStacks } from './remote.ts';
+import { clipJson, describeVerdict, replayPrecheck, replayTarget, STEPPED_FORMAT_2 } from './replay.ts';
 
 const DIR = mkdtempSync(join(tmpdir(), 'hil-pertest-'));
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
@@ -98,4 +99,67 @@ test('variants: the n-th of a test sits beside its recording; options compare wi
   expect(variantOptionsJson({ machine: '/tmp/d/eleven-axis.json' })).not.toBe(variantOptionsJson({ machine: '/tmp/d/ten-axis.json' }));
   expect(variantOptionsJson({ initialGeneration: 1n })).not.toBe(variantOptionsJson({ initialGeneration: 2n }));
   expect(variantOptionsJson({ machine: 'bench-two-axis' })).toBe('{"machine":"bench-two-axis"}');
+});
+
+test('a test\'s own stack (a remote listener stack): options compare without temporary paths, and differ when the stack does', () => {
+  const a = stackOptionsJson('remote', { pairId: 'cell-remote-01', args: ['--machine', '/tmp/hil-timeouts-Ab12Cd/internet.json', '--config-cache', '/tmp/hil-timeouts-Ab12Cd/compiled'], variant: { machine: '/tmp/hil-x-oGVfNt/ten-axis.json', clock: 'stepped' } });
+  const b = stackOptionsJson('remote', { pairId: 'cell-remote-01', args: ['--machine', '/tmp/hil-timeouts-Zz9x1Q/internet.json', '--config-cache', '/tmp/hil-timeouts-Zz9x1Q/compiled'], variant: { clock: 'stepped', machine: '/var/tmp/y/ten-axis.json' } });
+  expect(a).toBe(b);
+  expect(a).toBe('{"remote":{"args":["--machine","internet.json","--config-cache","compiled"],"pair_id":"cell-remote-01","variant":{"clock":"stepped","machine":"ten-axis.json"}}}');
+  // certificates made for a stack are reduced like any other temporary path
+  expect(stackOptionsJson('stack', { args: ['--remote-ca', '/tmp/hil-certs-Ab12Cd/pair/ca.crt'] })).toBe('{"stack":{"args":["--remote-ca","ca.crt"]}}');
+  // what does differ is still seen: another pair id, another flag or value, the variant, the kind of stack
+  const base = { pairId: 'cell-remote-01', args: ['--remote-jog-drift-ppb', '1000'] };
+  for (const other of [
+    stackOptionsJson('remote', { ...base, pairId: 'cell-remote-02' }),
+    stackOptionsJson('remote', { ...base, args: ['--remote-jog-drift-ppb', '1'] }),
+    stackOptionsJson('remote', { ...base, args: [] }),
+    stackOptionsJson('remote', { ...base, variant: { clock: 'stepped' } }),
+    stackOptionsJson('stack', base),
+  ]) {
+    expect(other).not.toBe(stackOptionsJson('remote', base));
+  }
+  // never mistaken for a variant's options: a variant has no option of that name
+  expect(stackOptionsJson('remote', {})).not.toBe(variantOptionsJson({}));
+});
+
+test('replaying a test\'s own stack: not recorded, and a stepped clock recorded without its steps (format 2), are skip reasons; options other than recorded are refused as stale before any stack starts', async () => {
+  const id = 'suites/remote/x.test.ts > own stack';
+  const o = { recordings: DIR, machineSha256: A };
+  const live = stackOptionsJson('remote', { pairId: 'cell-remote-01', args: ['--remote-jog-drift-ppb', '1000'] });
+  const stack = { start: { args: ['--remote-listen', '127.0.0.1:0'] }, options: live };
+  setCurrentTest(id);
+  try {
+    expect(replayTarget.cannotStartStack!(stack, o)).toMatch(/^not recorded \(no recording of variant 1 of this test/);
+    const path = variantRecordingPath(DIR, 'sim', A, id, 1);
+    mkdirSync(join(path, '..'), { recursive: true });
+    writeFileSync(path, 'x');
+    const sidecar = { test: id, variant: 1, options: JSON.parse(stackOptionsJson('remote', { pairId: 'cell-remote-01', args: ['--remote-jog-drift-ppb', '1'] })) as unknown };
+    writeFileSync(path.replace(/\.hilrec$/, '.json'), JSON.stringify(sidecar));
+    expect(replayTarget.cannotStartStack!(stack, o)).toBeUndefined();
+    // on the stepped clock only a recording that holds the steps (its sidecar says so) replays
+    expect(replayTarget.cannotStartStack!({ ...stack, variant: { clock: 'stepped' } }, o)).toBe(STEPPED_FORMAT_2);
+    writeFileSync(path.replace(/\.hilrec$/, '.json'), JSON.stringify({ ...sidecar, steps: true }));
+    expect(replayTarget.cannotStartStack!({ ...stack, variant: { clock: 'stepped' } }, o)).toBeUndefined();
+    writeFileSync(path.replace(/\.hilrec$/, '.json'), JSON.stringify(sidecar));
+    const err = (await replayTarget.startStack!(stack, o).then(
+      () => new Error('started'),
+      (e: unknown) => e,
+    )) as Error & { code: string };
+    expect(err).toMatchObject({ code: 'HIL_ERR_REPLAY_STALE' });
+    expect(err.message).toContain('"--remote-jog-drift-ppb","1"]');
+    expect(err.message).toContain('"--remote-jog-drift-ppb","1000"]');
+    expect(peekVariantIndex()).toBe(2); // the refused stack took its index: the test's next one is the next variant
+  } finally {
+    setCurrentTest(undefined);
+  }
+  expect(replayTarget.cannotStartStack!(stack, o)).toMatch(/shared by a describe block/);
+});
+
+test('remote stacks: the sim and replay targets start them, an external target says why not', () => {
+  expect(startsStacks({ HIL_TARGET: 'sim' })).toBe(true);
+  expect(startsStacks({ HIL_TARGET: 'replay' })).toBe(true);
+  expect(startsStacks({ HIL_TARGET: 'external' })).toBe(false);
+  expect(cannotStartRemote({}, { HIL_TARGET: 'external' })).toMatch(/^target external cannot start a stack with a remote listener/);
+  expect(cannotStartRemote({ variant: { clock: 'stepped' } }, { HIL_TARGET: 'sim' })).toBeUndefined();
 });

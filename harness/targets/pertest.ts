@@ -60,18 +60,38 @@ export function variantRecordingPath(dir: string, target: string, machineSha256:
  * holds is compared by digest once the replayed stack is up (harness/targets/replay.ts).
  */
 export function variantOptionsJson(o: object): string {
-  const local = (p: string) => (p.includes('/') ? p.slice(p.lastIndexOf('/') + 1).replace(/-[A-Za-z0-9]{6}$/, '') : p);
   const norm = (v: unknown, key: string): unknown =>
     typeof v === 'bigint'
       ? v.toString()
       : typeof v === 'string' && (key === 'machine' || key === 'controlSocket' || key === 'dir')
-        ? local(v)
+        ? byName(v)
         : Array.isArray(v)
           ? v.map((x) => norm(x, ''))
           : v && typeof v === 'object'
             ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, norm((v as Record<string, unknown>)[k], k)]))
             : v;
   return JSON.stringify(norm(o, ''));
+}
+
+/** A path by its last name without mkdtemp's random suffix (what stays the same from one run to the next). */
+const byName = (p: string) => (p.includes('/') ? p.slice(p.lastIndexOf('/') + 1).replace(/-[A-Za-z0-9]{6}$/, '') : p);
+
+/**
+ * The options of a stack a test starts with flags of its own (a remote listener stack: harness/targets/
+ * remote.ts), kept in its variant sidecar and compared on replay like variantOptionsJson: what the stack is
+ * (`kind`), its pair id, the variant options its flags came from, and its own `hil serve` arguments with
+ * every absolute path by its last name (a machine file, a configuration cache or certificates made in a
+ * fresh temporary directory each run; what a machine file holds is compared by digest). The pair's
+ * certificates themselves are fresh each run and not part of it: they live in the service, not the core.
+ */
+export function stackOptionsJson(kind: string, o: { pairId?: string; args?: readonly string[]; variant?: object }): string {
+  return variantOptionsJson({
+    [kind]: {
+      args: (o.args ?? []).map((a) => (a.startsWith('/') ? byName(a) : a)),
+      ...(o.pairId !== undefined ? { pair_id: o.pairId } : {}),
+      ...(o.variant !== undefined ? { variant: o.variant } : {}),
+    },
+  });
 }
 
 /** A property test's parameters (harness/property.ts): kept with a recording so its replay draws the same cases. */

@@ -15,9 +15,9 @@ import { join } from 'node:path';
 import { hilConfig, isRefused, outcomes, MACHINES } from '../clients/config.ts';
 import { HarnessError } from '../errors.ts';
 import { currentTest, findRecording, noteVariantOutcome, peekVariantIndex, readSidecar, registerPerTest, takeVariantIndex, variantOptionsJson, variantRecordingPath, type PerTestHooks, type PerTestOutcome, type ReplayVerdict } from './pertest.ts';
-import { openStubPlanner, SimTarget, startStack, variantStart, type StackStart } from './sim.ts';
+import { openStubPlanner, SimTarget, startStack, variantStart, type StackProcess, type StackStart } from './sim.ts';
 import { parseVariant, type VariantOptions } from './variant.ts';
-import type { Target, TargetDescriptor, TargetOptions } from './types.ts';
+import type { Target, TargetDescriptor, TargetOptions, TestStack } from './types.ts';
 
 /** Replay modes a suite run offers (closed-loop and open-loop are for `hil replay FILE`: see docs/recording.md). */
 export const SUITE_REPLAY_MODES = ['strict'] as const;
@@ -26,7 +26,7 @@ const NO_VARIANTS = 'the replay target plays recorded per-test stacks; variant s
 /** A variant opened outside a test (a describe block's shared variant) has no per-test recording. */
 const SHARED_VARIANT = 'not recorded: a variant shared by a describe block is opened outside any test, and only per-test stacks are recorded';
 /** Stepped-clock variants recorded before format 3 have no steps and no host times to replay them with. */
-const STEPPED_FORMAT_2 = 'a stepped-clock variant recorded in format 2 cannot be replayed (its recording has neither the test\'s steps nor the host time of each cycle): re-record it (hil run --record)';
+export const STEPPED_FORMAT_2 = 'a stepped-clock variant recorded in format 2 cannot be replayed (its recording has neither the test\'s steps nor the host time of each cycle): re-record it (hil run --record)';
 
 /**
  * Hil serve flags of a variant the replay stack does not take: the sim driver's own (the replay driver's
@@ -141,8 +141,12 @@ class ReplayTarget extends SimTarget implements PerTestHooks {
   }
 }
 
-/** Why this variant of the current test cannot be replayed, or undefined when its recording is there. */
-function cannotReplayVariant(v: VariantOptions, o: TargetOptions): string | undefined {
+/**
+ * Why the current test's next variant cannot be replayed, or undefined when its recording is there. A
+ * test's own stack (a remote listener stack) is one of its variants too: `v` is then the variant options
+ * among its flags, if any.
+ */
+function cannotReplayVariant(v: VariantOptions | undefined, o: TargetOptions): string | undefined {
   const id = currentTest();
   if (id === undefined) return SHARED_VARIANT;
   const sha = o.machineSha256;
@@ -150,35 +154,47 @@ function cannotReplayVariant(v: VariantOptions, o: TargetOptions): string | unde
   const n = peekVariantIndex();
   const path = variantRecordingPath(o.recordings, 'sim', sha, id, n);
   if (!existsSync(path)) return `not recorded (no recording of variant ${n} of this test for machine ${sha}: ${path})`;
-  if (v.clock === 'stepped' && readSidecar(path)?.steps !== true) return STEPPED_FORMAT_2;
+  if (v?.clock === 'stepped' && readSidecar(path)?.steps !== true) return STEPPED_FORMAT_2;
   return undefined;
 }
 
-/** A variant of the current test replayed from its recording, with the options it was recorded with. */
-async function openReplayVariant(v: VariantOptions, o: TargetOptions): Promise<Target> {
+/** A variant stack of the current test following its recording (not yet stopped). */
+interface ReplayedStart {
+  stack: StackProcess;
+  /** How it was started, without the replay driver's flags. */
+  start: StackStart;
+  recording: string;
+  n: number;
+  /** The temporary directory its verdict is written to. */
+  verdicts: string;
+}
+
+/**
+ * Start the current test's next variant on the replay driver: `live` is what the test asks for now
+ * (variantOptionsJson or stackOptionsJson), refused as stale unless it is what was recorded; `start` the
+ * stack's flags, less the sim driver's own (their effects are in the recorded inputs).
+ */
+async function startReplayedVariant(v: VariantOptions | undefined, live: string, start: StackStart, o: TargetOptions): Promise<ReplayedStart> {
   const why = cannotReplayVariant(v, o);
   if (why) throw new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', why);
   const id = currentTest()!;
   const n = takeVariantIndex();
   const path = variantRecordingPath(o.recordings!, 'sim', o.machineSha256!, id, n);
   const recorded = readSidecar(path)?.options;
-  const live = variantOptionsJson(v);
   if (JSON.stringify(recorded) !== live) {
     throw new HarnessError('HIL_ERR_REPLAY_STALE', `${id}: variant ${n} was recorded with options ${JSON.stringify(recorded)}, the test now asks for ${live}: re-record it (hil run --record)`, {
       detail: { recorded: JSON.stringify(recorded), current: live },
     });
   }
-  const vs = variantStart(v);
   const args: string[] = [];
-  for (let k = 0; k < vs.args.length; k++) {
-    if (NOT_REPLAYED_FLAGS.has(vs.args[k]!)) k++;
-    else args.push(vs.args[k]!);
+  for (let k = 0; k < start.args.length; k++) {
+    if (NOT_REPLAYED_FLAGS.has(start.args[k]!)) k++;
+    else args.push(start.args[k]!);
   }
+  const replayed: StackStart = { ...start, args };
   const verdicts = mkdtempSync(join(tmpdir(), 'hil-replay-verdict-'));
-  const base = baseStart(o);
-  const start: StackStart = { args: [...base.args, ...args], env: vs.env };
   try {
-    const stack = await startStack({ ...start, args: [...start.args, ...replayArgs(path, join(verdicts, 'verdict.json'), o)] });
+    const stack = await startStack({ ...replayed, args: [...args, ...replayArgs(path, join(verdicts, 'verdict.json'), o)] });
     // The variant's machine file is compared by what it holds: the digest its stack reported then and now.
     const then = readSidecar(path)?.stack_machine_sha256;
     if (typeof then === 'string' && stack.ready.machine_sha256 && then !== stack.ready.machine_sha256) {
@@ -187,11 +203,43 @@ async function openReplayVariant(v: VariantOptions, o: TargetOptions): Promise<T
         detail: { recorded: then, current: stack.ready.machine_sha256 },
       });
     }
-    return new ReplayedVariant(stack, start, path, n, verdicts);
+    return { stack, start: replayed, recording: path, n, verdicts };
   } catch (e) {
     rmSync(verdicts, { recursive: true, force: true });
     throw e;
   }
+}
+
+/** A replayed variant stack has stopped: its verdict goes with the test's (harness/fixture.ts). */
+function finishReplayedVariant(r: Pick<ReplayedStart, 'recording' | 'n' | 'verdicts'>): void {
+  const verdict = readVerdict(join(r.verdicts, 'verdict.json'));
+  rmSync(r.verdicts, { recursive: true, force: true });
+  noteVariantOutcome({ recording: r.recording, mode: 'replay', verdict, variant: r.n });
+}
+
+/** A variant of the current test replayed from its recording, with the options it was recorded with. */
+async function openReplayVariant(v: VariantOptions, o: TargetOptions): Promise<Target> {
+  const vs = variantStart(v);
+  const r = await startReplayedVariant(v, variantOptionsJson(v), { args: [...baseStart(o).args, ...vs.args], env: vs.env }, o);
+  return new ReplayedVariant(r);
+}
+
+/**
+ * A test's own stack (a remote listener stack) replayed from its recording as the test's next variant,
+ * started with the flags it was recorded with; stopping it collects its verdict for the test.
+ */
+async function replayTestStack(s: TestStack, o: TargetOptions): Promise<StackProcess> {
+  const r = await startReplayedVariant(s.variant, s.options, s.start, o);
+  let stopped = false;
+  return {
+    ...r.stack,
+    async stop(opts) {
+      if (stopped) return;
+      stopped = true;
+      await r.stack.stop(opts);
+      finishReplayedVariant(r);
+    },
+  };
 }
 
 /** A variant stack following its recording; its verdict goes with the test's (harness/fixture.ts). */
@@ -200,14 +248,8 @@ class ReplayedVariant extends SimTarget {
   override readonly abilities = { faultInjection: true, coreRestart: false, serviceRestart: false, motion: true };
   private closed = false;
 
-  constructor(
-    stack: Awaited<ReturnType<typeof startStack>>,
-    start: StackStart,
-    private readonly recording: string,
-    private readonly n: number,
-    private readonly verdicts: string,
-  ) {
-    super(stack, start);
+  constructor(private readonly r: ReplayedStart) {
+    super(r.stack, r.start);
   }
 
   override cannotProvide(): string | undefined {
@@ -227,9 +269,7 @@ class ReplayedVariant extends SimTarget {
     if (this.closed) return;
     this.closed = true;
     await super.close();
-    const verdict = readVerdict(join(this.verdicts, 'verdict.json'));
-    rmSync(this.verdicts, { recursive: true, force: true });
-    noteVariantOutcome({ recording: this.recording, mode: 'replay', verdict, variant: this.n });
+    finishReplayedVariant(this.r);
   }
 }
 
@@ -305,4 +345,6 @@ export const replayTarget: TargetDescriptor = {
   openVariant: (v, o) => openReplayVariant(v, o),
   // The planner is not replayed: the stub runs live beside the replayed stacks.
   openPlanner: () => openStubPlanner(),
+  cannotStartStack: (s, o) => cannotReplayVariant(s.variant, o),
+  startStack: (s, o) => replayTestStack(s, o),
 };

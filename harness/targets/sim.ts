@@ -5,15 +5,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Agent, request } from 'undici';
 import { ControlClient } from '../clients/control.ts';
-import type { PairFiles } from '../certs.ts';
 import { HarnessError } from '../errors.ts';
 import { stringifyExact } from '../oracle/json.ts';
 import { ANCHOR_DIR_ENV, ROOT, referenceCommand } from './reference.ts';
-import type { PlannerEndpoint, StepReport, Target, TargetDescriptor, TargetOptions } from './types.ts';
+import type { PlannerEndpoint, StepReport, Target, TargetDescriptor, TargetOptions, TestStack } from './types.ts';
 import { machineFile, parseVariant, type VariantOptions } from './variant.ts';
 import { currentTest, drawnProperties, noteVariantOutcome, recordingPath, registerPerTest, takeVariantIndex, variantOptionsJson, variantRecordingPath, type PerTestHooks, type PerTestOutcome } from './pertest.ts';
 
@@ -184,115 +182,88 @@ function baseStart(o: TargetOptions): StackStart {
   return { args: ['--test-channel', ...(o.machine ? ['--machine', o.machine] : []), ...(o.serveArgs ?? [])] };
 }
 
-async function startVariant(o: VariantOptions, base: StackStart, record?: { dir: string; machineSha256: string }): Promise<Target> {
+async function startVariant(o: VariantOptions, base: StackStart, record?: RecordTo): Promise<Target> {
   const v = variantStart(o);
   // The file target's own arguments first, so that a variant's --machine is the one that counts.
   const start: StackStart = { args: [...base.args, ...v.args], env: v.env };
-  const id = currentTest();
   // A recorded run: a variant opened by a test is recorded beside the test's own recording (one opened for
   // a describe block, outside any test, is not: its replay skips).
-  if (!record || id === undefined) return new SimTarget(await startStack(start), start);
-  const n = takeVariantIndex();
-  const path = variantRecordingPath(record.dir, 'sim', record.machineSha256, id, n);
-  await mkdir(dirname(path), { recursive: true });
-  const stack = await startStack({ ...start, args: [...start.args, '--record', path, '--record-run', `${id} (variant ${n})`] });
-  return new RecordedVariant(stack, start, { path, n, testId: id, options: o, machineSha256: record.machineSha256 });
-}
-
-/** A stack with a remote listener (document 1 part 5) on 127.0.0.1, an ephemeral port and a fresh pair. */
-export interface RemoteStack extends StackProcess {
-  pair: PairFiles & { pair_id: string };
-  host: string;
-  port: number;
-  /** https://127.0.0.1:<port> */
-  origin: string;
-  /** Issue a client certificate for a principal of this pair (once per principal) and return an HTTPS client. */
-  client(principal: string): Promise<ControlClient>;
-  /** The TLS material of a principal (issued on first use), for clients other than the control client. */
-  creds(principal: string): Promise<{ host: string; port: number; cert: string; key: string; ca: string }>;
-  /** A control client on the stack's Unix socket (the local transport). */
-  local(): ControlClient;
-  /** Run cycles on the stepped clock (the private test channel); returns the core's now in ns. */
-  step(cycles: number): Promise<bigint>;
+  const r = await nextVariantRecording(record, variantOptionsJson(o), o.clock === 'stepped');
+  if (!r) return new SimTarget(await startStack(start), start);
+  return new RecordedVariant(await startStack({ ...start, args: [...start.args, ...recordArgs(r)] }), start, r);
 }
 
 /**
- * Start the sim stack with `--remote-listen 127.0.0.1:0` and a pair made by the certificate tooling in
- * `<dir>/pair` (the stack's own temporary directory, removed when it stops). Self-contained: the stack's
- * other options come from `args` and, when given, a variant's options (the stepped clock, a machine...).
+ * A test's own stack (TargetDescriptor.startStack: a remote listener stack), self-contained; on a recorded
+ * run it is recorded as the test's next variant, exactly as a variant stack is.
  */
-export async function startRemoteStack(
-  o: { pairId?: string; args?: string[]; env?: Record<string, string>; variant?: VariantOptions } = {},
-): Promise<RemoteStack> {
-  const pairId = o.pairId ?? 'cell-remote-01';
-  const dir = await mkdtemp(join(tmpdir(), 'hil-sim-'));
-  let pair: PairFiles & { pair_id: string };
-  let stack: StackProcess;
-  // Loaded here, not at the top: the certificate library is a few hundred modules every worker would
-  // load, and only the remote suites start a remote stack.
-  const { clientFiles, createPair, issueClient } = await import('../certs.ts');
-  try {
-    pair = await createPair({ dir: join(dir, 'pair'), pairId });
-    const v = o.variant ? variantStart(parseVariant(o.variant)) : { args: [] as string[], env: undefined };
-    const args = [
-      ...['--test-channel', '--remote-listen', '127.0.0.1:0', '--remote-ca', pair.ca, '--remote-cert', pair.cert, '--remote-key', pair.key, '--remote-crl', pair.crl, '--pair-id', pairId],
-      ...v.args,
-      ...(o.args ?? []),
-    ];
-    stack = await startStack({ args, reuseDir: dir, env: async (d) => ({ ...((await v.env?.(d)) ?? {}), ...(o.env ?? {}) }) });
-  } catch (e) {
-    await rm(dir, { recursive: true, force: true });
-    throw e;
-  }
-  const m = /^(.*):([0-9]+)$/.exec(stack.ready.remote ?? '');
-  if (!m) {
-    await stack.stop();
-    throw new HarnessError('HIL_ERR_TARGET_START', `stack reported no remote listener in its ready line (${JSON.stringify(stack.ready.remote)})`);
-  }
-  const [host, port] = [m[1]!, Number(m[2])];
-  const origin = `https://${host}:${port}`;
-  const clients: ControlClient[] = [];
-  const issued = new Set<string>();
-  const testAgent = new Agent({ connect: { socketPath: stack.ready.test_channel } });
-  const creds = async (principal: string) => {
-    if (!issued.has(principal)) {
-      await issueClient({ dir: pair.dir, principal });
-      issued.add(principal);
-    }
-    const f = clientFiles(pair.dir, principal);
-    return { host, port, cert: readFileSync(f.cert, 'utf8'), key: readFileSync(f.key, 'utf8'), ca: readFileSync(pair.ca, 'utf8') };
-  };
+async function startTestStack(s: TestStack, record?: RecordTo): Promise<StackProcess> {
+  const r = await nextVariantRecording(record, s.options, s.variant?.clock === 'stepped');
+  if (!r) return startStack(s.start);
+  const stack = await startStack({ ...s.start, args: [...s.start.args, ...recordArgs(r)] });
+  let stopped = false;
   return {
     ...stack,
-    pair,
-    host,
-    port,
-    origin,
-    async client(principal) {
-      const t = await creds(principal);
-      const c = ControlClient.https({ origin, cert: t.cert, key: t.key, ca: t.ca });
-      clients.push(c);
-      return c;
-    },
-    creds,
-    local() {
-      const c = new ControlClient(stack.ready.control);
-      clients.push(c);
-      return c;
-    },
-    async step(cycles) {
-      const res = await request('http://localhost/step', { method: 'POST', dispatcher: testAgent, body: stringifyExact({ cycles }), headers: { 'content-type': 'application/json' } });
-      const text = await res.body.text();
-      const m = /"now_ns":(\d+)/.exec(text);
-      if (res.statusCode !== 200 || !m) throw new HarnessError('HIL_ERR_TEST_CHANNEL', `test channel /step: ${res.statusCode} ${text}`, { detail: { status: res.statusCode } });
-      return BigInt(m[1]!);
-    },
     async stop(opts) {
-      await Promise.all(clients.splice(0).map((c) => c.close()));
-      await testAgent.close();
+      if (stopped) return;
+      stopped = true;
       await stack.stop(opts);
+      await finishVariantRecording(r, stack.ready);
     },
   };
+}
+
+/** Where a recorded run records (`hil run --record DIR`): the directory and the run's machine digest. */
+type RecordTo = { dir: string; machineSha256: string };
+const recordTo = (o: TargetOptions): RecordTo | undefined => (o.recordDir && o.machineSha256 ? { dir: o.recordDir, machineSha256: o.machineSha256 } : undefined);
+
+/** A variant stack of the current test being recorded: its file, its index, and its options as the sidecar keeps them. */
+interface VariantRecording {
+  path: string;
+  n: number;
+  testId: string;
+  /** variantOptionsJson or stackOptionsJson of what was started. */
+  options: string;
+  machineSha256: string;
+  /** On the stepped clock: the recording holds the test's steps and each cycle's host time (format 3). */
+  stepped: boolean;
+}
+
+/** On a recorded run, inside a test: take the test's next variant index and say where that variant is recorded. */
+async function nextVariantRecording(record: RecordTo | undefined, options: string, stepped: boolean): Promise<VariantRecording | undefined> {
+  const id = currentTest();
+  if (!record || id === undefined) return undefined;
+  const n = takeVariantIndex();
+  const path = variantRecordingPath(record.dir, 'sim', record.machineSha256, id, n);
+  await mkdir(dirname(path), { recursive: true });
+  return { path, n, testId: id, options, machineSha256: record.machineSha256, stepped };
+}
+
+const recordArgs = (r: VariantRecording) => ['--record', r.path, '--record-run', `${r.testId} (variant ${r.n})`];
+
+/** A recorded variant stack has stopped (its recording is closed): write its sidecar and tell the test. */
+async function finishVariantRecording(r: VariantRecording, ready: StackProcess['ready']): Promise<void> {
+  await writeFile(
+    r.path.replace(/\.hilrec$/, '.json'),
+    JSON.stringify(
+      {
+        test: r.testId,
+        target: 'sim',
+        variant: r.n,
+        options: JSON.parse(r.options) as unknown,
+        // The run's machine digest keys the directory; the variant's own stack may run another machine.
+        machine_sha256: r.machineSha256,
+        stack_machine_sha256: ready.machine_sha256,
+        configuration_sha256: ready.configuration_sha256,
+        // What lets the replay target replay a stepped-clock stack; recordings before format 3 lack it.
+        ...(r.stepped ? { steps: true } : {}),
+        recorded_at: new Date().toISOString(),
+      },
+      null,
+      2,
+    ) + '\n',
+  );
+  noteVariantOutcome({ recording: r.path, mode: 'record', variant: r.n });
 }
 
 export class SimTarget implements Target {
@@ -484,7 +455,7 @@ class RecordedVariant extends SimTarget {
   constructor(
     stack: StackProcess,
     start: StackStart,
-    private readonly r: { path: string; n: number; testId: string; options: VariantOptions; machineSha256: string },
+    private readonly r: VariantRecording,
   ) {
     super(stack, start);
   }
@@ -494,28 +465,7 @@ class RecordedVariant extends SimTarget {
     this.closed = true;
     const ready = this.stack.ready;
     await super.close();
-    await writeFile(
-      this.r.path.replace(/\.hilrec$/, '.json'),
-      JSON.stringify(
-        {
-          test: this.r.testId,
-          target: 'sim',
-          variant: this.r.n,
-          options: JSON.parse(variantOptionsJson(this.r.options)) as unknown,
-          // The run's machine digest keys the directory; the variant's own stack may run another machine.
-          machine_sha256: this.r.machineSha256,
-          stack_machine_sha256: ready.machine_sha256,
-          configuration_sha256: ready.configuration_sha256,
-          // On the stepped clock the recording holds the test's steps and each cycle's host time (format 3),
-          // which is what lets the replay target replay it; older recordings lack both.
-          ...(this.r.options.clock === 'stepped' ? { steps: true } : {}),
-          recorded_at: new Date().toISOString(),
-        },
-        null,
-        2,
-      ) + '\n',
-    );
-    noteVariantOutcome({ recording: this.r.path, mode: 'record', variant: this.r.n });
+    await finishVariantRecording(this.r, ready);
   }
 }
 
@@ -548,6 +498,8 @@ export const simTarget: TargetDescriptor = {
   },
   open: openSim,
   cannotProvide: () => undefined,
-  openVariant: (variant, o) => startVariant(variant, baseStart(o), o.recordDir && o.machineSha256 ? { dir: o.recordDir, machineSha256: o.machineSha256 } : undefined),
+  openVariant: (variant, o) => startVariant(variant, baseStart(o), recordTo(o)),
   openPlanner: () => openStubPlanner(),
+  cannotStartStack: () => undefined,
+  startStack: (s, o) => startTestStack(s, recordTo(o)),
 };

@@ -2,6 +2,7 @@
 // (the wptrunner habit): its name, what it can do, the options it reads, and `open`.
 
 import type { ControlClient } from '../clients/control.ts';
+import type { StackProcess, StackStart } from './sim.ts';
 import type { VariantOptions } from './variant.ts';
 
 export type { VariantOptions } from './variant.ts';
@@ -102,6 +103,19 @@ export interface Target {
   close(): Promise<void>;
 }
 
+/**
+ * A stack of the reference system that a test starts with flags of its own (a remote listener with a pair
+ * made for it: harness/targets/remote.ts). Self-contained: the target's own arguments are not added.
+ */
+export interface TestStack {
+  /** `hil serve` arguments (after --socket-dir and --lifeline-stdin) and environment. */
+  start: StackStart;
+  /** What the stack is, as its recording's sidecar keeps it and a replay compares it (pertest.ts stackOptionsJson). */
+  options: string;
+  /** The variant options among its flags, if any (a stepped clock cannot be replayed). */
+  variant?: VariantOptions;
+}
+
 export interface TargetDescriptor {
   name: TargetName;
   summary: string;
@@ -118,6 +132,17 @@ export interface TargetDescriptor {
    * has none (the planner suites skip with a stated reason). The caller closes it.
    */
   openPlanner?(options: TargetOptions): Promise<{ endpoint: PlannerEndpoint; close(): Promise<void> } | undefined>;
+  /**
+   * Why this kind of target cannot start a test's own stack (a skip reason), or undefined. Absent with
+   * startStack when the target does not start the reference stack at all (external, rig).
+   */
+  cannotStartStack?(stack: TestStack, options: TargetOptions): string | undefined;
+  /**
+   * Start a test's own stack: as it is on a plain run; on a recorded run (or the replay target) recorded
+   * as (replayed from) the current test's next variant. The caller stops it; stopping ends its recording
+   * or collects its replay verdict for the test.
+   */
+  startStack?(stack: TestStack, options: TargetOptions): Promise<StackProcess>;
 }
 
 /** What a step of the stepped clock reports (the private test channel's /step). */

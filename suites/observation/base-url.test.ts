@@ -7,8 +7,8 @@
 import { request } from 'undici';
 import { catalogue, reason } from '../../harness/catalogue/index.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
-import { covers, describe, expect, test } from '../../harness/fixture.ts';
-import { onSim, remoteStacks, SKIP } from '../remote/probe.ts';
+import { covers, describe, expect, remoteStacks, test } from '../../harness/fixture.ts';
+import { ownStacks, SKIP } from '../remote/probe.ts';
 
 const UNKNOWN = reason('unknown_endpoint').label;
 const SCHEMA = 'svc.rt-control.request.v1';
@@ -91,7 +91,7 @@ describe('base address', () => {
     'over the remote listener every documented endpoint answers at https://{host}:{port} + its path, and nowhere else',
     covers('rule:transport.base_url'),
     async ({ skip }) => {
-      skip(!onSim, SKIP);
+      skip(!ownStacks, SKIP);
       const stack = await remote();
       const client = await stack.client('base-url');
       expect(client.origin).toBe(`https://${stack.host}:${stack.port}`);

@@ -6,20 +6,18 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, afterAll } from 'vitest';
+import { afterAll } from 'vitest';
 import { clientFiles, createPair, issueClient, loadIssuer, makeIntermediate, newKey, renewCrl, revokeSerial } from '../../harness/certs.ts';
-import type { RemoteStack } from '../../harness/targets/sim.ts';
-import { covers, describe, expect, test } from '../../harness/fixture.ts';
-import { caOf, clientOf, expectRefused, logLine, onSim, plaintext, probe, remoteStacks, SKIP } from './probe.ts';
+import type { RemoteStack } from '../../harness/targets/remote.ts';
+import { covers, describe, expect, sharedRemote, test } from '../../harness/fixture.ts';
+import { caOf, clientOf, expectRefused, logLine, ownStacks, plaintext, probe, SKIP } from './probe.ts';
 
-const open = remoteStacks();
 let stack: RemoteStack;
 let ca: string;
 let good: { cert?: string; key?: string };
 const scratch: string[] = [];
 
-beforeAll(async () => {
-  if (!onSim) return;
+sharedRemote(async (open) => {
   stack = await open();
   ca = caOf(stack);
   await issueClient({ dir: stack.pair.dir, principal: 'operator-1' });
@@ -45,7 +43,7 @@ async function refusedWithLog(o: Parameters<typeof probe>[0], log: RegExp): Prom
 
 describe('remote listener handshake', () => {
   test('a client certificate of the pair gets HTTP over TLS 1.3 at https://127.0.0.1:<port>', covers('rule:transport.remote_listener', 'rule:auth.tls13_client_cert'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const r = await probe({ port: stack.port, ca, ...good, minVersion: 'TLSv1.3' });
     expect(r.status).toBe(200);
     const body = r.bytes.toString('utf8');
@@ -54,7 +52,7 @@ describe('remote listener handshake', () => {
   });
 
   test('a revoked client serial is refused', covers('rule:auth.crl_every_handshake'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const issued = await issueClient({ dir: stack.pair.dir, principal: 'revoked-1' });
     const creds = clientOf(stack, 'revoked-1');
     expect((await probe({ port: stack.port, ca, ...creds })).status).toBe(200);
@@ -64,7 +62,7 @@ describe('remote listener handshake', () => {
   });
 
   test('an expired CRL refuses every handshake with "remote CRL not current" in the service log', covers('rule:auth.crl_every_handshake', 'rule:auth.expired_crl'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const day = 86_400_000;
     await renewCrl({ dir: stack.pair.dir, thisUpdate: new Date(Date.now() - 8 * day), nextUpdate: new Date(Date.now() - day) });
     const line = await refusedWithLog({ port: stack.port, ca, ...good }, /remote CRL not current/);
@@ -74,7 +72,7 @@ describe('remote listener handshake', () => {
   });
 
   test('a CRL that expires while the service runs refuses the next handshake without any file change', covers('rule:auth.crl_every_handshake', 'rule:auth.expired_crl'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const nextUpdate = new Date(Date.now() + 2_000);
     await renewCrl({ dir: stack.pair.dir, nextUpdate });
     await expectServed(); // loads the short-lived CRL
@@ -85,7 +83,7 @@ describe('remote listener handshake', () => {
   });
 
   test('a CRL not yet valid is refused', covers('rule:auth.crl_every_handshake'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const day = 86_400_000;
     await renewCrl({ dir: stack.pair.dir, thisUpdate: new Date(Date.now() + day), nextUpdate: new Date(Date.now() + 8 * day) });
     await refusedWithLog({ port: stack.port, ca, ...good }, /remote CRL not current/);
@@ -94,7 +92,7 @@ describe('remote listener handshake', () => {
   });
 
   test('a CRL signed by another key is refused', covers('rule:auth.crl_every_handshake'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const other = await newKey();
     await renewCrl({ dir: stack.pair.dir, signingKey: other.privateKey });
     await refusedWithLog({ port: stack.port, ca, ...good }, /refused handshake.*not signed by the --remote-ca/);
@@ -103,7 +101,7 @@ describe('remote listener handshake', () => {
   });
 
   test('a CRL with an unsupported critical extension is refused', covers('rule:auth.crl_every_handshake'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     await renewCrl({ dir: stack.pair.dir, unsupportedCritical: true });
     await refusedWithLog({ port: stack.port, ca, ...good }, /refused handshake.*unsupported critical extension/);
     await renewCrl({ dir: stack.pair.dir });
@@ -111,7 +109,7 @@ describe('remote listener handshake', () => {
   });
 
   test('a client certificate of another CA is refused', covers('rule:auth.tls13_client_cert', 'rule:auth.failed_handshake_no_http'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const dir = await mkdtemp(join(tmpdir(), 'hil-pair-'));
     scratch.push(dir);
     // Same pair id and principal: only the CA differs.
@@ -123,7 +121,7 @@ describe('remote listener handshake', () => {
   });
 
   test('a client certificate issued by an intermediate CA of the pair is refused', covers('rule:auth.no_intermediate_ca'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const inter = await makeIntermediate(await loadIssuer(stack.pair.dir), 'cell intermediate');
     await issueClient({ dir: stack.pair.dir, principal: 'operator-9', issuer: inter, name: 'via-intermediate' });
     // The client sends its certificate and the intermediate, so the chain to the CA is complete.
@@ -134,12 +132,12 @@ describe('remote listener handshake', () => {
   });
 
   test('a client without a certificate is refused', covers('rule:auth.tls13_client_cert', 'profile:remote.refusal_log'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     await refusedWithLog({ port: stack.port, ca }, /refused handshake.*no client certificate/);
   });
 
   test('a TLS 1.2 client is refused with an alert', covers('rule:auth.tls13_client_cert', 'rule:auth.failed_handshake_no_http'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const r = await probe({ port: stack.port, ca, ...good, minVersion: 'TLSv1.2', maxVersion: 'TLSv1.2' });
     expectRefused(r);
     // The client learns it from a protocol version alert.
@@ -147,13 +145,13 @@ describe('remote listener handshake', () => {
   });
 
   test('a client certificate naming another pair is refused', covers('rule:auth.pair_matches', 'rule:auth.certificate_identity'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     await issueClient({ dir: stack.pair.dir, principal: 'operator-2', uris: ['svc-principal:operator-2', 'svc-pair:cell-remote-02'], name: 'wrong-pair' });
     await refusedWithLog({ port: stack.port, ca, ...clientOf(stack, 'wrong-pair') }, /refused handshake.*svc-pair cell-remote-02 differs/);
   });
 
   test('a client certificate with two principal URIs is refused', covers('rule:auth.certificate_identity'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const pair = `svc-pair:${stack.pair.pair_id}`;
     await issueClient({ dir: stack.pair.dir, principal: 'operator-3', uris: ['svc-principal:operator-3', 'svc-principal:operator-4', pair], name: 'two-principals' });
     await refusedWithLog({ port: stack.port, ca, ...clientOf(stack, 'two-principals') }, /refused handshake.*2 svc-principal URIs/);
@@ -171,7 +169,7 @@ describe('remote listener handshake', () => {
   });
 
   test('a plaintext HTTP request to the listener gets no HTTP response byte', covers('rule:auth.failed_handshake_no_http'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const bytes = await plaintext(stack.port);
     expect(bytes.toString('latin1')).not.toContain('HTTP/');
     // Whatever came back is at most a TLS alert record (content type 21), never HTTP.

@@ -8,7 +8,7 @@
 // What the documents leave open (pre-upgrade check order, the calibration arithmetic, which violation gets
 // which close code, what precedes a close) is our profile: docs/profile.md "Remote jog".
 
-import { afterEach, beforeAll } from 'vitest';
+import { afterEach } from 'vitest';
 import { Cell, type Session } from '../../harness/clients/cell.ts';
 import type { BindingInput, ControlClient } from '../../harness/clients/control.ts';
 import { eventCursor, eventsSince } from '../../harness/clients/events.ts';
@@ -28,9 +28,9 @@ import {
   type UpgradeAnswer,
 } from '../../harness/clients/jog.ts';
 import { latestSequence, recordsSince } from '../../harness/clients/telemetry.ts';
-import type { RemoteStack } from '../../harness/targets/sim.ts';
-import { covers, describe, expect, profile, test } from '../../harness/fixture.ts';
-import { onSim, remoteStacks, SKIP } from './probe.ts';
+import type { RemoteStack } from '../../harness/targets/remote.ts';
+import { covers, describe, expect, profile, remoteStacks, sharedRemote, test } from '../../harness/fixture.ts';
+import { ownStacks, SKIP } from './probe.ts';
 
 const open = remoteStacks();
 
@@ -64,8 +64,8 @@ interface Lane {
  */
 const MACHINE = 'nine-axis-internet';
 
-async function lane(args: string[], variant: Record<string, unknown> = { clock: 'stepped', machine: MACHINE }): Promise<Lane> {
-  const stack = await open({ args, variant });
+async function lane(args: string[], start = open, variant: Record<string, unknown> = { clock: 'stepped', machine: MACHINE }): Promise<Lane> {
+  const stack = await start({ args, variant });
   const a = await stack.client('alice');
   const d = (await a.describe()).reply.data as unknown as { binding: BindingInput; axes: AxisD[]; cycle_ns: bigint };
   const localClient = stack.local();
@@ -84,10 +84,9 @@ async function lane(args: string[], variant: Record<string, unknown> = { clock: 
 let A: Lane; // qualified clock flags
 let B: Lane; // the flags left at their default 0
 
-beforeAll(async () => {
-  if (!onSim) return;
-  A = await lane(QUALIFIED);
-  B = await lane([]);
+const lanes = sharedRemote(async (shared) => {
+  A = await lane(QUALIFIED, shared);
+  B = await lane([], shared);
   return async () => {
     for (const c of [A.alice, A.bob, A.local]) await c.cleanup();
     // B is shut down by the last test; whatever it still held went with it.
@@ -97,7 +96,7 @@ beforeAll(async () => {
 
 // Every test leaves the cell stopped and released, whatever happened in it (DESIGN.md rule 5).
 afterEach(async () => {
-  if (!onSim) return;
+  if (!lanes.opened) return;
   for (const l of [A, B]) {
     for (const c of [l.alice, l.bob, l.local]) await c.cleanup().catch(() => undefined);
     await l.stack.step(50).catch(() => undefined); // a stop drains only while cycles run
@@ -160,7 +159,7 @@ describe('upgrade', () => {
     'GET /v1/jog on the remote listener is always an upgrade: missing or wrong upgrade headers and a malformed query are 400 text/plain; a valid one is 101',
     covers('rule:remote_jog_ws.upgrade', 'rule:remote_jog_ws.handshake_101', 'rule:remote_jog_ws.pre_upgrade_400', 'rule:remote_jog_ws.pre_upgrade_text', 'limit:ws_key_bytes', 'rule:remote_jog_ws.query', 'profile:remote_jog.pre_upgrade'),
     async ({ skip }) => {
-      skip(!onSim, SKIP);
+      skip(!ownStacks, SKIP);
       const s = await A.alice.hold({ requested_lease_ms: 10_000 });
       const path = remoteJogPath(q(s));
       const c = A.aliceCreds;
@@ -197,7 +196,7 @@ describe('upgrade', () => {
     'a session of another principal or of the local transport is 403 session_principal_mismatch; a stale grant 409 control_session_stale; an unknown jog generation 409 jog_session_stale',
     covers('rule:remote_jog_ws.pre_upgrade_403', 'rule:remote_jog_ws.pre_upgrade_409', 'reason:jog_session_stale', 'rule:remote_jog_ws.query', 'reason:session_principal_mismatch', 'profile:remote_jog.pre_upgrade'),
     async ({ skip }) => {
-      skip(!onSim, SKIP);
+      skip(!ownStacks, SKIP);
       const c = A.aliceCreds;
       const bobs = await A.bob.hold();
       expectPre(await refusedOpen(c, q(bobs)), 403, 'session_principal_mismatch');
@@ -245,7 +244,7 @@ describe('setup exchange and frames', () => {
       'profile:remote_jog.producer_gone',
     ),
     async ({ skip }) => {
-      skip(!onSim, SKIP);
+      skip(!ownStacks, SKIP);
       const l = A;
       const s = await ready(l);
       const cursor = await eventCursor(l.localClient);
@@ -322,7 +321,7 @@ describe('setup exchange and frames', () => {
     'a refused begin answers rejected {seq, reason} and closes: not armed is not_ready, an empty axis mask invalid_axis_mask',
     covers('rule:remote_jog_ws.msg_rejected', 'profile:remote_jog.messages'),
     async ({ skip }) => {
-      skip(!onSim, SKIP);
+      skip(!ownStacks, SKIP);
       const s = await A.alice.hold({ requested_lease_ms: 10_000 }); // not enabled, not armed
       for (const [mask, reason] of [
         [1 << J1, 'not_ready'],
@@ -342,7 +341,7 @@ describe('setup exchange and frames', () => {
     'an existing jog generation (jog_generation in the query) takes frames at once, stamped in host time',
     covers('rule:remote_jog_ws.query', 'rule:remote_jog_ws.frames', 'profile:remote_jog.existing_generation', 'profile:remote_jog.producer_gone'),
     async ({ skip }) => {
-      skip(!onSim, SKIP);
+      skip(!ownStacks, SKIP);
       const l = A;
       const s = await ready(l);
       const clock = await readJogClock(l.localClient);
@@ -375,7 +374,7 @@ describe('calibration', () => {
     'source times that do not increase are jog_clock_sample_invalid; a host_tx_ns that does not echo the reply closes with 1007',
     covers('rule:remote_jog_ws.msg_rejected', 'profile:remote_jog.calibration', 'profile:remote_jog.close_codes'),
     async ({ skip }) => {
-      skip(!onSim, SKIP);
+      skip(!ownStacks, SKIP);
       const s = await A.alice.hold({ requested_lease_ms: 10_000 });
       const first = source();
       {
@@ -401,7 +400,7 @@ describe('calibration', () => {
     'with a calibration max age shorter than the time to the first frame, frames are refused with jog_clock_calibration_expired and nothing moves',
     profile('profile:remote_jog.calibration'),
     async ({ skip }) => {
-      skip(!onSim, SKIP);
+      skip(!ownStacks, SKIP);
       // Uncertainty and drift bounds generous enough to pass; only the calibration's age (1 ms) fails.
       const l = await lane(['--remote-jog-max-uncertainty-ns', '60000000000', '--remote-jog-drift-ppb', '1', '--remote-jog-calibration-max-age-ns', '1000000']);
       try {
@@ -434,7 +433,7 @@ describe('calibration', () => {
     'with a maximum uncertainty below any real round trip, begin is rejected with jog_clock_uncertain and no jog opens',
     covers('rule:remote_jog_ws.msg_rejected', 'profile:remote_jog.calibration'),
     async ({ skip }) => {
-      skip(!onSim, SKIP);
+      skip(!ownStacks, SKIP);
       const l = await lane(['--remote-jog-max-uncertainty-ns', '1', '--remote-jog-drift-ppb', '1', '--remote-jog-calibration-max-age-ns', '60000000000']);
       try {
         const s = await ready(l);
@@ -455,7 +454,7 @@ describe('internet link profile', () => {
     'a cell on the internet profile: lease ceiling 3000 ms, jog input age 750 ms (a 600 ms old input is taken, a 760 ms old one is stale)',
     covers('limit:internet_jog_input_age_ms', 'limit:internet_grant_lease_ceiling_ms'),
     async ({ skip }) => {
-      skip(!onSim, SKIP);
+      skip(!ownStacks, SKIP);
       const l = A;
       const d = (await l.localClient.describe()).reply.data as Record<string, unknown>;
       expect(d).toMatchObject({ link_profile: 'internet', max_grant_lease_ms: 3000n, max_jog_input_age_ns: 750_000_000n });
@@ -501,7 +500,7 @@ describe('close codes', () => {
     'protocol violations close with 1002 (order, fragments, opcode, unmasked), 1007 (payload data) or 1009 (over 4096 bytes)',
     covers('rule:remote_jog_ws.protocol_close', 'rule:remote_jog_ws.frames', 'limit:remote_jog_frame_bytes', 'limit:ws_source_incarnation_hex', 'profile:remote_jog.close_codes'),
     async ({ skip }) => {
-      skip(!onSim, SKIP);
+      skip(!ownStacks, SKIP);
       const s = await A.alice.hold({ requested_lease_ms: 10_000 });
       const cases: Array<[string, number, (ws: RemoteJogSocket) => Promise<void> | void]> = [
         ['binary frame before begun', 1002, (ws) => ws.sendBinary(Buffer.alloc(152))],
@@ -536,7 +535,7 @@ describe('close codes', () => {
     'text after begun is a protocol violation (1002); a stop of the grant sends control_session_stale before closing and stops the jog',
     covers('rule:remote_jog_ws.protocol_close', 'rule:remote_jog_ws.idle_close', 'profile:remote_jog.close_codes', 'profile:remote_jog.messages'),
     async ({ skip }) => {
-      skip(!onSim, SKIP);
+      skip(!ownStacks, SKIP);
       const l = A;
       const s1 = await ready(l);
       const ws1 = await RemoteJogSocket.open(l.aliceCreds, q(s1));
@@ -567,7 +566,7 @@ describe('close codes', () => {
     'a second remote jog connection closes both with 1008',
     covers('rule:remote_jog_ws.single_connection', 'limit:remote_jog_connections', 'profile:remote_jog.producer_gone'),
     async ({ skip }) => {
-      skip(!onSim, SKIP);
+      skip(!ownStacks, SKIP);
       const l = A;
       const s = await ready(l);
       const first = await RemoteJogSocket.open(l.aliceCreds, q(s));
@@ -595,7 +594,7 @@ describe('clock qualification and setup idle', () => {
     'with the three remote jog clock flags at their default 0, every remote frame is refused with jog_clock_unqualified and nothing moves',
     covers('reason:jog_clock_unqualified', 'rule:auth.remote_jog_flags'),
     async ({ skip }) => {
-      skip(!onSim, SKIP);
+      skip(!ownStacks, SKIP);
       const l = B;
       const s = await ready(l);
       const ws = await RemoteJogSocket.open(l.aliceCreds, q(s));
@@ -626,7 +625,7 @@ describe('clock qualification and setup idle', () => {
     'during setup a pause longer than the input age is allowed; a setup that stops sends jog_stream_idle and closes',
     covers('limit:remote_jog_setup_idle_s', 'reason:jog_stream_idle', 'rule:remote_jog_ws.idle_close'),
     async ({ skip }) => {
-      skip(!onSim, SKIP);
+      skip(!ownStacks, SKIP);
       const s = await B.alice.hold({ requested_lease_ms: 10_000 });
       const ws = await RemoteJogSocket.open(B.aliceCreds, q(s));
       ws.sendJson({ type: 'calibrate', source_incarnation: INCARNATION, source_ns: source(), seq: 1n });
@@ -646,7 +645,7 @@ describe('clock qualification and setup idle', () => {
     'during shutdown open connections close with 1001 and an upgrade answers 503 independent_jog_unavailable',
     covers('rule:remote_jog_ws.pre_upgrade_503', 'reason:independent_jog_unavailable', 'profile:remote_jog.shutdown'),
     async ({ skip }) => {
-      skip(!onSim, SKIP);
+      skip(!ownStacks, SKIP);
       const l = B;
       const s = await l.alice.hold({ requested_lease_ms: 10_000 });
       const ws = await RemoteJogSocket.open(l.aliceCreds, q(s));

@@ -2,22 +2,19 @@
 // sessions it acquires; other principals and local clients get session_principal_mismatch; sessions
 // acquired on the Unix socket belong to the local transport, so a remote client using one gets it too.
 
-import { beforeAll } from 'vitest';
 import { Cell } from '../../harness/clients/cell.ts';
 import { ControlClient } from '../../harness/clients/control.ts';
 import { checkGrant } from '../../harness/oracle/reply.ts';
-import type { RemoteStack } from '../../harness/targets/sim.ts';
-import { covers, describe, expect, profile, test } from '../../harness/fixture.ts';
-import { onSim, remoteStacks, SKIP } from './probe.ts';
+import type { RemoteStack } from '../../harness/targets/remote.ts';
+import { covers, describe, expect, profile, sharedRemote, test } from '../../harness/fixture.ts';
+import { ownStacks, SKIP } from './probe.ts';
 
-const open = remoteStacks();
 let stack: RemoteStack;
 let alice: Cell;
 let bob: Cell;
 let local: Cell;
 
-beforeAll(async () => {
-  if (!onSim) return;
+sharedRemote(async (open) => {
   stack = await open();
   const a = await stack.client('alice');
   const d = (await a.describe()).reply.data as unknown as { binding: { pair_id: string; revision: bigint; configuration_sha256: string } };
@@ -36,7 +33,7 @@ const fields = (op: string) => (op === 'mark_telemetry' ? { label: 'principal pr
 
 describe('session ownership', () => {
   test('a remote principal owns its session: another principal and a local client get session_principal_mismatch', covers('reason:session_principal_mismatch', 'rule:auth.principal_owns_session', 'profile:remote.ownership_first'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const s = await alice.hold();
     for (const op of FENCED) {
       for (const [who, cell] of [['bob', bob], ['local', local]] as const) {
@@ -57,7 +54,7 @@ describe('session ownership', () => {
   });
 
   test('a session acquired on the Unix socket belongs to the local transport: a remote client gets session_principal_mismatch', covers('reason:session_principal_mismatch', 'rule:auth.local_permissions', 'rule:auth.principal_owns_session'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const s = await local.hold();
     for (const op of FENCED) {
       const r = await alice.fenced(op, s, fields(op));
@@ -69,7 +66,7 @@ describe('session ownership', () => {
   });
 
   test('the same principal on a second connection (same certificate) owns its session', covers('rule:auth.principal_owns_session'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const s = await alice.hold();
     const again = await stack.client('alice'); // a new client and connection, same principal
     const r = await again.control({ schema: 'svc.rt-control.request.v1', operation: 'renew', session: s.session, generation: s.generation }, 'renew');
@@ -78,7 +75,7 @@ describe('session ownership', () => {
   });
 
   test('acquire while another principal holds the grant is control_already_owned; its acquire request_id is not replayed to others', profile('profile:remote.acquire_replay_owner'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const s = await alice.hold({ request_id: 'acquire-alice-1' });
     const other = await bob.acquire();
     expect(other.label).toBe('control_already_owned');
@@ -91,7 +88,7 @@ describe('session ownership', () => {
   });
 
   test('remote observation endpoints need a certificate but no session; fenced calls need the fence', covers('rule:auth.fence_after_acquire'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const c = alice.client;
     expect((await c.status()).status).toBe(200);
     const ev = await c.get('/v1/events?after=0', 'subscribe_events');

@@ -4,12 +4,13 @@
 import { readFileSync } from 'node:fs';
 import { connect as netConnect } from 'node:net';
 import { connect as tlsConnect, type SecureVersion, type TLSSocket } from 'node:tls';
-import { afterAll, expect } from 'vitest';
+import { expect } from 'vitest';
 import { clientFiles } from '../../harness/certs.ts';
-import { startRemoteStack, type RemoteStack } from '../../harness/targets/sim.ts';
+import { startsStacks, type RemoteStack } from '../../harness/targets/remote.ts';
 
-export const onSim = (process.env.HIL_TARGET ?? 'sim') === 'sim';
-export const SKIP = 'needs the sim target: only it can start a stack with a remote listener and its own fresh certificates';
+/** The target starts the reference stack (sim, or replay from a recorded run), so tests can start their own. */
+export const ownStacks = startsStacks();
+export const SKIP = 'needs the sim or replay target: only they can start a stack with a remote listener and its own fresh certificates';
 
 export interface ProbeOptions {
   port: number;
@@ -120,17 +121,4 @@ export async function logLine(stack: RemoteStack, from: number, re: RegExp, time
     if (Date.now() > until) throw new Error(`no log line matching ${re} in:\n${stack.stderr().slice(from)}`);
     await new Promise((r) => setTimeout(r, 50));
   }
-}
-
-/** Stacks opened by a suite file, stopped after it. */
-export function remoteStacks(): (o?: Parameters<typeof startRemoteStack>[0]) => Promise<RemoteStack> {
-  const opened: RemoteStack[] = [];
-  afterAll(async () => {
-    for (const s of opened.splice(0)) await s.stop();
-  });
-  return async (o) => {
-    const s = await startRemoteStack(o);
-    opened.push(s);
-    return s;
-  };
 }

@@ -6,19 +6,17 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll } from 'vitest';
 import { createPair, issueClient, renewCrl, revokeSerial, writeAtomic } from '../../harness/certs.ts';
-import type { RemoteStack } from '../../harness/targets/sim.ts';
-import { covers, describe, expect, test } from '../../harness/fixture.ts';
-import { caOf, clientOf, expectRefused, logLine, onSim, probe, remoteStacks, SKIP } from './probe.ts';
+import type { RemoteStack } from '../../harness/targets/remote.ts';
+import { covers, describe, expect, sharedRemote, test } from '../../harness/fixture.ts';
+import { caOf, clientOf, expectRefused, logLine, ownStacks, probe, SKIP } from './probe.ts';
 
-const open = remoteStacks();
 let stack: RemoteStack;
 let ca: string;
 const scratch: string[] = [];
 
-beforeAll(async () => {
-  if (!onSim) return;
+sharedRemote(async (open) => {
   stack = await open();
   ca = caOf(stack);
   await issueClient({ dir: stack.pair.dir, principal: 'operator-1' });
@@ -29,7 +27,7 @@ afterAll(async () => {
 
 describe('credential reload', () => {
   test('a revocation applies to the next handshake while an open connection keeps working', covers('rule:auth.credential_reload', 'rule:auth.open_connections_kept'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const issued = await issueClient({ dir: stack.pair.dir, principal: 'operator-2' });
     const creds = clientOf(stack, 'operator-2');
     // One keep-alive connection: undici reuses it for every request of this client.
@@ -49,7 +47,7 @@ describe('credential reload', () => {
   });
 
   test('a corrupt CRL file refuses every new handshake and never falls back to the old CRL', covers('rule:auth.failed_reload_refuses'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const good = clientOf(stack, 'operator-1');
     expect((await probe({ port: stack.port, ca, ...good })).status).toBe(200);
     const saved = await readFile(stack.pair.crl);
@@ -69,7 +67,7 @@ describe('credential reload', () => {
   });
 
   test('a server key that does not match the certificate is a failed reload: handshakes refused until fixed', covers('rule:auth.failed_reload_refuses', 'rule:auth.credential_reload'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const good = clientOf(stack, 'operator-1');
     const dir = await mkdtemp(join(tmpdir(), 'hil-pair-'));
     scratch.push(dir);
@@ -84,7 +82,7 @@ describe('credential reload', () => {
   });
 
   test('a renewed CRL is picked up by modification time', covers('rule:auth.credential_reload'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const from = stack.stderr().length;
     await renewCrl({ dir: stack.pair.dir });
     expect((await probe({ port: stack.port, ca, ...clientOf(stack, 'operator-1') })).status).toBe(200);
@@ -92,7 +90,7 @@ describe('credential reload', () => {
   });
 
   test('TLS session tickets are not honoured: a second connection offering the session is a full handshake', covers('rule:auth.no_session_tickets'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const creds = clientOf(stack, 'operator-1');
     const session = await new Promise<Buffer | undefined>((resolve, reject) => {
       let got: Buffer | undefined;

@@ -3,24 +3,28 @@
 // HTTP 404 resource_unknown. The machine here pins a robot description, which the configuration compiler
 // (document 3) turns into a resource named by the SHA-256 of its bytes.
 
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { ControlClient, contentType } from '../../harness/clients/control.ts';
 import { checkReply } from '../../harness/oracle/reply.ts';
-import type { RemoteStack } from '../../harness/targets/sim.ts';
-import { covers, describe, expect, profile, test } from '../../harness/fixture.ts';
-import { onSim, remoteStacks, SKIP } from './probe.ts';
+import type { RemoteStack } from '../../harness/targets/remote.ts';
+import { covers, describe, expect, profile, sharedRemote, test } from '../../harness/fixture.ts';
+import { ownStacks, SKIP } from './probe.ts';
 
-const open = remoteStacks();
 let dir = '';
 let stack: RemoteStack;
 let remote: ControlClient;
 let local: ControlClient;
-/** Bytes of the pinned description: every byte value, so a text transcoding would show. */
-const DESCRIPTION = Buffer.concat([Buffer.from('<robot name="arm-6"/>\n'), Buffer.from(Array.from({ length: 256 }, (_, i) => i)), randomBytes(2048)]);
+/**
+ * Bytes of the pinned description: every byte value, so a text transcoding would show, then 2048 bytes
+ * that look random but are the same every run (the machine's digest covers them, and a replayed run must
+ * compile the machine its recording was made with).
+ */
+const NOISE = Buffer.concat(Array.from({ length: 64 }, (_, i) => createHash('sha256').update(`arm-6 description ${i}`).digest()));
+const DESCRIPTION = Buffer.concat([Buffer.from('<robot name="arm-6"/>\n'), Buffer.from(Array.from({ length: 256 }, (_, i) => i)), NOISE]);
 const DIGEST = createHash('sha256').update(DESCRIPTION).digest('hex');
 
 /** A six-joint arm bound to six sim axes, with its description pinned (every robot fact has provenance). */
@@ -56,22 +60,26 @@ async function robotMachine(at: string): Promise<string> {
   return join(at, 'cell.json');
 }
 
+let machine = '';
+
 beforeAll(async () => {
-  if (!onSim) return;
+  if (!ownStacks) return;
   dir = await mkdtemp(join(tmpdir(), 'hil-resources-'));
-  const machine = await robotMachine(dir);
+  machine = await robotMachine(dir);
+});
+sharedRemote(async (open) => {
   stack = await open({ args: ['--machine', machine, '--config-cache', join(dir, 'compiled')] });
   remote = await stack.client('viewer-1');
   local = new ControlClient(stack.ready.control);
+  return () => local.close();
 });
 afterAll(async () => {
-  await local?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 describe('resources', () => {
   test('a known digest returns the resource bytes, whose SHA-256 is the digest', covers('endpoint:GET /v1/resources/<sha256>', 'rule:observation.resource_remote_only'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const r = await remote.raw('GET', `/v1/resources/${DIGEST}`);
     expect(r.status).toBe(200);
     expect(contentType(r)).toBe('application/octet-stream');
@@ -80,7 +88,7 @@ describe('resources', () => {
   });
 
   test('an unknown digest is HTTP 404 resource_unknown', covers('reason:resource_unknown', 'rule:observation.resource_remote_only'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const unknown = createHash('sha256').update(DESCRIPTION).update('x').digest('hex');
     for (const d of [unknown, '0'.repeat(64)]) {
       const r = await remote.raw('GET', `/v1/resources/${d}`);
@@ -91,7 +99,7 @@ describe('resources', () => {
   });
 
   test('digest text other than 64 lowercase hex digits is resource_unknown', profile('profile:remote.resource_digest'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     for (const d of [DIGEST.toUpperCase(), `sha256:${DIGEST}`, DIGEST.slice(1), `${DIGEST}0`, '..%2Fresources.json']) {
       const r = await remote.raw('GET', `/v1/resources/${d}`);
       const c = checkReply(r.status, contentType(r), r.body, 'resource');
@@ -100,14 +108,14 @@ describe('resources', () => {
   });
 
   test('Describe over the remote listener reports resource implemented on its documented transport, and it answers there', covers('capability:resource', 'rule:observation.resource_remote_only'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const d = (await remote.describe()).reply.data as unknown as { capabilities: Array<{ name: string; state: string; transport: string }> };
     expect(d.capabilities.find((c) => c.name === 'resource')).toEqual({ name: 'resource', state: 'implemented', transport: 'GET /v1/resources/<sha256>' });
     expect((await remote.raw('GET', `/v1/resources/${DIGEST}`)).status).toBe(200);
   });
 
   test('the local Unix socket does not serve resources (remote mutual TLS required): unknown_endpoint', covers('rule:observation.resource_remote_only', 'profile:remote.resource_digest'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const r = await local.raw('GET', `/v1/resources/${DIGEST}`);
     const c = checkReply(r.status, contentType(r), r.body);
     expect(c.status).toBe(409);

@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { certPem, createPair, crlPem, loadIssuer, makeCrl, makeIntermediate, newKey, type PairFiles } from '../../harness/certs.ts';
 import { referenceCommand, ROOT } from '../../harness/targets/reference.ts';
-import { startStack } from '../../harness/targets/sim.ts';
+import { startOwnStack } from '../../harness/targets/remote.ts';
 import { covers, describe, expect, test } from '../../harness/fixture.ts';
-import { onSim, SKIP } from './probe.ts';
+import { ownStacks, SKIP } from './probe.ts';
 
 
 let dir = '';
@@ -20,7 +20,7 @@ let other: PairFiles;
 const bad: Record<string, string> = {};
 
 beforeAll(async () => {
-  if (!onSim) return;
+  if (!ownStacks) return;
   dir = await mkdtemp(join(tmpdir(), 'hil-startup-'));
   pair = await createPair({ dir: join(dir, 'pair'), pairId: 'cell-a' });
   other = await createPair({ dir: join(dir, 'other'), pairId: 'cell-a' });
@@ -98,7 +98,7 @@ const CASES: Array<[string, () => Flags, RegExp]> = [
 
 describe('remote start-up checks', () => {
   test.for(CASES)('%s: exit status 2 with one line', covers('rule:auth.startup_flags', 'limit:remote_startup_failure_exit_status'), async ([, flags, message], { skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const r = await runToExit(argv(flags()));
     expect(r.code).toBe(2);
     const lines = r.stderr.split('\n').filter((l) => l.trim() !== '');
@@ -109,9 +109,9 @@ describe('remote start-up checks', () => {
 
 describe('remote listen address', () => {
   test('--remote-listen without a port listens on the default port 8443', covers('limit:remote_default_port'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const flags = argv({ ...full(), '--remote-listen': '127.0.0.1' });
-    const stack = await startStack({ args: flags });
+    const stack = await startOwnStack(flags);
     try {
       expect(stack.ready.remote).toBe('127.0.0.1:8443');
     } finally {

@@ -11,26 +11,28 @@ import { fileURLToPath } from 'node:url';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { afterAll, beforeAll } from 'vitest';
 import { issueClient } from '../../harness/certs.ts';
-import type { RemoteStack } from '../../harness/targets/sim.ts';
-import { covers, describe, expect, test } from '../../harness/fixture.ts';
-import { caOf, clientOf, onSim, remoteStacks, SKIP } from './probe.ts';
+import type { RemoteStack } from '../../harness/targets/remote.ts';
+import { covers, describe, expect, perTestStacks, sharedRemote, test } from '../../harness/fixture.ts';
+import { caOf, clientOf, ownStacks, SKIP } from './probe.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const open = remoteStacks();
 let lan: RemoteStack;
 let internet: RemoteStack;
 let dir = '';
+let machine = '';
 
 beforeAll(async () => {
-  if (!onSim) return;
-  lan = await open();
-  await issueClient({ dir: lan.pair.dir, principal: 'operator-1' });
+  if (!ownStacks) return;
   dir = await mkdtemp(join(tmpdir(), 'hil-timeouts-'));
   // The same cell on the internet link profile: headers get 10 s there.
   const doc = JSON.parse(await readFile(join(ROOT, 'fixtures', 'machines', 'nine-axis.json'), 'utf8')) as { control: Record<string, unknown> };
   doc.control.link_profile = 'internet';
-  const machine = join(dir, 'internet.json');
+  machine = join(dir, 'internet.json');
   await writeFile(machine, JSON.stringify(doc));
+});
+sharedRemote(async (open) => {
+  lan = await open();
+  await issueClient({ dir: lan.pair.dir, principal: 'operator-1' });
   internet = await open({ args: ['--machine', machine, '--config-cache', join(dir, 'compiled')] });
   await issueClient({ dir: internet.pair.dir, principal: 'operator-1' });
 });
@@ -101,9 +103,10 @@ const BODY_STALL = 'POST /v1/control HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type
 // stalled at the same moment in the same run: the shorter timer must close its connection while the
 // reference is still open. No duration is compared with a fixed wall-clock limit.
 // Concurrent: each test waits on its own connections, so the file takes about as long as its longest bound.
-describe.concurrent('remote HTTP timeouts', () => {
+// Not on a recorded or replayed run, where each test has stacks of its own that its hooks open and stop.
+(perTestStacks() ? describe : describe.concurrent)('remote HTTP timeouts', () => {
   test('LAN: a connection that has not sent its headers within 2 s is closed, before the 10 s of other link profiles', { ...covers('limit:remote_header_read_timeout_lan_s'), timeout: 60_000 }, async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const ref = await stallAfter(internet, HEADERS_ONLY_PART); // 10 s headers bound
     const s = await stallAfter(lan, HEADERS_ONLY_PART);
     expect(await s.openAt(1_500), 'closed before 2 s').toBe(true);
@@ -115,7 +118,7 @@ describe.concurrent('remote HTTP timeouts', () => {
   });
 
   test('other link profiles: headers get 10 s, less than the 30 s request bound', { ...covers('limit:remote_header_read_timeout_s'), timeout: 90_000 }, async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const ref = await stallAfter(internet, BODY_STALL); // headers complete: the 30 s request bound
     const s = await stallAfter(internet, HEADERS_ONLY_PART);
     expect(await s.openAt(6_000), 'closed before 10 s on the internet profile').toBe(true);
@@ -126,7 +129,7 @@ describe.concurrent('remote HTTP timeouts', () => {
   });
 
   test('a request whose body stalls is closed after 30 s, not before, and before the 90 s idle bound', { ...covers('limit:remote_request_read_timeout_s'), timeout: 120_000 }, async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const ref = await idleAfterRequest(lan); // 90 s idle bound
     // Complete headers (the header bound is met), then 10 of the 100 announced body bytes.
     const s = await stallAfter(lan, BODY_STALL);
@@ -139,7 +142,7 @@ describe.concurrent('remote HTTP timeouts', () => {
   });
 
   test('idle: the server announces 90 s and keeps an idle connection past the 5 s library default', { ...covers('limit:remote_idle_timeout_s'), timeout: 30_000 }, async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const conn = await connectTo(lan);
     const request = 'GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
     conn.socket.write(request);

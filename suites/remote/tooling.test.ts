@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll } from 'vitest';
-import { startStack, type StackProcess } from '../../harness/targets/sim.ts';
+import { startOwnStack } from '../../harness/targets/remote.ts';
 import { covers, describe, expect, test } from '../../harness/fixture.ts';
-import { onSim, SKIP } from './probe.ts';
+import { ownStacks, SKIP } from './probe.ts';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -21,7 +21,6 @@ const DAY_MS = 86_400_000;
 let dir = '';
 let pairDir = '';
 let client: { principal: string; serial: string; cert: string; key: string };
-let stack: StackProcess | undefined;
 
 /** `hil certs ...`: exit status 0 and one JSON line. */
 async function certs(...args: string[]): Promise<Record<string, unknown>> {
@@ -42,14 +41,13 @@ async function openssl(...args: string[]): Promise<{ code: number; out: string }
 }
 
 beforeAll(async () => {
-  if (!onSim) return;
+  if (!ownStacks) return;
   dir = await mkdtemp(join(tmpdir(), 'hil-certs-'));
   pairDir = join(dir, 'pair');
   await certs('create-pair', '--dir', pairDir, '--pair-id', 'cell-7');
   client = (await certs('issue-client', '--dir', pairDir, '--principal', 'operator-1')) as typeof client;
 });
 afterAll(async () => {
-  await stack?.stop();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
@@ -57,7 +55,7 @@ const days = (c: X509Certificate) => (Date.parse(c.validTo) - Date.parse(c.valid
 
 describe('hil certs', () => {
   test('create-pair makes an EC P-256 CA (3650 days, path length 0) and a server certificate (365 days) that openssl verifies', covers('rule:auth.certificate_tooling', 'limit:ca_validity_days', 'limit:server_certificate_validity_days', 'profile:certs.files'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const ca = new X509Certificate(await readFile(join(pairDir, 'ca.crt')));
     const server = new X509Certificate(await readFile(join(pairDir, 'server.crt')));
     expect(days(ca)).toBe(3650);
@@ -79,7 +77,7 @@ describe('hil certs', () => {
   });
 
   test('issue-client makes a 365-day client certificate with exactly one svc-principal and one svc-pair URI; openssl verifies it against the CRL', covers('rule:auth.certificate_tooling', 'limit:client_certificate_validity_days'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const c = new X509Certificate(await readFile(client.cert));
     expect(days(c)).toBe(365);
     expect(c.subjectAltName).toBe('URI:svc-principal:operator-1, URI:svc-pair:cell-7');
@@ -90,7 +88,7 @@ describe('hil certs', () => {
   });
 
   test('the CRL is valid 7 days; revoke lists the serial and openssl then refuses the certificate', covers('rule:auth.certificate_tooling', 'limit:crl_validity_days'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const other = (await certs('issue-client', '--dir', pairDir, '--principal', 'operator-2')) as typeof client;
     const revoked = await certs('revoke', '--dir', pairDir, '--serial', other.serial);
     expect(revoked.serial).toBe(other.serial);
@@ -108,30 +106,35 @@ describe('hil certs', () => {
   });
 
   test('curl and openssl s_client reach a stack serving the pair', covers('rule:auth.certificate_tooling', 'rule:transport.remote_listener'), async ({ skip }) => {
-    skip(!onSim, SKIP);
+    skip(!ownStacks, SKIP);
     const f = (n: string) => join(pairDir, n);
-    stack = await startStack({ args: ['--remote-listen', '127.0.0.1:0', '--remote-ca', f('ca.crt'), '--remote-cert', f('server.crt'), '--remote-key', f('server.key'), '--remote-crl', f('crl.pem'), '--pair-id', 'cell-7'] });
-    const port = stack.ready.remote!.split(':')[1]!;
-    const curl = await run('curl', ['-sS', '--fail', '--cacert', f('ca.crt'), '--cert', client.cert, '--key', client.key, `https://127.0.0.1:${port}/v1/describe`]);
-    expect(curl.stdout).toContain('"pair_id":"cell-7"');
-    // By name too: the server certificate names localhost.
-    const byName = await run('curl', ['-sS', '--fail', '--cacert', f('ca.crt'), '--cert', client.cert, '--key', client.key, '--resolve', `localhost:${port}:127.0.0.1`, `https://localhost:${port}/v1/status`]);
-    expect(byName.stdout).toContain('"operation":"status"');
+    // Stopped here, not after the file: on a recorded or replayed run the stack is one of this test's variants.
+    const stack = await startOwnStack(['--remote-listen', '127.0.0.1:0', '--remote-ca', f('ca.crt'), '--remote-cert', f('server.crt'), '--remote-key', f('server.key'), '--remote-crl', f('crl.pem'), '--pair-id', 'cell-7']);
+    try {
+      const port = stack.ready.remote!.split(':')[1]!;
+      const curl = await run('curl', ['-sS', '--fail', '--cacert', f('ca.crt'), '--cert', client.cert, '--key', client.key, `https://127.0.0.1:${port}/v1/describe`]);
+      expect(curl.stdout).toContain('"pair_id":"cell-7"');
+      // By name too: the server certificate names localhost.
+      const byName = await run('curl', ['-sS', '--fail', '--cacert', f('ca.crt'), '--cert', client.cert, '--key', client.key, '--resolve', `localhost:${port}:127.0.0.1`, `https://localhost:${port}/v1/status`]);
+      expect(byName.stdout).toContain('"operation":"status"');
 
-    const out = await new Promise<string>((resolve, reject) => {
-      const p = spawn('openssl', ['s_client', '-connect', `127.0.0.1:${port}`, '-tls1_3', '-CAfile', f('ca.crt'), '-cert', client.cert, '-key', client.key, '-verify_return_error', '-quiet', '-ign_eof'], { stdio: ['pipe', 'pipe', 'pipe'] });
-      let text = '';
-      p.stdout.setEncoding('latin1').on('data', (d: string) => (text += d));
-      p.stderr.setEncoding('latin1').on('data', (d: string) => (text += d));
-      const t = setTimeout(() => p.kill(), 15_000);
-      p.on('error', reject);
-      p.on('exit', () => {
-        clearTimeout(t);
-        resolve(text);
+      const out = await new Promise<string>((resolve, reject) => {
+        const p = spawn('openssl', ['s_client', '-connect', `127.0.0.1:${port}`, '-tls1_3', '-CAfile', f('ca.crt'), '-cert', client.cert, '-key', client.key, '-verify_return_error', '-quiet', '-ign_eof'], { stdio: ['pipe', 'pipe', 'pipe'] });
+        let text = '';
+        p.stdout.setEncoding('latin1').on('data', (d: string) => (text += d));
+        p.stderr.setEncoding('latin1').on('data', (d: string) => (text += d));
+        const t = setTimeout(() => p.kill(), 15_000);
+        p.on('error', reject);
+        p.on('exit', () => {
+          clearTimeout(t);
+          resolve(text);
+        });
+        p.stdin.end('GET /v1/describe HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
       });
-      p.stdin.end('GET /v1/describe HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
-    });
-    expect(out).toContain('HTTP/1.1 200');
-    expect(out).toContain('"operation":"describe"');
+      expect(out).toContain('HTTP/1.1 200');
+      expect(out).toContain('"operation":"describe"');
+    } finally {
+      await stack.stop();
+    }
   });
 });
