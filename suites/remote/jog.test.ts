@@ -126,6 +126,21 @@ const frame = (l: Lane, s: Session, jg: bigint, seq: bigint, v: number[], captur
 const cpu = (a: AxisD) => Number(a.counts_per_unit) * Number(a.sign);
 
 /** Wait until the ingress has counted `received` remote frames (frames are handled asynchronously). */
+/**
+ * Close the remote jog socket and wait until the service has seen it go: a closed lane ends its jog then
+ * (end_jog), and that must come before whatever the test sends next, as it did when recorded.
+ */
+async function closeLane(ws: RemoteJogSocket, l: Lane): Promise<void> {
+  await ws.close();
+  await laneGone(l);
+}
+
+/** Wait until the service has seen its remote jog connection go (it closed it, or the client did): see closeLane. */
+async function laneGone(l: Lane): Promise<void> {
+  const until = Date.now() + 5_000;
+  while (Number((await readJogIngress(l.localClient)).remote_connections) !== 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+}
+
 async function remoteReceived(c: ControlClient, n: bigint): Promise<Record<string, unknown>> {
   const until = Date.now() + 5_000;
   for (;;) {
@@ -305,6 +320,7 @@ describe('setup exchange and frames', () => {
       const idle = await ws.next(5_000);
       expect(idle).toEqual({ type: 'rejected', seq: 3n, reason: 'jog_stream_idle' });
       expect(await ws.closed).toEqual({ code: 1000, reason: 'jog_stream_idle' });
+      await laneGone(l);
       await waitFor(async () => (await readJog(l.localClient)).SessionOpen === 0n);
       const t1 = await latestSequence(l.localClient);
       await l.stack.step(300);
@@ -331,6 +347,7 @@ describe('setup exchange and frames', () => {
         const x = await calibrateAndBegin(ws, { source, incarnation: INCARNATION, axisMask: mask });
         expect(x.answer).toEqual({ type: 'rejected', seq: 3n, reason });
         expect((await ws.closed).code).toBe(1000);
+        await laneGone(A);
       }
       expect((await readJog(A.localClient)).SessionOpen).toBe(0n);
       await release(A, s);
@@ -361,7 +378,7 @@ describe('setup exchange and frames', () => {
       expect((g2.refused_by_reason as Record<string, bigint>).jog_frame_malformed).toBe(((g0.refused_by_reason as Record<string, bigint>).jog_frame_malformed ?? 0n) + 1n);
       await l.stack.step(1);
       expect((await readJog(l.localClient)).SourceSequence).toBe(1n);
-      await ws.close();
+      await closeLane(ws, l);
       // The producer went away: the jog ends (end_jog by the lane).
       await waitFor(async () => (await readJog(l.localClient)).SessionOpen === 0n);
       await release(l, s);
@@ -384,6 +401,7 @@ describe('calibration', () => {
         ws.sendJson({ type: 'calibrate', source_incarnation: INCARNATION, source_ns: first, seq: 2n, host_tx_ns: c1.host_tx_ns as bigint });
         expect(await ws.next()).toEqual({ type: 'rejected', seq: 2n, reason: 'jog_clock_sample_invalid' });
         expect(await ws.closed).toEqual({ code: 1000, reason: 'jog_clock_sample_invalid' });
+        await laneGone(A);
       }
       {
         const ws = await RemoteJogSocket.open(A.aliceCreds, q(s));
@@ -391,6 +409,7 @@ describe('calibration', () => {
         const c1 = await ws.next();
         ws.sendJson({ type: 'calibrate', source_incarnation: INCARNATION, source_ns: source(), seq: 2n, host_tx_ns: (c1.host_tx_ns as bigint) + 1n });
         expect((await ws.closed).code).toBe(1007);
+        await laneGone(A);
       }
       await release(A, s);
     },
@@ -422,7 +441,7 @@ describe('calibration', () => {
         const by = g.refused_by_reason as Record<string, bigint>;
         expect(by.jog_clock_calibration_expired).toBe(((g0.refused_by_reason as Record<string, bigint>).jog_clock_calibration_expired ?? 0n) + 2n);
         for (const r of await recordsSince(l.localClient, t0)) expect(r.ax[J1]!.target_velocity_counts_per_s).toBe(0);
-        await ws.close();
+        await closeLane(ws, l);
       } finally {
         await l.alice.cleanup();
       }
@@ -441,6 +460,7 @@ describe('calibration', () => {
         const x = await calibrateAndBegin(ws, { source, incarnation: INCARNATION, axisMask: 1 << J1 });
         expect(x.answer).toEqual({ type: 'rejected', seq: 3n, reason: 'jog_clock_uncertain' });
         expect((await ws.closed).code).toBe(1000);
+        await laneGone(l);
         expect((await readJog(l.localClient)).SessionOpen).toBe(0n);
       } finally {
         await l.alice.cleanup();
@@ -483,7 +503,7 @@ describe('internet link profile', () => {
       expect(g.accepted).toBe((g0.accepted as bigint) + 1n);
       expect((g.refused_by_reason as Record<string, bigint>).jog_clock_input_stale).toBe(((g0.refused_by_reason as Record<string, bigint>).jog_clock_input_stale ?? 0n) + 1n);
       expect(g.last_accepted_sequence).toBe(2n);
-      await ws.close();
+      await closeLane(ws, l);
       await release(l, s);
     },
   );
@@ -521,6 +541,7 @@ describe('close codes', () => {
         const ws = await fresh(s);
         await act(ws);
         expect((await ws.closed).code, what).toBe(code);
+        await laneGone(A);
       }
       // 32 hex digits of 16 nonzero bytes is accepted (the boundary of the cases above), in either case.
       const ok = await fresh(s);
@@ -542,6 +563,7 @@ describe('close codes', () => {
       expect((await calibrateAndBegin(ws1, { source, incarnation: INCARNATION, axisMask: 1 << J1 })).answer.type).toBe('begun');
       ws1.sendJson(calibrate1({ seq: 4n }) as never);
       expect((await ws1.closed).code).toBe(1002);
+      await laneGone(l);
       await release(l, s1);
 
       const s = await ready(l);
@@ -553,6 +575,7 @@ describe('close codes', () => {
       const stop = l.alice.fenced('stop', s);
       expect(await ws.next()).toEqual({ type: 'rejected', seq: 3n, reason: 'control_session_stale' });
       expect(await ws.closed).toEqual({ code: 1000, reason: 'control_session_stale' });
+      await laneGone(l);
       await l.stack.step(50);
       expect((await stop).status).toBe(200);
       const obs = await readJog(l.localClient);
@@ -576,6 +599,7 @@ describe('close codes', () => {
       expect((await readJogIngress(l.localClient)).remote_connections).toBe(1n);
       const second = await RemoteJogSocket.open(l.aliceCreds, q(s, jg));
       const [c1, c2] = await Promise.all([first.closed, second.closed]);
+      await laneGone(l);
       expect([c1.code, c2.code]).toEqual([1008, 1008]);
       // Neither producer feeds the lane any more: the jog is ended.
       await waitFor(async () => (await readJog(l.localClient)).SessionOpen === 0n);
@@ -616,7 +640,7 @@ describe('clock qualification and setup idle', () => {
       for (const r of recs) expect(r.ax[J1]!.target_velocity_counts_per_s).toBe(0);
       expect((await readJog(l.localClient)).HasInput).toBe(0n);
       // The same frames on a stack whose flags are all nonzero are accepted (suite test above): the flags decide.
-      await ws.close();
+      await closeLane(ws, l);
       await release(l, s);
     },
   );
@@ -637,6 +661,7 @@ describe('clock qualification and setup idle', () => {
       // Then nothing: the setup bound runs out.
       expect(await ws.next(10_000)).toEqual({ type: 'rejected', seq: 2n, reason: 'jog_stream_idle' });
       expect(await ws.closed).toEqual({ code: 1000, reason: 'jog_stream_idle' });
+      await laneGone(B);
       await B.alice.fenced('release', s);
     },
   );
@@ -651,6 +676,7 @@ describe('clock qualification and setup idle', () => {
       const ws = await RemoteJogSocket.open(l.aliceCreds, q(s));
       l.stack.child.stdin!.end(); // the lifeline: the service shuts down
       expect((await ws.closed).code).toBe(1001);
+      await laneGone(l);
       expectPre(await upgradeRequest(l.aliceCreds, remoteJogPath(q(s)), upgradeHeaders()), 503, 'independent_jog_unavailable');
     },
   );
