@@ -88,6 +88,8 @@ export const test = base.extend<{
         await allure.parameter(`replay${which}`, describeVerdict(v));
         if (v.divergence) throw new HarnessError('HIL_ERR_REPLAY_DIVERGED', `${o.recording}: ${describeVerdict(v)}`, { detail: { divergence: clipJson(v.divergence, 4_000) } });
         if (v.requests_unsent > 0) throw new HarnessError('HIL_ERR_REPLAY_DIVERGED', `${o.recording}: the test never sent ${v.requests_unsent} of the recorded requests (the first: ${clipJson(v.first_unsent)}); ${describeVerdict(v)}`);
+        const sr = v.service_replies;
+        if (sr && sr.matched < sr.recorded) throw new HarnessError('HIL_ERR_REPLAY_DIVERGED', `${o.recording}: the service answered ${sr.recorded - sr.matched} fewer control and program requests than when recorded (the first not answered: ${clipJson(sr.first_missing)}); ${describeVerdict(v)}`);
       }
     },
     { auto: true },

@@ -188,7 +188,8 @@ export function scanForPacing(file: string): PacingScan {
 
 /** One divergence of a paced replay: the bus (the driver's report), a request, a reply or an event. */
 export interface PacedDivergence {
-  kind: 'request' | 'reply' | 'event' | 'bus';
+  /** 'service': the live service answered a control or program request otherwise than the recorded one. */
+  kind: 'request' | 'reply' | 'event' | 'bus' | 'service';
   cycle: number;
   /** For request/reply/event: the recorded note (null: the live side sent one the recording does not have). */
   expected?: unknown;
@@ -231,6 +232,12 @@ export interface PacedVerdict {
   telemetry_reads: { recorded: number; served: number; missed: number };
   /** A recording made on the stepped clock: the test's steps answered (each matched with a recorded one). */
   steps?: number;
+  /**
+   * Format 3: the service's answers to control and program requests (operation, status, leading label),
+   * recorded and matched with the live service's. Fewer matched than recorded: the test made fewer
+   * requests, or the stack stopped before they were answered.
+   */
+  service_replies?: { recorded: number; matched: number; first_missing: unknown };
   divergence: PacedDivergence | null;
   /** The end of the recording as the driver reported it (kind 'end'), when the replay reached it. */
   end: DivergenceReport | null;
@@ -295,6 +302,14 @@ function unstamped(msg: unknown): unknown {
   if (msg === null || typeof msg !== 'object' || !('sentNs' in msg || 'origin' in msg)) return msg;
   const { sentNs: _s, origin: _o, ...bare } = msg as Record<string, unknown>;
   return bare;
+}
+
+/** What the service notes of its answer to a control or program request (sims/service/core-link.ts noteReply). */
+interface HttpReply {
+  t: 'http_reply';
+  op: string;
+  status: number;
+  label: string;
 }
 
 /** Origin of the requests a service sends when a lease runs out (sims/service/service.ts). */
@@ -372,6 +387,11 @@ export class ReplayPacer {
    */
   readonly steps: boolean;
   private stepping: { id: number; target: number; answers: number } | null = null;
+  /** Format 3: the recorded service's answers (see PacedVerdict.service_replies) and which the live one gave. */
+  private readonly replies: RecordingNote[];
+  private readonly replyTaken: boolean[];
+  private replyCursor = 0;
+  private repliesMatched = 0;
   private stepsDone = 0;
 
   constructor(
@@ -389,6 +409,8 @@ export class ReplayPacer {
     this.telemetryReads = o.toService ? scan.service.filter((n) => (n.data as { t?: string }).t === 'telemetry_read').map((n) => n.cycle) : [];
     this.serviceLog = scan.header.format >= 2 && scan.requests.every((n) => n.sent_ns !== undefined);
     this.hostClock = scan.header.clock === 'realtime';
+    this.replies = scan.header.format >= 3 ? scan.service.filter((n) => (n.data as { t?: string }).t === 'http_reply') : [];
+    this.replyTaken = this.replies.map(() => false);
     // A core driven in-process (tests, benches) runs cycles without step messages: nothing to wait for then.
     this.steps = scan.header.clock === 'stepped' && scan.header.format >= 3 && scan.requests.some((n) => (n.data as { t?: string }).t === 'step');
     if (this.serviceLog && o.toService) {
@@ -443,6 +465,7 @@ export class ReplayPacer {
    */
   offer(stamped: unknown): void {
     if ((stamped as { t?: string }).t === 'service_note') {
+      if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'http_reply') return this.matchReply((stamped as { data: HttpReply }).data);
       if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'telemetry_read') {
         this.telemetryServed++;
         this.telemetryHeldSince = null;
@@ -539,6 +562,34 @@ export class ReplayPacer {
       return { ...msg, payload } as M;
     }
     return m;
+  }
+
+  /**
+   * The live service answered a control or program request: matched with the earliest of the next
+   * LOOKAHEAD unmatched recorded answers of the same operation that agrees in status and label (concurrent
+   * requests may be answered in either order). An answer of that operation that differs, or one the
+   * recording does not have, is the divergence. Recordings before format 3 have none: nothing is compared.
+   */
+  private matchReply(live: HttpReply): void {
+    if (this.first || this.o.toService === undefined || this.scan.header.format < 3) return;
+    let sameOp = -1;
+    for (let k = this.replyCursor, seen = 0; k < this.replies.length && seen < LOOKAHEAD; k++) {
+      if (this.replyTaken[k]) continue;
+      seen++;
+      const r = this.replies[k]!.data as HttpReply;
+      if (r.op !== live.op) continue;
+      if (r.status === live.status && r.label === live.label) {
+        this.replyTaken[k] = true;
+        this.repliesMatched++;
+        while (this.replyCursor < this.replies.length && this.replyTaken[this.replyCursor]) this.replyCursor++;
+        return;
+      }
+      if (sameOp < 0) sameOp = k;
+    }
+    const c = this.host.core.cycleCount;
+    const expected = sameOp < 0 ? null : this.replies[sameOp]!;
+    const path = expected === null ? undefined : (expected.data as HttpReply).status !== live.status ? 'status' : 'label';
+    this.diverge({ kind: 'service', cycle: c, expected, actual: { cycle: c, kind: 'service', data: live }, ...(path ? { path } : {}) });
   }
 
   /** A message the core sent (reply, event, home_done, stop_drained), compared with the recorded ones in order. */
@@ -821,6 +872,9 @@ export class ReplayPacer {
       status_reads: { recorded: this.statusReads.length, served: this.readsServed, missed: this.readsMissed },
       telemetry_reads: { recorded: this.telemetryReads.length, served: this.telemetryServed, missed: this.telemetryMissed },
       ...(this.steps ? { steps: this.stepsDone } : {}),
+      ...(this.replies.length || (this.o.toService && s.header.format >= 3)
+        ? { service_replies: { recorded: this.replies.length, matched: this.repliesMatched, first_missing: this.replies.find((_, k) => !this.replyTaken[k]) ?? null } }
+        : {}),
       divergence: this.first,
       end: report && report.kind === 'end' ? report : null,
       wall_ms: Math.round(performance.now() - this.t0),

@@ -167,6 +167,8 @@ export interface ReplayVerdict {
   /** Wall-clock pacing: recorded time per wall time (1: as recorded), null: flat out. */
   pace?: number | null;
   live_renewals?: number;
+  /** Format 3: the service's answers to control and program requests, recorded and matched. */
+  service_replies?: { recorded: number; matched: number; first_missing: unknown };
   divergence: null | { kind: string; cycle: number; path?: string; expected?: unknown; actual?: unknown; bus?: Record<string, unknown> };
   end: null | { cycle: number; complete?: boolean };
   wall_ms: number;

@@ -304,7 +304,8 @@ export function clipJson(v: unknown, max = 1_000): string {
 /** One line saying what a replay verdict found (for a failing test's message and the report). */
 export function describeVerdict(v: ReplayVerdict): string {
   const d = v.divergence;
-  const head = `replayed ${v.cycles} of ${v.recorded.frames} recorded cycles (${v.mode}), ${v.requests_matched}/${v.recorded.requests} requests and ${v.outputs_matched}/${v.recorded.outputs} replies and events matched`;
+  const service = v.service_replies ? `, ${v.service_replies.matched}/${v.service_replies.recorded} service replies` : '';
+  const head = `replayed ${v.cycles} of ${v.recorded.frames} recorded cycles (${v.mode}), ${v.requests_matched}/${v.recorded.requests} requests and ${v.outputs_matched}/${v.recorded.outputs} replies and events${service} matched`;
   if (!d) return head;
   if (d.kind === 'bus' && d.bus) {
     const b = d.bus;

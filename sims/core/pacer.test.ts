@@ -536,3 +536,51 @@ test('format 2 telemetry polls: the core never runs past a recorded poll before 
     await host.close();
   }
 });
+
+test('format 3: the live service\'s answers to control and program requests are matched with the recorded ones (either order within the look-ahead); another status or label, or one the recording lacks, is the divergence; one never given is counted', async () => {
+  const file = tmp('replies.hilrec');
+  const reply = (op: string, status: number, label = '') => ({ t: 'service_note', data: { t: 'http_reply', op, status, label } }) as unknown as ToCore & PostStamp;
+  await recordStamped(
+    file,
+    [
+      [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
+      [0, reply('acquire', 200)],
+      [3, reply('enable', 200)],
+      [3, reply('arm', 409, 'not_ready')],
+      [8, reply('stop', 200)],
+    ],
+    20,
+  );
+  const scan = scanForPacing(file);
+  expect(scan.service.map((n) => n.data)).toEqual([
+    { t: 'http_reply', op: 'acquire', status: 200, label: '' },
+    { t: 'http_reply', op: 'enable', status: 200, label: '' },
+    { t: 'http_reply', op: 'arm', status: 409, label: 'not_ready' },
+    { t: 'http_reply', op: 'stop', status: 200, label: '' },
+  ]);
+  const run = async (answers: Array<ReturnType<typeof reply>>) => {
+    const host = await pacedHost(file, scan);
+    const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined });
+    p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
+    for (const a of answers) p.offer(a);
+    while (p.advance(100) === 'more');
+    const v = p.finish();
+    await host.close();
+    return v;
+  };
+  // the arm and the enable answered in the other order (two requests in flight): all four matched
+  const same = await run([reply('acquire', 200), reply('arm', 409, 'not_ready'), reply('enable', 200), reply('stop', 200)]);
+  expect(same).toMatchObject({ divergence: null, service_replies: { recorded: 4, matched: 4, first_missing: null } });
+  // the arm admitted where the recording refused it: a divergence on its status
+  const admitted = await run([reply('acquire', 200), reply('enable', 200), reply('arm', 200)]);
+  expect(admitted.divergence).toMatchObject({ kind: 'service', path: 'status', expected: { data: { op: 'arm', status: 409 } }, actual: { data: { op: 'arm', status: 200, label: '' } } });
+  // refused with another label: a divergence on the label
+  const other = await run([reply('acquire', 200), reply('enable', 200), reply('arm', 409, 'fence')]);
+  expect(other.divergence).toMatchObject({ kind: 'service', path: 'label' });
+  // an answer the recording does not have
+  const extra = await run([reply('acquire', 200), reply('home', 200)]);
+  expect(extra.divergence).toMatchObject({ kind: 'service', expected: null, actual: { data: { op: 'home' } } });
+  // the test stopped after the enable: two recorded answers never given, the first of them named
+  const fewer = await run([reply('acquire', 200), reply('enable', 200)]);
+  expect(fewer).toMatchObject({ divergence: null, service_replies: { recorded: 4, matched: 2, first_missing: { data: { op: 'arm', status: 409, label: 'not_ready' } } } });
+});

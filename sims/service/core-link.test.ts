@@ -77,3 +77,27 @@ test('status reads on a paced replay: each read takes the next recorded publicat
     await link.shutdown();
   }
 });
+
+test('the service\'s answers are noted only on a recorded or replayed run: operation, status and the leading label; renewals and jog updates never', async () => {
+  const link = new CoreLink(MACHINE, { driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0 });
+  await link.start();
+  try {
+    const inner = link as unknown as { onMessage(m: unknown): void; port: { postMessage(m: unknown): void } };
+    const posted: unknown[] = [];
+    inner.port.postMessage = (m: unknown) => void posted.push(m);
+    const refused = { status: 409, body: { operation: 'arm', error: 'not_ready: axis 2 is not enabled' } };
+    link.noteReply(refused);
+    expect(posted).toEqual([]); // a plain run notes nothing
+    inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: false });
+    link.noteReply(refused);
+    link.noteReply({ status: 200, body: { operation: 'enable', data: {} } });
+    link.noteReply({ status: 200, body: { operation: 'renew', data: {} } });
+    link.noteReply({ status: 409, body: { operation: 'update_jog', error: 'fence: stale' } });
+    expect(posted).toEqual([
+      { t: 'service_note', data: { t: 'http_reply', op: 'arm', status: 409, label: 'not_ready' } },
+      { t: 'service_note', data: { t: 'http_reply', op: 'enable', status: 200, label: '' } },
+    ]);
+  } finally {
+    await link.shutdown();
+  }
+});

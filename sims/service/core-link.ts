@@ -181,6 +181,21 @@ export class CoreLink extends EventEmitter {
   }
 
   /**
+   * The service's answer to a control or program request (its operation, HTTP status and leading reason
+   * label): noted into a recording, and told to a paced replay, which compares it with the recorded one
+   * (docs/recording.md "The service's replies"). Renewals and jog updates are left out: a controller sends
+   * them on its own wall-clock timer, so a replay sees another number of them.
+   */
+  noteReply(reply: { status: number; body: Record<string, unknown> }): void {
+    if (!(this.options.record || this.replayClock !== null)) return;
+    const op = typeof reply.body.operation === 'string' ? reply.body.operation : 'unknown';
+    if (op === 'renew' || op === 'update_jog') return;
+    const error = reply.body.error;
+    const label = typeof error === 'string' ? (error.split(':')[0] ?? '').trim() : '';
+    this.port?.postMessage({ t: 'service_note', data: { t: 'http_reply', op, status: reply.status, label } } satisfies ToCore);
+  }
+
+  /**
    * A telemetry poll was served: noted into a recording (the paced replay then holds the core where the
    * recorded poll was noted until the live one is), and told to a paced replay.
    */

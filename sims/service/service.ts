@@ -313,10 +313,15 @@ export class ControlService {
       switch (key) {
         case 'POST /v1/control': {
           const reply = await this.control(req, owner);
-          return reply ? this.send(res, reply) : undefined;
+          if (!reply) return undefined;
+          this.o.core.noteReply(reply);
+          return this.send(res, reply);
         }
-        case 'POST /v1/program':
-          return this.send(res, await this.programs.prepare(req, owner));
+        case 'POST /v1/program': {
+          const reply = await this.programs.prepare(req, owner);
+          this.o.core.noteReply(reply);
+          return this.send(res, reply);
+        }
         case 'GET /v1/describe':
           return this.send(res, { status: 200, body: { operation: 'describe', data: this.describe() } });
         case 'GET /v1/status': {
