@@ -291,10 +291,14 @@ export interface ServiceCue {
   hostClock: boolean;
   expire?: { generation: bigint };
   fences?: string[];
+  /** At start: how each of those decisions went ('ok' or the refusal label). */
+  fenceOutcomes?: string[];
   /** At start: the deadlines the recorded service gave its acquired grants, in order (see the constructor). */
   acquires?: bigint[];
   /** At start: the publication cycle each recorded status read was served from, in order. */
   statusReads?: bigint[];
+  /** At start (format 3): the service's clock each recorded status read showed, by read. */
+  statusReadClocks?: bigint[];
 }
 
 /** A live message without the service's post stamp (sentNs, origin: recorded beside a request, not in it). */
@@ -305,11 +309,28 @@ function unstamped(msg: unknown): unknown {
 }
 
 /** What the service notes of its answer to a control or program request (sims/service/core-link.ts noteReply). */
-interface HttpReply {
+export interface HttpReply {
   t: 'http_reply';
   op: string;
   status: number;
   label: string;
+}
+
+/**
+ * The service's answers with repeats dropped: an answer equal (status and label) to the previous answer of
+ * the same operation. A test that polls until an answer changes (an upload slot still busy, a program not
+ * yet prepared) makes as many requests as the wall clock gave it time for, which differs from run to run;
+ * what it observed is the sequence of distinct answers. The cost: a second identical answer to the same
+ * operation is not checked on its own (one that reaches the core is, as a request).
+ */
+export function collapseRepeats<T>(xs: readonly T[], reply: (x: T) => HttpReply): T[] {
+  const last = new Map<string, HttpReply>();
+  return xs.filter((x) => {
+    const r = reply(x);
+    const prev = last.get(r.op);
+    last.set(r.op, r);
+    return !(prev && prev.status === r.status && prev.label === r.label);
+  });
 }
 
 /** Origin of the requests a service sends when a lease runs out (sims/service/service.ts). */
@@ -392,6 +413,7 @@ export class ReplayPacer {
   private readonly replyTaken: boolean[];
   private replyCursor = 0;
   private repliesMatched = 0;
+  private readonly lastLiveReply = new Map<string, HttpReply>();
   private stepsDone = 0;
 
   constructor(
@@ -409,7 +431,7 @@ export class ReplayPacer {
     this.telemetryReads = o.toService ? scan.service.filter((n) => (n.data as { t?: string }).t === 'telemetry_read').map((n) => n.cycle) : [];
     this.serviceLog = scan.header.format >= 2 && scan.requests.every((n) => n.sent_ns !== undefined);
     this.hostClock = scan.header.clock === 'realtime';
-    this.replies = scan.header.format >= 3 ? scan.service.filter((n) => (n.data as { t?: string }).t === 'http_reply') : [];
+    this.replies = scan.header.format >= 3 ? collapseRepeats(scan.service.filter((n) => (n.data as { t?: string }).t === 'http_reply').map((n) => ({ n, r: n.data as HttpReply })), (x) => x.r).map((x) => x.n) : [];
     this.replyTaken = this.replies.map(() => false);
     // A core driven in-process (tests, benches) runs cycles without step messages: nothing to wait for then.
     this.steps = scan.header.clock === 'stepped' && scan.header.format >= 3 && scan.requests.some((n) => (n.data as { t?: string }).t === 'step');
@@ -421,7 +443,9 @@ export class ReplayPacer {
       const first = scan.requests.length ? BigInt(scan.requests[0]!.sent_ns!) : BigInt(scan.header.t0_ns);
       const t0 = BigInt(scan.header.t0_ns);
       this.cueNs = this.hostClock && t0 < first ? t0 : first;
-      const fences = scan.service.filter((n) => (n.data as { t?: string }).t === 'fence').map((n) => String((n.data as { op?: unknown }).op));
+      const fenceNotes = scan.service.filter((n) => (n.data as { t?: string }).t === 'fence');
+      const fences = fenceNotes.map((n) => String((n.data as { op?: unknown }).op));
+      const fenceOutcomes = fenceNotes.map((n) => String((n.data as { outcome?: unknown }).outcome));
       // An acquire's lease deadline is the recorded service's timed decision: it read its clock before
       // it posted the grant (sent_ns is a little later), so the live service takes the recorded deadline
       // itself, acquire by acquire, rather than recompute it from the clock it is cued with. An acquired
@@ -439,8 +463,10 @@ export class ReplayPacer {
         clockNs: this.cueNs,
         hostClock: this.hostClock,
         fences,
+        fenceOutcomes,
         ...(acquires.length ? { acquires } : {}),
         ...(this.statusReads.length ? { statusReads: this.statusReads.map((c) => BigInt(c)) } : {}),
+        ...(reads.length && reads.every((n) => (n.data as { now_ns?: unknown }).now_ns !== undefined) ? { statusReadClocks: reads.map((n) => BigInt(String((n.data as { now_ns: unknown }).now_ns))) } : {}),
       });
     }
     let last: GrantKey | null = null;
@@ -572,6 +598,11 @@ export class ReplayPacer {
    */
   private matchReply(live: HttpReply): void {
     if (this.first || this.o.toService === undefined || this.scan.header.format < 3) return;
+    // A request polled until its answer changes (an upload slot still busy) is answered the same way as
+    // often as the wall clock had it: repeats are compared once (see collapseRepeats).
+    const last = this.lastLiveReply.get(live.op);
+    this.lastLiveReply.set(live.op, live);
+    if (last && last.status === live.status && last.label === live.label) return;
     let sameOp = -1;
     for (let k = this.replyCursor, seen = 0; k < this.replies.length && seen < LOOKAHEAD; k++) {
       if (this.replyTaken[k]) continue;

@@ -11,7 +11,7 @@ import { afterAll, expect, test } from 'vitest';
 import type { CompiledMachine } from '../config/types.ts';
 import { CoreHost } from './host.ts';
 import { NATIVE_REASON, type ClockSpec, type FromCore, type NativeOpName, type PostStamp, type ToCore } from './protocol.ts';
-import { compareNote, FenceMap, ReplayPacer, scanForPacing, type ServiceCue } from '../../drivers/replay/pacer.ts';
+import { collapseRepeats, compareNote, FenceMap, ReplayPacer, scanForPacing, type ServiceCue } from '../../drivers/replay/pacer.ts';
 import { RecordingError } from '../../drivers/replay/format.ts';
 import { nineAxisMachine } from './test-machine.ts';
 
@@ -248,7 +248,7 @@ test('format 2: a recorded lease expiry is cued to the live service at its cycle
   let pacer: ReplayPacer | undefined;
   const host = await pacedHost(file, scan, (m) => pacer?.observe(m));
   const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) }));
-  expect(cues).toEqual([{ t: 'replay_service', clockNs: 1_000n, hostClock: false, fences: ['enable'], acquires: [FAR] }]);
+  expect(cues).toEqual([{ t: 'replay_service', clockNs: 1_000n, hostClock: false, fences: ['enable'], fenceOutcomes: ['ok'], acquires: [FAR] }]);
   // the live service: other generation and stamps; it ends its grant only when told the recorded lease ran out
   const queue: unknown[] = [
     { t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n },
@@ -580,7 +580,16 @@ test('format 3: the live service\'s answers to control and program requests are 
   // an answer the recording does not have
   const extra = await run([reply('acquire', 200), reply('home', 200)]);
   expect(extra.divergence).toMatchObject({ kind: 'service', expected: null, actual: { data: { op: 'home' } } });
+  // a request polled until its answer changes: repeats of an answer are compared once, however many
+  const polled = await run([reply('acquire', 200), reply('acquire', 200), reply('enable', 200), reply('arm', 409, 'not_ready'), reply('arm', 409, 'not_ready'), reply('stop', 200)]);
+  expect(polled).toMatchObject({ divergence: null, service_replies: { recorded: 4, matched: 4 } });
   // the test stopped after the enable: two recorded answers never given, the first of them named
   const fewer = await run([reply('acquire', 200), reply('enable', 200)]);
   expect(fewer).toMatchObject({ divergence: null, service_replies: { recorded: 4, matched: 2, first_missing: { data: { op: 'arm', status: 409, label: 'not_ready' } } } });
+});
+
+test('collapseRepeats: an answer equal to the previous answer of the same operation is dropped, whatever came between', () => {
+  const r = (op: string, status: number, label = '') => ({ t: 'http_reply' as const, op, status, label });
+  const xs = [r('prepare_program', 200), r('prepare_program', 409, 'busy'), r('status', 200), r('prepare_program', 409, 'busy'), r('prepare_program', 200), r('stop', 200), r('stop', 200)];
+  expect(collapseRepeats(xs, (x) => x)).toEqual([r('prepare_program', 200), r('prepare_program', 409, 'busy'), r('status', 200), r('prepare_program', 200), r('stop', 200)]);
 });

@@ -152,3 +152,22 @@ test('replaying: an acquire takes the deadline the recorded service gave it (the
   const second = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}');
   expect((second.body.data as { deadline_host_ns: bigint }).deadline_host_ns).toBe(now + 500n * 1_000_000n);
 });
+
+test('replaying: where the recorded service found the lease run out at a fence check (release answered expired), the live one ends it there too, before deciding', () => {
+  const events: string[] = [];
+  const recorded: Record<string, string> = { halt: 'ok', release: 'expired' };
+  const a = new Authority(binding, 500n, {
+    now: () => 1_000_000_000n, // the replayed service clock has not reached the deadline
+    daemonIncarnation: () => 'd',
+    event: (type) => events.push(type),
+    nativeGrant: () => undefined,
+    replaying: () => true,
+    recordedFence: (op) => recorded[op],
+  });
+  const g = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}').body.data as { session: string; generation: bigint };
+  expect(label(() => a.fence('halt', g.session, g.generation))).toBe('ok');
+  expect(a.current?.generation).toBe(g.generation);
+  expect(label(() => a.fence('release', g.session, g.generation))).toBe('expired');
+  expect(a.current).toBeNull();
+  expect(events).toEqual(['grant_acquired', 'grant_expired']);
+});

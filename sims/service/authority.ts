@@ -76,6 +76,8 @@ export interface AuthorityHooks {
   fenced?(op: string, outcome: string): void;
   /** Paced replay: the deadline the recorded service gave this acquire (undefined: now + lease). */
   acquireDeadline?(): bigint | undefined;
+  /** Paced replay: how the recorded service decided the next fence of `op` ('ok' or the refusal label). */
+  recordedFence?(op: string): string | undefined;
 }
 
 export class Authority {
@@ -228,6 +230,9 @@ export class Authority {
 
   private check(op: string, session: string, generation: bigint, owner: string): Grant {
     this.checkExpiry();
+    // Paced replay: the recorded service found this session's lease run out at this very decision (the lazy
+    // check on a request; its timer had not fired yet): retake that expiry here, as it did.
+    if (this.current?.session === session && this.hooks.replaying?.() && this.hooks.recordedFence?.(op) === 'expired') this.end('expired', 'grant_expired');
     if (!SESSION_RE.test(session)) throw refuse('control_session_stale', 'session is not a 64-character lowercase hex token');
     if (generation === 0n) throw refuse('control_session_stale', 'generation must be nonzero');
     const known = this.sessions.get(session);

@@ -101,3 +101,18 @@ test('the service\'s answers are noted only on a recorded or replayed run: opera
     await link.shutdown();
   }
 });
+
+test('status reads on a format 3 replay show the recorded service clock: the clock moves on to it (never back) as the read is served', async () => {
+  const link = new CoreLink(MACHINE, { driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0 });
+  await link.start();
+  try {
+    const inner = link as unknown as { onMessage(m: unknown): void };
+    inner.onMessage({ t: 'replay_service', clockNs: 1_000n, hostClock: false, statusReads: [5n, 7n], statusReadClocks: [9_000n, 2_000n] });
+    expect(link.nextStatusReadCycle()).toBe(5n);
+    expect(link.serviceNow()).toBe(9_000n); // the recorded read showed 9000
+    expect(link.nextStatusReadCycle()).toBe(7n);
+    expect(link.serviceNow()).toBe(9_001n); // 2000 is behind: a monotonic clock does not go back
+  } finally {
+    await link.shutdown();
+  }
+});

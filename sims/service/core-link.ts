@@ -160,10 +160,22 @@ export class CoreLink extends EventEmitter {
    * the same cycle (the paced core holds there until the read is noted), and notes every read it serves.
    */
   private statusReads: bigint[] = [];
+  /** Format 3: the service's clock each recorded status read showed (its now_host_ns), by read. */
+  private statusReadClocks: bigint[] = [];
   private statusReadsTaken = 0;
-  /** Paced replay: the publication cycle the recorded service served its next status read from, if any. */
+  /**
+   * Paced replay: the publication cycle the recorded service served its next status read from, if any.
+   * A format 3 recording also says what its clock showed then: the service's clock is moved on to it, so
+   * the read shows the recorded time (a deadline read earlier lies as far ahead of it as it did).
+   */
   nextStatusReadCycle(): bigint | undefined {
-    return this.statusReadsTaken < this.statusReads.length ? this.statusReads[this.statusReadsTaken++] : undefined;
+    const k = this.statusReadsTaken;
+    if (k >= this.statusReads.length) return undefined;
+    this.statusReadsTaken++;
+    const clock = this.statusReadClocks[k];
+    // serviceNow() moves on by a nanosecond before it answers: the read then shows the recorded value.
+    if (clock !== undefined && this.replayClock !== null && clock - 1n > this.replayClock) this.replayClock = clock - 1n;
+    return this.statusReads[k];
   }
   /** Resolve once a publication of at least `cycle` has arrived (at most `ms` of wall time). */
   async statusFrom(cycle: bigint, ms: number): Promise<void> {
@@ -174,10 +186,13 @@ export class CoreLink extends EventEmitter {
       await this.nextStatus(Math.min(left, 50));
     }
   }
-  /** A status read was served from the publication of `cycle`: noted into a recording, told to a paced replay. */
-  noteStatusRead(cycle: bigint | undefined): void {
+  /**
+   * A status read was served from the publication of `cycle`, showing the service's clock at `nowNs`:
+   * noted into a recording, told to a paced replay.
+   */
+  noteStatusRead(cycle: bigint | undefined, nowNs?: bigint): void {
     if (cycle === undefined || !(this.options.record || this.statusReads.length)) return;
-    this.port?.postMessage({ t: 'service_note', data: { t: 'status_read', cycle: cycle.toString() } } satisfies ToCore);
+    this.port?.postMessage({ t: 'service_note', data: { t: 'status_read', cycle: cycle.toString(), ...(nowNs !== undefined ? { now_ns: nowNs.toString() } : {}) } } satisfies ToCore);
   }
 
   /**
@@ -212,9 +227,10 @@ export class CoreLink extends EventEmitter {
   }
 
   private replayed(m: Extract<FromCore, { t: 'replay_service' }>): void {
-    if (m.fences) this.fenceOrder.load(m.fences);
+    if (m.fences) this.fenceOrder.load(m.fences, m.fenceOutcomes);
     if (m.acquires) this.acquireDeadlines = [...m.acquires];
     if (m.statusReads) this.statusReads = [...m.statusReads];
+    if (m.statusReadClocks) this.statusReadClocks = [...m.statusReadClocks];
     this.replayHostClock = m.hostClock;
     if (this.replayClock === null || m.clockNs > this.replayClock) this.replayClock = m.clockNs;
     if (m.expire) this.onReplayedExpiry?.(m.expire.generation);

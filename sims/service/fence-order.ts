@@ -16,6 +16,8 @@ export const FENCE_HOLD_MS = 2000;
 
 export class FenceOrder {
   private log: string[] | null = null;
+  /** The recorded outcome of each decision in `log` ('ok' or the refusal label), when the recording has them. */
+  private outcomes: string[] = [];
   private taken: boolean[] = [];
   private cursor = 0;
   private waiters: Array<{ at: number; go: () => void }> = [];
@@ -25,11 +27,20 @@ export class FenceOrder {
 
   constructor(private readonly note?: (data: { t: 'fence'; op: string; outcome: string }) => void) {}
 
-  /** Replay: the recorded fence decisions, in order. */
-  load(ops: readonly string[]): void {
-    this.log = ops.filter((op) => !UNORDERED.has(op));
+  /** Replay: the recorded fence decisions, in order, with their outcomes when given (same length). */
+  load(ops: readonly string[], outcomes?: readonly string[]): void {
+    const keep = ops.map((op) => !UNORDERED.has(op));
+    this.log = ops.filter((_, i) => keep[i]);
+    this.outcomes = outcomes && outcomes.length === ops.length ? outcomes.filter((_, i) => keep[i]) : [];
     this.taken = this.log.map(() => false);
     this.cursor = 0;
+  }
+
+  /** Replay: how the recorded service decided the next decision of `op` (undefined: not recorded). */
+  recordedOutcome(op: string): string | undefined {
+    if (!this.log || UNORDERED.has(op)) return undefined;
+    const k = this.find(op);
+    return k < 0 ? undefined : this.outcomes[k];
   }
 
   get replaying(): boolean {

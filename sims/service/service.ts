@@ -103,6 +103,7 @@ export class ControlService {
       replaying: () => o.core.replaying,
       acquireDeadline: () => o.core.recordedAcquireDeadline(),
       fenced: (op, outcome) => o.core.fenceOrder.passed(op, outcome),
+      recordedFence: (op) => o.core.fenceOrder.recordedOutcome(op),
       daemonIncarnation: () => this.daemonIncarnation,
       event: (type, g) => this.events.publish(type, g ? this.grantPayload(g, type) : {}),
       nativeGrant: (g, why) => {
@@ -329,7 +330,7 @@ export class ControlService {
           const want = this.o.core.nextStatusReadCycle();
           if (want !== undefined) await this.o.core.statusFrom(want, STATUS_READ_WAIT_MS);
           const data = this.statusData();
-          this.o.core.noteStatusRead(this.o.core.status?.cycle);
+          this.o.core.noteStatusRead(this.o.core.status?.cycle, data.now_host_ns as bigint);
           return this.send(res, { status: 200, body: { operation: 'status', data } });
         }
         case 'GET /v1/events':
