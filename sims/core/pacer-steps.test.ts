@@ -13,7 +13,7 @@ import { CoreHost } from './host.ts';
 import type { FromCore, ToCore } from './protocol.ts';
 import { ReplayPacer, scanForPacing } from '../../drivers/replay/pacer.ts';
 import { RecordingReader } from '../../drivers/replay/format.ts';
-import { nineAxisMachine } from './test-machine.ts';
+import { nineAxisMachine, pacedCoreHost } from './test-machine.ts';
 
 const DIR = mkdtempSync(join(tmpdir(), 'hil-pacer-steps-'));
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
@@ -53,14 +53,15 @@ async function replay(file: string, live: ToCore[]): Promise<{ sent: FromCore[];
   const scan = scanForPacing(file);
   const sent: FromCore[] = [];
   let pacer: ReplayPacer | undefined;
-  const host = await CoreHost.create(
-    { machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded', steps: true }, captureRetentionMs: 0 },
+  const host = await pacedCoreHost(
+    MACHINE,
+    file,
+    scan,
     (m) => {
       pacer?.observe(m);
       sent.push(m);
     },
-    'none',
-    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes },
+    { steps: true },
   );
   const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict' }));
   const queue = [...live];

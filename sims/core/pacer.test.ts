@@ -13,7 +13,7 @@ import { CoreHost } from './host.ts';
 import { NATIVE_REASON, type ClockSpec, type FromCore, type NativeOpName, type PostStamp, type ToCore } from './protocol.ts';
 import { collapseRepeats, compareNote, FenceMap, ReplayPacer, scanForPacing, type ServiceCue } from '../../drivers/replay/pacer.ts';
 import { RecordingError } from '../../drivers/replay/format.ts';
-import { nineAxisMachine } from './test-machine.ts';
+import { nineAxisMachine, pacedCoreHost } from './test-machine.ts';
 
 const DIR = mkdtempSync(join(tmpdir(), 'hil-pacer-'));
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
@@ -58,14 +58,15 @@ async function paced(file: string, live: ToCore[], extraParams: Record<string, u
   const scan = scanForPacing(file);
   const sent: FromCore[] = [];
   let pacer: ReplayPacer | undefined;
-  const host = await CoreHost.create(
-    { machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '', ...extraParams }, clock: { mode: 'recorded' }, captureRetentionMs: 0 },
+  const host = await pacedCoreHost(
+    MACHINE,
+    file,
+    scan,
     (m) => {
       pacer?.observe(m);
       sent.push(m);
     },
-    'none',
-    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes },
+    { driverParams: extraParams },
   );
   const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict' }));
   const queue = [...live];
@@ -198,11 +199,12 @@ test('lease renewals replay from the recording at their cycles; live renewals ar
   expect(wrong.verdict.divergence).toMatchObject({ kind: 'request', path: 'axisMask', expected: { cycle: 5, data: { op: 'enable' } } });
 });
 
-/** Record `script` (messages with the service's stamps) on the sim driver, stepped clock, for `cycles` cycles. */
 /** A core on the replay driver and the recorded clock of `scan`, as a paced replay runs it (the pacer is the test's). */
 function pacedHost(file: string, scan: ReturnType<typeof scanForPacing>, send: (m: FromCore) => void = () => undefined): Promise<CoreHost> {
-  return CoreHost.create({ machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 }, send, 'none', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes });
+  return pacedCoreHost(MACHINE, file, scan, send);
 }
+
+/** Record `script` (messages with the service's stamps) on the sim driver, stepped clock, for `cycles` cycles. */
 
 async function recordStamped(file: string, script: Array<[number, ToCore & PostStamp]>, cycles: number, clock: ClockSpec = { mode: 'stepped' }): Promise<FromCore[]> {
   const sent: FromCore[] = [];

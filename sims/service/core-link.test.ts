@@ -43,13 +43,24 @@ test('a core that is killed is reported once as an exit with its reason, and a n
   await link.shutdown();
 });
 
-test('status reads on a paced replay: each read takes the next recorded publication cycle, waits (bounded) for a publication of that cycle, and is noted to the core', async () => {
+type Inner = { onMessage(m: unknown): void; port: { postMessage(m: unknown): void } };
+
+/** A started link on a stepped core whose posts to the core are captured in `posted`; shut down after `fn`. */
+async function withLink(fn: (link: CoreLink, inner: Inner, posted: unknown[]) => Promise<void>): Promise<void> {
   const link = new CoreLink(MACHINE, { driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0 });
   await link.start();
   try {
-    const inner = link as unknown as { onMessage(m: unknown): void; port: { postMessage(m: unknown): void } };
+    const inner = link as unknown as Inner;
     const posted: unknown[] = [];
     inner.port.postMessage = (m: unknown) => void posted.push(m);
+    await fn(link, inner, posted);
+  } finally {
+    await link.shutdown();
+  }
+}
+
+test('status reads on a paced replay: each read takes the next recorded publication cycle, waits (bounded) for a publication of that cycle, and is noted to the core', () =>
+  withLink(async (link, inner, posted) => {
     // Not replaying: no recorded reads, nothing noted (the link does not record either).
     expect(link.nextStatusReadCycle()).toBeUndefined();
     link.noteStatusRead(3n);
@@ -73,18 +84,10 @@ test('status reads on a paced replay: each read takes the next recorded publicat
     // Bounded: a publication that never comes ends the wait after the given time.
     await link.statusFrom(1_000n, 60);
     expect(link.status!.cycle).toBe(5n);
-  } finally {
-    await link.shutdown();
-  }
-});
+  }));
 
-test('the service\'s answers are noted only on a recorded or replayed run: operation, status and the leading label; renewals and jog updates never', async () => {
-  const link = new CoreLink(MACHINE, { driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0 });
-  await link.start();
-  try {
-    const inner = link as unknown as { onMessage(m: unknown): void; port: { postMessage(m: unknown): void } };
-    const posted: unknown[] = [];
-    inner.port.postMessage = (m: unknown) => void posted.push(m);
+test('the service\'s answers are noted only on a recorded or replayed run: operation, status and the leading label; renewals and jog updates never', () =>
+  withLink(async (link, inner, posted) => {
     const refused = { status: 409, body: { operation: 'arm', error: 'not_ready: axis 2 is not enabled' } };
     link.noteReply(refused);
     expect(posted).toEqual([]); // a plain run notes nothing
@@ -97,22 +100,13 @@ test('the service\'s answers are noted only on a recorded or replayed run: opera
       { t: 'service_note', data: { t: 'http_reply', op: 'arm', status: 409, label: 'not_ready' } },
       { t: 'service_note', data: { t: 'http_reply', op: 'enable', status: 200, label: '' } },
     ]);
-  } finally {
-    await link.shutdown();
-  }
-});
+  }));
 
-test('status reads on a format 3 replay show the recorded service clock: the clock moves on to it (never back) as the read is served', async () => {
-  const link = new CoreLink(MACHINE, { driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0 });
-  await link.start();
-  try {
-    const inner = link as unknown as { onMessage(m: unknown): void };
+test('status reads on a format 3 replay show the recorded service clock: the clock moves on to it (never back) as the read is served', () =>
+  withLink(async (link, inner) => {
     inner.onMessage({ t: 'replay_service', clockNs: 1_000n, hostClock: false, statusReads: [5n, 7n], statusReadClocks: [9_000n, 2_000n] });
     expect(link.nextStatusReadCycle()).toBe(5n);
     expect(link.serviceNow()).toBe(9_000n); // the recorded read showed 9000
     expect(link.nextStatusReadCycle()).toBe(7n);
     expect(link.serviceNow()).toBe(9_001n); // 2000 is behind: a monotonic clock does not go back
-  } finally {
-    await link.shutdown();
-  }
-});
+  }));
