@@ -11,28 +11,11 @@ import { ControlClient } from '../clients/control.ts';
 import { HarnessError } from '../errors.ts';
 import { stringifyExact } from '../oracle/json.ts';
 import { ANCHOR_DIR_ENV, ROOT, referenceCommand } from './reference.ts';
-import type { PlannerEndpoint, StepReport, Target, TargetDescriptor, TargetOptions, TestStack } from './types.ts';
+import type { PlannerEndpoint, StackProcess, StackStart, StepReport, Target, TargetDescriptor, TargetOptions, TestStack } from './types.ts';
+
+export type { StackProcess, StackStart } from './types.ts';
 import { machineFile, parseVariant, type VariantOptions } from './variant.ts';
 import { currentTest, drawnProperties, noteVariantOutcome, recordingPath, registerPerTest, takeVariantIndex, variantOptionsJson, variantRecordingPath, type PerTestHooks, type PerTestOutcome } from './pertest.ts';
-
-export interface StackProcess {
-  child: ChildProcess;
-  dir: string;
-  ready: { control: string; public: string; test_channel: string; pid: number; driver?: string; clock?: string; remote?: string; machine_sha256?: string; configuration_sha256?: string };
-  stderr: () => string;
-  /** Stop the process; the temporary directory goes too unless keepDir (a restart reuses it). */
-  stop(opts?: { keepDir?: boolean }): Promise<void>;
-}
-
-export interface StackStart {
-  /** `hil serve` arguments after --socket-dir and --lifeline-stdin. */
-  args: readonly string[];
-  /** Extra environment, computed once the stack's directory exists (a variant's anchor store lives there). */
-  env?: (dir: string) => Promise<Record<string, string>> | Record<string, string>;
-  timeoutMs?: number;
-  /** Reuse this socket directory (a service restart keeps sockets' directory and anchors). */
-  reuseDir?: string;
-}
 
 /** Start `sims/main.ts` as a process and wait for its ready line. Internal to harness/targets/. */
 /** A reference program started as a process, once it has printed its `ready {...}` line. */

@@ -2,7 +2,7 @@
 // (the wptrunner habit): its name, what it can do, the options it reads, and `open`.
 
 import type { ControlClient } from '../clients/control.ts';
-import type { StackProcess, StackStart } from './sim.ts';
+import type { ChildProcess } from 'node:child_process';
 import type { VariantOptions } from './variant.ts';
 
 export type { VariantOptions } from './variant.ts';
@@ -151,4 +151,25 @@ export interface StepReport {
   cycles: bigint;
   /** Receipts, Home outcomes and stop outcomes the core sent during the step's cycles. */
   answered: number;
+}
+
+/** A reference stack started as a process (harness/targets/sim.ts startStack), once it is ready. */
+export interface StackProcess {
+  child: ChildProcess;
+  dir: string;
+  ready: { control: string; public: string; test_channel: string; pid: number; driver?: string; clock?: string; remote?: string; machine_sha256?: string; configuration_sha256?: string };
+  stderr: () => string;
+  /** Stop the process; the temporary directory goes too unless keepDir (a restart reuses it). */
+  stop(opts?: { keepDir?: boolean }): Promise<void>;
+}
+
+/** How a reference stack is started. */
+export interface StackStart {
+  /** `hil serve` arguments after --socket-dir and --lifeline-stdin. */
+  args: readonly string[];
+  /** Extra environment, computed once the stack's directory exists (a variant's anchor store lives there). */
+  env?: (dir: string) => Promise<Record<string, string>> | Record<string, string>;
+  timeoutMs?: number;
+  /** Reuse this socket directory (a service restart keeps sockets' directory and anchors). */
+  reuseDir?: string;
 }
