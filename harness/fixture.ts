@@ -1,7 +1,7 @@
 // The vitest fixtures every conformance suite uses. Suites get the target from here and never assume
 // which one it is; they ask `target.abilities` and Describe, and skip with a stated reason.
 
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as allure from 'allure-js-commons';
 import { afterAll, afterEach, beforeAll, beforeEach, test as base } from 'vitest';
@@ -56,9 +56,11 @@ export const test = base.extend<{
         else recording = 'path' in pre ? pre.path : pre.stackless; // stackless: recorded without a stack, runs without one
       }
       setCurrentTest(id);
+      const started = performance.now();
       // A replayed property test draws the cases it was recorded with (their seeds are beside the recording).
       if (recording) useRecordedProperties(readSidecar(recording));
       const outcomes: PerTestOutcome[] = [];
+      let testWall: { wallMs: number; recordedMs: number | undefined } | undefined;
       try {
         for (const t of perTestTargets()) await t.begin(id);
         // A fresh stack has fresh incarnations: the file's Describe must be this test's stack's.
@@ -66,19 +68,28 @@ export const test = base.extend<{
         await use();
       } finally {
         for (const t of perTestTargets()) outcomes.push(await t.end());
+        const wallMs = Math.round(performance.now() - started);
         // Recorded, but the test never opened the target: say so beside where its recording would be, so
         // its replay runs it (without a stack) rather than skipping it as not recorded. Its variants, if it
         // opened any, have recordings of their own beside that.
         if (!replay && options.recordDir && options.machineSha256 && !outcomes.some((o) => o.recording)) {
-          writeStacklessSidecar(options.recordDir, 'sim', options.machineSha256, id, drawnProperties());
+          writeStacklessSidecar(options.recordDir, 'sim', options.machineSha256, id, drawnProperties(), wallMs);
         }
+        // The test's wall time beside its recording: a replay says how much faster (or slower) it ran.
+        if (!replay) for (const o of outcomes) if (o.recording && !o.variant) noteSidecar(o.recording, { test_wall_ms: wallMs });
+        testWall = { wallMs, recordedMs: replay && recording ? numberOr(readSidecar(recording)?.test_wall_ms) : undefined };
         // The variant fixture has closed the test's variants by now (it is torn down first).
         outcomes.push(...takeVariantOutcomes());
         setCurrentTest(undefined);
       }
       for (const o of outcomes) {
         if (!o.recording) continue;
-        noteRecording({ test: id, recording: o.recording, ...(o.verdict ? { verdict: describeVerdict(o.verdict), diverged: o.verdict.divergence !== null } : {}) });
+        noteRecording({
+          test: id,
+          recording: o.recording,
+          ...(o.verdict ? { verdict: describeVerdict(o.verdict), diverged: o.verdict.divergence !== null } : {}),
+          ...(!o.variant && testWall ? { wall_ms: testWall.wallMs, ...(testWall.recordedMs !== undefined ? { recorded_wall_ms: testWall.recordedMs } : {}) } : {}),
+        });
         const which = o.variant ? ` (variant ${o.variant})` : '';
         await allure.parameter(`recording${which}`, o.recording);
         await allure.parameter(`recording mode${which}`, o.mode === 'replay' ? `replay ${options.replayMode ?? 'strict'}` : 'record');
@@ -367,8 +378,20 @@ export function sharedRemote(setup: (open: OpenRemote) => Promise<void | (() => 
   };
 }
 
+/** Add fields to the sidecar of a recording (an output sink: never aborts a run). */
+function noteSidecar(recording: string, fields: Record<string, unknown>): void {
+  const path = recording.replace(/\.hilrec$/, '.json');
+  try {
+    writeFileSync(path, JSON.stringify({ ...(JSON.parse(readFileSync(path, 'utf8')) as object), ...fields }, null, 2) + '\n');
+  } catch {
+    // no sidecar to add to
+  }
+}
+
+const numberOr = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+
 /** Leave a note of which recording a test wrote or replayed, for run.json and the report. */
-function noteRecording(u: { test: string; recording: string; verdict?: string; diverged?: boolean }): void {
+function noteRecording(u: { test: string; recording: string; verdict?: string; diverged?: boolean; wall_ms?: number; recorded_wall_ms?: number }): void {
   try {
     mkdirSync(RUN_DIR, { recursive: true });
     appendFileSync(join(RUN_DIR, `recordings-${process.pid}.jsonl`), JSON.stringify(u) + '\n');

@@ -226,6 +226,8 @@ export class HilReporter implements Reporter {
     } else if (this.o.gate) {
       w('traceability gate ok\n');
     }
+    const speed = replaySpeedLine(rec);
+    if (speed) w(`${speed}\n`);
     w(`errors: ${s.errored} harness or environment errors\n`);
     w(`verdict: ${v.headline}\n`);
     w(`completeness: ${v.completeness}\n`);
@@ -271,4 +273,23 @@ function gitRevision(root: string): string {
   } catch {
     return 'unknown';
   }
+}
+
+/**
+ * A replay run: the wall time of the replayed tests against the wall time the same tests took when recorded
+ * (each recording's sidecar keeps it), and the ratio. Null for any other run, or when no test has both.
+ */
+export function replaySpeedLine(rec: Pick<RunRecord, 'target'>): string | null {
+  const tests = rec.target.replay?.tests ?? [];
+  let recorded = 0;
+  let now = 0;
+  let n = 0;
+  for (const t of tests) {
+    if (t.recorded_wall_ms === undefined || t.wall_ms === undefined) continue;
+    recorded += t.recorded_wall_ms;
+    now += t.wall_ms;
+    n++;
+  }
+  if (n === 0 || now <= 0) return null;
+  return `replay: ${n} tests took ${(now / 1000).toFixed(1)} s, ${(recorded / 1000).toFixed(1)} s when recorded: ${(recorded / now).toFixed(2)} times the recorded speed`;
 }

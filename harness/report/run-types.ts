@@ -75,4 +75,7 @@ export interface RecordingUse {
   /** Replay: one line of what the replay found (requests, replies and events matched; the divergence). */
   verdict?: string;
   diverged?: boolean;
+  /** Wall time of the test, ms: as recorded (on a replay, from the recording's sidecar) and as run now. */
+  recorded_wall_ms?: number;
+  wall_ms?: number;
 }

@@ -236,12 +236,12 @@ export function findRecording(dir: string, target: string, machineSha256: string
  * A recorded run: the test never opened the target (no stack, nothing to record). Its sidecar says so, so
  * the replay runs it as it ran then (without a stack) instead of skipping it as not recorded.
  */
-export function writeStacklessSidecar(dir: string, target: string, machineSha256: string, testId: string, properties: Record<string, PropertyParams>): string {
+export function writeStacklessSidecar(dir: string, target: string, machineSha256: string, testId: string, properties: Record<string, PropertyParams>, wallMs?: number): string {
   const path = sidecarOf(recordingPath(dir, target, machineSha256, testId));
   mkdirSync(join(path, '..'), { recursive: true });
   writeFileSync(
     path,
-    JSON.stringify({ test: testId, target, machine_sha256: machineSha256, stack: false, recorded_at: new Date().toISOString(), ...(Object.keys(properties).length ? { properties } : {}) }, null, 2) + '\n',
+    JSON.stringify({ test: testId, target, machine_sha256: machineSha256, stack: false, recorded_at: new Date().toISOString(), ...(Object.keys(properties).length ? { properties } : {}), ...(wallMs !== undefined ? { test_wall_ms: wallMs } : {}) }, null, 2) + '\n',
   );
   return path;
 }
