@@ -1,8 +1,11 @@
 // The service's jog ingress in-process: the datagram module loads (or says clearly why not), and frames are
 // checked before anything reaches the core (the full paths run in suites/jog against a stack).
 
+import { EventEmitter } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { expect, test } from 'vitest';
-import { JOG_FRAME, JOG_REASON_LABELS, loadUnixDgram } from './jog.ts';
+import { compileMachine } from '../config/compile.ts';
+import { JOG_FRAME, JOG_REASON_LABELS, JogOps, loadUnixDgram } from './jog.ts';
 import { JOG_REASON } from '../core/protocol.ts';
 
 test('unix-dgram loads here; a missing native module gives JOG_SOCKET_MODULE_MISSING with the fix, not a crash', () => {
@@ -17,4 +20,25 @@ test('the service labels every numeric jog reason the core uses, and the documen
   expect(JOG_REASON_LABELS[15]).toBe('outside_limits_outward');
   expect(JOG_REASON.outside_limits_outward).toBe(15);
   expect(JOG_FRAME.headerBytes + 8 * 16).toBeLessThanOrEqual(JOG_FRAME.maxBytes);
+});
+
+test('two lanes of one jog that close together end it once; a new core incarnation numbers its jogs afresh and is ended again', async () => {
+  const commands: string[] = [];
+  const core = Object.assign(new EventEmitter(), {
+    incarnation: 'a',
+    status: { jog: { SessionOpen: 1, JogGeneration: 1n } },
+    command: async (op: string) => {
+      commands.push(op);
+      return { result: { Result: 0 } };
+    },
+  });
+  const authority = { current: { generation: 1n, stopping: false } };
+  const machine = { ...compileMachine(readFileSync(new URL('../../fixtures/machines/nine-axis.json', import.meta.url), 'utf8')).machine, dir: '' };
+  const ops = new JogOps(core as never, authority as never, machine, '/nonexistent/jog.sock');
+  // The core's status still shows the jog open while both lanes go: one end_jog.
+  await Promise.all([ops.endFromLane(1n), ops.endFromLane(1n)]);
+  expect(commands).toEqual(['end_jog']);
+  core.incarnation = 'b';
+  await ops.endFromLane(1n);
+  expect(commands).toEqual(['end_jog', 'end_jog']);
 });

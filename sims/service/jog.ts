@@ -326,12 +326,20 @@ export class JogOps {
     const g = this.authority.current;
     const j = this.jogStatus();
     if (!g || g.stopping || !j?.SessionOpen || j.JogGeneration !== jogGeneration) return;
+    // Two lanes of one jog closing together (a second remote connection closes both) end it once: the
+    // core's status may not show the first end_jog yet when the second lane goes.
+    const key = `${this.core.incarnation}:${jogGeneration}`; // generations start again with a new core
+    if (this.endedFromLane === key) return;
+    this.endedFromLane = key;
     try {
       await this.native('end_jog', g, 0, undefined, jogGeneration);
     } catch {
       // no native receipt: the core ended every lane already (authority lost), or will at the input deadline
     }
   }
+
+  /** The jog generation a closed lane last ended (endFromLane). */
+  private endedFromLane = '';
 
   /** Legacy jog (test_only): axis_mask, velocity in described axis order, timeout_ms 1..250. */
   async legacy(r: Request, g: Grant): Promise<Reply> {
