@@ -88,9 +88,9 @@ export const test = base.extend<{
           test: id,
           recording: o.recording,
           ...(o.verdict ? { verdict: describeVerdict(o.verdict), diverged: o.verdict.divergence !== null } : {}),
-          ...(!o.variant && testWall ? { wall_ms: testWall.wallMs, ...(testWall.recordedMs !== undefined ? { recorded_wall_ms: testWall.recordedMs } : {}) } : {}),
+          ...(!o.variant && !o.incarnation && testWall ? { wall_ms: testWall.wallMs, ...(testWall.recordedMs !== undefined ? { recorded_wall_ms: testWall.recordedMs } : {}) } : {}),
         });
-        const which = o.variant ? ` (variant ${o.variant})` : '';
+        const which = [o.variant ? `variant ${o.variant}` : '', o.incarnation ? `core ${o.incarnation}` : ''].filter(Boolean).join(', ').replace(/^(.+)$/, ' ($1)');
         await allure.parameter(`recording${which}`, o.recording);
         await allure.parameter(`recording mode${which}`, o.mode === 'replay' ? `replay ${options.replayMode ?? 'strict'}` : 'record');
         if (o.mode !== 'replay') continue;

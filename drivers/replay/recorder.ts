@@ -65,6 +65,11 @@ export class RecordingDriver implements BusDriver {
     return rc;
   }
 
+  /** Write out the frames and notes buffered so far (the file then ends at the last of them until more come). */
+  flush(): void {
+    this.writer?.flush();
+  }
+
   /** A request, reply or event aligned to the core's cycle count. */
   note(n: RecordingNote): void {
     this.writer?.note(n);

@@ -142,6 +142,8 @@ export interface PerTestOutcome {
   recording: string;
   /** A variant stack's outcome: which of the test's variants (1, 2, ...). */
   variant?: number;
+  /** A later core incarnation of the stack (its core restarted): 2, 3, ... */
+  incarnation?: number;
   mode: 'record' | 'replay';
   /** Replay: the stack's verdict (drivers' PacedVerdict as JSON), or null when it wrote none. */
   verdict?: ReplayVerdict | null;

@@ -82,7 +82,9 @@ export async function replayPrecheck(testId: string, o: TargetOptions): Promise<
 
 class ReplayTarget extends SimTarget implements PerTestHooks {
   override readonly name = 'replay' as const;
-  override readonly abilities = { faultInjection: true, coreRestart: false, serviceRestart: false, motion: true };
+  override readonly abilities = { faultInjection: true, coreRestart: true, serviceRestart: false, motion: true };
+  /** Core incarnations of this test's stack so far (a restart plays the recording of the next). */
+  private incarnations = 1;
   private readonly unregister: () => void;
   private recording: string | null = null;
 
@@ -110,6 +112,7 @@ class ReplayTarget extends SimTarget implements PerTestHooks {
     rmSync(this.verdictFile(), { force: true });
     await this.restack(replayArgs(pre.path, this.verdictFile(), this.o));
     this.recording = pre.path;
+    this.incarnations = 1;
   }
 
   async end(): Promise<PerTestOutcome> {
@@ -117,6 +120,7 @@ class ReplayTarget extends SimTarget implements PerTestHooks {
     await this.stopStack();
     this.recording = null;
     const verdict = readVerdict(this.verdictFile());
+    noteLaterIncarnations(recording, this.verdictFile(), this.incarnations);
     rmSync(this.verdictFile(), { force: true });
     return { recording, mode: 'replay', verdict };
   }
@@ -130,8 +134,10 @@ class ReplayTarget extends SimTarget implements PerTestHooks {
   override restartService(): Promise<void> {
     return Promise.reject(new HarnessError('HIL_ERR_TARGET_UNSUPPORTED', 'the replay target cannot restart its service (a recording is one service session)'));
   }
-  override restartCore(): Promise<void> {
-    return Promise.reject(new HarnessError('HIL_ERR_TARGET_UNSUPPORTED', 'the replay target cannot restart its core (a recording is one core incarnation)'));
+  override async restartCore(): Promise<void> {
+    nextIncarnationRecorded(this.recording ?? '', this.incarnations + 1);
+    this.incarnations++;
+    await super.restartCore();
   }
 
   override async close(): Promise<void> {
@@ -245,8 +251,9 @@ async function replayTestStack(s: TestStack, o: TargetOptions): Promise<StackPro
 /** A variant stack following its recording; its verdict goes with the test's (harness/fixture.ts). */
 class ReplayedVariant extends SimTarget {
   override readonly name = 'replay' as const;
-  override readonly abilities = { faultInjection: true, coreRestart: false, serviceRestart: false, motion: true };
+  override readonly abilities = { faultInjection: true, coreRestart: true, serviceRestart: false, motion: true };
   private closed = false;
+  private incarnations = 1;
 
   constructor(private readonly r: ReplayedStart) {
     super(r.stack, r.start);
@@ -261,15 +268,39 @@ class ReplayedVariant extends SimTarget {
   override restartService(): Promise<void> {
     return Promise.reject(new HarnessError('HIL_ERR_TARGET_UNSUPPORTED', 'a replayed variant cannot restart its service (a recording is one service session)'));
   }
-  override restartCore(): Promise<void> {
-    return Promise.reject(new HarnessError('HIL_ERR_TARGET_UNSUPPORTED', 'a replayed variant cannot restart its core (a recording is one core incarnation)'));
+  override async restartCore(): Promise<void> {
+    nextIncarnationRecorded(this.r.recording, this.incarnations + 1);
+    this.incarnations++;
+    await super.restartCore();
   }
 
   override async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     await super.close();
+    noteLaterIncarnations(this.r.recording, join(this.r.verdicts, 'verdict.json'), this.incarnations, this.r.n);
     finishReplayedVariant(this.r);
+  }
+}
+
+/** The file a core's n-th incarnation records into or replays (sims/service/core-link.ts incarnationFiles). */
+const nthIncarnation = (path: string, n: number, ext: 'hilrec' | 'json') => (n <= 1 ? path : path.replace(new RegExp(`\\.${ext}$`), '') + `.core-${n}.${ext}`);
+
+/** Before a replayed core restart: the recording of the incarnation it starts must be there. */
+function nextIncarnationRecorded(recording: string, n: number): void {
+  const next = nthIncarnation(recording, n, 'hilrec');
+  if (!existsSync(next)) throw new HarnessError('HIL_ERR_REPLAY_MISSING', `${recording}: the test restarts its core, but core incarnation ${n} was not recorded (${next}): re-record it (hil run --record)`);
+}
+
+/**
+ * The verdicts of a replayed stack's later core incarnations (its core restarted): each goes with the
+ * test's as an outcome of its own (harness/fixture.ts), so a divergence in any of them fails the test.
+ */
+function noteLaterIncarnations(recording: string, verdictFile: string, incarnations: number, variant?: number): void {
+  for (let n = 2; n <= incarnations; n++) {
+    const file = nthIncarnation(verdictFile, n, 'json');
+    noteVariantOutcome({ recording: nthIncarnation(recording, n, 'hilrec'), mode: 'replay', verdict: readVerdict(file), incarnation: n, ...(variant !== undefined ? { variant } : {}) });
+    rmSync(file, { force: true });
   }
 }
 

@@ -349,9 +349,9 @@ export class SimTarget implements Target {
   }
 }
 
-/** A recorded stack asked to restart (a test that did not look at `abilities`): refused, not half recorded. */
-function refuseRestart(what: 'core' | 'service'): Promise<void> {
-  return Promise.reject(new HarnessError('HIL_ERR_TARGET_UNSUPPORTED', `a recorded stack cannot restart its ${what} (a recording is one session of one core)`));
+/** A recorded stack asked to restart its service (a test that did not look at `abilities`): refused, not half recorded. */
+function refuseRestart(what: 'service'): Promise<void> {
+  return Promise.reject(new HarnessError('HIL_ERR_TARGET_UNSUPPORTED', `a recorded stack cannot restart its ${what} (a recording is one service session)`));
 }
 
 /**
@@ -359,13 +359,11 @@ function refuseRestart(what: 'core' | 'service'): Promise<void> {
  * into the test's file under DIR (harness/targets/pertest.ts says why one stack per test).
  */
 class RecordingSimTarget extends SimTarget implements PerTestHooks {
-  // A core or service restart would start a second session in the same recording: not recorded.
-  override readonly abilities = { faultInjection: true, coreRestart: false, serviceRestart: false, motion: true };
+  // A core restart records the next incarnation into a file of its own (sims/service/core-link.ts
+  // incarnationFiles); a service restart would start a second session in the same recording: not recorded.
+  override readonly abilities = { faultInjection: true, coreRestart: true, serviceRestart: false, motion: true };
   override restartService(): Promise<void> {
     return refuseRestart('service');
-  }
-  override restartCore(): Promise<void> {
-    return refuseRestart('core');
   }
   private recording: string | null = null;
   private readonly unregister: () => void;
@@ -425,13 +423,10 @@ class RecordingSimTarget extends SimTarget implements PerTestHooks {
 
 /** A variant stack recording its whole session (`hil run --record`); its sidecar keeps the options. */
 class RecordedVariant extends SimTarget {
-  // A restart would start a second session in the same recording: not recorded.
-  override readonly abilities = { faultInjection: true, coreRestart: false, serviceRestart: false, motion: true };
+  // As the recording target: a core restart records its next incarnation beside, a service restart is not recorded.
+  override readonly abilities = { faultInjection: true, coreRestart: true, serviceRestart: false, motion: true };
   override restartService(): Promise<void> {
     return refuseRestart('service');
-  }
-  override restartCore(): Promise<void> {
-    return refuseRestart('core');
   }
   private closed = false;
 

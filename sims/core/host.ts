@@ -149,6 +149,12 @@ export class CoreHost {
       this.recorder?.note({ cycle: this.core.cycleCount, kind: 'service', data: msg.data, ...(sentNs !== undefined ? { sent_ns: sentNs.toString() } : {}) });
       return true;
     }
+    if (msg.t === 'flush_record') {
+      // Not the core's business and not recorded: the harness's crash keeps the session recorded so far.
+      this.recorder?.flush();
+      this.send({ t: 'record_flushed', id: msg.id });
+      return true;
+    }
     if (msg.t === 'cmd' && this.stallNextMs > 0) {
       // Before the note: the host time recorded with the command is the one the core judged it at.
       Atomics.wait(this.sleeper, 0, 0, this.stallNextMs);

@@ -202,6 +202,8 @@ export type ToCore =
   | { t: 'inject'; id: number; fault: FaultSpec | { kind: 'clear' } | { kind: 'stall_next_command'; ms: number } | { kind: 'hold_capture_write'; ms: number } | { kind: 'hold_event_publisher'; ms: number } | { kind: 'late_wake'; ns: number } }
   /** Stepped clock only: run this many cycles back to back, then answer 'stepped'. */
   | { t: 'step'; id: number; cycles: number }
+  /** A recorded core: write out what the recording holds now (before a simulated crash kills the thread). */
+  | { t: 'flush_record'; id: number }
   | { t: 'shutdown' };
 
 /** Jog fields of a native command: begin_jog (origin, deadline) and legacy jog (velocity, timeout). */
@@ -354,6 +356,7 @@ export type FromCore =
   | { t: 'event'; type: string; payload: Record<string, unknown>; time_ns?: bigint }
   /** `answered`: replies, Home and stop outcomes the step's cycles produced. */
   | { t: 'stepped'; id: number; nowNs: bigint; cycles: bigint; answered: number }
+  | { t: 'record_flushed'; id: number }
   /** The core cannot go on; `message` says why (the service logs it before the exit is handled). */
   | { t: 'fatal'; message: string }
   /**

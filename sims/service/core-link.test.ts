@@ -1,11 +1,14 @@
 // The service's side of the core channel: a core that cannot start or that dies says why, and the
 // reason reaches the caller (and through the service, its log and daemon_incarnation_changed).
 
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect, test } from 'vitest';
+import { RecordingReader } from '../../drivers/replay/format.ts';
 import { compileMachine } from '../config/compile.ts';
 import type { CompiledMachine } from '../config/types.ts';
-import { CoreLink, CoreUnavailable } from './core-link.ts';
+import { CoreLink, CoreUnavailable, incarnationFiles } from './core-link.ts';
 
 const MACHINE: CompiledMachine = {
   ...compileMachine(readFileSync(new URL('../../fixtures/machines/bench-two-axis.json', import.meta.url), 'utf8')).machine,
@@ -65,7 +68,7 @@ test('status reads on a paced replay: each read takes the next recorded publicat
     expect(link.nextStatusReadCycle()).toBeUndefined();
     link.noteStatusRead(3n);
     expect(posted).toEqual([]);
-    inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: false, statusReads: [5n, 7n] });
+    inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], statusReads: [5n, 7n] });
     expect(link.nextStatusReadCycle()).toBe(5n);
     // Waits for a publication of at least cycle 5: an older one does not do, the right one ends the wait.
     const status = (cycle: bigint) => inner.onMessage({ t: 'status', status: { ...link.status!, cycle, now_ns: 1n } });
@@ -104,9 +107,51 @@ test('the service\'s answers are noted only on a recorded or replayed run: opera
 
 test('status reads on a format 3 replay show the recorded service clock: the clock moves on to it (never back) as the read is served', () =>
   withLink(async (link, inner) => {
-    inner.onMessage({ t: 'replay_service', clockNs: 1_000n, hostClock: false, statusReads: [5n, 7n], statusReadClocks: [9_000n, 2_000n] });
+    inner.onMessage({ t: 'replay_service', clockNs: 1_000n, hostClock: false, fences: [], statusReads: [5n, 7n], statusReadClocks: [9_000n, 2_000n] });
     expect(link.nextStatusReadCycle()).toBe(5n);
     expect(link.serviceNow()).toBe(9_000n); // the recorded read showed 9000
     expect(link.nextStatusReadCycle()).toBe(7n);
     expect(link.serviceNow()).toBe(9_001n); // 2000 is behind: a monotonic clock does not go back
+  }));
+
+test('a core restart records (or replays) the next incarnation in a file of its own, and a crash writes the recording out first', async () => {
+  expect(incarnationFiles({ record: { path: '/r/t.hilrec', run: 'x' } }, 1)).toEqual({});
+  expect(incarnationFiles({ record: { path: '/r/t.hilrec', run: 'x' } }, 2)).toEqual({ record: { path: '/r/t.core-2.hilrec', run: 'x' } });
+  expect(incarnationFiles({ driverParams: { file: '/r/t.hilrec', mode: 'strict' }, replayPace: { verdictFile: '/v/verdict.json', speed: 1 } }, 3)).toEqual({
+    driverParams: { file: '/r/t.core-3.hilrec', mode: 'strict' },
+    replayPace: { verdictFile: '/v/verdict.core-3.json', speed: 1 },
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'hil-core-link-'));
+  const path = join(dir, 't.hilrec');
+  const link = new CoreLink(MACHINE, { driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0, record: { path } });
+  link.on('exit', () => void link.start());
+  try {
+    await link.start();
+    await link.step(5);
+    // Five cycles are far fewer than a block (250): without writing them out first, the crash would lose them all.
+    await link.crash();
+    await link.step(3);
+  } finally {
+    await link.shutdown();
+  }
+  const frames = (file: string) => {
+    const r = RecordingReader.open(file);
+    while (r.next()) r.takeNotes();
+    return r.frame;
+  };
+  try {
+    expect(frames(path)).toBe(5);
+    expect(frames(join(dir, 't.core-2.hilrec'))).toBe(3);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('each core incarnation of a replay cues the service afresh: status reads start again from the new recording\'s list', () =>
+  withLink(async (link, inner) => {
+    inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], statusReads: [5n, 7n] });
+    expect(link.nextStatusReadCycle()).toBe(5n);
+    inner.onMessage({ t: 'replay_service', clockNs: 2n, hostClock: false, fences: [], statusReads: [3n] });
+    expect(link.nextStatusReadCycle()).toBe(3n);
+    expect(link.nextStatusReadCycle()).toBeUndefined();
   }));

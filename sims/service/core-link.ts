@@ -51,7 +51,7 @@ export class CoreLink extends EventEmitter {
     const { port1, port2 } = new MessageChannel();
     // Drives keep their state when the master restarts: a driver that can say what it was hands it over.
     const driverState = this.status?.driver_state;
-    const options: CoreStartOptions = { ...this.options, machine: this.machine, ...(driverState !== undefined ? { driverState } : {}) };
+    const options: CoreStartOptions = { ...this.options, machine: this.machine, ...(driverState !== undefined ? { driverState } : {}), ...incarnationFiles(this.options, ++this.starts) };
     this.fatal = '';
     this.status = undefined;
     this.captureBuffer = undefined;
@@ -122,6 +122,14 @@ export class CoreLink extends EventEmitter {
         this.fatal = m.message;
         this.emit('fatal', m.message);
         return;
+      case 'record_flushed': {
+        const p = this.pending.get(m.id);
+        if (!p) return;
+        this.pending.delete(m.id);
+        clearTimeout(p.timer);
+        p.resolve({ result: { Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 } });
+        return;
+      }
       case 'stepped': {
         const p = this.pending.get(m.id);
         if (!p) return;
@@ -227,10 +235,15 @@ export class CoreLink extends EventEmitter {
   }
 
   private replayed(m: Extract<FromCore, { t: 'replay_service' }>): void {
-    if (m.fences) this.fenceOrder.load(m.fences, m.fenceOutcomes);
-    if (m.acquires) this.acquireDeadlines = [...m.acquires];
-    if (m.statusReads) this.statusReads = [...m.statusReads];
-    if (m.statusReadClocks) this.statusReadClocks = [...m.statusReadClocks];
+    if (m.fences) {
+      // A pacer's first cue (each core incarnation of a replay has its own recording and pacer): what the
+      // recorded service did during that incarnation, from its start.
+      this.fenceOrder.load(m.fences, m.fenceOutcomes);
+      this.acquireDeadlines = [...(m.acquires ?? [])];
+      this.statusReads = [...(m.statusReads ?? [])];
+      this.statusReadClocks = [...(m.statusReadClocks ?? [])];
+      this.statusReadsTaken = 0;
+    }
     this.replayHostClock = m.hostClock;
     if (this.replayClock === null || m.clockNs > this.replayClock) this.replayClock = m.clockNs;
     if (m.expire) this.onReplayedExpiry?.(m.expire.generation);
@@ -386,6 +399,9 @@ export class CoreLink extends EventEmitter {
     this.port?.close();
   }
 
+  /** Incarnations started so far (the first is 1). */
+  private starts = 0;
+
   /**
    * Kill the current incarnation as a crash would (crash-isolation tests). The service sees the exit,
    * revokes authority and starts a new incarnation; this resolves when that one is ready.
@@ -393,8 +409,37 @@ export class CoreLink extends EventEmitter {
   async crash(): Promise<string> {
     const w = this.worker;
     if (!w) throw new CoreUnavailable('core not running');
+    // A recorded core writes out its recording first: the session up to the crash is what a replay plays
+    // (the writer otherwise keeps up to 250 cycles in memory, and a short session would leave nothing).
+    if (this.options.record && this.port) {
+      const id = this.nextId++;
+      await new Promise<unknown>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          this.pending.delete(id);
+          resolve(undefined); // a core too busy to answer is killed all the same
+        }, 2_000);
+        this.pending.set(id, { resolve, reject, timer });
+        this.port!.postMessage({ t: 'flush_record', id } satisfies ToCore);
+      });
+    }
     const ready = new Promise<string>((resolve) => this.once('ready', resolve));
     await w.terminate();
     return ready;
   }
+}
+
+/**
+ * A recording is one core incarnation (docs/recording.md "Core restarts"): the n-th incarnation of a
+ * recorded session records into `<file>.core-<n>.hilrec`, and the n-th of a replayed one plays that file
+ * and writes its verdict beside the first's as `<verdict>.core-<n>.json`. The first keeps the names given.
+ */
+export function incarnationFiles(o: Pick<CoreStartOptions, 'record' | 'driverParams' | 'replayPace'>, n: number): Partial<CoreStartOptions> {
+  if (n <= 1) return {};
+  const nth = (path: string, ext: string) => path.replace(new RegExp(`\\.${ext}$`), '') + `.core-${n}.${ext}`;
+  const file = o.driverParams?.file;
+  return {
+    ...(o.record ? { record: { ...o.record, path: nth(o.record.path, 'hilrec') } } : {}),
+    ...(typeof file === 'string' ? { driverParams: { ...o.driverParams, file: nth(file, 'hilrec') } } : {}),
+    ...(o.replayPace ? { replayPace: { ...o.replayPace, verdictFile: nth(o.replayPace.verdictFile, 'json') } } : {}),
+  };
 }

@@ -44,6 +44,9 @@ async function armed(cell: Cell, client: ControlClient, n: number): Promise<Sess
   return s;
 }
 
+/** Targets that start the reference stack with an anchor directory of its own (empty at its start). */
+const REFERENCE_STACKS: ReadonlySet<string> = new Set(['sim', 'replay']);
+
 describe('enable and arm', () => {
   test('enable brings the selected axes to operation enabled and publishes enable_changed', covers('rule:op.enable.axis_mask_required', 'event:enable_changed', 'field:Request.axis_mask'), async ({ cell, client, target, description, skip }) => {
     needsMotion({ skip }, target);
@@ -248,7 +251,7 @@ describe('home', () => {
 
   test('a Home that finds the machine armed or other axes enabled at anchor capture answers anchor_source_invalid', covers('reason:anchor_source_invalid', 'rule:op.home.saves_anchors'), async ({ cell, client, target, description, skip }) => {
     needsMotion({ skip }, target);
-    skip(target.name !== 'sim', 'needs a target whose anchor directory is configured (the sim target sets CELL_ANCHOR_DIR)');
+    skip(!REFERENCE_STACKS.has(target.name), 'needs a target whose anchor directory is configured (a reference stack sets CELL_ANCHOR_DIR)');
     const s = await armed(cell, client, description.axes.length);
     const r = await cell.fenced('home', s, { axis_mask: mask([J1]) });
     expect(r.status).toBe(409);
@@ -481,7 +484,7 @@ describe('restore_anchor', () => {
   });
 
   test('restore_anchor for an axis never homed answers anchor_missing', covers('reason:anchor_missing'), async ({ cell, target, skip }) => {
-    skip(target.name !== 'sim', 'needs a target whose anchor directory state is known');
+    skip(!REFERENCE_STACKS.has(target.name), 'needs a target whose anchor directory state is known (a fresh reference stack has none)');
     const s = await cell.hold();
     const r = await cell.fenced('restore_anchor', s, { axis_mask: mask([8]) });
     expect(r.status).toBe(409);
