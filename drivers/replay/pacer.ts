@@ -678,7 +678,7 @@ export class ReplayPacer {
    * that request when recorded: the core catches up flat out. Late (a loaded machine) it catches up too.
    */
   private notDue(c: number): number {
-    if (this.speed === null || this.steps || c >= this.scan.frames || this.assigned.size > 0) return 0;
+    if (this.speed === null || this.flat || this.steps || c >= this.scan.frames || this.assigned.size > 0) return 0;
     const t = this.scan.times[c]!;
     const now = this.wallMs();
     if (!this.anchor) {
@@ -757,6 +757,7 @@ export class ReplayPacer {
    * once); after a divergence, or once a held read waited STATUS_READ_HOLD_MS of wall time, none.
    */
   private holdForRead(c: number): boolean {
+    if (this.flat) return false;
     const k = this.readsServed + this.readsMissed;
     if (this.first || k >= this.statusReads.length || this.readArrivals[k]! > c) return false;
     if (this.readArrivals[k]! < c) return false; // already past it: the service serves it at once
@@ -773,7 +774,7 @@ export class ReplayPacer {
 
   /** At the cycle of the next recorded telemetry poll the live service has not served yet: hold (bounded). */
   private holdForTelemetry(c: number): boolean {
-    if (this.first || this.telemetryReads.length === 0) return false;
+    if (this.first || this.flat || this.telemetryReads.length === 0) return false;
     // Every recorded poll noted by cycle c must have its live counterpart before cycle c + 1 runs.
     let due = this.telemetryPolled;
     while (due < this.telemetryReads.length && this.telemetryReads[due]! <= c) due++;
@@ -812,6 +813,17 @@ export class ReplayPacer {
     // A stepped core publishes in its cycles and after each step, never while it stands between steps.
     if (this.steps) return false;
     return !this.readPending(this.host.core.cycleCount) || this.publishAt.has(this.host.core.cycleCount);
+  }
+
+  /**
+   * The live side is about to kill this core (a simulated crash; the next incarnation has a recording of
+   * its own): run flat out, holding for nothing but live requests, to where the recorded core was killed.
+   */
+  private flat = false;
+  runToEnd(): void {
+    this.flat = true;
+    while (this.advance(100_000) === 'more');
+    this.writeVerdict();
   }
 
   /** A live message for the core now; on a stepped recording a step starts its cycles instead. */

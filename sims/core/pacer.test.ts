@@ -4,7 +4,7 @@
 // matched. A changed field, an inconsistent fence, a missing or an extra request: reported at the exact
 // cycle with the field. A recording for another machine: refused as stale naming both digests.
 
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
@@ -594,4 +594,22 @@ test('collapseRepeats: an answer equal to the previous answer of the same operat
   const r = (op: string, status: number, label = '') => ({ t: 'http_reply' as const, op, status, label });
   const xs = [r('prepare_program', 200), r('prepare_program', 409, 'busy'), r('status', 200), r('prepare_program', 409, 'busy'), r('prepare_program', 200), r('stop', 200), r('stop', 200)];
   expect(collapseRepeats(xs, (x) => x)).toEqual([r('prepare_program', 200), r('prepare_program', 409, 'busy'), r('status', 200), r('prepare_program', 200), r('stop', 200)]);
+});
+
+test('before a simulated crash the paced core runs flat out to the end of its recording (where the recorded core died), handing over what the live side sent, and writes its verdict', async () => {
+  const file = tmp('crash.hilrec');
+  await record(file);
+  const scan = scanForPacing(file);
+  const host = await pacedHost(file, scan);
+  const report = tmp('crash-verdict.json');
+  // A wall clock that never moves: paced at speed 1, no cycle after the first would ever be due.
+  const p = new ReplayPacer(host, scan, { file, mode: 'strict', speed: 1, wallMs: () => 0, reportFile: report });
+  for (const m of liveScript(42n, 100)) p.offer(m);
+  expect(p.advance(1000)).toBe('pace');
+  expect(host.core.cycleCount).toBeLessThan(CYCLES);
+  p.runToEnd();
+  expect(host.core.cycleCount).toBe(CYCLES);
+  const written = JSON.parse(readFileSync(report, 'utf8')) as { cycles: number; requests_matched: number; requests_unsent: number; divergence: unknown };
+  expect(written).toMatchObject({ cycles: CYCLES, requests_matched: SCRIPT.length, requests_unsent: 0, divergence: null });
+  await host.close();
 });

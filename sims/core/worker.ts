@@ -46,6 +46,11 @@ async function paced(): Promise<void> {
   port.on('message', (msg: ToCore) => {
     if (!running) return;
     if (msg.t === 'shutdown') running = false;
+    else if (msg.t === 'flush_record') {
+      // A simulated crash comes next: the recorded core ran to the end of its recording before it died.
+      p.runToEnd();
+      port.postMessage({ t: 'record_flushed', id: msg.id } satisfies FromCore);
+    }
     // A recording made on the stepped clock has the test's steps among its requests: matched like any other.
     else if (msg.t === 'step' && !p.steps) host.handle(msg);
     else p.offer(msg);

@@ -410,8 +410,9 @@ export class CoreLink extends EventEmitter {
     const w = this.worker;
     if (!w) throw new CoreUnavailable('core not running');
     // A recorded core writes out its recording first: the session up to the crash is what a replay plays
-    // (the writer otherwise keeps up to 250 cycles in memory, and a short session would leave nothing).
-    if (this.options.record && this.port) {
+    // (the writer otherwise keeps up to 250 cycles in memory, and a short session would leave nothing). A
+    // paced replay runs to the end of its recording and writes its verdict: that is where the recorded core died.
+    if ((this.options.record || this.options.replayPace) && this.port) {
       const id = this.nextId++;
       await new Promise<unknown>((resolve, reject) => {
         const timer = setTimeout(() => {
