@@ -6,62 +6,59 @@
 // with an anchor directory it owns, homes one axis, restarts the core to drop the evidence, then edits
 // the saved file before each restore.
 
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll } from 'vitest';
-import { Cell } from '../../harness/clients/cell.ts';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 import type { BindingInput } from '../../harness/clients/control.ts';
 import { readStatus, waitStatus } from '../../harness/clients/status.ts';
-import { variantsFromEnv, type Target, type VariantOptions } from '../../harness/targets/index.ts';
-import { covers, describe, expect, test } from '../../harness/fixture.ts';
+import { covers, describe, expect, perTestStacks, sharedVariant, test } from '../../harness/fixture.ts';
 const AXIS = 3; // J4 of the nine-axis fixture
 const BIT = 1 << AXIS;
 
+/** Remove what a directory holds, keeping the directory. */
+function emptyDir(dir: string): void {
+  for (const f of readdirSync(dir)) rmSync(join(dir, f), { recursive: true, force: true });
+}
+
 describe('restore_anchor refuses corrupt and foreign anchors', () => {
-  let stack: Target | undefined;
-  /** Why this target cannot give the file a stack whose anchor store it owns (then every test skips). */
-  let cannot: string | undefined;
-  let dir: string;
-  let cell: Cell;
+  // The file's stack owns this anchor store. On recorded and replayed runs every test has a stack of its own
+  // (harness/targets/pertest.ts), and each starts from an empty store: this hook is registered before the
+  // shared variant's, so it runs first.
+  const dir = mkdtempSync(join(tmpdir(), 'hil-anchors-'));
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+  const perTest = perTestStacks();
+  if (perTest) beforeEach(() => emptyDir(dir));
+  const v = sharedVariant<{ binding: BindingInput; axes: Array<{ id: string }> }>({ anchorStore: { kind: 'directory', dir } });
   let file: string;
   let saved: string;
 
-  const restartCore = async () => {
-    await stack!.restartCore();
-    await waitStatus(cell.client, (x) => x.core !== null && (Number(x.core.home_valid_mask) & BIT) === 0);
-  };
-
-  beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'hil-anchors-'));
-    const options: VariantOptions = { anchorStore: { kind: 'directory', dir } };
-    const variants = variantsFromEnv();
-    cannot = variants.cannotProvide(options);
-    if (cannot !== undefined) return;
-    stack = await variants.open(options);
-    const client = stack.client();
-    const d = (await client.describe()).reply.data as unknown as { binding: BindingInput; axes: Array<{ id: string }> };
-    cell = new Cell(client, d.binding);
-    const s = await cell.hold();
-    const home = await cell.fenced('home', s, { axis_mask: BIT });
+  /** Home the axis once on the stack (saving its anchor) and keep the saved file's text. */
+  const homed = async () => {
+    if (v.cannot !== undefined) return;
+    const s = await v.cell.hold();
+    const home = await v.cell.fenced('home', s, { axis_mask: BIT });
     expect(home.status, home.reply.error).toBe(200);
-    await cell.cleanup();
-    file = join(dir, `${d.axes[AXIS]!.id}.anchor.json`);
+    await v.cell.cleanup();
+    file = join(dir, `${v.description.axes[AXIS]!.id}.anchor.json`);
     saved = await readFile(file, 'utf8');
-  });
-  afterAll(async () => {
-    await cell?.cleanup();
-    await stack?.close();
-    if (dir) await rm(dir, { recursive: true, force: true });
-  });
+  };
+  if (perTest) beforeEach(homed);
+  else beforeAll(homed);
+
+  const restartCore = async () => {
+    await v.target.restartCore();
+    await waitStatus(v.cell.client, (x) => x.core !== null && (Number(x.core.home_valid_mask) & BIT) === 0);
+  };
 
   async function restoreWith(text: string): Promise<{ status: number; label?: string; homed: boolean }> {
     await restartCore();
     await writeFile(file, text);
-    const s = await cell.hold();
-    const r = await cell.fenced('restore_anchor', s, { axis_mask: BIT });
-    await cell.cleanup();
-    const st = await readStatus(cell.client);
+    const s = await v.cell.hold();
+    const r = await v.cell.fenced('restore_anchor', s, { axis_mask: BIT });
+    await v.cell.cleanup();
+    const st = await readStatus(v.cell.client);
     return { status: r.status, label: r.label, homed: (Number(st.core!.home_valid_mask) & BIT) !== 0 };
   }
 
@@ -85,14 +82,14 @@ describe('restore_anchor refuses corrupt and foreign anchors', () => {
 
   for (const [what, text, label] of cases) {
     test(`an anchor where ${what} answers ${label} and restores nothing`, covers(`reason:${label}`, 'rule:op.restore_anchor.result'), async ({ skip }) => {
-      skip(cannot !== undefined, cannot ?? '');
+      skip(v.cannot !== undefined, v.cannot ?? '');
       const r = await restoreWith(text());
       expect(r).toEqual({ status: 409, label, homed: false });
     });
   }
 
   test('the untouched anchor restores Home evidence (the same path can succeed)', covers('rule:op.restore_anchor.result'), async ({ skip }) => {
-    skip(cannot !== undefined, cannot ?? '');
+    skip(v.cannot !== undefined, v.cannot ?? '');
     const r = await restoreWith(saved);
     expect(r).toEqual({ status: 200, label: undefined, homed: true });
   });
