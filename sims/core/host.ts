@@ -53,6 +53,9 @@ export function raiseThreadPriority(req: PriorityRequest): string {
   return 'none (not permitted)';
 }
 
+/** Clocks whose time is the core's own, not the host's: their cycles read one host time each (format 3). */
+const ownTime = (mode: CycleClock['mode']): boolean => mode === 'stepped' || mode === 'fast';
+
 export class CoreHost {
   readonly core: Core;
   readonly clock: CycleClock;
@@ -90,7 +93,7 @@ export class CoreHost {
       ...(this.clock instanceof RecordedClock ? { hostClock: (c => () => c.hostNs)(this.clock) } : {}),
       // A stepped or fast core's own time is not the host's: within a cycle it reads one host time, taken
       // when the cycle starts, so that the value it judges deadlines on is the one a recording keeps.
-      ...(this.clock.mode === 'stepped' || this.clock.mode === 'fast' ? { hostClock: () => (this.inCycle ? this.cycleHostNs : process.hrtime.bigint()) } : {}),
+      ...(ownTime(this.clock.mode) ? { hostClock: () => (this.inCycle ? this.cycleHostNs : process.hrtime.bigint()) } : {}),
     });
   }
 
@@ -116,7 +119,7 @@ export class CoreHost {
         ...provenance(),
         clock: options.clock.mode,
         // The core's time is not the host's: each frame keeps the host time the cycle read (format 3).
-        ...(options.clock.mode === 'stepped' || options.clock.mode === 'fast' ? { host_times: true as const } : {}),
+        ...(ownTime(options.clock.mode) ? { host_times: true as const } : {}),
         ...(options.record.run ? { run: options.record.run } : {}),
         ...(options.driverParams ? { driver_params: JSON.parse(JSON.stringify(options.driverParams, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))) as Record<string, unknown> } : {}),
       });
@@ -194,7 +197,7 @@ export class CoreHost {
   /** Run one cycle on the clock (real time and fast clocks wait until it is due). */
   cycle(): void {
     const t = this.clock.next();
-    if (this.clock.mode === 'stepped' || this.clock.mode === 'fast') {
+    if (ownTime(this.clock.mode)) {
       this.cycleHostNs = process.hrtime.bigint();
       this.inCycle = true;
       try {

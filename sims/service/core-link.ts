@@ -5,7 +5,7 @@
 import { EventEmitter } from 'node:events';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { CompiledMachine } from '../config/types.ts';
-import { FenceOrder } from './fence-order.ts';
+import { FenceOrder, UNORDERED } from './fence-order.ts';
 import { workerEntry } from '../paths.ts';
 import { reportedClockMode, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PostStamp, type ToCore } from '../core/protocol.ts';
 
@@ -212,7 +212,7 @@ export class CoreLink extends EventEmitter {
   noteReply(reply: { status: number; body: Record<string, unknown> }): void {
     if (!(this.options.record || this.replayClock !== null)) return;
     const op = typeof reply.body.operation === 'string' ? reply.body.operation : 'unknown';
-    if (op === 'renew' || op === 'update_jog') return;
+    if (UNORDERED.has(op)) return;
     const error = reply.body.error;
     const label = typeof error === 'string' ? (error.split(':')[0] ?? '').trim() : '';
     this.port?.postMessage({ t: 'service_note', data: { t: 'http_reply', op, status: reply.status, label } } satisfies ToCore);

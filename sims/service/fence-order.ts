@@ -7,8 +7,8 @@
 // Renewals are left out: a controller renews on its own wall-clock timer, so a replay sees another number
 // of them (the replay target replays the recorded renewals to the core itself).
 
-/** Fence decisions that are neither recorded nor held (see above). */
-const UNORDERED: ReadonlySet<string> = new Set(['renew', 'update_jog']);
+/** Operations a controller sends on its own wall-clock timer: their fence decisions are neither recorded nor held (see above), nor their answers compared. */
+export const UNORDERED: ReadonlySet<string> = new Set(['renew', 'update_jog']);
 /** How far ahead of the next recorded decision a live one is looked for. */
 const LOOKAHEAD = 8;
 /** A live decision is held at most this long for the recorded ones before it (then those are skipped). */
