@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config';
 import LongestFirst, { JOG_FILES, QUIET_FILES } from './harness/sequencer.ts';
+import { isShared } from './harness/targets/shared.ts';
 
 // `unit` tests the harness's own code and the reference implementation from the inside; the conformance
 // projects run the suites against whichever target HIL_TARGET names (sim by default). They run together,
@@ -23,7 +24,13 @@ import LongestFirst, { JOG_FILES, QUIET_FILES } from './harness/sequencer.ts';
 //
 // Every conformance project starts stacks from a bundle built once per run (harness/targets/prebuild-setup.ts)
 // and shares one module graph per worker (isolate: false; the harness keeps no state at module level).
-const WORKERS = 6;
+// A shared target (external, rig: one service for the whole run, one grant, one bus) runs its conformance
+// files one at a time and the tests of a file one at a time: every test that takes the grant would
+// otherwise meet another file's test holding it (control_already_owned), and observers would see other
+// tests' events. Files that never reach the cell (the planner's) could run beside them, but one worker
+// keeps the order of every request to the service plain to read in a transcript.
+const SHARED_TARGET = isShared(process.env.HIL_TARGET ?? 'sim');
+const WORKERS = SHARED_TARGET ? 1 : 6;
 
 // A recorded or replayed run (hil run --record / --target replay) starts a stack per test
 // (harness/targets/pertest.ts): tests of a file marked concurrent would stop each other's stacks, so
@@ -31,7 +38,7 @@ const WORKERS = 6;
 const PER_TEST_STACKS = Boolean(process.env.HIL_RECORD_DIR || process.env.HIL_RECORDINGS);
 
 const conformance = (nice: number) => ({
-  ...(PER_TEST_STACKS ? { maxConcurrency: 1 } : {}),
+  ...(PER_TEST_STACKS || SHARED_TARGET ? { maxConcurrency: 1 } : {}),
   globalSetup: ['harness/targets/prebuild-setup.ts'],
   setupFiles: ['harness/nice.ts', 'harness/bigint-json.ts'],
   env: { HIL_NICE: String(nice) },

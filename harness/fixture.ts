@@ -15,6 +15,7 @@ import { drawnProperties, perTestTargets, readSidecar, setCurrentTest, takeVaria
 import { forgetDescription, refreshDescriptions, rememberDescription } from './targets/described.ts';
 import { clipJson, describeVerdict, replayPrecheck } from './targets/replay.ts';
 import { cannotStartRemote, startRemoteStack, type RemoteOptions, type RemoteStack } from './targets/remote.ts';
+import { isShared } from './targets/shared.ts';
 import './trace.ts';
 
 export { expect, describe } from 'vitest';
@@ -29,6 +30,9 @@ export interface Description {
 
 const RUN_DIR = process.env.HIL_RUN_DIR ?? join(process.cwd(), 'reports', '.run');
 
+/** The file's targets this worker has opened (a shared target is settled after every test that may have used it). */
+const openTargets = new Set<Target>();
+
 /**
  * A separately started system with the given options (harness/targets/variant.ts), closed at the end of
  * the test. On a target that cannot provide it the test skips with the target's reason; malformed options
@@ -38,7 +42,7 @@ export type VariantOf = (options: VariantOptions) => Promise<Target>;
 
 export const test = base.extend<{
   $file: { target: Target; description: Description };
-  $test: { perTest: void; client: ControlClient; cell: Cell; variant: VariantOf; traced: void };
+  $test: { perTest: void; sharedSettled: void; client: ControlClient; cell: Cell; variant: VariantOf; traced: void };
 }>({
   // First of all (fixtures are set up in this order and torn down in reverse): on a recorded run or the
   // replay target each test gets its own stack, started before the test's other fixtures and stopped after
@@ -105,12 +109,26 @@ export const test = base.extend<{
     },
     { auto: true },
   ],
+  // A shared target (external, rig: one service, one grant for the whole run) is brought back to idle after
+  // every test, whichever fixture or client the test reached it through (harness/targets/shared.ts); the
+  // run gives it one test at a time (vitest.config.ts). Set up before the test's other fixtures, so this
+  // runs after the cell fixture's own cleanup.
+  sharedSettled: [
+    async ({}, use) => {
+      await use();
+      if (!isShared(targetFromEnv().name)) return;
+      for (const t of openTargets) await t.settle?.();
+    },
+    { auto: true },
+  ],
   target: [
     async ({}, use) => {
       const target = await openTarget();
+      openTargets.add(target);
       try {
         await use(target);
       } finally {
+        openTargets.delete(target);
         await target.close();
       }
     },

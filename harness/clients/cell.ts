@@ -71,19 +71,25 @@ export class Cell {
   /** Release or stop everything this cell acquired; never throws (cleanup must not mask the test result). */
   async cleanup(): Promise<void> {
     for (const t of this.keepers.splice(0)) clearInterval(t);
-    for (const s of this.held.splice(0)) {
-      try {
-        const r = await this.fenced('release', s);
-        if (r.status === 200) continue;
-        // Refused (already ended, or generation moved on): try the newest generation we know, then stop.
-        const st = await this.fenced('stop', s);
-        if (st.status === 200) {
-          const g = checkGrant(st.reply.data);
-          await this.fenced('release', { session: s.session, generation: g.generation });
-        }
-      } catch {
-        // Unknown outcome: nothing more a client can do than reconcile at the next acquire.
-      }
-    }
+    for (const s of this.held.splice(0)) await leaveSession(this.client, s);
+  }
+}
+
+/**
+ * Release a session's grant, or stop it and release the generation the stop answered (a renewal or a
+ * stop may have moved the generation on); true when the grant is known to have ended. Never throws: an
+ * unknown outcome leaves only reconciliation at the next acquire, or the lease running out.
+ */
+export async function leaveSession(client: ControlClient, s: Pick<Session, 'session' | 'generation'>): Promise<boolean> {
+  const fenced = (op: string, generation: bigint) => client.control({ schema: REQUEST_SCHEMA, operation: op, session: s.session, generation }, op);
+  try {
+    const r = await fenced('release', s.generation);
+    if (r.status === 200) return true;
+    const st = await fenced('stop', s.generation);
+    if (st.status !== 200) return false;
+    const g = checkGrant(st.reply.data);
+    return (await fenced('release', g.generation)).status === 200;
+  } catch {
+    return false;
   }
 }

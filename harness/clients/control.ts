@@ -31,8 +31,36 @@ export interface HttpsTarget {
   servername?: string;
 }
 
+/**
+ * The grants a client was given and has not seen end (acquire replies), so that a harness sharing one
+ * service between many tests can stop and release what a failed test left behind (document 1 part 4: a
+ * client that does not know an outcome stops its grant and reconciles).
+ */
+export class SessionLedger {
+  private open = new Map<string, { session: string; generation: bigint; lease_ms: number }>();
+
+  /** Note a reply: a granted acquire opens an entry; a granted release of that session closes it. */
+  note(operation: string, status: number, data: unknown): void {
+    if (status !== 200 || data === null || typeof data !== 'object') return;
+    const g = data as { session?: unknown; generation?: unknown; lease_ms?: unknown };
+    if (typeof g.session !== 'string' || g.session === '' || typeof g.generation !== 'bigint') return;
+    if (operation === 'acquire') this.open.set(g.session, { session: g.session, generation: g.generation, lease_ms: typeof g.lease_ms === 'bigint' ? Number(g.lease_ms) : 0 });
+    else if (operation === 'release') this.open.delete(g.session);
+    else if (this.open.has(g.session)) this.open.get(g.session)!.generation = g.generation;
+  }
+
+  /** The grants still open, forgotten by the ledger (the caller ends them). */
+  take(): Array<{ session: string; generation: bigint; lease_ms: number }> {
+    const all = [...this.open.values()];
+    this.open.clear();
+    return all;
+  }
+}
+
 export class ControlClient {
   readonly agent: Dispatcher;
+  /** Set by a target shared between tests (external, rig): every granted acquire is noted for reconciliation. */
+  ledger: SessionLedger | undefined;
   /** Base address {base_url} (document 1 part 1). */
   readonly origin: string;
 
@@ -79,7 +107,9 @@ export class ControlClient {
   async control(req: Record<string, unknown> | string | Uint8Array, expectOperation?: string): Promise<CheckedReply> {
     const body = typeof req === 'string' || req instanceof Uint8Array ? req : stringifyExact(req);
     const r = await this.raw('POST', '/v1/control', body);
-    return checkReply(r.status, contentType(r), r.body, expectOperation);
+    const checked = checkReply(r.status, contentType(r), r.body, expectOperation);
+    this.ledger?.note(checked.reply.operation, checked.status, checked.reply.data);
+    return checked;
   }
 
   /** A request with the schema filled in. */

@@ -4,6 +4,7 @@
 import { access } from 'node:fs/promises';
 import { ControlClient } from '../clients/control.ts';
 import { HarnessError } from '../errors.ts';
+import { SharedClients } from './shared.ts';
 import type { PlannerEndpoint, Target, TargetDescriptor, TargetOptions } from './types.ts';
 import { describeVariant, parseVariant, type VariantOptions } from './variant.ts';
 
@@ -12,19 +13,23 @@ class ExternalTarget implements Target {
   readonly driver = 'unknown';
   readonly abilities;
   readonly publicAddress = undefined;
-  private clients: ControlClient[] = [];
+  private readonly shared: SharedClients;
 
   constructor(
     readonly address: string,
     allowMotion: boolean,
   ) {
     this.abilities = { faultInjection: false, coreRestart: false, serviceRestart: false, motion: allowMotion };
+    this.shared = new SharedClients(() => new ControlClient(address));
   }
 
   client(): ControlClient {
-    const c = new ControlClient(this.address);
-    this.clients.push(c);
-    return c;
+    return this.shared.client();
+  }
+
+  /** After each test: end the grants the test's clients were given (harness/targets/shared.ts). */
+  async settle(): Promise<void> {
+    await this.shared.reconcile();
   }
 
   inject(): Promise<void> {
@@ -52,7 +57,8 @@ class ExternalTarget implements Target {
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.clients.map((c) => c.close()));
+    await this.shared.reconcile();
+    await this.shared.close();
   }
 }
 

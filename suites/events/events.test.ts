@@ -69,9 +69,12 @@ describe('poll', () => {
   test(
     'the log opens with adapter_incarnation_changed and daemon_incarnation_changed, empty previous and the current incarnations',
     covers('event:adapter_incarnation_changed', 'event:daemon_incarnation_changed', 'field:Event.incarnation.previous', 'field:Event.incarnation.current', 'rule:events.no_session', 'capability:subscribe_events'),
-    async ({ client, description }) => {
+    async ({ client, description, skip }) => {
       const b = await pollEvents(client, 0n);
-      // Only meaningful while the start-up events are still retained (this file runs first on its own target).
+      // Only meaningful while the start-up events are still retained: on the sim target this file has a
+      // stack of its own; a shared service (external, rig) may have rolled them out of its ring long ago.
+      const oldest = b.events.find((e) => e.type !== 'events_dropped')?.sequence;
+      skip(oldest !== undefined && oldest > 1n, `the service no longer retains its start-up events (oldest retained sequence ${oldest})`);
       const first = b.events.map(checkEvent);
       const adapter = first.find((e) => e.type === 'adapter_incarnation_changed');
       const daemon = first.find((e) => e.type === 'daemon_incarnation_changed');

@@ -1,0 +1,66 @@
+// A shared target (external, rig) is one service for the whole run: after a test it ends the grants that
+// test left behind, so the next test does not meet control_already_owned. Checked against the reference
+// stack reached as an external target would be.
+
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { ControlClient, SessionLedger } from '../clients/control.ts';
+import { SharedClients } from './shared.ts';
+import { externalTarget } from './external.ts';
+import { startStack } from './sim.ts';
+import type { StackProcess, Target } from './types.ts';
+
+let stack: StackProcess;
+let target: Target;
+let binding: never;
+
+beforeAll(async () => {
+  stack = await startStack({ args: [] });
+  target = await externalTarget.open({ socket: stack.ready.control });
+  binding = ((await target.client().describe()).reply.data as { binding: never }).binding;
+});
+afterAll(async () => {
+  await target?.close();
+  await stack?.stop();
+});
+
+const acquire = (c: ControlClient, controller: string, fields: Record<string, unknown> = {}) =>
+  c.op('acquire', { controller, binding, ...fields });
+
+test('a grant a test left held (no release, no stop) is ended by settle: the next acquire is granted', async () => {
+  const left = target.client();
+  const r = await acquire(left, 'left-behind');
+  expect(r.status).toBe(200);
+  // Without reconciliation the next test's controller meets the grant.
+  const other = target.client();
+  expect((await acquire(other, 'next-test')).label).toBe('control_already_owned');
+  await target.settle!();
+  const next = await acquire(other, 'next-test');
+  expect(next.status).toBe(200);
+  await target.settle!();
+});
+
+test('a grant whose end cannot be confirmed is waited out for its lease (and no longer than that)', async () => {
+  const shared = new SharedClients(() => new ControlClient(stack.ready.control));
+  // A session this service never issued: release and stop are refused, so the harness cannot know the
+  // grant ended and leaves it to the lease.
+  shared.ledger.note('acquire', 200, { session: 'f'.repeat(64), generation: 7n, lease_ms: 1_234n });
+  const slept: number[] = [];
+  expect(await shared.reconcile(async (ms) => void slept.push(ms))).toBe(0);
+  expect(slept).toEqual([1_234 + 250]);
+  // Nothing is left to reconcile.
+  expect(await shared.reconcile(async (ms) => void slept.push(ms))).toBe(0);
+  expect(slept).toHaveLength(1);
+  await shared.close();
+});
+
+test('a released grant is forgotten, and nothing is sent for it at settle', () => {
+  const l = new SessionLedger();
+  const g = { session: 'a'.repeat(64), generation: 3n, lease_ms: 500n };
+  l.note('acquire', 200, g);
+  l.note('renew', 200, { ...g, generation: 4n });
+  expect(l.take()).toEqual([{ session: g.session, generation: 4n, lease_ms: 500 }]);
+  l.note('acquire', 200, g);
+  l.note('release', 200, g);
+  l.note('acquire', 409, g);
+  expect(l.take()).toEqual([]);
+});
