@@ -19,7 +19,8 @@ import { isShared } from './targets/shared.ts';
 import './trace.ts';
 
 export { expect, describe } from 'vitest';
-export { covers, profile } from './trace.ts';
+export { covers, inProfile, profile } from './trace.ts';
+import { takeProfileDifferences } from './trace.ts';
 
 export interface Description {
   [k: string]: unknown;
@@ -180,7 +181,16 @@ export const test = base.extend<{
       for (const id of meta.covers ?? []) await allure.label('covers', id);
       if (meta.kind) await allure.label('kind', meta.kind);
       await allure.label('target', process.env.HIL_TARGET ?? 'sim');
-      await use();
+      takeProfileDifferences();
+      try {
+        await use();
+      } finally {
+        const d = takeProfileDifferences();
+        if (d.length > 0) {
+          meta.profileDifferences = d;
+          for (const x of d) await allure.label('profile_difference', x.profile);
+        }
+      }
     },
     { auto: true },
   ],

@@ -12,6 +12,8 @@ declare module '@vitest/runner' {
   interface TaskMeta {
     covers?: string[];
     kind?: 'contract' | 'profile';
+    /** Profile checks inside the test that the target answered otherwise (non-reference targets only). */
+    profileDifferences?: ProfileDifference[];
   }
 }
 
@@ -31,4 +33,48 @@ export function covers(...ids: string[]): TestOptions {
 export function profile(...ids: string[]): TestOptions {
   if (ids.length === 0) throw new HarnessError('HIL_ERR_TRACE', 'profile() needs at least one catalogue id');
   return { meta: { covers: ids, kind: 'profile' } };
+}
+
+/** A profile decision (docs/profile.md) that a target other than the reference stack answers differently. */
+export interface ProfileDifference {
+  /** The `profile:` catalogue id of the decision. */
+  profile: string;
+  /** What the check found (the assertion's message). */
+  message: string;
+}
+
+/**
+ * The reference stack (sim, replay, rig: this repository's stack) must answer as docs/profile.md decides;
+ * any other target (external: someone else's service) may answer a "not shown" detail its own way.
+ */
+export function isReferenceTarget(name: string = process.env.HIL_TARGET ?? 'sim'): boolean {
+  return name !== 'external';
+}
+
+let differences: ProfileDifference[] = [];
+
+/**
+ * A check of a profile decision inside a test of documented behaviour (the documented part asserted before
+ * it, outside): on the reference stack an assertion like any other; on another target a difference is
+ * noted as informative (run.json, the report) and the test goes on. DESIGN.md rule 3: against an external
+ * target contract tests are mandatory and profile tests informative.
+ */
+export async function inProfile(id: string, check: () => unknown): Promise<void> {
+  if (!id.startsWith('profile:')) throw new HarnessError('HIL_ERR_TRACE', `inProfile needs a profile: catalogue id, not ${id}`);
+  if (isReferenceTarget()) {
+    await check();
+    return;
+  }
+  try {
+    await check();
+  } catch (e) {
+    differences.push({ profile: id, message: String((e as Error)?.message ?? e).split('\n')[0]!.slice(0, 500) });
+  }
+}
+
+/** The differences noted since the last call (the test fixture moves them into the test's meta). */
+export function takeProfileDifferences(): ProfileDifference[] {
+  const d = differences;
+  differences = [];
+  return d;
 }

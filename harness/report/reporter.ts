@@ -14,7 +14,7 @@ import type { SerializedError } from 'vitest';
 import { computeCoverage } from '../catalogue/gate.ts';
 import { parseExact, stringifyExact } from '../oracle/json.ts';
 import type { RecordingUse, RunRecord, RunTest } from './run-types.ts';
-import { closingLine, testStateOf, verdictOf } from './verdict.ts';
+import { closingLine, informativeOf, testStateOf, verdictOf } from './verdict.ts';
 import '../trace.ts';
 
 export interface Expectation {
@@ -100,7 +100,7 @@ export class HilReporter implements Reporter {
 
     const cov = computeCoverage(tests.filter((t) => t.kind !== 'unit').map((t) => ({ fullName: `${t.file} > ${t.fullName}`, covers: t.covers, state: t.state })));
     const gateProblems = this.o.gate ? cov.problems : cov.unknownCovered.map((u) => `${u.test} covers ${u.id}, which is not in the catalogue`);
-    const count = (s: string) => tests.filter((t) => t.state === s && !t.expected_failure).length;
+    const count = (s: string) => tests.filter((t) => t.state === s && !t.expected_failure && !t.informative).length;
     const target = this.readTarget();
     const d = (target.describe ?? {}) as Record<string, unknown>;
     const rec: RunRecord = {
@@ -163,6 +163,9 @@ export class HilReporter implements Reporter {
       const reason = r.note ?? (t.options.mode === 'todo' ? 'todo' : undefined);
       if (reason) out.skip_reason = reason;
     }
+    if (meta.profileDifferences?.length) out.profile_differences = meta.profileDifferences;
+    const informative = informativeOf(out, this.o.targetName);
+    if (informative) out.informative = informative;
     const exp = this.o.expectations?.[`${file} > ${fullName}`];
     if (exp) {
       if (state === 'failed' || state === 'errored') out.expected_failure = exp.reason;
@@ -201,12 +204,21 @@ export class HilReporter implements Reporter {
   private summary(rec: RunRecord): void {
     const s = rec.summary;
     const w = this.write;
-    const failures = rec.tests.filter((t) => (t.state === 'failed' || t.state === 'errored') && !t.expected_failure);
+    const failures = rec.tests.filter((t) => (t.state === 'failed' || t.state === 'errored') && !t.expected_failure && !t.informative);
     if (failures.length) {
       w('\nFailures:\n');
       for (const t of failures) {
         w(`  ${t.state === 'errored' ? 'ERROR' : 'FAIL '} ${t.file} > ${t.fullName}\n`);
         for (const e of t.errors ?? []) w(`        ${firstLine(e)}\n`);
+      }
+    }
+    const differing = rec.tests.filter((t) => t.informative || t.profile_differences?.length);
+    if (differing.length) {
+      w('\nProfile differences (informative: a detail the documents leave open, answered otherwise than docs/profile.md):\n');
+      for (const t of differing) {
+        w(`  DIFF  ${t.file} > ${t.fullName}\n`);
+        if (t.informative) w(`        ${firstLine(t.informative)}\n`);
+        for (const d of t.profile_differences ?? []) w(`        ${d.profile}: ${firstLine(d.message)}\n`);
       }
     }
     const silent = rec.tests.filter((t) => t.state === 'skipped' && !t.skip_reason);

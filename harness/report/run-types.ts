@@ -30,6 +30,13 @@ export interface RunTest {
   expected_failure?: string;
   /** The expectation said fail but it passed. */
   unexpected_pass?: boolean;
+  /**
+   * On a target other than the reference stack: a profile test (kind profile) that failed, reported as an
+   * informative difference from our decision in docs/profile.md, not as a failure (DESIGN.md rule 3).
+   */
+  informative?: string;
+  /** Profile checks inside the test (harness/trace.ts inProfile) the target answered otherwise. */
+  profile_differences?: Array<{ profile: string; message: string }>;
 }
 
 export interface RunRecord {

@@ -5,7 +5,7 @@ import { describe, expect, test } from 'vitest';
 import { HarnessError } from '../errors.ts';
 import { OracleError } from '../oracle/errors.ts';
 import type { CoverageEntry, RunTest } from './run-types.ts';
-import { closingLine, coverageOf, testStateOf, verdictOf, type Verdict } from './verdict.ts';
+import { closingLine, coverageOf, informativeOf, testStateOf, verdictOf, type Verdict } from './verdict.ts';
 
 const t = (state: RunTest['state'], extra: Partial<RunTest> = {}): RunTest => ({
   file: 'suites/x.test.ts',
@@ -34,9 +34,27 @@ const ROWS: Array<{ row: string; tests: RunTest[]; gate?: { ok: boolean; problem
   { row: 'skipped with a blank reason', tests: [pass, t('skipped', { skip_reason: ' ' })], verdict: 'ERROR', failed: 1, reason: /without a stated reason/ },
   { row: 'gate failure', tests: [pass], gate: { ok: false, problems: ['reason:x has no covering test and is not pending'] }, verdict: 'ERROR', failed: 1, reason: /traceability gate failed \(1 problem\)/ },
   { row: 'gate failure and a failure', tests: [pass, t('failed')], gate: { ok: false, problems: ['p'] }, verdict: 'FAIL', failed: 1, reason: /gate/ },
+  { row: 'an informative profile difference (a failed profile test on another target)', tests: [pass, t('failed', { kind: 'profile', informative: 'differs from profile:x' })], verdict: 'PASS', failed: 0, note: /1 profile difference \(1 profile test failed, 0 profile checks/ },
+  { row: 'profile checks inside a passing contract test', tests: [pass, t('passed', { profile_differences: [{ profile: 'profile:a', message: 'm' }, { profile: 'profile:b', message: 'n' }] })], verdict: 'PASS', failed: 0, note: /2 profile differences \(0 profile tests failed, 2 profile checks/ },
+  { row: 'a failed profile test on the reference stack', tests: [pass, t('failed', { kind: 'profile' })], verdict: 'FAIL', failed: 1, reason: /1 test failed/ },
   { row: 'nothing recorded', tests: [], verdict: 'ERROR', failed: 1, reason: /no test was recorded/ },
   { row: 'everything skipped', tests: [t('skipped', { skip_reason: 'no motion' })], verdict: 'ERROR', failed: 1, reason: /no test passed/ },
 ];
+
+describe('informativeOf', () => {
+  const failedProfile = { kind: 'profile' as const, state: 'failed' as const, covers: ['profile:envelope.refusal_operation', 'reason:x'], errors: ['expected "frob" to be "unknown"\n  at ...'] };
+  test('a failed profile test on an external target is informative, naming the decision and the first line', () => {
+    expect(informativeOf(failedProfile, 'external')).toBe('differs from profile:envelope.refusal_operation: expected "frob" to be "unknown"');
+  });
+  test.each(['sim', 'replay', 'rig'])('on the reference stack (%s) it is a failure', (name) => {
+    expect(informativeOf(failedProfile, name)).toBeUndefined();
+  });
+  test('a contract test, an errored profile test and a passing one are never informative', () => {
+    expect(informativeOf({ ...failedProfile, kind: 'contract' }, 'external')).toBeUndefined();
+    expect(informativeOf({ ...failedProfile, state: 'errored' }, 'external')).toBeUndefined();
+    expect(informativeOf({ ...failedProfile, state: 'passed' }, 'external')).toBeUndefined();
+  });
+});
 
 describe('verdictOf', () => {
   test.each(ROWS)('$row: $verdict', ({ tests, gate, verdict, failed, reason, note }) => {

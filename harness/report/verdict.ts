@@ -13,6 +13,7 @@
 // catalogue items (profile decisions apart) that a passing test covered in this run, out of all of them.
 
 import { verdictOfError, type ErrorLike } from '../errors.ts';
+import { isReferenceTarget } from '../trace.ts';
 import type { CoverageEntry, RunRecord, RunTest, TestState } from './run-types.ts';
 
 export type Verdict = 'PASS' | 'FAIL' | 'ERROR';
@@ -28,6 +29,10 @@ export interface VerdictCounts {
   silentSkips: number;
   expectedFailures: number;
   unexpectedPasses: number;
+  /** Profile tests another target answers differently (informative on a non-reference target). */
+  informative: number;
+  /** Profile checks inside tests (inProfile) another target answers differently. */
+  profileDifferences: number;
 }
 
 export interface CoverageStatement {
@@ -82,6 +87,9 @@ export function verdictOf(run: VerdictInput): RunVerdict {
   const verdict: Verdict = counts.failed ? 'FAIL' : reasons.length ? 'ERROR' : 'PASS';
   const notes: string[] = [];
   if (counts.expectedFailures) notes.push(`${n(counts.expectedFailures, 'expected failure')} listed in the target's expectation file (not counted against the verdict)`);
+  if (counts.informative || counts.profileDifferences) {
+    notes.push(`${n(counts.informative + counts.profileDifferences, 'profile difference')} (${counts.informative} profile ${counts.informative === 1 ? 'test' : 'tests'} failed, ${counts.profileDifferences} profile ${counts.profileDifferences === 1 ? 'check' : 'checks'} inside contract tests): the target answers a detail the documents leave open otherwise than docs/profile.md decides; informative, not counted against the verdict`);
+  }
   if (counts.unexpectedPasses) notes.push(`${n(counts.unexpectedPasses, 'unexpected pass', 'unexpected passes')}: the expectation file lists them as failing; update it`);
 
   const headline = `${verdict} — ${coverage.verified} of ${coverage.documented} documented items covered`;
@@ -94,7 +102,7 @@ export function verdictOf(run: VerdictInput): RunVerdict {
 }
 
 export function countTests(tests: readonly RunTest[]): VerdictCounts {
-  const c: VerdictCounts = { total: 0, passed: 0, failed: 0, errored: 0, skipped: 0, silentSkips: 0, expectedFailures: 0, unexpectedPasses: 0 };
+  const c: VerdictCounts = { total: 0, passed: 0, failed: 0, errored: 0, skipped: 0, silentSkips: 0, expectedFailures: 0, unexpectedPasses: 0, informative: 0, profileDifferences: 0 };
   for (const t of tests) {
     c.total++;
     if (t.state === 'passed') c.passed++;
@@ -102,9 +110,11 @@ export function countTests(tests: readonly RunTest[]): VerdictCounts {
       c.skipped++;
       if (!t.skip_reason?.trim()) c.silentSkips++;
     } else if (t.expected_failure) c.expectedFailures++;
+    else if (t.informative) c.informative++;
     else if (t.state === 'failed') c.failed++;
     else c.errored++;
     if (t.unexpected_pass) c.unexpectedPasses++;
+    c.profileDifferences += t.profile_differences?.length ?? 0;
   }
   return c;
 }
@@ -132,6 +142,17 @@ export function coverageOf(entries: readonly CoverageEntry[]): CoverageStatement
  * `errored` when every error is the harness's or the environment's (harness/errors.ts), `failed` as soon
  * as one says the target broke a rule.
  */
+/**
+ * Against a target other than the reference stack a failed profile test (our decision where the documents
+ * say "not shown") is an informative difference, not a failure (DESIGN.md rule 3); an errored one stays an
+ * error (the harness broke). Returns what the report says of it, or undefined.
+ */
+export function informativeOf(t: Pick<RunTest, 'kind' | 'state' | 'covers' | 'errors'>, targetName: string): string | undefined {
+  if (t.kind !== 'profile' || t.state !== 'failed' || isReferenceTarget(targetName)) return undefined;
+  const decisions = t.covers.filter((c) => c.startsWith('profile:'));
+  return `differs from ${decisions.join(', ') || 'a profile decision'}: ${t.errors?.[0]?.split('\n')[0] ?? 'failed'}`;
+}
+
 export function testStateOf(state: 'passed' | 'failed' | 'skipped' | 'pending', errors: readonly (ErrorLike | unknown)[]): TestState {
   if (state === 'passed') return 'passed';
   if (state !== 'failed') return 'skipped';
