@@ -1,4 +1,4 @@
-// The service's strict JSON decoder (sims/service/json.ts decodeJson: byte state machine, exact number
+// The service's strict JSON decoder (sims/json.ts decodeJson: byte state machine, exact number
 // text, duplicate keys refused) against JSON.parse on the same ~50 MB prepare_trajectory body, measured
 // in the same run. Prints MB/s and ratios; asserts nothing.
 //

@@ -1,6 +1,6 @@
 // Catalogue of document 1: the control service. Facts (labels, offsets, limits, table cells) are
 // copied from the document; titles and rule texts are our own wording. Tables drive the entries;
-// ../catalogue.ts validates them at load time and offers the lookups.
+// harness/catalogue/index.ts validates them at load time and offers the lookups.
 
 import type {
   CapabilityEntry,

@@ -1,6 +1,6 @@
 // Catalogue of document 2: the weld planner HTTP API (port 8796) and the dense joint trajectory
 // file (.rdt). Facts (reasons, offsets, limits, defaults) are copied from the document; titles and
-// rule texts are our own wording. Tables drive the entries; see ../catalogue.ts for the lookups.
+// rule texts are our own wording. Tables drive the entries; see index.ts (harness/catalogue/index.ts) for the lookups.
 
 import type {
   CatalogueEntry,

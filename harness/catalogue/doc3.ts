@@ -1,6 +1,6 @@
 // Catalogue of document 3: the offline programming (OLP) server, the robot.v4.program.v2 program
 // document and the compiled machine configuration. Facts are copied from the document; titles and
-// rule texts are our own wording. Tables drive the entries; see ../catalogue.ts for the lookups.
+// rule texts are our own wording. Tables drive the entries; see index.ts (harness/catalogue/index.ts) for the lookups.
 
 import type { CatalogueEntry, FieldEntry, LimitEntry, RuleEntry } from './types.ts';
 import { fieldEntries, limitEntries, type FieldRow, type LimitRow } from './rows.ts';

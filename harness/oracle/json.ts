@@ -4,7 +4,7 @@
 //
 // Model: an integer literal (no fraction, no exponent) is a `bigint`; any other number is a `number`;
 // objects are null-prototype plain objects, so `__proto__`, `constructor` and friends are ordinary own
-// keys and can never reach Object.prototype. Decisions are in docs/.profile-oracle.md.
+// keys and can never reach Object.prototype. Decisions are in docs/profile.md "Harness oracle".
 
 import { createHash } from 'node:crypto';
 import { fail } from './errors.ts';

@@ -192,7 +192,7 @@ function layoutLines(fields: readonly FieldSpec[]): string[] {
   return fields.map(([offset, type, name]) => `${offset} ${type} ${name}\n`);
 }
 
-/** Canonical layout text; its SHA-256 (lowercase hex) is RECORD_LAYOUT_DIGEST. Recipe in docs/.profile-oracle.md. */
+/** Canonical layout text; its SHA-256 (lowercase hex) is RECORD_LAYOUT_DIGEST. Recipe in docs/profile.md "Harness oracle". */
 export const RECORD_LAYOUT_TEXT = [
   `CycleCaptureRecordV2 ${RECORD_BYTES}\n`,
   ...layoutLines(RECORD_FIELDS),

@@ -345,7 +345,7 @@ export type FromCore =
       nowNs: bigint;
       startupNotes: string[];
       mappingMismatchMask: number;
-      /** The incarnation's telemetry capture ring (sims/core/capture.ts CaptureReader reads it); absent without capture. */
+      /** The incarnation's telemetry capture ring (sims/core/capture/reader.ts CaptureReader reads it); absent without capture. */
       capture?: SharedArrayBuffer;
     }
   | { t: 'reply'; id: number; result: CommandResult; detail?: string; extra?: Record<string, unknown> }

@@ -29,7 +29,7 @@ export class CoreLink extends EventEmitter {
   startupNotes: string[] = [];
   mappingMismatchMask = 0;
   /**
-   * The current incarnation's telemetry capture ring (read it with sims/core/capture.ts CaptureReader);
+   * The current incarnation's telemetry capture ring (read it with sims/core/capture/reader.ts CaptureReader);
    * undefined while no incarnation is ready or when capture is off. A core restart brings a new ring.
    */
   captureBuffer?: SharedArrayBuffer;

@@ -4,7 +4,7 @@
 //   GET /v1/telemetry?after=<sequence>         one TelemetryBatchHeaderV1 + records, gzip on request
 //   GET /v1/telemetry/stream?after=<sequence>  concatenated batches over chunked HTTP, one per write
 //
-// Batches come from the current core incarnation's capture ring (sims/core/capture.ts CaptureReader).
+// Batches come from the current core incarnation's capture ring (sims/core/capture/reader.ts CaptureReader).
 // Every telemetry error is a JSON Response envelope with HTTP 409 and operation `telemetry`; the service
 // writes it through the `refuse` callback it hands us.
 //
