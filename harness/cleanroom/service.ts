@@ -95,7 +95,8 @@ const FIELDS: Record<string, Kind> = {
   deadline_host_ns: 'u64', clock_incarnation: 'string', requested_lease_ms: 'int',
 };
 const TYPE_LABEL: Record<string, string> = { generation: 'invalid_control_generation', requested_lease_ms: 'invalid_requested_lease' };
-const BINDING_FIELDS: Record<string, Kind> = { pair_id: 'string', revision: 'u64nz', configuration_sha256: 'string', machine_sha256: 'string' };
+// revision 0 decodes (a uint64) and is then simply not the configured revision: authority_binding_mismatch.
+const BINDING_FIELDS: Record<string, Kind> = { pair_id: 'string', revision: 'u64', configuration_sha256: 'string', machine_sha256: 'string' };
 
 function hasKind(v: JsonExact, k: Kind): boolean {
   switch (k) {
@@ -107,7 +108,7 @@ function hasKind(v: JsonExact, k: Kind): boolean {
     case 'f64[]': return Array.isArray(v) && v.every((x) => (typeof x === 'number' && Number.isFinite(x)) || typeof x === 'bigint');
     case 'array': return Array.isArray(v);
     case 'object': return isJsonObject(v);
-    case 'binding': return isJsonObject(v) && Object.entries(v).every(([f, x]) => BINDING_FIELDS[f] !== undefined && hasKind(x, BINDING_FIELDS[f]!));
+    case 'binding': return isJsonObject(v) && Object.entries(v).every(([f, x]) => Object.hasOwn(BINDING_FIELDS, f) && hasKind(x, BINDING_FIELDS[f]!));
   }
 }
 
@@ -272,7 +273,9 @@ export class CleanroomService {
       decoded = parseExact(body);
     } catch (e) {
       const code = e instanceof OracleError ? e.code : 'json_syntax';
-      const label = code === 'json_duplicate_key' ? 'duplicate_request_field' : code === 'json_trailing_data' ? 'trailing_request_data' : 'invalid_request_envelope';
+      // Bytes that are not UTF-8 after a complete object are trailing data all the same (part 4).
+      const trailing = code === 'json_trailing_data' || (code === 'json_invalid_utf8' && completeObjectBefore(body));
+      const label = code === 'json_duplicate_key' ? 'duplicate_request_field' : trailing ? 'trailing_request_data' : 'invalid_request_envelope';
       return refusal('unknown', new Refusal(label, (e as Error).message));
     }
     if (!isJsonObject(decoded)) return refusal('unknown', new Refusal('invalid_request_envelope', 'the body is not a JSON object'));
@@ -286,7 +289,7 @@ export class CleanroomService {
   }
 
   private dispatch(raw: JsonObject, asked: string): Reply {
-    const unknown = Object.keys(raw).find((k) => FIELDS[k] === undefined);
+    const unknown = Object.keys(raw).find((k) => !Object.hasOwn(FIELDS, k)); // "__proto__" is a name like any other
     if (unknown !== undefined) throw new Refusal('invalid_request_envelope', `unknown field ${unknown}`);
     // null stands for an absent field, except request_id, which must be non-null (part 2).
     const r: JsonObject = Object.create(null);
@@ -296,7 +299,7 @@ export class CleanroomService {
     if (r.schema !== REQUEST_SCHEMA) throw new Refusal('schema_mismatch', `schema must be ${REQUEST_SCHEMA}`);
     if ('request_id' in r && !(typeof r.request_id === 'string' && /^[\x20-\x7e]{1,64}$/.test(r.request_id))) throw new Refusal('invalid_request_id');
     for (const [k, v] of Object.entries(r)) {
-      if (!hasKind(v, FIELDS[k]!)) throw new Refusal(TYPE_LABEL[k] ?? 'invalid_request_envelope', `${k} has the wrong type or range`);
+      if (!hasKind(v, FIELDS[k]!)) throw new Refusal(Object.hasOwn(TYPE_LABEL, k) ? TYPE_LABEL[k]! : 'invalid_request_envelope', `${k} has the wrong type or range`);
     }
     if (!IMPLEMENTED.has(op)) return unimplemented(op);
     if (op === 'acquire') return this.acquire(r);
@@ -519,6 +522,19 @@ export class CleanroomService {
     this.streams.add(res);
     res.on('close', () => this.streams.delete(res));
   }
+}
+
+/** Whether the body begins with one complete JSON value (the bytes up to some `}` decode alone). */
+function completeObjectBefore(body: Buffer): boolean {
+  for (let i = body.indexOf(0x7d); i >= 0; i = body.indexOf(0x7d, i + 1)) {
+    try {
+      parseExact(body.subarray(0, i + 1));
+      return true;
+    } catch {
+      /* not yet the end of the value */
+    }
+  }
+  return false;
 }
 
 function sse(e: JsonObject): string {
