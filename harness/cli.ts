@@ -21,7 +21,8 @@ import { OracleError } from './oracle/errors.ts';
 import './trace.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const REPORTS = join(ROOT, 'reports');
+// HIL_REPORTS_DIR: another directory for a run's reports (a nested run, such as hil cleanroom check's).
+const REPORTS = process.env.HIL_REPORTS_DIR ? resolve(process.env.HIL_REPORTS_DIR) : join(ROOT, 'reports');
 
 class UsageError extends Error {}
 
@@ -73,11 +74,17 @@ Runs the unit tests of the harness and the reference stack, then the conformance
 simulator, with the traceability gate. This is what npm test runs.`,
   serve: `usage: hil serve --socket-dir DIR [options]   (hil serve --help for the stack's own options)`,
   cleanroom: `usage: hil cleanroom serve --socket-dir DIR [--lease-ceiling-ms N] [--lifeline-stdin]
+       hil cleanroom check [--update] [suite ...]
 
-Starts the clean-room control service (harness/cleanroom/service.ts): a second, independent reading of
-document 1 (envelope, grant authority, Describe, Status, events; every other capability unimplemented),
+serve: starts the clean-room control service (harness/cleanroom/service.ts), a second, independent reading
+of document 1 (envelope, grant authority, Describe, Status, events; every other capability unimplemented),
 for running the suites with --target external --socket DIR/control.sock. Prints one ready {...} line;
-stops on SIGINT/SIGTERM, and when stdin closes with --lifeline-stdin.`,
+stops on SIGINT/SIGTERM, and when stdin closes with --lifeline-stdin.
+
+check: starts it, runs suites/envelope, grant, events, capabilities and observation against it through
+hil run --target external (reports in a temporary directory), and exits 0 only when the verdict is PASS
+and the profile differences are exactly fixtures/expectations/cleanroom-informative.json; --update rewrites
+that file from the run instead.`,
   replay: `usage: hil replay FILE [--mode strict|closed-loop|open-loop|verify]   (hil replay --help for the stack's own options)`,
   doctor: `usage: hil doctor --driver ethercat|ethercat-fake [--machine FILE]   (hil doctor --help for its options)`,
   config: `usage: hil config compile FILE --out DIR   (hil config --help for the compiler's own options)`,
@@ -313,9 +320,15 @@ async function cleanroom(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { 'socket-dir': { type: 'string' }, 'lease-ceiling-ms': { type: 'string' }, 'lifeline-stdin': { type: 'boolean', default: false } },
+    options: { 'socket-dir': { type: 'string' }, 'lease-ceiling-ms': { type: 'string' }, 'lifeline-stdin': { type: 'boolean', default: false }, update: { type: 'boolean', default: false } },
   });
-  if (positionals[0] !== 'serve' || positionals.length !== 1) throw new UsageError('expected: cleanroom serve --socket-dir DIR');
+  if (positionals[0] === 'check') {
+    if (values['socket-dir'] || values['lease-ceiling-ms'] || values['lifeline-stdin']) throw new UsageError('cleanroom check starts its own service: no serve options');
+    const { checkCleanroom } = await import('./cleanroom/check.ts');
+    const suites = positionals.slice(1);
+    return checkCleanroom({ update: values.update, ...(suites.length ? { suites } : {}) });
+  }
+  if (positionals[0] !== 'serve' || positionals.length !== 1) throw new UsageError('expected: cleanroom serve --socket-dir DIR, or cleanroom check');
   if (!values['socket-dir']) throw new UsageError('cleanroom serve needs --socket-dir DIR');
   const ceiling = values['lease-ceiling-ms'] === undefined ? undefined : Number(values['lease-ceiling-ms']);
   if (ceiling !== undefined && !(Number.isInteger(ceiling) && ceiling >= 1 && ceiling <= 10_000)) throw new UsageError('--lease-ceiling-ms takes a whole number of ms, 1..10000');
