@@ -21,7 +21,8 @@ import { OracleError } from './oracle/errors.ts';
 import './trace.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const REPORTS = join(ROOT, 'reports');
+// HIL_REPORTS_DIR: another directory for a run's reports (a nested run, such as hil cleanroom check's).
+const REPORTS = process.env.HIL_REPORTS_DIR ? resolve(process.env.HIL_REPORTS_DIR) : join(ROOT, 'reports');
 
 class UsageError extends Error {}
 
@@ -32,6 +33,7 @@ commands:
   run       run the conformance suites against a target and write reports/
   test      run the project's own tests and the conformance suites on the simulator (npm test)
   serve     start the reference stack (control service + core on the sim driver)
+  cleanroom start the clean-room control service (test equipment: document 1 read independently)
   replay    replay one recording on a fresh core on the stepped clock and print the divergence report
   doctor    check what an EtherCAT rig needs (module, master, slaves) and say what is missing
   config    compile a machine configuration into its digest-named directory (document 3 part 2)
@@ -71,6 +73,18 @@ applies to a full run). Writes reports/run.json, reports/allure-results/, report
 Runs the unit tests of the harness and the reference stack, then the conformance suites against the
 simulator, with the traceability gate. This is what npm test runs.`,
   serve: `usage: hil serve --socket-dir DIR [options]   (hil serve --help for the stack's own options)`,
+  cleanroom: `usage: hil cleanroom serve --socket-dir DIR [--lease-ceiling-ms N] [--lifeline-stdin]
+       hil cleanroom check [--update] [suite ...]
+
+serve: starts the clean-room control service (harness/cleanroom/service.ts), a second, independent reading
+of document 1 (envelope, grant authority, Describe, Status, events; every other capability unimplemented),
+for running the suites with --target external --socket DIR/control.sock. Prints one ready {...} line;
+stops on SIGINT/SIGTERM, and when stdin closes with --lifeline-stdin.
+
+check: starts it, runs suites/envelope, grant, events, capabilities and observation against it through
+hil run --target external (reports in a temporary directory), and exits 0 only when the verdict is PASS
+and the profile differences are exactly fixtures/expectations/cleanroom-informative.json; --update rewrites
+that file from the run instead.`,
   replay: `usage: hil replay FILE [--mode strict|closed-loop|open-loop|verify]   (hil replay --help for the stack's own options)`,
   doctor: `usage: hil doctor --driver ethercat|ethercat-fake [--machine FILE]   (hil doctor --help for its options)`,
   config: `usage: hil config compile FILE --out DIR   (hil config --help for the compiler's own options)`,
@@ -123,6 +137,8 @@ export async function main(argv: string[]): Promise<number> {
         return await run(rest, true);
       case 'serve':
         return await serve(rest);
+      case 'cleanroom':
+        return await cleanroom(rest);
       case 'replay':
         // The stack's own replay subcommand, as a separate process (DESIGN.md rule 1; docs/recording.md).
         return await serve(['replay', ...rest]);
@@ -297,6 +313,28 @@ function serve(args: string[]): Promise<number> {
   process.on('SIGINT', forward('SIGINT'));
   process.on('SIGTERM', forward('SIGTERM'));
   return new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+}
+
+async function cleanroom(args: string[]): Promise<number> {
+  if (wantsHelp(args, 'cleanroom')) return 0;
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { 'socket-dir': { type: 'string' }, 'lease-ceiling-ms': { type: 'string' }, 'lifeline-stdin': { type: 'boolean', default: false }, update: { type: 'boolean', default: false } },
+  });
+  if (positionals[0] === 'check') {
+    if (values['socket-dir'] || values['lease-ceiling-ms'] || values['lifeline-stdin']) throw new UsageError('cleanroom check starts its own service: no serve options');
+    const { checkCleanroom } = await import('./cleanroom/check.ts');
+    const suites = positionals.slice(1);
+    return checkCleanroom({ update: values.update, ...(suites.length ? { suites } : {}) });
+  }
+  if (positionals[0] !== 'serve' || positionals.length !== 1) throw new UsageError('expected: cleanroom serve --socket-dir DIR, or cleanroom check');
+  if (!values['socket-dir']) throw new UsageError('cleanroom serve needs --socket-dir DIR');
+  const ceiling = values['lease-ceiling-ms'] === undefined ? undefined : Number(values['lease-ceiling-ms']);
+  if (ceiling !== undefined && !(Number.isInteger(ceiling) && ceiling >= 1 && ceiling <= 10_000)) throw new UsageError('--lease-ceiling-ms takes a whole number of ms, 1..10000');
+  // Test equipment of the harness (like the simulated bench box), so it runs in this process.
+  const { serveCleanroom } = await import('./cleanroom/service.ts');
+  return serveCleanroom({ socketDir: resolve(values['socket-dir']), ...(ceiling !== undefined ? { leaseCeilingMs: ceiling } : {}), lifelineStdin: values['lifeline-stdin'] });
 }
 
 function startProcess(entry: string, args: string[]): Promise<number> {

@@ -46,3 +46,24 @@ test('asTransportError leaves aborts, harness errors and other errors alone', ()
   expect(asTransportError(t, 'x')).toBe(t);
   expect(asTransportError(Object.assign(new Error('reset'), { code: 'UND_ERR_SOCKET' }), 'GET /v1/status')).toMatchObject({ code: 'HIL_ERR_TRANSPORT', detail: { cause_code: 'UND_ERR_SOCKET' } });
 });
+
+test('a property failure takes the verdict of the case that failed (its cause)', async () => {
+  const fc = (await import('fast-check')).default;
+  const { expect: vexpect } = await import('vitest');
+  const failing = (run: () => void) => {
+    try {
+      fc.assert(fc.property(fc.constant(1), run), { numRuns: 1 });
+    } catch (e) {
+      return e;
+    }
+    throw new Error('the property did not fail');
+  };
+  expect(verdictOfError(failing(() => vexpect(1).toBe(2)))).toBe('fail');
+  expect(verdictOfError(failing(() => { throw new HarnessError('HIL_ERR_TARGET_START', 'x'); }))).toBe('error');
+  expect(verdictOfError(failing(() => { throw new TypeError('suite bug'); }))).toBe('error');
+  // A cycle of causes ends.
+  const a: { cause?: unknown } = {};
+  const b = { cause: a };
+  a.cause = b;
+  expect(verdictOfError(a)).toBe('error');
+});

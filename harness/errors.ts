@@ -93,22 +93,26 @@ export interface ErrorLike {
   actual?: unknown;
   expected?: unknown;
   showDiff?: unknown;
+  cause?: unknown;
 }
 
 /**
  * FAIL or ERROR for one error that ended a test.
  * - a HarnessError (or its serialized copy, recognised by a known code or its verdict field): its verdict;
  * - an expectation that did not hold (vitest/chai assertion, recognised by its diff fields): fail;
+ * - an error that wraps another as its `cause` (fast-check's "Property failed" wraps the failing case's
+ *   error): the verdict of what it wraps;
  * - anything else (a TypeError in a suite, a test timeout, an unknown throw): error, because nothing
  *   says the target broke a rule, and a qualification report must not blame the device for it.
  */
-export function verdictOfError(e: ErrorLike | unknown): ErrorVerdict {
+export function verdictOfError(e: ErrorLike | unknown, depth = 0): ErrorVerdict {
   if (e instanceof HarnessError) return e.verdict;
   if (e === null || typeof e !== 'object') return 'error';
   const x = e as ErrorLike;
   if (typeof x.code === 'string' && Object.hasOwn(HARNESS_CODES, x.code)) return HARNESS_CODES[x.code as HarnessCode];
   if (x.verdict === 'fail' || x.verdict === 'error') return x.verdict;
   if (isAssertion(x)) return 'fail';
+  if (x.cause !== undefined && x.cause !== e && depth < 8) return verdictOfError(x.cause, depth + 1);
   return 'error';
 }
 

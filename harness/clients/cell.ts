@@ -84,8 +84,10 @@ export async function leaveSession(client: ControlClient, s: Pick<Session, 'sess
   const fenced = (op: string, generation: bigint) => client.control({ schema: REQUEST_SCHEMA, operation: op, session: s.session, generation }, op);
   try {
     const r = await fenced('release', s.generation);
-    if (r.status === 200) return true;
+    // expired: the lease ran out, so the grant has ended (document 1 part 4, release and stop reasons).
+    if (r.status === 200 || r.label === 'expired') return true;
     const st = await fenced('stop', s.generation);
+    if (st.label === 'expired') return true;
     if (st.status !== 200) return false;
     const g = checkGrant(st.reply.data);
     return (await fenced('release', g.generation)).status === 200;

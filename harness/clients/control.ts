@@ -39,9 +39,14 @@ export interface HttpsTarget {
 export class SessionLedger {
   private open = new Map<string, { session: string; generation: bigint; lease_ms: number }>();
 
-  /** Note a reply: a granted acquire opens an entry; a granted release of that session closes it. */
-  note(operation: string, status: number, data: unknown): void {
-    if (status !== 200 || data === null || typeof data !== 'object') return;
+  /**
+   * Note a reply: a granted acquire opens an entry; a granted release of that session closes it. A release
+   * answers a Grant with an empty session (document 1 part 4), so the released session is the request's.
+   */
+  note(operation: string, status: number, data: unknown, requestSession?: string): void {
+    if (status !== 200) return;
+    if (operation === 'release' && requestSession !== undefined) this.open.delete(requestSession);
+    if (data === null || typeof data !== 'object') return;
     const g = data as { session?: unknown; generation?: unknown; lease_ms?: unknown };
     if (typeof g.session !== 'string' || g.session === '' || typeof g.generation !== 'bigint') return;
     if (operation === 'acquire') this.open.set(g.session, { session: g.session, generation: g.generation, lease_ms: typeof g.lease_ms === 'bigint' ? Number(g.lease_ms) : 0 });
@@ -108,7 +113,7 @@ export class ControlClient {
     const body = typeof req === 'string' || req instanceof Uint8Array ? req : stringifyExact(req);
     const r = await this.raw('POST', '/v1/control', body);
     const checked = checkReply(r.status, contentType(r), r.body, expectOperation);
-    this.ledger?.note(checked.reply.operation, checked.status, checked.reply.data);
+    this.ledger?.note(checked.reply.operation, checked.status, checked.reply.data, this.ledger && checked.reply.operation === 'release' ? sessionOf(req) : undefined);
     return checked;
   }
 
@@ -133,6 +138,20 @@ export class ControlClient {
   async close(): Promise<void> {
     await this.agent.close();
   }
+}
+
+/** The `session` a request carries (release bodies are small: a text body is parsed only for a release). */
+function sessionOf(req: Record<string, unknown> | string | Uint8Array): string | undefined {
+  let obj: unknown = req;
+  if (typeof req === 'string' || req instanceof Uint8Array) {
+    try {
+      obj = parseExact(req);
+    } catch {
+      return undefined;
+    }
+  }
+  const s = (obj as { session?: unknown } | null)?.session;
+  return typeof s === 'string' ? s : undefined;
 }
 
 export function contentType(r: RawReply): string | undefined {

@@ -63,4 +63,23 @@ test('a released grant is forgotten, and nothing is sent for it at settle', () =
   l.note('release', 200, g);
   l.note('acquire', 409, g);
   expect(l.take()).toEqual([]);
+  // A release answers a Grant with an empty session (or none): the request's session is the one released.
+  l.note('acquire', 200, g);
+  l.note('release', 200, { ...g, session: '' }, g.session);
+  l.note('acquire', 200, { ...g, session: 'b'.repeat(64) });
+  l.note('release', 200, { generation: 3n }, 'b'.repeat(64));
+  expect(l.take()).toEqual([]);
+});
+
+test('a grant the test released through its client is not reconciled: settle sends nothing and waits for nothing', async () => {
+  const shared = new SharedClients(() => new ControlClient(stack.ready.control));
+  const c = shared.client();
+  const r = await acquire(c, 'released-by-test');
+  expect(r.status).toBe(200);
+  const g = r.reply.data as { session: string; generation: bigint };
+  expect((await c.op('release', { session: g.session, generation: g.generation })).status).toBe(200);
+  const slept: number[] = [];
+  expect(await shared.reconcile(async (ms) => void slept.push(ms))).toBe(0);
+  expect(slept).toEqual([]);
+  await shared.close();
 });

@@ -1,5 +1,7 @@
-// Capabilities (document 1 part 1 and part 4): Describe reports all 33 with their documented state and
-// transport; the reserved operations answer capability_unimplemented with CapabilityInfo in data.
+// Capabilities (document 1 part 1 and part 4): Describe reports all 33; each one Describe reports served
+// has its documented state and transport and answers there, each one it reports unimplemented answers
+// capability_unimplemented (part 1: Describe returns the capability list at run time); the reserved
+// operations answer capability_unimplemented with CapabilityInfo in data.
 
 import { catalogue } from '../../harness/catalogue/index.ts';
 import type { CapabilityEntry } from '../../harness/catalogue/types.ts';
@@ -11,7 +13,7 @@ import { pending } from '../../harness/catalogue/pending.ts';
 import type { Cell } from '../../harness/clients/cell.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
 import type { Target } from '../../harness/targets/types.ts';
-import { covers, describe, expect, test, type Description } from '../../harness/fixture.ts';
+import { covers, describe, expect, inProfile, test, type Description } from '../../harness/fixture.ts';
 
 const CAPS = catalogue.filter((e): e is CapabilityEntry => e.family === 'capability');
 
@@ -44,15 +46,20 @@ describe('Describe matches what is served', () => {
     // resource is served by the remote listener only (part 5); suites/remote claims it there. Here Describe
     // must be honest for the transport this target has.
     if (cap.name === 'resource') {
-      test('resource: Describe reports it implemented only where a remote listener serves it', covers('rule:observation.resource_remote_only'), async ({ description, client }) => {
+      test('resource: Describe reports it implemented only where a remote listener serves it', covers('rule:observation.resource_remote_only', 'profile:remote.resource_digest'), async ({ description, client }) => {
         const info = description.capabilities.find((c) => c.name === cap.name);
         expect([
           { name: cap.name, state: cap.state, transport: cap.transport }, // a remote listener serves it
           { name: cap.name, state: 'unimplemented', transport: 'none' },
         ]).toContainEqual(info);
-        // Never on this (local) transport: GET /v1/resources needs the remote listener's mutual TLS.
+        // Never on this (local) transport: GET /v1/resources needs the remote listener's mutual TLS. Which
+        // refusal the local socket gives is ours to decide (unknown_endpoint); capability_unimplemented is
+        // what part 1 gives a target that declares it unimplemented.
         const r = await client.raw('GET', `/v1/resources/${'0'.repeat(64)}`);
-        expect(new TextDecoder().decode(r.body)).toMatch(/"error":"unknown_endpoint/);
+        const text = new TextDecoder().decode(r.body);
+        expect(r.status).toBe(409);
+        expect(text).toMatch(info?.state === 'unimplemented' ? /"error":"(unknown_endpoint|capability_unimplemented)/ : /"error":"unknown_endpoint/);
+        await inProfile('profile:remote.resource_digest', () => expect(text).toMatch(/"error":"unknown_endpoint/));
       });
       continue;
     }
@@ -60,9 +67,21 @@ describe('Describe matches what is served', () => {
     const name = claimed
       ? `${cap.name}: Describe reports ${cap.state} on ${cap.transport}, and it answers there`
       : `${cap.name}: Describe reports only what this target serves (documented ${cap.state}; pending: ${pending[cap.id]})`;
-    test(name, claimed ? covers(cap.id, 'rule:service.describe_lists_capabilities') : covers('rule:service.unimplemented_answers'), async ({ target, client, cell, description }) => {
+    test(name, claimed ? covers(cap.id, 'rule:service.describe_lists_capabilities', 'rule:service.unimplemented_answers', 'profile:describe.served_states') : covers('rule:service.unimplemented_answers'), async ({ target, client, cell, description }) => {
       const info = description.capabilities.find((c) => c.name === cap.name);
       expect(info, `${cap.name} missing from Describe`).toBeDefined();
+      if (claimed && info!.state === 'unimplemented' && cap.state !== 'unimplemented') {
+        // The target declares it unimplemented: then it must say so honestly and answer
+        // capability_unimplemented on the documented ingress (part 1). That this repository's stack serves
+        // every capability is a decision of ours (docs/profile.md "Describe and Status fields").
+        expect(info!.transport).toBe('none');
+        for (const outcome of await probe(cap, { target, client, cell, description })) {
+          if (cap.name === 'update_jog') continue; // a datagram socket has no refusal to give
+          expect({ via: outcome.via, status: outcome.status, label: outcome.label }).toEqual({ via: outcome.via, status: 409, label: 'capability_unimplemented' });
+        }
+        await inProfile('profile:describe.served_states', () => expect(info).toEqual({ name: cap.name, state: cap.state, transport: cap.transport }));
+        return;
+      }
       if (claimed) {
         expect(info).toEqual({ name: cap.name, state: cap.state, transport: cap.transport });
       } else if (info!.state === 'unimplemented') {

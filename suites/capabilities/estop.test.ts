@@ -14,7 +14,7 @@ import { readStatus, waitStatus } from '../../harness/clients/status.ts';
 import type { Cell, Session } from '../../harness/clients/cell.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
 import { checkGrant } from '../../harness/oracle/reply.ts';
-import { covers, describe, expect, needsMotion, test } from '../../harness/fixture.ts';
+import { covers, describe, expect, inProfile, needsMotion, test } from '../../harness/fixture.ts';
 
 /** Names a software emergency stop would plausibly be offered under. */
 const ESTOP_NAMES = ['estop', 'e_stop', 'e-stop', 'emergency_stop', 'emergency-stop', 'emergencyStop', 'EmergencyStop', 'emergency', 'software_estop', 'soft_estop', 'safety_stop', 'panic'];
@@ -59,16 +59,20 @@ describe('no software emergency stop', () => {
 
   test(
     `operation names of an emergency stop are ${UNKNOWN_OP} with or without a fence, paths of one are ${UNKNOWN_PATH}, and the energised cell is untouched`,
-    covers('rule:service.no_software_estop', 'reason:unknown_operation', 'reason:unknown_endpoint'),
+    covers('rule:service.no_software_estop', 'reason:unknown_operation', 'reason:unknown_endpoint', 'profile:envelope.refusal_operation'),
     async ({ cell, client, target, description }) => {
       const motion = target.abilities.motion;
       const s = await energised(cell, client, description.axes.length, motion);
+      const answered: string[] = [];
       for (const op of ESTOP_NAMES) {
-        const fenced = await client.control({ schema: REQUEST_SCHEMA, operation: op, session: s.session, generation: s.generation }, 'unknown');
+        const fenced = await client.control({ schema: REQUEST_SCHEMA, operation: op, session: s.session, generation: s.generation });
         expect({ op, status: fenced.status, label: fenced.label }).toEqual({ op, status: 409, label: UNKNOWN_OP });
-        const bare = await client.control({ schema: REQUEST_SCHEMA, operation: op }, 'unknown');
+        const bare = await client.control({ schema: REQUEST_SCHEMA, operation: op });
         expect({ op, status: bare.status, label: bare.label }).toEqual({ op, status: 409, label: UNKNOWN_OP });
+        answered.push(fenced.reply.operation, bare.reply.operation);
       }
+      // The operation a refusal of an unknown name answers is ours to decide (docs/profile.md "Reply envelope").
+      await inProfile('profile:envelope.refusal_operation', () => expect(new Set(answered)).toEqual(new Set(['unknown'])));
       for (const path of ESTOP_PATHS) {
         for (const method of ['GET', 'POST'] as const) {
           const raw = await client.raw(method, path, method === 'POST' ? '{}' : undefined);

@@ -12,6 +12,7 @@ import type { Session } from '../../harness/clients/cell.ts';
 import { stringifyExact } from '../../harness/oracle/json.ts';
 import { checkGrant, type CheckedReply } from '../../harness/oracle/reply.ts';
 import { covers, describe, expect, profile, test } from '../../harness/fixture.ts';
+import { served, unservedReason, vehicle } from '../../harness/served.ts';
 
 const S = REQUEST_SCHEMA;
 const U64_MAX = (1n << 64n) - 1n;
@@ -79,7 +80,9 @@ describe('source_sequence: accepted and ignored by /v1/control dispatch', () => 
     for (const v of IN_RANGE) expectOk(await client.control(withLiteral(fencedReq('renew', s), 'source_sequence', v.toString()), 'renew'), v.toString());
   });
 
-  test('2^64 - 1 is admitted on mark_telemetry too', covers('rule:envelope.source_sequence_ignored', 'field:Request.source_sequence', 'rule:transport.exact_uint64'), async ({ client, cell }) => {
+  test('2^64 - 1 is admitted on mark_telemetry too', covers('rule:envelope.source_sequence_ignored', 'field:Request.source_sequence', 'rule:transport.exact_uint64'), async ({ client, cell, description, skip }) => {
+    const reason = unservedReason(description, 'mark_telemetry');
+    if (reason) skip(reason);
     const s = await cell.hold();
     const r = await client.control(fencedReq('mark_telemetry', s, { label: 'u64', source_sequence: U64_MAX }), 'mark_telemetry');
     expectOk(r);
@@ -114,13 +117,15 @@ describe('exact decoding seen through the retry cache', () => {
     });
   }
 
-  test('a uint64 field is compared as an integer, not as text: an escaped label is the same payload but a different integer is not', covers('rule:transport.exact_uint64', 'rule:idempotency.conflict'), async ({ client, cell }) => {
+  test('a uint64 field is compared as an integer, not as text: an escaped label is the same payload but a different integer is not', covers('rule:transport.exact_uint64', 'rule:idempotency.conflict'), async ({ client, cell, description }) => {
+    // Through mark_telemetry, or renew where the target does not serve it (harness/served.ts).
+    const v = vehicle(description);
     const s = await cell.hold();
-    const base = fencedReq('mark_telemetry', s, { label: 'exact', request_id: 'exact-int', source_sequence: P53 + 1n });
-    const first = await client.control(base, 'mark_telemetry');
+    const base = v.req(s, 'exact', { request_id: 'exact-int', source_sequence: P53 + 1n });
+    const first = await client.control(base, v.op);
     expectOk(first);
-    expect((await client.control(base, 'mark_telemetry')).reply.sequence).toBe(first.reply.sequence);
-    expectRefusal(await client.control({ ...base, source_sequence: P53 + 3n }, 'mark_telemetry'), 409, 'request_id_conflict');
+    expect(v.witness(await client.control(base, v.op))).toBe(v.witness(first));
+    expectRefusal(await client.control({ ...base, source_sequence: P53 + 3n }, v.op), 409, 'request_id_conflict');
   });
 });
 
@@ -144,7 +149,7 @@ describe('uint64 fields refuse anything but a plain decimal integer in 0 .. 2^64
     });
   }
 
-  test('generation: undecodable literals give invalid_request_envelope, never a fence label', profile('profile:envelope.field_type', 'field:Request.generation', 'reason:invalid_request_envelope'), async ({ client, cell }) => {
+  test('generation: undecodable literals give invalid_request_envelope, never a fence label', profile('profile:envelope.field_type', 'field:Request.generation', 'reason:invalid_request_envelope'), async ({ client, cell, description }) => {
     const s = await cell.hold();
     const literals: Array<readonly [string, string]> = [
       ...NOT_UINT64,
@@ -153,7 +158,7 @@ describe('uint64 fields refuse anything but a plain decimal integer in 0 .. 2^64
       ['current generation in exponent form', `${s.generation}e0`],
     ];
     for (const [name, text] of literals) {
-      for (const op of ['renew', 'mark_telemetry']) {
+      for (const op of ['renew', ...(served(description, 'mark_telemetry') ? ['mark_telemetry'] : [])]) {
         const req = op === 'renew' ? fencedReq('renew', s) : fencedReq('mark_telemetry', s, { label: 'g' });
         expectRefusal(await client.control(withLiteral(req, 'generation', text), op), 409, 'invalid_request_envelope', `${op} generation ${name}`);
       }
@@ -161,31 +166,35 @@ describe('uint64 fields refuse anything but a plain decimal integer in 0 .. 2^64
     expectOk(await cell.fenced('renew', s));
   });
 
-  test('generation: current + 2^64 is undecodable, not the current generation modulo 2^64', profile('profile:envelope.field_type', 'rule:transport.exact_uint64', 'field:Request.generation'), async ({ client, cell }) => {
+  test('generation: current + 2^64 is undecodable, not the current generation modulo 2^64', profile('profile:envelope.field_type', 'rule:transport.exact_uint64', 'field:Request.generation'), async ({ client, cell, description }) => {
+    // Through mark_telemetry (exact generation), or renew where the target does not serve it.
+    const v = vehicle(description);
     const s = await cell.hold();
     const wrapped = (s.generation + (1n << 64n)).toString();
-    const r = await client.control(withLiteral(fencedReq('mark_telemetry', s, { label: 'wrap' }), 'generation', wrapped), 'mark_telemetry');
+    const r = await client.control(withLiteral(v.req(s, 'wrap'), 'generation', wrapped), v.op);
     expectRefusal(r, 409, 'invalid_request_envelope');
-    expectOk(await client.control(fencedReq('mark_telemetry', s, { label: 'exact' }), 'mark_telemetry'));
+    expectOk(await client.control(v.req(s, 'exact'), v.op));
   });
 
-  test('generation: decoded but wrong values get the fence label control_session_stale', covers('rule:transport.exact_uint64', 'field:Request.generation', 'field:Fence.generation', 'reason:control_session_stale'), async ({ client, cell }) => {
+  test('generation: decoded but wrong values get the fence label control_session_stale', covers('rule:transport.exact_uint64', 'field:Request.generation', 'field:Fence.generation', 'reason:control_session_stale'), async ({ client, cell, description }) => {
     const s = await cell.hold();
     const g = s.generation;
+    const mark = served(description, 'mark_telemetry');
     // Larger than the current generation: refused by renew (older-or-equal only) and mark_telemetry (exact).
     const wrong = [g + 1n, g + (1n << 32n), g + P53, g + P53 + 1n, 1n << 63n, U64_MAX];
     for (const v of wrong) {
       expectRefusal(await client.control(withLiteral(fencedReq('renew', s), 'generation', v.toString()), 'renew'), 409, 'control_session_stale', `renew generation ${v}`);
-      expectRefusal(await client.control(withLiteral(fencedReq('mark_telemetry', s, { label: 'g' }), 'generation', v.toString()), 'mark_telemetry'), 409, 'control_session_stale', `mark_telemetry generation ${v}`);
+      if (mark) expectRefusal(await client.control(withLiteral(fencedReq('mark_telemetry', s, { label: 'g' }), 'generation', v.toString()), 'mark_telemetry'), 409, 'control_session_stale', `mark_telemetry generation ${v}`);
     }
     // The exact value is still admitted: nothing above changed the grant.
-    expectOk(await client.control(fencedReq('mark_telemetry', s, { label: 'g' }), 'mark_telemetry'));
+    if (mark) expectOk(await client.control(fencedReq('mark_telemetry', s, { label: 'g' }), 'mark_telemetry'));
+    expectOk(await client.control(fencedReq('release', s), 'release'));
   });
 
-  test('generation 0 gives control_session_stale', profile('profile:fence.table', 'field:Request.generation', 'reason:control_session_stale'), async ({ client, cell }) => {
+  test('generation 0 gives control_session_stale', profile('profile:fence.table', 'field:Request.generation', 'reason:control_session_stale'), async ({ client, cell, description }) => {
     const s = await cell.hold();
     expectRefusal(await client.control(fencedReq('renew', s, { generation: 0n }), 'renew'), 409, 'control_session_stale');
-    expectRefusal(await client.control(fencedReq('mark_telemetry', s, { label: 'zero', generation: 0n }), 'mark_telemetry'), 409, 'control_session_stale');
+    if (served(description, 'mark_telemetry')) expectRefusal(await client.control(fencedReq('mark_telemetry', s, { label: 'zero', generation: 0n }), 'mark_telemetry'), 409, 'control_session_stale');
     expectOk(await cell.fenced('renew', s));
   });
 });

@@ -2,14 +2,16 @@
 // GET /v1/events?after=<sequence> (up to 64 events, EventBatch cursors, the cursor rules), the 256-event
 // ring with the synthetic events_dropped record, and the Server-Sent Events stream
 // GET /v1/events/stream (id/event/data, no envelope, Last-Event-ID not read, JSON 409 cursor refusals).
-// Every request here is made without a session, except the mark_telemetry calls that generate events.
+// Every request here is made without a session, except the calls that generate events: mark_telemetry, or
+// renew where the target does not serve mark_telemetry (Describe, document 1 part 1; harness/served.ts).
 
 import { catalogue } from '../../harness/catalogue/index.ts';
 import { isJsonObject, type JsonExact } from '../../harness/oracle/json.ts';
 import type { Cell, Session } from '../../harness/clients/cell.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
 import { eventCursor, pollEvents, readEventStream, type CellEvent } from '../../harness/clients/events.ts';
-import { covers, describe, expect, profile, test } from '../../harness/fixture.ts';
+import { covers, describe, expect, inProfile, profile, test, type Description } from '../../harness/fixture.ts';
+import { served } from '../../harness/served.ts';
 
 const RING = 256;
 const PER_POLL = 64;
@@ -41,11 +43,15 @@ function checkEvent(e: unknown): CellEvent {
   return ev;
 }
 
-/** mark_telemetry `n` times with labels `${prefix}-<i>`. */
-async function marks(cell: Cell, s: Session, prefix: string, n: number): Promise<void> {
+/**
+ * Publish `n` events: mark_telemetry with labels `${prefix}-<i>` (telemetry_mark), or renew (grant_renewed)
+ * where the target does not serve mark_telemetry.
+ */
+async function marks(cell: Cell, s: Session, prefix: string, n: number, d: Description): Promise<void> {
+  const mark = served(d, 'mark_telemetry');
   for (let i = 0; i < n; i++) {
-    const r = await cell.fenced('mark_telemetry', s, { label: `${prefix}-${i}` });
-    expect(r.status, `mark ${prefix}-${i}: ${r.reply.error}`).toBe(200);
+    const r = mark ? await cell.fenced('mark_telemetry', s, { label: `${prefix}-${i}` }) : await cell.fenced('renew', s);
+    expect(r.status, `${mark ? 'mark' : 'renew'} ${prefix}-${i}: ${r.reply.error}`).toBe(200);
   }
 }
 
@@ -94,7 +100,7 @@ describe('poll', () => {
     async ({ cell, client, description }) => {
       const cursor = await eventCursor(client);
       const s = await cell.hold();
-      await marks(cell, s, 'poll', PER_POLL + 10);
+      await marks(cell, s, 'poll', PER_POLL + 10, description);
       const b = await pollEvents(client, cursor);
       expect(b.events.length).toBe(PER_POLL);
       expect(b.next_sequence).toBe(b.events[PER_POLL - 1]!.sequence);
@@ -137,11 +143,21 @@ describe('poll', () => {
     }
   });
 
-  for (const bad of ['abc', '-1', '01', '+1', '1.0', '1e3', ' 1', '0x10', '18446744073709551616', '']) {
+  for (const bad of ['abc', '-1', '+1', '1.0', '1e3', ' 1', '0x10', '18446744073709551616', '']) {
     test(`after=${JSON.stringify(bad)} is refused with 409 invalid_event_cursor naming subscribe_events`, covers('reason:invalid_event_cursor', 'rule:events.cursor_invalid'), async ({ client }) => {
       expect(await refusedCursor(client, `?after=${encodeURIComponent(bad)}`)).toBe('invalid_event_cursor');
     });
   }
+
+  // "01" is written with the digits of one unsigned decimal number: refusing a leading zero is ours
+  // (docs/profile.md "Events"); a target reading it as 1 answers the batch after 1.
+  test('after="01" is refused with 409 invalid_event_cursor naming subscribe_events', covers('rule:events.cursor_invalid', 'profile:events.cursor_form'), async ({ client }) => {
+    const r = await client.get('/v1/events?after=01');
+    expect(r.reply.operation).toBe('subscribe_events');
+    if (r.status === 409) expect(['invalid_event_cursor', 'event_cursor_ahead']).toContain(r.label);
+    else expect(r.status).toBe(200);
+    await inProfile('profile:events.cursor_form', () => expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: 'invalid_event_cursor' }));
+  });
 
   // "It must be one unsigned decimal number" (part 6): a repeated after is not one number, whichever comes first.
   for (const query of ['?after=1&after=abc', '?after=abc&after=1', '?after=0&after=0']) {
@@ -185,7 +201,7 @@ describe('ring', () => {
         }
       };
       for (let round = 0; round < 7; round++) {
-        await marks(cell, s, `ring${round}`, 50);
+        await marks(cell, s, `ring${round}`, 50, description);
         await record();
       }
       // Release, so that no renewal publishes while the ring is read (the keeper stops at its first refusal).
@@ -242,11 +258,11 @@ describe('ring', () => {
   test(
     'the synthetic events_dropped record carries reason event_cursor_lost',
     profile('profile:events.dropped_reason', 'reason:event_cursor_lost'),
-    async ({ cell, client }) => {
+    async ({ cell, client, description }) => {
       let latest = await eventCursor(client);
       if (latest < BigInt(RING + 2)) {
         const s = await cell.hold();
-        await marks(cell, s, 'lost', RING + 2);
+        await marks(cell, s, 'lost', RING + 2, description);
         latest = await eventCursor(client);
       }
       const b = await pollEvents(client, 1n);
@@ -259,27 +275,34 @@ describe('ring', () => {
 describe('stream', () => {
   test(
     'the stream is text/event-stream; each message has id (sequence), event (type) and data (one Event as JSON, no envelope), starting after the cursor and following new events live',
-    covers('endpoint:GET /v1/events/stream', 'rule:events.sse_messages', 'rule:events.no_session', 'rule:events.envelope_fields', 'rule:events.sequence_increment', 'rule:op.mark_telemetry.event', 'event:telemetry_mark'),
-    async ({ cell, client }) => {
+    covers('endpoint:GET /v1/events/stream', 'rule:events.sse_messages', 'rule:events.no_session', 'rule:events.envelope_fields', 'rule:events.sequence_increment', 'rule:op.mark_telemetry.event', 'event:telemetry_mark', 'profile:events.stream_no_store'),
+    async ({ cell, client, description }) => {
+      // The test's own events: three marks before the stream opens and one while it is open; or, where the
+      // target does not serve mark_telemetry, a grant acquired and released before and a second grant
+      // acquired while it is open (grant events, told apart by generation; no renewal in the background).
+      const mark = served(description, 'mark_telemetry');
       // The grant is held (renewed in the background), so grant_renewed events may fall between the marks:
       // the cursor is read before the backlog, and the marks are picked out of the contiguous sequence.
-      const s = await cell.hold();
+      const s = mark ? await cell.hold() : undefined;
       const from = await eventCursor(client);
-      await marks(cell, s, 'backlog', 3);
+      const first = mark ? undefined : await cell.grant();
+      if (mark) await marks(cell, s!, 'backlog', 3, description);
+      else expect((await cell.fenced('release', first!)).status).toBe(200);
+      const isLive = (e: CellEvent) => (mark ? markLabel(e) === 'live-1' : e.type === 'grant_acquired' && (e.grant as { generation: bigint }).generation > first!.generation);
       let opened = false;
-      // Read until the live mark arrives (the bound is only a safety net, no timing is asserted).
-      const live = readEventStream(client, from, 30_000, { onOpen: () => (opened = true), until: (m) => markLabel(m.parsed as CellEvent) === 'live-1' });
+      // Read until the live event arrives (the bound is only a safety net, no timing is asserted).
+      const live = readEventStream(client, from, 30_000, { onOpen: () => (opened = true), until: (m) => isLive(m.parsed as CellEvent) });
       for (let i = 0; !opened && i < 3_000; i++) await sleep(10);
       expect(opened, 'the stream opened').toBe(true);
       await sleep(100);
-      const r = await cell.fenced('mark_telemetry', s, { label: 'live-1' });
-      expect(r.status).toBe(200);
+      const second = mark ? undefined : await cell.grant();
+      if (mark) expect((await cell.fenced('mark_telemetry', s!, { label: 'live-1' })).status).toBe(200);
       const cap = await live;
       expect(cap.status).toBe(200);
       expect(cap.headers['content-type']).toMatch(/^text\/event-stream\b/);
-      expect(cap.headers['cache-control']).toBe('no-store');
+      await inProfile('profile:events.stream_no_store', () => expect(cap.headers['cache-control']).toBe('no-store'));
       expect(cap.ended).toBe(false);
-      expect(cap.messages.length).toBeGreaterThanOrEqual(4);
+      expect(cap.messages.length).toBeGreaterThanOrEqual(mark ? 4 : 3);
       let expected = from + 1n;
       for (const m of cap.messages) {
         const e = checkEvent(m.parsed);
@@ -290,17 +313,27 @@ describe('stream', () => {
         expect(e).not.toHaveProperty('data');
         expect(e.sequence).toBe(expected++);
       }
-      // Starting after the cursor: the first message is from + 1 (checked above); the marks come in order,
-      // the backlog before the live one, and nothing else is a mark.
-      const labels = cap.messages.map((m) => markLabel(m.parsed as CellEvent)).filter((l) => l !== undefined);
-      expect(labels).toEqual(['backlog-0', 'backlog-1', 'backlog-2', 'live-1']);
-      expect(cap.messages.filter((m) => m.event !== 'telemetry_mark').map((m) => m.event)).toEqual(cap.messages.filter((m) => m.event !== 'telemetry_mark').map(() => 'grant_renewed'));
-      const liveMark = cap.messages.find((m) => markLabel(m.parsed as CellEvent) === 'live-1');
-      expect(liveMark, 'the mark published while connected arrives on the stream').toBeDefined();
-      expect((liveMark!.parsed as CellEvent).mark).toMatchObject({ label: 'live-1', generation: s.generation });
+      const events = cap.messages.map((m) => m.parsed as CellEvent);
+      if (mark) {
+        // Starting after the cursor: the first message is from + 1 (checked above); the marks come in order,
+        // the backlog before the live one, and nothing else is a mark.
+        const labels = events.map(markLabel).filter((l) => l !== undefined);
+        expect(labels).toEqual(['backlog-0', 'backlog-1', 'backlog-2', 'live-1']);
+        expect(cap.messages.filter((m) => m.event !== 'telemetry_mark').map((m) => m.event)).toEqual(cap.messages.filter((m) => m.event !== 'telemetry_mark').map(() => 'grant_renewed'));
+        expect(events.find(isLive)!.mark).toMatchObject({ label: 'live-1', generation: s!.generation });
+      } else {
+        const ours = events.filter((e) => e.type.startsWith('grant_')).map((e) => [e.type, (e.grant as { generation: bigint }).generation]);
+        expect(ours).toEqual([
+          ['grant_acquired', first!.generation],
+          ['grant_released', first!.generation],
+          ['grant_acquired', second!.generation],
+        ]);
+      }
+      const liveEvent = events.find(isLive);
+      expect(liveEvent, 'the event published while connected arrives on the stream').toBeDefined();
       // The stream and the poll agree on the same record.
-      const polled = (await pollEvents(client, (liveMark!.parsed as CellEvent).sequence - 1n)).events[0]!;
-      expect(polled).toEqual(liveMark!.parsed);
+      const polled = (await pollEvents(client, liveEvent!.sequence - 1n)).events[0]!;
+      expect(polled).toEqual(liveEvent);
     },
   );
 
@@ -320,11 +353,11 @@ describe('stream', () => {
     },
   );
 
-  test('a stream from a cursor older than the ring starts with events_dropped', covers('rule:events.dropped_synthetic', 'rule:events.sse_messages', 'event:events_dropped'), async ({ cell, client }) => {
+  test('a stream from a cursor older than the ring starts with events_dropped', covers('rule:events.dropped_synthetic', 'rule:events.sse_messages', 'event:events_dropped'), async ({ cell, client, description }) => {
     let latest = await eventCursor(client);
     if (latest < BigInt(RING + 2)) {
       const s = await cell.hold();
-      await marks(cell, s, 'sse-lost', RING + 2);
+      await marks(cell, s, 'sse-lost', RING + 2, description);
       // Release first: a renewal published after the cursor is read would move the ring's oldest event.
       expect((await cell.fenced('release', s)).status).toBe(200);
       latest = await eventCursor(client);
@@ -339,10 +372,17 @@ describe('stream', () => {
     expect(first!.sequence).toBe(oldestRetained(latest));
   });
 
+  test('a stream with after=01 is refused with a JSON 409 invalid_event_cursor before any stream byte', covers('endpoint:GET /v1/events/stream', 'profile:events.cursor_form'), async ({ client }) => {
+    // Ours to refuse (see the poll); a target reading it as 1 streams from there, and never answers otherwise.
+    const cap = await readEventStream(client, '01', 500);
+    if (cap.status === 409) expect(cap.refusal!.label).toBe('invalid_event_cursor');
+    else expect(cap.status).toBe(200);
+    await inProfile('profile:events.cursor_form', () => expect({ status: cap.status, label: cap.refusal?.label, messages: cap.messages.length }).toEqual({ status: 409, label: 'invalid_event_cursor', messages: 0 }));
+  });
+
   for (const [query, label] of [
     ['abc', 'invalid_event_cursor'],
     ['-1', 'invalid_event_cursor'],
-    ['01', 'invalid_event_cursor'],
     ['ahead', 'event_cursor_ahead'],
   ] as const) {
     test(`a stream with after=${query} is refused with a JSON 409 ${label} before any stream byte`, covers(`reason:${label}`, label === 'event_cursor_ahead' ? 'rule:events.cursor_ahead' : 'rule:events.cursor_invalid', 'endpoint:GET /v1/events/stream'), async ({ client }) => {

@@ -4,7 +4,8 @@
 
 import { checkGrant, type Grant } from '../../harness/oracle/reply.ts';
 import { eventCursor, eventsSince, waitForEvent } from '../../harness/clients/events.ts';
-import { covers, describe, expect, profile, test } from '../../harness/fixture.ts';
+import { covers, describe, expect, inProfile, profile, test } from '../../harness/fixture.ts';
+import { served, servedOf, unservedReason } from '../../harness/served.ts';
 
 const HEX64 = /^[0-9a-f]{64}$/;
 const NEVER_ISSUED = 'ab'.repeat(32);
@@ -108,11 +109,22 @@ describe('acquire', () => {
     expect(r.label).toBe('authority_binding_mismatch');
   });
 
-  test('requested_lease_ms: omitted or 0 gives the 500 ms default capped by the ceiling; 1..10000 gives min(request, ceiling)', covers('limit:requested_lease_ms', 'limit:default_lease_ms', 'rule:grant.lease_min_of_request_and_ceiling', 'field:Request.requested_lease_ms', 'field:Grant.lease_ms', 'field:Grant.deadline_host_ns', 'limit:lan_grant_lease_ceiling_ms'), async ({ cell, client, description }) => {
-    const ceiling = Number(description.max_grant_lease_ms as bigint);
-    // The LAN profile's ceiling is 500 ms, the internet profile's 3000 ms (document 1 part 8).
-    if (description.link_profile === 'lan') expect(ceiling).toBe(500);
-    if (description.link_profile === 'internet') expect(ceiling).toBe(3000);
+  test('requested_lease_ms: omitted or 0 gives the 500 ms default capped by the ceiling; 1..10000 gives min(request, ceiling)', covers('limit:requested_lease_ms', 'limit:default_lease_ms', 'rule:grant.lease_min_of_request_and_ceiling', 'field:Request.requested_lease_ms', 'field:Grant.lease_ms', 'field:Grant.deadline_host_ns', 'limit:lan_grant_lease_ceiling_ms', 'profile:describe.fields', 'profile:status.fields'), async ({ cell, client, description }) => {
+    // The cell's ceiling, as a grant shows it: the largest request (10000 ms) gives min(10000, ceiling).
+    const largest = grantOf(await cell.acquire({ requested_lease_ms: 10000n }));
+    await cell.fenced('release', largest);
+    const ceiling = largest.lease_ms;
+    expect(ceiling).toBeGreaterThan(0);
+    // Describe reporting it, and the link profile naming it, are ours (docs/profile.md "Describe and Status
+    // fields"): the LAN profile's ceiling is 500 ms, the internet profile's 3000 ms (document 1 part 8).
+    await inProfile('profile:describe.fields', () => {
+      expect(Number(description.max_grant_lease_ms as bigint)).toBe(ceiling);
+      expect(['lan', 'internet']).toContain(description.link_profile);
+      expect(ceiling).toBe(description.link_profile === 'lan' ? 500 : 3000);
+    });
+    // Status's now_host_ns (ours) bounds the deadline from below.
+    const probe = (await client.status()).reply.data as { now_host_ns?: unknown };
+    await inProfile('profile:status.fields', () => expect(typeof probe.now_host_ns).toBe('bigint'));
     const cases: Array<[bigint | undefined, number]> = [
       [undefined, Math.min(500, ceiling)],
       [0n, Math.min(500, ceiling)],
@@ -124,10 +136,12 @@ describe('acquire', () => {
       const before = await client.status();
       const g = grantOf(await cell.acquire(requested === undefined ? {} : { requested_lease_ms: requested }));
       expect(g.lease_ms, `requested ${requested}`).toBe(expected);
-      const t0 = (before.reply.data as { now_host_ns: bigint }).now_host_ns;
-      expect(g.deadline_host_ns).toBeGreaterThan(t0);
-      // the deadline is the acquisition time plus the lease: never more than lease_ms after our earlier reading
-      expect(g.deadline_host_ns - t0 >= BigInt(expected) * 1_000_000n).toBe(true);
+      const t0 = (before.reply.data as { now_host_ns?: unknown }).now_host_ns;
+      if (typeof t0 === 'bigint') {
+        expect(g.deadline_host_ns).toBeGreaterThan(t0);
+        // the deadline is the acquisition time plus the lease: never more than lease_ms after our earlier reading
+        expect(g.deadline_host_ns - t0 >= BigInt(expected) * 1_000_000n).toBe(true);
+      }
       await cell.fenced('release', g);
     }
   });
@@ -223,10 +237,13 @@ describe('renew', () => {
     expect((await cell.acquire()).status).toBe(200);
   });
 
-  test('an expired session on other fenced calls answers control_session_stale', profile('profile:fence.table', 'reason:control_session_stale'), async ({ cell }) => {
+  test('an expired session on other fenced calls answers control_session_stale', profile('profile:fence.table', 'reason:control_session_stale'), async ({ cell, description, skip }) => {
+    // A fenced call other than renew, release and stop (whose own reasons name expired).
+    const other = servedOf(description, ['mark_telemetry', 'enable', 'arm'])[0];
+    if (!other) skip(unservedReason(description, 'mark_telemetry', 'enable', 'arm')!);
     const s = await cell.grant({ requested_lease_ms: 20n });
     await sleep(120);
-    const r = await cell.fenced('mark_telemetry', s, { label: 'late' });
+    const r = await cell.fenced(other!, s, { label: 'late', axis_mask: 1 });
     expect(r.label).toBe('control_session_stale');
   });
 });
@@ -239,18 +256,19 @@ describe('release', () => {
     const g = grantOf(rel);
     expect(g.session).toBe('');
     expect(g.generation).toBe(s.generation);
-    // data objects keep their empty fields (docs/profile.md "Reply envelope")
-    expect(rel.reply.data).toHaveProperty('session', '');
+    // data objects keep their empty fields (docs/profile.md "Reply envelope"); part 2's "fields that are zero
+    // or empty are omitted" may be read to reach into data too
+    await inProfile('profile:data.zero_fields', () => expect(rel.reply.data).toHaveProperty('session', ''));
     const ev = await waitForEvent(client, cursor, (e) => e.type === 'grant_released');
     expect((ev?.grant as { generation: bigint }).generation).toBe(s.generation);
     const again = await cell.acquire();
     expect(again.status).toBe(200);
   });
 
-  test('a released session is stale for every fenced call', covers('reason:control_session_stale'), async ({ cell }) => {
+  test('a released session is stale for every fenced call', covers('reason:control_session_stale'), async ({ cell, description }) => {
     const s = await cell.hold();
     await cell.fenced('release', s);
-    for (const op of ['renew', 'release', 'mark_telemetry']) {
+    for (const op of ['renew', 'release', ...servedOf(description, ['mark_telemetry'])]) {
       const r = await cell.fenced(op, s, { label: 'x' });
       expect(r.status, op).toBe(409);
       expect(r.label, op).toBe('control_session_stale');
@@ -267,14 +285,16 @@ describe('release', () => {
   // "motion needs exact equality; renew and stop also accept an older nonzero generation not above the
   // current one" (part 2 Fence). An older generation of the current session is any nonzero value below it:
   // after two acquisitions the current generation is at least 2, so generation - 1 is older and nonzero.
-  test('enable, arm, home and halt need the exact generation; renew and stop accept an older one of the same session', covers('rule:fence.exact_generation_for_motion', 'rule:fence.older_generation_renew_stop', 'reason:wrong_generation'), async ({ cell }) => {
+  test('enable, arm, home and halt need the exact generation; renew and stop accept an older one of the same session', covers('rule:fence.exact_generation_for_motion', 'rule:fence.older_generation_renew_stop', 'reason:wrong_generation', 'profile:fence.table', 'profile:status.fields'), async ({ cell, description }) => {
     const first = await cell.hold();
     expect((await cell.fenced('release', first)).status).toBe(200);
     const s = await cell.hold({ requested_lease_ms: 5_000n });
     expect(s.generation).toBeGreaterThan(1n);
     for (const generation of [s.generation - 1n, s.generation + 1n]) {
       const f = { session: s.session, generation };
-      // docs/profile.md "Fence checks": control_session_stale, wrong_generation where the reason list names it.
+      // Those the target serves (Describe, part 1). Refused with the authority label of the common set, or
+      // wrong_generation where the operation's reason list names it; which one is ours (docs/profile.md
+      // "Fence checks": control_session_stale, wrong_generation where the reason list names it).
       for (const [op, fields, label] of [
         ['enable', { axis_mask: 1 }, 'control_session_stale'],
         ['arm', {}, 'control_session_stale'],
@@ -282,13 +302,19 @@ describe('release', () => {
         ['halt', {}, 'wrong_generation'],
         ['io_arm', {}, 'wrong_generation'],
       ] as const) {
+        if (!served(description, op)) continue;
         const r = await cell.fenced(op, f, fields);
-        expect({ op, generation, status: r.status, label: r.label }).toEqual({ op, generation, status: 409, label });
+        const allowed = label === 'wrong_generation' ? ['wrong_generation', 'control_session_stale'] : ['control_session_stale'];
+        expect({ op, generation, status: r.status }).toEqual({ op, generation, status: 409 });
+        expect(allowed, `${op} generation ${generation}`).toContain(r.label);
+        await inProfile('profile:fence.table', () => expect(r.label, `${op} generation ${generation}`).toBe(label));
       }
     }
-    // Nothing was enabled by any of them.
-    const st = (await cell.client.status()).reply.data as { core: { axis_enable_mask: bigint } };
-    expect(st.core.axis_enable_mask).toBe(0n);
+    // Nothing was enabled by any of them (core.axis_enable_mask is a Status field of ours).
+    if (served(description, 'enable')) {
+      const st = (await cell.client.status()).reply.data as { core: { axis_enable_mask?: bigint } };
+      await inProfile('profile:status.fields', () => expect(st.core.axis_enable_mask).toBe(0n));
+    }
     // renew with the older generation is accepted and answers the current one.
     const renewed = grantOf(await cell.fenced('renew', { session: s.session, generation: s.generation - 1n }));
     expect(renewed.generation).toBe(s.generation);
@@ -308,8 +334,9 @@ describe('release', () => {
     }
   });
 
-  test('a well-formed token this adapter never issued is refused with fence on every fenced operation', covers('reason:fence', 'rule:common_sets.authority'), async ({ cell }) => {
-    for (const op of ['renew', 'release', 'stop', 'mark_telemetry', 'enable', 'arm', 'home', 'reset_fault', 'recovery_status', 'restore_anchor', 'io_arm', 'io_disarm']) {
+  test('a well-formed token this adapter never issued is refused with fence on every fenced operation', covers('reason:fence', 'rule:common_sets.authority'), async ({ cell, description }) => {
+    // Every fenced operation the target serves (Describe, part 1); renew, release and stop always.
+    for (const op of ['renew', 'release', 'stop', ...servedOf(description, ['mark_telemetry', 'enable', 'arm', 'home', 'reset_fault', 'recovery_status', 'restore_anchor', 'io_arm', 'io_disarm'])]) {
       const r = await cell.fenced(op, { session: NEVER_ISSUED, generation: 1n }, { label: 'x', axis_mask: 1 });
       expect(r.status, op).toBe(409);
       expect(r.label, op).toBe('fence');
@@ -378,7 +405,9 @@ describe('core failure', () => {
 });
 
 describe('mark_telemetry', () => {
-  test('mark_telemetry returns a sequence and publishes telemetry_mark with label, sequence and generation', covers('rule:op.mark_telemetry.event', 'event:telemetry_mark', 'field:Response.sequence'), async ({ cell, client }) => {
+  test('mark_telemetry returns a sequence and publishes telemetry_mark with label, sequence and generation', covers('rule:op.mark_telemetry.event', 'event:telemetry_mark', 'field:Response.sequence'), async ({ cell, client, description, skip }) => {
+    const reason = unservedReason(description, 'mark_telemetry');
+    if (reason) skip(reason);
     const s = await cell.grant();
     const cursor = await eventCursor(client);
     const r = await cell.fenced('mark_telemetry', s, { label: 'weld start ✓' });
@@ -388,7 +417,9 @@ describe('mark_telemetry', () => {
     expect(ev?.mark).toEqual({ label: 'weld start ✓', sequence: r.reply.sequence, generation: s.generation });
   });
 
-  test('label of 1 and 128 bytes is accepted; 0 and 129 bytes are refused with telemetry_label_invalid', covers('reason:telemetry_label_invalid', 'limit:label_bytes', 'field:Request.label'), async ({ cell }) => {
+  test('label of 1 and 128 bytes is accepted; 0 and 129 bytes are refused with telemetry_label_invalid', covers('reason:telemetry_label_invalid', 'limit:label_bytes', 'field:Request.label'), async ({ cell, description, skip }) => {
+    const reason = unservedReason(description, 'mark_telemetry');
+    if (reason) skip(reason);
     const s = await cell.hold();
     for (const ok of ['m', 'ü'.repeat(64), 'x'.repeat(128)]) {
       expect(Buffer.byteLength(ok)).toBeLessThanOrEqual(128);

@@ -3,7 +3,7 @@
 
 import { lstat, readlink, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { covers, describe, expect, profile, test } from '../../harness/fixture.ts';
+import { covers, describe, expect, inProfile, profile, test } from '../../harness/fixture.ts';
 import { readStatus } from '../../harness/clients/status.ts';
 
 const HEX64 = /^[0-9a-f]{64}$/;
@@ -15,8 +15,11 @@ describe('Describe', () => {
     expect(r.reply.operation).toBe('describe');
   });
 
-  test('carries backend, the three digests, cycle_ns and control_idle_timeout_ns of 90 s', covers('field:Description.backend', 'field:Description.machine_sha256', 'field:Description.configuration_sha256', 'rule:describe.deployment_digest', 'field:Description.cycle_ns', 'field:Description.control_idle_timeout_ns', 'limit:control_idle_timeout_ns'), async ({ description }) => {
-    expect(['simulation', 'live']).toContain(description.backend);
+  test('carries backend, the three digests, cycle_ns and control_idle_timeout_ns of 90 s', covers('field:Description.backend', 'field:Description.machine_sha256', 'field:Description.configuration_sha256', 'rule:describe.deployment_digest', 'field:Description.cycle_ns', 'field:Description.control_idle_timeout_ns', 'limit:control_idle_timeout_ns', 'profile:describe.fields'), async ({ description }) => {
+    expect(typeof description.backend).toBe('string');
+    expect(description.backend).not.toBe('');
+    // Its values are ours (docs/profile.md "Describe and Status fields").
+    await inProfile('profile:describe.fields', () => expect(['simulation', 'live']).toContain(description.backend));
     expect(description.machine_sha256).toMatch(HEX64);
     expect(description.configuration_sha256).toMatch(HEX64);
     expect(description.deployment_sha256).toMatch(HEX64);
@@ -48,11 +51,12 @@ describe('Describe', () => {
 });
 
 describe('Status', () => {
-  test('answers without a session with core, commissioning, axes and execution', covers('endpoint:GET /v1/status', 'field:ProcessStatus.core.armed', 'field:ProcessStatus.core.home_valid_mask', 'field:ProcessStatus.core.safety_fault_mask', 'field:ProcessStatus.core.home_epoch', 'field:ProcessStatus.execution', 'rule:status.commissioning_phase'), async ({ client, description }) => {
+  test('answers without a session with core, commissioning, axes and execution', covers('endpoint:GET /v1/status', 'field:ProcessStatus.core.armed', 'field:ProcessStatus.core.home_valid_mask', 'field:ProcessStatus.core.safety_fault_mask', 'field:ProcessStatus.core.home_epoch', 'field:ProcessStatus.execution', 'rule:status.commissioning_phase', 'profile:status.fields'), async ({ client, description }) => {
     const s = await readStatus(client);
     expect(s.core).not.toBeNull();
     for (const f of ['armed', 'home_valid_mask', 'safety_fault_mask', 'home_epoch'] as const) expect(s.core![f]).toBeTypeOf('bigint');
-    expect(typeof s.commissioning.phase).toBe('string');
+    // "a commissioning phase" (part 2): the field's name and place are ours.
+    await inProfile('profile:status.fields', () => expect(typeof s.commissioning?.phase).toBe('string'));
     expect(s.axes.map((a) => a.id)).toEqual(description.axes.map((a) => a.id));
     for (const a of s.axes) expect(typeof a.ready).toBe('boolean');
     const ex = (s as unknown as { execution: Record<string, unknown> }).execution;
@@ -98,6 +102,7 @@ describe('grant observation', () => {
   test('Status carries the core grant receipt with the documented case-sensitive fields, following the grant', profile('profile:status.grant_observation', ...ids), async ({ client, cell, description }) => {
     const obs = async () => ((await client.status()).reply.data as { core: { grant_observation: Record<string, unknown> } }).core.grant_observation;
     const idle = await obs();
+    expect(idle, 'Status core.grant_observation').toBeTypeOf('object');
     expect(Object.keys(idle).sort()).toEqual([...U64, ...U32, 'CapabilityId'].sort());
     for (const f of U64) expect(idle[f], f).toBeTypeOf('bigint');
     for (const f of U32) expect(Number(idle[f]), f).toBeLessThanOrEqual(0xffffffff);

@@ -1,0 +1,116 @@
+// `hil cleanroom check`: the suites against an independent reading of document 1 (harness/cleanroom/
+// service.ts), as CI runs it. It starts the clean-room service, runs the folders it can answer through
+// `hil run --target external`, and holds the outcome to two statements:
+//
+// - the verdict is PASS: every contract test passes or skips with its reason, so a suite that asks for more
+//   than the document says (a profile detail asserted as contract, a rule reached only through an
+//   operation the target declares unimplemented) shows up as a FAIL here;
+// - the profile differences (informative: a detail the documents leave open, answered otherwise than
+//   docs/profile.md) are exactly the expected list in fixtures/expectations/cleanroom-informative.json, so a
+//   suite change that turns a difference into a failure, or hides one, is caught too.
+//
+// The clean-room service runs in this process; the run is a child `hil run` writing its reports to a
+// temporary directory (HIL_REPORTS_DIR), so the project's reports/ stay untouched.
+
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { RunRecord } from '../report/run-types.ts';
+import { CleanroomService } from './service.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** The suite folders whose subject the clean-room service implements (document 1 parts 1, 2, 4, 6). */
+export const CLEANROOM_SUITES = ['suites/envelope', 'suites/grant', 'suites/events', 'suites/capabilities', 'suites/observation'];
+
+/** Where the expected profile differences are kept. */
+export const EXPECTED_FILE = join(ROOT, 'fixtures', 'expectations', 'cleanroom-informative.json');
+
+/** A fixed property seed: the envelope property test's cases (and so its difference) are the same every run. */
+const PROPERTY_SEED = '20261125';
+
+/** "<file> > <full test name>" → the profile decisions it differs from, sorted. */
+export type Differences = Record<string, string[]>;
+
+/** The profile differences of a run: failed profile tests (informative) and profile checks inside contract tests. */
+export function differencesOf(run: Pick<RunRecord, 'tests'>): Differences {
+  const out: Differences = {};
+  for (const t of run.tests) {
+    const ids = new Set<string>();
+    if (t.informative) for (const c of t.covers) if (c.startsWith('profile:')) ids.add(c);
+    for (const d of t.profile_differences ?? []) ids.add(d.profile);
+    if (ids.size) out[`${t.file} > ${t.fullName}`] = [...ids].sort();
+  }
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+/** What differs between the expected and the found differences; empty when they are equal. */
+export function compareDifferences(expected: Differences, found: Differences): string[] {
+  const problems: string[] = [];
+  for (const [test, ids] of Object.entries(expected)) {
+    const got = found[test];
+    if (!got) problems.push(`no longer a profile difference (hidden, or now passing or failing): ${test} [${ids.join(', ')}]`);
+    else if (got.join() !== ids.join()) problems.push(`differs from other decisions than expected: ${test}: expected [${ids.join(', ')}], found [${got.join(', ')}]`);
+  }
+  for (const [test, ids] of Object.entries(found)) if (!expected[test]) problems.push(`a new profile difference: ${test} [${ids.join(', ')}]`);
+  return problems;
+}
+
+export interface CheckOptions {
+  /** Rewrite the expected list from this run instead of comparing (after a deliberate suite change). */
+  update?: boolean;
+  /** Suite folders or files (default CLEANROOM_SUITES). */
+  suites?: string[];
+  log?: (line: string) => void;
+}
+
+export async function checkCleanroom(o: CheckOptions = {}): Promise<number> {
+  const log = o.log ?? ((l: string) => process.stdout.write(`${l}\n`));
+  const dir = mkdtempSync(join(tmpdir(), 'hil-cleanroom-'));
+  const reports = join(dir, 'reports');
+  const service = new CleanroomService({ socketDir: join(dir, 'sock') });
+  try {
+    await service.listen();
+    const env: NodeJS.ProcessEnv = { ...process.env, HIL_REPORTS_DIR: reports, HIL_PROPERTY_SEED: PROPERTY_SEED };
+    // A check started from inside a vitest worker must not hand the nested run the worker's own settings.
+    for (const k of Object.keys(env)) if (k.startsWith('VITEST') || k === 'HIL_TARGET' || k === 'HIL_SOCKET' || k === 'HIL_RUN_DIR') delete env[k];
+    const args = [join(ROOT, 'harness', 'bin', 'hil.mjs'), 'run', '--target', 'external', '--socket', service.socketPath, '--no-report', ...(o.suites ?? CLEANROOM_SUITES)];
+    const code = await new Promise<number>((resolve) => {
+      const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+      child.on('exit', (c) => {
+        // The run's own summary: its failures, profile differences and closing line.
+        const at = out.indexOf('\nFailures:');
+        const at2 = out.indexOf('\nProfile differences');
+        const from = at >= 0 ? at : at2 >= 0 ? at2 : Math.max(0, out.lastIndexOf('\ntarget '));
+        log(out.slice(from).trim());
+        resolve(c ?? 1);
+      });
+    });
+    const runFile = join(reports, 'run.json');
+    if (!existsSync(runFile)) {
+      log('cleanroom check: the run wrote no run.json');
+      return 1;
+    }
+    const found = differencesOf(JSON.parse(readFileSync(runFile, 'utf8')) as RunRecord);
+    if (o.update) {
+      writeFileSync(EXPECTED_FILE, JSON.stringify(found, null, 2) + '\n');
+      log(`cleanroom check: wrote ${Object.keys(found).length} expected profile differences to ${EXPECTED_FILE}`);
+      return code;
+    }
+    const expected = existsSync(EXPECTED_FILE) ? (JSON.parse(readFileSync(EXPECTED_FILE, 'utf8')) as Differences) : {};
+    const problems = compareDifferences(expected, found);
+    for (const p of problems) log(`cleanroom check: ${p}`);
+    if (code !== 0) log('cleanroom check: the run against the clean-room service is not PASS: a suite asks for more than document 1 says, or the clean-room service broke it');
+    const ok = code === 0 && problems.length === 0;
+    log(`cleanroom check: ${ok ? 'ok' : 'FAILED'} (${Object.keys(found).length} profile differences${problems.length ? `, ${problems.length} unlike ${EXPECTED_FILE}` : ', as expected'})`);
+    return ok ? 0 : 1;
+  } finally {
+    await service.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
