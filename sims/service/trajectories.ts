@@ -125,6 +125,10 @@ export class TrajectoryOps {
 
   async prepare(r: Request, g: Grant, p: PointArrays): Promise<Reply> {
     this.checkPoints(p, r.axis_mask ?? 0);
+    return this.handles.serialise(() => this.commit(r, g, p));
+  }
+
+  private async commit(r: Request, g: Grant, p: PointArrays): Promise<Reply> {
     const handle = this.handles.peekNext();
     let n: NativeReply;
     try {
