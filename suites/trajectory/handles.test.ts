@@ -123,6 +123,39 @@ describe('one numbering, one plan slot', () => {
   );
 });
 
+describe('discard_trajectory of a program handle', () => {
+  test(
+    'a prepared program handle is discarded (discarded, handle_transition, start_program then handle_discarded); a started one answers handle_active and keeps running; a discarded one answers handle_discarded',
+    covers('transition:handle:prepared->discarded:discard', 'transition:handle:started->refused:discard', 'reason:handle_active', 'reason:handle_discarded', 'rule:handle.terminal_never_regain'),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      needsNine(skip, description.axes.length);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const rev = description.binding.revision as bigint;
+      const a = await program(client, s, still(rev, hold, 'discard-a'));
+      const cursor = await eventCursor(client);
+      const d = await cell.fenced('discard_trajectory', s, { handle: a.handle });
+      expect({ status: d.status, label: d.label }).toEqual({ status: 200, label: undefined });
+      expect(d.reply.sequence).toBeGreaterThan(0n);
+      expect((await recordOf(client, a.handle))!.state).toBe('discarded');
+      const evs = await eventsSince(client, cursor);
+      expect(evs.filter((e) => e.type === 'handle_transition' && (e.handle as Data).handle === a.handle).map((e) => `${(e.handle as Data).from}->${(e.handle as Data).to}`)).toEqual(['prepared->discarded']);
+      const again = await cell.fenced('discard_trajectory', s, { handle: a.handle });
+      expect({ status: again.status, label: again.label }).toEqual({ status: 409, label: 'handle_discarded' });
+      const start = await cell.fenced('start_program', s, { identity: a.identity });
+      expect({ status: start.status, label: start.label }).toEqual({ status: 409, label: 'handle_discarded' });
+      // A started program: handle_active, and it runs on to completion.
+      const b = await program(client, s, still(rev, hold, 'discard-b', 100));
+      expect((await cell.fenced('start_program', s, { identity: b.identity })).status).toBe(200);
+      const active = await cell.fenced('discard_trajectory', s, { handle: b.handle });
+      expect({ status: active.status, label: active.label }).toEqual({ status: 409, label: 'handle_active' });
+      expect((await recordOf(client, b.handle))!.state).toBe('started');
+      await waitStatus(client, (x) => (x as unknown as Data).execution.state === 'completed', 5_000);
+      expect((await recordOf(client, b.handle))!.state).toBe('consumed');
+    },
+  );
+});
+
 describe('handles that are not this grant’s or not of this kind', () => {
   test(
     'unknown_handle for a number never issued, for a program handle given to start_trajectory (kept prepared), and for a handle of an earlier core incarnation; an earlier grant’s handle answers its terminal state',
