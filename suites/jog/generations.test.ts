@@ -8,7 +8,7 @@
 
 import { afterEach, beforeEach } from 'vitest';
 import type { Session } from '../../harness/clients/cell.ts';
-import { hostNs, readJog, readJogClock } from '../../harness/clients/jog.ts';
+import { encodeJogFrame, hostNs, JogSender, readJog, readJogClock, readJogIngress, waitIngress } from '../../harness/clients/jog.ts';
 import { readyStepped, settle } from '../../harness/clients/stepped.ts';
 import { covers, describe, expect, sharedVariant, test } from '../../harness/fixture.ts';
 
@@ -77,6 +77,49 @@ describe('end_jog takes only the exact current independent generation', () => {
       const e = await fenced('end_jog', { jog_generation: legacy.JogGeneration });
       expect({ status: e.status, label: e.label }).toEqual({ status: 409, label: 'jog_session_stale' });
       expect(await readJog(client)).toMatchObject({ JogGeneration: legacy.JogGeneration, SessionOpen: 1n, Mode: 2n });
+    },
+  );
+});
+
+describe('local_jog_update velocity checks in the profile’s order', () => {
+  test(
+    'a frame with a nonzero velocity outside the session on one axis and a non-finite velocity on another is jog_velocity_invalid, whichever axis comes first',
+    covers('profile:jog.frame_refusals'),
+    async ({ skip }) => {
+      skip(v.cannot !== undefined, v.cannot ?? '');
+      skip(!served, 'the target serves no independent jog lane (GET /v1/jog/clock socket empty)');
+      const n = v.description.axes.length;
+      skip(n < 2, 'the check order needs two axes');
+      const client = v.target.client();
+      const sender = new JogSender(v.target.address);
+      try {
+        // Session on the last axis; every other axis is outside it.
+        const inside = n - 1;
+        const jg = await begin(1 << inside);
+        let seq = 0n;
+        const send = async (velocity: number[]) => {
+          const before = (await readJogIngress(client)).received as bigint;
+          await sender.send(encodeJogFrame({ session: s!.session, generation: s!.generation, jogGeneration: jg, sourceSequence: ++seq, captureHostNs: hostNs(), velocity }));
+          return waitIngress(client, before + 1n);
+        };
+        const slow = (i: number) => v.description.axes[i]!.max_velocity / 10;
+        // axis 0 outside the session (nonzero) before the session's axis (NaN)
+        const a = v.description.axes.map((_, i) => (i === 0 ? slow(0) : i === inside ? Number.NaN : 0));
+        expect((await send(a)).last_reason).toBe(20n);
+        // the same, the non-finite velocity on an axis outside the session after the outside one
+        if (n >= 3) {
+          const b = v.description.axes.map((_, i) => (i === 0 ? slow(0) : i === 1 ? Number.POSITIVE_INFINITY : 0));
+          expect((await send(b)).last_reason).toBe(20n);
+        }
+        // each on its own still answers its own reason
+        expect((await send(v.description.axes.map((_, i) => (i === 0 ? slow(0) : 0)))).last_reason).toBe(21n);
+        expect((await send(v.description.axes.map((_, i) => (i === inside ? Number.NaN : 0)))).last_reason).toBe(20n);
+        const ing = (await readJogIngress(client)) as Record<string, unknown>;
+        expect(ing.refused_by_reason).toMatchObject({ jog_velocity_invalid: n >= 3 ? 3n : 2n, jog_axis_outside_session: 1n });
+        expect((await fenced('end_jog', { jog_generation: jg })).status).toBe(200);
+      } finally {
+        await sender.close();
+      }
     },
   );
 });
