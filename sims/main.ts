@@ -22,6 +22,15 @@ import type { RemoteJogFlags } from './service/remote-jog.ts';
 import { doctorMain } from './doctor.ts';
 
 const DEFAULT_MACHINE = join(ROOT, 'fixtures', 'machines', 'nine-axis.json');
+/** The OpenSSL configuration that disables TLS session tickets (read at process start). */
+const TLS_NO_TICKETS = join(ROOT, 'sims', 'service', 'tls-no-tickets.cnf');
+
+/** Whether this process was started with TLS_NO_TICKETS (the flag, or OPENSSL_CONF naming it). */
+function ticketsDisabled(): boolean {
+  const flag = [...process.execArgv].reverse().find((a) => a.startsWith('--openssl-config='));
+  const file = flag ? flag.slice('--openssl-config='.length) : process.env.OPENSSL_CONF;
+  return file !== undefined && resolve(file) === TLS_NO_TICKETS;
+}
 
 const USAGE = `usage: hil serve --socket-dir DIR [options]
 
@@ -283,6 +292,13 @@ export async function main(argv: string[]): Promise<number> {
     const missing = [...remoteFlags.slice(0, 4), 'pair-id' as const].filter((f) => args[f] === undefined);
     if (missing.length) {
       process.stderr.write(`hil serve: --remote-listen needs ${missing.map((f) => `--${f}`).join(', ')}\n`);
+      return 2;
+    }
+    // Document 1 part 5: TLS session tickets are disabled. Only an OpenSSL configuration read when the
+    // process starts can stop TLS 1.3 tickets in Node 20 (sims/service/tls-no-tickets.cnf says why): a
+    // listener in a process started without it would send them, so it is not started.
+    if (!ticketsDisabled()) {
+      process.stderr.write(`hil serve: --remote-listen needs the process started with node --openssl-config=${TLS_NO_TICKETS} (hil serve does this)\n`);
       return 2;
     }
     try {
