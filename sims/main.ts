@@ -22,6 +22,8 @@ import type { RemoteJogFlags } from './service/remote-jog.ts';
 import { doctorMain } from './doctor.ts';
 
 const DEFAULT_MACHINE = join(ROOT, 'fixtures', 'machines', 'nine-axis.json');
+/** Signals closer together than this are one delivery reaching the stack by two paths (see the handler). */
+const SIGNAL_BURST_MS = 250;
 /** The OpenSSL configuration that disables TLS session tickets (read at process start). */
 const TLS_NO_TICKETS = join(ROOT, 'sims', 'service', 'tls-no-tickets.cnf');
 
@@ -404,8 +406,26 @@ export async function main(argv: string[]): Promise<number> {
       });
     return stopping;
   };
+  // A service manager stops a unit by signalling every process of it (systemd's control group, a
+  // container's process group): the stack then gets the signal twice at once, from the manager and
+  // forwarded by `hil serve`. Signals within SIGNAL_BURST_MS of the last one counted are that one
+  // delivery. The first starts the orderly stop; a second while it runs (the remote listener's grace)
+  // is reported and changes nothing; a third ends the process at once.
+  let signals = 0;
+  let lastSignalMs = -Infinity;
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(sig, () => void shutdown(sig).then(() => process.exit(0)));
+    process.on(sig, () => {
+      const now = performance.now();
+      if (now - lastSignalMs < SIGNAL_BURST_MS) return;
+      lastSignalMs = now;
+      signals++;
+      if (signals === 1) void shutdown(sig).then(() => process.exit(0));
+      else if (signals === 2) process.stderr.write(`hil serve: ${sig}: signal again while stopping; the orderly stop goes on (a third signal ends it at once)\n`);
+      else {
+        process.stderr.write(`hil serve: ${sig}: third signal: exiting now\n`);
+        process.exit(128 + (sig === 'SIGINT' ? 2 : 15));
+      }
+    });
   }
   if (args['lifeline-stdin']) {
     process.stdin.on('end', () => void shutdown('stdin closed').then(() => process.exit(0)));
