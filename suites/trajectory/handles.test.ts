@@ -200,3 +200,32 @@ describe('handles that are not this grant’s or not of this kind', () => {
   );
 });
 
+
+describe('a later execution replaces a running one', () => {
+  test(
+    'a Start while a trajectory runs: the running handle is consumed (started->consumed), the new one started, one execution_started each',
+    covers('transition:handle:started->consumed:completion', 'transition:handle:prepared->started:start', 'event:execution_started'),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const a = await cell.fenced('prepare_trajectory', s, { axis_mask: 1, points: stillPoints(hold, 5_000) });
+      expect(a.status, a.reply.error).toBe(200);
+      const cursor = await eventCursor(client);
+      expect((await cell.fenced('start_trajectory', s, { handle: a.reply.handle! })).status).toBe(200);
+      const b = await cell.fenced('prepare_trajectory', s, { axis_mask: 1, points: stillPoints(hold, 100) });
+      expect(b.status, b.reply.error).toBe(200);
+      // A preparation does not touch the running handle.
+      expect((await recordOf(client, a.reply.handle!))!.state).toBe('started');
+      const r = await cell.fenced('start_trajectory', s, { handle: b.reply.handle! });
+      expect({ status: r.status, error: r.reply.error }).toEqual({ status: 200, error: undefined });
+      expect((await recordOf(client, a.reply.handle!))!.state).toBe('consumed');
+      expect((await recordOf(client, b.reply.handle!))!.state).toBe('started');
+      const evs = await eventsSince(client, cursor);
+      const moves = (h: bigint) => evs.filter((e) => e.type === 'handle_transition' && (e.handle as Data).handle === h).map((e) => `${(e.handle as Data).from}->${(e.handle as Data).to}`);
+      expect(moves(a.reply.handle!)).toEqual(['prepared->started', 'started->consumed']);
+      expect(evs.filter((e) => e.type === 'execution_started').map((e) => (e.execution as Data).handle)).toEqual([a.reply.handle!, b.reply.handle!]);
+      await waitStatus(client, (x) => (x as unknown as Data).execution.state === 'completed', 5_000);
+      expect((await recordOf(client, b.reply.handle!))!.state).toBe('consumed');
+    },
+  );
+});

@@ -141,3 +141,38 @@ describe('an output intent on the first point', () => {
     },
   );
 });
+
+describe('the one-cycle bound on the first point', () => {
+  test(
+    'point 0 is due in the first cycle that runs the plan: that cycle woken one cycle late is io_marker_late (not applied, fault bit 1024); one nanosecond less and it is applied',
+    covers('reason:io_marker_late', 'profile:io.marker_late'),
+    async ({ skip }) => {
+      skip(why !== undefined, why ?? '');
+      const { s, bit } = ctx!;
+      const client = v.target.client();
+      const cycle = v.description.cycle_ns;
+      expect((await stepped(v.cell.fenced('io_arm', s))).status).toBe(200);
+      /** Start a still trajectory with its only ON intent on point 0, the first cycle after the Start woken `late` ns late. */
+      const run = async (late: bigint) => {
+        const hold = ((await readStatus(client)).axes as Array<{ position: number | bigint }>).map((a) => Number(a.position));
+        const at = (ms: number, extra: Record<string, unknown> = {}) => ({ time_ns: BigInt(ms) * 1_000_000n, position: hold, ...extra });
+        const p = await stepped(v.cell.fenced('prepare_trajectory', s, { axis_mask: 1, points: [at(0, { io_mask: bit, io_values: bit }), at(30)] }));
+        expect(p.status, p.reply.error).toBe(200);
+        const from = await latestSequence(client);
+        await v.target.inject({ kind: 'late_wake', ns: Number(late) });
+        const r = await stepped(v.cell.fenced('start_trajectory', s, { handle: p.reply.handle! }));
+        expect(r.status, r.reply.error).toBe(200);
+        await step(40);
+        // From the first cycle after the Start (a late intent faults the execution in that very cycle).
+        const all = await recordsSince(client, from);
+        return { first: all[0]!, on: all.some((x) => (x.io_output_word & bit) === bit), faults: all.at(-1)!.execution_fault_reasons };
+      };
+      const onTime = await run(cycle - 1n);
+      expect({ jitter: onTime.first.cycle_jitter_ns, on: onTime.on, faults: onTime.faults }).toEqual({ jitter: cycle - 1n, on: true, faults: 0 });
+      const late = await run(cycle);
+      expect({ jitter: late.first.cycle_jitter_ns, on: late.on, faults: late.faults }).toEqual({ jitter: cycle, on: false, faults: 1024 });
+      // The latched bit is cleared by reset_fault (which retires the session); the next test readies anew.
+      expect((await stepped(v.cell.fenced('reset_fault', s, { axis_mask: 0 }))).status).toBe(200);
+    },
+  );
+});
