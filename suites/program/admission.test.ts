@@ -451,4 +451,30 @@ describe('axis maps on other machines', () => {
       }
     },
   );
+
+  test(
+    'a machine with no rad axis has no dense axis map either: dense_axis_map_requires_nine_ids (the "none" side)',
+    covers('reason:dense_axis_map_requires_nine_ids', 'rule:dense_admission.axis_map'),
+    async ({ variant }) => {
+      // The two-axis bench with its rotary axis made linear (a lead like the other's): only m axes.
+      const bench = JSON.parse(readFileSync(fileURLToPath(new URL('../../fixtures/machines/bench-two-axis.json', import.meta.url)), 'utf8'));
+      const r1 = bench.axes[0];
+      bench.axes[0] = { ...r1, type: 'linear', lead_m_per_rev: 0.01, gear_ratio: undefined, wire_revs_per_axis_rev: 1, limits: { ...bench.axes[1].limits } };
+      const dir = mkdtempSync(join(tmpdir(), 'hil-linear-'));
+      const file = join(dir, 'all-linear.json');
+      writeFileSync(file, JSON.stringify(bench));
+      const t = await variant({ machine: file });
+      const client = t.client();
+      const d = (await client.describe()).reply.data as unknown as Description & { axes: Array<{ position_unit: string }> };
+      expect(d.axes.map((a) => a.position_unit)).toEqual(d.axes.map(() => 'm'));
+      const cell = new Cell(client, d.binding);
+      try {
+        const s = await cell.hold({ requested_lease_ms: 5_000 });
+        const r = await postProgram(client, s, encodeProgram({ segments: [dwell('still', Q0, 3)], manifestRevision: d.binding.revision, axisMask: 0 }));
+        expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: 'dense_axis_map_requires_nine_ids' });
+      } finally {
+        await cell.cleanup();
+      }
+    },
+  );
 });
