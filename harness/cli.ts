@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { HilReporter, exitCodeOf, type Expectation } from './report/reporter.ts';
 import { writeHtmlReport } from './report/html.ts';
 import { computeCoverage, familyCounts } from './catalogue/gate.ts';
-import { CONFIG_ENTRY, PLANNER_ENTRY, STACK_ENTRY, TS_NODE_ARGS } from './targets/reference.ts';
+import { CONFIG_ENTRY, PLANNER_ENTRY, STACK_ENTRY, STACK_NODE_ARGS, TS_NODE_ARGS } from './targets/reference.ts';
 import { packWeldplan, programDigest, sealProgram } from './clients/weldplan.ts';
 import { TARGETS } from './targets/index.ts';
 import { machineDigest } from './targets/replay.ts';
@@ -308,7 +308,7 @@ function loadExpectations(target: string): Record<string, Expectation> {
 
 function serve(args: string[]): Promise<number> {
   // The stack is a separate process (DESIGN.md rule 1): the harness only starts it.
-  const child = spawn(process.execPath, [...TS_NODE_ARGS, STACK_ENTRY, ...args], { stdio: 'inherit' });
+  const child = spawn(process.execPath, [...STACK_NODE_ARGS, ...TS_NODE_ARGS, STACK_ENTRY, ...args], { stdio: 'inherit' });
   const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
   process.on('SIGINT', forward('SIGINT'));
   process.on('SIGTERM', forward('SIGTERM'));

@@ -16,7 +16,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 /** The conformance-quiet project's files (vitest.config.ts). */
 export const QUIET_FILES = ['suites/telemetry/stream.test.ts', 'suites/telemetry/busy.test.ts', 'suites/observation/keepalive.test.ts'];
 /** The conformance-jog project's files. */
-export const JOG_FILES = ['suites/jog/jog.test.ts'];
+export const JOG_FILES = ['suites/jog/jog.test.ts', 'suites/jog/generations.test.ts'];
 /** Files handed out last. */
 export const LAST_FILES = ['suites/trajectory/upload.test.ts'];
 

@@ -8,11 +8,39 @@ import { doctor } from './doctor.ts';
 
 const machine = { ...compileMachine(readFileSync(new URL('../fixtures/machines/bench-two-axis.json', import.meta.url), 'utf8')).machine, dir: '' };
 
-test('node-ethercat absent: says it is not installed and how to get it, and stops there', async () => {
+// docs/architecture.md "Building node-ethercat" is what was found about the published binding; the
+// doctor's words are held to it: a rig owner following them must not be sent down a build that fails.
+const ARCH = readFileSync(new URL('../docs/architecture.md', import.meta.url), 'utf8');
+const BUILDING = ARCH.slice(ARCH.indexOf('### Building node-ethercat'), ARCH.indexOf('### Running on a rig'));
+
+test('docs/architecture.md still says what the doctor repeats (the facts the next test holds the doctor to)', () => {
+  const flat = BUILDING.replace(/\s+/g, ' ');
+  expect(flat).toContain('node-ethercat 1.0.5');
+  expect(flat).toContain('IgH EtherCAT master 1.5.2');
+  expect(flat).toContain('/usr/local/etherlab/src/ethercat-1.5.2/include');
+  expect(flat).toContain("it does not compile against Node 20's headers without porting to the current V8 API or N-API");
+});
+
+test('node-ethercat absent: says the published 1.0.5 does not build on Node 20, what to do instead (IgH 1.5.2, the port to the current V8 API or N-API), and stops there', async () => {
   const r = await doctor({ driver: 'ethercat', machine, params: {} });
   expect(r.ok).toBe(false);
   const missing = r.lines.filter((l) => l.startsWith('MISSING'));
-  expect(missing).toEqual([expect.stringMatching(/^MISSING {2}node-ethercat is not installed on this machine\. .*npm install node-ethercat@1\.0\.5/)]);
+  expect(missing).toHaveLength(1);
+  const m = missing[0]!;
+  expect(m).toMatch(/^MISSING {2}node-ethercat is not installed on this machine\. /);
+  // what was found
+  expect(m).toContain('node-ethercat 1.0.5');
+  expect(m).toContain("does not compile against Node 20's headers");
+  expect(m).toContain(`this is Node ${process.version}`);
+  // what to do instead
+  expect(m).toContain('IgH EtherCAT master 1.5.2');
+  expect(m).toContain('/usr/local/etherlab/src/ethercat-1.5.2');
+  expect(m).toContain('port its C++ (ethercatBindings.cc) to the current V8 API or N-API');
+  for (const f of ['addSlave', 'start', 'activate', 'readPin', 'writePin', 'configSdo', 'getMasterState', 'getPins']) expect(m).toContain(f);
+  expect(m).toContain('docs/architecture.md, "Building node-ethercat"');
+  // never the plain install as the way to a working rig
+  expect(m).not.toMatch(/then run `npm install node-ethercat@1\.0\.5`/);
+  expect(m).toContain('`npm install node-ethercat@1.0.5` alone does not build');
   expect(r.lines.some((l) => l.startsWith('ok'))).toBe(false); // nothing further was tried
 });
 

@@ -29,6 +29,18 @@ Checks what a rig needs and prints what is missing in plain words; exit status 0
   --fake-no-master       the master cannot be reached
 `;
 
+/**
+ * What a rig owner needs to know about the binding, as docs/architecture.md "Building node-ethercat" found
+ * it (sims/doctor.test.ts holds these words to that section): the published 1.0.5 does not build on this
+ * Node, and what to do instead.
+ */
+const BINDING_FACTS =
+  "The published node-ethercat 1.0.5 does not build here: its C++ uses the pre-Node-12 V8 API and does not compile against Node 20's headers " +
+  `(this is Node ${process.version}), so \`npm install node-ethercat@1.0.5\` alone does not build. What to do instead: install the IgH EtherCAT master 1.5.2 ` +
+  'with its headers and libethercat under /usr/local/etherlab/src/ethercat-1.5.2 (the paths its binding.gyp names), port its C++ (ethercatBindings.cc) to the current V8 API or N-API ' +
+  'keeping the functions the driver uses (addSlave, start, activate, readPin, writePin, configSdo, getMasterState, getPins), build that port with node-gyp, ' +
+  'and install it in this checkout as node-ethercat (docs/architecture.md, "Building node-ethercat", also lists what a rig build should fix in configSdo and export).';
+
 export interface DoctorReport {
   ok: boolean;
   lines: string[];
@@ -54,9 +66,9 @@ export async function doctor(o: { driver: string; machine: CompiledMachine; para
   } catch (e) {
     const err = e as DriverUnavailable;
     if (err.code === 'DRIVER_MODULE_MISSING') {
-      bad('node-ethercat is not installed on this machine. It is the EtherCAT master binding the rig needs. Install the IgH EtherCAT master 1.5.2 with its headers under /usr/local/etherlab, then run `npm install node-ethercat@1.0.5` here (docs/architecture.md, "Building node-ethercat").');
+      bad(`node-ethercat is not installed on this machine. It is the EtherCAT master binding the rig needs. ${BINDING_FACTS}`);
     } else if (err.code === 'DRIVER_NOT_BUILT') {
-      bad('node-ethercat is installed but its native part did not build or does not load. It compiles with node-gyp against the IgH headers and libethercat; version 1.0.5 is written for an old V8 API and may need patches to build on Node 20 (docs/architecture.md, "Building node-ethercat").');
+      bad(`node-ethercat is installed but its native part did not build or does not load. ${BINDING_FACTS}`);
     } else bad(`the ${o.driver} driver cannot be loaded: ${err.message}`);
     lines.push(`detail: ${err.message}`);
     return { ok: false, lines };

@@ -22,6 +22,17 @@ import type { RemoteJogFlags } from './service/remote-jog.ts';
 import { doctorMain } from './doctor.ts';
 
 const DEFAULT_MACHINE = join(ROOT, 'fixtures', 'machines', 'nine-axis.json');
+/** Signals closer together than this are one delivery reaching the stack by two paths (see the handler). */
+const SIGNAL_BURST_MS = 250;
+/** The OpenSSL configuration that disables TLS session tickets (read at process start). */
+const TLS_NO_TICKETS = join(ROOT, 'sims', 'service', 'tls-no-tickets.cnf');
+
+/** Whether this process was started with TLS_NO_TICKETS (the flag, or OPENSSL_CONF naming it). */
+function ticketsDisabled(): boolean {
+  const flag = [...process.execArgv].reverse().find((a) => a.startsWith('--openssl-config='));
+  const file = flag ? flag.slice('--openssl-config='.length) : process.env.OPENSSL_CONF;
+  return file !== undefined && resolve(file) === TLS_NO_TICKETS;
+}
 
 const USAGE = `usage: hil serve --socket-dir DIR [options]
 
@@ -285,6 +296,13 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`hil serve: --remote-listen needs ${missing.map((f) => `--${f}`).join(', ')}\n`);
       return 2;
     }
+    // Document 1 part 5: TLS session tickets are disabled. Only an OpenSSL configuration read when the
+    // process starts can stop TLS 1.3 tickets in Node 20 (sims/service/tls-no-tickets.cnf says why): a
+    // listener in a process started without it would send them, so it is not started.
+    if (!ticketsDisabled()) {
+      process.stderr.write(`hil serve: --remote-listen needs the process started with node --openssl-config=${TLS_NO_TICKETS} (hil serve does this)\n`);
+      return 2;
+    }
     try {
       const files: RemoteFiles = { ca: resolve(args['remote-ca']!), cert: resolve(args['remote-cert']!), key: resolve(args['remote-key']!), crl: resolve(args['remote-crl']!) };
       const jog = [jogFlag('remote-jog-max-uncertainty-ns'), jogFlag('remote-jog-drift-ppb'), jogFlag('remote-jog-calibration-max-age-ns')];
@@ -388,8 +406,26 @@ export async function main(argv: string[]): Promise<number> {
       });
     return stopping;
   };
+  // A service manager stops a unit by signalling every process of it (systemd's control group, a
+  // container's process group): the stack then gets the signal twice at once, from the manager and
+  // forwarded by `hil serve`. Signals within SIGNAL_BURST_MS of the last one counted are that one
+  // delivery. The first starts the orderly stop; a second while it runs (the remote listener's grace)
+  // is reported and changes nothing; a third ends the process at once.
+  let signals = 0;
+  let lastSignalMs = -Infinity;
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(sig, () => void shutdown(sig).then(() => process.exit(0)));
+    process.on(sig, () => {
+      const now = performance.now();
+      if (now - lastSignalMs < SIGNAL_BURST_MS) return;
+      lastSignalMs = now;
+      signals++;
+      if (signals === 1) void shutdown(sig).then(() => process.exit(0));
+      else if (signals === 2) process.stderr.write(`hil serve: ${sig}: signal again while stopping; the orderly stop goes on (a third signal ends it at once)\n`);
+      else {
+        process.stderr.write(`hil serve: ${sig}: third signal: exiting now\n`);
+        process.exit(128 + (sig === 'SIGINT' ? 2 : 15));
+      }
+    });
   }
   if (args['lifeline-stdin']) {
     process.stdin.on('end', () => void shutdown('stdin closed').then(() => process.exit(0)));

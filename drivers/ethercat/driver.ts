@@ -18,15 +18,16 @@ export async function importNodeEthercat(): Promise<unknown> {
       throw new DriverUnavailable(
         'DRIVER_NOT_BUILT',
         'the ethercat driver needs node-ethercat\'s native part (build/Release/ethercat.node), which is missing or does not load: ' +
-          'it builds with node-gyp against the IgH EtherCAT master 1.5.2 headers and libethercat at /usr/local/etherlab (see docs/architecture.md, ' +
+          "it builds with node-gyp against the IgH EtherCAT master 1.5.2 headers and libethercat at /usr/local/etherlab, and the published 1.0.5 only after a port to Node 20's V8 API or N-API (see docs/architecture.md, " +
           `"Building node-ethercat") (${first})`,
       );
     }
     throw new DriverUnavailable(
       'DRIVER_MODULE_MISSING',
       'the ethercat driver needs the optional package node-ethercat (IgH EtherCAT master bindings), which is not ' +
-        'installed or did not build on this machine: install the IgH EtherCAT master with its headers, then ' +
-        `\`npm install node-ethercat@1.0.5\` (${first})`,
+        'installed or did not build on this machine: install the IgH EtherCAT master 1.5.2 with its headers and a build of ' +
+        "node-ethercat ported to this Node (the published \`npm install node-ethercat@1.0.5\` does not compile against Node 20's headers; " +
+        `docs/architecture.md, "Building node-ethercat") (${first})`,
     );
   }
 }

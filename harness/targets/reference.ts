@@ -18,6 +18,12 @@ export const STACK_ENTRY = join(ROOT, 'sims', 'main.ts');
 export const CONFIG_ENTRY = join(ROOT, 'sims', 'config', 'main.ts');
 /** The weld planner stub (`hil planner serve`, document 2), a process of its own as on a real cell. */
 export const PLANNER_ENTRY = join(ROOT, 'sims', 'planner', 'main.ts');
+/**
+ * Node arguments the reference stack process starts with, before its entry point: the OpenSSL
+ * configuration that disables TLS session tickets on its remote listener (document 1 part 5; the file
+ * says why it must be read at process start). `hil serve` and every target use it.
+ */
+export const STACK_NODE_ARGS: readonly string[] = [`--openssl-config=${join(ROOT, 'sims', 'service', 'tls-no-tickets.cnf')}`];
 /** Node arguments that run a TypeScript entry point (tsx, no build step). */
 export const TS_NODE_ARGS: readonly string[] = ['--import', resolveTsx()];
 
@@ -63,8 +69,9 @@ export type ReferenceProgram = 'stack' | 'config' | 'planner';
 export function referenceCommand(program: ReferenceProgram, env: NodeJS.ProcessEnv = process.env): string[] {
   const prebuilt = env[PREBUILT_ENV];
   const bundle = { stack: 'main.js', config: 'config.js', planner: 'planner.js' }[program];
-  if (prebuilt && prebuilt !== 'off') return [join(prebuilt, bundle)];
-  return [...TS_NODE_ARGS, { stack: STACK_ENTRY, config: CONFIG_ENTRY, planner: PLANNER_ENTRY }[program]];
+  const node = program === 'stack' ? STACK_NODE_ARGS : [];
+  if (prebuilt && prebuilt !== 'off') return [...node, join(prebuilt, bundle)];
+  return [...node, ...TS_NODE_ARGS, { stack: STACK_ENTRY, config: CONFIG_ENTRY, planner: PLANNER_ENTRY }[program]];
 }
 
 /**

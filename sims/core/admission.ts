@@ -11,7 +11,7 @@ import type { ProcessImage } from '../../drivers/bus.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import { FAULT } from './faults.ts';
 import type { FaultMonitor } from './fault-monitor.ts';
-import { NATIVE_REASON, type NativeOpName, type ToCore } from './protocol.ts';
+import { JOG_MODE, NATIVE_REASON, type NativeOpName, type ToCore } from './protocol.ts';
 import type { Plan } from './trajectory.ts';
 
 export type Cmd = Extract<ToCore, { t: 'cmd' }>;
@@ -174,8 +174,10 @@ const jogAxesFree: Check = (v, _m, mask) => {
 };
 /** Legacy jog never takes over an open independent jog generation. */
 const noIndependentJog: Check = (v, _m, mask) => (v.jog.open && v.jog.mode === 1 ? refuse(NATIVE_REASON.mode_conflict, mask, 'an independent jog generation is open') : null);
+// Document 1 part 4 end_jog: the "exact current nonzero independent jog generation": a legacy jog's
+// generation (Mode 2) is not end_jog's to end.
 const currentJogGeneration: Check = (v, m) =>
-  !v.jog.open || v.jog.generation === 0n || m.handle !== v.jog.generation
+  !v.jog.open || v.jog.mode !== JOG_MODE.independent || v.jog.generation === 0n || m.handle !== v.jog.generation
     ? refuse(NATIVE_REASON.jog_session_stale, 0, `jog generation ${m.handle ?? 0n} is not the current open one (${v.jog.open ? v.jog.generation : 'none open'})`)
     : null;
 

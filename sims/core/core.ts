@@ -825,8 +825,9 @@ export class Core implements AdmissionView {
       this.trajectory.lateMarker = false;
       this.faults.latch(FAULT.io_marker_late!, this.lanes.axesOf(this.trajectory));
     }
-    // Output intents of the running trajectory drive configured non-torch outputs, only while io is armed.
-    if (this.trajectory.active && this.ioArmed) img.ioOutputWord = this.trajectory.outputs & this.drivableOutputs;
+    // Output intents of the running trajectory drive configured non-torch outputs, only while io is armed;
+    // in the cycle that reaches the last point too (its intent is applied there, the plan is let go after).
+    if (this.trajectory.plan !== null && this.ioArmed) img.ioOutputWord = this.trajectory.outputs & this.drivableOutputs;
     // CiA 402 stepping: each axis's controlword moves its drive one step toward the wanted state.
     const homingMask = this.homingMask;
     const resetting = this.reset !== null && this.reset.cycle < RESET_PULSE_CYCLES ? this.reset.mask : 0;

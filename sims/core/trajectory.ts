@@ -110,6 +110,8 @@ export class TrajectoryLane implements MotionLane {
    */
   lateMarker = false;
   private tau = 0;
+  /** Point 0's intent has been applied (or found late): it is due in the first cycle that runs the plan. */
+  private firstDone = false;
 
   constructor(
     n: number,
@@ -126,6 +128,7 @@ export class TrajectoryLane implements MotionLane {
     this.index = 0;
     this.commandSequence = sequence;
     this.finished = false;
+    this.firstDone = false;
     this.outputs = outputs;
     this.targetVelocity.fill(0);
   }
@@ -147,11 +150,17 @@ export class TrajectoryLane implements MotionLane {
     this.tau = tau;
     const last = p.count - 1;
     let k = this.index;
+    // The Start is admitted between cycles: plan time 0 is the cycle before, so the first cycle that runs
+    // the plan is at tau = one cycle. Point 0's intent is due there (document 1 part 2 Point io_mask), in
+    // point order before any later point this cycle reaches.
+    if (!this.firstDone) {
+      this.firstDone = true;
+      this.applyIntent(0);
+    }
     while (k < last - 1 && tau >= p.t[k + 1]!) {
       k++;
       this.applyIntent(k);
     }
-    if (k === 0 && tau === 0) this.applyIntent(0);
     this.index = k;
     const end = tau >= p.t[last]!;
     if (end && !this.finished) this.applyIntent(last);
@@ -199,10 +208,11 @@ export class TrajectoryLane implements MotionLane {
     const p = this.plan!;
     const m = p.ioMask[k]!;
     if (!m) return;
-    // Due in the first cycle at or after the point on the cycle grid counted from the Start; late when
-    // the cycle applying it runs one cycle or more after that cycle's time.
+    // Due in the first cycle at or after the point on the cycle grid counted from the Start, and never
+    // before the first cycle that runs the plan (one cycle after the Start); late when the cycle applying
+    // it runs one cycle or more after that cycle's time.
     const c = this.cycleNs;
-    if (this.tau - Math.ceil(p.t[k]! / c) * c >= c) {
+    if (this.tau - Math.max(c, Math.ceil(p.t[k]! / c) * c) >= c) {
       this.lateMarker = true;
       return;
     }

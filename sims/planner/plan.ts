@@ -238,6 +238,18 @@ function weldSamples(id: string, knots: number[][], s: number[], n: number, torc
   return { kind: 'weld', sourceId: id, nodeId: id, t, q, qd, flags };
 }
 
+/** How many samples holdSamples writes for `duration` (counted before any is allocated). */
+function holdCount(duration: number): number {
+  const steps = duration / DT;
+  const whole = Math.round(steps);
+  if (Math.abs(steps - whole) <= 1e-9 * Math.max(1, steps)) return whole + 1;
+  // Far past the limit the exact count does not matter; below it, count as holdSamples writes.
+  if (steps > MAX_SAMPLES + 2) return Math.ceil(steps) + 1;
+  let n = 0;
+  while (n * DT < duration) n++;
+  return n + 1;
+}
+
 function holdSamples(id: string, pose: readonly number[], duration: number): Seg {
   const steps = duration / DT;
   const whole = Math.round(steps);
@@ -362,6 +374,15 @@ export async function plan(w: Weldplan, o: PlanOptions, stage: Stage): Promise<P
   await stage('freespace seed');
   const connectingFailed = o.run_connecting_trajopt && o.free_space_backend === 'curobo';
   const segs: Seg[] = [];
+  // Document 2 limits: at most MAX_SAMPLES samples in a dense file. Every segment's sample count is known
+  // before its samples are written (a 1e-9 mm/s weld or a year-long dwell is valid input and would need
+  // more memory than the machine has): once the total passes the limit nothing more is allocated, and the
+  // dense stage answers sample_count_overflow with the total counted.
+  let sampleTotal = 0;
+  const fits = (count: number): boolean => {
+    sampleTotal += count;
+    return sampleTotal <= MAX_SAMPLES;
+  };
   const connecting: Record<string, unknown>[] = [];
   const unplanned: string[] = [];
   let pose: readonly number[] = cell.home;
@@ -382,7 +403,7 @@ export async function plan(w: Weldplan, o: PlanOptions, stage: Stage): Promise<P
     const count = freespaceCount(cell, pose, to, scale * moveScale);
     if (o.run_connecting_trajopt && !connectingFailed) {
       const T = (count - 1) * DT;
-      segs.push(restMove(kind, id, pose, to, count, 0));
+      if (fits(count)) segs.push(restMove(kind, id, pose, to, count, 0));
       connecting.push({
         kind: connKind, from: fromSeam, to: toSeam, node_id: id, duration_s: round(T, 9),
         knots_deg: [deg(pose), deg(to)], knot_velocity_deg_s: [new Array(COLS).fill(0), new Array(COLS).fill(0)], times_s: [0, round(T, 9)],
@@ -400,9 +421,12 @@ export async function plan(w: Weldplan, o: PlanOptions, stage: Stage): Promise<P
       if (!sp.crossed) continue;
       if (o.run_weld_trajopt) {
         const T = sp.lengthMm / sp.travel / scale;
-        const seg = weldSamples(id, sp.knots, sp.s, gridCount(T), torch);
-        applyDefect(seg, str(obj(obj(n.get('extensions'))?.get('weld_planner_stub'))?.get('resample_defect')), cell);
-        segs.push(seg);
+        const count = gridCount(T);
+        if (fits(count)) {
+          const seg = weldSamples(id, sp.knots, sp.s, count, torch);
+          applyDefect(seg, str(obj(obj(n.get('extensions'))?.get('weld_planner_stub'))?.get('resample_defect')), cell);
+          segs.push(seg);
+        }
       }
       pose = sp.knots[sp.knots.length - 1]!;
       lastSeam = sp.id;
@@ -441,7 +465,7 @@ export async function plan(w: Weldplan, o: PlanOptions, stage: Stage): Promise<P
       firstMotion = false;
     } else if (op === 'dwell') {
       const d = numberOf(n.get('duration_s'));
-      if (d > 0) segs.push(holdSamples(id, pose, d));
+      if (d > 0 && fits(holdCount(d))) segs.push(holdSamples(id, pose, d));
     }
     // io nodes add no motion (docs/profile.md).
   }
@@ -515,7 +539,7 @@ export async function plan(w: Weldplan, o: PlanOptions, stage: Stage): Promise<P
   let outcome: Omit<PlanOutcome, 'result'> = { requestSha256: req };
   if (o.dense) {
     await stage('dense');
-    outcome = { requestSha256: req, ...denseStage(w, o, cell, req, seams, seamEntries, segs, unplanned, connectingFailed, result) };
+    outcome = { requestSha256: req, ...denseStage(w, o, cell, req, seams, seamEntries, segs, sampleTotal, unplanned, connectingFailed, result) };
     lap('dense');
   }
   result.options = { ...o };
@@ -528,7 +552,7 @@ const dist3 = (a: number[], b: number[]) => Math.sqrt(a.reduce((s, x, j) => s + 
 
 function denseStage(
   w: Weldplan, o: PlanOptions, cell: PlannerCell, req: string, seams: Map<JsonObject, SeamPlan>, seamEntries: Record<string, unknown>[],
-  segs: Seg[], unplanned: string[], connectingFailed: boolean, result: Record<string, unknown>,
+  segs: Seg[], sampleTotal: number, unplanned: string[], connectingFailed: boolean, result: Record<string, unknown>,
 ): Omit<PlanOutcome, 'result' | 'requestSha256'> {
   const fail = (reason: string, detail: string, segment_index: number | null = null) => {
     const e = { reason, detail, segment_index };
@@ -547,9 +571,9 @@ function denseStage(
   const dup = ids.find((x, i) => ids.indexOf(x) !== i);
   if (dup !== undefined) return fail('motion_result_invalid', `duplicate seam id ${dup}`);
   if (unplanned.length) return fail('motion_not_planned', `node ${unplanned[0]} has no planned motion`);
-  if (segs.length === 0) return fail('result_empty', 'nothing playable');
-  const total = segs.reduce((a, s) => a + s.t.length, 0);
-  if (total > MAX_SAMPLES) return fail('sample_count_overflow', `${total} samples, more than ${MAX_SAMPLES}`);
+  if (sampleTotal === 0) return fail('result_empty', 'nothing playable');
+  // Counted, not built, past the limit (see `fits` in plan()).
+  if (sampleTotal > MAX_SAMPLES) return fail('sample_count_overflow', `${sampleTotal} samples, more than ${MAX_SAMPLES}`);
 
   const planId = `${o.program_id}:${req.slice(0, 12)}`;
   const programDigest = `sha256:${req}`;

@@ -289,6 +289,9 @@ function geometry(c: Checker, g: JsonValue | undefined, path: string, workpieceF
     if (hasLine === (ref !== undefined)) c.add('program.geometry_seam', path, 'exactly one of line and weld_joint_ref');
     else if (hasLine) curve(c, g.get('line'), `${path}.line`);
     else if (typeof ref !== 'string' || !weldJoints.has(ref)) c.add('program.geometry_seam', `${path}.weld_joint_ref`, 'must name a workpiece.weld_joints[] id');
+    // Document 3: the seam's line is "the weld_line of the joint named by weld_joint_ref": a joint without
+    // one leaves the seam with no line.
+    else if (!weldJoints.get(ref)!.has('weld_line')) c.add('program.geometry_seam', `${path}.weld_joint_ref`, `weld joint ${ref} has no weld_line`);
     const span = g.get('span');
     if (span !== undefined) {
       const ok = Array.isArray(span) && span.length === 2 && span.every((x) => Number.isFinite(numberOf(x))) && numberOf(span[0]) >= 0 && numberOf(span[0]) < numberOf(span[1]) && numberOf(span[1]) <= 1;

@@ -93,6 +93,21 @@ export class HandleTable {
     return this.next;
   }
 
+  private committing: Promise<unknown> = Promise.resolve();
+
+  /**
+   * Run one preparation's commit (peek the number, hand the plan to the core under it, create the record)
+   * with no other commit in between. prepare_trajectory and prepare_program have independent upload slots
+   * (document 1 part 8) but share the numbering and the core's one plan slot: two commits interleaved
+   * around the core's await would both peek the same number, and the record created second would name a
+   * number the core never held.
+   */
+  serialise<T>(commit: () => Promise<T>): Promise<T> {
+    const run = this.committing.then(commit, commit);
+    this.committing = run.catch(() => undefined);
+    return run;
+  }
+
   move(r: HandleRecord, to: HandleState): void {
     const from = r.state;
     if (from === to) return;

@@ -244,13 +244,15 @@ export class JogOps {
     const maxAge = this.machine.control.max_jog_input_age_ns;
     if (earliest + maxAge < now) return R.jog_clock_input_stale!;
     if (hostCapture < j.SourceOriginHostNs) return R.jog_capture_before_origin!;
+    // docs/profile.md "Jog" checks in order: every velocity's validity (jog_velocity_invalid) before any
+    // axis outside the session (jog_axis_outside_session), whichever axis comes first.
     const velocity: number[] = [];
     for (let i = 0; i < axes; i++) {
       const v = buf.readDoubleLE(F.off.velocity + 8 * i);
       if (!Number.isFinite(v) || Math.abs(v) > this.machine.axes[i]!.max_velocity) return R.jog_velocity_invalid!;
-      if (v !== 0 && !((j.AxisMask >>> i) & 1)) return R.jog_axis_outside_session!;
       velocity.push(v);
     }
+    for (let i = 0; i < axes; i++) if (velocity[i] !== 0 && !((j.AxisMask >>> i) & 1)) return R.jog_axis_outside_session!;
     this.lastAcceptedSequence = sequence;
     this.lastAccepted = { sequence, capture: hostCapture };
     // The input expires max_jog_input_age_ns after the earliest time it may have been captured.

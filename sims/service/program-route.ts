@@ -120,7 +120,11 @@ export class ProgramUploads {
   }
 
   /** Hand the executed points to the core's plan slot and record the program handle. */
-  private async commit(g: Grant, p: PreparedProgram): Promise<Reply> {
+  private commit(g: Grant, p: PreparedProgram): Promise<Reply> {
+    return this.o.handles.serialise(() => this.commitNow(g, p));
+  }
+
+  private async commitNow(g: Grant, p: PreparedProgram): Promise<Reply> {
     const N = this.o.machine.axes.length;
     const m = p.points.segment.length;
     const timeNs = new BigInt64Array(m);

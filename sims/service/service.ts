@@ -581,6 +581,7 @@ export class ControlService {
         max_position: a.max_position,
         max_velocity: a.max_velocity,
         native_home: a.native_home,
+        require_home: a.require_home,
         counts_per_unit: a.counts_per_unit,
         sign: a.sign,
       })),

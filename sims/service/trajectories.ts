@@ -125,6 +125,10 @@ export class TrajectoryOps {
 
   async prepare(r: Request, g: Grant, p: PointArrays): Promise<Reply> {
     this.checkPoints(p, r.axis_mask ?? 0);
+    return this.handles.serialise(() => this.commit(r, g, p));
+  }
+
+  private async commit(r: Request, g: Grant, p: PointArrays): Promise<Reply> {
     const handle = this.handles.peekNext();
     let n: NativeReply;
     try {
@@ -150,13 +154,18 @@ export class TrajectoryOps {
     return { status: 200, body: { operation: 'prepare_trajectory', handle: rec.handle } };
   }
 
-  private lookup(r: Request, g: Grant) {
+  /**
+   * The record of a request's handle. start_trajectory starts trajectories only; discard_trajectory takes
+   * either kind (document 1 part 3: the handle table is for "trajectory and program handles", and
+   * prepared -> discarded by discard_trajectory is one of its rows).
+   */
+  private lookup(r: Request, g: Grant, kinds: readonly string[] = ['trajectory']) {
     const h = r.handle ?? 0n;
     const rec = h === 0n ? undefined : this.handles.get(h);
     // A handle is owned by the core incarnation that holds its plan (document 1 part 2 Request.handle). A
     // handle of an earlier grant is never prepared any more (grant end retires it): its state answers.
-    if (!rec || rec.kind !== 'trajectory' || rec.incarnation !== this.core.incarnation) {
-      throw refuse('unknown_handle', `handle ${h} is not a trajectory of this core incarnation`);
+    if (!rec || !kinds.includes(rec.kind) || rec.incarnation !== this.core.incarnation) {
+      throw refuse('unknown_handle', `handle ${h} is not a ${kinds.join(' or ')} handle of this core incarnation`);
     }
     if (rec.state === 'prepared' && rec.generation !== g.generation) throw refuse('unknown_handle', `handle ${h} belongs to another grant`);
     return rec;
@@ -201,7 +210,7 @@ export class TrajectoryOps {
   }
 
   async discard(r: Request, g: Grant): Promise<Reply> {
-    const rec = this.lookup(r, g);
+    const rec = this.lookup(r, g, ['trajectory', 'program']);
     if (rec.state === 'started') throw refuse('handle_active', `handle ${rec.handle} is executing`);
     if (rec.state !== 'prepared') throw refuse(STATE_REASON[rec.state], `handle ${rec.handle} is ${rec.state}`);
     let n: NativeReply;

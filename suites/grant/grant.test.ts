@@ -186,8 +186,16 @@ describe('renew', () => {
     const s = await cell.grant({ requested_lease_ms: 300n });
     const cursor = await eventCursor(client);
     await sleep(30);
+    const t0 = process.hrtime.bigint();
     const g = grantOf(await cell.fenced('renew', s));
+    const t1 = process.hrtime.bigint();
     expect(g.lease_ms).toBe(s.grant.lease_ms);
+    // The new deadline is the service's now (between the two host monotonic readings around the call)
+    // plus the lease granted for the requested 300 ms (not the default): an implementation renewing by
+    // its default lease lands outside.
+    const lease = BigInt(s.grant.lease_ms) * 1_000_000n;
+    expect(g.deadline_host_ns).toBeGreaterThanOrEqual(t0 + lease);
+    expect(g.deadline_host_ns).toBeLessThanOrEqual(t1 + lease);
     expect(g.session).toBe(s.session);
     expect(g.generation).toBe(s.generation);
     expect(g.stopping).toBe(false);

@@ -61,6 +61,9 @@ const CASES: readonly Case[] = [
   { reason: 'boundary_q_discontinuity', what: 'the approach disabled: the weld starts away from where the home move ended', edit: (p) => void (p.nodes[1].enabled = false), segment: 1n },
   { reason: 'time_grid_invalid', what: 'a dwell of 0.015 s (off the 0.01 s grid)', edit: (p) => void p.nodes.splice(3, 0, node('dwell-1', 'dwell', { duration_s: 0.015 })), segment: 3n },
   { reason: 'sample_count_overflow', what: 'a dwell of 2500 s (250001 samples by itself)', edit: (p) => void p.nodes.splice(3, 0, node('dwell-1', 'dwell', { duration_s: 2500 })), segment: null, also: ['limit:dense_samples'] },
+  // Valid input whose samples would not fit in memory: the limit is answered, not an out-of-memory crash.
+  { reason: 'sample_count_overflow', what: 'a weld at travel_speed_mm_s 1e-9 (about 5e12 samples)', edit: (p) => void (weld(p).travel_speed_mm_s = 1e-9), segment: null, also: ['limit:dense_samples'] },
+  { reason: 'sample_count_overflow', what: 'a dwell of 1e9 s (1e11 samples)', edit: (p) => void p.nodes.splice(3, 0, node('dwell-1', 'dwell', { duration_s: 1e9 })), segment: null, also: ['limit:dense_samples'] },
 ];
 
 const stored = (dir: string) => readdirSync(dir).filter((n) => n.endsWith('.rdt') || n.startsWith('.tmp')).sort();
@@ -106,6 +109,28 @@ describe('dense_error reasons (200 with no trajectory)', () => {
       expect({ reason: res.dense_error.reason, segment: res.dense_error.segment_index }).toEqual({ reason: 'schema_mismatch', segment: null });
       expect(stored(p.storeDir!)).toEqual(before);
       lastRefused = { reason: 'schema_mismatch', bytes };
+    },
+  );
+
+  test(
+    'exactly 250000 samples is a dense trajectory; one more is sample_count_overflow (a dwell sized from the plan without it)',
+    covers('limit:dense_samples', 'format_reason:sample_count_overflow', 'dense_error:sample_count_overflow'),
+    async ({ planner, skip }) => {
+      const p = usePlanner({ skip }, planner);
+      const base = obj((await p.client.plan(weldplan(), DENSE)).json);
+      expect(base.dense_error).toBeUndefined();
+      const counted = (res: Record<string, any>) => (res.dense.segments as Array<{ sample_count: bigint }>).reduce((a, x) => a + Number(x.sample_count), 0);
+      const without = counted(base);
+      // A dwell of d s on the 0.01 s grid is d / 0.01 + 1 samples (document 2: both ends are samples).
+      const dwellOf = (samples: number) => weldplan((q) => void q.nodes.splice(3, 0, node('dwell-1', 'dwell', { duration_s: Number(((samples - 1) / 100).toFixed(2)) })));
+      const at = obj((await p.client.plan(dwellOf(250_000 - without), DENSE)).json);
+      expect(at.dense_error).toBeUndefined();
+      expect(counted(at)).toBe(250_000);
+      const overBytes = dwellOf(250_001 - without);
+      const over = obj((await p.client.plan(overBytes, DENSE)).json);
+      expect(over.dense).toBeUndefined();
+      expect(over.dense_error.reason).toBe('sample_count_overflow');
+      lastRefused = { reason: 'sample_count_overflow', bytes: overBytes };
     },
   );
 

@@ -42,6 +42,11 @@ const RULES: ReadonlyArray<readonly [string, string, Edit, string]> = [
   ['program.samples_function', 'a single sample', (p) => void (weld(p).standoff_mm = { kind: 'samples', s: [0.5], values: [12] }), 'nodes[2].standoff_mm'],
   ['program.standoff_positive', 'a piecewise linear standoff reaching 0', (p) => void (weld(p).standoff_mm = { kind: 'piecewise_linear', knots: [[0, 12], [1, 0]] }), 'nodes[2].standoff_mm'],
   ['program.geometry_seam', 'a seam with neither line nor weld_joint_ref', (p) => void (weld(p).geometry = { kind: 'seam', id: 's1', reference: 'edge-1', orientation: { work_angle_deg: { kind: 'constant', value: 45 }, travel_angle_deg: { kind: 'constant', value: 10 } } }), 'nodes[2].geometry'],
+  // A seam takes its line from the joint it names (document 3 weld geometry kinds): a joint without a weld_line gives it none.
+  ['program.geometry_seam', 'a weld_joint_ref naming a weld joint that has no weld_line', (p) => {
+    p.workpiece.weld_joints = [{ id: 'j-bare' }];
+    weld(p).geometry = { kind: 'seam', id: 's1', reference: 'edge-1', weld_joint_ref: 'j-bare', orientation: { work_angle_deg: { kind: 'constant', value: 45 }, travel_angle_deg: { kind: 'constant', value: 10 } } };
+  }, 'nodes[2].geometry.weld_joint_ref'],
   ['program.geometry_seam', 'a weld_joint_ref naming no weld joint', (p) => void (weld(p).geometry = { kind: 'seam', id: 's1', reference: 'edge-1', weld_joint_ref: 'nowhere', orientation: { work_angle_deg: { kind: 'constant', value: 45 }, travel_angle_deg: { kind: 'constant', value: 10 } } }), 'nodes[2].geometry.weld_joint_ref'],
   ['program.geometry_posed_polyline', 'a polyline of one point', (p) => void weld(p).geometry.points.splice(1), 'nodes[2].geometry.points'],
   ['program.geometry_manual_pose_wp', 'points half a micrometre apart (limit manual_pose_point_spacing_m)', (p) => void (weld(p).geometry = { kind: 'manual_pose_wp', frame_id: 'wp', points: [{ xyz_m: [0.5, 0, 0.3], rpy_rad: [0, 0, 0], continuity: 'C1' }, { xyz_m: [0.5, 0.0000005, 0.3], rpy_rad: [0, 0, 0], continuity: 'C1' }] }), 'nodes[2].geometry.points[1]'],

@@ -40,6 +40,17 @@ const single = (d: Description, col: number, q: number[], qd: number[], extra: P
   ...extra,
 });
 
+/**
+ * The step over one 0.01 s interval from rest to `v1` whose cubic Hermite speed peaks at `peak`, in closed
+ * form (kept off the event loop's budget: the table builds files while a lease is being renewed). With
+ * D = 6 step / h the speed is v(s) = (D - 2 v1) s - (D - 3 v1) s^2, whose maximum (D - 2 v1)^2 / (4 (D - 3 v1))
+ * equals `peak` for D = 2 (v1 + peak) + 2 sqrt(peak^2 - peak v1).
+ */
+function stepForPeak(peak: number, v1: number): number {
+  const D = 2 * (v1 + peak) + 2 * Math.sqrt(peak * peak - peak * v1);
+  return (D * 0.01) / 6;
+}
+
 type Data = Record<string, any>;
 const transitions = (evs: Array<Record<string, any>>, h: bigint) =>
   evs.filter((e) => e.type === 'handle_transition' && e.handle.handle === h).map((e) => `${e.handle.from}->${e.handle.to}`);
@@ -184,6 +195,20 @@ const CASES: Case[] = [
   {
     name: 'a Hermite interval faster than the lower of the two ceilings',
     file: (d) => single(d, 0, [0.1, 0.115, 0.13], [0, 1.2, 0]),
+    label: 'native_segment_rate_exceeded',
+    text: (d) => `native_segment_rate_exceeded: segment=0 sample=0 axis=${axisOf(d, 0).id}`,
+    ids: ['reason:native_segment_rate_exceeded', 'rule:dense_admission.hermite_intervals'],
+  },
+  {
+    // The axis ceiling is the lower one here (the header's is raised to 1.5 times it): an implementation
+    // that checks intervals against the header ceiling only admits this file.
+    name: 'a Hermite interval faster than the axis where the header ceiling is higher',
+    file: (d) => {
+      const m = axisOf(d, 0).maxVelocity;
+      const v1 = m / 2;
+      const dq = stepForPeak(m * 1.1, v1);
+      return single(d, 0, [0.1, 0.1 + dq, 0.1 + dq + (v1 * 0.01) / 2], [0, v1, 0], { maxAbsQd: withCol(CEIL, 0, m * 1.5) });
+    },
     label: 'native_segment_rate_exceeded',
     text: (d) => `native_segment_rate_exceeded: segment=0 sample=0 axis=${axisOf(d, 0).id}`,
     ids: ['reason:native_segment_rate_exceeded', 'rule:dense_admission.hermite_intervals'],
@@ -420,6 +445,32 @@ describe('axis maps on other machines', () => {
       try {
         const s = await cell.hold({ requested_lease_ms: 5_000 });
         const r = await postProgram(client, s, encodeProgram({ segments: [move('m', Q0, Q1, 51)], manifestRevision: d.binding.revision }));
+        expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: 'dense_axis_map_requires_nine_ids' });
+      } finally {
+        await cell.cleanup();
+      }
+    },
+  );
+
+  test(
+    'a machine with no rad axis has no dense axis map either: dense_axis_map_requires_nine_ids (the "none" side)',
+    covers('reason:dense_axis_map_requires_nine_ids', 'rule:dense_admission.axis_map'),
+    async ({ variant }) => {
+      // The two-axis bench with its rotary axis made linear (a lead like the other's): only m axes.
+      const bench = JSON.parse(readFileSync(fileURLToPath(new URL('../../fixtures/machines/bench-two-axis.json', import.meta.url)), 'utf8'));
+      const r1 = bench.axes[0];
+      bench.axes[0] = { ...r1, type: 'linear', lead_m_per_rev: 0.01, gear_ratio: undefined, wire_revs_per_axis_rev: 1, limits: { ...bench.axes[1].limits } };
+      const dir = mkdtempSync(join(tmpdir(), 'hil-linear-'));
+      const file = join(dir, 'all-linear.json');
+      writeFileSync(file, JSON.stringify(bench));
+      const t = await variant({ machine: file });
+      const client = t.client();
+      const d = (await client.describe()).reply.data as unknown as Description & { axes: Array<{ position_unit: string }> };
+      expect(d.axes.map((a) => a.position_unit)).toEqual(d.axes.map(() => 'm'));
+      const cell = new Cell(client, d.binding);
+      try {
+        const s = await cell.hold({ requested_lease_ms: 5_000 });
+        const r = await postProgram(client, s, encodeProgram({ segments: [dwell('still', Q0, 3)], manifestRevision: d.binding.revision, axisMask: 0 }));
         expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: 'dense_axis_map_requires_nine_ids' });
       } finally {
         await cell.cleanup();

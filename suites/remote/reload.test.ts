@@ -5,9 +5,10 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { spawn } from 'node:child_process';
 import { connect as tlsConnect } from 'node:tls';
 import { afterAll } from 'vitest';
-import { createPair, issueClient, renewCrl, revokeSerial, writeAtomic } from '../../harness/certs.ts';
+import { clientFiles, createPair, issueClient, renewCrl, revokeSerial, writeAtomic } from '../../harness/certs.ts';
 import type { RemoteStack } from '../../harness/targets/remote.ts';
 import { covers, describe, expect, sharedRemote, test } from '../../harness/fixture.ts';
 import { caOf, clientOf, expectRefused, logLine, ownStacks, probe, SKIP } from './probe.ts';
@@ -101,10 +102,35 @@ describe('credential reload', () => {
       s.on('error', reject);
       s.on('close', () => resolve(got));
     });
-    // Whether or not a ticket was offered, presenting the last session must not resume it.
+    // Tickets are disabled (document 1 part 5): a TLS 1.3 client is given no session to present (Node's
+    // 'session' event comes with a NewSessionTicket). Presenting none, or a made-up one, never resumes.
+    expect(session, 'a TLS 1.3 session (NewSessionTicket) was sent').toBeUndefined();
     const r = await probe({ port: stack.port, ca, ...creds, session });
     expect(r.status).toBe(200);
     expect(r.reused).toBe(false);
-    expect(session, 'TLS 1.3 clients are given a session to present; the point is that it is never resumed').toBeDefined();
+  });
+
+  test('no NewSessionTicket is sent (openssl s_client -msg counts the handshake messages)', covers('rule:auth.no_session_tickets'), async ({ skip }) => {
+    skip(!ownStacks, SKIP);
+    const creds = clientFiles(stack.pair.dir, 'operator-1');
+    const out = await new Promise<string | null>((resolve) => {
+      let text = '';
+      const p = spawn('openssl', ['s_client', '-connect', `127.0.0.1:${stack.port}`, '-tls1_3', '-msg', '-CAfile', join(stack.pair.dir, 'ca.crt'), '-cert', creds.cert, '-key', creds.key, '-verify_return_error', '-ign_eof'], { stdio: ['pipe', 'pipe', 'pipe'] });
+      p.stdout.setEncoding('latin1').on('data', (d: string) => (text += d));
+      p.stderr.setEncoding('latin1').on('data', (d: string) => (text += d));
+      const t = setTimeout(() => p.kill(), 15_000);
+      p.on('error', () => resolve(null)); // no openssl on this machine
+      p.on('exit', () => {
+        clearTimeout(t);
+        resolve(text);
+      });
+      p.stdin.end('GET /v1/describe HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
+    });
+    skip(out === null, 'openssl is not installed: the real-client ticket count needs openssl s_client');
+    // The exchange happened (a positive control for the count below), over TLS 1.3.
+    expect(out).toContain('HTTP/1.1 200');
+    expect(out).toMatch(/TLS 1\.3, Handshake \[length [0-9a-f]+\], Finished/);
+    const tickets = (out!.match(/NewSessionTicket/g) ?? []).length + (out!.match(/New Session Ticket arrived/g) ?? []).length;
+    expect(tickets).toBe(0);
   });
 });

@@ -143,7 +143,7 @@ describe('cursor', () => {
 
   test(
     'a caught-up poll answers an empty batch: first_sequence 0, last_sequence after + dropped, record_count 0',
-    covers('rule:telemetry.cursor_empty_batch', 'layout:telemetry_header:record_count', 'layout:telemetry_header:first_sequence', 'layout:telemetry_header:last_sequence'),
+    covers('rule:telemetry.cursor_empty_batch', 'layout:telemetry_header:record_count', 'layout:telemetry_header:first_sequence', 'layout:telemetry_header:last_sequence', 'reason:telemetry_cursor_ahead'),
     async ({ variant }) => {
       // On the stepped clock no record is written between polls, so "caught up" is exact: at 1 kHz in real
       // time a poll slower than one cycle (a loaded machine) would never see an empty batch.
@@ -159,6 +159,9 @@ describe('cursor', () => {
       expect(h.last_sequence).toBe(after + h.dropped);
       expect(h.dropped).toBe(0n);
       expect(p.bytes!.length).toBe(312);
+      // One past the newest is already ahead (the boundary of telemetry_cursor_ahead, exact on this clock).
+      const ahead = await pollTelemetry(client, after + 1n);
+      expect({ status: ahead.raw.status, label: ahead.refusal?.label }).toEqual({ status: 409, label: 'telemetry_cursor_ahead' });
       // and one step later the same cursor gets exactly that one record
       await target.step!(1);
       const q = await pollTelemetry(client, after);
@@ -218,6 +221,12 @@ describe('encoding and limits', () => {
     const plain = await pollTelemetry(client, from, { acceptEncoding: 'identity' });
     expect(plain.raw.headers['content-encoding']).toBeUndefined();
     decodeBatch(plain.raw.body);
+    // q=0 means "not acceptable" (RFC 9110 12.5.3): gzip refused by weight is answered plain.
+    for (const refused of ['gzip;q=0', 'gzip; q=0.000, identity']) {
+      const r = await pollTelemetry(client, from, { acceptEncoding: refused });
+      expect({ refused, encoding: r.raw.headers['content-encoding'] }).toEqual({ refused, encoding: undefined });
+      decodeBatch(r.raw.body);
+    }
   });
 
   test(

@@ -1,0 +1,125 @@
+// Which jog generation end_jog ends, and the order of the velocity checks of a jog frame (document 1 part
+// 4 end_jog: "exact current nonzero independent jog generation"; part 3 "Jog session"; docs/profile.md
+// "Jog": end_jog, legacy jog, the local_jog_update checks in order). A wrong implementation that accepts
+// any generation it has issued, or a legacy session's generation, ends a pendant's jog it does not own.
+//
+// Portable: axes, velocities and limits from Describe; no Home needed (jog does not require it). One
+// stack on the stepped clock for the file.
+
+import { afterEach, beforeEach } from 'vitest';
+import type { Session } from '../../harness/clients/cell.ts';
+import { encodeJogFrame, hostNs, JogSender, readJog, readJogClock, readJogIngress, waitIngress } from '../../harness/clients/jog.ts';
+import { readyStepped, settle } from '../../harness/clients/stepped.ts';
+import { covers, describe, expect, sharedVariant, test } from '../../harness/fixture.ts';
+
+interface AxisD {
+  id: string;
+  max_velocity: number;
+}
+
+const v = sharedVariant<{ binding: { pair_id: string; revision: bigint; configuration_sha256: string }; axes: AxisD[]; clock: string }>({ clock: 'stepped' });
+
+let s: Session | undefined;
+let incarnation = '';
+let served = false;
+
+beforeEach(async () => {
+  s = undefined;
+  if (v.cannot !== undefined) return;
+  const client = v.target.client();
+  const clock = await readJogClock(client);
+  incarnation = clock.incarnation as string;
+  served = clock.socket !== '';
+  ({ s } = await readyStepped(v.target, v.cell, client, { axes: v.description.axes.length, homeMask: 0 }));
+});
+
+afterEach(async () => {
+  if (s) await settle(v.target, v.cell.cleanup(), 5);
+});
+
+const stepped = <T>(p: Promise<T>): Promise<T> => settle(v.target, p, 5);
+const fenced = (op: string, fields: Record<string, unknown>) => stepped(v.cell.fenced(op, s!, fields));
+
+async function begin(mask: number): Promise<bigint> {
+  const origin = hostNs();
+  const r = await fenced('begin_jog', { axis_mask: mask, source_origin_host_ns: origin, deadline_host_ns: origin + 5_000_000_000n, clock_incarnation: incarnation });
+  expect(r.status, r.reply.error).toBe(200);
+  return r.reply.handle!;
+}
+
+describe('end_jog takes only the exact current independent generation', () => {
+  test(
+    'an older nonzero generation while a newer one is open is jog_session_stale and the newer stays open; a legacy jog session’s generation is jog_session_stale and the legacy session stays open',
+    covers('rule:op.end_jog.exact_generation', 'reason:jog_session_stale'),
+    async ({ skip }) => {
+      skip(v.cannot !== undefined, v.cannot ?? '');
+      skip(!served, 'the target serves no independent jog lane (GET /v1/jog/clock socket empty)');
+      const client = v.target.client();
+      const older = await begin(1);
+      const newer = await begin(1);
+      expect(newer).toBeGreaterThan(older);
+      const r = await fenced('end_jog', { jog_generation: older });
+      expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: 'jog_session_stale' });
+      expect(await readJog(client)).toMatchObject({ JogGeneration: newer, SessionOpen: 1n, Mode: 1n });
+      expect((await fenced('end_jog', { jog_generation: newer })).status).toBe(200);
+      await v.target.step!(200); // the axes ramp to rest and go back to hold
+
+      // A legacy jog (test_only) opens a generation of its own (Mode 2): not end_jog's to end.
+      const caps = (await client.describe()).reply.data as unknown as { capabilities: Array<{ name: string; state: string }> };
+      const legacyState = caps.capabilities.find((c) => c.name === 'jog')?.state;
+      skip(legacyState !== 'implemented' && legacyState !== 'test_only', 'the legacy jog is not implemented on this target');
+      const zero = v.description.axes.map(() => 0);
+      const j = await fenced('jog', { axis_mask: 1, velocity: zero, timeout_ms: 250 });
+      expect(j.status, j.reply.error).toBe(200);
+      const legacy = (await readJog(client)) as Record<string, bigint>;
+      expect({ Mode: legacy.Mode, SessionOpen: legacy.SessionOpen }).toEqual({ Mode: 2n, SessionOpen: 1n });
+      expect(legacy.JogGeneration).toBeGreaterThan(newer);
+      const e = await fenced('end_jog', { jog_generation: legacy.JogGeneration });
+      expect({ status: e.status, label: e.label }).toEqual({ status: 409, label: 'jog_session_stale' });
+      expect(await readJog(client)).toMatchObject({ JogGeneration: legacy.JogGeneration, SessionOpen: 1n, Mode: 2n });
+    },
+  );
+});
+
+describe('local_jog_update velocity checks in the profile’s order', () => {
+  test(
+    'a frame with a nonzero velocity outside the session on one axis and a non-finite velocity on another is jog_velocity_invalid, whichever axis comes first',
+    covers('profile:jog.frame_refusals'),
+    async ({ skip }) => {
+      skip(v.cannot !== undefined, v.cannot ?? '');
+      skip(!served, 'the target serves no independent jog lane (GET /v1/jog/clock socket empty)');
+      const n = v.description.axes.length;
+      skip(n < 2, 'the check order needs two axes');
+      const client = v.target.client();
+      const sender = new JogSender(v.target.address);
+      try {
+        // Session on the last axis; every other axis is outside it.
+        const inside = n - 1;
+        const jg = await begin(1 << inside);
+        let seq = 0n;
+        const send = async (velocity: number[]) => {
+          const before = (await readJogIngress(client)).received as bigint;
+          await sender.send(encodeJogFrame({ session: s!.session, generation: s!.generation, jogGeneration: jg, sourceSequence: ++seq, captureHostNs: hostNs(), velocity }));
+          return waitIngress(client, before + 1n);
+        };
+        const slow = (i: number) => v.description.axes[i]!.max_velocity / 10;
+        // axis 0 outside the session (nonzero) before the session's axis (NaN)
+        const a = v.description.axes.map((_, i) => (i === 0 ? slow(0) : i === inside ? Number.NaN : 0));
+        expect((await send(a)).last_reason).toBe(20n);
+        // the same, the non-finite velocity on an axis outside the session after the outside one
+        if (n >= 3) {
+          const b = v.description.axes.map((_, i) => (i === 0 ? slow(0) : i === 1 ? Number.POSITIVE_INFINITY : 0));
+          expect((await send(b)).last_reason).toBe(20n);
+        }
+        // each on its own still answers its own reason
+        expect((await send(v.description.axes.map((_, i) => (i === 0 ? slow(0) : 0)))).last_reason).toBe(21n);
+        expect((await send(v.description.axes.map((_, i) => (i === inside ? Number.NaN : 0)))).last_reason).toBe(20n);
+        const ing = (await readJogIngress(client)) as Record<string, unknown>;
+        expect(ing.refused_by_reason).toMatchObject({ jog_velocity_invalid: n >= 3 ? 3n : 2n, jog_axis_outside_session: 1n });
+        expect((await fenced('end_jog', { jog_generation: jg })).status).toBe(200);
+      } finally {
+        await sender.close();
+      }
+    },
+  );
+});
