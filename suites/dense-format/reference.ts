@@ -6,7 +6,7 @@
 
 import { readFileSync } from 'node:fs';
 import type { Machine } from '../../harness/machine.ts';
-import { SAMPLE_BYTES, SAMPLE_FIELDS, blockSha256, contentDigest, encodeDense, restToRestSamples, type DenseSampleInput, type DenseSpec } from '../../harness/oracle/dense.ts';
+import { SAMPLE_BYTES, SAMPLE_FIELDS, blockSha256, contentDigest, encodeDense, restToRestSamples, type DecodedDense, type DenseSampleInput, type DenseSpec } from '../../harness/oracle/dense.ts';
 
 const DIR = new URL('../../fixtures/dense/', import.meta.url);
 export const REF = new Uint8Array(readFileSync(new URL('reference.rdt', DIR)));
@@ -136,31 +136,44 @@ export function baseSegments(dwell = 3): DenseSpec['segments'] {
 export type DenseFit = { admitted: true } | { refusal: string; reason: string } | { skip: string };
 
 export function denseFit(m: Machine, spec: { segments?: DenseSpec['segments'] } = {}): DenseFit {
+  const segments = spec.segments ?? baseSegments();
+  return denseFitRows(m, segments.map((s) => s.samples as readonly DenseSampleInput[]));
+}
+
+/** denseFit of a decoded file (a planner's, say): its segments' rows. */
+export function denseFitDecoded(m: Machine, x: DecodedDense): DenseFit {
+  return denseFitRows(
+    m,
+    x.segments.map((s) => Array.from({ length: s.sampleCount }, (_, i) => ({ t: s.t[i]!, q: s.q.subarray(i * 9, i * 9 + 9), qd: s.qd.subarray(i * 9, i * 9 + 9) }))),
+    x.axisMask,
+  );
+}
+
+function denseFitRows(m: Machine, segments: ReadonlyArray<readonly DenseSampleInput[]>, axisMask = 0x1ff): DenseFit {
   const rad = m.rotaryAxes;
   if (rad.length === 0 || rad.length > 9) {
     return { refusal: 'dense_axis_map_requires_nine_ids', reason: `the cell has ${rad.length} axes in rad (${m}); dense columns map to one to nine of them` };
   }
-  if (rad.length < 9) {
-    return { refusal: 'unmapped_dense_axis', reason: `the base file commands nine columns; the cell maps ${rad.length} (${rad.map((a) => a.id).join(', ')}), so columns past them are unmapped` };
+  const commanded = [...Array(9).keys()].filter((j) => axisMask & (1 << j));
+  if (commanded.some((j) => j >= rad.length)) {
+    return { refusal: 'unmapped_dense_axis', reason: `the file commands columns ${commanded.map((j) => j + 1).join(', ')}; the cell maps ${rad.length} (${rad.map((a) => a.id).join(', ')}), so columns past them are unmapped` };
   }
-  const segments = spec.segments ?? baseSegments();
+  if (rad.length < 9) return { skip: `the file's unused columns would have to map to this cell's ${rad.length} rad axes; not the case the file was built for` };
   for (let j = 0; j < 9; j++) {
     const a = rad[j]!;
-    let prev: { t: number; qd: number } | undefined;
-    for (const s of segments) {
-      const rows = s.samples as readonly DenseSampleInput[]; // the base's segments are sample lists
+    for (const rows of segments) {
+      let prev: { t: number; qd: number } | undefined;
       for (const x of rows) {
         const q = x.q[j]!;
         const qd = x.qd[j]!;
-        if (q < a.min || q > a.max) return { skip: `the base file's column ${j + 1} reaches ${q} rad, outside ${a.id}'s limits [${a.min}, ${a.max}]` };
-        if (Math.abs(qd) >= a.maxVelocity) return { skip: `the base file's column ${j + 1} reaches ${qd} rad/s, not below ${a.id}'s ${a.maxVelocity}` };
+        if (q < a.min || q > a.max) return { skip: `the file's column ${j + 1} reaches ${q} rad, outside ${a.id}'s limits [${a.min}, ${a.max}]` };
+        if (Math.abs(qd) >= a.maxVelocity) return { skip: `the file's column ${j + 1} reaches ${qd} rad/s, not below ${a.id}'s ${a.maxVelocity}` };
         const max = a.config?.maxAcceleration;
         if (max !== undefined && prev && x.t > prev.t && Math.abs(qd - prev.qd) / (x.t - prev.t) > max / 2) {
-          return { skip: `the base file's column ${j + 1} accelerates near ${a.id}'s declared maximum ${max} rad/s^2` };
+          return { skip: `the file's column ${j + 1} accelerates near ${a.id}'s declared maximum ${max} rad/s^2` };
         }
         prev = { t: x.t, qd };
       }
-      prev = undefined;
     }
   }
   return { admitted: true };
