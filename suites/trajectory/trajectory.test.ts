@@ -585,7 +585,8 @@ describe('output intents (stepped clock)', () => {
     'an ON intent needs io_arm first (io_not_armed, handle kept); once armed it drives the output from its point, and a stop turns it OFF in the next cycle',
     covers('reason:io_not_armed', 'rule:op.stop.outputs_off'),
     async ({ variant, skip }) => {
-      const { client, cell, s, hold, step, stepped, records, CLAMP } = await steppedCell(variant, { skip });
+      const { client, cell, s, hold, step, stepped, records, CLAMP, cycleNs } = await steppedCell(variant, { skip });
+      const C = Number(cycleNs);
       const pts = points(hold, [0, 0.05, 5], [hold[0]!, hold[0]!, hold[0]! + 0.02], [{}, { io_mask: CLAMP, io_values: CLAMP }, {}]);
       const h = (await stepped(prepare(cell, s, pts))).reply.handle!;
       const refused = await stepped(cell.fenced('start_trajectory', s, { handle: h }));
@@ -595,14 +596,15 @@ describe('output intents (stepped clock)', () => {
       expect((await stepped(cell.fenced('io_arm', s))).status).toBe(200);
       const from = await latestSequence(client);
       expect((await stepped(cell.fenced('start_trajectory', s, { handle: h }))).status).toBe(200);
-      await step(80);
+      await step(Math.ceil(80e6 / C)); // 80 ms of core time
       const run = await records(from);
       const started = run.findIndex((r) => r.active_traj_id === h);
       const on = run.findIndex((r) => r.io_output_word === CLAMP);
       expect(started).toBeGreaterThanOrEqual(0);
       // ON from the cycle that reaches 50 ms of plan time, not before: the Start is admitted between
-      // cycles (plan time 0 is the cycle before), so the first record of the trajectory is at 1 ms.
-      expect(on - started).toBe(49);
+      // cycles (plan time 0 is the cycle before), so the first record of the trajectory is one cycle in
+      // (49 records on at the default cell's 1 ms cycle).
+      expect(on - started).toBe(Math.ceil(50e6 / C) - 1);
       expect(run.slice(0, on).every((r) => r.io_output_word === 0)).toBe(true);
       const beforeStop = await latestSequence(client);
       expect((await stepped(cell.fenced('stop', s))).status).toBe(200);
@@ -627,33 +629,38 @@ describe('output markers and their one-cycle bound', () => {
       // J1 holds still; the clamp goes ON at 50 ms and OFF again at the end (200 ms).
       const pts = points(hold, [0, 0.05, 0.2], [hold[0]!, hold[0]!, hold[0]!], [{}, { io_mask: CLAMP, io_values: CLAMP }, { io_mask: CLAMP, io_values: 0 }]);
 
-      /** Run the trajectory with the cycle due at 46 ms plan time waking `late` ns late; what the cell shows. */
+      // The last cycle run before the late one: the last whole cycle at or before 45 ms of plan time (45 ms
+      // on the default cell); the next is due one cycle later, short of the 50 ms point.
+      const L = (45n * ms / CYCLE) * CYCLE;
+      /** Run the trajectory with the cycle due after L waking `late` ns late; what the cell shows. */
       const run = async (late: bigint) => {
         const cursor = await eventCursor(client);
         const h = (await stepped(prepare(cell, s, pts))).reply.handle!;
         expect((await stepped(cell.fenced('start_trajectory', s, { handle: h }))).status).toBe(200);
-        const now = await step(12); // a status publication (every 10 ms of core time) with the plan cursor
+        const now = await step(Math.ceil(12e6 / Number(CYCLE))); // a status publication (every 10 ms of core time) with the plan cursor
         const st = await status(client);
         expect(st.plan_cursor!.active_handle).toBe(h);
         const startNs = st.plan_cursor!.native_clock_ns - st.plan_cursor!.time_ns;
-        // Step so that the last cycle run is at 45 ms plan time.
-        expect((await step(Number((startNs + 45n * ms - now) / CYCLE))) - startNs).toBe(45n * ms);
+        // Step so that the last cycle run is at L of plan time.
+        expect((await step(Number((startNs + L - now) / CYCLE))) - startNs).toBe(L);
         const from = await latestSequence(client);
         await t.inject({ kind: 'late_wake', ns: Number(late) });
-        await step(200);
+        await step(Math.ceil(200e6 / Number(CYCLE)));
         return { h, records: await records(from), events: await eventsSince(client, cursor) };
       };
 
-      // Woken 5 ms - 1 ns late, the cycle reaches the 50 ms point 999999 ns after it: applied.
-      const onTime = await run(5n * ms - 1n);
-      expect(onTime.records[0]!.cycle_jitter_ns).toBe(5n * ms - 1n);
+      // Woken so that the cycle runs one cycle less 1 ns after the 50 ms point (5 ms - 1 ns late on the
+      // default cell: 999999 ns after it): applied.
+      const lateBy = 50n * ms - L;
+      const onTime = await run(lateBy - 1n);
+      expect(onTime.records[0]!.cycle_jitter_ns).toBe(lateBy - 1n);
       expect(onTime.records.some((r) => r.io_output_word === CLAMP)).toBe(true);
       expect(onTime.events.filter((e) => e.type === 'fault_latched')).toEqual([]);
       expect(onTime.events.some((e) => e.type === 'execution_completed')).toBe(true);
 
-      // Woken 5 ms late: 1 ms (one cycle) after the point: not applied, io_marker_late latched.
-      const late = await run(5n * ms);
-      expect(late.records[0]!.cycle_jitter_ns).toBe(5n * ms);
+      // Woken 1 ns later: one cycle after the point: not applied, io_marker_late latched.
+      const late = await run(lateBy);
+      expect(late.records[0]!.cycle_jitter_ns).toBe(lateBy);
       expect(late.records.every((r) => r.io_output_word === 0)).toBe(true);
       expect(late.records.at(-1)!.execution_fault_reasons).toBe(1024);
       const latched = late.events.filter((e) => e.type === 'fault_latched').map((e) => e.fault as Record<string, unknown>);
