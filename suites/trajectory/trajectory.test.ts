@@ -52,7 +52,8 @@ async function ready(cell: Cell, client: ControlClient, axes: number): Promise<{
     expect(h.status, h.reply.error).toBe(200);
   }
   const all = (1 << axes) - 1;
-  expect((await cell.fenced('enable', s, { axis_mask: all })).status).toBe(200);
+  const en = await cell.fenced('enable', s, { axis_mask: all });
+  expect(en.status, en.reply.error).toBe(200);
   const a = await cell.fenced('arm', s);
   expect(a.status, a.reply.error).toBe(200);
   st = await waitStatus(client, (x) => num(x.core!.axis_enable_mask) === all);
