@@ -138,7 +138,7 @@ describe('a planner-written dense file read at the documented offsets', () => {
       if ('refusal' in fit) {
         for (const [what, bytes] of [['planner file', blob], ['harness re-encoding', again]] as const) {
           const r = await postProgram(client, s, bytes);
-          expect({ what, status: r.status, label: r.label }).toEqual({ what, status: 409, label: fit.refusal });
+          expect({ what, status: r.status, label: r.label }, r.reply.error).toEqual({ what, status: 409, label: fit.refusal });
         }
         skip(`${fit.reason}: the service's digest of an admitted file cannot be shown on this cell`);
       }
