@@ -5,7 +5,8 @@
 // rule breaks.
 
 import { readFileSync } from 'node:fs';
-import { SAMPLE_BYTES, SAMPLE_FIELDS, blockSha256, contentDigest, encodeDense, restToRestSamples, type DenseSpec } from '../../harness/oracle/dense.ts';
+import type { Machine } from '../../harness/machine.ts';
+import { SAMPLE_BYTES, SAMPLE_FIELDS, blockSha256, contentDigest, encodeDense, restToRestSamples, type DecodedDense, type DenseSampleInput, type DenseSpec } from '../../harness/oracle/dense.ts';
 
 const DIR = new URL('../../fixtures/dense/', import.meta.url);
 export const REF = new Uint8Array(readFileSync(new URL('reference.rdt', DIR)));
@@ -117,4 +118,63 @@ export function baseSegments(dwell = 3): DenseSpec['segments'] {
     { kind: 'weld', sourceId: 'seam-1', samples: restToRestSamples(Q1, Q2, 31) },
     { kind: 'dwell', sourceId: 'hold-1', samples: restToRestSamples(Q2, Q2, dwell) },
   ];
+}
+
+/**
+ * What the live-machine checks of prepare_program make of the base file on this cell (document 2 part 7
+ * "Admission by the control service": wire columns map in order to the axes whose position unit is rad;
+ * more than nine or none is dense_axis_map_requires_nine_ids; a commanded column past the map is
+ * unmapped_dense_axis; every sample inside the limits and below the described velocity; finite-difference
+ * acceleration against a declared maximum).
+ *
+ * - `admitted`: the base passes every live check, so the cases whose one side is admitted can show it.
+ * - `refusal`: the documented refusal this cell gives the base after the file-format rules (the base
+ *   commands nine columns): a case the format rules admit ends there instead, which still shows the format
+ *   rule let it through; a case that expects a later live check cannot reach it (`reason` says why).
+ * - `skip`: the base maps but breaks a limit of this cell; which live label comes first is not documented.
+ */
+export type DenseFit = { admitted: true } | { refusal: string; reason: string } | { skip: string };
+
+export function denseFit(m: Machine, spec: { segments?: DenseSpec['segments'] } = {}): DenseFit {
+  const segments = spec.segments ?? baseSegments();
+  return denseFitRows(m, segments.map((s) => s.samples as readonly DenseSampleInput[]));
+}
+
+/** denseFit of a decoded file (a planner's, say): its segments' rows. */
+export function denseFitDecoded(m: Machine, x: DecodedDense): DenseFit {
+  return denseFitRows(
+    m,
+    x.segments.map((s) => Array.from({ length: s.sampleCount }, (_, i) => ({ t: s.t[i]!, q: s.q.subarray(i * 9, i * 9 + 9), qd: s.qd.subarray(i * 9, i * 9 + 9) }))),
+    x.axisMask,
+  );
+}
+
+function denseFitRows(m: Machine, segments: ReadonlyArray<readonly DenseSampleInput[]>, axisMask = 0x1ff): DenseFit {
+  const rad = m.rotaryAxes;
+  if (rad.length === 0 || rad.length > 9) {
+    return { refusal: 'dense_axis_map_requires_nine_ids', reason: `the cell has ${rad.length} axes in rad (${m}); dense columns map to one to nine of them` };
+  }
+  const commanded = [...Array(9).keys()].filter((j) => axisMask & (1 << j));
+  if (commanded.some((j) => j >= rad.length)) {
+    return { refusal: 'unmapped_dense_axis', reason: `the file commands columns ${commanded.map((j) => j + 1).join(', ')}; the cell maps ${rad.length} (${rad.map((a) => a.id).join(', ')}), so columns past them are unmapped` };
+  }
+  if (rad.length < 9) return { skip: `the file's unused columns would have to map to this cell's ${rad.length} rad axes; not the case the file was built for` };
+  for (let j = 0; j < 9; j++) {
+    const a = rad[j]!;
+    for (const rows of segments) {
+      let prev: { t: number; qd: number } | undefined;
+      for (const x of rows) {
+        const q = x.q[j]!;
+        const qd = x.qd[j]!;
+        if (q < a.min || q > a.max) return { skip: `the file's column ${j + 1} reaches ${q} rad, outside ${a.id}'s limits [${a.min}, ${a.max}]` };
+        if (Math.abs(qd) >= a.maxVelocity) return { skip: `the file's column ${j + 1} reaches ${qd} rad/s, not below ${a.id}'s ${a.maxVelocity}` };
+        const max = a.config?.maxAcceleration;
+        if (max !== undefined && prev && x.t > prev.t && Math.abs(qd - prev.qd) / (x.t - prev.t) > max / 2) {
+          return { skip: `the file's column ${j + 1} accelerates near ${a.id}'s declared maximum ${max} rad/s^2` };
+        }
+        prev = { t: x.t, qd };
+      }
+    }
+  }
+  return { admitted: true };
 }

@@ -17,6 +17,7 @@ import { encodeJogFrame, hostNs, JogSender, readJog, readJogClock, readJogIngres
 import { readStatus } from '../../harness/clients/status.ts';
 import { stepUntilSettled } from '../../harness/clients/stepped.ts';
 import { latestSequence, recordsSince } from '../../harness/clients/telemetry.ts';
+import { machineOf, needs } from '../../harness/machine.ts';
 import { covers, describe, expect, profile, test, type VariantOf } from '../../harness/fixture.ts';
 import type { Target } from '../../harness/targets/types.ts';
 
@@ -42,12 +43,20 @@ interface Stack {
 }
 
 const J1 = 0;
-const J3 = 2;
+
+/** The cell's first axis with what a jog of it needs from the configuration (harness/machine.ts). */
+function jogAxis(d: object, skip: (note: string) => never) {
+  const m = machineOf(d);
+  const a = m.axes[J1]!;
+  const c = needs(skip, a.config, 'the run has no machine configuration of this cell: the jog acceleration and arrest time are not known');
+  return { a, jogAcceleration: c.jogAcceleration, arrestNs: c.arrestNs };
+}
 
 async function steppedStack(variant: VariantOf): Promise<Stack> {
   const target = await variant({ clock: 'stepped' });
   const client = target.client();
   const d = (await client.describe()).reply.data as unknown as { binding: BindingInput; axes: AxisD[]; clock: string; cycle_ns: bigint; max_jog_input_age_ns: bigint };
+  stackDescriptions.set(target, d);
   expect(d.clock).toBe('stepped');
   const sender = new JogSender(target.address);
   const clock = await readJogClock(client);
@@ -65,8 +74,31 @@ async function steppedStack(variant: VariantOf): Promise<Stack> {
   };
 }
 
-async function withStack(variant: VariantOf, fn: (st: Stack) => Promise<void>): Promise<void> {
+/** The Describe of each stepped stack (the variant runs the run's machine configuration). */
+const stackDescriptions = new WeakMap<object, object>();
+const describedOf = (st: Stack) => stackDescriptions.get(st.target)!;
+
+/**
+ * Why the jog tests cannot jog this cell's first axis, or undefined: they command it in rad at 0.1 to
+ * 0.2 rad/s (below max_velocity, the frame check of document 1) from where it rests, inside its limits.
+ */
+function jogUnfit(d: object): string | undefined {
+  const a = machineOf(d).axes[J1]!;
+  if (!a.rotary) return `the jog tests command the first axis in rad at 0.2 rad/s; this cell's ${a.id} is in ${a.unit}`;
+  if (a.maxVelocity <= 0.25) return `the jog tests command 0.2 rad/s; ${a.id}'s max_velocity is ${a.maxVelocity}`;
+  if (a.max < 0.5) return `the jog tests move ${a.id} up to about 0.4 rad; its upper limit is ${a.max}`;
+  return undefined;
+}
+
+async function withStack(variant: VariantOf, fn: (st: Stack) => Promise<void>, skip?: (note: string) => never): Promise<void> {
   const st = await steppedStack(variant);
+  if (skip) {
+    const why = jogUnfit(describedOf(st));
+    if (why) {
+      await st.close();
+      skip(why);
+    }
+  }
   try {
     await fn(st);
     await st.cell.cleanup();
@@ -138,14 +170,18 @@ describe('observations', () => {
   test(
     'LocalJogClock carries the host monotonic clock, the input age and the frame bounds; the ingress counts by reason',
     profile('profile:jog.observations'),
-    async ({ client }) => {
+    async ({ client, description }) => {
       const before = hostNs();
       const c = await readJogClock(client);
       const after = hostNs();
       expect(c.clock).toBe('CLOCK_MONOTONIC');
       expect(c.now_host_ns as bigint).toBeGreaterThanOrEqual(before);
       expect(c.now_host_ns as bigint).toBeLessThanOrEqual(after);
-      expect(c).toMatchObject({ max_input_age_ns: 250_000_000n, frame_version: 1n, max_frame_bytes: 4096n, socket: 'jog.sock' });
+      // the input-age ceiling the cell was configured with (document 1 part 8: cell configuration; LAN 250 ms, internet 750 ms)
+      const age = machineOf(description).configuredInputAgeNs;
+      expect(age, `link profile ${String(description.link_profile)} has no documented default and the run has no configuration`).toBeDefined();
+      expect(c).toMatchObject({ max_input_age_ns: age, frame_version: 1n, max_frame_bytes: 4096n, socket: 'jog.sock' });
+      expect(description.max_jog_input_age_ns).toBe(age);
       const j = await readJog(client);
       expect(Object.keys(j).sort()).toEqual(
         ['Active', 'AxisMask', 'CommandedVelocity', 'ControlReason', 'DeadlineHostNs', 'HasInput', 'IndependentAvailable', 'InputDeadlineHostNs', 'JogGeneration', 'LimitedAxisMask', 'Mode', 'NowHostNs', 'Ramping', 'SessionOpen', 'SourceOriginHostNs', 'SourceSequence', 'StateReason', 'TargetVelocity', 'UpdateReason'].sort(),
@@ -189,7 +225,7 @@ describe('begin_jog, end_jog and the jog generation', () => {
   test(
     'begin_jog opens a new jog generation (handle), jog_begin; end_jog needs the exact current generation, jog_end',
     covers('rule:jog_session.begin_opens_generation', 'rule:jog_session.end_closes', 'rule:op.end_jog.exact_generation', 'event:jog_begin', 'event:jog_end'),
-    async ({ variant }) => {
+    async ({ variant, skip }) => {
       await withStack(variant, async (st) => {
         const s = await ready(st);
         const cursor = await eventCursor(st.client);
@@ -214,16 +250,17 @@ describe('begin_jog, end_jog and the jog generation', () => {
         const ev = await eventsSince(st.client, cursor);
         expect(ofType(ev, 'jog_begin').map((x) => jogOf(x).jog_generation)).toEqual([1n, 2n]);
         expect(ofType(ev, 'jog_end').map((x) => [jogOf(x).jog_generation, jogOf(x).why])).toEqual([[1n, 'end_jog']]);
-      });
+      }, skip);
     },
   );
 
-  test('begin_jog while native Home runs on the axes: mode_conflict', covers('reason:mode_conflict'), async ({ variant }) => {
+  test('begin_jog while native Home runs on the axes: mode_conflict', covers('reason:mode_conflict'), async ({ variant, skip }) => {
     await withStack(variant, async (st) => {
+      const H = needs(skip, machineOf(describedOf(st)).homeable[0], 'the cell has no axis with native Home (Describe native_home)').bit;
       const s = await st.cell.hold({ requested_lease_ms: 10_000 });
-      const home = st.cell.fenced('home', s, { axis_mask: 1 << J1 });
+      const home = st.cell.fenced('home', s, { axis_mask: H });
       await st.step(2);
-      const r = await st.cell.fenced('begin_jog', s, beginFields(st, 1 << J1));
+      const r = await st.cell.fenced('begin_jog', s, beginFields(st, H));
       expect([r.status, r.label]).toEqual([409, 'mode_conflict']);
       expect(r.reply.native_result).toMatchObject({ Result: 1, Reason: 3 });
       expect(r.reply.native_jog_result).toMatchObject({ ControlReason: 2n, SessionOpen: 0n });
@@ -261,14 +298,16 @@ describe('jog.sock frames', () => {
   test(
     'an accepted frame ramps the axis at the jog acceleration; input 0 brings it to rest within jog.arrest_ns (telemetry)',
     covers('rule:transport.jog_socket', 'event:jog_ramping', 'rule:jog_session.expiry_event'),
-    async ({ variant }) => {
+    async ({ variant, skip }) => {
       await withStack(variant, async (st) => {
+        const { jogAcceleration, arrestNs } = jogAxis(describedOf(st), skip);
         const s = await ready(st);
         const jg = await begin(st, s, 1 << J1);
         const a = st.axes[J1]!;
         const cursor = await eventCursor(st.client);
         const t0 = await latestSequence(st.client);
-        // 0.2 rad/s at 3 rad/s^2 takes 67 ms; the producer repeats its input every 30 cycles, as a pendant does
+        // 0.2 rad/s at the axis's jog acceleration (3 rad/s^2 on the default cell: 67 ms); the producer
+        // repeats its input every 30 cycles, as a pendant does
         for (let k = 1n; k <= 4n; k++) {
           const g = await send(st, frame(st, s, jg, k, velocities(st, J1, 0.2)));
           expect(g).toMatchObject({ accepted: k, refused: 0n });
@@ -282,7 +321,7 @@ describe('jog.sock frames', () => {
         const recs = await recordsSince(st.client, t0);
         const tv = recs.map((r) => r.ax[J1]!.target_velocity_counts_per_s / cpu(a));
         // ramp: the first cycle moves at one acceleration step, and speed never grows faster than that
-        const dv = 3 * (Number(st.cycleNs) / 1e9);
+        const dv = jogAcceleration * (Number(st.cycleNs) / 1e9);
         expect(tv[0]).toBeCloseTo(dv, 3);
         for (let k = 1; k < 120; k++) expect(Math.abs(tv[k]! - tv[k - 1]!)).toBeLessThanOrEqual(dv + 1e-3);
         expect(tv[119]).toBeCloseTo(0.2, 3);
@@ -291,7 +330,7 @@ describe('jog.sock frames', () => {
         const k2 = recs.findIndex((r) => r.jog_source_sequence >= 5n);
         expect(k2).toBeGreaterThanOrEqual(120);
         const rest = recs.findIndex((r, k) => k >= k2 && r.ax[J1]!.target_velocity_counts_per_s === 0);
-        const arrestCycles = Number(200_000_000n / st.cycleNs);
+        const arrestCycles = Number(arrestNs / st.cycleNs);
         expect(rest - k2).toBeLessThanOrEqual(arrestCycles);
         expect(recs[k2 + 1]!.jog_ramping).toBe(1);
         // and the drive itself has come to rest within the arrest time (plus the plant's settling)
@@ -299,14 +338,14 @@ describe('jog.sock frames', () => {
         const ev = await eventsSince(st.client, cursor);
         expect(ofType(ev, 'jog_ramping')).toHaveLength(1);
         expect(ofType(ev, 'jog_expired')).toHaveLength(0);
-      });
+      }, skip);
     },
   );
 
   test(
     'frames that are oversize, malformed, of another version, stale, out of order, for another grant or jog generation are refused, counted, and move nothing',
     profile('profile:jog.frame_refusals'),
-    async ({ variant }) => {
+    async ({ variant, skip }) => {
       await withStack(variant, async (st) => {
         const s = await ready(st);
         const jg = await begin(st, s, 1 << J1);
@@ -354,30 +393,33 @@ describe('jog.sock frames', () => {
         expect(b2.status, b2.reply.error).toBe(200);
         const late = await send(st, frame(st, s, b2.reply.handle!, 1n, v, { captureHostNs: f.source_origin_host_ns - 1n }));
         expect(late.refused_by_reason).toEqual({ ...expected, jog_capture_before_origin: 1n });
-      });
+      }, skip);
     },
   );
 
   test(
     'input expiry: host time past the input deadline emits jog_expired and jog_ramping, closes the session, and motion ramps to rest (telemetry)',
     covers('event:jog_expired', 'event:jog_ramping', 'rule:jog_session.expiry_event', 'limit:lan_jog_input_age_ms'),
-    async ({ variant }) => {
+    async ({ variant, skip }) => {
       await withStack(variant, async (st) => {
-        expect(st.maxAgeNs).toBe(250_000_000n);
+        // the input-age ceiling the cell was configured with (250 ms on the LAN profile, 750 ms on the internet one)
+        const AGE = needs(skip, machineOf(describedOf(st)).configuredInputAgeNs, 'the cell\'s link profile has no documented input age and the run has no configuration');
+        const { arrestNs } = jogAxis(describedOf(st), skip);
+        expect(st.maxAgeNs).toBe(AGE);
         const s = await ready(st);
-        // the session's origin 100 ms ago, its deadline 150 ms from now
+        // the session's origin 100 ms ago, its deadline one input age after it
         const origin = hostNs() - 100_000_000n;
-        const b = await st.cell.fenced('begin_jog', s, { axis_mask: 1 << J1, source_origin_host_ns: origin, deadline_host_ns: origin + 250_000_000n, clock_incarnation: st.incarnation });
+        const b = await st.cell.fenced('begin_jog', s, { axis_mask: 1 << J1, source_origin_host_ns: origin, deadline_host_ns: origin + AGE, clock_incarnation: st.incarnation });
         expect(b.status, b.reply.error).toBe(200);
         const jg = b.reply.handle!;
         const cursor = await eventCursor(st.client);
-        // captured 10 ms ago (after the origin): it expires 240 ms from now (input age 250 ms on the LAN profile)
+        // captured 10 ms ago (after the origin): it expires one input age less 10 ms from now
         await send(st, frame(st, s, jg, 1n, velocities(st, J1, 0.2), { captureHostNs: hostNs() - 10_000_000n }));
         const t0 = await latestSequence(st.client);
         await st.step(1); // the core takes the input at its next cycle
         const j = await readJog(st.client);
         const captured = (await readJogIngress(st.client)).last_accepted_capture_host_ns as bigint;
-        expect(String(j.InputDeadlineHostNs)).toBe(String(captured + 250_000_000n));
+        expect(String(j.InputDeadlineHostNs)).toBe(String(captured + AGE));
         await st.step(99);
         while (hostNs() <= (j.InputDeadlineHostNs as bigint) + 5_000_000n) await new Promise((r) => setTimeout(r, 10));
         await st.step(300);
@@ -396,31 +438,38 @@ describe('jog.sock frames', () => {
         expect(recs[k - 1]).toMatchObject({ jog_session_open: 1, jog_has_input: 1 });
         expect(recs[k]).toMatchObject({ jog_has_input: 0, jog_ramping: 1, jog_generation: jg });
         const rest = recs.findIndex((r, i) => i >= k && r.ax[J1]!.target_velocity_counts_per_s === 0);
-        expect(rest - k).toBeLessThanOrEqual(Number(200_000_000n / st.cycleNs));
+        expect(rest - k).toBeLessThanOrEqual(Number(arrestNs / st.cycleNs));
         expect(await readJog(st.client)).toMatchObject({ SessionOpen: 0n, StateReason: 7n, Active: 0n });
         // the expired generation takes no more input (jog_session_stale; control_session_stale if a renewal
         // of the 500 ms lease came too late on a starved machine: refused either way)
         const after = await send(st, frame(st, s, jg, 2n, velocities(st, J1, 0.2)));
         expect(after).toMatchObject({ accepted: 1n, refused: 1n });
         expect(['jog_session_stale', 'control_session_stale']).toContain(Object.keys(after.refused_by_reason as object)[0]);
-      });
+      }, skip);
     },
   );
 
   test(
     'position limit: the jog slows and stops inside min_position, jog_limited, accepted, no overshoot (telemetry)',
     covers('event:jog_limited', 'rule:jog_session.limited_is_accepted'),
-    async ({ variant }) => {
+    async ({ variant, skip }) => {
       await withStack(variant, async (st) => {
+        // The axis whose lower limit is nearest below 0 (J3 of the default cell, -1.2 rad).
+        const m = machineOf(describedOf(st));
+        const near = [...m.axes].filter((x) => x.min < 0 && x.max > 0).sort((x, y) => y.min - x.min)[0];
+        const J3 = needs(skip, near, `the test jogs an axis from 0 down to its lower limit; no axis of this cell (${m}) has 0 inside its limits`).index;
         const s = await ready(st);
         const a = st.axes[J3]!;
         const jg = await begin(st, s, 1 << J3);
         const cursor = await eventCursor(st.client);
         const t0 = await latestSequence(st.client);
-        // -0.28 rad/s from 0 to -1.2 rad: about 4.3 s of cycles; fresh input every 50 cycles like a pendant
+        // From 0 to min_position in about 4.3 s of core time (-0.28 rad/s to -1.2 rad on the default cell),
+        // below the axis's max_velocity; fresh input every 50 cycles like a pendant.
+        const speed = Math.min(Math.abs(near!.min) / 4.3, near!.maxVelocity / 2);
+        const frames = Math.ceil(((Math.abs(near!.min) / speed + 0.45) * 1e9) / Number(st.cycleNs) / 50);
         let seq = 0n;
-        for (let k = 0; k < 95; k++) {
-          await send(st, frame(st, s, jg, ++seq, velocities(st, J3, -0.28)));
+        for (let k = 0; k < frames; k++) {
+          await send(st, frame(st, s, jg, ++seq, velocities(st, J3, -speed)));
           await st.step(50);
         }
         const ev = await eventsSince(st.client, cursor);
@@ -445,7 +494,7 @@ describe('jog.sock frames', () => {
 });
 
 describe('what stops a jog', () => {
-  test('halt ramps the jog to rest, retires the generation, keeps Enable and Arm', covers('rule:jog_session.halt_retires'), async ({ variant }) => {
+  test('halt ramps the jog to rest, retires the generation, keeps Enable and Arm', covers('rule:jog_session.halt_retires'), async ({ variant, skip }) => {
     await withStack(variant, async (st) => {
       const s = await ready(st);
       const jg = await begin(st, s, 1 << J1);
@@ -465,10 +514,10 @@ describe('what stops a jog', () => {
       expect((await send(st, frame(st, s, jg, 3n, velocities(st, J1, 0.2)))).refused_by_reason).toEqual({ jog_session_stale: 1n });
       const e = await st.cell.fenced('end_jog', s, { jog_generation: jg });
       expect([e.status, e.label]).toEqual([409, 'jog_session_stale']);
-    });
+    }, skip);
   });
 
-  test('stop during a jog: jog retired, drives disabled, every output OFF (telemetry)', covers('rule:jog_session.end_closes'), async ({ variant }) => {
+  test('stop during a jog: jog retired, drives disabled, every output OFF (telemetry)', covers('rule:jog_session.end_closes'), async ({ variant, skip }) => {
     await withStack(variant, async (st) => {
       const s = await ready(st);
       const jg = await begin(st, s, 1 << J1);
@@ -494,10 +543,10 @@ describe('what stops a jog', () => {
       const ev = await eventsSince(st.client, cursor);
       expect(ofType(ev, 'jog_end').map((e) => jogOf(e).jog_generation)).toEqual([jg]);
       expect((await readStatus(st.client)).core!.io_output_word).toBe(0n);
-    });
+    }, skip);
   });
 
-  test('lease lost during a jog: motion stops and the jog ends', covers('rule:jog_session.end_closes'), async ({ variant }) => {
+  test('lease lost during a jog: motion stops and the jog ends', covers('rule:jog_session.end_closes'), async ({ variant, skip }) => {
     await withStack(variant, async (st) => {
       const cursor = await eventCursor(st.client);
       const s0 = await st.cell.grant({ requested_lease_ms: 300 });
@@ -525,7 +574,7 @@ describe('what stops a jog', () => {
       const ev = await eventsSince(st.client, cursor);
       expect(ofType(ev, 'grant_expired')).toHaveLength(1);
       expect(ofType(ev, 'jog_end').map((e) => jogOf(e).jog_generation)).toEqual([jg]);
-    });
+    }, skip);
   });
 });
 
@@ -533,7 +582,7 @@ describe('legacy jog (test_only)', () => {
   test(
     'jog needs axis_mask, velocity and timeout_ms 1..250: 0 and 251 refused, 1 and 250 admitted',
     covers('rule:op.jog.required', 'limit:legacy_jog_timeout_ms', 'field:Request.velocity'),
-    async ({ variant }) => {
+    async ({ variant, skip }) => {
       await withStack(variant, async (st) => {
         const s = await ready(st);
         const v = velocities(st, J1, 0.1);
@@ -560,7 +609,7 @@ describe('legacy jog (test_only)', () => {
         const c = await st.cell.fenced('jog', s, ok);
         expect([c.status, c.label]).toEqual([409, 'mode_conflict']);
         expect((await st.cell.fenced('end_jog', s, { jog_generation: jg })).status).toBe(200);
-      });
+      }, skip);
     },
   );
 });

@@ -10,12 +10,22 @@ import type { CheckedReply } from '../../harness/oracle/reply.ts';
 import { readStatus, waitStatus } from '../../harness/clients/status.ts';
 import { stepUntilSettled } from '../../harness/clients/stepped.ts';
 import { covers, describe, expect, sharedVariant, test } from '../../harness/fixture.ts';
-
-const J5 = 1 << 4;
+import { machineOf } from '../../harness/machine.ts';
 
 describe('Home bound and cancellation (stepped clock, slowed homing)', () => {
   // Homing takes 10 minutes of simulated time: it never completes within the 60 s bound.
-  const v = sharedVariant<{ binding: BindingInput }>({ clock: 'stepped', homingMs: 600_000 });
+  const v = sharedVariant<{ binding: BindingInput; cycle_ns: bigint }>({ clock: 'stepped', homingMs: 600_000 });
+  /** The axis homed here: the fifth natively homeable axis of the cell, or its last (harness/machine.ts). */
+  let J5 = 0;
+  /** Core cycles in one second of core time (cycle_ns of the cell). */
+  let perSecond = 1_000;
+  function needsHome(skip: (c: boolean, note?: string) => void): void {
+    skip(v.cannot !== undefined, v.cannot);
+    const h = machineOf(v.description).homeable;
+    skip(h.length === 0, 'the cell has no axis with native Home (Describe native_home)');
+    J5 = 2 ** h[Math.min(4, h.length - 1)]!.index;
+    perSecond = Number(1_000_000_000n / BigInt(v.description.cycle_ns));
+  }
 
   /** Start a Home of J5 and step until the core reports it homing. */
   async function homing(): Promise<{ s: Session; home: Promise<CheckedReply> }> {
@@ -35,7 +45,7 @@ describe('Home bound and cancellation (stepped clock, slowed homing)', () => {
   }
 
   test('transport loss (the core dies) cancels a Home in flight at once with the cancelled reason', covers('rule:op.home.reply_loss', 'transition:grant:owned->revoked:native_failure'), async ({ skip }) => {
-    skip(v.cannot !== undefined, v.cannot);
+    needsHome(skip);
     skip(!v.target.abilities.coreRestart, `target ${v.target.name} cannot restart its core`);
     const { home } = await homing();
     await v.target.restartCore();
@@ -46,7 +56,7 @@ describe('Home bound and cancellation (stepped clock, slowed homing)', () => {
   });
 
   test('stop cancels a Home in flight with the cancelled reason; the axis is left disabled without new evidence', covers('rule:op.home.reply_loss', 'rule:machine_effect.home_leaves_axes_disabled'), async ({ skip }) => {
-    skip(v.cannot !== undefined, v.cannot);
+    needsHome(skip);
     await v.target.step!(2);
     const before = await waitStatus(v.cell.client, (x) => x.core !== null);
     const { s, home } = await homing();
@@ -65,12 +75,12 @@ describe('Home bound and cancellation (stepped clock, slowed homing)', () => {
   });
 
   test('a Home that does not finish is failed at 60 s of core time (not before), answered homing_failed, and the service stops the grant', covers('limit:home_wait_s', 'rule:op.home.stop_on_failure'), async ({ skip }) => {
-    skip(v.cannot !== undefined, v.cannot);
+    needsHome(skip);
     const { s, home } = await homing();
     let settled = false;
     void home.then(() => (settled = true));
     // Just short of 60 s after admission: still homing.
-    for (let k = 0; k < 59; k++) await v.target.step!(1_000);
+    for (let k = 0; k < 59; k++) await v.target.step!(perSecond);
     await new Promise((r) => setTimeout(r, 50));
     if (settled) throw new Error(`Home answered early: ${JSON.stringify((await home).reply, (_k, v) => (typeof v === 'bigint' ? String(v) : v))}`);
     expect(settled).toBe(false);

@@ -8,13 +8,27 @@ import { mask, readStatus, waitStatus, type StatusView } from '../../harness/cli
 import type { Cell, Session } from '../../harness/clients/cell.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
 import { covers, describe, expect, needsFaults, needsMotion, profile, recoveringTest } from '../../harness/fixture.ts';
+import { machineOf, needs } from '../../harness/machine.ts';
 
 /** Every test leaves the cell released, injected faults removed and latched faults reset. */
 const test = recoveringTest;
 
-const J1 = 0;
-const J2 = 1;
-const J3 = 2;
+/**
+ * The axes this file's tests use, by role, from the cell under test (harness/machine.ts), never by the
+ * default fixture's positions. `spare` is an axis that needs Home and is never homed in this file (the
+ * anchor_missing and readiness tests rely on it); the Home tests use the natively homeable axes but it.
+ * `a`, `b`, `c` are the first, second and third axis, or the last one on a smaller cell.
+ */
+function roles(d: object) {
+  const m = machineOf(d);
+  const n = m.axes.length;
+  const spare = [...m.axes].reverse().find((a) => a.nativeHome && a.config?.requireHome === true && m.homeable.length > 1);
+  const homeable = m.homeable.filter((a) => a !== spare).map((a) => a.index);
+  const at = <T>(xs: readonly T[], i: number): T | undefined => xs[Math.min(i, xs.length - 1)];
+  return { m, n, a: 0, b: Math.min(1, n - 1), c: Math.min(2, n - 1), spare: spare?.index, homeable, home: (i: number) => at(homeable, i) };
+}
+const NO_SPARE = 'the test needs a natively homeable axis that requires Home (require_home in the configuration) left unhomed beside another homeable axis; this cell (or the run\'s knowledge of its configuration) has none';
+const NO_HOME = 'the cell has no axis with native Home (Describe native_home) to home in this test';
 
 interface Recovery {
   home_valid_mask: bigint;
@@ -52,9 +66,10 @@ describe('enable and arm', () => {
     needsMotion({ skip }, target);
     const s = await cell.hold();
     const cursor = await eventCursor(client);
-    const m = mask([J1, J3]);
+    const { a, c } = roles(description);
+    const m = mask([...new Set([a, c])]);
     const r = await cell.fenced('enable', s, { axis_mask: m });
-    expect(r.status).toBe(200);
+    expect(r.status, r.reply.error).toBe(200);
     expect(r.reply.sequence).toBeGreaterThan(0n);
     const st = await waitStatus(client, (x) => Number(x.core?.axis_enable_mask ?? 0) === m);
     expect(st.axes.map((a) => a.enabled)).toEqual(description.axes.map((_a, i) => (m & (1 << i)) !== 0));
@@ -177,8 +192,8 @@ describe('halt', () => {
 describe('home', () => {
   test('home runs native Home, leaves the axes disabled and sets home evidence with a new epoch', covers('rule:op.home.axis_mask', 'rule:op.home.observable_success', 'rule:machine_effect.home_leaves_axes_disabled', 'event:home_epoch_changed', 'field:ProcessStatus.core.home_epoch', 'field:ProcessStatus.core.home_valid_mask', 'rule:status.commissioning_phase', 'limit:home_wait_s'), async ({ cell, client, target, description, skip }) => {
     needsMotion({ skip }, target);
-    const native = description.axes.map((a, i) => (a.native_home ? i : -1)).filter((i) => i >= 0).slice(0, 2);
-    skip(native.length === 0, 'no axis with native_home');
+    const native = roles(description).homeable.slice(0, 2);
+    skip(native.length === 0, NO_HOME);
     const m = mask(native);
     const before = await readStatus(client);
     const s = await cell.hold();
@@ -199,8 +214,7 @@ describe('home', () => {
 
   test('home on an armed cell leaves the homed axis disabled and the cell disarmed: enable and arm are needed again', covers('rule:machine_effect.home_leaves_axes_disabled', 'event:arm_changed'), async ({ cell, client, target, description, skip }) => {
     needsMotion({ skip }, target);
-    const J6 = 5;
-    void description;
+    const J6 = needs(skip, roles(description).homeable.at(-1), NO_HOME);
     const s = await cell.hold();
     await enableAndWait(cell, client, s, mask([J6]));
     expect((await cell.fenced('arm', s)).status).toBe(200);
@@ -226,8 +240,9 @@ describe('home', () => {
     }
   });
 
-  test('a failing Home is answered as refused and the service stops the grant', covers('rule:op.home.stop_on_failure', 'transition:grant:owned->stopping:home_fails'), async ({ cell, client, target, skip }) => {
+  test('a failing Home is answered as refused and the service stops the grant', covers('rule:op.home.stop_on_failure', 'transition:grant:owned->stopping:home_fails'), async ({ cell, client, target, description, skip }) => {
     needsFaults({ skip }, target);
+    const J2 = needs(skip, roles(description).home(1), NO_HOME);
     const s = await cell.hold();
     await target.inject({ kind: 'homing_fails', axis: J2 });
     const cursor = await eventCursor(client);
@@ -239,8 +254,9 @@ describe('home', () => {
     expect((await cell.fenced('renew', s)).label).toBe('control_session_stale');
   });
 
-  test('mark_telemetry is answered while a Home runs', covers('rule:op.mark_telemetry.no_motion_lock'), async ({ cell, client, target, skip }) => {
+  test('mark_telemetry is answered while a Home runs', covers('rule:op.mark_telemetry.no_motion_lock'), async ({ cell, client, target, description, skip }) => {
     needsMotion({ skip }, target);
+    const J3 = needs(skip, roles(description).home(2), NO_HOME);
     const s = await cell.hold();
     const home = cell.fenced('home', s, { axis_mask: mask([J3]) });
     await waitStatus(client, (x) => x.commissioning.phase === 'homing', 2_000);
@@ -252,6 +268,7 @@ describe('home', () => {
   test('a Home that finds the machine armed or other axes enabled at anchor capture answers anchor_source_invalid', covers('reason:anchor_source_invalid', 'rule:op.home.saves_anchors'), async ({ cell, client, target, description, skip }) => {
     needsMotion({ skip }, target);
     skip(!REFERENCE_STACKS.has(target.name), 'needs a target whose anchor directory is configured (a reference stack sets CELL_ANCHOR_DIR)');
+    const J1 = needs(skip, roles(description).home(0), NO_HOME);
     const s = await armed(cell, client, description.axes.length);
     const r = await cell.fenced('home', s, { axis_mask: mask([J1]) });
     expect(r.status).toBe(409);
@@ -265,6 +282,7 @@ describe('faults and recovery', () => {
     const s = await cell.hold();
     await enableAndWait(cell, client, s, allAxes(description.axes.length));
     const cursor = await eventCursor(client);
+    const J2 = roles(description).b;
     await target.inject({ kind: 'following_error', axis: J2 });
     const ev = await waitForEvent(client, cursor, (e) => e.type === 'fault_latched');
     const fault = ev?.fault as { bit: bigint; name: string; recovery: string; axis_mask: bigint };
@@ -293,7 +311,7 @@ describe('faults and recovery', () => {
     needsFaults({ skip }, target);
     const s = await cell.hold();
     await enableAndWait(cell, client, s, allAxes(description.axes.length));
-    await target.inject({ kind: 'following_error', axis: J1 });
+    await target.inject({ kind: 'following_error', axis: 0 });
     await waitStatus(client, (x) => (Number(x.core!.execution_fault_reasons) & 32) !== 0);
     await target.inject({ kind: 'clear' });
     const before = await readStatus(client);
@@ -366,8 +384,9 @@ describe('faults and recovery', () => {
     }
   });
 
-  test('frozen feedback (stale PDO) shows pdo_fresh false and latches a fault', profile('profile:machine.fault_bits'), async ({ cell, client, target, skip }) => {
+  test('frozen feedback (stale PDO) shows pdo_fresh false and latches a fault', profile('profile:machine.fault_bits'), async ({ client, target, description, skip }) => {
     needsFaults({ skip }, target);
+    const J3 = roles(description).c;
     await target.inject({ kind: 'frozen_feedback', axis: J3 });
     try {
       const st = await waitStatus(client, (x) => x.axes[J3]!.pdo_fresh === false && (Number(x.core!.execution_fault_reasons) & 4) !== 0);
@@ -380,10 +399,11 @@ describe('faults and recovery', () => {
 });
 
 describe('injected bus and drive faults', () => {
-  const cases: Array<[string, Record<string, unknown>, number, string]> = [
-    ['a drive fault with an error code latches drive_fault (bit 0)', { kind: 'drive_fault', axis: J2, errorCode: 0x2310 }, 0, 'drive_fault'],
-    ['a slave going offline latches slave_offline (bit 3)', { kind: 'slave_offline', axis: J3 }, 3, 'slave_offline'],
-    ['a working counter drop latches working_counter (bit 4)', { kind: 'wkc_drop' }, 4, 'working_counter'],
+  type R = ReturnType<typeof roles>;
+  const cases: Array<[string, (r: R) => Record<string, unknown>, number, string]> = [
+    ['a drive fault with an error code latches drive_fault (bit 0)', (r) => ({ kind: 'drive_fault', axis: r.b, errorCode: 0x2310 }), 0, 'drive_fault'],
+    ['a slave going offline latches slave_offline (bit 3)', (r) => ({ kind: 'slave_offline', axis: r.c }), 3, 'slave_offline'],
+    ['a working counter drop latches working_counter (bit 4)', () => ({ kind: 'wkc_drop' }), 4, 'working_counter'],
   ];
   for (const [name, fault, bit, label] of cases) {
     test(name, profile('profile:machine.fault_bits', 'event:fault_latched'), async ({ cell, client, target, description, skip }) => {
@@ -391,7 +411,7 @@ describe('injected bus and drive faults', () => {
       const s = await cell.hold();
       await enableAndWait(cell, client, s, allAxes(description.axes.length));
       const cursor = await eventCursor(client);
-      await target.inject(fault);
+      await target.inject(fault(roles(description)));
       const ev = await waitForEvent(client, cursor, (e) => e.type === 'fault_latched' && (e.fault as { name: string }).name === label);
       expect((ev?.fault as { bit: bigint }).bit).toBe(BigInt(1 << bit));
       // the fault reaction disarms and disables the cell
@@ -402,9 +422,15 @@ describe('injected bus and drive faults', () => {
   }
 });
 
+/** io_arm needs configured non-torch outputs (the reference answers io_not_configured without one): the first. */
+function needsPlainOutput(d: object, skip: (note: string) => never) {
+  const m = machineOf(d);
+  return needs(skip, m.plainOutputs[0], `io_arm needs a configured output that is not the torch; this cell's outputs: ${m.outputs.map((o) => o.name).join(', ') || 'none'}`);
+}
+
 describe('cell I/O', () => {
   test('io_arm grants output permission; io_disarm clears it; stop turns outputs OFF and inhibits', covers('rule:op.io_arm.drive_conditions', 'rule:op.io_disarm.clears', 'rule:op.stop.outputs_off'), async ({ cell, client, description, skip }) => {
-    skip(!description.io, 'the target has no cell I/O');
+    needsPlainOutput(description, skip);
     const s = await cell.hold();
     const r = await cell.fenced('io_arm', s);
     expect(r.status, r.reply.error).toBe(200);
@@ -420,8 +446,8 @@ describe('cell I/O', () => {
 
   test('io_arm with an output readback that disagrees is refused with io_readback_disagreement', covers('reason:io_readback_disagreement'), async ({ cell, target, description, skip }) => {
     needsFaults({ skip }, target);
-    skip(!description.io, 'the target has no cell I/O');
-    await target.inject({ kind: 'io_readback_disagree', bit: 1 });
+    const out = needsPlainOutput(description, skip);
+    await target.inject({ kind: 'io_readback_disagree', bit: out.index });
     try {
       const s = await cell.hold();
       const r = await cell.fenced('io_arm', s);
@@ -434,8 +460,10 @@ describe('cell I/O', () => {
 
   test('io_arm with a fast input unsatisfied is refused with io_fast_input_unsatisfied', covers('reason:io_fast_input_unsatisfied'), async ({ cell, target, description, skip }) => {
     needsFaults({ skip }, target);
-    skip(!description.io, 'the target has no cell I/O');
-    await target.inject({ kind: 'fast_input_unsatisfied', bit: 0 });
+    needsPlainOutput(description, skip);
+    const inputs = needs(skip, machineOf(description).inputs, 'the run has no machine configuration of this cell: its inputs are not known (Describe does not list them)');
+    const fast = needs(skip, inputs.find((i) => i.fast), 'the cell configures no fast input');
+    await target.inject({ kind: 'fast_input_unsatisfied', bit: fast.index });
     try {
       const s = await cell.hold();
       const r = await cell.fenced('io_arm', s);
@@ -448,7 +476,7 @@ describe('cell I/O', () => {
 
   test('io_arm with a working counter drop is refused with io_exchange_lost', covers('reason:io_exchange_lost'), async ({ cell, target, description, skip }) => {
     needsFaults({ skip }, target);
-    skip(!description.io, 'the target has no cell I/O');
+    needsPlainOutput(description, skip);
     await target.inject({ kind: 'wkc_drop' });
     try {
       const s = await cell.hold();
@@ -462,31 +490,34 @@ describe('cell I/O', () => {
 });
 
 describe('restore_anchor', () => {
-  test('after a Home, a core restart loses home evidence and restore_anchor re-establishes it without enabling or arming', covers('rule:op.restore_anchor.result', 'rule:machine_effect.restore_anchor_no_enable_arm', 'rule:op.home.saves_anchors'), async ({ cell, client, target, skip }) => {
+  test('after a Home, a core restart loses home evidence and restore_anchor re-establishes it without enabling or arming', covers('rule:op.restore_anchor.result', 'rule:machine_effect.restore_anchor_no_enable_arm', 'rule:op.home.saves_anchors'), async ({ cell, client, target, description, skip }) => {
     needsMotion({ skip }, target);
+    const homed = roles(description).homeable.slice(0, 2);
+    skip(homed.length === 0, NO_HOME);
     skip(!target.abilities.coreRestart, `target ${target.name} cannot restart its core`);
     const s = await cell.hold();
-    expect((await cell.fenced('home', s, { axis_mask: mask([J1, J2]) })).status).toBe(200);
+    expect((await cell.fenced('home', s, { axis_mask: mask(homed) })).status).toBe(200);
     await cell.cleanup();
     const before = (await readStatus(client)).daemon_incarnation;
     await target.restartCore();
     const st0 = await waitStatus(client, (x) => x.core !== null && x.daemon_incarnation !== before);
-    expect(Number(st0.core!.home_valid_mask) & mask([J1, J2])).toBe(0);
+    expect(Number(st0.core!.home_valid_mask) & mask(homed)).toBe(0);
     const s2 = await cell.grant();
-    const r = await cell.fenced('restore_anchor', s2, { axis_mask: mask([J1, J2]) });
+    const r = await cell.fenced('restore_anchor', s2, { axis_mask: mask(homed) });
     expect(r.status, r.reply.error).toBe(200);
     expect(r.reply.sequence).toBeGreaterThan(0n);
     const rec = r.reply.data as unknown as Recovery;
-    expect(Number(rec.home_valid_mask) & mask([J1, J2])).toBe(mask([J1, J2]));
+    expect(Number(rec.home_valid_mask) & mask(homed)).toBe(mask(homed));
     const st = await readStatus(client);
     expect(st.core!.armed).toBe(0n);
     expect(st.core!.axis_enable_mask).toBe(0n);
   });
 
-  test('restore_anchor for an axis never homed answers anchor_missing', covers('reason:anchor_missing'), async ({ cell, target, skip }) => {
+  test('restore_anchor for an axis never homed answers anchor_missing', covers('reason:anchor_missing'), async ({ cell, target, description, skip }) => {
     skip(!REFERENCE_STACKS.has(target.name), 'needs a target whose anchor directory state is known (a fresh reference stack has none)');
+    const spare = needs(skip, roles(description).spare, NO_SPARE);
     const s = await cell.hold();
-    const r = await cell.fenced('restore_anchor', s, { axis_mask: mask([8]) });
+    const r = await cell.fenced('restore_anchor', s, { axis_mask: mask([spare]) });
     expect(r.status).toBe(409);
     expect(r.label).toBe('anchor_missing');
   });
@@ -498,14 +529,16 @@ describe('restore_anchor', () => {
 
   test('restore_anchor on an enabled machine answers mode_conflict', covers('reason:mode_conflict', 'rule:op.restore_anchor.precondition'), async ({ cell, client, target, skip }) => {
     needsMotion({ skip }, target);
+    const J1 = 0;
     const s = await cell.hold();
     await enableAndWait(cell, client, s, mask([J1]));
     const r = await cell.fenced('restore_anchor', s, { axis_mask: mask([J1]) });
     expect(r.label).toBe('mode_conflict');
   });
 
-  test('an absolute source that moved differently from the anchor answers anchor_disagrees', covers('reason:anchor_disagrees'), async ({ cell, target, skip }) => {
+  test('an absolute source that moved differently from the anchor answers anchor_disagrees', covers('reason:anchor_disagrees'), async ({ cell, target, description, skip }) => {
     needsFaults({ skip }, target);
+    const J3 = needs(skip, roles(description).home(2), NO_HOME);
     const s = await cell.hold();
     expect((await cell.fenced('home', s, { axis_mask: mask([J3]) })).status).toBe(200);
     await target.inject({ kind: 'absolute_disagree', axis: J3, counts: 5000 });
@@ -522,6 +555,9 @@ describe('restore_anchor', () => {
 describe('status', () => {
   test('per-axis readiness needs enabled, armed, fresh and homed axes', covers('rule:status.axis_readiness'), async ({ cell, client, target, description, skip }) => {
     needsMotion({ skip }, target);
+    const { home, spare } = roles(description);
+    const J1 = needs(skip, home(0), NO_HOME);
+    needs(skip, spare, NO_SPARE);
     const s = await cell.hold();
     expect((await cell.fenced('home', s, { axis_mask: mask([J1]) })).status).toBe(200);
     await enableAndWait(cell, client, s, allAxes(description.axes.length));
@@ -529,9 +565,9 @@ describe('status', () => {
     const st = await readStatus(client);
     expect(st.axes[J1]!.ready).toBe(true);
     // an axis that requires Home and was never homed in this incarnation is not ready
-    // (J9 is never homed in this file: see the anchor_missing test.)
-    const unhomed = st.axes.findIndex((_a, i) => (Number(st.core!.home_valid_mask) & (1 << i)) === 0);
-    expect(unhomed).toBeGreaterThanOrEqual(0);
+    // (the spare axis is never homed in this file: see the anchor_missing test.)
+    const unhomed = spare!;
+    expect(Number(st.core!.home_valid_mask) & (1 << unhomed)).toBe(0);
     expect(st.axes[unhomed]!.enabled).toBe(true);
     expect(st.axes[unhomed]!.ready).toBe(false);
     expect(checkGrant((await cell.fenced('renew', s)).reply.data).session).toBe(s.session);

@@ -13,6 +13,8 @@ import { covers, describe, expect, needsMotion, type Description } from '../../h
 import { decodeDense } from '../../harness/oracle/dense.ts';
 import { parseExact, type JsonObject } from '../../harness/oracle/json.ts';
 import { postProgram } from '../program/upload.ts';
+import { denseFitDecoded } from '../dense-format/reference.ts';
+import { machineOf } from '../../harness/machine.ts';
 import { PROGRAM_FIXTURE, PROGRAM_ID, planDense, plannerTest as test, type Planner, usePlanner } from './toolkit.ts';
 
 /** The fixture program packed exactly as `hil weldplan pack` would, planned with dense=true and fetched. */
@@ -34,12 +36,20 @@ describe('weldplan to cell', () => {
   test(
     "the planner's dense file is admitted by prepare_program with the planner's identity",
     covers('rule:dense_admission.boundary_merge', 'field:Program.identity', 'field:Program.segments', 'field:Program.samples', 'field:Program.normalised_samples', 'field:Program.axis_mask', 'field:Program.requires_process_io'),
-    async ({ planner, skip, cell, client }) => {
+    async ({ planner, skip, cell, client, description }) => {
       const p = usePlanner({ skip }, planner);
       const { result, blob } = await planAndFetch(p);
       const d = result.dense;
       const x = decodeDense(blob);
+      // The planner plans nine columns for its robot model: a cell that maps other axes answers the
+      // documented refusal of the file (document 2 part 7), a cell whose limits do not hold it cannot show the admission.
+      const fit = denseFitDecoded(machineOf(description), x);
+      if ('skip' in fit) skip(fit.skip);
       const { r } = await prepare(cell, client, blob);
+      if ('refusal' in fit) {
+        expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: fit.refusal });
+        return;
+      }
       expect({ status: r.status, error: r.reply.error }).toEqual({ status: 200, error: undefined });
       const data = r.reply.data as Record<string, any>;
       expect(data.identity).toMatchObject({
@@ -65,6 +75,11 @@ describe('weldplan to cell', () => {
       skip(cap?.state !== 'implemented', 'start_program not served by target');
       needsMotion({ skip }, target);
       const { blob } = await planAndFetch(p);
+      const m = machineOf(description);
+      const fit = denseFitDecoded(m, decodeDense(blob));
+      skip(!('admitted' in fit), 'admitted' in fit ? '' : 'skip' in fit ? fit.skip : `${fit.reason}: the file is refused ${fit.refusal} (shown by the admission test)`);
+      const stuck = m.axes.find((a) => !a.nativeHome && a.config?.requireHome !== false);
+      skip(stuck !== undefined, `the program needs every axis ready; ${stuck?.id} has no native Home and needs Home (or the run has no configuration saying it needs none)`);
       const s = await cell.hold({ requested_lease_ms: 2_000 });
       const axes = description.axes.length;
       const all = (1 << axes) - 1;

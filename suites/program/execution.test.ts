@@ -16,12 +16,25 @@ import { latestSequence, readBatch } from '../../harness/clients/telemetry.ts';
 import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
 import { settle as settleStepped } from '../../harness/clients/stepped.ts';
 import type { Target } from '../../harness/targets/index.ts';
+import { firstAxisUnfit, machineOf, needs } from '../../harness/machine.ts';
 import { covers, describe, expect, sharedVariant, test } from '../../harness/fixture.ts';
 import { postProgram } from './upload.ts';
 import { IDENTITY_FIELDS, dwell, encodeProgram, executedPoints, move, withCol, type Marker, type ProgramFile } from './files.ts';
 
-const OUTPUTS = ['torch', 'clamp', 'gas_purge']; // fixtures/machines/nine-axis.json io.outputs
-const CLAMP = 2;
+/**
+ * Why this cell cannot run the program here, or undefined: it moves dense column 1 (axis_mask 0x1) and
+ * holds the other columns at the held positions of the axes, so the columns must map to the cell's first
+ * axes (document 2 part 7: columns map in order to the axes in rad; here those are the first one to nine
+ * axes) and the first axis must be one the suite can make ready (harness/machine.ts firstAxisUnfit).
+ */
+function unfit(d: object): string | undefined {
+  const m = machineOf(d);
+  const rad = m.rotaryAxes;
+  if (rad.length === 0 || rad.length > 9 || !rad.every((a, i) => a.index === i)) {
+    return `the program's dense columns map to the axes in rad; this cell's (${m}) are not its first one to nine axes`;
+  }
+  return firstAxisUnfit(m);
+}
 
 type Data = Record<string, any>;
 interface Stack {
@@ -33,7 +46,7 @@ interface Stack {
 }
 
 // Shared by the file's tests (opened per test on recorded and replayed runs, so each is recorded with its test).
-const v = sharedVariant<{ binding: BindingInput & { revision: bigint }; axes: unknown[]; clock: string }>({ clock: 'stepped' });
+const v = sharedVariant<{ binding: BindingInput & { revision: bigint }; axes: unknown[]; clock: string; cycle_ns: bigint }>({ clock: 'stepped' });
 /** Targets whose first status publication has been stepped for. */
 const started = new WeakSet<Target>();
 let stack: Stack | undefined;
@@ -54,10 +67,15 @@ function settle<T>(st: Stack, p: Promise<T>, chunk = 10): Promise<T> {
   return settleStepped(st.target, p, chunk);
 }
 
+/** Step the core through `ms` milliseconds of core time at the cell's cycle (Describe cycle_ns; 1 ms on the default cell). */
+const stepMs = (st: Stack, ms: number) => st.target.step!(Math.max(1, Math.round((ms * 1e6) / Number(v.description.cycle_ns))));
+
 const status = async (st: Stack) => (await readStatus(st.client)) as unknown as Data;
 
 /** A renewed grant, J1 homed, every axis enabled, armed; returns the held positions. */
-async function ready(st: Stack): Promise<{ s: Session; hold: number[] }> {
+async function ready(st: Stack, skip: (note: string) => never): Promise<{ s: Session; hold: number[] }> {
+  const why = unfit(v.description);
+  if (why) skip(why);
   const s = await st.cell.hold({ requested_lease_ms: 2_000 });
   if (((await status(st)).core.home_valid_mask & 1n) === 0n) {
     const h = await settle(st, st.cell.fenced('home', s, { axis_mask: 1 }), 20);
@@ -103,7 +121,7 @@ describe('start_program (stepped clock)', () => {
     async ({ skip }) => {
       skip(v.cannot !== undefined, v.cannot ?? '');
       const st = stack!;
-      const { s, hold } = await ready(st);
+      const { s, hold } = await ready(st, skip);
       const f = programFile(st, hold);
       // nothing prepared yet under this grant: no program has this identity
       const none = await st.cell.fenced('start_program', s, { identity: { plan_id: 'p', program_id: 'p', program_digest: 'd', trajectory_digest: 't', source_digest: 's', normalised_digest: 'n', manifest_revision: st.revision, plan_revision: 1n } });
@@ -138,14 +156,14 @@ describe('start_program (stepped clock)', () => {
       }
       expect((await st.cell.fenced('renew', s)).status).toBe(200); // refused before anything was submitted: the session stays
       // the segments in order: 0..200 ms out, 200..220 ms the dwell, then back
-      await st.target.step!(100);
+      await stepMs(st, 100);
       expect((await status(st)).execution.segment).toBe(0n);
-      await st.target.step!(110); // 210 ms
+      await stepMs(st, 110); // 210 ms
       expect((await status(st)).execution.segment).toBe(1n);
-      await st.target.step!(110); // 320 ms
+      await stepMs(st, 110); // 320 ms
       expect((await status(st)).execution.segment).toBe(2n);
       expect((await status(st)).execution.state).toBe('executing');
-      await st.target.step!(150); // past 420 ms
+      await stepMs(st, 150); // past 420 ms
       x = await status(st);
       expect(x.execution).toMatchObject({ generation: before + 1n, state: 'completed', segment: 2n, native_sequence: seq, identity });
       expect(await handleOf(st, handle)).toMatchObject({ state: 'consumed', execution_generation: before + 1n });
@@ -155,7 +173,7 @@ describe('start_program (stepped clock)', () => {
       expect(started.map((e) => e.execution)).toEqual([expect.objectContaining({ handle, generation: before + 1n, native_sequence: seq, kind: 'program', identity })]);
       expect(evs.filter((e) => e.type === 'execution_completed').map((e) => e.execution)).toEqual([expect.objectContaining({ handle, generation: before + 1n, kind: 'program' })]);
       // J1 came back to where it was held; a terminal handle never starts again
-      await st.target.step!(100);
+      await stepMs(st, 100);
       expect(Math.abs(Number(((await status(st)).axes as Data[])[0]!.position) - hold[0]!)).toBeLessThan(1e-4);
       const done = await st.cell.fenced('start_program', s, { identity });
       expect({ status: done.status, label: done.label }).toEqual({ status: 409, label: 'handle_consumed' });
@@ -169,13 +187,17 @@ describe('start_program (stepped clock)', () => {
     async ({ skip }) => {
       skip(v.cannot !== undefined, v.cannot ?? '');
       const st = stack!;
-      const { s, hold } = await ready(st);
+      // The cell's first output that is not the torch (the clamp on the default cell).
+      const m = machineOf(v.description);
+      const out = needs(skip, m.plainOutputs[0], `the markers need a configured output that is not the torch; this cell's outputs: ${m.outputs.map((o) => o.name).join(', ') || 'none'}`);
+      const CLAMP = 2 ** out.index;
+      const { s, hold } = await ready(st, skip);
       const markers: Marker[] = [
-        { segment: 0, sample: 5, action: 'clamp', value: true },
-        { segment: 2, sample: 10, action: 'clamp', value: false },
+        { segment: 0, sample: 5, action: out.name, value: true },
+        { segment: 2, sample: 10, action: out.name, value: false },
       ];
       const f = programFile(st, hold, markers);
-      const { pointOf } = executedPoints(f, OUTPUTS);
+      const { pointOf } = executedPoints(f, m.outputs.map((o) => o.name));
       const on = pointOf(0, 5);
       const off = pointOf(2, 10);
       const { identity, handle } = await prepare(st, s, f);
@@ -186,7 +208,7 @@ describe('start_program (stepped clock)', () => {
       const from = await latestSequence(st.client);
       const r = await st.cell.fenced('start_program', s, { identity });
       expect({ status: r.status, error: r.reply.error }).toEqual({ status: 200, error: undefined });
-      await st.target.step!(500);
+      await stepMs(st, 500);
       expect((await status(st)).execution.state).toBe('completed');
       const recs: CycleCaptureRecordV2[] = [];
       for (let after = from; ; ) {
@@ -215,23 +237,23 @@ describe('start_program (stepped clock)', () => {
     async ({ skip }) => {
       skip(v.cannot !== undefined, v.cannot ?? '');
       const st = stack!;
-      let { s, hold } = await ready(st);
+      let { s, hold } = await ready(st, skip);
       const run = await prepare(st, s, programFile(st, hold));
       const cursor = await eventCursor(st.client);
       expect((await st.cell.fenced('start_program', s, { identity: run.identity })).status).toBe(200);
-      await st.target.step!(50);
+      await stepMs(st, 50);
       const stop = await settle(st, st.cell.fenced('stop', s), 10);
       expect(stop.status).toBe(200);
-      await st.target.step!(20);
+      await stepMs(st, 20);
       const evs = await eventsSince(st.client, cursor);
       expect(evs.filter((e) => e.type === 'execution_aborted').map((e) => e.execution)).toEqual([expect.objectContaining({ handle: run.handle, kind: 'program' })]);
       expect((await status(st)).execution.state).toBe('cancelled');
       expect((await handleOf(st, run.handle)).state).toBe('retired');
       // a prepared program: retired by a stop
-      ({ s, hold } = await ready(st));
+      ({ s, hold } = await ready(st, skip));
       const prepared = await prepare(st, s, programFile(st, hold));
       await settle(st, st.cell.fenced('stop', s), 10);
-      ({ s, hold } = await ready(st));
+      ({ s, hold } = await ready(st, skip));
       const r1 = await st.cell.fenced('start_program', s, { identity: prepared.identity });
       expect({ status: r1.status, label: r1.label }).toEqual({ status: 409, label: 'handle_retired' });
       // a prepared program superseded by a newer preparation of either kind
@@ -253,15 +275,15 @@ describe('start_program (stepped clock)', () => {
       skip(v.cannot !== undefined, v.cannot ?? '');
       const st = stack!;
       skip(!st.target.abilities.faultInjection, `target ${st.target.name} cannot inject faults`);
-      const { s, hold } = await ready(st);
+      const { s, hold } = await ready(st, skip);
       const run = await prepare(st, s, programFile(st, hold));
       const cursor = await eventCursor(st.client);
       const r = await st.cell.fenced('start_program', s, { identity: run.identity });
       expect(r.status, r.reply.error).toBe(200);
       const generation = (await status(st)).execution.generation as bigint;
-      await st.target.step!(50);
+      await stepMs(st, 50);
       await st.target.inject({ kind: 'following_error', axis: 0 });
-      await st.target.step!(100);
+      await stepMs(st, 100);
       const x = await status(st);
       expect(x.execution).toMatchObject({ state: 'faulted', error: 'native_execution_failed', generation, identity: run.identity });
       expect((await handleOf(st, run.handle)).state).toBe('retired');

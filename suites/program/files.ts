@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { contentDigest, encodeBlock, encodeDense, restToRestSamples, type DenseSampleInput, type DenseSpec } from '../../harness/oracle/dense.ts';
 import type { JsonExact } from '../../harness/oracle/json.ts';
 import type { Description } from '../../harness/fixture.ts';
+import { machineOf } from '../../harness/machine.ts';
 
 export const COLS = 9;
 export const DT = 0.01;
@@ -191,3 +192,29 @@ export function axisOf(d: Description, i: number) {
 }
 
 export const IDENTITY_FIELDS = ['plan_id', 'program_id', 'program_digest', 'trajectory_digest', 'source_digest', 'normalised_digest', 'manifest_revision', 'plan_revision'] as const;
+
+/**
+ * Why this cell cannot run the suite's nine-column program files, or undefined when it can: the files
+ * command all nine dense columns (axis_mask 0x1ff) around Q0 = 0, 0.1 .. 0.8 rad, and the columns map in
+ * order to the axes in rad (document 2 part 7): the cell needs its first nine axes in rad, no other axis
+ * in rad, and each column's positions inside its axis's limits. Cells with fewer rad axes meet the
+ * documented refusals (unmapped_dense_axis, dense_axis_map_requires_nine_ids), shown in the "other
+ * machines" tests on variants made for them. `outputs` names outputs a test's markers drive.
+ */
+export function nineColumnsUnfit(d: Description, outputs: readonly string[] = []): string | undefined {
+  const m = machineOf(d);
+  const rad = m.rotaryAxes;
+  if (rad.length !== 9 || !m.axes.slice(0, 9).every((a) => a.rotary)) {
+    return `the program files command nine rad columns; this cell (${m}) has ${rad.length} axes in rad${rad.length === 9 ? ', not its first nine' : ''}, so the columns do not map (document 2 part 7)`;
+  }
+  for (let j = 0; j < 9; j++) {
+    const a = m.axes[j]!;
+    const lo = j * 0.1 - 0.05;
+    const hi = j * 0.1 + 0.07;
+    if (a.min > lo || a.max < hi) return `the program files move column ${j + 1} between ${lo} and ${hi} rad; ${a.id}'s limits are [${a.min}, ${a.max}]`;
+    if (a.maxVelocity < 0.5) return `the program files move column ${j + 1} at up to 0.5 rad/s; ${a.id}'s max_velocity is ${a.maxVelocity}`;
+  }
+  const missing = outputs.filter((o) => !m.output(o) || m.output(o)!.torch !== (o === 'torch'));
+  if (missing.length) return `the test's markers drive outputs ${missing.join(', ')}; this cell's outputs are ${m.outputs.map((o) => o.name).join(', ') || 'none'}`;
+  return undefined;
+}

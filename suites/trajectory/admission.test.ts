@@ -16,6 +16,7 @@ import type { Session } from '../../harness/clients/cell.ts';
 import { REQUEST_SCHEMA, type BindingInput } from '../../harness/clients/control.ts';
 import { stringifyExact } from '../../harness/oracle/json.ts';
 import { checkGrant } from '../../harness/oracle/reply.ts';
+import { firstAxisUnfit, machineOf } from '../../harness/machine.ts';
 import { covers, describe, expect, sharedVariant, test } from '../../harness/fixture.ts';
 
 type Data = Record<string, any>;
@@ -23,15 +24,21 @@ const J1 = 1;
 const MS = 1_000_000n;
 
 describe('motion admission (stepped clock)', () => {
-  const v = sharedVariant<{ binding: BindingInput; axes: unknown[]; clock: string }>({ clock: 'stepped' });
+  const v = sharedVariant<{ binding: BindingInput; axes: unknown[]; clock: string; cycle_ns: bigint }>({ clock: 'stepped' });
   const status = async () => (await readStatus(v.target.client())) as unknown as Data;
   const handleOf = async (h: bigint) => ((await status()).execution.handles as Data[]).find((x) => x.handle === h);
 
   const settle = <T>(p: Promise<T>, chunk = 10): Promise<T> => settleStepped(v.target, p, chunk);
+  /** Step through `ms` milliseconds of core time at the cell's cycle (Describe cycle_ns; 1 ms on the default cell). */
+  const stepMs = (ms: number) => v.target.step!(Math.max(1, Math.round((ms * 1e6) / Number(v.description.cycle_ns))));
 
   /** A held grant, J1 homed, every axis enabled and armed; the held positions. */
-  const ready = (): Promise<{ s: Session; hold: number[] }> =>
-    readyStepped(v.target, v.cell, v.target.client(), { axes: v.description.axes.length, leaseMs: 5_000 });
+  const ready = (skip: (note: string) => never): Promise<{ s: Session; hold: number[] }> => {
+    // The test moves the cell's first axis: skip with the reason where this cell cannot (harness/machine.ts).
+    const why = firstAxisUnfit(machineOf(v.description));
+    if (why) skip(why);
+    return readyStepped(v.target, v.cell, v.target.client(), { axes: v.description.axes.length, leaseMs: 5_000 });
+  };
 
   /** J1 from its held position by `d` rad in `ms` ms, the other axes held. */
   async function prepare(s: Session, hold: number[], d: number, ms: bigint): Promise<bigint> {
@@ -62,7 +69,7 @@ describe('motion admission (stepped clock)', () => {
     async ({ skip }) => {
       skip(v.cannot !== undefined, v.cannot);
       expect(v.description.clock).toBe('stepped');
-      const { s, hold } = await ready();
+      const { s, hold } = await ready(skip);
       const h = await prepare(s, hold, 0.05, 200n);
       const cursor = await eventCursor(v.target.client());
       const before = await status();
@@ -79,12 +86,12 @@ describe('motion admission (stepped clock)', () => {
       expect(x.execution.state).not.toBe('completed');
       expect(ofHandle(await eventsSince(v.target.client(), cursor), h)).not.toContain('execution_completed');
       // Completion comes with the cycles, reported in status and events, not in any HTTP reply.
-      await v.target.step!(100);
+      await stepMs(100);
       expect((await handleOf(h))!.state).toBe('started');
       const mid = Number(((await status()).axes as Data[])[0]!.position);
       expect(mid).toBeGreaterThan(hold[0]! + 0.005);
       expect(mid).toBeLessThan(hold[0]! + 0.045);
-      await v.target.step!(200);
+      await stepMs(200);
       expect((await handleOf(h))!.state).toBe('consumed');
       const y = await status();
       expect(y.execution.state).toBe('completed');
@@ -99,7 +106,7 @@ describe('motion admission (stepped clock)', () => {
     covers('rule:client.unknown_outcome'),
     async ({ skip }) => {
       skip(v.cannot !== undefined, v.cannot);
-      const { s, hold } = await ready();
+      const { s, hold } = await ready(skip);
       const h = await prepare(s, hold, 0.05, 2_000n);
       const client = v.target.client();
       const cursor = await eventCursor(client);
@@ -111,18 +118,18 @@ describe('motion admission (stepped clock)', () => {
       await new Promise<void>((r) => sock.end(`POST /v1/control HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, () => r()));
       sock.destroy();
       // The outcome is unknown to the client; the service may or may not have started it. Let it run a little.
-      await v.target.step!(50);
+      await stepMs(50);
       // Stop producing motion: the authenticated stop with the fence this client holds.
       const stop = await settle(v.cell.fenced('stop', s), 10);
       expect(stop.status, stop.reply.error).toBe(200);
       expect(checkGrant(stop.reply.data).session).toBe(s.session);
-      await v.target.step!(200);
+      await stepMs(200);
       // Reconcile from status: whatever the Start did, nothing runs now and the handle can never run.
       const x = await status();
       expect((await handleOf(h))!.state).toBe('retired');
       expect(x.core.armed).toBe(0n);
       const p = Number((x.axes as Data[])[0]!.position);
-      await v.target.step!(200);
+      await stepMs(200);
       expect(Number(((await status()).axes as Data[])[0]!.position)).toBe(p);
       // Status and the log tell what happened, consistently with what the axis did: J1 moved only if the
       // Start was acknowledged (one more acknowledged Start, started then aborted); otherwise the handle was
@@ -140,7 +147,7 @@ describe('motion admission (stepped clock)', () => {
       // The old fence moves nothing any more; a new acquisition works and the retired handle stays retired.
       const late = await v.cell.fenced('start_trajectory', s, { handle: h });
       expect(late.status).toBe(409);
-      const again = await ready();
+      const again = await ready(skip);
       const r = await v.cell.fenced('start_trajectory', again.s, { handle: h });
       expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: 'handle_retired' });
       await v.cell.cleanup();
@@ -154,14 +161,14 @@ describe('motion admission (stepped clock)', () => {
     async ({ skip }) => {
       skip(v.cannot !== undefined, v.cannot);
       skip(!v.target.abilities.faultInjection, `target ${v.target.name} cannot inject faults`);
-      const { s, hold } = await ready();
+      const { s, hold } = await ready(skip);
       const h = await prepare(s, hold, 0.05, 1_000n);
       const cursor = await eventCursor(v.target.client());
       const r = await answered(v.cell.fenced('start_trajectory', s, { handle: h, request_id: 'admitted-then-failed' }));
       expect({ status: r.status, error: r.reply.error }).toEqual({ status: 200, error: undefined });
-      await v.target.step!(50);
+      await stepMs(50);
       await v.target.inject({ kind: 'following_error', axis: 0 });
-      await v.target.step!(100);
+      await stepMs(100);
       const x = await status();
       expect(x.execution).toMatchObject({ state: 'faulted', error: 'native_execution_failed' });
       expect((await handleOf(h))!.state).toBe('retired');

@@ -14,11 +14,18 @@ import { covers, describe, expect, needsFaults, needsMotion, profile, recovering
 import { REQUEST_SCHEMA } from '../../harness/clients/control.ts';
 import { stringifyExact } from '../../harness/oracle/json.ts';
 import { createConnection } from 'node:net';
+import { firstAxisUnfit, machineOf, needs } from '../../harness/machine.ts';
 
 /** Every test leaves the cell released, injected faults removed and latched faults reset. */
 const test = recoveringTest;
 
 const J1 = 1; // axis mask of J1
+
+/** Skip a test that moves the cell's first axis when this cell cannot (harness/machine.ts firstAxisUnfit). */
+function needsJ1(d: object, skip: (note: string) => never): void {
+  const why = firstAxisUnfit(machineOf(d));
+  if (why) skip(why);
+}
 
 interface Handles {
   handles: Array<{ handle: bigint; state: string; generation: bigint; execution_generation: bigint; native_sequence: bigint; identity?: Record<string, unknown> }>;
@@ -45,7 +52,8 @@ async function ready(cell: Cell, client: ControlClient, axes: number): Promise<{
     expect(h.status, h.reply.error).toBe(200);
   }
   const all = (1 << axes) - 1;
-  expect((await cell.fenced('enable', s, { axis_mask: all })).status).toBe(200);
+  const en = await cell.fenced('enable', s, { axis_mask: all });
+  expect(en.status, en.reply.error).toBe(200);
   const a = await cell.fenced('arm', s);
   expect(a.status, a.reply.error).toBe(200);
   st = await waitStatus(client, (x) => num(x.core!.axis_enable_mask) === all);
@@ -93,6 +101,7 @@ describe('prepare, start, complete', () => {
     ),
     async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
+      needsJ1(description, skip);
       const { s, hold } = await ready(cell, client, description.axes.length);
       const cursor = await eventCursor(client);
       const r = await prepare(cell, s, wiggle(hold));
@@ -135,6 +144,7 @@ describe('prepare, start, complete', () => {
     ),
     async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
+      needsJ1(description, skip);
       const { s, hold } = await ready(cell, client, description.axes.length);
       const before = (await status(client)).execution.generation;
       const target_ = hold[0]! + 0.03;
@@ -172,6 +182,7 @@ describe('prepare, start, complete', () => {
     covers('field:Point.velocity', 'reason:handle_consumed'),
     async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
+      needsJ1(description, skip);
       const { s, hold } = await ready(cell, client, description.axes.length);
       const zero = hold.map(() => 0);
       const pts = points(hold, [0, 0.15, 0.3], [hold[0]!, hold[0]! + 0.01, hold[0]!], [{ velocity: zero }, { velocity: zero.map((_, i) => (i === 0 ? 0.05 : 0)) }, { velocity: zero }]);
@@ -192,9 +203,13 @@ describe('execution in telemetry', () => {
     covers('rule:telemetry.drive_counts'),
     async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
+      needsJ1(description, skip);
       const { s, hold } = await ready(cell, client, description.axes.length);
       const ax = description.axes[0] as unknown as { counts_per_unit: number | bigint; sign: number | bigint; following_error?: number };
       const cpu = num(ax.counts_per_unit) * num(ax.sign);
+      // limits.following_error of the first axis, as the cell was configured (document 3 part 2)
+      const followingError = needs(skip, machineOf(description).axes[0]!.config?.followingError, 'the run has no machine configuration of this cell: its following error is not known');
+      const cycleNs = machineOf(description).cycleNs;
       const q0 = hold[0]!;
       const q1 = q0 + 0.04;
       const T = 0.4;
@@ -213,9 +228,10 @@ describe('execution in telemetry', () => {
         if (b.records.length < 4096) break;
       }
       const exec = recs.filter((r) => r.active_traj_id === h);
-      // 0.4 s at the fixture's 1 ms cycle: about 400 records (the first and last cycles may fall either side)
-      expect(exec.length).toBeGreaterThan(350);
-      expect(exec.length).toBeLessThan(450);
+      // 0.4 s at the cell's cycle: about 0.4 s / cycle_ns records (the first and last cycles may fall either side)
+      const expected = 0.4e9 / Number(cycleNs);
+      expect(exec.length).toBeGreaterThan(expected * 0.875);
+      expect(exec.length).toBeLessThan(expected * 1.125);
       const t0 = exec[0]!.t_ns;
       let lastIndex = 0;
       for (const r of exec) {
@@ -228,12 +244,13 @@ describe('execution in telemetry', () => {
         // Hermite between two points at rest: q0 + (q1 - q0) (3 s^2 - 2 s^3), s = tau / T (one cycle of slack on tau)
         const tau = Number(r.t_ns - t0) / 1e9;
         const at = (x: number) => { const u = Math.min(1, Math.max(0, x / T)); return q0 + (q1 - q0) * (3 * u * u - 2 * u * u * u); };
-        const lo = Math.min(at(tau - 0.0011), at(tau + 0.0011)) * cpu;
-        const hi = Math.max(at(tau - 0.0011), at(tau + 0.0011)) * cpu;
+        const slack = Number(cycleNs) / 1e9 + 0.0001; // one cycle of slack on tau
+        const lo = Math.min(at(tau - slack), at(tau + slack)) * cpu;
+        const hi = Math.max(at(tau - slack), at(tau + slack)) * cpu;
         expect(a.target).toBeGreaterThanOrEqual(Math.floor(Math.min(lo, hi)) - 1);
         expect(a.target).toBeLessThanOrEqual(Math.ceil(Math.max(lo, hi)) + 1);
         // the drive follows within the configured following error (limits.following_error, logical units)
-        expect(Math.abs(a.position - a.target)).toBeLessThanOrEqual(Math.abs(0.01 * cpu)); // limits.following_error of J1 in the fixture
+        expect(Math.abs(a.position - a.target)).toBeLessThanOrEqual(Math.abs(followingError * cpu));
         expect(r.motion_done).toBe(0);
       }
       const after = recs.filter((r) => r.seq > exec.at(-1)!.seq);
@@ -251,6 +268,7 @@ describe('handle states', () => {
     covers('transition:handle:prepared->discarded:discard', 'reason:handle_discarded'),
     async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
+      needsJ1(description, skip);
       const { s, hold } = await ready(cell, client, description.axes.length);
       const h = (await prepare(cell, s, wiggle(hold))).reply.handle!;
       const cursor = await eventCursor(client);
@@ -271,6 +289,7 @@ describe('handle states', () => {
     covers('transition:handle:prepared->superseded:newer_preparation', 'reason:handle_superseded'),
     async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
+      needsJ1(description, skip);
       const { s, hold } = await ready(cell, client, description.axes.length);
       const h1 = (await prepare(cell, s, wiggle(hold))).reply.handle!;
       const cursor = await eventCursor(client);
@@ -288,6 +307,7 @@ describe('handle states', () => {
     covers('transition:handle:prepared->retired:stop_or_grant_loss', 'reason:handle_retired'),
     async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
+      needsJ1(description, skip);
       const { s, hold } = await ready(cell, client, description.axes.length);
       const h = (await prepare(cell, s, wiggle(hold))).reply.handle!;
       const cursor = await eventCursor(client);
@@ -306,6 +326,7 @@ describe('handle states', () => {
     covers('transition:handle:prepared->prepared:start_refused', 'rule:op.start.handle_kept', 'reason:not_ready'),
     async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
+      needsJ1(description, skip);
       const { s, hold } = await ready(cell, client, description.axes.length);
       expect((await cell.fenced('enable', s, { axis_mask: 0 })).status).toBe(200); // disarms
       const h = (await prepare(cell, s, wiggle(hold))).reply.handle!;
@@ -327,6 +348,7 @@ describe('handle states', () => {
     covers('reason:handle_started', 'reason:handle_active', 'transition:handle:started->refused:discard', 'transition:handle:started->retired:stop', 'event:execution_aborted'),
     async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
+      needsJ1(description, skip);
       const { s, hold } = await ready(cell, client, description.axes.length);
       const h = (await prepare(cell, s, points(hold, [0, 3], [hold[0]!, hold[0]! + 0.05]))).reply.handle!;
       const cursor = await eventCursor(client);
@@ -351,6 +373,7 @@ describe('handle states', () => {
     covers('transition:handle:started->retired:fault', 'event:execution_faulted', 'field:Event.execution.fault_bits', 'field:Event.execution.recovery', 'reason:native_execution_failed', 'field:Execution.error'),
     async ({ cell, client, target, description, skip }) => {
       needsFaults({ skip }, target);
+      needsJ1(description, skip);
       const { s, hold } = await ready(cell, client, description.axes.length);
       const h = (await prepare(cell, s, points(hold, [0, 3], [hold[0]!, hold[0]! + 0.05]))).reply.handle!;
       const cursor = await eventCursor(client);
@@ -371,7 +394,9 @@ describe('refusals', () => {
     covers('reason:fence', 'transition:handle:prepared->retired:stop_or_grant_loss', 'profile:trajectory.uncertain_start'),
     async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
+      needsJ1(description, skip);
       needsFaults({ skip }, target);
+      needsJ1(description, skip);
       const { s, hold } = await ready(cell, client, description.axes.length);
       const h = (await prepare(cell, s, points(hold, [0, 3], [hold[0]!, hold[0]! + 0.05]))).reply.handle!;
       const cursor = await eventCursor(client);
@@ -391,6 +416,7 @@ describe('refusals', () => {
     covers('transition:handle:prepared->retired:fence_failure', 'reason:fence'),
     async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
+      needsJ1(description, skip);
       needsFaults({ skip }, target);
       // A grant renewed by hand while the cell is made ready, then left to run out: the Start is sent
       // right after a renewal and held in the core (stall_next_command) past the lease deadline, so the
@@ -432,6 +458,7 @@ describe('refusals', () => {
 
   test('an unknown handle answers unknown_handle', covers('reason:unknown_handle'), async ({ cell, client, target, description, skip }) => {
     needsMotion({ skip }, target);
+    needsJ1(description, skip);
     const { s } = await ready(cell, client, description.axes.length);
     for (const op of ['start_trajectory', 'discard_trajectory']) {
       const r = await cell.fenced(op, s, { handle: 987_654_321n });
@@ -445,6 +472,7 @@ describe('refusals', () => {
     covers('reason:trajectory_identity_mismatch', 'field:HandleRecord.identity', 'profile:trajectory.identity'),
     async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
+      needsJ1(description, skip);
       const { s, hold } = await ready(cell, client, description.axes.length);
       const identity = { plan_id: 'p1', program_id: 'g1', program_digest: 'd1', trajectory_digest: 't1', source_digest: 's1', normalised_digest: 'n1', manifest_revision: 1n, plan_revision: 3n };
       const h = (await prepare(cell, s, wiggle(hold), { identity })).reply.handle!;
@@ -466,6 +494,7 @@ describe('refusals', () => {
     covers('reason:outside_limits_outward', 'rule:common_sets.native'),
     async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
+      needsJ1(description, skip);
       const { s, hold } = await ready(cell, client, description.axes.length);
       const max = num(description.axes[0]!.max_position as number | bigint);
       const r = await prepare(cell, s, points(hold, [0, 1], [hold[0]!, max + 1e-3]));
@@ -496,6 +525,7 @@ describe('refusals', () => {
           : profile('profile:trajectory.point_rules');
     test(`${name} is refused with invalid_request_envelope`, opts, async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
+      needsJ1(description, skip);
       const { s, hold } = await ready(cell, client, description.axes.length);
       const r = await prepare(cell, s, make(hold));
       expect(r.status).toBe(409);
@@ -508,11 +538,17 @@ describe('refusals', () => {
     covers('reason:io_torch_unqualified', 'field:Point.io_mask', 'field:Point.io_values', 'rule:common_sets.io'),
     async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
+      needsJ1(description, skip);
       const { s, hold } = await ready(cell, client, description.axes.length);
-      const torch = await prepare(cell, s, points(hold, [0, 0.2], [hold[0]!, hold[0]!], [{}, { io_mask: 1, io_values: 1 }]));
+      const m = machineOf(description);
+      const torchOut = m.torch;
+      skip(torchOut === undefined || torchOut.index > 7 || m.outputs.length > 7, `the test needs a torch output among the first eight outputs and a bit past the configured ones; this cell has ${m.outputs.length} outputs${torchOut ? '' : ', no torch'}`);
+      const TORCH = 2 ** torchOut!.index;
+      const NONE = 2 ** m.outputs.length; // the first bit past the configured outputs
+      const torch = await prepare(cell, s, points(hold, [0, 0.2], [hold[0]!, hold[0]!], [{}, { io_mask: TORCH, io_values: TORCH }]));
       expect(torch.status).toBe(409);
       expect(torch.label).toBe('io_torch_unqualified');
-      const unconfigured = await prepare(cell, s, points(hold, [0, 0.2], [hold[0]!, hold[0]!], [{}, { io_mask: 8, io_values: 8 }]));
+      const unconfigured = await prepare(cell, s, points(hold, [0, 0.2], [hold[0]!, hold[0]!], [{}, { io_mask: NONE, io_values: NONE }]));
       expect(unconfigured.status).toBe(409);
       expect(unconfigured.label).toBe('io_not_configured');
     },
@@ -529,6 +565,12 @@ async function steppedCell(variant: VariantOf, ctx: { skip: (c: boolean, note?: 
   needsMotion(ctx, t);
   const client = t.client();
   const d = (await client.describe()).reply.data as unknown as { binding: BindingInput; axes: unknown[]; cycle_ns: bigint };
+  const m = machineOf(d);
+  const why = firstAxisUnfit(m);
+  ctx.skip(why !== undefined, why);
+  // Output intents drive the cell's first output that is not the torch (document 1: torch output is refused everywhere).
+  const plain = m.plainOutputs[0];
+  ctx.skip(plain === undefined || plain.index > 7, `the output intent tests need a configured non-torch output among the first eight; this cell (${m}) has none`);
   const cell = new Cell(client, d.binding);
   const step = (n: number) => t.step!(n);
   /** Send an operation and step the clock until its reply comes (the core answers in a cycle). */
@@ -536,17 +578,16 @@ async function steppedCell(variant: VariantOf, ctx: { skip: (c: boolean, note?: 
   const { s, hold } = await readyStepped(t, cell, client, { axes: d.axes.length });
   const records = (from: bigint) => recordsSince(client, from);
 
-  return { t, client, cell, s, hold, cycleNs: d.cycle_ns, step, stepped, records };
+  return { t, client, cell, s, hold, cycleNs: d.cycle_ns, step, stepped, records, CLAMP: 2 ** plain!.index };
 }
-
-const CLAMP = 2; // output 1: clamp (not torch) in the fixture
 
 describe('output intents (stepped clock)', () => {
   test(
     'an ON intent needs io_arm first (io_not_armed, handle kept); once armed it drives the output from its point, and a stop turns it OFF in the next cycle',
     covers('reason:io_not_armed', 'rule:op.stop.outputs_off'),
     async ({ variant, skip }) => {
-      const { client, cell, s, hold, step, stepped, records } = await steppedCell(variant, { skip });
+      const { client, cell, s, hold, step, stepped, records, CLAMP, cycleNs } = await steppedCell(variant, { skip });
+      const C = Number(cycleNs);
       const pts = points(hold, [0, 0.05, 5], [hold[0]!, hold[0]!, hold[0]! + 0.02], [{}, { io_mask: CLAMP, io_values: CLAMP }, {}]);
       const h = (await stepped(prepare(cell, s, pts))).reply.handle!;
       const refused = await stepped(cell.fenced('start_trajectory', s, { handle: h }));
@@ -556,14 +597,15 @@ describe('output intents (stepped clock)', () => {
       expect((await stepped(cell.fenced('io_arm', s))).status).toBe(200);
       const from = await latestSequence(client);
       expect((await stepped(cell.fenced('start_trajectory', s, { handle: h }))).status).toBe(200);
-      await step(80);
+      await step(Math.ceil(80e6 / C)); // 80 ms of core time
       const run = await records(from);
       const started = run.findIndex((r) => r.active_traj_id === h);
       const on = run.findIndex((r) => r.io_output_word === CLAMP);
       expect(started).toBeGreaterThanOrEqual(0);
       // ON from the cycle that reaches 50 ms of plan time, not before: the Start is admitted between
-      // cycles (plan time 0 is the cycle before), so the first record of the trajectory is at 1 ms.
-      expect(on - started).toBe(49);
+      // cycles (plan time 0 is the cycle before), so the first record of the trajectory is one cycle in
+      // (49 records on at the default cell's 1 ms cycle).
+      expect(on - started).toBe(Math.ceil(50e6 / C) - 1);
       expect(run.slice(0, on).every((r) => r.io_output_word === 0)).toBe(true);
       const beforeStop = await latestSequence(client);
       expect((await stepped(cell.fenced('stop', s))).status).toBe(200);
@@ -582,39 +624,44 @@ describe('output markers and their one-cycle bound', () => {
     'an intent reached a cycle or more after its point is io_marker_late: not applied, fault bit 10, outputs OFF, execution faulted, io_arm refused until reset; one nanosecond less and it is applied',
     covers('reason:io_marker_late', 'profile:io.marker_late'),
     async ({ variant, skip }) => {
-      const { t, client, cell, s, hold, cycleNs: CYCLE, step, stepped, records } = await steppedCell(variant, { skip });
+      const { t, client, cell, s, hold, cycleNs: CYCLE, step, stepped, records, CLAMP } = await steppedCell(variant, { skip });
       const ms = 1_000_000n;
       expect((await stepped(cell.fenced('io_arm', s))).status).toBe(200);
       // J1 holds still; the clamp goes ON at 50 ms and OFF again at the end (200 ms).
       const pts = points(hold, [0, 0.05, 0.2], [hold[0]!, hold[0]!, hold[0]!], [{}, { io_mask: CLAMP, io_values: CLAMP }, { io_mask: CLAMP, io_values: 0 }]);
 
-      /** Run the trajectory with the cycle due at 46 ms plan time waking `late` ns late; what the cell shows. */
+      // The last cycle run before the late one: the last whole cycle at or before 45 ms of plan time (45 ms
+      // on the default cell); the next is due one cycle later, short of the 50 ms point.
+      const L = (45n * ms / CYCLE) * CYCLE;
+      /** Run the trajectory with the cycle due after L waking `late` ns late; what the cell shows. */
       const run = async (late: bigint) => {
         const cursor = await eventCursor(client);
         const h = (await stepped(prepare(cell, s, pts))).reply.handle!;
         expect((await stepped(cell.fenced('start_trajectory', s, { handle: h }))).status).toBe(200);
-        const now = await step(12); // a status publication (every 10 ms of core time) with the plan cursor
+        const now = await step(Math.ceil(12e6 / Number(CYCLE))); // a status publication (every 10 ms of core time) with the plan cursor
         const st = await status(client);
         expect(st.plan_cursor!.active_handle).toBe(h);
         const startNs = st.plan_cursor!.native_clock_ns - st.plan_cursor!.time_ns;
-        // Step so that the last cycle run is at 45 ms plan time.
-        expect((await step(Number((startNs + 45n * ms - now) / CYCLE))) - startNs).toBe(45n * ms);
+        // Step so that the last cycle run is at L of plan time.
+        expect((await step(Number((startNs + L - now) / CYCLE))) - startNs).toBe(L);
         const from = await latestSequence(client);
         await t.inject({ kind: 'late_wake', ns: Number(late) });
-        await step(200);
+        await step(Math.ceil(200e6 / Number(CYCLE)));
         return { h, records: await records(from), events: await eventsSince(client, cursor) };
       };
 
-      // Woken 5 ms - 1 ns late, the cycle reaches the 50 ms point 999999 ns after it: applied.
-      const onTime = await run(5n * ms - 1n);
-      expect(onTime.records[0]!.cycle_jitter_ns).toBe(5n * ms - 1n);
+      // Woken so that the cycle runs one cycle less 1 ns after the 50 ms point (5 ms - 1 ns late on the
+      // default cell: 999999 ns after it): applied.
+      const lateBy = 50n * ms - L;
+      const onTime = await run(lateBy - 1n);
+      expect(onTime.records[0]!.cycle_jitter_ns).toBe(lateBy - 1n);
       expect(onTime.records.some((r) => r.io_output_word === CLAMP)).toBe(true);
       expect(onTime.events.filter((e) => e.type === 'fault_latched')).toEqual([]);
       expect(onTime.events.some((e) => e.type === 'execution_completed')).toBe(true);
 
-      // Woken 5 ms late: 1 ms (one cycle) after the point: not applied, io_marker_late latched.
-      const late = await run(5n * ms);
-      expect(late.records[0]!.cycle_jitter_ns).toBe(5n * ms);
+      // Woken 1 ns later: one cycle after the point: not applied, io_marker_late latched.
+      const late = await run(lateBy);
+      expect(late.records[0]!.cycle_jitter_ns).toBe(lateBy);
       expect(late.records.every((r) => r.io_output_word === 0)).toBe(true);
       expect(late.records.at(-1)!.execution_fault_reasons).toBe(1024);
       const latched = late.events.filter((e) => e.type === 'fault_latched').map((e) => e.fault as Record<string, unknown>);
@@ -640,6 +687,7 @@ describe('after halt', () => {
     covers('rule:op.halt.restart_at_hold', 'reason:not_ready'),
     async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
+      needsJ1(description, skip);
       const { s, hold } = await ready(cell, client, description.axes.length);
       const a = (await prepare(cell, s, points(hold, [0, 4], [hold[0]!, hold[0]! + 0.3]))).reply.handle!;
       expect((await cell.fenced('start_trajectory', s, { handle: a })).status).toBe(200);
@@ -663,8 +711,12 @@ describe('after halt', () => {
       expect(held).toBeGreaterThan(hold[0]! + 0.03);
       expect(held).toBeLessThan(hold[0]! + 0.25);
       const at = (await status(client)).axes.map((x) => num(x.position));
-      // From where J1 was before the halted trajectory: refused for readiness, J1 named, the handle kept.
-      const b = (await prepare(cell, s, points(at, [0, 0.3], [hold[0]!, hold[0]! + 0.01]))).reply.handle!;
+      // From farther from the held target than J1's following error (docs/profile.md: the first point within
+      // the axis's following error of the held target), at least where J1 was before the halted trajectory:
+      // refused for readiness, J1 named, the handle kept.
+      const fe = machineOf(description).axes[0]!.config?.followingError ?? 0.01;
+      const before = Math.min(hold[0]!, held - 2 * fe);
+      const b = (await prepare(cell, s, points(at, [0, 0.3], [before, before + 0.01]))).reply.handle!;
       const r = await cell.fenced('start_trajectory', s, { handle: b });
       expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: 'not_ready' });
       expect(r.reply.native_result).toMatchObject({ Result: 1, Reason: 2, AxisMask: J1 });
@@ -685,6 +737,7 @@ describe('an ambiguous Start', () => {
     covers('rule:client.ambiguous_start', 'rule:idempotency.join_or_replay'),
     async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
+      needsJ1(description, skip);
       const { s, hold } = await ready(cell, client, description.axes.length);
       const h = (await prepare(cell, s, points(hold, [0, 3], [hold[0]!, hold[0]! + 0.05]))).reply.handle!;
       const before = await status(client);
