@@ -187,3 +187,26 @@ test('the report states the same verdict as the exit status, with coverage on th
   expect(html).toContain('<title>Qualification report: PASS — 2 of 4 documented items covered on sim');
   expect(html).toContain('1 expected failure listed in the target&#39;s expectation file');
 });
+
+test('the summary tiles count what the verdict counts (issue 24 item 5: expected failures and errors apart)', async () => {
+  const p = await setup({ allure: false });
+  const run = fixture();
+  run.tests.push(
+    { file: 'suites/jog/jog.test.ts', project: 'conformance', name: 'expected error', fullName: 'jog > expected error', state: 'errored', duration_ms: 1, covers: [], kind: 'contract', errors: ['HIL_ERR_X'], expected_failure: 'known' },
+    { file: 'suites/jog/jog.test.ts', project: 'conformance', name: 'unexpected pass', fullName: 'jog > unexpected pass', state: 'passed', duration_ms: 1, covers: [], kind: 'contract', unexpected_pass: true },
+  );
+  await writeFile(p.runJson, JSON.stringify(run));
+  await writeHtmlReport({ runJson: p.runJson, allureDir: p.allureDir, outFile: p.outFile });
+  const html = await readFile(p.outFile, 'utf8');
+  const c = verdictOf(run).counts;
+  expect(c).toMatchObject({ failed: 1, errored: 0, expectedFailures: 2, unexpectedPasses: 1 });
+  const tile = (label: string) => new RegExp(`<div class="n">(\\d+)</div><div class="l">${label}</div>`).exec(html)?.[1];
+  expect([tile('Passed'), tile('Failed'), tile('Errored'), tile('Skipped'), tile('Expected failures'), tile('Unexpected passes')].map(Number)).toEqual([
+    c.passed,
+    c.failed,
+    c.errored,
+    c.skipped,
+    c.expectedFailures,
+    c.unexpectedPasses,
+  ]);
+});
