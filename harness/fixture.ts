@@ -15,10 +15,12 @@ import { drawnProperties, perTestTargets, readSidecar, setCurrentTest, takeVaria
 import { forgetDescription, refreshDescriptions, rememberDescription } from './targets/described.ts';
 import { clipJson, describeVerdict, replayPrecheck } from './targets/replay.ts';
 import { cannotStartRemote, startRemoteStack, type RemoteOptions, type RemoteStack } from './targets/remote.ts';
+import { noteStderr, offerInjector, redact } from './evidence.ts';
 import './trace.ts';
 
 export { expect, describe } from 'vitest';
 export { covers, profile } from './trace.ts';
+export { measure } from './measure.ts';
 
 export interface Description {
   [k: string]: unknown;
@@ -137,6 +139,8 @@ export const test = base.extend<{
   },
   cell: async ({ target, description, onTestFailed }, use) => {
     onTestFailed(() => reportDiagnostics([target]));
+    // A planted failure (HIL_PLANT, harness/evidence.ts) goes through the target's test channel.
+    if (process.env.HIL_PLANT && target.abilities.faultInjection) offerInjector((f) => target.inject(f));
     const cell = new Cell(target.client(), description.binding);
     try {
       await use(cell);
@@ -177,8 +181,9 @@ function reportDiagnostics(targets: readonly Target[]): void {
     const text = t.diagnostics().trim();
     if (!text) continue;
     const tail = text.length > 6000 ? `...${text.slice(-6000)}` : text;
-    process.stderr.write(`--- stderr of the ${t.name} target (${t.driver}) ---\n${tail}\n---\n`);
-    Promise.resolve(allure.attachment(`${t.name} stderr`, text, { contentType: 'text/plain' })).catch(() => undefined);
+    process.stderr.write(`--- stderr of the ${t.name} target (${t.driver}) ---\n${redact(tail)}\n---\n`);
+    noteStderr(`${t.name} (${t.driver})`, text);
+    Promise.resolve(allure.attachment(`${t.name} stderr`, redact(text), { contentType: 'text/plain' })).catch(() => undefined);
   }
 }
 

@@ -20,7 +20,7 @@ const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR
 
 function fixture(): RunRecord {
   return {
-    schema: 'cell-hil.run.v1',
+    schema: 'cell-hil.run.v2',
     command: 'hil run --target sim',
     started_at: '2025-03-01T02:00:00.000Z',
     finished_at: '2025-03-01T02:03:12.500Z',

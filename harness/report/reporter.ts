@@ -13,7 +13,9 @@ import type { Reporter, TestCase, TestModule, Vitest } from 'vitest/node';
 import type { SerializedError } from 'vitest';
 import { computeCoverage } from '../catalogue/gate.ts';
 import { parseExact, stringifyExact } from '../oracle/json.ts';
-import type { RecordingUse, RunRecord, RunTest } from './run-types.ts';
+import { RUN_SCHEMA, type RecordingUse, type RunRecord, type RunTest } from './run-types.ts';
+import { measurementText, runMeasurements } from './run-measurements.ts';
+import { runSchemaProblems } from './run-schema.ts';
 import { closingLine, testStateOf, verdictOf } from './verdict.ts';
 import '../trace.ts';
 
@@ -104,7 +106,7 @@ export class HilReporter implements Reporter {
     const target = this.readTarget();
     const d = (target.describe ?? {}) as Record<string, unknown>;
     const rec: RunRecord = {
-      schema: 'cell-hil.run.v1',
+      schema: RUN_SCHEMA,
       command: this.o.command,
       started_at: this.started.toISOString(),
       finished_at: new Date().toISOString(),
@@ -137,7 +139,11 @@ export class HilReporter implements Reporter {
         duration_ms: Date.now() - this.started.getTime(),
       },
       gate: { ok: gateProblems.length === 0, problems: gateProblems },
+      run_measurements: runMeasurements(tests),
     };
+    // Every record written is checked against the schema readers rely on (hil report, compare, merge).
+    const schemaProblems = runSchemaProblems(rec);
+    if (schemaProblems.length) rec.gate = { ok: false, problems: [...rec.gate.problems, ...schemaProblems.map((p) => `run.json does not match harness/report/run.schema.json: ${p}`)] };
     this.record = rec;
     try {
       mkdirSync(this.o.reportsDir, { recursive: true });
@@ -158,6 +164,7 @@ export class HilReporter implements Reporter {
     const errors = r.state === 'failed' ? (r.errors ?? []).map((e) => firstLines(e.message, e.stack)) : undefined;
     const out: RunTest = { file, project: t.project.name, name: t.name, fullName, state, duration_ms: Math.round(t.diagnostic()?.duration ?? 0), covers, kind };
     if (errors) out.errors = errors;
+    if (meta.evidence) out.evidence = meta.evidence;
     // A skip without a note stays without a reason: the verdict calls that out (never silently).
     if (r.state === 'skipped') {
       const reason = r.note ?? (t.options.mode === 'todo' ? 'todo' : undefined);
@@ -226,6 +233,7 @@ export class HilReporter implements Reporter {
     } else if (this.o.gate) {
       w('traceability gate ok\n');
     }
+    for (const m of rec.run_measurements?.measurements ?? []) w(`measured: ${measurementText(m)}${m.outcome === 'fail' ? '  OUTSIDE THE LIMIT' : ''}\n`);
     const speed = replaySpeedLine(rec);
     if (speed) w(`${speed}\n`);
     w(`errors: ${s.errored} harness or environment errors\n`);

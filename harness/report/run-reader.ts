@@ -4,7 +4,7 @@
 
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import type { CoverageEntry, RunRecord, RunTest, TestState } from './run-types.ts';
+import { RUN_SCHEMA, type CoverageEntry, type RunRecord, type RunTest, type TestState } from './run-types.ts';
 import { countTests as verdictCounts } from './verdict.ts';
 import { HarnessError } from '../errors.ts';
 import { errText, isRecord, listSome, plural } from './format.ts';
@@ -72,7 +72,7 @@ export function normalizeRun(raw: Record<string, unknown>, warnings: string[]): 
     return v.map((x) => (typeof x === 'string' ? x : JSON.stringify(x) ?? String(x)));
   };
 
-  if (raw.schema !== 'cell-hil.run.v1') warnings.push(`run.json: schema is ${JSON.stringify(raw.schema) ?? 'missing'}, expected "cell-hil.run.v1"; rendering what is there`);
+  if (raw.schema !== RUN_SCHEMA && raw.schema !== 'cell-hil.run.v1') warnings.push(`run.json: schema is ${JSON.stringify(raw.schema) ?? 'missing'}, expected "${RUN_SCHEMA}"; rendering what is there`);
 
   const target = isRecord(raw.target) ? raw.target : {};
   if (!isRecord(raw.target)) problems.push('target is missing');
@@ -110,6 +110,8 @@ export function normalizeRun(raw: Record<string, unknown>, warnings: string[]): 
       if (t.errors !== undefined) rt.errors = strList(t.errors, `${w}.errors`);
       if (typeof t.expected_failure === 'string') rt.expected_failure = t.expected_failure;
       if (t.unexpected_pass === true) rt.unexpected_pass = true;
+      // Evidence is shown as far as it has the expected shape (harness/report/html.ts reads it defensively).
+      if (isRecord(t.evidence) && Array.isArray(t.evidence.measurements)) rt.evidence = t.evidence as unknown as NonNullable<RunTest['evidence']>;
       tests.push(rt);
     });
 
@@ -161,7 +163,7 @@ export function normalizeRun(raw: Record<string, unknown>, warnings: string[]): 
 
   const simulated = target.simulated;
   const record: RunRecord = {
-    schema: 'cell-hil.run.v1',
+    schema: RUN_SCHEMA,
     command: str(raw.command, 'command', '(not recorded)'),
     started_at: str(raw.started_at, 'started_at'),
     finished_at: str(raw.finished_at, 'finished_at'),
@@ -188,6 +190,7 @@ export function normalizeRun(raw: Record<string, unknown>, warnings: string[]): 
     coverage,
     summary,
     gate,
+    ...(isRecord(raw.run_measurements) && Array.isArray(raw.run_measurements.measurements) ? { run_measurements: raw.run_measurements as unknown as NonNullable<RunRecord['run_measurements']> } : {}),
   };
   if (problems.length) warnings.push(`run.json: ${problems.length} field problem${plural(problems.length)}: ${listSome(problems)}`);
   return record;

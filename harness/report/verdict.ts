@@ -14,6 +14,7 @@
 
 import { verdictOfError, type ErrorLike } from '../errors.ts';
 import type { CoverageEntry, RunRecord, RunTest, TestState } from './run-types.ts';
+import { measurementText } from './run-measurements.ts';
 
 export type Verdict = 'PASS' | 'FAIL' | 'ERROR';
 
@@ -64,7 +65,7 @@ export interface RunVerdict {
   completeness: string;
 }
 
-export type VerdictInput = Pick<RunRecord, 'tests' | 'gate'> & { coverage?: readonly CoverageEntry[] };
+export type VerdictInput = Pick<RunRecord, 'tests' | 'gate'> & { coverage?: readonly CoverageEntry[]; run_measurements?: RunRecord['run_measurements'] };
 
 export function verdictOf(run: VerdictInput): RunVerdict {
   const counts = countTests(run.tests);
@@ -82,6 +83,8 @@ export function verdictOf(run: VerdictInput): RunVerdict {
   const verdict: Verdict = counts.failed ? 'FAIL' : reasons.length ? 'ERROR' : 'PASS';
   const notes: string[] = [];
   if (counts.expectedFailures) notes.push(`${n(counts.expectedFailures, 'expected failure')} listed in the target's expectation file (not counted against the verdict)`);
+  // The run's own measurements (harness/report/run-measurements.ts) inform; the tests' measurements decide.
+  for (const m of run.run_measurements?.measurements ?? []) if (m.outcome === 'fail') notes.push(`run measurement outside its limit: ${measurementText(m)}`);
   if (counts.unexpectedPasses) notes.push(`${n(counts.unexpectedPasses, 'unexpected pass', 'unexpected passes')}: the expectation file lists them as failing; update it`);
 
   const headline = `${verdict} — ${coverage.verified} of ${coverage.documented} documented items covered`;
