@@ -56,7 +56,10 @@ table{border-collapse:collapse;width:100%}
 .t-pass{border-top-color:var(--pass)} .t-fail{border-top-color:var(--fail)} .t-fail .n{color:var(--fail)} .t-error{border-top-color:var(--err)} .t-error .n{color:var(--err)}
 .t-skip{border-top-color:var(--skip)} .t-warn{border-top-color:#d4a72c} .t-zero{border-top-color:var(--line)}
 .chart text{font-size:12px;fill:#1f2328} .chart text.v{font-weight:600}
-.plot{max-width:100%;height:auto;background:var(--bg);border-radius:6px} .plot text{font-size:11px;fill:#57606a}
+.plot{max-width:100%;height:auto;background:var(--bg);border-radius:6px} .plot text{font-size:11px;fill:#57606a} .plot text.pt{font-weight:600;fill:#1f2328}
+.plots{display:grid;gap:8px;margin:8px 0} .first-m{margin-top:12px} .first-m h3{margin:6px 0} .kvt.mt th{width:200px} .kvt td.r{text-align:right;padding-right:10px;white-space:nowrap}
+tr.m-fail td,tr.m-fail th{background:#ffebe9} .mtable{margin:8px 0} pre.tx{margin:0;max-height:140px;overflow:auto;font-size:11.5px} .tx-table td{font-size:12px}
+details.motion-test{border-bottom:1px solid #eaeef2;padding:4px 0}
 .sbar{vertical-align:middle;border-radius:2px}
 .badge{display:inline-block;min-width:46px;text-align:center;font-size:11px;font-weight:700;border-radius:4px;padding:1px 6px;color:#fff;letter-spacing:.03em}
 .b-passed{background:var(--pass)} .b-failed{background:var(--fail)} .b-errored{background:var(--err)} .b-skipped{background:var(--skip)}

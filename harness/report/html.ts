@@ -18,6 +18,9 @@ import { ReportError, readRunRecord } from './run-reader.ts';
 import { attachmentsOf, IMAGE_TYPES, loadAllure, matchAllure, preloadAttachments, TEXT_INLINE_MAX, type AllureAttachment, type AllureResult, type AllureStep, type LoadedAttachment } from './allure-results.ts';
 import { cmp, cssToken, errText, esc, fmtBytes, fmtDuration, fmtTime, isRecord, jsonBlock, plural, scalar, sortTests, stateBadge } from './format.ts';
 import { barChart, csvPlot, legend, stackBar } from './svg.ts';
+import { latenessHistogram, motionPlot } from './plots.ts';
+import { limitText, type MeasurementRecord } from '../measure.ts';
+import type { Transcript } from '../evidence.ts';
 import { CSS, JS } from './assets.ts';
 
 export { ReportError, type ReportErrorCode } from './run-reader.ts';
@@ -121,6 +124,7 @@ function renderReport(ctx: RenderContext): string {
     renderEnvironment(ctx),
     renderSummary(ctx, counts),
     renderFailures(ctx),
+    renderMeasurements(ctx),
     renderMatrix(ctx),
     renderTests(ctx),
     renderGate(ctx),
@@ -153,6 +157,7 @@ function renderNav(): string {
     ['top', 'Verdict'],
     ['environment', 'Environment'],
     ['summary', 'Summary'],
+    ['measurements', 'Measurements'],
     ['failures', 'Failures'],
     ['matrix', 'Traceability'],
     ['tests', 'All tests'],
@@ -202,6 +207,7 @@ function renderHeader(ctx: RenderContext, v: RunVerdict, counts: Counts): string
 <h1 class="headline">${esc(v.headline)}</h1>
 <p class="sub">Target <b>${esc(run.target.name)}</b>, driver <b>${esc(run.target.driver)}</b>, ${simText(run.target.simulated)}</p>
 <dl class="kv">${kv.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join('')}</dl>
+${renderFirstScreenMeasurements(ctx)}
 </div>
 <div class="verdict v-${verdict.toLowerCase()}"><div class="verdict-label">Verdict</div><div class="verdict-word">${verdict}</div><p>${esc(verdictNote)}</p>${
     v.reasons.length ? `<ul>${v.reasons.map((r) => `<li>${esc(r)}</li>`).join('')}</ul>` : ''
@@ -432,6 +438,11 @@ function renderTestCard(ctx: RenderContext, t: RunTest, failure: boolean): strin
     t.file,
   )}</code> › ${esc(t.fullName)} · ${esc(t.kind)} · ${esc(fmtDuration(t.duration_ms))}</div></div></div>`);
   if (t.expected_failure) out.push(`<p class="xfail">Expected failure for this target: ${esc(t.expected_failure)}</p>`);
+  // A failed motion test shows its plot first: what the axis did is the first thing to look at.
+  const plots = (t.evidence?.plots ?? []).map((p) => motionPlot(p, `${p.axis}: ${t.name}`)).join('');
+  if (plots) out.push(`<div class="plots">${plots}</div>`);
+  if (t.evidence?.measurements.length) out.push(measurementTable(t.evidence.measurements, false));
+  if (t.evidence?.notes?.length) out.push(`<ul class="plain small muted">${t.evidence.notes.map((n) => `<li>${esc(n)}</li>`).join('')}</ul>`);
   if (t.covers.length) out.push(`<div class="covers">Covers ${t.covers.map((c) => `<code class="chip">${esc(c)}</code>`).join(' ')}</div>`);
   if (failure) {
     const msgs = t.errors ?? [];
@@ -439,13 +450,17 @@ function renderTestCard(ctx: RenderContext, t: RunTest, failure: boolean): strin
     else if (!r?.message) out.push('<p class="muted">No failure message recorded.</p>');
     if (r?.message && !msgs.some((m) => m.includes(r.message!.trim().split('\n')[0]!))) out.push(`<pre class="msg">${esc(r.message)}</pre>`);
     if (r?.trace) out.push(`<details><summary>Stack trace</summary><pre class="trace">${esc(r.trace)}</pre></details>`);
+    if (t.evidence?.transcript) out.push(renderTranscript(t.evidence.transcript));
   }
   if (!r) out.push('<p class="muted small">No Allure result matched this test: steps and attachments are not available.</p>');
   else {
-    if (r.parameters.length)
-      out.push(`<div class="small muted">Parameters: ${r.parameters.map((p) => `<code>${esc(p.name)}=${esc(p.value)}</code>`).join(' ')}</div>`);
+    // Measurements travel as Allure parameters too; they are shown above from run.json.
+    const measured = new Set((t.evidence?.measurements ?? []).map((m) => `${m.name}${m.axis ? ` ${m.axis}` : ''}`));
+    const params = r.parameters.filter((p) => !measured.has(p.name));
+    if (params.length) out.push(`<div class="small muted">Parameters: ${params.map((p) => `<code>${esc(p.name)}=${esc(p.value)}</code>`).join(' ')}</div>`);
     if (r.steps.length) out.push(`<details${failure ? ' open' : ''}><summary>Steps (${countSteps(r.steps)})</summary>${renderSteps(r.steps)}</details>`);
-    const atts = attachmentsOf(r).filter((a) => failure || IMAGE_TYPES.has(a.type) || a.type === 'text/csv');
+    // The transcript and the motion data are Allure's copies of what run.json carries and is drawn above.
+    const atts = attachmentsOf(r).filter((a) => a.name !== 'transcript' && a.name !== 'motion' && (failure || IMAGE_TYPES.has(a.type) || a.type === 'text/csv'));
     if (atts.length) out.push(`<div class="atts">${atts.map((a) => renderAttachment(ctx, a)).join('')}</div>`);
   }
   out.push('</article>');
@@ -480,6 +495,88 @@ function renderAttachment(ctx: RenderContext, a: AllureAttachment): string {
   const trunc = loaded.truncated ? `<p class="muted small">Truncated to the first ${esc(fmtBytes(TEXT_INLINE_MAX))}; the full file is allure-results/${esc(a.source)}.</p>` : '';
   const pre = `<pre class="att-text">${esc(loaded.text)}</pre>`;
   return `<div class="att">${head}${plot}${plot ? `<details><summary>Data</summary>${pre}</details>` : pre}${trunc}</div>`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measurements (harness/measure.ts, harness/report/run-measurements.ts)
+
+const FIRST_SCREEN = ['cycle_lateness_p99', 'cycle_lateness_max', 'cycle_overruns', 'control_round_trip_p99', 'home_duration_max'];
+
+/** The run's key measurements and its lateness histogram, beside the verdict on the first screen. */
+function renderFirstScreenMeasurements(ctx: RenderContext): string {
+  const rm = ctx.run.run_measurements;
+  const failing = ctx.run.tests.flatMap((t) => (t.evidence?.measurements ?? []).filter((m) => m.outcome === 'fail').map((m) => ({ t, m })));
+  if (!rm?.measurements.length && !failing.length) return '<p class="muted small first-m">No measurements were recorded in this run (no test commanded motion).</p>';
+  const shown = (rm?.measurements ?? []).filter((m) => FIRST_SCREEN.includes(m.name));
+  const rows = shown.map((m) => `<tr class="${m.outcome === 'fail' ? 'm-fail' : ''}"><th>${esc(m.name)}</th><td class="r">${esc(fmtValue(m.value))} ${esc(m.unit)}</td><td>${m.limit ? esc(limitText(m.limit)) : '<span class="muted">no limit</span>'}</td><td>${outcomeBadge(m.outcome)}</td></tr>`);
+  const hist = rm?.lateness_histogram ? latenessHistogram(rm.lateness_histogram, rm.lateness_limit_us, 560) : '';
+  const fail = failing.length ? `<p class="bad-note small">${failing.length} measurement${plural(failing.length)} of tests outside the limit: ${failing.slice(0, 3).map(({ t, m }) => `${esc(m.name)}${m.axis ? ` ${esc(m.axis)}` : ''} in “${esc(t.name)}”`).join('; ')}${failing.length > 3 ? '…' : ''} (see Failures).</p>` : '';
+  return `<div class="first-m"><h3>Run measurements</h3>${fail}${rows.length ? `<table class="kvt mt">${rows.join('')}</table>` : ''}${hist}</div>`;
+}
+
+function renderMeasurements(ctx: RenderContext): string {
+  const rm = ctx.run.run_measurements;
+  const parts: string[] = ['<section id="measurements"><h2>Measurements</h2>'];
+  parts.push('<p class="muted">Each limit says where its number comes from: <b>documented</b> (the documents), <b>configured</b> (the machine configuration the target runs) or <b>profile</b> (our decision, docs/profile.md “Measurements”). A test measurement outside its limit fails the test; a run measurement outside its limit is a note of the verdict.</p>');
+  if (rm?.measurements.length) {
+    parts.push(`<h3>The run</h3>${measurementTable(rm.measurements, false)}`);
+    if (rm.lateness_histogram) parts.push(`<h4>Cycle lateness</h4>${latenessHistogram(rm.lateness_histogram, rm.lateness_limit_us)}`);
+  } else parts.push('<p class="muted">No run measurements (no test read telemetry).</p>');
+  const measured = sortTests(ctx.run.tests.filter((t) => t.evidence?.measurements.length), true);
+  if (measured.length) {
+    const rows = measured.flatMap((t) =>
+      t.evidence!.measurements.map(
+        (m) =>
+          `<tr class="${m.outcome === 'fail' ? 'm-fail' : ''}" data-s="${m.outcome}"><td>${esc(t.fullName)}</td><td><code>${esc(m.name)}</code></td><td>${esc(m.axis ?? '')}</td><td class="r">${esc(fmtValue(m.value))}</td><td>${esc(m.unit)}</td><td class="small">${m.limit ? esc(limitText(m.limit)) : '<span class="muted">no limit</span>'}</td><td>${outcomeBadge(m.outcome)}</td></tr>`,
+      ),
+    );
+    parts.push(
+      `<h3>Per test <span class="count">${rows.length}</span></h3><div class="filter noprint"><input type="search" placeholder="Filter tests, names, axes…" data-filter="measure-table" aria-label="Filter measurements"><select data-filter-state="measure-table" aria-label="Outcome"><option value="">all</option><option value="fail">outside the limit</option><option value="pass">within</option><option value="unlimited">no limit</option></select><span class="muted small" data-filter-count="measure-table"></span></div><table class="grid num" id="measure-table"><thead><tr><th>Test</th><th>Measurement</th><th>Axis</th><th>Value</th><th>Unit</th><th>Limit</th><th>Outcome</th></tr></thead><tbody>${rows.join('')}</tbody></table>`,
+    );
+  }
+  const motion = sortTests(ctx.run.tests.filter((t) => t.evidence?.plots?.length && t.state !== 'failed' && t.state !== 'errored'), false);
+  if (motion.length) {
+    parts.push(`<h3>Motion of the passing tests <span class="count">${motion.length}</span></h3>`);
+    for (const t of motion) parts.push(`<details class="motion-test"><summary>${esc(t.fullName)} <span class="muted small">${esc(t.file)}</span></summary><div class="plots">${t.evidence!.plots!.map((p) => motionPlot(p, `${p.axis}: ${t.name}`)).join('')}</div></details>`);
+  }
+  parts.push('</section>');
+  return parts.join('\n');
+}
+
+function measurementTable(ms: readonly MeasurementRecord[], _compact: boolean): string {
+  return `<table class="grid num mtable"><thead><tr><th>Measurement</th><th>Axis</th><th>Value</th><th>Limit</th><th>Outcome</th></tr></thead><tbody>${ms
+    .map(
+      (m) =>
+        `<tr class="${m.outcome === 'fail' ? 'm-fail' : ''}"><td><code>${esc(m.name)}</code>${m.note ? `<div class="muted small">${esc(m.note)}</div>` : ''}</td><td>${esc(m.axis ?? '')}</td><td class="r">${esc(fmtValue(m.value))} ${esc(m.unit)}</td><td class="small">${
+          m.limit ? esc(limitText(m.limit)) : '<span class="muted">no limit</span>'
+        }</td><td>${outcomeBadge(m.outcome)}</td></tr>`,
+    )
+    .join('')}</tbody></table>`;
+}
+
+function outcomeBadge(o: MeasurementRecord['outcome']): string {
+  return o === 'fail' ? '<span class="badge b-failed">OUTSIDE</span>' : o === 'pass' ? '<span class="badge b-passed">WITHIN</span>' : '<span class="muted small">recorded</span>';
+}
+
+function fmtValue(v: number): string {
+  if (Number.isInteger(v)) return String(v);
+  const a = Math.abs(v);
+  return a !== 0 && (a < 1e-3 || a >= 1e7) ? v.toExponential(3) : String(Number(v.toPrecision(5)));
+}
+
+/** A failed test's requests and replies (tokens already redacted where they were collected), its events and stderr tail. */
+function renderTranscript(tr: Transcript): string {
+  const rows = tr.exchanges.map(
+    (x) =>
+      `<tr><td class="r">${x.at_ms}</td><td>${esc(x.method)} <code>${esc(x.path)}</code></td><td><pre class="tx">${esc(x.request)}</pre></td><td>${x.status ?? '<span class="c-error">—</span>'}</td><td><pre class="tx">${esc(x.reply ?? x.error ?? '')}</pre></td><td class="r">${x.ms}</td></tr>`,
+  );
+  const parts = [`<details class="transcript" open><summary>Transcript: ${tr.exchanges.length} request${plural(tr.exchanges.length)}${tr.omitted ? ` (the first ${tr.omitted} left out)` : ''}</summary>`];
+  if (rows.length) parts.push(`<table class="grid tx-table"><thead><tr><th>ms</th><th>Request</th><th>Body</th><th>Status</th><th>Reply</th><th>took ms</th></tr></thead><tbody>${rows.join('')}</tbody></table>`);
+  if (tr.events) parts.push(`<h4>Events around the failure</h4><pre class="trace">${esc(tr.events)}</pre>`);
+  for (const s of tr.stderr ?? []) parts.push(`<h4>stderr of ${esc(s.target)} (tail)</h4><pre class="trace">${esc(s.text)}</pre>`);
+  for (const n of tr.notes ?? []) parts.push(`<p class="muted small">${esc(n)}</p>`);
+  parts.push('</details>');
+  return parts.join('');
 }
 
 function renderMatrix(ctx: RenderContext): string {
