@@ -21,6 +21,7 @@ import { barChart, csvPlot, legend, stackBar } from './svg.ts';
 import { latenessHistogram, motionPlot } from './plots.ts';
 import { limitText, type MeasurementRecord } from '../measure.ts';
 import type { Transcript } from '../evidence.ts';
+import { compareRuns, DEFAULT_TOLERANCE, type Comparison, type Tolerance } from './compare.ts';
 import { CSS, JS } from './assets.ts';
 
 export { ReportError, type ReportErrorCode } from './run-reader.ts';
@@ -36,6 +37,9 @@ export interface HtmlReportOptions {
   allureDir?: string;
   /** Default reports/html/index.html. */
   outFile?: string;
+  /** Another run's run.json: the report then says what changed since (hil report --baseline). */
+  baseline?: string;
+  tolerance?: Tolerance;
 }
 
 export type { Verdict } from './verdict.ts';
@@ -53,6 +57,11 @@ export async function writeHtmlReport(opts: HtmlReportOptions = {}): Promise<{ o
   const warnings: string[] = [];
 
   const { run, sha256 } = await readRunRecord(runJson, warnings);
+  let comparison: Comparison | undefined;
+  if (opts.baseline) {
+    const base = await readRunRecord(path.resolve(opts.baseline), []);
+    comparison = compareRuns(base.run, run, opts.tolerance ?? DEFAULT_TOLERANCE);
+  }
   const allure = await loadAllure(allureDir, warnings);
   const matches = matchAllure(run.tests, allure.results, warnings);
   const ctx: RenderContext = {
@@ -62,6 +71,7 @@ export async function writeHtmlReport(opts: HtmlReportOptions = {}): Promise<{ o
     matches,
     warnings,
     attachmentCache: new Map(),
+    ...(comparison ? { comparison, baselineFile: path.resolve(opts.baseline!) } : {}),
   };
   // Attachments are read before rendering so rendering itself stays synchronous and pure.
   const { failures, others } = evidenceTests(ctx);
@@ -95,6 +105,8 @@ interface RenderContext {
   matches: Map<RunTest, AllureResult>;
   warnings: string[];
   attachmentCache: Map<string, LoadedAttachment>;
+  comparison?: Comparison;
+  baselineFile?: string;
 }
 
 function evidenceTests(ctx: RenderContext): { failures: RunTest[]; others: RunTest[] } {
@@ -143,6 +155,7 @@ function renderReport(ctx: RenderContext): string {
     '<main>',
     ...body.slice(0, 1),
     notes,
+    renderComparison(ctx),
     ...body.slice(1),
     `<footer>Rendered from run.json sha256 <code>${esc(ctx.runJsonSha256)}</code> and ${ctx.matches.size} Allure result${plural(ctx.matches.size)}. The same input renders the same file.</footer>`,
     '</main>',
@@ -577,6 +590,23 @@ function renderTranscript(tr: Transcript): string {
   for (const n of tr.notes ?? []) parts.push(`<p class="muted small">${esc(n)}</p>`);
   parts.push('</details>');
   return parts.join('');
+}
+
+/** What changed since the baseline run (hil report --baseline), right after the verdict. */
+function renderComparison(ctx: RenderContext): string {
+  const c = ctx.comparison;
+  if (!c) return '';
+  const list = (title: string, xs: string[], cls = ''): string =>
+    `<h3>${esc(title)} <span class="count">${xs.length}</span></h3>${xs.length ? `<ul class="plain ${cls}">${xs.slice(0, 200).map((x) => `<li>${esc(x)}</li>`).join('')}</ul>` : ''}`;
+  const drift = c.drifts.length
+    ? `<table class="grid num"><thead><tr><th>Test</th><th>Measurement</th><th>Axis</th><th>Before</th><th>Now</th><th>Unit</th><th>Outcome</th></tr></thead><tbody>${c.drifts
+        .map((d) => `<tr class="${d.outcome?.after === 'fail' ? 'm-fail' : ''}"><td>${esc(d.test)}</td><td><code>${esc(d.name)}</code></td><td>${esc(d.axis ?? '')}</td><td class="r">${esc(fmtValue(d.before))}</td><td class="r">${esc(fmtValue(d.after))}</td><td>${esc(d.unit)}</td><td>${d.outcome ? `${esc(d.outcome.before)} → ${esc(d.outcome.after)}` : ''}</td></tr>`)
+        .join('')}</tbody></table>`
+    : '';
+  const cv = c.coverage;
+  return `<section id="baseline"><h2>Since the baseline</h2><p class="muted">Compared with <code>${esc(ctx.baselineFile ?? '')}</code>: verdict ${esc(c.verdict.before)} → ${esc(c.verdict.after)}; ${cv.before} → ${cv.after} documented items verified (${cv.gained.length} gained, ${cv.lost.length} lost). A measurement drifted when it moved across its limit or changed by more than ${Math.round(c.tolerance.relative * 100)}% of the larger value and more than its unit's noise floor.</p>
+${list('New failures', c.newFailures, 'problems')}${list('Fixed', c.fixed)}${list('Tests added', c.added)}${list('Tests removed', c.removed)}${list('Documented items lost', cv.lost, 'problems')}${list('Documented items gained', cv.gained)}
+<h3>Measurements drifted <span class="count">${c.drifts.length}</span></h3>${drift}</section>`;
 }
 
 function renderMatrix(ctx: RenderContext): string {

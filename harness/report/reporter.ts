@@ -16,6 +16,7 @@ import { parseExact, stringifyExact } from '../oracle/json.ts';
 import { RUN_SCHEMA, type RecordingUse, type RunRecord, type RunTest } from './run-types.ts';
 import { measurementText, runMeasurements } from './run-measurements.ts';
 import { runSchemaProblems } from './run-schema.ts';
+import { staleExpectations } from './expectations.ts';
 import { closingLine, testStateOf, verdictOf } from './verdict.ts';
 import '../trace.ts';
 
@@ -37,6 +38,10 @@ export interface HilReporterOptions {
   recording?: { dir: string };
   /** Known failures of this target: full test name (file > name) -> expectation. */
   expectations?: Record<string, Expectation>;
+  /** What the run selected (file filters, shard, name pattern); a whole run has none. */
+  selection?: NonNullable<RunRecord['selection']>;
+  /** `hil merge`: the shards' own records (target, environment and times come from them, not from this process). */
+  mergedFrom?: RunRecord[];
   write?: (s: string) => void;
 }
 
@@ -103,12 +108,13 @@ export class HilReporter implements Reporter {
     const cov = computeCoverage(tests.filter((t) => t.kind !== 'unit').map((t) => ({ fullName: `${t.file} > ${t.fullName}`, covers: t.covers, state: t.state })));
     const gateProblems = this.o.gate ? cov.problems : cov.unknownCovered.map((u) => `${u.test} covers ${u.id}, which is not in the catalogue`);
     const count = (s: string) => tests.filter((t) => t.state === s && !t.expected_failure).length;
-    const target = this.readTarget();
+    const shards = this.o.mergedFrom;
+    const target: Record<string, unknown> = shards?.length ? { ...shards[0]!.target } : this.readTarget();
     const d = (target.describe ?? {}) as Record<string, unknown>;
     const rec: RunRecord = {
       schema: RUN_SCHEMA,
       command: this.o.command,
-      started_at: this.started.toISOString(),
+      started_at: shards?.length ? shards.map((r) => r.started_at).sort()[0]! : this.started.toISOString(),
       finished_at: new Date().toISOString(),
       target: {
         name: this.o.targetName,
@@ -119,7 +125,7 @@ export class HilReporter implements Reporter {
         ...(this.o.replay ? { replay: { ...this.o.replay, tests: this.readRecordingUses() } } : {}),
         ...(this.o.recording ? { recording: { ...this.o.recording, tests: this.readRecordingUses() } } : {}),
       },
-      environment: {
+      environment: shards?.length ? { ...shards[0]!.environment } : {
         machine_sha256: String(d.machine_sha256 ?? ''),
         configuration_sha256: String(d.configuration_sha256 ?? ''),
         deployment_sha256: String(d.deployment_sha256 ?? ''),
@@ -140,7 +146,11 @@ export class HilReporter implements Reporter {
       },
       gate: { ok: gateProblems.length === 0, problems: gateProblems },
       run_measurements: runMeasurements(tests),
+      ...(this.o.selection ? { selection: this.o.selection } : {}),
+      ...(shards?.length ? { shards: shards.map((r) => ({ command: r.command, hostname: r.environment.hostname, target: r.target.name, started_at: r.started_at, ...(r.selection ? { selection: r.selection } : {}) })) } : {}),
     };
+    const stale = staleExpectations(rec, this.o.expectations ?? {});
+    if (stale.length) rec.stale_expectations = stale;
     // Every record written is checked against the schema readers rely on (hil report, compare, merge).
     const schemaProblems = runSchemaProblems(rec);
     if (schemaProblems.length) rec.gate = { ok: false, problems: [...rec.gate.problems, ...schemaProblems.map((p) => `run.json does not match harness/report/run.schema.json: ${p}`)] };

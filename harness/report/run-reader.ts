@@ -191,6 +191,9 @@ export function normalizeRun(raw: Record<string, unknown>, warnings: string[]): 
     summary,
     gate,
     ...(isRecord(raw.run_measurements) && Array.isArray(raw.run_measurements.measurements) ? { run_measurements: raw.run_measurements as unknown as NonNullable<RunRecord['run_measurements']> } : {}),
+    ...(isRecord(raw.selection) && Array.isArray(raw.selection.filters) ? { selection: raw.selection as unknown as NonNullable<RunRecord['selection']> } : {}),
+    ...(Array.isArray(raw.stale_expectations) ? { stale_expectations: strList(raw.stale_expectations, 'stale_expectations') } : {}),
+    ...(Array.isArray(raw.shards) ? { shards: raw.shards.filter(isRecord) as unknown as NonNullable<RunRecord['shards']> } : {}),
   };
   if (problems.length) warnings.push(`run.json: ${problems.length} field problem${plural(problems.length)}: ${listSome(problems)}`);
   return record;

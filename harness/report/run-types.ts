@@ -83,6 +83,12 @@ export interface RunRecord {
   gate: { ok: boolean; problems: string[] };
   /** Measurements of the run as a whole (absent in v1 records). */
   run_measurements?: RunMeasurements;
+  /** What the run selected: file filters, a shard (vitest --shard i/n), a test name pattern. A whole run has none. */
+  selection?: { filters: string[]; shard?: string; grep?: string };
+  /** Entries of the target's expectation file that name no test of this (whole) run. */
+  stale_expectations?: string[];
+  /** `hil merge`: the runs this record was merged from. */
+  shards?: { command: string; hostname: string; target: string; started_at: string; selection?: RunRecord['selection'] }[];
 }
 
 /** One test's recording in a recorded or replayed run. */

@@ -65,7 +65,7 @@ export interface RunVerdict {
   completeness: string;
 }
 
-export type VerdictInput = Pick<RunRecord, 'tests' | 'gate'> & { coverage?: readonly CoverageEntry[]; run_measurements?: RunRecord['run_measurements'] };
+export type VerdictInput = Pick<RunRecord, 'tests' | 'gate'> & { coverage?: readonly CoverageEntry[]; run_measurements?: RunRecord['run_measurements']; stale_expectations?: readonly string[] };
 
 export function verdictOf(run: VerdictInput): RunVerdict {
   const counts = countTests(run.tests);
@@ -85,6 +85,7 @@ export function verdictOf(run: VerdictInput): RunVerdict {
   if (counts.expectedFailures) notes.push(`${n(counts.expectedFailures, 'expected failure')} listed in the target's expectation file (not counted against the verdict)`);
   // The run's own measurements (harness/report/run-measurements.ts) inform; the tests' measurements decide.
   for (const m of run.run_measurements?.measurements ?? []) if (m.outcome === 'fail') notes.push(`run measurement outside its limit: ${measurementText(m)}`);
+  if (run.stale_expectations?.length) notes.push(`${n(run.stale_expectations.length, 'expectation')} in the target's expectation file name${run.stale_expectations.length === 1 ? 's' : ''} no test of this run (stale): hil expectations update`);
   if (counts.unexpectedPasses) notes.push(`${n(counts.unexpectedPasses, 'unexpected pass', 'unexpected passes')}: the expectation file lists them as failing; update it`);
 
   const headline = `${verdict} — ${coverage.verified} of ${coverage.documented} documented items covered`;
