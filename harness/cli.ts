@@ -131,7 +131,8 @@ tests added and removed; as hil compare).`,
 
 B (the run under review) against A (the baseline): new failures, fixed tests, tests added and removed,
 documented items gained and lost, and measurements that moved outside or inside their limits or changed
-by more than F of the larger value (default 0.5) and more than a noise floor (10 ms, 100 us, 10 cycles).
+by more than F of the larger value (default 0.5) and more than a tenth of their limit (without a limit:
+more than 10 ms, 100 us, 10 cycles).
 Exit 0 when B did not regress, 1 when it has a new failure or a measurement newly outside its limit.`,
   expectations: `usage: hil expectations update --target T [--run RUN.json] [--dir DIR]
 

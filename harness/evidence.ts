@@ -181,6 +181,8 @@ export function running1(): Collector | undefined {
 export function beginTest(name: string): Collector {
   installObservers();
   const c = new Collector(name);
+  const inject = injectors.get(name);
+  if (inject) c.injector = inject;
   running.add(c);
   enterMeasuredTest(c);
   return c;
@@ -188,6 +190,7 @@ export function beginTest(name: string): Collector {
 
 export function leaveTest(c: Collector): void {
   running.delete(c);
+  injectors.delete(c.name);
   leaveMeasuredTest(c);
 }
 
@@ -206,9 +209,14 @@ export function noteTestChannel(path: string): void {
   for (const c of running) c.disturbed = true;
 }
 
-/** The running test may plant a fault through this target's test channel (HIL_PLANT; harness/fixture.ts). */
-export function offerInjector(inject: (fault: Record<string, unknown>) => Promise<void>): void {
-  for (const c of running) c.injector ??= inject;
+/**
+ * The test of this name may plant a fault through this target's test channel (HIL_PLANT; harness/fixture.ts).
+ * Fixtures a hook uses start before the hook itself runs, so the test may not have begun yet.
+ */
+const injectors = new Map<string, (fault: Record<string, unknown>) => Promise<void>>();
+export function offerInjector(test: string, inject: (fault: Record<string, unknown>) => Promise<void>): void {
+  injectors.set(test, inject);
+  for (const c of running) if (c.name === test) c.injector ??= inject;
 }
 
 /** Replace every session token seen in this worker by `<session #n>`. */

@@ -137,10 +137,10 @@ export const test = base.extend<{
   client: async ({ target }, use) => {
     await use(target.client());
   },
-  cell: async ({ target, description, onTestFailed }, use) => {
+  cell: async ({ target, description, onTestFailed, task }, use) => {
     onTestFailed(() => reportDiagnostics([target]));
     // A planted failure (HIL_PLANT, harness/evidence.ts) goes through the target's test channel.
-    if (process.env.HIL_PLANT && target.abilities.faultInjection) offerInjector((f) => target.inject(f));
+    if (process.env.HIL_PLANT && target.abilities.faultInjection) offerInjector(task.fullName, (f) => target.inject(f));
     const cell = new Cell(target.client(), description.binding);
     try {
       await use(cell);

@@ -64,6 +64,12 @@ describe('compareRuns', () => {
     expect(drift(0, 9, 'ms')).toBe(0); // under the 10 ms floor however large the ratio
     expect(drift(0, 11, 'ms')).toBe(1);
     expect(DEFAULT_TOLERANCE.relative).toBe(0.5);
+    // with a limit the floor is a tenth of it: a Home 400 ms slower against 60 s is no drift, 6001 ms is
+    const home = (v: number): MeasurementRecord => ({ name: 'home_duration', unit: 'ms', value: v, limit: { kind: 'at_most', hi: 60000, source: 'documented', ref: 'd' }, outcome: 'pass' });
+    const homeDrift = (a: number, b: number) => compareRuns(run([t('h', 'passed', [home(a)])]), run([t('h', 'passed', [home(b)])])).drifts.length;
+    expect(homeDrift(56, 440)).toBe(0);
+    expect(homeDrift(56, 6000)).toBe(0);
+    expect(homeDrift(56, 6057)).toBe(1);
   });
 });
 

@@ -10,11 +10,20 @@ import { verdictOf, type Verdict } from './verdict.ts';
 export interface Tolerance {
   /** A measurement drifted when it changed by more than this fraction of the larger of the two values... */
   relative: number;
-  /** ...and by more than this much in its unit (noise floors: a few ms of wall time on a loaded machine). */
+  /** ...and by more than this fraction of its limit (a Home 400 ms slower is no drift against 60 s)... */
+  ofLimit: number;
+  /** ...or, without a limit, by more than this much in its unit (noise floors of wall time on a loaded machine). */
   floor: Readonly<Record<string, number>>;
 }
 
-export const DEFAULT_TOLERANCE: Tolerance = { relative: 0.5, floor: { ms: 10, us: 100, cycles: 10 } };
+export const DEFAULT_TOLERANCE: Tolerance = { relative: 0.5, ofLimit: 0.1, floor: { ms: 10, us: 100, cycles: 10 } };
+
+function limitSize(m: MeasurementRecord): number | undefined {
+  const l = m.limit;
+  if (!l) return undefined;
+  const v = l.kind === 'within' ? l.hi! - l.lo! : Math.abs(l.kind === 'at_most' ? l.hi! : l.lo!);
+  return v > 0 ? v : undefined;
+}
 
 export interface Drift {
   /** "file > test" for a test's measurement, "(run)" for the run's own. */
@@ -62,9 +71,10 @@ export function compareRuns(a: RunRecord, b: RunRecord, tolerance: Tolerance = D
   const va = verified(a);
   const vb = verified(b);
   const drifts: Drift[] = [];
-  const within = (x: number, y: number, unit: string): boolean => {
+  const within = (x: number, y: number, m: MeasurementRecord): boolean => {
     const d = Math.abs(x - y);
-    return d <= tolerance.relative * Math.max(Math.abs(x), Math.abs(y)) || d <= (tolerance.floor[unit] ?? 0);
+    const size = limitSize(m);
+    return d <= tolerance.relative * Math.max(Math.abs(x), Math.abs(y)) || d <= (size !== undefined ? tolerance.ofLimit * size : (tolerance.floor[m.unit] ?? 0));
   };
   const compareSet = (test: string, ma: readonly MeasurementRecord[], mb: readonly MeasurementRecord[]): void => {
     const byKey = new Map(ma.map((m) => [`${m.name}\u0000${m.axis ?? ''}`, m]));
@@ -72,7 +82,7 @@ export function compareRuns(a: RunRecord, b: RunRecord, tolerance: Tolerance = D
       const p = byKey.get(`${m.name}\u0000${m.axis ?? ''}`);
       if (!p) continue;
       const moved = p.outcome !== m.outcome && (p.outcome === 'fail' || m.outcome === 'fail');
-      if (!moved && within(p.value, m.value, m.unit)) continue;
+      if (!moved && within(p.value, m.value, m)) continue;
       drifts.push({ test, name: m.name, ...(m.axis ? { axis: m.axis } : {}), unit: m.unit, before: p.value, after: m.value, ...(moved ? { outcome: { before: p.outcome, after: m.outcome } } : {}) });
     }
   };
@@ -119,7 +129,7 @@ export function comparisonText(c: Comparison): string {
   for (const i of cv.lost.slice(0, 30)) out.push(`  lost  ${i}`);
   for (const i of cv.gained.slice(0, 30)) out.push(`  gained ${i}`);
   const floors = Object.entries(c.tolerance.floor).map(([u, v]) => `${v} ${u}`).join(', ');
-  out.push(`measurements drifted beyond ${Math.round(c.tolerance.relative * 100)}% (and beyond ${floors || 'no floor'}): ${c.drifts.length}`);
+  out.push(`measurements drifted (across their limit, or by more than ${Math.round(c.tolerance.relative * 100)}% and more than ${Math.round(c.tolerance.ofLimit * 100)}% of the limit; without a limit more than ${floors || 'nothing'}): ${c.drifts.length}`);
   for (const d of c.drifts.slice(0, 60)) {
     const o = d.outcome ? `  [${d.outcome.before} -> ${d.outcome.after}]` : '';
     out.push(`  ${d.test}: ${d.name}${d.axis ? ` ${d.axis}` : ''} ${d.before} -> ${d.after} ${d.unit}${o}`);
