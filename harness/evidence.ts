@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { exchangeObservers, type ControlClient, type Exchange } from './clients/control.ts';
-import { parseExact } from './oracle/json.ts';
+import { parseExact, stringifyExact, type JsonExact } from './oracle/json.ts';
 import { enterMeasuredTest, leaveMeasuredTest, measurementFailure, withinLimit, type Limit, type MeasurementRecord, type MeasurementSink } from './measure.ts';
 import { analyseMotion, histAdd, newHist, PROFILE_COMPLETION_TOLERANCE, WindowBuilder, type AxisInfo, type AxisSeries, type LogHist } from './motion.ts';
 
@@ -79,7 +79,8 @@ declare module '@vitest/runner' {
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const MOTION_OPS = new Set(['start_trajectory', 'start_program', 'home', 'begin_jog', 'jog']);
 const WINDOW_CAP = 5000; // records: about 27 MB of batches at most per client and test
-const KEEP_EXCHANGES = 60;
+const KEEP_EXCHANGES = 80;
+const KEEP_RECENT = 20;
 const TEXT_MAX = 1500;
 const EVENTS_TEXT_MAX = 12_000;
 export const HOME_LIMIT: Limit = { kind: 'at_most', hi: 60_000, source: 'documented', ref: 'document 1 part 4 home: "waits up to 60 s"' };
@@ -154,7 +155,9 @@ export class Collector implements MeasurementSink {
     } else entry.error = redact(String((x.error as Error)?.message ?? x.error));
     this.exchanges.push(entry);
     if (this.exchanges.length > KEEP_EXCHANGES) {
-      this.exchanges.shift();
+      // Commands are what a reader needs; polls (status, events, telemetry) repeat: the oldest poll goes first.
+      const poll = this.exchanges.findIndex((e, i) => e.method === 'GET' && i < this.exchanges.length - KEEP_RECENT);
+      this.exchanges.splice(poll >= 0 ? poll : 0, 1);
       this.omitted++;
     }
     if (x.reply?.status === 200 && op === 'renew') histAdd((this.samples().renew_ms ??= newHist(0.001)), x.ms);
@@ -461,6 +464,33 @@ async function newestSequence(client: ControlClient): Promise<bigint> {
   }
 }
 
+/**
+ * The last events the target had (subscribe_events), one JSON line each: the last 25 other than
+ * grant_renewed, which a controller's keepalive raises ten times a second and would crowd out the rest.
+ */
+async function eventsAround(client: ControlClient): Promise<string> {
+  const poll = async (after: bigint) => {
+    const r = await get(client, `/v1/events?after=${after}`);
+    if (r.status !== 200) throw new Error(`subscribe_events after=${after} answered ${r.status}`);
+    return (parseExact(r.body) as { data: { events: Record<string, unknown>[]; next_sequence: bigint; latest_sequence: bigint } }).data;
+  };
+  const latest = (await poll(0n)).latest_sequence;
+  const kept: Record<string, unknown>[] = [];
+  let renewals = 0;
+  for (let after = latest > 300n ? latest - 300n : 0n; after < latest; ) {
+    const d = await poll(after);
+    if (d.events.length === 0) break;
+    for (const e of d.events) {
+      if (e.type === 'grant_renewed') renewals++;
+      else kept.push(e);
+    }
+    after = d.next_sequence;
+  }
+  const lines = kept.slice(-25).map((e) => stringifyExact(e as JsonExact));
+  if (renewals) lines.push(`(${renewals} grant_renewed events of the last ${latest > 300n ? 300 : Number(latest)} left out)`);
+  return redact(lines.join('\n')).slice(0, EVENTS_TEXT_MAX);
+}
+
 // ---------------------------------------------------------------------------------------------
 // When a test fails: its transcript, the events around the failure, and the redaction of its errors
 
@@ -468,12 +498,7 @@ export async function failedTest(c: Collector, meta: { evidence?: TestEvidence }
   const t = c.transcript();
   if (c.lastClient) {
     try {
-      const head = await get(c.lastClient, '/v1/events?after=0');
-      const latest = (parseExact(head.body) as { data?: { latest_sequence?: bigint } }).data?.latest_sequence;
-      if (typeof latest === 'bigint') {
-        const r = await get(c.lastClient, `/v1/events?after=${latest > 20n ? latest - 20n : 0n}`);
-        t.events = redact(Buffer.from(r.body.subarray(0, EVENTS_TEXT_MAX)).toString('utf8'));
-      }
+      t.events = await eventsAround(c.lastClient);
     } catch (e) {
       (t.notes ??= []).push(`events not read: ${(e as Error).message}`);
     }

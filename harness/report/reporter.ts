@@ -84,9 +84,12 @@ export class HilReporter implements Reporter {
 
   onTestRunEnd(modules: ReadonlyArray<TestModule>, unhandled: ReadonlyArray<SerializedError>): void {
     const tests: RunTest[] = [];
+    // A name pattern (hil run --grep) leaves the other tests skipped without a note: they were not selected.
+    const grep = this.o.selection?.grep !== undefined ? new RegExp(this.o.selection.grep) : undefined;
+    const unselected = (t: TestCase): boolean => grep !== undefined && t.result().state === 'skipped' && !(t.result() as { note?: string }).note && !grep.test(t.fullName);
     for (const m of modules) {
       const file = relative(this.root, m.moduleId);
-      for (const t of m.children.allTests()) tests.push(this.toRunTest(t, file));
+      for (const t of m.children.allTests()) if (!unselected(t)) tests.push(this.toRunTest(t, file));
       if (m.state() === 'failed' && ![...m.children.allTests()].some((t) => t.result().state === 'failed')) {
         tests.push({
           file,
