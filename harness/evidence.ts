@@ -36,6 +36,8 @@ export interface RunSamples {
   renew_ms?: LogHist;
   telemetry_dropped?: number;
   telemetry_gaps?: number;
+  /** Wall time the harness spent collecting this test's evidence (cursors, windows, transcripts), ms. */
+  evidence_ms?: number;
 }
 
 export interface TranscriptEntry {
@@ -120,15 +122,21 @@ export class Collector implements MeasurementSink {
     return (this.evidence.samples ??= {});
   }
 
+  spent(ms: number): void {
+    const s = this.samples();
+    s.evidence_ms = Math.round(((s.evidence_ms ?? 0) + ms) * 100) / 100;
+  }
+
   /** Before a motion command: take the telemetry cursor of its client once. */
   beforeMotion(client: ControlClient): Promise<void> {
     if (this.watched.some((w) => w.client === client)) return Promise.resolve();
     let p = this.pendingCursor.get(client);
     if (!p) {
+      const t0 = performance.now();
       p = newestSequence(client).then(
         (cursor) => void this.watched.push({ client, cursor }),
         (e) => this.note(`telemetry cursor not taken before the motion command: ${(e as Error).message}`),
-      );
+      ).finally(() => this.spent(performance.now() - t0));
       this.pendingCursor.set(client, p);
     }
     return p;
@@ -339,6 +347,7 @@ const describeCache = new WeakMap<ControlClient, Promise<Record<string, unknown>
  * write the evidence into the meta. Throws HIL_ERR_MEASUREMENT_LIMIT when a measurement is outside its limit.
  */
 export async function finishTest(c: Collector, meta: { evidence?: TestEvidence }): Promise<void> {
+  const t0 = performance.now();
   const fails: MeasurementRecord[] = [];
   const record = (m: Omit<MeasurementRecord, 'outcome'>): void => {
     const outcome = m.limit ? (withinLimit(m.value, m.limit) ? 'pass' : 'fail') : 'unlimited';
@@ -356,6 +365,7 @@ export async function finishTest(c: Collector, meta: { evidence?: TestEvidence }
       c.note(`telemetry window not measured: ${(e as Error).message}`);
     }
   }
+  if (c.watched.length) c.spent(performance.now() - t0);
   const e = c.evidence;
   if (e.measurements.length || e.plots?.length || e.samples || e.notes?.length) meta.evidence = e;
   if (fails.length) throw measurementFailure(fails);

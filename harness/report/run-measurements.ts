@@ -11,6 +11,7 @@
 //   home_duration_max                  ms   the longest Home, limit 60 s (documented)
 //   upload_admission_max_body          ms   the maximum-size prepare_trajectory body, sent to answered
 //   telemetry_dropped / telemetry_gaps records  over the windows read; gaps limit 0 (documented)
+//   evidence_collection               ms   what collecting the above cost the run (the harness's own figure)
 //
 // A run measurement outside its limit does not decide the verdict (no test failed for it: the tests'
 // own measurements do that); harness/report/verdict.ts states it as a note.
@@ -31,6 +32,7 @@ export function runMeasurements(tests: readonly { evidence?: TestEvidence }[]): 
   let windows = 0;
   let home: number | undefined;
   let upload: number | undefined;
+  let cost = 0;
   for (const t of tests) {
     const e = t.evidence;
     if (!e) continue;
@@ -43,6 +45,7 @@ export function runMeasurements(tests: readonly { evidence?: TestEvidence }[]): 
     if (s?.lateness_limit_ns !== undefined) limitNs = s.lateness_limit_ns;
     if (s?.overruns !== undefined) overruns = (overruns ?? 0) + s.overruns;
     dropped += s?.telemetry_dropped ?? 0;
+    cost += s?.evidence_ms ?? 0;
     gaps += s?.telemetry_gaps ?? 0;
     for (const m of e.measurements) {
       if (m.name === 'home_duration') home = Math.max(home ?? 0, m.value);
@@ -75,6 +78,7 @@ export function runMeasurements(tests: readonly { evidence?: TestEvidence }[]): 
     add('telemetry_dropped', 'records', dropped);
     add('telemetry_gaps', 'records', gaps, GAPS_LIMIT);
   }
+  if (cost > 0) add('evidence_collection', 'ms', Math.round(cost), undefined, 'wall time the harness spent reading telemetry windows for measurements, summed over the tests (they run in parallel)');
   const rm: RunMeasurements = { measurements: out };
   if (late.count) {
     rm.lateness_histogram = Object.keys(late.buckets)
