@@ -40,7 +40,7 @@ const PER_TEST_STACKS = Boolean(process.env.HIL_RECORD_DIR || process.env.HIL_RE
 const conformance = (nice: number) => ({
   ...(PER_TEST_STACKS || SHARED_TARGET ? { maxConcurrency: 1 } : {}),
   globalSetup: ['harness/targets/prebuild-setup.ts'],
-  setupFiles: ['harness/nice.ts', 'harness/bigint-json.ts'],
+  setupFiles: ['harness/nice.ts', 'harness/bigint-json.ts', 'harness/evidence-setup.ts'],
   env: { HIL_NICE: String(nice) },
   isolate: false,
   maxWorkers: WORKERS,

@@ -16,6 +16,7 @@ export const FAULT_KINDS = {
   fast_input_unsatisfied: 'a fast input reads unsatisfied',
   pdo_mapping_mismatch: 'the drive PDO mapping differs from the expected one (seen at the next bus start)',
   homing_fails: 'the drive reports a homing error instead of homing attained',
+  sluggish_drive: 'the drive follows its position target far more slowly than tuned (a soft loop): it lags a moving target',
 } as const;
 
 export type FaultKind = keyof typeof FAULT_KINDS;
@@ -31,7 +32,8 @@ export type FaultSpec =
   | { kind: 'io_readback_disagree'; bit: number }
   | { kind: 'fast_input_unsatisfied'; bit: number }
   | { kind: 'pdo_mapping_mismatch'; axis: number }
-  | { kind: 'homing_fails'; axis: number };
+  | { kind: 'homing_fails'; axis: number }
+  | { kind: 'sluggish_drive'; axis: number };
 
 /** Stable codes of fault-injection refusals (the caller's mistake, not a driver defect). */
 export class FaultSpecError extends Error {
@@ -56,6 +58,7 @@ const FIELDS: Record<FaultKind, readonly string[]> = {
   fast_input_unsatisfied: ['bit'],
   pdo_mapping_mismatch: ['axis'],
   homing_fails: ['axis'],
+  sluggish_drive: ['axis'],
 };
 
 /** Checks an untrusted value (it arrives as JSON over the test channel) against the vocabulary. */

@@ -9,6 +9,11 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { HilReporter, exitCodeOf, type Expectation } from './report/reporter.ts';
 import { writeHtmlReport } from './report/html.ts';
+import { readRunRecord } from './report/run-reader.ts';
+import { comparisonText, compareRuns, DEFAULT_TOLERANCE, regressed, type Tolerance } from './report/compare.ts';
+import { updateExpectations } from './report/expectations.ts';
+import { mergeRuns } from './report/merge.ts';
+import type { RunRecord } from './report/run-types.ts';
 import { computeCoverage, familyCounts } from './catalogue/gate.ts';
 import { CONFIG_ENTRY, PLANNER_ENTRY, STACK_ENTRY, STACK_NODE_ARGS, TS_NODE_ARGS } from './targets/reference.ts';
 import { packWeldplan, programDigest, sealProgram } from './clients/weldplan.ts';
@@ -21,8 +26,9 @@ import { OracleError } from './oracle/errors.ts';
 import './trace.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-// HIL_REPORTS_DIR: another directory for a run's reports (a nested run, such as hil cleanroom check's).
-const REPORTS = process.env.HIL_REPORTS_DIR ? resolve(process.env.HIL_REPORTS_DIR) : join(ROOT, 'reports');
+// HIL_REPORTS_DIR: another directory for a run's reports (a nested run, such as hil cleanroom check's);
+// --reports DIR says the same on the command line.
+const DEFAULT_REPORTS = process.env.HIL_REPORTS_DIR ? resolve(process.env.HIL_REPORTS_DIR) : join(ROOT, 'reports');
 
 class UsageError extends Error {}
 
@@ -39,7 +45,10 @@ commands:
   config    compile a machine configuration into its digest-named directory (document 3 part 2)
   certs     make and maintain the certificates of a remote listener pair (document 1 part 5)
   coverage  print catalogue coverage (covered / pending per family) without running tests
-  report    render reports/html/index.html from the last run
+  report    render reports/html/index.html from the last run (--baseline: what changed since another)
+  compare   compare two runs: new failures, fixed, coverage, drifted measurements
+  expectations  write a run's failures into a target's expectation file (stale entries reported)
+  merge     merge shard runs (hil run --shard i/n) from several machines into one run and report
   dense     dense trajectory files: "hil dense inspect FILE" prints header, segments and digest check
   planner   start the weld planner stub: "hil planner serve [--host H] [--port P] [--dense-store-dir DIR]"
   weldplan  build a .weldplan container: "hil weldplan pack PROGRAM.json --out FILE" 
@@ -47,7 +56,8 @@ commands:
 
 exit status: 0 all passed, 1 failures, 2 usage errors`,
   run: `usage: hil run [--target sim|external|replay|rig] [--driver NAME] [--socket PATH] [--planner-url URL]
-               [--machine FILE] [--record DIR] [--recordings DIR] [--bench PORT] [--allow-motion] [--no-report] [filter ...]
+               [--machine FILE] [--record DIR] [--recordings DIR] [--bench PORT] [--allow-motion] [--no-report]
+               [--reports DIR] [--shard i/n] [--grep PATTERN] [--plant FAULT@TEST] [filter ...]
 
 Runs suites/ against the target. Filters select test files by substring (the traceability gate only
 applies to a full run). Writes reports/run.json, reports/allure-results/, reports/junit.xml and, unless
@@ -67,7 +77,12 @@ applies to a full run). Writes reports/run.json, reports/allure-results/, report
                     recording (strict), a test without one is skipped as not recorded
   --bench PORT      rig: the bench box's serial port (sim: the simulated box, with HIL_RIG_DRIVER=ethercat-fake)
   --allow-motion    allow tests that energise drives on a rig (only with the E-stop chain closed through the bench box)
-  --no-report       skip the HTML report`,
+  --no-report       skip the HTML report
+  --reports DIR     write run.json, allure-results/, junit.xml, blob/ and html/ under DIR (default reports/)
+  --shard i/n       run the i-th of n shares of the files (vitest's sharding); merge with hil merge
+  --grep PATTERN    only tests whose name matches (vitest's test name pattern)
+  --plant FAULT@TEST  sim: inject FAULT through the test channel 30 ms after the first motion command of
+                    the test whose full name contains TEST (shows a failed motion test in the report)`,
   test: `usage: hil test
 
 Runs the unit tests of the harness and the reference stack, then the conformance suites against the
@@ -122,9 +137,30 @@ robot.v4.program.v2 document: manifest.json with the entries' digests and the pr
 program.json, tooling.json (a stub tool when --tooling is not given) and workpiece.step when given.
 --seal first computes every node's row_hash and the program_digest (document 3 "Digests"); without it the
 document is packed exactly as read. Exit 0 written, 1 unreadable input, 2 usage.`,
-  report: `usage: hil report [--out FILE]
+  report: `usage: hil report [--reports DIR] [--out FILE] [--baseline RUN.json] [--tolerance F]
 
-Renders the offline qualification report from reports/run.json and reports/allure-results/.`,
+Renders the offline qualification report from reports/run.json and reports/allure-results/ (or DIR's).
+--baseline adds what changed since another run (new failures, fixed, coverage, drifted measurements,
+tests added and removed; as hil compare).`,
+  compare: `usage: hil compare A.json B.json [--tolerance F] [--json]
+
+B (the run under review) against A (the baseline): new failures, fixed tests, tests added and removed,
+documented items gained and lost, and measurements that moved outside or inside their limits or changed
+by more than F of the larger value (default 0.5) and more than a tenth of their limit (without a limit:
+more than 10 ms, 100 us, 10 cycles).
+Exit 0 when B did not regress, 1 when it has a new failure or a measurement newly outside its limit.`,
+  expectations: `usage: hil expectations update --target T [--run RUN.json] [--dir DIR]
+
+Writes the failures of a run (default reports/run.json) into fixtures/expectations/T.json: reasons already
+written are kept, a new entry gets a reason to fill in, an entry that passed is removed (fixed), and on a
+whole run an entry naming no test is removed and reported (stale).`,
+  merge: `usage: hil merge DIR... --out DIR [--no-report]
+
+Merges runs made on several machines or runners (hil run --shard i/n --reports DIR, or whole runs) into
+one run: vitest's blob reports merged by vitest itself (--merge-reports) through the harness reporter,
+the Allure results put together, one run.json, one verdict, one coverage figure and one report. A test
+failed in any shard fails the merge; an item covered in any shard counts. Runs against different targets
+(target, driver, machine digest) stay apart: one merged run per target under DIR/<target>-<driver>-<machine>.`,
 };
 
 export async function main(argv: string[]): Promise<number> {
@@ -153,6 +189,12 @@ export async function main(argv: string[]): Promise<number> {
         return await certs(rest);
       case 'report':
         return await report(rest);
+      case 'compare':
+        return await compare(rest);
+      case 'expectations':
+        return await expectations(rest);
+      case 'merge':
+        return await merge(rest);
       case 'dense':
         return denseCommand(rest);
       case 'planner':
@@ -205,9 +247,24 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
       bench: { type: 'string' },
       'allow-motion': { type: 'boolean', default: false },
       'no-report': { type: 'boolean', default: false },
+      reports: { type: 'string' },
+      shard: { type: 'string' },
+      grep: { type: 'string' },
+      plant: { type: 'string' },
     },
   });
   const target = values.target!;
+  const REPORTS = values.reports ? resolve(values.reports) : DEFAULT_REPORTS;
+  const shard = values.shard;
+  if (shard !== undefined) {
+    const m = /^([1-9][0-9]*)\/([1-9][0-9]*)$/.exec(shard);
+    if (!m || Number(m[1]) > Number(m[2])) throw new UsageError(`--shard ${shard}: expected i/n with 1 <= i <= n`);
+  }
+  if (values.plant !== undefined) {
+    if (!/^[a-z_]+@.+$/.test(values.plant)) throw new UsageError(`--plant ${values.plant}: expected FAULT@PART-OF-A-TEST-NAME (frozen_feedback@..., following_error@...)`);
+    if (target !== 'sim') throw new UsageError('--plant injects through the test channel of the sim target');
+    process.env.HIL_PLANT = values.plant;
+  }
   if (!(target in TARGETS)) throw new UsageError(`unknown target ${target}; known: ${Object.keys(TARGETS).join(', ')}`);
   if (target === 'external' && !values.socket) throw new UsageError('--target external needs --socket PATH');
   if (values.record !== undefined && target !== 'sim') throw new UsageError('--record records the sim target (a stack of ours); a replay is not re-recorded');
@@ -242,13 +299,16 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
 
   try {
     rmSync(join(REPORTS, 'allure-results'), { recursive: true, force: true, maxRetries: 3 });
+    rmSync(join(REPORTS, 'blob'), { recursive: true, force: true, maxRetries: 3 });
   } catch (e) {
     process.stderr.write(`warning: could not clear old Allure results: ${(e as Error).message}\n`);
   }
   const reporter = new HilReporter({
     command: ['hil', selfTest ? 'test' : 'run', ...args].join(' '),
     reportsDir: REPORTS,
-    gate: positionals.length === 0,
+    // A shard or a filtered run covers part of the catalogue: the gate applies to whole runs (and merges of all shards).
+    gate: positionals.length === 0 && shard === undefined && values.grep === undefined,
+    selection: { filters: positionals, ...(shard ? { shard } : {}), ...(values.grep ? { grep: values.grep } : {}) },
     targetName: target,
     ...(values.recordings !== undefined ? { replay: { recordings: resolve(values.recordings), mode: 'strict' } } : {}),
     ...(values.record !== undefined ? { recording: { dir: resolve(values.record) } } : {}),
@@ -262,11 +322,15 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
     root: ROOT,
     watch: false,
     project: selfTest ? ['unit', ...CONFORMANCE_PROJECTS] : CONFORMANCE_PROJECTS,
+    ...(shard ? { shard } : {}),
+    ...(values.grep ? { testNamePattern: values.grep } : {}),
     // Ours last, so its plain closing line ("total: N passed, N failed, N skipped") ends the output;
     // HIL_EXTRA_REPORTER names one more vitest reporter module (a developer's timing table, say).
     reporters: [
       ['allure-vitest/reporter', { resultsDir: join(REPORTS, 'allure-results') }],
       ['junit', { outputFile: join(REPORTS, 'junit.xml') }],
+      // vitest's own record of the run, which `hil merge` merges shards from (vitest --merge-reports).
+      ['blob', { outputFile: join(REPORTS, 'blob', `blob-${(shard ?? '1/1').replace('/', '-')}.json`) }],
       ...(process.env.HIL_EXTRA_REPORTER ? [process.env.HIL_EXTRA_REPORTER] : []),
       reporter,
     ],
@@ -477,14 +541,81 @@ async function coverage(args: string[]): Promise<number> {
 
 async function report(args: string[]): Promise<number> {
   if (wantsHelp(args, 'report')) return 0;
-  const { values } = parseArgs({ args, options: { out: { type: 'string' } } });
+  const { values } = parseArgs({ args, options: { out: { type: 'string' }, reports: { type: 'string' }, baseline: { type: 'string' }, tolerance: { type: 'string' } } });
+  const dir = values.reports ? resolve(values.reports) : DEFAULT_REPORTS;
   const r = await writeHtmlReport({
-    runJson: join(REPORTS, 'run.json'),
-    allureDir: join(REPORTS, 'allure-results'),
-    outFile: values.out ? resolve(values.out) : join(REPORTS, 'html', 'index.html'),
+    runJson: join(dir, 'run.json'),
+    allureDir: join(dir, 'allure-results'),
+    outFile: values.out ? resolve(values.out) : join(dir, 'html', 'index.html'),
+    ...(values.baseline ? { baseline: resolve(values.baseline), tolerance: toleranceOf(values.tolerance) } : {}),
   });
   for (const w of r.warnings) process.stdout.write(`note: ${w}\n`);
   process.stdout.write(`report: ${r.outFile}\n`);
+  return 0;
+}
+
+function toleranceOf(text: string | undefined): Tolerance {
+  if (text === undefined) return DEFAULT_TOLERANCE;
+  const v = Number(text);
+  if (!(v >= 0) || !Number.isFinite(v)) throw new UsageError(`--tolerance ${text}: a fraction (0.5 is 50%)`);
+  return { ...DEFAULT_TOLERANCE, relative: v };
+}
+
+async function readRun(file: string): Promise<RunRecord> {
+  const warnings: string[] = [];
+  const { run } = await readRunRecord(resolve(file), warnings);
+  for (const w of warnings) process.stderr.write(`note: ${file}: ${w}\n`);
+  return run;
+}
+
+/** hil merge DIR... --out DIR: shard runs merged into one run per target (harness/report/merge.ts). */
+async function merge(args: string[]): Promise<number> {
+  if (wantsHelp(args, 'merge')) return 0;
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { out: { type: 'string' }, 'no-report': { type: 'boolean', default: false } } });
+  if (!values.out || positionals.length === 0) throw new UsageError('expected: merge DIR... --out DIR');
+  for (const d of positionals) if (!existsSync(join(resolve(d), 'run.json'))) throw new UsageError(`${d}: no run.json (a directory written by hil run --reports DIR)`);
+  const merged = await mergeRuns({
+    root: ROOT,
+    dirs: positionals.map((d) => resolve(d)),
+    out: resolve(values.out),
+    report: !values['no-report'],
+    // The sim target on another driver has its own file (as hil run chooses it); a rig's is chosen by its machine file, which a record does not keep.
+    expectationsFor: (r) => loadExpectations(r.target.name === 'sim' && r.target.driver !== 'sim' && r.target.driver !== 'unknown' ? `sim+${r.target.driver}` : r.target.name),
+  });
+  for (const m of merged) process.stdout.write(`${m.group}: ${m.closing}\n`);
+  return merged.some((m) => m.exitCode !== 0) ? 1 : 0;
+}
+
+/** hil compare A.json B.json: B (the run under review) against A (the baseline). Exit 1 when B regressed. */
+async function compare(args: string[]): Promise<number> {
+  if (wantsHelp(args, 'compare')) return 0;
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { tolerance: { type: 'string' }, json: { type: 'boolean', default: false } } });
+  if (positionals.length !== 2) throw new UsageError('expected: compare A.json B.json');
+  const c = compareRuns(await readRun(positionals[0]!), await readRun(positionals[1]!), toleranceOf(values.tolerance));
+  process.stdout.write(values.json ? `${JSON.stringify(c, null, 2)}\n` : `${comparisonText(c)}\n`);
+  return regressed(c) ? 1 : 0;
+}
+
+/** hil expectations update --target T [--run FILE]: the run's failures into fixtures/expectations/T.json. */
+async function expectations(args: string[]): Promise<number> {
+  if (wantsHelp(args, 'expectations')) return 0;
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { target: { type: 'string' }, run: { type: 'string' }, dir: { type: 'string' } } });
+  if (positionals[0] !== 'update' || positionals.length !== 1) throw new UsageError('expected: expectations update --target T');
+  if (!values.target || !/^[a-z][a-z0-9+_.-]{0,63}$/.test(values.target)) throw new UsageError('--target T: the expectation file name (sim, sim+ethercat-fake, rig+bench-two-axis ...)');
+  const run = await readRun(values.run ?? join(DEFAULT_REPORTS, 'run.json'));
+  const file = join(values.dir ? resolve(values.dir) : join(ROOT, 'fixtures', 'expectations'), `${values.target}.json`);
+  const current = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, Expectation>) : {};
+  const u = updateExpectations(run, current);
+  writeFileSync(file, `${JSON.stringify(u.next, null, 2)}\n`);
+  const w = (title: string, xs: string[]) => {
+    process.stdout.write(`${title}: ${xs.length}\n`);
+    for (const x of xs) process.stdout.write(`  ${x}\n`);
+  };
+  w('added (write a reason)', u.added);
+  w('kept', u.kept);
+  w('fixed (removed)', u.fixed);
+  w('stale: no such test (removed)', u.stale);
+  process.stdout.write(`wrote ${file}\n`);
   return 0;
 }
 

@@ -41,6 +41,9 @@ export const HARNESS_CODES = {
   // Catalogue and traceability (harness/catalogue/, harness/trace.ts): the harness's own data
   HIL_ERR_CATALOGUE: 'error', // the catalogue is malformed or has no such id
   HIL_ERR_TRACE: 'error', // covers()/profile() used without ids
+  // Measurements (harness/measure.ts)
+  HIL_ERR_MEASUREMENT_LIMIT: 'fail', // a measured value is outside its documented or configured limit (both numbers named)
+  HIL_ERR_MEASUREMENT: 'error', // a measurement declared or recorded wrongly (a suite bug)
 } as const satisfies Record<string, ErrorVerdict>;
 
 export type HarnessCode = keyof typeof HARNESS_CODES;

@@ -16,11 +16,12 @@ import { forgetDescription, refreshDescriptions, rememberDescription } from './t
 import { clipJson, describeVerdict, replayPrecheck } from './targets/replay.ts';
 import { cannotStartRemote, startRemoteStack, type RemoteOptions, type RemoteStack } from './targets/remote.ts';
 import { isShared } from './targets/shared.ts';
-import './trace.ts';
+import { noteStderr, offerInjector, redact } from './evidence.ts';
+import { takeProfileDifferences } from './trace.ts';
 
 export { expect, describe } from 'vitest';
 export { covers, inProfile, profile } from './trace.ts';
-import { takeProfileDifferences } from './trace.ts';
+export { measure } from './measure.ts';
 
 export interface Description {
   [k: string]: unknown;
@@ -154,8 +155,10 @@ export const test = base.extend<{
   client: async ({ target }, use) => {
     await use(target.client());
   },
-  cell: async ({ target, description, onTestFailed }, use) => {
+  cell: async ({ target, description, onTestFailed, task }, use) => {
     onTestFailed(() => reportDiagnostics([target]));
+    // A planted failure (HIL_PLANT, harness/evidence.ts) goes through the target's test channel.
+    if (process.env.HIL_PLANT && target.abilities.faultInjection) offerInjector(task.fullName, (f) => target.inject(f));
     const cell = new Cell(target.client(), description.binding);
     try {
       await use(cell);
@@ -205,8 +208,9 @@ function reportDiagnostics(targets: readonly Target[]): void {
     const text = t.diagnostics().trim();
     if (!text) continue;
     const tail = text.length > 6000 ? `...${text.slice(-6000)}` : text;
-    process.stderr.write(`--- stderr of the ${t.name} target (${t.driver}) ---\n${tail}\n---\n`);
-    Promise.resolve(allure.attachment(`${t.name} stderr`, text, { contentType: 'text/plain' })).catch(() => undefined);
+    process.stderr.write(`--- stderr of the ${t.name} target (${t.driver}) ---\n${redact(tail)}\n---\n`);
+    noteStderr(`${t.name} (${t.driver})`, text);
+    Promise.resolve(allure.attachment(`${t.name} stderr`, redact(text), { contentType: 'text/plain' })).catch(() => undefined);
   }
 }
 

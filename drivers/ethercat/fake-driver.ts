@@ -28,8 +28,8 @@ export interface FakeBenchParams {
   noMaster?: boolean;
 }
 
-/** The fault kinds the fake offers: frozen_feedback is absent because one drive's frozen inputs are invisible to an EtherCAT master (the master's cycle still moves). */
-export const FAKE_FAULT_KINDS: readonly FaultKind[] = (Object.keys(FAULT_KINDS) as FaultKind[]).filter((k) => k !== 'frozen_feedback');
+/** The fault kinds the fake offers: frozen_feedback is absent because one drive's frozen inputs are invisible to an EtherCAT master (the master's cycle still moves); sluggish_drive (a soft position loop, for showing a failed motion test in the report) only the sim driver plants. */
+export const FAKE_FAULT_KINDS: readonly FaultKind[] = (Object.keys(FAULT_KINDS) as FaultKind[]).filter((k) => k !== 'frozen_feedback' && k !== 'sluggish_drive');
 
 /** A drive firmware with a different mapping: position demand (0x6062) where following error actual (0x60F4) belongs. */
 function mismatched(mapping: readonly MappedEntry[]): MappedEntry[] {

@@ -53,6 +53,8 @@ class SimDrive {
   frozen = false;
   offline = false;
   followingErrorTrip = false;
+  /** The loop's natural frequency is cut (sluggish_drive): the drive lags a moving target. */
+  sluggish = false;
   homingFails = false;
   mappingMismatch = false;
   /** The inputs of the last fresh exchange (a frozen drive keeps reporting them); fields, not an object per cycle. */
@@ -172,6 +174,9 @@ export class SimBusDriver implements BusDriver {
       case 'homing_fails':
         d!.homingFails = true;
         break;
+      case 'sluggish_drive':
+        d!.sluggish = true;
+        break;
     }
   }
 
@@ -181,6 +186,7 @@ export class SimBusDriver implements BusDriver {
       d.frozen = false;
       d.offline = false;
       d.followingErrorTrip = false;
+      d.sluggish = false;
       d.homingFails = false;
       d.absoluteError = 0;
     }
@@ -327,7 +333,7 @@ export class SimBusDriver implements BusDriver {
     // Plant: second-order follower of the CSP target while enabled; brake hold otherwise.
     if (enabled && mode === MODE.cyclicSyncPosition) {
       d.target = img.targetPosition[i]!;
-      const wn = 60; // rad/s natural frequency of the closed loop
+      const wn = d.sluggish ? 3 : 60; // rad/s natural frequency of the closed loop
       const acc = wn * wn * (d.target - d.pos) - 2 * 0.9 * wn * d.vel;
       d.vel += acc * dt;
       d.vel = Math.max(-d.maxVelCounts, Math.min(d.maxVelCounts, d.vel));

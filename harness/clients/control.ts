@@ -62,6 +62,31 @@ export class SessionLedger {
   }
 }
 
+/** One request and its reply as a client saw it, for observers (harness/evidence-setup.ts: transcripts, round trips). */
+export interface Exchange {
+  client: ControlClient;
+  method: string;
+  path: string;
+  body: string | Uint8Array | undefined;
+  /** The reply, or undefined when the transport failed. */
+  reply?: RawReply;
+  error?: unknown;
+  /** Wall time from sending to the whole reply, ms. */
+  ms: number;
+  /** performance.now() when the request was sent. */
+  at: number;
+}
+
+/**
+ * Observers of every exchange of every ControlClient of this process: `before` may delay the request
+ * (a telemetry cursor taken before a motion command), `after` sees the reply. Empty unless a harness
+ * module installs them; they must never throw.
+ */
+export const exchangeObservers: {
+  before?: (client: ControlClient, method: string, path: string, body: string | Uint8Array | undefined) => Promise<void> | void;
+  after?: (x: Exchange) => void;
+} = {};
+
 export class ControlClient {
   readonly agent: Dispatcher;
   /** Set by a target shared between tests (external, rig): every granted acquire is noted for reconciliation. */
@@ -94,6 +119,9 @@ export class ControlClient {
     body?: string | Uint8Array,
     headers: Record<string, string> = {},
   ): Promise<RawReply> {
+    const o = exchangeObservers;
+    if (o.before) await o.before(this, method, path, body);
+    const at = performance.now();
     try {
       const res = await request(`${this.origin}${path}`, {
         method,
@@ -102,8 +130,11 @@ export class ControlClient {
         headers: body !== undefined ? { 'content-type': 'application/json', ...headers } : headers,
       });
       const buf = new Uint8Array(await res.body.arrayBuffer());
-      return { status: res.statusCode, headers: res.headers, body: buf };
+      const reply = { status: res.statusCode, headers: res.headers, body: buf };
+      o.after?.({ client: this, method, path, body, reply, ms: performance.now() - at, at });
+      return reply;
     } catch (e) {
+      o.after?.({ client: this, method, path, body, error: e, ms: performance.now() - at, at });
       throw asTransportError(e, `${method} ${path}`);
     }
   }

@@ -20,7 +20,7 @@ const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR
 
 function fixture(): RunRecord {
   return {
-    schema: 'cell-hil.run.v1',
+    schema: 'cell-hil.run.v2',
     command: 'hil run --target sim',
     started_at: '2025-03-01T02:00:00.000Z',
     finished_at: '2025-03-01T02:03:12.500Z',
@@ -186,4 +186,65 @@ test('the report states the same verdict as the exit status, with coverage on th
   expect(html).toContain('<div class="cov-word">PARTIAL</div>');
   expect(html).toContain('<title>Qualification report: PASS — 2 of 4 documented items covered on sim');
   expect(html).toContain('1 expected failure listed in the target&#39;s expectation file');
+});
+
+test('the summary tiles count what the verdict counts (issue 24 item 5: expected failures and errors apart)', async () => {
+  const p = await setup({ allure: false });
+  const run = fixture();
+  run.tests.push(
+    { file: 'suites/jog/jog.test.ts', project: 'conformance', name: 'expected error', fullName: 'jog > expected error', state: 'errored', duration_ms: 1, covers: [], kind: 'contract', errors: ['HIL_ERR_X'], expected_failure: 'known' },
+    { file: 'suites/jog/jog.test.ts', project: 'conformance', name: 'unexpected pass', fullName: 'jog > unexpected pass', state: 'passed', duration_ms: 1, covers: [], kind: 'contract', unexpected_pass: true },
+  );
+  await writeFile(p.runJson, JSON.stringify(run));
+  await writeHtmlReport({ runJson: p.runJson, allureDir: p.allureDir, outFile: p.outFile });
+  const html = await readFile(p.outFile, 'utf8');
+  const c = verdictOf(run).counts;
+  expect(c).toMatchObject({ failed: 1, errored: 0, expectedFailures: 2, unexpectedPasses: 1 });
+  const tile = (label: string) => new RegExp(`<div class="n">(\\d+)</div><div class="l">${label}</div>`).exec(html)?.[1];
+  expect([tile('Passed'), tile('Failed'), tile('Errored'), tile('Skipped'), tile('Expected failures'), tile('Unexpected passes')].map(Number)).toEqual([
+    c.passed,
+    c.failed,
+    c.errored,
+    c.skipped,
+    c.expectedFailures,
+    c.unexpectedPasses,
+  ]);
+});
+
+test('a failed motion test shows its plot first, its measurement outside the limit and its transcript; the run lateness is on the first screen', async () => {
+  const p = await setup({ allure: false });
+  const run = fixture();
+  const fe = { name: 'following_error_max', unit: 'rad', axis: 'J1', value: 0.0312, limit: { kind: 'at_most' as const, hi: 0.01, source: 'configured' as const, ref: 'axes[0].limits.following_error' }, outcome: 'fail' as const };
+  run.tests[0]!.evidence = {
+    measurements: [fe],
+    plots: [{ axis: 'J1', unit: 'rad', t: [0, 1, 2, 3], position: [0, 0, 0, 0], target: [0, 0.01, 0.02, 0.03], following_error: [0, 0.01, 0.02, 0.0312], following_error_limit: 0.01 }],
+    transcript: { exchanges: [{ at_ms: 3, method: 'POST', path: '/v1/control', request: '{"operation":"start_trajectory","session":"<session #1>"}', status: 200, reply: '{"sequence":7}', ms: 0.8 }], omitted: 2, events: '{"events":[{"type":"fault_latched"}]}', stderr: [{ target: 'sim (sim)', text: 'core: frozen feedback on J1' }] },
+  };
+  run.run_measurements = {
+    measurements: [{ name: 'cycle_lateness_p99', unit: 'us', value: 80, limit: { kind: 'at_most', hi: 500, source: 'configured', ref: 'max_cycle_lateness_ns' }, outcome: 'pass', note: 'over 10 cycles' }],
+    lateness_histogram: [{ upper_us: 11.22, count: 3 }, { upper_us: 89.13, count: 7 }],
+    lateness_limit_us: 500,
+  };
+  await writeFile(p.runJson, JSON.stringify(run));
+  await writeHtmlReport({ runJson: p.runJson, allureDir: p.allureDir, outFile: p.outFile });
+  const html = await readFile(p.outFile, 'utf8');
+  // first screen: the header holds the run's lateness against its limit and the histogram, before the signature block
+  const header = html.slice(html.indexOf('<header id="top"'), html.indexOf('<section class="sign"'));
+  expect(header).toContain('cycle_lateness_p99');
+  expect(header).toContain('&lt;= 500 (configured: max_cycle_lateness_ns)');
+  expect(header).toContain('data-plot="lateness"');
+  expect(header).toContain('following_error_max J1 in “refuses a stale session”');
+  // the failure card: plot, then the measurement, then the message; and the transcript with its events and stderr
+  const card = html.slice(html.indexOf('<article class="card s-failed">'));
+  const at = (s: string) => card.indexOf(s);
+  expect(at('data-plot="motion"')).toBeGreaterThan(0);
+  expect(at('data-plot="motion"')).toBeLessThan(at('<pre class="msg">'));
+  expect(card).toContain('0.0312 rad');
+  expect(card).toContain('<span class="badge b-failed">OUTSIDE</span>');
+  expect(card).toContain('&lt;session #1&gt;');
+  expect(card).toContain('(the first 2 left out)');
+  expect(card).toContain('fault_latched');
+  expect(card).toContain('core: frozen feedback on J1');
+  expect(card).toContain('class="limit"'); // the limit line drawn in the following error panel
+  expect(html.match(/<script/g)?.length).toBe(1); // still only the report's own inline script
 });

@@ -1,36 +1,34 @@
 // The offline qualification report (`hil report`): one self-contained HTML file rendered from
-// reports/run.json (the authority for what ran) and reports/allure-results/ (which only enriches a test
-// with its steps and attachments). A reviewer prints and signs it, so it must open with no network
-// (inline CSS, a little inline JS, images as data URIs, a Content-Security-Policy that forbids fetching)
-// and must render the same bytes for the same input.
+// reports/run.json (the authority for what ran; read by run-reader.ts) and reports/allure-results/ (which
+// only enriches a test with its steps and attachments; allure-results.ts). A reviewer prints and signs it,
+// so it must open with no network (inline CSS and a little inline JS from assets.ts, images as data URIs,
+// a Content-Security-Policy that forbids fetching) and must render the same bytes for the same input.
 //
 // Like an OpenHTF output sink, the report never aborts over bad enrichment: malformed or missing Allure
 // input, odd Describe data or a run.json with missing fields become warnings shown in the report and
 // returned to the caller. Only a missing or unreadable run.json (nothing to report) or a failed write
-// throws, as a ReportError with a stable code.
+// throws, as a ReportError with a stable code. Every count it shows comes from verdict.ts, the one place
+// the CLI exit status and the reporter's summary count from too.
 
-import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { CoverageEntry, RunRecord, RunTest, TestState } from './run-types.ts';
-import { countTests as verdictCounts, verdictOf, type RunVerdict } from './verdict.ts';
-import { HarnessError } from '../errors.ts';
+import type { CoverageEntry, RunRecord, RunTest } from './run-types.ts';
+import { countTests, verdictOf, type RunVerdict, type VerdictCounts } from './verdict.ts';
+import { ReportError, readRunRecord } from './run-reader.ts';
+import { attachmentsOf, IMAGE_TYPES, loadAllure, matchAllure, preloadAttachments, TEXT_INLINE_MAX, type AllureAttachment, type AllureResult, type AllureStep, type LoadedAttachment } from './allure-results.ts';
+import { cmp, cssToken, errText, esc, fmtBytes, fmtDuration, fmtTime, isRecord, jsonBlock, plural, scalar, sortTests, stateBadge } from './format.ts';
+import { barChart, csvPlot, legend, stackBar } from './svg.ts';
+import { latenessHistogram, motionPlot } from './plots.ts';
+import { limitText, type MeasurementRecord } from '../measure.ts';
+import type { Transcript } from '../evidence.ts';
+import { compareRuns, DEFAULT_TOLERANCE, type Comparison, type Tolerance } from './compare.ts';
+import { CSS, JS } from './assets.ts';
+
+export { ReportError, type ReportErrorCode } from './run-reader.ts';
 
 export const DEFAULT_RUN_JSON = 'reports/run.json';
 export const DEFAULT_ALLURE_DIR = 'reports/allure-results';
 export const DEFAULT_HTML_OUT = 'reports/html/index.html';
-
-export type ReportErrorCode = 'HIL_REPORT_RUN_JSON_MISSING' | 'HIL_REPORT_RUN_JSON_UNREADABLE' | 'HIL_REPORT_WRITE_FAILED';
-
-/** A report that cannot be rendered: a harness-side error (harness/errors.ts) with its own stable code. */
-export class ReportError extends HarnessError {
-  override readonly name: string = 'ReportError';
-  declare readonly code: ReportErrorCode;
-  constructor(code: ReportErrorCode, message: string, options?: { cause?: unknown }) {
-    super('HIL_ERR_TOOL_FAILED', message, { cause: options?.cause });
-    this.recode(code, message);
-  }
-}
 
 export interface HtmlReportOptions {
   /** Default reports/run.json (relative paths resolve against the working directory). */
@@ -39,19 +37,15 @@ export interface HtmlReportOptions {
   allureDir?: string;
   /** Default reports/html/index.html. */
   outFile?: string;
+  /** Another run's run.json: the report then says what changed since (hil report --baseline). */
+  baseline?: string;
+  tolerance?: Tolerance;
 }
 
 export type { Verdict } from './verdict.ts';
 
-// Budgets that keep the page printable and small even when a run attaches large evidence.
-const TEXT_INLINE_MAX = 64 * 1024;
-const IMAGE_INLINE_MAX = 1536 * 1024;
+// Budget for everything inlined (images, texts) so the page stays printable and small.
 const INLINE_TOTAL_MAX = 12 * 1024 * 1024;
-const DESCRIBE_JSON_MAX = 32 * 1024;
-const STEP_DEPTH_MAX = 12;
-const STEP_COUNT_MAX = 500;
-const PLOT_POINTS_MAX = 800;
-const WARN_LIST_MAX = 8;
 
 // ---------------------------------------------------------------------------------------------
 // Entry point
@@ -62,42 +56,27 @@ export async function writeHtmlReport(opts: HtmlReportOptions = {}): Promise<{ o
   const outFile = path.resolve(opts.outFile ?? DEFAULT_HTML_OUT);
   const warnings: string[] = [];
 
-  let bytes: Buffer;
-  try {
-    bytes = await readFile(runJson);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') {
-      throw new ReportError('HIL_REPORT_RUN_JSON_MISSING', `run record not found: ${runJson} (run the suites first: hil run)`, { cause: err });
-    }
-    throw new ReportError('HIL_REPORT_RUN_JSON_UNREADABLE', `cannot read run record ${runJson}: ${errText(err)}`, { cause: err });
+  const { run, sha256 } = await readRunRecord(runJson, warnings);
+  let comparison: Comparison | undefined;
+  if (opts.baseline) {
+    const base = await readRunRecord(path.resolve(opts.baseline), []);
+    comparison = compareRuns(base.run, run, opts.tolerance ?? DEFAULT_TOLERANCE);
   }
-  let raw: unknown;
-  try {
-    raw = JSON.parse(bytes.toString('utf8'));
-  } catch (err) {
-    throw new ReportError('HIL_REPORT_RUN_JSON_UNREADABLE', `run record ${runJson} is not valid JSON: ${errText(err)}`, { cause: err });
-  }
-  if (!isRecord(raw)) {
-    throw new ReportError('HIL_REPORT_RUN_JSON_UNREADABLE', `run record ${runJson} is not a JSON object`);
-  }
-
-  const run = normalizeRun(raw, warnings);
   const allure = await loadAllure(allureDir, warnings);
   const matches = matchAllure(run.tests, allure.results, warnings);
-  const budget = { left: INLINE_TOTAL_MAX };
   const ctx: RenderContext = {
     run,
-    runJsonSha256: createHash('sha256').update(bytes).digest('hex'),
-    allureDir,
+    runJsonSha256: sha256,
     allureEnv: allure.environment,
     matches,
     warnings,
-    budget,
     attachmentCache: new Map(),
+    ...(comparison ? { comparison, baselineFile: path.resolve(opts.baseline!) } : {}),
   };
   // Attachments are read before rendering so rendering itself stays synchronous and pure.
-  await preloadAttachments(ctx);
+  const { failures, others } = evidenceTests(ctx);
+  const results = (ts: RunTest[]) => ts.map((t) => matches.get(t)).filter((r): r is AllureResult => r !== undefined);
+  await preloadAttachments(allureDir, { failures: results(failures), others: results(others) }, { left: INLINE_TOTAL_MAX }, ctx.attachmentCache, warnings);
   const html = renderReport(ctx);
 
   try {
@@ -112,446 +91,24 @@ export async function writeHtmlReport(opts: HtmlReportOptions = {}): Promise<{ o
   return { outFile, warnings };
 }
 
-// ---------------------------------------------------------------------------------------------
-// Counts for display (the verdict itself comes from verdict.ts, shared with the CLI exit status)
+/** Counts for display: the verdict's own (expected failures apart) plus the sum of test durations. */
+type Counts = VerdictCounts & { duration_ms: number };
 
-interface Counts {
-  total: number;
-  passed: number;
-  failed: number;
-  errored: number;
-  skipped: number;
-  expectedFailures: number;
-  unexpectedPasses: number;
-  duration_ms: number;
+function countsOf(tests: readonly RunTest[]): Counts {
+  return { ...countTests(tests), duration_ms: tests.reduce((n, t) => n + t.duration_ms, 0) };
 }
-
-function countTests(tests: readonly RunTest[]): Counts {
-  const c: Counts = { total: 0, passed: 0, failed: 0, errored: 0, skipped: 0, expectedFailures: 0, unexpectedPasses: 0, duration_ms: 0 };
-  for (const t of tests) {
-    c.total++;
-    c[t.state]++;
-    c.duration_ms += t.duration_ms;
-    if (t.expected_failure && (t.state === 'failed' || t.state === 'errored')) c.expectedFailures++;
-    if (t.unexpected_pass) c.unexpectedPasses++;
-  }
-  return c;
-}
-
-// ---------------------------------------------------------------------------------------------
-// run.json, read defensively: the type says what the harness writes, but a report must still render
-// a record from an older or half-written harness, saying what it had to guess.
-
-const STATES: readonly TestState[] = ['passed', 'failed', 'skipped', 'errored'];
-const KINDS: readonly RunTest['kind'][] = ['contract', 'profile', 'unit'];
-const OUTCOMES: readonly NonNullable<CoverageEntry['outcome']>[] = ['passed', 'failed', 'skipped', 'not_run'];
-
-function normalizeRun(raw: Record<string, unknown>, warnings: string[]): RunRecord {
-  const problems: string[] = [];
-  const str = (v: unknown, what: string, fallback = ''): string => {
-    if (typeof v === 'string') return v;
-    if (typeof v === 'number' || typeof v === 'boolean') return String(v);
-    if (v !== undefined) problems.push(`${what} is not a string`);
-    else problems.push(`${what} is missing`);
-    return fallback;
-  };
-  const num = (v: unknown, what: string): number => {
-    if (typeof v === 'number' && Number.isFinite(v)) return v;
-    if (v !== undefined) problems.push(`${what} is not a number`);
-    return 0;
-  };
-  const strList = (v: unknown, what: string): string[] => {
-    if (v === undefined) return [];
-    if (!Array.isArray(v)) {
-      problems.push(`${what} is not a list`);
-      return [];
-    }
-    return v.map((x) => (typeof x === 'string' ? x : JSON.stringify(x) ?? String(x)));
-  };
-
-  if (raw.schema !== 'cell-hil.run.v1') warnings.push(`run.json: schema is ${JSON.stringify(raw.schema) ?? 'missing'}, expected "cell-hil.run.v1"; rendering what is there`);
-
-  const target = isRecord(raw.target) ? raw.target : {};
-  if (!isRecord(raw.target)) problems.push('target is missing');
-  const env = isRecord(raw.environment) ? raw.environment : {};
-  if (!isRecord(raw.environment)) problems.push('environment is missing');
-
-  const tests: RunTest[] = [];
-  if (!Array.isArray(raw.tests)) problems.push('tests is not a list');
-  else
-    raw.tests.forEach((t, i) => {
-      if (!isRecord(t)) {
-        problems.push(`tests[${i}] is not an object`);
-        return;
-      }
-      const w = `tests[${i}]`;
-      let state = t.state as TestState;
-      if (!STATES.includes(state)) {
-        problems.push(`${w}.state ${JSON.stringify(t.state)} is not one of ${STATES.join(', ')}; shown as errored`);
-        state = 'errored';
-      }
-      const kind = KINDS.includes(t.kind as RunTest['kind']) ? (t.kind as RunTest['kind']) : 'contract';
-      if (kind !== t.kind) problems.push(`${w}.kind ${JSON.stringify(t.kind)} is unknown; shown as contract`);
-      const name = str(t.name, `${w}.name`, '(unnamed)');
-      const rt: RunTest = {
-        file: str(t.file, `${w}.file`, '(unknown file)'),
-        project: typeof t.project === 'string' ? t.project : '',
-        name,
-        fullName: typeof t.fullName === 'string' ? t.fullName : name,
-        state,
-        duration_ms: Math.max(0, num(t.duration_ms, `${w}.duration_ms`)),
-        covers: strList(t.covers, `${w}.covers`),
-        kind,
-      };
-      if (typeof t.skip_reason === 'string') rt.skip_reason = t.skip_reason;
-      if (t.errors !== undefined) rt.errors = strList(t.errors, `${w}.errors`);
-      if (typeof t.expected_failure === 'string') rt.expected_failure = t.expected_failure;
-      if (t.unexpected_pass === true) rt.unexpected_pass = true;
-      tests.push(rt);
-    });
-
-  const coverage: CoverageEntry[] = [];
-  if (!Array.isArray(raw.coverage)) problems.push('coverage is not a list');
-  else
-    raw.coverage.forEach((c, i) => {
-      if (!isRecord(c)) {
-        problems.push(`coverage[${i}] is not an object`);
-        return;
-      }
-      const w = `coverage[${i}]`;
-      const id = str(c.id, `${w}.id`, `(entry ${i})`);
-      const ce: CoverageEntry = {
-        id,
-        family: typeof c.family === 'string' && c.family ? c.family : id.includes(':') ? id.slice(0, id.indexOf(':')) : 'other',
-        doc: typeof c.doc === 'number' ? c.doc : 0,
-        section: typeof c.section === 'string' ? c.section : '',
-        title: typeof c.title === 'string' ? c.title : '',
-        status: c.status === 'covered' ? 'covered' : 'pending',
-        tests: strList(c.tests, `${w}.tests`),
-      };
-      if (c.status !== 'covered' && c.status !== 'pending') problems.push(`${w}.status ${JSON.stringify(c.status)} is unknown; shown as pending`);
-      if (OUTCOMES.includes(c.outcome as NonNullable<CoverageEntry['outcome']>)) ce.outcome = c.outcome as CoverageEntry['outcome'];
-      if (typeof c.reason === 'string') ce.reason = c.reason;
-      coverage.push(ce);
-    });
-
-  const gateRaw = isRecord(raw.gate) ? raw.gate : undefined;
-  if (!gateRaw) problems.push('gate is missing; treated as failed');
-  const gate = { ok: gateRaw?.ok === true, problems: strList(gateRaw?.problems, 'gate.problems') };
-  if (gateRaw && typeof gateRaw.ok !== 'boolean') problems.push('gate.ok is not a boolean; treated as failed');
-  if (!gate.ok && gate.problems.length === 0) gate.problems.push('gate result missing or not ok, with no problem listed');
-
-  const sumRaw = isRecord(raw.summary) ? raw.summary : {};
-  const summary = {
-    passed: num(sumRaw.passed, 'summary.passed'),
-    failed: num(sumRaw.failed, 'summary.failed'),
-    skipped: num(sumRaw.skipped, 'summary.skipped'),
-    errored: num(sumRaw.errored, 'summary.errored'),
-    duration_ms: num(sumRaw.duration_ms, 'summary.duration_ms'),
-  };
-  // The reporter's summary counts failures and errors the expectation file does not list, as verdict.ts does.
-  const c = verdictCounts(tests);
-  if (isRecord(raw.summary)) {
-    const diffs = (['passed', 'failed', 'skipped', 'errored'] as const).filter((k) => summary[k] !== c[k]).map((k) => `${k} ${summary[k]} vs ${c[k]}`);
-    if (diffs.length) warnings.push(`run.json: summary counts disagree with the tests list (${diffs.join(', ')}); the report counts the tests list`);
-  }
-
-  const simulated = target.simulated;
-  const record: RunRecord = {
-    schema: 'cell-hil.run.v1',
-    command: str(raw.command, 'command', '(not recorded)'),
-    started_at: str(raw.started_at, 'started_at'),
-    finished_at: str(raw.finished_at, 'finished_at'),
-    target: {
-      name: str(target.name, 'target.name', '(unknown)'),
-      driver: str(target.driver, 'target.driver', '(unknown)'),
-      address: str(target.address, 'target.address', '(unknown)'),
-      simulated: typeof simulated === 'boolean' ? simulated : null,
-      describe: target.describe,
-      ...(isRecord(target.replay) ? { replay: target.replay as unknown as NonNullable<RunRecord['target']['replay']> } : {}),
-      ...(isRecord(target.recording) ? { recording: target.recording as unknown as NonNullable<RunRecord['target']['recording']> } : {}),
-    },
-    environment: {
-      machine_sha256: str(env.machine_sha256, 'environment.machine_sha256'),
-      configuration_sha256: str(env.configuration_sha256, 'environment.configuration_sha256'),
-      deployment_sha256: str(env.deployment_sha256, 'environment.deployment_sha256'),
-      package_version: str(env.package_version, 'environment.package_version'),
-      git_revision: str(env.git_revision, 'environment.git_revision'),
-      node: str(env.node, 'environment.node'),
-      platform: str(env.platform, 'environment.platform'),
-      hostname: str(env.hostname, 'environment.hostname'),
-    },
-    tests,
-    coverage,
-    summary,
-    gate,
-  };
-  if (problems.length) warnings.push(`run.json: ${problems.length} field problem${plural(problems.length)}: ${listSome(problems)}`);
-  return record;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Allure results (allure-vitest 3.12): <uuid>-result.json, <uuid>-attachment.<ext>, environment.properties
-
-interface AllureAttachment {
-  name: string;
-  source: string;
-  type: string;
-}
-
-interface AllureStep {
-  name: string;
-  status: string;
-  start?: number;
-  stop?: number;
-  message?: string;
-  steps: AllureStep[];
-  attachments: AllureAttachment[];
-}
-
-interface AllureResult {
-  file: string;
-  uuid: string;
-  name: string;
-  fullName: string;
-  status: string;
-  message?: string;
-  trace?: string;
-  labels: { name: string; value: string }[];
-  parameters: { name: string; value: string }[];
-  steps: AllureStep[];
-  attachments: AllureAttachment[];
-  start?: number;
-  stop?: number;
-}
-
-async function loadAllure(dir: string, warnings: string[]): Promise<{ results: AllureResult[]; environment: [string, string][] }> {
-  const results: AllureResult[] = [];
-  let environment: [string, string][] = [];
-  let names: string[];
-  try {
-    names = (await readdir(dir)).sort(cmp);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    warnings.push(
-      code === 'ENOENT'
-        ? `allure results directory not found (${dir}); tests are shown without steps and attachments`
-        : `allure results directory unreadable (${dir}: ${errText(err)}); tests are shown without steps and attachments`,
-    );
-    return { results, environment };
-  }
-  const malformed: string[] = [];
-  for (const name of names) {
-    if (name === 'environment.properties') {
-      try {
-        environment = parseProperties(await readFile(path.join(dir, name), 'utf8'));
-      } catch (err) {
-        warnings.push(`allure: environment.properties unreadable: ${errText(err)}`);
-      }
-      continue;
-    }
-    if (!name.endsWith('-result.json')) continue;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(await readFile(path.join(dir, name), 'utf8'));
-    } catch (err) {
-      malformed.push(`${name} (${errText(err)})`);
-      continue;
-    }
-    const r = toAllureResult(name, parsed);
-    if (typeof r === 'string') malformed.push(`${name} (${r})`);
-    else results.push(r);
-  }
-  for (const m of malformed) warnings.push(`allure: malformed result file ignored: ${m}`);
-  return { results, environment };
-}
-
-function toAllureResult(file: string, v: unknown): AllureResult | string {
-  if (!isRecord(v)) return 'not a JSON object';
-  const name = typeof v.name === 'string' ? v.name : undefined;
-  const fullName = typeof v.fullName === 'string' ? v.fullName : undefined;
-  if (name === undefined && fullName === undefined) return 'neither name nor fullName';
-  const details = isRecord(v.statusDetails) ? v.statusDetails : {};
-  const steps = { count: 0 };
-  const r: AllureResult = {
-    file,
-    uuid: typeof v.uuid === 'string' ? v.uuid : file.replace(/-result\.json$/, ''),
-    name: name ?? fullName ?? '',
-    fullName: fullName ?? '',
-    status: typeof v.status === 'string' ? v.status : 'unknown',
-    labels: pairs(v.labels),
-    parameters: pairs(v.parameters),
-    steps: toSteps(v.steps, 0, steps),
-    attachments: toAttachments(v.attachments),
-  };
-  if (typeof details.message === 'string') r.message = details.message;
-  if (typeof details.trace === 'string') r.trace = details.trace;
-  if (typeof v.start === 'number') r.start = v.start;
-  if (typeof v.stop === 'number') r.stop = v.stop;
-  return r;
-}
-
-function pairs(v: unknown): { name: string; value: string }[] {
-  if (!Array.isArray(v)) return [];
-  const out: { name: string; value: string }[] = [];
-  for (const x of v) if (isRecord(x) && typeof x.name === 'string') out.push({ name: x.name, value: typeof x.value === 'string' ? x.value : String(x.value ?? '') });
-  return out;
-}
-
-function toSteps(v: unknown, depth: number, seen: { count: number }): AllureStep[] {
-  if (!Array.isArray(v) || depth > STEP_DEPTH_MAX) return [];
-  const out: AllureStep[] = [];
-  for (const s of v) {
-    if (!isRecord(s) || seen.count >= STEP_COUNT_MAX) continue;
-    seen.count++;
-    const d = isRecord(s.statusDetails) ? s.statusDetails : {};
-    const step: AllureStep = {
-      name: typeof s.name === 'string' ? s.name : '(unnamed step)',
-      status: typeof s.status === 'string' ? s.status : 'unknown',
-      steps: toSteps(s.steps, depth + 1, seen),
-      attachments: toAttachments(s.attachments),
-    };
-    if (typeof s.start === 'number') step.start = s.start;
-    if (typeof s.stop === 'number') step.stop = s.stop;
-    if (typeof d.message === 'string' && d.message) step.message = d.message;
-    out.push(step);
-  }
-  return out;
-}
-
-function toAttachments(v: unknown): AllureAttachment[] {
-  if (!Array.isArray(v)) return [];
-  const out: AllureAttachment[] = [];
-  for (const a of v) {
-    if (!isRecord(a) || typeof a.source !== 'string') continue;
-    out.push({ name: typeof a.name === 'string' ? a.name : a.source, source: a.source, type: typeof a.type === 'string' ? a.type : '' });
-  }
-  return out;
-}
-
-function parseProperties(text: string): [string, string][] {
-  const out: [string, string][] = [];
-  for (const line of text.split(/\r?\n/)) {
-    const l = line.trim();
-    if (!l || l.startsWith('#') || l.startsWith('!')) continue;
-    const m = /^((?:\\.|[^=:\s\\])+)\s*[=:\s]\s*(.*)$/.exec(l);
-    if (m) out.push([m[1]!.replace(/\\(.)/g, '$1'), m[2]!.replace(/\\(.)/g, '$1')]);
-    else out.push([l, '']);
-  }
-  return out;
-}
-
-// Matching: allure-vitest writes fullName as `<package name>:<file>#<describe ... test>` joined by
-// spaces; run.json writes file and `describe > test`. Match on that key, then the exact fullName, then
-// on the test name together with its `covers` labels.
-
-function runKey(t: RunTest): string {
-  return `${t.file}#${t.fullName.split(' > ').join(' ')}`;
-}
-
-function allureKey(r: AllureResult): string | undefined {
-  const hash = r.fullName.indexOf('#');
-  if (hash < 0) return undefined;
-  const left = r.fullName.slice(0, hash);
-  const file = left.slice(left.lastIndexOf(':') + 1);
-  return `${file}#${r.fullName.slice(hash + 1)}`;
-}
-
-function coversKey(name: string, covers: readonly string[]): string {
-  return `${name}\u0000${[...covers].sort(cmp).join('\u0000')}`;
-}
-
-function matchAllure(tests: readonly RunTest[], results: readonly AllureResult[], warnings: string[]): Map<RunTest, AllureResult> {
-  const byKey = new Map<string, AllureResult[]>();
-  const add = (k: string | undefined, r: AllureResult): void => {
-    if (k === undefined) return;
-    const list = byKey.get(k);
-    if (list) list.push(r);
-    else byKey.set(k, [r]);
-  };
-  for (const r of results) {
-    add(allureKey(r), r);
-    if (r.fullName) add(`=${r.fullName}`, r);
-    const covers = r.labels.filter((l) => l.name === 'covers').map((l) => l.value);
-    if (covers.length) add(`c${coversKey(r.name, covers)}`, r);
-  }
-  const matches = new Map<RunTest, AllureResult>();
-  const used = new Set<AllureResult>();
-  const unmatched: string[] = [];
-  for (const t of tests) {
-    const keys = [runKey(t), `=${t.fullName}`];
-    if (t.covers.length) keys.push(`c${coversKey(t.name, t.covers)}`);
-    let picked: AllureResult | undefined;
-    for (const k of keys) {
-      const cands = (byKey.get(k) ?? []).filter((r) => !used.has(r));
-      if (cands.length) {
-        picked = pickBest(cands, t.state);
-        break;
-      }
-    }
-    if (picked) {
-      matches.set(t, picked);
-      used.add(picked);
-    } else if (t.state !== 'skipped') unmatched.push(`${t.file} > ${t.fullName}`);
-  }
-  if (results.length > 0 && unmatched.length)
-    warnings.push(`allure: no result for ${unmatched.length} test${plural(unmatched.length)} that ran: ${listSome(unmatched)}`);
-  // Retries leave several results for one test; only results that match no test at all are worth a note.
-  const keyOf = (r: AllureResult): string => allureKey(r) ?? (r.fullName || r.name);
-  const usedKeys = new Set([...used].map(keyOf));
-  const orphans = [...new Set(results.filter((r) => !used.has(r)).map(keyOf))].filter((k) => !usedKeys.has(k));
-  if (orphans.length) warnings.push(`allure: ${orphans.length} result${plural(orphans.length)} match no test in run.json (ignored): ${listSome(orphans)}`);
-  return matches;
-}
-
-function pickBest(cands: AllureResult[], state: TestState): AllureResult {
-  const want = state === 'errored' ? 'broken' : state;
-  return [...cands].sort((a, b) => {
-    const sa = a.status === want ? 0 : 1;
-    const sb = b.status === want ? 0 : 1;
-    if (sa !== sb) return sa - sb;
-    const ta = a.stop ?? 0;
-    const tb = b.stop ?? 0;
-    if (ta !== tb) return tb - ta;
-    return cmp(a.uuid, b.uuid);
-  })[0]!;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Attachments
-
-type LoadedAttachment =
-  | { kind: 'text'; text: string; truncated: boolean; size: number }
-  | { kind: 'image'; dataUri: string; size: number }
-  | { kind: 'listed'; note: string; size?: number };
-
-const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/svg+xml']);
-const TEXT_TYPES = new Set(['text/plain', 'text/csv', 'text/tab-separated-values', 'application/json', 'application/xml', 'text/xml', 'text/html', 'text/css', 'text/uri-list', 'application/vnd.allure.http+json']);
 
 interface RenderContext {
   run: RunRecord;
   runJsonSha256: string;
-  allureDir: string;
   allureEnv: [string, string][];
   matches: Map<RunTest, AllureResult>;
   warnings: string[];
-  budget: { left: number };
   attachmentCache: Map<string, LoadedAttachment>;
+  comparison?: Comparison;
+  baselineFile?: string;
 }
 
-function attachmentsOf(r: AllureResult): AllureAttachment[] {
-  const out: AllureAttachment[] = [...r.attachments];
-  const walk = (steps: AllureStep[]): void => {
-    for (const s of steps) {
-      out.push(...s.attachments);
-      walk(s.steps);
-    }
-  };
-  walk(r.steps);
-  return out;
-}
-
-/** Which tests show their evidence: every failed or errored test, then tests with images or plots. */
 function evidenceTests(ctx: RenderContext): { failures: RunTest[]; others: RunTest[] } {
   const failures = sortTests(ctx.run.tests.filter((t) => t.state === 'failed' || t.state === 'errored'), true);
   const others = sortTests(
@@ -565,79 +122,12 @@ function evidenceTests(ctx: RenderContext): { failures: RunTest[]; others: RunTe
   return { failures, others };
 }
 
-async function preloadAttachments(ctx: RenderContext): Promise<void> {
-  const { failures, others } = evidenceTests(ctx);
-  const missing: string[] = [];
-  const load = async (a: AllureAttachment, onlyPlots: boolean): Promise<void> => {
-    if (ctx.attachmentCache.has(a.source)) return;
-    if (onlyPlots && !(IMAGE_TYPES.has(a.type) || a.type === 'text/csv')) return;
-    if (path.basename(a.source) !== a.source || a.source.startsWith('.')) {
-      ctx.attachmentCache.set(a.source, { kind: 'listed', note: 'refused: source is not a plain file name' });
-      ctx.warnings.push(`allure: attachment source ${JSON.stringify(a.source)} is not a plain file name; not read`);
-      return;
-    }
-    const isImage = IMAGE_TYPES.has(a.type);
-    const isText = TEXT_TYPES.has(a.type) || a.type.startsWith('text/') || a.type.endsWith('+json');
-    if (!isImage && !isText) {
-      ctx.attachmentCache.set(a.source, { kind: 'listed', note: `${a.type || 'unknown type'}: not shown inline` });
-      return;
-    }
-    let data: Buffer;
-    try {
-      data = await readFile(path.join(ctx.allureDir, a.source));
-    } catch (err) {
-      ctx.attachmentCache.set(a.source, { kind: 'listed', note: 'file missing from the allure results' });
-      missing.push(`${a.source} (${(err as NodeJS.ErrnoException).code ?? errText(err)})`);
-      return;
-    }
-    if (isImage) {
-      const encoded = Math.ceil(data.length / 3) * 4;
-      if (data.length > IMAGE_INLINE_MAX || encoded > ctx.budget.left) {
-        ctx.attachmentCache.set(a.source, { kind: 'listed', note: `image too large to inline (${fmtBytes(data.length)}); see allure-results/${a.source}`, size: data.length });
-        return;
-      }
-      ctx.budget.left -= encoded;
-      ctx.attachmentCache.set(a.source, { kind: 'image', dataUri: `data:${a.type};base64,${data.toString('base64')}`, size: data.length });
-      return;
-    }
-    if (data.includes(0)) {
-      ctx.attachmentCache.set(a.source, { kind: 'listed', note: `binary content despite type ${a.type}; not shown`, size: data.length });
-      return;
-    }
-    const keep = Math.min(data.length, TEXT_INLINE_MAX, Math.max(0, ctx.budget.left));
-    if (keep === 0) {
-      ctx.attachmentCache.set(a.source, { kind: 'listed', note: `report size budget used up; see allure-results/${a.source}`, size: data.length });
-      return;
-    }
-    ctx.budget.left -= keep * 2; // shown as text and, for CSV, as a plot
-    let text = data.subarray(0, keep).toString('utf8');
-    if (keep < data.length) text = text.replace(/\uFFFD$/, '');
-    if (a.type === 'application/json' && keep === data.length) {
-      try {
-        text = JSON.stringify(JSON.parse(text), null, 2);
-      } catch {
-        /* shown as it is */
-      }
-    }
-    ctx.attachmentCache.set(a.source, { kind: 'text', text, truncated: keep < data.length, size: data.length });
-  };
-  for (const t of failures) {
-    const r = ctx.matches.get(t);
-    if (r) for (const a of attachmentsOf(r)) await load(a, false);
-  }
-  for (const t of others) {
-    const r = ctx.matches.get(t);
-    if (r) for (const a of attachmentsOf(r)) await load(a, true);
-  }
-  if (missing.length) ctx.warnings.push(`allure: ${missing.length} attachment file${plural(missing.length)} missing: ${listSome(missing)}`);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Rendering
 
 function renderReport(ctx: RenderContext): string {
   const { run } = ctx;
-  const counts = countTests(run.tests);
+  const counts = countsOf(run.tests);
   const v = verdictOf(run);
   const verdict = v.verdict;
   // Sections render first so that warnings they add (Describe cross-checks) reach the notes section.
@@ -646,6 +136,7 @@ function renderReport(ctx: RenderContext): string {
     renderEnvironment(ctx),
     renderSummary(ctx, counts),
     renderFailures(ctx),
+    renderMeasurements(ctx),
     renderMatrix(ctx),
     renderTests(ctx),
     renderGate(ctx),
@@ -664,6 +155,7 @@ function renderReport(ctx: RenderContext): string {
     '<main>',
     ...body.slice(0, 1),
     notes,
+    renderComparison(ctx),
     ...body.slice(1),
     `<footer>Rendered from run.json sha256 <code>${esc(ctx.runJsonSha256)}</code> and ${ctx.matches.size} Allure result${plural(ctx.matches.size)}. The same input renders the same file.</footer>`,
     '</main>',
@@ -678,6 +170,7 @@ function renderNav(): string {
     ['top', 'Verdict'],
     ['environment', 'Environment'],
     ['summary', 'Summary'],
+    ['measurements', 'Measurements'],
     ['failures', 'Failures'],
     ['matrix', 'Traceability'],
     ['tests', 'All tests'],
@@ -727,6 +220,7 @@ function renderHeader(ctx: RenderContext, v: RunVerdict, counts: Counts): string
 <h1 class="headline">${esc(v.headline)}</h1>
 <p class="sub">Target <b>${esc(run.target.name)}</b>, driver <b>${esc(run.target.driver)}</b>, ${simText(run.target.simulated)}</p>
 <dl class="kv">${kv.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join('')}</dl>
+${renderFirstScreenMeasurements(ctx)}
 </div>
 <div class="verdict v-${verdict.toLowerCase()}"><div class="verdict-label">Verdict</div><div class="verdict-word">${verdict}</div><p>${esc(verdictNote)}</p>${
     v.reasons.length ? `<ul>${v.reasons.map((r) => `<li>${esc(r)}</li>`).join('')}</ul>` : ''
@@ -875,14 +369,12 @@ const CATEGORIES = [
 ] as const;
 
 function renderSummary(ctx: RenderContext, c: Counts): string {
-  const failedUnexpected = c.failed - ctx.run.tests.filter((t) => t.state === 'failed' && t.expected_failure).length;
-  const erroredUnexpected = c.errored - ctx.run.tests.filter((t) => t.state === 'errored' && t.expected_failure).length;
+  // Failed and errored count what the verdict counts: outcomes the expectation file does not list.
   const tiles: [string, number, string, string][] = [
     ['Passed', c.passed, 'pass', c.unexpectedPasses ? `${c.unexpectedPasses} unexpected` : ''],
-    // Failed and errored count what the verdict counts: outcomes the expectation file does not list.
-    ['Failed', failedUnexpected, failedUnexpected ? 'fail' : 'zero', c.failed !== failedUnexpected ? `+${c.failed - failedUnexpected} expected` : ''],
-    ['Errored', erroredUnexpected, erroredUnexpected ? 'error' : 'zero', c.errored !== erroredUnexpected ? `+${c.errored - erroredUnexpected} expected` : ''],
-    ['Skipped', c.skipped, 'skip', ''],
+    ['Failed', c.failed, c.failed ? 'fail' : 'zero', ''],
+    ['Errored', c.errored, c.errored ? 'error' : 'zero', ''],
+    ['Skipped', c.skipped, 'skip', c.silentSkips ? `${c.silentSkips} without a reason` : ''],
     ['Expected failures', c.expectedFailures, 'zero', ''],
     ['Unexpected passes', c.unexpectedPasses, c.unexpectedPasses ? 'warn' : 'zero', ''],
   ];
@@ -890,9 +382,9 @@ function renderSummary(ctx: RenderContext, c: Counts): string {
   const bars = {
     passed: c.passed - c.unexpectedPasses,
     unexpectedPasses: c.unexpectedPasses,
-    failed: failedUnexpected,
+    failed: c.failed,
     expectedFailures: c.expectedFailures,
-    errored: erroredUnexpected,
+    errored: c.errored,
     skipped: c.skipped,
   };
   const chart = barChart(CATEGORIES.map((k) => ({ label: k.label, value: bars[k.key], color: k.color })));
@@ -905,16 +397,17 @@ function renderSummary(ctx: RenderContext, c: Counts): string {
   }
   const files = [...byFile.keys()].sort(cmp);
   const fileRows = files.map((f) => {
-    const fc = countTests(byFile.get(f)!);
+    const fc = countsOf(byFile.get(f)!);
     const seg = [
       { value: fc.passed, color: '#1a7f37' },
       { value: fc.failed, color: '#cf222e' },
       { value: fc.errored, color: '#bc4c00' },
+      { value: fc.expectedFailures, color: '#e8a0a6' },
       { value: fc.skipped, color: '#8c959f' },
     ];
     return `<tr><td><code>${esc(f)}</code></td><td>${fc.total}</td><td>${fc.passed}</td><td class="${fc.failed ? 'c-fail' : ''}">${fc.failed}</td><td class="${
       fc.errored ? 'c-error' : ''
-    }">${fc.errored}</td><td>${fc.skipped}</td><td>${esc(fmtDuration(fc.duration_ms))}</td><td>${stackBar(seg, 140, 10)}</td></tr>`;
+    }">${fc.errored}</td><td>${fc.expectedFailures}</td><td>${fc.skipped}</td><td>${esc(fmtDuration(fc.duration_ms))}</td><td>${stackBar(seg, 140, 10)}</td></tr>`;
   });
   return `<section id="summary"><h2>Summary</h2>
 <div class="tiles">${tiles
@@ -924,7 +417,7 @@ function renderSummary(ctx: RenderContext, c: Counts): string {
     c.total,
   )} in ${files.length} file${plural(files.length)}; tests may run concurrently.</p></div></div>
 <h3>Per file</h3>
-<table class="grid num"><thead><tr><th>File</th><th>Tests</th><th>Passed</th><th>Failed</th><th>Errored</th><th>Skipped</th><th>Duration</th><th>Outcome</th></tr></thead><tbody>${fileRows.join(
+<table class="grid num"><thead><tr><th>File</th><th>Tests</th><th>Passed</th><th>Failed</th><th>Errored</th><th>Expected</th><th>Skipped</th><th>Duration</th><th>Outcome</th></tr></thead><tbody>${fileRows.join(
     '',
   )}</tbody></table></section>`;
 }
@@ -958,6 +451,11 @@ function renderTestCard(ctx: RenderContext, t: RunTest, failure: boolean): strin
     t.file,
   )}</code> › ${esc(t.fullName)} · ${esc(t.kind)} · ${esc(fmtDuration(t.duration_ms))}</div></div></div>`);
   if (t.expected_failure) out.push(`<p class="xfail">Expected failure for this target: ${esc(t.expected_failure)}</p>`);
+  // A failed motion test shows its plot first: what the axis did is the first thing to look at.
+  const plots = (t.evidence?.plots ?? []).map((p) => motionPlot(p, `${p.axis}: ${t.name}`)).join('');
+  if (plots) out.push(`<div class="plots">${plots}</div>`);
+  if (t.evidence?.measurements.length) out.push(measurementTable(t.evidence.measurements, false));
+  if (t.evidence?.notes?.length) out.push(`<ul class="plain small muted">${t.evidence.notes.map((n) => `<li>${esc(n)}</li>`).join('')}</ul>`);
   if (t.covers.length) out.push(`<div class="covers">Covers ${t.covers.map((c) => `<code class="chip">${esc(c)}</code>`).join(' ')}</div>`);
   if (failure) {
     const msgs = t.errors ?? [];
@@ -965,13 +463,17 @@ function renderTestCard(ctx: RenderContext, t: RunTest, failure: boolean): strin
     else if (!r?.message) out.push('<p class="muted">No failure message recorded.</p>');
     if (r?.message && !msgs.some((m) => m.includes(r.message!.trim().split('\n')[0]!))) out.push(`<pre class="msg">${esc(r.message)}</pre>`);
     if (r?.trace) out.push(`<details><summary>Stack trace</summary><pre class="trace">${esc(r.trace)}</pre></details>`);
+    if (t.evidence?.transcript) out.push(renderTranscript(t.evidence.transcript));
   }
   if (!r) out.push('<p class="muted small">No Allure result matched this test: steps and attachments are not available.</p>');
   else {
-    if (r.parameters.length)
-      out.push(`<div class="small muted">Parameters: ${r.parameters.map((p) => `<code>${esc(p.name)}=${esc(p.value)}</code>`).join(' ')}</div>`);
+    // Measurements travel as Allure parameters too; they are shown above from run.json.
+    const measured = new Set((t.evidence?.measurements ?? []).map((m) => `${m.name}${m.axis ? ` ${m.axis}` : ''}`));
+    const params = r.parameters.filter((p) => !measured.has(p.name));
+    if (params.length) out.push(`<div class="small muted">Parameters: ${params.map((p) => `<code>${esc(p.name)}=${esc(p.value)}</code>`).join(' ')}</div>`);
     if (r.steps.length) out.push(`<details${failure ? ' open' : ''}><summary>Steps (${countSteps(r.steps)})</summary>${renderSteps(r.steps)}</details>`);
-    const atts = attachmentsOf(r).filter((a) => failure || IMAGE_TYPES.has(a.type) || a.type === 'text/csv');
+    // The transcript and the motion data are Allure's copies of what run.json carries and is drawn above.
+    const atts = attachmentsOf(r).filter((a) => a.name !== 'transcript' && a.name !== 'motion' && (failure || IMAGE_TYPES.has(a.type) || a.type === 'text/csv'));
     if (atts.length) out.push(`<div class="atts">${atts.map((a) => renderAttachment(ctx, a)).join('')}</div>`);
   }
   out.push('</article>');
@@ -1006,6 +508,105 @@ function renderAttachment(ctx: RenderContext, a: AllureAttachment): string {
   const trunc = loaded.truncated ? `<p class="muted small">Truncated to the first ${esc(fmtBytes(TEXT_INLINE_MAX))}; the full file is allure-results/${esc(a.source)}.</p>` : '';
   const pre = `<pre class="att-text">${esc(loaded.text)}</pre>`;
   return `<div class="att">${head}${plot}${plot ? `<details><summary>Data</summary>${pre}</details>` : pre}${trunc}</div>`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measurements (harness/measure.ts, harness/report/run-measurements.ts)
+
+const FIRST_SCREEN = ['cycle_lateness_p99', 'cycle_lateness_max', 'cycle_overruns', 'control_round_trip_p99', 'home_duration_max'];
+
+/** The run's key measurements and its lateness histogram, beside the verdict on the first screen. */
+function renderFirstScreenMeasurements(ctx: RenderContext): string {
+  const rm = ctx.run.run_measurements;
+  const failing = ctx.run.tests.flatMap((t) => (t.evidence?.measurements ?? []).filter((m) => m.outcome === 'fail').map((m) => ({ t, m })));
+  if (!rm?.measurements.length && !failing.length) return '<p class="muted small first-m">No measurements were recorded in this run (no test commanded motion).</p>';
+  const shown = (rm?.measurements ?? []).filter((m) => FIRST_SCREEN.includes(m.name));
+  const rows = shown.map((m) => `<tr class="${m.outcome === 'fail' ? 'm-fail' : ''}"><th>${esc(m.name)}</th><td class="r">${esc(fmtValue(m.value))} ${esc(m.unit)}</td><td>${m.limit ? esc(limitText(m.limit)) : '<span class="muted">no limit</span>'}</td><td>${outcomeBadge(m.outcome)}</td></tr>`);
+  const hist = rm?.lateness_histogram ? latenessHistogram(rm.lateness_histogram, rm.lateness_limit_us, 560) : '';
+  const fail = failing.length ? `<p class="bad-note small">${failing.length} measurement${plural(failing.length)} of tests outside the limit: ${failing.slice(0, 3).map(({ t, m }) => `${esc(m.name)}${m.axis ? ` ${esc(m.axis)}` : ''} in “${esc(t.name)}”`).join('; ')}${failing.length > 3 ? '…' : ''} (see Failures).</p>` : '';
+  return `<div class="first-m"><h3>Run measurements</h3>${fail}${rows.length ? `<table class="kvt mt">${rows.join('')}</table>` : ''}${hist}</div>`;
+}
+
+function renderMeasurements(ctx: RenderContext): string {
+  const rm = ctx.run.run_measurements;
+  const parts: string[] = ['<section id="measurements"><h2>Measurements</h2>'];
+  parts.push('<p class="muted">Each limit says where its number comes from: <b>documented</b> (the documents), <b>configured</b> (the machine configuration the target runs) or <b>profile</b> (our decision, docs/profile.md “Measurements”). A test measurement outside its limit fails the test; a run measurement outside its limit is a note of the verdict.</p>');
+  if (rm?.measurements.length) {
+    parts.push(`<h3>The run</h3>${measurementTable(rm.measurements, false)}`);
+    if (rm.lateness_histogram) parts.push(`<h4>Cycle lateness</h4>${latenessHistogram(rm.lateness_histogram, rm.lateness_limit_us)}`);
+  } else parts.push('<p class="muted">No run measurements (no test read telemetry).</p>');
+  const measured = sortTests(ctx.run.tests.filter((t) => t.evidence?.measurements.length), true);
+  if (measured.length) {
+    const rows = measured.flatMap((t) =>
+      t.evidence!.measurements.map(
+        (m) =>
+          `<tr class="${m.outcome === 'fail' ? 'm-fail' : ''}" data-s="${m.outcome}"><td>${esc(t.fullName)}</td><td><code>${esc(m.name)}</code></td><td>${esc(m.axis ?? '')}</td><td class="r">${esc(fmtValue(m.value))}</td><td>${esc(m.unit)}</td><td class="small">${m.limit ? esc(limitText(m.limit)) : '<span class="muted">no limit</span>'}</td><td>${outcomeBadge(m.outcome)}</td></tr>`,
+      ),
+    );
+    parts.push(
+      `<h3>Per test <span class="count">${rows.length}</span></h3><div class="filter noprint"><input type="search" placeholder="Filter tests, names, axes…" data-filter="measure-table" aria-label="Filter measurements"><select data-filter-state="measure-table" aria-label="Outcome"><option value="">all</option><option value="fail">outside the limit</option><option value="pass">within</option><option value="unlimited">no limit</option></select><span class="muted small" data-filter-count="measure-table"></span></div><table class="grid num" id="measure-table"><thead><tr><th>Test</th><th>Measurement</th><th>Axis</th><th>Value</th><th>Unit</th><th>Limit</th><th>Outcome</th></tr></thead><tbody>${rows.join('')}</tbody></table>`,
+    );
+  }
+  const motion = sortTests(ctx.run.tests.filter((t) => t.evidence?.plots?.length && t.state !== 'failed' && t.state !== 'errored'), false);
+  if (motion.length) {
+    parts.push(`<h3>Motion of the passing tests <span class="count">${motion.length}</span></h3>`);
+    for (const t of motion) parts.push(`<details class="motion-test"><summary>${esc(t.fullName)} <span class="muted small">${esc(t.file)}</span></summary><div class="plots">${t.evidence!.plots!.map((p) => motionPlot(p, `${p.axis}: ${t.name}`)).join('')}</div></details>`);
+  }
+  parts.push('</section>');
+  return parts.join('\n');
+}
+
+function measurementTable(ms: readonly MeasurementRecord[], _compact: boolean): string {
+  return `<table class="grid num mtable"><thead><tr><th>Measurement</th><th>Axis</th><th>Value</th><th>Limit</th><th>Outcome</th></tr></thead><tbody>${ms
+    .map(
+      (m) =>
+        `<tr class="${m.outcome === 'fail' ? 'm-fail' : ''}"><td><code>${esc(m.name)}</code>${m.note ? `<div class="muted small">${esc(m.note)}</div>` : ''}</td><td>${esc(m.axis ?? '')}</td><td class="r">${esc(fmtValue(m.value))} ${esc(m.unit)}</td><td class="small">${
+          m.limit ? esc(limitText(m.limit)) : '<span class="muted">no limit</span>'
+        }</td><td>${outcomeBadge(m.outcome)}</td></tr>`,
+    )
+    .join('')}</tbody></table>`;
+}
+
+function outcomeBadge(o: MeasurementRecord['outcome']): string {
+  return o === 'fail' ? '<span class="badge b-failed">OUTSIDE</span>' : o === 'pass' ? '<span class="badge b-passed">WITHIN</span>' : '<span class="muted small">recorded</span>';
+}
+
+function fmtValue(v: number): string {
+  if (Number.isInteger(v)) return String(v);
+  const a = Math.abs(v);
+  return a !== 0 && (a < 1e-3 || a >= 1e7) ? v.toExponential(3) : String(Number(v.toPrecision(5)));
+}
+
+/** A failed test's requests and replies (tokens already redacted where they were collected), its events and stderr tail. */
+function renderTranscript(tr: Transcript): string {
+  const rows = tr.exchanges.map(
+    (x) =>
+      `<tr><td class="r">${x.at_ms}</td><td>${esc(x.method)} <code>${esc(x.path)}</code></td><td><pre class="tx">${esc(x.request)}</pre></td><td>${x.status ?? '<span class="c-error">—</span>'}</td><td><pre class="tx">${esc(x.reply ?? x.error ?? '')}</pre></td><td class="r">${x.ms}</td></tr>`,
+  );
+  const parts = [`<details class="transcript" open><summary>Transcript: ${tr.exchanges.length} request${plural(tr.exchanges.length)}${tr.omitted ? ` (the first ${tr.omitted} left out)` : ''}</summary>`];
+  if (rows.length) parts.push(`<table class="grid tx-table"><thead><tr><th>ms</th><th>Request</th><th>Body</th><th>Status</th><th>Reply</th><th>took ms</th></tr></thead><tbody>${rows.join('')}</tbody></table>`);
+  if (tr.events) parts.push(`<h4>Events around the failure</h4><pre class="trace">${esc(tr.events)}</pre>`);
+  for (const s of tr.stderr ?? []) parts.push(`<h4>stderr of ${esc(s.target)} (tail)</h4><pre class="trace">${esc(s.text)}</pre>`);
+  for (const n of tr.notes ?? []) parts.push(`<p class="muted small">${esc(n)}</p>`);
+  parts.push('</details>');
+  return parts.join('');
+}
+
+/** What changed since the baseline run (hil report --baseline), right after the verdict. */
+function renderComparison(ctx: RenderContext): string {
+  const c = ctx.comparison;
+  if (!c) return '';
+  const list = (title: string, xs: string[], cls = ''): string =>
+    `<h3>${esc(title)} <span class="count">${xs.length}</span></h3>${xs.length ? `<ul class="plain ${cls}">${xs.slice(0, 200).map((x) => `<li>${esc(x)}</li>`).join('')}</ul>` : ''}`;
+  const drift = c.drifts.length
+    ? `<table class="grid num"><thead><tr><th>Test</th><th>Measurement</th><th>Axis</th><th>Before</th><th>Now</th><th>Unit</th><th>Outcome</th></tr></thead><tbody>${c.drifts
+        .map((d) => `<tr class="${d.outcome?.after === 'fail' ? 'm-fail' : ''}"><td>${esc(d.test)}</td><td><code>${esc(d.name)}</code></td><td>${esc(d.axis ?? '')}</td><td class="r">${esc(fmtValue(d.before))}</td><td class="r">${esc(fmtValue(d.after))}</td><td>${esc(d.unit)}</td><td>${d.outcome ? `${esc(d.outcome.before)} → ${esc(d.outcome.after)}` : ''}</td></tr>`)
+        .join('')}</tbody></table>`
+    : '';
+  const cv = c.coverage;
+  return `<section id="baseline"><h2>Since the baseline</h2><p class="muted">Compared with <code>${esc(ctx.baselineFile ?? '')}</code>: verdict ${esc(c.verdict.before)} → ${esc(c.verdict.after)}; ${cv.before} → ${cv.after} documented items verified (${cv.gained.length} gained, ${cv.lost.length} lost). A measurement drifted when it moved across its limit or changed by more than ${Math.round(c.tolerance.relative * 100)}% of the larger value and more than its unit's noise floor.</p>
+${list('New failures', c.newFailures, 'problems')}${list('Fixed', c.fixed)}${list('Tests added', c.added)}${list('Tests removed', c.removed)}${list('Documented items lost', cv.lost, 'problems')}${list('Documented items gained', cv.gained)}
+<h3>Measurements drifted <span class="count">${c.drifts.length}</span></h3>${drift}</section>`;
 }
 
 function renderMatrix(ctx: RenderContext): string {
@@ -1105,316 +706,3 @@ function renderNotes(ctx: RenderContext): string {
     .map((w) => `<li>${esc(w)}</li>`)
     .join('')}</ul></section>`;
 }
-
-// ---------------------------------------------------------------------------------------------
-// Inline SVG plots
-
-function barChart(items: { label: string; value: number; color: string }[]): string {
-  const w = 520;
-  const lw = 140;
-  const rowH = 26;
-  const max = Math.max(1, ...items.map((i) => i.value));
-  const h = items.length * rowH + 4;
-  const bars = items.map((it, i) => {
-    const y = i * rowH + 4;
-    const bw = it.value > 0 ? Math.max(2, Math.round(((w - lw - 50) * it.value) / max)) : 0;
-    return `<text x="${lw - 8}" y="${y + 13}" text-anchor="end">${esc(it.label)}</text><rect x="${lw}" y="${y}" width="${bw}" height="18" rx="3" fill="${it.color}"/><text x="${lw + bw + 6}" y="${y + 13}" class="v">${it.value}</text>`;
-  });
-  return `<svg class="chart" viewBox="0 0 ${w} ${h}" width="${w}" height="${h}" role="img" aria-label="Test outcomes"><line x1="${lw}" y1="0" x2="${lw}" y2="${h}" stroke="#d0d7de"/>${bars.join('')}</svg>`;
-}
-
-function stackBar(segs: { value: number; color: string }[], w: number, h: number): string {
-  const total = segs.reduce((n, s) => n + s.value, 0);
-  if (total === 0) return `<svg width="${w}" height="${h}" class="sbar"><rect width="${w}" height="${h}" rx="2" fill="#eaeef2"/></svg>`;
-  let x = 0;
-  const rects = segs
-    .filter((s) => s.value > 0)
-    .map((s) => {
-      const sw = (w * s.value) / total;
-      const r = `<rect x="${x.toFixed(1)}" width="${sw.toFixed(1)}" height="${h}" fill="${s.color}"/>`;
-      x += sw;
-      return r;
-    });
-  return `<svg width="${w}" height="${h}" class="sbar"><g>${rects.join('')}</g></svg>`;
-}
-
-const SERIES_COLORS = ['#0969da', '#cf222e', '#1a7f37', '#8250df'];
-
-/** A line plot of a numeric CSV attachment: first column on x, up to four further numeric columns. */
-function csvPlot(text: string, sep: string): string {
-  const lines = text.split(/\r?\n/).filter((l) => l.trim() !== '');
-  if (lines.length < 3) return '';
-  const header = lines[0]!.split(sep).map((s) => s.trim());
-  const rows = lines.slice(1).map((l) => l.split(sep).map((s) => Number(s.trim())));
-  const numericCols = header.map((_, i) => rows.every((r) => r.length > i && Number.isFinite(r[i]!)));
-  if (!numericCols[0]) return '';
-  const series = header.map((_, i) => i).filter((i) => i > 0 && numericCols[i]).slice(0, SERIES_COLORS.length);
-  if (!series.length) return '';
-  const stride = Math.max(1, Math.ceil(rows.length / PLOT_POINTS_MAX));
-  const pts = rows.filter((_, i) => i % stride === 0 || i === rows.length - 1);
-  const xs = pts.map((r) => r[0]!);
-  const ys = pts.flatMap((r) => series.map((i) => r[i]!));
-  const [x0, x1] = [Math.min(...xs), Math.max(...xs)];
-  let [y0, y1] = [Math.min(...ys), Math.max(...ys)];
-  if (y0 === y1) [y0, y1] = [y0 - 1, y1 + 1];
-  const W = 640;
-  const H = 220;
-  const L = 64;
-  const B = 24;
-  const px = (x: number): string => (L + ((x - x0) / (x1 - x0 || 1)) * (W - L - 10)).toFixed(1);
-  const py = (y: number): string => (8 + (1 - (y - y0) / (y1 - y0)) * (H - B - 8)).toFixed(1);
-  const lines2 = series.map((i, k) => `<polyline fill="none" stroke="${SERIES_COLORS[k]}" stroke-width="1.4" points="${pts.map((r) => `${px(r[0]!)},${py(r[i]!)}`).join(' ')}"/>`);
-  const legendItems = series.map((i, k) => `<tspan fill="${SERIES_COLORS[k]}">■</tspan> ${esc(header[i]!)}  `).join('');
-  return `<svg class="plot" viewBox="0 0 ${W} ${H + 18}" width="${W}" height="${H + 18}" role="img" aria-label="Plot">
-<rect x="${L}" y="8" width="${W - L - 10}" height="${H - B - 8}" fill="#fff" stroke="#d0d7de"/>
-<text x="${L - 6}" y="14" text-anchor="end">${esc(fmtNum(y1))}</text><text x="${L - 6}" y="${H - B}" text-anchor="end">${esc(fmtNum(y0))}</text>
-<text x="${L}" y="${H - 8}">${esc(fmtNum(x0))}</text><text x="${W - 10}" y="${H - 8}" text-anchor="end">${esc(fmtNum(x1))}</text><text x="${(W + L) / 2}" y="${H - 8}" text-anchor="middle">${esc(header[0]!)}</text>
-${lines2.join('')}<text x="${L}" y="${H + 12}">${legendItems}</text></svg>`;
-}
-
-function legend(items: [string, string][]): string {
-  return items.map(([c, l]) => `<span class="lg"><i style="background:${c}"></i>${esc(l)}</span>`).join('');
-}
-
-// ---------------------------------------------------------------------------------------------
-// Small helpers
-
-function esc(s: string): string {
-  return s.replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch]!);
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** Code-unit order: locale-independent, so the output does not depend on the machine's locale. */
-function cmp(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
-const STATE_ORDER: Record<TestState, number> = { errored: 0, failed: 1, passed: 2, skipped: 3 };
-
-/** File then full name; with byState, errored first, then failures, then expected failures last. */
-function sortTests(tests: readonly RunTest[], byState: boolean): RunTest[] {
-  const rank = (t: RunTest): number => (byState ? STATE_ORDER[t.state] * 2 + (t.expected_failure ? 1 : 0) : 0);
-  return [...tests].sort((a, b) => rank(a) - rank(b) || cmp(a.file, b.file) || cmp(a.fullName, b.fullName));
-}
-
-function stateBadge(s: TestState): string {
-  const label = { passed: 'PASS', failed: 'FAIL', errored: 'ERROR', skipped: 'SKIP' }[s];
-  return `<span class="badge b-${s}">${label}</span>`;
-}
-
-function cssToken(s: string): string {
-  return s.toLowerCase().replace(/[^a-z0-9_-]/g, '_');
-}
-
-function scalar(v: unknown): string {
-  if (v === undefined || v === null) return '<span class="muted">—</span>';
-  if (typeof v === 'string') return esc(v);
-  if (typeof v === 'number' || typeof v === 'boolean') return esc(String(v));
-  const j = JSON.stringify(v) ?? String(v);
-  return `<code>${esc(j.length > 200 ? `${j.slice(0, 200)}…` : j)}</code>`;
-}
-
-function jsonBlock(v: unknown): string {
-  let j: string;
-  try {
-    j = JSON.stringify(v, null, 2) ?? String(v);
-  } catch {
-    j = String(v);
-  }
-  const cut = j.length > DESCRIBE_JSON_MAX;
-  return `<pre class="json">${esc(cut ? j.slice(0, DESCRIBE_JSON_MAX) : j)}</pre>${cut ? `<p class="muted small">Truncated at ${fmtBytes(DESCRIBE_JSON_MAX)}.</p>` : ''}`;
-}
-
-function fmtDuration(ms: number): string {
-  if (!Number.isFinite(ms) || ms < 0) return '—';
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  const s = ms / 1000;
-  if (s < 60) return `${s.toFixed(s < 10 ? 2 : 1)} s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m} min ${String(Math.round(s - m * 60)).padStart(2, '0')} s`;
-  return `${Math.floor(m / 60)} h ${String(m % 60).padStart(2, '0')} min`;
-}
-
-/** The recorded timestamp, plus its UTC reading when it parses; never the renderer's local time zone. */
-function fmtTime(iso: string): string {
-  if (!iso) return 'not recorded';
-  const t = Date.parse(iso);
-  if (!Number.isFinite(t)) return `${iso} (unparsed)`;
-  const utc = new Date(t).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC').replace(/Z$/, ' UTC');
-  return utc === iso ? iso : `${utc} (${iso})`;
-}
-
-function fmtBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
-  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
-}
-
-function fmtNum(n: number): string {
-  if (Number.isInteger(n)) return String(n);
-  return Math.abs(n) >= 1000 || Math.abs(n) < 0.01 ? n.toExponential(3) : n.toPrecision(4);
-}
-
-function plural(n: number): string {
-  return n === 1 ? '' : 's';
-}
-
-function listSome(items: string[]): string {
-  const shown = items.slice(0, WARN_LIST_MAX).join('; ');
-  return items.length > WARN_LIST_MAX ? `${shown}; and ${items.length - WARN_LIST_MAX} more` : shown;
-}
-
-function errText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Inline style and script (no external fonts, scripts or requests)
-
-const CSS = `
-:root{--fg:#1f2328;--mut:#656d76;--line:#d0d7de;--bg:#f6f8fa;--pass:#1a7f37;--fail:#cf222e;--err:#bc4c00;--skip:#8c959f;--blue:#0969da}
-*{box-sizing:border-box}
-body{margin:0;font:14px/1.45 -apple-system,BlinkMacSystemFont,"Segoe UI","Helvetica Neue",Arial,sans-serif;color:var(--fg);background:#fff}
-code,pre,.digest{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono",monospace;font-size:12.5px}
-nav{position:sticky;top:0;z-index:5;background:#24292f;padding:0 24px;display:flex;gap:4px}
-nav a{color:#e6edf3;text-decoration:none;padding:10px 12px;font-size:13px}
-nav a:hover{background:#32383f}
-main{max-width:1240px;margin:0 auto;padding:24px}
-h1{font-size:26px;margin:4px 0 14px}
-h2{font-size:19px;margin:0 0 12px;padding-bottom:6px;border-bottom:1px solid var(--line)}
-h3{font-size:15px;margin:18px 0 8px}
-h4{font-size:13px;margin:14px 0 6px;color:var(--mut);text-transform:uppercase;letter-spacing:.04em}
-section{margin:0 0 34px}
-.muted{color:var(--mut)} .small{font-size:12px} .big{font-size:26px;margin:6px 0}
-.count{display:inline-block;font-size:12px;font-weight:600;background:var(--bg);border:1px solid var(--line);border-radius:10px;padding:1px 8px;vertical-align:middle;color:var(--mut)}
-.head{display:grid;grid-template-columns:1fr 340px;gap:24px;margin-bottom:22px}
-.eyebrow{font-size:12px;text-transform:uppercase;letter-spacing:.08em;color:var(--mut)}
-.kv{display:grid;grid-template-columns:110px 1fr;gap:4px 12px;margin:0}
-.kv dt{color:var(--mut)} .kv dd{margin:0;word-break:break-all}
-.verdict{border-radius:8px;padding:16px 18px;color:#fff}
-.verdict p{margin:6px 0 0;font-size:13px} .verdict ul{margin:8px 0 0;padding-left:18px;font-size:13px}
-.verdict-label{font-size:12px;text-transform:uppercase;letter-spacing:.1em;opacity:.85}
-.verdict-word{font-size:44px;font-weight:800;letter-spacing:.04em;line-height:1.1}
-.headline{font-size:24px;line-height:1.25;margin:4px 0 2px} .sub{margin:0 0 10px;font-size:14px}
-.cov-word{font-size:20px;font-weight:800;letter-spacing:.04em}
-.coverage-line{margin-top:12px;padding-top:10px;border-top:1px solid rgba(255,255,255,.45)}
-.cov-words{font-size:14px;margin:2px 0 6px}
-.bar{height:8px;border-radius:4px;background:rgba(255,255,255,.35);overflow:hidden}.bar i{display:block;height:100%;background:#fff}
-.v-pass{background:var(--pass)} .v-fail{background:var(--fail)} .v-error{background:var(--err)}
-.sign{border:1px solid var(--line);border-radius:8px;padding:14px 18px;background:#fff}
-.sign h2{border:0;margin:0 0 2px;padding:0;font-size:16px} .sign p{margin:0 0 10px;font-size:13px}
-.sign-grid{display:grid;grid-template-columns:2fr 1fr 2fr;gap:16px 28px}
-.sign-grid div{display:flex;flex-direction:column}
-.sign-grid span{font-size:11px;text-transform:uppercase;letter-spacing:.06em;color:var(--mut)}
-.sign-grid i{display:block;height:30px;border-bottom:1px solid #8c959f}
-.sign-grid b{font-weight:normal;padding-top:8px}
-.sign-grid .wide{grid-column:2/4}
-.cols{display:grid;grid-template-columns:1fr 1fr;gap:28px}
-.cols>*,.head>*{min-width:0} .grid td{overflow-wrap:anywhere}
-table{border-collapse:collapse;width:100%}
-.kvt th{text-align:left;font-weight:500;color:var(--mut);width:190px;padding:5px 10px 5px 0;vertical-align:top;border-bottom:1px solid #eaeef2}
-.kvt td{padding:5px 0;border-bottom:1px solid #eaeef2;word-break:break-all}
-.grid th,.grid td{border-bottom:1px solid #eaeef2;padding:5px 8px;text-align:left;vertical-align:top}
-.grid thead th{background:var(--bg);border-bottom:1px solid var(--line);font-size:12px;color:var(--mut);font-weight:600;position:sticky;top:38px}
-.grid.num td{font-variant-numeric:tabular-nums}
-.grid td.r{text-align:right;white-space:nowrap}
-.tiles{display:grid;grid-template-columns:repeat(6,1fr);gap:12px;margin-bottom:16px}
-.tile{border:1px solid var(--line);border-radius:8px;padding:10px 14px;border-top-width:4px}
-.tile .n{font-size:28px;font-weight:700;font-variant-numeric:tabular-nums}
-.tile .l{font-size:12px;color:var(--mut);text-transform:uppercase;letter-spacing:.04em}
-.tile .s{font-size:12px;color:var(--mut)}
-.t-pass{border-top-color:var(--pass)} .t-fail{border-top-color:var(--fail)} .t-fail .n{color:var(--fail)} .t-error{border-top-color:var(--err)} .t-error .n{color:var(--err)}
-.t-skip{border-top-color:var(--skip)} .t-warn{border-top-color:#d4a72c} .t-zero{border-top-color:var(--line)}
-.chart text{font-size:12px;fill:#1f2328} .chart text.v{font-weight:600}
-.plot{max-width:100%;height:auto;background:var(--bg);border-radius:6px} .plot text{font-size:11px;fill:#57606a}
-.sbar{vertical-align:middle;border-radius:2px}
-.badge{display:inline-block;min-width:46px;text-align:center;font-size:11px;font-weight:700;border-radius:4px;padding:1px 6px;color:#fff;letter-spacing:.03em}
-.b-passed{background:var(--pass)} .b-failed{background:var(--fail)} .b-errored{background:var(--err)} .b-skipped{background:var(--skip)}
-.tag{font-size:11px;border-radius:4px;padding:0 5px;margin-left:4px;border:1px solid}
-.tag.xf{color:#8c2f39;border-color:#e8a0a6} .tag.up{color:#116329;border-color:#4ac26b}
-.c-fail{color:var(--fail);font-weight:600} .c-error{color:var(--err);font-weight:600}
-.card{border:1px solid var(--line);border-left:4px solid var(--skip);border-radius:6px;padding:12px 16px;margin:0 0 14px;background:#fff}
-.card.s-failed{border-left-color:var(--fail)} .card.s-errored{border-left-color:var(--err)} .card.s-passed{border-left-color:var(--pass)}
-.card-head{display:flex;gap:10px;align-items:flex-start} .card-head .badge{margin-top:2px}
-.card-title{font-weight:600;font-size:15px}
-.covers{margin:8px 0;font-size:12px;color:var(--mut)}
-.chip{background:#ddf4ff;color:#0550ae;border-radius:10px;padding:1px 7px;font-size:11.5px}
-pre{white-space:pre-wrap;word-break:break-word;margin:8px 0}
-pre.msg{background:#ffebe9;border:1px solid #ffcecb;border-radius:6px;padding:8px 10px;color:#82071e}
-pre.trace,pre.json,pre.att-text{background:var(--bg);border:1px solid #eaeef2;border-radius:6px;padding:8px 10px;max-height:360px;overflow:auto}
-.xfail{background:#fff8c5;border:1px solid #eac54f;border-radius:6px;padding:6px 10px;margin:8px 0;font-size:13px}
-details{margin:8px 0} summary{cursor:pointer;color:var(--blue);font-size:13px}
-ol.steps{margin:6px 0;padding-left:22px;font-size:13px} ol.steps ol{padding-left:20px}
-.st{font-size:10.5px;font-weight:700;text-transform:uppercase;border-radius:3px;padding:0 4px;color:#fff;background:var(--skip)}
-.st-passed{background:var(--pass)} .st-failed{background:var(--fail)} .st-broken{background:var(--err)}
-.step-msg{color:#82071e;font-size:12px;white-space:pre-wrap}
-.atts{display:grid;gap:10px;margin-top:8px}
-.att{border:1px solid #eaeef2;border-radius:6px;padding:8px 10px}
-.att img{max-width:100%;border:1px solid #eaeef2;margin-top:6px}
-.att-head{font-size:13px}
-.ok-note{background:#dafbe1;border:1px solid #aceebb;border-radius:6px;padding:8px 12px;color:#116329}
-.bad-note{background:#ffebe9;border:1px solid #ffcecb;border-radius:6px;padding:8px 12px;color:#82071e}
-ul.problems li{color:#82071e;margin:2px 0}
-ul.plain{padding-left:18px}
-.notes{background:#fff8c5;border:1px solid #eac54f;border-radius:8px;padding:12px 16px}
-.notes h2{border:0;padding:0;margin:0 0 4px;font-size:16px} .notes ul{margin:6px 0 0;padding-left:18px;font-size:13px}
-.legend .lg{margin-right:14px;white-space:nowrap} .legend i{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:5px;vertical-align:-1px}
-.filter{display:flex;gap:10px;align-items:center;margin:10px 0}
-.filter input{flex:0 1 380px;padding:6px 10px;border:1px solid var(--line);border-radius:6px;font:inherit}
-.filter select{padding:5px 8px;border:1px solid var(--line);border-radius:6px;font:inherit;background:#fff}
-.matrix tr.g th{background:#24292f;color:#fff;font-size:13px;padding:7px 8px;position:static}
-.matrix tr.g th .muted{color:#afb8c1;font-weight:normal;margin-left:8px}
-.matrix tr.sg th{background:var(--bg);font-weight:600;font-size:12px;color:#424a53;padding:4px 8px}
-.matrix td:first-child{width:26%;word-break:break-all} .matrix td:nth-child(2){width:24%} .matrix td:nth-child(3),.matrix td:nth-child(4){width:80px;white-space:nowrap}
-.matrix td{padding:3px 8px}
-.cs,.oc,.cap{font-size:11px;border-radius:10px;padding:1px 8px;font-weight:600}
-.cs-covered{background:#dafbe1;color:#116329} .cs-pending{background:#eaeef2;color:#57606a}
-.oc-passed{color:var(--pass)} .oc-failed{color:#fff;background:var(--fail)} .oc-skipped{color:#7d4e00;background:#fff8c5} .oc-not_run{color:#57606a;background:#eaeef2}
-.cap-implemented{background:#dafbe1;color:#116329} .cap-interim{background:#fff8c5;color:#7d4e00} .cap-test_only{background:#ddf4ff;color:#0550ae} .cap-unimplemented{background:#eaeef2;color:#57606a}
-.reason{color:#57606a;font-style:italic}
-.tests td:nth-child(2){max-width:420px}
-footer{margin-top:40px;padding-top:12px;border-top:1px solid var(--line);color:var(--mut);font-size:12px}
-@media (max-width:900px){.head,.cols{grid-template-columns:1fr}.tiles{grid-template-columns:repeat(3,1fr)}}
-@media print{nav,.noprint{display:none}main{max-width:none;padding:0}.grid thead th{position:static}section{break-inside:auto}.card,.sign,tr{break-inside:avoid}body{font-size:11px}pre{max-height:none!important}}
-`;
-
-// Filter boxes for the matrix and the tests table; opens every <details> before printing so the
-// signed paper copy shows everything.
-const JS = `
-(function(){
-  var inputs=document.querySelectorAll('input[data-filter]');
-  Array.prototype.forEach.call(inputs,function(inp){
-    var id=inp.getAttribute('data-filter'),table=document.getElementById(id);
-    if(!table)return;
-    var sel=document.querySelector('select[data-filter-state="'+id+'"]');
-    var counter=document.querySelector('[data-filter-count="'+id+'"]');
-    var rows=Array.prototype.slice.call(table.tBodies[0].rows);
-    var text=rows.map(function(r){return r.textContent.toLowerCase();});
-    function apply(){
-      var q=inp.value.trim().toLowerCase(),s=sel?sel.value:'',shown=0,total=0,heads=[];
-      rows.forEach(function(r,i){
-        if(r.className==='g'||r.className==='sg'){
-          if(r.className==='g')heads=[];
-          heads=heads.filter(function(h){return h.className!==r.className;});
-          heads.push(r);r.hidden=true;return;
-        }
-        total++;
-        var st=' '+(r.getAttribute('data-s')||'')+' ';
-        var ok=(!q||text[i].indexOf(q)>=0)&&(!s||st.indexOf(' '+s+' ')>=0);
-        r.hidden=!ok;
-        if(ok){shown++;heads.forEach(function(h){h.hidden=false;});}
-      });
-      if(counter)counter.textContent=(q||s)?shown+' of '+total+' shown':total+' rows';
-    }
-    inp.addEventListener('input',apply);
-    if(sel)sel.addEventListener('change',apply);
-    apply();
-  });
-  window.addEventListener('beforeprint',function(){
-    Array.prototype.forEach.call(document.querySelectorAll('details'),function(d){d.open=true;});
-  });
-})();
-`;

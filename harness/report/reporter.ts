@@ -13,7 +13,10 @@ import type { Reporter, TestCase, TestModule, Vitest } from 'vitest/node';
 import type { SerializedError } from 'vitest';
 import { computeCoverage } from '../catalogue/gate.ts';
 import { parseExact, stringifyExact } from '../oracle/json.ts';
-import type { RecordingUse, RunRecord, RunTest } from './run-types.ts';
+import { RUN_SCHEMA, type RecordingUse, type RunRecord, type RunTest } from './run-types.ts';
+import { measurementText, runMeasurements } from './run-measurements.ts';
+import { runSchemaProblems } from './run-schema.ts';
+import { staleExpectations } from './expectations.ts';
 import { closingLine, informativeOf, testStateOf, verdictOf } from './verdict.ts';
 import '../trace.ts';
 
@@ -35,6 +38,10 @@ export interface HilReporterOptions {
   recording?: { dir: string };
   /** Known failures of this target: full test name (file > name) -> expectation. */
   expectations?: Record<string, Expectation>;
+  /** What the run selected (file filters, shard, name pattern); a whole run has none. */
+  selection?: NonNullable<RunRecord['selection']>;
+  /** `hil merge`: the shards' own records (target, environment and times come from them, not from this process). */
+  mergedFrom?: RunRecord[];
   write?: (s: string) => void;
 }
 
@@ -77,9 +84,12 @@ export class HilReporter implements Reporter {
 
   onTestRunEnd(modules: ReadonlyArray<TestModule>, unhandled: ReadonlyArray<SerializedError>): void {
     const tests: RunTest[] = [];
+    // A name pattern (hil run --grep) leaves the other tests skipped without a note: they were not selected.
+    const grep = this.o.selection?.grep !== undefined ? new RegExp(this.o.selection.grep) : undefined;
+    const unselected = (t: TestCase): boolean => grep !== undefined && t.result().state === 'skipped' && !(t.result() as { note?: string }).note && !grep.test(t.fullName);
     for (const m of modules) {
       const file = relative(this.root, m.moduleId);
-      for (const t of m.children.allTests()) tests.push(this.toRunTest(t, file));
+      for (const t of m.children.allTests()) if (!unselected(t)) tests.push(this.toRunTest(t, file));
       if (m.state() === 'failed' && ![...m.children.allTests()].some((t) => t.result().state === 'failed')) {
         tests.push({
           file,
@@ -101,12 +111,13 @@ export class HilReporter implements Reporter {
     const cov = computeCoverage(tests.filter((t) => t.kind !== 'unit').map((t) => ({ fullName: `${t.file} > ${t.fullName}`, covers: t.covers, state: t.state })));
     const gateProblems = this.o.gate ? cov.problems : cov.unknownCovered.map((u) => `${u.test} covers ${u.id}, which is not in the catalogue`);
     const count = (s: string) => tests.filter((t) => t.state === s && !t.expected_failure && !t.informative).length;
-    const target = this.readTarget();
+    const shards = this.o.mergedFrom;
+    const target: Record<string, unknown> = shards?.length ? { ...shards[0]!.target } : this.readTarget();
     const d = (target.describe ?? {}) as Record<string, unknown>;
     const rec: RunRecord = {
-      schema: 'cell-hil.run.v1',
+      schema: RUN_SCHEMA,
       command: this.o.command,
-      started_at: this.started.toISOString(),
+      started_at: shards?.length ? shards.map((r) => r.started_at).sort()[0]! : this.started.toISOString(),
       finished_at: new Date().toISOString(),
       target: {
         name: this.o.targetName,
@@ -117,7 +128,7 @@ export class HilReporter implements Reporter {
         ...(this.o.replay ? { replay: { ...this.o.replay, tests: this.readRecordingUses() } } : {}),
         ...(this.o.recording ? { recording: { ...this.o.recording, tests: this.readRecordingUses() } } : {}),
       },
-      environment: {
+      environment: shards?.length ? { ...shards[0]!.environment } : {
         machine_sha256: String(d.machine_sha256 ?? ''),
         configuration_sha256: String(d.configuration_sha256 ?? ''),
         deployment_sha256: String(d.deployment_sha256 ?? ''),
@@ -137,7 +148,15 @@ export class HilReporter implements Reporter {
         duration_ms: Date.now() - this.started.getTime(),
       },
       gate: { ok: gateProblems.length === 0, problems: gateProblems },
+      run_measurements: runMeasurements(tests),
+      ...(this.o.selection ? { selection: this.o.selection } : {}),
+      ...(shards?.length ? { shards: shards.map((r) => ({ command: r.command, hostname: r.environment.hostname, target: r.target.name, started_at: r.started_at, ...(r.selection ? { selection: r.selection } : {}) })) } : {}),
     };
+    const stale = staleExpectations(rec, this.o.expectations ?? {});
+    if (stale.length) rec.stale_expectations = stale;
+    // Every record written is checked against the schema readers rely on (hil report, compare, merge).
+    const schemaProblems = runSchemaProblems(rec);
+    if (schemaProblems.length) rec.gate = { ok: false, problems: [...rec.gate.problems, ...schemaProblems.map((p) => `run.json does not match harness/report/run.schema.json: ${p}`)] };
     this.record = rec;
     try {
       mkdirSync(this.o.reportsDir, { recursive: true });
@@ -158,6 +177,7 @@ export class HilReporter implements Reporter {
     const errors = r.state === 'failed' ? (r.errors ?? []).map((e) => firstLines(e.message, e.stack)) : undefined;
     const out: RunTest = { file, project: t.project.name, name: t.name, fullName, state, duration_ms: Math.round(t.diagnostic()?.duration ?? 0), covers, kind };
     if (errors) out.errors = errors;
+    if (meta.evidence) out.evidence = meta.evidence;
     // A skip without a note stays without a reason: the verdict calls that out (never silently).
     if (r.state === 'skipped') {
       const reason = r.note ?? (t.options.mode === 'todo' ? 'todo' : undefined);
@@ -238,6 +258,7 @@ export class HilReporter implements Reporter {
     } else if (this.o.gate) {
       w('traceability gate ok\n');
     }
+    for (const m of rec.run_measurements?.measurements ?? []) w(`measured: ${measurementText(m)}${m.outcome === 'fail' ? '  OUTSIDE THE LIMIT' : ''}\n`);
     const speed = replaySpeedLine(rec);
     if (speed) w(`${speed}\n`);
     w(`errors: ${s.errored} harness or environment errors\n`);

@@ -2,6 +2,8 @@
 // The HTML qualification report (hil report) is rendered from it plus reports/allure-results/.
 
 import type { CoverageEntry } from '../catalogue/gate.ts';
+import type { TestEvidence } from '../evidence.ts';
+import type { MeasurementRecord } from '../measure.ts';
 
 /** A catalogue item's coverage in this run (defined beside the gate: the catalogue never imports the report). */
 export type { CoverageEntry };
@@ -37,10 +39,23 @@ export interface RunTest {
   informative?: string;
   /** Profile checks inside the test (harness/trace.ts inProfile) the target answered otherwise. */
   profile_differences?: Array<{ profile: string; message: string }>;
+  /** Measurements, motion plot data, run samples and (failed tests) the transcript (harness/evidence.ts). */
+  evidence?: TestEvidence;
 }
 
+/** The run's own measurements, merged from its tests' samples (harness/report/run-measurements.ts). */
+export interface RunMeasurements {
+  measurements: MeasurementRecord[];
+  /** Cycle lateness histogram for the report's plot: [upper edge us, count] per bucket, and the limit. */
+  lateness_histogram?: { upper_us: number; count: number }[];
+  lateness_limit_us?: number;
+}
+
+export const RUN_SCHEMA = 'cell-hil.run.v2';
+
 export interface RunRecord {
-  schema: 'cell-hil.run.v1';
+  /** v2 added measurements (tests' evidence and the run's); a v1 record is still read. */
+  schema: typeof RUN_SCHEMA;
   command: string;
   started_at: string; // ISO 8601
   finished_at: string;
@@ -73,6 +88,14 @@ export interface RunRecord {
   coverage: CoverageEntry[];
   summary: { passed: number; failed: number; skipped: number; errored: number; duration_ms: number };
   gate: { ok: boolean; problems: string[] };
+  /** Measurements of the run as a whole (absent in v1 records). */
+  run_measurements?: RunMeasurements;
+  /** What the run selected: file filters, a shard (vitest --shard i/n), a test name pattern. A whole run has none. */
+  selection?: { filters: string[]; shard?: string; grep?: string };
+  /** Entries of the target's expectation file that name no test of this (whole) run. */
+  stale_expectations?: string[];
+  /** `hil merge`: the runs this record was merged from. */
+  shards?: { command: string; hostname: string; target: string; started_at: string; selection?: RunRecord['selection'] }[];
 }
 
 /** One test's recording in a recorded or replayed run. */

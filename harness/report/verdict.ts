@@ -15,6 +15,7 @@
 import { verdictOfError, type ErrorLike } from '../errors.ts';
 import { isReferenceTarget } from '../trace.ts';
 import type { CoverageEntry, RunRecord, RunTest, TestState } from './run-types.ts';
+import { measurementText } from './run-measurements.ts';
 
 export type Verdict = 'PASS' | 'FAIL' | 'ERROR';
 
@@ -69,7 +70,7 @@ export interface RunVerdict {
   completeness: string;
 }
 
-export type VerdictInput = Pick<RunRecord, 'tests' | 'gate'> & { coverage?: readonly CoverageEntry[] };
+export type VerdictInput = Pick<RunRecord, 'tests' | 'gate'> & { coverage?: readonly CoverageEntry[]; run_measurements?: RunRecord['run_measurements']; stale_expectations?: readonly string[] };
 
 export function verdictOf(run: VerdictInput): RunVerdict {
   const counts = countTests(run.tests);
@@ -90,6 +91,9 @@ export function verdictOf(run: VerdictInput): RunVerdict {
   if (counts.informative || counts.profileDifferences) {
     notes.push(`${n(counts.informative + counts.profileDifferences, 'profile difference')} (${counts.informative} profile ${counts.informative === 1 ? 'test' : 'tests'} failed, ${counts.profileDifferences} profile ${counts.profileDifferences === 1 ? 'check' : 'checks'} inside contract tests): the target answers a detail the documents leave open otherwise than docs/profile.md decides; informative, not counted against the verdict`);
   }
+  // The run's own measurements (harness/report/run-measurements.ts) inform; the tests' measurements decide.
+  for (const m of run.run_measurements?.measurements ?? []) if (m.outcome === 'fail') notes.push(`run measurement outside its limit: ${measurementText(m)}`);
+  if (run.stale_expectations?.length) notes.push(`${n(run.stale_expectations.length, 'expectation')} in the target's expectation file name${run.stale_expectations.length === 1 ? 's' : ''} no test of this run (stale): hil expectations update`);
   if (counts.unexpectedPasses) notes.push(`${n(counts.unexpectedPasses, 'unexpected pass', 'unexpected passes')}: the expectation file lists them as failing; update it`);
 
   const headline = `${verdict} — ${coverage.verified} of ${coverage.documented} documented items covered`;

@@ -2,6 +2,7 @@
 // temporary directory, with the private test channel, and stops it afterwards. Starting a process is the
 // only link between the harness and the implementation (DESIGN.md rule 1).
 
+import { noteTestChannel } from '../evidence.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -310,6 +311,7 @@ export class SimTarget implements Target {
   }
 
   private async test(path: string, body: unknown): Promise<string> {
+    noteTestChannel(path);
     const res = await request(`http://localhost${path}`, {
       method: 'POST',
       dispatcher: this.testAgent,

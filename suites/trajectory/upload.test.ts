@@ -10,7 +10,7 @@ import type { Cell, Session } from '../../harness/clients/cell.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
 import { checkReply } from '../../harness/oracle/reply.ts';
 import { readStatus } from '../../harness/clients/status.ts';
-import { covers, describe, expect, needsMotion, test } from '../../harness/fixture.ts';
+import { covers, describe, expect, measure, needsMotion, test } from '../../harness/fixture.ts';
 import type { Target } from '../../harness/targets/types.ts';
 
 const SCHEMA = 'svc.rt-control.request.v1';
@@ -139,9 +139,12 @@ describe('body and point limits', () => {
           left -= n;
         }
       }
+      const sent = performance.now();
       const r = await post(target, body(), { 'content-length': String(BODY_LIMIT) });
       expect(r.status, r.reply.error).toBe(200);
       expect(r.reply.handle).toBeGreaterThan(0n);
+      // The run's upload_admission_max_body (harness/report/run-measurements.ts): first byte sent to the answer.
+      measure('upload_admission', 'ms').record(Math.round(performance.now() - sent));
     },
   );
 

@@ -1,0 +1,50 @@
+// Setup file of the conformance projects (vitest.config.ts): around every conformance test, the
+// evidence collector of harness/evidence.ts. Hooks of a setup file run around every test of every file:
+// `beforeEach` before the test's fixtures start, `afterEach` after the test body and before its fixtures
+// (cell, variants, clients) are torn down, so the telemetry of a variant's stack is still readable.
+// A measurement outside its limit thrown from afterEach fails the test (FAIL, harness/measure.ts).
+
+import * as allure from 'allure-js-commons';
+import { afterEach, beforeEach } from 'vitest';
+import { beginTest, failedTest, finishTest, leaveTest, type Collector } from './evidence.ts';
+import { limitText } from './measure.ts';
+
+const collectors = new WeakMap<object, Collector>();
+
+// HIL_EVIDENCE=0 turns collection off (to measure what it costs: bench/README.md).
+const OFF = process.env.HIL_EVIDENCE === '0';
+
+beforeEach(({ task, onTestFailed, onTestFinished }) => {
+  if (OFF) return;
+  const c = beginTest(task.fullName);
+  collectors.set(task, c);
+  // onTestFinished runs before onTestFailed: a failing test stays entered until its transcript is taken
+  // (the stack's stderr reaches it from the fixtures' own onTestFailed, which run before this one).
+  onTestFinished(({ task: t }) => {
+    if (t.result?.state !== 'fail') leaveTest(c);
+  });
+  onTestFailed(async ({ task: t }) => {
+    try {
+      await failedTest(c, t.meta, t.result?.errors);
+      const tr = t.meta.evidence?.transcript;
+      if (tr) await allure.attachment('transcript', JSON.stringify(tr, null, 2), { contentType: 'application/json' });
+    } finally {
+      leaveTest(c);
+    }
+  });
+});
+
+afterEach(async ({ task }) => {
+  const c = collectors.get(task);
+  if (!c) return;
+  try {
+    await finishTest(c, task.meta);
+  } finally {
+    for (const m of task.meta.evidence?.measurements ?? []) {
+      const v = `${m.value} ${m.unit}${m.limit ? `, limit ${limitText(m.limit)}` : ''}${m.outcome === 'fail' ? ' OUTSIDE' : ''}`;
+      await Promise.resolve(allure.parameter(`${m.name}${m.axis ? ` ${m.axis}` : ''}`, v)).catch(() => undefined);
+    }
+    const plots = task.meta.evidence?.plots;
+    if (plots?.length) await Promise.resolve(allure.attachment('motion', JSON.stringify(plots), { contentType: 'application/json' })).catch(() => undefined);
+  }
+});
