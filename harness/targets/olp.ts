@@ -46,8 +46,8 @@ export interface OlpSpec {
   single?: { socket: string; model_id?: string; robot_description_sha256?: string };
   /** The planner: the harness's stub (default), none, or a URL. */
   planner?: 'stub' | 'none' | { url: string };
-  /** The robot store: the fixture robots (default) or a directory that does not exist. */
-  robotStore?: 'fixture' | 'missing';
+  /** The robot store: the fixture robots (default), a directory that does not exist, or a directory of the suite's. */
+  robotStore?: 'fixture' | 'missing' | { dir: string };
   heartbeatMs?: number;
   leaseMs?: number;
   weldPlanTimeoutMs?: number;
@@ -69,7 +69,8 @@ export async function startReferenceOlp(spec: OlpSpec = {}): Promise<OpenedOlp> 
   let planner: { endpoint: { url: string }; close(): Promise<void> } | undefined;
   try {
     const args = ['serve', '--listen', spec.defaultListen ? '127.0.0.1:8794' : '127.0.0.1:0', '--lifeline-stdin'];
-    args.push('--robot-store', spec.robotStore === 'missing' ? join(dir, 'no-such-store') : ROBOT_FIXTURES);
+    const store = spec.robotStore ?? 'fixture';
+    args.push('--robot-store', store === 'missing' ? join(dir, 'no-such-store') : store === 'fixture' ? ROBOT_FIXTURES : store.dir);
     if (spec.planner === undefined || spec.planner === 'stub') {
       planner = await openStubPlanner();
       args.push('--planner-url', planner.endpoint.url);
