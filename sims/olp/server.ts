@@ -522,7 +522,10 @@ export class OlpServer {
         ac.abort();
       }
     };
+    // A client that half-closes its side has gone away too; its socket stays writable for the 408 (the
+    // planner of document 2 treats a half-close the same way).
     res.on('close', gone);
+    req.socket.once('end', gone);
     try {
       const { result, blob } = await planWeldplan(this.o.plannerUrl, r, container, ac.signal);
       const d = result.dense as Record<string, any>;
@@ -547,6 +550,7 @@ export class OlpServer {
     } finally {
       clearTimeout(timer);
       res.off('close', gone);
+      req.socket.off('end', gone);
       this.planning = null;
     }
   }
