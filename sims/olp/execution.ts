@@ -65,6 +65,8 @@ export class CellSession {
   private windowTimer: NodeJS.Timeout | undefined;
   private jog: { target_id: string; session_id: string; revision: number; axis: string; direction: number; fraction: number } | null = null;
   private closed = false;
+  /** A lease lost because the cell stopped answering: its stop is not confirmed until the cell answers again. */
+  private unconfirmed: Fence | null = null;
 
   constructor(
     readonly cell: CatalogueCell,
@@ -135,7 +137,10 @@ export class CellSession {
       const r = await this.link.op('renew', l);
       if (r.status !== 200 && this.lease === l) this.dropLease(`lease_lost: ${r.error ?? r.status}`);
     } catch (e) {
-      if (this.lease === l) this.dropLease(`lease_lost: ${(e as Error).message}`);
+      if (this.lease === l) {
+        this.dropLease(`lease_lost: ${(e as Error).message}`);
+        this.unconfirmed = l;
+      }
     }
   }
 
@@ -439,9 +444,21 @@ export class CellSession {
     };
   }
 
+  /**
+   * Stop (when asked) and disconnect. False when the cell could not be stopped: its lease was held and the
+   * stop was refused or not answered, or the lease was lost to silence and the cell still does not answer.
+   */
   async close(stopFirst: boolean): Promise<boolean> {
     let ok = true;
     if (stopFirst && this.lease) ok = (await this.stop('target_switched')).stopped === true;
+    else if (stopFirst && this.unconfirmed) {
+      try {
+        await this.link.op('stop', this.unconfirmed); // any answer: the cell is back and ended that grant
+        this.unconfirmed = null;
+      } catch {
+        return false;
+      }
+    }
     this.dropLease('');
     this.closed = true;
     clearInterval(this.windowTimer);

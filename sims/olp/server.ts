@@ -372,7 +372,14 @@ export class OlpServer {
         case '/status': {
           const s = this.selected ?? (!this.catalogued && this.catalogue.length ? await this.session() : null);
           if (!s) return { target: this.selectedView(), connected: false, armed: false, lease_held: false, playing: false, stopped_reason: '', heartbeat_timeout_ms: this.heartbeatMs, loaded: null };
-          const st = await s.status();
+          let st: Record<string, any>;
+          try {
+            st = await s.status();
+          } catch (e) {
+            // The selected cell does not answer: the status still says what this server knows.
+            if (!(e instanceof OlpError)) throw e;
+            return { target: this.selectedView(), connected: false, ...s.view(), cell_error: { error: e.code, detail: e.detail } };
+          }
           return {
             target: this.selectedView(),
             connected: true,
