@@ -374,6 +374,8 @@ export class CellSession {
       t0 += dur * 1e9;
       from = to;
     }
+    // A newer preparation supersedes the prepared program (document 1 part 3): play prepares it again.
+    if (this.loaded) delete this.loaded.identity;
     const p = await this.must('prepare_trajectory', { axis_mask: this.allMask, points: out });
     await this.must('start_trajectory', { handle: p.body.handle });
     return { ...this.view(), move: { points: out.length, duration_s: t0 / 1e9 } };
