@@ -294,14 +294,14 @@ describe('heartbeat (part 4, part 8)', () => {
     async ({ olps, skip }) => {
       const { target, client } = theCell(skip);
       needsMotion({ skip }, target);
-      const o = useOlp({ skip }, await olps.open('hb', () => ({ single: { socket: target.address, model_id: MODEL, robot_description_sha256: URDF_SHA }, planner: 'none', heartbeatMs: 600, leaseMs: LEASE_MS })));
-      needsConfigured({ skip }, o, 'a heartbeat interval of 600 ms');
+      const o = useOlp({ skip }, await olps.open('hb', () => ({ single: { socket: target.address, model_id: MODEL, robot_description_sha256: URDF_SHA }, planner: 'none', heartbeatMs: 1_500, leaseMs: LEASE_MS })));
+      needsConfigured({ skip }, o, 'a heartbeat interval of 1.5 s');
       try {
         expect((await o.client.post('/dense-execution/arm', { armed: true })).status).toBe(200);
-        // Heartbeats every 200 ms for 1.2 s (twice the interval): still armed.
-        for (let i = 0; i < 6; i++) {
+        // Heartbeats every 250 ms for 3 s (twice the interval): still armed.
+        for (let i = 0; i < 12; i++) {
           expect((await o.client.post('/dense-execution/heartbeat', {})).status).toBe(200);
-          await new Promise((r) => setTimeout(r, 200));
+          await new Promise((r) => setTimeout(r, 250));
         }
         expect((await o.client.get('/dense-execution/status')).json.lease_held).toBe(true);
         expect((await cellStatus(client)).grant.active).toBe(true);

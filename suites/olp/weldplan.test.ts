@@ -208,8 +208,9 @@ describe('weld planning', () => {
     const o = useOlp({ skip }, await olps.open('stub', () => ({})));
     needsConfigured({ skip }, o, 'a server with a short plan bound');
     expect((await o.client.get('/capabilities')).json.limits.weld_plan_timeout_s).toBe(1800n);
-    const short = useOlp({ skip }, await olps.open('short', () => ({ weldPlanTimeoutMs: 300 })));
-    expectAuthoringError(await short.client.post('/weld-plan', body((p) => (p.extensions = { weld_planner_stub: { stage_delay_ms: 200 } }))), 504, 'timeout');
+    // A 3 s bound: a plan of six 1 s stages outlives it; a plain plan (well under a second) does not.
+    const short = useOlp({ skip }, await olps.open('short', () => ({ weldPlanTimeoutMs: 3_000 })));
+    expectAuthoringError(await short.client.post('/weld-plan', body((p) => (p.extensions = { weld_planner_stub: { stage_delay_ms: 1_000 } }))), 504, 'timeout');
     // Well inside the bound a plan of the same server completes.
     expect((await short.client.post('/weld-plan', body())).status).toBe(200);
   });
