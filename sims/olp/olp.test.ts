@@ -83,3 +83,14 @@ test('the same /weld-plan body packs the same container, which the planner reads
   expect(Object.keys(unzipSync(a)).sort()).toEqual(['manifest.json', 'program.json', 'tooling.json']);
   expect(readWeldplan(a).program.programId).toBe('line_weld_demo');
 });
+
+test('the robot-bound machine fixture pins the fixture robot: same model, description digest and joint limits', async () => {
+  const { compileMachine } = await import('../config/compile.ts');
+  const text = readFileSync(new URL('../../fixtures/machines/nine-axis-robot.json', import.meta.url), 'utf8');
+  const compiled = compileMachine(text);
+  const robot = parseUrdf(URDF, 'sim-nine-axis.urdf');
+  expect(compiled.machine.robot).toEqual({ model_id: robot.model_id, description_sha256: robot.robot_description_sha256 });
+  expect(compiled.files.some((f) => f.name === 'robot.json')).toBe(true);
+  const doc = JSON.parse(text) as { robot: { joints: Array<{ id: string; min: number; max: number; max_velocity: number }> } };
+  expect(doc.robot.joints.map((j) => [j.id, j.min, j.max, j.max_velocity])).toEqual(robot.axes.driven.map((a) => [a.name, a.lower_rad, a.upper_rad, a.velocity_rad_s]));
+});
