@@ -15,7 +15,7 @@ import { updateExpectations } from './report/expectations.ts';
 import { mergeRuns } from './report/merge.ts';
 import type { RunRecord } from './report/run-types.ts';
 import { computeCoverage, familyCounts } from './catalogue/gate.ts';
-import { CONFIG_ENTRY, PLANNER_ENTRY, STACK_ENTRY, STACK_NODE_ARGS, TS_NODE_ARGS } from './targets/reference.ts';
+import { CONFIG_ENTRY, OLP_ENTRY, PLANNER_ENTRY, STACK_ENTRY, STACK_NODE_ARGS, TS_NODE_ARGS } from './targets/reference.ts';
 import { packWeldplan, programDigest, sealProgram } from './clients/weldplan.ts';
 import { TARGETS } from './targets/index.ts';
 import { machineDigest } from './targets/replay.ts';
@@ -51,13 +51,14 @@ commands:
   merge     merge shard runs (hil run --shard i/n) from several machines into one run and report
   dense     dense trajectory files: "hil dense inspect FILE" prints header, segments and digest check
   planner   start the weld planner stub: "hil planner serve [--host H] [--port P] [--dense-store-dir DIR]"
+  olp       start the offline programming server: "hil olp serve [--listen HOST:PORT] [--catalogue FILE] ..."
   weldplan  build a .weldplan container: "hil weldplan pack PROGRAM.json --out FILE" 
   help      this text; "hil <command> --help" for a command
 
 exit status: 0 all passed, 1 failures, 2 usage errors`,
   run: `usage: hil run [--target sim|external|replay|rig] [--driver NAME] [--socket PATH] [--planner-url URL]
-               [--machine FILE] [--record DIR] [--recordings DIR] [--bench PORT] [--allow-motion] [--no-report]
-               [--reports DIR] [--shard i/n] [--grep PATTERN] [--plant FAULT@TEST] [filter ...]
+               [--olp-url URL] [--machine FILE] [--record DIR] [--recordings DIR] [--bench PORT] [--allow-motion]
+               [--no-report] [--reports DIR] [--shard i/n] [--grep PATTERN] [--plant FAULT@TEST] [filter ...]
 
 Runs suites/ against the target. Filters select test files by substring (the traceability gate only
 applies to a full run). Writes reports/run.json, reports/allure-results/, reports/junit.xml and, unless
@@ -70,6 +71,7 @@ applies to a full run). Writes reports/run.json, reports/allure-results/, report
                     fake master); expected failures then come from fixtures/expectations/<target>+<driver>.json
   --socket PATH     control socket of an external target
   --planner-url URL external: the weld planner's base URL (planner suites skip without it)
+  --olp-url URL     external: the offline programming server's base URL {olp_url} (OLP suites skip without it)
   --machine FILE    sim: machine configuration (default fixtures/machines/nine-axis.json)
   --record DIR      sim: record every test into its own recording under DIR/sim/<machine digest>/
                     (a fresh stack per test; docs/recording.md "Recording a suite run")
@@ -129,6 +131,7 @@ Collects the suites (without running them) and prints covered and pending counts
 Reads a robot.v4.dense-joint-trajectory.v1 file (document 2 part 2) with the harness's own decoder and
 prints its header, its segments (index, kind, sample count, block digest ok/bad) and the content digest
 check. Exit 0 when the file is valid, 1 with the reason label (document 2 part 7) when it is not.`,
+  olp: `usage: hil olp serve [--listen HOST:PORT] [--catalogue FILE | --control-socket PATH] ...   (hil olp serve --help for details)`,
   planner: `usage: hil planner serve [--host H] [--port P] [--dense-store-dir DIR]   (hil planner serve --help for details)`,
   weldplan: `usage: hil weldplan pack PROGRAM.json --out FILE [--tooling FILE] [--step FILE] [--seal]
 
@@ -204,6 +207,13 @@ export async function main(argv: string[]): Promise<number> {
           throw new UsageError('expected: planner serve [options]');
         }
         return await startProcess(PLANNER_ENTRY, rest);
+      case 'olp':
+        // The OLP server is a process of the reference system (DESIGN.md rule 1): started, never imported.
+        if (rest[0] !== 'serve') {
+          if (wantsHelp(rest, 'olp')) return 0;
+          throw new UsageError('expected: olp serve [options]');
+        }
+        return await startProcess(OLP_ENTRY, rest);
       case 'weldplan':
         return weldplanCommand(rest);
       case 'help':
@@ -241,6 +251,7 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
       driver: { type: 'string' },
       socket: { type: 'string' },
       'planner-url': { type: 'string' },
+      'olp-url': { type: 'string' },
       machine: { type: 'string' },
       record: { type: 'string' },
       recordings: { type: 'string' },
@@ -282,6 +293,7 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
   if (values.bench) process.env.HIL_BENCH = values.bench === 'sim' ? 'sim' : resolve(values.bench);
   if (values.socket) process.env.HIL_SOCKET = resolve(values.socket);
   if (values['planner-url']) process.env.HIL_PLANNER_URL = values['planner-url'];
+  if (values['olp-url']) process.env.HIL_OLP_URL = values['olp-url'];
   if (values.machine) process.env.HIL_MACHINE = resolve(values.machine);
   if (values['allow-motion']) process.env.HIL_ALLOW_MOTION = '1';
   if (values.record !== undefined) {

@@ -22,6 +22,7 @@ export const LAST_FILES = ['suites/trajectory/upload.test.ts'];
 
 export const DURATION_MS: Readonly<Record<string, number>> = {
   'suites/remote/timeouts.test.ts': 31_000,
+  'suites/olp/execution.test.ts': 20_000,
   'suites/remote/jog.test.ts': 15_500,
   'suites/planner/program.test.ts': 12_000,
   'suites/planner/cancel.test.ts': 11_500,
@@ -29,11 +30,14 @@ export const DURATION_MS: Readonly<Record<string, number>> = {
   'suites/telemetry/stream.test.ts': 8_200,
   'suites/jog/jog.test.ts': 6_900,
   'suites/telemetry/busy.test.ts': 6_500,
+  'suites/olp/targets.test.ts': 8_000,
+  'suites/olp/weldplan.test.ts': 7_000,
   'suites/machine/machine.test.ts': 6_400,
   'suites/remote/startup.test.ts': 6_200,
   'suites/telemetry/telemetry.test.ts': 6_000,
   'suites/trajectory/trajectory.test.ts': 5_000,
   'suites/remote/handshake.test.ts': 4_300,
+  'suites/olp/service.test.ts': 4_000,
   'suites/planner/e2e.test.ts': 3_700,
   'suites/config/digests.test.ts': 3_700,
   'suites/planner/api.test.ts': 2_900,

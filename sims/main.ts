@@ -76,6 +76,9 @@ Starts the reference cell stack (control service + real-time core on the sim dri
                           (0 picks a free port; its URL is the ready line's "planner")
   --planner-host H        interface for that planner (default 127.0.0.1)
   --planner-store-dir DIR its dense store (default DIR/planner-store)
+  --olp-port P            also start the offline programming server (document 3, hil olp serve) on
+                          127.0.0.1:P with this stack as its single target and the planner above, if any
+                          (0 picks a free port; its URL is the ready line's "olp")
   --lifeline-stdin        exit when standard input closes (used by targets that start the stack)
   --remote-listen HOST:PORT  also serve HTTPS with mutual TLS 1.3 there (port 0: any free port); needs
                           --remote-ca FILE (exactly one self-signed CA), --remote-cert FILE, --remote-key FILE,
@@ -180,6 +183,7 @@ export async function main(argv: string[]): Promise<number> {
         'planner-port': { type: 'string' },
         'planner-host': { type: 'string' },
         'planner-store-dir': { type: 'string' },
+        'olp-port': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -365,6 +369,11 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write('--planner-port must be an integer 0..65535\n');
     return 2;
   }
+  const olpPort = args['olp-port'];
+  if (olpPort !== undefined && (!/^(0|[1-9][0-9]{0,4})$/.test(olpPort) || Number(olpPort) > 65535)) {
+    process.stderr.write('--olp-port must be an integer 0..65535\n');
+    return 2;
+  }
   const core = new CoreLink(machine, {
     driver,
     ...(driver === 'sim' ? { driverParams: { startFaults, ...(homingMs !== undefined ? { homingNs: BigInt(homingMs) * 1_000_000n } : {}) } } : {}),
@@ -396,9 +405,10 @@ export async function main(argv: string[]): Promise<number> {
   });
 
   let planner: PlannerChild | undefined;
+  let olp: PlannerChild | undefined;
   let stopping: Promise<void> | undefined;
   const shutdown = (why: string) => {
-    stopping ??= Promise.all([service.stop(), planner?.stop()])
+    stopping ??= Promise.all([olp?.stop(), service.stop(), planner?.stop()])
       .then(() => undefined)
       .catch((e: Error) => process.stderr.write(`shutdown: ${e.message}\n`))
       .then(() => {
@@ -436,6 +446,10 @@ export async function main(argv: string[]): Promise<number> {
   try {
     await service.start();
     if (plannerPort !== undefined) planner = await startPlanner(args['planner-host'] ?? '127.0.0.1', plannerPort, resolve(args['planner-store-dir'] ?? join(resolve(dir), 'planner-store')));
+    if (olpPort !== undefined) {
+      const olpArgs = ['serve', '--listen', `127.0.0.1:${olpPort}`, '--control-socket', service.socketPath, '--robot-store', join(ROOT, 'fixtures', 'robots'), ...(planner ? ['--planner-url', planner.url] : [])];
+      olp = await startChild('olp', olpArgs, (r) => String(r.olp));
+    }
   } catch (e) {
     process.stderr.write(`hil serve: cannot start: ${(e as Error).message}\n`);
     await shutdown('start failed');
@@ -456,6 +470,7 @@ export async function main(argv: string[]): Promise<number> {
         configuration_sha256: machine.configuration_sha256,
         remote: service.remoteAddress ? `${service.remoteAddress.host}:${service.remoteAddress.port}` : '',
         ...(planner ? { planner: planner.url, planner_pid: planner.pid } : {}),
+        ...(olp ? { olp: olp.url, olp_pid: olp.pid } : {}),
       }) +
       '\n',
   );
@@ -470,7 +485,12 @@ interface PlannerChild {
 
 /** The weld planner stub as its own process (document 2: separate from the control service). */
 function startPlanner(host: string, port: string, storeDir: string): Promise<PlannerChild> {
-  const child = spawn(process.execPath, [...programArgs('planner'), 'serve', '--host', host, '--port', port, '--dense-store-dir', storeDir, '--lifeline-stdin'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  return startChild('planner', ['serve', '--host', host, '--port', port, '--dense-store-dir', storeDir], (r) => String(r.planner));
+}
+
+/** A reference program as its own process with a lifeline, once it printed its ready line. */
+function startChild(name: 'planner' | 'olp', argv: string[], urlOf: (ready: Record<string, unknown>) => string): Promise<PlannerChild> {
+  const child = spawn(process.execPath, [...programArgs(name), ...argv, '--lifeline-stdin'], { stdio: ['pipe', 'pipe', 'inherit'] });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   return new Promise((resolve, reject) => {
     let out = '';
@@ -478,9 +498,9 @@ function startPlanner(host: string, port: string, storeDir: string): Promise<Pla
       out += d;
       const line = out.split('\n').find((l) => l.startsWith('ready '));
       if (!line) return;
-      const r = JSON.parse(line.slice(6)) as { planner: string; pid: number };
+      const r = JSON.parse(line.slice(6)) as Record<string, unknown> & { pid: number };
       resolve({
-        url: r.planner,
+        url: urlOf(r),
         pid: r.pid,
         async stop() {
           child.stdin!.end();
@@ -490,7 +510,7 @@ function startPlanner(host: string, port: string, storeDir: string): Promise<Pla
         },
       });
     });
-    void exited.then(() => reject(new Error('the weld planner exited before it was ready')));
+    void exited.then(() => reject(new Error(`the ${name === 'olp' ? 'OLP server' : 'weld planner'} exited before it was ready`)));
   });
 }
 

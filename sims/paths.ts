@@ -31,11 +31,12 @@ export function workerEntry(name: WorkerName): URL {
 
 
 /** The stack's other programs, started as processes of their own. */
-export type ProgramName = 'planner' | 'planner-child';
+export type ProgramName = 'planner' | 'planner-child' | 'olp';
 
 const SOURCE_PROGRAM: Record<ProgramName, string> = {
   planner: 'planner/main.ts',
   'planner-child': 'planner/child.ts',
+  olp: 'olp/main.ts',
 };
 
 /** Node arguments that start a program of the reference system (before its own arguments). */

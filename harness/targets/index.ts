@@ -7,6 +7,7 @@ import { replayTarget } from './replay.ts';
 import { HarnessError } from '../errors.ts';
 import type { PlannerEndpoint, Target, TargetDescriptor, TargetName, TargetOptions, VariantOptions } from './types.ts';
 import { parseVariant } from './variant.ts';
+import type { OlpSpec, OpenedOlp } from './olp.ts';
 
 export const TARGETS: Readonly<Record<TargetName, TargetDescriptor>> = validate({ sim: simTarget, external: externalTarget, replay: replayTarget, rig: rigTarget });
 
@@ -28,6 +29,7 @@ export function targetFromEnv(env: NodeJS.ProcessEnv = process.env): { name: Tar
     options: {
       socket: env.HIL_SOCKET,
       plannerUrl: env.HIL_PLANNER_URL,
+      olpUrl: env.HIL_OLP_URL,
       machine: env.HIL_MACHINE,
       allowMotion: env.HIL_ALLOW_MOTION === '1',
       bench: env.HIL_BENCH,
@@ -64,5 +66,13 @@ export function plannerFromEnv(env: NodeJS.ProcessEnv = process.env): Promise<{ 
   return d.openPlanner ? d.openPlanner(options) : Promise.resolve(undefined);
 }
 
+/** The OLP server of the target the environment names (undefined: the target has none). */
+export function olpFromEnv(spec: OlpSpec, env: NodeJS.ProcessEnv = process.env): Promise<OpenedOlp | undefined> {
+  const { name, options } = targetFromEnv(env);
+  const d = TARGETS[name];
+  return d.openOlp ? d.openOlp(spec, options) : Promise.resolve(undefined);
+}
+
 export type { PlannerEndpoint, Target, VariantOptions } from './types.ts';
+export type { OlpCellSpec, OlpEndpoint, OlpSpec, OpenedOlp } from './olp.ts';
 export { describeVariant, parseVariant } from './variant.ts';

@@ -24,6 +24,8 @@ export const PLANNER_ENTRY = join(ROOT, 'sims', 'planner', 'main.ts');
  * says why it must be read at process start). `hil serve` and every target use it.
  */
 export const STACK_NODE_ARGS: readonly string[] = [`--openssl-config=${join(ROOT, 'sims', 'service', 'tls-no-tickets.cnf')}`];
+/** The offline programming server (`hil olp serve`, document 3), a process of its own. */
+export const OLP_ENTRY = join(ROOT, 'sims', 'olp', 'main.ts');
 /** Node arguments that run a TypeScript entry point (tsx, no build step). */
 export const TS_NODE_ARGS: readonly string[] = ['--import', resolveTsx()];
 
@@ -52,6 +54,7 @@ const BUNDLES: Record<string, string> = {
   'dense-decode-worker': 'dense/decode-worker.ts',
   'ethercat-fake-worker': '../drivers/ethercat/fake-worker.ts',
   planner: 'planner/main.ts',
+  olp: 'olp/main.ts',
 };
 /** Built separately, as CommonJS (planner-child.cjs). */
 const PLANNER_CHILD = 'planner/child.ts';
@@ -63,15 +66,15 @@ const PLANNER_CHILD = 'planner/child.ts';
  */
 const EXTERNAL = ['node-ethercat', 'tsx', 'tsx/*', 'esbuild', 'bufferutil', 'utf-8-validate', '@peculiar/x509', 'reflect-metadata', 'unix-dgram'];
 
-export type ReferenceProgram = 'stack' | 'config' | 'planner';
+export type ReferenceProgram = 'stack' | 'config' | 'planner' | 'olp';
 
 /** Node arguments (before the program's own) that start a reference program, prebuilt when a bundle is named. */
 export function referenceCommand(program: ReferenceProgram, env: NodeJS.ProcessEnv = process.env): string[] {
   const prebuilt = env[PREBUILT_ENV];
-  const bundle = { stack: 'main.js', config: 'config.js', planner: 'planner.js' }[program];
+  const bundle = { stack: 'main.js', config: 'config.js', planner: 'planner.js', olp: 'olp.js' }[program];
   const node = program === 'stack' ? STACK_NODE_ARGS : [];
   if (prebuilt && prebuilt !== 'off') return [...node, join(prebuilt, bundle)];
-  return [...node, ...TS_NODE_ARGS, { stack: STACK_ENTRY, config: CONFIG_ENTRY, planner: PLANNER_ENTRY }[program]];
+  return [...node, ...TS_NODE_ARGS, { stack: STACK_ENTRY, config: CONFIG_ENTRY, planner: PLANNER_ENTRY, olp: OLP_ENTRY }[program]];
 }
 
 /**

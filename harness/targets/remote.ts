@@ -123,6 +123,7 @@ export async function startRemoteStack(o: RemoteOptions = {}): Promise<RemoteSta
   const clients: ControlClient[] = [];
   const issued = new Set<string>();
   const testAgent = new Agent({ connect: { socketPath: stack.ready.test_channel } });
+  let stopped = false;
   const creds = async (principal: string) => {
     if (!issued.has(principal)) {
       await issueClient({ dir: pair.dir, principal });
@@ -157,6 +158,9 @@ export async function startRemoteStack(o: RemoteOptions = {}): Promise<RemoteSta
       return BigInt(m[1]!);
     },
     async stop(opts) {
+      // Idempotent: a test may stop its stack (a cell that dies) before the file's cleanup stops it again.
+      if (stopped) return;
+      stopped = true;
       await Promise.all(clients.splice(0).map((c) => c.close()));
       await testAgent.close();
       await stack.stop(opts);

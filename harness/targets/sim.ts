@@ -15,6 +15,7 @@ import { ANCHOR_DIR_ENV, ROOT, referenceCommand } from './reference.ts';
 import type { PlannerEndpoint, StackProcess, StackStart, StepReport, Target, TargetDescriptor, TargetOptions, TestStack } from './types.ts';
 
 export type { StackProcess, StackStart } from './types.ts';
+import { startReferenceOlp } from './olp.ts';
 import { machineFile, parseVariant, type VariantOptions } from './variant.ts';
 import { currentTest, drawnProperties, noteVariantOutcome, recordingPath, registerPerTest, takeVariantIndex, variantOptionsJson, variantRecordingPath, type PerTestHooks, type PerTestOutcome } from './pertest.ts';
 
@@ -480,6 +481,7 @@ export const simTarget: TargetDescriptor = {
   cannotProvide: () => undefined,
   openVariant: (variant, o) => startVariant(variant, baseStart(o), recordTo(o)),
   openPlanner: () => openStubPlanner(),
+  openOlp: (spec) => startReferenceOlp(spec),
   cannotStartStack: () => undefined,
   startStack: (s, o) => startTestStack(s, recordTo(o)),
 };

@@ -4,6 +4,7 @@
 import type { ControlClient } from '../clients/control.ts';
 import type { ChildProcess } from 'node:child_process';
 import type { VariantOptions } from './variant.ts';
+import type { OlpSpec, OpenedOlp } from './olp.ts';
 
 export type { VariantOptions } from './variant.ts';
 
@@ -30,6 +31,8 @@ export interface TargetOptions {
   allowMotion?: boolean;
   /** external: the weld planner's base URL (HIL_PLANNER_URL). */
   plannerUrl?: string;
+  /** external: the offline programming server's base URL {olp_url} (HIL_OLP_URL). */
+  olpUrl?: string;
   /** sim: extra arguments for `hil serve`. */
   serveArgs?: string[];
   /** sim: record every test into its own recording under this directory (`hil run --record DIR`). */
@@ -132,6 +135,13 @@ export interface TargetDescriptor {
    * has none (the planner suites skip with a stated reason). The caller closes it.
    */
   openPlanner?(options: TargetOptions): Promise<{ endpoint: PlannerEndpoint; close(): Promise<void> } | undefined>;
+  /**
+   * The offline programming server that goes with this kind of target (document 3): on the sim target the
+   * reference server started with `spec` (its cells, planner and bounds; harness/targets/olp.ts), on the
+   * external target the server at HIL_OLP_URL as its owner configured it (endpoint.configured false).
+   * Undefined when the target has none (the OLP suites skip with a stated reason). The caller closes it.
+   */
+  openOlp?(spec: OlpSpec, options: TargetOptions): Promise<OpenedOlp | undefined>;
   /**
    * Why this kind of target cannot start a test's own stack (a skip reason), or undefined. Absent with
    * startStack when the target does not start the reference stack at all (external, rig).

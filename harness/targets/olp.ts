@@ -1,0 +1,164 @@
+// The offline programming server of a target (document 3). On the sim target the harness starts the
+// reference server (`hil olp serve`) as a process of its own, configured as the suite asks (the cells of
+// its catalogue, the planner, the heartbeat and weld-plan bounds), and stops it afterwards: starting a
+// process is the only link (DESIGN.md rule 1). The catalogue file it writes is the reference server's
+// format (docs/profile.md "OLP server: cell catalogue"). On the external target the server is someone
+// else's, reached at --olp-url (HIL_OLP_URL) as it was configured by its owner.
+
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { HarnessError } from '../errors.ts';
+import { ROOT, referenceCommand } from './reference.ts';
+import { openStubPlanner } from './sim.ts';
+
+/** Where an OLP server answers. `url` is {olp_url}; routes are under {olp_url}/api/offline-programming/v1. */
+export interface OlpEndpoint {
+  url: string;
+  /** The server's process id when the harness started it. */
+  pid?: number;
+  /** The harness started and configured it as the suite asked (else it is configured by its owner). */
+  configured: boolean;
+  /** The weld planner the harness started for it, if any. */
+  plannerUrl?: string;
+}
+
+/** A cell of the catalogue the harness writes (the reference server's catalogue format). */
+export interface OlpCellSpec {
+  cell_id: string;
+  model_id: string;
+  robot_description_sha256?: string;
+  mode?: string;
+  backend?: string;
+  pair_id?: string;
+  configuration_sha256?: string;
+  /** The control service: its Unix socket, or its remote listener with a client's PEM texts. */
+  control: { socket: string } | { url: string; cert: string; key: string; ca: string };
+  /** Planning calibration bytes of the cell. */
+  calibration?: Uint8Array;
+}
+
+export interface OlpSpec {
+  /** A catalogue with these cells (several targets, selection, fencing). */
+  cells?: OlpCellSpec[];
+  /** No catalogue: one target at this control socket (no selection, no fencing). */
+  single?: { socket: string; model_id?: string; robot_description_sha256?: string };
+  /** The planner: the harness's stub (default), none, or a URL. */
+  planner?: 'stub' | 'none' | { url: string };
+  /** The robot store: the fixture robots (default), a directory that does not exist, or a directory of the suite's. */
+  robotStore?: 'fixture' | 'missing' | { dir: string };
+  heartbeatMs?: number;
+  leaseMs?: number;
+  weldPlanTimeoutMs?: number;
+  /** Ask for the default listen address (127.0.0.1:8794) instead of a free port. */
+  defaultListen?: boolean;
+}
+
+export interface OpenedOlp {
+  endpoint: OlpEndpoint;
+  stderr(): string;
+  close(): Promise<void>;
+}
+
+export const ROBOT_FIXTURES = join(ROOT, 'fixtures', 'robots');
+
+/** Start the reference OLP server with this configuration (and a planner stub unless told otherwise). */
+export async function startReferenceOlp(spec: OlpSpec = {}): Promise<OpenedOlp> {
+  const dir = await mkdtemp(join(tmpdir(), 'hil-olp-'));
+  let planner: { endpoint: { url: string }; close(): Promise<void> } | undefined;
+  try {
+    const args = ['serve', '--listen', spec.defaultListen ? '127.0.0.1:8794' : '127.0.0.1:0', '--lifeline-stdin'];
+    const store = spec.robotStore ?? 'fixture';
+    args.push('--robot-store', store === 'missing' ? join(dir, 'no-such-store') : store === 'fixture' ? ROBOT_FIXTURES : store.dir);
+    if (spec.planner === undefined || spec.planner === 'stub') {
+      planner = await openStubPlanner();
+      args.push('--planner-url', planner.endpoint.url);
+    } else if (spec.planner !== 'none') args.push('--planner-url', spec.planner.url);
+    if (spec.heartbeatMs !== undefined) args.push('--heartbeat-ms', String(spec.heartbeatMs));
+    if (spec.leaseMs !== undefined) args.push('--lease-ms', String(spec.leaseMs));
+    if (spec.weldPlanTimeoutMs !== undefined) args.push('--weld-plan-timeout-ms', String(spec.weldPlanTimeoutMs));
+    if (spec.cells) args.push('--catalogue', await writeCatalogue(dir, spec.cells));
+    else if (spec.single) {
+      args.push('--control-socket', spec.single.socket);
+      if (spec.single.model_id) args.push('--single-model', spec.single.model_id + (spec.single.robot_description_sha256 ? `@${spec.single.robot_description_sha256}` : ''));
+    }
+    const p = await spawnOlp(args);
+    return {
+      endpoint: { url: p.url, pid: p.pid, configured: true, ...(planner ? { plannerUrl: planner.endpoint.url } : {}) },
+      stderr: p.stderr,
+      async close() {
+        await p.stop();
+        await planner?.close();
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (e) {
+    await planner?.close();
+    await rm(dir, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+async function writeCatalogue(dir: string, cells: OlpCellSpec[]): Promise<string> {
+  const out = [];
+  for (const [i, c] of cells.entries()) {
+    const { control, calibration, ...rest } = c;
+    let ctl: Record<string, string>;
+    if ('socket' in control) ctl = { socket: control.socket };
+    else {
+      for (const [k, v] of [['cert', control.cert], ['key', control.key], ['ca', control.ca]] as const) await writeFile(join(dir, `cell${i}.${k}.pem`), v, { mode: 0o600 });
+      ctl = { url: control.url, cert: `cell${i}.cert.pem`, key: `cell${i}.key.pem`, ca: `cell${i}.ca.pem` };
+    }
+    let cal: Record<string, string> = {};
+    if (calibration) {
+      await writeFile(join(dir, `cell${i}.calibration`), calibration);
+      cal = { machine_planning_calibration_file: `cell${i}.calibration` };
+    }
+    out.push({ ...rest, control: ctl, ...cal });
+  }
+  const file = join(dir, 'cells.json');
+  await writeFile(file, JSON.stringify({ cells: out }, null, 2));
+  return file;
+}
+
+async function spawnOlp(args: string[], timeoutMs = 30_000): Promise<{ url: string; pid: number; stderr: () => string; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, [...referenceCommand('olp'), ...args], { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT });
+  let err = '';
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+    err = (err + d).slice(-64 * 1024);
+  });
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const ready = await new Promise<{ olp: string; pid: number }>((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new HarnessError('HIL_ERR_TARGET_START', `OLP server did not report ready within ${timeoutMs} ms\n${err}`));
+    }, timeoutMs);
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      out += d;
+      const line = out.split('\n').find((l) => l.startsWith('ready '));
+      if (line) {
+        clearTimeout(timer);
+        resolve(JSON.parse(line.slice(6)) as { olp: string; pid: number });
+      }
+    });
+    void exited.then(() => {
+      clearTimeout(timer);
+      reject(new HarnessError('HIL_ERR_TARGET_START', `OLP server exited before ready\n${err}`));
+    });
+  });
+  return {
+    url: ready.olp,
+    pid: ready.pid,
+    stderr: () => err,
+    async stop() {
+      child.stdin!.end();
+      const t = setTimeout(() => child.kill('SIGTERM'), 5_000);
+      const k = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(t);
+      clearTimeout(k);
+    },
+  };
+}

@@ -1,0 +1,113 @@
+// Entry point of the offline programming server (`hil olp serve`, document 3): a process of its own, as
+// on a real cell. Prints one line beginning with "ready " (JSON: its base URL, pid) when it answers; stops
+// on SIGINT/SIGTERM and, with --lifeline-stdin, when its parent closes stdin.
+
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { encodeJson } from '../json.ts';
+import { HEARTBEAT_MS } from './execution.ts';
+import { BASE, DEFAULT_LISTEN, OlpServer } from './server.ts';
+
+const USAGE = `usage: hil olp serve [--listen HOST:PORT] [--catalogue FILE | --control-socket PATH] [--robot-store DIR]
+                     [--planner-url URL] [--heartbeat-ms N] [--lease-ms N] [--weld-plan-timeout-ms N] [--lifeline-stdin]
+
+Starts the offline programming server (document 3), every route under ${BASE}.
+
+  --listen HOST:PORT       where to listen (default ${DEFAULT_LISTEN}; same-host use only: the server has no
+                           authentication, document 3 part 5); port 0 picks a free port (the ready line's URL)
+  --catalogue FILE         cell catalogue (docs/profile.md "OLP server: cell catalogue"): several cells, target
+                           selection and fencing; without it the server has a single target and no fencing
+  --control-socket PATH    the single target's control socket (no catalogue)
+  --single-model ID[@SHA]  the single target's robot model (and description digest) for the identity check
+  --robot-store DIR        directory of URDF robot descriptions (GET /robots)
+  --planner-url URL        the weld planner (document 2), for /weld-plan and /dense-execution/load
+  --heartbeat-ms N         UI heartbeat timeout while the lease is held (default ${HEARTBEAT_MS}, document 3 part 4)
+  --lease-ms N             grant lease asked of the control service (default: the service's)
+  --weld-plan-timeout-ms N how long one weld plan may run (default 30 minutes, document 3 part 8)
+  --lifeline-stdin         exit when standard input closes (used by targets that start the server)
+`;
+
+const INT = /^[1-9][0-9]{0,9}$/;
+
+export async function main(argv: string[]): Promise<number> {
+  if (argv[0] !== 'serve') {
+    process.stderr.write(USAGE);
+    return argv[0] === '--help' || argv[0] === '-h' ? 0 : 2;
+  }
+  let a;
+  try {
+    a = parseArgs({
+      args: argv.slice(1),
+      options: {
+        listen: { type: 'string' },
+        catalogue: { type: 'string' },
+        'control-socket': { type: 'string' },
+        'single-model': { type: 'string' },
+        'robot-store': { type: 'string' },
+        'planner-url': { type: 'string' },
+        'heartbeat-ms': { type: 'string' },
+        'lease-ms': { type: 'string' },
+        'weld-plan-timeout-ms': { type: 'string' },
+        'lifeline-stdin': { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+    }).values;
+  } catch (e) {
+    process.stderr.write(`${(e as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  if (a.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const listen = /^(.+):(0|[1-9][0-9]{0,4})$/.exec(a.listen ?? DEFAULT_LISTEN);
+  if (!listen || Number(listen[2]) > 65535) {
+    process.stderr.write('--listen must be HOST:PORT with a port 0..65535\n');
+    return 2;
+  }
+  for (const k of ['heartbeat-ms', 'lease-ms', 'weld-plan-timeout-ms'] as const) {
+    if (a[k] !== undefined && !INT.test(a[k]!)) {
+      process.stderr.write(`--${k} must be a positive integer\n`);
+      return 2;
+    }
+  }
+  if (a.catalogue && a['control-socket']) {
+    process.stderr.write('--catalogue and --control-socket exclude each other (a catalogue names every cell)\n');
+    return 2;
+  }
+  const [model, sha] = (a['single-model'] ?? '').split('@');
+  const server = new OlpServer({
+    host: listen[1]!.replace(/^\[(.*)\]$/, '$1'),
+    port: Number(listen[2]),
+    ...(a.catalogue ? { catalogue: resolve(a.catalogue) } : {}),
+    ...(a['control-socket'] ? { control: { socket: resolve(a['control-socket']) } } : {}),
+    ...(model ? { singleModel: { model_id: model, ...(sha ? { robot_description_sha256: sha } : {}) } } : {}),
+    ...(a['robot-store'] ? { robotStore: resolve(a['robot-store']) } : {}),
+    ...(a['planner-url'] ? { plannerUrl: a['planner-url'].replace(/\/+$/, '') } : {}),
+    ...(a['heartbeat-ms'] ? { heartbeatMs: Number(a['heartbeat-ms']) } : {}),
+    ...(a['lease-ms'] ? { leaseMs: Number(a['lease-ms']) } : {}),
+    ...(a['weld-plan-timeout-ms'] ? { weldPlanTimeoutMs: Number(a['weld-plan-timeout-ms']) } : {}),
+    log: (l) => process.stderr.write(`${l}\n`),
+  });
+  let url: string;
+  try {
+    url = await server.start();
+  } catch (e) {
+    process.stderr.write(`hil olp: cannot start: ${(e as Error).message}\n`);
+    return 1;
+  }
+  let stopping: Promise<void> | undefined;
+  const shutdown = () => (stopping ??= server.stop().then(() => process.exit(0)));
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void shutdown());
+  if (a['lifeline-stdin']) {
+    process.stdin.on('end', () => void shutdown());
+    process.stdin.on('error', () => void shutdown());
+    process.stdin.resume();
+  }
+  process.stdout.write('ready ' + encodeJson({ olp: url, base: BASE, pid: process.pid }) + '\n');
+  return -1;
+}
+
+const code = await main(process.argv.slice(2));
+if (code >= 0) process.exit(code);

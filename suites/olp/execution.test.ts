@@ -1,0 +1,424 @@
+// Dense execution through the OLP server on a simulated cell (document 3 part 4 /dense-execution/*,
+// part 8; document 2 part 2 the robot and cell identity check), end to end: a program document is planned
+// by /weld-plan, loaded, armed, homed and played; it completes on the cell, the telemetry window shows
+// the motion, and stop leaves the cell stopped and released, as the control service itself reports.
+// Around it: the heartbeat (a non-default interval stops the machine with ui_heartbeat_lost; the default
+// is 5 s), a switch refused while playing, pause, joint jog and joint moves (joint limits only), the
+// identity check, and a core that dies mid-play.
+
+import { createHash } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { sealProgram } from '../../harness/clients/weldplan.ts';
+import type { ControlClient } from '../../harness/clients/control.ts';
+import { covers, describe, expect, needsMotion, profile, sharedVariant, type Description } from '../../harness/fixture.ts';
+import type { OlpSpec, Target } from '../../harness/targets/index.ts';
+import { baseProgram } from '../planner/toolkit.ts';
+import { expectMachineError, fence, needsConfigured, olpTest as test, useOlp, type Olp } from './toolkit.ts';
+
+const URDF_SHA = 'sha256:' + createHash('sha256').update(readFileSync(new URL('../../fixtures/robots/sim-nine-axis.urdf', import.meta.url))).digest('hex');
+const MODEL = 'sim-nine-axis';
+
+// The cell runs the internet link profile (fixtures/machines/nine-axis-internet.json): its 3 s lease
+// ceiling lets the OLP server's grant ride out a loaded machine between renewals (the lan ceiling is
+// 500 ms); the OLP servers of this file ask for it.
+const v = sharedVariant({ machine: 'nine-axis-internet' });
+const LEASE_MS = 3_000;
+
+/** The file's cell, or a skip with the target's reason. */
+function theCell(skip: (c: boolean, n?: string) => void): { target: Target; description: Description; client: ControlClient } {
+  skip(v.cannot !== undefined, v.cannot);
+  return { target: v.target, description: v.description, client: v.target.client() };
+}
+
+type Pools = { open: (n: string, s: () => OlpSpec | Promise<OlpSpec>) => Promise<Olp | undefined>; drop: (n: string) => Promise<void> };
+
+/** The catalogue of this file: the file's cell under two names, and once without a robot description. */
+function catalogue(target: Target, d: Description): OlpSpec {
+  const pin = { model_id: MODEL, mode: 'simulation', backend: 'core', pair_id: d.binding.pair_id, configuration_sha256: d.binding.configuration_sha256, control: { socket: target.address } };
+  return {
+    cells: [
+      { cell_id: 'cell-a', robot_description_sha256: URDF_SHA, ...pin },
+      { cell_id: 'cell-a2', robot_description_sha256: URDF_SHA, ...pin },
+      { cell_id: 'cell-nodesc', ...pin },
+    ],
+    leaseMs: LEASE_MS,
+  };
+}
+
+/** The fixture program for the fixture robot (its description pinned), sealed. */
+function programFor(description = URDF_SHA): Record<string, unknown> {
+  const p = baseProgram() as Record<string, any>;
+  p.robot.robot_description_sha256 = description;
+  return sealProgram(p);
+}
+
+async function plan(o: Olp, description = URDF_SHA): Promise<{ digest: string; blob: Buffer; samples: bigint }> {
+  const program = programFor(description);
+  const r = await o.client.post('/weld-plan', { program, tooling: { tool_id: 'torch-olp' }, step_base64: '', workpiece_absent: true, cell_id: 'cell-a', program_id: 'line_weld_demo', program_digest: program.program_digest });
+  expect(r.status, r.text.slice(0, 400)).toBe(200);
+  return { digest: r.json.dense.digest, blob: Buffer.from(r.json.dense_blob_base64, 'base64'), samples: BigInt(r.json.dense.samples) };
+}
+
+/** Select a cell and return a poster that carries the current fence. */
+async function selected(o: Olp, cell: string): Promise<(route: string, body?: unknown) => ReturnType<Olp['client']['post']>> {
+  const r = await o.client.post('/targets/select', { cell_id: cell, model_id: MODEL });
+  expect(r.status, r.text).toBe(200);
+  const g = r.json.selected.selection_generation;
+  return (route, body = {}) => o.client.post(`/dense-execution${route}`, body, fence(g, cell));
+}
+
+async function cellStatus(c: ControlClient): Promise<Record<string, any>> {
+  return (await c.status()).reply.data as Record<string, any>;
+}
+
+async function until<T>(what: string, f: () => Promise<T>, ok: (v: T) => boolean, ms = 20_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (ok(v)) return v;
+    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms (last ${JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? String(x) : x)).slice(0, 400)})`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * Keep heartbeating while `f` runs (the UI is alive); whatever happens in it, the cell is stopped and
+ * released afterwards (DESIGN.md rule 5) unless `keep` says the test stops it itself.
+ */
+async function alive<T>(o: Olp, f: () => Promise<T>, keep = false): Promise<T> {
+  const t = setInterval(() => void o.client.post('/dense-execution/heartbeat', {}).catch(() => undefined), 1_000);
+  let ok = false;
+  try {
+    const v = await f();
+    ok = true;
+    return v;
+  } finally {
+    clearInterval(t);
+    if (!ok || !keep) await o.client.post('/dense-execution/stop', {}).catch(() => undefined);
+  }
+}
+
+/** Bring the cell back to the planned program's start (every axis at 0, the planner stub's rest pose). */
+async function toStart(post: (route: string, body?: unknown) => Promise<{ status: number; text: string }>, client: ControlClient): Promise<void> {
+  const q = ((await cellStatus(client)).axes as any[]).map((a) => Number(a.position));
+  if (q.every((x) => Math.abs(x) < 1e-4)) return;
+  const m = await post('/move', { points: [q.map(() => 0)] });
+  expect(m.status, m.text).toBe(200);
+  await until('the cell is back at the start', () => cellStatus(client), (s) => s.execution.state !== 'executing' && (s.axes as any[]).every((a) => Math.abs(Number(a.position)) < 1e-3), 15_000);
+}
+
+/** Home the native-home axes through the OLP server unless the cell has them homed already. */
+async function ensureHomed(post: (route: string, body?: unknown) => Promise<{ status: number; text: string }>, client: ControlClient, d: Description): Promise<void> {
+  const mask = d.axes.reduce((m, a, i) => (a.native_home === true ? m | (1 << i) : m), 0);
+  if ((Number((await cellStatus(client)).core.home_valid_mask) & mask) === mask) return;
+  const h = await post('/home', {});
+  expect(h.status, h.text).toBe(200);
+}
+
+async function execOlp(olps: Pools, skip: (c: boolean, n?: string) => void, target: Target, d: Description): Promise<Olp> {
+  const o = useOlp({ skip }, await olps.open('exec', () => catalogue(target, d)));
+  needsConfigured({ skip }, o, 'a catalogue naming the file\'s cell');
+  needsMotion({ skip }, target);
+  return o;
+}
+
+describe('dense execution', () => {
+  test(
+    'end to end: program document -> /weld-plan -> load -> arm -> home -> play completes on the cell; the telemetry window shows the motion; stop leaves it stopped and released',
+    covers(
+      'olp:route.dense_execution_run', 'olp:route.dense_execution_home_arm', 'olp:route.dense_execution_observe', 'field:OlpArmRequest.armed',
+      'olp:error.home_required', 'olp:error.cell_switch_while_playing', 'olp:stop.unfenced_releases', 'olp:error.dense_blob_not_found',
+    ),
+    async ({ olps, skip }) => {
+      const { target, description, client } = theCell(skip);
+      const o = await execOlp(olps, skip, target, description);
+      const post = await selected(o, 'cell-a');
+      const { digest, samples } = await plan(o);
+      expectMachineError(await post('/load', { trajectory_digest: 'sha256:' + '1'.repeat(64) }), undefined, 'dense_blob_not_found');
+      const loaded = await post('/load', { trajectory_digest: digest });
+      expect(loaded.status, loaded.text).toBe(200);
+      expect([loaded.json.loaded.trajectory_digest, BigInt(loaded.json.loaded.samples)]).toEqual([digest, samples]);
+      await alive(o, async () => {
+        const armed = await post('/arm', { armed: true });
+        expect(armed.status, armed.text).toBe(200);
+        expect([armed.json.armed, armed.json.loaded.prepared]).toEqual([true, true]);
+        const g = await cellStatus(client);
+        expect(g.grant.active).toBe(true);
+        const homeMask = description.axes.reduce((m, a, i) => (a.native_home === true ? m | (1 << i) : m), 0);
+        if ((Number(g.core.home_valid_mask) & homeMask) !== homeMask) {
+          expectMachineError(await post('/play', {}), undefined, 'home_required');
+          const h = await post('/home', {});
+          expect(h.status, h.text).toBe(200);
+        }
+        const before = BigInt((await cellStatus(client)).execution.generation);
+        const play = await post('/play', {});
+        expect(play.status, play.text).toBe(200);
+        expect(play.json.playing).toBe(true);
+        // Another cell while this one plays: refused, and nothing changes.
+        expectMachineError(await o.client.post('/targets/select', { cell_id: 'cell-a2', model_id: MODEL }), 409, 'cell_switch_while_playing');
+        const done = await until('the program ends', () => o.client.get('/dense-execution/status'), (r) => r.json.playing === false);
+        expect([done.json.execution.state, BigInt(done.json.execution.generation)]).toEqual(['completed', before + 1n]);
+        const cell = (await cellStatus(client)).execution;
+        expect([cell.state, BigInt(cell.generation)]).toEqual(['completed', before + 1n]);
+        // The telemetry window: armed, trajectory mode, and J1 travelled.
+        const w = await o.client.get('/dense-execution/telemetry/window?window_ms=5000');
+        expect(w.status, w.text.slice(0, 300)).toBe(200);
+        const s = w.json.samples as Array<{ active_mode: bigint | number; armed: boolean; position: number[] }>;
+        expect(s.some((x) => Number(x.active_mode) === 2 && x.armed)).toBe(true);
+        const j1 = s.map((x) => Number(x.position[0]));
+        expect(Math.max(...j1) - Math.min(...j1)).toBeGreaterThan(0.01);
+      }, true);
+      // Stop: no fence needed; the cell is stopped and released.
+      const stop = await o.client.post('/dense-execution/stop', {});
+      expect([stop.status, stop.json.stopped, stop.json.lease_held]).toEqual([200, true, false]);
+      const after = await cellStatus(client);
+      expect([after.grant.active, after.grant.controller ?? '']).toEqual([false, '']);
+      expect(Number(after.core.armed)).toBe(0);
+    },
+  );
+
+  test('execution bodies and labels are as docs/profile.md says', profile('profile:olp.execution_bodies', 'profile:olp.telemetry_window'), async ({ olps, skip }) => {
+      const { target, description } = theCell(skip);
+    const o = await execOlp(olps, skip, target, description);
+    const post = await selected(o, 'cell-a');
+    expectMachineError(await post('/play', {}), 409, 'not_armed');
+    const st = await o.client.get('/dense-execution/status');
+    for (const k of ['target', 'connected', 'armed', 'lease_held', 'lease_ms', 'playing', 'stopped_reason', 'heartbeat_timeout_ms', 'loaded', 'core', 'execution', 'grant', 'axes']) expect(st.json, k).toHaveProperty(k);
+    const w = await o.client.get('/dense-execution/telemetry/window?window_ms=100');
+    expect(Number(w.json.period_ns)).toBe(Number(description.cycle_ns) * 10);
+    expectMachineError(await o.client.get('/dense-execution/telemetry/window?window_ms=0'), 400, 'invalid_request');
+  });
+
+  test('pause halts the playing program and keeps the lease; stop releases it', covers('olp:route.dense_execution_run'), async ({ olps, skip }) => {
+      const { target, description, client } = theCell(skip);
+    const o = await execOlp(olps, skip, target, description);
+    const post = await selected(o, 'cell-a');
+    const { digest } = await plan(o);
+    await alive(o, async () => {
+      expect((await post('/load', { trajectory_digest: digest })).status).toBe(200);
+      expect((await post('/arm', { armed: true })).status).toBe(200);
+      await ensureHomed(post, client, description);
+      await toStart(post, client);
+      const before = BigInt((await cellStatus(client)).execution.generation);
+      const play = await post('/play', {});
+      expect(play.status, play.text).toBe(200);
+      const paused = await o.client.post('/dense-execution/pause', {});
+      expect([paused.status, paused.json.playing, paused.json.lease_held]).toEqual([200, false, true]);
+      const ex = await until('the execution leaves executing', () => cellStatus(client), (s) => BigInt(s.execution.generation) === before + 1n && s.execution.state !== 'executing');
+      expect(ex.execution.state).not.toBe('completed');
+      expect(ex.grant.active).toBe(true);
+    }, true);
+    expect((await o.client.post('/dense-execution/stop', {})).json.lease_held).toBe(false);
+    expect((await cellStatus(client)).grant.active).toBe(false);
+  });
+
+  test(
+    'joint jog: begin, updates about every 50 ms move the axis, a stale revision is refused, end stops it',
+    covers('olp:route.dense_execution_jog', 'limit:olp_jog_update_interval_ms', ...['target_id', 'session_id', 'revision', 'axis', 'direction', 'fraction'].map((f) => `field:OlpJogRequest.${f}`)),
+    async ({ olps, skip }) => {
+      const { target, description, client } = theCell(skip);
+      const o = await execOlp(olps, skip, target, description);
+      const post = await selected(o, 'cell-a');
+      expect(Number((await o.client.get('/capabilities')).json.limits.jog_update_interval_ms)).toBe(50);
+      await alive(o, async () => {
+        expect((await post('/arm', { armed: true })).status).toBe(200);
+        const axis = description.axes[0]!.id;
+        const q0 = Number((await cellStatus(client)).axes[0].position);
+        const jog = { target_id: 'cell-a', session_id: 'pendant-1', axis, direction: 1, fraction: 0.5 };
+        const b = await post('/jog/begin', { ...jog, revision: 1 });
+        expect(b.status, b.text).toBe(200);
+        const state = (await o.client.get('/dense-execution/jog/state')).json;
+        expect([state.active, state.session_id, state.axis, Number(state.revision)]).toEqual([true, 'pendant-1', axis, 1]);
+        for (let rev = 2; rev <= 12; rev++) {
+          const u = await post('/jog/update', { ...jog, revision: rev });
+          expect(u.status, u.text).toBe(200);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        expectMachineError(await post('/jog/update', { ...jog, revision: 12 }), 409, 'jog_revision_stale');
+        expect((await o.client.post('/dense-execution/jog/end', { session_id: 'pendant-1' })).status).toBe(200);
+        const q1 = Number((await cellStatus(client)).axes[0].position);
+        expect(q1 - q0).toBeGreaterThan(0.02); // about 0.125 rad/s for about 0.6 s
+        await new Promise((r) => setTimeout(r, 300));
+        const q2 = Number((await cellStatus(client)).axes[0].position);
+        await new Promise((r) => setTimeout(r, 200));
+        expect(Math.abs(Number((await cellStatus(client)).axes[0].position) - q2)).toBeLessThan(1e-3); // at rest after end
+        expect((await o.client.get('/dense-execution/jog/state')).json.active).toBe(false);
+      });
+      await o.client.post('/dense-execution/stop', {});
+    },
+  );
+
+  test(
+    'joint move: a point list is executed; a point outside a joint limit is refused with limit_violation, before anything moves',
+    covers('olp:route.dense_execution_move', 'olp:joint_limits_only', 'field:OlpMachineError.limit_violation'),
+    async ({ olps, skip }) => {
+      const { target, description, client } = theCell(skip);
+      const o = await execOlp(olps, skip, target, description);
+      const post = await selected(o, 'cell-a');
+      await alive(o, async () => {
+        expect((await post('/arm', { armed: true })).status).toBe(200);
+        await ensureHomed(post, client, description);
+        const q = ((await cellStatus(client)).axes as any[]).map((a) => Number(a.position));
+        const ax = description.axes[1]!;
+        const outside = q.map((x, i) => (i === 1 ? Number(ax.max_position) + 0.1 : x));
+        const r = await post('/move', { points: [outside] });
+        expectMachineError(r, 409, 'joint_limit');
+        expect(r.json.limit_violation).toMatchObject({ kind: 'position', axis: ax.id, limit: Number(ax.max_position), unit: ax.position_unit });
+        expect(Number(r.json.limit_violation.value)).toBeCloseTo(Number(ax.max_position) + 0.1, 9);
+        const goal = q.map((x, i) => (i === 0 ? x + 0.05 : x));
+        const m = await post('/move', { points: [goal] });
+        expect(m.status, m.text).toBe(200);
+        await until('J1 reaches the move target', () => cellStatus(client), (s) => Math.abs(Number(s.axes[0].position) - goal[0]!) < 2e-3, 10_000);
+      });
+      await o.client.post('/dense-execution/stop', {});
+    },
+  );
+
+  test('jog and move details are as docs/profile.md says', profile('profile:olp.jog_move'), async ({ olps, skip }) => {
+      const { target, description } = theCell(skip);
+    const o = await execOlp(olps, skip, target, description);
+    const post = await selected(o, 'cell-a');
+    expectMachineError(await post('/jog/begin', { target_id: 'cell-a', session_id: 's', revision: 1, axis: description.axes[0]!.id, direction: 1, fraction: 0.5 }), 409, 'not_armed');
+    expectMachineError(await post('/jog/begin', { target_id: 'cell-a', session_id: 's', revision: 1, axis: 'no-such-axis', direction: 1, fraction: 0.5 }), 400, 'invalid_request');
+    expectMachineError(await post('/jog/begin', { target_id: 'cell-a', session_id: 's', revision: 1, axis: description.axes[0]!.id, direction: 2, fraction: 0.5 }), 400, 'invalid_request');
+    expectMachineError(await post('/move', { points: [] }), 400, 'invalid_request');
+  });
+});
+
+describe('heartbeat (part 4, part 8)', () => {
+  test(
+    'without a heartbeat within the interval the OLP server stops the machine with ui_heartbeat_lost; heartbeats keep it',
+    covers('olp:heartbeat.required', 'olp:route.dense_execution_run'),
+    async ({ olps, skip }) => {
+      const { target, client } = theCell(skip);
+      needsMotion({ skip }, target);
+      const o = useOlp({ skip }, await olps.open('hb', () => ({ single: { socket: target.address, model_id: MODEL, robot_description_sha256: URDF_SHA }, planner: 'none', heartbeatMs: 1_500, leaseMs: LEASE_MS })));
+      needsConfigured({ skip }, o, 'a heartbeat interval of 1.5 s');
+      try {
+        expect((await o.client.post('/dense-execution/arm', { armed: true })).status).toBe(200);
+        // Heartbeats every 250 ms for 3 s (twice the interval): still armed.
+        for (let i = 0; i < 12; i++) {
+          expect((await o.client.post('/dense-execution/heartbeat', {})).status).toBe(200);
+          await new Promise((r) => setTimeout(r, 250));
+        }
+        expect((await o.client.get('/dense-execution/status')).json.lease_held).toBe(true);
+        expect((await cellStatus(client)).grant.active).toBe(true);
+        // Then silence: the machine is stopped and the grant released, as the control service reports.
+        const st = await until('the heartbeat loss', () => o.client.get('/dense-execution/status'), (r) => r.json.stopped_reason !== '', 10_000);
+        expect([st.json.stopped_reason, st.json.lease_held, st.json.armed]).toEqual(['ui_heartbeat_lost', false, false]);
+        const cell = await until('the grant ends on the cell', () => cellStatus(client), (s) => s.grant.active === false, 5_000);
+        expect(cell.grant.active).toBe(false);
+      } finally {
+        await o.client.post('/dense-execution/stop', {});
+        await olps.drop('hb');
+      }
+    },
+  );
+
+  test('the heartbeat interval is 5 s by default: a second of silence does not stop the machine', covers('limit:olp_heartbeat_s', 'olp:heartbeat.required'), async ({ olps, skip }) => {
+      const { target, client } = theCell(skip);
+    needsMotion({ skip }, target);
+    const o = useOlp({ skip }, await olps.open('hb-default', () => ({ single: { socket: target.address, model_id: MODEL, robot_description_sha256: URDF_SHA }, planner: 'none', leaseMs: LEASE_MS })));
+    needsConfigured({ skip }, o, 'the default heartbeat interval');
+    try {
+      expect(Number((await o.client.get('/capabilities')).json.limits.heartbeat_timeout_ms)).toBe(5_000);
+      const a = await o.client.post('/dense-execution/arm', { armed: true });
+      expect([a.status, Number(a.json.heartbeat_timeout_ms)]).toEqual([200, 5_000]);
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect((await o.client.get('/dense-execution/status')).json.lease_held).toBe(true);
+      expect((await cellStatus(client)).grant.active).toBe(true);
+    } finally {
+      await o.client.post('/dense-execution/stop', {});
+      await olps.drop('hb-default');
+    }
+  });
+
+  test('the interval flag is reported in /capabilities', profile('profile:olp.heartbeat_interval'), async ({ olps, skip }) => {
+      const { target } = theCell(skip);
+    const o = useOlp({ skip }, await olps.open('hb-flag', () => ({ single: { socket: target.address }, planner: 'none', heartbeatMs: 1234 })));
+    needsConfigured({ skip }, o, 'a heartbeat interval flag');
+    expect(Number((await o.client.get('/capabilities')).json.limits.heartbeat_timeout_ms)).toBe(1234);
+    await olps.drop('hb-flag');
+  });
+});
+
+/** The header of a dense file rewritten (identity and robot_cell are outside the content digest). */
+function withHeader(blob: Buffer, edit: (h: Record<string, any>) => void): Buffer {
+  const n = blob.readUInt32BE(0);
+  const h = JSON.parse(blob.subarray(4, 4 + n).toString('utf8'));
+  edit(h);
+  const text = Buffer.from(JSON.stringify(h));
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(text.length);
+  return Buffer.concat([len, text, blob.subarray(4 + n)]);
+}
+
+describe('robot and cell identity check (document 2 part 2)', () => {
+  test(
+    'load compares robot_cell with the selected cell: mismatch, missing, unavailable; another configuration is only a note',
+    covers('rule:robot_cell_check.mismatch', 'rule:robot_cell_check.missing', 'rule:robot_cell_check.unavailable', 'rule:robot_cell_check.configuration_note'),
+    async ({ olps, skip }) => {
+      const { target, description, client } = theCell(skip);
+      const o = await execOlp(olps, skip, target, description);
+      const g0 = BigInt((await cellStatus(client)).grant.generation);
+      // Planned for the same model without a pinned description: not this cell's robot.
+      const other = await plan(o, 'sha256:' + '0'.repeat(64));
+      let post = await selected(o, 'cell-a');
+      expectMachineError(await post('/load', { trajectory_digest: other.digest }), 409, 'robot_cell_mismatch');
+      // A cell that cannot say which robot it is.
+      const good = await plan(o);
+      post = await selected(o, 'cell-nodesc');
+      expectMachineError(await post('/load', { trajectory_digest: good.digest }), 409, 'robot_cell_unavailable');
+      // Files without the block, and with another machine configuration, from a planner of the test's own.
+      const files = new Map<string, Buffer>([
+        ['missing', withHeader(good.blob, (h) => delete h.robot_cell)],
+        ['note', withHeader(good.blob, (h) => (h.robot_cell.machine_configuration_sha256 = 'sha256:' + 'c'.repeat(64)))],
+      ]);
+      const server: Server = createServer((req, res) => {
+        const which = decodeURIComponent(req.url ?? '').includes('1'.repeat(64)) ? 'missing' : 'note';
+        res.end(files.get(which));
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+      try {
+        const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+        const f = useOlp({ skip }, await olps.open('fake-dense', () => ({ single: { socket: target.address, model_id: MODEL, robot_description_sha256: URDF_SHA }, planner: { url }, leaseMs: LEASE_MS })));
+        expectMachineError(await f.client.post('/dense-execution/load', { trajectory_digest: 'sha256:' + '1'.repeat(64) }), 409, 'robot_cell_missing');
+        const noted = await f.client.post('/dense-execution/load', { trajectory_digest: 'sha256:' + '2'.repeat(64) });
+        expect(noted.status, noted.text).toBe(200);
+        expect(noted.json.notes.length).toBe(1);
+        expect(noted.json.notes[0]).toMatch(/machine_configuration_sha256/);
+      } finally {
+        await olps.drop('fake-dense');
+        await new Promise<void>((r) => server.close(() => r()));
+      }
+      // Checked before acquiring: none of the refused loads took a grant on the cell.
+      expect(BigInt((await cellStatus(client)).grant.generation)).toBe(g0);
+    },
+  );
+});
+
+describe('a cell that dies mid-play', () => {
+  test('the core restarts while a program plays: the OLP server loses the lease, stops playing and says why', covers('olp:route.dense_execution_run'), async ({ olps, skip }) => {
+      const { target, description, client } = theCell(skip);
+    skip(!target.abilities.coreRestart, `target ${target.name} cannot restart its core`);
+    const o = await execOlp(olps, skip, target, description);
+    const post = await selected(o, 'cell-a');
+    const { digest } = await plan(o);
+    await alive(o, async () => {
+      expect((await post('/load', { trajectory_digest: digest })).status).toBe(200);
+      expect((await post('/arm', { armed: true })).status).toBe(200);
+      await ensureHomed(post, client, description);
+      await toStart(post, client);
+      const play = await post('/play', {});
+      expect(play.status, play.text).toBe(200);
+      await target.restartCore();
+      const st = await until('the lease loss', () => o.client.get('/dense-execution/status'), (r) => r.json.lease_held === false, 10_000);
+      expect(st.json.playing).toBe(false);
+      expect(st.json.stopped_reason).toMatch(/^lease_lost/);
+    });
+    await o.client.post('/dense-execution/stop', {});
+    await until('the cell is released', () => cellStatus(client), (s) => s.grant.active === false, 5_000);
+  });
+});
