@@ -92,20 +92,25 @@ export function commandArbs(ab: Abilities): Array<fc.Arbitrary<fc.AsyncCommand<F
     ...w(1, fc.tuple(fence, fc.constantFrom<'ok' | 'other' | 'empty' | 'max' | 'over'>('ok', 'other', 'max', 'empty', 'over')).map(([f, label]) => ({ op: 'mark_telemetry' as const, ...f, label }))),
     ...w(1, fence.map((f) => ({ op: 'io_arm' as const, ...f }))),
     ...w(1, fence.map((f) => ({ op: 'io_disarm' as const, ...f }))),
-    ...w(3, fc.tuple(fence, fc.constantFrom<'none' | 'on' | 'off' | 'torch' | 'unconfigured'>('none', 'none', 'none', 'on', 'off', 'torch', 'unconfigured')).map(([f, io]) => ({ op: 'prepare_trajectory' as const, ...f, io }))),
+    ...w(3, fc.tuple(fence, fc.constantFrom<'none' | 'on' | 'off' | 'torch' | 'unconfigured'>('none', 'none', 'none', 'on', 'off', 'torch', 'unconfigured'), weighted<'first' | 'last'>([4, 'first'], [1, 'last'])).map(([f, io, axis]) => ({ op: 'prepare_trajectory' as const, ...f, io, ...(axis === 'last' ? { axis } : {}) }))),
     ...w(2, fc.tuple(fence, fc.constantFrom<'prepared' | 'started' | 'last' | 'terminal' | 'other_core' | 'zero' | 'next' | 'max'>('prepared', 'started', 'started', 'last', 'terminal', 'other_core', 'zero', 'next', 'max')).map(([f, h]) => ({ op: 'discard_trajectory' as const, ...f, h }))),
     fc.constant({ op: 'drain' as const }),
-    fc.constantFrom(1, 10, 60, 200).map((cycles) => ({ op: 'step' as const, cycles })),
+    fc.constantFrom(1, 10, 60, 200, 400).map((cycles) => ({ op: 'step' as const, cycles })),
     fc.constant({ op: 'wait_lease' as const }),
   ];
   if (ab.motion) {
     arbs.push(
       ...w(4, fc.tuple(fence, weighted<'prepared' | 'started' | 'last' | 'terminal' | 'other_core' | 'zero' | 'next' | 'max'>([8, 'prepared'], [1, 'started'], [1, 'last'], [1, 'terminal'], [1, 'other_core'], [1, 'zero'], [1, 'next'], [1, 'max'])).map(([f, h]) => ({ op: 'start_trajectory' as const, ...f, h }))),
-      ...w(2, fc.tuple(fence, fc.constantFrom<'traj' | 'all' | 'zero' | 'outside'>('traj', 'all', 'all', 'zero', 'outside')).map(([f, mask]) => ({ op: 'enable' as const, ...f, mask }))),
+      ...w(2, fc.tuple(fence, fc.constantFrom<'traj' | 'all' | 'others' | 'zero' | 'outside'>('traj', 'all', 'all', 'others', 'zero', 'outside')).map(([f, mask]) => ({ op: 'enable' as const, ...f, mask }))),
       ...w(2, fence.map((f) => ({ op: 'arm' as const, ...f }))),
       ...w(1, fc.tuple(fence, fc.constantFrom<'traj' | 'zero' | 'outside' | 'non_home'>('traj', 'traj', 'zero', 'outside', 'non_home')).map(([f, mask]) => ({ op: 'home' as const, ...f, mask }))),
       ...w(1, fence.map((f) => ({ op: 'halt' as const, ...f }))),
-      ...w(3, fc.constant({ op: 'ready' as const })),
+      ...w(
+        4,
+        fc
+          .tuple(weighted<'none' | 'on'>([3, 'none'], [1, 'on']), weighted<'' | 'arm' | 'axis'>([6, ''], [1, 'arm'], [1, 'axis']), weighted<'' | 'last'>([6, ''], [1, 'last']))
+          .map(([plan, omit, axis]) => ({ op: 'ready' as const, ...(plan === 'on' ? { plan } : {}), ...(omit ? { omit } : {}), ...(axis ? { axis } : {}) })),
+      ),
     );
   }
   if (ab.coreRestart) arbs.push(fc.constant({ op: 'restart_core' as const }));

@@ -133,6 +133,8 @@ export interface HandleM {
   session: string;
   /** The plan carries an ON output intent. */
   ioOn: boolean;
+  /** The plan's axis mask (one bit). */
+  bit: number;
   /** Position epoch when prepared (a Home or core restart may move the held target). */
   epoch: number;
   /** Core cycle count when started (StepReport cycles), and whether that is exact. */
@@ -191,6 +193,8 @@ export interface ModelState {
   homeMask: number;
   ioArmed: boolean;
   faultLatched: boolean;
+  /** A stop drains (status grant.draining, PROFILE "Describe and Status fields"): acquire is refused until it ends, even after a release. */
+  draining?: boolean;
   /** The machine fields (armed, enable mask, io armed) are not predicted after the last command: the next status read sets them. */
   adopt?: boolean;
   /** Events the target still owes (carried across steps until seen). */
@@ -229,7 +233,7 @@ export function cloneState(s: ModelState): ModelState {
 export type SessRef = 'current' | 'ended' | 'never' | 'malformed';
 export type GenRef = 'current' | 'older' | 'acquired' | 'newer' | 'zero' | 'one' | 'max';
 export type HandleRef = 'prepared' | 'started' | 'last' | 'terminal' | 'other_core' | 'zero' | 'next' | 'max';
-export type MaskRef = 'traj' | 'all' | 'zero' | 'outside' | 'non_home';
+export type MaskRef = 'traj' | 'all' | 'others' | 'zero' | 'outside' | 'non_home';
 export type RidRef = undefined | 'a' | 'b' | 'c' | 'long64' | 'empty' | 'long65' | 'control_char';
 
 export type Spec =
@@ -238,14 +242,19 @@ export type Spec =
   | { op: 'stop'; s: SessRef; g: GenRef; rid?: RidRef; drain: boolean }
   | { op: 'enable' | 'home'; mask: MaskRef; s: SessRef; g: GenRef; rid?: RidRef }
   | { op: 'mark_telemetry'; label: 'ok' | 'other' | 'empty' | 'max' | 'over'; s: SessRef; g: GenRef; rid?: RidRef }
-  | { op: 'prepare_trajectory'; io: 'none' | 'on' | 'off' | 'torch' | 'unconfigured'; s: SessRef; g: GenRef; rid?: RidRef }
+  /** `axis`: the plan moves the first native-home axis (the one a bring-up homes) or the last one (left unhomed by the generator). */
+  | { op: 'prepare_trajectory'; io: 'none' | 'on' | 'off' | 'torch' | 'unconfigured'; axis?: 'first' | 'last'; s: SessRef; g: GenRef; rid?: RidRef }
   | { op: 'start_trajectory' | 'discard_trajectory'; h: HandleRef; s: SessRef; g: GenRef; rid?: RidRef }
   | { op: 'step'; cycles: number }
   | { op: 'drain' }
   | { op: 'wait_lease' }
   | { op: 'restart_core' }
   /** A controller's bring-up, expanded against the model into checked commands: acquire, Home the trajectory axis if needed, enable every axis, arm, prepare a plan. */
-  | { op: 'ready' };
+  /**
+   * Variants leave one precondition of the start gate out, so each is tried on its own: `omit` arm, or
+   * the plan's axis from the enable mask; `axis` last plans on an axis the generator never homes.
+   */
+  | { op: 'ready'; plan?: 'none' | 'on'; omit?: 'arm' | 'axis'; axis?: 'last' };
 
 export type FencedSpec = Extract<Spec, { s: SessRef }>;
 
@@ -448,6 +457,20 @@ export function outcomes(c: ModelConfig, m: ModelState, req: Request, lease: 'al
   const worlds: Array<[ModelState, boolean]> =
     lease === 'maybe' && m.grant ? [[m, false], [lapse(c, m), true]] : lease === 'lapsed' && m.grant ? [[lapse(c, m), true]] : [[m, false]];
   const out: Outcome[] = [];
+  // The lease may run out while the core works on an admitted command (Home waits many cycles): the core's
+  // own fence refuses it then (PROFILE "Native commands": no_grant), or a Home is cancelled (native_rejected).
+  if (lease !== 'alive' && m.grant && !m.grant.stopping && CORE_OPS.has(req.spec.op)) {
+    out.push(
+      // A Start whose grant ended under it answers fence (PROFILE start gate), its handle retired.
+      reason('lease ran out while the core worked', ['no_grant', 'native_rejected', 'wrong_generation', 'control_session_stale', ...(req.spec.op === 'start_trajectory' ? ['fence'] : [])], {
+        next: (s) => {
+          applyLapse(c, s);
+          s.adopt = true;
+        },
+        events: [{ type: 'grant_expired', why: 'the lease ran out', may: true }, { type: 'grant_revoked', why: 'the service stopped after a failed Home', may: true }],
+      }),
+    );
+  }
   for (const [w, lapsed] of worlds) {
     for (const o of outcomesIn(c, w, req, lapsed, cycles)) {
       const base = o.next;
@@ -469,6 +492,9 @@ export function outcomes(c: ModelConfig, m: ModelState, req: Request, lease: 'al
   }
   return out;
 }
+
+/** Operations the core admits (a native command after the service's fence). */
+const CORE_OPS = new Set(['enable', 'arm', 'home', 'halt', 'io_arm', 'io_disarm', 'prepare_trajectory', 'start_trajectory', 'discard_trajectory', 'mark_telemetry']);
 
 function lapse(c: ModelConfig, m: ModelState): ModelState {
   const w = cloneState(m);
@@ -549,7 +575,7 @@ function acquire(c: ModelConfig, m: ModelState, req: Request): Outcome[] {
     if (a.payload === req.payload) return [{ rule: 'idempotency.join_or_replay:acquire', status: 200, replay: a.reply }];
     return [reason('idempotency.conflict:acquire', 'request_id_conflict')];
   }
-  if (m.grant?.stopping) return [reason('rule:grant.stopping_no_movement:acquire', 'control_session_stale')];
+  if (m.grant?.stopping || m.draining) return [reason('rule:grant.stopping_no_movement:acquire', 'control_session_stale')];
   if (m.grant) return [reason('transition:grant:owned:acquire_refused', 'control_already_owned')];
   const want = spec.lease === undefined || spec.lease === 0 ? c.defaultLeaseMs : spec.lease;
   const leaseMs = c.rules.leaseIsMinOfRequestAndCeiling ? Math.min(want, c.leaseCeilingMs) : want;
@@ -620,7 +646,6 @@ function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolea
   const spec = req.spec as FencedSpec;
   const g = m.grant!;
   const f = req.resolved!;
-  const bit = 1 << c.trajAxis;
   switch (spec.op) {
     case 'renew':
       return [
@@ -658,6 +683,7 @@ function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolea
           if (!s.grant) return;
           s.grant.generation = gen;
           s.grant.stopping = true;
+          s.draining = true;
           s.lastGeneration = gen > (s.lastGeneration ?? 0n) ? gen : s.lastGeneration;
           // Outputs inhibit immediately (part 3); the grant's handles retire at the Stop (part 3 handle table).
           s.ioArmed = false;
@@ -769,7 +795,7 @@ function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolea
                 }
               }
             }
-            s.handles.set(String(n), { n, state: 'prepared', core: s.core, session: g.session, ioOn: spec.io === 'on', epoch: s.epoch });
+            s.handles.set(String(n), { n, state: 'prepared', core: s.core, session: g.session, ioOn: spec.io === 'on', epoch: s.epoch, bit: planBit(c, spec.axis) });
             s.maxHandle = n;
           },
           events: [{ type: 'handle_transition', where: { from: '', to: 'prepared' }, why: 'prepare accepted' }],
@@ -804,10 +830,18 @@ function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolea
           },
         ];
       }
-      return startGate(c, m, h, bit, cycles);
+      return startGate(c, m, h, h.bit, cycles);
     }
   }
   throw new Error(`no model for ${(spec as Spec).op}`);
+}
+
+/** The axis bit of a plan: the first native-home axis, or the last one. */
+export function planBit(c: ModelConfig, axis: 'first' | 'last' | undefined): number {
+  if (axis === 'last') {
+    for (let i = c.axisCount - 1; i >= 0; i--) if (c.nativeHomeMask & (1 << i)) return 1 << i;
+  }
+  return 1 << c.trajAxis;
 }
 
 /** Part 4 start gate (PROFILE "Trajectories": its preconditions and their order). */

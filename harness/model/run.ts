@@ -21,6 +21,7 @@ import {
   leaseAt,
   matches,
   outcomes,
+  planBit,
   resolveFence,
   type EventExp,
   type FencedSpec,
@@ -76,14 +77,14 @@ export function configFrom(d: Description, rules: Rules = REFERENCE_RULES): Mode
     plainOutput: outputs.findIndex((o) => !o.torch),
     torchOutput: outputs.findIndex((o) => o.torch),
     outputCount: outputs.length,
-    planCycles: 120,
+    planCycles: 400,
     rules,
   };
 }
 
 /** Event types whose every occurrence the model must have predicted; the others (machine events) are observed. */
 const STRICT = new Set(['grant_acquired', 'grant_renewed', 'grant_released', 'grant_expired', 'grant_revoked', 'handle_transition', 'execution_started', 'execution_completed', 'execution_aborted', 'execution_faulted', 'telemetry_mark', 'daemon_incarnation_changed']);
-const EVENT_TTL = 4;
+const EVENT_TTL = 6;
 
 export interface RunContext {
   c: ModelConfig;
@@ -109,7 +110,7 @@ export async function openRun(target: Target, rules: Rules, stats: ModelStats): 
   const c = configFrom(d, rules);
   const real = new RealCell(target, client, typeof target.stepReport === 'function', c.cycleNs);
   await real.begin();
-  await resetCell(real, d.binding);
+  await resetCell(real, d.binding, c.leaseCeilingMs);
   const st = await real.status();
   const handles = st.execution?.handles ?? [];
   const baseHandle = handles.reduce((a, h) => (h.handle > a ? h.handle : a), 0n);
@@ -120,13 +121,16 @@ export async function openRun(target: Target, rules: Rules, stats: ModelStats): 
 }
 
 /** Release what an earlier sequence may have left: acquire, disable, disarm outputs, release. */
-async function resetCell(real: RealCell, binding: Record<string, unknown>): Promise<void> {
-  for (let attempt = 0; attempt < 3; attempt++) {
+async function resetCell(real: RealCell, binding: Record<string, unknown>, ceilingMs: number): Promise<void> {
+  const until = performance.now() + ceilingMs + 1_000;
+  for (;;) {
     const a = await real.send('acquire', RealCell.body('acquire', { controller: 'model-reset', binding, requested_lease_ms: 10_000n }), { quiet: false });
     if (a.reply.status !== 200) {
-      // Someone holds it (an earlier sequence's grant still in its lease) or a stop drains: step on.
-      await real.step(50);
-      if (!real.stepped) await new Promise((r) => setTimeout(r, 600));
+      // Someone holds it (an earlier sequence's grant still in its lease) or a stop drains: step on, and let
+      // a leftover lease run out (host time).
+      if (performance.now() > until) break;
+      await real.step(20);
+      await new Promise((r) => setTimeout(r, 50));
       continue;
     }
     const g = a.reply.reply.data as { session: string; generation: bigint };
@@ -143,11 +147,12 @@ async function resetCell(real: RealCell, binding: Record<string, unknown>): Prom
 export async function closeRun(x: RunContext): Promise<void> {
   try {
     if (x.real.pendingStop) await x.real.drain();
-    const g = x.m.grant;
-    if (g) {
+    // Every grant the target gave (the model may not know one a mismatch cut short): stop and release it.
+    for (const g of x.real.granted) {
       const r = await x.real.send('stop', RealCell.body('stop', { session: g.session, generation: g.generation }), { quiet: false });
       if (r.reply.status === 200) {
         const d = r.reply.reply.data as { generation: bigint };
+        await x.real.drain();
         await x.real.send('release', RealCell.body('release', { session: g.session, generation: d.generation }), { quiet: false });
       }
     }
@@ -182,13 +187,13 @@ function requestOf(x: RunContext, spec: Spec, hold: number[]): Request {
   if (fs.op === 'enable' || fs.op === 'home') {
     const all = c.axisCount >= 32 ? 0xffffffff : (1 << c.axisCount) - 1;
     const nonHome = all & ~c.nativeHomeMask;
-    const masks = { traj: bit, all, zero: 0, outside: c.axisCount < 32 ? 1 << c.axisCount : 0, non_home: nonHome || bit };
+    const masks = { traj: bit, all, others: all & ~bit || bit, zero: 0, outside: c.axisCount < 32 ? 1 << c.axisCount : 0, non_home: nonHome || bit };
     resolved.mask = masks[fs.mask] >>> 0;
     fields.axis_mask = BigInt(resolved.mask);
   }
   if (fs.op === 'mark_telemetry') fields.label = labelText(fs.label);
   if (fs.op === 'prepare_trajectory') {
-    fields.axis_mask = BigInt(bit);
+    fields.axis_mask = BigInt(planBit(c, fs.axis));
     fields.points = points(c, hold, fs.io);
   }
   if (fs.op === 'start_trajectory' || fs.op === 'discard_trajectory') {
@@ -276,7 +281,7 @@ export async function runSpec(x: RunContext, spec: Spec): Promise<void> {
     }
     case 'ready': {
       x.trace.push(line);
-      for (const sub of bringUp(x)) await runSpec(x, sub);
+      for (const sub of bringUp(x, spec)) await runSpec(x, sub);
       return;
     }
     default:
@@ -286,7 +291,7 @@ export async function runSpec(x: RunContext, spec: Spec): Promise<void> {
 }
 
 /** The commands of a bring-up from the model's state (each one checked like any other). */
-function bringUp(x: RunContext): Spec[] {
+function bringUp(x: RunContext, r: Extract<Spec, { op: 'ready' }>): Spec[] {
   const { c, m } = x;
   const f = { s: 'current' as const, g: 'current' as const };
   const out: Spec[] = [];
@@ -298,7 +303,13 @@ function bringUp(x: RunContext): Spec[] {
     if (m.armed || m.enableMask !== 0) out.push({ op: 'enable', mask: 'zero', ...f });
     out.push({ op: 'home', mask: 'traj', ...f });
   }
-  out.push({ op: 'enable', mask: 'all', ...f }, { op: 'arm', ...f }, { op: 'prepare_trajectory', io: 'none', ...f });
+  // The plan's axis left out of the enable mask: the first native-home axis ('others'), or for a plan on
+  // the last one, every axis but it is not expressible as a MaskRef, so the first is left out (and planned).
+  // Arm left out: disarm first (enable 0 disarms, PROFILE enable), so the plan meets an unarmed core.
+  if (r.omit === 'arm' && m.armed) out.push({ op: 'enable', mask: 'zero', ...f });
+  out.push({ op: 'enable', mask: r.omit === 'axis' ? 'others' : 'all', ...f });
+  if (r.omit !== 'arm') out.push({ op: 'arm', ...f });
+  out.push({ op: 'prepare_trajectory', io: r.plan ?? 'none', ...(r.axis && r.omit !== 'axis' ? { axis: r.axis } : {}), ...f });
   return out;
 }
 
@@ -395,19 +406,24 @@ function eventMatches(e: CellEvent, x: EventExp): boolean {
 async function reconcile(x: RunContext, cyclesRan: boolean): Promise<void> {
   const { c, m, real } = x;
   await stopCollected(x);
+  // Events first, then status: a lease that runs out in between (the service's lease timer is host time)
+  // shows in status, and its event is owed to the next read.
+  const evs = await real.events();
   const st = await real.status();
+  if (!st.grant.draining) m.draining = false;
   // A grant end observed now (expiry, drain) reaches the machine on the core's next cycle: its effects are checked after the next command.
   const ended = checkGrant(x, st);
   checkHandles(x, st);
   if (cyclesRan && !ended && !m.grant?.stopping && st.core) checkMachine(x, st);
   if (st.core) m.homeMask = Number(st.core.home_valid_mask);
-  const evs = await real.events();
   for (const e of evs) {
     const i = m.owed.findIndex((o) => eventMatches(e, o));
     if (i >= 0) {
       m.owed.splice(i, 1);
       continue;
     }
+    // An expiry event for a grant the model already ended by expiry (its owed entry may have been dropped).
+    if (e.type === 'grant_expired' && m.ended.some((x) => x.how === 'expired' && x.generation === payloadOf(e).generation)) continue;
     if (STRICT.has(e.type)) {
       const p = JSON.stringify(payloadOf(e), (_k, v) => (typeof v === 'bigint' ? Number(v) : v));
       fail(x, `event ${e.type} ${p} (sequence ${e.sequence}) was not predicted; the model owed: ${m.owed.map((o) => `${o.type}${o.may ? '?' : ''}`).join(', ') || 'nothing'}`);

@@ -18,7 +18,7 @@ export interface Exchange {
 }
 
 export interface StatusObs {
-  grant: { active: boolean; stopping: boolean; generation: bigint; lease_ms: bigint | number };
+  grant: { active: boolean; stopping: boolean; draining?: boolean; generation: bigint; lease_ms: bigint | number };
   core: { armed: bigint; axis_enable_mask: bigint; home_valid_mask: bigint; io_armed: bigint; execution_fault_reasons: bigint; safety_fault_mask: bigint } | null;
   daemon_incarnation: string;
   axes: Array<{ position: number | bigint }>;
@@ -81,6 +81,7 @@ export class RealCell {
     if (!this.stepped) {
       const reply = await p;
       const recvMs = now();
+      this.noteGrant(op, reply);
       this.updateWallCycles();
       await this.collectStop();
       return { reply, sendMs, recvMs };
@@ -95,9 +96,19 @@ export class RealCell {
     }
     const reply = await p;
     const recvMs = now();
+    this.noteGrant(op, reply);
     if (!o.quiet && o.after) await this.step(o.after);
     await this.collectStop();
     return { reply, sendMs, recvMs };
+  }
+
+  /** Every grant the target gave in this cell (the run's end releases whatever is still held). */
+  readonly granted: Array<{ session: string; generation: bigint }> = [];
+
+  private noteGrant(op: string, r: CheckedReply): void {
+    if (op !== 'acquire' || r.status !== 200) return;
+    const d = r.reply.data as { session?: string; generation?: bigint } | undefined;
+    if (d?.session && d.generation !== undefined && !this.granted.some((g) => g.session === d.session)) this.granted.push({ session: d.session, generation: d.generation });
   }
 
   /** Send a stop and leave it draining (stepped clock): resolves once status shows the grant stopping. */
