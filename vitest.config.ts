@@ -57,6 +57,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['harness/**/*.test.ts', 'sims/**/*.test.ts', 'drivers/**/*.test.ts'],
+          exclude: ['harness/model/**/*.model.test.ts'],
           testTimeout: 30_000,
           maxWorkers: 1,
           sequence: { groupOrder: 0 },
@@ -65,6 +66,22 @@ export default defineConfig({
       { test: { name: 'conformance-quiet', include: QUIET_FILES, ...conformance(0) } },
       { test: { name: 'conformance-jog', include: JOG_FILES, ...conformance(5) } },
       { test: { name: 'conformance', include: ['suites/**/*.test.ts'], exclude: [...QUIET_FILES, ...JOG_FILES], ...conformance(10) } },
+      // `model`: the documented state machines as an executable model run against the target by fast-check
+      // commands (harness/model/). Its own group, after the conformance projects, so it never takes the
+      // conformance run's workers or time (hil test runs it; hil run does not; hil fuzz runs it longer).
+      {
+        test: {
+          name: 'model',
+          include: ['harness/model/**/*.model.test.ts'],
+          globalSetup: ['harness/targets/prebuild-setup.ts'],
+          setupFiles: ['harness/nice.ts', 'harness/bigint-json.ts'],
+          env: { HIL_NICE: '5' },
+          maxWorkers: 2,
+          testTimeout: 180_000,
+          hookTimeout: 120_000,
+          sequence: { groupOrder: 2 },
+        },
+      },
     ],
   },
 });

@@ -45,6 +45,7 @@ commands:
   config    compile a machine configuration into its digest-named directory (document 3 part 2)
   certs     make and maintain the certificates of a remote listener pair (document 1 part 5)
   coverage  print catalogue coverage (covered / pending per family) without running tests
+  fuzz      run the documented state machines as a model against a target for some minutes
   report    render reports/html/index.html from the last run (--baseline: what changed since another)
   compare   compare two runs: new failures, fixed, coverage, drifted measurements
   expectations  write a run's failures into a target's expectation file (stale entries reported)
@@ -122,6 +123,20 @@ svc-principal:<id> and svc-pair:<pair>), a CRL valid 7 days. Each subcommand pri
 Files: DIR/ca.crt ca.key server.crt server.key crl.pem pair.json clients/. Serve them with
   hil serve --remote-listen 127.0.0.1:8443 --remote-ca DIR/ca.crt --remote-cert DIR/server.crt
             --remote-key DIR/server.key --remote-crl DIR/crl.pem --pair-id ID ...`,
+  fuzz: `usage: hil fuzz [--target sim|ethercat-fake|external|rig] [--minutes M] [--seed N] [--commands N]
+               [--socket PATH] [--machine FILE] [--bench PORT] [--allow-motion]
+
+Runs the documented state machines as a model (harness/model/) against a target for M minutes (default 1):
+random sequences of control operations, observations and out-of-band actions, each reply, status and the
+event log checked against the model. A failure is shrunk to a minimal sequence and printed with
+HIL_MODEL_SEED and HIL_MODEL_PATH and a vitest example. Figures (sequences, commands, transitions reached,
+per-rule counts) are printed and written to reports/fuzz.json (and into reports/run.json when present).
+
+  --target NAME     sim (default): the reference stack on the stepped clock; ethercat-fake: the same over
+                    the EtherCAT driver's fake master; external: a service at --socket (no stepping);
+                    rig: the stack on the rig (--machine, --bench)
+  --commands N      longest sequence (default 200)
+  --allow-motion    rig: sequences may energise drives; without it, motion commands are left out`,
   coverage: `usage: hil coverage [--json]
 
 Collects the suites (without running them) and prints covered and pending counts per catalogue family.
@@ -188,6 +203,8 @@ export async function main(argv: string[]): Promise<number> {
         return await config(rest);
       case 'coverage':
         return await coverage(rest);
+      case 'fuzz':
+        return await fuzz(rest);
       case 'certs':
         return await certs(rest);
       case 'report':
@@ -333,7 +350,7 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
   const vitest = await startVitest('test', positionals, {
     root: ROOT,
     watch: false,
-    project: selfTest ? ['unit', ...CONFORMANCE_PROJECTS] : CONFORMANCE_PROJECTS,
+    project: selfTest ? ['unit', ...CONFORMANCE_PROJECTS, 'model'] : CONFORMANCE_PROJECTS,
     ...(shard ? { shard } : {}),
     ...(values.grep ? { testNamePattern: values.grep } : {}),
     // Ours last, so its plain closing line ("total: N passed, N failed, N skipped") ends the output;
@@ -380,6 +397,104 @@ function loadExpectations(target: string): Record<string, Expectation> {
     }
   }
   return data;
+}
+
+/** `hil fuzz`: the model (harness/model/) against a target for some minutes; figures printed and kept. */
+async function fuzz(args: string[]): Promise<number> {
+  if (wantsHelp(args, 'fuzz')) return 0;
+  const { values } = parseArgs({
+    args,
+    options: {
+      target: { type: 'string', default: 'sim' },
+      minutes: { type: 'string', default: '1' },
+      seed: { type: 'string' },
+      commands: { type: 'string', default: '200' },
+      socket: { type: 'string' },
+      machine: { type: 'string' },
+      bench: { type: 'string' },
+      'allow-motion': { type: 'boolean', default: false },
+    },
+  });
+  const kind = values.target!;
+  const minutes = Number(values.minutes);
+  const maxCommands = Number(values.commands);
+  if (!['sim', 'ethercat-fake', 'external', 'rig'].includes(kind)) throw new UsageError(`--target ${kind}: expected sim, ethercat-fake, external or rig`);
+  if (!(minutes > 0)) throw new UsageError('--minutes must be a positive number');
+  if (!Number.isInteger(maxCommands) || maxCommands < 1) throw new UsageError('--commands must be a positive integer');
+  if (kind === 'external' && !values.socket) throw new UsageError('--target external needs --socket PATH');
+  if (kind === 'rig' && (!values.machine || !values.bench)) throw new UsageError('--target rig needs --machine CONFIG and --bench PORT');
+  const { checkModel, failureReport } = await import('./model/commands.ts');
+  const { newStats } = await import('./model/run.ts');
+  const { prebuildReference, PREBUILT_ENV } = await import('./targets/reference.ts');
+  const built = kind === 'sim' || kind === 'ethercat-fake' ? await prebuildReference() : undefined;
+  if (built) process.env[PREBUILT_ENV] = built.dir;
+  const options = {
+    ...(values.socket ? { socket: resolve(values.socket) } : {}),
+    ...(values.machine ? { machine: resolve(values.machine) } : {}),
+    ...(values.bench ? { bench: values.bench === 'sim' ? 'sim' : resolve(values.bench) } : {}),
+    allowMotion: values['allow-motion'],
+    serveArgs: kind === 'ethercat-fake' ? ['--driver', 'ethercat-fake'] : [],
+    ...(kind === 'rig' ? { rigDriver: process.env.HIL_RIG_DRIVER } : {}),
+  };
+  const d = TARGETS[kind === 'ethercat-fake' ? 'sim' : (kind as 'sim' | 'external' | 'rig')];
+  // The stepped clock where the target can give it (never sleeping through real time); otherwise real time.
+  const stepped = d.cannotProvide({ clock: 'stepped' }, options) === undefined;
+  const target = stepped ? await d.openVariant({ clock: 'stepped' }, options) : await d.open(options);
+  const motion = target.abilities.motion && (kind !== 'rig' || values['allow-motion']);
+  const stats = newStats();
+  const started = performance.now();
+  const until = started + minutes * 60_000;
+  let failed = false;
+  const seeds: number[] = [];
+  try {
+    process.stdout.write(`hil fuzz: target ${kind} (${stepped ? 'stepped clock' : 'real time'}), ${minutes} min, sequences up to ${maxCommands} commands${motion ? '' : ', motion commands left out'}
+`);
+    while (performance.now() < until && !failed) {
+      const seed = values.seed !== undefined && seeds.length === 0 ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31);
+      seeds.push(seed);
+      process.stdout.write(`seed ${seed} (replay: HIL_MODEL_SEED=${seed} HIL_MODEL_COMMANDS=${maxCommands})
+`);
+      const r = await checkModel({ target, seed, numRuns: 1_000_000, maxCommands, motion, stats, timeLimitMs: Math.max(1_000, until - performance.now()) });
+      if (r.failed) {
+        failed = true;
+        process.stdout.write(`${failureReport(r, { maxCommands })}
+`);
+      }
+    }
+  } finally {
+    await target.close();
+    if (built) await built.remove();
+  }
+  const transitions = Object.entries(stats.hits).filter(([k]) => k.startsWith('transition:')).sort();
+  const figures = {
+    target: kind,
+    clock: stepped ? 'stepped' : 'real time',
+    minutes,
+    seeds,
+    passed: !failed,
+    sequences: stats.sequences,
+    commands: stats.commands,
+    transitions_reached: transitions.length,
+    per_transition: Object.fromEntries(transitions),
+    per_rule: Object.fromEntries(Object.entries(stats.hits).sort()),
+    wall_ms: Math.round(performance.now() - started),
+  };
+  process.stdout.write(`sequences ${figures.sequences}, commands ${figures.commands}, transitions reached ${figures.transitions_reached}
+`);
+  for (const [k, n] of transitions) process.stdout.write(`  ${k}: ${n}
+`);
+  writeFileSync(join(REPORTS, 'fuzz.json'), `${JSON.stringify(figures, null, 2)}\n`);
+  const runJson = join(REPORTS, 'run.json');
+  if (existsSync(runJson)) {
+    try {
+      const run = JSON.parse(readFileSync(runJson, 'utf8')) as Record<string, unknown>;
+      run.model_fuzz = figures;
+      writeFileSync(runJson, `${JSON.stringify(run, null, 2)}\n`);
+    } catch (e) {
+      process.stderr.write(`hil fuzz: run.json not updated: ${(e as Error).message}\n`);
+    }
+  }
+  return failed ? 1 : 0;
 }
 
 function serve(args: string[]): Promise<number> {

@@ -1,0 +1,239 @@
+// fast-check model-based commands over the model (harness/model/model.ts) and a target: every control
+// operation the model knows, observations after each step, and the out-of-band actions the target offers
+// (stepped-clock steps, a held stop drain, lease expiry by waiting, core restart). Arguments are drawn
+// near the documented edges: generations 0, 1, current, current±1, 2^64-1; leases 0, 1, the ceiling and
+// one over, 10000 and 10001; controller and label lengths at their bounds and one over; request ids at 64
+// and 65 bytes; handles of other incarnations, terminal handles, 0 and 2^64-1.
+//
+// A failure is shrunk by fast-check to a minimal sequence and printed as a replayable path
+// (HIL_MODEL_SEED, HIL_MODEL_PATH) and as a vitest example that replays the sequence's commands.
+
+import fc from 'fast-check';
+import type { Target } from '../targets/types.ts';
+import { REFERENCE_RULES, type ModelState, type RidRef, type Rules, type Spec } from './model.ts';
+import { closeRun, newStats, openRun, runSpec, type ModelStats, type RunContext } from './run.ts';
+
+/** What the run may do besides the documented interface (Target abilities). */
+export interface Abilities {
+  stepped: boolean;
+  coreRestart: boolean;
+  motion: boolean;
+}
+
+export function abilitiesOf(t: Target): Abilities {
+  return { stepped: typeof t.stepReport === 'function', coreRestart: t.abilities.coreRestart, motion: t.abilities.motion };
+}
+
+/** The model plus the abilities, as fast-check's model object. */
+export interface FcModel {
+  m: ModelState;
+  ab: Abilities;
+}
+
+class SpecCommand implements fc.AsyncCommand<FcModel, RunContext, false> {
+  constructor(readonly spec: Spec) {}
+  check(fm: Readonly<FcModel>): boolean {
+    return allowed(fm.m, fm.ab, this.spec);
+  }
+  async run(fm: FcModel, x: RunContext): Promise<void> {
+    await runSpec(x, this.spec);
+    fm.m = x.m;
+  }
+  toString(): string {
+    return JSON.stringify(this.spec);
+  }
+}
+
+const MOTION = new Set(['enable', 'arm', 'home', 'halt', 'start_trajectory']);
+
+/** Preconditions: what the generator may send in a state (never a rule of the target). */
+export function allowed(m: ModelState, ab: Abilities, spec: Spec): boolean {
+  if (MOTION.has(spec.op) && !ab.motion) return false;
+  const started = [...m.handles.values()].some((h) => h.state === 'started' && h.core === m.core);
+  switch (spec.op) {
+    case 'restart_core':
+      // Rarer than the rest: only once the run has a grant and a handle to lose.
+      return ab.coreRestart && !!m.grant && !m.grant.stopping && m.handles.size > 0;
+    case 'ready':
+      return !started;
+    case 'drain':
+      return !!m.grant?.stopping;
+    case 'stop':
+      return spec.drain || (ab.stepped && !!m.grant && !m.grant.stopping);
+    case 'wait_lease':
+      return !!m.grant && m.grant.leaseMs <= 60 && !m.grant.stopping;
+    // Enable and Home while a plan executes: how the documents' gate treats a changed enable mask or a
+    // Home under a running trajectory is not shown; the generator leaves those combinations out.
+    case 'enable':
+    case 'home':
+      return !started;
+    default:
+      return true;
+  }
+}
+
+/** Mostly the current fence (so sequences get somewhere), now and then each edge. */
+const weighted = <T>(...xs: Array<[number, T]>) => fc.oneof(...xs.map(([weight, v]) => ({ weight, arbitrary: fc.constant(v) })));
+const sess = weighted<'current' | 'ended' | 'never' | 'malformed'>([30, 'current'], [2, 'ended'], [1, 'never'], [1, 'malformed']);
+const gen = weighted<'current' | 'older' | 'acquired' | 'newer' | 'zero' | 'one' | 'max'>([24, 'current'], [2, 'older'], [1, 'acquired'], [2, 'newer'], [1, 'zero'], [1, 'one'], [1, 'max']);
+const rid = weighted<RidRef>([24, undefined], [3, 'a'], [2, 'b'], [1, 'c'], [1, 'long64'], [1, 'empty'], [1, 'long65'], [1, 'control_char']);
+const fence = fc.record({ s: sess, g: gen, rid });
+const lease = weighted<number | undefined>([4, undefined], [1, 0], [1, 1], [1, 20], [1, 499], [2, 500], [1, 501], [4, 10_000], [1, 10_001]);
+
+/** The command arbitraries, weighted toward the operations that keep a sequence interesting. */
+export function commandArbs(ab: Abilities): Array<fc.Arbitrary<fc.AsyncCommand<FcModel, RunContext, false>>> {
+  const cmd = (a: fc.Arbitrary<Spec>) => a.map((s) => new SpecCommand(s));
+  const w = <T>(n: number, a: fc.Arbitrary<T>) => Array.from({ length: n }, () => a);
+  const arbs: Array<fc.Arbitrary<Spec>> = [
+    ...w(3, fc.record({ op: fc.constant('acquire' as const), lease, binding: weighted<'ok' | 'wrong'>([12, 'ok'], [1, 'wrong']), controller: weighted<'ok' | 'other' | 'empty' | 'max' | 'over'>([10, 'ok'], [2, 'other'], [1, 'max'], [1, 'empty'], [1, 'over']), rid })),
+    ...w(6, fence.map((f) => ({ op: 'renew' as const, ...f }))),
+    ...w(1, fence.map((f) => ({ op: 'release' as const, ...f }))),
+    ...w(2, fc.tuple(fence, fc.boolean()).map(([f, drain]) => ({ op: 'stop' as const, ...f, drain }))),
+    ...w(1, fc.tuple(fence, fc.constantFrom<'ok' | 'other' | 'empty' | 'max' | 'over'>('ok', 'other', 'max', 'empty', 'over')).map(([f, label]) => ({ op: 'mark_telemetry' as const, ...f, label }))),
+    ...w(1, fence.map((f) => ({ op: 'io_arm' as const, ...f }))),
+    ...w(1, fence.map((f) => ({ op: 'io_disarm' as const, ...f }))),
+    ...w(3, fc.tuple(fence, fc.constantFrom<'none' | 'on' | 'off' | 'torch' | 'unconfigured'>('none', 'none', 'none', 'on', 'off', 'torch', 'unconfigured'), weighted<'first' | 'last'>([4, 'first'], [1, 'last'])).map(([f, io, axis]) => ({ op: 'prepare_trajectory' as const, ...f, io, ...(axis === 'last' ? { axis } : {}) }))),
+    ...w(2, fc.tuple(fence, fc.constantFrom<'prepared' | 'started' | 'last' | 'terminal' | 'other_core' | 'zero' | 'next' | 'max'>('prepared', 'started', 'started', 'last', 'terminal', 'other_core', 'zero', 'next', 'max')).map(([f, h]) => ({ op: 'discard_trajectory' as const, ...f, h }))),
+    fc.constant({ op: 'drain' as const }),
+    fc.constantFrom(1, 10, 60, 200, 400).map((cycles) => ({ op: 'step' as const, cycles })),
+    fc.constant({ op: 'wait_lease' as const }),
+  ];
+  if (ab.motion) {
+    arbs.push(
+      ...w(4, fc.tuple(fence, weighted<'prepared' | 'started' | 'last' | 'terminal' | 'other_core' | 'zero' | 'next' | 'max'>([8, 'prepared'], [1, 'started'], [1, 'last'], [1, 'terminal'], [1, 'other_core'], [1, 'zero'], [1, 'next'], [1, 'max'])).map(([f, h]) => ({ op: 'start_trajectory' as const, ...f, h }))),
+      ...w(2, fc.tuple(fence, fc.constantFrom<'traj' | 'all' | 'others' | 'zero' | 'outside'>('traj', 'all', 'all', 'others', 'zero', 'outside')).map(([f, mask]) => ({ op: 'enable' as const, ...f, mask }))),
+      ...w(2, fence.map((f) => ({ op: 'arm' as const, ...f }))),
+      ...w(1, fc.tuple(fence, fc.constantFrom<'traj' | 'zero' | 'outside' | 'non_home'>('traj', 'traj', 'zero', 'outside', 'non_home')).map(([f, mask]) => ({ op: 'home' as const, ...f, mask }))),
+      ...w(1, fence.map((f) => ({ op: 'halt' as const, ...f }))),
+      ...w(
+        4,
+        fc
+          .tuple(weighted<'none' | 'on'>([3, 'none'], [1, 'on']), weighted<'' | 'arm' | 'axis'>([6, ''], [1, 'arm'], [1, 'axis']), weighted<'' | 'last'>([6, ''], [1, 'last']))
+          .map(([plan, omit, axis]) => ({ op: 'ready' as const, ...(plan === 'on' ? { plan } : {}), ...(omit ? { omit } : {}), ...(axis ? { axis } : {}) })),
+      ),
+    );
+  }
+  if (ab.coreRestart) arbs.push(fc.constant({ op: 'restart_core' as const }));
+  return arbs.map(cmd);
+}
+
+export interface PropertyOptions {
+  target: Target;
+  rules?: Rules;
+  seed: number;
+  numRuns: number;
+  maxCommands: number;
+  /** fast-check replay path of a failing run (HIL_MODEL_PATH). */
+  path?: string;
+  /** Stop at the first failure without shrinking (the mutation check only needs to see the rejection). */
+  endOnFailure?: boolean;
+  /** Motion commands are left out unless the target allows motion. */
+  motion?: boolean;
+  /** Wall-clock budget; fast-check stops generating new sequences after it. */
+  timeLimitMs?: number;
+  stats?: ModelStats;
+}
+
+export interface PropertyResult {
+  failed: boolean;
+  seed: number;
+  path?: string;
+  /** The failing (shrunk) sequence, as specs. */
+  sequence?: Spec[];
+  /** How many commands the first failing sequence had run when it failed (before shrinking). */
+  firstFailureLength?: number;
+  error?: string;
+  numRuns: number;
+  stats: ModelStats;
+}
+
+/** Run the model property: numRuns sequences of up to maxCommands commands. */
+export async function checkModel(o: PropertyOptions): Promise<PropertyResult> {
+  const ab = { ...abilitiesOf(o.target), ...(o.motion === false ? { motion: false } : {}) };
+  const stats = o.stats ?? newStats();
+  const rules = o.rules ?? REFERENCE_RULES;
+  let firstFailureLength: number | undefined;
+  let ranInSequence = 0;
+  const prop = fc.asyncProperty(fc.commands(commandArbs(ab), { maxCommands: o.maxCommands, size: 'max', ...(o.path ? { replayPath: replayPathOf(o.path) } : {}) }), async (cmds) => {
+    const x = await openRun(o.target, rules, stats);
+    ranInSequence = 0;
+    try {
+      await fc.asyncModelRun(
+        () => ({ model: { m: x.m, ab }, real: x }),
+        [...cmds].map((c) => counting(c, () => ranInSequence++)),
+      );
+    } catch (e) {
+      if (firstFailureLength === undefined) firstFailureLength = ranInSequence;
+      throw e;
+    } finally {
+      await closeRun(x);
+    }
+  });
+  const details = await fc.check(prop, {
+    seed: o.seed,
+    numRuns: o.numRuns,
+    ...(o.path ? { path: pathOf(o.path) } : {}),
+    endOnFailure: o.endOnFailure ?? false,
+    ...(o.timeLimitMs ? { interruptAfterTimeLimit: o.timeLimitMs, markInterruptAsFailure: false } : {}),
+  });
+  if (!details.failed) return { failed: false, seed: o.seed, numRuns: details.numRuns, stats };
+  const value = details.counterexample?.[0] as unknown as { commands?: Array<{ hasRan: boolean; cmd: SpecCommand }> } | undefined;
+  const sequence = value?.commands?.filter((w) => w.hasRan).map((w) => w.cmd.spec);
+  const replay = (value as unknown as { metadataForReplay?: () => string } | undefined)?.metadataForReplay?.();
+  const path = details.counterexamplePath ? `${details.counterexamplePath}${replay ? `#${replay}` : ''}` : undefined;
+  const err = details.errorInstance instanceof Error ? details.errorInstance.message : String((details as { error?: unknown }).error ?? '');
+  return { failed: true, seed: o.seed, ...(path ? { path } : {}), ...(sequence ? { sequence } : {}), ...(firstFailureLength !== undefined ? { firstFailureLength } : {}), error: err, numRuns: details.numRuns, stats };
+}
+
+/** A command whose run also counts (how long the first failing sequence was). */
+function counting(c: fc.AsyncCommand<FcModel, RunContext, false>, tick: () => void): fc.AsyncCommand<FcModel, RunContext, false> {
+  return {
+    check: (m) => c.check(m),
+    run: async (m, r) => {
+      tick();
+      await c.run(m, r);
+    },
+    toString: () => c.toString(),
+  };
+}
+
+// HIL_MODEL_PATH is fast-check's counterexample path, with the commands' replay hint after a '#'.
+const pathOf = (p: string) => p.split('#')[0]!;
+const replayPathOf = (p: string) => p.split('#')[1] ?? '';
+
+/** Run a fixed sequence of specs (a printed failing sequence) against a target; throws on a mismatch. */
+export async function replaySequence(target: Target, specs: readonly Spec[], rules: Rules = REFERENCE_RULES): Promise<void> {
+  const x = await openRun(target, rules, newStats());
+  try {
+    for (const s of specs) await runSpec(x, s);
+  } finally {
+    await closeRun(x);
+  }
+}
+
+/** The failure as a maintainer wants it: how to replay it, and a vitest example to paste. */
+export function failureReport(r: PropertyResult, o: { maxCommands: number; variant?: string }): string {
+  const lines = [
+    `model run failed${o.variant ? ` (wrong-model variant ${o.variant})` : ''}: ${r.error?.split('\n')[0] ?? ''}`,
+    r.error ?? '',
+    `replay: HIL_MODEL_SEED=${r.seed}${r.path ? ` HIL_MODEL_PATH='${r.path}'` : ''} HIL_MODEL_COMMANDS=${o.maxCommands}`,
+  ];
+  if (r.sequence) {
+    lines.push(
+      `minimal sequence (${r.sequence.length} commands), as a vitest example:`,
+      '',
+      `import { replaySequence } from '../../harness/model/commands.ts';`,
+      `import { covers, describe, sharedVariant, test } from '../../harness/fixture.ts';`,
+      `describe('model sequence (seed ${r.seed})', () => {`,
+      `  const v = sharedVariant({ clock: 'stepped' });`,
+      `  test('replays', covers('rule:grant.stopping_no_movement'), async ({ skip }) => {`,
+      `    skip(v.cannot !== undefined, v.cannot);`,
+      `    await replaySequence(v.target, [`,
+      ...r.sequence.map((s) => `      ${JSON.stringify(s)},`),
+      `    ]);`,
+      `  });`,
+      `});`,
+    );
+  }
+  return lines.join('\n');
+}

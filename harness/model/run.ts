@@ -1,0 +1,513 @@
+// Running the model against a target: one command at a time, its reply matched against the outcomes the
+// model allows, then status and the event log checked against the model's state (harness/model/model.ts).
+// A mismatch is a ModelMismatch naming the command, what the model allowed and what came.
+
+import { REQUEST_SCHEMA } from '../clients/control.ts';
+import type { CellEvent } from '../clients/events.ts';
+import { HarnessError } from '../errors.ts';
+import type { CheckedReply } from '../oracle/reply.ts';
+import type { Target } from '../targets/types.ts';
+import {
+  REFERENCE_RULES,
+  RID,
+  U64_MAX,
+  controllerText,
+  describeOutcome,
+  findLast,
+  drained,
+  endGrant,
+  initialState,
+  labelText,
+  leaseAt,
+  matches,
+  outcomes,
+  planBit,
+  resolveFence,
+  type EventExp,
+  type FencedSpec,
+  type ModelConfig,
+  type ModelState,
+  type Outcome,
+  type Request,
+  type Rules,
+  type Spec,
+} from './model.ts';
+import { RealCell, type StatusObs } from './system.ts';
+
+export class ModelMismatch extends Error {
+  override name = 'ModelMismatch';
+}
+
+/** Figures of a run: sequences, commands, and how often each rule or transition was reached. */
+export interface ModelStats {
+  sequences: number;
+  commands: number;
+  hits: Record<string, number>;
+}
+
+export function newStats(): ModelStats {
+  return { sequences: 0, commands: 0, hits: {} };
+}
+
+export interface Description {
+  binding: Record<string, unknown>;
+  axes: Array<{ id: string; native_home?: boolean }>;
+  cycle_ns: bigint;
+  max_grant_lease_ms?: bigint | number;
+  io?: { outputs: Array<{ name: string; torch: boolean }> } | null;
+}
+
+/** What the model knows of the cell, from Describe (portable: axes, limits and outputs as described). */
+export function configFrom(d: Description, rules: Rules = REFERENCE_RULES): ModelConfig {
+  const axisCount = d.axes.length;
+  let nativeHomeMask = 0;
+  d.axes.forEach((a, i) => {
+    if (a.native_home) nativeHomeMask |= 1 << i;
+  });
+  const trajAxis = Math.max(0, d.axes.findIndex((a) => a.native_home));
+  const outputs = d.io?.outputs ?? [];
+  return {
+    axisCount,
+    nativeHomeMask,
+    trajAxis,
+    leaseCeilingMs: Number(d.max_grant_lease_ms ?? 500n),
+    // Part 8: "omitted or 0 keeps the 500 ms default", capped by the ceiling.
+    defaultLeaseMs: 500,
+    cycleNs: BigInt(d.cycle_ns),
+    plainOutput: outputs.findIndex((o) => !o.torch),
+    torchOutput: outputs.findIndex((o) => o.torch),
+    outputCount: outputs.length,
+    planCycles: 400,
+    rules,
+  };
+}
+
+/** Event types whose every occurrence the model must have predicted; the others (machine events) are observed. */
+const STRICT = new Set(['grant_acquired', 'grant_renewed', 'grant_released', 'grant_expired', 'grant_revoked', 'handle_transition', 'execution_started', 'execution_completed', 'execution_aborted', 'execution_faulted', 'telemetry_mark', 'daemon_incarnation_changed']);
+const EVENT_TTL = 6;
+
+export interface RunContext {
+  c: ModelConfig;
+  m: ModelState;
+  real: RealCell;
+  binding: Record<string, unknown>;
+  /** What happened so far, one line per command (the failure text). */
+  trace: string[];
+  stats: ModelStats;
+  pendingStop?: Outcome;
+  lastSendMs: number;
+}
+
+/**
+ * Open a model run on a target: read Describe, bring the cell to a known state (released, disabled,
+ * disarmed, outputs disarmed) and start the model from what status then says.
+ */
+export async function openRun(target: Target, rules: Rules, stats: ModelStats): Promise<RunContext> {
+  const client = target.client();
+  const dr = await client.describe();
+  if (dr.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `describe answered ${dr.status}`);
+  const d = dr.reply.data as unknown as Description;
+  const c = configFrom(d, rules);
+  const real = new RealCell(target, client, typeof target.stepReport === 'function', c.cycleNs);
+  await real.begin();
+  await resetCell(real, d.binding, c.leaseCeilingMs);
+  const st = await real.status();
+  const handles = st.execution?.handles ?? [];
+  const baseHandle = handles.reduce((a, h) => (h.handle > a ? h.handle : a), 0n);
+  const m = initialState({ baseHandle, homeMask: Number(st.core?.home_valid_mask ?? 0n), lastGeneration: st.grant.generation > 0n ? st.grant.generation : undefined });
+  await real.events(); // the reset's events are not the run's
+  stats.sequences++;
+  return { c, m, real, binding: d.binding, trace: [], stats, lastSendMs: 0 };
+}
+
+/** Release what an earlier sequence may have left: acquire, disable, disarm outputs, release. */
+async function resetCell(real: RealCell, binding: Record<string, unknown>, ceilingMs: number): Promise<void> {
+  const until = performance.now() + ceilingMs + 1_000;
+  for (;;) {
+    const a = await real.send('acquire', RealCell.body('acquire', { controller: 'model-reset', binding, requested_lease_ms: 10_000n }), { quiet: false });
+    if (a.reply.status !== 200) {
+      // Someone holds it (an earlier sequence's grant still in its lease) or a stop drains: step on, and let
+      // a leftover lease run out (host time).
+      if (performance.now() > until) break;
+      await real.step(20);
+      await new Promise((r) => setTimeout(r, 50));
+      continue;
+    }
+    const g = a.reply.reply.data as { session: string; generation: bigint };
+    const f = { session: g.session, generation: g.generation };
+    await real.send('io_disarm', RealCell.body('io_disarm', f), { quiet: false });
+    await real.send('enable', RealCell.body('enable', { ...f, axis_mask: 0n }), { quiet: false });
+    await real.send('release', RealCell.body('release', f), { quiet: false, after: 5 });
+    return;
+  }
+  throw new HarnessError('HIL_ERR_TARGET_REFUSED', 'model run: the cell could not be acquired for its reset (another controller holds it)');
+}
+
+/** Leave the cell released (every run ends stopped and released, DESIGN.md rule 5). */
+export async function closeRun(x: RunContext): Promise<void> {
+  try {
+    if (x.real.pendingStop) await x.real.drain();
+    // Every grant the target gave (the model may not know one a mismatch cut short): stop and release it.
+    for (const g of x.real.granted) {
+      const r = await x.real.send('stop', RealCell.body('stop', { session: g.session, generation: g.generation }), { quiet: false });
+      if (r.reply.status === 200) {
+        const d = r.reply.reply.data as { generation: bigint };
+        await x.real.drain();
+        await x.real.send('release', RealCell.body('release', { session: g.session, generation: d.generation }), { quiet: false });
+      }
+    }
+  } catch {
+    // Unknown outcome: the next run's reset reconciles.
+  }
+}
+
+function fail(x: RunContext, what: string): never {
+  throw new ModelMismatch(`${what}\n  after:\n    ${x.trace.slice(-12).join('\n    ')}`);
+}
+
+function hit(x: RunContext, rule: string): void {
+  x.stats.hits[rule] = (x.stats.hits[rule] ?? 0) + 1;
+}
+
+/** Request fields of a fenced spec, resolved against the model. */
+function requestOf(x: RunContext, spec: Spec, hold: number[]): Request {
+  const { c, m } = x;
+  if (spec.op === 'acquire') {
+    const binding = spec.binding === 'ok' ? x.binding : { ...x.binding, revision: BigInt((x.binding.revision as bigint) ?? 1n) + 1n };
+    const fields: Record<string, unknown> = { controller: controllerText(spec.controller), binding };
+    if (spec.lease !== undefined) fields.requested_lease_ms = BigInt(spec.lease);
+    if (spec.rid !== undefined) fields.request_id = RID[spec.rid];
+    return { spec, payload: RealCell.body('acquire', fields) };
+  }
+  const fs = spec as FencedSpec;
+  const resolved = resolveFence(m, fs);
+  const fields: Record<string, unknown> = { session: resolved.session, generation: resolved.generation };
+  if (fs.rid !== undefined) fields.request_id = RID[fs.rid];
+  const bit = 1 << c.trajAxis;
+  if (fs.op === 'enable' || fs.op === 'home') {
+    const all = c.axisCount >= 32 ? 0xffffffff : (1 << c.axisCount) - 1;
+    const nonHome = all & ~c.nativeHomeMask;
+    const masks = { traj: bit, all, others: all & ~bit || bit, zero: 0, outside: c.axisCount < 32 ? 1 << c.axisCount : 0, non_home: nonHome || bit };
+    resolved.mask = masks[fs.mask] >>> 0;
+    fields.axis_mask = BigInt(resolved.mask);
+  }
+  if (fs.op === 'mark_telemetry') fields.label = labelText(fs.label);
+  if (fs.op === 'prepare_trajectory') {
+    fields.axis_mask = BigInt(planBit(c, fs.axis));
+    fields.points = points(c, hold, fs.io);
+  }
+  if (fs.op === 'start_trajectory' || fs.op === 'discard_trajectory') {
+    resolved.handle = handleRef(m, fs.h);
+    fields.handle = resolved.handle;
+  }
+  return { spec, payload: RealCell.body(fs.op, fields), resolved };
+}
+
+function handleRef(m: ModelState, ref: string): bigint {
+  const hs = [...m.handles.values()];
+  const cur = hs.filter((h) => h.core === m.core);
+  const pick = {
+    prepared: findLast(cur, (h) => h.state === 'prepared'),
+    started: findLast(cur, (h) => h.state === 'started'),
+    last: hs[hs.length - 1],
+    terminal: findLast(hs, (h) => h.state !== 'prepared' && h.state !== 'started'),
+    other_core: findLast(hs, (h) => h.core !== m.core),
+  }[ref as 'prepared'];
+  if (pick) return pick.n;
+  if (ref === 'zero') return 0n;
+  if (ref === 'max') return U64_MAX;
+  // Absent kinds fall back to the next number, never issued yet (unknown_handle).
+  return m.maxHandle + 1n;
+}
+
+/** A stationary plan at the held positions (PROFILE start gate: a Start begins at the held target). */
+function points(c: ModelConfig, hold: number[], io: string): unknown[] {
+  const planNs = BigInt(c.planCycles) * c.cycleNs;
+  const bitOf = { on: c.plainOutput, off: c.plainOutput, torch: c.torchOutput, unconfigured: c.outputCount, none: -1 }[io] ?? -1;
+  const pts: Array<Record<string, unknown>> = [0n, planNs / 2n, planNs].map((t) => ({ time_ns: t, position: hold }));
+  if (bitOf >= 0 && bitOf < 8) {
+    const b = BigInt(1 << bitOf);
+    pts[1] = { ...pts[1], io_mask: b, io_values: io === 'off' ? 0n : b };
+  }
+  return pts;
+}
+
+const specText = (s: Spec) => JSON.stringify(s);
+
+/** Run one command against the target and the model; throws ModelMismatch when they disagree. */
+export async function runSpec(x: RunContext, spec: Spec): Promise<void> {
+  const { c, m, real } = x;
+  x.stats.commands++;
+  const line = specText(spec);
+  const stopping = !!m.grant?.stopping || real.pendingStop !== undefined;
+  switch (spec.op) {
+    case 'step':
+      if (stopping) hit(x, 'drain by stepping');
+      await real.step(spec.cycles);
+      x.trace.push(`${line}`);
+      break;
+    case 'drain':
+      await real.drain();
+      x.trace.push(line);
+      break;
+    case 'wait_lease': {
+      const g = m.grant;
+      if (g) {
+        // Lease expiry by waiting: the lease is host time, on the stepped clock too (short leases only).
+        const ms = g.lease.hi + 15 - performance.now();
+        if (ms > 0) await new Promise((r) => setTimeout(r, ms));
+      }
+      x.trace.push(line);
+      break;
+    }
+    case 'restart_core': {
+      if (real.pendingStop) await real.drain();
+      await stopCollected(x);
+      await real.restartCore();
+      hit(x, 'core restart');
+      const evs: EventExp[] = [];
+      const g = m.grant;
+      // A session of the previous core incarnation answers daemon_restarted (part 7); its handles are unknown now.
+      if (g) {
+        endGrant(c, m, 'restarted', evs, 'core restart');
+        evs.push({ type: 'grant_revoked', why: 'authority lost with the core', may: true });
+      }
+      m.core++;
+      m.epoch++;
+      m.faultLatched = false;
+      m.owed.push(...evs.map((e) => ({ ...e, may: true })), { type: 'daemon_incarnation_changed', why: 'core restarted' });
+      x.trace.push(line);
+      break;
+    }
+    case 'ready': {
+      x.trace.push(line);
+      for (const sub of bringUp(x, spec)) await runSpec(x, sub);
+      return;
+    }
+    default:
+      await control(x, spec, stopping);
+  }
+  await reconcile(x, !stopping || spec.op === 'step' || spec.op === 'drain' || spec.op === 'restart_core');
+}
+
+/** The commands of a bring-up from the model's state (each one checked like any other). */
+function bringUp(x: RunContext, r: Extract<Spec, { op: 'ready' }>): Spec[] {
+  const { c, m } = x;
+  const f = { s: 'current' as const, g: 'current' as const };
+  const out: Spec[] = [];
+  if (m.grant?.stopping) out.push({ op: 'drain' });
+  if (!m.grant || m.grant.stopping) out.push({ op: 'acquire', lease: 10_000, binding: 'ok', controller: 'ok' });
+  else out.push({ op: 'renew', ...f });
+  const bit = 1 << c.trajAxis;
+  if ((m.homeMask & bit) === 0 && (c.nativeHomeMask & bit) !== 0) {
+    if (m.armed || m.enableMask !== 0) out.push({ op: 'enable', mask: 'zero', ...f });
+    out.push({ op: 'home', mask: 'traj', ...f });
+  }
+  // The plan's axis left out of the enable mask: the first native-home axis ('others'), or for a plan on
+  // the last one, every axis but it is not expressible as a MaskRef, so the first is left out (and planned).
+  // Arm left out: disarm first (enable 0 disarms, PROFILE enable), so the plan meets an unarmed core.
+  if (r.omit === 'arm' && m.armed) out.push({ op: 'enable', mask: 'zero', ...f });
+  out.push({ op: 'enable', mask: r.omit === 'axis' ? 'others' : 'all', ...f });
+  if (r.omit !== 'arm') out.push({ op: 'arm', ...f });
+  out.push({ op: 'prepare_trajectory', io: r.plan ?? 'none', ...(r.axis && r.omit !== 'axis' ? { axis: r.axis } : {}), ...f });
+  return out;
+}
+
+async function control(x: RunContext, spec: Exclude<Spec, { op: 'step' | 'drain' | 'wait_lease' | 'restart_core' }>, stopping: boolean): Promise<void> {
+  const { c, m, real } = x;
+  let hold: number[] = [];
+  if (spec.op === 'prepare_trajectory') hold = (await real.status()).axes.map((a) => Number(a.position));
+  const req = requestOf(x, spec, hold);
+  const line = `${specText(spec)}`;
+  // A stop to hold open (stepped clock): only when the model admits it, so the service answers it at the drain.
+  if (spec.op === 'stop' && !spec.drain && real.stepped && !stopping && m.grant) {
+    const lease = leaseAt(m.grant, performance.now(), performance.now());
+    const os = lease === 'alive' ? outcomes(c, m, req, 'alive', real.cycles) : [];
+    if (os.length === 1 && os[0]!.status === 200 && !os[0]!.replay) {
+      const { sendMs } = await real.stopUndrained(req.payload);
+      x.lastSendMs = sendMs;
+      os[0]!.next?.(m, undefined as unknown as CheckedReply);
+      for (const [k] of [[os[0]!.rule]]) hit(x, k!);
+      x.pendingStop = os[0];
+      x.trace.push(`${line} -> (stop admitted, draining)`);
+      return;
+    }
+  }
+  const drainToo = spec.op === 'stop' && spec.drain;
+  const ex = await real.send(spec.op, req.payload, { quiet: stopping && !drainToo, after: 5 });
+  // A stop to drain: step until the drain is over (a held one drains with it).
+  if (drainToo && ex.reply.status === 200) await real.drain();
+  x.lastSendMs = ex.sendMs;
+  const lease = m.grant ? leaseAt(m.grant, ex.sendMs, ex.recvMs) : 'alive';
+  const os = outcomes(c, m, req, lease, real.cycles);
+  const r = ex.reply;
+  const got = `${r.status}${r.label ? ` ${r.label}` : ''}`;
+  let chosen: Outcome | undefined;
+  const why: string[] = [];
+  for (const o of os) {
+    const miss = matches(o, r);
+    if (miss === undefined) {
+      chosen = o;
+      break;
+    }
+    why.push(`${describeOutcome(o)}: ${miss}`);
+  }
+  x.trace.push(`${line} -> ${got}`);
+  if (!chosen) fail(x, `${spec.op}: the reply ${got} ${r.reply.error ? JSON.stringify(r.reply.error) : ''} is not one the model allows:\n  ${why.join('\n  ')}`);
+  hit(x, chosen.rule);
+  const before = m.grant;
+  chosen.next?.(m, r);
+  // A successful acquire or renew (not a replay) moves the lease window on.
+  if (r.status === 200 && !chosen.replay && (spec.op === 'acquire' || spec.op === 'renew') && m.grant) {
+    m.grant.lease = { lo: ex.sendMs + m.grant.leaseMs, hi: ex.recvMs + m.grant.leaseMs };
+  }
+  if (spec.op === 'release' && before?.stopping && r.status === 200) m.owed.push({ type: 'grant_revoked', why: 'the stop that was draining', may: true });
+  for (const e of chosen.events ?? []) m.owed.push({ ...e });
+}
+
+/** The held stop answered: check it against the outcome admitted, then the grant is revoked. */
+async function stopCollected(x: RunContext): Promise<void> {
+  const r = x.real.takeStopReply();
+  if (!r) return;
+  const o = x.pendingStop;
+  x.pendingStop = undefined;
+  if (o) {
+    const miss = matches(o, r);
+    if (miss) fail(x, `the held stop answered ${r.status} ${r.label ?? ''}: ${miss}`);
+  }
+  x.trace.push(`   (the held stop answered ${r.status})`);
+}
+
+const payloadOf = (e: CellEvent): Record<string, unknown> => {
+  for (const k of ['grant', 'handle', 'execution', 'mark', 'incarnation', 'jog', 'enable', 'fault', 'epoch']) {
+    const v = e[k];
+    if (v && typeof v === 'object') return v as Record<string, unknown>;
+  }
+  return {};
+};
+
+function eventMatches(e: CellEvent, x: EventExp): boolean {
+  if (e.type !== x.type) return false;
+  const p = payloadOf(e);
+  const w = x.where ?? {};
+  if (w.generation !== undefined && p.generation !== w.generation) return false;
+  if (w.stopping !== undefined && p.stopping !== w.stopping) return false;
+  if (w.handle !== undefined && p.handle !== w.handle) return false;
+  if (w.from !== undefined && p.from !== w.from) return false;
+  if (w.to !== undefined && p.to !== w.to) return false;
+  if (w.label !== undefined && p.label !== w.label) return false;
+  return true;
+}
+
+/**
+ * After each command: the held stop's reply, status against the model's state (narrowing where timing
+ * allowed several), then the event log against the events the model owes.
+ */
+async function reconcile(x: RunContext, cyclesRan: boolean): Promise<void> {
+  const { c, m, real } = x;
+  await stopCollected(x);
+  // Events first, then status: a lease that runs out in between (the service's lease timer is host time)
+  // shows in status, and its event is owed to the next read.
+  const evs = await real.events();
+  const st = await real.status();
+  if (!st.grant.draining) m.draining = false;
+  // A grant end observed now (expiry, drain) reaches the machine on the core's next cycle: its effects are checked after the next command.
+  const ended = checkGrant(x, st);
+  checkHandles(x, st);
+  if (cyclesRan && !ended && !m.grant?.stopping && st.core) checkMachine(x, st);
+  if (st.core) m.homeMask = Number(st.core.home_valid_mask);
+  for (const e of evs) {
+    const i = m.owed.findIndex((o) => eventMatches(e, o));
+    if (i >= 0) {
+      m.owed.splice(i, 1);
+      continue;
+    }
+    // An expiry event for a grant the model already ended by expiry (its owed entry may have been dropped).
+    if (e.type === 'grant_expired' && m.ended.some((x) => x.how === 'expired' && x.generation === payloadOf(e).generation)) continue;
+    if (STRICT.has(e.type)) {
+      const p = JSON.stringify(payloadOf(e), (_k, v) => (typeof v === 'bigint' ? Number(v) : v));
+      fail(x, `event ${e.type} ${p} (sequence ${e.sequence}) was not predicted; the model owed: ${m.owed.map((o) => `${o.type}${o.may ? '?' : ''}`).join(', ') || 'nothing'}`);
+    }
+  }
+  for (const o of m.owed) o.ttl = (o.ttl ?? EVENT_TTL) - 1;
+  const late = m.owed.find((o) => !o.may && o.ttl! <= 0);
+  if (late) fail(x, `event ${late.type} ${JSON.stringify(late.where ?? {}, (_k, v) => (typeof v === 'bigint' ? Number(v) : v))} never came (${late.why})`);
+  m.owed = m.owed.filter((o) => o.ttl! > 0);
+  void c;
+}
+
+function checkGrant(x: RunContext, st: StatusObs): boolean {
+  const { c, m } = x;
+  const g = m.grant;
+  if (g?.stopping && !st.grant.active) {
+    // The drain finished: revoked (part 3 "stopping, then revoked").
+    const gen = g.generation;
+    drained(c, m);
+    m.owed.push({ type: 'grant_revoked', where: { generation: gen }, why: 'the stop drained' });
+    return true;
+  }
+  if (g && !st.grant.active) {
+    const lease = leaseAt(g, x.lastSendMs, performance.now());
+    if (lease === 'alive') fail(x, `status shows no active grant; the model holds generation ${g.generation} with its lease surely running`);
+    // The lease ran out and the target noticed: narrow to expiry.
+    hit(x, 'transition:grant:owned->no_grant:lease_expiry');
+    const evs: EventExp[] = [];
+    endGrant(c, m, 'expired', evs, 'lease expiry (observed)');
+    m.owed.push({ type: 'grant_expired', where: { generation: g.generation }, why: 'the lease ran out (status shows no grant)' }, ...evs);
+    return true;
+  }
+  if (!g && st.grant.active) fail(x, `status shows an active grant (generation ${st.grant.generation}); the model holds none`);
+  if (g && st.grant.active) {
+    if (st.grant.generation !== g.generation) fail(x, `status grant generation ${st.grant.generation}, model ${g.generation}`);
+    if (st.grant.stopping !== g.stopping) fail(x, `status grant stopping ${st.grant.stopping}, model ${g.stopping}`);
+  }
+  return false;
+}
+
+function checkHandles(x: RunContext, st: StatusObs): void {
+  const { c, m, real } = x;
+  const seen = new Map((st.execution?.handles ?? []).map((h) => [String(h.handle), h.state]));
+  for (const h of m.handles.values()) {
+    if (h.core !== m.core) continue;
+    const s = seen.get(String(h.n));
+    if (s === undefined) continue; // out of the status window (PROFILE: the last 64 are kept)
+    if (h.state === 'started') {
+      const ran = real.cycles - (h.startCycle ?? real.cycles);
+      // Plan time runs from the cycle the core took the Start, which lies within the reply's last chunk.
+      const early = BigInt(c.planCycles) - 25n;
+      const late = BigInt(c.planCycles) + (real.stepped ? 40n : 400n);
+      if (s === 'consumed') {
+        if (ran < early) fail(x, `handle ${h.n} consumed after ${ran} cycles of a ${c.planCycles}-cycle plan`);
+        h.state = 'consumed';
+        hit(x, 'transition:handle:started->consumed:completion');
+        m.owed.push({ type: 'handle_transition', where: { handle: h.n, from: 'started', to: 'consumed' }, why: `${h.n} completed` }, { type: 'execution_completed', where: { handle: h.n }, why: `${h.n} completed` });
+        continue;
+      }
+      if (s === 'started') {
+        if (ran > late) fail(x, `handle ${h.n} still started after ${ran} cycles of a ${c.planCycles}-cycle plan`);
+        continue;
+      }
+    }
+    // A started handle retired by a Stop may still show started until the drain reaches it.
+    if (h.state === 'retired' && s === 'started' && m.grant?.stopping) continue;
+    if (s !== h.state) fail(x, `status shows handle ${h.n} ${s}, the model ${h.state}`);
+  }
+}
+
+function checkMachine(x: RunContext, st: StatusObs): void {
+  const { m } = x;
+  const core = st.core!;
+  if (m.adopt) {
+    m.armed = core.armed === 1n;
+    m.enableMask = Number(core.axis_enable_mask);
+    m.ioArmed = core.io_armed === 1n;
+    m.adopt = false;
+    return;
+  }
+  const armed = core.armed === 1n;
+  if (armed !== m.armed) fail(x, `status core.armed ${core.armed}, model ${m.armed ? 1 : 0}`);
+  if (Number(core.axis_enable_mask) !== m.enableMask) fail(x, `status core.axis_enable_mask ${core.axis_enable_mask}, model ${m.enableMask}`);
+  if ((core.io_armed === 1n) !== m.ioArmed) fail(x, `status core.io_armed ${core.io_armed}, model ${m.ioArmed ? 1 : 0}`);
+}
+
+export { describeOutcome };

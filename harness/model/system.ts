@@ -1,0 +1,189 @@
+// The target side of a model run: sends one command the way a client would (POST /v1/control over the
+// target's socket), steps the stepped clock until the reply comes (never sleeping through real time on
+// a stepped target), and observes status and the event log after it. Knows the documents' interface
+// only (harness/clients), never the implementation.
+
+import type { ControlClient } from '../clients/control.ts';
+import { REQUEST_SCHEMA } from '../clients/control.ts';
+import { pollEvents, type CellEvent } from '../clients/events.ts';
+import { HarnessError } from '../errors.ts';
+import { stringifyExact } from '../oracle/json.ts';
+import type { CheckedReply } from '../oracle/reply.ts';
+import type { Target } from '../targets/types.ts';
+
+export interface Exchange {
+  reply: CheckedReply;
+  sendMs: number;
+  recvMs: number;
+}
+
+export interface StatusObs {
+  grant: { active: boolean; stopping: boolean; draining?: boolean; generation: bigint; lease_ms: bigint | number };
+  core: { armed: bigint; axis_enable_mask: bigint; home_valid_mask: bigint; io_armed: bigint; execution_fault_reasons: bigint; safety_fault_mask: bigint } | null;
+  daemon_incarnation: string;
+  axes: Array<{ position: number | bigint }>;
+  execution: { handles: Array<{ handle: bigint; state: string; generation: bigint }>; state: string } | undefined;
+}
+
+const now = () => performance.now();
+
+export class RealCell {
+  /** Core cycles run since the cell was opened (stepped clock: exact; real time: estimated from wall time). */
+  cycles = 0n;
+  private cursor = 0n;
+  private opened = now();
+  /** A stop admitted but not yet answered (its drain is held open on the stepped clock). */
+  pendingStop: Promise<CheckedReply> | undefined;
+  /** The pending stop's reply once it came, for the runner to check. */
+  stopReply: CheckedReply | undefined;
+  private stopErr: unknown;
+
+  constructor(
+    readonly target: Target,
+    readonly client: ControlClient,
+    readonly stepped: boolean,
+    readonly cycleNs: bigint,
+  ) {}
+
+  /** Read the event cursor: events before now are not this run's. */
+  async begin(): Promise<void> {
+    this.cursor = (await pollEvents(this.client, 0n)).latest_sequence;
+    if (this.stepped) await this.step(20);
+  }
+
+  async step(n: number): Promise<void> {
+    if (this.stepped) {
+      const r = await this.target.stepReport!(n);
+      this.cycles = r.cycles;
+    } else {
+      await new Promise((res) => setTimeout(res, Math.ceil((n * Number(this.cycleNs)) / 1e6)));
+      this.updateWallCycles();
+    }
+  }
+
+  private updateWallCycles(): void {
+    if (!this.stepped) this.cycles = BigInt(Math.floor(((now() - this.opened) * 1e6) / Number(this.cycleNs)));
+  }
+
+  /** Body of a request, exactly as sent (its text is the payload the request_id cache compares). */
+  static body(op: string, fields: Record<string, unknown>): string {
+    return stringifyExact({ schema: REQUEST_SCHEMA, operation: op, ...fields });
+  }
+
+  /**
+   * Send a control request. `quiet`: a stop drains and the model expects the service to answer alone, so
+   * no cycle runs unless the reply does not come within a second (then the core is stepped until it does).
+   */
+  async send(op: string, body: string, o: { quiet: boolean; after?: number }): Promise<Exchange> {
+    const sendMs = now();
+    let done = false;
+    const p = this.client.control(body, op).finally(() => (done = true));
+    if (!this.stepped) {
+      const reply = await p;
+      const recvMs = now();
+      this.noteGrant(op, reply);
+      this.updateWallCycles();
+      await this.collectStop();
+      return { reply, sendMs, recvMs };
+    }
+    if (o.quiet) {
+      await Promise.race([p.catch(() => undefined), new Promise((r) => setTimeout(r, 1_000).unref())]);
+    }
+    for (let i = 0; i < 2000 && !done; i++) {
+      const r = await this.target.stepReport!(10);
+      this.cycles = r.cycles;
+      if (r.answered > 0 && !done) await Promise.race([p.catch(() => undefined), new Promise((res) => setTimeout(res, 2_000).unref())]);
+    }
+    const reply = await p;
+    const recvMs = now();
+    this.noteGrant(op, reply);
+    if (!o.quiet && o.after) await this.step(o.after);
+    await this.collectStop();
+    return { reply, sendMs, recvMs };
+  }
+
+  /** Every grant the target gave in this cell (the run's end releases whatever is still held). */
+  readonly granted: Array<{ session: string; generation: bigint }> = [];
+
+  private noteGrant(op: string, r: CheckedReply): void {
+    if (op !== 'acquire' || r.status !== 200) return;
+    const d = r.reply.data as { session?: string; generation?: bigint } | undefined;
+    if (d?.session && d.generation !== undefined && !this.granted.some((g) => g.session === d.session)) this.granted.push({ session: d.session, generation: d.generation });
+  }
+
+  /** Send a stop and leave it draining (stepped clock): resolves once status shows the grant stopping. */
+  async stopUndrained(body: string): Promise<{ sendMs: number }> {
+    const sendMs = now();
+    this.stopReply = undefined;
+    this.stopErr = undefined;
+    const p = this.client.control(body, 'stop');
+    this.pendingStop = p;
+    p.then(
+      (r) => (this.stopReply = r),
+      (e) => (this.stopErr = e ?? new Error('stop failed')),
+    );
+    for (let i = 0; i < 200; i++) {
+      if (this.stopReply || this.stopErr) break;
+      const st = await this.status();
+      if (st.grant.stopping) break;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    return { sendMs };
+  }
+
+  /** Step until no stop drains any more (status shows the grant not stopping) and a held stop has answered. */
+  async drain(): Promise<void> {
+    for (let i = 0; i < 300; i++) {
+      const st = await this.status();
+      if (!st.grant.stopping && (!this.pendingStop || this.stopReply || this.stopErr)) return;
+      if (this.stepped) {
+        const r = await this.target.stepReport!(10);
+        this.cycles = r.cycles;
+        if (r.answered > 0 && this.pendingStop) await Promise.race([this.pendingStop.catch(() => undefined), new Promise((res) => setTimeout(res, 200).unref())]);
+      } else await new Promise((res) => setTimeout(res, 20));
+    }
+  }
+
+  private async collectStop(): Promise<void> {
+    if (this.stopErr) {
+      const e = this.stopErr;
+      this.stopErr = undefined;
+      this.pendingStop = undefined;
+      throw e;
+    }
+  }
+
+  /** The pending stop's reply, if it has come; clears it. */
+  takeStopReply(): CheckedReply | undefined {
+    const r = this.stopReply;
+    if (r) {
+      this.stopReply = undefined;
+      this.pendingStop = undefined;
+    }
+    return r;
+  }
+
+  async status(): Promise<StatusObs> {
+    const r = await this.client.status();
+    if (r.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `status refused: ${r.status} ${r.reply.error}`);
+    return r.reply.data as unknown as StatusObs;
+  }
+
+  /** Events published since the last call. */
+  async events(): Promise<CellEvent[]> {
+    const out: CellEvent[] = [];
+    for (let i = 0; i < 64; i++) {
+      const b = await pollEvents(this.client, this.cursor);
+      out.push(...b.events);
+      if (!b.events.length) break;
+      this.cursor = b.next_sequence;
+      if (b.next_sequence >= b.latest_sequence) break;
+    }
+    return out;
+  }
+
+  async restartCore(): Promise<void> {
+    await this.target.restartCore();
+    if (this.stepped) await this.step(20);
+  }
+}

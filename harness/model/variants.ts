@@ -1,0 +1,173 @@
+// The model's mutation check: wrong-model variants, each a deliberately wrong reading of one rule of
+// document 1 (or of a PROFILE decision). A model run with a variant against the reference stack must be
+// rejected (the stack answers as the documents say, not as the variant says); the test that shows it is
+// what counts the rule as covered by the model (harness/model/mutation.model.test.ts). A variant a run
+// cannot reject means the commands never reach the rule, or the model does not check it.
+
+import { REFERENCE_RULES, type Rules } from './model.ts';
+
+export interface WrongModel {
+  name: string;
+  /** The wrong rule, in words. */
+  wrong: string;
+  patch: Partial<Rules>;
+  /** Catalogue ids the rejection covers (the rule the variant breaks). */
+  covers: readonly string[];
+  /** Budget: sequences and commands per sequence a run may use to reject it (a fixed seed in CI). */
+  budget: { seed: number; runs: number; maxCommands: number };
+  /** Sequence length the rejecting run needed at that seed (commands run until the mismatch), recorded. */
+  needed?: number;
+  /** Why the mutation test does not run it (yet); such a variant covers nothing. */
+  skip?: string;
+}
+
+export const WRONG_MODELS: readonly WrongModel[] = [
+  {
+    name: 'renew-refuses-older-generation',
+    wrong: 'renew and stop accept only the current generation',
+    patch: { olderGenerationRenewStop: false },
+    covers: ['rule:fence.older_generation_renew_stop'],
+    budget: { seed: 101, runs: 10, maxCommands: 120 },
+    needed: 35,
+  },
+  {
+    name: 'acquire-keeps-generation',
+    wrong: 'acquire hands out the generation of the previous grant again',
+    patch: { acquireIncrementsGeneration: false },
+    covers: ['transition:grant:no_grant->owned:acquire'],
+    budget: { seed: 102, runs: 3, maxCommands: 120 },
+    needed: 2,
+  },
+  {
+    name: 'stop-keeps-generation',
+    wrong: 'an admitted stop leaves the generation as it was',
+    patch: { stopIncrementsGeneration: false },
+    covers: ['transition:grant:owned->stopping:stop', 'profile:grant.stop_generation'],
+    budget: { seed: 103, runs: 4, maxCommands: 120 },
+    needed: 20,
+  },
+  {
+    name: 'start-gate-skips-armed',
+    wrong: 'the start gate does not require the core armed',
+    patch: { startGateArmed: false },
+    covers: ['transition:handle:prepared->prepared:start_refused', 'reason:not_ready'],
+    budget: { seed: 104, runs: 12, maxCommands: 150 },
+    needed: 124,
+  },
+  {
+    name: 'start-gate-skips-enabled',
+    wrong: 'the start gate does not require the trajectory axes enabled',
+    patch: { startGateEnabled: false },
+    covers: ['rule:op.start.handle_kept'],
+    budget: { seed: 105, runs: 10, maxCommands: 150 },
+    needed: 15,
+  },
+  {
+    name: 'start-gate-skips-home',
+    wrong: 'the start gate does not require Home on axes that need it',
+    patch: { startGateHomed: false },
+    covers: ['transition:handle:prepared->prepared:start_refused'],
+    budget: { seed: 106, runs: 10, maxCommands: 150 },
+    needed: 97,
+  },
+  {
+    name: 'discard-of-started-accepted',
+    wrong: 'discard_trajectory of a started handle is accepted',
+    patch: { discardStartedRefused: false },
+    covers: ['transition:handle:started->refused:discard', 'reason:handle_active'],
+    budget: { seed: 107, runs: 8, maxCommands: 150 },
+    needed: 53,
+  },
+  {
+    name: 'no-supersede',
+    wrong: 'a newer preparation leaves the prepared handle prepared',
+    patch: { newerPreparationSupersedes: false },
+    covers: ['transition:handle:prepared->superseded:newer_preparation', 'reason:handle_superseded'],
+    budget: { seed: 108, runs: 4, maxCommands: 120 },
+    needed: 22,
+  },
+  {
+    name: 'grant-end-keeps-prepared',
+    wrong: 'a stop or grant end leaves the prepared handle prepared',
+    patch: { grantEndRetiresPrepared: false },
+    covers: ['transition:handle:prepared->retired:stop_or_grant_loss', 'reason:handle_retired'],
+    budget: { seed: 109, runs: 4, maxCommands: 120 },
+    needed: 20,
+  },
+  {
+    name: 'release-keeps-retry-cache',
+    wrong: 'release and lease expiry keep the session\'s request_id cache',
+    patch: { releaseDropsCache: false },
+    covers: ['rule:idempotency.cache_dropped'],
+    budget: { seed: 110, runs: 8, maxCommands: 150 },
+    needed: 51,
+  },
+  {
+    name: 'changed-payload-replays',
+    wrong: 'a changed payload under a remembered request_id is processed as new',
+    patch: { conflictOnChangedPayload: false },
+    covers: ['rule:idempotency.conflict', 'reason:request_id_conflict'],
+    budget: { seed: 111, runs: 4, maxCommands: 120 },
+    needed: 68,
+  },
+  {
+    name: 'later-start-leaves-running',
+    wrong: 'a later Start leaves the running execution started',
+    patch: { laterStartConsumes: false },
+    covers: [],
+    budget: { seed: 112, runs: 30, maxCommands: 150 },
+    skip: 'not rejected within 30 sequences: it needs two Starts within one plan under one 500 ms lease, which the generator reaches a few times per thousand commands (hil fuzz runs it longer)',
+  },
+  {
+    name: 'halt-keeps-active-handle',
+    wrong: 'halt keeps the active trajectory handle started',
+    patch: { haltRetiresActive: false },
+    covers: ['transition:grant:owned->owned:halt'],
+    budget: { seed: 113, runs: 20, maxCommands: 150 },
+    needed: 89,
+  },
+  {
+    name: 'handles-outlive-core',
+    wrong: 'a handle stays valid across a core restart',
+    patch: { handlesPerIncarnation: false },
+    covers: ['reason:unknown_handle'],
+    budget: { seed: 114, runs: 6, maxCommands: 150 },
+    needed: 53,
+  },
+  {
+    name: 'terminal-handles-unknown',
+    wrong: 'a handle in a terminal state answers unknown_handle instead of its state\'s reason',
+    patch: { terminalReasons: false },
+    covers: ['rule:handle.terminal_never_regain'],
+    budget: { seed: 115, runs: 8, maxCommands: 120 },
+    needed: 21,
+  },
+  {
+    name: 'on-intent-without-io-arm',
+    wrong: 'a Start with an ON output intent is admitted without io_arm',
+    patch: { startNeedsIoArmForOnIntent: false },
+    covers: ['reason:io_not_armed'],
+    budget: { seed: 116, runs: 4, maxCommands: 150 },
+    needed: 43,
+  },
+  {
+    name: 'stopping-admits-commands',
+    wrong: 'fenced commands are admitted while a stop drains',
+    patch: { stoppingRefusesMotion: false },
+    covers: ['rule:grant.stopping_no_movement'],
+    budget: { seed: 117, runs: 8, maxCommands: 150 },
+    needed: 17,
+  },
+  {
+    name: 'lease-not-capped',
+    wrong: 'the lease is the requested one, not min(request, ceiling)',
+    patch: { leaseIsMinOfRequestAndCeiling: false },
+    covers: ['rule:grant.lease_min_of_request_and_ceiling'],
+    budget: { seed: 118, runs: 3, maxCommands: 120 },
+    needed: 4,
+  },
+];
+
+export function rulesOf(v: WrongModel): Rules {
+  return { ...REFERENCE_RULES, ...v.patch };
+}
