@@ -483,13 +483,14 @@ async function fuzz(args: string[]): Promise<number> {
 `);
   for (const [k, n] of transitions) process.stdout.write(`  ${k}: ${n}
 `);
-  writeFileSync(join(REPORTS, 'fuzz.json'), `${JSON.stringify(figures, null, 2)}\n`);
-  const runJson = join(REPORTS, 'run.json');
+  writeFileSync(join(DEFAULT_REPORTS, 'fuzz.json'), `${JSON.stringify(figures, null, 2)}\n`);
+  const runJson = join(DEFAULT_REPORTS, 'run.json');
   if (existsSync(runJson)) {
     try {
-      const run = JSON.parse(readFileSync(runJson, 'utf8')) as Record<string, unknown>;
+      // Exact JSON both ways: run.json holds uint64 values (generations, sequences) a float would round.
+      const run = parseExact(readFileSync(runJson)) as Record<string, unknown>;
       run.model_fuzz = figures;
-      writeFileSync(runJson, `${JSON.stringify(run, null, 2)}\n`);
+      writeFileSync(runJson, stringifyExact(run));
     } catch (e) {
       process.stderr.write(`hil fuzz: run.json not updated: ${(e as Error).message}\n`);
     }
