@@ -724,7 +724,7 @@ async function compare(args: string[]): Promise<number> {
   return regressed(c) ? 1 : 0;
 }
 
-/** hil expectations update --target T [--run FILE]: the run's failures into fixtures/expectations/T.json. */
+/** hil expectations update --target T [--run FILE]: the run's failures into fixtures/expectations/<target>.json. */
 async function expectations(args: string[]): Promise<number> {
   if (wantsHelp(args, 'expectations')) return 0;
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { target: { type: 'string' }, run: { type: 'string' }, dir: { type: 'string' } } });

@@ -10,7 +10,7 @@
 //
 //   measure('following_error_max', 'rad', { axis: 'J1' }).atMost(0.01, 'configured', 'axes[0].limits.following_error').record(v)
 //
-// Measurements belong to the running test: harness/measure-setup.ts opens a collector before each
+// Measurements belong to the running test: harness/evidence-setup.ts opens a collector before each
 // conformance test and hands what it gathered to the test's meta (run.json, blob reports), Allure and
 // the HTML report after it. The same names are measured on every target; a limit is absent only where
 // the target has no document or configuration to take it from.
@@ -131,14 +131,14 @@ export function measurementFailure(recs: readonly MeasurementRecord[]): HarnessE
   });
 }
 
-/** Where measurements of the running test go (set by harness/measure-setup.ts). */
+/** Where measurements of the running test go (set by harness/evidence-setup.ts). */
 export interface MeasurementSink {
   add(m: MeasurementRecord): void;
 }
 
 const active = new Set<MeasurementSink>();
 
-/** Enter and leave a test (harness/measure-setup.ts). */
+/** Enter and leave a test (harness/evidence-setup.ts). */
 export function enterMeasuredTest(s: MeasurementSink): void {
   active.add(s);
 }

@@ -1,7 +1,7 @@
 // The model's mutation check: wrong-model variants, each a deliberately wrong reading of one rule of
 // document 1 (or of a PROFILE decision). A model run with a variant against the reference stack must be
 // rejected (the stack answers as the documents say, not as the variant says); the test that shows it is
-// what counts the rule as covered by the model (harness/model/mutation.model.test.ts). A variant a run
+// what counts the rule as covered by the model (harness/model/mutation-a.model.test.ts and mutation-b.model.test.ts). A variant a run
 // cannot reject means the commands never reach the rule, or the model does not check it.
 
 import { REFERENCE_RULES, type Rules } from './model.ts';
