@@ -143,6 +143,8 @@ export interface CleanroomOptions {
   socketDir: string;
   /** The cell's lease ceiling (part 8: LAN profile 500 ms). */
   leaseCeilingMs?: number;
+  /** How long an admitted stop drains before the grant is revoked (default 100 ms). */
+  stopDrainMs?: number;
 }
 
 const now = (): bigint => process.hrtime.bigint();
@@ -235,7 +237,7 @@ export class CleanroomService {
       this.send(res, refusal('unknown', new Refusal('unknown_endpoint', `${req.method} ${path}`)));
     } catch (e) {
       // Part 7: an open diagnostic is allowed after a label; a defect of this service must still be visible.
-      this.send(res, refusal('unknown', new Refusal('cleanroom_defect', String((e as Error)?.stack ?? e))));
+      this.send(res, refusal('unknown', new Refusal('cleanroom_defect', String((e as Error)?.message ?? e))));
     }
   }
 
@@ -259,6 +261,7 @@ export class CleanroomService {
         if (size > 64 * 1024 * 1024) req.destroy();
       });
       req.on('end', () => resolve(over ? undefined : Buffer.concat(chunks)));
+      req.on('close', () => resolve(undefined)); // destroyed (or a client gone): nothing to answer
       req.on('error', reject);
     });
   }
@@ -387,7 +390,7 @@ export class CleanroomService {
         if (this.grant !== g) return;
         this.end(g, 'ended');
         this.publish('grant_revoked', 'grant', this.grantEvent(g));
-      }, STOP_DRAIN_MS);
+      }, this.options.stopDrainMs ?? STOP_DRAIN_MS);
     }
     return ok(op, this.grantData(g));
   }
