@@ -71,7 +71,7 @@ test('a stop drains, then revokes the grant: grant_revoked, and the session is s
   let revoked = false;
   for (let i = 0; i < 100 && !revoked; i++) {
     await new Promise((r) => setTimeout(r, 50));
-    const events = ((await client.get(`/v1/events?after=${from}`, 'subscribe_events')).reply.data as { events: Array<{ type: string; grant?: { generation: bigint } }> }).events;
+    const events = ((await client.get(`/v1/events?after=${from}`, 'subscribe_events')).reply.data as { records: Array<{ type: string; grant?: { generation: bigint } }> }).records;
     revoked = events.some((e) => e.type === 'grant_revoked' && e.grant?.generation === stopped.generation);
   }
   expect(revoked).toBe(true);
