@@ -526,7 +526,9 @@ async function cleanroom(args: string[]): Promise<number> {
   if (ceiling !== undefined && !(Number.isInteger(ceiling) && ceiling >= 1 && ceiling <= 10_000)) throw new UsageError('--lease-ceiling-ms takes a whole number of ms, 1..10000');
   // Test equipment of the harness (like the simulated bench box), so it runs in this process.
   const { serveCleanroom } = await import('./cleanroom/service.ts');
-  return serveCleanroom({ socketDir: resolve(values['socket-dir']), ...(ceiling !== undefined ? { leaseCeilingMs: ceiling } : {}), lifelineStdin: values['lifeline-stdin'] });
+  const code = await serveCleanroom({ socketDir: resolve(values['socket-dir']), ...(ceiling !== undefined ? { leaseCeilingMs: ceiling } : {}), lifelineStdin: values['lifeline-stdin'] });
+  // Stopped (signal or lifeline): exit now, whatever the loader or stdin still hold open.
+  process.exit(code);
 }
 
 function startProcess(entry: string, args: string[]): Promise<number> {

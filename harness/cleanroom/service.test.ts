@@ -19,7 +19,7 @@ let binding: Record<string, unknown>;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'hil-cleanroom-test-'));
-  service = new CleanroomService({ socketDir: dir, leaseCeilingMs: 300 });
+  service = new CleanroomService({ socketDir: dir, leaseCeilingMs: 5000, stopDrainMs: 2000 });
   await service.listen();
   client = new ControlClient(service.socketPath);
   binding = ((await client.describe()).reply.data as { binding: Record<string, unknown> }).binding;
@@ -46,10 +46,10 @@ test('Describe lists the 33 capabilities: the grant operations, describe, status
 
 test('grant lifecycle: lease min(request, ceiling), renew keeps it, older generation for renew and stop, exact for release, stop fences a new generation', async () => {
   const g = checkGrant((await acquire({ requested_lease_ms: 10000n })).reply.data);
-  expect(g.lease_ms).toBe(300);
+  expect(g.lease_ms).toBe(5000);
   expect((await acquire()).label).toBe('control_already_owned');
   const renewed = checkGrant((await fenced('renew', g)).reply.data);
-  expect([renewed.lease_ms, renewed.deadline_host_ns > g.deadline_host_ns]).toEqual([300, true]);
+  expect([renewed.lease_ms, renewed.deadline_host_ns > g.deadline_host_ns]).toEqual([5000, true]);
   expect((await fenced('renew', { ...g, generation: g.generation + 1n })).label).toBe('control_session_stale');
   const stopped = checkGrant((await fenced('stop', g)).reply.data);
   expect([stopped.stopping, stopped.generation]).toEqual([true, g.generation + 1n]);
@@ -61,6 +61,23 @@ test('grant lifecycle: lease min(request, ceiling), renew keeps it, older genera
   expect(checkGrant(released.reply.data).session).toBe('');
   expect((await fenced('renew', g)).label).toBe('control_session_stale');
   expect((await fenced('renew', { session: 'ab'.repeat(32), generation: 1n })).label).toBe('fence');
+});
+
+test('a stop drains, then revokes the grant: grant_revoked, and the session is stale', async () => {
+  const from = ((await client.get('/v1/events', 'subscribe_events')).reply.data as { latest_sequence: bigint }).latest_sequence;
+  // A lease longer than the drain: a stopping grant left unrenewed would expire first (part 2 Grant.stopping).
+  const g = checkGrant((await acquire({ requested_lease_ms: 5000n })).reply.data);
+  const stopped = checkGrant((await fenced('stop', g)).reply.data);
+  let revoked = false;
+  for (let i = 0; i < 100 && !revoked; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    const events = ((await client.get(`/v1/events?after=${from}`, 'subscribe_events')).reply.data as { records: Array<{ type: string; grant?: { generation: bigint } }> }).records;
+    revoked = events.some((e) => e.type === 'grant_revoked' && e.grant?.generation === stopped.generation);
+  }
+  expect(revoked).toBe(true);
+  expect((await fenced('renew', stopped)).label).toBe('control_session_stale');
+  const again = checkGrant((await acquire()).reply.data);
+  expect((await fenced('release', again)).status).toBe(200);
 });
 
 test('a lease left to run out expires: expired for renew, release and stop, and the cell is free', async () => {

@@ -23,6 +23,7 @@
 // | acquire retried with the same request_id             | no replay: there is no current session to remember it (part 4) | replays the grant            |
 // | retry cache after a stop or revocation               | gone with the grant (only the current session remembers) | kept for 8 ended sessions           |
 // | `after` on events                                    | any run of decimal digits up to 2^64-1 (`after=01` is 1); anything else, empty or repeated: invalid_event_cursor | no leading zero |
+// | EventBatch array (part 6: name not shown)            | `records`                                              | `events`                              |
 // | events_dropped payload                               | first_lost_sequence and last_lost_sequence only        | adds reason "event_cursor_lost"      |
 // | grant event payload                                  | generation and stopping only (the known fields)        | adds controller, lease_ms, deadline  |
 // | zero and empty fields (part 2 "Response")            | omitted in the envelope and in the Grant of a control reply (a released grant has no `session`) | only the envelope omits them |
@@ -143,6 +144,8 @@ export interface CleanroomOptions {
   socketDir: string;
   /** The cell's lease ceiling (part 8: LAN profile 500 ms). */
   leaseCeilingMs?: number;
+  /** How long an admitted stop drains before the grant is revoked (default 100 ms). */
+  stopDrainMs?: number;
 }
 
 const now = (): bigint => process.hrtime.bigint();
@@ -235,7 +238,7 @@ export class CleanroomService {
       this.send(res, refusal('unknown', new Refusal('unknown_endpoint', `${req.method} ${path}`)));
     } catch (e) {
       // Part 7: an open diagnostic is allowed after a label; a defect of this service must still be visible.
-      this.send(res, refusal('unknown', new Refusal('cleanroom_defect', String((e as Error)?.stack ?? e))));
+      this.send(res, refusal('unknown', new Refusal('cleanroom_defect', String((e as Error)?.message ?? e))));
     }
   }
 
@@ -259,6 +262,7 @@ export class CleanroomService {
         if (size > 64 * 1024 * 1024) req.destroy();
       });
       req.on('end', () => resolve(over ? undefined : Buffer.concat(chunks)));
+      req.on('close', () => resolve(undefined)); // destroyed (or a client gone): nothing to answer
       req.on('error', reject);
     });
   }
@@ -387,7 +391,7 @@ export class CleanroomService {
         if (this.grant !== g) return;
         this.end(g, 'ended');
         this.publish('grant_revoked', 'grant', this.grantEvent(g));
-      }, STOP_DRAIN_MS);
+      }, this.options.stopDrainMs ?? STOP_DRAIN_MS);
     }
     return ok(op, this.grantData(g));
   }
@@ -506,7 +510,7 @@ export class CleanroomService {
     }
     const batch = this.after(after).slice(0, EVENTS_PER_POLL);
     const next = batch.length ? (batch[batch.length - 1]!.sequence as bigint) : after;
-    return ok('subscribe_events', { events: batch, next_sequence: next, latest_sequence: this.nextSequence - 1n });
+    return ok('subscribe_events', { records: batch, next_sequence: next, latest_sequence: this.nextSequence - 1n });
   }
 
   private stream(url: URL, res: ServerResponse): void {

@@ -22,13 +22,23 @@ export interface EventBatch {
   latest_sequence: bigint;
 }
 
+/**
+ * An EventBatch as the client reads it. Document 1 part 6 names next_sequence and latest_sequence but not
+ * the events array ("Name of the events array field: not shown"): it is `events` (docs/profile.md
+ * "Events"), or else the batch's one array-valued field, whatever its name.
+ */
+export function eventBatchOf(d: unknown): EventBatch {
+  if (!isJsonObject(d)) throw new HarnessError('HIL_ERR_TARGET_MALFORMED', 'EventBatch is not a JSON object');
+  const arrays = Array.isArray(d.events) ? ['events'] : Object.keys(d).filter((k) => Array.isArray(d[k]));
+  if (arrays.length !== 1) throw new HarnessError('HIL_ERR_TARGET_MALFORMED', `EventBatch without one events array (array fields: ${arrays.join(', ') || 'none'})`);
+  return { ...(d as unknown as EventBatch), events: d[arrays[0]!] as unknown as CellEvent[] };
+}
+
 /** One poll; throws when the service refuses (callers asserting refusals use client.get directly). */
 export async function pollEvents(client: ControlClient, after: bigint): Promise<EventBatch> {
   const r = await client.get(`/v1/events?after=${after}`, 'subscribe_events');
   if (r.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `events poll refused: ${r.status} ${r.reply.error}`, { detail: { status: r.status, label: r.label } });
-  const d = r.reply.data;
-  if (!isJsonObject(d) || !Array.isArray(d.events)) throw new HarnessError('HIL_ERR_TARGET_MALFORMED', 'EventBatch without an events array');
-  return d as unknown as EventBatch;
+  return eventBatchOf(r.reply.data);
 }
 
 /** The newest sequence now (a cursor for "events from here on"). */

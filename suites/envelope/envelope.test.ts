@@ -13,7 +13,7 @@ import { checkGrant, checkReply, type CheckedReply } from '../../harness/oracle/
 import { catalogue } from '../../harness/catalogue/index.ts';
 import type { CapabilityEntry } from '../../harness/catalogue/types.ts';
 import { covers, describe, expect, inProfile, profile, test } from '../../harness/fixture.ts';
-import { served, servedOf, unservedReason, vehicle } from '../../harness/served.ts';
+import { served, unservedReason, vehicle } from '../../harness/served.ts';
 
 const S = REQUEST_SCHEMA;
 /** Document 1 part 8: ordinary command body. */

@@ -9,7 +9,7 @@ import { catalogue } from '../../harness/catalogue/index.ts';
 import { isJsonObject, type JsonExact } from '../../harness/oracle/json.ts';
 import type { Cell, Session } from '../../harness/clients/cell.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
-import { eventCursor, pollEvents, readEventStream, type CellEvent } from '../../harness/clients/events.ts';
+import { eventBatchOf, eventCursor, pollEvents, readEventStream, type CellEvent } from '../../harness/clients/events.ts';
 import { covers, describe, expect, inProfile, profile, test, type Description } from '../../harness/fixture.ts';
 import { served } from '../../harness/served.ts';
 
@@ -136,7 +136,7 @@ describe('poll', () => {
     for (const query of ['', '?after=0']) {
       const r = await client.get(`/v1/events${query}`, 'subscribe_events');
       expect(r.status).toBe(200);
-      const d = r.reply.data as unknown as { events: CellEvent[]; latest_sequence: bigint };
+      const d = eventBatchOf(r.reply.data);
       expect(d.events.length).toBeGreaterThan(0);
       expect(d.events[0]!.sequence, query).toBe(oldestRetained(d.latest_sequence));
       expect(d.events[0]!.type).not.toBe('events_dropped');
