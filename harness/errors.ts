@@ -25,7 +25,6 @@ export const HARNESS_CODES = {
   HIL_ERR_VARIANT_INVALID: 'error', // malformed variant options (a suite bug, said loudly)
   HIL_ERR_VARIANT_UNSUPPORTED: 'error', // this target cannot provide the variant (the fixture turns it into a skip)
   HIL_ERR_TEST_CHANNEL: 'error', // the reference stack's private test channel refused (harness side)
-  HIL_ERR_SUITE_PRECONDITION: 'error', // a suite's precondition about the target does not hold (an axis, output or capability it needs is absent) where it cannot skip
   HIL_ERR_TARGET_UNSUPPORTED: 'error', // the target cannot do this at all (a replay cannot restart its core)
   HIL_ERR_TARGET_NOT_SETTLED: 'error', // a shared target could not be brought back to idle after a test (harness/targets/shared.ts)
   // Recorded replay (harness/targets/replay.ts, docs/recording.md)

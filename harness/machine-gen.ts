@@ -102,6 +102,7 @@ export function generateMachine(seed: number, opts: { axes?: number } = {}): Gen
   const linkProfile = pick(['lan', 'internet']);
   const control: Record<string, unknown> = { link_profile: linkProfile };
   if (r() < 0.3) control.max_jog_input_age_ns = pick([150_000_000, 300_000_000, 500_000_000]);
+  if (r() < 0.3) control.max_grant_lease_ns = pick([400_000_000, 1_000_000_000, 2_500_000_000]);
 
   const config: Record<string, unknown> = {
     schema_version: 1,

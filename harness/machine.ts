@@ -17,7 +17,6 @@
 
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { HarnessError } from './errors.ts';
 
 const DEFAULT_MACHINE = fileURLToPath(new URL('../fixtures/machines/nine-axis.json', import.meta.url));
 
@@ -202,11 +201,6 @@ export function machineOf(description: object, configFile?: string): Machine {
 export function needs<T>(skip: (note: string) => never, value: T | undefined | null | false, reason: string): T {
   if (value === undefined || value === null || value === false) skip(reason);
   return value as T;
-}
-
-/** A suite precondition about the target that does not hold where the suite cannot skip: an ERROR, never a FAIL. */
-export function preconditionError(message: string): HarnessError {
-  return new HarnessError('HIL_ERR_SUITE_PRECONDITION', message);
 }
 
 function runConfigFile(): string | undefined {

@@ -315,12 +315,12 @@ describe('dense file rules and limits through POST /v1/program', () => {
       const s = await cell.hold();
       const r = await postProgram(client, s, bytes);
       if ('label' in c.expect) {
-        expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: c.expect.label });
+        expect({ status: r.status, label: r.label }, r.reply.error).toEqual({ status: 409, label: c.expect.label });
         return;
       }
       if ('refusal' in fit) {
         // Past the format rules (no format label): the cell's own documented refusal of the base file.
-        expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: fit.refusal });
+        expect({ status: r.status, label: r.label }, r.reply.error).toEqual({ status: 409, label: fit.refusal });
         return;
       }
       expect({ status: r.status, error: r.reply.error }).toEqual({ status: 200, error: undefined });

@@ -4,6 +4,7 @@
 
 import { checkGrant, type Grant } from '../../harness/oracle/reply.ts';
 import { eventCursor, eventsSince, waitForEvent } from '../../harness/clients/events.ts';
+import { machineOf } from '../../harness/machine.ts';
 import { covers, describe, expect, inProfile, profile, test } from '../../harness/fixture.ts';
 import { served, servedOf, unservedReason } from '../../harness/served.ts';
 
@@ -117,10 +118,15 @@ describe('acquire', () => {
     expect(ceiling).toBeGreaterThan(0);
     // Describe reporting it, and the link profile naming it, are ours (docs/profile.md "Describe and Status
     // fields"): the LAN profile's ceiling is 500 ms, the internet profile's 3000 ms (document 1 part 8).
+    // The cell's configured ceiling (document 1 part 8: cell configuration; document 3
+    // control.max_grant_lease_ns), read from the run's machine configuration where it has the cell's
+    // (harness/machine.ts); without one, the link profile's default.
+    const configured = machineOf(description).configuredLeaseNs;
+    if (configured !== undefined) expect(ceiling).toBe(Number(configured / 1_000_000n));
     await inProfile('profile:describe.fields', () => {
       expect(Number(description.max_grant_lease_ms as bigint)).toBe(ceiling);
       expect(['lan', 'internet']).toContain(description.link_profile);
-      expect(ceiling).toBe(description.link_profile === 'lan' ? 500 : 3000);
+      if (configured === undefined) expect(ceiling).toBe(description.link_profile === 'lan' ? 500 : 3000);
     });
     // Status's now_host_ns (ours) bounds the deadline from below.
     const probe = (await client.status()).reply.data as { now_host_ns?: unknown };
