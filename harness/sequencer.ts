@@ -22,8 +22,8 @@ export const LAST_FILES = ['suites/trajectory/upload.test.ts'];
 
 export const DURATION_MS: Readonly<Record<string, number>> = {
   'suites/remote/timeouts.test.ts': 31_000,
+  'suites/remote/jog.test.ts': 21_500,
   'suites/olp/execution.test.ts': 20_000,
-  'suites/remote/jog.test.ts': 15_500,
   'suites/planner/program.test.ts': 12_000,
   'suites/planner/cancel.test.ts': 11_500,
   'suites/observation/keepalive.test.ts': 8_400,

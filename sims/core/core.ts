@@ -25,7 +25,7 @@ import { CycleHistogram } from './histogram.ts';
 import { HomingLane } from './homing.ts';
 import { JOG_MODE, JOG_REASON, JogLane } from './jog.ts';
 import { LaneArbiter } from './lanes.ts';
-import { buildPlan, TrajectoryLane, type Plan, type TrajectoryEnd } from './trajectory.ts';
+import { PlanBuilder, TrajectoryLane, type Plan, type PlanRefusal, type TrajectoryEnd } from './trajectory.ts';
 import { NATIVE_OP, NATIVE_REASON, type CommandResult, type JogStatus, type CoreStatus, type CoreTiming, type FromCore, type ToCore } from './protocol.ts';
 import { captureCycle } from './record.ts';
 import { buildStatus } from './status-view.ts';
@@ -123,6 +123,11 @@ export function busSetupFor(machine: CompiledMachine): BusSetup {
   };
 }
 
+/** A plan up to this many element operations (about 12000 points of nine axes) is built at once. */
+const PLAN_SYNC_ELEMENTS = 250_000;
+/** Element operations of a larger plan per cycle: a few hundred microseconds at most. */
+const PLAN_SLICE_ELEMENTS = 10_000;
+
 export class Core implements AdmissionView {
   readonly image: ProcessImage;
   readonly host: DriverHost;
@@ -149,6 +154,8 @@ export class Core implements AdmissionView {
   readonly jog: JogLane;
   /** The plan slot: one prepared trajectory waiting for Start (a newer preparation replaces it). */
   preparedPlan: Plan | null = null;
+  /** A large plan being taken in, a slice per cycle (see prepare), with the command that asked for it. */
+  private building: { builder: PlanBuilder; cmd: Cmd } | null = null;
   /** MotionState bookkeeping (document 1 part 2): state and last event of the latest execution. */
   motionState = 0;
   lastEvent = 0;
@@ -564,12 +571,38 @@ export class Core implements AdmissionView {
     };
   }
 
-  /** prepare: convert and check a point list, keep it in the plan slot (replacing an older one). */
+  /**
+   * prepare: convert and check a point list, keep it in the plan slot (replacing an older one). A plan of
+   * more than PLAN_SYNC_ELEMENTS element operations is taken in over the following cycles,
+   * PLAN_SLICE_ELEMENTS a cycle (a fixed count, so a replay answers in the same cycle), and answered when
+   * done: a 250000-point plan built in one go stalled the cycle it arrived in by 50 to 500 ms (issue 21
+   * item 11). The older plan stays in the slot until then.
+   */
   private prepare(m: Extract<ToCore, { t: 'prepare' }>): void {
     const asCmd: Cmd = { t: 'cmd', id: m.id, op: 'prepare', generation: m.generation, axisMask: m.axisMask, handle: m.handle };
     const refusal = admit(this, asCmd);
     if (refusal) return void this.reply(asCmd, refusal.reason, refusal.mask, refusal.detail);
-    const plan = buildPlan(this.machine, m);
+    // The service commits one preparation at a time; one arriving during a build replaces it.
+    if (this.building) this.reply(this.building.cmd, NATIVE_REASON.cancelled, 0, 'replaced by a newer preparation');
+    const builder = new PlanBuilder(this.machine, m);
+    if (builder.elements <= PLAN_SYNC_ELEMENTS) return void this.prepared(asCmd, builder.step(Infinity)!);
+    this.building = { builder, cmd: asCmd };
+  }
+
+  /** One slice of the plan being built (each cycle); answers the prepare when it is done. */
+  private advanceBuild(): void {
+    const b = this.building;
+    if (!b) return;
+    const out = b.builder.step(PLAN_SLICE_ELEMENTS);
+    if (out === null) return;
+    this.building = null;
+    // The fence must still hold after the cycles the build took (a stop or lost lease meanwhile).
+    const refusal = admit(this, b.cmd);
+    if (refusal) return void this.reply(b.cmd, refusal.reason, refusal.mask, refusal.detail);
+    this.prepared(b.cmd, out);
+  }
+
+  private prepared(asCmd: Cmd, plan: Plan | PlanRefusal): void {
     if ('kind' in plan) {
       const a = this.machine.axes[plan.axis]!;
       if (plan.kind === 'outside_limits') {
@@ -578,7 +611,7 @@ export class Core implements AdmissionView {
       return void this.reply(asCmd, NATIVE_REASON.velocity_limit, 1 << plan.axis, `point ${plan.point} axis ${a.id} velocity ${plan.value} above ${plan.limit}`, { point: plan.point, axis: a.id });
     }
     this.preparedPlan = plan;
-    const r = this.result(NATIVE_OP.prepare, NATIVE_REASON.none, plan.axisMask, m.generation);
+    const r = this.result(NATIVE_OP.prepare, NATIVE_REASON.none, plan.axisMask, asCmd.generation);
     r.Result = 2; // prepared
     r.Handle = plan.handle;
     this.dirty = true;
@@ -891,6 +924,7 @@ export class Core implements AdmissionView {
       const quiet = !this.armed && en === 0 && this.homingMask === 0 && nowNs - this.lastActivityNs >= QUIET_AFTER_NS && this.allStill();
       if (!quiet || nowNs - this.lastPublishNs >= QUIET_PUBLISH_EVERY_NS) this.publish(nowNs);
     }
+    this.advanceBuild();
     const workNs = this.workClock() - workStart;
     this.work.record(workNs);
     if (this.capture) {

@@ -50,36 +50,99 @@ export type PlanRefusal = { kind: 'outside_limits'; point: number; axis: number;
  * limits, and every given or derived velocity at most the axis's max_velocity. Returns the first refusal.
  */
 export function buildPlan(machine: CompiledMachine, p: PlanInput): Plan | PlanRefusal {
-  const n = p.timeNs.length;
-  const N = machine.axes.length;
-  const t = new Float64Array(n);
-  for (let k = 0; k < n; k++) t[k] = Number(p.timeNs[k]!);
-  const q = new Float64Array(n * N);
-  const qd = new Float64Array(n * N);
-  for (let i = 0; i < N; i++) {
-    const a = machine.axes[i]!;
-    const owned = ((p.axisMask >>> i) & 1) === 1;
-    const first = p.position[i]!;
-    const lo = p.recovery ? Math.min(a.min_position, first) : a.min_position;
-    const hi = p.recovery ? Math.max(a.max_position, first) : a.max_position;
-    for (let k = 0; k < n; k++) {
-      const x = p.position[k * N + i]!;
-      if (owned && (x < lo || x > hi)) return { kind: 'outside_limits', point: k, axis: i, value: x };
-    }
-    for (let k = 0; k < n; k++) {
-      let v: number;
-      if (p.hasVelocity[k]) v = p.velocity[k * N + i]!;
-      else if (k === 0 || k === n - 1) v = 0;
-      else v = ((p.position[(k + 1) * N + i]! - p.position[(k - 1) * N + i]!) / (t[k + 1]! - t[k - 1]!)) * 1e9;
-      if (owned && Math.abs(v) > a.max_velocity) return { kind: 'velocity', point: k, axis: i, value: v, limit: a.max_velocity };
-      const c = a.sign * a.counts_per_unit;
-      q[k * N + i] = p.position[k * N + i]! * c;
-      qd[k * N + i] = v * c;
-    }
+  return new PlanBuilder(machine, p).step(Infinity)!;
+}
+
+/**
+ * buildPlan in slices, so that a large plan is taken in over many core cycles instead of stalling one
+ * (issue 21 item 11: a 250000-point plan took 50 to 500 ms in one cycle). The work and its order are
+ * buildPlan's exactly (times; then per axis its positions, then its velocities), so the first refusal is
+ * the same; `step(budget)` does at most `budget` element operations and answers the plan, the refusal,
+ * or null while there is more to do.
+ */
+export class PlanBuilder {
+  readonly elements: number;
+  private readonly n: number;
+  private readonly N: number;
+  private readonly t: Float64Array;
+  private readonly q: Float64Array;
+  private readonly qd: Float64Array;
+  /** -1: converting times; then axis i, in phase 0 (positions) or 1 (velocities). */
+  private axis = -1;
+  private phase = 0;
+  private k = 0;
+
+  constructor(
+    private readonly machine: CompiledMachine,
+    private readonly p: PlanInput,
+  ) {
+    this.n = p.timeNs.length;
+    this.N = machine.axes.length;
+    this.t = new Float64Array(this.n);
+    this.q = new Float64Array(this.n * this.N);
+    this.qd = new Float64Array(this.n * this.N);
+    this.elements = this.n * (1 + 2 * this.N);
   }
-  let onIntents = false;
-  for (let k = 0; k < n; k++) if (p.ioValues[k]! & p.ioMask[k]!) onIntents = true;
-  return { handle: p.handle, generation: p.generation, axisMask: p.axisMask, count: n, axes: N, t, q, qd, ioMask: p.ioMask, ioValues: p.ioValues, onIntents };
+
+  step(budget: number): Plan | PlanRefusal | null {
+    const { p, n, N, t, q, qd } = this;
+    let left = budget;
+    while (left > 0) {
+      if (this.axis === -1) {
+        const end = Math.min(n, this.k + left);
+        for (let k = this.k; k < end; k++) t[k] = Number(p.timeNs[k]!);
+        left -= end - this.k;
+        this.k = end;
+        if (end < n) continue;
+        this.axis = 0;
+        this.phase = 0;
+        this.k = 0;
+        continue;
+      }
+      if (this.axis >= N) return this.finish();
+      const i = this.axis;
+      const a = this.machine.axes[i]!;
+      const owned = ((p.axisMask >>> i) & 1) === 1;
+      const end = Math.min(n, this.k + left);
+      if (this.phase === 0) {
+        const first = p.position[i]!;
+        const lo = p.recovery ? Math.min(a.min_position, first) : a.min_position;
+        const hi = p.recovery ? Math.max(a.max_position, first) : a.max_position;
+        for (let k = this.k; k < end; k++) {
+          const x = p.position[k * N + i]!;
+          if (owned && (x < lo || x > hi)) return { kind: 'outside_limits', point: k, axis: i, value: x };
+        }
+      } else {
+        const c = a.sign * a.counts_per_unit;
+        for (let k = this.k; k < end; k++) {
+          let v: number;
+          if (p.hasVelocity[k]) v = p.velocity[k * N + i]!;
+          else if (k === 0 || k === n - 1) v = 0;
+          else v = ((p.position[(k + 1) * N + i]! - p.position[(k - 1) * N + i]!) / (t[k + 1]! - t[k - 1]!)) * 1e9;
+          if (owned && Math.abs(v) > a.max_velocity) return { kind: 'velocity', point: k, axis: i, value: v, limit: a.max_velocity };
+          q[k * N + i] = p.position[k * N + i]! * c;
+          qd[k * N + i] = v * c;
+        }
+      }
+      left -= end - this.k;
+      this.k = end;
+      if (end < n) continue;
+      this.k = 0;
+      if (this.phase === 0) this.phase = 1;
+      else {
+        this.phase = 0;
+        this.axis++;
+      }
+    }
+    return this.axis >= N ? this.finish() : null;
+  }
+
+  private finish(): Plan {
+    const { p, n, N, t, q, qd } = this;
+    let onIntents = false;
+    for (let k = 0; k < n; k++) if (p.ioValues[k]! & p.ioMask[k]!) onIntents = true;
+    return { handle: p.handle, generation: p.generation, axisMask: p.axisMask, count: n, axes: N, t, q, qd, ioMask: p.ioMask, ioValues: p.ioValues, onIntents };
+  }
 }
 
 export interface TrajectoryEnd {

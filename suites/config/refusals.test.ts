@@ -106,6 +106,9 @@ accept('telemetry.dump_bytes 529680', { 'runtime.telemetry.dump_bytes': 529680n 
 range('telemetry.directory empty', 'runtime.telemetry.directory', { 'runtime.telemetry.directory': '' }, [F('runtime.telemetry.directory')]);
 range('telemetry.directory with a newline', 'runtime.telemetry.directory', { 'runtime.telemetry.directory': '/var/lib\n/cell' }, [F('runtime.telemetry.directory')]);
 accept('telemetry.directory absent', { 'runtime.telemetry.directory': undefined }, [F('runtime.telemetry.directory')]);
+// Text lengths at the bound and one over (docs/profile.md "Machine configuration": 1..4096 characters).
+accept('telemetry.directory of 4096 characters', { 'runtime.telemetry.directory': `/${'d'.repeat(4095)}` }, [F('runtime.telemetry.directory')]);
+range('telemetry.directory of 4097 characters', 'runtime.telemetry.directory', { 'runtime.telemetry.directory': `/${'d'.repeat(4096)}` }, [F('runtime.telemetry.directory')]);
 
 section = 'flat axis';
 refuse('name absent', 'config_missing_field', 'axes[0].name', { 'axes[0].name': undefined }, [F('axes[].name')]);
@@ -189,6 +192,8 @@ range('unknown_slaves "ignore"', 'bus.unknown_slaves', { 'bus.unknown_slaves': '
 refuse('unknown_slaves "hold" without a note', 'config_missing_field', 'bus.unknown_slaves_note', { 'bus.unknown_slaves': 'hold' }, [R('unknown_slaves')]);
 refuse('a note with unknown_slaves "refuse"', 'config_forbidden_field', 'bus.unknown_slaves_note', { 'bus.unknown_slaves_note': 'why' }, [R('unknown_slaves')]);
 accept('unknown_slaves "hold" with a note', { 'bus.unknown_slaves': 'hold', 'bus.unknown_slaves_note': 'terminal 12 is a spare' }, [R('unknown_slaves'), F('bus.unknown_slaves')]);
+accept('an unknown_slaves note of 256 characters', { 'bus.unknown_slaves': 'hold', 'bus.unknown_slaves_note': 'n'.repeat(256) }, [R('unknown_slaves')]);
+range('an unknown_slaves note of 257 characters', 'bus.unknown_slaves_note', { 'bus.unknown_slaves': 'hold', 'bus.unknown_slaves_note': 'n'.repeat(257) }, [R('unknown_slaves')]);
 range('257 unused slaves', 'bus.unused_slaves', { 'bus.unused_slaves': slaves(257) }, [F('bus.unused_slaves[]'), L('unused_slaves')]);
 accept('256 unused slaves', { 'bus.unused_slaves': slaves(256) }, [L('unused_slaves')]);
 refuse('an unused slave listed twice', 'config_duplicate_value', 'bus.unused_slaves[1]', { 'bus.unused_slaves': [20n, 20n] }, [F('bus.unused_slaves[]'), R('slave_position_unique')]);
@@ -219,6 +224,8 @@ range('io slave_position 65536', 'io.slave_position', { 'io.slave_position': 655
 section = 'robot-bound axes and provenance';
 accept('robot machine: every robot fact with provenance, bus wiring without', {}, [R('provenance'), R('robot_bound_form'), F('axes[].robot_joint'), F('robot')], { base: 'robot' });
 accept('_unverified instead of _source', { 'robot.joints[0].min_source': undefined, 'robot.joints[0].min_unverified': 'estimated from CAD' }, [R('provenance')], { base: 'robot' });
+accept('a provenance text of 256 characters', { 'robot.joints[0].min_source': 's'.repeat(256) }, [R('provenance')], { base: 'robot' });
+range('a provenance text of 257 characters', 'robot.joints[0].min_source', { 'robot.joints[0].min_source': 's'.repeat(257) }, [R('provenance')], { base: 'robot' });
 refuse('robot joint min without provenance', 'config_provenance_missing', 'robot.joints[0].min', { 'robot.joints[0].min_source': undefined }, [R('provenance')], { base: 'robot' });
 refuse('robot joint sign without provenance', 'config_provenance_missing', 'robot.joints[1].sign', { 'robot.joints[1].sign_source': undefined }, [R('provenance')], { base: 'robot' });
 refuse('robot joint wire_counts_per_rev without provenance', 'config_provenance_missing', 'robot.joints[0].wire_counts_per_rev', { 'robot.joints[0].wire_counts_per_rev_source': undefined }, [R('provenance')], { base: 'robot' });

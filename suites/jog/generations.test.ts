@@ -60,8 +60,12 @@ describe('end_jog takes only the exact current independent generation', () => {
       expect(newer).toBeGreaterThan(older);
       const r = await fenced('end_jog', { jog_generation: older });
       expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: 'jog_session_stale' });
-      expect(await readJog(client)).toMatchObject({ JogGeneration: newer, SessionOpen: 1n, Mode: 1n });
-      expect((await fenced('end_jog', { jog_generation: newer })).status).toBe(200);
+      // Not ended by it: the newer generation is still the lane's, and if it is closed by now, it closed
+      // because its input deadline passed in host time (7, a loaded machine), never as ended (10).
+      const after = (await readJog(client)) as Record<string, bigint>;
+      expect({ gen: after.JogGeneration, mode: after.Mode }).toEqual({ gen: newer, mode: 1n });
+      expect(after.SessionOpen === 1n || after.StateReason === 7n, `StateReason ${after.StateReason}`).toBe(true);
+      if (after.SessionOpen === 1n) expect((await fenced('end_jog', { jog_generation: newer })).status).toBe(200);
       await v.target.step!(200); // the axes ramp to rest and go back to hold
 
       // A legacy jog (test_only) opens a generation of its own (Mode 2): not end_jog's to end.
@@ -76,7 +80,9 @@ describe('end_jog takes only the exact current independent generation', () => {
       expect(legacy.JogGeneration).toBeGreaterThan(newer);
       const e = await fenced('end_jog', { jog_generation: legacy.JogGeneration });
       expect({ status: e.status, label: e.label }).toEqual({ status: 409, label: 'jog_session_stale' });
-      expect(await readJog(client)).toMatchObject({ JogGeneration: legacy.JogGeneration, SessionOpen: 1n, Mode: 2n });
+      const still = (await readJog(client)) as Record<string, bigint>;
+      expect({ gen: still.JogGeneration, mode: still.Mode }).toEqual({ gen: legacy.JogGeneration, mode: 2n });
+      expect(still.SessionOpen === 1n || still.StateReason === 7n, `StateReason ${still.StateReason}`).toBe(true);
     },
   );
 });
@@ -119,6 +125,32 @@ describe('local_jog_update velocity checks in the profile’s order', () => {
         expect((await fenced('end_jog', { jog_generation: jg })).status).toBe(200);
       } finally {
         await sender.close();
+      }
+    },
+  );
+});
+
+describe('the producer deadline of begin_jog', () => {
+  test(
+    'a deadline shorter than the input age stands as the first input deadline (never extended to the age); a longer one is shortened to origin + max_jog_input_age_ns',
+    covers('profile:jog.observations', 'field:Request.deadline_host_ns'),
+    async ({ skip }) => {
+      skip(v.cannot !== undefined, v.cannot ?? '');
+      skip(!served, 'the target serves no independent jog lane (GET /v1/jog/clock socket empty)');
+      const client = v.target.client();
+      const age = ((await readJogClock(client)).max_input_age_ns as bigint) ?? 0n;
+      skip(age < 4n, 'the input age is too short to halve');
+      for (const [after, want] of [
+        [age / 2n, age / 2n],
+        [age * 2n, age],
+      ] as const) {
+        const origin = hostNs();
+        const r = await fenced('begin_jog', { axis_mask: 1, source_origin_host_ns: origin, deadline_host_ns: origin + after, clock_incarnation: incarnation });
+        expect(r.status, r.reply.error).toBe(200);
+        const j = (await readJog(client)) as Record<string, bigint>;
+        expect({ after, input: j.InputDeadlineHostNs }).toEqual({ after, input: origin + want });
+        expect((await fenced('end_jog', { jog_generation: r.reply.handle! })).status).toBe(200);
+        await v.target.step!(50);
       }
     },
   );

@@ -646,6 +646,36 @@ describe('clock qualification and setup idle', () => {
   );
 
   test(
+    'each of the three remote jog clock flags zero on its own (the other two as on the qualified stack) leaves the clock unqualified: the frame is refused with jog_clock_unqualified',
+    covers('reason:jog_clock_unqualified', 'rule:auth.remote_jog_flags'),
+    async ({ skip }) => {
+      skip(!ownStacks, SKIP);
+      for (let f = 0; f < 3; f++) {
+        const flag = QUALIFIED[2 * f]!;
+        const args = QUALIFIED.map((x, i) => (i === 2 * f + 1 ? '0' : x));
+        const l = await lane(args);
+        try {
+          const s = await ready(l);
+          const ws = await RemoteJogSocket.open(l.aliceCreds, q(s));
+          const x = await calibrateAndBegin(ws, { source, incarnation: INCARNATION, axisMask: 1 << J1 });
+          expect({ flag, answer: x.answer.type }).toEqual({ flag, answer: 'begun' });
+          const g0 = await readJogIngress(l.localClient);
+          await ws.sendBinary(frame(l, s, x.answer.jog_generation as bigint, 1n, velocities(l, J1, 0.2)));
+          await remoteReceived(l.localClient, (g0.remote_received as bigint) + 1n);
+          await l.stack.step(10);
+          const g = await readJogIngress(l.localClient);
+          const by = g.refused_by_reason as Record<string, bigint>;
+          expect({ flag, accepted: g.accepted, unqualified: by.jog_clock_unqualified }).toEqual({ flag, accepted: g0.accepted, unqualified: ((g0.refused_by_reason as Record<string, bigint>).jog_clock_unqualified ?? 0n) + 1n });
+          await closeLane(ws, l);
+          await release(l, s);
+        } finally {
+          await l.alice.cleanup();
+        }
+      }
+    },
+  );
+
+  test(
     'during setup a pause longer than the input age is allowed; a setup that stops sends jog_stream_idle and closes',
     covers('limit:remote_jog_setup_idle_s', 'reason:jog_stream_idle', 'rule:remote_jog_ws.idle_close'),
     async ({ skip }) => {

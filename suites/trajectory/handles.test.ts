@@ -94,12 +94,18 @@ describe('one numbering, one plan slot', () => {
       await pause();
       // The core holds the next command it receives for a while (below the service's 1 s receipt bound and
       // the granted lease): whichever preparation reaches it first waits there while the other one arrives.
-      await target.inject({ kind: 'stall_next_command', ms: Math.min(600, Math.floor(Number(s.grant.lease_ms) * 0.6)) });
-      const [up, tr] = await Promise.all([postProgram(client, s, encodeProgram(f)), cell.fenced('prepare_trajectory', s, { axis_mask: 1, points: stillPoints(hold) })]);
+      // The hold is short (the warmed-up upload reaches the core within tens of ms) and well inside the
+      // lease that runs unrenewed meanwhile, so a loaded machine does not let the grant lapse.
+      await target.inject({ kind: 'stall_next_command', ms: Math.min(200, Math.floor(Number(s.grant.lease_ms) * 0.3)) });
+      let up, tr;
+      try {
+        [up, tr] = await Promise.all([postProgram(client, s, encodeProgram(f)), cell.fenced('prepare_trajectory', s, { axis_mask: 1, points: stillPoints(hold) })]);
+      } finally {
+        resume();
+      }
       // One upload slot per kind: a program upload and a trajectory upload at once are both admitted.
       expect({ program: up.status, error: up.reply.error }).toEqual({ program: 200, error: undefined });
       expect({ trajectory: tr.status, error: tr.reply.error }).toEqual({ trajectory: 200, error: undefined });
-      resume();
       const th = tr.reply.handle!;
       const handles = (await statusOf(client)).execution.handles as Data[];
       const prog = handles.filter((x) => x.identity?.program_id === f.programId).at(-1)!;
