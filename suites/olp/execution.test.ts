@@ -13,6 +13,7 @@ import { readFileSync } from 'node:fs';
 import { sealProgram } from '../../harness/clients/weldplan.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
 import { readStatus } from '../../harness/clients/status.ts';
+import { eventCursor, eventsSince } from '../../harness/clients/events.ts';
 import { afterEach } from 'vitest';
 import { covers, describe, expect, needsMotion, profile, sharedVariant, type Description } from '../../harness/fixture.ts';
 import type { OlpSpec, Target } from '../../harness/targets/index.ts';
@@ -323,10 +324,15 @@ describe('heartbeat (part 4, part 8)', () => {
         expect((await o.client.get('/dense-execution/status')).json.lease_held).toBe(true);
         expect((await cellStatus(client)).grant.active).toBe(true);
         // Then silence: the machine is stopped and the grant released, as the control service reports.
+        const cursor = await eventCursor(client);
         const st = await until('the heartbeat loss', () => o.client.get('/dense-execution/status'), (r) => r.json.stopped_reason !== '', 10_000);
         expect([st.json.stopped_reason, st.json.lease_held, st.json.armed]).toEqual(['ui_heartbeat_lost', false, false]);
         const cell = await until('the grant ends on the cell', () => cellStatus(client), (s) => s.grant.active === false, 5_000);
         expect(cell.grant.active).toBe(false);
+        // The control service's own log: the grant was stopped, revoked by the OLP server's stop (document 1 part 3).
+        const types = (await eventsSince(client, cursor)).map((e) => e.type);
+        expect(types).toContain('grant_revoked');
+        expect(types).not.toContain('grant_expired'); // stopped by the OLP server, not left to run out
       } finally {
         await o.client.post('/dense-execution/stop', {});
         await olps.drop('hb');
