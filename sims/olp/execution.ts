@@ -8,7 +8,7 @@
 // "OLP server: dense execution".
 
 import { decode, DenseFormatError } from '../dense/codec.ts';
-import { ControlLink, decodeBatch, LinkError, type Fence, type Reply, type WindowSample } from './control.ts';
+import { ControlLink, decodeBatch, type Fence, type Reply, type WindowSample } from './control.ts';
 import type { CatalogueCell } from './cells.ts';
 import { OlpError, plain } from './http.ts';
 import { JsonObject } from '../json.ts';
@@ -20,7 +20,6 @@ export const JOG_SPEED = 0.25;
 export const JOG_HOLD_MS = 150;
 /** Joint moves run at this share of the move speed ceiling below. */
 export const MOVE_SPEED = 0.3;
-const WINDOW_KEEP_NS = 10_000_000_000n;
 const WINDOW_EVERY = 10; // keep every 10th capture record (100 Hz at a 1 ms cycle)
 
 export interface Describe {
@@ -60,9 +59,7 @@ export class CellSession {
   private renewTimer: NodeJS.Timeout | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private playGeneration = 0n;
-  private window: WindowSample[] = [];
   private cursor = 0n;
-  private windowTimer: NodeJS.Timeout | undefined;
   private jog: { target_id: string; session_id: string; revision: number; axis: string; direction: number; fraction: number } | null = null;
   private closed = false;
   /** A lease lost because the cell stopped answering: its stop is not confirmed until the cell answers again. */
@@ -74,7 +71,6 @@ export class CellSession {
     readonly describe: Describe,
     private readonly o: { heartbeatMs: number; leaseMs: number; log: (l: string) => void },
   ) {
-    this.windowTimer = setInterval(() => void this.pollTelemetry(), 100);
   }
 
   private get allMask(): number {
@@ -408,48 +404,60 @@ export class CellSession {
     return { armed: this.armed, lease_held: this.lease !== null, lease_ms: this.lease?.lease_ms ?? 0, playing: this.playing, stopped_reason: this.stoppedReason, heartbeat_timeout_ms: this.o.heartbeatMs, loaded: this.loadedView() };
   }
 
-  private polling = false;
-  private async pollTelemetry(): Promise<void> {
-    if (this.polling || this.closed) return;
-    this.polling = true;
-    try {
-      for (let i = 0; i < 4; i++) {
-        const b = decodeBatch(await this.link.telemetry(this.cursor));
-        for (const r of b.records) if (r.seq % BigInt(WINDOW_EVERY) === 0n) this.window.push(r);
-        if (b.records.length === 0 || b.last === this.cursor) break;
-        this.cursor = b.last;
-      }
-      const newest = this.window.at(-1)?.t_ns ?? 0n;
-      const keepFrom = this.window.findIndex((s) => newest - s.t_ns <= WINDOW_KEEP_NS);
-      if (keepFrom > 0) this.window.splice(0, keepFrom);
-    } catch (e) {
-      if (!(e instanceof LinkError)) this.o.log(`olp: telemetry: ${(e as Error).message}`);
-    } finally {
-      this.polling = false;
-    }
-  }
-
-  /** The last `windowMs` of telemetry, positions in each axis's unit (counts x sign / counts_per_unit). */
+  /**
+   * The last `windowMs` of telemetry, read on demand (a continuous poll would copy every 5392-byte record,
+   * 5 MB/s at 1 kHz, whether anyone looks or not): Status core.cycle hints where the newest record is
+   * (one capture record per cycle on the reference stack; a hint ahead of the ring, 409, falls back to
+   * the last cursor read). Every 10th record is kept; positions in each axis's unit (counts x sign /
+   * counts_per_unit).
+   */
   async telemetryWindow(windowMs: number): Promise<Record<string, unknown>> {
-    await this.pollTelemetry();
-    const newest = this.window.at(-1)?.t_ns ?? 0n;
-    const from = newest - BigInt(Math.round(windowMs)) * 1_000_000n;
     const axes = this.describe.axes;
+    const per = BigInt(Math.ceil((windowMs * 1e6) / Number(this.describe.cycle_ns)));
+    let after = this.cursor;
+    try {
+      const cycle = (await this.link.status()).data?.core?.cycle;
+      if (typeof cycle === 'number' || typeof cycle === 'bigint') {
+        const hint = BigInt(cycle) - per - 16n;
+        if (hint > after) after = hint;
+      }
+    } catch (e) {
+      throw linkDown(e);
+    }
+    const records: WindowSample[] = [];
+    for (let i = 0; i < 64; i++) {
+      let bytes: Buffer;
+      try {
+        const r = await this.link.raw('GET', `/v1/telemetry?after=${after}`);
+        if (r.status === 409 && after !== this.cursor) {
+          after = this.cursor; // the hint was ahead of the ring
+          continue;
+        }
+        if (r.status !== 200) throw new OlpError(409, 'telemetry_unavailable', `telemetry: HTTP ${r.status} ${r.bytes.toString('utf8').slice(0, 200)}`);
+        bytes = r.bytes;
+      } catch (e) {
+        if (e instanceof OlpError) throw e;
+        throw linkDown(e);
+      }
+      const b = decodeBatch(bytes);
+      for (const x of b.records) if (x.seq % BigInt(WINDOW_EVERY) === 0n) records.push(x);
+      if (b.last > this.cursor) this.cursor = b.last;
+      if (b.records.length < 4096 || b.last === after) break;
+      after = b.last;
+    }
+    const newest = records.at(-1)?.t_ns ?? 0n;
+    const from = newest - BigInt(Math.round(windowMs)) * 1_000_000n;
     return {
       cell_id: this.cell.cell_id,
       window_ms: windowMs,
       period_ns: Number(this.describe.cycle_ns) * WINDOW_EVERY,
       axes: axes.map((a) => ({ id: a.id, unit: a.position_unit })),
-      samples: this.window
-        .filter((s) => s.t_ns >= from)
-        .map((s) => ({ t_ns: s.t_ns, seq: s.seq, armed: s.armed === 1, active_mode: s.active_mode, motion_state: s.motion_state, position: s.position_counts.map((c, i) => (c * Number(axes[i]?.sign ?? 1)) / Number(axes[i]?.counts_per_unit ?? 1)) })),
+      samples: records
+        .filter((x) => x.t_ns >= from)
+        .map((x) => ({ t_ns: x.t_ns, seq: x.seq, armed: x.armed === 1, active_mode: x.active_mode, motion_state: x.motion_state, position: x.position_counts.map((c, i) => (c * Number(axes[i]?.sign ?? 1)) / Number(axes[i]?.counts_per_unit ?? 1)) })),
     };
   }
 
-  /**
-   * Stop (when asked) and disconnect. False when the cell could not be stopped: its lease was held and the
-   * stop was refused or not answered, or the lease was lost to silence and the cell still does not answer.
-   */
   async close(stopFirst: boolean): Promise<boolean> {
     let ok = true;
     if (stopFirst && this.lease) ok = (await this.stop('target_switched')).stopped === true;
@@ -463,7 +471,6 @@ export class CellSession {
     }
     this.dropLease('');
     this.closed = true;
-    clearInterval(this.windowTimer);
     await this.link.close();
     return ok;
   }

@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ControlClient } from '../../harness/clients/control.ts';
+import { eventCursor, eventsSince } from '../../harness/clients/events.ts';
 import { covers, describe, expect, profile, sharedRemote, type Description } from '../../harness/fixture.ts';
 import type { RemoteStack } from '../../harness/targets/remote.ts';
 import type { OlpCellSpec, OlpSpec, Target } from '../../harness/targets/index.ts';
@@ -259,14 +260,17 @@ describe('target fencing (part 2)', () => {
       const a = target.client();
       const b = B.local();
       const before = [await grantOf(a), await grantOf(b)];
+      const cursors = [await eventCursor(a), await eventCursor(b)];
       for (const [route, body] of [['/arm', { armed: true }], ['/home', {}], ['/play', {}], ['/move', { points: [[0, 0, 0, 0, 0, 0, 0, 0, 0]] }], ['/jog/begin', { target_id: 'cell-a', session_id: 's', revision: 1, axis: 'J1', direction: 1, fraction: 0.5 }]] as const) {
         expectMachineError(await o.client.post(`/dense-execution${route}`, body, fence(mine.gen, mine.cell)), 409, 'target_changed');
       }
       // The same cell id with an old generation is stale too.
       const now = await selection(o);
       expectMachineError(await o.client.post('/dense-execution/arm', { armed: true }, fence(now.gen - 1n, now.cell)), 409, 'target_changed');
-      // The control services saw nothing: no acquire (the grant generation moves with each), no Home.
+      // The control services saw nothing: no acquire (the grant generation moves with each), no Home, and
+      // not one event in either log since.
       expect([await grantOf(a), await grantOf(b)]).toEqual(before);
+      expect([(await eventsSince(a, cursors[0]!)).map((e) => e.type), (await eventsSince(b, cursors[1]!)).map((e) => e.type)]).toEqual([[], []]);
       expect(before.map((g) => g.active)).toEqual([false, false]);
     },
   );
