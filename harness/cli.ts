@@ -54,7 +54,7 @@ commands:
 exit status: 0 all passed, 1 failures, 2 usage errors`,
   run: `usage: hil run [--target sim|external|replay|rig] [--driver NAME] [--socket PATH] [--planner-url URL]
                [--machine FILE] [--record DIR] [--recordings DIR] [--bench PORT] [--allow-motion] [--no-report]
-               [--reports DIR] [--shard i/n] [--grep PATTERN] [--plant FAULT@TEST] [filter ...]
+               [--reports DIR] [--shard i/n] [--blob] [--grep PATTERN] [--plant FAULT@TEST] [filter ...]
 
 Runs suites/ against the target. Filters select test files by substring (the traceability gate only
 applies to a full run). Writes reports/run.json, reports/allure-results/, reports/junit.xml and, unless
@@ -77,6 +77,7 @@ applies to a full run). Writes reports/run.json, reports/allure-results/, report
   --no-report       skip the HTML report
   --reports DIR     write run.json, allure-results/, junit.xml, blob/ and html/ under DIR (default reports/)
   --shard i/n       run the i-th of n shares of the files (vitest's sharding); merge with hil merge
+  --blob            also write vitest's blob report of a whole run (a shard always does), for hil merge
   --grep PATTERN    only tests whose name matches (vitest's test name pattern)
   --plant FAULT@TEST  sim: inject FAULT through the test channel 30 ms after the first motion command of
                     the test whose full name contains TEST (shows a failed motion test in the report)`,
@@ -234,11 +235,17 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
       shard: { type: 'string' },
       grep: { type: 'string' },
       plant: { type: 'string' },
+      blob: { type: 'boolean', default: false },
     },
   });
   const target = values.target!;
   const REPORTS = values.reports ? resolve(values.reports) : DEFAULT_REPORTS;
   const shard = values.shard;
+  // A shard always leaves its blob report for hil merge; a whole run only when asked (--blob).
+  const blob = shard !== undefined || values.blob === true;
+  // The blob reporter serializes the tests' errors in this process, where an assertion's bigint
+  // `expected`/`actual` would throw: the JSON form the workers use (harness/bigint-json.ts).
+  if (blob) await import('./bigint-json.ts');
   if (shard !== undefined) {
     const m = /^([1-9][0-9]*)\/([1-9][0-9]*)$/.exec(shard);
     if (!m || Number(m[1]) > Number(m[2])) throw new UsageError(`--shard ${shard}: expected i/n with 1 <= i <= n`);
@@ -313,7 +320,7 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
       ['allure-vitest/reporter', { resultsDir: join(REPORTS, 'allure-results') }],
       ['junit', { outputFile: join(REPORTS, 'junit.xml') }],
       // vitest's own record of the run, which `hil merge` merges shards from (vitest --merge-reports).
-      ['blob', { outputFile: join(REPORTS, 'blob', `blob-${(shard ?? '1/1').replace('/', '-')}.json`) }],
+      ...(blob ? [['blob', { outputFile: join(REPORTS, 'blob', `blob-${(shard ?? '1/1').replace('/', '-')}.json`) }] as ['blob', { outputFile: string }]] : []),
       ...(process.env.HIL_EXTRA_REPORTER ? [process.env.HIL_EXTRA_REPORTER] : []),
       reporter,
     ],

@@ -80,7 +80,7 @@ declare module '@vitest/runner' {
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const MOTION_OPS = new Set(['start_trajectory', 'start_program', 'home', 'begin_jog', 'jog']);
-const WINDOW_CAP = 5000; // records: about 27 MB of batches at most per client and test
+const WINDOW_CAP = 3000; // records: about 16 MB of batches at most per client and test
 const KEEP_EXCHANGES = 80;
 const KEEP_RECENT = 20;
 const TEXT_MAX = 1500;
@@ -372,6 +372,7 @@ export async function finishTest(c: Collector, meta: { evidence?: TestEvidence }
 }
 
 async function measureWindow(c: Collector, w: Watched, machine: MachineLimits | undefined, record: (m: Omit<MeasurementRecord, 'outcome'>) => void): Promise<void> {
+  const tw = performance.now();
   const b = new WindowBuilder(WINDOW_CAP);
   for (let cursor = w.cursor; !b.full; ) {
     const r = await get(w.client, `/v1/telemetry?after=${cursor}`);
@@ -381,6 +382,7 @@ async function measureWindow(c: Collector, w: Watched, machine: MachineLimits | 
     if (count < 4096) break;
   }
   const win = b.build();
+  if (process.env.HIL_EVIDENCE_DEBUG) process.stderr.write(`window from ${w.cursor}: ${win.count} records in ${Math.round(performance.now() - tw)} ms\n`);
   const s = c.samples();
   if (win.coreTime) c.note('the core ran on its own clock (stepped or fast) in this window: its cycle lateness is not counted');
   else if (c.disturbed) c.note('the test disturbed the core through the test channel: its cycle lateness is not counted');
@@ -460,8 +462,9 @@ async function newestSequence(client: ControlClient): Promise<bigint> {
     const cycle = (parseExact(st.body) as { data?: { core?: { cycle?: unknown } } }).data?.core?.cycle;
     if (typeof cycle === 'bigint' && cycle > 64n) after = cycle - 64n;
   }
-  for (;;) {
+  for (let polls = 1; ; polls++) {
     const r = await get(client, `/v1/telemetry?after=${after}`);
+    if (process.env.HIL_EVIDENCE_DEBUG) process.stderr.write(`cursor poll ${polls} after=${after}: ${r.status} ${r.body.length} bytes\n`);
     if (r.status === 409 && after !== 0n) {
       after = 0n;
       continue;
