@@ -14,7 +14,7 @@
 
 import { verdictOfError, type ErrorLike } from '../errors.ts';
 import type { CoverageEntry, RunRecord, RunTest, TestState } from './run-types.ts';
-import { measurementText } from './run-measurements.ts';
+import { measurementText } from '../measure.ts';
 
 export type Verdict = 'PASS' | 'FAIL' | 'ERROR';
 
