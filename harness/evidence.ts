@@ -448,10 +448,18 @@ async function measureWindow(c: Collector, w: Watched, machine: MachineLimits | 
   }
 }
 
-/** A GET on the client's connection that the observers do not see (the harness's own reads). */
+/**
+ * A GET on the client's connection that the observers do not see (the harness's own reads). A telemetry
+ * poll that meets a capture write in progress is answered 409 telemetry_busy (document 1 part 7): tried
+ * again, a few ms later, for up to about a second.
+ */
 async function get(client: ControlClient, path: string): Promise<{ status: number; body: Uint8Array }> {
-  const res = await request(`${client.origin}${path}`, { method: 'GET', dispatcher: client.agent });
-  return { status: res.statusCode, body: new Uint8Array(await res.body.arrayBuffer()) };
+  for (let attempt = 0; ; attempt++) {
+    const res = await request(`${client.origin}${path}`, { method: 'GET', dispatcher: client.agent });
+    const r = { status: res.statusCode, body: new Uint8Array(await res.body.arrayBuffer()) };
+    if (r.status !== 409 || attempt >= 50 || !Buffer.from(r.body.subarray(0, 512)).toString('latin1').includes('telemetry_busy')) return r;
+    await new Promise((ok) => setTimeout(ok, 20));
+  }
 }
 
 /** The newest telemetry sequence (document 1 part 4 cursor rules), walking from Status core.cycle as a hint (harness/clients/telemetry.ts latestSequence). */
