@@ -312,7 +312,7 @@ function maybePlant(c: Collector, body: string | Uint8Array | undefined): void {
 /** The machine configuration the target runs, where the harness has it (sim, replay and rig targets). */
 interface MachineLimits {
   latenessNs?: number;
-  axes: { name: string; following_error?: number; completion_tolerance?: number; completion_timeout_ms?: number }[];
+  axes: { name: string; following_error?: number; following_error_timeout_ms?: number; completion_tolerance?: number; completion_timeout_ms?: number }[];
 }
 
 let machineCache: { file: string; limits: MachineLimits | undefined } | undefined;
@@ -329,6 +329,7 @@ function machineLimits(): MachineLimits | undefined {
       axes: (m.axes ?? []).map((a) => ({
         name: String(a.name ?? a.robot_joint ?? ''),
         ...(typeof a.limits?.following_error === 'number' ? { following_error: a.limits.following_error } : {}),
+        ...(typeof a.limits?.following_error_timeout_ms === 'number' ? { following_error_timeout_ms: a.limits.following_error_timeout_ms } : {}),
         ...(typeof a.limits?.completion_tolerance === 'number' ? { completion_tolerance: a.limits.completion_tolerance } : {}),
         ...(typeof a.limits?.completion_timeout_ms === 'number' ? { completion_timeout_ms: a.limits.completion_timeout_ms } : {}),
       })),
@@ -419,6 +420,7 @@ async function measureWindow(c: Collector, w: Watched, machine: MachineLimits | 
       unit: String(a.position_unit ?? 'unit'),
       countsPerUnit: Number(a.counts_per_unit) * (Number(a.sign) < 0 ? -1 : 1),
       ...(cfg?.following_error !== undefined ? { followingError: cfg.following_error } : {}),
+      ...(cfg?.following_error_timeout_ms !== undefined ? { followingErrorTimeoutMs: cfg.following_error_timeout_ms } : {}),
       ...(cfg?.completion_tolerance !== undefined ? { completionTolerance: cfg.completion_tolerance } : {}),
       ...(cfg?.completion_timeout_ms !== undefined ? { completionTimeoutMs: cfg.completion_timeout_ms } : {}),
       configPath: `axes[${i}]`,
@@ -433,7 +435,9 @@ async function measureWindow(c: Collector, w: Watched, machine: MachineLimits | 
       axis: ax.id,
       value: m.feMax,
       ...(ax.followingError !== undefined ? { limit: { kind: 'at_most', hi: ax.followingError, source: 'configured', ref: `${ax.configPath}.limits.following_error` } as Limit } : {}),
+      ...(ax.followingErrorTimeoutMs !== undefined ? { note: `held for ${ax.followingErrorTimeoutMs} ms (limits.following_error_timeout_ms)` } : {}),
     });
+    record({ name: 'following_error_peak', unit: ax.unit, axis: ax.id, value: m.fePeak });
     if (m.completionMs !== undefined) {
       record({
         name: 'completion_time',
