@@ -3,7 +3,7 @@
 // 2 usage errors.
 
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -13,6 +13,10 @@ import { readRunRecord } from './report/run-reader.ts';
 import { comparisonText, compareRuns, DEFAULT_TOLERANCE, regressed, type Tolerance } from './report/compare.ts';
 import { updateExpectations } from './report/expectations.ts';
 import { mergeRuns } from './report/merge.ts';
+import { measurementText } from './report/run-measurements.ts';
+import { soak } from './soak.ts';
+import { openTarget } from './targets/index.ts';
+import type { BindingInput } from './clients/control.ts';
 import type { RunRecord } from './report/run-types.ts';
 import { computeCoverage, familyCounts } from './catalogue/gate.ts';
 import { CONFIG_ENTRY, OLP_ENTRY, PLANNER_ENTRY, STACK_ENTRY, STACK_NODE_ARGS, TS_NODE_ARGS } from './targets/reference.ts';
@@ -49,6 +53,7 @@ commands:
   report    render reports/html/index.html from the last run (--baseline: what changed since another)
   compare   compare two runs: new failures, fixed, coverage, drifted measurements
   expectations  write a run's failures into a target's expectation file (stale entries reported)
+  nightly   the conformance run, a soak, and the comparison with the previous night, in a dated directory
   merge     merge shard runs (hil run --shard i/n) from several machines into one run and report
   dense     dense trajectory files: "hil dense inspect FILE" prints header, segments and digest check
   planner   start the weld planner stub: "hil planner serve [--host H] [--port P] [--dense-store-dir DIR]"
@@ -59,7 +64,7 @@ commands:
 exit status: 0 all passed, 1 failures, 2 usage errors`,
   run: `usage: hil run [--target sim|external|replay|rig] [--driver NAME] [--socket PATH] [--planner-url URL]
                [--olp-url URL] [--machine FILE] [--record DIR] [--recordings DIR] [--bench PORT] [--allow-motion]
-               [--no-report] [--reports DIR] [--shard i/n] [--grep PATTERN] [--plant FAULT@TEST] [filter ...]
+               [--no-report] [--reports DIR] [--shard i/n] [--blob] [--grep PATTERN] [--plant FAULT@TEST] [filter ...]
 
 Runs suites/ against the target. Filters select test files by substring (the traceability gate only
 applies to a full run). Writes reports/run.json, reports/allure-results/, reports/junit.xml and, unless
@@ -83,6 +88,7 @@ applies to a full run). Writes reports/run.json, reports/allure-results/, report
   --no-report       skip the HTML report
   --reports DIR     write run.json, allure-results/, junit.xml, blob/ and html/ under DIR (default reports/)
   --shard i/n       run the i-th of n shares of the files (vitest's sharding); merge with hil merge
+  --blob            also write vitest's blob report of a whole run (a shard always does), for hil merge
   --grep PATTERN    only tests whose name matches (vitest's test name pattern)
   --plant FAULT@TEST  sim: inject FAULT through the test channel 30 ms after the first motion command of
                     the test whose full name contains TEST (shows a failed motion test in the report)`,
@@ -172,6 +178,14 @@ Exit 0 when B did not regress, 1 when it has a new failure or a measurement newl
 Writes the failures of a run (default reports/run.json) into fixtures/expectations/T.json: reasons already
 written are kept, a new entry gets a reason to fill in, an entry that passed is removed (fixed), and on a
 whole run an entry naming no test is removed and reported (stale).`,
+  nightly: `usage: hil nightly --out DIR [--soak-minutes N] [run options ...]
+
+The night's qualification in DIR/<UTC date>/: run/ (the conformance run with run.json, Allure results, the
+blob report and its report), soak.json (the grant held and renewed, telemetry and events followed for N
+minutes, default 10: refused and late renewals, telemetry drops and gaps, events lost, the stack's memory),
+comparison.txt (against the newest earlier night in DIR) and report.html (the run's report with what
+changed since that night). Run options are hil run's (--target, --machine, --driver ...). Exit 0 when the
+run passed, the soak kept every limit and nothing regressed.`,
   merge: `usage: hil merge DIR... --out DIR [--no-report]
 
 Merges runs made on several machines or runners (hil run --shard i/n --reports DIR, or whole runs) into
@@ -215,6 +229,8 @@ export async function main(argv: string[]): Promise<number> {
         return await expectations(rest);
       case 'merge':
         return await merge(rest);
+      case 'nightly':
+        return await nightly(rest);
       case 'dense':
         return denseCommand(rest);
       case 'planner':
@@ -279,11 +295,17 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
       shard: { type: 'string' },
       grep: { type: 'string' },
       plant: { type: 'string' },
+      blob: { type: 'boolean', default: false },
     },
   });
   const target = values.target!;
   const REPORTS = values.reports ? resolve(values.reports) : DEFAULT_REPORTS;
   const shard = values.shard;
+  // A shard always leaves its blob report for hil merge; a whole run only when asked (--blob).
+  const blob = shard !== undefined || values.blob === true;
+  // The blob reporter serializes the tests' errors in this process, where an assertion's bigint
+  // `expected`/`actual` would throw: the JSON form the workers use (harness/bigint-json.ts).
+  if (blob) await import('./bigint-json.ts');
   if (shard !== undefined) {
     const m = /^([1-9][0-9]*)\/([1-9][0-9]*)$/.exec(shard);
     if (!m || Number(m[1]) > Number(m[2])) throw new UsageError(`--shard ${shard}: expected i/n with 1 <= i <= n`);
@@ -359,7 +381,7 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
       ['allure-vitest/reporter', { resultsDir: join(REPORTS, 'allure-results') }],
       ['junit', { outputFile: join(REPORTS, 'junit.xml') }],
       // vitest's own record of the run, which `hil merge` merges shards from (vitest --merge-reports).
-      ['blob', { outputFile: join(REPORTS, 'blob', `blob-${(shard ?? '1/1').replace('/', '-')}.json`) }],
+      ...(blob ? [['blob', { outputFile: join(REPORTS, 'blob', `blob-${(shard ?? '1/1').replace('/', '-')}.json`) }] as ['blob', { outputFile: string }]] : []),
       ...(process.env.HIL_EXTRA_REPORTER ? [process.env.HIL_EXTRA_REPORTER] : []),
       reporter,
     ],
@@ -696,6 +718,54 @@ async function readRun(file: string): Promise<RunRecord> {
   const { run } = await readRunRecord(resolve(file), warnings);
   for (const w of warnings) process.stderr.write(`note: ${file}: ${w}\n`);
   return run;
+}
+
+/** hil nightly: run, soak, compare with the previous night (harness/soak.ts, harness/report/compare.ts). */
+async function nightly(args: string[]): Promise<number> {
+  if (wantsHelp(args, 'nightly')) return 0;
+  const outAt = args.indexOf('--out');
+  const soakAt = args.indexOf('--soak-minutes');
+  if (outAt < 0 || !args[outAt + 1]) throw new UsageError('expected: nightly --out DIR [--soak-minutes N] [run options]');
+  const out = resolve(args[outAt + 1]!);
+  const minutes = soakAt >= 0 ? Number(args[soakAt + 1]) : 10;
+  if (!(minutes >= 0) || !Number.isFinite(minutes)) throw new UsageError('--soak-minutes N: a number of minutes (0 skips the soak)');
+  const runArgs = args.filter((_, i) => ![outAt, outAt + 1, soakAt, soakAt >= 0 ? soakAt + 1 : -1].includes(i));
+  if (runArgs.some((a) => a === '--reports' || a === '--shard')) throw new UsageError('nightly chooses its own --reports and runs every file');
+  const earlier = existsSync(out) ? readdirSync(out).filter((d) => /^\d{4}-\d{2}-\d{2}(-\d+)?$/.test(d) && existsSync(join(out, d, 'run', 'run.json'))).sort() : [];
+  const day = new Date().toISOString().slice(0, 10);
+  let dated = join(out, day);
+  for (let k = 2; existsSync(dated); k++) dated = join(out, `${day}-${k}`);
+  mkdirSync(dated, { recursive: true });
+  const code = await run([...runArgs, '--reports', join(dated, 'run'), '--blob', '--no-report'], false);
+  let soakOk = true;
+  if (minutes > 0) {
+    const target = await openTarget();
+    try {
+      const d = (await target.client().describe()).reply.data as unknown as { binding: BindingInput };
+      const r = await soak(target, d.binding, minutes * 60_000);
+      writeFileSync(join(dated, 'soak.json'), `${JSON.stringify(r, null, 2)}\n`);
+      for (const m of r.measurements) process.stdout.write(`soak: ${measurementText(m)}${m.outcome === 'fail' ? '  OUTSIDE THE LIMIT' : ''}\n`);
+      soakOk = r.measurements.every((m) => m.outcome !== 'fail');
+    } finally {
+      await target.close();
+    }
+  }
+  const previous = earlier.at(-1);
+  let regressedSince = false;
+  if (previous) {
+    const c = compareRuns(await readRun(join(out, previous, 'run', 'run.json')), await readRun(join(dated, 'run', 'run.json')));
+    writeFileSync(join(dated, 'comparison.txt'), `since ${previous}\n${comparisonText(c)}\n`);
+    regressedSince = regressed(c);
+    process.stdout.write(`compared with ${previous}: ${c.newFailures.length} new failures, ${c.fixed.length} fixed, ${c.drifts.length} drifted measurements\n`);
+  }
+  const r = await writeHtmlReport({
+    runJson: join(dated, 'run', 'run.json'),
+    allureDir: join(dated, 'run', 'allure-results'),
+    outFile: join(dated, 'report.html'),
+    ...(previous ? { baseline: join(out, previous, 'run', 'run.json') } : {}),
+  });
+  process.stdout.write(`nightly: ${dated} (report ${r.outFile})\n`);
+  return code === 0 && soakOk && !regressedSince ? 0 : 1;
 }
 
 /** hil merge DIR... --out DIR: shard runs merged into one run per target (harness/report/merge.ts). */

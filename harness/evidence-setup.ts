@@ -11,7 +11,7 @@ import { limitText } from './measure.ts';
 
 const collectors = new WeakMap<object, Collector>();
 
-// HIL_EVIDENCE=0 turns collection off (to measure what it costs: bench/README.md).
+// HIL_EVIDENCE=0 turns collection off (what it costs is the run measurement evidence_collection).
 const OFF = process.env.HIL_EVIDENCE === '0';
 
 beforeEach(({ task, onTestFailed, onTestFinished }) => {

@@ -80,7 +80,7 @@ declare module '@vitest/runner' {
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const MOTION_OPS = new Set(['start_trajectory', 'start_program', 'home', 'begin_jog', 'jog']);
-const WINDOW_CAP = 5000; // records: about 27 MB of batches at most per client and test
+const WINDOW_CAP = 3000; // records: about 16 MB of batches at most per client and test
 const KEEP_EXCHANGES = 80;
 const KEEP_RECENT = 20;
 const TEXT_MAX = 1500;
@@ -312,7 +312,7 @@ function maybePlant(c: Collector, body: string | Uint8Array | undefined): void {
 /** The machine configuration the target runs, where the harness has it (sim, replay and rig targets). */
 interface MachineLimits {
   latenessNs?: number;
-  axes: { name: string; following_error?: number; completion_tolerance?: number; completion_timeout_ms?: number }[];
+  axes: { name: string; following_error?: number; following_error_timeout_ms?: number; completion_tolerance?: number; completion_timeout_ms?: number }[];
 }
 
 let machineCache: { file: string; limits: MachineLimits | undefined } | undefined;
@@ -329,6 +329,7 @@ function machineLimits(): MachineLimits | undefined {
       axes: (m.axes ?? []).map((a) => ({
         name: String(a.name ?? a.robot_joint ?? ''),
         ...(typeof a.limits?.following_error === 'number' ? { following_error: a.limits.following_error } : {}),
+        ...(typeof a.limits?.following_error_timeout_ms === 'number' ? { following_error_timeout_ms: a.limits.following_error_timeout_ms } : {}),
         ...(typeof a.limits?.completion_tolerance === 'number' ? { completion_tolerance: a.limits.completion_tolerance } : {}),
         ...(typeof a.limits?.completion_timeout_ms === 'number' ? { completion_timeout_ms: a.limits.completion_timeout_ms } : {}),
       })),
@@ -372,6 +373,7 @@ export async function finishTest(c: Collector, meta: { evidence?: TestEvidence }
 }
 
 async function measureWindow(c: Collector, w: Watched, machine: MachineLimits | undefined, record: (m: Omit<MeasurementRecord, 'outcome'>) => void): Promise<void> {
+  const tw = performance.now();
   const b = new WindowBuilder(WINDOW_CAP);
   for (let cursor = w.cursor; !b.full; ) {
     const r = await get(w.client, `/v1/telemetry?after=${cursor}`);
@@ -381,6 +383,7 @@ async function measureWindow(c: Collector, w: Watched, machine: MachineLimits | 
     if (count < 4096) break;
   }
   const win = b.build();
+  if (process.env.HIL_EVIDENCE_DEBUG) process.stderr.write(`window from ${w.cursor}: ${win.count} records in ${Math.round(performance.now() - tw)} ms\n`);
   const s = c.samples();
   if (win.coreTime) c.note('the core ran on its own clock (stepped or fast) in this window: its cycle lateness is not counted');
   else if (c.disturbed) c.note('the test disturbed the core through the test channel: its cycle lateness is not counted');
@@ -417,6 +420,7 @@ async function measureWindow(c: Collector, w: Watched, machine: MachineLimits | 
       unit: String(a.position_unit ?? 'unit'),
       countsPerUnit: Number(a.counts_per_unit) * (Number(a.sign) < 0 ? -1 : 1),
       ...(cfg?.following_error !== undefined ? { followingError: cfg.following_error } : {}),
+      ...(cfg?.following_error_timeout_ms !== undefined ? { followingErrorTimeoutMs: cfg.following_error_timeout_ms } : {}),
       ...(cfg?.completion_tolerance !== undefined ? { completionTolerance: cfg.completion_tolerance } : {}),
       ...(cfg?.completion_timeout_ms !== undefined ? { completionTimeoutMs: cfg.completion_timeout_ms } : {}),
       configPath: `axes[${i}]`,
@@ -431,7 +435,9 @@ async function measureWindow(c: Collector, w: Watched, machine: MachineLimits | 
       axis: ax.id,
       value: m.feMax,
       ...(ax.followingError !== undefined ? { limit: { kind: 'at_most', hi: ax.followingError, source: 'configured', ref: `${ax.configPath}.limits.following_error` } as Limit } : {}),
+      ...(ax.followingErrorTimeoutMs !== undefined ? { note: `held for ${ax.followingErrorTimeoutMs} ms (limits.following_error_timeout_ms)` } : {}),
     });
+    record({ name: 'following_error_peak', unit: ax.unit, axis: ax.id, value: m.fePeak });
     if (m.completionMs !== undefined) {
       record({
         name: 'completion_time',
@@ -446,10 +452,18 @@ async function measureWindow(c: Collector, w: Watched, machine: MachineLimits | 
   }
 }
 
-/** A GET on the client's connection that the observers do not see (the harness's own reads). */
+/**
+ * A GET on the client's connection that the observers do not see (the harness's own reads). A telemetry
+ * poll that meets a capture write in progress is answered 409 telemetry_busy (document 1 part 7): tried
+ * again, a few ms later, for up to about a second.
+ */
 async function get(client: ControlClient, path: string): Promise<{ status: number; body: Uint8Array }> {
-  const res = await request(`${client.origin}${path}`, { method: 'GET', dispatcher: client.agent });
-  return { status: res.statusCode, body: new Uint8Array(await res.body.arrayBuffer()) };
+  for (let attempt = 0; ; attempt++) {
+    const res = await request(`${client.origin}${path}`, { method: 'GET', dispatcher: client.agent });
+    const r = { status: res.statusCode, body: new Uint8Array(await res.body.arrayBuffer()) };
+    if (r.status !== 409 || attempt >= 50 || !Buffer.from(r.body.subarray(0, 512)).toString('latin1').includes('telemetry_busy')) return r;
+    await new Promise((ok) => setTimeout(ok, 20));
+  }
 }
 
 /** The newest telemetry sequence (document 1 part 4 cursor rules), walking from Status core.cycle as a hint (harness/clients/telemetry.ts latestSequence). */
@@ -460,8 +474,9 @@ async function newestSequence(client: ControlClient): Promise<bigint> {
     const cycle = (parseExact(st.body) as { data?: { core?: { cycle?: unknown } } }).data?.core?.cycle;
     if (typeof cycle === 'bigint' && cycle > 64n) after = cycle - 64n;
   }
-  for (;;) {
+  for (let polls = 1; ; polls++) {
     const r = await get(client, `/v1/telemetry?after=${after}`);
+    if (process.env.HIL_EVIDENCE_DEBUG) process.stderr.write(`cursor poll ${polls} after=${after}: ${r.status} ${r.body.length} bytes\n`);
     if (r.status === 409 && after !== 0n) {
       after = 0n;
       continue;

@@ -50,6 +50,11 @@ export function limitText(l: Limit): string {
   return `${v} (${l.source}: ${l.ref})`;
 }
 
+/** "cycle_lateness_max = 812 us, limit <= 500 (configured: max_cycle_lateness_ns)" for notes and summaries. */
+export function measurementText(m: MeasurementRecord): string {
+  return `${m.name}${m.axis ? ` ${m.axis}` : ''} = ${m.value} ${m.unit}${m.limit ? `, limit ${limitText(m.limit)}` : ''}`;
+}
+
 export function withinLimit(value: number, l: Limit): boolean {
   switch (l.kind) {
     case 'at_most':

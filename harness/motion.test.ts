@@ -44,6 +44,16 @@ describe('analyseMotion', () => {
     expect(analyseMotion(window(records(pos, target, { fe, hostJitter: true })), AXES)[0]!.feMax).toBeCloseTo(0.04, 9);
   });
 
+  test('following_error_max is the error held through following_error_timeout_ms; a one-cycle spike is only the peak', () => {
+    const fe = [0, 0, 0, 0, 0, 0, -40, 0, 0, 0]; // one cycle of 0.04 among cycles of at most 0.015
+    const held = analyseMotion(window(records(pos, target, { fe, hostJitter: true })), [{ ...AXES[0]!, followingErrorTimeoutMs: 3 }])[0]!;
+    expect(held.fePeak).toBeCloseTo(0.04, 9);
+    // cycles 1..3 (15, 15, 15 counts behind) are the longest-held: 0.015 through 3 ms
+    expect(held.feMax).toBeCloseTo(0.015, 9);
+    // a timeout longer than the window: no stretch is long enough, nothing is held
+    expect(analyseMotion(window(records(pos, target, { fe, hostJitter: true })), [{ ...AXES[0]!, followingErrorTimeoutMs: 50 }])[0]!.feMax).toBe(0);
+  });
+
   test('completion: from the cycle after the target last changed to the first cycle that stays within tolerance', () => {
     // target last changes at cycle 4 (=100 from there); within 2 counts of 100 from cycle 6 (97 is 3 away: no), cycle 8 (99) on
     const m = analyseMotion(window(records(pos, target, { hostJitter: true })), AXES)[0]!;

@@ -28,7 +28,7 @@ beforeAll(async () => {
   writeFileSync(tokensFile, '');
   const child = spawn(
     process.execPath,
-    ['harness/bin/hil.mjs', 'run', '--reports', dir, '--plant', `sluggish_drive@${PLANTED}`, '--grep', 'prepare, start, complete', 'suites/trajectory/trajectory.test.ts'],
+    ['harness/bin/hil.mjs', 'run', '--reports', dir, '--blob', '--plant', `sluggish_drive@${PLANTED}`, '--grep', 'prepare, start, complete', 'suites/trajectory/trajectory.test.ts'],
     { cwd: ROOT, env: { ...process.env, HIL_TOKEN_LOG: tokensFile }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let out = '';
@@ -80,7 +80,8 @@ describe('a real run with a planted motion failure', () => {
     walk(dir);
     expect(files.some((f) => f.endsWith('index.html'))).toBe(true);
     expect(files.some((f) => f.includes('allure-results'))).toBe(true);
-    expect(files.some((f) => f.includes(`${join('blob', '')}`))).toBe(true);
+    expect(files.some((f) => f.includes(join('blob', 'blob-')))).toBe(true);
+
     for (const f of files) {
       const text = readFileSync(f, 'latin1');
       for (const tok of tokens) expect(text.includes(tok), `${f} holds a session token`).toBe(false);

@@ -17,7 +17,7 @@
 // own measurements do that); harness/report/verdict.ts states it as a note.
 
 import { GAPS_LIMIT, HOME_LIMIT, type TestEvidence } from '../evidence.ts';
-import { limitText, withinLimit, type Limit, type MeasurementRecord } from '../measure.ts';
+import { withinLimit, type Limit, type MeasurementRecord } from '../measure.ts';
 import { histMerge, histQuantile, newHist, type LogHist } from '../motion.ts';
 import type { RunMeasurements } from './run-types.ts';
 
@@ -92,7 +92,4 @@ export function runMeasurements(tests: readonly { evidence?: TestEvidence }[]): 
 
 const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 
-/** "cycle_lateness_max = 812 us, limit <= 500 (configured: max_cycle_lateness_ns)" for notes. */
-export function measurementText(m: MeasurementRecord): string {
-  return `${m.name}${m.axis ? ` ${m.axis}` : ''} = ${m.value} ${m.unit}${m.limit ? `, limit ${limitText(m.limit)}` : ''}`;
-}
+export { measurementText } from '../measure.ts';

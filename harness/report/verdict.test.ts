@@ -124,3 +124,22 @@ describe('testStateOf: FAIL or ERROR by the class of the error', () => {
     expect(testStateOf('skipped', [])).toBe('skipped');
   });
 });
+
+test('a run measurement outside its limit and a stale expectation are notes: the verdict stays what the tests say', () => {
+  const v = verdictOf({
+    tests: [pass],
+    gate: OK,
+    run_measurements: {
+      measurements: [
+        { name: 'cycle_lateness_max', unit: 'us', value: 812, limit: { kind: 'at_most', hi: 500, source: 'configured', ref: 'max_cycle_lateness_ns' }, outcome: 'fail' },
+        { name: 'cycle_lateness_p50', unit: 'us', value: 30, limit: { kind: 'at_most', hi: 500, source: 'configured', ref: 'max_cycle_lateness_ns' }, outcome: 'pass' },
+      ],
+    },
+    stale_expectations: ['suites/x.test.ts > gone'],
+  });
+  expect(v.verdict).toBe('PASS');
+  expect(v.notes).toEqual([
+    'run measurement outside its limit: cycle_lateness_max = 812 us, limit <= 500 (configured: max_cycle_lateness_ns)',
+    "1 expectation in the target's expectation file names no test of this run (stale): hil expectations update",
+  ]);
+});

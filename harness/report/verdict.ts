@@ -15,7 +15,7 @@
 import { verdictOfError, type ErrorLike } from '../errors.ts';
 import { isReferenceTarget } from '../trace.ts';
 import type { CoverageEntry, RunRecord, RunTest, TestState } from './run-types.ts';
-import { measurementText } from './run-measurements.ts';
+import { measurementText } from '../measure.ts';
 
 export type Verdict = 'PASS' | 'FAIL' | 'ERROR';
 

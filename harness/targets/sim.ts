@@ -347,6 +347,10 @@ export class SimTarget implements Target {
     return this.stack.stderr();
   }
 
+  get pid(): number {
+    return this.stack.ready.pid;
+  }
+
   async close(): Promise<void> {
     await this.stopStack();
   }

@@ -99,6 +99,8 @@ export interface Target {
   variant(options: VariantOptions): Promise<Target>;
   /** Lines the target process wrote to stderr (diagnostics for the report). */
   diagnostics(): string;
+  /** The service's process id where the harness started it (the nightly soak samples its memory). */
+  readonly pid?: number;
   /** Why motion is not allowed, in words a skip reason can carry (rig); undefined when it is or the default applies. */
   readonly motionRefusal?: string;
   /** After each test: check the cell is stopped and released, reconciling an unknown outcome (rig). */
