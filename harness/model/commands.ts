@@ -1,6 +1,8 @@
 // fast-check model-based commands over the model (harness/model/model.ts) and a target: every control
 // operation the model knows, observations after each step, and the out-of-band actions the target offers
-// (stepped-clock steps, a held stop drain, lease expiry by waiting, core restart). Arguments are drawn
+// (stepped-clock steps, a held stop drain, lease expiry by waiting, core restart). Jog is begun, ended and
+// renewed (legacy) with zero velocities; update_jog datagrams are not sent (the model does not follow
+// frame-by-frame input yet). Arguments are drawn
 // near the documented edges: generations 0, 1, current, current±1, 2^64-1; leases 0, 1, the ceiling and
 // one over, 10000 and 10001; controller and label lengths at their bounds and one over; request ids at 64
 // and 65 bytes; handles of other incarnations, terminal handles, 0 and 2^64-1.
@@ -44,7 +46,7 @@ class SpecCommand implements fc.AsyncCommand<FcModel, RunContext, false> {
   }
 }
 
-const MOTION = new Set(['enable', 'arm', 'home', 'halt', 'start_trajectory']);
+const MOTION = new Set(['enable', 'arm', 'home', 'halt', 'start_trajectory', 'ready', 'replan', 'begin_jog', 'jog']);
 
 /** Preconditions: what the generator may send in a state (never a rule of the target). */
 export function allowed(m: ModelState, ab: Abilities, spec: Spec): boolean {
@@ -55,7 +57,9 @@ export function allowed(m: ModelState, ab: Abilities, spec: Spec): boolean {
       // Rarer than the rest: only once the run has a grant and a handle to lose.
       return ab.coreRestart && !!m.grant && !m.grant.stopping && m.handles.size > 0;
     case 'ready':
-      return !started;
+      return !started && !m.jog;
+    case 'replan':
+      return started && !!m.grant && !m.grant.stopping;
     case 'drain':
       return !!m.grant?.stopping;
     case 'stop':
@@ -66,7 +70,7 @@ export function allowed(m: ModelState, ab: Abilities, spec: Spec): boolean {
     // Home under a running trajectory is not shown; the generator leaves those combinations out.
     case 'enable':
     case 'home':
-      return !started;
+      return !started && !m.jog;
     default:
       return true;
   }
@@ -105,6 +109,15 @@ export function commandArbs(ab: Abilities): Array<fc.Arbitrary<fc.AsyncCommand<F
       ...w(2, fence.map((f) => ({ op: 'arm' as const, ...f }))),
       ...w(1, fc.tuple(fence, fc.constantFrom<'traj' | 'zero' | 'outside' | 'non_home'>('traj', 'traj', 'zero', 'outside', 'non_home')).map(([f, mask]) => ({ op: 'home' as const, ...f, mask }))),
       ...w(1, fence.map((f) => ({ op: 'halt' as const, ...f }))),
+      ...w(3, fc.constant({ op: 'replan' as const })),
+      ...w(
+        2,
+        fc
+          .tuple(fence, weighted<'traj' | 'zero' | 'outside'>([8, 'traj'], [1, 'zero'], [1, 'outside']), weighted<'ok' | 'empty' | 'other'>([8, 'ok'], [1, 'empty'], [1, 'other']), weighted<'ok' | 'before' | 'stale'>([8, 'ok'], [1, 'before'], [1, 'stale']))
+          .map(([f, mask, clock, deadline]) => ({ op: 'begin_jog' as const, ...f, mask, clock, deadline })),
+      ),
+      ...w(2, fc.tuple(fence, weighted<'current' | 'older' | 'zero' | 'next' | 'legacy'>([6, 'current'], [1, 'older'], [1, 'zero'], [1, 'next'], [2, 'legacy'])).map(([f, jg]) => ({ op: 'end_jog' as const, ...f, jg }))),
+      ...w(1, fc.tuple(fence, fc.constantFrom<0 | 1 | 100 | 250 | 251>(0, 1, 100, 250, 250, 251)).map(([f, timeout]) => ({ op: 'jog' as const, ...f, timeout }))),
       ...w(
         4,
         fc

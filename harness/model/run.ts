@@ -22,6 +22,8 @@ import {
   matches,
   outcomes,
   planBit,
+  resolveJogGeneration,
+  JOG_DEADLINE_MS,
   resolveFence,
   type EventExp,
   type FencedSpec,
@@ -96,6 +98,8 @@ export interface RunContext {
   stats: ModelStats;
   pendingStop?: Outcome;
   lastSendMs: number;
+  /** The jog clock's incarnation (GET /v1/jog/clock), for begin_jog. */
+  jogClock: string;
 }
 
 /**
@@ -117,7 +121,9 @@ export async function openRun(target: Target, rules: Rules, stats: ModelStats): 
   const m = initialState({ baseHandle, homeMask: Number(st.core?.home_valid_mask ?? 0n), lastGeneration: st.grant.generation > 0n ? st.grant.generation : undefined });
   await real.events(); // the reset's events are not the run's
   stats.sequences++;
-  return { c, m, real, binding: d.binding, trace: [], stats, lastSendMs: 0 };
+  const clock = await client.get('/v1/jog/clock', 'jog_clock');
+  const jogClock = clock.status === 200 ? String((clock.reply.data as { incarnation?: string })?.incarnation ?? '') : '';
+  return { c, m, real, binding: d.binding, trace: [], stats, lastSendMs: 0, jogClock };
 }
 
 /** Release what an earlier sequence may have left: acquire, disable, disarm outputs, release. */
@@ -145,6 +151,9 @@ async function resetCell(real: RealCell, binding: Record<string, unknown>, ceili
 
 /** Leave the cell released (every run ends stopped and released, DESIGN.md rule 5). */
 export async function closeRun(x: RunContext): Promise<void> {
+  // The transitions the model's own bookkeeping reached (supersede, drain, ...) join the run's figures.
+  for (const [k, n] of x.m.hits) x.stats.hits[k] = (x.stats.hits[k] ?? 0) + n;
+  x.m.hits.clear();
   try {
     if (x.real.pendingStop) await x.real.drain();
     // Every grant the target gave (the model may not know one a mismatch cut short): stop and release it.
@@ -195,6 +204,24 @@ function requestOf(x: RunContext, spec: Spec, hold: number[]): Request {
   if (fs.op === 'prepare_trajectory') {
     fields.axis_mask = BigInt(planBit(c, fs.axis));
     fields.points = points(c, hold, fs.io);
+  }
+  if (fs.op === 'begin_jog') {
+    // Host monotonic ns (PROFILE "Jog" clock: CLOCK_MONOTONIC, shared by every process on the host).
+    const now = process.hrtime.bigint();
+    const origin = fs.deadline === 'stale' ? now - 1_000_000_000n : now;
+    fields.axis_mask = BigInt({ traj: bit, zero: 0, outside: c.axisCount < 32 ? 1 << c.axisCount : 0 }[fs.mask] >>> 0);
+    fields.source_origin_host_ns = origin;
+    fields.deadline_host_ns = fs.deadline === 'before' ? origin : fs.deadline === 'stale' ? origin + 10_000_000n : origin + BigInt(JOG_DEADLINE_MS) * 1_000_000n;
+    fields.clock_incarnation = fs.clock === 'ok' ? x.jogClock : fs.clock === 'empty' ? '' : '0'.repeat(31) + '1';
+  }
+  if (fs.op === 'end_jog') {
+    resolved.jogGeneration = resolveJogGeneration(m, fs.jg);
+    fields.jog_generation = resolved.jogGeneration;
+  }
+  if (fs.op === 'jog') {
+    fields.axis_mask = BigInt(bit);
+    fields.velocity = Array.from({ length: c.axisCount }, () => 0);
+    fields.timeout_ms = BigInt(fs.timeout);
   }
   if (fs.op === 'start_trajectory' || fs.op === 'discard_trajectory') {
     resolved.handle = handleRef(m, fs.h);
@@ -274,10 +301,19 @@ export async function runSpec(x: RunContext, spec: Spec): Promise<void> {
       }
       m.core++;
       m.epoch++;
+      m.jog = undefined;
+      m.jogMax = undefined;
+      m.legacyJog = undefined;
       m.faultLatched = false;
       m.owed.push(...evs.map((e) => ({ ...e, may: true })), { type: 'daemon_incarnation_changed', why: 'core restarted' });
       x.trace.push(line);
       break;
+    }
+    case 'replan': {
+      x.trace.push(line);
+      const f = { s: 'current' as const, g: 'current' as const };
+      for (const sub of [{ op: 'prepare_trajectory', io: 'none', ...f }, { op: 'start_trajectory', h: 'prepared', ...f }] as Spec[]) await runSpec(x, sub);
+      return;
     }
     case 'ready': {
       x.trace.push(line);
@@ -339,7 +375,7 @@ async function control(x: RunContext, spec: Exclude<Spec, { op: 'step' | 'drain'
   if (drainToo && ex.reply.status === 200) await real.drain();
   x.lastSendMs = ex.sendMs;
   const lease = m.grant ? leaseAt(m.grant, ex.sendMs, ex.recvMs) : 'alive';
-  const os = outcomes(c, m, req, lease, real.cycles);
+  const os = outcomes(c, m, req, lease, real.cycles, { sendMs: ex.sendMs, recvMs: ex.recvMs });
   const r = ex.reply;
   const got = `${r.status}${r.label ? ` ${r.label}` : ''}`;
   let chosen: Outcome | undefined;
@@ -396,6 +432,7 @@ function eventMatches(e: CellEvent, x: EventExp): boolean {
   if (w.from !== undefined && p.from !== w.from) return false;
   if (w.to !== undefined && p.to !== w.to) return false;
   if (w.label !== undefined && p.label !== w.label) return false;
+  if (w.jogGeneration !== undefined && p.jog_generation !== w.jogGeneration) return false;
   return true;
 }
 
@@ -417,6 +454,8 @@ async function reconcile(x: RunContext, cyclesRan: boolean): Promise<void> {
   if (cyclesRan && !ended && !m.grant?.stopping && st.core) checkMachine(x, st);
   if (st.core) m.homeMask = Number(st.core.home_valid_mask);
   for (const e of evs) {
+    // The jog's input expired (host time, seen by a core cycle): the jog generation is closed.
+    if (e.type === 'jog_expired' && m.jog && payloadOf(e).jog_generation === m.jog.n) m.jog = undefined;
     const i = m.owed.findIndex((o) => eventMatches(e, o));
     if (i >= 0) {
       m.owed.splice(i, 1);

@@ -114,9 +114,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     name: 'later-start-leaves-running',
     wrong: 'a later Start leaves the running execution started',
     patch: { laterStartConsumes: false },
-    covers: [],
-    budget: { seed: 112, runs: 30, maxCommands: 150 },
-    skip: 'not rejected within 30 sequences: it needs two Starts within one plan under one 500 ms lease, which the generator reaches a few times per thousand commands (hil fuzz runs it longer)',
+    covers: ['transition:handle:started->consumed:completion'],
+    budget: { seed: 112, runs: 12, maxCommands: 150 },
   },
   {
     name: 'halt-keeps-active-handle',
@@ -165,6 +164,20 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['rule:grant.lease_min_of_request_and_ceiling'],
     budget: { seed: 118, runs: 3, maxCommands: 120 },
     needed: 4,
+  },
+  {
+    name: 'end-jog-ends-legacy',
+    wrong: 'end_jog accepts the generation of a legacy jog',
+    patch: { endJogExactIndependent: false },
+    covers: ['rule:op.end_jog.exact_generation'],
+    budget: { seed: 119, runs: 12, maxCommands: 150 },
+  },
+  {
+    name: 'start-gate-ignores-jog',
+    wrong: 'a Start is admitted while a jog generation holds the plan\'s axes',
+    patch: { startGateOtherLane: false },
+    covers: ['rule:op.start.handle_kept'],
+    budget: { seed: 120, runs: 12, maxCommands: 150 },
   },
 ];
 
