@@ -90,7 +90,7 @@ export function commandArbs(ab: Abilities): Array<fc.Arbitrary<fc.AsyncCommand<F
   const w = <T>(n: number, a: fc.Arbitrary<T>) => Array.from({ length: n }, () => a);
   const arbs: Array<fc.Arbitrary<Spec>> = [
     ...w(3, fc.record({ op: fc.constant('acquire' as const), lease, binding: weighted<'ok' | 'wrong'>([12, 'ok'], [1, 'wrong']), controller: weighted<'ok' | 'other' | 'empty' | 'max' | 'over'>([10, 'ok'], [2, 'other'], [1, 'max'], [1, 'empty'], [1, 'over']), rid })),
-    ...w(6, fence.map((f) => ({ op: 'renew' as const, ...f }))),
+    ...w(10, fence.map((f) => ({ op: 'renew' as const, ...f }))),
     ...w(1, fence.map((f) => ({ op: 'release' as const, ...f }))),
     ...w(2, fc.tuple(fence, fc.boolean()).map(([f, drain]) => ({ op: 'stop' as const, ...f, drain }))),
     ...w(1, fc.tuple(fence, fc.constantFrom<'ok' | 'other' | 'empty' | 'max' | 'over'>('ok', 'other', 'max', 'empty', 'over')).map(([f, label]) => ({ op: 'mark_telemetry' as const, ...f, label }))),
@@ -116,8 +116,8 @@ export function commandArbs(ab: Abilities): Array<fc.Arbitrary<fc.AsyncCommand<F
           .tuple(fence, weighted<'traj' | 'zero' | 'outside'>([8, 'traj'], [1, 'zero'], [1, 'outside']), weighted<'ok' | 'empty' | 'other'>([8, 'ok'], [1, 'empty'], [1, 'other']), weighted<'ok' | 'before' | 'stale'>([8, 'ok'], [1, 'before'], [1, 'stale']))
           .map(([f, mask, clock, deadline]) => ({ op: 'begin_jog' as const, ...f, mask, clock, deadline })),
       ),
-      ...w(2, fc.tuple(fence, weighted<'current' | 'older' | 'zero' | 'next' | 'legacy'>([6, 'current'], [1, 'older'], [1, 'zero'], [1, 'next'], [2, 'legacy'])).map(([f, jg]) => ({ op: 'end_jog' as const, ...f, jg }))),
-      ...w(1, fc.tuple(fence, fc.constantFrom<0 | 1 | 100 | 250 | 251>(0, 1, 100, 250, 250, 251)).map(([f, timeout]) => ({ op: 'jog' as const, ...f, timeout }))),
+      ...w(2, fc.tuple(fence, weighted<'current' | 'older' | 'zero' | 'next' | 'legacy'>([4, 'current'], [1, 'older'], [1, 'zero'], [1, 'next'], [4, 'legacy'])).map(([f, jg]) => ({ op: 'end_jog' as const, ...f, jg }))),
+      ...w(2, fc.tuple(fence, fc.constantFrom<0 | 1 | 100 | 250 | 251>(0, 1, 100, 250, 250, 250, 251)).map(([f, timeout]) => ({ op: 'jog' as const, ...f, timeout }))),
       ...w(
         4,
         fc
@@ -236,10 +236,11 @@ export function failureReport(r: PropertyResult, o: { maxCommands: number; varia
       `minimal sequence (${r.sequence.length} commands), as a vitest example:`,
       '',
       `import { replaySequence } from '../../harness/model/commands.ts';`,
-      `import { covers, describe, sharedVariant, test } from '../../harness/fixture.ts';`,
+      `import { describe, sharedVariant, test } from '../../harness/fixture.ts';`,
       `describe('model sequence (seed ${r.seed})', () => {`,
       `  const v = sharedVariant({ clock: 'stepped' });`,
-      `  test('replays', covers('rule:grant.stopping_no_movement'), async ({ skip }) => {`,
+      `  // add covers(...) naming the rule the sequence shows`,
+      `  test('replays', async ({ skip }) => {`,
       `    skip(v.cannot !== undefined, v.cannot);`,
       `    await replaySequence(v.target, [`,
       ...r.sequence.map((s) => `      ${JSON.stringify(s)},`),

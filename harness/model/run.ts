@@ -449,7 +449,7 @@ async function reconcile(x: RunContext, cyclesRan: boolean): Promise<void> {
   const st = await real.status();
   if (!st.grant.draining) m.draining = false;
   // A grant end observed now (expiry, drain) reaches the machine on the core's next cycle: its effects are checked after the next command.
-  const ended = checkGrant(x, st);
+  const ended = checkGrant(x, st, evs);
   checkHandles(x, st);
   if (cyclesRan && !ended && !m.grant?.stopping && st.core) checkMachine(x, st);
   if (st.core) m.homeMask = Number(st.core.home_valid_mask);
@@ -475,10 +475,12 @@ async function reconcile(x: RunContext, cyclesRan: boolean): Promise<void> {
   void c;
 }
 
-function checkGrant(x: RunContext, st: StatusObs): boolean {
+function checkGrant(x: RunContext, st: StatusObs, evs: readonly CellEvent[]): boolean {
   const { c, m } = x;
   const g = m.grant;
-  if (g?.stopping && !st.grant.active) {
+  // A lease that ran out while a stop drained ends the grant by expiry, not revocation: the event says which.
+  const expiredNow = g && evs.some((e) => e.type === 'grant_expired' && payloadOf(e).generation === g.generation);
+  if (g?.stopping && !st.grant.active && !expiredNow) {
     // The drain finished: revoked (part 3 "stopping, then revoked").
     const gen = g.generation;
     drained(c, m);

@@ -4,7 +4,7 @@
 // what counts the rule as covered by the model (harness/model/mutation.model.test.ts). A variant a run
 // cannot reject means the commands never reach the rule, or the model does not check it.
 
-import { REFERENCE_RULES, type Rules } from './model.ts';
+import { REFERENCE_RULES, type Rules, type Spec } from './model.ts';
 
 export interface WrongModel {
   name: string;
@@ -169,8 +169,9 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     name: 'end-jog-ends-legacy',
     wrong: 'end_jog accepts the generation of a legacy jog',
     patch: { endJogExactIndependent: false },
-    covers: ['rule:op.end_jog.exact_generation'],
+    covers: [],
     budget: { seed: 119, runs: 12, maxCommands: 150 },
+    skip: 'the reference stack behaves like this variant today (issue 21 defect 4, KNOWN_DEFECTS): it cannot reject it until sims/ is fixed',
   },
   {
     name: 'start-gate-ignores-jog',
@@ -182,5 +183,43 @@ export const WRONG_MODELS: readonly WrongModel[] = [
 ];
 
 export function rulesOf(v: WrongModel): Rules {
-  return { ...REFERENCE_RULES, ...v.patch };
+  return { ...rulesWithKnownDefects(), ...v.patch };
+}
+
+/**
+ * Defects of the reference stack the model found (the documents say otherwise), until sims/ is fixed by
+ * the hardening work. The `model` project's runs against the reference stack apply each one's patch (so
+ * CI stays about everything else, and says so), and replay its minimal sequence with the documented
+ * rules as an expected failure (harness/model/known.model.test.ts): when the stack is fixed, that test
+ * passes unexpectedly and the entry goes.
+ */
+export interface KnownDefect {
+  name: string;
+  /** Where the defect is tracked, and what the documents say. */
+  reason: string;
+  patch: Partial<Rules>;
+  /** The catalogue ids the documented behaviour is (the expected failure declares them). */
+  covers: readonly string[];
+  /** The minimal sequence the model shrank it to. */
+  sequence: readonly Spec[];
+}
+
+export const KNOWN_DEFECTS: readonly KnownDefect[] = [
+  {
+    name: 'end_jog ends a legacy jog',
+    reason:
+      'issue 21 defect 4: document 1 part 2 makes end_jog\'s jog_generation the "exact current nonzero independent jog generation"; the reference stack ends a legacy jog\'s generation with 200 (found by seed 121, shrunk from 22 commands to 3)',
+    patch: { endJogExactIndependent: false },
+    covers: ['rule:op.end_jog.exact_generation'],
+    sequence: [
+      { op: 'ready' },
+      { op: 'jog', s: 'current', g: 'current', timeout: 250 },
+      { op: 'end_jog', s: 'current', g: 'current', jg: 'current' },
+    ],
+  },
+];
+
+/** The documented rules with the known defects of the reference stack allowed (CI runs on the reference stack). */
+export function rulesWithKnownDefects(base: Rules = REFERENCE_RULES): Rules {
+  return Object.assign({ ...base }, ...KNOWN_DEFECTS.map((d) => d.patch));
 }
