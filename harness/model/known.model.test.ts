@@ -11,7 +11,9 @@ describe('defects of the reference stack found by the model (expected failures)'
   for (const d of KNOWN_DEFECTS) {
     test.fails(`${d.name}: ${d.reason}`, covers(...d.covers), async ({ skip }) => {
       skip(v.cannot !== undefined, v.cannot);
-      await replaySequence(v.target, d.sequence);
+      // The sequence is short but timed (a legacy jog lives at most 250 ms): a run the timing spoiled is
+      // tried again, up to three times; the first that shows the defect is the expected failure.
+      for (let i = 0; i < 3; i++) await replaySequence(v.target, d.sequence);
     });
   }
 });
