@@ -18,12 +18,13 @@ import { closeRun, newStats, openRun, runSpec, type ModelStats, type RunContext 
 /** What the run may do besides the documented interface (Target abilities). */
 export interface Abilities {
   stepped: boolean;
+  faultInjection: boolean;
   coreRestart: boolean;
   motion: boolean;
 }
 
 export function abilitiesOf(t: Target): Abilities {
-  return { stepped: typeof t.stepReport === 'function', coreRestart: t.abilities.coreRestart, motion: t.abilities.motion };
+  return { stepped: typeof t.stepReport === 'function', faultInjection: t.abilities.faultInjection, coreRestart: t.abilities.coreRestart, motion: t.abilities.motion };
 }
 
 /** The model plus the abilities, as fast-check's model object. */
@@ -53,11 +54,13 @@ export function allowed(m: ModelState, ab: Abilities, spec: Spec): boolean {
   if (MOTION.has(spec.op) && !ab.motion) return false;
   const started = [...m.handles.values()].some((h) => h.state === 'started' && h.core === m.core);
   switch (spec.op) {
+    case 'fault':
+      return ab.faultInjection && !m.grant?.stopping && !m.faultLatched;
     case 'restart_core':
       // Rarer than the rest: only once the run has a grant and a handle to lose.
       return ab.coreRestart && !!m.grant && !m.grant.stopping && m.handles.size > 0;
     case 'ready':
-      return !started && !m.jog;
+      return !started && !m.jog && !m.faultLatched;
     case 'replan':
       return started && !!m.grant && !m.grant.stopping;
     case 'drain':
@@ -69,8 +72,9 @@ export function allowed(m: ModelState, ab: Abilities, spec: Spec): boolean {
     // Enable and Home while a plan executes: how the documents' gate treats a changed enable mask or a
     // Home under a running trajectory is not shown; the generator leaves those combinations out.
     case 'enable':
-    case 'home':
       return !started && !m.jog;
+    case 'home':
+      return !started && !m.jog && !m.faultLatched;
     default:
       return true;
   }
@@ -127,6 +131,7 @@ export function commandArbs(ab: Abilities): Array<fc.Arbitrary<fc.AsyncCommand<F
     );
   }
   if (ab.coreRestart) arbs.push(fc.constant({ op: 'restart_core' as const }));
+  if (ab.faultInjection && ab.motion) arbs.push(fc.constant({ op: 'fault' as const }), ...w(2, fence.map((f) => ({ op: 'reset_fault' as const, ...f }))));
   return arbs.map(cmd);
 }
 

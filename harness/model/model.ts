@@ -208,6 +208,8 @@ export interface ModelState {
   draining?: boolean;
   /** The machine fields (armed, enable mask, io armed) are not predicted after the last command: the next status read sets them. */
   adopt?: boolean;
+  /** Generations whose end (grant_revoked, grant_expired, grant_released) the log has shown. */
+  endsSeen?: string[];
   /** Events the target still owes (carried across steps until seen). */
   owed: EventExp[];
   /** Coverage: rule and transition names this run exercised. */
@@ -275,7 +277,11 @@ export type Spec =
    */
   | { op: 'begin_jog'; mask: 'traj' | 'zero' | 'outside'; clock: 'ok' | 'empty' | 'other'; deadline: 'ok' | 'before' | 'stale'; s: SessRef; g: GenRef; rid?: RidRef }
   | { op: 'end_jog'; jg: 'current' | 'older' | 'zero' | 'next' | 'legacy'; s: SessRef; g: GenRef; rid?: RidRef }
-  | { op: 'jog'; timeout: 0 | 1 | 100 | 250 | 251; s: SessRef; g: GenRef; rid?: RidRef };
+  | { op: 'jog'; timeout: 0 | 1 | 100 | 250 | 251; s: SessRef; g: GenRef; rid?: RidRef }
+  /** Out of band (the test channel): a following error on the plan's axis, latched, its condition then cleared. */
+  | { op: 'fault' }
+  /** Part 4 reset_fault (interim): needs an inhibited idle machine; a submitted reset retires the session. */
+  | { op: 'reset_fault'; s: SessRef; g: GenRef; rid?: RidRef };
 
 export type FencedSpec = Extract<Spec, { s: SessRef }>;
 
@@ -337,6 +343,8 @@ export interface EventExp {
   /** Fields the event's payload must carry. */
   where?: { generation?: bigint; stopping?: boolean; handle?: bigint; from?: string; to?: string; label?: string; jogGeneration?: bigint; why?: string };
   may?: boolean;
+  /** Other event types that settle it (a drain's end may be told as a revocation or an expiry). */
+  alt?: readonly string[];
   /** Commands left before a missing must-event is a failure. */
   ttl?: number;
   why: string;
@@ -516,7 +524,7 @@ export function outcomes(c: ModelConfig, m: ModelState, req: Request, lease: 'al
 }
 
 /** Operations the core admits (a native command after the service's fence). */
-const CORE_OPS = new Set(['enable', 'arm', 'home', 'halt', 'io_arm', 'io_disarm', 'prepare_trajectory', 'start_trajectory', 'discard_trajectory', 'mark_telemetry', 'begin_jog', 'end_jog', 'jog']);
+const CORE_OPS = new Set(['reset_fault', 'enable', 'arm', 'home', 'halt', 'io_arm', 'io_disarm', 'prepare_trajectory', 'start_trajectory', 'discard_trajectory', 'mark_telemetry', 'begin_jog', 'end_jog', 'jog']);
 
 function lapse(c: ModelConfig, m: ModelState): ModelState {
   const w = cloneState(m);
@@ -720,6 +728,8 @@ function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolea
     }
     case 'enable': {
       if (f.mask! >>> c.axisCount !== 0) return [reason('op.enable:outside', 'native_rejected')]; // PROFILE enable
+      // A latched fault on a selected axis (the run's faults are on the plan's axis) refuses the enable.
+      if (m.faultLatched && (f.mask! & (1 << c.trajAxis)) !== 0) return [reason('op.enable:fault', 'not_ready')];
       return [
         {
           rule: f.mask === 0 ? 'op.enable:zero' : 'op.enable',
@@ -786,6 +796,30 @@ function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolea
     case 'jog':
     case 'end_jog':
       return jogOutcomes(c, m, req, t);
+    case 'reset_fault': {
+      // PROFILE "Machine operations": inhibited idle is not armed, no jog, no Home or commissioning.
+      if (m.armed || m.jog) return [reason('reason:reset_requires_inhibited', 'reset_requires_inhibited')];
+      return [
+        {
+          rule: 'transition:grant:owned->session_retired:reset_fault',
+          status: 200,
+          check: (r) => {
+            const d = r.reply.data as { reset_sequence?: bigint; reason?: string } | undefined;
+            if (!d) return 'reset_fault answered without RecoveryStatus';
+            if (r.reply.sequence === undefined || d.reset_sequence !== r.reply.sequence) return `RecoveryStatus.reset_sequence ${String(d.reset_sequence)} differs from the reply's sequence ${String(r.reply.sequence)}`;
+            if (d.reason !== '') return `RecoveryStatus.reason ${JSON.stringify(d.reason)}: the injected condition was cleared, nothing persists`;
+            return undefined;
+          },
+          next: (s) => {
+            const evs: EventExp[] = [];
+            endGrant(c, s, 'retired', evs, 'reset_fault retired the session');
+            s.owed.push(...evs, { type: 'grant_revoked', why: 'the retired session', may: true });
+            s.faultLatched = false;
+            s.adopt = true;
+          },
+        },
+      ];
+    }
     case 'io_arm':
       if (c.plainOutput < 0) return [reason('reason:io_not_configured', 'io_not_configured')];
       return [{ rule: 'rule:op.io_arm.drive_conditions', status: 200, next: (s) => void (s.ioArmed = true) }];

@@ -309,6 +309,29 @@ export async function runSpec(x: RunContext, spec: Spec): Promise<void> {
       x.trace.push(line);
       break;
     }
+    case 'fault': {
+      // A following error on the plan's axis (PROFILE fault bit 5), its condition cleared at once: the bit
+      // stays latched until a reset_fault. A latched bit disarms and disables the cell and retires a
+      // started handle with execution_faulted (part 3).
+      if (real.pendingStop) await real.drain();
+      await stopCollected(x);
+      await real.target.inject({ kind: 'following_error', axis: c.trajAxis });
+      await real.step(20);
+      await real.target.inject({ kind: 'clear' });
+      await real.step(10);
+      hit(x, 'fault injected');
+      for (const h of m.handles.values()) {
+        if (h.state === 'started' && h.core === m.core) {
+          h.state = 'retired';
+          m.owed.push({ type: 'handle_transition', where: { handle: h.n, from: 'started', to: 'retired' }, why: `fault retired ${h.n}`, may: true }, { type: 'execution_faulted', where: { handle: h.n }, why: `fault retired ${h.n}`, may: true });
+        }
+      }
+      if (m.jog) m.jog = undefined;
+      m.faultLatched = true;
+      m.adopt = true;
+      x.trace.push(line);
+      break;
+    }
     case 'replan': {
       x.trace.push(line);
       const f = { s: 'current' as const, g: 'current' as const };
@@ -423,7 +446,7 @@ const payloadOf = (e: CellEvent): Record<string, unknown> => {
 };
 
 function eventMatches(e: CellEvent, x: EventExp): boolean {
-  if (e.type !== x.type) return false;
+  if (e.type !== x.type && !x.alt?.includes(e.type)) return false;
   const p = payloadOf(e);
   const w = x.where ?? {};
   if (w.generation !== undefined && p.generation !== w.generation) return false;
@@ -452,8 +475,15 @@ async function reconcile(x: RunContext, cyclesRan: boolean): Promise<void> {
   const ended = checkGrant(x, st, evs);
   checkHandles(x, st);
   if (cyclesRan && !ended && !m.grant?.stopping && st.core) checkMachine(x, st);
-  if (st.core) m.homeMask = Number(st.core.home_valid_mask);
+  if (st.core) {
+    m.homeMask = Number(st.core.home_valid_mask);
+    // Latched fault bits are observed (a fault the run injected, or one the stack raised): the gate uses them.
+    m.faultLatched = st.core.execution_fault_reasons !== 0n;
+  }
   for (const e of evs) {
+    if (e.type === 'grant_revoked' || e.type === 'grant_expired' || e.type === 'grant_released') {
+      m.endsSeen = [...(m.endsSeen ?? []).slice(-16), String(payloadOf(e).generation)];
+    }
     // The jog's input expired (host time, seen by a core cycle): the jog generation is closed.
     if (e.type === 'jog_expired' && m.jog && payloadOf(e).jog_generation === m.jog.n) m.jog = undefined;
     const i = m.owed.findIndex((o) => eventMatches(e, o));
@@ -461,8 +491,10 @@ async function reconcile(x: RunContext, cyclesRan: boolean): Promise<void> {
       m.owed.splice(i, 1);
       continue;
     }
-    // An expiry event for a grant the model already ended by expiry (its owed entry may have been dropped).
+    // An expiry event for a grant the model already ended by expiry (its owed entry may have been dropped),
+    // or for the current grant whose lease may have run out (status will say so at the next read).
     if (e.type === 'grant_expired' && m.ended.some((x) => x.how === 'expired' && x.generation === payloadOf(e).generation)) continue;
+    if (e.type === 'grant_expired' && m.grant && payloadOf(e).generation === m.grant.generation && leaseAt(m.grant, x.lastSendMs, performance.now()) !== 'alive') continue;
     if (STRICT.has(e.type)) {
       const p = JSON.stringify(payloadOf(e), (_k, v) => (typeof v === 'bigint' ? Number(v) : v));
       fail(x, `event ${e.type} ${p} (sequence ${e.sequence}) was not predicted; the model owed: ${m.owed.map((o) => `${o.type}${o.may ? '?' : ''}`).join(', ') || 'nothing'}`);
@@ -481,10 +513,11 @@ function checkGrant(x: RunContext, st: StatusObs, evs: readonly CellEvent[]): bo
   // A lease that ran out while a stop drained ends the grant by expiry, not revocation: the event says which.
   const expiredNow = g && evs.some((e) => e.type === 'grant_expired' && payloadOf(e).generation === g.generation);
   if (g?.stopping && !st.grant.active && !expiredNow) {
-    // The drain finished: revoked (part 3 "stopping, then revoked").
+    // The drain finished: revoked (part 3 "stopping, then revoked"); a lease that ran out during the drain
+    // may have ended it first (grant_expired), possibly told in an earlier read of the log.
     const gen = g.generation;
     drained(c, m);
-    m.owed.push({ type: 'grant_revoked', where: { generation: gen }, why: 'the stop drained' });
+    if (!m.endsSeen?.includes(String(gen))) m.owed.push({ type: 'grant_revoked', alt: ['grant_expired'], where: { generation: gen }, why: 'the stop drained' });
     return true;
   }
   if (g && !st.grant.active) {
