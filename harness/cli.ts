@@ -353,8 +353,10 @@ async function fuzz(args: string[]): Promise<number> {
   };
   const d = TARGETS[kind === 'ethercat-fake' ? 'sim' : (kind as 'sim' | 'external' | 'rig')];
   // The stepped clock where the target can give it (never sleeping through real time); otherwise real time.
-  const stepped = d.cannotProvide({ clock: 'stepped' }, options) === undefined;
-  const target = stepped ? await d.openVariant({ clock: 'stepped' }, options) : await d.open(options);
+  const { MODEL_VARIANT } = await import('./model/commands.ts');
+  const short = d.cannotProvide(MODEL_VARIANT, options) === undefined;
+  const stepped = short || d.cannotProvide({ clock: 'stepped' }, options) === undefined;
+  const target = short ? await d.openVariant(MODEL_VARIANT, options) : stepped ? await d.openVariant({ clock: 'stepped' }, options) : await d.open(options);
   const motion = target.abilities.motion && (kind !== 'rig' || values['allow-motion']);
   const stats = newStats();
   const started = performance.now();

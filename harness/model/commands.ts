@@ -15,6 +15,12 @@ import type { Target } from '../targets/types.ts';
 import { REFERENCE_RULES, type ModelState, type RidRef, type Rules, type Spec } from './model.ts';
 import { closeRun, newStats, openRun, runSpec, type ModelStats, type RunContext } from './run.ts';
 
+/**
+ * The stack a model run asks for: the stepped clock (no sleeping through real time) and a short simulated
+ * Home (20 ms of the cell's clock), so a Home fits well inside a 500 ms lease even when the host is loaded.
+ */
+export const MODEL_VARIANT = { clock: 'stepped', homingMs: 20 } as const;
+
 /** What the run may do besides the documented interface (Target abilities). */
 export interface Abilities {
   stepped: boolean;
@@ -240,10 +246,10 @@ export function failureReport(r: PropertyResult, o: { maxCommands: number; varia
     lines.push(
       `minimal sequence (${r.sequence.length} commands), as a vitest example:`,
       '',
-      `import { replaySequence } from '../../harness/model/commands.ts';`,
+      `import { MODEL_VARIANT, replaySequence } from '../../harness/model/commands.ts';`,
       `import { describe, sharedVariant, test } from '../../harness/fixture.ts';`,
       `describe('model sequence (seed ${r.seed})', () => {`,
-      `  const v = sharedVariant({ clock: 'stepped' });`,
+      `  const v = sharedVariant(MODEL_VARIANT);`,
       `  // add covers(...) naming the rule the sequence shows`,
       `  test('replays', async ({ skip }) => {`,
       `    skip(v.cannot !== undefined, v.cannot);`,

@@ -3,11 +3,11 @@
 // the test passes unexpectedly (vitest reports test.fails that pass as failures), and the entry goes.
 
 import { covers, describe, sharedVariant, test } from '../fixture.ts';
-import { replaySequence } from './commands.ts';
+import { replaySequence, MODEL_VARIANT } from './commands.ts';
 import { KNOWN_DEFECTS } from './variants.ts';
 
 describe('defects of the reference stack found by the model (expected failures)', () => {
-  const v = sharedVariant({ clock: 'stepped' });
+  const v = sharedVariant(MODEL_VARIANT);
   for (const d of KNOWN_DEFECTS) {
     test.fails(`${d.name}: ${d.reason}`, covers(...d.covers), async ({ skip }) => {
       skip(v.cannot !== undefined, v.cannot);

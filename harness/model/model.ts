@@ -67,6 +67,8 @@ export interface Rules {
   endJogExactIndependent: boolean;
   /** PROFILE start gate: no other lane (an open jog) on the plan's axes (mode_conflict, handle kept). */
   startGateOtherLane: boolean;
+  /** Part 3 grant table / part 4 reset_fault: "a submitted reset retires the session". */
+  resetRetiresSession: boolean;
 }
 
 export const REFERENCE_RULES: Readonly<Rules> = Object.freeze({
@@ -90,6 +92,7 @@ export const REFERENCE_RULES: Readonly<Rules> = Object.freeze({
   leaseIsMinOfRequestAndCeiling: true,
   endJogExactIndependent: true,
   startGateOtherLane: true,
+  resetRetiresSession: true,
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -812,7 +815,7 @@ function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolea
           },
           next: (s) => {
             const evs: EventExp[] = [];
-            endGrant(c, s, 'retired', evs, 'reset_fault retired the session');
+            if (c.rules.resetRetiresSession) endGrant(c, s, 'retired', evs, 'reset_fault retired the session');
             s.owed.push(...evs, { type: 'grant_revoked', why: 'the retired session', may: true });
             s.faultLatched = false;
             s.adopt = true;

@@ -7,7 +7,7 @@
 
 import { randomInt } from 'node:crypto';
 import { describe, expect, sharedVariant, test } from '../fixture.ts';
-import { checkModel, failureReport } from './commands.ts';
+import { checkModel, failureReport, MODEL_VARIANT } from './commands.ts';
 import { newStats } from './run.ts';
 import { KNOWN_DEFECTS, rulesWithKnownDefects } from './variants.ts';
 
@@ -17,7 +17,7 @@ const COMMANDS = Number(process.env.HIL_MODEL_COMMANDS ?? 80);
 const FIXED_SEED = 23_001;
 
 describe('the documented state machines as a model, against the target (stepped clock)', () => {
-  const v = sharedVariant({ clock: 'stepped' });
+  const v = sharedVariant(MODEL_VARIANT);
 
   async function run(seed: number, path: string | undefined): Promise<void> {
     const stats = newStats();

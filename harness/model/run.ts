@@ -154,6 +154,7 @@ export async function closeRun(x: RunContext): Promise<void> {
   // The transitions the model's own bookkeeping reached (supersede, drain, ...) join the run's figures.
   for (const [k, n] of x.m.hits) x.stats.hits[k] = (x.stats.hits[k] ?? 0) + n;
   x.m.hits.clear();
+  x.real.keepAlive(undefined);
   try {
     if (x.real.pendingStop) await x.real.drain();
     // Every grant the target gave (the model may not know one a mismatch cut short): stop and release it.
@@ -260,6 +261,24 @@ function points(c: ModelConfig, hold: number[], io: string): unknown[] {
 }
 
 const specText = (s: Spec) => JSON.stringify(s);
+
+/** Keep-alive renewals that came: the lease window moves on, and each owes a grant_renewed event. */
+function applyRenewals(x: RunContext): void {
+  const { m, real } = x;
+  for (const r of real.renewals.splice(0)) {
+    const g = m.grant;
+    if (!g || g.session !== r.session) continue;
+    g.lease = { lo: Math.max(g.lease.lo, r.sendMs + g.leaseMs), hi: Math.max(g.lease.hi, r.recvMs + g.leaseMs) };
+    m.owed.push({ type: 'grant_renewed', where: { generation: r.generation }, why: 'a keep-alive renewal', may: true, ttl: 8 });
+    hit(x, 'keep-alive renewal');
+  }
+}
+
+/** Keep the model's grant alive the way a controller does, unless its lease is one a run lets run out. */
+function keepAlive(x: RunContext): void {
+  const g = x.m.grant;
+  x.real.keepAlive(g && g.leaseMs >= 400 ? { session: g.session, generation: g.generation, leaseMs: g.leaseMs } : undefined);
+}
 
 /** Run one command against the target and the model; throws ModelMismatch when they disagree. */
 export async function runSpec(x: RunContext, spec: Spec): Promise<void> {
@@ -394,6 +413,7 @@ async function control(x: RunContext, spec: Exclude<Spec, { op: 'step' | 'drain'
   }
   const drainToo = spec.op === 'stop' && spec.drain;
   const ex = await real.send(spec.op, req.payload, { quiet: stopping && !drainToo, after: 5 });
+  applyRenewals(x);
   // A stop to drain: step until the drain is over (a held one drains with it).
   if (drainToo && ex.reply.status === 200) await real.drain();
   x.lastSendMs = ex.sendMs;
@@ -465,6 +485,7 @@ function eventMatches(e: CellEvent, x: EventExp): boolean {
  */
 async function reconcile(x: RunContext, cyclesRan: boolean): Promise<void> {
   const { c, m, real } = x;
+  applyRenewals(x);
   await stopCollected(x);
   // Events first, then status: a lease that runs out in between (the service's lease timer is host time)
   // shows in status, and its event is owed to the next read.
@@ -504,6 +525,7 @@ async function reconcile(x: RunContext, cyclesRan: boolean): Promise<void> {
   const late = m.owed.find((o) => !o.may && o.ttl! <= 0);
   if (late) fail(x, `event ${late.type} ${JSON.stringify(late.where ?? {}, (_k, v) => (typeof v === 'bigint' ? Number(v) : v))} never came (${late.why})`);
   m.owed = m.owed.filter((o) => o.ttl! > 0);
+  keepAlive(x);
   void c;
 }
 

@@ -19,7 +19,16 @@ export interface WrongModel {
   needed?: number;
   /** Why the mutation test does not run it (yet); such a variant covers nothing. */
   skip?: string;
+  /**
+   * A short sequence that shows the rule (the kind of sequence a random run shrank to): CI replays it, with
+   * the variant (rejected) and with the documented rules (agrees), so the check is fast and does not
+   * depend on the generator's current weights. HIL_MODEL_MUTATION=search runs the random budget instead.
+   */
+  witness: readonly Spec[];
 }
+
+const F = { s: 'current', g: 'current' } as const;
+const ACQUIRE: Spec = { op: 'acquire', lease: 10_000, binding: 'ok', controller: 'ok' };
 
 export const WRONG_MODELS: readonly WrongModel[] = [
   {
@@ -27,6 +36,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     wrong: 'renew and stop accept only the current generation',
     patch: { olderGenerationRenewStop: false },
     covers: ['rule:fence.older_generation_renew_stop'],
+    witness: [ACQUIRE, { op: 'renew', s: 'current', g: 'older' }],
     budget: { seed: 101, runs: 10, maxCommands: 120 },
     needed: 32,
   },
@@ -35,6 +45,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     wrong: 'acquire hands out the generation of the previous grant again',
     patch: { acquireIncrementsGeneration: false },
     covers: ['transition:grant:no_grant->owned:acquire'],
+    witness: [ACQUIRE],
     budget: { seed: 102, runs: 3, maxCommands: 120 },
     needed: 11,
   },
@@ -43,6 +54,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     wrong: 'an admitted stop leaves the generation as it was',
     patch: { stopIncrementsGeneration: false },
     covers: ['transition:grant:owned->stopping:stop', 'profile:grant.stop_generation'],
+    witness: [ACQUIRE, { op: 'stop', ...F, drain: true }],
     budget: { seed: 103, runs: 6, maxCommands: 120 },
     needed: 32,
   },
@@ -51,6 +63,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     wrong: 'the start gate does not require the core armed',
     patch: { startGateArmed: false },
     covers: ['transition:handle:prepared->prepared:start_refused', 'reason:not_ready'],
+    witness: [{ op: 'ready', omit: 'arm' }, { op: 'start_trajectory', ...F, h: 'prepared' }],
     budget: { seed: 2, runs: 8, maxCommands: 150 },
     needed: 61,
   },
@@ -59,6 +72,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     wrong: 'the start gate does not require the trajectory axes enabled',
     patch: { startGateEnabled: false },
     covers: ['rule:op.start.handle_kept'],
+    witness: [{ op: 'ready', omit: 'axis' }, { op: 'start_trajectory', ...F, h: 'prepared' }],
     budget: { seed: 105, runs: 12, maxCommands: 150 },
     needed: 42,
   },
@@ -67,6 +81,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     wrong: 'the start gate does not require Home on axes that need it',
     patch: { startGateHomed: false },
     covers: ['transition:handle:prepared->prepared:start_refused'],
+    witness: [{ op: 'ready', axis: 'last' }, { op: 'start_trajectory', ...F, h: 'prepared' }],
     budget: { seed: 106, runs: 16, maxCommands: 150 },
     needed: 25,
   },
@@ -75,6 +90,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     wrong: 'discard_trajectory of a started handle is accepted',
     patch: { discardStartedRefused: false },
     covers: ['transition:handle:started->refused:discard', 'reason:handle_active'],
+    witness: [{ op: 'ready' }, { op: 'start_trajectory', ...F, h: 'prepared' }, { op: 'discard_trajectory', ...F, h: 'started' }],
     budget: { seed: 2, runs: 12, maxCommands: 150 },
     needed: 36,
   },
@@ -83,6 +99,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     wrong: 'a newer preparation leaves the prepared handle prepared',
     patch: { newerPreparationSupersedes: false },
     covers: ['transition:handle:prepared->superseded:newer_preparation', 'reason:handle_superseded'],
+    witness: [{ op: 'ready' }, { op: 'prepare_trajectory', ...F, io: 'none' }],
     budget: { seed: 108, runs: 4, maxCommands: 120 },
     needed: 6,
   },
@@ -91,6 +108,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     wrong: 'a stop or grant end leaves the prepared handle prepared',
     patch: { grantEndRetiresPrepared: false },
     covers: ['transition:handle:prepared->retired:stop_or_grant_loss', 'reason:handle_retired'],
+    witness: [{ op: 'ready' }, { op: 'release', ...F }],
     budget: { seed: 109, runs: 4, maxCommands: 120 },
     needed: 35,
   },
@@ -99,6 +117,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     wrong: 'release and lease expiry keep the session\'s request_id cache',
     patch: { releaseDropsCache: false },
     covers: ['rule:idempotency.cache_dropped'],
+    witness: [ACQUIRE, { op: 'mark_telemetry', ...F, label: 'ok', rid: 'a' }, { op: 'release', ...F }, { op: 'mark_telemetry', s: 'ended', g: 'current', label: 'ok', rid: 'a' }],
     budget: { seed: 110, runs: 8, maxCommands: 150 },
     needed: 36,
   },
@@ -107,6 +126,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     wrong: 'a changed payload under a remembered request_id is processed as new',
     patch: { conflictOnChangedPayload: false },
     covers: ['rule:idempotency.conflict', 'reason:request_id_conflict'],
+    witness: [ACQUIRE, { op: 'mark_telemetry', ...F, label: 'ok', rid: 'a' }, { op: 'mark_telemetry', ...F, label: 'other', rid: 'a' }],
     budget: { seed: 1, runs: 6, maxCommands: 120 },
     needed: 50,
   },
@@ -115,6 +135,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     wrong: 'a later Start leaves the running execution started',
     patch: { laterStartConsumes: false },
     covers: ['transition:handle:started->consumed:completion'],
+    witness: [{ op: 'ready' }, { op: 'start_trajectory', ...F, h: 'prepared' }, { op: 'replan' }],
     budget: { seed: 112, runs: 12, maxCommands: 150 },
     needed: 86,
   },
@@ -123,6 +144,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     wrong: 'halt keeps the active trajectory handle started',
     patch: { haltRetiresActive: false },
     covers: ['transition:grant:owned->owned:halt'],
+    witness: [{ op: 'ready' }, { op: 'start_trajectory', ...F, h: 'prepared' }, { op: 'halt', ...F }],
     budget: { seed: 1, runs: 16, maxCommands: 150 },
     needed: 24,
   },
@@ -131,6 +153,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     wrong: 'a handle stays valid across a core restart',
     patch: { handlesPerIncarnation: false },
     covers: ['reason:unknown_handle'],
+    witness: [{ op: 'ready' }, { op: 'restart_core' }, { op: 'ready' }, { op: 'start_trajectory', ...F, h: 'other_core' }],
     budget: { seed: 114, runs: 6, maxCommands: 150 },
     needed: 76,
   },
@@ -139,6 +162,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     wrong: 'a handle in a terminal state answers unknown_handle instead of its state\'s reason',
     patch: { terminalReasons: false },
     covers: ['rule:handle.terminal_never_regain'],
+    witness: [{ op: 'ready' }, { op: 'discard_trajectory', ...F, h: 'prepared' }, { op: 'discard_trajectory', ...F, h: 'last' }],
     budget: { seed: 115, runs: 8, maxCommands: 120 },
     needed: 15,
   },
@@ -147,6 +171,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     wrong: 'a Start with an ON output intent is admitted without io_arm',
     patch: { startNeedsIoArmForOnIntent: false },
     covers: ['reason:io_not_armed'],
+    witness: [{ op: 'ready', plan: 'on' }, { op: 'io_disarm', ...F }, { op: 'start_trajectory', ...F, h: 'prepared' }],
     budget: { seed: 4, runs: 8, maxCommands: 150 },
     needed: 31,
   },
@@ -155,6 +180,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     wrong: 'fenced commands are admitted while a stop drains',
     patch: { stoppingRefusesMotion: false },
     covers: ['rule:grant.stopping_no_movement'],
+    witness: [ACQUIRE, { op: 'stop', ...F, drain: false }, { op: 'arm', ...F }, { op: 'drain' }],
     budget: { seed: 117, runs: 8, maxCommands: 150 },
     needed: 60,
   },
@@ -163,6 +189,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     wrong: 'the lease is the requested one, not min(request, ceiling)',
     patch: { leaseIsMinOfRequestAndCeiling: false },
     covers: ['rule:grant.lease_min_of_request_and_ceiling'],
+    witness: [ACQUIRE],
     budget: { seed: 118, runs: 3, maxCommands: 120 },
     needed: 7,
   },
@@ -171,6 +198,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     wrong: 'end_jog accepts the generation of a legacy jog',
     patch: { endJogExactIndependent: false },
     covers: [],
+    witness: [{ op: 'ready' }, { op: 'jog', ...F, timeout: 250 }, { op: 'end_jog', ...F, jg: 'current' }],
     budget: { seed: 119, runs: 12, maxCommands: 150 },
     skip: 'the reference stack behaves like this variant today (issue 21 defect 4, KNOWN_DEFECTS): it cannot reject it until sims/ is fixed',
   },
@@ -179,8 +207,18 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     wrong: 'a Start is admitted while a jog generation holds the plan\'s axes',
     patch: { startGateOtherLane: false },
     covers: ['rule:op.start.handle_kept'],
+    witness: [{ op: 'ready' }, { op: 'begin_jog', ...F, mask: 'traj', clock: 'ok', deadline: 'ok' }, { op: 'start_trajectory', ...F, h: 'prepared' }],
     budget: { seed: 10, runs: 12, maxCommands: 150 },
     needed: 38,
+  },
+  {
+    name: 'reset-keeps-session',
+    wrong: 'a submitted reset_fault leaves the session current',
+    patch: { resetRetiresSession: false },
+    covers: ['transition:grant:owned->session_retired:reset_fault', 'rule:op.reset_fault.retires_session'],
+    witness: [ACQUIRE, { op: 'reset_fault', ...F }],
+    budget: { seed: 2, runs: 6, maxCommands: 150 },
+    needed: 4,
   },
 ];
 
