@@ -512,6 +512,8 @@ async function reconcile(x: RunContext, cyclesRan: boolean): Promise<void> {
       m.owed.splice(i, 1);
       continue;
     }
+    // A keep-alive renewal whose event came before its reply (the service logs it first).
+    if (e.type === 'grant_renewed' && (payloadOf(e).generation === m.grant?.generation || m.ended.some((x) => x.generation === payloadOf(e).generation))) continue;
     // An expiry event for a grant the model already ended by expiry (its owed entry may have been dropped),
     // or for the current grant whose lease may have run out (status will say so at the next read).
     if (e.type === 'grant_expired' && m.ended.some((x) => x.how === 'expired' && x.generation === payloadOf(e).generation)) continue;
