@@ -130,7 +130,7 @@ Files: DIR/ca.crt ca.key server.crt server.key crl.pem pair.json clients/. Serve
   hil serve --remote-listen 127.0.0.1:8443 --remote-ca DIR/ca.crt --remote-cert DIR/server.crt
             --remote-key DIR/server.key --remote-crl DIR/crl.pem --pair-id ID ...`,
   fuzz: `usage: hil fuzz [--target sim|ethercat-fake|external|rig] [--minutes M] [--seed N] [--commands N]
-               [--socket PATH] [--machine FILE] [--bench PORT] [--allow-motion]
+               [--socket PATH] [--machine FILE] [--bench PORT] [--allow-motion] [--strict]
 
 Runs the documented state machines as a model (harness/model/) against a target for M minutes (default 1):
 random sequences of control operations, observations and out-of-band actions, each reply, status and the
@@ -142,7 +142,8 @@ per-rule counts) are printed and written to reports/fuzz.json (and into reports/
                     the EtherCAT driver's fake master; external: a service at --socket (no stepping);
                     rig: the stack on the rig (--machine, --bench)
   --commands N      longest sequence (default 200)
-  --allow-motion    rig: sequences may energise drives; without it, motion commands are left out`,
+  --allow-motion    rig: sequences may energise drives; without it, motion commands are left out
+  --strict          refuse the reference stack's known defects too (harness/model/variants.ts KNOWN_DEFECTS)`,
   coverage: `usage: hil coverage [--json]
 
 Collects the suites (without running them) and prints covered and pending counts per catalogue family.
@@ -435,6 +436,7 @@ async function fuzz(args: string[]): Promise<number> {
       machine: { type: 'string' },
       bench: { type: 'string' },
       'allow-motion': { type: 'boolean', default: false },
+      strict: { type: 'boolean', default: false },
     },
   });
   const kind = values.target!;
@@ -447,6 +449,11 @@ async function fuzz(args: string[]): Promise<number> {
   if (kind === 'rig' && (!values.machine || !values.bench)) throw new UsageError('--target rig needs --machine CONFIG and --bench PORT');
   const { checkModel, failureReport } = await import('./model/commands.ts');
   const { newStats } = await import('./model/run.ts');
+  const { KNOWN_DEFECTS, rulesWithKnownDefects } = await import('./model/variants.ts');
+  const { REFERENCE_RULES } = await import('./model/model.ts');
+  // Known defects of the reference stack (harness/model/variants.ts) are allowed unless --strict.
+  const rules = values.strict ? REFERENCE_RULES : rulesWithKnownDefects();
+  if (!values.strict) for (const d of KNOWN_DEFECTS) process.stdout.write(`known defect allowed (--strict to refuse it): ${d.name}: ${d.reason}\n`);
   const { prebuildReference, PREBUILT_ENV } = await import('./targets/reference.ts');
   const built = kind === 'sim' || kind === 'ethercat-fake' ? await prebuildReference() : undefined;
   if (built) process.env[PREBUILT_ENV] = built.dir;
@@ -460,8 +467,10 @@ async function fuzz(args: string[]): Promise<number> {
   };
   const d = TARGETS[kind === 'ethercat-fake' ? 'sim' : (kind as 'sim' | 'external' | 'rig')];
   // The stepped clock where the target can give it (never sleeping through real time); otherwise real time.
-  const stepped = d.cannotProvide({ clock: 'stepped' }, options) === undefined;
-  const target = stepped ? await d.openVariant({ clock: 'stepped' }, options) : await d.open(options);
+  const { MODEL_VARIANT } = await import('./model/commands.ts');
+  const short = d.cannotProvide(MODEL_VARIANT, options) === undefined;
+  const stepped = short || d.cannotProvide({ clock: 'stepped' }, options) === undefined;
+  const target = short ? await d.openVariant(MODEL_VARIANT, options) : stepped ? await d.openVariant({ clock: 'stepped' }, options) : await d.open(options);
   const motion = target.abilities.motion && (kind !== 'rig' || values['allow-motion']);
   const stats = newStats();
   const started = performance.now();
@@ -476,7 +485,9 @@ async function fuzz(args: string[]): Promise<number> {
       seeds.push(seed);
       process.stdout.write(`seed ${seed} (replay: HIL_MODEL_SEED=${seed} HIL_MODEL_COMMANDS=${maxCommands})
 `);
-      const r = await checkModel({ target, seed, numRuns: 1_000_000, maxCommands, motion, stats, timeLimitMs: Math.max(1_000, until - performance.now()) });
+      // A few sequences per seed, then the clock is looked at again (a sequence is never cut off midway,
+      // so the cell is always left released).
+      const r = await checkModel({ target, rules, seed, numRuns: 5, maxCommands, motion, stats });
       if (r.failed) {
         failed = true;
         process.stdout.write(`${failureReport(r, { maxCommands })}

@@ -1,6 +1,8 @@
 // fast-check model-based commands over the model (harness/model/model.ts) and a target: every control
 // operation the model knows, observations after each step, and the out-of-band actions the target offers
-// (stepped-clock steps, a held stop drain, lease expiry by waiting, core restart). Arguments are drawn
+// (stepped-clock steps, a held stop drain, lease expiry by waiting, core restart). Jog is begun, ended and
+// renewed (legacy) with zero velocities; update_jog datagrams are not sent (the model does not follow
+// frame-by-frame input yet). Arguments are drawn
 // near the documented edges: generations 0, 1, current, current±1, 2^64-1; leases 0, 1, the ceiling and
 // one over, 10000 and 10001; controller and label lengths at their bounds and one over; request ids at 64
 // and 65 bytes; handles of other incarnations, terminal handles, 0 and 2^64-1.
@@ -13,15 +15,22 @@ import type { Target } from '../targets/types.ts';
 import { REFERENCE_RULES, type ModelState, type RidRef, type Rules, type Spec } from './model.ts';
 import { closeRun, newStats, openRun, runSpec, type ModelStats, type RunContext } from './run.ts';
 
+/**
+ * The stack a model run asks for: the stepped clock (no sleeping through real time) and a short simulated
+ * Home (20 ms of the cell's clock), so a Home fits well inside a 500 ms lease even when the host is loaded.
+ */
+export const MODEL_VARIANT = { clock: 'stepped', homingMs: 20 } as const;
+
 /** What the run may do besides the documented interface (Target abilities). */
 export interface Abilities {
   stepped: boolean;
+  faultInjection: boolean;
   coreRestart: boolean;
   motion: boolean;
 }
 
 export function abilitiesOf(t: Target): Abilities {
-  return { stepped: typeof t.stepReport === 'function', coreRestart: t.abilities.coreRestart, motion: t.abilities.motion };
+  return { stepped: typeof t.stepReport === 'function', faultInjection: t.abilities.faultInjection, coreRestart: t.abilities.coreRestart, motion: t.abilities.motion };
 }
 
 /** The model plus the abilities, as fast-check's model object. */
@@ -44,18 +53,22 @@ class SpecCommand implements fc.AsyncCommand<FcModel, RunContext, false> {
   }
 }
 
-const MOTION = new Set(['enable', 'arm', 'home', 'halt', 'start_trajectory']);
+const MOTION = new Set(['enable', 'arm', 'home', 'halt', 'start_trajectory', 'ready', 'replan', 'begin_jog', 'jog']);
 
 /** Preconditions: what the generator may send in a state (never a rule of the target). */
 export function allowed(m: ModelState, ab: Abilities, spec: Spec): boolean {
   if (MOTION.has(spec.op) && !ab.motion) return false;
   const started = [...m.handles.values()].some((h) => h.state === 'started' && h.core === m.core);
   switch (spec.op) {
+    case 'fault':
+      return ab.faultInjection && !m.grant?.stopping && !m.faultLatched;
     case 'restart_core':
       // Rarer than the rest: only once the run has a grant and a handle to lose.
       return ab.coreRestart && !!m.grant && !m.grant.stopping && m.handles.size > 0;
     case 'ready':
-      return !started;
+      return !started && !m.jog && !m.faultLatched;
+    case 'replan':
+      return started && !!m.grant && !m.grant.stopping;
     case 'drain':
       return !!m.grant?.stopping;
     case 'stop':
@@ -65,8 +78,9 @@ export function allowed(m: ModelState, ab: Abilities, spec: Spec): boolean {
     // Enable and Home while a plan executes: how the documents' gate treats a changed enable mask or a
     // Home under a running trajectory is not shown; the generator leaves those combinations out.
     case 'enable':
+      return !started && !m.jog;
     case 'home':
-      return !started;
+      return !started && !m.jog && !m.faultLatched;
     default:
       return true;
   }
@@ -86,7 +100,7 @@ export function commandArbs(ab: Abilities): Array<fc.Arbitrary<fc.AsyncCommand<F
   const w = <T>(n: number, a: fc.Arbitrary<T>) => Array.from({ length: n }, () => a);
   const arbs: Array<fc.Arbitrary<Spec>> = [
     ...w(3, fc.record({ op: fc.constant('acquire' as const), lease, binding: weighted<'ok' | 'wrong'>([12, 'ok'], [1, 'wrong']), controller: weighted<'ok' | 'other' | 'empty' | 'max' | 'over'>([10, 'ok'], [2, 'other'], [1, 'max'], [1, 'empty'], [1, 'over']), rid })),
-    ...w(6, fence.map((f) => ({ op: 'renew' as const, ...f }))),
+    ...w(10, fence.map((f) => ({ op: 'renew' as const, ...f }))),
     ...w(1, fence.map((f) => ({ op: 'release' as const, ...f }))),
     ...w(2, fc.tuple(fence, fc.boolean()).map(([f, drain]) => ({ op: 'stop' as const, ...f, drain }))),
     ...w(1, fc.tuple(fence, fc.constantFrom<'ok' | 'other' | 'empty' | 'max' | 'over'>('ok', 'other', 'max', 'empty', 'over')).map(([f, label]) => ({ op: 'mark_telemetry' as const, ...f, label }))),
@@ -105,6 +119,15 @@ export function commandArbs(ab: Abilities): Array<fc.Arbitrary<fc.AsyncCommand<F
       ...w(2, fence.map((f) => ({ op: 'arm' as const, ...f }))),
       ...w(1, fc.tuple(fence, fc.constantFrom<'traj' | 'zero' | 'outside' | 'non_home'>('traj', 'traj', 'zero', 'outside', 'non_home')).map(([f, mask]) => ({ op: 'home' as const, ...f, mask }))),
       ...w(1, fence.map((f) => ({ op: 'halt' as const, ...f }))),
+      ...w(3, fc.constant({ op: 'replan' as const })),
+      ...w(
+        2,
+        fc
+          .tuple(fence, weighted<'traj' | 'zero' | 'outside'>([8, 'traj'], [1, 'zero'], [1, 'outside']), weighted<'ok' | 'empty' | 'other'>([8, 'ok'], [1, 'empty'], [1, 'other']), weighted<'ok' | 'before' | 'stale'>([8, 'ok'], [1, 'before'], [1, 'stale']))
+          .map(([f, mask, clock, deadline]) => ({ op: 'begin_jog' as const, ...f, mask, clock, deadline })),
+      ),
+      ...w(2, fc.tuple(fence, weighted<'current' | 'older' | 'zero' | 'next' | 'legacy'>([4, 'current'], [1, 'older'], [1, 'zero'], [1, 'next'], [4, 'legacy'])).map(([f, jg]) => ({ op: 'end_jog' as const, ...f, jg }))),
+      ...w(2, fc.tuple(fence, fc.constantFrom<0 | 1 | 100 | 250 | 251>(0, 1, 100, 250, 250, 250, 251)).map(([f, timeout]) => ({ op: 'jog' as const, ...f, timeout }))),
       ...w(
         4,
         fc
@@ -114,6 +137,7 @@ export function commandArbs(ab: Abilities): Array<fc.Arbitrary<fc.AsyncCommand<F
     );
   }
   if (ab.coreRestart) arbs.push(fc.constant({ op: 'restart_core' as const }));
+  if (ab.faultInjection && ab.motion) arbs.push(fc.constant({ op: 'fault' as const }), ...w(2, fence.map((f) => ({ op: 'reset_fault' as const, ...f }))));
   return arbs.map(cmd);
 }
 
@@ -222,11 +246,12 @@ export function failureReport(r: PropertyResult, o: { maxCommands: number; varia
     lines.push(
       `minimal sequence (${r.sequence.length} commands), as a vitest example:`,
       '',
-      `import { replaySequence } from '../../harness/model/commands.ts';`,
-      `import { covers, describe, sharedVariant, test } from '../../harness/fixture.ts';`,
+      `import { MODEL_VARIANT, replaySequence } from '../../harness/model/commands.ts';`,
+      `import { describe, sharedVariant, test } from '../../harness/fixture.ts';`,
       `describe('model sequence (seed ${r.seed})', () => {`,
-      `  const v = sharedVariant({ clock: 'stepped' });`,
-      `  test('replays', covers('rule:grant.stopping_no_movement'), async ({ skip }) => {`,
+      `  const v = sharedVariant(MODEL_VARIANT);`,
+      `  // add covers(...) naming the rule the sequence shows`,
+      `  test('replays', async ({ skip }) => {`,
       `    skip(v.cannot !== undefined, v.cannot);`,
       `    await replaySequence(v.target, [`,
       ...r.sequence.map((s) => `      ${JSON.stringify(s)},`),

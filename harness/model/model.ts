@@ -63,6 +63,12 @@ export interface Rules {
   stoppingRefusesMotion: boolean;
   /** Part 8 requested_lease_ms 1..10000; result min(request, ceiling). */
   leaseIsMinOfRequestAndCeiling: boolean;
+  /** Part 2 Request: end_jog takes the "exact current nonzero independent jog generation" (not a legacy one). */
+  endJogExactIndependent: boolean;
+  /** PROFILE start gate: no other lane (an open jog) on the plan's axes (mode_conflict, handle kept). */
+  startGateOtherLane: boolean;
+  /** Part 3 grant table / part 4 reset_fault: "a submitted reset retires the session". */
+  resetRetiresSession: boolean;
 }
 
 export const REFERENCE_RULES: Readonly<Rules> = Object.freeze({
@@ -84,6 +90,9 @@ export const REFERENCE_RULES: Readonly<Rules> = Object.freeze({
   startNeedsIoArmForOnIntent: true,
   stoppingRefusesMotion: true,
   leaseIsMinOfRequestAndCeiling: true,
+  endJogExactIndependent: true,
+  startGateOtherLane: true,
+  resetRetiresSession: true,
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -193,10 +202,17 @@ export interface ModelState {
   homeMask: number;
   ioArmed: boolean;
   faultLatched: boolean;
+  /** The open jog generation (PROFILE "Jog": numbers 1, 2, 3 ... per core incarnation), with its input deadline as a local time window. */
+  jog?: { n: bigint; mode: 'independent' | 'legacy'; bit: number; until: LeaseWindow };
+  /** Highest jog generation seen in this core incarnation, and the last legacy one. */
+  jogMax?: bigint;
+  legacyJog?: bigint;
   /** A stop drains (status grant.draining, PROFILE "Describe and Status fields"): acquire is refused until it ends, even after a release. */
   draining?: boolean;
   /** The machine fields (armed, enable mask, io armed) are not predicted after the last command: the next status read sets them. */
   adopt?: boolean;
+  /** Generations whose end (grant_revoked, grant_expired, grant_released) the log has shown. */
+  endsSeen?: string[];
   /** Events the target still owes (carried across steps until seen). */
   owed: EventExp[];
   /** Coverage: rule and transition names this run exercised. */
@@ -254,7 +270,21 @@ export type Spec =
    * Variants leave one precondition of the start gate out, so each is tried on its own: `omit` arm, or
    * the plan's axis from the enable mask; `axis` last plans on an axis the generator never homes.
    */
-  | { op: 'ready'; plan?: 'none' | 'on'; omit?: 'arm' | 'axis'; axis?: 'last' };
+  | { op: 'ready'; plan?: 'none' | 'on'; omit?: 'arm' | 'axis'; axis?: 'last' }
+  /** While a plan executes: prepare another and start it (part 3: "a later execution replaces it"). */
+  | { op: 'replan' }
+  /**
+   * Jog (part 3 "Jog session", part 4 begin_jog, end_jog, jog): zero velocities only, so a jog never moves
+   * the held target. `deadline` ok (origin + 200 ms), before (not after the origin), stale (an origin a
+   * second ago); `clock` the current incarnation, empty or another.
+   */
+  | { op: 'begin_jog'; mask: 'traj' | 'zero' | 'outside'; clock: 'ok' | 'empty' | 'other'; deadline: 'ok' | 'before' | 'stale'; s: SessRef; g: GenRef; rid?: RidRef }
+  | { op: 'end_jog'; jg: 'current' | 'older' | 'zero' | 'next' | 'legacy'; s: SessRef; g: GenRef; rid?: RidRef }
+  | { op: 'jog'; timeout: 0 | 1 | 100 | 250 | 251; s: SessRef; g: GenRef; rid?: RidRef }
+  /** Out of band (the test channel): a following error on the plan's axis, latched, its condition then cleared. */
+  | { op: 'fault' }
+  /** Part 4 reset_fault (interim): needs an inhibited idle machine; a submitted reset retires the session. */
+  | { op: 'reset_fault'; s: SessRef; g: GenRef; rid?: RidRef };
 
 export type FencedSpec = Extract<Spec, { s: SessRef }>;
 
@@ -275,6 +305,7 @@ export interface Resolved {
   generation: bigint;
   handle?: bigint;
   mask?: number;
+  jogGeneration?: bigint;
 }
 
 export const NEVER_SESSION = 'ab'.repeat(32);
@@ -313,8 +344,10 @@ export function resolveFence(m: ModelState, spec: FencedSpec): Resolved {
 export interface EventExp {
   type: string;
   /** Fields the event's payload must carry. */
-  where?: { generation?: bigint; stopping?: boolean; handle?: bigint; from?: string; to?: string; label?: string };
+  where?: { generation?: bigint; stopping?: boolean; handle?: bigint; from?: string; to?: string; label?: string; jogGeneration?: bigint; why?: string };
   may?: boolean;
+  /** Other event types that settle it (a drain's end may be told as a revocation or an expiry). */
+  alt?: readonly string[];
   /** Commands left before a missing must-event is a failure. */
   ttl?: number;
   why: string;
@@ -335,11 +368,10 @@ export interface Outcome {
   events?: EventExp[];
 }
 
-export interface Timing {
-  /** Local monotonic ms when the request was sent. */
+/** Local monotonic ms when the request was sent and its reply came. */
+export interface Times {
   sendMs: number;
-  /** Extra cycles the command steps (known after it ran; 0 before). */
-  stepped: boolean;
+  recvMs: number;
 }
 
 /** Whether the current grant's lease surely holds, surely ran out, or may have, at local time `t`. */
@@ -364,6 +396,7 @@ export function endGrant(c: ModelConfig, m: ModelState, how: EndHow, events: Eve
   m.ended.push({ session: g.session, generation: g.generation, how, ...(keep ? { cache: g.cache } : {}) });
   if (m.ended.length > 8) m.ended.shift();
   m.grant = undefined;
+  m.jog = undefined;
   retireHandles(c, m, g.session, events, why);
   m.armed = false;
   m.enableMask = 0;
@@ -453,26 +486,12 @@ export interface Request {
  * Every outcome the documents allow for `req` on state `m`, with the lease possibly run out (`lease`).
  * The caller matches the reply against them in order and applies the first that fits.
  */
-export function outcomes(c: ModelConfig, m: ModelState, req: Request, lease: 'alive' | 'lapsed' | 'maybe', cycles: bigint): Outcome[] {
+export function outcomes(c: ModelConfig, m: ModelState, req: Request, lease: 'alive' | 'lapsed' | 'maybe', cycles: bigint, t: Times = { sendMs: 0, recvMs: 0 }): Outcome[] {
   const worlds: Array<[ModelState, boolean]> =
     lease === 'maybe' && m.grant ? [[m, false], [lapse(c, m), true]] : lease === 'lapsed' && m.grant ? [[lapse(c, m), true]] : [[m, false]];
   const out: Outcome[] = [];
-  // The lease may run out while the core works on an admitted command (Home waits many cycles): the core's
-  // own fence refuses it then (PROFILE "Native commands": no_grant), or a Home is cancelled (native_rejected).
-  if (lease !== 'alive' && m.grant && !m.grant.stopping && CORE_OPS.has(req.spec.op)) {
-    out.push(
-      // A Start whose grant ended under it answers fence (PROFILE start gate), its handle retired.
-      reason('lease ran out while the core worked', ['no_grant', 'native_rejected', 'wrong_generation', 'control_session_stale', ...(req.spec.op === 'start_trajectory' ? ['fence'] : [])], {
-        next: (s) => {
-          applyLapse(c, s);
-          s.adopt = true;
-        },
-        events: [{ type: 'grant_expired', why: 'the lease ran out', may: true }, { type: 'grant_revoked', why: 'the service stopped after a failed Home', may: true }],
-      }),
-    );
-  }
   for (const [w, lapsed] of worlds) {
-    for (const o of outcomesIn(c, w, req, lapsed, cycles)) {
+    for (const o of outcomesIn(c, w, req, lapsed, cycles, t)) {
       const base = o.next;
       // An outcome in the lapsed world starts from the lapsed state (grant expired, grant_expired owed).
       out.push(
@@ -490,11 +509,25 @@ export function outcomes(c: ModelConfig, m: ModelState, req: Request, lease: 'al
       );
     }
   }
+  // Last (the reply decides only when nothing above fits): the lease may run out while the core works on an admitted command (Home waits many cycles): the core's
+  // own fence refuses it then (PROFILE "Native commands": no_grant), or a Home is cancelled (native_rejected).
+  if (lease !== 'alive' && m.grant && !m.grant.stopping && CORE_OPS.has(req.spec.op)) {
+    out.push(
+      // A Start whose grant ended under it answers fence (PROFILE start gate), its handle retired.
+      reason('lease ran out while the core worked', ['no_grant', 'native_rejected', 'wrong_generation', 'control_session_stale', ...(req.spec.op === 'start_trajectory' ? ['fence'] : [])], {
+        next: (s) => {
+          applyLapse(c, s);
+          s.adopt = true;
+        },
+        events: [{ type: 'grant_expired', why: 'the lease ran out', may: true }, { type: 'grant_revoked', why: 'the service stopped after a failed Home', may: true }],
+      }),
+    );
+  }
   return out;
 }
 
 /** Operations the core admits (a native command after the service's fence). */
-const CORE_OPS = new Set(['enable', 'arm', 'home', 'halt', 'io_arm', 'io_disarm', 'prepare_trajectory', 'start_trajectory', 'discard_trajectory', 'mark_telemetry']);
+const CORE_OPS = new Set(['reset_fault', 'enable', 'arm', 'home', 'halt', 'io_arm', 'io_disarm', 'prepare_trajectory', 'start_trajectory', 'discard_trajectory', 'mark_telemetry', 'begin_jog', 'end_jog', 'jog']);
 
 function lapse(c: ModelConfig, m: ModelState): ModelState {
   const w = cloneState(m);
@@ -515,7 +548,7 @@ function cacheOf(m: ModelState, session: string): Map<string, CacheEntry> | unde
   return findLast(m.ended, (x) => x.session === session)?.cache;
 }
 
-function outcomesIn(c: ModelConfig, m: ModelState, req: Request, lapsed: boolean, cycles: bigint): Outcome[] {
+function outcomesIn(c: ModelConfig, m: ModelState, req: Request, lapsed: boolean, cycles: bigint, t: Times): Outcome[] {
   const spec = req.spec;
   const rid = 'rid' in spec ? spec.rid : undefined;
   if (!ridValid(rid)) return [reason('idempotency.invalid_id', 'invalid_request_id')];
@@ -558,7 +591,7 @@ function outcomesIn(c: ModelConfig, m: ModelState, req: Request, lapsed: boolean
       },
     };
   };
-  return operation(c, m, req, fence === 'ok_stopping', cycles).map(remember);
+  return operation(c, m, req, fence === 'ok_stopping', cycles, t).map(remember);
 }
 
 function acquire(c: ModelConfig, m: ModelState, req: Request): Outcome[] {
@@ -642,7 +675,7 @@ function handleOf(m: ModelState, n: bigint | undefined): HandleM | undefined {
 }
 
 /** The operation itself, once the fence passed (and no cached reply answered). */
-function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolean, cycles: bigint): Outcome[] {
+function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolean, cycles: bigint, t: Times): Outcome[] {
   const spec = req.spec as FencedSpec;
   const g = m.grant!;
   const f = req.resolved!;
@@ -698,6 +731,8 @@ function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolea
     }
     case 'enable': {
       if (f.mask! >>> c.axisCount !== 0) return [reason('op.enable:outside', 'native_rejected')]; // PROFILE enable
+      // A latched fault on a selected axis (the run's faults are on the plan's axis) refuses the enable.
+      if (m.faultLatched && (f.mask! & (1 << c.trajAxis)) !== 0) return [reason('op.enable:fault', 'not_ready')];
       return [
         {
           rule: f.mask === 0 ? 'op.enable:zero' : 'op.enable',
@@ -744,6 +779,10 @@ function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolea
           rule: 'transition:grant:owned->owned:halt',
           status: 200,
           next: (s) => {
+            if (s.jog) {
+              s.owed.push({ type: 'jog_end', where: { jogGeneration: s.jog.n }, why: 'halt closes the jog generation', may: true });
+              s.jog = undefined;
+            }
             if (!c.rules.haltRetiresActive) return;
             for (const h of s.handles.values()) {
               if (h.state === 'started') {
@@ -752,6 +791,34 @@ function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolea
                 s.owed.push({ type: 'execution_aborted', where: { handle: h.n }, why: `halt aborted ${h.n}`, may: true });
               }
             }
+          },
+        },
+      ];
+    }
+    case 'begin_jog':
+    case 'jog':
+    case 'end_jog':
+      return jogOutcomes(c, m, req, t);
+    case 'reset_fault': {
+      // PROFILE "Machine operations": inhibited idle is not armed, no jog, no Home or commissioning.
+      if (m.armed || m.jog) return [reason('reason:reset_requires_inhibited', 'reset_requires_inhibited')];
+      return [
+        {
+          rule: 'transition:grant:owned->session_retired:reset_fault',
+          status: 200,
+          check: (r) => {
+            const d = r.reply.data as { reset_sequence?: bigint; reason?: string } | undefined;
+            if (!d) return 'reset_fault answered without RecoveryStatus';
+            if (r.reply.sequence === undefined || d.reset_sequence !== r.reply.sequence) return `RecoveryStatus.reset_sequence ${String(d.reset_sequence)} differs from the reply's sequence ${String(r.reply.sequence)}`;
+            if (d.reason !== '') return `RecoveryStatus.reason ${JSON.stringify(d.reason)}: the injected condition was cleared, nothing persists`;
+            return undefined;
+          },
+          next: (s) => {
+            const evs: EventExp[] = [];
+            if (c.rules.resetRetiresSession) endGrant(c, s, 'retired', evs, 'reset_fault retired the session');
+            s.owed.push(...evs, { type: 'grant_revoked', why: 'the retired session', may: true });
+            s.faultLatched = false;
+            s.adopt = true;
           },
         },
       ];
@@ -830,7 +897,7 @@ function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolea
           },
         ];
       }
-      return startGate(c, m, h, h.bit, cycles);
+      return startGate(c, m, h, h.bit, cycles, t);
     }
   }
   throw new Error(`no model for ${(spec as Spec).op}`);
@@ -845,8 +912,17 @@ export function planBit(c: ModelConfig, axis: 'first' | 'last' | undefined): num
 }
 
 /** Part 4 start gate (PROFILE "Trajectories": its preconditions and their order). */
-function startGate(c: ModelConfig, m: ModelState, h: HandleM, bit: number, cycles: bigint): Outcome[] {
+function startGate(c: ModelConfig, m: ModelState, h: HandleM, bit: number, cycles: bigint, t: Times): Outcome[] {
   const kept = (rule: string, label: string): Outcome => reason(rule, label, { next: () => undefined });
+  // Another lane on the plan's axes (an open jog) is mode_conflict, handle kept (PROFILE start gate); a jog
+  // whose input may have expired may be gone.
+  const jog = m.jog && (m.jog.bit & bit) !== 0 && c.rules.startGateOtherLane ? jogAt(m, t) : 'none';
+  if (jog === 'alive') return [kept('transition:handle:prepared->prepared:start_refused:jog', 'mode_conflict')];
+  if (jog === 'maybe') {
+    const gone = cloneState(m);
+    gone.jog = undefined;
+    return [kept('transition:handle:prepared->prepared:start_refused:jog', 'mode_conflict'), ...startGate(c, gone, h, bit, cycles, t).map((o) => ({ ...o, next: (s: ModelState, r: CheckedReply) => { s.jog = undefined; o.next?.(s, r); } }))];
+  }
   if (m.faultLatched) return [kept('transition:handle:prepared->prepared:start_refused:fault', 'not_ready')];
   if (c.rules.startGateArmed && !m.armed) return [kept('transition:handle:prepared->prepared:start_refused:not_armed', 'not_ready')];
   if (c.rules.startGateEnabled && (m.enableMask & bit) === 0) return [kept('transition:handle:prepared->prepared:start_refused:not_enabled', 'not_ready')];
@@ -888,6 +964,103 @@ export function drained(c: ModelConfig, s: ModelState): void {
   const evs: EventExp[] = [];
   endGrant(c, s, 'revoked', evs, 'stop drained');
   s.owed.push(...evs);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Jog (part 3 "Jog session"; part 4 begin_jog, end_jog, jog; PROFILE "Jog").
+
+/** PROFILE "Jog": the session's first input deadline is the producer's (origin + 200 ms here), shortened to origin + the input age. */
+export const JOG_DEADLINE_MS = 200;
+
+/** Whether the open jog's input surely holds, or may have expired (expiry is checked on core cycles, host time). */
+export function jogAt(m: ModelState, t: Times): 'alive' | 'maybe' {
+  if (!m.jog) return 'maybe';
+  return t.recvMs < m.jog.until.lo - 2 ? 'alive' : 'maybe';
+}
+
+export function resolveJogGeneration(m: ModelState, jg: 'current' | 'older' | 'zero' | 'next' | 'legacy'): bigint {
+  const cur = m.jog?.n ?? m.jogMax ?? 1n;
+  return { current: cur, older: cur > 1n ? cur - 1n : cur, zero: 0n, next: (m.jogMax ?? 0n) + 1n, legacy: m.legacyJog ?? (m.jogMax ?? 0n) + 1n }[jg];
+}
+
+function jogOutcomes(c: ModelConfig, m: ModelState, req: Request, t: Times): Outcome[] {
+  const spec = req.spec as Extract<Spec, { op: 'begin_jog' | 'end_jog' | 'jog' }>;
+  // An open jog whose input deadline may have passed: both worlds.
+  if (m.jog && jogAt(m, t) === 'maybe') {
+    const gone = cloneState(m);
+    const n = m.jog.n;
+    gone.jog = undefined;
+    const expired = jogIn(c, gone, req, t).map((o) => ({
+      ...o,
+      rule: `${o.rule} (jog input expired first)`,
+      next: (s: ModelState, r: CheckedReply) => {
+        if (s.jog?.n === n) s.jog = undefined;
+        s.owed.push({ type: 'jog_expired', where: { jogGeneration: n }, why: 'jog input expired', may: true });
+        o.next?.(s, r);
+      },
+    }));
+    return [...jogIn(c, m, req, t), ...expired];
+  }
+  void spec;
+  return jogIn(c, m, req, t);
+}
+
+function jogIn(c: ModelConfig, m: ModelState, req: Request, t: Times): Outcome[] {
+  const spec = req.spec as Extract<Spec, { op: 'begin_jog' | 'end_jog' | 'jog' }>;
+  const bit = 1 << c.trajAxis;
+  if (spec.op === 'end_jog') {
+    const jg = req.resolved!.jogGeneration!;
+    if (m.jog && (m.jog.mode === 'independent' || !c.rules.endJogExactIndependent) && m.jog.n === jg && jg !== 0n) {
+      return [
+        {
+          rule: 'rule:jog_session.end_closes',
+          status: 200,
+          check: (r) => (r.reply.handle !== jg ? `end_jog answered handle ${r.reply.handle}, expected the ended generation ${jg}` : undefined),
+          next: (s) => void (s.jog = undefined),
+          events: [{ type: 'jog_end', where: { jogGeneration: jg }, why: 'end_jog' }],
+        },
+      ];
+    }
+    return [reason('rule:op.end_jog.exact_generation', 'jog_session_stale')];
+  }
+  if (spec.op === 'begin_jog') {
+    // PROFILE "Jog" begin_jog check order.
+    if (spec.clock !== 'ok') return [reason('reason:jog_clock_incarnation_mismatch', 'jog_clock_incarnation_mismatch')];
+    if (spec.mask !== 'traj') return [reason('begin_jog:invalid_axis_mask', 'invalid_axis_mask')];
+    if (spec.deadline === 'before') return [reason('begin_jog:deadline_invalid', 'jog_clock_deadline_invalid')];
+    if (spec.deadline === 'stale') return [reason('begin_jog:input_stale', 'jog_clock_input_stale')];
+  } else if (spec.timeout === 0 || spec.timeout === 251) return [reason('limit:legacy_jog_timeout_ms', 'invalid_request_envelope')];
+  // The core's admission (PROFILE "Jog" readiness): fault, another lane, armed with the axes enabled.
+  if (m.faultLatched) return [reason('jog:fault', 'not_ready')];
+  const running = [...m.handles.values()].some((h) => h.state === 'started' && h.core === m.core && (h.bit & bit) !== 0);
+  if (running) return [reason('jog:trajectory_lane', 'mode_conflict')];
+  if (spec.op === 'jog' && m.jog?.mode === 'independent') return [reason('jog:legacy_never_takes_over', 'mode_conflict')];
+  if (!m.armed || (m.enableMask & bit) === 0) return [reason('jog:not_ready', 'not_ready')];
+  const open = m.jog;
+  const renew = spec.op === 'jog' && open?.mode === 'legacy';
+  const ms = spec.op === 'jog' ? spec.timeout : JOG_DEADLINE_MS;
+  return [
+    {
+      rule: spec.op === 'jog' ? (renew ? 'jog:legacy_renewed' : 'jog:legacy_opened') : open ? 'rule:jog_session.begin_opens_generation (superseding)' : 'rule:jog_session.begin_opens_generation',
+      status: 200,
+      check: (r) => {
+        const h = r.reply.handle;
+        if (h === undefined || h === 0n) return `${spec.op} answered without a jog generation in handle`;
+        if (renew && h !== open!.n) return `a legacy jog renewing generation ${open!.n} answered ${h}`;
+        if (!renew && m.jogMax !== undefined && h !== m.jogMax + 1n) return `jog generation ${h}, expected ${m.jogMax + 1n} (PROFILE: 1, 2, 3 ... per core incarnation, never reused)`;
+        if (spec.op === 'jog' && r.reply.sequence === undefined) return 'jog answered without sequence';
+        return undefined;
+      },
+      next: (s, r) => {
+        const n = r.reply.handle!;
+        if (open && !renew) s.owed.push({ type: 'jog_end', where: { jogGeneration: open.n }, why: 'superseded by a new jog generation', may: spec.op === 'jog' });
+        s.jog = { n, mode: spec.op === 'jog' ? 'legacy' : 'independent', bit, until: { lo: t.sendMs - 5 + ms, hi: t.recvMs + ms } };
+        if (spec.op === 'jog') s.legacyJog = n;
+        s.jogMax = n > (s.jogMax ?? 0n) ? n : s.jogMax;
+      },
+      events: renew ? [] : [{ type: 'jog_begin', why: `${spec.op} opened a jog generation`, ...(spec.op === 'jog' ? { may: true } : {}) }],
+    },
+  ];
 }
 
 // ---------------------------------------------------------------------------------------------

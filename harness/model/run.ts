@@ -22,6 +22,8 @@ import {
   matches,
   outcomes,
   planBit,
+  resolveJogGeneration,
+  JOG_DEADLINE_MS,
   resolveFence,
   type EventExp,
   type FencedSpec,
@@ -96,6 +98,8 @@ export interface RunContext {
   stats: ModelStats;
   pendingStop?: Outcome;
   lastSendMs: number;
+  /** The jog clock's incarnation (GET /v1/jog/clock), for begin_jog. */
+  jogClock: string;
 }
 
 /**
@@ -117,7 +121,9 @@ export async function openRun(target: Target, rules: Rules, stats: ModelStats): 
   const m = initialState({ baseHandle, homeMask: Number(st.core?.home_valid_mask ?? 0n), lastGeneration: st.grant.generation > 0n ? st.grant.generation : undefined });
   await real.events(); // the reset's events are not the run's
   stats.sequences++;
-  return { c, m, real, binding: d.binding, trace: [], stats, lastSendMs: 0 };
+  const clock = await client.get('/v1/jog/clock', 'jog_clock');
+  const jogClock = clock.status === 200 ? String((clock.reply.data as { incarnation?: string })?.incarnation ?? '') : '';
+  return { c, m, real, binding: d.binding, trace: [], stats, lastSendMs: 0, jogClock };
 }
 
 /** Release what an earlier sequence may have left: acquire, disable, disarm outputs, release. */
@@ -145,6 +151,10 @@ async function resetCell(real: RealCell, binding: Record<string, unknown>, ceili
 
 /** Leave the cell released (every run ends stopped and released, DESIGN.md rule 5). */
 export async function closeRun(x: RunContext): Promise<void> {
+  // The transitions the model's own bookkeeping reached (supersede, drain, ...) join the run's figures.
+  for (const [k, n] of x.m.hits) x.stats.hits[k] = (x.stats.hits[k] ?? 0) + n;
+  x.m.hits.clear();
+  x.real.keepAlive(undefined);
   try {
     if (x.real.pendingStop) await x.real.drain();
     // Every grant the target gave (the model may not know one a mismatch cut short): stop and release it.
@@ -196,6 +206,24 @@ function requestOf(x: RunContext, spec: Spec, hold: number[]): Request {
     fields.axis_mask = BigInt(planBit(c, fs.axis));
     fields.points = points(c, hold, fs.io);
   }
+  if (fs.op === 'begin_jog') {
+    // Host monotonic ns (PROFILE "Jog" clock: CLOCK_MONOTONIC, shared by every process on the host).
+    const now = process.hrtime.bigint();
+    const origin = fs.deadline === 'stale' ? now - 1_000_000_000n : now;
+    fields.axis_mask = BigInt({ traj: bit, zero: 0, outside: c.axisCount < 32 ? 1 << c.axisCount : 0 }[fs.mask] >>> 0);
+    fields.source_origin_host_ns = origin;
+    fields.deadline_host_ns = fs.deadline === 'before' ? origin : fs.deadline === 'stale' ? origin + 10_000_000n : origin + BigInt(JOG_DEADLINE_MS) * 1_000_000n;
+    fields.clock_incarnation = fs.clock === 'ok' ? x.jogClock : fs.clock === 'empty' ? '' : '0'.repeat(31) + '1';
+  }
+  if (fs.op === 'end_jog') {
+    resolved.jogGeneration = resolveJogGeneration(m, fs.jg);
+    fields.jog_generation = resolved.jogGeneration;
+  }
+  if (fs.op === 'jog') {
+    fields.axis_mask = BigInt(bit);
+    fields.velocity = Array.from({ length: c.axisCount }, () => 0);
+    fields.timeout_ms = BigInt(fs.timeout);
+  }
   if (fs.op === 'start_trajectory' || fs.op === 'discard_trajectory') {
     resolved.handle = handleRef(m, fs.h);
     fields.handle = resolved.handle;
@@ -233,6 +261,24 @@ function points(c: ModelConfig, hold: number[], io: string): unknown[] {
 }
 
 const specText = (s: Spec) => JSON.stringify(s);
+
+/** Keep-alive renewals that came: the lease window moves on, and each owes a grant_renewed event. */
+function applyRenewals(x: RunContext): void {
+  const { m, real } = x;
+  for (const r of real.renewals.splice(0)) {
+    const g = m.grant;
+    if (!g || g.session !== r.session) continue;
+    g.lease = { lo: Math.max(g.lease.lo, r.sendMs + g.leaseMs), hi: Math.max(g.lease.hi, r.recvMs + g.leaseMs) };
+    m.owed.push({ type: 'grant_renewed', where: { generation: r.generation }, why: 'a keep-alive renewal', may: true, ttl: 8 });
+    hit(x, 'keep-alive renewal');
+  }
+}
+
+/** Keep the model's grant alive the way a controller does, unless its lease is one a run lets run out. */
+function keepAlive(x: RunContext): void {
+  const g = x.m.grant;
+  x.real.keepAlive(g && g.leaseMs >= 400 ? { session: g.session, generation: g.generation, leaseMs: g.leaseMs } : undefined);
+}
 
 /** Run one command against the target and the model; throws ModelMismatch when they disagree. */
 export async function runSpec(x: RunContext, spec: Spec): Promise<void> {
@@ -274,10 +320,42 @@ export async function runSpec(x: RunContext, spec: Spec): Promise<void> {
       }
       m.core++;
       m.epoch++;
+      m.jog = undefined;
+      m.jogMax = undefined;
+      m.legacyJog = undefined;
       m.faultLatched = false;
       m.owed.push(...evs.map((e) => ({ ...e, may: true })), { type: 'daemon_incarnation_changed', why: 'core restarted' });
       x.trace.push(line);
       break;
+    }
+    case 'fault': {
+      // A following error on the plan's axis (PROFILE fault bit 5), its condition cleared at once: the bit
+      // stays latched until a reset_fault. A latched bit disarms and disables the cell and retires a
+      // started handle with execution_faulted (part 3).
+      if (real.pendingStop) await real.drain();
+      await stopCollected(x);
+      await real.target.inject({ kind: 'following_error', axis: c.trajAxis });
+      await real.step(20);
+      await real.target.inject({ kind: 'clear' });
+      await real.step(10);
+      hit(x, 'fault injected');
+      for (const h of m.handles.values()) {
+        if (h.state === 'started' && h.core === m.core) {
+          h.state = 'retired';
+          m.owed.push({ type: 'handle_transition', where: { handle: h.n, from: 'started', to: 'retired' }, why: `fault retired ${h.n}`, may: true }, { type: 'execution_faulted', where: { handle: h.n }, why: `fault retired ${h.n}`, may: true });
+        }
+      }
+      if (m.jog) m.jog = undefined;
+      m.faultLatched = true;
+      m.adopt = true;
+      x.trace.push(line);
+      break;
+    }
+    case 'replan': {
+      x.trace.push(line);
+      const f = { s: 'current' as const, g: 'current' as const };
+      for (const sub of [{ op: 'prepare_trajectory', io: 'none', ...f }, { op: 'start_trajectory', h: 'prepared', ...f }] as Spec[]) await runSpec(x, sub);
+      return;
     }
     case 'ready': {
       x.trace.push(line);
@@ -335,11 +413,12 @@ async function control(x: RunContext, spec: Exclude<Spec, { op: 'step' | 'drain'
   }
   const drainToo = spec.op === 'stop' && spec.drain;
   const ex = await real.send(spec.op, req.payload, { quiet: stopping && !drainToo, after: 5 });
+  applyRenewals(x);
   // A stop to drain: step until the drain is over (a held one drains with it).
   if (drainToo && ex.reply.status === 200) await real.drain();
   x.lastSendMs = ex.sendMs;
   const lease = m.grant ? leaseAt(m.grant, ex.sendMs, ex.recvMs) : 'alive';
-  const os = outcomes(c, m, req, lease, real.cycles);
+  const os = outcomes(c, m, req, lease, real.cycles, { sendMs: ex.sendMs, recvMs: ex.recvMs });
   const r = ex.reply;
   const got = `${r.status}${r.label ? ` ${r.label}` : ''}`;
   let chosen: Outcome | undefined;
@@ -387,7 +466,7 @@ const payloadOf = (e: CellEvent): Record<string, unknown> => {
 };
 
 function eventMatches(e: CellEvent, x: EventExp): boolean {
-  if (e.type !== x.type) return false;
+  if (e.type !== x.type && !x.alt?.includes(e.type)) return false;
   const p = payloadOf(e);
   const w = x.where ?? {};
   if (w.generation !== undefined && p.generation !== w.generation) return false;
@@ -396,6 +475,7 @@ function eventMatches(e: CellEvent, x: EventExp): boolean {
   if (w.from !== undefined && p.from !== w.from) return false;
   if (w.to !== undefined && p.to !== w.to) return false;
   if (w.label !== undefined && p.label !== w.label) return false;
+  if (w.jogGeneration !== undefined && p.jog_generation !== w.jogGeneration) return false;
   return true;
 }
 
@@ -405,6 +485,7 @@ function eventMatches(e: CellEvent, x: EventExp): boolean {
  */
 async function reconcile(x: RunContext, cyclesRan: boolean): Promise<void> {
   const { c, m, real } = x;
+  applyRenewals(x);
   await stopCollected(x);
   // Events first, then status: a lease that runs out in between (the service's lease timer is host time)
   // shows in status, and its event is owed to the next read.
@@ -412,18 +493,31 @@ async function reconcile(x: RunContext, cyclesRan: boolean): Promise<void> {
   const st = await real.status();
   if (!st.grant.draining) m.draining = false;
   // A grant end observed now (expiry, drain) reaches the machine on the core's next cycle: its effects are checked after the next command.
-  const ended = checkGrant(x, st);
+  const ended = checkGrant(x, st, evs);
   checkHandles(x, st);
   if (cyclesRan && !ended && !m.grant?.stopping && st.core) checkMachine(x, st);
-  if (st.core) m.homeMask = Number(st.core.home_valid_mask);
+  if (st.core) {
+    m.homeMask = Number(st.core.home_valid_mask);
+    // Latched fault bits are observed (a fault the run injected, or one the stack raised): the gate uses them.
+    m.faultLatched = st.core.execution_fault_reasons !== 0n;
+  }
   for (const e of evs) {
+    if (e.type === 'grant_revoked' || e.type === 'grant_expired' || e.type === 'grant_released') {
+      m.endsSeen = [...(m.endsSeen ?? []).slice(-16), String(payloadOf(e).generation)];
+    }
+    // The jog's input expired (host time, seen by a core cycle): the jog generation is closed.
+    if (e.type === 'jog_expired' && m.jog && payloadOf(e).jog_generation === m.jog.n) m.jog = undefined;
     const i = m.owed.findIndex((o) => eventMatches(e, o));
     if (i >= 0) {
       m.owed.splice(i, 1);
       continue;
     }
-    // An expiry event for a grant the model already ended by expiry (its owed entry may have been dropped).
+    // A keep-alive renewal whose event came before its reply (the service logs it first).
+    if (e.type === 'grant_renewed' && (payloadOf(e).generation === m.grant?.generation || m.ended.some((x) => x.generation === payloadOf(e).generation))) continue;
+    // An expiry event for a grant the model already ended by expiry (its owed entry may have been dropped),
+    // or for the current grant whose lease may have run out (status will say so at the next read).
     if (e.type === 'grant_expired' && m.ended.some((x) => x.how === 'expired' && x.generation === payloadOf(e).generation)) continue;
+    if (e.type === 'grant_expired' && m.grant && payloadOf(e).generation === m.grant.generation && leaseAt(m.grant, x.lastSendMs, performance.now()) !== 'alive') continue;
     if (STRICT.has(e.type)) {
       const p = JSON.stringify(payloadOf(e), (_k, v) => (typeof v === 'bigint' ? Number(v) : v));
       fail(x, `event ${e.type} ${p} (sequence ${e.sequence}) was not predicted; the model owed: ${m.owed.map((o) => `${o.type}${o.may ? '?' : ''}`).join(', ') || 'nothing'}`);
@@ -433,17 +527,21 @@ async function reconcile(x: RunContext, cyclesRan: boolean): Promise<void> {
   const late = m.owed.find((o) => !o.may && o.ttl! <= 0);
   if (late) fail(x, `event ${late.type} ${JSON.stringify(late.where ?? {}, (_k, v) => (typeof v === 'bigint' ? Number(v) : v))} never came (${late.why})`);
   m.owed = m.owed.filter((o) => o.ttl! > 0);
+  keepAlive(x);
   void c;
 }
 
-function checkGrant(x: RunContext, st: StatusObs): boolean {
+function checkGrant(x: RunContext, st: StatusObs, evs: readonly CellEvent[]): boolean {
   const { c, m } = x;
   const g = m.grant;
-  if (g?.stopping && !st.grant.active) {
-    // The drain finished: revoked (part 3 "stopping, then revoked").
+  // A lease that ran out while a stop drained ends the grant by expiry, not revocation: the event says which.
+  const expiredNow = g && evs.some((e) => e.type === 'grant_expired' && payloadOf(e).generation === g.generation);
+  if (g?.stopping && !st.grant.active && !expiredNow) {
+    // The drain finished: revoked (part 3 "stopping, then revoked"); a lease that ran out during the drain
+    // may have ended it first (grant_expired), possibly told in an earlier read of the log.
     const gen = g.generation;
     drained(c, m);
-    m.owed.push({ type: 'grant_revoked', where: { generation: gen }, why: 'the stop drained' });
+    if (!m.endsSeen?.includes(String(gen))) m.owed.push({ type: 'grant_revoked', alt: ['grant_expired'], where: { generation: gen }, why: 'the stop drained' });
     return true;
   }
   if (g && !st.grant.active) {

@@ -38,6 +38,46 @@ export class RealCell {
   stopReply: CheckedReply | undefined;
   private stopErr: unknown;
 
+  /**
+   * Keep-alive renewals, as every controller sends them (a fifth of the lease; harness/clients/cell.ts
+   * hold does the same): on while the runner names a session here. Each admitted renewal is kept for the
+   * runner, which moves the model's lease window on and expects its grant_renewed event.
+   */
+  private keep: { session: string; generation: bigint; everyMs: number } | undefined;
+  private keepTimer: NodeJS.Timeout | undefined;
+  private keepBusy = false;
+  readonly renewals: Array<{ session: string; generation: bigint; sendMs: number; recvMs: number; stopping: boolean }> = [];
+
+  keepAlive(k: { session: string; generation: bigint; leaseMs: number } | undefined): void {
+    this.keep = k ? { session: k.session, generation: k.generation, everyMs: Math.max(20, Math.floor(k.leaseMs / 5)) } : undefined;
+    if (!this.keep) {
+      if (this.keepTimer) clearInterval(this.keepTimer);
+      this.keepTimer = undefined;
+      return;
+    }
+    if (this.keepTimer) clearInterval(this.keepTimer);
+    this.keepTimer = setInterval(() => void this.renewOnce(), this.keep.everyMs);
+    this.keepTimer.unref();
+  }
+
+  private async renewOnce(): Promise<void> {
+    const k = this.keep;
+    if (!k || this.keepBusy) return;
+    this.keepBusy = true;
+    try {
+      const sendMs = now();
+      const r = await this.client.control(RealCell.body('renew', { session: k.session, generation: k.generation }), 'renew');
+      if (r.status === 200) {
+        const d = r.reply.data as { stopping?: boolean };
+        this.renewals.push({ session: k.session, generation: k.generation, sendMs, recvMs: now(), stopping: d.stopping === true });
+      }
+    } catch {
+      // A closed client at the run's end: nothing to keep.
+    } finally {
+      this.keepBusy = false;
+    }
+  }
+
   constructor(
     readonly target: Target,
     readonly client: ControlClient,

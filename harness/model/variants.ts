@@ -4,7 +4,7 @@
 // what counts the rule as covered by the model (harness/model/mutation-a.model.test.ts and mutation-b.model.test.ts). A variant a run
 // cannot reject means the commands never reach the rule, or the model does not check it.
 
-import { REFERENCE_RULES, type Rules } from './model.ts';
+import { REFERENCE_RULES, type Rules, type Spec } from './model.ts';
 
 export interface WrongModel {
   name: string;
@@ -19,7 +19,16 @@ export interface WrongModel {
   needed?: number;
   /** Why the mutation test does not run it (yet); such a variant covers nothing. */
   skip?: string;
+  /**
+   * A short sequence that shows the rule (the kind of sequence a random run shrank to): CI replays it, with
+   * the variant (rejected) and with the documented rules (agrees), so the check is fast and does not
+   * depend on the generator's current weights. HIL_MODEL_MUTATION=search runs the random budget instead.
+   */
+  witness: readonly Spec[];
 }
+
+const F = { s: 'current', g: 'current' } as const;
+const ACQUIRE: Spec = { op: 'acquire', lease: 10_000, binding: 'ok', controller: 'ok' };
 
 export const WRONG_MODELS: readonly WrongModel[] = [
   {
@@ -27,147 +36,230 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     wrong: 'renew and stop accept only the current generation',
     patch: { olderGenerationRenewStop: false },
     covers: ['rule:fence.older_generation_renew_stop'],
+    witness: [ACQUIRE, { op: 'renew', s: 'current', g: 'older' }],
     budget: { seed: 101, runs: 10, maxCommands: 120 },
-    needed: 35,
+    needed: 32,
   },
   {
     name: 'acquire-keeps-generation',
     wrong: 'acquire hands out the generation of the previous grant again',
     patch: { acquireIncrementsGeneration: false },
     covers: ['transition:grant:no_grant->owned:acquire'],
+    witness: [ACQUIRE],
     budget: { seed: 102, runs: 3, maxCommands: 120 },
-    needed: 2,
+    needed: 11,
   },
   {
     name: 'stop-keeps-generation',
     wrong: 'an admitted stop leaves the generation as it was',
     patch: { stopIncrementsGeneration: false },
     covers: ['transition:grant:owned->stopping:stop', 'profile:grant.stop_generation'],
-    budget: { seed: 103, runs: 4, maxCommands: 120 },
-    needed: 20,
+    witness: [ACQUIRE, { op: 'stop', ...F, drain: true }],
+    budget: { seed: 103, runs: 6, maxCommands: 120 },
+    needed: 32,
   },
   {
     name: 'start-gate-skips-armed',
     wrong: 'the start gate does not require the core armed',
     patch: { startGateArmed: false },
     covers: ['transition:handle:prepared->prepared:start_refused', 'reason:not_ready'],
-    budget: { seed: 104, runs: 12, maxCommands: 150 },
-    needed: 124,
+    witness: [{ op: 'ready', omit: 'arm' }, { op: 'start_trajectory', ...F, h: 'prepared' }],
+    budget: { seed: 2, runs: 8, maxCommands: 150 },
+    needed: 61,
   },
   {
     name: 'start-gate-skips-enabled',
     wrong: 'the start gate does not require the trajectory axes enabled',
     patch: { startGateEnabled: false },
     covers: ['rule:op.start.handle_kept'],
-    budget: { seed: 105, runs: 10, maxCommands: 150 },
-    needed: 15,
+    witness: [{ op: 'ready', omit: 'axis' }, { op: 'start_trajectory', ...F, h: 'prepared' }],
+    budget: { seed: 105, runs: 12, maxCommands: 150 },
+    needed: 42,
   },
   {
     name: 'start-gate-skips-home',
     wrong: 'the start gate does not require Home on axes that need it',
     patch: { startGateHomed: false },
     covers: ['transition:handle:prepared->prepared:start_refused'],
-    budget: { seed: 106, runs: 10, maxCommands: 150 },
-    needed: 97,
+    witness: [{ op: 'ready', axis: 'last' }, { op: 'start_trajectory', ...F, h: 'prepared' }],
+    budget: { seed: 106, runs: 16, maxCommands: 150 },
+    needed: 25,
   },
   {
     name: 'discard-of-started-accepted',
     wrong: 'discard_trajectory of a started handle is accepted',
     patch: { discardStartedRefused: false },
     covers: ['transition:handle:started->refused:discard', 'reason:handle_active'],
-    budget: { seed: 107, runs: 8, maxCommands: 150 },
-    needed: 53,
+    witness: [{ op: 'ready' }, { op: 'start_trajectory', ...F, h: 'prepared' }, { op: 'discard_trajectory', ...F, h: 'started' }],
+    budget: { seed: 2, runs: 12, maxCommands: 150 },
+    needed: 36,
   },
   {
     name: 'no-supersede',
     wrong: 'a newer preparation leaves the prepared handle prepared',
     patch: { newerPreparationSupersedes: false },
     covers: ['transition:handle:prepared->superseded:newer_preparation', 'reason:handle_superseded'],
+    witness: [{ op: 'ready' }, { op: 'prepare_trajectory', ...F, io: 'none' }],
     budget: { seed: 108, runs: 4, maxCommands: 120 },
-    needed: 22,
+    needed: 6,
   },
   {
     name: 'grant-end-keeps-prepared',
     wrong: 'a stop or grant end leaves the prepared handle prepared',
     patch: { grantEndRetiresPrepared: false },
     covers: ['transition:handle:prepared->retired:stop_or_grant_loss', 'reason:handle_retired'],
+    witness: [{ op: 'ready' }, { op: 'release', ...F }],
     budget: { seed: 109, runs: 4, maxCommands: 120 },
-    needed: 20,
+    needed: 35,
   },
   {
     name: 'release-keeps-retry-cache',
     wrong: 'release and lease expiry keep the session\'s request_id cache',
     patch: { releaseDropsCache: false },
     covers: ['rule:idempotency.cache_dropped'],
+    witness: [ACQUIRE, { op: 'mark_telemetry', ...F, label: 'ok', rid: 'a' }, { op: 'release', ...F }, { op: 'mark_telemetry', s: 'ended', g: 'current', label: 'ok', rid: 'a' }],
     budget: { seed: 110, runs: 8, maxCommands: 150 },
-    needed: 51,
+    needed: 36,
   },
   {
     name: 'changed-payload-replays',
     wrong: 'a changed payload under a remembered request_id is processed as new',
     patch: { conflictOnChangedPayload: false },
     covers: ['rule:idempotency.conflict', 'reason:request_id_conflict'],
-    budget: { seed: 111, runs: 4, maxCommands: 120 },
-    needed: 68,
+    witness: [ACQUIRE, { op: 'mark_telemetry', ...F, label: 'ok', rid: 'a' }, { op: 'mark_telemetry', ...F, label: 'other', rid: 'a' }],
+    budget: { seed: 1, runs: 6, maxCommands: 120 },
+    needed: 50,
   },
   {
     name: 'later-start-leaves-running',
     wrong: 'a later Start leaves the running execution started',
     patch: { laterStartConsumes: false },
-    covers: [],
-    budget: { seed: 112, runs: 30, maxCommands: 150 },
-    skip: 'not rejected within 30 sequences: it needs two Starts within one plan under one 500 ms lease, which the generator reaches a few times per thousand commands (hil fuzz runs it longer)',
+    covers: ['transition:handle:started->consumed:completion'],
+    witness: [{ op: 'ready' }, { op: 'start_trajectory', ...F, h: 'prepared' }, { op: 'replan' }],
+    budget: { seed: 112, runs: 12, maxCommands: 150 },
+    needed: 86,
   },
   {
     name: 'halt-keeps-active-handle',
     wrong: 'halt keeps the active trajectory handle started',
     patch: { haltRetiresActive: false },
     covers: ['transition:grant:owned->owned:halt'],
-    budget: { seed: 113, runs: 20, maxCommands: 150 },
-    needed: 89,
+    witness: [{ op: 'ready' }, { op: 'start_trajectory', ...F, h: 'prepared' }, { op: 'halt', ...F }],
+    budget: { seed: 1, runs: 16, maxCommands: 150 },
+    needed: 24,
   },
   {
     name: 'handles-outlive-core',
     wrong: 'a handle stays valid across a core restart',
     patch: { handlesPerIncarnation: false },
     covers: ['reason:unknown_handle'],
+    witness: [{ op: 'ready' }, { op: 'restart_core' }, { op: 'ready' }, { op: 'start_trajectory', ...F, h: 'other_core' }],
     budget: { seed: 114, runs: 6, maxCommands: 150 },
-    needed: 53,
+    needed: 76,
   },
   {
     name: 'terminal-handles-unknown',
     wrong: 'a handle in a terminal state answers unknown_handle instead of its state\'s reason',
     patch: { terminalReasons: false },
     covers: ['rule:handle.terminal_never_regain'],
+    witness: [{ op: 'ready' }, { op: 'discard_trajectory', ...F, h: 'prepared' }, { op: 'discard_trajectory', ...F, h: 'last' }],
     budget: { seed: 115, runs: 8, maxCommands: 120 },
-    needed: 21,
+    needed: 15,
   },
   {
     name: 'on-intent-without-io-arm',
     wrong: 'a Start with an ON output intent is admitted without io_arm',
     patch: { startNeedsIoArmForOnIntent: false },
     covers: ['reason:io_not_armed'],
-    budget: { seed: 116, runs: 4, maxCommands: 150 },
-    needed: 43,
+    witness: [{ op: 'ready', plan: 'on' }, { op: 'io_disarm', ...F }, { op: 'start_trajectory', ...F, h: 'prepared' }],
+    budget: { seed: 4, runs: 8, maxCommands: 150 },
+    needed: 31,
   },
   {
     name: 'stopping-admits-commands',
     wrong: 'fenced commands are admitted while a stop drains',
     patch: { stoppingRefusesMotion: false },
     covers: ['rule:grant.stopping_no_movement'],
+    witness: [ACQUIRE, { op: 'stop', ...F, drain: false }, { op: 'arm', ...F }, { op: 'drain' }],
     budget: { seed: 117, runs: 8, maxCommands: 150 },
-    needed: 17,
+    needed: 60,
   },
   {
     name: 'lease-not-capped',
     wrong: 'the lease is the requested one, not min(request, ceiling)',
     patch: { leaseIsMinOfRequestAndCeiling: false },
     covers: ['rule:grant.lease_min_of_request_and_ceiling'],
+    witness: [ACQUIRE],
     budget: { seed: 118, runs: 3, maxCommands: 120 },
+    needed: 7,
+  },
+  {
+    name: 'end-jog-ends-legacy',
+    wrong: 'end_jog accepts the generation of a legacy jog',
+    patch: { endJogExactIndependent: false },
+    covers: [],
+    witness: [{ op: 'ready' }, { op: 'jog', ...F, timeout: 250 }, { op: 'end_jog', ...F, jg: 'current' }],
+    budget: { seed: 119, runs: 12, maxCommands: 150 },
+    skip: 'the reference stack behaves like this variant today (issue 21 defect 4, KNOWN_DEFECTS): it cannot reject it until sims/ is fixed',
+  },
+  {
+    name: 'start-gate-ignores-jog',
+    wrong: 'a Start is admitted while a jog generation holds the plan\'s axes',
+    patch: { startGateOtherLane: false },
+    covers: ['rule:op.start.handle_kept'],
+    witness: [{ op: 'ready' }, { op: 'begin_jog', ...F, mask: 'traj', clock: 'ok', deadline: 'ok' }, { op: 'start_trajectory', ...F, h: 'prepared' }],
+    budget: { seed: 10, runs: 12, maxCommands: 150 },
+    needed: 38,
+  },
+  {
+    name: 'reset-keeps-session',
+    wrong: 'a submitted reset_fault leaves the session current',
+    patch: { resetRetiresSession: false },
+    covers: ['transition:grant:owned->session_retired:reset_fault', 'rule:op.reset_fault.retires_session'],
+    witness: [ACQUIRE, { op: 'reset_fault', ...F }],
+    budget: { seed: 2, runs: 6, maxCommands: 150 },
     needed: 4,
   },
 ];
 
 export function rulesOf(v: WrongModel): Rules {
-  return { ...REFERENCE_RULES, ...v.patch };
+  return { ...rulesWithKnownDefects(), ...v.patch };
+}
+
+/**
+ * Defects of the reference stack the model found (the documents say otherwise), until sims/ is fixed by
+ * the hardening work. The `model` project's runs against the reference stack apply each one's patch (so
+ * CI stays about everything else, and says so), and replay its minimal sequence with the documented
+ * rules as an expected failure (harness/model/known.model.test.ts): when the stack is fixed, that test
+ * passes unexpectedly and the entry goes.
+ */
+export interface KnownDefect {
+  name: string;
+  /** Where the defect is tracked, and what the documents say. */
+  reason: string;
+  patch: Partial<Rules>;
+  /** The catalogue ids the documented behaviour is (the expected failure declares them). */
+  covers: readonly string[];
+  /** The minimal sequence the model shrank it to. */
+  sequence: readonly Spec[];
+}
+
+export const KNOWN_DEFECTS: readonly KnownDefect[] = [
+  {
+    name: 'end_jog ends a legacy jog',
+    reason:
+      'issue 21 defect 4: document 1 part 2 makes end_jog\'s jog_generation the "exact current nonzero independent jog generation"; the reference stack ends a legacy jog\'s generation with 200 (found by seed 121, shrunk from 22 commands to 3)',
+    patch: { endJogExactIndependent: false },
+    covers: ['rule:op.end_jog.exact_generation'],
+    sequence: [
+      { op: 'ready' },
+      { op: 'jog', s: 'current', g: 'current', timeout: 250 },
+      { op: 'end_jog', s: 'current', g: 'current', jg: 'current' },
+    ],
+  },
+];
+
+/** The documented rules with the known defects of the reference stack allowed (CI runs on the reference stack). */
+export function rulesWithKnownDefects(base: Rules = REFERENCE_RULES): Rules {
+  return Object.assign({ ...base }, ...KNOWN_DEFECTS.map((d) => d.patch));
 }
