@@ -197,10 +197,9 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     name: 'end-jog-ends-legacy',
     wrong: 'end_jog accepts the generation of a legacy jog',
     patch: { endJogExactIndependent: false },
-    covers: [],
+    covers: ['rule:op.end_jog.exact_generation'],
     witness: [{ op: 'ready' }, { op: 'jog', ...F, timeout: 250 }, { op: 'end_jog', ...F, jg: 'current' }],
     budget: { seed: 119, runs: 12, maxCommands: 150 },
-    skip: 'the reference stack behaves like this variant today (issue 21 defect 4, KNOWN_DEFECTS): it cannot reject it until sims/ is fixed',
   },
   {
     name: 'start-gate-ignores-jog',
@@ -244,20 +243,9 @@ export interface KnownDefect {
   sequence: readonly Spec[];
 }
 
-export const KNOWN_DEFECTS: readonly KnownDefect[] = [
-  {
-    name: 'end_jog ends a legacy jog',
-    reason:
-      'issue 21 defect 4: document 1 part 2 makes end_jog\'s jog_generation the "exact current nonzero independent jog generation"; the reference stack ends a legacy jog\'s generation with 200 (found by seed 121, shrunk from 22 commands to 3)',
-    patch: { endJogExactIndependent: false },
-    covers: ['rule:op.end_jog.exact_generation'],
-    sequence: [
-      { op: 'ready' },
-      { op: 'jog', s: 'current', g: 'current', timeout: 250 },
-      { op: 'end_jog', s: 'current', g: 'current', jg: 'current' },
-    ],
-  },
-];
+// issue 21 defect 4 (end_jog ended a legacy jog's generation, found by seed 121 and shrunk from 22
+// commands to 3) is fixed in sims/: the end-jog-ends-legacy variant is now rejected instead.
+export const KNOWN_DEFECTS: readonly KnownDefect[] = [];
 
 /** The documented rules with the known defects of the reference stack allowed (CI runs on the reference stack). */
 export function rulesWithKnownDefects(base: Rules = REFERENCE_RULES): Rules {
