@@ -128,8 +128,8 @@ export class Collector implements MeasurementSink {
   }
 
   /** Before a motion command: take the telemetry cursor of its client once. */
-  beforeMotion(client: ControlClient): Promise<void> {
-    if (this.watched.some((w) => w.client === client)) return Promise.resolve();
+  beforeMotion(client: ControlClient): Promise<void> | undefined {
+    if (this.watched.some((w) => w.client === client)) return undefined;
     let p = this.pendingCursor.get(client);
     if (!p) {
       const t0 = performance.now();
@@ -260,7 +260,8 @@ function installObservers(): void {
     if (running.size === 0 || path !== '/v1/control') return;
     const op = operationOf(body);
     if (!op || !MOTION_OPS.has(op)) return;
-    return Promise.all([...running].map((c) => c.beforeMotion(client))).then(() => undefined);
+    const pending = [...running].map((c) => c.beforeMotion(client)).filter((p) => p !== undefined);
+    return pending.length ? Promise.all(pending).then(() => undefined) : undefined;
   };
   exchangeObservers.after = (x) => {
     if (x.reply) learnTokens(x.reply.body);

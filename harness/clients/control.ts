@@ -120,7 +120,10 @@ export class ControlClient {
     headers: Record<string, string> = {},
   ): Promise<RawReply> {
     const o = exchangeObservers;
-    if (o.before) await o.before(this, method, path, body);
+    // Only a pending observer delays the request: an await here would let a request the caller makes next
+    // (a stepped-clock step on the test channel) reach the target first.
+    const waiting = o.before?.(this, method, path, body);
+    if (waiting) await waiting;
     const at = performance.now();
     try {
       const res = await request(`${this.origin}${path}`, {
