@@ -83,3 +83,14 @@ describe('malformed records are refused with a path', () => {
     expect(p.join('\n')).toMatch(path);
   });
 });
+
+test('an external run: a failed profile test marked informative and profile differences inside a test match; a difference without its profile id does not', () => {
+  const r = record();
+  r.tests.push(
+    { file: 'suites/t.test.ts', project: 'conformance', name: 'p', fullName: 'd > p', state: 'failed', duration_ms: 1, covers: ['profile:x'], kind: 'profile', errors: ['e'], informative: 'differs from profile:x: e' },
+    { file: 'suites/t.test.ts', project: 'conformance', name: 'c', fullName: 'd > c', state: 'passed', duration_ms: 1, covers: ['reason:x', 'profile:y'], kind: 'contract', profile_differences: [{ profile: 'profile:y', message: 'm' }] },
+  );
+  expect(runSchemaProblems(r)).toEqual([]);
+  (r.tests[2]!.profile_differences as Array<{ profile: string; message: string }>)[0]!.profile = 'y';
+  expect(runSchemaProblems(r).join('\n')).toMatch(/profile_differences/);
+});
