@@ -127,7 +127,7 @@ export class Collector implements MeasurementSink {
     s.evidence_ms = Math.round(((s.evidence_ms ?? 0) + ms) * 100) / 100;
   }
 
-  /** Before a motion command: take the telemetry cursor of its client once. */
+  /** With a motion command: take the telemetry cursor of its client once (read beside the command). */
   beforeMotion(client: ControlClient): Promise<void> | undefined {
     if (this.watched.some((w) => w.client === client)) return undefined;
     let p = this.pendingCursor.get(client);
@@ -260,8 +260,11 @@ function installObservers(): void {
     if (running.size === 0 || path !== '/v1/control') return;
     const op = operationOf(body);
     if (!op || !MOTION_OPS.has(op)) return;
-    const pending = [...running].map((c) => c.beforeMotion(client)).filter((p) => p !== undefined);
-    return pending.length ? Promise.all(pending).then(() => undefined) : undefined;
+    // The cursor is read beside the command, never ahead of it: a request held back for evidence arrives
+    // late (a begin_jog whose deadline is 50 ms away, a Start racing a stepped-clock step), and the
+    // evidence would then change what it records. The window may miss the command's first cycles.
+    for (const c of running) c.beforeMotion(client);
+    return undefined;
   };
   exchangeObservers.after = (x) => {
     if (x.reply) learnTokens(x.reply.body);
