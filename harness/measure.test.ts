@@ -94,3 +94,16 @@ describe('declaration errors are the harness own (ERROR)', () => {
     }
   });
 });
+
+test('with collection off (HIL_EVIDENCE=0) a measurement outside a collected test still checks its limit', () => {
+  const saved = process.env.HIL_EVIDENCE;
+  process.env.HIL_EVIDENCE = '0';
+  try {
+    expect(thrown(() => measure('upload_admission', 'ms').atMost(10, 'profile', 'p').record(5))).toBeUndefined();
+    expect(thrown(() => measure('upload_admission', 'ms').atMost(10, 'profile', 'p').record(11))?.code).toBe('HIL_ERR_MEASUREMENT_LIMIT');
+  } finally {
+    if (saved === undefined) delete process.env.HIL_EVIDENCE;
+    else process.env.HIL_EVIDENCE = saved;
+  }
+  expect(thrown(() => measure('upload_admission', 'ms'))?.code).toBe('HIL_ERR_MEASUREMENT');
+});

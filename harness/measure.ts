@@ -158,6 +158,9 @@ export function leaveMeasuredTest(s: MeasurementSink): void {
 export function measure(name: string, unit: string, opts: { axis?: string; sink?: MeasurementSink } = {}): Measurement {
   let sink = opts.sink;
   if (!sink) {
+    // Collection turned off (HIL_EVIDENCE=0, harness/evidence-setup.ts): the limit is still checked, the
+    // value goes nowhere.
+    if (active.size === 0 && process.env.HIL_EVIDENCE === '0') return new Measurement(name, unit, opts.axis, () => undefined);
     if (active.size !== 1) {
       throw new HarnessError('HIL_ERR_MEASUREMENT', active.size === 0 ? `measure(${name}) outside a conformance test` : `measure(${name}) while ${active.size} tests run concurrently: pass the test's sink`);
     }
