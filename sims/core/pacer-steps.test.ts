@@ -97,7 +97,9 @@ test('format 3 on the stepped clock: the steps are requests and every frame keep
   expect(host[0]! >= before).toBe(true);
   for (let k = 1; k < 5; k++) expect(host[k]! > host[k - 1]!).toBe(true);
   expect(host[3]! - host[2]! >= 30n * MS).toBe(true);
-  expect(host[2]! - host[1]! < 30n * MS).toBe(true);
+  // No upper bound on the gap inside one step: that is wall time on a shared machine (a GC pause or a
+  // loaded core once made it over 30 ms in CI rehearsal); the 30 ms gap above already shows the host
+  // times are the cycles' own, not one cycle apart like the frame times.
 });
 
 test('a stepped core that never stepped still leaves a readable recording: its header and notes, no frame', async () => {
