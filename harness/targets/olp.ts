@@ -5,13 +5,11 @@
 // format (docs/profile.md "OLP server: cell catalogue"). On the external target the server is someone
 // else's, reached at --olp-url (HIL_OLP_URL) as it was configured by its owner.
 
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { HarnessError } from '../errors.ts';
 import { ROOT, referenceCommand } from './reference.ts';
-import { openStubPlanner } from './sim.ts';
+import { openStubPlanner, spawnReady } from './sim.ts';
 
 /** Where an OLP server answers. `url` is {olp_url}; routes are under {olp_url}/api/offline-programming/v1. */
 export interface OlpEndpoint {
@@ -123,42 +121,6 @@ async function writeCatalogue(dir: string, cells: OlpCellSpec[]): Promise<string
 }
 
 async function spawnOlp(args: string[], timeoutMs = 30_000): Promise<{ url: string; pid: number; stderr: () => string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [...referenceCommand('olp'), ...args], { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT });
-  let err = '';
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => {
-    err = (err + d).slice(-64 * 1024);
-  });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const ready = await new Promise<{ olp: string; pid: number }>((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new HarnessError('HIL_ERR_TARGET_START', `OLP server did not report ready within ${timeoutMs} ms\n${err}`));
-    }, timeoutMs);
-    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-      out += d;
-      const line = out.split('\n').find((l) => l.startsWith('ready '));
-      if (line) {
-        clearTimeout(timer);
-        resolve(JSON.parse(line.slice(6)) as { olp: string; pid: number });
-      }
-    });
-    void exited.then(() => {
-      clearTimeout(timer);
-      reject(new HarnessError('HIL_ERR_TARGET_START', `OLP server exited before ready\n${err}`));
-    });
-  });
-  return {
-    url: ready.olp,
-    pid: ready.pid,
-    stderr: () => err,
-    async stop() {
-      child.stdin!.end();
-      const t = setTimeout(() => child.kill('SIGTERM'), 5_000);
-      const k = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(t);
-      clearTimeout(k);
-    },
-  };
+  const p = await spawnReady<{ olp: string; pid: number }>('OLP server', [...referenceCommand('olp'), ...args], process.env, timeoutMs);
+  return { url: p.ready.olp, pid: p.ready.pid, stderr: p.stderr, stop: () => p.stop() };
 }

@@ -21,7 +21,7 @@ import { currentTest, drawnProperties, noteVariantOutcome, recordingPath, regist
 
 /** Start `sims/main.ts` as a process and wait for its ready line. Internal to harness/targets/. */
 /** A reference program started as a process, once it has printed its `ready {...}` line. */
-interface ReadyProcess<R> {
+export interface ReadyProcess<R> {
   child: ChildProcess;
   ready: R;
   stderr: () => string;
@@ -30,7 +30,7 @@ interface ReadyProcess<R> {
 }
 
 /** Spawn `args` and wait for the process's ready line; what it printed on stderr goes into any error. */
-async function spawnReady<R>(what: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<ReadyProcess<R>> {
+export async function spawnReady<R>(what: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<ReadyProcess<R>> {
   const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT, env });
   let err = '';
   child.stderr!.setEncoding('utf8').on('data', (d: string) => {
