@@ -57,6 +57,8 @@ export interface Axis {
   max: number;
   maxVelocity: number;
   nativeHome: boolean;
+  /** Describe require_home, else the configuration's (document 3 part 2 axes[].require_home). */
+  requireHome: boolean;
   countsPerUnit: number;
   sign: number;
   /** From the machine configuration when the run has the cell's one. */
@@ -103,6 +105,7 @@ export class Machine {
       max: Number(a.max_position),
       maxVelocity: Number(a.max_velocity),
       nativeHome: a.native_home === true,
+      requireHome: a.require_home === true,
       countsPerUnit: Number(a.counts_per_unit),
       sign: Number(a.sign),
     }));
@@ -118,7 +121,11 @@ export class Machine {
     this.configFile = found?.file;
     if (found) {
       const byName = configAxes(found.config);
-      for (const a of this.axes) (a as { config?: AxisConfig }).config = byName.get(a.id);
+      for (const a of this.axes) {
+        const c = byName.get(a.id);
+        (a as { config?: AxisConfig }).config = c;
+        if (c?.requireHome && axes[a.index]?.require_home === undefined) (a as { requireHome: boolean }).requireHome = true;
+      }
       this.inputs = (((found.config.io as Json | undefined)?.inputs ?? []) as Json[]).map((i, index) => ({ name: String(i.name), fast: i.fast === true, index }));
     } else this.inputs = undefined;
   }
@@ -136,6 +143,25 @@ export class Machine {
   }
   get homeable(): readonly Axis[] {
     return this.axes.filter((a) => a.nativeHome);
+  }
+  /**
+   * The first axis a suite can make ready on its own, given the status's home_valid_mask: one with Home
+   * evidence already, or a native Home, or that requires no Home (document 1 part 4 arm: the start gate
+   * needs Home "where required"). An axis that requires Home and has no native Home can only be made ready
+   * from an anchor; suites that need one skip with `readyAxisMissing`.
+   */
+  readyAxis(homeValidMask: bigint | number): Axis | undefined {
+    return this.axes.find((a) => this.canReady(a, homeValidMask));
+  }
+  canReady(a: Axis, homeValidMask: bigint | number): boolean {
+    return ((BigInt(homeValidMask) >> BigInt(a.index)) & 1n) === 1n || a.nativeHome || !a.requireHome;
+  }
+  /** The Home an axis needs before a Start may use it: its bit when it lacks evidence and has a native Home, else 0. */
+  homeFor(a: Axis, homeValidMask: bigint | number): number {
+    return ((BigInt(homeValidMask) >> BigInt(a.index)) & 1n) === 0n && a.nativeHome && a.requireHome ? a.bit : 0;
+  }
+  get readyAxisMissing(): string {
+    return `every axis of this cell requires Home without a native Home (${this}): none can be made ready without an anchor`;
   }
   byId(id: string): Axis | undefined {
     return this.axes.find((a) => a.id === id);

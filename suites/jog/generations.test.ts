@@ -108,7 +108,8 @@ describe('local_jog_update velocity checks in the profile’s order', () => {
           await sender.send(encodeJogFrame({ session: s!.session, generation: s!.generation, jogGeneration: jg, sourceSequence: ++seq, captureHostNs: hostNs(), velocity }));
           return waitIngress(client, before + 1n);
         };
-        const slow = (i: number) => v.description.axes[i]!.max_velocity / 10;
+        // Number(): an integral max_velocity arrives as a bigint (harness/bigint-json.ts).
+        const slow = (i: number) => Number(v.description.axes[i]!.max_velocity) / 10;
         // axis 0 outside the session (nonzero) before the session's axis (NaN)
         const a = v.description.axes.map((_, i) => (i === 0 ? slow(0) : i === inside ? Number.NaN : 0));
         expect((await send(a)).last_reason).toBe(20n);

@@ -14,6 +14,7 @@ import { readStatus, waitStatus } from '../../harness/clients/status.ts';
 import { covers, describe, expect, needsFaults, needsMotion, recoveringTest } from '../../harness/fixture.ts';
 import type { Cell } from '../../harness/clients/cell.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
+import { machineOf, needs } from '../../harness/machine.ts';
 import { COLS, IDENT, dwell, encodeProgram, type ProgramFile } from '../program/files.ts';
 import { postProgram } from '../program/upload.ts';
 
@@ -27,7 +28,7 @@ const recordOf = async (client: ControlClient, h: bigint) => ((await statusOf(cl
  * A grant renewed every fifth of its lease by a keeper the test can pause (the machine's lease ceiling may
  * be short), J1 homed when it lacks Home evidence, every axis enabled and armed.
  */
-async function ready(cell: Cell, client: ControlClient, axes: number): Promise<{ s: Session; hold: number[]; pause: () => Promise<void>; resume: () => void }> {
+async function ready(cell: Cell, client: ControlClient, axes: number, homeBit = 1): Promise<{ s: Session; hold: number[]; pause: () => Promise<void>; resume: () => void }> {
   const s = await cell.grant({ requested_lease_ms: 10_000n });
   let timer: NodeJS.Timeout | undefined;
   const resume = () => {
@@ -41,8 +42,8 @@ async function ready(cell: Cell, client: ControlClient, axes: number): Promise<{
   resume();
   onTestFinished(() => clearInterval(timer));
   const st0 = await statusOf(client);
-  if ((st0.core.home_valid_mask & 1n) === 0n) {
-    const h = await cell.fenced('home', s, { axis_mask: 1 });
+  if (homeBit !== 0 && (st0.core.home_valid_mask & BigInt(homeBit)) === 0n) {
+    const h = await cell.fenced('home', s, { axis_mask: homeBit });
     expect(h.status, h.reply.error).toBe(200);
   }
   const all = axes >= 32 ? 0xffffffff : (1 << axes) - 1;
@@ -213,12 +214,16 @@ describe('a later execution replaces a running one', () => {
     covers('transition:handle:started->consumed:completion', 'transition:handle:prepared->started:start', 'event:execution_started'),
     async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
-      const { s, hold } = await ready(cell, client, description.axes.length);
-      const a = await cell.fenced('prepare_trajectory', s, { axis_mask: 1, points: stillPoints(hold, 5_000) });
+      // The axis the trajectories own: the first the suite can make ready (harness/machine.ts readyAxis).
+      const m = machineOf(description);
+      const valid = (await statusOf(client)).core.home_valid_mask as bigint;
+      const axis = needs(skip, m.readyAxis(valid), m.readyAxisMissing);
+      const { s, hold } = await ready(cell, client, description.axes.length, m.homeFor(axis, valid));
+      const a = await cell.fenced('prepare_trajectory', s, { axis_mask: axis.bit, points: stillPoints(hold, 5_000) });
       expect(a.status, a.reply.error).toBe(200);
       const cursor = await eventCursor(client);
       expect((await cell.fenced('start_trajectory', s, { handle: a.reply.handle! })).status).toBe(200);
-      const b = await cell.fenced('prepare_trajectory', s, { axis_mask: 1, points: stillPoints(hold, 100) });
+      const b = await cell.fenced('prepare_trajectory', s, { axis_mask: axis.bit, points: stillPoints(hold, 100) });
       expect(b.status, b.reply.error).toBe(200);
       // A preparation does not touch the running handle.
       expect((await recordOf(client, a.reply.handle!))!.state).toBe('started');

@@ -14,7 +14,7 @@ import { readyStepped, settle } from '../../harness/clients/stepped.ts';
 import { readStatus } from '../../harness/clients/status.ts';
 import { latestSequence, recordsSince } from '../../harness/clients/telemetry.ts';
 import { covers, describe, expect, sharedVariant, test } from '../../harness/fixture.ts';
-import { COLS, dwell, encodeProgram, executedPoints, type ProgramFile } from '../program/files.ts';
+import { COLS, DT, dwell, encodeProgram, executedPoints, type ProgramFile } from '../program/files.ts';
 import { postProgram } from '../program/upload.ts';
 
 type Data = Record<string, any>;
@@ -131,7 +131,8 @@ describe('an output intent on the first point', () => {
       await step(120);
       const recs = await recordsSince(client, from);
       const run = recs.filter((x) => x.active_traj_id === handle);
-      expect(run.length).toBeGreaterThan(60);
+      // The execution ran its length: at least six of its seven 10 ms intervals, in the cell's cycles.
+      expect(run.length).toBeGreaterThan((6 * DT * 1e9) / Number(v.description.cycle_ns));
       expect({ point: run[0]!.current_point_index, on: run[0]!.io_output_word & bit }).toEqual({ point: 0, on: bit });
       for (const x of run) expect({ point: x.current_point_index, on: x.io_output_word & bit }).toEqual({ point: x.current_point_index, on: x.current_point_index < 7 ? bit : 0 });
       expect(recs.filter((x) => x.execution_fault_reasons !== 0)).toEqual([]);

@@ -11,8 +11,10 @@
 //   so a faulted cell is never armed: the refusal could be the armed check's.
 // - "no stop draining": a stop ends the grant and the fence refuses every fenced call of it first.
 //
-// Portable: axes from Describe; the axis for the Home case is one that requires Home (Describe
-// require_home) other than the one readied. Stepped clock, one stack for the file.
+// Portable: axes from Describe; the axis the Starts select is the first one the suite can make ready on its
+// own (Home evidence, a native Home, or no Home required: harness/machine.ts readyAxis); the axis for the
+// Home case is one that requires Home (Describe require_home), lacks it and has a native Home, other than
+// the one readied. Stepped clock, one stack for the file.
 
 import { afterEach, beforeEach } from 'vitest';
 import type { Session } from '../../harness/clients/cell.ts';
@@ -20,6 +22,7 @@ import { hostNs, readJogClock } from '../../harness/clients/jog.ts';
 import { readyStepped, settle } from '../../harness/clients/stepped.ts';
 import { readStatus } from '../../harness/clients/status.ts';
 import { covers, describe, expect, sharedVariant, test } from '../../harness/fixture.ts';
+import { machineOf, type Axis } from '../../harness/machine.ts';
 import { COLS, dwell, encodeProgram, type ProgramFile } from '../program/files.ts';
 import { postProgram } from '../program/upload.ts';
 
@@ -33,12 +36,23 @@ const v = sharedVariant<{ binding: { pair_id: string; revision: bigint; configur
 
 let s: Session | undefined;
 let hold: number[] = [];
+/** The axis the Starts select (bit `a.bit`), or why none can be made ready. */
+let a: Axis;
+let unready: string | undefined;
 
 beforeEach(async () => {
   s = undefined;
   if (v.cannot !== undefined) return;
-  ({ s, hold } = await readyStepped(v.target, v.cell, v.target.client(), { axes: v.description.axes.length, homeMask: 1 }));
+  const m = machineOf(v.description);
+  await v.target.step!(20); // a status publication to read Home evidence from
+  const valid = (await readStatus(v.target.client())).core!.home_valid_mask;
+  const ready = m.readyAxis(valid);
+  unready = ready ? undefined : m.readyAxisMissing;
+  if (!ready) return;
+  a = ready;
+  ({ s, hold } = await readyStepped(v.target, v.cell, v.target.client(), { axes: v.description.axes.length, homeMask: m.homeFor(a, valid) }));
 });
+const cannot = () => v.cannot ?? unready;
 afterEach(async () => {
   if (s) await settle(v.target, v.cell.cleanup(), 5);
 });
@@ -49,6 +63,15 @@ const status = async () => (await readStatus(v.target.client())) as unknown as D
 const stateOf = async (h: bigint) => ((await status()).execution.handles as Data[]).find((x) => x.handle === h)?.state;
 const all = () => (v.description.axes.length >= 32 ? 0xffffffff : (1 << v.description.axes.length) - 1);
 const nine = () => v.description.axes.length === COLS;
+/**
+ * The dense program's column bit for a machine axis: column j drives the j-th rad axis in Describe's order
+ * (document 2 part 7 axis map; suites/program/admission.test.ts "axis maps on other machines"), or
+ * undefined when the axis is not one of them (then the program half of a case is not run).
+ */
+const columnBit = (x: Axis): number | undefined => {
+  const j = machineOf(v.description).rotaryAxes.findIndex((r) => r.index === x.index);
+  return nine() && j >= 0 ? 2 ** j : undefined;
+};
 
 /** A trajectory holding every axis where it stands, owning `mask`. */
 async function trajectory(mask: number): Promise<bigint> {
@@ -86,7 +109,7 @@ describe('the start gate, one precondition at a time (stepped clock)', () => {
     'not armed (every axis enabled): start_trajectory, start_program and begin_jog answer not_ready, the handles stay prepared; armed again, the same Start is admitted',
     covers('reason:not_ready', 'rule:op.arm.core_armed', 'rule:op.start.handle_kept', 'transition:handle:prepared->prepared:start_refused'),
     async ({ skip }) => {
-      skip(v.cannot !== undefined, v.cannot ?? '');
+      skip(cannot() !== undefined, cannot() ?? '');
       // enable 0 disarms (docs/profile.md enable); enable every axis again: enabled, not armed.
       expect((await fenced('enable', { axis_mask: 0 })).status).toBe(200);
       expect((await fenced('enable', { axis_mask: all() })).status).toBe(200);
@@ -94,11 +117,12 @@ describe('the start gate, one precondition at a time (stepped clock)', () => {
       const st = await status();
       expect({ armed: st.core.armed, enabled: Number(st.core.axis_enable_mask) }).toEqual({ armed: 0n, enabled: all() });
       // One plan slot: each kind is prepared and refused in turn (the program supersedes the trajectory).
-      const t = await trajectory(1);
-      await expectNotReady(await fenced('start_trajectory', { handle: t }), 1, t);
-      const p = nine() ? await program(1, 'armed') : undefined;
-      if (p) await expectNotReady(await fenced('start_program', { identity: p.identity }), 1, p.handle);
-      const j = await beginJog(1);
+      const t = await trajectory(a.bit);
+      await expectNotReady(await fenced('start_trajectory', { handle: t }), a.bit, t);
+      const col = columnBit(a);
+      const p = col !== undefined ? await program(col, 'armed') : undefined;
+      if (p) await expectNotReady(await fenced('start_program', { identity: p.identity }), a.bit, p.handle);
+      const j = await beginJog(a.bit);
       expect({ status: j.status, label: j.label }).toEqual({ status: 409, label: 'not_ready' });
       expect((await fenced('arm')).status).toBe(200);
       const ok = await fenced(p ? 'start_program' : 'start_trajectory', p ? { identity: p.identity } : { handle: t });
@@ -110,24 +134,26 @@ describe('the start gate, one precondition at a time (stepped clock)', () => {
     'armed, but a selected axis not enabled: the Starts and begin_jog answer not_ready naming that axis, handles kept; the axis enabled again, the Start is admitted',
     covers('reason:not_ready', 'rule:op.start.handle_kept', 'transition:handle:prepared->prepared:start_refused'),
     async ({ skip }) => {
-      skip(v.cannot !== undefined, v.cannot ?? '');
+      skip(cannot() !== undefined, cannot() ?? '');
       const n = v.description.axes.length;
       skip(n < 2, 'the case needs one axis enabled and another not');
-      // Every axis but axis 0 enabled: the core stays armed (something is enabled).
-      expect((await fenced('enable', { axis_mask: all() & ~1 })).status).toBe(200);
+      // Every axis but the selected one enabled: the core stays armed (something is enabled).
+      expect((await fenced('enable', { axis_mask: all() & ~a.bit })).status).toBe(200);
       await v.target.step!(20);
       const st = await status();
       skip(st.core.armed !== 1n, 'this target disarms when an axis is disabled: "armed with an axis not enabled" cannot be set up');
-      expect(Number(st.core.axis_enable_mask) & 1).toBe(0);
-      const p = nine() ? await program(1, 'enabled') : undefined;
-      if (p) await expectNotReady(await fenced('start_program', { identity: p.identity }), 1, p.handle);
-      const t = await trajectory(1);
-      await expectNotReady(await fenced('start_trajectory', { handle: t }), 1, t);
-      const j = await beginJog(1);
+      expect(Number(st.core.axis_enable_mask) & a.bit).toBe(0);
+      const col = columnBit(a);
+      const p = col !== undefined ? await program(col, 'enabled') : undefined;
+      if (p) await expectNotReady(await fenced('start_program', { identity: p.identity }), a.bit, p.handle);
+      const t = await trajectory(a.bit);
+      await expectNotReady(await fenced('start_trajectory', { handle: t }), a.bit, t);
+      const j = await beginJog(a.bit);
       expect({ status: j.status, label: j.label }).toEqual({ status: 409, label: 'not_ready' });
-      expect(j.reply.native_result).toMatchObject({ Reason: 2, AxisMask: 1 });
-      // A jog of an enabled axis is admitted meanwhile (the gate looks at the selected axes).
-      const other = await beginJog(2);
+      expect(j.reply.native_result).toMatchObject({ Reason: 2, AxisMask: a.bit });
+      // A jog of an enabled axis is admitted meanwhile (the gate looks at the selected axes; jog needs no
+      // Home, docs/profile.md "Jog").
+      const other = await beginJog(machineOf(v.description).axes.find((x) => x.index !== a.index)!.bit);
       expect(other.status, other.reply.error).toBe(200);
       expect((await fenced('end_jog', { jog_generation: other.reply.handle! })).status).toBe(200);
       await v.target.step!(100);
@@ -142,14 +168,16 @@ describe('the start gate, one precondition at a time (stepped clock)', () => {
     'armed and enabled, but a selected axis that requires Home has none: the Starts answer not_ready naming it, handles kept; homed, the Start is admitted',
     covers('reason:not_ready', 'rule:op.start.handle_kept', 'transition:handle:prepared->prepared:start_refused'),
     async ({ skip }) => {
-      skip(v.cannot !== undefined, v.cannot ?? '');
+      skip(cannot() !== undefined, cannot() ?? '');
       const st0 = await status();
-      const k = v.description.axes.findIndex((a, i) => i > 0 && a.require_home === true && ((Number(st0.core.home_valid_mask) >>> i) & 1) === 0);
-      skip(k < 0, 'no axis other than axis 0 requires Home and lacks it (Describe require_home, status home_valid_mask)');
+      const m = machineOf(v.description);
+      const k = m.axes.findIndex((x) => x.index !== a.index && x.requireHome && x.nativeHome && ((Number(st0.core.home_valid_mask) >>> x.index) & 1) === 0);
+      skip(k < 0, `no axis other than ${a.id} requires Home, lacks it and has a native Home to give it (Describe require_home and native_home, status home_valid_mask)`);
       // Jog needs no Home (docs/profile.md "Jog"): only the Starts are refused here.
       const t = await trajectory(1 << k);
       await expectNotReady(await fenced('start_trajectory', { handle: t }), 1 << k, t);
-      const p = nine() ? await program(1 << k, 'home') : undefined;
+      const col = columnBit(m.axes[k]!);
+      const p = col !== undefined ? await program(col, 'home') : undefined;
       if (p) await expectNotReady(await fenced('start_program', { identity: p.identity }), 1 << k, p.handle);
       // Home the axis the way the cell is readied (disarmed and disabled first, docs/profile.md home).
       expect((await fenced('enable', { axis_mask: 0 })).status).toBe(200);
