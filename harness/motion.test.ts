@@ -39,16 +39,21 @@ describe('analyseMotion', () => {
     expect(m[0]!.feMax).toBeCloseTo(0.015, 9); // cycles 1..4: 15 counts behind
   });
 
-  test('a valid drive-reported following error counts when it is larger', () => {
-    const fe = [0, 0, 0, 0, 0, 0, -40, 0, 0, 0];
-    expect(analyseMotion(window(records(pos, target, { fe, hostJitter: true })), AXES)[0]!.feMax).toBeCloseTo(0.04, 9);
+  test('a valid drive-reported following error is the one counted, larger or smaller than |target - position|', () => {
+    // The drive's own figure: a spike of 40 counts where the position trails by 3 counts.
+    const spike = [0, 15, 15, 15, 15, 5, -40, 3, 1, 0];
+    expect(analyseMotion(window(records(pos, target, { fe: spike, hostJitter: true })), AXES)[0]!.feMax).toBeCloseTo(0.04, 9);
+    // A drive that reports 2 counts while |target - position| is 15 (the bus's cycle of delay between the
+    // target sent and the position read): 0.002, not 0.015.
+    const small = pos.map(() => 2);
+    expect(analyseMotion(window(records(pos, target, { fe: small, hostJitter: true })), AXES)[0]!.feMax).toBeCloseTo(0.002, 9);
   });
 
   test('following_error_max is the error held through following_error_timeout_ms; a one-cycle spike is only the peak', () => {
-    const fe = [0, 0, 0, 0, 0, 0, -40, 0, 0, 0]; // one cycle of 0.04 among cycles of at most 0.015
+    const fe = [0, 15, 15, 15, 15, 5, -40, 3, 1, 0]; // one cycle of 0.04 among cycles of at most 0.015
     const held = analyseMotion(window(records(pos, target, { fe, hostJitter: true })), [{ ...AXES[0]!, followingErrorTimeoutMs: 3 }])[0]!;
     expect(held.fePeak).toBeCloseTo(0.04, 9);
-    // cycles 1..3 (15, 15, 15 counts behind) are the longest-held: 0.015 through 3 ms
+    // cycles 1..4 (15 counts each) are the longest-held: 0.015 through 3 ms
     expect(held.feMax).toBeCloseTo(0.015, 9);
     // a timeout longer than the window: no stretch is long enough, nothing is held
     expect(analyseMotion(window(records(pos, target, { fe, hostJitter: true })), [{ ...AXES[0]!, followingErrorTimeoutMs: 50 }])[0]!.feMax).toBe(0);

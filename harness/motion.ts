@@ -5,8 +5,8 @@
 // taken from the oracle's field tables (harness/oracle/telemetry.ts), so a motion test costs a few ms.
 //
 // Definitions (docs/profile.md "Measurements"):
-// - following error of an axis in a cycle: the larger of |target - position| and, when the drive reports
-//   it valid, |following_error_counts|, in the axis's unit; following_error_max is the largest error the
+// - following error of an axis in a cycle: |following_error_counts| when the drive reports it valid, else
+//   |target - position|, in the axis's unit; following_error_max is the largest error the
 //   axis held for following_error_timeout_ms (as the configured limit means it), the peak of one cycle is
 //   recorded beside it;
 // - a moving axis: its target or position spans more than its completion tolerance in the window;
@@ -244,8 +244,10 @@ export function analyseMotion(w: TelemetryWindow, axes: readonly AxisInfo[]): Ax
     }
     if (pmax - pmin <= tolCounts && tmax - tmin <= tolCounts) return; // not a moving axis
     const feAt = (i: number): number => {
-      const d = Math.abs(tgt[i]! - pos[i]!);
-      return (w.feValid[a]![i] ? Math.max(d, Math.abs(w.fe[a]![i]!)) : d) / cpu;
+      // The drive's own following error when it reports one valid (what the core trips on, docs/profile.md
+      // execution fault bit 5): |target - position| also holds the bus's one-cycle delay between the
+      // target sent and the position read back, which an EtherCAT drive does not count as error.
+      return (w.feValid[a]![i] ? Math.abs(w.fe[a]![i]!) : Math.abs(tgt[i]! - pos[i]!)) / cpu;
     };
     const fe = new Float64Array(n);
     let fePeak = 0;
