@@ -16,12 +16,13 @@ const PREBUILT: { root: string } | undefined = typeof HIL_PREBUILT === 'undefine
 export const ROOT: string = PREBUILT?.root ?? fileURLToPath(new URL('..', import.meta.url));
 
 /** The stack's worker threads, by name. */
-export type WorkerName = 'core' | 'upload' | 'dense-decode';
+export type WorkerName = 'core' | 'upload' | 'dense-decode' | 'planner-intake';
 
 const SOURCE_ENTRY: Record<WorkerName, string> = {
   core: 'core/worker-entry.mjs',
   upload: 'service/upload/worker-entry.mjs',
   'dense-decode': 'dense/decode-worker.mjs',
+  'planner-intake': 'planner/intake-worker.mjs',
 };
 
 /** The module a worker thread of this name starts from. */

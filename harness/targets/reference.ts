@@ -52,6 +52,7 @@ const BUNDLES: Record<string, string> = {
   'core-worker': 'core/worker.ts',
   'upload-worker': 'service/upload/worker.ts',
   'dense-decode-worker': 'dense/decode-worker.ts',
+  'planner-intake-worker': 'planner/intake-worker.ts',
   'ethercat-fake-worker': '../drivers/ethercat/fake-worker.ts',
   planner: 'planner/main.ts',
   olp: 'olp/main.ts',

@@ -18,7 +18,7 @@ import { parsePlanQuery } from './options.ts';
 import { plan } from './plan.ts';
 import { validateProgram } from './program.ts';
 import { readWeldplan } from './weldplan.ts';
-import { storeDirectory } from './server.ts';
+import { PlannerService, storeDirectory } from './server.ts';
 import { sealProgram } from '../../harness/clients/weldplan.ts';
 import { encodeUtf8, parseExact, stringifyExact, type JsonObject as JsonObjectExact } from '../../harness/oracle/json.ts';
 
@@ -102,6 +102,38 @@ describe('the header fault hook', () => {
     expect(r.dense).toBeUndefined();
     expect(r.denseError).toMatchObject({ reason: 'schema_mismatch', segment_index: null });
   });
+});
+
+describe('intake before the planning process', () => {
+  test('an unreadable container is answered 422 with its planning failure and starts no planning process; a readable one gets one', async () => {
+    const store = mkdtempSync(join(tmpdir(), 'hil-planner-intake-'));
+    const p = new PlannerService({ host: '127.0.0.1', port: 0, storeDir: store });
+    const url = await p.start();
+    try {
+      const post = async (body: Uint8Array) => {
+        const r = await fetch(`${url}/api/motion/plan`, { method: 'POST', body, headers: { 'content-type': 'application/octet-stream' } });
+        return { status: r.status, body: (await r.json()) as { error?: string } };
+      };
+      const bad = await post(strToU8('not a zip at all'));
+      expect(bad.status).toBe(422);
+      expect(bad.body.error).toMatch(/^BadZipFile: /);
+      // a container whose program entry does not match the manifest's digest: read, refused, no process
+      const good = container(programBytes());
+      const torn = zipSync({ ...Object.fromEntries(Object.entries((await import('fflate')).unzipSync(good))), 'tooling.json': strToU8('{"tool_id":"u"}') });
+      const mismatch = await post(torn);
+      expect(mismatch.status).toBe(422);
+      expect(p.processesStarted).toBe(0);
+      const ok = await post(good);
+      expect(ok.status).toBe(200);
+      // the plan's own process and the one started ahead for the next plan
+      expect(p.processesStarted).toBe(2);
+      expect((await post(strToU8('PK'))).status).toBe(422);
+      expect(p.processesStarted).toBe(2);
+    } finally {
+      await p.stop();
+      rmSync(store, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
 
 describe('store directory', () => {

@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { encodeJson } from '../json.ts';
 import { parsePlanQuery, type PlanOptions } from './options.ts';
 import type { ChildMessage, Job as ChildJob } from './child.ts';
+import { Intake } from './intake.ts';
 
 export const DEFAULT_PORT = 8796;
 export const DEFAULT_HOST = '0.0.0.0';
@@ -57,6 +58,17 @@ export class PlannerService {
    * never planned (a fresh process per admitted request, document 2 part 1) and gets exactly one job.
    */
   private spare: ChildProcess | undefined;
+  private started = 0;
+  /** Planning processes started so far (the spare included): what intake saves is seen here. */
+  get processesStarted(): number {
+    return this.started;
+  }
+  private spawnChild(): ChildProcess {
+    this.started++;
+    return spawnChild();
+  }
+  /** Reads each container before a planning process is started for it (sims/planner/intake.ts). */
+  private readonly intake = new Intake();
 
   constructor(readonly o: { host: string; port: number; storeDir: string; log?: (line: string) => void }) {
     mkdirSync(o.storeDir, { recursive: true });
@@ -83,7 +95,7 @@ export class PlannerService {
       this.cancel(j);
     }
     this.server.closeAllConnections();
-    await new Promise<void>((r) => this.server.close(() => r()));
+    await Promise.all([new Promise<void>((r) => this.server.close(() => r())), this.intake.close()]);
   }
 
   private log(line: string): void {
@@ -225,10 +237,20 @@ export class PlannerService {
   }
 
   private async runJob(job: Job): Promise<void> {
+    // An unreadable container is answered without a planning process (sims/planner/intake.ts).
+    const read = await this.intake.check(job.bytes);
+    if (job.cancelled || !job.connected) {
+      this.cancelledReply(job);
+      return;
+    }
+    if (read.failed !== undefined) {
+      json(job.res, 422, { error: read.failed });
+      return;
+    }
     const tmpPath = join(this.o.storeDir, `.tmp-${process.pid}-${randomBytes(6).toString('hex')}.rdt`);
     const alive = (c: ChildProcess | undefined) => c !== undefined && c.exitCode === null && c.signalCode === null && c.connected;
-    const child = alive(this.spare) ? this.spare! : spawnChild();
-    this.spare = spawnChild();
+    const child = alive(this.spare) ? this.spare! : this.spawnChild();
+    this.spare = this.spawnChild();
     job.child = child;
     let err = '';
     child.stderr!.setEncoding('utf8').on('data', (d: string) => (err = (err + d).slice(-8192)));
