@@ -90,3 +90,36 @@ test('weldplan pack writes the container the harness packer builds, --seal fills
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// The night's job end to end on one small file (two nights, a short soak): what a rig owner finds in the
+// morning. Spawns two conformance runs of one file and a replay of the first night's recordings.
+test('nightly: a dated directory with the run, its recordings (replayable), the soak, the comparison with the night before and one report; --no-record records nothing', { timeout: 170_000 }, () => {
+  const out = mkdtempSync(join(tmpdir(), 'hil-nightly-'));
+  const FILE = 'suites/grant/drain.test.ts';
+  try {
+    const first = hil('nightly', '--out', out, '--soak-minutes', '0.02', FILE);
+    expect(first.status, first.stdout + first.stderr).toBe(0);
+    const day = new Date().toISOString().slice(0, 10);
+    const night = join(out, day);
+    const run1 = JSON.parse(readFileSync(join(night, 'run', 'run.json'), 'utf8')) as { summary: { passed: number; failed: number } };
+    expect(run1.summary.failed).toBe(0);
+    expect(run1.summary.passed).toBeGreaterThan(0);
+    const soak = JSON.parse(readFileSync(join(night, 'soak.json'), 'utf8')) as { measurements: Array<{ name: string }> };
+    expect(soak.measurements.map((m) => m.name)).toContain('soak_renewals_refused');
+    expect(readFileSync(join(night, 'report.html'), 'utf8')).toMatch(/<html/);
+    expect(first.stdout).toContain(`recordings in ${join(night, 'recordings')}`);
+    // the recordings replay: the same tests, the same verdict
+    const replay = hil('run', '--target', 'replay', '--recordings', join(night, 'recordings'), '--reports', join(out, 'replayed'), '--no-report', FILE);
+    expect(replay.status, replay.stdout + replay.stderr).toBe(0);
+    expect(replay.stdout).toMatch(/total: [1-9]\d* passed, 0 failed, 0 skipped/);
+    // the second night: another dated directory, compared with the first, not recorded when told
+    const second = hil('nightly', '--out', out, '--soak-minutes', '0', '--no-record', FILE);
+    expect(second.status, second.stdout + second.stderr).toBe(0);
+    const night2 = join(out, `${day}-2`);
+    expect(readFileSync(join(night2, 'comparison.txt'), 'utf8')).toMatch(new RegExp(`^since ${day}\\n`));
+    expect(second.stdout).toContain('the run is not recorded (--no-record)');
+    expect(() => readFileSync(join(night2, 'recordings'))).toThrow();
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+});

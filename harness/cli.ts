@@ -179,10 +179,12 @@ Exit 0 when B did not regress, 1 when it has a new failure or a measurement newl
 Writes the failures of a run (default reports/run.json) into fixtures/expectations/T.json: reasons already
 written are kept, a new entry gets a reason to fill in, an entry that passed is removed (fixed), and on a
 whole run an entry naming no test is removed and reported (stale).`,
-  nightly: `usage: hil nightly --out DIR [--soak-minutes N] [run options ...]
+  nightly: `usage: hil nightly --out DIR [--soak-minutes N] [--no-record] [run options ...]
 
 The night's qualification in DIR/<UTC date>/: run/ (the conformance run with run.json, Allure results, the
-blob report and its report), soak.json (the grant held and renewed, telemetry and events followed for N
+blob report and its report), recordings/ (on the sim target: every test of the run recorded, hil run
+--record, so that a failure can be replayed the next morning with hil run --target replay --recordings or
+hil replay FILE; --no-record runs without, faster; other targets are not recorded), soak.json (the grant held and renewed, telemetry and events followed for N
 minutes, default 10: refused and late renewals, telemetry drops and gaps, events lost, the stack's memory),
 comparison.txt (against the newest earlier night in DIR) and report.html (the run's report with what
 changed since that night). Run options are hil run's (--target, --machine, --driver ...). Exit 0 when the
@@ -740,14 +742,20 @@ async function nightly(args: string[]): Promise<number> {
   const out = resolve(args[outAt + 1]!);
   const minutes = soakAt >= 0 ? Number(args[soakAt + 1]) : 10;
   if (!(minutes >= 0) || !Number.isFinite(minutes)) throw new UsageError('--soak-minutes N: a number of minutes (0 skips the soak)');
-  const runArgs = args.filter((_, i) => ![outAt, outAt + 1, soakAt, soakAt >= 0 ? soakAt + 1 : -1].includes(i));
-  if (runArgs.some((a) => a === '--reports' || a === '--shard')) throw new UsageError('nightly chooses its own --reports and runs every file');
+  const runArgs = args.filter((_, i) => ![outAt, outAt + 1, soakAt, soakAt >= 0 ? soakAt + 1 : -1].includes(i) && args[i] !== '--no-record');
+  if (runArgs.some((a) => a === '--reports' || a === '--shard' || a === '--record')) throw new UsageError('nightly chooses its own --reports and --record and runs every file');
+  const targetAt = runArgs.indexOf('--target');
+  const targetName = targetAt >= 0 ? runArgs[targetAt + 1] : 'sim';
+  // The run recorded (hil run --record: a stack per test, each test's recording kept) where a recording
+  // can be made: the sim target, our stack. A morning's failure then replays without the rig or the night.
+  const record = !args.includes('--no-record') && targetName === 'sim';
   const earlier = existsSync(out) ? readdirSync(out).filter((d) => /^\d{4}-\d{2}-\d{2}(-\d+)?$/.test(d) && existsSync(join(out, d, 'run', 'run.json'))).sort() : [];
   const day = new Date().toISOString().slice(0, 10);
   let dated = join(out, day);
   for (let k = 2; existsSync(dated); k++) dated = join(out, `${day}-${k}`);
   mkdirSync(dated, { recursive: true });
-  const code = await run([...runArgs, '--reports', join(dated, 'run'), '--blob', '--no-report'], false);
+  const code = await run([...runArgs, '--reports', join(dated, 'run'), '--blob', '--no-report', ...(record ? ['--record', join(dated, 'recordings')] : [])], false);
+  process.stdout.write(record ? `nightly: recordings in ${join(dated, 'recordings')} (replay: hil run --target replay --recordings ${join(dated, 'recordings')})\n` : `nightly: the run is not recorded (${targetName === 'sim' ? '--no-record' : `only the sim target records; this is ${targetName}`})\n`);
   let soakOk = true;
   if (minutes > 0) {
     const target = await openTarget();
