@@ -5,6 +5,10 @@
 
 import { parentPort } from 'node:worker_threads';
 import { PlanningFailure, readWeldplan } from './weldplan.ts';
+import { lowerThreadPriority } from '../thread-priority.ts';
+
+// Behind the main loop and the core in the scheduler's queue (sims/thread-priority.ts).
+lowerThreadPriority();
 
 parentPort!.on('message', (m: { id: number; bytes: Uint8Array }) => {
   try {

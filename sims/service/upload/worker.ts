@@ -6,6 +6,10 @@
 import { parentPort } from 'node:worker_threads';
 import { TrajectoryDecoder, UploadRefusal, type PointArrays } from './decoder.ts';
 import type { FromWorker, ToWorker } from './protocol.ts';
+import { lowerThreadPriority } from '../../thread-priority.ts';
+
+// Behind the main loop and the core in the scheduler's queue (sims/thread-priority.ts).
+lowerThreadPriority();
 
 const port = parentPort!;
 const sessions = new Map<number, TrajectoryDecoder>();
