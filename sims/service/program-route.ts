@@ -10,7 +10,7 @@ import type { IncomingMessage } from 'node:http';
 import { Worker } from 'node:worker_threads';
 import type { CompiledMachine } from '../config/types.ts';
 import { NATIVE_OP } from '../core/protocol.ts';
-import type { Trajectory } from '../dense/codec.ts';
+import type { MarkerShape, Trajectory } from '../dense/codec.ts';
 import type { Grant, Reply } from './authority.ts';
 import { CoreUnavailable, type CoreLink, type NativeReply } from './core-link.ts';
 import { Refusal, refuse, type Request } from './envelope.ts';
@@ -18,7 +18,7 @@ import { STATE_REASON, type HandleRecord, type HandleTable } from './handles.ts'
 import { motionRefusal } from './native-labels.ts';
 import { workerEntry } from '../paths.ts';
 import { ProgramRefusal, admitProgram } from './programs.ts';
-import type { MarkerShape, PreparedProgram, ProgramAxis, ProgramOutput } from './programs.ts';
+import type { PreparedProgram, ProgramAxis, ProgramOutput } from './programs.ts';
 import { sameIdentity, type TrajectoryOps } from './trajectories.ts';
 
 /** Document 1 part 8: 1048580 + 250000 x 153. */
