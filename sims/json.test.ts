@@ -2,7 +2,8 @@
 
 import fc from 'fast-check';
 import { expect, test } from 'vitest';
-import { decodeJson, JsonDecodeError, JsonNumber, JsonObject, toInteger, toUint64, U64_MAX, type JsonValue } from './json.ts';
+import { decodeJson, JsonDecodeError, JsonNumber, JsonObject, toInteger, toUint64, type JsonValue } from './json.ts';
+import { U64_MAX } from './primitives.ts';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 

@@ -7,6 +7,8 @@
 // schema-aware layer can convert them exactly (bigint for integers), refuses duplicate keys, invalid UTF-8,
 // lone surrogates and trailing data, and reports the byte offset of the first problem.
 
+import { parseU64 } from './primitives.ts';
+
 export type JsonValue = JsonObject | JsonValue[] | string | JsonNumber | boolean | null;
 
 /** An object with its keys in document order; duplicates are refused while decoding. */
@@ -63,7 +65,8 @@ export class JsonDecodeError extends Error {
 
 const MAX_DEPTH = 64;
 
-const enum Ch {
+/** The bytes the JSON grammar names (RFC 8259); the upload decoder (service/upload/decoder.ts) reads them too. */
+export const enum Ch {
   Tab = 0x09,
   Lf = 0x0a,
   Cr = 0x0d,
@@ -382,14 +385,9 @@ function latin1(b: Uint8Array, start: number, end: number): string {
 
 // ---- exact conversions used by the schema layer ----
 
-export const U64_MAX = (1n << 64n) - 1n;
-
 /** Parse an unsigned integer literal exactly; undefined when the literal is not a uint64. */
 export function toUint64(n: JsonNumber): bigint | undefined {
-  if (!/^(0|[1-9][0-9]*)$/.test(n.text)) return undefined;
-  if (n.text.length > 20) return undefined;
-  const v = BigInt(n.text);
-  return v <= U64_MAX ? v : undefined;
+  return parseU64(n.text);
 }
 
 /** Parse a signed integer literal exactly within [min, max]. */
@@ -427,13 +425,58 @@ export function encodeJson(value: unknown): string {
   }
 }
 
-/** A canonical text of a decoded value (keys sorted, numbers by literal) for payload equality. */
-export function canonicalText(v: JsonValue): string {
-  if (v === null) return 'null';
-  if (typeof v === 'boolean') return v ? 'true' : 'false';
-  if (typeof v === 'string') return JSON.stringify(v);
-  if (v instanceof JsonNumber) return v.text;
-  if (Array.isArray(v)) return '[' + v.map(canonicalText).join(',') + ']';
-  const keys = [...v.fields.keys()].sort();
-  return '{' + keys.map((k) => JSON.stringify(k) + ':' + canonicalText(v.fields.get(k)!)).join(',') + '}';
+/** A value canonicalJson writes: a decoded value, or plain data (bigint, number, arrays, plain objects). */
+export type CanonicalInput = JsonValue | bigint | number | CanonicalInput[] | { readonly [key: string]: CanonicalInput | undefined };
+
+/** A number canonicalJson cannot write (non-finite), with the path of the value. */
+export class CanonicalError extends RangeError {
+  constructor(readonly path: string, message: string) {
+    super(message);
+    this.name = 'CanonicalError';
+  }
+}
+
+const INTEGER_LITERAL = /^-?(0|[1-9][0-9]*)$/;
+
+/**
+ * Canonical JSON, the one writer of the reference system (document 3 part 2 "Digests"; docs/profile.md
+ * "Weld planner: canonical JSON" and the configuration files): keys sorted by UTF-16 code units at every
+ * level, members whose value is undefined left out, strings with ECMAScript JSON quoting. One number
+ * rule: an integer (a bigint, or an integer literal) is its exact decimal value; any other number is
+ * ECMAScript Number::toString of its float64 value, `-0` as `0`; a non-finite number is a CanonicalError.
+ * `indent` > 0 writes one member or element a line (the configuration compiler's files).
+ */
+export function canonicalJson(v: CanonicalInput, indent = 0, path = '$'): string {
+  const pad = (n: number) => (indent ? `\n${' '.repeat(indent * n)}` : '');
+  const sep = indent ? ': ' : ':';
+  const go = (x: CanonicalInput, level: number, at: string): string => {
+    if (x === null) return 'null';
+    switch (typeof x) {
+      case 'bigint':
+        return x.toString();
+      case 'number':
+        if (!Number.isFinite(x)) throw new CanonicalError(at, `non-finite number ${x}`);
+        return Object.is(x, -0) ? '0' : String(x);
+      case 'string':
+        return JSON.stringify(x);
+      case 'boolean':
+        return x ? 'true' : 'false';
+    }
+    if (x instanceof JsonNumber) {
+      if (INTEGER_LITERAL.test(x.text)) return BigInt(x.text).toString();
+      const f = Number(x.text);
+      if (!Number.isFinite(f)) throw new CanonicalError(at, `non-finite number ${x.text}`);
+      return go(f, level, at);
+    }
+    if (Array.isArray(x)) {
+      if (x.length === 0) return '[]';
+      return `[${x.map((e, i) => pad(level + 1) + go(e, level + 1, `${at}[${i}]`)).join(',')}${pad(level)}]`;
+    }
+    const entries: [string, CanonicalInput][] =
+      x instanceof JsonObject ? [...x.fields] : Object.entries(x as Record<string, CanonicalInput | undefined>).filter((e): e is [string, CanonicalInput] => e[1] !== undefined);
+    if (entries.length === 0) return '{}';
+    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, e]) => `${pad(level + 1)}${JSON.stringify(k)}${sep}${go(e, level + 1, `${at}.${k}`)}`).join(',')}${pad(level)}}`;
+  };
+  return go(v, 0, path);
 }

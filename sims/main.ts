@@ -20,6 +20,7 @@ import { CoreHost } from './core/host.ts';
 import { loadCredentials, parseListen, RemoteStartupError, type RemoteFiles } from './service/remote.ts';
 import type { RemoteJogFlags } from './service/remote-jog.ts';
 import { doctorMain } from './doctor.ts';
+import { parseNonzeroU64, parseU64 } from './primitives.ts';
 
 const DEFAULT_MACHINE = join(ROOT, 'fixtures', 'machines', 'nine-axis.json');
 /** Signals closer together than this are one delivery reaching the stack by two paths (see the handler). */
@@ -202,12 +203,12 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const revision = args['pair-revision'] ?? '1';
-  if (!/^[1-9][0-9]{0,19}$/.test(revision) || BigInt(revision) > (1n << 64n) - 1n) {
+  if (parseNonzeroU64(revision) === undefined) {
     process.stderr.write('--pair-revision must be a nonzero uint64\n');
     return 2;
   }
   const initial = args['initial-generation'] ?? '0';
-  if (!/^(0|[1-9][0-9]{0,19})$/.test(initial) || BigInt(initial) > (1n << 64n) - 1n) {
+  if (parseU64(initial) === undefined) {
     process.stderr.write('--initial-generation must be a uint64\n');
     return 2;
   }
@@ -286,7 +287,7 @@ export async function main(argv: string[]): Promise<number> {
   const remoteFlags = ['remote-ca', 'remote-cert', 'remote-key', 'remote-crl', 'remote-jog-max-uncertainty-ns', 'remote-jog-drift-ppb', 'remote-jog-calibration-max-age-ns'] as const;
   const jogFlag = (f: 'remote-jog-max-uncertainty-ns' | 'remote-jog-drift-ppb' | 'remote-jog-calibration-max-age-ns'): bigint | string => {
     const v = args[f] ?? '0';
-    return /^(0|[1-9][0-9]{0,19})$/.test(v) && BigInt(v) < 1n << 64n ? BigInt(v) : `--${f} must be a decimal uint64`;
+    return parseU64(v) ?? `--${f} must be a decimal uint64`;
   };
   if (args['remote-listen'] === undefined) {
     const stray = remoteFlags.find((f) => args[f] !== undefined);

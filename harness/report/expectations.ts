@@ -3,8 +3,7 @@
 // failures of a run into the file, keeping the reasons already written and asking for one for each new
 // entry; an entry whose test no longer exists is stale and goes, said aloud.
 
-import type { Expectation } from './reporter.ts';
-import type { RunRecord } from './run-types.ts';
+import type { Expectation, RunRecord } from './run-types.ts';
 
 /** The reason a new entry gets until a person writes one (the reporter refuses no entry, a reviewer sees it). */
 export const REASON_TO_FILL = 'TODO: say why this target cannot pass this test';

@@ -13,17 +13,14 @@ import type { Reporter, TestCase, TestModule, Vitest } from 'vitest/node';
 import type { SerializedError } from 'vitest';
 import { computeCoverage } from '../catalogue/gate.ts';
 import { parseExact, stringifyExact } from '../oracle/json.ts';
-import { RUN_SCHEMA, type RecordingUse, type RunRecord, type RunTest } from './run-types.ts';
+import { RUN_SCHEMA, type Expectation, type RecordingUse, type RunRecord, type RunTest } from './run-types.ts';
 import { measurementText, runMeasurements } from './run-measurements.ts';
 import { runSchemaProblems } from './run-schema.ts';
 import { staleExpectations } from './expectations.ts';
 import { closingLine, informativeOf, testStateOf, verdictOf } from './verdict.ts';
 import '../trace.ts';
 
-export interface Expectation {
-  expected: 'fail';
-  reason: string;
-}
+export type { Expectation } from './run-types.ts';
 
 export interface HilReporterOptions {
   command: string;

@@ -10,6 +10,12 @@ export type { CoverageEntry };
 
 export type TestState = 'passed' | 'failed' | 'skipped' | 'errored';
 
+/** A known failure of a target (fixtures/expectations/<target>.json: full test name -> expectation). */
+export interface Expectation {
+  expected: 'fail';
+  reason: string;
+}
+
 export interface RunTest {
   /** Path of the test file relative to the project root, e.g. suites/grant/grant.test.ts */
   file: string;

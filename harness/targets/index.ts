@@ -7,7 +7,7 @@ import { replayTarget } from './replay.ts';
 import { HarnessError } from '../errors.ts';
 import type { PlannerEndpoint, Target, TargetDescriptor, TargetName, TargetOptions, VariantOptions } from './types.ts';
 import { parseVariant } from './variant.ts';
-import type { OlpSpec, OpenedOlp } from './olp.ts';
+import type { OlpSpec, OpenedOlp } from './types.ts';
 
 export const TARGETS: Readonly<Record<TargetName, TargetDescriptor>> = validate({ sim: simTarget, external: externalTarget, replay: replayTarget, rig: rigTarget });
 
@@ -74,5 +74,5 @@ export function olpFromEnv(spec: OlpSpec, env: NodeJS.ProcessEnv = process.env):
 }
 
 export type { PlannerEndpoint, Target, VariantOptions } from './types.ts';
-export type { OlpCellSpec, OlpEndpoint, OlpSpec, OpenedOlp } from './olp.ts';
+export type { OlpCellSpec, OlpEndpoint, OlpSpec, OpenedOlp } from './types.ts';
 export { describeVariant, parseVariant } from './variant.ts';

@@ -9,55 +9,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, referenceCommand } from './reference.ts';
-import { openStubPlanner, spawnReady } from './sim.ts';
-
-/** Where an OLP server answers. `url` is {olp_url}; routes are under {olp_url}/api/offline-programming/v1. */
-export interface OlpEndpoint {
-  url: string;
-  /** The server's process id when the harness started it. */
-  pid?: number;
-  /** The harness started and configured it as the suite asked (else it is configured by its owner). */
-  configured: boolean;
-  /** The weld planner the harness started for it, if any. */
-  plannerUrl?: string;
-}
-
-/** A cell of the catalogue the harness writes (the reference server's catalogue format). */
-export interface OlpCellSpec {
-  cell_id: string;
-  model_id: string;
-  robot_description_sha256?: string;
-  mode?: string;
-  backend?: string;
-  pair_id?: string;
-  configuration_sha256?: string;
-  /** The control service: its Unix socket, or its remote listener with a client's PEM texts. */
-  control: { socket: string } | { url: string; cert: string; key: string; ca: string };
-  /** Planning calibration bytes of the cell. */
-  calibration?: Uint8Array;
-}
-
-export interface OlpSpec {
-  /** A catalogue with these cells (several targets, selection, fencing). */
-  cells?: OlpCellSpec[];
-  /** No catalogue: one target at this control socket (no selection, no fencing). */
-  single?: { socket: string; model_id?: string; robot_description_sha256?: string };
-  /** The planner: the harness's stub (default), none, or a URL. */
-  planner?: 'stub' | 'none' | { url: string };
-  /** The robot store: the fixture robots (default), a directory that does not exist, or a directory of the suite's. */
-  robotStore?: 'fixture' | 'missing' | { dir: string };
-  heartbeatMs?: number;
-  leaseMs?: number;
-  weldPlanTimeoutMs?: number;
-  /** Ask for the default listen address (127.0.0.1:8794) instead of a free port. */
-  defaultListen?: boolean;
-}
-
-export interface OpenedOlp {
-  endpoint: OlpEndpoint;
-  stderr(): string;
-  close(): Promise<void>;
-}
+import { openStubPlanner, spawnReady } from './spawn.ts';
+import type { OlpCellSpec, OlpSpec, OpenedOlp } from './types.ts';
 
 export const ROBOT_FIXTURES = join(ROOT, 'fixtures', 'robots');
 

@@ -15,7 +15,8 @@ import { join } from 'node:path';
 import { hilConfig, isRefused, outcomes, MACHINES } from '../clients/config.ts';
 import { HarnessError } from '../errors.ts';
 import { currentTest, findRecording, noteVariantOutcome, peekVariantIndex, readSidecar, registerPerTest, takeVariantIndex, variantOptionsJson, variantRecordingPath, type PerTestHooks, type PerTestOutcome, type ReplayVerdict } from './pertest.ts';
-import { openStubPlanner, SimTarget, startStack, variantStart, type StackProcess, type StackStart } from './sim.ts';
+import { SimTarget, startStack, variantStart, type StackProcess, type StackStart } from './sim.ts';
+import { openStubPlanner } from './spawn.ts';
 import { parseVariant, type VariantOptions } from './variant.ts';
 import type { Target, TargetDescriptor, TargetOptions, TestStack } from './types.ts';
 

@@ -3,7 +3,6 @@
 // only link between the harness and the implementation (DESIGN.md rule 1).
 
 import { noteTestChannel } from '../evidence.ts';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -11,66 +10,14 @@ import { Agent, request } from 'undici';
 import { ControlClient } from '../clients/control.ts';
 import { HarnessError } from '../errors.ts';
 import { stringifyExact } from '../oracle/json.ts';
-import { ANCHOR_DIR_ENV, ROOT, referenceCommand } from './reference.ts';
-import type { PlannerEndpoint, StackProcess, StackStart, StepReport, Target, TargetDescriptor, TargetOptions, TestStack } from './types.ts';
+import { ANCHOR_DIR_ENV, referenceCommand } from './reference.ts';
+import type { StackProcess, StackStart, StepReport, Target, TargetDescriptor, TargetOptions, TestStack } from './types.ts';
 
 export type { StackProcess, StackStart } from './types.ts';
 import { startReferenceOlp } from './olp.ts';
+import { openStubPlanner, spawnReady } from './spawn.ts';
 import { machineFile, parseVariant, type VariantOptions } from './variant.ts';
 import { currentTest, drawnProperties, noteVariantOutcome, recordingPath, registerPerTest, takeVariantIndex, variantOptionsJson, variantRecordingPath, type PerTestHooks, type PerTestOutcome } from './pertest.ts';
-
-/** Start `sims/main.ts` as a process and wait for its ready line. Internal to harness/targets/. */
-/** A reference program started as a process, once it has printed its `ready {...}` line. */
-export interface ReadyProcess<R> {
-  child: ChildProcess;
-  ready: R;
-  stderr: () => string;
-  /** Close its stdin (the lifeline), then SIGTERM after 5 s and SIGKILL after 10 s; resolves at exit. */
-  stop(): Promise<void>;
-}
-
-/** Spawn `args` and wait for the process's ready line; what it printed on stderr goes into any error. */
-export async function spawnReady<R>(what: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<ReadyProcess<R>> {
-  const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT, env });
-  let err = '';
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => {
-    err = (err + d).slice(-64 * 1024);
-  });
-  const ready = await new Promise<R>((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new HarnessError('HIL_ERR_TARGET_START', `${what} did not report ready within ${timeoutMs} ms\n${err}`));
-    }, timeoutMs);
-    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-      out += d;
-      const line = out.split('\n').find((l) => l.startsWith('ready '));
-      if (line) {
-        clearTimeout(timer);
-        resolve(JSON.parse(line.slice(6)) as R);
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new HarnessError('HIL_ERR_TARGET_START', `${what} exited with code ${code} before ready\n${err}`, { detail: { exit_code: code ?? undefined } }));
-    });
-  });
-  child.removeAllListeners('exit');
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  return {
-    child,
-    ready,
-    stderr: () => err,
-    async stop() {
-      child.stdin!.end();
-      const t = setTimeout(() => child.kill('SIGTERM'), 5_000);
-      const k = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(t);
-      clearTimeout(k);
-    },
-  };
-}
 
 export async function startStack(o: StackStart): Promise<StackProcess> {
   // Generous: on a loaded two-core machine a stack has been seen to need more than 30 s to start.
@@ -93,47 +40,6 @@ export async function startStack(o: StackStart): Promise<StackProcess> {
       if (!opts?.keepDir) await rm(dir, { recursive: true, force: true });
     },
   };
-}
-
-export interface PlannerProcess {
-  endpoint: PlannerEndpoint;
-  stderr: () => string;
-  stop(): Promise<void>;
-}
-
-/**
- * Start the weld planner stub (`hil planner serve`) as its own process on 127.0.0.1 and a free port, its
- * store in `dir`, and wait for its ready line. Internal to harness/targets/.
- */
-export async function startPlanner(dir: string, timeoutMs = 30_000): Promise<PlannerProcess> {
-  const args = [...referenceCommand('planner'), 'serve', '--host', '127.0.0.1', '--port', '0', '--dense-store-dir', dir, '--lifeline-stdin'];
-  const p = await spawnReady<{ planner: string; pid: number; store: string }>('planner', args, process.env, timeoutMs);
-  return {
-    endpoint: { url: p.ready.planner, pid: p.ready.pid, storeDir: p.ready.store, stubHooks: true },
-    stderr: p.stderr,
-    stop: () => p.stop(),
-  };
-}
-
-/**
- * The weld planner stub on its own (no cell stack), its store in a temporary directory of its own: the
- * planner of the sim target, and of the replay target (a planner is not replayed).
- */
-export async function openStubPlanner(): Promise<{ endpoint: PlannerEndpoint; close(): Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), 'hil-planner-'));
-  try {
-    const p = await startPlanner(join(dir, 'planner-store'));
-    return {
-      endpoint: p.endpoint,
-      async close() {
-        await p.stop();
-        await rm(dir, { recursive: true, force: true, maxRetries: 3 });
-      },
-    };
-  } catch (e) {
-    await rm(dir, { recursive: true, force: true });
-    throw e;
-  }
 }
 
 /** How the reference stack provides each variant option: `hil serve` flags and environment. */

@@ -9,7 +9,8 @@ import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
 import { ConfigError } from './errors.ts';
-import { canonicalJson, flatten, formatG17, identityText } from './format.ts';
+import { flatten, formatG17, identityText } from './format.ts';
+import { canonicalJson } from '../json.ts';
 import type { CanonObject, CanonValue } from './format.ts';
 import { JsonObject, parseJson } from './json.ts';
 import { AXIS_BLOCKS, MACHINE, readObject } from './schema.ts';

@@ -115,30 +115,3 @@ export function identityText(pairs: Array<[string, string]>): string {
   const sorted = [...pairs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return sorted.map(([k, v]) => `${k}=${v}\n`).join('');
 }
-
-/** Deterministic JSON for written files: sorted keys, bigint as exact decimal, doubles as shortest round-trip. */
-export function canonicalJson(v: CanonValue | null, indent = 0): string {
-  const pad = (n: number) => (indent ? `\n${' '.repeat(indent * n)}` : '');
-  const go = (x: CanonValue | null, level: number): string => {
-    if (x === null) return 'null';
-    switch (typeof x) {
-      case 'bigint':
-        return x.toString();
-      case 'number':
-        if (!Number.isFinite(x)) throw new RangeError('non-finite number');
-        return JSON.stringify(x);
-      case 'string':
-      case 'boolean':
-        return JSON.stringify(x);
-    }
-    if (Array.isArray(x)) {
-      if (x.length === 0) return '[]';
-      return `[${x.map((e) => pad(level + 1) + go(e, level + 1)).join(',')}${pad(level)}]`;
-    }
-    const keys = Object.keys(x).sort();
-    if (keys.length === 0) return '{}';
-    const sep = indent ? ': ' : ':';
-    return `{${keys.map((k) => `${pad(level + 1)}${JSON.stringify(k)}${sep}${go(x[k]!, level + 1)}`).join(',')}${pad(level)}}`;
-  };
-  return go(v, 0);
-}

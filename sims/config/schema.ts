@@ -8,6 +8,7 @@ import { ConfigError } from './errors.ts';
 import { childPath, JsonNumber, JsonObject, jsonTypeName } from './json.ts';
 import type { JsonValue } from './json.ts';
 import type { CanonObject, CanonValue } from './format.ts';
+import { U64_MAX } from '../primitives.ts';
 
 interface Common {
   /** Absent: may be left out with no value. Otherwise a field without `def` is required. */
@@ -85,7 +86,7 @@ export const AXIS_BLOCKS: Fields = {
     { native_home: bool({ opt: true }), home_method: int(-128, 127, { def: 37 }), home_offset: dbl({ def: 0 }) },
     { def: 'empty' },
   ),
-  jog: obj({ arrest_ns: int(1, 2n ** 64n - 1n, { def: 200_000_000 }), quick_stop_ns: int(1, 2n ** 64n - 1n, { def: 300_000_000 }) }, { def: 'empty' }),
+  jog: obj({ arrest_ns: int(1, U64_MAX, { def: 200_000_000 }), quick_stop_ns: int(1, U64_MAX, { def: 300_000_000 }) }, { def: 'empty' }),
   brake: obj(
     { present: bool({ def: false }), release_delay_ms: int(0, 10000, { def: 0 }), engage_delay_ms: int(0, 10000, { def: 0 }) },
     { def: 'empty' },

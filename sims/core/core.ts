@@ -28,7 +28,7 @@ import { LaneArbiter } from './lanes.ts';
 import { PlanBuilder, TrajectoryLane, type Plan, type PlanRefusal, type TrajectoryEnd } from './trajectory.ts';
 import { NATIVE_OP, NATIVE_REASON, type CommandResult, type JogStatus, type CoreStatus, type CoreTiming, type FromCore, type ToCore } from './protocol.ts';
 import { captureCycle } from './record.ts';
-import { buildStatus } from './status-view.ts';
+import { buildStatus, type StatusView } from './status-view.ts';
 
 export { CycleHistogram } from './histogram.ts';
 export { NATIVE_REASON } from './protocol.ts';
@@ -128,7 +128,7 @@ const PLAN_SYNC_ELEMENTS = 250_000;
 /** Element operations of a larger plan per cycle: a few hundred microseconds at most. */
 const PLAN_SLICE_ELEMENTS = 10_000;
 
-export class Core implements AdmissionView {
+export class Core implements AdmissionView, StatusView {
   readonly image: ProcessImage;
   readonly host: DriverHost;
   readonly n: number;

@@ -175,26 +175,36 @@ export interface PostStamp {
   origin?: string;
 }
 
+/**
+ * A point list as the service hands it to the core (struct of arrays, transferred, never copied): the
+ * one declaration of the plan's arrays; the upload decoder fills them (sims/service/upload/decoder.ts
+ * PointArrays adds its counts) and the core's trajectory lane converts them (trajectory.ts PlanInput).
+ */
+export interface PlanArrays {
+  timeNs: BigInt64Array;
+  /** count*axes, row-major. */
+  position: Float64Array;
+  /** count*axes; NaN rows where the point has no velocity (absent or empty). */
+  velocity: Float64Array;
+  hasVelocity: Uint8Array;
+  ioMask: Uint32Array;
+  ioValues: Uint32Array;
+}
+
 export type ToCore =
   | { t: 'cmd'; id: number; op: NativeOpName; generation: bigint; axisMask: number; label?: string; handle?: bigint; jog?: JogCmd }
   /** One admitted jog input (jog.sock frame) for the current jog generation; refusals come back as a 'native_jog_update' event. */
   | { t: 'jog_update'; generation: bigint; jogGeneration: bigint; sequence: bigint; captureNs: bigint; inputDeadlineNs: bigint; velocity: number[] }
   /** A checked point list for the trajectory lane (typed arrays, transferred). Answered Result 2 prepared. */
-  | {
+  | ({
       t: 'prepare';
       id: number;
       generation: bigint;
       handle: bigint;
       axisMask: number;
-      timeNs: BigInt64Array;
-      position: Float64Array;
-      velocity: Float64Array;
-      hasVelocity: Uint8Array;
-      ioMask: Uint32Array;
-      ioValues: Uint32Array;
       /** A program (docs/profile.md "Program admission"): an axis may start outside its limits and move back, never further out. */
       recovery?: boolean;
-    }
+    } & PlanArrays)
   | { t: 'cancel_home' }
   /** A note of the service's own for the recording (format 2: its fence decisions); not a request to the core. */
   | { t: 'service_note'; data: Record<string, unknown> }

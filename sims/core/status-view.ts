@@ -1,12 +1,54 @@
 // The status snapshot the core publishes to the service (ProcessStatus's core part; document 1 part 2
 // "Observation types" lists what it must include; the rest is docs/profile.md "Describe and Status").
 
+import type { ProcessImage } from '../../drivers/bus.ts';
 import { Ds402State, DS402_STATE_NAMES } from '../../drivers/ds402.ts';
+import type { DriverHost } from '../../drivers/host.ts';
+import type { CompiledMachine } from '../config/types.ts';
 import { stateOf } from './ds402-state.ts';
-import type { Core } from './core.ts';
-import type { AxisStatus, CoreStatus } from './protocol.ts';
+import type { FaultMonitor } from './fault-monitor.ts';
+import type { JogLane } from './jog.ts';
+import type { AxisStatus, CoreStatus, CoreTiming, JogStatus } from './protocol.ts';
+import type { Plan, TrajectoryLane } from './trajectory.ts';
 
-export function buildStatus(core: Core, nowNs: bigint): CoreStatus {
+/**
+ * What the snapshot reads of the core (the Core implements it): declared here, like admission.ts's
+ * AdmissionView, so that the view depends on the state it shows and not on the class that keeps it.
+ */
+export interface StatusView {
+  readonly machine: CompiledMachine;
+  readonly image: ProcessImage;
+  readonly host: DriverHost;
+  readonly faults: FaultMonitor;
+  readonly incarnation: string;
+  readonly cycleCount: number;
+  readonly armed: boolean;
+  readonly halted: boolean;
+  readonly homeValidMask: number;
+  readonly homeEpoch: bigint;
+  readonly homingMask: number;
+  readonly stopDraining: boolean;
+  readonly ioArmed: boolean;
+  readonly lastResetSequence: bigint;
+  readonly grant: { readonly generation: bigint; readonly deadlineNs: bigint; readonly active: boolean; readonly axisMask: number };
+  readonly grantTicket: bigint;
+  readonly nativeGeneration: bigint;
+  readonly stopAckId: bigint;
+  readonly trajectory: TrajectoryLane;
+  readonly jog: JogLane;
+  readonly preparedPlan: Plan | null;
+  readonly motionState: number;
+  readonly lastEvent: number;
+  readonly lastTrajectoryId: bigint;
+  readonly busReturn: number;
+  readonly clockMode: CoreStatus['clock']['mode'];
+  readonly scheduling: string;
+  enabledMask(): number;
+  timing(): CoreTiming;
+  jogStatus(): JogStatus;
+}
+
+export function buildStatus(core: StatusView, nowNs: bigint): CoreStatus {
   const img = core.image;
   const faults = core.faults;
   const axes: AxisStatus[] = core.machine.axes.map((a, i) => {

@@ -8,6 +8,7 @@ import type { ProcessImage } from '../../drivers/bus.ts';
 import { MODE } from '../../drivers/ds402.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import type { LaneCycle, MotionLane } from './lanes.ts';
+import type { PlanArrays } from './protocol.ts';
 
 /** A trajectory as the core keeps it: logical units converted to drive counts once, at preparation. */
 export interface Plan {
@@ -28,16 +29,10 @@ export interface Plan {
   onIntents: boolean;
 }
 
-export interface PlanInput {
+export interface PlanInput extends PlanArrays {
   handle: bigint;
   generation: bigint;
   axisMask: number;
-  timeNs: BigInt64Array;
-  position: Float64Array;
-  velocity: Float64Array;
-  hasVelocity: Uint8Array;
-  ioMask: Uint32Array;
-  ioValues: Uint32Array;
   /** Programs: each owned axis's limits widen to its first position (never further out than it starts). */
   recovery?: boolean;
 }

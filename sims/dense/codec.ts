@@ -76,6 +76,36 @@ export interface Trajectory {
   headerBytes: number;
 }
 
+/**
+ * One header process marker as read from the file (docs/profile.md "Program admission", process markers):
+ * `{segment, sample, action, value}`; an entry that does not have that shape keeps why.
+ */
+export type MarkerShape = { segment: number; sample: number; action: string; value: boolean } | { invalid: string };
+
+const U32 = /^(0|[1-9][0-9]{0,9})$/;
+
+/** Reads header process_markers into plain shapes (undefined when the key is absent). */
+export function readMarkers(v: JsonValue | undefined): MarkerShape[] | undefined {
+  if (v === undefined) return undefined;
+  if (!Array.isArray(v)) return [{ invalid: 'process_markers is not an array' }];
+  return v.map((e, i): MarkerShape => {
+    if (!(e instanceof JsonObject)) return { invalid: `process_markers[${i}] is not an object` };
+    const int = (k: string) => {
+      const x = e.get(k);
+      return x instanceof JsonNumber && U32.test(x.text) && Number(x.text) <= 0xffffffff ? Number(x.text) : undefined;
+    };
+    const segment = int('segment');
+    const sample = int('sample');
+    const action = e.get('action');
+    const value = e.get('value');
+    if (segment === undefined) return { invalid: `process_markers[${i}].segment is missing or not a u32 JSON integer` };
+    if (sample === undefined) return { invalid: `process_markers[${i}].sample is missing or not a u32 JSON integer` };
+    if (typeof action !== 'string') return { invalid: `process_markers[${i}].action is missing or not a string` };
+    if (typeof value !== 'boolean') return { invalid: `process_markers[${i}].value is missing or not a boolean` };
+    return { segment, sample, action, value };
+  });
+}
+
 export interface DecodeOptions {
   /** digest_first (default, the control service) or content_first (the daemon); document 2 part 7. */
   order?: 'digest_first' | 'content_first';

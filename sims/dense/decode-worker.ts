@@ -4,8 +4,7 @@
 // (typed arrays transferred) or the refusal's reason and text.
 
 import { parentPort } from 'node:worker_threads';
-import { DenseFormatError, decode } from './codec.ts';
-import { readMarkers } from '../service/programs.ts';
+import { DenseFormatError, decode, readMarkers } from './codec.ts';
 import { lowerThreadPriority } from '../thread-priority.ts';
 
 // Behind the main loop and the core in the scheduler's queue (sims/thread-priority.ts).

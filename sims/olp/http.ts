@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { decodeJson, encodeJson, JsonDecodeError, JsonNumber, JsonObject, type JsonValue } from '../json.ts';
+import { readBoundedBody } from '../primitives.ts';
 
 /** Part 2 body limits. */
 export const DENSE_EXECUTION_BODY_BYTES = 64 * 1024;
@@ -32,22 +33,10 @@ export type Shape = 'machine' | 'authoring';
  * answer) and the request is refused payload_too_large.
  */
 export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const declared = Number(req.headers['content-length'] ?? NaN);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let over = Number.isFinite(declared) && declared > limit;
-  for await (const c of req as AsyncIterable<Buffer>) {
-    if (over) continue;
-    size += c.length;
-    if (size > limit) {
-      over = true;
-      chunks.length = 0;
-      continue;
-    }
-    chunks.push(c);
-  }
-  if (over) throw new OlpError(413, 'payload_too_large', `request body over ${limit} bytes`, { limit_bytes: limit });
-  return Buffer.concat(chunks);
+  const body = await readBoundedBody(req, { limit, refuse: 'end' });
+  if (body === 'too_large') throw new OlpError(413, 'payload_too_large', `request body over ${limit} bytes`, { limit_bytes: limit });
+  if (body === 'gone') throw new Error('the client went away before its body ended');
+  return body;
 }
 
 /** Decode a JSON body strictly (one value, nothing after it); the refusal label is the route's own. */

@@ -9,7 +9,8 @@ import { createHash } from 'node:crypto';
 import { zipSync } from 'fflate';
 import { request } from 'undici';
 import { JsonObject, type JsonValue } from '../json.ts';
-import { canonicalDigest, canonicalJson, without } from '../planner/canonical.ts';
+import { canonicalDigest, without } from '../planner/canonical.ts';
+import { canonicalJson } from '../json.ts';
 import { MANIFEST_SCHEMA } from '../planner/weldplan.ts';
 import { OlpError, plain } from './http.ts';
 

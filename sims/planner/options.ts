@@ -3,6 +3,8 @@
 // free_space_backend is checked after every typed option passed and answered with a detail string naming
 // it (document 2 part 7). Spelling accepted for booleans and numbers: docs/profile.md "Weld planner: query".
 
+import { U64_MAX } from '../primitives.ts';
+
 export interface PlanOptions {
   k_best: number;
   screen_collisions: boolean;
@@ -20,7 +22,6 @@ export interface PlanOptions {
 }
 
 export const BACKENDS = ['bspline', 'curobo', 'legacy'];
-const U64_MAX = (1n << 64n) - 1n;
 
 export interface DetailItem {
   loc: ['query', string];

@@ -13,7 +13,7 @@ import { CELLS, jointsAt, unreachableAxis, type PlannerCell } from './cell.ts';
 import type { PlanOptions } from './options.ts';
 import { dist, numberOf } from './program.ts';
 import { PlanningFailure, type Weldplan } from './weldplan.ts';
-import { canonicalJson } from './canonical.ts';
+import { canonicalJson } from '../json.ts';
 
 export const RESULT_SCHEMA = 'amr-weld-planner-v1.motion-plan-result.v1';
 export const DT = 0.01;

@@ -6,7 +6,8 @@
 // docs/profile.md "Weld planner: program document shapes".
 
 import { JsonNumber, JsonObject, type JsonValue } from '../json.ts';
-import { CanonicalError, canonicalDigest, without } from './canonical.ts';
+import { canonicalDigest, without } from './canonical.ts';
+import { CanonicalError } from '../json.ts';
 
 export const PROGRAM_SCHEMA = 'robot.v4.program.v2';
 export const PROGRAM_STATES = ['draft', 'saved_unplanned', 'needs_plan', 'planning', 'planned', 'accepted_simulation', 'accepted_physical', 'execution_ready', 'running', 'completed', 'stopped', 'faulted'];

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { encodeJson } from '../json.ts';
+import { readBoundedBody } from '../primitives.ts';
 import { parsePlanQuery, type PlanOptions } from './options.ts';
 import type { ChildMessage, Job as ChildJob } from './child.ts';
 import { Intake } from './intake.ts';
@@ -168,7 +169,7 @@ export class PlannerService {
       json(res, 422, parsed.body);
       return;
     }
-    const body = await readBody(req, BODY_LIMIT);
+    const body = await readBoundedBody(req, { limit: BODY_LIMIT, refuse: 'counted' });
     if (body === 'too_large') {
       json(res, 413, { error: `a weldplan is at most ${BODY_LIMIT} bytes` }, { connection: 'close' });
       return;
@@ -333,30 +334,4 @@ function sendJsonText(res: ServerResponse, status: number, text: string, headers
   res.end(b);
 }
 
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too_large' | 'gone'> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let total = 0;
-    let settled = false;
-    const done = (v: Buffer | 'too_large' | 'gone') => {
-      if (!settled) {
-        settled = true;
-        resolve(v);
-      }
-    };
-    req.on('data', (c: Buffer) => {
-      total += c.length;
-      if (total > limit) {
-        chunks.length = 0;
-        done('too_large');
-        return;
-      }
-      if (!settled) chunks.push(c);
-    });
-    req.once('end', () => done(Buffer.concat(chunks, total)));
-    req.once('aborted', () => done('gone'));
-    req.once('error', () => done('gone'));
-    req.once('close', () => done('gone'));
-  });
-}
 

@@ -10,7 +10,8 @@ import { createHash } from 'node:crypto';
 import { unzipSync } from 'fflate';
 import { decodeJson, JsonDecodeError, JsonObject, type JsonValue } from '../json.ts';
 import { validateProgram, ProgramInvalid, type ProgramView } from './program.ts';
-import { CanonicalError, canonicalDigest } from './canonical.ts';
+import { canonicalDigest } from './canonical.ts';
+import { CanonicalError } from '../json.ts';
 
 export const MANIFEST_SCHEMA = 'weldplan.manifest.v1';
 export const ENTRY_NAMES = ['manifest.json', 'program.json', 'tooling.json', 'workpiece.step'] as const;

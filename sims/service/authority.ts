@@ -4,7 +4,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { refuse, type Binding, type Request } from './envelope.ts';
-import { U64_MAX } from '../json.ts';
+import { U64_MAX } from '../primitives.ts';
 
 export const DEFAULT_LEASE_MS = 500n;
 export const MAX_REQUESTED_LEASE_MS = 10_000n;

@@ -11,11 +11,12 @@ import {
   toInteger,
   toUint64,
   type JsonValue,
+  canonicalJson,
+  type CanonicalInput,
 } from '../json.ts';
 
 export const REQUEST_SCHEMA = 'svc.rt-control.request.v1';
 export const RESPONSE_SCHEMA = 'svc.rt-control.response.v1';
-export const ORDINARY_BODY_LIMIT = 16384;
 
 export interface Binding {
   pair_id: string;
@@ -119,15 +120,16 @@ export const BINDING_FIELDS: Record<string, [Kind, boolean]> = {
   machine_sha256: ['string', false],
 };
 
-const IDENTITY_FIELDS: Record<string, Kind> = {
-  plan_id: 'string',
-  program_id: 'string',
-  program_digest: 'string',
-  trajectory_digest: 'string',
-  source_digest: 'string',
-  normalised_digest: 'string',
-  manifest_revision: 'uint64',
-  plan_revision: 'uint64',
+/** Identity (document 1 part 2): every field required. */
+const IDENTITY_FIELDS: Record<string, [Kind, boolean]> = {
+  plan_id: ['string', true],
+  program_id: ['string', true],
+  program_digest: ['string', true],
+  trajectory_digest: ['string', true],
+  source_digest: ['string', true],
+  normalised_digest: ['string', true],
+  manifest_revision: ['uint64', true],
+  plan_revision: ['uint64', true],
 };
 
 const POINT_FIELDS: Record<string, [Kind | 'int64', boolean]> = {
@@ -165,7 +167,12 @@ export const REQUIRED: Record<string, readonly string[]> = {
 
 const bad = (detail: string) => refuse('invalid_request_envelope', detail);
 
-function convert(kind: Kind | 'int64', v: JsonValue, path: string): unknown {
+/**
+ * One envelope field's JSON value as its Kind says (exact integers, finite floats, nested tables), or
+ * invalid_request_envelope naming the path: the one converter of the request decoder and the streaming
+ * upload decoder (upload/decoder.ts).
+ */
+export function convertField(kind: Kind | 'int64', v: JsonValue, path: string): unknown {
   switch (kind) {
     case 'string':
       if (typeof v !== 'string') throw bad(`field ${path} must be a string`);
@@ -201,11 +208,7 @@ function convert(kind: Kind | 'int64', v: JsonValue, path: string): unknown {
     case 'binding':
       return convertObject(v, path, BINDING_FIELDS);
     case 'identity':
-      return convertObject(
-        v,
-        path,
-        Object.fromEntries(Object.entries(IDENTITY_FIELDS).map(([k, t]) => [k, [t, true]])) as Record<string, [Kind, boolean]>,
-      );
+      return convertObject(v, path, IDENTITY_FIELDS);
     case 'points': {
       if (!Array.isArray(v)) throw bad(`field ${path} must be an array of points`);
       return v.map((p, i) => convertObject(p, `${path}[${i}]`, POINT_FIELDS));
@@ -219,7 +222,7 @@ function convertObject(v: JsonValue, path: string, fields: Record<string, [Kind 
   for (const [k, val] of v.fields) {
     const spec = Object.hasOwn(fields, k) ? fields[k] : undefined;
     if (!spec) throw bad(`unknown field ${path}.${JSON.stringify(k).slice(0, 80)}`);
-    out[k] = convert(spec[0], val, `${path}.${k}`);
+    out[k] = convertField(spec[0], val, `${path}.${k}`);
   }
   for (const [k, [, required]] of Object.entries(fields)) {
     if (required && !(k in out)) throw bad(`missing field ${path}.${k}`);
@@ -285,7 +288,7 @@ function decodeObject(root: JsonObject): Request {
       req[k] = v;
       continue;
     }
-    req[k] = convert(kind, v, k);
+    req[k] = convertField(kind, v, k);
   }
   const required = [...(cap.fenced ? ['session', 'generation'] : []), ...(REQUIRED[cap.name] ?? [])];
   for (const f of required) {
@@ -296,20 +299,11 @@ function decodeObject(root: JsonObject): Request {
   return req as unknown as Request;
 }
 
-/** Canonical text of a decoded request without its request_id, to compare retried payloads. */
+/**
+ * Canonical text of a decoded request without its request_id, to compare retried payloads: canonical
+ * JSON (sims/json.ts), so numbers compare by value and -0 equals 0 (docs/profile.md "Grant authority").
+ */
 export function payloadKey(req: Request): string {
   const { request_id: _ignored, ...rest } = req;
-  return canonical(rest);
-}
-
-function canonical(v: unknown): string {
-  if (typeof v === 'bigint') return v.toString();
-  if (typeof v === 'number') return Object.is(v, -0) ? '-0' : JSON.stringify(v);
-  if (typeof v === 'string' || typeof v === 'boolean' || v === null) return JSON.stringify(v);
-  if (Array.isArray(v)) return '[' + v.map(canonical).join(',') + ']';
-  if (typeof v === 'object') {
-    const o = v as Record<string, unknown>;
-    return '{' + Object.keys(o).sort().map((k) => JSON.stringify(k) + ':' + canonical(o[k])).join(',') + '}';
-  }
-  return 'undefined';
+  return canonicalJson(rest as unknown as CanonicalInput);
 }

@@ -5,6 +5,7 @@ import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { refuse } from './envelope.ts';
 import { encodeJson } from '../json.ts';
+import { CursorError, parseAfterCursor } from '../primitives.ts';
 
 export const EVENT_RING = 256;
 export const EVENTS_PER_POLL = 64;
@@ -112,14 +113,12 @@ export class EventLog extends EventEmitter {
   /** Parse the `after` query value: one unsigned decimal number (absent means 0). */
   static cursor(query: URLSearchParams): bigint {
     // "One unsigned decimal number" (part 6): absent means 0; empty or repeated is not one number.
-    const all = query.getAll('after');
-    if (all.length === 0) return 0n;
-    if (all.length > 1) throw refuse('invalid_event_cursor', 'after must be given once');
-    const raw = all[0]!;
-    if (!/^(0|[1-9][0-9]{0,19})$/.test(raw)) throw refuse('invalid_event_cursor', 'after must be one unsigned decimal number');
-    const v = BigInt(raw);
-    if (v > (1n << 64n) - 1n) throw refuse('invalid_event_cursor', 'after exceeds uint64');
-    return v;
+    try {
+      return parseAfterCursor(query);
+    } catch (e) {
+      if (e instanceof CursorError) throw refuse('invalid_event_cursor', e.message);
+      throw e;
+    }
   }
 
   /** Events after `after`, at most `limit`, with a synthetic events_dropped first when history was lost. */

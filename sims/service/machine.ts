@@ -10,6 +10,7 @@ import { Refusal, refuse, type Binding, type Request } from './envelope.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import type { CoreStatus, NativeOpName } from '../core/protocol.ts';
 import { NATIVE_REASON } from '../core/protocol.ts';
+import { parseNonzeroU64 } from '../primitives.ts';
 
 /** The service environment variable naming the anchor directory (document 1 part 4 home; name: profile). */
 export const ANCHOR_DIR_ENV = 'CELL_ANCHOR_DIR';
@@ -101,8 +102,8 @@ function parseAnchor(text: string, axis: string): AnchorFile {
   }
   const f = o as unknown as AnchorFile;
   if (f.schema !== 'cell-hil.anchor.v1') throw bad('unknown schema');
-  if (!/^[1-9][0-9]{0,19}$/.test(f.home_epoch) || BigInt(f.home_epoch) > (1n << 64n) - 1n) throw bad('home_epoch is not a nonzero uint64');
-  if (!/^[1-9][0-9]{0,19}$/.test(f.revision)) throw bad('revision is not a nonzero uint64');
+  if (parseNonzeroU64(f.home_epoch) === undefined) throw bad('home_epoch is not a nonzero uint64');
+  if (parseNonzeroU64(f.revision) === undefined) throw bad('revision is not a nonzero uint64');
   if (!/^[0-9a-f]{32}$/.test(f.daemon_incarnation)) throw bad('daemon_incarnation is not 32 lowercase hex');
   return f;
 }

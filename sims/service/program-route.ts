@@ -10,7 +10,7 @@ import type { IncomingMessage } from 'node:http';
 import { Worker } from 'node:worker_threads';
 import type { CompiledMachine } from '../config/types.ts';
 import { NATIVE_OP } from '../core/protocol.ts';
-import type { Trajectory } from '../dense/codec.ts';
+import type { MarkerShape, Trajectory } from '../dense/codec.ts';
 import type { Grant, Reply } from './authority.ts';
 import { CoreUnavailable, type CoreLink, type NativeReply } from './core-link.ts';
 import { Refusal, refuse, type Request } from './envelope.ts';
@@ -18,15 +18,15 @@ import { STATE_REASON, type HandleRecord, type HandleTable } from './handles.ts'
 import { motionRefusal } from './native-labels.ts';
 import { workerEntry } from '../paths.ts';
 import { ProgramRefusal, admitProgram } from './programs.ts';
-import type { MarkerShape, PreparedProgram, ProgramAxis, ProgramOutput } from './programs.ts';
+import type { PreparedProgram, ProgramAxis, ProgramOutput } from './programs.ts';
 import { sameIdentity, type TrajectoryOps } from './trajectories.ts';
+import { parseNonzeroU64, readBoundedBody } from '../primitives.ts';
 
 /** Document 1 part 8: 1048580 + 250000 x 153. */
 export const PROGRAM_BODY_LIMIT = 39298580;
 export const PROGRAM_HEADER_LIMIT = 1048576;
 const OP = 'prepare_program';
 const WORKER = workerEntry('dense-decode');
-const UINT = /^[1-9][0-9]{0,19}$/;
 /** Native command reason 5: capacity (document 1 part 7). */
 const CAPACITY = 5;
 
@@ -69,7 +69,7 @@ export class ProgramUploads {
     if (declared > PROGRAM_BODY_LIMIT) return this.tooLarge(req);
     const session = String(req.headers['x-control-session'] ?? '');
     const genText = String(req.headers['x-control-generation'] ?? '');
-    if (!UINT.test(genText) || BigInt(genText) >= 1n << 64n) {
+    if (parseNonzeroU64(genText) === undefined) {
       req.resume();
       return fail(409, 'invalid_control_generation', 'X-Control-Generation is not a nonzero decimal uint64');
     }
@@ -93,7 +93,7 @@ export class ProgramUploads {
     }
     this.uploading = true;
     try {
-      const body = await readLimited(req, PROGRAM_BODY_LIMIT);
+      const body = await readBoundedBody(req, { limit: PROGRAM_BODY_LIMIT, refuse: 'counted' });
       if (body === 'too_large') return fail(413, 'body_too_large', `a program is at most ${PROGRAM_BODY_LIMIT} bytes`);
       // Nobody is left to answer; the slot is freed below and nothing was prepared.
       if (body === 'gone') return fail(409, 'invalid_request_envelope', 'the client went away before the body ended');
@@ -198,38 +198,6 @@ export class ProgramUploads {
 
 function fail(status: 409 | 413 | 404, label: string, detail?: string, data?: unknown): Reply {
   return { status, body: { operation: OP, error: detail ? `${label}: ${detail}` : label, data } };
-}
-
-/** The body up to `limit` bytes; 'too_large' past it; 'gone' when the client disconnects before the end. */
-function readLimited(req: IncomingMessage, limit: number): Promise<Buffer | 'too_large' | 'gone'> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let total = 0;
-    let over = false;
-    req.on('data', (c: Buffer) => {
-      total += c.length;
-      if (over) return;
-      if (total > limit) {
-        over = true;
-        chunks.length = 0;
-        resolve('too_large');
-        return;
-      }
-      chunks.push(c);
-    });
-    let ended = false;
-    req.once('end', () => {
-      ended = true;
-      if (!over) resolve(Buffer.concat(chunks, total));
-    });
-    req.once('error', () => resolve('gone'));
-    req.once('close', () => {
-      if (!ended) {
-        chunks.length = 0;
-        resolve('gone');
-      }
-    });
-  });
 }
 
 type Decoded = { ok: Trajectory; markers: MarkerShape[] } | { reason: string; message: string };

@@ -7,8 +7,7 @@
 import type { Identity } from './envelope.ts';
 import { createHash } from 'node:crypto';
 import { COLS } from '../dense/codec.ts';
-import type { Trajectory } from '../dense/codec.ts';
-import { JsonNumber, JsonObject, type JsonValue } from '../json.ts';
+import type { MarkerShape, Trajectory } from '../dense/codec.ts';
 
 /** One described axis, in machine order (document 3 axes[]); values are logical (sign and Home removed). */
 export interface ProgramAxis {
@@ -51,12 +50,6 @@ export class ProgramRefusal extends Error {
 /** The program identity (document 1 part 2 Identity). */
 export type ProgramIdentity = Identity;
 
-/**
- * One header process marker as read from the file (docs/profile.md "Program admission", process markers):
- * `{segment, sample, action, value}`; an entry that does not have that shape keeps why.
- */
-export type MarkerShape = { segment: number; sample: number; action: string; value: boolean } | { invalid: string };
-
 /** Program.process_markers entry (document 1 part 2 ProcessMarker). */
 export interface ProcessMarker {
   time_ns: bigint;
@@ -85,29 +78,6 @@ export interface PreparedProgram {
 }
 
 const NORMALISED_TAG = 'robot.v4.normalised-program.v1\0';
-const U32 = /^(0|[1-9][0-9]{0,9})$/;
-
-/** Reads header process_markers into plain shapes (undefined when the key is absent). */
-export function readMarkers(v: JsonValue | undefined): MarkerShape[] | undefined {
-  if (v === undefined) return undefined;
-  if (!Array.isArray(v)) return [{ invalid: 'process_markers is not an array' }];
-  return v.map((e, i): MarkerShape => {
-    if (!(e instanceof JsonObject)) return { invalid: `process_markers[${i}] is not an object` };
-    const int = (k: string) => {
-      const x = e.get(k);
-      return x instanceof JsonNumber && U32.test(x.text) && Number(x.text) <= 0xffffffff ? Number(x.text) : undefined;
-    };
-    const segment = int('segment');
-    const sample = int('sample');
-    const action = e.get('action');
-    const value = e.get('value');
-    if (segment === undefined) return { invalid: `process_markers[${i}].segment is missing or not a u32 JSON integer` };
-    if (sample === undefined) return { invalid: `process_markers[${i}].sample is missing or not a u32 JSON integer` };
-    if (typeof action !== 'string') return { invalid: `process_markers[${i}].action is missing or not a string` };
-    if (typeof value !== 'boolean') return { invalid: `process_markers[${i}].value is missing or not a boolean` };
-    return { segment, sample, action, value };
-  });
-}
 
 /**
  * The live-machine checks, in the order of docs/profile.md "Program admission"; the first broken rule

@@ -15,6 +15,7 @@ import { decodeJson, encodeJson, JsonDecodeError, JsonNumber, JsonObject, toUint
 import type { Authority, Grant } from './authority.ts';
 import { Refusal, type Request } from './envelope.ts';
 import { JOG_FRAME, JOG_REASON_LABELS, type JogOps, type RemoteCapture } from './jog.ts';
+import { parseU64 } from '../primitives.ts';
 
 /** Document 1 part 5 item 6: the three remote jog clock flags (0 = unset). */
 export interface RemoteJogFlags {
@@ -32,7 +33,6 @@ export const SETUP_IDLE_MS = 5_000;
 export const SHUTDOWN_GRACE_MS = 2_000;
 
 const hostNow = () => process.hrtime.bigint();
-const U64 = /^(0|[1-9][0-9]{0,19})$/;
 const SESSION_RE = /^[0-9a-f]{64}$/;
 const INCARNATION_RE = /^[0-9a-fA-F]{32}$/;
 const reasonNumber = (label: string): number => Number(Object.entries(JOG_REASON_LABELS).find(([, v]) => v === label)![0]);
@@ -121,8 +121,8 @@ export class RemoteJogLane {
     const session = url.searchParams.get('session')!;
     const genText = url.searchParams.get('generation')!;
     const jgText = url.searchParams.get('jog_generation')!;
-    if (!U64.test(genText) || BigInt(genText) >= 1n << 64n) return bad('generation must be a decimal uint64');
-    if (!U64.test(jgText) || BigInt(jgText) >= 1n << 64n) return bad('jog_generation must be a decimal uint64');
+    if (parseU64(genText) === undefined) return bad('generation must be a decimal uint64');
+    if (parseU64(jgText) === undefined) return bad('jog_generation must be a decimal uint64');
     if (this.shuttingDown) return { status: 503, body: 'independent_jog_unavailable: the service is shutting down' };
     if (!this.o.jog.served) return { status: 503, body: `independent_jog_unavailable: ${this.o.jog.unavailable}` };
     const generation = BigInt(genText);

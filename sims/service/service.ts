@@ -17,7 +17,6 @@ import { pointArrays, TrajectoryOps, type PointArrays } from './trajectories.ts'
 import { uploadBody } from './upload/index.ts';
 import {
   decodeRequest,
-  ORDINARY_BODY_LIMIT,
   payloadKey,
   Refusal,
   refuse,
@@ -35,6 +34,7 @@ import { Resources } from './resources.ts';
 import { RemoteJogLane, SHUTDOWN_GRACE_MS, type RemoteJogFlags } from './remote-jog.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import type { CoreStatus } from '../core/protocol.ts';
+import { DISCARD_BOUND_BYTES, discardBody, readBoundedBody } from '../primitives.ts';
 
 /** Paced replay: how long a status read waits for the publication its recording was served from. */
 const STATUS_READ_WAIT_MS = 3_000;
@@ -358,7 +358,7 @@ export class ControlService {
         case 'GET /v1/telemetry/stream':
           return this.telemetry.stream(req, res, url);
         default:
-          drain(req, DISCARD_BOUND);
+          discardBody(req);
           return this.send(res, refusal(new Refusal(409, 'unknown_endpoint', `${req.method} ${url.pathname}`)));
       }
     } catch (e) {
@@ -691,8 +691,9 @@ export class ControlService {
       res.end(b);
     };
     try {
-      const body = await readBody(req, 65536);
+      const body = await readBoundedBody(req, { limit: 65536, refuse: 'declared', discardBound: DISCARD_BOUND_BYTES });
       if (body === 'too_large') return json(413, { error: 'too large' });
+      if (body === 'gone') return; // nobody is left to answer
       const input = body.length ? (JSON.parse(Buffer.from(body).toString('utf8')) as Record<string, unknown>) : {};
       switch (`${req.method} ${url.pathname}`) {
         case 'POST /inject': {
@@ -750,47 +751,6 @@ function refusal(e: Refusal, operation?: string): Reply {
 function operationOf(body: Uint8Array): string | undefined {
   const m = /"operation"\s*:\s*"([a-z_]{1,40})"/.exec(Buffer.from(body.subarray(0, 4096)).toString('latin1'));
   return m?.[1];
-}
-
-/** Read a body up to `limit` bytes; past it, keep discarding (bounded) so the 413 reply reaches the client. */
-function readBody(req: IncomingMessage, limit: number): Promise<Uint8Array | 'too_large'> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length'] ?? NaN);
-    const chunks: Buffer[] = [];
-    let total = 0;
-    let over = Number.isFinite(declared) && declared > limit;
-    if (over) resolve('too_large');
-    req.on('data', (c: Buffer) => {
-      total += c.length;
-      if (over) {
-        if (total > DISCARD_BOUND) req.socket.destroy();
-        return;
-      }
-      if (total > limit) {
-        over = true;
-        chunks.length = 0;
-        resolve('too_large');
-        return;
-      }
-      chunks.push(c);
-    });
-    req.once('end', () => {
-      if (!over) resolve(Buffer.concat(chunks, total));
-    });
-    req.once('error', reject);
-  });
-}
-
-const DISCARD_BOUND = 64 * 1024 * 1024;
-
-/** Discard a request body we will not read, up to a bound; past it the connection is closed. */
-function drain(req: IncomingMessage, bound: number): void {
-  let seen = 0;
-  req.on('data', (c: Buffer) => {
-    seen += c.length;
-    if (seen > bound) req.socket.destroy();
-  });
-  req.resume();
 }
 
 function listen(server: Server, path: string): Promise<void> {

@@ -26,7 +26,7 @@ import { CaptureCursorError, CaptureReader } from '../core/capture/reader.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import type { CoreLink } from './core-link.ts';
 import { Refusal } from './envelope.ts';
-import { U64_MAX } from '../json.ts';
+import { CursorError, parseAfterCursor } from '../primitives.ts';
 
 const gzipAsync = promisify(gzip);
 
@@ -50,14 +50,12 @@ export interface TelemetryContext {
 
 /** Parse `after` (profile rules above); throws Refusal invalid_telemetry_cursor. */
 export function telemetryCursor(url: URL): bigint {
-  const all = url.searchParams.getAll('after');
-  if (all.length === 0) return 0n;
-  if (all.length > 1) throw new Refusal(409, 'invalid_telemetry_cursor', 'after must be given at most once');
-  const raw = all[0]!;
-  if (!/^(0|[1-9][0-9]{0,19})$/.test(raw)) throw new Refusal(409, 'invalid_telemetry_cursor', 'after must be one unsigned decimal number');
-  const v = BigInt(raw);
-  if (v > U64_MAX) throw new Refusal(409, 'invalid_telemetry_cursor', 'after exceeds uint64');
-  return v;
+  try {
+    return parseAfterCursor(url.searchParams);
+  } catch (e) {
+    if (e instanceof CursorError) throw new Refusal(409, 'invalid_telemetry_cursor', e.message);
+    throw e;
+  }
 }
 
 /** True when Accept-Encoding names gzip (or x-gzip, or `*`) with a nonzero q. */

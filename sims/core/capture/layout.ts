@@ -34,8 +34,7 @@ export const HEX32 = /^[0-9a-f]{32}$/;
 export const HEX64 = /^[0-9a-f]{64}$/;
 export const TWO32 = 2 ** 32;
 /** 2^64 - 1 (the reference system's one definition: sims/json.ts). */
-import { U64_MAX } from '../../json.ts';
-export { U64_MAX };
+import { U64_MAX } from '../../primitives.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Documented sizes and constants.

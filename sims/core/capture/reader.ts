@@ -1,6 +1,7 @@
 // The reader side of the capture ring, in any thread that holds the ring's SharedArrayBuffer.
 
-import { HEADER_BYTES, MAX_BATCH_RECORDS, RECORD_BYTES, TORN_SAMPLE_LIMIT, TWO32, U64_MAX, encodeBatchHeader } from './layout.ts';
+import { HEADER_BYTES, MAX_BATCH_RECORDS, RECORD_BYTES, TORN_SAMPLE_LIMIT, TWO32, encodeBatchHeader } from './layout.ts';
+import { U64_MAX } from '../../primitives.ts';
 import { CTRL_BYTES, W_G, W_NEWEST_HI, W_NEWEST_LO, W_WAITERS, readLayout } from './ring.ts';
 
 /** A cursor the ring cannot serve. The service maps `code` to its 409 reply. */

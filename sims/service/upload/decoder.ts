@@ -18,28 +18,22 @@
 // allow it, else by `Number` of the literal, which is what JSON.parse computes for finite values).
 
 import { CAPABILITY, capabilityInfo } from '../capabilities.ts';
-import { BINDING_FIELDS, REQUEST_FIELDS, REQUEST_SCHEMA, REQUIRED, Refusal, refuse, validRequestId, type Kind, type Request } from '../envelope.ts';
+import { convertField, REQUEST_FIELDS, REQUEST_SCHEMA, REQUIRED, Refusal, refuse, validRequestId, type Kind, type Request } from '../envelope.ts';
 import { digitsToFloat } from './number.ts';
-import { decodeJson, JsonDecodeError, JsonNumber, JsonObject, toInteger, toUint64, type JsonValue } from '../../json.ts';
+// B: the JSON grammar's bytes, sims/json.ts `Ch` (one table for both decoders).
+import { Ch as B, decodeJson, JsonDecodeError, JsonNumber, toInteger, type JsonValue } from '../../json.ts';
+import { REQUEST_PREFIX_BYTES } from '../../primitives.ts';
+import type { PlanArrays } from '../../core/protocol.ts';
 
 /** Most points a trajectory may carry (document 1 part 8); the decoder refuses more, to bound memory. */
 export const MAX_POINTS = 250_000;
 /** Largest prepare_trajectory body (document 1 part 8). */
 export const TRAJECTORY_BODY_LIMIT = 222_516_384;
-/** The envelope prefix: fence fields must end within it (document 1 part 4 "prepare_trajectory"). */
-export const PREFIX_BYTES = 16_384;
 
-export interface PointArrays {
+/** The plan's arrays (sims/core/protocol.ts PlanArrays) with their counts, as the decoder fills them. */
+export interface PointArrays extends PlanArrays {
   count: number;
   axes: number;
-  timeNs: BigInt64Array;
-  /** count*axes, row-major. */
-  position: Float64Array;
-  /** count*axes; NaN rows where the point has no velocity (absent or empty). */
-  velocity: Float64Array;
-  hasVelocity: Uint8Array;
-  ioMask: Uint32Array;
-  ioValues: Uint32Array;
   /** bit0 io_mask present, bit1 io_values present. */
   ioFlags: Uint8Array;
 }
@@ -82,96 +76,9 @@ export class UploadRefusal extends Refusal {
   }
 }
 
-// ---- the envelope's field table: envelope.ts's own (one table for both decoders) ----
-
-const IDENTITY_FIELDS: Record<string, [Kind, boolean]> = {
-  plan_id: ['string', true],
-  program_id: ['string', true],
-  program_digest: ['string', true],
-  trajectory_digest: ['string', true],
-  source_digest: ['string', true],
-  normalised_digest: ['string', true],
-  manifest_revision: ['uint64', true],
-  plan_revision: ['uint64', true],
-};
-
 const bad = (detail: string) => refuse('invalid_request_envelope', detail);
 
-function convert(kind: Kind, v: JsonValue, path: string): unknown {
-  switch (kind) {
-    case 'string':
-      if (typeof v !== 'string') throw bad(`field ${path} must be a string`);
-      return v;
-    case 'uint64': {
-      const n = v instanceof JsonNumber ? toUint64(v) : undefined;
-      if (n === undefined) throw bad(`field ${path} must be an unsigned 64-bit integer`);
-      return n;
-    }
-    case 'uint32': {
-      const n = v instanceof JsonNumber ? toUint64(v) : undefined;
-      if (n === undefined || n > 0xffffffffn) throw bad(`field ${path} must be an unsigned 32-bit integer`);
-      return Number(n);
-    }
-    case 'int': {
-      const n = v instanceof JsonNumber ? toInteger(v, -(1n << 63n), (1n << 63n) - 1n) : undefined;
-      if (n === undefined) throw bad(`field ${path} must be an integer`);
-      return n;
-    }
-    case 'float64[]': {
-      if (!Array.isArray(v)) throw bad(`field ${path} must be an array of numbers`);
-      return v.map((x, i) => {
-        const f = x instanceof JsonNumber ? x.toFloat() : NaN;
-        if (!Number.isFinite(f)) throw bad(`field ${path}[${i}] must be a finite number`);
-        return f;
-      });
-    }
-    case 'binding':
-      return convertObject(v, path, BINDING_FIELDS);
-    case 'identity':
-      return convertObject(v, path, IDENTITY_FIELDS);
-    case 'points':
-      // Only reached for a points value that is not an array (arrays take the fast path).
-      throw bad(`field ${path} must be an array of points`);
-  }
-}
-
-function convertObject(v: JsonValue, path: string, fields: Record<string, [Kind, boolean]>): Record<string, unknown> {
-  if (!(v instanceof JsonObject)) throw bad(`field ${path} must be an object`);
-  const out: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
-  for (const [k, val] of v.fields) {
-    const spec = Object.hasOwn(fields, k) ? fields[k] : undefined;
-    if (!spec) throw bad(`unknown field ${path}.${JSON.stringify(k).slice(0, 80)}`);
-    out[k] = convert(spec[0], val, `${path}.${k}`);
-  }
-  for (const [k, [, required]] of Object.entries(fields)) {
-    if (required && !(k in out)) throw bad(`missing field ${path}.${k}`);
-  }
-  return out;
-}
-
 // ---- byte classes ----
-
-const enum B {
-  Tab = 0x09,
-  Lf = 0x0a,
-  Cr = 0x0d,
-  Space = 0x20,
-  Quote = 0x22,
-  Plus = 0x2b,
-  Comma = 0x2c,
-  Minus = 0x2d,
-  Dot = 0x2e,
-  Zero = 0x30,
-  Nine = 0x39,
-  Colon = 0x3a,
-  UpperE = 0x45,
-  LBracket = 0x5b,
-  Backslash = 0x5c,
-  RBracket = 0x5d,
-  LowerE = 0x65,
-  LBrace = 0x7b,
-  RBrace = 0x7d,
-}
 
 /** 1: whitespace; 2: a byte that may continue a number literal; 4: a byte that may continue a literal word. */
 const CLASS = new Uint8Array(256);
@@ -453,7 +360,7 @@ export class TrajectoryDecoder {
     const changed: string[] = [];
     for (const [key, r] of this.redeclared) {
       const first = this.memberInfo.find((m) => m.key === key)!;
-      const admitted = first.end <= PREFIX_BYTES && (this.pointsKeyAt < 0 || first.end <= this.pointsKeyAt);
+      const admitted = first.end <= REQUEST_PREFIX_BYTES && (this.pointsKeyAt < 0 || first.end <= this.pointsKeyAt);
       if (!admitted || sameValue(r.first, this.memberValue(key))) return { duplicate: [key, r.at], changed };
       changed.push(key);
     }
@@ -676,7 +583,7 @@ export class TrajectoryDecoder {
             // A member repeated outside the prefix (past byte 16384 or after points) is judged when the
             // body ends: a member of the admitted prefix whose value changed is request_envelope_changed,
             // any other repeat duplicate_request_field (docs/profile.md "prepare_trajectory uploads").
-            const outside = base + i >= PREFIX_BYTES || this.pointsKeyAt >= 0;
+            const outside = base + i >= REQUEST_PREFIX_BYTES || this.pointsKeyAt >= 0;
             if (!outside || key === 'points' || this.redeclared.has(key)) {
               this.fail('json', 'duplicate_request_field', `field "${key}" repeated at byte ${base + i}`, base + i);
               return;
@@ -1328,7 +1235,7 @@ export class TrajectoryDecoder {
       return;
     }
     try {
-      this.env[key] = convert(kind, v, key);
+      this.env[key] = convertField(kind, v, key);
     } catch (e) {
       if (e instanceof Refusal) this.note(e);
       else throw e;

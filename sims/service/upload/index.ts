@@ -18,7 +18,6 @@ import type { IncomingMessage } from 'node:http';
 import { Worker } from 'node:worker_threads';
 import { REQUEST_SCHEMA, Refusal } from '../envelope.ts';
 import {
-  PREFIX_BYTES,
   TRAJECTORY_BODY_LIMIT,
   TrajectoryDecoder,
   UploadRefusal,
@@ -27,10 +26,11 @@ import {
   type TrajectoryBody,
 } from './decoder.ts';
 import { workerEntry } from '../../paths.ts';
+import { DISCARD_BOUND_BYTES, discardBody, REQUEST_PREFIX_BYTES } from '../../primitives.ts';
 import { checkSameEnvelope, scanPrefix, type AdmittedPrefix } from './prefix.ts';
 import type { FromWorker, ToWorker } from './protocol.ts';
 
-export { MAX_POINTS, PREFIX_BYTES, TRAJECTORY_BODY_LIMIT, TrajectoryDecoder, UploadRefusal, decodeTrajectory } from './decoder.ts';
+export { MAX_POINTS, TRAJECTORY_BODY_LIMIT, TrajectoryDecoder, UploadRefusal, decodeTrajectory } from './decoder.ts';
 export type { Envelope, PointArrays, TrajectoryBody, UploadCode } from './decoder.ts';
 export { checkSameEnvelope, scanPrefix, type AdmittedPrefix, type PrefixScan } from './prefix.ts';
 
@@ -54,11 +54,10 @@ export interface UploadOptions {
 }
 
 /**
- * Bytes read and discarded after a refusal so the reply can reach the client; past it the socket closes.
- * Refusals before the body is read discard as the service does for ordinary bodies (64 MiB); a body that
- * crosses the 222516384-byte limit while streaming is cut off sooner (1 MiB past the limit).
+ * Refusals before the body is read discard as the service does for ordinary bodies (DISCARD_BOUND_BYTES,
+ * 64 MiB); a body that crosses the 222516384-byte limit while streaming is cut off sooner (1 MiB past
+ * the limit).
  */
-export const DISCARD_AFTER_REFUSAL = 64 * 1024 * 1024;
 export const DISCARD_PAST_LIMIT = 1024 * 1024;
 /** Flow control: stop reading the socket while this many bytes wait for the worker; resume below half. */
 export const MAX_IN_FLIGHT = 8 * 1024 * 1024;
@@ -171,24 +170,24 @@ export async function uploadBody(req: IncomingMessage, o: UploadOptions): Promis
   const tooLarge = () =>
     new UploadRefusal('too_large', 413, 'body_too_large', `prepare_trajectory bodies are at most ${limit} bytes`);
   if (Number.isFinite(declared) && declared > limit) {
-    discard(req);
+    discardBody(req);
     return { kind: 'refused', refusal: tooLarge(), admitted: false };
   }
 
   const reader = new BodyReader(req);
   // The prefix: 16384 bytes and one more (to see whether a number ends at the boundary and whether more follows).
-  const head = await reader.readAtLeast(PREFIX_BYTES + 1);
+  const head = await reader.readAtLeast(REQUEST_PREFIX_BYTES + 1);
   if (head === 'aborted') return { kind: 'aborted', admitted: false };
   const complete = reader.ended;
   const scan = scanPrefix(head);
   if (scan.kind === 'other') {
-    if (complete && head.length <= PREFIX_BYTES) {
+    if (complete && head.length <= REQUEST_PREFIX_BYTES) {
       const late = lateTrajectory(head);
       if (late) return { kind: 'refused', refusal: late, admitted: false };
       return { kind: 'ordinary', body: head };
     }
     reader.discard();
-    const r = new Refusal(413, 'body_too_large', `ordinary commands are at most ${PREFIX_BYTES} bytes`);
+    const r = new Refusal(413, 'body_too_large', `ordinary commands are at most ${REQUEST_PREFIX_BYTES} bytes`);
     return { kind: 'refused', refusal: r, admitted: false };
   }
   if (scan.kind === 'refused') {
@@ -245,7 +244,7 @@ export async function uploadBody(req: IncomingMessage, o: UploadOptions): Promis
   if (out.kind === 'decoded') return finishWith(out.body);
   release();
   if (out.kind === 'aborted') return { kind: 'aborted', admitted: true };
-  reader.discard(out.kind === 'too_large' ? DISCARD_PAST_LIMIT : DISCARD_AFTER_REFUSAL);
+  reader.discard(out.kind === 'too_large' ? DISCARD_PAST_LIMIT : DISCARD_BOUND_BYTES);
   if (out.kind === 'too_large') return { kind: 'refused', refusal: tooLarge(), admitted: true };
   return { kind: 'refused', refusal: out.refusal, admitted: true };
 }
@@ -268,7 +267,7 @@ function lateTrajectory(body: Uint8Array): UploadRefusal | undefined {
     'fence_outside_prefix',
     409,
     'invalid_request_envelope',
-    `schema, operation, session, generation must appear within the first ${PREFIX_BYTES} bytes, before points`,
+    `schema, operation, session, generation must appear within the first ${REQUEST_PREFIX_BYTES} bytes, before points`,
   );
   r.operation = 'prepare_trajectory';
   return r;
@@ -433,19 +432,10 @@ class BodyReader {
     if (!this.discarding) this.req.pause();
   }
   /** Read and drop what remains, up to `bound` bytes; past it the connection is closed. */
-  discard(bound = DISCARD_AFTER_REFUSAL): void {
+  discard(bound = DISCARD_BOUND_BYTES): void {
     if (this.ended || this.discarding) return;
     this.discarding = true;
     this.sink = undefined;
-    discard(this.req, bound);
+    discardBody(this.req, bound);
   }
-}
-
-function discard(req: IncomingMessage, bound = DISCARD_AFTER_REFUSAL): void {
-  let seen = 0;
-  req.on('data', (c: Buffer) => {
-    seen += c.length;
-    if (seen > bound) req.socket.destroy();
-  });
-  req.resume();
 }

@@ -3,8 +3,9 @@
 
 import { describe, expect, test } from 'vitest';
 import { SCHEMA, SESSION, enc } from './bodies.ts';
-import { decodeTrajectory, PREFIX_BYTES } from './decoder.ts';
+import { decodeTrajectory } from './decoder.ts';
 import { checkSameEnvelope, scanPrefix } from './prefix.ts';
+import { REQUEST_PREFIX_BYTES } from '../../primitives.ts';
 
 const POINTS = ',"axis_mask":3,"points":[{"time_ns":0,"position":[1]},{"time_ns":1,"position":[2]}]}';
 
@@ -12,9 +13,9 @@ const POINTS = ',"axis_mask":3,"points":[{"time_ns":0,"position":[1]},{"time_ns"
 function boundaryBody(before: string, last: string, shift: number): Uint8Array {
   const head = `{"schema":"${SCHEMA}","operation":"prepare_trajectory",${before}"label":"`;
   const tail = `",${last}`;
-  const pad = PREFIX_BYTES + shift - head.length - tail.length;
+  const pad = REQUEST_PREFIX_BYTES + shift - head.length - tail.length;
   const text = head + 'p'.repeat(pad) + tail;
-  expect(text.length).toBe(PREFIX_BYTES + shift);
+  expect(text.length).toBe(REQUEST_PREFIX_BYTES + shift);
   return enc(text + POINTS);
 }
 
@@ -52,9 +53,9 @@ describe('the prefix boundary (document 1 part 4 "prepare_trajectory": fence fie
 
   test('the scan reads nothing past byte 16385: garbage there does not matter', () => {
     const body = sessionLast(0);
-    const broken = Uint8Array.from([...body.subarray(0, PREFIX_BYTES + 1), ...enc('}}}}\xff not json')]);
+    const broken = Uint8Array.from([...body.subarray(0, REQUEST_PREFIX_BYTES + 1), ...enc('}}}}\xff not json')]);
     expect(scanPrefix(broken).kind).toBe('trajectory');
-    expect(scanPrefix(body.subarray(0, PREFIX_BYTES + 1)).kind).toBe('trajectory');
+    expect(scanPrefix(body.subarray(0, REQUEST_PREFIX_BYTES + 1)).kind).toBe('trajectory');
   });
 
   test('a small body decodes to the same envelope the prefix admitted', () => {
@@ -152,7 +153,7 @@ describe('a member of the admitted prefix repeated outside it (document 1 part 4
   });
 
   test('a repeat past byte 16384 before points counts as outside the prefix too', () => {
-    const pad = 'p'.repeat(PREFIX_BYTES);
+    const pad = 'p'.repeat(REQUEST_PREFIX_BYTES);
     const body = `{"schema":"${SCHEMA}","operation":"prepare_trajectory","session":"${SESSION}","generation":7,"label":"${pad}","generation":9,"axis_mask":1,"points":[{"time_ns":0,"position":[1]},{"time_ns":1,"position":[2]}]}`;
     expect(outcome(body)).toEqual({ label: 'request_envelope_changed', code: 'envelope_changed' });
   });

@@ -8,7 +8,8 @@
 // "Envelope check order" (prepare_trajectory uploads).
 
 import { REQUEST_SCHEMA } from '../envelope.ts';
-import { PREFIX_BYTES, TrajectoryDecoder, UploadRefusal, sameValue, type Envelope } from './decoder.ts';
+import { TrajectoryDecoder, UploadRefusal, sameValue, type Envelope } from './decoder.ts';
+import { REQUEST_PREFIX_BYTES } from '../../primitives.ts';
 
 export interface AdmittedPrefix {
   /** The envelope members that end within the first 16384 bytes, before points, as decodeRequest types them. */
@@ -33,10 +34,10 @@ export const PREFIX_FIELDS = ['schema', 'operation', 'session', 'generation'] as
  */
 export function scanPrefix(bytes: Uint8Array): PrefixScan {
   const d = new TrajectoryDecoder({ axes: 1, stopAtPoints: true });
-  d.push(bytes.subarray(0, PREFIX_BYTES));
-  if (d.pendingScalar && bytes.length > PREFIX_BYTES) d.push(bytes.subarray(PREFIX_BYTES, PREFIX_BYTES + 1));
+  d.push(bytes.subarray(0, REQUEST_PREFIX_BYTES));
+  if (d.pendingScalar && bytes.length > REQUEST_PREFIX_BYTES) d.push(bytes.subarray(REQUEST_PREFIX_BYTES, REQUEST_PREFIX_BYTES + 1));
 
-  const inPrefix = new Set(d.memberInfo.filter((m) => m.end <= PREFIX_BYTES).map((m) => m.key));
+  const inPrefix = new Set(d.memberInfo.filter((m) => m.end <= REQUEST_PREFIX_BYTES).map((m) => m.key));
   const env = d.envelope();
   const raw = d.rawEnvelope();
   // 1. Only a prefix that names the operation can be an upload.
@@ -47,7 +48,7 @@ export function scanPrefix(bytes: Uint8Array): PrefixScan {
   };
   // 2. A JSON error within the prefix (the first error of the whole body, whatever follows).
   const failed = d.failed;
-  if (failed && d.failedAt < PREFIX_BYTES) return withOp(failed);
+  if (failed && d.failedAt < REQUEST_PREFIX_BYTES) return withOp(failed);
   // 3. schema.
   if (inPrefix.has('schema') && raw.schema !== REQUEST_SCHEMA) {
     return withOp(new UploadRefusal('envelope', 409, 'schema_mismatch', `schema must be ${REQUEST_SCHEMA}`));
@@ -63,7 +64,7 @@ export function scanPrefix(bytes: Uint8Array): PrefixScan {
         'fence_outside_prefix',
         409,
         'invalid_request_envelope',
-        `${missing.join(', ')} must appear within the first ${PREFIX_BYTES} bytes, before points`,
+        `${missing.join(', ')} must appear within the first ${REQUEST_PREFIX_BYTES} bytes, before points`,
       ),
     );
   }

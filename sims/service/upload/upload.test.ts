@@ -6,9 +6,9 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, test } from 'vitest';
 import { refuse } from '../envelope.ts';
 import { SCHEMA, SESSION, enc, envelopeText, pointText, samplePoint, sampleBody } from './bodies.ts';
-import { PREFIX_BYTES } from './decoder.ts';
 import { uploadBody, UploadWorker, type UploadOptions, type UploadOutcome } from './index.ts';
 import type { AdmittedPrefix } from './prefix.ts';
+import { REQUEST_PREFIX_BYTES } from '../../primitives.ts';
 
 const worker = new UploadWorker();
 afterAll(() => worker.close());
@@ -266,7 +266,7 @@ describe('uploadBody', () => {
     }
     s = await serve();
     try {
-      const big = enc(`{"schema":"${SCHEMA}","operation":"stop","label":"${'x'.repeat(PREFIX_BYTES)}"}`);
+      const big = enc(`{"schema":"${SCHEMA}","operation":"stop","label":"${'x'.repeat(REQUEST_PREFIX_BYTES)}"}`);
       expect(await send(s.port, [big])).toEqual({ status: 413, body: '{"kind":"refused","label":"body_too_large"}' });
       expect(s.seen.admitted.length).toBe(0);
     } finally {
@@ -290,7 +290,7 @@ describe('uploadBody', () => {
   test('fence fields past the prefix: refused without admission', async () => {
     const { port, seen, server } = await serve();
     try {
-      const text = `{"schema":"${SCHEMA}","operation":"prepare_trajectory","label":"${'x'.repeat(PREFIX_BYTES)}","session":"${SESSION}","generation":7,"points":[]}`;
+      const text = `{"schema":"${SCHEMA}","operation":"prepare_trajectory","label":"${'x'.repeat(REQUEST_PREFIX_BYTES)}","session":"${SESSION}","generation":7,"points":[]}`;
       expect(await send(port, split(enc(text), 4096))).toEqual({ status: 409, body: '{"kind":"refused","label":"invalid_request_envelope"}' });
       expect(seen.admitted.length).toBe(0);
     } finally {

@@ -1,0 +1,133 @@
+// The reference system's small primitives, each written once: exact uint64 text, the one 16384-byte
+// request limit, the bounded body reader, and the `after` cursor of the observation endpoints. The strict
+// JSON stack (decoder, byte classes, canonical JSON) is sims/json.ts; the plan's struct of arrays is
+// sims/core/protocol.ts `PlanArrays`.
+
+import type { IncomingMessage } from 'node:http';
+
+// ---- uint64 ----
+
+/** 2^64-1, the largest JSON integer the documents allow (document 1 part 2 "Exact integers"). */
+export const U64_MAX = (1n << 64n) - 1n;
+
+/** A canonical unsigned decimal of at most 20 digits (no sign, no leading zero); compare with U64_MAX after. */
+export const U64_DECIMAL = /^(0|[1-9][0-9]{0,19})$/;
+
+/** The value of a canonical unsigned decimal text, or undefined when it is not one or exceeds 2^64-1. */
+export function parseU64(text: string): bigint | undefined {
+  if (!U64_DECIMAL.test(text)) return undefined;
+  const v = BigInt(text);
+  return v <= U64_MAX ? v : undefined;
+}
+
+/** parseU64 for a value that must also be nonzero (revisions, epochs). */
+export function parseNonzeroU64(text: string): bigint | undefined {
+  const v = parseU64(text);
+  return v === 0n ? undefined : v;
+}
+
+// ---- request bodies ----
+
+/**
+ * Document 1 part 8's 16384 bytes: the largest ordinary command body, and the prefix of a
+ * prepare_trajectory upload within which its fence fields must end (part 4 "prepare_trajectory").
+ */
+export const REQUEST_PREFIX_BYTES = 16_384;
+
+/** Bytes of a refused body read and thrown away so that the reply reaches the client; past it the socket closes. */
+export const DISCARD_BOUND_BYTES = 64 * 1024 * 1024;
+
+/** Discard a request body nobody will read, up to `bound` bytes; past it the connection is closed. */
+export function discardBody(req: IncomingMessage, bound = DISCARD_BOUND_BYTES): void {
+  let seen = 0;
+  req.on('data', (c: Buffer) => {
+    seen += c.length;
+    if (seen > bound) req.socket.destroy();
+  });
+  req.resume();
+}
+
+export interface BodyBound {
+  /** Most bytes the body may have; one more is 'too_large'. */
+  limit: number;
+  /**
+   * When 'too_large' is answered: 'declared' as soon as Content-Length says so (else as 'counted');
+   * 'counted' once the bytes read pass the limit (Content-Length not trusted); 'end' only once the client
+   * has sent its whole body. Past the limit the rest is read and thrown away, so that the refusal reaches
+   * the client.
+   */
+  refuse: 'declared' | 'counted' | 'end';
+  /** After this many bytes of a body already over the limit, close the connection (default: no bound). */
+  discardBound?: number;
+}
+
+/**
+ * A request body read whole, at most `limit` bytes: the bytes, 'too_large' past the limit, or 'gone' when
+ * the client went away (or the request failed) before the body ended. Never rejects.
+ */
+export function readBoundedBody(req: IncomingMessage, bound: BodyBound): Promise<Buffer | 'too_large' | 'gone'> {
+  const { limit, refuse, discardBound = Infinity } = bound;
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    let settled = false;
+    let ended = false;
+    const settle = (v: Buffer | 'too_large' | 'gone') => {
+      if (settled) return;
+      settled = true;
+      resolve(v);
+    };
+    const declared = Number(req.headers['content-length'] ?? NaN);
+    // A declared length past the limit: nothing is kept (the answer is decided by `refuse`).
+    let over = Number.isFinite(declared) && declared > limit;
+    if (over && refuse === 'declared') settle('too_large');
+    req.on('data', (c: Buffer) => {
+      total += c.length;
+      if (total > limit && refuse !== 'end') settle('too_large');
+      if (over || total > limit) {
+        over = true;
+        chunks.length = 0;
+        if (total > discardBound) req.socket.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.once('end', () => {
+      ended = true;
+      settle(over ? 'too_large' : Buffer.concat(chunks, total));
+    });
+    req.once('error', () => settle('gone'));
+    req.once('close', () => {
+      if (!ended) {
+        chunks.length = 0;
+        settle('gone');
+      }
+    });
+  });
+}
+
+// ---- the `after` cursor ----
+
+/** Why an `after` query value is not a cursor (the caller refuses with its own label). */
+export class CursorError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CursorError';
+  }
+}
+
+/**
+ * The `after` query value of the events and telemetry endpoints (docs/profile.md "Events" and "Telemetry
+ * endpoints"): absent means 0; otherwise given once, one canonical unsigned decimal, at most 2^64-1.
+ * Throws CursorError with the one wording both endpoints use.
+ */
+export function parseAfterCursor(query: URLSearchParams): bigint {
+  const all = query.getAll('after');
+  if (all.length === 0) return 0n;
+  if (all.length > 1) throw new CursorError('after must be given at most once');
+  const raw = all[0]!;
+  if (!U64_DECIMAL.test(raw)) throw new CursorError('after must be one unsigned decimal number');
+  const v = BigInt(raw);
+  if (v > U64_MAX) throw new CursorError('after exceeds uint64');
+  return v;
+}
