@@ -93,6 +93,10 @@ export interface Rules {
   updateJogFenced: boolean;
   /** PROFILE "Trajectories" Output intents / "Programs": an intent on the first point (sample 0) is applied like any other. */
   firstPointIntentApplied: boolean;
+  /** Part 4 arm: "the motion start gate is checked at every Start and jog": begin_jog and jog need the axes armed and enabled. */
+  jogGate: boolean;
+  /** Part 3 grant table, renew: "owned, lease_ms preserved" (the requested lease, not the default). */
+  renewPreservesLease: boolean;
 }
 
 export const REFERENCE_RULES: Readonly<Rules> = Object.freeze({
@@ -129,6 +133,8 @@ export const REFERENCE_RULES: Readonly<Rules> = Object.freeze({
   updateJogOrdered: true,
   updateJogFenced: true,
   firstPointIntentApplied: true,
+  jogGate: true,
+  renewPreservesLease: true,
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -779,7 +785,7 @@ function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolea
         {
           rule: stopping ? 'transition:grant:owned->owned:renew (stopping)' : f.generation < g.generation ? 'rule:fence.older_generation_renew_stop' : 'transition:grant:owned->owned:renew',
           status: 200,
-          check: grantData({ generation: g.generation, stopping, leaseMs: g.leaseMs, session: g.session }),
+          check: grantData({ generation: g.generation, stopping, leaseMs: c.rules.renewPreservesLease ? g.leaseMs : c.defaultLeaseMs, session: g.session }),
           next: () => undefined, // the runner moves the lease window on
           events: [grantEv('grant_renewed', g.generation, stopping, 'renew succeeded')],
         },
@@ -1263,7 +1269,8 @@ function jogIn(c: ModelConfig, m: ModelState, req: Request, t: Times): Outcome[]
   const running = [...m.handles.values()].some((h) => h.state === 'started' && h.core === m.core && (h.bit & bit) !== 0);
   if (running) return [reason('jog:trajectory_lane', 'mode_conflict')];
   if (spec.op === 'jog' && m.jog?.mode === 'independent') return [reason('jog:legacy_never_takes_over', 'mode_conflict')];
-  if (!m.armed || (m.enableMask & bit) === 0) return [reason('jog:not_ready', 'not_ready')];
+  // Part 4 arm: "the motion start gate is checked at every Start and jog" (PROFILE "Jog" readiness).
+  if (c.rules.jogGate && (!m.armed || (m.enableMask & bit) === 0)) return [reason('jog:not_ready', 'not_ready')];
   const open = m.jog;
   const renew = spec.op === 'jog' && open?.mode === 'legacy';
   const ms = spec.op === 'jog' ? spec.timeout : JOG_DEADLINE_MS;

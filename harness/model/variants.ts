@@ -325,6 +325,39 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     witness: [{ op: 'ready', plan: 'program_on' }, { op: 'io_arm', ...F }, { op: 'start_program', ...F, id: 'current' }, { op: 'step', cycles: 400 }, { op: 'step', cycles: 60 }],
     budget: { seed: 134, runs: 16, maxCommands: 150 },
   },
+  // Issue 21's weak items, each as a property of its own (the mapping: docs/profile.md "Model-based runs").
+  {
+    name: 'earlier-grant-handle-unknown',
+    wrong: 'a handle of an earlier grant answers unknown_handle instead of its terminal state (handle_retired)',
+    patch: { terminalReasons: false },
+    covers: ['reason:handle_retired', 'rule:handle.terminal_never_regain'],
+    witness: [{ op: 'ready' }, { op: 'release', ...F }, ACQUIRE, { op: 'start_trajectory', ...F, h: 'terminal' }],
+    budget: { seed: 135, runs: 8, maxCommands: 150 },
+  },
+  {
+    name: 'program-on-marker-without-io-arm',
+    wrong: 'a program with an ON marker starts without io_arm',
+    patch: { startNeedsIoArmForOnIntent: false },
+    covers: ['reason:io_not_armed', 'profile:program.output_intents'],
+    witness: [{ op: 'ready', plan: 'program_on' }, { op: 'io_disarm', ...F }, { op: 'start_program', ...F, id: 'current' }],
+    budget: { seed: 136, runs: 12, maxCommands: 150 },
+  },
+  {
+    name: 'jog-skips-gate',
+    wrong: 'begin_jog is admitted on an unarmed core (the start gate is not checked at jog)',
+    patch: { jogGate: false },
+    covers: ['reason:not_ready'],
+    witness: [{ op: 'ready', omit: 'arm' }, { op: 'begin_jog', ...F, mask: 'traj', clock: 'ok', deadline: 'ok' }],
+    budget: { seed: 137, runs: 12, maxCommands: 150 },
+  },
+  {
+    name: 'renew-resets-lease',
+    wrong: 'renew answers the default lease instead of the lease the grant was given',
+    patch: { renewPreservesLease: false },
+    covers: ['transition:grant:owned->owned:renew'],
+    witness: [{ op: 'acquire', lease: 499, binding: 'ok', controller: 'ok' }, { op: 'renew', ...F }],
+    budget: { seed: 138, runs: 8, maxCommands: 150 },
+  },
 ];
 
 export function rulesOf(v: WrongModel): Rules {
