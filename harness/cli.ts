@@ -131,6 +131,7 @@ Files: DIR/ca.crt ca.key server.crt server.key crl.pem pair.json clients/. Serve
             --remote-key DIR/server.key --remote-crl DIR/crl.pem --pair-id ID ...`,
   fuzz: `usage: hil fuzz [--target sim|ethercat-fake|external|rig] [--minutes M] [--seed N] [--commands N]
                [--socket PATH] [--machine FILE] [--bench PORT] [--allow-motion] [--strict]
+       hil fuzz --differential A,B [--minutes M] [--seed N] [--commands N]
 
 Runs the documented state machines as a model (harness/model/) against a target for M minutes (default 1):
 random sequences of control operations, observations and out-of-band actions, each reply, status and the
@@ -143,7 +144,11 @@ per-rule counts) are printed and written to reports/fuzz.json (and into reports/
                     rig: the stack on the rig (--machine, --bench)
   --commands N      longest sequence (default 200)
   --allow-motion    rig: sequences may energise drives; without it, motion commands are left out
-  --strict          refuse the reference stack's known defects too (harness/model/variants.ts KNOWN_DEFECTS)`,
+  --strict          refuse the reference stack's known defects too (harness/model/variants.ts KNOWN_DEFECTS)
+  --differential A,B  run each generated sequence on two targets (sim, ethercat-fake) and report the first
+                    reply that differs, with the sequence and HIL_MODEL_SEED to get it again. A replay
+                    target cannot be one side: it plays back recordings that hil run --record makes per
+                    test, and a generated sequence has none.`,
   coverage: `usage: hil coverage [--json]
 
 Collects the suites (without running them) and prints covered and pending counts per catalogue family.
@@ -437,8 +442,10 @@ async function fuzz(args: string[]): Promise<number> {
       bench: { type: 'string' },
       'allow-motion': { type: 'boolean', default: false },
       strict: { type: 'boolean', default: false },
+      differential: { type: 'string' },
     },
   });
+  if (values.differential !== undefined) return fuzzDifferential(values);
   const kind = values.target!;
   const minutes = Number(values.minutes);
   const maxCommands = Number(values.commands);
@@ -457,20 +464,7 @@ async function fuzz(args: string[]): Promise<number> {
   const { prebuildReference, PREBUILT_ENV } = await import('./targets/reference.ts');
   const built = kind === 'sim' || kind === 'ethercat-fake' ? await prebuildReference() : undefined;
   if (built) process.env[PREBUILT_ENV] = built.dir;
-  const options = {
-    ...(values.socket ? { socket: resolve(values.socket) } : {}),
-    ...(values.machine ? { machine: resolve(values.machine) } : {}),
-    ...(values.bench ? { bench: values.bench === 'sim' ? 'sim' : resolve(values.bench) } : {}),
-    allowMotion: values['allow-motion'],
-    serveArgs: kind === 'ethercat-fake' ? ['--driver', 'ethercat-fake'] : [],
-    ...(kind === 'rig' ? { rigDriver: process.env.HIL_RIG_DRIVER } : {}),
-  };
-  const d = TARGETS[kind === 'ethercat-fake' ? 'sim' : (kind as 'sim' | 'external' | 'rig')];
-  // The stepped clock where the target can give it (never sleeping through real time); otherwise real time.
-  const { MODEL_VARIANT } = await import('./model/commands.ts');
-  const short = d.cannotProvide(MODEL_VARIANT, options) === undefined;
-  const stepped = short || d.cannotProvide({ clock: 'stepped' }, options) === undefined;
-  const target = short ? await d.openVariant(MODEL_VARIANT, options) : stepped ? await d.openVariant({ clock: 'stepped' }, options) : await d.open(options);
+  const { target, stepped } = await openFuzzTarget(kind, values);
   const motion = target.abilities.motion && (kind !== 'rig' || values['allow-motion']);
   const stats = newStats();
   const started = performance.now();
@@ -529,6 +523,71 @@ async function fuzz(args: string[]): Promise<number> {
     }
   }
   return failed ? 1 : 0;
+}
+
+type FuzzValues = { socket?: string; machine?: string; bench?: string; 'allow-motion'?: boolean; minutes?: string; seed?: string; commands?: string; differential?: string };
+
+/** A fuzz target: the stepped clock and short Home where the target can give them (never sleeping through real time); otherwise real time. */
+async function openFuzzTarget(kind: string, values: FuzzValues): Promise<{ target: import('./targets/types.ts').Target; stepped: boolean }> {
+  const options = {
+    ...(values.socket ? { socket: resolve(values.socket) } : {}),
+    ...(values.machine ? { machine: resolve(values.machine) } : {}),
+    ...(values.bench ? { bench: values.bench === 'sim' ? 'sim' : resolve(values.bench) } : {}),
+    allowMotion: values['allow-motion'],
+    serveArgs: kind === 'ethercat-fake' ? ['--driver', 'ethercat-fake'] : [],
+    ...(kind === 'rig' ? { rigDriver: process.env.HIL_RIG_DRIVER } : {}),
+  };
+  const d = TARGETS[kind === 'ethercat-fake' ? 'sim' : (kind as 'sim' | 'external' | 'rig')];
+  const { MODEL_VARIANT } = await import('./model/commands.ts');
+  const short = d.cannotProvide(MODEL_VARIANT, options) === undefined;
+  const stepped = short || d.cannotProvide({ clock: 'stepped' }, options) === undefined;
+  const target = short ? await d.openVariant(MODEL_VARIANT, options) : stepped ? await d.openVariant({ clock: 'stepped' }, options) : await d.open(options);
+  return { target, stepped };
+}
+
+/** `hil fuzz --differential A,B`: each generated sequence on two targets; the first reply that differs ends the run. */
+async function fuzzDifferential(values: FuzzValues): Promise<number> {
+  const kinds = values.differential!.split(',');
+  if (kinds.length !== 2 || !kinds.every((k) => ['sim', 'ethercat-fake'].includes(k))) {
+    throw new UsageError(`--differential ${values.differential}: expected two of sim, ethercat-fake (a replay target plays back recordings hil run --record makes per test; a generated sequence has none)`);
+  }
+  const minutes = Number(values.minutes ?? '1');
+  const maxCommands = Number(values.commands ?? '200');
+  if (!(minutes > 0)) throw new UsageError('--minutes must be a positive number');
+  if (!Number.isInteger(maxCommands) || maxCommands < 1) throw new UsageError('--commands must be a positive integer');
+  const { differential, differentialReport, sequenceOf, sharedAbilities } = await import('./model/differential.ts');
+  const { prebuildReference, PREBUILT_ENV } = await import('./targets/reference.ts');
+  const built = await prebuildReference();
+  process.env[PREBUILT_ENV] = built.dir;
+  const opened: Array<import('./targets/types.ts').Target> = [];
+  let status = 0;
+  const seeds: number[] = [];
+  let commands = 0;
+  try {
+    for (const k of kinds) opened.push((await openFuzzTarget(k, values)).target);
+    const [a, b] = opened as [import('./targets/types.ts').Target, import('./targets/types.ts').Target];
+    const ab = await sharedAbilities(a, b);
+    const until = performance.now() + minutes * 60_000;
+    process.stdout.write(`hil fuzz --differential ${kinds.join(',')}: ${minutes} min, sequences up to ${maxCommands} commands\n`);
+    while (performance.now() < until) {
+      const seed = values.seed !== undefined && seeds.length === 0 ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31);
+      seeds.push(seed);
+      const sequence = sequenceOf(ab, seed, maxCommands);
+      commands += sequence.length;
+      const r = await differential(a, b, sequence, { ab });
+      if (r.first) {
+        process.stdout.write(`${differentialReport(r, { names: [kinds[0]!, kinds[1]!], seed, maxCommands })}\n`);
+        status = 1;
+        break;
+      }
+      process.stdout.write(`seed ${seed}: ${sequence.length} commands answered alike\n`);
+    }
+  } finally {
+    for (const t of opened) await t.close();
+    await built.remove();
+  }
+  process.stdout.write(`differential: ${seeds.length} sequences, ${commands} commands, ${status ? 'a difference found' : 'no difference'}\n`);
+  return status;
 }
 
 function serve(args: string[]): Promise<number> {

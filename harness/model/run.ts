@@ -150,6 +150,8 @@ export interface RunContext {
   lastSendMs: number;
   /** The jog clock's incarnation (GET /v1/jog/clock), for begin_jog. */
   jogClock: string;
+  /** When set, each judged reply's status and leading label, in order (the differential mode compares them). */
+  replies?: string[];
   /** The upload held open (hold_upload), if any. */
   held?: HeldUpload;
   /** Describe binding.revision (a program file's manifest_revision) and the number of axes in rad (mapped dense columns). */
@@ -578,6 +580,7 @@ function judgeReply(x: RunContext, spec: Spec, req: Request, ex: { reply: Checke
     why.push(`${describeOutcome(o)}: ${miss}`);
   }
   x.trace.push(`${line} -> ${got}`);
+  x.replies?.push(got);
   if (!chosen) fail(x, `${spec.op}: the reply ${got} ${r.reply.error ? JSON.stringify(r.reply.error) : ''} is not one the model allows:\n  ${why.join('\n  ')}`);
   hit(x, chosen.rule);
   const before = m.grant;
