@@ -137,7 +137,8 @@ Runs the documented state machines as a model (harness/model/) against a target 
 random sequences of control operations, observations and out-of-band actions, each reply, status and the
 event log checked against the model. A failure is shrunk to a minimal sequence and printed with
 HIL_MODEL_SEED and HIL_MODEL_PATH and a vitest example. Figures (sequences, commands, transitions reached,
-per-rule counts) are printed and written to reports/fuzz.json (and into reports/run.json when present).
+per-rule counts) are printed and written to reports/fuzz.json (and into reports/run.json, model.fuzz, when
+present: the HTML report then shows them).
 
   --target NAME     sim (default): the reference stack on the stepped clock; ethercat-fake: the same over
                     the EtherCAT driver's fake master; external: a service at --socket (no stepping);
@@ -470,6 +471,7 @@ async function fuzz(args: string[]): Promise<number> {
   const started = performance.now();
   const until = started + minutes * 60_000;
   let failed = false;
+  let failure: string | undefined;
   const seeds: number[] = [];
   try {
     process.stdout.write(`hil fuzz: target ${kind} (${stepped ? 'stepped clock' : 'real time'}), ${minutes} min, sequences up to ${maxCommands} commands${motion ? '' : ', motion commands left out'}
@@ -484,6 +486,7 @@ async function fuzz(args: string[]): Promise<number> {
       const r = await checkModel({ target, rules, seed, numRuns: 5, maxCommands, motion, stats });
       if (r.failed) {
         failed = true;
+        failure = r.error?.split('\n')[0] ?? 'model run failed';
         process.stdout.write(`${failureReport(r, { maxCommands })}
 `);
       }
@@ -499,6 +502,7 @@ async function fuzz(args: string[]): Promise<number> {
     minutes,
     seeds,
     passed: !failed,
+    ...(failure !== undefined ? { failure } : {}),
     sequences: stats.sequences,
     commands: stats.commands,
     transitions_reached: transitions.length,
@@ -515,8 +519,14 @@ async function fuzz(args: string[]): Promise<number> {
   if (existsSync(runJson)) {
     try {
       // Exact JSON both ways: run.json holds uint64 values (generations, sequences) a float would round.
+      // run.json schema v3 (harness/report/run.schema.json): the figures go under model.fuzz; the record is
+      // checked before it is written back, so a record nobody can read back is never left behind.
       const run = parseExact(readFileSync(runJson)) as Record<string, unknown>;
-      run.model_fuzz = figures;
+      run.schema = 'cell-hil.run.v3';
+      run.model = { ...((run.model as object | undefined) ?? {}), fuzz: figures };
+      const { runSchemaProblems } = await import('./report/run-schema.ts');
+      const problems = runSchemaProblems(JSON.parse(stringifyExact(run)));
+      if (problems.length) throw new Error(`the record would not match run.schema.json: ${problems.join('; ')}`);
       writeFileSync(runJson, stringifyExact(run));
     } catch (e) {
       process.stderr.write(`hil fuzz: run.json not updated: ${(e as Error).message}\n`);

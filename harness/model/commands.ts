@@ -82,7 +82,8 @@ export function allowed(m: ModelState, ab: Abilities, spec: Spec): boolean {
   switch (spec.op) {
     case 'hold_upload':
       // A program upload while a program executes is refused before it holds anything (PROFILE "Program admission").
-      return !!m.grant && !m.grant.stopping && !(spec.kind === 'program' && started);
+      // Under a grant the run keeps alive (a lease of 400 ms or more), so the held upload's fence holds.
+      return !!m.grant && !m.grant.stopping && m.grant.leaseMs >= 400 && !(spec.kind === 'program' && started);
     case 'finish_upload':
       // Only under the fence it was admitted with (what a later fence change does to it is not shown).
       return !!m.upload && !!m.grant && !m.grant.stopping && m.grant.session === m.upload.session && m.grant.generation === m.upload.generation;

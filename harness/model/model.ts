@@ -659,6 +659,12 @@ function outcomesIn(c: ModelConfig, m: ModelState, req: Request, lapsed: boolean
   // The retry cache (part 4 Envelope rules): same id and payload replays the remembered reply; a changed
   // payload is request_id_conflict. PROFILE "Grant generation and stop": for the current session the
   // fence is checked first; an ended session whose cache is kept answers from it.
+  // PROFILE "prepare_trajectory uploads": the upload slot is reserved at admission, with the fence and
+  // before the whole payload is read, so busy comes before the retry cache (and is not remembered).
+  if (spec.op === 'prepare_trajectory' && fence.startsWith('ok') && !fence.endsWith('stopping')) {
+    if (m.upload?.kind === 'trajectory' && c.rules.uploadBusySameKind) return [reason('limit:upload_slots_per_kind:busy', 'busy')];
+    if (m.upload?.kind === 'program' && !c.rules.uploadSlotPerKind) return [reason('limit:upload_slots_per_kind:global', 'busy')];
+  }
   const cache = rid !== undefined ? cacheOf(m, f.session) : undefined;
   const entry = rid !== undefined ? cache?.get(RID[rid]) : undefined;
   const current = m.grant?.session === f.session && !lapsed;
@@ -773,6 +779,10 @@ const grantData = (expect: { generation: bigint; stopping?: boolean; leaseMs: nu
 function handleOf(m: ModelState, n: bigint | undefined): HandleM | undefined {
   return n === undefined ? undefined : m.handles.get(String(n));
 }
+
+/** PROFILE "Trajectories" Handles: the last 64 handles are kept; an older one may be forgotten (unknown_handle). */
+export const HANDLES_KEPT = 64n;
+const forgotten = (m: ModelState, h: HandleM) => h.n + HANDLES_KEPT <= m.maxHandle;
 
 /** The operation itself, once the fence passed (and no cached reply answered). */
 function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolean, cycles: bigint, t: Times): Outcome[] {
@@ -984,6 +994,8 @@ function operationRest(c: ModelConfig, m: ModelState, req: Request, stopping: bo
       const start = spec.op === 'start_trajectory';
       const h = handleOf(m, f.handle);
       if (!h || (h.core !== m.core && c.rules.handlesPerIncarnation)) return [reason('reason:unknown_handle', 'unknown_handle')];
+      // A handle out of the kept window (only a terminal one can be that old): its reason, or forgotten.
+      if (forgotten(m, h) && TERMINAL.has(h.state)) return [reason(`rule:handle.terminal_never_regain:${h.state}`, [c.rules.terminalReasons ? STATE_REASON[h.state] : 'unknown_handle', 'unknown_handle'])];
       // A program handle is started by identity (start_program); start_trajectory does not know it, and
       // keeps it prepared (PROFILE "Programs"). discard_trajectory acts on both kinds (part 3 handle table).
       if (h.kind === 'program' && start && c.rules.startTrajectoryRefusesProgram) return [reason('reason:unknown_handle:program_handle', 'unknown_handle', { next: () => undefined })];
@@ -1123,7 +1135,8 @@ function startProgram(c: ModelConfig, m: ModelState, f: Resolved, cycles: bigint
 
 function startProgramIn(c: ModelConfig, m: ModelState, f: Resolved, cycles: bigint, t: Times): Outcome[] {
   const g = m.grant!;
-  const h = findLast([...m.handles.values()], (x) => x.kind === 'program' && x.ident === f.ident);
+  // The newest program handle with an equal identity among the handles the adapter keeps (the last 64).
+  const h = findLast([...m.handles.values()], (x) => x.kind === 'program' && x.ident === f.ident && !forgotten(m, x));
   if (h?.state === 'started') return [reason('reason:handle_started:program', 'handle_started')];
   const running = programExecuting(m);
   if (running && c.rules.programAlreadyExecuting) return [reason('reason:program_already_executing', 'program_already_executing')];
