@@ -241,6 +241,8 @@ export interface EndedM {
   how: EndHow;
   /** Kept for a stop drain or revocation (PROFILE "Grant generation and stop"); dropped otherwise. */
   cache?: Map<string, CacheEntry>;
+  /** A drain's end seen while the lease may have run out: revoked, or expired (the events tell later). */
+  maybeExpired?: boolean;
 }
 
 export interface ModelState {
@@ -682,7 +684,17 @@ function outcomesIn(c: ModelConfig, m: ModelState, req: Request, lapsed: boolean
     // A retry whose fence no longer holds (the session is stopping now): the fence refusal or the replay.
     return [reason(`fence:${spec.op}`, fence), { rule: 'idempotency.join_or_replay', status: entry.reply.status as 200 | 409, replay: entry.reply }];
   }
-  if (!fence.startsWith('ok')) return [reason(`fence:${spec.op}:${fence}`, fence)];
+  if (!fence.startsWith('ok')) {
+    // An ended session that may have ended by expiry instead: that fence label too.
+    const ended = m.grant?.session === f.session ? undefined : findLast(m.ended, (x) => x.session === f.session);
+    if (ended?.maybeExpired) {
+      const alt = cloneState(m);
+      findLast(alt.ended, (x) => x.session === f.session)!.how = 'expired';
+      const other = fenceCheck(c, alt, spec.op, f, lapsed);
+      if (other !== fence && !other.startsWith('ok')) return [reason(`fence:${spec.op}:${fence}`, [fence, other])];
+    }
+    return [reason(`fence:${spec.op}:${fence}`, fence)];
+  }
   const remember = (o: Outcome): Outcome => {
     if (rid === undefined) return o;
     const base = o.next;

@@ -763,6 +763,14 @@ async function reconcile(x: RunContext, cyclesRan: boolean): Promise<void> {
   for (const e of evs) {
     if (e.type === 'grant_revoked' || e.type === 'grant_expired' || e.type === 'grant_released') {
       m.endsSeen = [...(m.endsSeen ?? []).slice(-16), String(payloadOf(e).generation)];
+      const ended = findLast(m.ended, (y) => y.generation === payloadOf(e).generation && !!y.maybeExpired);
+      if (ended) {
+        ended.maybeExpired = undefined;
+        if (e.type === 'grant_expired') {
+          ended.how = 'expired';
+          ended.cache = undefined; // lease expiry drops the retry cache (part 4 Envelope rules)
+        }
+      }
     }
     // The jog's input expired (host time, seen by a core cycle): the jog generation is closed.
     if (e.type === 'jog_expired' && m.jog && payloadOf(e).jog_generation === m.jog.n) m.jog = undefined;
@@ -802,7 +810,14 @@ function checkGrant(x: RunContext, st: StatusObs, evs: readonly CellEvent[]): bo
     // The drain finished: revoked (part 3 "stopping, then revoked"); a lease that ran out during the drain
     // may have ended it first (grant_expired), possibly told in an earlier read of the log.
     const gen = g.generation;
+    const lapsedMaybe = leaseAt(g, x.lastSendMs, performance.now()) !== 'alive';
     drained(c, m);
+    // The lease may have run out during the drain: the session then ended by expiry (its fence answers
+    // expired), which the grant_expired event, read after the next command, tells.
+    if (lapsedMaybe) {
+      const e = findLast(m.ended, (y) => y.generation === gen);
+      if (e) e.maybeExpired = true;
+    }
     if (!m.endsSeen?.includes(String(gen))) m.owed.push({ type: 'grant_revoked', alt: ['grant_expired'], where: { generation: gen }, why: 'the stop drained' });
     return true;
   }
