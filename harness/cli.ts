@@ -131,19 +131,25 @@ Files: DIR/ca.crt ca.key server.crt server.key crl.pem pair.json clients/. Serve
             --remote-key DIR/server.key --remote-crl DIR/crl.pem --pair-id ID ...`,
   fuzz: `usage: hil fuzz [--target sim|ethercat-fake|external|rig] [--minutes M] [--seed N] [--commands N]
                [--socket PATH] [--machine FILE] [--bench PORT] [--allow-motion] [--strict]
+       hil fuzz --differential A,B [--minutes M] [--seed N] [--commands N]
 
 Runs the documented state machines as a model (harness/model/) against a target for M minutes (default 1):
 random sequences of control operations, observations and out-of-band actions, each reply, status and the
 event log checked against the model. A failure is shrunk to a minimal sequence and printed with
 HIL_MODEL_SEED and HIL_MODEL_PATH and a vitest example. Figures (sequences, commands, transitions reached,
-per-rule counts) are printed and written to reports/fuzz.json (and into reports/run.json when present).
+per-rule counts) are printed and written to reports/fuzz.json (and into reports/run.json, model.fuzz, when
+present: the HTML report then shows them).
 
   --target NAME     sim (default): the reference stack on the stepped clock; ethercat-fake: the same over
                     the EtherCAT driver's fake master; external: a service at --socket (no stepping);
                     rig: the stack on the rig (--machine, --bench)
   --commands N      longest sequence (default 200)
   --allow-motion    rig: sequences may energise drives; without it, motion commands are left out
-  --strict          refuse the reference stack's known defects too (harness/model/variants.ts KNOWN_DEFECTS)`,
+  --strict          refuse the reference stack's known defects too (harness/model/variants.ts KNOWN_DEFECTS)
+  --differential A,B  run each generated sequence on two targets (sim, ethercat-fake) and report the first
+                    reply that differs, with the sequence and HIL_MODEL_SEED to get it again. A replay
+                    target cannot be one side: it plays back recordings that hil run --record makes per
+                    test, and a generated sequence has none.`,
   coverage: `usage: hil coverage [--json]
 
 Collects the suites (without running them) and prints covered and pending counts per catalogue family.
@@ -439,8 +445,10 @@ async function fuzz(args: string[]): Promise<number> {
       bench: { type: 'string' },
       'allow-motion': { type: 'boolean', default: false },
       strict: { type: 'boolean', default: false },
+      differential: { type: 'string' },
     },
   });
+  if (values.differential !== undefined) return fuzzDifferential(values);
   const kind = values.target!;
   const minutes = Number(values.minutes);
   const maxCommands = Number(values.commands);
@@ -459,25 +467,13 @@ async function fuzz(args: string[]): Promise<number> {
   const { prebuildReference, PREBUILT_ENV } = await import('./targets/reference.ts');
   const built = kind === 'sim' || kind === 'ethercat-fake' ? await prebuildReference() : undefined;
   if (built) process.env[PREBUILT_ENV] = built.dir;
-  const options = {
-    ...(values.socket ? { socket: resolve(values.socket) } : {}),
-    ...(values.machine ? { machine: resolve(values.machine) } : {}),
-    ...(values.bench ? { bench: values.bench === 'sim' ? 'sim' : resolve(values.bench) } : {}),
-    allowMotion: values['allow-motion'],
-    serveArgs: kind === 'ethercat-fake' ? ['--driver', 'ethercat-fake'] : [],
-    ...(kind === 'rig' ? { rigDriver: process.env.HIL_RIG_DRIVER } : {}),
-  };
-  const d = TARGETS[kind === 'ethercat-fake' ? 'sim' : (kind as 'sim' | 'external' | 'rig')];
-  // The stepped clock where the target can give it (never sleeping through real time); otherwise real time.
-  const { MODEL_VARIANT } = await import('./model/commands.ts');
-  const short = d.cannotProvide(MODEL_VARIANT, options) === undefined;
-  const stepped = short || d.cannotProvide({ clock: 'stepped' }, options) === undefined;
-  const target = short ? await d.openVariant(MODEL_VARIANT, options) : stepped ? await d.openVariant({ clock: 'stepped' }, options) : await d.open(options);
+  const { target, stepped } = await openFuzzTarget(kind, values);
   const motion = target.abilities.motion && (kind !== 'rig' || values['allow-motion']);
   const stats = newStats();
   const started = performance.now();
   const until = started + minutes * 60_000;
   let failed = false;
+  let failure: string | undefined;
   const seeds: number[] = [];
   try {
     process.stdout.write(`hil fuzz: target ${kind} (${stepped ? 'stepped clock' : 'real time'}), ${minutes} min, sequences up to ${maxCommands} commands${motion ? '' : ', motion commands left out'}
@@ -492,6 +488,7 @@ async function fuzz(args: string[]): Promise<number> {
       const r = await checkModel({ target, rules, seed, numRuns: 5, maxCommands, motion, stats });
       if (r.failed) {
         failed = true;
+        failure = r.error?.split('\n')[0] ?? 'model run failed';
         process.stdout.write(`${failureReport(r, { maxCommands })}
 `);
       }
@@ -507,6 +504,7 @@ async function fuzz(args: string[]): Promise<number> {
     minutes,
     seeds,
     passed: !failed,
+    ...(failure !== undefined ? { failure } : {}),
     sequences: stats.sequences,
     commands: stats.commands,
     transitions_reached: transitions.length,
@@ -523,14 +521,85 @@ async function fuzz(args: string[]): Promise<number> {
   if (existsSync(runJson)) {
     try {
       // Exact JSON both ways: run.json holds uint64 values (generations, sequences) a float would round.
+      // run.json schema v3 (harness/report/run.schema.json): the figures go under model.fuzz; the record is
+      // checked before it is written back, so a record nobody can read back is never left behind.
       const run = parseExact(readFileSync(runJson)) as Record<string, unknown>;
-      run.model_fuzz = figures;
+      run.schema = 'cell-hil.run.v3';
+      run.model = { ...((run.model as object | undefined) ?? {}), fuzz: figures };
+      const { runSchemaProblems } = await import('./report/run-schema.ts');
+      const problems = runSchemaProblems(JSON.parse(stringifyExact(run)));
+      if (problems.length) throw new Error(`the record would not match run.schema.json: ${problems.join('; ')}`);
       writeFileSync(runJson, stringifyExact(run));
     } catch (e) {
       process.stderr.write(`hil fuzz: run.json not updated: ${(e as Error).message}\n`);
     }
   }
   return failed ? 1 : 0;
+}
+
+type FuzzValues = { socket?: string; machine?: string; bench?: string; 'allow-motion'?: boolean; minutes?: string; seed?: string; commands?: string; differential?: string };
+
+/** A fuzz target: the stepped clock and short Home where the target can give them (never sleeping through real time); otherwise real time. */
+async function openFuzzTarget(kind: string, values: FuzzValues): Promise<{ target: import('./targets/types.ts').Target; stepped: boolean }> {
+  const options = {
+    ...(values.socket ? { socket: resolve(values.socket) } : {}),
+    ...(values.machine ? { machine: resolve(values.machine) } : {}),
+    ...(values.bench ? { bench: values.bench === 'sim' ? 'sim' : resolve(values.bench) } : {}),
+    allowMotion: values['allow-motion'],
+    serveArgs: kind === 'ethercat-fake' ? ['--driver', 'ethercat-fake'] : [],
+    ...(kind === 'rig' ? { rigDriver: process.env.HIL_RIG_DRIVER } : {}),
+  };
+  const d = TARGETS[kind === 'ethercat-fake' ? 'sim' : (kind as 'sim' | 'external' | 'rig')];
+  const { MODEL_VARIANT } = await import('./model/commands.ts');
+  const short = d.cannotProvide(MODEL_VARIANT, options) === undefined;
+  const stepped = short || d.cannotProvide({ clock: 'stepped' }, options) === undefined;
+  const target = short ? await d.openVariant(MODEL_VARIANT, options) : stepped ? await d.openVariant({ clock: 'stepped' }, options) : await d.open(options);
+  return { target, stepped };
+}
+
+/** `hil fuzz --differential A,B`: each generated sequence on two targets; the first reply that differs ends the run. */
+async function fuzzDifferential(values: FuzzValues): Promise<number> {
+  const kinds = values.differential!.split(',');
+  if (kinds.length !== 2 || !kinds.every((k) => ['sim', 'ethercat-fake'].includes(k))) {
+    throw new UsageError(`--differential ${values.differential}: expected two of sim, ethercat-fake (a replay target plays back recordings hil run --record makes per test; a generated sequence has none)`);
+  }
+  const minutes = Number(values.minutes ?? '1');
+  const maxCommands = Number(values.commands ?? '200');
+  if (!(minutes > 0)) throw new UsageError('--minutes must be a positive number');
+  if (!Number.isInteger(maxCommands) || maxCommands < 1) throw new UsageError('--commands must be a positive integer');
+  const { differential, differentialReport, sequenceOf, sharedAbilities } = await import('./model/differential.ts');
+  const { prebuildReference, PREBUILT_ENV } = await import('./targets/reference.ts');
+  const built = await prebuildReference();
+  process.env[PREBUILT_ENV] = built.dir;
+  const opened: Array<import('./targets/types.ts').Target> = [];
+  let status = 0;
+  const seeds: number[] = [];
+  let commands = 0;
+  try {
+    for (const k of kinds) opened.push((await openFuzzTarget(k, values)).target);
+    const [a, b] = opened as [import('./targets/types.ts').Target, import('./targets/types.ts').Target];
+    const ab = await sharedAbilities(a, b);
+    const until = performance.now() + minutes * 60_000;
+    process.stdout.write(`hil fuzz --differential ${kinds.join(',')}: ${minutes} min, sequences up to ${maxCommands} commands\n`);
+    while (performance.now() < until) {
+      const seed = values.seed !== undefined && seeds.length === 0 ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31);
+      seeds.push(seed);
+      const sequence = sequenceOf(ab, seed, maxCommands);
+      commands += sequence.length;
+      const r = await differential(a, b, sequence, { ab });
+      if (r.first) {
+        process.stdout.write(`${differentialReport(r, { names: [kinds[0]!, kinds[1]!], seed, maxCommands })}\n`);
+        status = 1;
+        break;
+      }
+      process.stdout.write(`seed ${seed}: ${sequence.length} commands answered alike\n`);
+    }
+  } finally {
+    for (const t of opened) await t.close();
+    await built.remove();
+  }
+  process.stdout.write(`differential: ${seeds.length} sequences, ${commands} commands, ${status ? 'a difference found' : 'no difference'}\n`);
+  return status;
 }
 
 function serve(args: string[]): Promise<number> {

@@ -12,8 +12,8 @@
 
 import fc from 'fast-check';
 import type { Target } from '../targets/types.ts';
-import { REFERENCE_RULES, type ModelState, type RidRef, type Rules, type Spec } from './model.ts';
-import { closeRun, newStats, openRun, runSpec, type ModelStats, type RunContext } from './run.ts';
+import { REFERENCE_RULES, type HandleRef, type IdentRef, type ModelState, type ProgRef, type RidRef, type Rules, type Spec } from './model.ts';
+import { closeRun, newStats, openRun, programUnfit, runSpec, type Description, type ModelStats, type RunContext } from './run.ts';
 
 /**
  * The stack a model run asks for: the stepped clock (no sleeping through real time) and a short simulated
@@ -27,10 +27,25 @@ export interface Abilities {
   faultInjection: boolean;
   coreRestart: boolean;
   motion: boolean;
+  /** The model's program files fit the cell (harness/model/run.ts programUnfit). */
+  programs?: boolean;
+  /** Describe lists update_jog implemented (jog.sock served: local_jog_update frames). */
+  jogFrames?: boolean;
 }
 
 export function abilitiesOf(t: Target): Abilities {
   return { stepped: typeof t.stepReport === 'function', faultInjection: t.abilities.faultInjection, coreRestart: t.abilities.coreRestart, motion: t.abilities.motion };
+}
+
+/** The abilities, with what Describe says about programs and jog frames. */
+export async function describedAbilities(t: Target): Promise<Abilities> {
+  const ab = abilitiesOf(t);
+  const client = t.client();
+  const r = await client.describe();
+  if (r.status !== 200) return ab;
+  const d = r.reply.data as unknown as Description & { capabilities?: Array<{ name: string; state: string }> };
+  const trajAxis = Math.max(0, d.axes.findIndex((a) => a.native_home));
+  return { ...ab, programs: programUnfit(d, trajAxis) === undefined, jogFrames: (d.capabilities ?? []).some((x) => x.name === 'update_jog' && x.state === 'implemented') };
 }
 
 /** The model plus the abilities, as fast-check's model object. */
@@ -53,13 +68,27 @@ class SpecCommand implements fc.AsyncCommand<FcModel, RunContext, false> {
   }
 }
 
-const MOTION = new Set(['enable', 'arm', 'home', 'halt', 'start_trajectory', 'ready', 'replan', 'begin_jog', 'jog']);
+const MOTION = new Set(['enable', 'arm', 'home', 'halt', 'start_trajectory', 'start_program', 'ready', 'replan', 'begin_jog', 'jog', 'update_jog']);
+const PROGRAM = new Set(['prepare_program', 'start_program']);
 
 /** Preconditions: what the generator may send in a state (never a rule of the target). */
 export function allowed(m: ModelState, ab: Abilities, spec: Spec): boolean {
   if (MOTION.has(spec.op) && !ab.motion) return false;
+  if ((PROGRAM.has(spec.op) || (spec.op === 'ready' && spec.plan?.startsWith('program')) || (spec.op === 'hold_upload' && spec.kind === 'program')) && !ab.programs) return false;
+  if (spec.op === 'update_jog' && !ab.jogFrames) return false;
   const started = [...m.handles.values()].some((h) => h.state === 'started' && h.core === m.core);
+  // While an upload is held, nothing that ends the core or waits long (the held connection is kept short).
+  if (m.upload && (spec.op === 'restart_core' || spec.op === 'wait_lease' || spec.op === 'fault' || spec.op === 'hold_upload')) return false;
   switch (spec.op) {
+    case 'hold_upload':
+      // A program upload while a program executes is refused before it holds anything (PROFILE "Program admission").
+      // Under a grant the run keeps alive (a lease of 400 ms or more), so the held upload's fence holds.
+      return !!m.grant && !m.grant.stopping && m.grant.leaseMs >= 400 && !(spec.kind === 'program' && started);
+    case 'finish_upload':
+      // Only under the fence it was admitted with (what a later fence change does to it is not shown).
+      return !!m.upload && !!m.grant && !m.grant.stopping && m.grant.session === m.upload.session && m.grant.generation === m.upload.generation;
+    case 'abandon_upload':
+      return !!m.upload;
     case 'fault':
       return ab.faultInjection && !m.grant?.stopping && !m.faultLatched;
     case 'restart_core':
@@ -106,7 +135,7 @@ export function commandArbs(ab: Abilities): Array<fc.Arbitrary<fc.AsyncCommand<F
     ...w(1, fc.tuple(fence, fc.constantFrom<'ok' | 'other' | 'empty' | 'max' | 'over'>('ok', 'other', 'max', 'empty', 'over')).map(([f, label]) => ({ op: 'mark_telemetry' as const, ...f, label }))),
     ...w(1, fence.map((f) => ({ op: 'io_arm' as const, ...f }))),
     ...w(1, fence.map((f) => ({ op: 'io_disarm' as const, ...f }))),
-    ...w(3, fc.tuple(fence, fc.constantFrom<'none' | 'on' | 'off' | 'torch' | 'unconfigured'>('none', 'none', 'none', 'on', 'off', 'torch', 'unconfigured'), weighted<'first' | 'last'>([4, 'first'], [1, 'last'])).map(([f, io, axis]) => ({ op: 'prepare_trajectory' as const, ...f, io, ...(axis === 'last' ? { axis } : {}) }))),
+    ...w(3, fc.tuple(fence, fc.constantFrom<'none' | 'on' | 'on0' | 'off' | 'torch' | 'unconfigured'>('none', 'none', 'none', 'on', 'on0', 'off', 'torch', 'unconfigured'), weighted<'first' | 'last'>([4, 'first'], [1, 'last'])).map(([f, io, axis]) => ({ op: 'prepare_trajectory' as const, ...f, io, ...(axis === 'last' ? { axis } : {}) }))),
     ...w(2, fc.tuple(fence, fc.constantFrom<'prepared' | 'started' | 'last' | 'terminal' | 'other_core' | 'zero' | 'next' | 'max'>('prepared', 'started', 'started', 'last', 'terminal', 'other_core', 'zero', 'next', 'max')).map(([f, h]) => ({ op: 'discard_trajectory' as const, ...f, h }))),
     fc.constant({ op: 'drain' as const }),
     fc.constantFrom(1, 10, 60, 200, 400).map((cycles) => ({ op: 'step' as const, cycles })),
@@ -131,8 +160,32 @@ export function commandArbs(ab: Abilities): Array<fc.Arbitrary<fc.AsyncCommand<F
       ...w(
         4,
         fc
-          .tuple(weighted<'none' | 'on'>([3, 'none'], [1, 'on']), weighted<'' | 'arm' | 'axis'>([6, ''], [1, 'arm'], [1, 'axis']), weighted<'' | 'last'>([6, ''], [1, 'last']))
-          .map(([plan, omit, axis]) => ({ op: 'ready' as const, ...(plan === 'on' ? { plan } : {}), ...(omit ? { omit } : {}), ...(axis ? { axis } : {}) })),
+          .tuple(weighted<'none' | 'on' | 'on0'>([6, 'none'], [1, 'on'], [1, 'on0']), weighted<'' | 'arm' | 'axis'>([6, ''], [1, 'arm'], [1, 'axis']), weighted<'' | 'last'>([6, ''], [1, 'last']))
+          .map(([plan, omit, axis]) => ({ op: 'ready' as const, ...(plan !== 'none' ? { plan } : {}), ...(omit ? { omit } : {}), ...(axis ? { axis } : {}) })),
+      ),
+    );
+  }
+  const hRefs = fc.constantFrom<HandleRef>('prepared', 'started', 'last', 'terminal', 'program', 'zero', 'next');
+  // Uploads held open: one kind, then the other (part 8 upload slots), finished or abandoned.
+  arbs.push(...w(2, weighted<'trajectory' | 'program'>([1, 'trajectory'], [1, 'program']).map((kind) => ({ op: 'hold_upload' as const, kind }))), ...w(2, fc.constant({ op: 'finish_upload' as const })), fc.constant({ op: 'abandon_upload' as const }));
+  if (ab.programs) {
+    arbs.push(...w(3, fc.tuple(fc.record({ s: sess, g: gen }), weighted<ProgRef>([6, 'a'], [3, 'b'], [2, 'on'], [1, 'no_id'])).map(([f, prog]) => ({ op: 'prepare_program' as const, ...f, prog }))));
+    arbs.push(...w(1, fc.tuple(fence, hRefs).map(([f, h]) => ({ op: 'discard_trajectory' as const, ...f, h }))));
+    if (ab.motion) {
+      arbs.push(
+        ...w(3, fc.tuple(fence, weighted<IdentRef>([8, 'current'], [2, 'other'], [1, 'changed'])).map(([f, id]) => ({ op: 'start_program' as const, ...f, id }))),
+        ...w(2, weighted<'program' | 'program_on'>([3, 'program'], [1, 'program_on']).map((plan) => ({ op: 'ready' as const, plan }))),
+        fc.tuple(fence, hRefs).map(([f, h]) => ({ op: 'start_trajectory' as const, ...f, h })),
+      );
+    }
+  }
+  if (ab.jogFrames && ab.motion) {
+    arbs.push(
+      ...w(
+        4,
+        fc
+          .tuple(fc.record({ s: sess, g: gen }), weighted<'current' | 'older' | 'next' | 'legacy'>([8, 'current'], [1, 'older'], [1, 'next'], [2, 'legacy']), weighted<'next' | 'same'>([6, 'next'], [1, 'same']), weighted<'now' | 'stale' | 'before_origin'>([8, 'now'], [1, 'stale'], [1, 'before_origin']))
+          .map(([f, jg, seq, capture]) => ({ op: 'update_jog' as const, ...f, jg, seq, capture })),
       ),
     );
   }
@@ -173,7 +226,7 @@ export interface PropertyResult {
 
 /** Run the model property: numRuns sequences of up to maxCommands commands. */
 export async function checkModel(o: PropertyOptions): Promise<PropertyResult> {
-  const ab = { ...abilitiesOf(o.target), ...(o.motion === false ? { motion: false } : {}) };
+  const ab = { ...(await describedAbilities(o.target)), ...(o.motion === false ? { motion: false } : {}) };
   const stats = o.stats ?? newStats();
   const rules = o.rules ?? REFERENCE_RULES;
   let firstFailureLength: number | undefined;

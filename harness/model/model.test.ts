@@ -6,7 +6,7 @@ import { REFERENCE_RULES, cloneState, fenceCheck, initialState, outcomes, type M
 import { WRONG_MODELS, rulesOf } from './variants.ts';
 
 const S = 'a1'.repeat(32);
-const config = (rules = REFERENCE_RULES): ModelConfig => ({ axisCount: 3, nativeHomeMask: 0b111, trajAxis: 0, leaseCeilingMs: 500, defaultLeaseMs: 500, cycleNs: 1_000_000n, plainOutput: 1, torchOutput: 0, outputCount: 3, planCycles: 400, rules });
+const config = (rules = REFERENCE_RULES): ModelConfig => ({ axisCount: 3, nativeHomeMask: 0b111, trajAxis: 0, leaseCeilingMs: 500, defaultLeaseMs: 500, cycleNs: 1_000_000n, plainOutput: 1, torchOutput: 0, outputCount: 3, planCycles: 400, jogInputAgeMs: 250, rules });
 
 function owned(generation = 5n): ModelState {
   const m = initialState({ baseHandle: 0n, homeMask: 1, lastGeneration: generation });

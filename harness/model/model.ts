@@ -69,6 +69,34 @@ export interface Rules {
   startGateOtherLane: boolean;
   /** Part 3 grant table / part 4 reset_fault: "a submitted reset retires the session". */
   resetRetiresSession: boolean;
+  /** Part 3 handle table ("trajectory and program handles"); PROFILE "Programs" Handles: one numbering and one plan slot, so a program preparation supersedes a prepared trajectory handle and the reverse. */
+  oneSlotForBothKinds: boolean;
+  /** PROFILE "Programs" start_program order: another program executing is program_already_executing (not replaced). */
+  programAlreadyExecuting: boolean;
+  /** Part 2 Request handle ("nonzero handle for start/discard"); PROFILE "Programs": start_trajectory of a program handle is unknown_handle, the handle kept. */
+  startTrajectoryRefusesProgram: boolean;
+  /** Part 3 handle table: discard_trajectory acts on program handles too (prepared discarded, started handle_active). */
+  discardTakesProgramHandles: boolean;
+  /** Part 4 start_program: "Same start gate as start_trajectory" (armed, enabled, homed, io_arm for ON markers). */
+  programStartGate: boolean;
+  /** Part 8 "Upload slots: one upload of the same kind at a time (busy)": a second upload of the same kind is busy. */
+  uploadBusySameKind: boolean;
+  /** Part 8 upload slots are per kind: an upload of the other kind is admitted while one is in progress. */
+  uploadSlotPerKind: boolean;
+  /** Part 2 Request end_jog: "exact current" generation: an older nonzero generation is jog_session_stale. */
+  endJogRefusesOlder: boolean;
+  /** PROFILE "Jog" local_jog_update: jog_generation must be the open independent one (a legacy jog's is jog_session_stale). */
+  updateJogIndependentOnly: boolean;
+  /** PROFILE "Jog" local_jog_update: source_sequence strictly increasing per jog generation (jog_frame_out_of_order). */
+  updateJogOrdered: boolean;
+  /** PROFILE "Jog" local_jog_update: the session and grant generation must be the current grant's (control_session_stale). */
+  updateJogFenced: boolean;
+  /** PROFILE "Trajectories" Output intents / "Programs": an intent on the first point (sample 0) is applied like any other. */
+  firstPointIntentApplied: boolean;
+  /** Part 4 arm: "the motion start gate is checked at every Start and jog": begin_jog and jog need the axes armed and enabled. */
+  jogGate: boolean;
+  /** Part 3 grant table, renew: "owned, lease_ms preserved" (the requested lease, not the default). */
+  renewPreservesLease: boolean;
 }
 
 export const REFERENCE_RULES: Readonly<Rules> = Object.freeze({
@@ -93,6 +121,20 @@ export const REFERENCE_RULES: Readonly<Rules> = Object.freeze({
   endJogExactIndependent: true,
   startGateOtherLane: true,
   resetRetiresSession: true,
+  oneSlotForBothKinds: true,
+  programAlreadyExecuting: true,
+  startTrajectoryRefusesProgram: true,
+  discardTakesProgramHandles: true,
+  programStartGate: true,
+  uploadBusySameKind: true,
+  uploadSlotPerKind: true,
+  endJogRefusesOlder: true,
+  updateJogIndependentOnly: true,
+  updateJogOrdered: true,
+  updateJogFenced: true,
+  firstPointIntentApplied: true,
+  jogGate: true,
+  renewPreservesLease: true,
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -109,6 +151,8 @@ export interface ModelConfig {
   /** Default lease when requested_lease_ms is omitted or 0 (part 8: 500 ms on the LAN profile). */
   defaultLeaseMs: number;
   cycleNs: bigint;
+  /** Describe max_jog_input_age_ns, in ms (PROFILE "Jog": an accepted frame's input deadline is capture + this). */
+  jogInputAgeMs: number;
   /** Index of the first configured non-torch output, or -1 (part 4 io_arm; Describe io). */
   plainOutput: number;
   /** Index of a torch-class output, or -1. */
@@ -117,6 +161,10 @@ export interface ModelConfig {
   outputCount: number;
   /** Plan length of the model's trajectories, in cycles. */
   planCycles: number;
+  /** Why the model's program files do not fit this cell (undefined: they do); see programFit in run.ts. */
+  programUnfit?: string;
+  /** Name of the output the model's ON marker drives (the first configured non-torch output). */
+  plainOutputName?: string;
   rules: Rules;
 }
 
@@ -148,6 +196,16 @@ export interface HandleM {
   epoch: number;
   /** Core cycle count when started (StepReport cycles), and whether that is exact. */
   startCycle?: bigint;
+  /** A program handle (prepare_program); absent for a trajectory. */
+  kind?: 'program';
+  /** A program's identity, as exact JSON text (start_program finds the newest handle with an equal one). */
+  ident?: string;
+  /** Plan length in core cycles, when not ModelConfig.planCycles. */
+  cycles?: number;
+  /** The ON intent is on the first point (sample 0), not a later one. */
+  ioAt0?: boolean;
+  /** The plan carries an OFF intent (on a later point). */
+  ioOff?: boolean;
 }
 
 export interface CacheEntry {
@@ -183,6 +241,8 @@ export interface EndedM {
   how: EndHow;
   /** Kept for a stop drain or revocation (PROFILE "Grant generation and stop"); dropped otherwise. */
   cache?: Map<string, CacheEntry>;
+  /** A drain's end seen while the lease may have run out: revoked, or expired (the events tell later). */
+  maybeExpired?: boolean;
 }
 
 export interface ModelState {
@@ -203,7 +263,7 @@ export interface ModelState {
   ioArmed: boolean;
   faultLatched: boolean;
   /** The open jog generation (PROFILE "Jog": numbers 1, 2, 3 ... per core incarnation), with its input deadline as a local time window. */
-  jog?: { n: bigint; mode: 'independent' | 'legacy'; bit: number; until: LeaseWindow };
+  jog?: { n: bigint; mode: 'independent' | 'legacy'; bit: number; until: LeaseWindow; originNs?: bigint };
   /** Highest jog generation seen in this core incarnation, and the last legacy one. */
   jogMax?: bigint;
   legacyJog?: bigint;
@@ -215,6 +275,14 @@ export interface ModelState {
   endsSeen?: string[];
   /** Events the target still owes (carried across steps until seen). */
   owed: EventExp[];
+  /** An upload held open mid-body (part 8 upload slots), admitted under this fence. */
+  upload?: { kind: 'trajectory' | 'program'; session: string; generation: bigint };
+  /** The program identities the target gave (newest last), by the model's program file key. */
+  identities: Array<{ key: string; text: string; identity: Record<string, unknown> }>;
+  /** core.io_output_word as the model predicts it, or 'unknown' (the next status read sets it). */
+  outputs: number | 'unknown';
+  /** Last source_sequence the ingress accepted for the open jog generation (local_jog_update). */
+  jogSeq?: bigint;
   /** Coverage: rule and transition names this run exercised. */
   hits: Map<string, number>;
 }
@@ -234,6 +302,8 @@ export function initialState(o: { baseHandle: bigint; homeMask: number; lastGene
     ioArmed: false,
     faultLatched: false,
     owed: [],
+    identities: [],
+    outputs: 'unknown',
     hits: new Map(),
   };
 }
@@ -248,7 +318,10 @@ export function cloneState(s: ModelState): ModelState {
 
 export type SessRef = 'current' | 'ended' | 'never' | 'malformed';
 export type GenRef = 'current' | 'older' | 'acquired' | 'newer' | 'zero' | 'one' | 'max';
-export type HandleRef = 'prepared' | 'started' | 'last' | 'terminal' | 'other_core' | 'zero' | 'next' | 'max';
+export type HandleRef = 'prepared' | 'started' | 'last' | 'terminal' | 'other_core' | 'zero' | 'next' | 'max' | 'program';
+/** The model's program files: two still programs of different identity, one with an ON marker on sample 0, one without a program_id. */
+export type ProgRef = 'a' | 'b' | 'on' | 'no_id';
+export type IdentRef = 'current' | 'other' | 'changed';
 export type MaskRef = 'traj' | 'all' | 'others' | 'zero' | 'outside' | 'non_home';
 export type RidRef = undefined | 'a' | 'b' | 'c' | 'long64' | 'empty' | 'long65' | 'control_char';
 
@@ -259,7 +332,21 @@ export type Spec =
   | { op: 'enable' | 'home'; mask: MaskRef; s: SessRef; g: GenRef; rid?: RidRef }
   | { op: 'mark_telemetry'; label: 'ok' | 'other' | 'empty' | 'max' | 'over'; s: SessRef; g: GenRef; rid?: RidRef }
   /** `axis`: the plan moves the first native-home axis (the one a bring-up homes) or the last one (left unhomed by the generator). */
-  | { op: 'prepare_trajectory'; io: 'none' | 'on' | 'off' | 'torch' | 'unconfigured'; axis?: 'first' | 'last'; s: SessRef; g: GenRef; rid?: RidRef }
+  | { op: 'prepare_trajectory'; io: 'none' | 'on' | 'on0' | 'off' | 'torch' | 'unconfigured'; axis?: 'first' | 'last'; s: SessRef; g: GenRef; rid?: RidRef }
+  /** POST /v1/program (part 4 prepare_program): the fence in headers, no request_id (uploads have no deduplication). */
+  | { op: 'prepare_program'; prog: ProgRef; s: SessRef; g: GenRef }
+  /** start_program with the identity of the newest program prepared, of another program file, or one with a field changed. */
+  | { op: 'start_program'; id: IdentRef; s: SessRef; g: GenRef; rid?: RidRef }
+  /** An upload of `kind` sends its admitted prefix and holds the rest back (part 8 upload slots); finish_upload sends the rest, abandon_upload disconnects. */
+  | { op: 'hold_upload'; kind: 'trajectory' | 'program' }
+  | { op: 'finish_upload' }
+  | { op: 'abandon_upload' }
+  /**
+   * One local_jog_update datagram with zero velocities (PROFILE "Jog" frame), judged from GET /v1/jog/ingress:
+   * `jg` the open independent generation, an older one, the next, a legacy jog's; `seq` the next source
+   * sequence or the last accepted again; `capture` now, older than the input age, or before the session's origin.
+   */
+  | { op: 'update_jog'; jg: 'current' | 'older' | 'next' | 'legacy'; seq: 'next' | 'same'; capture: 'now' | 'stale' | 'before_origin'; s: SessRef; g: GenRef }
   | { op: 'start_trajectory' | 'discard_trajectory'; h: HandleRef; s: SessRef; g: GenRef; rid?: RidRef }
   | { op: 'step'; cycles: number }
   | { op: 'drain' }
@@ -270,7 +357,7 @@ export type Spec =
    * Variants leave one precondition of the start gate out, so each is tried on its own: `omit` arm, or
    * the plan's axis from the enable mask; `axis` last plans on an axis the generator never homes.
    */
-  | { op: 'ready'; plan?: 'none' | 'on'; omit?: 'arm' | 'axis'; axis?: 'last' }
+  | { op: 'ready'; plan?: 'none' | 'on' | 'on0' | 'program' | 'program_on'; omit?: 'arm' | 'axis'; axis?: 'last' }
   /** While a plan executes: prepare another and start it (part 3: "a later execution replaces it"). */
   | { op: 'replan' }
   /**
@@ -306,6 +393,12 @@ export interface Resolved {
   handle?: bigint;
   mask?: number;
   jogGeneration?: bigint;
+  /** start_program: the identity sent, as exact JSON text. */
+  ident?: string;
+  /** update_jog: the frame's source sequence. */
+  sourceSequence?: bigint;
+  /** begin_jog: source_origin_host_ns sent. */
+  originNs?: bigint;
 }
 
 export const NEVER_SESSION = 'ab'.repeat(32);
@@ -401,6 +494,8 @@ export function endGrant(c: ModelConfig, m: ModelState, how: EndHow, events: Eve
   m.armed = false;
   m.enableMask = 0;
   m.ioArmed = false;
+  // PROFILE "Trajectories" Output intents: stop and grant end turn every output OFF.
+  m.outputs = 0;
 }
 
 /** Part 3: a Stop or grant loss retires the grant's prepared handle and its started one. */
@@ -480,6 +575,8 @@ export interface Request {
   /** The body sent (its exact JSON text, the payload the request_id cache compares). */
   payload: string;
   resolved?: Resolved;
+  /** A body that is not JSON: the program file (POST /v1/program) or the jog datagram. */
+  bytes?: Uint8Array;
 }
 
 /**
@@ -527,7 +624,7 @@ export function outcomes(c: ModelConfig, m: ModelState, req: Request, lease: 'al
 }
 
 /** Operations the core admits (a native command after the service's fence). */
-const CORE_OPS = new Set(['reset_fault', 'enable', 'arm', 'home', 'halt', 'io_arm', 'io_disarm', 'prepare_trajectory', 'start_trajectory', 'discard_trajectory', 'mark_telemetry', 'begin_jog', 'end_jog', 'jog']);
+const CORE_OPS = new Set(['start_program', 'prepare_program', 'reset_fault', 'enable', 'arm', 'home', 'halt', 'io_arm', 'io_disarm', 'prepare_trajectory', 'start_trajectory', 'discard_trajectory', 'mark_telemetry', 'begin_jog', 'end_jog', 'jog']);
 
 function lapse(c: ModelConfig, m: ModelState): ModelState {
   const w = cloneState(m);
@@ -555,10 +652,21 @@ function outcomesIn(c: ModelConfig, m: ModelState, req: Request, lapsed: boolean
   if (spec.op === 'acquire') return acquire(c, m, req);
   if (!('s' in spec)) throw new Error(`not a control operation: ${spec.op}`);
   const f = req.resolved!;
+  // POST /v1/program takes the generation from a header: 0 is invalid_control_generation before the fence
+  // (PROFILE "Program admission" route order).
+  if (spec.op === 'prepare_program' && f.generation === 0n) return [reason('reason:invalid_control_generation', 'invalid_control_generation')];
+  // A local_jog_update datagram is judged by its own checks (PROFILE "Jog" frame checks), not the fence table.
+  if (spec.op === 'update_jog') return updateJog(c, m, req, lapsed, t);
   const fence = fenceCheck(c, m, spec.op, f, lapsed);
   // The retry cache (part 4 Envelope rules): same id and payload replays the remembered reply; a changed
   // payload is request_id_conflict. PROFILE "Grant generation and stop": for the current session the
   // fence is checked first; an ended session whose cache is kept answers from it.
+  // PROFILE "prepare_trajectory uploads": the upload slot is reserved at admission, with the fence and
+  // before the whole payload is read, so busy comes before the retry cache (and is not remembered).
+  if (spec.op === 'prepare_trajectory' && fence.startsWith('ok') && !fence.endsWith('stopping')) {
+    if (m.upload?.kind === 'trajectory' && c.rules.uploadBusySameKind) return [reason('limit:upload_slots_per_kind:busy', 'busy')];
+    if (m.upload?.kind === 'program' && !c.rules.uploadSlotPerKind) return [reason('limit:upload_slots_per_kind:global', 'busy')];
+  }
   const cache = rid !== undefined ? cacheOf(m, f.session) : undefined;
   const entry = rid !== undefined ? cache?.get(RID[rid]) : undefined;
   const current = m.grant?.session === f.session && !lapsed;
@@ -576,7 +684,17 @@ function outcomesIn(c: ModelConfig, m: ModelState, req: Request, lapsed: boolean
     // A retry whose fence no longer holds (the session is stopping now): the fence refusal or the replay.
     return [reason(`fence:${spec.op}`, fence), { rule: 'idempotency.join_or_replay', status: entry.reply.status as 200 | 409, replay: entry.reply }];
   }
-  if (!fence.startsWith('ok')) return [reason(`fence:${spec.op}:${fence}`, fence)];
+  if (!fence.startsWith('ok')) {
+    // An ended session that may have ended by expiry instead: that fence label too.
+    const ended = m.grant?.session === f.session ? undefined : findLast(m.ended, (x) => x.session === f.session);
+    if (ended?.maybeExpired) {
+      const alt = cloneState(m);
+      findLast(alt.ended, (x) => x.session === f.session)!.how = 'expired';
+      const other = fenceCheck(c, alt, spec.op, f, lapsed);
+      if (other !== fence && !other.startsWith('ok')) return [reason(`fence:${spec.op}:${fence}`, [fence, other])];
+    }
+    return [reason(`fence:${spec.op}:${fence}`, fence)];
+  }
   const remember = (o: Outcome): Outcome => {
     if (rid === undefined) return o;
     const base = o.next;
@@ -674,6 +792,10 @@ function handleOf(m: ModelState, n: bigint | undefined): HandleM | undefined {
   return n === undefined ? undefined : m.handles.get(String(n));
 }
 
+/** PROFILE "Trajectories" Handles: the last 64 handles are kept; an older one may be forgotten (unknown_handle). */
+export const HANDLES_KEPT = 64n;
+const forgotten = (m: ModelState, h: HandleM) => h.n + HANDLES_KEPT <= m.maxHandle;
+
 /** The operation itself, once the fence passed (and no cached reply answered). */
 function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolean, cycles: bigint, t: Times): Outcome[] {
   const spec = req.spec as FencedSpec;
@@ -685,7 +807,7 @@ function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolea
         {
           rule: stopping ? 'transition:grant:owned->owned:renew (stopping)' : f.generation < g.generation ? 'rule:fence.older_generation_renew_stop' : 'transition:grant:owned->owned:renew',
           status: 200,
-          check: grantData({ generation: g.generation, stopping, leaseMs: g.leaseMs, session: g.session }),
+          check: grantData({ generation: g.generation, stopping, leaseMs: c.rules.renewPreservesLease ? g.leaseMs : c.defaultLeaseMs, session: g.session }),
           next: () => undefined, // the runner moves the lease window on
           events: [grantEv('grant_renewed', g.generation, stopping, 'renew succeeded')],
         },
@@ -720,6 +842,7 @@ function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolea
           s.lastGeneration = gen > (s.lastGeneration ?? 0n) ? gen : s.lastGeneration;
           // Outputs inhibit immediately (part 3); the grant's handles retire at the Stop (part 3 handle table).
           s.ioArmed = false;
+          s.outputs = 0;
           const evs: EventExp[] = [];
           retireHandles(c, s, s.grant.session, evs, 'stop');
           s.owed.push(...evs);
@@ -783,6 +906,8 @@ function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolea
               s.owed.push({ type: 'jog_end', where: { jogGeneration: s.jog.n }, why: 'halt closes the jog generation', may: true });
               s.jog = undefined;
             }
+            // A halted plan's intents may or may not have been reached: read the outputs from status.
+            if ([...s.handles.values()].some((h) => h.state === 'started' && (h.ioOn || h.ioOff))) s.outputs = 'unknown';
             if (!c.rules.haltRetiresActive) return;
             for (const h of s.handles.values()) {
               if (h.state === 'started') {
@@ -799,7 +924,15 @@ function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolea
     case 'jog':
     case 'end_jog':
       return jogOutcomes(c, m, req, t);
-    case 'reset_fault': {
+    case 'reset_fault':
+      // PROFILE "Programs" Machine operations: while a program executes, program_already_executing first.
+      return unlessProgram(c, m, cycles, 'reason:program_already_executing:reset_fault', 'program_already_executing', (w) => resetFault(c, w));
+  }
+  return operationRest(c, m, req, stopping, cycles, t);
+}
+
+function resetFault(c: ModelConfig, m: ModelState): Outcome[] {
+  {
       // PROFILE "Machine operations": inhibited idle is not armed, no jog, no Home or commissioning.
       if (m.armed || m.jog) return [reason('reason:reset_requires_inhibited', 'reset_requires_inhibited')];
       return [
@@ -822,13 +955,25 @@ function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolea
           },
         },
       ];
-    }
+  }
+}
+
+/** The operations after the machine operations (cell I/O, telemetry marks, handles). */
+function operationRest(c: ModelConfig, m: ModelState, req: Request, stopping: boolean, cycles: bigint, t: Times): Outcome[] {
+  const spec = req.spec as FencedSpec;
+  const g = m.grant!;
+  const f = req.resolved!;
+  void stopping;
+  switch (spec.op) {
     case 'io_arm':
       if (c.plainOutput < 0) return [reason('reason:io_not_configured', 'io_not_configured')];
       return [{ rule: 'rule:op.io_arm.drive_conditions', status: 200, next: (s) => void (s.ioArmed = true) }];
     case 'io_disarm':
       if (c.plainOutput < 0) return [reason('reason:io_not_configured', 'io_not_configured')];
-      return [{ rule: 'rule:op.io_disarm.clears', status: 200, next: (s) => void (s.ioArmed = false) }];
+      return [{ rule: 'rule:op.io_disarm.clears', status: 200, next: (s) => {
+        s.ioArmed = false;
+        s.outputs = 0; // PROFILE "Trajectories" Output intents: io_disarm turns every output OFF
+      } }];
     case 'mark_telemetry': {
       const text = labelText(spec.label);
       const n = Buffer.byteLength(text);
@@ -836,47 +981,40 @@ function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolea
       return [{ rule: 'rule:op.mark_telemetry.event', status: 200, check: (r) => (r.reply.sequence === undefined ? 'mark_telemetry answered without sequence' : undefined), events: [{ type: 'telemetry_mark', where: { label: text }, why: 'mark_telemetry accepted' }] }];
     }
     case 'prepare_trajectory': {
+      // PROFILE "prepare_trajectory uploads": admission (fence, then the upload slot) comes before the points are read.
+      if (m.upload?.kind === 'trajectory' && c.rules.uploadBusySameKind) return [reason('limit:upload_slots_per_kind:busy', 'busy')];
+      if (m.upload?.kind === 'program' && !c.rules.uploadSlotPerKind) return [reason('limit:upload_slots_per_kind:global', 'busy')];
       // PROFILE "Trajectories" point rules: an io bit naming an unconfigured output, or a torch output.
       if (spec.io === 'unconfigured') return [reason('prepare:io_unconfigured', 'io_not_configured')];
       if (spec.io === 'torch') return [reason('prepare:io_torch', 'io_torch_unqualified')];
-      if ((spec.io === 'on' || spec.io === 'off') && c.plainOutput < 0) return [reason('prepare:io_unconfigured', 'io_not_configured')];
-      return [
-        {
-          rule: 'transition:handle:none->prepared:prepare',
-          status: 200,
-          check: (r) => {
-            const h = r.reply.handle;
-            if (h === undefined || h === 0n) return 'prepare_trajectory answered without a handle';
-            if (h <= m.maxHandle) return `handle ${h} is not above every handle issued before (${m.maxHandle}); PROFILE: numbers 1, 2, 3 ... per adapter incarnation`;
-            if (m.maxHandle > m.baseHandle && h !== m.maxHandle + 1n) return `handle ${h}, expected ${m.maxHandle + 1n} (PROFILE: numbers 1, 2, 3 ... shared)`;
-            return undefined;
-          },
-          next: (s, r) => {
-            const n = r.reply.handle!;
-            if (c.rules.newerPreparationSupersedes) {
-              for (const h of s.handles.values()) {
-                if (h.state === 'prepared') {
-                  h.state = 'superseded';
-                  s.owed.push({ type: 'handle_transition', where: { handle: h.n, from: 'prepared', to: 'superseded' }, why: `newer preparation superseded ${h.n}` });
-                  hit(s, 'transition:handle:prepared->superseded:newer_preparation');
-                }
-              }
-            }
-            s.handles.set(String(n), { n, state: 'prepared', core: s.core, session: g.session, ioOn: spec.io === 'on', epoch: s.epoch, bit: planBit(c, spec.axis) });
-            s.maxHandle = n;
-          },
-          events: [{ type: 'handle_transition', where: { from: '', to: 'prepared' }, why: 'prepare accepted' }],
-        },
-      ];
+      if ((spec.io === 'on' || spec.io === 'on0' || spec.io === 'off') && c.plainOutput < 0) return [reason('prepare:io_unconfigured', 'io_not_configured')];
+      return [prepared(c, m, 'trajectory', { ioOn: spec.io === 'on' || spec.io === 'on0', ioAt0: spec.io === 'on0', ioOff: spec.io === 'off', bit: planBit(c, spec.axis) }, g.session)];
     }
+    case 'prepare_program': {
+      // PROFILE "Program admission" route order after the fence: busy, program_already_executing, then the file.
+      if (m.upload?.kind === 'program' && c.rules.uploadBusySameKind) return [reason('limit:upload_slots_per_kind:busy', 'busy')];
+      if (m.upload?.kind === 'trajectory' && !c.rules.uploadSlotPerKind) return [reason('limit:upload_slots_per_kind:global', 'busy')];
+      return unlessProgram(c, m, cycles, 'reason:program_already_executing:prepare', 'program_already_executing', (w) => {
+        if (spec.prog === 'no_id') return [reason('reason:program_identity_missing', 'program_identity_missing')];
+        return [prepared(c, w, 'program', { ioOn: spec.prog === 'on', ioAt0: spec.prog === 'on', ioOff: false, bit: planBit(c, undefined), prog: spec.prog }, g.session)];
+      });
+    }
+    case 'start_program':
+      return startProgram(c, m, f, cycles, t);
     case 'start_trajectory':
     case 'discard_trajectory': {
       const start = spec.op === 'start_trajectory';
       const h = handleOf(m, f.handle);
       if (!h || (h.core !== m.core && c.rules.handlesPerIncarnation)) return [reason('reason:unknown_handle', 'unknown_handle')];
+      // A handle out of the kept window (only a terminal one can be that old): its reason, or forgotten.
+      if (forgotten(m, h) && TERMINAL.has(h.state)) return [reason(`rule:handle.terminal_never_regain:${h.state}`, [c.rules.terminalReasons ? STATE_REASON[h.state] : 'unknown_handle', 'unknown_handle'])];
+      // A program handle is started by identity (start_program); start_trajectory does not know it, and
+      // keeps it prepared (PROFILE "Programs"). discard_trajectory acts on both kinds (part 3 handle table).
+      if (h.kind === 'program' && start && c.rules.startTrajectoryRefusesProgram) return [reason('reason:unknown_handle:program_handle', 'unknown_handle', { next: () => undefined })];
+      if (h.kind === 'program' && !start && !c.rules.discardTakesProgramHandles) return [reason('reason:unknown_handle:program_handle', 'unknown_handle')];
       if (h.state === 'started') {
         if (start) return [reason('reason:handle_started', 'handle_started')];
-        if (c.rules.discardStartedRefused) return [reason('transition:handle:started->refused:discard', 'handle_active')];
+        if (c.rules.discardStartedRefused) return [reason(`transition:handle:started->refused:discard${h.kind ? ' (program)' : ''}`, 'handle_active')];
       }
       if (TERMINAL.has(h.state)) {
         const label = STATE_REASON[h.state];
@@ -890,7 +1028,7 @@ function operation(c: ModelConfig, m: ModelState, req: Request, stopping: boolea
         }
         return [
           {
-            rule: 'transition:handle:prepared->discarded:discard',
+            rule: `transition:handle:prepared->discarded:discard${h.kind ? ' (program)' : ''}`,
             status: 200,
             next: (s) => void (handleOf(s, h.n)!.state = 'discarded'),
             events: [{ type: 'handle_transition', where: { handle: h.n, from: 'prepared', to: 'discarded' }, why: 'discard of a prepared handle' }],
@@ -911,6 +1049,119 @@ export function planBit(c: ModelConfig, axis: 'first' | 'last' | undefined): num
   return 1 << c.trajAxis;
 }
 
+/** A program executes in this core incarnation (a started program handle). */
+export function programExecuting(m: ModelState): HandleM | undefined {
+  return [...m.handles.values()].find((h) => h.kind === 'program' && h.state === 'started' && h.core === m.core);
+}
+
+/**
+ * Whether a started program surely still executes at core cycle `cycles`, or may have completed (its end
+ * is observed in status later): 'maybe' once the plan's cycles may have run (same bound as run.ts checkHandles).
+ */
+export function programRunning(c: ModelConfig, m: ModelState, cycles: bigint): 'no' | 'yes' | 'maybe' {
+  const h = programExecuting(m);
+  if (!h) return 'no';
+  const ran = cycles - (h.startCycle ?? cycles);
+  return ran < BigInt(h.cycles ?? c.planCycles) - 25n ? 'yes' : 'maybe';
+}
+
+/**
+ * The outcomes in the world where a started program still executes and, when it may have ended by now,
+ * also in the world where it completed (consumed, its events owed; the next status read confirms which).
+ */
+function programWorlds(c: ModelConfig, m: ModelState, cycles: bigint, f: (w: ModelState) => Outcome[]): Outcome[] {
+  if (programRunning(c, m, cycles) !== 'maybe') return f(m);
+  const done = cloneState(m);
+  programExecuting(done)!.state = 'consumed';
+  const complete = (s: ModelState) => {
+    const x = programExecuting(s);
+    if (!x) return;
+    x.state = 'consumed';
+    s.owed.push({ type: 'handle_transition', where: { handle: x.n, from: 'started', to: 'consumed' }, why: `${x.n} completed` }, { type: 'execution_completed', where: { handle: x.n }, why: `${x.n} completed` });
+  };
+  return [...f(m), ...f(done).map((o) => ({ ...o, rule: `${o.rule} (program completed first)`, next: (s: ModelState, r: CheckedReply) => { complete(s); o.next?.(s, r); } }))];
+}
+
+/** `label` while a program executes (PROFILE "Programs"), otherwise `rest`. */
+function unlessProgram(c: ModelConfig, m: ModelState, cycles: bigint, rule: string, label: string, rest: (w: ModelState) => Outcome[]): Outcome[] {
+  return programWorlds(c, m, cycles, (w) => (programExecuting(w) && c.rules.programAlreadyExecuting ? [reason(rule, label)] : rest(w)));
+}
+
+/**
+ * An accepted preparation (part 3 "(none) -> prepared"): the next number of the shared numbering (PROFILE
+ * "Trajectories" Handles), superseding the prepared handle (of either kind: one plan slot, PROFILE
+ * "Programs" Handles). A trajectory's reply carries the handle; a program's does not ("response carries
+ * handle for trajectories"), so its number is checked in the handle_transition event and in status.
+ */
+function prepared(c: ModelConfig, m: ModelState, kind: 'trajectory' | 'program', plan: { ioOn: boolean; ioAt0: boolean; ioOff: boolean; bit: number; prog?: ProgRef }, session: string): Outcome {
+  const program = kind === 'program';
+  const expected = m.maxHandle + 1n;
+  return {
+    rule: program ? 'transition:handle:none->prepared:prepare_program' : 'transition:handle:none->prepared:prepare',
+    status: 200,
+    check: (r) => {
+      if (program) {
+        const d = r.reply.data as Record<string, unknown> | undefined;
+        if (!d || typeof d.identity !== 'object' || d.identity === null) return 'prepare_program answered without data.identity';
+        if (r.reply.handle !== undefined) return `prepare_program answered handle ${r.reply.handle} (part 3: the reply carries a handle for trajectories)`;
+        if (d.requires_process_io !== plan.ioOn) return `Program.requires_process_io ${String(d.requires_process_io)}, expected ${plan.ioOn}`;
+        if (BigInt(d.axis_mask as bigint) !== BigInt(plan.bit)) return `Program.axis_mask ${String(d.axis_mask)}, expected ${plan.bit}`;
+        return undefined;
+      }
+      const h = r.reply.handle;
+      if (h === undefined || h === 0n) return 'prepare_trajectory answered without a handle';
+      if (h <= m.maxHandle) return `handle ${h} is not above every handle issued before (${m.maxHandle}); PROFILE: numbers 1, 2, 3 ... per adapter incarnation`;
+      if (m.maxHandle > m.baseHandle && h !== expected) return `handle ${h}, expected ${expected} (PROFILE: numbers 1, 2, 3 ... shared)`;
+      return undefined;
+    },
+    next: (s, r) => {
+      const n = program ? s.maxHandle + 1n : r.reply.handle!;
+      if (c.rules.newerPreparationSupersedes) {
+        for (const h of s.handles.values()) {
+          if (h.state !== 'prepared') continue;
+          if (!c.rules.oneSlotForBothKinds && (h.kind === 'program') !== program) continue;
+          h.state = 'superseded';
+          s.owed.push({ type: 'handle_transition', where: { handle: h.n, from: 'prepared', to: 'superseded' }, why: `newer preparation superseded ${h.n}` });
+          hit(s, `transition:handle:prepared->superseded:newer_preparation${(h.kind === 'program') !== program ? ' (other kind)' : ''}`);
+        }
+      }
+      const rec: HandleM = { n, state: 'prepared', core: s.core, session, ioOn: plan.ioOn, epoch: s.epoch, bit: plan.bit, ...(plan.ioAt0 ? { ioAt0: true } : {}), ...(plan.ioOff ? { ioOff: true } : {}) };
+      if (program) {
+        const identity = (r.reply.data as { identity: Record<string, unknown> }).identity;
+        const text = JSON.stringify(identity, big);
+        rec.kind = 'program';
+        rec.ident = text;
+        s.identities = [...s.identities.filter((x) => x.key !== plan.prog), { key: plan.prog!, text, identity }];
+      }
+      s.handles.set(String(n), rec);
+      s.maxHandle = n;
+    },
+    events: [{ type: 'handle_transition', where: { from: '', to: 'prepared', ...(program ? { handle: expected } : {}) }, why: `${kind} prepared` }],
+  };
+}
+
+/** start_program (part 4; PROFILE "Programs" start_program lookup and order). */
+function startProgram(c: ModelConfig, m: ModelState, f: Resolved, cycles: bigint, t: Times): Outcome[] {
+  return programWorlds(c, m, cycles, (w) => startProgramIn(c, w, f, cycles, t));
+}
+
+function startProgramIn(c: ModelConfig, m: ModelState, f: Resolved, cycles: bigint, t: Times): Outcome[] {
+  const g = m.grant!;
+  // The newest program handle with an equal identity among the handles the adapter keeps (the last 64).
+  const h = findLast([...m.handles.values()], (x) => x.kind === 'program' && x.ident === f.ident && !forgotten(m, x));
+  if (h?.state === 'started') return [reason('reason:handle_started:program', 'handle_started')];
+  const running = programExecuting(m);
+  if (running && c.rules.programAlreadyExecuting) return [reason('reason:program_already_executing', 'program_already_executing')];
+  if (!h) return [reason('reason:program_identity_mismatch', 'program_identity_mismatch')];
+  if (h.core !== m.core) return [reason('reason:unknown_handle:program', 'unknown_handle')];
+  // An earlier grant's handle is terminal (grant end retires it) and answers its state's reason, as for
+  // trajectories (PROFILE "Trajectories" Handles; the "Programs" order names unknown_handle for another
+  // grant first, which only a non-terminal handle of another grant could reach).
+  if (TERMINAL.has(h.state)) return [reason(`rule:handle.terminal_never_regain:${h.state} (program)`, c.rules.terminalReasons ? STATE_REASON[h.state] : 'unknown_handle')];
+  if (h.session !== g.session) return [reason('reason:unknown_handle:program', 'unknown_handle')];
+  return startGate(c, m, h, h.bit, cycles, t);
+}
+
 /** Part 4 start gate (PROFILE "Trajectories": its preconditions and their order). */
 function startGate(c: ModelConfig, m: ModelState, h: HandleM, bit: number, cycles: bigint, t: Times): Outcome[] {
   const kept = (rule: string, label: string): Outcome => reason(rule, label, { next: () => undefined });
@@ -923,12 +1174,14 @@ function startGate(c: ModelConfig, m: ModelState, h: HandleM, bit: number, cycle
     gone.jog = undefined;
     return [kept('transition:handle:prepared->prepared:start_refused:jog', 'mode_conflict'), ...startGate(c, gone, h, bit, cycles, t).map((o) => ({ ...o, next: (s: ModelState, r: CheckedReply) => { s.jog = undefined; o.next?.(s, r); } }))];
   }
-  if (m.faultLatched) return [kept('transition:handle:prepared->prepared:start_refused:fault', 'not_ready')];
-  if (c.rules.startGateArmed && !m.armed) return [kept('transition:handle:prepared->prepared:start_refused:not_armed', 'not_ready')];
-  if (c.rules.startGateEnabled && (m.enableMask & bit) === 0) return [kept('transition:handle:prepared->prepared:start_refused:not_enabled', 'not_ready')];
-  if (c.rules.startGateHomed && (m.homeMask & bit) === 0) return [kept('transition:handle:prepared->prepared:start_refused:not_homed', 'not_ready')];
+  const prog = h.kind === 'program' ? ' (program)' : '';
+  const gate = h.kind !== 'program' || c.rules.programStartGate;
+  if (m.faultLatched) return [kept(`transition:handle:prepared->prepared:start_refused:fault${prog}`, 'not_ready')];
+  if (gate && c.rules.startGateArmed && !m.armed) return [kept(`transition:handle:prepared->prepared:start_refused:not_armed${prog}`, 'not_ready')];
+  if (gate && c.rules.startGateEnabled && (m.enableMask & bit) === 0) return [kept(`transition:handle:prepared->prepared:start_refused:not_enabled${prog}`, 'not_ready')];
+  if (gate && c.rules.startGateHomed && (m.homeMask & bit) === 0) return [kept(`transition:handle:prepared->prepared:start_refused:not_homed${prog}`, 'not_ready')];
   const started: Outcome = {
-    rule: 'transition:handle:prepared->started:start',
+    rule: `transition:handle:prepared->started:start${prog}`,
     status: 200,
     check: (r) => (r.reply.sequence === undefined ? 'start_trajectory answered without sequence' : undefined),
     next: (s) => {
@@ -938,11 +1191,15 @@ function startGate(c: ModelConfig, m: ModelState, h: HandleM, bit: number, cycle
           s.owed.push({ type: 'handle_transition', where: { handle: o.n, from: 'started', to: 'consumed' }, why: `a later start replaced ${o.n}` });
           s.owed.push({ type: 'execution_completed', where: { handle: o.n }, why: `a later start replaced ${o.n}` });
           hit(s, 'transition:handle:started->consumed:completion (replaced)');
+          // The replaced plan's intents may or may not have been reached.
+          if (o.ioOn || o.ioOff) s.outputs = 'unknown';
         }
       }
       const x = handleOf(s, h.n)!;
       x.state = 'started';
       x.startCycle = cycles;
+      // Its intents act while it runs: the outputs are known again at completion (run.ts checkHandles).
+      if (x.ioOn || x.ioOff) s.outputs = 'unknown';
     },
     events: [
       { type: 'handle_transition', where: { handle: h.n, from: 'prepared', to: 'started' }, why: 'start accepted' },
@@ -953,7 +1210,7 @@ function startGate(c: ModelConfig, m: ModelState, h: HandleM, bit: number, cycle
   // The held target may have moved since the plan was made (Home, core restart): the gate's "first point
   // at the held target" may refuse (PROFILE), handle kept.
   if (h.epoch !== m.epoch) out.push(kept('transition:handle:prepared->prepared:start_refused:held_target', 'not_ready'));
-  if (h.ioOn && c.rules.startNeedsIoArmForOnIntent && !m.ioArmed) return [...out, kept('transition:handle:prepared->prepared:start_refused:io_not_armed', 'io_not_armed')];
+  if (h.ioOn && c.rules.startNeedsIoArmForOnIntent && gate && !m.ioArmed) return [...out, kept(`transition:handle:prepared->prepared:start_refused:io_not_armed${prog}`, 'io_not_armed')];
   return [...out, started];
 }
 
@@ -1010,12 +1267,14 @@ function jogIn(c: ModelConfig, m: ModelState, req: Request, t: Times): Outcome[]
   const bit = 1 << c.trajAxis;
   if (spec.op === 'end_jog') {
     const jg = req.resolved!.jogGeneration!;
-    if (m.jog && (m.jog.mode === 'independent' || !c.rules.endJogExactIndependent) && m.jog.n === jg && jg !== 0n) {
+    // The wrong-model variant end-jog-accepts-older takes an older nonzero generation of the open session too.
+    const older = !c.rules.endJogRefusesOlder && m.jog?.mode === 'independent' && jg !== 0n && jg < m.jog.n;
+    if (m.jog && (m.jog.mode === 'independent' || !c.rules.endJogExactIndependent) && (m.jog.n === jg || older) && jg !== 0n) {
       return [
         {
           rule: 'rule:jog_session.end_closes',
           status: 200,
-          check: (r) => (r.reply.handle !== jg ? `end_jog answered handle ${r.reply.handle}, expected the ended generation ${jg}` : undefined),
+          check: (r) => (r.reply.handle !== m.jog!.n ? `end_jog answered handle ${r.reply.handle}, expected the ended generation ${m.jog!.n}` : undefined),
           next: (s) => void (s.jog = undefined),
           events: [{ type: 'jog_end', where: { jogGeneration: jg }, why: 'end_jog' }],
         },
@@ -1035,7 +1294,8 @@ function jogIn(c: ModelConfig, m: ModelState, req: Request, t: Times): Outcome[]
   const running = [...m.handles.values()].some((h) => h.state === 'started' && h.core === m.core && (h.bit & bit) !== 0);
   if (running) return [reason('jog:trajectory_lane', 'mode_conflict')];
   if (spec.op === 'jog' && m.jog?.mode === 'independent') return [reason('jog:legacy_never_takes_over', 'mode_conflict')];
-  if (!m.armed || (m.enableMask & bit) === 0) return [reason('jog:not_ready', 'not_ready')];
+  // Part 4 arm: "the motion start gate is checked at every Start and jog" (PROFILE "Jog" readiness).
+  if (c.rules.jogGate && (!m.armed || (m.enableMask & bit) === 0)) return [reason('jog:not_ready', 'not_ready')];
   const open = m.jog;
   const renew = spec.op === 'jog' && open?.mode === 'legacy';
   const ms = spec.op === 'jog' ? spec.timeout : JOG_DEADLINE_MS;
@@ -1054,13 +1314,65 @@ function jogIn(c: ModelConfig, m: ModelState, req: Request, t: Times): Outcome[]
       next: (s, r) => {
         const n = r.reply.handle!;
         if (open && !renew) s.owed.push({ type: 'jog_end', where: { jogGeneration: open.n }, why: 'superseded by a new jog generation', may: spec.op === 'jog' });
-        s.jog = { n, mode: spec.op === 'jog' ? 'legacy' : 'independent', bit, until: { lo: t.sendMs - 5 + ms, hi: t.recvMs + ms } };
+        s.jog = { n, mode: spec.op === 'jog' ? 'legacy' : 'independent', bit, until: { lo: t.sendMs - 5 + ms, hi: t.recvMs + ms }, ...(req.resolved?.originNs !== undefined && spec.op === 'begin_jog' ? { originNs: req.resolved.originNs } : {}) };
+        if (!renew) s.jogSeq = undefined;
         if (spec.op === 'jog') s.legacyJog = n;
         s.jogMax = n > (s.jogMax ?? 0n) ? n : s.jogMax;
       },
       events: renew ? [] : [{ type: 'jog_begin', why: `${spec.op} opened a jog generation`, ...(spec.op === 'jog' ? { may: true } : {}) }],
     },
   ];
+}
+
+/**
+ * A local_jog_update frame (PROFILE "Jog" frame checks, in order): the grant's session and generation,
+ * the open independent jog generation, a source sequence above the last accepted, a capture time neither
+ * older than the input age nor before the session's origin. The "reply" is what GET /v1/jog/ingress
+ * counted for the frame: 200 accepted, or 409 with the refusal's label (harness/model/run.ts).
+ */
+function updateJog(c: ModelConfig, m: ModelState, req: Request, lapsed: boolean, t: Times): Outcome[] {
+  const spec = req.spec as Extract<Spec, { op: 'update_jog' }>;
+  const f = req.resolved!;
+  const g = m.grant;
+  const fenced = !!g && !lapsed && !g.stopping && f.session === g.session && f.generation === g.generation;
+  if (!fenced && c.rules.updateJogFenced) return [reason('update_jog:fence', 'control_session_stale')];
+  const judge = (w: ModelState): Outcome[] => {
+    const open = w.jog;
+    const legacy = open?.mode === 'legacy' && c.rules.updateJogIndependentOnly;
+    if (!open || open.n !== f.jogGeneration || legacy) return [reason(`update_jog:jog_session_stale${open?.mode === 'legacy' && open.n === f.jogGeneration ? ' (legacy generation)' : ''}`, 'jog_session_stale')];
+    if (c.rules.updateJogOrdered && w.jogSeq !== undefined && f.sourceSequence! <= w.jogSeq) return [reason('update_jog:out_of_order', 'jog_frame_out_of_order')];
+    if (spec.capture === 'stale') return [reason('update_jog:input_stale', 'jog_clock_input_stale')];
+    // A capture before the origin may also be older than the input age when the session began long ago.
+    if (spec.capture === 'before_origin') return [reason('update_jog:capture_before_origin', ['jog_capture_before_origin', 'jog_clock_input_stale'])];
+    return [
+      {
+        rule: 'rule:update_jog.accepted',
+        status: 200,
+        next: (s) => {
+          s.jogSeq = f.sourceSequence;
+          // Zero velocities: nothing moves; the input deadline moves on to capture + the input age.
+          if (s.jog) s.jog.until = { lo: t.sendMs - 5 + c.jogInputAgeMs, hi: t.recvMs + c.jogInputAgeMs };
+        },
+      },
+    ];
+  };
+  if (m.jog && jogAt(m, t) === 'maybe') {
+    const gone = cloneState(m);
+    const n = m.jog.n;
+    gone.jog = undefined;
+    return [
+      ...judge(m),
+      ...judge(gone).map((o) => ({
+        ...o,
+        rule: `${o.rule} (jog input expired first)`,
+        next: (s: ModelState, r: CheckedReply) => {
+          if (s.jog?.n === n) s.jog = undefined;
+          o.next?.(s, r);
+        },
+      })),
+    ];
+  }
+  return judge(m);
 }
 
 // ---------------------------------------------------------------------------------------------

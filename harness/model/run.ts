@@ -5,7 +5,9 @@
 import { REQUEST_SCHEMA } from '../clients/control.ts';
 import type { CellEvent } from '../clients/events.ts';
 import { HarnessError } from '../errors.ts';
-import type { CheckedReply } from '../oracle/reply.ts';
+import { checkReply, type CheckedReply } from '../oracle/reply.ts';
+import { contentType } from '../clients/control.ts';
+import { readJogIngress, waitIngress } from '../clients/jog.ts';
 import type { Target } from '../targets/types.ts';
 import {
   REFERENCE_RULES,
@@ -24,6 +26,8 @@ import {
   planBit,
   resolveJogGeneration,
   JOG_DEADLINE_MS,
+  NEVER_SESSION,
+  big,
   resolveFence,
   type EventExp,
   type FencedSpec,
@@ -33,8 +37,11 @@ import {
   type Request,
   type Rules,
   type Spec,
+  type ProgRef,
 } from './model.ts';
-import { RealCell, type StatusObs } from './system.ts';
+import { HeldUpload, RealCell, type StatusObs } from './system.ts';
+import { DENSE_AXES, encodeDense } from '../oracle/dense.ts';
+import { encodeJogFrame } from '../clients/jog.ts';
 
 export class ModelMismatch extends Error {
   override name = 'ModelMismatch';
@@ -53,9 +60,10 @@ export function newStats(): ModelStats {
 
 export interface Description {
   binding: Record<string, unknown>;
-  axes: Array<{ id: string; native_home?: boolean }>;
+  axes: Array<{ id: string; native_home?: boolean; position_unit?: string }>;
   cycle_ns: bigint;
   max_grant_lease_ms?: bigint | number;
+  max_jog_input_age_ns?: bigint | number;
   io?: { outputs: Array<{ name: string; torch: boolean }> } | null;
 }
 
@@ -80,8 +88,50 @@ export function configFrom(d: Description, rules: Rules = REFERENCE_RULES): Mode
     torchOutput: outputs.findIndex((o) => o.torch),
     outputCount: outputs.length,
     planCycles: 400,
+    jogInputAgeMs: Number(BigInt(d.max_jog_input_age_ns ?? 250_000_000n) / 1_000_000n),
+    ...(outputs.find((o) => !o.torch) ? { plainOutputName: outputs.find((o) => !o.torch)!.name } : {}),
+    ...(programUnfit(d, trajAxis) ? { programUnfit: programUnfit(d, trajAxis)! } : {}),
     rules,
   };
+}
+
+/**
+ * Why the model's program files do not fit the cell: a dense file's columns map in order to the axes in
+ * rad (document 2 part 7, PROFILE "Program admission" Axis map), so those must be the cell's first one to
+ * nine axes, and the plan's axis one of them. Undefined when they fit.
+ */
+export function programUnfit(d: Description, trajAxis: number): string | undefined {
+  const rad = d.axes.map((a, i) => (a.position_unit === 'rad' ? i : -1)).filter((i) => i >= 0);
+  if (rad.length === 0 || rad.length > 9 || !rad.every((a, i) => a === i)) return `the cell's axes in rad are not its first one to nine axes (the dense columns map to them in order)`;
+  if (!rad.includes(trajAxis)) return `the plan's axis ${d.axes[trajAxis]?.id} is not in rad`;
+  return undefined;
+}
+
+/** The model's program files (document 2 dense file, written by the harness's own encoder): a still plan at the held positions. */
+export function programFile(c: ModelConfig, d: { revision: bigint; rad: number }, hold: number[], prog: ProgRef): Uint8Array {
+  const planNs = Number(BigInt(c.planCycles) * c.cycleNs);
+  const n = Math.max(2, Math.round(planNs / 1e7) + 1);
+  const q = Array.from({ length: DENSE_AXES }, (_, j) => (j < d.rad ? hold[j] ?? 0 : 0));
+  const samples = Array.from({ length: n }, (_, i) => ({ t: i * 0.01, q, qd: new Array(DENSE_AXES).fill(0) }));
+  return encodeDense({
+    planId: 'plan:model',
+    programId: prog === 'no_id' ? '' : `model-${prog}`,
+    programDigest: `sha256:${'d'.repeat(64)}`,
+    manifestRevision: d.revision,
+    planRevision: 1n,
+    axisMask: 1 << c.trajAxis,
+    dtS: 0.01,
+    maxAbsQd: [2, 2, 2, 4, 4, 5, 1, 1.5, 1],
+    segments: [{ kind: 'dwell', sourceId: 'model-dwell', samples }],
+    // PROFILE "Program admission" Process markers: the ON marker on sample 0 (the first executed point).
+    ...(prog === 'on' && c.plainOutputName ? { processMarkers: [{ segment: 0n, sample: 0n, action: c.plainOutputName, value: true }] } : {}),
+  });
+}
+
+/** A program's plan length in core cycles (the samples at 10 ms of programFile). */
+export function programCycles(c: ModelConfig): number {
+  const n = Math.max(2, Math.round(Number(BigInt(c.planCycles) * c.cycleNs) / 1e7) + 1);
+  return Math.round(((n - 1) * 1e7) / Number(c.cycleNs));
 }
 
 /** Event types whose every occurrence the model must have predicted; the others (machine events) are observed. */
@@ -100,6 +150,13 @@ export interface RunContext {
   lastSendMs: number;
   /** The jog clock's incarnation (GET /v1/jog/clock), for begin_jog. */
   jogClock: string;
+  /** When set, each judged reply's status and leading label, in order (the differential mode compares them). */
+  replies?: string[];
+  /** The upload held open (hold_upload), if any. */
+  held?: HeldUpload;
+  /** Describe binding.revision (a program file's manifest_revision) and the number of axes in rad (mapped dense columns). */
+  revision: bigint;
+  rad: number;
 }
 
 /**
@@ -114,7 +171,7 @@ export async function openRun(target: Target, rules: Rules, stats: ModelStats): 
   const c = configFrom(d, rules);
   const real = new RealCell(target, client, typeof target.stepReport === 'function', c.cycleNs);
   await real.begin();
-  await resetCell(real, d.binding, c.leaseCeilingMs);
+  await resetCell(real, d.binding, c.leaseCeilingMs, { count: c.axisCount, traj: c.trajAxis });
   const st = await real.status();
   const handles = st.execution?.handles ?? [];
   const baseHandle = handles.reduce((a, h) => (h.handle > a ? h.handle : a), 0n);
@@ -123,11 +180,13 @@ export async function openRun(target: Target, rules: Rules, stats: ModelStats): 
   stats.sequences++;
   const clock = await client.get('/v1/jog/clock', 'jog_clock');
   const jogClock = clock.status === 200 ? String((clock.reply.data as { incarnation?: string })?.incarnation ?? '') : '';
-  return { c, m, real, binding: d.binding, trace: [], stats, lastSendMs: 0, jogClock };
+  const rad = d.axes.filter((a) => a.position_unit === 'rad').length;
+  m.outputs = Number(st.core?.io_output_word ?? 0n);
+  return { c, m, real, binding: d.binding, trace: [], stats, lastSendMs: 0, jogClock, revision: BigInt((d.binding.revision as bigint) ?? 0n), rad };
 }
 
 /** Release what an earlier sequence may have left: acquire, disable, disarm outputs, release. */
-async function resetCell(real: RealCell, binding: Record<string, unknown>, ceilingMs: number): Promise<void> {
+async function resetCell(real: RealCell, binding: Record<string, unknown>, ceilingMs: number, axes: { count: number; traj: number }): Promise<void> {
   const until = performance.now() + ceilingMs + 1_000;
   for (;;) {
     const a = await real.send('acquire', RealCell.body('acquire', { controller: 'model-reset', binding, requested_lease_ms: 10_000n }), { quiet: false });
@@ -141,6 +200,15 @@ async function resetCell(real: RealCell, binding: Record<string, unknown>, ceili
     }
     const g = a.reply.reply.data as { session: string; generation: bigint };
     const f = { session: g.session, generation: g.generation };
+    // An upload an earlier sequence held and abandoned frees its slot when the service notices the client
+    // went away: wait until neither slot answers busy (a probe is refused after admission, changing nothing).
+    for (const kind of ['trajectory', 'program'] as const) {
+      for (let i = 0; i < 200; i++) {
+        const p = await probeSlotOf(real, kind, f, axes);
+        if (p.label !== 'busy') break;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    }
     await real.send('io_disarm', RealCell.body('io_disarm', f), { quiet: false });
     await real.send('enable', RealCell.body('enable', { ...f, axis_mask: 0n }), { quiet: false });
     await real.send('release', RealCell.body('release', f), { quiet: false, after: 5 });
@@ -155,6 +223,9 @@ export async function closeRun(x: RunContext): Promise<void> {
   for (const [k, n] of x.m.hits) x.stats.hits[k] = (x.stats.hits[k] ?? 0) + n;
   x.m.hits.clear();
   x.real.keepAlive(undefined);
+  x.held?.abandon();
+  x.held = undefined;
+  x.real.closeExtras();
   try {
     if (x.real.pendingStop) await x.real.drain();
     // Every grant the target gave (the model may not know one a mismatch cut short): stop and release it.
@@ -192,7 +263,27 @@ function requestOf(x: RunContext, spec: Spec, hold: number[]): Request {
   const fs = spec as FencedSpec;
   const resolved = resolveFence(m, fs);
   const fields: Record<string, unknown> = { session: resolved.session, generation: resolved.generation };
-  if (fs.rid !== undefined) fields.request_id = RID[fs.rid];
+  const rid = 'rid' in fs ? fs.rid : undefined;
+  if (rid !== undefined) fields.request_id = RID[rid];
+  if (fs.op === 'prepare_program') {
+    const bytes = programFile(c, { revision: x.revision, rad: x.rad }, hold, fs.prog);
+    return { spec, payload: `program ${fs.prog}`, resolved, bytes };
+  }
+  if (fs.op === 'start_program') {
+    const identity = identityRef(m, fs.id);
+    resolved.ident = JSON.stringify(identity, big);
+    fields.identity = identity;
+  }
+  if (fs.op === 'update_jog') {
+    resolved.jogGeneration = resolveJogGeneration(m, fs.jg);
+    const last = m.jogSeq ?? 0n;
+    resolved.sourceSequence = fs.seq === 'same' && m.jogSeq !== undefined ? last : last + 1n;
+    const now = process.hrtime.bigint();
+    const ageNs = BigInt(c.jogInputAgeMs) * 1_000_000n;
+    const capture = fs.capture === 'stale' ? now - ageNs - 50_000_000n : fs.capture === 'before_origin' ? (m.jog?.originNs ?? now) - 1_000_000n : now;
+    const frame = encodeJogFrame({ session: /^[0-9a-fA-F]{64}$/.test(resolved.session) ? resolved.session : NEVER_SESSION, generation: resolved.generation, jogGeneration: resolved.jogGeneration, sourceSequence: resolved.sourceSequence, captureHostNs: capture, velocity: new Array(c.axisCount).fill(0) });
+    return { spec, payload: 'update_jog', resolved, bytes: frame };
+  }
   const bit = 1 << c.trajAxis;
   if (fs.op === 'enable' || fs.op === 'home') {
     const all = c.axisCount >= 32 ? 0xffffffff : (1 << c.axisCount) - 1;
@@ -212,6 +303,7 @@ function requestOf(x: RunContext, spec: Spec, hold: number[]): Request {
     const origin = fs.deadline === 'stale' ? now - 1_000_000_000n : now;
     fields.axis_mask = BigInt({ traj: bit, zero: 0, outside: c.axisCount < 32 ? 1 << c.axisCount : 0 }[fs.mask] >>> 0);
     fields.source_origin_host_ns = origin;
+    resolved.originNs = origin;
     fields.deadline_host_ns = fs.deadline === 'before' ? origin : fs.deadline === 'stale' ? origin + 10_000_000n : origin + BigInt(JOG_DEADLINE_MS) * 1_000_000n;
     fields.clock_incarnation = fs.clock === 'ok' ? x.jogClock : fs.clock === 'empty' ? '' : '0'.repeat(31) + '1';
   }
@@ -231,10 +323,26 @@ function requestOf(x: RunContext, spec: Spec, hold: number[]): Request {
   return { spec, payload: RealCell.body(fs.op, fields), resolved };
 }
 
+/** The identity a start_program sends: the newest program's, another program file's, or the newest with plan_revision changed. */
+function identityRef(m: ModelState, ref: 'current' | 'other' | 'changed'): Record<string, unknown> {
+  const ids = m.identities;
+  const newest = ids[ids.length - 1];
+  // Nothing prepared yet: an identity no program has (program_identity_mismatch).
+  const none = { plan_id: 'plan:model', program_id: 'model-none', program_digest: `sha256:${'d'.repeat(64)}`, trajectory_digest: `sha256:${'0'.repeat(64)}`, source_digest: `sha256:${'0'.repeat(64)}`, normalised_digest: `sha256:${'0'.repeat(64)}`, manifest_revision: 1n, plan_revision: 1n };
+  if (!newest) return none;
+  if (ref === 'current') return newest.identity;
+  if (ref === 'other') {
+    const other = findLast(ids, (x) => x.key !== newest.key);
+    if (other) return other.identity;
+  }
+  return { ...newest.identity, plan_revision: BigInt(newest.identity.plan_revision as bigint) + 1n };
+}
+
 function handleRef(m: ModelState, ref: string): bigint {
   const hs = [...m.handles.values()];
   const cur = hs.filter((h) => h.core === m.core);
   const pick = {
+    program: findLast(cur, (h) => h.kind === 'program'),
     prepared: findLast(cur, (h) => h.state === 'prepared'),
     started: findLast(cur, (h) => h.state === 'started'),
     last: hs[hs.length - 1],
@@ -251,11 +359,13 @@ function handleRef(m: ModelState, ref: string): bigint {
 /** A stationary plan at the held positions (PROFILE start gate: a Start begins at the held target). */
 function points(c: ModelConfig, hold: number[], io: string): unknown[] {
   const planNs = BigInt(c.planCycles) * c.cycleNs;
-  const bitOf = { on: c.plainOutput, off: c.plainOutput, torch: c.torchOutput, unconfigured: c.outputCount, none: -1 }[io] ?? -1;
+  const bitOf = { on: c.plainOutput, on0: c.plainOutput, off: c.plainOutput, torch: c.torchOutput, unconfigured: c.outputCount, none: -1 }[io] ?? -1;
   const pts: Array<Record<string, unknown>> = [0n, planNs / 2n, planNs].map((t) => ({ time_ns: t, position: hold }));
   if (bitOf >= 0 && bitOf < 8) {
     const b = BigInt(1 << bitOf);
-    pts[1] = { ...pts[1], io_mask: b, io_values: io === 'off' ? 0n : b };
+    // 'on0': the intent on the first point (issue 21: an intent on point 0 must be applied too).
+    const at = io === 'on0' ? 0 : 1;
+    pts[at] = { ...pts[at], io_mask: b, io_values: io === 'off' ? 0n : b };
   }
   return pts;
 }
@@ -320,6 +430,7 @@ export async function runSpec(x: RunContext, spec: Spec): Promise<void> {
       }
       m.core++;
       m.epoch++;
+      m.outputs = 'unknown';
       m.jog = undefined;
       m.jogMax = undefined;
       m.legacyJog = undefined;
@@ -346,9 +457,33 @@ export async function runSpec(x: RunContext, spec: Spec): Promise<void> {
         }
       }
       if (m.jog) m.jog = undefined;
+      m.outputs = 0; // PROFILE "Trajectories" Output intents: a fault turns every output OFF
       m.faultLatched = true;
       m.adopt = true;
       x.trace.push(line);
+      break;
+    }
+    case 'hold_upload':
+      await holdUpload(x, spec.kind);
+      x.trace.push(line);
+      break;
+    case 'abandon_upload':
+      await abandonUpload(x);
+      x.trace.push(line);
+      break;
+    case 'finish_upload': {
+      const held = x.held!;
+      const up = m.upload!;
+      x.held = undefined;
+      // The held upload is the one in the slot: its own outcome is a preparation's.
+      m.upload = undefined;
+      const sub: Spec = held.op === 'prepare_program' ? { op: 'prepare_program', prog: 'a', s: 'current', g: 'current' } : { op: 'prepare_trajectory', io: 'none', s: 'current', g: 'current' };
+      const req: Request = { spec: sub, payload: 'held upload', resolved: { session: up.session, generation: up.generation } };
+      const ex = await real.send(held.op, () => held.finish(), { quiet: false, after: 5 });
+      applyRenewals(x);
+      judgeReply(x, sub, req, ex);
+      // Its handle number: the program's came with the upload (the file of programFile 'a').
+      if (held.op === 'prepare_program' && ex.reply.status === 200) hit(x, 'limit:upload_slots_per_kind:program_finished');
       break;
     }
     case 'replan': {
@@ -387,14 +522,15 @@ function bringUp(x: RunContext, r: Extract<Spec, { op: 'ready' }>): Spec[] {
   if (r.omit === 'arm' && m.armed) out.push({ op: 'enable', mask: 'zero', ...f });
   out.push({ op: 'enable', mask: r.omit === 'axis' ? 'others' : 'all', ...f });
   if (r.omit !== 'arm') out.push({ op: 'arm', ...f });
-  out.push({ op: 'prepare_trajectory', io: r.plan ?? 'none', ...(r.axis && r.omit !== 'axis' ? { axis: r.axis } : {}), ...f });
+  if (r.plan === 'program' || r.plan === 'program_on') out.push({ op: 'prepare_program', prog: r.plan === 'program_on' ? 'on' : 'a', ...f });
+  else out.push({ op: 'prepare_trajectory', io: r.plan ?? 'none', ...(r.axis && r.omit !== 'axis' ? { axis: r.axis } : {}), ...f });
   return out;
 }
 
-async function control(x: RunContext, spec: Exclude<Spec, { op: 'step' | 'drain' | 'wait_lease' | 'restart_core' }>, stopping: boolean): Promise<void> {
+async function control(x: RunContext, spec: Exclude<Spec, { op: 'step' | 'drain' | 'wait_lease' | 'restart_core' | 'hold_upload' | 'finish_upload' | 'abandon_upload' }>, stopping: boolean): Promise<void> {
   const { c, m, real } = x;
   let hold: number[] = [];
-  if (spec.op === 'prepare_trajectory') hold = (await real.status()).axes.map((a) => Number(a.position));
+  if (spec.op === 'prepare_trajectory' || spec.op === 'prepare_program') hold = (await real.status()).axes.map((a) => Number(a.position));
   const req = requestOf(x, spec, hold);
   const line = `${specText(spec)}`;
   // A stop to hold open (stepped clock): only when the model admits it, so the service answers it at the drain.
@@ -412,10 +548,22 @@ async function control(x: RunContext, spec: Exclude<Spec, { op: 'step' | 'drain'
     }
   }
   const drainToo = spec.op === 'stop' && spec.drain;
-  const ex = await real.send(spec.op, req.payload, { quiet: stopping && !drainToo, after: 5 });
+  const ex =
+    spec.op === 'update_jog'
+      ? await jogFrame(x, req.bytes!)
+      : spec.op === 'prepare_program'
+        ? await real.send(spec.op, () => postProgram(real, req), { quiet: stopping, after: 5 })
+        : await real.send(spec.op, req.payload, { quiet: stopping && !drainToo, after: 5 });
   applyRenewals(x);
   // A stop to drain: step until the drain is over (a held one drains with it).
   if (drainToo && ex.reply.status === 200) await real.drain();
+  judgeReply(x, spec, req, ex);
+}
+
+/** Match a reply against the outcomes the model allows, and apply the one that fits (or fail). */
+function judgeReply(x: RunContext, spec: Spec, req: Request, ex: { reply: CheckedReply; sendMs: number; recvMs: number }): void {
+  const { c, m, real } = x;
+  const line = specText(spec);
   x.lastSendMs = ex.sendMs;
   const lease = m.grant ? leaseAt(m.grant, ex.sendMs, ex.recvMs) : 'alive';
   const os = outcomes(c, m, req, lease, real.cycles, { sendMs: ex.sendMs, recvMs: ex.recvMs });
@@ -432,6 +580,7 @@ async function control(x: RunContext, spec: Exclude<Spec, { op: 'step' | 'drain'
     why.push(`${describeOutcome(o)}: ${miss}`);
   }
   x.trace.push(`${line} -> ${got}`);
+  x.replies?.push(got);
   if (!chosen) fail(x, `${spec.op}: the reply ${got} ${r.reply.error ? JSON.stringify(r.reply.error) : ''} is not one the model allows:\n  ${why.join('\n  ')}`);
   hit(x, chosen.rule);
   const before = m.grant;
@@ -442,6 +591,116 @@ async function control(x: RunContext, spec: Exclude<Spec, { op: 'step' | 'drain'
   }
   if (spec.op === 'release' && before?.stopping && r.status === 200) m.owed.push({ type: 'grant_revoked', why: 'the stop that was draining', may: true });
   for (const e of chosen.events ?? []) m.owed.push({ ...e });
+}
+
+/** The probe that shows whether the upload slot of `kind` is taken: a body refused after admission (one point; 16 bytes that are no dense file), so an admitted probe changes nothing. */
+function probeSlot(x: RunContext, kind: 'trajectory' | 'program', f: { session: string; generation: bigint }): Promise<CheckedReply> {
+  return probeSlotOf(x.real, kind, f, { count: x.c.axisCount, traj: x.c.trajAxis });
+}
+
+async function probeSlotOf(real: RealCell, kind: 'trajectory' | 'program', f: { session: string; generation: bigint }, axes: { count: number; traj: number }): Promise<CheckedReply> {
+  if (kind === 'program') {
+    return real.client
+      .raw('POST', '/v1/program', new Uint8Array(16), { 'content-type': 'application/octet-stream', 'x-control-session': f.session, 'x-control-generation': String(f.generation) })
+      .then((r) => checkReply(r.status, contentType(r), r.body, 'prepare_program'));
+  }
+  const hold = new Array(axes.count).fill(0);
+  return real.client.control(RealCell.body('prepare_trajectory', { session: f.session, generation: f.generation, axis_mask: BigInt(1 << axes.traj), points: [{ time_ns: 0n, position: hold }] }), 'prepare_trajectory');
+}
+
+/**
+ * hold_upload: an upload of `kind` sends its admitted part and holds the rest (part 8 "Upload slots").
+ * The run waits until the slot shows taken (a probe of the same kind answers busy): a harness step, not a
+ * checked command; a slot that never shows taken, or a held upload answered early, is a mismatch.
+ */
+async function holdUpload(x: RunContext, kind: 'trajectory' | 'program'): Promise<void> {
+  const { c, m, real } = x;
+  const g = m.grant!;
+  const f = { session: g.session, generation: g.generation };
+  const hold = (await real.status()).axes.map((a) => Number(a.position));
+  const reopen = (): HeldUpload => {
+    if (kind === 'program') {
+      const bytes = programFile(c, { revision: x.revision, rad: x.rad }, hold, 'a');
+      return new HeldUpload(real.target.address, 'prepare_program', '/v1/program', { 'Content-Type': 'application/octet-stream', 'X-Control-Session': f.session, 'X-Control-Generation': String(f.generation) }, bytes.subarray(0, 100), bytes.subarray(100));
+    }
+    const text = RealCell.body('prepare_trajectory', { ...f, axis_mask: BigInt(1 << c.trajAxis), points: points(c, hold, 'none') });
+    const at = text.indexOf('"points":[') + '"points":['.length;
+    // PROFILE "prepare_trajectory uploads": past the 16384-byte prefix the fence is admitted and the slot taken.
+    const head = Buffer.from(text.slice(0, at) + ' '.repeat(16_400));
+    return new HeldUpload(real.target.address, 'prepare_trajectory', '/v1/control', { 'Content-Type': 'application/json' }, head, Buffer.from(text.slice(at)));
+  };
+  let held = reopen();
+  x.held = held;
+  for (let i = 0, busyTries = 0; i < 100; i++) {
+    const early = held.answered;
+    // Busy: the slot was still held by the probe or an upload that just ended (it is freed as its reply
+    // goes out): open it again, a few times.
+    if (early && !(early instanceof Error) && early.label === 'busy' && busyTries++ < 10) {
+      held = x.held = reopen();
+      await new Promise((r) => setTimeout(r, 10));
+      continue;
+    }
+    if (early) fail(x, `hold_upload ${kind}: the held upload was answered before its body ended: ${early instanceof Error ? early.message : `${early.status} ${early.label}`}`);
+    const p = await probeSlot(x, kind, f);
+    if (p.label === 'busy') {
+      m.upload = { kind, ...f };
+      hit(x, `limit:upload_slots_per_kind:held ${kind}`);
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  fail(x, `hold_upload ${kind}: a second ${kind} upload was never refused busy while the first was held (part 8: one upload of the same kind at a time)`);
+}
+
+/** abandon_upload: the held upload goes away; the run waits until its slot is free again (the probe is no longer busy). */
+async function abandonUpload(x: RunContext): Promise<void> {
+  const { m } = x;
+  const held = x.held;
+  const up = m.upload;
+  x.held = undefined;
+  m.upload = undefined;
+  if (!held || !up) return;
+  held.abandon();
+  for (let i = 0; i < 200; i++) {
+    const p = await probeSlot(x, up.kind, up);
+    if (p.label !== 'busy') return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  fail(x, `abandon_upload: the ${up.kind} upload slot stayed busy 2 s after its client went away (docs/profile.md: a client that disconnects releases the slot)`);
+}
+
+/** POST /v1/program as a client sends it (part 4 prepare_program: the fence in headers), the reply strictly checked. */
+function postProgram(real: RealCell, req: Request): Promise<CheckedReply> {
+  const f = req.resolved!;
+  return real.client
+    .raw('POST', '/v1/program', req.bytes!, { 'content-type': 'application/octet-stream', 'x-control-session': f.session, 'x-control-generation': String(f.generation) })
+    .then((r) => checkReply(r.status, contentType(r), r.body, 'prepare_program'));
+}
+
+/**
+ * One local_jog_update datagram (no reply on the socket): its outcome is what GET /v1/jog/ingress counted
+ * for it, read once the ingress has received it and the core has run a few cycles (the core's own re-check
+ * may move a frame from accepted to refused, PROFILE "Jog"). Given as a reply: 200 accepted, 409 and the label.
+ */
+async function jogFrame(x: RunContext, frame: Uint8Array): Promise<{ reply: CheckedReply; sendMs: number; recvMs: number }> {
+  const { real } = x;
+  const before = await readJogIngress(real.client);
+  const sendMs = performance.now();
+  await real.jogSender().send(Buffer.from(frame));
+  const seen = await waitIngress(real.client, (before.received as bigint) + 1n);
+  const recvMs = performance.now();
+  if ((seen.received as bigint) <= (before.received as bigint)) throw new HarnessError('HIL_ERR_TARGET_REFUSED', 'update_jog: the ingress never counted the datagram (GET /v1/jog/ingress received did not move within 3 s)');
+  await real.step(3);
+  const after = await readJogIngress(real.client);
+  const accepted = (after.accepted as bigint) > (before.accepted as bigint);
+  let label: string | undefined;
+  if (!accepted) {
+    const b = (before.refused_by_reason ?? {}) as Record<string, bigint>;
+    const a = (after.refused_by_reason ?? {}) as Record<string, bigint>;
+    label = Object.keys(a).find((k) => (a[k] ?? 0n) > (b[k] ?? 0n)) ?? 'refused (no label counted)';
+  }
+  const reply: CheckedReply = { status: accepted ? 200 : 409, label, reply: { schema: 'svc.rt-control.response.v1', operation: 'update_jog', ...(label ? { error: label } : {}) } as CheckedReply['reply'] };
+  return { reply, sendMs, recvMs };
 }
 
 /** The held stop answered: check it against the outcome admitted, then the grant is revoked. */
@@ -504,10 +763,21 @@ async function reconcile(x: RunContext, cyclesRan: boolean): Promise<void> {
   for (const e of evs) {
     if (e.type === 'grant_revoked' || e.type === 'grant_expired' || e.type === 'grant_released') {
       m.endsSeen = [...(m.endsSeen ?? []).slice(-16), String(payloadOf(e).generation)];
+      const ended = findLast(m.ended, (y) => y.generation === payloadOf(e).generation && !!y.maybeExpired);
+      if (ended) {
+        ended.maybeExpired = undefined;
+        if (e.type === 'grant_expired') {
+          ended.how = 'expired';
+          ended.cache = undefined; // lease expiry drops the retry cache (part 4 Envelope rules)
+        }
+      }
     }
     // The jog's input expired (host time, seen by a core cycle): the jog generation is closed.
     if (e.type === 'jog_expired' && m.jog && payloadOf(e).jog_generation === m.jog.n) m.jog = undefined;
-    const i = m.owed.findIndex((o) => eventMatches(e, o));
+    // An event settles a must-event before a may-event of the same shape (a keep-alive renewal's may-entry
+    // must not take the event an explicit renew owes).
+    let i = m.owed.findIndex((o) => !o.may && eventMatches(e, o));
+    if (i < 0) i = m.owed.findIndex((o) => eventMatches(e, o));
     if (i >= 0) {
       m.owed.splice(i, 1);
       continue;
@@ -540,7 +810,14 @@ function checkGrant(x: RunContext, st: StatusObs, evs: readonly CellEvent[]): bo
     // The drain finished: revoked (part 3 "stopping, then revoked"); a lease that ran out during the drain
     // may have ended it first (grant_expired), possibly told in an earlier read of the log.
     const gen = g.generation;
+    const lapsedMaybe = leaseAt(g, x.lastSendMs, performance.now()) !== 'alive';
     drained(c, m);
+    // The lease may have run out during the drain: the session then ended by expiry (its fence answers
+    // expired), which the grant_expired event, read after the next command, tells.
+    if (lapsedMaybe) {
+      const e = findLast(m.ended, (y) => y.generation === gen);
+      if (e) e.maybeExpired = true;
+    }
     if (!m.endsSeen?.includes(String(gen))) m.owed.push({ type: 'grant_revoked', alt: ['grant_expired'], where: { generation: gen }, why: 'the stop drained' });
     return true;
   }
@@ -571,18 +848,27 @@ function checkHandles(x: RunContext, st: StatusObs): void {
     if (s === undefined) continue; // out of the status window (PROFILE: the last 64 are kept)
     if (h.state === 'started') {
       const ran = real.cycles - (h.startCycle ?? real.cycles);
+      const plan = h.cycles ?? c.planCycles;
       // Plan time runs from the cycle the core took the Start, which lies within the reply's last chunk.
-      const early = BigInt(c.planCycles) - 25n;
-      const late = BigInt(c.planCycles) + (real.stepped ? 40n : 400n);
+      const early = BigInt(plan) - 25n;
+      const late = BigInt(plan) + (real.stepped ? 40n : 400n);
       if (s === 'consumed') {
-        if (ran < early) fail(x, `handle ${h.n} consumed after ${ran} cycles of a ${c.planCycles}-cycle plan`);
+        if (ran < early) fail(x, `handle ${h.n} consumed after ${ran} cycles of a ${plan}-cycle plan`);
         h.state = 'consumed';
-        hit(x, 'transition:handle:started->consumed:completion');
+        hit(x, `transition:handle:started->consumed:completion${h.kind ? ' (program)' : ''}`);
+        // PROFILE "Trajectories" Output intents: completion leaves the outputs as the last intent set them
+        // (an intent acts while io is armed; the first point's too, issue 21 defect 1).
+        if (h.ioOn || h.ioOff) {
+          const applied = h.ioOn && (!h.ioAt0 || c.rules.firstPointIntentApplied);
+          const bit = c.plainOutput >= 0 ? 1 << c.plainOutput : 0;
+          m.outputs = !m.ioArmed ? 0 : applied ? bit : 0;
+          if (h.ioOn) hit(x, `rule:output_intent.applied${h.ioAt0 ? ' (first point)' : ''}`);
+        }
         m.owed.push({ type: 'handle_transition', where: { handle: h.n, from: 'started', to: 'consumed' }, why: `${h.n} completed` }, { type: 'execution_completed', where: { handle: h.n }, why: `${h.n} completed` });
         continue;
       }
       if (s === 'started') {
-        if (ran > late) fail(x, `handle ${h.n} still started after ${ran} cycles of a ${c.planCycles}-cycle plan`);
+        if (ran > late) fail(x, `handle ${h.n} still started after ${ran} cycles of a ${plan}-cycle plan`);
         continue;
       }
     }
@@ -590,6 +876,17 @@ function checkHandles(x: RunContext, st: StatusObs): void {
     if (h.state === 'retired' && s === 'started' && m.grant?.stopping) continue;
     if (s !== h.state) fail(x, `status shows handle ${h.n} ${s}, the model ${h.state}`);
   }
+}
+
+/** core.io_output_word against the model's outputs; unknown ones are read (when no plan with intents runs). */
+function checkOutputs(x: RunContext, st: StatusObs): void {
+  const { m } = x;
+  const word = Number(st.core?.io_output_word ?? 0n);
+  if (m.outputs === 'unknown') {
+    if (![...m.handles.values()].some((h) => h.state === 'started' && h.core === m.core && (h.ioOn || h.ioOff))) m.outputs = word;
+    return;
+  }
+  if (word !== m.outputs) fail(x, `status core.io_output_word ${word}, model ${m.outputs}`);
 }
 
 function checkMachine(x: RunContext, st: StatusObs): void {
@@ -600,10 +897,12 @@ function checkMachine(x: RunContext, st: StatusObs): void {
     m.enableMask = Number(core.axis_enable_mask);
     m.ioArmed = core.io_armed === 1n;
     m.adopt = false;
+    checkOutputs(x, st);
     return;
   }
   const armed = core.armed === 1n;
   if (armed !== m.armed) fail(x, `status core.armed ${core.armed}, model ${m.armed ? 1 : 0}`);
+  checkOutputs(x, st);
   if (Number(core.axis_enable_mask) !== m.enableMask) fail(x, `status core.axis_enable_mask ${core.axis_enable_mask}, model ${m.enableMask}`);
   if ((core.io_armed === 1n) !== m.ioArmed) fail(x, `status core.io_armed ${core.io_armed}, model ${m.ioArmed ? 1 : 0}`);
 }

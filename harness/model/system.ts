@@ -8,8 +8,10 @@ import { REQUEST_SCHEMA } from '../clients/control.ts';
 import { pollEvents, type CellEvent } from '../clients/events.ts';
 import { HarnessError } from '../errors.ts';
 import { stringifyExact } from '../oracle/json.ts';
-import type { CheckedReply } from '../oracle/reply.ts';
+import { checkReply, type CheckedReply } from '../oracle/reply.ts';
+import { createConnection, type Socket } from 'node:net';
 import type { Target } from '../targets/types.ts';
+import { JogSender } from '../clients/jog.ts';
 
 export interface Exchange {
   reply: CheckedReply;
@@ -19,7 +21,7 @@ export interface Exchange {
 
 export interface StatusObs {
   grant: { active: boolean; stopping: boolean; draining?: boolean; generation: bigint; lease_ms: bigint | number };
-  core: { armed: bigint; axis_enable_mask: bigint; home_valid_mask: bigint; io_armed: bigint; execution_fault_reasons: bigint; safety_fault_mask: bigint } | null;
+  core: { armed: bigint; axis_enable_mask: bigint; home_valid_mask: bigint; io_armed: bigint; io_output_word: bigint; execution_fault_reasons: bigint; safety_fault_mask: bigint } | null;
   daemon_incarnation: string;
   axes: Array<{ position: number | bigint }>;
   execution: { handles: Array<{ handle: bigint; state: string; generation: bigint }>; state: string } | undefined;
@@ -114,10 +116,10 @@ export class RealCell {
    * Send a control request. `quiet`: a stop drains and the model expects the service to answer alone, so
    * no cycle runs unless the reply does not come within a second (then the core is stepped until it does).
    */
-  async send(op: string, body: string, o: { quiet: boolean; after?: number }): Promise<Exchange> {
+  async send(op: string, body: string | (() => Promise<CheckedReply>), o: { quiet: boolean; after?: number }): Promise<Exchange> {
     const sendMs = now();
     let done = false;
-    const p = this.client.control(body, op).finally(() => (done = true));
+    const p = (typeof body === 'string' ? this.client.control(body, op) : body()).finally(() => (done = true));
     if (!this.stepped) {
       const reply = await p;
       const recvMs = now();
@@ -222,8 +224,95 @@ export class RealCell {
     return out;
   }
 
+  private sender: JogSender | undefined;
+  /** A datagram sender to jog.sock beside the control socket (part 1 "Jog datagrams"). */
+  jogSender(): JogSender {
+    this.sender ??= new JogSender(this.target.address);
+    return this.sender;
+  }
+
+  /** Close what the cell opened besides the client (the jog datagram socket, a held upload). */
+  closeExtras(): void {
+    this.sender?.close();
+    this.sender = undefined;
+  }
+
   async restartCore(): Promise<void> {
     await this.target.restartCore();
     if (this.stepped) await this.step(20);
+  }
+}
+
+/**
+ * An upload held open mid-body (part 8 "Upload slots"): the request line, headers and the body's first
+ * part are written on a connection of its own (for prepare_trajectory past the 16384-byte prefix, so the
+ * service has admitted the fence and reserved the slot), the rest held back until finish() or abandon().
+ */
+export class HeldUpload {
+  private readonly sock: Socket;
+  private answer = Buffer.alloc(0);
+  private settled: ((r: CheckedReply | Error) => void) | undefined;
+  private result: CheckedReply | Error | undefined;
+
+  constructor(
+    address: string,
+    readonly op: 'prepare_trajectory' | 'prepare_program',
+    path: string,
+    headers: Record<string, string>,
+    private readonly head: Uint8Array,
+    private readonly rest: Uint8Array,
+  ) {
+    this.sock = createConnection(address);
+    const lines = [`POST ${path} HTTP/1.1`, 'Host: localhost', `Content-Length: ${head.length + rest.length}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), '', ''];
+    this.sock.write(lines.join('\r\n'));
+    this.sock.write(head);
+    this.sock.on('data', (c: Buffer) => {
+      this.answer = Buffer.concat([this.answer, c]);
+      this.parse();
+    });
+    this.sock.on('error', (e) => this.done(e));
+    this.sock.on('close', () => this.done(new Error('the connection closed without a reply')));
+  }
+
+  private done(r: CheckedReply | Error): void {
+    if (this.result) return;
+    this.result = r;
+    this.settled?.(r);
+  }
+
+  private parse(): void {
+    const end = this.answer.indexOf('\r\n\r\n');
+    if (end < 0) return;
+    const headText = this.answer.subarray(0, end).toString('latin1').split('\r\n');
+    const status = Number(headText[0]!.split(' ')[1]);
+    const header = (name: string) => headText.find((l) => l.toLowerCase().startsWith(`${name}:`))?.slice(name.length + 1).trim();
+    const length = Number(header('content-length') ?? 0);
+    const body = this.answer.subarray(end + 4);
+    if (body.length < length) return;
+    try {
+      this.done(checkReply(status, header('content-type'), body.subarray(0, length), this.op));
+    } catch (e) {
+      this.done(e as Error);
+    }
+  }
+
+  /** The reply came already (the upload was answered before its body ended). */
+  get answered(): CheckedReply | Error | undefined {
+    return this.result;
+  }
+
+  /** Send the rest of the body and wait for the reply. */
+  finish(): Promise<CheckedReply> {
+    this.sock.write(this.rest);
+    return new Promise<CheckedReply>((resolve, reject) => {
+      const take = (r: CheckedReply | Error) => (r instanceof Error ? reject(r) : resolve(r));
+      if (this.result) take(this.result);
+      else this.settled = take;
+    }).finally(() => this.sock.destroy());
+  }
+
+  /** Go away mid-body (the service frees the slot; nothing is prepared or answered). */
+  abandon(): void {
+    this.sock.destroy();
   }
 }

@@ -248,3 +248,40 @@ test('a failed motion test shows its plot first, its measurement outside the lim
   expect(card).toContain('class="limit"'); // the limit line drawn in the following error panel
   expect(html.match(/<script/g)?.length).toBe(1); // still only the report's own inline script
 });
+
+test('a run.json with model figures (hil fuzz, schema v3) shows which transitions and rules the model exercised, how often', async () => {
+  const p = await setup({ allure: false });
+  const run = fixture() as RunRecord & { schema: string };
+  run.schema = 'cell-hil.run.v3';
+  run.model = {
+    fuzz: {
+      target: 'sim',
+      clock: 'stepped',
+      minutes: 10,
+      seeds: [11, 22],
+      passed: true,
+      sequences: 41,
+      commands: 5021,
+      transitions_reached: 2,
+      per_transition: { 'transition:handle:prepared->superseded:newer_preparation': 17, 'transition:grant:no_grant->owned:acquire': 93 },
+      per_rule: { 'transition:handle:prepared->superseded:newer_preparation': 17, 'transition:grant:no_grant->owned:acquire': 93, 'rule:update_jog.accepted': 8, 'limit:upload_slots_per_kind:busy <x>': 3 },
+      wall_ms: 600_000,
+    },
+  };
+  await writeFile(p.runJson, JSON.stringify(run));
+  await writeHtmlReport({ runJson: p.runJson, allureDir: p.allureDir, outFile: p.outFile });
+  const html = await readFile(p.outFile, 'utf8');
+  const section = /<section id="model">([\s\S]*?)<\/section>/.exec(html)?.[1];
+  expect(section).toBeDefined();
+  expect(section).toContain('41 sequences, 5021 commands, 2 transitions reached');
+  expect(section).toContain('ran clean');
+  expect(section).toContain('11, 22');
+  // each transition with its count, sorted by name; the other rules beside them, escaped
+  expect(section).toMatch(/transition:grant:no_grant-&gt;owned:acquire<\/code><\/td><td class="num">93<\/td>[\s\S]*transition:handle:prepared-&gt;superseded:newer_preparation<\/code><\/td><td class="num">17</);
+  expect(section).toContain('rule:update_jog.accepted</code></td><td class="num">8<');
+  expect(section).toContain('busy &lt;x&gt;');
+  // without model figures there is no section
+  await writeFile(p.runJson, JSON.stringify(fixture()));
+  await writeHtmlReport({ runJson: p.runJson, allureDir: p.allureDir, outFile: p.outFile });
+  expect(await readFile(p.outFile, 'utf8')).not.toContain('<section id="model">');
+});

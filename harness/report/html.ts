@@ -137,6 +137,7 @@ function renderReport(ctx: RenderContext): string {
     renderSummary(ctx, counts),
     renderFailures(ctx),
     renderMeasurements(ctx),
+    renderModel(ctx),
     renderMatrix(ctx),
     renderTests(ctx),
     renderGate(ctx),
@@ -172,6 +173,7 @@ function renderNav(): string {
     ['summary', 'Summary'],
     ['measurements', 'Measurements'],
     ['failures', 'Failures'],
+    ['model', 'Model'],
     ['matrix', 'Traceability'],
     ['tests', 'All tests'],
     ['gate', 'Gate'],
@@ -607,6 +609,26 @@ function renderComparison(ctx: RenderContext): string {
   return `<section id="baseline"><h2>Since the baseline</h2><p class="muted">Compared with <code>${esc(ctx.baselineFile ?? '')}</code>: verdict ${esc(c.verdict.before)} → ${esc(c.verdict.after)}; ${cv.before} → ${cv.after} documented items verified (${cv.gained.length} gained, ${cv.lost.length} lost). A measurement drifted when it moved across its limit or changed by more than ${Math.round(c.tolerance.relative * 100)}% of the larger value and more than its unit's noise floor.</p>
 ${list('New failures', c.newFailures, 'problems')}${list('Fixed', c.fixed)}${list('Tests added', c.added)}${list('Tests removed', c.removed)}${list('Documented items lost', cv.lost, 'problems')}${list('Documented items gained', cv.gained)}
 <h3>Measurements drifted <span class="count">${c.drifts.length}</span></h3>${drift}</section>`;
+}
+
+/**
+ * The model-based run (harness/model/, `hil fuzz`): its figures, and which transitions and rules the model
+ * exercised and how often (issue 23 "Coverage"). Absent when no fuzz run was written into run.json.
+ */
+function renderModel(ctx: RenderContext): string {
+  const f = ctx.run.model?.fuzz;
+  if (!f) return '';
+  const rows = (o: Record<string, number>) =>
+    Object.entries(o)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([k, n]) => `<tr><td><code>${esc(k)}</code></td><td class="num">${n}</td></tr>`)
+      .join('');
+  const others = Object.fromEntries(Object.entries(f.per_rule).filter(([k]) => !k.startsWith('transition:')));
+  const verdict = f.passed ? 'ran clean' : `failed: ${esc(f.failure ?? 'see hil fuzz output')}`;
+  return `<section id="model"><h2>Model-based run <span class="count">${f.transitions_reached} transitions reached</span></h2>
+<p>hil fuzz on <code>${esc(f.target)}</code> (${esc(f.clock)} clock), ${f.minutes} min: ${verdict}. ${f.sequences} sequences, ${f.commands} commands, ${f.transitions_reached} transitions reached, wall time ${Math.round(f.wall_ms / 1000)} s. Seeds (HIL_MODEL_SEED): ${f.seeds.length > 12 ? `${f.seeds.slice(0, 12).join(', ')} and ${f.seeds.length - 12} more` : f.seeds.join(', ')}.</p>
+<div class="cols"><div><h3>Transitions, how often</h3><table><thead><tr><th>transition</th><th>count</th></tr></thead><tbody>${rows(f.per_transition)}</tbody></table></div>
+<div><h3>Other rules and outcomes, how often</h3><table><thead><tr><th>rule</th><th>count</th></tr></thead><tbody>${rows(others)}</tbody></table></div></div></section>`;
 }
 
 function renderMatrix(ctx: RenderContext): string {

@@ -72,7 +72,7 @@ export function normalizeRun(raw: Record<string, unknown>, warnings: string[]): 
     return v.map((x) => (typeof x === 'string' ? x : JSON.stringify(x) ?? String(x)));
   };
 
-  if (raw.schema !== RUN_SCHEMA && raw.schema !== 'cell-hil.run.v1') warnings.push(`run.json: schema is ${JSON.stringify(raw.schema) ?? 'missing'}, expected "${RUN_SCHEMA}"; rendering what is there`);
+  if (raw.schema !== RUN_SCHEMA && raw.schema !== 'cell-hil.run.v2' && raw.schema !== 'cell-hil.run.v1') warnings.push(`run.json: schema is ${JSON.stringify(raw.schema) ?? 'missing'}, expected "${RUN_SCHEMA}"; rendering what is there`);
 
   const target = isRecord(raw.target) ? raw.target : {};
   if (!isRecord(raw.target)) problems.push('target is missing');
@@ -194,6 +194,7 @@ export function normalizeRun(raw: Record<string, unknown>, warnings: string[]): 
     ...(isRecord(raw.selection) && Array.isArray(raw.selection.filters) ? { selection: raw.selection as unknown as NonNullable<RunRecord['selection']> } : {}),
     ...(Array.isArray(raw.stale_expectations) ? { stale_expectations: strList(raw.stale_expectations, 'stale_expectations') } : {}),
     ...(Array.isArray(raw.shards) ? { shards: raw.shards.filter(isRecord) as unknown as NonNullable<RunRecord['shards']> } : {}),
+    ...(isRecord(raw.model) && isRecord(raw.model.fuzz) ? { model: { fuzz: raw.model.fuzz as unknown as NonNullable<NonNullable<RunRecord['model']>['fuzz']> } } : {}),
   };
   if (problems.length) warnings.push(`run.json: ${problems.length} field problem${plural(problems.length)}: ${listSome(problems)}`);
   return record;

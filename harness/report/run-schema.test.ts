@@ -3,7 +3,7 @@
 // (harness/report/reporter.ts); harness/report/e2e.test.ts checks a real run's run.json.
 
 import { describe, expect, test } from 'vitest';
-import type { RunRecord } from './run-types.ts';
+import type { ModelFuzzFigures, RunRecord } from './run-types.ts';
 import { runMeasurements } from './run-measurements.ts';
 import { runSchemaProblems } from './run-schema.ts';
 import { histAdd, newHist } from '../motion.ts';
@@ -64,9 +64,30 @@ test('a record with evidence and run measurements matches, also after a JSON rou
   expect(runSchemaProblems(JSON.parse(JSON.stringify(r)))).toEqual([]);
 });
 
+/** The record as hil fuzz leaves it (schema v3, model.fuzz). */
+function withModel(r: RunRecord): RunRecord {
+  r.schema = 'cell-hil.run.v3';
+  r.model = {
+    fuzz: { target: 'sim', clock: 'stepped', minutes: 10, seeds: [1, 2], passed: true, sequences: 3, commands: 120, transitions_reached: 1, per_transition: { 'transition:a': 4 }, per_rule: { 'transition:a': 4, 'rule:b': 2 }, wall_ms: 600000 },
+  };
+  return r;
+}
+
+test('a v3 record with the model figures of hil fuzz matches; a v2 record without them still does', () => {
+  expect(runSchemaProblems(record())).toEqual([]);
+  expect(runSchemaProblems(withModel(record()))).toEqual([]);
+  const failed = withModel(record());
+  failed.model!.fuzz = { ...failed.model!.fuzz!, passed: false, failure: 'model run failed: ...' };
+  expect(runSchemaProblems(failed)).toEqual([]);
+});
+
 describe('malformed records are refused with a path', () => {
   const ROWS: Array<[string, (r: RunRecord) => void, RegExp]> = [
     ['an older schema name', (r) => void ((r as { schema: string }).schema = 'cell-hil.run.v1'), /^\/schema/],
+    ['model figures without their commands', (r) => void delete (withModel(r).model!.fuzz as Partial<ModelFuzzFigures>).commands, /^\/model\/fuzz/],
+    ['a transition reached zero times', (r) => void (withModel(r).model!.fuzz!.per_transition['transition:x'] = 0), /^\/model\/fuzz\/per_transition/],
+    ['an unknown clock', (r) => void ((withModel(r).model!.fuzz as { clock: string }).clock = 'fast'), /^\/model\/fuzz\/clock/],
+    ['a field of the model section nobody reads', (r) => void ((withModel(r).model as Record<string, unknown>).runs = 1), /^\/model/],
     ['an unknown test state', (r) => void ((r.tests[0] as { state: string }).state = 'flaky'), /^\/tests\/0\/state/],
     ['a measurement judged without a limit', (r) => void delete r.tests[0]!.evidence!.measurements[0]!.limit, /^\/tests\/0\/evidence\/measurements\/0/],
     ['an at_most limit without its number', (r) => void delete r.tests[0]!.evidence!.measurements[0]!.limit!.hi, /limit/],

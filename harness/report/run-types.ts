@@ -57,11 +57,30 @@ export interface RunMeasurements {
   lateness_limit_us?: number;
 }
 
-export const RUN_SCHEMA = 'cell-hil.run.v2';
+export const RUN_SCHEMA = 'cell-hil.run.v3';
+
+/** Figures of a `hil fuzz` run (harness/model/): what the model exercised and how often. */
+export interface ModelFuzzFigures {
+  target: string;
+  clock: 'stepped' | 'real time';
+  minutes: number;
+  seeds: number[];
+  passed: boolean;
+  /** The first line of the failure (the failing sequence is printed by hil fuzz). */
+  failure?: string;
+  sequences: number;
+  commands: number;
+  transitions_reached: number;
+  /** Catalogue-style transition names (transition:...) and how many times the run reached each. */
+  per_transition: Record<string, number>;
+  /** Every rule, transition and outcome name the model reached, with its count. */
+  per_rule: Record<string, number>;
+  wall_ms: number;
+}
 
 export interface RunRecord {
-  /** v2 added measurements (tests' evidence and the run's); a v1 record is still read. */
-  schema: typeof RUN_SCHEMA;
+  /** v2 added measurements (tests' evidence and the run's); v3 the model's figures; v1 and v2 records are still read. */
+  schema: typeof RUN_SCHEMA | 'cell-hil.run.v2';
   command: string;
   started_at: string; // ISO 8601
   finished_at: string;
@@ -100,6 +119,8 @@ export interface RunRecord {
   selection?: { filters: string[]; shard?: string; grep?: string };
   /** Entries of the target's expectation file that name no test of this (whole) run. */
   stale_expectations?: string[];
+  /** v3: figures of the model-based runs (`hil fuzz` writes `fuzz`). */
+  model?: { fuzz?: ModelFuzzFigures };
   /** `hil merge`: the runs this record was merged from. */
   shards?: { command: string; hostname: string; target: string; started_at: string; selection?: RunRecord['selection'] }[];
 }
