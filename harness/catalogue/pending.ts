@@ -23,15 +23,10 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     ],
   ],
   [
-    "issue 20 (OLP workers, Cartesian, local simulator) open: the CAD and seam worker bridge (/cadquery/topology, /seam and the worker codes unavailable, worker_failed, invalid_response), Cartesian jog and moves, and the local simulator and program catalog proxy are not served by the reference OLP server yet (sims/olp/server.ts answers seam_worker_unavailable and unavailable for them)",
+    "issue 20 (OLP Cartesian, local simulator) open: Cartesian jog and moves, and the local simulator and program catalog proxy are not served by the reference OLP server yet (sims/olp/server.ts answers unavailable for them)",
     [
-      "olp:route.cadquery_topology",
-      "olp:route.seam",
       "olp:route.dense_execution_cartesian",
       "olp:route.local_simulator_programs",
-      "olp:error.unavailable",
-      "olp:error.worker_failed",
-      "olp:error.invalid_response",
     ],
   ],
   [

@@ -49,6 +49,11 @@ export interface OlpSpec {
   heartbeatMs?: number;
   leaseMs?: number;
   weldPlanTimeoutMs?: number;
+  /**
+   * The CAD (/cadquery/topology) and seam (/seam) workers: the reference server's own STEP worker
+   * ("builtin") or a command (argv) of the suite's, e.g. a fault-injecting worker; pool size and time limit.
+   */
+  workers?: { cad?: 'builtin' | readonly string[]; seam?: 'builtin' | readonly string[]; pool?: number; timeoutMs?: number };
   /** Ask for the default listen address (127.0.0.1:8794) instead of a free port. */
   defaultListen?: boolean;
 }
@@ -76,6 +81,11 @@ export async function startReferenceOlp(spec: OlpSpec = {}): Promise<OpenedOlp> 
     if (spec.heartbeatMs !== undefined) args.push('--heartbeat-ms', String(spec.heartbeatMs));
     if (spec.leaseMs !== undefined) args.push('--lease-ms', String(spec.leaseMs));
     if (spec.weldPlanTimeoutMs !== undefined) args.push('--weld-plan-timeout-ms', String(spec.weldPlanTimeoutMs));
+    const w = spec.workers;
+    if (w?.cad) args.push('--cad-worker', w.cad === 'builtin' ? 'builtin' : JSON.stringify(w.cad));
+    if (w?.seam) args.push('--seam-worker', w.seam === 'builtin' ? 'builtin' : JSON.stringify(w.seam));
+    if (w?.pool !== undefined) args.push('--worker-pool', String(w.pool));
+    if (w?.timeoutMs !== undefined) args.push('--worker-timeout-ms', String(w.timeoutMs));
     if (spec.cells) args.push('--catalogue', await writeCatalogue(dir, spec.cells));
     else if (spec.single) {
       args.push('--control-socket', spec.single.socket);

@@ -2,8 +2,8 @@
 // 127.0.0.1:8794 by default (part 1), the conventions and error shapes of parts 2 and 7 (./http.ts),
 // service routes, cells and target selection with fencing (part 2 "Target fencing"), dense execution on
 // the selected cell (./execution.ts) and weld planning through the planner of document 2 (./weldplan.ts).
-// The CAD and seam workers, Cartesian jog, the local simulator and the program catalog are not served
-// yet (issue 20): their routes answer with the codes of part 7 for a missing worker.
+// /cadquery/topology and /seam forward to worker processes (./workers.ts; the reference worker on STEP
+// geometry is ./worker.ts).
 
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -14,7 +14,9 @@ import { CellSession, HEARTBEAT_MS, type Describe } from './execution.ts';
 import {
   bool, CAD_SEAM_BODY_BYTES, decodeBody, DENSE_EXECUTION_BODY_BYTES, objectBody, OlpError, readBody, sendBytes, sendError, sendJson, str, WELD_PLAN_BODY_BYTES, type Shape,
 } from './http.ts';
+import { encodeJson, JsonObject } from '../json.ts';
 import { readStore, robotView, StoreUnreadable } from './robots.ts';
+import { DEFAULT_POOL_SIZE, DEFAULT_WORKER_TIMEOUT_MS, WorkerPool, type WorkerRoute } from './workers.ts';
 import { fetchDense, pack, planWeldplan, readWeldPlanRequest, WELD_PLAN_MINUTES, weldplanSha256 } from './weldplan.ts';
 
 export const BASE = '/api/offline-programming/v1';
@@ -41,6 +43,14 @@ export interface OlpOptions {
   weldPlanTimeoutMs?: number;
   /** How long a cell probe (Describe) may take before the cell counts as unreachable. */
   probeTimeoutMs?: number;
+  /** The CAD worker's command (argv); without it /cadquery/topology answers seam_worker_unavailable. */
+  cadWorker?: readonly string[];
+  /** The seam worker's command (argv); without it /seam answers seam_worker_unavailable. */
+  seamWorker?: readonly string[];
+  /** Workers per route (default DEFAULT_POOL_SIZE). */
+  workerPool?: number;
+  /** Time limit of one worker request (default DEFAULT_WORKER_TIMEOUT_MS). */
+  workerTimeoutMs?: number;
   log?: (line: string) => void;
 }
 
@@ -51,6 +61,7 @@ export class OlpServer {
   private selectionGeneration = 0;
   private switching = false;
   private planning: AbortController | null = null;
+  private readonly pools: Partial<Record<WorkerRoute, WorkerPool>> = {};
   private readonly heartbeatMs: number;
   private readonly log: (l: string) => void;
   url = '';
@@ -59,6 +70,12 @@ export class OlpServer {
     this.heartbeatMs = o.heartbeatMs ?? HEARTBEAT_MS;
     this.log = o.log ?? (() => undefined);
     this.server = createServer((req, res) => void this.route(req, res));
+    const pool = (label: string, command: readonly string[] | undefined) =>
+      command ? new WorkerPool({ label, command, size: o.workerPool ?? DEFAULT_POOL_SIZE, timeoutMs: o.workerTimeoutMs ?? DEFAULT_WORKER_TIMEOUT_MS, log: this.log }) : undefined;
+    const cad = pool('CAD', o.cadWorker);
+    const seam = pool('seam', o.seamWorker);
+    if (cad) this.pools['cadquery/topology'] = cad;
+    if (seam) this.pools.seam = seam;
     (this.server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   }
 
@@ -83,6 +100,7 @@ export class OlpServer {
 
   async stop(): Promise<void> {
     this.planning?.abort();
+    for (const p of Object.values(this.pools)) p.close();
     const s = this.selected;
     this.selected = null;
     if (s) await s.close(true).catch(() => undefined);
@@ -130,8 +148,7 @@ export class OlpServer {
       case '/cadquery/topology':
       case '/seam':
         allow('POST');
-        await body(CAD_SEAM_BODY_BYTES);
-        throw new OlpError(503, 'seam_worker_unavailable', `no ${path === '/seam' ? 'seam' : 'CAD'} worker is configured on this server`);
+        return this.worker(req, res, path === '/seam' ? 'seam' : 'cadquery/topology', await body(CAD_SEAM_BODY_BYTES));
       case '/weld-plan':
       case '/weld-plan/export':
         allow('POST');
@@ -182,8 +199,8 @@ export class OlpServer {
         joint_move: this.catalogue.length > 0,
         cartesian: false,
         go_home: false,
-        cad_worker: false,
-        seam_worker: false,
+        cad_worker: this.pools['cadquery/topology'] !== undefined,
+        seam_worker: this.pools.seam !== undefined,
         local_simulator: false,
         program_catalog: false,
       },
@@ -195,6 +212,8 @@ export class OlpServer {
         concurrent_weld_plans: 1,
         heartbeat_timeout_ms: this.heartbeatMs,
         jog_update_interval_ms: 50,
+        worker_pool_size: this.o.workerPool ?? DEFAULT_POOL_SIZE,
+        worker_timeout_ms: this.o.workerTimeoutMs ?? DEFAULT_WORKER_TIMEOUT_MS,
       },
     };
   }
@@ -235,6 +254,30 @@ export class OlpServer {
         machine_planning_calibration_source: '',
       },
     };
+  }
+
+  // ---- CAD and seam workers ----
+
+  /** Forward a /cadquery/topology or /seam body to a worker of the route (./workers.ts). */
+  private async worker(req: IncomingMessage, res: ServerResponse, route: WorkerRoute, bytes: Buffer): Promise<undefined> {
+    const pool = this.pools[route];
+    if (!pool) throw new OlpError(503, 'seam_worker_unavailable', `no ${route === 'seam' ? 'seam' : 'CAD'} worker is configured on this server`);
+    const v = decodeBody(bytes);
+    if (!(v instanceof JsonObject)) throw new OlpError(400, 'invalid_request', 'body is not a JSON object');
+    const op = v.fields.get('operation');
+    const gone = clientGone(req, res);
+    try {
+      const r = await pool.run(route, bytes, gone.signal);
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      if (route === 'seam') headers['x-offline-seam-part'] = r.part;
+      sendBytes(req, res, 200, Buffer.from(encodeJson({ ok: true, operation: typeof op === 'string' ? op : null, part: r.part, result: r.result })), headers);
+      return undefined;
+    } catch (e) {
+      if (e instanceof OlpError && e.code === 'canceled') this.log(`olp: ${route} canceled: the client went away`);
+      throw e;
+    } finally {
+      gone.dispose();
+    }
   }
 
   // ---- cells and targets ----
@@ -523,16 +566,11 @@ export class OlpServer {
       why = 'timeout';
       ac.abort();
     }, timeoutMs);
-    const gone = () => {
-      if (!res.writableFinished) {
-        why ??= 'canceled';
-        ac.abort();
-      }
-    };
-    // A client that half-closes its side has gone away too; its socket stays writable for the 408 (the
-    // planner of document 2 treats a half-close the same way).
-    res.on('close', gone);
-    req.socket.once('end', gone);
+    const gone = clientGone(req, res);
+    gone.signal.addEventListener('abort', () => {
+      why ??= 'canceled';
+      ac.abort();
+    });
     try {
       const { result, blob } = await planWeldplan(this.o.plannerUrl, r, container, ac.signal);
       const d = result.dense as Record<string, any>;
@@ -556,11 +594,31 @@ export class OlpServer {
       throw e;
     } finally {
       clearTimeout(timer);
-      res.off('close', gone);
-      req.socket.off('end', gone);
+      gone.dispose();
       this.planning = null;
     }
   }
+}
+
+/**
+ * A signal that fires when the client goes away before its reply is written: its connection closed, or
+ * its side half-closed (its socket stays writable for the 408; the planner of document 2 treats a
+ * half-close the same way).
+ */
+function clientGone(req: IncomingMessage, res: ServerResponse): { signal: AbortSignal; dispose: () => void } {
+  const ac = new AbortController();
+  const gone = () => {
+    if (!res.writableFinished) ac.abort();
+  };
+  res.on('close', gone);
+  req.socket.once('end', gone);
+  return {
+    signal: ac.signal,
+    dispose: () => {
+      res.off('close', gone);
+      req.socket.off('end', gone);
+    },
+  };
 }
 
 function jogBody(b: Record<string, unknown>): { target_id: string; session_id: string; revision: number; axis: string; direction: number; fraction: number } {
