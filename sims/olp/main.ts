@@ -43,9 +43,7 @@ const INT = /^[1-9][0-9]{0,9}$/;
 
 /** A worker command: "builtin" (this program's worker subcommand) or a JSON array of strings. */
 function workerCommand(v: string): string[] | undefined {
-  // --liftoff-only: OpenCascade's 7.6 MB WebAssembly runs on V8's baseline compiler only; optimising it
-  // in the background cost about 2 s of the first STEP read here, and the worker's reads are short.
-  if (v === 'builtin') return [process.execPath, '--liftoff-only', ...programArgs('olp'), 'worker'];
+  if (v === 'builtin') return [process.execPath, ...programArgs('olp'), 'worker'];
   try {
     const a = JSON.parse(v) as unknown;
     if (Array.isArray(a) && a.length > 0 && a.every((x) => typeof x === 'string' && x !== '')) return a as string[];

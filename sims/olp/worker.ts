@@ -5,6 +5,7 @@
 // its environment is missing (503 unavailable).
 
 import { createRequire } from 'node:module';
+import { setFlagsFromString } from 'node:v8';
 import { FrameReader, frame, WORKER_SCHEMA } from './workers.ts';
 import { operate, OPERATIONS, Refusal, type Occt } from './geometry.ts';
 
@@ -13,6 +14,9 @@ const MAX_REQUEST_BYTES = 13 * 1024 * 1024;
 
 /** Load OpenCascade; the package name is not a literal so that a bundle leaves it (and its .wasm) in node_modules. */
 export async function loadOcct(): Promise<Occt> {
+  // Baseline (Liftoff) code only: optimising OpenCascade's 7.6 MB WebAssembly in the background cost
+  // about 2 s of the first STEP read here (340 ms without it), and the worker's reads are short.
+  setFlagsFromString('--liftoff-only');
   const name = process.env.HIL_OLP_OCCT_MODULE ?? 'occt-import-js';
   const require = createRequire(import.meta.url);
   const factory = require(name) as () => Promise<Occt>;

@@ -24,7 +24,7 @@ import { OlpError } from './http.ts';
 export const WORKER_SCHEMA = 'offline-programming.worker.v1';
 /** Default number of workers per route (docs/profile.md). */
 export const DEFAULT_POOL_SIZE = 2;
-/** Default time limit of one worker request, worker start included (docs/profile.md). */
+/** Default time limit of one worker request, and of a worker's start (docs/profile.md). */
 export const DEFAULT_WORKER_TIMEOUT_MS = 120_000;
 /** A reply frame longer than this is invalid_response (a tessellation of a 12 MiB STEP file fits many times). */
 export const MAX_REPLY_BYTES = 256 * 1024 * 1024;
@@ -244,12 +244,13 @@ export class WorkerPool {
     worker.busy = true;
     let timer: NodeJS.Timeout | undefined;
     let onGone: (() => void) | undefined;
+    let expire: (what: string) => void = () => undefined;
     const stop = new Promise<never>((_res, rej) => {
-      timer = setTimeout(() => {
-        this.o.log(`olp: ${this.o.label} worker ${worker.pid} over its ${this.o.timeoutMs} ms limit: killed`);
+      expire = (what) => {
+        this.o.log(`olp: ${this.o.label} worker ${worker.pid} over its ${this.o.timeoutMs} ms limit (${what}): killed`);
         worker.kill();
-        rej(new OlpError(504, 'timeout', `the ${this.o.label} worker ran longer than ${this.o.timeoutMs} ms`));
-      }, this.o.timeoutMs);
+        rej(new OlpError(504, 'timeout', `the ${this.o.label} worker ran longer than ${this.o.timeoutMs} ms (${what})`));
+      };
       onGone = () => {
         this.o.log(`olp: client went away: ${this.o.label} worker ${worker.pid} killed`);
         worker.kill();
@@ -260,7 +261,11 @@ export class WorkerPool {
     });
     stop.catch(() => undefined);
     try {
+      // The limit applies to the start of a new worker and, separately, to the request itself.
+      timer = setTimeout(() => expire('starting'), this.o.timeoutMs);
       await Promise.race([worker.ready, stop]);
+      clearTimeout(timer);
+      timer = setTimeout(() => expire('request'), this.o.timeoutMs);
       return await Promise.race([worker.send(this.nextId++, route, body), stop]);
     } finally {
       clearTimeout(timer);

@@ -8,9 +8,9 @@
 //            --unavailable  say at start that the worker environment is missing, then exit
 //            --exit-at-start exit with code 3 before saying anything
 // Request body fields (besides operation): fault = "refuse" | "crash" | "garbage" | "wrong_shape" |
-// "wrong_id" | "hang", sleep_ms (answer after that long), part (the part to name in the reply).
+// "wrong_id" | "hang" | "hold" (until DIR/<ledger token>.release exists), sleep_ms (answer after that long), part (the part to name in the reply).
 
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const SCHEMA = 'offline-programming.worker.v1';
@@ -60,6 +60,17 @@ function handle(req) {
         return send({ id: req.id + 1000, ok: true, result: {}, part: 'x' });
       case 'hang':
         return undefined;
+      case 'hold': {
+        // Answer once the test writes DIR/<token>.release (a worker held busy for as long as the test needs).
+        const release = join(ledger, `${b.ledger}.release`);
+        const t = setInterval(() => {
+          if (existsSync(release)) {
+            clearInterval(t);
+            send({ id: req.id, ok: true, result: { route: req.route, operation: b.operation ?? null, pid: process.pid }, part: 'held' });
+          }
+        }, 10);
+        return undefined;
+      }
       default:
         return send({ id: req.id, ok: true, result: { route: req.route, operation: b.operation ?? null, pid: process.pid }, part: typeof b.part === 'string' ? b.part : 'fixture-part' });
     }

@@ -8,7 +8,8 @@
 // are configured by the harness (a worker command of the suite's own): against an external OLP server
 // these tests skip with that reason.
 
-import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,7 +23,7 @@ import { BASE, expectAuthoringError, needsConfigured, olpTest as test, useOlp, t
 const FAULT_WORKER = fileURLToPath(new URL('./fault-worker.mjs', import.meta.url));
 const ledger = mkdtempSync(join(tmpdir(), 'hil-olp-ledger-'));
 afterAll(() => rmSync(ledger, { recursive: true, force: true }));
-const TIMEOUT_MS = 600;
+const TIMEOUT_MS = 1_000;
 const POOL = 2;
 const MiB = 1024 * 1024;
 
@@ -30,10 +31,12 @@ const fault = (...flags: string[]) => [process.execPath, FAULT_WORKER, '--ledger
 
 type Pools = { open: (n: string, s: () => OlpSpec) => Promise<Olp | undefined> };
 
+const STEP_SERVER = (): OlpSpec => ({ planner: 'none', workers: { cad: 'builtin', seam: 'builtin', pool: 1 } });
 const NO_ENV = (): OlpSpec => ({ planner: 'none', workers: { cad: fault('--unavailable'), seam: fault('--exit-at-start'), pool: 1 } });
 
 async function faulty(olps: Pools, skip: (c: boolean, n?: string) => void): Promise<Olp> {
-  void olps.open('no-env', NO_ENV); // started beside the first server: the last test needs it
+  void olps.open('no-env', NO_ENV); // started beside the first server: later tests need them
+  void olps.open('step', STEP_SERVER);
   const o = useOlp({ skip }, await olps.open('fault', () => ({ planner: 'none', workers: { cad: fault(), seam: fault(), pool: POOL, timeoutMs: TIMEOUT_MS } })));
   needsConfigured({ skip }, o, 'a fault-injecting worker');
   return o;
@@ -103,11 +106,16 @@ describe('worker bridge', () => {
     async ({ olps, skip }) => {
       const o = await faulty(olps, skip);
       expect(Number((await o.client.get('/capabilities')).json.limits.worker_pool_size)).toBe(POOL);
-      const held = Array.from({ length: POOL }, (_x, i) => o.client.post('/cadquery/topology', { operation: 'tessellate', sleep_ms: 400, ledger: `busy-${i}` }));
-      for (let i = 0; i < POOL; i++) await pidOf(`busy-${i}`); // each reached a worker: the pool is full
+      // POOL - 1 held requests: one more is admitted; POOL held: the next is refused.
+      const held = Array.from({ length: POOL - 1 }, (_x, i) => o.client.post('/cadquery/topology', { operation: 'tessellate', fault: 'hold', ledger: `busy-${i}` }));
+      for (let i = 0; i < POOL - 1; i++) await pidOf(`busy-${i}`);
+      const last = POOL - 1;
+      held.push(o.client.post('/cadquery/topology', { operation: 'tessellate', fault: 'hold', ledger: `busy-${last}` }));
+      await pidOf(`busy-${last}`); // it reached a worker: admitted, and now the pool is full
       expectAuthoringError(await o.client.post('/cadquery/topology', { operation: 'tessellate' }), 429, 'busy');
       // The other route has a pool of its own.
       expect((await o.client.post('/seam', { operation: 'detect_joints' })).status).toBe(200);
+      for (let i = 0; i < POOL; i++) writeFileSync(join(ledger, `busy-${i}.release`), '');
       for (const r of await Promise.all(held)) expect(r.status, r.text).toBe(200);
       expect((await o.client.post('/cadquery/topology', { operation: 'tessellate' })).status).toBe(200);
     },
@@ -206,4 +214,29 @@ describe('worker bridge', () => {
     const c = (await o.client.get('/capabilities')).json;
     expect([c.features.cad_worker, c.features.seam_worker, Number(c.limits.worker_pool_size), Number(c.limits.worker_timeout_ms)]).toEqual([true, true, POOL, TIMEOUT_MS]);
   });
+});
+
+describe('the STEP worker', () => {
+  const FILLET = readFileSync(new URL('../../fixtures/step/fillet-joint.step', import.meta.url));
+
+  test(
+    'on the fillet fixture: extract_topology, detect_joints with the part in X-Offline-Seam-Part, and an unimplemented operation refused with its reason',
+    profile('profile:olp.worker_operations'),
+    async ({ olps, skip }) => {
+      const o = useOlp({ skip }, await olps.open('step', STEP_SERVER));
+      const f = (await o.client.get('/capabilities')).json.features;
+      skip(!f.cad_worker || !f.seam_worker, 'the OLP server has no CAD or seam worker');
+      const step_base64 = FILLET.toString('base64');
+      const topo = await o.client.post('/cadquery/topology', { operation: 'extract_topology', step_base64 });
+      expect(topo.status, topo.text.slice(0, 300)).toBe(200);
+      expect(topo.json.result.solids.map((x: any) => [x.id, x.faces.length, x.edges.length])).toEqual([['solid-0', 6, 12], ['solid-1', 6, 12]]);
+      const joints = await o.client.post('/seam', { operation: 'detect_joints', step_base64 });
+      expect(joints.status, joints.text.slice(0, 300)).toBe(200);
+      expect(joints.headers['x-offline-seam-part']).toBe('sha256:' + createHash('sha256').update(FILLET).digest('hex'));
+      expect(joints.json.result.joints.slice(0, 2).map((j: any) => [j.kind, Number(j.length_mm), j.start_mm.map(Number)])).toEqual([['fillet', 200, [0, 45, 10]], ['fillet', 200, [0, 55, 10]]]);
+      const r = await o.client.post('/seam', { operation: 'check_torch_fits', step_base64 });
+      expectAuthoringError(r, 400, 'invalid_request');
+      expect(r.json.error).toMatch(/^check_torch_fits is not implemented by the reference worker/);
+    },
+  );
 });
