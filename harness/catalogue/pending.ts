@@ -23,9 +23,8 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     ],
   ],
   [
-    "issue 20 (OLP Cartesian, local simulator) open: Cartesian jog and moves, and the local simulator and program catalog proxy are not served by the reference OLP server yet (sims/olp/server.ts answers unavailable for them)",
+    "issue 20 (OLP local simulator) open: the local simulator and program catalog proxy are not served by the reference OLP server yet (sims/olp/server.ts answers 404 not_found for them)",
     [
-      "olp:route.dense_execution_cartesian",
       "olp:route.local_simulator_programs",
     ],
   ],

@@ -10,7 +10,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { cellView, parseCell, readCatalogue, type CatalogueCell } from './cells.ts';
 import { ControlLink, LinkError, type ControlAddress } from './control.ts';
+import { CartesianSession } from './cartesian.ts';
 import { CellSession, HEARTBEAT_MS, type Describe } from './execution.ts';
+import { chainOf } from './kinematics.ts';
 import {
   bool, CAD_SEAM_BODY_BYTES, decodeBody, DENSE_EXECUTION_BODY_BYTES, objectBody, OlpError, readBody, sendBytes, sendError, sendJson, str, WELD_PLAN_BODY_BYTES, type Shape,
 } from './http.ts';
@@ -62,6 +64,7 @@ export class OlpServer {
   private switching = false;
   private planning: AbortController | null = null;
   private readonly pools: Partial<Record<WorkerRoute, WorkerPool>> = {};
+  private readonly cartesians = new WeakMap<CellSession, CartesianSession>();
   private readonly heartbeatMs: number;
   private readonly log: (l: string) => void;
   url = '';
@@ -197,7 +200,7 @@ export class OlpServer {
         dense_execution: this.catalogue.length > 0,
         joint_jog: this.catalogue.length > 0,
         joint_move: this.catalogue.length > 0,
-        cartesian: false,
+        cartesian: this.catalogue.length > 0 && this.o.robotStore !== undefined,
         go_home: false,
         cad_worker: this.pools['cadquery/topology'] !== undefined,
         seam_worker: this.pools.seam !== undefined,
@@ -393,6 +396,26 @@ export class OlpServer {
     throw new OlpError(409, 'target_not_selected', this.catalogued ? 'no cell is selected: POST /targets/select first' : 'this server has no target (start it with --control-socket or --catalogue)');
   }
 
+  /** The Cartesian jog and moves of the selected cell, with its robot's kinematics from the robot store. */
+  private async cartesian(): Promise<CartesianSession> {
+    const s = await this.session();
+    let c = this.cartesians.get(s);
+    if (!c) {
+      if (this.o.robotStore === undefined) throw new OlpError(409, 'cartesian_unavailable', 'no robot store is configured (--robot-store): no kinematics');
+      const r = this.store().robots.find((x) => x.model_id === s.cell.model_id);
+      if (!r) throw new OlpError(409, 'cartesian_unavailable', `no robot description of model ${s.cell.model_id} in the robot store`);
+      let chain;
+      try {
+        chain = chainOf(r.urdf);
+      } catch (e) {
+        throw new OlpError(409, 'cartesian_unavailable', `robot ${r.model_id}: ${(e as Error).message}`);
+      }
+      c = new CartesianSession(s, chain, this.log);
+      this.cartesians.set(s, c);
+    }
+    return c;
+  }
+
   // ---- dense execution ----
 
   private checkFence(req: IncomingMessage, route: string, b: Record<string, unknown>): void {
@@ -452,7 +475,7 @@ export class OlpServer {
         case '/jog/state':
           return (await this.session()).jogState();
         case '/cartesian/state':
-          throw new OlpError(503, 'unavailable', 'Cartesian jog is not served by this server');
+          return (await this.cartesian()).state();
       }
       throw new OlpError(404, 'not_found', `no route GET /dense-execution${route}`);
     }
@@ -506,11 +529,15 @@ export class OlpServer {
       case '/go-home':
         throw new OlpError(409, 'go_home_unavailable', 'go-home is not available on the core backend');
       case '/cartesian/start':
+        return (await this.cartesian()).start(b);
       case '/cartesian/intent':
+        return (await this.cartesian()).intent(b);
       case '/cartesian/stop':
+        return (await this.cartesian()).stop();
       case '/cartesian/halt':
+        return (await this.cartesian()).halt();
       case '/cartesian/move':
-        throw new OlpError(503, 'unavailable', 'Cartesian jog and moves are not served by this server');
+        return (await this.cartesian()).move(b);
     }
     throw new OlpError(404, 'not_found', `no route POST /dense-execution${route}`);
   }
