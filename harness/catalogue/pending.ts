@@ -23,12 +23,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     ],
   ],
   [
-    "issue 20 (OLP local simulator) open: the local simulator and program catalog proxy are not served by the reference OLP server yet (sims/olp/server.ts answers 404 not_found for them)",
-    [
-      "olp:route.local_simulator_programs",
-    ],
-  ],
-  [
     "a reader-side rule (the reader refuses a batch whose layout digest differs): the harness's own oracle is unit-tested for it (harness/oracle/telemetry.test.ts); nothing a target does can make it fail, so no conformance test covers it (issue 7)",
     [
       "rule:telemetry.layout_digest_mismatch",

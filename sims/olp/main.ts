@@ -13,6 +13,7 @@ import { BASE, DEFAULT_LISTEN, OlpServer } from './server.ts';
 const USAGE = `usage: hil olp serve [--listen HOST:PORT] [--catalogue FILE | --control-socket PATH] [--robot-store DIR]
                      [--planner-url URL] [--heartbeat-ms N] [--lease-ms N] [--weld-plan-timeout-ms N] [--lifeline-stdin]
                      [--cad-worker CMD] [--seam-worker CMD] [--worker-pool N] [--worker-timeout-ms N]
+                     [--local-simulator FILE [--local-simulator-model ID[@SHA]]] [--program-store DIR]
        hil olp worker
 
 Starts the offline programming server (document 3), every route under ${BASE}.
@@ -34,6 +35,10 @@ Starts the offline programming server (document 3), every route under ${BASE}.
   --seam-worker CMD        the seam worker of /seam, the same way
   --worker-pool N          worker processes per route (default ${DEFAULT_POOL_SIZE}); more requests at once: 429 busy
   --worker-timeout-ms N    time limit of one worker request (default ${DEFAULT_WORKER_TIMEOUT_MS}); past it: 504 timeout
+  --local-simulator FILE   serve /local-simulator/*: the reference stack on the sim driver with this machine
+                           configuration, started on POST /local-simulator/start (docs/profile.md)
+  --local-simulator-model ID[@SHA]  the local simulator's robot model (and description digest)
+  --program-store DIR      serve /programs*: the program catalogue over this directory
   --lifeline-stdin         exit when standard input closes (used by targets that start the server)
 
 "hil olp worker" runs the reference STEP worker on standard input and output (the bridge's frames).
@@ -51,6 +56,11 @@ function workerCommand(v: string): string[] | undefined {
     /* below */
   }
   return undefined;
+}
+
+function localSim(machine: string, model: string): { machine: string; model_id: string; robot_description_sha256?: string } {
+  const [id, sha] = model.split('@');
+  return { machine, model_id: id ?? '', ...(sha ? { robot_description_sha256: sha } : {}) };
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -82,6 +92,9 @@ export async function main(argv: string[]): Promise<number> {
         'seam-worker': { type: 'string' },
         'worker-pool': { type: 'string' },
         'worker-timeout-ms': { type: 'string' },
+        'local-simulator': { type: 'string' },
+        'local-simulator-model': { type: 'string' },
+        'program-store': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -132,6 +145,8 @@ export async function main(argv: string[]): Promise<number> {
     ...(a['lease-ms'] ? { leaseMs: Number(a['lease-ms']) } : {}),
     ...(a['weld-plan-timeout-ms'] ? { weldPlanTimeoutMs: Number(a['weld-plan-timeout-ms']) } : {}),
     ...workers,
+    ...(a['local-simulator'] ? { localSimulator: localSim(resolve(a['local-simulator']), a['local-simulator-model'] ?? '') } : {}),
+    ...(a['program-store'] ? { programStore: resolve(a['program-store']) } : {}),
     ...(a['worker-pool'] ? { workerPool: Number(a['worker-pool']) } : {}),
     ...(a['worker-timeout-ms'] ? { workerTimeoutMs: Number(a['worker-timeout-ms']) } : {}),
     log: (l) => process.stderr.write(`${l}\n`),

@@ -13,6 +13,8 @@ import { ControlLink, LinkError, type ControlAddress } from './control.ts';
 import { CartesianSession } from './cartesian.ts';
 import { CellSession, HEARTBEAT_MS, type Describe } from './execution.ts';
 import { chainOf } from './kinematics.ts';
+import { LOCAL_CELL_ID, LocalSimulator } from './localsim.ts';
+import { ProgramStore } from './programs.ts';
 import {
   bool, CAD_SEAM_BODY_BYTES, decodeBody, DENSE_EXECUTION_BODY_BYTES, objectBody, OlpError, readBody, sendBytes, sendError, sendJson, str, WELD_PLAN_BODY_BYTES, type Shape,
 } from './http.ts';
@@ -53,6 +55,10 @@ export interface OlpOptions {
   workerPool?: number;
   /** Time limit of one worker request (default DEFAULT_WORKER_TIMEOUT_MS). */
   workerTimeoutMs?: number;
+  /** The local simulator: the machine configuration it runs and its robot model. */
+  localSimulator?: { machine: string; model_id: string; robot_description_sha256?: string };
+  /** The program catalogue's store directory. */
+  programStore?: string;
   log?: (line: string) => void;
 }
 
@@ -65,6 +71,8 @@ export class OlpServer {
   private planning: AbortController | null = null;
   private readonly pools: Partial<Record<WorkerRoute, WorkerPool>> = {};
   private readonly cartesians = new WeakMap<CellSession, CartesianSession>();
+  private readonly local: LocalSimulator | undefined;
+  private readonly programs: ProgramStore | undefined;
   private readonly heartbeatMs: number;
   private readonly log: (l: string) => void;
   url = '';
@@ -79,6 +87,8 @@ export class OlpServer {
     const seam = pool('seam', o.seamWorker);
     if (cad) this.pools['cadquery/topology'] = cad;
     if (seam) this.pools.seam = seam;
+    if (o.localSimulator) this.local = new LocalSimulator({ ...o.localSimulator, log: this.log });
+    if (o.programStore) this.programs = new ProgramStore(o.programStore);
     (this.server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   }
 
@@ -104,6 +114,7 @@ export class OlpServer {
   async stop(): Promise<void> {
     this.planning?.abort();
     for (const p of Object.values(this.pools)) p.close();
+    await this.local?.stop().catch(() => undefined);
     const s = this.selected;
     this.selected = null;
     if (s) await s.close(true).catch(() => undefined);
@@ -166,6 +177,8 @@ export class OlpServer {
       }
     }
     if (path.startsWith('/dense-execution/')) return this.denseExecution(req, method, path.slice('/dense-execution'.length), url, body);
+    if (path.startsWith('/local-simulator/')) return this.localSimulator(method, path.slice('/local-simulator'.length), body);
+    if (path === '/programs' || path.startsWith('/programs/')) return this.programCatalogue(req, res, method, path, body);
     throw new OlpError(404, 'not_found', `no route ${path}`);
   }
 
@@ -180,12 +193,12 @@ export class OlpServer {
       network_required: false,
       connected: s !== null,
       connected_targets: s ? [s.cell.cell_id] : [],
-      local_simulator: false,
-      local_ready: false,
+      local_simulator: this.local !== undefined,
+      local_ready: this.local?.session != null,
       execution_enabled: this.catalogue.length > 0,
       target_planning: this.o.plannerUrl !== undefined,
       teleop_enabled: this.catalogue.length > 0,
-      program_catalog: false,
+      program_catalog: this.programs !== undefined,
     };
   }
 
@@ -204,8 +217,8 @@ export class OlpServer {
         go_home: false,
         cad_worker: this.pools['cadquery/topology'] !== undefined,
         seam_worker: this.pools.seam !== undefined,
-        local_simulator: false,
-        program_catalog: false,
+        local_simulator: this.local !== undefined,
+        program_catalog: this.programs !== undefined,
       },
       limits: {
         dense_execution_body_bytes: DENSE_EXECUTION_BODY_BYTES,
@@ -281,6 +294,55 @@ export class OlpServer {
     } finally {
       gone.dispose();
     }
+  }
+
+  // ---- local simulator and program catalogue ----
+
+  private async localSimulator(method: string, route: string, body: (limit?: number) => Promise<Buffer>): Promise<unknown> {
+    const l = this.local;
+    if (!l) throw new OlpError(503, 'local_simulator_unavailable', 'no local simulator is configured on this server (--local-simulator)');
+    if (method === 'GET') {
+      if (route === '/status') return l.status();
+      if (route === '/state') {
+        const s = l.session;
+        if (!s) throw new OlpError(409, 'local_simulator_not_running', 'the local simulator is not running');
+        return { ok: true, cell_id: s.cell.cell_id, axes: s.describe.axes.map((a, i) => ({ id: a.id, unit: a.position_unit })), positions: await s.positions() };
+      }
+      throw new OlpError(404, 'not_found', `no route GET /local-simulator${route}`);
+    }
+    if (method !== 'POST') throw new OlpError(405, 'method_not_allowed', `/local-simulator${route} answers POST`);
+    const b = objectBody(await body(DENSE_EXECUTION_BODY_BYTES));
+    switch (route) {
+      case '/start':
+        return l.start();
+      case '/stop':
+        return l.stop();
+      case '/jog/begin':
+      case '/jog/update': {
+        const s = await l.preview();
+        const j = jogBody({ ...b, target_id: LOCAL_CELL_ID });
+        return route === '/jog/begin' ? s.jogBegin(j) : s.jogUpdate(j);
+      }
+      case '/jog/end':
+        return l.session ? l.session.jogEnd({ ...(typeof b.session_id === 'string' ? { session_id: b.session_id } : {}) }) : { active: false };
+    }
+    throw new OlpError(404, 'not_found', `no route POST /local-simulator${route}`);
+  }
+
+  private async programCatalogue(req: IncomingMessage, res: ServerResponse, method: string, path: string, body: (limit?: number) => Promise<Buffer>): Promise<unknown> {
+    const p = this.programs;
+    if (!p) throw new OlpError(503, 'program_catalog_unavailable', 'no program store is configured on this server (--program-store)');
+    if (path === '/programs') {
+      if (method !== 'GET') throw new OlpError(405, 'method_not_allowed', '/programs answers GET');
+      return { ok: true, ...p.list() };
+    }
+    const id = decodeURIComponent(path.slice('/programs/'.length));
+    if (method === 'GET') {
+      sendBytes(req, res, 200, p.get(id), { 'content-type': 'application/json' });
+      return undefined;
+    }
+    if (method === 'PUT') return p.put(id, await body(CAD_SEAM_BODY_BYTES));
+    throw new OlpError(405, 'method_not_allowed', '/programs/{id} answers GET and PUT');
   }
 
   // ---- cells and targets ----

@@ -8,7 +8,6 @@
 // are configured by the harness (a worker command of the suite's own): against an external OLP server
 // these tests skip with that reason.
 
-import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -31,12 +30,10 @@ const fault = (...flags: string[]) => [process.execPath, FAULT_WORKER, '--ledger
 
 type Pools = { open: (n: string, s: () => OlpSpec) => Promise<Olp | undefined> };
 
-const STEP_SERVER = (): OlpSpec => ({ planner: 'none', workers: { cad: 'builtin', seam: 'builtin', pool: 1 } });
 const NO_ENV = (): OlpSpec => ({ planner: 'none', workers: { cad: fault('--unavailable'), seam: fault('--exit-at-start'), pool: 1 } });
 
 async function faulty(olps: Pools, skip: (c: boolean, n?: string) => void): Promise<Olp> {
-  void olps.open('no-env', NO_ENV); // started beside the first server: later tests need them
-  void olps.open('step', STEP_SERVER);
+  void olps.open('no-env', NO_ENV); // started beside the first server: the last test needs it
   const o = useOlp({ skip }, await olps.open('fault', () => ({ planner: 'none', workers: { cad: fault(), seam: fault(), pool: POOL, timeoutMs: TIMEOUT_MS } })));
   needsConfigured({ skip }, o, 'a fault-injecting worker');
   return o;
@@ -216,27 +213,3 @@ describe('worker bridge', () => {
   });
 });
 
-describe('the STEP worker', () => {
-  const FILLET = readFileSync(new URL('../../fixtures/step/fillet-joint.step', import.meta.url));
-
-  test(
-    'on the fillet fixture: extract_topology, detect_joints with the part in X-Offline-Seam-Part, and an unimplemented operation refused with its reason',
-    profile('profile:olp.worker_operations'),
-    async ({ olps, skip }) => {
-      const o = useOlp({ skip }, await olps.open('step', STEP_SERVER));
-      const f = (await o.client.get('/capabilities')).json.features;
-      skip(!f.cad_worker || !f.seam_worker, 'the OLP server has no CAD or seam worker');
-      const step_base64 = FILLET.toString('base64');
-      const topo = await o.client.post('/cadquery/topology', { operation: 'extract_topology', step_base64 });
-      expect(topo.status, topo.text.slice(0, 300)).toBe(200);
-      expect(topo.json.result.solids.map((x: any) => [x.id, x.faces.length, x.edges.length])).toEqual([['solid-0', 6, 12], ['solid-1', 6, 12]]);
-      const joints = await o.client.post('/seam', { operation: 'detect_joints', step_base64 });
-      expect(joints.status, joints.text.slice(0, 300)).toBe(200);
-      expect(joints.headers['x-offline-seam-part']).toBe('sha256:' + createHash('sha256').update(FILLET).digest('hex'));
-      expect(joints.json.result.joints.slice(0, 2).map((j: any) => [j.kind, Number(j.length_mm), j.start_mm.map(Number)])).toEqual([['fillet', 200, [0, 45, 10]], ['fillet', 200, [0, 55, 10]]]);
-      const r = await o.client.post('/seam', { operation: 'check_torch_fits', step_base64 });
-      expectAuthoringError(r, 400, 'invalid_request');
-      expect(r.json.error).toMatch(/^check_torch_fits is not implemented by the reference worker/);
-    },
-  );
-});
