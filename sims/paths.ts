@@ -32,9 +32,10 @@ export function workerEntry(name: WorkerName): URL {
 
 
 /** The stack's other programs, started as processes of their own. */
-export type ProgramName = 'planner' | 'planner-child' | 'olp';
+export type ProgramName = 'planner' | 'planner-child' | 'olp' | 'stack';
 
 const SOURCE_PROGRAM: Record<ProgramName, string> = {
+  stack: 'main.ts',
   planner: 'planner/main.ts',
   'planner-child': 'planner/child.ts',
   olp: 'olp/main.ts',
@@ -43,7 +44,7 @@ const SOURCE_PROGRAM: Record<ProgramName, string> = {
 /** Node arguments that start a program of the reference system (before its own arguments). */
 export function programArgs(name: ProgramName): string[] {
   // The planning process is bundled as CommonJS (harness/targets/reference.ts).
-  if (PREBUILT) return [fileURLToPath(new URL(`./${name}${name === 'planner-child' ? '.cjs' : '.js'}`, import.meta.url))];
+  if (PREBUILT) return [fileURLToPath(new URL(`./${name === 'stack' ? 'main' : name}${name === 'planner-child' ? '.cjs' : '.js'}`, import.meta.url))];
   return ['--import', import.meta.resolve('tsx'), fileURLToPath(new URL(SOURCE_PROGRAM[name], new URL('./', import.meta.url)))];
 }
 

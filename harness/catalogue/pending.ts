@@ -23,18 +23,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     ],
   ],
   [
-    "issue 20 (OLP workers, Cartesian, local simulator) open: the CAD and seam worker bridge (/cadquery/topology, /seam and the worker codes unavailable, worker_failed, invalid_response), Cartesian jog and moves, and the local simulator and program catalog proxy are not served by the reference OLP server yet (sims/olp/server.ts answers seam_worker_unavailable and unavailable for them)",
-    [
-      "olp:route.cadquery_topology",
-      "olp:route.seam",
-      "olp:route.dense_execution_cartesian",
-      "olp:route.local_simulator_programs",
-      "olp:error.unavailable",
-      "olp:error.worker_failed",
-      "olp:error.invalid_response",
-    ],
-  ],
-  [
     "a reader-side rule (the reader refuses a batch whose layout digest differs): the harness's own oracle is unit-tested for it (harness/oracle/telemetry.test.ts); nothing a target does can make it fail, so no conformance test covers it (issue 7)",
     [
       "rule:telemetry.layout_digest_mismatch",

@@ -29,6 +29,14 @@ export async function startReferenceOlp(spec: OlpSpec = {}): Promise<OpenedOlp> 
     if (spec.heartbeatMs !== undefined) args.push('--heartbeat-ms', String(spec.heartbeatMs));
     if (spec.leaseMs !== undefined) args.push('--lease-ms', String(spec.leaseMs));
     if (spec.weldPlanTimeoutMs !== undefined) args.push('--weld-plan-timeout-ms', String(spec.weldPlanTimeoutMs));
+    const w = spec.workers;
+    if (w?.cad) args.push('--cad-worker', w.cad === 'builtin' ? 'builtin' : JSON.stringify(w.cad));
+    if (w?.seam) args.push('--seam-worker', w.seam === 'builtin' ? 'builtin' : JSON.stringify(w.seam));
+    if (w?.pool !== undefined) args.push('--worker-pool', String(w.pool));
+    if (w?.timeoutMs !== undefined) args.push('--worker-timeout-ms', String(w.timeoutMs));
+    if (spec.localSimulator) args.push('--local-simulator', join(ROOT, 'fixtures', 'machines', 'nine-axis.json'), '--local-simulator-model', 'sim-nine-axis');
+    const programs = spec.programStore ?? 'temp';
+    if (programs !== 'none') args.push('--program-store', programs === 'temp' ? join(dir, 'programs') : programs.dir);
     if (spec.cells) args.push('--catalogue', await writeCatalogue(dir, spec.cells));
     else if (spec.single) {
       args.push('--control-socket', spec.single.socket);

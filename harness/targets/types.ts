@@ -223,6 +223,15 @@ export interface OlpSpec {
   heartbeatMs?: number;
   leaseMs?: number;
   weldPlanTimeoutMs?: number;
+  /**
+   * The CAD (/cadquery/topology) and seam (/seam) workers: the reference server's own STEP worker
+   * ("builtin") or a command (argv) of the suite's, e.g. a fault-injecting worker; pool size and time limit.
+   */
+  workers?: { cad?: 'builtin' | readonly string[]; seam?: 'builtin' | readonly string[]; pool?: number; timeoutMs?: number };
+  /** Serve /local-simulator/* with the fixture nine-axis machine and robot. */
+  localSimulator?: boolean;
+  /** The program catalogue's store: a fresh temporary directory (default), none, or a directory of the suite's. */
+  programStore?: 'temp' | 'none' | { dir: string };
   /** Ask for the default listen address (127.0.0.1:8794) instead of a free port. */
   defaultListen?: boolean;
 }

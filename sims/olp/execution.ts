@@ -377,6 +377,24 @@ export class CellSession {
     return { ...this.view(), move: { points: out.length, duration_s: t0 / 1e9 } };
   }
 
+  /** A control operation under the lease; a refusal keeps the control service's reason (part 7). */
+  async command(op: string, fields: Record<string, unknown> = {}): Promise<Reply> {
+    return this.must(op, fields);
+  }
+
+  /** Joint positions of every Describe axis, from the control service's Status. */
+  async positions(): Promise<number[]> {
+    const st = await this.status();
+    return this.describe.axes.map((_a, i) => Number(st.axes?.[i]?.position ?? 0));
+  }
+
+  /** Prepare and start a joint trajectory (points in Describe axis order); retires the prepared program. */
+  async trajectory(points: Array<{ time_ns: number; position: number[]; velocity: number[] }>): Promise<void> {
+    if (this.loaded) delete this.loaded.identity;
+    const p = await this.must('prepare_trajectory', { axis_mask: this.allMask, points });
+    await this.must('start_trajectory', { handle: p.body.handle });
+  }
+
   // ---- observation ----
 
   async status(): Promise<Record<string, any>> {

@@ -2,19 +2,25 @@
 // 127.0.0.1:8794 by default (part 1), the conventions and error shapes of parts 2 and 7 (./http.ts),
 // service routes, cells and target selection with fencing (part 2 "Target fencing"), dense execution on
 // the selected cell (./execution.ts) and weld planning through the planner of document 2 (./weldplan.ts).
-// The CAD and seam workers, Cartesian jog, the local simulator and the program catalog are not served
-// yet (issue 20): their routes answer with the codes of part 7 for a missing worker.
+// /cadquery/topology and /seam forward to worker processes (./workers.ts; the reference worker on STEP
+// geometry is ./worker.ts).
 
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cellView, parseCell, readCatalogue, type CatalogueCell } from './cells.ts';
 import { ControlLink, LinkError, type ControlAddress } from './control.ts';
+import { CartesianSession } from './cartesian.ts';
 import { CellSession, HEARTBEAT_MS, type Describe } from './execution.ts';
+import { chainOf } from './kinematics.ts';
+import { LOCAL_CELL_ID, LocalSimulator } from './localsim.ts';
+import { ProgramStore } from './programs.ts';
 import {
   bool, CAD_SEAM_BODY_BYTES, decodeBody, DENSE_EXECUTION_BODY_BYTES, objectBody, OlpError, readBody, sendBytes, sendError, sendJson, str, WELD_PLAN_BODY_BYTES, type Shape,
 } from './http.ts';
+import { encodeJson, JsonObject } from '../json.ts';
 import { readStore, robotView, StoreUnreadable } from './robots.ts';
+import { DEFAULT_POOL_SIZE, DEFAULT_WORKER_TIMEOUT_MS, WorkerPool, type WorkerRoute } from './workers.ts';
 import { fetchDense, pack, planWeldplan, readWeldPlanRequest, WELD_PLAN_MINUTES, weldplanSha256 } from './weldplan.ts';
 
 export const BASE = '/api/offline-programming/v1';
@@ -41,6 +47,18 @@ export interface OlpOptions {
   weldPlanTimeoutMs?: number;
   /** How long a cell probe (Describe) may take before the cell counts as unreachable. */
   probeTimeoutMs?: number;
+  /** The CAD worker's command (argv); without it /cadquery/topology answers seam_worker_unavailable. */
+  cadWorker?: readonly string[];
+  /** The seam worker's command (argv); without it /seam answers seam_worker_unavailable. */
+  seamWorker?: readonly string[];
+  /** Workers per route (default DEFAULT_POOL_SIZE). */
+  workerPool?: number;
+  /** Time limit of one worker request (default DEFAULT_WORKER_TIMEOUT_MS). */
+  workerTimeoutMs?: number;
+  /** The local simulator: the machine configuration it runs and its robot model. */
+  localSimulator?: { machine: string; model_id: string; robot_description_sha256?: string };
+  /** The program catalogue's store directory. */
+  programStore?: string;
   log?: (line: string) => void;
 }
 
@@ -51,6 +69,10 @@ export class OlpServer {
   private selectionGeneration = 0;
   private switching = false;
   private planning: AbortController | null = null;
+  private readonly pools: Partial<Record<WorkerRoute, WorkerPool>> = {};
+  private readonly cartesians = new WeakMap<CellSession, CartesianSession>();
+  private readonly local: LocalSimulator | undefined;
+  private readonly programs: ProgramStore | undefined;
   private readonly heartbeatMs: number;
   private readonly log: (l: string) => void;
   url = '';
@@ -59,6 +81,14 @@ export class OlpServer {
     this.heartbeatMs = o.heartbeatMs ?? HEARTBEAT_MS;
     this.log = o.log ?? (() => undefined);
     this.server = createServer((req, res) => void this.route(req, res));
+    const pool = (label: string, command: readonly string[] | undefined) =>
+      command ? new WorkerPool({ label, command, size: o.workerPool ?? DEFAULT_POOL_SIZE, timeoutMs: o.workerTimeoutMs ?? DEFAULT_WORKER_TIMEOUT_MS, log: this.log }) : undefined;
+    const cad = pool('CAD', o.cadWorker);
+    const seam = pool('seam', o.seamWorker);
+    if (cad) this.pools['cadquery/topology'] = cad;
+    if (seam) this.pools.seam = seam;
+    if (o.localSimulator) this.local = new LocalSimulator({ ...o.localSimulator, log: this.log });
+    if (o.programStore) this.programs = new ProgramStore(o.programStore);
     (this.server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   }
 
@@ -83,6 +113,8 @@ export class OlpServer {
 
   async stop(): Promise<void> {
     this.planning?.abort();
+    for (const p of Object.values(this.pools)) p.close();
+    await this.local?.stop().catch(() => undefined);
     const s = this.selected;
     this.selected = null;
     if (s) await s.close(true).catch(() => undefined);
@@ -130,8 +162,7 @@ export class OlpServer {
       case '/cadquery/topology':
       case '/seam':
         allow('POST');
-        await body(CAD_SEAM_BODY_BYTES);
-        throw new OlpError(503, 'seam_worker_unavailable', `no ${path === '/seam' ? 'seam' : 'CAD'} worker is configured on this server`);
+        return this.worker(req, res, path === '/seam' ? 'seam' : 'cadquery/topology', await body(CAD_SEAM_BODY_BYTES));
       case '/weld-plan':
       case '/weld-plan/export':
         allow('POST');
@@ -146,6 +177,8 @@ export class OlpServer {
       }
     }
     if (path.startsWith('/dense-execution/')) return this.denseExecution(req, method, path.slice('/dense-execution'.length), url, body);
+    if (path.startsWith('/local-simulator/')) return this.localSimulator(method, path.slice('/local-simulator'.length), body);
+    if (path === '/programs' || path.startsWith('/programs/')) return this.programCatalogue(req, res, method, path, body);
     throw new OlpError(404, 'not_found', `no route ${path}`);
   }
 
@@ -160,12 +193,12 @@ export class OlpServer {
       network_required: false,
       connected: s !== null,
       connected_targets: s ? [s.cell.cell_id] : [],
-      local_simulator: false,
-      local_ready: false,
+      local_simulator: this.local !== undefined,
+      local_ready: this.local?.session != null,
       execution_enabled: this.catalogue.length > 0,
       target_planning: this.o.plannerUrl !== undefined,
       teleop_enabled: this.catalogue.length > 0,
-      program_catalog: false,
+      program_catalog: this.programs !== undefined,
     };
   }
 
@@ -180,12 +213,12 @@ export class OlpServer {
         dense_execution: this.catalogue.length > 0,
         joint_jog: this.catalogue.length > 0,
         joint_move: this.catalogue.length > 0,
-        cartesian: false,
+        cartesian: this.catalogue.length > 0 && this.o.robotStore !== undefined,
         go_home: false,
-        cad_worker: false,
-        seam_worker: false,
-        local_simulator: false,
-        program_catalog: false,
+        cad_worker: this.pools['cadquery/topology'] !== undefined,
+        seam_worker: this.pools.seam !== undefined,
+        local_simulator: this.local !== undefined,
+        program_catalog: this.programs !== undefined,
       },
       limits: {
         dense_execution_body_bytes: DENSE_EXECUTION_BODY_BYTES,
@@ -195,6 +228,8 @@ export class OlpServer {
         concurrent_weld_plans: 1,
         heartbeat_timeout_ms: this.heartbeatMs,
         jog_update_interval_ms: 50,
+        worker_pool_size: this.o.workerPool ?? DEFAULT_POOL_SIZE,
+        worker_timeout_ms: this.o.workerTimeoutMs ?? DEFAULT_WORKER_TIMEOUT_MS,
       },
     };
   }
@@ -235,6 +270,79 @@ export class OlpServer {
         machine_planning_calibration_source: '',
       },
     };
+  }
+
+  // ---- CAD and seam workers ----
+
+  /** Forward a /cadquery/topology or /seam body to a worker of the route (./workers.ts). */
+  private async worker(req: IncomingMessage, res: ServerResponse, route: WorkerRoute, bytes: Buffer): Promise<undefined> {
+    const pool = this.pools[route];
+    if (!pool) throw new OlpError(503, 'seam_worker_unavailable', `no ${route === 'seam' ? 'seam' : 'CAD'} worker is configured on this server`);
+    const v = decodeBody(bytes);
+    if (!(v instanceof JsonObject)) throw new OlpError(400, 'invalid_request', 'body is not a JSON object');
+    const op = v.fields.get('operation');
+    const gone = clientGone(req, res);
+    try {
+      const r = await pool.run(route, bytes, gone.signal);
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      if (route === 'seam') headers['x-offline-seam-part'] = r.part;
+      sendBytes(req, res, 200, Buffer.from(encodeJson({ ok: true, operation: typeof op === 'string' ? op : null, part: r.part, result: r.result })), headers);
+      return undefined;
+    } catch (e) {
+      if (e instanceof OlpError && e.code === 'canceled') this.log(`olp: ${route} canceled: the client went away`);
+      throw e;
+    } finally {
+      gone.dispose();
+    }
+  }
+
+  // ---- local simulator and program catalogue ----
+
+  private async localSimulator(method: string, route: string, body: (limit?: number) => Promise<Buffer>): Promise<unknown> {
+    const l = this.local;
+    if (!l) throw new OlpError(503, 'local_simulator_unavailable', 'no local simulator is configured on this server (--local-simulator)');
+    if (method === 'GET') {
+      if (route === '/status') return l.status();
+      if (route === '/state') {
+        const s = l.session;
+        if (!s) throw new OlpError(409, 'local_simulator_not_running', 'the local simulator is not running');
+        return { ok: true, cell_id: s.cell.cell_id, axes: s.describe.axes.map((a, i) => ({ id: a.id, unit: a.position_unit })), positions: await s.positions() };
+      }
+      throw new OlpError(404, 'not_found', `no route GET /local-simulator${route}`);
+    }
+    if (method !== 'POST') throw new OlpError(405, 'method_not_allowed', `/local-simulator${route} answers POST`);
+    const b = objectBody(await body(DENSE_EXECUTION_BODY_BYTES));
+    switch (route) {
+      case '/start':
+        return l.start();
+      case '/stop':
+        return l.stop();
+      case '/jog/begin':
+      case '/jog/update': {
+        const s = await l.preview();
+        const j = jogBody({ ...b, target_id: LOCAL_CELL_ID });
+        return route === '/jog/begin' ? s.jogBegin(j) : s.jogUpdate(j);
+      }
+      case '/jog/end':
+        return l.session ? l.session.jogEnd({ ...(typeof b.session_id === 'string' ? { session_id: b.session_id } : {}) }) : { active: false };
+    }
+    throw new OlpError(404, 'not_found', `no route POST /local-simulator${route}`);
+  }
+
+  private async programCatalogue(req: IncomingMessage, res: ServerResponse, method: string, path: string, body: (limit?: number) => Promise<Buffer>): Promise<unknown> {
+    const p = this.programs;
+    if (!p) throw new OlpError(503, 'program_catalog_unavailable', 'no program store is configured on this server (--program-store)');
+    if (path === '/programs') {
+      if (method !== 'GET') throw new OlpError(405, 'method_not_allowed', '/programs answers GET');
+      return { ok: true, ...p.list() };
+    }
+    const id = decodeURIComponent(path.slice('/programs/'.length));
+    if (method === 'GET') {
+      sendBytes(req, res, 200, p.get(id), { 'content-type': 'application/json' });
+      return undefined;
+    }
+    if (method === 'PUT') return p.put(id, await body(CAD_SEAM_BODY_BYTES));
+    throw new OlpError(405, 'method_not_allowed', '/programs/{id} answers GET and PUT');
   }
 
   // ---- cells and targets ----
@@ -350,6 +458,26 @@ export class OlpServer {
     throw new OlpError(409, 'target_not_selected', this.catalogued ? 'no cell is selected: POST /targets/select first' : 'this server has no target (start it with --control-socket or --catalogue)');
   }
 
+  /** The Cartesian jog and moves of the selected cell, with its robot's kinematics from the robot store. */
+  private async cartesian(): Promise<CartesianSession> {
+    const s = await this.session();
+    let c = this.cartesians.get(s);
+    if (!c) {
+      if (this.o.robotStore === undefined) throw new OlpError(409, 'cartesian_unavailable', 'no robot store is configured (--robot-store): no kinematics');
+      const r = this.store().robots.find((x) => x.model_id === s.cell.model_id);
+      if (!r) throw new OlpError(409, 'cartesian_unavailable', `no robot description of model ${s.cell.model_id} in the robot store`);
+      let chain;
+      try {
+        chain = chainOf(r.urdf);
+      } catch (e) {
+        throw new OlpError(409, 'cartesian_unavailable', `robot ${r.model_id}: ${(e as Error).message}`);
+      }
+      c = new CartesianSession(s, chain, this.log);
+      this.cartesians.set(s, c);
+    }
+    return c;
+  }
+
   // ---- dense execution ----
 
   private checkFence(req: IncomingMessage, route: string, b: Record<string, unknown>): void {
@@ -409,7 +537,7 @@ export class OlpServer {
         case '/jog/state':
           return (await this.session()).jogState();
         case '/cartesian/state':
-          throw new OlpError(503, 'unavailable', 'Cartesian jog is not served by this server');
+          return (await this.cartesian()).state();
       }
       throw new OlpError(404, 'not_found', `no route GET /dense-execution${route}`);
     }
@@ -463,11 +591,15 @@ export class OlpServer {
       case '/go-home':
         throw new OlpError(409, 'go_home_unavailable', 'go-home is not available on the core backend');
       case '/cartesian/start':
+        return (await this.cartesian()).start(b);
       case '/cartesian/intent':
+        return (await this.cartesian()).intent(b);
       case '/cartesian/stop':
+        return (await this.cartesian()).stop();
       case '/cartesian/halt':
+        return (await this.cartesian()).halt();
       case '/cartesian/move':
-        throw new OlpError(503, 'unavailable', 'Cartesian jog and moves are not served by this server');
+        return (await this.cartesian()).move(b);
     }
     throw new OlpError(404, 'not_found', `no route POST /dense-execution${route}`);
   }
@@ -523,16 +655,11 @@ export class OlpServer {
       why = 'timeout';
       ac.abort();
     }, timeoutMs);
-    const gone = () => {
-      if (!res.writableFinished) {
-        why ??= 'canceled';
-        ac.abort();
-      }
-    };
-    // A client that half-closes its side has gone away too; its socket stays writable for the 408 (the
-    // planner of document 2 treats a half-close the same way).
-    res.on('close', gone);
-    req.socket.once('end', gone);
+    const gone = clientGone(req, res);
+    gone.signal.addEventListener('abort', () => {
+      why ??= 'canceled';
+      ac.abort();
+    });
     try {
       const { result, blob } = await planWeldplan(this.o.plannerUrl, r, container, ac.signal);
       const d = result.dense as Record<string, any>;
@@ -556,11 +683,31 @@ export class OlpServer {
       throw e;
     } finally {
       clearTimeout(timer);
-      res.off('close', gone);
-      req.socket.off('end', gone);
+      gone.dispose();
       this.planning = null;
     }
   }
+}
+
+/**
+ * A signal that fires when the client goes away before its reply is written: its connection closed, or
+ * its side half-closed (its socket stays writable for the 408; the planner of document 2 treats a
+ * half-close the same way).
+ */
+function clientGone(req: IncomingMessage, res: ServerResponse): { signal: AbortSignal; dispose: () => void } {
+  const ac = new AbortController();
+  const gone = () => {
+    if (!res.writableFinished) ac.abort();
+  };
+  res.on('close', gone);
+  req.socket.once('end', gone);
+  return {
+    signal: ac.signal,
+    dispose: () => {
+      res.off('close', gone);
+      req.socket.off('end', gone);
+    },
+  };
 }
 
 function jogBody(b: Record<string, unknown>): { target_id: string; session_id: string; revision: number; axis: string; direction: number; fraction: number } {

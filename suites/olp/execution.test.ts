@@ -13,6 +13,8 @@ import { readFileSync } from 'node:fs';
 import { sealProgram } from '../../harness/clients/weldplan.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
 import { readStatus } from '../../harness/clients/status.ts';
+import { latestSequence, readBatch } from '../../harness/clients/telemetry.ts';
+import { rotationAngle, rpyRotation, toolPose } from './kinematics.ts';
 import { eventCursor, eventsSince } from '../../harness/clients/events.ts';
 import { afterEach } from 'vitest';
 import { covers, describe, expect, needsMotion, profile, sharedVariant, type Description } from '../../harness/fixture.ts';
@@ -20,7 +22,8 @@ import type { OlpSpec, Target } from '../../harness/targets/index.ts';
 import { baseProgram } from '../planner/toolkit.ts';
 import { expectMachineError, fence, needsConfigured, olpTest as test, useOlp, type Olp } from './toolkit.ts';
 
-const URDF_SHA = 'sha256:' + createHash('sha256').update(readFileSync(new URL('../../fixtures/robots/sim-nine-axis.urdf', import.meta.url))).digest('hex');
+const URDF_TEXT = readFileSync(new URL('../../fixtures/robots/sim-nine-axis.urdf', import.meta.url), 'utf8');
+const URDF_SHA = 'sha256:' + createHash('sha256').update(URDF_TEXT).digest('hex');
 const MODEL = 'sim-nine-axis';
 
 // The cell runs the internet link profile (fixtures/machines/nine-axis-internet.json): its 3 s lease
@@ -309,6 +312,86 @@ describe('dense execution', () => {
     expectMachineError(await post('/jog/begin', { target_id: 'cell-a', session_id: 's', revision: 1, axis: description.axes[0]!.id, direction: 2, fraction: 0.5 }), 400, 'invalid_request');
     expectMachineError(await post('/move', { points: [] }), 400, 'invalid_request');
   });
+});
+
+describe('Cartesian jog and moves (part 1: joint limits only)', () => {
+  /** Joint positions of the cell as its telemetry reports them (the newest capture record), by axis id. */
+  async function telemetryJoints(client: ControlClient, d: Description): Promise<Record<string, number>> {
+    const last = await latestSequence(client);
+    const b = await readBatch(client, last > 4n ? last - 4n : 0n);
+    const rec = b.records.at(-1)!;
+    const q: Record<string, number> = {};
+    d.axes.forEach((a, i) => (q[a.id] = (Number(rec.ax[i]!.position) * Number(a.sign ?? 1)) / Number(a.counts_per_unit)));
+    return q;
+  }
+
+  test(
+    'a Cartesian move reaches the commanded tool pose (from telemetry through the suite\'s own kinematics); a singular pose is refused; a Cartesian jog moves the tool along the commanded direction and stops',
+    covers('olp:route.dense_execution_cartesian', 'olp:joint_limits_only'),
+    async ({ olps, skip }) => {
+      const { target, description, client } = theCell(skip);
+      const o = await execOlp(olps, skip, target, description);
+      skip(!description.axes.some((a) => a.id === 'J5'), 'the cell is not the fixture robot (J1..J6 of sim-nine-axis.urdf)');
+      const post = await selected(o, 'cell-a');
+      await alive(o, async () => {
+        expect((await post('/arm', { armed: true })).status).toBe(200);
+        await ensureHomed(post, client, description);
+        // Away from the wrist singularity of the zero pose (J5 = 0 aligns J4 and J6).
+        const q0 = ((await cellStatus(client)).axes as any[]).map((a) => Number(a.position));
+        const start = description.axes.map((a, i) => ({ J2: 0.15, J3: 0.3, J4: 0.1, J5: 0.3, J6: 0 } as Record<string, number>)[a.id] ?? q0[i]!);
+        expect((await post('/move', { points: [start] })).status).toBe(200);
+        await until('the start pose', () => cellStatus(client), (st) => st.execution.state !== 'executing' && (st.axes as any[]).every((a, i) => Math.abs(Number(a.position) - start[i]!) < 1e-3), 15_000);
+        const here = toolPose(URDF_TEXT, await telemetryJoints(client, description));
+        const state = await o.client.get('/dense-execution/cartesian/state');
+        expect(state.status, state.text).toBe(200);
+        state.json.tool_pose.xyz_m.forEach((v: number, k: number) => expect(Math.abs(v - here.xyz[k]!)).toBeLessThan(1e-3));
+        // The move: 3 cm, -2 cm, 4 cm, the same orientation.
+        const rpy = state.json.tool_pose.rpy_rad.map(Number) as [number, number, number];
+        const goal = [here.xyz[0]! + 0.03, here.xyz[1]! - 0.02, here.xyz[2]! + 0.04];
+        const gen = BigInt((await cellStatus(client)).execution.generation);
+        const m = await post('/cartesian/move', { pose: { xyz_m: goal, rpy_rad: rpy } });
+        expect(m.status, m.text).toBe(200);
+        await until('the Cartesian move ends', () => cellStatus(client), (st) => BigInt(st.execution.generation) > gen && st.execution.state !== 'executing', 15_000);
+        await new Promise((r) => setTimeout(r, 100)); // settled
+        const reached = toolPose(URDF_TEXT, await telemetryJoints(client, description));
+        // Tolerance: 1 mm and 2 mrad (the simulated drives' completion tolerance is far below it).
+        const posErr = Math.hypot(...reached.xyz.map((v, k) => v - goal[k]!));
+        const rotErr = rotationAngle(reached.R, rpyRotation(...rpy));
+        expect(posErr, `position error ${posErr} m`).toBeLessThan(1e-3);
+        expect(rotErr, `rotation error ${rotErr} rad`).toBeLessThan(2e-3);
+        // A pose only reachable with J4 and J6 aligned: refused, not driven through.
+        const qs = await telemetryJoints(client, description);
+        const singular = toolPose(URDF_TEXT, { ...qs, J5: 0 });
+        const sr = singular.R;
+        const srpy = [Math.atan2(sr[2]![1]!, sr[2]![2]!), Math.asin(-sr[2]![0]!), Math.atan2(sr[1]![0]!, sr[0]![0]!)];
+        const g2 = BigInt((await cellStatus(client)).execution.generation);
+        expectMachineError(await post('/cartesian/move', { pose: { xyz_m: singular.xyz, rpy_rad: srpy } }), 409, 'singularity');
+        expect(BigInt((await cellStatus(client)).execution.generation)).toBe(g2);
+        // Cartesian jog: +x in the world frame for about 0.6 s, intents every 50 ms.
+        const before = toolPose(URDF_TEXT, await telemetryJoints(client, description));
+        const st = await post('/cartesian/start', { session_id: 'cj-1', frame: 'world' });
+        expect(st.status, st.text).toBe(200);
+        for (let rev = 1; rev <= 12; rev++) {
+          const i = await post('/cartesian/intent', { session_id: 'cj-1', revision: rev, linear: [1, 0, 0], angular: [0, 0, 0] });
+          expect(i.status, i.text).toBe(200);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        expectMachineError(await post('/cartesian/intent', { session_id: 'cj-1', revision: 12, linear: [1, 0, 0] }), 409, 'cartesian_revision_stale');
+        expect((await post('/cartesian/stop', {})).status).toBe(200);
+        await new Promise((r) => setTimeout(r, 300));
+        const after = toolPose(URDF_TEXT, await telemetryJoints(client, description));
+        const d = after.xyz.map((v, k) => v - before.xyz[k]!);
+        expect(d[0]!, JSON.stringify(d)).toBeGreaterThan(0.01); // about 0.05 m/s for about 0.6 s
+        expect(Math.hypot(d[1]!, d[2]!), JSON.stringify(d)).toBeLessThan(0.2 * d[0]!);
+        expect(rotationAngle(after.R, before.R)).toBeLessThan(0.01);
+        await new Promise((r) => setTimeout(r, 200));
+        const still = toolPose(URDF_TEXT, await telemetryJoints(client, description));
+        expect(Math.hypot(...still.xyz.map((v, k) => v - after.xyz[k]!))).toBeLessThan(1e-3); // at rest after stop
+        expect((await o.client.get('/dense-execution/cartesian/state')).json.active).toBe(false);
+      });
+      await o.client.post('/dense-execution/stop', {});
+    },
+  );
 });
 
 describe('heartbeat (part 4, part 8)', () => {

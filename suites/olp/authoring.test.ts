@@ -1,0 +1,137 @@
+// The OLP server's authoring side (document 3 parts 1 and 4): the STEP worker on the fixture parts of
+// fixtures/step/ (/cadquery/topology and /seam with the reference worker), the local simulator (a
+// loopback stack started by the server, reached here as a client through its own control socket, jogged
+// for preview) and the program catalogue over a program store (/programs*: list, get, put with
+// robot.v4.program.v2 validation, digests and revisions). One server for the file.
+
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { ControlClient } from '../../harness/clients/control.ts';
+import { sealProgram } from '../../harness/clients/weldplan.ts';
+import { covers, describe, expect, profile } from '../../harness/fixture.ts';
+import { stringifyExact } from '../../harness/oracle/json.ts';
+import type { OlpSpec } from '../../harness/targets/index.ts';
+import { baseProgram } from '../planner/toolkit.ts';
+import { expectAuthoringError, olpTest as test, useOlp, type Olp } from './toolkit.ts';
+
+const SPEC = (): OlpSpec => ({ planner: 'none', workers: { cad: 'builtin', seam: 'builtin', pool: 1 }, localSimulator: true });
+type Pools = { open: (n: string, s: () => OlpSpec) => Promise<Olp | undefined> };
+const server = async (olps: Pools, skip: (c: boolean, n?: string) => void) => useOlp({ skip }, await olps.open('authoring', SPEC));
+
+describe('the STEP worker', () => {
+  const FILLET = readFileSync(new URL('../../fixtures/step/fillet-joint.step', import.meta.url));
+
+  test(
+    'on the fillet fixture: extract_topology, detect_joints with the part in X-Offline-Seam-Part, and an unimplemented operation refused with its reason',
+    profile('profile:olp.worker_operations'),
+    async ({ olps, skip }) => {
+      const o = await server(olps, skip);
+      const f = (await o.client.get('/capabilities')).json.features;
+      skip(!f.cad_worker || !f.seam_worker, 'the OLP server has no CAD or seam worker');
+      const step_base64 = FILLET.toString('base64');
+      const topo = await o.client.post('/cadquery/topology', { operation: 'extract_topology', step_base64 });
+      expect(topo.status, topo.text.slice(0, 300)).toBe(200);
+      expect(topo.json.result.solids.map((x: any) => [x.id, x.faces.length, x.edges.length])).toEqual([['solid-0', 6, 12], ['solid-1', 6, 12]]);
+      const joints = await o.client.post('/seam', { operation: 'detect_joints', step_base64 });
+      expect(joints.status, joints.text.slice(0, 300)).toBe(200);
+      expect(joints.headers['x-offline-seam-part']).toBe('sha256:' + createHash('sha256').update(FILLET).digest('hex'));
+      expect(joints.json.result.joints.slice(0, 2).map((j: any) => [j.kind, Number(j.length_mm), j.start_mm.map(Number)])).toEqual([['fillet', 200, [0, 45, 10]], ['fillet', 200, [0, 55, 10]]]);
+      const r = await o.client.post('/seam', { operation: 'check_torch_fits', step_base64 });
+      expectAuthoringError(r, 400, 'invalid_request');
+      expect(r.json.error).toMatch(/^check_torch_fits is not implemented by the reference worker/);
+    },
+  );
+});
+
+describe('local simulator', () => {
+  test(
+    'start runs a loopback stack with its own control socket; preview jog moves its axis as its control service reports; stop ends it',
+    covers('olp:route.local_simulator_programs'),
+    async ({ olps, skip }) => {
+      const o = await server(olps, skip);
+      skip((await o.client.get('/health')).json.local_simulator !== true, 'the OLP server has no local simulator');
+      const started = await o.client.post('/local-simulator/start', {});
+      expect(started.status, started.text).toBe(200);
+      expect([started.json.running, started.json.ready]).toEqual([true, true]);
+      expect((await o.client.get('/health')).json.local_ready).toBe(true);
+      const socket = String(started.json.control_socket);
+      skip(!existsSync(socket), 'the local simulator\'s control socket is not on this host');
+      const sim = new ControlClient(socket);
+      try {
+        const d = (await sim.describe()).reply.data as Record<string, any>;
+        expect(d.backend).toBe('simulation');
+        const axis = String(d.axes[0].id);
+        const pos = async () => Number(((await sim.status()).reply.data as Record<string, any>).axes[0].position);
+        const q0 = await pos();
+        const jog = { session_id: 'preview-1', axis, direction: 1, fraction: 1 };
+        const b = await o.client.post('/local-simulator/jog/begin', { ...jog, revision: 1 });
+        expect(b.status, b.text).toBe(200);
+        for (let rev = 2; rev <= 8; rev++) {
+          expect((await o.client.post('/local-simulator/jog/update', { ...jog, revision: rev })).status).toBe(200);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        expect((await o.client.post('/local-simulator/jog/end', { session_id: 'preview-1' })).status).toBe(200);
+        expect((await pos()) - q0).toBeGreaterThan(0.02); // 0.25 rad/s for about 0.4 s
+        // Preview only: the local simulator's grant is the OLP server's, on its own stack.
+        expect(((await sim.status()).reply.data as Record<string, any>).grant.active).toBe(true);
+      } finally {
+        await sim.close();
+      }
+      const stopped = await o.client.post('/local-simulator/stop', {});
+      expect([stopped.status, stopped.json.running, stopped.json.ready]).toEqual([200, false, false]);
+      expect(existsSync(socket)).toBe(false);
+      expectAuthoringError(await o.client.post('/local-simulator/jog/begin', { ...{ session_id: 's', axis: 'J1', direction: 1, fraction: 1 }, revision: 1 }), 409, 'local_simulator_not_running');
+    },
+  );
+});
+
+describe('program catalogue', () => {
+  const doc = (edit?: (p: Record<string, any>) => void) => {
+    const p = baseProgram() as Record<string, any>;
+    p.program_id = 'catalogue-demo';
+    edit?.(p);
+    return sealProgram(p) as Record<string, any>;
+  };
+
+  test(
+    'put stores a valid sealed program, list and get return it byte for byte, revisions move forward one at a time',
+    covers('olp:route.local_simulator_programs'),
+    async ({ olps, skip }) => {
+      const o = await server(olps, skip);
+      skip((await o.client.get('/health')).json.program_catalog !== true, 'the OLP server has no program catalogue');
+      const first = doc();
+      const bytes = stringifyExact(first);
+      const put = await o.client.raw('PUT', '/programs/catalogue-demo', bytes);
+      expect(put.status, put.text).toBe(200);
+      expect(put.json).toMatchObject({ ok: true, program_id: 'catalogue-demo', program_digest: first.program_digest, created: true });
+      const list = await o.client.get('/programs');
+      expect(list.json.programs.find((x: any) => x.program_id === 'catalogue-demo')).toMatchObject({ program_digest: first.program_digest, program_revision: first.program_revision });
+      const got = await o.client.get('/programs/catalogue-demo');
+      expect([got.status, got.text]).toEqual([200, bytes]);
+      // The same document again changes nothing.
+      expect((await o.client.raw('PUT', '/programs/catalogue-demo', bytes)).json.unchanged).toBe(true);
+      // The next revision names the stored one as its base.
+      const rev = BigInt(first.program_revision);
+      const second = doc((p) => ((p.program_revision = rev + 1n), (p.base_program_revision = rev), (p.program_name = 'second')));
+      const put2 = await o.client.raw('PUT', '/programs/catalogue-demo', stringifyExact(second));
+      expect(put2.status, put2.text).toBe(200);
+      expect(put2.json.program_digest).toBe(second.program_digest);
+      // A document built on an older revision is a conflict.
+      const stale = doc((p) => ((p.program_revision = rev + 1n), (p.base_program_revision = rev), (p.program_name = 'stale')));
+      expectAuthoringError(await o.client.raw('PUT', '/programs/catalogue-demo', stringifyExact(stale)), 409, 'program_revision_conflict');
+      expectAuthoringError(await o.client.get('/programs/no-such-program'), 404, 'program_not_found');
+    },
+  );
+
+  test('put refuses an invalid program, a wrong digest and another id, and stores nothing', profile('profile:olp.program_catalogue'), async ({ olps, skip }) => {
+    const o = await server(olps, skip);
+    skip((await o.client.get('/health')).json.program_catalog !== true, 'the OLP server has no program catalogue');
+    const forbidden = doc((p) => (p.extensions = { trajectory: [] }));
+    const r = await o.client.raw('PUT', '/programs/catalogue-bad', stringifyExact({ ...forbidden, program_id: 'catalogue-bad' }));
+    expectAuthoringError(r, 400, 'program_invalid');
+    const badDigest = { ...doc((p) => (p.program_id = 'catalogue-bad')), program_digest: 'sha256:' + '0'.repeat(64) };
+    expectAuthoringError(await o.client.raw('PUT', '/programs/catalogue-bad', stringifyExact(badDigest)), 400, 'program_invalid');
+    expectAuthoringError(await o.client.raw('PUT', '/programs/catalogue-other', stringifyExact(doc((p) => (p.program_id = 'catalogue-bad')))), 400, 'invalid_request');
+    expect((await o.client.get('/programs')).json.programs.some((x: any) => x.program_id === 'catalogue-bad' || x.program_id === 'catalogue-other')).toBe(false);
+  });
+});
