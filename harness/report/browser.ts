@@ -31,7 +31,7 @@ export async function visit(url: string, expressions: Record<string, string>, si
   const bin = chromiumPath();
   if (!bin) throw new HarnessError('HIL_ERR_TOOL_FAILED', 'chromium is not installed');
   const profile = mkdtempSync(join(tmpdir(), 'hil-chromium-'));
-  const child = spawn(bin, ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-extensions', '--remote-debugging-port=0', `--user-data-dir=${profile}`, 'about:blank'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(bin, ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-extensions', '--remote-debugging-port=0', `--user-data-dir=${profile}`, 'about:blank'], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   try {
     const wsUrl = await devtoolsUrl(child);
     const cdp = await Cdp.open(wsUrl);
@@ -75,9 +75,17 @@ export async function visit(url: string, expressions: Record<string, string>, si
       cdp.close();
     }
   } finally {
-    child.kill('SIGKILL');
-    await new Promise((r) => (child.exitCode !== null ? r(undefined) : child.once('exit', r)));
-    rmSync(profile, { recursive: true, force: true });
+    // Chromium's own helper processes (zygote, renderer, GPU) outlive its main process and keep writing
+    // into the profile for a moment: the whole process group goes (spawned detached: its own group), and
+    // the profile's removal retries while they let go of it.
+    const exited = new Promise((r) => (child.exitCode !== null ? r(undefined) : child.once('exit', r)));
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      child.kill('SIGKILL');
+    }
+    await exited;
+    rmSync(profile, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 });
   }
 }
 
