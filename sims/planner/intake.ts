@@ -13,8 +13,8 @@
 // no answer: the request goes to a planning process, which meets the same input in isolation and answers
 // for it as it always has.
 
-import { Worker } from 'node:worker_threads';
 import { workerEntry } from '../paths.ts';
+import { WarmWorker } from '../warm-worker.ts';
 
 /** The intake worker's heap ceiling: a container the limits admit reads in far less. */
 const HEAP_MB = 1024;
@@ -22,46 +22,19 @@ const HEAP_MB = 1024;
 export type IntakeVerdict = { failed: string } | { failed?: undefined };
 
 export class Intake {
-  private w: Worker | undefined;
-  private next = 1;
-  private readonly pending = new Map<number, (v: IntakeVerdict) => void>();
-
-  private worker(): Worker {
-    if (this.w) return this.w;
-    const w = new Worker(workerEntry('planner-intake'), { resourceLimits: { maxOldGenerationSizeMb: HEAP_MB } });
-    w.unref();
-    w.on('message', (m: { id: number; failed?: string; defect?: string }) => {
-      const done = this.pending.get(m.id);
-      if (!done) return;
-      this.pending.delete(m.id);
-      done(m.failed !== undefined ? { failed: m.failed } : {});
-    });
-    const gone = () => {
-      if (this.w === w) this.w = undefined;
-      for (const done of this.pending.values()) done({});
-      this.pending.clear();
-    };
-    w.on('error', gone);
-    w.on('exit', gone);
-    this.w = w;
-    return w;
-  }
+  private readonly w = new WarmWorker<{ id: number; failed?: string; defect?: string }>(workerEntry('planner-intake'), 'planner intake', { maxOldGenerationSizeMb: HEAP_MB });
 
   /** The planning failure an unreadable container gives, or no verdict (let the planning process read it). */
-  check(bytes: Uint8Array): Promise<IntakeVerdict> {
-    const w = this.worker();
-    const id = this.next++;
-    const copy = new Uint8Array(bytes.length);
-    copy.set(bytes);
-    return new Promise((resolve) => {
-      this.pending.set(id, resolve);
-      w.postMessage({ id, bytes: copy }, [copy.buffer]);
-    });
+  async check(bytes: Uint8Array): Promise<IntakeVerdict> {
+    try {
+      const m = await this.w.ask(bytes);
+      return m.failed !== undefined ? { failed: m.failed } : {};
+    } catch {
+      return {}; // the worker died (its heap is capped): no verdict
+    }
   }
 
-  async close(): Promise<void> {
-    const w = this.w;
-    this.w = undefined;
-    if (w) await w.terminate();
+  close(): Promise<void> {
+    return this.w.close();
   }
 }

@@ -7,7 +7,6 @@
 // program by its complete identity and starts it through the same start gate as start_trajectory.
 
 import type { IncomingMessage } from 'node:http';
-import { Worker } from 'node:worker_threads';
 import type { CompiledMachine } from '../config/types.ts';
 import { NATIVE_OP } from '../core/protocol.ts';
 import type { MarkerShape, Trajectory } from '../dense/codec.ts';
@@ -17,6 +16,7 @@ import { Refusal, refuse, type Request } from './envelope.ts';
 import { STATE_REASON, type HandleRecord, type HandleTable } from './handles.ts';
 import { motionRefusal } from './native-labels.ts';
 import { workerEntry } from '../paths.ts';
+import { WarmWorker } from '../warm-worker.ts';
 import { ProgramRefusal, admitProgram } from './programs.ts';
 import type { PreparedProgram, ProgramAxis, ProgramOutput } from './programs.ts';
 import { sameIdentity, type TrajectoryOps } from './trajectories.ts';
@@ -202,48 +202,11 @@ function fail(status: 409 | 413 | 404, label: string, detail?: string, data?: un
 
 type Decoded = { ok: Trajectory; markers: MarkerShape[] } | { reason: string; message: string };
 
-/** One decode worker kept warm between uploads; a worker that fails is replaced at the next upload. */
-class DecodeWorker {
-  private w: Worker | undefined;
-  private next = 1;
-  private readonly pending = new Map<number, { resolve: (d: Decoded) => void; reject: (e: Error) => void }>();
+/** The dense decoder, a worker kept warm between uploads (sims/warm-worker.ts). */
+const decoder = new WarmWorker<({ id: number } & Decoded) | { id: number; defect: string }>(WORKER, 'dense decode');
 
-  private worker(): Worker {
-    if (this.w) return this.w;
-    const w = new Worker(WORKER);
-    w.unref();
-    w.on('message', (m: ({ id: number } & Decoded) | { id: number; defect: string }) => {
-      const p = this.pending.get(m.id);
-      if (!p) return;
-      this.pending.delete(m.id);
-      if ('defect' in m) p.reject(new Error(`dense decoder: ${m.defect}`));
-      else p.resolve(m);
-    });
-    const fail = (e: Error) => {
-      if (this.w === w) this.w = undefined;
-      for (const p of this.pending.values()) p.reject(e);
-      this.pending.clear();
-    };
-    w.on('error', fail);
-    w.on('exit', (code) => fail(new Error(`dense decode worker exited with ${code}`)));
-    this.w = w;
-    return w;
-  }
-
-  decode(body: Buffer): Promise<Decoded> {
-    const w = this.worker();
-    const id = this.next++;
-    const bytes = new Uint8Array(body.length);
-    bytes.set(body);
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      w.postMessage({ id, bytes, maxHeaderBytes: PROGRAM_HEADER_LIMIT }, [bytes.buffer]);
-    });
-  }
-}
-
-const decoder = new DecodeWorker();
-
-function decodeOffLoop(body: Buffer): Promise<Decoded> {
-  return decoder.decode(body);
+async function decodeOffLoop(body: Buffer): Promise<Decoded> {
+  const m = await decoder.ask(body, { maxHeaderBytes: PROGRAM_HEADER_LIMIT });
+  if ('defect' in m) throw new Error(`dense decoder: ${m.defect}`);
+  return m;
 }
