@@ -30,7 +30,16 @@ import { isShared } from './harness/targets/shared.ts';
 // tests' events. Files that never reach the cell (the planner's) could run beside them, but one worker
 // keeps the order of every request to the service plain to read in a transcript.
 const SHARED_TARGET = isShared(process.env.HIL_TARGET ?? 'sim');
-const WORKERS = SHARED_TARGET ? 1 : 6;
+// HIL_WORKERS overrides the figure for a machine with more or fewer cores than this 2-core one (the
+// default was measured here: more workers than cores overlap the files' waits for documented timeouts).
+const WORKERS = SHARED_TARGET ? 1 : workersFromEnv(process.env.HIL_WORKERS, 6);
+
+function workersFromEnv(text: string | undefined, fallback: number): number {
+  if (text === undefined || text === '') return fallback;
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1 || n > 64) throw new Error(`HIL_WORKERS must be an integer 1..64, got ${JSON.stringify(text)}`);
+  return n;
+}
 
 // A recorded or replayed run (hil run --record / --target replay) starts a stack per test
 // (harness/targets/pertest.ts): tests of a file marked concurrent would stop each other's stacks, so
