@@ -8,6 +8,7 @@ import type { ControlClient } from './control.ts';
 import { readStatus } from './status.ts';
 import { HarnessError } from '../errors.ts';
 import type { Target } from '../targets/types.ts';
+import { machineOf } from '../machine.ts';
 
 function stepper(target: Target): (cycles: number) => Promise<bigint> {
   if (!target.step) throw new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', `target ${target.name} has no stepped clock`);
@@ -62,8 +63,10 @@ export async function readyStepped(
   const must = (what: string, r: { status: number; reply: { error?: string } }) => {
     if (r.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `${what} refused: ${r.status} ${r.reply.error ?? ''}`, { detail: { status: r.status } });
   };
-  const home = o.homeMask ?? 1;
   const st = await readStatus(client);
+  // By default the first axis is homed when it needs Home for a Start and has a native Home to get it
+  // (harness/machine.ts homeFor); an axis that needs none, or cannot get one, is left as it is.
+  const home = o.homeMask ?? (await firstAxisHome(client, st.core!.home_valid_mask));
   if (home && (Number(st.core!.home_valid_mask) & home) !== home) must('home', await settle(target, cell.fenced('home', s, { axis_mask: home }), 20));
   const all = o.axes >= 32 ? 0xffffffff : (1 << o.axes) - 1;
   must('enable', await settle(target, cell.fenced('enable', s, { axis_mask: all }), 5));
@@ -72,4 +75,10 @@ export async function readyStepped(
   const x = await readStatus(client);
   if (Number(x.core!.axis_enable_mask) !== all) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `armed, but axis_enable_mask is ${x.core!.axis_enable_mask}, not ${all}`);
   return { s, hold: x.axes.map((a) => Number(a.position)) };
+}
+
+async function firstAxisHome(client: ControlClient, valid: bigint | number): Promise<number> {
+  const m = machineOf((await client.describe()).reply.data as object);
+  const a = m.axes[0];
+  return a ? m.homeFor(a, valid) : 0;
 }

@@ -11,6 +11,7 @@
 import { afterEach, beforeEach } from 'vitest';
 import type { Session } from '../../harness/clients/cell.ts';
 import { readyStepped, settle } from '../../harness/clients/stepped.ts';
+import { machineOf } from '../../harness/machine.ts';
 import { readStatus } from '../../harness/clients/status.ts';
 import { latestSequence, recordsSince } from '../../harness/clients/telemetry.ts';
 import { covers, describe, expect, sharedVariant, test } from '../../harness/fixture.ts';
@@ -46,6 +47,13 @@ beforeEach(async () => {
     return;
   }
   const client = v.target.client();
+  // The trajectories and programs here own the first axis: it must be one a Start can use.
+  const m = machineOf(v.description);
+  await v.target.step!(20);
+  if (!m.canReady(m.axes[0]!, (await readStatus(client)).core!.home_valid_mask)) {
+    why = `the first axis ${m.axes[0]!.id} requires Home and has no native Home to get it (${m})`;
+    return;
+  }
   const { s, hold } = await readyStepped(v.target, v.cell, client, { axes: v.description.axes.length });
   ctx = { s, hold, ...o };
 });
@@ -80,7 +88,8 @@ describe('an output intent on the first point', () => {
       const from = await latestSequence(client);
       const r = await stepped(v.cell.fenced('start_trajectory', s, { handle: h }));
       expect(r.status, r.reply.error).toBe(200);
-      await step(90);
+      // 90 ms of the cell's cycles: the 60 ms trajectory and some after it.
+      await step(Math.ceil(90_000_000 / Number(v.description.cycle_ns)));
       const recs = await recordsSince(client, from);
       const first = recs.findIndex((x) => x.active_traj_id === h);
       expect(first).toBeGreaterThanOrEqual(0);
@@ -128,7 +137,7 @@ describe('an output intent on the first point', () => {
       const from = await latestSequence(client);
       const r = await stepped(v.cell.fenced('start_program', s, { identity }));
       expect({ status: r.status, error: r.reply.error }).toEqual({ status: 200, error: undefined });
-      await step(120);
+      await step(Math.ceil(120_000_000 / Number(v.description.cycle_ns))); // 120 ms of the cell's cycles
       const recs = await recordsSince(client, from);
       const run = recs.filter((x) => x.active_traj_id === handle);
       // The execution ran its length: at least six of its seven 10 ms intervals, in the cell's cycles.
