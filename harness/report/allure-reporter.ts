@@ -1,0 +1,72 @@
+// allure-vitest's reporter with a results writer that does not fsync each file.
+//
+// allure-js-commons 3.12's FileSystemWriter writes every result, container and attachment through a
+// temporary file that it fsyncs before renaming (synchronously, on vitest's main thread). A conformance run
+// writes a few thousand such files: in a profile of a whole run on this machine the main thread spent
+// 3.5 s blocked in those fsync and open calls, time in which it hands no file to a worker and answers no
+// worker's RPC. The results are a report of the run, rewritten by the next run; they need no durability
+// beyond the page cache. This writer keeps the write-to-temporary-then-rename (a reader never sees half a
+// file) and drops the fsync. Everything else is allure-vitest's own (harness/cli.ts names this module as
+// the reporter); the file names and contents are the FileSystemWriter's, which
+// harness/report/allure-results.ts reads.
+
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { dirname, join } from 'node:path';
+import { stringifyEnvInfo } from 'allure-js-commons/sdk/reporter';
+import AllureVitestReporter from 'allure-vitest/reporter';
+
+/** The FileSystemWriter's interface, files written without fsync. */
+export class UnsyncedWriter {
+  constructor(private readonly config: { resultsDir: string }) {}
+
+  private path(name: string): string {
+    mkdirSync(this.config.resultsDir, { recursive: true });
+    return join(this.config.resultsDir, name);
+  }
+
+  private publish(path: string, data: string | Uint8Array): void {
+    const tmp = join(dirname(path), `.allure-write-${randomUUID()}.tmp`);
+    try {
+      writeFileSync(tmp, data);
+      renameSync(tmp, path);
+    } catch (e) {
+      rmSync(tmp, { force: true });
+      throw e;
+    }
+  }
+
+  writeAttachment(name: string, content: string | Uint8Array): void {
+    this.publish(this.path(name), content);
+  }
+  writeAttachmentFromPath(name: string, from: string): void {
+    this.publish(this.path(name), readFileSync(from));
+  }
+  writeEnvironmentInfo(info: Record<string, string | undefined>): void {
+    this.publish(this.path('environment.properties'), stringifyEnvInfo(info));
+  }
+  writeCategoriesDefinitions(categories: unknown): void {
+    this.publish(this.path('categories.json'), JSON.stringify(categories));
+  }
+  writeGroup(result: { uuid: string }): void {
+    this.publish(this.path(`${result.uuid}-container.json`), JSON.stringify(result));
+  }
+  writeResult(result: { uuid: string }): void {
+    this.publish(this.path(`${result.uuid}-result.json`), JSON.stringify(result));
+  }
+  writeGlobals(name: string, info: unknown): void {
+    this.publish(this.path(name), JSON.stringify(info));
+  }
+}
+
+export default class HilAllureReporter extends AllureVitestReporter {
+  constructor(private readonly options: { resultsDir: string } & Record<string, unknown>) {
+    super(options);
+  }
+
+  override onInit(vitest: Parameters<AllureVitestReporter['onInit']>[0]): void {
+    super.onInit(vitest);
+    // allure-vitest builds its runtime with the default writer; from here on results go through ours.
+    (this as unknown as { allureReporterRuntime: { writer: unknown } }).allureReporterRuntime.writer = new UnsyncedWriter({ resultsDir: this.options.resultsDir });
+  }
+}
