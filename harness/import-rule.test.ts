@@ -18,7 +18,8 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** What sims/service/ may use from sims/core/. Update this list when the core's modules move. */
 export const SERVICE_MAY_USE_FROM_CORE = [
-  'sims/core/protocol.ts', // the private channel's messages, native reasons
+  'sims/core/protocol.ts', // the private channel's messages
+  'sims/core/reasons.ts', // the reason registry: native and jog reasons, their labels, who decides them
   'sims/core/capture/layout.ts', // telemetry capture layout (shared file mapping)
   'sims/core/capture/reader.ts', // reading the capture ring
   'sims/core/worker-entry.mjs', // started as the core's thread (new URL), never imported
@@ -38,7 +39,7 @@ export const RULES: Rule[] = [
   { rule: 'suites/ never imports sims/ or drivers/', from: ['suites'], forbid: ['sims', 'drivers'] },
   { rule: 'harness/ never imports sims/ or drivers/', from: ['harness'], forbid: ['sims', 'drivers'] },
   { rule: 'drivers/ never imports sims/', from: ['drivers'], forbid: ['sims'] },
-  { rule: "sims/service/ uses from sims/core/ only the protocol and the capture layout and reader", from: ['sims/service'], forbid: ['sims/core'], allow: SERVICE_MAY_USE_FROM_CORE },
+  { rule: "sims/service/ uses from sims/core/ only the protocol, the reason registry and the capture layout and reader", from: ['sims/service'], forbid: ['sims/core'], allow: SERVICE_MAY_USE_FROM_CORE },
   { rule: 'the oracle and the catalogue never import the report', from: ['harness/oracle', 'harness/catalogue'], forbid: ['harness/report'] },
 ];
 
@@ -145,8 +146,8 @@ describe('the import table', () => {
           `suites/ never imports sims/ or drivers/: suites/a.test.ts -> ../${S}/main.ts`,
           `harness/ never imports sims/ or drivers/: harness/targets/t.ts -> ../../${D}/bus.ts`,
           `drivers/ never imports sims/: ${D}/sim/driver.ts -> ../../${S}/core/core.ts`,
-          `sims/service/ uses from sims/core/ only the protocol and the capture layout and reader: ${S}/service/machine.ts -> ../core/core.ts`,
-          `sims/service/ uses from sims/core/ only the protocol and the capture layout and reader: ${S}/service/telemetry.ts -> ../core/capture/writer.ts`,
+          `sims/service/ uses from sims/core/ only the protocol, the reason registry and the capture layout and reader: ${S}/service/machine.ts -> ../core/core.ts`,
+          `sims/service/ uses from sims/core/ only the protocol, the reason registry and the capture layout and reader: ${S}/service/telemetry.ts -> ../core/capture/writer.ts`,
           'the oracle and the catalogue never import the report: harness/oracle/o.ts -> ../report/run-types.ts',
           'the oracle and the catalogue never import the report: harness/catalogue/c.ts -> ../report/verdict.ts',
         ].sort(),

@@ -23,15 +23,15 @@ import { FaultMonitor } from './fault-monitor.ts';
 import { FAULT, faultEntry, type FaultRecovery } from './faults.ts';
 import { CycleHistogram } from './histogram.ts';
 import { HomingLane } from './homing.ts';
-import { JOG_MODE, JOG_REASON, JogLane } from './jog.ts';
+import { JogLane } from './jog.ts';
 import { LaneArbiter } from './lanes.ts';
 import { PlanBuilder, TrajectoryLane, type Plan, type PlanRefusal, type TrajectoryEnd } from './trajectory.ts';
-import { NATIVE_OP, NATIVE_REASON, type CommandResult, type JogStatus, type CoreStatus, type CoreTiming, type FromCore, type ToCore } from './protocol.ts';
+import { JOG_REASON, jogSessionStale, NATIVE_REASON } from './reasons.ts';
+import { JOG_MODE, NATIVE_OP, type CommandResult, type JogStatus, type CoreStatus, type CoreTiming, type FromCore, type ToCore } from './protocol.ts';
 import { captureCycle } from './record.ts';
 import { buildStatus, type StatusView } from './status-view.ts';
 
 export { CycleHistogram } from './histogram.ts';
-export { NATIVE_REASON } from './protocol.ts';
 
 /** Cycles a fault reset pulse is held, and cycles the core waits for drives to leave Fault after it. */
 const RESET_PULSE_CYCLES = 3;
@@ -524,7 +524,7 @@ export class Core implements AdmissionView, StatusView {
     const jog = this.jog;
     let reason: number = JOG_REASON.none;
     if (!this.grant.active || m.generation !== this.grant.generation || this.hostNow() > this.grant.deadlineNs) reason = JOG_REASON.control_session_stale;
-    else if (!jog.open || jog.mode !== JOG_MODE.independent || m.jogGeneration !== jog.generation) reason = JOG_REASON.jog_session_stale;
+    else if (jogSessionStale({ open: jog.open, independent: jog.mode === JOG_MODE.independent, generation: jog.generation }, m.jogGeneration)) reason = JOG_REASON.jog_session_stale;
     else if (m.sequence <= jog.sourceSequence) reason = JOG_REASON.out_of_order;
     else if (m.captureNs < jog.originNs) reason = JOG_REASON.capture_before_origin;
     else {

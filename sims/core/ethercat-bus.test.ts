@@ -12,7 +12,8 @@ import { CaptureReader } from './capture/reader.ts';
 import { AX, axisOffset, REC, RECORD_BYTES } from './capture/layout.ts';
 import { FAULT } from './faults.ts';
 import { CoreHost } from './host.ts';
-import { NATIVE_REASON, type FromCore } from './protocol.ts';
+import { type FromCore } from './protocol.ts';
+import { NATIVE_REASON } from './reasons.ts';
 import { nineAxisMachine } from './test-machine.ts';
 
 const MACHINE: CompiledMachine = nineAxisMachine();
