@@ -296,6 +296,9 @@ export class ControlService {
   /** `owner` is the transport and principal of the request: LOCAL_OWNER or ownerOfPrincipal(id). */
   private async route(req: IncomingMessage, res: ServerResponse, owner: string = LOCAL_OWNER): Promise<void> {
     try {
+      // The control route, the one on every round trip, is told without building a URL (the path as sent
+      // is already the URL's pathname); every other request is parsed.
+      if (req.url === '/v1/control' && req.method === 'POST') return await this.controlRoute(req, res, owner);
       const url = new URL(req.url ?? '/', 'http://localhost');
       const key = `${req.method} ${url.pathname}`;
       // On the remote listener GET /v1/jog is always a WebSocket upgrade (part 5); upgrades go to
@@ -312,12 +315,8 @@ export class ControlService {
         return await this.resources.serve(res, url.pathname.slice('/v1/resources/'.length), (e) => this.send(res, refusal(e, 'resource')));
       }
       switch (key) {
-        case 'POST /v1/control': {
-          const reply = await this.control(req, owner);
-          if (!reply) return undefined;
-          this.o.core.noteReply(reply);
-          return this.send(res, reply);
-        }
+        case 'POST /v1/control':
+          return await this.controlRoute(req, res, owner);
         case 'POST /v1/program': {
           const reply = await this.programs.prepare(req, owner);
           this.o.core.noteReply(reply);
@@ -364,6 +363,13 @@ export class ControlService {
     } catch (e) {
       this.defect(res, e);
     }
+  }
+
+  private async controlRoute(req: IncomingMessage, res: ServerResponse, owner: string): Promise<void> {
+    const reply = await this.control(req, owner);
+    if (!reply) return undefined;
+    this.o.core.noteReply(reply);
+    return this.send(res, reply);
   }
 
   private defect(res: ServerResponse, e: unknown): void {

@@ -1,0 +1,14 @@
+import { spawn } from 'node:child_process';
+import { Agent, request } from 'undici';
+const sock = '/tmp/design-notes/bare.sock';
+const reply = Buffer.alloc(330, 'x');
+const SRV = `const [sock,b64]=process.argv.slice(1);const reply=Buffer.from(b64,'base64');require('node:fs').rmSync(sock,{force:true});require('node:http').createServer((req,res)=>{req.resume();req.on('end',()=>res.writeHead(200,{'content-type':'application/json','content-length':reply.length}).end(reply));}).listen(sock,()=>process.stdout.write('ready\\n'));process.stdin.on('end',()=>process.exit(0));process.stdin.resume();`;
+const bare = spawn(process.execPath, ['--cpu-prof', '--cpu-prof-dir=/tmp/design-notes/prof-bare', '-e', SRV, sock, reply.toString('base64')], { stdio: ['pipe', 'pipe', 'inherit'] });
+await new Promise((r) => bare.stdout.once('data', r));
+const agent = new Agent({ connect: { socketPath: sock }, connections: 8, pipelining: 1 });
+const body = JSON.stringify({ schema: 'svc.rt-control.request.v1', operation: 'renew', session: 'a'.repeat(64), generation: 1 });
+let next = 0; const N = Number(process.argv[2] ?? 20000);
+const t0 = performance.now();
+await Promise.all(Array.from({ length: 8 }, async () => { while (next < N) { next++; const r = await request('http://localhost/v1/control', { method: 'POST', dispatcher: agent, body, headers: { 'content-type': 'application/json' } }); await r.body.arrayBuffer(); } }));
+console.log('per_s', (N / ((performance.now() - t0) / 1000)).toFixed(0));
+await agent.close(); bare.stdin.end(); await new Promise((r) => bare.once('exit', r));
