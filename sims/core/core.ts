@@ -13,7 +13,7 @@
 // This file keeps the state they share, carries out admitted commands, and runs the cycle.
 
 import { ProcessImage, STANDARD_MAPPING, type BusDriver, type BusSetup } from '../../drivers/bus.ts';
-import { CW, Ds402State } from '../../drivers/ds402.ts';
+import { controlwordFor, CW, Ds402State } from '../../drivers/ds402.ts';
 import { stateOf } from './ds402-state.ts';
 import { DriverHost } from '../../drivers/host.ts';
 import type { CompiledMachine } from '../config/types.ts';
@@ -1030,22 +1030,5 @@ export class Core implements AdmissionView, StatusView {
     this.lastPublishWall = performance.now();
     this.dirty = false;
     this.send({ t: 'status', status: this.status(nowNs) });
-  }
-}
-
-/** The CiA 402 controlword that moves a drive one step toward enabled (or away from it). */
-export function controlwordFor(state: Ds402State, wantEnabled: boolean): number {
-  if (state === Ds402State.Fault) return CW.disableVoltage;
-  if (!wantEnabled) return state === Ds402State.OperationEnabled ? CW.quickStop : CW.disableVoltage;
-  switch (state) {
-    case Ds402State.SwitchOnDisabled:
-      return CW.shutdown;
-    case Ds402State.ReadyToSwitchOn:
-      return CW.switchOn;
-    case Ds402State.SwitchedOn:
-    case Ds402State.OperationEnabled:
-      return CW.enableOperation;
-    default:
-      return CW.disableVoltage;
   }
 }
