@@ -107,6 +107,26 @@ export function decodeControlword(cw: number, previousCw: number): Ds402Command 
   return 'none';
 }
 
+/**
+ * The controlword that moves a drive one step toward enabled (or away from it): the master's side of the
+ * table the simulated drives read with decodeControlword, so the two cannot drift (DESIGN.md, KickCAT).
+ */
+export function controlwordFor(state: Ds402State, wantEnabled: boolean): number {
+  if (state === Ds402State.Fault) return CW.disableVoltage;
+  if (!wantEnabled) return state === Ds402State.OperationEnabled ? CW.quickStop : CW.disableVoltage;
+  switch (state) {
+    case Ds402State.SwitchOnDisabled:
+      return CW.shutdown;
+    case Ds402State.ReadyToSwitchOn:
+      return CW.switchOn;
+    case Ds402State.SwitchedOn:
+    case Ds402State.OperationEnabled:
+      return CW.enableOperation;
+    default:
+      return CW.disableVoltage;
+  }
+}
+
 /** Modes of operation (object 0x6060). */
 export const MODE = {
   homing: 6,

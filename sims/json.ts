@@ -412,13 +412,21 @@ export function encodeJson(value: unknown): string {
       return value ? 'true' : 'false';
     case 'object': {
       if (value === null) return 'null';
-      if (Array.isArray(value)) return '[' + value.map(encodeJson).join(',') + ']';
-      const parts: string[] = [];
-      for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-        if (v === undefined) continue;
-        parts.push(JSON.stringify(k) + ':' + encodeJson(v));
+      // Concatenation, not arrays joined: every reply passes here (the control round trip, issue 24).
+      if (Array.isArray(value)) {
+        let out = '[';
+        for (let i = 0; i < value.length; i++) out += (i ? ',' : '') + encodeJson(value[i]);
+        return out + ']';
       }
-      return '{' + parts.join(',') + '}';
+      let out = '{';
+      let first = true;
+      for (const k of Object.keys(value)) {
+        const v = (value as Record<string, unknown>)[k];
+        if (v === undefined) continue;
+        out += (first ? '' : ',') + JSON.stringify(k) + ':' + encodeJson(v);
+        first = false;
+      }
+      return out + '}';
     }
     default:
       throw new Error(`cannot encode ${typeof value}`);

@@ -11,7 +11,8 @@ import type { ProcessImage } from '../../drivers/bus.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import { FAULT } from './faults.ts';
 import type { FaultMonitor } from './fault-monitor.ts';
-import { JOG_MODE, NATIVE_REASON, type NativeOpName, type ToCore } from './protocol.ts';
+import { JOG_MODE, type NativeOpName, type ToCore } from './protocol.ts';
+import { jogSessionStale, NATIVE_REASON } from './reasons.ts';
 import type { Plan } from './trajectory.ts';
 
 export type Cmd = Extract<ToCore, { t: 'cmd' }>;
@@ -177,7 +178,7 @@ const noIndependentJog: Check = (v, _m, mask) => (v.jog.open && v.jog.mode === 1
 // Document 1 part 4 end_jog: the "exact current nonzero independent jog generation": a legacy jog's
 // generation (Mode 2) is not end_jog's to end.
 const currentJogGeneration: Check = (v, m) =>
-  !v.jog.open || v.jog.mode !== JOG_MODE.independent || v.jog.generation === 0n || m.handle !== v.jog.generation
+  jogSessionStale({ open: v.jog.open, independent: v.jog.mode === JOG_MODE.independent, generation: v.jog.generation }, m.handle ?? 0n)
     ? refuse(NATIVE_REASON.jog_session_stale, 0, `jog generation ${m.handle ?? 0n} is not the current open one (${v.jog.open ? v.jog.generation : 'none open'})`)
     : null;
 

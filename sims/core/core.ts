@@ -13,7 +13,7 @@
 // This file keeps the state they share, carries out admitted commands, and runs the cycle.
 
 import { ProcessImage, STANDARD_MAPPING, type BusDriver, type BusSetup } from '../../drivers/bus.ts';
-import { CW, Ds402State } from '../../drivers/ds402.ts';
+import { controlwordFor, CW, Ds402State } from '../../drivers/ds402.ts';
 import { stateOf } from './ds402-state.ts';
 import { DriverHost } from '../../drivers/host.ts';
 import type { CompiledMachine } from '../config/types.ts';
@@ -23,15 +23,15 @@ import { FaultMonitor } from './fault-monitor.ts';
 import { FAULT, faultEntry, type FaultRecovery } from './faults.ts';
 import { CycleHistogram } from './histogram.ts';
 import { HomingLane } from './homing.ts';
-import { JOG_MODE, JOG_REASON, JogLane } from './jog.ts';
+import { JogLane } from './jog.ts';
 import { LaneArbiter } from './lanes.ts';
 import { PlanBuilder, TrajectoryLane, type Plan, type PlanRefusal, type TrajectoryEnd } from './trajectory.ts';
-import { NATIVE_OP, NATIVE_REASON, type CommandResult, type JogStatus, type CoreStatus, type CoreTiming, type FromCore, type ToCore } from './protocol.ts';
+import { JOG_REASON, jogSessionStale, NATIVE_REASON } from './reasons.ts';
+import { JOG_MODE, NATIVE_OP, type CommandResult, type JogStatus, type CoreStatus, type CoreTiming, type FromCore, type ToCore } from './protocol.ts';
 import { captureCycle } from './record.ts';
 import { buildStatus, type StatusView } from './status-view.ts';
 
 export { CycleHistogram } from './histogram.ts';
-export { NATIVE_REASON } from './protocol.ts';
 
 /** Cycles a fault reset pulse is held, and cycles the core waits for drives to leave Fault after it. */
 const RESET_PULSE_CYCLES = 3;
@@ -524,7 +524,7 @@ export class Core implements AdmissionView, StatusView {
     const jog = this.jog;
     let reason: number = JOG_REASON.none;
     if (!this.grant.active || m.generation !== this.grant.generation || this.hostNow() > this.grant.deadlineNs) reason = JOG_REASON.control_session_stale;
-    else if (!jog.open || jog.mode !== JOG_MODE.independent || m.jogGeneration !== jog.generation) reason = JOG_REASON.jog_session_stale;
+    else if (jogSessionStale({ open: jog.open, independent: jog.mode === JOG_MODE.independent, generation: jog.generation }, m.jogGeneration)) reason = JOG_REASON.jog_session_stale;
     else if (m.sequence <= jog.sourceSequence) reason = JOG_REASON.out_of_order;
     else if (m.captureNs < jog.originNs) reason = JOG_REASON.capture_before_origin;
     else {
@@ -1030,22 +1030,5 @@ export class Core implements AdmissionView, StatusView {
     this.lastPublishWall = performance.now();
     this.dirty = false;
     this.send({ t: 'status', status: this.status(nowNs) });
-  }
-}
-
-/** The CiA 402 controlword that moves a drive one step toward enabled (or away from it). */
-export function controlwordFor(state: Ds402State, wantEnabled: boolean): number {
-  if (state === Ds402State.Fault) return CW.disableVoltage;
-  if (!wantEnabled) return state === Ds402State.OperationEnabled ? CW.quickStop : CW.disableVoltage;
-  switch (state) {
-    case Ds402State.SwitchOnDisabled:
-      return CW.shutdown;
-    case Ds402State.ReadyToSwitchOn:
-      return CW.switchOn;
-    case Ds402State.SwitchedOn:
-    case Ds402State.OperationEnabled:
-      return CW.enableOperation;
-    default:
-      return CW.disableVoltage;
   }
 }

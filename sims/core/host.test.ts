@@ -12,7 +12,8 @@ import { FastClock, RealTimeClock, SteppedClock } from './clock.ts';
 import { Core } from './core.ts';
 import { FAULT } from './faults.ts';
 import { CoreHost } from './host.ts';
-import { NATIVE_REASON, type CommandResult, type CoreStartOptions, type FromCore, type NativeOpName } from './protocol.ts';
+import { type CommandResult, type CoreStartOptions, type FromCore, type NativeOpName } from './protocol.ts';
+import { NATIVE_REASON } from './reasons.ts';
 import { nineAxisMachine } from './test-machine.ts';
 
 const MACHINE: CompiledMachine = nineAxisMachine();

@@ -8,8 +8,9 @@ import { SimBusDriver } from '../../drivers/sim/driver.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import { SteppedClock } from './clock.ts';
 import { Core } from './core.ts';
-import { JOG_REASON, JogLane } from './jog.ts';
-import { NATIVE_REASON, type FromCore, type JogCmd, type NativeOpName } from './protocol.ts';
+import { JogLane } from './jog.ts';
+import { JOG_REASON, NATIVE_REASON } from './reasons.ts';
+import { type FromCore, type JogCmd, type NativeOpName } from './protocol.ts';
 import { nineAxisMachine } from './test-machine.ts';
 
 const MACHINE: CompiledMachine = nineAxisMachine();

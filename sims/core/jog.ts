@@ -13,10 +13,8 @@ import { MODE } from '../../drivers/ds402.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import type { LaneCycle, MotionLane } from './lanes.ts';
 
-export { JOG_REASON, JOG_MODE } from './protocol.ts';
-import { JOG_MODE, JOG_REASON } from './protocol.ts';
-
-export type JogReasonName = keyof typeof JOG_REASON;
+import { JOG_MODE } from './protocol.ts';
+import { JOG_REASON } from './reasons.ts';
 
 /** Fraction of an axis's completion_tolerance the jog target keeps inside each position limit. */
 export const JOG_LIMIT_GUARD = 0.1;

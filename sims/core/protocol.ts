@@ -61,73 +61,8 @@ export interface CoreStartOptions {
   replayPace?: { verdictFile: string; /** Recorded time per wall time (1: as recorded); absent: flat out. */ speed?: number };
 }
 
-/** Native command reasons (CommandResult.Reason). 2, 5, 7, 8 are documented; the rest are profile. */
-export const NATIVE_REASON = {
-  none: 0,
-  inhibited: 1,
-  not_ready: 2,
-  mode_conflict: 3,
-  no_grant: 4,
-  capacity: 5,
-  wrong_generation: 6,
-  pdo_mapping_mismatch: 7,
-  outside_limits_outward: 8,
-  unsupported: 9,
-  invalid_axis_mask: 10,
-  fault_persists: 11,
-  io_not_configured: 12,
-  io_readback_disagreement: 13,
-  io_fast_input_unsatisfied: 14,
-  io_exchange_lost: 15,
-  homing_failed: 16,
-  cancelled: 17,
-  velocity_limit: 18,
-  unknown_handle: 19,
-  io_not_armed: 20,
-  /** end_jog or a jog update for a jog generation that is not the current open one (docs/profile.md "Jog"). */
-  jog_session_stale: 21,
-  /** io_arm while an output marker's late application is latched (fault bit 10; docs/profile.md "Output intents"). */
-  io_marker_late: 22,
-} as const;
+// The numeric reasons (native, jog) and their labels: sims/core/reasons.ts.
 
-/**
- * Numeric jog reasons (JogObservation StateReason, ControlReason, UpdateReason; jog ingress refusals).
- * 15 is documented (outside_limits_outward); the rest are ours (docs/profile.md "Jog").
- */
-export const JOG_REASON = {
-  none: 0,
-  not_ready: 1,
-  mode_conflict: 2,
-  independent_jog_unavailable: 3,
-  jog_clock_incarnation_mismatch: 4,
-  control_session_stale: 5,
-  jog_session_stale: 6,
-  expired: 7,
-  ramping: 8,
-  limited: 9,
-  ended: 10,
-  halted: 11,
-  stopped: 12,
-  jog_clock_deadline_invalid: 13,
-  jog_clock_input_stale: 14,
-  outside_limits_outward: 15,
-  out_of_order: 16,
-  frame_malformed: 17,
-  frame_oversize: 18,
-  frame_version: 19,
-  velocity_invalid: 20,
-  axis_outside_session: 21,
-  superseded: 22,
-  capture_before_origin: 23,
-  active: 24,
-  jog_clock_input_future: 25,
-  // Service-side refusals of the remote WebSocket lane (document 1 part 5; docs/profile.md "Remote jog").
-  jog_clock_unqualified: 26,
-  jog_stream_idle: 27,
-  jog_clock_uncertain: 28,
-  jog_clock_calibration_expired: 29,
-  jog_clock_sample_invalid: 30,
-} as const;
 /** JogObservation.Mode: 0 none, 1 independent (begin_jog), 2 legacy (jog, test_only). */
 export const JOG_MODE = { none: 0, independent: 1, legacy: 2 } as const;
 

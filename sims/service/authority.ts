@@ -87,6 +87,8 @@ export class Authority {
   /** Who acquired each session: 'local' or 'principal:<id>' (document 1 part 5 items 1 and 3). */
   private owners = new Map<string, string>();
   private expiryTimer?: NodeJS.Timeout;
+  /** The grant and deadline the pending expiry timer was armed for. */
+  private expiryFor?: { grant: Grant; deadlineNs: bigint };
   /** True from an admitted stop until the core reports the drain finished. */
   draining = false;
 
@@ -127,12 +129,25 @@ export class Authority {
   }
 
   private armExpiry(): void {
-    clearTimeout(this.expiryTimer);
     const g = this.current;
+    // A renewal only moves the deadline later: a timer pending for an earlier deadline of the same grant
+    // stays, and checkExpiry re-arms it when it fires (one timer per lease, not one per renewal).
+    const f = this.expiryFor;
+    if (g && f && f.grant === g && f.deadlineNs <= g.deadlineNs && !this.hooks.replaying?.()) return;
+    this.disarmExpiry();
     if (!g || this.hooks.replaying?.()) return;
     const ms = Number((g.deadlineNs - this.hooks.now()) / 1_000_000n) + 1;
-    this.expiryTimer = setTimeout(() => this.checkExpiry(), Math.max(0, ms));
+    this.expiryFor = { grant: g, deadlineNs: g.deadlineNs };
+    this.expiryTimer = setTimeout(() => {
+      this.expiryFor = undefined;
+      this.checkExpiry();
+    }, Math.max(0, ms));
     this.expiryTimer.unref();
+  }
+
+  private disarmExpiry(): void {
+    clearTimeout(this.expiryTimer);
+    this.expiryFor = undefined;
   }
 
   /**
@@ -144,7 +159,7 @@ export class Authority {
     const g = this.current;
     if (!g) return;
     this.current = null;
-    clearTimeout(this.expiryTimer);
+    this.disarmExpiry();
     this.sessions.set(g.session, why);
     if (why !== 'released' && why !== 'expired') this.keepCache(g);
     if (eventType) this.hooks.event(eventType, g, { session: '' });
@@ -338,7 +353,7 @@ export class Authority {
     const g = this.current;
     if (g) {
       this.current = null;
-      clearTimeout(this.expiryTimer);
+      this.disarmExpiry();
       this.keepCache(g);
       this.hooks.event('grant_revoked', g, { session: '' });
     }
@@ -350,6 +365,6 @@ export class Authority {
   }
 
   close(): void {
-    clearTimeout(this.expiryTimer);
+    this.disarmExpiry();
   }
 }

@@ -5,8 +5,8 @@ import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { expect, test } from 'vitest';
 import { compileMachine } from '../config/compile.ts';
-import { JOG_FRAME, JOG_REASON_LABELS, JogOps, loadUnixDgram } from './jog.ts';
-import { JOG_REASON } from '../core/protocol.ts';
+import { JOG_FRAME, JogOps, loadUnixDgram } from './jog.ts';
+import { JOG_REASON, jogReasonName } from '../core/reasons.ts';
 
 test('unix-dgram loads here; a missing native module gives JOG_SOCKET_MODULE_MISSING with the fix, not a crash', () => {
   expect(loadUnixDgram().mod).toBeDefined();
@@ -15,9 +15,10 @@ test('unix-dgram loads here; a missing native module gives JOG_SOCKET_MODULE_MIS
   expect(missing.error).toMatch(/^JOG_SOCKET_MODULE_MISSING: unix-dgram-not-installed could not be loaded \(.*\); run `npm ci`/);
 });
 
-test('the service labels every numeric jog reason the core uses, and the documented 15', () => {
-  for (const [name, n] of Object.entries(JOG_REASON)) expect(JOG_REASON_LABELS[n], name).toBeDefined();
-  expect(JOG_REASON_LABELS[15]).toBe('outside_limits_outward');
+test('the service names every numeric jog reason the core uses (the registry), and the documented 15', () => {
+  for (const [name, n] of Object.entries(JOG_REASON)) expect(jogReasonName(n), name).not.toMatch(/^jog_reason_/);
+  expect(jogReasonName(15)).toBe('outside_limits_outward');
+  expect(jogReasonName(99)).toBe('jog_reason_99');
   expect(JOG_REASON.outside_limits_outward).toBe(15);
   expect(JOG_FRAME.headerBytes + 8 * 16).toBeLessThanOrEqual(JOG_FRAME.maxBytes);
 });

@@ -12,7 +12,8 @@ import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { rm } from 'node:fs/promises';
 import type { CompiledMachine } from '../config/types.ts';
-import { NATIVE_REASON, type JogCmd, type JogStatus } from '../core/protocol.ts';
+import type { JogCmd, JogStatus } from '../core/protocol.ts';
+import { JOG_REASON, jogReasonName, jogReasonOf, jogSessionStale, NATIVE_REASON } from '../core/reasons.ts';
 import type { Authority, Grant, Reply } from './authority.ts';
 import { CoreUnavailable, type CoreLink, type NativeReply } from './core-link.ts';
 import { Refusal, refuse, type Request } from './envelope.ts';
@@ -25,42 +26,6 @@ export const JOG_FRAME = {
   maxBytes: 4096,
   off: { magic: 0, version: 4, axisCount: 6, session: 8, generation: 40, jogGeneration: 48, sourceSequence: 56, captureHostNs: 64, reserved: 72, velocity: 80 },
 } as const;
-
-/** Jog reasons as numbers (JogObservation StateReason / ControlReason / UpdateReason, ingress refusals). Mirrors sims/core/jog.ts. */
-export const JOG_REASON_LABELS: Readonly<Record<number, string>> = {
-  0: 'none',
-  1: 'not_ready',
-  2: 'mode_conflict',
-  3: 'independent_jog_unavailable',
-  4: 'jog_clock_incarnation_mismatch',
-  5: 'control_session_stale',
-  6: 'jog_session_stale',
-  7: 'jog_expired',
-  8: 'jog_ramping',
-  9: 'jog_limited',
-  10: 'jog_ended',
-  11: 'jog_halted',
-  12: 'jog_stopped',
-  13: 'jog_clock_deadline_invalid',
-  14: 'jog_clock_input_stale',
-  15: 'outside_limits_outward',
-  16: 'jog_frame_out_of_order',
-  17: 'jog_frame_malformed',
-  18: 'jog_frame_oversize',
-  19: 'jog_frame_version',
-  20: 'jog_velocity_invalid',
-  21: 'jog_axis_outside_session',
-  22: 'jog_superseded',
-  23: 'jog_capture_before_origin',
-  24: 'jog_active',
-  25: 'jog_clock_input_future',
-  26: 'jog_clock_unqualified',
-  27: 'jog_stream_idle',
-  28: 'jog_clock_uncertain',
-  29: 'jog_clock_calibration_expired',
-  30: 'jog_clock_sample_invalid',
-};
-const R = Object.fromEntries(Object.entries(JOG_REASON_LABELS).map(([k, v]) => [v, Number(k)])) as Record<string, number>;
 
 /** Legacy jog timeout_ms bounds (document 1 part 8). */
 export const LEGACY_TIMEOUT_MS = { min: 1, max: 250 } as const;
@@ -169,7 +134,7 @@ export class JogOps {
   }
 
   private count(reason: number): void {
-    const label = JOG_REASON_LABELS[reason] ?? `jog_reason_${reason}`;
+    const label = jogReasonName(reason);
     this.counts.refused++;
     this.refusedBy.set(label, (this.refusedBy.get(label) ?? 0n) + 1n);
     this.lastReason = reason;
@@ -205,13 +170,13 @@ export class JogOps {
   private checkFrame(buf: Buffer, remote?: RemoteCapture): number {
     const F = JOG_FRAME;
     // Document 1 part 5 item 6: unless all three remote jog clock flags are nonzero, every remote frame.
-    if (remote && !remote.qualified) return R.jog_clock_unqualified!;
+    if (remote && !remote.qualified) return JOG_REASON.jog_clock_unqualified;
     // unix-dgram reads into a 64 KiB buffer and truncates silently: anything above 4096 bytes is oversize.
-    if (buf.length > F.maxBytes) return R.jog_frame_oversize!;
-    if (buf.length < 8 || buf.readUInt32LE(F.off.magic) !== F.magic) return R.jog_frame_malformed!;
-    if (buf.readUInt16LE(F.off.version) !== F.version) return R.jog_frame_version!;
+    if (buf.length > F.maxBytes) return JOG_REASON.frame_oversize;
+    if (buf.length < 8 || buf.readUInt32LE(F.off.magic) !== F.magic) return JOG_REASON.frame_malformed;
+    if (buf.readUInt16LE(F.off.version) !== F.version) return JOG_REASON.frame_version;
     const axes = buf.readUInt16LE(F.off.axisCount);
-    if (axes !== this.n || buf.length !== F.headerBytes + 8 * axes || buf.readBigUInt64LE(F.off.reserved) !== 0n) return R.jog_frame_malformed!;
+    if (axes !== this.n || buf.length !== F.headerBytes + 8 * axes || buf.readBigUInt64LE(F.off.reserved) !== 0n) return JOG_REASON.frame_malformed;
     const session = buf.subarray(F.off.session, F.off.session + 32).toString('hex');
     const generation = buf.readBigUInt64LE(F.off.generation);
     const jogGeneration = buf.readBigUInt64LE(F.off.jogGeneration);
@@ -220,39 +185,39 @@ export class JogOps {
     // The fence: the current grant, exactly its generation, not stopping, lease not expired.
     this.authority.checkExpiry();
     const g = this.authority.current;
-    if (!g || g.stopping || g.session !== session || g.generation !== generation) return R.control_session_stale!;
+    if (!g || g.stopping || g.session !== session || g.generation !== generation) return JOG_REASON.control_session_stale;
     const j = this.jogStatus();
-    if (!j || !j.SessionOpen || j.Mode !== 1 || j.JogGeneration !== jogGeneration || jogGeneration === 0n) return R.jog_session_stale!;
+    if (!j || jogSessionStale({ open: j.SessionOpen === 1, independent: j.Mode === 1, generation: j.JogGeneration }, jogGeneration)) return JOG_REASON.jog_session_stale;
     if (this.seqGeneration !== jogGeneration) {
       this.seqGeneration = jogGeneration;
       this.lastAcceptedSequence = 0n;
     }
-    if (sequence <= this.lastAcceptedSequence) return R.jog_frame_out_of_order!;
+    if (sequence <= this.lastAcceptedSequence) return JOG_REASON.out_of_order;
     const now = hostNow();
     // The capture time in host monotonic ns, and how early it may have been (remote clocks are mapped
     // through their calibration, with its uncertainty; local producers stamp the host clock itself).
     let hostCapture = capture;
     let earliest = capture;
     if (remote) {
-      if (remote.originSourceNs !== undefined && capture < remote.originSourceNs) return R.jog_capture_before_origin!;
+      if (remote.originSourceNs !== undefined && capture < remote.originSourceNs) return JOG_REASON.capture_before_origin;
       const m = remote.map(capture, now);
       if (typeof m === 'number') return m;
       hostCapture = m.host;
       earliest = m.earliest;
     }
-    if (earliest > now) return R.jog_clock_input_future!;
+    if (earliest > now) return JOG_REASON.jog_clock_input_future;
     const maxAge = this.machine.control.max_jog_input_age_ns;
-    if (earliest + maxAge < now) return R.jog_clock_input_stale!;
-    if (hostCapture < j.SourceOriginHostNs) return R.jog_capture_before_origin!;
+    if (earliest + maxAge < now) return JOG_REASON.jog_clock_input_stale;
+    if (hostCapture < j.SourceOriginHostNs) return JOG_REASON.capture_before_origin;
     // docs/profile.md "Jog" checks in order: every velocity's validity (jog_velocity_invalid) before any
     // axis outside the session (jog_axis_outside_session), whichever axis comes first.
     const velocity: number[] = [];
     for (let i = 0; i < axes; i++) {
       const v = buf.readDoubleLE(F.off.velocity + 8 * i);
-      if (!Number.isFinite(v) || Math.abs(v) > this.machine.axes[i]!.max_velocity) return R.jog_velocity_invalid!;
+      if (!Number.isFinite(v) || Math.abs(v) > this.machine.axes[i]!.max_velocity) return JOG_REASON.velocity_invalid;
       velocity.push(v);
     }
-    for (let i = 0; i < axes; i++) if (velocity[i] !== 0 && !((j.AxisMask >>> i) & 1)) return R.jog_axis_outside_session!;
+    for (let i = 0; i < axes; i++) if (velocity[i] !== 0 && !((j.AxisMask >>> i) & 1)) return JOG_REASON.axis_outside_session;
     this.lastAcceptedSequence = sequence;
     this.lastAccepted = { sequence, capture: hostCapture };
     // The input expires max_jog_input_age_ns after the earliest time it may have been captured.
@@ -284,7 +249,7 @@ export class JogOps {
 
   private rejected(n: NativeReply): Refusal {
     const label = motionLabel(n.result.Reason);
-    const reason = R[label] ?? (label === 'not_ready' ? R.not_ready! : 0);
+    const reason = jogReasonOf(label) ?? JOG_REASON.none;
     return this.jogRefusal(label, n.detail ?? `native reason ${n.result.Reason}`, reason, n);
   }
 
@@ -295,17 +260,17 @@ export class JogOps {
   async begin(r: Request, g: Grant): Promise<Reply> {
     // The clock first: a producer stamping input in another clock must not get any further.
     if (!r.clock_incarnation || r.clock_incarnation !== this.clockIncarnation) {
-      throw this.jogRefusal('jog_clock_incarnation_mismatch', 'clock_incarnation is empty or not the current GET /v1/jog/clock incarnation', R.jog_clock_incarnation_mismatch!);
+      throw this.jogRefusal('jog_clock_incarnation_mismatch', 'clock_incarnation is empty or not the current GET /v1/jog/clock incarnation', JOG_REASON.jog_clock_incarnation_mismatch);
     }
-    if (!this.served) throw this.jogRefusal('independent_jog_unavailable', `no independent jog lane: ${this.unavailable}`, R.independent_jog_unavailable!);
+    if (!this.served) throw this.jogRefusal('independent_jog_unavailable', `no independent jog lane: ${this.unavailable}`, JOG_REASON.independent_jog_unavailable);
     const mask = r.axis_mask ?? 0;
     this.checkMask(mask);
     const origin = r.source_origin_host_ns!;
     const deadline = r.deadline_host_ns!;
-    if (deadline <= origin) throw this.jogRefusal('jog_clock_deadline_invalid', 'deadline_host_ns must be after source_origin_host_ns', R.jog_clock_deadline_invalid!);
+    if (deadline <= origin) throw this.jogRefusal('jog_clock_deadline_invalid', 'deadline_host_ns must be after source_origin_host_ns', JOG_REASON.jog_clock_deadline_invalid);
     const now = hostNow();
-    if (origin > now) throw this.jogRefusal('jog_clock_input_future', 'source_origin_host_ns is in the future of the host monotonic clock', R.jog_clock_input_future!);
-    if (deadline <= now) throw this.jogRefusal('jog_clock_input_stale', 'deadline_host_ns has already passed', R.jog_clock_input_stale!);
+    if (origin > now) throw this.jogRefusal('jog_clock_input_future', 'source_origin_host_ns is in the future of the host monotonic clock', JOG_REASON.jog_clock_input_future);
+    if (deadline <= now) throw this.jogRefusal('jog_clock_input_stale', 'deadline_host_ns has already passed', JOG_REASON.jog_clock_input_stale);
     // Never extended: the producer's deadline stands, shortened to the configured input age at most.
     const bounded = origin + this.machine.control.max_jog_input_age_ns;
     const n = await this.native('begin_jog', g, mask, { originNs: origin, deadlineNs: deadline < bounded ? deadline : bounded });

@@ -9,7 +9,8 @@ import { CoreUnavailable, type CoreLink, type NativeReply } from './core-link.ts
 import { Refusal, refuse, type Binding, type Request } from './envelope.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import type { CoreStatus, NativeOpName } from '../core/protocol.ts';
-import { NATIVE_REASON } from '../core/protocol.ts';
+import { NATIVE_REASON } from '../core/reasons.ts';
+import { nativeRefusal, type NativeFamily } from './native-labels.ts';
 import { parseNonzeroU64 } from '../primitives.ts';
 
 /** The service environment variable naming the anchor directory (document 1 part 4 home; name: profile). */
@@ -18,35 +19,6 @@ export const HOME_WAIT_MS = 60_000;
 export const RECOVERY_WAIT_MS = 1_000;
 /** An anchor agrees when the absolute source moved no more than this many counts more than the incremental one. */
 export const ANCHOR_TOLERANCE_COUNTS = 16;
-
-/** Native reason -> leading label, by operation family (docs/profile.md "Native reason labels"). */
-const COMMON_NATIVE: Record<number, string> = {
-  [NATIVE_REASON.not_ready]: 'not_ready',
-  [NATIVE_REASON.mode_conflict]: 'mode_conflict',
-  [NATIVE_REASON.pdo_mapping_mismatch]: 'pdo_mapping_mismatch',
-  [NATIVE_REASON.outside_limits_outward]: 'outside_limits_outward',
-  // The core holds the fence too: a command that reaches it after the grant ended or under another
-  // generation is refused there (document 1 part 7 authority reasons).
-  [NATIVE_REASON.no_grant]: 'no_grant',
-  [NATIVE_REASON.wrong_generation]: 'wrong_generation',
-};
-const OP_NATIVE: Partial<Record<string, Record<number, string>>> = {
-  halt: { [NATIVE_REASON.inhibited]: 'inhibited' },
-  home: { [NATIVE_REASON.invalid_axis_mask]: 'invalid_axis_mask' },
-  restore_anchor: { [NATIVE_REASON.invalid_axis_mask]: 'invalid_axis_mask', [NATIVE_REASON.not_ready]: 'anchor_source_invalid' },
-  io_arm: IO_LABELS(),
-  io_disarm: IO_LABELS(),
-};
-function IO_LABELS(): Record<number, string> {
-  return {
-    [NATIVE_REASON.inhibited]: 'inhibited',
-    [NATIVE_REASON.io_not_configured]: 'io_not_configured',
-    [NATIVE_REASON.io_readback_disagreement]: 'io_readback_disagreement',
-    [NATIVE_REASON.io_fast_input_unsatisfied]: 'io_fast_input_unsatisfied',
-    [NATIVE_REASON.io_exchange_lost]: 'io_exchange_lost',
-    [NATIVE_REASON.io_marker_late]: 'io_marker_late',
-  };
-}
 
 export interface AnchorFile {
   schema: 'cell-hil.anchor.v1';
@@ -152,9 +124,8 @@ export class MachineOps {
   }
 
   /** A native refusal as a Refusal with the receipt in native_result. */
-  private rejected(op: string, n: NativeReply, data?: unknown): Refusal {
-    const label = OP_NATIVE[op]?.[n.result.Reason] ?? COMMON_NATIVE[n.result.Reason] ?? 'native_rejected';
-    return new Refusal(409, label, n.detail ?? `native reason ${n.result.Reason}`, data, { native_result: n.result });
+  private rejected(op: NativeFamily, n: NativeReply, data?: unknown): Refusal {
+    return nativeRefusal(op, n, data);
   }
 
   /**

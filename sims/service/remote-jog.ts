@@ -14,7 +14,8 @@ import type { CompiledMachine } from '../config/types.ts';
 import { decodeJson, encodeJson, JsonDecodeError, JsonNumber, JsonObject, toUint64, type JsonValue } from '../json.ts';
 import type { Authority, Grant } from './authority.ts';
 import { Refusal, type Request } from './envelope.ts';
-import { JOG_FRAME, JOG_REASON_LABELS, type JogOps, type RemoteCapture } from './jog.ts';
+import { JOG_FRAME, type JogOps, type RemoteCapture } from './jog.ts';
+import { JOG_REASON, jogSessionStale } from '../core/reasons.ts';
 import { parseU64 } from '../primitives.ts';
 
 /** Document 1 part 5 item 6: the three remote jog clock flags (0 = unset). */
@@ -35,12 +36,6 @@ export const SHUTDOWN_GRACE_MS = 2_000;
 const hostNow = () => process.hrtime.bigint();
 const SESSION_RE = /^[0-9a-f]{64}$/;
 const INCARNATION_RE = /^[0-9a-fA-F]{32}$/;
-const reasonNumber = (label: string): number => Number(Object.entries(JOG_REASON_LABELS).find(([, v]) => v === label)![0]);
-const R = {
-  unqualified: reasonNumber('jog_clock_unqualified'),
-  uncertain: reasonNumber('jog_clock_uncertain'),
-  expired: reasonNumber('jog_clock_calibration_expired'),
-};
 
 /** A message the service cannot accept: closes with `code` (1002 out of order, 1007 malformed). */
 class Violation extends Error {
@@ -136,7 +131,7 @@ export class RemoteJogLane {
     }
     if (jogGeneration !== 0n) {
       const j = this.o.jog.observation();
-      if (j.SessionOpen !== 1 || j.Mode !== 1 || j.JogGeneration !== jogGeneration) return { status: 409, body: `jog_session_stale: jog generation ${jogGeneration} is not the open independent jog generation` };
+      if (jogSessionStale({ open: j.SessionOpen === 1, independent: j.Mode === 1, generation: j.JogGeneration as bigint }, jogGeneration)) return { status: 409, body: `jog_session_stale: jog generation ${jogGeneration} is not the open independent jog generation` };
     }
     return { session, generation, jogGeneration };
   }
@@ -323,8 +318,8 @@ class RemoteJogConnection {
         originSourceNs: m.source_ns,
         map: (s, at) => {
           const us = unc(s);
-          if (qualified && at - calibratedAt > f.calibrationMaxAgeNs) return R.expired;
-          if (qualified && us > f.maxUncertaintyNs) return R.uncertain;
+          if (qualified && at - calibratedAt > f.calibrationMaxAgeNs) return JOG_REASON.jog_clock_calibration_expired;
+          if (qualified && us > f.maxUncertaintyNs) return JOG_REASON.jog_clock_uncertain;
           const host = s + offset;
           return { host, earliest: host - us };
         },

@@ -9,7 +9,8 @@ import { mkdir, rm, rmdir, symlink, chmod, lstat } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { dirname, join, relative } from 'node:path';
 import { Authority, type Grant, type Reply } from './authority.ts';
-import { CAPABILITIES, CAPABILITY, capabilityInfo, DOCUMENTED_CAPABILITY } from './capabilities.ts';
+import { CAPABILITY, capabilityInfo } from './capabilities.ts';
+import { describeData, statusData, type ViewSource } from './views.ts';
 import { CoreLink, CoreUnavailable } from './core-link.ts';
 import { HandleTable } from './handles.ts';
 import { JogOps } from './jog.ts';
@@ -34,14 +35,13 @@ import { Resources } from './resources.ts';
 import { RemoteJogLane, SHUTDOWN_GRACE_MS, type RemoteJogFlags } from './remote-jog.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import type { CoreStatus } from '../core/protocol.ts';
-import { DISCARD_BOUND_BYTES, discardBody, readBoundedBody } from '../primitives.ts';
+import { discardBody } from '../primitives.ts';
+import { testChannelRoute } from './test-channel.ts';
+import { authorityReplayHooks, fenceTurn, onReplayedExpiry, replySent, statusRead, statusReadTurn, telemetryRead } from './replay-hooks.ts';
 
-/** Paced replay: how long a status read waits for the publication its recording was served from. */
-const STATUS_READ_WAIT_MS = 3_000;
 
 export const CONTROL_IDLE_TIMEOUT_NS = 90_000_000_000n;
 const NODE_KEEP_ALIVE_BUFFER_MS = 1000;
-export const CONTRACT_VERSION = 2;
 
 export interface ServiceOptions {
   socketDir: string;
@@ -84,6 +84,8 @@ export class ControlService {
   private remote?: RemoteListener;
   private remoteJog?: RemoteJogLane;
   private readonly resources: Resources;
+  /** What the Describe and Status views read (views.ts). */
+  private readonly views: ViewSource;
 
   constructor(private readonly o: ServiceOptions) {
     const m = o.machine;
@@ -100,10 +102,7 @@ export class ControlService {
     const now = () => o.core.serviceNow();
     this.authority = new Authority(this.binding, m.control.max_grant_lease_ns / 1_000_000n, {
       now,
-      replaying: () => o.core.replaying,
-      acquireDeadline: () => o.core.recordedAcquireDeadline(),
-      fenced: (op, outcome) => o.core.fenceOrder.passed(op, outcome),
-      recordedFence: (op) => o.core.fenceOrder.recordedOutcome(op),
+      ...authorityReplayHooks(o.core),
       daemonIncarnation: () => this.daemonIncarnation,
       event: (type, g) => this.events.publish(type, g ? this.grantPayload(g, type) : {}),
       nativeGrant: (g, why) => {
@@ -176,8 +175,20 @@ export class ControlService {
       }),
     );
     o.core.on('stop_drained', () => this.authority.drained());
-    o.core.onReplayedExpiry = (generation) => void this.authority.expireReplayed(generation);
+    onReplayedExpiry(o.core, this.authority);
     o.core.on('exit', (why: string) => this.onCoreExit(why));
+    this.views = {
+      machine: m,
+      core: o.core,
+      binding: this.binding,
+      adapterIncarnation: this.adapterIncarnation,
+      daemonIncarnation: () => this.daemonIncarnation,
+      idleTimeoutNs: this.idleTimeoutNs,
+      authority: this.authority,
+      handles: this.handles,
+      jogServed: () => this.jog.served,
+      remoteListening: () => this.remote !== undefined,
+    };
   }
 
   get idleTimeoutNs(): bigint {
@@ -237,7 +248,8 @@ export class ControlService {
     if (this.o.testChannel) {
       await mkdir(dirname(this.testSocketPath), { recursive: true, mode: 0o700 });
       await rmIfSocket(this.testSocketPath);
-      const t = createServer((req, res) => void this.testRoute(req, res));
+      const channel = { core: this.o.core, telemetry: this.telemetry, daemonIncarnation: () => this.daemonIncarnation };
+      const t = createServer((req, res) => void testChannelRoute(channel, req, res));
       await listen(t, this.testSocketPath);
       await chmod(this.testSocketPath, 0o600);
       this.testServer = t;
@@ -296,6 +308,9 @@ export class ControlService {
   /** `owner` is the transport and principal of the request: LOCAL_OWNER or ownerOfPrincipal(id). */
   private async route(req: IncomingMessage, res: ServerResponse, owner: string = LOCAL_OWNER): Promise<void> {
     try {
+      // The control route, the one on every round trip, is told without building a URL (the path as sent
+      // is already the URL's pathname); every other request is parsed.
+      if (req.url === '/v1/control' && req.method === 'POST') return await this.controlRoute(req, res, owner);
       const url = new URL(req.url ?? '/', 'http://localhost');
       const key = `${req.method} ${url.pathname}`;
       // On the remote listener GET /v1/jog is always a WebSocket upgrade (part 5); upgrades go to
@@ -312,25 +327,20 @@ export class ControlService {
         return await this.resources.serve(res, url.pathname.slice('/v1/resources/'.length), (e) => this.send(res, refusal(e, 'resource')));
       }
       switch (key) {
-        case 'POST /v1/control': {
-          const reply = await this.control(req, owner);
-          if (!reply) return undefined;
-          this.o.core.noteReply(reply);
-          return this.send(res, reply);
-        }
+        case 'POST /v1/control':
+          return await this.controlRoute(req, res, owner);
         case 'POST /v1/program': {
           const reply = await this.programs.prepare(req, owner);
-          this.o.core.noteReply(reply);
+          replySent(this.o.core, reply);
           return this.send(res, reply);
         }
         case 'GET /v1/describe':
-          return this.send(res, { status: 200, body: { operation: 'describe', data: this.describe() } });
+          return this.send(res, { status: 200, body: { operation: 'describe', data: describeData(this.views) } });
         case 'GET /v1/status': {
-          // A paced replay serves each read from the publication the recorded read was served from.
-          const want = this.o.core.nextStatusReadCycle();
-          if (want !== undefined) await this.o.core.statusFrom(want, STATUS_READ_WAIT_MS);
-          const data = this.statusData();
-          this.o.core.noteStatusRead(this.o.core.status?.cycle, data.now_host_ns as bigint);
+          const turn = statusReadTurn(this.o.core);
+          if (turn) await turn;
+          const data = statusData(this.views);
+          statusRead(this.o.core, data.now_host_ns as bigint);
           return this.send(res, { status: 200, body: { operation: 'status', data } });
         }
         case 'GET /v1/events':
@@ -353,7 +363,7 @@ export class ControlService {
           try {
             return await this.telemetry.poll(req, res, url);
           } finally {
-            this.o.core.noteTelemetryRead();
+            telemetryRead(this.o.core);
           }
         case 'GET /v1/telemetry/stream':
           return this.telemetry.stream(req, res, url);
@@ -364,6 +374,13 @@ export class ControlService {
     } catch (e) {
       this.defect(res, e);
     }
+  }
+
+  private async controlRoute(req: IncomingMessage, res: ServerResponse, owner: string): Promise<void> {
+    const reply = await this.control(req, owner);
+    if (!reply) return undefined;
+    replySent(this.o.core, reply);
+    return this.send(res, reply);
   }
 
   private defect(res: ServerResponse, e: unknown): void {
@@ -435,8 +452,7 @@ export class ControlService {
     // An uploaded point list is part of the payload a request_id names: keyed by its digest, not its text.
     const keyOf = (x: Request) => (points ? `${payloadKey(x)}#points:${pointsDigest(points)}` : payloadKey(x));
     let g: Grant;
-    // A replay holds this fence decision until the ones recorded before it are taken (fence-order.ts).
-    const held = this.o.core.fenceOrder.gate(r.operation);
+    const held = fenceTurn(this.o.core, r.operation);
     if (held) await held;
     try {
       g = this.authority.fence(r.operation, r.session!, r.generation!, owner);
@@ -545,132 +561,6 @@ export class ControlService {
     }
   }
 
-  // ---- observations ----
-
-  describe(): Record<string, unknown> {
-    const m = this.o.machine;
-    return {
-      contract_version: CONTRACT_VERSION,
-      backend: m.backend,
-      // Nothing physical moves unless the attached driver is a real bus (sim and replay are simulated).
-      simulated: m.backend === 'simulation' || this.o.core.driverName !== 'ethercat',
-      driver: this.o.core.driverName,
-      clock: this.o.core.clockMode,
-      machine_sha256: m.machine_sha256,
-      configuration_sha256: m.configuration_sha256,
-      deployment_sha256: m.deployment_sha256,
-      binding: this.binding,
-      adapter_incarnation: this.adapterIncarnation,
-      daemon_incarnation: this.daemonIncarnation,
-      cycle_ns: m.cycle_ns,
-      control_idle_timeout_ns: this.idleTimeoutNs,
-      link_profile: m.control.link_profile,
-      max_grant_lease_ms: m.control.max_grant_lease_ns / 1_000_000n,
-      max_jog_input_age_ns: m.control.max_jog_input_age_ns,
-      capabilities: CAPABILITIES.map((c) => {
-        // update_jog is served only while jog.sock is (the independent jog lane; the remote WebSocket feeds it).
-        if (c.name === 'update_jog' && !this.jog.served) return { name: c.name, state: 'unimplemented', transport: 'none' };
-        // resource is served only by the remote listener (document 1 part 5): implemented while one listens.
-        if (c.name === 'resource' && this.remote) return capabilityInfo(DOCUMENTED_CAPABILITY.get('resource')!);
-        return capabilityInfo(c);
-      }),
-      axes: m.axes.map((a) => ({
-        id: a.id,
-        position_unit: a.position_unit,
-        min_position: a.min_position,
-        max_position: a.max_position,
-        max_velocity: a.max_velocity,
-        native_home: a.native_home,
-        require_home: a.require_home,
-        counts_per_unit: a.counts_per_unit,
-        sign: a.sign,
-      })),
-      io: m.io ? { outputs: m.io.outputs.map((o) => ({ name: o.name, torch: o.torch })) } : null,
-    };
-  }
-
-  statusData(): Record<string, unknown> {
-    const s: CoreStatus | undefined = this.o.core.status;
-    this.authority.checkExpiry();
-    const g = this.authority.current;
-    return {
-      now_host_ns: this.o.core.serviceNow(),
-      adapter_incarnation: this.adapterIncarnation,
-      daemon_incarnation: this.daemonIncarnation,
-      core: s
-        ? {
-            armed: s.armed ? 1 : 0,
-            home_valid_mask: s.home_valid_mask,
-            safety_fault_mask: s.safety_fault_mask,
-            home_epoch: s.home_epoch,
-            axis_enable_mask: s.enable_mask,
-            execution_fault_reasons: s.execution_fault_reasons,
-            io_armed: s.io_armed ? 1 : 0,
-            io_output_word: s.io_output_word,
-            cycle: s.cycle,
-            published_host_ns: s.now_ns,
-            overruns: s.timing.overruns,
-            grant_observation: s.grant_observation,
-          }
-        : null,
-      commissioning: { phase: s?.commissioning_phase ?? 'idle' },
-      grant: {
-        active: g !== null,
-        stopping: g?.stopping ?? false,
-        generation: g?.generation ?? this.authority.lastGeneration,
-        controller: g?.controller ?? '',
-        lease_ms: g?.leaseMs ?? 0n,
-        deadline_host_ns: g?.deadlineNs ?? 0n,
-        draining: this.authority.draining,
-      },
-      axes: (s?.axes ?? []).map((a) => ({
-        id: a.id,
-        ready: a.ready,
-        enabled: a.enabled,
-        ds402_state: a.ds402_state,
-        fault: a.fault,
-        error_code: a.error_code,
-        position: a.position,
-        velocity: a.velocity,
-        following_error: a.following_error,
-        pdo_fresh: a.pdo_fresh,
-        online: a.online,
-        brake_engaged: a.brake_engaged,
-      })),
-      execution: {
-        handles: this.handles.all().map((h) => ({
-          handle: h.handle,
-          state: h.state,
-          generation: h.generation,
-          execution_generation: h.execution_generation,
-          native_sequence: h.native_sequence,
-          ...(h.identity ? { identity: h.identity } : {}),
-        })),
-        generation: this.handles.execution.generation,
-        state: this.handles.execution.state,
-        // Data objects carry all their fields (docs/profile.md "Reply envelope"): an execution with no
-        // identity (nothing prepared yet, or a raw trajectory prepared without one) shows the empty one.
-        identity: this.handles.execution.identity ?? EMPTY_IDENTITY,
-        segment: this.executionSegment(s?.plan_cursor),
-        native_sequence: this.handles.execution.native_sequence,
-        ...(this.handles.execution.error ? { error: this.handles.execution.error } : {}),
-      },
-      motion: s?.motion ?? null,
-      plan_cursor: s?.plan_cursor ?? null,
-    };
-  }
-
-  /**
-   * Execution.segment (document 1 part 2): the program segment of the interval the core executes, the
-   * last one reached when the execution ended; 0 for trajectories.
-   */
-  private executionSegment(cursor: { active_handle: bigint; sample_index: number } | undefined): number {
-    const x = this.handles.execution;
-    const rec = this.handles.get(x.handle);
-    if (x.state !== 'executing' || !rec?.segmentOf || !cursor || cursor.active_handle !== x.handle) return x.segment;
-    return rec.segmentOf[Math.min(cursor.sample_index + 1, rec.segmentOf.length - 1)]!;
-  }
-
   private pollEvents(url: URL): Reply {
     const after = EventLog.cursor(url.searchParams);
     const events = this.events.read(after, EVENTS_PER_POLL);
@@ -679,55 +569,6 @@ export class ControlService {
       status: 200,
       body: { operation: 'subscribe_events', data: { events, next_sequence: next, latest_sequence: this.events.latestSequence } },
     };
-  }
-
-  // ---- private test channel (not part of the documented interface) ----
-
-  private async testRoute(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const json = (status: number, body: unknown) => {
-      const b = Buffer.from(encodeJson(body));
-      res.writeHead(status, { 'content-type': 'application/json', 'content-length': b.length });
-      res.end(b);
-    };
-    try {
-      const body = await readBoundedBody(req, { limit: 65536, refuse: 'declared', discardBound: DISCARD_BOUND_BYTES });
-      if (body === 'too_large') return json(413, { error: 'too large' });
-      if (body === 'gone') return; // nobody is left to answer
-      const input = body.length ? (JSON.parse(Buffer.from(body).toString('utf8')) as Record<string, unknown>) : {};
-      switch (`${req.method} ${url.pathname}`) {
-        case 'POST /inject': {
-          if (input.kind === 'tear_header_samples') {
-            // The service's own reader, not the core: the next N ring header samples count as torn.
-            const n = input.samples;
-            if (!Number.isSafeInteger(n) || (n as number) < 1 || (n as number) > 64) return json(409, { ok: false, detail: 'FAULT_BAD_FIELD: tear_header_samples: field samples must be an integer 1..64' });
-            try {
-              this.telemetry.tearHeaderSamples(n as number);
-            } catch (e) {
-              return json(409, { ok: false, detail: (e as Error).message });
-            }
-            return json(200, { ok: true });
-          }
-          const r = await this.o.core.inject(input as never);
-          return json(r.result.Result === 0 ? 200 : 409, { ok: r.result.Result === 0, detail: r.detail });
-        }
-        case 'POST /step': {
-          // Stepped clock only: run N cycles now (bounded so one request cannot hold the core for long).
-          const cycles = input.cycles;
-          if (!Number.isSafeInteger(cycles) || (cycles as number) < 1 || (cycles as number) > 10_000_000) return json(400, { error: 'cycles must be an integer 1..10000000' });
-          const r = await this.o.core.step(cycles as number);
-          return r.result.Result === 0 ? json(200, { ok: true, now_ns: r.extra?.now_ns, cycles: r.extra?.cycles, answered: r.extra?.answered }) : json(409, { ok: false, detail: r.detail });
-        }
-        case 'POST /restart-core':
-          await this.o.core.crash();
-          await new Promise((r) => setImmediate(r)); // let the service record the new incarnation
-          return json(200, { ok: true, daemon_incarnation: this.daemonIncarnation });
-        default:
-          return json(404, { error: 'unknown test route' });
-      }
-    } catch (e) {
-      json(500, { error: (e as Error).message });
-    }
   }
 }
 
@@ -781,13 +622,3 @@ function pointsDigest(p: PointArrays): string {
 }
 
 /** Identity with every field empty or zero (document 1 part 2 Identity), for an execution that has none. */
-const EMPTY_IDENTITY = Object.freeze({
-  plan_id: '',
-  program_id: '',
-  program_digest: '',
-  trajectory_digest: '',
-  source_digest: '',
-  normalised_digest: '',
-  manifest_revision: 0n,
-  plan_revision: 0n,
-});

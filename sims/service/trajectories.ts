@@ -5,7 +5,7 @@
 // gate. Refusal labels for rules the documents leave open are in docs/profile.md "Trajectories".
 
 import type { CompiledMachine } from '../config/types.ts';
-import { NATIVE_REASON } from '../core/protocol.ts';
+import { NATIVE_REASON } from '../core/reasons.ts';
 import type { Authority, Grant, Reply } from './authority.ts';
 import { CoreUnavailable, type CoreLink, type NativeReply } from './core-link.ts';
 import { Refusal, refuse, type Identity, type Request } from './envelope.ts';

@@ -179,6 +179,10 @@ export async function uploadBody(req: IncomingMessage, o: UploadOptions): Promis
   const head = await reader.readAtLeast(REQUEST_PREFIX_BYTES + 1);
   if (head === 'aborted') return { kind: 'aborted', admitted: false };
   const complete = reader.ended;
+  // The common case, a small complete body that cannot name prepare_trajectory (those bytes absent and
+  // no escape that could spell them): an ordinary command, without decoding it here (scanPrefix and
+  // lateTrajectory would both answer that, at the cost of two decodes on every control request).
+  if (complete && head.length <= REQUEST_PREFIX_BYTES && cannotNameTrajectory(head)) return { kind: 'ordinary', body: head };
   const scan = scanPrefix(head);
   if (scan.kind === 'other') {
     if (complete && head.length <= REQUEST_PREFIX_BYTES) {
@@ -247,6 +251,15 @@ export async function uploadBody(req: IncomingMessage, o: UploadOptions): Promis
   reader.discard(out.kind === 'too_large' ? DISCARD_PAST_LIMIT : DISCARD_BOUND_BYTES);
   if (out.kind === 'too_large') return { kind: 'refused', refusal: tooLarge(), admitted: true };
   return { kind: 'refused', refusal: out.refusal, admitted: true };
+}
+
+const TRAJECTORY_BYTES = Buffer.from('prepare_trajectory', 'latin1');
+const BACKSLASH = 0x5c;
+
+/** True when no JSON text of these bytes can have the string value prepare_trajectory anywhere. */
+function cannotNameTrajectory(body: Uint8Array): boolean {
+  const b = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  return b.indexOf(BACKSLASH) < 0 && b.indexOf(TRAJECTORY_BYTES) < 0;
 }
 
 /**

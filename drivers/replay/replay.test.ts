@@ -1,4 +1,4 @@
-// The replay driver end to end with the real core (it lives under sims/: drivers never import sims).
+// The replay driver end to end with the real core (a driver test may run its driver under sims/core: harness/import-rule.test.ts).
 // The recording format and the replay driver: a fast-check round trip of the format, a killed writer's
 // readable prefix, stale / missing / truncated recordings with their codes, and whole sessions recorded from
 // the sim driver through CoreHost on the stepped clock and replayed: zero divergence with the same commands
@@ -9,18 +9,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, expect, test } from 'vitest';
-import type { CompiledMachine } from '../config/types.ts';
-import { CoreHost } from './host.ts';
-import type { CommandResult, CoreStartOptions, FromCore, NativeOpName } from './protocol.ts';
-import { ProcessImage, type BusSetup } from '../../drivers/bus.ts';
-import { DriverHost } from '../../drivers/host.ts';
-import { createDriver } from '../../drivers/index.ts';
-import { createReplayDriver, REPLAY_RC, ReplayDriver } from '../../drivers/replay/driver.ts';
-import { AXIS_OUTPUTS, FORMAT_VERSION, RecordingError, RecordingReader, RecordingWriter, slotLayout, type RecordingNote } from '../../drivers/replay/format.ts';
-import { RecordingDriver } from '../../drivers/replay/recorder.ts';
-import { runReplay, scanRecording } from '../../drivers/replay/session.ts';
+import type { CompiledMachine } from '../../sims/config/types.ts';
+import { CoreHost } from '../../sims/core/host.ts';
+import type { CommandResult, CoreStartOptions, FromCore, NativeOpName } from '../../sims/core/protocol.ts';
+import { ProcessImage, type BusSetup } from '../bus.ts';
+import { DriverHost } from '../host.ts';
+import { createDriver } from '../index.ts';
+import { createReplayDriver, REPLAY_RC, ReplayDriver } from './driver.ts';
+import { AXIS_OUTPUTS, FORMAT_VERSION, RecordingError, RecordingReader, RecordingWriter, slotLayout, type RecordingNote } from './format.ts';
+import { RecordingDriver } from './recorder.ts';
+import { runReplay, scanRecording } from './session.ts';
 import { fileURLToPath } from 'node:url';
-import { nineAxisMachine } from './test-machine.ts';
+import { nineAxisMachine } from '../../sims/core/test-machine.ts';
 
 const DIR = mkdtempSync(join(tmpdir(), 'hil-replay-'));
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
@@ -285,7 +285,7 @@ test('a recording for another bus setup is refused as stale, naming both digests
   expect(err).toBeInstanceOf(RecordingError);
   expect(err).toMatchObject({ code: 'REPLAY_STALE' });
   expect((err as Error).message).toContain(recorded);
-  const { setupDigest } = await import('../../drivers/replay/format.ts');
+  const { setupDigest } = await import('./format.ts');
   expect((err as Error).message).toContain(setupDigest(other));
   // through the driver host: the open fails and the cause keeps the code
   const h = new DriverHost(createReplayDriver({ params: { file } }));
@@ -361,7 +361,7 @@ test('hil replay path: the recorded requests at their recorded cycles replay a s
 
   // The stack's own subcommand, as `hil replay` starts it (a separate process; exit 0, the report on stdout).
   const { spawnSync } = await import('node:child_process');
-  const entry = fileURLToPath(new URL('../main.ts', import.meta.url));
+  const entry = fileURLToPath(new URL('../../sims/main.ts', import.meta.url));
   const p = spawnSync(process.execPath, ['--import', 'tsx', entry, 'replay', file, '--config-cache', join(DIR, 'cache')], { encoding: 'utf8', timeout: 60_000 });
   expect(p.stderr).toBe('');
   expect(p.status).toBe(0);

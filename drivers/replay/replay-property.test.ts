@@ -11,11 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, expect, test } from 'vitest';
-import type { CompiledMachine } from '../config/types.ts';
-import { CoreHost } from './host.ts';
-import type { FromCore, NativeOpName, ToCore } from './protocol.ts';
-import { runReplay, scanRecording } from '../../drivers/replay/session.ts';
-import { nineAxisMachine } from './test-machine.ts';
+import type { CompiledMachine } from '../../sims/config/types.ts';
+import { CoreHost } from '../../sims/core/host.ts';
+import type { FromCore, NativeOpName, ToCore } from '../../sims/core/protocol.ts';
+import { runReplay, scanRecording } from './session.ts';
+import { nineAxisMachine } from '../../sims/core/test-machine.ts';
 
 const DIR = mkdtempSync(join(tmpdir(), 'hil-replay-prop-'));
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));

@@ -3,17 +3,18 @@
 // fault bits), the fault_latched event, and the telemetry record's evidence (CycleCaptureRecordV2 fields).
 
 import { afterEach, expect, test } from 'vitest';
-import { AL } from '../../drivers/bus.ts';
-import type { EthercatBusDriver } from '../../drivers/ethercat/ethercat.ts';
-import type { FakeEthercatMaster } from '../../drivers/ethercat/fake-master.ts';
-import type { FakeFault } from '../../drivers/ethercat/fake-bus.ts';
-import type { CompiledMachine } from '../config/types.ts';
-import { CaptureReader } from './capture/reader.ts';
-import { AX, axisOffset, REC, RECORD_BYTES } from './capture/layout.ts';
-import { FAULT } from './faults.ts';
-import { CoreHost } from './host.ts';
-import { NATIVE_REASON, type FromCore } from './protocol.ts';
-import { nineAxisMachine } from './test-machine.ts';
+import { AL } from '../bus.ts';
+import type { EthercatBusDriver } from './ethercat.ts';
+import type { FakeEthercatMaster } from './fake-master.ts';
+import type { FakeFault } from './fake-bus.ts';
+import type { CompiledMachine } from '../../sims/config/types.ts';
+import { CaptureReader } from '../../sims/core/capture/reader.ts';
+import { AX, axisOffset, REC, RECORD_BYTES } from '../../sims/core/capture/layout.ts';
+import { FAULT } from '../../sims/core/faults.ts';
+import { CoreHost } from '../../sims/core/host.ts';
+import { type FromCore } from '../../sims/core/protocol.ts';
+import { NATIVE_REASON } from '../../sims/core/reasons.ts';
+import { nineAxisMachine } from '../../sims/core/test-machine.ts';
 
 const MACHINE: CompiledMachine = nineAxisMachine();
 const N = MACHINE.axes.length;
