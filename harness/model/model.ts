@@ -612,8 +612,15 @@ export function outcomes(c: ModelConfig, m: ModelState, req: Request, lease: 'al
     out.push(
       // A Start whose grant ended under it answers fence (PROFILE start gate), its handle retired.
       reason('lease ran out while the core worked', ['no_grant', 'native_rejected', 'wrong_generation', 'control_session_stale', ...(req.spec.op === 'start_trajectory' ? ['fence'] : [])], {
-        next: (s) => {
-          applyLapse(c, s);
+        next: (s, r) => {
+          // A reset_fault the service submitted retires the session even when the core refuses it (part 4
+          // reset_fault): the core's refusal (no_grant, native_rejected) says it was submitted, and a later
+          // fence answers for a retired session, not an expired one.
+          if (req.spec.op === 'reset_fault' && s.grant && (r.label === 'no_grant' || r.label === 'native_rejected')) {
+            const evs: EventExp[] = [];
+            endGrant(c, s, 'retired', evs, 'reset_fault submitted as the lease ran out');
+            s.owed.push(...evs.map((e) => ({ ...e, may: true })));
+          } else applyLapse(c, s);
           s.adopt = true;
         },
         events: [{ type: 'grant_expired', why: 'the lease ran out', may: true }, { type: 'grant_revoked', why: 'the service stopped after a failed Home', may: true }],
