@@ -580,7 +580,9 @@ function judgeReply(x: RunContext, spec: Spec, req: Request, ex: { reply: Checke
     why.push(`${describeOutcome(o)}: ${miss}`);
   }
   x.trace.push(`${line} -> ${got}`);
-  x.replies?.push(got);
+  // A reply the model explains only by timing (a lease, a jog input or a plan that ran out first) is
+  // marked: two sides may differ there without either being wrong.
+  x.replies?.push(chosen && /ran out|expired first|completed first/.test(chosen.rule) ? `${got} (timing: ${chosen.rule})` : got);
   if (!chosen) fail(x, `${spec.op}: the reply ${got} ${r.reply.error ? JSON.stringify(r.reply.error) : ''} is not one the model allows:\n  ${why.join('\n  ')}`);
   hit(x, chosen.rule);
   const before = m.grant;
