@@ -774,6 +774,8 @@ async function reconcile(x: RunContext, cyclesRan: boolean): Promise<void> {
         }
       }
     }
+    // The reset's own grant (controller model-reset) is not the run's: its events may come late.
+    if (payloadOf(e).controller === 'model-reset') continue;
     // The jog's input expired (host time, seen by a core cycle): the jog generation is closed.
     if (e.type === 'jog_expired' && m.jog && payloadOf(e).jog_generation === m.jog.n) m.jog = undefined;
     // An event settles a must-event before a may-event of the same shape (a keep-alive renewal's may-entry
