@@ -243,6 +243,8 @@ export interface EndedM {
   cache?: Map<string, CacheEntry>;
   /** A drain's end seen while the lease may have run out: revoked, or expired (the events tell later). */
   maybeExpired?: boolean;
+  /** A core restart while the lease may have run out: its fence may answer as for an expired session too. */
+  alsoExpired?: boolean;
 }
 
 export interface ModelState {
@@ -694,7 +696,7 @@ function outcomesIn(c: ModelConfig, m: ModelState, req: Request, lapsed: boolean
   if (!fence.startsWith('ok')) {
     // An ended session that may have ended by expiry instead: that fence label too.
     const ended = m.grant?.session === f.session ? undefined : findLast(m.ended, (x) => x.session === f.session);
-    if (ended?.maybeExpired) {
+    if (ended?.maybeExpired || ended?.alsoExpired) {
       const alt = cloneState(m);
       findLast(alt.ended, (x) => x.session === f.session)!.how = 'expired';
       const other = fenceCheck(c, alt, spec.op, f, lapsed);

@@ -425,8 +425,15 @@ export async function runSpec(x: RunContext, spec: Spec): Promise<void> {
       const g = m.grant;
       // A session of the previous core incarnation answers daemon_restarted (part 7); its handles are unknown now.
       if (g) {
+        // A lease that may have run out before the restart may end the grant by expiry instead (its event,
+        // and the fence answers for an expired session too).
+        const lapsedMaybe = leaseAt(g, x.lastSendMs, performance.now()) !== 'alive';
         endGrant(c, m, 'restarted', evs, 'core restart');
-        evs.push({ type: 'grant_revoked', why: 'authority lost with the core', may: true });
+        evs.push({ type: 'grant_revoked', why: 'authority lost with the core', may: true, ...(lapsedMaybe ? { alt: ['grant_expired'] } : {}) });
+        if (lapsedMaybe) {
+          const e = findLast(m.ended, (y) => y.generation === g.generation);
+          if (e) e.alsoExpired = true;
+        }
       }
       m.core++;
       m.epoch++;
