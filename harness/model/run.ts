@@ -470,12 +470,16 @@ export async function runSpec(x: RunContext, spec: Spec): Promise<void> {
       x.trace.push(line);
       break;
     }
+    // Like every command (RealCell.send's `after`), a few core cycles follow, so the status read after it
+    // shows what the core made of the commands before (a release's disable reaches the drives on a cycle).
     case 'hold_upload':
       await holdUpload(x, spec.kind);
+      await real.step(5);
       x.trace.push(line);
       break;
     case 'abandon_upload':
       await abandonUpload(x);
+      await real.step(5);
       x.trace.push(line);
       break;
     case 'finish_upload': {
