@@ -460,7 +460,8 @@ export async function runSpec(x: RunContext, spec: Spec): Promise<void> {
       for (const h of m.handles.values()) {
         if (h.state === 'started' && h.core === m.core) {
           h.state = 'retired';
-          m.owed.push({ type: 'handle_transition', where: { handle: h.n, from: 'started', to: 'retired' }, why: `fault retired ${h.n}`, may: true }, { type: 'execution_faulted', where: { handle: h.n }, why: `fault retired ${h.n}`, may: true });
+          m.owed.push({ type: 'handle_transition', where: { handle: h.n, from: 'started', to: 'retired' }, why: `fault retired ${h.n}`, may: true }, { type: 'execution_faulted', alt: ['execution_aborted'], where: { handle: h.n }, why: `fault retired ${h.n}`, may: true });
+          // (The fault reaction may end the authority first: the execution is then aborted, "authority ended".)
         }
       }
       if (m.jog) m.jog = undefined;
