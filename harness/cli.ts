@@ -593,7 +593,7 @@ async function fuzzDifferential(values: FuzzValues): Promise<number> {
         status = 1;
         break;
       }
-      process.stdout.write(`seed ${seed}: ${sequence.length} commands answered alike\n`);
+      process.stdout.write(r.timing ? `seed ${seed}: ${differentialReport(r, { names: [kinds[0]!, kinds[1]!] })}\n` : `seed ${seed}: ${sequence.length} commands answered alike\n`);
     }
   } finally {
     for (const t of opened) await t.close();

@@ -293,7 +293,8 @@ export function failureReport(r: PropertyResult, o: { maxCommands: number; varia
   const lines = [
     `model run failed${o.variant ? ` (wrong-model variant ${o.variant})` : ''}: ${r.error?.split('\n')[0] ?? ''}`,
     r.error ?? '',
-    `replay: HIL_MODEL_SEED=${r.seed}${r.path ? ` HIL_MODEL_PATH='${r.path}'` : ''} HIL_MODEL_COMMANDS=${o.maxCommands}`,
+    // The path's first index is the failing run's: a replay needs at least that many runs.
+    `replay: HIL_MODEL_SEED=${r.seed}${r.path ? ` HIL_MODEL_PATH='${r.path}' HIL_MODEL_RUNS=${Number(r.path.split('#')[0]!.split(':')[0]) + 1}` : ''} HIL_MODEL_COMMANDS=${o.maxCommands}`,
   ];
   if (r.sequence) {
     lines.push(

@@ -33,9 +33,13 @@ describe('differential mode: one sequence on two targets, the first reply that d
   test('two equal stacks answer alike (none reported)', async ({ skip }) => {
     skip(a.cannot !== undefined || same.cannot !== undefined, a.cannot ?? same.cannot);
     const ab = await sharedAbilities(a.target, same.target);
-    const r = await differential(a.target, same.target, SEQUENCE, { ab });
+    // A loaded host can let a kept-alive lease run out on one side: such a run compares only up to there
+    // (r.timing), so it is tried again, up to three times, for a run compared to the end.
+    let r = await differential(a.target, same.target, SEQUENCE, { ab });
+    for (let i = 0; i < 2 && r.timing && !r.first; i++) r = await differential(a.target, same.target, SEQUENCE, { ab });
     const text = differentialReport(r, { names: ['sim', 'sim'] });
     expect(r.first, text).toBeUndefined();
+    expect(r.timing, text).toBeUndefined();
     // Every command was sent on both sides and judged (hold_upload is a harness step with no reply of its
     // own): the comparison is not of two empty logs.
     expect(r.a.filter((s) => !s.skipped && !s.mismatch && s.replies.length > 0).length).toBe(SEQUENCE.length - 1);

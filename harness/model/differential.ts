@@ -32,6 +32,11 @@ export interface DifferentialResult {
   b: SideStep[];
   /** The first command whose replies differ, or undefined when none does. */
   first?: { index: number; spec: Spec; a: string; b: string };
+  /**
+   * The sides' timing diverged first (a reply the model explains only by a lease, jog input or plan that
+   * ran out): nothing after it is compared, and it is no difference of the implementations.
+   */
+  timing?: { index: number; spec: Spec; a: string; b: string };
   stats: { a: ModelStats; b: ModelStats };
 }
 
@@ -113,8 +118,12 @@ export async function differential(a: Target, b: Target, sequence: readonly Spec
     const x = sa.find((s) => s.index === i);
     const y = sb.find((s) => s.index === i);
     if (!x && !y) break;
-    if (text(x) !== text(y)) {
-      r.first = { index: i, spec: sequence[i]!, a: text(x), b: text(y) };
+    const tx = text(x);
+    const ty = text(y);
+    if (tx !== ty) {
+      const d = { index: i, spec: sequence[i]!, a: tx, b: ty };
+      if (/\(timing: /.test(tx) || /\(timing: /.test(ty)) r.timing = d;
+      else r.first = d;
       break;
     }
   }
@@ -125,7 +134,9 @@ export async function differential(a: Target, b: Target, sequence: readonly Spec
 export function differentialReport(r: DifferentialResult, o: { names: [string, string]; seed?: number; maxCommands?: number }): string {
   const [na, nb] = o.names;
   const lines: string[] = [];
-  if (!r.first) {
+  if (r.timing) {
+    lines.push(`differential: ${na} and ${nb} answered alike until command ${r.timing.index + 1} of ${r.sequence.length}, where their timing diverged (not compared further): ${JSON.stringify(r.timing.spec)}`, `  ${na}: ${r.timing.a}`, `  ${nb}: ${r.timing.b}`);
+  } else if (!r.first) {
     lines.push(`differential: ${na} and ${nb} answered the ${r.sequence.length}-command sequence alike`);
   } else {
     lines.push(`differential: the first reply that differs is command ${r.first.index + 1} of ${r.sequence.length}: ${JSON.stringify(r.first.spec)}`, `  ${na}: ${r.first.a}`, `  ${nb}: ${r.first.b}`);

@@ -243,6 +243,8 @@ export interface EndedM {
   cache?: Map<string, CacheEntry>;
   /** A drain's end seen while the lease may have run out: revoked, or expired (the events tell later). */
   maybeExpired?: boolean;
+  /** A core restart while the lease may have run out: its fence may answer as for an expired session too. */
+  alsoExpired?: boolean;
 }
 
 export interface ModelState {
@@ -612,8 +614,15 @@ export function outcomes(c: ModelConfig, m: ModelState, req: Request, lease: 'al
     out.push(
       // A Start whose grant ended under it answers fence (PROFILE start gate), its handle retired.
       reason('lease ran out while the core worked', ['no_grant', 'native_rejected', 'wrong_generation', 'control_session_stale', ...(req.spec.op === 'start_trajectory' ? ['fence'] : [])], {
-        next: (s) => {
-          applyLapse(c, s);
+        next: (s, r) => {
+          // A reset_fault the service submitted retires the session even when the core refuses it (part 4
+          // reset_fault): the core's refusal (no_grant, native_rejected) says it was submitted, and a later
+          // fence answers for a retired session, not an expired one.
+          if (req.spec.op === 'reset_fault' && s.grant && (r.label === 'no_grant' || r.label === 'native_rejected')) {
+            const evs: EventExp[] = [];
+            endGrant(c, s, 'retired', evs, 'reset_fault submitted as the lease ran out');
+            s.owed.push(...evs.map((e) => ({ ...e, may: true })));
+          } else applyLapse(c, s);
           s.adopt = true;
         },
         events: [{ type: 'grant_expired', why: 'the lease ran out', may: true }, { type: 'grant_revoked', why: 'the service stopped after a failed Home', may: true }],
@@ -687,7 +696,7 @@ function outcomesIn(c: ModelConfig, m: ModelState, req: Request, lapsed: boolean
   if (!fence.startsWith('ok')) {
     // An ended session that may have ended by expiry instead: that fence label too.
     const ended = m.grant?.session === f.session ? undefined : findLast(m.ended, (x) => x.session === f.session);
-    if (ended?.maybeExpired) {
+    if (ended?.maybeExpired || ended?.alsoExpired) {
       const alt = cloneState(m);
       findLast(alt.ended, (x) => x.session === f.session)!.how = 'expired';
       const other = fenceCheck(c, alt, spec.op, f, lapsed);

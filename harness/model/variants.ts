@@ -228,6 +228,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['transition:handle:prepared->superseded:newer_preparation'],
     witness: [ACQUIRE, { op: 'prepare_trajectory', ...F, io: 'none' }, { op: 'prepare_program', ...F, prog: 'a' }],
     budget: { seed: 122, runs: 8, maxCommands: 150 },
+    needed: 44,
   },
   {
     name: 'program-start-replaces-program',
@@ -236,6 +237,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['reason:program_already_executing', 'profile:program.start_lookup'],
     witness: [{ op: 'ready', plan: 'program' }, { op: 'prepare_program', ...F, prog: 'b' }, { op: 'start_program', ...F, id: 'current' }, { op: 'start_program', ...F, id: 'other' }],
     budget: { seed: 123, runs: 12, maxCommands: 150 },
+    needed: 8,
   },
   {
     name: 'start-trajectory-takes-program-handle',
@@ -244,6 +246,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['reason:unknown_handle'],
     witness: [{ op: 'ready', plan: 'program' }, { op: 'start_trajectory', ...F, h: 'program' }],
     budget: { seed: 124, runs: 12, maxCommands: 150 },
+    needed: 54,
   },
   {
     name: 'discard-refuses-program-handle',
@@ -252,6 +255,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['transition:handle:prepared->discarded:discard'],
     witness: [ACQUIRE, { op: 'prepare_program', ...F, prog: 'a' }, { op: 'discard_trajectory', ...F, h: 'program' }],
     budget: { seed: 125, runs: 8, maxCommands: 150 },
+    needed: 12,
   },
   {
     name: 'program-start-skips-gate',
@@ -268,6 +272,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['limit:upload_slots_per_kind', 'reason:busy'],
     witness: [ACQUIRE, { op: 'hold_upload', kind: 'trajectory' }, { op: 'prepare_trajectory', ...F, io: 'none' }, { op: 'finish_upload' }],
     budget: { seed: 127, runs: 8, maxCommands: 150 },
+    needed: 21,
   },
   {
     name: 'one-global-upload-slot',
@@ -276,6 +281,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['limit:upload_slots_per_kind'],
     witness: [ACQUIRE, { op: 'hold_upload', kind: 'trajectory' }, { op: 'prepare_program', ...F, prog: 'a' }, { op: 'finish_upload' }],
     budget: { seed: 128, runs: 8, maxCommands: 150 },
+    needed: 57,
   },
   {
     name: 'end-jog-accepts-older',
@@ -308,6 +314,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['profile:jog.frame_refusals'],
     witness: [{ op: 'ready' }, { op: 'begin_jog', ...F, mask: 'traj', clock: 'ok', deadline: 'ok' }, { op: 'update_jog', s: 'current', g: 'newer', jg: 'current', seq: 'next', capture: 'now' }],
     budget: { seed: 132, runs: 12, maxCommands: 150 },
+    needed: 23,
   },
   {
     name: 'first-point-intent-dropped',
@@ -333,6 +340,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['reason:handle_retired', 'rule:handle.terminal_never_regain'],
     witness: [{ op: 'ready' }, { op: 'release', ...F }, ACQUIRE, { op: 'start_trajectory', ...F, h: 'terminal' }],
     budget: { seed: 135, runs: 8, maxCommands: 150 },
+    needed: 129,
   },
   {
     name: 'program-on-marker-without-io-arm',
@@ -341,6 +349,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['reason:io_not_armed', 'profile:program.output_intents'],
     witness: [{ op: 'ready', plan: 'program_on' }, { op: 'io_disarm', ...F }, { op: 'start_program', ...F, id: 'current' }],
     budget: { seed: 136, runs: 12, maxCommands: 150 },
+    needed: 18,
   },
   {
     name: 'jog-skips-gate',
@@ -349,6 +358,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['reason:not_ready'],
     witness: [{ op: 'ready', omit: 'arm' }, { op: 'begin_jog', ...F, mask: 'traj', clock: 'ok', deadline: 'ok' }],
     budget: { seed: 137, runs: 12, maxCommands: 150 },
+    needed: 44,
   },
   {
     name: 'renew-resets-lease',
@@ -357,6 +367,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['transition:grant:owned->owned:renew'],
     witness: [{ op: 'acquire', lease: 499, binding: 'ok', controller: 'ok' }, { op: 'renew', ...F }],
     budget: { seed: 138, runs: 8, maxCommands: 150 },
+    needed: 8,
   },
 ];
 
