@@ -34,7 +34,8 @@ export async function startReferenceOlp(spec: OlpSpec = {}): Promise<OpenedOlp> 
     if (w?.seam) args.push('--seam-worker', w.seam === 'builtin' ? 'builtin' : JSON.stringify(w.seam));
     if (w?.pool !== undefined) args.push('--worker-pool', String(w.pool));
     if (w?.timeoutMs !== undefined) args.push('--worker-timeout-ms', String(w.timeoutMs));
-    if (spec.localSimulator) args.push('--local-simulator', join(ROOT, 'fixtures', 'machines', 'nine-axis.json'), '--local-simulator-model', 'sim-nine-axis');
+    // The internet link profile's 3 s lease ceiling lets the local simulator's grant ride out a loaded machine.
+    if (spec.localSimulator) args.push('--local-simulator', join(ROOT, 'fixtures', 'machines', 'nine-axis-internet.json'), '--local-simulator-model', 'sim-nine-axis');
     const programs = spec.programStore ?? 'temp';
     if (programs !== 'none') args.push('--program-store', programs === 'temp' ? join(dir, 'programs') : programs.dir);
     if (spec.cells) args.push('--catalogue', await writeCatalogue(dir, spec.cells));

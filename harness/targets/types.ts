@@ -228,7 +228,7 @@ export interface OlpSpec {
    * ("builtin") or a command (argv) of the suite's, e.g. a fault-injecting worker; pool size and time limit.
    */
   workers?: { cad?: 'builtin' | readonly string[]; seam?: 'builtin' | readonly string[]; pool?: number; timeoutMs?: number };
-  /** Serve /local-simulator/* with the fixture nine-axis machine and robot. */
+  /** Serve /local-simulator/* with the fixture nine-axis machine (internet link profile) and robot. */
   localSimulator?: boolean;
   /** The program catalogue's store: a fresh temporary directory (default), none, or a directory of the suite's. */
   programStore?: 'temp' | 'none' | { dir: string };

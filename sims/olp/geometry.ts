@@ -95,11 +95,25 @@ export function readPart(occt: Occt, body: Record<string, unknown>): Part {
   const bytes = Buffer.from(b64, 'base64');
   const deflection = body.linear_deflection_mm;
   if (deflection !== undefined && !(typeof deflection === 'number' && deflection > 0 && deflection <= 100)) throw new Refusal('linear_deflection_mm must be a number in (0, 100]');
-  const r = occt.ReadStepFile(new Uint8Array(bytes), { linearUnit: 'millimeter', linearDeflectionType: 'absolute_value', linearDeflection: (deflection as number | undefined) ?? 0.5, angularDeflection: 0.5 });
+  // A session authors one part through several operations: the last few parts read are kept.
+  const sha256 = 'sha256:' + createHash('sha256').update(bytes).digest('hex');
+  const key = `${sha256}@${(deflection as number | undefined) ?? 0.5}`;
+  const cached = PARTS.get(key);
+  if (cached) return cached;
+  const part = readStep(occt, bytes, sha256, (deflection as number | undefined) ?? 0.5);
+  PARTS.set(key, part);
+  if (PARTS.size > 4) PARTS.delete(PARTS.keys().next().value as string);
+  return part;
+}
+
+const PARTS = new Map<string, Part>();
+
+function readStep(occt: Occt, bytes: Buffer, sha256: string, deflection: number): Part {
+  const r = occt.ReadStepFile(new Uint8Array(bytes), { linearUnit: 'millimeter', linearDeflectionType: 'absolute_value', linearDeflection: deflection, angularDeflection: 0.5 });
   if (!r || !r.success) throw new Refusal('the STEP file cannot be read (OpenCascade found no shape in it)');
   if (r.meshes.length === 0) throw new Refusal('the STEP file has no solid');
   const solids = r.meshes.map((m, i) => buildSolid(`solid-${i}`, m));
-  return { sha256: 'sha256:' + createHash('sha256').update(bytes).digest('hex'), solids };
+  return { sha256, solids };
 }
 
 function buildSolid(id: string, m: OcctResult['meshes'][number]): Solid {

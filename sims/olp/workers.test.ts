@@ -19,6 +19,14 @@ describe('worker bridge', () => {
     expect(got.length).toBe(3);
   });
 
+  test('a worker that ends before its ready frame is 503 unavailable', async () => {
+    const pool = new WorkerPool({ label: 'seam', command: [process.execPath, '-e', 'process.exit(3)'], size: 1, timeoutMs: 5_000, log: () => undefined });
+    const e = await pool.run('seam', Buffer.from('{}'), new AbortController().signal).catch((x: unknown) => x);
+    expect([(e as OlpError).status, (e as OlpError).code]).toEqual([503, 'unavailable']);
+    expect((e as OlpError).detail).toMatch(/ended before it was ready \(exit code 3\)/);
+    pool.close();
+  });
+
   test('a worker command that cannot be started is 503 unavailable, and the pool keeps no worker', async () => {
     const pool = new WorkerPool({ label: 'CAD', command: ['/nonexistent/hil-worker'], size: 1, timeoutMs: 5_000, log: () => undefined });
     const e = await pool.run('cadquery/topology', Buffer.from('{}'), new AbortController().signal).catch((x: unknown) => x);

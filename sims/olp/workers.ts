@@ -26,6 +26,8 @@ export const WORKER_SCHEMA = 'offline-programming.worker.v1';
 export const DEFAULT_POOL_SIZE = 2;
 /** Default time limit of one worker request, and of a worker's start (docs/profile.md). */
 export const DEFAULT_WORKER_TIMEOUT_MS = 120_000;
+/** A new worker must say it is ready within this long (or the request limit, when that is longer). */
+export const WORKER_START_TIMEOUT_MS = 30_000;
 /** A reply frame longer than this is invalid_response (a tessellation of a 12 MiB STEP file fits many times). */
 export const MAX_REPLY_BYTES = 256 * 1024 * 1024;
 
@@ -247,9 +249,10 @@ export class WorkerPool {
     let expire: (what: string) => void = () => undefined;
     const stop = new Promise<never>((_res, rej) => {
       expire = (what) => {
-        this.o.log(`olp: ${this.o.label} worker ${worker.pid} over its ${this.o.timeoutMs} ms limit (${what}): killed`);
+        const limit = what === 'starting' ? Math.max(this.o.timeoutMs, WORKER_START_TIMEOUT_MS) : this.o.timeoutMs;
+        this.o.log(`olp: ${this.o.label} worker ${worker.pid} over its ${limit} ms limit (${what}): killed`);
         worker.kill();
-        rej(new OlpError(504, 'timeout', `the ${this.o.label} worker ran longer than ${this.o.timeoutMs} ms (${what})`));
+        rej(new OlpError(504, 'timeout', `the ${this.o.label} worker ran longer than ${limit} ms (${what})`));
       };
       onGone = () => {
         this.o.log(`olp: client went away: ${this.o.label} worker ${worker.pid} killed`);
@@ -261,8 +264,8 @@ export class WorkerPool {
     });
     stop.catch(() => undefined);
     try {
-      // The limit applies to the start of a new worker and, separately, to the request itself.
-      timer = setTimeout(() => expire('starting'), this.o.timeoutMs);
+      // A new worker's start has a limit of its own; the request limit counts from the request.
+      timer = setTimeout(() => expire('starting'), Math.max(this.o.timeoutMs, WORKER_START_TIMEOUT_MS));
       await Promise.race([worker.ready, stop]);
       clearTimeout(timer);
       timer = setTimeout(() => expire('request'), this.o.timeoutMs);

@@ -12,7 +12,7 @@ import { covers, describe, expect, profile } from '../../harness/fixture.ts';
 import { stringifyExact } from '../../harness/oracle/json.ts';
 import type { OlpSpec } from '../../harness/targets/index.ts';
 import { baseProgram } from '../planner/toolkit.ts';
-import { expectAuthoringError, olpTest as test, useOlp, type Olp } from './toolkit.ts';
+import { expectAuthoringError, needsConfigured, olpTest as test, useOlp, type Olp } from './toolkit.ts';
 
 const SPEC = (): OlpSpec => ({ planner: 'none', workers: { cad: 'builtin', seam: 'builtin', pool: 1 }, localSimulator: true });
 type Pools = { open: (n: string, s: () => OlpSpec) => Promise<Olp | undefined> };
@@ -49,6 +49,7 @@ describe('local simulator', () => {
     covers('olp:route.local_simulator_programs'),
     async ({ olps, skip }) => {
       const o = await server(olps, skip);
+      needsConfigured({ skip }, o, 'the local simulator\'s routes and bodies (docs/profile.md "OLP server: local simulator")');
       skip((await o.client.get('/health')).json.local_simulator !== true, 'the OLP server has no local simulator');
       const started = await o.client.post('/local-simulator/start', {});
       expect(started.status, started.text).toBe(200);
@@ -98,6 +99,7 @@ describe('program catalogue', () => {
     covers('olp:route.local_simulator_programs'),
     async ({ olps, skip }) => {
       const o = await server(olps, skip);
+      needsConfigured({ skip }, o, 'the catalogue\'s bodies and revision rule (docs/profile.md "OLP server: program catalogue")');
       skip((await o.client.get('/health')).json.program_catalog !== true, 'the OLP server has no program catalogue');
       const first = doc();
       const bytes = stringifyExact(first);

@@ -11,6 +11,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { sealProgram } from '../../harness/clients/weldplan.ts';
+import { stringifyExact } from '../../harness/oracle/json.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
 import { readStatus } from '../../harness/clients/status.ts';
 import { latestSequence, readBatch } from '../../harness/clients/telemetry.ts';
@@ -65,6 +66,8 @@ function catalogue(target: Target, d: Description): OlpSpec {
       { cell_id: 'cell-nodesc', ...pin },
     ],
     leaseMs: LEASE_MS,
+    // The reference STEP worker for the CAD-to-play test.
+    workers: { cad: 'builtin', seam: 'builtin', pool: 1 },
   };
 }
 
@@ -145,6 +148,77 @@ async function execOlp(olps: Pools, skip: (c: boolean, n?: string) => void, targ
   return o;
 }
 
+/** Joint positions of the cell as its telemetry reports them (the newest capture record), by axis id. */
+async function telemetryJoints(client: ControlClient, d: Description): Promise<Record<string, number>> {
+  const last = await latestSequence(client);
+  const b = await readBatch(client, last > 4n ? last - 4n : 0n);
+  const rec = b.records.at(-1)!;
+  const q: Record<string, number> = {};
+  d.axes.forEach((a, i) => (q[a.id] = (Number(rec.ax[i]!.position) * Number(a.sign ?? 1)) / Number(a.counts_per_unit)));
+  return q;
+}
+
+/**
+ * Cartesian jog and moves on the armed cell (part 1: joint limits only): a move reaches the commanded tool
+ * pose as the cell's telemetry shows it through the suite's own kinematics (tolerance 1 mm and 2 mrad);
+ * a pose with J4 and J6 aligned is refused as a singularity before anything moves; a jog along +x moves
+ * the tool along +x and stops.
+ */
+async function cartesianChecks(o: Olp, post: (route: string, body?: unknown) => ReturnType<Olp['client']['post']>, client: ControlClient, description: Description): Promise<void> {
+    // Away from the wrist singularity of the zero pose (J5 = 0 aligns J4 and J6).
+    const q0 = ((await cellStatus(client)).axes as any[]).map((a) => Number(a.position));
+    const start = description.axes.map((a, i) => ({ J2: 0, J3: 0.2, J4: 0, J5: 0.2, J6: 0 } as Record<string, number>)[a.id] ?? q0[i]!);
+    expect((await post('/move', { points: [start] })).status).toBe(200);
+    await until('the start pose', () => cellStatus(client), (st) => st.execution.state !== 'executing' && (st.axes as any[]).every((a, i) => Math.abs(Number(a.position) - start[i]!) < 1e-3), 15_000);
+    const here = toolPose(URDF_TEXT, await telemetryJoints(client, description));
+    const state = await o.client.get('/dense-execution/cartesian/state');
+    expect(state.status, state.text).toBe(200);
+    state.json.tool_pose.xyz_m.forEach((v: unknown, k: number) => expect(Math.abs(Number(v) - here.xyz[k]!)).toBeLessThan(1e-3));
+    // The move: 3 cm, -2 cm, 4 cm, the same orientation.
+    const rpy = state.json.tool_pose.rpy_rad.map(Number) as [number, number, number];
+    const goal = [here.xyz[0]! + 0.03, here.xyz[1]! - 0.02, here.xyz[2]! + 0.04];
+    const gen = BigInt((await cellStatus(client)).execution.generation);
+    const m = await post('/cartesian/move', { pose: { xyz_m: goal, rpy_rad: rpy } });
+    expect(m.status, m.text).toBe(200);
+    await until('the Cartesian move ends', () => cellStatus(client), (st) => BigInt(st.execution.generation) > gen && st.execution.state !== 'executing', 15_000);
+    await new Promise((r) => setTimeout(r, 100)); // settled
+    const reached = toolPose(URDF_TEXT, await telemetryJoints(client, description));
+    // Tolerance: 1 mm and 2 mrad (the simulated drives' completion tolerance is far below it).
+    const posErr = Math.hypot(...reached.xyz.map((v, k) => v - goal[k]!));
+    const rotErr = rotationAngle(reached.R, rpyRotation(...rpy));
+    expect(posErr, `position error ${posErr} m`).toBeLessThan(1e-3);
+    expect(rotErr, `rotation error ${rotErr} rad`).toBeLessThan(2e-3);
+    // A pose only reachable with J4 and J6 aligned: refused, not driven through.
+    const qs = await telemetryJoints(client, description);
+    const singular = toolPose(URDF_TEXT, { ...qs, J5: 0 });
+    const sr = singular.R;
+    const srpy = [Math.atan2(sr[2]![1]!, sr[2]![2]!), Math.asin(-sr[2]![0]!), Math.atan2(sr[1]![0]!, sr[0]![0]!)];
+    const g2 = BigInt((await cellStatus(client)).execution.generation);
+    expectMachineError(await post('/cartesian/move', { pose: { xyz_m: singular.xyz, rpy_rad: srpy } }), 409, 'singularity');
+    expect(BigInt((await cellStatus(client)).execution.generation)).toBe(g2);
+    // Cartesian jog: +x in the world frame for about 0.6 s, intents every 50 ms.
+    const before = toolPose(URDF_TEXT, await telemetryJoints(client, description));
+    const st = await post('/cartesian/start', { session_id: 'cj-1', frame: 'world' });
+    expect(st.status, st.text).toBe(200);
+    for (let rev = 1; rev <= 12; rev++) {
+      const i = await post('/cartesian/intent', { session_id: 'cj-1', revision: rev, linear: [1, 0, 0], angular: [0, 0, 0] });
+      expect(i.status, i.text).toBe(200);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expectMachineError(await post('/cartesian/intent', { session_id: 'cj-1', revision: 12, linear: [1, 0, 0] }), 409, 'cartesian_revision_stale');
+    expect((await post('/cartesian/stop', {})).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 300));
+    const after = toolPose(URDF_TEXT, await telemetryJoints(client, description));
+    const d = after.xyz.map((v, k) => v - before.xyz[k]!);
+    expect(d[0]!, JSON.stringify(d)).toBeGreaterThan(0.01); // about 0.05 m/s for about 0.6 s
+    expect(Math.hypot(d[1]!, d[2]!), JSON.stringify(d)).toBeLessThan(0.2 * d[0]!);
+    expect(rotationAngle(after.R, before.R)).toBeLessThan(0.01);
+    await new Promise((r) => setTimeout(r, 200));
+    const still = toolPose(URDF_TEXT, await telemetryJoints(client, description));
+    expect(Math.hypot(...still.xyz.map((v, k) => v - after.xyz[k]!))).toBeLessThan(1e-3); // at rest after stop
+    expect((await o.client.get('/dense-execution/cartesian/state')).json.active).toBe(false);
+}
+
 describe('dense execution', () => {
   test(
     'end to end: program document -> /weld-plan -> load -> arm -> home -> play completes on the cell; the telemetry window shows the motion; stop leaves it stopped and released',
@@ -203,6 +277,63 @@ describe('dense execution', () => {
       const after = await cellStatus(client);
       expect([after.grant.active, after.grant.controller ?? '']).toEqual([false, '']);
       expect(Number(after.core.armed)).toBe(0);
+    },
+  );
+
+  test(
+    'CAD to play: a STEP fixture -> topology -> joints -> seam frames -> plan request -> /weld-plan -> load -> play completes on the cell; then a Cartesian move reaches its pose as telemetry shows, a singular pose is refused, a Cartesian jog moves the tool along its direction and stops',
+    covers('olp:route.cadquery_topology', 'olp:route.seam', 'olp:route.weld_plan', 'olp:route.dense_execution_run', 'olp:route.dense_execution_cartesian', 'olp:joint_limits_only'),
+    async ({ olps, skip }) => {
+      const { target, description, client } = theCell(skip);
+      const o = await execOlp(olps, skip, target, description);
+      const f = (await o.client.get('/capabilities')).json.features;
+      skip(!f.cad_worker || !f.seam_worker, 'the OLP server has no CAD or seam worker');
+      skip(!description.axes.some((a) => a.id === 'J5'), 'the cell is not the fixture robot (J1..J6 of sim-nine-axis.urdf)');
+      const step = readFileSync(new URL('../../fixtures/step/butt-joint.step', import.meta.url));
+      const step_base64 = step.toString('base64');
+      const topo = await o.client.post('/cadquery/topology', { operation: 'extract_topology', step_base64 });
+      expect(topo.status, topo.text.slice(0, 300)).toBe(200);
+      expect(topo.json.result.solids.length).toBe(2);
+      const joints = await o.client.post('/seam', { operation: 'detect_joints', step_base64 });
+      expect(joints.status, joints.text.slice(0, 300)).toBe(200);
+      // The top seam of the butt joint (x 100 mm, z 10 mm, along y).
+      const joint = joints.json.result.joints.find((j: any) => j.kind === 'butt' && Number(j.start_mm[2]) === 10 && Number(j.length_mm) === 100);
+      expect(joint, joints.text.slice(0, 400)).toBeDefined();
+      // The program's seam: the joint, an 85 degree work angle and a 5 degree push.
+      const orientation = { work_angle_deg: { kind: 'constant', value: 85 }, travel_angle_deg: { kind: 'constant', value: 5 } };
+      const frames = await o.client.post('/seam', { operation: 'sample_seam_frames', step_base64, spacing_mm: 25, seam: { weld_joint_ref: joint.id, orientation } });
+      expect(frames.status, frames.text.slice(0, 300)).toBe(200);
+      expect(frames.json.result.frames.length).toBe(5); // 100 mm every 25 mm
+      expect(frames.json.result.frames.every((x: any) => Number(x.work_angle_deg) === 85 && Number(x.travel_angle_deg) === 5)).toBe(true);
+      const p = JSON.parse(stringifyExact(programFor())) as Record<string, any>;
+      delete p.program_digest;
+      // Placed where the fixture program's own weld is (x 0.5, y -0.05..0.05, z 0.3).
+      p.placement.anchor_xyz_m = [0.4, -0.05, 0.29];
+      const weld = p.nodes.find((n: any) => n.op === 'weld');
+      weld.geometry = { kind: 'seam', id: 'seam-1', reference: 'butt-joint.step', orientation, weld_joint_ref: joint.id };
+      weld.travel_speed_mm_s = 100; // 1 s of welding on the 100 mm seam
+      const built = await o.client.post('/seam', { operation: 'build_plan_request', program: p, tooling: { tool_id: 'torch-olp' }, step_base64, step_filename: 'butt-joint.step', cell_id: 'cell-a' });
+      expect(built.status, built.text.slice(0, 400)).toBe(200);
+      const request = built.json.result.request;
+      expect(request.program.workpiece.weld_joints.map((j: any) => j.id)).toContain(joint.id);
+      const planned = await o.client.post('/weld-plan', request);
+      expect(planned.status, planned.text.slice(0, 400)).toBe(200);
+      expect(planned.json.program_digest).toBe(request.program_digest);
+      const post = await selected(o, 'cell-a');
+      await alive(o, async () => {
+        const loaded = await post('/load', { trajectory_digest: planned.json.dense.digest });
+        expect(loaded.status, loaded.text).toBe(200);
+        expect((await post('/arm', { armed: true })).status).toBe(200);
+        await ensureHomed(post, client, description);
+        await toStart(post, client);
+        const before = BigInt((await cellStatus(client)).execution.generation);
+        const play = await post('/play', {});
+        expect(play.status, play.text).toBe(200);
+        await until('the program ends', () => o.client.get('/dense-execution/status'), (r) => r.json.playing === false, 30_000);
+        const done = await cellStatus(client);
+        expect([done.execution.state, BigInt(done.execution.generation)], JSON.stringify(done.core) + JSON.stringify(done.axes)).toEqual(['completed', before + 1n]);
+        await cartesianChecks(o, post, client, description);
+      });
     },
   );
 
@@ -312,86 +443,6 @@ describe('dense execution', () => {
     expectMachineError(await post('/jog/begin', { target_id: 'cell-a', session_id: 's', revision: 1, axis: description.axes[0]!.id, direction: 2, fraction: 0.5 }), 400, 'invalid_request');
     expectMachineError(await post('/move', { points: [] }), 400, 'invalid_request');
   });
-});
-
-describe('Cartesian jog and moves (part 1: joint limits only)', () => {
-  /** Joint positions of the cell as its telemetry reports them (the newest capture record), by axis id. */
-  async function telemetryJoints(client: ControlClient, d: Description): Promise<Record<string, number>> {
-    const last = await latestSequence(client);
-    const b = await readBatch(client, last > 4n ? last - 4n : 0n);
-    const rec = b.records.at(-1)!;
-    const q: Record<string, number> = {};
-    d.axes.forEach((a, i) => (q[a.id] = (Number(rec.ax[i]!.position) * Number(a.sign ?? 1)) / Number(a.counts_per_unit)));
-    return q;
-  }
-
-  test(
-    'a Cartesian move reaches the commanded tool pose (from telemetry through the suite\'s own kinematics); a singular pose is refused; a Cartesian jog moves the tool along the commanded direction and stops',
-    covers('olp:route.dense_execution_cartesian', 'olp:joint_limits_only'),
-    async ({ olps, skip }) => {
-      const { target, description, client } = theCell(skip);
-      const o = await execOlp(olps, skip, target, description);
-      skip(!description.axes.some((a) => a.id === 'J5'), 'the cell is not the fixture robot (J1..J6 of sim-nine-axis.urdf)');
-      const post = await selected(o, 'cell-a');
-      await alive(o, async () => {
-        expect((await post('/arm', { armed: true })).status).toBe(200);
-        await ensureHomed(post, client, description);
-        // Away from the wrist singularity of the zero pose (J5 = 0 aligns J4 and J6).
-        const q0 = ((await cellStatus(client)).axes as any[]).map((a) => Number(a.position));
-        const start = description.axes.map((a, i) => ({ J2: 0.15, J3: 0.3, J4: 0.1, J5: 0.3, J6: 0 } as Record<string, number>)[a.id] ?? q0[i]!);
-        expect((await post('/move', { points: [start] })).status).toBe(200);
-        await until('the start pose', () => cellStatus(client), (st) => st.execution.state !== 'executing' && (st.axes as any[]).every((a, i) => Math.abs(Number(a.position) - start[i]!) < 1e-3), 15_000);
-        const here = toolPose(URDF_TEXT, await telemetryJoints(client, description));
-        const state = await o.client.get('/dense-execution/cartesian/state');
-        expect(state.status, state.text).toBe(200);
-        state.json.tool_pose.xyz_m.forEach((v: number, k: number) => expect(Math.abs(v - here.xyz[k]!)).toBeLessThan(1e-3));
-        // The move: 3 cm, -2 cm, 4 cm, the same orientation.
-        const rpy = state.json.tool_pose.rpy_rad.map(Number) as [number, number, number];
-        const goal = [here.xyz[0]! + 0.03, here.xyz[1]! - 0.02, here.xyz[2]! + 0.04];
-        const gen = BigInt((await cellStatus(client)).execution.generation);
-        const m = await post('/cartesian/move', { pose: { xyz_m: goal, rpy_rad: rpy } });
-        expect(m.status, m.text).toBe(200);
-        await until('the Cartesian move ends', () => cellStatus(client), (st) => BigInt(st.execution.generation) > gen && st.execution.state !== 'executing', 15_000);
-        await new Promise((r) => setTimeout(r, 100)); // settled
-        const reached = toolPose(URDF_TEXT, await telemetryJoints(client, description));
-        // Tolerance: 1 mm and 2 mrad (the simulated drives' completion tolerance is far below it).
-        const posErr = Math.hypot(...reached.xyz.map((v, k) => v - goal[k]!));
-        const rotErr = rotationAngle(reached.R, rpyRotation(...rpy));
-        expect(posErr, `position error ${posErr} m`).toBeLessThan(1e-3);
-        expect(rotErr, `rotation error ${rotErr} rad`).toBeLessThan(2e-3);
-        // A pose only reachable with J4 and J6 aligned: refused, not driven through.
-        const qs = await telemetryJoints(client, description);
-        const singular = toolPose(URDF_TEXT, { ...qs, J5: 0 });
-        const sr = singular.R;
-        const srpy = [Math.atan2(sr[2]![1]!, sr[2]![2]!), Math.asin(-sr[2]![0]!), Math.atan2(sr[1]![0]!, sr[0]![0]!)];
-        const g2 = BigInt((await cellStatus(client)).execution.generation);
-        expectMachineError(await post('/cartesian/move', { pose: { xyz_m: singular.xyz, rpy_rad: srpy } }), 409, 'singularity');
-        expect(BigInt((await cellStatus(client)).execution.generation)).toBe(g2);
-        // Cartesian jog: +x in the world frame for about 0.6 s, intents every 50 ms.
-        const before = toolPose(URDF_TEXT, await telemetryJoints(client, description));
-        const st = await post('/cartesian/start', { session_id: 'cj-1', frame: 'world' });
-        expect(st.status, st.text).toBe(200);
-        for (let rev = 1; rev <= 12; rev++) {
-          const i = await post('/cartesian/intent', { session_id: 'cj-1', revision: rev, linear: [1, 0, 0], angular: [0, 0, 0] });
-          expect(i.status, i.text).toBe(200);
-          await new Promise((r) => setTimeout(r, 50));
-        }
-        expectMachineError(await post('/cartesian/intent', { session_id: 'cj-1', revision: 12, linear: [1, 0, 0] }), 409, 'cartesian_revision_stale');
-        expect((await post('/cartesian/stop', {})).status).toBe(200);
-        await new Promise((r) => setTimeout(r, 300));
-        const after = toolPose(URDF_TEXT, await telemetryJoints(client, description));
-        const d = after.xyz.map((v, k) => v - before.xyz[k]!);
-        expect(d[0]!, JSON.stringify(d)).toBeGreaterThan(0.01); // about 0.05 m/s for about 0.6 s
-        expect(Math.hypot(d[1]!, d[2]!), JSON.stringify(d)).toBeLessThan(0.2 * d[0]!);
-        expect(rotationAngle(after.R, before.R)).toBeLessThan(0.01);
-        await new Promise((r) => setTimeout(r, 200));
-        const still = toolPose(URDF_TEXT, await telemetryJoints(client, description));
-        expect(Math.hypot(...still.xyz.map((v, k) => v - after.xyz[k]!))).toBeLessThan(1e-3); // at rest after stop
-        expect((await o.client.get('/dense-execution/cartesian/state')).json.active).toBe(false);
-      });
-      await o.client.post('/dense-execution/stop', {});
-    },
-  );
 });
 
 describe('heartbeat (part 4, part 8)', () => {

@@ -6,7 +6,6 @@
 //
 // Arguments: --ledger DIR   write DIR/<token> (this process's pid) when a request carries {ledger: token}
 //            --unavailable  say at start that the worker environment is missing, then exit
-//            --exit-at-start exit with code 3 before saying anything
 // Request body fields (besides operation): fault = "refuse" | "crash" | "garbage" | "wrong_shape" |
 // "wrong_id" | "hang" | "hold" (until DIR/<ledger token>.release exists), sleep_ms (answer after that long), part (the part to name in the reply).
 
@@ -24,7 +23,6 @@ function send(payload) {
   process.stdout.write(Buffer.concat([head, body]));
 }
 
-if (args.includes('--exit-at-start')) process.exit(3);
 if (args.includes('--unavailable')) {
   send({ schema: SCHEMA, ready: false, code: 'unavailable', error: 'fault worker: told to report its environment missing' });
   process.stdout.end(() => process.exit(0));
