@@ -3,7 +3,8 @@
 // service routes, cells and target selection with fencing (part 2 "Target fencing"), dense execution on
 // the selected cell (./execution.ts) and weld planning through the planner of document 2 (./weldplan.ts).
 // /cadquery/topology and /seam forward to worker processes (./workers.ts; the reference worker on STEP
-// geometry is ./worker.ts).
+// geometry is ./worker.ts), Cartesian jog and moves use the robot store's kinematics (./cartesian.ts),
+// /local-simulator/* runs a loopback stack (./localsim.ts) and /programs* a program store (./programs.ts).
 
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
