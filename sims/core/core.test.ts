@@ -440,3 +440,37 @@ test('a held observation publisher drops observations, then reports them once in
   expect(events(next).map((e) => e.type)).toContain('enable_changed');
   expect(events(next).map((e) => e.type)).not.toContain('publisher_overflow');
 });
+
+test('a renewal (same grant, later deadline) waits for the next regular publication; any other grant change is published on the next cycle', async () => {
+  const r = await rig();
+  const statuses = () => r.sent.filter((m): m is Extract<FromCore, { t: 'status' }> => m.t === 'status');
+  const everyCycles = Number(10_000_000n / CYCLE); // PUBLISH_EVERY_NS: a cell in use publishes at least this often
+  // As CoreHost hands it a message: handled, and noted as activity (no quiet publication rate after it).
+  const grant = (over: Partial<{ generation: bigint; deadlineNs: bigint; active: boolean; axisMask: number }>) => {
+    r.core.handle({ t: 'grant', generation: 7n, deadlineNs: 1n << 62n, active: true, axisMask: ALL, ...over });
+    r.core.noteActivity();
+  };
+  r.step();
+  // A client renewing on every cycle for 10 regular periods: one publication a period, not one a renewal.
+  const before = statuses().length;
+  let deadline = 1n << 62n;
+  for (let i = 0; i < 10 * everyCycles; i++) {
+    grant({ deadlineNs: (deadline += 1000n) });
+    r.step();
+  }
+  const published = statuses().length - before;
+  expect(published).toBeGreaterThanOrEqual(10);
+  expect(published).toBeLessThanOrEqual(11);
+  // The last publication carries a renewed deadline (at most a period old).
+  expect(statuses().at(-1)!.status.grant_observation.DeadlineHostNs).toBeGreaterThan(deadline - BigInt(everyCycles) * 1000n);
+
+  // Anything else about the grant is published on the very next cycle.
+  for (const change of [{ generation: 8n }, { axisMask: 1 }, { active: false }]) {
+    grant({ deadlineNs: deadline });
+    r.step();
+    const n = statuses().length;
+    grant({ deadlineNs: deadline, ...change });
+    r.step();
+    expect(statuses().length, JSON.stringify(change, (_k, v) => (typeof v === 'bigint' ? String(v) : v))).toBe(n + 1);
+  }
+});

@@ -26,7 +26,7 @@ import { HomingLane } from './homing.ts';
 import { JogLane } from './jog.ts';
 import { LaneArbiter } from './lanes.ts';
 import { PlanBuilder, TrajectoryLane, type Plan, type PlanRefusal, type TrajectoryEnd } from './trajectory.ts';
-import { JOG_REASON, jogSessionStale, NATIVE_REASON } from './reasons.ts';
+import { JOG_REASON, NATIVE_REASON } from './reasons.ts';
 import { JOG_MODE, NATIVE_OP, type CommandResult, type JogStatus, type CoreStatus, type CoreTiming, type FromCore, type ToCore } from './protocol.ts';
 import { captureCycle } from './record.ts';
 import { buildStatus, type StatusView } from './status-view.ts';
@@ -314,13 +314,18 @@ export class Core implements AdmissionView, StatusView {
     switch (m.t) {
       case 'grant': {
         const wasActive = this.grant.active;
+        const generationChanged = m.generation !== this.grant.generation;
+        const axisMaskBefore = this.grant.axisMask;
         this.grantTicket++;
-        if (wasActive !== m.active || m.generation !== this.grant.generation) this.nativeGeneration++;
+        if (wasActive !== m.active || generationChanged) this.nativeGeneration++;
         this.grant = { generation: m.generation, deadlineNs: m.deadlineNs, active: m.active, axisMask: m.axisMask };
         // Authority ended (release, expiry, revocation, retirement): nobody controls the cell, so it is
         // brought to the safe state a stop leaves (docs/profile.md "Grant end").
         if (wasActive && !m.active && !this.stopDraining) this.safeState('authority ended');
-        this.dirty = true;
+        // A renewal (the same active grant, a later deadline) waits for the next regular publication, at
+        // most 10 ms away while the cell is in use: publishing each one on the next cycle made every
+        // renewal cost a status snapshot on both threads (issue 24 finding 6). Any other change is news.
+        if (!(wasActive && m.active && !generationChanged && m.axisMask === axisMaskBefore)) this.dirty = true;
         return;
       }
       case 'cmd':
@@ -519,22 +524,12 @@ export class Core implements AdmissionView, StatusView {
     this.answer(m, r);
   }
 
-  /** A jog input from jog.sock (the service checked the frame; the core checks what it owns). */
+  /** A jog input from jog.sock (the service checked the frame; the core checks what it owns: JogLane.update). */
   private jogUpdate(m: Extract<ToCore, { t: 'jog_update' }>): void {
-    const jog = this.jog;
-    let reason: number = JOG_REASON.none;
-    if (!this.grant.active || m.generation !== this.grant.generation || this.hostNow() > this.grant.deadlineNs) reason = JOG_REASON.control_session_stale;
-    else if (jogSessionStale({ open: jog.open, independent: jog.mode === JOG_MODE.independent, generation: jog.generation }, m.jogGeneration)) reason = JOG_REASON.jog_session_stale;
-    else if (m.sequence <= jog.sourceSequence) reason = JOG_REASON.out_of_order;
-    else if (m.captureNs < jog.originNs) reason = JOG_REASON.capture_before_origin;
-    else {
-      const v = new Float64Array(this.n);
-      for (let i = 0; i < this.n; i++) v[i] = jog.toCounts(i, m.velocity[i] ?? 0);
-      // The input deadline never extends past the begin_jog deadline's age bound (docs/profile.md "Jog").
-      reason = jog.input(v, m.sequence, m.inputDeadlineNs);
-    }
+    const fenced = this.grant.active && m.generation === this.grant.generation && this.hostNow() <= this.grant.deadlineNs;
+    const reason = this.jog.update(m, fenced);
     if (reason !== JOG_REASON.none) {
-      jog.updateReason = reason;
+      this.jog.updateReason = reason;
       this.send({ t: 'event', type: 'native_jog_update', payload: { reason, sequence: m.sequence, jog_generation: m.jogGeneration } });
     }
     this.dirty = true;
@@ -549,27 +544,9 @@ export class Core implements AdmissionView, StatusView {
   }
 
   jogStatus(): JogStatus {
-    const j = this.jog;
-    return {
-      JogGeneration: j.generation,
-      Mode: j.mode,
-      SessionOpen: j.open ? 1 : 0,
-      HasInput: j.hasInput ? 1 : 0,
-      Ramping: j.ramping ? 1 : 0,
-      Active: j.active ? 1 : 0,
-      AxisMask: j.axisMask,
-      LimitedAxisMask: j.limitedMask,
-      SourceSequence: j.sourceSequence,
-      SourceOriginHostNs: j.originNs,
-      DeadlineHostNs: j.deadlineNs,
-      InputDeadlineHostNs: j.inputDeadlineNs,
-      StateReason: j.stateReason,
-      ControlReason: j.controlReason,
-      UpdateReason: j.updateReason,
-      CommandedVelocity: j.logical(j.command),
-      TargetVelocity: j.logical(j.velocity),
-    };
+    return this.jog.status();
   }
+
 
   /**
    * prepare: convert and check a point list, keep it in the plan slot (replacing an older one). A plan of

@@ -13,8 +13,8 @@ import { MODE } from '../../drivers/ds402.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import type { LaneCycle, MotionLane } from './lanes.ts';
 
-import { JOG_MODE } from './protocol.ts';
-import { JOG_REASON } from './reasons.ts';
+import { JOG_MODE, type JogStatus } from './protocol.ts';
+import { JOG_REASON, jogSessionStale } from './reasons.ts';
 
 /** Fraction of an axis's completion_tolerance the jog target keeps inside each position limit. */
 export const JOG_LIMIT_GUARD = 0.1;
@@ -170,6 +170,44 @@ export class JogLane implements MotionLane {
       this.stateReason = JOG_REASON.active;
     }
     return JOG_REASON.none;
+  }
+
+  /**
+   * A jog.sock input (the service checked the frame): the reason it is refused, or none once it is
+   * taken. `fenced`: the grant it names is the core's current one, within its lease.
+   */
+  update(m: { jogGeneration: bigint; sequence: bigint; captureNs: bigint; inputDeadlineNs: bigint; velocity: readonly number[] }, fenced: boolean): number {
+    if (!fenced) return JOG_REASON.control_session_stale;
+    if (jogSessionStale({ open: this.open, independent: this.mode === JOG_MODE.independent, generation: this.generation }, m.jogGeneration)) return JOG_REASON.jog_session_stale;
+    if (m.sequence <= this.sourceSequence) return JOG_REASON.out_of_order;
+    if (m.captureNs < this.originNs) return JOG_REASON.capture_before_origin;
+    const v = new Float64Array(this.n);
+    for (let i = 0; i < this.n; i++) v[i] = this.toCounts(i, m.velocity[i] ?? 0);
+    // The input deadline never extends past the begin_jog deadline's age bound (docs/profile.md "Jog").
+    return this.input(v, m.sequence, m.inputDeadlineNs);
+  }
+
+  /** JogObservation (document 1 part 4 jog observations; field meanings docs/profile.md "Jog"). */
+  status(): JogStatus {
+    return {
+      JogGeneration: this.generation,
+      Mode: this.mode,
+      SessionOpen: this.open ? 1 : 0,
+      HasInput: this.hasInput ? 1 : 0,
+      Ramping: this.ramping ? 1 : 0,
+      Active: this.active ? 1 : 0,
+      AxisMask: this.axisMask,
+      LimitedAxisMask: this.limitedMask,
+      SourceSequence: this.sourceSequence,
+      SourceOriginHostNs: this.originNs,
+      DeadlineHostNs: this.deadlineNs,
+      InputDeadlineHostNs: this.inputDeadlineNs,
+      StateReason: this.stateReason,
+      ControlReason: this.controlReason,
+      UpdateReason: this.updateReason,
+      CommandedVelocity: this.logical(this.command),
+      TargetVelocity: this.logical(this.velocity),
+    };
   }
 
   /** Close the session (end_jog, halt, a newer begin): input stops, the axes ramp to rest. */

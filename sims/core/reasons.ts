@@ -61,9 +61,9 @@ const JOG = {
   mode_conflict: [2, 'mode_conflict', true, [ADMISSION]],
   independent_jog_unavailable: [3, 'independent_jog_unavailable', true, [SERVICE_JOG]],
   jog_clock_incarnation_mismatch: [4, 'jog_clock_incarnation_mismatch', true, [SERVICE_JOG]],
-  control_session_stale: [5, 'control_session_stale', true, [SERVICE_JOG, CORE]],
+  control_session_stale: [5, 'control_session_stale', true, [SERVICE_JOG, CORE_JOG]],
   /** A frame or update for a jog generation that is not the open independent one (jogSessionStale below). */
-  jog_session_stale: [6, 'jog_session_stale', true, [SERVICE_JOG, CORE, REMOTE_JOG]],
+  jog_session_stale: [6, 'jog_session_stale', true, [SERVICE_JOG, CORE_JOG, REMOTE_JOG]],
   expired: [7, 'jog_expired', false, [CORE_JOG]],
   ramping: [8, 'jog_ramping', false, [CORE_JOG]],
   limited: [9, 'jog_limited', false, [CORE_JOG]],
@@ -73,7 +73,7 @@ const JOG = {
   jog_clock_deadline_invalid: [13, 'jog_clock_deadline_invalid', false, [SERVICE_JOG]],
   jog_clock_input_stale: [14, 'jog_clock_input_stale', false, [SERVICE_JOG]],
   outside_limits_outward: [15, 'outside_limits_outward', true, [CORE_JOG, CORE]],
-  out_of_order: [16, 'jog_frame_out_of_order', false, [SERVICE_JOG, CORE]],
+  out_of_order: [16, 'jog_frame_out_of_order', false, [SERVICE_JOG, CORE_JOG]],
   frame_malformed: [17, 'jog_frame_malformed', false, [SERVICE_JOG]],
   frame_oversize: [18, 'jog_frame_oversize', false, [SERVICE_JOG]],
   frame_version: [19, 'jog_frame_version', false, [SERVICE_JOG]],
@@ -81,7 +81,7 @@ const JOG = {
   axis_outside_session: [21, 'jog_axis_outside_session', false, [SERVICE_JOG, CORE_JOG]],
   /** Reserved: a superseded generation ends with jog_end `reason: "superseded"` (core/jog.ts), not with this number. */
   superseded: [22, 'jog_superseded', false, []],
-  capture_before_origin: [23, 'jog_capture_before_origin', false, [SERVICE_JOG, CORE]],
+  capture_before_origin: [23, 'jog_capture_before_origin', false, [SERVICE_JOG, CORE_JOG]],
   active: [24, 'jog_active', false, [CORE_JOG]],
   jog_clock_input_future: [25, 'jog_clock_input_future', false, [SERVICE_JOG]],
   // Service-side refusals of the remote WebSocket lane (document 1 part 5; docs/profile.md "Remote jog").
