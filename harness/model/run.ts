@@ -243,7 +243,8 @@ export async function closeRun(x: RunContext): Promise<void> {
 }
 
 function fail(x: RunContext, what: string): never {
-  throw new ModelMismatch(`${what}\n  after:\n    ${x.trace.slice(-12).join('\n    ')}`);
+  // HIL_MODEL_TRACE=all: the whole sequence's trace, not its last twelve lines.
+  throw new ModelMismatch(`${what}\n  after:\n    ${x.trace.slice(process.env.HIL_MODEL_TRACE === 'all' ? 0 : -12).join('\n    ')}`);
 }
 
 function hit(x: RunContext, rule: string): void {
