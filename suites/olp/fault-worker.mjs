@@ -9,7 +9,7 @@
 // Request body fields (besides operation): fault = "refuse" | "crash" | "garbage" | "wrong_shape" |
 // "wrong_id" | "hang" | "hold" (until DIR/<ledger token>.release exists), sleep_ms (answer after that long), part (the part to name in the reply).
 
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const SCHEMA = 'offline-programming.worker.v1';
@@ -43,7 +43,11 @@ if (args.includes('--unavailable')) {
 
 function handle(req) {
   const b = req.body ?? {};
-  if (ledger && typeof b.ledger === 'string') writeFileSync(join(ledger, b.ledger), String(process.pid));
+  // Written whole under another name and renamed: a reader never sees the file empty.
+  if (ledger && typeof b.ledger === 'string') {
+    writeFileSync(join(ledger, `.${b.ledger}.${process.pid}`), String(process.pid));
+    renameSync(join(ledger, `.${b.ledger}.${process.pid}`), join(ledger, b.ledger));
+  }
   const answer = () => {
     switch (b.fault) {
       case 'refuse':

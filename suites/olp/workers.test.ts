@@ -46,8 +46,16 @@ async function faulty(olps: Pools, skip: (c: boolean, n?: string) => void): Prom
 /** The pid the fault worker wrote for a ledger token (it writes it when the request reaches it). */
 async function pidOf(token: string): Promise<number> {
   const f = join(ledger, token);
-  for (let i = 0; i < 800 && !existsSync(f); i++) await new Promise((r) => setTimeout(r, 25)); // a cold worker on a loaded machine
-  return Number(readFileSync(f, 'utf8'));
+  // A cold worker on a loaded machine; the file is read only once it holds a whole pid (never 0: a kill
+  // of pid 0 would ask about this process group and always find it alive).
+  const read = () => (existsSync(f) ? Number(readFileSync(f, 'utf8')) : 0);
+  let pid = read();
+  for (let i = 0; i < 800 && !(Number.isInteger(pid) && pid > 0); i++) {
+    await new Promise((r) => setTimeout(r, 25));
+    pid = read();
+  }
+  expect(Number.isInteger(pid) && pid > 0, `the fault worker wrote no pid for ${token}`).toBe(true);
+  return pid;
 }
 
 function alive(pid: number): boolean {
