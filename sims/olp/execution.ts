@@ -171,11 +171,11 @@ export class CellSession {
     let detail = '';
     if (l) {
       try {
+        // A stop ends the grant by itself: stopping, then revoked once the core has drained (document 1
+        // part 3). No release after it: one sent during the drain ended the grant as released before the
+        // revocation, so whether the cell's log said grant_revoked depended on timing.
         const s = await this.link.op('stop', l);
-        if (s.status === 200) {
-          const g = s.data as { generation: number | bigint };
-          await this.link.op('release', { session: l.session, generation: g.generation });
-        } else {
+        if (s.status !== 200) {
           detail = s.error ?? '';
           stopped = s.error?.startsWith('expired') ?? false;
         }
