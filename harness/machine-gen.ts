@@ -11,18 +11,7 @@ import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-
-/** mulberry32: a small, fast, seedable PRNG (uniform in [0, 1)). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from './property.ts';
 
 /** Rounded to `d` decimals (short, readable doubles in the file). */
 const round = (x: number, d: number) => Number(x.toFixed(d));
@@ -37,7 +26,7 @@ export interface GeneratedMachine {
 const RPM = 3000;
 
 export function generateMachine(seed: number, opts: { axes?: number } = {}): GeneratedMachine {
-  const r = prng(seed);
+  const r = seededRandom(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
   const between = (lo: number, hi: number) => lo + r() * (hi - lo);
   const int = (lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1));

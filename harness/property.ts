@@ -25,3 +25,18 @@ export function propertyRun(name: string, defaultRuns: number, env: NodeJS.Proce
   noteProperty(name, { seed, numRuns: runs });
   return { numRuns: runs, seed };
 }
+
+/**
+ * A small seeded PRNG (mulberry32), uniform in [0, 1): for generators that must give the same output for
+ * the same seed without fast-check's machinery (harness/machine-gen.ts, the digest suite's key orders).
+ */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -14,7 +14,7 @@ import { covers, describe, expect, test } from '../../harness/fixture.ts';
 import { compileMany, isRefused, type Compiled, type Outcome } from '../../harness/clients/config.ts';
 import { clone, getAt, RawNumber, readMachine, setAt, Workspace, writeJson, type JsonObj, type JsonValue } from './toolkit.ts';
 import { ROBOT_DESCRIPTION, ROBOT_DESCRIPTION_FILE, robotMachine } from './machines.ts';
-import { propertyRun } from '../../harness/property.ts';
+import { propertyRun, seededRandom } from '../../harness/property.ts';
 
 type Edits = Record<string, JsonValue | undefined>;
 type Change = 'machine' | 'deployment' | 'both' | 'none';
@@ -99,17 +99,6 @@ function spellings(x: number): string[] {
   return out.filter((t) => Number(t) === x);
 }
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function reorder(v: JsonValue, mode: 'asis' | 'reverse' | 'shuffle', next: () => number): JsonValue {
   if (Array.isArray(v)) return v.map((x) => reorder(x, mode, next));
   if (v === null || typeof v !== 'object' || v instanceof RawNumber) return v;
@@ -143,7 +132,7 @@ function withDefaults(base: JsonObj, n: Pick<Neutral, 'defaults'>): JsonObj {
 
 /** Write `m` as text the neutral way: respelled doubles, reordered keys, other whitespace and string escapes. */
 function render(m: JsonObj, n: Omit<Neutral, 'defaults'>): string {
-  const next = rng(n.seed);
+  const next = seededRandom(n.seed);
   const c = clone(m);
   for (const p of n.respell) {
     const x = getAt(c, p);
