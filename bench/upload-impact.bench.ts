@@ -5,13 +5,21 @@
 // telemetry reader that drains the capture ring (the lateness comes from the records' cycle_jitter_ns, one
 // record per cycle, so every cycle of each phase counts).
 //
+// The uploader is a client of its own, as on a cell (a planner, the OLP server): a child process streaming a
+// body file written before the first phase. Generated on the fly in this process, the body's chunks were
+// built on the observers' event loop, and their waits for it counted as the service's status latency.
+//
 //   node --import tsx bench/upload-impact.bench.ts [idle-seconds] [uploads]
 //
 // The stack is the reference stack on the sim driver (harness/targets/sim.ts), started as `hil run`
 // starts it; nothing here asserts anything.
 
-import { Readable } from 'node:stream';
-import { Agent, request } from 'undici';
+import { spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { once } from 'node:events';
 import { Cell } from '../harness/clients/cell.ts';
 import type { BindingInput, ControlClient } from '../harness/clients/control.ts';
 import { readStatus } from '../harness/clients/status.ts';
@@ -117,6 +125,29 @@ function row(p: Phase): string {
   return `${p.name.padEnd(8)} ${p.seconds.toFixed(1).padStart(6)} ${String(p.lateUs.length).padStart(7)} ${String(p.overruns).padStart(8)} ${f(quantile(p.lateUs, 0.5))} ${f(quantile(p.lateUs, 0.99))} ${f(Math.max(...p.lateUs))} ${String(p.statusMs.length).padStart(7)} ${f(quantile(p.statusMs, 0.5))} ${f(quantile(p.statusMs, 0.99))} ${f(Math.max(...p.statusMs))} ${f(quantile(p.renewMs, 0.99))}${p.outcome ? `  ${p.outcome}` : ''}`;
 }
 
+/**
+ * POST `head` and then the points file to /v1/control from a child process (undici over the Unix socket, the
+ * file streamed);
+ * resolves with `<status> <first 100 characters of the reply>`.
+ */
+async function uploadFrom(head: string, file: string, socketPath: string): Promise<string> {
+  const script = `
+    import { createReadStream, statSync } from 'node:fs';
+    import { Agent, request } from 'undici';
+    const [head, file, socketPath] = process.argv.slice(1);
+    async function* body() { yield Buffer.from(head, 'latin1'); yield* createReadStream(file, { highWaterMark: 1 << 20 }); }
+    const agent = new Agent({ connect: { socketPath }, bodyTimeout: 120_000, headersTimeout: 120_000 });
+    const res = await request('http://localhost/v1/control', { method: 'POST', body: body(), dispatcher: agent,
+      headers: { 'content-type': 'application/json', 'content-length': String(head.length + statSync(file).size) } });
+    process.stdout.write(res.statusCode + ' ' + (await res.body.text()).slice(0, 100));
+    await agent.close();`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script, head, file, socketPath], { stdio: ['ignore', 'pipe', 'inherit'], cwd: new URL('..', import.meta.url) });
+  let text = '';
+  child.stdout.on('data', (d) => (text += d));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return code === 0 ? text : `uploader exited ${code}: ${text}`;
+}
+
 async function main(): Promise<void> {
   process.env.HIL_TARGET ??= 'sim';
   const target = await openTarget();
@@ -131,7 +162,23 @@ async function main(): Promise<void> {
     const phases: Phase[] = [];
     // One grant for the run, renewed by the phases' renewer (a refused renewal ends the benchmark).
     // A controller renewing its lease every 100 ms (a fifth of the 500 ms LAN ceiling), as Cell.hold does.
+    // The points of the body, written before the grant (a quarter of a GB takes seconds on a loaded machine);
+    // the head, which names the grant, goes to the uploader with the file.
+    const dir = await mkdtemp(join(tmpdir(), 'hil-upload-impact-'));
+    const bodyFile = join(dir, 'points.json');
+    const sample = `{"schema":"${SCHEMA}","operation":"prepare_trajectory","session":"${'0'.repeat(64)}","generation":18446744073709551615,"axis_mask":${(1 << hold.length) - 1},"points":[`;
+    const out = createWriteStream(bodyFile);
+    let first = true;
+    for (const chunk of body(sample, hold)) {
+      if (first) { first = false; continue; } // the head is sent by the uploader
+      if (!out.write(chunk)) await once(out, 'drain');
+    }
+    out.end();
+    await once(out, 'finish');
     const s = await cell.grant({ requested_lease_ms: 10_000n });
+    const head = `{"schema":"${SCHEMA}","operation":"prepare_trajectory","session":"${s.session}","generation":${s.generation},"axis_mask":${(1 << hold.length) - 1},"points":[`;
+    // Pad the head to the sample's length, so the body is exactly the maximum whatever the token and generation.
+    const paddedHead = head + ' '.repeat(sample.length - head.length);
     let renewing = true;
     const renewer = (async () => {
       while (renewing) {
@@ -145,24 +192,13 @@ async function main(): Promise<void> {
     for (let round = 0; round < uploads; round++) {
       const idle = await phase('idle', client, maxLateNs, () => new Promise((r) => setTimeout(() => r(undefined), idleSeconds * 1000)));
       process.stdout.write(row(idle) + '\n');
-      const head = `{"schema":"${SCHEMA}","operation":"prepare_trajectory","session":"${s.session}","generation":${s.generation},"axis_mask":${(1 << hold.length) - 1},"points":[`;
-      const agent = new Agent({ connect: { socketPath: target.address }, bodyTimeout: 120_000, headersTimeout: 120_000 });
-      const loaded = await phase('upload', client, maxLateNs, async () => {
-        const res = await request('http://localhost/v1/control', {
-          method: 'POST',
-          body: Readable.from(body(head, hold)),
-          dispatcher: agent,
-          headers: { 'content-type': 'application/json', 'content-length': String(BODY_LIMIT) },
-        });
-        const text = await res.body.text();
-        return `${res.statusCode} ${text.slice(0, 100)}`;
-      });
-      await agent.close();
+      const loaded = await phase('upload', client, maxLateNs, () => uploadFrom(paddedHead, bodyFile, target.address));
       process.stdout.write(row(loaded) + '\n');
       phases.push(idle, loaded);
     }
     renewing = false;
     await renewer;
+    await rm(dir, { recursive: true, force: true });
     await cell.cleanup();
     const all = (name: string) => {
       const ps = phases.filter((p) => p.name === name);
