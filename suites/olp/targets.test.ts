@@ -261,7 +261,23 @@ describe('target fencing (part 2)', () => {
       const b = B.local();
       const before = [await grantOf(a), await grantOf(b)];
       const cursors = [await eventCursor(a), await eventCursor(b)];
-      for (const [route, body] of [['/arm', { armed: true }], ['/home', {}], ['/play', {}], ['/move', { points: [[0, 0, 0, 0, 0, 0, 0, 0, 0]] }], ['/jog/begin', { target_id: 'cell-a', session_id: 's', revision: 1, axis: 'J1', direction: 1, fraction: 0.5 }]] as const) {
+      // Every POST under /dense-execution/ but the exempt ones (document 3 part 2), each with a body a UI
+      // would send, so that only the fence can refuse it: an implementation that fences a list of routes
+      // and forgot one answers something else here.
+      const jog = { target_id: 'cell-a', session_id: 's', revision: 1, axis: 'J1', direction: 1, fraction: 0.5 };
+      const fenced = [
+        ['/arm', { armed: true }],
+        ['/home', {}],
+        ['/load', { trajectory_digest: `sha256:${'0'.repeat(64)}` }],
+        ['/play', {}],
+        ['/move', { points: [[0, 0, 0, 0, 0, 0, 0, 0, 0]] }],
+        ['/jog/begin', jog],
+        ['/jog/update', { ...jog, revision: 2 }],
+        ['/cartesian/start', { session_id: 'c', frame: 'world' }],
+        ['/cartesian/intent', { session_id: 'c', revision: 1, linear: [0, 0, 0], angular: [0, 0, 0] }],
+        ['/cartesian/move', { pose: { xyz_m: [0.5, 0, 0.5], rpy_rad: [0, 0, 0] } }],
+      ] as const;
+      for (const [route, body] of fenced) {
         expectMachineError(await o.client.post(`/dense-execution${route}`, body, fence(mine.gen, mine.cell)), 409, 'target_changed');
       }
       // The same cell id with an old generation is stale too.
