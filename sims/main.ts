@@ -6,7 +6,6 @@
 import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { loadMachine } from './config/compile.ts';
 import { CoreLink } from './service/core-link.ts';
 import { ControlService } from './service/service.ts';
@@ -20,11 +19,9 @@ import { CoreHost } from './core/host.ts';
 import { loadCredentials, parseListen, RemoteStartupError, type RemoteFiles } from './service/remote.ts';
 import type { RemoteJogFlags } from './service/remote-jog.ts';
 import { doctorMain } from './doctor.ts';
-import { parseNonzeroU64, parseU64 } from './primitives.ts';
+import { parseNonzeroU64, parseProgramArgs, parseU64, runUntilStopped } from './primitives.ts';
 
 const DEFAULT_MACHINE = join(ROOT, 'fixtures', 'machines', 'nine-axis.json');
-/** Signals closer together than this are one delivery reaching the stack by two paths (see the handler). */
-const SIGNAL_BURST_MS = 250;
 /** The OpenSSL configuration that disables TLS session tickets (read at process start). */
 const TLS_NO_TICKETS = join(ROOT, 'sims', 'service', 'tls-no-tickets.cnf');
 
@@ -100,17 +97,8 @@ the peak following error per axis, recorded and replayed.
 `;
 
 async function replayMain(argv: string[]): Promise<number> {
-  let a;
-  try {
-    a = parseArgs({ args: argv, allowPositionals: true, options: { mode: { type: 'string' }, machine: { type: 'string' }, 'config-cache': { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true });
-  } catch (e) {
-    process.stderr.write(`${(e as Error).message}\n${REPLAY_USAGE}`);
-    return 2;
-  }
-  if (a.values.help) {
-    process.stdout.write(REPLAY_USAGE);
-    return 0;
-  }
+  const a = parseProgramArgs({ args: argv, allowPositionals: true, options: { mode: { type: 'string' }, machine: { type: 'string' }, 'config-cache': { type: 'string' } } }, REPLAY_USAGE);
+  if (typeof a === 'number') return a;
   if (a.positionals.length !== 1) {
     process.stderr.write(REPLAY_USAGE);
     return 2;
@@ -142,9 +130,8 @@ async function replayMain(argv: string[]): Promise<number> {
 export async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'replay') return replayMain(argv.slice(1));
   if (argv[0] === 'doctor') return doctorMain(argv.slice(1), DEFAULT_MACHINE);
-  let args;
-  try {
-    args = parseArgs({
+  const parsed = parseProgramArgs(
+    {
       args: argv,
       options: {
         'socket-dir': { type: 'string' },
@@ -185,18 +172,12 @@ export async function main(argv: string[]): Promise<number> {
         'planner-host': { type: 'string' },
         'planner-store-dir': { type: 'string' },
         'olp-port': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
       },
-      strict: true,
-    }).values;
-  } catch (e) {
-    process.stderr.write(`${(e as Error).message}\n${USAGE}`);
-    return 2;
-  }
-  if (args.help) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
+    },
+    USAGE,
+  );
+  if (typeof parsed === 'number') return parsed;
+  const args = parsed.values;
   const dir = args['socket-dir'];
   if (!dir) {
     process.stderr.write(`--socket-dir is required\n${USAGE}`);
@@ -407,42 +388,17 @@ export async function main(argv: string[]): Promise<number> {
 
   let planner: PlannerChild | undefined;
   let olp: PlannerChild | undefined;
-  let stopping: Promise<void> | undefined;
-  const shutdown = (why: string) => {
-    stopping ??= Promise.all([olp?.stop(), service.stop(), planner?.stop()])
-      .then(() => undefined)
-      .catch((e: Error) => process.stderr.write(`shutdown: ${e.message}\n`))
-      .then(() => {
-        process.stderr.write(`hil serve: stopped (${why})\n`);
-      });
-    return stopping;
-  };
-  // A service manager stops a unit by signalling every process of it (systemd's control group, a
-  // container's process group): the stack then gets the signal twice at once, from the manager and
-  // forwarded by `hil serve`. Signals within SIGNAL_BURST_MS of the last one counted are that one
-  // delivery. The first starts the orderly stop; a second while it runs (the remote listener's grace)
-  // is reported and changes nothing; a third ends the process at once.
-  let signals = 0;
-  let lastSignalMs = -Infinity;
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-    process.on(sig, () => {
-      const now = performance.now();
-      if (now - lastSignalMs < SIGNAL_BURST_MS) return;
-      lastSignalMs = now;
-      signals++;
-      if (signals === 1) void shutdown(sig).then(() => process.exit(0));
-      else if (signals === 2) process.stderr.write(`hil serve: ${sig}: signal again while stopping; the orderly stop goes on (a third signal ends it at once)\n`);
-      else {
-        process.stderr.write(`hil serve: ${sig}: third signal: exiting now\n`);
-        process.exit(128 + (sig === 'SIGINT' ? 2 : 15));
-      }
-    });
-  }
-  if (args['lifeline-stdin']) {
-    process.stdin.on('end', () => void shutdown('stdin closed').then(() => process.exit(0)));
-    process.stdin.on('error', () => void shutdown('stdin error').then(() => process.exit(0)));
-    process.stdin.resume();
-  }
+  // Signals (the burst, the second and the third) and the lifeline: sims/primitives.ts runUntilStopped.
+  const run = runUntilStopped(
+    (why) =>
+      Promise.all([olp?.stop(), service.stop(), planner?.stop()])
+        .then(() => undefined)
+        .catch((e: Error) => process.stderr.write(`shutdown: ${e.message}\n`))
+        .then(() => {
+          process.stderr.write(`hil serve: stopped (${why})\n`);
+        }),
+    { name: 'hil serve', lifeline: args['lifeline-stdin'] ?? false },
+  );
 
   try {
     await service.start();
@@ -453,12 +409,11 @@ export async function main(argv: string[]): Promise<number> {
     }
   } catch (e) {
     process.stderr.write(`hil serve: cannot start: ${(e as Error).message}\n`);
-    await shutdown('start failed');
+    await run.stop('start failed');
     return 1;
   }
-  process.stdout.write(
-    'ready ' +
-      encodeJson({
+  run.ready(
+    encodeJson({
         control: service.socketPath,
         public: service.publicLink,
         test_channel: args['test-channel'] ? service.testSocketPath : '',
@@ -472,8 +427,7 @@ export async function main(argv: string[]): Promise<number> {
         remote: service.remoteAddress ? `${service.remoteAddress.host}:${service.remoteAddress.port}` : '',
         ...(planner ? { planner: planner.url, planner_pid: planner.pid } : {}),
         ...(olp ? { olp: olp.url, olp_pid: olp.pid } : {}),
-      }) +
-      '\n',
+      }),
   );
   return -1; // keep running
 }
