@@ -4,6 +4,7 @@
 // with --lifeline-stdin, when its parent closes stdin), removing its sockets.
 
 import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadMachine } from './config/compile.ts';
@@ -31,6 +32,10 @@ function ticketsDisabled(): boolean {
   const file = flag ? flag.slice('--openssl-config='.length) : process.env.OPENSSL_CONF;
   return file !== undefined && resolve(file) === TLS_NO_TICKETS;
 }
+
+/** The flags of `hil olp serve` that `hil serve --olp-port` passes through as --olp-<flag>. */
+const OLP_FLAGS = ['program-store', 'robot-store', 'local-simulator', 'local-simulator-model', 'single-model', 'cad-worker', 'seam-worker', 'worker-pool', 'worker-timeout-ms', 'heartbeat-ms', 'lease-ms', 'weld-plan-timeout-ms'] as const;
+const OLP_OPTIONS = Object.fromEntries(OLP_FLAGS.map((f) => [`olp-${f}`, { type: 'string' }])) as { [K in (typeof OLP_FLAGS)[number] as `olp-${K}`]: { type: 'string' } };
 
 const USAGE = `usage: hil serve --socket-dir DIR [options]
 
@@ -75,8 +80,20 @@ Starts the reference cell stack (control service + real-time core on the sim dri
   --planner-host H        interface for that planner (default 127.0.0.1)
   --planner-store-dir DIR its dense store (default DIR/planner-store)
   --olp-port P            also start the offline programming server (document 3, hil olp serve) on
-                          127.0.0.1:P with this stack as its single target and the planner above, if any
-                          (0 picks a free port; its URL is the ready line's "olp")
+                          127.0.0.1:P, the whole of it: this stack as its single target, the planner above
+                          (if any) for /weld-plan, the reference STEP worker for /cadquery/topology and /seam,
+                          the local simulator (/local-simulator/*) and a program store (/programs*).
+                          0 picks a free port; its URL is the ready line's "olp", its store "olp_programs"
+  --olp-program-store DIR the OLP server's program store (default: a new temporary directory, removed
+                          when the stack stops; give a directory to keep the programs)
+  --olp-robot-store DIR   its robot descriptions (default fixtures/robots)
+  --olp-local-simulator FILE  the local simulator's machine configuration (default this stack's --machine)
+  --olp-local-simulator-model ID[@SHA], --olp-single-model ID[@SHA]
+                          the local simulator's and this stack's robot model (default the machine
+                          configuration's robot binding, if it has one)
+  --olp-cad-worker CMD, --olp-seam-worker CMD (default builtin), --olp-worker-pool N,
+  --olp-worker-timeout-ms N, --olp-heartbeat-ms N, --olp-lease-ms N, --olp-weld-plan-timeout-ms N
+                          passed to the OLP server as the same flags without "olp-" (hil olp serve --help)
   --lifeline-stdin        exit when standard input closes (used by targets that start the stack)
   --remote-listen HOST:PORT  also serve HTTPS with mutual TLS 1.3 there (port 0: any free port); needs
                           --remote-ca FILE (exactly one self-signed CA), --remote-cert FILE, --remote-key FILE,
@@ -172,6 +189,7 @@ export async function main(argv: string[]): Promise<number> {
         'planner-host': { type: 'string' },
         'planner-store-dir': { type: 'string' },
         'olp-port': { type: 'string' },
+        ...OLP_OPTIONS,
       },
     },
     USAGE,
@@ -356,6 +374,11 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write('--olp-port must be an integer 0..65535\n');
     return 2;
   }
+  const strayOlp = OLP_FLAGS.find((f) => args[`olp-${f}`] !== undefined);
+  if (olpPort === undefined && strayOlp) {
+    process.stderr.write(`hil serve: --olp-${strayOlp} needs --olp-port\n`);
+    return 2;
+  }
   const core = new CoreLink(machine, {
     driver,
     ...(driver === 'sim' ? { driverParams: { startFaults, ...(homingMs !== undefined ? { homingNs: BigInt(homingMs) * 1_000_000n } : {}) } } : {}),
@@ -388,12 +411,15 @@ export async function main(argv: string[]): Promise<number> {
 
   let planner: PlannerChild | undefined;
   let olp: PlannerChild | undefined;
+  let olpStore = '';
+  let olpTempStore: string | undefined;
   // Signals (the burst, the second and the third) and the lifeline: sims/primitives.ts runUntilStopped.
   const run = runUntilStopped(
     (why) =>
       Promise.all([olp?.stop(), service.stop(), planner?.stop()])
         .then(() => undefined)
         .catch((e: Error) => process.stderr.write(`shutdown: ${e.message}\n`))
+        .then(() => (olpTempStore ? rm(olpTempStore, { recursive: true, force: true }) : undefined))
         .then(() => {
           process.stderr.write(`hil serve: stopped (${why})\n`);
         }),
@@ -404,13 +430,30 @@ export async function main(argv: string[]): Promise<number> {
     await service.start();
     if (plannerPort !== undefined) planner = await startPlanner(args['planner-host'] ?? '127.0.0.1', plannerPort, resolve(args['planner-store-dir'] ?? join(resolve(dir), 'planner-store')));
     if (olpPort !== undefined) {
-      const olpArgs = ['serve', '--listen', `127.0.0.1:${olpPort}`, '--control-socket', service.socketPath, '--robot-store', join(ROOT, 'fixtures', 'robots'), ...(planner ? ['--planner-url', planner.url] : [])];
+      if (args['olp-program-store'] === undefined) olpTempStore = await mkdtemp(join(tmpdir(), 'hil-olp-programs-'));
+      // The whole OLP server (issue 20): workers, local simulator and program store by default; the user's
+      // --olp-<flag> wins over each default, and the OLP server checks every value as hil olp serve does.
+      const robot = machine.robot ? `${machine.robot.model_id}${machine.robot.description_sha256 ? `@${machine.robot.description_sha256}` : ''}` : undefined;
+      const given: Partial<Record<(typeof OLP_FLAGS)[number], string>> = {
+        'program-store': olpTempStore,
+        'robot-store': join(ROOT, 'fixtures', 'robots'),
+        'local-simulator': resolve(args.machine ?? DEFAULT_MACHINE),
+        'local-simulator-model': robot,
+        'single-model': robot,
+        'cad-worker': 'builtin',
+        'seam-worker': 'builtin',
+      };
+      for (const f of OLP_FLAGS) given[f] = args[`olp-${f}`] ?? given[f];
+      const olpArgs = ['serve', '--listen', `127.0.0.1:${olpPort}`, '--control-socket', service.socketPath, ...(planner ? ['--planner-url', planner.url] : [])];
+      for (const f of OLP_FLAGS) if (given[f] !== undefined) olpArgs.push(`--${f}`, given[f]!);
       olp = await startChild('olp', olpArgs, (r) => String(r.olp));
+      olpStore = given['program-store']!;
     }
   } catch (e) {
     process.stderr.write(`hil serve: cannot start: ${(e as Error).message}\n`);
     await run.stop('start failed');
-    return 1;
+    // A flag the OLP server refused is a usage error, as it is for hil olp serve.
+    return (e as { exitCode?: number }).exitCode === 2 ? 2 : 1;
   }
   run.ready(
     encodeJson({
@@ -426,7 +469,7 @@ export async function main(argv: string[]): Promise<number> {
         configuration_sha256: machine.configuration_sha256,
         remote: service.remoteAddress ? `${service.remoteAddress.host}:${service.remoteAddress.port}` : '',
         ...(planner ? { planner: planner.url, planner_pid: planner.pid } : {}),
-        ...(olp ? { olp: olp.url, olp_pid: olp.pid } : {}),
+        ...(olp ? { olp: olp.url, olp_pid: olp.pid, olp_programs: olpStore } : {}),
       }),
   );
   return -1; // keep running
@@ -446,7 +489,7 @@ function startPlanner(host: string, port: string, storeDir: string): Promise<Pla
 /** A reference program as its own process with a lifeline, once it printed its ready line. */
 function startChild(name: 'planner' | 'olp', argv: string[], urlOf: (ready: Record<string, unknown>) => string): Promise<PlannerChild> {
   const child = spawn(process.execPath, [...programArgs(name), ...argv, '--lifeline-stdin'], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.setEncoding('utf8').on('data', (d: string) => {
@@ -465,7 +508,7 @@ function startChild(name: 'planner' | 'olp', argv: string[], urlOf: (ready: Reco
         },
       });
     });
-    void exited.then(() => reject(new Error(`the ${name === 'olp' ? 'OLP server' : 'weld planner'} exited before it was ready`)));
+    void exited.then((code) => reject(Object.assign(new Error(`the ${name === 'olp' ? 'OLP server' : 'weld planner'} exited before it was ready (status ${code})`), { exitCode: code })));
   });
 }
 
