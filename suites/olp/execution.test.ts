@@ -54,6 +54,9 @@ function theCell(skip: (c: boolean, n?: string) => void): { target: Target; desc
   return { target: v.target, description: v.description, client: v.target.client() };
 }
 
+/** A POST under /dense-execution carrying the current fence (selected). */
+type Post = (route: string, body?: unknown) => ReturnType<Olp['client']['post']>;
+
 type Pools = { open: (n: string, s: () => OlpSpec | Promise<OlpSpec>) => Promise<Olp | undefined>; drop: (n: string) => Promise<void> };
 
 /** The catalogue of this file: the file's cell under two names, and once without a robot description. */
@@ -86,7 +89,7 @@ async function plan(o: Olp, description = URDF_SHA): Promise<{ digest: string; b
 }
 
 /** Select a cell and return a poster that carries the current fence. */
-async function selected(o: Olp, cell: string): Promise<(route: string, body?: unknown) => ReturnType<Olp['client']['post']>> {
+async function selected(o: Olp, cell: string): Promise<Post> {
   const r = await o.client.post('/targets/select', { cell_id: cell, model_id: MODEL });
   expect(r.status, r.text).toBe(200);
   const g = r.json.selected.selection_generation;
@@ -141,6 +144,23 @@ async function ensureHomed(post: (route: string, body?: unknown) => Promise<{ st
   expect(h.status, h.text).toBe(200);
 }
 
+/**
+ * Load a planned trajectory, arm, home and bring the cell to the program's start, then play: the program
+ * runs on the cell. Returns the cell's execution generation before the play (the play's is the next).
+ */
+async function loadAndPlay(post: Post, client: ControlClient, d: Description, digest: string): Promise<bigint> {
+  const loaded = await post('/load', { trajectory_digest: digest });
+  expect(loaded.status, loaded.text).toBe(200);
+  const armed = await post('/arm', { armed: true });
+  expect(armed.status, armed.text).toBe(200);
+  await ensureHomed(post, client, d);
+  await toStart(post, client);
+  const before = BigInt((await cellStatus(client)).execution.generation);
+  const play = await post('/play', {});
+  expect(play.status, play.text).toBe(200);
+  return before;
+}
+
 async function execOlp(olps: Pools, skip: (c: boolean, n?: string) => void, target: Target, d: Description): Promise<Olp> {
   const o = useOlp({ skip }, await olps.open('exec', () => catalogue(target, d)));
   needsConfigured({ skip }, o, 'a catalogue naming the file\'s cell');
@@ -164,7 +184,7 @@ async function telemetryJoints(client: ControlClient, d: Description): Promise<R
  * a pose with J4 and J6 aligned is refused as a singularity before anything moves; a jog along +x moves
  * the tool along +x and stops.
  */
-async function cartesianChecks(o: Olp, post: (route: string, body?: unknown) => ReturnType<Olp['client']['post']>, client: ControlClient, description: Description): Promise<void> {
+async function cartesianChecks(o: Olp, post: Post, client: ControlClient, description: Description): Promise<void> {
     // Away from the wrist singularity of the zero pose (J5 = 0 aligns J4 and J6).
     const q0 = ((await cellStatus(client)).axes as any[]).map((a) => Number(a.position));
     const start = description.axes.map((a, i) => ({ J2: 0, J3: 0.2, J4: 0, J5: 0.2, J6: 0 } as Record<string, number>)[a.id] ?? q0[i]!);
@@ -321,14 +341,7 @@ describe('dense execution', () => {
       expect(planned.json.program_digest).toBe(request.program_digest);
       const post = await selected(o, 'cell-a');
       await alive(o, async () => {
-        const loaded = await post('/load', { trajectory_digest: planned.json.dense.digest });
-        expect(loaded.status, loaded.text).toBe(200);
-        expect((await post('/arm', { armed: true })).status).toBe(200);
-        await ensureHomed(post, client, description);
-        await toStart(post, client);
-        const before = BigInt((await cellStatus(client)).execution.generation);
-        const play = await post('/play', {});
-        expect(play.status, play.text).toBe(200);
+        const before = await loadAndPlay(post, client, description, planned.json.dense.digest);
         await until('the program ends', () => o.client.get('/dense-execution/status'), (r) => r.json.playing === false, 30_000);
         const done = await cellStatus(client);
         expect([done.execution.state, BigInt(done.execution.generation)], JSON.stringify(done.core) + JSON.stringify(done.axes)).toEqual(['completed', before + 1n]);
@@ -355,13 +368,7 @@ describe('dense execution', () => {
     const post = await selected(o, 'cell-a');
     const { digest } = await plan(o);
     await alive(o, async () => {
-      expect((await post('/load', { trajectory_digest: digest })).status).toBe(200);
-      expect((await post('/arm', { armed: true })).status).toBe(200);
-      await ensureHomed(post, client, description);
-      await toStart(post, client);
-      const before = BigInt((await cellStatus(client)).execution.generation);
-      const play = await post('/play', {});
-      expect(play.status, play.text).toBe(200);
+      const before = await loadAndPlay(post, client, description, digest);
       const paused = await o.client.post('/dense-execution/pause', {});
       expect([paused.status, paused.json.playing, paused.json.lease_held]).toEqual([200, false, true]);
       const ex = await until('the execution leaves executing', () => cellStatus(client), (s) => BigInt(s.execution.generation) === before + 1n && s.execution.state !== 'executing');
@@ -570,12 +577,7 @@ describe('a cell that dies mid-play', () => {
     const post = await selected(o, 'cell-a');
     const { digest } = await plan(o);
     await alive(o, async () => {
-      expect((await post('/load', { trajectory_digest: digest })).status).toBe(200);
-      expect((await post('/arm', { armed: true })).status).toBe(200);
-      await ensureHomed(post, client, description);
-      await toStart(post, client);
-      const play = await post('/play', {});
-      expect(play.status, play.text).toBe(200);
+      await loadAndPlay(post, client, description, digest);
       await target.restartCore();
       const st = await until('the lease loss', () => o.client.get('/dense-execution/status'), (r) => r.json.lease_held === false, 10_000);
       expect(st.json.playing).toBe(false);
