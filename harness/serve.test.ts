@@ -5,9 +5,13 @@
 // removed, exit status 0. A second signal during that grace does not cut it short; a third may (and does:
 // it exits at once, 143). The same `hil serve` sends no TLS session tickets (document 1 part 5), counted
 // with openssl s_client when openssl is installed.
+//
+// `hil serve --olp-port` starts the whole OLP server beside the stack (README "The offline programming
+// server"): the reference STEP worker, the local simulator and a program store, not routes answering
+// unavailable.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +20,8 @@ import { clientFiles, createPair, issueClient } from './certs.ts';
 import { Cell } from './clients/cell.ts';
 import { ControlClient, type BindingInput } from './clients/control.ts';
 import { RemoteJogSocket, type CloseInfo } from './clients/jog.ts';
+import { sealProgram } from './clients/weldplan.ts';
+import { parseExact, stringifyExact, type JsonObject } from './oracle/json.ts';
 
 const HIL = join(import.meta.dirname, 'bin', 'hil.mjs');
 
@@ -27,13 +33,14 @@ interface Served {
   pairDir: string;
   stderr: () => string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  ready: Record<string, unknown>;
 }
 
 const started: Served[] = [];
 afterEach(async () => {
   for (const s of started.splice(0)) {
     // A failed test may leave the group running: end it (by its own process group id).
-    if (s.child.exitCode === null && s.child.signalCode === null) {
+    if (s.child && s.child.exitCode === null && s.child.signalCode === null) {
       try {
         process.kill(-s.child.pid!, 'SIGKILL');
       } catch {
@@ -50,17 +57,21 @@ async function serve(): Promise<Served> {
   const dir = await mkdtemp(join(tmpdir(), 'hil-serve-'));
   const pair = await createPair({ dir: join(dir, 'pair'), pairId: 'cell-serve-01' });
   await issueClient({ dir: pair.dir, principal: 'operator-1' });
-  const child = spawn(
-    process.execPath,
-    [HIL, 'serve', '--socket-dir', join(dir, 'sock'), '--remote-listen', '127.0.0.1:0', '--remote-ca', pair.ca, '--remote-cert', pair.cert, '--remote-key', pair.key, '--remote-crl', pair.crl, '--pair-id', 'cell-serve-01'],
-    { detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const s = await spawnServe(dir, ['--remote-listen', '127.0.0.1:0', '--remote-ca', pair.ca, '--remote-cert', pair.cert, '--remote-key', pair.key, '--remote-crl', pair.crl, '--pair-id', 'cell-serve-01']);
+  s.pairDir = pair.dir;
+  s.port = Number(/:([0-9]+)$/.exec(s.ready.remote as string)![1]);
+  return s;
+}
+
+/** `hil serve --socket-dir DIR/sock` with these flags, in a process group of its own (detached), once it is ready. */
+async function spawnServe(dir: string, flags: string[]): Promise<Served> {
+  const child = spawn(process.execPath, [HIL, 'serve', '--socket-dir', join(dir, 'sock'), ...flags], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.on('exit', (code, signal) => r({ code, signal })));
-  const s: Served = { child, dir, control: '', port: 0, pairDir: pair.dir, stderr: () => err, exited };
+  const s: Served = { child, dir, control: '', port: 0, pairDir: '', stderr: () => err, exited, ready: {} };
   started.push(s);
-  const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
+  s.ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
     let out = '';
     const t = setTimeout(() => reject(new Error(`hil serve did not report ready within 25 s\n${err}`)), 25_000);
     child.stdout!.setEncoding('utf8').on('data', (d: string) => {
@@ -73,8 +84,7 @@ async function serve(): Promise<Served> {
     });
     void exited.then(() => reject(new Error(`hil serve exited before ready\n${err}`)));
   });
-  s.control = ready.control as string;
-  s.port = Number(/:([0-9]+)$/.exec(ready.remote as string)![1]);
+  s.control = s.ready.control as string;
   return s;
 }
 
@@ -150,5 +160,60 @@ describe('hil serve stopped by SIGTERM to its whole process group', () => {
     expect(end).toEqual({ code: 143, signal: null });
     expect(s.stderr()).toMatch(/third signal: exiting now/);
     expect(s.stderr()).not.toMatch(/hil serve: stopped/);
+  }, 60_000);
+});
+
+describe('hil serve --olp-port', () => {
+  const BASE = '/api/offline-programming/v1';
+  const FILLET = readFileSync(join(import.meta.dirname, '..', 'fixtures', 'step', 'fillet-joint.step'));
+  const PROGRAM = join(import.meta.dirname, '..', 'fixtures', 'weldplans', 'line-weld.program.json');
+
+  test('starts the whole OLP server: extract_topology on the fillet fixture by the STEP worker, a program put, listed and read back byte for byte from the temporary store, the local simulator configured; the store is removed at stop', async () => {
+    const s = await spawnServe(await mkdtemp(join(tmpdir(), 'hil-serve-')), ['--olp-port', '0']);
+    const olp = String(s.ready.olp) + BASE;
+    const store = String(s.ready.olp_programs);
+    expect(existsSync(store)).toBe(true);
+    const health = (await (await fetch(olp + '/health')).json()) as Record<string, unknown>;
+    expect({ local_simulator: health.local_simulator, program_catalog: health.program_catalog }).toEqual({ local_simulator: true, program_catalog: true });
+
+    const topo = await fetch(olp + '/cadquery/topology', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ operation: 'extract_topology', step_base64: FILLET.toString('base64') }) });
+    const topoText = await topo.text();
+    expect(topo.status, topoText.slice(0, 300)).toBe(200);
+    const solids = (JSON.parse(topoText) as { result: { solids: Array<{ id: string; faces: unknown[]; edges: unknown[] }> } }).result.solids;
+    expect(solids.map((x) => [x.id, x.faces.length, x.edges.length])).toEqual([['solid-0', 6, 12], ['solid-1', 6, 12]]);
+
+    const doc = sealProgram(parseExact(readFileSync(PROGRAM)) as JsonObject) as Record<string, unknown>;
+    const id = String(doc.program_id);
+    const bytes = stringifyExact(doc);
+    const put = await fetch(`${olp}/programs/${id}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: bytes });
+    const putText = await put.text();
+    expect(put.status, putText).toBe(200);
+    expect(JSON.parse(putText)).toMatchObject({ ok: true, program_id: id, program_digest: doc.program_digest, created: true });
+    const list = (await (await fetch(olp + '/programs')).json()) as { programs: Array<{ program_id: string; program_digest: string }> };
+    expect(list.programs.map((p) => [p.program_id, p.program_digest])).toEqual([[id, doc.program_digest]]);
+    const got = await fetch(`${olp}/programs/${id}`);
+    expect([got.status, await got.text()]).toEqual([200, bytes]);
+    expect(readdirSync(store).length).toBeGreaterThan(0);
+
+    group(s, 'SIGTERM');
+    expect(await s.exited).toEqual({ code: 0, signal: null });
+    expect(existsSync(store)).toBe(false);
+  }, 60_000);
+
+  test('an --olp-* flag without --olp-port, and a value the OLP server refuses, are usage errors (status 2)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'hil-serve-'));
+    started.push({ dir } as Served);
+    const run = (flags: string[]) =>
+      new Promise<{ code: number | null; err: string }>((resolve) => {
+        const c = spawn(process.execPath, [HIL, 'serve', '--socket-dir', join(dir, 'sock'), ...flags], { stdio: ['ignore', 'ignore', 'pipe'] });
+        let err = '';
+        c.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+        c.on('exit', (code) => resolve({ code, err }));
+      });
+    const stray = await run(['--olp-worker-pool', '2']);
+    expect(stray).toEqual({ code: 2, err: 'hil serve: --olp-worker-pool needs --olp-port\n' });
+    const refused = await run(['--olp-port', '0', '--olp-worker-pool', 'many']);
+    expect(refused.code).toBe(2);
+    expect(refused.err).toMatch(/^--worker-pool must be a positive integer$/m);
   }, 60_000);
 });

@@ -6,7 +6,7 @@
 
 import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
-import { parseArgs } from 'node:util';
+import { parseProgramArgs } from './primitives.ts';
 import { ProcessImage } from '../drivers/bus.ts';
 import { DriverHost } from '../drivers/host.ts';
 import { createDriver, DRIVERS, DriverUnavailable } from '../drivers/index.ts';
@@ -134,9 +134,8 @@ export async function doctor(o: { driver: string; machine: CompiledMachine; para
 const parseNum = (s: string) => (s.startsWith('0x') ? Number.parseInt(s.slice(2), 16) : Number(s));
 
 export async function doctorMain(argv: string[], defaultMachine: string): Promise<number> {
-  let a;
-  try {
-    a = parseArgs({
+  const parsed = parseProgramArgs(
+    {
       args: argv,
       options: {
         driver: { type: 'string' },
@@ -146,18 +145,12 @@ export async function doctorMain(argv: string[], defaultMachine: string): Promis
         'fake-absent': { type: 'string', multiple: true },
         'fake-identity': { type: 'string', multiple: true },
         'fake-no-master': { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
       },
-      strict: true,
-    }).values;
-  } catch (e) {
-    process.stderr.write(`${(e as Error).message}\n${DOCTOR_USAGE}`);
-    return 2;
-  }
-  if (a.help) {
-    process.stdout.write(DOCTOR_USAGE);
-    return 0;
-  }
+    },
+    DOCTOR_USAGE,
+  );
+  if (typeof parsed === 'number') return parsed;
+  const a = parsed.values;
   const driver = a.driver;
   if (driver !== 'ethercat' && driver !== 'ethercat-fake') {
     process.stderr.write(`hil doctor checks an EtherCAT rig: --driver ethercat or ethercat-fake\n${DOCTOR_USAGE}`);

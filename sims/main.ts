@@ -4,9 +4,9 @@
 // with --lifeline-stdin, when its parent closes stdin), removing its sockets.
 
 import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { loadMachine } from './config/compile.ts';
 import { CoreLink } from './service/core-link.ts';
 import { ControlService } from './service/service.ts';
@@ -20,11 +20,9 @@ import { CoreHost } from './core/host.ts';
 import { loadCredentials, parseListen, RemoteStartupError, type RemoteFiles } from './service/remote.ts';
 import type { RemoteJogFlags } from './service/remote-jog.ts';
 import { doctorMain } from './doctor.ts';
-import { parseNonzeroU64, parseU64 } from './primitives.ts';
+import { parseNonzeroU64, parseProgramArgs, parseU64, runUntilStopped } from './primitives.ts';
 
 const DEFAULT_MACHINE = join(ROOT, 'fixtures', 'machines', 'nine-axis.json');
-/** Signals closer together than this are one delivery reaching the stack by two paths (see the handler). */
-const SIGNAL_BURST_MS = 250;
 /** The OpenSSL configuration that disables TLS session tickets (read at process start). */
 const TLS_NO_TICKETS = join(ROOT, 'sims', 'service', 'tls-no-tickets.cnf');
 
@@ -34,6 +32,10 @@ function ticketsDisabled(): boolean {
   const file = flag ? flag.slice('--openssl-config='.length) : process.env.OPENSSL_CONF;
   return file !== undefined && resolve(file) === TLS_NO_TICKETS;
 }
+
+/** The flags of `hil olp serve` that `hil serve --olp-port` passes through as --olp-<flag>. */
+const OLP_FLAGS = ['program-store', 'robot-store', 'local-simulator', 'local-simulator-model', 'single-model', 'cad-worker', 'seam-worker', 'worker-pool', 'worker-timeout-ms', 'heartbeat-ms', 'lease-ms', 'weld-plan-timeout-ms'] as const;
+const OLP_OPTIONS = Object.fromEntries(OLP_FLAGS.map((f) => [`olp-${f}`, { type: 'string' }])) as { [K in (typeof OLP_FLAGS)[number] as `olp-${K}`]: { type: 'string' } };
 
 const USAGE = `usage: hil serve --socket-dir DIR [options]
 
@@ -78,8 +80,20 @@ Starts the reference cell stack (control service + real-time core on the sim dri
   --planner-host H        interface for that planner (default 127.0.0.1)
   --planner-store-dir DIR its dense store (default DIR/planner-store)
   --olp-port P            also start the offline programming server (document 3, hil olp serve) on
-                          127.0.0.1:P with this stack as its single target and the planner above, if any
-                          (0 picks a free port; its URL is the ready line's "olp")
+                          127.0.0.1:P, the whole of it: this stack as its single target, the planner above
+                          (if any) for /weld-plan, the reference STEP worker for /cadquery/topology and /seam,
+                          the local simulator (/local-simulator/*) and a program store (/programs*).
+                          0 picks a free port; its URL is the ready line's "olp", its store "olp_programs"
+  --olp-program-store DIR the OLP server's program store (default: a new temporary directory, removed
+                          when the stack stops; give a directory to keep the programs)
+  --olp-robot-store DIR   its robot descriptions (default fixtures/robots)
+  --olp-local-simulator FILE  the local simulator's machine configuration (default this stack's --machine)
+  --olp-local-simulator-model ID[@SHA], --olp-single-model ID[@SHA]
+                          the local simulator's and this stack's robot model (default the machine
+                          configuration's robot binding, if it has one)
+  --olp-cad-worker CMD, --olp-seam-worker CMD (default builtin), --olp-worker-pool N,
+  --olp-worker-timeout-ms N, --olp-heartbeat-ms N, --olp-lease-ms N, --olp-weld-plan-timeout-ms N
+                          passed to the OLP server as the same flags without "olp-" (hil olp serve --help)
   --lifeline-stdin        exit when standard input closes (used by targets that start the stack)
   --remote-listen HOST:PORT  also serve HTTPS with mutual TLS 1.3 there (port 0: any free port); needs
                           --remote-ca FILE (exactly one self-signed CA), --remote-cert FILE, --remote-key FILE,
@@ -100,17 +114,8 @@ the peak following error per axis, recorded and replayed.
 `;
 
 async function replayMain(argv: string[]): Promise<number> {
-  let a;
-  try {
-    a = parseArgs({ args: argv, allowPositionals: true, options: { mode: { type: 'string' }, machine: { type: 'string' }, 'config-cache': { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true });
-  } catch (e) {
-    process.stderr.write(`${(e as Error).message}\n${REPLAY_USAGE}`);
-    return 2;
-  }
-  if (a.values.help) {
-    process.stdout.write(REPLAY_USAGE);
-    return 0;
-  }
+  const a = parseProgramArgs({ args: argv, allowPositionals: true, options: { mode: { type: 'string' }, machine: { type: 'string' }, 'config-cache': { type: 'string' } } }, REPLAY_USAGE);
+  if (typeof a === 'number') return a;
   if (a.positionals.length !== 1) {
     process.stderr.write(REPLAY_USAGE);
     return 2;
@@ -142,9 +147,8 @@ async function replayMain(argv: string[]): Promise<number> {
 export async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'replay') return replayMain(argv.slice(1));
   if (argv[0] === 'doctor') return doctorMain(argv.slice(1), DEFAULT_MACHINE);
-  let args;
-  try {
-    args = parseArgs({
+  const parsed = parseProgramArgs(
+    {
       args: argv,
       options: {
         'socket-dir': { type: 'string' },
@@ -185,18 +189,13 @@ export async function main(argv: string[]): Promise<number> {
         'planner-host': { type: 'string' },
         'planner-store-dir': { type: 'string' },
         'olp-port': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
+        ...OLP_OPTIONS,
       },
-      strict: true,
-    }).values;
-  } catch (e) {
-    process.stderr.write(`${(e as Error).message}\n${USAGE}`);
-    return 2;
-  }
-  if (args.help) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
+    },
+    USAGE,
+  );
+  if (typeof parsed === 'number') return parsed;
+  const args = parsed.values;
   const dir = args['socket-dir'];
   if (!dir) {
     process.stderr.write(`--socket-dir is required\n${USAGE}`);
@@ -375,6 +374,11 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write('--olp-port must be an integer 0..65535\n');
     return 2;
   }
+  const strayOlp = OLP_FLAGS.find((f) => args[`olp-${f}`] !== undefined);
+  if (olpPort === undefined && strayOlp) {
+    process.stderr.write(`hil serve: --olp-${strayOlp} needs --olp-port\n`);
+    return 2;
+  }
   const core = new CoreLink(machine, {
     driver,
     ...(driver === 'sim' ? { driverParams: { startFaults, ...(homingMs !== undefined ? { homingNs: BigInt(homingMs) * 1_000_000n } : {}) } } : {}),
@@ -407,58 +411,52 @@ export async function main(argv: string[]): Promise<number> {
 
   let planner: PlannerChild | undefined;
   let olp: PlannerChild | undefined;
-  let stopping: Promise<void> | undefined;
-  const shutdown = (why: string) => {
-    stopping ??= Promise.all([olp?.stop(), service.stop(), planner?.stop()])
-      .then(() => undefined)
-      .catch((e: Error) => process.stderr.write(`shutdown: ${e.message}\n`))
-      .then(() => {
-        process.stderr.write(`hil serve: stopped (${why})\n`);
-      });
-    return stopping;
-  };
-  // A service manager stops a unit by signalling every process of it (systemd's control group, a
-  // container's process group): the stack then gets the signal twice at once, from the manager and
-  // forwarded by `hil serve`. Signals within SIGNAL_BURST_MS of the last one counted are that one
-  // delivery. The first starts the orderly stop; a second while it runs (the remote listener's grace)
-  // is reported and changes nothing; a third ends the process at once.
-  let signals = 0;
-  let lastSignalMs = -Infinity;
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-    process.on(sig, () => {
-      const now = performance.now();
-      if (now - lastSignalMs < SIGNAL_BURST_MS) return;
-      lastSignalMs = now;
-      signals++;
-      if (signals === 1) void shutdown(sig).then(() => process.exit(0));
-      else if (signals === 2) process.stderr.write(`hil serve: ${sig}: signal again while stopping; the orderly stop goes on (a third signal ends it at once)\n`);
-      else {
-        process.stderr.write(`hil serve: ${sig}: third signal: exiting now\n`);
-        process.exit(128 + (sig === 'SIGINT' ? 2 : 15));
-      }
-    });
-  }
-  if (args['lifeline-stdin']) {
-    process.stdin.on('end', () => void shutdown('stdin closed').then(() => process.exit(0)));
-    process.stdin.on('error', () => void shutdown('stdin error').then(() => process.exit(0)));
-    process.stdin.resume();
-  }
+  let olpStore = '';
+  let olpTempStore: string | undefined;
+  // Signals (the burst, the second and the third) and the lifeline: sims/primitives.ts runUntilStopped.
+  const run = runUntilStopped(
+    (why) =>
+      Promise.all([olp?.stop(), service.stop(), planner?.stop()])
+        .then(() => undefined)
+        .catch((e: Error) => process.stderr.write(`shutdown: ${e.message}\n`))
+        .then(() => (olpTempStore ? rm(olpTempStore, { recursive: true, force: true }) : undefined))
+        .then(() => {
+          process.stderr.write(`hil serve: stopped (${why})\n`);
+        }),
+    { name: 'hil serve', lifeline: args['lifeline-stdin'] ?? false },
+  );
 
   try {
     await service.start();
     if (plannerPort !== undefined) planner = await startPlanner(args['planner-host'] ?? '127.0.0.1', plannerPort, resolve(args['planner-store-dir'] ?? join(resolve(dir), 'planner-store')));
     if (olpPort !== undefined) {
-      const olpArgs = ['serve', '--listen', `127.0.0.1:${olpPort}`, '--control-socket', service.socketPath, '--robot-store', join(ROOT, 'fixtures', 'robots'), ...(planner ? ['--planner-url', planner.url] : [])];
+      if (args['olp-program-store'] === undefined) olpTempStore = await mkdtemp(join(tmpdir(), 'hil-olp-programs-'));
+      // The whole OLP server (issue 20): workers, local simulator and program store by default; the user's
+      // --olp-<flag> wins over each default, and the OLP server checks every value as hil olp serve does.
+      const robot = machine.robot ? `${machine.robot.model_id}${machine.robot.description_sha256 ? `@${machine.robot.description_sha256}` : ''}` : undefined;
+      const given: Partial<Record<(typeof OLP_FLAGS)[number], string>> = {
+        'program-store': olpTempStore,
+        'robot-store': join(ROOT, 'fixtures', 'robots'),
+        'local-simulator': resolve(args.machine ?? DEFAULT_MACHINE),
+        'local-simulator-model': robot,
+        'single-model': robot,
+        'cad-worker': 'builtin',
+        'seam-worker': 'builtin',
+      };
+      for (const f of OLP_FLAGS) given[f] = args[`olp-${f}`] ?? given[f];
+      const olpArgs = ['serve', '--listen', `127.0.0.1:${olpPort}`, '--control-socket', service.socketPath, ...(planner ? ['--planner-url', planner.url] : [])];
+      for (const f of OLP_FLAGS) if (given[f] !== undefined) olpArgs.push(`--${f}`, given[f]!);
       olp = await startChild('olp', olpArgs, (r) => String(r.olp));
+      olpStore = given['program-store']!;
     }
   } catch (e) {
     process.stderr.write(`hil serve: cannot start: ${(e as Error).message}\n`);
-    await shutdown('start failed');
-    return 1;
+    await run.stop('start failed');
+    // A flag the OLP server refused is a usage error, as it is for hil olp serve.
+    return (e as { exitCode?: number }).exitCode === 2 ? 2 : 1;
   }
-  process.stdout.write(
-    'ready ' +
-      encodeJson({
+  run.ready(
+    encodeJson({
         control: service.socketPath,
         public: service.publicLink,
         test_channel: args['test-channel'] ? service.testSocketPath : '',
@@ -471,9 +469,8 @@ export async function main(argv: string[]): Promise<number> {
         configuration_sha256: machine.configuration_sha256,
         remote: service.remoteAddress ? `${service.remoteAddress.host}:${service.remoteAddress.port}` : '',
         ...(planner ? { planner: planner.url, planner_pid: planner.pid } : {}),
-        ...(olp ? { olp: olp.url, olp_pid: olp.pid } : {}),
-      }) +
-      '\n',
+        ...(olp ? { olp: olp.url, olp_pid: olp.pid, olp_programs: olpStore } : {}),
+      }),
   );
   return -1; // keep running
 }
@@ -492,7 +489,7 @@ function startPlanner(host: string, port: string, storeDir: string): Promise<Pla
 /** A reference program as its own process with a lifeline, once it printed its ready line. */
 function startChild(name: 'planner' | 'olp', argv: string[], urlOf: (ready: Record<string, unknown>) => string): Promise<PlannerChild> {
   const child = spawn(process.execPath, [...programArgs(name), ...argv, '--lifeline-stdin'], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.setEncoding('utf8').on('data', (d: string) => {
@@ -511,7 +508,7 @@ function startChild(name: 'planner' | 'olp', argv: string[], urlOf: (ready: Reco
         },
       });
     });
-    void exited.then(() => reject(new Error(`the ${name === 'olp' ? 'OLP server' : 'weld planner'} exited before it was ready`)));
+    void exited.then((code) => reject(Object.assign(new Error(`the ${name === 'olp' ? 'OLP server' : 'weld planner'} exited before it was ready (status ${code})`), { exitCode: code })));
   });
 }
 

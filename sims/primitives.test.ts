@@ -3,9 +3,9 @@
 
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from 'vitest';
 import { CanonicalError, canonicalJson, decodeJson, JsonObject } from './json.ts';
-import { CursorError, parseAfterCursor, parseNonzeroU64, parseU64, readBoundedBody, REQUEST_PREFIX_BYTES, U64_DECIMAL, U64_MAX, type BodyBound } from './primitives.ts';
+import { CursorError, parseAfterCursor, parseNonzeroU64, parseProgramArgs, parseU64, readBoundedBody, REQUEST_PREFIX_BYTES, U64_DECIMAL, U64_MAX, type BodyBound } from './primitives.ts';
 import { payloadKey, type Request } from './service/envelope.ts';
 
 const enc = (s: string) => new TextEncoder().encode(s);
@@ -32,6 +32,39 @@ describe('uint64 text', () => {
 
   test('the one request prefix is 16384 bytes (document 1 part 8)', () => {
     expect(REQUEST_PREFIX_BYTES).toBe(16384);
+  });
+});
+
+describe('parseProgramArgs', () => {
+  afterEach(() => vi.restoreAllMocks());
+  const capture = () => {
+    const out = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    const err = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    return { out: () => out.mock.calls.map((c) => String(c[0])).join(''), err: () => err.mock.calls.map((c) => String(c[0])).join('') };
+  };
+  const options = { port: { type: 'string' }, quiet: { type: 'boolean' } } as const;
+
+  test('the flags when they parse; --help and -h: the usage on stdout, 0; an unknown flag or a missing value: the message and the usage on stderr, 2', () => {
+    let io = capture();
+    const ok = parseProgramArgs({ args: ['--port', '7', '--quiet'], options }, 'USAGE\n');
+    expect(typeof ok === 'number' ? ok : ok.values).toEqual({ port: '7', quiet: true });
+    expect([io.out(), io.err()]).toEqual(['', '']);
+    for (const h of ['--help', '-h']) {
+      vi.restoreAllMocks();
+      io = capture();
+      expect(parseProgramArgs({ args: ['--port', '7', h], options }, 'USAGE\n')).toBe(0);
+      expect([io.out(), io.err()]).toEqual(['USAGE\n', '']);
+    }
+    for (const bad of [['--bogus'], ['--port'], ['stray']]) {
+      vi.restoreAllMocks();
+      io = capture();
+      expect(parseProgramArgs({ args: bad, options }, 'USAGE\n')).toBe(2);
+      expect(io.out()).toBe('');
+      expect(io.err()).toMatch(/^.+\nUSAGE\n$/);
+    }
+    vi.restoreAllMocks();
+    const pos = parseProgramArgs({ args: ['file.rec', '--port', '1'], options, allowPositionals: true }, 'USAGE\n');
+    expect(typeof pos === 'number' ? pos : pos.positionals).toEqual(['file.rec']);
   });
 });
 

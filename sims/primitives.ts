@@ -1,9 +1,11 @@
 // The reference system's small primitives, each written once: exact uint64 text, the one 16384-byte
-// request limit, the bounded body reader, and the `after` cursor of the observation endpoints. The strict
+// request limit, the bounded body reader, the `after` cursor of the observation endpoints, and the start-up
+// and shutdown of a program (its flags, its ready line, its stop on signals and lifeline). The strict
 // JSON stack (decoder, byte classes, canonical JSON) is sims/json.ts; the plan's struct of arrays is
 // sims/core/protocol.ts `PlanArrays`.
 
 import type { IncomingMessage } from 'node:http';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 // ---- uint64 ----
 
@@ -130,4 +132,78 @@ export function parseAfterCursor(query: URLSearchParams): bigint {
   const v = BigInt(raw);
   if (v > U64_MAX) throw new CursorError('after exceeds uint64');
   return v;
+}
+
+// ---- a program's start-up and shutdown ----
+
+/**
+ * A program's flags parsed strictly, with `-h/--help` added: the parsed flags, or the exit status when
+ * there is nothing to run (a usage error: the message and the usage on stderr, 2; --help: the usage on
+ * stdout, 0). One wording for `hil serve`, `hil planner serve`, `hil olp serve` and the rest.
+ */
+export function parseProgramArgs<T extends ParseArgsConfig & { args: string[] }>(config: T, usage: string): ReturnType<typeof parseArgs<T>> | number {
+  let parsed;
+  try {
+    parsed = parseArgs({ ...config, options: { ...config.options, help: { type: 'boolean', short: 'h' } }, strict: true });
+  } catch (e) {
+    process.stderr.write(`${(e as Error).message}\n${usage}`);
+    return 2;
+  }
+  if ((parsed.values as { help?: boolean }).help) {
+    process.stdout.write(usage);
+    return 0;
+  }
+  return parsed as ReturnType<typeof parseArgs<T>>;
+}
+
+/** Signals closer together than this are one delivery reaching the process by two paths (runUntilStopped). */
+export const SIGNAL_BURST_MS = 250;
+
+export interface Running {
+  /** The orderly stop, run once (later calls return the same promise); it does not exit the process. */
+  stop(why: string): Promise<void>;
+  /** Print the ready line: "ready " and the program's JSON (one line), once it answers. */
+  ready(json: string): void;
+}
+
+/**
+ * Run a server program until it is told to stop: on SIGINT or SIGTERM, and with `lifeline` when standard
+ * input closes (the parent that started it went away), run `stop` once and exit 0.
+ *
+ * A service manager stops a unit by signalling every process of it (systemd's control group, a container's
+ * process group): a program then gets the signal twice at once, from the manager and forwarded by its
+ * parent (`hil serve` stops its planner and OLP server). Signals within SIGNAL_BURST_MS of the last one
+ * counted are that one delivery. The first starts the orderly stop; a second while it runs (the remote
+ * listener's grace, README "hil serve") is reported and changes nothing; a third ends the process at once
+ * with 128 + the signal number (143 for SIGTERM).
+ */
+export function runUntilStopped(stop: (why: string) => Promise<void>, o: { name: string; lifeline?: boolean }): Running {
+  let stopping: Promise<void> | undefined;
+  const once = (why: string) =>
+    (stopping ??= stop(why).catch((e: Error) => {
+      process.stderr.write(`${o.name}: stop: ${e.message}\n`);
+    }));
+  const stopAndExit = (why: string) => void once(why).then(() => process.exit(0));
+  let signals = 0;
+  let lastSignalMs = -Infinity;
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(sig, () => {
+      const now = performance.now();
+      if (now - lastSignalMs < SIGNAL_BURST_MS) return;
+      lastSignalMs = now;
+      signals++;
+      if (signals === 1) stopAndExit(sig);
+      else if (signals === 2) process.stderr.write(`${o.name}: ${sig}: signal again while stopping; the orderly stop goes on (a third signal ends it at once)\n`);
+      else {
+        process.stderr.write(`${o.name}: ${sig}: third signal: exiting now\n`);
+        process.exit(128 + (sig === 'SIGINT' ? 2 : 15));
+      }
+    });
+  }
+  if (o.lifeline) {
+    process.stdin.on('end', () => stopAndExit('stdin closed'));
+    process.stdin.on('error', () => stopAndExit('stdin error'));
+    process.stdin.resume();
+  }
+  return { stop: once, ready: (json) => void process.stdout.write(`ready ${json}\n`) };
 }

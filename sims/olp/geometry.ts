@@ -507,6 +507,21 @@ function operationOf(route: string, body: Record<string, unknown>): string {
   return op;
 }
 
+/** The reply of an operation that reports every solid of the part (tessellate, extract_topology). */
+function solidsReply(part: Part, view: (s: Solid) => Record<string, unknown>): { result: unknown; part: string } {
+  return { part: part.sha256, result: { units: 'mm', solids: part.solids.map((s) => ({ id: s.id, ...view(s) })) } };
+}
+
+/** Each face's triangles in the solid's index list: they follow one another in face order (a running sum). */
+function faceRanges(s: Solid): Array<{ id: string; first_triangle: number; triangles: number }> {
+  let first = 0;
+  return s.faces.map((f) => {
+    const r = { id: f.id, first_triangle: first, triangles: f.triangles.length };
+    first += f.triangles.length;
+    return r;
+  });
+}
+
 /** Run one request of the bridge. */
 export function operate(occt: Occt, route: string, body: Record<string, unknown>): { result: unknown; part: string } {
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw new Refusal('the body is not an object');
@@ -515,32 +530,18 @@ export function operate(occt: Occt, route: string, body: Record<string, unknown>
   const part = readPart(occt, body);
   switch (op) {
     case 'tessellate':
-      return {
-        part: part.sha256,
-        result: {
-          units: 'mm',
-          solids: part.solids.map((s) => ({
-            id: s.id,
-            positions_mm: Array.from(s.positions, round),
-            ...(s.normals ? { normals: Array.from(s.normals, (v) => Math.round(v * 1e6) / 1e6) } : {}),
-            indices: Array.from(s.indices),
-            faces: s.faces.map((f) => ({ id: f.id, first_triangle: 0, triangles: f.triangles.length })).map((f, i, all) => ({ ...f, first_triangle: all.slice(0, i).reduce((n, x) => n + x.triangles, 0) })),
-          })),
-        },
-      };
+      return solidsReply(part, (s) => ({
+        positions_mm: Array.from(s.positions, round),
+        ...(s.normals ? { normals: Array.from(s.normals, (v) => Math.round(v * 1e6) / 1e6) } : {}),
+        indices: Array.from(s.indices),
+        faces: faceRanges(s),
+      }));
     case 'extract_topology':
-      return {
-        part: part.sha256,
-        result: {
-          units: 'mm',
-          solids: part.solids.map((s) => ({
-            id: s.id,
-            bbox_mm: { min: r3(s.bbox.min), max: r3(s.bbox.max) },
-            faces: s.faces.map((f) => ({ id: f.id, surface: f.planar ? 'plane' : 'other', ...(f.planar ? { normal: r3(f.normal) } : {}), area_mm2: round(f.area), centroid_mm: r3(f.centroid) })),
-            edges: s.edges.map((e) => ({ id: e.id, faces: e.faces, curve: e.straight ? 'line' : 'polyline', length_mm: round(e.length), points_mm: e.points.map(r3) })),
-          })),
-        },
-      };
+      return solidsReply(part, (s) => ({
+        bbox_mm: { min: r3(s.bbox.min), max: r3(s.bbox.max) },
+        faces: s.faces.map((f) => ({ id: f.id, surface: f.planar ? 'plane' : 'other', ...(f.planar ? { normal: r3(f.normal) } : {}), area_mm2: round(f.area), centroid_mm: r3(f.centroid) })),
+        edges: s.edges.map((e) => ({ id: e.id, faces: e.faces, curve: e.straight ? 'line' : 'polyline', length_mm: round(e.length), points_mm: e.points.map(r3) })),
+      }));
     case 'detect_joints':
       return { part: part.sha256, result: { units: 'mm', joints: detectJoints(part).map(jointView) } };
     case 'sample_seam_frames': {

@@ -1,11 +1,12 @@
 // Entry point of the offline programming server (`hil olp serve`, document 3): a process of its own, as
 // on a real cell. Prints one line beginning with "ready " (JSON: its base URL, pid) when it answers; stops
-// on SIGINT/SIGTERM and, with --lifeline-stdin, when its parent closes stdin.
+// on SIGINT/SIGTERM and, with --lifeline-stdin, when its parent closes stdin (the same start-up and stop
+// as every server program: sims/primitives.ts parseProgramArgs, runUntilStopped).
 
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { encodeJson } from '../json.ts';
 import { programArgs } from '../paths.ts';
+import { parseProgramArgs, runUntilStopped } from '../primitives.ts';
 import { HEARTBEAT_MS } from './execution.ts';
 import { DEFAULT_POOL_SIZE, DEFAULT_WORKER_TIMEOUT_MS } from './workers.ts';
 import { BASE, DEFAULT_LISTEN, OlpServer } from './server.ts';
@@ -73,9 +74,8 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(USAGE);
     return argv[0] === '--help' || argv[0] === '-h' ? 0 : 2;
   }
-  let a;
-  try {
-    a = parseArgs({
+  const parsed = parseProgramArgs(
+    {
       args: argv.slice(1),
       options: {
         listen: { type: 'string' },
@@ -95,18 +95,12 @@ export async function main(argv: string[]): Promise<number> {
         'local-simulator': { type: 'string' },
         'local-simulator-model': { type: 'string' },
         'program-store': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
       },
-      strict: true,
-    }).values;
-  } catch (e) {
-    process.stderr.write(`${(e as Error).message}\n${USAGE}`);
-    return 2;
-  }
-  if (a.help) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
+    },
+    USAGE,
+  );
+  if (typeof parsed === 'number') return parsed;
+  const a = parsed.values;
   const listen = /^(.+):(0|[1-9][0-9]{0,4})$/.exec(a.listen ?? DEFAULT_LISTEN);
   if (!listen || Number(listen[2]) > 65535) {
     process.stderr.write('--listen must be HOST:PORT with a port 0..65535\n');
@@ -158,15 +152,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`hil olp: cannot start: ${(e as Error).message}\n`);
     return 1;
   }
-  let stopping: Promise<void> | undefined;
-  const shutdown = () => (stopping ??= server.stop().then(() => process.exit(0)));
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void shutdown());
-  if (a['lifeline-stdin']) {
-    process.stdin.on('end', () => void shutdown());
-    process.stdin.on('error', () => void shutdown());
-    process.stdin.resume();
-  }
-  process.stdout.write('ready ' + encodeJson({ olp: url, base: BASE, pid: process.pid }) + '\n');
+  runUntilStopped(() => server.stop(), { name: 'hil olp', lifeline: a['lifeline-stdin'] ?? false }).ready(encodeJson({ olp: url, base: BASE, pid: process.pid }));
   return -1;
 }
 

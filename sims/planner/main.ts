@@ -1,10 +1,11 @@
 // Entry point of the weld planner stub (`hil planner serve`): a separate process from the control service,
 // as on a real cell. Prints one line beginning with "ready " (JSON: planner URL, pid, store directory) when
-// it answers; stops on SIGINT/SIGTERM and, with --lifeline-stdin, when its parent closes stdin.
+// it answers; stops on SIGINT/SIGTERM and, with --lifeline-stdin, when its parent closes stdin (the same
+// start-up and stop as every server program: sims/primitives.ts parseProgramArgs, runUntilStopped).
 
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { encodeJson } from '../json.ts';
+import { parseProgramArgs, runUntilStopped } from '../primitives.ts';
 import { DEFAULT_HOST, DEFAULT_PORT, PlannerService, STORE_ENV, storeDirectory } from './server.ts';
 
 const USAGE = `usage: hil planner serve [--host H] [--port P] [--dense-store-dir DIR] [--lifeline-stdin]
@@ -25,21 +26,15 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(USAGE);
     return argv[0] === '--help' || argv[0] === '-h' ? 0 : 2;
   }
-  let a;
-  try {
-    a = parseArgs({
+  const parsed = parseProgramArgs(
+    {
       args: argv.slice(1),
-      options: { host: { type: 'string' }, port: { type: 'string' }, 'dense-store-dir': { type: 'string' }, 'lifeline-stdin': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-      strict: true,
-    }).values;
-  } catch (e) {
-    process.stderr.write(`${(e as Error).message}\n${USAGE}`);
-    return 2;
-  }
-  if (a.help) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
+      options: { host: { type: 'string' }, port: { type: 'string' }, 'dense-store-dir': { type: 'string' }, 'lifeline-stdin': { type: 'boolean' } },
+    },
+    USAGE,
+  );
+  if (typeof parsed === 'number') return parsed;
+  const a = parsed.values;
   const port = a.port ?? String(DEFAULT_PORT);
   if (!/^(0|[1-9][0-9]{0,4})$/.test(port) || Number(port) > 65535) {
     process.stderr.write('--port must be an integer 0..65535\n');
@@ -55,15 +50,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`hil planner: cannot start: ${(e as Error).message}\n`);
     return 1;
   }
-  let stopping: Promise<void> | undefined;
-  const shutdown = () => (stopping ??= service.stop().then(() => process.exit(0)));
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void shutdown());
-  if (a['lifeline-stdin']) {
-    process.stdin.on('end', () => void shutdown());
-    process.stdin.on('error', () => void shutdown());
-    process.stdin.resume();
-  }
-  process.stdout.write('ready ' + encodeJson({ planner: url, pid: process.pid, store: storeDir }) + '\n');
+  runUntilStopped(() => service.stop(), { name: 'hil planner', lifeline: a['lifeline-stdin'] ?? false }).ready(encodeJson({ planner: url, pid: process.pid, store: storeDir }));
   return -1;
 }
 
