@@ -48,13 +48,13 @@ table{border-collapse:collapse;width:100%}
 .grid thead th{background:var(--bg);border-bottom:1px solid var(--line);font-size:12px;color:var(--mut);font-weight:600;position:sticky;top:38px}
 .grid.num td{font-variant-numeric:tabular-nums}
 .grid td.r{text-align:right;white-space:nowrap}
-.tiles{display:grid;grid-template-columns:repeat(6,1fr);gap:12px;margin-bottom:16px}
+.tiles{display:grid;grid-template-columns:repeat(7,1fr);gap:12px;margin-bottom:16px}
 .tile{border:1px solid var(--line);border-radius:8px;padding:10px 14px;border-top-width:4px}
 .tile .n{font-size:28px;font-weight:700;font-variant-numeric:tabular-nums}
 .tile .l{font-size:12px;color:var(--mut);text-transform:uppercase;letter-spacing:.04em}
 .tile .s{font-size:12px;color:var(--mut)}
 .t-pass{border-top-color:var(--pass)} .t-fail{border-top-color:var(--fail)} .t-fail .n{color:var(--fail)} .t-error{border-top-color:var(--err)} .t-error .n{color:var(--err)}
-.t-skip{border-top-color:var(--skip)} .t-warn{border-top-color:#d4a72c} .t-zero{border-top-color:var(--line)}
+.t-skip{border-top-color:var(--skip)} .t-warn{border-top-color:#d4a72c} .t-zero{border-top-color:var(--line)} .t-info{border-top-color:#0969da} .t-info .n{color:#0969da}
 .chart text{font-size:12px;fill:#1f2328} .chart text.v{font-weight:600}
 .plot{max-width:100%;height:auto;background:var(--bg);border-radius:6px} .plot text{font-size:11px;fill:#57606a} .plot text.pt{font-weight:600;fill:#1f2328}
 .plots{display:grid;gap:8px;margin:8px 0} .first-m{margin-top:12px} .first-m h3{margin:6px 0} .kvt.mt th{width:200px} .kvt td.r{text-align:right;padding-right:10px;white-space:nowrap}
@@ -107,7 +107,7 @@ ul.plain{padding-left:18px}
 .reason{color:#57606a;font-style:italic}
 .tests td:nth-child(2){max-width:420px}
 footer{margin-top:40px;padding-top:12px;border-top:1px solid var(--line);color:var(--mut);font-size:12px}
-@media (max-width:900px){.head,.cols{grid-template-columns:1fr}.tiles{grid-template-columns:repeat(3,1fr)}}
+@media (max-width:900px){.head,.cols{grid-template-columns:1fr}.tiles{grid-template-columns:repeat(4,1fr)}}
 @media print{nav,.noprint{display:none}main{max-width:none;padding:0}.grid thead th{position:static}section{break-inside:auto}.card,.sign,tr{break-inside:avoid}body{font-size:11px}pre{max-height:none!important}}
 `;
 
