@@ -3,7 +3,8 @@
 // (--plant sluggish_drive: the drive lags its target). The failed test carries its measurement outside
 // the configured limit with both numbers, its plot and its transcript; no artefact of the run holds a
 // session token the run was issued; and the report opens in headless Chromium with no console error and
-// no network request, the verdict and a plot on the first screen.
+// no network request, the verdict and a plot on the first screen; Allure's own command line (allure 3)
+// renders the run's Allure results without an error, with every test, its status and the evidence.
 
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -11,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL, fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, test } from 'vitest';
+import { limitText } from '../measure.ts';
 import { chromiumPath, visit } from './browser.ts';
 import { runSchemaProblems } from './run-schema.ts';
 import type { RunRecord } from './run-types.ts';
@@ -87,6 +89,52 @@ describe('a real run with a planted motion failure', () => {
       for (const tok of tokens) expect(text.includes(tok), `${f} holds a session token`).toBe(false);
     }
   });
+});
+
+// Allure's own command line (allure 3, a devDependency) renders the run's results: the check that the
+// results hil run writes (harness/report/allure-reporter.ts, harness/evidence-setup.ts) are Allure's format,
+// not only what our own reader (harness/report/allure-results.ts) accepts. It runs in a temporary working
+// directory (no allurerc there) and reads the report's data files, not its page.
+const ALLURE_CLI = join(ROOT, 'node_modules', 'allure', (JSON.parse(readFileSync(join(ROOT, 'node_modules', 'allure', 'package.json'), 'utf8')) as { bin: string }).bin);
+
+describe('the Allure results in allure 3', () => {
+  test('allure generate renders them with no error output; its data has every test of run.json with its status, the measurement outside its limit and the transcript', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'hil-allure-cli-'));
+    const out = join(cwd, 'report');
+    const child = spawn(process.execPath, [ALLURE_CLI, 'generate', join(dir, 'allure-results'), '--output', out], { cwd, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    let stdout = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    const code = await new Promise((r) => child.once('exit', r));
+    expect({ code, stderr }, stdout).toEqual({ code: 0, stderr: '' });
+
+    // Allure's statuses: failed (the first error an assertion), broken (any other error), passed, skipped.
+    // The planted test's first error is the test's own TypeError once the motion faulted, its second the
+    // measurement outside its limit: failed in run.json (one error says the target broke a rule,
+    // harness/report/verdict.ts testStateOf), broken in allure-vitest's own classification.
+    const allureStatus = (t: RunRecord['tests'][number]) => (t.state === 'errored' ? ['broken'] : t.state === 'failed' ? ['failed', 'broken'] : [t.state]);
+    const byId = (JSON.parse(readFileSync(join(out, 'test-results.json'), 'utf8')) as { byId: Record<string, { name: string; status: string }> }).byId;
+    const rendered = new Map(Object.values(byId).map((r) => [r.name, r.status]));
+    expect([...rendered.keys()].sort()).toEqual(run.tests.map((t) => t.name).sort());
+    expect(run.tests.length).toBe(3);
+    for (const t of run.tests) expect(allureStatus(t), t.name).toContain(rendered.get(t.name));
+    const notPassed = [...rendered].filter(([, st]) => st !== 'passed').map(([n]) => n);
+    expect(notPassed.length).toBe(1);
+    expect(notPassed[0]!.startsWith(PLANTED)).toBe(true);
+
+    const [id] = Object.entries(byId).find(([, r]) => r.name.startsWith(PLANTED))!;
+    const failed = JSON.parse(readFileSync(join(out, 'data', 'test-results', `${id}.json`), 'utf8')) as {
+      parameters: { name: string; value: string }[];
+      attachments: { link: { name: string; id: string; ext: string; missed: boolean } }[];
+    };
+    const m = run.tests.find((t) => t.name.startsWith(PLANTED))!.evidence!.measurements.find((x) => x.name === 'following_error_max' && x.axis === 'J1')!;
+    expect(failed.parameters.find((p) => p.name === 'following_error_max J1')?.value).toBe(`${m.value} rad, limit ${limitText(m.limit!)} OUTSIDE`);
+    const transcript = failed.attachments.find((a) => a.link.name === 'transcript')!.link;
+    expect(transcript.missed).toBe(false);
+    const tr = JSON.parse(readFileSync(join(out, 'data', 'attachments', `${transcript.id}${transcript.ext}`), 'utf8')) as { exchanges: { request: string }[] };
+    expect(tr.exchanges.some((x) => x.request.includes('"operation":"start_trajectory"'))).toBe(true);
+  }, 120_000);
 });
 
 describe('the report in headless Chromium', () => {
