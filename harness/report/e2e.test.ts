@@ -4,7 +4,9 @@
 // the configured limit with both numbers, its plot and its transcript; no artefact of the run holds a
 // session token the run was issued; and the report opens in headless Chromium with no console error and
 // no network request, the verdict and a plot on the first screen; Allure's own command line (allure 3)
-// renders the run's Allure results without an error, with every test, its status and the evidence.
+// renders the run's Allure results without an error, with every test, its status and the evidence; and
+// `hil compare` of a run of the same tests with nothing planted against it names exactly the planted test
+// and its measurement drift (issue 22 item 4, "Done when").
 
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -15,6 +17,7 @@ import { beforeAll, describe, expect, test } from 'vitest';
 import { limitText } from '../measure.ts';
 import { chromiumPath, visit } from './browser.ts';
 import { runSchemaProblems } from './run-schema.ts';
+import type { Comparison } from './compare.ts';
 import type { RunRecord } from './run-types.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -24,22 +27,32 @@ let tokensFile: string;
 let run: RunRecord;
 let exit: number | null;
 
+/** `hil ARGS` in the project root: exit status and output. */
+async function hil(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; out: string }> {
+  const child = spawn(process.execPath, ['harness/bin/hil.mjs', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (out += b.toString()));
+  const code = await new Promise<number | null>((r) => child.once('exit', r));
+  return { code, out };
+}
+
+const SELECTION = ['--grep', 'prepare, start, complete', 'suites/trajectory/trajectory.test.ts'];
+let baselineDir: string;
+
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'hil-e2e-'));
   tokensFile = join(mkdtempSync(join(tmpdir(), 'hil-e2e-tokens-')), 'tokens.txt');
   writeFileSync(tokensFile, '');
-  const child = spawn(
-    process.execPath,
-    ['harness/bin/hil.mjs', 'run', '--reports', dir, '--blob', '--plant', `sluggish_drive@${PLANTED}`, '--grep', 'prepare, start, complete', 'suites/trajectory/trajectory.test.ts'],
-    { cwd: ROOT, env: { ...process.env, HIL_TOKEN_LOG: tokensFile }, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let out = '';
-  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
-  child.stderr.on('data', (b: Buffer) => (out += b.toString()));
-  exit = await new Promise((r) => child.once('exit', r));
-  if (!existsSync(join(dir, 'run.json'))) throw new Error(`hil run wrote no run.json (exit ${exit}):\n${out.slice(-3000)}`);
+  const r = await hil(['run', '--reports', dir, '--blob', '--plant', `sluggish_drive@${PLANTED}`, ...SELECTION], { HIL_TOKEN_LOG: tokensFile });
+  exit = r.code;
+  if (!existsSync(join(dir, 'run.json'))) throw new Error(`hil run wrote no run.json (exit ${exit}):\n${r.out.slice(-3000)}`);
   run = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as RunRecord;
-}, 240_000);
+  // The same tests with nothing planted: the baseline hil compare compares the planted run with.
+  baselineDir = mkdtempSync(join(tmpdir(), 'hil-e2e-baseline-'));
+  const b = await hil(['run', '--reports', baselineDir, '--no-report', ...SELECTION]);
+  if (!existsSync(join(baselineDir, 'run.json'))) throw new Error(`hil run (baseline) wrote no run.json (exit ${b.code}):\n${b.out.slice(-3000)}`);
+}, 360_000);
 
 describe('a real run with a planted motion failure', () => {
   test('the planted test fails on its measurement, with both numbers; the others pass; run.json matches its schema', () => {
@@ -89,6 +102,32 @@ describe('a real run with a planted motion failure', () => {
       for (const tok of tokens) expect(text.includes(tok), `${f} holds a session token`).toBe(false);
     }
   });
+});
+
+describe('hil compare of the planted run against the same tests with nothing planted', () => {
+  test('names exactly the planted test as the new failure, and its following error drifting across its limit', async () => {
+    const baseline = JSON.parse(readFileSync(join(baselineDir, 'run.json'), 'utf8')) as RunRecord;
+    // A baseline that failed on its own (a loaded machine) would make the comparison say something else.
+    expect(baseline.tests.map((t) => `${t.name.slice(0, 40)}: ${t.state}`)).toEqual(run.tests.map((t) => `${t.name.slice(0, 40)}: passed`));
+    const r = await hil(['compare', join(baselineDir, 'run.json'), join(dir, 'run.json'), '--json']);
+    expect(r.code).toBe(1); // the run under review regressed
+    const c = JSON.parse(r.out) as Comparison;
+    const planted = run.tests.find((t) => t.name.startsWith(PLANTED))!;
+    const plantedKey = `${planted.file} > ${planted.fullName}`;
+    expect(c.verdict).toEqual({ before: 'PASS', after: 'FAIL' });
+    expect(c.newFailures).toEqual([plantedKey]);
+    expect([c.fixed, c.stillFailing, c.added, c.removed]).toEqual([[], [], [], []]);
+    // The only measurement that crossed its limit is the planted test's following error on J1.
+    const crossed = c.drifts.filter((d) => d.outcome);
+    expect(crossed).toHaveLength(1);
+    const fe = planted.evidence!.measurements.find((m) => m.name === 'following_error_max' && m.axis === 'J1')!;
+    expect(crossed[0]).toMatchObject({ test: plantedKey, name: 'following_error_max', axis: 'J1', unit: 'rad', after: fe.value, outcome: { before: 'pass', after: 'fail' } });
+    expect(crossed[0]!.before).toBeLessThanOrEqual(fe.limit!.hi!);
+    // the text form names the test and the drift too
+    const text = await hil(['compare', join(baselineDir, 'run.json'), join(dir, 'run.json')]);
+    expect(text.out).toContain(`new failures: 1\n  ${plantedKey}\n`);
+    expect(text.out).toContain(`${plantedKey}: following_error_max J1 ${crossed[0]!.before} -> ${fe.value} rad  [pass -> fail]`);
+  }, 60_000);
 });
 
 // Allure's own command line (allure 3, a devDependency) renders the run's results: the check that the
