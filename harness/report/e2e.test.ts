@@ -187,7 +187,7 @@ describe('the report in headless Chromium', () => {
       limitDrawn: `!!document.querySelector('article.card.s-failed svg[data-plot="motion"] .limit')`,
     });
     writeFileSync(join(dir, 'first-screen.png'), v.screenshot);
-    process.stdout.write(`report ${statSync(join(dir, 'html', 'index.html')).size} bytes, loaded in Chromium in ${Math.round(v.loadMs)} ms; screenshot ${join(dir, 'first-screen.png')}\n`);
+    process.stdout.write(`report ${statSync(join(dir, 'html', 'index.html')).size} bytes, loaded in Chromium in ${Math.round(v.loadMs)} ms (renderer main thread busy ${v.mainThreadMs.task} ms, layout ${v.mainThreadMs.layout} ms); screenshot ${join(dir, 'first-screen.png')}\n`);
     expect(v.errors).toEqual([]);
     expect(v.requests).toEqual([]);
     expect(v.values).toMatchObject({ verdict: 'FAIL', firstScreenPlot: true, failedCardPlot: true, limitDrawn: true });
