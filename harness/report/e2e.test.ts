@@ -67,6 +67,8 @@ describe('a real run with a planted motion failure', () => {
     expect(t.errors!.join('\n')).toContain(`HIL_ERR_MEASUREMENT_LIMIT: measured outside the limit: following_error_max J1 = `);
     expect(t.errors!.join('\n')).toContain(`limit <= ${m.limit!.hi} (configured: axes[0].limits.following_error)`);
     expect(t.evidence!.plots!.map((p) => p.axis)).toEqual(['J1']);
+    // the fault stopped the motion: no completion time (it read 0 ms, within its limit, before)
+    expect(t.evidence!.measurements.filter((x) => x.name === 'completion_time')).toEqual([]);
     const others = run.tests.filter((x) => x !== t);
     expect(others.length).toBeGreaterThan(0);
     for (const o of others) expect(o.state, o.fullName).toBe('passed');
