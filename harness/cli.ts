@@ -90,8 +90,9 @@ applies to a full run). Writes reports/run.json, reports/allure-results/, report
   --shard i/n       run the i-th of n shares of the files (vitest's sharding); merge with hil merge
   --blob            also write vitest's blob report of a whole run (a shard always does), for hil merge
   --grep PATTERN    only tests whose name matches (vitest's test name pattern)
-  --plant FAULT@TEST  sim: inject FAULT through the test channel 30 ms after the first motion command of
-                    the test whose full name contains TEST (shows a failed motion test in the report)`,
+  --plant FAULT@TEST  sim: inject FAULT through the test channel just before the first motion command
+                    (other than Home) of the test whose full name contains TEST, on that command's
+                    lowest axis (shows a failed motion test in the report)`,
   test: `usage: hil test
 
 Runs the unit tests of the harness and the reference stack, then the conformance suites against the

@@ -264,7 +264,10 @@ function installObservers(): void {
     // late (a begin_jog whose deadline is 50 ms away, a Start racing a stepped-clock step), and the
     // evidence would then change what it records. The window may miss the command's first cycles.
     for (const c of running) c.beforeMotion(client);
-    return undefined;
+    // A planted fault goes in before the command that moves, so the whole motion runs with it (injected
+    // after the reply, the fault reached a short trajectory too late on a loaded machine: the test passed).
+    const plants = op === 'home' ? [] : [...running].map((c) => maybePlant(c, body)).filter((p): p is Promise<void> => p !== undefined);
+    return plants.length ? Promise.all(plants).then(() => undefined) : undefined;
   };
   exchangeObservers.after = (x) => {
     if (x.reply) learnTokens(x.reply.body);
@@ -272,7 +275,6 @@ function installObservers(): void {
     const op = x.path === '/v1/control' || x.path.startsWith('/v1/program') ? operationOf(x.body) : undefined;
     for (const c of running) {
       c.exchange(x, op);
-      if (op && MOTION_OPS.has(op) && op !== 'home' && x.reply?.status === 200) maybePlant(c, x.body);
     }
   };
 }
@@ -294,20 +296,21 @@ function clip(s: string): string {
 
 // ---------------------------------------------------------------------------------------------
 // A planted failure (HIL_PLANT=<fault kind>@<part of a test's full name>): the fault is injected through
-// the target's private test channel 30 ms after the test's first motion command is admitted, on the
-// command's lowest axis. Used to show, on a real run, what a failed motion test looks like in the report.
+// the target's private test channel just before the test's first motion command other than Home is sent
+// (the command waits for it), on the command's lowest axis. Used to show, on a real run, what a failed
+// motion test looks like in the report. Only the planted test's command is delayed.
 
-function maybePlant(c: Collector, body: string | Uint8Array | undefined): void {
+function maybePlant(c: Collector, body: string | Uint8Array | undefined): Promise<void> | undefined {
   const plant = process.env.HIL_PLANT;
-  if (!plant || c.planted || !c.injector) return;
+  if (!plant || c.planted || !c.injector) return undefined;
   const at = plant.indexOf('@');
-  if (at <= 0 || !c.name.includes(plant.slice(at + 1))) return;
+  if (at <= 0 || !c.name.includes(plant.slice(at + 1))) return undefined;
   c.planted = true;
   const mask = Number(/"axis_mask"\s*:\s*(\d+)/.exec(bodyText(body))?.[1] ?? 1) || 1;
   const axis = 31 - Math.clz32(mask & -mask);
   const inject = c.injector;
   c.note(`planted: ${plant.slice(0, at)} on axis ${axis} (HIL_PLANT)`);
-  setTimeout(() => void inject({ kind: plant.slice(0, at), axis }).catch((e) => c.note(`plant failed: ${(e as Error).message}`)), 30);
+  return inject({ kind: plant.slice(0, at), axis }).catch((e) => c.note(`plant failed: ${(e as Error).message}`));
 }
 
 // ---------------------------------------------------------------------------------------------

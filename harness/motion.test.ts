@@ -68,6 +68,20 @@ describe('analyseMotion', () => {
     expect(wide.completionMs).toBeCloseTo(2, 1);
   });
 
+  test('no completion time when an execution fault latched in the window (the core holds the position as the target)', () => {
+    // A fault at cycle 3 stops J1 where it stands: the target jumps to the position and stays there.
+    const held = [0, 10, 35, 60, 60, 60, 60, 60, 60, 60];
+    const stopped = [0, 25, 50, 60, 60, 60, 60, 60, 60, 60];
+    const faulted = (faults: number[]) => records(held, stopped, { hostJitter: true }).map((r, i) => ({ ...r, execution_fault_reasons: faults[i]! }));
+    expect(analyseMotion(window(faulted([0, 0, 0, 32, 32, 32, 32, 32, 32, 32])), AXES)[0]!.completionMs).toBeUndefined();
+    // a bit already latched before the window and still latched is not a fault of this motion
+    expect(analyseMotion(window(faulted(held.map(() => 32))), AXES)[0]!.completionMs).toBeCloseTo(0, 1);
+    // a second bit latching beside one already set is
+    expect(analyseMotion(window(faulted([32, 32, 32, 33, 33, 33, 33, 33, 33, 33])), AXES)[0]!.completionMs).toBeUndefined();
+    // the same records with no fault: a completion 0 ms after the target's last change
+    expect(analyseMotion(window(faulted(held.map(() => 0))), AXES)[0]!.completionMs).toBeCloseTo(0, 1);
+  });
+
   test('no completion time when the window ends outside the tolerance', () => {
     const m = analyseMotion(window(records([...pos.slice(0, 9), 90], target, { hostJitter: true })), AXES)[0]!;
     expect(m.completionMs).toBeUndefined();

@@ -25,6 +25,7 @@ const offsetOf = (fields: readonly (readonly [number, string, string])[], name: 
 const R_T = offsetOf(RECORD_FIELDS, 't_ns');
 const R_SEQ = offsetOf(RECORD_FIELDS, 'seq');
 const R_JITTER = offsetOf(RECORD_FIELDS, 'cycle_jitter_ns');
+const R_FAULTS = offsetOf(RECORD_FIELDS, 'execution_fault_reasons');
 const A_POS = offsetOf(AXIS_FIELDS, 'position');
 const A_TARGET = offsetOf(AXIS_FIELDS, 'target');
 const A_FE = offsetOf(AXIS_FIELDS, 'following_error_counts');
@@ -41,6 +42,8 @@ export interface TelemetryWindow {
   target: Int32Array[];
   fe: Int32Array[];
   feValid: Uint8Array[];
+  /** execution_fault_reasons of each record (document 1 part 2: latched bits). */
+  faults: Uint32Array;
   count: number;
   /** Records overwritten before they were read (header `dropped`, summed over the polls). */
   dropped: number;
@@ -100,6 +103,7 @@ export class WindowBuilder {
       target: Array.from({ length: axes }, () => new Int32Array(n)),
       fe: Array.from({ length: axes }, () => new Int32Array(n)),
       feValid: Array.from({ length: axes }, () => new Uint8Array(n)),
+      faults: new Uint32Array(n),
       count: n,
       dropped: this.dropped,
       gaps: this.gaps,
@@ -121,6 +125,7 @@ export class WindowBuilder {
         prev = t;
         w.t[i] = Number(t - t0) / 1e6;
         w.jitter[i] = Number(dv.getBigInt64(base + R_JITTER, true));
+        w.faults[i] = dv.getUint32(base + R_FAULTS, true);
         for (let a = 0; a < c.axes; a++) {
           const ab = base + AXIS_ARRAY_OFFSET + a * AXIS_BYTES;
           w.pos[a]![i] = dv.getInt32(ab + A_POS, true);
@@ -209,7 +214,10 @@ export interface AxisMotion {
   feMax: number;
   /** The largest following error of any one cycle. */
   fePeak: number;
-  /** Completion time, ms; undefined when the position never stayed within tolerance in the window. */
+  /**
+   * Completion time, ms; undefined when the position never stayed within tolerance in the window, or when
+   * an execution fault latched in it (the core then holds the position as the target: not a completion).
+   */
   completionMs?: number;
   /** The tolerance used and whether it came from the configuration. */
   tolerance: number;
@@ -225,6 +233,10 @@ export function analyseMotion(w: TelemetryWindow, axes: readonly AxisInfo[]): Ax
   const out: AxisMotion[] = [];
   const n = w.count;
   if (n < 2) return out;
+  // A fault that latched during the window stopped the motion: the target jumps to where the axis stood,
+  // and "within tolerance of the final target" would read as a completion at once (0 ms).
+  let faultLatched = false;
+  for (let i = 1; i < n && !faultLatched; i++) faultLatched = (w.faults[i]! & ~w.faults[i - 1]!) !== 0;
   axes.forEach((ax, a) => {
     if (a >= w.pos.length || !(Math.abs(ax.countsPerUnit) > 0)) return;
     const cpu = Math.abs(ax.countsPerUnit);
@@ -269,7 +281,7 @@ export function analyseMotion(w: TelemetryWindow, axes: readonly AxisInfo[]): Ax
     let last = n - 1;
     while (last > 0 && tgt[last - 1] === final) last--;
     let completionMs: number | undefined;
-    if (Math.abs(pos[n - 1]! - final) <= tolCounts) {
+    if (!faultLatched && Math.abs(pos[n - 1]! - final) <= tolCounts) {
       let j = n - 1;
       while (j > last && Math.abs(pos[j - 1]! - final) <= tolCounts) j--;
       completionMs = w.t[j]! - w.t[last]!;

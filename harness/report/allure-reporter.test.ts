@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FileSystemWriter } from 'allure-js-commons/sdk/reporter';
 import { expect, test } from 'vitest';
-import { UnsyncedWriter } from './allure-reporter.ts';
+import { allureStatusOf, UnsyncedWriter } from './allure-reporter.ts';
 
 test('writes the same files with the same bytes as allure-js-commons FileSystemWriter, and no temporary file stays', () => {
   const a = mkdtempSync(join(tmpdir(), 'hil-allure-a-'));
@@ -30,4 +30,20 @@ test('writes the same files with the same bytes as allure-js-commons FileSystemW
     rmSync(a, { recursive: true, force: true });
     rmSync(b, { recursive: true, force: true });
   }
+});
+
+test("a failed test's Allure status follows the run's verdict rule, not only its first error (harness/report/verdict.ts testStateOf)", () => {
+  const typeError = { name: 'TypeError', message: "Cannot read properties of undefined (reading 'execution')" };
+  const limit = { name: 'HarnessError', message: 'measured outside the limit', code: 'HIL_ERR_MEASUREMENT_LIMIT' };
+  const assertion = { name: 'AssertionError', message: 'expected 409 to be 200', showDiff: true, actual: 409, expected: 200 };
+  const envError = { name: 'HarnessError', message: 'stack did not start', code: 'HIL_ERR_TOOL_FAILED' };
+  // allure-vitest would call the first one broken (a TypeError): one error says the target broke a rule
+  expect(allureStatusOf('fail', [typeError, limit])).toBe('failed');
+  expect(allureStatusOf('fail', [assertion])).toBe('failed');
+  // every error the harness's or the environment's: broken, as the run's errored
+  expect(allureStatusOf('fail', [typeError])).toBe('broken');
+  expect(allureStatusOf('fail', [envError, typeError])).toBe('broken');
+  expect(allureStatusOf('fail', [])).toBe('failed'); // no error recorded: failed, as testStateOf says
+  expect(allureStatusOf('pass', [])).toBeUndefined();
+  expect(allureStatusOf('skip', undefined)).toBeUndefined();
 });

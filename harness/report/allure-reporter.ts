@@ -15,10 +15,15 @@ import { randomUUID } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { stringifyEnvInfo } from 'allure-js-commons/sdk/reporter';
 import AllureVitestReporter from 'allure-vitest/reporter';
+import { testStateOf } from './verdict.ts';
 
 /** The FileSystemWriter's interface, files written without fsync. */
 export class UnsyncedWriter {
-  constructor(private readonly config: { resultsDir: string }) {}
+  constructor(
+    private readonly config: { resultsDir: string },
+    /** Called on every test result before it is written (HilAllureReporter sets its status). */
+    private readonly beforeWrite?: (result: { uuid: string; status?: string }) => void,
+  ) {}
 
   private path(name: string): string {
     mkdirSync(this.config.resultsDir, { recursive: true });
@@ -51,7 +56,8 @@ export class UnsyncedWriter {
   writeGroup(result: { uuid: string }): void {
     this.publish(this.path(`${result.uuid}-container.json`), JSON.stringify(result));
   }
-  writeResult(result: { uuid: string }): void {
+  writeResult(result: { uuid: string; status?: string }): void {
+    this.beforeWrite?.(result);
     this.publish(this.path(`${result.uuid}-result.json`), JSON.stringify(result));
   }
   writeGlobals(name: string, info: unknown): void {
@@ -59,7 +65,24 @@ export class UnsyncedWriter {
   }
 }
 
+/**
+ * A failed test's Allure status as the run's verdict sees it (harness/report/verdict.ts testStateOf):
+ * `failed` as soon as one error says the target broke a rule, `broken` when every error is the harness's
+ * or the environment's. allure-vitest looks at the first error only: a motion test whose own code threw a
+ * TypeError once the planted fault stopped the axis, then failed its measurement, was `broken` in Allure
+ * and FAIL in run.json and the report.
+ */
+export function allureStatusOf(state: string | undefined, errors: readonly unknown[] | undefined): 'failed' | 'broken' | undefined {
+  if (state !== 'fail') return undefined;
+  return testStateOf('failed', errors ?? []) === 'errored' ? 'broken' : 'failed';
+}
+
+type Task = Parameters<AllureVitestReporter['handleTask']>[0];
+
 export default class HilAllureReporter extends AllureVitestReporter {
+  /** The test allure-vitest is turning into a result (it writes the result within handleTask). */
+  private current: Task | undefined;
+
   constructor(private readonly options: { resultsDir: string } & Record<string, unknown>) {
     super(options);
   }
@@ -67,6 +90,21 @@ export default class HilAllureReporter extends AllureVitestReporter {
   override onInit(vitest: Parameters<AllureVitestReporter['onInit']>[0]): void {
     super.onInit(vitest);
     // allure-vitest builds its runtime with the default writer; from here on results go through ours.
-    (this as unknown as { allureReporterRuntime: { writer: unknown } }).allureReporterRuntime.writer = new UnsyncedWriter({ resultsDir: this.options.resultsDir });
+    (this as unknown as { allureReporterRuntime: { writer: unknown } }).allureReporterRuntime.writer = new UnsyncedWriter({ resultsDir: this.options.resultsDir }, (result) => {
+      const t = this.current;
+      if (t?.type !== 'test' || (result.status !== 'failed' && result.status !== 'broken')) return;
+      const status = allureStatusOf(t.result?.state, t.result?.errors);
+      if (status) result.status = status;
+    });
+  }
+
+  override handleTask(task: Task): void {
+    const outer = this.current;
+    this.current = task;
+    try {
+      super.handleTask(task);
+    } finally {
+      this.current = outer;
+    }
   }
 }

@@ -21,6 +21,12 @@ export interface PageVisit {
   requests: string[];
   /** From navigation to the load event, ms. */
   loadMs: number;
+  /**
+   * The renderer main thread's busy time up to the screenshot, ms (DevTools Performance.getMetrics
+   * TaskDuration, with its script, layout and style parts): what the page costs, apart from how long a
+   * loaded machine made it wait.
+   */
+  mainThreadMs: { task: number; script: number; layout: number; style: number };
   screenshot: Buffer;
   /** Results of the expressions asked for, evaluated in the page after load. */
   values: Record<string, unknown>;
@@ -57,6 +63,7 @@ export async function visit(url: string, expressions: Record<string, string>, si
       await s('Runtime.enable');
       await s('Log.enable');
       await s('Network.enable');
+      await s('Performance.enable');
       await s('Emulation.setDeviceMetricsOverride', { width: size.width, height: size.height, deviceScaleFactor: 1, mobile: false });
       const loaded = cdp.once(sessionId, 'Page.loadEventFired');
       const started = performance.now();
@@ -70,7 +77,10 @@ export async function visit(url: string, expressions: Record<string, string>, si
         values[k] = r.result.value;
       }
       const shot = (await s('Page.captureScreenshot', { format: 'png' })) as { data: string };
-      return { errors, requests, loadMs, screenshot: Buffer.from(shot.data, 'base64'), values };
+      const { metrics } = (await s('Performance.getMetrics')) as { metrics: { name: string; value: number }[] };
+      const ms = (name: string) => Math.round((metrics.find((m) => m.name === name)?.value ?? NaN) * 1000);
+      const mainThreadMs = { task: ms('TaskDuration'), script: ms('ScriptDuration'), layout: ms('LayoutDuration'), style: ms('RecalcStyleDuration') };
+      return { errors, requests, loadMs, mainThreadMs, screenshot: Buffer.from(shot.data, 'base64'), values };
     } finally {
       cdp.close();
     }

@@ -3,7 +3,10 @@
 // (--plant sluggish_drive: the drive lags its target). The failed test carries its measurement outside
 // the configured limit with both numbers, its plot and its transcript; no artefact of the run holds a
 // session token the run was issued; and the report opens in headless Chromium with no console error and
-// no network request, the verdict and a plot on the first screen.
+// no network request, the verdict and a plot on the first screen; Allure's own command line (allure 3)
+// renders the run's Allure results without an error, with every test, its status and the evidence; and
+// `hil compare` of a run of the same tests with nothing planted against it names exactly the planted test
+// and its measurement drift (issue 22 item 4, "Done when").
 
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -11,8 +14,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL, fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, test } from 'vitest';
+import { limitText } from '../measure.ts';
 import { chromiumPath, visit } from './browser.ts';
 import { runSchemaProblems } from './run-schema.ts';
+import type { Comparison } from './compare.ts';
 import type { RunRecord } from './run-types.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -22,22 +27,32 @@ let tokensFile: string;
 let run: RunRecord;
 let exit: number | null;
 
+/** `hil ARGS` in the project root: exit status and output. */
+async function hil(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; out: string }> {
+  const child = spawn(process.execPath, ['harness/bin/hil.mjs', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (out += b.toString()));
+  const code = await new Promise<number | null>((r) => child.once('exit', r));
+  return { code, out };
+}
+
+const SELECTION = ['--grep', 'prepare, start, complete', 'suites/trajectory/trajectory.test.ts'];
+let baselineDir: string;
+
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'hil-e2e-'));
   tokensFile = join(mkdtempSync(join(tmpdir(), 'hil-e2e-tokens-')), 'tokens.txt');
   writeFileSync(tokensFile, '');
-  const child = spawn(
-    process.execPath,
-    ['harness/bin/hil.mjs', 'run', '--reports', dir, '--blob', '--plant', `sluggish_drive@${PLANTED}`, '--grep', 'prepare, start, complete', 'suites/trajectory/trajectory.test.ts'],
-    { cwd: ROOT, env: { ...process.env, HIL_TOKEN_LOG: tokensFile }, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let out = '';
-  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
-  child.stderr.on('data', (b: Buffer) => (out += b.toString()));
-  exit = await new Promise((r) => child.once('exit', r));
-  if (!existsSync(join(dir, 'run.json'))) throw new Error(`hil run wrote no run.json (exit ${exit}):\n${out.slice(-3000)}`);
+  const r = await hil(['run', '--reports', dir, '--blob', '--plant', `sluggish_drive@${PLANTED}`, ...SELECTION], { HIL_TOKEN_LOG: tokensFile });
+  exit = r.code;
+  if (!existsSync(join(dir, 'run.json'))) throw new Error(`hil run wrote no run.json (exit ${exit}):\n${r.out.slice(-3000)}`);
   run = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as RunRecord;
-}, 240_000);
+  // The same tests with nothing planted: the baseline hil compare compares the planted run with.
+  baselineDir = mkdtempSync(join(tmpdir(), 'hil-e2e-baseline-'));
+  const b = await hil(['run', '--reports', baselineDir, '--no-report', ...SELECTION]);
+  if (!existsSync(join(baselineDir, 'run.json'))) throw new Error(`hil run (baseline) wrote no run.json (exit ${b.code}):\n${b.out.slice(-3000)}`);
+}, 360_000);
 
 describe('a real run with a planted motion failure', () => {
   test('the planted test fails on its measurement, with both numbers; the others pass; run.json matches its schema', () => {
@@ -52,6 +67,8 @@ describe('a real run with a planted motion failure', () => {
     expect(t.errors!.join('\n')).toContain(`HIL_ERR_MEASUREMENT_LIMIT: measured outside the limit: following_error_max J1 = `);
     expect(t.errors!.join('\n')).toContain(`limit <= ${m.limit!.hi} (configured: axes[0].limits.following_error)`);
     expect(t.evidence!.plots!.map((p) => p.axis)).toEqual(['J1']);
+    // the fault stopped the motion: no completion time (it read 0 ms, within its limit, before)
+    expect(t.evidence!.measurements.filter((x) => x.name === 'completion_time')).toEqual([]);
     const others = run.tests.filter((x) => x !== t);
     expect(others.length).toBeGreaterThan(0);
     for (const o of others) expect(o.state, o.fullName).toBe('passed');
@@ -89,6 +106,79 @@ describe('a real run with a planted motion failure', () => {
   });
 });
 
+describe('hil compare of the planted run against the same tests with nothing planted', () => {
+  test('names exactly the planted test as the new failure, and its following error drifting across its limit', async () => {
+    const baseline = JSON.parse(readFileSync(join(baselineDir, 'run.json'), 'utf8')) as RunRecord;
+    // A baseline that failed on its own (a loaded machine) would make the comparison say something else.
+    expect(baseline.tests.map((t) => `${t.name.slice(0, 40)}: ${t.state}`)).toEqual(run.tests.map((t) => `${t.name.slice(0, 40)}: passed`));
+    const r = await hil(['compare', join(baselineDir, 'run.json'), join(dir, 'run.json'), '--json']);
+    expect(r.code).toBe(1); // the run under review regressed
+    const c = JSON.parse(r.out) as Comparison;
+    const planted = run.tests.find((t) => t.name.startsWith(PLANTED))!;
+    const plantedKey = `${planted.file} > ${planted.fullName}`;
+    expect(c.verdict).toEqual({ before: 'PASS', after: 'FAIL' });
+    expect(c.newFailures).toEqual([plantedKey]);
+    expect([c.fixed, c.stillFailing, c.added, c.removed]).toEqual([[], [], [], []]);
+    // The only test measurement that crossed its limit is the planted test's following error on J1. (The
+    // run's own, cycle lateness above all, cross theirs with the machine's load: '(run)' drifts say nothing
+    // about the planted test.)
+    const crossed = c.drifts.filter((d) => d.outcome && d.test !== '(run)');
+    expect(crossed).toHaveLength(1);
+    const fe = planted.evidence!.measurements.find((m) => m.name === 'following_error_max' && m.axis === 'J1')!;
+    expect(crossed[0]).toMatchObject({ test: plantedKey, name: 'following_error_max', axis: 'J1', unit: 'rad', after: fe.value, outcome: { before: 'pass', after: 'fail' } });
+    expect(crossed[0]!.before).toBeLessThanOrEqual(fe.limit!.hi!);
+    // the text form names the test and the drift too
+    const text = await hil(['compare', join(baselineDir, 'run.json'), join(dir, 'run.json')]);
+    expect(text.out).toContain(`new failures: 1\n  ${plantedKey}\n`);
+    expect(text.out).toContain(`${plantedKey}: following_error_max J1 ${crossed[0]!.before} -> ${fe.value} rad  [pass -> fail]`);
+  }, 60_000);
+});
+
+// Allure's own command line (allure 3, a devDependency) renders the run's results: the check that the
+// results hil run writes (harness/report/allure-reporter.ts, harness/evidence-setup.ts) are Allure's format,
+// not only what our own reader (harness/report/allure-results.ts) accepts. It runs in a temporary working
+// directory (no allurerc there) and reads the report's data files, not its page.
+const ALLURE_CLI = join(ROOT, 'node_modules', 'allure', (JSON.parse(readFileSync(join(ROOT, 'node_modules', 'allure', 'package.json'), 'utf8')) as { bin: string }).bin);
+
+describe('the Allure results in allure 3', () => {
+  test('allure generate renders them with no error output; its data has every test of run.json with its status, the measurement outside its limit and the transcript', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'hil-allure-cli-'));
+    const out = join(cwd, 'report');
+    const child = spawn(process.execPath, [ALLURE_CLI, 'generate', join(dir, 'allure-results'), '--output', out], { cwd, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    let stdout = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    const code = await new Promise((r) => child.once('exit', r));
+    expect({ code, stderr }, stdout).toEqual({ code: 0, stderr: '' });
+
+    // Allure's statuses: failed, broken (errored in run.json), passed, skipped. The planted test's first
+    // error is its own TypeError once the motion faulted, its second the measurement outside its limit:
+    // failed in run.json, and in Allure too (harness/report/allure-reporter.ts allureStatusOf).
+    const allureStatus = (t: RunRecord['tests'][number]) => [t.state === 'errored' ? 'broken' : t.state];
+    const byId = (JSON.parse(readFileSync(join(out, 'test-results.json'), 'utf8')) as { byId: Record<string, { name: string; status: string }> }).byId;
+    const rendered = new Map(Object.values(byId).map((r) => [r.name, r.status]));
+    expect([...rendered.keys()].sort()).toEqual(run.tests.map((t) => t.name).sort());
+    expect(run.tests.length).toBe(3);
+    for (const t of run.tests) expect(allureStatus(t), t.name).toContain(rendered.get(t.name));
+    const notPassed = [...rendered].filter(([, st]) => st !== 'passed').map(([n]) => n);
+    expect(notPassed.length).toBe(1);
+    expect(notPassed[0]!.startsWith(PLANTED)).toBe(true);
+
+    const [id] = Object.entries(byId).find(([, r]) => r.name.startsWith(PLANTED))!;
+    const failed = JSON.parse(readFileSync(join(out, 'data', 'test-results', `${id}.json`), 'utf8')) as {
+      parameters: { name: string; value: string }[];
+      attachments: { link: { name: string; id: string; ext: string; missed: boolean } }[];
+    };
+    const m = run.tests.find((t) => t.name.startsWith(PLANTED))!.evidence!.measurements.find((x) => x.name === 'following_error_max' && x.axis === 'J1')!;
+    expect(failed.parameters.find((p) => p.name === 'following_error_max J1')?.value).toBe(`${m.value} rad, limit ${limitText(m.limit!)} OUTSIDE`);
+    const transcript = failed.attachments.find((a) => a.link.name === 'transcript')!.link;
+    expect(transcript.missed).toBe(false);
+    const tr = JSON.parse(readFileSync(join(out, 'data', 'attachments', `${transcript.id}${transcript.ext}`), 'utf8')) as { exchanges: { request: string }[] };
+    expect(tr.exchanges.some((x) => x.request.includes('"operation":"start_trajectory"'))).toBe(true);
+  }, 120_000);
+});
+
 describe('the report in headless Chromium', () => {
   const bin = chromiumPath();
   test.skipIf(!bin)('opens with no console error and no network request; verdict and a plot on the first screen; the failed test shows its plot', async () => {
@@ -100,7 +190,7 @@ describe('the report in headless Chromium', () => {
       limitDrawn: `!!document.querySelector('article.card.s-failed svg[data-plot="motion"] .limit')`,
     });
     writeFileSync(join(dir, 'first-screen.png'), v.screenshot);
-    process.stdout.write(`report ${statSync(join(dir, 'html', 'index.html')).size} bytes, loaded in Chromium in ${Math.round(v.loadMs)} ms; screenshot ${join(dir, 'first-screen.png')}\n`);
+    process.stdout.write(`report ${statSync(join(dir, 'html', 'index.html')).size} bytes, loaded in Chromium in ${Math.round(v.loadMs)} ms (renderer main thread busy ${v.mainThreadMs.task} ms, layout ${v.mainThreadMs.layout} ms); screenshot ${join(dir, 'first-screen.png')}\n`);
     expect(v.errors).toEqual([]);
     expect(v.requests).toEqual([]);
     expect(v.values).toMatchObject({ verdict: 'FAIL', firstScreenPlot: true, failedCardPlot: true, limitDrawn: true });

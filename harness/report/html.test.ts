@@ -211,6 +211,58 @@ test('the summary tiles count what the verdict counts (issue 24 item 5: expected
   ]);
 });
 
+test('the summary tiles count profile differences against an external target apart from failures (DESIGN.md rule 3)', async () => {
+  const p = await setup({ allure: false });
+  const run = fixture();
+  run.target = { ...run.target, name: 'external', driver: 'external', simulated: false };
+  run.tests.push(
+    {
+      file: 'suites/envelope/envelope.test.ts',
+      project: 'conformance',
+      name: 'check order',
+      fullName: 'envelope > check order',
+      state: 'failed',
+      duration_ms: 4,
+      covers: ['profile:check-order'],
+      kind: 'profile',
+      errors: ['schema checked before size'],
+      informative: 'differs from profile:check-order: schema checked before size',
+    },
+    {
+      file: 'suites/grant/grant.test.ts',
+      project: 'conformance',
+      name: 'renews',
+      fullName: 'grant > renews',
+      state: 'passed',
+      duration_ms: 4,
+      covers: [],
+      kind: 'contract',
+      profile_differences: [
+        { profile: 'profile:retry-after', message: 'no Retry-After' },
+        { profile: 'profile:renew-early', message: 'renewal refused early' },
+      ],
+    },
+  );
+  await writeFile(p.runJson, JSON.stringify(run));
+  await writeHtmlReport({ runJson: p.runJson, allureDir: p.allureDir, outFile: p.outFile });
+  const html = await readFile(p.outFile, 'utf8');
+  const c = verdictOf(run).counts;
+  // One profile test and two checks inside a contract test: the failed profile test is informative, not failed.
+  expect(c).toMatchObject({ failed: 1, informative: 1, profileDifferences: 2 });
+  expect(html).toContain('<div class="tile t-info"><div class="n">3</div><div class="l">Profile differences</div><div class="s">1 profile test, 2 checks in contract tests</div></div>');
+  expect(html).toContain('<div class="tile t-fail"><div class="n">1</div><div class="l">Failed</div>');
+  // the outcome chart draws the informative test once, in its own bar (the bars add up to the tests)
+  expect(html).toMatch(/>Profile differences<\/text><rect [^>]*fill="#0969da"\/><text [^>]*class="v">1<\/text>/);
+  // its card and its row in the list say it is informative
+  expect(html).toContain('Informative, not counted against the verdict (DESIGN.md rule 3): differs from profile:check-order: schema checked before size');
+  expect(html).toContain('<span class="tag xf" title="differs from profile:check-order: schema checked before size">profile difference</span>');
+
+  // on the reference target nothing is informative: the tile says 0
+  await writeFile(p.runJson, JSON.stringify(fixture()));
+  await writeHtmlReport({ runJson: p.runJson, allureDir: p.allureDir, outFile: p.outFile });
+  expect(await readFile(p.outFile, 'utf8')).toContain('<div class="tile t-zero"><div class="n">0</div><div class="l">Profile differences</div>');
+});
+
 test('a failed motion test shows its plot first, its measurement outside the limit and its transcript; the run lateness is on the first screen', async () => {
   const p = await setup({ allure: false });
   const run = fixture();

@@ -367,6 +367,7 @@ const CATEGORIES = [
   { key: 'failed', label: 'Failed', color: '#cf222e' },
   { key: 'expectedFailures', label: 'Expected failures', color: '#e8a0a6' },
   { key: 'errored', label: 'Errored', color: '#bc4c00' },
+  { key: 'informative', label: 'Profile differences', color: '#0969da' },
   { key: 'skipped', label: 'Skipped', color: '#8c959f' },
 ] as const;
 
@@ -379,6 +380,15 @@ function renderSummary(ctx: RenderContext, c: Counts): string {
     ['Skipped', c.skipped, 'skip', c.silentSkips ? `${c.silentSkips} without a reason` : ''],
     ['Expected failures', c.expectedFailures, 'zero', ''],
     ['Unexpected passes', c.unexpectedPasses, c.unexpectedPasses ? 'warn' : 'zero', ''],
+    // On a target other than the reference stack a failed profile test and a profile check inside a contract
+    // test that the target answers otherwise are informative, not failures (DESIGN.md rule 3): the same sum
+    // as the verdict's note, split in the sub-line.
+    [
+      'Profile differences',
+      c.informative + c.profileDifferences,
+      c.informative + c.profileDifferences ? 'info' : 'zero',
+      c.informative + c.profileDifferences ? `${c.informative} profile ${c.informative === 1 ? 'test' : 'tests'}, ${c.profileDifferences} ${c.profileDifferences === 1 ? 'check' : 'checks'} in contract tests` : '',
+    ],
   ];
   // Disjoint categories for the chart: an expected failure or unexpected pass is drawn once.
   const bars = {
@@ -387,6 +397,7 @@ function renderSummary(ctx: RenderContext, c: Counts): string {
     failed: c.failed,
     expectedFailures: c.expectedFailures,
     errored: c.errored,
+    informative: c.informative,
     skipped: c.skipped,
   };
   const chart = barChart(CATEGORIES.map((k) => ({ label: k.label, value: bars[k.key], color: k.color })));
@@ -405,11 +416,12 @@ function renderSummary(ctx: RenderContext, c: Counts): string {
       { value: fc.failed, color: '#cf222e' },
       { value: fc.errored, color: '#bc4c00' },
       { value: fc.expectedFailures, color: '#e8a0a6' },
+      { value: fc.informative, color: '#0969da' },
       { value: fc.skipped, color: '#8c959f' },
     ];
     return `<tr><td><code>${esc(f)}</code></td><td>${fc.total}</td><td>${fc.passed}</td><td class="${fc.failed ? 'c-fail' : ''}">${fc.failed}</td><td class="${
       fc.errored ? 'c-error' : ''
-    }">${fc.errored}</td><td>${fc.expectedFailures}</td><td>${fc.skipped}</td><td>${esc(fmtDuration(fc.duration_ms))}</td><td>${stackBar(seg, 140, 10)}</td></tr>`;
+    }">${fc.errored}</td><td>${fc.expectedFailures}</td><td>${fc.informative}</td><td>${fc.skipped}</td><td>${esc(fmtDuration(fc.duration_ms))}</td><td>${stackBar(seg, 140, 10)}</td></tr>`;
   });
   return `<section id="summary"><h2>Summary</h2>
 <div class="tiles">${tiles
@@ -419,7 +431,7 @@ function renderSummary(ctx: RenderContext, c: Counts): string {
     c.total,
   )} in ${files.length} file${plural(files.length)}; tests may run concurrently.</p></div></div>
 <h3>Per file</h3>
-<table class="grid num"><thead><tr><th>File</th><th>Tests</th><th>Passed</th><th>Failed</th><th>Errored</th><th>Expected</th><th>Skipped</th><th>Duration</th><th>Outcome</th></tr></thead><tbody>${fileRows.join(
+<table class="grid num"><thead><tr><th>File</th><th>Tests</th><th>Passed</th><th>Failed</th><th>Errored</th><th>Expected</th><th>Profile diff.</th><th>Skipped</th><th>Duration</th><th>Outcome</th></tr></thead><tbody>${fileRows.join(
     '',
   )}</tbody></table></section>`;
 }
@@ -453,6 +465,7 @@ function renderTestCard(ctx: RenderContext, t: RunTest, failure: boolean): strin
     t.file,
   )}</code> › ${esc(t.fullName)} · ${esc(t.kind)} · ${esc(fmtDuration(t.duration_ms))}</div></div></div>`);
   if (t.expected_failure) out.push(`<p class="xfail">Expected failure for this target: ${esc(t.expected_failure)}</p>`);
+  else if (t.informative) out.push(`<p class="xfail">Informative, not counted against the verdict (DESIGN.md rule 3): ${esc(t.informative)}</p>`);
   // A failed motion test shows its plot first: what the axis did is the first thing to look at.
   const plots = (t.evidence?.plots ?? []).map((p) => motionPlot(p, `${p.axis}: ${t.name}`)).join('');
   if (plots) out.push(`<div class="plots">${plots}</div>`);
@@ -703,7 +716,11 @@ function renderMatrix(ctx: RenderContext): string {
 function renderTests(ctx: RenderContext): string {
   const tests = sortTests(ctx.run.tests, false);
   const rows = tests.map((t) => {
-    const extra = t.expected_failure ? ` <span class="tag xf" title="${esc(t.expected_failure)}">expected</span>` : t.unexpected_pass ? ' <span class="tag up">unexpected pass</span>' : '';
+    const extra = t.expected_failure
+      ? ` <span class="tag xf" title="${esc(t.expected_failure)}">expected</span>`
+      : t.informative
+        ? ` <span class="tag xf" title="${esc(t.informative)}">profile difference</span>`
+        : t.unexpected_pass ? ' <span class="tag up">unexpected pass</span>' : '';
     return `<tr data-s="${t.state} ${t.kind}"><td><code>${esc(t.file)}</code></td><td title="${esc(t.fullName)}">${esc(t.fullName)}</td><td>${esc(t.kind)}</td><td>${stateBadge(t.state)}${extra}</td><td class="r">${esc(
       fmtDuration(t.duration_ms),
     )}</td><td class="small">${t.covers.map((c) => esc(c)).join('<br>')}</td><td class="small">${t.skip_reason ? esc(t.skip_reason) : ''}</td></tr>`;

@@ -18,7 +18,7 @@ const FILES: Record<string, string> = {
   'a.test.ts': `test('a1', { meta: { covers: ['reason:control_session_stale'], kind: 'contract' } }, () => {});\ntest('a2', () => {});`,
   'b.test.ts': `test('b1 fails', { meta: { covers: ['reason:no_grant'], kind: 'contract' } }, () => { expect(1).toBe(2); });\ntest('b2', { meta: { covers: ['reason:no_grant'], kind: 'contract' } }, () => {});`,
   'c.test.ts': `test('c1 skipped', ({ skip }) => { skip('not on this target'); });`,
-  'd.test.ts': `test('d1', { meta: { covers: ['reason:grant_expired'], kind: 'contract' } }, () => {});\ntest('d2', () => {});\ntest('d3', () => {});`,
+  'd.test.ts': `test('d1', { meta: { covers: ['reason:wrong_generation'], kind: 'contract' } }, () => {});\ntest('d2', () => {});\ntest('d3', () => {});\ntest('d4 passes', { meta: { covers: ['reason:no_grant'], kind: 'contract' } }, () => {});`,
 };
 
 // The test files live in a temporary root: reporters are named by path, not resolved from there.
@@ -84,6 +84,27 @@ test('four merged shards give the verdict, counts and coverage of the whole run;
   expect(allure(out)).toBe(shardDirs.map(allure).reduce((a, b) => a + b, 0));
   expect(allure(out)).toBeGreaterThanOrEqual(whole.tests.filter((t) => t.state !== 'skipped').length);
   expect(readFileSync(join(out, 'html', 'index.html'), 'utf8')).toContain('<div class="verdict-word">FAIL</div>');
+
+  // An item covered on one shard only counts as covered in the merge; an item covered on two shards,
+  // failed on one and passed on the other, is failing in the merge (as in the whole run).
+  const shardOf = (test: string) => shards.findIndex((s) => s.tests.some((t) => t.name === test));
+  const item = (r: RunRecord, id: string) => r.coverage.find((c) => c.id === id)!;
+  expect(shardOf('b1 fails')).toBeGreaterThanOrEqual(0);
+  expect(shardOf('d4 passes')).toBeGreaterThanOrEqual(0);
+  expect(shardOf('b1 fails')).not.toBe(shardOf('d4 passes'));
+  expect(shards.filter((s) => item(s, 'reason:wrong_generation').status === 'covered')).toHaveLength(1);
+  expect(item(merged, 'reason:wrong_generation')).toMatchObject({ status: 'covered', outcome: 'passed', tests: ['d.test.ts > d1'] });
+  expect(item(shards[shardOf('d4 passes')]!, 'reason:no_grant')).toMatchObject({ status: 'covered', outcome: 'passed' });
+  expect(item(shards[shardOf('b1 fails')]!, 'reason:no_grant')).toMatchObject({ status: 'covered', outcome: 'failed' });
+  expect(item(merged, 'reason:no_grant')).toMatchObject({ status: 'covered', outcome: 'failed' });
+  expect([...item(merged, 'reason:no_grant').tests].sort()).toEqual(['b.test.ts > b1 fails', 'b.test.ts > b2', 'd.test.ts > d4 passes']);
+  // The one failed test, on one shard, fails the merge; the same shards without it do not.
+  expect(verdictOf(merged).counts).toMatchObject({ failed: 1, errored: 0, passed: whole.tests.filter((t) => t.state === 'passed').length });
+  const without = shardDirs.filter((_, i) => i !== shardOf('b1 fails'));
+  const [rest] = await mergeRuns({ root, dirs: without, out: join(root, 'merged-rest'), report: false, expectationsFor: () => ({}), write: () => undefined });
+  expect(rest!.record!.tests.some((t) => t.state === 'failed')).toBe(false);
+  expect(rest!.exitCode).toBe(0);
+  expect(m!.exitCode).toBe(1);
 }, 120_000);
 
 test('runs against different targets stay apart', async () => {
@@ -96,6 +117,14 @@ test('runs against different targets stay apart', async () => {
   const out = join(root, 'merged-two');
   const merged = await mergeRuns({ root, dirs: [...shardDirs, other], out, report: false, expectationsFor: () => ({}), write: () => undefined });
   expect(merged.map((m) => m.group).sort()).toEqual(['rig-ethercat-unknown', 'sim-unknown-unknown']);
-  expect(merged.find((m) => m.group.startsWith('rig'))!.record!.tests.length).toBe(whole.tests.length);
-  expect(merged.find((m) => m.group.startsWith('sim'))!.record!.tests.length).toBe(whole.tests.length);
+  const rig = merged.find((m) => m.group.startsWith('rig'))!;
+  const sim = merged.find((m) => m.group.startsWith('sim'))!;
+  expect(rig.record!.tests.length).toBe(whole.tests.length);
+  expect(sim.record!.tests.length).toBe(whole.tests.length);
+  // each group is a run of its own, in a directory of its own, against its own target
+  expect([rig.out, sim.out]).toEqual([join(out, 'rig-ethercat-unknown'), join(out, 'sim-unknown-unknown')]);
+  expect(JSON.parse(readFileSync(join(rig.out, 'run.json'), 'utf8')).target).toMatchObject({ name: 'rig', driver: 'ethercat' });
+  expect(JSON.parse(readFileSync(join(sim.out, 'run.json'), 'utf8')).target.name).toBe('sim');
+  expect(rig.record!.shards).toHaveLength(1);
+  expect(sim.record!.shards!.map((s) => s.selection?.shard).sort()).toEqual(['1/4', '2/4', '3/4', '4/4']);
 }, 120_000);

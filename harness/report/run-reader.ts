@@ -110,6 +110,16 @@ export function normalizeRun(raw: Record<string, unknown>, warnings: string[]): 
       if (t.errors !== undefined) rt.errors = strList(t.errors, `${w}.errors`);
       if (typeof t.expected_failure === 'string') rt.expected_failure = t.expected_failure;
       if (t.unexpected_pass === true) rt.unexpected_pass = true;
+      // Kept so the report counts what the run's verdict counted: on an external target a failed profile
+      // test and a profile check answered otherwise are informative, not failures (DESIGN.md rule 3).
+      if (typeof t.informative === 'string') rt.informative = t.informative;
+      if (t.profile_differences !== undefined) {
+        const d = Array.isArray(t.profile_differences) ? t.profile_differences : [];
+        if (!Array.isArray(t.profile_differences)) problems.push(`${w}.profile_differences is not a list`);
+        const ok = d.filter((x): x is { profile: string; message: string } => isRecord(x) && typeof x.profile === 'string' && typeof x.message === 'string');
+        if (ok.length !== d.length) problems.push(`${w}.profile_differences: ${d.length - ok.length} entries without a profile and a message`);
+        if (ok.length) rt.profile_differences = ok.map((x) => ({ profile: x.profile, message: x.message }));
+      }
       // Evidence is shown as far as it has the expected shape (harness/report/html.ts reads it defensively).
       if (isRecord(t.evidence) && Array.isArray(t.evidence.measurements)) rt.evidence = t.evidence as unknown as NonNullable<RunTest['evidence']>;
       tests.push(rt);
