@@ -162,8 +162,10 @@ describe('prepare, start, complete', () => {
       expect(during.plan_cursor!.active_handle).toBe(h);
       expect(during.plan_cursor!.native_clock_ns).toBeGreaterThan(0n);
       const started = await waitForEvent(client, cursor, (e) => e.type === 'execution_started');
+      expect(started, 'an execution_started event within 3 s').toBeDefined();
       expect(started!.execution).toMatchObject({ handle: h, generation: before + 1n, native_sequence: seq });
       const done = await waitForEvent(client, cursor, (e) => e.type === 'execution_completed', 5_000);
+      expect(done, 'an execution_completed event within 5 s').toBeDefined();
       expect(done!.execution).toMatchObject({ handle: h, generation: before + 1n });
       const st = await status(client);
       expect(st.execution.handles.find((x) => x.handle === h)).toMatchObject({ state: 'consumed', execution_generation: before + 1n, native_sequence: seq });
