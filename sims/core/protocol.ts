@@ -14,7 +14,7 @@ export type ClockSpec =
   /** No cycle runs until the host asks for steps (ToCore 'step'); simulated time, no sleeping. */
   | { mode: 'stepped' }
   /**
-   * Paced replay (drivers/replay/pacer.ts): each cycle's time is the recorded frame's time; cycles run back
+   * Paced replay (sims/replay/pacer.ts): each cycle's time is the recorded frame's time; cycles run back
    * to back up to the cycle of the next recorded request, which waits for the live one.
    */
   | {
@@ -56,7 +56,7 @@ export interface CoreStartOptions {
   record?: { path: string; run?: string };
   /**
    * Paced replay (clock 'recorded', driver replay): live requests are matched with the recorded ones and
-   * the verdict is written to this file (drivers/replay/pacer.ts, docs/recording.md "The replay target").
+   * the verdict is written to this file (sims/replay/pacer.ts, docs/recording.md "The replay target").
    */
   replayPace?: { verdictFile: string; /** Recorded time per wall time (1: as recorded); absent: flat out. */ speed?: number };
 }
@@ -305,7 +305,7 @@ export type FromCore =
   /** The core cannot go on; `message` says why (the service logs it before the exit is handled). */
   | { t: 'fatal'; message: string }
   /**
-   * Paced replay of a format 2 recording (drivers/replay/pacer.ts): the service's clock as recorded
+   * Paced replay of a format 2 recording (sims/replay/pacer.ts): the service's clock as recorded
    * (`clockNs`, never moving back), whether the recorded core ran on the host clock (`hostClock`: then the
    * service's view of the core's time is that clock too), and a recorded decision of the service's own to
    * take now (`expire`: the lease of that recorded generation ran out here).

@@ -1,6 +1,6 @@
 // Where recording and paced replay reach the control service (docs/recording.md): every hold and note on
 // the service's side, in one module, so the service's own code reads without them. Behaviour is the
-// core link's (core-link.ts) and the pacer's (drivers/replay/pacer.ts); these functions only name the
+// core link's (core-link.ts) and the pacer's (sims/replay/pacer.ts); these functions only name the
 // points where the service calls them.
 
 import type { Authority } from './authority.ts';

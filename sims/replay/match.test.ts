@@ -2,8 +2,8 @@
 // compared exactly with a live message, and with recordings that wrote them one key per element.
 
 import { expect, test } from 'vitest';
-import { noteValue, typedFromNote } from './format.ts';
-import { compareNote, FenceMap, normalise } from './pacer.ts';
+import { noteValue, typedFromNote } from '../../drivers/replay/format.ts';
+import { compareNote, FenceMap, normalise } from './match.ts';
 
 const oldStyle = (v: unknown) => JSON.parse(JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x))) as unknown;
 

@@ -13,118 +13,14 @@
 //     host monotonic time) are not compared, since they belong to the wall clock of the run that sent them.
 // The first mismatch (request, reply or event) is the divergence; the core then runs free to the end of the
 // recording (requests handled as they come), so the test finishes and the verdict says what differed.
+// Matching is match.ts; reading the recording, scan.ts.
 
 import { writeFileSync } from 'node:fs';
-import type { BusDriver } from '../bus.ts';
-import type { DivergenceReport } from './driver.ts';
-import { noteValue, RecordingReader, typedFromNote, type RecordingHeader, type RecordingNote } from './format.ts';
-
-/** Fields that are fences: compared through a consistent recorded->live mapping. */
-export const FENCE_FIELDS: ReadonlySet<string> = new Set(['id', 'generation', 'Generation', 'handle', 'Handle', 'jogGeneration', 'jog_generation', 'JogGeneration', 'active_handle']);
-/** Fields that carry host monotonic times of the run that sent them (never compared). */
-export const HOST_TIME_FIELDS: ReadonlySet<string> = new Set([
-  'deadlineNs',
-  'originNs',
-  'captureNs',
-  'inputDeadlineNs',
-  'SourceOriginHostNs',
-  'DeadlineHostNs',
-  'InputDeadlineHostNs',
-  'deadline_ns',
-  'host_ns',
-  'now_ns',
-  'nowNs',
-]);
-
-/** What a note's data looks like after the recorder's JSON (bigints as decimal strings, typed arrays as their bytes: format.ts noteValue). */
-export function normalise(v: unknown): unknown {
-  return JSON.parse(JSON.stringify(v, noteValue) ?? 'null');
-}
-
-/** A typed array as recordings before noteValue wrote it: an object with one key per element. */
-function perElement(v: unknown): unknown {
-  const t = typedFromNote(v);
-  return t ? JSON.parse(JSON.stringify(t, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x))) : v;
-}
-
-export interface Mismatch {
-  /** Dotted path of the first differing field ('' for the whole value). */
-  path: string;
-  expected: unknown;
-  actual: unknown;
-}
-
-/** Consistent recorded->live rewriting of fence values, both ways. */
-export class FenceMap {
-  private fwd = new Map<string, string>();
-  private back = new Map<string, string>();
-  /** True when recorded `r` may stand for live `l` (fixing the pair the first time either is seen). */
-  agree(field: string, r: unknown, l: unknown): boolean {
-    const rk = `${fenceFamily(field)}:${String(r)}`;
-    const lk = `${fenceFamily(field)}:${String(l)}`;
-    const f = this.fwd.get(rk);
-    const b = this.back.get(lk);
-    if (f === undefined && b === undefined) {
-      this.fwd.set(rk, lk);
-      this.back.set(lk, rk);
-      return true;
-    }
-    return f === lk && b === rk;
-  }
-  get size(): number {
-    return this.fwd.size;
-  }
-  clone(): FenceMap {
-    const f = new FenceMap();
-    f.fwd = new Map(this.fwd);
-    f.back = new Map(this.back);
-    return f;
-  }
-  /** The live value a recorded fence stands for, when known. */
-  live(field: string, recorded: unknown): string | undefined {
-    const v = this.fwd.get(`${fenceFamily(field)}:${String(recorded)}`);
-    return v === undefined ? undefined : v.slice(v.indexOf(':') + 1);
-  }
-}
-
-/** Generations in grants, commands and events are one family; handles another; message ids a third. */
-function fenceFamily(field: string): string {
-  const f = field.toLowerCase();
-  if (f === 'id') return 'id';
-  if (f.includes('jog')) return 'jog';
-  if (f.includes('handle')) return 'handle';
-  return 'generation';
-}
-
-/**
- * Compare a recorded value (note data) with a live one (already normalised), fences through `fences`.
- * Returns the first mismatch or null.
- */
-export function compareNote(expected: unknown, actual: unknown, fences: FenceMap, path = ''): Mismatch | null {
-  // A typed array written per element (older recordings) against one written as its bytes: compare per element.
-  const te = typedFromNote(expected) !== null;
-  const ta = typedFromNote(actual) !== null;
-  if (te !== ta) return compareNote(perElement(expected), perElement(actual), fences, path);
-  if (expected !== null && actual !== null && typeof expected === 'object' && typeof actual === 'object') {
-    if (Array.isArray(expected) !== Array.isArray(actual)) return { path, expected, actual };
-    const e = expected as Record<string, unknown>;
-    const a = actual as Record<string, unknown>;
-    const keys = new Set([...Object.keys(e), ...Object.keys(a)]);
-    for (const k of keys) {
-      const p = path ? `${path}.${k}` : k;
-      if (HOST_TIME_FIELDS.has(k)) continue;
-      if (!(k in e) || !(k in a)) return { path: p, expected: e[k], actual: a[k] };
-      if (FENCE_FIELDS.has(k) && (typeof e[k] === 'string' || typeof e[k] === 'number') && (typeof a[k] === 'string' || typeof a[k] === 'number')) {
-        if (!fences.agree(k, e[k], a[k])) return { path: p, expected: e[k], actual: a[k] };
-        continue;
-      }
-      const m = compareNote(e[k], a[k], fences, p);
-      if (m) return m;
-    }
-    return null;
-  }
-  return Object.is(expected, actual) ? null : { path, expected, actual };
-}
+import type { BusDriver } from '../../drivers/bus.ts';
+import type { DivergenceReport } from '../../drivers/replay/driver.ts';
+import type { RecordingNote } from '../../drivers/replay/format.ts';
+import { collapseRepeats, compareNote, FenceMap, normalise, unstamped, withRecordedTimes, type HttpReply, type Mismatch } from './match.ts';
+import type { PacingScan } from './scan.ts';
 
 /** The parts of CoreHost (sims/core/host.ts) the pacer drives. */
 export interface PacedCore {
@@ -140,51 +36,6 @@ export interface PacedCore {
   readonly answers?: number;
 }
 
-export interface PacingScan {
-  header: RecordingHeader;
-  frames: number;
-  complete: boolean;
-  /** Recorded frame times relative to the first frame, ns, one per frame. */
-  times: Float64Array;
-  /** Format 3 on a stepped or fast clock: the host time the core read in each frame's cycle, ns from t0. */
-  hostTimes?: Float64Array;
-  requests: RecordingNote[];
-  /** Replies and events in the order the core sent them. */
-  outputs: RecordingNote[];
-  /** Format 2: the service's own log (fence decisions in order). */
-  service: RecordingNote[];
-}
-
-/** Read a recording once for pacing: frame times, requests, replies and events. */
-export function scanForPacing(file: string): PacingScan {
-  const r = RecordingReader.open(file);
-  let times = new Float64Array(4096);
-  const withHost = r.header.host_times === true;
-  let hostTimes = new Float64Array(withHost ? 4096 : 0);
-  const requests: RecordingNote[] = [];
-  const outputs: RecordingNote[] = [];
-  const service: RecordingNote[] = [];
-  const take = () => {
-    for (const n of r.takeNotes()) (n.kind === 'request' ? requests : n.kind === 'service' ? service : outputs).push(n);
-  };
-  while (r.next()) {
-    if (r.frame > times.length) {
-      const t = new Float64Array(times.length * 2);
-      t.set(times);
-      times = t;
-      if (withHost) {
-        const h = new Float64Array(t.length);
-        h.set(hostTimes);
-        hostTimes = h;
-      }
-    }
-    times[r.frame - 1] = r.t;
-    if (withHost) hostTimes[r.frame - 1] = r.hostT;
-    take();
-  }
-  take();
-  return { header: r.header, frames: r.frame, complete: r.complete, times: times.slice(0, r.frame), ...(withHost ? { hostTimes: hostTimes.slice(0, r.frame) } : {}), requests, outputs, service };
-}
 
 /** One divergence of a paced replay: the bus (the driver's report), a request, a reply or an event. */
 export interface PacedDivergence {
@@ -260,24 +111,6 @@ const grantKey = (d: unknown): GrantKey | null => {
 };
 const sameGrant = (a: GrantKey | null, b: GrantKey | null) => a !== null && b !== null && a.generation === b.generation && a.active === b.active && a.axisMask === b.axisMask;
 
-/**
- * The live message with every host time replaced by the recorded one (bigints revived); `pair` is told each
- * recorded time and the live one it stands for.
- */
-function withRecordedTimes(live: unknown, recorded: unknown, pair: (recorded: bigint, live: bigint) => void): unknown {
-  if (live === null || typeof live !== 'object' || recorded === null || typeof recorded !== 'object' || ArrayBuffer.isView(live)) return live;
-  const out: Record<string, unknown> = { ...(live as Record<string, unknown>) };
-  const r = recorded as Record<string, unknown>;
-  for (const k of Object.keys(out)) {
-    if (!(k in r)) continue;
-    if (HOST_TIME_FIELDS.has(k) && typeof out[k] === 'bigint' && typeof r[k] === 'string') {
-      const rec = BigInt(r[k] as string);
-      pair(rec, out[k] as bigint);
-      out[k] = rec;
-    } else if (out[k] !== null && typeof out[k] === 'object') out[k] = withRecordedTimes(out[k], r[k], pair);
-  }
-  return out;
-}
 
 /** Host times of a jog session the core reports (its status's `jog`), in the time base of whoever sent them. */
 const JOG_STATUS_TIMES = ['SourceOriginHostNs', 'DeadlineHostNs', 'InputDeadlineHostNs'] as const;
@@ -301,37 +134,6 @@ export interface ServiceCue {
   statusReadClocks?: bigint[];
 }
 
-/** A live message without the service's post stamp (sentNs, origin: recorded beside a request, not in it). */
-function unstamped(msg: unknown): unknown {
-  if (msg === null || typeof msg !== 'object' || !('sentNs' in msg || 'origin' in msg)) return msg;
-  const { sentNs: _s, origin: _o, ...bare } = msg as Record<string, unknown>;
-  return bare;
-}
-
-/** What the service notes of its answer to a control or program request (sims/service/core-link.ts noteReply). */
-export interface HttpReply {
-  t: 'http_reply';
-  op: string;
-  status: number;
-  label: string;
-}
-
-/**
- * The service's answers with repeats dropped: an answer equal (status and label) to the previous answer of
- * the same operation. A test that polls until an answer changes (an upload slot still busy, a program not
- * yet prepared) makes as many requests as the wall clock gave it time for, which differs from run to run;
- * what it observed is the sequence of distinct answers. The cost: a second identical answer to the same
- * operation is not checked on its own (one that reaches the core is, as a request).
- */
-export function collapseRepeats<T>(xs: readonly T[], reply: (x: T) => HttpReply): T[] {
-  const last = new Map<string, HttpReply>();
-  return xs.filter((x) => {
-    const r = reply(x);
-    const prev = last.get(r.op);
-    last.set(r.op, r);
-    return !(prev && prev.status === r.status && prev.label === r.label);
-  });
-}
 
 /** Origin of the requests a service sends when a lease runs out (sims/service/service.ts). */
 export const ORIGIN_LEASE_EXPIRED = 'lease_expired';
@@ -945,3 +747,4 @@ export class ReplayPacer {
     return this.finished;
   }
 }
+

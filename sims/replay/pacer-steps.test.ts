@@ -9,11 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import type { CompiledMachine } from '../config/types.ts';
-import { CoreHost } from './host.ts';
-import type { FromCore, ToCore } from './protocol.ts';
-import { ReplayPacer, scanForPacing } from '../../drivers/replay/pacer.ts';
+import { CoreHost } from '../core/host.ts';
+import type { FromCore, ToCore } from '../core/protocol.ts';
+import { ReplayPacer } from './pacer.ts';
+import { scanForPacing } from './scan.ts';
 import { RecordingReader } from '../../drivers/replay/format.ts';
-import { nineAxisMachine, pacedCoreHost } from './test-machine.ts';
+import { nineAxisMachine } from '../core/test-machine.ts';
+import { pacedCoreHost } from './test-core.ts';
 
 const DIR = mkdtempSync(join(tmpdir(), 'hil-pacer-steps-'));
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
