@@ -478,6 +478,8 @@ test('format 2 status reads: the core publishes at each recorded read\'s publica
     p.offer(read);
     expect(p.advance(1000)).toBe('end');
     expect(p.finish()).toMatchObject({ status_reads: { recorded: 4, served: 3, missed: 1 }, divergence: null, requests_matched: 2 });
+    // the read given up is a lost hold, where and what it waited for (the harness ends the test in ERROR)
+    expect(p.finish().holds_lost).toEqual([{ kind: 'status_read', cycle: 33, detail: 'publication of cycle 30' }]);
   } finally {
     await host.close();
   }
@@ -538,6 +540,12 @@ test('format 2 telemetry polls: the core never runs past a recorded poll before 
     wall = 2_000;
     expect(p.advance(1000)).toBe('end');
     expect(p.finish()).toMatchObject({ telemetry_reads: { recorded: 4, served: 3, missed: 1 }, divergence: null });
+    // a hold the live service kept in vain (a fence decision) is reported beside the core's own
+    p.offer({ t: 'service_note', data: { t: 'hold_lost', kind: 'fence', detail: 'reset_fault' } });
+    expect(p.finish().holds_lost).toEqual([
+      { kind: 'telemetry_poll', cycle: 30 },
+      { kind: 'fence', cycle: 50, detail: 'reset_fault' },
+    ]);
   } finally {
     await host.close();
   }

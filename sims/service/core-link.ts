@@ -158,9 +158,22 @@ export class CoreLink extends EventEmitter {
   onReplayedExpiry?: (generation: bigint) => void;
 
   /** The order of fence decisions: noted into a recording, held to the recorded order on a replay. */
-  readonly fenceOrder = new FenceOrder((data) => {
-    if (this.options.record) this.port?.postMessage({ t: 'service_note', data } satisfies ToCore);
-  });
+  readonly fenceOrder = new FenceOrder(
+    (data) => {
+      if (this.options.record) this.port?.postMessage({ t: 'service_note', data } satisfies ToCore);
+    },
+    (op) => this.noteHoldLost('fence', op),
+  );
+
+  /**
+   * A paced replay's hold the service kept in vain (a fence decision, a status read's publication): told
+   * to the pacer, which reports it in the verdict as a lost hold (sims/replay/sync-points.ts) so the harness
+   * ends the test in ERROR rather than judging the target on an order the replay did not keep.
+   */
+  noteHoldLost(kind: 'fence' | 'publication', detail: string): void {
+    if (this.replayClock === null) return;
+    this.port?.postMessage({ t: 'service_note', data: { t: 'hold_lost', kind, detail } } satisfies ToCore);
+  }
 
   /**
    * Status reads as sync points (docs/recording.md "Status reads"): a recording notes the publication
@@ -185,14 +198,15 @@ export class CoreLink extends EventEmitter {
     if (clock !== undefined && this.replayClock !== null && clock - 1n > this.replayClock) this.replayClock = clock - 1n;
     return this.statusReads[k];
   }
-  /** Resolve once a publication of at least `cycle` has arrived (at most `ms` of wall time). */
-  async statusFrom(cycle: bigint, ms: number): Promise<void> {
+  /** Resolve once a publication of at least `cycle` has arrived (true), or after `ms` of wall time (false). */
+  async statusFrom(cycle: bigint, ms: number): Promise<boolean> {
     const deadline = Date.now() + ms;
     while (!(this.status && this.status.cycle >= cycle)) {
       const left = deadline - Date.now();
-      if (left <= 0 || !this.worker) return;
+      if (left <= 0 || !this.worker) return false;
       await this.nextStatus(Math.min(left, 50));
     }
+    return true;
   }
   /**
    * A status read was served from the publication of `cycle`, showing the service's clock at `nowNs`:

@@ -35,7 +35,10 @@ export function fenceTurn(core: CoreLink, operation: string): Promise<void> | nu
  */
 export function statusReadTurn(core: CoreLink): Promise<unknown> | undefined {
   const want = core.nextStatusReadCycle();
-  return want === undefined ? undefined : core.statusFrom(want, STATUS_READ_WAIT_MS);
+  if (want === undefined) return undefined;
+  return core.statusFrom(want, STATUS_READ_WAIT_MS).then((came) => {
+    if (!came) core.noteHoldLost('publication', `publication of cycle ${want}`);
+  });
 }
 
 /** The status read just served (noted into a recording, told to a paced replay). */
