@@ -105,7 +105,9 @@ export const test = base.extend<{
         await allure.parameter(`replay${which}`, describeVerdict(v));
         // A hold the replay could not keep comes first: from there on the recorded order was not kept, so
         // a divergence or a failed assertion after it is the harness's, not the target's (issue 24).
-        if (v.holds_lost?.length) {
+        // A divergence before the first lost hold is still the target's (it came while the order held).
+        const firstLost = Math.min(...(v.holds_lost ?? []).map((h) => h.cycle));
+        if (v.holds_lost?.length && !(v.divergence && v.divergence.cycle < firstLost)) {
           const lost = v.holds_lost.map((h) => `${h.kind} at cycle ${h.cycle}${h.detail ? ` (${h.detail})` : ''}`);
           const message = `${o.recording}: the replay could not hold ${lost.length} recorded sync point${lost.length === 1 ? '' : 's'} (${clipJson(lost.slice(0, 5))}); ${describeVerdict(v)}`;
           task.meta.replayUnheld = message;

@@ -310,4 +310,4 @@ export type FromCore =
    * service's view of the core's time is that clock too), and a recorded decision of the service's own to
    * take now (`expire`: the lease of that recorded generation ran out here).
    */
-  | { t: 'replay_service'; clockNs: bigint; hostClock: boolean; expire?: { generation: bigint }; fences?: string[]; fenceOutcomes?: string[]; acquires?: bigint[]; statusReads?: bigint[]; statusReadClocks?: bigint[] };
+  | { t: 'replay_service'; clockNs: bigint; hostClock: boolean; expire?: { generation: bigint }; fences?: string[]; fenceOutcomes?: string[]; acquires?: bigint[]; statusReads?: bigint[]; statusReadClocks?: bigint[]; coreWaits?: Array<{ kind: string; outcome: string }> };

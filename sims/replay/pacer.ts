@@ -131,6 +131,8 @@ export interface ServiceCue {
   statusReads?: bigint[];
   /** At start (format 3): the service's clock each recorded status read showed, by read. */
   statusReadClocks?: bigint[];
+  /** At start: how each of the recorded service's timed waits on the core ended (sims/service/core-waits.ts). */
+  coreWaits?: Array<{ kind: string; outcome: string }>;
 }
 
 
@@ -249,6 +251,7 @@ export class ReplayPacer {
         ...(points.acquires.length ? { acquires: points.acquires } : {}),
         ...(reads.length ? { statusReads: reads.map((r) => BigInt(r.published)) } : {}),
         ...(reads.length && reads.every((r) => r.clockNs !== undefined) ? { statusReadClocks: reads.map((r) => r.clockNs!) } : {}),
+        ...(points.coreWaits.length ? { coreWaits: points.coreWaits.map(({ kind, outcome }) => ({ kind, outcome })) } : {}),
       });
     }
   }

@@ -13,7 +13,9 @@
 //   crash           the end of an incarnation's recording before a simulated crash (run flat out to it).
 // Kinds held by the live service and reported back as lost (a 'hold_lost' service note):
 //   fence           a fence decision held to the recorded order (sims/service/fence-order.ts);
-//   publication     a status read waiting for the publication its recording was served from.
+//   publication     a status read waiting for the publication its recording was served from;
+//   core_wait       a timed wait on the core (a native receipt, a publication, a fault injection's reply)
+//                   that was answered when recorded but ran out on the replay (sims/service/core-waits.ts).
 
 import type { RecordingNote } from '../../drivers/replay/format.ts';
 import type { HttpReply } from './match.ts';
@@ -32,10 +34,11 @@ export type SyncPoint =
   | { kind: 'status_read'; cycle: number; published: number; clockNs?: bigint }
   | { kind: 'telemetry_poll'; cycle: number }
   | { kind: 'fence'; op: string; outcome: string }
+  | { kind: 'core_wait'; wait: string; outcome: string }
   | { kind: 'reply'; cycle: number; reply: HttpReply; note: RecordingNote };
 
 /** Kinds of hold whose loss the verdict reports (see above). */
-export type HoldKind = 'status_read' | 'telemetry_poll' | 'fence' | 'publication';
+export type HoldKind = 'status_read' | 'telemetry_poll' | 'fence' | 'publication' | 'core_wait';
 
 /** One hold the replay could not keep. */
 export interface LostHold {
@@ -60,6 +63,8 @@ export interface SyncPoints {
   statusReads: Array<Extract<SyncPoint, { kind: 'status_read' }>>;
   telemetryPolls: Array<Extract<SyncPoint, { kind: 'telemetry_poll' }>>;
   fences: Array<Extract<SyncPoint, { kind: 'fence' }>>;
+  /** The recorded service's timed waits on the core and how each ended, in order. */
+  coreWaits: Array<{ kind: string; outcome: string }>;
   /** Format 3: the service's answers, repeats collapsed (collapseRepeats); compared only with a live service. */
   replies: Array<Extract<SyncPoint, { kind: 'reply' }>>;
   /** The lease deadline the recorded service gave each acquired grant, in order. */
@@ -95,6 +100,7 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
   }));
   const telemetryPolls = service.filter((n) => tOf(n) === 'telemetry_read').map((n) => ({ kind: 'telemetry_poll' as const, cycle: n.cycle }));
   const fences = scan.service.filter((n) => tOf(n) === 'fence').map((n) => ({ kind: 'fence' as const, op: String((n.data as { op?: unknown }).op), outcome: String((n.data as { outcome?: unknown }).outcome) }));
+  const coreWaits = scan.service.filter((n) => tOf(n) === 'core_wait').map((n) => ({ kind: String((n.data as { kind?: unknown }).kind), outcome: String((n.data as { outcome?: unknown }).outcome) }));
   const replies =
     scan.header.format >= 3
       ? collapseRepeats(
@@ -118,6 +124,7 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
     statusReads,
     telemetryPolls,
     fences,
+    coreWaits,
     replies,
     acquires,
     // A core driven in-process (tests, benches) runs cycles without step messages: nothing to wait for then.
