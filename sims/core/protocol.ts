@@ -311,3 +311,30 @@ export type FromCore =
    * take now (`expire`: the lease of that recorded generation ran out here).
    */
   | { t: 'replay_service'; clockNs: bigint; hostClock: boolean; expire?: { generation: bigint }; fences?: string[]; fenceOutcomes?: string[]; acquires?: bigint[]; statusReads?: bigint[]; statusReadClocks?: bigint[]; coreWaits?: Array<{ kind: string; outcome: string }> };
+
+/** Every field name of the channel's typed messages, at any depth (the replay marks below are checked against it). */
+type FieldsOf<T, D extends unknown[] = []> = D['length'] extends 6
+  ? never
+  : T extends bigint | string | number | boolean | null | undefined | ArrayBufferView | ((...a: never[]) => unknown)
+    ? never
+    : T extends readonly (infer E)[]
+      ? FieldsOf<E, [...D, 0]>
+      : T extends object
+        ? { [K in keyof T & string]-?: (string extends K ? never : K) | FieldsOf<T[K], [...D, 0]> }[keyof T & string]
+        : never;
+export type ChannelField = FieldsOf<ToCore | FromCore>;
+
+/**
+ * Replay marks (sims/replay/match.ts, docs/recording.md "The replay target"): the fields of these messages
+ * that carry a fence (a generation, handle, jog generation or message id: compared through a consistent
+ * recorded->live mapping), and those that carry a host monotonic time of the run that sent them (never
+ * compared). Declared here, beside the types, and checked against them: a renamed field fails to compile.
+ */
+export const FENCE_FIELDS = ['id', 'generation', 'Generation', 'handle', 'Handle', 'jogGeneration', 'JogGeneration', 'active_handle'] as const satisfies readonly ChannelField[];
+export const HOST_TIME_FIELDS = ['deadlineNs', 'originNs', 'captureNs', 'inputDeadlineNs', 'SourceOriginHostNs', 'DeadlineHostNs', 'InputDeadlineHostNs', 'nowNs'] as const satisfies readonly ChannelField[];
+/**
+ * The same marks for fields of untyped parts: event payloads (Record<string, unknown>: `jog_generation`,
+ * `deadline_ns`, `host_ns`) and the service's notes (`now_ns` of a status read).
+ */
+export const PAYLOAD_FENCE_FIELDS = ['jog_generation'] as const;
+export const PAYLOAD_HOST_TIME_FIELDS = ['deadline_ns', 'host_ns', 'now_ns'] as const;

@@ -6,23 +6,12 @@
 //     clock of the run that sent them.
 
 import { noteValue, typedFromNote } from '../../drivers/replay/format.ts';
+import { FENCE_FIELDS as PROTOCOL_FENCE_FIELDS, HOST_TIME_FIELDS as PROTOCOL_HOST_TIME_FIELDS, PAYLOAD_FENCE_FIELDS, PAYLOAD_HOST_TIME_FIELDS } from '../core/protocol.ts';
 
-/** Fields that are fences: compared through a consistent recorded->live mapping. */
-export const FENCE_FIELDS: ReadonlySet<string> = new Set(['id', 'generation', 'Generation', 'handle', 'Handle', 'jogGeneration', 'jog_generation', 'JogGeneration', 'active_handle']);
-/** Fields that carry host monotonic times of the run that sent them (never compared). */
-export const HOST_TIME_FIELDS: ReadonlySet<string> = new Set([
-  'deadlineNs',
-  'originNs',
-  'captureNs',
-  'inputDeadlineNs',
-  'SourceOriginHostNs',
-  'DeadlineHostNs',
-  'InputDeadlineHostNs',
-  'deadline_ns',
-  'host_ns',
-  'now_ns',
-  'nowNs',
-]);
+/** Fields that are fences: compared through a consistent recorded->live mapping (marked in the protocol). */
+export const FENCE_FIELDS: ReadonlySet<string> = new Set<string>([...PROTOCOL_FENCE_FIELDS, ...PAYLOAD_FENCE_FIELDS]);
+/** Fields that carry host monotonic times of the run that sent them (never compared; marked in the protocol). */
+export const HOST_TIME_FIELDS: ReadonlySet<string> = new Set<string>([...PROTOCOL_HOST_TIME_FIELDS, ...PAYLOAD_HOST_TIME_FIELDS]);
 
 /** What a note's data looks like after the recorder's JSON (bigints as decimal strings, typed arrays as their bytes: format.ts noteValue). */
 export function normalise(v: unknown): unknown {
