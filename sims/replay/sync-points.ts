@@ -14,6 +14,8 @@
 // Kinds held by the live service and reported back as lost (a 'hold_lost' service note):
 //   fence           a fence decision held to the recorded order (sims/service/fence-order.ts);
 //   publication     a status read waiting for the publication its recording was served from;
+//   lease_expiry    a fence decision the recorded service refused because the lease had run out, while the
+//                   live service still holds the grant: held until the cued expiry (replay-hooks.ts);
 //   core_wait       a timed wait on the core (a native receipt, a publication, a fault injection's reply)
 //                   that was answered when recorded but ran out on the replay (sims/service/core-waits.ts).
 
@@ -38,7 +40,7 @@ export type SyncPoint =
   | { kind: 'reply'; cycle: number; reply: HttpReply; note: RecordingNote };
 
 /** Kinds of hold whose loss the verdict reports (see above). */
-export type HoldKind = 'status_read' | 'telemetry_poll' | 'fence' | 'publication' | 'core_wait';
+export type HoldKind = 'status_read' | 'telemetry_poll' | 'fence' | 'publication' | 'core_wait' | 'lease_expiry';
 
 /** One hold the replay could not keep. */
 export interface LostHold {

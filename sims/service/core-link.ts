@@ -178,7 +178,7 @@ export class CoreLink extends EventEmitter {
    * to the pacer, which reports it in the verdict as a lost hold (sims/replay/sync-points.ts) so the harness
    * ends the test in ERROR rather than judging the target on an order the replay did not keep.
    */
-  noteHoldLost(kind: 'fence' | 'publication' | 'core_wait', detail: string): void {
+  noteHoldLost(kind: 'fence' | 'publication' | 'core_wait' | 'lease_expiry', detail: string): void {
     if (this.replayClock === null) return;
     this.port?.postMessage({ t: 'service_note', data: { t: 'hold_lost', kind, detail } } satisfies ToCore);
   }

@@ -5,6 +5,7 @@
 
 import type { Authority } from './authority.ts';
 import type { CoreLink } from './core-link.ts';
+import { REPLAY_WAIT_MS } from './core-waits.ts';
 
 type AuthorityHooks = ConstructorParameters<typeof Authority>[2];
 
@@ -27,6 +28,36 @@ export function authorityReplayHooks(core: CoreLink): Pick<AuthorityHooks, 'repl
  */
 export function fenceTurn(core: CoreLink, operation: string): Promise<void> | null {
   return core.fenceOrder.gate(operation);
+}
+
+/** Labels of a recorded fence decision that found the session's grant already gone (lease expiry taken). */
+const GRANT_GONE: ReadonlySet<string> = new Set(['no_grant', 'control_session_stale']);
+/** How often a decision waiting for a recorded lease expiry looks again (wall ms). */
+const EXPIRY_POLL_MS = 5;
+
+/**
+ * A lease_expiry sync point on the service's side (sims/replay/sync-points.ts): the recorded service
+ * refused this decision because the session's lease had already run out, but the live service still holds
+ * the grant (the test's wall-clock wait for the expiry ended before the paced core reached the recorded
+ * expiry, which the pacer cues). The decision waits for that cue, at most REPLAY_WAIT_MS; the promise to
+ * await, or null when nothing holds it. Never held outside a replay.
+ */
+export function recordedExpiryTurn(core: CoreLink, authority: Pick<Authority, 'current'>, operation: string, session: string | undefined): Promise<void> | null {
+  if (!core.replaying || session === undefined || authority.current?.session !== session) return null;
+  const recorded = core.fenceOrder.recordedOutcome(operation);
+  if (recorded === undefined || !GRANT_GONE.has(recorded)) return null;
+  const until = Date.now() + REPLAY_WAIT_MS;
+  return new Promise<void>((resolve) => {
+    const look = () => {
+      if (authority.current?.session !== session) return resolve();
+      if (Date.now() >= until) {
+        core.noteHoldLost('lease_expiry', operation);
+        return resolve();
+      }
+      setTimeout(look, EXPIRY_POLL_MS).unref();
+    };
+    look();
+  });
 }
 
 /**
