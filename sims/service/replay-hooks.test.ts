@@ -21,8 +21,8 @@ function fakeCore(replaying: boolean, ops: string[], outcomes: string[]) {
 test('a decision recorded as refused for a lease already gone waits until the live grant ends, then goes on', async () => {
   vi.useFakeTimers();
   const { core, lost } = fakeCore(true, ['halt'], ['no_grant']);
-  const authority = { current: { session: 'S' } as never };
-  const turn = recordedExpiryTurn(core, authority, 'halt', 'S');
+  const authority = { current: { session: 'S', generation: 4n, stopping: false } as never };
+  const turn = recordedExpiryTurn(core, authority, 'halt', 'S', 4n);
   expect(turn).not.toBeNull();
   let done = false;
   void turn!.then(() => (done = true));
@@ -34,21 +34,24 @@ test('a decision recorded as refused for a lease already gone waits until the li
   expect(lost).toEqual([]);
 });
 
-test('nothing waits: outside a replay, another session, a recorded ok, no such decision recorded, or a session already ended', () => {
-  const authority = { current: { session: 'S' } as never };
-  expect(recordedExpiryTurn(fakeCore(false, [], []).core, authority, 'halt', 'S')).toBeNull();
-  expect(recordedExpiryTurn(fakeCore(true, ['halt'], ['no_grant']).core, authority, 'halt', 'T')).toBeNull();
-  expect(recordedExpiryTurn(fakeCore(true, ['halt'], ['ok']).core, authority, 'halt', 'S')).toBeNull();
-  expect(recordedExpiryTurn(fakeCore(true, ['arm'], ['no_grant']).core, authority, 'halt', 'S')).toBeNull();
-  expect(recordedExpiryTurn(fakeCore(true, ['halt'], ['no_grant']).core, { current: null }, 'halt', 'S')).toBeNull();
+test('nothing waits: outside a replay, another session, a recorded ok, no such decision recorded, a session already ended, or a decision refused for another reason', () => {
+  const authority = { current: { session: 'S', generation: 4n, stopping: false } as never };
+  expect(recordedExpiryTurn(fakeCore(false, [], []).core, authority, 'halt', 'S', 4n)).toBeNull();
+  expect(recordedExpiryTurn(fakeCore(true, ['halt'], ['no_grant']).core, authority, 'halt', 'T', 4n)).toBeNull();
+  expect(recordedExpiryTurn(fakeCore(true, ['halt'], ['ok']).core, authority, 'halt', 'S', 4n)).toBeNull();
+  expect(recordedExpiryTurn(fakeCore(true, ['arm'], ['no_grant']).core, authority, 'halt', 'S', 4n)).toBeNull();
+  expect(recordedExpiryTurn(fakeCore(true, ['halt'], ['no_grant']).core, { current: null }, 'halt', 'S', 4n)).toBeNull();
+  // refused for another reason than the lease: an older generation, a stop in flight
+  expect(recordedExpiryTurn(fakeCore(true, ['halt'], ['control_session_stale']).core, authority, 'halt', 'S', 3n)).toBeNull();
+  expect(recordedExpiryTurn(fakeCore(true, ['halt'], ['no_grant']).core, { current: { session: 'S', generation: 4n, stopping: true } as never }, 'halt', 'S', 4n)).toBeNull();
   // 'expired' is retaken by the authority's own check at the decision (authority.ts check), not waited for
-  expect(recordedExpiryTurn(fakeCore(true, ['halt'], ['expired']).core, authority, 'halt', 'S')).toBeNull();
+  expect(recordedExpiryTurn(fakeCore(true, ['halt'], ['expired']).core, authority, 'halt', 'S', 4n)).toBeNull();
 });
 
 test('a cued expiry that never comes: the decision goes on after the replay bound and the hold is reported lost', async () => {
   vi.useFakeTimers();
   const { core, lost } = fakeCore(true, ['arm'], ['control_session_stale']);
-  const turn = recordedExpiryTurn(core, { current: { session: 'S' } as never }, 'arm', 'S')!;
+  const turn = recordedExpiryTurn(core, { current: { session: 'S', generation: 4n, stopping: false } as never }, 'arm', 'S', 4n)!;
   let done = false;
   void turn.then(() => (done = true));
   await vi.advanceTimersByTimeAsync(REPLAY_WAIT_MS - 20);

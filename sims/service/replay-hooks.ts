@@ -40,10 +40,13 @@ const EXPIRY_POLL_MS = 5;
  * refused this decision because the session's lease had already run out, but the live service still holds
  * the grant (the test's wall-clock wait for the expiry ended before the paced core reached the recorded
  * expiry, which the pacer cues). The decision waits for that cue, at most REPLAY_WAIT_MS; the promise to
- * await, or null when nothing holds it. Never held outside a replay.
+ * await, or null when nothing holds it. Only a decision the live grant would let pass is held (its session,
+ * its generation, not stopping): one refused for another reason (an older generation, a stop in flight) is
+ * refused as recorded without waiting. Never held outside a replay.
  */
-export function recordedExpiryTurn(core: CoreLink, authority: Pick<Authority, 'current'>, operation: string, session: string | undefined): Promise<void> | null {
-  if (!core.replaying || session === undefined || authority.current?.session !== session) return null;
+export function recordedExpiryTurn(core: CoreLink, authority: Pick<Authority, 'current'>, operation: string, session: string | undefined, generation: bigint | undefined): Promise<void> | null {
+  const g = authority.current;
+  if (!core.replaying || session === undefined || !g || g.session !== session || g.generation !== generation || g.stopping) return null;
   const recorded = core.fenceOrder.recordedOutcome(operation);
   if (recorded === undefined || !GRANT_GONE.has(recorded)) return null;
   const until = Date.now() + REPLAY_WAIT_MS;

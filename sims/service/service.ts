@@ -454,7 +454,7 @@ export class ControlService {
     let g: Grant;
     const held = fenceTurn(this.o.core, r.operation);
     if (held) await held;
-    const expiry = recordedExpiryTurn(this.o.core, this.authority, r.operation, r.session);
+    const expiry = recordedExpiryTurn(this.o.core, this.authority, r.operation, r.session, r.generation);
     if (expiry) await expiry;
     try {
       g = this.authority.fence(r.operation, r.session!, r.generation!, owner);
