@@ -531,10 +531,14 @@ export class ReplayPacer {
 
   /**
    * The bounded holds at cycle c (sync-points.ts BoundedHold, one rule for every kind): true while the core
-   * must stay at c for the live side. None after a divergence, or when running flat out to a crash.
+   * must stay at c for the live side. None after a divergence, when running flat out to a crash, or
+   * during a step's cycles.
    */
   private bounded(c: number): boolean {
     if (this.first || this.flat) return false;
+    // A stepped recording: a read noted during a step's cycles raced the step (the stepped clock drains
+    // messages between its cycles and never waits for them); it is held for at the step's end instead.
+    if (this.stepping) return false;
     const reads = this.points.statusReads;
     return this.reads.holds(c, (k) => `publication of cycle ${reads[k]!.published}`) || this.polls.holds(c);
   }
