@@ -21,7 +21,7 @@ import type { DivergenceReport } from '../../drivers/replay/driver.ts';
 import type { RecordingNote } from '../../drivers/replay/format.ts';
 import { compareNote, FenceMap, normalise, unstamped, withRecordedTimes, type HttpReply, type Mismatch } from './match.ts';
 import type { PacingScan } from './scan.ts';
-import { BoundedHold, grantKey, HOLD_BOUND_MS, readSyncPoints, sameGrant, type HoldKind, type LostHold, type SyncPoints } from './sync-points.ts';
+import { BoundedHold, grantKey, readSyncPoints, sameGrant, type HoldKind, type LostHold, type SyncPoints } from './sync-points.ts';
 
 /** The parts of CoreHost (sims/core/host.ts) the pacer drives. */
 export interface PacedCore {
@@ -103,9 +103,6 @@ export interface PacedVerdict {
 }
 
 type Driverish = BusDriver & { divergence?(): DivergenceReport | null };
-
-/** How long a paced core waits at a recorded status read the live test has not made (wall ms). */
-export const STATUS_READ_HOLD_MS = HOLD_BOUND_MS;
 
 /** How many of the next unmatched recorded requests a live one may be matched with (arrival order races). */
 const LOOKAHEAD = 16;
