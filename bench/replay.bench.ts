@@ -23,7 +23,8 @@ import { CoreHost } from '../sims/core/host.ts';
 import type { CoreStartOptions, NativeOpName } from '../sims/core/protocol.ts';
 import { RecordingWriter, slotLayout, AXIS_FIELDS } from '../drivers/replay/format.ts';
 import { runReplay, scanRecording } from '../drivers/replay/session.ts';
-import { ReplayPacer, scanForPacing } from '../drivers/replay/pacer.ts';
+import { ReplayPacer } from '../sims/replay/pacer.ts';
+import { scanForPacing } from '../sims/replay/scan.ts';
 
 const CYCLES = Number(process.argv[2] ?? 20_000);
 const ROUNDS = Number(process.argv[3] ?? 3);

@@ -32,6 +32,7 @@ export const HARNESS_CODES = {
   HIL_ERR_REPLAY_STALE: 'error', // the recording was made for another machine digest (both named): re-record
   HIL_ERR_REPLAY_NO_VERDICT: 'error', // the replay stack wrote no verdict (it did not start or was killed)
   HIL_ERR_REPLAY_DIVERGED: 'fail', // the replayed run differed from the recording (request, reply, event or bus)
+  HIL_ERR_REPLAY_UNHELD: 'error', // the replay could not hold a recorded order (a sync point waited for in vain): the test says nothing about the target
   // Clients (harness/clients/): what the target did
   HIL_ERR_TRANSPORT: 'fail', // the target dropped, reset or never answered a request on a connection it accepted
   HIL_ERR_TARGET_REFUSED: 'fail', // the target refused a request the documents say it must answer here

@@ -103,6 +103,16 @@ export const test = base.extend<{
         const v = o.verdict;
         if (!v) throw new HarnessError('HIL_ERR_REPLAY_NO_VERDICT', `the replay stack of ${o.recording} wrote no verdict (it did not start or was killed)`);
         await allure.parameter(`replay${which}`, describeVerdict(v));
+        // A hold the replay could not keep comes first: from there on the recorded order was not kept, so
+        // a divergence or a failed assertion after it is the harness's, not the target's (issue 24).
+        // A divergence before the first lost hold is still the target's (it came while the order held).
+        const firstLost = Math.min(...(v.holds_lost ?? []).map((h) => h.cycle));
+        if (v.holds_lost?.length && !(v.divergence && v.divergence.cycle < firstLost)) {
+          const lost = v.holds_lost.map((h) => `${h.kind} at cycle ${h.cycle}${h.detail ? ` (${h.detail})` : ''}`);
+          const message = `${o.recording}: the replay could not hold ${lost.length} recorded sync point${lost.length === 1 ? '' : 's'} (${clipJson(lost.slice(0, 5))}); ${describeVerdict(v)}`;
+          task.meta.replayUnheld = message;
+          throw new HarnessError('HIL_ERR_REPLAY_UNHELD', message, { detail: { holds_lost: clipJson(v.holds_lost, 4_000) } });
+        }
         if (v.divergence) throw new HarnessError('HIL_ERR_REPLAY_DIVERGED', `${o.recording}: ${describeVerdict(v)}`, { detail: { divergence: clipJson(v.divergence, 4_000) } });
         if (v.requests_unsent > 0) throw new HarnessError('HIL_ERR_REPLAY_DIVERGED', `${o.recording}: the test never sent ${v.requests_unsent} of the recorded requests (the first: ${clipJson(v.first_unsent)}); ${describeVerdict(v)}`);
         const sr = v.service_replies;

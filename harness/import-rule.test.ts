@@ -4,7 +4,9 @@
 // - drivers/ never import sims/: a driver sits below the core and knows only the bus interface;
 // - the service (sims/service/) uses from the core (sims/core/) only its protocol and the capture layout
 //   and reader, so it can run against a core in another thread or process;
-// - the oracle and the catalogue never import the report: they are the reference, the report an output.
+// - the oracle and the catalogue never import the report: they are the reference, the report an output;
+// - paced replay (sims/replay/) is reached by the core only through the worker's paced loop, never by the
+//   service (it sees replay through the core link's messages).
 // A rule the code breaks today is listed in KNOWN_OFFENCES with a note; the list can only shrink (an
 // offence that is gone must be struck from it).
 
@@ -43,6 +45,10 @@ export const RULES: Rule[] = [
   { rule: 'drivers/ never imports sims/ (its tests may run a driver under the core)', from: ['drivers'], forbid: ['sims'], testsMay: ['sims/core', 'sims/config', 'sims/main.ts'] },
   { rule: "sims/service/ uses from sims/core/ only the protocol, the reason registry and the capture layout and reader", from: ['sims/service'], forbid: ['sims/core'], allow: SERVICE_MAY_USE_FROM_CORE },
   { rule: 'the oracle and the catalogue never import the report', from: ['harness/oracle', 'harness/catalogue'], forbid: ['harness/report'] },
+  // Paced replay is one component (sims/replay/, docs/recording.md): the service sees it only through the
+  // core link's messages, and the core reaches it only through the worker's paced loop.
+  { rule: 'sims/service/ never imports sims/replay/', from: ['sims/service'], forbid: ['sims/replay'] },
+  { rule: 'sims/core/ reaches sims/replay/ only through its worker loop', from: ['sims/core'], forbid: ['sims/replay'], allow: ['sims/replay/worker-loop.ts'] },
 ];
 
 /**
@@ -146,6 +152,9 @@ describe('the import table', () => {
       put(`${D}/replay/r.test.ts`, `import { CoreHost } from '../../${S}/core/host.ts';\nimport { ControlService } from '../../${S}/service/service.ts';`);
       put('harness/oracle/o.ts', `import type { RunRecord } from '../report/run-types.ts';\nimport { HarnessError } from '../errors.ts';`);
       put('harness/catalogue/c.ts', `export * from '../report/verdict.ts';`);
+      put(`${S}/service/cue.ts`, `import { ReplayPacer } from '../replay/pacer.ts';`);
+      put(`${S}/core/core.ts`, `import { FenceMap } from '../replay/match.ts';`);
+      put(`${S}/core/worker.ts`, `import { runPaced } from '../replay/worker-loop.ts';`);
       expect(offences(root).sort()).toEqual(
         [
           `suites/ never imports sims/ or drivers/: suites/a.test.ts -> ../${S}/main.ts`,
@@ -156,6 +165,8 @@ describe('the import table', () => {
           `sims/service/ uses from sims/core/ only the protocol, the reason registry and the capture layout and reader: ${S}/service/telemetry.ts -> ../core/capture/writer.ts`,
           'the oracle and the catalogue never import the report: harness/oracle/o.ts -> ../report/run-types.ts',
           'the oracle and the catalogue never import the report: harness/catalogue/c.ts -> ../report/verdict.ts',
+          `sims/service/ never imports sims/replay/: ${S}/service/cue.ts -> ../replay/pacer.ts`,
+          `sims/core/ reaches sims/replay/ only through its worker loop: ${S}/core/core.ts -> ../replay/match.ts`,
         ].sort(),
       );
     } finally {

@@ -14,6 +14,11 @@ declare module '@vitest/runner' {
     kind?: 'contract' | 'profile';
     /** Profile checks inside the test that the target answered otherwise (non-reference targets only). */
     profileDifferences?: ProfileDifference[];
+    /**
+     * Replay target: the replay could not hold a recorded order in this test (HIL_ERR_REPLAY_UNHELD, the
+     * message): whatever else the test reported, it ends in ERROR (harness/report/verdict.ts testStateOf).
+     */
+    replayUnheld?: string;
   }
 }
 

@@ -170,8 +170,10 @@ export class HilReporter implements Reporter {
     const covers = meta.covers ?? [];
     const kind: RunTest['kind'] = t.project.name === 'unit' ? 'unit' : (meta.kind ?? 'contract');
     const fullName = t.fullName;
-    const state = testStateOf(r.state, r.errors ?? []);
-    const errors = r.state === 'failed' ? (r.errors ?? []).map((e) => firstLines(e.message, e.stack)) : undefined;
+    const state = testStateOf(r.state, r.errors ?? [], { replayUnheld: meta.replayUnheld });
+    // The replay's lost hold first: it is why the test errored (testStateOf).
+    const ordered = meta.replayUnheld ? [...(r.errors ?? [])].sort((a, b) => Number((b as { code?: unknown }).code === 'HIL_ERR_REPLAY_UNHELD') - Number((a as { code?: unknown }).code === 'HIL_ERR_REPLAY_UNHELD')) : (r.errors ?? []);
+    const errors = r.state === 'failed' ? ordered.map((e) => firstLines(e.message, e.stack)) : undefined;
     const out: RunTest = { file, project: t.project.name, name: t.name, fullName, state, duration_ms: Math.round(t.diagnostic()?.duration ?? 0), covers, kind };
     if (errors) out.errors = errors;
     if (meta.evidence) out.evidence = meta.evidence;

@@ -119,6 +119,14 @@ describe('testStateOf: FAIL or ERROR by the class of the error', () => {
   test.each(ROWS2)('$row: $state', ({ errors, state }) => {
     expect(testStateOf('failed', errors)).toBe(state);
   });
+  test('a replay that could not hold the recorded order: errored whatever else failed, passed and skipped kept', () => {
+    expect(testStateOf('failed', [assertion], { replayUnheld: 'status_read at cycle 33' })).toBe('errored');
+    expect(testStateOf('failed', [new HarnessError('HIL_ERR_REPLAY_DIVERGED', 'x'), new HarnessError('HIL_ERR_REPLAY_UNHELD', 'y')], { replayUnheld: 'y' })).toBe('errored');
+    // without the mark a divergence is the target's
+    expect(testStateOf('failed', [new HarnessError('HIL_ERR_REPLAY_DIVERGED', 'x')])).toBe('failed');
+    expect(testStateOf('passed', [], { replayUnheld: 'y' })).toBe('passed');
+    expect(testStateOf('skipped', [], { replayUnheld: 'y' })).toBe('skipped');
+  });
   test('passed and skipped are kept', () => {
     expect(testStateOf('passed', [])).toBe('passed');
     expect(testStateOf('skipped', [])).toBe('skipped');

@@ -157,9 +157,12 @@ export function informativeOf(t: Pick<RunTest, 'kind' | 'state' | 'covers' | 'er
   return `differs from ${decisions.join(', ') || 'a profile decision'}: ${t.errors?.[0]?.split('\n')[0] ?? 'failed'}`;
 }
 
-export function testStateOf(state: 'passed' | 'failed' | 'skipped' | 'pending', errors: readonly (ErrorLike | unknown)[]): TestState {
+export function testStateOf(state: 'passed' | 'failed' | 'skipped' | 'pending', errors: readonly (ErrorLike | unknown)[], o: { replayUnheld?: string } = {}): TestState {
   if (state === 'passed') return 'passed';
   if (state !== 'failed') return 'skipped';
+  // A replay that could not hold the recorded order (HIL_ERR_REPLAY_UNHELD): an assertion that failed
+  // after that point says nothing about the target.
+  if (o.replayUnheld) return 'errored';
   return errors.length > 0 && errors.every((e) => verdictOfError(e) === 'error') ? 'errored' : 'failed';
 }
 

@@ -172,6 +172,8 @@ export interface ReplayVerdict {
   /** Format 3: the service's answers to control and program requests, recorded and matched. */
   service_replies?: { recorded: number; matched: number; first_missing: unknown };
   divergence: null | { kind: string; cycle: number; path?: string; expected?: unknown; actual?: unknown; bus?: Record<string, unknown> };
+  /** Holds the replay could not keep (sims/replay/sync-points.ts LostHold): kind, the core's cycle, what was waited for. */
+  holds_lost?: Array<{ kind: string; cycle: number; detail?: string }>;
   end: null | { cycle: number; complete?: boolean };
   wall_ms: number;
   recorded_ms: number;

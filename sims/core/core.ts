@@ -990,7 +990,7 @@ export class Core implements AdmissionView, StatusView {
   }
 
   /**
-   * Paced replay (drivers/replay/pacer.ts, status reads): 'force' publishes at the end of the next cycle
+   * Paced replay (sims/replay/pacer.ts, status reads): 'force' publishes at the end of the next cycle
    * whatever else, 'hold' publishes nothing in it, 'normal' leaves it to the usual rules.
    */
   publishGate: 'normal' | 'force' | 'hold' = 'normal';

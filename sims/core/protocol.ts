@@ -14,7 +14,7 @@ export type ClockSpec =
   /** No cycle runs until the host asks for steps (ToCore 'step'); simulated time, no sleeping. */
   | { mode: 'stepped' }
   /**
-   * Paced replay (drivers/replay/pacer.ts): each cycle's time is the recorded frame's time; cycles run back
+   * Paced replay (sims/replay/pacer.ts): each cycle's time is the recorded frame's time; cycles run back
    * to back up to the cycle of the next recorded request, which waits for the live one.
    */
   | {
@@ -56,7 +56,7 @@ export interface CoreStartOptions {
   record?: { path: string; run?: string };
   /**
    * Paced replay (clock 'recorded', driver replay): live requests are matched with the recorded ones and
-   * the verdict is written to this file (drivers/replay/pacer.ts, docs/recording.md "The replay target").
+   * the verdict is written to this file (sims/replay/pacer.ts, docs/recording.md "The replay target").
    */
   replayPace?: { verdictFile: string; /** Recorded time per wall time (1: as recorded); absent: flat out. */ speed?: number };
 }
@@ -305,9 +305,36 @@ export type FromCore =
   /** The core cannot go on; `message` says why (the service logs it before the exit is handled). */
   | { t: 'fatal'; message: string }
   /**
-   * Paced replay of a format 2 recording (drivers/replay/pacer.ts): the service's clock as recorded
+   * Paced replay of a format 2 recording (sims/replay/pacer.ts): the service's clock as recorded
    * (`clockNs`, never moving back), whether the recorded core ran on the host clock (`hostClock`: then the
    * service's view of the core's time is that clock too), and a recorded decision of the service's own to
    * take now (`expire`: the lease of that recorded generation ran out here).
    */
-  | { t: 'replay_service'; clockNs: bigint; hostClock: boolean; expire?: { generation: bigint }; fences?: string[]; fenceOutcomes?: string[]; acquires?: bigint[]; statusReads?: bigint[]; statusReadClocks?: bigint[] };
+  | { t: 'replay_service'; clockNs: bigint; hostClock: boolean; expire?: { generation: bigint }; fences?: string[]; fenceOutcomes?: string[]; acquires?: bigint[]; statusReads?: bigint[]; statusReadClocks?: bigint[]; coreWaits?: Array<{ kind: string; outcome: string }> };
+
+/** Every field name of the channel's typed messages, at any depth (the replay marks below are checked against it). */
+type FieldsOf<T, D extends unknown[] = []> = D['length'] extends 6
+  ? never
+  : T extends bigint | string | number | boolean | null | undefined | ArrayBufferView | ((...a: never[]) => unknown)
+    ? never
+    : T extends readonly (infer E)[]
+      ? FieldsOf<E, [...D, 0]>
+      : T extends object
+        ? { [K in keyof T & string]-?: (string extends K ? never : K) | FieldsOf<T[K], [...D, 0]> }[keyof T & string]
+        : never;
+export type ChannelField = FieldsOf<ToCore | FromCore>;
+
+/**
+ * Replay marks (sims/replay/match.ts, docs/recording.md "The replay target"): the fields of these messages
+ * that carry a fence (a generation, handle, jog generation or message id: compared through a consistent
+ * recorded->live mapping), and those that carry a host monotonic time of the run that sent them (never
+ * compared). Declared here, beside the types, and checked against them: a renamed field fails to compile.
+ */
+export const FENCE_FIELDS = ['id', 'generation', 'Generation', 'handle', 'Handle', 'jogGeneration', 'JogGeneration', 'active_handle'] as const satisfies readonly ChannelField[];
+export const HOST_TIME_FIELDS = ['deadlineNs', 'originNs', 'captureNs', 'inputDeadlineNs', 'SourceOriginHostNs', 'DeadlineHostNs', 'InputDeadlineHostNs', 'nowNs'] as const satisfies readonly ChannelField[];
+/**
+ * The same marks for fields of untyped parts: event payloads (Record<string, unknown>: `jog_generation`,
+ * `deadline_ns`, `host_ns`) and the service's notes (`now_ns` of a status read).
+ */
+export const PAYLOAD_FENCE_FIELDS = ['jog_generation'] as const;
+export const PAYLOAD_HOST_TIME_FIELDS = ['deadline_ns', 'host_ns', 'now_ns'] as const;

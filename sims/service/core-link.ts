@@ -6,6 +6,7 @@ import { EventEmitter } from 'node:events';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { CompiledMachine } from '../config/types.ts';
 import { FenceOrder, UNORDERED } from './fence-order.ts';
+import { CoreWaits } from './core-waits.ts';
 import { workerEntry } from '../paths.ts';
 import { reportedClockMode, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PostStamp, type ToCore } from '../core/protocol.ts';
 
@@ -158,9 +159,29 @@ export class CoreLink extends EventEmitter {
   onReplayedExpiry?: (generation: bigint) => void;
 
   /** The order of fence decisions: noted into a recording, held to the recorded order on a replay. */
-  readonly fenceOrder = new FenceOrder((data) => {
-    if (this.options.record) this.port?.postMessage({ t: 'service_note', data } satisfies ToCore);
-  });
+  readonly fenceOrder = new FenceOrder(
+    (data) => {
+      if (this.options.record) this.port?.postMessage({ t: 'service_note', data } satisfies ToCore);
+    },
+    (op) => this.noteHoldLost('fence', op),
+  );
+  /** The service's timed waits on the core: noted into a recording, bounded by the recorded outcome on a replay. */
+  readonly coreWaits = new CoreWaits(
+    (data) => {
+      if (this.options.record) this.port?.postMessage({ t: 'service_note', data } satisfies ToCore);
+    },
+    (kind) => this.noteHoldLost('core_wait', kind),
+  );
+
+  /**
+   * A paced replay's hold the service kept in vain (a fence decision, a status read's publication): told
+   * to the pacer, which reports it in the verdict as a lost hold (sims/replay/sync-points.ts) so the harness
+   * ends the test in ERROR rather than judging the target on an order the replay did not keep.
+   */
+  noteHoldLost(kind: 'fence' | 'publication' | 'core_wait' | 'lease_expiry', detail: string): void {
+    if (this.replayClock === null) return;
+    this.port?.postMessage({ t: 'service_note', data: { t: 'hold_lost', kind, detail } } satisfies ToCore);
+  }
 
   /**
    * Status reads as sync points (docs/recording.md "Status reads"): a recording notes the publication
@@ -185,14 +206,15 @@ export class CoreLink extends EventEmitter {
     if (clock !== undefined && this.replayClock !== null && clock - 1n > this.replayClock) this.replayClock = clock - 1n;
     return this.statusReads[k];
   }
-  /** Resolve once a publication of at least `cycle` has arrived (at most `ms` of wall time). */
-  async statusFrom(cycle: bigint, ms: number): Promise<void> {
+  /** Resolve once a publication of at least `cycle` has arrived (true), or after `ms` of wall time (false). */
+  async statusFrom(cycle: bigint, ms: number): Promise<boolean> {
     const deadline = Date.now() + ms;
     while (!(this.status && this.status.cycle >= cycle)) {
       const left = deadline - Date.now();
-      if (left <= 0 || !this.worker) return;
-      await this.nextStatus(Math.min(left, 50));
+      if (left <= 0 || !this.worker) return false;
+      await this.nextStatus(Math.min(left, 50), null);
     }
+    return true;
   }
   /**
    * A status read was served from the publication of `cycle`, showing the service's clock at `nowNs`:
@@ -243,6 +265,7 @@ export class CoreLink extends EventEmitter {
       this.statusReads = [...(m.statusReads ?? [])];
       this.statusReadClocks = [...(m.statusReadClocks ?? [])];
       this.statusReadsTaken = 0;
+      this.coreWaits.load(m.coreWaits ?? []);
     }
     this.replayHostClock = m.hostClock;
     if (this.replayClock === null || m.clockNs > this.replayClock) this.replayClock = m.clockNs;
@@ -315,12 +338,14 @@ export class CoreLink extends EventEmitter {
   command(op: NativeOpName, generation: bigint, axisMask = 0, extra: { label?: string; handle?: bigint } = {}, timeoutMs = 1000): Promise<NativeReply> {
     if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
     const id = this.nextId++;
+    const wait = this.coreWaits.begin(UNORDERED.has(op) ? null : `cmd:${op}`, timeoutMs);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
+        wait.done('timeout');
         reject(new CoreUnavailable(`no native receipt for ${op} within ${timeoutMs} ms`));
-      }, timeoutMs);
-      this.pending.set(id, { resolve, reject, timer });
+      }, wait.ms);
+      this.pending.set(id, { resolve: (r) => (wait.done('ok'), resolve(r)), reject, timer });
       this.postStamped({ t: 'cmd', id, op, generation, axisMask, ...extra } satisfies ToCore);
     });
   }
@@ -346,12 +371,14 @@ export class CoreLink extends EventEmitter {
   inject(fault: Extract<ToCore, { t: 'inject' }>['fault']): Promise<NativeReply> {
     if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
     const id = this.nextId++;
+    const wait = this.coreWaits.begin('inject', 1000);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
+        wait.done('timeout');
         reject(new CoreUnavailable('no reply to fault injection within 1 s'));
-      }, 1000);
-      this.pending.set(id, { resolve, reject, timer });
+      }, wait.ms);
+      this.pending.set(id, { resolve: (r) => (wait.done('ok'), resolve(r)), reject, timer });
       this.postStamped({ t: 'inject', id, fault } satisfies ToCore);
     });
   }
@@ -372,15 +399,21 @@ export class CoreLink extends EventEmitter {
     });
   }
 
-  /** Wait for the next status publication (or the current one when fresh enough). */
-  nextStatus(timeoutMs: number): Promise<CoreStatus | undefined> {
+  /**
+   * Wait for the next status publication (or the current one when fresh enough). `kind`: the wait as a
+   * recorded decision (core-waits.ts), null for the service's own polling waits.
+   */
+  nextStatus(timeoutMs: number, kind: string | null = 'status'): Promise<CoreStatus | undefined> {
+    const wait = this.coreWaits.begin(kind, timeoutMs);
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.off('status', on);
+        wait.done('timeout');
         resolve(undefined);
-      }, timeoutMs);
+      }, wait.ms);
       const on = (s: CoreStatus) => {
         clearTimeout(timer);
+        wait.done('ok');
         resolve(s);
       };
       this.once('status', on);

@@ -51,16 +51,20 @@ test('replay: a release racing a reset_fault is held until the reset_fault decis
 
 test('replay: a decision held for recorded ones the live run never takes goes on after FENCE_HOLD_MS, skipping them', async () => {
   vi.useFakeTimers();
-  const f = new FenceOrder();
+  const lost: string[] = [];
+  const f = new FenceOrder(undefined, (op) => lost.push(op));
   f.load(['enable', 'arm', 'halt']);
   const held = f.gate('halt')!;
   let done = false;
   void held.then(() => (done = true));
   await vi.advanceTimersByTimeAsync(FENCE_HOLD_MS - 1);
   expect(done).toBe(false);
+  expect(lost).toEqual([]);
   await vi.advanceTimersByTimeAsync(1);
   expect(done).toBe(true);
   expect(f.timedOut).toBe(1);
+  // reported as a lost hold of the held decision (the pacer's verdict, sims/replay/sync-points.ts)
+  expect(lost).toEqual(['halt']);
   // the skipped decisions are gone: the next halt is not held
   f.passed('halt', 'ok');
   expect(f.gate('enable')).toBeNull();

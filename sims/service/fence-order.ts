@@ -25,7 +25,14 @@ export class FenceOrder {
   held = 0;
   timedOut = 0;
 
-  constructor(private readonly note?: (data: { t: 'fence'; op: string; outcome: string }) => void) {}
+  /**
+   * `note`: a recorded service notes each decision; `lost`: a replaying service reports a decision it held
+   * in vain (FENCE_HOLD_MS passed), a lost hold of kind 'fence' (sims/replay/sync-points.ts).
+   */
+  constructor(
+    private readonly note?: (data: { t: 'fence'; op: string; outcome: string }) => void,
+    private readonly lost?: (op: string) => void,
+  ) {}
 
   /** Replay: the recorded fence decisions, in order, with their outcomes when given (same length). */
   load(ops: readonly string[], outcomes?: readonly string[]): void {
@@ -77,6 +84,7 @@ export class FenceOrder {
       };
       const timer = setTimeout(() => {
         this.timedOut++;
+        this.lost?.(op);
         this.waiters = this.waiters.filter((x) => x !== w);
         for (let i = this.cursor; i < k; i++) this.taken[i] = true;
         this.advance();

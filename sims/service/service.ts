@@ -37,7 +37,7 @@ import type { CompiledMachine } from '../config/types.ts';
 import type { CoreStatus } from '../core/protocol.ts';
 import { discardBody } from '../primitives.ts';
 import { testChannelRoute } from './test-channel.ts';
-import { authorityReplayHooks, fenceTurn, onReplayedExpiry, replySent, statusRead, statusReadTurn, telemetryRead } from './replay-hooks.ts';
+import { authorityReplayHooks, fenceTurn, onReplayedExpiry, recordedExpiryTurn, replySent, statusRead, statusReadTurn, telemetryRead } from './replay-hooks.ts';
 
 
 export const CONTROL_IDLE_TIMEOUT_NS = 90_000_000_000n;
@@ -454,6 +454,8 @@ export class ControlService {
     let g: Grant;
     const held = fenceTurn(this.o.core, r.operation);
     if (held) await held;
+    const expiry = recordedExpiryTurn(this.o.core, this.authority, r.operation, r.session, r.generation);
+    if (expiry) await expiry;
     try {
       g = this.authority.fence(r.operation, r.session!, r.generation!, owner);
     } catch (e) {

@@ -2,8 +2,8 @@
 // compared exactly with a live message, and with recordings that wrote them one key per element.
 
 import { expect, test } from 'vitest';
-import { noteValue, typedFromNote } from './format.ts';
-import { compareNote, FenceMap, normalise } from './pacer.ts';
+import { noteValue, typedFromNote } from '../../drivers/replay/format.ts';
+import { compareNote, FenceMap, normalise } from './match.ts';
 
 const oldStyle = (v: unknown) => JSON.parse(JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x))) as unknown;
 
@@ -35,4 +35,15 @@ test('a live message compares exactly with a recorded one in either encoding; on
   const changed = { t: 'prepare', position: new Float64Array([0.5, 0.033932540474068844]) };
   expect(compareNote(recordedNew, normalise(changed), new FenceMap())).toMatchObject({ path: 'position.base64' });
   expect(compareNote(recordedOld, normalise(changed), new FenceMap())).toMatchObject({ path: 'position.1', expected: 0.033932936646792984, actual: 0.033932540474068844 });
+});
+
+test('the fence and host-time marks come from the protocol (sims/core/protocol.ts), typed fields and payload fields', async () => {
+  const { FENCE_FIELDS, HOST_TIME_FIELDS } = await import('./match.ts');
+  expect([...FENCE_FIELDS].sort()).toEqual(['Generation', 'Handle', 'JogGeneration', 'active_handle', 'generation', 'handle', 'id', 'jogGeneration', 'jog_generation'].sort());
+  expect([...HOST_TIME_FIELDS].sort()).toEqual(['DeadlineHostNs', 'InputDeadlineHostNs', 'SourceOriginHostNs', 'captureNs', 'deadlineNs', 'deadline_ns', 'host_ns', 'inputDeadlineNs', 'nowNs', 'now_ns', 'originNs'].sort());
+  // a fence is mapped, a host time skipped, anything else compared
+  const fences = new FenceMap();
+  expect(compareNote({ t: 'cmd', id: 1, generation: '7', deadlineNs: '5', axisMask: 3 }, { t: 'cmd', id: 9, generation: '42', deadlineNs: '999', axisMask: 3 }, fences)).toBeNull();
+  expect(compareNote({ t: 'cmd', id: 2, generation: '7', axisMask: 3 }, { t: 'cmd', id: 10, generation: '43', axisMask: 3 }, fences)).toMatchObject({ path: 'generation' });
+  expect(compareNote({ t: 'cmd', axisMask: 3 }, { t: 'cmd', axisMask: 1 }, new FenceMap())).toMatchObject({ path: 'axisMask' });
 });

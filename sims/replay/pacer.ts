@@ -13,118 +13,15 @@
 //     host monotonic time) are not compared, since they belong to the wall clock of the run that sent them.
 // The first mismatch (request, reply or event) is the divergence; the core then runs free to the end of the
 // recording (requests handled as they come), so the test finishes and the verdict says what differed.
+// Matching is match.ts; reading the recording, scan.ts.
 
 import { writeFileSync } from 'node:fs';
-import type { BusDriver } from '../bus.ts';
-import type { DivergenceReport } from './driver.ts';
-import { noteValue, RecordingReader, typedFromNote, type RecordingHeader, type RecordingNote } from './format.ts';
-
-/** Fields that are fences: compared through a consistent recorded->live mapping. */
-export const FENCE_FIELDS: ReadonlySet<string> = new Set(['id', 'generation', 'Generation', 'handle', 'Handle', 'jogGeneration', 'jog_generation', 'JogGeneration', 'active_handle']);
-/** Fields that carry host monotonic times of the run that sent them (never compared). */
-export const HOST_TIME_FIELDS: ReadonlySet<string> = new Set([
-  'deadlineNs',
-  'originNs',
-  'captureNs',
-  'inputDeadlineNs',
-  'SourceOriginHostNs',
-  'DeadlineHostNs',
-  'InputDeadlineHostNs',
-  'deadline_ns',
-  'host_ns',
-  'now_ns',
-  'nowNs',
-]);
-
-/** What a note's data looks like after the recorder's JSON (bigints as decimal strings, typed arrays as their bytes: format.ts noteValue). */
-export function normalise(v: unknown): unknown {
-  return JSON.parse(JSON.stringify(v, noteValue) ?? 'null');
-}
-
-/** A typed array as recordings before noteValue wrote it: an object with one key per element. */
-function perElement(v: unknown): unknown {
-  const t = typedFromNote(v);
-  return t ? JSON.parse(JSON.stringify(t, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x))) : v;
-}
-
-export interface Mismatch {
-  /** Dotted path of the first differing field ('' for the whole value). */
-  path: string;
-  expected: unknown;
-  actual: unknown;
-}
-
-/** Consistent recorded->live rewriting of fence values, both ways. */
-export class FenceMap {
-  private fwd = new Map<string, string>();
-  private back = new Map<string, string>();
-  /** True when recorded `r` may stand for live `l` (fixing the pair the first time either is seen). */
-  agree(field: string, r: unknown, l: unknown): boolean {
-    const rk = `${fenceFamily(field)}:${String(r)}`;
-    const lk = `${fenceFamily(field)}:${String(l)}`;
-    const f = this.fwd.get(rk);
-    const b = this.back.get(lk);
-    if (f === undefined && b === undefined) {
-      this.fwd.set(rk, lk);
-      this.back.set(lk, rk);
-      return true;
-    }
-    return f === lk && b === rk;
-  }
-  get size(): number {
-    return this.fwd.size;
-  }
-  clone(): FenceMap {
-    const f = new FenceMap();
-    f.fwd = new Map(this.fwd);
-    f.back = new Map(this.back);
-    return f;
-  }
-  /** The live value a recorded fence stands for, when known. */
-  live(field: string, recorded: unknown): string | undefined {
-    const v = this.fwd.get(`${fenceFamily(field)}:${String(recorded)}`);
-    return v === undefined ? undefined : v.slice(v.indexOf(':') + 1);
-  }
-}
-
-/** Generations in grants, commands and events are one family; handles another; message ids a third. */
-function fenceFamily(field: string): string {
-  const f = field.toLowerCase();
-  if (f === 'id') return 'id';
-  if (f.includes('jog')) return 'jog';
-  if (f.includes('handle')) return 'handle';
-  return 'generation';
-}
-
-/**
- * Compare a recorded value (note data) with a live one (already normalised), fences through `fences`.
- * Returns the first mismatch or null.
- */
-export function compareNote(expected: unknown, actual: unknown, fences: FenceMap, path = ''): Mismatch | null {
-  // A typed array written per element (older recordings) against one written as its bytes: compare per element.
-  const te = typedFromNote(expected) !== null;
-  const ta = typedFromNote(actual) !== null;
-  if (te !== ta) return compareNote(perElement(expected), perElement(actual), fences, path);
-  if (expected !== null && actual !== null && typeof expected === 'object' && typeof actual === 'object') {
-    if (Array.isArray(expected) !== Array.isArray(actual)) return { path, expected, actual };
-    const e = expected as Record<string, unknown>;
-    const a = actual as Record<string, unknown>;
-    const keys = new Set([...Object.keys(e), ...Object.keys(a)]);
-    for (const k of keys) {
-      const p = path ? `${path}.${k}` : k;
-      if (HOST_TIME_FIELDS.has(k)) continue;
-      if (!(k in e) || !(k in a)) return { path: p, expected: e[k], actual: a[k] };
-      if (FENCE_FIELDS.has(k) && (typeof e[k] === 'string' || typeof e[k] === 'number') && (typeof a[k] === 'string' || typeof a[k] === 'number')) {
-        if (!fences.agree(k, e[k], a[k])) return { path: p, expected: e[k], actual: a[k] };
-        continue;
-      }
-      const m = compareNote(e[k], a[k], fences, p);
-      if (m) return m;
-    }
-    return null;
-  }
-  return Object.is(expected, actual) ? null : { path, expected, actual };
-}
+import type { BusDriver } from '../../drivers/bus.ts';
+import type { DivergenceReport } from '../../drivers/replay/driver.ts';
+import type { RecordingNote } from '../../drivers/replay/format.ts';
+import { compareNote, FenceMap, normalise, unstamped, withRecordedTimes, type HttpReply, type Mismatch } from './match.ts';
+import type { PacingScan } from './scan.ts';
+import { BoundedHold, grantKey, readSyncPoints, sameGrant, type HoldKind, type LostHold, type SyncPoints } from './sync-points.ts';
 
 /** The parts of CoreHost (sims/core/host.ts) the pacer drives. */
 export interface PacedCore {
@@ -140,51 +37,6 @@ export interface PacedCore {
   readonly answers?: number;
 }
 
-export interface PacingScan {
-  header: RecordingHeader;
-  frames: number;
-  complete: boolean;
-  /** Recorded frame times relative to the first frame, ns, one per frame. */
-  times: Float64Array;
-  /** Format 3 on a stepped or fast clock: the host time the core read in each frame's cycle, ns from t0. */
-  hostTimes?: Float64Array;
-  requests: RecordingNote[];
-  /** Replies and events in the order the core sent them. */
-  outputs: RecordingNote[];
-  /** Format 2: the service's own log (fence decisions in order). */
-  service: RecordingNote[];
-}
-
-/** Read a recording once for pacing: frame times, requests, replies and events. */
-export function scanForPacing(file: string): PacingScan {
-  const r = RecordingReader.open(file);
-  let times = new Float64Array(4096);
-  const withHost = r.header.host_times === true;
-  let hostTimes = new Float64Array(withHost ? 4096 : 0);
-  const requests: RecordingNote[] = [];
-  const outputs: RecordingNote[] = [];
-  const service: RecordingNote[] = [];
-  const take = () => {
-    for (const n of r.takeNotes()) (n.kind === 'request' ? requests : n.kind === 'service' ? service : outputs).push(n);
-  };
-  while (r.next()) {
-    if (r.frame > times.length) {
-      const t = new Float64Array(times.length * 2);
-      t.set(times);
-      times = t;
-      if (withHost) {
-        const h = new Float64Array(t.length);
-        h.set(hostTimes);
-        hostTimes = h;
-      }
-    }
-    times[r.frame - 1] = r.t;
-    if (withHost) hostTimes[r.frame - 1] = r.hostT;
-    take();
-  }
-  take();
-  return { header: r.header, frames: r.frame, complete: r.complete, times: times.slice(0, r.frame), ...(withHost ? { hostTimes: hostTimes.slice(0, r.frame) } : {}), requests, outputs, service };
-}
 
 /** One divergence of a paced replay: the bus (the driver's report), a request, a reply or an event. */
 export interface PacedDivergence {
@@ -238,6 +90,11 @@ export interface PacedVerdict {
    * requests, or the stack stopped before they were answered.
    */
   service_replies?: { recorded: number; matched: number; first_missing: unknown };
+  /**
+   * Holds the replay could not keep (sync-points.ts): the live side never came within the bound, so the
+   * recorded order was not kept from there on, and what the test saw says nothing about the target.
+   */
+  holds_lost: LostHold[];
   divergence: PacedDivergence | null;
   /** The end of the recording as the driver reported it (kind 'end'), when the replay reached it. */
   end: DivergenceReport | null;
@@ -247,37 +104,9 @@ export interface PacedVerdict {
 
 type Driverish = BusDriver & { divergence?(): DivergenceReport | null };
 
-/** How long a paced core waits at a recorded status read the live test has not made (wall ms). */
-export const STATUS_READ_HOLD_MS = 2_000;
-
 /** How many of the next unmatched recorded requests a live one may be matched with (arrival order races). */
 const LOOKAHEAD = 16;
 
-type GrantKey = { generation: string; active: unknown; axisMask: unknown };
-const grantKey = (d: unknown): GrantKey | null => {
-  const g = d as { t?: string; generation?: unknown; active?: unknown; axisMask?: unknown };
-  return g && g.t === 'grant' ? { generation: String(g.generation), active: g.active, axisMask: g.axisMask } : null;
-};
-const sameGrant = (a: GrantKey | null, b: GrantKey | null) => a !== null && b !== null && a.generation === b.generation && a.active === b.active && a.axisMask === b.axisMask;
-
-/**
- * The live message with every host time replaced by the recorded one (bigints revived); `pair` is told each
- * recorded time and the live one it stands for.
- */
-function withRecordedTimes(live: unknown, recorded: unknown, pair: (recorded: bigint, live: bigint) => void): unknown {
-  if (live === null || typeof live !== 'object' || recorded === null || typeof recorded !== 'object' || ArrayBuffer.isView(live)) return live;
-  const out: Record<string, unknown> = { ...(live as Record<string, unknown>) };
-  const r = recorded as Record<string, unknown>;
-  for (const k of Object.keys(out)) {
-    if (!(k in r)) continue;
-    if (HOST_TIME_FIELDS.has(k) && typeof out[k] === 'bigint' && typeof r[k] === 'string') {
-      const rec = BigInt(r[k] as string);
-      pair(rec, out[k] as bigint);
-      out[k] = rec;
-    } else if (out[k] !== null && typeof out[k] === 'object') out[k] = withRecordedTimes(out[k], r[k], pair);
-  }
-  return out;
-}
 
 /** Host times of a jog session the core reports (its status's `jog`), in the time base of whoever sent them. */
 const JOG_STATUS_TIMES = ['SourceOriginHostNs', 'DeadlineHostNs', 'InputDeadlineHostNs'] as const;
@@ -299,42 +128,12 @@ export interface ServiceCue {
   statusReads?: bigint[];
   /** At start (format 3): the service's clock each recorded status read showed, by read. */
   statusReadClocks?: bigint[];
+  /** At start: how each of the recorded service's timed waits on the core ended (sims/service/core-waits.ts). */
+  coreWaits?: Array<{ kind: string; outcome: string }>;
 }
 
-/** A live message without the service's post stamp (sentNs, origin: recorded beside a request, not in it). */
-function unstamped(msg: unknown): unknown {
-  if (msg === null || typeof msg !== 'object' || !('sentNs' in msg || 'origin' in msg)) return msg;
-  const { sentNs: _s, origin: _o, ...bare } = msg as Record<string, unknown>;
-  return bare;
-}
 
-/** What the service notes of its answer to a control or program request (sims/service/core-link.ts noteReply). */
-export interface HttpReply {
-  t: 'http_reply';
-  op: string;
-  status: number;
-  label: string;
-}
-
-/**
- * The service's answers with repeats dropped: an answer equal (status and label) to the previous answer of
- * the same operation. A test that polls until an answer changes (an upload slot still busy, a program not
- * yet prepared) makes as many requests as the wall clock gave it time for, which differs from run to run;
- * what it observed is the sequence of distinct answers. The cost: a second identical answer to the same
- * operation is not checked on its own (one that reaches the core is, as a request).
- */
-export function collapseRepeats<T>(xs: readonly T[], reply: (x: T) => HttpReply): T[] {
-  const last = new Map<string, HttpReply>();
-  return xs.filter((x) => {
-    const r = reply(x);
-    const prev = last.get(r.op);
-    last.set(r.op, r);
-    return !(prev && prev.status === r.status && prev.label === r.label);
-  });
-}
-
-/** Origin of the requests a service sends when a lease runs out (sims/service/service.ts). */
-export const ORIGIN_LEASE_EXPIRED = 'lease_expired';
+export { ORIGIN_LEASE_EXPIRED } from './sync-points.ts';
 
 export class ReplayPacer {
   /** Live messages assigned to recorded requests (by index), waiting for their cycle. */
@@ -354,7 +153,7 @@ export class ReplayPacer {
   private finished = false;
   /** Per recorded request: a lease renewal (same generation, activity and axes as the grant before it). */
   private readonly renewal: boolean[];
-  private lastLiveGrant: GrantKey | null = null;
+  private lastLiveGrant: ReturnType<typeof grantKey> = null;
   /** Format 2: the service's clock and timed decisions follow the recording (see syncService). */
   private readonly serviceLog: boolean;
   private readonly hostClock: boolean;
@@ -381,25 +180,21 @@ export class ReplayPacer {
    * between cycles a - 1 and a). The paced core publishes at every p, publishes nothing else while a read
    * is pending between its p and its a, and holds at a until the live service has served the read (its
    * note arrives through offer): the live test reads what it read when recorded, the publication of the
-   * same cycle. A read the live test never makes is given up after STATUS_READ_HOLD_MS and counted
-   * (`status_reads.missed`).
+   * same cycle. A read the live test never makes is a lost hold (sync-points.ts BoundedHold).
    */
-  private readonly statusReads: number[];
-  private readonly readArrivals: number[];
+  private readonly reads: BoundedHold;
   /**
    * Telemetry polls (GET /v1/telemetry): the cycles at which the recorded service noted them. The paced core
    * holds at each until the live service has served one more poll (bounded as status reads), so a test
    * polling telemetry without any request in between never finds the core run out of recorded frames
    * because it started later than when recorded. The ring itself is live (no publication to gate).
    */
-  private readonly telemetryReads: number[];
-  private telemetryServed = 0;
-  private telemetryMissed = 0;
-  private telemetryHeldSince: number | null = null;
+  private readonly polls: BoundedHold;
   private readonly publishAt: Set<number>;
-  private readsServed = 0;
-  private readsMissed = 0;
-  private readHeldSince: number | null = null;
+  /** The sync points of the recording (sync-points.ts), read once. */
+  readonly points: SyncPoints;
+  /** Holds the replay could not keep, in order (the core's and the live service's). */
+  private readonly lostHolds: LostHold[] = [];
   /**
    * A recording made on the stepped clock (format 3, which records the test's steps as requests): the
    * replayed core, like the recorded one, runs cycles only while a step the test asked for is under way.
@@ -409,7 +204,7 @@ export class ReplayPacer {
   readonly steps: boolean;
   private stepping: { id: number; target: number; answers: number } | null = null;
   /** Format 3: the recorded service's answers (see PacedVerdict.service_replies) and which the live one gave. */
-  private readonly replies: RecordingNote[];
+  private readonly replies: SyncPoints['replies'];
   private readonly replyTaken: boolean[];
   private replyCursor = 0;
   private repliesMatched = 0;
@@ -424,17 +219,17 @@ export class ReplayPacer {
     if (o.speed !== undefined && o.speed !== null && !(Number.isFinite(o.speed) && o.speed > 0)) throw new RangeError(`replay speed must be a positive number, got ${o.speed}`);
     this.speed = o.speed ?? null;
     this.wallMs = o.wallMs ?? (() => performance.now());
-    const reads = o.toService ? scan.service.filter((n) => (n.data as { t?: string }).t === 'status_read') : [];
-    this.statusReads = reads.map((n) => Number((n.data as { cycle?: unknown }).cycle));
-    this.readArrivals = reads.map((n) => n.cycle);
-    this.publishAt = new Set(this.statusReads);
-    this.telemetryReads = o.toService ? scan.service.filter((n) => (n.data as { t?: string }).t === 'telemetry_read').map((n) => n.cycle) : [];
-    this.serviceLog = scan.header.format >= 2 && scan.requests.every((n) => n.sent_ns !== undefined);
+    const points = (this.points = readSyncPoints(scan, o.toService !== undefined));
+    const lost = (h: LostHold) => this.lostHolds.push(h);
+    this.reads = new BoundedHold('status_read', points.statusReads.map((r) => r.cycle), this.wallMs, lost);
+    this.polls = new BoundedHold('telemetry_poll', points.telemetryPolls.map((r) => r.cycle), this.wallMs, lost);
+    this.publishAt = new Set(points.statusReads.map((r) => r.published));
+    this.serviceLog = points.serviceLog;
     this.hostClock = scan.header.clock === 'realtime';
-    this.replies = scan.header.format >= 3 ? collapseRepeats(scan.service.filter((n) => (n.data as { t?: string }).t === 'http_reply').map((n) => ({ n, r: n.data as HttpReply })), (x) => x.r).map((x) => x.n) : [];
+    this.replies = points.replies;
     this.replyTaken = this.replies.map(() => false);
-    // A core driven in-process (tests, benches) runs cycles without step messages: nothing to wait for then.
-    this.steps = scan.header.clock === 'stepped' && scan.header.format >= 3 && scan.requests.some((n) => (n.data as { t?: string }).t === 'step');
+    this.steps = points.steps;
+    this.renewal = points.requests.map((r) => r.renewal);
     if (this.serviceLog && o.toService) {
       // The service starts at the recorded time of its first message, with the recorded order of its fences;
       // on a recording made on the host clock, at the core's first frame if that is earlier: a status read
@@ -443,40 +238,19 @@ export class ReplayPacer {
       const first = scan.requests.length ? BigInt(scan.requests[0]!.sent_ns!) : BigInt(scan.header.t0_ns);
       const t0 = BigInt(scan.header.t0_ns);
       this.cueNs = this.hostClock && t0 < first ? t0 : first;
-      const fenceNotes = scan.service.filter((n) => (n.data as { t?: string }).t === 'fence');
-      const fences = fenceNotes.map((n) => String((n.data as { op?: unknown }).op));
-      const fenceOutcomes = fenceNotes.map((n) => String((n.data as { outcome?: unknown }).outcome));
-      // An acquire's lease deadline is the recorded service's timed decision: it read its clock before
-      // it posted the grant (sent_ns is a little later), so the live service takes the recorded deadline
-      // itself, acquire by acquire, rather than recompute it from the clock it is cued with. An acquired
-      // grant is an active grant of a generation other than the grant before it.
-      const acquires: bigint[] = [];
-      let prev: string | null = null;
-      for (const n of scan.requests) {
-        const d = n.data as { t?: string; generation?: unknown; active?: unknown; deadlineNs?: unknown };
-        if (d.t !== 'grant') continue;
-        if (d.active === true && String(d.generation) !== prev && d.deadlineNs !== undefined) acquires.push(BigInt(String(d.deadlineNs)));
-        prev = String(d.generation);
-      }
+      const reads = points.statusReads;
       o.toService({
         t: 'replay_service',
         clockNs: this.cueNs,
         hostClock: this.hostClock,
-        fences,
-        fenceOutcomes,
-        ...(acquires.length ? { acquires } : {}),
-        ...(this.statusReads.length ? { statusReads: this.statusReads.map((c) => BigInt(c)) } : {}),
-        ...(reads.length && reads.every((n) => (n.data as { now_ns?: unknown }).now_ns !== undefined) ? { statusReadClocks: reads.map((n) => BigInt(String((n.data as { now_ns: unknown }).now_ns))) } : {}),
+        fences: points.fences.map((f) => f.op),
+        fenceOutcomes: points.fences.map((f) => f.outcome),
+        ...(points.acquires.length ? { acquires: points.acquires } : {}),
+        ...(reads.length ? { statusReads: reads.map((r) => BigInt(r.published)) } : {}),
+        ...(reads.length && reads.every((r) => r.clockNs !== undefined) ? { statusReadClocks: reads.map((r) => r.clockNs!) } : {}),
+        ...(points.coreWaits.length ? { coreWaits: points.coreWaits.map(({ kind, outcome }) => ({ kind, outcome })) } : {}),
       });
     }
-    let last: GrantKey | null = null;
-    this.renewal = scan.requests.map((n) => {
-      const g = grantKey(n.data);
-      if (!g) return false;
-      const r = sameGrant(g, last);
-      last = g;
-      return r;
-    });
   }
 
   /**
@@ -492,15 +266,16 @@ export class ReplayPacer {
   offer(stamped: unknown): void {
     if ((stamped as { t?: string }).t === 'service_note') {
       if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'http_reply') return this.matchReply((stamped as { data: HttpReply }).data);
+      const note = ((stamped as { data?: { t?: string; kind?: HoldKind; detail?: string } }).data ?? {}) as { t?: string; kind?: HoldKind; detail?: string };
+      // The live service gave up a hold of its own (a fence decision, a status read's publication).
+      if (note.t === 'hold_lost' && note.kind) this.lostHolds.push({ kind: note.kind, cycle: this.host.core.cycleCount, ...(note.detail ? { detail: note.detail } : {}) });
       if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'telemetry_read') {
-        this.telemetryServed++;
-        this.telemetryHeldSince = null;
+        this.polls.serve();
         this.anchor = null;
       }
       if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'status_read') {
         // The live service served a status read: the next recorded one is done, and the replay met the live side.
-        this.readsServed++;
-        this.readHeldSince = null;
+        this.reads.serve();
         this.anchor = null;
       }
       return;
@@ -607,7 +382,7 @@ export class ReplayPacer {
     for (let k = this.replyCursor, seen = 0; k < this.replies.length && seen < LOOKAHEAD; k++) {
       if (this.replyTaken[k]) continue;
       seen++;
-      const r = this.replies[k]!.data as HttpReply;
+      const r = this.replies[k]!.reply;
       if (r.op !== live.op) continue;
       if (r.status === live.status && r.label === live.label) {
         this.replyTaken[k] = true;
@@ -618,7 +393,7 @@ export class ReplayPacer {
       if (sameOp < 0) sameOp = k;
     }
     const c = this.host.core.cycleCount;
-    const expected = sameOp < 0 ? null : this.replies[sameOp]!;
+    const expected = sameOp < 0 ? null : this.replies[sameOp]!.note;
     const path = expected === null ? undefined : (expected.data as HttpReply).status !== live.status ? 'status' : 'label';
     this.diverge({ kind: 'service', cycle: c, expected, actual: { cycle: c, kind: 'service', data: live }, ...(path ? { path } : {}) });
   }
@@ -721,7 +496,7 @@ export class ReplayPacer {
         this.nextRequest++;
       }
       this.stepDone(c); // a step of no cycles
-      if (this.holdForRead(c) || this.holdForTelemetry(c)) {
+      if (this.bounded(c)) {
         this.syncService(null);
         return 'wait';
       }
@@ -745,67 +520,39 @@ export class ReplayPacer {
         this.syncService(null);
         return 'pace';
       }
-      if (this.statusReads.length) this.host.core.publishGate = this.gate(c);
+      if (this.points.statusReads.length) this.host.core.publishGate = this.gate(c);
       this.host.cycle();
       this.busDivergence();
     }
   }
 
   /**
-   * At the publication cycle of the next recorded status read, and the live service has not served it yet:
-   * publish there and hold (true). Reads the core is already past need no hold (the service serves them at
-   * once); after a divergence, or once a held read waited STATUS_READ_HOLD_MS of wall time, none.
+   * The bounded holds at cycle c (sync-points.ts BoundedHold, one rule for every kind): true while the core
+   * must stay at c for the live side. None after a divergence, when running flat out to a crash, or
+   * during a step's cycles.
    */
-  private holdForRead(c: number): boolean {
-    if (this.flat) return false;
-    const k = this.readsServed + this.readsMissed;
-    if (this.first || k >= this.statusReads.length || this.readArrivals[k]! > c) return false;
-    if (this.readArrivals[k]! < c) return false; // already past it: the service serves it at once
-    const now = this.wallMs();
-    if (this.readHeldSince === null) {
-      this.readHeldSince = now;
-      return true;
-    }
-    if (now - this.readHeldSince < STATUS_READ_HOLD_MS) return true;
-    this.readsMissed++;
-    this.readHeldSince = null;
-    return this.holdForRead(c);
+  private bounded(c: number): boolean {
+    if (this.first || this.flat) return false;
+    // A stepped recording: a read noted during a step's cycles raced the step (the stepped clock drains
+    // messages between its cycles and never waits for them); it is held for at the step's end instead.
+    if (this.stepping) return false;
+    const reads = this.points.statusReads;
+    return this.reads.holds(c, (k) => `publication of cycle ${reads[k]!.published}`) || this.polls.holds(c);
   }
-
-  /** At the cycle of the next recorded telemetry poll the live service has not served yet: hold (bounded). */
-  private holdForTelemetry(c: number): boolean {
-    if (this.first || this.flat || this.telemetryReads.length === 0) return false;
-    // Every recorded poll noted by cycle c must have its live counterpart before cycle c + 1 runs.
-    let due = this.telemetryPolled;
-    while (due < this.telemetryReads.length && this.telemetryReads[due]! <= c) due++;
-    this.telemetryPolled = due;
-    if (this.telemetryServed + this.telemetryMissed >= due) return false;
-    const now = this.wallMs();
-    if (this.telemetryHeldSince === null) {
-      this.telemetryHeldSince = now;
-      return true;
-    }
-    if (now - this.telemetryHeldSince < STATUS_READ_HOLD_MS) return true;
-    this.telemetryMissed = due - this.telemetryServed;
-    this.telemetryHeldSince = null;
-    return false;
-  }
-  /** How many recorded telemetry polls were noted by the core's cycle so far. */
-  private telemetryPolled = 0;
 
   /** A status read is pending whose publication is behind the core: publish nothing newer now. */
   private readPending(c: number): boolean {
     if (this.first) return false;
-    const k = this.readsServed + this.readsMissed;
-    return k < this.statusReads.length && this.statusReads[k]! <= c && c <= this.readArrivals[k]!;
+    const r = this.points.statusReads[this.reads.next];
+    return r !== undefined && r.published <= c && c <= r.cycle;
   }
 
   /** How the core publishes in the cycle it runs next (cycle c + 1). */
   private gate(c: number): 'normal' | 'force' | 'hold' {
-    if (this.statusReads.length === 0 || this.first) return 'normal';
+    if (this.points.statusReads.length === 0 || this.first) return 'normal';
     if (this.publishAt.has(c + 1)) return 'force';
-    const k = this.readsServed + this.readsMissed;
-    return k < this.statusReads.length && this.statusReads[k]! < c + 1 && c + 1 <= this.readArrivals[k]! ? 'hold' : 'normal';
+    const r = this.points.statusReads[this.reads.next];
+    return r !== undefined && r.published < c + 1 && c + 1 <= r.cycle ? 'hold' : 'normal';
   }
 
   /** Whether the worker may publish the held core's status now (not while a read waits for an older one). */
@@ -866,15 +613,16 @@ export class ReplayPacer {
    */
   private syncService(waitingFor: number | null): void {
     if (!this.serviceLog || !this.o.toService) return;
-    const reqs = this.scan.requests;
+    const points = this.points.requests;
     let clock = -1n;
     let expire: { generation: bigint } | undefined;
     if (waitingFor !== null) {
-      const r = reqs[waitingFor]!;
-      clock = BigInt(r.sent_ns!);
-      if (r.origin === ORIGIN_LEASE_EXPIRED && !this.cued.has(waitingFor)) {
-        for (let k = waitingFor; k < reqs.length && reqs[k]!.origin === ORIGIN_LEASE_EXPIRED && reqs[k]!.sent_ns !== undefined && reqs[k]!.cycle === r.cycle; k++) this.cued.add(k);
-        const g = reqs.slice(waitingFor).find((x) => (x.data as { t?: string }).t === 'grant' && x.origin === ORIGIN_LEASE_EXPIRED);
+      const p = points[waitingFor]!;
+      clock = BigInt(p.note.sent_ns!);
+      // A lease_expiry sync point: cue the live service to take the recorded service's decision here.
+      if (p.kind === 'lease_expiry' && !this.cued.has(waitingFor)) {
+        for (let k = waitingFor; k < points.length && points[k]!.kind === 'lease_expiry' && points[k]!.cycle === p.cycle; k++) this.cued.add(k);
+        const g = points.slice(waitingFor).find((x) => x.kind === 'lease_expiry' && (x.note.data as { t?: string }).t === 'grant')?.note;
         const recorded = String((g?.data as { generation?: unknown } | undefined)?.generation ?? '0');
         expire = { generation: BigInt(this.fences.live('generation', recorded) ?? recorded) };
         this.expiries++;
@@ -912,11 +660,12 @@ export class ReplayPacer {
       requests_extra: this.extra,
       outputs_missing: this.first ? 0 : s.outputs.filter((n, i) => i >= this.nextOutput && n.cycle <= this.host.core.cycleCount).length,
       pace: this.speed,
-      status_reads: { recorded: this.statusReads.length, served: this.readsServed, missed: this.readsMissed },
-      telemetry_reads: { recorded: this.telemetryReads.length, served: this.telemetryServed, missed: this.telemetryMissed },
+      status_reads: { recorded: this.points.statusReads.length, served: this.reads.served, missed: this.reads.lostCount },
+      telemetry_reads: { recorded: this.points.telemetryPolls.length, served: this.polls.served, missed: this.polls.lostCount },
+      holds_lost: this.lostHolds,
       ...(this.steps ? { steps: this.stepsDone } : {}),
       ...(this.replies.length || (this.o.toService && s.header.format >= 3)
-        ? { service_replies: { recorded: this.replies.length, matched: this.repliesMatched, first_missing: this.replies.find((_, k) => !this.replyTaken[k]) ?? null } }
+        ? { service_replies: { recorded: this.replies.length, matched: this.repliesMatched, first_missing: this.replies.find((_, k) => !this.replyTaken[k])?.note ?? null } }
         : {}),
       divergence: this.first,
       end: report && report.kind === 'end' ? report : null,
@@ -945,3 +694,4 @@ export class ReplayPacer {
     return this.finished;
   }
 }
+

@@ -1,4 +1,4 @@
-// Paced replay (drivers/replay/pacer.ts) with the real core in-process: a session recorded from the sim
+// Paced replay (pacer.ts) with the real core in-process: a session recorded from the sim
 // driver is replayed under "live" requests the way the replay target does it, on the recorded frame times.
 // Same requests with other fence values and host times: zero divergence, every request, reply and event
 // matched. A changed field, an inconsistent fence, a missing or an extra request: reported at the exact
@@ -9,12 +9,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import type { CompiledMachine } from '../config/types.ts';
-import { CoreHost } from './host.ts';
-import { type ClockSpec, type FromCore, type NativeOpName, type PostStamp, type ToCore } from './protocol.ts';
-import { NATIVE_REASON } from './reasons.ts';
-import { collapseRepeats, compareNote, FenceMap, ReplayPacer, scanForPacing, type ServiceCue } from '../../drivers/replay/pacer.ts';
+import { CoreHost } from '../core/host.ts';
+import { type ClockSpec, type FromCore, type NativeOpName, type PostStamp, type ToCore } from '../core/protocol.ts';
+import { NATIVE_REASON } from '../core/reasons.ts';
+import { ReplayPacer, type ServiceCue } from './pacer.ts';
+import { collapseRepeats, compareNote, FenceMap } from './match.ts';
+import { scanForPacing } from './scan.ts';
 import { RecordingError } from '../../drivers/replay/format.ts';
-import { nineAxisMachine, pacedCoreHost } from './test-machine.ts';
+import { nineAxisMachine } from '../core/test-machine.ts';
+import { pacedCoreHost } from './test-core.ts';
 
 const DIR = mkdtempSync(join(tmpdir(), 'hil-pacer-'));
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
@@ -475,6 +478,8 @@ test('format 2 status reads: the core publishes at each recorded read\'s publica
     p.offer(read);
     expect(p.advance(1000)).toBe('end');
     expect(p.finish()).toMatchObject({ status_reads: { recorded: 4, served: 3, missed: 1 }, divergence: null, requests_matched: 2 });
+    // the read given up is a lost hold, where and what it waited for (the harness ends the test in ERROR)
+    expect(p.finish().holds_lost).toEqual([{ kind: 'status_read', cycle: 33, detail: 'publication of cycle 30' }]);
   } finally {
     await host.close();
   }
@@ -535,6 +540,12 @@ test('format 2 telemetry polls: the core never runs past a recorded poll before 
     wall = 2_000;
     expect(p.advance(1000)).toBe('end');
     expect(p.finish()).toMatchObject({ telemetry_reads: { recorded: 4, served: 3, missed: 1 }, divergence: null });
+    // a hold the live service kept in vain (a fence decision) is reported beside the core's own
+    p.offer({ t: 'service_note', data: { t: 'hold_lost', kind: 'fence', detail: 'reset_fault' } });
+    expect(p.finish().holds_lost).toEqual([
+      { kind: 'telemetry_poll', cycle: 30 },
+      { kind: 'fence', cycle: 50, detail: 'reset_fault' },
+    ]);
   } finally {
     await host.close();
   }

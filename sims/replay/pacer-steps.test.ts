@@ -9,11 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import type { CompiledMachine } from '../config/types.ts';
-import { CoreHost } from './host.ts';
-import type { FromCore, ToCore } from './protocol.ts';
-import { ReplayPacer, scanForPacing } from '../../drivers/replay/pacer.ts';
+import { CoreHost } from '../core/host.ts';
+import type { FromCore, ToCore } from '../core/protocol.ts';
+import { ReplayPacer } from './pacer.ts';
+import { scanForPacing } from './scan.ts';
 import { RecordingReader } from '../../drivers/replay/format.ts';
-import { nineAxisMachine, pacedCoreHost } from './test-machine.ts';
+import { nineAxisMachine } from '../core/test-machine.ts';
+import { pacedCoreHost } from './test-core.ts';
 
 const DIR = mkdtempSync(join(tmpdir(), 'hil-pacer-steps-'));
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
@@ -197,4 +199,35 @@ test('host times the live side sent go back to it in its own time base: the jog 
   // ... and what it published goes to the live side in the live time base
   const out = got.pacer.outward({ t: 'status', status: { ...({} as object), jog: got.host.core.jogStatus() } } as unknown as FromCore) as Extract<FromCore, { t: 'status' }>;
   expect(out.status.jog).toMatchObject({ SourceOriginHostNs: liveOrigin, DeadlineHostNs: liveOrigin + 1_000_000_000n });
+});
+
+test('a telemetry poll noted during a step\'s cycles (it raced the step) does not stop the step: the step is answered, and the poll is held for at its end', async () => {
+  const file = tmp('poll-mid-step.hilrec');
+  const host = await CoreHost.create({ machine: MACHINE, driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0, record: { path: file, run: 'steps' } }, () => undefined);
+  let k = 0;
+  // the poll arrives between the step's first and second cycle, as the stepped clock drains messages there
+  host.stepper = (cycles) => host.step(cycles, () => void (k++ === 1 && host.handle({ t: 'service_note', data: { t: 'telemetry_read' } })));
+  host.handle({ t: 'grant', generation: 7n, deadlineNs: 1n << 62n, active: true, axisMask: ALL });
+  host.handle({ t: 'step', id: 1, cycles: 3 });
+  await host.close();
+  const scan = scanForPacing(file);
+  expect(scan.service.map((n) => [n.cycle, (n.data as { t: string }).t])).toEqual([[1, 'telemetry_read']]);
+  const sent: FromCore[] = [];
+  let pacer: ReplayPacer | undefined;
+  const replayed = await pacedCoreHost(MACHINE, file, scan, (m) => (pacer?.observe(m), sent.push(m)), { steps: true });
+  try {
+    const p = (pacer = new ReplayPacer(replayed, scan, { file, mode: 'strict', toService: () => undefined, wallMs: () => 0 }));
+    expect(p.advance(1000)).toBe('wait');
+    p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL });
+    p.offer({ t: 'step', id: 9, cycles: 3 });
+    // the step runs its three cycles and is answered; then the core holds at its end for the poll
+    expect(p.advance(1000)).toBe('wait');
+    expect(replayed.core.cycleCount).toBe(3);
+    expect(sent.filter((m) => m.t === 'stepped').map((m) => (m as { id: number }).id)).toEqual([9]);
+    p.offer({ t: 'service_note', data: { t: 'telemetry_read' } });
+    expect(p.advance(1000)).toBe('end');
+    expect(p.finish()).toMatchObject({ steps: 1, telemetry_reads: { recorded: 1, served: 1, missed: 0 }, holds_lost: [], divergence: null });
+  } finally {
+    await replayed.close();
+  }
 });

@@ -1,0 +1,51 @@
+// Reading a recording once for paced replay (docs/recording.md "The replay target"): frame times, requests,
+// the core's replies and events, and the service's own notes.
+
+import { RecordingReader, type RecordingHeader, type RecordingNote } from '../../drivers/replay/format.ts';
+
+export interface PacingScan {
+  header: RecordingHeader;
+  frames: number;
+  complete: boolean;
+  /** Recorded frame times relative to the first frame, ns, one per frame. */
+  times: Float64Array;
+  /** Format 3 on a stepped or fast clock: the host time the core read in each frame's cycle, ns from t0. */
+  hostTimes?: Float64Array;
+  requests: RecordingNote[];
+  /** Replies and events in the order the core sent them. */
+  outputs: RecordingNote[];
+  /** Format 2: the service's own log (fence decisions in order). */
+  service: RecordingNote[];
+}
+
+/** Read a recording once for pacing: frame times, requests, replies and events. */
+export function scanForPacing(file: string): PacingScan {
+  const r = RecordingReader.open(file);
+  let times = new Float64Array(4096);
+  const withHost = r.header.host_times === true;
+  let hostTimes = new Float64Array(withHost ? 4096 : 0);
+  const requests: RecordingNote[] = [];
+  const outputs: RecordingNote[] = [];
+  const service: RecordingNote[] = [];
+  const take = () => {
+    for (const n of r.takeNotes()) (n.kind === 'request' ? requests : n.kind === 'service' ? service : outputs).push(n);
+  };
+  while (r.next()) {
+    if (r.frame > times.length) {
+      const t = new Float64Array(times.length * 2);
+      t.set(times);
+      times = t;
+      if (withHost) {
+        const h = new Float64Array(t.length);
+        h.set(hostTimes);
+        hostTimes = h;
+      }
+    }
+    times[r.frame - 1] = r.t;
+    if (withHost) hostTimes[r.frame - 1] = r.hostT;
+    take();
+  }
+  take();
+  return { header: r.header, frames: r.frame, complete: r.complete, times: times.slice(0, r.frame), ...(withHost ? { hostTimes: hostTimes.slice(0, r.frame) } : {}), requests, outputs, service };
+}
+

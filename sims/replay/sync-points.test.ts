@@ -1,0 +1,82 @@
+// Sync points read from a recording (sync-points.ts): each kind typed and in recorded order, and the one
+// bounded-hold rule every bounded kind shares (held until served, given up after the bound as lost).
+
+import { expect, test } from 'vitest';
+import type { RecordingHeader, RecordingNote } from '../../drivers/replay/format.ts';
+import type { PacingScan } from './scan.ts';
+import { BoundedHold, HOLD_BOUND_MS, readSyncPoints, type LostHold } from './sync-points.ts';
+
+const header = (o: Partial<RecordingHeader> = {}): RecordingHeader => ({ format: 3, driver: 'sim', axisCount: 1, cycle_ns: '1000000', setup_sha256: 'x', t0_ns: '1000', started_at: '', ...o });
+const req = (cycle: number, data: unknown, o: Partial<RecordingNote> = {}): RecordingNote => ({ cycle, kind: 'request', data, sent_ns: String(100 + cycle), ...o });
+const svc = (cycle: number, data: unknown): RecordingNote => ({ cycle, kind: 'service', data });
+const scanOf = (requests: RecordingNote[], service: RecordingNote[], h: Partial<RecordingHeader> = {}): PacingScan => ({ header: header(h), frames: 100, complete: true, times: new Float64Array(100), requests, outputs: [], service });
+
+test('every sync point is read with its kind: requests, renewals, lease expiries, status reads, telemetry polls, fences, replies, acquires', () => {
+  const grant = (generation: string, deadlineNs: string, active = true) => ({ t: 'grant', generation, deadlineNs, active, axisMask: 1 });
+  const scan = scanOf(
+    [
+      req(0, grant('7', '500')),
+      req(5, { t: 'cmd', id: 1, op: 'enable', generation: '7', axisMask: 1 }),
+      req(8, grant('7', '900')), // same grant, later deadline: a renewal
+      req(20, grant('7', '900', false), { origin: 'lease_expired' }),
+      req(30, grant('8', '2000')),
+    ],
+    [
+      svc(3, { t: 'status_read', cycle: '2', now_ns: '150' }),
+      svc(9, { t: 'telemetry_read' }),
+      svc(9, { t: 'fence', op: 'enable', outcome: 'ok' }),
+      svc(10, { t: 'http_reply', op: 'enable', status: 200, label: '' }),
+      svc(11, { t: 'http_reply', op: 'enable', status: 200, label: '' }), // a repeat: compared once
+      svc(12, { t: 'http_reply', op: 'arm', status: 409, label: 'mode_conflict' }),
+    ],
+  );
+  const p = readSyncPoints(scan, true);
+  expect(p.requests.map((r) => [r.kind, r.cycle, r.renewal])).toEqual([
+    ['request', 0, false],
+    ['request', 5, false],
+    ['request', 8, true],
+    ['lease_expiry', 20, false],
+    ['request', 30, false],
+  ]);
+  expect(p.statusReads).toEqual([{ kind: 'status_read', cycle: 3, published: 2, clockNs: 150n }]);
+  expect(p.telemetryPolls).toEqual([{ kind: 'telemetry_poll', cycle: 9 }]);
+  expect(p.fences).toEqual([{ kind: 'fence', op: 'enable', outcome: 'ok' }]);
+  expect(p.replies.map((r) => [r.cycle, r.reply.op, r.reply.label])).toEqual([
+    [10, 'enable', ''],
+    [12, 'arm', 'mode_conflict'],
+  ]);
+  expect(p.acquires).toEqual([500n, 2000n]);
+  expect(p.serviceLog).toBe(true);
+  expect(p.steps).toBe(false);
+  // a core driven without a live service: nobody serves the service's reads, so none is held for
+  const alone = readSyncPoints(scan, false);
+  expect([alone.statusReads.length, alone.telemetryPolls.length]).toEqual([0, 0]);
+  // a request without the service's stamp: no service log, and no lease expiry to cue
+  const format1 = readSyncPoints(scanOf([req(0, grant('7', '500'), { sent_ns: undefined, origin: 'lease_expired' })], [], { format: 1 }), true);
+  expect([format1.serviceLog, format1.requests[0]!.kind]).toEqual([false, 'request']);
+  // steps: a stepped recording of format 3 with the test's steps among its requests
+  expect(readSyncPoints(scanOf([req(0, { t: 'step', id: 1, cycles: 5 })], [], { clock: 'stepped' }), true).steps).toBe(true);
+  expect(readSyncPoints(scanOf([req(0, { t: 'step', id: 1, cycles: 5 })], [], { clock: 'stepped', format: 2 }), true).steps).toBe(false);
+});
+
+test('a bounded hold: held at each noted cycle until served as many, given up after the bound with every point due reported lost', () => {
+  let wall = 0;
+  const lost: LostHold[] = [];
+  const h = new BoundedHold('telemetry_poll', [10, 20, 20, 30], () => wall, (x) => lost.push(x));
+  expect(h.holds(9)).toBe(false);
+  expect(h.holds(10)).toBe(true);
+  h.serve();
+  expect(h.holds(10)).toBe(false);
+  h.serve(); // served ahead of its cycle: no hold there
+  expect(h.holds(20)).toBe(true); // two noted at 20, one served so far
+  h.serve();
+  expect(h.holds(20)).toBe(false);
+  expect(h.holds(30)).toBe(true);
+  wall = HOLD_BOUND_MS - 1;
+  expect(h.holds(30)).toBe(true);
+  wall = HOLD_BOUND_MS;
+  expect(h.holds(30, (k) => `poll ${k}`)).toBe(false);
+  expect(lost).toEqual([{ kind: 'telemetry_poll', cycle: 30, detail: 'poll 3' }]);
+  expect([h.served, h.lostCount, h.next]).toEqual([3, 1, 4]);
+  expect(h.holds(1_000)).toBe(false);
+});

@@ -1,0 +1,180 @@
+// Sync points of a paced replay (docs/recording.md "The replay target", issue 24 "What to build"): each
+// place where the recorded run met the live side is a typed point read from the recording once, here, and
+// the pacer holds the replayed core at it until the live side has done the same. A hold that cannot be
+// kept (the live side never came within the bound) is a lost hold: counted by kind, and the harness ends
+// the test in ERROR (HIL_ERR_REPLAY_UNHELD, harness/errors.ts) rather than judging the target on an order
+// the replay did not keep.
+//
+// Kinds held by the core's pacer (sims/replay/pacer.ts):
+//   request         a recorded request to the core (a command, a grant, a step): unbounded, the test sends it;
+//   status_read     a GET /v1/status the recorded service served from the publication of `published`;
+//   telemetry_poll  a GET /v1/telemetry the recorded service served;
+//   lease_expiry    a request the recorded service sent because a lease ran out (cued to the live service);
+//   crash           the end of an incarnation's recording before a simulated crash (run flat out to it).
+// Kinds held by the live service and reported back as lost (a 'hold_lost' service note):
+//   fence           a fence decision held to the recorded order (sims/service/fence-order.ts);
+//   publication     a status read waiting for the publication its recording was served from;
+//   lease_expiry    a fence decision the recorded service refused because the lease had run out, while the
+//                   live service still holds the grant: held until the cued expiry (replay-hooks.ts);
+//   core_wait       a timed wait on the core (a native receipt, a publication, a fault injection's reply)
+//                   that was answered when recorded but ran out on the replay (sims/service/core-waits.ts).
+
+import type { RecordingNote } from '../../drivers/replay/format.ts';
+import type { HttpReply } from './match.ts';
+import { collapseRepeats } from './match.ts';
+import type { PacingScan } from './scan.ts';
+
+/** Origin of the requests a service sends when a lease runs out (sims/service/service.ts). */
+export const ORIGIN_LEASE_EXPIRED = 'lease_expired';
+
+/** How long a bounded hold waits for the live side (wall ms) before it is given up as lost. */
+export const HOLD_BOUND_MS = 2_000;
+
+export type SyncPoint =
+  | { kind: 'request'; cycle: number; index: number; note: RecordingNote; renewal: boolean }
+  | { kind: 'lease_expiry'; cycle: number; index: number; note: RecordingNote; renewal: boolean }
+  | { kind: 'status_read'; cycle: number; published: number; clockNs?: bigint }
+  | { kind: 'telemetry_poll'; cycle: number }
+  | { kind: 'fence'; op: string; outcome: string }
+  | { kind: 'core_wait'; wait: string; outcome: string }
+  | { kind: 'reply'; cycle: number; reply: HttpReply; note: RecordingNote };
+
+/** Kinds of hold whose loss the verdict reports (see above). */
+export type HoldKind = 'status_read' | 'telemetry_poll' | 'fence' | 'publication' | 'core_wait' | 'lease_expiry';
+
+/** One hold the replay could not keep. */
+export interface LostHold {
+  kind: HoldKind;
+  /** The core's cycle when it was given up. */
+  cycle: number;
+  /** What was waited for (the recorded read's publication cycle, the fence's operation). */
+  detail?: string;
+}
+
+type GrantKey = { generation: string; active: unknown; axisMask: unknown };
+export const grantKey = (d: unknown): GrantKey | null => {
+  const g = d as { t?: string; generation?: unknown; active?: unknown; axisMask?: unknown };
+  return g && g.t === 'grant' ? { generation: String(g.generation), active: g.active, axisMask: g.axisMask } : null;
+};
+export const sameGrant = (a: GrantKey | null, b: GrantKey | null) => a !== null && b !== null && a.generation === b.generation && a.active === b.active && a.axisMask === b.axisMask;
+
+/** Every sync point of a recording, by kind, in recorded order. */
+export interface SyncPoints {
+  /** Requests to the core (lease renewals flagged: the pacer replays those itself). */
+  requests: Array<Extract<SyncPoint, { kind: 'request' | 'lease_expiry' }>>;
+  statusReads: Array<Extract<SyncPoint, { kind: 'status_read' }>>;
+  telemetryPolls: Array<Extract<SyncPoint, { kind: 'telemetry_poll' }>>;
+  fences: Array<Extract<SyncPoint, { kind: 'fence' }>>;
+  /** The recorded service's timed waits on the core and how each ended, in order. */
+  coreWaits: Array<{ kind: string; outcome: string }>;
+  /** Format 3: the service's answers, repeats collapsed (collapseRepeats); compared only with a live service. */
+  replies: Array<Extract<SyncPoint, { kind: 'reply' }>>;
+  /** The lease deadline the recorded service gave each acquired grant, in order. */
+  acquires: bigint[];
+  /** A recording made on the stepped clock with the test's steps among its requests. */
+  steps: boolean;
+  /** Format 2 and later: every request carries the service's post stamp (its clock and decisions follow). */
+  serviceLog: boolean;
+}
+
+const tOf = (n: RecordingNote) => (n.data as { t?: string } | null)?.t;
+
+/**
+ * Read the sync points of `scan`. `withService`: the live service takes part (the replay target); without
+ * it (a core driven in-process) the service's points are left out, since nobody would serve them.
+ */
+export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoints {
+  let last: GrantKey | null = null;
+  const requests = scan.requests.map((note, index): SyncPoints['requests'][number] => {
+    const g = grantKey(note.data);
+    const renewal = g !== null && sameGrant(g, last);
+    if (g) last = g;
+    return note.origin === ORIGIN_LEASE_EXPIRED && note.sent_ns !== undefined ? { kind: 'lease_expiry', cycle: note.cycle, index, note, renewal } : { kind: 'request', cycle: note.cycle, index, note, renewal };
+  });
+  const service = withService ? scan.service : [];
+  const reads = service.filter((n) => tOf(n) === 'status_read');
+  const withClocks = reads.length > 0 && reads.every((n) => (n.data as { now_ns?: unknown }).now_ns !== undefined);
+  const statusReads = reads.map((n) => ({
+    kind: 'status_read' as const,
+    cycle: n.cycle,
+    published: Number((n.data as { cycle?: unknown }).cycle),
+    ...(withClocks ? { clockNs: BigInt(String((n.data as { now_ns: unknown }).now_ns)) } : {}),
+  }));
+  const telemetryPolls = service.filter((n) => tOf(n) === 'telemetry_read').map((n) => ({ kind: 'telemetry_poll' as const, cycle: n.cycle }));
+  const fences = scan.service.filter((n) => tOf(n) === 'fence').map((n) => ({ kind: 'fence' as const, op: String((n.data as { op?: unknown }).op), outcome: String((n.data as { outcome?: unknown }).outcome) }));
+  const coreWaits = scan.service.filter((n) => tOf(n) === 'core_wait').map((n) => ({ kind: String((n.data as { kind?: unknown }).kind), outcome: String((n.data as { outcome?: unknown }).outcome) }));
+  const replies =
+    scan.header.format >= 3
+      ? collapseRepeats(
+          scan.service.filter((n) => tOf(n) === 'http_reply').map((n) => ({ kind: 'reply' as const, cycle: n.cycle, reply: n.data as HttpReply, note: n })),
+          (x) => x.reply,
+        )
+      : [];
+  // An acquire's lease deadline is the recorded service's timed decision: it read its clock before it
+  // posted the grant (sent_ns is a little later), so the live service takes the recorded deadline itself,
+  // acquire by acquire. An acquired grant is an active grant of a generation other than the grant before it.
+  const acquires: bigint[] = [];
+  let prev: string | null = null;
+  for (const n of scan.requests) {
+    const d = n.data as { t?: string; generation?: unknown; active?: unknown; deadlineNs?: unknown };
+    if (d.t !== 'grant') continue;
+    if (d.active === true && String(d.generation) !== prev && d.deadlineNs !== undefined) acquires.push(BigInt(String(d.deadlineNs)));
+    prev = String(d.generation);
+  }
+  return {
+    requests,
+    statusReads,
+    telemetryPolls,
+    fences,
+    coreWaits,
+    replies,
+    acquires,
+    // A core driven in-process (tests, benches) runs cycles without step messages: nothing to wait for then.
+    steps: scan.header.clock === 'stepped' && scan.header.format >= 3 && scan.requests.some((n) => tOf(n) === 'step'),
+    serviceLog: scan.header.format >= 2 && scan.requests.every((n) => n.sent_ns !== undefined),
+  };
+}
+
+/**
+ * A bounded hold over one kind of sync point noted at cycles `at` (ascending): the core may not run past
+ * cycle c until the live side has served as many as were noted by c. One rule for every bounded kind:
+ * held at most `boundMs` of wall time, then every point due is given up as lost (reported to `lost`).
+ */
+export class BoundedHold {
+  served = 0;
+  lostCount = 0;
+  private heldSince: number | null = null;
+  private due = 0;
+
+  constructor(
+    readonly kind: HoldKind,
+    readonly at: readonly number[],
+    private readonly wallMs: () => number,
+    private readonly lost: (h: LostHold) => void,
+    private readonly boundMs = HOLD_BOUND_MS,
+  ) {}
+
+  /** The index of the next point not yet served or given up. */
+  get next(): number {
+    return this.served + this.lostCount;
+  }
+
+  /** The live side served one more. */
+  serve(): void {
+    this.served++;
+    this.heldSince = null;
+  }
+
+  /** True while the core must stay at cycle `c` for this kind. */
+  holds(c: number, detail?: (k: number) => string): boolean {
+    while (this.due < this.at.length && this.at[this.due]! <= c) this.due++;
+    if (this.next >= this.due) return false;
+    const now = this.wallMs();
+    if (this.heldSince === null) this.heldSince = now;
+    if (now - this.heldSince < this.boundMs) return true;
+    for (let k = this.next; k < this.due; k++) this.lost({ kind: this.kind, cycle: c, ...(detail ? { detail: detail(k) } : {}) });
+    this.lostCount = this.due - this.served;
+    this.heldSince = null;
+    return false;
+  }
+}

@@ -1,0 +1,48 @@
+// The service's timed waits on the core as recorded decisions (core-waits.ts): noted in order on a recorded
+// run; on a replay a wait answered when recorded gets the replay bound and, run out all the same, is a lost
+// hold; a wait that ran out when recorded keeps its own bound; polling waits are neither noted nor held.
+
+import { expect, test } from 'vitest';
+import { CoreWaits, REPLAY_WAIT_MS } from './core-waits.ts';
+
+test('recorded: every wait of a kind is noted with its outcome, in order; a polling wait (null) is not', () => {
+  const notes: string[] = [];
+  const w = new CoreWaits((d) => notes.push(`${d.kind}:${d.outcome}`));
+  const a = w.begin('cmd:enable', 1000);
+  const b = w.begin('status', 1000);
+  const poll = w.begin(null, 50);
+  expect([a.ms, b.ms, poll.ms]).toEqual([1000, 1000, 50]);
+  b.done('timeout');
+  a.done('ok');
+  poll.done('timeout');
+  expect(notes).toEqual(['status:timeout', 'cmd:enable:ok']);
+});
+
+test('replayed: an answered wait gets the replay bound and is a lost hold if it runs out; one that ran out keeps its bound', () => {
+  const lost: string[] = [];
+  const notes: string[] = [];
+  const w = new CoreWaits((d) => notes.push(d.kind), (k) => lost.push(k));
+  w.load([
+    { kind: 'status', outcome: 'ok' },
+    { kind: 'cmd:recovery_status', outcome: 'timeout' },
+    { kind: 'status', outcome: 'timeout' },
+  ]);
+  const s1 = w.begin('status', 1000);
+  expect(s1.ms).toBe(REPLAY_WAIT_MS);
+  const r = w.begin('cmd:recovery_status', 1000);
+  expect(r.ms).toBe(1000);
+  const s2 = w.begin('status', 1000);
+  expect(s2.ms).toBe(1000); // the second status wait ran out when recorded
+  const extra = w.begin('status', 1000); // more waits than recorded: their own bound
+  expect(extra.ms).toBe(1000);
+  r.done('timeout');
+  s2.done('timeout');
+  extra.done('timeout');
+  expect(lost).toEqual([]);
+  s1.done('timeout');
+  expect(lost).toEqual(['status']);
+  expect(notes).toEqual([]); // a replay notes nothing into a recording
+  // the bound never shrinks: a wait longer than the replay bound keeps its own
+  w.load([{ kind: 'cmd:home', outcome: 'ok' }]);
+  expect(w.begin('cmd:home', 60_000).ms).toBe(60_000);
+});
