@@ -67,6 +67,7 @@ export async function sharedAbilities(a: Target, b: Target, motion = true): Prom
 async function side(target: Target, ab: Abilities, sequence: readonly Spec[], rules: Rules, stats: ModelStats): Promise<SideStep[]> {
   const x = await openRun(target, rules, stats);
   x.replies = [];
+  x.allow = (m, s) => allowed(m, ab, s);
   const out: SideStep[] = [];
   try {
     for (let index = 0; index < sequence.length; index++) {
@@ -100,7 +101,8 @@ const text = (s: SideStep | undefined): string => {
   if (!s) return '(not reached: the run stopped before)';
   if (s.skipped) return '(not sent: its model state did not allow it)';
   let r = s.replies.join(', ') || '(no reply)';
-  if ((s.spec.op === 'ready' || s.spec.op === 'replan') && s.replies.length > 0) {
+  // A burst begins with a bring-up as often as not, and skips a step its side's state leaves out: compared the same way.
+  if ((s.spec.op === 'ready' || s.spec.op === 'replan' || s.spec.op === 'burst') && s.replies.length > 0) {
     const refused = s.replies.slice(0, -1).find((x) => x !== '200');
     r = `${refused ? `bring-up refused ${refused}` : 'bring-up admitted'}, then ${s.replies[s.replies.length - 1]}`;
   }

@@ -157,6 +157,11 @@ export interface RunContext {
   /** Describe binding.revision (a program file's manifest_revision) and the number of axes in rad (mapped dense columns). */
   revision: bigint;
   rad: number;
+  /**
+   * The generator's preconditions (harness/model/commands.ts `allowed`) for the run's abilities, set by
+   * whoever runs the sequence: a burst's steps after its first are checked against it as they come.
+   */
+  allow?: (m: ModelState, spec: Spec) => boolean;
 }
 
 /**
@@ -182,6 +187,8 @@ export async function openRun(target: Target, rules: Rules, stats: ModelStats): 
   const jogClock = clock.status === 200 ? String((clock.reply.data as { incarnation?: string })?.incarnation ?? '') : '';
   const rad = d.axes.filter((a) => a.position_unit === 'rad').length;
   m.outputs = Number(st.core?.io_output_word ?? 0n);
+  m.faultLatched = (st.core?.execution_fault_reasons ?? 0n) !== 0n;
+  m.markerLate = ((st.core?.execution_fault_reasons ?? 0n) & 1024n) !== 0n;
   return { c, m, real, binding: d.binding, trace: [], stats, lastSendMs: 0, jogClock, revision: BigInt((d.binding.revision as bigint) ?? 0n), rad };
 }
 
@@ -211,6 +218,12 @@ async function resetCell(real: RealCell, binding: Record<string, unknown>, ceili
     }
     await real.send('io_disarm', RealCell.body('io_disarm', f), { quiet: false });
     await real.send('enable', RealCell.body('enable', { ...f, axis_mask: 0n }), { quiet: false });
+    // A fault bit an earlier sequence latched (io_marker_late stays latched until a reset): the machine is
+    // inhibited and idle now, so reset_fault clears it; a submitted reset retires the session (part 4), so no release follows.
+    if ((await real.status()).core?.execution_fault_reasons) {
+      const r = await real.send('reset_fault', RealCell.body('reset_fault', f), { quiet: false, after: 5 });
+      if (r.reply.status === 200) return;
+    }
     await real.send('release', RealCell.body('release', f), { quiet: false, after: 5 });
     return;
   }
@@ -443,6 +456,7 @@ export async function runSpec(x: RunContext, spec: Spec): Promise<void> {
       m.jogMax = undefined;
       m.legacyJog = undefined;
       m.faultLatched = false;
+      m.markerLate = false;
       m.owed.push(...evs.map((e) => ({ ...e, may: true })), { type: 'daemon_incarnation_changed', why: 'core restarted' });
       x.trace.push(line);
       break;
@@ -510,6 +524,18 @@ export async function runSpec(x: RunContext, spec: Spec): Promise<void> {
       for (const sub of bringUp(x, spec)) await runSpec(x, sub);
       return;
     }
+    case 'burst': {
+      x.trace.push(`burst ${spec.family}:`);
+      hit(x, `family:${spec.family}`);
+      for (const sub of spec.steps) {
+        if (x.allow && !x.allow(x.m, sub)) {
+          x.trace.push(`  (skipped: not allowed now) ${specText(sub)}`);
+          continue;
+        }
+        await runSpec(x, sub);
+      }
+      return;
+    }
     default:
       await control(x, spec, stopping);
   }
@@ -561,6 +587,8 @@ async function control(x: RunContext, spec: Exclude<Spec, { op: 'step' | 'drain'
     }
   }
   const drainToo = spec.op === 'stop' && spec.drain;
+  // Out of band, just before the Start: the next core cycle (the first that runs the plan) wakes late.
+  if (spec.op === 'start_trajectory' && spec.late) await real.target.inject({ kind: 'late_wake', ns: Number(spec.late === 'cycle' ? c.cycleNs : c.cycleNs - 1n) });
   const ex =
     spec.op === 'update_jog'
       ? await jogFrame(x, req.bytes!)
@@ -774,6 +802,10 @@ async function reconcile(x: RunContext, cyclesRan: boolean): Promise<void> {
     m.homeMask = Number(st.core.home_valid_mask);
     // Latched fault bits are observed (a fault the run injected, or one the stack raised): the gate uses them.
     m.faultLatched = st.core.execution_fault_reasons !== 0n;
+    // Fault bit 10 io_marker_late (PROFILE fault bit table, value 1024) is the model's to predict: set by a
+    // Start whose first cycle reached an intent late, cleared by reset_fault and a core restart.
+    const lateBit = (st.core.execution_fault_reasons & 1024n) !== 0n;
+    if (lateBit !== !!m.markerLate) fail(x, `status core.execution_fault_reasons ${st.core.execution_fault_reasons}: bit 10 io_marker_late ${lateBit ? 'latched' : 'clear'}, the model ${m.markerLate ? 'latched' : 'clear'}`);
   }
   for (const e of evs) {
     if (e.type === 'grant_revoked' || e.type === 'grant_expired' || e.type === 'grant_released') {

@@ -369,6 +369,23 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     budget: { seed: 138, runs: 8, maxCommands: 150 },
     needed: 8,
   },
+  // The one-cycle bound of output intents (issue 21 weak item io_marker_late; PROFILE "Programs" Output intents).
+  {
+    name: 'late-intent-applied',
+    wrong: 'an intent on point 0 reached one cycle late (a late first cycle) is applied as if on time',
+    patch: { markerLateNotApplied: false },
+    covers: ['reason:io_marker_late', 'profile:io.marker_late'],
+    witness: [{ op: 'ready', plan: 'on0' }, { op: 'io_arm', ...F }, { op: 'start_trajectory', ...F, h: 'prepared', late: 'cycle' }, { op: 'step', cycles: 400 }, { op: 'step', cycles: 60 }, { op: 'io_arm', ...F }],
+    budget: { seed: 139, runs: 12, maxCommands: 150 },
+  },
+  {
+    name: 'late-bound-inclusive',
+    wrong: 'an intent reached one nanosecond less than a cycle late is late too (io_marker_late)',
+    patch: { markerLateBoundOneCycle: false },
+    covers: ['profile:io.marker_late'],
+    witness: [{ op: 'ready', plan: 'on0' }, { op: 'io_arm', ...F }, { op: 'start_trajectory', ...F, h: 'prepared', late: 'under' }, { op: 'step', cycles: 400 }, { op: 'step', cycles: 60 }],
+    budget: { seed: 140, runs: 12, maxCommands: 150 },
+  },
 ];
 
 export function rulesOf(v: WrongModel): Rules {
