@@ -89,7 +89,8 @@ export function allowed(m: ModelState, ab: Abilities, spec: Spec): boolean {
       // Only under the fence it was admitted with (what a later fence change does to it is not shown).
       return !!m.upload && !!m.grant && !m.grant.stopping && m.grant.session === m.upload.session && m.grant.generation === m.upload.generation;
     case 'abandon_upload':
-      return !!m.upload;
+      // Under a grant of the run's (not stopping), so that the run can see the slot freed (run.ts abandonUpload).
+      return !!m.upload && !!m.grant && !m.grant.stopping;
     case 'fault':
       return ab.faultInjection && !m.grant?.stopping && !m.faultLatched;
     case 'restart_core':
@@ -222,7 +223,6 @@ const JOG_OPEN: Spec = { op: 'begin_jog', ...F, mask: 'traj', clock: 'ok', deadl
 /** The families the abilities allow (motion is required: each one moves through the start gate or a jog). */
 export function familyArbs(ab: Abilities): Array<fc.Arbitrary<Spec>> {
   const burst = (family: string) => (steps: Array<Spec | undefined>): Spec => ({ op: 'burst', family, steps: steps.filter((x): x is Spec => x !== undefined) });
-  const opt = <T>(a: fc.Arbitrary<T>, weightNone: number, weightSome: number) => fc.oneof({ weight: weightNone, arbitrary: fc.constant(undefined) }, { weight: weightSome, arbitrary: a });
   const out: Array<fc.Arbitrary<Spec>> = [];
   const plans = ab.programs ? weighted<'none' | 'program'>([2, 'none'], [1, 'program']) : fc.constant<'none' | 'program'>('none');
   const startOf = (plan: 'none' | 'program'): Spec => (plan === 'program' ? { op: 'start_program', ...F, id: 'current' } : { op: 'start_trajectory', ...F, h: 'prepared' });

@@ -704,8 +704,12 @@ async function abandonUpload(x: RunContext): Promise<void> {
   m.upload = undefined;
   if (!held || !up) return;
   held.abandon();
+  // The probe sees the slot only past the fence: under the grant now held (the upload's own fence may have
+  // ended since, and a probe under it is refused at the fence whatever the slot's state).
+  const g = m.grant;
+  const fence = g && !g.stopping ? { session: g.session, generation: g.generation } : up;
   for (let i = 0; i < 200; i++) {
-    const p = await probeSlot(x, up.kind, up);
+    const p = await probeSlot(x, up.kind, fence);
     if (p.label !== 'busy') return;
     await new Promise((r) => setTimeout(r, 10));
   }
