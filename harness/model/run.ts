@@ -471,6 +471,13 @@ export async function runSpec(x: RunContext, spec: Spec): Promise<void> {
       await real.step(20);
       await real.target.inject({ kind: 'clear' });
       await real.step(10);
+      // A following error needs a drive that follows: on an axis left disabled (a bring-up without it) the
+      // injection latches nothing, and nothing follows from it (status decides; hil fuzz seed 760984788).
+      if (((await real.status()).core?.execution_fault_reasons ?? 0n) === 0n && (m.enableMask & (1 << c.trajAxis)) === 0) {
+        hit(x, 'fault injected on a disabled axis: nothing latched');
+        x.trace.push(`${line} (nothing latched: the axis is disabled)`);
+        break;
+      }
       hit(x, 'fault injected');
       for (const h of m.handles.values()) {
         if (h.state === 'started' && h.core === m.core) {
