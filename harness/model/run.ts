@@ -580,7 +580,9 @@ async function control(x: RunContext, spec: Exclude<Spec, { op: 'step' | 'drain'
   const req = requestOf(x, spec, hold);
   const line = `${specText(spec)}`;
   // A stop to hold open (stepped clock): only when the model admits it, so the service answers it at the drain.
-  if (spec.op === 'stop' && !spec.drain && real.stepped && !stopping && m.grant) {
+  // Not with a request_id: its reply, remembered by the retry cache, is not there until the drain (a second
+  // stop under the same id would replay a reply the model has not seen: hil fuzz seed 1436463885).
+  if (spec.op === 'stop' && !spec.drain && real.stepped && !stopping && m.grant && spec.rid === undefined) {
     const lease = leaseAt(m.grant, performance.now(), performance.now());
     const os = lease === 'alive' ? outcomes(c, m, req, 'alive', real.cycles) : [];
     if (os.length === 1 && os[0]!.status === 200 && !os[0]!.replay) {
