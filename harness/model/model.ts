@@ -1002,7 +1002,12 @@ function operationRest(c: ModelConfig, m: ModelState, req: Request, stopping: bo
     case 'io_arm':
       if (c.plainOutput < 0) return [reason('reason:io_not_configured', 'io_not_configured')];
       if (m.markerLate) return [reason('reason:io_marker_late', 'io_marker_late')];
-      return [{ rule: 'rule:op.io_arm.drive_conditions', status: 200, next: (s) => void (s.ioArmed = true) }];
+      return [{ rule: 'rule:op.io_arm.drive_conditions', status: 200, next: (s) => {
+        s.ioArmed = true;
+        // While a plan with intents runs, what re-arming does to an intent already passed is not shown: the
+        // outputs are read from status until the plan ends (docs/profile.md "Model-based runs" Outputs; hil fuzz seed 683671540).
+        if ([...s.handles.values()].some((h) => h.state === 'started' && h.core === s.core && (h.ioOn || h.ioOff))) s.outputs = 'unknown';
+      } }];
     case 'io_disarm':
       if (c.plainOutput < 0) return [reason('reason:io_not_configured', 'io_not_configured')];
       return [{ rule: 'rule:op.io_disarm.clears', status: 200, next: (s) => {
