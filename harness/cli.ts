@@ -148,9 +148,11 @@ present: the HTML report then shows them).
   --allow-motion    rig: sequences may energise drives; without it, motion commands are left out
   --strict          refuse the reference stack's known defects too (harness/model/variants.ts KNOWN_DEFECTS)
   --differential A,B  run each generated sequence on two targets (sim, ethercat-fake) and report the first
-                    reply that differs, with the sequence and HIL_MODEL_SEED to get it again. A replay
-                    target cannot be one side: it plays back recordings that hil run --record makes per
-                    test, and a generated sequence has none.`,
+                    reply that differs, with the sequence and HIL_MODEL_SEED to get it again.
+                    sim,replay: the sequence runs on a sim stack that records its session (hil serve
+                    --record, docs/recording.md), then on a stack replaying that recording (the replay
+                    driver, paced), the same sequence sent live; the first reply that differs is reported
+                    with the replay's verdict (its first divergence from the recording).`,
   coverage: `usage: hil coverage [--json]
 
 Collects the suites (without running them) and prints covered and pending counts per catalogue family.
@@ -562,8 +564,9 @@ async function openFuzzTarget(kind: string, values: FuzzValues): Promise<{ targe
 /** `hil fuzz --differential A,B`: each generated sequence on two targets; the first reply that differs ends the run. */
 async function fuzzDifferential(values: FuzzValues): Promise<number> {
   const kinds = values.differential!.split(',');
+  if (kinds.length === 2 && kinds[0] === 'sim' && kinds[1] === 'replay') return fuzzReplay(values);
   if (kinds.length !== 2 || !kinds.every((k) => ['sim', 'ethercat-fake'].includes(k))) {
-    throw new UsageError(`--differential ${values.differential}: expected two of sim, ethercat-fake (a replay target plays back recordings hil run --record makes per test; a generated sequence has none)`);
+    throw new UsageError(`--differential ${values.differential}: expected two of sim, ethercat-fake, or sim,replay`);
   }
   const minutes = Number(values.minutes ?? '1');
   const maxCommands = Number(values.commands ?? '200');
@@ -598,6 +601,58 @@ async function fuzzDifferential(values: FuzzValues): Promise<number> {
     }
   } finally {
     for (const t of opened) await t.close();
+    await built.remove();
+  }
+  process.stdout.write(`differential: ${seeds.length} sequences, ${commands} commands, ${status ? 'a difference found' : 'no difference'}\n`);
+  return status;
+}
+
+/**
+ * `hil fuzz --differential sim,replay`: each generated sequence is recorded on a sim stack (stepped clock,
+ * `--record`) and sent again to a stack replaying that recording (`--driver replay --replay-paced`, as the
+ * replay target starts one: harness/targets/replay.ts). Only the public interface: `hil serve` flags, the
+ * recording file and the verdict file the replay stack writes when it stops (docs/recording.md).
+ */
+async function fuzzReplay(values: FuzzValues): Promise<number> {
+  const minutes = Number(values.minutes ?? '1');
+  const maxCommands = Number(values.commands ?? '200');
+  if (!(minutes > 0)) throw new UsageError('--minutes must be a positive number');
+  if (!Number.isInteger(maxCommands) || maxCommands < 1) throw new UsageError('--commands must be a positive integer');
+  const { differentialReplay, differentialReport, sequenceOf } = await import('./model/differential.ts');
+  const { describedAbilities } = await import('./model/commands.ts');
+  const { replayStacks } = await import('./model/replay-side.ts');
+  const { prebuildReference, PREBUILT_ENV } = await import('./targets/reference.ts');
+  const built = await prebuildReference();
+  process.env[PREBUILT_ENV] = built.dir;
+  const names: [string, string] = ['sim', 'replay'];
+  let status = 0;
+  const seeds: number[] = [];
+  let commands = 0;
+  try {
+    const until = performance.now() + minutes * 60_000;
+    process.stdout.write(`hil fuzz --differential sim,replay: ${minutes} min, sequences up to ${maxCommands} commands\n`);
+    while (performance.now() < until) {
+      const seed = values.seed !== undefined && seeds.length === 0 ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31);
+      seeds.push(seed);
+      const stacks = await replayStacks({ ...(values.machine ? { machine: values.machine } : {}), run: `hil fuzz seed ${seed}` });
+      try {
+        const first = await stacks.record();
+        const ab = await describedAbilities(first);
+        const sequence = sequenceOf(ab, seed, maxCommands);
+        commands += sequence.length;
+        const r = await differentialReplay(sequence, { ab, record: async () => first, replay: stacks.replay });
+        const verdict = stacks.verdictText(r.verdict);
+        if (r.first || stacks.diverged(r.verdict)) {
+          process.stdout.write(`${differentialReport(r, { names, seed, maxCommands })}\n${verdict}\n`);
+          status = 1;
+          break;
+        }
+        process.stdout.write(r.timing ? `seed ${seed}: ${differentialReport(r, { names })}\n${verdict}\n` : `seed ${seed}: ${sequence.length} commands answered alike; ${verdict}\n`);
+      } finally {
+        await stacks.remove();
+      }
+    }
+  } finally {
     await built.remove();
   }
   process.stdout.write(`differential: ${seeds.length} sequences, ${commands} commands, ${status ? 'a difference found' : 'no difference'}\n`);

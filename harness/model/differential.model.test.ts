@@ -4,8 +4,9 @@
 // the command and both replies.
 
 import { describe, expect, sharedVariant, test } from '../fixture.ts';
-import { MODEL_VARIANT } from './commands.ts';
-import { differential, differentialReport, sequenceOf, sharedAbilities } from './differential.ts';
+import { describedAbilities, MODEL_VARIANT } from './commands.ts';
+import { differential, differentialReplay, differentialReport, sequenceOf, sharedAbilities } from './differential.ts';
+import { replayStacks } from './replay-side.ts';
 import type { Spec } from './model.ts';
 
 const F = { s: 'current', g: 'current' } as const;
@@ -68,5 +69,50 @@ describe('differential mode: one sequence on two targets, the first reply that d
     expect(seq.every((s) => typeof s.op === 'string')).toBe(true);
     expect(sequenceOf(ab, 4242, 60)).toEqual(seq);
     expect(sequenceOf(ab, 4242, 60)).not.toEqual(sequenceOf(ab, 4243, 60));
+  });
+});
+
+// Against a replay of the same sequence (hil fuzz --differential sim,replay): the sequence is recorded on a
+// sim stack and sent again to a stack replaying the recording. Grant, retry cache and stop only: their
+// requests are small, so each reaches the core before the harness steps on, as when it was recorded (a
+// large upload that reaches the core a step later on one side is a divergence of the harness's timing,
+// which the replay's verdict names; docs/profile.md "Model-based runs").
+const GRANT_SEQUENCE: Spec[] = [
+  { op: 'acquire', lease: 10_000, binding: 'ok', controller: 'ok' },
+  { op: 'renew', s: 'current', g: 'older' },
+  { op: 'mark_telemetry', ...F, label: 'ok', rid: 'a' },
+  { op: 'mark_telemetry', ...F, label: 'ok', rid: 'a' },
+  { op: 'mark_telemetry', ...F, label: 'other', rid: 'a' },
+  { op: 'io_arm', ...F },
+  { op: 'stop', ...F, drain: true },
+  { op: 'renew', ...F },
+  { op: 'acquire', lease: 10_000, binding: 'ok', controller: 'ok' },
+  { op: 'release', ...F },
+];
+
+describe('differential mode against a replay of the same sequence', () => {
+  const a = sharedVariant(MODEL_VARIANT);
+
+  test('sim and the replay of its recording answer alike, and the replay follows the recording to its end', async ({ skip }) => {
+    skip(a.cannot !== undefined, a.cannot);
+    skip(a.target.name !== 'sim', 'the recording and the replay stack are the reference stack\'s (hil serve --record, --driver replay)');
+    const stacks = await replayStacks({ run: 'differential.model.test' });
+    try {
+      const first = await stacks.record();
+      const ab = await describedAbilities(first);
+      const r = await differentialReplay(GRANT_SEQUENCE, { ab, record: async () => first, replay: stacks.replay });
+      const text = `${differentialReport(r, { names: ['sim', 'replay'] })}\n${stacks.verdictText(r.verdict)}`;
+      expect(r.first, text).toBeUndefined();
+      expect(r.timing, text).toBeUndefined();
+      // Every command was judged on both sides with the same status and label.
+      expect(r.b.map((s) => s.replies.at(-1)), text).toEqual(r.a.map((s) => s.replies.at(-1)));
+      expect(r.a.every((s) => !s.skipped && !s.mismatch && s.replies.length > 0), text).toBe(true);
+      // The replay met every recorded request and diverged nowhere (its own verdict, written when it stopped).
+      expect(stacks.diverged(r.verdict), text).toBe(false);
+      const v = r.verdict as { requests_matched: number };
+      expect(v.requests_matched, text).toBeGreaterThan(0);
+    } finally {
+      await stacks.remove();
+    }
   });
 });

@@ -64,9 +64,10 @@ export async function sharedAbilities(a: Target, b: Target, motion = true): Prom
 }
 
 /** Run `sequence` on one side, recording each command's replies. */
-async function side(target: Target, ab: Abilities, sequence: readonly Spec[], rules: Rules, stats: ModelStats): Promise<SideStep[]> {
+export async function side(target: Target, ab: Abilities, sequence: readonly Spec[], rules: Rules, stats: ModelStats): Promise<SideStep[]> {
   const x = await openRun(target, rules, stats);
   x.replies = [];
+  x.allow = (m, s) => allowed(m, ab, s);
   const out: SideStep[] = [];
   try {
     for (let index = 0; index < sequence.length; index++) {
@@ -100,7 +101,8 @@ const text = (s: SideStep | undefined): string => {
   if (!s) return '(not reached: the run stopped before)';
   if (s.skipped) return '(not sent: its model state did not allow it)';
   let r = s.replies.join(', ') || '(no reply)';
-  if ((s.spec.op === 'ready' || s.spec.op === 'replan') && s.replies.length > 0) {
+  // A burst begins with a bring-up as often as not, and skips a step its side's state leaves out: compared the same way.
+  if ((s.spec.op === 'ready' || s.spec.op === 'replan' || s.spec.op === 'burst') && s.replies.length > 0) {
     const refused = s.replies.slice(0, -1).find((x) => x !== '200');
     r = `${refused ? `bring-up refused ${refused}` : 'bring-up admitted'}, then ${s.replies[s.replies.length - 1]}`;
   }
@@ -113,6 +115,45 @@ export async function differential(a: Target, b: Target, sequence: readonly Spec
   const stats = { a: newStats(), b: newStats() };
   const sa = await side(a, o.ab, sequence, rules, stats.a);
   const sb = await side(b, o.ab, sequence, rules, stats.b);
+  return compareSides(sequence, sa, sb, stats);
+}
+
+/**
+ * The differential mode against a replay of the same sequence (issue 23 "sim and a replay of the same
+ * sequence"): side a runs on a stack that records its session (`hil serve --record`, docs/recording.md),
+ * side b on a stack started with the replay driver on that recording (`--driver replay --replay-paced`),
+ * the same sequence sent live. The recording is the core's session, so side b's service runs live and its
+ * core follows the recording; the replay's own verdict (its first divergence: a request, reply, event or
+ * output of the core that differs from the recorded one) comes with the first reply that differs. `open`
+ * starts side a's recording stack, `replay` side b's stack on the closed recording and returns how to read
+ * its verdict once it stopped; both are the caller's (the harness starts stacks as processes only).
+ */
+export async function differentialReplay(
+  sequence: readonly Spec[],
+  o: { ab: Abilities; rules?: Rules; record: () => Promise<Target>; replay: () => Promise<{ target: Target; verdict: () => unknown }> },
+): Promise<DifferentialResult & { verdict: unknown }> {
+  const rules = o.rules ?? REFERENCE_RULES;
+  const stats = { a: newStats(), b: newStats() };
+  const a = await o.record();
+  let sa: SideStep[];
+  try {
+    sa = await side(a, o.ab, sequence, rules, stats.a);
+  } finally {
+    // Stopping the stack closes its recording.
+    await a.close();
+  }
+  const b = await o.replay();
+  let sb: SideStep[];
+  try {
+    sb = await side(b.target, o.ab, sequence, rules, stats.b);
+  } finally {
+    await b.target.close();
+  }
+  return { ...compareSides(sequence, sa, sb, stats), verdict: b.verdict() };
+}
+
+/** The first command whose replies differ between two sides' runs of one sequence. */
+export function compareSides(sequence: readonly Spec[], sa: SideStep[], sb: SideStep[], stats: { a: ModelStats; b: ModelStats }): DifferentialResult {
   const r: DifferentialResult = { sequence: [...sequence], a: sa, b: sb, stats };
   for (let i = 0; i < sequence.length; i++) {
     const x = sa.find((s) => s.index === i);

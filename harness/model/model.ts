@@ -97,6 +97,14 @@ export interface Rules {
   jogGate: boolean;
   /** Part 3 grant table, renew: "owned, lease_ms preserved" (the requested lease, not the default). */
   renewPreservesLease: boolean;
+  /**
+   * PROFILE "Programs" Output intents (one-cycle bound; fault bit 10, docs/profile.md fault bit table): an
+   * intent reached one cycle or more after its due cycle is not applied; the core latches io_marker_late
+   * (every output OFF, the execution faulted, io_arm answers io_marker_late until reset_fault).
+   */
+  markerLateNotApplied: boolean;
+  /** The same bound: late is one whole cycle_ns or more; one nanosecond less is on time (applied). */
+  markerLateBoundOneCycle: boolean;
 }
 
 export const REFERENCE_RULES: Readonly<Rules> = Object.freeze({
@@ -135,6 +143,8 @@ export const REFERENCE_RULES: Readonly<Rules> = Object.freeze({
   firstPointIntentApplied: true,
   jogGate: true,
   renewPreservesLease: true,
+  markerLateNotApplied: true,
+  markerLateBoundOneCycle: true,
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -264,6 +274,8 @@ export interface ModelState {
   homeMask: number;
   ioArmed: boolean;
   faultLatched: boolean;
+  /** Fault bit 10 io_marker_late is latched (a late first cycle reached an intent; cleared by reset_fault or a core restart). */
+  markerLate?: boolean;
   /** The open jog generation (PROFILE "Jog": numbers 1, 2, 3 ... per core incarnation), with its input deadline as a local time window. */
   jog?: { n: bigint; mode: 'independent' | 'legacy'; bit: number; until: LeaseWindow; originNs?: bigint };
   /** Highest jog generation seen in this core incarnation, and the last legacy one. */
@@ -349,7 +361,12 @@ export type Spec =
    * sequence or the last accepted again; `capture` now, older than the input age, or before the session's origin.
    */
   | { op: 'update_jog'; jg: 'current' | 'older' | 'next' | 'legacy'; seq: 'next' | 'same'; capture: 'now' | 'stale' | 'before_origin'; s: SessRef; g: GenRef }
-  | { op: 'start_trajectory' | 'discard_trajectory'; h: HandleRef; s: SessRef; g: GenRef; rid?: RidRef }
+  /**
+   * `late` (start_trajectory, out of band through the test channel, stepped clock): the first cycle after
+   * the Start wakes one cycle_ns late, or one nanosecond less (PROFILE "late_wake"; the one-cycle bound of
+   * output intents).
+   */
+  | { op: 'start_trajectory' | 'discard_trajectory'; h: HandleRef; s: SessRef; g: GenRef; rid?: RidRef; late?: 'cycle' | 'under' }
   | { op: 'step'; cycles: number }
   | { op: 'drain' }
   | { op: 'wait_lease' }
@@ -373,7 +390,14 @@ export type Spec =
   /** Out of band (the test channel): a following error on the plan's axis, latched, its condition then cleared. */
   | { op: 'fault' }
   /** Part 4 reset_fault (interim): needs an inhibited idle machine; a submitted reset retires the session. */
-  | { op: 'reset_fault'; s: SessRef; g: GenRef; rid?: RidRef };
+  | { op: 'reset_fault'; s: SessRef; g: GenRef; rid?: RidRef }
+  /**
+   * A controller's short exchange, sent back to back (harness/model/commands.ts "Command families"): a
+   * bring-up followed at once by the Start, jog or discard it was for, or a jog session's frames and end.
+   * Each step is checked like any other command; a step the generator's preconditions leave out in the
+   * state the steps before made is skipped (and shown as skipped in the trace).
+   */
+  | { op: 'burst'; family: string; steps: Spec[] };
 
 export type FencedSpec = Extract<Spec, { s: SessRef }>;
 
@@ -960,6 +984,7 @@ function resetFault(c: ModelConfig, m: ModelState): Outcome[] {
             if (c.rules.resetRetiresSession) endGrant(c, s, 'retired', evs, 'reset_fault retired the session');
             s.owed.push(...evs, { type: 'grant_revoked', why: 'the retired session', may: true });
             s.faultLatched = false;
+            s.markerLate = false;
             s.adopt = true;
           },
         },
@@ -976,7 +1001,13 @@ function operationRest(c: ModelConfig, m: ModelState, req: Request, stopping: bo
   switch (spec.op) {
     case 'io_arm':
       if (c.plainOutput < 0) return [reason('reason:io_not_configured', 'io_not_configured')];
-      return [{ rule: 'rule:op.io_arm.drive_conditions', status: 200, next: (s) => void (s.ioArmed = true) }];
+      if (m.markerLate) return [reason('reason:io_marker_late', 'io_marker_late')];
+      return [{ rule: 'rule:op.io_arm.drive_conditions', status: 200, next: (s) => {
+        s.ioArmed = true;
+        // While a plan with intents runs, what re-arming does to an intent already passed is not shown: the
+        // outputs are read from status until the plan ends (docs/profile.md "Model-based runs" Outputs; hil fuzz seed 683671540).
+        if ([...s.handles.values()].some((h) => h.state === 'started' && h.core === s.core && (h.ioOn || h.ioOff))) s.outputs = 'unknown';
+      } }];
     case 'io_disarm':
       if (c.plainOutput < 0) return [reason('reason:io_not_configured', 'io_not_configured')];
       return [{ rule: 'rule:op.io_disarm.clears', status: 200, next: (s) => {
@@ -1044,7 +1075,7 @@ function operationRest(c: ModelConfig, m: ModelState, req: Request, stopping: bo
           },
         ];
       }
-      return startGate(c, m, h, h.bit, cycles, t);
+      return startGate(c, m, h, h.bit, cycles, t, spec.late);
     }
   }
   throw new Error(`no model for ${(spec as Spec).op}`);
@@ -1172,7 +1203,7 @@ function startProgramIn(c: ModelConfig, m: ModelState, f: Resolved, cycles: bigi
 }
 
 /** Part 4 start gate (PROFILE "Trajectories": its preconditions and their order). */
-function startGate(c: ModelConfig, m: ModelState, h: HandleM, bit: number, cycles: bigint, t: Times): Outcome[] {
+function startGate(c: ModelConfig, m: ModelState, h: HandleM, bit: number, cycles: bigint, t: Times, late?: 'cycle' | 'under'): Outcome[] {
   const kept = (rule: string, label: string): Outcome => reason(rule, label, { next: () => undefined });
   // Another lane on the plan's axes (an open jog) is mode_conflict, handle kept (PROFILE start gate); a jog
   // whose input may have expired may be gone.
@@ -1181,7 +1212,7 @@ function startGate(c: ModelConfig, m: ModelState, h: HandleM, bit: number, cycle
   if (jog === 'maybe') {
     const gone = cloneState(m);
     gone.jog = undefined;
-    return [kept('transition:handle:prepared->prepared:start_refused:jog', 'mode_conflict'), ...startGate(c, gone, h, bit, cycles, t).map((o) => ({ ...o, next: (s: ModelState, r: CheckedReply) => { s.jog = undefined; o.next?.(s, r); } }))];
+    return [kept('transition:handle:prepared->prepared:start_refused:jog', 'mode_conflict'), ...startGate(c, gone, h, bit, cycles, t, late).map((o) => ({ ...o, next: (s: ModelState, r: CheckedReply) => { s.jog = undefined; o.next?.(s, r); } }))];
   }
   const prog = h.kind === 'program' ? ' (program)' : '';
   const gate = h.kind !== 'program' || c.rules.programStartGate;
@@ -1215,6 +1246,28 @@ function startGate(c: ModelConfig, m: ModelState, h: HandleM, bit: number, cycle
       { type: 'execution_started', where: { handle: h.n }, why: 'start accepted' },
     ],
   };
+  // The first cycle woken late (out of band) reaches an intent on point 0 one cycle or more after it was
+  // due: not applied, fault bit 10 io_marker_late latched in that cycle (PROFILE "Programs" Output intents).
+  const lateBy = late === 'cycle' ? 1 : late === 'under' ? 0 : -1;
+  const isLate = lateBy === 1 || (lateBy === 0 && !c.rules.markerLateBoundOneCycle);
+  if (isLate && h.ioOn && h.ioAt0 && m.ioArmed && c.rules.markerLateNotApplied) {
+    const next = started.next!;
+    started.rule = `${started.rule} (first cycle late: io_marker_late)`;
+    started.next = (s, r) => {
+      next(s, r);
+      const x = handleOf(s, h.n)!;
+      x.state = 'retired';
+      s.outputs = 0;
+      s.markerLate = true;
+      s.faultLatched = true;
+      // The fault reaction's effect on arm and enable is read from status (as after an injected fault).
+      s.adopt = true;
+      hit(s, 'profile:io.marker_late');
+      s.owed.push({ type: 'handle_transition', where: { handle: h.n, from: 'started', to: 'retired' }, why: `io_marker_late retired ${h.n}` }, { type: 'execution_faulted', where: { handle: h.n }, why: `io_marker_late faulted ${h.n}` });
+    };
+  } else if (late !== undefined && h.ioOn && h.ioAt0 && m.ioArmed) {
+    hit(m, `profile:io.marker_late (${late === 'under' ? 'one ns under the bound: applied' : 'not reached'})`);
+  }
   const out: Outcome[] = [];
   // The held target may have moved since the plan was made (Home, core restart): the gate's "first point
   // at the held target" may refuse (PROFILE), handle kept.

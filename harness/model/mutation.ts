@@ -13,9 +13,9 @@ import type { Rules, Spec } from './model.ts';
 import { ModelMismatch } from './run.ts';
 import { WRONG_MODELS, rulesOf, rulesWithKnownDefects } from './variants.ts';
 
-/** The mismatch text when `seq` with `rules` is refuted (two tries), else undefined. */
-async function rejects(target: Target, seq: readonly Spec[], rules: Rules): Promise<string | undefined> {
-  for (let i = 0; i < 2; i++) {
+/** The mismatch text when `seq` with `rules` is refuted (in any of `tries` tries), else undefined. */
+async function rejects(target: Target, seq: readonly Spec[], rules: Rules, tries = 2): Promise<string | undefined> {
+  for (let i = 0; i < tries; i++) {
     try {
       await replaySequence(target, seq, rules);
     } catch (e) {
@@ -45,7 +45,9 @@ export function mutationTests(title: string, pick: (w: WrongModel, i: number) =>
   describe(title, () => {
     const v = sharedVariant(MODEL_VARIANT);
 
-    for (const w of WRONG_MODELS.filter(pick)) {
+    // HIL_MODEL_VARIANTS=a,b: only the variants named (a search of a few).
+    const only = process.env.HIL_MODEL_VARIANTS?.split(',').filter(Boolean);
+    for (const w of WRONG_MODELS.filter(pick).filter((x) => !only || only.includes(x.name))) {
       test(`${w.name}: ${w.wrong}`, w.covers.length ? covers(...w.covers) : {}, async ({ skip }) => {
         skip(w.skip !== undefined, w.skip);
         skip(v.cannot !== undefined, v.cannot);
@@ -59,16 +61,30 @@ export function mutationTests(title: string, pick: (w: WrongModel, i: number) =>
           return;
         }
         // The random search with the variant's budget (HIL_MODEL_MUTATION=search, the before-stop check):
-        // the stack's timing varies between runs, so a budget that ran out is tried once more with the next seed.
-        let r = await checkModel({ target: v.target, rules: rulesOf(w), seed: w.budget.seed, numRuns: w.budget.runs, maxCommands: w.budget.maxCommands, endOnFailure: true });
-        if (!r.failed) {
-          process.stderr.write(`wrong model ${w.name}: not rejected with seed ${w.budget.seed}; once more with seed ${w.budget.seed + 1}\n`);
-          r = await checkModel({ target: v.target, rules: rulesOf(w), seed: w.budget.seed + 1, numRuns: w.budget.runs, maxCommands: w.budget.maxCommands, endOnFailure: true });
+        // the stack's timing varies between runs, so a budget that ran out is tried once more with the next
+        // seed. A rejection counts only when it is the variant's rule: the rejecting sequence, replayed, is
+        // rejected again with the variant and agrees with the documented rules (a mismatch the stack's timing
+        // made once, and the documented rules then explain, is no rejection: the search goes on).
+        const tried: string[] = [];
+        for (const seed of [w.budget.seed, w.budget.seed + 1]) {
+          const r = await checkModel({ target: v.target, rules: rulesOf(w), seed, numRuns: w.budget.runs, maxCommands: w.budget.maxCommands, endOnFailure: true });
+          if (!r.failed || !r.sequence) {
+            tried.push(`seed ${seed}: not rejected in ${r.stats.sequences} sequences, ${r.stats.commands} commands`);
+            continue;
+          }
+          const what = r.error?.split('\n')[0];
+          // Timing (a lease, a legacy jog's 250 ms) may decide a rule's reach: two tries to see it again, one for the documented rules.
+          const again = await rejects(v.target, r.sequence, rulesOf(w), 2);
+          const documented = again === undefined ? undefined : await rejects(v.target, r.sequence, rulesWithKnownDefects(), 1);
+          if (again === undefined || documented !== undefined) {
+            tried.push(`seed ${seed}: a rejection that is not the variant's rule after ${r.stats.sequences} sequences (${what}; replayed: ${again === undefined ? 'not rejected again' : `the documented rules fail too: ${documented!.split('\n')[0]}`})`);
+            continue;
+          }
+          // The figures the variant's budget records (variants.ts `needed`, `runs`): the sequence that rejected it and how many sequences it took.
+          process.stderr.write(`wrong model ${w.name}: rejected at seed ${seed} in sequence ${r.numRuns} of ${w.budget.runs} (${r.stats.commands} commands in all); the rejecting sequence ran ${r.firstFailureLength} commands: ${what}\n`);
+          return;
         }
-        expect(r.failed, `${w.name} was not rejected within ${w.budget.runs} sequences of up to ${w.budget.maxCommands} commands (seeds ${w.budget.seed} and ${w.budget.seed + 1})`).toBe(true);
-        process.stderr.write(`wrong model ${w.name}: rejected after ${r.stats.sequences} sequences, ${r.stats.commands} commands; the rejecting sequence ran ${r.firstFailureLength} commands: ${r.error?.split('\n')[0]}\n`);
-        expect(r.sequence, 'the rejecting sequence').toBeDefined();
-        await agrees(v.target, r.sequence!, w.name);
+        expect.fail(`${w.name} was not rejected within ${w.budget.runs} sequences of up to ${w.budget.maxCommands} commands: ${tried.join('; ')}`);
       });
     }
   });

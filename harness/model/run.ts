@@ -157,6 +157,11 @@ export interface RunContext {
   /** Describe binding.revision (a program file's manifest_revision) and the number of axes in rad (mapped dense columns). */
   revision: bigint;
   rad: number;
+  /**
+   * The generator's preconditions (harness/model/commands.ts `allowed`) for the run's abilities, set by
+   * whoever runs the sequence: a burst's steps after its first are checked against it as they come.
+   */
+  allow?: (m: ModelState, spec: Spec) => boolean;
 }
 
 /**
@@ -182,6 +187,8 @@ export async function openRun(target: Target, rules: Rules, stats: ModelStats): 
   const jogClock = clock.status === 200 ? String((clock.reply.data as { incarnation?: string })?.incarnation ?? '') : '';
   const rad = d.axes.filter((a) => a.position_unit === 'rad').length;
   m.outputs = Number(st.core?.io_output_word ?? 0n);
+  m.faultLatched = (st.core?.execution_fault_reasons ?? 0n) !== 0n;
+  m.markerLate = ((st.core?.execution_fault_reasons ?? 0n) & 1024n) !== 0n;
   return { c, m, real, binding: d.binding, trace: [], stats, lastSendMs: 0, jogClock, revision: BigInt((d.binding.revision as bigint) ?? 0n), rad };
 }
 
@@ -211,6 +218,12 @@ async function resetCell(real: RealCell, binding: Record<string, unknown>, ceili
     }
     await real.send('io_disarm', RealCell.body('io_disarm', f), { quiet: false });
     await real.send('enable', RealCell.body('enable', { ...f, axis_mask: 0n }), { quiet: false });
+    // A fault bit an earlier sequence latched (io_marker_late stays latched until a reset): the machine is
+    // inhibited and idle now, so reset_fault clears it; a submitted reset retires the session (part 4), so no release follows.
+    if ((await real.status()).core?.execution_fault_reasons) {
+      const r = await real.send('reset_fault', RealCell.body('reset_fault', f), { quiet: false, after: 5 });
+      if (r.reply.status === 200) return;
+    }
     await real.send('release', RealCell.body('release', f), { quiet: false, after: 5 });
     return;
   }
@@ -443,6 +456,7 @@ export async function runSpec(x: RunContext, spec: Spec): Promise<void> {
       m.jogMax = undefined;
       m.legacyJog = undefined;
       m.faultLatched = false;
+      m.markerLate = false;
       m.owed.push(...evs.map((e) => ({ ...e, may: true })), { type: 'daemon_incarnation_changed', why: 'core restarted' });
       x.trace.push(line);
       break;
@@ -457,6 +471,13 @@ export async function runSpec(x: RunContext, spec: Spec): Promise<void> {
       await real.step(20);
       await real.target.inject({ kind: 'clear' });
       await real.step(10);
+      // A following error needs a drive that follows: on an axis left disabled (a bring-up without it) the
+      // injection latches nothing, and nothing follows from it (status decides; hil fuzz seed 760984788).
+      if (((await real.status()).core?.execution_fault_reasons ?? 0n) === 0n && (m.enableMask & (1 << c.trajAxis)) === 0) {
+        hit(x, 'fault injected on a disabled axis: nothing latched');
+        x.trace.push(`${line} (nothing latched: the axis is disabled)`);
+        break;
+      }
       hit(x, 'fault injected');
       for (const h of m.handles.values()) {
         if (h.state === 'started' && h.core === m.core) {
@@ -510,6 +531,18 @@ export async function runSpec(x: RunContext, spec: Spec): Promise<void> {
       for (const sub of bringUp(x, spec)) await runSpec(x, sub);
       return;
     }
+    case 'burst': {
+      x.trace.push(`burst ${spec.family}:`);
+      hit(x, `family:${spec.family}`);
+      for (const sub of spec.steps) {
+        if (x.allow && !x.allow(x.m, sub)) {
+          x.trace.push(`  (skipped: not allowed now) ${specText(sub)}`);
+          continue;
+        }
+        await runSpec(x, sub);
+      }
+      return;
+    }
     default:
       await control(x, spec, stopping);
   }
@@ -547,7 +580,9 @@ async function control(x: RunContext, spec: Exclude<Spec, { op: 'step' | 'drain'
   const req = requestOf(x, spec, hold);
   const line = `${specText(spec)}`;
   // A stop to hold open (stepped clock): only when the model admits it, so the service answers it at the drain.
-  if (spec.op === 'stop' && !spec.drain && real.stepped && !stopping && m.grant) {
+  // Not with a request_id: its reply, remembered by the retry cache, is not there until the drain (a second
+  // stop under the same id would replay a reply the model has not seen: hil fuzz seed 1436463885).
+  if (spec.op === 'stop' && !spec.drain && real.stepped && !stopping && m.grant && spec.rid === undefined) {
     const lease = leaseAt(m.grant, performance.now(), performance.now());
     const os = lease === 'alive' ? outcomes(c, m, req, 'alive', real.cycles) : [];
     if (os.length === 1 && os[0]!.status === 200 && !os[0]!.replay) {
@@ -561,6 +596,8 @@ async function control(x: RunContext, spec: Exclude<Spec, { op: 'step' | 'drain'
     }
   }
   const drainToo = spec.op === 'stop' && spec.drain;
+  // Out of band, just before the Start: the next core cycle (the first that runs the plan) wakes late.
+  if (spec.op === 'start_trajectory' && spec.late) await real.target.inject({ kind: 'late_wake', ns: Number(spec.late === 'cycle' ? c.cycleNs : c.cycleNs - 1n) });
   const ex =
     spec.op === 'update_jog'
       ? await jogFrame(x, req.bytes!)
@@ -676,8 +713,12 @@ async function abandonUpload(x: RunContext): Promise<void> {
   m.upload = undefined;
   if (!held || !up) return;
   held.abandon();
+  // The probe sees the slot only past the fence: under the grant now held (the upload's own fence may have
+  // ended since, and a probe under it is refused at the fence whatever the slot's state).
+  const g = m.grant;
+  const fence = g && !g.stopping ? { session: g.session, generation: g.generation } : up;
   for (let i = 0; i < 200; i++) {
-    const p = await probeSlot(x, up.kind, up);
+    const p = await probeSlot(x, up.kind, fence);
     if (p.label !== 'busy') return;
     await new Promise((r) => setTimeout(r, 10));
   }
@@ -768,12 +809,16 @@ async function reconcile(x: RunContext, cyclesRan: boolean): Promise<void> {
   if (!st.grant.draining) m.draining = false;
   // A grant end observed now (expiry, drain) reaches the machine on the core's next cycle: its effects are checked after the next command.
   const ended = checkGrant(x, st, evs);
-  checkHandles(x, st);
+  checkHandles(x, st, ended);
   if (cyclesRan && !ended && !m.grant?.stopping && st.core) checkMachine(x, st);
   if (st.core) {
     m.homeMask = Number(st.core.home_valid_mask);
     // Latched fault bits are observed (a fault the run injected, or one the stack raised): the gate uses them.
     m.faultLatched = st.core.execution_fault_reasons !== 0n;
+    // Fault bit 10 io_marker_late (PROFILE fault bit table, value 1024) is the model's to predict: set by a
+    // Start whose first cycle reached an intent late, cleared by reset_fault and a core restart.
+    const lateBit = (st.core.execution_fault_reasons & 1024n) !== 0n;
+    if (lateBit !== !!m.markerLate) fail(x, `status core.execution_fault_reasons ${st.core.execution_fault_reasons}: bit 10 io_marker_late ${lateBit ? 'latched' : 'clear'}, the model ${m.markerLate ? 'latched' : 'clear'}`);
   }
   for (const e of evs) {
     if (e.type === 'grant_revoked' || e.type === 'grant_expired' || e.type === 'grant_released') {
@@ -856,7 +901,7 @@ function checkGrant(x: RunContext, st: StatusObs, evs: readonly CellEvent[]): bo
   return false;
 }
 
-function checkHandles(x: RunContext, st: StatusObs): void {
+function checkHandles(x: RunContext, st: StatusObs, grantJustEnded = false): void {
   const { c, m, real } = x;
   const seen = new Map((st.execution?.handles ?? []).map((h) => [String(h.handle), h.state]));
   for (const h of m.handles.values()) {
@@ -889,8 +934,10 @@ function checkHandles(x: RunContext, st: StatusObs): void {
         continue;
       }
     }
-    // A started handle retired by a Stop may still show started until the drain reaches it.
-    if (h.state === 'retired' && s === 'started' && m.grant?.stopping) continue;
+    // A started handle retired by a Stop may still show started until the drain reaches it; one retired
+    // by a grant end this very status read showed (a short lease ran out) until the core's next cycle
+    // takes the end in (the machine effects are checked after the next command for the same reason).
+    if (h.state === 'retired' && s === 'started' && (m.grant?.stopping || grantJustEnded)) continue;
     if (s !== h.state) fail(x, `status shows handle ${h.n} ${s}, the model ${h.state}`);
   }
 }

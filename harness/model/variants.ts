@@ -15,8 +15,14 @@ export interface WrongModel {
   covers: readonly string[];
   /** Budget: sequences and commands per sequence a run may use to reject it (a fixed seed in CI). */
   budget: { seed: number; runs: number; maxCommands: number };
-  /** Sequence length the rejecting run needed at that seed (commands run until the mismatch), recorded. */
+  /**
+   * What the random search needed, recorded from a run of HIL_MODEL_MUTATION=search: the rejecting
+   * sequence's length (commands run until the mismatch, a burst's steps counted one by one) and how many
+   * sequences were run until it (the budget's seed first, then seed + 1 counted after its `runs`). The
+   * generator is the same at a seed, the stack's timing is not: another run may need somewhat other figures.
+   */
   needed?: number;
+  neededRuns?: number;
   /** Why the mutation test does not run it (yet); such a variant covers nothing. */
   skip?: string;
   /**
@@ -38,7 +44,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['rule:fence.older_generation_renew_stop'],
     witness: [ACQUIRE, { op: 'renew', s: 'current', g: 'older' }],
     budget: { seed: 101, runs: 10, maxCommands: 120 },
-    needed: 32,
+    needed: 22,
+    neededRuns: 1,
   },
   {
     name: 'acquire-keeps-generation',
@@ -47,7 +54,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['transition:grant:no_grant->owned:acquire'],
     witness: [ACQUIRE],
     budget: { seed: 102, runs: 3, maxCommands: 120 },
-    needed: 11,
+    needed: 1,
+    neededRuns: 1,
   },
   {
     name: 'stop-keeps-generation',
@@ -56,7 +64,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['transition:grant:owned->stopping:stop', 'profile:grant.stop_generation'],
     witness: [ACQUIRE, { op: 'stop', ...F, drain: true }],
     budget: { seed: 103, runs: 6, maxCommands: 120 },
-    needed: 32,
+    needed: 96,
+    neededRuns: 1,
   },
   {
     name: 'start-gate-skips-armed',
@@ -65,7 +74,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['transition:handle:prepared->prepared:start_refused', 'reason:not_ready'],
     witness: [{ op: 'ready', omit: 'arm' }, { op: 'start_trajectory', ...F, h: 'prepared' }],
     budget: { seed: 2, runs: 8, maxCommands: 150 },
-    needed: 61,
+    needed: 24,
+    neededRuns: 12,
   },
   {
     name: 'start-gate-skips-enabled',
@@ -74,7 +84,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['rule:op.start.handle_kept'],
     witness: [{ op: 'ready', omit: 'axis' }, { op: 'start_trajectory', ...F, h: 'prepared' }],
     budget: { seed: 105, runs: 12, maxCommands: 150 },
-    needed: 42,
+    needed: 10,
+    neededRuns: 12,
   },
   {
     name: 'start-gate-skips-home',
@@ -83,7 +94,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['transition:handle:prepared->prepared:start_refused'],
     witness: [{ op: 'ready', axis: 'last' }, { op: 'start_trajectory', ...F, h: 'prepared' }],
     budget: { seed: 106, runs: 16, maxCommands: 150 },
-    needed: 25,
+    needed: 5,
+    neededRuns: 1,
   },
   {
     name: 'discard-of-started-accepted',
@@ -92,7 +104,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['transition:handle:started->refused:discard', 'reason:handle_active'],
     witness: [{ op: 'ready' }, { op: 'start_trajectory', ...F, h: 'prepared' }, { op: 'discard_trajectory', ...F, h: 'started' }],
     budget: { seed: 2, runs: 12, maxCommands: 150 },
-    needed: 36,
+    needed: 114,
+    neededRuns: 3,
   },
   {
     name: 'no-supersede',
@@ -101,7 +114,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['transition:handle:prepared->superseded:newer_preparation', 'reason:handle_superseded'],
     witness: [{ op: 'ready' }, { op: 'prepare_trajectory', ...F, io: 'none' }],
     budget: { seed: 108, runs: 4, maxCommands: 120 },
-    needed: 6,
+    needed: 24,
+    neededRuns: 1,
   },
   {
     name: 'grant-end-keeps-prepared',
@@ -110,7 +124,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['transition:handle:prepared->retired:stop_or_grant_loss', 'reason:handle_retired'],
     witness: [{ op: 'ready' }, { op: 'release', ...F }],
     budget: { seed: 109, runs: 4, maxCommands: 120 },
-    needed: 35,
+    needed: 23,
+    neededRuns: 1,
   },
   {
     name: 'release-keeps-retry-cache',
@@ -119,7 +134,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['rule:idempotency.cache_dropped'],
     witness: [ACQUIRE, { op: 'mark_telemetry', ...F, label: 'ok', rid: 'a' }, { op: 'release', ...F }, { op: 'mark_telemetry', s: 'ended', g: 'current', label: 'ok', rid: 'a' }],
     budget: { seed: 110, runs: 8, maxCommands: 150 },
-    needed: 36,
+    needed: 91,
+    neededRuns: 6,
   },
   {
     name: 'changed-payload-replays',
@@ -128,7 +144,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['rule:idempotency.conflict', 'reason:request_id_conflict'],
     witness: [ACQUIRE, { op: 'mark_telemetry', ...F, label: 'ok', rid: 'a' }, { op: 'mark_telemetry', ...F, label: 'other', rid: 'a' }],
     budget: { seed: 1, runs: 6, maxCommands: 120 },
-    needed: 50,
+    needed: 25,
+    neededRuns: 1,
   },
   {
     name: 'later-start-leaves-running',
@@ -137,7 +154,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['transition:handle:started->consumed:completion'],
     witness: [{ op: 'ready' }, { op: 'start_trajectory', ...F, h: 'prepared' }, { op: 'replan' }],
     budget: { seed: 112, runs: 12, maxCommands: 150 },
-    needed: 86,
+    needed: 125,
+    neededRuns: 4,
   },
   {
     name: 'halt-keeps-active-handle',
@@ -146,7 +164,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['transition:grant:owned->owned:halt'],
     witness: [{ op: 'ready' }, { op: 'start_trajectory', ...F, h: 'prepared' }, { op: 'halt', ...F }],
     budget: { seed: 1, runs: 16, maxCommands: 150 },
-    needed: 24,
+    needed: 17,
+    neededRuns: 10,
   },
   {
     name: 'handles-outlive-core',
@@ -155,7 +174,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['reason:unknown_handle'],
     witness: [{ op: 'ready' }, { op: 'restart_core' }, { op: 'ready' }, { op: 'start_trajectory', ...F, h: 'other_core' }],
     budget: { seed: 114, runs: 6, maxCommands: 150 },
-    needed: 76,
+    needed: 59,
+    neededRuns: 12,
   },
   {
     name: 'terminal-handles-unknown',
@@ -164,7 +184,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['rule:handle.terminal_never_regain'],
     witness: [{ op: 'ready' }, { op: 'discard_trajectory', ...F, h: 'prepared' }, { op: 'discard_trajectory', ...F, h: 'last' }],
     budget: { seed: 115, runs: 8, maxCommands: 120 },
-    needed: 15,
+    needed: 85,
+    neededRuns: 3,
   },
   {
     name: 'on-intent-without-io-arm',
@@ -173,7 +194,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['reason:io_not_armed'],
     witness: [{ op: 'ready', plan: 'on' }, { op: 'io_disarm', ...F }, { op: 'start_trajectory', ...F, h: 'prepared' }],
     budget: { seed: 4, runs: 8, maxCommands: 150 },
-    needed: 31,
+    needed: 13,
+    neededRuns: 4,
   },
   {
     name: 'stopping-admits-commands',
@@ -182,7 +204,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['rule:grant.stopping_no_movement'],
     witness: [ACQUIRE, { op: 'stop', ...F, drain: false }, { op: 'arm', ...F }, { op: 'drain' }],
     budget: { seed: 117, runs: 8, maxCommands: 150 },
-    needed: 60,
+    needed: 6,
+    neededRuns: 3,
   },
   {
     name: 'lease-not-capped',
@@ -191,7 +214,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['rule:grant.lease_min_of_request_and_ceiling'],
     witness: [ACQUIRE],
     budget: { seed: 118, runs: 3, maxCommands: 120 },
-    needed: 7,
+    needed: 8,
+    neededRuns: 1,
   },
   {
     name: 'end-jog-ends-legacy',
@@ -200,6 +224,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['rule:op.end_jog.exact_generation'],
     witness: [{ op: 'ready' }, { op: 'jog', ...F, timeout: 250 }, { op: 'end_jog', ...F, jg: 'current' }],
     budget: { seed: 119, runs: 12, maxCommands: 150 },
+    needed: 60,
+    neededRuns: 5,
   },
   {
     name: 'start-gate-ignores-jog',
@@ -208,7 +234,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['rule:op.start.handle_kept'],
     witness: [{ op: 'ready' }, { op: 'begin_jog', ...F, mask: 'traj', clock: 'ok', deadline: 'ok' }, { op: 'start_trajectory', ...F, h: 'prepared' }],
     budget: { seed: 10, runs: 12, maxCommands: 150 },
-    needed: 38,
+    needed: 71,
+    neededRuns: 9,
   },
   {
     name: 'reset-keeps-session',
@@ -217,7 +244,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['transition:grant:owned->session_retired:reset_fault', 'rule:op.reset_fault.retires_session'],
     witness: [ACQUIRE, { op: 'reset_fault', ...F }],
     budget: { seed: 2, runs: 6, maxCommands: 150 },
-    needed: 4,
+    needed: 49,
+    neededRuns: 3,
   },
   // Programs (part 3 handle table: "trajectory and program handles"; part 4 prepare_program, start_program;
   // PROFILE "Programs"), the two upload slots (part 8) and jog frames (PROFILE "Jog" local_jog_update).
@@ -228,7 +256,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['transition:handle:prepared->superseded:newer_preparation'],
     witness: [ACQUIRE, { op: 'prepare_trajectory', ...F, io: 'none' }, { op: 'prepare_program', ...F, prog: 'a' }],
     budget: { seed: 122, runs: 8, maxCommands: 150 },
-    needed: 44,
+    needed: 8,
+    neededRuns: 1,
   },
   {
     name: 'program-start-replaces-program',
@@ -237,7 +266,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['reason:program_already_executing', 'profile:program.start_lookup'],
     witness: [{ op: 'ready', plan: 'program' }, { op: 'prepare_program', ...F, prog: 'b' }, { op: 'start_program', ...F, id: 'current' }, { op: 'start_program', ...F, id: 'other' }],
     budget: { seed: 123, runs: 12, maxCommands: 150 },
-    needed: 8,
+    needed: 19,
+    neededRuns: 7,
   },
   {
     name: 'start-trajectory-takes-program-handle',
@@ -246,7 +276,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['reason:unknown_handle'],
     witness: [{ op: 'ready', plan: 'program' }, { op: 'start_trajectory', ...F, h: 'program' }],
     budget: { seed: 124, runs: 12, maxCommands: 150 },
-    needed: 54,
+    needed: 16,
+    neededRuns: 5,
   },
   {
     name: 'discard-refuses-program-handle',
@@ -255,7 +286,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['transition:handle:prepared->discarded:discard'],
     witness: [ACQUIRE, { op: 'prepare_program', ...F, prog: 'a' }, { op: 'discard_trajectory', ...F, h: 'program' }],
     budget: { seed: 125, runs: 8, maxCommands: 150 },
-    needed: 12,
+    needed: 99,
+    neededRuns: 5,
   },
   {
     name: 'program-start-skips-gate',
@@ -264,6 +296,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['transition:handle:prepared->prepared:start_refused', 'reason:not_ready'],
     witness: [{ op: 'ready', plan: 'program', omit: 'arm' }, { op: 'start_program', ...F, id: 'current' }],
     budget: { seed: 126, runs: 12, maxCommands: 150 },
+    needed: 93,
+    neededRuns: 15,
   },
   {
     name: 'no-upload-slot',
@@ -272,7 +306,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['limit:upload_slots_per_kind', 'reason:busy'],
     witness: [ACQUIRE, { op: 'hold_upload', kind: 'trajectory' }, { op: 'prepare_trajectory', ...F, io: 'none' }, { op: 'finish_upload' }],
     budget: { seed: 127, runs: 8, maxCommands: 150 },
-    needed: 21,
+    needed: 71,
+    neededRuns: 2,
   },
   {
     name: 'one-global-upload-slot',
@@ -281,7 +316,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['limit:upload_slots_per_kind'],
     witness: [ACQUIRE, { op: 'hold_upload', kind: 'trajectory' }, { op: 'prepare_program', ...F, prog: 'a' }, { op: 'finish_upload' }],
     budget: { seed: 128, runs: 8, maxCommands: 150 },
-    needed: 57,
+    needed: 97,
+    neededRuns: 10,
   },
   {
     name: 'end-jog-accepts-older',
@@ -290,6 +326,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['rule:op.end_jog.exact_generation'],
     witness: [{ op: 'ready' }, { op: 'begin_jog', ...F, mask: 'traj', clock: 'ok', deadline: 'ok' }, { op: 'begin_jog', ...F, mask: 'traj', clock: 'ok', deadline: 'ok' }, { op: 'end_jog', ...F, jg: 'older' }],
     budget: { seed: 129, runs: 12, maxCommands: 150 },
+    needed: 82,
+    neededRuns: 2,
   },
   {
     name: 'update-jog-takes-legacy',
@@ -298,6 +336,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['profile:jog.frame_refusals'],
     witness: [{ op: 'ready' }, { op: 'jog', ...F, timeout: 250 }, { op: 'update_jog', ...F, jg: 'legacy', seq: 'next', capture: 'now' }],
     budget: { seed: 130, runs: 12, maxCommands: 150 },
+    needed: 39,
+    neededRuns: 2,
   },
   {
     name: 'update-jog-unordered',
@@ -305,7 +345,9 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     patch: { updateJogOrdered: false },
     covers: ['profile:jog.frame_refusals'],
     witness: [{ op: 'ready' }, { op: 'begin_jog', ...F, mask: 'traj', clock: 'ok', deadline: 'ok' }, { op: 'update_jog', ...F, jg: 'current', seq: 'next', capture: 'now' }, { op: 'update_jog', ...F, jg: 'current', seq: 'same', capture: 'now' }],
-    budget: { seed: 131, runs: 12, maxCommands: 150 },
+    budget: { seed: 131, runs: 20, maxCommands: 150 },
+    needed: 126,
+    neededRuns: 12,
   },
   {
     name: 'update-jog-unfenced',
@@ -314,7 +356,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['profile:jog.frame_refusals'],
     witness: [{ op: 'ready' }, { op: 'begin_jog', ...F, mask: 'traj', clock: 'ok', deadline: 'ok' }, { op: 'update_jog', s: 'current', g: 'newer', jg: 'current', seq: 'next', capture: 'now' }],
     budget: { seed: 132, runs: 12, maxCommands: 150 },
-    needed: 23,
+    needed: 12,
+    neededRuns: 1,
   },
   {
     name: 'first-point-intent-dropped',
@@ -323,6 +366,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['profile:program.output_intents'],
     witness: [{ op: 'ready', plan: 'on0' }, { op: 'io_arm', ...F }, { op: 'start_trajectory', ...F, h: 'prepared' }, { op: 'step', cycles: 400 }, { op: 'step', cycles: 60 }],
     budget: { seed: 133, runs: 16, maxCommands: 150 },
+    needed: 35,
+    neededRuns: 1,
   },
   {
     name: 'first-sample-marker-dropped',
@@ -331,6 +376,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['profile:program.output_intents'],
     witness: [{ op: 'ready', plan: 'program_on' }, { op: 'io_arm', ...F }, { op: 'start_program', ...F, id: 'current' }, { op: 'step', cycles: 400 }, { op: 'step', cycles: 60 }],
     budget: { seed: 134, runs: 16, maxCommands: 150 },
+    needed: 7,
+    neededRuns: 1,
   },
   // Issue 21's weak items, each as a property of its own (the mapping: docs/profile.md "Model-based runs").
   {
@@ -340,7 +387,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['reason:handle_retired', 'rule:handle.terminal_never_regain'],
     witness: [{ op: 'ready' }, { op: 'release', ...F }, ACQUIRE, { op: 'start_trajectory', ...F, h: 'terminal' }],
     budget: { seed: 135, runs: 8, maxCommands: 150 },
-    needed: 129,
+    needed: 17,
+    neededRuns: 1,
   },
   {
     name: 'program-on-marker-without-io-arm',
@@ -349,7 +397,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['reason:io_not_armed', 'profile:program.output_intents'],
     witness: [{ op: 'ready', plan: 'program_on' }, { op: 'io_disarm', ...F }, { op: 'start_program', ...F, id: 'current' }],
     budget: { seed: 136, runs: 12, maxCommands: 150 },
-    needed: 18,
+    needed: 10,
+    neededRuns: 2,
   },
   {
     name: 'jog-skips-gate',
@@ -358,7 +407,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['reason:not_ready'],
     witness: [{ op: 'ready', omit: 'arm' }, { op: 'begin_jog', ...F, mask: 'traj', clock: 'ok', deadline: 'ok' }],
     budget: { seed: 137, runs: 12, maxCommands: 150 },
-    needed: 44,
+    needed: 57,
+    neededRuns: 1,
   },
   {
     name: 'renew-resets-lease',
@@ -367,7 +417,29 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     covers: ['transition:grant:owned->owned:renew'],
     witness: [{ op: 'acquire', lease: 499, binding: 'ok', controller: 'ok' }, { op: 'renew', ...F }],
     budget: { seed: 138, runs: 8, maxCommands: 150 },
-    needed: 8,
+    needed: 6,
+    neededRuns: 7,
+  },
+  // The one-cycle bound of output intents (issue 21 weak item io_marker_late; PROFILE "Programs" Output intents).
+  {
+    name: 'late-intent-applied',
+    wrong: 'an intent on point 0 reached one cycle late (a late first cycle) is applied as if on time',
+    patch: { markerLateNotApplied: false },
+    covers: ['reason:io_marker_late', 'profile:io.marker_late'],
+    witness: [{ op: 'ready', plan: 'on0' }, { op: 'io_arm', ...F }, { op: 'start_trajectory', ...F, h: 'prepared', late: 'cycle' }, { op: 'step', cycles: 400 }, { op: 'step', cycles: 60 }, { op: 'io_arm', ...F }],
+    budget: { seed: 139, runs: 12, maxCommands: 150 },
+    needed: 47,
+    neededRuns: 2,
+  },
+  {
+    name: 'late-bound-inclusive',
+    wrong: 'an intent reached one nanosecond less than a cycle late is late too (io_marker_late)',
+    patch: { markerLateBoundOneCycle: false },
+    covers: ['profile:io.marker_late'],
+    witness: [{ op: 'ready', plan: 'on0' }, { op: 'io_arm', ...F }, { op: 'start_trajectory', ...F, h: 'prepared', late: 'under' }, { op: 'step', cycles: 400 }, { op: 'step', cycles: 60 }],
+    budget: { seed: 140, runs: 12, maxCommands: 150 },
+    needed: 12,
+    neededRuns: 4,
   },
 ];
 
