@@ -14,9 +14,16 @@ describe('telemetry_busy', () => {
   test('the ring header is sampled 16 times: torn for 15 samples a poll is answered, torn for 16 it is telemetry_busy', covers('limit:telemetry_busy_samples', 'reason:telemetry_busy'), async ({ client, target, skip }) => {
     needsFaults({ skip }, target);
     const after = await latestSequence(client);
-    await target.inject({ kind: 'tear_header_samples', samples: 15 });
-    const answered = await pollTelemetry(client, after);
-    expect(answered.raw.status, 'torn for 15 samples: the 16th is clean').toBe(200);
+    // The 16th sample is a real one, and a real sample is torn whenever it meets the writer inside a record
+    // (rarely; more often on a loaded machine): a 409 there is tried again, up to three times. A cell that
+    // gives up after 15 samples answers 409 every time.
+    let answered: Awaited<ReturnType<typeof pollTelemetry>> | undefined;
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      await target.inject({ kind: 'tear_header_samples', samples: 15 });
+      answered = await pollTelemetry(client, after);
+      if (answered.raw.status === 200) break;
+    }
+    expect(answered!.raw.status, 'torn for 15 samples: the 16th is clean').toBe(200);
     await target.inject({ kind: 'tear_header_samples', samples: 16 });
     const busy = await pollTelemetry(client, after);
     expect(busy.raw.status, 'torn for 16 samples').toBe(409);
