@@ -40,7 +40,12 @@ async function record(file: string, script: (gen: bigint) => Live[], o: { lateWa
   host.stepper = (cycles) => host.step(cycles);
   let steps = 0;
   for (const m of script(7n)) {
-    if ('wallMs' in m) await new Promise((r) => setTimeout(r, m.wallMs));
+    if ('wallMs' in m) {
+      // A timer may fire up to a millisecond early on the host clock (libuv's loop time is in whole ms):
+      // wait until the host clock itself has moved on by wallMs.
+      const until = hostNow() + BigInt(m.wallMs) * MS;
+      while (hostNow() < until) await new Promise((r) => setTimeout(r, Math.max(1, Number((until - hostNow()) / MS))));
+    }
     else {
       host.handle(m);
       if (m.t === 'step' && ++steps === o.lateWakeAfterStep) host.handle({ t: 'inject', id: 900, fault: { kind: 'late_wake', ns: 5_000_000 } });
