@@ -5,26 +5,18 @@
 
 import { describe, expect, test } from 'vitest';
 import { Refusal } from './envelope.ts';
-import { TrajectoryOps } from './trajectories.ts';
+import { pointArrays, TrajectoryOps } from './trajectories.ts';
 import type { PointArrays } from './upload/decoder.ts';
 
 const AXES = 2;
 const machine = { axes: Array.from({ length: AXES }, () => ({})), io: { outputs: [{}, { torch: true }] } };
 const ops = new TrajectoryOps({} as never, {} as never, machine as never, {} as never);
 
+/** A plan of `times` with every position 0, built the way a decoded small body is (pointArrays). */
 function points(times: readonly bigint[]): PointArrays {
-  const n = times.length;
-  return {
-    count: n,
-    axes: AXES,
-    timeNs: BigInt64Array.from(times),
-    position: new Float64Array(n * AXES),
-    velocity: new Float64Array(n * AXES).fill(Number.NaN),
-    hasVelocity: new Uint8Array(n),
-    ioMask: new Uint32Array(n),
-    ioValues: new Uint32Array(n),
-    ioFlags: new Uint8Array(n),
-  } as PointArrays;
+  const p = pointArrays(times.map((time_ns) => ({ time_ns, position: new Array<number>(AXES).fill(0) })) as never, AXES);
+  if (p instanceof Refusal) throw new Error(`pointArrays refused the plan: ${p.label}`);
+  return p;
 }
 
 /** The first refused point's message, or 'ok'. */
