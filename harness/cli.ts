@@ -380,6 +380,9 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
       target === 'rig' ? `rig+${basename(values.machine!).replace(/\.json$/, '')}` : values.driver && values.driver !== 'sim' ? `${target}+${values.driver}` : target,
     ),
   });
+  // The stacks' bundle is built while vitest starts (harness/targets/reference.ts startEarlyPrebuild).
+  const { startEarlyPrebuild, PREBUILT_ENV } = await import('./targets/reference.ts');
+  const dropPrebuild = process.env[PREBUILT_ENV] ? async () => undefined : startEarlyPrebuild();
   const { startVitest } = await import('vitest/node');
   const vitest = await startVitest('test', positionals, {
     root: ROOT,
@@ -399,8 +402,12 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
       reporter,
     ],
     passWithNoTests: false,
+  }).catch(async (e: unknown) => {
+    await dropPrebuild();
+    throw e;
   });
   await vitest.close();
+  await dropPrebuild();
   const code = exitCodeOf(reporter.record);
   const closing = reporter.closingLine();
   if (!selfTest && !values['no-report'] && reporter.record) {

@@ -78,12 +78,41 @@ export function referenceCommand(program: ReferenceProgram, env: NodeJS.ProcessE
   return [...node, ...TS_NODE_ARGS, { stack: STACK_ENTRY, config: CONFIG_ENTRY, planner: PLANNER_ENTRY, olp: OLP_ENTRY }[program]];
 }
 
+/** A bundle being built (or built), as prebuildReference returns it. */
+export type Prebuilt = { dir: string; remove: () => Promise<void> };
+
+/**
+ * A bundle started by `hil run`/`hil test` before vitest starts, so esbuild works while vitest loads its
+ * configuration and projects (about 0.8 s of the run's start here). It is kept on globalThis because the
+ * global setup that takes it (prebuild-setup.ts) is loaded by vitest's module runner, a second instance of
+ * this module in the same process.
+ */
+const EARLY = Symbol.for('cell-hil.early-prebuild');
+type EarlyHolder = { [EARLY]?: Promise<Prebuilt> };
+
+/** Start bundling now (see EARLY); returns a function that waits for the build and removes its directory. */
+export function startEarlyPrebuild(): () => Promise<void> {
+  const p = prebuildReference();
+  p.catch(() => undefined); // a failed build is reported by the global setup that awaits it
+  (globalThis as EarlyHolder)[EARLY] = p;
+  return async () => {
+    delete (globalThis as EarlyHolder)[EARLY];
+    const built = await p.catch(() => undefined);
+    await built?.remove();
+  };
+}
+
+/** The early bundle, when the command that started vitest began one in this process. */
+export function earlyPrebuild(): Promise<Prebuilt> | undefined {
+  return (globalThis as EarlyHolder)[EARLY];
+}
+
 /**
  * Bundle the reference programs into a fresh directory under node_modules/.cache (inside the checkout, so
  * that the bundles resolve the packages they leave external from the project's node_modules). Returns the
  * directory and a function that removes it. Runs in well under a second.
  */
-export async function prebuildReference(): Promise<{ dir: string; remove: () => Promise<void> }> {
+export async function prebuildReference(): Promise<Prebuilt> {
   const { build } = await import('esbuild');
   const parent = join(ROOT, 'node_modules', '.cache', 'hil-stack');
   await mkdir(parent, { recursive: true });
