@@ -160,6 +160,9 @@ describe('the Allure results in allure 3', () => {
     const rendered = new Map(Object.values(byId).map((r) => [r.name, r.status]));
     expect([...rendered.keys()].sort()).toEqual(run.tests.map((t) => t.name).sort());
     expect(run.tests.length).toBe(3);
+    // One result file per test: a file's results are written when it ends (allure-reporter.ts
+    // onTestModuleEnd), and the run's end must not write them a second time.
+    expect(readdirSync(join(dir, 'allure-results')).filter((f) => f.endsWith('-result.json')).length).toBe(run.tests.length);
     for (const t of run.tests) expect(allureStatus(t), t.name).toContain(rendered.get(t.name));
     const notPassed = [...rendered].filter(([, st]) => st !== 'passed').map(([n]) => n);
     expect(notPassed.length).toBe(1);
