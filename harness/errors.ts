@@ -38,6 +38,7 @@ export const HARNESS_CODES = {
   HIL_ERR_TARGET_REFUSED: 'fail', // the target refused a request the documents say it must answer here
   HIL_ERR_TARGET_MALFORMED: 'fail', // the target sent a reply, stream or output the documents do not allow
   HIL_ERR_TOOL_FAILED: 'error', // a harness-side tool process (not the system under test) could not run
+  HIL_ERR_HOST_TOO_SLOW: 'error', // the harness's host missed a timing window a check needs (its own sends came too late), on every attempt
   // Catalogue and traceability (harness/catalogue/, harness/trace.ts): the harness's own data
   HIL_ERR_CATALOGUE: 'error', // the catalogue is malformed or has no such id
   HIL_ERR_TRACE: 'error', // covers()/profile() used without ids

@@ -10,6 +10,7 @@
 
 import { afterEach } from 'vitest';
 import { Cell, type Session } from '../../harness/clients/cell.ts';
+import { HarnessError } from '../../harness/errors.ts';
 import type { BindingInput, ControlClient } from '../../harness/clients/control.ts';
 import { eventCursor, eventsSince } from '../../harness/clients/events.ts';
 import {
@@ -489,22 +490,39 @@ describe('internet link profile', () => {
         expect(Number(s.grant.lease_ms), String(asked)).toBe(got);
         expect((await l.alice.fenced('release', s)).status).toBe(200);
       }
-      const s = await ready(l);
-      const clock = await readJogClock(l.localClient);
-      const origin = hostNs() - 700_000_000n;
-      const b = await l.alice.fenced('begin_jog', s, { axis_mask: 1 << J1, source_origin_host_ns: origin, deadline_host_ns: origin + 750_000_000n, clock_incarnation: clock.incarnation });
-      expect(b.status, b.reply.error).toBe(200);
-      const jg = b.reply.handle!;
-      const ws = await RemoteJogSocket.open(l.aliceCreds, q(s, jg));
-      const g0 = await readJogIngress(l.localClient);
-      await ws.sendBinary(frame(l, s, jg, 1n, velocities(l, J1, 0.1), hostNs() - 760_000_000n));
-      await ws.sendBinary(frame(l, s, jg, 2n, velocities(l, J1, 0.1), hostNs() - 600_000_000n));
-      const g = await remoteReceived(l.localClient, (g0.remote_received as bigint) + 2n);
-      expect(g.accepted).toBe((g0.accepted as bigint) + 1n);
-      expect((g.refused_by_reason as Record<string, bigint>).jog_clock_input_stale).toBe(((g0.refused_by_reason as Record<string, bigint>).jog_clock_input_stale ?? 0n) + 1n);
-      expect(g.last_accepted_sequence).toBe(2n);
-      await closeLane(ws, l);
-      await release(l, s);
+      // The 600 ms old frame must not be older than the session's origin (jog_capture_before_origin), and
+      // the session's first input deadline is origin + 750 ms: the frames have to be sent in the 140 ms
+      // after begin_jog that this origin leaves. A loaded host that takes longer to open the WebSocket
+      // misses the window through no fault of the cell: that attempt is noted and tried again (three at
+      // most); the outcome is asserted only on an attempt whose frames left inside the window.
+      let attempts = 0;
+      for (;;) {
+        attempts++;
+        const s = await ready(l);
+        const clock = await readJogClock(l.localClient);
+        const origin = hostNs() - 610_000_000n;
+        const b = await l.alice.fenced('begin_jog', s, { axis_mask: 1 << J1, source_origin_host_ns: origin, deadline_host_ns: origin + 750_000_000n, clock_incarnation: clock.incarnation });
+        expect(b.status, b.reply.error).toBe(200);
+        const jg = b.reply.handle!;
+        const ws = await RemoteJogSocket.open(l.aliceCreds, q(s, jg));
+        const g0 = await readJogIngress(l.localClient);
+        await ws.sendBinary(frame(l, s, jg, 1n, velocities(l, J1, 0.1), hostNs() - 760_000_000n));
+        const sentAt = hostNs();
+        await ws.sendBinary(frame(l, s, jg, 2n, velocities(l, J1, 0.1), sentAt - 600_000_000n));
+        const g = await remoteReceived(l.localClient, (g0.remote_received as bigint) + 2n);
+        const inWindow = sentAt + 20_000_000n < origin + 750_000_000n; // 20 ms for the frame to reach the service
+        if (!inWindow && attempts === 3) {
+          throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `the 600 ms old frame left ${Number(sentAt - origin) / 1e6} ms after the session's origin on each of 3 attempts (the window ends at 730 ms)`);
+        }
+        if (inWindow) {
+          expect(g.accepted).toBe((g0.accepted as bigint) + 1n);
+          expect((g.refused_by_reason as Record<string, bigint>).jog_clock_input_stale).toBe(((g0.refused_by_reason as Record<string, bigint>).jog_clock_input_stale ?? 0n) + 1n);
+          expect(g.last_accepted_sequence).toBe(2n);
+        }
+        await closeLane(ws, l);
+        await release(l, s);
+        if (inWindow) break;
+      }
     },
   );
 });
