@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
-import { DURATION_MS, JOG_FILES, LAST_FILES, longestFirst, QUIET_FILES } from './sequencer.ts';
+import { DURATION_MS, JOG_FILES, LAST_BESIDE, LAST_FILES, longestFirst, QUIET_FILES } from './sequencer.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 
@@ -39,4 +39,21 @@ test('quiet files first, then jog, then the rest heaviest first (unknown files i
     'conformance:suites/events/other.test.ts',
     'conformance:suites/trajectory/upload.test.ts',
   ]);
+});
+
+test('in a whole run the upload goes out when the last LAST_BESIDE files of the rest remain, after every heavy file; one short of that many files keeps it last', () => {
+  const busy = { name: 'conformance', config: { root: ROOT } };
+  const spec = (f: string) => ({ project: busy, moduleId: join(ROOT, f) });
+  const heavy = Object.keys(DURATION_MS).filter((f) => !QUIET_FILES.includes(f) && !JOG_FILES.includes(f));
+  const small = (n: number) => Array.from({ length: n }, (_, i) => `suites/small/s${String(i).padStart(2, '0')}.test.ts`);
+  const name = (s: { moduleId: string }) => s.moduleId.slice(ROOT.length + 1);
+  const whole = [...small(LAST_BESIDE), ...heavy]; // the small files have no figure: they go out after the heavy ones
+  const out = longestFirst([spec('suites/trajectory/upload.test.ts'), ...whole.map(spec)]).map(name);
+  expect(out.length).toBe(whole.length + 1);
+  expect(out.indexOf('suites/trajectory/upload.test.ts')).toBe(whole.length - LAST_BESIDE);
+  for (const f of heavy) expect(out.indexOf(f), f).toBeLessThan(out.indexOf('suites/trajectory/upload.test.ts'));
+  // A selection of fewer than 3 x LAST_BESIDE files besides it: the upload stays last.
+  const fewer = small(3 * LAST_BESIDE - 1);
+  expect(longestFirst([spec('suites/trajectory/upload.test.ts'), ...fewer.map(spec)]).map(name).at(-1)).toBe('suites/trajectory/upload.test.ts');
+  expect(longestFirst([spec('suites/trajectory/upload.test.ts'), ...small(3 * LAST_BESIDE).map(spec)]).map(name).at(-1)).not.toBe('suites/trajectory/upload.test.ts');
 });
