@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, expect, test } from 'vitest';
 import type { ReplayVerdict } from '../../fixtures/contract/replay-verdict.ts';
 import { enterTest, leaveTest } from './pertest.ts';
-import { NO_VARIANTS, Recorder } from './recorder.ts';
+import { NESTED_VARIANT, Recorder } from './recorder.ts';
 import { RecordingStore, variantOptionsJson } from './recording-store.ts';
 import { clipJson, describeVerdict } from './replay.ts';
 import { SimTarget } from './sim.ts';
@@ -127,7 +127,7 @@ test('a target carrying a session: no service restart, a core restart refused wh
   expect(t.abilities.serviceRestart).toBe(false);
   await expect(t.restartService()).rejects.toMatchObject({ code: 'HIL_ERR_TARGET_UNSUPPORTED', message: expect.stringContaining('a replayed stack cannot restart its service') });
   await expect(t.restartCore()).rejects.toMatchObject({ code: 'HIL_ERR_REPLAY_MISSING' }); // before any test channel call
-  expect(t.cannotProvide({ telemetry: 'off' })).toBe(NO_VARIANTS);
+  expect(t.cannotProvide({ telemetry: 'off' })).toBe(NESTED_VARIANT);
   await expect(t.variant({ telemetry: 'off' })).rejects.toMatchObject({ code: 'HIL_ERR_VARIANT_UNSUPPORTED' });
   await t.close();
   await t.close();

@@ -27,8 +27,10 @@ import type { VariantOptions } from './variant.ts';
 
 export type RecorderMode = 'off' | 'record' | 'replay';
 
-/** A variant of a recorded or replayed stack: the recorder numbers a test's variants as the test opens them, so a stack's own are not offered. */
-export const NO_VARIANTS = 'the replay target plays recorded per-test stacks; variant stacks are not recorded';
+/** A replay told no recordings directory or machine digest (hil run gives both): it has no variant recordings to find. */
+const NO_VARIANTS = 'the replay target plays recorded per-test stacks; variant stacks are not recorded';
+/** A variant's own variant: a test's variants are numbered in the order the test opens them, from its fixtures. */
+export const NESTED_VARIANT = 'a variant stack opens no variants of its own on a recorded or replayed run (a test\'s variants are recorded in the order the test opens them)';
 /** A variant opened outside a test (a describe block's shared variant) has no per-test recording. */
 export const SHARED_VARIANT = 'not recorded: a variant shared by a describe block is opened outside any test, and only per-test stacks are recorded';
 /** Stepped-clock variants recorded before format 3 have no steps and no host times to replay them with. */

@@ -18,7 +18,7 @@ import { startReferenceOlp } from './olp.ts';
 import { openStubPlanner, spawnReady } from './spawn.ts';
 import { machineFile, parseVariant, type VariantOptions } from './variant.ts';
 import { currentTest, registerPerTest, type PerTestHooks, type PerTestOutcome, type TestRun } from './pertest.ts';
-import { NO_VARIANTS, Recorder, type StackSession } from './recorder.ts';
+import { NESTED_VARIANT, Recorder, type StackSession } from './recorder.ts';
 import { variantOptionsJson } from './recording-store.ts';
 
 export async function startStack(o: StackStart): Promise<StackProcess> {
@@ -162,7 +162,7 @@ export class SimTarget implements Target, PerTestHooks {
   private readonly recorder: Recorder;
   /** The running stack's session (recorded or replayed), null when it is neither. */
   private session: StackSession | null;
-  /** A variant's stack: on a recorded or replayed run it opens no variants of its own (NO_VARIANTS). */
+  /** A variant's stack: on a recorded or replayed run it opens no variants of its own (NESTED_VARIANT). */
   private readonly isVariant: boolean;
   private readonly unregister: (() => void) | undefined;
   private closed = false;
@@ -233,12 +233,12 @@ export class SimTarget implements Target, PerTestHooks {
   }
 
   cannotProvide(options?: VariantOptions): string | undefined {
-    if (this.isVariant && this.recorder.perTest) return NO_VARIANTS;
+    if (this.isVariant && this.recorder.perTest) return NESTED_VARIANT;
     return this.recorder.cannotProvide(options); // the reference stack provides every variant option
   }
 
   async variant(options: VariantOptions): Promise<Target> {
-    if (this.isVariant && this.recorder.perTest) throw new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', NO_VARIANTS);
+    if (this.isVariant && this.recorder.perTest) throw new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', NESTED_VARIANT);
     return openVariant(this.recorder, parseVariant(options), this.start);
   }
 
