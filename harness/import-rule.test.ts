@@ -160,7 +160,7 @@ describe('the import table', () => {
       put(`${S}/service/cue.ts`, `import { ReplayPacer } from '../replay/pacer.ts';`);
       put(`${S}/core/core.ts`, `import { FenceMap } from '../replay/match.ts';`);
       put(`${S}/core/worker.ts`, `import { runPaced } from '../replay/worker-loop.ts';`);
-      put('fixtures/contract/c.ts', `import { RecordingStore } from '../../harness/targets/recording-store.ts';\nimport { writeVerdictFile } from '../../${S}/replay/verdict-file.ts';\nimport schema from './c.schema.json' with { type: 'json' };`);
+      put('fixtures/contract/c.ts', `import { RecordingStore } from '../../harness/targets/recording-store.ts';\nimport { writeVerdictFile } from '../../${S}/replay/verdict-file.ts';`);
       put('harness/targets/r.ts', `import { parseVerdictFile } from '../../fixtures/contract/replay-verdict.ts';`);
       put(`${S}/replay/v.ts`, `import { verdictFileText } from '../../fixtures/contract/replay-verdict.ts';`);
       expect(offences(root).sort()).toEqual(

@@ -5,8 +5,8 @@
 
 import { readFileSync } from 'node:fs';
 import { expect, test } from 'vitest';
-import { VALIDATOR_FILE, validatorSource } from '../../fixtures/contract/generate.mjs';
-import { parseVerdictFile, verdictProblems, VERDICT_SCHEMA_JSON, type ReplayVerdict } from '../../fixtures/contract/replay-verdict.ts';
+import { SCHEMA_FILE, VALIDATOR_FILE, validatorSource } from '../../fixtures/contract/generate.mjs';
+import { parseVerdictFile, verdictProblems, type ReplayVerdict } from '../../fixtures/contract/replay-verdict.ts';
 
 /** Every optional field present and every nullable one not null, all the way down. */
 type DeepRequired<T> = T extends readonly (infer U)[] ? DeepRequired<U>[] : T extends object ? { [K in keyof T]-?: DeepRequired<Exclude<T[K], null | undefined>> } : T;
@@ -43,7 +43,7 @@ const FULL = {
 } satisfies DeepRequired<ReplayVerdict>;
 
 type Node = { $ref?: string; properties?: Record<string, Node>; oneOf?: Node[]; items?: Node; type?: unknown };
-const defs = (VERDICT_SCHEMA_JSON as unknown as { definitions: Record<string, Node> }).definitions;
+const defs = (JSON.parse(readFileSync(SCHEMA_FILE, 'utf8')) as { definitions: Record<string, Node> }).definitions;
 const resolve = (n: Node): Node => (n.$ref ? resolve(defs[n.$ref.replace('#/definitions/', '')]!) : n);
 
 /** Walk schema and value together: at every object, the schema's properties are the value's keys. */
