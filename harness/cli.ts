@@ -22,7 +22,7 @@ import { computeCoverage, familyCounts } from './catalogue/gate.ts';
 import { CONFIG_ENTRY, OLP_ENTRY, PLANNER_ENTRY, STACK_ENTRY, STACK_NODE_ARGS, TS_NODE_ARGS } from './targets/reference.ts';
 import { packWeldplan, programDigest, sealProgram } from './clients/weldplan.ts';
 import { TARGETS } from './targets/index.ts';
-import { machineDigest } from './targets/replay.ts';
+import { machineDigest } from './targets/recorder.ts';
 import { decodeUtf8Strict, isJsonObject, parseExact, stringifyExact } from './oracle/json.ts';
 import type { JsonExact, JsonObject } from './oracle/json.ts';
 import { blockSha256, decodeDense } from './oracle/dense.ts';
@@ -349,7 +349,7 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
   if (values['allow-motion']) process.env.HIL_ALLOW_MOTION = '1';
   if (values.record !== undefined) {
     process.env.HIL_RECORD_DIR = resolve(values.record);
-    // A test that never opens the target is noted under this digest (a stackless sidecar, harness/targets/pertest.ts).
+    // A test that never opens the target is noted under this digest (a stackless sidecar, harness/targets/recording-store.ts).
     process.env.HIL_MACHINE_SHA256 = await machineDigest({ ...(values.machine ? { machine: resolve(values.machine) } : {}) });
   }
   if (values.recordings !== undefined) {

@@ -27,10 +27,11 @@ export const HARNESS_CODES = {
   HIL_ERR_TEST_CHANNEL: 'error', // the reference stack's private test channel refused (harness side)
   HIL_ERR_TARGET_UNSUPPORTED: 'error', // the target cannot do this at all (a replay cannot restart its core)
   HIL_ERR_TARGET_NOT_SETTLED: 'error', // a shared target could not be brought back to idle after a test (harness/targets/shared.ts)
-  // Recorded replay (harness/targets/replay.ts, docs/recording.md)
+  // Recorded replay (harness/targets/recorder.ts, docs/recording.md)
   HIL_ERR_REPLAY_MISSING: 'error', // no recordings directory, or no recording where one was required
   HIL_ERR_REPLAY_STALE: 'error', // the recording was made for another machine digest (both named): re-record
   HIL_ERR_REPLAY_NO_VERDICT: 'error', // the replay stack wrote no verdict (it did not start or was killed)
+  HIL_ERR_REPLAY_VERDICT_INVALID: 'error', // the replay stack's verdict file does not match fixtures/contract/replay-verdict.schema.json (or the stack refused its own)
   HIL_ERR_REPLAY_DIVERGED: 'fail', // the replayed run differed from the recording (request, reply, event or bus)
   HIL_ERR_REPLAY_UNHELD: 'error', // the replay could not hold a recorded order (a sync point waited for in vain): the test says nothing about the target
   // Clients (harness/clients/): what the target did

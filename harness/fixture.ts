@@ -1,7 +1,7 @@
 // The vitest fixtures every conformance suite uses. Suites get the target from here and never assume
 // which one it is; they ask `target.abilities` and Describe, and skip with a stated reason.
 
-import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as allure from 'allure-js-commons';
 import { afterAll, afterEach, beforeAll, beforeEach, test as base } from 'vitest';
@@ -11,9 +11,11 @@ import { waitStatus } from './clients/status.ts';
 import type { ControlClient } from './clients/control.ts';
 import { stringifyExact } from './oracle/json.ts';
 import { openTarget, targetFromEnv, variantsFromEnv, type Target, type VariantOptions } from './targets/index.ts';
-import { drawnProperties, perTestTargets, readSidecar, setCurrentTest, takeVariantOutcomes, useRecordedProperties, writeStacklessSidecar, type PerTestOutcome } from './targets/pertest.ts';
+import { enterTest, leaveTest, perTestTargets, type PerTestOutcome } from './targets/pertest.ts';
+import { Recorder } from './targets/recorder.ts';
+import { RecordingStore } from './targets/recording-store.ts';
 import { forgetDescription, refreshDescriptions, rememberDescription } from './targets/described.ts';
-import { clipJson, describeVerdict, replayPrecheck } from './targets/replay.ts';
+import { clipJson, describeVerdict } from './targets/replay.ts';
 import { cannotStartRemote, startRemoteStack, type RemoteOptions, type RemoteStack } from './targets/remote.ts';
 import { isShared } from './targets/shared.ts';
 import { noteStderr, offerInjector, redact } from './evidence.ts';
@@ -47,46 +49,46 @@ export const test = base.extend<{
   $test: { perTest: void; sharedSettled: void; client: ControlClient; cell: Cell; variant: VariantOf; traced: void };
 }>({
   // First of all (fixtures are set up in this order and torn down in reverse): on a recorded run or the
-  // replay target each test gets its own stack, started before the test's other fixtures and stopped after
-  // its cleanup (harness/targets/pertest.ts). Nothing happens on a plain run.
+  // replay target each test gets its own stacks, started before the test's other fixtures and stopped after
+  // its cleanup (harness/targets/recorder.ts; the test's state: harness/targets/pertest.ts TestRun). Nothing
+  // happens on a plain run.
   perTest: [
     async ({ task, skip }, use) => {
       const { name, options } = targetFromEnv();
-      const replay = name === 'replay';
-      if (!replay && !(name === 'sim' && options.recordDir)) return use();
+      const recorder = Recorder.of(name, options);
+      if (!recorder.perTest) return use();
+      const replay = recorder.mode === 'replay';
       const id = task.fullName;
       let recording: string | undefined;
       if (replay) {
-        const pre = await replayPrecheck(id, options);
+        const pre = await recorder.precheck(id);
         if ('skip' in pre) skip(pre.skip);
         else recording = 'path' in pre ? pre.path : pre.stackless; // stackless: recorded without a stack, runs without one
       }
-      setCurrentTest(id);
+      const test = enterTest(id);
       const started = performance.now();
       // A replayed property test draws the cases it was recorded with (their seeds are beside the recording).
-      if (recording) useRecordedProperties(readSidecar(recording));
+      if (recording) test.useRecordedProperties(RecordingStore.readSidecar(recording));
       const outcomes: PerTestOutcome[] = [];
       let testWall: { wallMs: number; recordedMs: number | undefined } | undefined;
       try {
-        for (const t of perTestTargets()) await t.begin(id);
+        for (const t of perTestTargets()) await t.begin(test);
         // A fresh stack has fresh incarnations: the file's Describe must be this test's stack's.
         await refreshDescriptions(perTestTargets());
         await use();
       } finally {
-        for (const t of perTestTargets()) outcomes.push(await t.end());
+        for (const t of perTestTargets()) outcomes.push(...(await t.end()));
         const wallMs = Math.round(performance.now() - started);
         // Recorded, but the test never opened the target: say so beside where its recording would be, so
         // its replay runs it (without a stack) rather than skipping it as not recorded. Its variants, if it
         // opened any, have recordings of their own beside that.
-        if (!replay && options.recordDir && options.machineSha256 && !outcomes.some((o) => o.recording)) {
-          writeStacklessSidecar(options.recordDir, 'sim', options.machineSha256, id, drawnProperties(), wallMs);
-        }
+        if (!outcomes.some((o) => o.recording)) recorder.noteStackless(test, wallMs);
         // The test's wall time beside its recording: a replay says how much faster (or slower) it ran.
-        if (!replay) for (const o of outcomes) if (o.recording && !o.variant) noteSidecar(o.recording, { test_wall_ms: wallMs });
-        testWall = { wallMs, recordedMs: replay && recording ? numberOr(readSidecar(recording)?.test_wall_ms) : undefined };
+        if (!replay) for (const o of outcomes) if (o.recording && !o.variant) RecordingStore.noteSidecar(o.recording, { test_wall_ms: wallMs });
+        testWall = { wallMs, recordedMs: replay && recording ? numberOr(RecordingStore.readSidecar(recording)?.test_wall_ms) : undefined };
         // The variant fixture has closed the test's variants by now (it is torn down first).
-        outcomes.push(...takeVariantOutcomes());
-        setCurrentTest(undefined);
+        outcomes.push(...test.takeOutcomes());
+        leaveTest();
       }
       for (const o of outcomes) {
         if (!o.recording) continue;
@@ -101,6 +103,7 @@ export const test = base.extend<{
         await allure.parameter(`recording mode${which}`, o.mode === 'replay' ? `replay ${options.replayMode ?? 'strict'}` : 'record');
         if (o.mode !== 'replay') continue;
         const v = o.verdict;
+        if (o.verdictProblem) throw new HarnessError('HIL_ERR_REPLAY_VERDICT_INVALID', `the replay stack of ${o.recording} wrote a verdict the harness cannot read: ${o.verdictProblem}`);
         if (!v) throw new HarnessError('HIL_ERR_REPLAY_NO_VERDICT', `the replay stack of ${o.recording} wrote no verdict (it did not start or was killed)`);
         await allure.parameter(`replay${which}`, describeVerdict(v));
         // A hold the replay could not keep comes first: from there on the recorded order was not kept, so
@@ -289,12 +292,12 @@ export function sharedVariant<D extends { binding: Description['binding'] } = De
       await o.target.close();
     }
   };
-  // A recorded or replayed run has a stack per test (harness/targets/pertest.ts): the shared variant is
+  // A recorded or replayed run has a stack per test (harness/targets/recorder.ts): the shared variant is
   // then opened for each test, as that test's first variant, so that it is recorded and replayed with it.
   if (perTestStacks()) {
     beforeEach(async ({ task }) => {
       // Hooks run before the test's fixtures: enter the test here, so the variant is filed under it.
-      setCurrentTest(task.fullName);
+      enterTest(task.fullName);
       await open();
     });
     afterEach(close);
@@ -318,10 +321,10 @@ export function sharedVariant<D extends { binding: Description['binding'] } = De
   };
 }
 
-/** A recorded run (`hil run --record`) or the replay target: every test gets stacks of its own (harness/targets/pertest.ts). */
+/** A recorded run (`hil run --record`) or the replay target: every test gets stacks of its own (harness/targets/recorder.ts). */
 export function perTestStacks(env: NodeJS.ProcessEnv = process.env): boolean {
   const { name, options } = targetFromEnv(env);
-  return name === 'replay' || (name === 'sim' && options.recordDir !== undefined);
+  return Recorder.of(name, options).perTest;
 }
 
 /** Start a remote listener stack (harness/targets/remote.ts) for the file or the test. */
@@ -397,10 +400,10 @@ export function sharedRemote(setup: (open: OpenRemote) => Promise<void | (() => 
   if (perTestStacks()) {
     beforeEach(async ({ task, skip }) => {
       // Hooks run before the test's fixtures: enter the test here, so the stacks are filed under it.
-      setCurrentTest(task.fullName);
+      enterTest(task.fullName);
       await up();
       if (cannot !== undefined) {
-        setCurrentTest(undefined);
+        leaveTest();
         skip(cannot);
       }
     });
@@ -418,16 +421,6 @@ export function sharedRemote(setup: (open: OpenRemote) => Promise<void | (() => 
       return stacks.length > 0;
     },
   };
-}
-
-/** Add fields to the sidecar of a recording (an output sink: never aborts a run). */
-function noteSidecar(recording: string, fields: Record<string, unknown>): void {
-  const path = recording.replace(/\.hilrec$/, '.json');
-  try {
-    writeFileSync(path, JSON.stringify({ ...(JSON.parse(readFileSync(path, 'utf8')) as object), ...fields }, null, 2) + '\n');
-  } catch {
-    // no sidecar to add to
-  }
 }
 
 const numberOr = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);

@@ -7,6 +7,8 @@
 // - the oracle and the catalogue never import the report: they are the reference, the report an output;
 // - paced replay (sims/replay/) is reached by the core only through the worker's paced loop, never by the
 //   service (it sees replay through the core link's messages).
+// - fixtures/ (fixtures/contract/: the verdict schema and file names the stack and the harness share)
+//   imports none of them, so both sides may import it without importing each other.
 // A rule the code breaks today is listed in KNOWN_OFFENCES with a note; the list can only shrink (an
 // offence that is gone must be struck from it).
 
@@ -49,6 +51,9 @@ export const RULES: Rule[] = [
   // core link's messages, and the core reaches it only through the worker's paced loop.
   { rule: 'sims/service/ never imports sims/replay/', from: ['sims/service'], forbid: ['sims/replay'] },
   { rule: 'sims/core/ reaches sims/replay/ only through its worker loop', from: ['sims/core'], forbid: ['sims/replay'], allow: ['sims/replay/worker-loop.ts'] },
+  // The file contract between the stack and the harness (the replay verdict's schema, the names of a
+  // restarted core's files) is neutral ground both sides import: it imports neither.
+  { rule: 'fixtures/ imports nothing of harness/, suites/, sims/ or drivers/', from: ['fixtures'], forbid: ['harness', 'suites', 'sims', 'drivers'] },
 ];
 
 /**
@@ -155,6 +160,9 @@ describe('the import table', () => {
       put(`${S}/service/cue.ts`, `import { ReplayPacer } from '../replay/pacer.ts';`);
       put(`${S}/core/core.ts`, `import { FenceMap } from '../replay/match.ts';`);
       put(`${S}/core/worker.ts`, `import { runPaced } from '../replay/worker-loop.ts';`);
+      put('fixtures/contract/c.ts', `import { RecordingStore } from '../../harness/targets/recording-store.ts';\nimport { writeVerdictFile } from '../../${S}/replay/verdict-file.ts';`);
+      put('harness/targets/r.ts', `import { parseVerdictFile } from '../../fixtures/contract/replay-verdict.ts';`);
+      put(`${S}/replay/v.ts`, `import { verdictFileText } from '../../fixtures/contract/replay-verdict.ts';`);
       expect(offences(root).sort()).toEqual(
         [
           `suites/ never imports sims/ or drivers/: suites/a.test.ts -> ../${S}/main.ts`,
@@ -167,6 +175,8 @@ describe('the import table', () => {
           'the oracle and the catalogue never import the report: harness/catalogue/c.ts -> ../report/verdict.ts',
           `sims/service/ never imports sims/replay/: ${S}/service/cue.ts -> ../replay/pacer.ts`,
           `sims/core/ reaches sims/replay/ only through its worker loop: ${S}/core/core.ts -> ../replay/match.ts`,
+          'fixtures/ imports nothing of harness/, suites/, sims/ or drivers/: fixtures/contract/c.ts -> ../../harness/targets/recording-store.ts',
+          `fixtures/ imports nothing of harness/, suites/, sims/ or drivers/: fixtures/contract/c.ts -> ../../${S}/replay/verdict-file.ts`,
         ].sort(),
       );
     } finally {

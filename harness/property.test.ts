@@ -4,22 +4,23 @@
 
 import { afterEach, expect, test } from 'vitest';
 import { propertyRun } from './property.ts';
-import { drawnProperties, setCurrentTest, useRecordedProperties } from './targets/pertest.ts';
+import { enterTest, leaveTest } from './targets/pertest.ts';
 
-afterEach(() => setCurrentTest(undefined));
+afterEach(() => leaveTest());
 
 test('a test\'s drawn seed and volume are kept for its recording, and reset for the next test', () => {
-  setCurrentTest('suites/x.test.ts > a');
+  const a = enterTest('suites/x.test.ts > a');
   const p = propertyRun('x', 7, { HIL_PROPERTY_SEED: '1234' });
   expect(p).toEqual({ numRuns: 7, seed: 1234 });
-  expect(drawnProperties()).toEqual({ x: { seed: 1234, numRuns: 7 } });
-  setCurrentTest('suites/x.test.ts > b');
-  expect(drawnProperties()).toEqual({});
+  expect(a.drawnProperties()).toEqual({ x: { seed: 1234, numRuns: 7 } });
+  // entered again (a beforeEach hook entered it first): the same test, what it drew is kept
+  expect(enterTest('suites/x.test.ts > a')).toBe(a);
+  expect(enterTest('suites/x.test.ts > b').drawnProperties()).toEqual({});
 });
 
 test('replaying a recorded test draws the recorded seed and volume, not the environment\'s or a fresh one', () => {
-  setCurrentTest('suites/x.test.ts > a');
-  useRecordedProperties({ test: 'suites/x.test.ts > a', properties: { x: { seed: 99, numRuns: 3 }, bad: { seed: 'no', numRuns: 1 } } });
+  const a = enterTest('suites/x.test.ts > a');
+  a.useRecordedProperties({ test: 'suites/x.test.ts > a', properties: { x: { seed: 99, numRuns: 3 }, bad: { seed: 'no', numRuns: 1 } } });
   expect(propertyRun('x', 150, {})).toEqual({ numRuns: 3, seed: 99 });
   expect(propertyRun('x', 150, { HIL_PROPERTY_SEED: '5', HIL_PROPERTY_RUNS: '8' })).toEqual({ numRuns: 3, seed: 99 });
   // A malformed entry is ignored; a property the recording does not name decides as usual.
@@ -28,8 +29,9 @@ test('replaying a recorded test draws the recorded seed and volume, not the envi
 });
 
 test('outside a test nothing is kept and nothing recorded is used', () => {
-  useRecordedProperties({ properties: { x: { seed: 99, numRuns: 3 } } });
-  setCurrentTest(undefined);
+  const a = enterTest('suites/x.test.ts > a');
+  a.useRecordedProperties({ properties: { x: { seed: 99, numRuns: 3 } } });
+  leaveTest();
   expect(propertyRun('x', 2, { HIL_PROPERTY_SEED: '5' })).toEqual({ numRuns: 2, seed: 5 });
-  expect(drawnProperties()).toEqual({});
+  expect(a.drawnProperties()).toEqual({});
 });

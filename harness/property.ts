@@ -4,16 +4,17 @@
 // each test's recording, and the replay target replays the test with them (docs/recording.md).
 
 import { randomInt } from 'node:crypto';
-import { noteProperty, recordedProperty } from './targets/pertest.ts';
+import { currentTest } from './targets/pertest.ts';
 
 /** fast-check parameters for one property: `{ numRuns, seed }`, printed to stderr with the property name. */
 export function propertyRun(name: string, defaultRuns: number, env: NodeJS.ProcessEnv = process.env): { numRuns: number; seed: number } {
   // Replaying a recorded test (the replay target): the cases its recording was made with, whatever the
   // environment says, since other cases would send other requests than were recorded.
-  const recorded = recordedProperty(name);
+  const test = currentTest();
+  const recorded = test?.recordedProperty(name);
   if (recorded) {
     process.stderr.write(`property ${name}: seed ${recorded.seed}, ${recorded.numRuns} runs (from the recording)\n`);
-    noteProperty(name, recorded);
+    test!.noteProperty(name, recorded);
     return { numRuns: recorded.numRuns, seed: recorded.seed };
   }
   const runs = env.HIL_PROPERTY_RUNS === undefined ? defaultRuns : Number(env.HIL_PROPERTY_RUNS);
@@ -21,8 +22,8 @@ export function propertyRun(name: string, defaultRuns: number, env: NodeJS.Proce
   const seed = env.HIL_PROPERTY_SEED === undefined ? randomInt(0, 2 ** 31) : Number(env.HIL_PROPERTY_SEED);
   if (!Number.isInteger(seed)) throw new Error(`HIL_PROPERTY_SEED must be an integer, got ${env.HIL_PROPERTY_SEED}`);
   process.stderr.write(`property ${name}: seed ${seed}, ${runs} runs (replay: HIL_PROPERTY_SEED=${seed} HIL_PROPERTY_RUNS=${runs})\n`);
-  // A recorded run keeps them beside the test's recording (harness/targets/pertest.ts).
-  noteProperty(name, { seed, numRuns: runs });
+  // A recorded run keeps them beside the test's recording (harness/targets/pertest.ts TestRun).
+  test?.noteProperty(name, { seed, numRuns: runs });
   return { numRuns: runs, seed };
 }
 

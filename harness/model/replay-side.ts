@@ -5,11 +5,13 @@
 // (docs/recording.md "Making one", "The replay target"); the recording and the verdict file are the only
 // things read, in a temporary directory of the run's own (removed afterwards).
 
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SimTarget, startStack, variantStart } from '../targets/sim.ts';
+import { HarnessError } from '../errors.ts';
 import type { ReplayVerdict } from '../targets/pertest.ts';
+import { readVerdict } from '../targets/recorder.ts';
 import type { Target } from '../targets/types.ts';
 import { MODEL_VARIANT } from './commands.ts';
 
@@ -44,11 +46,10 @@ export async function replayStacks(o: { machine?: string; run: string }): Promis
       return {
         target,
         verdict: () => {
-          try {
-            return JSON.parse(readFileSync(verdictFile, 'utf8')) as ReplayVerdict;
-          } catch {
-            return null;
-          }
+          // Checked against the schema the stack wrote it by (fixtures/contract/replay-verdict.schema.json).
+          const r = readVerdict(verdictFile);
+          if (r.verdictProblem) throw new HarnessError('HIL_ERR_REPLAY_VERDICT_INVALID', `the replay stack wrote a verdict the harness cannot read: ${r.verdictProblem}`);
+          return r.verdict ?? null;
         },
       };
     },

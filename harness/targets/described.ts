@@ -2,7 +2,7 @@
 //
 // The `description` fixture is file-scoped: on a plain run one stack serves the whole file, so one Describe
 // read at the start holds for every test. A recorded run and the replay target start a fresh stack for
-// every test (harness/targets/pertest.ts), and a fresh stack has fresh incarnations (daemon and adapter):
+// every test (harness/targets/recorder.ts), and a fresh stack has fresh incarnations (daemon and adapter):
 // a test comparing the incarnations of its events or telemetry with the Describe it was given would compare
 // them with the first test's stack. So the per-test fixture, once the test's stack is up, describes it
 // again and updates the object the file's tests hold in place (same object, current fields).

@@ -1,143 +1,20 @@
-// One stack per test, for recording and replaying test by test (issue 9; docs/recording.md "Per test").
+// The state of the test a worker runs now, in one object (issue 24): on a recorded or replayed run every
+// test has stacks of its own (docs/recording.md "Recording a suite run" says why), and what those stacks need
+// to know about the test lives in its TestRun: its id, how many variant stacks it opened (the n-th is recorded
+// and replayed as variant n), what became of their recordings, and the property seeds it drew or must draw.
 //
-// Decision: a recorded run (`hil run --record DIR`) starts a fresh reference stack for every test, recording
-// that stack's whole session, instead of asking one long-lived stack to cut its recording at test
-// boundaries. A replay starts from a fresh core (power-on drives, no grant, no history), so the only
-// recording that replays cycle for cycle is one that started from the same fresh core. It costs one stack
-// start per test (about a second), which is why only a recorded or replayed run pays it.
-//
-// Recordings live under DIR/<target>/<machine_sha256>/<file>/<slug>-<hash>.hilrec with a <same>.json beside
-// each naming the test, so a changed machine configuration never finds the old recordings by accident, and
-// a recording found under another digest is reported as stale with both digests.
+// The per-test fixture (harness/fixture.ts perTest) enters the test before any other fixture and leaves it
+// after the last; a beforeEach hook that opens stacks for the test (sharedVariant, sharedRemote) enters it
+// first. Code that a suite reaches without a fixture (harness/property.ts, a remote stack started by a suite)
+// finds the test with currentTest(). One test runs at a time in a worker, so one slot holds it.
 
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import type { PropertyParams } from './recording-store.ts';
+import type { ReplayVerdict } from '../../fixtures/contract/replay-verdict.ts';
 
-/** The test the harness is running now (set by the per-test fixture before any target fixture). */
-let current: string | undefined;
+export type { PropertyParams } from './recording-store.ts';
+export type { ReplayVerdict } from '../../fixtures/contract/replay-verdict.ts';
 
-export function setCurrentTest(id: string | undefined): void {
-  // Already entered by a beforeEach hook (a shared variant opened per test): keep what that hook noted.
-  if (id !== undefined && id === current) return;
-  current = id;
-  drawn = {};
-  recordedProperties = {};
-  variantsOpened = 0;
-  variantOutcomes.length = 0;
-}
-
-// Variant stacks (a test's `variant({...})`) are recorded and replayed test by test too: the n-th variant a
-// test opens is recorded beside the test's own recording as <same>.variant-<n>.hilrec, with its options in
-// the sidecar. A test opens its variants in the same order every time it runs, so n finds the recording.
-let variantsOpened = 0;
-const variantOutcomes: PerTestOutcome[] = [];
-
-/** The index the next variant the current test opens gets (1, 2, ...), without taking it. */
-export function peekVariantIndex(): number {
-  return variantsOpened + 1;
-}
-/** Take the next variant index of the current test. */
-export function takeVariantIndex(): number {
-  return ++variantsOpened;
-}
-/** A recorded or replayed variant stack of the current test has stopped: what happened to its recording. */
-export function noteVariantOutcome(o: PerTestOutcome): void {
-  if (current !== undefined) variantOutcomes.push(o);
-}
-/** The current test's variant outcomes so far (and forget them). */
-export function takeVariantOutcomes(): PerTestOutcome[] {
-  return variantOutcomes.splice(0);
-}
-/** Where the n-th variant stack of `testId` is recorded. */
-export function variantRecordingPath(dir: string, target: string, machineSha256: string, testId: string, n: number): string {
-  return recordingPath(dir, target, machineSha256, testId).replace(/\.hilrec$/, `.variant-${n}.hilrec`);
-}
-/**
- * Variant options as they are kept in a sidecar and compared on replay: keys sorted, bigints as decimal
- * strings, and a file system path (a variant's machine file, control socket or anchor directory, made in a
- * fresh temporary directory each run) by its last name without mkdtemp's random suffix. What a machine file
- * holds is compared by digest once the replayed stack is up (harness/targets/replay.ts).
- */
-export function variantOptionsJson(o: object): string {
-  const norm = (v: unknown, key: string): unknown =>
-    typeof v === 'bigint'
-      ? v.toString()
-      : typeof v === 'string' && (key === 'machine' || key === 'controlSocket' || key === 'dir')
-        ? byName(v)
-        : Array.isArray(v)
-          ? v.map((x) => norm(x, ''))
-          : v && typeof v === 'object'
-            ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, norm((v as Record<string, unknown>)[k], k)]))
-            : v;
-  return JSON.stringify(norm(o, ''));
-}
-
-/** A path by its last name without mkdtemp's random suffix (what stays the same from one run to the next). */
-const byName = (p: string) => (p.includes('/') ? p.slice(p.lastIndexOf('/') + 1).replace(/-[A-Za-z0-9]{6}$/, '') : p);
-
-/**
- * The options of a stack a test starts with flags of its own (a remote listener stack: harness/targets/
- * remote.ts), kept in its variant sidecar and compared on replay like variantOptionsJson: what the stack is
- * (`kind`), its pair id, the variant options its flags came from, and its own `hil serve` arguments with
- * every absolute path by its last name (a machine file, a configuration cache or certificates made in a
- * fresh temporary directory each run; what a machine file holds is compared by digest). The pair's
- * certificates themselves are fresh each run and not part of it: they live in the service, not the core.
- */
-export function stackOptionsJson(kind: string, o: { pairId?: string; args?: readonly string[]; variant?: object }): string {
-  return variantOptionsJson({
-    [kind]: {
-      args: (o.args ?? []).map((a) => (a.startsWith('/') ? byName(a) : a)),
-      ...(o.pairId !== undefined ? { pair_id: o.pairId } : {}),
-      ...(o.variant !== undefined ? { variant: o.variant } : {}),
-    },
-  });
-}
-
-/** A property test's parameters (harness/property.ts): kept with a recording so its replay draws the same cases. */
-export interface PropertyParams {
-  seed: number;
-  numRuns: number;
-}
-/** The properties the current test ran (name -> parameters), for its recording's sidecar. */
-let drawn: Record<string, PropertyParams> = {};
-/** Replay: the properties the current test's recording ran with. */
-let recordedProperties: Record<string, PropertyParams> = {};
-
-/** harness/property.ts: the current test runs property `name` with these parameters. */
-export function noteProperty(name: string, p: PropertyParams): void {
-  if (current !== undefined) drawn[name] = p;
-}
-/** What the current test drew (written beside its recording as `properties`). */
-export function drawnProperties(): Record<string, PropertyParams> {
-  return { ...drawn };
-}
-/** Replay: the parameters property `name` ran with when this test was recorded, if it was. */
-export function recordedProperty(name: string): PropertyParams | undefined {
-  return current === undefined ? undefined : recordedProperties[name];
-}
-/** Replay: take the `properties` of the current test's sidecar (malformed entries are ignored). */
-export function useRecordedProperties(sidecar: Record<string, unknown> | null): void {
-  recordedProperties = {};
-  const p = sidecar?.properties;
-  if (!p || typeof p !== 'object') return;
-  for (const [name, v] of Object.entries(p as Record<string, unknown>)) {
-    const { seed, numRuns } = (v ?? {}) as { seed?: unknown; numRuns?: unknown };
-    if (Number.isInteger(seed) && Number.isInteger(numRuns) && (numRuns as number) > 0) recordedProperties[name] = { seed: seed as number, numRuns: numRuns as number };
-  }
-}
-export function currentTest(): string | undefined {
-  return current;
-}
-
-/** A target that starts a stack per test: begin before the test's fixtures, end after its cleanup. */
-export interface PerTestHooks {
-  /** Start the stack for this test (recording or replaying it). */
-  begin(testId: string): Promise<void>;
-  /** Stop the test's stack and say what happened to its recording. */
-  end(): Promise<PerTestOutcome>;
-}
-
+/** What happened to one stack's recording when it stopped (a test's own, a variant's, a later core incarnation's). */
 export interface PerTestOutcome {
   recording: string;
   /** A variant stack's outcome: which of the test's variants (1, 2, ...). */
@@ -145,41 +22,91 @@ export interface PerTestOutcome {
   /** A later core incarnation of the stack (its core restarted): 2, 3, ... */
   incarnation?: number;
   mode: 'record' | 'replay';
-  /** Replay: the stack's verdict (drivers' PacedVerdict as JSON), or null when it wrote none. */
+  /** Replay: the stack's verdict (fixtures/contract/replay-verdict.schema.json), or null when there is none to read. */
   verdict?: ReplayVerdict | null;
+  /** Replay: why the verdict file the stack wrote is not a verdict (HIL_ERR_REPLAY_VERDICT_INVALID). */
+  verdictProblem?: string;
 }
 
-/** The verdict file a paced replay writes (its JSON shape; the harness reads it, never the code). */
-export interface ReplayVerdict {
-  file: string;
-  mode: string;
-  run: string | null;
-  recorded: { frames: number; complete: boolean; requests: number; outputs: number; machine_sha256?: string; configuration_sha256?: string };
-  cycles: number;
-  requests_matched: number;
-  outputs_matched: number;
-  requests_unsent: number;
-  requests_extra: number;
-  outputs_missing: number;
-  first_unsent?: { cycle: number; kind: string; data: unknown } | null;
-  renewals_replayed?: number;
-  /** Format 2: 'recorded' (the service's clock and lease expiries followed the recording) or 'live'. */
-  service_clock?: 'recorded' | 'live';
-  expiries_replayed?: number;
-  /** Wall-clock pacing: recorded time per wall time (1: as recorded), null: flat out. */
-  pace?: number | null;
-  live_renewals?: number;
-  /** Format 3: the service's answers to control and program requests, recorded and matched. */
-  service_replies?: { recorded: number; matched: number; first_missing: unknown };
-  divergence: null | { kind: string; cycle: number; path?: string; expected?: unknown; actual?: unknown; bus?: Record<string, unknown> };
-  /** Holds the replay could not keep (sims/replay/sync-points.ts LostHold): kind, the core's cycle, what was waited for. */
-  holds_lost?: Array<{ kind: string; cycle: number; detail?: string }>;
-  end: null | { cycle: number; complete?: boolean };
-  wall_ms: number;
-  recorded_ms: number;
+export class TestRun {
+  private variantsOpened = 0;
+  private readonly outcomes: PerTestOutcome[] = [];
+  /** The properties the test ran (name -> parameters), for its recording's sidecar. */
+  private readonly drawn: Record<string, PropertyParams> = {};
+  /** Replay: the properties the test's recording ran with. */
+  private readonly recorded: Record<string, PropertyParams> = {};
+
+  constructor(readonly id: string) {}
+
+  /** The index the next variant the test opens gets (1, 2, ...), without taking it. */
+  peekVariant(): number {
+    return this.variantsOpened + 1;
+  }
+  /** Take the test's next variant index. */
+  takeVariant(): number {
+    return ++this.variantsOpened;
+  }
+
+  /** A recorded or replayed stack of the test has stopped: what happened to its recording. */
+  noteOutcome(o: PerTestOutcome): void {
+    this.outcomes.push(o);
+  }
+  /** The outcomes noted so far (and forget them). */
+  takeOutcomes(): PerTestOutcome[] {
+    return this.outcomes.splice(0);
+  }
+
+  /** harness/property.ts: the test runs property `name` with these parameters. */
+  noteProperty(name: string, p: PropertyParams): void {
+    this.drawn[name] = p;
+  }
+  /** What the test drew (written beside its recording as `properties`). */
+  drawnProperties(): Record<string, PropertyParams> {
+    return { ...this.drawn };
+  }
+  /** Replay: the parameters property `name` ran with when this test was recorded, if it was. */
+  recordedProperty(name: string): PropertyParams | undefined {
+    return this.recorded[name];
+  }
+  /** Replay: take the `properties` of the test's sidecar (malformed entries are ignored). */
+  useRecordedProperties(sidecar: Record<string, unknown> | null): void {
+    const p = sidecar?.properties;
+    if (!p || typeof p !== 'object') return;
+    for (const [name, v] of Object.entries(p as Record<string, unknown>)) {
+      const { seed, numRuns } = (v ?? {}) as { seed?: unknown; numRuns?: unknown };
+      if (Number.isInteger(seed) && Number.isInteger(numRuns) && (numRuns as number) > 0) this.recorded[name] = { seed: seed as number, numRuns: numRuns as number };
+    }
+  }
 }
 
-/** The open per-test targets of this worker (the file's target registers itself). */
+let current: TestRun | undefined;
+
+/**
+ * Enter the test `id` (a fresh TestRun), or keep the one entered: a beforeEach hook that opened a shared
+ * variant for this test entered it already, and its variant is the test's first.
+ */
+export function enterTest(id: string): TestRun {
+  if (current?.id !== id) current = new TestRun(id);
+  return current;
+}
+/** The test is over (the per-test fixture's last step). */
+export function leaveTest(): void {
+  current = undefined;
+}
+/** The test running now, if any (none outside a test: a describe block's beforeAll, a plain run's file fixtures too). */
+export function currentTest(): TestRun | undefined {
+  return current;
+}
+
+/** A target that starts a stack per test: begin before the test's fixtures, end after its cleanup. */
+export interface PerTestHooks {
+  /** Start the stack for this test (recording or replaying it). */
+  begin(test: TestRun): Promise<void>;
+  /** Stop the test's stack and say what happened to its recording (and its later core incarnations'). */
+  end(): Promise<PerTestOutcome[]>;
+}
+
+/** The open per-test targets of this worker (the file's target registers itself: per file, not per test). */
 const open = new Set<PerTestHooks>();
 export function registerPerTest(t: PerTestHooks): () => void {
   open.add(t);
@@ -187,74 +114,4 @@ export function registerPerTest(t: PerTestHooks): () => void {
 }
 export function perTestTargets(): PerTestHooks[] {
   return [...open];
-}
-
-const slug = (s: string) =>
-  s
-    .replace(/[^A-Za-z0-9._-]+/g, '_')
-    .replace(/^_+|_+$/g, '')
-    .slice(0, 80);
-
-/** Where the recording of `testId` lives for this target and machine digest. */
-export function recordingPath(dir: string, target: string, machineSha256: string, testId: string): string {
-  const [file = '', ...rest] = testId.split(' > ');
-  const name = `${slug(rest.join(' > ')) || 'test'}-${createHash('sha256').update(testId).digest('hex').slice(0, 12)}.hilrec`;
-  return join(dir, target, machineSha256, slug(file), name);
-}
-
-export type Lookup =
-  | { kind: 'found'; path: string }
-  | { kind: 'stackless'; sidecar: string }
-  | { kind: 'not_recorded' }
-  | { kind: 'stale'; path: string; recordedMachine: string };
-
-/** The sidecar of a recording path. */
-const sidecarOf = (path: string) => path.replace(/\.hilrec$/, '.json');
-
-/** A test recorded without a stack (it never opened the target): only its sidecar, `stack: false`. */
-function stacklessAt(path: string): boolean {
-  return !existsSync(path) && readSidecar(path)?.stack === false;
-}
-
-/**
- * Find the recording of `testId` for the configuration with this machine digest. A recording of the same
- * test under another machine digest is stale (both digests reported); none at all is "not recorded". A test
- * that ran without a stack when recorded has a sidecar saying so and no recording ('stackless').
- */
-export function findRecording(dir: string, target: string, machineSha256: string, testId: string): Lookup {
-  const want = recordingPath(dir, target, machineSha256, testId);
-  if (existsSync(want)) return { kind: 'found', path: want };
-  if (stacklessAt(want)) return { kind: 'stackless', sidecar: sidecarOf(want) };
-  const base = join(dir, target);
-  if (existsSync(base)) {
-    for (const d of readdirSync(base)) {
-      if (d === machineSha256) continue;
-      const other = recordingPath(dir, target, d, testId);
-      if (existsSync(other) || stacklessAt(other)) return { kind: 'stale', path: other, recordedMachine: d };
-    }
-  }
-  return { kind: 'not_recorded' };
-}
-
-/**
- * A recorded run: the test never opened the target (no stack, nothing to record). Its sidecar says so, so
- * the replay runs it as it ran then (without a stack) instead of skipping it as not recorded.
- */
-export function writeStacklessSidecar(dir: string, target: string, machineSha256: string, testId: string, properties: Record<string, PropertyParams>, wallMs?: number): string {
-  const path = sidecarOf(recordingPath(dir, target, machineSha256, testId));
-  mkdirSync(join(path, '..'), { recursive: true });
-  writeFileSync(
-    path,
-    JSON.stringify({ test: testId, target, machine_sha256: machineSha256, stack: false, recorded_at: new Date().toISOString(), ...(Object.keys(properties).length ? { properties } : {}), ...(wallMs !== undefined ? { test_wall_ms: wallMs } : {}) }, null, 2) + '\n',
-  );
-  return path;
-}
-
-/** Read the per-test sidecar written beside a recording (test id, target, digests). */
-export function readSidecar(path: string): Record<string, unknown> | null {
-  try {
-    return JSON.parse(readFileSync(sidecarOf(path), 'utf8')) as Record<string, unknown>;
-  } catch {
-    return null;
-  }
 }

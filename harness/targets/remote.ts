@@ -15,7 +15,7 @@ import type { PairFiles } from '../certs.ts';
 import { HarnessError } from '../errors.ts';
 import { stringifyExact } from '../oracle/json.ts';
 import { TARGETS, targetFromEnv } from './index.ts';
-import { stackOptionsJson } from './pertest.ts';
+import { stackOptionsJson } from './recording-store.ts';
 import { variantStart, type StackProcess } from './sim.ts';
 import type { TestStack } from './types.ts';
 import { parseVariant, type VariantOptions } from './variant.ts';

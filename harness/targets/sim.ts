@@ -3,9 +3,9 @@
 // only link between the harness and the implementation (DESIGN.md rule 1).
 
 import { noteTestChannel } from '../evidence.ts';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { ControlClient } from '../clients/control.ts';
 import { HarnessError } from '../errors.ts';
@@ -17,7 +17,9 @@ export type { StackProcess, StackStart } from './types.ts';
 import { startReferenceOlp } from './olp.ts';
 import { openStubPlanner, spawnReady } from './spawn.ts';
 import { machineFile, parseVariant, type VariantOptions } from './variant.ts';
-import { currentTest, drawnProperties, noteVariantOutcome, recordingPath, registerPerTest, takeVariantIndex, variantOptionsJson, variantRecordingPath, type PerTestHooks, type PerTestOutcome } from './pertest.ts';
+import { currentTest, registerPerTest, type PerTestHooks, type PerTestOutcome, type TestRun } from './pertest.ts';
+import { NESTED_VARIANT, Recorder, type StackSession } from './recorder.ts';
+import { variantOptionsJson } from './recording-store.ts';
 
 export async function startStack(o: StackStart): Promise<StackProcess> {
   // Generous: on a loaded two-core machine a stack has been seen to need more than 30 s to start.
@@ -73,25 +75,47 @@ function baseStart(o: TargetOptions): StackStart {
   return { args: ['--test-channel', ...(o.machine ? ['--machine', o.machine] : []), ...(o.serveArgs ?? [])] };
 }
 
-async function startVariant(o: VariantOptions, base: StackStart, record?: RecordTo): Promise<Target> {
-  const v = variantStart(o);
-  // The file target's own arguments first, so that a variant's --machine is the one that counts.
-  const start: StackStart = { args: [...base.args, ...v.args], env: v.env };
-  // A recorded run: a variant opened by a test is recorded beside the test's own recording (one opened for
-  // a describe block, outside any test, is not: its replay skips).
-  const r = await nextVariantRecording(record, variantOptionsJson(o), o.clock === 'stepped');
-  if (!r) return new SimTarget(await startStack(start), start);
-  return new RecordedVariant(await startStack({ ...start, args: [...start.args, ...recordArgs(r)] }), start, r);
+/**
+ * Start a stack, recording or replaying it when `session` says so. A session whose stack did not start, or
+ * started wrong (a replayed variant on another machine), is abandoned and the stack stopped.
+ */
+async function startWith(start: StackStart, session: StackSession | null): Promise<StackProcess> {
+  if (!session) return startStack(start);
+  try {
+    const stack = await startStack({ ...start, args: [...start.args, ...session.args] });
+    try {
+      session.started(stack.ready);
+    } catch (e) {
+      await stack.stop();
+      throw e;
+    }
+    return stack;
+  } catch (e) {
+    session.abandon();
+    throw e;
+  }
 }
 
 /**
- * A test's own stack (TargetDescriptor.startStack: a remote listener stack), self-contained; on a recorded
- * run it is recorded as the test's next variant, exactly as a variant stack is.
+ * A variant stack (harness/targets/variant.ts) on top of `base` (the file target's own arguments first, so
+ * that a variant's --machine is the one that counts); on a recorded or replayed run, inside a test, the
+ * test's next variant (recorder.ts).
  */
-async function startTestStack(s: TestStack, record?: RecordTo): Promise<StackProcess> {
-  const r = await nextVariantRecording(record, s.options, s.variant?.clock === 'stepped');
-  if (!r) return startStack(s.start);
-  const stack = await startStack({ ...s.start, args: [...s.start.args, ...recordArgs(r)] });
+export async function openVariant(recorder: Recorder, o: VariantOptions, base: StackStart): Promise<SimTarget> {
+  const v = variantStart(o);
+  const start = recorder.startOf({ args: [...base.args, ...v.args], env: v.env });
+  const session = recorder.variantSession(variantOptionsJson(o), o);
+  return new SimTarget(await startWith(start, session), start, { recorder, session, variant: true });
+}
+
+/**
+ * A test's own stack (TargetDescriptor.startStack: a remote listener stack), self-contained; on a recorded or
+ * replayed run it is the test's next variant, exactly as a variant stack is, and stopping it ends its session.
+ */
+export async function startTestStack(recorder: Recorder, s: TestStack): Promise<StackProcess> {
+  const session = recorder.variantSession(s.options, s.variant);
+  const stack = await startWith(recorder.startOf(s.start), session);
+  if (!session) return stack;
   let stopped = false;
   return {
     ...stack,
@@ -99,90 +123,91 @@ async function startTestStack(s: TestStack, record?: RecordTo): Promise<StackPro
       if (stopped) return;
       stopped = true;
       await stack.stop(opts);
-      await finishVariantRecording(r, stack.ready);
+      for (const o of session.finish(stack.ready)) session.test.noteOutcome(o);
     },
   };
 }
 
-/** Where a recorded run records (`hil run --record DIR`): the directory and the run's machine digest. */
-type RecordTo = { dir: string; machineSha256: string };
-const recordTo = (o: TargetOptions): RecordTo | undefined => (o.recordDir && o.machineSha256 ? { dir: o.recordDir, machineSha256: o.machineSha256 } : undefined);
-
-/** A variant stack of the current test being recorded: its file, its index, and its options as the sidecar keeps them. */
-interface VariantRecording {
-  path: string;
-  n: number;
-  testId: string;
-  /** variantOptionsJson or stackOptionsJson of what was started. */
-  options: string;
-  machineSha256: string;
-  /** On the stepped clock: the recording holds the test's steps and each cycle's host time (format 3). */
-  stepped: boolean;
+/**
+ * A file's target on a recorded or replayed run: a fresh stack per test (begin/end, from the per-test
+ * fixture). A replay opens with the current test's stack; a recording first starts a stack that records
+ * nothing and tells the machine digest the recordings are filed under, then the test's own.
+ */
+export async function openPerTest(recorder: Recorder, start: StackStart): Promise<SimTarget> {
+  const test = currentTest();
+  if (recorder.mode === 'replay') {
+    if (!test) throw new HarnessError('HIL_ERR_TARGET_START', 'the replay target starts a stack per test: open it from a test');
+    const session = await recorder.testSession(test);
+    return new SimTarget(await startWith(start, session), start, { recorder, session, perTest: true });
+  }
+  const t = new SimTarget(await startStack(start), start, { recorder, perTest: true });
+  if (test) await t.begin(test);
+  return t;
 }
 
-/** On a recorded run, inside a test: take the test's next variant index and say where that variant is recorded. */
-async function nextVariantRecording(record: RecordTo | undefined, options: string, stepped: boolean): Promise<VariantRecording | undefined> {
-  const id = currentTest();
-  if (!record || id === undefined) return undefined;
-  const n = takeVariantIndex();
-  const path = variantRecordingPath(record.dir, 'sim', record.machineSha256, id, n);
-  await mkdir(dirname(path), { recursive: true });
-  return { path, n, testId: id, options, machineSha256: record.machineSha256, stepped };
-}
-
-const recordArgs = (r: VariantRecording) => ['--record', r.path, '--record-run', `${r.testId} (variant ${r.n})`];
-
-/** A recorded variant stack has stopped (its recording is closed): write its sidecar and tell the test. */
-async function finishVariantRecording(r: VariantRecording, ready: StackProcess['ready']): Promise<void> {
-  await writeFile(
-    r.path.replace(/\.hilrec$/, '.json'),
-    JSON.stringify(
-      {
-        test: r.testId,
-        target: 'sim',
-        variant: r.n,
-        options: JSON.parse(r.options) as unknown,
-        // The run's machine digest keys the directory; the variant's own stack may run another machine.
-        machine_sha256: r.machineSha256,
-        stack_machine_sha256: ready.machine_sha256,
-        configuration_sha256: ready.configuration_sha256,
-        // What lets the replay target replay a stepped-clock stack; recordings before format 3 lack it.
-        ...(r.stepped ? { steps: true } : {}),
-        recorded_at: new Date().toISOString(),
-      },
-      null,
-      2,
-    ) + '\n',
-  );
-  noteVariantOutcome({ recording: r.path, mode: 'record', variant: r.n });
-}
-
-export class SimTarget implements Target {
-  readonly name: 'sim' | 'replay' = 'sim';
+/**
+ * The reference stack as a target. What it does with its session is composed in (harness/targets/recorder.ts):
+ * a Recorder (off, record, replay) for the stacks it opens, and the StackSession of its own stack when that
+ * stack is recorded or replayed. A per-test target (a file's target on a recorded or replayed run) replaces
+ * its stack for every test (begin, end).
+ */
+export class SimTarget implements Target, PerTestHooks {
+  readonly name: 'sim' | 'replay';
   /** The bus driver the stack reports it attached (its ready line), not what was asked for. */
   get driver(): string {
     return this.stack.ready.driver ?? 'unknown';
   }
-  readonly abilities = { faultInjection: true, coreRestart: true, serviceRestart: true, motion: true };
   private clients: ControlClient[] = [];
-  protected testAgent: Agent;
+  private testAgent: Agent;
+  private readonly recorder: Recorder;
+  /** The running stack's session (recorded or replayed), null when it is neither. */
+  private session: StackSession | null;
+  /** A variant's stack: on a recorded or replayed run it opens no variants of its own (NESTED_VARIANT). */
+  private readonly isVariant: boolean;
+  private readonly unregister: (() => void) | undefined;
+  private closed = false;
 
   constructor(
-    protected stack: StackProcess,
-    protected readonly start: StackStart,
+    private stack: StackProcess,
+    private readonly start: StackStart,
+    o: { recorder?: Recorder; session?: StackSession | null; variant?: boolean; perTest?: boolean } = {},
   ) {
     this.testAgent = new Agent({ connect: { socketPath: stack.ready.test_channel } });
+    this.recorder = o.recorder ?? Recorder.of('sim', {});
+    this.name = this.recorder.mode === 'replay' ? 'replay' : 'sim';
+    this.session = o.session ?? null;
+    this.isVariant = o.variant ?? false;
+    this.unregister = o.perTest ? registerPerTest(this) : undefined;
   }
 
-  /** Replace the running stack with a fresh one started with these extra arguments (per-test stacks). */
-  protected async restack(extraArgs: readonly string[]): Promise<void> {
+  /**
+   * A recorded or replayed stack, or a per-test target, restarts no service: a recording is one service
+   * session. A core restart is a new incarnation, recorded into (replayed from) a file of its own.
+   */
+  get abilities() {
+    return { faultInjection: true, coreRestart: true, serviceRestart: this.session === null && this.unregister === undefined, motion: true };
+  }
+
+  /** Per-test runs: start this test's stack, recording or replaying it (the one running is stopped first). */
+  async begin(test: TestRun): Promise<void> {
+    if (this.session?.test === test) return; // opened for this very test
+    const session = await this.recorder.testSession(test, this.stack.ready);
     await this.stopStack();
-    this.stack = await startStack({ ...this.start, args: [...this.start.args, ...extraArgs] });
+    this.stack = await startWith(this.start, session);
     this.testAgent = new Agent({ connect: { socketPath: this.stack.ready.test_channel } });
+    this.session = session;
+  }
+
+  /** Per-test runs: stop the test's stack; what became of its recording (and of its later core incarnations'). */
+  async end(): Promise<PerTestOutcome[]> {
+    const s = this.session;
+    this.session = null;
+    await this.stopStack();
+    return s ? s.finish(this.stack.ready) : [];
   }
 
   /** Stop the current stack and the clients bound to it (idempotent). */
-  protected async stopStack(): Promise<void> {
+  private async stopStack(): Promise<void> {
     const clients = this.clients.splice(0);
     await Promise.all(clients.map((c) => c.close()));
     await this.testAgent.close().catch(() => undefined);
@@ -191,6 +216,10 @@ export class SimTarget implements Target {
 
   /** Stop the service process and start a new one on the same socket directory (new adapter incarnation). */
   async restartService(): Promise<void> {
+    if (!this.abilities.serviceRestart) {
+      // A test that did not look at `abilities`: refused, not half recorded.
+      throw new HarnessError('HIL_ERR_TARGET_UNSUPPORTED', `a ${this.recorder.mode === 'replay' ? 'replayed' : 'recorded'} stack cannot restart its service (a recording is one service session)`);
+    }
     await this.stack.stop({ keepDir: true });
     this.stack = await startStack({ ...this.start, reuseDir: this.stack.dir });
   }
@@ -203,12 +232,14 @@ export class SimTarget implements Target {
     return this.stack.ready.public;
   }
 
-  cannotProvide(_options?: VariantOptions): string | undefined {
-    return undefined; // the reference stack provides every variant option
+  cannotProvide(options?: VariantOptions): string | undefined {
+    if (this.isVariant && this.recorder.perTest) return NESTED_VARIANT;
+    return this.recorder.cannotProvide(options); // the reference stack provides every variant option
   }
 
-  variant(options: VariantOptions): Promise<Target> {
-    return startVariant(parseVariant(options), this.start);
+  async variant(options: VariantOptions): Promise<Target> {
+    if (this.isVariant && this.recorder.perTest) throw new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', NESTED_VARIANT);
+    return openVariant(this.recorder, parseVariant(options), this.start);
   }
 
   client(): ControlClient {
@@ -246,6 +277,7 @@ export class SimTarget implements Target {
   }
 
   async restartCore(): Promise<void> {
+    this.session?.coreRestart();
     await this.test('/restart-core', {});
   }
 
@@ -257,125 +289,23 @@ export class SimTarget implements Target {
     return this.stack.ready.pid;
   }
 
+  /** Stop the stack; a variant's session ends with it (its outcome goes with the test's). */
   async close(): Promise<void> {
-    await this.stopStack();
-  }
-}
-
-/** A recorded stack asked to restart its service (a test that did not look at `abilities`): refused, not half recorded. */
-function refuseRestart(what: 'service'): Promise<void> {
-  return Promise.reject(new HarnessError('HIL_ERR_TARGET_UNSUPPORTED', `a recorded stack cannot restart its ${what} (a recording is one service session)`));
-}
-
-/**
- * `hil run --record DIR`: the sim target with a fresh stack per test, each recording its whole session
- * into the test's file under DIR (harness/targets/pertest.ts says why one stack per test).
- */
-class RecordingSimTarget extends SimTarget implements PerTestHooks {
-  // A core restart records the next incarnation into a file of its own (sims/service/core-link.ts
-  // incarnationFiles); a service restart would start a second session in the same recording: not recorded.
-  override readonly abilities = { faultInjection: true, coreRestart: true, serviceRestart: false, motion: true };
-  override restartService(): Promise<void> {
-    return refuseRestart('service');
-  }
-  private recording: string | null = null;
-  private readonly unregister: () => void;
-
-  constructor(
-    stack: StackProcess,
-    start: StackStart,
-    private readonly dir: string,
-    first: string | null,
-  ) {
-    super(stack, start);
-    this.recording = first;
-    this.unregister = registerPerTest(this);
-  }
-
-  /** Start a stack recording this test (the one running, if any, is stopped first). */
-  async begin(testId: string): Promise<void> {
-    if (this.recording && this.currentId === testId) return; // opened for this very test
-    const path = recordingFor(this.dir, this.stack, testId);
-    await mkdir(join(path, '..'), { recursive: true });
-    await this.restack(['--record', path, '--record-run', testId]);
-    this.recording = path;
-    this.currentId = testId;
-  }
-  currentId: string | undefined;
-
-  async end(): Promise<PerTestOutcome> {
-    const path = this.recording;
-    await this.stopStack();
-    this.recording = null;
-    if (!path) return { recording: '', mode: 'record' };
-    const properties = drawnProperties();
-    await writeFile(
-      path.replace(/\.hilrec$/, '.json'),
-      JSON.stringify(
-        {
-          test: this.currentId,
-          target: 'sim',
-          machine_sha256: this.stack.ready.machine_sha256,
-          configuration_sha256: this.stack.ready.configuration_sha256,
-          recorded_at: new Date().toISOString(),
-          // The property tests' seeds and volumes: the replay draws the same cases (harness/property.ts).
-          ...(Object.keys(properties).length ? { properties } : {}),
-        },
-        null,
-        2,
-      ) + '\n',
-    );
-    return { recording: path, mode: 'record' };
-  }
-
-  override async close(): Promise<void> {
-    this.unregister();
-    await this.stopStack();
-  }
-}
-
-/** A variant stack recording its whole session (`hil run --record`); its sidecar keeps the options. */
-class RecordedVariant extends SimTarget {
-  // As the recording target: a core restart records its next incarnation beside, a service restart is not recorded.
-  override readonly abilities = { faultInjection: true, coreRestart: true, serviceRestart: false, motion: true };
-  override restartService(): Promise<void> {
-    return refuseRestart('service');
-  }
-  private closed = false;
-
-  constructor(
-    stack: StackProcess,
-    start: StackStart,
-    private readonly r: VariantRecording,
-  ) {
-    super(stack, start);
-  }
-
-  override async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const ready = this.stack.ready;
-    await super.close();
-    await finishVariantRecording(this.r, ready);
+    this.unregister?.();
+    const s = this.session;
+    this.session = null;
+    await this.stopStack();
+    if (s) for (const o of s.finish(this.stack.ready)) s.test.noteOutcome(o);
   }
-}
-
-function recordingFor(dir: string, stack: StackProcess, testId: string): string {
-  const sha = stack.ready.machine_sha256;
-  if (!sha) throw new HarnessError('HIL_ERR_TARGET_START', 'the stack did not report its machine digest; recordings are keyed by it');
-  return recordingPath(dir, 'sim', sha, testId);
 }
 
 async function openSim(o: TargetOptions): Promise<Target> {
+  const recorder = Recorder.of('sim', o);
   const start = baseStart(o);
-  if (!o.recordDir) return new SimTarget(await startStack(start), start);
-  // The first stack tells the machine digest the recordings are keyed by; a test already running gets
-  // its recording from the next stack (begin), so this one records nothing.
-  const probe = await startStack(start);
-  const t = new RecordingSimTarget(probe, start, o.recordDir, null);
-  const id = currentTest();
-  if (id) await t.begin(id);
-  return t;
+  if (!recorder.perTest) return new SimTarget(await startStack(start), start);
+  return openPerTest(recorder, start);
 }
 
 export const simTarget: TargetDescriptor = {
@@ -389,9 +319,9 @@ export const simTarget: TargetDescriptor = {
   },
   open: openSim,
   cannotProvide: () => undefined,
-  openVariant: (variant, o) => startVariant(variant, baseStart(o), recordTo(o)),
+  openVariant: (variant, o) => openVariant(Recorder.of('sim', o), variant, baseStart(o)),
   openPlanner: () => openStubPlanner(),
   openOlp: (spec) => startReferenceOlp(spec),
   cannotStartStack: () => undefined,
-  startStack: (s, o) => startTestStack(s, recordTo(o)),
+  startStack: (s, o) => startTestStack(Recorder.of('sim', o), s),
 };

@@ -114,7 +114,7 @@ export interface Target {
 export interface TestStack {
   /** `hil serve` arguments (after --socket-dir and --lifeline-stdin) and environment. */
   start: StackStart;
-  /** What the stack is, as its recording's sidecar keeps it and a replay compares it (pertest.ts stackOptionsJson). */
+  /** What the stack is, as its recording's sidecar keeps it and a replay compares it (recording-store.ts stackOptionsJson). */
   options: string;
   /** The variant options among its flags, if any (a stepped clock cannot be replayed). */
   variant?: VariantOptions;

@@ -15,12 +15,12 @@
 // recording (requests handled as they come), so the test finishes and the verdict says what differed.
 // Matching is match.ts; reading the recording, scan.ts.
 
-import { writeFileSync } from 'node:fs';
 import type { BusDriver } from '../../drivers/bus.ts';
 import type { DivergenceReport } from '../../drivers/replay/driver.ts';
 import type { RecordingNote } from '../../drivers/replay/format.ts';
 import { compareNote, FenceMap, normalise, unstamped, withRecordedTimes, type HttpReply, type Mismatch } from './match.ts';
 import type { PacingScan } from './scan.ts';
+import { writeVerdictFile } from './verdict-file.ts';
 import { BoundedHold, grantKey, readSyncPoints, sameGrant, type HoldKind, type LostHold, type SyncPoints } from './sync-points.ts';
 
 /** The parts of CoreHost (sims/core/host.ts) the pacer drives. */
@@ -678,7 +678,7 @@ export class ReplayPacer {
   writeVerdict(): void {
     if (!this.o.reportFile) return;
     try {
-      writeFileSync(this.o.reportFile, JSON.stringify(this.verdict(), null, 2) + '\n');
+      writeVerdictFile(this.o.reportFile, this.verdict());
     } catch {
       /* the verdict is a report: a read-only directory must not crash the core */
     }

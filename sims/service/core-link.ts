@@ -9,6 +9,7 @@ import { FenceOrder, UNORDERED } from './fence-order.ts';
 import { CoreWaits } from './core-waits.ts';
 import { workerEntry } from '../paths.ts';
 import { reportedClockMode, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PostStamp, type ToCore } from '../core/protocol.ts';
+import { incarnationFile } from '../../fixtures/contract/recording-files.ts';
 
 export interface NativeReply {
   result: CommandResult;
@@ -465,11 +466,12 @@ export class CoreLink extends EventEmitter {
 /**
  * A recording is one core incarnation (docs/recording.md "Core restarts"): the n-th incarnation of a
  * recorded session records into `<file>.core-<n>.hilrec`, and the n-th of a replayed one plays that file
- * and writes its verdict beside the first's as `<verdict>.core-<n>.json`. The first keeps the names given.
+ * and writes its verdict beside the first's as `<verdict>.core-<n>.json`. The first keeps the names given;
+ * the name is fixtures/contract/recording-files.ts's, which the harness reads them by.
  */
 export function incarnationFiles(o: Pick<CoreStartOptions, 'record' | 'driverParams' | 'replayPace'>, n: number): Partial<CoreStartOptions> {
   if (n <= 1) return {};
-  const nth = (path: string, ext: string) => path.replace(new RegExp(`\\.${ext}$`), '') + `.core-${n}.${ext}`;
+  const nth = (path: string, ext: 'hilrec' | 'json') => incarnationFile(path, n, ext);
   const file = o.driverParams?.file;
   return {
     ...(o.record ? { record: { ...o.record, path: nth(o.record.path, 'hilrec') } } : {}),

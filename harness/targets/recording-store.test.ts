@@ -1,46 +1,50 @@
-// Where per-test recordings live and how the replay target finds them: keyed by target and machine digest;
-// the same test under another digest is stale (both digests named); none at all is "not recorded"; a
-// missing recordings directory is its own error.
+// Where per-test recordings live and how the replay target finds them (RecordingStore, the one place that
+// names them): keyed by target and machine digest; the same test under another digest is stale (both digests
+// named); none at all is "not recorded"; a missing recordings directory is its own error. Variants and core
+// incarnations sit beside the test's recording.
 
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
-import { findRecording, peekVariantIndex, readSidecar, recordingPath, setCurrentTest, stackOptionsJson, takeVariantIndex, variantOptionsJson, variantRecordingPath, writeStacklessSidecar } from './pertest.ts';
+import { enterTest, leaveTest } from './pertest.ts';
+import { RecordingStore, stackOptionsJson, variantOptionsJson } from './recording-store.ts';
 import { cannotStartRemote, startsStacks } from './remote.ts';
-import { clipJson, describeVerdict, replayPrecheck, replayTarget, STEPPED_FORMAT_2 } from './replay.ts';
+import { replayPrecheck, replayTarget, STEPPED_FORMAT_2 } from './replay.ts';
 
 const DIR = mkdtempSync(join(tmpdir(), 'hil-pertest-'));
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
 const A = 'a'.repeat(64);
 const B = 'b'.repeat(64);
 const ID = 'suites/machine/home.test.ts > Home lifetime > a Home whose HTTP reply is lost (client gone) still completes';
+const store = new RecordingStore(DIR);
+const R = new RecordingStore('/r');
 
 function put(sha: string, id: string): string {
-  const p = recordingPath(DIR, 'sim', sha, id);
+  const p = store.testRecording(sha, id);
   mkdirSync(join(p, '..'), { recursive: true });
   writeFileSync(p, 'x');
   return p;
 }
 
 test('a recording path is keyed by target, machine digest and test file, and differs for every test id', () => {
-  const p = recordingPath('/r', 'sim', A, ID);
+  const p = R.testRecording(A, ID);
   expect(p).toMatch(new RegExp(`^/r/sim/${A}/suites_machine_home\\.test\\.ts/Home_lifetime_a_Home_whose_HTTP_reply_is_lost_client_gone_still_completes-[0-9a-f]{12}\\.hilrec$`));
   // names that slug alike still get their own file (the hash of the whole id)
-  expect(recordingPath('/r', 'sim', A, `${ID}!`)).not.toBe(p);
-  expect(recordingPath('/r', 'sim', B, ID)).not.toBe(p);
+  expect(R.testRecording(A, `${ID}!`)).not.toBe(p);
+  expect(R.testRecording(B, ID)).not.toBe(p);
 });
 
 test('lookup: found under the current digest; stale under another (both digests); otherwise not recorded', async () => {
-  expect(findRecording(DIR, 'sim', A, ID)).toEqual({ kind: 'not_recorded' });
+  expect(store.find(A, ID)).toEqual({ kind: 'not_recorded' });
   const atB = put(B, ID);
-  expect(findRecording(DIR, 'sim', A, ID)).toEqual({ kind: 'stale', path: atB, recordedMachine: B });
+  expect(store.find(A, ID)).toEqual({ kind: 'stale', path: atB, recordedMachine: B });
   const err = await replayPrecheck(ID, { recordings: DIR, machineSha256: A }).catch((e: unknown) => e as Error & { code: string });
   expect(err).toMatchObject({ code: 'HIL_ERR_REPLAY_STALE', verdict: 'error' });
   expect((err as Error).message).toContain(A);
   expect((err as Error).message).toContain(B);
   const atA = put(A, ID);
-  expect(findRecording(DIR, 'sim', A, ID)).toEqual({ kind: 'found', path: atA });
+  expect(store.find(A, ID)).toEqual({ kind: 'found', path: atA });
   expect(await replayPrecheck(ID, { recordings: DIR, machineSha256: A })).toEqual({ path: atA });
   expect(await replayPrecheck(`${ID} (other)`, { recordings: DIR, machineSha256: A })).toEqual({ skip: expect.stringMatching(/^not recorded \(/) });
   await expect(replayPrecheck(ID, { recordings: join(DIR, 'nope'), machineSha256: A })).rejects.toMatchObject({ code: 'HIL_ERR_REPLAY_MISSING' });
@@ -49,48 +53,39 @@ test('lookup: found under the current digest; stale under another (both digests)
 
 test('a test recorded without a stack: its sidecar is found (stackless, with its property seeds); under another digest it is stale; with a recording beside it, the recording wins', async () => {
   const id = `${ID} (no stack)`;
-  expect(findRecording(DIR, 'sim', A, id)).toEqual({ kind: 'not_recorded' });
-  const sideB = writeStacklessSidecar(DIR, 'sim', B, id, {});
-  expect(findRecording(DIR, 'sim', A, id)).toEqual({ kind: 'stale', path: sideB.replace(/\.json$/, '.hilrec'), recordedMachine: B });
-  const sideA = writeStacklessSidecar(DIR, 'sim', A, id, { p: { seed: 5, numRuns: 2 } });
-  expect(sideA).toBe(recordingPath(DIR, 'sim', A, id).replace(/\.hilrec$/, '.json'));
-  expect(findRecording(DIR, 'sim', A, id)).toEqual({ kind: 'stackless', sidecar: sideA });
+  expect(store.find(A, id)).toEqual({ kind: 'not_recorded' });
+  const sideB = store.writeStackless(B, id, {});
+  expect(store.find(A, id)).toEqual({ kind: 'stale', path: sideB.replace(/\.json$/, '.hilrec'), recordedMachine: B });
+  const sideA = store.writeStackless(A, id, { p: { seed: 5, numRuns: 2 } });
+  expect(sideA).toBe(store.testRecording(A, id).replace(/\.hilrec$/, '.json'));
+  expect(store.find(A, id)).toEqual({ kind: 'stackless', sidecar: sideA });
   expect(await replayPrecheck(id, { recordings: DIR, machineSha256: A })).toEqual({ stackless: sideA });
-  expect(readSidecar(sideA)).toMatchObject({ test: id, stack: false, machine_sha256: A, properties: { p: { seed: 5, numRuns: 2 } } });
+  expect(RecordingStore.readSidecar(sideA)).toMatchObject({ test: id, stack: false, machine_sha256: A, properties: { p: { seed: 5, numRuns: 2 } } });
   // A sidecar of a recorded stack (no stack: false) without its recording is not recorded.
   const other = `${ID} (sidecar only)`;
-  const p = recordingPath(DIR, 'sim', A, other);
+  const p = store.testRecording(A, other);
   mkdirSync(join(p, '..'), { recursive: true });
   writeFileSync(p.replace(/\.hilrec$/, '.json'), JSON.stringify({ test: other, stack: true }));
-  expect(findRecording(DIR, 'sim', A, other)).toEqual({ kind: 'not_recorded' });
+  expect(store.find(A, other)).toEqual({ kind: 'not_recorded' });
   const rec = put(A, id);
-  expect(findRecording(DIR, 'sim', A, id)).toEqual({ kind: 'found', path: rec });
+  expect(store.find(A, id)).toEqual({ kind: 'found', path: rec });
 });
 
-test('a divergence carrying a huge request is cut in the message, saying how long it was', () => {
-  const base = { file: 'f', mode: 'strict', run: null, recorded: { frames: 10, complete: true, requests: 3, outputs: 2 }, cycles: 10, requests_matched: 3, outputs_matched: 2, requests_unsent: 0, requests_extra: 0, outputs_missing: 0, end: null, wall_ms: 1, recorded_ms: 10 };
-  const big = { t: 'prepare', position: 'x'.repeat(50_000) };
-  const line = describeVerdict({ ...base, divergence: { kind: 'request', cycle: 7, path: 'position', expected: big, actual: big } });
-  expect(line.length).toBeLessThan(3_000);
-  expect(line).toContain('... (50029 characters)');
-  expect(clipJson({ a: 1 })).toBe('{"a":1}');
-});
-
-test('a verdict reads as one line naming what was matched and where it diverged', () => {
-  const base = { file: 'f', mode: 'strict', run: null, recorded: { frames: 10, complete: true, requests: 3, outputs: 2 }, cycles: 10, requests_matched: 3, outputs_matched: 2, requests_unsent: 0, requests_extra: 0, outputs_missing: 0, end: null, wall_ms: 1, recorded_ms: 10, divergence: null };
-  expect(describeVerdict(base)).toBe('replayed 10 of 10 recorded cycles (strict), 3/3 requests and 2/2 replies and events matched');
-  expect(describeVerdict({ ...base, divergence: { kind: 'request', cycle: 7, path: 'axisMask', expected: { op: 'arm' }, actual: { op: 'arm', axisMask: 2 } } })).toMatch(/diverged at cycle 7: request field axisMask expected \{"op":"arm"\}/);
-  expect(describeVerdict({ ...base, divergence: { kind: 'bus', cycle: 4, bus: { cycle: 4, axis: 1, axis_id: 'J2', field: 'controlword', expected: 15, actual: 7 } } })).toMatch(/diverged on the bus at cycle 4, axis J2, field controlword: expected 15, actual 7$/);
-});
-
-test('variants: the n-th of a test sits beside its recording; options compare without temporary directories, keys sorted, bigints as digits', () => {
-  const base = recordingPath('/r', 'sim', 'a'.repeat(64), 'suites/x.test.ts > t');
-  expect(variantRecordingPath('/r', 'sim', 'a'.repeat(64), 'suites/x.test.ts > t', 2)).toBe(base.replace(/\.hilrec$/, '.variant-2.hilrec'));
-  setCurrentTest('suites/x.test.ts > t');
-  expect([peekVariantIndex(), takeVariantIndex(), peekVariantIndex(), takeVariantIndex()]).toEqual([1, 1, 2, 2]);
-  setCurrentTest('suites/x.test.ts > u');
-  expect(peekVariantIndex()).toBe(1); // counted per test
-  setCurrentTest(undefined);
+test('variants and core incarnations: the n-th of a test sits beside its recording; options compare without temporary directories, keys sorted, bigints as digits', () => {
+  const base = R.testRecording(A, 'suites/x.test.ts > t');
+  expect(R.variantRecording(A, 'suites/x.test.ts > t', 2)).toBe(base.replace(/\.hilrec$/, '.variant-2.hilrec'));
+  expect(RecordingStore.sidecar(base)).toBe(base.replace(/\.hilrec$/, '.json'));
+  // a restarted core's recording and verdict: the first keeps its name, the n-th gets .core-<n> before the extension
+  expect(RecordingStore.incarnation(base, 1)).toBe(base);
+  expect(RecordingStore.incarnation(base, 3)).toBe(base.replace(/\.hilrec$/, '.core-3.hilrec'));
+  expect(RecordingStore.incarnation(R.variantRecording(A, 'suites/x.test.ts > t', 2), 2)).toBe(base.replace(/\.hilrec$/, '.variant-2.core-2.hilrec'));
+  expect(RecordingStore.incarnation('/v/verdict.json', 2)).toBe('/v/verdict.core-2.json');
+  expect(RecordingStore.runName('suites/x.test.ts > t')).toBe('suites/x.test.ts > t');
+  expect(RecordingStore.runName('suites/x.test.ts > t', 2)).toBe('suites/x.test.ts > t (variant 2)');
+  const t = enterTest('suites/x.test.ts > t');
+  expect([t.peekVariant(), t.takeVariant(), t.peekVariant(), t.takeVariant()]).toEqual([1, 1, 2, 2]);
+  expect(enterTest('suites/x.test.ts > u').peekVariant()).toBe(1); // counted per test
+  leaveTest();
   const a = variantOptionsJson({ machine: '/tmp/hil-ten-axis-oGVfNt/ten-axis.json', initialGeneration: 18446744073709551614n, anchorStore: { kind: 'directory', dir: '/tmp/hil-anchors-ohBjW5' } });
   const b = variantOptionsJson({ anchorStore: { dir: '/tmp/hil-anchors-Zz9x1Q', kind: 'directory' }, initialGeneration: 18446744073709551614n, machine: '/var/tmp/x/ten-axis.json' });
   expect(a).toBe(b);
@@ -128,10 +123,10 @@ test('replaying a test\'s own stack: not recorded, and a stepped clock recorded 
   const o = { recordings: DIR, machineSha256: A };
   const live = stackOptionsJson('remote', { pairId: 'cell-remote-01', args: ['--remote-jog-drift-ppb', '1000'] });
   const stack = { start: { args: ['--remote-listen', '127.0.0.1:0'] }, options: live };
-  setCurrentTest(id);
+  const run = enterTest(id);
   try {
     expect(replayTarget.cannotStartStack!(stack, o)).toMatch(/^not recorded \(no recording of variant 1 of this test/);
-    const path = variantRecordingPath(DIR, 'sim', A, id, 1);
+    const path = store.variantRecording(A, id, 1);
     mkdirSync(join(path, '..'), { recursive: true });
     writeFileSync(path, 'x');
     const sidecar = { test: id, variant: 1, options: JSON.parse(stackOptionsJson('remote', { pairId: 'cell-remote-01', args: ['--remote-jog-drift-ppb', '1'] })) as unknown };
@@ -149,9 +144,9 @@ test('replaying a test\'s own stack: not recorded, and a stepped clock recorded 
     expect(err).toMatchObject({ code: 'HIL_ERR_REPLAY_STALE' });
     expect(err.message).toContain('"--remote-jog-drift-ppb","1"]');
     expect(err.message).toContain('"--remote-jog-drift-ppb","1000"]');
-    expect(peekVariantIndex()).toBe(2); // the refused stack took its index: the test's next one is the next variant
+    expect(run.peekVariant()).toBe(2); // the refused stack took its index: the test's next one is the next variant
   } finally {
-    setCurrentTest(undefined);
+    leaveTest();
   }
   expect(replayTarget.cannotStartStack!(stack, o)).toMatch(/shared by a describe block/);
 });
