@@ -602,6 +602,49 @@ test('format 3: the live service\'s answers to control and program requests are 
   expect(fewer).toMatchObject({ divergence: null, service_replies: { recorded: 4, matched: 2, first_missing: { data: { op: 'arm', status: 409, label: 'not_ready' } } } });
 });
 
+test('format 3: answers of concurrent requests of one operation may come in another order than recorded (a stop whose reply the test does not wait for, answered after the test\'s next stops): an answer already matched is a repeat, one never recorded still diverges', async () => {
+  const file = tmp('replies-order.hilrec');
+  const reply = (op: string, status: number, label = '') => ({ t: 'service_note', data: { t: 'http_reply', op, status, label } }) as unknown as ToCore & PostStamp;
+  // suites/grant/drain.test.ts as recorded: the first stop answered at once, then the test's stop with the
+  // older generation (200), the one with a newer generation (409), and the cleanup's stop (409 again)
+  await recordStamped(
+    file,
+    [
+      [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
+      [0, reply('stop', 200)],
+      [0, reply('stop', 200)],
+      [0, reply('stop', 409, 'control_session_stale')],
+      [9, reply('release', 409, 'control_session_stale')],
+      [9, reply('stop', 409, 'control_session_stale')],
+    ],
+    20,
+  );
+  const scan = scanForPacing(file);
+  const run = async (answers: Array<ReturnType<typeof reply>>) => {
+    const host = await pacedHost(file, scan);
+    const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined });
+    p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
+    for (const a of answers) p.offer(a);
+    while (p.advance(100) === 'more');
+    const v = p.finish();
+    await host.close();
+    return v;
+  };
+  // the first stop's answer after the other two (its core receipt came later on the replay): nothing differs
+  const late = await run([reply('stop', 200), reply('stop', 409, 'control_session_stale'), reply('stop', 200), reply('release', 409, 'control_session_stale'), reply('stop', 409, 'control_session_stale')]);
+  expect(late).toMatchObject({ divergence: null, service_replies: { recorded: 3, matched: 3, first_missing: null } });
+  // as recorded: the same
+  const asRecorded = await run([reply('stop', 200), reply('stop', 200), reply('stop', 409, 'control_session_stale'), reply('release', 409, 'control_session_stale'), reply('stop', 409, 'control_session_stale')]);
+  expect(asRecorded).toMatchObject({ divergence: null, service_replies: { recorded: 3, matched: 3 } });
+  // a stop answered with a label the recording never gave: still the divergence, after the repeats
+  const other = await run([reply('stop', 200), reply('stop', 409, 'control_session_stale'), reply('stop', 200), reply('stop', 409, 'inhibited')]);
+  expect(other.divergence).toMatchObject({ kind: 'service', actual: { data: { op: 'stop', status: 409, label: 'inhibited' } } });
+  // a repeat counts only once it was matched: a 409 before any recorded 409 of the operation is not a
+  // repeat of the stop's 200 (matched with the recorded 409 within the look-ahead instead)
+  const early = await run([reply('stop', 409, 'control_session_stale'), reply('stop', 200)]);
+  expect(early).toMatchObject({ divergence: null, service_replies: { matched: 2 } });
+});
+
 test('collapseRepeats: an answer equal to the previous answer of the same operation is dropped, whatever came between', () => {
   const r = (op: string, status: number, label = '') => ({ t: 'http_reply' as const, op, status, label });
   const xs = [r('prepare_program', 200), r('prepare_program', 409, 'busy'), r('status', 200), r('prepare_program', 409, 'busy'), r('prepare_program', 200), r('stop', 200), r('stop', 200)];
