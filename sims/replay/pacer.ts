@@ -20,6 +20,7 @@ import type { BusDriver } from '../../drivers/bus.ts';
 import type { DivergenceReport } from '../../drivers/replay/driver.ts';
 import type { RecordingNote } from '../../drivers/replay/format.ts';
 import { compareNote, FenceMap, normalise, unstamped, withRecordedTimes, type HttpReply, type Mismatch } from './match.ts';
+import { paceMode, RunToCrash, type ModeCore, type PaceMode } from './modes.ts';
 import type { PacingScan } from './scan.ts';
 import { BoundedHold, grantKey, readSyncPoints, sameGrant, type HoldKind, type LostHold, type SyncPoints } from './sync-points.ts';
 
@@ -166,15 +167,20 @@ export class ReplayPacer {
   private expiries = 0;
 
   /**
-   * Wall-clock pacing (docs/recording.md "Paced to the recorded time"): with `speed` set, a cycle never runs
-   * before the wall time at which it ran when recorded, counted from the last point the replay and the live
-   * side met (the start, or a live request the core was held for), divided by `speed`. Without it the core
-   * runs flat out to the next recorded request.
+   * How recorded time passes (modes.ts): flat out, paced to the recorded wall time at `speed`, or the
+   * stepped clock's steps; chosen once from the recording and the speed.
    */
-  private readonly speed: number | null;
+  private mode: PaceMode;
   private readonly wallMs: () => number;
-  /** Where recorded time and wall time were last lined up: the recorded time (ns from t0) of the next frame then. */
-  private anchor: { recordedNs: number; wallMs: number } | null = null;
+  /** The core as the mode sees it (its cycle count and the answers it has sent). */
+  private readonly modeCore: ModeCore = ((p: ReplayPacer) => ({
+    get cycleCount(): number {
+      return p.host.core.cycleCount;
+    },
+    get answers(): number {
+      return p.host.answers ?? 0;
+    },
+  }))(this);
   /** After 'pace': how long (ms of wall time) until the next cycle is due. */
   pauseMs = 0;
   /**
@@ -198,14 +204,6 @@ export class ReplayPacer {
   readonly points: SyncPoints;
   /** Holds the replay could not keep, in order (the core's and the live service's). */
   private readonly lostHolds: LostHold[] = [];
-  /**
-   * A recording made on the stepped clock (format 3, which records the test's steps as requests): the
-   * replayed core, like the recorded one, runs cycles only while a step the test asked for is under way.
-   * Each live step is matched with the recorded one (the same number of cycles at the same cycle) and
-   * answered when its last cycle has run, as the stepped clock answers it.
-   */
-  readonly steps: boolean;
-  private stepping: { id: number; target: number; answers: number } | null = null;
   /** Format 3: the recorded service's answers (see PacedVerdict.service_replies) and which the live one gave. */
   private readonly replies: SyncPoints['replies'];
   private readonly replyTaken: boolean[];
@@ -213,15 +211,12 @@ export class ReplayPacer {
   private repliesMatched = 0;
   /** The recorded answers matched so far (replyKey): a live answer equal to one of them is a repeat. */
   private readonly matchedReplies = new Set<string>();
-  private stepsDone = 0;
 
   constructor(
     private readonly host: PacedCore,
     readonly scan: PacingScan,
     private readonly o: { file: string; mode: string; reportFile?: string; toService?: (m: ServiceCue) => void; speed?: number | null; wallMs?: () => number },
   ) {
-    if (o.speed !== undefined && o.speed !== null && !(Number.isFinite(o.speed) && o.speed > 0)) throw new RangeError(`replay speed must be a positive number, got ${o.speed}`);
-    this.speed = o.speed ?? null;
     this.wallMs = o.wallMs ?? (() => performance.now());
     const points = (this.points = readSyncPoints(scan, o.toService !== undefined));
     const lost = (h: LostHold) => this.lostHolds.push(h);
@@ -232,7 +227,7 @@ export class ReplayPacer {
     this.hostClock = scan.header.clock === 'realtime';
     this.replies = points.replies;
     this.replyTaken = this.replies.map(() => false);
-    this.steps = points.steps;
+    this.mode = paceMode({ steps: points.steps, speed: o.speed ?? null, times: scan.times, wallMs: this.wallMs });
     this.renewal = points.requests.map((r) => r.renewal);
     if (this.serviceLog && o.toService) {
       // The service starts at the recorded time of its first message, with the recorded order of its fences;
@@ -275,12 +270,12 @@ export class ReplayPacer {
       if (note.t === 'hold_lost' && note.kind) this.lostHolds.push({ kind: note.kind, cycle: this.host.core.cycleCount, ...(note.detail ? { detail: note.detail } : {}) });
       if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'telemetry_read') {
         this.polls.serve();
-        this.anchor = null;
+        this.mode.met();
       }
       if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'status_read') {
         // The live service served a status read: the next recorded one is done, and the replay met the live side.
         this.reads.serve();
-        this.anchor = null;
+        this.mode.met();
       }
       return;
     }
@@ -431,6 +426,14 @@ export class ReplayPacer {
     else this.outputsMatched++;
   }
 
+  /**
+   * A recording made on the stepped clock (format 3, which records the test's steps as requests): the worker
+   * hands the test's steps here, where each is matched with a recorded one and runs its cycles.
+   */
+  get steps(): boolean {
+    return this.mode.kind === 'stepped';
+  }
+
   get diverged(): PacedDivergence | null {
     return this.first;
   }
@@ -457,23 +460,6 @@ export class ReplayPacer {
   }
 
   /**
-   * Paced: how long until the next cycle (frame `c + 1`) is due, ms of wall time (0: due now). The live side
-   * ahead (a live request matched and waiting for its cycle) means the test already did what it did before
-   * that request when recorded: the core catches up flat out. Late (a loaded machine) it catches up too.
-   */
-  private notDue(c: number): number {
-    if (this.speed === null || this.flat || this.steps || c >= this.scan.frames || this.assigned.size > 0) return 0;
-    const t = this.scan.times[c]!;
-    const now = this.wallMs();
-    if (!this.anchor) {
-      this.anchor = { recordedNs: t, wallMs: now };
-      return 0;
-    }
-    const due = this.anchor.wallMs + (t - this.anchor.recordedNs) / 1e6 / this.speed;
-    return due > now ? due - now : 0;
-  }
-
-  /**
    * Run as far as the recording and the live requests allow, at most `budget` cycles. 'more': call again
    * soon (let messages in first); 'wait': blocked on a live request; 'end': at the last recorded frame;
    * 'pace' (paced replay only): the next cycle is due in `pauseMs` of wall time.
@@ -494,12 +480,12 @@ export class ReplayPacer {
           this.handOver(reqs[j]!, this.assigned.get(j));
           this.assigned.delete(j);
           // The replay met the live side here: the recorded time from now on is counted from this point.
-          this.anchor = null;
+          this.mode.met();
         } else if (!this.first) {
           this.syncService(j);
           if (this.mayPublish()) this.host.core.publish(this.host.core.now);
           // Held for the live side: recorded and wall time line up again when it arrives.
-          this.anchor = null;
+          this.mode.met();
           return 'wait';
         }
         this.nextRequest++;
@@ -509,12 +495,12 @@ export class ReplayPacer {
         this.syncService(null);
         return 'wait';
       }
-      if (this.steps && !this.stepping) {
+      if (!this.mode.runs()) {
         // The stepped clock between steps: time stands still until the test asks for cycles.
         this.syncService(null);
         return c >= this.scan.frames ? 'end' : 'wait';
       }
-      if (c >= this.scan.frames && !this.stepping) {
+      if (c >= this.scan.frames && this.mode.kind !== 'stepped') {
         this.syncService(null);
         if (this.mayPublish()) this.host.core.publish(this.host.core.now);
         return 'end';
@@ -523,7 +509,8 @@ export class ReplayPacer {
         this.syncService(null);
         return 'more';
       }
-      const pause = this.notDue(c);
+      // Ahead: a live request matched and waiting for its cycle (the test already did what came before it).
+      const pause = this.mode.pause(c, this.assigned.size > 0);
       if (pause > 0) {
         this.pauseMs = pause;
         this.syncService(null);
@@ -541,10 +528,7 @@ export class ReplayPacer {
    * during a step's cycles.
    */
   private bounded(c: number): boolean {
-    if (this.first || this.flat) return false;
-    // A stepped recording: a read noted during a step's cycles raced the step (the stepped clock drains
-    // messages between its cycles and never waits for them); it is held for at the step's end instead.
-    if (this.stepping) return false;
+    if (this.first || !this.mode.holdsApply) return false;
     const reads = this.points.statusReads;
     return this.reads.holds(c, (k) => `publication of cycle ${reads[k]!.published}`) || this.polls.holds(c);
   }
@@ -567,7 +551,7 @@ export class ReplayPacer {
   /** Whether the worker may publish the held core's status now (not while a read waits for an older one). */
   mayPublish(): boolean {
     // A stepped core publishes in its cycles and after each step, never while it stands between steps.
-    if (this.steps) return false;
+    if (!this.mode.publishesWhileHeld) return false;
     return !this.readPending(this.host.core.cycleCount) || this.publishAt.has(this.host.core.cycleCount);
   }
 
@@ -575,31 +559,24 @@ export class ReplayPacer {
    * The live side is about to kill this core (a simulated crash; the next incarnation has a recording of
    * its own): run flat out, holding for nothing but live requests, to where the recorded core was killed.
    */
-  private flat = false;
   runToEnd(): void {
-    this.flat = true;
+    this.mode = new RunToCrash(this.mode);
     while (this.advance(100_000) === 'more');
     this.writeVerdict();
   }
 
   /** A live message for the core now; on a stepped recording a step starts its cycles instead. */
   private deliver(msg: unknown): void {
-    const m = msg as { t?: string; id?: number; cycles?: number };
-    if (this.steps && m.t === 'step') {
-      this.stepping = { id: m.id!, target: this.host.core.cycleCount + Math.max(0, Math.trunc(Number(m.cycles) || 0)), answers: this.host.answers ?? 0 };
-      return;
-    }
+    if (this.mode.take(msg as { t?: string }, this.modeCore)) return;
     this.host.handle(msg as never);
   }
 
   /** The step under way has run its cycles: publish (as the stepped clock does after a step) and answer it. */
   private stepDone(c: number): void {
-    const s = this.stepping;
-    if (!s || c < s.target) return;
-    this.stepping = null;
-    this.stepsDone++;
+    const s = this.mode.stepDone(c, this.modeCore);
+    if (!s) return;
     this.host.core.publish(this.host.core.now);
-    this.host.stepped?.(s.id, (this.host.answers ?? 0) - s.answers);
+    this.host.stepped?.(s.id, s.answered);
   }
 
   /** Hand a request to the core, with the host time the recorded core read while handling it (format 2). */
@@ -668,11 +645,10 @@ export class ReplayPacer {
       expiries_replayed: this.expiries,
       requests_extra: this.extra,
       outputs_missing: this.first ? 0 : s.outputs.filter((n, i) => i >= this.nextOutput && n.cycle <= this.host.core.cycleCount).length,
-      pace: this.speed,
+      ...this.mode.verdict(),
       status_reads: { recorded: this.points.statusReads.length, served: this.reads.served, missed: this.reads.lostCount },
       telemetry_reads: { recorded: this.points.telemetryPolls.length, served: this.polls.served, missed: this.polls.lostCount },
       holds_lost: this.lostHolds,
-      ...(this.steps ? { steps: this.stepsDone } : {}),
       ...(this.replies.length || (this.o.toService && s.header.format >= 3)
         ? { service_replies: { recorded: this.replies.length, matched: this.repliesMatched, first_missing: this.replies.find((_, k) => !this.replyTaken[k])?.note ?? null } }
         : {}),
