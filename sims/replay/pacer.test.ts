@@ -485,6 +485,70 @@ test('format 2 status reads: the core publishes at each recorded read\'s publica
   }
 });
 
+test('format 2 status reads: a publication newer than a pending read\'s (the next read\'s, forced at its cycle) reaches the live service only once that read is served or given up', async () => {
+  const file = tmp('reads-kept.hilrec');
+  // machine.test.ts "reset_fault after the condition cleared": read 1 served from publication 20 arrived at
+  // cycle 23, read 2 was served from publication 23 (the core had published it; it was still on its way)
+  await recordStamped(
+    file,
+    [
+      [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
+      [23, { t: 'service_note', data: { t: 'status_read', cycle: '20' } }],
+      [34, { t: 'service_note', data: { t: 'status_read', cycle: '23' } }],
+      [40, { t: 'service_note', data: { t: 'status_read', cycle: '23' } }],
+    ],
+    50,
+  );
+  const scan = scanForPacing(file);
+  const sent: bigint[] = [];
+  let wall = 0;
+  let pacer: ReplayPacer | undefined;
+  // what the worker does (worker-loop.ts): a publication goes out unless the pacer keeps it back
+  const send = (m: { t?: string }) => {
+    const out = pacer ? pacer.publication(m) : m;
+    if (out && out.t === 'status') sent.push((out as unknown as { status: { cycle: bigint } }).status.cycle);
+  };
+  const flush = () => {
+    const kept = pacer!.takePublication() as { status: { cycle: bigint } } | null;
+    if (kept) sent.push(kept.status.cycle);
+  };
+  const host = await CoreHost.create(
+    { machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 },
+    (m) => send(m),
+    'none',
+    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes },
+  );
+  try {
+    const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined, wallMs: () => wall }));
+    expect(p.advance(1000)).toBe('wait');
+    p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
+    expect(p.advance(1000)).toBe('wait');
+    flush();
+    // held at 23 for read 1: publication 20 went out, 23 (forced for read 2) is kept back
+    expect(host.core.cycleCount).toBe(23);
+    expect(sent).toContain(20n);
+    expect(sent.filter((c) => c > 20n)).toEqual([]);
+    p.offer({ t: 'service_note', data: { t: 'status_read', cycle: '20' } });
+    flush();
+    expect(sent.at(-1)).toBe(23n); // read 1 served: read 2 may have publication 23 now
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(34);
+    p.offer({ t: 'service_note', data: { t: 'status_read', cycle: '23' } });
+    expect(p.advance(1000)).toBe('wait');
+    flush();
+    expect(host.core.cycleCount).toBe(40);
+    // read 3 never made: what is kept back goes out when it is given up
+    const before = sent.length;
+    wall = 2_000;
+    p.advance(1000);
+    flush();
+    expect(sent.length).toBeGreaterThan(before);
+    expect(p.finish().holds_lost).toEqual([{ kind: 'status_read', cycle: 40, detail: 'publication of cycle 23' }]);
+  } finally {
+    await host.close();
+  }
+});
+
 test('format 2 on the host clock: the live service starts at the core\'s first frame when that is before the first request (a status read before the first grant shows an earlier time)', async () => {
   const file = tmp('start-clock.hilrec');
   const sent = process.hrtime.bigint() + 10_000_000_000n; // the first request posted well after the core started

@@ -548,6 +548,38 @@ export class ReplayPacer {
     return r !== undefined && r.published < c + 1 && c + 1 <= r.cycle ? 'hold' : 'normal';
   }
 
+  /** A publication newer than the one a pending status read was served from when recorded, kept until then. */
+  private deferred: { t: 'status'; status: { cycle: bigint } } | null = null;
+
+  /**
+   * A status publication on its way to the live service: null when it must wait (kept, see
+   * takePublication). The recorded service served read k from publication P_k although the core had already
+   * published a newer one P' (the read k + 1's), still on its way to the service; the replayed core publishes
+   * P' at its cycle too (forced, for read k + 1), and the live service would serve read k from P' if it had
+   * it. So a publication newer than the pending read's reaches the service only once that read is served (or
+   * given up): read k sees what it saw when recorded, read k + 1 what it saw (machine.test.ts reset_fault
+   * after the condition cleared: enabled in the first read instead of the second).
+   */
+  publication<M extends { t?: string }>(m: M): M | null {
+    if (m.t !== 'status' || !this.olderReadPending((m as unknown as { status: { cycle: bigint } }).status.cycle)) return m;
+    this.deferred = m as unknown as { t: 'status'; status: { cycle: bigint } };
+    return null;
+  }
+
+  /** The kept publication, once no pending read needs an older one (then it is the worker's to send). */
+  takePublication(): unknown {
+    const d = this.deferred;
+    if (!d || this.olderReadPending(d.status.cycle)) return null;
+    this.deferred = null;
+    return d;
+  }
+
+  private olderReadPending(cycle: bigint): boolean {
+    if (this.first) return false;
+    const r = this.points.statusReads[this.reads.next];
+    return r !== undefined && BigInt(r.published) < cycle && r.published <= this.host.core.cycleCount;
+  }
+
   /** Whether the worker may publish the held core's status now (not while a read waits for an older one). */
   mayPublish(): boolean {
     // A stepped core publishes in its cycles and after each step, never while it stands between steps.
