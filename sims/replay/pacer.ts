@@ -30,7 +30,7 @@ export interface PacedCore {
   cycle(): void;
   /** The recorded clock: `at` is the host time the core reads while a request is handed over (format 2). */
   readonly clock?: object;
-  readonly core: { readonly cycleCount: number; publish(nowNs: bigint): void; readonly now: bigint; publishGate?: 'normal' | 'force' | 'hold' };
+  readonly core: { readonly cycleCount: number; publish(nowNs: bigint): void; readonly now: bigint };
   readonly driverHost: { readonly driver: BusDriver };
   /** A step the test asked for is done (the stepped clock's reply, with the answers its cycles produced). */
   stepped?(id: number, answered: number): void;
@@ -404,6 +404,7 @@ export class ReplayPacer {
 
   /** A message the core sent (reply, event, home_done, stop_drained), compared with the recorded ones in order. */
   observe(msg: { t: string }): void {
+    if (msg.t === 'status') this.lastPublished = this.host.core.cycleCount;
     if (msg.t !== 'reply' && msg.t !== 'event' && msg.t !== 'home_done' && msg.t !== 'stop_drained') return;
     const cycle = this.host.core.cycleCount;
     const kind = msg.t === 'reply' ? 'reply' : 'event';
@@ -516,9 +517,12 @@ export class ReplayPacer {
         this.syncService(null);
         return 'pace';
       }
-      if (this.points.statusReads.length) this.host.core.publishGate = this.gate(c);
       this.host.cycle();
       this.busDivergence();
+      // A recorded status read was served from this cycle's publication: the core publishes it whatever its
+      // own publication rules say (what is newer than a pending read's is kept back: publication()).
+      const ran = this.host.core.cycleCount;
+      if (!this.first && this.publishAt.has(ran) && this.lastPublished !== ran) this.host.core.publish(this.host.core.now);
     }
   }
 
@@ -540,14 +544,8 @@ export class ReplayPacer {
     return r !== undefined && r.published <= c && c <= r.cycle;
   }
 
-  /** How the core publishes in the cycle it runs next (cycle c + 1). */
-  private gate(c: number): 'normal' | 'force' | 'hold' {
-    if (this.points.statusReads.length === 0 || this.first) return 'normal';
-    if (this.publishAt.has(c + 1)) return 'force';
-    const r = this.points.statusReads[this.reads.next];
-    return r !== undefined && r.published < c + 1 && c + 1 <= r.cycle ? 'hold' : 'normal';
-  }
-
+  /** The cycle of the core's last publication (observe). */
+  private lastPublished = -1;
   /** A publication newer than the one a pending status read was served from when recorded, kept until then. */
   private deferred: { t: 'status'; status: { cycle: bigint } } | null = null;
 
