@@ -95,10 +95,10 @@ test('weldplan pack writes the container the harness packer builds, --seal fills
 // morning. Spawns two conformance runs of one file and a replay of the first night's recordings.
 test('nightly: a dated directory with the run, its recordings (replayable), the soak, the comparison with the night before and one report; --no-record records nothing', { timeout: 170_000 }, () => {
   const out = mkdtempSync(join(tmpdir(), 'hil-nightly-'));
-  // A file whose recording replays clean every time: this checks the nightly's plumbing. (The stepped drain
-  // file, used before, diverges on about one paced replay in three, old replay code and new alike: its stop's
-  // reply can reach the pacer mid-step; issue 24's determinism goal, docs/recording.md.)
-  const FILE = 'suites/grant/lease-bound.test.ts';
+  // The stepped drain file: a stop whose reply the test does not wait for races the test's next stops, so
+  // its replay checks that answers of concurrent requests are compared whatever their order (it diverged on
+  // about one replay in three until they were, docs/recording.md "The service's replies").
+  const FILE = 'suites/grant/drain.test.ts';
   try {
     const first = hil('nightly', '--out', out, '--soak-minutes', '0.02', FILE);
     expect(first.status, first.stdout + first.stderr).toBe(0);

@@ -891,9 +891,7 @@ export class Core implements AdmissionView, StatusView {
       this.lastArmed = this.armed;
       this.dirty = true;
     }
-    if (this.publishGate === 'hold') {
-      // Paced replay: a status read pending from an earlier publication (the dirty flag stays set).
-    } else if (this.dirty || this.publishGate === 'force') this.publish(nowNs);
+    if (this.dirty) this.publish(nowNs);
     else if (this.publishByWall) {
       const w = wallMs === wallMs ? wallMs : performance.now();
       if (w - this.lastPublishWall >= 10) this.publish(nowNs);
@@ -988,12 +986,6 @@ export class Core implements AdmissionView, StatusView {
       max_work_ns: work.count ? ns(work.max) : 0n,
     };
   }
-
-  /**
-   * Paced replay (sims/replay/pacer.ts, status reads): 'force' publishes at the end of the next cycle
-   * whatever else, 'hold' publishes nothing in it, 'normal' leaves it to the usual rules.
-   */
-  publishGate: 'normal' | 'force' | 'hold' = 'normal';
 
   /** Core time of the last message from the service or the test channel (the quiet publication rate). */
   private lastActivityNs = 0n;

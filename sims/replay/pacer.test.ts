@@ -440,8 +440,10 @@ test('format 2 status reads: the core publishes at each recorded read\'s publica
   const host = await CoreHost.create(
     { machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 },
     (m) => {
+      // what the worker does (worker-loop.ts): a publication goes out unless the pacer keeps it back
       pacer?.observe(m);
-      if (m.t === 'status') published.push(m.status.cycle);
+      const out = pacer ? pacer.publication(m) : m;
+      if (out && out.t === 'status') published.push(out.status.cycle);
     },
     'none',
     { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes },
@@ -450,36 +452,113 @@ test('format 2 status reads: the core publishes at each recorded read\'s publica
     const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m), wallMs: () => wall }));
     expect(cues[0]!.statusReads).toEqual([10n, 10n, 30n, 40n]);
     const read = { t: 'service_note', data: { t: 'status_read', cycle: '10' } };
+    const flush = () => {
+      const kept = p.takePublication() as { status: { cycle: bigint } } | null;
+      if (kept) published.push(kept.status.cycle);
+    };
     expect(p.advance(1000)).toBe('wait');
+    flush();
     p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
     p.offer({ t: 'cmd', id: 9, op: 'enable', generation: 42n, axisMask: ALL, sentNs: 78n });
     // held at cycle 12 where the reads arrived, the last publication the one of cycle 10 (the enable made
     // the core publish at 11 and 12 otherwise); twice (two reads of one publication)
     expect(p.advance(1000)).toBe('wait');
+    flush();
     expect(host.core.cycleCount).toBe(12);
     expect(published.at(-1)).toBe(10n);
     expect(p.mayPublish()).toBe(false);
     p.offer(read);
+    flush();
     expect(p.advance(1000)).toBe('wait');
+    flush();
     expect(host.core.cycleCount).toBe(12);
     expect(published.at(-1)).toBe(10n);
     p.offer(read);
+    flush();
     expect(p.advance(1000)).toBe('wait');
+    flush();
     expect(host.core.cycleCount).toBe(33);
     expect(published.filter((c) => c > 30n && c <= 33n)).toEqual([]);
     expect(published).toContain(30n);
     // the live test never makes this read: held for the bound of wall time, then given up
     wall = 1_999;
     expect(p.advance(1000)).toBe('wait');
+    flush();
     expect(host.core.cycleCount).toBe(33);
     wall = 2_000;
     expect(p.advance(1000)).toBe('wait');
+    flush();
     expect(host.core.cycleCount).toBe(45);
     p.offer(read);
+    flush();
     expect(p.advance(1000)).toBe('end');
     expect(p.finish()).toMatchObject({ status_reads: { recorded: 4, served: 3, missed: 1 }, divergence: null, requests_matched: 2 });
     // the read given up is a lost hold, where and what it waited for (the harness ends the test in ERROR)
     expect(p.finish().holds_lost).toEqual([{ kind: 'status_read', cycle: 33, detail: 'publication of cycle 30' }]);
+  } finally {
+    await host.close();
+  }
+});
+
+test('format 2 status reads: a publication newer than a pending read\'s (the next read\'s, forced at its cycle) reaches the live service only once that read is served or given up', async () => {
+  const file = tmp('reads-kept.hilrec');
+  // machine.test.ts "reset_fault after the condition cleared": read 1 served from publication 20 arrived at
+  // cycle 23, read 2 was served from publication 23 (the core had published it; it was still on its way)
+  await recordStamped(
+    file,
+    [
+      [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
+      [23, { t: 'service_note', data: { t: 'status_read', cycle: '20' } }],
+      [34, { t: 'service_note', data: { t: 'status_read', cycle: '23' } }],
+      [40, { t: 'service_note', data: { t: 'status_read', cycle: '23' } }],
+    ],
+    50,
+  );
+  const scan = scanForPacing(file);
+  const sent: bigint[] = [];
+  let wall = 0;
+  let pacer: ReplayPacer | undefined;
+  // what the worker does (worker-loop.ts): a publication goes out unless the pacer keeps it back
+  const send = (m: { t?: string }) => {
+    const out = pacer ? pacer.publication(m) : m;
+    if (out && out.t === 'status') sent.push((out as unknown as { status: { cycle: bigint } }).status.cycle);
+  };
+  const flush = () => {
+    const kept = pacer!.takePublication() as { status: { cycle: bigint } } | null;
+    if (kept) sent.push(kept.status.cycle);
+  };
+  const host = await CoreHost.create(
+    { machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 },
+    (m) => send(m),
+    'none',
+    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes },
+  );
+  try {
+    const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined, wallMs: () => wall }));
+    expect(p.advance(1000)).toBe('wait');
+    p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
+    expect(p.advance(1000)).toBe('wait');
+    flush();
+    // held at 23 for read 1: publication 20 went out, 23 (forced for read 2) is kept back
+    expect(host.core.cycleCount).toBe(23);
+    expect(sent).toContain(20n);
+    expect(sent.filter((c) => c > 20n)).toEqual([]);
+    p.offer({ t: 'service_note', data: { t: 'status_read', cycle: '20' } });
+    flush();
+    expect(sent.at(-1)).toBe(23n); // read 1 served: read 2 may have publication 23 now
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(34);
+    p.offer({ t: 'service_note', data: { t: 'status_read', cycle: '23' } });
+    expect(p.advance(1000)).toBe('wait');
+    flush();
+    expect(host.core.cycleCount).toBe(40);
+    // read 3 never made: what is kept back goes out when it is given up
+    const before = sent.length;
+    wall = 2_000;
+    p.advance(1000);
+    flush();
+    expect(sent.length).toBeGreaterThan(before);
+    expect(p.finish().holds_lost).toEqual([{ kind: 'status_read', cycle: 40, detail: 'publication of cycle 23' }]);
   } finally {
     await host.close();
   }
@@ -600,6 +679,49 @@ test('format 3: the live service\'s answers to control and program requests are 
   // the test stopped after the enable: two recorded answers never given, the first of them named
   const fewer = await run([reply('acquire', 200), reply('enable', 200)]);
   expect(fewer).toMatchObject({ divergence: null, service_replies: { recorded: 4, matched: 2, first_missing: { data: { op: 'arm', status: 409, label: 'not_ready' } } } });
+});
+
+test('format 3: answers of concurrent requests of one operation may come in another order than recorded (a stop whose reply the test does not wait for, answered after the test\'s next stops): an answer already matched is a repeat, one never recorded still diverges', async () => {
+  const file = tmp('replies-order.hilrec');
+  const reply = (op: string, status: number, label = '') => ({ t: 'service_note', data: { t: 'http_reply', op, status, label } }) as unknown as ToCore & PostStamp;
+  // suites/grant/drain.test.ts as recorded: the first stop answered at once, then the test's stop with the
+  // older generation (200), the one with a newer generation (409), and the cleanup's stop (409 again)
+  await recordStamped(
+    file,
+    [
+      [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
+      [0, reply('stop', 200)],
+      [0, reply('stop', 200)],
+      [0, reply('stop', 409, 'control_session_stale')],
+      [9, reply('release', 409, 'control_session_stale')],
+      [9, reply('stop', 409, 'control_session_stale')],
+    ],
+    20,
+  );
+  const scan = scanForPacing(file);
+  const run = async (answers: Array<ReturnType<typeof reply>>) => {
+    const host = await pacedHost(file, scan);
+    const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined });
+    p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
+    for (const a of answers) p.offer(a);
+    while (p.advance(100) === 'more');
+    const v = p.finish();
+    await host.close();
+    return v;
+  };
+  // the first stop's answer after the other two (its core receipt came later on the replay): nothing differs
+  const late = await run([reply('stop', 200), reply('stop', 409, 'control_session_stale'), reply('stop', 200), reply('release', 409, 'control_session_stale'), reply('stop', 409, 'control_session_stale')]);
+  expect(late).toMatchObject({ divergence: null, service_replies: { recorded: 3, matched: 3, first_missing: null } });
+  // as recorded: the same
+  const asRecorded = await run([reply('stop', 200), reply('stop', 200), reply('stop', 409, 'control_session_stale'), reply('release', 409, 'control_session_stale'), reply('stop', 409, 'control_session_stale')]);
+  expect(asRecorded).toMatchObject({ divergence: null, service_replies: { recorded: 3, matched: 3 } });
+  // a stop answered with a label the recording never gave: still the divergence, after the repeats
+  const other = await run([reply('stop', 200), reply('stop', 409, 'control_session_stale'), reply('stop', 200), reply('stop', 409, 'inhibited')]);
+  expect(other.divergence).toMatchObject({ kind: 'service', actual: { data: { op: 'stop', status: 409, label: 'inhibited' } } });
+  // a repeat counts only once it was matched: a 409 before any recorded 409 of the operation is not a
+  // repeat of the stop's 200 (matched with the recorded 409 within the look-ahead instead)
+  const early = await run([reply('stop', 409, 'control_session_stale'), reply('stop', 200)]);
+  expect(early).toMatchObject({ divergence: null, service_replies: { matched: 2 } });
 });
 
 test('collapseRepeats: an answer equal to the previous answer of the same operation is dropped, whatever came between', () => {

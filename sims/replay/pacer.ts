@@ -19,6 +19,7 @@ import type { BusDriver } from '../../drivers/bus.ts';
 import type { DivergenceReport } from '../../drivers/replay/driver.ts';
 import type { RecordingNote } from '../../drivers/replay/format.ts';
 import { compareNote, FenceMap, normalise, unstamped, withRecordedTimes, type HttpReply, type Mismatch } from './match.ts';
+import { paceMode, RunToCrash, type ModeCore, type PaceMode } from './modes.ts';
 import type { PacingScan } from './scan.ts';
 import { writeVerdictFile } from './verdict-file.ts';
 import { BoundedHold, grantKey, readSyncPoints, sameGrant, type HoldKind, type LostHold, type SyncPoints } from './sync-points.ts';
@@ -29,7 +30,7 @@ export interface PacedCore {
   cycle(): void;
   /** The recorded clock: `at` is the host time the core reads while a request is handed over (format 2). */
   readonly clock?: object;
-  readonly core: { readonly cycleCount: number; publish(nowNs: bigint): void; readonly now: bigint; publishGate?: 'normal' | 'force' | 'hold' };
+  readonly core: { readonly cycleCount: number; publish(nowNs: bigint): void; readonly now: bigint };
   readonly driverHost: { readonly driver: BusDriver };
   /** A step the test asked for is done (the stepped clock's reply, with the answers its cycles produced). */
   stepped?(id: number, answered: number): void;
@@ -102,6 +103,9 @@ export interface PacedVerdict {
   recorded_ms: number;
 }
 
+/** An answer's identity for repeats: operation, status and leading label. */
+const replyKey = (r: HttpReply): string => `${r.op}\u0000${r.status}\u0000${r.label}`;
+
 type Driverish = BusDriver & { divergence?(): DivergenceReport | null };
 
 /** How many of the next unmatched recorded requests a live one may be matched with (arrival order races). */
@@ -163,15 +167,20 @@ export class ReplayPacer {
   private expiries = 0;
 
   /**
-   * Wall-clock pacing (docs/recording.md "Paced to the recorded time"): with `speed` set, a cycle never runs
-   * before the wall time at which it ran when recorded, counted from the last point the replay and the live
-   * side met (the start, or a live request the core was held for), divided by `speed`. Without it the core
-   * runs flat out to the next recorded request.
+   * How recorded time passes (modes.ts): flat out, paced to the recorded wall time at `speed`, or the
+   * stepped clock's steps; chosen once from the recording and the speed.
    */
-  private readonly speed: number | null;
+  private mode: PaceMode;
   private readonly wallMs: () => number;
-  /** Where recorded time and wall time were last lined up: the recorded time (ns from t0) of the next frame then. */
-  private anchor: { recordedNs: number; wallMs: number } | null = null;
+  /** The core as the mode sees it (its cycle count and the answers it has sent). */
+  private readonly modeCore: ModeCore = ((p: ReplayPacer) => ({
+    get cycleCount(): number {
+      return p.host.core.cycleCount;
+    },
+    get answers(): number {
+      return p.host.answers ?? 0;
+    },
+  }))(this);
   /** After 'pace': how long (ms of wall time) until the next cycle is due. */
   pauseMs = 0;
   /**
@@ -195,29 +204,19 @@ export class ReplayPacer {
   readonly points: SyncPoints;
   /** Holds the replay could not keep, in order (the core's and the live service's). */
   private readonly lostHolds: LostHold[] = [];
-  /**
-   * A recording made on the stepped clock (format 3, which records the test's steps as requests): the
-   * replayed core, like the recorded one, runs cycles only while a step the test asked for is under way.
-   * Each live step is matched with the recorded one (the same number of cycles at the same cycle) and
-   * answered when its last cycle has run, as the stepped clock answers it.
-   */
-  readonly steps: boolean;
-  private stepping: { id: number; target: number; answers: number } | null = null;
   /** Format 3: the recorded service's answers (see PacedVerdict.service_replies) and which the live one gave. */
   private readonly replies: SyncPoints['replies'];
   private readonly replyTaken: boolean[];
   private replyCursor = 0;
   private repliesMatched = 0;
-  private readonly lastLiveReply = new Map<string, HttpReply>();
-  private stepsDone = 0;
+  /** The recorded answers matched so far (replyKey): a live answer equal to one of them is a repeat. */
+  private readonly matchedReplies = new Set<string>();
 
   constructor(
     private readonly host: PacedCore,
     readonly scan: PacingScan,
     private readonly o: { file: string; mode: string; reportFile?: string; toService?: (m: ServiceCue) => void; speed?: number | null; wallMs?: () => number },
   ) {
-    if (o.speed !== undefined && o.speed !== null && !(Number.isFinite(o.speed) && o.speed > 0)) throw new RangeError(`replay speed must be a positive number, got ${o.speed}`);
-    this.speed = o.speed ?? null;
     this.wallMs = o.wallMs ?? (() => performance.now());
     const points = (this.points = readSyncPoints(scan, o.toService !== undefined));
     const lost = (h: LostHold) => this.lostHolds.push(h);
@@ -228,7 +227,7 @@ export class ReplayPacer {
     this.hostClock = scan.header.clock === 'realtime';
     this.replies = points.replies;
     this.replyTaken = this.replies.map(() => false);
-    this.steps = points.steps;
+    this.mode = paceMode({ steps: points.steps, speed: o.speed ?? null, times: scan.times, wallMs: this.wallMs });
     this.renewal = points.requests.map((r) => r.renewal);
     if (this.serviceLog && o.toService) {
       // The service starts at the recorded time of its first message, with the recorded order of its fences;
@@ -271,12 +270,12 @@ export class ReplayPacer {
       if (note.t === 'hold_lost' && note.kind) this.lostHolds.push({ kind: note.kind, cycle: this.host.core.cycleCount, ...(note.detail ? { detail: note.detail } : {}) });
       if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'telemetry_read') {
         this.polls.serve();
-        this.anchor = null;
+        this.mode.met();
       }
       if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'status_read') {
         // The live service served a status read: the next recorded one is done, and the replay met the live side.
         this.reads.serve();
-        this.anchor = null;
+        this.mode.met();
       }
       return;
     }
@@ -368,16 +367,12 @@ export class ReplayPacer {
   /**
    * The live service answered a control or program request: matched with the earliest of the next
    * LOOKAHEAD unmatched recorded answers of the same operation that agrees in status and label (concurrent
-   * requests may be answered in either order). An answer of that operation that differs, or one the
-   * recording does not have, is the divergence. Recordings before format 3 have none: nothing is compared.
+   * requests may be answered in either order). An answer equal to a recorded answer of that operation
+   * already matched is a repeat (below). An answer of that operation that differs, or one the recording does
+   * not have, is the divergence. Recordings before format 3 have none: nothing is compared.
    */
   private matchReply(live: HttpReply): void {
     if (this.first || this.o.toService === undefined || this.scan.header.format < 3) return;
-    // A request polled until its answer changes (an upload slot still busy) is answered the same way as
-    // often as the wall clock had it: repeats are compared once (see collapseRepeats).
-    const last = this.lastLiveReply.get(live.op);
-    this.lastLiveReply.set(live.op, live);
-    if (last && last.status === live.status && last.label === live.label) return;
     let sameOp = -1;
     for (let k = this.replyCursor, seen = 0; k < this.replies.length && seen < LOOKAHEAD; k++) {
       if (this.replyTaken[k]) continue;
@@ -387,11 +382,20 @@ export class ReplayPacer {
       if (r.status === live.status && r.label === live.label) {
         this.replyTaken[k] = true;
         this.repliesMatched++;
+        this.matchedReplies.add(replyKey(live));
         while (this.replyCursor < this.replies.length && this.replyTaken[this.replyCursor]) this.replyCursor++;
         return;
       }
       if (sameOp < 0) sameOp = k;
     }
+    // A repeat: the recorded answers are collapsed (collapseRepeats: a request polled until its answer
+    // changes is answered as often as the wall clock had it), and whether two answers of one operation are
+    // neighbours depends on the order in which the answers of concurrent requests came, which a replay does
+    // not keep: the core answers a stop whose HTTP reply the test does not wait for as soon as its worker
+    // gets to it, and the test's next stop may be answered first (suites/grant/drain.test.ts). So the live
+    // side is not collapsed by its own order; an answer the recorded service also gave, already matched, is
+    // that answer again, whatever came between.
+    if (this.matchedReplies.has(replyKey(live))) return;
     const c = this.host.core.cycleCount;
     const expected = sameOp < 0 ? null : this.replies[sameOp]!.note;
     const path = expected === null ? undefined : (expected.data as HttpReply).status !== live.status ? 'status' : 'label';
@@ -400,6 +404,7 @@ export class ReplayPacer {
 
   /** A message the core sent (reply, event, home_done, stop_drained), compared with the recorded ones in order. */
   observe(msg: { t: string }): void {
+    if (msg.t === 'status') this.lastPublished = this.host.core.cycleCount;
     if (msg.t !== 'reply' && msg.t !== 'event' && msg.t !== 'home_done' && msg.t !== 'stop_drained') return;
     const cycle = this.host.core.cycleCount;
     const kind = msg.t === 'reply' ? 'reply' : 'event';
@@ -420,6 +425,14 @@ export class ReplayPacer {
     const m = want.kind !== kind || want.cycle !== cycle ? { path: want.cycle !== cycle ? '(cycle)' : '(kind)', expected: want.cycle, actual: cycle } : compareNote(want.data, live, this.fences);
     if (m) this.diverge({ kind, cycle, expected: want, actual: { cycle, kind, data: live }, path: m.path });
     else this.outputsMatched++;
+  }
+
+  /**
+   * A recording made on the stepped clock (format 3, which records the test's steps as requests): the worker
+   * hands the test's steps here, where each is matched with a recorded one and runs its cycles.
+   */
+  get steps(): boolean {
+    return this.mode.kind === 'stepped';
   }
 
   get diverged(): PacedDivergence | null {
@@ -448,23 +461,6 @@ export class ReplayPacer {
   }
 
   /**
-   * Paced: how long until the next cycle (frame `c + 1`) is due, ms of wall time (0: due now). The live side
-   * ahead (a live request matched and waiting for its cycle) means the test already did what it did before
-   * that request when recorded: the core catches up flat out. Late (a loaded machine) it catches up too.
-   */
-  private notDue(c: number): number {
-    if (this.speed === null || this.flat || this.steps || c >= this.scan.frames || this.assigned.size > 0) return 0;
-    const t = this.scan.times[c]!;
-    const now = this.wallMs();
-    if (!this.anchor) {
-      this.anchor = { recordedNs: t, wallMs: now };
-      return 0;
-    }
-    const due = this.anchor.wallMs + (t - this.anchor.recordedNs) / 1e6 / this.speed;
-    return due > now ? due - now : 0;
-  }
-
-  /**
    * Run as far as the recording and the live requests allow, at most `budget` cycles. 'more': call again
    * soon (let messages in first); 'wait': blocked on a live request; 'end': at the last recorded frame;
    * 'pace' (paced replay only): the next cycle is due in `pauseMs` of wall time.
@@ -485,12 +481,12 @@ export class ReplayPacer {
           this.handOver(reqs[j]!, this.assigned.get(j));
           this.assigned.delete(j);
           // The replay met the live side here: the recorded time from now on is counted from this point.
-          this.anchor = null;
+          this.mode.met();
         } else if (!this.first) {
           this.syncService(j);
           if (this.mayPublish()) this.host.core.publish(this.host.core.now);
           // Held for the live side: recorded and wall time line up again when it arrives.
-          this.anchor = null;
+          this.mode.met();
           return 'wait';
         }
         this.nextRequest++;
@@ -500,12 +496,12 @@ export class ReplayPacer {
         this.syncService(null);
         return 'wait';
       }
-      if (this.steps && !this.stepping) {
+      if (!this.mode.runs()) {
         // The stepped clock between steps: time stands still until the test asks for cycles.
         this.syncService(null);
         return c >= this.scan.frames ? 'end' : 'wait';
       }
-      if (c >= this.scan.frames && !this.stepping) {
+      if (c >= this.scan.frames && this.mode.kind !== 'stepped') {
         this.syncService(null);
         if (this.mayPublish()) this.host.core.publish(this.host.core.now);
         return 'end';
@@ -514,15 +510,19 @@ export class ReplayPacer {
         this.syncService(null);
         return 'more';
       }
-      const pause = this.notDue(c);
+      // Ahead: a live request matched and waiting for its cycle (the test already did what came before it).
+      const pause = this.mode.pause(c, this.assigned.size > 0);
       if (pause > 0) {
         this.pauseMs = pause;
         this.syncService(null);
         return 'pace';
       }
-      if (this.points.statusReads.length) this.host.core.publishGate = this.gate(c);
       this.host.cycle();
       this.busDivergence();
+      // A recorded status read was served from this cycle's publication: the core publishes it whatever its
+      // own publication rules say (what is newer than a pending read's is kept back: publication()).
+      const ran = this.host.core.cycleCount;
+      if (!this.first && this.publishAt.has(ran) && this.lastPublished !== ran) this.host.core.publish(this.host.core.now);
     }
   }
 
@@ -532,10 +532,7 @@ export class ReplayPacer {
    * during a step's cycles.
    */
   private bounded(c: number): boolean {
-    if (this.first || this.flat) return false;
-    // A stepped recording: a read noted during a step's cycles raced the step (the stepped clock drains
-    // messages between its cycles and never waits for them); it is held for at the step's end instead.
-    if (this.stepping) return false;
+    if (this.first || !this.mode.holdsApply) return false;
     const reads = this.points.statusReads;
     return this.reads.holds(c, (k) => `publication of cycle ${reads[k]!.published}`) || this.polls.holds(c);
   }
@@ -547,18 +544,44 @@ export class ReplayPacer {
     return r !== undefined && r.published <= c && c <= r.cycle;
   }
 
-  /** How the core publishes in the cycle it runs next (cycle c + 1). */
-  private gate(c: number): 'normal' | 'force' | 'hold' {
-    if (this.points.statusReads.length === 0 || this.first) return 'normal';
-    if (this.publishAt.has(c + 1)) return 'force';
+  /** The cycle of the core's last publication (observe). */
+  private lastPublished = -1;
+  /** A publication newer than the one a pending status read was served from when recorded, kept until then. */
+  private deferred: { t: 'status'; status: { cycle: bigint } } | null = null;
+
+  /**
+   * A status publication on its way to the live service: null when it must wait (kept, see
+   * takePublication). The recorded service served read k from publication P_k although the core had already
+   * published a newer one P' (the read k + 1's), still on its way to the service; the replayed core publishes
+   * P' at its cycle too (forced, for read k + 1), and the live service would serve read k from P' if it had
+   * it. So a publication newer than the pending read's reaches the service only once that read is served (or
+   * given up): read k sees what it saw when recorded, read k + 1 what it saw (machine.test.ts reset_fault
+   * after the condition cleared: enabled in the first read instead of the second).
+   */
+  publication<M extends { t?: string }>(m: M): M | null {
+    if (m.t !== 'status' || !this.olderReadPending((m as unknown as { status: { cycle: bigint } }).status.cycle)) return m;
+    this.deferred = m as unknown as { t: 'status'; status: { cycle: bigint } };
+    return null;
+  }
+
+  /** The kept publication, once no pending read needs an older one (then it is the worker's to send). */
+  takePublication(): unknown {
+    const d = this.deferred;
+    if (!d || this.olderReadPending(d.status.cycle)) return null;
+    this.deferred = null;
+    return d;
+  }
+
+  private olderReadPending(cycle: bigint): boolean {
+    if (this.first) return false;
     const r = this.points.statusReads[this.reads.next];
-    return r !== undefined && r.published < c + 1 && c + 1 <= r.cycle ? 'hold' : 'normal';
+    return r !== undefined && BigInt(r.published) < cycle && r.published <= this.host.core.cycleCount;
   }
 
   /** Whether the worker may publish the held core's status now (not while a read waits for an older one). */
   mayPublish(): boolean {
     // A stepped core publishes in its cycles and after each step, never while it stands between steps.
-    if (this.steps) return false;
+    if (!this.mode.publishesWhileHeld) return false;
     return !this.readPending(this.host.core.cycleCount) || this.publishAt.has(this.host.core.cycleCount);
   }
 
@@ -566,31 +589,24 @@ export class ReplayPacer {
    * The live side is about to kill this core (a simulated crash; the next incarnation has a recording of
    * its own): run flat out, holding for nothing but live requests, to where the recorded core was killed.
    */
-  private flat = false;
   runToEnd(): void {
-    this.flat = true;
+    this.mode = new RunToCrash(this.mode);
     while (this.advance(100_000) === 'more');
     this.writeVerdict();
   }
 
   /** A live message for the core now; on a stepped recording a step starts its cycles instead. */
   private deliver(msg: unknown): void {
-    const m = msg as { t?: string; id?: number; cycles?: number };
-    if (this.steps && m.t === 'step') {
-      this.stepping = { id: m.id!, target: this.host.core.cycleCount + Math.max(0, Math.trunc(Number(m.cycles) || 0)), answers: this.host.answers ?? 0 };
-      return;
-    }
+    if (this.mode.take(msg as { t?: string }, this.modeCore)) return;
     this.host.handle(msg as never);
   }
 
   /** The step under way has run its cycles: publish (as the stepped clock does after a step) and answer it. */
   private stepDone(c: number): void {
-    const s = this.stepping;
-    if (!s || c < s.target) return;
-    this.stepping = null;
-    this.stepsDone++;
+    const s = this.mode.stepDone(c, this.modeCore);
+    if (!s) return;
     this.host.core.publish(this.host.core.now);
-    this.host.stepped?.(s.id, (this.host.answers ?? 0) - s.answers);
+    this.host.stepped?.(s.id, s.answered);
   }
 
   /** Hand a request to the core, with the host time the recorded core read while handling it (format 2). */
@@ -659,11 +675,10 @@ export class ReplayPacer {
       expiries_replayed: this.expiries,
       requests_extra: this.extra,
       outputs_missing: this.first ? 0 : s.outputs.filter((n, i) => i >= this.nextOutput && n.cycle <= this.host.core.cycleCount).length,
-      pace: this.speed,
+      ...this.mode.verdict(),
       status_reads: { recorded: this.points.statusReads.length, served: this.reads.served, missed: this.reads.lostCount },
       telemetry_reads: { recorded: this.points.telemetryPolls.length, served: this.polls.served, missed: this.polls.lostCount },
       holds_lost: this.lostHolds,
-      ...(this.steps ? { steps: this.stepsDone } : {}),
       ...(this.replies.length || (this.o.toService && s.header.format >= 3)
         ? { service_replies: { recorded: this.replies.length, matched: this.repliesMatched, first_missing: this.replies.find((_, k) => !this.replyTaken[k])?.note ?? null } }
         : {}),

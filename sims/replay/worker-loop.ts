@@ -25,7 +25,8 @@ export async function runPaced(port: MessagePort, options: CoreStartOptions): Pr
   const send = (m: FromCore) => {
     if (pacer) {
       pacer.observe(m);
-      port.postMessage(pacer.outward(m));
+      const out = pacer.publication(pacer.outward(m));
+      if (out) port.postMessage(out);
       return;
     }
     beforePacer?.push(m);
@@ -39,6 +40,11 @@ export async function runPaced(port: MessagePort, options: CoreStartOptions): Pr
   // Events of bring-up (a latched restart_required) were recorded at cycle 0: compared like any other.
   for (const m of beforePacer.splice(0)) p.observe(m);
   beforePacer = undefined;
+  /** A publication the pacer kept back for a pending status read, sent once that read is served or given up. */
+  const flushPublication = () => {
+    const kept = p.takePublication();
+    if (kept) port.postMessage(kept);
+  };
   let running = true;
   let wake: (() => void) | null = null;
   port.on('message', (msg: ToCore) => {
@@ -52,10 +58,12 @@ export async function runPaced(port: MessagePort, options: CoreStartOptions): Pr
     // A recording made on the stepped clock has the test's steps among its requests: matched like any other.
     else if (msg.t === 'step' && !p.steps) host.handle(msg);
     else p.offer(msg);
+    flushPublication();
     wake?.();
   });
   while (running) {
     const s = p.advance(PACE_BUDGET);
+    flushPublication(); // a read given up in advance() no longer keeps a newer publication back
     if (s !== 'more') p.writeVerdict();
     if (s === 'more') await new Promise<void>((r) => setImmediate(r));
     else if (s === 'pace') {

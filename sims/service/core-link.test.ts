@@ -52,6 +52,8 @@ type Inner = { onMessage(m: unknown): void; port: { postMessage(m: unknown): voi
 async function withLink(fn: (link: CoreLink, inner: Inner, posted: unknown[]) => Promise<void>): Promise<void> {
   const link = new CoreLink(MACHINE, { driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0 });
   await link.start();
+  // A stepped core publishes only in its steps: one step, so the link has a publication to serve reads from.
+  await link.step(1);
   try {
     const inner = link as unknown as Inner;
     const posted: unknown[] = [];
@@ -87,6 +89,18 @@ test('status reads on a paced replay: each read takes the next recorded publicat
     // Bounded: a publication that never comes ends the wait after the given time.
     await link.statusFrom(1_000n, 60);
     expect(link.status!.cycle).toBe(5n);
+  }));
+
+test('a status read served before the core published anything is no sync point on a replay (the recording could not note it): it takes no recorded read', () =>
+  withLink(async (link, inner, posted) => {
+    inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], statusReads: [5n, 7n] });
+    const published = link.status;
+    link.status = undefined; // a stepped core before its first step
+    expect(link.nextStatusReadCycle()).toBeUndefined();
+    link.noteStatusRead(undefined); // the service notes the cycle of the publication it served: none
+    expect(posted).toEqual([]); // what a recording notes of such a read: nothing
+    link.status = published;
+    expect(link.nextStatusReadCycle()).toBe(5n); // the first recorded read is the first read after a publication
   }));
 
 test('the service\'s answers are noted only on a recorded or replayed run: operation, status and the leading label; renewals and jog updates never', () =>

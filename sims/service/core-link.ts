@@ -199,6 +199,10 @@ export class CoreLink extends EventEmitter {
    * the read shows the recorded time (a deadline read earlier lies as far ahead of it as it did).
    */
   nextStatusReadCycle(): bigint | undefined {
+    // A read served before the core published anything (a stepped core before its first step) is not noted
+    // when recorded (noteStatusRead has no cycle to note): it is no sync point on a replay either, and must
+    // not take the next recorded read, which a later read of the test made.
+    if (this.status === undefined) return undefined;
     const k = this.statusReadsTaken;
     if (k >= this.statusReads.length) return undefined;
     this.statusReadsTaken++;
