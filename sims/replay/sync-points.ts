@@ -15,7 +15,7 @@
 //   fence           a fence decision held to the recorded order (sims/service/fence-order.ts);
 //   publication     a status read waiting for the publication its recording was served from;
 //   lease_expiry    a fence decision the recorded service refused because the lease had run out, while the
-//                   live service still holds the grant: held until the cued expiry (replay-hooks.ts);
+//                   live service still holds the grant: held until the cued expiry (sims/service/replay-timing.ts);
 //   core_wait       a timed wait on the core (a native receipt, a publication, a fault injection's reply)
 //                   that was answered when recorded but ran out on the replay (sims/service/core-waits.ts).
 
