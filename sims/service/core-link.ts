@@ -5,8 +5,7 @@
 import { EventEmitter } from 'node:events';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { CompiledMachine } from '../config/types.ts';
-import { UNORDERED } from './fence-order.ts';
-import { LiveTiming, type ServiceNote, type ServiceTiming } from './timing.ts';
+import { LiveTiming, UNORDERED, type ServiceNote, type ServiceTiming } from './timing.ts';
 import { workerEntry } from '../paths.ts';
 import { reportedClockMode, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PostStamp, type ToCore } from '../core/protocol.ts';
 import { incarnationFile } from '../../fixtures/contract/recording-files.ts';
@@ -170,7 +169,7 @@ export class CoreLink extends EventEmitter {
     }
     return true;
   }
-  /** The service's clock (timing.ts): host monotonic ns live, the recorded service time on a replay. */
+  /** The service's clock: the timing's (timing.ts ServiceTiming.now). */
   serviceNow(): bigint {
     return this.timing.now();
   }
@@ -212,7 +211,7 @@ export class CoreLink extends EventEmitter {
    * it is the latest core time the service has seen (status, an event, a step).
    */
   coreNow(): bigint {
-    // A recording made on the host clock, replayed: the core's time was the service's clock (timing.ts).
+    // The timing says the core's time is the service's clock (timing.ts coreOnServiceClock).
     if (this.timing.coreOnServiceClock) return this.timing.now();
     return this.options.clock.mode === 'realtime' ? process.hrtime.bigint() : this.lastCoreNs;
   }

@@ -4,8 +4,7 @@
 // expiry at a fence check, and the live timing that holds and notes nothing on a run that does not record.
 
 import { afterEach, expect, test, vi } from 'vitest';
-import { REPLAY_WAIT_MS } from './core-waits.ts';
-import { ReplayedTiming } from './replay-timing.ts';
+import { REPLAY_WAIT_MS, ReplayedTiming } from './replay-timing.ts';
 import { LiveTiming, type TimingLink } from './timing.ts';
 
 afterEach(() => vi.useRealTimers());

@@ -5,9 +5,7 @@
 // pacer as a lost hold (sims/replay/sync-points.ts), so the harness ends the test in ERROR rather than
 // judging the target on an order the replay did not keep.
 
-import { FenceOrder } from './fence-order.ts';
-import { CoreWaits, REPLAY_WAIT_MS, type WaitOutcome } from './core-waits.ts';
-import { replyNote, type ServiceTiming, type TimingCue, type TimingLink } from './timing.ts';
+import { replyNote, UNORDERED, type ServiceTiming, type TimingCue, type TimingLink, type WaitOutcome } from './timing.ts';
 
 /** How long a status read waits for the publication its recording was served from (wall ms). */
 const STATUS_READ_WAIT_MS = 3_000;
@@ -195,5 +193,173 @@ export class ReplayedTiming implements ServiceTiming {
   holdLost(kind: HoldKind, detail: string): void {
     if (this.clock === null) return;
     this.link?.note({ t: 'hold_lost', kind, detail });
+  }
+}
+
+// The order of the service's fence decisions, recorded and replayed (format 2, docs/recording.md "The
+// service side"). A race between two requests of one controller (reset_fault and release sent together) is
+// decided by which of them passes its fence first; that can turn on a status publication arriving a
+// millisecond earlier. A recorded service notes every fence decision in order; a replaying service holds a
+// request at its fence until the decisions recorded before it have been taken, so the race ends as recorded.
+//
+// Renewals and jog updates are left out (UNORDERED in timing.ts).
+
+/** How far ahead of the next recorded decision a live one is looked for. */
+const LOOKAHEAD = 8;
+/** A live decision is held at most this long for the recorded ones before it (then those are skipped). */
+export const FENCE_HOLD_MS = 2000;
+
+export class FenceOrder {
+  private log: string[] | null = null;
+  /** The recorded outcome of each decision in `log` ('ok' or the refusal label), when the recording has them. */
+  private outcomes: string[] = [];
+  private taken: boolean[] = [];
+  private cursor = 0;
+  private waiters: Array<{ at: number; go: () => void }> = [];
+  /** Fence decisions held (replay) and held until the timeout (a live run that differs from the recording). */
+  held = 0;
+  timedOut = 0;
+
+  /**
+   * `note`: a recorded service notes each decision; `lost`: a replaying service reports a decision it held
+   * in vain (FENCE_HOLD_MS passed), a lost hold of kind 'fence' (sims/replay/sync-points.ts).
+   */
+  constructor(
+    private readonly note?: (data: { t: 'fence'; op: string; outcome: string }) => void,
+    private readonly lost?: (op: string) => void,
+  ) {}
+
+  /** Replay: the recorded fence decisions, in order, with their outcomes when given (same length). */
+  load(ops: readonly string[], outcomes?: readonly string[]): void {
+    const keep = ops.map((op) => !UNORDERED.has(op));
+    this.log = ops.filter((_, i) => keep[i]);
+    this.outcomes = outcomes && outcomes.length === ops.length ? outcomes.filter((_, i) => keep[i]) : [];
+    this.taken = this.log.map(() => false);
+    this.cursor = 0;
+  }
+
+  /** Replay: how the recorded service decided the next decision of `op` (undefined: not recorded). */
+  recordedOutcome(op: string): string | undefined {
+    if (!this.log || UNORDERED.has(op)) return undefined;
+    const k = this.find(op);
+    return k < 0 ? undefined : this.outcomes[k];
+  }
+
+  get replaying(): boolean {
+    return this.log !== null;
+  }
+
+  private find(op: string): number {
+    const log = this.log!;
+    for (let k = this.cursor, seen = 0; k < log.length && seen < LOOKAHEAD; k++) {
+      if (this.taken[k]) continue;
+      seen++;
+      if (log[k] === op) return k;
+    }
+    return -1;
+  }
+
+  /**
+   * Before a fence check of `op`: null to go on now, or a promise that resolves when the recorded decisions
+   * before this one have been taken (or after FENCE_HOLD_MS). Null outside a replay, so a live run never
+   * yields here.
+   */
+  gate(op: string): Promise<void> | null {
+    if (!this.log || UNORDERED.has(op)) return null;
+    const k = this.find(op);
+    if (k <= this.cursor) return null;
+    this.held++;
+    return new Promise<void>((resolve) => {
+      const w = {
+        at: k,
+        go: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      const timer = setTimeout(() => {
+        this.timedOut++;
+        this.lost?.(op);
+        this.waiters = this.waiters.filter((x) => x !== w);
+        for (let i = this.cursor; i < k; i++) this.taken[i] = true;
+        this.advance();
+        resolve();
+      }, FENCE_HOLD_MS);
+      timer.unref();
+      this.waiters.push(w);
+    });
+  }
+
+  /** After a fence check of `op` (outcome 'ok' or the refusal label): recorded, or taken off the replayed log. */
+  passed(op: string, outcome: string): void {
+    if (UNORDERED.has(op)) return;
+    if (!this.log) {
+      this.note?.({ t: 'fence', op, outcome });
+      return;
+    }
+    const k = this.find(op);
+    if (k < 0) return;
+    this.taken[k] = true;
+    this.advance();
+  }
+
+  private advance(): void {
+    while (this.cursor < this.taken.length && this.taken[this.cursor]) this.cursor++;
+    const ready = this.waiters.filter((w) => w.at <= this.cursor);
+    this.waiters = this.waiters.filter((w) => w.at > this.cursor);
+    for (const w of ready) w.go();
+  }
+}
+
+// The service's timed waits on the core as recorded decisions (docs/recording.md "The service side",
+// issue 24 "Deterministic replay"). The service waits a bounded wall time for the core: a native receipt,
+// the next status publication, a fault injection's reply. On a recorded run each wait's outcome is noted
+// ('ok' or 'timeout', per kind of wait, in order). On a paced replay the core is held at recorded sync
+// points and runs in bursts, so a wait that was answered when recorded may find the core held: a wait the
+// recording says was answered gets REPLAY_WAIT_MS instead of its own bound, and if it still runs out the
+// replay could not hold the recorded order (a lost hold of kind 'core_wait', reported to the pacer). A
+// wait that ran out when recorded keeps its own bound. Recordings without these notes: bounds unchanged.
+
+/** How long a replayed wait the recording says was answered may take (wall ms): a held core, not a slow one. */
+export const REPLAY_WAIT_MS = 10_000;
+
+export class CoreWaits {
+  private recorded: Map<string, WaitOutcome[]> | null = null;
+
+  /**
+   * `note`: a recorded service notes each outcome; `lost`: a replaying service reports a wait that ran out
+   * although the recorded one was answered.
+   */
+  constructor(
+    private readonly note?: (data: { t: 'core_wait'; kind: string; outcome: WaitOutcome }) => void,
+    private readonly lost?: (kind: string) => void,
+  ) {}
+
+  /** Replay: the recorded outcomes, in order (kind and outcome per wait). */
+  load(waits: ReadonlyArray<{ kind: string; outcome: string }>): void {
+    this.recorded = new Map();
+    for (const w of waits) {
+      const q = this.recorded.get(w.kind) ?? [];
+      q.push(w.outcome === 'timeout' ? 'timeout' : 'ok');
+      this.recorded.set(w.kind, q);
+    }
+  }
+
+  /**
+   * Start a wait of `kind` with its own bound `ms`: returns the bound to use and the function to call with
+   * the outcome (exactly once).
+   */
+  begin(kind: string | null, ms: number): { ms: number; done: (outcome: WaitOutcome) => void } {
+    // Waits a client makes on its own wall-clock timer (renewals, jog updates) and the service's own polls
+    // come in another number on every run: neither noted nor held (as timing.ts UNORDERED).
+    if (kind === null) return { ms, done: () => undefined };
+    if (!this.recorded) return { ms, done: (outcome) => this.note?.({ t: 'core_wait', kind, outcome }) };
+    const want = this.recorded.get(kind)?.shift();
+    return {
+      ms: want === 'ok' ? Math.max(ms, REPLAY_WAIT_MS) : ms,
+      done: (outcome) => {
+        if (want === 'ok' && outcome === 'timeout') this.lost?.(kind);
+      },
+    };
   }
 }

@@ -10,7 +10,13 @@
 
 import type { FromCore } from '../core/protocol.ts';
 import type { CoreStatus } from '../core/protocol.ts';
-import { UNORDERED } from './fence-order.ts';
+
+/**
+ * Operations a controller sends on its own wall-clock timer, so a replay sees another number of them: their
+ * fence decisions and waits are neither recorded nor held, nor their answers compared (the replay target
+ * replays the recorded renewals to the core itself).
+ */
+export const UNORDERED: ReadonlySet<string> = new Set(['renew', 'update_jog']);
 
 /** What the service notes into a recording (the core writes it as a service note; sims/replay reads it). */
 export type ServiceNote = Record<string, unknown>;
@@ -78,7 +84,7 @@ export interface ServiceTiming {
   cue(m: TimingCue): void;
 }
 
-/** The note of a reply: operation, status and leading label; null for the unordered operations (fence-order.ts). */
+/** The note of a reply: operation, status and leading label; null for the unordered operations (UNORDERED). */
 export function replyNote(reply: { status: number; body: Record<string, unknown> }): ServiceNote | null {
   const op = typeof reply.body.operation === 'string' ? reply.body.operation : 'unknown';
   if (UNORDERED.has(op)) return null;
