@@ -140,6 +140,11 @@ test('replaying a format 2 recording: the lease never runs out on the service cl
   now += 600_000_000n;
   expect(label(() => a.fence('halt', g2.session, g2.generation))).toBe('no_grant');
   expect(native.at(-1)).toEqual([null, 'expired']);
+  // every way a grant ends tells the timing: the lazy expiry above, and a core lost (no nativeGrant then)
+  expect(ended).toBe(2);
+  a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}');
+  a.coreLost();
+  expect(ended).toBe(3);
 });
 
 test('replaying: an acquire takes the deadline the recorded service gave it (the hook), else now + lease', () => {
