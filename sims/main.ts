@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadMachine } from './config/compile.ts';
 import { CoreLink } from './service/core-link.ts';
+import { LiveTiming } from './service/timing.ts';
+import { ReplayedTiming } from './service/replay-timing.ts';
 import { ControlService } from './service/service.ts';
 import { encodeJson } from './json.ts';
 import { programArgs, ROOT } from './paths.ts';
@@ -379,6 +381,9 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`hil serve: --olp-${strayOlp} needs --olp-port\n`);
     return 2;
   }
+  // The service's clock and timed decisions (sims/service/timing.ts), picked here once: on a paced replay
+  // the recorded ones the pacer cues, else the host clock with every decision taken at once.
+  const timing = args['replay-paced'] !== undefined ? new ReplayedTiming(Boolean(args.record)) : new LiveTiming(Boolean(args.record));
   const core = new CoreLink(machine, {
     driver,
     ...(driver === 'sim' ? { driverParams: { startFaults, ...(homingMs !== undefined ? { homingNs: BigInt(homingMs) * 1_000_000n } : {}) } } : {}),
@@ -394,7 +399,7 @@ export async function main(argv: string[]): Promise<number> {
     priority: priority as PriorityRequest,
     armSettleNs: BigInt(armSettle) * 1_000_000n,
     ...(retention !== undefined ? { captureRetentionMs: Number(retention) } : {}),
-  });
+  }, timing);
   const service = new ControlService({
     socketDir: resolve(dir),
     socketPath: args.socket ? resolve(args.socket) : undefined,

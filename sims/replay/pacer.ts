@@ -132,7 +132,7 @@ export interface ServiceCue {
   statusReads?: bigint[];
   /** At start (format 3): the service's clock each recorded status read showed, by read. */
   statusReadClocks?: bigint[];
-  /** At start: how each of the recorded service's timed waits on the core ended (sims/service/core-waits.ts). */
+  /** At start: how each of the recorded service's timed waits on the core ended (sims/service/replay-timing.ts CoreWaits). */
   coreWaits?: Array<{ kind: string; outcome: string }>;
 }
 

@@ -12,12 +12,12 @@
 //   lease_expiry    a request the recorded service sent because a lease ran out (cued to the live service);
 //   crash           the end of an incarnation's recording before a simulated crash (run flat out to it).
 // Kinds held by the live service and reported back as lost (a 'hold_lost' service note):
-//   fence           a fence decision held to the recorded order (sims/service/fence-order.ts);
+//   fence           a fence decision held to the recorded order (sims/service/replay-timing.ts FenceOrder);
 //   publication     a status read waiting for the publication its recording was served from;
 //   lease_expiry    a fence decision the recorded service refused because the lease had run out, while the
-//                   live service still holds the grant: held until the cued expiry (replay-hooks.ts);
+//                   live service still holds the grant: held until the cued expiry (sims/service/replay-timing.ts);
 //   core_wait       a timed wait on the core (a native receipt, a publication, a fault injection's reply)
-//                   that was answered when recorded but ran out on the replay (sims/service/core-waits.ts).
+//                   that was answered when recorded but ran out on the replay (sims/service/replay-timing.ts CoreWaits).
 
 import type { RecordingNote } from '../../drivers/replay/format.ts';
 import type { HttpReply } from './match.ts';

@@ -97,19 +97,27 @@ test('lease is min(request, ceiling) with the 500 ms default', () => {
   expect(setup(3000n).acquire({ requested_lease_ms: 2000n }).lease_ms).toBe(2000n);
 });
 
-test('replaying a format 2 recording: the lease never runs out on the service clock, only where the recording says (expireReplayed), and the core is told why', () => {
+test('replaying a format 2 recording: the lease never runs out on the service clock, only where the timing says (expireGeneration), and the core is told why', () => {
   let now = 1_000_000_000n;
   let replaying = true;
   const events: string[] = [];
   const native: Array<[bigint | null, string | undefined]> = [];
   const fenced: string[] = [];
+  let ended = 0;
   const a = new Authority(binding, 500n, {
     now: () => now,
     daemonIncarnation: () => 'd',
     event: (type) => events.push(type),
     nativeGrant: (g, why) => native.push([g?.generation ?? null, why]),
-    replaying: () => replaying,
-    fenced: (op, outcome) => fenced.push(`${op}:${outcome}`),
+    timing: {
+      get leaseOnClock() {
+        return !replaying;
+      },
+      acquireDeadline: () => undefined,
+      fenced: (op, outcome) => void fenced.push(`${op}:${outcome}`),
+      expiredAtFence: () => false,
+      grantEnded: () => void ended++,
+    },
   });
   const r = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}');
   const g = r.body.data as { session: string; generation: bigint };
@@ -117,8 +125,9 @@ test('replaying a format 2 recording: the lease never runs out on the service cl
   expect(label(() => a.fence('halt', g.session, g.generation))).toBe('ok');
   expect(a.current?.generation).toBe(g.generation);
   // a recorded expiry of another generation changes nothing; of this one, ends it as a lease expiry does
-  expect(a.expireReplayed(g.generation + 1n)).toBe(false);
-  expect(a.expireReplayed(g.generation)).toBe(true);
+  expect(a.expireGeneration(g.generation + 1n)).toBe(false);
+  expect(a.expireGeneration(g.generation)).toBe(true);
+  expect(ended).toBe(1); // the timing is told the grant ended (a hold on a cued expiry looks again)
   expect(events).toEqual(['grant_acquired', 'grant_expired']);
   expect(native).toEqual([[g.generation, undefined], [null, 'expired']]);
   expect(label(() => a.fence('renew', g.session, g.generation))).toBe('expired');
@@ -131,6 +140,11 @@ test('replaying a format 2 recording: the lease never runs out on the service cl
   now += 600_000_000n;
   expect(label(() => a.fence('halt', g2.session, g2.generation))).toBe('no_grant');
   expect(native.at(-1)).toEqual([null, 'expired']);
+  // every way a grant ends tells the timing: the lazy expiry above, and a core lost (no nativeGrant then)
+  expect(ended).toBe(2);
+  a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}');
+  a.coreLost();
+  expect(ended).toBe(3);
 });
 
 test('replaying: an acquire takes the deadline the recorded service gave it (the hook), else now + lease', () => {
@@ -141,8 +155,7 @@ test('replaying: an acquire takes the deadline the recorded service gave it (the
     daemonIncarnation: () => 'd',
     event: () => undefined,
     nativeGrant: () => undefined,
-    replaying: () => true,
-    acquireDeadline: () => recorded.shift(),
+    timing: { leaseOnClock: false, acquireDeadline: () => recorded.shift(), fenced: () => undefined, expiredAtFence: () => false, grantEnded: () => undefined },
   });
   const first = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}');
   expect((first.body.data as { deadline_host_ns: bigint }).deadline_host_ns).toBe(1_499_590_412n);
@@ -161,8 +174,7 @@ test('replaying: where the recorded service found the lease run out at a fence c
     daemonIncarnation: () => 'd',
     event: (type) => events.push(type),
     nativeGrant: () => undefined,
-    replaying: () => true,
-    recordedFence: (op) => recorded[op],
+    timing: { leaseOnClock: false, acquireDeadline: () => undefined, fenced: () => undefined, expiredAtFence: (op) => recorded[op] === 'expired', grantEnded: () => undefined },
   });
   const g = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}').body.data as { session: string; generation: bigint };
   expect(label(() => a.fence('halt', g.session, g.generation))).toBe('ok');

@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { refuse, type Binding, type Request } from './envelope.ts';
 import { U64_MAX } from '../primitives.ts';
+import { LiveTiming, type ServiceTiming } from './timing.ts';
 
 export const DEFAULT_LEASE_MS = 500n;
 export const MAX_REQUESTED_LEASE_MS = 10_000n;
@@ -60,6 +61,9 @@ const EXPIRED_OPS = new Set(['renew', 'release', 'stop']);
 
 const SESSION_RE = /^[0-9a-f]{64}$/;
 
+/** What the authority asks of the service's timing (timing.ts). */
+export type AuthorityTiming = Pick<ServiceTiming, 'leaseOnClock' | 'acquireDeadline' | 'fenced' | 'expiredAtFence' | 'grantEnded'>;
+
 export interface AuthorityHooks {
   now(): bigint;
   daemonIncarnation(): string;
@@ -68,16 +72,10 @@ export interface AuthorityHooks {
   /** Tell the core the application grant changed (`why`: the session ended, and how). */
   nativeGrant(g: Grant | null, why?: SessionEnd): void;
   /**
-   * True on a paced replay of a format 2 recording: the lease runs out where the recording says it did
-   * (expireReplayed), never by this service's own clock, which is the recorded one and moves in jumps.
+   * The service's timed decisions (timing.ts ServiceTiming): whether a lease runs out by the service's
+   * own clock, an acquire's deadline, every fence decision in order. Omitted: the live ones, which record nothing.
    */
-  replaying?(): boolean;
-  /** Every fence decision, in order: 'ok' or the refusal label (sims/service/fence-order.ts). */
-  fenced?(op: string, outcome: string): void;
-  /** Paced replay: the deadline the recorded service gave this acquire (undefined: now + lease). */
-  acquireDeadline?(): bigint | undefined;
-  /** Paced replay: how the recorded service decided the next fence of `op` ('ok' or the refusal label). */
-  recordedFence?(op: string): string | undefined;
+  timing?: AuthorityTiming;
 }
 
 export class Authority {
@@ -91,6 +89,7 @@ export class Authority {
   private expiryFor?: { grant: Grant; deadlineNs: bigint };
   /** True from an admitted stop until the core reports the drain finished. */
   draining = false;
+  private readonly timing: AuthorityTiming;
 
   constructor(
     readonly binding: Required<Binding>,
@@ -99,6 +98,7 @@ export class Authority {
     initialGeneration = 0n,
   ) {
     this.generation = initialGeneration;
+    this.timing = hooks.timing ?? new LiveTiming();
   }
 
   get lastGeneration(): bigint {
@@ -123,7 +123,7 @@ export class Authority {
   /** End the current grant if its lease ran out. Called lazily on every request and by a timer. */
   checkExpiry(): void {
     const g = this.current;
-    if (!g || this.hooks.replaying?.()) return;
+    if (!g || !this.timing.leaseOnClock) return;
     if (this.hooks.now() >= g.deadlineNs) this.end('expired', 'grant_expired');
     else this.armExpiry(); // a timer may fire a little before the monotonic deadline
   }
@@ -133,9 +133,9 @@ export class Authority {
     // A renewal only moves the deadline later: a timer pending for an earlier deadline of the same grant
     // stays, and checkExpiry re-arms it when it fires (one timer per lease, not one per renewal).
     const f = this.expiryFor;
-    if (g && f && f.grant === g && f.deadlineNs <= g.deadlineNs && !this.hooks.replaying?.()) return;
+    if (g && f && f.grant === g && f.deadlineNs <= g.deadlineNs && this.timing.leaseOnClock) return;
     this.disarmExpiry();
-    if (!g || this.hooks.replaying?.()) return;
+    if (!g || !this.timing.leaseOnClock) return;
     const ms = Number((g.deadlineNs - this.hooks.now()) / 1_000_000n) + 1;
     this.expiryFor = { grant: g, deadlineNs: g.deadlineNs };
     this.expiryTimer = setTimeout(() => {
@@ -164,10 +164,11 @@ export class Authority {
     if (why !== 'released' && why !== 'expired') this.keepCache(g);
     if (eventType) this.hooks.event(eventType, g, { session: '' });
     this.hooks.nativeGrant(null, why);
+    this.timing.grantEnded();
   }
 
-  /** Paced replay: the recorded service let the lease of generation `generation` run out at this point. */
-  expireReplayed(generation: bigint): boolean {
+  /** The service's timing says the lease of generation `generation` ran out here (timing.ts onExpiry). */
+  expireGeneration(generation: bigint): boolean {
     if (this.current?.generation !== generation) return false;
     this.end('expired', 'grant_expired');
     return true;
@@ -210,7 +211,7 @@ export class Authority {
       controller,
       binding: this.binding,
       leaseMs: lease,
-      deadlineNs: this.hooks.acquireDeadline?.() ?? now + lease * 1_000_000n,
+      deadlineNs: this.timing.acquireDeadline() ?? now + lease * 1_000_000n,
       stopping: false,
       daemonIncarnation: this.hooks.daemonIncarnation(),
       cache: new RetryCache(),
@@ -231,23 +232,22 @@ export class Authority {
    * fence table gives (docs/profile.md).
    */
   fence(op: string, session: string, generation: bigint, owner = 'local'): Grant {
-    if (!this.hooks.fenced) return this.check(op, session, generation, owner);
     let g: Grant;
     try {
       g = this.check(op, session, generation, owner);
     } catch (e) {
-      this.hooks.fenced(op, (e as { label?: string }).label ?? 'error');
+      this.timing.fenced(op, (e as { label?: string }).label ?? 'error');
       throw e;
     }
-    this.hooks.fenced(op, 'ok');
+    this.timing.fenced(op, 'ok');
     return g;
   }
 
   private check(op: string, session: string, generation: bigint, owner: string): Grant {
     this.checkExpiry();
-    // Paced replay: the recorded service found this session's lease run out at this very decision (the lazy
-    // check on a request; its timer had not fired yet): retake that expiry here, as it did.
-    if (this.current?.session === session && this.hooks.replaying?.() && this.hooks.recordedFence?.(op) === 'expired') this.end('expired', 'grant_expired');
+    // The timing says this session's lease ran out at this very decision (the lazy check on a request; its
+    // timer had not fired yet): take that expiry here (timing.ts expiredAtFence).
+    if (this.current?.session === session && this.timing.expiredAtFence(op)) this.end('expired', 'grant_expired');
     if (!SESSION_RE.test(session)) throw refuse('control_session_stale', 'session is not a 64-character lowercase hex token');
     if (generation === 0n) throw refuse('control_session_stale', 'generation must be nonzero');
     const known = this.sessions.get(session);
@@ -356,6 +356,7 @@ export class Authority {
       this.disarmExpiry();
       this.keepCache(g);
       this.hooks.event('grant_revoked', g, { session: '' });
+      this.timing.grantEnded();
     }
   }
 

@@ -9,6 +9,7 @@ import { RecordingReader } from '../../drivers/replay/format.ts';
 import { compileMachine } from '../config/compile.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import { CoreLink, CoreUnavailable, incarnationFiles } from './core-link.ts';
+import { ReplayedTiming } from './replay-timing.ts';
 
 const MACHINE: CompiledMachine = {
   ...compileMachine(readFileSync(new URL('../../fixtures/machines/bench-two-axis.json', import.meta.url), 'utf8')).machine,
@@ -49,8 +50,10 @@ test('a core that is killed is reported once as an exit with its reason, and a n
 type Inner = { onMessage(m: unknown): void; port: { postMessage(m: unknown): void } };
 
 /** A started link on a stepped core whose posts to the core are captured in `posted`; shut down after `fn`. */
-async function withLink(fn: (link: CoreLink, inner: Inner, posted: unknown[]) => Promise<void>): Promise<void> {
-  const link = new CoreLink(MACHINE, { driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0 });
+async function withLink(fn: (link: CoreLink, inner: Inner, posted: unknown[], t: ReplayedTiming) => Promise<void>): Promise<void> {
+  // The timing a paced replay's composition root gives the link (sims/main.ts): the link relays the cues to it.
+  const t = new ReplayedTiming();
+  const link = new CoreLink(MACHINE, { driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0 }, t);
   await link.start();
   // A stepped core publishes only in its steps: one step, so the link has a publication to serve reads from.
   await link.step(1);
@@ -58,20 +61,20 @@ async function withLink(fn: (link: CoreLink, inner: Inner, posted: unknown[]) =>
     const inner = link as unknown as Inner;
     const posted: unknown[] = [];
     inner.port.postMessage = (m: unknown) => void posted.push(m);
-    await fn(link, inner, posted);
+    await fn(link, inner, posted, t);
   } finally {
     await link.shutdown();
   }
 }
 
 test('status reads on a paced replay: each read takes the next recorded publication cycle, waits (bounded) for a publication of that cycle, and is noted to the core', () =>
-  withLink(async (link, inner, posted) => {
+  withLink(async (link, inner, posted, t) => {
     // Not replaying: no recorded reads, nothing noted (the link does not record either).
-    expect(link.nextStatusReadCycle()).toBeUndefined();
-    link.noteStatusRead(3n);
+    expect(t.nextStatusReadCycle()).toBeUndefined();
+    t.statusRead(3n);
     expect(posted).toEqual([]);
     inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], statusReads: [5n, 7n] });
-    expect(link.nextStatusReadCycle()).toBe(5n);
+    expect(t.nextStatusReadCycle()).toBe(5n);
     // Waits for a publication of at least cycle 5: an older one does not do, the right one ends the wait.
     const status = (cycle: bigint) => inner.onMessage({ t: 'status', status: { ...link.status!, cycle, now_ns: 1n } });
     status(4n);
@@ -82,37 +85,37 @@ test('status reads on a paced replay: each read takes the next recorded publicat
     status(5n);
     await waiting;
     expect(link.status!.cycle).toBe(5n);
-    link.noteStatusRead(5n);
+    t.statusRead(5n);
     expect(posted).toEqual([{ t: 'service_note', data: { t: 'status_read', cycle: '5' } }]);
-    expect(link.nextStatusReadCycle()).toBe(7n);
-    expect(link.nextStatusReadCycle()).toBeUndefined();
+    expect(t.nextStatusReadCycle()).toBe(7n);
+    expect(t.nextStatusReadCycle()).toBeUndefined();
     // Bounded: a publication that never comes ends the wait after the given time.
     await link.statusFrom(1_000n, 60);
     expect(link.status!.cycle).toBe(5n);
   }));
 
 test('a status read served before the core published anything is no sync point on a replay (the recording could not note it): it takes no recorded read', () =>
-  withLink(async (link, inner, posted) => {
+  withLink(async (link, inner, posted, t) => {
     inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], statusReads: [5n, 7n] });
     const published = link.status;
     link.status = undefined; // a stepped core before its first step
-    expect(link.nextStatusReadCycle()).toBeUndefined();
-    link.noteStatusRead(undefined); // the service notes the cycle of the publication it served: none
+    expect(t.nextStatusReadCycle()).toBeUndefined();
+    t.statusRead(undefined); // the service notes the cycle of the publication it served: none
     expect(posted).toEqual([]); // what a recording notes of such a read: nothing
     link.status = published;
-    expect(link.nextStatusReadCycle()).toBe(5n); // the first recorded read is the first read after a publication
+    expect(t.nextStatusReadCycle()).toBe(5n); // the first recorded read is the first read after a publication
   }));
 
 test('the service\'s answers are noted only on a recorded or replayed run: operation, status and the leading label; renewals and jog updates never', () =>
-  withLink(async (link, inner, posted) => {
+  withLink(async (link, inner, posted, t) => {
     const refused = { status: 409, body: { operation: 'arm', error: 'not_ready: axis 2 is not enabled' } };
-    link.noteReply(refused);
+    t.replied(refused);
     expect(posted).toEqual([]); // a plain run notes nothing
     inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: false });
-    link.noteReply(refused);
-    link.noteReply({ status: 200, body: { operation: 'enable', data: {} } });
-    link.noteReply({ status: 200, body: { operation: 'renew', data: {} } });
-    link.noteReply({ status: 409, body: { operation: 'update_jog', error: 'fence: stale' } });
+    t.replied(refused);
+    t.replied({ status: 200, body: { operation: 'enable', data: {} } });
+    t.replied({ status: 200, body: { operation: 'renew', data: {} } });
+    t.replied({ status: 409, body: { operation: 'update_jog', error: 'fence: stale' } });
     expect(posted).toEqual([
       { t: 'service_note', data: { t: 'http_reply', op: 'arm', status: 409, label: 'not_ready' } },
       { t: 'service_note', data: { t: 'http_reply', op: 'enable', status: 200, label: '' } },
@@ -120,11 +123,11 @@ test('the service\'s answers are noted only on a recorded or replayed run: opera
   }));
 
 test('status reads on a format 3 replay show the recorded service clock: the clock moves on to it (never back) as the read is served', () =>
-  withLink(async (link, inner) => {
+  withLink(async (link, inner, _posted, t) => {
     inner.onMessage({ t: 'replay_service', clockNs: 1_000n, hostClock: false, fences: [], statusReads: [5n, 7n], statusReadClocks: [9_000n, 2_000n] });
-    expect(link.nextStatusReadCycle()).toBe(5n);
+    expect(t.nextStatusReadCycle()).toBe(5n);
     expect(link.serviceNow()).toBe(9_000n); // the recorded read showed 9000
-    expect(link.nextStatusReadCycle()).toBe(7n);
+    expect(t.nextStatusReadCycle()).toBe(7n);
     expect(link.serviceNow()).toBe(9_001n); // 2000 is behind: a monotonic clock does not go back
   }));
 
@@ -162,10 +165,10 @@ test('a core restart records (or replays) the next incarnation in a file of its 
 });
 
 test('each core incarnation of a replay cues the service afresh: status reads start again from the new recording\'s list', () =>
-  withLink(async (link, inner) => {
+  withLink(async (link, inner, _posted, t) => {
     inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], statusReads: [5n, 7n] });
-    expect(link.nextStatusReadCycle()).toBe(5n);
+    expect(t.nextStatusReadCycle()).toBe(5n);
     inner.onMessage({ t: 'replay_service', clockNs: 2n, hostClock: false, fences: [], statusReads: [3n] });
-    expect(link.nextStatusReadCycle()).toBe(3n);
-    expect(link.nextStatusReadCycle()).toBeUndefined();
+    expect(t.nextStatusReadCycle()).toBe(3n);
+    expect(t.nextStatusReadCycle()).toBeUndefined();
   }));

@@ -5,8 +5,7 @@
 import { EventEmitter } from 'node:events';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { CompiledMachine } from '../config/types.ts';
-import { FenceOrder, UNORDERED } from './fence-order.ts';
-import { CoreWaits } from './core-waits.ts';
+import { LiveTiming, UNORDERED, type ServiceNote, type ServiceTiming } from './timing.ts';
 import { workerEntry } from '../paths.ts';
 import { reportedClockMode, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PostStamp, type ToCore } from '../core/protocol.ts';
 import { incarnationFile } from '../../fixtures/contract/recording-files.ts';
@@ -41,11 +40,17 @@ export class CoreLink extends EventEmitter {
   /** The current incarnation reported ready (only then is its exit a core failure to recover from). */
   private live = false;
 
+  /**
+   * `timing`: the service's clock and timed decisions (timing.ts), chosen by the composition root
+   * (sims/main.ts); the link relays the pacer's cues to it and carries its notes to the core.
+   */
   constructor(
     private readonly machine: CompiledMachine,
     private readonly options: Omit<CoreStartOptions, 'machine'>,
+    readonly timing: ServiceTiming = new LiveTiming(options.record !== undefined),
   ) {
     super();
+    timing.attach(this);
   }
 
   /** Start a core incarnation and resolve when it has brought its bus up. */
@@ -142,75 +147,18 @@ export class CoreLink extends EventEmitter {
         return;
       }
       case 'replay_service':
-        this.replayed(m);
+        this.timing.cue(m);
         return;
       case 'ready':
         return;
     }
   }
 
-  /**
-   * The service's clock on a paced replay of a format 2 recording: the recorded service time the replay has
-   * reached (set by the pacer, never moving back), else null and the host clock is used. Every read moves
-   * it on by at least a nanosecond, as a monotonic clock does, so two reads never give the same deadline.
-   */
-  private replayClock: bigint | null = null;
-  private replayHostClock = false;
-  /** The recorded service decisions to take (lease expiry), set by the service; see replayed(). */
-  onReplayedExpiry?: (generation: bigint) => void;
-
-  /** The order of fence decisions: noted into a recording, held to the recorded order on a replay. */
-  readonly fenceOrder = new FenceOrder(
-    (data) => {
-      if (this.options.record) this.port?.postMessage({ t: 'service_note', data } satisfies ToCore);
-    },
-    (op) => this.noteHoldLost('fence', op),
-  );
-  /** The service's timed waits on the core: noted into a recording, bounded by the recorded outcome on a replay. */
-  readonly coreWaits = new CoreWaits(
-    (data) => {
-      if (this.options.record) this.port?.postMessage({ t: 'service_note', data } satisfies ToCore);
-    },
-    (kind) => this.noteHoldLost('core_wait', kind),
-  );
-
-  /**
-   * A paced replay's hold the service kept in vain (a fence decision, a status read's publication): told
-   * to the pacer, which reports it in the verdict as a lost hold (sims/replay/sync-points.ts) so the harness
-   * ends the test in ERROR rather than judging the target on an order the replay did not keep.
-   */
-  noteHoldLost(kind: 'fence' | 'publication' | 'core_wait' | 'lease_expiry', detail: string): void {
-    if (this.replayClock === null) return;
-    this.port?.postMessage({ t: 'service_note', data: { t: 'hold_lost', kind, detail } } satisfies ToCore);
+  /** A service note for the core to write into its recording (or to tell the pacer); see timing.ts. */
+  note(data: ServiceNote): void {
+    this.port?.postMessage({ t: 'service_note', data } satisfies ToCore);
   }
 
-  /**
-   * Status reads as sync points (docs/recording.md "Status reads"): a recording notes the publication
-   * cycle each GET /v1/status served; a paced replay gets that list, serves read k from the publication of
-   * the same cycle (the paced core holds there until the read is noted), and notes every read it serves.
-   */
-  private statusReads: bigint[] = [];
-  /** Format 3: the service's clock each recorded status read showed (its now_host_ns), by read. */
-  private statusReadClocks: bigint[] = [];
-  private statusReadsTaken = 0;
-  /**
-   * Paced replay: the publication cycle the recorded service served its next status read from, if any.
-   * A format 3 recording also says what its clock showed then: the service's clock is moved on to it, so
-   * the read shows the recorded time (a deadline read earlier lies as far ahead of it as it did).
-   */
-  nextStatusReadCycle(): bigint | undefined {
-    // A read served before the core published anything (a stepped core before its first step) is not noted
-    // when recorded (noteStatusRead has no cycle to note): it is no sync point on a replay either, and must
-    // not take the next recorded read, which a later read of the test made.
-    if (this.status === undefined) return undefined;
-    const k = this.statusReadsTaken;
-    if (k >= this.statusReads.length) return undefined;
-    this.statusReadsTaken++;
-    const clock = this.statusReadClocks[k];
-    // serviceNow() moves on by a nanosecond before it answers: the read then shows the recorded value.
-    if (clock !== undefined && this.replayClock !== null && clock - 1n > this.replayClock) this.replayClock = clock - 1n;
-    return this.statusReads[k];
-  }
   /** Resolve once a publication of at least `cycle` has arrived (true), or after `ms` of wall time (false). */
   async statusFrom(cycle: bigint, ms: number): Promise<boolean> {
     const deadline = Date.now() + ms;
@@ -221,71 +169,9 @@ export class CoreLink extends EventEmitter {
     }
     return true;
   }
-  /**
-   * A status read was served from the publication of `cycle`, showing the service's clock at `nowNs`:
-   * noted into a recording, told to a paced replay.
-   */
-  noteStatusRead(cycle: bigint | undefined, nowNs?: bigint): void {
-    if (cycle === undefined || !(this.options.record || this.statusReads.length)) return;
-    this.port?.postMessage({ t: 'service_note', data: { t: 'status_read', cycle: cycle.toString(), ...(nowNs !== undefined ? { now_ns: nowNs.toString() } : {}) } } satisfies ToCore);
-  }
-
-  /**
-   * The service's answer to a control or program request (its operation, HTTP status and leading reason
-   * label): noted into a recording, and told to a paced replay, which compares it with the recorded one
-   * (docs/recording.md "The service's replies"). Renewals and jog updates are left out: a controller sends
-   * them on its own wall-clock timer, so a replay sees another number of them.
-   */
-  noteReply(reply: { status: number; body: Record<string, unknown> }): void {
-    if (!(this.options.record || this.replayClock !== null)) return;
-    const op = typeof reply.body.operation === 'string' ? reply.body.operation : 'unknown';
-    if (UNORDERED.has(op)) return;
-    const error = reply.body.error;
-    const label = typeof error === 'string' ? (error.split(':')[0] ?? '').trim() : '';
-    this.port?.postMessage({ t: 'service_note', data: { t: 'http_reply', op, status: reply.status, label } } satisfies ToCore);
-  }
-
-  /**
-   * A telemetry poll was served: noted into a recording (the paced replay then holds the core where the
-   * recorded poll was noted until the live one is), and told to a paced replay.
-   */
-  noteTelemetryRead(): void {
-    if (!(this.options.record || this.replayClock !== null)) return;
-    this.port?.postMessage({ t: 'service_note', data: { t: 'telemetry_read' } } satisfies ToCore);
-  }
-
-  /** Paced replay: the lease deadlines the recorded service gave its acquires, in order (taken one by one). */
-  private acquireDeadlines: bigint[] = [];
-  /** The recorded deadline of the next acquire on a paced replay, or undefined (then: now + lease). */
-  recordedAcquireDeadline(): bigint | undefined {
-    return this.acquireDeadlines.shift();
-  }
-
-  private replayed(m: Extract<FromCore, { t: 'replay_service' }>): void {
-    if (m.fences) {
-      // A pacer's first cue (each core incarnation of a replay has its own recording and pacer): what the
-      // recorded service did during that incarnation, from its start.
-      this.fenceOrder.load(m.fences, m.fenceOutcomes);
-      this.acquireDeadlines = [...(m.acquires ?? [])];
-      this.statusReads = [...(m.statusReads ?? [])];
-      this.statusReadClocks = [...(m.statusReadClocks ?? [])];
-      this.statusReadsTaken = 0;
-      this.coreWaits.load(m.coreWaits ?? []);
-    }
-    this.replayHostClock = m.hostClock;
-    if (this.replayClock === null || m.clockNs > this.replayClock) this.replayClock = m.clockNs;
-    if (m.expire) this.onReplayedExpiry?.(m.expire.generation);
-  }
-
-  /** True when the service's time and its own timed decisions come from a recording (paced replay, format 2). */
-  get replaying(): boolean {
-    return this.replayClock !== null;
-  }
-
-  /** The service's clock: host monotonic ns, or on a paced replay the recorded service time reached. */
+  /** The service's clock: the timing's (timing.ts ServiceTiming.now). */
   serviceNow(): bigint {
-    if (this.replayClock === null) return process.hrtime.bigint();
-    return ++this.replayClock;
+    return this.timing.now();
   }
 
   /** Post with the service's stamp (its clock, and why when it sent the message of its own accord). */
@@ -325,8 +211,8 @@ export class CoreLink extends EventEmitter {
    * it is the latest core time the service has seen (status, an event, a step).
    */
   coreNow(): bigint {
-    // A paced replay of a recording made on the host clock: the core's time was the service's clock.
-    if (this.replayClock !== null && this.replayHostClock) return this.serviceNow();
+    // The timing says the core's time is the service's clock (timing.ts coreOnServiceClock).
+    if (this.timing.coreOnServiceClock) return this.timing.now();
     return this.options.clock.mode === 'realtime' ? process.hrtime.bigint() : this.lastCoreNs;
   }
 
@@ -343,7 +229,7 @@ export class CoreLink extends EventEmitter {
   command(op: NativeOpName, generation: bigint, axisMask = 0, extra: { label?: string; handle?: bigint } = {}, timeoutMs = 1000): Promise<NativeReply> {
     if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
     const id = this.nextId++;
-    const wait = this.coreWaits.begin(UNORDERED.has(op) ? null : `cmd:${op}`, timeoutMs);
+    const wait = this.timing.coreWait(UNORDERED.has(op) ? null : `cmd:${op}`, timeoutMs);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
@@ -376,7 +262,7 @@ export class CoreLink extends EventEmitter {
   inject(fault: Extract<ToCore, { t: 'inject' }>['fault']): Promise<NativeReply> {
     if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
     const id = this.nextId++;
-    const wait = this.coreWaits.begin('inject', 1000);
+    const wait = this.timing.coreWait('inject', 1000);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
@@ -406,10 +292,10 @@ export class CoreLink extends EventEmitter {
 
   /**
    * Wait for the next status publication (or the current one when fresh enough). `kind`: the wait as a
-   * recorded decision (core-waits.ts), null for the service's own polling waits.
+   * recorded decision (timing.ts coreWait), null for the service's own polling waits.
    */
   nextStatus(timeoutMs: number, kind: string | null = 'status'): Promise<CoreStatus | undefined> {
-    const wait = this.coreWaits.begin(kind, timeoutMs);
+    const wait = this.timing.coreWait(kind, timeoutMs);
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.off('status', on);

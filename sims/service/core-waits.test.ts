@@ -1,9 +1,9 @@
-// The service's timed waits on the core as recorded decisions (core-waits.ts): noted in order on a recorded
+// The service's timed waits on the core as recorded decisions (replay-timing.ts CoreWaits): noted in order on a recorded
 // run; on a replay a wait answered when recorded gets the replay bound and, run out all the same, is a lost
 // hold; a wait that ran out when recorded keeps its own bound; polling waits are neither noted nor held.
 
 import { expect, test } from 'vitest';
-import { CoreWaits, REPLAY_WAIT_MS } from './core-waits.ts';
+import { CoreWaits, REPLAY_WAIT_MS } from './replay-timing.ts';
 
 test('recorded: every wait of a kind is noted with its outcome, in order; a polling wait (null) is not', () => {
   const notes: string[] = [];

@@ -1,7 +1,7 @@
-// The order of fence decisions (fence-order.ts): noted in a recording, held to it on a replay.
+// The order of fence decisions (replay-timing.ts FenceOrder): noted in a recording, held to it on a replay.
 
 import { afterEach, expect, test, vi } from 'vitest';
-import { FENCE_HOLD_MS, FenceOrder } from './fence-order.ts';
+import { FENCE_HOLD_MS, FenceOrder } from './replay-timing.ts';
 
 afterEach(() => vi.useRealTimers());
 

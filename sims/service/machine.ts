@@ -136,8 +136,8 @@ export class MachineOps {
     const check = () => {
       if (this.authority.fence(op, g.session, g.generation, this.authority.ownerOf(g.session)) !== g) throw refuse('control_session_stale', 'the grant changed while the request waited');
     };
-    // A replay holds the decision to the recorded order (fence-order.ts); a live run decides at once.
-    const held = this.core.fenceOrder.gate(op);
+    // The timing may hold the decision to a recorded order (timing.ts fenceTurn); a live run decides at once.
+    const held = this.core.timing.fenceTurn(op);
     if (!held) return void check();
     return held.then(check);
   }

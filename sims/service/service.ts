@@ -37,7 +37,6 @@ import type { CompiledMachine } from '../config/types.ts';
 import type { CoreStatus } from '../core/protocol.ts';
 import { discardBody } from '../primitives.ts';
 import { testChannelRoute } from './test-channel.ts';
-import { authorityReplayHooks, fenceTurn, onReplayedExpiry, recordedExpiryTurn, replySent, statusRead, statusReadTurn, telemetryRead } from './replay-hooks.ts';
 
 
 export const CONTROL_IDLE_TIMEOUT_NS = 90_000_000_000n;
@@ -99,14 +98,16 @@ export class ControlService {
       machine_sha256: m.machine_sha256,
     };
     this.events = new EventLog(this.adapterIncarnation, () => this.daemonIncarnation, () => o.core.coreNow());
-    const now = () => o.core.serviceNow();
+    // The service's clock and timed decisions, one object (timing.ts): the core link was given it by the
+    // composition root (sims/main.ts), live or replayed; the parts that decide on time get it from here.
+    const timing = o.core.timing;
     this.authority = new Authority(this.binding, m.control.max_grant_lease_ns / 1_000_000n, {
-      now,
-      ...authorityReplayHooks(o.core),
+      now: () => timing.now(),
+      timing,
       daemonIncarnation: () => this.daemonIncarnation,
       event: (type, g) => this.events.publish(type, g ? this.grantPayload(g, type) : {}),
       nativeGrant: (g, why) => {
-        // A lease that ran out is the service's own decision (a recording marks it, a replay retakes it there).
+        // A lease that ran out is the service's own decision (a recording marks it; timing.ts onExpiry retakes it).
         const origin = why === 'expired' ? 'lease_expired' : undefined;
         // Stop, lease expiry or transport loss cancel a running Home (document 1 part 4 home).
         if (!g) o.core.post({ t: 'cancel_home' }, origin);
@@ -175,7 +176,7 @@ export class ControlService {
       }),
     );
     o.core.on('stop_drained', () => this.authority.drained());
-    onReplayedExpiry(o.core, this.authority);
+    timing.onExpiry((generation) => void this.authority.expireGeneration(generation));
     o.core.on('exit', (why: string) => this.onCoreExit(why));
     this.views = {
       machine: m,
@@ -331,16 +332,16 @@ export class ControlService {
           return await this.controlRoute(req, res, owner);
         case 'POST /v1/program': {
           const reply = await this.programs.prepare(req, owner);
-          replySent(this.o.core, reply);
+          this.o.core.timing.replied(reply);
           return this.send(res, reply);
         }
         case 'GET /v1/describe':
           return this.send(res, { status: 200, body: { operation: 'describe', data: describeData(this.views) } });
         case 'GET /v1/status': {
-          const turn = statusReadTurn(this.o.core);
+          const turn = this.o.core.timing.statusTurn();
           if (turn) await turn;
           const data = statusData(this.views);
-          statusRead(this.o.core, data.now_host_ns as bigint);
+          this.o.core.timing.statusRead(this.o.core.status?.cycle, data.now_host_ns as bigint);
           return this.send(res, { status: 200, body: { operation: 'status', data } });
         }
         case 'GET /v1/events':
@@ -363,7 +364,7 @@ export class ControlService {
           try {
             return await this.telemetry.poll(req, res, url);
           } finally {
-            telemetryRead(this.o.core);
+            this.o.core.timing.telemetryRead();
           }
         case 'GET /v1/telemetry/stream':
           return this.telemetry.stream(req, res, url);
@@ -379,7 +380,7 @@ export class ControlService {
   private async controlRoute(req: IncomingMessage, res: ServerResponse, owner: string): Promise<void> {
     const reply = await this.control(req, owner);
     if (!reply) return undefined;
-    replySent(this.o.core, reply);
+    this.o.core.timing.replied(reply);
     return this.send(res, reply);
   }
 
@@ -452,9 +453,10 @@ export class ControlService {
     // An uploaded point list is part of the payload a request_id names: keyed by its digest, not its text.
     const keyOf = (x: Request) => (points ? `${payloadKey(x)}#points:${pointsDigest(points)}` : payloadKey(x));
     let g: Grant;
-    const held = fenceTurn(this.o.core, r.operation);
+    // Null unless the timing holds the decision (timing.ts fenceTurn, expiryTurn): a live run never yields here.
+    const held = this.o.core.timing.fenceTurn(r.operation);
     if (held) await held;
-    const expiry = recordedExpiryTurn(this.o.core, this.authority, r.operation, r.session, r.generation);
+    const expiry = this.o.core.timing.expiryTurn(r.operation, r.session, r.generation, this.authority);
     if (expiry) await expiry;
     try {
       g = this.authority.fence(r.operation, r.session!, r.generation!, owner);

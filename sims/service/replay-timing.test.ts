@@ -1,0 +1,124 @@
+// The service's timing on a paced replay (replay-timing.ts ReplayedTiming) against the live one (timing.ts
+// LiveTiming): the lease_expiry hold (a decision the recorded service refused because the lease had already
+// run out waits for the grant to end; nothing else waits; a wait in vain is a lost hold), the recorded
+// expiry at a fence check, and the live timing that holds and notes nothing on a run that does not record.
+
+import { afterEach, expect, test, vi } from 'vitest';
+import { REPLAY_WAIT_MS, ReplayedTiming } from './replay-timing.ts';
+import { LiveTiming, type TimingLink } from './timing.ts';
+
+afterEach(() => vi.useRealTimers());
+
+/** A replayed timing cued with the recorded fence decisions `ops` and their outcomes; its notes in `notes`. */
+function replayed(cued: boolean, ops: string[], outcomes: string[]) {
+  const notes: unknown[] = [];
+  const t = new ReplayedTiming();
+  const link: TimingLink = { status: undefined, statusFrom: async () => true, note: (d) => void notes.push(d) };
+  t.attach(link);
+  if (cued) t.cue({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: ops, fenceOutcomes: outcomes });
+  const lost = () => notes.filter((n) => (n as { t: string }).t === 'hold_lost').map((n) => `${(n as { kind: string }).kind}:${(n as { detail: string }).detail}`);
+  return { t, lost };
+}
+
+test('a decision recorded as refused for a lease already gone waits until the live grant ends (the authority tells the timing), then goes on', async () => {
+  vi.useFakeTimers();
+  const { t, lost } = replayed(true, ['halt'], ['no_grant']);
+  const authority = { current: { session: 'S', generation: 4n, stopping: false } as { session: string; generation: bigint; stopping: boolean } | null };
+  const turn = t.expiryTurn('halt', 'S', 4n, authority);
+  expect(turn).not.toBeNull();
+  let done = false;
+  void turn!.then(() => (done = true));
+  await vi.advanceTimersByTimeAsync(500);
+  expect(done).toBe(false);
+  t.grantEnded(); // told on every grant end: the grant is still this session's, so the decision keeps waiting
+  await vi.advanceTimersByTimeAsync(0);
+  expect(done).toBe(false);
+  authority.current = null; // the pacer's expiry cue ended the grant
+  t.grantEnded();
+  await vi.advanceTimersByTimeAsync(0); // no timer needed: the end itself lets the decision go on
+  expect(done).toBe(true);
+  expect(lost()).toEqual([]);
+});
+
+test('the pacer\'s expiry cue reaches the listener the service set (it ends the grant of that generation)', () => {
+  const { t } = replayed(true, [], []);
+  const expired: bigint[] = [];
+  t.onExpiry((g) => void expired.push(g));
+  t.cue({ t: 'replay_service', clockNs: 5n, hostClock: false, expire: { generation: 7n } });
+  expect(expired).toEqual([7n]);
+});
+
+test('nothing waits: before a cue, another session, a recorded ok, no such decision recorded, a session already ended, or a decision refused for another reason', () => {
+  const authority = { current: { session: 'S', generation: 4n, stopping: false } };
+  expect(replayed(false, [], []).t.expiryTurn('halt', 'S', 4n, authority)).toBeNull();
+  expect(replayed(true, ['halt'], ['no_grant']).t.expiryTurn('halt', 'T', 4n, authority)).toBeNull();
+  expect(replayed(true, ['halt'], ['ok']).t.expiryTurn('halt', 'S', 4n, authority)).toBeNull();
+  expect(replayed(true, ['arm'], ['no_grant']).t.expiryTurn('halt', 'S', 4n, authority)).toBeNull();
+  expect(replayed(true, ['halt'], ['no_grant']).t.expiryTurn('halt', 'S', 4n, { current: null })).toBeNull();
+  // refused for another reason than the lease: an older generation, a stop in flight
+  expect(replayed(true, ['halt'], ['control_session_stale']).t.expiryTurn('halt', 'S', 3n, authority)).toBeNull();
+  expect(replayed(true, ['halt'], ['no_grant']).t.expiryTurn('halt', 'S', 4n, { current: { session: 'S', generation: 4n, stopping: true } })).toBeNull();
+  // 'expired' is retaken at the decision itself (expiredAtFence), not waited for
+  expect(replayed(true, ['halt'], ['expired']).t.expiryTurn('halt', 'S', 4n, authority)).toBeNull();
+});
+
+test('a cued expiry that never comes: the decision goes on after the replay bound and the hold is reported lost', async () => {
+  vi.useFakeTimers();
+  const { t, lost } = replayed(true, ['arm'], ['control_session_stale']);
+  const turn = t.expiryTurn('arm', 'S', 4n, { current: { session: 'S', generation: 4n, stopping: false } })!;
+  let done = false;
+  void turn.then(() => (done = true));
+  await vi.advanceTimersByTimeAsync(REPLAY_WAIT_MS - 20);
+  expect(done).toBe(false);
+  await vi.advanceTimersByTimeAsync(40);
+  expect(done).toBe(true);
+  expect(lost()).toEqual(['lease_expiry:arm']);
+});
+
+test('a recorded expiry at a fence check: only the decision the recording answered expired, and only once cued; the lease then runs out only where cued', () => {
+  const before = replayed(false, ['halt', 'release'], ['ok', 'expired']).t;
+  expect(before.expiredAtFence('release')).toBe(false);
+  expect(before.leaseOnClock).toBe(true);
+  const { t } = replayed(true, ['halt', 'release'], ['ok', 'expired']);
+  expect(t.leaseOnClock).toBe(false);
+  expect(t.expiredAtFence('halt')).toBe(false);
+  expect(t.expiredAtFence('release')).toBe(true);
+  t.fenced('release', 'expired'); // taken: no later release was recorded as expired
+  expect(t.expiredAtFence('release')).toBe(false);
+});
+
+test('the live timing: host clock, nothing held, no recorded deadline; notes only when recording, never renewals', () => {
+  const notes: unknown[] = [];
+  const link: TimingLink = { status: undefined, statusFrom: async () => true, note: (d) => void notes.push(d) };
+  const plain = new LiveTiming(false);
+  plain.attach(link);
+  const a = plain.now();
+  expect(plain.now()).toBeGreaterThanOrEqual(a);
+  expect([plain.fenceTurn(), plain.expiryTurn(), plain.statusTurn(), plain.acquireDeadline(), plain.expiredAtFence(), plain.leaseOnClock]).toEqual([null, null, undefined, undefined, false, true]);
+  plain.fenced('halt', 'ok');
+  plain.replied({ status: 200, body: { operation: 'enable' } });
+  plain.statusRead(3n, 9n);
+  plain.telemetryRead();
+  plain.coreWait('inject', 1000).done('ok');
+  expect(notes).toEqual([]);
+  const rec = new LiveTiming(true);
+  rec.attach(link);
+  rec.fenced('renew', 'ok');
+  rec.fenced('halt', 'no_grant');
+  rec.replied({ status: 200, body: { operation: 'renew' } });
+  rec.replied({ status: 409, body: { operation: 'arm', error: 'not_ready: axis 2' } });
+  rec.statusRead(undefined, 1n);
+  rec.statusRead(3n, 9n);
+  rec.telemetryRead();
+  const w = rec.coreWait('inject', 1000);
+  expect(w.ms).toBe(1000);
+  w.done('timeout');
+  rec.coreWait(null, 50).done('timeout');
+  expect(notes).toEqual([
+    { t: 'fence', op: 'halt', outcome: 'no_grant' },
+    { t: 'http_reply', op: 'arm', status: 409, label: 'not_ready' },
+    { t: 'status_read', cycle: '3', now_ns: '9' },
+    { t: 'telemetry_read' },
+    { t: 'core_wait', kind: 'inject', outcome: 'timeout' },
+  ]);
+});

@@ -1,0 +1,365 @@
+// The service's timing on a paced replay (timing.ts ServiceTiming; docs/recording.md "The service side"):
+// the recorded service clock and the recorded decisions, built from the pacer's cues the core link relays
+// (FromCore 'replay_service', sims/replay/pacer.ts). Until the first cue (and on a recording without one,
+// format 1) it is the host clock with nothing held, as LiveTiming. A hold it keeps in vain is told to the
+// pacer as a lost hold (sims/replay/sync-points.ts), so the harness ends the test in ERROR rather than
+// judging the target on an order the replay did not keep.
+
+import { replyNote, UNORDERED, type ServiceTiming, type TimingCue, type TimingLink, type WaitOutcome } from './timing.ts';
+
+/** How long a status read waits for the publication its recording was served from (wall ms). */
+const STATUS_READ_WAIT_MS = 3_000;
+/** Labels of a recorded fence decision that found the session's grant already gone (lease expiry taken). */
+const GRANT_GONE: ReadonlySet<string> = new Set(['no_grant', 'control_session_stale']);
+
+export type HoldKind = 'fence' | 'publication' | 'core_wait' | 'lease_expiry';
+
+export class ReplayedTiming implements ServiceTiming {
+  private link?: TimingLink;
+  /**
+   * The recorded service time the replay has reached (set by the pacer's cues, never moving back), else
+   * null and the host clock is used. Every read moves it on by at least a nanosecond, as a monotonic clock
+   * does, so two reads never give the same deadline.
+   */
+  private clock: bigint | null = null;
+  private hostClock = false;
+  private expired?: (generation: bigint) => void;
+  /** Decisions waiting for a cued lease expiry: each looks again when a grant ends. */
+  private expiryWaiters = new Set<() => void>();
+
+  /** The order of fence decisions: noted into a recording, held to the recorded order on a replay. */
+  readonly fenceOrder: FenceOrder;
+  /** The service's timed waits on the core: noted into a recording, bounded by the recorded outcome. */
+  readonly coreWaits: CoreWaits;
+  /** The lease deadlines the recorded service gave its acquires, in order (taken one by one). */
+  private acquireDeadlines: bigint[] = [];
+  /**
+   * Status reads as sync points (docs/recording.md "Status reads"): the publication cycle each recorded
+   * GET /v1/status served, and (format 3) the service's clock it showed; read k is served from the
+   * publication of the same cycle (the paced core holds there until the read is noted).
+   */
+  private statusReads: bigint[] = [];
+  private statusReadClocks: bigint[] = [];
+  private statusReadsTaken = 0;
+
+  /** `record`: this replay is itself recorded (its decisions noted as LiveTiming's are). */
+  constructor(private readonly record = false) {
+    this.fenceOrder = new FenceOrder(
+      (data) => {
+        if (this.record) this.link?.note(data);
+      },
+      (op) => this.holdLost('fence', op),
+    );
+    this.coreWaits = new CoreWaits(
+      (data) => {
+        if (this.record) this.link?.note(data);
+      },
+      (kind) => this.holdLost('core_wait', kind),
+    );
+  }
+
+  attach(link: TimingLink): void {
+    this.link = link;
+  }
+
+  /** True once a cue came: the service's time and its own timed decisions come from the recording. */
+  get replaying(): boolean {
+    return this.clock !== null;
+  }
+
+  now(): bigint {
+    if (this.clock === null) return process.hrtime.bigint();
+    return ++this.clock;
+  }
+  get coreOnServiceClock(): boolean {
+    return this.clock !== null && this.hostClock;
+  }
+  /** The lease runs out where the recording says (onExpiry), never by the recorded clock, which moves in jumps. */
+  get leaseOnClock(): boolean {
+    return this.clock === null;
+  }
+  acquireDeadline(): bigint | undefined {
+    return this.acquireDeadlines.shift();
+  }
+
+  fenceTurn(op: string): Promise<void> | null {
+    return this.fenceOrder.gate(op);
+  }
+  fenced(op: string, outcome: string): void {
+    this.fenceOrder.passed(op, outcome);
+  }
+  /** The recorded service found the lease run out at this very decision (its lazy check; its timer had not fired). */
+  expiredAtFence(op: string): boolean {
+    return this.clock !== null && this.fenceOrder.recordedOutcome(op) === 'expired';
+  }
+
+  /**
+   * A lease_expiry sync point on the service's side (sims/replay/sync-points.ts): the recorded service
+   * refused this decision because the session's lease had already run out, but the live service still
+   * holds the grant (the test's wall-clock wait for the expiry ended before the paced core reached the
+   * recorded expiry, which the pacer cues). The decision waits until the grant ends (grantEnded, told by
+   * the authority whenever it drops a grant), at most REPLAY_WAIT_MS. Only a decision the live grant would
+   * let pass is held (its session, its generation, not stopping): one refused for another reason is refused
+   * as recorded without waiting. 'expired' is retaken at the decision itself (expiredAtFence).
+   */
+  expiryTurn(op: string, session: string | undefined, generation: bigint | undefined, authority: { readonly current: { session: string; generation: bigint; stopping: boolean } | null }): Promise<void> | null {
+    const g = authority.current;
+    if (this.clock === null || session === undefined || !g || g.session !== session || g.generation !== generation || g.stopping) return null;
+    const recorded = this.fenceOrder.recordedOutcome(op);
+    if (recorded === undefined || !GRANT_GONE.has(recorded)) return null;
+    return new Promise<void>((resolve) => {
+      const look = () => {
+        if (authority.current?.session === session) return;
+        clearTimeout(timer);
+        this.expiryWaiters.delete(look);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.expiryWaiters.delete(look);
+        this.holdLost('lease_expiry', op);
+        resolve();
+      }, REPLAY_WAIT_MS);
+      timer.unref();
+      this.expiryWaiters.add(look);
+    });
+  }
+  grantEnded(): void {
+    for (const look of [...this.expiryWaiters]) look();
+  }
+  onExpiry(listener: (generation: bigint) => void): void {
+    this.expired = listener;
+  }
+
+  /**
+   * The publication cycle the recorded service served its next status read from, if any. A format 3
+   * recording also says what its clock showed then: the clock is moved on to it, so the read shows the
+   * recorded time (a deadline read earlier lies as far ahead of it as it did).
+   */
+  nextStatusReadCycle(): bigint | undefined {
+    // A read served before the core published anything (a stepped core before its first step) is not noted
+    // when recorded (statusRead has no cycle to note): it is no sync point on a replay either, and must not
+    // take the next recorded read, which a later read of the test made.
+    if (this.link?.status === undefined) return undefined;
+    const k = this.statusReadsTaken;
+    if (k >= this.statusReads.length) return undefined;
+    this.statusReadsTaken++;
+    const clock = this.statusReadClocks[k];
+    // now() moves on by a nanosecond before it answers: the read then shows the recorded value.
+    if (clock !== undefined && this.clock !== null && clock - 1n > this.clock) this.clock = clock - 1n;
+    return this.statusReads[k];
+  }
+  statusTurn(): Promise<unknown> | undefined {
+    const want = this.nextStatusReadCycle();
+    if (want === undefined || !this.link) return undefined;
+    return this.link.statusFrom(want, STATUS_READ_WAIT_MS).then((came) => {
+      if (!came) this.holdLost('publication', `publication of cycle ${want}`);
+    });
+  }
+  statusRead(cycle: bigint | undefined, nowNs?: bigint): void {
+    if (cycle === undefined || !(this.record || this.statusReads.length)) return;
+    this.link?.note({ t: 'status_read', cycle: cycle.toString(), ...(nowNs !== undefined ? { now_ns: nowNs.toString() } : {}) });
+  }
+  /** Told to the pacer, which compares it with the recorded answer (docs/recording.md "The service's replies"). */
+  replied(reply: { status: number; body: Record<string, unknown> }): void {
+    if (!(this.record || this.clock !== null)) return;
+    const note = replyNote(reply);
+    if (note) this.link?.note(note);
+  }
+  /** Told to the pacer, which holds the core where the recorded poll was noted until the live one is. */
+  telemetryRead(): void {
+    if (this.record || this.clock !== null) this.link?.note({ t: 'telemetry_read' });
+  }
+  coreWait(kind: string | null, ms: number): { ms: number; done: (outcome: WaitOutcome) => void } {
+    return this.coreWaits.begin(kind, ms);
+  }
+
+  cue(m: TimingCue): void {
+    if (m.fences) {
+      // A pacer's first cue (each core incarnation of a replay has its own recording and pacer): what the
+      // recorded service did during that incarnation, from its start.
+      this.fenceOrder.load(m.fences, m.fenceOutcomes);
+      this.acquireDeadlines = [...(m.acquires ?? [])];
+      this.statusReads = [...(m.statusReads ?? [])];
+      this.statusReadClocks = [...(m.statusReadClocks ?? [])];
+      this.statusReadsTaken = 0;
+      this.coreWaits.load(m.coreWaits ?? []);
+    }
+    this.hostClock = m.hostClock;
+    if (this.clock === null || m.clockNs > this.clock) this.clock = m.clockNs;
+    if (m.expire) this.expired?.(m.expire.generation);
+  }
+
+  /** A hold kept in vain, told to the pacer (only once a cue came: a live run holds nothing). */
+  holdLost(kind: HoldKind, detail: string): void {
+    if (this.clock === null) return;
+    this.link?.note({ t: 'hold_lost', kind, detail });
+  }
+}
+
+// The order of the service's fence decisions, recorded and replayed (format 2, docs/recording.md "The
+// service side"). A race between two requests of one controller (reset_fault and release sent together) is
+// decided by which of them passes its fence first; that can turn on a status publication arriving a
+// millisecond earlier. A recorded service notes every fence decision in order; a replaying service holds a
+// request at its fence until the decisions recorded before it have been taken, so the race ends as recorded.
+//
+// Renewals and jog updates are left out (UNORDERED in timing.ts).
+
+/** How far ahead of the next recorded decision a live one is looked for. */
+const LOOKAHEAD = 8;
+/** A live decision is held at most this long for the recorded ones before it (then those are skipped). */
+export const FENCE_HOLD_MS = 2000;
+
+export class FenceOrder {
+  private log: string[] | null = null;
+  /** The recorded outcome of each decision in `log` ('ok' or the refusal label), when the recording has them. */
+  private outcomes: string[] = [];
+  private taken: boolean[] = [];
+  private cursor = 0;
+  private waiters: Array<{ at: number; go: () => void }> = [];
+  /** Fence decisions held (replay) and held until the timeout (a live run that differs from the recording). */
+  held = 0;
+  timedOut = 0;
+
+  /**
+   * `note`: a recorded service notes each decision; `lost`: a replaying service reports a decision it held
+   * in vain (FENCE_HOLD_MS passed), a lost hold of kind 'fence' (sims/replay/sync-points.ts).
+   */
+  constructor(
+    private readonly note?: (data: { t: 'fence'; op: string; outcome: string }) => void,
+    private readonly lost?: (op: string) => void,
+  ) {}
+
+  /** Replay: the recorded fence decisions, in order, with their outcomes when given (same length). */
+  load(ops: readonly string[], outcomes?: readonly string[]): void {
+    const keep = ops.map((op) => !UNORDERED.has(op));
+    this.log = ops.filter((_, i) => keep[i]);
+    this.outcomes = outcomes && outcomes.length === ops.length ? outcomes.filter((_, i) => keep[i]) : [];
+    this.taken = this.log.map(() => false);
+    this.cursor = 0;
+  }
+
+  /** Replay: how the recorded service decided the next decision of `op` (undefined: not recorded). */
+  recordedOutcome(op: string): string | undefined {
+    if (!this.log || UNORDERED.has(op)) return undefined;
+    const k = this.find(op);
+    return k < 0 ? undefined : this.outcomes[k];
+  }
+
+  get replaying(): boolean {
+    return this.log !== null;
+  }
+
+  private find(op: string): number {
+    const log = this.log!;
+    for (let k = this.cursor, seen = 0; k < log.length && seen < LOOKAHEAD; k++) {
+      if (this.taken[k]) continue;
+      seen++;
+      if (log[k] === op) return k;
+    }
+    return -1;
+  }
+
+  /**
+   * Before a fence check of `op`: null to go on now, or a promise that resolves when the recorded decisions
+   * before this one have been taken (or after FENCE_HOLD_MS). Null outside a replay, so a live run never
+   * yields here.
+   */
+  gate(op: string): Promise<void> | null {
+    if (!this.log || UNORDERED.has(op)) return null;
+    const k = this.find(op);
+    if (k <= this.cursor) return null;
+    this.held++;
+    return new Promise<void>((resolve) => {
+      const w = {
+        at: k,
+        go: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      };
+      const timer = setTimeout(() => {
+        this.timedOut++;
+        this.lost?.(op);
+        this.waiters = this.waiters.filter((x) => x !== w);
+        for (let i = this.cursor; i < k; i++) this.taken[i] = true;
+        this.advance();
+        resolve();
+      }, FENCE_HOLD_MS);
+      timer.unref();
+      this.waiters.push(w);
+    });
+  }
+
+  /** After a fence check of `op` (outcome 'ok' or the refusal label): recorded, or taken off the replayed log. */
+  passed(op: string, outcome: string): void {
+    if (UNORDERED.has(op)) return;
+    if (!this.log) {
+      this.note?.({ t: 'fence', op, outcome });
+      return;
+    }
+    const k = this.find(op);
+    if (k < 0) return;
+    this.taken[k] = true;
+    this.advance();
+  }
+
+  private advance(): void {
+    while (this.cursor < this.taken.length && this.taken[this.cursor]) this.cursor++;
+    const ready = this.waiters.filter((w) => w.at <= this.cursor);
+    this.waiters = this.waiters.filter((w) => w.at > this.cursor);
+    for (const w of ready) w.go();
+  }
+}
+
+// The service's timed waits on the core as recorded decisions (docs/recording.md "The service side",
+// issue 24 "Deterministic replay"). The service waits a bounded wall time for the core: a native receipt,
+// the next status publication, a fault injection's reply. On a recorded run each wait's outcome is noted
+// ('ok' or 'timeout', per kind of wait, in order). On a paced replay the core is held at recorded sync
+// points and runs in bursts, so a wait that was answered when recorded may find the core held: a wait the
+// recording says was answered gets REPLAY_WAIT_MS instead of its own bound, and if it still runs out the
+// replay could not hold the recorded order (a lost hold of kind 'core_wait', reported to the pacer). A
+// wait that ran out when recorded keeps its own bound. Recordings without these notes: bounds unchanged.
+
+/** How long a replayed wait the recording says was answered may take (wall ms): a held core, not a slow one. */
+export const REPLAY_WAIT_MS = 10_000;
+
+export class CoreWaits {
+  private recorded: Map<string, WaitOutcome[]> | null = null;
+
+  /**
+   * `note`: a recorded service notes each outcome; `lost`: a replaying service reports a wait that ran out
+   * although the recorded one was answered.
+   */
+  constructor(
+    private readonly note?: (data: { t: 'core_wait'; kind: string; outcome: WaitOutcome }) => void,
+    private readonly lost?: (kind: string) => void,
+  ) {}
+
+  /** Replay: the recorded outcomes, in order (kind and outcome per wait). */
+  load(waits: ReadonlyArray<{ kind: string; outcome: string }>): void {
+    this.recorded = new Map();
+    for (const w of waits) {
+      const q = this.recorded.get(w.kind) ?? [];
+      q.push(w.outcome === 'timeout' ? 'timeout' : 'ok');
+      this.recorded.set(w.kind, q);
+    }
+  }
+
+  /**
+   * Start a wait of `kind` with its own bound `ms`: returns the bound to use and the function to call with
+   * the outcome (exactly once).
+   */
+  begin(kind: string | null, ms: number): { ms: number; done: (outcome: WaitOutcome) => void } {
+    // Waits a client makes on its own wall-clock timer (renewals, jog updates) and the service's own polls
+    // come in another number on every run: neither noted nor held (as timing.ts UNORDERED).
+    if (kind === null) return { ms, done: () => undefined };
+    if (!this.recorded) return { ms, done: (outcome) => this.note?.({ t: 'core_wait', kind, outcome }) };
+    const want = this.recorded.get(kind)?.shift();
+    return {
+      ms: want === 'ok' ? Math.max(ms, REPLAY_WAIT_MS) : ms,
+      done: (outcome) => {
+        if (want === 'ok' && outcome === 'timeout') this.lost?.(kind);
+      },
+    };
+  }
+}

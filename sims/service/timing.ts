@@ -1,0 +1,153 @@
+// The service's clock and its timed decisions, behind one interface (issue 24 "Session replay as one
+// component"; docs/recording.md "The service side"). Every part of the service that reads time or takes a
+// decision a paced replay must retake where the recording took it asks a ServiceTiming: the clock, the
+// lease deadline of an acquire, the order of fence decisions, a lease expiry, the publication a status read
+// is served from, how long a wait on the core may take. The composition root (sims/main.ts) picks the
+// implementation once: LiveTiming here (host clock, every decision taken at once, notes when recording) or
+// ReplayedTiming (replay-timing.ts: the recorded clock and decisions the pacer cues through the core link).
+// Adding a new kind of hold is one new method here, its two implementations and their tests: no flag in
+// the service or the core (docs/recording.md "Adding a hold").
+
+import type { FromCore } from '../core/protocol.ts';
+import type { CoreStatus } from '../core/protocol.ts';
+
+/**
+ * Operations a controller sends on its own wall-clock timer, so a replay sees another number of them: their
+ * fence decisions and waits are neither recorded nor held, nor their answers compared (the replay target
+ * replays the recorded renewals to the core itself).
+ */
+export const UNORDERED: ReadonlySet<string> = new Set(['renew', 'update_jog']);
+
+/** What the service notes into a recording (the core writes it as a service note; sims/replay reads it). */
+export type ServiceNote = Record<string, unknown>;
+
+/** What a timing needs of the core link: its latest publication, a bounded wait for one, and the note channel. */
+export interface TimingLink {
+  readonly status?: CoreStatus;
+  statusFrom(cycle: bigint, ms: number): Promise<boolean>;
+  note(data: ServiceNote): void;
+}
+
+/** The cue the pacer sends the service through the core link (FromCore in sims/core/protocol.ts). */
+export type TimingCue = Extract<FromCore, { t: 'replay_service' }>;
+
+/** The outcome of one of the service's timed waits on the core. */
+export type WaitOutcome = 'ok' | 'timeout';
+
+/** A grant as a hold on a lease expiry needs to see it (authority.ts Grant). */
+interface HeldGrant {
+  session: string;
+  generation: bigint;
+  stopping: boolean;
+}
+
+export interface ServiceTiming {
+  /** Called once by the core link this timing is given to. */
+  attach(link: TimingLink): void;
+  /** The service's clock (monotonic ns): every read moves on by at least a nanosecond. */
+  now(): bigint;
+  /** True when the core's time is the service's clock (a replay of a recording made on the host clock). */
+  readonly coreOnServiceClock: boolean;
+  /** True when a lease runs out by the service's own clock and timer; false when a recording says where. */
+  readonly leaseOnClock: boolean;
+  /** The deadline the next acquire gets when a recording says it (undefined: now + lease). */
+  acquireDeadline(): bigint | undefined;
+  /** Before a fence decision of `op`: a promise to await first, or null to decide at once. */
+  fenceTurn(op: string): Promise<void> | null;
+  /** After a fence decision of `op`: 'ok' or the refusal label. */
+  fenced(op: string, outcome: string): void;
+  /** True when the recording found this decision's lease run out at this very check (end it first). */
+  expiredAtFence(op: string): boolean;
+  /**
+   * Before a decision the recording refused because the lease was already gone while the live grant still
+   * holds it: a promise that resolves when the grant ends (or the hold is given up), else null.
+   */
+  expiryTurn(op: string, session: string | undefined, generation: bigint | undefined, authority: { readonly current: HeldGrant | null }): Promise<void> | null;
+  /** The authority ended its grant (a hold on an expiry looks again). */
+  grantEnded(): void;
+  /** Where the recording let the lease of `generation` run out, the service ends it (set once). */
+  onExpiry(listener: (generation: bigint) => void): void;
+  /** Before a status read: a promise to await for the publication to serve it from, or undefined. */
+  statusTurn(): Promise<unknown> | undefined;
+  /** A status read was served from the publication of `cycle`, showing the service's clock at `nowNs`. */
+  statusRead(cycle: bigint | undefined, nowNs?: bigint): void;
+  /** The service's answer to a control or program request. */
+  replied(reply: { status: number; body: Record<string, unknown> }): void;
+  /** A telemetry poll was served. */
+  telemetryRead(): void;
+  /**
+   * Start a timed wait of `kind` on the core with its own bound `ms` (kind null: a poll, never noted nor
+   * held): the bound to use and the function to call with the outcome, exactly once.
+   */
+  coreWait(kind: string | null, ms: number): { ms: number; done: (outcome: WaitOutcome) => void };
+  /** A cue from the pacer, relayed by the core link. */
+  cue(m: TimingCue): void;
+}
+
+/** The note of a reply: operation, status and leading label; null for the unordered operations (UNORDERED). */
+export function replyNote(reply: { status: number; body: Record<string, unknown> }): ServiceNote | null {
+  const op = typeof reply.body.operation === 'string' ? reply.body.operation : 'unknown';
+  if (UNORDERED.has(op)) return null;
+  const error = reply.body.error;
+  const label = typeof error === 'string' ? (error.split(':')[0] ?? '').trim() : '';
+  return { t: 'http_reply', op, status: reply.status, label };
+}
+
+const NOOP = (): void => undefined;
+
+/**
+ * The live service: the host monotonic clock, every decision taken at once, nothing held. On a recorded
+ * run (`record`) it notes the decisions a replay retakes. No method allocates or awaits on a run that does
+ * not record, beyond what the wait on the core allocated before (issue 24 finding 6: the request path).
+ */
+export class LiveTiming implements ServiceTiming {
+  private link?: TimingLink;
+  readonly coreOnServiceClock = false;
+  readonly leaseOnClock = true;
+
+  constructor(private readonly record = false) {}
+
+  attach(link: TimingLink): void {
+    this.link = link;
+  }
+  now(): bigint {
+    return process.hrtime.bigint();
+  }
+  acquireDeadline(): undefined {
+    return undefined;
+  }
+  fenceTurn(): null {
+    return null;
+  }
+  fenced(op: string, outcome: string): void {
+    if (this.record && !UNORDERED.has(op)) this.link?.note({ t: 'fence', op, outcome });
+  }
+  expiredAtFence(): boolean {
+    return false;
+  }
+  expiryTurn(): null {
+    return null;
+  }
+  grantEnded(): void {}
+  onExpiry(): void {}
+  statusTurn(): undefined {
+    return undefined;
+  }
+  statusRead(cycle: bigint | undefined, nowNs?: bigint): void {
+    if (cycle === undefined || !this.record) return;
+    this.link?.note({ t: 'status_read', cycle: cycle.toString(), ...(nowNs !== undefined ? { now_ns: nowNs.toString() } : {}) });
+  }
+  replied(reply: { status: number; body: Record<string, unknown> }): void {
+    if (!this.record) return;
+    const note = replyNote(reply);
+    if (note) this.link?.note(note);
+  }
+  telemetryRead(): void {
+    if (this.record) this.link?.note({ t: 'telemetry_read' });
+  }
+  coreWait(kind: string | null, ms: number): { ms: number; done: (outcome: WaitOutcome) => void } {
+    if (kind === null || !this.record) return { ms, done: NOOP };
+    return { ms, done: (outcome) => this.link?.note({ t: 'core_wait', kind, outcome }) };
+  }
+  cue(): void {}
+}
