@@ -21,7 +21,7 @@ import { afterEach } from 'vitest';
 import { covers, describe, expect, needsMotion, profile, sharedVariant, type Description } from '../../harness/fixture.ts';
 import type { OlpSpec, Target } from '../../harness/targets/index.ts';
 import { baseProgram } from '../planner/toolkit.ts';
-import { expectMachineError, fence, needsConfigured, olpTest as test, useOlp, type Olp } from './toolkit.ts';
+import { cellStatus, expectMachineError, fence, needsConfigured, olpTest as test, released, until, useOlp, type Olp } from './toolkit.ts';
 
 const URDF_TEXT = readFileSync(new URL('../../fixtures/robots/sim-nine-axis.urdf', import.meta.url), 'utf8');
 const URDF_SHA = 'sha256:' + createHash('sha256').update(URDF_TEXT).digest('hex');
@@ -96,30 +96,7 @@ async function selected(o: Olp, cell: string): Promise<Post> {
   return (route, body = {}) => o.client.post(`/dense-execution${route}`, body, fence(g, cell));
 }
 
-async function cellStatus(c: ControlClient): Promise<Record<string, any>> {
-  return (await c.status()).reply.data as Record<string, any>;
-}
 
-async function until<T>(what: string, f: () => Promise<T>, ok: (v: T) => boolean, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (ok(v)) return v;
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms} ms (last ${JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? String(x) : x)).slice(0, 400)})`);
-    // Every 100 ms: each look is a status request through the OLP server or to the cell, and the
-    // conformance run has a CPU budget (issue 19); a state that lasts is seen at most 100 ms late.
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-/**
- * The cell's status once its grant has ended after the OLP server's stop: a stop ends the grant by itself,
- * stopping and then revoked once the core has drained (document 1 part 3), so right after the stop the
- * grant may still be stopping. A grant that never ends fails here.
- */
-function released(client: ControlClient): Promise<Record<string, any>> {
-  return until('the cell is released', () => cellStatus(client), (s) => s.grant.active === false, 5_000);
-}
 
 /**
  * Keep heartbeating while `f` runs (the UI is alive); whatever happens in it, the cell is stopped and

@@ -17,7 +17,7 @@ import { eventCursor, eventsSince } from '../../harness/clients/events.ts';
 import { covers, describe, expect, profile, sharedRemote, type Description } from '../../harness/fixture.ts';
 import type { RemoteStack } from '../../harness/targets/remote.ts';
 import type { OlpCellSpec, OlpSpec, Target } from '../../harness/targets/index.ts';
-import { expectMachineError, fence, olpTest as test, useOlp, type Olp, type OlpReply } from './toolkit.ts';
+import { expectMachineError, fence, olpTest as test, released, useOlp, type Olp, type OlpReply } from './toolkit.ts';
 
 const URDF_SHA = 'sha256:' + createHash('sha256').update(readFileSync(new URL('../../fixtures/robots/sim-nine-axis.urdf', import.meta.url))).digest('hex');
 const MODEL = 'sim-nine-axis';
@@ -26,8 +26,10 @@ const CAL = Buffer.from('planning calibration of cell-a\n');
 let B: RemoteStack;
 let bDescribe: Record<string, any>;
 let bCreds: { host: string; port: number; cert: string; key: string; ca: string };
-const dir = mkdtempSync(join(tmpdir(), 'hil-olp-cells-'));
-const hangSocket = join(dir, 'hang.sock');
+// Made by each opening of the shared stacks below: a recorded or replayed run opens them per test, and
+// each opening's cleanup removes its own directory.
+let dir = '';
+let hangSocket = '';
 let hang = false;
 const held: Socket[] = [];
 let hangServer: Server;
@@ -40,8 +42,13 @@ const remote = sharedRemote(async (open) => {
   bDescribe = d.reply.data as Record<string, any>;
   bCreds = await B.creds('olp-server');
   // A socket that accepts and, while `hang` is set, never answers (a cell stuck mid-handshake).
+  dir = mkdtempSync(join(tmpdir(), 'hil-olp-cells-'));
+  hangSocket = join(dir, 'hang.sock');
   hangServer = createServer((s) => (hang ? held.push(s) : s.destroy()));
-  await new Promise<void>((r) => hangServer.listen(hangSocket, () => r()));
+  await new Promise<void>((resolve, reject) => {
+    hangServer.once('error', reject);
+    hangServer.listen(hangSocket, () => resolve());
+  });
   return async () => {
     for (const s of held.splice(0)) s.destroy();
     await new Promise<void>((r) => hangServer.close(() => r()));
@@ -330,7 +337,8 @@ describe('target fencing (part 2)', () => {
     const st = (await target.client().status()).reply.data as Record<string, any>;
     expect(st.grant.active).toBe(true);
     expect((await o.client.post('/dense-execution/stop', {})).status).toBe(200);
-    expect(((await target.client().status()).reply.data as Record<string, any>).grant.active).toBe(false);
+    // The stop ends the cell's grant: stopping at once, revoked once the core has drained (toolkit released).
+    expect((await released(target.client())).grant.active).toBe(false);
   });
 
   test(

@@ -5,6 +5,7 @@
 
 import { gunzipSync } from 'node:zlib';
 import { Agent, request } from 'undici';
+import type { ControlClient } from '../../harness/clients/control.ts';
 import { expect, test as base } from '../../harness/fixture.ts';
 import { parseExact, stringifyExact } from '../../harness/oracle/json.ts';
 import { olpFromEnv, targetFromEnv, type OlpSpec, type OpenedOlp } from '../../harness/targets/index.ts';
@@ -161,4 +162,32 @@ export function useOlp(ctx: Skip, o: Olp | undefined): Olp {
 /** Skip unless the harness configured the server (a catalogue of its own, a planner stub, bounds). */
 export function needsConfigured(ctx: Skip, o: Olp, what: string): void {
   ctx.skip(!o.endpoint.configured, `${what} needs an OLP server the harness starts with its own configuration; the external one is configured by its owner`);
+}
+
+/** The cell's Status data (document 1), read from the control service directly, not through the OLP server. */
+export async function cellStatus(c: ControlClient): Promise<Record<string, any>> {
+  return (await c.status()).reply.data as Record<string, any>;
+}
+
+/** Look at `f()` until `ok` holds, at most `ms`; the last value seen goes into the failure. */
+export async function until<T>(what: string, f: () => Promise<T>, ok: (v: T) => boolean, ms = 20_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (ok(v)) return v;
+    // Not within the bound: the target never reached the state, an assertion (FAIL), not a harness error.
+    if (Date.now() > end) expect(false, `${what}: not within ${ms} ms (last ${JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? String(x) : x)).slice(0, 400)})`).toBe(true);
+    // Every 100 ms: each look is a status request through the OLP server or to the cell, and the
+    // conformance run has a CPU budget (issue 19); a state that lasts is seen at most 100 ms late.
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * The cell's status once its grant has ended after the OLP server's stop: a stop ends the grant by itself,
+ * stopping and then revoked once the core has drained (document 1 part 3), so right after the stop the
+ * grant may still be stopping. A grant that never ends fails here.
+ */
+export function released(client: ControlClient): Promise<Record<string, any>> {
+  return until('the cell is released', () => cellStatus(client), (s) => s.grant.active === false, 5_000);
 }
