@@ -208,6 +208,28 @@ function pacedHost(file: string, scan: ReturnType<typeof scanForPacing>, send: (
   return pacedCoreHost(MACHINE, file, scan, send);
 }
 
+/**
+ * What the worker loop does with the core's messages (worker-loop.ts): a status publication goes out unless
+ * the pacer keeps it back for a pending read, and a kept one goes out when flushed. `observe`: the pacer
+ * also sees every message first, as the worker's does. Collects the cycles of the publications sent.
+ */
+function publications(pacer: () => ReplayPacer | undefined, o: { observe?: boolean } = {}) {
+  const cycles: bigint[] = [];
+  const out = (m: unknown) => {
+    const x = m as { t?: string; status?: { cycle: bigint } } | null;
+    if (x?.t === 'status') cycles.push(x.status!.cycle);
+  };
+  return {
+    cycles,
+    send: (m: FromCore) => {
+      const p = pacer();
+      if (o.observe) p?.observe(m);
+      out(p ? p.publication(m) : m);
+    },
+    flush: () => out(pacer()!.takePublication()),
+  };
+}
+
 /** Record `script` (messages with the service's stamps) on the sim driver, stepped clock, for `cycles` cycles. */
 
 async function recordStamped(file: string, script: Array<[number, ToCore & PostStamp]>, cycles: number, clock: ClockSpec = { mode: 'stepped' }): Promise<FromCore[]> {
@@ -321,12 +343,7 @@ test('paced to the recorded time: a cycle runs at its recorded wall time counted
   await record(file); // stepped clock: frames 1 ms apart
   const scan = scanForPacing(file);
   let wall = 0;
-  const host = await CoreHost.create(
-    { machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 },
-    () => undefined,
-    'none',
-    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes },
-  );
+  const host = await pacedHost(file, scan);
   try {
     const p = new ReplayPacer(host, scan, { file, mode: 'strict', speed: 1, wallMs: () => wall });
     const live = liveScript(42n, 100);
@@ -370,12 +387,7 @@ test('paced at another speed: recorded time runs at that factor of wall time; a 
   await record(file);
   const scan = scanForPacing(file);
   let wall = 0;
-  const host = await CoreHost.create(
-    { machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 },
-    () => undefined,
-    'none',
-    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes },
-  );
+  const host = await pacedHost(file, scan);
   try {
     expect(() => new ReplayPacer(host, scan, { file, mode: 'strict', speed: 0 })).toThrow(RangeError);
     const p = new ReplayPacer(host, scan, { file, mode: 'strict', speed: 4, wallMs: () => wall });
@@ -434,28 +446,14 @@ test('format 2 status reads: the core publishes at each recorded read\'s publica
   );
   const scan = scanForPacing(file);
   const cues: ServiceCue[] = [];
-  const published: bigint[] = [];
   let wall = 0;
   let pacer: ReplayPacer | undefined;
-  const host = await CoreHost.create(
-    { machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 },
-    (m) => {
-      // what the worker does (worker-loop.ts): a publication goes out unless the pacer keeps it back
-      pacer?.observe(m);
-      const out = pacer ? pacer.publication(m) : m;
-      if (out && out.t === 'status') published.push(out.status.cycle);
-    },
-    'none',
-    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes },
-  );
+  const { cycles: published, send, flush } = publications(() => pacer, { observe: true });
+  const host = await pacedHost(file, scan, send);
   try {
     const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m), wallMs: () => wall }));
     expect(cues[0]!.statusReads).toEqual([10n, 10n, 30n, 40n]);
     const read = { t: 'service_note', data: { t: 'status_read', cycle: '10' } };
-    const flush = () => {
-      const kept = p.takePublication() as { status: { cycle: bigint } } | null;
-      if (kept) published.push(kept.status.cycle);
-    };
     expect(p.advance(1000)).toBe('wait');
     flush();
     p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
@@ -515,24 +513,10 @@ test('format 2 status reads: a publication newer than a pending read\'s (the nex
     50,
   );
   const scan = scanForPacing(file);
-  const sent: bigint[] = [];
   let wall = 0;
   let pacer: ReplayPacer | undefined;
-  // what the worker does (worker-loop.ts): a publication goes out unless the pacer keeps it back
-  const send = (m: { t?: string }) => {
-    const out = pacer ? pacer.publication(m) : m;
-    if (out && out.t === 'status') sent.push((out as unknown as { status: { cycle: bigint } }).status.cycle);
-  };
-  const flush = () => {
-    const kept = pacer!.takePublication() as { status: { cycle: bigint } } | null;
-    if (kept) sent.push(kept.status.cycle);
-  };
-  const host = await CoreHost.create(
-    { machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'recorded' }, captureRetentionMs: 0 },
-    (m) => send(m),
-    'none',
-    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes },
-  );
+  const { cycles: sent, send, flush } = publications(() => pacer);
+  const host = await pacedHost(file, scan, send);
   try {
     const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined, wallMs: () => wall }));
     expect(p.advance(1000)).toBe('wait');
