@@ -10,6 +10,9 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 // ---- uint64 ----
 
 /** 2^64-1, the largest JSON integer the documents allow (document 1 part 2 "Exact integers"). */
+/** The host stores multi-byte numbers low byte first: an int64 array can be read as (low, high) int32 pairs. */
+export const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
 export const U64_MAX = (1n << 64n) - 1n;
 
 /** A canonical unsigned decimal of at most 20 digits (no sign, no leading zero); compare with U64_MAX after. */

@@ -27,7 +27,7 @@ import { JogLane } from './jog.ts';
 import { LaneArbiter } from './lanes.ts';
 import { PlanBuilder, TrajectoryLane, type Plan, type PlanRefusal, type TrajectoryEnd } from './trajectory.ts';
 import { JOG_REASON, NATIVE_REASON } from './reasons.ts';
-import { JOG_MODE, NATIVE_OP, type CommandResult, type JogStatus, type CoreStatus, type CoreTiming, type FromCore, type ToCore } from './protocol.ts';
+import { JOG_MODE, NATIVE_OP, type CommandResult, type JogStatus, type CoreStatus, type CoreTiming, type FromCore, type PlanWorkspace, type ToCore } from './protocol.ts';
 import { captureCycle } from './record.ts';
 import { buildStatus, type StatusView } from './status-view.ts';
 
@@ -309,8 +309,8 @@ export class Core implements AdmissionView, StatusView {
     });
   }
 
-  /** Handle one message from the service. */
-  handle(m: ToCore): void {
+  /** Handle one message from the service (a prepare's workspace comes beside it: protocol.ts PostStamp). */
+  handle(m: ToCore, workspace?: PlanWorkspace): void {
     switch (m.t) {
       case 'grant': {
         const wasActive = this.grant.active;
@@ -332,7 +332,7 @@ export class Core implements AdmissionView, StatusView {
         this.command(m);
         return;
       case 'prepare':
-        this.prepare(m);
+        this.prepare(m, workspace);
         return;
       case 'jog_update':
         this.jogUpdate(m);
@@ -555,13 +555,13 @@ export class Core implements AdmissionView, StatusView {
    * done: a 250000-point plan built in one go stalled the cycle it arrived in by 50 to 500 ms (issue 21
    * item 11). The older plan stays in the slot until then.
    */
-  private prepare(m: Extract<ToCore, { t: 'prepare' }>): void {
+  private prepare(m: Extract<ToCore, { t: 'prepare' }>, workspace?: PlanWorkspace): void {
     const asCmd: Cmd = { t: 'cmd', id: m.id, op: 'prepare', generation: m.generation, axisMask: m.axisMask, handle: m.handle };
     const refusal = admit(this, asCmd);
     if (refusal) return void this.reply(asCmd, refusal.reason, refusal.mask, refusal.detail);
     // The service commits one preparation at a time; one arriving during a build replaces it.
     if (this.building) this.reply(this.building.cmd, NATIVE_REASON.cancelled, 0, 'replaced by a newer preparation');
-    const builder = new PlanBuilder(this.machine, m);
+    const builder = new PlanBuilder(this.machine, m, workspace);
     if (builder.elements <= PLAN_SYNC_ELEMENTS) return void this.prepared(asCmd, builder.step(Infinity)!);
     this.building = { builder, cmd: asCmd };
   }

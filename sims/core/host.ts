@@ -145,7 +145,7 @@ export class CoreHost {
 
   /** Handle one service message that is not for the cycle logic alone. Returns false on shutdown. */
   handle(stamped: ToCore & PostStamp): boolean {
-    const { sentNs, origin, ...bare } = stamped;
+    const { sentNs, origin, workspace, ...bare } = stamped;
     const msg = bare as ToCore;
     if (msg.t === 'service_note') {
       // The service's own log (format 2): recorded beside the requests, never handed to the core.
@@ -189,7 +189,7 @@ export class CoreHost {
         this.core.handle(msg);
         return true;
       default:
-        this.core.handle(msg);
+        this.core.handle(msg, workspace);
         return true;
     }
   }

@@ -108,6 +108,27 @@ export interface CommandResult {
 export interface PostStamp {
   sentNs?: bigint;
   origin?: string;
+  /** Memory for the plan a prepare carries (PlanWorkspace); not part of the request, never recorded. */
+  workspace?: PlanWorkspace;
+}
+
+/**
+ * Output arrays for the plan a large prepare carries, allocated and written once by the sender (the upload
+ * worker, the program route) and transferred with it, so the core writes the plan into memory the process
+ * has already faulted in. A 250000-point plan is 36 MB of counts and count rates: faulted in by the core
+ * thread, one first-touch page fault per 4 KiB, they made every cycle of the build late by up to 1.5 ms and
+ * the core 11 ms behind at the first upload of a stack (issue 21 item 11, bench/upload-impact.bench.ts).
+ * Allocating them itself also cost the core a garbage collection in the cycle the plan arrived (1.5 to
+ * 1.8 ms: V8 collects when an isolate's external memory grows). The core allocates its own arrays when
+ * these are absent or of another size, so a replay (which strips them) builds the same plan in the same
+ * cycles.
+ */
+export interface PlanWorkspace {
+  /** count long. */
+  t: Float64Array;
+  /** count x axes long. */
+  q: Float64Array;
+  qd: Float64Array;
 }
 
 /**

@@ -3,7 +3,7 @@
 
 import { expect, test } from 'vitest';
 import { noteValue, typedFromNote } from '../../drivers/replay/format.ts';
-import { compareNote, FenceMap, normalise } from './match.ts';
+import { compareNote, FenceMap, normalise, unstamped } from './match.ts';
 
 const oldStyle = (v: unknown) => JSON.parse(JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x))) as unknown;
 
@@ -46,4 +46,14 @@ test('the fence and host-time marks come from the protocol (sims/core/protocol.t
   expect(compareNote({ t: 'cmd', id: 1, generation: '7', deadlineNs: '5', axisMask: 3 }, { t: 'cmd', id: 9, generation: '42', deadlineNs: '999', axisMask: 3 }, fences)).toBeNull();
   expect(compareNote({ t: 'cmd', id: 2, generation: '7', axisMask: 3 }, { t: 'cmd', id: 10, generation: '43', axisMask: 3 }, fences)).toMatchObject({ path: 'generation' });
   expect(compareNote({ t: 'cmd', axisMask: 3 }, { t: 'cmd', axisMask: 1 }, new FenceMap())).toMatchObject({ path: 'axisMask' });
+});
+
+test('a live prepare is compared without its stamp and its workspace (never recorded: core protocol.ts PostStamp)', () => {
+  const pos = new Float64Array([0.5, 1.5]);
+  const recorded = normalise({ t: 'prepare', position: pos, generation: 5n });
+  const live = { t: 'prepare', position: pos, generation: 5n, sentNs: 9n, origin: 'x', workspace: { t: new Float64Array(1), q: new Float64Array(2), qd: new Float64Array(2) } };
+  expect(unstamped(live)).toEqual({ t: 'prepare', position: pos, generation: 5n });
+  expect(compareNote(recorded, normalise(unstamped(live)), new FenceMap())).toBeNull();
+  // Only those three: any other field of the live message is still compared.
+  expect(compareNote(recorded, normalise(unstamped({ ...live, handle: 3n })), new FenceMap())).not.toBeNull();
 });

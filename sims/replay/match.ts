@@ -124,10 +124,13 @@ export function withRecordedTimes(live: unknown, recorded: unknown, pair: (recor
 }
 
 
-/** A live message without the service's post stamp (sentNs, origin: recorded beside a request, not in it). */
+/**
+ * A live message without the service's post stamp (sentNs, origin: recorded beside a request, not in it;
+ * a prepare's workspace: never recorded, and the replayed core builds the same plan without it).
+ */
 export function unstamped(msg: unknown): unknown {
-  if (msg === null || typeof msg !== 'object' || !('sentNs' in msg || 'origin' in msg)) return msg;
-  const { sentNs: _s, origin: _o, ...bare } = msg as Record<string, unknown>;
+  if (msg === null || typeof msg !== 'object' || !('sentNs' in msg || 'origin' in msg || 'workspace' in msg)) return msg;
+  const { sentNs: _s, origin: _o, workspace: _w, ...bare } = msg as Record<string, unknown>;
   return bare;
 }
 

@@ -7,7 +7,7 @@ import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { CompiledMachine } from '../config/types.ts';
 import { LiveTiming, UNORDERED, type ServiceNote, type ServiceTiming } from './timing.ts';
 import { workerEntry } from '../paths.ts';
-import { reportedClockMode, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PostStamp, type ToCore } from '../core/protocol.ts';
+import { reportedClockMode, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PlanWorkspace, type PostStamp, type ToCore } from '../core/protocol.ts';
 import { incarnationFile } from '../../fixtures/contract/recording-files.ts';
 
 export interface NativeReply {
@@ -175,8 +175,8 @@ export class CoreLink extends EventEmitter {
   }
 
   /** Post with the service's stamp (its clock, and why when it sent the message of its own accord). */
-  private postStamped(m: ToCore, origin?: string, transfer?: ArrayBuffer[]): void {
-    const stamp: PostStamp = { sentNs: this.serviceNow(), ...(origin ? { origin } : {}) };
+  private postStamped(m: ToCore, origin?: string, transfer?: ArrayBuffer[], workspace?: PlanWorkspace): void {
+    const stamp: PostStamp = { sentNs: this.serviceNow(), ...(origin ? { origin } : {}), ...(workspace ? { workspace } : {}) };
     this.port?.postMessage({ ...m, ...stamp }, transfer ?? []);
   }
 
@@ -241,8 +241,11 @@ export class CoreLink extends EventEmitter {
     });
   }
 
-  /** Hand a checked point list to the core's plan slot (its typed arrays are transferred, not copied). */
-  prepare(m: Omit<Extract<ToCore, { t: 'prepare' }>, 't' | 'id'>, timeoutMs = 5000): Promise<NativeReply> {
+  /**
+   * Hand a checked point list to the core's plan slot (its typed arrays are transferred, not copied), with
+   * the memory to build the plan in when the caller has it (protocol.ts PlanWorkspace).
+   */
+  prepare(m: Omit<Extract<ToCore, { t: 'prepare' }>, 't' | 'id'>, workspace?: PlanWorkspace, timeoutMs = 5000): Promise<NativeReply> {
     if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
@@ -251,10 +254,10 @@ export class CoreLink extends EventEmitter {
         reject(new CoreUnavailable(`no native receipt for prepare within ${timeoutMs} ms`));
       }, timeoutMs);
       this.pending.set(id, { resolve, reject, timer });
-      const transfer = [m.timeNs.buffer, m.position.buffer, m.velocity.buffer, m.hasVelocity.buffer, m.ioMask.buffer, m.ioValues.buffer].filter(
-        (b, i, all): b is ArrayBuffer => b instanceof ArrayBuffer && all.indexOf(b) === i,
-      );
-      this.postStamped({ t: 'prepare', id, ...m } satisfies ToCore, undefined, transfer);
+      const buffers = [m.timeNs.buffer, m.position.buffer, m.velocity.buffer, m.hasVelocity.buffer, m.ioMask.buffer, m.ioValues.buffer];
+      if (workspace) buffers.push(workspace.t.buffer, workspace.q.buffer, workspace.qd.buffer);
+      const transfer = buffers.filter((b, i, all): b is ArrayBuffer => b instanceof ArrayBuffer && all.indexOf(b) === i);
+      this.postStamped({ t: 'prepare', id, ...m } satisfies ToCore, undefined, transfer, workspace);
     });
   }
 

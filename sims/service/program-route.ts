@@ -131,6 +131,8 @@ export class ProgramUploads {
     const position = new Float64Array(m * N);
     const velocity = new Float64Array(m * N);
     const hasVelocity = new Uint8Array(m).fill(1);
+    // Memory for the plan, faulted in here rather than on the core thread (core protocol.ts PlanWorkspace).
+    const workspace = { t: new Float64Array(m).fill(0), q: new Float64Array(m * N).fill(0), qd: new Float64Array(m * N).fill(0) };
     for (let k = 0; k < m; k++) {
       timeNs[k] = BigInt(p.points.tNs[k]!);
       p.axisOf.forEach((axis, c) => {
@@ -144,7 +146,7 @@ export class ProgramUploads {
       n = await this.o.core.prepare({
         generation: g.generation, handle, axisMask: p.axisMask, timeNs, position, velocity, hasVelocity,
         ioMask: p.points.ioMask.slice(), ioValues: p.points.ioValues.slice(), recovery: true,
-      });
+      }, workspace);
     } catch (e) {
       if (e instanceof CoreUnavailable) throw refuse('native_rejected', `no native receipt: ${e.message}`);
       throw e;

@@ -12,6 +12,7 @@ import { Refusal, refuse, type Identity, type Request } from './envelope.ts';
 import { STATE_REASON, type HandleRecord, type HandleTable } from './handles.ts';
 import { motionRefusal } from './native-labels.ts';
 import type { PointArrays } from './upload/decoder.ts';
+import { LITTLE_ENDIAN } from '../primitives.ts';
 
 export const MIN_POINTS = 2;
 export const MAX_POINTS = 250_000;
@@ -23,8 +24,6 @@ const IO_BITS = 0xff;
  */
 const CHECK_SLICE = 16384;
 const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
-const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
-
 /** Points as typed arrays: the streaming decoder's output (small bodies are converted to it). */
 export type { PointArrays } from './upload/decoder.ts';
 
@@ -158,7 +157,7 @@ export class TrajectoryOps {
         hasVelocity: p.hasVelocity,
         ioMask: p.ioMask,
         ioValues: p.ioValues,
-      });
+      }, p.workspace);
     } catch (e) {
       if (e instanceof CoreUnavailable) throw refuse('native_rejected', `no native receipt: ${e.message}`);
       throw e;

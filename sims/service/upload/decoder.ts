@@ -23,7 +23,7 @@ import { digitsToFloat } from './number.ts';
 // B: the JSON grammar's bytes, sims/json.ts `Ch` (one table for both decoders).
 import { Ch as B, decodeJson, JsonDecodeError, JsonNumber, toInteger, type JsonValue } from '../../json.ts';
 import { REQUEST_PREFIX_BYTES } from '../../primitives.ts';
-import type { PlanArrays } from '../../core/protocol.ts';
+import type { PlanArrays, PlanWorkspace } from '../../core/protocol.ts';
 
 /** Most points a trajectory may carry (document 1 part 8); the decoder refuses more, to bound memory. */
 export const MAX_POINTS = 250_000;
@@ -36,6 +36,8 @@ export interface PointArrays extends PlanArrays {
   axes: number;
   /** bit0 io_mask present, bit1 io_values present. */
   ioFlags: Uint8Array;
+  /** Memory the core builds the plan in, faulted in off the core thread (upload/worker.ts; core protocol.ts PlanWorkspace). */
+  workspace?: PlanWorkspace;
 }
 
 export type Envelope = Omit<Request, 'points'>;

@@ -192,6 +192,11 @@ describe('uploadBody', () => {
       expect(await send(port, split(body, 8192))).toEqual({ status: 200, body: '{"kind":"trajectory"}' });
       const out = await seen.outcome;
       expect(out.kind === 'trajectory' && out.body.points.count).toBe(300);
+      // The plan's memory comes with it, of the plan's sizes, written (so faulted in) off the core thread.
+      const p = out.kind === 'trajectory' ? out.body.points : undefined;
+      const ws = p?.workspace;
+      expect([ws?.t.length, ws?.q.length, ws?.qd.length]).toEqual([300, 300 * p!.axes, 300 * p!.axes]);
+      expect(new Set([ws!.t.buffer, ws!.q.buffer, ws!.qd.buffer, p!.position.buffer]).size).toBe(4);
     } finally {
       await close(server);
     }

@@ -6,6 +6,7 @@
 import { parentPort } from 'node:worker_threads';
 import { TrajectoryDecoder, UploadRefusal, type PointArrays } from './decoder.ts';
 import type { FromWorker, ToWorker } from './protocol.ts';
+import type { PlanWorkspace } from '../../core/protocol.ts';
 import { lowerThreadPriority } from '../../thread-priority.ts';
 
 // Behind the main loop and the core in the scheduler's queue (sims/thread-priority.ts).
@@ -45,6 +46,7 @@ port.on('message', (m: ToWorker) => {
       try {
         const body = d.finish();
         const points = compact(body.points);
+        points.workspace = workspace(points.count, points.axes);
         send({ t: 'done', id: m.id, request: body.request, points }, buffersOf(points));
       } catch (e) {
         if (e instanceof UploadRefusal) refused(m.id, e);
@@ -96,5 +98,15 @@ function compact(p: PointArrays): PointArrays {
 function buffersOf(p: PointArrays): ArrayBuffer[] {
   const set = new Set<ArrayBuffer>();
   for (const a of [p.timeNs, p.position, p.velocity, p.hasVelocity, p.ioMask, p.ioValues, p.ioFlags]) set.add(a.buffer as ArrayBuffer);
+  if (p.workspace) for (const a of [p.workspace.t, p.workspace.q, p.workspace.qd]) set.add(a.buffer as ArrayBuffer);
   return [...set];
+}
+
+/**
+ * The memory the core will build this plan in, written once here so that its pages are faulted in on this
+ * thread, not on the core's (core protocol.ts PlanWorkspace: 38 MB for a maximum upload).
+ */
+function workspace(count: number, axes: number): PlanWorkspace {
+  const touched = (n: number) => new Float64Array(n).fill(0);
+  return { t: touched(count), q: touched(count * axes), qd: touched(count * axes) };
 }
