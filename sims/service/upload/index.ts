@@ -103,10 +103,16 @@ export class UploadWorker {
     }
     const p = this.pending.get(m.id);
     if (!p) return;
-    if (m.t === 'ack') return p.onAck(m.bytes);
+    if (m.t === 'ack') {
+      if (m.spare) this.batches.give(m.spare);
+      return p.onAck(m.bytes);
+    }
     this.pending.delete(m.id);
     p.onDone(m);
   }
+
+  /** Batches the worker handed back, for the next chunks of any upload. */
+  readonly batches = new BatchPool();
 
   /** Start a decode session. */
   open(axes: number, expectedBytes: number | undefined, p: Pending): WorkerSession {
@@ -149,6 +155,32 @@ interface WorkerSession {
   chunk(bytes: Uint8Array): void;
   end(): void;
   abort(): void;
+}
+
+/**
+ * The main thread's 1 MiB batches, used again once the worker has decoded them. A maximum upload is 212
+ * batches: allocated fresh, each was 256 first-touch page faults on the main thread and an unmap in the
+ * worker when collected, 222 MB of memory churned per upload while status readers and the core's thread
+ * wait (issue 21 items 10 and 11). At most the in-flight window and a few more are kept.
+ */
+export class BatchPool {
+  private readonly free: ArrayBuffer[] = [];
+  static readonly KEEP = MAX_IN_FLIGHT / BATCH + 4;
+
+  /** A batch of BATCH bytes (its contents are whatever it held: the caller tracks its fill). */
+  take(): Uint8Array {
+    const b = this.free.pop();
+    return b ? new Uint8Array(b) : new Uint8Array(BATCH);
+  }
+
+  /** A buffer back from the worker: kept when it is a whole batch and the pool is not full. */
+  give(b: ArrayBuffer): void {
+    if (b.byteLength === BATCH && this.free.length < BatchPool.KEEP) this.free.push(b);
+  }
+
+  get size(): number {
+    return this.free.length;
+  }
 }
 
 let shared: UploadWorker | undefined;
@@ -304,7 +336,7 @@ function streamThroughWorker(
     let posted = 0;
     let acked = 0;
     let settled = false;
-    let batch = new Uint8Array(BATCH);
+    let batch = worker.batches.take();
     let fill = 0;
     const settle = (r: StreamResult) => {
       if (settled) return;
@@ -334,9 +366,15 @@ function streamThroughWorker(
       const out = fill === batch.length ? batch : batch.slice(0, fill);
       posted += fill;
       session.chunk(out);
-      batch = new Uint8Array(BATCH);
+      if (out !== batch) worker.batches.give(batch.buffer as ArrayBuffer); // copied out: still ours
+      batch = worker.batches.take();
       fill = 0;
       if (posted - acked >= MAX_IN_FLIGHT) reader.pause();
+    };
+    /** The batch being filled is not needed any more: back to the pool (it was never posted). */
+    const release = () => {
+      if (batch.byteLength) worker.batches.give(batch.buffer as ArrayBuffer);
+      batch = new Uint8Array(0);
     };
     const take = (c: Uint8Array) => {
       let off = 0;
@@ -368,12 +406,13 @@ function streamThroughWorker(
         if (settled) return;
         flush();
         session.end();
+        release();
       },
       aborted() {
         if (settled) return;
         session.abort();
-        // 'aborted' from the worker settles; free the main side's copy now.
-        batch = new Uint8Array(0);
+        // 'aborted' from the worker settles; the batch being filled goes back to the pool now.
+        release();
       },
     });
   });

@@ -20,8 +20,8 @@ export interface RefusalData {
 }
 
 export type FromWorker =
-  /** Bytes decoded so far (flow control). */
-  | { t: 'ack'; id: number; bytes: number }
+  /** Bytes decoded so far (flow control), with the chunk's memory handed back for the next batch. */
+  | { t: 'ack'; id: number; bytes: number; spare?: ArrayBuffer }
   | { t: 'done'; id: number; request: Envelope; points: PointArrays }
   | { t: 'refused'; id: number; refusal: RefusalData }
   | { t: 'aborted'; id: number }

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, test } from 'vitest';
 import { refuse } from '../envelope.ts';
 import { SCHEMA, SESSION, enc, envelopeText, pointText, samplePoint, sampleBody } from './bodies.ts';
-import { uploadBody, UploadWorker, type UploadOptions, type UploadOutcome } from './index.ts';
+import { BatchPool, uploadBody, UploadWorker, type UploadOptions, type UploadOutcome } from './index.ts';
 import type { AdmittedPrefix } from './prefix.ts';
 import { REQUEST_PREFIX_BYTES } from '../../primitives.ts';
 
@@ -183,6 +183,45 @@ describe('uploadBody', () => {
     } finally {
       await close(server);
     }
+  });
+
+  test('the batches the worker hands back carry the next uploads, and every value decodes as sent', async () => {
+    const body = (from: number, count: number) =>
+      Buffer.from(envelopeText() + ',"points":[' + Array.from({ length: count }, (_, n) => (n ? ',' : '') + pointText({ ...samplePoint(from + n), time_ns: n * 1_000_000 })).join('') + ']}', 'latin1');
+    const decode = async (b: Buffer) => {
+      const { port, seen, server } = await serve({ limit: b.length });
+      try {
+        expect(await send(port, split(b, 65536))).toEqual({ status: 200, body: '{"kind":"trajectory"}' });
+        const out = await seen.outcome;
+        if (out.kind !== 'trajectory') throw new Error(out.kind);
+        return out.body.points;
+      } finally {
+        await close(server);
+      }
+    };
+    const expectPoints = (p: { position: Float64Array; count: number }, from: number, count: number) => {
+      expect(p.count).toBe(count);
+      const want = new Float64Array(count * 9);
+      for (let n = 0; n < count; n++) want.set(samplePoint(from + n).position, n * 9);
+      expect(Buffer.from(p.position.buffer, p.position.byteOffset, p.position.byteLength).equals(Buffer.from(want.buffer))).toBe(true);
+    };
+    const first = body(0, 9000); // about 3.7 MB: three whole batches and a part
+    expectPoints(await decode(first), 0, 9000);
+    const kept = worker.batches.size;
+    expect(kept).toBeGreaterThanOrEqual(3);
+    // The next upload takes those batches (holding the first body's bytes) and must decode only its own.
+    expectPoints(await decode(body(777, 8000)), 777, 8000);
+    expect(worker.batches.size).toBeGreaterThanOrEqual(kept);
+    // The pool itself: a whole batch given back is the next one taken; any other size is not kept.
+    const pool = new BatchPool();
+    const whole = new ArrayBuffer(1024 * 1024);
+    pool.give(new ArrayBuffer(4096));
+    pool.give(whole);
+    expect(pool.size).toBe(1);
+    expect(pool.take().buffer).toBe(whole);
+    expect(pool.take().byteLength).toBe(1024 * 1024);
+    for (let k = 0; k < BatchPool.KEEP + 3; k++) pool.give(new ArrayBuffer(1024 * 1024));
+    expect(pool.size).toBe(BatchPool.KEEP);
   });
 
   test('exactly at the limit the body is read to its end (and decoded)', async () => {

@@ -36,7 +36,10 @@ port.on('message', (m: ToWorker) => {
         d.reset();
         return refused(m.id, failed);
       }
-      send({ t: 'ack', id: m.id, bytes: d.bytes });
+      // The decoder copies what it keeps of a chunk (a token cut at its end), so the chunk's memory goes back
+      // to the main thread for its next batch (index.ts BatchPool).
+      const spare = m.bytes.buffer as ArrayBuffer;
+      send({ t: 'ack', id: m.id, bytes: d.bytes, spare }, [spare]);
       return;
     }
     case 'end': {
