@@ -12,7 +12,8 @@
 //   node --import tsx bench/upload-impact.bench.ts [idle-seconds] [uploads]
 //
 // The stack is the reference stack on the sim driver (harness/targets/sim.ts), started as `hil run`
-// starts it; nothing here asserts anything.
+// starts it (from the prebuilt bundle: HIL_STACK_PREBUILT=off runs the TypeScript sources); nothing here
+// asserts anything.
 
 import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
@@ -25,6 +26,7 @@ import type { BindingInput, ControlClient } from '../harness/clients/control.ts'
 import { readStatus } from '../harness/clients/status.ts';
 import { latestSequence, readBatch } from '../harness/clients/telemetry.ts';
 import { openTarget } from '../harness/targets/index.ts';
+import { PREBUILT_ENV, prebuildReference } from '../harness/targets/reference.ts';
 
 const BODY_LIMIT = 222_516_384; // document 1 part 8
 const POINTS = 250_000;
@@ -150,6 +152,10 @@ async function uploadFrom(head: string, file: string, socketPath: string): Promi
 
 async function main(): Promise<void> {
   process.env.HIL_TARGET ??= 'sim';
+  // Built as `hil run` builds it (one bundle, no TypeScript loader in the process or its workers): the
+  // loader's modules tripled the core worker's heap, and with it the collections the core makes.
+  const built = process.env[PREBUILT_ENV] ? undefined : await prebuildReference();
+  if (built) process.env[PREBUILT_ENV] = built.dir;
   const target = await openTarget();
   try {
     const client = target.client();
@@ -215,6 +221,7 @@ async function main(): Promise<void> {
     );
   } finally {
     await target.close();
+    await built?.remove();
   }
 }
 
