@@ -181,6 +181,18 @@ function renderNav(): string {
   return `<nav class="noprint">${items.map(([id, label]) => `<a href="#${id}">${label}</a>`).join('')}</nav>`;
 }
 
+/**
+ * How long the run took. A merged run says how long each shard ran and their sum beside the span from the
+ * first start to the last finish, which on machines taking turns (or a shard run again) says little alone.
+ */
+function durationCell(run: RunRecord, span: number): string {
+  const times = (run.shards ?? []).map((s) => s.duration_ms);
+  if (!times.length || times.some((t) => t === undefined)) return esc(fmtDuration(span));
+  const each = (times as number[]).map((t) => fmtDuration(t)).join(' + ');
+  const sum = (times as number[]).reduce((a, t) => a + t, 0);
+  return `${esc(fmtDuration(sum))} in ${times.length} shards (${esc(each)}); ${esc(fmtDuration(span))} from the first start to the last finish`;
+}
+
 function renderHeader(ctx: RenderContext, v: RunVerdict, counts: Counts): string {
   const { run } = ctx;
   const verdict = v.verdict;
@@ -198,7 +210,7 @@ function renderHeader(ctx: RenderContext, v: RunVerdict, counts: Counts): string
     ['Command', `<code>${esc(run.command)}</code>`],
     ['Started', esc(fmtTime(run.started_at))],
     ['Finished', esc(fmtTime(run.finished_at))],
-    ['Duration', esc(fmtDuration(duration))],
+    ['Duration', durationCell(run, duration)],
     [
       'Tests',
       `${counts.total} recorded: ${counts.passed} passed, ${v.counts.failed} failed, ${v.counts.errored} errored, ${counts.skipped} skipped${

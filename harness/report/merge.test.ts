@@ -79,6 +79,12 @@ test('four merged shards give the verdict, counts and coverage of the whole run;
   expect(key(merged)).toEqual(key(whole));
   expect(verdictOf(merged).verdict).toBe('FAIL');
   expect(merged.shards?.map((s) => s.selection?.shard).sort()).toEqual(['1/4', '2/4', '3/4', '4/4']);
+  // Its times are the shards': first start, last finish, each shard's own duration and their sum.
+  expect(merged.started_at).toBe(shards.map((s) => s.started_at).sort()[0]);
+  expect(merged.finished_at).toBe(shards.map((s) => s.finished_at).sort().at(-1));
+  expect(merged.summary.duration_ms).toBe(shards.reduce((a, s) => a + s.summary.duration_ms, 0));
+  expect(merged.shards!.map((s) => [s.started_at, s.finished_at, s.duration_ms]).sort()).toEqual(shards.map((s) => [s.started_at, s.finished_at, s.summary.duration_ms]).sort());
+  expect(readFileSync(join(out, 'html', 'index.html'), 'utf8')).toMatch(/in 4 shards \([^)]+ \+ [^)]+ \+ [^)]+ \+ [^)]+\); [^<]+ from the first start to the last finish/);
   // Allure's own results: every shard's files, put together
   const allure = (d: string) => readdirSync(join(d, 'allure-results')).filter((f) => f.endsWith('-result.json')).length;
   expect(allure(out)).toBe(shardDirs.map(allure).reduce((a, b) => a + b, 0));

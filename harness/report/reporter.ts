@@ -115,7 +115,8 @@ export class HilReporter implements Reporter {
       schema: RUN_SCHEMA,
       command: this.o.command,
       started_at: shards?.length ? shards.map((r) => r.started_at).sort()[0]! : this.started.toISOString(),
-      finished_at: new Date().toISOString(),
+      // A merged record spans its shards: from the first start to the last finish, not to the merge.
+      finished_at: shards?.length ? shards.map((r) => r.finished_at).sort().at(-1)! : new Date().toISOString(),
       target: {
         name: this.o.targetName,
         driver: String(target.driver ?? 'unknown'),
@@ -142,12 +143,15 @@ export class HilReporter implements Reporter {
         failed: count('failed'),
         skipped: count('skipped'),
         errored: count('errored'),
-        duration_ms: Date.now() - this.started.getTime(),
+        // Merged: the time the shards ran, added up (they may have run one after another or side by side).
+        duration_ms: shards?.length ? shards.reduce((a, r) => a + r.summary.duration_ms, 0) : Date.now() - this.started.getTime(),
       },
       gate: { ok: gateProblems.length === 0, problems: gateProblems },
       run_measurements: runMeasurements(tests),
       ...(this.o.selection ? { selection: this.o.selection } : {}),
-      ...(shards?.length ? { shards: shards.map((r) => ({ command: r.command, hostname: r.environment.hostname, target: r.target.name, started_at: r.started_at, ...(r.selection ? { selection: r.selection } : {}) })) } : {}),
+      ...(shards?.length
+        ? { shards: shards.map((r) => ({ command: r.command, hostname: r.environment.hostname, target: r.target.name, started_at: r.started_at, finished_at: r.finished_at, duration_ms: r.summary.duration_ms, ...(r.selection ? { selection: r.selection } : {}) })) }
+        : {}),
     };
     const stale = staleExpectations(rec, this.o.expectations ?? {});
     if (stale.length) rec.stale_expectations = stale;

@@ -121,8 +121,8 @@ export interface RunRecord {
   stale_expectations?: string[];
   /** v3: figures of the model-based runs (`hil fuzz` writes `fuzz`). */
   model?: { fuzz?: ModelFuzzFigures };
-  /** `hil merge`: the runs this record was merged from. */
-  shards?: { command: string; hostname: string; target: string; started_at: string; selection?: RunRecord['selection'] }[];
+  /** `hil merge`: the runs merged, each with its own times (records merged before 2026-11-27 have no finish or duration). */
+  shards?: { command: string; hostname: string; target: string; started_at: string; finished_at?: string; duration_ms?: number; selection?: RunRecord['selection'] }[];
 }
 
 /** One test's recording in a recorded or replayed run. */
