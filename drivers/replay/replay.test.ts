@@ -370,3 +370,38 @@ test('hil replay path: the recorded requests at their recorded cycles replay a s
   expect(bad.status).toBe(2);
   expect(bad.stderr).toMatch(/^hil replay: REPLAY_MISSING: no recording at /);
 });
+
+test('a large plan taken in on the real-time clock (a share of each cycle\'s wall time) replays strictly, answered in the recorded cycle', async () => {
+  const file = tmp('realtime-plan.hilrec');
+  const n = 20_000; // 380000 element operations: taken in over cycles, not at once
+  const timeNs = new BigInt64Array(n);
+  for (let k = 0; k < n; k++) timeNs[k] = BigInt(k) * 1_000_000n;
+  const plan = () => ({ t: 'prepare' as const, id: 2, generation: 7n, handle: 1n, axisMask: ALL, timeNs: timeNs.slice(), position: new Float64Array(n * N), velocity: new Float64Array(n * N), hasVelocity: new Uint8Array(n), ioMask: new Uint32Array(n), ioValues: new Uint32Array(n) });
+  const answers = (sent: { cycle: number; m: FromCore }[]) => sent.filter((s) => s.m.t === 'reply' && s.m.id === 2).map((s) => [s.cycle, (s.m as Extract<FromCore, { t: 'reply' }>).result.Result]);
+
+  const recSent: { cycle: number; m: FromCore }[] = [];
+  let rec: CoreHost | undefined;
+  rec = await CoreHost.create({ machine: MACHINE, driver: 'sim', clock: { mode: 'realtime', spinNs: 0 }, captureRetentionMs: 0, record: { path: file, run: 'realtime plan' } }, (m) => recSent.push({ cycle: rec?.core.cycleCount ?? 0, m }));
+  rec.handle({ t: 'grant', generation: 7n, deadlineNs: FOREVER, active: true, axisMask: ALL });
+  for (let c = 0; c < 3; c++) rec.cycle();
+  const askedAt = rec.core.cycleCount;
+  rec.handle(plan());
+  for (let c = 0; c < 5000 && answers(recSent).length === 0; c++) rec.cycle();
+  for (let c = 0; c < 5; c++) rec.cycle();
+  await rec.close();
+  const recorded = answers(recSent);
+  expect(recorded).toHaveLength(1);
+  expect(recorded[0]![1]).toBe(2); // prepared
+  const answeredAt = recorded[0]![0]!;
+  expect(answeredAt).toBeGreaterThan(askedAt); // taken in over cycles
+
+  const scan = scanRecording(file);
+  expect(scan.requests.find((q) => q.msg.t === 'prepare')?.msg.answerAtCycle).toBe(answeredAt);
+  const repSent: { cycle: number; m: FromCore }[] = [];
+  let rep: CoreHost | undefined;
+  rep = await CoreHost.create({ machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'stepped' }, captureRetentionMs: 0 }, (m) => repSent.push({ cycle: rep?.core.cycleCount ?? 0, m }));
+  const out = runReplay(rep, scan);
+  await rep.close();
+  expect(out.divergence).toBeNull();
+  expect(answers(repSent)).toEqual(recorded);
+});

@@ -5,7 +5,7 @@
 
 import type { BusDriver } from '../bus.ts';
 import type { DivergenceReport } from './driver.ts';
-import { RecordingReader, typedFromNote, type RecordingHeader } from './format.ts';
+import { RecordingReader, typedFromNote, type RecordingHeader, type RecordingNote } from './format.ts';
 
 /** The parts of CoreHost (sims/core/host.ts) a replay session drives. */
 export interface SteppedCore {
@@ -32,16 +32,40 @@ function revive(data: unknown): Record<string, unknown> {
   return o;
 }
 
-/** Reads the recording once: its header, its frame count, whether it was closed, and its requests. */
+/**
+ * Reads the recording once: its header, its frame count, whether it was closed, and its requests. A
+ * preparation carries the cycle the recorded core answered it in (`answerAtCycle`): on the real-time clock
+ * the core took a large plan in for a share of each cycle's wall time (sims/core/core.ts prepare), so the
+ * replayed core answers when the recorded one did.
+ */
 export function scanRecording(file: string): { header: RecordingHeader; frames: number; complete: boolean; requests: RecordedRequest[] } {
   const r = RecordingReader.open(file);
   const requests: RecordedRequest[] = [];
+  const replies: RecordingNote[] = [];
   const take = () => {
-    for (const n of r.takeNotes()) if (n.kind === 'request') requests.push({ cycle: n.cycle, msg: revive(n.data) });
+    for (const n of r.takeNotes()) {
+      if (n.kind === 'request') requests.push({ cycle: n.cycle, msg: revive(n.data) });
+      else if (n.kind === 'reply') replies.push(n);
+    }
   };
   while (r.next()) take();
   take();
+  const answered = answerCycles(replies);
+  for (const q of requests) {
+    const at = q.msg.t === 'prepare' && typeof q.msg.id === 'number' ? answered.get(q.msg.id) : undefined;
+    if (at !== undefined) q.msg.answerAtCycle = at;
+  }
   return { header: r.header, frames: r.frame, complete: r.complete, requests };
+}
+
+/** The cycle each recorded request was first replied to, by the request's id (the core's replies carry it). */
+export function answerCycles(notes: readonly RecordingNote[]): Map<number, number> {
+  const at = new Map<number, number>();
+  for (const o of notes) {
+    const d = o.data as { t?: string; id?: unknown };
+    if (o.kind === 'reply' && d.t === 'reply' && typeof d.id === 'number' && !at.has(d.id)) at.set(d.id, o.cycle);
+  }
+  return at;
 }
 
 export interface ReplayOutcome {

@@ -42,11 +42,11 @@ interface Rig {
   status(): CoreStatus;
 }
 
-async function rig(opts: { driver?: BusDriver; workClock?: () => number; capacity?: number } = {}): Promise<Rig> {
+async function rig(opts: { driver?: BusDriver; workClock?: () => number; capacity?: number; clockMode?: CoreStatus['clock']['mode'] } = {}): Promise<Rig> {
   const sent: FromCore[] = [];
   const ring = new CaptureRing({ axisCount: N, cycleNs: CYCLE, capacity: opts.capacity ?? 8192, incarnation: INC });
   // Synthetic host times: the core's own time is the host clock its lease checks read.
-  const core: Core = new Core(MACHINE, opts.driver ?? new SimBusDriver(), INC, (m) => sent.push(m), { capture: ring, workClock: opts.workClock, hostClock: () => core.now });
+  const core: Core = new Core(MACHINE, opts.driver ?? new SimBusDriver(), INC, (m) => sent.push(m), { capture: ring, workClock: opts.workClock, hostClock: () => core.now, ...(opts.clockMode ? { clockMode: opts.clockMode } : {}) });
   await core.start(T0 - CYCLE);
   // The core holds the fence: commands need the grant they carry (generation 7, a lease that never ends).
   core.handle({ t: 'grant', generation: 7n, deadlineNs: 1n << 62n, active: true, axisMask: ALL });
@@ -473,4 +473,68 @@ test('a renewal (same grant, later deadline) waits for the next regular publicat
     r.step();
     expect(statuses().length, JSON.stringify(change, (_k, v) => (typeof v === 'bigint' ? String(v) : v))).toBe(n + 1);
   }
+});
+
+/** A still plan of `n` points 1 ms apart at the machine's zero (inside every limit), for handle 1. */
+function stillPlan(id: number, n: number, extra: Partial<Extract<ToCore, { t: 'prepare' }>> = {}): Extract<ToCore, { t: 'prepare' }> {
+  const timeNs = new BigInt64Array(n);
+  for (let k = 0; k < n; k++) timeNs[k] = BigInt(k) * 1_000_000n;
+  return {
+    t: 'prepare', id, generation: 7n, handle: 1n, axisMask: ALL, timeNs, position: new Float64Array(n * N), velocity: new Float64Array(n * N),
+    hasVelocity: new Uint8Array(n), ioMask: new Uint32Array(n), ioValues: new Uint32Array(n), ...extra,
+  };
+}
+
+/** Cycles run after the preparation `id` until its answer; the answer's Result. */
+function answerOf(r: Rig, id: number, limit = 2000): { cycles: number; result: number } {
+  for (let cycles = 0; cycles <= limit; cycles++) {
+    const a = r.sent.find((m) => m.t === 'reply' && m.id === id);
+    if (a && a.t === 'reply') return { cycles, result: a.result.Result };
+    r.step();
+  }
+  throw new Error(`no answer to preparation ${id} within ${limit} cycles`);
+}
+
+// 20000 points of nine axes: 380000 element operations, above the 250000 built at once.
+const LARGE = 20_000;
+
+test('a large plan on the real-time clock is taken in for a share of each cycle\'s wall time (the work clock), however fast the code runs', async () => {
+  // Each reading of the work clock 100 us later: the share (0.2 of 1 ms) ends at the second question,
+  // two groups of 32 points a cycle.
+  const slow = await rig({ workClock: fakeClock(100_000) });
+  slow.core.handle(stillPlan(1, LARGE));
+  expect(answerOf(slow, 1)).toEqual({ cycles: Math.ceil(LARGE / 64), result: 2 });
+  expect(slow.core.preparedPlan?.count).toBe(LARGE);
+  // Readings 1 ns apart: the whole plan in the first cycle (a fixed count would take 39).
+  const quick = await rig({ workClock: fakeClock(1) });
+  quick.core.handle(stillPlan(1, LARGE));
+  expect(answerOf(quick, 1)).toEqual({ cycles: 1, result: 2 });
+});
+
+test('on the stepped and fast clocks a large plan takes the same cycles on every run (10000 element operations a cycle)', async () => {
+  for (const clockMode of ['stepped', 'fast'] as const) {
+    for (const step of [1, 100_000]) {
+      const r = await rig({ workClock: fakeClock(step), clockMode });
+      r.core.handle(stillPlan(1, LARGE));
+      expect(answerOf(r, 1), `${clockMode}, work clock +${step} ns a reading`).toEqual({ cycles: Math.ceil(LARGE / Math.floor(10_000 / (1 + 2 * N))), result: 2 });
+    }
+  }
+});
+
+test('a replayed preparation is answered in the recorded cycle, neither before nor after, whatever the clock', async () => {
+  for (const clockMode of ['recorded', 'realtime', 'stepped'] as const) {
+    for (const after of [3, 200]) {
+      const r = await rig({ workClock: fakeClock(1), clockMode });
+      r.step();
+      const at = r.core.cycleCount + after;
+      r.core.handle(stillPlan(1, LARGE, { answerAtCycle: at }));
+      const answer = answerOf(r, 1);
+      expect(answer, `${clockMode}, ${after} cycles on`).toEqual({ cycles: after, result: 2 });
+      expect(r.core.cycleCount).toBe(at);
+    }
+  }
+  // A plan small enough to be built at once is answered at once, as it was when recorded.
+  const r = await rig({ workClock: fakeClock(1), clockMode: 'recorded' });
+  r.core.handle(stillPlan(1, 100, { answerAtCycle: r.core.cycleCount + 50 }));
+  expect(answerOf(r, 1)).toEqual({ cycles: 0, result: 2 });
 });

@@ -125,8 +125,10 @@ export function busSetupFor(machine: CompiledMachine): BusSetup {
 
 /** A plan up to this many element operations (about 12000 points of nine axes) is built at once. */
 const PLAN_SYNC_ELEMENTS = 250_000;
-/** Element operations of a larger plan per cycle: a few hundred microseconds at most. */
+/** Element operations of a larger plan per cycle on the stepped and fast clocks (no wall time to keep). */
 const PLAN_SLICE_ELEMENTS = 10_000;
+/** On the real-time clock, the share of a cycle's period a larger plan is taken in for, each cycle. */
+export const PLAN_BUILD_SHARE = 0.2;
 
 export class Core implements AdmissionView, StatusView {
   readonly image: ProcessImage;
@@ -155,7 +157,7 @@ export class Core implements AdmissionView, StatusView {
   /** The plan slot: one prepared trajectory waiting for Start (a newer preparation replaces it). */
   preparedPlan: Plan | null = null;
   /** A large plan being taken in, a slice per cycle (see prepare), with the command that asked for it. */
-  private building: { builder: PlanBuilder; cmd: Cmd } | null = null;
+  private building: { builder: PlanBuilder; cmd: Cmd; answerAt?: number } | null = null;
   /** MotionState bookkeeping (document 1 part 2): state and last event of the latest execution. */
   motionState = 0;
   lastEvent = 0;
@@ -550,10 +552,15 @@ export class Core implements AdmissionView, StatusView {
 
   /**
    * prepare: convert and check a point list, keep it in the plan slot (replacing an older one). A plan of
-   * more than PLAN_SYNC_ELEMENTS element operations is taken in over the following cycles,
-   * PLAN_SLICE_ELEMENTS a cycle (a fixed count, so a replay answers in the same cycle), and answered when
-   * done: a 250000-point plan built in one go stalled the cycle it arrived in by 50 to 500 ms (issue 21
-   * item 11). The older plan stays in the slot until then.
+   * more than PLAN_SYNC_ELEMENTS element operations is taken in over the following cycles and answered
+   * when done: a 250000-point plan built in one go stalled the cycle it arrived in by 50 to 500 ms (issue 21
+   * item 11). The older plan stays in the slot until then. How much a cycle takes (advanceBuild):
+   * - real-time clock: PLAN_BUILD_SHARE of the cycle's period, by the work clock. A fixed count of 10000
+   *   element operations took 0.05 ms when compiled but 0.4 to 2 ms while V8 had not compiled the builder
+   *   yet (a stack's first large upload, its compiler thread starved by the upload): every cycle late;
+   * - a replay: all at once, answered in the cycle the recorded core answered (answerAtCycle), since the
+   *   count above was the recorded wall clock's decision;
+   * - stepped and fast clocks: PLAN_SLICE_ELEMENTS a cycle, the same on every run.
    */
   private prepare(m: Extract<ToCore, { t: 'prepare' }>, workspace?: PlanWorkspace): void {
     const asCmd: Cmd = { t: 'cmd', id: m.id, op: 'prepare', generation: m.generation, axisMask: m.axisMask, handle: m.handle };
@@ -563,14 +570,21 @@ export class Core implements AdmissionView, StatusView {
     if (this.building) this.reply(this.building.cmd, NATIVE_REASON.cancelled, 0, 'replaced by a newer preparation');
     const builder = new PlanBuilder(this.machine, m, workspace);
     if (builder.elements <= PLAN_SYNC_ELEMENTS) return void this.prepared(asCmd, builder.step(Infinity)!);
-    this.building = { builder, cmd: asCmd };
+    this.building = { builder, cmd: asCmd, ...(m.answerAtCycle !== undefined ? { answerAt: m.answerAtCycle } : {}) };
   }
 
-  /** One slice of the plan being built (each cycle); answers the prepare when it is done. */
-  private advanceBuild(): void {
+  /** One slice of the plan being built (each cycle, `workStart` its start on the work clock); answers the prepare when it is done. */
+  private advanceBuild(workStart: number): void {
     const b = this.building;
     if (!b) return;
-    const out = b.builder.step(PLAN_SLICE_ELEMENTS);
+    let out: Plan | PlanRefusal | null;
+    if (b.answerAt !== undefined) {
+      if (this.cycleCount < b.answerAt) return;
+      out = b.builder.step(Infinity);
+    } else if (this.clockMode === 'realtime') {
+      const budget = PLAN_BUILD_SHARE * Number(this.machine.cycle_ns);
+      out = b.builder.step(Infinity, () => this.workClock() - workStart >= budget);
+    } else out = b.builder.step(PLAN_SLICE_ELEMENTS);
     if (out === null) return;
     this.building = null;
     // The fence must still hold after the cycles the build took (a stop or lost lease meanwhile).
@@ -899,7 +913,7 @@ export class Core implements AdmissionView, StatusView {
       const quiet = !this.armed && en === 0 && this.homingMask === 0 && nowNs - this.lastActivityNs >= QUIET_AFTER_NS && this.allStill();
       if (!quiet || nowNs - this.lastPublishNs >= QUIET_PUBLISH_EVERY_NS) this.publish(nowNs);
     }
-    this.advanceBuild();
+    this.advanceBuild(workStart);
     const workNs = this.workClock() - workStart;
     this.work.record(workNs);
     if (this.capture) {

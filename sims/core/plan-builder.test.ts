@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { expect, test } from 'vitest';
 import { compileMachine } from '../config/compile.ts';
-import { PlanBuilder, buildPlan, type PlanInput } from './trajectory.ts';
+import { PlanBuilder, POINTS_PER_CHECK, buildPlan, type PlanInput } from './trajectory.ts';
 
 const machine = { ...compileMachine(readFileSync(new URL('../../fixtures/machines/nine-axis.json', import.meta.url), 'utf8')).machine, dir: '' };
 const N = machine.axes.length;
@@ -164,4 +164,31 @@ test('a workspace of the right size is the plan\'s memory; one of another size i
   expect(other.q).not.toBe(small.q);
   expect(small.q.every((x) => x === 7)).toBe(true);
   expect(other).toEqual(byTheProfile(input(500)));
+});
+
+test('a step asked to stop reads its points in groups of POINTS_PER_CHECK and stops after the group it was told in', () => {
+  const whole = buildPlan(machine, input(500));
+  // Told at once: one group a step.
+  const b = new PlanBuilder(machine, input(500));
+  let steps = 0;
+  let asked = 0;
+  let out: ReturnType<PlanBuilder['step']> = null;
+  while (!out) {
+    steps++;
+    out = b.step(Infinity, () => (asked++, true));
+  }
+  expect(steps).toBe(Math.ceil(500 / POINTS_PER_CHECK));
+  expect(asked).toBe(steps);
+  expect(out).toEqual(whole);
+  // Told after the third question: three groups a step; never told: the whole plan (or the budget) at once.
+  const c = new PlanBuilder(machine, input(500));
+  let n = 0;
+  expect(c.step(Infinity, () => ++n % 3 === 0)).toBeNull();
+  expect(n).toBe(3);
+  expect(new PlanBuilder(machine, input(500)).step(Infinity, () => false)).toEqual(whole);
+  const d = new PlanBuilder(machine, input(500));
+  expect(d.step(19 * 40, () => false)).toBeNull(); // a budget of 40 points: two questions, 32 + 8 points
+  let rest = 0;
+  while (!d.step(19 * 40)) rest++;
+  expect(rest).toBe(Math.ceil(460 / 40) - 1);
 });

@@ -160,6 +160,12 @@ export type ToCore =
       axisMask: number;
       /** A program (docs/profile.md "Program admission"): an axis may start outside its limits and move back, never further out. */
       recovery?: boolean;
+      /**
+       * Replays only: the cycle the recorded core answered this preparation in. A core on the real-time
+       * clock takes a large plan in for a share of each cycle's wall time, so how many cycles it took is a
+       * decision of that clock; a replayed core answers in the recorded cycle (sims/core/core.ts prepare).
+       */
+      answerAtCycle?: number;
     } & PlanArrays)
   | { t: 'cancel_home' }
   /** A note of the service's own for the recording (format 2: its fence decisions); not a request to the core. */

@@ -62,6 +62,9 @@ export function buildPlan(machine: CompiledMachine, p: PlanInput): Plan | PlanRe
  * checks at prepare"): each axis's first position and first velocity refusal are kept, and the lowest
  * axis's is answered when the last point has been read.
  */
+/** Points read between two questions to a step's `over` (a few microseconds of work when compiled). */
+export const POINTS_PER_CHECK = 32;
+
 export class PlanBuilder {
   readonly elements: number;
   private readonly n: number;
@@ -121,10 +124,25 @@ export class PlanBuilder {
     }
   }
 
-  step(budget: number): Plan | PlanRefusal | null {
+  /**
+   * Read up to `budget` element operations' worth of points (whole points, at least one). With `over`,
+   * stop early once it says so: it is asked after every POINTS_PER_CHECK points (the real-time core's
+   * share of a cycle, sims/core/core.ts advanceBuild).
+   */
+  step(budget: number, over?: () => boolean): Plan | PlanRefusal | null {
+    const limit = Math.min(this.n, this.k + Math.max(1, Math.floor(budget / (1 + 2 * this.N))));
+    while (this.k < limit) {
+      const to = over ? Math.min(limit, this.k + POINTS_PER_CHECK) : limit;
+      this.read(to);
+      if (over?.()) break;
+    }
+    return this.k < this.n ? null : this.finish();
+  }
+
+  /** Read points this.k .. end-1. */
+  private read(end: number): void {
     const { p, n, N, t, q, qd, owned, lo, hi, scale, vmax, posAt, velAt } = this;
     const pos = p.position;
-    const end = Math.min(n, this.k + Math.max(1, Math.floor(budget / (1 + 2 * N))));
     // hi * 2^32 + lo is exact and then rounded once, so it equals Number(bigint) for every int64; reading
     // the BigInt64Array allocates a BigInt per element.
     const h = this.halves;
@@ -154,7 +172,6 @@ export class PlanBuilder {
       }
     }
     this.k = end;
-    return end < n ? null : this.finish();
   }
 
   private finish(): Plan | PlanRefusal {

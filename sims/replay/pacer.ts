@@ -20,7 +20,8 @@ import type { DivergenceReport } from '../../drivers/replay/driver.ts';
 import type { RecordingNote } from '../../drivers/replay/format.ts';
 import { compareNote, FenceMap, normalise, unstamped, withRecordedTimes, type HttpReply, type Mismatch } from './match.ts';
 import { paceMode, RunToCrash, type ModeCore, type PaceMode } from './modes.ts';
-import type { PacingScan } from './scan.ts';
+import { withAnswerCycle, type PacingScan } from './scan.ts';
+import { answerCycles } from '../../drivers/replay/session.ts';
 import { writeVerdictFile } from './verdict-file.ts';
 import { BoundedHold, grantKey, readSyncPoints, sameGrant, type HoldKind, type LostHold, type SyncPoints } from './sync-points.ts';
 
@@ -140,6 +141,8 @@ export interface ServiceCue {
 export { ORIGIN_LEASE_EXPIRED } from './sync-points.ts';
 
 export class ReplayPacer {
+  /** The recorded answer cycle of each recorded request id (scan.ts answerCycles), read at the first handover. */
+  private answers: Map<number, number> | undefined;
   /** Live messages assigned to recorded requests (by index), waiting for their cycle. */
   private assigned = new Map<number, unknown>();
   /** Live messages to hand over at once (after a divergence, or unmatched). */
@@ -614,7 +617,7 @@ export class ReplayPacer {
     const clock = this.host.clock && 'at' in this.host.clock ? (this.host.clock as { at: bigint | null }) : null;
     if (clock && note.host_ns !== undefined) clock.at = BigInt(note.host_ns);
     try {
-      this.deliver(msg);
+      this.deliver(withAnswerCycle(note, msg, (this.answers ??= answerCycles(this.scan.outputs))));
     } finally {
       if (clock) clock.at = null;
     }

@@ -49,3 +49,16 @@ export function scanForPacing(file: string): PacingScan {
   return { header: r.header, frames: r.frame, complete: r.complete, times: times.slice(0, r.frame), ...(withHost ? { hostTimes: hostTimes.slice(0, r.frame) } : {}), requests, outputs, service };
 }
 
+
+/**
+ * `msg` (the live request matched to recorded `note`) with the cycle the recorded core answered it in, when
+ * it is a preparation (`answers`: drivers/replay/session.ts answerCycles): a replayed core answers a large
+ * plan then (core protocol.ts `answerAtCycle`), since how many cycles the recorded core took was its wall
+ * clock's decision.
+ */
+export function withAnswerCycle(note: RecordingNote, msg: unknown, answers: Map<number, number>): unknown {
+  const d = note.data as { t?: string; id?: unknown };
+  if (d.t !== 'prepare' || typeof d.id !== 'number' || msg === null || typeof msg !== 'object') return msg;
+  const cycle = answers.get(d.id);
+  return cycle === undefined ? msg : { ...msg, answerAtCycle: cycle };
+}
