@@ -68,7 +68,8 @@ describe('local simulator', () => {
         const b = await o.client.post('/local-simulator/jog/begin', { ...jog, revision: 1 });
         expect(b.status, b.text).toBe(200);
         for (let rev = 2; rev <= 8; rev++) {
-          expect((await o.client.post('/local-simulator/jog/update', { ...jog, revision: rev })).status).toBe(200);
+          const u = await o.client.post('/local-simulator/jog/update', { ...jog, revision: rev });
+          expect(u.status, `update ${rev}: ${u.text}`).toBe(200);
           await new Promise((r) => setTimeout(r, 50));
         }
         expect((await o.client.post('/local-simulator/jog/end', { session_id: 'preview-1' })).status).toBe(200);
