@@ -3,7 +3,6 @@
 // first; an unexpected exception is answered as `internal_defect` (a label of ours that the suites flag as
 // a defect) and never as a stack trace.
 
-import { createHash } from 'node:crypto';
 import { randomBytes } from 'node:crypto';
 import { mkdir, rm, rmdir, symlink, chmod, lstat } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -15,6 +14,7 @@ import { CoreLink, CoreUnavailable } from './core-link.ts';
 import { HandleTable } from './handles.ts';
 import { JogOps } from './jog.ts';
 import { pointArrays, TrajectoryOps, type PointArrays } from './trajectories.ts';
+import { pointsArraysDigest } from './upload/decoder.ts';
 import { uploadBody } from './upload/index.ts';
 import {
   decodeRequest,
@@ -618,11 +618,9 @@ async function rmIfSocket(path: string): Promise<void> {
   }
 }
 
-/** SHA-256 over a point list's arrays (the request_id cache key of an uploaded prepare_trajectory). */
+/** The request_id cache key of an uploaded point list: the upload worker's digest when it took one. */
 function pointsDigest(p: PointArrays): string {
-  const h = createHash('sha256');
-  for (const a of [p.timeNs, p.position, p.velocity, p.hasVelocity, p.ioMask, p.ioValues, p.ioFlags]) h.update(new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
-  return h.digest('hex');
+  return p.digest ?? pointsArraysDigest(p);
 }
 
 /** Identity with every field empty or zero (document 1 part 2 Identity), for an execution that has none. */

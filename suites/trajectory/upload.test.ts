@@ -100,6 +100,35 @@ describe('the full decode against the admitted prefix', () => {
   );
 });
 
+describe('request_id on an upload', () => {
+  test(
+    'the same request_id and body past the prefix replays the handle; one position changed deep past byte 16384 is request_id_conflict',
+    covers('reason:request_id_conflict', 'field:Request.request_id'),
+    async ({ cell, client, target, skip }) => {
+      needsMotion({ skip }, target);
+      const { s, hold } = await holdAll(cell, client);
+      const n = 2000; // about 100 KB of points: the payload the request_id names is mostly past the prefix
+      const body = (last: number[]) => {
+        const pts = pointsText(hold, n);
+        const lastPoint = `{"time_ns":${(n - 1) * 1_000_000},"position":[${last.map((q) => JSON.stringify(q)).join(',')}]}]`;
+        const text = pts.slice(0, pts.lastIndexOf('{')) + lastPoint;
+        return `{"schema":"${SCHEMA}","operation":"prepare_trajectory","session":"${s.session}","generation":${s.generation},"request_id":"upload-retry","axis_mask":1,"points":${text}}`;
+      };
+      const first = body(hold);
+      expect(enc.encode(first).length).toBeGreaterThan(5 * PREFIX);
+      const a = await post(target, first);
+      expect(a.status, a.reply.error).toBe(200);
+      const again = await post(target, first);
+      expect([again.status, again.reply.handle]).toEqual([200, a.reply.handle]);
+      // The last point's first axis one micro-unit away: the same prefix, another payload.
+      const moved = hold.slice();
+      moved[0] = moved[0]! + 1e-6;
+      const c = await post(target, body(moved));
+      expect({ status: c.status, label: c.label }).toEqual({ status: 409, label: 'request_id_conflict' });
+    },
+  );
+});
+
 describe('body and point limits', () => {
   test(
     'a body declared one byte over 222516384 is refused 413 body_too_large without being read',

@@ -23,6 +23,7 @@ import { digitsToFloat } from './number.ts';
 // B: the JSON grammar's bytes, sims/json.ts `Ch` (one table for both decoders).
 import { Ch as B, decodeJson, JsonDecodeError, JsonNumber, toInteger, type JsonValue } from '../../json.ts';
 import { REQUEST_PREFIX_BYTES } from '../../primitives.ts';
+import { createHash } from 'node:crypto';
 import type { PlanArrays, PlanWorkspace } from '../../core/protocol.ts';
 
 /** Most points a trajectory may carry (document 1 part 8); the decoder refuses more, to bound memory. */
@@ -38,6 +39,19 @@ export interface PointArrays extends PlanArrays {
   ioFlags: Uint8Array;
   /** Memory the core builds the plan in, faulted in off the core thread (upload/worker.ts; core protocol.ts PlanWorkspace). */
   workspace?: PlanWorkspace;
+  /** SHA-256 of the arrays (pointsArraysDigest), taken by the upload worker so the main loop need not. */
+  digest?: string;
+}
+
+/**
+ * SHA-256 over a point list's arrays: the request_id cache key of an uploaded prepare_trajectory (document 1
+ * part 3 "request_id": the same id with another payload is a conflict). A maximum upload's arrays are 40 MB,
+ * about 80 ms of hashing: the upload worker takes it (worker.ts), not the service's main loop.
+ */
+export function pointsArraysDigest(p: PointArrays): string {
+  const h = createHash('sha256');
+  for (const a of [p.timeNs, p.position, p.velocity, p.hasVelocity, p.ioMask, p.ioValues, p.ioFlags]) h.update(new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
+  return h.digest('hex');
 }
 
 export type Envelope = Omit<Request, 'points'>;

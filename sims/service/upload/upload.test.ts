@@ -8,6 +8,7 @@ import { refuse } from '../envelope.ts';
 import { SCHEMA, SESSION, enc, envelopeText, pointText, samplePoint, sampleBody } from './bodies.ts';
 import { BatchPool, uploadBody, UploadWorker, type UploadOptions, type UploadOutcome } from './index.ts';
 import type { AdmittedPrefix } from './prefix.ts';
+import { pointsArraysDigest } from './decoder.ts';
 import { REQUEST_PREFIX_BYTES } from '../../primitives.ts';
 
 const worker = new UploadWorker();
@@ -236,6 +237,9 @@ describe('uploadBody', () => {
       const ws = p?.workspace;
       expect([ws?.t.length, ws?.q.length, ws?.qd.length]).toEqual([300, 300 * p!.axes, 300 * p!.axes]);
       expect(new Set([ws!.t.buffer, ws!.q.buffer, ws!.qd.buffer, p!.position.buffer]).size).toBe(4);
+      // The request_id key is hashed in the worker, over the arrays the main loop receives.
+      expect(p!.digest).toMatch(/^[0-9a-f]{64}$/);
+      expect(p!.digest).toBe(pointsArraysDigest({ ...p!, digest: undefined }));
     } finally {
       await close(server);
     }

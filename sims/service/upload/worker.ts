@@ -4,7 +4,7 @@
 // are transferred back.
 
 import { parentPort } from 'node:worker_threads';
-import { TrajectoryDecoder, UploadRefusal, type PointArrays } from './decoder.ts';
+import { pointsArraysDigest, TrajectoryDecoder, UploadRefusal, type PointArrays } from './decoder.ts';
 import type { FromWorker, ToWorker } from './protocol.ts';
 import type { PlanWorkspace } from '../../core/protocol.ts';
 import { lowerThreadPriority } from '../../thread-priority.ts';
@@ -50,6 +50,7 @@ port.on('message', (m: ToWorker) => {
         const body = d.finish();
         const points = compact(body.points);
         points.workspace = workspace(points.count, points.axes);
+        points.digest = pointsArraysDigest(points);
         send({ t: 'done', id: m.id, request: body.request, points }, buffersOf(points));
       } catch (e) {
         if (e instanceof UploadRefusal) refused(m.id, e);
