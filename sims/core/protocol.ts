@@ -140,7 +140,7 @@ export interface PlanArrays {
   timeNs: BigInt64Array;
   /** count*axes, row-major. */
   position: Float64Array;
-  /** count*axes; NaN rows where the point has no velocity (absent or empty). */
+  /** count*axes, NaN rows where the point has no velocity (absent or empty); or empty when no point has one. */
   velocity: Float64Array;
   hasVelocity: Uint8Array;
   ioMask: Uint32Array;

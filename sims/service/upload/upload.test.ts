@@ -213,6 +213,15 @@ describe('uploadBody', () => {
     // The next upload takes those batches (holding the first body's bytes) and must decode only its own.
     expectPoints(await decode(body(777, 8000)), 777, 8000);
     expect(worker.batches.size).toBeGreaterThanOrEqual(kept);
+    // Velocities travel only when a point has one (core protocol.ts PlanArrays): given on every point here,
+    // on none of these.
+    const withV = await decode(body(0, 4000));
+    expect(withV.velocity.length).toBe(4000 * 9);
+    expect(withV.velocity[9 * 17 + 4]).toBe(samplePoint(17).velocity![4]);
+    const bare = Buffer.from(envelopeText() + ',"points":[' + Array.from({ length: 4000 }, (_, n) => (n ? ',' : '') + pointText({ time_ns: n * 1_000_000, position: samplePoint(n).position })).join('') + ']}', 'latin1');
+    const noV = await decode(bare);
+    expect([noV.count, noV.velocity.length, noV.hasVelocity.includes(1)]).toEqual([4000, 0, false]);
+    expectPoints(noV, 0, 4000);
     // The pool itself: a whole batch given back is the next one taken; any other size is not kept.
     const pool = new BatchPool();
     const whole = new ArrayBuffer(1024 * 1024);
