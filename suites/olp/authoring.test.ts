@@ -80,7 +80,10 @@ describe('local simulator', () => {
           for (let rev = 2; rev <= 8; rev++) {
             const u = await o.client.post('/local-simulator/jog/update', { ...jog, revision: rev });
             if (u.status !== 200 && String((await cell()).grant.generation) !== generation) return 'lease_lost';
-            expect(u.status, `update ${rev}: ${u.text}`).toBe(200);
+            if (u.status !== 200) {
+              const c = await cell();
+              expect(u.status, `update ${rev}: ${u.text}; the cell: ${JSON.stringify({ core: c.core, axes: c.axes?.map((a: any) => ({ id: a.id, ds402: a.ds402_state, fault: a.fault, error_code: a.error_code })) }, (_k, v) => (typeof v === 'bigint' ? String(v) : v)).slice(0, 1500)}`).toBe(200);
+            }
             await new Promise((r) => setTimeout(r, 50));
           }
           expect((await o.client.post('/local-simulator/jog/end', { session_id: 'preview-1' })).status).toBe(200);
