@@ -276,7 +276,7 @@ test('format 2: a recorded lease expiry is cued to the live service at its cycle
   let pacer: ReplayPacer | undefined;
   const host = await pacedHost(file, scan, (m) => pacer?.observe(m));
   const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) }));
-  expect(cues).toEqual([{ t: 'replay_service', clockNs: 1_000n, hostClock: false, fences: ['enable'], fenceOutcomes: ['ok'], acquires: [FAR] }]);
+  expect(cues).toEqual([{ t: 'replay_service', clockNs: 1_000n, hostClock: false, fences: ['enable'], fenceOutcomes: ['ok'] }]);
   // the live service: other generation and stamps; it ends its grant only when told the recorded lease ran out
   const queue: unknown[] = [
     { t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n },
@@ -405,26 +405,75 @@ test('paced at another speed: recorded time runs at that factor of wall time; a 
   }
 });
 
-test('format 2: the live service is given the deadlines the recorded service gave its acquires, in order; renewals and inactive grants are not acquires', async () => {
-  const file = tmp('acquires.hilrec');
+test('two clocks: on a host-clock recording the core\'s times reach the live service in its own time base; a deadline it sent comes back as sent, a recorded one reads the same every time, 0 stays 0', async () => {
+  const file = tmp('two-clocks.hilrec');
+  // The frames' times are the host clock while recording; the replay's live clock is minutes ahead of them (a suite run).
+  const sent = process.hrtime.bigint();
   await recordStamped(
     file,
     [
-      [0, { t: 'grant', generation: 7n, deadlineNs: 500_001_000n, active: true, axisMask: ALL, sentNs: 1_500n }],
-      [20, { t: 'grant', generation: 7n, deadlineNs: 600_001_000n, active: true, axisMask: ALL, sentNs: 100_001_200n }],
-      [30, { t: 'cancel_home', sentNs: 200_000_000n }],
-      [30, { t: 'grant', generation: 7n, deadlineNs: 0n, active: false, axisMask: 0, sentNs: 200_000_100n }],
-      [40, { t: 'grant', generation: 8n, deadlineNs: 800_000_000n, active: true, axisMask: ALL, sentNs: 300_000_500n }],
+      [2, { t: 'grant', generation: 7n, deadlineNs: sent + 500_000_000n, active: true, axisMask: ALL, sentNs: sent }],
+      [6, { t: 'grant', generation: 7n, deadlineNs: sent + 900_000_000n, active: true, axisMask: ALL, sentNs: sent + 4_000_000n }],
     ],
-    60,
+    20,
+    { mode: 'realtime', spinNs: 0 },
   );
   const scan = scanForPacing(file);
-  const cues: ServiceCue[] = [];
+  expect(scan.header.clock).toBe('realtime');
+  let live = sent + 300_000_000_000n; // the live host clock, moved by hand
+  let published: FromCore | undefined;
+  const host = await pacedHost(file, scan, (m) => {
+    if (m.t === 'status') published = m;
+  });
+  try {
+    const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined, hostNs: () => live });
+    expect(p.advance(1000)).toBe('wait');
+    // the live service's acquire, with a deadline on its (live) clock: the core gets the recorded one
+    p.offer({ t: 'grant', generation: 42n, deadlineNs: live + 500_000_000n, active: true, axisMask: ALL, sentNs: live });
+    const acquired = live + 500_000_000n;
+    p.advance(3);
+    const status = () => {
+      host.core.publish(host.core.now);
+      return p.outward(published!) as Extract<FromCore, { t: 'status' }>;
+    };
+    live += 7_000n;
+    let st = status().status;
+    // the core's "now": the live time at which the replayed core publishes it
+    expect(st.now_ns).toBe(live);
+    // the core's grant receipt holds the recorded deadline; the live service sees the one it sent
+    expect(BigInt(String(host.core.grant.deadlineNs))).toBe(sent + 500_000_000n);
+    expect(st.grant_observation.DeadlineHostNs).toBe(acquired);
+    // an event's time: the live time at which the core sent it
+    live += 1_000n;
+    const ev = p.outward({ t: 'event', type: 'limit_reached', payload: { axis: 1, host_ns: host.core.now }, time_ns: host.core.now } as FromCore) as Extract<FromCore, { t: 'event' }>;
+    expect(ev.time_ns).toBe(live);
+    expect(ev.payload.host_ns).toBe(live);
+    // a recorded renewal's deadline (the live renewal never reaches the core): translated once, the same every time after
+    p.advance(100);
+    const renewed = status().status.grant_observation.DeadlineHostNs as bigint;
+    expect(BigInt(String(host.core.grant.deadlineNs))).toBe(sent + 900_000_000n);
+    expect(renewed > live).toBe(true);
+    live += 5_000_000n;
+    st = status().status;
+    expect(st.grant_observation.DeadlineHostNs).toBe(renewed);
+    expect(st.now_ns > renewed - 900_000_000n).toBe(true);
+    // no deadline is no deadline in any time base
+    expect((p.outward({ t: 'event', type: 'x', payload: { deadline_ns: 0n } } as unknown as FromCore) as Extract<FromCore, { t: 'event' }>).payload.deadline_ns).toBe(0n);
+  } finally {
+    await host.close();
+  }
+});
+
+test('two clocks: a stepped recording\'s core time is simulated, not host time: a publication\'s and an event\'s time go to the live service as recorded', async () => {
+  const file = tmp('two-clocks-stepped.hilrec');
+  await recordStamped(file, [[2, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }]], 10);
+  const scan = scanForPacing(file);
   const host = await pacedHost(file, scan);
   try {
-    new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) });
-    // the recorded deadlines themselves, not the cued clock plus a lease: the recorded service read its clock before it posted
-    expect(cues[0]).toMatchObject({ clockNs: 1_500n, acquires: [500_001_000n, 800_000_000n] });
+    const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined, hostNs: () => 1_000_000_000_000n });
+    p.advance(1000);
+    const ev = p.outward({ t: 'event', type: 'limit_reached', payload: { axis: 1 }, time_ns: host.core.now } as FromCore) as Extract<FromCore, { t: 'event' }>;
+    expect(ev.time_ns).toBe(host.core.now);
   } finally {
     await host.close();
   }
@@ -543,23 +592,6 @@ test('format 2 status reads: a publication newer than a pending read\'s (the nex
     flush();
     expect(sent.length).toBeGreaterThan(before);
     expect(p.finish().holds_lost).toEqual([{ kind: 'status_read', cycle: 40, detail: 'publication of cycle 23' }]);
-  } finally {
-    await host.close();
-  }
-});
-
-test('format 2 on the host clock: the live service starts at the core\'s first frame when that is before the first request (a status read before the first grant shows an earlier time)', async () => {
-  const file = tmp('start-clock.hilrec');
-  const sent = process.hrtime.bigint() + 10_000_000_000n; // the first request posted well after the core started
-  await recordStamped(file, [[5, { t: 'grant', generation: 7n, deadlineNs: sent + 500_000_000n, active: true, axisMask: ALL, sentNs: sent }]], 10, { mode: 'realtime', spinNs: 0 });
-  const scan = scanForPacing(file);
-  expect(scan.header.clock).toBe('realtime');
-  const cues: ServiceCue[] = [];
-  const host = await pacedHost(file, scan);
-  try {
-    new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) });
-    expect(cues[0]).toMatchObject({ clockNs: BigInt(scan.header.t0_ns), hostClock: true, acquires: [sent + 500_000_000n] });
-    expect(cues[0]!.clockNs).toBeLessThan(sent);
   } finally {
     await host.close();
   }

@@ -33,7 +33,7 @@ export const HOLD_BOUND_MS = 2_000;
 export type SyncPoint =
   | { kind: 'request'; cycle: number; index: number; note: RecordingNote; renewal: boolean }
   | { kind: 'lease_expiry'; cycle: number; index: number; note: RecordingNote; renewal: boolean }
-  | { kind: 'status_read'; cycle: number; published: number; clockNs?: bigint }
+  | { kind: 'status_read'; cycle: number; published: number }
   | { kind: 'telemetry_poll'; cycle: number }
   | { kind: 'fence'; op: string; outcome: string }
   | { kind: 'core_wait'; wait: string; outcome: string }
@@ -69,8 +69,6 @@ export interface SyncPoints {
   coreWaits: Array<{ kind: string; outcome: string }>;
   /** Format 3: the service's answers, repeats collapsed (collapseRepeats); compared only with a live service. */
   replies: Array<Extract<SyncPoint, { kind: 'reply' }>>;
-  /** The lease deadline the recorded service gave each acquired grant, in order. */
-  acquires: bigint[];
   /** A recording made on the stepped clock with the test's steps among its requests. */
   steps: boolean;
   /** Format 2 and later: every request carries the service's post stamp (its clock and decisions follow). */
@@ -93,13 +91,9 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
   });
   const service = withService ? scan.service : [];
   const reads = service.filter((n) => tOf(n) === 'status_read');
-  const withClocks = reads.length > 0 && reads.every((n) => (n.data as { now_ns?: unknown }).now_ns !== undefined);
-  const statusReads = reads.map((n) => ({
-    kind: 'status_read' as const,
-    cycle: n.cycle,
-    published: Number((n.data as { cycle?: unknown }).cycle),
-    ...(withClocks ? { clockNs: BigInt(String((n.data as { now_ns: unknown }).now_ns)) } : {}),
-  }));
+  // The service's clock a read showed (`now_ns`, format 3) is kept in the recording but not replayed: the
+  // replaying service runs on the live host clock (docs/recording.md "Two clocks").
+  const statusReads = reads.map((n) => ({ kind: 'status_read' as const, cycle: n.cycle, published: Number((n.data as { cycle?: unknown }).cycle) }));
   const telemetryPolls = service.filter((n) => tOf(n) === 'telemetry_read').map((n) => ({ kind: 'telemetry_poll' as const, cycle: n.cycle }));
   const fences = scan.service.filter((n) => tOf(n) === 'fence').map((n) => ({ kind: 'fence' as const, op: String((n.data as { op?: unknown }).op), outcome: String((n.data as { outcome?: unknown }).outcome) }));
   const coreWaits = scan.service.filter((n) => tOf(n) === 'core_wait').map((n) => ({ kind: String((n.data as { kind?: unknown }).kind), outcome: String((n.data as { outcome?: unknown }).outcome) }));
@@ -110,17 +104,6 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
           (x) => x.reply,
         )
       : [];
-  // An acquire's lease deadline is the recorded service's timed decision: it read its clock before it
-  // posted the grant (sent_ns is a little later), so the live service takes the recorded deadline itself,
-  // acquire by acquire. An acquired grant is an active grant of a generation other than the grant before it.
-  const acquires: bigint[] = [];
-  let prev: string | null = null;
-  for (const n of scan.requests) {
-    const d = n.data as { t?: string; generation?: unknown; active?: unknown; deadlineNs?: unknown };
-    if (d.t !== 'grant') continue;
-    if (d.active === true && String(d.generation) !== prev && d.deadlineNs !== undefined) acquires.push(BigInt(String(d.deadlineNs)));
-    prev = String(d.generation);
-  }
   return {
     requests,
     statusReads,
@@ -128,7 +111,6 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
     fences,
     coreWaits,
     replies,
-    acquires,
     // A core driven in-process (tests, benches) runs cycles without step messages: nothing to wait for then.
     steps: scan.header.clock === 'stepped' && scan.header.format >= 3 && scan.requests.some((n) => tOf(n) === 'step'),
     serviceLog: scan.header.format >= 2 && scan.requests.every((n) => n.sent_ns !== undefined),

@@ -75,6 +75,17 @@ test('a cued expiry that never comes: the decision goes on after the replay boun
   expect(lost()).toEqual(['lease_expiry:arm']);
 });
 
+test('the replaying service runs on the live host clock whatever the recorded clock the pacer cues: a client compares its host times with its own (a renewed deadline between its readings around the call)', () => {
+  const { t } = replayed(true, [], []);
+  t.cue({ t: 'replay_service', clockNs: 5_000n, hostClock: true }); // the recording's clock, minutes behind
+  const before = process.hrtime.bigint();
+  const now = t.now();
+  const after = process.hrtime.bigint();
+  expect(now >= before && now <= after).toBe(true);
+  expect(t.coreOnServiceClock).toBe(true); // the core's time, on a host-clock recording, is host time (translated by the pacer)
+  expect(t.leaseOnClock).toBe(false); // the lease still runs out only where the recording says
+});
+
 test('a recorded expiry at a fence check: only the decision the recording answered expired, and only once cued; the lease then runs out only where cued', () => {
   const before = replayed(false, ['halt', 'release'], ['ok', 'expired']).t;
   expect(before.expiredAtFence('release')).toBe(false);
@@ -87,14 +98,14 @@ test('a recorded expiry at a fence check: only the decision the recording answer
   expect(t.expiredAtFence('release')).toBe(false);
 });
 
-test('the live timing: host clock, nothing held, no recorded deadline; notes only when recording, never renewals', () => {
+test('the live timing: host clock, nothing held; notes only when recording, never renewals', () => {
   const notes: unknown[] = [];
   const link: TimingLink = { status: undefined, statusFrom: async () => true, note: (d) => void notes.push(d) };
   const plain = new LiveTiming(false);
   plain.attach(link);
   const a = plain.now();
   expect(plain.now()).toBeGreaterThanOrEqual(a);
-  expect([plain.fenceTurn(), plain.expiryTurn(), plain.statusTurn(), plain.acquireDeadline(), plain.expiredAtFence(), plain.leaseOnClock]).toEqual([null, null, undefined, undefined, false, true]);
+  expect([plain.fenceTurn(), plain.expiryTurn(), plain.statusTurn(), plain.expiredAtFence(), plain.leaseOnClock]).toEqual([null, null, undefined, false, true]);
   plain.fenced('halt', 'ok');
   plain.replied({ status: 200, body: { operation: 'enable' } });
   plain.statusRead(3n, 9n);

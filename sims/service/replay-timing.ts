@@ -1,9 +1,12 @@
 // The service's timing on a paced replay (timing.ts ServiceTiming; docs/recording.md "The service side"):
-// the recorded service clock and the recorded decisions, built from the pacer's cues the core link relays
-// (FromCore 'replay_service', sims/replay/pacer.ts). Until the first cue (and on a recording without one,
-// format 1) it is the host clock with nothing held, as LiveTiming. A hold it keeps in vain is told to the
-// pacer as a lost hold (sims/replay/sync-points.ts), so the harness ends the test in ERROR rather than
-// judging the target on an order the replay did not keep.
+// the live host clock and the recorded decisions, built from the pacer's cues the core link relays
+// (FromCore 'replay_service', sims/replay/pacer.ts). The clock is the live one because a client compares
+// the service's host times with its own (document 1: deadline_host_ns is a host monotonic time); the
+// replayed core runs on the recorded clock, and host times are translated where they cross between the two
+// (sims/replay/pacer.ts `outward`, docs/recording.md "Two clocks"). Until the first cue (and on a recording
+// without one, format 1) nothing is held, as LiveTiming. A hold it keeps in vain is told to the pacer as a
+// lost hold (sims/replay/sync-points.ts), so the harness ends the test in ERROR rather than judging the
+// target on an order the replay did not keep.
 
 import { replyNote, UNORDERED, type ServiceTiming, type TimingCue, type TimingLink, type WaitOutcome } from './timing.ts';
 
@@ -16,12 +19,8 @@ export type HoldKind = 'fence' | 'publication' | 'core_wait' | 'lease_expiry';
 
 export class ReplayedTiming implements ServiceTiming {
   private link?: TimingLink;
-  /**
-   * The recorded service time the replay has reached (set by the pacer's cues, never moving back), else
-   * null and the host clock is used. Every read moves it on by at least a nanosecond, as a monotonic clock
-   * does, so two reads never give the same deadline.
-   */
-  private clock: bigint | null = null;
+  /** A cue came: the service's own timed decisions come from the recording (its clock stays the host's). */
+  private cued = false;
   private hostClock = false;
   private expired?: (generation: bigint) => void;
   /** Decisions waiting for a cued lease expiry: each looks again when a grant ends. */
@@ -31,15 +30,12 @@ export class ReplayedTiming implements ServiceTiming {
   readonly fenceOrder: FenceOrder;
   /** The service's timed waits on the core: noted into a recording, bounded by the recorded outcome. */
   readonly coreWaits: CoreWaits;
-  /** The lease deadlines the recorded service gave its acquires, in order (taken one by one). */
-  private acquireDeadlines: bigint[] = [];
   /**
    * Status reads as sync points (docs/recording.md "Status reads"): the publication cycle each recorded
-   * GET /v1/status served, and (format 3) the service's clock it showed; read k is served from the
-   * publication of the same cycle (the paced core holds there until the read is noted).
+   * GET /v1/status served; read k is served from the publication of the same cycle (the paced core holds
+   * there until the read is noted).
    */
   private statusReads: bigint[] = [];
-  private statusReadClocks: bigint[] = [];
   private statusReadsTaken = 0;
 
   /** `record`: this replay is itself recorded (its decisions noted as LiveTiming's are). */
@@ -64,22 +60,27 @@ export class ReplayedTiming implements ServiceTiming {
 
   /** True once a cue came: the service's time and its own timed decisions come from the recording. */
   get replaying(): boolean {
-    return this.clock !== null;
+    return this.cued;
   }
 
+  /**
+   * The live host clock, as LiveTiming's: what a client compares the service's host times with (a renewed
+   * deadline between its own readings before and after the call). The recorded core's times reach the
+   * service already translated into this clock (pacer.ts `outward`).
+   */
   now(): bigint {
-    if (this.clock === null) return process.hrtime.bigint();
-    return ++this.clock;
+    return process.hrtime.bigint();
   }
+  /** On a recording made on the host clock the core's time is host time: the service's, once translated. */
   get coreOnServiceClock(): boolean {
-    return this.clock !== null && this.hostClock;
+    return this.cued && this.hostClock;
   }
-  /** The lease runs out where the recording says (onExpiry), never by the recorded clock, which moves in jumps. */
+  /**
+   * The lease runs out where the recording says (onExpiry), never by the service's clock: the core, held
+   * and paced on the recorded clock, must see the expiry at its recorded cycle.
+   */
   get leaseOnClock(): boolean {
-    return this.clock === null;
-  }
-  acquireDeadline(): bigint | undefined {
-    return this.acquireDeadlines.shift();
+    return !this.cued;
   }
 
   fenceTurn(op: string): Promise<void> | null {
@@ -90,7 +91,7 @@ export class ReplayedTiming implements ServiceTiming {
   }
   /** The recorded service found the lease run out at this very decision (its lazy check; its timer had not fired). */
   expiredAtFence(op: string): boolean {
-    return this.clock !== null && this.fenceOrder.recordedOutcome(op) === 'expired';
+    return this.cued && this.fenceOrder.recordedOutcome(op) === 'expired';
   }
 
   /**
@@ -104,7 +105,7 @@ export class ReplayedTiming implements ServiceTiming {
    */
   expiryTurn(op: string, session: string | undefined, generation: bigint | undefined, authority: { readonly current: { session: string; generation: bigint; stopping: boolean } | null }): Promise<void> | null {
     const g = authority.current;
-    if (this.clock === null || session === undefined || !g || g.session !== session || g.generation !== generation || g.stopping) return null;
+    if (!this.cued || session === undefined || !g || g.session !== session || g.generation !== generation || g.stopping) return null;
     const recorded = this.fenceOrder.recordedOutcome(op);
     if (recorded === undefined || !GRANT_GONE.has(recorded)) return null;
     return new Promise<void>((resolve) => {
@@ -130,11 +131,7 @@ export class ReplayedTiming implements ServiceTiming {
     this.expired = listener;
   }
 
-  /**
-   * The publication cycle the recorded service served its next status read from, if any. A format 3
-   * recording also says what its clock showed then: the clock is moved on to it, so the read shows the
-   * recorded time (a deadline read earlier lies as far ahead of it as it did).
-   */
+  /** The publication cycle the recorded service served its next status read from, if any. */
   nextStatusReadCycle(): bigint | undefined {
     // A read served before the core published anything (a stepped core before its first step) is not noted
     // when recorded (statusRead has no cycle to note): it is no sync point on a replay either, and must not
@@ -143,9 +140,6 @@ export class ReplayedTiming implements ServiceTiming {
     const k = this.statusReadsTaken;
     if (k >= this.statusReads.length) return undefined;
     this.statusReadsTaken++;
-    const clock = this.statusReadClocks[k];
-    // now() moves on by a nanosecond before it answers: the read then shows the recorded value.
-    if (clock !== undefined && this.clock !== null && clock - 1n > this.clock) this.clock = clock - 1n;
     return this.statusReads[k];
   }
   statusTurn(): Promise<unknown> | undefined {
@@ -161,13 +155,13 @@ export class ReplayedTiming implements ServiceTiming {
   }
   /** Told to the pacer, which compares it with the recorded answer (docs/recording.md "The service's replies"). */
   replied(reply: { status: number; body: Record<string, unknown> }): void {
-    if (!(this.record || this.clock !== null)) return;
+    if (!(this.record || this.cued)) return;
     const note = replyNote(reply);
     if (note) this.link?.note(note);
   }
   /** Told to the pacer, which holds the core where the recorded poll was noted until the live one is. */
   telemetryRead(): void {
-    if (this.record || this.clock !== null) this.link?.note({ t: 'telemetry_read' });
+    if (this.record || this.cued) this.link?.note({ t: 'telemetry_read' });
   }
   coreWait(kind: string | null, ms: number): { ms: number; done: (outcome: WaitOutcome) => void } {
     return this.coreWaits.begin(kind, ms);
@@ -178,20 +172,18 @@ export class ReplayedTiming implements ServiceTiming {
       // A pacer's first cue (each core incarnation of a replay has its own recording and pacer): what the
       // recorded service did during that incarnation, from its start.
       this.fenceOrder.load(m.fences, m.fenceOutcomes);
-      this.acquireDeadlines = [...(m.acquires ?? [])];
       this.statusReads = [...(m.statusReads ?? [])];
-      this.statusReadClocks = [...(m.statusReadClocks ?? [])];
       this.statusReadsTaken = 0;
       this.coreWaits.load(m.coreWaits ?? []);
     }
+    this.cued = true;
     this.hostClock = m.hostClock;
-    if (this.clock === null || m.clockNs > this.clock) this.clock = m.clockNs;
     if (m.expire) this.expired?.(m.expire.generation);
   }
 
   /** A hold kept in vain, told to the pacer (only once a cue came: a live run holds nothing). */
   holdLost(kind: HoldKind, detail: string): void {
-    if (this.clock === null) return;
+    if (!this.cued) return;
     this.link?.note({ t: 'hold_lost', kind, detail });
   }
 }

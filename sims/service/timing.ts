@@ -1,7 +1,7 @@
 // The service's clock and its timed decisions, behind one interface (issue 24 "Session replay as one
 // component"; docs/recording.md "The service side"). Every part of the service that reads time or takes a
 // decision a paced replay must retake where the recording took it asks a ServiceTiming: the clock, the
-// lease deadline of an acquire, the order of fence decisions, a lease expiry, the publication a status read
+// order of fence decisions, a lease expiry, the publication a status read
 // is served from, how long a wait on the core may take. The composition root (sims/main.ts) picks the
 // implementation once: LiveTiming here (host clock, every decision taken at once, notes when recording) or
 // ReplayedTiming (replay-timing.ts: the recorded clock and decisions the pacer cues through the core link).
@@ -50,8 +50,6 @@ export interface ServiceTiming {
   readonly coreOnServiceClock: boolean;
   /** True when a lease runs out by the service's own clock and timer; false when a recording says where. */
   readonly leaseOnClock: boolean;
-  /** The deadline the next acquire gets when a recording says it (undefined: now + lease). */
-  acquireDeadline(): bigint | undefined;
   /** Before a fence decision of `op`: a promise to await first, or null to decide at once. */
   fenceTurn(op: string): Promise<void> | null;
   /** After a fence decision of `op`: 'ok' or the refusal label. */
@@ -112,9 +110,6 @@ export class LiveTiming implements ServiceTiming {
   }
   now(): bigint {
     return process.hrtime.bigint();
-  }
-  acquireDeadline(): undefined {
-    return undefined;
   }
   fenceTurn(): null {
     return null;
