@@ -208,6 +208,12 @@ export class FenceOrder {
   private taken: boolean[] = [];
   private cursor = 0;
   private waiters: Array<{ at: number; go: () => void }> = [];
+  /**
+   * Decisions taken after every recorded one of the loaded log was taken: they belong to the next core
+   * incarnation's log, which the next pacer cues only once its core is up (load). A test's cleanup after a
+   * simulated crash (release, stop) can be decided in between; its recording has them first.
+   */
+  private beyond: string[] = [];
   /** Fence decisions held (replay) and held until the timeout (a live run that differs from the recording). */
   held = 0;
   timedOut = 0;
@@ -228,6 +234,12 @@ export class FenceOrder {
     this.outcomes = outcomes && outcomes.length === ops.length ? outcomes.filter((_, i) => keep[i]) : [];
     this.taken = this.log.map(() => false);
     this.cursor = 0;
+    // What was decided since the previous log ran out is this log's first decisions (each matched in order
+    // within the look-ahead, as passed() would have): without this the next decision waited for them in
+    // vain (suites/machine/home-bound.test.ts "transport loss ...": stop held 2 s for the release before it).
+    const early = this.beyond;
+    this.beyond = [];
+    for (const op of early) this.passed(op, '');
   }
 
   /** Replay: how the recorded service decided the next decision of `op` (undefined: not recorded). */
@@ -287,6 +299,10 @@ export class FenceOrder {
     if (UNORDERED.has(op)) return;
     if (!this.log) {
       this.note?.({ t: 'fence', op, outcome });
+      return;
+    }
+    if (this.cursor >= this.log.length) {
+      if (this.beyond.length < LOOKAHEAD) this.beyond.push(op);
       return;
     }
     const k = this.find(op);
