@@ -598,7 +598,11 @@ export class ReplayPacer {
    * after the condition cleared: enabled in the first read instead of the second).
    */
   publication<M extends { t?: string }>(m: M): M | null {
-    if (m.t !== 'status' || !this.olderReadPending((m as unknown as { status: { cycle: bigint } }).status.cycle)) return m;
+    if (m.t !== 'status') return m;
+    if (!this.olderReadPending((m as unknown as { status: { cycle: bigint } }).status.cycle)) {
+      this.sentPublication = m as unknown as { t: 'status'; status: { cycle: bigint } };
+      return m;
+    }
     this.deferred = m as unknown as { t: 'status'; status: { cycle: bigint } };
     return null;
   }
@@ -608,7 +612,28 @@ export class ReplayPacer {
     const d = this.deferred;
     if (!d || this.olderReadPending(d.status.cycle)) return null;
     this.deferred = null;
+    this.sentPublication = d;
     return d;
+  }
+
+  /** The last status publication that went to the live service (publication, takePublication). */
+  private sentPublication: { t: 'status'; status: { cycle: bigint } } | null = null;
+
+  /**
+   * The core held where a pending status read arrived, with the publication that read was served from
+   * already sent: that publication again, for the worker to send as a held core's periodic publication
+   * (worker-loop.ts), else null. Publishing the core's own status is not allowed then (it is newer than the
+   * read's: mayPublish), but the live service may be waiting for a fresh publication before it answers
+   * the request the test makes before that read (restore_anchor's observation). When recorded, that wait
+   * ended with the same publication the read was then served from (suites/machine/startup.test.ts
+   * "anchors saved by another pair ...": the wait and the read both saw cycle 125); without this the wait
+   * and the read's hold waited for each other until the hold was given up (HIL_ERR_REPLAY_UNHELD).
+   */
+  heldPublication(): unknown {
+    if (this.first || this.mayPublish() || !this.readPending(this.host.core.cycleCount)) return null;
+    const r = this.points.statusReads[this.reads.next]!;
+    const last = this.sentPublication;
+    return last && last.status.cycle === BigInt(r.published) ? last : null;
   }
 
   private olderReadPending(cycle: bigint): boolean {
