@@ -297,7 +297,8 @@ test('format 2: a recorded lease expiry is cued to the live service at its cycle
   const verdict = p.finish();
   await host.close();
   // waiting at the enable the service's clock was its recorded send time; at the expiry, the expiry's, and the cue named live generation 42
-  expect(cues.filter((c) => c.clockNs === 2_000n)).toHaveLength(1);
+  // (cues of host times, anchors and pairs, repeat the clock: docs/recording.md "Two clocks")
+  expect(cues.filter((c) => c.clockNs === 2_000n && !c.anchor && !c.pairs)).toHaveLength(1);
   expect(cues.find((c) => c.clockNs === 3_000n)).toMatchObject({ expire: { generation: -1n } });
   expect(cues.map((c) => c.clockNs)).toEqual([...cues.map((c) => c.clockNs)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
   expect(verdict).toMatchObject({ divergence: null, requests_matched: 4, requests_unsent: 0, expiries_replayed: 1, service_clock: 'recorded', cycles: 200 });
@@ -459,6 +460,46 @@ test('two clocks: on a host-clock recording the core\'s times reach the live ser
     expect(st.now_ns > renewed - 900_000_000n).toBe(true);
     // no deadline is no deadline in any time base
     expect((p.outward({ t: 'event', type: 'x', payload: { deadline_ns: 0n } } as unknown as FromCore) as Extract<FromCore, { t: 'event' }>).payload.deadline_ns).toBe(0n);
+  } finally {
+    await host.close();
+  }
+});
+
+test('two clocks: the pacer cues the live service where the recorded host time stood at which live time (a hold\'s begin and end, a drift) and each pair it made, for the telemetry ring', async () => {
+  const file = tmp('two-clocks-cues.hilrec');
+  const sent = process.hrtime.bigint();
+  await recordStamped(
+    file,
+    [
+      [2, { t: 'grant', generation: 7n, deadlineNs: sent + 500_000_000n, active: true, axisMask: ALL, sentNs: sent }],
+      [6, { t: 'cmd', id: 1, op: 'enable', generation: 7n, axisMask: ALL, sentNs: sent + 1n }],
+    ],
+    20,
+    { mode: 'realtime', spinNs: 0 },
+  );
+  const scan = scanForPacing(file);
+  let live = sent + 300_000_000_000n;
+  const cues: ServiceCue[] = [];
+  const host = await pacedHost(file, scan);
+  try {
+    const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m), hostNs: () => live });
+    const anchors = () => cues.filter((c) => c.anchor).map((c) => [c.anchor!.recordedNs - BigInt(scan.header.t0_ns), c.anchor!.liveNs - sent]);
+    const hostAt = (c: number) => BigInt(scan.times[c - 1]!); // the recorded host time of cycle c, from t0 (host clock: the frame time)
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(2);
+    // where the replay started (the core's origin, a cycle before its first frame), where the hold began
+    expect(anchors()).toEqual([[-1_000_000n, 300_000_000_000n], [hostAt(2), 300_000_000_000n]]);
+    live += 40_000_000n; // the live acquire comes 40 ms later
+    p.offer({ t: 'grant', generation: 42n, deadlineNs: live + 500_000_000n, active: true, axisMask: ALL, sentNs: live });
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(6);
+    // where it ended (same recorded time, 40 ms later), then the next hold's begin
+    expect(anchors().slice(2)).toEqual([[hostAt(2), 300_040_000_000n], [hostAt(6), 300_040_000_000n]]);
+    expect(cues.flatMap((c) => c.pairs ?? [])).toEqual([[sent + 500_000_000n, live + 500_000_000n]]);
+    // held, no drift and nothing new: no cue of host times
+    const n = cues.length;
+    expect(p.advance(1000)).toBe('wait');
+    expect(cues.length).toBe(n);
   } finally {
     await host.close();
   }

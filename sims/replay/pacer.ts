@@ -120,6 +120,8 @@ const JOG_STATUS_TIMES = ['SourceOriginHostNs', 'DeadlineHostNs', 'InputDeadline
 type CoreStatusTimes = { now_ns: bigint; grant_observation?: Record<string, unknown>; jog?: Record<string, unknown> };
 /** How many recorded-to-live host time pairs a replay keeps (a jog producer sends one per frame). */
 const HOST_PAIRS_KEPT = 4096;
+/** How far the live and recorded host clocks drift apart before the pacer cues a new anchor (timesCue). */
+const ANCHOR_DRIFT_NS = 250_000n;
 
 /** What the pacer tells the live service (FromCore 'replay_service' in sims/core/protocol.ts). */
 export interface ServiceCue {
@@ -134,6 +136,10 @@ export interface ServiceCue {
   statusReads?: bigint[];
   /** At start: how each of the recorded service's timed waits on the core ended (sims/service/replay-timing.ts CoreWaits). */
   coreWaits?: Array<{ kind: string; outcome: string }>;
+  /** The recorded host time the core has reached, at which live time (timesCue). */
+  anchor?: { recordedNs: bigint; liveNs: bigint };
+  /** Recorded host times and the live ones the live side sent for them (timesCue). */
+  pairs?: Array<[bigint, bigint]>;
 }
 
 
@@ -331,6 +337,7 @@ export class ReplayPacer {
     if (recorded === live) return;
     if (this.liveHostTimes.size >= HOST_PAIRS_KEPT) this.liveHostTimes.delete(this.liveHostTimes.keys().next().value!);
     this.liveHostTimes.set(recorded, live);
+    if (this.pendingPairs.length < HOST_PAIRS_KEPT) this.pendingPairs.push([recorded, live]);
   }
 
   /**
@@ -505,6 +512,44 @@ export class ReplayPacer {
    * 'pace' (paced replay only): the next cycle is due in `pauseMs` of wall time.
    */
   advance(budget: number): 'more' | 'wait' | 'end' | 'pace' {
+    this.timesCue(false);
+    const s = this.run(budget);
+    this.timesCue(s === 'wait' || s === 'end');
+    return s;
+  }
+
+  /** The live host time of the last anchor cued minus its recorded host time, and that recorded time. */
+  private anchorOffset: bigint | null = null;
+  private anchorRecorded: bigint | null = null;
+  /** Pairs (recorded, live) not yet cued. */
+  private pendingPairs: Array<[bigint, bigint]> = [];
+
+  /**
+   * Cue the live service where the recorded host time stands at which live time (an anchor), and the pairs
+   * made since the last cue (docs/recording.md "Two clocks": it translates the telemetry ring with them,
+   * sims/service/replay-timing.ts HostTimeMap). An anchor goes when the two clocks drifted apart by more than
+   * ANCHOR_DRIFT_NS since the last one (a paced core keeps them together: few anchors), and whenever the core
+   * is held at a recorded time not anchored yet (`held`: where a hold begins; its end drifts). Format 2 and
+   * later with a live service only (a format 1 replay cues nothing).
+   */
+  private timesCue(held: boolean): void {
+    if (!this.serviceLog || !this.o.toService) return;
+    const recorded = this.recordedHostNs();
+    const live = this.hostNs();
+    const d = live - recorded;
+    const drift = this.anchorOffset === null ? ANCHOR_DRIFT_NS : d > this.anchorOffset ? d - this.anchorOffset : this.anchorOffset - d;
+    const anchor = drift >= ANCHOR_DRIFT_NS || (held && recorded !== this.anchorRecorded);
+    if (!anchor && !this.pendingPairs.length) return;
+    const pairs = this.pendingPairs;
+    this.pendingPairs = [];
+    if (anchor) {
+      this.anchorOffset = d;
+      this.anchorRecorded = recorded;
+    }
+    this.o.toService({ t: 'replay_service', clockNs: this.cueNs, hostClock: this.hostClock, ...(anchor ? { anchor: { recordedNs: recorded, liveNs: live } } : {}), ...(pairs.length ? { pairs } : {}) });
+  }
+
+  private run(budget: number): 'more' | 'wait' | 'end' | 'pace' {
     const reqs = this.scan.requests;
     for (let n = 0; ; n++) {
       const c = this.host.core.cycleCount;

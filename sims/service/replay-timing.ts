@@ -8,7 +8,7 @@
 // lost hold (sims/replay/sync-points.ts), so the harness ends the test in ERROR rather than judging the
 // target on an order the replay did not keep.
 
-import { replyNote, UNORDERED, type ServiceTiming, type TimingCue, type TimingLink, type WaitOutcome } from './timing.ts';
+import { replyNote, UNORDERED, type HostTimes, type ServiceTiming, type TimingCue, type TimingLink, type WaitOutcome } from './timing.ts';
 
 /** How long a status read waits for the publication its recording was served from (wall ms). */
 const STATUS_READ_WAIT_MS = 3_000;
@@ -74,6 +74,12 @@ export class ReplayedTiming implements ServiceTiming {
   /** On a recording made on the host clock the core's time is host time: the service's, once translated. */
   get coreOnServiceClock(): boolean {
     return this.cued && this.hostClock;
+  }
+  /** Filled from the pacer's cues (anchors and pairs). */
+  private readonly times = new HostTimeMap();
+  /** The core's host times in the live time base (the telemetry ring: docs/recording.md "Two clocks"). */
+  get hostTimes(): HostTimes | null {
+    return this.cued ? this.times : null;
   }
   /**
    * The lease runs out where the recording says (onExpiry), never by the service's clock: the core, held
@@ -178,6 +184,9 @@ export class ReplayedTiming implements ServiceTiming {
     }
     this.cued = true;
     this.hostClock = m.hostClock;
+    this.times.coreTimeIsHost = m.hostClock;
+    if (m.anchor) this.times.anchor(m.anchor.recordedNs, m.anchor.liveNs);
+    for (const [rec, live] of m.pairs ?? []) this.times.pair(rec, live);
     if (m.expire) this.expired?.(m.expire.generation);
   }
 
@@ -369,5 +378,81 @@ export class CoreWaits {
         if (want === 'ok' && outcome === 'timeout') this.lost?.(kind);
       },
     };
+  }
+}
+
+// Recorded host times to live ones on the service's side (docs/recording.md "Two clocks"), for what the
+// service serves without the core's messages in between: the telemetry capture ring. The pacer
+// (sims/replay/pacer.ts) cues where the replayed core's recorded host time stood at which live time
+// (anchors, sent whenever their difference moved, so a hold and a catch-up each leave some), and each
+// recorded host time the live side sent, with the live one (pairs: an acquire's deadline).
+
+/** Anchors kept (a paced core adds one only when recorded and live time drift apart; a hold adds two). */
+const ANCHORS_KEPT = 65_536;
+/** Pairs kept (the pacer sends one per live host time it replaced: a jog producer's frames). */
+const PAIRS_KEPT = 4096;
+
+export class HostTimeMap implements HostTimes {
+  coreTimeIsHost = false;
+  private recorded: bigint[] = [];
+  private liveAt: bigint[] = [];
+  private readonly pairs = new Map<bigint, bigint>();
+
+  /** The replayed core had reached recorded host time `recordedNs` at live time `liveNs` (neither moves back). */
+  anchor(recordedNs: bigint, liveNs: bigint): void {
+    const n = this.recorded.length;
+    // A hold: the recorded time stands while the live one runs on. Its first anchor (when the hold began:
+    // the held cycle's record was written then) and its last (when the core ran on) are what count.
+    if (n >= 2 && this.recorded[n - 1] === recordedNs && this.recorded[n - 2] === recordedNs) {
+      this.liveAt[n - 1] = liveNs;
+      return;
+    }
+    if (n >= ANCHORS_KEPT) {
+      this.recorded.splice(0, n / 2);
+      this.liveAt.splice(0, n / 2);
+    }
+    this.recorded.push(recordedNs);
+    this.liveAt.push(liveNs);
+  }
+
+  pair(recordedNs: bigint, liveNs: bigint): void {
+    if (this.pairs.size >= PAIRS_KEPT) this.pairs.delete(this.pairs.keys().next().value!);
+    this.pairs.set(recordedNs, liveNs);
+  }
+
+  /**
+   * A time the live side sent: the one it sent. Otherwise between two anchors by proportion (a core catching
+   * up ran its recorded time faster than the wall); at a hold, the live time it began for the held cycle
+   * itself and the one it ended for what came after; before the first or beyond the last anchor, moved by
+   * its difference; a time the core has reached (`past`) never later than the live clock.
+   */
+  live(t: bigint, past: boolean): bigint {
+    if (t === 0n) return 0n;
+    const paired = this.pairs.get(t);
+    if (paired !== undefined) return paired;
+    const R = this.recorded;
+    const n = R.length;
+    if (n === 0) return t;
+    // j: the first anchor at or after t (anchors are in recorded order)
+    let lo = 0;
+    let hi = n;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (R[mid]! < t) lo = mid + 1;
+      else hi = mid;
+    }
+    const j = lo;
+    let v: bigint;
+    if (j === 0) v = this.liveAt[0]! - (R[0]! - t);
+    else if (j === n) v = this.liveAt[n - 1]! + (t - R[n - 1]!);
+    else {
+      const i = j - 1;
+      v = this.liveAt[i]! + ((t - R[i]!) * (this.liveAt[j]! - this.liveAt[i]!)) / (R[j]! - R[i]!);
+    }
+    if (past) {
+      const now = process.hrtime.bigint();
+      if (v > now) v = now;
+    }
+    return v;
   }
 }

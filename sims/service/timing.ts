@@ -41,6 +41,20 @@ interface HeldGrant {
   stopping: boolean;
 }
 
+/**
+ * Host times of a replayed core in the live service's time base (docs/recording.md "Two clocks"): what the
+ * service serves without the core's messages in between, the telemetry capture ring, is translated here.
+ */
+export interface HostTimes {
+  /**
+   * The live host time recorded host time `t` stands for (0 stays 0). `past`: a time the core has already
+   * reached (a record's time), never later than the live clock; else a deadline, which may lie ahead.
+   */
+  live(t: bigint, past: boolean): bigint;
+  /** The core's own time is host time (a recording made on the host clock); else it is simulated. */
+  readonly coreTimeIsHost: boolean;
+}
+
 export interface ServiceTiming {
   /** Called once by the core link this timing is given to. */
   attach(link: TimingLink): void;
@@ -50,6 +64,8 @@ export interface ServiceTiming {
   readonly coreOnServiceClock: boolean;
   /** True when a lease runs out by the service's own clock and timer; false when a recording says where. */
   readonly leaseOnClock: boolean;
+  /** The core's host times in the service's time base, when they differ (a paced replay); else null. */
+  readonly hostTimes: HostTimes | null;
   /** Before a fence decision of `op`: a promise to await first, or null to decide at once. */
   fenceTurn(op: string): Promise<void> | null;
   /** After a fence decision of `op`: 'ok' or the refusal label. */
@@ -102,6 +118,7 @@ export class LiveTiming implements ServiceTiming {
   private link?: TimingLink;
   readonly coreOnServiceClock = false;
   readonly leaseOnClock = true;
+  readonly hostTimes = null;
 
   constructor(private readonly record = false) {}
 
