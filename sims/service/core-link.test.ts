@@ -172,3 +172,26 @@ test('each core incarnation of a replay cues the service afresh: status reads st
     expect(t.nextStatusReadCycle()).toBe(3n);
     expect(t.nextStatusReadCycle()).toBeUndefined();
   }));
+
+test('a paced replay\'s core is ready only once the pacer has cued the service: nothing the service serves of that incarnation goes unheld or unnoted', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hil-core-link-'));
+  const path = join(dir, 't.hilrec');
+  try {
+    // A recorded session with the service's stamps (format 3): the core link stamps what it posts.
+    const rec = new CoreLink(MACHINE, { driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0, record: { path } });
+    await rec.start();
+    await rec.step(3);
+    await rec.shutdown();
+    const timing = new ReplayedTiming();
+    const link = new CoreLink(MACHINE, { driver: 'replay', driverParams: { file: path, mode: 'strict' }, clock: { mode: 'recorded', steps: true }, captureRetentionMs: 0, replayPace: { verdictFile: join(dir, 'verdict.json') } }, timing);
+    try {
+      await link.start();
+      // At once, before any other message of the core's is handled: an HTTP request can come right now.
+      expect(timing.replaying).toBe(true);
+    } finally {
+      await link.shutdown();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
