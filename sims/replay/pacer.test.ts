@@ -13,6 +13,7 @@ import { CoreHost } from '../core/host.ts';
 import { type ClockSpec, type FromCore, type NativeOpName, type PostStamp, type ToCore } from '../core/protocol.ts';
 import { NATIVE_REASON } from '../core/reasons.ts';
 import { ReplayPacer, type ServiceCue } from './pacer.ts';
+import { HOLD_BOUND_MS } from './sync-points.ts';
 import { collapseRepeats, compareNote, FenceMap } from './match.ts';
 import { scanForPacing } from './scan.ts';
 import { RecordingError } from '../../drivers/replay/format.ts';
@@ -573,11 +574,11 @@ test('format 2 status reads: the core publishes at each recorded read\'s publica
     expect(published).toContain(30n);
     expect((p.heldPublication() as { status: { cycle: bigint } }).status.cycle).toBe(30n);
     // the live test never makes this read: held for the bound of wall time, then given up
-    wall = 1_999;
+    wall = HOLD_BOUND_MS - 1;
     expect(p.advance(1000)).toBe('wait');
     flush();
     expect(host.core.cycleCount).toBe(33);
-    wall = 2_000;
+    wall = HOLD_BOUND_MS;
     expect(p.advance(1000)).toBe('wait');
     flush();
     expect(host.core.cycleCount).toBe(45);
@@ -633,7 +634,7 @@ test('format 2 status reads: a publication newer than a pending read\'s (the nex
     expect(host.core.cycleCount).toBe(40);
     // read 3 never made: what is kept back goes out when it is given up
     const before = sent.length;
-    wall = 2_000;
+    wall = HOLD_BOUND_MS;
     p.advance(1000);
     flush();
     expect(sent.length).toBeGreaterThan(before);
@@ -675,10 +676,10 @@ test('format 2 telemetry polls: the core never runs past a recorded poll before 
     p.offer(poll);
     expect(p.advance(1000)).toBe('wait');
     expect(host.core.cycleCount).toBe(30);
-    wall = 1_999; // the last poll never comes: held for the bound, then given up
+    wall = HOLD_BOUND_MS - 1; // the last poll never comes: held for the bound, then given up
     expect(p.advance(1000)).toBe('wait');
     expect(host.core.cycleCount).toBe(30);
-    wall = 2_000;
+    wall = HOLD_BOUND_MS;
     expect(p.advance(1000)).toBe('end');
     expect(p.finish()).toMatchObject({ telemetry_reads: { recorded: 4, served: 3, missed: 1 }, divergence: null });
     // a hold the live service kept in vain (a fence decision) is reported beside the core's own

@@ -79,3 +79,15 @@ test('a bounded hold: held at each noted cycle until served as many, given up af
   expect([h.served, h.lostCount, h.next]).toEqual([3, 1, 4]);
   expect(h.holds(1_000)).toBe(false);
 });
+
+test('a bounded hold outlasts what a replay at a third of the recorded speed needs: a poll 0.76 s after the last meeting when recorded, 2.2 s later on the replay, is still held for', () => {
+  let wall = 0;
+  const lost: LostHold[] = [];
+  const h = new BoundedHold('telemetry_poll', [1066], () => wall, (x) => lost.push(x));
+  expect(h.holds(1066)).toBe(true);
+  wall = 2_300; // suites/machine/startup.test.ts "anchors saved by another pair ..." at load average 12
+  expect(h.holds(1066)).toBe(true);
+  h.serve();
+  expect(h.holds(1066)).toBe(false);
+  expect(lost).toEqual([]);
+});
