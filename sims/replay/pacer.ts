@@ -140,6 +140,8 @@ export interface ServiceCue {
   anchor?: { recordedNs: bigint; liveNs: bigint };
   /** Recorded host times and the live ones the live side sent for them (timesCue). */
   pairs?: Array<[bigint, bigint]>;
+  /** At start: per recorded acquire, in order, how long after its deadline its lease ran out (null: it did not). */
+  acquireExpiries?: Array<bigint | null>;
 }
 
 
@@ -253,6 +255,7 @@ export class ReplayPacer {
         fences: points.fences.map((f) => f.op),
         fenceOutcomes: points.fences.map((f) => f.outcome),
         ...(reads.length ? { statusReads: reads.map((r) => BigInt(r.published)) } : {}),
+        ...(points.acquireExpiries.some((x) => x !== null) ? { acquireExpiries: points.acquireExpiries } : {}),
         ...(points.coreWaits.length ? { coreWaits: points.coreWaits.map(({ kind, outcome }) => ({ kind, outcome })) } : {}),
       });
     }

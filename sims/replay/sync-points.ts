@@ -77,6 +77,12 @@ export interface SyncPoints {
   coreWaits: Array<{ kind: string; outcome: string }>;
   /** Format 3: the service's answers, repeats collapsed (collapseRepeats); compared only with a live service. */
   replies: Array<Extract<SyncPoint, { kind: 'reply' }>>;
+  /**
+   * Per acquired grant (an active grant of another generation than the grant before it), in order: how long
+   * after its last recorded deadline the recorded service let its lease run out (the `sent_ns` of its
+   * lease_expired grant), or null when it did not.
+   */
+  acquireExpiries: Array<bigint | null>;
   /** A recording made on the stepped clock with the test's steps among its requests. */
   steps: boolean;
   /** Format 2 and later: every request carries the service's post stamp (its clock and decisions follow). */
@@ -112,8 +118,25 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
           (x) => x.reply,
         )
       : [];
+  const acquireExpiries: Array<bigint | null> = [];
+  let prev: string | null = null;
+  let deadline = 0n;
+  for (const n of scan.requests) {
+    const d = n.data as { t?: string; generation?: unknown; active?: unknown; deadlineNs?: unknown };
+    if (d.t !== 'grant') continue;
+    const gen = String(d.generation);
+    if (d.active === true) {
+      if (gen !== prev) acquireExpiries.push(null);
+      deadline = BigInt(String(d.deadlineNs ?? '0'));
+    } else if (n.origin === ORIGIN_LEASE_EXPIRED && gen === prev && n.sent_ns !== undefined && acquireExpiries.length) {
+      const late = BigInt(n.sent_ns) - deadline;
+      acquireExpiries[acquireExpiries.length - 1] = late > 0n ? late : 0n;
+    }
+    prev = gen;
+  }
   return {
     requests,
+    acquireExpiries,
     statusReads,
     telemetryPolls,
     fences,

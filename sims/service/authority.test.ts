@@ -176,6 +176,45 @@ test('replaying: an expiry the timing cues before the grant\'s deadline (on the 
   }
 });
 
+test('replaying: a grant whose recording let its lease run out 3 ms after its deadline ends no later than 3 ms after its live deadline (as renewals moved it), the cue or not', async () => {
+  vi.useFakeTimers();
+  try {
+    let now = 1_000_000_000n;
+    const events: Array<[string, bigint]> = [];
+    const late = [3_000_000n, undefined];
+    const a = new Authority(binding, 500n, {
+      now: () => now,
+      daemonIncarnation: () => 'd',
+      event: (type) => void events.push([type, now]),
+      nativeGrant: () => undefined,
+      timing: { leaseOnClock: false, fenced: () => undefined, expiredAtFence: () => false, grantEnded: () => undefined, acquiredExpiry: () => late.shift() },
+    });
+    const r = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}');
+    const g = r.body.data as { session: string; generation: bigint; deadline_host_ns: bigint };
+    now = g.deadline_host_ns - 100_000_000n;
+    a.renew(a.current!); // a live renewal: 400 ms later
+    const deadline = a.current!.deadlineNs;
+    expect(deadline).toBe(g.deadline_host_ns + 400_000_000n);
+    now = g.deadline_host_ns + 3_000_000n; // the first deadline plus 3 ms: the renewal moved it
+    await vi.advanceTimersByTimeAsync(500);
+    expect(a.current?.generation).toBe(g.generation);
+    now = deadline + 2_900_000n;
+    await vi.advanceTimersByTimeAsync(400);
+    expect(a.current?.generation).toBe(g.generation);
+    now = deadline + 3_000_000n;
+    await vi.advanceTimersByTimeAsync(3);
+    expect(a.current).toBeNull();
+    expect(events.at(-1)).toEqual(['grant_expired', deadline + 3_000_000n]);
+    // the next acquire's recording kept its lease: nothing ends it by the clock
+    a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}');
+    now += 10_000_000_000n;
+    await vi.advanceTimersByTimeAsync(20_000);
+    expect(a.current).not.toBeNull();
+  } finally {
+    vi.useRealTimers();
+  }
+});
+
 test('replaying: where the recorded service found the lease run out at a fence check (release answered expired), the live one ends it there too, before deciding', () => {
   const events: string[] = [];
   const recorded: Record<string, string> = { halt: 'ok', release: 'expired' };

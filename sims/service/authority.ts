@@ -62,7 +62,7 @@ const EXPIRED_OPS = new Set(['renew', 'release', 'stop']);
 const SESSION_RE = /^[0-9a-f]{64}$/;
 
 /** What the authority asks of the service's timing (timing.ts). */
-export type AuthorityTiming = Pick<ServiceTiming, 'leaseOnClock' | 'fenced' | 'expiredAtFence' | 'grantEnded'>;
+export type AuthorityTiming = Pick<ServiceTiming, 'leaseOnClock' | 'fenced' | 'expiredAtFence' | 'grantEnded'> & Partial<Pick<ServiceTiming, 'acquiredExpiry'>>;
 
 export interface AuthorityHooks {
   now(): bigint;
@@ -241,7 +241,26 @@ export class Authority {
     if (req.request_id !== undefined) grant.acquire = { requestId: req.request_id, key: requestKey, reply };
     this.hooks.event('grant_acquired', grant);
     this.hooks.nativeGrant(grant);
+    const late = this.timing.acquiredExpiry?.();
+    if (late !== undefined) this.recordedExpiry(grant, late);
     return reply;
+  }
+
+  /**
+   * A replay whose recording let this grant's lease run out `lateNs` after its deadline (timing.ts
+   * acquiredExpiry): the pacer cues that expiry where the replayed core reached it (expireGeneration), and
+   * this ends the grant no later than `lateNs` after its deadline on the service's clock (as renewals moved
+   * it), when the cue has not come by then. The lease_expired messages then reach the core early, and the
+   * pacer hands them over at their recorded cycle as any early request.
+   */
+  private recordedExpiry(g: Grant, lateNs: bigint): void {
+    const look = (): void => {
+      if (this.current !== g) return;
+      const left = g.deadlineNs + lateNs - this.hooks.now();
+      if (left > 0n) setTimeout(look, Number((left + 999_999n) / 1_000_000n)).unref();
+      else this.end('expired', 'grant_expired');
+    };
+    look();
   }
 
   /**

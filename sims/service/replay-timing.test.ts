@@ -202,3 +202,13 @@ test('a cue\'s anchor and pairs reach the replaying timing\'s host times; a live
   expect(t.hostTimes!.live(77n, false)).toBe(99n);
   expect(t.hostTimes!.live(1_500n, false)).toBe(5_500n);
 });
+
+test('the recorded lease expiries of the acquires are taken one per acquire, in order, from each incarnation\'s first cue; the live timing has none', () => {
+  const { t } = replayed(false, [], []);
+  expect(t.acquiredExpiry()).toBeUndefined();
+  t.cue({ t: 'replay_service', clockNs: 1n, hostClock: true, fences: [], acquireExpiries: [3n, null, 7n] });
+  expect([t.acquiredExpiry(), t.acquiredExpiry(), t.acquiredExpiry(), t.acquiredExpiry()]).toEqual([3n, undefined, 7n, undefined]);
+  t.cue({ t: 'replay_service', clockNs: 2n, hostClock: true, fences: [], acquireExpiries: [5n] });
+  expect(t.acquiredExpiry()).toBe(5n);
+  expect(new LiveTiming().acquiredExpiry()).toBeUndefined();
+});

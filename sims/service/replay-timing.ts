@@ -75,6 +75,17 @@ export class ReplayedTiming implements ServiceTiming {
   get coreOnServiceClock(): boolean {
     return this.cued && this.hostClock;
   }
+  /** Per recorded acquire, in order: how long after its deadline the recording let its lease run out (null: it did not). */
+  private acquireExpiries: Array<bigint | null> = [];
+  /**
+   * The lease of a grant the recording let run out ends where the pacer cues it, but on the live clock no
+   * later than as long after its live deadline as when recorded: the cue comes where the replayed core is,
+   * and a core slowed down by a loaded machine cued it 51 ms after a 40 ms lease where the test allows a
+   * few round trips (suites/grant/grant.test.ts "a lease left to run out ..."; docs/recording.md "Two clocks").
+   */
+  acquiredExpiry(): bigint | undefined {
+    return this.acquireExpiries.shift() ?? undefined;
+  }
   /** Filled from the pacer's cues (anchors and pairs). */
   private readonly times = new HostTimeMap();
   /** The core's host times in the live time base (the telemetry ring: docs/recording.md "Two clocks"). */
@@ -180,6 +191,7 @@ export class ReplayedTiming implements ServiceTiming {
       this.fenceOrder.load(m.fences, m.fenceOutcomes);
       this.statusReads = [...(m.statusReads ?? [])];
       this.statusReadsTaken = 0;
+      this.acquireExpiries = [...(m.acquireExpiries ?? [])];
       this.coreWaits.load(m.coreWaits ?? []);
     }
     this.cued = true;

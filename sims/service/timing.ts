@@ -66,6 +66,11 @@ export interface ServiceTiming {
   readonly leaseOnClock: boolean;
   /** The core's host times in the service's time base, when they differ (a paced replay); else null. */
   readonly hostTimes: HostTimes | null;
+  /**
+   * Taken once per acquire, in order: when the recording let that grant's lease run out, how long after its
+   * deadline it did (the service ends it no later than that after its own deadline); else undefined.
+   */
+  acquiredExpiry(): bigint | undefined;
   /** Before a fence decision of `op`: a promise to await first, or null to decide at once. */
   fenceTurn(op: string): Promise<void> | null;
   /** After a fence decision of `op`: 'ok' or the refusal label. */
@@ -119,6 +124,9 @@ export class LiveTiming implements ServiceTiming {
   readonly coreOnServiceClock = false;
   readonly leaseOnClock = true;
   readonly hostTimes = null;
+  acquiredExpiry(): undefined {
+    return undefined;
+  }
 
   constructor(private readonly record = false) {}
 
