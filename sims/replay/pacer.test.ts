@@ -300,7 +300,7 @@ test('format 2: a recorded lease expiry is cued to the live service at its cycle
   await host.close();
   // waiting at the enable the service's clock was its recorded send time; at the expiry, the expiry's, and the cue named live generation 42
   // (cues of host times, anchors and pairs, repeat the clock: docs/recording.md "Two clocks")
-  expect(cues.filter((c) => c.clockNs === 2_000n && !c.anchor && !c.pairs)).toHaveLength(1);
+  expect(cues.filter((c) => c.clockNs === 2_000n && !c.anchors && !c.pairs)).toHaveLength(1);
   expect(cues.find((c) => c.clockNs === 3_000n)).toMatchObject({ expire: { generation: -1n } });
   expect(cues.map((c) => c.clockNs)).toEqual([...cues.map((c) => c.clockNs)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
   expect(verdict).toMatchObject({ divergence: null, requests_matched: 4, requests_unsent: 0, expiries_replayed: 1, service_clock: 'recorded', cycles: 200 });
@@ -467,7 +467,7 @@ test('two clocks: on a host-clock recording the core\'s times reach the live ser
   }
 });
 
-test('two clocks: the pacer cues the live service where the recorded host time stood at which live time (a hold\'s begin and end, a drift) and each pair it made, for the telemetry ring', async () => {
+test('two clocks: the pacer cues the live service where the replay met the live side (the start, a request handed over) and each pair it made, for the telemetry ring', async () => {
   const file = tmp('two-clocks-cues.hilrec');
   const sent = process.hrtime.bigint();
   await recordStamped(
@@ -485,23 +485,24 @@ test('two clocks: the pacer cues the live service where the recorded host time s
   const host = await pacedHost(file, scan);
   try {
     const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m), hostNs: () => live });
-    const anchors = () => cues.filter((c) => c.anchor).map((c) => [c.anchor!.recordedNs - BigInt(scan.header.t0_ns), c.anchor!.liveNs - sent]);
+    const anchors = () => cues.flatMap((c) => c.anchors ?? []).map((a) => [a.recordedNs - BigInt(scan.header.t0_ns), a.liveNs - sent]);
     const hostAt = (c: number) => BigInt(scan.times[c - 1]!); // the recorded host time of cycle c, from t0 (host clock: the frame time)
     expect(p.advance(1000)).toBe('wait');
     expect(host.core.cycleCount).toBe(2);
-    // where the replay started (the core's origin, a cycle before its first frame), where the hold began
+    // the start (the core's origin, a cycle before its first frame) and the hold at the grant (pacing
+    // counts from there too)
     expect(anchors()).toEqual([[-1_000_000n, 300_000_000_000n], [hostAt(2), 300_000_000_000n]]);
     live += 40_000_000n; // the live acquire comes 40 ms later
     p.offer({ t: 'grant', generation: 42n, deadlineNs: live + 500_000_000n, active: true, axisMask: ALL, sentNs: live });
     expect(p.advance(1000)).toBe('wait');
     expect(host.core.cycleCount).toBe(6);
-    // where it ended (same recorded time, 40 ms later), then the next hold's begin
+    // the acquire handed over at cycle 2, 40 ms later (for what the core did after it), then the hold at the enable
     expect(anchors().slice(2)).toEqual([[hostAt(2), 300_040_000_000n], [hostAt(6), 300_040_000_000n]]);
     expect(cues.flatMap((c) => c.pairs ?? [])).toEqual([[sent + 500_000_000n, live + 500_000_000n]]);
-    // held, no drift and nothing new: no cue of host times
-    const n = cues.length;
+    // still held: met again where it stands (the service keeps the last of one recorded time)
+    live += 5_000_000n;
     expect(p.advance(1000)).toBe('wait');
-    expect(cues.length).toBe(n);
+    expect(anchors().slice(4)).toEqual([[hostAt(6), 300_045_000_000n]]);
   } finally {
     await host.close();
   }

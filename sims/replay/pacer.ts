@@ -120,8 +120,6 @@ const JOG_STATUS_TIMES = ['SourceOriginHostNs', 'DeadlineHostNs', 'InputDeadline
 type CoreStatusTimes = { now_ns: bigint; grant_observation?: Record<string, unknown>; jog?: Record<string, unknown> };
 /** How many recorded-to-live host time pairs a replay keeps (a jog producer sends one per frame). */
 const HOST_PAIRS_KEPT = 4096;
-/** How far the live and recorded host clocks drift apart before the pacer cues a new anchor (timesCue). */
-const ANCHOR_DRIFT_NS = 250_000n;
 
 /** What the pacer tells the live service (FromCore 'replay_service' in sims/core/protocol.ts). */
 export interface ServiceCue {
@@ -136,8 +134,8 @@ export interface ServiceCue {
   statusReads?: bigint[];
   /** At start: how each of the recorded service's timed waits on the core ended (sims/service/replay-timing.ts CoreWaits). */
   coreWaits?: Array<{ kind: string; outcome: string }>;
-  /** The recorded host time the core has reached, at which live time (timesCue). */
-  anchor?: { recordedNs: bigint; liveNs: bigint };
+  /** Where the replay met the live side: the recorded host time the core had reached, at which live time (timesCue). */
+  anchors?: Array<{ recordedNs: bigint; liveNs: bigint }>;
   /** Recorded host times and the live ones the live side sent for them (timesCue). */
   pairs?: Array<[bigint, bigint]>;
   /** At start: per recorded acquire, in order, how long after its deadline its lease ran out (null: it did not). */
@@ -258,6 +256,8 @@ export class ReplayPacer {
         ...(points.acquireExpiries.some((x) => x !== null) ? { acquireExpiries: points.acquireExpiries } : {}),
         ...(points.coreWaits.length ? { coreWaits: points.coreWaits.map(({ kind, outcome }) => ({ kind, outcome })) } : {}),
       });
+      // The start is where the replay first meets the live side (the pacing counts from it).
+      this.anchorHere();
     }
   }
 
@@ -279,12 +279,12 @@ export class ReplayPacer {
       if (note.t === 'hold_lost' && note.kind) this.lostHolds.push({ kind: note.kind, cycle: this.host.core.cycleCount, ...(note.detail ? { detail: note.detail } : {}) });
       if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'telemetry_read') {
         this.polls.serve();
-        this.mode.met();
+        this.meet();
       }
       if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'status_read') {
         // The live service served a status read: the next recorded one is done, and the replay met the live side.
         this.reads.serve();
-        this.mode.met();
+        this.meet();
       }
       return;
     }
@@ -515,41 +515,49 @@ export class ReplayPacer {
    * 'pace' (paced replay only): the next cycle is due in `pauseMs` of wall time.
    */
   advance(budget: number): 'more' | 'wait' | 'end' | 'pace' {
-    this.timesCue(false);
     const s = this.run(budget);
-    this.timesCue(s === 'wait' || s === 'end');
+    this.timesCue();
     return s;
   }
 
-  /** The live host time of the last anchor cued minus its recorded host time, and that recorded time. */
-  private anchorOffset: bigint | null = null;
-  private anchorRecorded: bigint | null = null;
+  /** Where the replay met the live side since the last cue (meet), one per recorded host time. */
+  private pendingAnchors: Array<{ recordedNs: bigint; liveNs: bigint }> = [];
   /** Pairs (recorded, live) not yet cued. */
   private pendingPairs: Array<[bigint, bigint]> = [];
 
   /**
-   * Cue the live service where the recorded host time stands at which live time (an anchor), and the pairs
-   * made since the last cue (docs/recording.md "Two clocks": it translates the telemetry ring with them,
-   * sims/service/replay-timing.ts HostTimeMap). An anchor goes when the two clocks drifted apart by more than
-   * ANCHOR_DRIFT_NS since the last one (a paced core keeps them together: few anchors), and whenever the core
-   * is held at a recorded time not anchored yet (`held`: where a hold begins; its end drifts). Format 2 and
-   * later with a live service only (a format 1 replay cues nothing).
+   * The replay met the live side (modes.ts `met`: from here recorded and wall time run together again), and
+   * the live service is told where: the recorded host time the core has reached, at which live time (an
+   * anchor, docs/recording.md "Two clocks"). Between two meetings the paced core keeps recorded and live
+   * time together by construction, so the service moves a record's time by the last anchor's difference
+   * and the times between records stay the recorded ones.
    */
-  private timesCue(held: boolean): void {
+  private meet(): void {
+    this.mode.met();
+    this.anchorHere();
+  }
+
+  private anchorHere(): void {
+    const a = { recordedNs: this.recordedHostNs(), liveNs: this.hostNs() };
+    const last = this.pendingAnchors.at(-1);
+    // Met again without a cycle in between (held, then the request handed over): the last one counts.
+    if (last && last.recordedNs === a.recordedNs) last.liveNs = a.liveNs;
+    else this.pendingAnchors.push(a);
+  }
+
+  /**
+   * Cue the live service the anchor and the pairs made since the last cue (it translates the telemetry ring
+   * with them: sims/service/replay-timing.ts HostTimeMap). Format 2 and later with a live service only (a
+   * format 1 replay cues nothing).
+   */
+  private timesCue(): void {
     if (!this.serviceLog || !this.o.toService) return;
-    const recorded = this.recordedHostNs();
-    const live = this.hostNs();
-    const d = live - recorded;
-    const drift = this.anchorOffset === null ? ANCHOR_DRIFT_NS : d > this.anchorOffset ? d - this.anchorOffset : this.anchorOffset - d;
-    const anchor = drift >= ANCHOR_DRIFT_NS || (held && recorded !== this.anchorRecorded);
-    if (!anchor && !this.pendingPairs.length) return;
+    if (!this.pendingAnchors.length && !this.pendingPairs.length) return;
     const pairs = this.pendingPairs;
+    const anchors = this.pendingAnchors;
     this.pendingPairs = [];
-    if (anchor) {
-      this.anchorOffset = d;
-      this.anchorRecorded = recorded;
-    }
-    this.o.toService({ t: 'replay_service', clockNs: this.cueNs, hostClock: this.hostClock, ...(anchor ? { anchor: { recordedNs: recorded, liveNs: live } } : {}), ...(pairs.length ? { pairs } : {}) });
+    this.pendingAnchors = [];
+    this.o.toService({ t: 'replay_service', clockNs: this.cueNs, hostClock: this.hostClock, ...(anchors.length ? { anchors } : {}), ...(pairs.length ? { pairs } : {}) });
   }
 
   private run(budget: number): 'more' | 'wait' | 'end' | 'pace' {
@@ -568,12 +576,12 @@ export class ReplayPacer {
           this.handOver(reqs[j]!, this.assigned.get(j));
           this.assigned.delete(j);
           // The replay met the live side here: the recorded time from now on is counted from this point.
-          this.mode.met();
+          this.meet();
         } else if (!this.first) {
           this.syncService(j);
           if (this.mayPublish()) this.host.core.publish(this.host.core.now);
           // Held for the live side: recorded and wall time line up again when it arrives.
-          this.mode.met();
+          this.meet();
           return 'wait';
         }
         this.nextRequest++;

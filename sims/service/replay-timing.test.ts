@@ -136,27 +136,25 @@ test('the live timing: host clock, nothing held; notes only when recording, neve
   ]);
 });
 
-test('host times of the replayed core in the live time base (HostTimeMap): a paced stretch moved by its difference, a hold begun and ended, a catch-up by proportion, a time the live side sent as sent, 0 as 0', () => {
+test('host times of the replayed core in the live time base (HostTimeMap): moved by the last meeting\'s difference, so the times between records stay the recorded ones; a held cycle before the hold\'s end; a time the live side sent as sent; 0 as 0', () => {
   const m = new HostTimeMap();
   expect(m.live(1_000n, true)).toBe(1_000n); // no anchor yet: as recorded
   const L = process.hrtime.bigint() - 10_000_000_000n; // live times in the past of the live clock
-  m.anchor(1_000_000n, L); // the core at recorded 1 ms at live L
-  m.anchor(5_000_000n, L + 4_000_000n); // paced: 4 ms later on both clocks
-  m.anchor(5_000_000n, L + 9_000_000n); // held at recorded 5 ms from L+4 ms ...
-  m.anchor(5_000_000n, L + 30_000_000n); // ... until L+30 ms (the last anchor of a hold is moved, not added)
-  m.anchor(9_000_000n, L + 31_000_000n); // caught up flat out: 4 recorded ms in 1 live ms
+  m.anchor(1_000_000n, L); // the start: the core at recorded 1 ms at live L
+  m.anchor(5_000_000n, L + 9_000_000n); // held at recorded 5 ms; a status read served there at L+9 ms ...
+  m.anchor(5_000_000n, L + 30_000_000n); // ... and the request it waited for handed over at L+30 ms (the last counts)
   expect(m.live(3_000_000n, true)).toBe(L + 2_000_000n);
-  expect(m.live(5_000_000n, true)).toBe(L + 4_000_000n); // the held cycle ran when the hold began
-  expect(m.live(7_000_000n, true)).toBe(L + 30_500_000n); // after the hold: from its end, by proportion
+  expect(m.live(5_000_000n, true)).toBe(L + 4_000_000n); // the held cycle ran before the hold
+  expect(m.live(5_001_000n, true)).toBe(L + 30_001_000n); // after it: from where the hold ended
+  expect(m.live(7_000_000n, true) - m.live(5_001_000n, true)).toBe(1_999_000n); // the recorded spacing
   expect(m.live(500_000n, true)).toBe(L - 500_000n); // before the first anchor: its difference
-  expect(m.live(10_000_000n, true)).toBe(L + 32_000_000n); // beyond the last: its difference
   expect(m.live(0n, false)).toBe(0n);
   m.pair(9_500_000_000n, 123n);
   expect(m.live(9_500_000_000n, false)).toBe(123n); // a deadline the live side sent
   // a time the core has reached is never later than the live clock; a deadline may lie ahead
   const ahead = 20_000_000_000n;
-  expect(m.live(9_000_000n + ahead, true) <= process.hrtime.bigint()).toBe(true);
-  expect(m.live(9_000_000n + ahead, false)).toBe(L + 31_000_000n + ahead);
+  expect(m.live(5_000_000n + ahead, true) <= process.hrtime.bigint()).toBe(true);
+  expect(m.live(5_000_000n + ahead, false)).toBe(L + 30_000_000n + ahead);
 });
 
 test('telemetry on a replay (liveRecords): each record\'s grant and jog deadlines always, its time and the axes\' feedback times only when the core\'s time is host time; other fields untouched', () => {
@@ -197,7 +195,7 @@ test('a cue\'s anchor and pairs reach the replaying timing\'s host times; a live
   const { t } = replayed(false, [], []);
   expect(t.hostTimes).toBeNull();
   expect(new LiveTiming().hostTimes).toBeNull();
-  t.cue({ t: 'replay_service', clockNs: 1n, hostClock: true, anchor: { recordedNs: 1_000n, liveNs: 5_000n }, pairs: [[77n, 99n]] });
+  t.cue({ t: 'replay_service', clockNs: 1n, hostClock: true, anchors: [{ recordedNs: 1_000n, liveNs: 5_000n }], pairs: [[77n, 99n]] });
   expect(t.hostTimes!.coreTimeIsHost).toBe(true);
   expect(t.hostTimes!.live(77n, false)).toBe(99n);
   expect(t.hostTimes!.live(1_500n, false)).toBe(5_500n);

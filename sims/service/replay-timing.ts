@@ -197,7 +197,7 @@ export class ReplayedTiming implements ServiceTiming {
     this.cued = true;
     this.hostClock = m.hostClock;
     this.times.coreTimeIsHost = m.hostClock;
-    if (m.anchor) this.times.anchor(m.anchor.recordedNs, m.anchor.liveNs);
+    for (const a of m.anchors ?? []) this.times.anchor(a.recordedNs, a.liveNs);
     for (const [rec, live] of m.pairs ?? []) this.times.pair(rec, live);
     if (m.expire) this.expired?.(m.expire.generation);
   }
@@ -395,11 +395,11 @@ export class CoreWaits {
 
 // Recorded host times to live ones on the service's side (docs/recording.md "Two clocks"), for what the
 // service serves without the core's messages in between: the telemetry capture ring. The pacer
-// (sims/replay/pacer.ts) cues where the replayed core's recorded host time stood at which live time
-// (anchors, sent whenever their difference moved, so a hold and a catch-up each leave some), and each
-// recorded host time the live side sent, with the live one (pairs: an acquire's deadline).
+// (sims/replay/pacer.ts) cues where the replay met the live side, the recorded host time the core had
+// reached and the live time then (anchors: between two meetings the paced core keeps both clocks together),
+// and each recorded host time the live side sent, with the live one (pairs: an acquire's deadline).
 
-/** Anchors kept (a paced core adds one only when recorded and live time drift apart; a hold adds two). */
+/** Anchors kept (one per meeting of the replay with the live side: a request handed over, a read served). */
 const ANCHORS_KEPT = 65_536;
 /** Pairs kept (the pacer sends one per live host time it replaced: a jog producer's frames). */
 const PAIRS_KEPT = 4096;
@@ -410,12 +410,11 @@ export class HostTimeMap implements HostTimes {
   private liveAt: bigint[] = [];
   private readonly pairs = new Map<bigint, bigint>();
 
-  /** The replayed core had reached recorded host time `recordedNs` at live time `liveNs` (neither moves back). */
+  /** The replay met the live side with the core at recorded host time `recordedNs`, at live time `liveNs`. */
   anchor(recordedNs: bigint, liveNs: bigint): void {
     const n = this.recorded.length;
-    // A hold: the recorded time stands while the live one runs on. Its first anchor (when the hold began:
-    // the held cycle's record was written then) and its last (when the core ran on) are what count.
-    if (n >= 2 && this.recorded[n - 1] === recordedNs && this.recorded[n - 2] === recordedNs) {
+    // Met again without running a cycle (a read served, then a request handed over): the last one counts.
+    if (n > 0 && this.recorded[n - 1] === recordedNs) {
       this.liveAt[n - 1] = liveNs;
       return;
     }
@@ -433,10 +432,11 @@ export class HostTimeMap implements HostTimes {
   }
 
   /**
-   * A time the live side sent: the one it sent. Otherwise between two anchors by proportion (a core catching
-   * up ran its recorded time faster than the wall); at a hold, the live time it began for the held cycle
-   * itself and the one it ended for what came after; before the first or beyond the last anchor, moved by
-   * its difference; a time the core has reached (`past`) never later than the live clock.
+   * A time the live side sent: the one it sent. Otherwise moved by the difference of the last meeting
+   * before it (the first one's for a time before any): what the core did after a meeting it did paced
+   * from there, so the times between two records stay exactly the recorded ones (a test evaluates a
+   * trajectory at the records' times); the cycle a hold stood at belongs to the stretch before the hold.
+   * A time the core has reached (`past`) is never later than the live clock.
    */
   live(t: bigint, past: boolean): bigint {
     if (t === 0n) return 0n;
@@ -445,7 +445,7 @@ export class HostTimeMap implements HostTimes {
     const R = this.recorded;
     const n = R.length;
     if (n === 0) return t;
-    // j: the first anchor at or after t (anchors are in recorded order)
+    // j: the first anchor at or after t (anchors are in recorded order); the one before it is in force
     let lo = 0;
     let hi = n;
     while (lo < hi) {
@@ -453,14 +453,8 @@ export class HostTimeMap implements HostTimes {
       if (R[mid]! < t) lo = mid + 1;
       else hi = mid;
     }
-    const j = lo;
-    let v: bigint;
-    if (j === 0) v = this.liveAt[0]! - (R[0]! - t);
-    else if (j === n) v = this.liveAt[n - 1]! + (t - R[n - 1]!);
-    else {
-      const i = j - 1;
-      v = this.liveAt[i]! + ((t - R[i]!) * (this.liveAt[j]! - this.liveAt[i]!)) / (R[j]! - R[i]!);
-    }
+    const i = lo === 0 ? 0 : lo - 1;
+    let v = t + (this.liveAt[i]! - R[i]!);
     if (past) {
       const now = process.hrtime.bigint();
       if (v > now) v = now;
