@@ -126,7 +126,8 @@ export interface ServiceCue {
   t: 'replay_service';
   clockNs: bigint;
   hostClock: boolean;
-  expire?: { generation: bigint };
+  /** `lateNs`: not reached yet, but nothing the live side sends comes first (cueExpiry). */
+  expire?: { generation: bigint; lateNs?: bigint };
   fences?: string[];
   /** At start: how each of those decisions went ('ok' or the refusal label). */
   fenceOutcomes?: string[];
@@ -138,8 +139,6 @@ export interface ServiceCue {
   anchors?: Array<{ recordedNs: bigint; liveNs: bigint }>;
   /** Recorded host times and the live ones the live side sent for them (timesCue). */
   pairs?: Array<[bigint, bigint]>;
-  /** At start: per recorded acquire, in order, how long after its deadline its lease ran out (null: it did not). */
-  acquireExpiries?: Array<bigint | null>;
 }
 
 
@@ -253,7 +252,6 @@ export class ReplayPacer {
         fences: points.fences.map((f) => f.op),
         fenceOutcomes: points.fences.map((f) => f.outcome),
         ...(reads.length ? { statusReads: reads.map((r) => BigInt(r.published)) } : {}),
-        ...(points.acquireExpiries.some((x) => x !== null) ? { acquireExpiries: points.acquireExpiries } : {}),
         ...(points.coreWaits.length ? { coreWaits: points.coreWaits.map(({ kind, outcome }) => ({ kind, outcome })) } : {}),
       });
       // The start is where the replay first meets the live side (the pacing counts from it).
@@ -517,6 +515,7 @@ export class ReplayPacer {
   advance(budget: number): 'more' | 'wait' | 'end' | 'pace' {
     const s = this.run(budget);
     this.timesCue();
+    this.cueExpiry();
     return s;
   }
 
@@ -759,10 +758,8 @@ export class ReplayPacer {
       // A lease_expiry sync point: cue the live service to take the recorded service's decision here.
       if (p.kind === 'lease_expiry' && !this.cued.has(waitingFor)) {
         for (let k = waitingFor; k < points.length && points[k]!.kind === 'lease_expiry' && points[k]!.cycle === p.cycle; k++) this.cued.add(k);
-        const g = points.slice(waitingFor).find((x) => x.kind === 'lease_expiry' && (x.note.data as { t?: string }).t === 'grant')?.note;
-        const recorded = String((g?.data as { generation?: unknown } | undefined)?.generation ?? '0');
-        expire = { generation: BigInt(this.fences.live('generation', recorded) ?? recorded) };
-        this.expiries++;
+        expire = this.expiryOf(waitingFor);
+        if (!this.soon.has(waitingFor)) this.expiries++;
       }
     } else if (this.hostClock || this.scan.hostTimes) {
       // The recorded host time of the core's last cycle: its frame time on the host clock, else kept beside it.
@@ -773,6 +770,40 @@ export class ReplayPacer {
     if (clock <= this.cueNs && !expire) return;
     if (clock > this.cueNs) this.cueNs = clock;
     this.o.toService({ t: 'replay_service', clockNs: this.cueNs, hostClock: this.hostClock, ...(expire ? { expire } : {}) });
+  }
+
+  /** The live generation whose lease the recorded expiry at request `j` ended (its grant message's). */
+  private expiryOf(j: number): { generation: bigint } {
+    const points = this.points.requests;
+    const g = points.slice(j).find((x) => x.kind === 'lease_expiry' && (x.note.data as { t?: string }).t === 'grant')?.note;
+    const recorded = String((g?.data as { generation?: unknown } | undefined)?.generation ?? '0');
+    return { generation: BigInt(this.fences.live('generation', recorded) ?? recorded) };
+  }
+
+  /** Recorded lease expiries cued before the core reached them (cueExpiry), by request index. */
+  private readonly soon = new Set<number>();
+
+  /**
+   * A recorded lease expiry that nothing the live side sends comes before any more (every request recorded
+   * before it has been matched) is cued at once, with how long after the grant's deadline the recorded
+   * service ended it (`lateNs`, sync-points.ts): the live service ends the grant then on its own clock,
+   * never before its deadline, instead of where the replayed core reaches it, which a loaded machine can
+   * delay (suites/grant/grant.test.ts "a lease left to run out ...": 51 ms after a 40 ms lease's deadline
+   * where the test allows a few round trips). Not before: on a replay slower than its recording the live
+   * deadline passes before the test has sent what was recorded before the expiry (suites/jog/jog.test.ts
+   * "lease lost during a jog ...": its jog frames and steps), which must reach the core first. The
+   * lease_expired messages then come early and are handed over at their recorded cycle.
+   */
+  private cueExpiry(): void {
+    if (this.first || !this.serviceLog || !this.o.toService) return;
+    const points = this.points.requests;
+    let j = this.nextRequest;
+    while (j < points.length && (this.renewal[j] || this.assigned.has(j))) j++;
+    const p = points[j];
+    if (!p || p.kind !== 'lease_expiry' || p.lateNs === undefined || this.cued.has(j) || this.soon.has(j)) return;
+    for (let k = j; k < points.length && points[k]!.kind === 'lease_expiry' && points[k]!.cycle === p.cycle; k++) this.soon.add(k);
+    this.expiries++;
+    this.o.toService({ t: 'replay_service', clockNs: this.cueNs, hostClock: this.hostClock, expire: { ...this.expiryOf(j), lateNs: p.lateNs } });
   }
 
   verdict(): PacedVerdict {

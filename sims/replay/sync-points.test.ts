@@ -92,7 +92,7 @@ test('a bounded hold outlasts what a replay at a third of the recorded speed nee
   expect(lost).toEqual([]);
 });
 
-test('acquire expiries: per acquired grant in order, how long after its last recorded deadline the recorded service let its lease run out; null when it did not', () => {
+test('a recorded lease expiry says how long after the grant\'s last recorded deadline (a renewal\'s) the recorded service ended it', () => {
   const grant = (generation: string, deadlineNs: string, active = true) => ({ t: 'grant', generation, deadlineNs, active, axisMask: 1 });
   const scan = scanOf(
     [
@@ -101,11 +101,11 @@ test('acquire expiries: per acquired grant in order, how long after its last rec
       req(20, { t: 'cancel_home' }, { origin: 'lease_expired', sent_ns: '1403' }),
       req(20, grant('7', '0', false), { origin: 'lease_expired', sent_ns: '1403' }),
       req(30, grant('8', '5000'), { sent_ns: '4500' }),
-      req(40, grant('8', '0', false), { sent_ns: '4700' }), // released: not a lease expiry
+      req(40, grant('8', '0', false), { sent_ns: '4700' }), // released: no lease expiry
       req(50, grant('9', '9000'), { sent_ns: '8500' }),
       req(60, grant('9', '0', false), { origin: 'lease_expired', sent_ns: '9010' }),
     ],
     [],
   );
-  expect(readSyncPoints(scan, true).acquireExpiries).toEqual([3n, null, 10n]);
+  expect(readSyncPoints(scan, true).requests.map((r) => (r.kind === 'lease_expiry' ? r.lateNs : r.kind))).toEqual(['request', 'request', 3n, 3n, 'request', 'request', 'request', 10n]);
 });

@@ -40,7 +40,8 @@ export const HOLD_BOUND_MS = 10_000;
 
 export type SyncPoint =
   | { kind: 'request'; cycle: number; index: number; note: RecordingNote; renewal: boolean }
-  | { kind: 'lease_expiry'; cycle: number; index: number; note: RecordingNote; renewal: boolean }
+  /** `lateNs`: how long after the grant's last recorded deadline the recorded service ended its lease. */
+  | { kind: 'lease_expiry'; cycle: number; index: number; note: RecordingNote; renewal: boolean; lateNs?: bigint }
   | { kind: 'status_read'; cycle: number; published: number }
   | { kind: 'telemetry_poll'; cycle: number }
   | { kind: 'fence'; op: string; outcome: string }
@@ -77,12 +78,6 @@ export interface SyncPoints {
   coreWaits: Array<{ kind: string; outcome: string }>;
   /** Format 3: the service's answers, repeats collapsed (collapseRepeats); compared only with a live service. */
   replies: Array<Extract<SyncPoint, { kind: 'reply' }>>;
-  /**
-   * Per acquired grant (an active grant of another generation than the grant before it), in order: how long
-   * after its last recorded deadline the recorded service let its lease run out (the `sent_ns` of its
-   * lease_expired grant), or null when it did not.
-   */
-  acquireExpiries: Array<bigint | null>;
   /** A recording made on the stepped clock with the test's steps among its requests. */
   steps: boolean;
   /** Format 2 and later: every request carries the service's post stamp (its clock and decisions follow). */
@@ -118,25 +113,19 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
           (x) => x.reply,
         )
       : [];
-  const acquireExpiries: Array<bigint | null> = [];
-  let prev: string | null = null;
+  // How long after the grant's last recorded deadline each recorded lease expiry came (its messages'
+  // sent_ns): the live service ends the lease as long after its own deadline (pacer.ts cueExpiry).
   let deadline = 0n;
-  for (const n of scan.requests) {
-    const d = n.data as { t?: string; generation?: unknown; active?: unknown; deadlineNs?: unknown };
-    if (d.t !== 'grant') continue;
-    const gen = String(d.generation);
-    if (d.active === true) {
-      if (gen !== prev) acquireExpiries.push(null);
-      deadline = BigInt(String(d.deadlineNs ?? '0'));
-    } else if (n.origin === ORIGIN_LEASE_EXPIRED && gen === prev && n.sent_ns !== undefined && acquireExpiries.length) {
-      const late = BigInt(n.sent_ns) - deadline;
-      acquireExpiries[acquireExpiries.length - 1] = late > 0n ? late : 0n;
+  for (const r of requests) {
+    const d = r.note.data as { t?: string; active?: unknown; deadlineNs?: unknown };
+    if (d.t === 'grant' && d.active === true && r.kind === 'request') deadline = BigInt(String(d.deadlineNs ?? '0'));
+    if (r.kind === 'lease_expiry' && deadline > 0n) {
+      const late = BigInt(r.note.sent_ns!) - deadline;
+      r.lateNs = late > 0n ? late : 0n;
     }
-    prev = gen;
   }
   return {
     requests,
-    acquireExpiries,
     statusReads,
     telemetryPolls,
     fences,

@@ -62,7 +62,7 @@ const EXPIRED_OPS = new Set(['renew', 'release', 'stop']);
 const SESSION_RE = /^[0-9a-f]{64}$/;
 
 /** What the authority asks of the service's timing (timing.ts). */
-export type AuthorityTiming = Pick<ServiceTiming, 'leaseOnClock' | 'fenced' | 'expiredAtFence' | 'grantEnded'> & Partial<Pick<ServiceTiming, 'acquiredExpiry'>>;
+export type AuthorityTiming = Pick<ServiceTiming, 'leaseOnClock' | 'fenced' | 'expiredAtFence' | 'grantEnded'>;
 
 export interface AuthorityHooks {
   now(): bigint;
@@ -174,15 +174,17 @@ export class Authority {
    * can be a little earlier than the live deadline (the replayed core got the acquire sooner after the
    * service took it than the recorded one did). Ending it then would publish grant_expired before
    * deadline_host_ns (document 1 part 4: the lease runs out at the deadline). The replayed core waits at
-   * the recorded expiry until the service sends it (docs/recording.md "Two clocks").
+   * the recorded expiry until the service sends it (docs/recording.md "Two clocks"). `lateNs`: the cue
+   * came before the core reached the expiry, once nothing the live side sends comes before it; the grant
+   * ends `lateNs` after its deadline (as moved by renewals), as long after as the recorded service took,
+   * however far behind the replayed core is.
    */
-  expireGeneration(generation: bigint): boolean {
+  expireGeneration(generation: bigint, lateNs = 0n): boolean {
     const g = this.current;
     if (g?.generation !== generation) return false;
-    const at = g.deadlineNs;
     const expire = (): void => {
       if (this.current !== g) return;
-      const early = at - this.hooks.now();
+      const early = g.deadlineNs + lateNs - this.hooks.now();
       // a timer may fire a little before the monotonic deadline: look again
       if (early > 0n) setTimeout(expire, Number((early + 999_999n) / 1_000_000n)).unref();
       else this.end('expired', 'grant_expired');
@@ -241,27 +243,9 @@ export class Authority {
     if (req.request_id !== undefined) grant.acquire = { requestId: req.request_id, key: requestKey, reply };
     this.hooks.event('grant_acquired', grant);
     this.hooks.nativeGrant(grant);
-    const late = this.timing.acquiredExpiry?.();
-    if (late !== undefined) this.recordedExpiry(grant, late);
     return reply;
   }
 
-  /**
-   * A replay whose recording let this grant's lease run out `lateNs` after its deadline (timing.ts
-   * acquiredExpiry): the pacer cues that expiry where the replayed core reached it (expireGeneration), and
-   * this ends the grant no later than `lateNs` after its deadline on the service's clock (as renewals moved
-   * it), when the cue has not come by then. The lease_expired messages then reach the core early, and the
-   * pacer hands them over at their recorded cycle as any early request.
-   */
-  private recordedExpiry(g: Grant, lateNs: bigint): void {
-    const look = (): void => {
-      if (this.current !== g) return;
-      const left = g.deadlineNs + lateNs - this.hooks.now();
-      if (left > 0n) setTimeout(look, Number((left + 999_999n) / 1_000_000n)).unref();
-      else this.end('expired', 'grant_expired');
-    };
-    look();
-  }
 
   /**
    * Check the fence of a fenced operation and return the current grant. Throws the refusal the profile's

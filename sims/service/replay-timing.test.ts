@@ -44,10 +44,11 @@ test('a decision recorded as refused for a lease already gone waits until the li
 
 test('the pacer\'s expiry cue reaches the listener the service set (it ends the grant of that generation)', () => {
   const { t } = replayed(true, [], []);
-  const expired: bigint[] = [];
-  t.onExpiry((g) => void expired.push(g));
+  const expired: Array<[bigint, bigint | undefined]> = [];
+  t.onExpiry((g, late) => void expired.push([g, late]));
   t.cue({ t: 'replay_service', clockNs: 5n, hostClock: false, expire: { generation: 7n } });
-  expect(expired).toEqual([7n]);
+  t.cue({ t: 'replay_service', clockNs: 5n, hostClock: false, expire: { generation: 8n, lateNs: 3_000_000n } });
+  expect(expired).toEqual([[7n, undefined], [8n, 3_000_000n]]);
 });
 
 test('nothing waits: before a cue, another session, a recorded ok, no such decision recorded, a session already ended, or a decision refused for another reason', () => {
@@ -199,14 +200,4 @@ test('a cue\'s anchor and pairs reach the replaying timing\'s host times; a live
   expect(t.hostTimes!.coreTimeIsHost).toBe(true);
   expect(t.hostTimes!.live(77n, false)).toBe(99n);
   expect(t.hostTimes!.live(1_500n, false)).toBe(5_500n);
-});
-
-test('the recorded lease expiries of the acquires are taken one per acquire, in order, from each incarnation\'s first cue; the live timing has none', () => {
-  const { t } = replayed(false, [], []);
-  expect(t.acquiredExpiry()).toBeUndefined();
-  t.cue({ t: 'replay_service', clockNs: 1n, hostClock: true, fences: [], acquireExpiries: [3n, null, 7n] });
-  expect([t.acquiredExpiry(), t.acquiredExpiry(), t.acquiredExpiry(), t.acquiredExpiry()]).toEqual([3n, undefined, 7n, undefined]);
-  t.cue({ t: 'replay_service', clockNs: 2n, hostClock: true, fences: [], acquireExpiries: [5n] });
-  expect(t.acquiredExpiry()).toBe(5n);
-  expect(new LiveTiming().acquiredExpiry()).toBeUndefined();
 });

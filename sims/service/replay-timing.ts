@@ -22,7 +22,7 @@ export class ReplayedTiming implements ServiceTiming {
   /** A cue came: the service's own timed decisions come from the recording (its clock stays the host's). */
   private cued = false;
   private hostClock = false;
-  private expired?: (generation: bigint) => void;
+  private expired?: (generation: bigint, lateNs?: bigint) => void;
   /** Decisions waiting for a cued lease expiry: each looks again when a grant ends. */
   private expiryWaiters = new Set<() => void>();
 
@@ -74,17 +74,6 @@ export class ReplayedTiming implements ServiceTiming {
   /** On a recording made on the host clock the core's time is host time: the service's, once translated. */
   get coreOnServiceClock(): boolean {
     return this.cued && this.hostClock;
-  }
-  /** Per recorded acquire, in order: how long after its deadline the recording let its lease run out (null: it did not). */
-  private acquireExpiries: Array<bigint | null> = [];
-  /**
-   * The lease of a grant the recording let run out ends where the pacer cues it, but on the live clock no
-   * later than as long after its live deadline as when recorded: the cue comes where the replayed core is,
-   * and a core slowed down by a loaded machine cued it 51 ms after a 40 ms lease where the test allows a
-   * few round trips (suites/grant/grant.test.ts "a lease left to run out ..."; docs/recording.md "Two clocks").
-   */
-  acquiredExpiry(): bigint | undefined {
-    return this.acquireExpiries.shift() ?? undefined;
   }
   /** Filled from the pacer's cues (anchors and pairs). */
   private readonly times = new HostTimeMap();
@@ -144,7 +133,7 @@ export class ReplayedTiming implements ServiceTiming {
   grantEnded(): void {
     for (const look of [...this.expiryWaiters]) look();
   }
-  onExpiry(listener: (generation: bigint) => void): void {
+  onExpiry(listener: (generation: bigint, lateNs?: bigint) => void): void {
     this.expired = listener;
   }
 
@@ -191,7 +180,6 @@ export class ReplayedTiming implements ServiceTiming {
       this.fenceOrder.load(m.fences, m.fenceOutcomes);
       this.statusReads = [...(m.statusReads ?? [])];
       this.statusReadsTaken = 0;
-      this.acquireExpiries = [...(m.acquireExpiries ?? [])];
       this.coreWaits.load(m.coreWaits ?? []);
     }
     this.cued = true;
@@ -199,7 +187,7 @@ export class ReplayedTiming implements ServiceTiming {
     this.times.coreTimeIsHost = m.hostClock;
     for (const a of m.anchors ?? []) this.times.anchor(a.recordedNs, a.liveNs);
     for (const [rec, live] of m.pairs ?? []) this.times.pair(rec, live);
-    if (m.expire) this.expired?.(m.expire.generation);
+    if (m.expire) this.expired?.(m.expire.generation, m.expire.lateNs);
   }
 
   /** A hold kept in vain, told to the pacer (only once a cue came: a live run holds nothing). */

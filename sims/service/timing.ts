@@ -66,11 +66,6 @@ export interface ServiceTiming {
   readonly leaseOnClock: boolean;
   /** The core's host times in the service's time base, when they differ (a paced replay); else null. */
   readonly hostTimes: HostTimes | null;
-  /**
-   * Taken once per acquire, in order: when the recording let that grant's lease run out, how long after its
-   * deadline it did (the service ends it no later than that after its own deadline); else undefined.
-   */
-  acquiredExpiry(): bigint | undefined;
   /** Before a fence decision of `op`: a promise to await first, or null to decide at once. */
   fenceTurn(op: string): Promise<void> | null;
   /** After a fence decision of `op`: 'ok' or the refusal label. */
@@ -84,8 +79,12 @@ export interface ServiceTiming {
   expiryTurn(op: string, session: string | undefined, generation: bigint | undefined, authority: { readonly current: HeldGrant | null }): Promise<void> | null;
   /** The authority ended its grant (a hold on an expiry looks again). */
   grantEnded(): void;
-  /** Where the recording let the lease of `generation` run out, the service ends it (set once). */
-  onExpiry(listener: (generation: bigint) => void): void;
+  /**
+   * Where the recording let the lease of `generation` run out, the service ends it (set once). `lateNs`:
+   * the expiry is not reached yet but nothing the live side sends comes before it any more; end it no later
+   * than that long after its deadline (as long as the recorded service took).
+   */
+  onExpiry(listener: (generation: bigint, lateNs?: bigint) => void): void;
   /** Before a status read: a promise to await for the publication to serve it from, or undefined. */
   statusTurn(): Promise<unknown> | undefined;
   /** A status read was served from the publication of `cycle`, showing the service's clock at `nowNs`. */
@@ -124,9 +123,6 @@ export class LiveTiming implements ServiceTiming {
   readonly coreOnServiceClock = false;
   readonly leaseOnClock = true;
   readonly hostTimes = null;
-  acquiredExpiry(): undefined {
-    return undefined;
-  }
 
   constructor(private readonly record = false) {}
 
