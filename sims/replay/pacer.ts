@@ -134,7 +134,7 @@ export interface ServiceCue {
   /** At start: the publication cycle each recorded status read was served from, in order. */
   statusReads?: bigint[];
   /** At start: how each of the recorded service's timed waits on the core ended (sims/service/replay-timing.ts CoreWaits). */
-  coreWaits?: Array<{ kind: string; outcome: string }>;
+  coreWaits?: Array<{ kind: string; outcome: string; cycle?: bigint }>;
   /** Where the replay met the live side: the recorded host time the core had reached, at which live time (timesCue). */
   anchors?: Array<{ recordedNs: bigint; liveNs: bigint }>;
   /** Recorded host times and the live ones the live side sent for them (timesCue). */
@@ -252,7 +252,7 @@ export class ReplayPacer {
         fences: points.fences.map((f) => f.op),
         fenceOutcomes: points.fences.map((f) => f.outcome),
         ...(reads.length ? { statusReads: reads.map((r) => BigInt(r.published)) } : {}),
-        ...(points.coreWaits.length ? { coreWaits: points.coreWaits.map(({ kind, outcome }) => ({ kind, outcome })) } : {}),
+        ...(points.coreWaits.length ? { coreWaits: points.coreWaits.map(({ kind, outcome, cycle }) => ({ kind, outcome, ...(cycle !== undefined ? { cycle } : {}) })) } : {}),
       });
       // The start is where the replay first meets the live side (the pacing counts from it).
       this.anchorHere();
@@ -653,11 +653,7 @@ export class ReplayPacer {
    * after the condition cleared: enabled in the first read instead of the second).
    */
   publication<M extends { t?: string }>(m: M): M | null {
-    if (m.t !== 'status') return m;
-    if (!this.olderReadPending((m as unknown as { status: { cycle: bigint } }).status.cycle)) {
-      this.sentPublication = m as unknown as { t: 'status'; status: { cycle: bigint } };
-      return m;
-    }
+    if (m.t !== 'status' || !this.olderReadPending((m as unknown as { status: { cycle: bigint } }).status.cycle)) return m;
     this.deferred = m as unknown as { t: 'status'; status: { cycle: bigint } };
     return null;
   }
@@ -667,28 +663,7 @@ export class ReplayPacer {
     const d = this.deferred;
     if (!d || this.olderReadPending(d.status.cycle)) return null;
     this.deferred = null;
-    this.sentPublication = d;
     return d;
-  }
-
-  /** The last status publication that went to the live service (publication, takePublication). */
-  private sentPublication: { t: 'status'; status: { cycle: bigint } } | null = null;
-
-  /**
-   * The core held where a pending status read arrived, with the publication that read was served from
-   * already sent: that publication again, for the worker to send as a held core's periodic publication
-   * (worker-loop.ts), else null. Publishing the core's own status is not allowed then (it is newer than the
-   * read's: mayPublish), but the live service may be waiting for a fresh publication before it answers
-   * the request the test makes before that read (restore_anchor's observation). When recorded, that wait
-   * ended with the same publication the read was then served from (suites/machine/startup.test.ts
-   * "anchors saved by another pair ...": the wait and the read both saw cycle 125); without this the wait
-   * and the read's hold waited for each other until the hold was given up (HIL_ERR_REPLAY_UNHELD).
-   */
-  heldPublication(): unknown {
-    if (this.first || this.mayPublish() || !this.readPending(this.host.core.cycleCount)) return null;
-    const r = this.points.statusReads[this.reads.next]!;
-    const last = this.sentPublication;
-    return last && last.status.cycle === BigInt(r.published) ? last : null;
   }
 
   private olderReadPending(cycle: bigint): boolean {

@@ -75,7 +75,7 @@ export interface SyncPoints {
   telemetryPolls: Array<Extract<SyncPoint, { kind: 'telemetry_poll' }>>;
   fences: Array<Extract<SyncPoint, { kind: 'fence' }>>;
   /** The recorded service's timed waits on the core and how each ended, in order. */
-  coreWaits: Array<{ kind: string; outcome: string }>;
+  coreWaits: Array<{ kind: string; outcome: string; cycle?: bigint }>;
   /** Format 3: the service's answers, repeats collapsed (collapseRepeats); compared only with a live service. */
   replies: Array<Extract<SyncPoint, { kind: 'reply' }>>;
   /** A recording made on the stepped clock with the test's steps among its requests. */
@@ -105,7 +105,12 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
   const statusReads = reads.map((n) => ({ kind: 'status_read' as const, cycle: n.cycle, published: Number((n.data as { cycle?: unknown }).cycle) }));
   const telemetryPolls = service.filter((n) => tOf(n) === 'telemetry_read').map((n) => ({ kind: 'telemetry_poll' as const, cycle: n.cycle }));
   const fences = scan.service.filter((n) => tOf(n) === 'fence').map((n) => ({ kind: 'fence' as const, op: String((n.data as { op?: unknown }).op), outcome: String((n.data as { outcome?: unknown }).outcome) }));
-  const coreWaits = scan.service.filter((n) => tOf(n) === 'core_wait').map((n) => ({ kind: String((n.data as { kind?: unknown }).kind), outcome: String((n.data as { outcome?: unknown }).outcome) }));
+  const coreWaits = scan.service
+    .filter((n) => tOf(n) === 'core_wait')
+    .map((n) => {
+      const d = n.data as { kind?: unknown; outcome?: unknown; cycle?: unknown };
+      return { kind: String(d.kind), outcome: String(d.outcome), ...(d.cycle !== undefined ? { cycle: BigInt(String(d.cycle)) } : {}) };
+    });
   const replies =
     scan.header.format >= 3
       ? collapseRepeats(

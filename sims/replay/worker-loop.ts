@@ -102,14 +102,7 @@ export async function runPaced(port: MessagePort, options: CoreStartOptions): Pr
           r(true);
         };
       });
-      if (!woken && running) {
-        if (p.mayPublish()) host.core.publish(host.core.now);
-        else {
-          // A read pending whose publication was sent: that one again (pacer.ts heldPublication).
-          const again = p.heldPublication();
-          if (again) port.postMessage(again);
-        }
-      }
+      if (!woken && running && p.mayPublish()) host.core.publish(host.core.now);
     }
   }
   p.finish();

@@ -94,6 +94,23 @@ test('status reads on a paced replay: each read takes the next recorded publicat
     expect(link.status!.cycle).toBe(5n);
   }));
 
+test('a replayed wait for a fresh publication ends with the publication the recorded wait got, even one the link already has, and never an older one', () =>
+  withLink(async (link, inner) => {
+    const status = (cycle: bigint) => inner.onMessage({ t: 'status', status: { ...link.status!, cycle, now_ns: 1n } });
+    inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], coreWaits: [{ kind: 'status', outcome: 'ok', cycle: 125n }, { kind: 'status', outcome: 'ok', cycle: 140n }] });
+    status(125n); // the replayed core published it before the live service began to wait
+    const first = await link.nextStatus(1000);
+    expect(first?.cycle).toBe(125n);
+    let got: bigint | undefined;
+    const second = link.nextStatus(1000).then((s) => (got = s?.cycle));
+    status(130n); // older than the one the recorded wait got
+    await new Promise((r) => setTimeout(r, 20));
+    expect(got).toBeUndefined();
+    status(140n);
+    await second;
+    expect(got).toBe(140n);
+  }));
+
 test('a status read served before the core published anything is no sync point on a replay (the recording could not note it): it takes no recorded read', () =>
   withLink(async (link, inner, posted, t) => {
     inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], statusReads: [5n, 7n] });

@@ -8,7 +8,7 @@
 // lost hold (sims/replay/sync-points.ts), so the harness ends the test in ERROR rather than judging the
 // target on an order the replay did not keep.
 
-import { replyNote, UNORDERED, type HostTimes, type ServiceTiming, type TimingCue, type TimingLink, type WaitOutcome } from './timing.ts';
+import { replyNote, UNORDERED, type CoreWait, type HostTimes, type ServiceTiming, type TimingCue, type TimingLink, type WaitOutcome } from './timing.ts';
 
 /** How long a status read waits for the publication its recording was served from (wall ms). */
 const STATUS_READ_WAIT_MS = 3_000;
@@ -169,7 +169,7 @@ export class ReplayedTiming implements ServiceTiming {
   telemetryRead(): void {
     if (this.record || this.cued) this.link?.note({ t: 'telemetry_read' });
   }
-  coreWait(kind: string | null, ms: number): { ms: number; done: (outcome: WaitOutcome) => void } {
+  coreWait(kind: string | null, ms: number): CoreWait {
     return this.coreWaits.begin(kind, ms);
   }
 
@@ -341,42 +341,43 @@ export class FenceOrder {
 export const REPLAY_WAIT_MS = 10_000;
 
 export class CoreWaits {
-  private recorded: Map<string, WaitOutcome[]> | null = null;
+  private recorded: Map<string, Array<{ outcome: WaitOutcome; cycle?: bigint }>> | null = null;
 
   /**
    * `note`: a recorded service notes each outcome; `lost`: a replaying service reports a wait that ran out
    * although the recorded one was answered.
    */
   constructor(
-    private readonly note?: (data: { t: 'core_wait'; kind: string; outcome: WaitOutcome }) => void,
+    private readonly note?: (data: { t: 'core_wait'; kind: string; outcome: WaitOutcome; cycle?: string }) => void,
     private readonly lost?: (kind: string) => void,
   ) {}
 
-  /** Replay: the recorded outcomes, in order (kind and outcome per wait). */
-  load(waits: ReadonlyArray<{ kind: string; outcome: string }>): void {
+  /** Replay: the recorded outcomes, in order (kind and outcome per wait, and the publication a status wait got). */
+  load(waits: ReadonlyArray<{ kind: string; outcome: string; cycle?: bigint }>): void {
     this.recorded = new Map();
     for (const w of waits) {
       const q = this.recorded.get(w.kind) ?? [];
-      q.push(w.outcome === 'timeout' ? 'timeout' : 'ok');
+      q.push({ outcome: w.outcome === 'timeout' ? 'timeout' : 'ok', ...(w.cycle !== undefined ? { cycle: w.cycle } : {}) });
       this.recorded.set(w.kind, q);
     }
   }
 
   /**
-   * Start a wait of `kind` with its own bound `ms`: returns the bound to use and the function to call with
-   * the outcome (exactly once).
+   * Start a wait of `kind` with its own bound `ms`: returns the bound to use, the function to call with the
+   * outcome (exactly once) and, on a replay of a status wait, the publication cycle that ends it.
    */
-  begin(kind: string | null, ms: number): { ms: number; done: (outcome: WaitOutcome) => void } {
+  begin(kind: string | null, ms: number): CoreWait {
     // Waits a client makes on its own wall-clock timer (renewals, jog updates) and the service's own polls
     // come in another number on every run: neither noted nor held (as timing.ts UNORDERED).
     if (kind === null) return { ms, done: () => undefined };
-    if (!this.recorded) return { ms, done: (outcome) => this.note?.({ t: 'core_wait', kind, outcome }) };
+    if (!this.recorded) return { ms, done: (outcome, cycle) => this.note?.({ t: 'core_wait', kind, outcome, ...(cycle !== undefined ? { cycle: cycle.toString() } : {}) }) };
     const want = this.recorded.get(kind)?.shift();
     return {
-      ms: want === 'ok' ? Math.max(ms, REPLAY_WAIT_MS) : ms,
+      ms: want?.outcome === 'ok' ? Math.max(ms, REPLAY_WAIT_MS) : ms,
       done: (outcome) => {
-        if (want === 'ok' && outcome === 'timeout') this.lost?.(kind);
+        if (want?.outcome === 'ok' && outcome === 'timeout') this.lost?.(kind);
       },
+      ...(want?.outcome === 'ok' && want.cycle !== undefined ? { atLeast: want.cycle } : {}),
     };
   }
 }

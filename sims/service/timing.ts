@@ -34,6 +34,21 @@ export type TimingCue = Extract<FromCore, { t: 'replay_service' }>;
 /** The outcome of one of the service's timed waits on the core. */
 export type WaitOutcome = 'ok' | 'timeout';
 
+/** A timed wait on the core as the service starts it (timing.ts ServiceTiming.coreWait). */
+export interface CoreWait {
+  /** The bound to use (wall ms). */
+  ms: number;
+  /** Call exactly once with the outcome, and for a wait for a status publication the cycle it got. */
+  done: (outcome: WaitOutcome, cycle?: bigint) => void;
+  /**
+   * Replay, a wait for a fresh status publication: the recorded wait got the publication of this cycle, so
+   * any publication of at least this cycle ends it, even one that came before the wait began (the core ran
+   * ahead of the live service), and none older does (docs/recording.md "The service side").
+   */
+  atLeast?: bigint;
+}
+
+
 /** A grant as a hold on a lease expiry needs to see it (authority.ts Grant). */
 interface HeldGrant {
   session: string;
@@ -97,7 +112,7 @@ export interface ServiceTiming {
    * Start a timed wait of `kind` on the core with its own bound `ms` (kind null: a poll, never noted nor
    * held): the bound to use and the function to call with the outcome, exactly once.
    */
-  coreWait(kind: string | null, ms: number): { ms: number; done: (outcome: WaitOutcome) => void };
+  coreWait(kind: string | null, ms: number): CoreWait;
   /** A cue from the pacer, relayed by the core link. */
   cue(m: TimingCue): void;
 }
@@ -161,9 +176,10 @@ export class LiveTiming implements ServiceTiming {
   telemetryRead(): void {
     if (this.record) this.link?.note({ t: 'telemetry_read' });
   }
-  coreWait(kind: string | null, ms: number): { ms: number; done: (outcome: WaitOutcome) => void } {
+  coreWait(kind: string | null, ms: number): CoreWait {
     if (kind === null || !this.record) return { ms, done: NOOP };
-    return { ms, done: (outcome) => this.link?.note({ t: 'core_wait', kind, outcome }) };
+    // A status wait notes the publication it got: a replay ends the wait with that one (CoreWait.atLeast).
+    return { ms, done: (outcome, cycle) => this.link?.note({ t: 'core_wait', kind, outcome, ...(cycle !== undefined ? { cycle: cycle.toString() } : {}) }) };
   }
   cue(): void {}
 }
