@@ -287,8 +287,8 @@ test('format 2: a recorded lease expiry is cued to the live service at its cycle
     const s = p.advance(50);
     if (s === 'end') break;
     if (s !== 'wait') continue;
-    // (the early cue, with the recorded lateness: not answered here, so the core reaches the expiry's cycle)
-    const expire = cues.find((c) => c.expire && c.expire.lateNs === undefined);
+    // (the early cue, given once the enable was sent, is not answered here: the core reaches the expiry's cycle)
+    const expire = cues.find((c) => c.expire && c.clockNs === 3_000n);
     if (!queue.length && expire) {
       queue.push({ t: 'cancel_home', sentNs: 1n, origin: 'lease_expired' }, { t: 'grant', generation: expire.expire!.generation, deadlineNs: 0n, active: false, axisMask: 0, sentNs: 2n, origin: 'lease_expired' });
       cues.splice(cues.indexOf(expire), 1, { ...expire, expire: { generation: -1n } }); // answered once
@@ -301,7 +301,7 @@ test('format 2: a recorded lease expiry is cued to the live service at its cycle
   // waiting at the enable the service's clock was its recorded send time; at the expiry, the expiry's, and the cue named live generation 42
   // (cues of host times, anchors and pairs, repeat the clock: docs/recording.md "Two clocks")
   expect(cues.filter((c) => c.clockNs === 2_000n && !c.anchors && !c.pairs && !c.expire)).toHaveLength(1);
-  expect(cues.find((c) => c.clockNs === 3_000n && c.expire?.lateNs === undefined)).toMatchObject({ expire: { generation: -1n } });
+  expect(cues.find((c) => c.clockNs === 3_000n && c.expire)).toMatchObject({ expire: { generation: -1n } });
   expect(cues.map((c) => c.clockNs)).toEqual([...cues.map((c) => c.clockNs)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
   expect(verdict).toMatchObject({ divergence: null, requests_matched: 4, requests_unsent: 0, expiries_replayed: 1, service_clock: 'recorded', cycles: 200 });
 });
@@ -523,42 +523,45 @@ test('two clocks: a stepped recording\'s core time is simulated, not host time: 
   }
 });
 
-test('format 2: a recorded lease expiry is cued early, with how long after the deadline it came, once every request recorded before it has been sent, and not before', async () => {
-  const file = tmp('expiry-soon.hilrec');
+test('format 2: a recorded lease expiry is cued early once every request recorded before it has been sent, and not before: on a host-clock recording with how long after the deadline it came, on a stepped one to end it now', async () => {
   const D = 500_000_000n;
-  await recordStamped(
-    file,
-    [
-      [0, { t: 'grant', generation: 7n, deadlineNs: D, active: true, axisMask: ALL, sentNs: 1_000n }],
-      [5, { t: 'cmd', id: 1, op: 'enable', generation: 7n, axisMask: ALL, sentNs: 2_000n }],
-      [60, { t: 'cancel_home', sentNs: D + 3_000_000n, origin: 'lease_expired' }],
-      [60, { t: 'grant', generation: 7n, deadlineNs: 0n, active: false, axisMask: 0, sentNs: D + 3_000_001n, origin: 'lease_expired' }],
-    ],
-    200,
-  );
-  const scan = scanForPacing(file);
-  delete scan.hostTimes; // made-up stamps (see the test above)
-  const cues: ServiceCue[] = [];
-  const host = await pacedHost(file, scan);
-  try {
-    const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) });
-    const expiries = () => cues.filter((c) => c.expire).map((c) => c.expire);
-    expect(p.advance(1000)).toBe('wait'); // at the acquire
-    p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
-    expect(p.advance(2)).toBe('more');
-    expect(expiries()).toEqual([]); // the enable recorded before the expiry is not sent yet
-    p.offer({ t: 'cmd', id: 9, op: 'enable', generation: 42n, axisMask: ALL, sentNs: 78n });
-    expect(p.advance(2)).toBe('more');
-    expect(host.core.cycleCount).toBeLessThan(60);
-    // nothing the live side sends comes before the expiry now: cued, with the recorded 3 ms after the deadline
-    expect(expiries()).toEqual([{ generation: 42n, lateNs: 3_000_000n }]);
-    p.offer({ t: 'cancel_home', sentNs: 1n, origin: 'lease_expired' });
-    p.offer({ t: 'grant', generation: 42n, deadlineNs: 0n, active: false, axisMask: 0, sentNs: 2n, origin: 'lease_expired' });
-    while (p.advance(1000) === 'more');
-    expect(expiries()).toHaveLength(1); // the core never held there: no second cue
-    expect(p.finish()).toMatchObject({ divergence: null, requests_matched: 4, requests_unsent: 0, expiries_replayed: 1 });
-  } finally {
-    await host.close();
+  for (const clock of [{ mode: 'realtime', spinNs: 0 }, { mode: 'stepped' }] as ClockSpec[]) {
+    const file = tmp(`expiry-soon-${clock.mode}.hilrec`);
+    await recordStamped(
+      file,
+      [
+        [0, { t: 'grant', generation: 7n, deadlineNs: D, active: true, axisMask: ALL, sentNs: 1_000n }],
+        [5, { t: 'cmd', id: 1, op: 'enable', generation: 7n, axisMask: ALL, sentNs: 2_000n }],
+        [60, { t: 'cancel_home', sentNs: D + 3_000_000n, origin: 'lease_expired' }],
+        [60, { t: 'grant', generation: 7n, deadlineNs: 0n, active: false, axisMask: 0, sentNs: D + 3_000_001n, origin: 'lease_expired' }],
+      ],
+      200,
+      clock,
+    );
+    const scan = scanForPacing(file);
+    delete scan.hostTimes; // made-up stamps (see the test above)
+    const cues: ServiceCue[] = [];
+    const host = await pacedHost(file, scan);
+    try {
+      const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) });
+      const expiries = () => cues.filter((c) => c.expire).map((c) => c.expire);
+      expect(p.advance(1000)).toBe('wait'); // at the acquire
+      p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
+      expect(p.advance(2)).toBe('more');
+      expect(expiries()).toEqual([]); // the enable recorded before the expiry is not sent yet
+      p.offer({ t: 'cmd', id: 9, op: 'enable', generation: 42n, axisMask: ALL, sentNs: 78n });
+      expect(p.advance(2)).toBe('more');
+      expect(host.core.cycleCount).toBeLessThan(60);
+      // nothing the live side sends comes before the expiry now: cued
+      expect(expiries()).toEqual([clock.mode === 'realtime' ? { generation: 42n, lateNs: 3_000_000n } : { generation: 42n }]);
+      p.offer({ t: 'cancel_home', sentNs: 1n, origin: 'lease_expired' });
+      p.offer({ t: 'grant', generation: 42n, deadlineNs: 0n, active: false, axisMask: 0, sentNs: 2n, origin: 'lease_expired' });
+      while (p.advance(1000) === 'more');
+      expect(expiries()).toHaveLength(1); // the core never held there: no second cue
+      expect(p.finish()).toMatchObject({ divergence: null, requests_matched: 4, requests_unsent: 0, expiries_replayed: 1 });
+    } finally {
+      await host.close();
+    }
   }
 });
 

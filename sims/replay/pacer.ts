@@ -126,7 +126,7 @@ export interface ServiceCue {
   t: 'replay_service';
   clockNs: bigint;
   hostClock: boolean;
-  /** `lateNs`: not reached yet, but nothing the live side sends comes first (cueExpiry). */
+  /** `lateNs`: end it not before that long after its live deadline (a host-clock recording); absent: now. */
   expire?: { generation: bigint; lateNs?: bigint };
   fences?: string[];
   /** At start: how each of those decisions went ('ok' or the refusal label). */
@@ -733,7 +733,8 @@ export class ReplayPacer {
       // A lease_expiry sync point: cue the live service to take the recorded service's decision here.
       if (p.kind === 'lease_expiry' && !this.cued.has(waitingFor)) {
         for (let k = waitingFor; k < points.length && points[k]!.kind === 'lease_expiry' && points[k]!.cycle === p.cycle; k++) this.cued.add(k);
-        expire = this.expiryOf(waitingFor);
+        // On a host-clock recording not before the live deadline (lateNs 0); on a stepped or fast one now.
+        expire = { ...this.expiryOf(waitingFor), ...(this.hostClock ? { lateNs: 0n } : {}) };
         if (!this.soon.has(waitingFor)) this.expiries++;
       }
     } else if (this.hostClock || this.scan.hostTimes) {
@@ -767,7 +768,10 @@ export class ReplayPacer {
    * where the test allows a few round trips). Not before: on a replay slower than its recording the live
    * deadline passes before the test has sent what was recorded before the expiry (suites/jog/jog.test.ts
    * "lease lost during a jog ...": its jog frames and steps), which must reach the core first. The
-   * lease_expired messages then come early and are handed over at their recorded cycle.
+   * lease_expired messages then come early and are handed over at their recorded cycle. On a stepped or
+   * fast recording the expiry is tied to the test's steps, not to the live clock: the cue ends it at once
+   * (its live deadline may still lie ahead when the live test steps faster than the recorded one:
+   * suites/jog/jog.test.ts "lease lost during a jog ..." sent one more jog frame than recorded, waiting).
    */
   private cueExpiry(): void {
     if (this.first || !this.serviceLog || !this.o.toService) return;
@@ -778,7 +782,8 @@ export class ReplayPacer {
     if (!p || p.kind !== 'lease_expiry' || p.lateNs === undefined || this.cued.has(j) || this.soon.has(j)) return;
     for (let k = j; k < points.length && points[k]!.kind === 'lease_expiry' && points[k]!.cycle === p.cycle; k++) this.soon.add(k);
     this.expiries++;
-    this.o.toService({ t: 'replay_service', clockNs: this.cueNs, hostClock: this.hostClock, expire: { ...this.expiryOf(j), lateNs: p.lateNs } });
+    // A stepped or fast recording's expiry is tied to the test's steps, not to the live clock: ended now.
+    this.o.toService({ t: 'replay_service', clockNs: this.cueNs, hostClock: this.hostClock, expire: { ...this.expiryOf(j), ...(this.hostClock ? { lateNs: p.lateNs } : {}) } });
   }
 
   verdict(): PacedVerdict {

@@ -162,7 +162,7 @@ test('replaying: an expiry the timing cues before the grant\'s deadline (on the 
     const g = r.body.data as { generation: bigint; deadline_host_ns: bigint };
     expect(g.deadline_host_ns).toBe(now + 500_000_000n); // the acquire's deadline is the service's clock plus the lease
     now = g.deadline_host_ns - 2_500_000n; // the cue comes 2.5 ms before the live deadline
-    expect(a.expireGeneration(g.generation)).toBe(true);
+    expect(a.expireGeneration(g.generation, 0n)).toBe(true);
     expect(a.current?.generation).toBe(g.generation);
     now = g.deadline_host_ns - 100n; // the timer fired a little early: look again
     await vi.advanceTimersByTimeAsync(3);

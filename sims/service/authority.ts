@@ -168,23 +168,24 @@ export class Authority {
   }
 
   /**
-   * The service's timing says the lease of generation `generation` ran out here (timing.ts onExpiry). Not
-   * before its deadline on the service's clock: a recorded service ends a lease at or after its deadline,
-   * but on a replay the deadline is on the live clock and the cue comes where the recorded core was, which
-   * can be a little earlier than the live deadline (the replayed core got the acquire sooner after the
-   * service took it than the recorded one did). Ending it then would publish grant_expired before
-   * deadline_host_ns (document 1 part 4: the lease runs out at the deadline). The replayed core waits at
-   * the recorded expiry until the service sends it (docs/recording.md "Two clocks"). `lateNs`: the cue
-   * came before the core reached the expiry, once nothing the live side sends comes before it; the grant
-   * ends `lateNs` after its deadline (as moved by renewals), as long after as the recorded service took,
-   * however far behind the replayed core is.
+   * The service's timing says the lease of generation `generation` ran out (timing.ts onExpiry). `lateNs`
+   * undefined: end it now (a recording on the stepped or fast clock: the expiry is tied to the test's
+   * steps, not to the live clock). Else not before `lateNs` after its deadline on the service's clock (as
+   * renewals moved it): a recorded service ends a lease at or after its deadline, and on a replay of a
+   * host-clock recording the deadline is on the live clock while the cue comes where the recorded core was,
+   * which can be a little earlier (the replayed core got the acquire sooner after the service took it than
+   * the recorded one did); ending it then would publish grant_expired before deadline_host_ns (document 1
+   * part 4: the lease runs out at the deadline). A cue given before the core reached the expiry carries how
+   * long after its deadline the recorded service ended it, so the grant ends that long after, however far
+   * behind the replayed core is. The replayed core waits at the recorded expiry until the service sends it
+   * (docs/recording.md "Two clocks").
    */
-  expireGeneration(generation: bigint, lateNs = 0n): boolean {
+  expireGeneration(generation: bigint, lateNs?: bigint): boolean {
     const g = this.current;
     if (g?.generation !== generation) return false;
     const expire = (): void => {
       if (this.current !== g) return;
-      const early = g.deadlineNs + lateNs - this.hooks.now();
+      const early = lateNs === undefined ? 0n : g.deadlineNs + lateNs - this.hooks.now();
       // a timer may fire a little before the monotonic deadline: look again
       if (early > 0n) setTimeout(expire, Number((early + 999_999n) / 1_000_000n)).unref();
       else this.end('expired', 'grant_expired');

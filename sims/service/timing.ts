@@ -95,9 +95,8 @@ export interface ServiceTiming {
   /** The authority ended its grant (a hold on an expiry looks again). */
   grantEnded(): void;
   /**
-   * Where the recording let the lease of `generation` run out, the service ends it (set once). `lateNs`:
-   * the expiry is not reached yet but nothing the live side sends comes before it any more; end it no later
-   * than that long after its deadline (as long as the recorded service took).
+   * Where the recording let the lease of `generation` run out, the service ends it (set once): now, or with
+   * `lateNs`, not before that long after its deadline on the service's clock (authority.ts expireGeneration).
    */
   onExpiry(listener: (generation: bigint, lateNs?: bigint) => void): void;
   /** Before a status read: a promise to await for the publication to serve it from, or undefined. */
