@@ -332,12 +332,14 @@ export type FromCore =
   /** The core cannot go on; `message` says why (the service logs it before the exit is handled). */
   | { t: 'fatal'; message: string }
   /**
-   * Paced replay of a format 2 recording (sims/replay/pacer.ts): the service's clock as recorded
-   * (`clockNs`, never moving back), whether the recorded core ran on the host clock (`hostClock`: then the
-   * service's view of the core's time is that clock too), and a recorded decision of the service's own to
-   * take now (`expire`: the lease of that recorded generation ran out here).
+   * Paced replay of a format 2 recording (sims/replay/pacer.ts): the recorded clock the replay has reached
+   * (`clockNs`, never moving back; informative: the service runs on the live host clock, docs/recording.md
+   * "Two clocks"), whether the recorded core ran on the host clock (`hostClock`: then the core's time is
+   * host time, which reaches the service translated into its own), and a recorded decision of the
+   * service's own to take now (`expire`: the lease of that recorded generation ran out here). `anchors` and
+   * `pairs`: recorded host times and the live ones they stand for (sims/service/replay-timing.ts HostTimeMap).
    */
-  | { t: 'replay_service'; clockNs: bigint; hostClock: boolean; expire?: { generation: bigint }; fences?: string[]; fenceOutcomes?: string[]; acquires?: bigint[]; statusReads?: bigint[]; statusReadClocks?: bigint[]; coreWaits?: Array<{ kind: string; outcome: string }> };
+  | { t: 'replay_service'; clockNs: bigint; hostClock: boolean; expire?: { generation: bigint; lateNs?: bigint }; fences?: string[]; fenceOutcomes?: string[]; statusReads?: bigint[]; coreWaits?: Array<{ kind: string; outcome: string; cycle?: bigint }>; anchors?: Array<{ recordedNs: bigint; liveNs: bigint }>; pairs?: Array<[recorded: bigint, live: bigint]> };
 
 /** Every field name of the channel's typed messages, at any depth (the replay marks below are checked against it). */
 type FieldsOf<T, D extends unknown[] = []> = D['length'] extends 6

@@ -13,6 +13,7 @@ import { CoreHost } from '../core/host.ts';
 import { type ClockSpec, type FromCore, type NativeOpName, type PostStamp, type ToCore } from '../core/protocol.ts';
 import { NATIVE_REASON } from '../core/reasons.ts';
 import { ReplayPacer, type ServiceCue } from './pacer.ts';
+import { HOLD_BOUND_MS } from './sync-points.ts';
 import { collapseRepeats, compareNote, FenceMap } from './match.ts';
 import { scanForPacing } from './scan.ts';
 import { RecordingError } from '../../drivers/replay/format.ts';
@@ -276,7 +277,7 @@ test('format 2: a recorded lease expiry is cued to the live service at its cycle
   let pacer: ReplayPacer | undefined;
   const host = await pacedHost(file, scan, (m) => pacer?.observe(m));
   const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) }));
-  expect(cues).toEqual([{ t: 'replay_service', clockNs: 1_000n, hostClock: false, fences: ['enable'], fenceOutcomes: ['ok'], acquires: [FAR] }]);
+  expect(cues).toEqual([{ t: 'replay_service', clockNs: 1_000n, hostClock: false, fences: ['enable'], fenceOutcomes: ['ok'] }]);
   // the live service: other generation and stamps; it ends its grant only when told the recorded lease ran out
   const queue: unknown[] = [
     { t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n },
@@ -286,7 +287,8 @@ test('format 2: a recorded lease expiry is cued to the live service at its cycle
     const s = p.advance(50);
     if (s === 'end') break;
     if (s !== 'wait') continue;
-    const expire = cues.find((c) => c.expire);
+    // (the early cue, given once the enable was sent, is not answered here: the core reaches the expiry's cycle)
+    const expire = cues.find((c) => c.expire && c.clockNs === 3_000n);
     if (!queue.length && expire) {
       queue.push({ t: 'cancel_home', sentNs: 1n, origin: 'lease_expired' }, { t: 'grant', generation: expire.expire!.generation, deadlineNs: 0n, active: false, axisMask: 0, sentNs: 2n, origin: 'lease_expired' });
       cues.splice(cues.indexOf(expire), 1, { ...expire, expire: { generation: -1n } }); // answered once
@@ -297,8 +299,9 @@ test('format 2: a recorded lease expiry is cued to the live service at its cycle
   const verdict = p.finish();
   await host.close();
   // waiting at the enable the service's clock was its recorded send time; at the expiry, the expiry's, and the cue named live generation 42
-  expect(cues.filter((c) => c.clockNs === 2_000n)).toHaveLength(1);
-  expect(cues.find((c) => c.clockNs === 3_000n)).toMatchObject({ expire: { generation: -1n } });
+  // (cues of host times, anchors and pairs, repeat the clock: docs/recording.md "Two clocks")
+  expect(cues.filter((c) => c.clockNs === 2_000n && !c.anchors && !c.pairs && !c.expire)).toHaveLength(1);
+  expect(cues.find((c) => c.clockNs === 3_000n && c.expire)).toMatchObject({ expire: { generation: -1n } });
   expect(cues.map((c) => c.clockNs)).toEqual([...cues.map((c) => c.clockNs)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
   expect(verdict).toMatchObject({ divergence: null, requests_matched: 4, requests_unsent: 0, expiries_replayed: 1, service_clock: 'recorded', cycles: 200 });
 });
@@ -405,28 +408,160 @@ test('paced at another speed: recorded time runs at that factor of wall time; a 
   }
 });
 
-test('format 2: the live service is given the deadlines the recorded service gave its acquires, in order; renewals and inactive grants are not acquires', async () => {
-  const file = tmp('acquires.hilrec');
+test('two clocks: on a host-clock recording the core\'s times reach the live service in its own time base; a deadline it sent comes back as sent, a recorded one reads the same every time, 0 stays 0', async () => {
+  const file = tmp('two-clocks.hilrec');
+  // The frames' times are the host clock while recording; the replay's live clock is minutes ahead of them (a suite run).
+  const sent = process.hrtime.bigint();
   await recordStamped(
     file,
     [
-      [0, { t: 'grant', generation: 7n, deadlineNs: 500_001_000n, active: true, axisMask: ALL, sentNs: 1_500n }],
-      [20, { t: 'grant', generation: 7n, deadlineNs: 600_001_000n, active: true, axisMask: ALL, sentNs: 100_001_200n }],
-      [30, { t: 'cancel_home', sentNs: 200_000_000n }],
-      [30, { t: 'grant', generation: 7n, deadlineNs: 0n, active: false, axisMask: 0, sentNs: 200_000_100n }],
-      [40, { t: 'grant', generation: 8n, deadlineNs: 800_000_000n, active: true, axisMask: ALL, sentNs: 300_000_500n }],
+      [2, { t: 'grant', generation: 7n, deadlineNs: sent + 500_000_000n, active: true, axisMask: ALL, sentNs: sent }],
+      [6, { t: 'grant', generation: 7n, deadlineNs: sent + 900_000_000n, active: true, axisMask: ALL, sentNs: sent + 4_000_000n }],
     ],
-    60,
+    20,
+    { mode: 'realtime', spinNs: 0 },
   );
   const scan = scanForPacing(file);
+  expect(scan.header.clock).toBe('realtime');
+  let live = sent + 300_000_000_000n; // the live host clock, moved by hand
+  let published: FromCore | undefined;
+  const host = await pacedHost(file, scan, (m) => {
+    if (m.t === 'status') published = m;
+  });
+  try {
+    const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined, hostNs: () => live });
+    expect(p.advance(1000)).toBe('wait');
+    // the live service's acquire, with a deadline on its (live) clock: the core gets the recorded one
+    p.offer({ t: 'grant', generation: 42n, deadlineNs: live + 500_000_000n, active: true, axisMask: ALL, sentNs: live });
+    const acquired = live + 500_000_000n;
+    p.advance(3);
+    const status = () => {
+      host.core.publish(host.core.now);
+      return p.outward(published!) as Extract<FromCore, { t: 'status' }>;
+    };
+    live += 7_000n;
+    let st = status().status;
+    // the core's "now": the live time at which the replayed core publishes it
+    expect(st.now_ns).toBe(live);
+    // the core's grant receipt holds the recorded deadline; the live service sees the one it sent
+    expect(BigInt(String(host.core.grant.deadlineNs))).toBe(sent + 500_000_000n);
+    expect(st.grant_observation.DeadlineHostNs).toBe(acquired);
+    // an event's time: the live time at which the core sent it
+    live += 1_000n;
+    const ev = p.outward({ t: 'event', type: 'limit_reached', payload: { axis: 1, host_ns: host.core.now }, time_ns: host.core.now } as FromCore) as Extract<FromCore, { t: 'event' }>;
+    expect(ev.time_ns).toBe(live);
+    expect(ev.payload.host_ns).toBe(live);
+    // a recorded renewal's deadline (the live renewal never reaches the core): translated once, the same every time after
+    p.advance(100);
+    const renewed = status().status.grant_observation.DeadlineHostNs as bigint;
+    expect(BigInt(String(host.core.grant.deadlineNs))).toBe(sent + 900_000_000n);
+    expect(renewed > live).toBe(true);
+    live += 5_000_000n;
+    st = status().status;
+    expect(st.grant_observation.DeadlineHostNs).toBe(renewed);
+    expect(st.now_ns > renewed - 900_000_000n).toBe(true);
+    // no deadline is no deadline in any time base
+    expect((p.outward({ t: 'event', type: 'x', payload: { deadline_ns: 0n } } as unknown as FromCore) as Extract<FromCore, { t: 'event' }>).payload.deadline_ns).toBe(0n);
+  } finally {
+    await host.close();
+  }
+});
+
+test('two clocks: the pacer cues the live service where the replay met the live side (the start, a request handed over) and each pair it made, for the telemetry ring', async () => {
+  const file = tmp('two-clocks-cues.hilrec');
+  const sent = process.hrtime.bigint();
+  await recordStamped(
+    file,
+    [
+      [2, { t: 'grant', generation: 7n, deadlineNs: sent + 500_000_000n, active: true, axisMask: ALL, sentNs: sent }],
+      [6, { t: 'cmd', id: 1, op: 'enable', generation: 7n, axisMask: ALL, sentNs: sent + 1n }],
+    ],
+    20,
+    { mode: 'realtime', spinNs: 0 },
+  );
+  const scan = scanForPacing(file);
+  let live = sent + 300_000_000_000n;
   const cues: ServiceCue[] = [];
   const host = await pacedHost(file, scan);
   try {
-    new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) });
-    // the recorded deadlines themselves, not the cued clock plus a lease: the recorded service read its clock before it posted
-    expect(cues[0]).toMatchObject({ clockNs: 1_500n, acquires: [500_001_000n, 800_000_000n] });
+    const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m), hostNs: () => live });
+    const anchors = () => cues.flatMap((c) => c.anchors ?? []).map((a) => [a.recordedNs - BigInt(scan.header.t0_ns), a.liveNs - sent]);
+    const hostAt = (c: number) => BigInt(scan.times[c - 1]!); // the recorded host time of cycle c, from t0 (host clock: the frame time)
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(2);
+    // the start (the core's origin, a cycle before its first frame) and the hold at the grant (pacing
+    // counts from there too)
+    expect(anchors()).toEqual([[-1_000_000n, 300_000_000_000n], [hostAt(2), 300_000_000_000n]]);
+    live += 40_000_000n; // the live acquire comes 40 ms later
+    p.offer({ t: 'grant', generation: 42n, deadlineNs: live + 500_000_000n, active: true, axisMask: ALL, sentNs: live });
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(6);
+    // the acquire handed over at cycle 2, 40 ms later (for what the core did after it), then the hold at the enable
+    expect(anchors().slice(2)).toEqual([[hostAt(2), 300_040_000_000n], [hostAt(6), 300_040_000_000n]]);
+    expect(cues.flatMap((c) => c.pairs ?? [])).toEqual([[sent + 500_000_000n, live + 500_000_000n]]);
+    // still held: met again where it stands (the service keeps the last of one recorded time)
+    live += 5_000_000n;
+    expect(p.advance(1000)).toBe('wait');
+    expect(anchors().slice(4)).toEqual([[hostAt(6), 300_045_000_000n]]);
   } finally {
     await host.close();
+  }
+});
+
+test('two clocks: a stepped recording\'s core time is simulated, not host time: a publication\'s and an event\'s time go to the live service as recorded', async () => {
+  const file = tmp('two-clocks-stepped.hilrec');
+  await recordStamped(file, [[2, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }]], 10);
+  const scan = scanForPacing(file);
+  const host = await pacedHost(file, scan);
+  try {
+    const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined, hostNs: () => 1_000_000_000_000n });
+    p.advance(1000);
+    const ev = p.outward({ t: 'event', type: 'limit_reached', payload: { axis: 1 }, time_ns: host.core.now } as FromCore) as Extract<FromCore, { t: 'event' }>;
+    expect(ev.time_ns).toBe(host.core.now);
+  } finally {
+    await host.close();
+  }
+});
+
+test('format 2: a recorded lease expiry is cued early once every request recorded before it has been sent, and not before: on a host-clock recording with how long after the deadline it came, on a stepped one to end it now', async () => {
+  const D = 500_000_000n;
+  for (const clock of [{ mode: 'realtime', spinNs: 0 }, { mode: 'stepped' }] as ClockSpec[]) {
+    const file = tmp(`expiry-soon-${clock.mode}.hilrec`);
+    await recordStamped(
+      file,
+      [
+        [0, { t: 'grant', generation: 7n, deadlineNs: D, active: true, axisMask: ALL, sentNs: 1_000n }],
+        [5, { t: 'cmd', id: 1, op: 'enable', generation: 7n, axisMask: ALL, sentNs: 2_000n }],
+        [60, { t: 'cancel_home', sentNs: D + 3_000_000n, origin: 'lease_expired' }],
+        [60, { t: 'grant', generation: 7n, deadlineNs: 0n, active: false, axisMask: 0, sentNs: D + 3_000_001n, origin: 'lease_expired' }],
+      ],
+      200,
+      clock,
+    );
+    const scan = scanForPacing(file);
+    delete scan.hostTimes; // made-up stamps (see the test above)
+    const cues: ServiceCue[] = [];
+    const host = await pacedHost(file, scan);
+    try {
+      const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) });
+      const expiries = () => cues.filter((c) => c.expire).map((c) => c.expire);
+      expect(p.advance(1000)).toBe('wait'); // at the acquire
+      p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
+      expect(p.advance(2)).toBe('more');
+      expect(expiries()).toEqual([]); // the enable recorded before the expiry is not sent yet
+      p.offer({ t: 'cmd', id: 9, op: 'enable', generation: 42n, axisMask: ALL, sentNs: 78n });
+      expect(p.advance(2)).toBe('more');
+      expect(host.core.cycleCount).toBeLessThan(60);
+      // nothing the live side sends comes before the expiry now: cued
+      expect(expiries()).toEqual([clock.mode === 'realtime' ? { generation: 42n, lateNs: 3_000_000n } : { generation: 42n }]);
+      p.offer({ t: 'cancel_home', sentNs: 1n, origin: 'lease_expired' });
+      p.offer({ t: 'grant', generation: 42n, deadlineNs: 0n, active: false, axisMask: 0, sentNs: 2n, origin: 'lease_expired' });
+      while (p.advance(1000) === 'more');
+      expect(expiries()).toHaveLength(1); // the core never held there: no second cue
+      expect(p.finish()).toMatchObject({ divergence: null, requests_matched: 4, requests_unsent: 0, expiries_replayed: 1 });
+    } finally {
+      await host.close();
+    }
   }
 });
 
@@ -479,11 +614,11 @@ test('format 2 status reads: the core publishes at each recorded read\'s publica
     expect(published.filter((c) => c > 30n && c <= 33n)).toEqual([]);
     expect(published).toContain(30n);
     // the live test never makes this read: held for the bound of wall time, then given up
-    wall = 1_999;
+    wall = HOLD_BOUND_MS - 1;
     expect(p.advance(1000)).toBe('wait');
     flush();
     expect(host.core.cycleCount).toBe(33);
-    wall = 2_000;
+    wall = HOLD_BOUND_MS;
     expect(p.advance(1000)).toBe('wait');
     flush();
     expect(host.core.cycleCount).toBe(45);
@@ -538,28 +673,11 @@ test('format 2 status reads: a publication newer than a pending read\'s (the nex
     expect(host.core.cycleCount).toBe(40);
     // read 3 never made: what is kept back goes out when it is given up
     const before = sent.length;
-    wall = 2_000;
+    wall = HOLD_BOUND_MS;
     p.advance(1000);
     flush();
     expect(sent.length).toBeGreaterThan(before);
     expect(p.finish().holds_lost).toEqual([{ kind: 'status_read', cycle: 40, detail: 'publication of cycle 23' }]);
-  } finally {
-    await host.close();
-  }
-});
-
-test('format 2 on the host clock: the live service starts at the core\'s first frame when that is before the first request (a status read before the first grant shows an earlier time)', async () => {
-  const file = tmp('start-clock.hilrec');
-  const sent = process.hrtime.bigint() + 10_000_000_000n; // the first request posted well after the core started
-  await recordStamped(file, [[5, { t: 'grant', generation: 7n, deadlineNs: sent + 500_000_000n, active: true, axisMask: ALL, sentNs: sent }]], 10, { mode: 'realtime', spinNs: 0 });
-  const scan = scanForPacing(file);
-  expect(scan.header.clock).toBe('realtime');
-  const cues: ServiceCue[] = [];
-  const host = await pacedHost(file, scan);
-  try {
-    new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) });
-    expect(cues[0]).toMatchObject({ clockNs: BigInt(scan.header.t0_ns), hostClock: true, acquires: [sent + 500_000_000n] });
-    expect(cues[0]!.clockNs).toBeLessThan(sent);
   } finally {
     await host.close();
   }
@@ -597,10 +715,10 @@ test('format 2 telemetry polls: the core never runs past a recorded poll before 
     p.offer(poll);
     expect(p.advance(1000)).toBe('wait');
     expect(host.core.cycleCount).toBe(30);
-    wall = 1_999; // the last poll never comes: held for the bound, then given up
+    wall = HOLD_BOUND_MS - 1; // the last poll never comes: held for the bound, then given up
     expect(p.advance(1000)).toBe('wait');
     expect(host.core.cycleCount).toBe(30);
-    wall = 2_000;
+    wall = HOLD_BOUND_MS;
     expect(p.advance(1000)).toBe('end');
     expect(p.finish()).toMatchObject({ telemetry_reads: { recorded: 4, served: 3, missed: 1 }, divergence: null });
     // a hold the live service kept in vain (a fence decision) is reported beside the core's own

@@ -19,6 +19,7 @@ import type { BusDriver } from '../../drivers/bus.ts';
 import type { DivergenceReport } from '../../drivers/replay/driver.ts';
 import type { RecordingNote } from '../../drivers/replay/format.ts';
 import { compareNote, FenceMap, normalise, unstamped, withRecordedTimes, type HttpReply, type Mismatch } from './match.ts';
+import { HOST_TIME_FIELDS, PAYLOAD_HOST_TIME_FIELDS } from '../core/protocol.ts';
 import { paceMode, RunToCrash, type ModeCore, type PaceMode } from './modes.ts';
 import { withAnswerCycle, type PacingScan } from './scan.ts';
 import { answerCycles } from '../../drivers/replay/session.ts';
@@ -71,8 +72,9 @@ export interface PacedVerdict {
   renewals_replayed: number;
   live_renewals: number;
   /**
-   * Where the service's clock came from: 'recorded' (format 2: the recorded service time, and the service's
-   * own timed decisions retaken where recorded) or 'live' (format 1: the replaying machine's clock).
+   * Whether the service's own timed decisions followed the recording: 'recorded' (format 2: retaken where
+   * recorded; its clock is the live host clock all the same, docs/recording.md "Two clocks") or 'live'
+   * (format 1: nothing cued).
    */
   service_clock: 'recorded' | 'live';
   /** Lease expiries the recorded service decided, retaken by the live service at the recorded point. */
@@ -115,6 +117,8 @@ const LOOKAHEAD = 16;
 
 /** Host times of a jog session the core reports (its status's `jog`), in the time base of whoever sent them. */
 const JOG_STATUS_TIMES = ['SourceOriginHostNs', 'DeadlineHostNs', 'InputDeadlineHostNs'] as const;
+/** The parts of a status publication that carry host times (outward). */
+type CoreStatusTimes = { now_ns: bigint; grant_observation?: Record<string, unknown>; jog?: Record<string, unknown> };
 /** How many recorded-to-live host time pairs a replay keeps (a jog producer sends one per frame). */
 const HOST_PAIRS_KEPT = 4096;
 
@@ -123,18 +127,19 @@ export interface ServiceCue {
   t: 'replay_service';
   clockNs: bigint;
   hostClock: boolean;
-  expire?: { generation: bigint };
+  /** `lateNs`: end it not before that long after its live deadline (a host-clock recording); absent: now. */
+  expire?: { generation: bigint; lateNs?: bigint };
   fences?: string[];
   /** At start: how each of those decisions went ('ok' or the refusal label). */
   fenceOutcomes?: string[];
-  /** At start: the deadlines the recorded service gave its acquired grants, in order (see the constructor). */
-  acquires?: bigint[];
   /** At start: the publication cycle each recorded status read was served from, in order. */
   statusReads?: bigint[];
-  /** At start (format 3): the service's clock each recorded status read showed, by read. */
-  statusReadClocks?: bigint[];
   /** At start: how each of the recorded service's timed waits on the core ended (sims/service/replay-timing.ts CoreWaits). */
-  coreWaits?: Array<{ kind: string; outcome: string }>;
+  coreWaits?: Array<{ kind: string; outcome: string; cycle?: bigint }>;
+  /** Where the replay met the live side: the recorded host time the core had reached, at which live time (timesCue). */
+  anchors?: Array<{ recordedNs: bigint; liveNs: bigint }>;
+  /** Recorded host times and the live ones the live side sent for them (timesCue). */
+  pairs?: Array<[bigint, bigint]>;
 }
 
 
@@ -161,7 +166,7 @@ export class ReplayPacer {
   /** Per recorded request: a lease renewal (same generation, activity and axes as the grant before it). */
   private readonly renewal: boolean[];
   private lastLiveGrant: ReturnType<typeof grantKey> = null;
-  /** Format 2: the service's clock and timed decisions follow the recording (see syncService). */
+  /** Format 2: the service's timed decisions follow the recording (see syncService); its clock is the live one. */
   private readonly serviceLog: boolean;
   private readonly hostClock: boolean;
   private cueNs = -1n;
@@ -175,6 +180,8 @@ export class ReplayPacer {
    */
   private mode: PaceMode;
   private readonly wallMs: () => number;
+  /** The live host monotonic clock (the live service's: ReplayedTiming.now), injectable for tests. */
+  private readonly hostNs: () => bigint;
   /** The core as the mode sees it (its cycle count and the answers it has sent). */
   private readonly modeCore: ModeCore = ((p: ReplayPacer) => ({
     get cycleCount(): number {
@@ -218,9 +225,10 @@ export class ReplayPacer {
   constructor(
     private readonly host: PacedCore,
     readonly scan: PacingScan,
-    private readonly o: { file: string; mode: string; reportFile?: string; toService?: (m: ServiceCue) => void; speed?: number | null; wallMs?: () => number },
+    private readonly o: { file: string; mode: string; reportFile?: string; toService?: (m: ServiceCue) => void; speed?: number | null; wallMs?: () => number; hostNs?: () => bigint },
   ) {
     this.wallMs = o.wallMs ?? (() => performance.now());
+    this.hostNs = o.hostNs ?? (() => process.hrtime.bigint());
     const points = (this.points = readSyncPoints(scan, o.toService !== undefined));
     const lost = (h: LostHold) => this.lostHolds.push(h);
     this.reads = new BoundedHold('status_read', points.statusReads.map((r) => r.cycle), this.wallMs, lost);
@@ -233,10 +241,9 @@ export class ReplayPacer {
     this.mode = paceMode({ steps: points.steps, speed: o.speed ?? null, times: scan.times, wallMs: this.wallMs });
     this.renewal = points.requests.map((r) => r.renewal);
     if (this.serviceLog && o.toService) {
-      // The service starts at the recorded time of its first message, with the recorded order of its fences;
-      // on a recording made on the host clock, at the core's first frame if that is earlier: a status read
-      // before the first grant must not show a time after the grant's (the acquire's deadline is the
-      // recorded one, see `acquires`, and the test compares it with the time it read before).
+      // The first cue: the recorded order of the service's fences, its status reads and waits, and where the
+      // recorded clock starts (the first message's time, or the core's first frame on a host-clock recording
+      // if that is earlier; informative, the service runs on the live clock: docs/recording.md "Two clocks").
       const first = scan.requests.length ? BigInt(scan.requests[0]!.sent_ns!) : BigInt(scan.header.t0_ns);
       const t0 = BigInt(scan.header.t0_ns);
       this.cueNs = this.hostClock && t0 < first ? t0 : first;
@@ -247,11 +254,11 @@ export class ReplayPacer {
         hostClock: this.hostClock,
         fences: points.fences.map((f) => f.op),
         fenceOutcomes: points.fences.map((f) => f.outcome),
-        ...(points.acquires.length ? { acquires: points.acquires } : {}),
         ...(reads.length ? { statusReads: reads.map((r) => BigInt(r.published)) } : {}),
-        ...(reads.length && reads.every((r) => r.clockNs !== undefined) ? { statusReadClocks: reads.map((r) => r.clockNs!) } : {}),
-        ...(points.coreWaits.length ? { coreWaits: points.coreWaits.map(({ kind, outcome }) => ({ kind, outcome })) } : {}),
+        ...(points.coreWaits.length ? { coreWaits: points.coreWaits.map(({ kind, outcome, cycle }) => ({ kind, outcome, ...(cycle !== undefined ? { cycle } : {}) })) } : {}),
       });
+      // The start is where the replay first meets the live side (the pacing counts from it).
+      this.anchorHere();
     }
   }
 
@@ -273,12 +280,12 @@ export class ReplayPacer {
       if (note.t === 'hold_lost' && note.kind) this.lostHolds.push({ kind: note.kind, cycle: this.host.core.cycleCount, ...(note.detail ? { detail: note.detail } : {}) });
       if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'telemetry_read') {
         this.polls.serve();
-        this.mode.met();
+        this.meet();
       }
       if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'status_read') {
         // The live service served a status read: the next recorded one is done, and the replay met the live side.
         this.reads.serve();
-        this.mode.met();
+        this.meet();
       }
       return;
     }
@@ -334,37 +341,77 @@ export class ReplayPacer {
     if (recorded === live) return;
     if (this.liveHostTimes.size >= HOST_PAIRS_KEPT) this.liveHostTimes.delete(this.liveHostTimes.keys().next().value!);
     this.liveHostTimes.set(recorded, live);
+    if (this.pendingPairs.length < HOST_PAIRS_KEPT) this.pendingPairs.push([recorded, live]);
   }
 
   /**
-   * A message of the core's on its way to the live service, with the host times that came from the live
-   * side put back into its time base: the jog session's times in a status publication, and the input
-   * deadline of a jog_expired event (its `host_ns`, the core's time at expiry, moved by as much: after the
-   * deadline when recorded, after it on the live side too). Everything else goes as the core sent it.
+   * The live host time a host time of the replayed core stands for (docs/recording.md "Two clocks"). The
+   * replaying service runs on the live host clock, the core on the recorded one: a time the live side sent
+   * goes back as the one it sent (the pairs above: an acquire's deadline, a jog session's times); any other
+   * is moved by as much as the live clock is ahead of the recorded host time the core has reached now, so
+   * the core's "now" is the live time at which the replayed core did it. A time later than that (a deadline
+   * the recording gave, a recorded renewal's) is kept as first translated, so it reads the same every time.
+   * 0 (no deadline) stays 0.
+   */
+  private liveNs(t: bigint): bigint {
+    if (t === 0n) return 0n;
+    const paired = this.liveHostTimes.get(t);
+    if (paired !== undefined) return paired;
+    const recordedNow = this.recordedHostNs();
+    const live = t + (this.hostNs() - recordedNow);
+    if (t > recordedNow) this.pairHostTime(t, live);
+    return live;
+  }
+
+  /** The recorded host time the core has reached (RecordedClock.hostNs; the core's time without one). */
+  private recordedHostNs(): bigint {
+    const clock = this.host.clock as { hostNs?: unknown } | undefined;
+    return typeof clock?.hostNs === 'bigint' ? clock.hostNs : this.host.core.now;
+  }
+
+  /** `fields` of `o` that hold host times, translated (liveNs); `o` itself when none is. */
+  private liveFields<T extends Record<string, unknown>>(o: T, fields: readonly string[]): T {
+    let out: T | null = null;
+    for (const k of fields) {
+      const v = o[k];
+      if (typeof v !== 'bigint') continue;
+      const live = this.liveNs(v);
+      if (live === v) continue;
+      out ??= { ...o };
+      (out as Record<string, unknown>)[k] = live;
+    }
+    return out ?? o;
+  }
+
+  /**
+   * A message of the core's on its way to the live service, with its host times in the live service's
+   * time base (liveNs): a status publication's time (on a recording made on the host clock, where the
+   * core's time is host time), its grant receipt's deadline and its jog session's times; an event's time
+   * and the host times in its payload. A jog_expired event's `host_ns` (the core's time at expiry) moves
+   * by as much as its input deadline: after the deadline when recorded, after it on the live side too.
+   * Everything else goes as the core sent it. A stepped or fast recording's core time is simulated, not
+   * host time: it stays as recorded (the step replies carry the same).
    */
   outward<M>(m: M): M {
-    if (this.liveHostTimes.size === 0) return m;
-    const msg = m as { t?: string; status?: { jog?: Record<string, unknown> }; type?: string; payload?: Record<string, unknown> };
-    if (msg.t === 'status' && msg.status?.jog) {
-      const jog = { ...msg.status.jog };
-      let changed = false;
-      for (const k of JOG_STATUS_TIMES) {
-        const live = typeof jog[k] === 'bigint' ? this.liveHostTimes.get(jog[k] as bigint) : undefined;
-        if (live !== undefined) {
-          jog[k] = live;
-          changed = true;
-        }
-      }
-      return changed ? ({ ...msg, status: { ...msg.status, jog } } as M) : m;
+    const msg = m as { t?: string; status?: CoreStatusTimes; type?: string; payload?: Record<string, unknown>; time_ns?: bigint };
+    if (msg.t === 'status' && msg.status) {
+      const st = msg.status;
+      const now = this.hostClock ? this.liveNs(st.now_ns) : st.now_ns;
+      const grant = st.grant_observation ? this.liveFields(st.grant_observation, HOST_TIME_FIELDS) : st.grant_observation;
+      const jog = st.jog ? this.liveFields(st.jog, JOG_STATUS_TIMES) : st.jog;
+      if (now === st.now_ns && grant === st.grant_observation && jog === st.jog) return m;
+      return { ...msg, status: { ...st, now_ns: now, grant_observation: grant, jog } } as M;
     }
-    if (msg.t === 'event' && msg.type === 'jog_expired' && typeof msg.payload?.input_deadline_host_ns === 'bigint') {
-      const rec = msg.payload.input_deadline_host_ns;
-      const live = this.liveHostTimes.get(rec);
-      if (live === undefined) return m;
-      const payload = { ...msg.payload, input_deadline_host_ns: live, ...(typeof msg.payload.host_ns === 'bigint' ? { host_ns: msg.payload.host_ns + (live - rec) } : {}) };
-      return { ...msg, payload } as M;
-    }
-    return m;
+    if (msg.t !== 'event') return m;
+    const time = this.hostClock && typeof msg.time_ns === 'bigint' ? this.liveNs(msg.time_ns) : msg.time_ns;
+    let payload = msg.payload;
+    if (payload && msg.type === 'jog_expired' && typeof payload.input_deadline_host_ns === 'bigint') {
+      const rec = payload.input_deadline_host_ns;
+      const live = this.liveNs(rec);
+      payload = { ...payload, input_deadline_host_ns: live, ...(typeof payload.host_ns === 'bigint' ? { host_ns: payload.host_ns + (live - rec) } : {}) };
+    } else if (payload) payload = this.liveFields(payload, PAYLOAD_HOST_TIME_FIELDS);
+    if (time === msg.time_ns && payload === msg.payload) return m;
+    return { ...msg, ...(time !== undefined ? { time_ns: time } : {}), ...(payload ? { payload } : {}) } as M;
   }
 
   /**
@@ -469,6 +516,53 @@ export class ReplayPacer {
    * 'pace' (paced replay only): the next cycle is due in `pauseMs` of wall time.
    */
   advance(budget: number): 'more' | 'wait' | 'end' | 'pace' {
+    const s = this.run(budget);
+    this.timesCue();
+    this.cueExpiry();
+    return s;
+  }
+
+  /** Where the replay met the live side since the last cue (meet), one per recorded host time. */
+  private pendingAnchors: Array<{ recordedNs: bigint; liveNs: bigint }> = [];
+  /** Pairs (recorded, live) not yet cued. */
+  private pendingPairs: Array<[bigint, bigint]> = [];
+
+  /**
+   * The replay met the live side (modes.ts `met`: from here recorded and wall time run together again), and
+   * the live service is told where: the recorded host time the core has reached, at which live time (an
+   * anchor, docs/recording.md "Two clocks"). Between two meetings the paced core keeps recorded and live
+   * time together by construction, so the service moves a record's time by the last anchor's difference
+   * and the times between records stay the recorded ones.
+   */
+  private meet(): void {
+    this.mode.met();
+    this.anchorHere();
+  }
+
+  private anchorHere(): void {
+    const a = { recordedNs: this.recordedHostNs(), liveNs: this.hostNs() };
+    const last = this.pendingAnchors.at(-1);
+    // Met again without a cycle in between (held, then the request handed over): the last one counts.
+    if (last && last.recordedNs === a.recordedNs) last.liveNs = a.liveNs;
+    else this.pendingAnchors.push(a);
+  }
+
+  /**
+   * Cue the live service the anchor and the pairs made since the last cue (it translates the telemetry ring
+   * with them: sims/service/replay-timing.ts HostTimeMap). Format 2 and later with a live service only (a
+   * format 1 replay cues nothing).
+   */
+  private timesCue(): void {
+    if (!this.serviceLog || !this.o.toService) return;
+    if (!this.pendingAnchors.length && !this.pendingPairs.length) return;
+    const pairs = this.pendingPairs;
+    const anchors = this.pendingAnchors;
+    this.pendingPairs = [];
+    this.pendingAnchors = [];
+    this.o.toService({ t: 'replay_service', clockNs: this.cueNs, hostClock: this.hostClock, ...(anchors.length ? { anchors } : {}), ...(pairs.length ? { pairs } : {}) });
+  }
+
+  private run(budget: number): 'more' | 'wait' | 'end' | 'pace' {
     const reqs = this.scan.requests;
     for (let n = 0; ; n++) {
       const c = this.host.core.cycleCount;
@@ -484,12 +578,12 @@ export class ReplayPacer {
           this.handOver(reqs[j]!, this.assigned.get(j));
           this.assigned.delete(j);
           // The replay met the live side here: the recorded time from now on is counted from this point.
-          this.mode.met();
+          this.meet();
         } else if (!this.first) {
           this.syncService(j);
           if (this.mayPublish()) this.host.core.publish(this.host.core.now);
           // Held for the live side: recorded and wall time line up again when it arrives.
-          this.mode.met();
+          this.meet();
           return 'wait';
         }
         this.nextRequest++;
@@ -624,11 +718,12 @@ export class ReplayPacer {
   }
 
   /**
-   * Format 2: tell the live service where the recorded service's clock was, and retake its timed decisions.
-   * Waiting at recorded request `waitingFor`, the clock is the time the recorded service sent it; a request
-   * the recorded service sent because a lease ran out is cued (the live service ends that grant now, and
-   * sends the same requests). Otherwise, on a recording made on the host clock, the clock follows the
-   * recorded time of the core's last cycle. Never moves back.
+   * Format 2: retake the recorded service's timed decisions: a request the recorded service sent because a
+   * lease ran out is cued (the live service ends that grant now, not before its live deadline, and sends
+   * the same requests). The cue also says where the recorded clock is (waiting at recorded request
+   * `waitingFor`, the time the recorded service sent it; else, on a recording with host times, the
+   * recorded host time of the core's last cycle; never moving back): informative, since the service runs
+   * on the live host clock (docs/recording.md "Two clocks").
    */
   private syncService(waitingFor: number | null): void {
     if (!this.serviceLog || !this.o.toService) return;
@@ -641,10 +736,9 @@ export class ReplayPacer {
       // A lease_expiry sync point: cue the live service to take the recorded service's decision here.
       if (p.kind === 'lease_expiry' && !this.cued.has(waitingFor)) {
         for (let k = waitingFor; k < points.length && points[k]!.kind === 'lease_expiry' && points[k]!.cycle === p.cycle; k++) this.cued.add(k);
-        const g = points.slice(waitingFor).find((x) => x.kind === 'lease_expiry' && (x.note.data as { t?: string }).t === 'grant')?.note;
-        const recorded = String((g?.data as { generation?: unknown } | undefined)?.generation ?? '0');
-        expire = { generation: BigInt(this.fences.live('generation', recorded) ?? recorded) };
-        this.expiries++;
+        // On a host-clock recording not before the live deadline (lateNs 0); on a stepped or fast one now.
+        expire = { ...this.expiryOf(waitingFor), ...(this.hostClock ? { lateNs: 0n } : {}) };
+        if (!this.soon.has(waitingFor)) this.expiries++;
       }
     } else if (this.hostClock || this.scan.hostTimes) {
       // The recorded host time of the core's last cycle: its frame time on the host clock, else kept beside it.
@@ -655,6 +749,44 @@ export class ReplayPacer {
     if (clock <= this.cueNs && !expire) return;
     if (clock > this.cueNs) this.cueNs = clock;
     this.o.toService({ t: 'replay_service', clockNs: this.cueNs, hostClock: this.hostClock, ...(expire ? { expire } : {}) });
+  }
+
+  /** The live generation whose lease the recorded expiry at request `j` ended (its grant message's). */
+  private expiryOf(j: number): { generation: bigint } {
+    const points = this.points.requests;
+    const g = points.slice(j).find((x) => x.kind === 'lease_expiry' && (x.note.data as { t?: string }).t === 'grant')?.note;
+    const recorded = String((g?.data as { generation?: unknown } | undefined)?.generation ?? '0');
+    return { generation: BigInt(this.fences.live('generation', recorded) ?? recorded) };
+  }
+
+  /** Recorded lease expiries cued before the core reached them (cueExpiry), by request index. */
+  private readonly soon = new Set<number>();
+
+  /**
+   * A recorded lease expiry that nothing the live side sends comes before any more (every request recorded
+   * before it has been matched) is cued at once, with how long after the grant's deadline the recorded
+   * service ended it (`lateNs`, sync-points.ts): the live service ends the grant then on its own clock,
+   * never before its deadline, instead of where the replayed core reaches it, which a loaded machine can
+   * delay (suites/grant/grant.test.ts "a lease left to run out ...": 51 ms after a 40 ms lease's deadline
+   * where the test allows a few round trips). Not before: on a replay slower than its recording the live
+   * deadline passes before the test has sent what was recorded before the expiry (suites/jog/jog.test.ts
+   * "lease lost during a jog ...": its jog frames and steps), which must reach the core first. The
+   * lease_expired messages then come early and are handed over at their recorded cycle. On a stepped or
+   * fast recording the expiry is tied to the test's steps, not to the live clock: the cue ends it at once
+   * (its live deadline may still lie ahead when the live test steps faster than the recorded one:
+   * suites/jog/jog.test.ts "lease lost during a jog ..." sent one more jog frame than recorded, waiting).
+   */
+  private cueExpiry(): void {
+    if (this.first || !this.serviceLog || !this.o.toService) return;
+    const points = this.points.requests;
+    let j = this.nextRequest;
+    while (j < points.length && (this.renewal[j] || this.assigned.has(j))) j++;
+    const p = points[j];
+    if (!p || p.kind !== 'lease_expiry' || p.lateNs === undefined || this.cued.has(j) || this.soon.has(j)) return;
+    for (let k = j; k < points.length && points[k]!.kind === 'lease_expiry' && points[k]!.cycle === p.cycle; k++) this.soon.add(k);
+    this.expiries++;
+    // A stepped or fast recording's expiry is tied to the test's steps, not to the live clock: ended now.
+    this.o.toService({ t: 'replay_service', clockNs: this.cueNs, hostClock: this.hostClock, expire: { ...this.expiryOf(j), ...(this.hostClock ? { lateNs: p.lateNs } : {}) } });
   }
 
   verdict(): PacedVerdict {

@@ -1,7 +1,7 @@
 // The grant authority with a controllable clock: the fence table of docs/profile.md row by row,
 // including the stopping rows that a conformance run can only reach in a race.
 
-import { expect, test } from 'vitest';
+import { expect, test, vi } from 'vitest';
 import { Authority, type Grant } from './authority.ts';
 import { Refusal, type Request } from './envelope.ts';
 
@@ -113,7 +113,6 @@ test('replaying a format 2 recording: the lease never runs out on the service cl
       get leaseOnClock() {
         return !replaying;
       },
-      acquireDeadline: () => undefined,
       fenced: (op, outcome) => void fenced.push(`${op}:${outcome}`),
       expiredAtFence: () => false,
       grantEnded: () => void ended++,
@@ -147,23 +146,68 @@ test('replaying a format 2 recording: the lease never runs out on the service cl
   expect(ended).toBe(3);
 });
 
-test('replaying: an acquire takes the deadline the recorded service gave it (the hook), else now + lease', () => {
-  const now = 1_000_000_000n;
-  const recorded = [1_499_590_412n];
-  const a = new Authority(binding, 500n, {
-    now: () => now,
-    daemonIncarnation: () => 'd',
-    event: () => undefined,
-    nativeGrant: () => undefined,
-    timing: { leaseOnClock: false, acquireDeadline: () => recorded.shift(), fenced: () => undefined, expiredAtFence: () => false, grantEnded: () => undefined },
-  });
-  const first = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}');
-  expect((first.body.data as { deadline_host_ns: bigint }).deadline_host_ns).toBe(1_499_590_412n);
-  expect(a.current?.deadlineNs).toBe(1_499_590_412n);
-  a.release(a.current!);
-  // the recorded list is used up: the deadline is the clock's
-  const second = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}');
-  expect((second.body.data as { deadline_host_ns: bigint }).deadline_host_ns).toBe(now + 500n * 1_000_000n);
+test('replaying: an expiry the timing cues before the grant\'s deadline (on the live clock) ends the grant at the deadline, not before', async () => {
+  vi.useFakeTimers();
+  try {
+    let now = 1_000_000_000n;
+    const events: Array<[string, bigint]> = [];
+    const a = new Authority(binding, 500n, {
+      now: () => now,
+      daemonIncarnation: () => 'd',
+      event: (type) => void events.push([type, now]),
+      nativeGrant: () => undefined,
+      timing: { leaseOnClock: false, fenced: () => undefined, expiredAtFence: () => false, grantEnded: () => undefined },
+    });
+    const r = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}');
+    const g = r.body.data as { generation: bigint; deadline_host_ns: bigint };
+    expect(g.deadline_host_ns).toBe(now + 500_000_000n); // the acquire's deadline is the service's clock plus the lease
+    now = g.deadline_host_ns - 2_500_000n; // the cue comes 2.5 ms before the live deadline
+    expect(a.expireGeneration(g.generation, 0n)).toBe(true);
+    expect(a.current?.generation).toBe(g.generation);
+    now = g.deadline_host_ns - 100n; // the timer fired a little early: look again
+    await vi.advanceTimersByTimeAsync(3);
+    expect(a.current?.generation).toBe(g.generation);
+    now = g.deadline_host_ns;
+    await vi.advanceTimersByTimeAsync(1);
+    expect(a.current).toBeNull();
+    expect(events).toEqual([['grant_acquired', 1_000_000_000n], ['grant_expired', g.deadline_host_ns]]);
+  } finally {
+    vi.useRealTimers();
+  }
+});
+
+test('replaying: an expiry cued before the core reached it, with the recorded 3 ms after the deadline, ends the grant 3 ms after its live deadline (as renewals moved it)', async () => {
+  vi.useFakeTimers();
+  try {
+    let now = 1_000_000_000n;
+    const events: Array<[string, bigint]> = [];
+    const a = new Authority(binding, 500n, {
+      now: () => now,
+      daemonIncarnation: () => 'd',
+      event: (type) => void events.push([type, now]),
+      nativeGrant: () => undefined,
+      timing: { leaseOnClock: false, fenced: () => undefined, expiredAtFence: () => false, grantEnded: () => undefined },
+    });
+    const r = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}');
+    const g = r.body.data as { generation: bigint; deadline_host_ns: bigint };
+    expect(a.expireGeneration(g.generation, 3_000_000n)).toBe(true);
+    now = g.deadline_host_ns - 100_000_000n;
+    a.renew(a.current!); // a live renewal after the cue: 400 ms later
+    const deadline = a.current!.deadlineNs;
+    expect(deadline).toBe(g.deadline_host_ns + 400_000_000n);
+    now = g.deadline_host_ns + 3_000_000n; // the first deadline plus 3 ms: the renewal moved it
+    await vi.advanceTimersByTimeAsync(500);
+    expect(a.current?.generation).toBe(g.generation);
+    now = deadline + 2_900_000n;
+    await vi.advanceTimersByTimeAsync(400);
+    expect(a.current?.generation).toBe(g.generation);
+    now = deadline + 3_000_000n;
+    await vi.advanceTimersByTimeAsync(3);
+    expect(a.current).toBeNull();
+    expect(events.at(-1)).toEqual(['grant_expired', deadline + 3_000_000n]);
+  } finally {
+    vi.useRealTimers();
+  }
 });
 
 test('replaying: where the recorded service found the lease run out at a fence check (release answered expired), the live one ends it there too, before deciding', () => {
@@ -174,7 +218,7 @@ test('replaying: where the recorded service found the lease run out at a fence c
     daemonIncarnation: () => 'd',
     event: (type) => events.push(type),
     nativeGrant: () => undefined,
-    timing: { leaseOnClock: false, acquireDeadline: () => undefined, fenced: () => undefined, expiredAtFence: (op) => recorded[op] === 'expired', grantEnded: () => undefined },
+    timing: { leaseOnClock: false, fenced: () => undefined, expiredAtFence: (op) => recorded[op] === 'expired', grantEnded: () => undefined },
   });
   const g = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}').body.data as { session: string; generation: bigint };
   expect(label(() => a.fence('halt', g.session, g.generation))).toBe('ok');

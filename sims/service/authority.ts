@@ -62,7 +62,7 @@ const EXPIRED_OPS = new Set(['renew', 'release', 'stop']);
 const SESSION_RE = /^[0-9a-f]{64}$/;
 
 /** What the authority asks of the service's timing (timing.ts). */
-export type AuthorityTiming = Pick<ServiceTiming, 'leaseOnClock' | 'acquireDeadline' | 'fenced' | 'expiredAtFence' | 'grantEnded'>;
+export type AuthorityTiming = Pick<ServiceTiming, 'leaseOnClock' | 'fenced' | 'expiredAtFence' | 'grantEnded'>;
 
 export interface AuthorityHooks {
   now(): bigint;
@@ -73,7 +73,7 @@ export interface AuthorityHooks {
   nativeGrant(g: Grant | null, why?: SessionEnd): void;
   /**
    * The service's timed decisions (timing.ts ServiceTiming): whether a lease runs out by the service's
-   * own clock, an acquire's deadline, every fence decision in order. Omitted: the live ones, which record nothing.
+   * own clock, every fence decision in order. Omitted: the live ones, which record nothing.
    */
   timing?: AuthorityTiming;
 }
@@ -167,10 +167,30 @@ export class Authority {
     this.timing.grantEnded();
   }
 
-  /** The service's timing says the lease of generation `generation` ran out here (timing.ts onExpiry). */
-  expireGeneration(generation: bigint): boolean {
-    if (this.current?.generation !== generation) return false;
-    this.end('expired', 'grant_expired');
+  /**
+   * The service's timing says the lease of generation `generation` ran out (timing.ts onExpiry). `lateNs`
+   * undefined: end it now (a recording on the stepped or fast clock: the expiry is tied to the test's
+   * steps, not to the live clock). Else not before `lateNs` after its deadline on the service's clock (as
+   * renewals moved it): a recorded service ends a lease at or after its deadline, and on a replay of a
+   * host-clock recording the deadline is on the live clock while the cue comes where the recorded core was,
+   * which can be a little earlier (the replayed core got the acquire sooner after the service took it than
+   * the recorded one did); ending it then would publish grant_expired before deadline_host_ns (document 1
+   * part 4: the lease runs out at the deadline). A cue given before the core reached the expiry carries how
+   * long after its deadline the recorded service ended it, so the grant ends that long after, however far
+   * behind the replayed core is. The replayed core waits at the recorded expiry until the service sends it
+   * (docs/recording.md "Two clocks").
+   */
+  expireGeneration(generation: bigint, lateNs?: bigint): boolean {
+    const g = this.current;
+    if (g?.generation !== generation) return false;
+    const expire = (): void => {
+      if (this.current !== g) return;
+      const early = lateNs === undefined ? 0n : g.deadlineNs + lateNs - this.hooks.now();
+      // a timer may fire a little before the monotonic deadline: look again
+      if (early > 0n) setTimeout(expire, Number((early + 999_999n) / 1_000_000n)).unref();
+      else this.end('expired', 'grant_expired');
+    };
+    expire();
     return true;
   }
 
@@ -211,7 +231,7 @@ export class Authority {
       controller,
       binding: this.binding,
       leaseMs: lease,
-      deadlineNs: this.timing.acquireDeadline() ?? now + lease * 1_000_000n,
+      deadlineNs: now + lease * 1_000_000n,
       stopping: false,
       daemonIncarnation: this.hooks.daemonIncarnation(),
       cache: new RetryCache(),
@@ -226,6 +246,7 @@ export class Authority {
     this.hooks.nativeGrant(grant);
     return reply;
   }
+
 
   /**
    * Check the fence of a fenced operation and return the current grant. Throws the refusal the profile's

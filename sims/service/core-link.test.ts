@@ -94,6 +94,23 @@ test('status reads on a paced replay: each read takes the next recorded publicat
     expect(link.status!.cycle).toBe(5n);
   }));
 
+test('a replayed wait for a fresh publication ends with the publication the recorded wait got, even one the link already has, and never an older one', () =>
+  withLink(async (link, inner) => {
+    const status = (cycle: bigint) => inner.onMessage({ t: 'status', status: { ...link.status!, cycle, now_ns: 1n } });
+    inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], coreWaits: [{ kind: 'status', outcome: 'ok', cycle: 125n }, { kind: 'status', outcome: 'ok', cycle: 140n }] });
+    status(125n); // the replayed core published it before the live service began to wait
+    const first = await link.nextStatus(1000);
+    expect(first?.cycle).toBe(125n);
+    let got: bigint | undefined;
+    const second = link.nextStatus(1000).then((s) => (got = s?.cycle));
+    status(130n); // older than the one the recorded wait got
+    await new Promise((r) => setTimeout(r, 20));
+    expect(got).toBeUndefined();
+    status(140n);
+    await second;
+    expect(got).toBe(140n);
+  }));
+
 test('a status read served before the core published anything is no sync point on a replay (the recording could not note it): it takes no recorded read', () =>
   withLink(async (link, inner, posted, t) => {
     inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], statusReads: [5n, 7n] });
@@ -122,13 +139,13 @@ test('the service\'s answers are noted only on a recorded or replayed run: opera
     ]);
   }));
 
-test('status reads on a format 3 replay show the recorded service clock: the clock moves on to it (never back) as the read is served', () =>
+test('status reads on a replay show the live host clock, not the clock the recorded reads showed (docs/recording.md "Two clocks")', () =>
   withLink(async (link, inner, _posted, t) => {
-    inner.onMessage({ t: 'replay_service', clockNs: 1_000n, hostClock: false, fences: [], statusReads: [5n, 7n], statusReadClocks: [9_000n, 2_000n] });
+    inner.onMessage({ t: 'replay_service', clockNs: 1_000n, hostClock: false, fences: [], statusReads: [5n, 7n] });
     expect(t.nextStatusReadCycle()).toBe(5n);
-    expect(link.serviceNow()).toBe(9_000n); // the recorded read showed 9000
-    expect(t.nextStatusReadCycle()).toBe(7n);
-    expect(link.serviceNow()).toBe(9_001n); // 2000 is behind: a monotonic clock does not go back
+    const before = process.hrtime.bigint();
+    const now = link.serviceNow();
+    expect(now >= before && now <= process.hrtime.bigint()).toBe(true);
   }));
 
 test('a core restart records (or replays) the next incarnation in a file of its own, and a crash writes the recording out first', async () => {
@@ -172,3 +189,26 @@ test('each core incarnation of a replay cues the service afresh: status reads st
     expect(t.nextStatusReadCycle()).toBe(3n);
     expect(t.nextStatusReadCycle()).toBeUndefined();
   }));
+
+test('a paced replay\'s core is ready only once the pacer has cued the service: nothing the service serves of that incarnation goes unheld or unnoted', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hil-core-link-'));
+  const path = join(dir, 't.hilrec');
+  try {
+    // A recorded session with the service's stamps (format 3): the core link stamps what it posts.
+    const rec = new CoreLink(MACHINE, { driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0, record: { path } });
+    await rec.start();
+    await rec.step(3);
+    await rec.shutdown();
+    const timing = new ReplayedTiming();
+    const link = new CoreLink(MACHINE, { driver: 'replay', driverParams: { file: path, mode: 'strict' }, clock: { mode: 'recorded', steps: true }, captureRetentionMs: 0, replayPace: { verdictFile: join(dir, 'verdict.json') } }, timing);
+    try {
+      await link.start();
+      // At once, before any other message of the core's is handled: an HTTP request can come right now.
+      expect(timing.replaying).toBe(true);
+    } finally {
+      await link.shutdown();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -299,6 +299,13 @@ export class CoreLink extends EventEmitter {
    */
   nextStatus(timeoutMs: number, kind: string | null = 'status'): Promise<CoreStatus | undefined> {
     const wait = this.timing.coreWait(kind, timeoutMs);
+    const at = wait.atLeast;
+    // A replay whose recorded wait got a publication this link already has (the replayed core ran ahead of
+    // the live service): that one, as when recorded (timing.ts CoreWait.atLeast).
+    if (at !== undefined && this.status && this.status.cycle >= at) {
+      wait.done('ok', this.status.cycle);
+      return Promise.resolve(this.status);
+    }
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.off('status', on);
@@ -306,11 +313,13 @@ export class CoreLink extends EventEmitter {
         resolve(undefined);
       }, wait.ms);
       const on = (s: CoreStatus) => {
+        if (at !== undefined && s.cycle < at) return; // older than the one the recorded wait got
+        this.off('status', on);
         clearTimeout(timer);
-        wait.done('ok');
+        wait.done('ok', s.cycle);
         resolve(s);
       };
-      this.once('status', on);
+      this.on('status', on);
     });
   }
 

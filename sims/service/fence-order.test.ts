@@ -69,3 +69,27 @@ test('replay: a decision held for recorded ones the live run never takes goes on
   f.passed('halt', 'ok');
   expect(f.gate('enable')).toBeNull();
 });
+
+test('replay across a core restart: decisions taken after the log ran out count against the next incarnation\'s log when it is loaded, so the one after them is not held', async () => {
+  vi.useFakeTimers();
+  const lost: string[] = [];
+  const f = new FenceOrder(undefined, (op) => lost.push(op));
+  f.load(['home']);
+  f.passed('home', 'ok');
+  // the core dies; the test's cleanup release is decided before the next incarnation's pacer cues its log
+  expect(f.gate('release')).toBeNull();
+  f.passed('release', 'daemon_restarted');
+  f.load(['release', 'stop']);
+  expect(f.gate('stop')).toBeNull();
+  f.passed('stop', 'daemon_restarted');
+  expect(lost).toEqual([]);
+  // a decision not in the next log is no recorded one: it does not take the place of another
+  f.load(['halt']);
+  f.passed('halt', 'ok');
+  f.passed('enable', 'ok');
+  f.load(['release', 'stop']);
+  const held = f.gate('stop');
+  expect(held).not.toBeNull();
+  await vi.advanceTimersByTimeAsync(FENCE_HOLD_MS);
+  expect(lost).toEqual(['stop']);
+});

@@ -4,7 +4,9 @@
 // expiry at a fence check, and the live timing that holds and notes nothing on a run that does not record.
 
 import { afterEach, expect, test, vi } from 'vitest';
-import { REPLAY_WAIT_MS, ReplayedTiming } from './replay-timing.ts';
+import { HostTimeMap, REPLAY_WAIT_MS, ReplayedTiming } from './replay-timing.ts';
+import { liveRecords } from './telemetry.ts';
+import { AX, axisOffset, encodeBatchHeader, HEADER_BYTES, REC, RECORD_BYTES } from '../core/capture/layout.ts';
 import { LiveTiming, type TimingLink } from './timing.ts';
 
 afterEach(() => vi.useRealTimers());
@@ -42,10 +44,11 @@ test('a decision recorded as refused for a lease already gone waits until the li
 
 test('the pacer\'s expiry cue reaches the listener the service set (it ends the grant of that generation)', () => {
   const { t } = replayed(true, [], []);
-  const expired: bigint[] = [];
-  t.onExpiry((g) => void expired.push(g));
+  const expired: Array<[bigint, bigint | undefined]> = [];
+  t.onExpiry((g, late) => void expired.push([g, late]));
   t.cue({ t: 'replay_service', clockNs: 5n, hostClock: false, expire: { generation: 7n } });
-  expect(expired).toEqual([7n]);
+  t.cue({ t: 'replay_service', clockNs: 5n, hostClock: false, expire: { generation: 8n, lateNs: 3_000_000n } });
+  expect(expired).toEqual([[7n, undefined], [8n, 3_000_000n]]);
 });
 
 test('nothing waits: before a cue, another session, a recorded ok, no such decision recorded, a session already ended, or a decision refused for another reason', () => {
@@ -75,6 +78,17 @@ test('a cued expiry that never comes: the decision goes on after the replay boun
   expect(lost()).toEqual(['lease_expiry:arm']);
 });
 
+test('the replaying service runs on the live host clock whatever the recorded clock the pacer cues: a client compares its host times with its own (a renewed deadline between its readings around the call)', () => {
+  const { t } = replayed(true, [], []);
+  t.cue({ t: 'replay_service', clockNs: 5_000n, hostClock: true }); // the recording's clock, minutes behind
+  const before = process.hrtime.bigint();
+  const now = t.now();
+  const after = process.hrtime.bigint();
+  expect(now >= before && now <= after).toBe(true);
+  expect(t.coreOnServiceClock).toBe(true); // the core's time, on a host-clock recording, is host time (translated by the pacer)
+  expect(t.leaseOnClock).toBe(false); // the lease still runs out only where the recording says
+});
+
 test('a recorded expiry at a fence check: only the decision the recording answered expired, and only once cued; the lease then runs out only where cued', () => {
   const before = replayed(false, ['halt', 'release'], ['ok', 'expired']).t;
   expect(before.expiredAtFence('release')).toBe(false);
@@ -87,14 +101,14 @@ test('a recorded expiry at a fence check: only the decision the recording answer
   expect(t.expiredAtFence('release')).toBe(false);
 });
 
-test('the live timing: host clock, nothing held, no recorded deadline; notes only when recording, never renewals', () => {
+test('the live timing: host clock, nothing held; notes only when recording, never renewals', () => {
   const notes: unknown[] = [];
   const link: TimingLink = { status: undefined, statusFrom: async () => true, note: (d) => void notes.push(d) };
   const plain = new LiveTiming(false);
   plain.attach(link);
   const a = plain.now();
   expect(plain.now()).toBeGreaterThanOrEqual(a);
-  expect([plain.fenceTurn(), plain.expiryTurn(), plain.statusTurn(), plain.acquireDeadline(), plain.expiredAtFence(), plain.leaseOnClock]).toEqual([null, null, undefined, undefined, false, true]);
+  expect([plain.fenceTurn(), plain.expiryTurn(), plain.statusTurn(), plain.expiredAtFence(), plain.leaseOnClock]).toEqual([null, null, undefined, false, true]);
   plain.fenced('halt', 'ok');
   plain.replied({ status: 200, body: { operation: 'enable' } });
   plain.statusRead(3n, 9n);
@@ -121,4 +135,69 @@ test('the live timing: host clock, nothing held, no recorded deadline; notes onl
     { t: 'telemetry_read' },
     { t: 'core_wait', kind: 'inject', outcome: 'timeout' },
   ]);
+});
+
+test('host times of the replayed core in the live time base (HostTimeMap): moved by the last meeting\'s difference, so the times between records stay the recorded ones; a held cycle before the hold\'s end; a time the live side sent as sent; 0 as 0', () => {
+  const m = new HostTimeMap();
+  expect(m.live(1_000n, true)).toBe(1_000n); // no anchor yet: as recorded
+  const L = process.hrtime.bigint() - 10_000_000_000n; // live times in the past of the live clock
+  m.anchor(1_000_000n, L); // the start: the core at recorded 1 ms at live L
+  m.anchor(5_000_000n, L + 9_000_000n); // held at recorded 5 ms; a status read served there at L+9 ms ...
+  m.anchor(5_000_000n, L + 30_000_000n); // ... and the request it waited for handed over at L+30 ms (the last counts)
+  expect(m.live(3_000_000n, true)).toBe(L + 2_000_000n);
+  expect(m.live(5_000_000n, true)).toBe(L + 4_000_000n); // the held cycle ran before the hold
+  expect(m.live(5_001_000n, true)).toBe(L + 30_001_000n); // after it: from where the hold ended
+  expect(m.live(7_000_000n, true) - m.live(5_001_000n, true)).toBe(1_999_000n); // the recorded spacing
+  expect(m.live(500_000n, true)).toBe(L - 500_000n); // before the first anchor: its difference
+  expect(m.live(0n, false)).toBe(0n);
+  m.pair(9_500_000_000n, 123n);
+  expect(m.live(9_500_000_000n, false)).toBe(123n); // a deadline the live side sent
+  // a time the core has reached is never later than the live clock; a deadline may lie ahead
+  const ahead = 20_000_000_000n;
+  expect(m.live(5_000_000n + ahead, true) <= process.hrtime.bigint()).toBe(true);
+  expect(m.live(5_000_000n + ahead, false)).toBe(L + 30_000_000n + ahead);
+});
+
+test('telemetry on a replay (liveRecords): each record\'s grant and jog deadlines always, its time and the axes\' feedback times only when the core\'s time is host time; other fields untouched', () => {
+  const axes = 2;
+  const batch = new Uint8Array(HEADER_BYTES + 2 * RECORD_BYTES);
+  encodeBatchHeader({ adapter_incarnation: 'a'.repeat(32), daemon_incarnation: 'b'.repeat(32), machine_sha256: 'c'.repeat(64), deployment_sha256: 'd'.repeat(64), cycle_period_ns: 1_000_000n, first_sequence: 1n, last_sequence: 2n, dropped: 0n, axis_count: axes, record_count: 2 }, batch);
+  const dv = new DataView(batch.buffer);
+  const at = (r: number, off: number) => HEADER_BYTES + r * RECORD_BYTES + off;
+  for (const r of [0, 1]) {
+    dv.setBigUint64(at(r, REC.t_ns), 100n + BigInt(r), true);
+    dv.setBigUint64(at(r, REC.grant_deadline_host_ns), 500n, true);
+    dv.setBigUint64(at(r, REC.jog_input_deadline_host_ns), 0n, true);
+    dv.setBigUint64(at(r, REC.cycle), 7n, true);
+    for (let a = 0; a < axes; a++) dv.setBigUint64(at(r, axisOffset(a) + AX.pdo_observed_time_ns), 90n, true);
+  }
+  const copy = batch.slice();
+  const shift = { coreTimeIsHost: true, live: (t: bigint, past: boolean) => (t === 0n ? 0n : t + (past ? 1_000n : 2_000n)) };
+  liveRecords(batch, shift);
+  for (const r of [0, 1]) {
+    expect(dv.getBigUint64(at(r, REC.t_ns), true)).toBe(1_100n + BigInt(r));
+    expect(dv.getBigUint64(at(r, REC.grant_deadline_host_ns), true)).toBe(2_500n);
+    expect(dv.getBigUint64(at(r, REC.jog_input_deadline_host_ns), true)).toBe(0n);
+    expect(dv.getBigUint64(at(r, REC.cycle), true)).toBe(7n);
+    for (let a = 0; a < axes; a++) expect(dv.getBigUint64(at(r, axisOffset(a) + AX.pdo_observed_time_ns), true)).toBe(1_090n);
+  }
+  expect(dv.getBigUint64(at(1, axisOffset(axes) + AX.pdo_observed_time_ns), true)).toBe(0n); // no axis beyond axis_count
+  expect(batch.subarray(0, HEADER_BYTES)).toEqual(copy.subarray(0, HEADER_BYTES));
+  // a stepped core's own time is simulated: only the deadlines (host times from the service) move
+  const stepped = copy.slice();
+  liveRecords(stepped, { ...shift, coreTimeIsHost: false });
+  const sv = new DataView(stepped.buffer);
+  expect(sv.getBigUint64(at(0, REC.t_ns), true)).toBe(100n);
+  expect(sv.getBigUint64(at(0, REC.grant_deadline_host_ns), true)).toBe(2_500n);
+  expect(sv.getBigUint64(at(0, axisOffset(0) + AX.pdo_observed_time_ns), true)).toBe(90n);
+});
+
+test('a cue\'s anchor and pairs reach the replaying timing\'s host times; a live timing has none (the live path translates nothing)', () => {
+  const { t } = replayed(false, [], []);
+  expect(t.hostTimes).toBeNull();
+  expect(new LiveTiming().hostTimes).toBeNull();
+  t.cue({ t: 'replay_service', clockNs: 1n, hostClock: true, anchors: [{ recordedNs: 1_000n, liveNs: 5_000n }], pairs: [[77n, 99n]] });
+  expect(t.hostTimes!.coreTimeIsHost).toBe(true);
+  expect(t.hostTimes!.live(77n, false)).toBe(99n);
+  expect(t.hostTimes!.live(1_500n, false)).toBe(5_500n);
 });

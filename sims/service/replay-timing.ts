@@ -1,11 +1,14 @@
 // The service's timing on a paced replay (timing.ts ServiceTiming; docs/recording.md "The service side"):
-// the recorded service clock and the recorded decisions, built from the pacer's cues the core link relays
-// (FromCore 'replay_service', sims/replay/pacer.ts). Until the first cue (and on a recording without one,
-// format 1) it is the host clock with nothing held, as LiveTiming. A hold it keeps in vain is told to the
-// pacer as a lost hold (sims/replay/sync-points.ts), so the harness ends the test in ERROR rather than
-// judging the target on an order the replay did not keep.
+// the live host clock and the recorded decisions, built from the pacer's cues the core link relays
+// (FromCore 'replay_service', sims/replay/pacer.ts). The clock is the live one because a client compares
+// the service's host times with its own (document 1: deadline_host_ns is a host monotonic time); the
+// replayed core runs on the recorded clock, and host times are translated where they cross between the two
+// (sims/replay/pacer.ts `outward`, docs/recording.md "Two clocks"). Until the first cue (and on a recording
+// without one, format 1) nothing is held, as LiveTiming. A hold it keeps in vain is told to the pacer as a
+// lost hold (sims/replay/sync-points.ts), so the harness ends the test in ERROR rather than judging the
+// target on an order the replay did not keep.
 
-import { replyNote, UNORDERED, type ServiceTiming, type TimingCue, type TimingLink, type WaitOutcome } from './timing.ts';
+import { replyNote, UNORDERED, type CoreWait, type HostTimes, type ServiceTiming, type TimingCue, type TimingLink, type WaitOutcome } from './timing.ts';
 
 /** How long a status read waits for the publication its recording was served from (wall ms). */
 const STATUS_READ_WAIT_MS = 3_000;
@@ -16,14 +19,10 @@ export type HoldKind = 'fence' | 'publication' | 'core_wait' | 'lease_expiry';
 
 export class ReplayedTiming implements ServiceTiming {
   private link?: TimingLink;
-  /**
-   * The recorded service time the replay has reached (set by the pacer's cues, never moving back), else
-   * null and the host clock is used. Every read moves it on by at least a nanosecond, as a monotonic clock
-   * does, so two reads never give the same deadline.
-   */
-  private clock: bigint | null = null;
+  /** A cue came: the service's own timed decisions come from the recording (its clock stays the host's). */
+  private cued = false;
   private hostClock = false;
-  private expired?: (generation: bigint) => void;
+  private expired?: (generation: bigint, lateNs?: bigint) => void;
   /** Decisions waiting for a cued lease expiry: each looks again when a grant ends. */
   private expiryWaiters = new Set<() => void>();
 
@@ -31,15 +30,12 @@ export class ReplayedTiming implements ServiceTiming {
   readonly fenceOrder: FenceOrder;
   /** The service's timed waits on the core: noted into a recording, bounded by the recorded outcome. */
   readonly coreWaits: CoreWaits;
-  /** The lease deadlines the recorded service gave its acquires, in order (taken one by one). */
-  private acquireDeadlines: bigint[] = [];
   /**
    * Status reads as sync points (docs/recording.md "Status reads"): the publication cycle each recorded
-   * GET /v1/status served, and (format 3) the service's clock it showed; read k is served from the
-   * publication of the same cycle (the paced core holds there until the read is noted).
+   * GET /v1/status served; read k is served from the publication of the same cycle (the paced core holds
+   * there until the read is noted).
    */
   private statusReads: bigint[] = [];
-  private statusReadClocks: bigint[] = [];
   private statusReadsTaken = 0;
 
   /** `record`: this replay is itself recorded (its decisions noted as LiveTiming's are). */
@@ -64,22 +60,33 @@ export class ReplayedTiming implements ServiceTiming {
 
   /** True once a cue came: the service's time and its own timed decisions come from the recording. */
   get replaying(): boolean {
-    return this.clock !== null;
+    return this.cued;
   }
 
+  /**
+   * The live host clock, as LiveTiming's: what a client compares the service's host times with (a renewed
+   * deadline between its own readings before and after the call). The recorded core's times reach the
+   * service already translated into this clock (pacer.ts `outward`).
+   */
   now(): bigint {
-    if (this.clock === null) return process.hrtime.bigint();
-    return ++this.clock;
+    return process.hrtime.bigint();
   }
+  /** On a recording made on the host clock the core's time is host time: the service's, once translated. */
   get coreOnServiceClock(): boolean {
-    return this.clock !== null && this.hostClock;
+    return this.cued && this.hostClock;
   }
-  /** The lease runs out where the recording says (onExpiry), never by the recorded clock, which moves in jumps. */
+  /** Filled from the pacer's cues (anchors and pairs). */
+  private readonly times = new HostTimeMap();
+  /** The core's host times in the live time base (the telemetry ring: docs/recording.md "Two clocks"). */
+  get hostTimes(): HostTimes | null {
+    return this.cued ? this.times : null;
+  }
+  /**
+   * The lease runs out where the recording says (onExpiry), never by the service's clock: the core, held
+   * and paced on the recorded clock, must see the expiry at its recorded cycle.
+   */
   get leaseOnClock(): boolean {
-    return this.clock === null;
-  }
-  acquireDeadline(): bigint | undefined {
-    return this.acquireDeadlines.shift();
+    return !this.cued;
   }
 
   fenceTurn(op: string): Promise<void> | null {
@@ -90,7 +97,7 @@ export class ReplayedTiming implements ServiceTiming {
   }
   /** The recorded service found the lease run out at this very decision (its lazy check; its timer had not fired). */
   expiredAtFence(op: string): boolean {
-    return this.clock !== null && this.fenceOrder.recordedOutcome(op) === 'expired';
+    return this.cued && this.fenceOrder.recordedOutcome(op) === 'expired';
   }
 
   /**
@@ -104,7 +111,7 @@ export class ReplayedTiming implements ServiceTiming {
    */
   expiryTurn(op: string, session: string | undefined, generation: bigint | undefined, authority: { readonly current: { session: string; generation: bigint; stopping: boolean } | null }): Promise<void> | null {
     const g = authority.current;
-    if (this.clock === null || session === undefined || !g || g.session !== session || g.generation !== generation || g.stopping) return null;
+    if (!this.cued || session === undefined || !g || g.session !== session || g.generation !== generation || g.stopping) return null;
     const recorded = this.fenceOrder.recordedOutcome(op);
     if (recorded === undefined || !GRANT_GONE.has(recorded)) return null;
     return new Promise<void>((resolve) => {
@@ -126,15 +133,11 @@ export class ReplayedTiming implements ServiceTiming {
   grantEnded(): void {
     for (const look of [...this.expiryWaiters]) look();
   }
-  onExpiry(listener: (generation: bigint) => void): void {
+  onExpiry(listener: (generation: bigint, lateNs?: bigint) => void): void {
     this.expired = listener;
   }
 
-  /**
-   * The publication cycle the recorded service served its next status read from, if any. A format 3
-   * recording also says what its clock showed then: the clock is moved on to it, so the read shows the
-   * recorded time (a deadline read earlier lies as far ahead of it as it did).
-   */
+  /** The publication cycle the recorded service served its next status read from, if any. */
   nextStatusReadCycle(): bigint | undefined {
     // A read served before the core published anything (a stepped core before its first step) is not noted
     // when recorded (statusRead has no cycle to note): it is no sync point on a replay either, and must not
@@ -143,9 +146,6 @@ export class ReplayedTiming implements ServiceTiming {
     const k = this.statusReadsTaken;
     if (k >= this.statusReads.length) return undefined;
     this.statusReadsTaken++;
-    const clock = this.statusReadClocks[k];
-    // now() moves on by a nanosecond before it answers: the read then shows the recorded value.
-    if (clock !== undefined && this.clock !== null && clock - 1n > this.clock) this.clock = clock - 1n;
     return this.statusReads[k];
   }
   statusTurn(): Promise<unknown> | undefined {
@@ -161,15 +161,15 @@ export class ReplayedTiming implements ServiceTiming {
   }
   /** Told to the pacer, which compares it with the recorded answer (docs/recording.md "The service's replies"). */
   replied(reply: { status: number; body: Record<string, unknown> }): void {
-    if (!(this.record || this.clock !== null)) return;
+    if (!(this.record || this.cued)) return;
     const note = replyNote(reply);
     if (note) this.link?.note(note);
   }
   /** Told to the pacer, which holds the core where the recorded poll was noted until the live one is. */
   telemetryRead(): void {
-    if (this.record || this.clock !== null) this.link?.note({ t: 'telemetry_read' });
+    if (this.record || this.cued) this.link?.note({ t: 'telemetry_read' });
   }
-  coreWait(kind: string | null, ms: number): { ms: number; done: (outcome: WaitOutcome) => void } {
+  coreWait(kind: string | null, ms: number): CoreWait {
     return this.coreWaits.begin(kind, ms);
   }
 
@@ -178,20 +178,21 @@ export class ReplayedTiming implements ServiceTiming {
       // A pacer's first cue (each core incarnation of a replay has its own recording and pacer): what the
       // recorded service did during that incarnation, from its start.
       this.fenceOrder.load(m.fences, m.fenceOutcomes);
-      this.acquireDeadlines = [...(m.acquires ?? [])];
       this.statusReads = [...(m.statusReads ?? [])];
-      this.statusReadClocks = [...(m.statusReadClocks ?? [])];
       this.statusReadsTaken = 0;
       this.coreWaits.load(m.coreWaits ?? []);
     }
+    this.cued = true;
     this.hostClock = m.hostClock;
-    if (this.clock === null || m.clockNs > this.clock) this.clock = m.clockNs;
-    if (m.expire) this.expired?.(m.expire.generation);
+    this.times.coreTimeIsHost = m.hostClock;
+    for (const a of m.anchors ?? []) this.times.anchor(a.recordedNs, a.liveNs);
+    for (const [rec, live] of m.pairs ?? []) this.times.pair(rec, live);
+    if (m.expire) this.expired?.(m.expire.generation, m.expire.lateNs);
   }
 
   /** A hold kept in vain, told to the pacer (only once a cue came: a live run holds nothing). */
   holdLost(kind: HoldKind, detail: string): void {
-    if (this.clock === null) return;
+    if (!this.cued) return;
     this.link?.note({ t: 'hold_lost', kind, detail });
   }
 }
@@ -216,6 +217,12 @@ export class FenceOrder {
   private taken: boolean[] = [];
   private cursor = 0;
   private waiters: Array<{ at: number; go: () => void }> = [];
+  /**
+   * Decisions taken after every recorded one of the loaded log was taken: they belong to the next core
+   * incarnation's log, which the next pacer cues only once its core is up (load). A test's cleanup after a
+   * simulated crash (release, stop) can be decided in between; its recording has them first.
+   */
+  private beyond: string[] = [];
   /** Fence decisions held (replay) and held until the timeout (a live run that differs from the recording). */
   held = 0;
   timedOut = 0;
@@ -236,6 +243,12 @@ export class FenceOrder {
     this.outcomes = outcomes && outcomes.length === ops.length ? outcomes.filter((_, i) => keep[i]) : [];
     this.taken = this.log.map(() => false);
     this.cursor = 0;
+    // What was decided since the previous log ran out is this log's first decisions (each matched in order
+    // within the look-ahead, as passed() would have): without this the next decision waited for them in
+    // vain (suites/machine/home-bound.test.ts "transport loss ...": stop held 2 s for the release before it).
+    const early = this.beyond;
+    this.beyond = [];
+    for (const op of early) this.passed(op, '');
   }
 
   /** Replay: how the recorded service decided the next decision of `op` (undefined: not recorded). */
@@ -297,6 +310,10 @@ export class FenceOrder {
       this.note?.({ t: 'fence', op, outcome });
       return;
     }
+    if (this.cursor >= this.log.length) {
+      if (this.beyond.length < LOOKAHEAD) this.beyond.push(op);
+      return;
+    }
     const k = this.find(op);
     if (k < 0) return;
     this.taken[k] = true;
@@ -324,42 +341,113 @@ export class FenceOrder {
 export const REPLAY_WAIT_MS = 10_000;
 
 export class CoreWaits {
-  private recorded: Map<string, WaitOutcome[]> | null = null;
+  private recorded: Map<string, Array<{ outcome: WaitOutcome; cycle?: bigint }>> | null = null;
 
   /**
    * `note`: a recorded service notes each outcome; `lost`: a replaying service reports a wait that ran out
    * although the recorded one was answered.
    */
   constructor(
-    private readonly note?: (data: { t: 'core_wait'; kind: string; outcome: WaitOutcome }) => void,
+    private readonly note?: (data: { t: 'core_wait'; kind: string; outcome: WaitOutcome; cycle?: string }) => void,
     private readonly lost?: (kind: string) => void,
   ) {}
 
-  /** Replay: the recorded outcomes, in order (kind and outcome per wait). */
-  load(waits: ReadonlyArray<{ kind: string; outcome: string }>): void {
+  /** Replay: the recorded outcomes, in order (kind and outcome per wait, and the publication a status wait got). */
+  load(waits: ReadonlyArray<{ kind: string; outcome: string; cycle?: bigint }>): void {
     this.recorded = new Map();
     for (const w of waits) {
       const q = this.recorded.get(w.kind) ?? [];
-      q.push(w.outcome === 'timeout' ? 'timeout' : 'ok');
+      q.push({ outcome: w.outcome === 'timeout' ? 'timeout' : 'ok', ...(w.cycle !== undefined ? { cycle: w.cycle } : {}) });
       this.recorded.set(w.kind, q);
     }
   }
 
   /**
-   * Start a wait of `kind` with its own bound `ms`: returns the bound to use and the function to call with
-   * the outcome (exactly once).
+   * Start a wait of `kind` with its own bound `ms`: returns the bound to use, the function to call with the
+   * outcome (exactly once) and, on a replay of a status wait, the publication cycle that ends it.
    */
-  begin(kind: string | null, ms: number): { ms: number; done: (outcome: WaitOutcome) => void } {
+  begin(kind: string | null, ms: number): CoreWait {
     // Waits a client makes on its own wall-clock timer (renewals, jog updates) and the service's own polls
     // come in another number on every run: neither noted nor held (as timing.ts UNORDERED).
     if (kind === null) return { ms, done: () => undefined };
-    if (!this.recorded) return { ms, done: (outcome) => this.note?.({ t: 'core_wait', kind, outcome }) };
+    if (!this.recorded) return { ms, done: (outcome, cycle) => this.note?.({ t: 'core_wait', kind, outcome, ...(cycle !== undefined ? { cycle: cycle.toString() } : {}) }) };
     const want = this.recorded.get(kind)?.shift();
     return {
-      ms: want === 'ok' ? Math.max(ms, REPLAY_WAIT_MS) : ms,
+      ms: want?.outcome === 'ok' ? Math.max(ms, REPLAY_WAIT_MS) : ms,
       done: (outcome) => {
-        if (want === 'ok' && outcome === 'timeout') this.lost?.(kind);
+        if (want?.outcome === 'ok' && outcome === 'timeout') this.lost?.(kind);
       },
+      ...(want?.outcome === 'ok' && want.cycle !== undefined ? { atLeast: want.cycle } : {}),
     };
+  }
+}
+
+// Recorded host times to live ones on the service's side (docs/recording.md "Two clocks"), for what the
+// service serves without the core's messages in between: the telemetry capture ring. The pacer
+// (sims/replay/pacer.ts) cues where the replay met the live side, the recorded host time the core had
+// reached and the live time then (anchors: between two meetings the paced core keeps both clocks together),
+// and each recorded host time the live side sent, with the live one (pairs: an acquire's deadline).
+
+/** Anchors kept (one per meeting of the replay with the live side: a request handed over, a read served). */
+const ANCHORS_KEPT = 65_536;
+/** Pairs kept (the pacer sends one per live host time it replaced: a jog producer's frames). */
+const PAIRS_KEPT = 4096;
+
+export class HostTimeMap implements HostTimes {
+  coreTimeIsHost = false;
+  private recorded: bigint[] = [];
+  private liveAt: bigint[] = [];
+  private readonly pairs = new Map<bigint, bigint>();
+
+  /** The replay met the live side with the core at recorded host time `recordedNs`, at live time `liveNs`. */
+  anchor(recordedNs: bigint, liveNs: bigint): void {
+    const n = this.recorded.length;
+    // Met again without running a cycle (a read served, then a request handed over): the last one counts.
+    if (n > 0 && this.recorded[n - 1] === recordedNs) {
+      this.liveAt[n - 1] = liveNs;
+      return;
+    }
+    if (n >= ANCHORS_KEPT) {
+      this.recorded.splice(0, n / 2);
+      this.liveAt.splice(0, n / 2);
+    }
+    this.recorded.push(recordedNs);
+    this.liveAt.push(liveNs);
+  }
+
+  pair(recordedNs: bigint, liveNs: bigint): void {
+    if (this.pairs.size >= PAIRS_KEPT) this.pairs.delete(this.pairs.keys().next().value!);
+    this.pairs.set(recordedNs, liveNs);
+  }
+
+  /**
+   * A time the live side sent: the one it sent. Otherwise moved by the difference of the last meeting
+   * before it (the first one's for a time before any): what the core did after a meeting it did paced
+   * from there, so the times between two records stay exactly the recorded ones (a test evaluates a
+   * trajectory at the records' times); the cycle a hold stood at belongs to the stretch before the hold.
+   * A time the core has reached (`past`) is never later than the live clock.
+   */
+  live(t: bigint, past: boolean): bigint {
+    if (t === 0n) return 0n;
+    const paired = this.pairs.get(t);
+    if (paired !== undefined) return paired;
+    const R = this.recorded;
+    const n = R.length;
+    if (n === 0) return t;
+    // j: the first anchor at or after t (anchors are in recorded order); the one before it is in force
+    let lo = 0;
+    let hi = n;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (R[mid]! < t) lo = mid + 1;
+      else hi = mid;
+    }
+    const i = lo === 0 ? 0 : lo - 1;
+    let v = t + (this.liveAt[i]! - R[i]!);
+    if (past) {
+      const now = process.hrtime.bigint();
+      if (v > now) v = now;
+    }
+    return v;
   }
 }

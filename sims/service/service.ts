@@ -176,7 +176,7 @@ export class ControlService {
       }),
     );
     o.core.on('stop_drained', () => this.authority.drained());
-    timing.onExpiry((generation) => void this.authority.expireGeneration(generation));
+    timing.onExpiry((generation, lateNs) => void this.authority.expireGeneration(generation, lateNs));
     o.core.on('exit', (why: string) => this.onCoreExit(why));
     this.views = {
       machine: m,

@@ -21,10 +21,11 @@
 import { gzip } from 'node:zlib';
 import { promisify } from 'node:util';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { encodeBatchHeader, HEADER_BYTES, MAX_BATCH_RECORDS } from '../core/capture/layout.ts';
+import { AX, axisOffset, encodeBatchHeader, HEADER_BYTES, MAX_BATCH_RECORDS, REC, RECORD_BYTES } from '../core/capture/layout.ts';
 import { CaptureCursorError, CaptureReader } from '../core/capture/reader.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import type { CoreLink } from './core-link.ts';
+import type { HostTimes } from './timing.ts';
 import { Refusal } from './envelope.ts';
 import { CursorError, parseAfterCursor } from '../primitives.ts';
 
@@ -113,7 +114,13 @@ export class TelemetryEndpoints {
       throw e;
     }
     if (out === 'busy') throw new BusyRefusal();
-    return out;
+    return this.live(out);
+  }
+
+  /** A batch with the replayed core's host times in the service's time base (a paced replay only). */
+  private live(b: Uint8Array): Uint8Array {
+    const times = this.ctx.core.timing.hostTimes;
+    return times ? liveRecords(b, times) : b;
   }
 
   private fail(res: ServerResponse, e: unknown): void {
@@ -216,7 +223,7 @@ export class TelemetryEndpoints {
         throw e;
       }
       // A torn ring on an established stream is an empty batch with an unchanged cursor (part 7).
-      write(b === 'busy' ? emptyBatch() : b);
+      write(b === 'busy' ? emptyBatch() : this.live(b));
     };
 
     res.on('drain', onDrain);
@@ -236,6 +243,33 @@ export class TelemetryEndpoints {
 }
 
 /** telemetry_busy: the ring header stayed torn over 16 samples; the reply carries Retry-After 1. */
+/** Record fields that carry host times whatever the core's clock (its grant and jog deadlines come from the service). */
+const HOST_FIELDS = [REC.grant_deadline_host_ns, REC.jog_input_deadline_host_ns];
+
+/**
+ * On a paced replay the replayed core writes its records on the recorded clock, which the service does not
+ * serve (docs/recording.md "Two clocks"): each record's host times are put into the live time base in the
+ * batch (a copy of the ring's bytes) before it is sent, so a client compares them with Status, events and
+ * its own clock as on a live run (suites/observation/units.test.ts: telemetry t_ns, a grant's deadline and
+ * a mark's event time in request order). A live run never calls this.
+ */
+export function liveRecords(batch: Uint8Array, times: HostTimes): Uint8Array {
+  const dv = new DataView(batch.buffer, batch.byteOffset, batch.byteLength);
+  const count = dv.getUint32(268, true);
+  const axes = dv.getUint32(264, true);
+  const fix = (at: number, past: boolean) => dv.setBigUint64(at, times.live(dv.getBigUint64(at, true), past), true);
+  for (let r = 0; r < count; r++) {
+    const base = HEADER_BYTES + r * RECORD_BYTES;
+    for (const f of HOST_FIELDS) fix(base + f, false);
+    if (!times.coreTimeIsHost) continue;
+    // On the core's own clock: host time only on a recording made on the host clock (the calibration
+    // audit times are never written by this core: left as they are).
+    fix(base + REC.t_ns, true);
+    for (let a = 0; a < axes; a++) fix(base + axisOffset(a) + AX.pdo_observed_time_ns, true);
+  }
+  return batch;
+}
+
 class BusyRefusal extends Refusal {
   constructor() {
     super(409, 'telemetry_busy', 'ring header torn over 16 samples; retry the same cursor');

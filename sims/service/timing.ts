@@ -1,7 +1,7 @@
 // The service's clock and its timed decisions, behind one interface (issue 24 "Session replay as one
 // component"; docs/recording.md "The service side"). Every part of the service that reads time or takes a
 // decision a paced replay must retake where the recording took it asks a ServiceTiming: the clock, the
-// lease deadline of an acquire, the order of fence decisions, a lease expiry, the publication a status read
+// order of fence decisions, a lease expiry, the publication a status read
 // is served from, how long a wait on the core may take. The composition root (sims/main.ts) picks the
 // implementation once: LiveTiming here (host clock, every decision taken at once, notes when recording) or
 // ReplayedTiming (replay-timing.ts: the recorded clock and decisions the pacer cues through the core link).
@@ -34,11 +34,40 @@ export type TimingCue = Extract<FromCore, { t: 'replay_service' }>;
 /** The outcome of one of the service's timed waits on the core. */
 export type WaitOutcome = 'ok' | 'timeout';
 
+/** A timed wait on the core as the service starts it (timing.ts ServiceTiming.coreWait). */
+export interface CoreWait {
+  /** The bound to use (wall ms). */
+  ms: number;
+  /** Call exactly once with the outcome, and for a wait for a status publication the cycle it got. */
+  done: (outcome: WaitOutcome, cycle?: bigint) => void;
+  /**
+   * Replay, a wait for a fresh status publication: the recorded wait got the publication of this cycle, so
+   * any publication of at least this cycle ends it, even one that came before the wait began (the core ran
+   * ahead of the live service), and none older does (docs/recording.md "The service side").
+   */
+  atLeast?: bigint;
+}
+
+
 /** A grant as a hold on a lease expiry needs to see it (authority.ts Grant). */
 interface HeldGrant {
   session: string;
   generation: bigint;
   stopping: boolean;
+}
+
+/**
+ * Host times of a replayed core in the live service's time base (docs/recording.md "Two clocks"): what the
+ * service serves without the core's messages in between, the telemetry capture ring, is translated here.
+ */
+export interface HostTimes {
+  /**
+   * The live host time recorded host time `t` stands for (0 stays 0). `past`: a time the core has already
+   * reached (a record's time), never later than the live clock; else a deadline, which may lie ahead.
+   */
+  live(t: bigint, past: boolean): bigint;
+  /** The core's own time is host time (a recording made on the host clock); else it is simulated. */
+  readonly coreTimeIsHost: boolean;
 }
 
 export interface ServiceTiming {
@@ -50,8 +79,8 @@ export interface ServiceTiming {
   readonly coreOnServiceClock: boolean;
   /** True when a lease runs out by the service's own clock and timer; false when a recording says where. */
   readonly leaseOnClock: boolean;
-  /** The deadline the next acquire gets when a recording says it (undefined: now + lease). */
-  acquireDeadline(): bigint | undefined;
+  /** The core's host times in the service's time base, when they differ (a paced replay); else null. */
+  readonly hostTimes: HostTimes | null;
   /** Before a fence decision of `op`: a promise to await first, or null to decide at once. */
   fenceTurn(op: string): Promise<void> | null;
   /** After a fence decision of `op`: 'ok' or the refusal label. */
@@ -65,8 +94,11 @@ export interface ServiceTiming {
   expiryTurn(op: string, session: string | undefined, generation: bigint | undefined, authority: { readonly current: HeldGrant | null }): Promise<void> | null;
   /** The authority ended its grant (a hold on an expiry looks again). */
   grantEnded(): void;
-  /** Where the recording let the lease of `generation` run out, the service ends it (set once). */
-  onExpiry(listener: (generation: bigint) => void): void;
+  /**
+   * Where the recording let the lease of `generation` run out, the service ends it (set once): now, or with
+   * `lateNs`, not before that long after its deadline on the service's clock (authority.ts expireGeneration).
+   */
+  onExpiry(listener: (generation: bigint, lateNs?: bigint) => void): void;
   /** Before a status read: a promise to await for the publication to serve it from, or undefined. */
   statusTurn(): Promise<unknown> | undefined;
   /** A status read was served from the publication of `cycle`, showing the service's clock at `nowNs`. */
@@ -79,7 +111,7 @@ export interface ServiceTiming {
    * Start a timed wait of `kind` on the core with its own bound `ms` (kind null: a poll, never noted nor
    * held): the bound to use and the function to call with the outcome, exactly once.
    */
-  coreWait(kind: string | null, ms: number): { ms: number; done: (outcome: WaitOutcome) => void };
+  coreWait(kind: string | null, ms: number): CoreWait;
   /** A cue from the pacer, relayed by the core link. */
   cue(m: TimingCue): void;
 }
@@ -104,6 +136,7 @@ export class LiveTiming implements ServiceTiming {
   private link?: TimingLink;
   readonly coreOnServiceClock = false;
   readonly leaseOnClock = true;
+  readonly hostTimes = null;
 
   constructor(private readonly record = false) {}
 
@@ -112,9 +145,6 @@ export class LiveTiming implements ServiceTiming {
   }
   now(): bigint {
     return process.hrtime.bigint();
-  }
-  acquireDeadline(): undefined {
-    return undefined;
   }
   fenceTurn(): null {
     return null;
@@ -145,9 +175,10 @@ export class LiveTiming implements ServiceTiming {
   telemetryRead(): void {
     if (this.record) this.link?.note({ t: 'telemetry_read' });
   }
-  coreWait(kind: string | null, ms: number): { ms: number; done: (outcome: WaitOutcome) => void } {
+  coreWait(kind: string | null, ms: number): CoreWait {
     if (kind === null || !this.record) return { ms, done: NOOP };
-    return { ms, done: (outcome) => this.link?.note({ t: 'core_wait', kind, outcome }) };
+    // A status wait notes the publication it got: a replay ends the wait with that one (CoreWait.atLeast).
+    return { ms, done: (outcome, cycle) => this.link?.note({ t: 'core_wait', kind, outcome, ...(cycle !== undefined ? { cycle: cycle.toString() } : {}) }) };
   }
   cue(): void {}
 }
