@@ -192,6 +192,28 @@ test('telemetry on a replay (liveRecords): each record\'s grant and jog deadline
   expect(sv.getBigUint64(at(0, axisOffset(0) + AX.pdo_observed_time_ns), true)).toBe(90n);
 });
 
+test('a batch whose records straddle a meeting of replay and test keeps their recorded spacing, moved by the difference in force at its last record', () => {
+  const batch = new Uint8Array(HEADER_BYTES + 3 * RECORD_BYTES);
+  encodeBatchHeader({ adapter_incarnation: 'a'.repeat(32), daemon_incarnation: 'b'.repeat(32), machine_sha256: 'c'.repeat(64), deployment_sha256: 'd'.repeat(64), cycle_period_ns: 1_000_000n, first_sequence: 1n, last_sequence: 3n, dropped: 0n, axis_count: 1, record_count: 3 }, batch);
+  const dv = new DataView(batch.buffer);
+  const at = (r: number, off: number) => HEADER_BYTES + r * RECORD_BYTES + off;
+  // Recorded 4, 5 and 6 ms; the replay was held at 5 ms and met the test 25 ms later than when recorded.
+  [4_000_000n, 5_000_000n, 6_000_000n].forEach((t, r) => {
+    dv.setBigUint64(at(r, REC.t_ns), t, true);
+    dv.setBigUint64(at(r, axisOffset(0) + AX.pdo_observed_time_ns), t - 100_000n, true);
+  });
+  const m = new HostTimeMap();
+  m.coreTimeIsHost = true;
+  const L = process.hrtime.bigint() - 10_000_000_000n;
+  m.anchor(1_000_000n, L);
+  m.anchor(5_000_000n, L + 29_000_000n);
+  liveRecords(batch, m);
+  const t = [0, 1, 2].map((r) => dv.getBigUint64(at(r, REC.t_ns), true));
+  expect(t[2]).toBe(m.live(6_000_000n, true)); // the last record as the map puts it
+  expect([t[1]! - t[0]!, t[2]! - t[1]!]).toEqual([1_000_000n, 1_000_000n]); // one map per record would jump 25 ms here
+  expect(dv.getBigUint64(at(0, axisOffset(0) + AX.pdo_observed_time_ns), true)).toBe(t[0]! - 100_000n);
+});
+
 test('a cue\'s anchor and pairs reach the replaying timing\'s host times; a live timing has none (the live path translates nothing)', () => {
   const { t } = replayed(false, [], []);
   expect(t.hostTimes).toBeNull();

@@ -258,14 +258,26 @@ export function liveRecords(batch: Uint8Array, times: HostTimes): Uint8Array {
   const count = dv.getUint32(268, true);
   const axes = dv.getUint32(264, true);
   const fix = (at: number, past: boolean) => dv.setBigUint64(at, times.live(dv.getBigUint64(at, true), past), true);
+  // One difference for every record of the batch, the one in force at its last record: a batch is what a
+  // client evaluates a stretch of cycles with (a trajectory's records against its points' times), so
+  // the spacing between its records stays the recorded one even across a meeting of replay and test.
+  let shift: bigint | null = null;
+  if (times.coreTimeIsHost && count > 0) {
+    const last = dv.getBigUint64(HEADER_BYTES + (count - 1) * RECORD_BYTES + REC.t_ns, true);
+    if (last !== 0n) shift = times.live(last, true) - last;
+  }
+  const move = (at: number) => {
+    const t = dv.getBigUint64(at, true);
+    if (t !== 0n && shift !== null) dv.setBigUint64(at, t + shift, true);
+  };
   for (let r = 0; r < count; r++) {
     const base = HEADER_BYTES + r * RECORD_BYTES;
     for (const f of HOST_FIELDS) fix(base + f, false);
     if (!times.coreTimeIsHost) continue;
     // On the core's own clock: host time only on a recording made on the host clock (the calibration
     // audit times are never written by this core: left as they are).
-    fix(base + REC.t_ns, true);
-    for (let a = 0; a < axes; a++) fix(base + axisOffset(a) + AX.pdo_observed_time_ns, true);
+    move(base + REC.t_ns);
+    for (let a = 0; a < axes; a++) move(base + axisOffset(a) + AX.pdo_observed_time_ns);
   }
   return batch;
 }
