@@ -146,28 +146,33 @@ test('replaying a format 2 recording: the lease never runs out on the service cl
   expect(ended).toBe(3);
 });
 
+/** A replaying service's authority (the lease not on its own clock) on a clock the test sets, with one grant acquired at 1 s. */
+function replayingAuthority() {
+  const clock = { now: 1_000_000_000n };
+  const events: Array<[string, bigint]> = [];
+  const a = new Authority(binding, 500n, {
+    now: () => clock.now,
+    daemonIncarnation: () => 'd',
+    event: (type) => void events.push([type, clock.now]),
+    nativeGrant: () => undefined,
+    timing: { leaseOnClock: false, fenced: () => undefined, expiredAtFence: () => false, grantEnded: () => undefined },
+  });
+  const r = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}');
+  return { a, events, clock, g: r.body.data as { generation: bigint; deadline_host_ns: bigint } };
+}
+
 test('replaying: an expiry the timing cues before the grant\'s deadline (on the live clock) ends the grant at the deadline, not before', async () => {
   vi.useFakeTimers();
   try {
-    let now = 1_000_000_000n;
-    const events: Array<[string, bigint]> = [];
-    const a = new Authority(binding, 500n, {
-      now: () => now,
-      daemonIncarnation: () => 'd',
-      event: (type) => void events.push([type, now]),
-      nativeGrant: () => undefined,
-      timing: { leaseOnClock: false, fenced: () => undefined, expiredAtFence: () => false, grantEnded: () => undefined },
-    });
-    const r = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}');
-    const g = r.body.data as { generation: bigint; deadline_host_ns: bigint };
-    expect(g.deadline_host_ns).toBe(now + 500_000_000n); // the acquire's deadline is the service's clock plus the lease
-    now = g.deadline_host_ns - 2_500_000n; // the cue comes 2.5 ms before the live deadline
+    const { a, events, clock, g } = replayingAuthority();
+    expect(g.deadline_host_ns).toBe(clock.now + 500_000_000n); // the acquire's deadline is the service's clock plus the lease
+    clock.now = g.deadline_host_ns - 2_500_000n; // the cue comes 2.5 ms before the live deadline
     expect(a.expireGeneration(g.generation, 0n)).toBe(true);
     expect(a.current?.generation).toBe(g.generation);
-    now = g.deadline_host_ns - 100n; // the timer fired a little early: look again
+    clock.now = g.deadline_host_ns - 100n; // the timer fired a little early: look again
     await vi.advanceTimersByTimeAsync(3);
     expect(a.current?.generation).toBe(g.generation);
-    now = g.deadline_host_ns;
+    clock.now = g.deadline_host_ns;
     await vi.advanceTimersByTimeAsync(1);
     expect(a.current).toBeNull();
     expect(events).toEqual([['grant_acquired', 1_000_000_000n], ['grant_expired', g.deadline_host_ns]]);
@@ -179,29 +184,19 @@ test('replaying: an expiry the timing cues before the grant\'s deadline (on the 
 test('replaying: an expiry cued before the core reached it, with the recorded 3 ms after the deadline, ends the grant 3 ms after its live deadline (as renewals moved it)', async () => {
   vi.useFakeTimers();
   try {
-    let now = 1_000_000_000n;
-    const events: Array<[string, bigint]> = [];
-    const a = new Authority(binding, 500n, {
-      now: () => now,
-      daemonIncarnation: () => 'd',
-      event: (type) => void events.push([type, now]),
-      nativeGrant: () => undefined,
-      timing: { leaseOnClock: false, fenced: () => undefined, expiredAtFence: () => false, grantEnded: () => undefined },
-    });
-    const r = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}');
-    const g = r.body.data as { generation: bigint; deadline_host_ns: bigint };
+    const { a, events, clock, g } = replayingAuthority();
     expect(a.expireGeneration(g.generation, 3_000_000n)).toBe(true);
-    now = g.deadline_host_ns - 100_000_000n;
+    clock.now = g.deadline_host_ns - 100_000_000n;
     a.renew(a.current!); // a live renewal after the cue: 400 ms later
     const deadline = a.current!.deadlineNs;
     expect(deadline).toBe(g.deadline_host_ns + 400_000_000n);
-    now = g.deadline_host_ns + 3_000_000n; // the first deadline plus 3 ms: the renewal moved it
+    clock.now = g.deadline_host_ns + 3_000_000n; // the first deadline plus 3 ms: the renewal moved it
     await vi.advanceTimersByTimeAsync(500);
     expect(a.current?.generation).toBe(g.generation);
-    now = deadline + 2_900_000n;
+    clock.now = deadline + 2_900_000n;
     await vi.advanceTimersByTimeAsync(400);
     expect(a.current?.generation).toBe(g.generation);
-    now = deadline + 3_000_000n;
+    clock.now = deadline + 3_000_000n;
     await vi.advanceTimersByTimeAsync(3);
     expect(a.current).toBeNull();
     expect(events.at(-1)).toEqual(['grant_expired', deadline + 3_000_000n]);
