@@ -408,20 +408,28 @@ test('paced at another speed: recorded time runs at that factor of wall time; a 
   }
 });
 
-test('two clocks: on a host-clock recording the core\'s times reach the live service in its own time base; a deadline it sent comes back as sent, a recorded one reads the same every time, 0 stays 0', async () => {
-  const file = tmp('two-clocks.hilrec');
-  // The frames' times are the host clock while recording; the replay's live clock is minutes ahead of them (a suite run).
+/**
+ * A 20-cycle recording on the real-time (host) clock: an acquire's grant at cycle 2 stamped now, and `then`
+ * (made from that time) at cycle 6. For the two-clocks tests.
+ */
+async function hostClockRecording(name: string, then: (sent: bigint) => ToCore & PostStamp) {
+  const file = tmp(name);
   const sent = process.hrtime.bigint();
   await recordStamped(
     file,
     [
       [2, { t: 'grant', generation: 7n, deadlineNs: sent + 500_000_000n, active: true, axisMask: ALL, sentNs: sent }],
-      [6, { t: 'grant', generation: 7n, deadlineNs: sent + 900_000_000n, active: true, axisMask: ALL, sentNs: sent + 4_000_000n }],
+      [6, then(sent)],
     ],
     20,
     { mode: 'realtime', spinNs: 0 },
   );
-  const scan = scanForPacing(file);
+  return { file, sent, scan: scanForPacing(file) };
+}
+
+test('two clocks: on a host-clock recording the core\'s times reach the live service in its own time base; a deadline it sent comes back as sent, a recorded one reads the same every time, 0 stays 0', async () => {
+  // The frames' times are the host clock while recording; the replay's live clock is minutes ahead of them (a suite run).
+  const { file, sent, scan } = await hostClockRecording('two-clocks.hilrec', (sent) => ({ t: 'grant', generation: 7n, deadlineNs: sent + 900_000_000n, active: true, axisMask: ALL, sentNs: sent + 4_000_000n }));
   expect(scan.header.clock).toBe('realtime');
   let live = sent + 300_000_000_000n; // the live host clock, moved by hand
   let published: FromCore | undefined;
@@ -468,18 +476,7 @@ test('two clocks: on a host-clock recording the core\'s times reach the live ser
 });
 
 test('two clocks: the pacer cues the live service where the replay met the live side (the start, a request handed over) and each pair it made, for the telemetry ring', async () => {
-  const file = tmp('two-clocks-cues.hilrec');
-  const sent = process.hrtime.bigint();
-  await recordStamped(
-    file,
-    [
-      [2, { t: 'grant', generation: 7n, deadlineNs: sent + 500_000_000n, active: true, axisMask: ALL, sentNs: sent }],
-      [6, { t: 'cmd', id: 1, op: 'enable', generation: 7n, axisMask: ALL, sentNs: sent + 1n }],
-    ],
-    20,
-    { mode: 'realtime', spinNs: 0 },
-  );
-  const scan = scanForPacing(file);
+  const { file, sent, scan } = await hostClockRecording('two-clocks-cues.hilrec', (sent) => ({ t: 'cmd', id: 1, op: 'enable', generation: 7n, axisMask: ALL, sentNs: sent + 1n }));
   let live = sent + 300_000_000_000n;
   const cues: ServiceCue[] = [];
   const host = await pacedHost(file, scan);
