@@ -15,7 +15,7 @@ import { NATIVE_REASON } from '../core/reasons.ts';
 import { ReplayPacer, type ServiceCue } from './pacer.ts';
 import { HOLD_BOUND_MS } from './sync-points.ts';
 import { collapseRepeats, compareNote, FenceMap } from './match.ts';
-import { scanForPacing } from './scan.ts';
+import { scanForPacing, type PacingScan } from './scan.ts';
 import { RecordingError } from '../../drivers/replay/format.ts';
 import { nineAxisMachine } from '../core/test-machine.ts';
 import { pacedCoreHost } from './test-core.ts';
@@ -729,9 +729,23 @@ test('format 2 telemetry polls: the core never runs past a recorded poll before 
   }
 });
 
+/** The live service's note of its answer to a control or program request (format 3). */
+const reply = (op: string, status: number, label = '') => ({ t: 'service_note', data: { t: 'http_reply', op, status, label } }) as unknown as ToCore & PostStamp;
+
+/** Replay `file` flat out with the live acquire and then `answers` offered, and return the verdict. */
+async function replayAnswers(file: string, scan: PacingScan, answers: Array<ReturnType<typeof reply>>) {
+  const host = await pacedHost(file, scan);
+  const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined });
+  p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
+  for (const a of answers) p.offer(a);
+  while (p.advance(100) === 'more');
+  const v = p.finish();
+  await host.close();
+  return v;
+}
+
 test('format 3: the live service\'s answers to control and program requests are matched with the recorded ones (either order within the look-ahead); another status or label, or one the recording lacks, is the divergence; one never given is counted', async () => {
   const file = tmp('replies.hilrec');
-  const reply = (op: string, status: number, label = '') => ({ t: 'service_note', data: { t: 'http_reply', op, status, label } }) as unknown as ToCore & PostStamp;
   await recordStamped(
     file,
     [
@@ -750,16 +764,7 @@ test('format 3: the live service\'s answers to control and program requests are 
     { t: 'http_reply', op: 'arm', status: 409, label: 'not_ready' },
     { t: 'http_reply', op: 'stop', status: 200, label: '' },
   ]);
-  const run = async (answers: Array<ReturnType<typeof reply>>) => {
-    const host = await pacedHost(file, scan);
-    const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined });
-    p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
-    for (const a of answers) p.offer(a);
-    while (p.advance(100) === 'more');
-    const v = p.finish();
-    await host.close();
-    return v;
-  };
+  const run = (answers: Array<ReturnType<typeof reply>>) => replayAnswers(file, scan, answers);
   // the arm and the enable answered in the other order (two requests in flight): all four matched
   const same = await run([reply('acquire', 200), reply('arm', 409, 'not_ready'), reply('enable', 200), reply('stop', 200)]);
   expect(same).toMatchObject({ divergence: null, service_replies: { recorded: 4, matched: 4, first_missing: null } });
@@ -782,7 +787,6 @@ test('format 3: the live service\'s answers to control and program requests are 
 
 test('format 3: answers of concurrent requests of one operation may come in another order than recorded (a stop whose reply the test does not wait for, answered after the test\'s next stops): an answer already matched is a repeat, one never recorded still diverges', async () => {
   const file = tmp('replies-order.hilrec');
-  const reply = (op: string, status: number, label = '') => ({ t: 'service_note', data: { t: 'http_reply', op, status, label } }) as unknown as ToCore & PostStamp;
   // suites/grant/drain.test.ts as recorded: the first stop answered at once, then the test's stop with the
   // older generation (200), the one with a newer generation (409), and the cleanup's stop (409 again)
   await recordStamped(
@@ -798,16 +802,7 @@ test('format 3: answers of concurrent requests of one operation may come in anot
     20,
   );
   const scan = scanForPacing(file);
-  const run = async (answers: Array<ReturnType<typeof reply>>) => {
-    const host = await pacedHost(file, scan);
-    const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined });
-    p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
-    for (const a of answers) p.offer(a);
-    while (p.advance(100) === 'more');
-    const v = p.finish();
-    await host.close();
-    return v;
-  };
+  const run = (answers: Array<ReturnType<typeof reply>>) => replayAnswers(file, scan, answers);
   // the first stop's answer after the other two (its core receipt came later on the replay): nothing differs
   const late = await run([reply('stop', 200), reply('stop', 409, 'control_session_stale'), reply('stop', 200), reply('release', 409, 'control_session_stale'), reply('stop', 409, 'control_session_stale')]);
   expect(late).toMatchObject({ divergence: null, service_replies: { recorded: 3, matched: 3, first_missing: null } });
