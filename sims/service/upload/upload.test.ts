@@ -220,6 +220,11 @@ describe('uploadBody', () => {
     expect(withV.velocity[9 * 17 + 4]).toBe(samplePoint(17).velocity![4]);
     const bare = Buffer.from(envelopeText() + ',"points":[' + Array.from({ length: 4000 }, (_, n) => (n ? ',' : '') + pointText({ time_ns: n * 1_000_000, position: samplePoint(n).position })).join('') + ']}', 'latin1');
     const noV = await decode(bare);
+    // With a request_id the key is hashed in the worker, over the arrays the main loop receives.
+    const keyed = await decode(Buffer.from(envelopeText(',"request_id":"r-1"') + bare.toString('latin1').slice(envelopeText().length), 'latin1'));
+    expect(keyed.digest).toMatch(/^[0-9a-f]{64}$/);
+    expect(keyed.digest).toBe(pointsArraysDigest({ ...keyed, digest: undefined }));
+    expect(keyed.digest).not.toBe(pointsArraysDigest({ ...withV, digest: undefined }));
     expect([noV.count, noV.velocity.length, noV.hasVelocity.includes(1)]).toEqual([4000, 0, false]);
     expectPoints(noV, 0, 4000);
     // The pool itself: a whole batch given back is the next one taken; any other size is not kept.
@@ -246,9 +251,8 @@ describe('uploadBody', () => {
       const ws = p?.workspace;
       expect([ws?.t.length, ws?.q.length, ws?.qd.length]).toEqual([300, 300 * p!.axes, 300 * p!.axes]);
       expect(new Set([ws!.t.buffer, ws!.q.buffer, ws!.qd.buffer, p!.position.buffer]).size).toBe(4);
-      // The request_id key is hashed in the worker, over the arrays the main loop receives.
-      expect(p!.digest).toMatch(/^[0-9a-f]{64}$/);
-      expect(p!.digest).toBe(pointsArraysDigest({ ...p!, digest: undefined }));
+      // No request_id: no key to hash (the service asks for one only with a request_id).
+      expect(p!.digest).toBeUndefined();
     } finally {
       await close(server);
     }
