@@ -158,6 +158,8 @@ export class Core implements AdmissionView, StatusView {
   preparedPlan: Plan | null = null;
   /** A large plan being taken in, a slice per cycle (see prepare), with the command that asked for it. */
   private building: { builder: PlanBuilder; cmd: Cmd; answerAt?: number } | null = null;
+  /** Work-clock ns a cycle spends taking a large plan in on the real-time clock (PLAN_BUILD_SHARE of the period). */
+  private readonly buildBudgetNs: number;
   /** MotionState bookkeeping (document 1 part 2): state and last event of the latest execution. */
   motionState = 0;
   lastEvent = 0;
@@ -253,6 +255,7 @@ export class Core implements AdmissionView, StatusView {
     this.observedNs = new BigInt64Array(this.n);
     this.observedWords = new Uint32Array(this.observedNs.buffer, this.observedNs.byteOffset, this.n * 2);
     this.maxLatenessNs = Number(machine.max_cycle_lateness_ns);
+    this.buildBudgetNs = PLAN_BUILD_SHARE * Number(machine.cycle_ns);
     this.ioConfigured = (machine.io?.outputs.length ?? 0) > 0;
     this.capture = opts.capture ?? null;
     if (this.capture && this.capture.axisCount !== this.n) throw new RangeError(`capture ring has ${this.capture.axisCount} axes, the machine ${this.n}`);
@@ -582,8 +585,7 @@ export class Core implements AdmissionView, StatusView {
       if (this.cycleCount < b.answerAt) return;
       out = b.builder.step(Infinity);
     } else if (this.clockMode === 'realtime') {
-      const budget = PLAN_BUILD_SHARE * Number(this.machine.cycle_ns);
-      out = b.builder.step(Infinity, () => this.workClock() - workStart >= budget);
+      out = b.builder.step(Infinity, () => this.workClock() - workStart >= this.buildBudgetNs);
     } else out = b.builder.step(PLAN_SLICE_ELEMENTS);
     if (out === null) return;
     this.building = null;

@@ -16,7 +16,7 @@ import { provenance } from '../paths.ts';
 import { CaptureRing } from './capture/ring.ts';
 import { makeClock, RecordedClock, type CycleClock, type RecordedTimes } from './clock.ts';
 import { Core } from './core.ts';
-import { reportedClockMode, type CommandResult, type CoreStartOptions, type FromCore, type PostStamp, type PriorityRequest, type ToCore } from './protocol.ts';
+import { reportedClockMode, unstamp, type CommandResult, type CoreStartOptions, type FromCore, type PostStamp, type PriorityRequest, type ToCore } from './protocol.ts';
 
 const OK: CommandResult = { Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 };
 const REFUSED: CommandResult = { ...OK, Result: 1 };
@@ -145,8 +145,8 @@ export class CoreHost {
 
   /** Handle one service message that is not for the cycle logic alone. Returns false on shutdown. */
   handle(stamped: ToCore & PostStamp): boolean {
-    const { sentNs, origin, workspace, ...bare } = stamped;
-    const msg = bare as ToCore;
+    const { sentNs, origin, workspace } = stamped;
+    const msg = unstamp(stamped) as ToCore;
     if (msg.t === 'service_note') {
       // The service's own log (format 2): recorded beside the requests, never handed to the core.
       this.recorder?.note({ cycle: this.core.cycleCount, kind: 'service', data: msg.data, ...(sentNs !== undefined ? { sent_ns: sentNs.toString() } : {}) });

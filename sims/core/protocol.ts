@@ -112,6 +112,12 @@ export interface PostStamp {
   workspace?: PlanWorkspace;
 }
 
+/** A posted message without what the service added to it (PostStamp): the one place that lists its fields. */
+export function unstamp<M extends object>(stamped: M & PostStamp): Omit<M, keyof PostStamp> {
+  const { sentNs: _s, origin: _o, workspace: _w, ...msg } = stamped;
+  return msg;
+}
+
 /**
  * Output arrays for the plan a large prepare carries, allocated and written once by the sender (the upload
  * worker, the program route) and transferred with it, so the core writes the plan into memory the process

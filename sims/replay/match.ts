@@ -6,7 +6,7 @@
 //     clock of the run that sent them.
 
 import { noteValue, typedFromNote } from '../../drivers/replay/format.ts';
-import { FENCE_FIELDS as PROTOCOL_FENCE_FIELDS, HOST_TIME_FIELDS as PROTOCOL_HOST_TIME_FIELDS, PAYLOAD_FENCE_FIELDS, PAYLOAD_HOST_TIME_FIELDS } from '../core/protocol.ts';
+import { FENCE_FIELDS as PROTOCOL_FENCE_FIELDS, HOST_TIME_FIELDS as PROTOCOL_HOST_TIME_FIELDS, PAYLOAD_FENCE_FIELDS, PAYLOAD_HOST_TIME_FIELDS, unstamp, type PostStamp } from '../core/protocol.ts';
 
 /** Fields that are fences: compared through a consistent recorded->live mapping (marked in the protocol). */
 export const FENCE_FIELDS: ReadonlySet<string> = new Set<string>([...PROTOCOL_FENCE_FIELDS, ...PAYLOAD_FENCE_FIELDS]);
@@ -130,8 +130,7 @@ export function withRecordedTimes(live: unknown, recorded: unknown, pair: (recor
  */
 export function unstamped(msg: unknown): unknown {
   if (msg === null || typeof msg !== 'object' || !('sentNs' in msg || 'origin' in msg || 'workspace' in msg)) return msg;
-  const { sentNs: _s, origin: _o, workspace: _w, ...bare } = msg as Record<string, unknown>;
-  return bare;
+  return unstamp(msg as PostStamp);
 }
 
 /** What the service notes of its answer to a control or program request (sims/service/core-link.ts noteReply). */
