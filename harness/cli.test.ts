@@ -91,6 +91,35 @@ test('weldplan pack writes the container the harness packer builds, --seal fills
   }
 });
 
+// The replay's default pace (docs/recording.md "Faster than recorded"): flat out to each sync point, and
+// paced to the recorded wall time only while the recorded test had a stream open. The telemetry test below
+// watches records resume on an open stream: on a core run flat out throughout (max) it sees none, so it
+// passing in the default pace shows the stream's span was paced, and its verdict says the rest was not.
+test('a replay runs flat out but while the recorded test had a stream open: a stream test passes there and fails on a core flat out throughout', { timeout: 120_000 }, () => {
+  const out = mkdtempSync(join(tmpdir(), 'hil-watched-'));
+  const grep = ['--no-report', '--grep', 'established stream', 'suites/telemetry/busy.test.ts'];
+  const replay = (speed: string | undefined, reports: string) =>
+    spawnSync(process.execPath, [HIL, 'run', '--target', 'replay', '--recordings', join(out, 'rec'), '--reports', join(out, reports), ...grep], {
+      encoding: 'utf8',
+      timeout: 110_000,
+      env: { ...process.env, HIL_REPLAY_SPEED: speed },
+    });
+  try {
+    const rec = hil('run', '--record', join(out, 'rec'), '--reports', join(out, 'recorded'), ...grep);
+    expect(rec.status, rec.stdout + rec.stderr).toBe(0);
+    expect(rec.stdout).toMatch(/total: 1 passed, 0 failed, 0 skipped/);
+    const auto = replay(undefined, 'auto');
+    expect(auto.status, auto.stdout + auto.stderr).toBe(0);
+    const run = JSON.parse(readFileSync(join(out, 'auto', 'run.json'), 'utf8')) as { target: { replay: { tests: Array<{ verdict: string }> } } };
+    expect(run.target.replay.tests.map((t) => t.verdict)).toEqual([expect.stringMatching(/; flat out but while a stream was open \(1\/1 recorded streams opened\)$/)]);
+    const flat = replay('max', 'max');
+    expect(flat.status, flat.stdout + flat.stderr).not.toBe(0);
+    expect(flat.stdout).toMatch(/total: 0 passed, 1 failed, 0 skipped/);
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+});
+
 // The night's job end to end on one small file (two nights, a short soak): what a rig owner finds in the
 // morning. Spawns two conformance runs of one file and a replay of the first night's recordings.
 test('nightly: a dated directory with the run, its recordings (replayable), the soak, the comparison with the night before and one report; --no-record records nothing', { timeout: 170_000 }, () => {

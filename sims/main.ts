@@ -72,10 +72,12 @@ Starts the reference cell stack (control service + real-time core on the sim dri
   --replay-paced FILE     --driver replay: follow the recording (the replay target): the core runs on the
                           recorded frame times up to each recorded request and waits for the live one,
                           matches requests, replies and events, and writes its verdict to FILE as JSON
-  --replay-speed X        with --replay-paced: a cycle never runs before its recorded wall time (counted
-                          from where the replay last met the live side) divided by X; default 1 (as recorded,
-                          so what a test measures over wall time is what it measured when recorded); max:
-                          flat out to the next recorded request
+  --replay-speed X        with --replay-paced: auto (default): flat out to the next sync point, except
+                          while the recorded test had a stream open (telemetry or events), where a cycle
+                          never runs before its recorded wall time counted from where the replay last met
+                          the live side; a number X: so paced throughout, the wall time divided by X
+                          (1: what a test measures over wall time is what it measured when recorded); max:
+                          flat out throughout
   --test-channel          expose the private test channel DIR/private/test.sock (fault injection)
   --planner-port P        also start the weld planner stub (document 2) as its own process on port P
                           (0 picks a free port; its URL is the ready line's "planner")
@@ -357,13 +359,13 @@ export async function main(argv: string[]): Promise<number> {
     }
     clock = { mode: 'recorded', ...(recordedOnSteps(resolve(args['replay-file']!)) ? { steps: true } : {}) };
   }
-  const replaySpeed = args['replay-speed'] ?? '1';
+  const replaySpeed = args['replay-speed'] ?? 'auto';
   if (args['replay-speed'] !== undefined && args['replay-paced'] === undefined) {
     process.stderr.write('--replay-speed needs --replay-paced\n');
     return 2;
   }
-  if (replaySpeed !== 'max' && !(/^[0-9]+(\.[0-9]+)?$/.test(replaySpeed) && Number(replaySpeed) > 0)) {
-    process.stderr.write(`--replay-speed must be a positive number or max, got ${replaySpeed}\n`);
+  if (replaySpeed !== 'max' && replaySpeed !== 'auto' && !(/^[0-9]+(\.[0-9]+)?$/.test(replaySpeed) && Number(replaySpeed) > 0)) {
+    process.stderr.write(`--replay-speed must be auto, a positive number or max, got ${replaySpeed}\n`);
     return 2;
   }
   const plannerPort = args['planner-port'];
@@ -393,7 +395,7 @@ export async function main(argv: string[]): Promise<number> {
     ...(driver === 'replay'
       ? { driverParams: { file: resolve(args['replay-file'] ?? ''), mode: args['replay-mode'] ?? 'strict', machine_sha256: machine.machine_sha256, configuration_sha256: machine.configuration_sha256 } }
       : {}),
-    ...(args['replay-paced'] !== undefined ? { replayPace: { verdictFile: resolve(args['replay-paced']), ...(replaySpeed === 'max' ? {} : { speed: Number(replaySpeed) }) } } : {}),
+    ...(args['replay-paced'] !== undefined ? { replayPace: { verdictFile: resolve(args['replay-paced']), ...(replaySpeed === 'max' ? {} : replaySpeed === 'auto' ? { speed: 1, watched: true } : { speed: Number(replaySpeed) }) } } : {}),
     ...(args.record ? { record: { path: resolve(args.record), ...(args['record-run'] ? { run: args['record-run'] } : {}) } } : {}),
     clock,
     priority: priority as PriorityRequest,

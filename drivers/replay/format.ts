@@ -177,6 +177,11 @@ export interface RecordingHeader {
    * are judged on it), because the core's own time was not the host's (a stepped or fast clock).
    */
   host_times?: true;
+  /**
+   * The service notes when a stream opens and closes ({t: 'watch'} service notes): a paced replay runs flat
+   * out outside those spans (sims/replay/modes.ts WatchedMode). Absent in recordings made before.
+   */
+  watch_notes?: true;
   started_at: string;
 }
 

@@ -308,7 +308,7 @@ export class Recorder {
 
   /** A replayed stack's verdict directory (fresh), mode and pace. */
   private replaying(): { verdicts: string; mode: string; speed: string } {
-    return { verdicts: mkdtempSync(join(tmpdir(), 'hil-replay-verdict-')), mode: this.o.replayMode ?? 'strict', speed: this.o.replaySpeed ?? '1' };
+    return { verdicts: mkdtempSync(join(tmpdir(), 'hil-replay-verdict-')), mode: this.o.replayMode ?? 'strict', speed: this.o.replaySpeed ?? 'auto' };
   }
 
   /** A recorded test that never opened the target: its sidecar says so (RecordingStore.writeStackless). */

@@ -33,6 +33,8 @@ const FULL = {
   pace: 1,
   status_reads: reads,
   telemetry_reads: reads,
+  watches: reads,
+  flat_between_watches: true as const,
   steps: 4,
   service_replies: { recorded: 3, matched: 3, first_missing: { op: 'arm' } },
   holds_lost: [{ kind: 'status_read', cycle: 4, detail: 'publication 3' }],

@@ -49,7 +49,8 @@ export function clipJson(v: unknown, max = 1_000): string {
 export function describeVerdict(v: ReplayVerdict): string {
   const d = v.divergence;
   const service = v.service_replies ? `, ${v.service_replies.matched}/${v.service_replies.recorded} service replies` : '';
-  const head = `replayed ${v.cycles} of ${v.recorded.frames} recorded cycles (${v.mode}), ${v.requests_matched}/${v.recorded.requests} requests and ${v.outputs_matched}/${v.recorded.outputs} replies and events${service} matched`;
+  const watched = v.flat_between_watches ? `; flat out but while a stream was open (${v.watches?.served ?? 0}/${v.watches?.recorded ?? 0} recorded streams opened)` : '';
+  const head = `replayed ${v.cycles} of ${v.recorded.frames} recorded cycles (${v.mode}), ${v.requests_matched}/${v.recorded.requests} requests and ${v.outputs_matched}/${v.recorded.outputs} replies and events${service} matched${watched}`;
   if (!d) return head;
   if (d.kind === 'bus' && d.bus) {
     const b = d.bus;
@@ -64,7 +65,7 @@ export const replayTarget: TargetDescriptor = {
   options: {
     HIL_RECORDINGS: 'directory of recordings made with hil run --record DIR',
     HIL_REPLAY_MODE: 'strict (the only mode a suite run offers)',
-    HIL_REPLAY_SPEED: 'the replayed core\'s pace: 1 (default; each cycle at its recorded wall time since the replay last met the test, so what a test measures over wall time is as recorded), a factor, or max (flat out to the next recorded request)',
+    HIL_REPLAY_SPEED: 'the replayed core\'s pace: auto (default; flat out to the next sync point, but each cycle at its recorded wall time since the replay last met the test while the recorded test had a telemetry or event stream open), a number (so paced throughout; 1: what a test measures over wall time is as recorded), or max (flat out throughout)',
     HIL_MACHINE: 'machine configuration file (default fixtures/machines/nine-axis.json)',
   },
   async open(o: TargetOptions): Promise<Target> {

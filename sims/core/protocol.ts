@@ -58,7 +58,13 @@ export interface CoreStartOptions {
    * Paced replay (clock 'recorded', driver replay): live requests are matched with the recorded ones and
    * the verdict is written to this file (sims/replay/pacer.ts, docs/recording.md "The replay target").
    */
-  replayPace?: { verdictFile: string; /** Recorded time per wall time (1: as recorded); absent: flat out. */ speed?: number };
+  replayPace?: {
+    verdictFile: string;
+    /** Recorded time per wall time (1: as recorded); absent: flat out. */
+    speed?: number;
+    /** Paced at `speed` only while the recorded test had a stream open, flat out elsewhere (`--replay-speed auto`). */
+    watched?: boolean;
+  };
 }
 
 // The numeric reasons (native, jog) and their labels: sims/core/reasons.ts.

@@ -3,7 +3,7 @@
 // them through whole recordings.
 
 import { expect, test } from 'vitest';
-import { FlatMode, paceMode, RunToCrash, SteppedMode, WallMode, type ModeCore, type PaceMode } from './modes.ts';
+import { FlatMode, paceMode, RunToCrash, SteppedMode, WallMode, WatchedMode, type ModeCore, type PaceMode } from './modes.ts';
 
 /** Frames 1 ms apart, recorded time ns from the first frame. */
 const TIMES = Float64Array.from({ length: 10 }, (_, i) => i * 1_000_000);
@@ -72,9 +72,33 @@ test('run to a crash: flat out and no holds, but a stepped recording still runs 
   expect(stepped.holdsApply).toBe(false);
 });
 
-test('paceMode: stepped when the recording has the test\'s steps, else wall-paced with a speed, else flat', () => {
+test('watched: due at once outside the windows; inside one paced as wall, anchored afresh where the core enters it; speed and windows both count', () => {
+  let now = 0;
+  const m = new WatchedMode(2, [{ from: 2, to: 5 }, { from: 7, to: Number.POSITIVE_INFINITY }], TIMES, () => now);
+  expect(m.pause(0, false)).toBe(0);
+  expect(m.pause(1, false)).toBe(0);
+  now = 50; // the core reaches the first window at wall 50: frame 2 anchors there
+  expect(m.pause(2, false)).toBe(0);
+  expect(m.pause(4, false)).toBeCloseTo(1, 9); // 2 recorded ms at speed 2
+  expect(m.pause(4, true)).toBe(0); // a live request already waits: caught up flat out
+  expect(m.pause(5, false)).toBe(0); // the window ended: flat out, whatever the wall clock says
+  expect(m.pause(6, false)).toBe(0);
+  now = 80; // the second window anchors afresh, not from the first one's anchor
+  expect(m.pause(7, false)).toBe(0);
+  expect(m.pause(9, false)).toBeCloseTo(1, 9);
+  m.met();
+  expect(m.pause(9, false)).toBe(0); // met: anchored again
+  expect(m.verdict()).toEqual({ pace: 2, flat_between_watches: true });
+  expect([m.kind, m.runs(), m.holdsApply, m.publishesWhileHeld, m.take(), m.stepDone()]).toEqual(['watched', true, true, true, false, null]);
+});
+
+test('paceMode: stepped when the recording has the test\'s steps, else flat without a speed; with one watched when asked and the recording notes its streams, else wall-paced', () => {
   const wallMs = () => 0;
-  expect(paceMode({ steps: true, speed: 1, times: TIMES, wallMs }).kind).toBe('stepped');
+  expect(paceMode({ steps: true, speed: 1, watched: true, watches: [], times: TIMES, wallMs }).kind).toBe('stepped');
   expect(paceMode({ steps: false, speed: 1, times: TIMES, wallMs }).kind).toBe('wall');
   expect(paceMode({ steps: false, speed: null, times: TIMES, wallMs }).kind).toBe('flat');
+  expect(paceMode({ steps: false, speed: null, watched: true, watches: [], times: TIMES, wallMs }).kind).toBe('flat');
+  expect(paceMode({ steps: false, speed: 1, watched: true, watches: [], times: TIMES, wallMs }).kind).toBe('watched');
+  expect(paceMode({ steps: false, speed: 1, watched: true, watches: null, times: TIMES, wallMs }).kind).toBe('wall');
+  expect(paceMode({ steps: false, speed: 1, watched: false, watches: [], times: TIMES, wallMs }).kind).toBe('wall');
 });

@@ -7,7 +7,11 @@
 //   wall     a cycle never runs before its recorded time, counted from the last point where the replay met
 //            the live side, divided by the speed;
 //   stepped  a recording made on the stepped clock with the test's steps among its requests: cycles run only
-//            while a step the test asked for is under way, and each step is answered when its last cycle ran.
+//            while a step the test asked for is under way, and each step is answered when its last cycle ran;
+//   watched  (the default of a suite replay, `--replay-speed auto`) flat out, except while the recorded test
+//            watched a stream (telemetry or events): there wall-paced as `wall`, since a stream is the one
+//            observation over wall time that no request or read holds (docs/recording.md "Faster than
+//            recorded").
 
 /** What a mode needs of the core it paces. */
 export interface ModeCore {
@@ -23,7 +27,7 @@ export interface StepDone {
 }
 
 export interface PaceMode {
-  readonly kind: 'flat' | 'wall' | 'stepped';
+  readonly kind: 'flat' | 'wall' | 'stepped' | 'watched';
   /** Whether the core may run its next cycle now, as far as time goes (stepped: only inside a step). */
   runs(): boolean;
   /**
@@ -41,8 +45,8 @@ export interface PaceMode {
   readonly holdsApply: boolean;
   /** Whether a held core publishes its unchanged status as a running core does (a stepped one never did). */
   readonly publishesWhileHeld: boolean;
-  /** What the verdict says of the pace (PacedVerdict.pace, .steps). */
-  verdict(): { pace: number | null; steps?: number };
+  /** What the verdict says of the pace (PacedVerdict.pace, .steps, .flat_between_watches). */
+  verdict(): { pace: number | null; steps?: number; flat_between_watches?: true };
 }
 
 /** Flat out: nothing but sync points holds the core. */
@@ -109,6 +113,63 @@ export class WallMode implements PaceMode {
   }
   verdict(): { pace: number | null } {
     return { pace: this.speed };
+  }
+}
+
+/** A span of recorded cycles [from, to) during which the recorded test had a stream open. */
+export interface WatchWindow {
+  from: number;
+  to: number;
+}
+
+/**
+ * Flat out between the recorded test's stream watches, paced as WallMode at `speed` inside them. Entering
+ * a window lines recorded and wall time up afresh (the core arrives there flat out), so the stream's
+ * batches come at the recorded spacing from the first one on.
+ */
+export class WatchedMode implements PaceMode {
+  readonly kind = 'watched';
+  readonly holdsApply = true;
+  readonly publishesWhileHeld = true;
+  private readonly wall: WallMode;
+  private k = 0;
+  private inside = false;
+
+  constructor(
+    readonly speed: number,
+    /** Ascending, disjoint (watchWindows). */
+    private readonly windows: readonly WatchWindow[],
+    times: Float64Array,
+    wallMs: () => number,
+  ) {
+    this.wall = new WallMode(speed, times, wallMs);
+  }
+  /** Whether frame `c + 1` falls inside a window (cycles only grow: the cursor never goes back). */
+  private within(c: number): boolean {
+    while (this.k < this.windows.length && this.windows[this.k]!.to <= c) this.k++;
+    const w = this.windows[this.k];
+    return w !== undefined && w.from <= c;
+  }
+  runs(): boolean {
+    return true;
+  }
+  pause(c: number, ahead: boolean): number {
+    const inside = this.within(c);
+    if (inside && !this.inside) this.wall.met();
+    this.inside = inside;
+    return inside ? this.wall.pause(c, ahead) : 0;
+  }
+  met(): void {
+    this.wall.met();
+  }
+  take(): boolean {
+    return false;
+  }
+  stepDone(): StepDone | null {
+    return null;
+  }
+  verdict(): { pace: number | null; flat_between_watches: true } {
+    return { pace: this.speed, flat_between_watches: true };
   }
 }
 
@@ -179,13 +240,19 @@ export class RunToCrash implements PaceMode {
   stepDone(c: number, core: ModeCore): StepDone | null {
     return this.inner.stepDone(c, core);
   }
-  verdict(): { pace: number | null; steps?: number } {
+  verdict(): { pace: number | null; steps?: number; flat_between_watches?: true } {
     return this.inner.verdict();
   }
 }
 
-/** The mode of a replay: stepped when the recording has the test's steps, else wall-paced at `speed` or flat. */
-export function paceMode(o: { steps: boolean; speed: number | null; times: Float64Array; wallMs: () => number }): PaceMode {
+/**
+ * The mode of a replay: stepped when the recording has the test's steps; else flat (`speed` null), or
+ * wall-paced at `speed`, only inside the recorded watches when `watched` (a recording that notes them,
+ * `watches` non-null), throughout otherwise.
+ */
+export function paceMode(o: { steps: boolean; speed: number | null; watched?: boolean; watches?: readonly WatchWindow[] | null; times: Float64Array; wallMs: () => number }): PaceMode {
   if (o.steps) return new SteppedMode(o.speed);
-  return o.speed === null ? new FlatMode() : new WallMode(o.speed, o.times, o.wallMs);
+  if (o.speed === null) return new FlatMode();
+  if (o.watched && o.watches) return new WatchedMode(o.speed, o.watches, o.times, o.wallMs);
+  return new WallMode(o.speed, o.times, o.wallMs);
 }

@@ -729,6 +729,82 @@ test('format 2 telemetry polls: the core never runs past a recorded poll before 
   }
 });
 
+test('the default pace (auto): flat out to each sync point, paced to the recorded wall time only while the recorded test had a stream open; the core holds at a recorded open until the live stream opens, and a recording that does not note streams is paced throughout', async () => {
+  const file = tmp('watch.hilrec');
+  const watch = (open: boolean) => ({ t: 'service_note', data: { t: 'watch', stream: 'telemetry', open } }) as unknown as ToCore & PostStamp;
+  await recordStamped(
+    file,
+    [
+      [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
+      [10, watch(true)],
+      [30, watch(false)],
+    ],
+    50,
+  );
+  const scan = scanForPacing(file);
+  expect(scan.header.watch_notes).toBe(true);
+  const grant = { t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n };
+  let wall = 0;
+  const host = await pacedHost(file, scan);
+  try {
+    const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined, speed: 1, watched: true, wallMs: () => wall });
+    expect(p.advance(1000)).toBe('wait');
+    p.offer(grant);
+    // Flat out (the wall clock stands still) to the recorded open, and held there.
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(10);
+    wall = HOLD_BOUND_MS - 1;
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(10);
+    // The live stream opens: paced from here, frame k due (k - 10) ms later.
+    p.offer(watch(true));
+    const opened = wall;
+    expect(p.advance(1000)).toBe('pace');
+    expect(host.core.cycleCount).toBe(11);
+    expect(p.pauseMs).toBeCloseTo(1, 6);
+    wall = opened + 5;
+    expect(p.advance(1000)).toBe('pace');
+    expect(host.core.cycleCount).toBe(16);
+    // Past the recorded close the core runs flat out again: to the end without the wall clock moving on.
+    wall = opened + 20;
+    expect(p.advance(1000)).toBe('end');
+    expect(host.core.cycleCount).toBe(50);
+    expect(p.finish()).toMatchObject({ pace: 1, flat_between_watches: true, watches: { recorded: 1, served: 1, missed: 0 }, holds_lost: [], divergence: null });
+  } finally {
+    await host.close();
+  }
+  // A stream the live test never opens: held for the bound, then given up (an ERROR for the harness).
+  wall = 0;
+  const host2 = await pacedHost(file, scan);
+  try {
+    const p = new ReplayPacer(host2, scan, { file, mode: 'strict', toService: () => undefined, speed: 1, watched: true, wallMs: () => wall });
+    p.advance(1000);
+    p.offer(grant);
+    expect(p.advance(1000)).toBe('wait');
+    wall = HOLD_BOUND_MS;
+    p.advance(1000);
+    expect(p.finish()).toMatchObject({ watches: { recorded: 1, served: 0, missed: 1 }, holds_lost: [{ kind: 'watch', cycle: 10 }] });
+  } finally {
+    await host2.close();
+  }
+  // Made before streams were noted: paced throughout (the first cycle after the grant is due 1 ms on).
+  wall = 0;
+  const old = { ...scan, header: { ...scan.header, watch_notes: undefined } };
+  const host3 = await pacedHost(file, old);
+  try {
+    const p = new ReplayPacer(host3, old, { file, mode: 'strict', toService: () => undefined, speed: 1, watched: true, wallMs: () => wall });
+    p.advance(1000);
+    p.offer(grant);
+    expect(p.advance(1000)).toBe('pace');
+    expect(host3.core.cycleCount).toBe(1);
+    expect(p.finish()).toMatchObject({ pace: 1 });
+    expect(p.finish()).not.toHaveProperty('flat_between_watches');
+    expect(p.finish()).not.toHaveProperty('watches');
+  } finally {
+    await host3.close();
+  }
+});
+
 /** The live service's note of its answer to a control or program request (format 3). */
 const reply = (op: string, status: number, label = '') => ({ t: 'service_note', data: { t: 'http_reply', op, status, label } }) as unknown as ToCore & PostStamp;
 

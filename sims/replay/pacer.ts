@@ -86,6 +86,10 @@ export interface PacedVerdict {
   status_reads: { recorded: number; served: number; missed: number };
   /** Telemetry polls recorded, served by the live service (counted while any were recorded), and given up. */
   telemetry_reads: { recorded: number; served: number; missed: number };
+  /** Streams the recorded test opened, opened by the live one, and given up (a recording that notes them). */
+  watches?: { recorded: number; served: number; missed: number };
+  /** The default pace: flat out outside the recorded streams, `pace` inside them (modes.ts WatchedMode). */
+  flat_between_watches?: true;
   /** A recording made on the stepped clock: the test's steps answered (each matched with a recorded one). */
   steps?: number;
   /**
@@ -209,6 +213,8 @@ export class ReplayPacer {
    * because it started later than when recorded. The ring itself is live (no publication to gate).
    */
   private readonly polls: BoundedHold;
+  /** Streams (sync-points.ts `watch`): held at each recorded open until the live service opens one. */
+  private readonly watchOpens: BoundedHold;
   private readonly publishAt: Set<number>;
   /** The sync points of the recording (sync-points.ts), read once. */
   readonly points: SyncPoints;
@@ -225,7 +231,7 @@ export class ReplayPacer {
   constructor(
     private readonly host: PacedCore,
     readonly scan: PacingScan,
-    private readonly o: { file: string; mode: string; reportFile?: string; toService?: (m: ServiceCue) => void; speed?: number | null; wallMs?: () => number; hostNs?: () => bigint },
+    private readonly o: { file: string; mode: string; reportFile?: string; toService?: (m: ServiceCue) => void; speed?: number | null; watched?: boolean; wallMs?: () => number; hostNs?: () => bigint },
   ) {
     this.wallMs = o.wallMs ?? (() => performance.now());
     this.hostNs = o.hostNs ?? (() => process.hrtime.bigint());
@@ -233,12 +239,13 @@ export class ReplayPacer {
     const lost = (h: LostHold) => this.lostHolds.push(h);
     this.reads = new BoundedHold('status_read', points.statusReads.map((r) => r.cycle), this.wallMs, lost);
     this.polls = new BoundedHold('telemetry_poll', points.telemetryPolls.map((r) => r.cycle), this.wallMs, lost);
+    this.watchOpens = new BoundedHold('watch', points.watchOpens, this.wallMs, lost);
     this.publishAt = new Set(points.statusReads.map((r) => r.published));
     this.serviceLog = points.serviceLog;
     this.hostClock = scan.header.clock === 'realtime';
     this.replies = points.replies;
     this.replyTaken = this.replies.map(() => false);
-    this.mode = paceMode({ steps: points.steps, speed: o.speed ?? null, times: scan.times, wallMs: this.wallMs });
+    this.mode = paceMode({ steps: points.steps, speed: o.speed ?? null, watched: o.watched, watches: points.watches, times: scan.times, wallMs: this.wallMs });
     this.renewal = points.requests.map((r) => r.renewal);
     if (this.serviceLog && o.toService) {
       // The first cue: the recorded order of the service's fences, its status reads and waits, and where the
@@ -280,6 +287,11 @@ export class ReplayPacer {
       if (note.t === 'hold_lost' && note.kind) this.lostHolds.push({ kind: note.kind, cycle: this.host.core.cycleCount, ...(note.detail ? { detail: note.detail } : {}) });
       if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'telemetry_read') {
         this.polls.serve();
+        this.meet();
+      }
+      if (note.t === 'watch' && (note as { open?: unknown }).open === true) {
+        // The live test opened a stream: the recorded open is done, and the replay met the live side.
+        this.watchOpens.serve();
         this.meet();
       }
       if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'status_read') {
@@ -631,7 +643,7 @@ export class ReplayPacer {
   private bounded(c: number): boolean {
     if (this.first || !this.mode.holdsApply) return false;
     const reads = this.points.statusReads;
-    return this.reads.holds(c, (k) => `publication of cycle ${reads[k]!.published}`) || this.polls.holds(c);
+    return this.reads.holds(c, (k) => `publication of cycle ${reads[k]!.published}`) || this.polls.holds(c) || this.watchOpens.holds(c);
   }
 
   /** A status read is pending whose publication is behind the core: publish nothing newer now. */
@@ -813,6 +825,7 @@ export class ReplayPacer {
       ...this.mode.verdict(),
       status_reads: { recorded: this.points.statusReads.length, served: this.reads.served, missed: this.reads.lostCount },
       telemetry_reads: { recorded: this.points.telemetryPolls.length, served: this.polls.served, missed: this.polls.lostCount },
+      ...(this.points.watches ? { watches: { recorded: this.points.watchOpens.length, served: this.watchOpens.served, missed: this.watchOpens.lostCount } } : {}),
       holds_lost: this.lostHolds,
       ...(this.replies.length || (this.o.toService && s.header.format >= 3)
         ? { service_replies: { recorded: this.replies.length, matched: this.repliesMatched, first_missing: this.replies.find((_, k) => !this.replyTaken[k])?.note ?? null } }

@@ -4,7 +4,7 @@
 import { expect, test } from 'vitest';
 import type { RecordingHeader, RecordingNote } from '../../drivers/replay/format.ts';
 import type { PacingScan } from './scan.ts';
-import { BoundedHold, HOLD_BOUND_MS, readSyncPoints, type LostHold } from './sync-points.ts';
+import { BoundedHold, HOLD_BOUND_MS, readSyncPoints, watchWindows, type LostHold } from './sync-points.ts';
 
 const header = (o: Partial<RecordingHeader> = {}): RecordingHeader => ({ format: 3, driver: 'sim', axisCount: 1, cycle_ns: '1000000', setup_sha256: 'x', t0_ns: '1000', started_at: '', ...o });
 const req = (cycle: number, data: unknown, o: Partial<RecordingNote> = {}): RecordingNote => ({ cycle, kind: 'request', data, sent_ns: String(100 + cycle), ...o });
@@ -108,4 +108,25 @@ test('a recorded lease expiry says how long after the grant\'s last recorded dea
     [],
   );
   expect(readSyncPoints(scan, true).requests.map((r) => (r.kind === 'lease_expiry' ? r.lateNs : r.kind))).toEqual(['request', 'request', 3n, 3n, 'request', 'request', 'request', 10n]);
+});
+
+test('watchWindows: the spans with at least one stream open (nested streams are one span, spans meeting in a cycle are one, one never closed runs to the end) and every open\'s cycle', () => {
+  const note = (cycle: number, t: string, open?: boolean) => ({ cycle, kind: 'service' as const, data: { t, stream: 'telemetry', ...(open !== undefined ? { open } : {}) } });
+  const { opens, windows } = watchWindows([
+    note(3, 'watch', true),
+    note(4, 'status_read'),
+    note(5, 'watch', true),
+    note(8, 'watch', false),
+    note(9, 'watch', false),
+    note(9, 'watch', true),
+    note(12, 'watch', false),
+    note(20, 'watch', false), // a close without an open changes nothing
+    note(30, 'watch', true),
+  ]);
+  expect(opens).toEqual([3, 5, 9, 30]);
+  expect(windows).toEqual([
+    { from: 3, to: 12 },
+    { from: 30, to: Number.POSITIVE_INFINITY },
+  ]);
+  expect(watchWindows([])).toEqual({ opens: [], windows: [] });
 });

@@ -9,6 +9,9 @@
 //   request         a recorded request to the core (a command, a grant, a step): unbounded, the test sends it;
 //   status_read     a GET /v1/status the recorded service served from the publication of `published`;
 //   telemetry_poll  a GET /v1/telemetry the recorded service served;
+//   watch           a stream (GET /v1/telemetry/stream, GET /v1/events/stream) the recorded service opened:
+//                   held until the live one opens its own, and the span until it closed is paced to the
+//                   recorded wall time in the default pace (modes.ts WatchedMode);
 //   lease_expiry    a request the recorded service sent because a lease ran out (cued to the live service);
 //   crash           the end of an incarnation's recording before a simulated crash (run flat out to it).
 // Kinds held by the live service and reported back as lost (a 'hold_lost' service note):
@@ -23,6 +26,7 @@ import type { RecordingNote } from '../../drivers/replay/format.ts';
 import type { HttpReply } from './match.ts';
 import { collapseRepeats } from './match.ts';
 import type { PacingScan } from './scan.ts';
+import type { WatchWindow } from './modes.ts';
 
 /** Origin of the requests a service sends when a lease runs out (sims/service/service.ts). */
 export const ORIGIN_LEASE_EXPIRED = 'lease_expired';
@@ -49,7 +53,7 @@ export type SyncPoint =
   | { kind: 'reply'; cycle: number; reply: HttpReply; note: RecordingNote };
 
 /** Kinds of hold whose loss the verdict reports (see above). */
-export type HoldKind = 'status_read' | 'telemetry_poll' | 'fence' | 'publication' | 'core_wait' | 'lease_expiry';
+export type HoldKind = 'status_read' | 'telemetry_poll' | 'watch' | 'fence' | 'publication' | 'core_wait' | 'lease_expiry';
 
 /** One hold the replay could not keep. */
 export interface LostHold {
@@ -73,6 +77,13 @@ export interface SyncPoints {
   requests: Array<Extract<SyncPoint, { kind: 'request' | 'lease_expiry' }>>;
   statusReads: Array<Extract<SyncPoint, { kind: 'status_read' }>>;
   telemetryPolls: Array<Extract<SyncPoint, { kind: 'telemetry_poll' }>>;
+  /** The cycles at which the recorded service opened a stream (held as telemetry polls are). */
+  watchOpens: number[];
+  /**
+   * The spans during which at least one stream was open, ascending and disjoint; null for a recording that
+   * does not note streams (made before they were noted: header `watch_notes`), which is paced throughout.
+   */
+  watches: WatchWindow[] | null;
   fences: Array<Extract<SyncPoint, { kind: 'fence' }>>;
   /** The recorded service's timed waits on the core and how each ended, in order. */
   coreWaits: Array<{ kind: string; outcome: string; cycle?: bigint }>;
@@ -104,6 +115,7 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
   // replaying service runs on the live host clock (docs/recording.md "Two clocks").
   const statusReads = reads.map((n) => ({ kind: 'status_read' as const, cycle: n.cycle, published: Number((n.data as { cycle?: unknown }).cycle) }));
   const telemetryPolls = service.filter((n) => tOf(n) === 'telemetry_read').map((n) => ({ kind: 'telemetry_poll' as const, cycle: n.cycle }));
+  const { opens: watchOpens, windows } = watchWindows(service);
   const fences = scan.service.filter((n) => tOf(n) === 'fence').map((n) => ({ kind: 'fence' as const, op: String((n.data as { op?: unknown }).op), outcome: String((n.data as { outcome?: unknown }).outcome) }));
   const coreWaits = scan.service
     .filter((n) => tOf(n) === 'core_wait')
@@ -133,6 +145,8 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
     requests,
     statusReads,
     telemetryPolls,
+    watchOpens,
+    watches: scan.header.watch_notes === true ? windows : null,
     fences,
     coreWaits,
     replies,
@@ -140,6 +154,31 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
     steps: scan.header.clock === 'stepped' && scan.header.format >= 3 && scan.requests.some((n) => tOf(n) === 'step'),
     serviceLog: scan.header.format >= 2 && scan.requests.every((n) => n.sent_ns !== undefined),
   };
+}
+
+/**
+ * The recorded service's stream notes ({t: 'watch', open}) as the cycles of the opens and the spans with
+ * at least one stream open (a stream still open at the end of the recording runs to its end).
+ */
+export function watchWindows(service: readonly RecordingNote[]): { opens: number[]; windows: WatchWindow[] } {
+  const opens: number[] = [];
+  const windows: WatchWindow[] = [];
+  let depth = 0;
+  let from = 0;
+  for (const n of service) {
+    if (tOf(n) !== 'watch') continue;
+    if ((n.data as { open?: unknown }).open === true) {
+      opens.push(n.cycle);
+      if (depth++ === 0) from = n.cycle;
+    } else if (depth > 0 && --depth === 0) {
+      const last = windows.at(-1);
+      // Two spans that meet (a stream closed and another opened in one cycle) are one.
+      if (last && last.to >= from) last.to = Math.max(last.to, n.cycle);
+      else windows.push({ from, to: n.cycle });
+    }
+  }
+  if (depth > 0) windows.push({ from, to: Number.POSITIVE_INFINITY });
+  return { opens, windows };
 }
 
 /**

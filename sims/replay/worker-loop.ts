@@ -36,7 +36,7 @@ export async function runPaced(port: MessagePort, options: CoreStartOptions): Pr
   const scan = scanForPacing(file);
   beforePacer = [];
   const host = await CoreHost.create(options, send, 'none (paced replay)', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes });
-  const p = (pacer = new ReplayPacer(host, scan, { file, mode: String(options.driverParams?.mode ?? 'strict'), reportFile: options.replayPace?.verdictFile, toService: (m) => port.postMessage(m), speed: options.replayPace?.speed ?? null }));
+  const p = (pacer = new ReplayPacer(host, scan, { file, mode: String(options.driverParams?.mode ?? 'strict'), reportFile: options.replayPace?.verdictFile, toService: (m) => port.postMessage(m), speed: options.replayPace?.speed ?? null, watched: options.replayPace?.watched === true }));
   // Events of bring-up (a latched restart_required) were recorded at cycle 0: compared like any other.
   // They, and 'ready', go to the service only now, after the pacer's first cue: a service that served a
   // request before it (a loaded machine can keep this thread from running for a while after 'ready') took

@@ -157,7 +157,7 @@ export function sseMessage(e: EventRecord): string {
  * Then the backlog after the cursor (with the synthetic events_dropped first when history was lost) and
  * every event published while the client stays connected. Last-Event-ID is not read.
  */
-export function streamEvents(log: EventLog, req: IncomingMessage, res: ServerResponse, url: URL): void {
+export function streamEvents(log: EventLog, req: IncomingMessage, res: ServerResponse, url: URL, watching?: (open: boolean) => void): void {
   const after = EventLog.cursor(url.searchParams);
   const backlog = log.read(after, Number.MAX_SAFE_INTEGER);
   req.resume();
@@ -177,6 +177,7 @@ export function streamEvents(log: EventLog, req: IncomingMessage, res: ServerRes
     done = true;
     clearInterval(keepalive);
     log.off('event', onEvent);
+    watching?.(false);
   };
   const finish = () => {
     cleanup();
@@ -186,5 +187,7 @@ export function streamEvents(log: EventLog, req: IncomingMessage, res: ServerRes
   res.on('error', cleanup);
   // Subscribe in the same synchronous step as the backlog read: no event can fall between the two.
   log.on('event', onEvent);
+  // A client watching over wall time (a replay paces the core while it does: ServiceTiming.watching).
+  watching?.(true);
   for (const e of backlog) write(sseMessage(e));
 }

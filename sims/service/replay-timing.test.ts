@@ -113,6 +113,7 @@ test('the live timing: host clock, nothing held; notes only when recording, neve
   plain.replied({ status: 200, body: { operation: 'enable' } });
   plain.statusRead(3n, 9n);
   plain.telemetryRead();
+  plain.watching('telemetry', true);
   plain.coreWait('inject', 1000).done('ok');
   expect(notes).toEqual([]);
   const rec = new LiveTiming(true);
@@ -124,6 +125,8 @@ test('the live timing: host clock, nothing held; notes only when recording, neve
   rec.statusRead(undefined, 1n);
   rec.statusRead(3n, 9n);
   rec.telemetryRead();
+  rec.watching('events', true);
+  rec.watching('events', false);
   const w = rec.coreWait('inject', 1000);
   expect(w.ms).toBe(1000);
   w.done('timeout');
@@ -133,8 +136,22 @@ test('the live timing: host clock, nothing held; notes only when recording, neve
     { t: 'http_reply', op: 'arm', status: 409, label: 'not_ready' },
     { t: 'status_read', cycle: '3', now_ns: '9' },
     { t: 'telemetry_read' },
+    { t: 'watch', stream: 'events', open: true },
+    { t: 'watch', stream: 'events', open: false },
     { t: 'core_wait', kind: 'inject', outcome: 'timeout' },
   ]);
+});
+
+test('a replayed timing tells the pacer each stream the live test opens (it holds the core at the recorded open), once a cue came; closes only when it records', () => {
+  const notes: unknown[] = [];
+  const link: TimingLink = { status: undefined, statusFrom: async () => true, note: (d) => void notes.push(d) };
+  const t = new ReplayedTiming();
+  t.attach(link);
+  t.watching('telemetry', true); // before any cue: a live run, nothing to tell
+  t.cue({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], fenceOutcomes: [] });
+  t.watching('telemetry', true);
+  t.watching('telemetry', false);
+  expect(notes).toEqual([{ t: 'watch', stream: 'telemetry', open: true }]);
 });
 
 test('host times of the replayed core in the live time base (HostTimeMap): moved by the last meeting\'s difference, so the times between records stay the recorded ones; a held cycle before the hold\'s end; a time the live side sent as sent; 0 as 0', () => {

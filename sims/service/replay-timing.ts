@@ -169,6 +169,10 @@ export class ReplayedTiming implements ServiceTiming {
   telemetryRead(): void {
     if (this.record || this.cued) this.link?.note({ t: 'telemetry_read' });
   }
+  /** Told to the pacer: an open serves its hold at the recorded open; a close is only noted when recording. */
+  watching(stream: 'telemetry' | 'events', open: boolean): void {
+    if (this.record || (this.cued && open)) this.link?.note({ t: 'watch', stream, open });
+  }
   coreWait(kind: string | null, ms: number): CoreWait {
     return this.coreWaits.begin(kind, ms);
   }

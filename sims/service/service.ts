@@ -348,7 +348,7 @@ export class ControlService {
         case 'GET /v1/events/stream':
           try {
             if (key === 'GET /v1/events') return this.send(res, this.pollEvents(url));
-            return streamEvents(this.events, req, res, url);
+            return streamEvents(this.events, req, res, url, (open) => this.o.core.timing.watching('events', open));
           } catch (e) {
             // Cursor refusals name the capability they answer (document 1 part 4 subscribe_events).
             if (e instanceof Refusal && !res.headersSent) return this.send(res, refusal(e, 'subscribe_events'));

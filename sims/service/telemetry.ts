@@ -172,11 +172,14 @@ export class TelemetryEndpoints {
     let blockTimer: NodeJS.Timeout | undefined;
     let done = false;
     this.open++;
+    // A client watching over wall time (a replay paces the core while it does: ServiceTiming.watching).
+    core.timing.watching('telemetry', true);
 
     const cleanup = () => {
       if (done) return;
       done = true;
       this.open--;
+      core.timing.watching('telemetry', false);
       clearInterval(tick);
       if (blockTimer) clearTimeout(blockTimer);
       res.off('drain', onDrain);

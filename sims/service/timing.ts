@@ -108,6 +108,12 @@ export interface ServiceTiming {
   /** A telemetry poll was served. */
   telemetryRead(): void;
   /**
+   * A stream opened (`open`) or closed: a test watching the core over wall time. A recording notes both, so a
+   * replay runs flat out outside them (sims/replay/modes.ts WatchedMode) and holds the core at an open until
+   * the live stream opens.
+   */
+  watching(stream: 'telemetry' | 'events', open: boolean): void;
+  /**
    * Start a timed wait of `kind` on the core with its own bound `ms` (kind null: a poll, never noted nor
    * held): the bound to use and the function to call with the outcome, exactly once.
    */
@@ -174,6 +180,9 @@ export class LiveTiming implements ServiceTiming {
   }
   telemetryRead(): void {
     if (this.record) this.link?.note({ t: 'telemetry_read' });
+  }
+  watching(stream: 'telemetry' | 'events', open: boolean): void {
+    if (this.record) this.link?.note({ t: 'watch', stream, open });
   }
   coreWait(kind: string | null, ms: number): CoreWait {
     if (kind === null || !this.record) return { ms, done: NOOP };
