@@ -6,6 +6,7 @@ import { asTransportError, HarnessError } from '../errors.ts';
 import { isJsonObject, parseExact, type JsonExact } from '../oracle/json.ts';
 import { checkReply, type CheckedReply } from '../oracle/reply.ts';
 import { contentType, type ControlClient } from './control.ts';
+import { pollPause } from './poll.ts';
 
 export interface CellEvent {
   sequence: bigint;
@@ -61,7 +62,7 @@ export async function waitForEvent(
     if (hit) return hit;
     if (b.events.length) cursor = b.next_sequence;
     if (Date.now() > until) return undefined;
-    await new Promise((r) => setTimeout(r, 20));
+    await pollPause(20);
   }
 }
 

@@ -3,6 +3,7 @@
 
 import { HarnessError } from '../errors.ts';
 import type { ControlClient } from './control.ts';
+import { pollPause } from './poll.ts';
 
 export interface AxisView {
   id: string;
@@ -45,7 +46,7 @@ export async function waitStatus(client: ControlClient, pred: (s: StatusView) =>
   for (;;) {
     const s = await readStatus(client);
     if (pred(s) || Date.now() > until) return s;
-    await new Promise((r) => setTimeout(r, 10));
+    await pollPause(10);
   }
 }
 

@@ -153,6 +153,7 @@ test('a divergence carrying a huge request is cut in the message, saying how lon
 test('a verdict reads as one line naming what was matched and where it diverged', () => {
   expect(describeVerdict(BASE)).toBe('replayed 10 of 10 recorded cycles (strict), 3/3 requests and 2/2 replies and events matched');
   expect(describeVerdict({ ...BASE, flat_between_watches: true, watches: { recorded: 2, served: 1, missed: 1 } })).toBe('replayed 10 of 10 recorded cycles (strict), 3/3 requests and 2/2 replies and events matched; flat out but while a stream was open (1/2 recorded streams opened)');
+  expect(describeVerdict({ ...BASE, flat_between_watches: true, watches: { recorded: 0, served: 0, missed: 0 } })).toMatch(/matched; flat out \(no stream was open\)$/);
   expect(describeVerdict({ ...BASE, divergence: { kind: 'request', cycle: 7, path: 'axisMask', expected: { op: 'arm' }, actual: { op: 'arm', axisMask: 2 } } })).toMatch(/diverged at cycle 7: request field axisMask expected \{"op":"arm"\}/);
   const bus = { kind: 'diverged' as const, file: 'f', mode: 'strict', time_ns: 4e6, recent: [], cycle: 4, axis: 1, axis_id: 'J2', field: 'controlword', expected: 15, actual: 7 };
   expect(describeVerdict({ ...BASE, divergence: { kind: 'bus', cycle: 4, bus } })).toMatch(/diverged on the bus at cycle 4, axis J2, field controlword: expected 15, actual 7$/);

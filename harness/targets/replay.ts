@@ -49,7 +49,8 @@ export function clipJson(v: unknown, max = 1_000): string {
 export function describeVerdict(v: ReplayVerdict): string {
   const d = v.divergence;
   const service = v.service_replies ? `, ${v.service_replies.matched}/${v.service_replies.recorded} service replies` : '';
-  const watched = v.flat_between_watches ? `; flat out but while a stream was open (${v.watches?.served ?? 0}/${v.watches?.recorded ?? 0} recorded streams opened)` : '';
+  const streams = v.watches?.recorded ?? 0;
+  const watched = !v.flat_between_watches ? '' : streams ? `; flat out but while a stream was open (${v.watches?.served ?? 0}/${streams} recorded streams opened)` : '; flat out (no stream was open)';
   const head = `replayed ${v.cycles} of ${v.recorded.frames} recorded cycles (${v.mode}), ${v.requests_matched}/${v.recorded.requests} requests and ${v.outputs_matched}/${v.recorded.outputs} replies and events${service} matched${watched}`;
   if (!d) return head;
   if (d.kind === 'bus' && d.bus) {
