@@ -743,13 +743,21 @@ test('the default pace (auto): flat out to each sync point, paced to the recorde
   );
   const scan = scanForPacing(file);
   expect(scan.header.watch_notes).toBe(true);
-  const grant = { t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n };
   let wall = 0;
-  const host = await pacedHost(file, scan);
-  try {
-    const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined, speed: 1, watched: true, wallMs: () => wall });
-    expect(p.advance(1000)).toBe('wait');
-    p.offer(grant);
+  /** Replay `recording` in the default pace with the live acquire handed over, then `then`. */
+  const watched = async (recording: PacingScan, then: (p: ReplayPacer, host: CoreHost) => void) => {
+    wall = 0;
+    const host = await pacedHost(file, recording);
+    try {
+      const p = new ReplayPacer(host, recording, { file, mode: 'strict', toService: () => undefined, speed: 1, watched: true, wallMs: () => wall });
+      expect(p.advance(1000)).toBe('wait');
+      p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
+      then(p, host);
+    } finally {
+      await host.close();
+    }
+  };
+  await watched(scan, (p, host) => {
     // Flat out (the wall clock stands still) to the recorded open, and held there.
     expect(p.advance(1000)).toBe('wait');
     expect(host.core.cycleCount).toBe(10);
@@ -770,39 +778,23 @@ test('the default pace (auto): flat out to each sync point, paced to the recorde
     expect(p.advance(1000)).toBe('end');
     expect(host.core.cycleCount).toBe(50);
     expect(p.finish()).toMatchObject({ pace: 1, flat_between_watches: true, watches: { recorded: 1, served: 1, missed: 0 }, holds_lost: [], divergence: null });
-  } finally {
-    await host.close();
-  }
+  });
   // A stream the live test never opens: held for the bound, then given up (an ERROR for the harness).
-  wall = 0;
-  const host2 = await pacedHost(file, scan);
-  try {
-    const p = new ReplayPacer(host2, scan, { file, mode: 'strict', toService: () => undefined, speed: 1, watched: true, wallMs: () => wall });
-    p.advance(1000);
-    p.offer(grant);
+  await watched(scan, (p) => {
     expect(p.advance(1000)).toBe('wait');
     wall = HOLD_BOUND_MS;
     p.advance(1000);
     expect(p.finish()).toMatchObject({ watches: { recorded: 1, served: 0, missed: 1 }, holds_lost: [{ kind: 'watch', cycle: 10 }] });
-  } finally {
-    await host2.close();
-  }
+  });
   // Made before streams were noted: paced throughout (the first cycle after the grant is due 1 ms on).
-  wall = 0;
-  const old = { ...scan, header: { ...scan.header, watch_notes: undefined } };
-  const host3 = await pacedHost(file, old);
-  try {
-    const p = new ReplayPacer(host3, old, { file, mode: 'strict', toService: () => undefined, speed: 1, watched: true, wallMs: () => wall });
-    p.advance(1000);
-    p.offer(grant);
+  await watched({ ...scan, header: { ...scan.header, watch_notes: undefined } }, (p, host) => {
     expect(p.advance(1000)).toBe('pace');
-    expect(host3.core.cycleCount).toBe(1);
-    expect(p.finish()).toMatchObject({ pace: 1 });
-    expect(p.finish()).not.toHaveProperty('flat_between_watches');
-    expect(p.finish()).not.toHaveProperty('watches');
-  } finally {
-    await host3.close();
-  }
+    expect(host.core.cycleCount).toBe(1);
+    const v = p.finish();
+    expect(v).toMatchObject({ pace: 1 });
+    expect(v).not.toHaveProperty('flat_between_watches');
+    expect(v).not.toHaveProperty('watches');
+  });
 });
 
 /** The live service's note of its answer to a control or program request (format 3). */
