@@ -355,10 +355,6 @@ function streamThroughWorker(
       if (settled) return;
       settled = true;
       reader.stop();
-      // Decoded: the slot goes on with the points. Otherwise it is free again; the worker is done with it
-      // or, after an abort, writes into it only before it reads the next session's messages (one thread).
-      if (r.kind === 'decoded' && lease) r.body.points.lease = lease;
-      else lease?.release();
       resolve(r);
     };
     const session = worker.open(axes, declared, {
@@ -367,6 +363,11 @@ function streamThroughWorker(
         if (posted - acked < MAX_IN_FLIGHT / 2) reader.resume();
       },
       onDone(m) {
+        // The worker's last word on this session: it writes into the slot no more. Decoded, the slot goes on
+        // with the points; otherwise it is free again. Not sooner (a body over the limit settles before the
+        // worker has read its abort, and a program could claim the slot while queued chunks still land in it).
+        if (m.t === 'done' && !settled && lease) (m.points as PointArrays).lease = lease;
+        else lease?.release();
         if (m.t === 'done') settle({ kind: 'decoded', body: { request: m.request as Envelope, points: m.points as PointArrays } });
         else if (m.t === 'refused') {
           const r = new UploadRefusal(m.refusal.code, m.refusal.status, m.refusal.label, m.refusal.detail, m.refusal.data);

@@ -177,6 +177,16 @@ describe('uploadBody', () => {
     expect(chunked.body.points.lease?.slot).toBe(0);
     chunked.body.points.lease!.release();
     expect(await worker.inspect()).toEqual({ active: 0, heldBytes: 0 });
+    // Over the limit while streaming: refused at once, the slot given back once the worker has read the abort.
+    const { port, seen, server } = await serve({ arena: () => arena, limit: large.length - 1 });
+    try {
+      expect(await send(port, split(large, 64 * 1024))).toEqual({ status: 413, body: '{"kind":"refused","label":"body_too_large"}' });
+      await seen.outcome;
+      expect(await worker.inspect()).toEqual({ active: 0, heldBytes: 0 });
+      expect(arena.free).toBe(1);
+    } finally {
+      await close(server);
+    }
   });
 
   test('a small body is decoded in place; chunked transfer (no Content-Length) works', async () => {
