@@ -292,7 +292,7 @@ test('a core restart during an upload: the slot of the old arena reaches the new
     await link.step(1);
     const hold = link.status!.axes.map((x) => x.position);
     const p = written(old, lease.slot, ramp(hold, hold[0]!, hold[0]! + 0.01, 1000));
-    // The service starts the next incarnation when the core exits (as core-link.test.ts does).
+    // The service starts the next incarnation when the core exits (as sims/service/core-link.test.ts does).
     link.on('exit', () => void link.start());
     await link.crash();
     expect(link.planArena).toBeDefined();
