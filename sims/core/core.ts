@@ -336,7 +336,7 @@ export class Core implements AdmissionView, StatusView {
    * the prepared one and the executing one are all it keeps. Called after each message and each cycle.
    */
   private keepSlots(): void {
-    this.planArena?.keep([this.building?.slot, this.preparedPlan?.slot, this.trajectory.plan?.slot]);
+    this.planArena?.keep(this.building?.slot, this.preparedPlan?.slot, this.trajectory.plan?.slot);
   }
 
   private handleMessage(m: ToCore, workspace?: PlanWorkspace, slot?: number): void {

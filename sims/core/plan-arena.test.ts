@@ -37,10 +37,10 @@ test('slots: claimed lowest first until none is free, given back by the service 
   a.release(0);
   expect(a.state(0)).toBe('core');
   // keep() frees only what the core holds and no plan names; a slot the service holds is never touched.
-  a.keep([0]);
+  a.keep(0, undefined, undefined);
   expect(a.state(0)).toBe('core');
   expect(a.state(1)).toBe('held');
-  a.keep([undefined]);
+  a.keep(undefined, undefined, undefined);
   expect(a.state(0)).toBe('free');
   expect(a.state(1)).toBe('held');
   // The other thread's view of the same memory sees the same states.

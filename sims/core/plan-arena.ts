@@ -145,11 +145,15 @@ export class PlanArena {
     if (slot >= 0 && slot < this.slots) Atomics.store(this.words, HEAD + slot * PER_SLOT, CORE);
   }
 
-  /** The core: free every slot it holds that `live` does not name (the plans it still keeps). */
-  keep(live: readonly (number | undefined)[]): void {
+  /**
+   * The core: free every slot it holds that none of `a`, `b`, `c` names (the plans it still keeps: being
+   * built, prepared, executing). Three arguments, not a list: it runs every cycle, and a cycle allocates
+   * nothing (bench/README.md, simspeed: capture and the cycle leave no garbage).
+   */
+  keep(a: number | undefined, b: number | undefined, c: number | undefined): void {
     for (let i = 0; i < this.slots; i++) {
       const w = HEAD + i * PER_SLOT;
-      if (Atomics.load(this.words, w) === CORE && !live.includes(i)) Atomics.store(this.words, w, FREE);
+      if (i !== a && i !== b && i !== c && Atomics.load(this.words, w) === CORE) Atomics.store(this.words, w, FREE);
     }
   }
 
