@@ -2,9 +2,10 @@
 // plan arena slot (sims/core/plan-arena.ts) whatever the slot held before, built by the core in the same
 // slot, and its slot goes back when a newer preparation supersedes it.
 
+import { readFileSync } from 'node:fs';
 import { expect, test } from 'vitest';
+import { compileMachine } from '../config/compile.ts';
 import type { CompiledMachine } from '../config/types.ts';
-import { nineAxisMachine } from '../core/test-machine.ts';
 import type { Grant, Reply } from './authority.ts';
 import { CoreLink } from './core-link.ts';
 import { HandleTable } from './handles.ts';
@@ -12,7 +13,8 @@ import { ProgramUploads } from './program-route.ts';
 import type { PreparedProgram } from './programs.ts';
 import type { TrajectoryOps } from './trajectories.ts';
 
-const MACHINE: CompiledMachine = nineAxisMachine();
+// The nine-axis fixture, compiled here: sims/service/ may not import the core's test machine (harness/import-rule.test.ts).
+const MACHINE: CompiledMachine = { ...compileMachine(readFileSync(new URL('../../fixtures/machines/nine-axis.json', import.meta.url), 'utf8')).machine, dir: '' };
 const N = MACHINE.axes.length;
 const COLS = 9;
 
