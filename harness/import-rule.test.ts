@@ -24,6 +24,7 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const SERVICE_MAY_USE_FROM_CORE = [
   'sims/core/protocol.ts', // the private channel's messages
   'sims/core/reasons.ts', // the reason registry: native and jog reasons, their labels, who decides them
+  'sims/core/plan-arena.ts', // the plan memory both sides write (the core makes it, the upload writes into it)
   'sims/core/capture/layout.ts', // telemetry capture layout (shared file mapping)
   'sims/core/capture/reader.ts', // reading the capture ring
   'sims/core/worker-entry.mjs', // started as the core's thread (new URL), never imported
@@ -45,7 +46,7 @@ export const RULES: Rule[] = [
   { rule: 'suites/ never imports sims/ or drivers/', from: ['suites'], forbid: ['sims', 'drivers'] },
   { rule: 'harness/ never imports sims/ or drivers/', from: ['harness'], forbid: ['sims', 'drivers'] },
   { rule: 'drivers/ never imports sims/ (its tests may run a driver under the core)', from: ['drivers'], forbid: ['sims'], testsMay: ['sims/core', 'sims/config', 'sims/main.ts'] },
-  { rule: "sims/service/ uses from sims/core/ only the protocol, the reason registry and the capture layout and reader", from: ['sims/service'], forbid: ['sims/core'], allow: SERVICE_MAY_USE_FROM_CORE },
+  { rule: "sims/service/ uses from sims/core/ only the protocol, the reason registry, the plan arena and the capture layout and reader", from: ['sims/service'], forbid: ['sims/core'], allow: SERVICE_MAY_USE_FROM_CORE },
   { rule: 'the oracle and the catalogue never import the report', from: ['harness/oracle', 'harness/catalogue'], forbid: ['harness/report'] },
   // Paced replay is one component (sims/replay/, docs/recording.md): the service sees it only through the
   // core link's messages, and the core reaches it only through the worker's paced loop.
@@ -169,8 +170,8 @@ describe('the import table', () => {
           `harness/ never imports sims/ or drivers/: harness/targets/t.ts -> ../../${D}/bus.ts`,
           `drivers/ never imports sims/ (its tests may run a driver under the core): ${D}/sim/driver.ts -> ../../${S}/core/core.ts`,
           `drivers/ never imports sims/ (its tests may run a driver under the core): ${D}/replay/r.test.ts -> ../../${S}/service/service.ts`,
-          `sims/service/ uses from sims/core/ only the protocol, the reason registry and the capture layout and reader: ${S}/service/machine.ts -> ../core/core.ts`,
-          `sims/service/ uses from sims/core/ only the protocol, the reason registry and the capture layout and reader: ${S}/service/telemetry.ts -> ../core/capture/writer.ts`,
+          `sims/service/ uses from sims/core/ only the protocol, the reason registry, the plan arena and the capture layout and reader: ${S}/service/machine.ts -> ../core/core.ts`,
+          `sims/service/ uses from sims/core/ only the protocol, the reason registry, the plan arena and the capture layout and reader: ${S}/service/telemetry.ts -> ../core/capture/writer.ts`,
           'the oracle and the catalogue never import the report: harness/oracle/o.ts -> ../report/run-types.ts',
           'the oracle and the catalogue never import the report: harness/catalogue/c.ts -> ../report/verdict.ts',
           `sims/service/ never imports sims/replay/: ${S}/service/cue.ts -> ../replay/pacer.ts`,

@@ -25,6 +25,7 @@ import { CycleHistogram } from './histogram.ts';
 import { HomingLane } from './homing.ts';
 import { JogLane } from './jog.ts';
 import { LaneArbiter } from './lanes.ts';
+import type { PlanArena } from './plan-arena.ts';
 import { PlanBuilder, TrajectoryLane, type Plan, type PlanRefusal, type TrajectoryEnd } from './trajectory.ts';
 import { JOG_REASON, NATIVE_REASON } from './reasons.ts';
 import { JOG_MODE, NATIVE_OP, type CommandResult, type JogStatus, type CoreStatus, type CoreTiming, type FromCore, type PlanWorkspace, type ToCore } from './protocol.ts';
@@ -73,6 +74,8 @@ export interface CoreOptions {
    * ahead of the wall and a publication every 10 ms of core time would cost more than the cycle).
    */
   publishByWall?: boolean;
+  /** Plan memory shared with the service (plan-arena.ts), announced in 'ready'; none: every plan comes as arrays. */
+  planArena?: PlanArena;
 }
 
 const defaultWorkClock = (): number => performance.now() * 1e6;
@@ -157,7 +160,9 @@ export class Core implements AdmissionView, StatusView {
   /** The plan slot: one prepared trajectory waiting for Start (a newer preparation replaces it). */
   preparedPlan: Plan | null = null;
   /** A large plan being taken in, a slice per cycle (see prepare), with the command that asked for it. */
-  private building: { builder: PlanBuilder; cmd: Cmd; answerAt?: number } | null = null;
+  private building: { builder: PlanBuilder; cmd: Cmd; answerAt?: number; slot?: number } | null = null;
+  /** Plan memory shared with the service (plan-arena.ts): a slot is given back when its plan is gone (keepSlots). */
+  readonly planArena: PlanArena | null;
   /** Work-clock ns a cycle spends taking a large plan in on the real-time clock (PLAN_BUILD_SHARE of the period). */
   private readonly buildBudgetNs: number;
   /** MotionState bookkeeping (document 1 part 2): state and last event of the latest execution. */
@@ -258,6 +263,7 @@ export class Core implements AdmissionView, StatusView {
     this.buildBudgetNs = PLAN_BUILD_SHARE * Number(machine.cycle_ns);
     this.ioConfigured = (machine.io?.outputs.length ?? 0) > 0;
     this.capture = opts.capture ?? null;
+    this.planArena = opts.planArena ?? null;
     if (this.capture && this.capture.axisCount !== this.n) throw new RangeError(`capture ring has ${this.capture.axisCount} axes, the machine ${this.n}`);
     this.workClock = opts.workClock ?? defaultWorkClock;
     this.workIsWall = this.workClock === defaultWorkClock;
@@ -311,11 +317,29 @@ export class Core implements AdmissionView, StatusView {
       startupNotes: startup.notes,
       mappingMismatchMask: startup.mappingMismatchMask,
       ...(this.capture ? { capture: this.capture.buffer } : {}),
+      ...(this.planArena ? { planArena: this.planArena.buffer } : {}),
     });
   }
 
-  /** Handle one message from the service (a prepare's workspace comes beside it: protocol.ts PostStamp). */
-  handle(m: ToCore, workspace?: PlanWorkspace): void {
+  /**
+   * Handle one message from the service (a prepare's workspace and arena slot come beside it: protocol.ts
+   * PostStamp).
+   */
+  handle(m: ToCore, workspace?: PlanWorkspace, slot?: number): void {
+    this.handleMessage(m, workspace, slot);
+    // A discard, a Start (the plan it replaces), a refused or superseded prepare: their slots go back now.
+    this.keepSlots();
+  }
+
+  /**
+   * Give back every arena slot whose plan the core no longer keeps (plan-arena.ts): the plan being built,
+   * the prepared one and the executing one are all it keeps. Called after each message and each cycle.
+   */
+  private keepSlots(): void {
+    this.planArena?.keep(this.building?.slot, this.preparedPlan?.slot, this.trajectory.plan?.slot);
+  }
+
+  private handleMessage(m: ToCore, workspace?: PlanWorkspace, slot?: number): void {
     switch (m.t) {
       case 'grant': {
         const wasActive = this.grant.active;
@@ -337,7 +361,7 @@ export class Core implements AdmissionView, StatusView {
         this.command(m);
         return;
       case 'prepare':
-        this.prepare(m, workspace);
+        this.prepare(m, workspace, slot);
         return;
       case 'jog_update':
         this.jogUpdate(m);
@@ -565,15 +589,17 @@ export class Core implements AdmissionView, StatusView {
    *   count above was the recorded wall clock's decision;
    * - stepped and fast clocks: PLAN_SLICE_ELEMENTS a cycle, the same on every run.
    */
-  private prepare(m: Extract<ToCore, { t: 'prepare' }>, workspace?: PlanWorkspace): void {
+  private prepare(m: Extract<ToCore, { t: 'prepare' }>, workspace?: PlanWorkspace, slot?: number): void {
     const asCmd: Cmd = { t: 'cmd', id: m.id, op: 'prepare', generation: m.generation, axisMask: m.axisMask, handle: m.handle };
+    // The slot is the core's from here, whatever the answer (a refused plan's slot goes back at once: keepSlots).
+    if (slot !== undefined) this.planArena?.adopt(slot);
     const refusal = admit(this, asCmd);
     if (refusal) return void this.reply(asCmd, refusal.reason, refusal.mask, refusal.detail);
     // The service commits one preparation at a time; one arriving during a build replaces it.
     if (this.building) this.reply(this.building.cmd, NATIVE_REASON.cancelled, 0, 'replaced by a newer preparation');
     const builder = new PlanBuilder(this.machine, m, workspace);
-    if (builder.elements <= PLAN_SYNC_ELEMENTS) return void this.prepared(asCmd, builder.step(Infinity)!);
-    this.building = { builder, cmd: asCmd, ...(m.answerAtCycle !== undefined ? { answerAt: m.answerAtCycle } : {}) };
+    if (builder.elements <= PLAN_SYNC_ELEMENTS) return void this.prepared(asCmd, builder.step(Infinity)!, slot);
+    this.building = { builder, cmd: asCmd, ...(m.answerAtCycle !== undefined ? { answerAt: m.answerAtCycle } : {}), ...(slot !== undefined ? { slot } : {}) };
   }
 
   /** One slice of the plan being built (each cycle, `workStart` its start on the work clock); answers the prepare when it is done. */
@@ -592,10 +618,10 @@ export class Core implements AdmissionView, StatusView {
     // The fence must still hold after the cycles the build took (a stop or lost lease meanwhile).
     const refusal = admit(this, b.cmd);
     if (refusal) return void this.reply(b.cmd, refusal.reason, refusal.mask, refusal.detail);
-    this.prepared(b.cmd, out);
+    this.prepared(b.cmd, out, b.slot);
   }
 
-  private prepared(asCmd: Cmd, plan: Plan | PlanRefusal): void {
+  private prepared(asCmd: Cmd, plan: Plan | PlanRefusal, slot?: number): void {
     if ('kind' in plan) {
       const a = this.machine.axes[plan.axis]!;
       if (plan.kind === 'outside_limits') {
@@ -603,6 +629,7 @@ export class Core implements AdmissionView, StatusView {
       }
       return void this.reply(asCmd, NATIVE_REASON.velocity_limit, 1 << plan.axis, `point ${plan.point} axis ${a.id} velocity ${plan.value} above ${plan.limit}`, { point: plan.point, axis: a.id });
     }
+    if (slot !== undefined) plan.slot = slot;
     this.preparedPlan = plan;
     const r = this.result(NATIVE_OP.prepare, NATIVE_REASON.none, plan.axisMask, asCmd.generation);
     r.Result = 2; // prepared
@@ -916,6 +943,7 @@ export class Core implements AdmissionView, StatusView {
       if (!quiet || nowNs - this.lastPublishNs >= QUIET_PUBLISH_EVERY_NS) this.publish(nowNs);
     }
     this.advanceBuild(workStart);
+    this.keepSlots();
     const workNs = this.workClock() - workStart;
     this.work.record(workNs);
     if (this.capture) {

@@ -14,6 +14,7 @@ import { DriverHost } from '../../drivers/host.ts';
 import { RecordingDriver } from '../../drivers/replay/recorder.ts';
 import { provenance } from '../paths.ts';
 import { CaptureRing } from './capture/ring.ts';
+import { PlanArena } from './plan-arena.ts';
 import { makeClock, RecordedClock, type CycleClock, type RecordedTimes } from './clock.ts';
 import { Core } from './core.ts';
 import { reportedClockMode, unstamp, type CommandResult, type CoreStartOptions, type FromCore, type PostStamp, type PriorityRequest, type ToCore } from './protocol.ts';
@@ -83,6 +84,9 @@ export class CoreHost {
     };
     this.core = new Core(machine, driverHost, incarnation, counted, {
       capture,
+      // Plan memory the service writes in place (plan-arena.ts), fresh for every incarnation. Not on a paced
+      // replay: the recorded prepares carry their arrays, and the live ones are matched with them as arrays.
+      ...(options.planArena !== false && options.clock.mode !== 'recorded' ? { planArena: PlanArena.create(machine.axes.length) } : {}),
       armSettleNs: options.armSettleNs,
       clockMode: reportedClockMode(options.clock),
       scheduling,
@@ -148,7 +152,7 @@ export class CoreHost {
 
   /** Handle one service message that is not for the cycle logic alone. Returns false on shutdown. */
   handle(stamped: ToCore & PostStamp): boolean {
-    const { sentNs, origin, workspace } = stamped;
+    const { sentNs, origin, workspace, slot } = stamped;
     const msg = unstamp(stamped) as ToCore;
     if (msg.t === 'service_note') {
       // The service's own log (format 2): recorded beside the requests, never handed to the core.
@@ -192,7 +196,7 @@ export class CoreHost {
         this.core.handle(msg);
         return true;
       default:
-        this.core.handle(msg, workspace);
+        this.core.handle(msg, workspace, slot);
         return true;
     }
   }

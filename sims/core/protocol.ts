@@ -52,6 +52,11 @@ export interface CoreStartOptions {
   captureRetentionMs?: number;
   /** Longest time an arm waits for the enabled axes to reach operation enabled (docs/profile.md). */
   armSettleNs?: bigint;
+  /**
+   * Plan memory shared with the service (sims/core/plan-arena.ts); default on, except on the 'recorded'
+   * clock. false: every plan reaches the core as transferred arrays, as before the arena.
+   */
+  planArena?: boolean;
   /** Record the session at the bus boundary into this file (drivers/replay, docs/recording.md). */
   record?: { path: string; run?: string };
   /**
@@ -116,11 +121,17 @@ export interface PostStamp {
   origin?: string;
   /** Memory for the plan a prepare carries (PlanWorkspace); not part of the request, never recorded. */
   workspace?: PlanWorkspace;
+  /**
+   * The plan arena slot a prepare's arrays and workspace are views of (sims/core/plan-arena.ts): the core
+   * holds the slot until it lets the plan go. Not part of the request, never recorded (a recording keeps
+   * the arrays' contents, and a replay builds from them).
+   */
+  slot?: number;
 }
 
 /** A posted message without what the service added to it (PostStamp): the one place that lists its fields. */
 export function unstamp<M extends object>(stamped: M & PostStamp): Omit<M, keyof PostStamp> {
-  const { sentNs: _s, origin: _o, workspace: _w, ...msg } = stamped;
+  const { sentNs: _s, origin: _o, workspace: _w, slot: _l, ...msg } = stamped;
   return msg;
 }
 
@@ -134,6 +145,8 @@ export function unstamp<M extends object>(stamped: M & PostStamp): Omit<M, keyof
  * 1.8 ms: V8 collects when an isolate's external memory grows). The core allocates its own arrays when
  * these are absent or of another size, so a replay (which strips them) builds the same plan in the same
  * cycles.
+ * For a large plan they are views of a plan arena slot (plan-arena.ts, PostStamp `slot`), written once per
+ * slot.
  */
 export interface PlanWorkspace {
   /** count long. */
@@ -331,6 +344,8 @@ export type FromCore =
       mappingMismatchMask: number;
       /** The incarnation's telemetry capture ring (sims/core/capture/reader.ts CaptureReader reads it); absent without capture. */
       capture?: SharedArrayBuffer;
+      /** The incarnation's plan arena (sims/core/plan-arena.ts PlanArena.attach); absent on a paced replay. */
+      planArena?: SharedArrayBuffer;
     }
   | { t: 'reply'; id: number; result: CommandResult; detail?: string; extra?: Record<string, unknown> }
   | { t: 'home_done'; sequence: bigint; ok: boolean; detail: string; reason: number }

@@ -28,6 +28,8 @@ export interface Plan {
   ioValues: Uint32Array;
   /** Any point carries an ON intent (needs io_arm before Start). */
   onIntents: boolean;
+  /** The plan arena slot its arrays live in (sims/core/plan-arena.ts), given back when the plan is gone. */
+  slot?: number;
 }
 
 export interface PlanInput extends PlanArrays {

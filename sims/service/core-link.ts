@@ -8,6 +8,7 @@ import type { CompiledMachine } from '../config/types.ts';
 import { LiveTiming, UNORDERED, type ServiceNote, type ServiceTiming } from './timing.ts';
 import { workerEntry } from '../paths.ts';
 import { reportedClockMode, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PlanWorkspace, type PostStamp, type ToCore } from '../core/protocol.ts';
+import { PlanArena, type PlanLease } from '../core/plan-arena.ts';
 import { incarnationFile } from '../../fixtures/contract/recording-files.ts';
 
 export interface NativeReply {
@@ -34,6 +35,12 @@ export class CoreLink extends EventEmitter {
    * undefined while no incarnation is ready or when capture is off. A core restart brings a new ring.
    */
   captureBuffer?: SharedArrayBuffer;
+  /**
+   * The current incarnation's plan arena (sims/core/plan-arena.ts): uploads and programs claim a slot of it
+   * and write the plan in place. Undefined while no incarnation is ready and on a paced replay; a core
+   * restart brings a new one (a slot of the old one is never sent to the new core: prepare).
+   */
+  planArena?: PlanArena;
   private stopping = false;
   /** Why the current incarnation gave up, from its 'fatal' message (used in the exit reason). */
   private fatal = '';
@@ -62,6 +69,7 @@ export class CoreLink extends EventEmitter {
     this.fatal = '';
     this.status = undefined;
     this.captureBuffer = undefined;
+    this.planArena = undefined;
     const worker = new Worker(workerEntry('core'), {
       workerData: { port: port2, options },
       transferList: [port2],
@@ -81,6 +89,7 @@ export class CoreLink extends EventEmitter {
           this.startupNotes = m.startupNotes;
           this.mappingMismatchMask = m.mappingMismatchMask;
           this.captureBuffer = m.capture;
+          this.planArena = m.planArena ? PlanArena.attach(m.planArena) : undefined;
           resolve();
           this.emit('ready', m.incarnation);
         }
@@ -175,8 +184,8 @@ export class CoreLink extends EventEmitter {
   }
 
   /** Post with the service's stamp (its clock, and why when it sent the message of its own accord). */
-  private postStamped(m: ToCore, origin?: string, transfer?: ArrayBuffer[], workspace?: PlanWorkspace): void {
-    const stamp: PostStamp = { sentNs: this.serviceNow(), ...(origin ? { origin } : {}), ...(workspace ? { workspace } : {}) };
+  private postStamped(m: ToCore, origin?: string, transfer?: ArrayBuffer[], workspace?: PlanWorkspace, slot?: number): void {
+    const stamp: PostStamp = { sentNs: this.serviceNow(), ...(origin ? { origin } : {}), ...(workspace ? { workspace } : {}), ...(slot !== undefined ? { slot } : {}) };
     this.port?.postMessage({ ...m, ...stamp }, transfer ?? []);
   }
 
@@ -184,6 +193,8 @@ export class CoreLink extends EventEmitter {
     const wasLive = this.worker !== undefined && this.live;
     this.worker = undefined;
     this.live = false;
+    // The arena went with the incarnation: no slot of it is claimed for a new upload (prepare copies out one held already).
+    this.planArena = undefined;
     for (const [, p] of this.pending) {
       clearTimeout(p.timer);
       p.reject(new CoreUnavailable(why));
@@ -243,10 +254,24 @@ export class CoreLink extends EventEmitter {
 
   /**
    * Hand a checked point list to the core's plan slot (its typed arrays are transferred, not copied), with
-   * the memory to build the plan in when the caller has it (protocol.ts PlanWorkspace).
+   * the memory to build the plan in when the caller has it (protocol.ts PlanWorkspace). With `lease`, the
+   * arrays and the workspace are views of a plan arena slot (sims/core/plan-arena.ts): nothing is
+   * transferred, the slot's number goes with them and the core holds the slot from then on. A slot of an
+   * arena that is not this incarnation's (the core restarted during the upload) is copied out into arrays
+   * of their own and given back: the new core never sees the old arena.
    */
-  prepare(m: Omit<Extract<ToCore, { t: 'prepare' }>, 't' | 'id'>, workspace?: PlanWorkspace, timeoutMs = 5000): Promise<NativeReply> {
-    if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
+  prepare(m: Omit<Extract<ToCore, { t: 'prepare' }>, 't' | 'id'>, workspace?: PlanWorkspace, lease?: PlanLease, timeoutMs = 5000): Promise<NativeReply> {
+    if (!this.worker || !this.port) {
+      lease?.release();
+      return Promise.reject(new CoreUnavailable('core not running'));
+    }
+    let slot: number | undefined;
+    if (lease && lease.arena === this.planArena) slot = lease.slot;
+    else if (lease) {
+      m = { ...m, timeNs: m.timeNs.slice(), position: m.position.slice(), velocity: m.velocity.slice(), hasVelocity: m.hasVelocity.slice(), ioMask: m.ioMask.slice(), ioValues: m.ioValues.slice() };
+      workspace = undefined;
+      lease.release();
+    }
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -256,8 +281,10 @@ export class CoreLink extends EventEmitter {
       this.pending.set(id, { resolve, reject, timer });
       const buffers = [m.timeNs.buffer, m.position.buffer, m.velocity.buffer, m.hasVelocity.buffer, m.ioMask.buffer, m.ioValues.buffer];
       if (workspace) buffers.push(workspace.t.buffer, workspace.q.buffer, workspace.qd.buffer);
+      // Views of the arena are shared, not transferred (a SharedArrayBuffer cannot be): only plain buffers move.
       const transfer = buffers.filter((b, i, all): b is ArrayBuffer => b instanceof ArrayBuffer && all.indexOf(b) === i);
-      this.postStamped({ t: 'prepare', id, ...m } satisfies ToCore, undefined, transfer, workspace);
+      this.postStamped({ t: 'prepare', id, ...m } satisfies ToCore, undefined, transfer, workspace, slot);
+      if (slot !== undefined) lease!.handOver();
     });
   }
 

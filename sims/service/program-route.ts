@@ -9,6 +9,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { CompiledMachine } from '../config/types.ts';
 import { NATIVE_OP } from '../core/protocol.ts';
+import { PLAN_ARENA_MIN_BYTES, PlanLease } from '../core/plan-arena.ts';
 import type { MarkerShape, Trajectory } from '../dense/codec.ts';
 import type { Grant, Reply } from './authority.ts';
 import { CoreUnavailable, type CoreLink, type NativeReply } from './core-link.ts';
@@ -127,12 +128,23 @@ export class ProgramUploads {
   private async commitNow(g: Grant, p: PreparedProgram): Promise<Reply> {
     const N = this.o.machine.axes.length;
     const m = p.points.segment.length;
-    const timeNs = new BigInt64Array(m);
-    const position = new Float64Array(m * N);
-    const velocity = new Float64Array(m * N);
-    const hasVelocity = new Uint8Array(m).fill(1);
+    // A large program is written into a plan arena slot when one is free (sims/core/plan-arena.ts: no
+    // transferred memory for the core to collect), else into arrays of its own.
+    const arena = m * N * 8 >= PLAN_ARENA_MIN_BYTES && m <= (this.o.core.planArena?.maxPoints ?? 0) ? this.o.core.planArena : undefined;
+    const slot = arena ? arena.claim() : -1;
+    const lease = arena && slot >= 0 ? new PlanLease(arena, slot) : undefined;
+    const inSlot = lease ? lease.arena.plan(lease.slot, m, true) : undefined;
+    // A slot holds what its last plan left: every element is written (the axes a program does not map are 0).
+    const timeNs = inSlot?.timeNs ?? new BigInt64Array(m);
+    const position = inSlot?.position.fill(0) ?? new Float64Array(m * N);
+    const velocity = inSlot?.velocity.fill(0) ?? new Float64Array(m * N);
+    const hasVelocity = (inSlot?.hasVelocity ?? new Uint8Array(m)).fill(1);
+    const ioMask = inSlot ? (inSlot.ioMask.set(p.points.ioMask), inSlot.ioMask) : p.points.ioMask.slice();
+    const ioValues = inSlot ? (inSlot.ioValues.set(p.points.ioValues), inSlot.ioValues) : p.points.ioValues.slice();
     // Memory for the plan, faulted in here rather than on the core thread (core protocol.ts PlanWorkspace).
-    const workspace = { t: new Float64Array(m).fill(0), q: new Float64Array(m * N).fill(0), qd: new Float64Array(m * N).fill(0) };
+    const workspace = lease
+      ? lease.arena.workspace(lease.slot, m)
+      : { t: new Float64Array(m).fill(0), q: new Float64Array(m * N).fill(0), qd: new Float64Array(m * N).fill(0) };
     for (let k = 0; k < m; k++) {
       timeNs[k] = BigInt(p.points.tNs[k]!);
       p.axisOf.forEach((axis, c) => {
@@ -145,11 +157,13 @@ export class ProgramUploads {
     try {
       n = await this.o.core.prepare({
         generation: g.generation, handle, axisMask: p.axisMask, timeNs, position, velocity, hasVelocity,
-        ioMask: p.points.ioMask.slice(), ioValues: p.points.ioValues.slice(), recovery: true,
-      }, workspace);
+        ioMask, ioValues, recovery: true,
+      }, workspace, lease);
     } catch (e) {
       if (e instanceof CoreUnavailable) throw refuse('native_rejected', `no native receipt: ${e.message}`);
       throw e;
+    } finally {
+      lease?.release(); // only when the prepare was never posted (the core holds the slot after)
     }
     if (n.result.Result !== 2) throw motionRefusal(n);
     if (!this.o.current(g)) throw refuse('control_session_stale', 'the grant ended while the program was being prepared');

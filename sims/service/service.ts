@@ -413,6 +413,7 @@ export class ControlService {
         release = this.trajectories.reserve();
       },
       release: () => release?.(),
+      arena: () => this.o.core.planArena,
     });
     switch (out.kind) {
       case 'aborted':
@@ -428,6 +429,8 @@ export class ControlService {
           });
         } finally {
           release?.();
+          // The arena slot, unless the prepare took it to the core (a refusal before, a request_id answered from the cache).
+          out.body.points.lease?.release();
         }
       case 'ordinary':
         break;

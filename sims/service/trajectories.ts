@@ -157,7 +157,7 @@ export class TrajectoryOps {
         hasVelocity: p.hasVelocity,
         ioMask: p.ioMask,
         ioValues: p.ioValues,
-      }, p.workspace);
+      }, p.workspace, p.lease);
     } catch (e) {
       if (e instanceof CoreUnavailable) throw refuse('native_rejected', `no native receipt: ${e.message}`);
       throw e;

@@ -25,6 +25,7 @@ import { Ch as B, decodeJson, JsonDecodeError, JsonNumber, toInteger, type JsonV
 import { REQUEST_PREFIX_BYTES } from '../../primitives.ts';
 import { createHash } from 'node:crypto';
 import type { PlanArrays, PlanWorkspace } from '../../core/protocol.ts';
+import type { PlanLease, SlotStorage } from '../../core/plan-arena.ts';
 
 /** Most points a trajectory may carry (document 1 part 8); the decoder refuses more, to bound memory. */
 export const MAX_POINTS = 250_000;
@@ -41,6 +42,11 @@ export interface PointArrays extends PlanArrays {
   workspace?: PlanWorkspace;
   /** SHA-256 of the arrays (pointsArraysDigest), taken by the upload worker so the main loop need not. */
   digest?: string;
+  /**
+   * The plan arena slot the arrays and workspace are views of (sims/core/plan-arena.ts), held by the
+   * service until the prepare carrying it is posted; absent when the arrays are the points' own.
+   */
+  lease?: PlanLease;
 }
 
 /**
@@ -164,6 +170,12 @@ export interface DecoderOptions {
   expectedBytes?: number;
   /** Stop at the root key "points" (the prefix scan); members before it are decoded, nothing after. */
   stopAtPoints?: boolean;
+  /**
+   * Write the points here instead of arrays of the decoder's own (a plan arena slot, at least MAX_POINTS
+   * long: sims/core/plan-arena.ts). Every element of an accepted point is written (pointStart, pointEnd),
+   * so what the slot held before never shows.
+   */
+  storage?: SlotStorage;
 }
 
 export interface MemberInfo {
@@ -232,14 +244,15 @@ export class TrajectoryDecoder {
   private arrIndex = 0;
   private arrIsVel = false;
   private elemIndex = 0; // index of the current element of points
-  private timeNs = new BigInt64Array(0);
-  private timeWords = new Uint32Array(0);
-  private position = new Float64Array(0);
-  private velocity = new Float64Array(0);
-  private hasVelocity = new Uint8Array(0);
-  private ioMask = new Uint32Array(0);
-  private ioValues = new Uint32Array(0);
-  private ioFlags = new Uint8Array(0);
+  // Of their own, or views of a plan arena slot (DecoderOptions.storage).
+  private timeNs: BigInt64Array = new BigInt64Array(0);
+  private timeWords: Uint32Array = new Uint32Array(0);
+  private position: Float64Array = new Float64Array(0);
+  private velocity: Float64Array = new Float64Array(0);
+  private hasVelocity: Uint8Array = new Uint8Array(0);
+  private ioMask: Uint32Array = new Uint32Array(0);
+  private ioValues: Uint32Array = new Uint32Array(0);
+  private ioFlags: Uint8Array = new Uint8Array(0);
 
   // last number token
   private numStart = 0;
@@ -257,6 +270,20 @@ export class TrajectoryDecoder {
     if (!Number.isInteger(o.axes) || o.axes < 1 || o.axes > 64) throw new RangeError('axes must be 1..64');
     this.axes = o.axes;
     this.stopAtPoints = o.stopAtPoints === true;
+    if (o.storage) {
+      const st = o.storage;
+      if (st.timeNs.length < MAX_POINTS || st.position.length < MAX_POINTS * o.axes) throw new RangeError('storage must hold MAX_POINTS points of the decoder axes');
+      this.timeNs = st.timeNs;
+      this.timeWords = new Uint32Array(st.timeNs.buffer, st.timeNs.byteOffset, st.timeNs.length * 2);
+      this.position = st.position;
+      this.velocity = st.velocity;
+      this.hasVelocity = st.hasVelocity;
+      this.ioMask = st.ioMask;
+      this.ioValues = st.ioValues;
+      this.ioFlags = st.ioFlags;
+      this.cap = MAX_POINTS;
+      return;
+    }
     const pre = o.expectedBytes ? Math.min(MAX_POINTS, Math.ceil(o.expectedBytes / minPointBytes(o.axes))) : 64;
     this.grow(Math.max(2, pre));
   }

@@ -28,6 +28,7 @@ import {
 import { workerEntry } from '../../paths.ts';
 import { DISCARD_BOUND_BYTES, discardBody, REQUEST_PREFIX_BYTES } from '../../primitives.ts';
 import { checkSameEnvelope, scanPrefix, type AdmittedPrefix } from './prefix.ts';
+import { PLAN_ARENA_MIN_BYTES, PlanLease, type PlanArena } from '../../core/plan-arena.ts';
 import type { FromWorker, ToWorker } from './protocol.ts';
 
 export { MAX_POINTS, TRAJECTORY_BODY_LIMIT, TrajectoryDecoder, UploadRefusal, decodeTrajectory } from './decoder.ts';
@@ -51,7 +52,13 @@ export interface UploadOptions {
   limit?: number;
   /** The decode worker; default the shared warm one. */
   worker?: UploadWorker;
+  /**
+   * The core's plan arena now (sims/core/plan-arena.ts): a large upload is decoded into a slot of it when
+   * one is free (the result's `lease`), else into arrays of its own as before.
+   */
+  arena?: () => PlanArena | undefined;
 }
+
 
 /**
  * Refusals before the body is read discard as the service does for ordinary bodies (DISCARD_BOUND_BYTES,
@@ -114,11 +121,11 @@ export class UploadWorker {
   /** Batches the worker handed back, for the next chunks of any upload. */
   readonly batches = new BatchPool();
 
-  /** Start a decode session. */
-  open(axes: number, expectedBytes: number | undefined, p: Pending): WorkerSession {
+  /** Start a decode session (into a plan arena slot with `lease`). */
+  open(axes: number, expectedBytes: number | undefined, p: Pending, lease?: PlanLease): WorkerSession {
     const id = this.nextId++;
     this.pending.set(id, p);
-    this.post({ t: 'begin', id, axes, expectedBytes });
+    this.post({ t: 'begin', id, axes, expectedBytes, ...(lease ? { arena: { buffer: lease.arena.buffer, slot: lease.slot } } : {}) });
     return {
       chunk: (bytes) => this.post({ t: 'chunk', id, bytes }, [bytes.buffer as ArrayBuffer]),
       end: () => this.post({ t: 'end', id }),
@@ -254,6 +261,7 @@ export async function uploadBody(req: IncomingMessage, o: UploadOptions): Promis
       checkSameEnvelope(scan.prefix, body.request);
     } catch (e) {
       release();
+      body.points.lease?.release();
       return { kind: 'refused', refusal: e as Refusal, admitted: true };
     }
     return { kind: 'trajectory', prefix: scan.prefix, body };
@@ -276,7 +284,11 @@ export async function uploadBody(req: IncomingMessage, o: UploadOptions): Promis
     }
   }
 
-  const out = await streamThroughWorker(reader, head, o.axes, limit, Number.isFinite(declared) ? declared : undefined, o.worker ?? uploadWorker());
+  const expected = Number.isFinite(declared) ? declared : undefined;
+  const arena = expected === undefined || expected >= PLAN_ARENA_MIN_BYTES ? o.arena?.() : undefined;
+  const slot = arena ? arena.claim() : -1;
+  const lease = arena && slot >= 0 ? new PlanLease(arena, slot) : undefined;
+  const out = await streamThroughWorker(reader, head, o.axes, limit, expected, o.worker ?? uploadWorker(), lease);
   if (out.kind === 'decoded') return finishWith(out.body);
   release();
   if (out.kind === 'aborted') return { kind: 'aborted', admitted: true };
@@ -331,6 +343,7 @@ function streamThroughWorker(
   limit: number,
   declared: number | undefined,
   worker: UploadWorker,
+  lease?: PlanLease,
 ): Promise<StreamResult> {
   return new Promise((resolve) => {
     let posted = 0;
@@ -350,6 +363,11 @@ function streamThroughWorker(
         if (posted - acked < MAX_IN_FLIGHT / 2) reader.resume();
       },
       onDone(m) {
+        // The worker's last word on this session: it writes into the slot no more. Decoded, the slot goes on
+        // with the points; otherwise it is free again. Not sooner (a body over the limit settles before the
+        // worker has read its abort, and a program could claim the slot while queued chunks still land in it).
+        if (m.t === 'done' && !settled && lease) (m.points as PointArrays).lease = lease;
+        else lease?.release();
         if (m.t === 'done') settle({ kind: 'decoded', body: { request: m.request as Envelope, points: m.points as PointArrays } });
         else if (m.t === 'refused') {
           const r = new UploadRefusal(m.refusal.code, m.refusal.status, m.refusal.label, m.refusal.detail, m.refusal.data);
@@ -360,7 +378,7 @@ function streamThroughWorker(
           settle({ kind: 'refused', refusal: new Refusal(409, 'internal_defect', 'the upload decoder failed') });
         } else if (m.t === 'aborted') settle({ kind: 'aborted' });
       },
-    });
+    }, lease);
     const flush = () => {
       if (fill === 0) return;
       const out = fill === batch.length ? batch : batch.slice(0, fill);
@@ -395,9 +413,7 @@ function streamThroughWorker(
         if (total > limit) {
           // Stop decoding at once; the caller discards a bounded remainder so the 413 reaches the client.
           session.abort();
-          settled = true;
-          reader.stop();
-          resolve({ kind: 'too_large' });
+          settle({ kind: 'too_large' });
           return;
         }
         take(c);

@@ -3,7 +3,11 @@
 import type { Envelope, PointArrays, UploadCode } from './decoder.ts';
 
 export type ToWorker =
-  | { t: 'begin'; id: number; axes: number; expectedBytes?: number }
+  /**
+   * `arena`: decode into this plan arena slot (sims/core/plan-arena.ts), claimed by the main thread; the
+   * result's arrays are views of it (shared, not transferred).
+   */
+  | { t: 'begin'; id: number; axes: number; expectedBytes?: number; arena?: { buffer: SharedArrayBuffer; slot: number } }
   /** Body bytes, transferred (the ArrayBuffer moves to the worker). */
   | { t: 'chunk'; id: number; bytes: Uint8Array }
   | { t: 'end'; id: number }

@@ -10,6 +10,7 @@ import { BatchPool, uploadBody, UploadWorker, type UploadOptions, type UploadOut
 import type { AdmittedPrefix } from './prefix.ts';
 import { pointsArraysDigest } from './decoder.ts';
 import { REQUEST_PREFIX_BYTES } from '../../primitives.ts';
+import { PLAN_ARENA_MIN_BYTES, PlanArena } from '../../core/plan-arena.ts';
 
 const worker = new UploadWorker();
 afterAll(() => worker.close());
@@ -126,6 +127,63 @@ describe('uploadBody', () => {
       }
       expect(seen.released).toBe(0);
       expect(await worker.inspect()).toEqual({ active: 0, heldBytes: 0 });
+    } finally {
+      await close(server);
+    }
+  });
+
+  test('with a plan arena, a large upload is decoded into a free slot (views of it, held by the lease); a small one, a refused one, and one with no slot free are not', async () => {
+    const arena = PlanArena.create(9, { slots: 1 });
+    const upload = async (body: Uint8Array, o: { contentLength?: number } = { contentLength: body.length }) => {
+      const { port, seen, server } = await serve({ arena: () => arena });
+      try {
+        await send(port, split(body, 256 * 1024), o);
+        return await seen.outcome;
+      } finally {
+        await close(server);
+      }
+    };
+    const large = sampleBody(5000); // about 2 MB
+    expect(large.length).toBeGreaterThan(PLAN_ARENA_MIN_BYTES);
+    const out = await upload(large);
+    if (out.kind !== 'trajectory') throw new Error(out.kind);
+    const p = out.body.points;
+    expect(p.lease?.slot).toBe(0);
+    expect(arena.state(0)).toBe('held');
+    expect(p.position.buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(p.workspace!.q.buffer).toBeInstanceOf(SharedArrayBuffer);
+    const ref = JSON.parse(pointText(samplePoint(4999))) as { position: number[]; velocity: number[] };
+    expect([...p.position.subarray(4999 * 9, 5000 * 9)]).toEqual(ref.position);
+    expect([...p.velocity.subarray(4999 * 9, 5000 * 9)]).toEqual(ref.velocity);
+    // No slot free: the next large upload decodes into arrays of its own, as before the arena.
+    const second = await upload(large);
+    if (second.kind !== 'trajectory') throw new Error(second.kind);
+    expect(second.body.points.lease).toBeUndefined();
+    expect(second.body.points.position.buffer).toBeInstanceOf(ArrayBuffer);
+    p.lease!.release();
+    expect(arena.free).toBe(1);
+    // Declared small: arrays of its own, the slot stays free.
+    const small = await upload(sampleBody(100));
+    expect(small.kind === 'trajectory' && small.body.points.lease).toBeUndefined();
+    expect(arena.free).toBe(1);
+    // Refused at the end of the decode (a point without a position): the slot comes back with the refusal.
+    const broken = Buffer.concat([large.subarray(0, large.length - 2), Buffer.from(',{"time_ns":1}]}')]);
+    const refused = await upload(broken);
+    expect(refused.kind === 'refused' && refused.refusal.label).toBe('invalid_request_envelope');
+    expect(arena.free).toBe(1);
+    // No Content-Length (chunked): a slot is used, since the size is unknown until the end.
+    const chunked = await upload(large, {});
+    if (chunked.kind !== 'trajectory') throw new Error(chunked.kind);
+    expect(chunked.body.points.lease?.slot).toBe(0);
+    chunked.body.points.lease!.release();
+    expect(await worker.inspect()).toEqual({ active: 0, heldBytes: 0 });
+    // Over the limit while streaming: refused at once, the slot given back once the worker has read the abort.
+    const { port, seen, server } = await serve({ arena: () => arena, limit: large.length - 1 });
+    try {
+      expect(await send(port, split(large, 64 * 1024))).toEqual({ status: 413, body: '{"kind":"refused","label":"body_too_large"}' });
+      await seen.outcome;
+      expect(await worker.inspect()).toEqual({ active: 0, heldBytes: 0 });
+      expect(arena.free).toBe(1);
     } finally {
       await close(server);
     }

@@ -1,12 +1,14 @@
 // The upload decode worker: runs TrajectoryDecoder off the service's main event loop, so status, events
 // and telemetry keep answering during a 222 MB upload (document 1 part 8). One warm worker serves every
 // upload; each upload is a session keyed by id. Chunks arrive transferred; the typed arrays of the result
-// are transferred back.
+// are transferred back, or, for an upload given a plan arena slot (sims/core/plan-arena.ts), decoded into
+// the slot and sent back as views of it (nothing transferred, no external memory for any isolate to adopt).
 
 import { parentPort } from 'node:worker_threads';
 import { pointsArraysDigest, TrajectoryDecoder, UploadRefusal, type PointArrays } from './decoder.ts';
 import type { FromWorker, ToWorker } from './protocol.ts';
 import type { PlanWorkspace } from '../../core/protocol.ts';
+import { PlanArena } from '../../core/plan-arena.ts';
 import { lowerThreadPriority } from '../../thread-priority.ts';
 
 // Behind the main loop and the core in the scheduler's queue (sims/thread-priority.ts).
@@ -14,13 +16,18 @@ lowerThreadPriority();
 
 const port = parentPort!;
 const sessions = new Map<number, TrajectoryDecoder>();
+/** The arena slot a session decodes into. */
+const slots = new Map<number, { arena: PlanArena; slot: number }>();
 const send = (m: FromWorker, transfer: ArrayBuffer[] = []) => port.postMessage(m, transfer);
 
 port.on('message', (m: ToWorker) => {
   switch (m.t) {
-    case 'begin':
-      sessions.set(m.id, new TrajectoryDecoder({ axes: m.axes, expectedBytes: m.expectedBytes }));
+    case 'begin': {
+      const at = m.arena ? { arena: PlanArena.attach(m.arena.buffer), slot: m.arena.slot } : undefined;
+      if (at) slots.set(m.id, at);
+      sessions.set(m.id, new TrajectoryDecoder({ axes: m.axes, expectedBytes: m.expectedBytes, ...(at ? { storage: at.arena.storage(at.slot) } : {}) }));
       return;
+    }
     case 'chunk': {
       const d = sessions.get(m.id);
       if (!d) return;
@@ -33,6 +40,7 @@ port.on('message', (m: ToWorker) => {
       if (failed) {
         // A JSON error is the first problem of the whole body: refuse now, the rest need not be read.
         sessions.delete(m.id);
+        slots.delete(m.id);
         d.reset();
         return refused(m.id, failed);
       }
@@ -46,10 +54,12 @@ port.on('message', (m: ToWorker) => {
       const d = sessions.get(m.id);
       if (!d) return;
       sessions.delete(m.id);
+      const at = slots.get(m.id);
+      slots.delete(m.id);
       try {
         const body = d.finish();
-        const points = compact(body.points);
-        points.workspace = workspace(points.count, points.axes);
+        const points = at ? inSlot(body.points, at.arena, at.slot) : compact(body.points);
+        points.workspace = at ? at.arena.workspace(at.slot, points.count) : workspace(points.count, points.axes);
         // Only a request_id needs the key (service.ts dispatch): 80 ms of hashing a maximum upload otherwise spends for nothing.
         if (body.request.request_id !== undefined) points.digest = pointsArraysDigest(points);
         send({ t: 'done', id: m.id, request: body.request, points }, buffersOf(points));
@@ -62,6 +72,7 @@ port.on('message', (m: ToWorker) => {
     case 'abort': {
       const d = sessions.get(m.id);
       sessions.delete(m.id);
+      slots.delete(m.id);
       d?.reset();
       send({ t: 'aborted', id: m.id });
       return;
@@ -80,6 +91,7 @@ function refused(id: number, e: UploadRefusal): void {
 function crash(id: number, e: unknown): void {
   sessions.get(id)?.reset();
   sessions.delete(id);
+  slots.delete(id);
   send({ t: 'crashed', id, message: e instanceof Error ? (e.stack ?? e.message) : String(e) });
 }
 
@@ -101,11 +113,21 @@ function compact(p: PointArrays): PointArrays {
   };
 }
 
+/** The plain buffers of a result, to transfer (views of an arena slot are shared: a SharedArrayBuffer cannot be transferred). */
 function buffersOf(p: PointArrays): ArrayBuffer[] {
   const set = new Set<ArrayBuffer>();
-  for (const a of [p.timeNs, p.position, p.velocity, p.hasVelocity, p.ioMask, p.ioValues, p.ioFlags]) set.add(a.buffer as ArrayBuffer);
-  if (p.workspace) for (const a of [p.workspace.t, p.workspace.q, p.workspace.qd]) set.add(a.buffer as ArrayBuffer);
+  const add = (b: ArrayBufferLike) => {
+    if (b instanceof ArrayBuffer) set.add(b);
+  };
+  for (const a of [p.timeNs, p.position, p.velocity, p.hasVelocity, p.ioMask, p.ioValues, p.ioFlags]) add(a.buffer);
+  if (p.workspace) for (const a of [p.workspace.t, p.workspace.q, p.workspace.qd]) add(a.buffer);
   return [...set];
+}
+
+/** The decoded points as views of the slot they were written into, with compact's rule for velocity. */
+function inSlot(p: PointArrays, arena: PlanArena, slot: number): PointArrays {
+  const hasVelocity = p.hasVelocity.subarray(0, p.count).includes(1);
+  return { count: p.count, axes: p.axes, ...arena.plan(slot, p.count, hasVelocity) };
 }
 
 /**
