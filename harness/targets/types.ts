@@ -82,6 +82,8 @@ export interface Target {
   step?(cycles: number): Promise<bigint>;
   /** Like `step`, with the core's cycle count after it and how many answers (receipts, Home and stop outcomes) its cycles produced. */
   stepReport?(cycles: number): Promise<StepReport>;
+  /** Stepped clock: the service's waits on the core under way now, without running a cycle (StepReport.waiting). */
+  coreWaits?(): Promise<number>;
   /** Restart the control service process (a new adapter incarnation); throws when the target cannot. */
   restartService(): Promise<void>;
   /**
@@ -162,6 +164,12 @@ export interface StepReport {
   cycles: bigint;
   /** Receipts, Home outcomes and stop outcomes the core sent during the step's cycles. */
   answered: number;
+  /**
+   * The service's waits on the core under way when the step was done (a receipt, a publication, a Home's
+   * outcome); absent when the target does not say. A request that is not among them is answered, if at
+   * all, by the service alone, and more steps would not change that (harness/clients/stepped.ts settle).
+   */
+  waiting?: number;
 }
 
 /** A reference stack started as a process (harness/targets/sim.ts startStack), once it is ready. */

@@ -212,3 +212,24 @@ test('a paced replay\'s core is ready only once the pacer has cued the service: 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('the service\'s waits on the core are counted while they run (a receipt, a publication) and not a step: what the stepped clock\'s test channel reports for harness/clients/stepped.ts settle', async () => {
+  const link = new CoreLink(MACHINE, { driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0 });
+  await link.start();
+  try {
+    expect(link.coreWaits).toBe(0);
+    // A native command waits for its receipt, which the stepped core gives in a cycle.
+    const receipt = link.command('recovery_status', 0n, 0, {}, 5_000).catch((e: unknown) => e);
+    const publication = link.nextStatus(5_000);
+    expect(link.coreWaits).toBe(2);
+    // A step is not a wait on the core's behalf of a request: the count does not include it.
+    const stepped = link.step(5);
+    expect(link.coreWaits).toBe(2);
+    await stepped;
+    await receipt;
+    await publication;
+    expect(link.coreWaits).toBe(0);
+  } finally {
+    await link.shutdown();
+  }
+});

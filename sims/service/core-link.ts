@@ -25,6 +25,8 @@ export class CoreLink extends EventEmitter {
   private port?: MessagePort;
   private nextId = 1;
   private pending = new Map<number, { resolve: (r: NativeReply) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+  /** Waits on the core under way (see coreWaits). */
+  private waits = 0;
   status?: CoreStatus;
   incarnation = '';
   startupNotes: string[] = [];
@@ -174,6 +176,28 @@ export class CoreLink extends EventEmitter {
     return this.timing.now();
   }
 
+  /**
+   * How many of the service's waits on the core are under way: a native receipt, a plan's receipt, a fault
+   * injection's reply, a status publication, a Home's outcome. The stepped clock's test channel reports it
+   * with each step (`/step` `waiting`, `/core-waits`): a client stepping until its request is answered
+   * steps on only while the service waits on the core, and otherwise waits for its answer, so the number of
+   * steps does not depend on how fast the service answered by itself (harness/clients/stepped.ts settle;
+   * docs/recording.md "The stepped clock").
+   */
+  get coreWaits(): number {
+    return this.waits;
+  }
+
+  /** `p` is a wait on the core: counted (coreWaits) until it settles. */
+  awaitingCore<T>(p: Promise<T>): Promise<T> {
+    this.waits++;
+    const done = () => {
+      this.waits--;
+    };
+    p.then(done, done);
+    return p;
+  }
+
   /** Post with the service's stamp (its clock, and why when it sent the message of its own accord). */
   private postStamped(m: ToCore, origin?: string, transfer?: ArrayBuffer[], workspace?: PlanWorkspace): void {
     const stamp: PostStamp = { sentNs: this.serviceNow(), ...(origin ? { origin } : {}), ...(workspace ? { workspace } : {}) };
@@ -230,7 +254,7 @@ export class CoreLink extends EventEmitter {
     if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
     const id = this.nextId++;
     const wait = this.timing.coreWait(UNORDERED.has(op) ? null : `cmd:${op}`, timeoutMs);
-    return new Promise((resolve, reject) => {
+    return this.awaitingCore(new Promise<NativeReply>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         wait.done('timeout');
@@ -238,7 +262,7 @@ export class CoreLink extends EventEmitter {
       }, wait.ms);
       this.pending.set(id, { resolve: (r) => (wait.done('ok'), resolve(r)), reject, timer });
       this.postStamped({ t: 'cmd', id, op, generation, axisMask, ...extra } satisfies ToCore);
-    });
+    }));
   }
 
   /**
@@ -248,7 +272,7 @@ export class CoreLink extends EventEmitter {
   prepare(m: Omit<Extract<ToCore, { t: 'prepare' }>, 't' | 'id'>, workspace?: PlanWorkspace, timeoutMs = 5000): Promise<NativeReply> {
     if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
     const id = this.nextId++;
-    return new Promise((resolve, reject) => {
+    return this.awaitingCore(new Promise<NativeReply>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         reject(new CoreUnavailable(`no native receipt for prepare within ${timeoutMs} ms`));
@@ -258,7 +282,7 @@ export class CoreLink extends EventEmitter {
       if (workspace) buffers.push(workspace.t.buffer, workspace.q.buffer, workspace.qd.buffer);
       const transfer = buffers.filter((b, i, all): b is ArrayBuffer => b instanceof ArrayBuffer && all.indexOf(b) === i);
       this.postStamped({ t: 'prepare', id, ...m } satisfies ToCore, undefined, transfer, workspace);
-    });
+    }));
   }
 
   /** Out-of-band fault injection (private test channel). */
@@ -266,7 +290,7 @@ export class CoreLink extends EventEmitter {
     if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
     const id = this.nextId++;
     const wait = this.timing.coreWait('inject', 1000);
-    return new Promise((resolve, reject) => {
+    return this.awaitingCore(new Promise<NativeReply>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         wait.done('timeout');
@@ -274,7 +298,7 @@ export class CoreLink extends EventEmitter {
       }, wait.ms);
       this.pending.set(id, { resolve: (r) => (wait.done('ok'), resolve(r)), reject, timer });
       this.postStamped({ t: 'inject', id, fault } satisfies ToCore);
-    });
+    }));
   }
 
   /** Stepped clock: run `cycles` cycles now (private test channel). Resolves with the core's time after them. */
@@ -306,7 +330,7 @@ export class CoreLink extends EventEmitter {
       wait.done('ok', this.status.cycle);
       return Promise.resolve(this.status);
     }
-    return new Promise((resolve) => {
+    return this.awaitingCore(new Promise<CoreStatus | undefined>((resolve) => {
       const timer = setTimeout(() => {
         this.off('status', on);
         wait.done('timeout');
@@ -320,7 +344,7 @@ export class CoreLink extends EventEmitter {
         resolve(s);
       };
       this.on('status', on);
-    });
+    }));
   }
 
   async shutdown(): Promise<void> {
