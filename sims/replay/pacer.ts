@@ -132,6 +132,8 @@ export interface ServiceCue {
   fences?: string[];
   /** At start: how each of those decisions went ('ok' or the refusal label). */
   fenceOutcomes?: string[];
+  /** At start: the order in which the recorded service's preparations took their place in the commit queue. */
+  commits?: string[];
   /** At start: the publication cycle each recorded status read was served from, in order. */
   statusReads?: bigint[];
   /** At start: how each of the recorded service's timed waits on the core ended (sims/service/replay-timing.ts CoreWaits). */
@@ -254,6 +256,7 @@ export class ReplayPacer {
         hostClock: this.hostClock,
         fences: points.fences.map((f) => f.op),
         fenceOutcomes: points.fences.map((f) => f.outcome),
+        ...(points.commits.length ? { commits: points.commits.map((c) => c.op) } : {}),
         ...(reads.length ? { statusReads: reads.map((r) => BigInt(r.published)) } : {}),
         ...(points.coreWaits.length ? { coreWaits: points.coreWaits.map(({ kind, outcome, cycle }) => ({ kind, outcome, ...(cycle !== undefined ? { cycle } : {}) })) } : {}),
       });

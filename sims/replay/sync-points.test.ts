@@ -11,7 +11,7 @@ const req = (cycle: number, data: unknown, o: Partial<RecordingNote> = {}): Reco
 const svc = (cycle: number, data: unknown): RecordingNote => ({ cycle, kind: 'service', data });
 const scanOf = (requests: RecordingNote[], service: RecordingNote[], h: Partial<RecordingHeader> = {}): PacingScan => ({ header: header(h), frames: 100, complete: true, times: new Float64Array(100), requests, outputs: [], service });
 
-test('every sync point is read with its kind: requests, renewals, lease expiries, status reads, telemetry polls, fences, replies', () => {
+test('every sync point is read with its kind: requests, renewals, lease expiries, status reads, telemetry polls, fences, commits, replies', () => {
   const grant = (generation: string, deadlineNs: string, active = true) => ({ t: 'grant', generation, deadlineNs, active, axisMask: 1 });
   const scan = scanOf(
     [
@@ -25,6 +25,8 @@ test('every sync point is read with its kind: requests, renewals, lease expiries
       svc(3, { t: 'status_read', cycle: '2', now_ns: '150' }),
       svc(9, { t: 'telemetry_read' }),
       svc(9, { t: 'fence', op: 'enable', outcome: 'ok' }),
+      svc(9, { t: 'commit', op: 'trajectory' }),
+      svc(9, { t: 'commit', op: 'program' }),
       svc(10, { t: 'http_reply', op: 'enable', status: 200, label: '' }),
       svc(11, { t: 'http_reply', op: 'enable', status: 200, label: '' }), // a repeat: compared once
       svc(12, { t: 'http_reply', op: 'arm', status: 409, label: 'mode_conflict' }),
@@ -41,6 +43,10 @@ test('every sync point is read with its kind: requests, renewals, lease expiries
   expect(p.statusReads).toEqual([{ kind: 'status_read', cycle: 3, published: 2 }]);
   expect(p.telemetryPolls).toEqual([{ kind: 'telemetry_poll', cycle: 9 }]);
   expect(p.fences).toEqual([{ kind: 'fence', op: 'enable', outcome: 'ok' }]);
+  expect(p.commits).toEqual([
+    { kind: 'commit', op: 'trajectory' },
+    { kind: 'commit', op: 'program' },
+  ]);
   expect(p.replies.map((r) => [r.cycle, r.reply.op, r.reply.label])).toEqual([
     [10, 'enable', ''],
     [12, 'arm', 'mode_conflict'],

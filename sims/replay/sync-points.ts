@@ -13,6 +13,9 @@
 //   crash           the end of an incarnation's recording before a simulated crash (run flat out to it).
 // Kinds held by the live service and reported back as lost (a 'hold_lost' service note):
 //   fence           a fence decision held to the recorded order (sims/service/replay-timing.ts FenceOrder);
+//   commit          a preparation's place in the commit queue (trajectory or program), which numbers the
+//                   handles of two racing preparations, held to the recorded order the same way
+//                   (sims/service/handles.ts serialise, sims/service/replay-timing.ts commitOrder);
 //   publication     a status read waiting for the publication its recording was served from;
 //   lease_expiry    a fence decision the recorded service refused because the lease had run out, while the
 //                   live service still holds the grant: held until the cued expiry (sims/service/replay-timing.ts);
@@ -45,11 +48,12 @@ export type SyncPoint =
   | { kind: 'status_read'; cycle: number; published: number }
   | { kind: 'telemetry_poll'; cycle: number }
   | { kind: 'fence'; op: string; outcome: string }
+  | { kind: 'commit'; op: string }
   | { kind: 'core_wait'; wait: string; outcome: string }
   | { kind: 'reply'; cycle: number; reply: HttpReply; note: RecordingNote };
 
 /** Kinds of hold whose loss the verdict reports (see above). */
-export type HoldKind = 'status_read' | 'telemetry_poll' | 'fence' | 'publication' | 'core_wait' | 'lease_expiry';
+export type HoldKind = 'status_read' | 'telemetry_poll' | 'fence' | 'commit' | 'publication' | 'core_wait' | 'lease_expiry';
 
 /** One hold the replay could not keep. */
 export interface LostHold {
@@ -74,6 +78,8 @@ export interface SyncPoints {
   statusReads: Array<Extract<SyncPoint, { kind: 'status_read' }>>;
   telemetryPolls: Array<Extract<SyncPoint, { kind: 'telemetry_poll' }>>;
   fences: Array<Extract<SyncPoint, { kind: 'fence' }>>;
+  /** The order in which preparations took their place in the commit queue ('trajectory', 'program'). */
+  commits: Array<Extract<SyncPoint, { kind: 'commit' }>>;
   /** The recorded service's timed waits on the core and how each ended, in order. */
   coreWaits: Array<{ kind: string; outcome: string; cycle?: bigint }>;
   /** Format 3: the service's answers, repeats collapsed (collapseRepeats); compared only with a live service. */
@@ -105,6 +111,7 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
   const statusReads = reads.map((n) => ({ kind: 'status_read' as const, cycle: n.cycle, published: Number((n.data as { cycle?: unknown }).cycle) }));
   const telemetryPolls = service.filter((n) => tOf(n) === 'telemetry_read').map((n) => ({ kind: 'telemetry_poll' as const, cycle: n.cycle }));
   const fences = scan.service.filter((n) => tOf(n) === 'fence').map((n) => ({ kind: 'fence' as const, op: String((n.data as { op?: unknown }).op), outcome: String((n.data as { outcome?: unknown }).outcome) }));
+  const commits = scan.service.filter((n) => tOf(n) === 'commit').map((n) => ({ kind: 'commit' as const, op: String((n.data as { op?: unknown }).op) }));
   const coreWaits = scan.service
     .filter((n) => tOf(n) === 'core_wait')
     .map((n) => {
@@ -134,6 +141,7 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
     statusReads,
     telemetryPolls,
     fences,
+    commits,
     coreWaits,
     replies,
     // A core driven in-process (tests, benches) runs cycles without step messages: nothing to wait for then.

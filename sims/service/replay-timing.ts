@@ -15,7 +15,7 @@ const STATUS_READ_WAIT_MS = 3_000;
 /** Labels of a recorded fence decision that found the session's grant already gone (lease expiry taken). */
 const GRANT_GONE: ReadonlySet<string> = new Set(['no_grant', 'control_session_stale']);
 
-export type HoldKind = 'fence' | 'publication' | 'core_wait' | 'lease_expiry';
+export type HoldKind = 'fence' | 'commit' | 'publication' | 'core_wait' | 'lease_expiry';
 
 export class ReplayedTiming implements ServiceTiming {
   private link?: TimingLink;
@@ -28,6 +28,13 @@ export class ReplayedTiming implements ServiceTiming {
 
   /** The order of fence decisions: noted into a recording, held to the recorded order on a replay. */
   readonly fenceOrder: FenceOrder;
+  /**
+   * The order in which preparations took their place in the commit queue (handles.ts serialise), which
+   * numbers their handles: held to the recorded order the same way (suites/trajectory/handles.test.ts
+   * "prepare_program and prepare_trajectory committed while both wait on the core": the program's upload
+   * decoded first on the replay and took the number the trajectory had when recorded).
+   */
+  readonly commitOrder: FenceOrder;
   /** The service's timed waits on the core: noted into a recording, bounded by the recorded outcome. */
   readonly coreWaits: CoreWaits;
   /**
@@ -45,6 +52,13 @@ export class ReplayedTiming implements ServiceTiming {
         if (this.record) this.link?.note(data);
       },
       (op) => this.holdLost('fence', op),
+    );
+    this.commitOrder = new FenceOrder(
+      (data) => {
+        if (this.record) this.link?.note(data);
+      },
+      (kind) => this.holdLost('commit', kind),
+      'commit',
     );
     this.coreWaits = new CoreWaits(
       (data) => {
@@ -94,6 +108,12 @@ export class ReplayedTiming implements ServiceTiming {
   }
   fenced(op: string, outcome: string): void {
     this.fenceOrder.passed(op, outcome);
+  }
+  commitTurn(kind: string): Promise<void> | null {
+    return this.commitOrder.gate(kind);
+  }
+  committing(kind: string): void {
+    this.commitOrder.passed(kind, 'ok');
   }
   /** The recorded service found the lease run out at this very decision (its lazy check; its timer had not fired). */
   expiredAtFence(op: string): boolean {
@@ -178,6 +198,7 @@ export class ReplayedTiming implements ServiceTiming {
       // A pacer's first cue (each core incarnation of a replay has its own recording and pacer): what the
       // recorded service did during that incarnation, from its start.
       this.fenceOrder.load(m.fences, m.fenceOutcomes);
+      this.commitOrder.load(m.commits ?? []);
       this.statusReads = [...(m.statusReads ?? [])];
       this.statusReadsTaken = 0;
       this.coreWaits.load(m.coreWaits ?? []);
@@ -232,8 +253,10 @@ export class FenceOrder {
    * in vain (FENCE_HOLD_MS passed), a lost hold of kind 'fence' (sims/replay/sync-points.ts).
    */
   constructor(
-    private readonly note?: (data: { t: 'fence'; op: string; outcome: string }) => void,
+    private readonly note?: (data: { t: 'fence' | 'commit'; op: string; outcome?: string }) => void,
     private readonly lost?: (op: string) => void,
+    /** What the notes are: fence decisions (with their outcome), or places in the commit queue (ReplayedTiming.commitOrder). */
+    private readonly tag: 'fence' | 'commit' = 'fence',
   ) {}
 
   /** Replay: the recorded fence decisions, in order, with their outcomes when given (same length). */
@@ -307,7 +330,7 @@ export class FenceOrder {
   passed(op: string, outcome: string): void {
     if (UNORDERED.has(op)) return;
     if (!this.log) {
-      this.note?.({ t: 'fence', op, outcome });
+      this.note?.(this.tag === 'fence' ? { t: 'fence', op, outcome } : { t: this.tag, op });
       return;
     }
     if (this.cursor >= this.log.length) {

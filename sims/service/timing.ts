@@ -85,6 +85,13 @@ export interface ServiceTiming {
   fenceTurn(op: string): Promise<void> | null;
   /** After a fence decision of `op`: 'ok' or the refusal label. */
   fenced(op: string, outcome: string): void;
+  /**
+   * Before a preparation of `kind` ('trajectory', 'program') takes its place in the commit queue
+   * (handles.ts serialise), whose order numbers the handles: a promise to await first, or null to go on now.
+   */
+  commitTurn(kind: string): Promise<void> | null;
+  /** A preparation of `kind` took its place in the commit queue. */
+  committing(kind: string): void;
   /** True when the recording found this decision's lease run out at this very check (end it first). */
   expiredAtFence(op: string): boolean;
   /**
@@ -151,6 +158,12 @@ export class LiveTiming implements ServiceTiming {
   }
   fenced(op: string, outcome: string): void {
     if (this.record && !UNORDERED.has(op)) this.link?.note({ t: 'fence', op, outcome });
+  }
+  commitTurn(): null {
+    return null;
+  }
+  committing(kind: string): void {
+    if (this.record) this.link?.note({ t: 'commit', op: kind });
   }
   expiredAtFence(): boolean {
     return false;
