@@ -134,8 +134,10 @@ export interface ServiceCue {
   fenceOutcomes?: string[];
   /** At start: the order in which the recorded service's preparations took their place in the commit queue. */
   commits?: string[];
-  /** At start: the publication cycle each recorded status read was served from, in order. */
+  /** At start: the publication cycle each recorded status read was served from, in order (-1: none yet). */
   statusReads?: bigint[];
+  /** At start: the recording notes every status read, one served before any publication too (header status_reads). */
+  statusReadsAll?: boolean;
   /** At start: how each of the recorded service's timed waits on the core ended (sims/service/replay-timing.ts CoreWaits). */
   coreWaits?: Array<{ kind: string; outcome: string; cycle?: bigint }>;
   /** Where the replay met the live side: the recorded host time the core had reached, at which live time (timesCue). */
@@ -258,6 +260,7 @@ export class ReplayPacer {
         fenceOutcomes: points.fences.map((f) => f.outcome),
         ...(points.commits.length ? { commits: points.commits.map((c) => c.op) } : {}),
         ...(reads.length ? { statusReads: reads.map((r) => BigInt(r.published)) } : {}),
+        ...(scan.header.status_reads === 'all' ? { statusReadsAll: true } : {}),
         ...(points.coreWaits.length ? { coreWaits: points.coreWaits.map(({ kind, outcome, cycle }) => ({ kind, outcome, ...(cycle !== undefined ? { cycle } : {}) })) } : {}),
       });
       // The start is where the replay first meets the live side (the pacing counts from it).

@@ -22,6 +22,7 @@ test('every sync point is read with its kind: requests, renewals, lease expiries
       req(30, grant('8', '2000')),
     ],
     [
+      svc(0, { t: 'status_read', cycle: 'none', now_ns: '120' }), // served before any publication
       svc(3, { t: 'status_read', cycle: '2', now_ns: '150' }),
       svc(9, { t: 'telemetry_read' }),
       svc(9, { t: 'fence', op: 'enable', outcome: 'ok' }),
@@ -40,7 +41,10 @@ test('every sync point is read with its kind: requests, renewals, lease expiries
     ['lease_expiry', 20, false],
     ['request', 30, false],
   ]);
-  expect(p.statusReads).toEqual([{ kind: 'status_read', cycle: 3, published: 2 }]);
+  expect(p.statusReads).toEqual([
+    { kind: 'status_read', cycle: 0, published: -1 },
+    { kind: 'status_read', cycle: 3, published: 2 },
+  ]);
   expect(p.telemetryPolls).toEqual([{ kind: 'telemetry_poll', cycle: 9 }]);
   expect(p.fences).toEqual([{ kind: 'fence', op: 'enable', outcome: 'ok' }]);
   expect(p.commits).toEqual([

@@ -108,7 +108,12 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
   const reads = service.filter((n) => tOf(n) === 'status_read');
   // The service's clock a read showed (`now_ns`, format 3) is kept in the recording but not replayed: the
   // replaying service runs on the live host clock (docs/recording.md "Two clocks").
-  const statusReads = reads.map((n) => ({ kind: 'status_read' as const, cycle: n.cycle, published: Number((n.data as { cycle?: unknown }).cycle) }));
+  // A read served before the core had published anything is noted with cycle 'none' (published -1): held
+  // for at its arrival like any other, with no publication to force.
+  const statusReads = reads.map((n) => {
+    const c = (n.data as { cycle?: unknown }).cycle;
+    return { kind: 'status_read' as const, cycle: n.cycle, published: c === 'none' ? -1 : Number(c) };
+  });
   const telemetryPolls = service.filter((n) => tOf(n) === 'telemetry_read').map((n) => ({ kind: 'telemetry_poll' as const, cycle: n.cycle }));
   const fences = scan.service.filter((n) => tOf(n) === 'fence').map((n) => ({ kind: 'fence' as const, op: String((n.data as { op?: unknown }).op), outcome: String((n.data as { outcome?: unknown }).outcome) }));
   const commits = scan.service.filter((n) => tOf(n) === 'commit').map((n) => ({ kind: 'commit' as const, op: String((n.data as { op?: unknown }).op) }));

@@ -139,6 +139,28 @@ test('the service\'s answers are noted only on a recorded or replayed run: opera
     ]);
   }));
 
+test('a recording that notes every status read (header status_reads "all"): a live read before any publication takes the next recorded read, and waits for its publication when that one had one (a restarted core, held for the acquire, not yet published), or is served at once when it had none', () =>
+  withLink(async (link, inner, posted, t) => {
+    // Recorded: read 1 before any publication (-1), read 2 from publication 5.
+    inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: true, fences: [], statusReads: [-1n, 5n], statusReadsAll: true });
+    const published = link.status;
+    link.status = undefined;
+    expect(t.statusTurn()).toBeUndefined(); // read 1: served now, as recorded
+    t.statusRead(undefined);
+    expect(posted).toEqual([{ t: 'service_note', data: { t: 'status_read', cycle: 'none' } }]); // the pacer's hold is served
+    // Read 2 comes while the link still has no publication: under the old guess it was no sync point and was
+    // served with no core status (Status core null); here it waits for publication 5.
+    const turn = t.statusTurn();
+    expect(turn).toBeDefined();
+    let served = false;
+    void turn!.then(() => (served = true));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(served).toBe(false);
+    inner.onMessage({ t: 'status', status: { ...published!, cycle: 5n } });
+    await turn;
+    expect(served).toBe(true);
+  }));
+
 test('status reads on a replay show the live host clock, not the clock the recorded reads showed (docs/recording.md "Two clocks")', () =>
   withLink(async (link, inner, _posted, t) => {
     inner.onMessage({ t: 'replay_service', clockNs: 1_000n, hostClock: false, fences: [], statusReads: [5n, 7n] });

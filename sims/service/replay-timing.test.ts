@@ -133,6 +133,7 @@ test('the live timing: host clock, nothing held; notes only when recording, neve
   expect(notes).toEqual([
     { t: 'fence', op: 'halt', outcome: 'no_grant' },
     { t: 'http_reply', op: 'arm', status: 409, label: 'not_ready' },
+    { t: 'status_read', cycle: 'none', now_ns: '1' }, // served before the core published anything: noted too
     { t: 'status_read', cycle: '3', now_ns: '9' },
     { t: 'telemetry_read' },
     { t: 'core_wait', kind: 'inject', outcome: 'timeout' },

@@ -8,7 +8,7 @@
 // lost hold (sims/replay/sync-points.ts), so the harness ends the test in ERROR rather than judging the
 // target on an order the replay did not keep.
 
-import { replyNote, UNORDERED, type CoreWait, type HostTimes, type ServiceTiming, type TimingCue, type TimingLink, type WaitOutcome } from './timing.ts';
+import { replyNote, statusReadNote, UNORDERED, type CoreWait, type HostTimes, type ServiceTiming, type TimingCue, type TimingLink, type WaitOutcome } from './timing.ts';
 
 /** How long a status read waits for the publication its recording was served from (wall ms). */
 const STATUS_READ_WAIT_MS = 3_000;
@@ -44,6 +44,12 @@ export class ReplayedTiming implements ServiceTiming {
    */
   private statusReads: bigint[] = [];
   private statusReadsTaken = 0;
+  /**
+   * The recording notes every read, one served before any publication too (its cycle -1 in statusReads):
+   * each live read takes the next recorded one. Recordings before that noted only reads served from a
+   * publication, and a live read before any publication is taken for such an unnoted one.
+   */
+  private allReads = false;
 
   /** `record`: this replay is itself recorded (its decisions noted as LiveTiming's are). */
   constructor(private readonly record = false) {
@@ -159,10 +165,14 @@ export class ReplayedTiming implements ServiceTiming {
 
   /** The publication cycle the recorded service served its next status read from, if any. */
   nextStatusReadCycle(): bigint | undefined {
-    // A read served before the core published anything (a stepped core before its first step) is not noted
-    // when recorded (statusRead has no cycle to note): it is no sync point on a replay either, and must not
-    // take the next recorded read, which a later read of the test made.
-    if (this.link?.status === undefined) return undefined;
+    // Recordings that note only reads served from a publication: a read served before the core published
+    // anything (a stepped core before its first step) was not noted, so a live read before any publication is
+    // taken for one and must not take the next recorded read, which a later read of the test made. That guess
+    // fails after a core restart on the host clock: the recorded core had published by the test's first read,
+    // the replayed one, held for the test's acquire, not yet (suites/trajectory/handles.test.ts
+    // "unknown_handle ... of an earlier core incarnation": Status with core null, 2 replays in 5). A
+    // recording that notes every read (allReads) says which read was which.
+    if (!this.allReads && this.link?.status === undefined) return undefined;
     const k = this.statusReadsTaken;
     if (k >= this.statusReads.length) return undefined;
     this.statusReadsTaken++;
@@ -170,14 +180,18 @@ export class ReplayedTiming implements ServiceTiming {
   }
   statusTurn(): Promise<unknown> | undefined {
     const want = this.nextStatusReadCycle();
-    if (want === undefined || !this.link) return undefined;
+    // -1: the recorded read was served before the core had published anything: served now, as then.
+    if (want === undefined || want < 0n || !this.link) return undefined;
     return this.link.statusFrom(want, STATUS_READ_WAIT_MS).then((came) => {
       if (!came) this.holdLost('publication', `publication of cycle ${want}`);
     });
   }
   statusRead(cycle: bigint | undefined, nowNs?: bigint): void {
-    if (cycle === undefined || !(this.record || this.statusReads.length)) return;
-    this.link?.note({ t: 'status_read', cycle: cycle.toString(), ...(nowNs !== undefined ? { now_ns: nowNs.toString() } : {}) });
+    if (!(this.record || this.statusReads.length)) return;
+    // A read before any publication is noted when this replay is recorded, or told to the pacer when the
+    // recording noted such reads (it holds for them); otherwise it is no sync point (nextStatusReadCycle).
+    if (cycle === undefined && !(this.record || this.allReads)) return;
+    this.link?.note(statusReadNote(cycle, nowNs));
   }
   /** Told to the pacer, which compares it with the recorded answer (docs/recording.md "The service's replies"). */
   replied(reply: { status: number; body: Record<string, unknown> }): void {
@@ -201,6 +215,7 @@ export class ReplayedTiming implements ServiceTiming {
       this.commitOrder.load(m.commits ?? []);
       this.statusReads = [...(m.statusReads ?? [])];
       this.statusReadsTaken = 0;
+      this.allReads = m.statusReadsAll === true;
       this.coreWaits.load(m.coreWaits ?? []);
     }
     this.cued = true;

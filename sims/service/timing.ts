@@ -132,6 +132,15 @@ export function replyNote(reply: { status: number; body: Record<string, unknown>
   return { t: 'http_reply', op, status: reply.status, label };
 }
 
+/**
+ * The note of a status read: the cycle of the publication it was served from, or 'none' when the core had
+ * published nothing yet (a stepped core before its first step, a restarted core before its first cycles), so
+ * that a replay knows which of its live reads that was (recording header `status_reads: 'all'`).
+ */
+export function statusReadNote(cycle: bigint | undefined, nowNs?: bigint): ServiceNote {
+  return { t: 'status_read', cycle: cycle === undefined ? 'none' : cycle.toString(), ...(nowNs !== undefined ? { now_ns: nowNs.toString() } : {}) };
+}
+
 const NOOP = (): void => undefined;
 
 /**
@@ -177,8 +186,8 @@ export class LiveTiming implements ServiceTiming {
     return undefined;
   }
   statusRead(cycle: bigint | undefined, nowNs?: bigint): void {
-    if (cycle === undefined || !this.record) return;
-    this.link?.note({ t: 'status_read', cycle: cycle.toString(), ...(nowNs !== undefined ? { now_ns: nowNs.toString() } : {}) });
+    if (!this.record) return;
+    this.link?.note(statusReadNote(cycle, nowNs));
   }
   replied(reply: { status: number; body: Record<string, unknown> }): void {
     if (!this.record) return;
