@@ -256,8 +256,9 @@ export class ReplayPacer {
         t: 'replay_service',
         clockNs: this.cueNs,
         hostClock: this.hostClock,
-        fences: points.fences.map((f) => f.op),
-        fenceOutcomes: points.fences.map((f) => f.outcome),
+        // Decisions of a polled refusal's repeats are not held to (sync-points.ts fenceDecisions).
+        fences: points.fences.filter((f) => !f.polled).map((f) => f.op),
+        fenceOutcomes: points.fences.filter((f) => !f.polled).map((f) => f.outcome),
         ...(points.commits.length ? { commits: points.commits.map((c) => c.op) } : {}),
         ...(reads.length ? { statusReads: reads.map((r) => BigInt(r.published)) } : {}),
         ...(scan.header.status_reads === 'all' ? { statusReadsAll: true } : {}),

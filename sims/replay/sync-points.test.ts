@@ -119,3 +119,41 @@ test('a recorded lease expiry says how long after the grant\'s last recorded dea
   );
   expect(readSyncPoints(scan, true).requests.map((r) => (r.kind === 'lease_expiry' ? r.lateNs : r.kind))).toEqual(['request', 'request', 3n, 3n, 'request', 'request', 'request', 10n]);
 });
+
+test('fence decisions of a polled refusal\'s repeats are marked polled (not held to); a request that checks its fence twice keeps both', () => {
+  const fence = (cycle: number, op: string, outcome = 'ok') => svc(cycle, { t: 'fence', op, outcome });
+  const reply = (cycle: number, op: string, status: number, label = '') => svc(cycle, { t: 'http_reply', op, status, label });
+  const scan = scanOf(
+    [],
+    [
+      // suites/trajectory/upload.test.ts "one upload at a time": the trickling upload (no answer: its client
+      // went away), the second refused busy, then the third polled until the slot is free.
+      fence(1, 'prepare_trajectory'),
+      fence(2, 'prepare_trajectory'),
+      reply(2, 'prepare_trajectory', 409, 'busy'),
+      fence(3, 'prepare_trajectory'),
+      reply(3, 'prepare_trajectory', 409, 'busy'),
+      fence(4, 'prepare_trajectory'),
+      reply(4, 'prepare_trajectory', 409, 'busy'),
+      fence(5, 'prepare_trajectory'),
+      reply(6, 'prepare_trajectory', 200),
+      // reset_fault checks its fence before and after its wait for a publication; release raced it.
+      fence(7, 'reset_fault'),
+      fence(8, 'reset_fault'),
+      reply(9, 'reset_fault', 200),
+      fence(9, 'release'),
+      reply(9, 'release', 200),
+    ],
+  );
+  const p = readSyncPoints(scan, true);
+  expect(p.fences.map((f) => `${f.op}${f.polled ? ' (polled)' : ''}`)).toEqual([
+    'prepare_trajectory',
+    'prepare_trajectory',
+    'prepare_trajectory',
+    'prepare_trajectory (polled)', // the third's second busy answer: as many as the wall clock gave time for
+    'prepare_trajectory',
+    'reset_fault',
+    'reset_fault',
+    'release',
+  ]);
+});

@@ -47,7 +47,8 @@ export type SyncPoint =
   | { kind: 'lease_expiry'; cycle: number; index: number; note: RecordingNote; renewal: boolean; lateNs?: bigint }
   | { kind: 'status_read'; cycle: number; published: number }
   | { kind: 'telemetry_poll'; cycle: number }
-  | { kind: 'fence'; op: string; outcome: string }
+  /** `polled`: a repeat of a refused request the test polled on the wall clock (fenceDecisions): not held to. */
+  | { kind: 'fence'; op: string; outcome: string; polled?: true }
   | { kind: 'commit'; op: string }
   | { kind: 'core_wait'; wait: string; outcome: string }
   | { kind: 'reply'; cycle: number; reply: HttpReply; note: RecordingNote };
@@ -115,7 +116,7 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
     return { kind: 'status_read' as const, cycle: n.cycle, published: c === 'none' ? -1 : Number(c) };
   });
   const telemetryPolls = service.filter((n) => tOf(n) === 'telemetry_read').map((n) => ({ kind: 'telemetry_poll' as const, cycle: n.cycle }));
-  const fences = scan.service.filter((n) => tOf(n) === 'fence').map((n) => ({ kind: 'fence' as const, op: String((n.data as { op?: unknown }).op), outcome: String((n.data as { outcome?: unknown }).outcome) }));
+  const fences = fenceDecisions(scan.service);
   const commits = scan.service.filter((n) => tOf(n) === 'commit').map((n) => ({ kind: 'commit' as const, op: String((n.data as { op?: unknown }).op) }));
   const coreWaits = scan.service
     .filter((n) => tOf(n) === 'core_wait')
@@ -153,6 +154,43 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
     steps: scan.header.clock === 'stepped' && scan.header.format >= 3 && scan.requests.some((n) => tOf(n) === 'step'),
     serviceLog: scan.header.format >= 2 && scan.requests.every((n) => n.sent_ns !== undefined),
   };
+}
+
+/**
+ * The recorded fence decisions in order. A request the test polls until its answer changes (an upload slot
+ * still busy: suites/trajectory/upload.test.ts "one upload at a time" polls every 20 ms until the first
+ * client's slot is free) makes as many decisions as the wall clock gave it time for, which differs from run
+ * to run, as its answers do (match.ts collapseRepeats). So the decisions of a request answered with the same
+ * refusal as the request of that operation before it, with the same decisions, are marked `polled`: the
+ * replay does not hold to them (a replay that polled fewer times held the test's release after them 2 s in
+ * vain, HIL_ERR_REPLAY_UNHELD). A request's decisions are those of its operation since that operation's
+ * previous answer (a reset_fault checks its fence twice, around its wait for a publication: one request,
+ * both decisions held to, since its answer is not a repeated refusal).
+ */
+function fenceDecisions(service: readonly RecordingNote[]): SyncPoints['fences'] {
+  const fences: SyncPoints['fences'] = [];
+  const open = new Map<string, number[]>();
+  const previous = new Map<string, string>();
+  for (const n of service) {
+    const t = tOf(n);
+    if (t === 'fence') {
+      const d = n.data as { op?: unknown; outcome?: unknown };
+      const op = String(d.op);
+      const list = open.get(op) ?? [];
+      list.push(fences.length);
+      open.set(op, list);
+      fences.push({ kind: 'fence', op, outcome: String(d.outcome) });
+    } else if (t === 'http_reply') {
+      const r = n.data as HttpReply;
+      const mine = open.get(r.op) ?? [];
+      open.delete(r.op);
+      if (!mine.length) continue;
+      const key = `${mine.map((k) => fences[k]!.outcome).join(',')}|${r.status}|${r.label}`;
+      if (r.status !== 200 && previous.get(r.op) === key) for (const k of mine) fences[k]!.polled = true;
+      previous.set(r.op, key);
+    }
+  }
+  return fences;
 }
 
 /**
