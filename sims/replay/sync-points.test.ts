@@ -143,17 +143,25 @@ test('fence decisions of a polled refusal\'s repeats are marked polled (not held
       reply(9, 'reset_fault', 200),
       fence(9, 'release'),
       reply(9, 'release', 200),
+      // a refusal repeated: the same decisions and answer as the request of that operation before it
+      fence(10, 'arm'),
+      reply(10, 'arm', 409, 'not_ready'),
+      fence(11, 'arm'),
+      reply(11, 'arm', 409, 'not_ready'),
     ],
   );
   const p = readSyncPoints(scan, true);
   expect(p.fences.map((f) => `${f.op}${f.polled ? ' (polled)' : ''}`)).toEqual([
-    'prepare_trajectory',
-    'prepare_trajectory',
-    'prepare_trajectory',
-    'prepare_trajectory (polled)', // the third's second busy answer: as many as the wall clock gave time for
+    // refused busy: whether the slot is still taken is the wall clock's (when the service saw a client go)
+    'prepare_trajectory (polled)',
+    'prepare_trajectory (polled)',
+    'prepare_trajectory (polled)',
+    'prepare_trajectory (polled)',
     'prepare_trajectory',
     'reset_fault',
     'reset_fault',
     'release',
+    'arm',
+    'arm (polled)',
   ]);
 });

@@ -163,7 +163,8 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
  * to run, as its answers do (match.ts collapseRepeats). So the decisions of a request answered with the same
  * refusal as the request of that operation before it, with the same decisions, are marked `polled`: the
  * replay does not hold to them (a replay that polled fewer times held the test's release after them 2 s in
- * vain, HIL_ERR_REPLAY_UNHELD). A request's decisions are those of its operation since that operation's
+ * vain, HIL_ERR_REPLAY_UNHELD), and so are those of a request refused `busy` (an upload slot still taken).
+ * A request's decisions are those of its operation since that operation's
  * previous answer (a reset_fault checks its fence twice, around its wait for a publication: one request,
  * both decisions held to, since its answer is not a repeated refusal).
  */
@@ -186,7 +187,11 @@ function fenceDecisions(service: readonly RecordingNote[]): SyncPoints['fences']
       open.delete(r.op);
       if (!mine.length) continue;
       const key = `${mine.map((k) => fences[k]!.outcome).join(',')}|${r.status}|${r.label}`;
-      if (r.status !== 200 && previous.get(r.op) === key) for (const k of mine) fences[k]!.polled = true;
+      // A busy slot is the wall clock's too: whether an upload's slot is still taken depends on when the
+      // service noticed its client go away (suites/program/admission.test.ts "a client that goes away
+      // mid-upload ...": the replay's first post after the abort was admitted where the recorded one was
+      // refused busy, and the test's release was held 2 s for the recorded busy decision).
+      if ((r.status !== 200 && previous.get(r.op) === key) || r.label === 'busy') for (const k of mine) fences[k]!.polled = true;
       previous.set(r.op, key);
     }
   }
