@@ -82,7 +82,7 @@ export interface Target {
   step?(cycles: number): Promise<bigint>;
   /** Like `step`, with the core's cycle count after it and how many answers (receipts, Home and stop outcomes) its cycles produced. */
   stepReport?(cycles: number): Promise<StepReport>;
-  /** Stepped clock: the service's waits on the core under way now, without running a cycle (StepReport.waiting). */
+  /** Stepped clock: the answers the core owes now, without running a cycle (StepReport.waiting). */
   coreWaits?(): Promise<number>;
   /** Restart the control service process (a new adapter incarnation); throws when the target cannot. */
   restartService(): Promise<void>;
@@ -165,9 +165,9 @@ export interface StepReport {
   /** Receipts, Home outcomes and stop outcomes the core sent during the step's cycles. */
   answered: number;
   /**
-   * The service's waits on the core under way when the step was done (a receipt, a publication, a Home's
-   * outcome); absent when the target does not say. A request that is not among them is answered, if at
-   * all, by the service alone, and more steps would not change that (harness/clients/stepped.ts settle).
+   * The answers the core owed when the step was done (a receipt not given yet, a Home under way); absent
+   * when the target does not say. A request the core owes nothing for is answered without cycles, and
+   * more steps would not change that (harness/clients/stepped.ts settle).
    */
   waiting?: number;
 }

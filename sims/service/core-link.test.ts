@@ -235,22 +235,25 @@ test('a paced replay\'s core is ready only once the pacer has cued the service: 
   }
 });
 
-test('the service\'s waits on the core are counted while they run (a receipt, a publication) and not a step: what the stepped clock\'s test channel reports for harness/clients/stepped.ts settle', async () => {
+test('what the stepped core owes (CoreHost.owed, the test channel\'s /step waiting and /core-waits): a command it answers on receipt owes nothing, a Home owes its outcome until it is done', async () => {
   const link = new CoreLink(MACHINE, { driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0 });
   await link.start();
   try {
-    expect(link.coreWaits).toBe(0);
-    // A native command waits for its receipt, which the stepped core gives in a cycle.
-    const receipt = link.command('recovery_status', 0n, 0, {}, 5_000).catch((e: unknown) => e);
-    const publication = link.nextStatus(5_000);
-    expect(link.coreWaits).toBe(2);
-    // A step is not a wait on the core's behalf of a request: the count does not include it.
-    const stepped = link.step(5);
-    expect(link.coreWaits).toBe(2);
-    await stepped;
-    await receipt;
-    await publication;
-    expect(link.coreWaits).toBe(0);
+    await link.step(20);
+    expect(await link.owed()).toBe(0);
+    link.post({ t: 'grant', generation: 1n, deadlineNs: process.hrtime.bigint() + 60_000_000_000n, active: true, axisMask: 3 });
+    // enable is answered on receipt, between steps: nothing owed, and stepping would not change that.
+    expect((await link.command('enable', 1n, 3)).result.Result).toBe(0);
+    expect(await link.owed()).toBe(0);
+    // Home: the receipt at once, its outcome after cycles: owed until home_done.
+    expect((await link.command('home', 1n, 1)).result.Result).toBe(0);
+    expect(await link.owed()).toBe(1);
+    const r = await link.step(5);
+    expect(r.extra).toMatchObject({ owed: 1 });
+    const done = new Promise((res) => link.once('home_done', res));
+    for (let i = 0; i < 400 && (await link.owed()) > 0; i++) await link.step(50);
+    await done;
+    expect(await link.owed()).toBe(0);
   } finally {
     await link.shutdown();
   }

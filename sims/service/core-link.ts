@@ -25,8 +25,6 @@ export class CoreLink extends EventEmitter {
   private port?: MessagePort;
   private nextId = 1;
   private pending = new Map<number, { resolve: (r: NativeReply) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
-  /** Waits on the core under way (see coreWaits). */
-  private waits = 0;
   status?: CoreStatus;
   incarnation = '';
   startupNotes: string[] = [];
@@ -145,7 +143,15 @@ export class CoreLink extends EventEmitter {
         this.pending.delete(m.id);
         clearTimeout(p.timer);
         this.seen(m.nowNs);
-        p.resolve({ result: { Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 }, extra: { now_ns: m.nowNs, cycles: m.cycles, answered: m.answered } });
+        p.resolve({ result: { Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 }, extra: { now_ns: m.nowNs, cycles: m.cycles, answered: m.answered, ...(m.owed !== undefined ? { owed: m.owed } : {}) } });
+        return;
+      }
+      case 'owed': {
+        const p = this.pending.get(m.id);
+        if (!p) return;
+        this.pending.delete(m.id);
+        clearTimeout(p.timer);
+        p.resolve({ result: { Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 }, extra: { owed: m.n } });
         return;
       }
       case 'replay_service':
@@ -174,28 +180,6 @@ export class CoreLink extends EventEmitter {
   /** The service's clock: the timing's (timing.ts ServiceTiming.now). */
   serviceNow(): bigint {
     return this.timing.now();
-  }
-
-  /**
-   * How many of the service's waits on the core are under way: a native receipt, a plan's receipt, a fault
-   * injection's reply, a status publication, a Home's outcome. The stepped clock's test channel reports it
-   * with each step (`/step` `waiting`, `/core-waits`): a client stepping until its request is answered
-   * steps on only while the service waits on the core, and otherwise waits for its answer, so the number of
-   * steps does not depend on how fast the service answered by itself (harness/clients/stepped.ts settle;
-   * docs/recording.md "The stepped clock").
-   */
-  get coreWaits(): number {
-    return this.waits;
-  }
-
-  /** `p` is a wait on the core: counted (coreWaits) until it settles. */
-  awaitingCore<T>(p: Promise<T>): Promise<T> {
-    this.waits++;
-    const done = () => {
-      this.waits--;
-    };
-    p.then(done, done);
-    return p;
   }
 
   /** Post with the service's stamp (its clock, and why when it sent the message of its own accord). */
@@ -254,7 +238,7 @@ export class CoreLink extends EventEmitter {
     if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
     const id = this.nextId++;
     const wait = this.timing.coreWait(UNORDERED.has(op) ? null : `cmd:${op}`, timeoutMs);
-    return this.awaitingCore(new Promise<NativeReply>((resolve, reject) => {
+    return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         wait.done('timeout');
@@ -262,7 +246,7 @@ export class CoreLink extends EventEmitter {
       }, wait.ms);
       this.pending.set(id, { resolve: (r) => (wait.done('ok'), resolve(r)), reject, timer });
       this.postStamped({ t: 'cmd', id, op, generation, axisMask, ...extra } satisfies ToCore);
-    }));
+    });
   }
 
   /**
@@ -272,7 +256,7 @@ export class CoreLink extends EventEmitter {
   prepare(m: Omit<Extract<ToCore, { t: 'prepare' }>, 't' | 'id'>, workspace?: PlanWorkspace, timeoutMs = 5000): Promise<NativeReply> {
     if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
     const id = this.nextId++;
-    return this.awaitingCore(new Promise<NativeReply>((resolve, reject) => {
+    return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         reject(new CoreUnavailable(`no native receipt for prepare within ${timeoutMs} ms`));
@@ -282,7 +266,7 @@ export class CoreLink extends EventEmitter {
       if (workspace) buffers.push(workspace.t.buffer, workspace.q.buffer, workspace.qd.buffer);
       const transfer = buffers.filter((b, i, all): b is ArrayBuffer => b instanceof ArrayBuffer && all.indexOf(b) === i);
       this.postStamped({ t: 'prepare', id, ...m } satisfies ToCore, undefined, transfer, workspace);
-    }));
+    });
   }
 
   /** Out-of-band fault injection (private test channel). */
@@ -290,7 +274,7 @@ export class CoreLink extends EventEmitter {
     if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
     const id = this.nextId++;
     const wait = this.timing.coreWait('inject', 1000);
-    return this.awaitingCore(new Promise<NativeReply>((resolve, reject) => {
+    return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         wait.done('timeout');
@@ -298,7 +282,7 @@ export class CoreLink extends EventEmitter {
       }, wait.ms);
       this.pending.set(id, { resolve: (r) => (wait.done('ok'), resolve(r)), reject, timer });
       this.postStamped({ t: 'inject', id, fault } satisfies ToCore);
-    }));
+    });
   }
 
   /** Stepped clock: run `cycles` cycles now (private test channel). Resolves with the core's time after them. */
@@ -318,6 +302,23 @@ export class CoreLink extends EventEmitter {
   }
 
   /**
+   * Stepped clock: the answers the core owes now (CoreHost.owed: receipts not given yet, Homes under way),
+   * without a cycle (private test channel /core-waits; harness/clients/stepped.ts settle).
+   */
+  owed(): Promise<number> {
+    if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
+    const id = this.nextId++;
+    return new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new CoreUnavailable('no answer to a query of what the core owes'));
+      }, 10_000);
+      this.pending.set(id, { resolve: (r) => resolve(Number(r.extra?.owed ?? 0)), reject, timer });
+      this.port!.postMessage({ t: 'owed', id } satisfies ToCore);
+    });
+  }
+
+  /**
    * Wait for the next status publication (or the current one when fresh enough). `kind`: the wait as a
    * recorded decision (timing.ts coreWait), null for the service's own polling waits.
    */
@@ -330,7 +331,7 @@ export class CoreLink extends EventEmitter {
       wait.done('ok', this.status.cycle);
       return Promise.resolve(this.status);
     }
-    return this.awaitingCore(new Promise<CoreStatus | undefined>((resolve) => {
+    return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.off('status', on);
         wait.done('timeout');
@@ -344,7 +345,7 @@ export class CoreLink extends EventEmitter {
         resolve(s);
       };
       this.on('status', on);
-    }));
+    });
   }
 
   async shutdown(): Promise<void> {

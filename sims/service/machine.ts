@@ -172,16 +172,13 @@ export class MachineOps {
     if (notNative.length) throw refuse('invalid_axis_mask', `axes without native Home: ${notNative.join(', ')}`);
     const n = await this.native('home', g, mask);
     if (n.result.Result !== 0) throw this.rejected('home', n);
-    // A wait on the core (CoreLink.coreWaits): its outcome comes in a cycle.
-    const done = await this.core.awaitingCore(
-      new Promise<{ ok: boolean; detail: string; reason: number }>((resolve) => {
-        const timer = setTimeout(() => resolve({ ok: false, detail: 'no Home result within 60 s', reason: NATIVE_REASON.homing_failed }), HOME_WAIT_MS + 1000);
-        this.homeWaiters.set(n.result.Sequence, (d) => {
-          clearTimeout(timer);
-          resolve(d);
-        });
-      }),
-    );
+    const done = await new Promise<{ ok: boolean; detail: string; reason: number }>((resolve) => {
+      const timer = setTimeout(() => resolve({ ok: false, detail: 'no Home result within 60 s', reason: NATIVE_REASON.homing_failed }), HOME_WAIT_MS + 1000);
+      this.homeWaiters.set(n.result.Sequence, (d) => {
+        clearTimeout(timer);
+        resolve(d);
+      });
+    });
     if (!done.ok) {
       // On failure the service issues a stop (document 1 part 4 home).
       if (this.authority.current === g) await this.stopGrant(g);
