@@ -132,6 +132,8 @@ export interface ServiceCue {
   fences?: string[];
   /** At start: how each of those decisions went ('ok' or the refusal label). */
   fenceOutcomes?: string[];
+  /** At start: which of those decisions were a polled request's (taken in order, never held for). */
+  fencePolled?: boolean[];
   /** At start: the order in which the recorded service's preparations took their place in the commit queue. */
   commits?: string[];
   /** At start: the publication cycle each recorded status read was served from, in order (-1: none yet). */
@@ -256,9 +258,10 @@ export class ReplayPacer {
         t: 'replay_service',
         clockNs: this.cueNs,
         hostClock: this.hostClock,
-        // Decisions of a polled refusal's repeats are not held to (sync-points.ts fenceDecisions).
-        fences: points.fences.filter((f) => !f.polled).map((f) => f.op),
-        fenceOutcomes: points.fences.filter((f) => !f.polled).map((f) => f.outcome),
+        fences: points.fences.map((f) => f.op),
+        fenceOutcomes: points.fences.map((f) => f.outcome),
+        // Decisions of a polled request: taken in order, never held for (sync-points.ts fenceDecisions).
+        ...(points.fences.some((f) => f.polled) ? { fencePolled: points.fences.map((f) => f.polled === true) } : {}),
         ...(points.commits.length ? { commits: points.commits.map((c) => c.op) } : {}),
         ...(reads.length ? { statusReads: reads.map((r) => BigInt(r.published)) } : {}),
         ...(scan.header.status_reads === 'all' ? { statusReadsAll: true } : {}),

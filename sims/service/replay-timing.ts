@@ -211,7 +211,7 @@ export class ReplayedTiming implements ServiceTiming {
     if (m.fences) {
       // A pacer's first cue (each core incarnation of a replay has its own recording and pacer): what the
       // recorded service did during that incarnation, from its start.
-      this.fenceOrder.load(m.fences, m.fenceOutcomes);
+      this.fenceOrder.load(m.fences, m.fenceOutcomes, m.fencePolled);
       this.commitOrder.load(m.commits ?? []);
       this.statusReads = [...(m.statusReads ?? [])];
       this.statusReadsTaken = 0;
@@ -251,7 +251,15 @@ export class FenceOrder {
   /** The recorded outcome of each decision in `log` ('ok' or the refusal label), when the recording has them. */
   private outcomes: string[] = [];
   private taken: boolean[] = [];
+  /**
+   * Decisions of a request the test polled on the wall clock (sims/replay/sync-points.ts fenceDecisions):
+   * a live decision still takes them in order, but none is held for them (the live side may make fewer).
+   */
+  private optional: boolean[] = [];
+  /** The first recorded decision not taken that a live one is held for (optional ones are skipped). */
   private cursor = 0;
+  /** The first recorded decision not taken (where a live decision is looked for). */
+  private first = 0;
   private waiters: Array<{ at: number; go: () => void }> = [];
   /**
    * Decisions taken after every recorded one of the loaded log was taken: they belong to the next core
@@ -274,13 +282,19 @@ export class FenceOrder {
     private readonly tag: 'fence' | 'commit' = 'fence',
   ) {}
 
-  /** Replay: the recorded fence decisions, in order, with their outcomes when given (same length). */
-  load(ops: readonly string[], outcomes?: readonly string[]): void {
+  /**
+   * Replay: the recorded fence decisions, in order, with their outcomes when given (same length), and which
+   * are a polled request's (`polled`, same length when given: taken in order, never held for).
+   */
+  load(ops: readonly string[], outcomes?: readonly string[], polled?: readonly boolean[]): void {
     const keep = ops.map((op) => !UNORDERED.has(op));
     this.log = ops.filter((_, i) => keep[i]);
     this.outcomes = outcomes && outcomes.length === ops.length ? outcomes.filter((_, i) => keep[i]) : [];
+    this.optional = polled && polled.length === ops.length ? polled.filter((_, i) => keep[i]) : this.log.map(() => false);
     this.taken = this.log.map(() => false);
     this.cursor = 0;
+    this.first = 0;
+    this.advance();
     // What was decided since the previous log ran out is this log's first decisions (each matched in order
     // within the look-ahead, as passed() would have): without this the next decision waited for them in
     // vain (suites/machine/home-bound.test.ts "transport loss ...": stop held 2 s for the release before it).
@@ -300,15 +314,35 @@ export class FenceOrder {
     return this.log !== null;
   }
 
-  private find(op: string): number {
+  /**
+   * The recorded decision a live decision of `op` takes: the first untaken one of `op` within the look-ahead.
+   * When that one is a polled request's, the live decision may be the one after the polls (the live side
+   * polled fewer times): within the run of `op`'s decisions from there, the first not polled whose outcome
+   * is the live one, else the first whose outcome is the live one (a refusal repeated on purpose keeps its
+   * place), else the first. `outcome` undefined (before the decision): the first.
+   */
+  private find(op: string, outcome?: string): number {
     const log = this.log!;
-    for (let k = this.cursor, seen = 0; k < log.length && seen < LOOKAHEAD; k++) {
+    let k0 = -1;
+    for (let k = this.first, seen = 0; k < log.length && seen < LOOKAHEAD; k++) {
       if (this.taken[k]) continue;
       seen++;
-      if (log[k] === op) return k;
+      if (log[k] === op) {
+        k0 = k;
+        break;
+      }
     }
-    return -1;
+    if (k0 < 0 || !this.optional[k0] || outcome === undefined) return k0;
+    const same = (k: number) => !this.outcomes.length || this.outcomes[k] === outcome;
+    let sameOutcome = -1;
+    for (let k = k0; k < log.length && log[k] === op; k++) {
+      if (this.taken[k]) continue;
+      if (same(k) && !this.optional[k]) return k;
+      if (same(k) && sameOutcome < 0) sameOutcome = k;
+    }
+    return sameOutcome >= 0 ? sameOutcome : k0;
   }
+
 
   /**
    * Before a fence check of `op`: null to go on now, or a promise that resolves when the recorded decisions
@@ -348,18 +382,20 @@ export class FenceOrder {
       this.note?.(this.tag === 'fence' ? { t: 'fence', op, outcome } : { t: this.tag, op });
       return;
     }
-    if (this.cursor >= this.log.length) {
+    if (this.first >= this.log.length) {
       if (this.beyond.length < LOOKAHEAD) this.beyond.push(op);
       return;
     }
-    const k = this.find(op);
+    const k = this.find(op, outcome);
     if (k < 0) return;
     this.taken[k] = true;
     this.advance();
   }
 
   private advance(): void {
-    while (this.cursor < this.taken.length && this.taken[this.cursor]) this.cursor++;
+    while (this.first < this.taken.length && this.taken[this.first]) this.first++;
+    this.cursor = this.first;
+    while (this.cursor < this.taken.length && (this.taken[this.cursor] || this.optional[this.cursor])) this.cursor++;
     const ready = this.waiters.filter((w) => w.at <= this.cursor);
     this.waiters = this.waiters.filter((w) => w.at > this.cursor);
     for (const w of ready) w.go();
