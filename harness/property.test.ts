@@ -3,7 +3,7 @@
 // a property the recording does not name, the environment (or a fresh seed) decides as before.
 
 import { afterEach, expect, test } from 'vitest';
-import { propertyRun } from './property.ts';
+import { propertyRun, windowAttempts } from './property.ts';
 import { enterTest, leaveTest } from './targets/pertest.ts';
 
 afterEach(() => leaveTest());
@@ -34,4 +34,17 @@ test('outside a test nothing is kept and nothing recorded is used', () => {
   leaveTest();
   expect(propertyRun('x', 2, { HIL_PROPERTY_SEED: '5' })).toEqual({ numRuns: 2, seed: 5 });
   expect(a.drawnProperties()).toEqual({});
+});
+
+test('a wall-clock retry count is kept with a recording and given back on its replay (windowAttempts): the replay makes as many attempts as the recording, whatever its own host\'s timing', () => {
+  const recorded = enterTest('suite > retries');
+  expect(windowAttempts('window').recorded()).toBeUndefined(); // not a replay: the test decides by its own timing
+  windowAttempts('window').made(2);
+  expect(recorded.drawnProperties()).toEqual({ 'attempts:window': { seed: 0, numRuns: 2 } });
+  leaveTest();
+  // The replay reads the sidecar the recording wrote (harness/fixture.ts perTest, useRecordedProperties).
+  const replayed = enterTest('suite > retries');
+  replayed.useRecordedProperties({ properties: recorded.drawnProperties() });
+  expect(windowAttempts('window').recorded()).toBe(2);
+  expect(windowAttempts('another').recorded()).toBeUndefined();
 });

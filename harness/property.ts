@@ -28,6 +28,23 @@ export function propertyRun(name: string, defaultRuns: number, env: NodeJS.Proce
 }
 
 /**
+ * A test that tries again when its host missed a timing window (its own sends came too late) makes as many
+ * attempts as the wall clock gave it, each with requests of its own; a replay must make as many as the
+ * recording did, whatever its own host's timing (more or fewer send requests the recording does not have
+ * or never sends: a FAIL the replay caused, suites/remote/jog.test.ts "a cell on the internet profile ..."
+ * retried under load and diverged in 2 of 2 replays). Kept beside the recording like a property's
+ * parameters (`attempts:<name>`, numRuns the count). `recorded()`: on a replay, how many attempts the
+ * recording made (undefined otherwise); `made(n)`: the test made n, for a recording.
+ */
+export function windowAttempts(name: string): { recorded(): number | undefined; made(n: number): void } {
+  const key = `attempts:${name}`;
+  return {
+    recorded: () => currentTest()?.recordedProperty(key)?.numRuns,
+    made: (n) => currentTest()?.noteProperty(key, { seed: 0, numRuns: n }),
+  };
+}
+
+/**
  * A small seeded PRNG (mulberry32), uniform in [0, 1): for generators that must give the same output for
  * the same seed without fast-check's machinery (harness/machine-gen.ts, the digest suite's key orders).
  */

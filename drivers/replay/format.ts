@@ -182,6 +182,12 @@ export interface RecordingHeader {
    * out outside those spans (sims/replay/modes.ts WatchedMode). Absent in recordings made before.
    */
   watch_notes?: true;
+  /**
+   * 'all': every status read the service served is noted, also one served before the core published
+   * anything (`{t: "status_read", cycle: "none"}`); before this (2026-11-27) such a read was not noted, and a
+   * replay could only guess which live read was one (sims/service/replay-timing.ts nextStatusReadCycle).
+   */
+  status_reads?: 'all';
   started_at: string;
 }
 

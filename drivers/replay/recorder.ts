@@ -7,7 +7,7 @@ import type { BusDriver, BusSetup, BusStartup, ProcessImage } from '../bus.ts';
 import { readImage, RecordingWriter, setupDigest, slotLayout, type RecordingHeader, type RecordingNote } from './format.ts';
 
 /** What the recorder adds to the header besides what it learns from the driver and the setup. */
-export type RecordingMeta = Pick<RecordingHeader, 'machine_sha256' | 'configuration_sha256' | 'deployment_sha256' | 'package_version' | 'git_revision' | 'run' | 'driver_params' | 'clock' | 'host_times' | 'watch_notes'>;
+export type RecordingMeta = Pick<RecordingHeader, 'machine_sha256' | 'configuration_sha256' | 'deployment_sha256' | 'package_version' | 'git_revision' | 'run' | 'driver_params' | 'clock' | 'host_times' | 'watch_notes' | 'status_reads'>;
 
 
 

@@ -17,14 +17,32 @@ function stepper(target: Target): (cycles: number) => Promise<bigint> {
 
 /** How long a client waits for a reply the core has already answered to come through the service (wall ms). */
 const PASS_ON_MS = 2_000;
+/**
+ * How long a client waits for a request the core owes nothing for (answered by the service alone or by the
+ * core on receipt, or not at the core yet: its body still being read) before it steps on all the same (wall ms).
+ */
+const UNSEEN_MS = 10_000;
+/** How often the client asks what the core owes meanwhile (wall ms; no cycle runs). */
+const LOOK_MS = 2;
 
 /**
  * Step the core `chunk` cycles at a time until `p` settles (at most 1000 chunks); its outcome.
  *
- * Deterministic in the number of steps, which a recording replayed step by step needs: stepping on until
- * the reply happens to arrive would step more or fewer times depending on how fast the service passed the
- * core's answer on. When a step's cycles produced an answer (the step reports it), the reply may be that
- * one: wait for it (bounded) before stepping on.
+ * Deterministic in the number of steps, which a recording replayed step by step needs (docs/recording.md
+ * "The stepped clock"): stepping on until the reply happens to arrive would step more or fewer times
+ * depending on how fast the service passed the core's answer on, or answered by itself. So after each step:
+ * - when its cycles produced an answer (the step reports it), the reply may be that one: wait for it
+ *   (bounded) before stepping on;
+ * - when the core owes no answer after the step (StepReport.waiting 0: no receipt outstanding, no Home under
+ *   way), the request is answered without cycles (by the service alone: a refusal at the fence, a release;
+ *   or by the core on receipt, which it gives between steps) or has not reached the core yet: wait until it
+ *   settles or the core owes an answer (bounded), and only then step on. Without this, a cleanup whose
+ *   release and stop the service refused by itself stepped as many times as two round trips to the service
+ *   took (suites/trajectory/intents.test.ts, 2 of 4 replays one step short). What the core owes is the
+ *   core's own figure, which a replay gives at the same place (sims/core/host.ts CoreHost.owed): the
+ *   service's own count of its waits on the core was not (a begin_jog the replay held after a step was
+ *   already waited for, and the replay stepped once more than recorded: suites/jog/generations.test.ts).
+ * The first step goes out with the request, as before.
  */
 export async function settle<T>(target: Target, p: Promise<T>, chunk = 10): Promise<T> {
   await stepUntilSettled(target, p, chunk);
@@ -39,9 +57,15 @@ export async function stepUntilSettled(target: Target, p: Promise<unknown>, chun
     () => (done = true),
     () => (done = true),
   );
+  const within = (ms: number) => Promise.race([settled, new Promise((res) => setTimeout(res, ms).unref())]);
   for (let i = 0; i < max && !done; i++) {
     const r = await target.stepReport(chunk);
-    if (r.answered > 0 && !done) await Promise.race([settled, new Promise((res) => setTimeout(res, PASS_ON_MS).unref())]);
+    if (done) break;
+    if (r.answered > 0) await within(PASS_ON_MS);
+    else if (r.waiting === 0 && target.coreWaits) {
+      const until = Date.now() + UNSEEN_MS;
+      while (!done && Date.now() < until && (await target.coreWaits()) === 0 && !done) await within(LOOK_MS);
+    }
   }
   return done;
 }

@@ -267,9 +267,16 @@ export class SimTarget implements Target, PerTestHooks {
 
   async stepReport(cycles: number): Promise<StepReport> {
     const text = await this.test('/step', { cycles });
-    const m = /"now_ns":(\d+),"cycles":(\d+),"answered":(\d+)/.exec(text);
+    const m = /"now_ns":(\d+),"cycles":(\d+),"answered":(\d+)(?:,"waiting":(\d+))?/.exec(text);
     if (!m) throw new HarnessError('HIL_ERR_TEST_CHANNEL', `test channel /step: no now_ns, cycles and answered in ${text}`);
-    return { nowNs: BigInt(m[1]!), cycles: BigInt(m[2]!), answered: Number(m[3]) };
+    return { nowNs: BigInt(m[1]!), cycles: BigInt(m[2]!), answered: Number(m[3]), ...(m[4] !== undefined ? { waiting: Number(m[4]) } : {}) };
+  }
+
+  async coreWaits(): Promise<number> {
+    const text = await this.test('/core-waits', {});
+    const m = /"waiting":(\d+)/.exec(text);
+    if (!m) throw new HarnessError('HIL_ERR_TEST_CHANNEL', `test channel /core-waits: no waiting in ${text}`);
+    return Number(m[1]);
   }
 
   async inject(fault: Record<string, unknown>): Promise<void> {

@@ -82,6 +82,8 @@ export interface Target {
   step?(cycles: number): Promise<bigint>;
   /** Like `step`, with the core's cycle count after it and how many answers (receipts, Home and stop outcomes) its cycles produced. */
   stepReport?(cycles: number): Promise<StepReport>;
+  /** Stepped clock: the answers the core owes now, without running a cycle (StepReport.waiting). */
+  coreWaits?(): Promise<number>;
   /** Restart the control service process (a new adapter incarnation); throws when the target cannot. */
   restartService(): Promise<void>;
   /**
@@ -162,6 +164,12 @@ export interface StepReport {
   cycles: bigint;
   /** Receipts, Home outcomes and stop outcomes the core sent during the step's cycles. */
   answered: number;
+  /**
+   * The answers the core owed when the step was done (a receipt not given yet, a Home under way); absent
+   * when the target does not say. A request the core owes nothing for is answered without cycles, and
+   * more steps would not change that (harness/clients/stepped.ts settle).
+   */
+  waiting?: number;
 }
 
 /** A reference stack started as a process (harness/targets/sim.ts startStack), once it is ready. */

@@ -80,6 +80,12 @@ export class CoreHost {
     const capture = retentionMs > 0 ? new CaptureRing({ axisCount: machine.axes.length, cycleNs: machine.cycle_ns, retentionMs, incarnation }) : undefined;
     const counted = (m: FromCore) => {
       if (m.t === 'reply' || m.t === 'home_done' || m.t === 'stop_drained') this.answers++;
+      if (m.t === 'reply') {
+        // A Home the core took on owes its outcome (home_done) besides its receipt.
+        if (this.owedIds.get(m.id) === 'home' && m.result.Result === 0) this.homes++;
+        this.owedIds.delete(m.id);
+      }
+      if (m.t === 'home_done' && this.homes > 0) this.homes--;
       send(m);
     };
     this.core = new Core(machine, driverHost, incarnation, counted, {
@@ -104,6 +110,22 @@ export class CoreHost {
   /** Answers the core has sent (command receipts, Home and stop outcomes): a step says how many it produced. */
   answers = 0;
 
+  /** Commands and preparations received and not yet answered (id -> operation), and Homes under way. */
+  private readonly owedIds = new Map<number, string>();
+  private homes = 0;
+  /**
+   * The answers the core owes now: a receipt for a command or preparation it has received and not answered
+   * yet, and the outcome of a Home it took on. Computed by the core, so a paced replay, which hands each
+   * request over at its recorded place, gives the same figure at the same place: a client stepping until its
+   * request is answered steps on only while the core owes an answer, which then needs cycles, and otherwise
+   * waits for the answer (a command the core answered at once, a refusal the service gave alone), so the
+   * number of its steps follows the core (harness/clients/stepped.ts settle; docs/recording.md "The stepped
+   * clock").
+   */
+  get owed(): number {
+    return this.owedIds.size + this.homes;
+  }
+
   /** Stepped and fast clocks: the host time read at the start of the running cycle (see the constructor). */
   private cycleHostNs = 0n;
   private inCycle = false;
@@ -127,6 +149,8 @@ export class CoreHost {
         // This build's service notes its streams (sims/service/timing.ts watching): a replay may run flat
         // out outside them.
         watch_notes: true as const,
+        // The service notes every status read it serves, one before any publication too (timing.ts statusRead).
+        status_reads: 'all' as const,
         ...(options.record.run ? { run: options.record.run } : {}),
         ...(options.driverParams ? { driver_params: JSON.parse(JSON.stringify(options.driverParams, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))) as Record<string, unknown> } : {}),
       });
@@ -157,6 +181,11 @@ export class CoreHost {
     if (msg.t === 'service_note') {
       // The service's own log (format 2): recorded beside the requests, never handed to the core.
       this.recorder?.note({ cycle: this.core.cycleCount, kind: 'service', data: msg.data, ...(sentNs !== undefined ? { sent_ns: sentNs.toString() } : {}) });
+      return true;
+    }
+    if (msg.t === 'owed') {
+      // A query of the harness's stepping, not a request: never recorded, never the core's business.
+      this.send({ t: 'owed', id: msg.id, n: this.owed });
       return true;
     }
     if (msg.t === 'flush_record') {
@@ -193,9 +222,11 @@ export class CoreHost {
         this.stepMessage(msg);
         return true;
       case 'cmd':
+        this.owedIds.set(msg.id, msg.op);
         this.core.handle(msg);
         return true;
       default:
+        if (msg.t === 'prepare') this.owedIds.set(msg.id, 'prepare');
         this.core.handle(msg, workspace, slot);
         return true;
     }
@@ -241,7 +272,7 @@ export class CoreHost {
    * calls this at the step's last cycle.
    */
   stepped(id: number, answered: number): void {
-    this.send({ t: 'stepped', id, nowNs: this.core.now, cycles: BigInt(this.core.cycleCount), answered });
+    this.send({ t: 'stepped', id, nowNs: this.core.now, cycles: BigInt(this.core.cycleCount), answered, owed: this.owed });
   }
 
   /** Set by the worker: how a 'step' runs (with message draining between cycles). */

@@ -199,6 +199,11 @@ export type ToCore =
   | { t: 'inject'; id: number; fault: FaultSpec | { kind: 'clear' } | { kind: 'stall_next_command'; ms: number } | { kind: 'hold_capture_write'; ms: number } | { kind: 'hold_event_publisher'; ms: number } | { kind: 'late_wake'; ns: number } }
   /** Stepped clock only: run this many cycles back to back, then answer 'stepped'. */
   | { t: 'step'; id: number; cycles: number }
+  /**
+   * Stepped clock: how many answers the core owes now (CoreHost.owed), without a cycle; answered 'owed'.
+   * Never recorded: a query of the harness's stepping (harness/clients/stepped.ts settle), not a request.
+   */
+  | { t: 'owed'; id: number }
   /** A recorded core: write out what the recording holds now (before a simulated crash kills the thread). */
   | { t: 'flush_record'; id: number }
   | { t: 'shutdown' };
@@ -354,7 +359,8 @@ export type FromCore =
   /** `time_ns`: the core's clock in the cycle that published it (stamped by Core's send, not by each call site). */
   | { t: 'event'; type: string; payload: Record<string, unknown>; time_ns?: bigint }
   /** `answered`: replies, Home and stop outcomes the step's cycles produced. */
-  | { t: 'stepped'; id: number; nowNs: bigint; cycles: bigint; answered: number }
+  | { t: 'stepped'; id: number; nowNs: bigint; cycles: bigint; answered: number; owed?: number }
+  | { t: 'owed'; id: number; n: number }
   | { t: 'record_flushed'; id: number }
   /** The core cannot go on; `message` says why (the service logs it before the exit is handled). */
   | { t: 'fatal'; message: string }
@@ -366,7 +372,7 @@ export type FromCore =
    * service's own to take now (`expire`: the lease of that recorded generation ran out here). `anchors` and
    * `pairs`: recorded host times and the live ones they stand for (sims/service/replay-timing.ts HostTimeMap).
    */
-  | { t: 'replay_service'; clockNs: bigint; hostClock: boolean; expire?: { generation: bigint; lateNs?: bigint }; fences?: string[]; fenceOutcomes?: string[]; statusReads?: bigint[]; coreWaits?: Array<{ kind: string; outcome: string; cycle?: bigint }>; anchors?: Array<{ recordedNs: bigint; liveNs: bigint }>; pairs?: Array<[recorded: bigint, live: bigint]> };
+  | { t: 'replay_service'; clockNs: bigint; hostClock: boolean; expire?: { generation: bigint; lateNs?: bigint }; fences?: string[]; fenceOutcomes?: string[]; fencePolled?: boolean[]; commits?: string[]; statusReads?: bigint[]; statusReadsAll?: boolean; coreWaits?: Array<{ kind: string; outcome: string; cycle?: bigint }>; anchors?: Array<{ recordedNs: bigint; liveNs: bigint }>; pairs?: Array<[recorded: bigint, live: bigint]> };
 
 /** Every field name of the channel's typed messages, at any depth (the replay marks below are checked against it). */
 type FieldsOf<T, D extends unknown[] = []> = D['length'] extends 6

@@ -277,7 +277,8 @@ test('format 2: a recorded lease expiry is cued to the live service at its cycle
   let pacer: ReplayPacer | undefined;
   const host = await pacedHost(file, scan, (m) => pacer?.observe(m));
   const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) }));
-  expect(cues).toEqual([{ t: 'replay_service', clockNs: 1_000n, hostClock: false, fences: ['enable'], fenceOutcomes: ['ok'] }]);
+  // statusReadsAll: the recording's header says every status read is noted (none here).
+  expect(cues).toEqual([{ t: 'replay_service', clockNs: 1_000n, hostClock: false, fences: ['enable'], fenceOutcomes: ['ok'], statusReadsAll: true }]);
   // the live service: other generation and stamps; it ends its grant only when told the recorded lease ran out
   const queue: unknown[] = [
     { t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n },

@@ -136,8 +136,14 @@ export interface ServiceCue {
   fences?: string[];
   /** At start: how each of those decisions went ('ok' or the refusal label). */
   fenceOutcomes?: string[];
-  /** At start: the publication cycle each recorded status read was served from, in order. */
+  /** At start: which of those decisions were a polled request's (taken in order, never held for). */
+  fencePolled?: boolean[];
+  /** At start: the order in which the recorded service's preparations took their place in the commit queue. */
+  commits?: string[];
+  /** At start: the publication cycle each recorded status read was served from, in order (-1: none yet). */
   statusReads?: bigint[];
+  /** At start: the recording notes every status read, one served before any publication too (header status_reads). */
+  statusReadsAll?: boolean;
   /** At start: how each of the recorded service's timed waits on the core ended (sims/service/replay-timing.ts CoreWaits). */
   coreWaits?: Array<{ kind: string; outcome: string; cycle?: bigint }>;
   /** Where the replay met the live side: the recorded host time the core had reached, at which live time (timesCue). */
@@ -261,7 +267,11 @@ export class ReplayPacer {
         hostClock: this.hostClock,
         fences: points.fences.map((f) => f.op),
         fenceOutcomes: points.fences.map((f) => f.outcome),
+        // Decisions of a polled request: taken in order, never held for (sync-points.ts fenceDecisions).
+        ...(points.fences.some((f) => f.polled) ? { fencePolled: points.fences.map((f) => f.polled === true) } : {}),
+        ...(points.commits.length ? { commits: points.commits.map((c) => c.op) } : {}),
         ...(reads.length ? { statusReads: reads.map((r) => BigInt(r.published)) } : {}),
+        ...(scan.header.status_reads === 'all' ? { statusReadsAll: true } : {}),
         ...(points.coreWaits.length ? { coreWaits: points.coreWaits.map(({ kind, outcome, cycle }) => ({ kind, outcome, ...(cycle !== undefined ? { cycle } : {}) })) } : {}),
       });
       // The start is where the replay first meets the live side (the pacing counts from it).

@@ -11,7 +11,7 @@ const req = (cycle: number, data: unknown, o: Partial<RecordingNote> = {}): Reco
 const svc = (cycle: number, data: unknown): RecordingNote => ({ cycle, kind: 'service', data });
 const scanOf = (requests: RecordingNote[], service: RecordingNote[], h: Partial<RecordingHeader> = {}): PacingScan => ({ header: header(h), frames: 100, complete: true, times: new Float64Array(100), requests, outputs: [], service });
 
-test('every sync point is read with its kind: requests, renewals, lease expiries, status reads, telemetry polls, fences, replies', () => {
+test('every sync point is read with its kind: requests, renewals, lease expiries, status reads, telemetry polls, fences, commits, replies', () => {
   const grant = (generation: string, deadlineNs: string, active = true) => ({ t: 'grant', generation, deadlineNs, active, axisMask: 1 });
   const scan = scanOf(
     [
@@ -22,9 +22,12 @@ test('every sync point is read with its kind: requests, renewals, lease expiries
       req(30, grant('8', '2000')),
     ],
     [
+      svc(0, { t: 'status_read', cycle: 'none', now_ns: '120' }), // served before any publication
       svc(3, { t: 'status_read', cycle: '2', now_ns: '150' }),
       svc(9, { t: 'telemetry_read' }),
       svc(9, { t: 'fence', op: 'enable', outcome: 'ok' }),
+      svc(9, { t: 'commit', op: 'trajectory' }),
+      svc(9, { t: 'commit', op: 'program' }),
       svc(10, { t: 'http_reply', op: 'enable', status: 200, label: '' }),
       svc(11, { t: 'http_reply', op: 'enable', status: 200, label: '' }), // a repeat: compared once
       svc(12, { t: 'http_reply', op: 'arm', status: 409, label: 'mode_conflict' }),
@@ -38,9 +41,16 @@ test('every sync point is read with its kind: requests, renewals, lease expiries
     ['lease_expiry', 20, false],
     ['request', 30, false],
   ]);
-  expect(p.statusReads).toEqual([{ kind: 'status_read', cycle: 3, published: 2 }]);
+  expect(p.statusReads).toEqual([
+    { kind: 'status_read', cycle: 0, published: -1 },
+    { kind: 'status_read', cycle: 3, published: 2 },
+  ]);
   expect(p.telemetryPolls).toEqual([{ kind: 'telemetry_poll', cycle: 9 }]);
   expect(p.fences).toEqual([{ kind: 'fence', op: 'enable', outcome: 'ok' }]);
+  expect(p.commits).toEqual([
+    { kind: 'commit', op: 'trajectory' },
+    { kind: 'commit', op: 'program' },
+  ]);
   expect(p.replies.map((r) => [r.cycle, r.reply.op, r.reply.label])).toEqual([
     [10, 'enable', ''],
     [12, 'arm', 'mode_conflict'],
@@ -129,4 +139,50 @@ test('watchWindows: the spans with at least one stream open (nested streams are 
     { from: 30, to: Number.POSITIVE_INFINITY },
   ]);
   expect(watchWindows([])).toEqual({ opens: [], windows: [] });
+});
+
+test('fence decisions of a polled refusal\'s repeats are marked polled (not held to); a request that checks its fence twice keeps both', () => {
+  const fence = (cycle: number, op: string, outcome = 'ok') => svc(cycle, { t: 'fence', op, outcome });
+  const reply = (cycle: number, op: string, status: number, label = '') => svc(cycle, { t: 'http_reply', op, status, label });
+  const scan = scanOf(
+    [],
+    [
+      // suites/trajectory/upload.test.ts "one upload at a time": the trickling upload (no answer: its client
+      // went away), the second refused busy, then the third polled until the slot is free.
+      fence(1, 'prepare_trajectory'),
+      fence(2, 'prepare_trajectory'),
+      reply(2, 'prepare_trajectory', 409, 'busy'),
+      fence(3, 'prepare_trajectory'),
+      reply(3, 'prepare_trajectory', 409, 'busy'),
+      fence(4, 'prepare_trajectory'),
+      reply(4, 'prepare_trajectory', 409, 'busy'),
+      fence(5, 'prepare_trajectory'),
+      reply(6, 'prepare_trajectory', 200),
+      // reset_fault checks its fence before and after its wait for a publication; release raced it.
+      fence(7, 'reset_fault'),
+      fence(8, 'reset_fault'),
+      reply(9, 'reset_fault', 200),
+      fence(9, 'release'),
+      reply(9, 'release', 200),
+      // a refusal repeated: the same decisions and answer as the request of that operation before it
+      fence(10, 'arm'),
+      reply(10, 'arm', 409, 'not_ready'),
+      fence(11, 'arm'),
+      reply(11, 'arm', 409, 'not_ready'),
+    ],
+  );
+  const p = readSyncPoints(scan, true);
+  expect(p.fences.map((f) => `${f.op}${f.polled ? ' (polled)' : ''}`)).toEqual([
+    // refused busy: whether the slot is still taken is the wall clock's (when the service saw a client go)
+    'prepare_trajectory (polled)',
+    'prepare_trajectory (polled)',
+    'prepare_trajectory (polled)',
+    'prepare_trajectory (polled)',
+    'prepare_trajectory',
+    'reset_fault',
+    'reset_fault',
+    'release',
+    'arm',
+    'arm (polled)',
+  ]);
 });

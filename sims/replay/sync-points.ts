@@ -16,6 +16,9 @@
 //   crash           the end of an incarnation's recording before a simulated crash (run flat out to it).
 // Kinds held by the live service and reported back as lost (a 'hold_lost' service note):
 //   fence           a fence decision held to the recorded order (sims/service/replay-timing.ts FenceOrder);
+//   commit          a preparation's place in the commit queue (trajectory or program), which numbers the
+//                   handles of two racing preparations, held to the recorded order the same way
+//                   (sims/service/handles.ts serialise, sims/service/replay-timing.ts commitOrder);
 //   publication     a status read waiting for the publication its recording was served from;
 //   lease_expiry    a fence decision the recorded service refused because the lease had run out, while the
 //                   live service still holds the grant: held until the cued expiry (sims/service/replay-timing.ts);
@@ -48,12 +51,14 @@ export type SyncPoint =
   | { kind: 'lease_expiry'; cycle: number; index: number; note: RecordingNote; renewal: boolean; lateNs?: bigint }
   | { kind: 'status_read'; cycle: number; published: number }
   | { kind: 'telemetry_poll'; cycle: number }
-  | { kind: 'fence'; op: string; outcome: string }
+  /** `polled`: a repeat of a refused request the test polled on the wall clock (fenceDecisions): not held to. */
+  | { kind: 'fence'; op: string; outcome: string; polled?: true }
+  | { kind: 'commit'; op: string }
   | { kind: 'core_wait'; wait: string; outcome: string }
   | { kind: 'reply'; cycle: number; reply: HttpReply; note: RecordingNote };
 
 /** Kinds of hold whose loss the verdict reports (see above). */
-export type HoldKind = 'status_read' | 'telemetry_poll' | 'watch' | 'fence' | 'publication' | 'core_wait' | 'lease_expiry';
+export type HoldKind = 'status_read' | 'telemetry_poll' | 'watch' | 'fence' | 'commit' | 'publication' | 'core_wait' | 'lease_expiry';
 
 /** One hold the replay could not keep. */
 export interface LostHold {
@@ -85,6 +90,8 @@ export interface SyncPoints {
    */
   watches: WatchWindow[] | null;
   fences: Array<Extract<SyncPoint, { kind: 'fence' }>>;
+  /** The order in which preparations took their place in the commit queue ('trajectory', 'program'). */
+  commits: Array<Extract<SyncPoint, { kind: 'commit' }>>;
   /** The recorded service's timed waits on the core and how each ended, in order. */
   coreWaits: Array<{ kind: string; outcome: string; cycle?: bigint }>;
   /** Format 3: the service's answers, repeats collapsed (collapseRepeats); compared only with a live service. */
@@ -113,10 +120,16 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
   const reads = service.filter((n) => tOf(n) === 'status_read');
   // The service's clock a read showed (`now_ns`, format 3) is kept in the recording but not replayed: the
   // replaying service runs on the live host clock (docs/recording.md "Two clocks").
-  const statusReads = reads.map((n) => ({ kind: 'status_read' as const, cycle: n.cycle, published: Number((n.data as { cycle?: unknown }).cycle) }));
+  // A read served before the core had published anything is noted with cycle 'none' (published -1): held
+  // for at its arrival like any other, with no publication to force.
+  const statusReads = reads.map((n) => {
+    const c = (n.data as { cycle?: unknown }).cycle;
+    return { kind: 'status_read' as const, cycle: n.cycle, published: c === 'none' ? -1 : Number(c) };
+  });
   const telemetryPolls = service.filter((n) => tOf(n) === 'telemetry_read').map((n) => ({ kind: 'telemetry_poll' as const, cycle: n.cycle }));
   const { opens: watchOpens, windows } = watchWindows(service);
-  const fences = scan.service.filter((n) => tOf(n) === 'fence').map((n) => ({ kind: 'fence' as const, op: String((n.data as { op?: unknown }).op), outcome: String((n.data as { outcome?: unknown }).outcome) }));
+  const fences = fenceDecisions(scan.service);
+  const commits = scan.service.filter((n) => tOf(n) === 'commit').map((n) => ({ kind: 'commit' as const, op: String((n.data as { op?: unknown }).op) }));
   const coreWaits = scan.service
     .filter((n) => tOf(n) === 'core_wait')
     .map((n) => {
@@ -148,6 +161,7 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
     watchOpens,
     watches: scan.header.watch_notes === true ? windows : null,
     fences,
+    commits,
     coreWaits,
     replies,
     // A core driven in-process (tests, benches) runs cycles without step messages: nothing to wait for then.
@@ -179,6 +193,48 @@ export function watchWindows(service: readonly RecordingNote[]): { opens: number
   }
   if (depth > 0) windows.push({ from, to: Number.POSITIVE_INFINITY });
   return { opens, windows };
+}
+
+/**
+ * The recorded fence decisions in order. A request the test polls until its answer changes (an upload slot
+ * still busy: suites/trajectory/upload.test.ts "one upload at a time" polls every 20 ms until the first
+ * client's slot is free) makes as many decisions as the wall clock gave it time for, which differs from run
+ * to run, as its answers do (match.ts collapseRepeats). So the decisions of a request answered with the same
+ * refusal as the request of that operation before it, with the same decisions, are marked `polled`: the
+ * replay does not hold to them (a replay that polled fewer times held the test's release after them 2 s in
+ * vain, HIL_ERR_REPLAY_UNHELD), and so are those of a request refused `busy` (an upload slot still taken).
+ * A request's decisions are those of its operation since that operation's
+ * previous answer (a reset_fault checks its fence twice, around its wait for a publication: one request,
+ * both decisions held to, since its answer is not a repeated refusal).
+ */
+function fenceDecisions(service: readonly RecordingNote[]): SyncPoints['fences'] {
+  const fences: SyncPoints['fences'] = [];
+  const open = new Map<string, number[]>();
+  const previous = new Map<string, string>();
+  for (const n of service) {
+    const t = tOf(n);
+    if (t === 'fence') {
+      const d = n.data as { op?: unknown; outcome?: unknown };
+      const op = String(d.op);
+      const list = open.get(op) ?? [];
+      list.push(fences.length);
+      open.set(op, list);
+      fences.push({ kind: 'fence', op, outcome: String(d.outcome) });
+    } else if (t === 'http_reply') {
+      const r = n.data as HttpReply;
+      const mine = open.get(r.op) ?? [];
+      open.delete(r.op);
+      if (!mine.length) continue;
+      const key = `${mine.map((k) => fences[k]!.outcome).join(',')}|${r.status}|${r.label}`;
+      // A busy slot is the wall clock's too: whether an upload's slot is still taken depends on when the
+      // service noticed its client go away (suites/program/admission.test.ts "a client that goes away
+      // mid-upload ...": the replay's first post after the abort was admitted where the recorded one was
+      // refused busy, and the test's release was held 2 s for the recorded busy decision).
+      if ((r.status !== 200 && previous.get(r.op) === key) || r.label === 'busy') for (const k of mine) fences[k]!.polled = true;
+      previous.set(r.op, key);
+    }
+  }
+  return fences;
 }
 
 /**

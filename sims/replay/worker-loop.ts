@@ -64,6 +64,8 @@ export async function runPaced(port: MessagePort, options: CoreStartOptions): Pr
     }
     // A recording made on the stepped clock has the test's steps among its requests: matched like any other.
     else if (msg.t === 'step' && !p.steps) host.handle(msg);
+    // The harness's query of what the core owes (CoreHost.owed): the replayed core's own figure, not a request.
+    else if (msg.t === 'owed') host.handle(msg);
     else p.offer(msg);
     flushPublication();
     wake?.();

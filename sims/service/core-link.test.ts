@@ -139,6 +139,28 @@ test('the service\'s answers are noted only on a recorded or replayed run: opera
     ]);
   }));
 
+test('a recording that notes every status read (header status_reads "all"): a live read before any publication takes the next recorded read, and waits for its publication when that one had one (a restarted core, held for the acquire, not yet published), or is served at once when it had none', () =>
+  withLink(async (link, inner, posted, t) => {
+    // Recorded: read 1 before any publication (-1), read 2 from publication 5.
+    inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: true, fences: [], statusReads: [-1n, 5n], statusReadsAll: true });
+    const published = link.status;
+    link.status = undefined;
+    expect(t.statusTurn()).toBeUndefined(); // read 1: served now, as recorded
+    t.statusRead(undefined);
+    expect(posted).toEqual([{ t: 'service_note', data: { t: 'status_read', cycle: 'none' } }]); // the pacer's hold is served
+    // Read 2 comes while the link still has no publication: under the old guess it was no sync point and was
+    // served with no core status (Status core null); here it waits for publication 5.
+    const turn = t.statusTurn();
+    expect(turn).toBeDefined();
+    let served = false;
+    void turn!.then(() => (served = true));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(served).toBe(false);
+    inner.onMessage({ t: 'status', status: { ...published!, cycle: 5n } });
+    await turn;
+    expect(served).toBe(true);
+  }));
+
 test('status reads on a replay show the live host clock, not the clock the recorded reads showed (docs/recording.md "Two clocks")', () =>
   withLink(async (link, inner, _posted, t) => {
     inner.onMessage({ t: 'replay_service', clockNs: 1_000n, hostClock: false, fences: [], statusReads: [5n, 7n] });
@@ -210,5 +232,29 @@ test('a paced replay\'s core is ready only once the pacer has cued the service: 
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('what the stepped core owes (CoreHost.owed, the test channel\'s /step waiting and /core-waits): a command it answers on receipt owes nothing, a Home owes its outcome until it is done', async () => {
+  const link = new CoreLink(MACHINE, { driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0 });
+  await link.start();
+  try {
+    await link.step(20);
+    expect(await link.owed()).toBe(0);
+    link.post({ t: 'grant', generation: 1n, deadlineNs: process.hrtime.bigint() + 60_000_000_000n, active: true, axisMask: 3 });
+    // enable is answered on receipt, between steps: nothing owed, and stepping would not change that.
+    expect((await link.command('enable', 1n, 3)).result.Result).toBe(0);
+    expect(await link.owed()).toBe(0);
+    // Home: the receipt at once, its outcome after cycles: owed until home_done.
+    expect((await link.command('home', 1n, 1)).result.Result).toBe(0);
+    expect(await link.owed()).toBe(1);
+    const r = await link.step(5);
+    expect(r.extra).toMatchObject({ owed: 1 });
+    const done = new Promise((res) => link.once('home_done', res));
+    for (let i = 0; i < 400 && (await link.owed()) > 0; i++) await link.step(50);
+    await done;
+    expect(await link.owed()).toBe(0);
+  } finally {
+    await link.shutdown();
   }
 });

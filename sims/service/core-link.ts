@@ -152,7 +152,15 @@ export class CoreLink extends EventEmitter {
         this.pending.delete(m.id);
         clearTimeout(p.timer);
         this.seen(m.nowNs);
-        p.resolve({ result: { Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 }, extra: { now_ns: m.nowNs, cycles: m.cycles, answered: m.answered } });
+        p.resolve({ result: { Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 }, extra: { now_ns: m.nowNs, cycles: m.cycles, answered: m.answered, ...(m.owed !== undefined ? { owed: m.owed } : {}) } });
+        return;
+      }
+      case 'owed': {
+        const p = this.pending.get(m.id);
+        if (!p) return;
+        this.pending.delete(m.id);
+        clearTimeout(p.timer);
+        p.resolve({ result: { Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 }, extra: { owed: m.n } });
         return;
       }
       case 'replay_service':
@@ -317,6 +325,23 @@ export class CoreLink extends EventEmitter {
       this.pending.set(id, { resolve, reject, timer });
       // Stamped like every request: a stepped core's recording keeps the steps (the replay matches them).
       this.postStamped({ t: 'step', id, cycles } satisfies ToCore);
+    });
+  }
+
+  /**
+   * Stepped clock: the answers the core owes now (CoreHost.owed: receipts not given yet, Homes under way),
+   * without a cycle (private test channel /core-waits; harness/clients/stepped.ts settle).
+   */
+  owed(): Promise<number> {
+    if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
+    const id = this.nextId++;
+    return new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new CoreUnavailable('no answer to a query of what the core owes'));
+      }, 10_000);
+      this.pending.set(id, { resolve: (r) => resolve(Number(r.extra?.owed ?? 0)), reject, timer });
+      this.port!.postMessage({ t: 'owed', id } satisfies ToCore);
     });
   }
 

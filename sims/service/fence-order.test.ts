@@ -93,3 +93,22 @@ test('replay across a core restart: decisions taken after the log ran out count 
   await vi.advanceTimersByTimeAsync(FENCE_HOLD_MS);
   expect(lost).toEqual(['stop']);
 });
+
+test('replay: the decisions of a polled request (sync-points.ts fenceDecisions) are taken in order but never held for, so a live side that polled fewer times holds nothing, and one that repeats a refusal on purpose keeps its place', () => {
+  // suites/trajectory/upload.test.ts "one upload at a time": the third upload polled busy twice when recorded.
+  const fewer = new FenceOrder();
+  fewer.load(['prepare_trajectory', 'prepare_trajectory', 'prepare_trajectory', 'release'], undefined, [false, true, false, false]);
+  fewer.passed('prepare_trajectory', 'ok'); // the live side polled once: busy
+  fewer.passed('prepare_trajectory', 'ok'); // then admitted
+  expect(fewer.gate('release')).toBeNull(); // not held for the recorded second poll (2 s in vain before)
+  // suites/jog/jog.test.ts: two jogs refused alike on purpose, then one admitted, then a halt.
+  const same = new FenceOrder();
+  same.load(['jog', 'jog', 'jog', 'halt'], ['invalid_request_envelope', 'invalid_request_envelope', 'ok', 'ok'], [false, true, false, false]);
+  same.passed('jog', 'invalid_request_envelope');
+  expect(same.gate('jog')).toBeNull();
+  same.passed('jog', 'invalid_request_envelope'); // takes the polled entry, not the admitted jog's
+  expect(same.recordedOutcome('jog')).toBe('ok');
+  expect(same.gate('jog')).toBeNull(); // the admitted jog finds its own entry next, nothing before it to wait for
+  same.passed('jog', 'ok');
+  expect(same.gate('halt')).toBeNull();
+});

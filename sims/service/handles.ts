@@ -55,7 +55,11 @@ export class HandleTable {
   executions = 0n;
   execution: ExecutionView = { generation: 0n, state: '', segment: 0, native_sequence: 0n, handle: 0n };
 
-  constructor(private readonly publish: (type: string, payload: Record<string, unknown>) => void) {}
+  constructor(
+    private readonly publish: (type: string, payload: Record<string, unknown>) => void,
+    /** The order of places in the commit queue as a recorded decision (timing.ts commitTurn); none: arrival order. */
+    private readonly order?: { commitTurn(kind: string): Promise<void> | null; committing(kind: string): void },
+  ) {}
 
   get(h: bigint): HandleRecord | undefined {
     return this.records.get(h);
@@ -102,7 +106,16 @@ export class HandleTable {
    * around the core's await would both peek the same number, and the record created second would name a
    * number the core never held.
    */
-  serialise<T>(commit: () => Promise<T>): Promise<T> {
+  serialise<T>(kind: HandleKind, commit: () => Promise<T>): Promise<T> {
+    // Which of two preparations racing to commit takes its place first decides their handle numbers: a
+    // recorded decision, held to the recorded order on a replay (timing.ts commitTurn; docs/recording.md
+    // "The service side"). Null on a live run: no yield here.
+    const turn = this.order?.commitTurn(kind);
+    return turn ? turn.then(() => this.enqueue(kind, commit)) : this.enqueue(kind, commit);
+  }
+
+  private enqueue<T>(kind: HandleKind, commit: () => Promise<T>): Promise<T> {
+    this.order?.committing(kind);
     const run = this.committing.then(commit, commit);
     this.committing = run.catch(() => undefined);
     return run;

@@ -122,7 +122,7 @@ export class ProgramUploads {
 
   /** Hand the executed points to the core's plan slot and record the program handle. */
   private commit(g: Grant, p: PreparedProgram): Promise<Reply> {
-    return this.o.handles.serialise(() => this.commitNow(g, p));
+    return this.o.handles.serialise('program', () => this.commitNow(g, p));
   }
 
   private async commitNow(g: Grant, p: PreparedProgram): Promise<Reply> {

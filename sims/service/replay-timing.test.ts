@@ -8,6 +8,8 @@ import { HostTimeMap, REPLAY_WAIT_MS, ReplayedTiming } from './replay-timing.ts'
 import { liveRecords } from './telemetry.ts';
 import { AX, axisOffset, encodeBatchHeader, HEADER_BYTES, REC, RECORD_BYTES } from '../core/capture/layout.ts';
 import { LiveTiming, type TimingLink } from './timing.ts';
+import { HandleTable } from './handles.ts';
+import { FENCE_HOLD_MS } from './replay-timing.ts';
 
 afterEach(() => vi.useRealTimers());
 
@@ -134,6 +136,7 @@ test('the live timing: host clock, nothing held; notes only when recording, neve
   expect(notes).toEqual([
     { t: 'fence', op: 'halt', outcome: 'no_grant' },
     { t: 'http_reply', op: 'arm', status: 409, label: 'not_ready' },
+    { t: 'status_read', cycle: 'none', now_ns: '1' }, // served before the core published anything: noted too
     { t: 'status_read', cycle: '3', now_ns: '9' },
     { t: 'telemetry_read' },
     { t: 'watch', stream: 'events', open: true },
@@ -239,4 +242,59 @@ test('a cue\'s anchor and pairs reach the replaying timing\'s host times; a live
   expect(t.hostTimes!.coreTimeIsHost).toBe(true);
   expect(t.hostTimes!.live(77n, false)).toBe(99n);
   expect(t.hostTimes!.live(1_500n, false)).toBe(5_500n);
+});
+
+/**
+ * Two preparations racing to commit (suites/trajectory/handles.test.ts "prepare_program and prepare_trajectory
+ * committed while both wait on the core"): each takes its place in the commit queue when its checks are done,
+ * here the program first; the handles are numbered in that order. `timing` decides the places.
+ */
+async function raceCommits(timing?: LiveTiming | ReplayedTiming): Promise<Record<string, bigint>> {
+  const table = new HandleTable(() => undefined, timing);
+  // Each commit peeks the number, waits a while for the core's receipt and creates the record (trajectories.ts commit).
+  const commit = (kind: 'trajectory' | 'program') => async () => {
+    const h = table.peekNext();
+    await new Promise((r) => setTimeout(r, 5));
+    expect(table.create(kind, 1n, 'i').handle).toBe(h);
+    return h;
+  };
+  await table.serialise('program', commit('program')); // the warm-up upload: handle 1
+  const program = table.serialise('program', commit('program'));
+  await new Promise((r) => setTimeout(r, 1)); // the trajectory's checks end a little later
+  const trajectory = table.serialise('trajectory', commit('trajectory'));
+  return { program: await program, trajectory: await trajectory };
+}
+
+test('commit order: a recorded run notes each preparation\'s place in the commit queue; a replay holds a preparation until those recorded before it took theirs, so the handles are numbered as recorded', async () => {
+  const notes: unknown[] = [];
+  const live = new LiveTiming(true);
+  live.attach({ status: undefined, statusFrom: async () => true, note: (d) => void notes.push(d) });
+  // Live (and recorded): arrival order, the program first.
+  expect(await raceCommits(live)).toEqual({ program: 2n, trajectory: 3n });
+  expect(notes).toEqual([{ t: 'commit', op: 'program' }, { t: 'commit', op: 'program' }, { t: 'commit', op: 'trajectory' }]);
+  // Recorded the other way round (the trajectory's place first): the replay numbers them as recorded,
+  // where arrival order gave the program the trajectory's number (the replayed core then held the
+  // trajectory's prepare under handle 2 in vain: HIL_ERR_REPLAY_DIVERGED on the handle).
+  const { t, lost } = replayed(true, [], []);
+  t.cue({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], commits: ['program', 'trajectory', 'program'] });
+  expect(await raceCommits(t)).toEqual({ program: 3n, trajectory: 2n });
+  expect(lost()).toEqual([]);
+  // Without a recorded order (before a cue, or a recording without commit notes): arrival order.
+  expect(await raceCommits(replayed(false, [], []).t)).toEqual({ program: 2n, trajectory: 3n });
+  expect(await raceCommits()).toEqual({ program: 2n, trajectory: 3n });
+});
+
+test('commit order: a recorded commit the live side never makes holds the next one at most the fence bound, then it goes on and the hold is reported lost', async () => {
+  vi.useFakeTimers();
+  const { t, lost } = replayed(true, [], []);
+  t.cue({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], commits: ['trajectory', 'program'] });
+  const turn = t.commitTurn('program');
+  expect(turn).not.toBeNull();
+  let done = false;
+  void turn!.then(() => (done = true));
+  await vi.advanceTimersByTimeAsync(FENCE_HOLD_MS - 1);
+  expect(done).toBe(false);
+  await vi.advanceTimersByTimeAsync(1);
+  expect(done).toBe(true);
+  expect(lost()).toEqual(['commit:program']);
 });

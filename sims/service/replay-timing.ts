@@ -8,14 +8,14 @@
 // lost hold (sims/replay/sync-points.ts), so the harness ends the test in ERROR rather than judging the
 // target on an order the replay did not keep.
 
-import { replyNote, UNORDERED, type CoreWait, type HostTimes, type ServiceTiming, type TimingCue, type TimingLink, type WaitOutcome } from './timing.ts';
+import { replyNote, statusReadNote, UNORDERED, type CoreWait, type HostTimes, type ServiceTiming, type TimingCue, type TimingLink, type WaitOutcome } from './timing.ts';
 
 /** How long a status read waits for the publication its recording was served from (wall ms). */
 const STATUS_READ_WAIT_MS = 3_000;
 /** Labels of a recorded fence decision that found the session's grant already gone (lease expiry taken). */
 const GRANT_GONE: ReadonlySet<string> = new Set(['no_grant', 'control_session_stale']);
 
-export type HoldKind = 'fence' | 'publication' | 'core_wait' | 'lease_expiry';
+export type HoldKind = 'fence' | 'commit' | 'publication' | 'core_wait' | 'lease_expiry';
 
 export class ReplayedTiming implements ServiceTiming {
   private link?: TimingLink;
@@ -28,6 +28,13 @@ export class ReplayedTiming implements ServiceTiming {
 
   /** The order of fence decisions: noted into a recording, held to the recorded order on a replay. */
   readonly fenceOrder: FenceOrder;
+  /**
+   * The order in which preparations took their place in the commit queue (handles.ts serialise), which
+   * numbers their handles: held to the recorded order the same way (suites/trajectory/handles.test.ts
+   * "prepare_program and prepare_trajectory committed while both wait on the core": the program's upload
+   * decoded first on the replay and took the number the trajectory had when recorded).
+   */
+  readonly commitOrder: FenceOrder;
   /** The service's timed waits on the core: noted into a recording, bounded by the recorded outcome. */
   readonly coreWaits: CoreWaits;
   /**
@@ -37,6 +44,12 @@ export class ReplayedTiming implements ServiceTiming {
    */
   private statusReads: bigint[] = [];
   private statusReadsTaken = 0;
+  /**
+   * The recording notes every read, one served before any publication too (its cycle -1 in statusReads):
+   * each live read takes the next recorded one. Recordings before that noted only reads served from a
+   * publication, and a live read before any publication is taken for such an unnoted one.
+   */
+  private allReads = false;
 
   /** `record`: this replay is itself recorded (its decisions noted as LiveTiming's are). */
   constructor(private readonly record = false) {
@@ -45,6 +58,13 @@ export class ReplayedTiming implements ServiceTiming {
         if (this.record) this.link?.note(data);
       },
       (op) => this.holdLost('fence', op),
+    );
+    this.commitOrder = new FenceOrder(
+      (data) => {
+        if (this.record) this.link?.note(data);
+      },
+      (kind) => this.holdLost('commit', kind),
+      'commit',
     );
     this.coreWaits = new CoreWaits(
       (data) => {
@@ -95,6 +115,12 @@ export class ReplayedTiming implements ServiceTiming {
   fenced(op: string, outcome: string): void {
     this.fenceOrder.passed(op, outcome);
   }
+  commitTurn(kind: string): Promise<void> | null {
+    return this.commitOrder.gate(kind);
+  }
+  committing(kind: string): void {
+    this.commitOrder.passed(kind, 'ok');
+  }
   /** The recorded service found the lease run out at this very decision (its lazy check; its timer had not fired). */
   expiredAtFence(op: string): boolean {
     return this.cued && this.fenceOrder.recordedOutcome(op) === 'expired';
@@ -139,10 +165,14 @@ export class ReplayedTiming implements ServiceTiming {
 
   /** The publication cycle the recorded service served its next status read from, if any. */
   nextStatusReadCycle(): bigint | undefined {
-    // A read served before the core published anything (a stepped core before its first step) is not noted
-    // when recorded (statusRead has no cycle to note): it is no sync point on a replay either, and must not
-    // take the next recorded read, which a later read of the test made.
-    if (this.link?.status === undefined) return undefined;
+    // Recordings that note only reads served from a publication: a read served before the core published
+    // anything (a stepped core before its first step) was not noted, so a live read before any publication is
+    // taken for one and must not take the next recorded read, which a later read of the test made. That guess
+    // fails after a core restart on the host clock: the recorded core had published by the test's first read,
+    // the replayed one, held for the test's acquire, not yet (suites/trajectory/handles.test.ts
+    // "unknown_handle ... of an earlier core incarnation": Status with core null, 2 replays in 5). A
+    // recording that notes every read (allReads) says which read was which.
+    if (!this.allReads && this.link?.status === undefined) return undefined;
     const k = this.statusReadsTaken;
     if (k >= this.statusReads.length) return undefined;
     this.statusReadsTaken++;
@@ -150,14 +180,18 @@ export class ReplayedTiming implements ServiceTiming {
   }
   statusTurn(): Promise<unknown> | undefined {
     const want = this.nextStatusReadCycle();
-    if (want === undefined || !this.link) return undefined;
+    // -1: the recorded read was served before the core had published anything: served now, as then.
+    if (want === undefined || want < 0n || !this.link) return undefined;
     return this.link.statusFrom(want, STATUS_READ_WAIT_MS).then((came) => {
       if (!came) this.holdLost('publication', `publication of cycle ${want}`);
     });
   }
   statusRead(cycle: bigint | undefined, nowNs?: bigint): void {
-    if (cycle === undefined || !(this.record || this.statusReads.length)) return;
-    this.link?.note({ t: 'status_read', cycle: cycle.toString(), ...(nowNs !== undefined ? { now_ns: nowNs.toString() } : {}) });
+    if (!(this.record || this.statusReads.length)) return;
+    // A read before any publication is noted when this replay is recorded, or told to the pacer when the
+    // recording noted such reads (it holds for them); otherwise it is no sync point (nextStatusReadCycle).
+    if (cycle === undefined && !(this.record || this.allReads)) return;
+    this.link?.note(statusReadNote(cycle, nowNs));
   }
   /** Told to the pacer, which compares it with the recorded answer (docs/recording.md "The service's replies"). */
   replied(reply: { status: number; body: Record<string, unknown> }): void {
@@ -181,9 +215,11 @@ export class ReplayedTiming implements ServiceTiming {
     if (m.fences) {
       // A pacer's first cue (each core incarnation of a replay has its own recording and pacer): what the
       // recorded service did during that incarnation, from its start.
-      this.fenceOrder.load(m.fences, m.fenceOutcomes);
+      this.fenceOrder.load(m.fences, m.fenceOutcomes, m.fencePolled);
+      this.commitOrder.load(m.commits ?? []);
       this.statusReads = [...(m.statusReads ?? [])];
       this.statusReadsTaken = 0;
+      this.allReads = m.statusReadsAll === true;
       this.coreWaits.load(m.coreWaits ?? []);
     }
     this.cued = true;
@@ -219,7 +255,15 @@ export class FenceOrder {
   /** The recorded outcome of each decision in `log` ('ok' or the refusal label), when the recording has them. */
   private outcomes: string[] = [];
   private taken: boolean[] = [];
+  /**
+   * Decisions of a request the test polled on the wall clock (sims/replay/sync-points.ts fenceDecisions):
+   * a live decision still takes them in order, but none is held for them (the live side may make fewer).
+   */
+  private optional: boolean[] = [];
+  /** The first recorded decision not taken that a live one is held for (optional ones are skipped). */
   private cursor = 0;
+  /** The first recorded decision not taken (where a live decision is looked for). */
+  private first = 0;
   private waiters: Array<{ at: number; go: () => void }> = [];
   /**
    * Decisions taken after every recorded one of the loaded log was taken: they belong to the next core
@@ -236,17 +280,25 @@ export class FenceOrder {
    * in vain (FENCE_HOLD_MS passed), a lost hold of kind 'fence' (sims/replay/sync-points.ts).
    */
   constructor(
-    private readonly note?: (data: { t: 'fence'; op: string; outcome: string }) => void,
+    private readonly note?: (data: { t: 'fence' | 'commit'; op: string; outcome?: string }) => void,
     private readonly lost?: (op: string) => void,
+    /** What the notes are: fence decisions (with their outcome), or places in the commit queue (ReplayedTiming.commitOrder). */
+    private readonly tag: 'fence' | 'commit' = 'fence',
   ) {}
 
-  /** Replay: the recorded fence decisions, in order, with their outcomes when given (same length). */
-  load(ops: readonly string[], outcomes?: readonly string[]): void {
+  /**
+   * Replay: the recorded fence decisions, in order, with their outcomes when given (same length), and which
+   * are a polled request's (`polled`, same length when given: taken in order, never held for).
+   */
+  load(ops: readonly string[], outcomes?: readonly string[], polled?: readonly boolean[]): void {
     const keep = ops.map((op) => !UNORDERED.has(op));
     this.log = ops.filter((_, i) => keep[i]);
     this.outcomes = outcomes && outcomes.length === ops.length ? outcomes.filter((_, i) => keep[i]) : [];
+    this.optional = polled && polled.length === ops.length ? polled.filter((_, i) => keep[i]) : this.log.map(() => false);
     this.taken = this.log.map(() => false);
     this.cursor = 0;
+    this.first = 0;
+    this.advance();
     // What was decided since the previous log ran out is this log's first decisions (each matched in order
     // within the look-ahead, as passed() would have): without this the next decision waited for them in
     // vain (suites/machine/home-bound.test.ts "transport loss ...": stop held 2 s for the release before it).
@@ -266,15 +318,35 @@ export class FenceOrder {
     return this.log !== null;
   }
 
-  private find(op: string): number {
+  /**
+   * The recorded decision a live decision of `op` takes: the first untaken one of `op` within the look-ahead.
+   * When that one is a polled request's, the live decision may be the one after the polls (the live side
+   * polled fewer times): within the run of `op`'s decisions from there, the first not polled whose outcome
+   * is the live one, else the first whose outcome is the live one (a refusal repeated on purpose keeps its
+   * place), else the first. `outcome` undefined (before the decision): the first.
+   */
+  private find(op: string, outcome?: string): number {
     const log = this.log!;
-    for (let k = this.cursor, seen = 0; k < log.length && seen < LOOKAHEAD; k++) {
+    let k0 = -1;
+    for (let k = this.first, seen = 0; k < log.length && seen < LOOKAHEAD; k++) {
       if (this.taken[k]) continue;
       seen++;
-      if (log[k] === op) return k;
+      if (log[k] === op) {
+        k0 = k;
+        break;
+      }
     }
-    return -1;
+    if (k0 < 0 || !this.optional[k0] || outcome === undefined) return k0;
+    const same = (k: number) => !this.outcomes.length || this.outcomes[k] === outcome;
+    let sameOutcome = -1;
+    for (let k = k0; k < log.length && log[k] === op; k++) {
+      if (this.taken[k]) continue;
+      if (same(k) && !this.optional[k]) return k;
+      if (same(k) && sameOutcome < 0) sameOutcome = k;
+    }
+    return sameOutcome >= 0 ? sameOutcome : k0;
   }
+
 
   /**
    * Before a fence check of `op`: null to go on now, or a promise that resolves when the recorded decisions
@@ -311,21 +383,23 @@ export class FenceOrder {
   passed(op: string, outcome: string): void {
     if (UNORDERED.has(op)) return;
     if (!this.log) {
-      this.note?.({ t: 'fence', op, outcome });
+      this.note?.(this.tag === 'fence' ? { t: 'fence', op, outcome } : { t: this.tag, op });
       return;
     }
-    if (this.cursor >= this.log.length) {
+    if (this.first >= this.log.length) {
       if (this.beyond.length < LOOKAHEAD) this.beyond.push(op);
       return;
     }
-    const k = this.find(op);
+    const k = this.find(op, outcome);
     if (k < 0) return;
     this.taken[k] = true;
     this.advance();
   }
 
   private advance(): void {
-    while (this.cursor < this.taken.length && this.taken[this.cursor]) this.cursor++;
+    while (this.first < this.taken.length && this.taken[this.first]) this.first++;
+    this.cursor = this.first;
+    while (this.cursor < this.taken.length && (this.taken[this.cursor] || this.optional[this.cursor])) this.cursor++;
     const ready = this.waiters.filter((w) => w.at <= this.cursor);
     this.waiters = this.waiters.filter((w) => w.at > this.cursor);
     for (const w of ready) w.go();

@@ -124,7 +124,7 @@ export class ControlService {
         this.remoteJog?.grantChanged(g);
       },
     }, o.initialGeneration ?? 0n);
-    this.handles = new HandleTable((type, payload) => this.events.publish(type, payload));
+    this.handles = new HandleTable((type, payload) => this.events.publish(type, payload), timing);
     this.trajectories = new TrajectoryOps(o.core, this.authority, m, this.handles);
     this.trajectories.onUncertainStart = (g) => {
       if (this.authority.current === g) void this.stopGrant(g).catch(() => undefined);

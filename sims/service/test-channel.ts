@@ -48,8 +48,12 @@ export async function testChannelRoute(ch: TestChannelTarget, req: IncomingMessa
         const cycles = input.cycles;
         if (!Number.isSafeInteger(cycles) || (cycles as number) < 1 || (cycles as number) > 10_000_000) return json(400, { error: 'cycles must be an integer 1..10000000' });
         const r = await ch.core.step(cycles as number);
-        return r.result.Result === 0 ? json(200, { ok: true, now_ns: r.extra?.now_ns, cycles: r.extra?.cycles, answered: r.extra?.answered }) : json(409, { ok: false, detail: r.detail });
+        // `waiting`: the answers the core owed when the step was done (CoreHost.owed).
+        return r.result.Result === 0 ? json(200, { ok: true, now_ns: r.extra?.now_ns, cycles: r.extra?.cycles, answered: r.extra?.answered, ...(r.extra?.owed !== undefined ? { waiting: r.extra.owed } : {}) }) : json(409, { ok: false, detail: r.detail });
       }
+      case 'POST /core-waits':
+        // Without a cycle: the answers the core owes now (harness/clients/stepped.ts settle).
+        return json(200, { ok: true, waiting: await ch.core.owed() });
       case 'POST /restart-core':
         await ch.core.crash();
         await new Promise((r) => setImmediate(r)); // let the service record the new incarnation

@@ -85,6 +85,13 @@ export interface ServiceTiming {
   fenceTurn(op: string): Promise<void> | null;
   /** After a fence decision of `op`: 'ok' or the refusal label. */
   fenced(op: string, outcome: string): void;
+  /**
+   * Before a preparation of `kind` ('trajectory', 'program') takes its place in the commit queue
+   * (handles.ts serialise), whose order numbers the handles: a promise to await first, or null to go on now.
+   */
+  commitTurn(kind: string): Promise<void> | null;
+  /** A preparation of `kind` took its place in the commit queue. */
+  committing(kind: string): void;
   /** True when the recording found this decision's lease run out at this very check (end it first). */
   expiredAtFence(op: string): boolean;
   /**
@@ -131,6 +138,15 @@ export function replyNote(reply: { status: number; body: Record<string, unknown>
   return { t: 'http_reply', op, status: reply.status, label };
 }
 
+/**
+ * The note of a status read: the cycle of the publication it was served from, or 'none' when the core had
+ * published nothing yet (a stepped core before its first step, a restarted core before its first cycles), so
+ * that a replay knows which of its live reads that was (recording header `status_reads: 'all'`).
+ */
+export function statusReadNote(cycle: bigint | undefined, nowNs?: bigint): ServiceNote {
+  return { t: 'status_read', cycle: cycle === undefined ? 'none' : cycle.toString(), ...(nowNs !== undefined ? { now_ns: nowNs.toString() } : {}) };
+}
+
 const NOOP = (): void => undefined;
 
 /**
@@ -158,6 +174,12 @@ export class LiveTiming implements ServiceTiming {
   fenced(op: string, outcome: string): void {
     if (this.record && !UNORDERED.has(op)) this.link?.note({ t: 'fence', op, outcome });
   }
+  commitTurn(): null {
+    return null;
+  }
+  committing(kind: string): void {
+    if (this.record) this.link?.note({ t: 'commit', op: kind });
+  }
   expiredAtFence(): boolean {
     return false;
   }
@@ -170,8 +192,8 @@ export class LiveTiming implements ServiceTiming {
     return undefined;
   }
   statusRead(cycle: bigint | undefined, nowNs?: bigint): void {
-    if (cycle === undefined || !this.record) return;
-    this.link?.note({ t: 'status_read', cycle: cycle.toString(), ...(nowNs !== undefined ? { now_ns: nowNs.toString() } : {}) });
+    if (!this.record) return;
+    this.link?.note(statusReadNote(cycle, nowNs));
   }
   replied(reply: { status: number; body: Record<string, unknown> }): void {
     if (!this.record) return;

@@ -140,7 +140,7 @@ export class TrajectoryOps {
 
   async prepare(r: Request, g: Grant, p: PointArrays): Promise<Reply> {
     await this.checkPoints(p, r.axis_mask ?? 0);
-    return this.handles.serialise(() => this.commit(r, g, p));
+    return this.handles.serialise('trajectory', () => this.commit(r, g, p));
   }
 
   private async commit(r: Request, g: Grant, p: PointArrays): Promise<Reply> {
