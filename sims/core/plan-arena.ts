@@ -78,15 +78,7 @@ function slotLayout(points: number, axes: number) {
 }
 
 /** A slot's arrays at full capacity: what the upload decoder writes into (sims/service/upload/decoder.ts). */
-export interface SlotStorage {
-  timeNs: BigInt64Array;
-  position: Float64Array;
-  velocity: Float64Array;
-  hasVelocity: Uint8Array;
-  ioMask: Uint32Array;
-  ioValues: Uint32Array;
-  ioFlags: Uint8Array;
-}
+export type SlotStorage = PlanArrays & { ioFlags: Uint8Array };
 
 export class PlanArena {
   readonly axes: number;

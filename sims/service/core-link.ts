@@ -11,6 +11,9 @@ import { reportedClockMode, type CommandResult, type CoreStartOptions, type Core
 import { PlanArena, type PlanLease } from '../core/plan-arena.ts';
 import { incarnationFile } from '../../fixtures/contract/recording-files.ts';
 
+/** The result of a message the core answers without a native receipt (a step, a flush, what it owes). */
+const noResult = (): NativeReply['result'] => ({ Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 });
+
 export interface NativeReply {
   result: CommandResult;
   detail?: string;
@@ -109,6 +112,15 @@ export class CoreLink extends EventEmitter {
     });
   }
 
+  /** The core answered message `id` (a late answer to a wait already given up is dropped). */
+  private answer(id: number, r: NativeReply): void {
+    const p = this.pending.get(id);
+    if (!p) return;
+    this.pending.delete(id);
+    clearTimeout(p.timer);
+    p.resolve(r);
+  }
+
   private onMessage(m: FromCore): void {
     switch (m.t) {
       case 'status':
@@ -116,14 +128,8 @@ export class CoreLink extends EventEmitter {
         this.status = m.status;
         this.emit('status', m.status);
         return;
-      case 'reply': {
-        const p = this.pending.get(m.id);
-        if (!p) return;
-        this.pending.delete(m.id);
-        clearTimeout(p.timer);
-        p.resolve({ result: m.result, detail: m.detail, extra: m.extra });
-        return;
-      }
+      case 'reply':
+        return this.answer(m.id, { result: m.result, detail: m.detail, extra: m.extra });
       case 'stop_drained':
         this.emit('stop_drained', m.sequence);
         return;
@@ -138,31 +144,13 @@ export class CoreLink extends EventEmitter {
         this.fatal = m.message;
         this.emit('fatal', m.message);
         return;
-      case 'record_flushed': {
-        const p = this.pending.get(m.id);
-        if (!p) return;
-        this.pending.delete(m.id);
-        clearTimeout(p.timer);
-        p.resolve({ result: { Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 } });
-        return;
-      }
-      case 'stepped': {
-        const p = this.pending.get(m.id);
-        if (!p) return;
-        this.pending.delete(m.id);
-        clearTimeout(p.timer);
-        this.seen(m.nowNs);
-        p.resolve({ result: { Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 }, extra: { now_ns: m.nowNs, cycles: m.cycles, answered: m.answered, ...(m.owed !== undefined ? { owed: m.owed } : {}) } });
-        return;
-      }
-      case 'owed': {
-        const p = this.pending.get(m.id);
-        if (!p) return;
-        this.pending.delete(m.id);
-        clearTimeout(p.timer);
-        p.resolve({ result: { Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 }, extra: { owed: m.n } });
-        return;
-      }
+      case 'record_flushed':
+        return this.answer(m.id, { result: noResult() });
+      case 'stepped':
+        if (this.pending.has(m.id)) this.seen(m.nowNs);
+        return this.answer(m.id, { result: noResult(), extra: { now_ns: m.nowNs, cycles: m.cycles, answered: m.answered, ...(m.owed !== undefined ? { owed: m.owed } : {}) } });
+      case 'owed':
+        return this.answer(m.id, { result: noResult(), extra: { owed: m.n } });
       case 'replay_service':
         this.timing.cue(m);
         return;
