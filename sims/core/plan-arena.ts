@@ -204,7 +204,7 @@ export class PlanArena {
   }
 
   /** The first `count` points of a slot as the plan's arrays; `velocity` false: none carried (PlanArrays). */
-  plan(slot: number, count: number, velocity: boolean): PlanArrays & { ioFlags: Uint8Array } {
+  plan(slot: number, count: number, velocity: boolean): SlotStorage {
     if (count > this.maxPoints) throw new RangeError(`a plan of ${count} points does not fit a slot of ${this.maxPoints}`);
     const s = this.storage(slot);
     const N = this.axes;

@@ -552,9 +552,12 @@ export class ReplayPacer {
   /**
    * The replay met the live side (modes.ts `met`: from here recorded and wall time run together again), and
    * the live service is told where: the recorded host time the core has reached, at which live time (an
-   * anchor, docs/recording.md "Two clocks"). Between two meetings the paced core keeps recorded and live
-   * time together by construction, so the service moves a record's time by the last anchor's difference
-   * and the times between records stay the recorded ones.
+   * anchor, docs/recording.md "Two clocks"). Between two meetings a paced core (wall pace, or inside a
+   * stream's span in the default pace) keeps recorded and live time together by construction, so the
+   * service moves a record's time by the last anchor's difference and the times between records stay the
+   * recorded ones. Flat out (the default pace outside streams) the core runs ahead of the live clock: its
+   * times keep the recorded spacing and are held back to the live clock where they would pass it
+   * (HostTimeMap.live `past`); no stream shows them while they are ahead, and a read or poll is a meeting.
    */
   private meet(): void {
     this.mode.met();

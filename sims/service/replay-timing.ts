@@ -463,7 +463,8 @@ export class CoreWaits {
 // Recorded host times to live ones on the service's side (docs/recording.md "Two clocks"), for what the
 // service serves without the core's messages in between: the telemetry capture ring. The pacer
 // (sims/replay/pacer.ts) cues where the replay met the live side, the recorded host time the core had
-// reached and the live time then (anchors: between two meetings the paced core keeps both clocks together),
+// reached and the live time then (anchors: between two meetings a paced core keeps both clocks together; one
+// run flat out runs ahead, and a time it reached is held back to the live clock: `live` with `past`),
 // and each recorded host time the live side sent, with the live one (pairs: an acquire's deadline).
 
 /** Anchors kept (one per meeting of the replay with the live side: a request handed over, a read served). */
