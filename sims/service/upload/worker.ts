@@ -104,8 +104,7 @@ function compact(p: PointArrays): PointArrays {
     axes: p.axes,
     timeNs: fit(p.timeNs),
     position: fit(p.position),
-    // No point with a velocity: nothing to carry (core protocol.ts PlanArrays), 18 MB less for a maximum upload.
-    velocity: p.hasVelocity.subarray(0, p.count).includes(1) ? fit(p.velocity) : new Float64Array(0),
+    velocity: carriesVelocity(p) ? fit(p.velocity) : new Float64Array(0),
     hasVelocity: fit(p.hasVelocity),
     ioMask: fit(p.ioMask),
     ioValues: fit(p.ioValues),
@@ -124,10 +123,14 @@ function buffersOf(p: PointArrays): ArrayBuffer[] {
   return [...set];
 }
 
+/** No point with a velocity: none to carry (core protocol.ts PlanArrays), 18 MB less for a maximum upload. */
+function carriesVelocity(p: PointArrays): boolean {
+  return p.hasVelocity.subarray(0, p.count).includes(1);
+}
+
 /** The decoded points as views of the slot they were written into, with compact's rule for velocity. */
 function inSlot(p: PointArrays, arena: PlanArena, slot: number): PointArrays {
-  const hasVelocity = p.hasVelocity.subarray(0, p.count).includes(1);
-  return { count: p.count, axes: p.axes, ...arena.plan(slot, p.count, hasVelocity) };
+  return { count: p.count, axes: p.axes, ...arena.plan(slot, p.count, carriesVelocity(p)) };
 }
 
 /**
