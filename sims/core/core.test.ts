@@ -441,6 +441,48 @@ test('a held observation publisher drops observations, then reports them once in
   expect(events(next).map((e) => e.type)).not.toContain('publisher_overflow');
 });
 
+test('a message is judged on the one host time read for it (atHostTime): a hold ends that long after it, and a fence checks the lease at it, whatever the clock says meanwhile', async () => {
+  // The host clock a message is handled on is the reading CoreHost.handle notes with it: a second read a
+  // little later (here 5 ms) must not move a hold's end or a lease check, or a replay, which judges on the
+  // noted reading, diverges.
+  const sent: FromCore[] = [];
+  let host = T0;
+  const core = new Core(MACHINE, new SimBusDriver(), INC, (m) => sent.push(m), { hostClock: () => host });
+  await core.start(T0 - CYCLE);
+  let k = 0n;
+  const step = () => core.cycle(T0 + k++ * CYCLE, T0 + (k - 1n) * CYCLE);
+  step();
+  const read = T0 + 1_000_000n;
+  host = read + 5_000_000n;
+  expect(core.atHostTime(read, () => core.hostNow())).toBe(read);
+  expect(core.hostNow()).toBe(host);
+  core.atHostTime(read, () => core.holdEventPublisher(10));
+  // Held until read + 10 ms: an observation at read + 9 ms is lost ...
+  const deadline = read + 10_000_000n;
+  const grant = (gen: bigint, deadlineNs: bigint) => core.atHostTime(host, () => core.handle({ t: 'grant', generation: gen, deadlineNs, active: true, axisMask: ALL }));
+  host = deadline - 1_000_000n;
+  grant(7n, 1n << 62n);
+  core.atHostTime(host, () => core.handle({ t: 'cmd', id: 1, op: 'enable', generation: 7n, axisMask: ALL }));
+  for (let i = 0; i < 50 && core.status().enable_mask !== ALL; i++) step();
+  expect(core.status().enable_mask).toBe(ALL);
+  const events = () => sent.filter((m): m is Extract<FromCore, { t: 'event' }> => m.t === 'event' && !m.type.startsWith('native_')).map((m) => m.type);
+  expect(events()).toEqual([]);
+  // ... and at read + 10 ms + 1 ns it is free (not at the later second read's + 10 ms).
+  host = deadline + 1n;
+  step();
+  expect(events()).toEqual(['publisher_overflow']);
+  // A fenced command handled at a reading before its lease's end is accepted though the clock has passed it.
+  const lease = host + 2_000_000n;
+  grant(8n, lease);
+  host = lease + 1_000_000_000n;
+  const n = sent.length;
+  core.atHostTime(lease - 1n, () => core.handle({ t: 'cmd', id: 2, op: 'enable', generation: 8n, axisMask: 0 }));
+  expect(sent.slice(n).find((m) => m.t === 'reply' && m.id === 2)).toMatchObject({ result: { Result: 0 } });
+  const m = sent.length;
+  core.atHostTime(lease + 1_000_000_000n, () => core.handle({ t: 'cmd', id: 3, op: 'enable', generation: 8n, axisMask: 0 }));
+  expect(sent.slice(m).find((x) => x.t === 'reply' && x.id === 3)).not.toMatchObject({ result: { Result: 0 } });
+});
+
 test('a renewal (same grant, later deadline) waits for the next regular publication; any other grant change is published on the next cycle', async () => {
   const r = await rig();
   const statuses = () => r.sent.filter((m): m is Extract<FromCore, { t: 'status' }> => m.t === 'status');

@@ -267,8 +267,9 @@ export class Core implements AdmissionView, StatusView {
     if (this.capture && this.capture.axisCount !== this.n) throw new RangeError(`capture ring has ${this.capture.axisCount} axes, the machine ${this.n}`);
     this.workClock = opts.workClock ?? defaultWorkClock;
     this.workIsWall = this.workClock === defaultWorkClock;
-    this.hostNow = opts.hostClock ?? defaultHostClock;
-    this.hostIsDefault = this.hostNow === defaultHostClock;
+    const hostClock = opts.hostClock ?? defaultHostClock;
+    this.hostIsDefault = hostClock === defaultHostClock;
+    this.hostNow = () => this.messageHostNs ?? hostClock();
     this.armSettleNs = opts.armSettleNs ?? ARM_SETTLE_NS;
     this.clockMode = opts.clockMode ?? 'realtime';
     this.scheduling = opts.scheduling ?? 'default';
@@ -972,6 +973,24 @@ export class Core implements AdmissionView, StatusView {
     this.lateWakeNs = this.now + BigInt(this.machine.cycle_ns) + BigInt(ns);
   }
   private lateWakeNs = 0n;
+
+  /** The host time read once for the message being handled (atHostTime), null otherwise. */
+  private messageHostNs: bigint | null = null;
+  /**
+   * Handle a message on one reading of the host clock (CoreHost.handle): every decision it leads to (a
+   * fenced command's lease check, a jog deadline, the end of an injected hold) is judged on the reading the
+   * recording keeps with the request (`host_ns`). A paced replay hands the request over at that recorded
+   * time, so it judges as the recorded core did; a second read microseconds later in the recording once
+   * moved a hold's end past a cycle boundary the replay did not cross.
+   */
+  atHostTime<T>(ns: bigint, handle: () => T): T {
+    this.messageHostNs = ns;
+    try {
+      return handle();
+    } finally {
+      this.messageHostNs = null;
+    }
+  }
 
   holdEventPublisher(ms: number): void {
     this.publisherHeldUntilNs = this.hostNow() + BigInt(ms) * 1_000_000n;

@@ -201,12 +201,14 @@ export class CoreHost {
     }
     // A step is the test's request on the stepped clock: recorded there, so a replay runs the same cycles when
     // the test asks for them (format 3). Elsewhere it is refused and not the core's business.
+    // One host clock reading for the message: noted with it and judged on (Core.atHostTime).
+    const hostNs = this.core.hostNow();
     if (this.recorder && msg.t !== 'shutdown' && (msg.t !== 'step' || this.clock.mode === 'stepped')) {
       this.recorder.note({
         cycle: this.core.cycleCount,
         kind: 'request',
         data: msg,
-        host_ns: this.core.hostNow().toString(),
+        host_ns: hostNs.toString(),
         ...(sentNs !== undefined ? { sent_ns: sentNs.toString() } : {}),
         ...(origin ? { origin } : {}),
       });
@@ -215,19 +217,20 @@ export class CoreHost {
     switch (msg.t) {
       case 'shutdown':
         return false;
-      case 'inject':
-        this.inject(msg);
-        return true;
       case 'step':
+        // Runs cycles, each on its own host time.
         this.stepMessage(msg);
+        return true;
+      case 'inject':
+        this.core.atHostTime(hostNs, () => this.inject(msg));
         return true;
       case 'cmd':
         this.owedIds.set(msg.id, msg.op);
-        this.core.handle(msg);
+        this.core.atHostTime(hostNs, () => this.core.handle(msg));
         return true;
       default:
         if (msg.t === 'prepare') this.owedIds.set(msg.id, 'prepare');
-        this.core.handle(msg, workspace, slot);
+        this.core.atHostTime(hostNs, () => this.core.handle(msg, workspace, slot));
         return true;
     }
   }
