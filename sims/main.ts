@@ -22,6 +22,7 @@ import { CoreHost } from './core/host.ts';
 import { loadCredentials, parseListen, RemoteStartupError, type RemoteFiles } from './service/remote.ts';
 import type { RemoteJogFlags } from './service/remote-jog.ts';
 import { doctorMain } from './doctor.ts';
+import { runSessions, type Runner } from './sessions.ts';
 import { parseNonzeroU64, parseProgramArgs, parseU64, runUntilStopped } from './primitives.ts';
 
 const DEFAULT_MACHINE = join(ROOT, 'fixtures', 'machines', 'nine-axis.json');
@@ -40,8 +41,12 @@ const OLP_FLAGS = ['program-store', 'robot-store', 'local-simulator', 'local-sim
 const OLP_OPTIONS = Object.fromEntries(OLP_FLAGS.map((f) => [`olp-${f}`, { type: 'string' }])) as { [K in (typeof OLP_FLAGS)[number] as `olp-${K}`]: { type: 'string' } };
 
 const USAGE = `usage: hil serve --socket-dir DIR [options]
+       hil serve sessions
 
 Starts the reference cell stack (control service + real-time core on the sim driver).
+\`hil serve sessions\` is a stack host: it reads JSON commands on standard input and serves one stack
+session after another in this process ({"t":"start","args":[...],"env":{...}} answers the session's ready
+line, {"t":"stop"} answers "stopped"; sims/sessions.ts). A replayed run starts its stacks in hosts.
 
   --socket-dir DIR        directory for control.sock, public/control.sock, jog.sock (required)
   --socket PATH           control socket path (default DIR/control.sock)
@@ -148,8 +153,10 @@ async function replayMain(argv: string[]): Promise<number> {
   }
 }
 
-export async function main(argv: string[]): Promise<number> {
+export async function main(argv: string[], runner: Runner = runUntilStopped): Promise<number> {
   if (argv[0] === 'replay') return replayMain(argv.slice(1));
+  // A stack host (sims/sessions.ts): `hil serve` sessions one after another in this process.
+  if (argv[0] === 'sessions' && runner === runUntilStopped) return runSessions((args, sessionRunner) => main(args, sessionRunner));
   if (argv[0] === 'doctor') return doctorMain(argv.slice(1), DEFAULT_MACHINE);
   const parsed = parseProgramArgs(
     {
@@ -421,7 +428,7 @@ export async function main(argv: string[]): Promise<number> {
   let olpStore = '';
   let olpTempStore: string | undefined;
   // Signals (the burst, the second and the third) and the lifeline: sims/primitives.ts runUntilStopped.
-  const run = runUntilStopped(
+  const run = runner(
     (why) =>
       Promise.all([olp?.stop(), service.stop(), planner?.stop()])
         .then(() => undefined)

@@ -32,7 +32,7 @@ const BASE: ReplayVerdict = {
 
 /** A stack record that was never started: enough for a target to be built, closed and asked what it allows. */
 function standIn(): StackProcess & { stops: number } {
-  const s = { child: null as never, dir: DIR, ready: READY, stderr: () => '', stops: 0, stop: async () => void s.stops++ };
+  const s = { dir: DIR, ready: READY, stderr: () => '', stops: 0, stop: async () => void s.stops++, beginStop: () => void s.stop() };
   return s;
 }
 

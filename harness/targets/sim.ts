@@ -16,6 +16,7 @@ import type { StackProcess, StackStart, StepReport, Target, TargetDescriptor, Ta
 export type { StackProcess, StackStart } from './types.ts';
 import { startReferenceOlp } from './olp.ts';
 import { openStubPlanner, spawnReady } from './spawn.ts';
+import { hostingEnabled, startHosted } from './stack-host.ts';
 import { machineFile, parseVariant, type VariantOptions } from './variant.ts';
 import { currentTest, registerPerTest, type PerTestHooks, type PerTestOutcome, type TestRun } from './pertest.ts';
 import { NESTED_VARIANT, Recorder, type StackSession } from './recorder.ts';
@@ -27,16 +28,20 @@ export async function startStack(o: StackStart): Promise<StackProcess> {
   const dir = o.reuseDir ?? (await mkdtemp(join(tmpdir(), 'hil-sim-')));
   const extra = (await o.env?.(dir)) ?? {};
   // Anchors live in the stack's own temporary directory unless a variant says otherwise.
-  const env = { ...process.env, [ANCHOR_DIR_ENV]: join(dir, 'anchors'), ...extra };
-  const p = await spawnReady<StackProcess['ready']>('stack', [...referenceCommand('stack'), '--socket-dir', dir, '--lifeline-stdin', ...o.args], env, timeoutMs).catch(async (e: unknown) => {
+  const own = { [ANCHOR_DIR_ENV]: join(dir, 'anchors'), ...extra };
+  const started =
+    o.hosted && hostingEnabled()
+      ? startHosted<StackProcess['ready']>(['--socket-dir', dir, ...o.args], own, timeoutMs)
+      : spawnReady<StackProcess['ready']>('stack', [...referenceCommand('stack'), '--socket-dir', dir, '--lifeline-stdin', ...o.args], { ...process.env, ...own }, timeoutMs);
+  const p = await started.catch(async (e: unknown) => {
     if (!o.reuseDir) await rm(dir, { recursive: true, force: true });
     throw e;
   });
   return {
-    child: p.child,
     dir,
     ready: p.ready,
     stderr: p.stderr,
+    beginStop: p.beginStop,
     async stop(opts) {
       await p.stop();
       if (!opts?.keepDir) await rm(dir, { recursive: true, force: true });
@@ -82,7 +87,8 @@ function baseStart(o: TargetOptions): StackStart {
 async function startWith(start: StackStart, session: StackSession | null): Promise<StackProcess> {
   if (!session) return startStack(start);
   try {
-    const stack = await startStack({ ...start, args: [...start.args, ...session.args] });
+    // A replayed stack is one of a run's many short ones: a session of a stack host (stack-host.ts).
+    const stack = await startStack({ ...start, args: [...start.args, ...session.args], ...(session.mode === 'replay' ? { hosted: true } : {}) });
     try {
       session.started(stack.ready);
     } catch (e) {

@@ -12,11 +12,14 @@ import type { PlannerEndpoint } from './types.ts';
 
 /** A reference program started as a process, once it has printed its `ready {...}` line. */
 export interface ReadyProcess<R> {
-  child: ChildProcess;
+  /** The process (absent for a session of a stack host, harness/targets/stack-host.ts). */
+  child?: ChildProcess;
   ready: R;
   stderr: () => string;
   /** Close its stdin (the lifeline), then SIGTERM after 5 s and SIGKILL after 10 s; resolves at exit. */
   stop(): Promise<void>;
+  /** Begin the orderly stop (close the lifeline) without waiting for it; stop() then waits. */
+  beginStop(): void;
 }
 
 /** Spawn `args` and wait for the process's ready line; what it printed on stderr goes into any error. */
@@ -51,6 +54,7 @@ export async function spawnReady<R>(what: string, args: string[], env: NodeJS.Pr
     child,
     ready,
     stderr: () => err,
+    beginStop: () => void child.stdin!.end(),
     async stop() {
       child.stdin!.end();
       const t = setTimeout(() => child.kill('SIGTERM'), 5_000);

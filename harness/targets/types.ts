@@ -2,7 +2,6 @@
 // (the wptrunner habit): its name, what it can do, the options it reads, and `open`.
 
 import type { ControlClient } from '../clients/control.ts';
-import type { ChildProcess } from 'node:child_process';
 import type { VariantOptions } from './variant.ts';
 
 export type { VariantOptions } from './variant.ts';
@@ -174,12 +173,13 @@ export interface StepReport {
 
 /** A reference stack started as a process (harness/targets/sim.ts startStack), once it is ready. */
 export interface StackProcess {
-  child: ChildProcess;
   dir: string;
   ready: { control: string; public: string; test_channel: string; pid: number; driver?: string; clock?: string; remote?: string; machine_sha256?: string; configuration_sha256?: string };
   stderr: () => string;
   /** Stop the process; the temporary directory goes too unless keepDir (a restart reuses it). */
   stop(opts?: { keepDir?: boolean }): Promise<void>;
+  /** Begin the orderly stop, as closing the stack's lifeline does, without waiting for it (a test of shutdown). */
+  beginStop(): void;
 }
 
 /** How a reference stack is started. */
@@ -191,6 +191,11 @@ export interface StackStart {
   timeoutMs?: number;
   /** Reuse this socket directory (a service restart keeps sockets' directory and anchors). */
   reuseDir?: string;
+  /**
+   * Start it as a session of one of this worker's stack hosts (harness/targets/stack-host.ts) rather than as
+   * a process of its own: a replayed stack, one of many short ones. Its ready line's pid is the host's.
+   */
+  hosted?: boolean;
 }
 
 /** Where an OLP server answers. `url` is {olp_url}; routes are under {olp_url}/api/offline-programming/v1. */

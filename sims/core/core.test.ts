@@ -463,8 +463,8 @@ test('a message is judged on the one host time read for it (atHostTime): a hold 
   host = deadline - 1_000_000n;
   grant(7n, 1n << 62n);
   core.atHostTime(host, () => core.handle({ t: 'cmd', id: 1, op: 'enable', generation: 7n, axisMask: ALL }));
-  for (let i = 0; i < 50 && core.status().enable_mask !== ALL; i++) step();
-  expect(core.status().enable_mask).toBe(ALL);
+  for (let i = 0; i < 50 && core.status(core.now).enable_mask !== ALL; i++) step();
+  expect(core.status(core.now).enable_mask).toBe(ALL);
   const events = () => sent.filter((m): m is Extract<FromCore, { t: 'event' }> => m.t === 'event' && !m.type.startsWith('native_')).map((m) => m.type);
   expect(events()).toEqual([]);
   // ... and at read + 10 ms + 1 ns it is free (not at the later second read's + 10 ms).

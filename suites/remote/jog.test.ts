@@ -736,7 +736,7 @@ describe('clock qualification and setup idle', () => {
       const l = B;
       const s = await l.alice.hold({ requested_lease_ms: 10_000 });
       const ws = await RemoteJogSocket.open(l.aliceCreds, q(s));
-      l.stack.child.stdin!.end(); // the lifeline: the service shuts down
+      l.stack.beginStop(); // the lifeline: the service shuts down
       expect((await ws.closed).code).toBe(1001);
       await laneGone(l);
       expectPre(await upgradeRequest(l.aliceCreds, remoteJogPath(q(s)), upgradeHeaders()), 503, 'independent_jog_unavailable');

@@ -1,0 +1,101 @@
+// Stack hosts (stack-host.ts, sims/sessions.ts): sessions of `hil serve` one after another in one process.
+// Each session is a whole stack of its own (its sockets, its adapter incarnation), a refused start says why
+// with its status and leaves the host serving, a host that dies ends its session without a hang, and two
+// stacks open at once run in two hosts.
+
+import { afterEach, expect, test } from 'vitest';
+import { ControlClient } from '../clients/control.ts';
+import { HarnessError } from '../errors.ts';
+import { startStack } from './sim.ts';
+import { hostingEnabled } from './stack-host.ts';
+import type { StackProcess } from './types.ts';
+
+const open: StackProcess[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((s) => s.stop()));
+});
+
+async function hosted(args: string[] = []): Promise<StackProcess> {
+  const s = await startStack({ args: ['--test-channel', ...args], hosted: true });
+  open.push(s);
+  return s;
+}
+
+async function incarnation(s: StackProcess): Promise<string> {
+  const c = new ControlClient(s.ready.control);
+  try {
+    const r = await c.describe();
+    expect(r.status).toBe(200);
+    return (r.reply.data as { adapter_incarnation: string }).adapter_incarnation;
+  } finally {
+    await c.close();
+  }
+}
+
+async function answers(address: string): Promise<boolean> {
+  const c = new ControlClient(address);
+  try {
+    await c.describe();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await c.close();
+  }
+}
+
+test('two stacks open at once run in two hosts, each a stack of its own; a stopped one no longer answers, and the next session reuses a host', async () => {
+  const [a, b] = await Promise.all([hosted(), hosted()]);
+  expect(a.ready.pid).not.toBe(b.ready.pid);
+  expect(a.ready.control).not.toBe(b.ready.control);
+  const [ia, ib] = await Promise.all([incarnation(a), incarnation(b)]);
+  expect(ia).not.toBe(ib);
+  await a.stop();
+  expect(await answers(a.ready.control)).toBe(false);
+  const c = await hosted();
+  // The host a served its session in serves the next one: same process, a new stack.
+  expect([a.ready.pid, b.ready.pid]).toContain(c.ready.pid);
+  expect(await incarnation(c)).not.toBe(ia);
+  expect(await answers(b.ready.control)).toBe(true);
+});
+
+test('a refused start rejects with the stack\'s status and its reason, and the host serves the next session', async () => {
+  const first = await hosted();
+  const pid = first.ready.pid;
+  await first.stop();
+  const refused = await startStack({ args: ['--clock', 'sundial'], hosted: true }).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(refused).toBeInstanceOf(HarnessError);
+  expect((refused as HarnessError).code).toBe('HIL_ERR_TARGET_START');
+  expect((refused as HarnessError).detail).toMatchObject({ exit_code: 2 });
+  expect((refused as HarnessError).message).toContain('--clock sundial: expected realtime, fast or stepped');
+  const next = await hosted();
+  expect(next.ready.pid).toBe(pid);
+  await incarnation(next);
+});
+
+test('beginStop starts the orderly stop at once (the control socket stops answering); stop then waits for it', async () => {
+  const s = await hosted();
+  await incarnation(s);
+  s.beginStop();
+  for (let k = 0; k < 200 && (await answers(s.ready.control)); k++) await new Promise((r) => setTimeout(r, 10));
+  expect(await answers(s.ready.control)).toBe(false);
+  await s.stop();
+});
+
+test('a host that dies during its session: stop returns, and the next session starts in a new host', async () => {
+  const s = await hosted();
+  const dead = s.ready.pid;
+  process.kill(dead, 'SIGKILL');
+  await s.stop();
+  const next = await hosted();
+  expect(next.ready.pid).not.toBe(dead);
+  await incarnation(next);
+});
+
+test('HIL_STACK_HOST=off starts every stack as a process of its own', () => {
+  expect(hostingEnabled({ HIL_STACK_HOST: 'off' })).toBe(false);
+  expect(hostingEnabled({})).toBe(true);
+});

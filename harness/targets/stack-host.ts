@@ -1,0 +1,183 @@
+// Stack hosts (sims/sessions.ts, `hil serve sessions`): processes that serve reference stack sessions one
+// after another, kept by this harness worker and reused. A replayed run starts a stack for every test
+// (docs/recording.md "Replaying a suite run"); from a host, a stack costs its service, core worker thread
+// and sockets, not a process start, the bundle's compilation and the machine's loading (about half of a
+// stack's start-up CPU here, bench/stack-start.bench.ts). A session is a whole `hil serve ARGS` stack; a
+// host runs one at a time, so a test with a variant open beside its own stack takes a second host.
+//
+// Internal to harness/targets/ (sim.ts startStack, for a stack started with `hosted`). HIL_STACK_HOST=off
+// starts every stack as a process of its own instead.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { HarnessError } from '../errors.ts';
+import { ROOT, referenceCommand } from './reference.ts';
+import type { ReadyProcess } from './spawn.ts';
+
+/** Idle hosts kept per worker; more are stopped when their session ends. */
+const KEEP_IDLE = 2;
+/** How long a session may take to stop before its host is killed (as spawnReady's stop kills at 10 s). */
+const STOP_MS = 10_000;
+
+/** Whether stacks marked `hosted` start in a stack host (HIL_STACK_HOST=off: never). */
+export function hostingEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env.HIL_STACK_HOST !== 'off';
+}
+
+class StackHost {
+  private readonly child: ChildProcess;
+  private out = '';
+  /** Who reads the next line of standard output (one command is answered at a time). */
+  private reader: ((line: string) => void) | null = null;
+  /** The running session's standard error (a host's stderr goes to the session that runs). */
+  private err: ((chunk: string) => void) | null = null;
+  private exited: Error | null = null;
+  private readonly onExit: Array<() => void> = [];
+
+  constructor(env: NodeJS.ProcessEnv) {
+    this.child = spawn(process.execPath, [...referenceCommand('stack', env), 'sessions'], { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT, env });
+    // A host must not keep the worker alive: its lifeline is its standard input, which closes with the worker.
+    this.child.unref();
+    for (const s of [this.child.stdin, this.child.stdout, this.child.stderr] as Array<{ unref?: () => void } | null>) s?.unref?.();
+    this.child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      this.out += d;
+      for (let nl = this.out.indexOf('\n'); nl >= 0; nl = this.out.indexOf('\n')) {
+        const line = this.out.slice(0, nl);
+        this.out = this.out.slice(nl + 1);
+        this.reader?.(line);
+      }
+    });
+    this.child.stderr!.setEncoding('utf8').on('data', (d: string) => this.err?.(d));
+    this.child.once('exit', (code, signal) => {
+      this.exited = new Error(`the stack host exited (${signal ?? `status ${code}`})`);
+      for (const f of this.onExit.splice(0)) f();
+    });
+    this.child.stdin!.on('error', () => undefined); // a host that died: reported by 'exit'
+  }
+
+  get alive(): boolean {
+    return this.exited === null;
+  }
+
+  /** Send a command and wait for the first answer line `accept` takes (other lines are ignored). */
+  private ask<T>(cmd: unknown, accept: (line: string) => T | undefined, timeoutMs: number, what: string): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (this.exited) return reject(this.exited);
+      const done = () => {
+        clearTimeout(timer);
+        this.reader = null;
+        const i = this.onExit.indexOf(died);
+        if (i >= 0) this.onExit.splice(i, 1);
+      };
+      const died = () => {
+        done();
+        reject(this.exited!);
+      };
+      const timer = setTimeout(() => {
+        done();
+        this.kill();
+        reject(new Error(`${what} took longer than ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.onExit.push(died);
+      this.reader = (line) => {
+        const v = accept(line);
+        if (v === undefined) return;
+        done();
+        resolve(v);
+      };
+      this.child.stdin!.write(`${JSON.stringify(cmd)}\n`);
+    });
+  }
+
+  /** Start a session: `hil serve ARGS` with `env` set; its ready line, or the status it refused with. */
+  async start<R>(args: string[], env: Record<string, string>, timeoutMs: number, stderr: (chunk: string) => void): Promise<{ ready: R } | { code: number }> {
+    this.err = stderr;
+    try {
+      return await this.ask(
+        { t: 'start', args, env },
+        (line) => {
+          if (line.startsWith('ready ')) return { ready: JSON.parse(line.slice(6)) as R };
+          if (line.startsWith('exited ')) return { code: (JSON.parse(line.slice(7)) as { code: number }).code };
+          return undefined;
+        },
+        timeoutMs,
+        'the stack',
+      );
+    } catch (e) {
+      this.err = null;
+      throw e;
+    }
+  }
+
+  /** Stop the running session (a host that does not answer in time is killed). */
+  async stop(): Promise<void> {
+    try {
+      await this.ask({ t: 'stop' }, (line) => (line === 'stopped' ? true : undefined), STOP_MS, 'stopping the stack');
+    } catch {
+      /* killed, or gone: either way the session is over */
+    } finally {
+      this.err = null;
+    }
+  }
+
+  kill(): void {
+    if (this.alive) this.child.kill('SIGKILL');
+  }
+
+  /** Stop the host (its stdin closes: it stops any session and exits). */
+  close(): void {
+    this.child.stdin!.end();
+  }
+}
+
+/** The idle hosts of this worker, by the command they run (the bundle a run built). */
+const idle = new Map<string, StackHost[]>();
+
+function take(env: NodeJS.ProcessEnv): { host: StackHost; key: string } {
+  const key = referenceCommand('stack', env).join('\0');
+  const list = idle.get(key) ?? [];
+  idle.set(key, list);
+  for (let h = list.pop(); h; h = list.pop()) if (h.alive) return { host: h, key };
+  return { host: new StackHost(env), key };
+}
+
+function giveBack(key: string, host: StackHost): void {
+  const list = idle.get(key) ?? [];
+  idle.set(key, list);
+  if (host.alive && list.length < KEEP_IDLE) list.push(host);
+  else host.close();
+}
+
+/**
+ * Start `hil serve ARGS` as a session of a stack host, with `env` added to the host's environment for the
+ * session; the same promise and errors as spawnReady's (HIL_ERR_TARGET_START with the session's standard
+ * error when it exits before ready or does not report ready in time).
+ */
+export async function startHosted<R>(args: string[], env: Record<string, string>, timeoutMs: number): Promise<ReadyProcess<R>> {
+  const { host, key } = take(process.env);
+  let err = '';
+  const collect = (d: string) => {
+    err = (err + d).slice(-64 * 1024);
+  };
+  let started: { ready: R } | { code: number };
+  try {
+    started = await host.start<R>(args, env, timeoutMs, collect);
+  } catch (e) {
+    host.kill();
+    throw new HarnessError('HIL_ERR_TARGET_START', `stack did not report ready: ${(e as Error).message}\n${err}`);
+  }
+  if ('code' in started) {
+    giveBack(key, host);
+    throw new HarnessError('HIL_ERR_TARGET_START', `stack exited with code ${started.code} before ready\n${err}`, { detail: { exit_code: started.code } });
+  }
+  let stopped: Promise<void> | undefined;
+  const stop = () =>
+    (stopped ??= host.stop().then(() => {
+      giveBack(key, host);
+    }));
+  return {
+    ready: started.ready,
+    stderr: () => err,
+    beginStop: () => void stop(),
+    stop,
+  };
+}
