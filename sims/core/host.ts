@@ -188,6 +188,11 @@ export class CoreHost {
       this.send({ t: 'owed', id: msg.id, n: this.owed });
       return true;
     }
+    if (msg.t === 'poll_turn') {
+      // A paced replay's question (sims/replay/pacer.ts pollTurn); a core that is not paced has no recorded poll to wait for.
+      this.send({ t: 'poll_turn', id: msg.id });
+      return true;
+    }
     if (msg.t === 'flush_record') {
       // Not the core's business and not recorded: the harness's crash keeps the session recorded so far.
       this.recorder?.flush();

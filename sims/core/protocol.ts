@@ -204,6 +204,12 @@ export type ToCore =
    * Never recorded: a query of the harness's stepping (harness/clients/stepped.ts settle), not a request.
    */
   | { t: 'owed'; id: number }
+  /**
+   * Paced replay: a live telemetry poll asks to be served; answered 'poll_turn' once the replayed core has
+   * reached the cycle at which the recorded service served its poll (sims/replay/pacer.ts pollTurn), at once
+   * where no recorded poll is left. Never recorded: the service asks only on a replay.
+   */
+  | { t: 'poll_turn'; id: number }
   /** A recorded core: write out what the recording holds now (before a simulated crash kills the thread). */
   | { t: 'flush_record'; id: number }
   | { t: 'shutdown' };
@@ -361,6 +367,7 @@ export type FromCore =
   /** `answered`: replies, Home and stop outcomes the step's cycles produced. */
   | { t: 'stepped'; id: number; nowNs: bigint; cycles: bigint; answered: number; owed?: number }
   | { t: 'owed'; id: number; n: number }
+  | { t: 'poll_turn'; id: number }
   | { t: 'record_flushed'; id: number }
   /** The core cannot go on; `message` says why (the service logs it before the exit is handled). */
   | { t: 'fatal'; message: string }

@@ -681,6 +681,50 @@ test('format 2 status reads: a publication newer than a pending read\'s (the nex
   }
 });
 
+test('a live telemetry poll is served once the core has reached the cycle of the recorded poll it stands for, not from a core still on its way; at once when none is left', async () => {
+  const file = tmp('pollturn.hilrec');
+  await recordStamped(
+    file,
+    [
+      [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
+      [10, { t: 'service_note', data: { t: 'telemetry_read' } }],
+      [25, { t: 'service_note', data: { t: 'telemetry_read' } }],
+    ],
+    40,
+  );
+  const scan = scanForPacing(file);
+  const host = await pacedHost(file, scan);
+  try {
+    const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined });
+    const poll = { t: 'service_note', data: { t: 'telemetry_read' } };
+    // Held at the grant (cycle 0): a poll asking now must wait for cycle 10.
+    expect(p.advance(1000)).toBe('wait');
+    p.pollTurn(1);
+    expect(p.takePollTurns()).toEqual([]);
+    p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
+    expect(p.takePollTurns()).toEqual([]);
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(10);
+    expect(p.takePollTurns()).toEqual([1]);
+    expect(p.takePollTurns()).toEqual([]); // answered once
+    p.offer(poll); // served and noted
+    // The next live poll stands for the recorded one at 25: not before the core is there.
+    p.pollTurn(2);
+    expect(p.takePollTurns()).toEqual([]);
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(25);
+    expect(p.takePollTurns()).toEqual([2]);
+    p.offer(poll);
+    // No recorded poll left: a further poll is served at once.
+    p.pollTurn(3);
+    expect(p.takePollTurns()).toEqual([3]);
+    expect(p.advance(1000)).toBe('end');
+    expect(p.finish()).toMatchObject({ telemetry_reads: { recorded: 2, served: 2, missed: 0 }, divergence: null });
+  } finally {
+    await host.close();
+  }
+});
+
 test('format 2 telemetry polls: the core never runs past a recorded poll before the live service has served as many; a poll never made is given up after the bound', async () => {
   const file = tmp('tpolls.hilrec');
   await recordStamped(

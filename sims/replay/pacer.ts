@@ -666,6 +666,31 @@ export class ReplayPacer {
     return r !== undefined && r.published <= c && c <= r.cycle;
   }
 
+  /** Live telemetry polls waiting for their turn (pollTurn), and those whose turn has come, to answer. */
+  private readonly pollTurns: number[] = [];
+  private readonly pollTurnsDue: number[] = [];
+
+  /**
+   * A live telemetry poll asks to be served (protocol.ts 'poll_turn'): its turn comes once the core has
+   * reached the cycle at which the recorded service noted its next poll, so the live poll shows the records
+   * the recorded one showed at least (sims/service/replay-timing.ts telemetryTurn). At once when no recorded
+   * poll is left, after a divergence, or while holds do not apply.
+   */
+  pollTurn(id: number): void {
+    this.pollTurns.push(id);
+    this.pollTurnsCome();
+  }
+  /** The polls whose turn has come (and forget them): the worker answers them. */
+  takePollTurns(): number[] {
+    this.pollTurnsCome();
+    return this.pollTurnsDue.splice(0);
+  }
+  private pollTurnsCome(): void {
+    if (!this.pollTurns.length) return;
+    const next = this.points.telemetryPolls[this.polls.next];
+    if (this.finished || this.first || !this.mode.holdsApply || !next || this.host.core.cycleCount >= next.cycle) this.pollTurnsDue.push(...this.pollTurns.splice(0));
+  }
+
   /** The cycle of the core's last publication (observe). */
   private lastPublished = -1;
   /** A publication newer than the one a pending status read was served from when recorded, kept until then. */

@@ -8,7 +8,8 @@
 // Kinds held by the core's pacer (sims/replay/pacer.ts):
 //   request         a recorded request to the core (a command, a grant, a step): unbounded, the test sends it;
 //   status_read     a GET /v1/status the recorded service served from the publication of `published`;
-//   telemetry_poll  a GET /v1/telemetry the recorded service served;
+//   telemetry_poll  a GET /v1/telemetry the recorded service served (and the live one is served only once the
+//                   core has reached it: pacer.ts pollTurn);
 //   watch           a stream (GET /v1/telemetry/stream, GET /v1/events/stream) the recorded service opened:
 //                   held until the live one opens its own, and the span until it closed is paced to the
 //                   recorded wall time in the default pace (modes.ts WatchedMode);

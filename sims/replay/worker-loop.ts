@@ -52,6 +52,9 @@ export async function runPaced(port: MessagePort, options: CoreStartOptions): Pr
     const kept = p.takePublication();
     if (kept) port.postMessage(kept);
   };
+  const answerPollTurns = () => {
+    for (const id of p.takePollTurns()) port.postMessage({ t: 'poll_turn', id } satisfies FromCore);
+  };
   let running = true;
   let wake: (() => void) | null = null;
   port.on('message', (msg: ToCore) => {
@@ -66,13 +69,17 @@ export async function runPaced(port: MessagePort, options: CoreStartOptions): Pr
     else if (msg.t === 'step' && !p.steps) host.handle(msg);
     // The harness's query of what the core owes (CoreHost.owed): the replayed core's own figure, not a request.
     else if (msg.t === 'owed') host.handle(msg);
+    // A live telemetry poll asking to be served: answered once the core is where the recorded one was.
+    else if (msg.t === 'poll_turn') p.pollTurn(msg.id);
     else p.offer(msg);
+    answerPollTurns();
     flushPublication();
     wake?.();
   });
   while (running) {
     const s = p.advance(PACE_BUDGET);
     flushPublication(); // a read given up in advance() no longer keeps a newer publication back
+    answerPollTurns();
     if (s !== 'more') p.writeVerdict();
     if (s === 'more') await new Promise<void>((r) => setImmediate(r));
     else if (s === 'pace') {
@@ -108,6 +115,7 @@ export async function runPaced(port: MessagePort, options: CoreStartOptions): Pr
     }
   }
   p.finish();
+  answerPollTurns();
   await host.close().catch(() => undefined);
   port.close();
 }

@@ -151,6 +151,8 @@ export class CoreLink extends EventEmitter {
         return this.answer(m.id, { result: noResult(), extra: { now_ns: m.nowNs, cycles: m.cycles, answered: m.answered, ...(m.owed !== undefined ? { owed: m.owed } : {}) } });
       case 'owed':
         return this.answer(m.id, { result: noResult(), extra: { owed: m.n } });
+      case 'poll_turn':
+        return this.answer(m.id, { result: noResult() });
       case 'replay_service':
         this.timing.cue(m);
         return;
@@ -330,6 +332,20 @@ export class CoreLink extends EventEmitter {
       }, 10_000);
       this.pending.set(id, { resolve: (r) => resolve(Number(r.extra?.owed ?? 0)), reject, timer });
       this.port!.postMessage({ t: 'owed', id } satisfies ToCore);
+    });
+  }
+
+  /** Paced replay: true once the core says a live telemetry poll may be served (protocol.ts 'poll_turn'), false after `ms` or without a core. */
+  pollTurn(ms: number): Promise<boolean> {
+    if (!this.worker || !this.port) return Promise.resolve(false);
+    const id = this.nextId++;
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        resolve(false);
+      }, ms);
+      this.pending.set(id, { resolve: () => resolve(true), reject: () => resolve(false), timer });
+      this.port!.postMessage({ t: 'poll_turn', id } satisfies ToCore);
     });
   }
 

@@ -17,7 +17,7 @@ afterEach(() => vi.useRealTimers());
 function replayed(cued: boolean, ops: string[], outcomes: string[]) {
   const notes: unknown[] = [];
   const t = new ReplayedTiming();
-  const link: TimingLink = { status: undefined, statusFrom: async () => true, note: (d) => void notes.push(d) };
+  const link: TimingLink = { status: undefined, statusFrom: async () => true, pollTurn: async () => true, note: (d) => void notes.push(d) };
   t.attach(link);
   if (cued) t.cue({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: ops, fenceOutcomes: outcomes });
   const lost = () => notes.filter((n) => (n as { t: string }).t === 'hold_lost').map((n) => `${(n as { kind: string }).kind}:${(n as { detail: string }).detail}`);
@@ -105,7 +105,7 @@ test('a recorded expiry at a fence check: only the decision the recording answer
 
 test('the live timing: host clock, nothing held; notes only when recording, never renewals', () => {
   const notes: unknown[] = [];
-  const link: TimingLink = { status: undefined, statusFrom: async () => true, note: (d) => void notes.push(d) };
+  const link: TimingLink = { status: undefined, statusFrom: async () => true, pollTurn: async () => true, note: (d) => void notes.push(d) };
   const plain = new LiveTiming(false);
   plain.attach(link);
   const a = plain.now();
@@ -147,7 +147,7 @@ test('the live timing: host clock, nothing held; notes only when recording, neve
 
 test('a replayed timing tells the pacer each stream the live test opens (it holds the core at the recorded open), once a cue came; closes only when it records', () => {
   const notes: unknown[] = [];
-  const link: TimingLink = { status: undefined, statusFrom: async () => true, note: (d) => void notes.push(d) };
+  const link: TimingLink = { status: undefined, statusFrom: async () => true, pollTurn: async () => true, note: (d) => void notes.push(d) };
   const t = new ReplayedTiming();
   t.attach(link);
   t.watching('telemetry', true); // before any cue: a live run, nothing to tell
@@ -155,6 +155,26 @@ test('a replayed timing tells the pacer each stream the live test opens (it hold
   t.watching('telemetry', true);
   t.watching('telemetry', false);
   expect(notes).toEqual([{ t: 'watch', stream: 'telemetry', open: true }]);
+});
+
+test('a telemetry poll on a replay waits for its turn from the core; a turn that never comes is a lost hold; a live run and a replay before its cue poll at once', async () => {
+  const notes: unknown[] = [];
+  const asked: number[] = [];
+  let answer = true;
+  const link: TimingLink = { status: undefined, statusFrom: async () => true, pollTurn: async (ms) => (asked.push(ms), answer), note: (d) => void notes.push(d) };
+  const live = new LiveTiming(true);
+  live.attach(link);
+  expect(live.telemetryTurn()).toBeUndefined();
+  const t = new ReplayedTiming();
+  t.attach(link);
+  expect(t.telemetryTurn()).toBeUndefined(); // no cue yet: not a paced replay
+  t.cue({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], fenceOutcomes: [] });
+  await t.telemetryTurn();
+  expect(asked).toEqual([10_000]); // the pacer's hold bound
+  expect(notes).toEqual([]);
+  answer = false;
+  await t.telemetryTurn();
+  expect(notes).toEqual([{ t: 'hold_lost', kind: 'telemetry_poll', detail: "the recorded poll's cycle" }]);
 });
 
 test('host times of the replayed core in the live time base (HostTimeMap): moved by the last meeting\'s difference, so the times between records stay the recorded ones; a held cycle before the hold\'s end; a time the live side sent as sent; 0 as 0', () => {
@@ -268,7 +288,7 @@ async function raceCommits(timing?: LiveTiming | ReplayedTiming): Promise<Record
 test('commit order: a recorded run notes each preparation\'s place in the commit queue; a replay holds a preparation until those recorded before it took theirs, so the handles are numbered as recorded', async () => {
   const notes: unknown[] = [];
   const live = new LiveTiming(true);
-  live.attach({ status: undefined, statusFrom: async () => true, note: (d) => void notes.push(d) });
+  live.attach({ status: undefined, statusFrom: async () => true, pollTurn: async () => true, note: (d) => void notes.push(d) });
   // Live (and recorded): arrival order, the program first.
   expect(await raceCommits(live)).toEqual({ program: 2n, trajectory: 3n });
   expect(notes).toEqual([{ t: 'commit', op: 'program' }, { t: 'commit', op: 'program' }, { t: 'commit', op: 'trajectory' }]);

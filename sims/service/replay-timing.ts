@@ -12,10 +12,12 @@ import { replyNote, statusReadNote, UNORDERED, type CoreWait, type HostTimes, ty
 
 /** How long a status read waits for the publication its recording was served from (wall ms). */
 const STATUS_READ_WAIT_MS = 3_000;
+/** How long a telemetry poll waits for the core to reach the recorded poll (wall ms): the pacer's hold bound. */
+const POLL_TURN_WAIT_MS = 10_000;
 /** Labels of a recorded fence decision that found the session's grant already gone (lease expiry taken). */
 const GRANT_GONE: ReadonlySet<string> = new Set(['no_grant', 'control_session_stale']);
 
-export type HoldKind = 'fence' | 'commit' | 'publication' | 'core_wait' | 'lease_expiry';
+export type HoldKind = 'fence' | 'commit' | 'publication' | 'core_wait' | 'lease_expiry' | 'telemetry_poll';
 
 export class ReplayedTiming implements ServiceTiming {
   private link?: TimingLink;
@@ -198,6 +200,19 @@ export class ReplayedTiming implements ServiceTiming {
     if (!(this.record || this.cued)) return;
     const note = replyNote(reply);
     if (note) this.link?.note(note);
+  }
+  /**
+   * A live poll is served once the replayed core has reached the place where the recorded one was: served
+   * at once from a core still running towards it, it showed fewer records than when recorded, and a test
+   * that polls until records come polled again, a poll the recording never had (suites/telemetry/
+   * telemetry.test.ts "after=0 starts at sequence 1 ...": no records for 10 s, a FAIL). A core that never
+   * gets there within the hold bound is a lost hold (ERROR), not a poll served early.
+   */
+  telemetryTurn(): Promise<void> | undefined {
+    if (!this.cued || !this.link) return undefined;
+    return this.link.pollTurn(POLL_TURN_WAIT_MS).then((came) => {
+      if (!came) this.holdLost('telemetry_poll', 'the recorded poll\'s cycle');
+    });
   }
   /** Told to the pacer, which holds the core where the recorded poll was noted until the live one is. */
   telemetryRead(): void {

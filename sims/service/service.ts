@@ -362,6 +362,8 @@ export class ControlService {
           return this.send(res, { status: 200, body: { operation: 'jog_ingress', data: this.jog.ingress() } });
         case 'GET /v1/telemetry':
           try {
+            const turn = this.o.core.timing.telemetryTurn();
+            if (turn) await turn;
             return await this.telemetry.poll(req, res, url);
           } finally {
             this.o.core.timing.telemetryRead();

@@ -25,6 +25,8 @@ export type ServiceNote = Record<string, unknown>;
 export interface TimingLink {
   readonly status?: CoreStatus;
   statusFrom(cycle: bigint, ms: number): Promise<boolean>;
+  /** Paced replay: resolves true once the core answers a poll turn (protocol.ts 'poll_turn'), false after `ms`. */
+  pollTurn(ms: number): Promise<boolean>;
   note(data: ServiceNote): void;
 }
 
@@ -112,6 +114,8 @@ export interface ServiceTiming {
   statusRead(cycle: bigint | undefined, nowNs?: bigint): void;
   /** The service's answer to a control or program request. */
   replied(reply: { status: number; body: Record<string, unknown> }): void;
+  /** Before a telemetry poll: a promise to await for the core to reach the recorded poll's place, or undefined. */
+  telemetryTurn(): Promise<void> | undefined;
   /** A telemetry poll was served. */
   telemetryRead(): void;
   /**
@@ -199,6 +203,9 @@ export class LiveTiming implements ServiceTiming {
     if (!this.record) return;
     const note = replyNote(reply);
     if (note) this.link?.note(note);
+  }
+  telemetryTurn(): undefined {
+    return undefined;
   }
   telemetryRead(): void {
     if (this.record) this.link?.note({ t: 'telemetry_read' });
