@@ -1,19 +1,29 @@
 // What a stack costs a run that starts one per test (a replayed run, docs/recording.md): start to ready and
 // stop, wall and CPU, as a session of a stack host (harness/targets/stack-host.ts, sims/sessions.ts) against
 // a process of its own (the baseline), alternating round by round in the same run. The stacks start from a
-// bundle as `hil run` builds it (harness/targets/reference.ts prebuildReference), with the test channel.
+// bundle as `hil run` builds it (harness/targets/reference.ts prebuildReference), with the test channel:
+// plain stacks on the real-time clock, or with --replay paced replays of one short recording made first (as
+// a replayed test's stack starts; a host keeps their core threads too, sims/service/core-threads.ts).
 //
-//   node --import tsx bench/stack-start.bench.ts [stacks-per-round] [rounds]
+//   node --import tsx bench/stack-start.bench.ts [stacks-per-round] [rounds] [--replay]
 //
 // CPU: the processes' from /proc/self/stat (reaped children: cutime + cstime), the host's from its
 // /proc/<pid>/stat before and after the round (it lives on). Nothing is asserted.
 
 import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ControlClient } from '../harness/clients/control.ts';
 import { prebuildReference, PREBUILT_ENV } from '../harness/targets/reference.ts';
 import { startStack } from '../harness/targets/sim.ts';
 
-const STACKS = Number(process.argv[2] ?? 30);
-const ROUNDS = Number(process.argv[3] ?? 3);
+const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const STACKS = Number(positional[0] ?? 30);
+const ROUNDS = Number(positional[1] ?? 3);
+const REPLAY = process.argv.includes('--replay');
+/** The stack's arguments (set once the recording is made, with --replay). */
+let stackArgs: (k: number) => string[] = () => ['--test-channel'];
 const TICK_MS = 10; // USER_HZ 100 on Linux
 
 /** utime + stime (+ cutime + cstime with `children`) of a process, in ms. */
@@ -38,7 +48,7 @@ async function round(hosted: boolean): Promise<Round> {
   const before = hosted ? cpuMs(hostPid) : cpuMs('self', true) - cpuMs('self');
   for (let i = 0; i < STACKS; i++) {
     const t0 = performance.now();
-    const s = await startStack({ args: ['--test-channel'], hosted });
+    const s = await startStack({ args: stackArgs(i), hosted });
     const t1 = performance.now();
     if (hosted && s.ready.pid !== hostPid) throw new Error(`a second stack host (${s.ready.pid}, not ${hostPid}): its CPU would be lost`);
     await s.stop();
@@ -51,12 +61,24 @@ async function round(hosted: boolean): Promise<Round> {
 
 const built = await prebuildReference();
 process.env[PREBUILT_ENV] = built.dir;
+const work = await mkdtemp(join(tmpdir(), 'hil-stack-start-'));
 try {
+  if (REPLAY) {
+    // One short recorded session: Describe, then half a second of cycles.
+    const file = join(work, 'session.hilrec');
+    const rec = await startStack({ args: ['--test-channel', '--record', file] });
+    const c = new ControlClient(rec.ready.control);
+    await c.describe();
+    await new Promise((r) => setTimeout(r, 500));
+    await c.close();
+    await rec.stop();
+    stackArgs = (k) => ['--test-channel', '--driver', 'replay', '--replay-file', file, '--replay-paced', join(work, `verdict-${k}.json`)];
+  }
   // One of each first, unmeasured: the host's own start belongs to no round.
-  const first = await startStack({ args: ['--test-channel'], hosted: true });
+  const first = await startStack({ args: stackArgs(0), hosted: true });
   hostPid = first.ready.pid;
   await first.stop();
-  await (await startStack({ args: ['--test-channel'], hosted: false })).stop();
+  await (await startStack({ args: stackArgs(0), hosted: false })).stop();
   const rows: Array<{ kind: string } & Round> = [];
   for (let r = 0; r < ROUNDS; r++) {
     for (const hosted of [false, true]) {
@@ -75,4 +97,5 @@ try {
   );
 } finally {
   await built.remove();
+  await rm(work, { recursive: true, force: true });
 }

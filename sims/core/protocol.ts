@@ -407,3 +407,9 @@ export const HOST_TIME_FIELDS = ['deadlineNs', 'originNs', 'captureNs', 'inputDe
  */
 export const PAYLOAD_FENCE_FIELDS = ['jog_generation'] as const;
 export const PAYLOAD_HOST_TIME_FIELDS = ['deadline_ns', 'host_ns', 'now_ns'] as const;
+
+/**
+ * What a kept core thread (sims/service/core-threads.ts) says on its parent port when its incarnation has
+ * ended cleanly and it waits for the next one (sims/core/worker.ts).
+ */
+export const INCARNATION_OVER = 'incarnation_over';

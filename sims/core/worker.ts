@@ -4,15 +4,17 @@
 // cycles only when asked ('step'), draining messages between them. Lateness and overruns are counted,
 // never assumed away (NOTES-dependencies: setTimeout alone misses cycles).
 
-import { receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
+import { parentPort, receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
 import { CoreHost, raiseThreadPriority } from './host.ts';
 import { runPaced } from '../replay/worker-loop.ts';
-import type { CoreStartOptions, FromCore, ToCore } from './protocol.ts';
+import { INCARNATION_OVER, type CoreStartOptions, type FromCore, type ToCore } from './protocol.ts';
 
-const { port, options } = workerData as { port: MessagePort; options: CoreStartOptions };
-const send = (m: FromCore) => port.postMessage(m);
+/** What the thread starts with; `reusable`: it serves later incarnations too (sims/service/core-threads.ts). */
+const first = workerData as { port: MessagePort; options: CoreStartOptions; reusable?: boolean };
 
-async function main(): Promise<void> {
+/** One core incarnation on `port`, to its shutdown. */
+async function incarnation(port: MessagePort, options: CoreStartOptions): Promise<void> {
+  const send = (m: FromCore) => port.postMessage(m);
   // Paced replay is the replay component's (sims/replay/): it drives this core against a recording.
   if (options.clock.mode === 'recorded') return runPaced(port, options);
   // Only a real-time clock deserves real-time scheduling; fast and stepped clocks run flat out.
@@ -46,8 +48,19 @@ async function main(): Promise<void> {
   port.close();
 }
 
-main().catch((e: unknown) => {
-  send({ t: 'fatal', message: e instanceof Error ? `${e.name}: ${e.message}` : String(e) });
-  // Give the message a chance to leave, then end the thread so the service sees the exit.
-  setTimeout(() => process.exit(1), 50);
-});
+function run(port: MessagePort, options: CoreStartOptions): void {
+  incarnation(port, options).then(
+    () => {
+      if (first.reusable) parentPort!.postMessage({ t: INCARNATION_OVER });
+    },
+    (e: unknown) => {
+      port.postMessage({ t: 'fatal', message: e instanceof Error ? `${e.name}: ${e.message}` : String(e) } satisfies FromCore);
+      // Give the message a chance to leave, then end the thread so the service sees the exit.
+      setTimeout(() => process.exit(1), 50);
+    },
+  );
+}
+
+run(first.port, first.options);
+// A kept thread: the next incarnation comes as a message with its own port and options.
+if (first.reusable) parentPort!.on('message', (m: { port: MessagePort; options: CoreStartOptions }) => run(m.port, m.options));

@@ -28,6 +28,45 @@ test('a core whose driver cannot be had fails to start with the driver\'s own re
   expect(link.running).toBe(false);
 });
 
+test('a paced replay\'s core thread is kept for the next paced incarnation in the process (core-threads.ts); a thread of another clock, and one killed by a crash, never serve again', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hil-core-link-'));
+  const path = join(dir, 't.hilrec');
+  const replayLink = (verdict: string) =>
+    new CoreLink(MACHINE, { driver: 'replay', driverParams: { file: path, mode: 'strict' }, clock: { mode: 'recorded', steps: true }, captureRetentionMs: 0, replayPace: { verdictFile: join(dir, verdict) } }, new ReplayedTiming());
+  try {
+    const rec = new CoreLink(MACHINE, { driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0, record: { path } });
+    await rec.start();
+    const stepped = rec.threadId;
+    await rec.step(3);
+    await rec.shutdown();
+    const a = replayLink('a.json');
+    await a.start();
+    const kept = a.threadId;
+    expect(kept).not.toBe(stepped); // the stepped core's thread was not kept
+    await a.step(3);
+    await a.shutdown();
+    const b = replayLink('b.json');
+    await b.start();
+    expect(b.threadId).toBe(kept);
+    // A fresh incarnation in the kept thread: it replays the whole recording again, from its own verdict.
+    await b.step(3);
+    await b.shutdown();
+    expect(JSON.parse(readFileSync(join(dir, 'b.json'), 'utf8'))).toMatchObject({ divergence: null, cycles: 3 });
+    // A thread ended by force (what crash() does, here without the next incarnation a crash starts) is not
+    // kept: the next incarnation runs in a new one.
+    const c = replayLink('c.json');
+    await c.start();
+    expect(c.threadId).toBe(kept);
+    await (c as unknown as { worker: { terminate(): Promise<void> } }).worker.terminate();
+    const d = replayLink('d.json');
+    await d.start();
+    expect(d.threadId).not.toBe(kept);
+    await d.shutdown();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('a core that is killed is reported once as an exit with its reason, and a new incarnation can start', async () => {
   const link = new CoreLink(MACHINE, { driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0 });
   await link.start();

@@ -3,10 +3,10 @@
 // can revoke authority and start a new daemon incarnation.
 
 import { EventEmitter } from 'node:events';
-import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { CompiledMachine } from '../config/types.ts';
 import { LiveTiming, UNORDERED, type ServiceNote, type ServiceTiming } from './timing.ts';
-import { workerEntry } from '../paths.ts';
+import { runIncarnation, type CoreThread } from './core-threads.ts';
 import { reportedClockMode, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PlanWorkspace, type PostStamp, type ToCore } from '../core/protocol.ts';
 import { PlanArena, type PlanLease } from '../core/plan-arena.ts';
 import { incarnationFile } from '../../fixtures/contract/recording-files.ts';
@@ -25,7 +25,7 @@ export class CoreUnavailable extends Error {
 }
 
 export class CoreLink extends EventEmitter {
-  private worker?: Worker;
+  private worker?: CoreThread;
   private port?: MessagePort;
   private nextId = 1;
   private pending = new Map<number, { resolve: (r: NativeReply) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
@@ -73,10 +73,7 @@ export class CoreLink extends EventEmitter {
     this.status = undefined;
     this.captureBuffer = undefined;
     this.planArena = undefined;
-    const worker = new Worker(workerEntry('core'), {
-      workerData: { port: port2, options },
-      transferList: [port2],
-    });
+    const worker = runIncarnation(port2, options);
     this.worker = worker;
     this.port = port1;
     return new Promise((resolve, reject) => {
@@ -98,12 +95,12 @@ export class CoreLink extends EventEmitter {
         }
         this.onMessage(m);
       });
-      worker.once('error', (e) => {
+      worker.onError((e) => {
         clearTimeout(timer);
         reject(e);
         this.onExit(`core error: ${e.message}`);
       });
-      worker.once('exit', (code) => {
+      worker.onEnd((code) => {
         clearTimeout(timer);
         const why = this.fatal ? `core failed: ${this.fatal}` : `core exited with code ${code}`;
         if (!this.live) reject(new CoreUnavailable(why));
@@ -199,6 +196,11 @@ export class CoreLink extends EventEmitter {
     }
     this.pending.clear();
     if (wasLive && !this.stopping) this.emit('exit', why);
+  }
+
+  /** The worker thread the current incarnation runs in (core-threads.ts: a paced replay's is kept for the next). */
+  get threadId(): number | undefined {
+    return this.worker?.threadId;
   }
 
   /** The bus driver the core runs on (registry name). */
@@ -384,7 +386,7 @@ export class CoreLink extends EventEmitter {
     const w = this.worker;
     if (!w) return;
     this.post({ t: 'shutdown' });
-    const exited = new Promise<void>((r) => w.once('exit', () => r()));
+    const exited = new Promise<void>((r) => w.onEnd(() => r()));
     const timer = setTimeout(() => void w.terminate(), 2000);
     await exited;
     clearTimeout(timer);

@@ -1,0 +1,85 @@
+// The thread a core incarnation runs in (sims/core/worker.ts). A new worker thread costs a new V8 isolate
+// and the compilation of the core's code and of Node's own modules in it: about 40 ms of CPU here, most of
+// what a replayed stack costs in a stack host (sims/sessions.ts, bench/stack-start.bench.ts). A paced
+// replay's core (clock 'recorded') therefore runs in a thread that, once its incarnation has ended cleanly,
+// waits for the next one instead of exiting: the next incarnation in this process gets it, with fresh core
+// state (every object of an incarnation is made by it; the core's modules keep none). Every other clock
+// gets a thread of its own, as before: a real-time core may have raised its thread's scheduling priority,
+// which a later incarnation on another clock must not inherit. A thread that failed, was terminated (a
+// simulated crash) or exited is never reused.
+
+import { Worker, type MessagePort } from 'node:worker_threads';
+import { workerEntry } from '../paths.ts';
+import { INCARNATION_OVER, type CoreStartOptions } from '../core/protocol.ts';
+
+/** Idle reusable threads kept per process; more are terminated when their incarnation ends. */
+const KEEP_IDLE = 2;
+const idle: Worker[] = [];
+
+/** The incarnation's end as the core link sees it: the thread's exit code, or 0 for a clean end of a kept thread. */
+export interface CoreThread {
+  /** The worker thread's id (the same for incarnations that ran in one kept thread). */
+  readonly threadId: number;
+  /** End the incarnation by force (a simulated crash, a shutdown that did not finish); the thread is not kept. */
+  terminate(): Promise<void>;
+  /** Once, when the incarnation is over. */
+  onEnd(listener: (code: number) => void): void;
+  /** An uncaught error in the thread (it then exits). */
+  onError(listener: (e: Error) => void): void;
+}
+
+
+/** Run one core incarnation on `port` in a worker thread (a kept one when the clock allows it). */
+export function runIncarnation(port: MessagePort, options: CoreStartOptions): CoreThread {
+  const reusable = options.clock.mode === 'recorded';
+  let w = reusable ? idle.pop() : undefined;
+  if (w) {
+    w.ref();
+    w.postMessage({ port, options }, [port]);
+  } else w = new Worker(workerEntry('core'), { workerData: { port, options, reusable }, transferList: [port] });
+  const worker = w;
+  let ended = false;
+  let keep = reusable;
+  const endListeners: Array<(code: number) => void> = [];
+  const errorListeners: Array<(e: Error) => void> = [];
+  const end = (code: number) => {
+    if (ended) return;
+    ended = true;
+    worker.off('message', onMessage);
+    worker.off('exit', onExit);
+    worker.off('error', onError);
+    for (const l of endListeners) l(code);
+  };
+  const onMessage = (m: { t?: string }) => {
+    if (m?.t !== INCARNATION_OVER) return;
+    end(0);
+    if (keep && idle.length < KEEP_IDLE) {
+      // Idle, it must not keep the process alive.
+      worker.unref();
+      idle.push(worker);
+    } else void worker.terminate();
+  };
+  const onExit = (code: number) => {
+    keep = false;
+    end(code);
+  };
+  const onError = (e: Error) => {
+    keep = false;
+    for (const l of errorListeners) l(e);
+  };
+  worker.on('message', onMessage);
+  worker.on('exit', onExit);
+  worker.on('error', onError);
+  return {
+    threadId: worker.threadId,
+    async terminate() {
+      keep = false;
+      if (ended) return;
+      // Resolves once the thread has exited ('exit' has ended the incarnation by then).
+      await worker.terminate();
+      end(1);
+    },
+    onEnd: (l) => void endListeners.push(l),
+    onError: (l) => void errorListeners.push(l),
+  };
+}
