@@ -23,7 +23,8 @@ import { isShared } from './harness/targets/shared.ts';
 // projects of one group with different worker counts: one figure for all three.
 //
 // Every conformance project starts stacks from a bundle built once per run (harness/targets/prebuild-setup.ts)
-// and shares one module graph per worker (isolate: false; the harness keeps no state at module level).
+// and shares one module graph per worker (isolate: false; the harness keeps no test's state at module level:
+// what it keeps there is the worker's, its pool of stack hosts, harness/targets/stack-host.ts).
 // A shared target (external, rig: one service for the whole run, one grant, one bus) runs its conformance
 // files one at a time and the tests of a file one at a time: every test that takes the grant would
 // otherwise meet another file's test holding it (control_already_owned), and observers would see other

@@ -7,7 +7,7 @@ import { afterEach, expect, test } from 'vitest';
 import { ControlClient } from '../clients/control.ts';
 import { HarnessError } from '../errors.ts';
 import { startStack } from './sim.ts';
-import { hostingEnabled } from './stack-host.ts';
+import { hostingEnabled, sessionEnv } from './stack-host.ts';
 import type { StackProcess } from './types.ts';
 
 const open: StackProcess[] = [];
@@ -93,6 +93,12 @@ test('a host that dies during its session: stop returns, and the next session st
   const next = await hosted();
   expect(next.ready.pid).not.toBe(dead);
   await incarnation(next);
+});
+
+test('a session gets what changed in the harness\'s environment since its host started, and its own variables over both', () => {
+  const host = { PATH: '/bin', KEPT: 'same', CHANGED: 'old' };
+  const now = { PATH: '/bin', KEPT: 'same', CHANGED: 'new', ADDED: 'x', CELL_ANCHOR_DIR: '/harness' };
+  expect(sessionEnv(host, now, { CELL_ANCHOR_DIR: '/stack/anchors' })).toEqual({ CHANGED: 'new', ADDED: 'x', CELL_ANCHOR_DIR: '/stack/anchors' });
 });
 
 test('HIL_STACK_HOST=off starts every stack as a process of its own', () => {

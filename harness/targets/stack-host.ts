@@ -1,9 +1,11 @@
 // Stack hosts (sims/sessions.ts, `hil serve sessions`): processes that serve reference stack sessions one
 // after another, kept by this harness worker and reused. A replayed run starts a stack for every test
-// (docs/recording.md "Replaying a suite run"); from a host, a stack costs its service, core worker thread
-// and sockets, not a process start, the bundle's compilation and the machine's loading (about half of a
-// stack's start-up CPU here, bench/stack-start.bench.ts). A session is a whole `hil serve ARGS` stack; a
-// host runs one at a time, so a test with a variant open beside its own stack takes a second host.
+// (docs/recording.md "The replay target"); from a host, a replayed stack costs its service, core and
+// sockets, not a process start, the bundle's compilation, the machine's loading and a new core thread
+// (10 ms of wall against 155 here, bench/stack-start.bench.ts --replay). A session is a whole
+// `hil serve ARGS` stack; a host runs one at a time, so a test with a variant open beside its own stack
+// takes a second host. The idle hosts are kept at module level on purpose: one pool per worker process,
+// shared by the files it runs (vitest's isolate: false).
 //
 // Internal to harness/targets/ (sim.ts startStack, for a stack started with `hosted`). HIL_STACK_HOST=off
 // starts every stack as a process of its own instead.
@@ -23,6 +25,13 @@ export function hostingEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
   return env.HIL_STACK_HOST !== 'off';
 }
 
+/** What a session's environment adds to its host's: what changed in the harness's since the host started, and the stack's own. */
+export function sessionEnv(host: NodeJS.ProcessEnv, now: NodeJS.ProcessEnv, own: Record<string, string>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(now)) if (v !== undefined && host[k] !== v) env[k] = v;
+  return Object.assign(env, own);
+}
+
 class StackHost {
   private readonly child: ChildProcess;
   private out = '';
@@ -33,7 +42,7 @@ class StackHost {
   private exited: Error | null = null;
   private readonly onExit: Array<() => void> = [];
 
-  constructor(env: NodeJS.ProcessEnv) {
+  constructor(private readonly env: NodeJS.ProcessEnv) {
     this.child = spawn(process.execPath, [...referenceCommand('stack', env), 'sessions'], { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT, env });
     // A host must not keep the worker alive: its lifeline is its standard input, which closes with the worker.
     this.child.unref();
@@ -88,8 +97,13 @@ class StackHost {
     });
   }
 
-  /** Start a session: `hil serve ARGS` with `env` set; its ready line, or the status it refused with. */
-  async start<R>(args: string[], env: Record<string, string>, timeoutMs: number, stderr: (chunk: string) => void): Promise<{ ready: R } | { code: number }> {
+  /**
+   * Start a session: `hil serve ARGS` with `env` set, and whatever of the harness's environment changed since
+   * the host started (a process of its own would have been started with it); its ready line, or the status
+   * it refused with.
+   */
+  async start<R>(args: string[], own: Record<string, string>, timeoutMs: number, stderr: (chunk: string) => void): Promise<{ ready: R } | { code: number }> {
+    const env = sessionEnv(this.env, process.env, own);
     this.err = stderr;
     try {
       return await this.ask(
@@ -137,7 +151,7 @@ function take(env: NodeJS.ProcessEnv): { host: StackHost; key: string } {
   const list = idle.get(key) ?? [];
   idle.set(key, list);
   for (let h = list.pop(); h; h = list.pop()) if (h.alive) return { host: h, key };
-  return { host: new StackHost(env), key };
+  return { host: new StackHost({ ...env }), key };
 }
 
 function giveBack(key: string, host: StackHost): void {

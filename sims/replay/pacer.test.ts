@@ -4,7 +4,7 @@
 // matched. A changed field, an inconsistent fence, a missing or an extra request: reported at the exact
 // cycle with the field. A recording for another machine: refused as stale naming both digests.
 
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
@@ -720,6 +720,41 @@ test('a live telemetry poll is served once the core has reached the cycle of the
     expect(p.takePollTurns()).toEqual([3]);
     expect(p.advance(1000)).toBe('end');
     expect(p.finish()).toMatchObject({ telemetry_reads: { recorded: 2, served: 2, missed: 0 }, divergence: null });
+  } finally {
+    await host.close();
+  }
+});
+
+test('the verdict is written again at a wait only when something in it but its wall time changed; a divergence and the end always write it', async () => {
+  const file = tmp('written.hilrec');
+  await recordStamped(
+    file,
+    [
+      [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
+      [10, { t: 'service_note', data: { t: 'telemetry_read' } }],
+    ],
+    20,
+  );
+  const scan = scanForPacing(file);
+  const host = await pacedHost(file, scan);
+  const report = tmp('written-verdict.json');
+  let wall = 0;
+  try {
+    const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined, wallMs: () => wall, reportFile: report });
+    expect(p.advance(1000)).toBe('wait');
+    p.writeVerdict(true);
+    expect(existsSync(report)).toBe(true);
+    rmSync(report);
+    wall = 500; // only the wall time moved
+    p.writeVerdict(true);
+    expect(existsSync(report)).toBe(false);
+    p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
+    expect(p.advance(1000)).toBe('wait'); // held at the poll: ten more cycles, one more request matched
+    p.writeVerdict(true);
+    expect(JSON.parse(readFileSync(report, 'utf8'))).toMatchObject({ cycles: 10, requests_matched: 1 });
+    rmSync(report);
+    p.finish();
+    expect(existsSync(report)).toBe(true);
   } finally {
     await host.close();
   }

@@ -80,7 +80,7 @@ export async function runPaced(port: MessagePort, options: CoreStartOptions): Pr
     const s = p.advance(PACE_BUDGET);
     flushPublication(); // a read given up in advance() no longer keeps a newer publication back
     answerPollTurns();
-    if (s !== 'more') p.writeVerdict();
+    if (s !== 'more') p.writeVerdict(true);
     if (s === 'more') await new Promise<void>((r) => setImmediate(r));
     else if (s === 'pace') {
       // Paced to the recorded time: sleep until the next cycle is due (at least a timer tick; the cycles
