@@ -379,7 +379,7 @@ export type FromCore =
    * service's own to take now (`expire`: the lease of that recorded generation ran out here). `anchors` and
    * `pairs`: recorded host times and the live ones they stand for (sims/service/replay-timing.ts HostTimeMap).
    */
-  | { t: 'replay_service'; clockNs: bigint; hostClock: boolean; expire?: { generation: bigint; lateNs?: bigint }; fences?: string[]; fenceOutcomes?: string[]; fencePolled?: boolean[]; commits?: string[]; statusReads?: bigint[]; statusReadsAll?: boolean; coreWaits?: Array<{ kind: string; outcome: string; cycle?: bigint }>; anchors?: Array<{ recordedNs: bigint; liveNs: bigint }>; pairs?: Array<[recorded: bigint, live: bigint]> };
+  | { t: 'replay_service'; clockNs: bigint; hostClock: boolean; expire?: { generation: bigint; lateNs?: bigint }; fences?: string[]; fenceOutcomes?: string[]; fencePolled?: boolean[]; commits?: string[]; statusReads?: bigint[]; statusReadsAll?: boolean; leaseNotices?: LeaseNotice[]; coreWaits?: Array<{ kind: string; outcome: string; cycle?: bigint }>; anchors?: Array<{ recordedNs: bigint; liveNs: bigint }>; pairs?: Array<[recorded: bigint, live: bigint]> };
 
 /** Every field name of the channel's typed messages, at any depth (the replay marks below are checked against it). */
 type FieldsOf<T, D extends unknown[] = []> = D['length'] extends 6
@@ -413,3 +413,10 @@ export const PAYLOAD_HOST_TIME_FIELDS = ['deadline_ns', 'host_ns', 'now_ns'] as 
  * ended cleanly and it waits for the next one (sims/core/worker.ts).
  */
 export const INCARNATION_OVER = 'incarnation_over';
+
+/**
+ * What the recorded service did with a core's native_lease_expired notice (sims/replay/sync-points.ts
+ * leaseNotices): ended the grant ('expired'), told the core the grant again because a renewal had crossed
+ * the notice ('retold'), or neither ('none').
+ */
+export type LeaseNotice = 'expired' | 'retold' | 'none';

@@ -24,7 +24,7 @@ import { paceMode, RunToCrash, type ModeCore, type PaceMode } from './modes.ts';
 import { withAnswerCycle, type PacingScan } from './scan.ts';
 import { answerCycles } from '../../drivers/replay/session.ts';
 import { writeVerdictFile } from './verdict-file.ts';
-import { BoundedHold, grantKey, readSyncPoints, sameGrant, type HoldKind, type LostHold, type SyncPoints } from './sync-points.ts';
+import { BoundedHold, grantKey, leaseNotices, readSyncPoints, sameGrant, type HoldKind, type LostHold, type SyncPoints } from './sync-points.ts';
 
 /** The parts of CoreHost (sims/core/host.ts) the pacer drives. */
 export interface PacedCore {
@@ -261,6 +261,7 @@ export class ReplayPacer {
       const t0 = BigInt(scan.header.t0_ns);
       this.cueNs = this.hostClock && t0 < first ? t0 : first;
       const reads = points.statusReads;
+      const notices = leaseNotices(scan);
       o.toService({
         t: 'replay_service',
         clockNs: this.cueNs,
@@ -272,6 +273,7 @@ export class ReplayPacer {
         ...(points.commits.length ? { commits: points.commits.map((c) => c.op) } : {}),
         ...(reads.length ? { statusReads: reads.map((r) => BigInt(r.published)) } : {}),
         ...(scan.header.status_reads === 'all' ? { statusReadsAll: true } : {}),
+        ...(notices.length ? { leaseNotices: notices } : {}),
         ...(points.coreWaits.length ? { coreWaits: points.coreWaits.map(({ kind, outcome, cycle }) => ({ kind, outcome, ...(cycle !== undefined ? { cycle } : {}) })) } : {}),
       });
       // The start is where the replay first meets the live side (the pacing counts from it).

@@ -4,12 +4,31 @@
 import { expect, test } from 'vitest';
 import type { RecordingHeader, RecordingNote } from '../../drivers/replay/format.ts';
 import type { PacingScan } from './scan.ts';
-import { BoundedHold, HOLD_BOUND_MS, readSyncPoints, watchWindows, type LostHold } from './sync-points.ts';
+import { BoundedHold, HOLD_BOUND_MS, leaseNotices, readSyncPoints, watchWindows, type LostHold } from './sync-points.ts';
 
 const header = (o: Partial<RecordingHeader> = {}): RecordingHeader => ({ format: 3, driver: 'sim', axisCount: 1, cycle_ns: '1000000', setup_sha256: 'x', t0_ns: '1000', started_at: '', ...o });
 const req = (cycle: number, data: unknown, o: Partial<RecordingNote> = {}): RecordingNote => ({ cycle, kind: 'request', data, sent_ns: String(100 + cycle), ...o });
 const svc = (cycle: number, data: unknown): RecordingNote => ({ cycle, kind: 'service', data });
 const scanOf = (requests: RecordingNote[], service: RecordingNote[], h: Partial<RecordingHeader> = {}): PacingScan => ({ header: header(h), frames: 100, complete: true, times: new Float64Array(100), requests, outputs: [], service });
+
+test('what the recorded service did with each lease notice of the core: its next grant message for that generation says (ended it, told it again, neither)', () => {
+  const grant = (generation: string, active: boolean) => ({ t: 'grant', generation, deadlineNs: '900', active, axisMask: 1 });
+  const notice = (cycle: number, generation: string): RecordingNote => ({ cycle, kind: 'event', data: { t: 'event', type: 'native_lease_expired', payload: { generation } } });
+  const scan: PacingScan = {
+    ...scanOf(
+      [
+        req(4, grant('7', true)), // before the first notice: not its answer
+        req(12, grant('7', true)), // told again: a renewal had crossed the notice
+        req(30, { t: 'cancel_home' }, { origin: 'lease_expired' }),
+        req(30, grant('7', false), { origin: 'lease_expired' }), // ended
+        req(50, grant('9', false)), // another generation's end (a stop), not the answer to generation 8's notice
+      ],
+      [],
+    ),
+    outputs: [notice(10, '7'), { cycle: 11, kind: 'event', data: { t: 'event', type: 'enable_changed', payload: {} } }, notice(29, '7'), notice(40, '8'), notice(45, '9')],
+  };
+  expect(leaseNotices(scan)).toEqual(['retold', 'expired', 'none', 'none']);
+});
 
 test('every sync point is read with its kind: requests, renewals, lease expiries, status reads, telemetry polls, fences, commits, replies', () => {
   const grant = (generation: string, deadlineNs: string, active = true) => ({ t: 'grant', generation, deadlineNs, active, axisMask: 1 });

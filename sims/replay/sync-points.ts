@@ -27,6 +27,7 @@
 //                   that was answered when recorded but ran out on the replay (sims/service/replay-timing.ts CoreWaits).
 
 import type { RecordingNote } from '../../drivers/replay/format.ts';
+import type { LeaseNotice } from '../core/protocol.ts';
 import type { HttpReply } from './match.ts';
 import { collapseRepeats } from './match.ts';
 import type { PacingScan } from './scan.ts';
@@ -169,6 +170,27 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
     steps: scan.header.clock === 'stepped' && scan.header.format >= 3 && scan.requests.some((n) => tOf(n) === 'step'),
     serviceLog: scan.header.format >= 2 && scan.requests.every((n) => n.sent_ns !== undefined),
   };
+}
+
+/**
+ * What the recorded service did with each native_lease_expired notice of the core, in order (protocol.ts
+ * LeaseNotice): its first grant message for the notice's generation after it says. The lease_expired one:
+ * it ended the grant (its clock had passed the deadline); one that keeps the grant active: a renewal had
+ * crossed the notice and it told the core again; none, or another: neither. The live service takes these
+ * decisions from here (authority.ts nativeLeaseExpired), since its clock is not the recorded one: a flat-out
+ * core brings the notice long before the live deadline.
+ */
+export function leaseNotices(scan: PacingScan): LeaseNotice[] {
+  const out: LeaseNotice[] = [];
+  for (const n of scan.outputs) {
+    const d = n.data as { t?: string; type?: string; payload?: { generation?: unknown } } | null;
+    if (n.kind !== 'event' || d?.type !== 'native_lease_expired') continue;
+    const gen = String(d.payload?.generation);
+    const next = scan.requests.find((r) => r.cycle >= n.cycle && tOf(r) === 'grant' && String((r.data as { generation?: unknown }).generation) === gen);
+    const active = (next?.data as { active?: unknown } | undefined)?.active === true;
+    out.push(next?.origin === ORIGIN_LEASE_EXPIRED ? 'expired' : next && active ? 'retold' : 'none');
+  }
+  return out;
 }
 
 /**

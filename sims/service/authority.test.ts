@@ -97,6 +97,49 @@ test('lease is min(request, ceiling) with the 500 ms default', () => {
   expect(setup(3000n).acquire({ requested_lease_ms: 2000n }).lease_ms).toBe(2000n);
 });
 
+test('the core\'s lease notice on a replay takes the recorded decision, whatever the live clock says: expired (the grant is left to the cued expiry and marked expiring), retold, or nothing; outside a replay the clock decides', () => {
+  let now = 1_000_000_000n;
+  const notices: Array<'expired' | 'retold' | 'none' | undefined> = [];
+  const native: Array<[bigint | null, string | undefined]> = [];
+  const a = new Authority(binding, 500n, {
+    now: () => now,
+    daemonIncarnation: () => 'd',
+    event: () => undefined,
+    nativeGrant: (g, why) => native.push([g?.generation ?? null, why]),
+    timing: { leaseOnClock: false, fenced: () => undefined, expiredAtFence: () => false, grantEnded: () => undefined, leaseNotice: () => notices.shift() },
+  });
+  const g = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}').body.data as { session: string; generation: bigint };
+  native.length = 0;
+  // Recorded: retold. The live clock is far before the deadline either way.
+  notices.push('retold');
+  a.nativeLeaseExpired(g.generation);
+  expect(native).toEqual([[g.generation, undefined]]);
+  expect(a.current?.expiring).toBeUndefined();
+  // Recorded: nothing.
+  notices.push('none');
+  a.nativeLeaseExpired(g.generation);
+  expect(native).toHaveLength(1);
+  // Recorded: expired. Not ended now (the live deadline is ahead): marked, and ended by the cued expiry.
+  notices.push('expired');
+  a.nativeLeaseExpired(g.generation);
+  expect(native).toHaveLength(1);
+  expect(a.current?.generation).toBe(g.generation);
+  expect(a.current?.expiring).toBe(true);
+  expect(a.expireGeneration(g.generation)).toBe(true);
+  expect(a.current).toBeNull();
+  expect(native).toEqual([[g.generation, undefined], [null, 'expired']]);
+  // A notice of another generation takes its decision too (the notices are taken in order) and changes nothing.
+  const h = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}').body.data as { session: string; generation: bigint };
+  notices.push('expired', 'retold');
+  a.nativeLeaseExpired(h.generation + 5n);
+  a.nativeLeaseExpired(h.generation);
+  expect(a.current?.expiring).toBeUndefined();
+  // Outside a replay (no recorded decision) the clock decides: past the deadline the grant ends at once.
+  now += 10_000_000_000n;
+  a.nativeLeaseExpired(h.generation);
+  expect(a.current).toBeNull();
+});
+
 test('replaying a format 2 recording: the lease never runs out on the service clock, only where the timing says (expireGeneration), and the core is told why', () => {
   let now = 1_000_000_000n;
   let replaying = true;
@@ -116,6 +159,7 @@ test('replaying a format 2 recording: the lease never runs out on the service cl
       fenced: (op, outcome) => void fenced.push(`${op}:${outcome}`),
       expiredAtFence: () => false,
       grantEnded: () => void ended++,
+      leaseNotice: () => undefined,
     },
   });
   const r = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}');
@@ -155,7 +199,7 @@ function replayingAuthority() {
     daemonIncarnation: () => 'd',
     event: (type) => void events.push([type, clock.now]),
     nativeGrant: () => undefined,
-    timing: { leaseOnClock: false, fenced: () => undefined, expiredAtFence: () => false, grantEnded: () => undefined },
+    timing: { leaseOnClock: false, fenced: () => undefined, expiredAtFence: () => false, grantEnded: () => undefined, leaseNotice: () => undefined },
   });
   const r = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}');
   return { a, events, clock, g: r.body.data as { generation: bigint; deadline_host_ns: bigint } };
@@ -213,7 +257,7 @@ test('replaying: where the recorded service found the lease run out at a fence c
     daemonIncarnation: () => 'd',
     event: (type) => events.push(type),
     nativeGrant: () => undefined,
-    timing: { leaseOnClock: false, fenced: () => undefined, expiredAtFence: (op) => recorded[op] === 'expired', grantEnded: () => undefined },
+    timing: { leaseOnClock: false, fenced: () => undefined, expiredAtFence: (op) => recorded[op] === 'expired', grantEnded: () => undefined, leaseNotice: () => undefined },
   });
   const g = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}').body.data as { session: string; generation: bigint };
   expect(label(() => a.fence('halt', g.session, g.generation))).toBe('ok');

@@ -46,6 +46,12 @@ export interface Grant {
   leaseMs: bigint;
   deadlineNs: bigint;
   stopping: boolean;
+  /**
+   * A paced replay only: the recorded service ended this grant when the core said its lease ran out, and the
+   * live one ends it when the replay cues that expiry, not before its deadline (nativeLeaseExpired). Until
+   * then nothing else ends it (a failed Home's stop: machine.ts home).
+   */
+  expiring?: boolean;
   daemonIncarnation: string;
   cache: RetryCache;
   /** The acquire that created this grant, for idempotent acquire retries. */
@@ -62,7 +68,7 @@ const EXPIRED_OPS = new Set(['renew', 'release', 'stop']);
 const SESSION_RE = /^[0-9a-f]{64}$/;
 
 /** What the authority asks of the service's timing (timing.ts). */
-export type AuthorityTiming = Pick<ServiceTiming, 'leaseOnClock' | 'fenced' | 'expiredAtFence' | 'grantEnded'>;
+export type AuthorityTiming = Pick<ServiceTiming, 'leaseOnClock' | 'fenced' | 'expiredAtFence' | 'grantEnded' | 'leaseNotice'>;
 
 export interface AuthorityHooks {
   now(): bigint;
@@ -344,9 +350,20 @@ export class Authority {
    * expires here too; a newer grant (a renewal that crossed the notice) is left alone.
    */
   nativeLeaseExpired(generation: bigint): void {
+    // A paced replay takes the recorded service's decision (its clock is not the recorded one: a core run
+    // flat out brings the notice long before the live deadline), in the order the notices come.
+    const recorded = this.timing.leaseNotice();
     const g = this.current;
     if (!g || g.generation !== generation) return;
-    if (this.hooks.now() >= g.deadlineNs) this.end('expired', 'grant_expired');
+    if (recorded === 'expired') {
+      // Ended by the expiry the replay cues at its recorded place (expireGeneration, not before the deadline);
+      // meanwhile it is as good as ended (suites/machine/home.test.ts "lease expiry during Home cancels it":
+      // the failed Home would otherwise stop the grant the recorded service had let expire).
+      g.expiring = true;
+      return;
+    }
+    if (recorded === 'none') return;
+    if (recorded === undefined && this.hooks.now() >= g.deadlineNs) this.end('expired', 'grant_expired');
     else this.hooks.nativeGrant(g); // the renewal crossed the notice: tell the core again
   }
 

@@ -180,8 +180,8 @@ export class MachineOps {
       });
     });
     if (!done.ok) {
-      // On failure the service issues a stop (document 1 part 4 home).
-      if (this.authority.current === g) await this.stopGrant(g);
+      // On failure the service issues a stop (document 1 part 4 home), unless the lease ran out and ends it.
+      if (this.authority.current === g && !g.expiring) await this.stopGrant(g);
       throw new Refusal(409, 'native_rejected', `home failed: ${done.detail}`, undefined, {
         native_result: { ...n.result, Result: 1, Reason: done.reason },
       });

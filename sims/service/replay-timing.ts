@@ -9,6 +9,7 @@
 // target on an order the replay did not keep.
 
 import { replyNote, statusReadNote, UNORDERED, type CoreWait, type HostTimes, type ServiceTiming, type TimingCue, type TimingLink, type WaitOutcome } from './timing.ts';
+import type { LeaseNotice } from '../core/protocol.ts';
 
 /** How long a status read waits for the publication its recording was served from (wall ms). */
 const STATUS_READ_WAIT_MS = 3_000;
@@ -201,6 +202,11 @@ export class ReplayedTiming implements ServiceTiming {
     const note = replyNote(reply);
     if (note) this.link?.note(note);
   }
+  /** The recorded service's decisions on the core's lease notices, in order (leaseNotice). */
+  private leaseNotices: LeaseNotice[] = [];
+  leaseNotice(): LeaseNotice | undefined {
+    return this.cued ? this.leaseNotices.shift() : undefined;
+  }
   /**
    * A live poll is served once the replayed core has reached the place where the recorded one was: served
    * at once from a core still running towards it, it showed fewer records than when recorded, and a test
@@ -236,6 +242,7 @@ export class ReplayedTiming implements ServiceTiming {
       this.statusReadsTaken = 0;
       this.allReads = m.statusReadsAll === true;
       this.coreWaits.load(m.coreWaits ?? []);
+      this.leaseNotices = [...(m.leaseNotices ?? [])];
     }
     this.cued = true;
     this.hostClock = m.hostClock;

@@ -8,7 +8,7 @@
 // Adding a new kind of hold is one new method here, its two implementations and their tests: no flag in
 // the service or the core (docs/recording.md "Adding a hold").
 
-import type { FromCore } from '../core/protocol.ts';
+import type { FromCore, LeaseNotice } from '../core/protocol.ts';
 import type { CoreStatus } from '../core/protocol.ts';
 
 /**
@@ -114,6 +114,11 @@ export interface ServiceTiming {
   statusRead(cycle: bigint | undefined, nowNs?: bigint): void;
   /** The service's answer to a control or program request. */
   replied(reply: { status: number; body: Record<string, unknown> }): void;
+  /**
+   * The core said the lease ran out (native_lease_expired): on a paced replay what the recorded service did
+   * with this notice (the next of them, sync-points.ts leaseNotices), else undefined (decide on the clock).
+   */
+  leaseNotice(): LeaseNotice | undefined;
   /** Before a telemetry poll: a promise to await for the core to reach the recorded poll's place, or undefined. */
   telemetryTurn(): Promise<void> | undefined;
   /** A telemetry poll was served. */
@@ -203,6 +208,9 @@ export class LiveTiming implements ServiceTiming {
     if (!this.record) return;
     const note = replyNote(reply);
     if (note) this.link?.note(note);
+  }
+  leaseNotice(): undefined {
+    return undefined;
   }
   telemetryTurn(): undefined {
     return undefined;
