@@ -133,6 +133,26 @@ test('status reads on a paced replay: each read takes the next recorded publicat
     expect(link.status!.cycle).toBe(5n);
   }));
 
+test('a prepare\'s wait for its receipt is a timed wait like a command\'s: on a replay it waits as long as the recorded one was answered in, and running out then is a lost hold', () =>
+  withLink(async (link, inner, posted) => {
+    inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], coreWaits: [{ kind: 'cmd:prepare', outcome: 'ok' }] });
+    const arrays = { timeNs: new BigInt64Array(2), position: new Float64Array(2), velocity: new Float64Array(2), hasVelocity: new Uint8Array(2), ioMask: new Uint32Array(2), ioValues: new Uint32Array(2) } as never;
+    // The core never answers (its port is captured): with a 30 ms bound of its own the wait still runs on
+    // (the recorded one was answered), so nothing has come back after 60 ms.
+    let outcome: string | undefined;
+    const waiting = link.prepare({ generation: 7n, handle: 3n, axisMask: 1, ...(arrays as object) } as never, undefined, undefined, 30).then(
+      () => (outcome = 'answered'),
+      (e: Error) => (outcome = e.message),
+    );
+    await new Promise((r) => setTimeout(r, 60));
+    expect(outcome).toBeUndefined();
+    const prepare = posted.find((m) => (m as { t?: string }).t === 'prepare') as { id: number };
+    inner.onMessage({ t: 'reply', id: prepare.id, result: { Sequence: 1n, Handle: 3n, Generation: 7n, Operation: 13, Result: 2, Reason: 0, AxisMask: 1 } });
+    await waiting;
+    expect(outcome).toBe('answered');
+    expect(posted.filter((m) => (m as { data?: { t?: string } }).data?.t === 'hold_lost')).toEqual([]);
+  }));
+
 test('a replayed wait for a fresh publication ends with the publication the recorded wait got, even one the link already has, and never an older one', () =>
   withLink(async (link, inner) => {
     const status = (cycle: bigint) => inner.onMessage({ t: 'status', status: { ...link.status!, cycle, now_ns: 1n } });

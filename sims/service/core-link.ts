@@ -273,12 +273,18 @@ export class CoreLink extends EventEmitter {
       lease.release();
     }
     const id = this.nextId++;
+    // A timed wait on the core like a command's (timing.ts coreWait): a replay whose core is held elsewhere
+    // waits as long as it may, and a receipt that then never comes is a lost hold (ERROR), not a refusal the
+    // test is judged on (suites/trajectory/handles.test.ts "unknown_handle ...": held at a status read the
+    // replayed test never made, the prepare ran out after 5 s and was answered 409).
+    const wait = this.timing.coreWait('cmd:prepare', timeoutMs);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
+        wait.done('timeout');
         reject(new CoreUnavailable(`no native receipt for prepare within ${timeoutMs} ms`));
-      }, timeoutMs);
-      this.pending.set(id, { resolve, reject, timer });
+      }, wait.ms);
+      this.pending.set(id, { resolve: (r) => (wait.done('ok'), resolve(r)), reject, timer });
       const buffers = [m.timeNs.buffer, m.position.buffer, m.velocity.buffer, m.hasVelocity.buffer, m.ioMask.buffer, m.ioValues.buffer];
       if (workspace) buffers.push(workspace.t.buffer, workspace.q.buffer, workspace.qd.buffer);
       // Views of the arena are shared, not transferred (a SharedArrayBuffer cannot be): only plain buffers move.
