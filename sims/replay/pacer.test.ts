@@ -227,7 +227,7 @@ function publications(pacer: () => ReplayPacer | undefined, o: { observe?: boole
       if (o.observe) p?.observe(m);
       out(p ? p.publication(m) : m);
     },
-    flush: () => out(pacer()!.takePublication()),
+    flush: () => pacer()!.takePublications().forEach(out),
   };
 }
 
@@ -628,6 +628,54 @@ test('format 2 status reads: the core publishes at each recorded read\'s publica
     expect(p.finish().holds_lost).toEqual([{ kind: 'status_read', cycle: 33, detail: 'publication of cycle 30' }]);
   } finally {
     await host.close();
+  }
+});
+
+test('outputs the recorded service had not taken in when it served a status read (its `seen`) reach the live service only once that read is served or given up; a recording without `seen` keeps none back', async () => {
+  const script = (seen?: number): Array<[number, ToCore & PostStamp]> => [
+    [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
+    [5, { t: 'cmd', id: 1, op: 'enable', generation: 7n, axisMask: ALL, sentNs: 2_000n }],
+    // Served having taken in only the enable's receipt: the enable_changed event came after the read.
+    [20, { t: 'service_note', data: { t: 'status_read', cycle: '15', ...(seen !== undefined ? { seen } : {}) } }],
+  ];
+  for (const seen of [undefined, 'receipt'] as const) {
+    const file = tmp(`seen-${seen ?? 'none'}.hilrec`);
+    await recordStamped(file, script(), 40); // only to count the recorded outputs up to the receipt
+    const first = scanForPacing(file);
+    const receipt = first.outputs.findIndex((o) => o.kind === 'reply') + 1;
+    const event = first.outputs.findIndex((o) => o.kind === 'event' && (o.data as { type?: string }).type === 'enable_changed');
+    expect(event).toBeGreaterThanOrEqual(receipt); // the event is an output after the receipt
+    await recordStamped(file, script(seen === 'receipt' ? receipt : undefined), 40);
+    const scan = scanForPacing(file);
+    let pacer: ReplayPacer | undefined;
+    const delivered: FromCore[] = [];
+    const send = (m: FromCore) => {
+      pacer?.observe(m);
+      const out = pacer ? pacer.publication(pacer.outward(m)) : m;
+      if (out) delivered.push(out);
+    };
+    const host = await pacedHost(file, scan, send);
+    try {
+      const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined }));
+      const flush = () => delivered.push(...(p.takePublications() as FromCore[]));
+      const gotEvent = () => delivered.some((m) => m.t === 'event' && m.type === 'enable_changed');
+      expect(p.advance(1000)).toBe('wait');
+      p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
+      p.offer({ t: 'cmd', id: 9, op: 'enable', generation: 42n, axisMask: ALL, sentNs: 78n });
+      expect(p.advance(1000)).toBe('wait'); // held at the read (cycle 20)
+      flush();
+      expect(host.core.cycleCount).toBe(20);
+      expect(delivered.some((m) => m.t === 'reply' && m.id === 9)).toBe(true);
+      // With `seen`: the event waits for the read; without, it went at once.
+      expect(gotEvent()).toBe(seen === undefined);
+      p.offer({ t: 'service_note', data: { t: 'status_read', cycle: '15' } });
+      flush();
+      expect(gotEvent()).toBe(true);
+      expect(p.advance(1000)).toBe('end');
+      expect(p.finish()).toMatchObject({ divergence: null });
+    } finally {
+      await host.close();
+    }
   }
 });
 

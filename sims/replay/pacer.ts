@@ -708,17 +708,54 @@ export class ReplayPacer {
    * after the condition cleared: enabled in the first read instead of the second).
    */
   publication<M extends { t?: string }>(m: M): M | null {
+    if (isOutput(m)) {
+      if (this.keptOutputs.length || this.outputsHeld()) {
+        this.keptOutputs.push(m);
+        return null;
+      }
+      this.outputsOut++;
+      return m;
+    }
     if (m.t !== 'status' || !this.olderReadPending((m as unknown as { status: { cycle: bigint } }).status.cycle)) return m;
     this.deferred = m as unknown as { t: 'status'; status: { cycle: bigint } };
     return null;
   }
 
-  /** The kept publication, once no pending read needs an older one (then it is the worker's to send). */
-  takePublication(): unknown {
+  /**
+   * What was kept back and may go now, in order (then it is the worker's to send): the outputs a served (or
+   * given up) read no longer holds, then the kept publication once no pending read needs an older one.
+   */
+  takePublications(): unknown[] {
+    const out: unknown[] = [];
+    while (this.keptOutputs.length && !this.outputsHeld()) {
+      out.push(this.keptOutputs.shift());
+      this.outputsOut++;
+    }
     const d = this.deferred;
-    if (!d || this.olderReadPending(d.status.cycle)) return null;
-    this.deferred = null;
-    return d;
+    if (d && !this.olderReadPending(d.status.cycle)) {
+      this.deferred = null;
+      out.push(d);
+    }
+    return out;
+  }
+
+  /** The core's outputs let through to the live service, and those kept back behind a pending read (outputsHeld). */
+  private outputsOut = 0;
+  private readonly keptOutputs: unknown[] = [];
+
+  /**
+   * Whether the next output must wait: the recorded service served the pending status read having taken in
+   * `seen` of the core's outputs (replies, events, Home and stop outcomes), and as many have gone to the live
+   * one. What the service shows besides the publication (a trajectory's execution state, a handle's) is built
+   * from them: let one more through and the live read shows what the recorded one did not, and a test that
+   * waits on status stops a read earlier than when recorded, a read the replay then holds for in vain
+   * (suites/trajectory/handles.test.ts "discard_trajectory of a program handle": the completion taken in
+   * before the read instead of after). A read never made is given up at its bound, and the outputs go on.
+   */
+  private outputsHeld(): boolean {
+    if (this.first) return false;
+    const r = this.points.statusReads[this.reads.next];
+    return r?.seen !== undefined && this.outputsOut >= r.seen;
   }
 
   private olderReadPending(cycle: bigint): boolean {
@@ -912,3 +949,7 @@ export class ReplayPacer {
   }
 }
 
+/** A message of the core's that a recording numbers among its outputs (and the service builds state from). */
+function isOutput(m: { t?: string }): boolean {
+  return m.t === 'reply' || m.t === 'event' || m.t === 'home_done' || m.t === 'stop_drained';
+}

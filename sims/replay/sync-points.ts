@@ -51,7 +51,7 @@ export type SyncPoint =
   | { kind: 'request'; cycle: number; index: number; note: RecordingNote; renewal: boolean }
   /** `lateNs`: how long after the grant's last recorded deadline the recorded service ended its lease. */
   | { kind: 'lease_expiry'; cycle: number; index: number; note: RecordingNote; renewal: boolean; lateNs?: bigint }
-  | { kind: 'status_read'; cycle: number; published: number }
+  | { kind: 'status_read'; cycle: number; published: number; seen?: number }
   | { kind: 'telemetry_poll'; cycle: number }
   /** `polled`: a repeat of a refused request the test polled on the wall clock (fenceDecisions): not held to. */
   | { kind: 'fence'; op: string; outcome: string; polled?: true }
@@ -124,9 +124,11 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
   // replaying service runs on the live host clock (docs/recording.md "Two clocks").
   // A read served before the core had published anything is noted with cycle 'none' (published -1): held
   // for at its arrival like any other, with no publication to force.
+  // `seen`: how many of the core's outputs the recorded service had taken in when it served the read
+  // (recordings made since 2026-11-28): the replay lets no later one through before the read is served.
   const statusReads = reads.map((n) => {
-    const c = (n.data as { cycle?: unknown }).cycle;
-    return { kind: 'status_read' as const, cycle: n.cycle, published: c === 'none' ? -1 : Number(c) };
+    const { cycle: c, seen } = n.data as { cycle?: unknown; seen?: unknown };
+    return { kind: 'status_read' as const, cycle: n.cycle, published: c === 'none' ? -1 : Number(c), ...(Number.isInteger(seen) ? { seen: seen as number } : {}) };
   });
   const telemetryPolls = service.filter((n) => tOf(n) === 'telemetry_read').map((n) => ({ kind: 'telemetry_poll' as const, cycle: n.cycle }));
   const { opens: watchOpens, windows } = watchWindows(service);

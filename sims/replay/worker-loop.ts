@@ -44,13 +44,14 @@ export async function runPaced(port: MessagePort, options: CoreStartOptions): Pr
   // outputs only ...": 0 of 4 answers matched, a status with no core publication; HIL_ERR_REPLAY_DIVERGED).
   for (const m of beforePacer.splice(0)) {
     p.observe(m);
-    port.postMessage(m);
+    // Counted among the outputs the service has taken in (the pacer's publication keeps back none at the start).
+    const out = p.publication(m);
+    if (out) port.postMessage(out);
   }
   beforePacer = undefined;
-  /** A publication the pacer kept back for a pending status read, sent once that read is served or given up. */
+  /** What the pacer kept back for a pending status read (outputs, a publication), sent once that read is served or given up. */
   const flushPublication = () => {
-    const kept = p.takePublication();
-    if (kept) port.postMessage(kept);
+    for (const kept of p.takePublications()) port.postMessage(kept);
   };
   const answerPollTurns = () => {
     for (const id of p.takePollTurns()) port.postMessage({ t: 'poll_turn', id } satisfies FromCore);

@@ -125,7 +125,7 @@ test('status reads on a paced replay: each read takes the next recorded publicat
     await waiting;
     expect(link.status!.cycle).toBe(5n);
     t.statusRead(5n);
-    expect(posted).toEqual([{ t: 'service_note', data: { t: 'status_read', cycle: '5' } }]);
+    expect(posted).toEqual([{ t: 'service_note', data: { t: 'status_read', cycle: '5', seen: link.outputsSeen } }]);
     expect(t.nextStatusReadCycle()).toBe(7n);
     expect(t.nextStatusReadCycle()).toBeUndefined();
     // Bounded: a publication that never comes ends the wait after the given time.
@@ -206,7 +206,7 @@ test('a recording that notes every status read (header status_reads "all"): a li
     link.status = undefined;
     expect(t.statusTurn()).toBeUndefined(); // read 1: served now, as recorded
     t.statusRead(undefined);
-    expect(posted).toEqual([{ t: 'service_note', data: { t: 'status_read', cycle: 'none' } }]); // the pacer's hold is served
+    expect(posted).toEqual([{ t: 'service_note', data: { t: 'status_read', cycle: 'none', seen: link.outputsSeen } }]); // the pacer's hold is served
     // Read 2 comes while the link still has no publication: under the old guess it was no sync point and was
     // served with no core status (Status core null); here it waits for publication 5.
     const turn = t.statusTurn();

@@ -71,6 +71,7 @@ export class CoreLink extends EventEmitter {
     const options: CoreStartOptions = { ...this.options, machine: this.machine, ...(driverState !== undefined ? { driverState } : {}), ...incarnationFiles(this.options, ++this.starts) };
     this.fatal = '';
     this.status = undefined;
+    this.outputsSeen = 0;
     this.captureBuffer = undefined;
     this.planArena = undefined;
     const worker = runIncarnation(port2, options);
@@ -118,7 +119,11 @@ export class CoreLink extends EventEmitter {
     p.resolve(r);
   }
 
+  /** The core's outputs this incarnation delivered (TimingLink.outputsSeen): what a recording numbers as outputs. */
+  outputsSeen = 0;
+
   private onMessage(m: FromCore): void {
+    if (m.t === 'reply' || m.t === 'event' || m.t === 'home_done' || m.t === 'stop_drained') this.outputsSeen++;
     switch (m.t) {
       case 'status':
         this.seen(m.status.now_ns);

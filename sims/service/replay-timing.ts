@@ -194,7 +194,7 @@ export class ReplayedTiming implements ServiceTiming {
     // A read before any publication is noted when this replay is recorded, or told to the pacer when the
     // recording noted such reads (it holds for them); otherwise it is no sync point (nextStatusReadCycle).
     if (cycle === undefined && !(this.record || this.allReads)) return;
-    this.link?.note(statusReadNote(cycle, nowNs));
+    this.link?.note(statusReadNote(cycle, nowNs, this.link.outputsSeen));
   }
   /** Told to the pacer, which compares it with the recorded answer (docs/recording.md "The service's replies"). */
   replied(reply: { status: number; body: Record<string, unknown> }): void {

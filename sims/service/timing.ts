@@ -24,6 +24,11 @@ export type ServiceNote = Record<string, unknown>;
 /** What a timing needs of the core link: its latest publication, a bounded wait for one, and the note channel. */
 export interface TimingLink {
   readonly status?: CoreStatus;
+  /**
+   * The core's outputs (replies, events, Home and stop outcomes) this incarnation has delivered so far: what
+   * the service's state is built from besides the publication (a status read notes it, `seen`).
+   */
+  readonly outputsSeen?: number;
   statusFrom(cycle: bigint, ms: number): Promise<boolean>;
   /** Paced replay: resolves true once the core answers a poll turn (protocol.ts 'poll_turn'), false after `ms`. */
   pollTurn(ms: number): Promise<boolean>;
@@ -152,8 +157,8 @@ export function replyNote(reply: { status: number; body: Record<string, unknown>
  * published nothing yet (a stepped core before its first step, a restarted core before its first cycles), so
  * that a replay knows which of its live reads that was (recording header `status_reads: 'all'`).
  */
-export function statusReadNote(cycle: bigint | undefined, nowNs?: bigint): ServiceNote {
-  return { t: 'status_read', cycle: cycle === undefined ? 'none' : cycle.toString(), ...(nowNs !== undefined ? { now_ns: nowNs.toString() } : {}) };
+export function statusReadNote(cycle: bigint | undefined, nowNs?: bigint, seen?: number): ServiceNote {
+  return { t: 'status_read', cycle: cycle === undefined ? 'none' : cycle.toString(), ...(nowNs !== undefined ? { now_ns: nowNs.toString() } : {}), ...(seen !== undefined ? { seen } : {}) };
 }
 
 const NOOP = (): void => undefined;
@@ -202,7 +207,7 @@ export class LiveTiming implements ServiceTiming {
   }
   statusRead(cycle: bigint | undefined, nowNs?: bigint): void {
     if (!this.record) return;
-    this.link?.note(statusReadNote(cycle, nowNs));
+    this.link?.note(statusReadNote(cycle, nowNs, this.link.outputsSeen));
   }
   replied(reply: { status: number; body: Record<string, unknown> }): void {
     if (!this.record) return;
