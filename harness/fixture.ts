@@ -1,7 +1,9 @@
 // The vitest fixtures every conformance suite uses. Suites get the target from here and never assume
 // which one it is; they ask `target.abilities` and Describe, and skip with a stated reason.
 
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { appendFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as allure from 'allure-js-commons';
 import { afterAll, afterEach, beforeAll, beforeEach, test as base } from 'vitest';
@@ -319,6 +321,19 @@ export function sharedVariant<D extends { binding: Description['binding'] } = De
       return need().description;
     },
   };
+}
+
+/**
+ * A temporary directory for a file or a describe block: its path now (to name in options at collection),
+ * the directory itself made before the block's first hook and removed after its last. Made at collection,
+ * it was left behind by every collection that runs no hooks (`hil coverage`, a run's traceability count).
+ * Call it before the hooks that use it are registered (a sharedVariant's).
+ */
+export function scratchDir(prefix: string): string {
+  const dir = join(tmpdir(), `${prefix}-${randomUUID().slice(0, 8)}`);
+  beforeAll(() => void mkdirSync(dir, { recursive: true }));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
 }
 
 /** A recorded run (`hil run --record`) or the replay target: every test gets stacks of its own (harness/targets/recorder.ts). */

@@ -11,7 +11,8 @@ import { allureStatusOf, UnsyncedWriter } from './allure-reporter.ts';
 test('writes the same files with the same bytes as allure-js-commons FileSystemWriter, and no temporary file stays', () => {
   const a = mkdtempSync(join(tmpdir(), 'hil-allure-a-'));
   const b = mkdtempSync(join(tmpdir(), 'hil-allure-b-'));
-  const src = join(mkdtempSync(join(tmpdir(), 'hil-allure-src-')), 'evidence.txt');
+  const srcDir = mkdtempSync(join(tmpdir(), 'hil-allure-src-'));
+  const src = join(srcDir, 'evidence.txt');
   writeFileSync(src, 'transcript bytes\n');
   try {
     for (const w of [new FileSystemWriter({ resultsDir: join(a, 'r') }), new UnsyncedWriter({ resultsDir: join(b, 'r') })]) {
@@ -29,6 +30,7 @@ test('writes the same files with the same bytes as allure-js-commons FileSystemW
   } finally {
     rmSync(a, { recursive: true, force: true });
     rmSync(b, { recursive: true, force: true });
+    rmSync(srcDir, { recursive: true, force: true });
   }
 });
 

@@ -9,11 +9,11 @@
 // and its measurement drift (issue 22 item 4, "Done when").
 
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL, fileURLToPath } from 'node:url';
-import { beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, onTestFinished, test } from 'vitest';
 import { limitText } from '../measure.ts';
 import { chromiumPath, visit } from './browser.ts';
 import { runSchemaProblems } from './run-schema.ts';
@@ -39,6 +39,11 @@ async function hil(args: string[], env: Record<string, string> = {}): Promise<{ 
 
 const SELECTION = ['--grep', 'prepare, start, complete', 'suites/trajectory/trajectory.test.ts'];
 let baselineDir: string;
+// The run's own directory (`dir`) stays: the test prints the path of the report's screenshot in it, for a
+// person to look at. The others go.
+afterAll(() => {
+  for (const d of [tokensFile && join(tokensFile, '..'), baselineDir]) if (d) rmSync(d, { recursive: true, force: true });
+});
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'hil-e2e-'));
@@ -143,6 +148,7 @@ const ALLURE_CLI = join(ROOT, 'node_modules', 'allure', (JSON.parse(readFileSync
 describe('the Allure results in allure 3', () => {
   test('allure generate renders them with no error output; its data has every test of run.json with its status, the measurement outside its limit and the transcript', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'hil-allure-cli-'));
+    onTestFinished(() => rmSync(cwd, { recursive: true, force: true }));
     const out = join(cwd, 'report');
     const child = spawn(process.execPath, [ALLURE_CLI, 'generate', join(dir, 'allure-results'), '--output', out], { cwd, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';

@@ -1,5 +1,5 @@
-import { test, expect } from 'vitest';
-import { mkdtemp, mkdir, readFile, writeFile, stat } from 'node:fs/promises';
+import { afterAll, test, expect } from 'vitest';
+import { mkdtemp, mkdir, readFile, rm, writeFile, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { ReportError, writeHtmlReport } from './html.ts';
@@ -63,8 +63,13 @@ function fixture(): RunRecord {
   };
 }
 
+/** The directories setup made, removed after the file's tests. */
+const made: string[] = [];
+afterAll(() => Promise.all(made.map((d) => rm(d, { recursive: true, force: true }))));
+
 async function setup(opts: { allure?: boolean } = {}): Promise<{ dir: string; runJson: string; allureDir: string; outFile: string }> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'hil-report-'));
+  made.push(dir);
   const runJson = path.join(dir, 'run.json');
   const allureDir = path.join(dir, 'allure-results');
   await writeFile(runJson, JSON.stringify(fixture(), null, 2));

@@ -3,11 +3,11 @@
 // same run in one piece. The runs here are vitest runs of a few small test files written for the test
 // (no stack: what is tested is the merge, through vitest's own --merge-reports and the harness reporter).
 
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { beforeAll, expect, test } from 'vitest';
+import { afterAll, beforeAll, expect, test } from 'vitest';
 import { HilReporter } from './reporter.ts';
 import { mergeRuns, wholeMerge } from './merge.ts';
 import { runSchemaProblems } from './run-schema.ts';
@@ -42,6 +42,10 @@ async function runInto(dir: string, shard?: string): Promise<RunRecord> {
   await v.close();
   return reporter.record!;
 }
+
+afterAll(() => {
+  if (root) rmSync(root, { recursive: true, force: true });
+});
 
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'hil-shards-'));

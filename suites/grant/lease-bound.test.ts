@@ -5,14 +5,13 @@
 // 10000000000, part 3 machine configuration), so the only thing between a request and its lease is the
 // absolute bound itself: 10000 ms is granted as 10000 ms, one more is refused.
 
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll } from 'vitest';
+import { beforeAll } from 'vitest';
 import { limit, reason } from '../../harness/catalogue/index.ts';
 import type { BindingInput } from '../../harness/clients/control.ts';
 import { checkGrant } from '../../harness/oracle/reply.ts';
-import { covers, describe, expect, sharedVariant, test } from '../../harness/fixture.ts';
+import { covers, describe, expect, scratchDir, sharedVariant, test } from '../../harness/fixture.ts';
 import { edited, readMachine, writeJson } from '../config/toolkit.ts';
 
 const BOUND_MS = limit('absolute_lease_bound_ms').max as bigint;
@@ -20,10 +19,9 @@ const CEILING_NS = limit('machine_max_grant_lease_ns').max as bigint;
 const REFUSAL = reason('invalid_requested_lease').label;
 const MS = 1_000_000n;
 
-const dir = await mkdtemp(join(tmpdir(), 'hil-lease-bound-'));
-afterAll(() => rm(dir, { recursive: true, force: true }));
+const dir = scratchDir('hil-lease-bound');
 const machine = join(dir, 'nine-axis-10s-lease.json');
-await writeFile(machine, writeJson(edited(readMachine('nine-axis'), { 'control.max_grant_lease_ns': CEILING_NS }), 2));
+beforeAll(() => writeFile(machine, writeJson(edited(readMachine('nine-axis'), { 'control.max_grant_lease_ns': CEILING_NS }), 2)));
 
 describe('absolute lease bound on a cell whose ceiling is the largest configurable', () => {
   const v = sharedVariant<{ binding: BindingInput; max_grant_lease_ms: bigint }>({ machine });

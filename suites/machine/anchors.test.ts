@@ -6,14 +6,13 @@
 // with an anchor directory it owns, homes one axis, restarts the core to drop the evidence, then edits
 // the saved file before each restore.
 
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdirSync, rmSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach } from 'vitest';
+import { beforeAll, beforeEach } from 'vitest';
 import type { BindingInput } from '../../harness/clients/control.ts';
 import { readStatus, waitStatus } from '../../harness/clients/status.ts';
-import { covers, describe, expect, perTestStacks, sharedVariant, test } from '../../harness/fixture.ts';
+import { covers, describe, expect, perTestStacks, scratchDir, sharedVariant, test } from '../../harness/fixture.ts';
 import { machineOf } from '../../harness/machine.ts';
 
 /** The axis homed here: the fourth natively homeable axis of the cell (J4 of the default), or its last. */
@@ -31,8 +30,7 @@ describe('restore_anchor refuses corrupt and foreign anchors', () => {
   // The file's stack owns this anchor store. On recorded and replayed runs every test has a stack of its own
   // (harness/targets/pertest.ts), and each starts from an empty store: this hook is registered before the
   // shared variant's, so it runs first.
-  const dir = mkdtempSync(join(tmpdir(), 'hil-anchors-'));
-  afterAll(() => rm(dir, { recursive: true, force: true }));
+  const dir = scratchDir('hil-anchors');
   const perTest = perTestStacks();
   if (perTest) beforeEach(() => emptyDir(dir));
   const v = sharedVariant<{ binding: BindingInput; axes: Array<{ id: string }> }>({ anchorStore: { kind: 'directory', dir } });

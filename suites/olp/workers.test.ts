@@ -8,20 +8,17 @@
 // are configured by the harness (a worker command of the suite's own): against an external OLP server
 // these tests skip with that reason.
 
-import { mkdtempSync, readFileSync, existsSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, existsSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll } from 'vitest';
-import { covers, describe, expect, profile } from '../../harness/fixture.ts';
+import { covers, describe, expect, profile, scratchDir } from '../../harness/fixture.ts';
 import { stringifyExact } from '../../harness/oracle/json.ts';
 import type { OlpSpec } from '../../harness/targets/index.ts';
 import { BASE, expectAuthoringError, needsConfigured, olpTest as test, useOlp, type Olp } from './toolkit.ts';
 
 const FAULT_WORKER = fileURLToPath(new URL('./fault-worker.mjs', import.meta.url));
-const ledger = mkdtempSync(join(tmpdir(), 'hil-olp-ledger-'));
-afterAll(() => rmSync(ledger, { recursive: true, force: true }));
+const ledger = scratchDir('hil-olp-ledger');
 /** The fault server's limit: far above any held request of the busy test. */
 const TIMEOUT_MS = 20_000;
 /** The short server's limit, for the timeout test. */

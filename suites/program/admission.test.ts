@@ -6,7 +6,8 @@
 // the marker header form, acceleration evidence) are docs/profile.md "Program admission".
 
 import { createConnection } from 'node:net';
-import { writeFileSync, mkdtempSync, readFileSync } from 'node:fs';
+import { writeFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { onTestFinished } from 'vitest';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -455,6 +456,7 @@ describe('axis maps on other machines', () => {
       const nine = JSON.parse(readFileSync(fileURLToPath(new URL('../../fixtures/machines/nine-axis.json', import.meta.url)), 'utf8'));
       nine.axes.push({ ...nine.axes[8], name: 'J10', slave_position: 10 });
       const dir = mkdtempSync(join(tmpdir(), 'hil-ten-axis-'));
+      onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
       const file = join(dir, 'ten-axis.json');
       writeFileSync(file, JSON.stringify(nine));
       const t = await variant({ machine: file });
@@ -481,6 +483,7 @@ describe('axis maps on other machines', () => {
       const r1 = bench.axes[0];
       bench.axes[0] = { ...r1, type: 'linear', lead_m_per_rev: 0.01, gear_ratio: undefined, wire_revs_per_axis_rev: 1, limits: { ...bench.axes[1].limits } };
       const dir = mkdtempSync(join(tmpdir(), 'hil-linear-'));
+      onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
       const file = join(dir, 'all-linear.json');
       writeFileSync(file, JSON.stringify(bench));
       const t = await variant({ machine: file });
