@@ -16,7 +16,7 @@ import { encodeJson } from './json.ts';
 import { programArgs, ROOT } from './paths.ts';
 import type { ClockSpec, PriorityRequest } from './core/protocol.ts';
 import { DRIVERS, driverNames } from '../drivers/index.ts';
-import { runReplay, scanRecording } from '../drivers/replay/session.ts';
+import { replayRecording } from './replay/standalone.ts';
 import { RecordingReader } from '../drivers/replay/format.ts';
 import { CoreHost } from './core/host.ts';
 import { loadCredentials, parseListen, RemoteStartupError, type RemoteFiles } from './service/remote.ts';
@@ -115,7 +115,7 @@ line, {"t":"stop"} answers "stopped"; sims/sessions.ts). A replayed run starts i
 
 const REPLAY_USAGE = `usage: hil replay FILE [--mode strict|closed-loop|open-loop|verify] [--machine FILE] [--config-cache DIR]
 
-Replays one recording (docs/recording.md) on a fresh core on the stepped clock: the recorded requests at
+Replays one recording (docs/recording.md) on a fresh core on the recording's own clock: the recorded requests at
 their recorded cycles, the bus from the recording. Prints the divergence report as JSON; exit status 0 when
 the whole recording replayed without divergence, 1 on a divergence, 2 on a usage or recording error.
 closed-loop adds "closed_loop": the plants identified from the recording (delay, gain, wn, zeta, fit) and
@@ -132,11 +132,7 @@ async function replayMain(argv: string[]): Promise<number> {
   const file = resolve(a.positionals[0]!);
   try {
     const machine = await loadMachine(resolve(a.values.machine ?? DEFAULT_MACHINE), resolve(a.values['config-cache'] ?? join(tmpdir(), 'cell-hil-config')));
-    const scan = scanRecording(file);
-    const host = await CoreHost.create({ machine, driver: 'replay', driverParams: { file, mode: a.values.mode ?? 'strict', machine_sha256: machine.machine_sha256, configuration_sha256: machine.configuration_sha256 }, clock: { mode: 'stepped' }, captureRetentionMs: 0 }, () => undefined);
-    const out = runReplay(host, scan);
-    const closedLoop = (host.driverHost.driver as { closedLoop?: () => unknown }).closedLoop?.() ?? undefined;
-    await host.close();
+    const { scan, out, closedLoop } = await replayRecording(file, machine, a.values.mode ?? 'strict');
     process.stdout.write(
       JSON.stringify(
         { file, mode: a.values.mode ?? 'strict', recorded: { driver: scan.header.driver, run: scan.header.run ?? null, frames: scan.frames, complete: scan.complete }, cycles: out.cycles, wall_ms: Math.round(out.wallMs), speedup: Number(out.speedup.toFixed(1)), divergence: out.divergence, ...(closedLoop ? { closed_loop: closedLoop } : {}) },

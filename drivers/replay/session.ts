@@ -9,6 +9,8 @@ import { RecordingReader, typedFromNote, type RecordingHeader, type RecordingNot
 
 /** The parts of CoreHost (sims/core/host.ts) a replay session drives. */
 export interface SteppedCore {
+  /** A clock that takes the host time of the request being handed over (sims/core/clock.ts RecordedClock.at). */
+  readonly clock?: object;
   handle(msg: never): boolean;
   cycle(): void;
   readonly core: { readonly cycleCount: number };
@@ -18,6 +20,8 @@ export interface SteppedCore {
 export interface RecordedRequest {
   cycle: number;
   msg: Record<string, unknown>;
+  /** The host time the recorded core read while handling it (format 2 and later). */
+  hostNs?: bigint;
 }
 
 /** Fields of the core's messages that travel as bigints (JSON turned them into decimal strings). */
@@ -44,7 +48,7 @@ export function scanRecording(file: string): { header: RecordingHeader; frames: 
   const replies: RecordingNote[] = [];
   const take = () => {
     for (const n of r.takeNotes()) {
-      if (n.kind === 'request') requests.push({ cycle: n.cycle, msg: revive(n.data) });
+      if (n.kind === 'request') requests.push({ cycle: n.cycle, msg: revive(n.data), ...(n.host_ns !== undefined ? { hostNs: BigInt(n.host_ns) } : {}) });
       else if (n.kind === 'reply') replies.push(n);
     }
   };
@@ -84,8 +88,18 @@ export function runReplay(host: SteppedCore, scan: ReturnType<typeof scanRecordi
   const t0 = performance.now();
   let next = 0;
   const reqs = scan.requests;
+  const at = host.clock && 'at' in host.clock ? (host.clock as { at: bigint | null }) : null;
   while (host.core.cycleCount < scan.frames) {
-    while (next < reqs.length && reqs[next]!.cycle <= host.core.cycleCount) host.handle(reqs[next++]!.msg as never);
+    while (next < reqs.length && reqs[next]!.cycle <= host.core.cycleCount) {
+      const q = reqs[next++]!;
+      // On the recorded clock the request is judged at the host time the recorded core read for it.
+      if (at && q.hostNs !== undefined) at.at = q.hostNs;
+      try {
+        host.handle(q.msg as never);
+      } finally {
+        if (at) at.at = null;
+      }
+    }
     host.cycle();
     if (driver.divergence()) break;
   }
