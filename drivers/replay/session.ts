@@ -24,14 +24,21 @@ export interface RecordedRequest {
   hostNs?: bigint;
 }
 
-/** Fields of the core's messages that travel as bigints (JSON turned them into decimal strings). */
-const BIGINT_FIELDS = new Set(['generation', 'deadlineNs', 'homingNs']);
+/**
+ * Fields of the requests to the core that travel as bigints (JSON turned them into decimal strings):
+ * sims/core/protocol.ts ToCore, a command's jog fields (JogCmd) and a jog.sock frame (jog_update) included.
+ * Left a string, a jog frame's generation never equals the open one's, and the replayed core refused every
+ * frame it had taken when recorded (`hil replay` of suites/jog/jog.test.ts "jog.sock frames ...").
+ */
+const BIGINT_FIELDS = new Set(['generation', 'deadlineNs', 'homingNs', 'handle', 'jogGeneration', 'sequence', 'captureNs', 'inputDeadlineNs', 'originNs', 'timeoutNs']);
 
 function revive(data: unknown): Record<string, unknown> {
   const o = { ...(data as Record<string, unknown>) };
   for (const k of Object.keys(o)) {
-    if (BIGINT_FIELDS.has(k) && typeof o[k] === 'string') o[k] = BigInt(o[k] as string);
-    else o[k] = typedFromNote(o[k]) ?? o[k]; // a trajectory's arrays, written as their bytes
+    const v = o[k];
+    if (BIGINT_FIELDS.has(k) && typeof v === 'string' && /^-?\d+$/.test(v)) o[k] = BigInt(v);
+    else if (k === 'jog' && v !== null && typeof v === 'object' && !Array.isArray(v)) o[k] = revive(v);
+    else o[k] = typedFromNote(v) ?? v; // a trajectory's arrays, written as their bytes
   }
   return o;
 }

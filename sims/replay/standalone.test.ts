@@ -32,3 +32,31 @@ test('a session recorded on the host clock under a lease replays without diverge
   const { out } = await replayRecording(file, MACHINE, 'strict');
   expect(out).toMatchObject({ cycles: 33, divergence: null });
 });
+
+test('a jog session recorded on the stepped clock (begin_jog, jog.sock frames) replays without divergence: the frames\' bigint fields are read back as bigints', async () => {
+  const file = join(DIR, 'jog.hilrec');
+  const rec = await CoreHost.create({ machine: MACHINE, driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0, record: { path: file, run: 'jog' } }, () => undefined);
+  const host = () => rec.core.hostNow();
+  rec.handle({ t: 'grant', generation: 7n, deadlineNs: host() + 60_000_000_000n, active: true, axisMask: ALL });
+  rec.handle({ t: 'cmd', id: 1, op: 'enable', generation: 7n, axisMask: ALL });
+  rec.step(20);
+  rec.handle({ t: 'cmd', id: 2, op: 'arm', generation: 7n, axisMask: 0 });
+  rec.step(5);
+  rec.handle({ t: 'cmd', id: 3, op: 'begin_jog', generation: 7n, axisMask: 1, jog: { originNs: host(), deadlineNs: host() + 10_000_000_000n } });
+  const jogGeneration = rec.core.jog.generation;
+  expect(jogGeneration).toBeGreaterThan(0n);
+  for (let k = 1n; k <= 3n; k++) {
+    rec.handle({ t: 'jog_update', generation: 7n, jogGeneration, sequence: k, captureNs: host(), inputDeadlineNs: host() + 10_000_000_000n, velocity: MACHINE.axes.map((_, i) => (i === 0 ? 0.2 : 0)) });
+    rec.step(10);
+  }
+  const moved = rec.core.image.targetPosition[0]!;
+  await rec.close();
+  expect(moved).not.toBe(0); // the frames moved J1 when recorded
+  const { scan, out } = await replayRecording(file, MACHINE, 'strict');
+  const frame = scan.requests.find((q) => q.msg.t === 'jog_update')!.msg;
+  expect([typeof frame.jogGeneration, typeof frame.sequence, typeof frame.captureNs, typeof frame.inputDeadlineNs]).toEqual(['bigint', 'bigint', 'bigint', 'bigint']);
+  expect(typeof (scan.requests.find((q) => q.msg.op === 'begin_jog')!.msg.jog as { originNs: unknown }).originNs).toBe('bigint');
+  expect(out).toMatchObject({ divergence: null });
+  expect(out.cycles).toBe(scan.frames);
+});
+

@@ -23,7 +23,7 @@ export async function replayRecording(file: string, machine: CompiledMachine, mo
   const scan = scanRecording(file);
   const times = scanForPacing(file);
   const host = await CoreHost.create(
-    { machine, driver: 'replay', driverParams: { file, mode, machine_sha256: machine.machine_sha256, configuration_sha256: machine.configuration_sha256 }, clock: { mode: 'recorded' }, captureRetentionMs: 0 },
+    { machine, driver: 'replay', driverParams: { file, mode, machine_sha256: machine.machine_sha256, configuration_sha256: machine.configuration_sha256 }, clock: { mode: 'recorded', ...(times.header.clock === 'stepped' && times.header.format >= 3 ? { steps: true } : {}) }, captureRetentionMs: 0 },
     () => undefined,
     'none (replay)',
     { t0Ns: BigInt(times.header.t0_ns), timesNs: times.times, ...(times.hostTimes ? { hostTimesNs: times.hostTimes } : {}) },
