@@ -17,7 +17,7 @@ import { CaptureRing } from './capture/ring.ts';
 import { PlanArena } from './plan-arena.ts';
 import { makeClock, RecordedClock, type CycleClock, type RecordedTimes } from './clock.ts';
 import { Core } from './core.ts';
-import { reportedClockMode, unstamp, type CommandResult, type CoreStartOptions, type FromCore, type PostStamp, type PriorityRequest, type ToCore } from './protocol.ts';
+import { isOutput, reportedClockMode, unstamp, type CommandResult, type CoreStartOptions, type FromCore, type PostStamp, type PriorityRequest, type ToCore } from './protocol.ts';
 
 const OK: CommandResult = { Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 };
 const REFUSED: CommandResult = { ...OK, Result: 1 };
@@ -156,7 +156,7 @@ export class CoreHost {
       });
       const inner = send;
       send = (msg) => {
-        if (msg.t === 'reply' || msg.t === 'event' || msg.t === 'home_done' || msg.t === 'stop_drained') recorder!.note({ cycle: made?.core.cycleCount ?? 0, kind: msg.t === 'reply' ? 'reply' : 'event', data: msg });
+        if (isOutput(msg)) recorder!.note({ cycle: made?.core.cycleCount ?? 0, kind: msg.t === 'reply' ? 'reply' : 'event', data: msg });
         inner(msg);
       };
     }

@@ -420,3 +420,12 @@ export const INCARNATION_OVER = 'incarnation_over';
  * the notice ('retold'), or neither ('none').
  */
 export type LeaseNotice = 'expired' | 'retold' | 'none';
+
+/**
+ * The core's messages a recording numbers among its outputs, in the order sent (drivers/replay recorder notes
+ * them; a replay compares them one by one), and the ones the service builds its own state from: replies,
+ * events, Home and stop outcomes.
+ */
+export function isOutput(m: { t?: string }): boolean {
+  return m.t === 'reply' || m.t === 'event' || m.t === 'home_done' || m.t === 'stop_drained';
+}

@@ -19,7 +19,7 @@ import type { BusDriver } from '../../drivers/bus.ts';
 import type { DivergenceReport } from '../../drivers/replay/driver.ts';
 import type { RecordingNote } from '../../drivers/replay/format.ts';
 import { compareNote, FenceMap, normalise, unstamped, withRecordedTimes, type HttpReply, type Mismatch } from './match.ts';
-import { HOST_TIME_FIELDS, PAYLOAD_HOST_TIME_FIELDS } from '../core/protocol.ts';
+import { HOST_TIME_FIELDS, isOutput, PAYLOAD_HOST_TIME_FIELDS } from '../core/protocol.ts';
 import { paceMode, RunToCrash, type ModeCore, type PaceMode } from './modes.ts';
 import { withAnswerCycle, type PacingScan } from './scan.ts';
 import { answerCycles } from '../../drivers/replay/session.ts';
@@ -479,7 +479,7 @@ export class ReplayPacer {
   /** A message the core sent (reply, event, home_done, stop_drained), compared with the recorded ones in order. */
   observe(msg: { t: string }): void {
     if (msg.t === 'status') this.lastPublished = this.host.core.cycleCount;
-    if (msg.t !== 'reply' && msg.t !== 'event' && msg.t !== 'home_done' && msg.t !== 'stop_drained') return;
+    if (!isOutput(msg)) return;
     const cycle = this.host.core.cycleCount;
     const kind = msg.t === 'reply' ? 'reply' : 'event';
     const want = this.scan.outputs[this.nextOutput];
@@ -668,9 +668,8 @@ export class ReplayPacer {
     return r !== undefined && r.published <= c && c <= r.cycle;
   }
 
-  /** Live telemetry polls waiting for their turn (pollTurn), and those whose turn has come, to answer. */
+  /** Live telemetry polls waiting for their turn (pollTurn). */
   private readonly pollTurns: number[] = [];
-  private readonly pollTurnsDue: number[] = [];
 
   /**
    * A live telemetry poll asks to be served (protocol.ts 'poll_turn'): its turn comes once the core has
@@ -680,17 +679,13 @@ export class ReplayPacer {
    */
   pollTurn(id: number): void {
     this.pollTurns.push(id);
-    this.pollTurnsCome();
   }
-  /** The polls whose turn has come (and forget them): the worker answers them. */
+  /** The polls whose turn has come (and forget them): the worker answers them after every message and slice. */
   takePollTurns(): number[] {
-    this.pollTurnsCome();
-    return this.pollTurnsDue.splice(0);
-  }
-  private pollTurnsCome(): void {
-    if (!this.pollTurns.length) return;
+    if (!this.pollTurns.length) return [];
     const next = this.points.telemetryPolls[this.polls.next];
-    if (this.finished || this.first || !this.mode.holdsApply || !next || this.host.core.cycleCount >= next.cycle) this.pollTurnsDue.push(...this.pollTurns.splice(0));
+    const come = this.finished || this.first || !this.mode.holdsApply || !next || this.host.core.cycleCount >= next.cycle;
+    return come ? this.pollTurns.splice(0) : [];
   }
 
   /** The cycle of the core's last publication (observe). */
@@ -947,9 +942,4 @@ export class ReplayPacer {
   get done(): boolean {
     return this.finished;
   }
-}
-
-/** A message of the core's that a recording numbers among its outputs (and the service builds state from). */
-function isOutput(m: { t?: string }): boolean {
-  return m.t === 'reply' || m.t === 'event' || m.t === 'home_done' || m.t === 'stop_drained';
 }

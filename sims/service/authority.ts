@@ -49,7 +49,7 @@ export interface Grant {
   /**
    * A paced replay only: the recorded service ended this grant when the core said its lease ran out, and the
    * live one ends it when the replay cues that expiry, not before its deadline (nativeLeaseExpired). Until
-   * then nothing else ends it (a failed Home's stop: machine.ts home).
+   * then nothing else ends it (the service's stop after a failure: service.ts stopAfterFailure).
    */
   expiring?: boolean;
   daemonIncarnation: string;

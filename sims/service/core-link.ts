@@ -7,7 +7,7 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { CompiledMachine } from '../config/types.ts';
 import { LiveTiming, UNORDERED, type ServiceNote, type ServiceTiming } from './timing.ts';
 import { runIncarnation, type CoreThread } from './core-threads.ts';
-import { reportedClockMode, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PlanWorkspace, type PostStamp, type ToCore } from '../core/protocol.ts';
+import { isOutput, reportedClockMode, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PlanWorkspace, type PostStamp, type ToCore } from '../core/protocol.ts';
 import { PlanArena, type PlanLease } from '../core/plan-arena.ts';
 import { incarnationFile } from '../../fixtures/contract/recording-files.ts';
 
@@ -123,7 +123,7 @@ export class CoreLink extends EventEmitter {
   outputsSeen = 0;
 
   private onMessage(m: FromCore): void {
-    if (m.t === 'reply' || m.t === 'event' || m.t === 'home_done' || m.t === 'stop_drained') this.outputsSeen++;
+    if (isOutput(m)) this.outputsSeen++;
     switch (m.t) {
       case 'status':
         this.seen(m.status.now_ns);
@@ -336,29 +336,28 @@ export class CoreLink extends EventEmitter {
    * without a cycle (private test channel /core-waits; harness/clients/stepped.ts settle).
    */
   owed(): Promise<number> {
-    if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
-    const id = this.nextId++;
-    return new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(id);
-        reject(new CoreUnavailable('no answer to a query of what the core owes'));
-      }, 10_000);
-      this.pending.set(id, { resolve: (r) => resolve(Number(r.extra?.owed ?? 0)), reject, timer });
-      this.port!.postMessage({ t: 'owed', id } satisfies ToCore);
-    });
+    return this.query('owed', 10_000, 'no answer to a query of what the core owes').then((r) => Number(r.extra?.owed ?? 0));
   }
 
   /** Paced replay: true once the core says a live telemetry poll may be served (protocol.ts 'poll_turn'), false after `ms` or without a core. */
   pollTurn(ms: number): Promise<boolean> {
-    if (!this.worker || !this.port) return Promise.resolve(false);
+    return this.query('poll_turn', ms, 'no poll turn').then(
+      () => true,
+      () => false,
+    );
+  }
+
+  /** A question to the core that is no request (never recorded, unstamped): its answer, or CoreUnavailable after `ms`. */
+  private query(t: 'owed' | 'poll_turn', ms: number, what: string): Promise<NativeReply> {
+    if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
     const id = this.nextId++;
-    return new Promise<boolean>((resolve) => {
+    return new Promise<NativeReply>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
-        resolve(false);
+        reject(new CoreUnavailable(`${what} within ${ms} ms`));
       }, ms);
-      this.pending.set(id, { resolve: () => resolve(true), reject: () => resolve(false), timer });
-      this.port!.postMessage({ t: 'poll_turn', id } satisfies ToCore);
+      this.pending.set(id, { resolve, reject, timer });
+      this.port!.postMessage({ t, id } satisfies ToCore);
     });
   }
 

@@ -96,7 +96,8 @@ export class MachineOps {
     private readonly machine: CompiledMachine,
     private readonly binding: Required<Binding>,
     private readonly anchorDir: string | undefined,
-    private readonly stopGrant: (g: Grant) => Promise<void>,
+    /** The service's stop after a failure (service.ts stopAfterFailure: the current grant only). */
+    private readonly stopAfterFailure: (g: Grant) => Promise<void>,
   ) {
     core.on('home_done', (d: { sequence: bigint; ok: boolean; detail: string; reason: number }) => {
       this.homeWaiters.get(d.sequence)?.(d);
@@ -180,8 +181,8 @@ export class MachineOps {
       });
     });
     if (!done.ok) {
-      // On failure the service issues a stop (document 1 part 4 home), unless the lease ran out and ends it.
-      if (this.authority.current === g && !g.expiring) await this.stopGrant(g);
+      // On failure the service issues a stop (document 1 part 4 home).
+      await this.stopAfterFailure(g);
       throw new Refusal(409, 'native_rejected', `home failed: ${done.detail}`, undefined, {
         native_result: { ...n.result, Result: 1, Reason: done.reason },
       });

@@ -126,9 +126,7 @@ export class ControlService {
     }, o.initialGeneration ?? 0n);
     this.handles = new HandleTable((type, payload) => this.events.publish(type, payload), timing);
     this.trajectories = new TrajectoryOps(o.core, this.authority, m, this.handles);
-    this.trajectories.onUncertainStart = (g) => {
-      if (this.authority.current === g) void this.stopGrant(g).catch(() => undefined);
-    };
+    this.trajectories.onUncertainStart = (g) => void this.stopAfterFailure(g).catch(() => undefined);
     this.jog = new JogOps(o.core, this.authority, m, join(o.socketDir, 'jog.sock'));
     this.programs = new ProgramUploads({
       fence: (session, generation, owner) => this.authority.fence('prepare_program', session, generation, owner),
@@ -140,7 +138,7 @@ export class ControlService {
       handles: this.handles,
       trajectories: this.trajectories,
     });
-    this.machineOps = new MachineOps(o.core, this.authority, m, this.binding, process.env[ANCHOR_DIR_ENV] || undefined, (g) => this.stopGrant(g));
+    this.machineOps = new MachineOps(o.core, this.authority, m, this.binding, process.env[ANCHOR_DIR_ENV] || undefined, (g) => this.stopAfterFailure(g));
     this.machineOps.programExecuting = () => this.handles.all().some((h) => h.kind === 'program' && h.state === 'started');
     this.telemetry = new TelemetryEndpoints({
       core: o.core,
@@ -550,6 +548,15 @@ export class ControlService {
   }
 
   /** Admit a stop on the grant: stopping now, revoked when the core reports the drain finished. */
+  /**
+   * The service's own stop after a failure (a failed Home, an uncertain Start): of the grant still current
+   * only, and not of one whose lease ran out on a paced replay and ends with the cued expiry (Grant.expiring:
+   * the recorded service had let it expire by then).
+   */
+  private stopAfterFailure(g: Grant): Promise<void> {
+    return this.authority.current === g && !g.expiring ? this.stopGrant(g) : Promise.resolve();
+  }
+
   private async stopGrant(g: Grant): Promise<void> {
     const { first } = this.authority.beginStop(g);
     if (!first) return;
