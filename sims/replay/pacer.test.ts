@@ -773,7 +773,7 @@ test('a live telemetry poll is served once the core has reached the cycle of the
   }
 });
 
-test('the verdict is written again at a wait only when something in it but its wall time changed; a divergence and the end always write it', async () => {
+test('the verdict is written again at a wait only when something in it but its wall time changed; the end always writes it', async () => {
   const file = tmp('written.hilrec');
   await recordStamped(
     file,
