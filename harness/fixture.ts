@@ -330,7 +330,9 @@ export function sharedVariant<D extends { binding: Description['binding'] } = De
  * Call it before the hooks that use it are registered (a sharedVariant's).
  */
 export function scratchDir(prefix: string): string {
-  const dir = join(tmpdir(), `${prefix}-${randomUUID().slice(0, 8)}`);
+  // Six characters after the prefix, as mkdtemp names it: a recording names a variant's directory by its
+  // name without them (harness/targets/recording-store.ts byName), so a replay finds the same options.
+  const dir = join(tmpdir(), `${prefix}-${randomUUID().slice(0, 6)}`);
   beforeAll(() => void mkdirSync(dir, { recursive: true }));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   return dir;

@@ -7,6 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
+import { scratchDir } from '../fixture.ts';
 import { enterTest, leaveTest } from './pertest.ts';
 import { RecordingStore, stackOptionsJson, variantOptionsJson } from './recording-store.ts';
 import { cannotStartRemote, startsStacks } from './remote.ts';
@@ -71,6 +72,8 @@ test('a test recorded without a stack: its sidecar is found (stackless, with its
   expect(store.find(A, id)).toEqual({ kind: 'found', path: rec });
 });
 
+const SCRATCH = scratchDir('hil-anchors');
+
 test('variants and core incarnations: the n-th of a test sits beside its recording; options compare without temporary directories, keys sorted, bigints as digits', () => {
   const base = R.testRecording(A, 'suites/x.test.ts > t');
   expect(R.variantRecording(A, 'suites/x.test.ts > t', 2)).toBe(base.replace(/\.hilrec$/, '.variant-2.hilrec'));
@@ -90,6 +93,9 @@ test('variants and core incarnations: the n-th of a test sits beside its recordi
   const b = variantOptionsJson({ anchorStore: { dir: '/tmp/hil-anchors-Zz9x1Q', kind: 'directory' }, initialGeneration: 18446744073709551614n, machine: '/var/tmp/x/ten-axis.json' });
   expect(a).toBe(b);
   expect(a).toBe('{"anchorStore":{"dir":"hil-anchors","kind":"directory"},"initialGeneration":"18446744073709551614","machine":"ten-axis.json"}');
+  // A suite's scratch directory (fixture.ts scratchDir) is named as mkdtemp names one: the same options on
+  // every run (suites/machine/anchors.test.ts's replays were refused as stale when it was not).
+  expect(variantOptionsJson({ anchorStore: { kind: 'directory', dir: SCRATCH } })).toBe('{"anchorStore":{"dir":"hil-anchors","kind":"directory"}}');
   // what does differ is still seen: another machine file name, another generation, a named machine
   expect(variantOptionsJson({ machine: '/tmp/d/eleven-axis.json' })).not.toBe(variantOptionsJson({ machine: '/tmp/d/ten-axis.json' }));
   expect(variantOptionsJson({ initialGeneration: 1n })).not.toBe(variantOptionsJson({ initialGeneration: 2n }));
