@@ -78,6 +78,7 @@ applies to a full run). Writes reports/run.json, reports/allure-results/, report
   --socket PATH     control socket of an external target
   --planner-url URL external: the weld planner's base URL (planner suites skip without it)
   --olp-url URL     external: the offline programming server's base URL {olp_url} (OLP suites skip without it)
+  --olp-facts FILE  external: what discovery cannot tell of that server's deployment (README "Your own OLP server")
   --machine FILE    sim: machine configuration (default fixtures/machines/nine-axis.json)
   --record DIR      sim: record every test into its own recording under DIR/sim/<machine digest>/
                     (a fresh stack per test; docs/recording.md "Recording a suite run")
@@ -297,6 +298,7 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
       socket: { type: 'string' },
       'planner-url': { type: 'string' },
       'olp-url': { type: 'string' },
+      'olp-facts': { type: 'string' },
       machine: { type: 'string' },
       record: { type: 'string' },
       recordings: { type: 'string' },
@@ -345,6 +347,7 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
   if (values.socket) process.env.HIL_SOCKET = resolve(values.socket);
   if (values['planner-url']) process.env.HIL_PLANNER_URL = values['planner-url'];
   if (values['olp-url']) process.env.HIL_OLP_URL = values['olp-url'];
+  if (values['olp-facts']) process.env.HIL_OLP_FACTS = resolve(values['olp-facts']);
   if (values.machine) process.env.HIL_MACHINE = resolve(values.machine);
   if (values['allow-motion']) process.env.HIL_ALLOW_MOTION = '1';
   if (values.record !== undefined) {
@@ -667,12 +670,78 @@ async function fuzzReplay(values: FuzzValues): Promise<number> {
 }
 
 function serve(args: string[]): Promise<number> {
+  const at = args.indexOf('--olp-port');
+  if (at >= 0) return serveWithOlp([...args.slice(0, at), ...args.slice(at + 2)], args[at + 1]);
   // The stack is a separate process (DESIGN.md rule 1): the harness only starts it.
   const child = spawn(process.execPath, [...STACK_NODE_ARGS, ...TS_NODE_ARGS, STACK_ENTRY, ...args], { stdio: 'inherit' });
   const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
   process.on('SIGINT', forward('SIGINT'));
   process.on('SIGTERM', forward('SIGTERM'));
   return new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+}
+
+/**
+ * `hil serve --olp-port PORT ...`: the stack, and beside it the reference OLP server (document 3) on
+ * 127.0.0.1:PORT with a two-cell catalogue (cell-a and cell-b, both this stack, pinned to its Describe
+ * binding), the planner stub, the reference STEP worker, a program store and the local simulator: a whole
+ * deployment, for running the OLP suites with `hil run --target external --olp-url` as a team would run them
+ * against its own server. After the stack's ready line it prints `olp {"olp": URL, "cells": [...]}`.
+ */
+async function serveWithOlp(args: string[], portText: string | undefined): Promise<number> {
+  const port = Number(portText);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--olp-port takes a port number 0..65535');
+  const child = spawn(process.execPath, [...STACK_NODE_ARGS, ...TS_NODE_ARGS, STACK_ENTRY, ...args], { stdio: ['inherit', 'pipe', 'inherit'] });
+  const exited = new Promise<number>((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+  const ready = await new Promise<Record<string, string> | undefined>((resolve) => {
+    let out = '';
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      process.stdout.write(d);
+      if (out.length < 65536) {
+        out += d;
+        const line = out.split('\n').find((l) => l.startsWith('ready '));
+        if (line) resolve(JSON.parse(line.slice(6)) as Record<string, string>);
+      }
+    });
+    void exited.then(() => resolve(undefined));
+  });
+  if (!ready) return exited;
+  const { ControlClient } = await import('./clients/control.ts');
+  const { startReferenceOlp, ROBOT_FIXTURES } = await import('./targets/olp.ts');
+  const { createHash } = await import('node:crypto');
+  const socket = ready.control!;
+  const c = new ControlClient(socket);
+  let olp: Awaited<ReturnType<typeof startReferenceOlp>> | undefined;
+  try {
+    const d = (await c.describe()).reply.data as Record<string, any>;
+    const urdf = readFileSync(join(ROBOT_FIXTURES, 'sim-nine-axis.urdf'));
+    const pin = {
+      model_id: 'sim-nine-axis',
+      robot_description_sha256: 'sha256:' + createHash('sha256').update(urdf).digest('hex'),
+      mode: String(d.backend),
+      backend: 'core',
+      pair_id: String(d.binding.pair_id),
+      configuration_sha256: String(d.binding.configuration_sha256),
+      control: { socket },
+    };
+    olp = await startReferenceOlp({
+      cells: [{ cell_id: 'cell-a', ...pin }, { cell_id: 'cell-b', ...pin }],
+      listen: `127.0.0.1:${port}`,
+      workers: { cad: 'builtin', seam: 'builtin', pool: 2 },
+      localSimulator: true,
+    });
+    process.stdout.write(`olp ${JSON.stringify({ olp: olp.endpoint.url, cells: ['cell-a', 'cell-b'] })}\n`);
+  } catch (e) {
+    process.stderr.write(`hil serve: the OLP server did not start: ${(e as Error).message}\n`);
+    child.kill('SIGTERM');
+  } finally {
+    await c.close();
+  }
+  const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
+  process.on('SIGINT', forward('SIGINT'));
+  process.on('SIGTERM', forward('SIGTERM'));
+  const code = await exited;
+  await olp?.close();
+  return code;
 }
 
 async function cleanroom(args: string[]): Promise<number> {
