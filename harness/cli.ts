@@ -729,7 +729,11 @@ async function serveWithOlp(args: string[], portText: string | undefined): Promi
       workers: { cad: 'builtin', seam: 'builtin', pool: 2 },
       localSimulator: true,
     });
-    process.stdout.write(`olp ${JSON.stringify({ olp: olp.endpoint.url, cells: ['cell-a', 'cell-b'] })}\n`);
+    // What discovery cannot tell of this deployment, in the facts file a run reads (--olp-facts): the
+    // planner behind the server is the stub, whose hooks the weld-plan tests use.
+    const facts = join(String(ready.control).replace(/\/[^/]*$/, ''), 'olp-facts.json');
+    writeFileSync(facts, JSON.stringify({ planner_url: olp.endpoint.plannerUrl, planner_stub: true }, null, 2) + '\n');
+    process.stdout.write(`olp ${JSON.stringify({ olp: olp.endpoint.url, facts, cells: ['cell-a', 'cell-b'] })}\n`);
   } catch (e) {
     process.stderr.write(`hil serve: the OLP server did not start: ${(e as Error).message}\n`);
     child.kill('SIGTERM');

@@ -10,7 +10,9 @@
 //       "cell-a": { "model_id": "my-robot", "control_socket": "/run/rt-control/control.sock" }
 //     },
 //     "heartbeat_ms": 5000,
-//     "planner_url": "http://127.0.0.1:8795"
+//     "weld_plan_timeout_ms": 3000,
+//     "planner_url": "http://127.0.0.1:8795",
+//     "planner_stub": true
 //   }
 //
 // - cells.<id>.model_id: the robot model a selection of that cell names, when GET /targets does not say.
@@ -20,7 +22,11 @@
 //   look at the cell skip and say so.
 // - heartbeat_ms: the UI heartbeat interval the server was configured with, when it is not the 5 s of
 //   document 3 parts 4 and 8 (the tests of the 5 s default then skip with that reason).
+// - weld_plan_timeout_ms: a plan bound shorter than the 30 minutes of part 8 that the server was configured
+//   with (the bound is judged through it; without it the test of the bound skips and says why).
 // - planner_url: the weld planner behind the server (to compare a plan's result with the planner's own).
+// - planner_stub: true when that planner is this project's stub (`hil planner serve`), whose hooks
+//   (docs/profile.md "Weld planner stub: what it plans", test hooks) let the suites provoke a slow plan or a planner failure.
 
 import { readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
@@ -34,10 +40,12 @@ export interface OlpFactsCell {
 export interface OlpFacts {
   cells: Record<string, OlpFactsCell>;
   heartbeat_ms?: number;
+  weld_plan_timeout_ms?: number;
   planner_url?: string;
+  planner_stub?: boolean;
 }
 
-const TOP = new Set(['cells', 'heartbeat_ms', 'planner_url']);
+const TOP = new Set(['cells', 'heartbeat_ms', 'weld_plan_timeout_ms', 'planner_url', 'planner_stub']);
 const CELL = new Set(['model_id', 'control_socket']);
 
 /** Parse and check a facts document; `where` names it in errors. */
@@ -69,6 +77,15 @@ export function parseOlpFacts(text: string, where: string): OlpFacts {
   if (o.heartbeat_ms !== undefined) {
     if (!Number.isInteger(o.heartbeat_ms) || (o.heartbeat_ms as number) < 1) bad('heartbeat_ms must be a whole number of ms >= 1');
     facts.heartbeat_ms = o.heartbeat_ms as number;
+  }
+  if (o.weld_plan_timeout_ms !== undefined) {
+    if (!Number.isInteger(o.weld_plan_timeout_ms) || (o.weld_plan_timeout_ms as number) < 1) bad('weld_plan_timeout_ms must be a whole number of ms >= 1');
+    facts.weld_plan_timeout_ms = o.weld_plan_timeout_ms as number;
+  }
+  if (o.planner_stub !== undefined) {
+    if (typeof o.planner_stub !== 'boolean') bad('planner_stub must be true or false');
+    facts.planner_stub = o.planner_stub as boolean;
+    if (facts.planner_stub && o.planner_url === undefined) bad('planner_stub needs planner_url (the stub is asked how a plan went)');
   }
   if (o.planner_url !== undefined) {
     if (typeof o.planner_url !== 'string' || !/^https?:\/\//.test(o.planner_url)) bad('planner_url must be an http(s) URL');
