@@ -288,8 +288,8 @@ describe('weld planning', () => {
     const o = useOlp({ skip }, await olps.open('stub', () => ({})));
     if (!o.endpoint.configured && (await discoverCells(o, undefined, undefined)).catalogue) await o.client.post('/dense-execution/target', { cell: '' });
     const r = await o.client.post('/weld-plan', body());
-    expect(r.json.planning_calibration).toEqual({ sha256: '', source: '' });
-    expect(r.json.ok).toBe(true);
+    expect(r.json?.planning_calibration).toEqual({ sha256: '', source: '' });
+    expect(r.json?.ok).toBe(true);
   });
 });
 
