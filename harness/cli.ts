@@ -677,82 +677,12 @@ async function fuzzReplay(values: FuzzValues): Promise<number> {
 }
 
 function serve(args: string[]): Promise<number> {
-  const at = args.indexOf('--olp-port');
-  if (at >= 0) return serveWithOlp([...args.slice(0, at), ...args.slice(at + 2)], args[at + 1]);
   // The stack is a separate process (DESIGN.md rule 1): the harness only starts it.
   const child = spawn(process.execPath, [...STACK_NODE_ARGS, ...TS_NODE_ARGS, STACK_ENTRY, ...args], { stdio: 'inherit' });
   const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
   process.on('SIGINT', forward('SIGINT'));
   process.on('SIGTERM', forward('SIGTERM'));
   return new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
-}
-
-/**
- * `hil serve --olp-port PORT ...`: the stack, and beside it the reference OLP server (document 3) on
- * 127.0.0.1:PORT with a two-cell catalogue (cell-a and cell-b, both this stack, pinned to its Describe
- * binding), the planner stub, the reference STEP worker, a program store and the local simulator: a whole
- * deployment, for running the OLP suites with `hil run --target external --olp-url` as a team would run them
- * against its own server. After the stack's ready line it prints `olp {"olp": URL, "cells": [...]}`.
- */
-async function serveWithOlp(args: string[], portText: string | undefined): Promise<number> {
-  const port = Number(portText);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--olp-port takes a port number 0..65535');
-  const child = spawn(process.execPath, [...STACK_NODE_ARGS, ...TS_NODE_ARGS, STACK_ENTRY, ...args], { stdio: ['inherit', 'pipe', 'inherit'] });
-  const exited = new Promise<number>((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
-  const ready = await new Promise<Record<string, string> | undefined>((resolve) => {
-    let out = '';
-    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-      process.stdout.write(d);
-      if (out.length < 65536) {
-        out += d;
-        const line = out.split('\n').find((l) => l.startsWith('ready '));
-        if (line) resolve(JSON.parse(line.slice(6)) as Record<string, string>);
-      }
-    });
-    void exited.then(() => resolve(undefined));
-  });
-  if (!ready) return exited;
-  const { ControlClient } = await import('./clients/control.ts');
-  const { startReferenceOlp, ROBOT_FIXTURES } = await import('./targets/olp.ts');
-  const { createHash } = await import('node:crypto');
-  const socket = ready.control!;
-  const c = new ControlClient(socket);
-  let olp: Awaited<ReturnType<typeof startReferenceOlp>> | undefined;
-  try {
-    const d = (await c.describe()).reply.data as Record<string, any>;
-    const urdf = readFileSync(join(ROBOT_FIXTURES, 'sim-nine-axis.urdf'));
-    const pin = {
-      model_id: 'sim-nine-axis',
-      robot_description_sha256: 'sha256:' + createHash('sha256').update(urdf).digest('hex'),
-      mode: String(d.backend),
-      backend: 'core',
-      pair_id: String(d.binding.pair_id),
-      configuration_sha256: String(d.binding.configuration_sha256),
-      control: { socket },
-    };
-    olp = await startReferenceOlp({
-      cells: [{ cell_id: 'cell-a', ...pin }, { cell_id: 'cell-b', ...pin }],
-      listen: `127.0.0.1:${port}`,
-      workers: { cad: 'builtin', seam: 'builtin', pool: 2 },
-      localSimulator: true,
-    });
-    // What discovery cannot tell of this deployment, in the facts file a run reads (--olp-facts): the
-    // planner behind the server is the stub, whose hooks the weld-plan tests use.
-    const facts = join(String(ready.control).replace(/\/[^/]*$/, ''), 'olp-facts.json');
-    writeFileSync(facts, JSON.stringify({ planner_url: olp.endpoint.plannerUrl, planner_stub: true }, null, 2) + '\n');
-    process.stdout.write(`olp ${JSON.stringify({ olp: olp.endpoint.url, facts, cells: ['cell-a', 'cell-b'] })}\n`);
-  } catch (e) {
-    process.stderr.write(`hil serve: the OLP server did not start: ${(e as Error).message}\n`);
-    child.kill('SIGTERM');
-  } finally {
-    await c.close();
-  }
-  const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
-  process.on('SIGINT', forward('SIGINT'));
-  process.on('SIGTERM', forward('SIGTERM'));
-  const code = await exited;
-  await olp?.close();
-  return code;
 }
 
 async function cleanroom(args: string[]): Promise<number> {

@@ -19,7 +19,7 @@ export async function startReferenceOlp(spec: OlpSpec = {}): Promise<OpenedOlp> 
   const dir = await mkdtemp(join(tmpdir(), 'hil-olp-'));
   let planner: { endpoint: { url: string }; close(): Promise<void> } | undefined;
   try {
-    const args = ['serve', '--listen', spec.listen ?? (spec.defaultListen ? '127.0.0.1:8794' : '127.0.0.1:0'), '--lifeline-stdin'];
+    const args = ['serve', '--listen', spec.defaultListen ? '127.0.0.1:8794' : '127.0.0.1:0', '--lifeline-stdin'];
     const store = spec.robotStore ?? 'fixture';
     args.push('--robot-store', store === 'missing' ? join(dir, 'no-such-store') : store === 'fixture' ? ROBOT_FIXTURES : store.dir);
     if (spec.planner === undefined || spec.planner === 'stub') {

@@ -252,8 +252,6 @@ export interface OlpSpec {
   programStore?: 'temp' | 'none' | { dir: string };
   /** Ask for the default listen address (127.0.0.1:8794) instead of a free port. */
   defaultListen?: boolean;
-  /** Listen here (HOST:PORT) instead (hil serve --olp-port). */
-  listen?: string;
 }
 
 export interface OpenedOlp {
