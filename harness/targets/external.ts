@@ -95,11 +95,16 @@ export const externalTarget: TargetDescriptor = {
     Promise.resolve(o.plannerUrl ? { endpoint: { url: o.plannerUrl.replace(/\/+$/, ''), stubHooks: false } satisfies PlannerEndpoint, close: () => Promise.resolve() } : undefined),
   // Someone else's OLP server at HIL_OLP_URL, configured by its owner: the suite's spec cannot be applied;
   // the suites discover its cells and read what discovery cannot tell from the facts file (olp-facts.ts).
-  openOlp: (_spec, o: TargetOptions) => {
+  openOlp: (spec, o: TargetOptions) => {
     if (!o.olpUrl) return Promise.resolve(undefined);
     try {
       const facts = olpFactsFromFile(o.olpFacts);
-      const endpoint = { url: o.olpUrl.replace(/\/+$/, ''), configured: false, facts, ...(facts.planner_url ? { plannerUrl: facts.planner_url } : {}) };
+      // A suite that asks for a server with no catalogue, planner or worker gets the deployment's bare one
+      // when the facts file names it.
+      const bare = facts.bare_olp_url !== undefined && !spec.cells && spec.planner === 'none' && !spec.workers && !spec.localSimulator;
+      const endpoint = bare
+        ? { url: facts.bare_olp_url!, configured: false, facts: { ...facts, planner_stub: false }, bare: true }
+        : { url: o.olpUrl.replace(/\/+$/, ''), configured: false, facts, ...(facts.planner_url ? { plannerUrl: facts.planner_url } : {}) };
       return Promise.resolve({ endpoint, stderr: () => '', close: () => Promise.resolve() });
     } catch (e) {
       return Promise.reject(e);

@@ -12,7 +12,8 @@
 //     "heartbeat_ms": 5000,
 //     "weld_plan_timeout_ms": 3000,
 //     "planner_url": "http://127.0.0.1:8795",
-//     "planner_stub": true
+//     "planner_stub": true,
+//     "bare_olp_url": "http://127.0.0.1:8796"
 //   }
 //
 // - cells.<id>.model_id: the robot model a selection of that cell names, when GET /targets does not say.
@@ -27,6 +28,10 @@
 // - planner_url: the weld planner behind the server (to compare a plan's result with the planner's own).
 // - planner_stub: true when that planner is this project's stub (`hil planner serve`), whose hooks
 //   (docs/profile.md "Weld planner stub: what it plans", test hooks) let the suites provoke a slow plan or a planner failure.
+// - bare_olp_url: a second server of the deployment configured with none of the above: no cell catalogue
+//   (its single target the run's control service), no planner, no CAD or seam worker. The tests of what a
+//   server without them answers (503 seam_worker_unavailable, motion_origin_unavailable,
+//   cell_catalogue_unavailable; one target, no selection, no fence) run against it.
 
 import { readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
@@ -43,9 +48,10 @@ export interface OlpFacts {
   weld_plan_timeout_ms?: number;
   planner_url?: string;
   planner_stub?: boolean;
+  bare_olp_url?: string;
 }
 
-const TOP = new Set(['cells', 'heartbeat_ms', 'weld_plan_timeout_ms', 'planner_url', 'planner_stub']);
+const TOP = new Set(['cells', 'heartbeat_ms', 'weld_plan_timeout_ms', 'planner_url', 'planner_stub', 'bare_olp_url']);
 const CELL = new Set(['model_id', 'control_socket']);
 
 /** Parse and check a facts document; `where` names it in errors. */
@@ -86,6 +92,10 @@ export function parseOlpFacts(text: string, where: string): OlpFacts {
     if (typeof o.planner_stub !== 'boolean') bad('planner_stub must be true or false');
     facts.planner_stub = o.planner_stub as boolean;
     if (facts.planner_stub && o.planner_url === undefined) bad('planner_stub needs planner_url (the stub is asked how a plan went)');
+  }
+  if (o.bare_olp_url !== undefined) {
+    if (typeof o.bare_olp_url !== 'string' || !/^https?:\/\//.test(o.bare_olp_url)) bad('bare_olp_url must be an http(s) URL');
+    facts.bare_olp_url = (o.bare_olp_url as string).replace(/\/+$/, '');
   }
   if (o.planner_url !== undefined) {
     if (typeof o.planner_url !== 'string' || !/^https?:\/\//.test(o.planner_url)) bad('planner_url must be an http(s) URL');

@@ -212,6 +212,8 @@ export interface OlpEndpoint {
   plannerUrl?: string;
   /** external: what its owner says of the deployment (harness/targets/olp-facts.ts). */
   facts?: OlpFacts;
+  /** external: the deployment's server without catalogue, planner or workers (the facts file's bare_olp_url). */
+  bare?: boolean;
 }
 
 /** A cell of the catalogue the harness writes (the reference server's catalogue format). */

@@ -334,6 +334,8 @@ describe('dense execution', () => {
           const h = await post('/home', {});
           expect(h.status, h.text).toBe(200);
         }
+        // A cell another test (or another client) left elsewhere: back to the program's start first.
+        await toStart(post, client);
         const before = BigInt((await cellStatus(client)).execution.generation);
         const play = await post('/play', {});
         expect(play.status, play.text).toBe(200);
