@@ -44,6 +44,7 @@ export const PROFILE: readonly RuleEntry[] = [
   p('events.array_field', 1, 'Events', 'the events array of an EventBatch is named events'),
   p('jog.observations', 1, 'Jog', 'LocalJogClock (incarnation, CLOCK_MONOTONIC, now, input age, frame bounds), JogObservation native fields and JogIngressObservation counters by reason label'),
   p('jog.frame_refusals', 1, 'Jog', 'local_jog_update frames: oversize, malformed, other version, stale fence, other jog generation, out of order, stale, future or before-origin capture, invalid velocity, axis outside the session are refused, counted by label and move nothing'),
+  p('events.end_reason', 1, 'Events', 'jog_end why and execution_aborted reason name what ended the lane: stop for a stop, halt, authority ended, lease expired, fault <name>; only a Home a stop cancels reports home cancelled by stop'),
   p('events.dropped_reason', 1, 'Events', 'the synthetic events_dropped payload carries reason "event_cursor_lost" beside first_lost_sequence and last_lost_sequence'),
   p('remote.refusal_log', 1, 'Remote listener', 'every refused remote handshake is one service log line "remote: refused handshake from <addr>: <why>"'),
   p('remote.ownership_first', 1, 'Session ownership', 'ownership is checked right after the session is known to the adapter, before its state; it outlives the grant'),

@@ -119,6 +119,7 @@ export class ControlService {
           deadlineNs: g?.deadlineNs ?? 0n,
           active: g !== null && !g.stopping,
           axisMask: g ? (1 << m.axes.length) - 1 : 0,
+          ...(g?.stopping ? { stopping: true } : {}),
         }, origin);
         // A remote jog connection lives only as long as its grant (part 7: control_session_stale, then close).
         this.remoteJog?.grantChanged(g);

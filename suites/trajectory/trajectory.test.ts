@@ -10,7 +10,7 @@ import { latestSequence, readBatch, recordsSince } from '../../harness/clients/t
 import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
 import { Cell, type Session } from '../../harness/clients/cell.ts';
 import type { BindingInput, ControlClient } from '../../harness/clients/control.ts';
-import { covers, describe, expect, needsFaults, needsMotion, profile, recoveringTest, type VariantOf } from '../../harness/fixture.ts';
+import { covers, describe, expect, needsFaults, needsMotion, inProfile, profile, recoveringTest, type VariantOf } from '../../harness/fixture.ts';
 import { REQUEST_SCHEMA } from '../../harness/clients/control.ts';
 import { stringifyExact } from '../../harness/oracle/json.ts';
 import { createConnection } from 'node:net';
@@ -355,7 +355,7 @@ describe('handle states', () => {
 
   test(
     'while it executes: start again answers handle_started, discard answers handle_active; a stop retires it with execution_aborted',
-    covers('reason:handle_started', 'reason:handle_active', 'transition:handle:started->refused:discard', 'transition:handle:started->retired:stop', 'event:execution_aborted'),
+    covers('reason:handle_started', 'reason:handle_active', 'transition:handle:started->refused:discard', 'transition:handle:started->retired:stop', 'event:execution_aborted', 'profile:events.end_reason'),
     async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
       needsJ1(description, skip);
@@ -373,6 +373,8 @@ describe('handle states', () => {
       expect((await cell.fenced('stop', s)).status).toBe(200);
       const ab = await waitForEvent(client, cursor, (e) => e.type === 'execution_aborted');
       expect(ab!.execution).toMatchObject({ handle: h });
+      // The reason names the stop, not a Home that never ran (docs/profile.md "Events").
+      await inProfile('profile:events.end_reason', () => expect((ab!.execution as { reason?: string }).reason).toBe('stop'));
       expect(transitions(await eventsSince(client, cursor), h)).toEqual(['prepared->started', 'started->retired']);
       expect((await status(client)).execution.state).toBe('cancelled');
     },
