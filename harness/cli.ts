@@ -667,8 +667,11 @@ async function fuzzReplay(values: FuzzValues): Promise<number> {
 }
 
 function serve(args: string[]): Promise<number> {
-  // The stack is a separate process (DESIGN.md rule 1): the harness only starts it.
-  const child = spawn(process.execPath, [...STACK_NODE_ARGS, ...TS_NODE_ARGS, STACK_ENTRY, ...args], { stdio: 'inherit' });
+  // The stack is a separate process (DESIGN.md rule 1): the harness only starts it. Descriptor 3 is its
+  // lifeline, a pipe this process never writes: however this process ends (kill -9 included) the kernel
+  // closes it, and the stack stops the orderly way, its planner and OLP server with it (their own lifelines).
+  const stack = !['replay', 'doctor', 'sessions'].includes(args[0] ?? '') && !args.includes('-h') && !args.includes('--help');
+  const child = spawn(process.execPath, [...STACK_NODE_ARGS, ...TS_NODE_ARGS, STACK_ENTRY, ...args, ...(stack ? ['--lifeline-fd', '3'] : [])], { stdio: ['inherit', 'inherit', 'inherit', 'pipe'] });
   const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
   process.on('SIGINT', forward('SIGINT'));
   process.on('SIGTERM', forward('SIGTERM'));

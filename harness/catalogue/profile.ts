@@ -32,7 +32,7 @@ export const PROFILE: readonly RuleEntry[] = [
   p('trajectory.point_rules', 1, 'Trajectories', 'point count outside 2..250000, a first time other than 0, times not strictly increasing, position/velocity arrays of another length than the axes, non-finite values, io_values outside io_mask, io bits beyond eight: invalid_request_envelope'),
   p('upload.prefix', 1, 'prepare_trajectory uploads', 'a prepare_trajectory body whose schema, operation, session or generation does not end within the first 16384 bytes, before points, is refused invalid_request_envelope without the rest being decoded'),
   p('machine.fault_bits', 1, 'Execution fault bits', 'the execution fault bit table beyond bits 5 and 11 (drive_fault 0, safety_chain_open 1, pdo_stale 2, ...)'),
-  p('service.socket_mode', 1, 'Transports', 'the control socket is created with mode 0660 and a public/control.sock symbolic link beside it'),
+  p('service.socket_mode', 1, 'Transports', 'the control socket is created with mode 0660 and a public/control.sock symbolic link beside it; jog.sock 0660, the socket directory and public/ 0750, whatever the umask'),
   p('config.reading_json', 3, 'Machine configuration: Reading the JSON', 'strict machine JSON: no BOM, comments or trailing data; repeated keys refused even when escaped'),
   p('config.error_codes', 3, 'Machine configuration: Reading the JSON', 'compile refusals carry a config_* code and a field path a.b[i].c'),
   p('config.digest_split', 3, 'Machine configuration: Digest split', 'which identity lines feed deployment_sha256 and machine_sha256; the base identity is the configuration without io.*'),
