@@ -35,6 +35,38 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DEFAULT_REPORTS = process.env.HIL_REPORTS_DIR ? resolve(process.env.HIL_REPORTS_DIR) : join(ROOT, 'reports');
 
 class UsageError extends Error {}
+/**
+ * Bad input a user can correct from one line (a name that matches nothing, a file that is not there):
+ * exit 2 with `hil: <message>` alone, before anything under reports/ is touched.
+ */
+class InputError extends UsageError {}
+
+/**
+ * Faults --plant may inject: the sim driver's test-channel faults that take one axis and nothing else (the
+ * planted fault is `{kind, axis}`, harness/evidence.ts maybePlant). cli.test.ts checks them against the
+ * driver's fault table, which the harness does not import.
+ */
+export const PLANTABLE_FAULTS = ['following_error', 'frozen_feedback', 'slave_offline', 'pdo_mapping_mismatch', 'homing_fails', 'sluggish_drive'] as const;
+
+/** The conformance suite files (the conformance projects' include, vitest.config.ts), relative to ROOT. */
+function suiteFiles(): string[] {
+  const out: string[] = [];
+  const walk = (rel: string) => {
+    for (const e of readdirSync(join(ROOT, rel), { withFileTypes: true })) {
+      const r = `${rel}/${e.name}`;
+      if (e.isDirectory()) walk(r);
+      else if (e.name.endsWith('.test.ts')) out.push(r);
+    }
+  };
+  walk('suites');
+  return out;
+}
+
+/** A filter of hil run selects files as vitest does: a file whose path contains it (relative or absolute). */
+function filterMatches(filter: string, files: string[]): boolean {
+  const abs = resolve(filter);
+  return files.some((f) => f.includes(filter) || join(ROOT, f).includes(filter) || join(ROOT, f).startsWith(abs));
+}
 
 const HELP: Record<string, string> = {
   '': `usage: hil <command> [options]
@@ -270,6 +302,10 @@ export async function main(argv: string[]): Promise<number> {
         throw new UsageError(`unknown command ${cmd}`);
     }
   } catch (e) {
+    if (e instanceof InputError) {
+      process.stderr.write(`hil: ${e.message}\n`);
+      return 2;
+    }
     if (e instanceof UsageError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`hil: ${(e as Error).message}\n\n${HELP[cmd] ?? HELP['']}\n`);
       return 2;
@@ -325,9 +361,17 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
   if (values.plant !== undefined) {
     if (!/^[a-z_]+@.+$/.test(values.plant)) throw new UsageError(`--plant ${values.plant}: expected FAULT@PART-OF-A-TEST-NAME (frozen_feedback@..., following_error@...)`);
     if (target !== 'sim') throw new UsageError('--plant injects through the test channel of the sim target');
+    const kind = values.plant.slice(0, values.plant.indexOf('@'));
+    if (!(PLANTABLE_FAULTS as readonly string[]).includes(kind)) throw new InputError(`--plant ${values.plant}: no fault ${kind}; known: ${PLANTABLE_FAULTS.join(', ')}`);
     process.env.HIL_PLANT = values.plant;
   }
   if (!(target in TARGETS)) throw new UsageError(`unknown target ${target}; known: ${Object.keys(TARGETS).join(', ')}`);
+  // A filter that selects no suite file would run nothing and still write a run over reports/.
+  if (positionals.length) {
+    const files = suiteFiles();
+    const none = positionals.filter((f) => !filterMatches(f, files));
+    if (none.length) throw new InputError(`no suite file matches ${none.map((f) => JSON.stringify(f)).join(', ')} (filters select files under suites/ whose path contains them)`);
+  }
   if (target === 'external' && !values.socket) throw new UsageError('--target external needs --socket PATH');
   if (values.record !== undefined && target !== 'sim') throw new UsageError('--record records the sim target (a stack of ours); a replay is not re-recorded');
   if (target === 'replay') {
@@ -844,6 +888,7 @@ async function report(args: string[]): Promise<number> {
   if (wantsHelp(args, 'report')) return 0;
   const { values } = parseArgs({ args, options: { out: { type: 'string' }, reports: { type: 'string' }, baseline: { type: 'string' }, tolerance: { type: 'string' } } });
   const dir = values.reports ? resolve(values.reports) : DEFAULT_REPORTS;
+  if (!existsSync(join(dir, 'run.json'))) throw new InputError(`${values.reports ?? 'reports/'}: no run.json there (a directory written by hil run --reports DIR)`);
   const r = await writeHtmlReport({
     runJson: join(dir, 'run.json'),
     allureDir: join(dir, 'allure-results'),
@@ -946,7 +991,12 @@ async function compare(args: string[]): Promise<number> {
   if (wantsHelp(args, 'compare')) return 0;
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { tolerance: { type: 'string' }, json: { type: 'boolean', default: false } } });
   if (positionals.length !== 2) throw new UsageError('expected: compare A.json B.json');
-  const c = compareRuns(await readRun(positionals[0]!), await readRun(positionals[1]!), toleranceOf(values.tolerance));
+  for (const f of positionals) if (!existsSync(resolve(f))) throw new InputError(`${f}: no such file (a run.json written by hil run)`);
+  const runOf = (f: string) =>
+    readRun(f).catch((e: unknown) => {
+      throw new InputError(`${f}: not a run record: ${String((e as Error).message ?? e).split('\n')[0]}`);
+    });
+  const c = compareRuns(await runOf(positionals[0]!), await runOf(positionals[1]!), toleranceOf(values.tolerance));
   process.stdout.write(values.json ? `${JSON.stringify(c, null, 2)}\n` : `${comparisonText(c)}\n`);
   return regressed(c) ? 1 : 0;
 }
