@@ -64,6 +64,7 @@ function suiteFiles(): string[] {
 
 /** A filter of hil run selects files as vitest does: a file whose path contains it (relative or absolute). */
 function filterMatches(filter: string, files: string[]): boolean {
+  filter = filter.replace(/:[0-9]+$/, ''); // vitest's FILE:LINE form
   const abs = resolve(filter);
   return files.some((f) => f.includes(filter) || join(ROOT, f).includes(filter) || join(ROOT, f).startsWith(abs));
 }
