@@ -272,6 +272,61 @@ describe('execution in telemetry', () => {
   );
 });
 
+describe('point velocities', () => {
+  test(
+    'the point velocities shape the curve: two points at the same position with velocities +v and -v bulge out by T v / 4 at mid-interval, every cycle on the Hermite curve of positions and velocities',
+    covers('field:Point.velocity', 'profile:trajectory.hermite_velocities'),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      needsJ1(description, skip);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const ax = description.axes[0] as unknown as { counts_per_unit: number | bigint; sign: number | bigint };
+      const cpu = num(ax.counts_per_unit) * num(ax.sign);
+      const cycleNs = machineOf(description).cycleNs;
+      const q0 = hold[0]!;
+      const T = 0.4;
+      const v = 0.2; // rad/s, below every fixture axis's max_velocity; the bulge is T v / 4 = 0.02 rad
+      const zero = hold.map(() => 0);
+      const vel = (x: number) => zero.map((_, i) => (i === 0 ? x : 0));
+      // Same position at both ends: a decoder that drops the velocities (or derives them from the positions)
+      // interpolates a flat line and never leaves q0.
+      const h = (await prepare(cell, s, points(hold, [0, T], [q0, q0], [{ velocity: vel(v) }, { velocity: vel(-v) }]))).reply.handle!;
+      expect(h, 'prepared').toBeGreaterThan(0n);
+      const from = await latestSequence(client);
+      const cursor = await eventCursor(client);
+      const st = await cell.fenced('start_trajectory', s, { handle: h });
+      expect(st.status, st.reply.error).toBe(200);
+      const done = await waitForEvent(client, cursor, (e) => e.type === 'execution_completed', 5_000);
+      expect(done, 'execution_completed within 5 s').not.toBeUndefined();
+      expect(done!.execution).toMatchObject({ handle: h });
+      const recs = await recordsSince(client, from);
+      const exec = recs.filter((r) => r.active_traj_id === h);
+      expect(exec.length).toBeGreaterThan((T * 1e9) / Number(cycleNs) * 0.875);
+      const t0 = exec[0]!.t_ns;
+      const prior = recs.filter((r) => r.seq < exec[0]!.seq).at(-1);
+      const tPrev = prior ? prior.t_ns : t0 - cycleNs;
+      // Hermite with p0 = p1 = q0, v0 = v, v1 = -v: q0 + T v (s - s^2), s = tau / T.
+      const at = (x: number) => {
+        const u = Math.min(1, Math.max(0, x / T));
+        return q0 + T * v * (u - u * u);
+      };
+      let peak = 0;
+      for (const r of exec) {
+        const tauMin = Number(r.t_ns - t0) / 1e9 - 0.0001;
+        const tauMax = Number(r.t_ns - tPrev) / 1e9 + 0.0001;
+        const lo = Math.min(at(tauMin), at(tauMax)) * cpu;
+        const hi = Math.max(at(tauMin), at(tauMax)) * cpu;
+        const tgt = r.ax[0]!.target;
+        expect(tgt, `cycle ${r.seq}: target on the Hermite curve of the given velocities`).toBeGreaterThanOrEqual(Math.floor(Math.min(lo, hi)) - 1);
+        expect(tgt, `cycle ${r.seq}: target on the Hermite curve of the given velocities`).toBeLessThanOrEqual(Math.ceil(Math.max(lo, hi)) + 1);
+        peak = Math.max(peak, Math.abs(tgt / cpu - q0));
+      }
+      expect(peak).toBeGreaterThan(0.9 * (T * v) / 4);
+      expect(peak).toBeLessThanOrEqual((T * v) / 4 + 2 / Math.abs(cpu));
+    },
+  );
+});
+
 describe('handle states', () => {
   test(
     'discard retires a prepared handle as discarded; starting or discarding it again answers handle_discarded',
