@@ -112,7 +112,7 @@ describe('poll', () => {
         expect(e.daemon_incarnation).toBe(description.daemon_incarnation);
       });
       const acquired = b.events.find((e) => e.type === 'grant_acquired');
-      expect(acquired).toBeDefined();
+      expect(acquired, 'grant_acquired in the batch').not.toBeUndefined();
       expect((acquired!.grant as { generation: bigint }).generation).toBe(s.generation);
       expect((acquired!.grant as { stopping: boolean }).stopping).toBe(false);
       // time_ns is the publication time: never decreasing along the log.

@@ -74,8 +74,9 @@ describe('enable and arm', () => {
     expect(r.reply.sequence).toBeGreaterThan(0n);
     const st = await waitStatus(client, (x) => Number(x.core?.axis_enable_mask ?? 0) === m);
     expect(st.axes.map((a) => a.enabled)).toEqual(description.axes.map((_a, i) => (m & (1 << i)) !== 0));
-    const ev = await waitForEvent(client, cursor, (e) => e.type === 'enable_changed' && (e.enable as { axis_enable_mask: bigint }).axis_enable_mask === BigInt(m));
-    expect(ev).toBeDefined();
+    const ev = await waitForEvent(client, cursor, (e) => e.type === 'enable_changed');
+    expect(ev?.enable, 'enable_changed payload enable').not.toBeUndefined();
+    await inProfile('profile:events.payloads', () => expect(ev!.enable).toEqual({ axis_enable_mask: BigInt(m), armed: false }));
   });
 
   test('enable without axis_mask is refused by the envelope', covers('rule:op.enable.axis_mask_required'), async ({ cell }) => {
@@ -101,7 +102,9 @@ describe('enable and arm', () => {
     expect(r.status).toBe(200);
     expect(r.reply.sequence).toBeGreaterThan(0n);
     expect((await readStatus(client)).core!.armed).toBe(1n);
-    expect(await waitForEvent(client, cursor, (e) => e.type === 'arm_changed')).toBeDefined();
+    const ev = await waitForEvent(client, cursor, (e) => e.type === 'arm_changed');
+    expect(ev?.enable, 'arm_changed payload enable').not.toBeUndefined();
+    await inProfile('profile:events.payloads', () => expect(ev!.enable).toEqual({ axis_enable_mask: BigInt(allAxes(description.axes.length)), armed: true }));
   });
 
   test('arm with nothing enabled is refused with not_ready and native reason 2 in native_result', covers('reason:not_ready', 'rule:response.native_result_on_refusal', 'field:Response.native_result', 'field:CommandResult.Result', 'field:CommandResult.Reason', 'field:CommandResult.Sequence', 'field:CommandResult.Operation', 'field:CommandResult.Generation', 'field:CommandResult.AxisMask', 'field:CommandResult.Handle'), async ({ cell }) => {
@@ -249,7 +252,10 @@ describe('home', () => {
     expect(st.core!.armed).toBe(0n);
     expect(Number(st.core!.axis_enable_mask) & mask([J6])).toBe(0);
     expect(Number(st.core!.home_valid_mask) & mask([J6])).toBe(mask([J6]));
-    expect(await waitForEvent(client, cursor, (e) => e.type === 'arm_changed')).toBeDefined();
+    const ev = await waitForEvent(client, cursor, (e) => e.type === 'arm_changed');
+    expect(ev?.enable, 'arm_changed payload enable').not.toBeUndefined();
+    // Home disarms first (the homed axis is still enabled for its homing run at that moment).
+    await inProfile('profile:events.payloads', () => expect(ev!.enable).toMatchObject({ armed: false }));
     // halt needs an armed cell again
     expect((await cell.fenced('halt', s)).label).toBe('inhibited');
   });
@@ -273,7 +279,10 @@ describe('home', () => {
     expect(r.status).toBe(409);
     expect(r.label).toBe('native_rejected');
     expect(r.reply.native_result!.Result).toBe(1);
-    expect(await waitForEvent(client, cursor, (e) => e.type === 'grant_revoked')).toBeDefined();
+    const revoked = await waitForEvent(client, cursor, (e) => e.type === 'grant_revoked');
+    // The service's own stop: a newer generation of the same grant, revoked once drained (part 6 grant payload).
+    expect(revoked?.grant, 'grant_revoked').toMatchObject({ stopping: false });
+    expect((revoked!.grant as { generation: bigint }).generation).toBeGreaterThan(s.generation);
     expect((await cell.fenced('renew', s)).label).toBe('control_session_stale');
   });
 

@@ -162,10 +162,10 @@ describe('prepare, start, complete', () => {
       expect(during.plan_cursor!.active_handle).toBe(h);
       expect(during.plan_cursor!.native_clock_ns).toBeGreaterThan(0n);
       const started = await waitForEvent(client, cursor, (e) => e.type === 'execution_started');
-      expect(started, 'an execution_started event within 3 s').toBeDefined();
+      expect(started, 'an execution_started event within 3 s').not.toBeUndefined();
       expect(started!.execution).toMatchObject({ handle: h, generation: before + 1n, native_sequence: seq });
       const done = await waitForEvent(client, cursor, (e) => e.type === 'execution_completed', 5_000);
-      expect(done, 'an execution_completed event within 5 s').toBeDefined();
+      expect(done, 'an execution_completed event within 5 s').not.toBeUndefined();
       expect(done!.execution).toMatchObject({ handle: h, generation: before + 1n });
       const st = await status(client);
       expect(st.execution.handles.find((x) => x.handle === h)).toMatchObject({ state: 'consumed', execution_generation: before + 1n, native_sequence: seq });
@@ -193,7 +193,8 @@ describe('prepare, start, complete', () => {
       const h = (await prepare(cell, s, pts)).reply.handle!;
       const cursor = await eventCursor(client);
       expect((await cell.fenced('start_trajectory', s, { handle: h })).status).toBe(200);
-      expect(await waitForEvent(client, cursor, (e) => e.type === 'execution_completed', 5_000)).toBeDefined();
+      const done = await waitForEvent(client, cursor, (e) => e.type === 'execution_completed', 5_000);
+      expect(done?.execution, 'execution_completed of this handle').toMatchObject({ handle: h });
       const again = await cell.fenced('start_trajectory', s, { handle: h });
       expect(again.status).toBe(409);
       expect(again.label).toBe('handle_consumed');
@@ -222,7 +223,8 @@ describe('execution in telemetry', () => {
       const cursor = await eventCursor(client);
       const st = await cell.fenced('start_trajectory', s, { handle: h });
       expect(st.status).toBe(200);
-      expect(await waitForEvent(client, cursor, (e) => e.type === 'execution_completed', 5_000)).toBeDefined();
+      const done = await waitForEvent(client, cursor, (e) => e.type === 'execution_completed', 5_000);
+      expect(done?.execution, 'execution_completed of this handle').toMatchObject({ handle: h, native_sequence: st.reply.sequence });
       const recs: CycleCaptureRecordV2[] = [];
       for (let after = from; ; ) {
         const b = await readBatch(client, after);
@@ -376,8 +378,11 @@ describe('handle states', () => {
       const { s, hold } = await ready(cell, client, description.axes.length);
       const h = (await prepare(cell, s, wiggle(hold))).reply.handle!;
       const cursor = await eventCursor(client);
-      expect((await cell.fenced('stop', s)).status).toBe(200);
-      expect(await waitForEvent(client, cursor, (e) => e.type === 'grant_revoked')).toBeDefined();
+      const stop = await cell.fenced('stop', s);
+      expect(stop.status).toBe(200);
+      const revoked = await waitForEvent(client, cursor, (e) => e.type === 'grant_revoked');
+      // The stopped grant, its stopping generation (document 1 part 6: grant has generation and stopping).
+      expect(revoked?.grant, 'grant_revoked of the stopped grant').toMatchObject({ generation: (stop.reply.data as { generation: bigint }).generation, stopping: false });
       expect(transitions(await eventsSince(client, cursor), h)).toEqual(['prepared->retired']);
       const s2 = await cell.grant();
       const r = await cell.fenced('start_trajectory', s2, { handle: h });
@@ -471,7 +476,10 @@ describe('refusals', () => {
       const r = await cell.fenced('start_trajectory', s, { handle: h });
       expect({ status: r.status, label: r.label, native: r.reply.native_result }).toEqual({ status: 409, label: 'fence', native: undefined });
       expect((await status(client)).execution.handles.find((x) => x.handle === h)!.state).toBe('retired');
-      expect(await waitForEvent(client, cursor, (e) => e.type === 'grant_revoked', 5_000)).toBeDefined();
+      const revoked = await waitForEvent(client, cursor, (e) => e.type === 'grant_revoked', 5_000);
+      // The service's stop after the uncertain Start advanced the generation past the grant's.
+      expect(revoked?.grant, 'grant_revoked').toMatchObject({ stopping: false });
+      expect((revoked!.grant as { generation: bigint }).generation).toBeGreaterThan(s.generation);
       // the core took the Start after its stall, then the stop: nothing is left moving or armed
       const st = await waitStatus(client, (x) => x.core!.armed === 0n && (x as unknown as Full).motion?.mode === 0n, 5_000);
       expect({ armed: st.core!.armed, mode: (st as unknown as Full).motion!.mode }).toEqual({ armed: 0n, mode: 0n });
