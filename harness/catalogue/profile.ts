@@ -36,6 +36,7 @@ export const PROFILE: readonly RuleEntry[] = [
   p('service.socket_mode', 1, 'Transports', 'the control socket is created with mode 0660 and a public/control.sock symbolic link beside it; jog.sock 0660, the socket directory and public/ 0750, whatever the umask'),
   p('config.reading_json', 3, 'Machine configuration: Reading the JSON', 'strict machine JSON: no BOM, comments or trailing data; repeated keys refused even when escaped'),
   p('config.error_codes', 3, 'Machine configuration: Reading the JSON', 'compile refusals carry a config_* code and a field path a.b[i].c'),
+  p('config.identifiers', 3, 'Machine configuration: Field shapes and defaults not shown', 'axis ids (name, robot_joint) and drive profile names match [A-Za-z][A-Za-z0-9_.-]{0,31}, io names [a-z][a-z0-9_]{0,31}: 1..32 characters; otherwise config_range'),
   p('config.digest_split', 3, 'Machine configuration: Digest split', 'which identity lines feed deployment_sha256 and machine_sha256; the base identity is the configuration without io.*'),
   p('config.files', 3, 'Machine configuration: Files', 'formats of argv.json, axes.conf, coordinate.identity.json, robot.json and resources.json; directory reuse and conflict'),
   p('config.compile_command', 3, 'Machine configuration', 'hil config compile prints one JSON line; exit 0 compiled, 1 refused, 2 usage'),
