@@ -47,8 +47,8 @@ test('bad input is one line on stderr, exit 2, and nothing under --reports is to
 });
 
 test('the faults --plant accepts are the sim driver\'s faults that take one axis and nothing else', () => {
-  // Read as text: the harness never imports drivers/ (DESIGN.md rule 1).
-  const table = readFileSync(new URL('../drivers/faults.ts', import.meta.url), 'utf8');
+  // Read as text, never imported: the harness does not depend on drivers/ (DESIGN.md rule 1).
+  const table = readFileSync(join(fileURLToPath(new URL('..', import.meta.url)), 'drivers', 'faults.ts'), 'utf8');
   const axisOnly = [...table.matchAll(/\{ kind: '([a-z_]+)'; axis: number \}/g)].map((m) => m[1]);
   expect([...PLANTABLE_FAULTS].sort()).toEqual(axisOnly.sort());
 });
