@@ -11,7 +11,7 @@ import { HilReporter, exitCodeOf, type Expectation } from './report/reporter.ts'
 import { writeHtmlReport } from './report/html.ts';
 import { readRunRecord } from './report/run-reader.ts';
 import { comparisonText, compareRuns, DEFAULT_TOLERANCE, regressed, type Tolerance } from './report/compare.ts';
-import { updateExpectations } from './report/expectations.ts';
+import { expectationProblems, updateExpectations, type ExpectationFile } from './report/expectations.ts';
 import { mergeRuns } from './report/merge.ts';
 import { measurementText } from './report/run-measurements.ts';
 import { soak } from './soak.ts';
@@ -92,7 +92,8 @@ applies to a full run). Writes reports/run.json, reports/allure-results/, report
   --grep PATTERN    only tests whose name matches (vitest's test name pattern)
   --plant FAULT@TEST  sim: inject FAULT through the test channel just before the first motion command
                     (other than Home) of the test whose full name contains TEST, on that command's
-                    lowest axis (shows a failed motion test in the report)`,
+                    lowest axis (shows a failed motion test in the report); harness_fault@TEST
+                    throws a TypeError in that test instead (a harness fault: ERROR, README "Verdicts")`,
   test: `usage: hil test
 
 Runs the unit tests of the harness and the reference stack, then the conformance suites against the
@@ -185,9 +186,11 @@ more than 10 ms, 100 us, 10 cycles).
 Exit 0 when B did not regress, 1 when it has a new failure or a measurement newly outside its limit.`,
   expectations: `usage: hil expectations update --target T [--run RUN.json] [--dir DIR]
 
-Writes the failures of a run (default reports/run.json) into fixtures/expectations/T.json: reasons already
-written are kept, a new entry gets a reason to fill in, an entry that passed is removed (fixed), and on a
-whole run an entry naming no test is removed and reported (stale).`,
+Writes the outcome each test of a run (default reports/run.json) had into fixtures/expectations/T.json, as
+the set of outcomes allowed (PASS, FAIL, ERROR, TIMEOUT, SKIP; README "Verdicts"): reasons already written
+are kept, a new entry gets a reason to fill in, an outcome outside its rule's set is added to it as seen (an
+ERROR is written as ERROR, never as FAIL), an entry that passed is removed (fixed), and on a whole run an
+entry naming no test is removed and reported (stale).`,
   nightly: `usage: hil nightly --out DIR [--soak-minutes N] [--no-record] [run options ...]
 
 The night's qualification in DIR/<UTC date>/: run/ (the conformance run with run.json, Allure results, the
@@ -379,6 +382,7 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
     expectations: loadExpectations(
       target === 'rig' ? `rig+${basename(values.machine!).replace(/\.json$/, '')}` : values.driver && values.driver !== 'sim' ? `${target}+${values.driver}` : target,
     ),
+    ...(values.machine ? { machine: basename(values.machine).replace(/\.json$/, '') } : {}),
   });
   // The stacks' bundle is built while vitest starts (harness/targets/reference.ts startEarlyPrebuild).
   const { startEarlyPrebuild, PREBUILT_ENV } = await import('./targets/reference.ts');
@@ -432,12 +436,9 @@ const CONFORMANCE_PROJECTS = ['conformance', 'conformance-quiet', 'conformance-j
 function loadExpectations(target: string): Record<string, Expectation> {
   const f = join(ROOT, 'fixtures', 'expectations', `${target}.json`);
   if (!existsSync(f)) return {};
-  const data = JSON.parse(readFileSync(f, 'utf8')) as Record<string, Expectation>;
-  for (const [name, e] of Object.entries(data)) {
-    if (e.expected !== 'fail' || typeof e.reason !== 'string' || !e.reason) {
-      throw new UsageError(`${f}: entry ${name} must be {"expected": "fail", "reason": "..."}`);
-    }
-  }
+  const data = JSON.parse(readFileSync(f, 'utf8')) as ExpectationFile;
+  const problems = expectationProblems(data);
+  if (problems.length) throw new UsageError(`${f}: ${problems.join('; ')}`);
   return data;
 }
 
@@ -956,8 +957,17 @@ async function expectations(args: string[]): Promise<number> {
   if (!values.target || !/^[a-z][a-z0-9+_.-]{0,63}$/.test(values.target)) throw new UsageError('--target T: the expectation file name (sim, sim+ethercat-fake, rig+bench-two-axis ...)');
   const run = await readRun(values.run ?? join(DEFAULT_REPORTS, 'run.json'));
   const file = join(values.dir ? resolve(values.dir) : join(ROOT, 'fixtures', 'expectations'), `${values.target}.json`);
-  const current = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, Expectation>) : {};
-  const u = updateExpectations(run, current);
+  const current = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as ExpectationFile) : {};
+  const problems = expectationProblems(current);
+  if (problems.length) throw new UsageError(`${file}: ${problems.join('; ')}`);
+  // The run's own context decides which conditional rule its outcomes update (harness/report/expectations.ts).
+  const machine = /--machine[= ](\S+)/.exec(run.command)?.[1];
+  const u = updateExpectations(run, current, {
+    target: run.target.name,
+    ...(run.target.driver !== 'unknown' ? { driver: run.target.driver } : {}),
+    ...(machine ? { machine: basename(machine).replace(/\.json$/, '') } : {}),
+    ...(run.environment.machine_sha256 ? { machine_sha256: run.environment.machine_sha256 } : {}),
+  });
   writeFileSync(file, `${JSON.stringify(u.next, null, 2)}\n`);
   const w = (title: string, xs: string[]) => {
     process.stdout.write(`${title}: ${xs.length}\n`);
@@ -965,6 +975,7 @@ async function expectations(args: string[]): Promise<number> {
   };
   w('added (write a reason)', u.added);
   w('kept', u.kept);
+  w('widened by the outcome seen (an ERROR is written as ERROR)', u.widened);
   w('fixed (removed)', u.fixed);
   w('stale: no such test (removed)', u.stale);
   process.stdout.write(`wrote ${file}\n`);

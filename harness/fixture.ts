@@ -9,6 +9,7 @@ import * as allure from 'allure-js-commons';
 import { afterAll, afterEach, beforeAll, beforeEach, test as base } from 'vitest';
 import { HarnessError } from './errors.ts';
 import { Cell } from './clients/cell.ts';
+import { startKeeper } from './clients/keeper.ts';
 import { waitStatus } from './clients/status.ts';
 import type { ControlClient } from './clients/control.ts';
 import { stringifyExact } from './oracle/json.ts';
@@ -22,10 +23,12 @@ import { cannotStartRemote, startRemoteStack, type RemoteOptions, type RemoteSta
 import { isShared } from './targets/shared.ts';
 import { noteStderr, offerInjector, redact } from './evidence.ts';
 import { takeProfileDifferences } from './trace.ts';
+import { lateness } from './lateness.ts';
 
 export { expect, describe } from 'vitest';
 export { covers, inProfile, profile } from './trace.ts';
 export { measure } from './measure.ts';
+export { hostBound } from './lateness.ts';
 
 export interface Description {
   [k: string]: unknown;
@@ -33,6 +36,9 @@ export interface Description {
   capabilities: Array<{ name: string; state: string; transport: string }>;
   axes: Array<Record<string, unknown> & { id: string }>;
 }
+
+// The grant keeper's thread comes up while the file's target starts, before the first held grant needs it.
+startKeeper();
 
 const RUN_DIR = process.env.HIL_RUN_DIR ?? join(process.cwd(), 'reports', '.run');
 
@@ -175,6 +181,13 @@ export const test = base.extend<{
     // A planted failure (HIL_PLANT, harness/evidence.ts) goes through the target's test channel.
     if (process.env.HIL_PLANT && target.abilities.faultInjection) offerInjector(task.fullName, (f) => target.inject(f));
     const cell = new Cell(target.client(), description.binding);
+    // A held grant lost to the host's lateness makes what failed after it ERROR (harness/clients/keeper.ts);
+    // one the target expired although renewed in time is named beside the failure, which stands.
+    onTestFailed(({ task: t }) => {
+      const loss = cell.grantLoss();
+      if (loss && !loss.target) t.meta.hostTooSlow = loss.text;
+      else if (loss) process.stderr.write(`${t.fullName}: ${loss.text}\n`);
+    });
     try {
       await use(cell);
     } finally {
@@ -199,10 +212,16 @@ export const test = base.extend<{
       for (const id of meta.covers ?? []) await allure.label('covers', id);
       if (meta.kind) await allure.label('kind', meta.kind);
       await allure.label('target', process.env.HIL_TARGET ?? 'sim');
+      plantHarnessFault(task.fullName);
       takeProfileDifferences();
+      lateness.start();
+      const started = performance.now();
       try {
         await use();
       } finally {
+        // The harness's own lateness while the test ran, for run.json and the report's environment.
+        const w = lateness.window(started, performance.now());
+        if (w.samples) meta.lateness = { p99_ms: w.p99_ms, max_ms: w.max_ms };
         const d = takeProfileDifferences();
         if (d.length > 0) {
           meta.profileDifferences = d;
@@ -213,6 +232,17 @@ export const test = base.extend<{
     { auto: true },
   ],
 });
+
+/**
+ * A planted harness fault (hil run --plant harness_fault@PART-OF-A-TEST-NAME): the named test throws a
+ * TypeError before it starts, as a bug of the harness would. It shows that a harness fault is ERROR
+ * whatever the expectation file says of the test (README "Verdicts"); nothing reaches the target.
+ */
+function plantHarnessFault(name: string): void {
+  const plant = process.env.HIL_PLANT;
+  const PREFIX = 'harness_fault@';
+  if (plant?.startsWith(PREFIX) && name.includes(plant.slice(PREFIX.length))) throw new TypeError(`planted harness fault (HIL_PLANT=${plant}): the harness broke in this test`);
+}
 
 /**
  * When a test fails, what the stacks it used wrote on stderr goes to the console and the Allure result: a

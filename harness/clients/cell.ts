@@ -5,6 +5,7 @@
 import { HarnessError } from '../errors.ts';
 import { checkGrant, type CheckedReply, type Grant } from '../oracle/reply.ts';
 import { REQUEST_SCHEMA, type BindingInput, type ControlClient } from './control.ts';
+import { epochNow, keepGrant, type GrantLoss, type KeptGrant } from './keeper.ts';
 
 export interface Session {
   session: string;
@@ -14,7 +15,8 @@ export interface Session {
 
 export class Cell {
   private held: Session[] = [];
-  private keepers: NodeJS.Timeout[] = [];
+  private keepers: KeptGrant[] = [];
+  private finished: KeptGrant[] = [];
   private counter = 0;
 
   constructor(
@@ -44,23 +46,26 @@ export class Cell {
   }
 
   /**
-   * acquire and keep the lease alive with renewals every third of lease_ms, as a controller does while it
-   * works; the renewals stop at cleanup or when a renewal is refused.
+   * acquire and keep the lease alive with renewals every fifth of lease_ms, as a controller does while it
+   * works; the renewals go from the grant keeper's own thread (harness/clients/keeper.ts), so a busy test
+   * loop cannot let the lease run out, and stop at cleanup or when a renewal is refused.
    */
   async hold(fields: Record<string, unknown> = {}): Promise<Session> {
+    const startSent = epochNow();
     const s = await this.grant(fields);
     // A fifth of the lease: a renewal may be late by most of the lease on a loaded machine and still arrive.
     const every = Math.max(20, Math.floor(s.grant.lease_ms / 5));
-    const timer = setInterval(() => {
-      this.fenced('renew', s).then(
-        (r) => {
-          if (r.status !== 200) clearInterval(timer);
-        },
-        () => clearInterval(timer),
-      );
-    }, every);
-    this.keepers.push(timer);
+    this.keepers.push(keepGrant(this.client, s, s.grant.lease_ms, every, startSent));
     return s;
+  }
+
+  /**
+   * A held grant the keeper lost (a renewal refused `expired`), with whose doing it was (harness/clients/keeper.ts):
+   * the host's first, since it makes what failed after it say nothing about the target.
+   */
+  grantLoss(): GrantLoss | undefined {
+    const losses = [...this.finished, ...this.keepers].map((k) => k.loss()).filter((l): l is GrantLoss => l !== undefined);
+    return losses.find((l) => !l.target) ?? losses[0];
   }
 
   /** A fenced operation with the session's fence (overridable through fields). */
@@ -70,7 +75,10 @@ export class Cell {
 
   /** Release or stop everything this cell acquired; never throws (cleanup must not mask the test result). */
   async cleanup(): Promise<void> {
-    for (const t of this.keepers.splice(0)) clearInterval(t);
+    for (const k of this.keepers.splice(0)) {
+      k.stop();
+      this.finished.push(k);
+    }
     for (const s of this.held.splice(0)) await leaveSession(this.client, s);
   }
 }

@@ -10,11 +10,9 @@ export type { CoverageEntry };
 
 export type TestState = 'passed' | 'failed' | 'skipped' | 'errored';
 
-/** A known failure of a target (fixtures/expectations/<target>.json: full test name -> expectation). */
-export interface Expectation {
-  expected: 'fail';
-  reason: string;
-}
+/** A target's expectation for a test (fixtures/expectations/<target>.json, harness/report/expectations.ts). */
+export type { Expectation, Outcome } from './expectations.ts';
+import type { Outcome } from './expectations.ts';
 
 export interface RunTest {
   /** Path of the test file relative to the project root, e.g. suites/grant/grant.test.ts */
@@ -34,10 +32,22 @@ export interface RunTest {
   skip_reason?: string;
   /** Failure messages (assertion text, first lines of the stack). */
   errors?: string[];
-  /** Per-target expectation: the expectation file said this test is expected to fail, and why. */
+  /** Per-target expectation: the outcome is one the expectation file allows for this test (not PASS), and why. */
   expected_failure?: string;
-  /** The expectation said fail but it passed. */
+  /** The expectation allowed only failures but it passed. */
   unexpected_pass?: boolean;
+  /**
+   * The outcomes the target's expectation file allows for this test, where a rule applies. An outcome
+   * outside them keeps its own class (an ERROR where FAIL was expected is an ERROR).
+   */
+  expected_outcomes?: Outcome[];
+  /**
+   * The harness's host was too slow for a timing rule the test checks (HIL_ERR_HOST_TOO_SLOW): the figures
+   * measured (harness/lateness.ts). The test is ERROR, never FAIL.
+   */
+  host_too_slow?: string;
+  /** The harness's own event-loop lateness while the test ran, ms (harness/lateness.ts). */
+  harness_lateness?: { p99_ms: number; max_ms: number };
   /**
    * On a target other than the reference stack: a profile test (kind profile) that failed, reported as an
    * informative difference from our decision in docs/profile.md, not as a failure (DESIGN.md rule 3).

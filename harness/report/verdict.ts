@@ -157,12 +157,15 @@ export function informativeOf(t: Pick<RunTest, 'kind' | 'state' | 'covers' | 'er
   return `differs from ${decisions.join(', ') || 'a profile decision'}: ${t.errors?.[0]?.split('\n')[0] ?? 'failed'}`;
 }
 
-export function testStateOf(state: 'passed' | 'failed' | 'skipped' | 'pending', errors: readonly (ErrorLike | unknown)[], o: { replayUnheld?: string } = {}): TestState {
+export function testStateOf(state: 'passed' | 'failed' | 'skipped' | 'pending', errors: readonly (ErrorLike | unknown)[], o: { replayUnheld?: string; hostTooSlow?: string } = {}): TestState {
   if (state === 'passed') return 'passed';
   if (state !== 'failed') return 'skipped';
   // A replay that could not hold the recorded order (HIL_ERR_REPLAY_UNHELD): an assertion that failed
   // after that point says nothing about the target.
   if (o.replayUnheld) return 'errored';
+  // The harness lost a grant to its own lateness (harness/clients/keeper.ts, HIL_ERR_HOST_TOO_SLOW): what
+  // failed after that says nothing about the target either.
+  if (o.hostTooSlow) return 'errored';
   return errors.length > 0 && errors.every((e) => verdictOfError(e) === 'error') ? 'errored' : 'failed';
 }
 
