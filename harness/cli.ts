@@ -13,8 +13,9 @@ import { readRunRecord } from './report/run-reader.ts';
 import { comparisonText, compareRuns, DEFAULT_TOLERANCE, regressed, type Tolerance } from './report/compare.ts';
 import { expectationProblems, updateExpectations, type ExpectationFile } from './report/expectations.ts';
 import { mergeRuns } from './report/merge.ts';
+import { verdictOf } from './report/verdict.ts';
 import { measurementText } from './report/run-measurements.ts';
-import { soak } from './soak.ts';
+import { DEFAULT_RSS_GROWTH_MIB, noteSoak, soak } from './soak.ts';
 import { openTarget } from './targets/index.ts';
 import type { BindingInput } from './clients/control.ts';
 import type { RunRecord } from './report/run-types.ts';
@@ -875,8 +876,11 @@ async function nightly(args: string[]): Promise<number> {
   if (outAt < 0 || !args[outAt + 1]) throw new UsageError('expected: nightly --out DIR [--soak-minutes N] [run options]');
   const out = resolve(args[outAt + 1]!);
   const minutes = soakAt >= 0 ? Number(args[soakAt + 1]) : 10;
+  const rssAt = args.indexOf('--soak-rss-growth-mib');
+  const rssGrowthMiB = rssAt >= 0 ? Number(args[rssAt + 1]) : DEFAULT_RSS_GROWTH_MIB;
+  if (!(rssGrowthMiB > 0) || !Number.isFinite(rssGrowthMiB)) throw new UsageError('--soak-rss-growth-mib N: a positive number of MiB');
   if (!(minutes >= 0) || !Number.isFinite(minutes)) throw new UsageError('--soak-minutes N: a number of minutes (0 skips the soak)');
-  const runArgs = args.filter((_, i) => ![outAt, outAt + 1, soakAt, soakAt >= 0 ? soakAt + 1 : -1].includes(i) && args[i] !== '--no-record');
+  const runArgs = args.filter((_, i) => ![outAt, outAt + 1, soakAt, soakAt >= 0 ? soakAt + 1 : -1, rssAt, rssAt >= 0 ? rssAt + 1 : -1].includes(i) && args[i] !== '--no-record');
   if (runArgs.some((a) => a === '--reports' || a === '--shard' || a === '--record')) throw new UsageError('nightly chooses its own --reports and --record and runs every file');
   const targetAt = runArgs.indexOf('--target');
   const targetName = targetAt >= 0 ? runArgs[targetAt + 1] : 'sim';
@@ -890,18 +894,23 @@ async function nightly(args: string[]): Promise<number> {
   mkdirSync(dated, { recursive: true });
   const code = await run([...runArgs, '--reports', join(dated, 'run'), '--blob', '--no-report', ...(record ? ['--record', join(dated, 'recordings')] : [])], false);
   process.stdout.write(record ? `nightly: recordings in ${join(dated, 'recordings')} (replay: hil run --target replay --recordings ${join(dated, 'recordings')})\n` : `nightly: the run is not recorded (${targetName === 'sim' ? '--no-record' : `only the sim target records; this is ${targetName}`})\n`);
-  let soakOk = true;
-  if (minutes > 0) {
-    const target = await openTarget();
-    try {
-      const d = (await target.client().describe()).reply.data as unknown as { binding: BindingInput };
-      const r = await soak(target, d.binding, minutes * 60_000);
-      writeFileSync(join(dated, 'soak.json'), `${JSON.stringify(r, null, 2)}\n`);
-      for (const m of r.measurements) process.stdout.write(`soak: ${measurementText(m)}${m.outcome === 'fail' ? '  OUTSIDE THE LIMIT' : ''}\n`);
-      soakOk = r.measurements.every((m) => m.outcome !== 'fail');
-    } finally {
-      await target.close();
+  // The soak is part of the night's verdict: its figures, its first refusal and memory against a limit go
+  // into the run's record, so the verdict, the report and the next night's comparison all carry it.
+  // The soak's own Describe fills in a record whose run noted none (the digests of what ran).
+  const target = await openTarget();
+  try {
+    const described = await target.client().describe();
+    const d = described.reply.data as unknown as { binding: BindingInput };
+    const soakRecord = minutes > 0 ? await soak(target, d.binding, minutes * 60_000, { rssGrowthMiB }) : undefined;
+    if (soakRecord) {
+      writeFileSync(join(dated, 'soak.json'), `${JSON.stringify(soakRecord, null, 2)}\n`);
+      for (const m of soakRecord.measurements) process.stdout.write(`soak: ${measurementText(m)}${m.outcome === 'fail' ? '  OUTSIDE THE LIMIT' : ''}\n`);
+      if (soakRecord.first_refusal) process.stdout.write(`soak: first refusal ${soakRecord.first_refusal.at_s} s in: ${soakRecord.first_refusal.status} ${soakRecord.first_refusal.error}\n`);
+      if (soakRecord.host_too_slow) process.stdout.write(`soak: HIL_ERR_HOST_TOO_SLOW: ${soakRecord.host_too_slow}\n`);
     }
+    noteSoak(join(dated, 'run', 'run.json'), soakRecord, described.status === 200 ? { driver: target.driver, describe: described.reply.data } : undefined);
+  } finally {
+    await target.close();
   }
   const previous = earlier.at(-1);
   let regressedSince = false;
@@ -917,9 +926,13 @@ async function nightly(args: string[]): Promise<number> {
     outFile: join(dated, 'report.html'),
     ...(previous ? { baseline: join(out, previous, 'run', 'run.json') } : {}),
   });
-  process.stdout.write(`nightly: ${dated} (report ${r.outFile})\n`);
-  return code === 0 && soakOk && !regressedSince ? 0 : 1;
+  const night = await readRun(join(dated, 'run', 'run.json'));
+  const v = verdictOf(night);
+  process.stdout.write(`nightly: ${dated} (report ${r.outFile})\nnightly verdict: ${v.headline}\n`);
+  for (const reason of v.reasons) process.stdout.write(`  - ${reason}\n`);
+  return code === 0 && v.exitCode === 0 && !regressedSince ? 0 : 1;
 }
+
 
 /** hil merge DIR... --out DIR: shard runs merged into one run per target (harness/report/merge.ts). */
 async function merge(args: string[]): Promise<number> {

@@ -7,13 +7,13 @@
 
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { availableParallelism, hostname, loadavg } from 'node:os';
 import { join, relative } from 'node:path';
 import type { Reporter, TestCase, TestModule, Vitest } from 'vitest/node';
 import type { SerializedError } from 'vitest';
 import { computeCoverage } from '../catalogue/gate.ts';
 import { parseExact, stringifyExact } from '../oracle/json.ts';
-import { RUN_SCHEMA, type Expectation, type RecordingUse, type RunRecord, type RunTest } from './run-types.ts';
+import { RUN_SCHEMA, type Expectation, type HostRecord, type RecordingUse, type RunRecord, type RunTest } from './run-types.ts';
 import { measurementText, runMeasurements } from './run-measurements.ts';
 import { runSchemaProblems } from './run-schema.ts';
 import { judge, ruleFor, staleExpectations, type ExpectationContext } from './expectations.ts';
@@ -56,9 +56,16 @@ export class HilReporter implements Reporter {
     this.write = o.write ?? ((s) => process.stdout.write(s));
   }
 
+  /** The 1-minute load average, sampled over the run (the report's environment: host load). */
+  private load: number[] = [];
+  private loadTimer: NodeJS.Timeout | undefined;
+
   onInit(vitest: Vitest): void {
     this.root = vitest.config.root;
     this.started = new Date();
+    this.load = [loadavg()[0]!];
+    this.loadTimer = setInterval(() => this.load.push(loadavg()[0]!), 5_000);
+    this.loadTimer.unref();
     rmSync(join(this.o.reportsDir, '.run'), { recursive: true, force: true });
   }
 
@@ -164,6 +171,7 @@ export class HilReporter implements Reporter {
       },
       gate: { ok: gateProblems.length === 0, problems: gateProblems },
       run_measurements: runMeasurements(tests),
+      host: shards?.length && shards[0]!.host ? shards[0]!.host : this.hostRecord(tests),
       ...(this.o.selection ? { selection: this.o.selection } : {}),
       ...(shards?.length
         ? { shards: shards.map((r) => ({ command: r.command, hostname: r.environment.hostname, target: r.target.name, started_at: r.started_at, finished_at: r.finished_at, duration_ms: r.summary.duration_ms, ...(r.selection ? { selection: r.selection } : {}) })) }
@@ -201,7 +209,8 @@ export class HilReporter implements Reporter {
     const errors = vstate === 'failed' ? [...(meta.hostTooSlow ? [`HIL_ERR_HOST_TOO_SLOW: ${meta.hostTooSlow}`] : []), ...ordered.map((e) => (setup ? `set-up of "${setup.suite}" failed: ` : '') + errorText(e))] : undefined;
     const out: RunTest = { file, project: t.project.name, name: t.name, fullName, state, duration_ms: Math.round(t.diagnostic()?.duration ?? 0), covers, kind };
     if (errors) out.errors = errors;
-    if (meta.hostTooSlow) out.host_too_slow = meta.hostTooSlow;
+    const tooSlow = meta.hostTooSlow ?? errors?.find((e) => e.startsWith('HarnessError: HIL_ERR_HOST_TOO_SLOW') || e.startsWith('HIL_ERR_HOST_TOO_SLOW'))?.split('\n')[0];
+    if (tooSlow && state === 'errored') out.host_too_slow = tooSlow;
     if (meta.lateness) out.harness_lateness = meta.lateness;
     if (meta.evidence) out.evidence = meta.evidence;
     // A skip without a note stays without a reason: the verdict calls that out (never silently).
@@ -222,6 +231,27 @@ export class HilReporter implements Reporter {
       else if (!j.expected && j.outcome === 'PASS') out.unexpected_pass = true;
     }
     return out;
+  }
+
+  /** The host over the run: cores, workers, load average, the harness's own lateness (harness/lateness.ts). */
+  private hostRecord(tests: readonly RunTest[]): HostRecord {
+    clearInterval(this.loadTimer);
+    this.load.push(loadavg()[0]!);
+    const r2 = (x: number) => Math.round(x * 100) / 100;
+    const lat = tests.filter((t) => t.harness_lateness);
+    const p99s = lat.map((t) => t.harness_lateness!.p99_ms).sort((a, b) => a - b);
+    const worst = lat.reduce<RunTest | undefined>((w, t) => (!w || t.harness_lateness!.max_ms > w.harness_lateness!.max_ms ? t : w), undefined);
+    const workers = Number(process.env.HIL_WORKERS);
+    const slow = tests.filter((t) => t.host_too_slow).length;
+    return {
+      cores: availableParallelism(),
+      ...(Number.isInteger(workers) && workers > 0 ? { workers } : {}),
+      load1: { start: r2(this.load[0]!), mean: r2(this.load.reduce((a, b) => a + b, 0) / this.load.length), max: r2(Math.max(...this.load)), samples: this.load.length },
+      ...(lat.length
+        ? { harness_lateness: { tests: lat.length, p99_ms: p99s[Math.min(p99s.length - 1, Math.floor(p99s.length * 0.99))]!, max_ms: worst!.harness_lateness!.max_ms, worst_test: `${worst!.file} > ${worst!.fullName}` } }
+        : {}),
+      ...(slow ? { host_too_slow: slow } : {}),
+    };
   }
 
   /** What an expectation's conditions may name (harness/report/expectations.ts). */
@@ -301,9 +331,11 @@ export class HilReporter implements Reporter {
       w('traceability gate ok\n');
     }
     for (const m of rec.run_measurements?.measurements ?? []) w(`measured: ${measurementText(m)}${m.outcome === 'fail' ? '  OUTSIDE THE LIMIT' : ''}\n`);
+    if (rec.host) w(`${hostLine(rec.host)}\n`);
     const speed = replaySpeedLine(rec);
     if (speed) w(`${speed}\n`);
-    w(`errors: ${s.errored} harness or environment errors\n`);
+    const silentSkips = v.counts.silentSkips ? ` and ${v.counts.silentSkips} skipped without a stated reason` : '';
+    w(`errors: ${s.errored} harness or environment errors${silentSkips}\n`);
     w(`verdict: ${v.headline}\n`);
     w(`completeness: ${v.completeness}\n`);
     for (const r of v.reasons) w(`  - ${r}\n`);
@@ -312,9 +344,17 @@ export class HilReporter implements Reporter {
   /** The plain closing line, printed by hil after vitest has closed so that it ends the output. */
   closingLine(): string {
     const rec = this.record;
-    if (!rec) return 'total: 0 passed, 1 failed, 0 skipped';
+    if (!rec) return 'total: 0 passed, 0 failed, 1 errored, 0 skipped';
     return closingLine(verdictOf(rec));
   }
+}
+
+/** The host over the run, in one line (the terminal; the report's environment shows the same figures). */
+export function hostLine(h: HostRecord): string {
+  const load = h.load1 ? `load average ${h.load1.start} at the start, mean ${h.load1.mean}, max ${h.load1.max}` : 'load not sampled';
+  const lat = h.harness_lateness ? `; harness event-loop lateness p99 ${h.harness_lateness.p99_ms} ms, max ${h.harness_lateness.max_ms} ms` : '';
+  const slow = h.host_too_slow ? `; ${h.host_too_slow} test${h.host_too_slow === 1 ? '' : 's'} HIL_ERR_HOST_TOO_SLOW` : '';
+  return `host: ${h.cores} cores${h.workers ? `, ${h.workers} workers` : ''}, ${load}${lat}${slow}`;
 }
 
 /** Exit status of a finished run: the verdict's (0 exactly on PASS); 1 when no run record was made. */
