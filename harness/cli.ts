@@ -7,6 +7,9 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { availableParallelism, loadavg } from 'node:os';
+import { workersForHost } from './sequencer.ts';
+import { isShared } from './targets/shared.ts';
 import { HilReporter, exitCodeOf, type Expectation } from './report/reporter.ts';
 import { writeHtmlReport } from './report/html.ts';
 import { readRunRecord } from './report/run-reader.ts';
@@ -65,7 +68,7 @@ commands:
 exit status: 0 all passed, 1 failures, 2 usage errors`,
   run: `usage: hil run [--target sim|external|replay|rig] [--driver NAME] [--socket PATH] [--planner-url URL]
                [--olp-url URL] [--machine FILE] [--record DIR] [--recordings DIR] [--bench PORT] [--allow-motion]
-               [--no-report] [--reports DIR] [--shard i/n] [--blob] [--grep PATTERN] [--plant FAULT@TEST] [filter ...]
+               [--no-report] [--reports DIR] [--shard i/n] [--blob] [--grep PATTERN] [--plant FAULT@TEST] [--workers N] [filter ...]
 
 Runs suites/ against the target. Filters select test files by substring (the traceability gate only
 applies to a full run). Writes reports/run.json, reports/allure-results/, reports/junit.xml and, unless
@@ -94,7 +97,9 @@ applies to a full run). Writes reports/run.json, reports/allure-results/, report
   --plant FAULT@TEST  sim: inject FAULT through the test channel just before the first motion command
                     (other than Home) of the test whose full name contains TEST, on that command's
                     lowest axis (shows a failed motion test in the report); harness_fault@TEST
-                    throws a TypeError in that test instead (a harness fault: ERROR, README "Verdicts")`,
+                    throws a TypeError in that test instead (a harness fault: ERROR, README "Verdicts")
+  --workers N       test workers (1..64); default from the host's cores and its load when the run starts
+                    (README "Verdicts"); a shared target (external, rig) always runs one`,
   test: `usage: hil test
 
 Runs the unit tests of the harness and the reference stack, then the conformance suites against the
@@ -312,6 +317,7 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
       grep: { type: 'string' },
       plant: { type: 'string' },
       blob: { type: 'boolean', default: false },
+      workers: { type: 'string' },
     },
   });
   const target = values.target!;
@@ -343,6 +349,10 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
   if (values.bench !== undefined && target !== 'rig') throw new UsageError('--bench applies to the rig target');
   if (values.driver !== undefined && target !== 'sim') throw new UsageError('--driver applies to the sim target (the reference stack on a chosen bus driver)');
   if (values.driver !== undefined && !/^[a-z][a-z0-9-]{0,31}$/.test(values.driver)) throw new UsageError(`--driver ${values.driver}: not a driver name`);
+  // Workers: --workers N, or from the host's cores and load (harness/sequencer.ts workersForHost); the
+  // figure is noted in run.json's host record either way.
+  if (values.workers !== undefined && !/^([1-9]|[1-5][0-9]|6[0-4])$/.test(values.workers)) throw new UsageError(`--workers ${values.workers}: an integer 1..64`);
+  process.env.HIL_WORKERS = isShared(target) ? '1' : (values.workers ?? process.env.HIL_WORKERS ?? String(workersForHost(availableParallelism(), loadavg()[0]!)));
   process.env.HIL_TARGET = target;
   if (values.driver) process.env.HIL_DRIVER = values.driver;
   if (values.bench) process.env.HIL_BENCH = values.bench === 'sim' ? 'sim' : resolve(values.bench);
