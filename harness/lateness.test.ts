@@ -55,3 +55,15 @@ test('a harness error inside is never reclassified, and a success passes its val
   expect(e).toBeInstanceOf(TypeError);
   expect(await hostBound({ rule: 'r', marginMs: 0 }, async () => 7)).toBe(7);
 });
+
+test('since: a stall during a wait done before the check counts, so a late expiry seen after it is the host\'s', async () => {
+  lateness.start();
+  const since = performance.now();
+  await new Promise((r) => setTimeout(r, 15));
+  block(150);
+  await new Promise((r) => setTimeout(r, 15));
+  const e = await hostBound({ rule: 'r', marginMs: 60, since }, async () => failing()).catch((x: unknown) => x);
+  expect((e as HarnessError).code).toBe('HIL_ERR_HOST_TOO_SLOW');
+  const without = await hostBound({ rule: 'r', marginMs: 60 }, async () => failing()).catch((x: unknown) => x);
+  expect((without as HarnessError).code).toBe('HIL_ERR_TARGET_REFUSED');
+});

@@ -104,6 +104,8 @@ export interface HostBoundOptions {
   marginMs: number;
   /** Lateness the exchange measured itself (send time against due time, a round trip), read after a failure. */
   measured?: () => { ms: number; what: string } | undefined;
+  /** performance.now() when the exchange began, when it began before this call (a wait already done). */
+  since?: number;
 }
 
 /**
@@ -114,7 +116,7 @@ export interface HostBoundOptions {
  */
 export async function hostBound<T>(o: HostBoundOptions, fn: () => Promise<T>): Promise<T> {
   lateness.start();
-  const from = performance.now();
+  const from = o.since ?? performance.now();
   try {
     return await fn();
   } catch (e) {
