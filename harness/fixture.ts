@@ -37,8 +37,10 @@ export interface Description {
   axes: Array<Record<string, unknown> & { id: string }>;
 }
 
-// The grant keeper's thread comes up while the file's target starts, before the first held grant needs it.
+// The grant keeper's thread comes up while the file's target starts, before the first held grant needs it;
+// the event-loop sampler runs from the worker's first file on (harness/lateness.ts).
 startKeeper();
+lateness.start();
 
 const RUN_DIR = process.env.HIL_RUN_DIR ?? join(process.cwd(), 'reports', '.run');
 
@@ -180,7 +182,7 @@ export const test = base.extend<{
     onTestFailed(() => reportDiagnostics([target]));
     // A planted failure (HIL_PLANT, harness/evidence.ts) goes through the target's test channel.
     if (process.env.HIL_PLANT && target.abilities.faultInjection) offerInjector(task.fullName, (f) => target.inject(f));
-    const cell = new Cell(target.client(), description.binding);
+    const cell = new Cell(target.client(), description.binding, await sharesClock(target));
     // A held grant lost to the host's lateness makes what failed after it ERROR (harness/clients/keeper.ts);
     // one the target expired although renewed in time is named beside the failure, which stands.
     onTestFailed(({ task: t }) => {
@@ -207,7 +209,7 @@ export const test = base.extend<{
     }
   },
   traced: [
-    async ({ task }, use) => {
+    async ({ task, onTestFinished }, use) => {
       const meta = task.meta;
       for (const id of meta.covers ?? []) await allure.label('covers', id);
       if (meta.kind) await allure.label('kind', meta.kind);
@@ -216,12 +218,15 @@ export const test = base.extend<{
       takeProfileDifferences();
       lateness.start();
       const started = performance.now();
+      // The harness's own lateness while the test ran, for run.json and the report's environment (noted when
+      // the test finishes: meta set in a fixture's teardown does not always reach the reporter).
+      onTestFinished(({ task: t }) => {
+        const w = lateness.window(started, performance.now());
+        if (w.samples) t.meta.lateness = { p99_ms: w.p99_ms, max_ms: w.max_ms };
+      });
       try {
         await use();
       } finally {
-        // The harness's own lateness while the test ran, for run.json and the report's environment.
-        const w = lateness.window(started, performance.now());
-        if (w.samples) meta.lateness = { p99_ms: w.p99_ms, max_ms: w.max_ms };
         const d = takeProfileDifferences();
         if (d.length > 0) {
           meta.profileDifferences = d;
@@ -232,6 +237,32 @@ export const test = base.extend<{
     { auto: true },
   ],
 });
+
+const clockShared = new WeakMap<Target, boolean>();
+
+/**
+ * Whether the target's host time (now_host_ns, deadline_host_ns) is this process's monotonic clock: the
+ * reference stack on this host on its live clock. Checked once per target against Status (a stepped clock or
+ * another host's is not), so that a grant's deadline can be compared with when the harness sent a request.
+ */
+async function sharesClock(target: Target): Promise<boolean> {
+  const known = clockShared.get(target);
+  if (known !== undefined) return known;
+  let shared = false;
+  if (target.name !== 'external') {
+    try {
+      const t0 = process.hrtime.bigint();
+      const r = await target.client().status();
+      const t1 = process.hrtime.bigint();
+      const now = (r.reply.data as { now_host_ns?: unknown } | undefined)?.now_host_ns;
+      shared = typeof now === 'bigint' && now >= t0 && now <= t1;
+    } catch {
+      shared = false;
+    }
+  }
+  clockShared.set(target, shared);
+  return shared;
+}
 
 /**
  * A planted harness fault (hil run --plant harness_fault@PART-OF-A-TEST-NAME): the named test throws a
