@@ -137,14 +137,14 @@ test('a replay runs flat out but while the recorded test had a stream open: a st
   try {
     const rec = hil('run', '--record', join(out, 'rec'), '--reports', join(out, 'recorded'), ...grep);
     expect(rec.status, rec.stdout + rec.stderr).toBe(0);
-    expect(rec.stdout).toMatch(/total: 1 passed, 0 failed, 0 skipped/);
+    expect(rec.stdout).toMatch(/total: 1 passed, 0 failed, 0 errored, 0 skipped/);
     const auto = replay(undefined, 'auto');
     expect(auto.status, auto.stdout + auto.stderr).toBe(0);
     const run = JSON.parse(readFileSync(join(out, 'auto', 'run.json'), 'utf8')) as { target: { replay: { tests: Array<{ verdict: string }> } } };
     expect(run.target.replay.tests.map((t) => t.verdict)).toEqual([expect.stringMatching(/; flat out but while a stream was open \(1\/1 recorded streams opened\)$/)]);
     const flat = replay('max', 'max');
     expect(flat.status, flat.stdout + flat.stderr).not.toBe(0);
-    expect(flat.stdout).toMatch(/total: 0 passed, 1 failed, 0 skipped/);
+    expect(flat.stdout).toMatch(/total: 0 passed, (1 failed, 0 errored|0 failed, 1 errored), 0 skipped/);
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
@@ -163,17 +163,23 @@ test('nightly: a dated directory with the run, its recordings (replayable), the 
     expect(first.status, first.stdout + first.stderr).toBe(0);
     const day = new Date().toISOString().slice(0, 10);
     const night = join(out, day);
-    const run1 = JSON.parse(readFileSync(join(night, 'run', 'run.json'), 'utf8')) as { summary: { passed: number; failed: number } };
+    const run1 = JSON.parse(readFileSync(join(night, 'run', 'run.json'), 'utf8')) as { summary: { passed: number; failed: number }; soak?: { measurements: Array<{ name: string }> }; target: { driver: string; describe?: unknown }; environment: { machine_sha256: string } };
     expect(run1.summary.failed).toBe(0);
+    // The soak is part of the night's record (its verdict, report and comparison), and so are the target's Describe and digests.
+    expect(run1.soak?.measurements.map((m) => m.name)).toContain('soak_renewals_refused');
+    expect(run1.target.driver).not.toBe('unknown');
+    expect(run1.target.describe).toBeDefined();
+    expect(run1.environment.machine_sha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(first.stdout).toMatch(/\nnightly verdict: PASS/);
     expect(run1.summary.passed).toBeGreaterThan(0);
     const soak = JSON.parse(readFileSync(join(night, 'soak.json'), 'utf8')) as { measurements: Array<{ name: string }> };
     expect(soak.measurements.map((m) => m.name)).toContain('soak_renewals_refused');
-    expect(readFileSync(join(night, 'report.html'), 'utf8')).toMatch(/<html/);
+    expect(readFileSync(join(night, 'report.html'), 'utf8')).toMatch(/<html[\s\S]*The soak \(/);
     expect(first.stdout).toContain(`recordings in ${join(night, 'recordings')}`);
     // the recordings replay: the same tests, the same verdict
     const replay = hil('run', '--target', 'replay', '--recordings', join(night, 'recordings'), '--reports', join(out, 'replayed'), '--no-report', FILE);
     expect(replay.status, replay.stdout + replay.stderr).toBe(0);
-    expect(replay.stdout).toMatch(/total: [1-9]\d* passed, 0 failed, 0 skipped/);
+    expect(replay.stdout).toMatch(/total: [1-9]\d* passed, 0 failed, 0 errored, 0 skipped/);
     // the second night: another dated directory, compared with the first, not recorded when told
     const second = hil('nightly', '--out', out, '--soak-minutes', '0', '--no-record', FILE);
     expect(second.status, second.stdout + second.stderr).toBe(0);
