@@ -136,7 +136,7 @@ async function plan(x: Exec, description = x.desc): Promise<{ digest: string; bl
   const program = programFor(x, description);
   const r = await o.client.post('/weld-plan', { program, tooling: { tool_id: 'torch-olp' }, step_base64: '', workpiece_absent: true, cell_id: x.cell, program_id: 'line_weld_demo', program_digest: program.program_digest });
   expect(r.status, r.text.slice(0, 400)).toBe(200);
-  return { digest: r.json.dense.digest, blob: Buffer.from(r.json.dense_blob_base64, 'base64'), samples: BigInt(r.json.dense.samples) };
+  return { digest: r.json?.dense?.digest, blob: Buffer.from(r.json?.dense_blob_base64, 'base64'), samples: BigInt(r.json?.dense?.samples) };
 }
 
 /**
@@ -148,7 +148,7 @@ async function selected(x: Exec, cell = x.cell): Promise<Post> {
   if (!x.catalogue) return (route, body = {}) => o.client.post(`/dense-execution${route}`, body);
   const r = await o.client.post('/targets/select', { cell_id: cell, model_id: x.model });
   expect(r.status, r.text).toBe(200);
-  const t = (await o.client.get('/dense-execution/status')).json.target;
+  const t = (await o.client.get('/dense-execution/status')).json?.target;
   expect(t.cell_id, 'status.target.cell_id after the selection').toBe(cell);
   return (route, body = {}) => o.client.post(`/dense-execution${route}`, body, fence(BigInt(t.selection_generation), cell));
 }
@@ -254,9 +254,9 @@ async function cartesianChecks(o: Olp, post: Post, client: ControlClient, descri
     const here = toolPose(URDF_TEXT, await telemetryJoints(client, description));
     const state = await o.client.get('/dense-execution/cartesian/state');
     expect(state.status, state.text).toBe(200);
-    state.json.tool_pose.xyz_m.forEach((v: unknown, k: number) => expect(Math.abs(Number(v) - here.xyz[k]!)).toBeLessThan(1e-3));
+    state.json?.tool_pose?.xyz_m?.forEach((v: unknown, k: number) => expect(Math.abs(Number(v) - here.xyz[k]!)).toBeLessThan(1e-3));
     // The move: 3 cm, -2 cm, 4 cm, the same orientation.
-    const rpy = state.json.tool_pose.rpy_rad.map(Number) as [number, number, number];
+    const rpy = state.json?.tool_pose?.rpy_rad?.map(Number) as [number, number, number];
     const goal = [here.xyz[0]! + 0.03, here.xyz[1]! - 0.02, here.xyz[2]! + 0.04];
     const gen = BigInt((await cellStatus(client)).execution.generation);
     const m = await post('/cartesian/move', { pose: { xyz_m: goal, rpy_rad: rpy } });
@@ -297,7 +297,7 @@ async function cartesianChecks(o: Olp, post: Post, client: ControlClient, descri
     await new Promise((r) => setTimeout(r, 200));
     const still = toolPose(URDF_TEXT, await telemetryJoints(client, description));
     expect(Math.hypot(...still.xyz.map((v, k) => v - after.xyz[k]!))).toBeLessThan(1e-3); // at rest after stop
-    expect((await o.client.get('/dense-execution/cartesian/state')).json.active).toBe(false);
+    expect((await o.client.get('/dense-execution/cartesian/state')).json?.active).toBe(false);
 }
 
 describe('dense execution', () => {
@@ -319,11 +319,11 @@ describe('dense execution', () => {
       await inProfile('profile:olp.labels', () => expect(gone.status).toBe(409));
       const loaded = await post('/load', { trajectory_digest: digest });
       bodyTaken(x, skip, loaded, 'load');
-      await inProfile('profile:olp.execution_bodies', () => expect([loaded.json.loaded.trajectory_digest, BigInt(loaded.json.loaded.samples)]).toEqual([digest, samples]));
+      await inProfile('profile:olp.execution_bodies', () => expect([loaded.json?.loaded?.trajectory_digest, BigInt(loaded.json?.loaded?.samples ?? -1)]).toEqual([digest, samples]));
       await alive(o, async () => {
         const armed = await post('/arm', { armed: true });
         expect(armed.status, armed.text).toBe(200);
-        await inProfile('profile:olp.execution_bodies', () => expect([armed.json.armed, armed.json.loaded.prepared]).toEqual([true, true]));
+        await inProfile('profile:olp.execution_bodies', () => expect([armed.json?.armed, armed.json?.loaded?.prepared]).toEqual([true, true]));
         const g = await cellStatus(client);
         expect(g.grant.active).toBe(true);
         const homeMask = description.axes.reduce((m, a, i) => (a.native_home === true ? m | (1 << i) : m), 0);
@@ -339,12 +339,12 @@ describe('dense execution', () => {
         const before = BigInt((await cellStatus(client)).execution.generation);
         const play = await post('/play', {});
         expect(play.status, play.text).toBe(200);
-        await inProfile('profile:olp.execution_bodies', () => expect(play.json.playing).toBe(true));
+        await inProfile('profile:olp.execution_bodies', () => expect(play.json?.playing).toBe(true));
         // Another cell while this one plays: refused, and nothing changes.
         if (x.cell2 !== undefined) {
           const sel = await o.client.post('/targets/select', { cell_id: x.cell2, model_id: x.model });
           expectMachineError(sel, 409, 'cell_switch_while_playing');
-          expect((await o.client.get('/dense-execution/status')).json.target.cell_id).toBe(x.cell);
+          expect((await o.client.get('/dense-execution/status')).json?.target?.cell_id).toBe(x.cell);
         }
         // The telemetry window while it plays (read now: on a loaded machine the end of the program may be
         // seen late, and the window after it then holds only the rest).
@@ -355,23 +355,23 @@ describe('dense execution', () => {
         expect([cell.state, BigInt(cell.generation)]).toEqual(['completed', before + 1n]);
         await inProfile('profile:olp.execution_bodies', async () => {
           const done = await until('the server reports the end', () => o.client.get('/dense-execution/status'), (r) => r.json?.playing === false, 5_000);
-          expect([done.json.execution.state, BigInt(done.json.execution.generation)]).toEqual(['completed', before + 1n]);
+          expect([done.json?.execution?.state, BigInt(done.json?.execution?.generation ?? -1)]).toEqual(['completed', before + 1n]);
         });
         // The telemetry window: armed, trajectory mode, and J1 travelled.
         const w = await o.client.get('/dense-execution/telemetry/window?window_ms=10000');
         expect(w.status, w.text.slice(0, 300)).toBe(200);
         await inProfile('profile:olp.telemetry_window', () => {
           type Sample = { active_mode: bigint | number; armed: boolean; position: number[] };
-          const mid = during.json.samples as Sample[];
-          expect(mid.some((v) => Number(v.active_mode) === 2 && v.armed), `${mid.length} samples while playing, none armed in trajectory mode`).toBe(true);
-          const j1 = [...mid, ...(w.json.samples as Sample[])].map((v) => Number(v.position[0]));
+          const mid = (during.json?.samples ?? []) as Sample[];
+          expect(mid.some((v) => Number(v?.active_mode) === 2 && v?.armed), `${mid.length} samples while playing, none armed in trajectory mode`).toBe(true);
+          const j1 = [...mid, ...((w.json?.samples ?? []) as Sample[])].map((v) => Number(v?.position?.[0]));
           expect(Math.max(...j1) - Math.min(...j1)).toBeGreaterThan(0.01);
         });
       }, true);
       // Stop: no fence needed; the cell is stopped and released.
       const stop = await o.client.post('/dense-execution/stop', {});
       expect(stop.status, stop.text).toBe(200);
-      await inProfile('profile:olp.execution_bodies', () => expect([stop.json.stopped, stop.json.lease_held]).toEqual([true, false]));
+      await inProfile('profile:olp.execution_bodies', () => expect([stop.json?.stopped, stop.json?.lease_held]).toEqual([true, false]));
       const after = await released(client);
       expect([after.grant.active, after.grant.controller ?? '']).toEqual([false, '']);
       expect(Number(after.core.armed)).toBe(0);
@@ -393,18 +393,18 @@ describe('dense execution', () => {
       // operations"): on someone else's server the test needs them to go on.
       skip(x.external && topo.status !== 200, `the server's CAD worker does not answer extract_topology as docs/profile.md says (${topo.status})`);
       expect(topo.status, topo.text.slice(0, 300)).toBe(200);
-      expect(topo.json.result.solids.length).toBe(2);
+      expect(topo.json?.result?.solids?.length).toBe(2);
       const joints = await o.client.post('/seam', { operation: 'detect_joints', step_base64 });
       expect(joints.status, joints.text.slice(0, 300)).toBe(200);
       // The top seam of the butt joint (x 100 mm, z 10 mm, along y).
-      const joint = joints.json.result.joints.find((j: any) => j.kind === 'butt' && Number(j.start_mm[2]) === 10 && Number(j.length_mm) === 100);
+      const joint = joints.json?.result?.joints?.find((j: any) => j.kind === 'butt' && Number(j.start_mm[2]) === 10 && Number(j.length_mm) === 100);
       expect(joint, joints.text.slice(0, 400)).toBeDefined();
       // The program's seam: the joint, an 85 degree work angle and a 5 degree push.
       const orientation = { work_angle_deg: { kind: 'constant', value: 85 }, travel_angle_deg: { kind: 'constant', value: 5 } };
       const frames = await o.client.post('/seam', { operation: 'sample_seam_frames', step_base64, spacing_mm: 25, seam: { weld_joint_ref: joint.id, orientation } });
       expect(frames.status, frames.text.slice(0, 300)).toBe(200);
-      expect(frames.json.result.frames.length).toBe(5); // 100 mm every 25 mm
-      expect(frames.json.result.frames.every((f: any) => Number(f.work_angle_deg) === 85 && Number(f.travel_angle_deg) === 5)).toBe(true);
+      expect(frames.json?.result?.frames?.length).toBe(5); // 100 mm every 25 mm
+      expect(frames.json?.result?.frames?.every((f: any) => Number(f.work_angle_deg) === 85 && Number(f.travel_angle_deg) === 5)).toBe(true);
       const p = JSON.parse(stringifyExact(programFor(x))) as Record<string, any>;
       delete p.program_digest;
       // Placed where the fixture program's own weld is (x 0.5, y -0.05..0.05, z 0.3).
@@ -414,14 +414,14 @@ describe('dense execution', () => {
       weld.travel_speed_mm_s = 100; // 1 s of welding on the 100 mm seam
       const built = await o.client.post('/seam', { operation: 'build_plan_request', program: p, tooling: { tool_id: 'torch-olp' }, step_base64, step_filename: 'butt-joint.step', cell_id: x.cell });
       expect(built.status, built.text.slice(0, 400)).toBe(200);
-      const request = built.json.result.request;
+      const request = built.json?.result?.request;
       expect(request.program.workpiece.weld_joints.map((j: any) => j.id)).toContain(joint.id);
       const planned = await o.client.post('/weld-plan', request);
       expect(planned.status, planned.text.slice(0, 400)).toBe(200);
-      expect(planned.json.program_digest).toBe(request.program_digest);
+      expect(planned.json?.program_digest).toBe(request.program_digest);
       const post = await selected(x);
       await alive(o, async () => {
-        const before = await loadAndPlay(x, skip, post, planned.json.dense.digest);
+        const before = await loadAndPlay(x, skip, post, planned.json?.dense?.digest);
         const done = await programEnded(o, client, before, 30_000);
         expect([done.execution.state, BigInt(done.execution.generation)], JSON.stringify(done.core) + JSON.stringify(done.axes)).toEqual(['completed', before + 1n]);
         await cartesianChecks(o, post, client, description);
@@ -450,14 +450,14 @@ describe('dense execution', () => {
       const before = await loadAndPlay(x, skip, post, digest);
       const paused = await o.client.post('/dense-execution/pause', {});
       expect(paused.status, paused.text).toBe(200);
-      await inProfile('profile:olp.execution_bodies', () => expect([paused.json.playing, paused.json.lease_held]).toEqual([false, true]));
+      await inProfile('profile:olp.execution_bodies', () => expect([paused.json?.playing, paused.json?.lease_held]).toEqual([false, true]));
       const ex = await until('the execution leaves executing', () => cellStatus(client), (s) => BigInt(s.execution.generation) === before + 1n && s.execution.state !== 'executing');
       expect(ex.execution.state).not.toBe('completed');
       expect(ex.grant.active).toBe(true);
     }, true);
     const stop = await o.client.post('/dense-execution/stop', {});
     expect(stop.status, stop.text).toBe(200);
-    await inProfile('profile:olp.execution_bodies', () => expect(stop.json.lease_held).toBe(false));
+    await inProfile('profile:olp.execution_bodies', () => expect(stop.json?.lease_held).toBe(false));
     expect((await released(client)).grant.active).toBe(false);
   });
 
@@ -468,7 +468,7 @@ describe('dense execution', () => {
       const x = await execCell(olps, skip);
       const { o, description, client } = x;
       const post = await selected(x);
-      await inProfile('profile:olp.execution_bodies', async () => expect(Number((await o.client.get('/capabilities')).json.limits.jog_update_interval_ms)).toBe(50));
+      await inProfile('profile:olp.execution_bodies', async () => expect(Number((await o.client.get('/capabilities')).json?.limits?.jog_update_interval_ms)).toBe(50));
       await alive(o, async () => {
         expect((await post('/arm', { armed: true })).status).toBe(200);
         const axis = description.axes[0]!.id;
@@ -478,7 +478,7 @@ describe('dense execution', () => {
         expect(b.status, b.text).toBe(200);
         await inProfile('profile:olp.jog_move', async () => {
           const state = (await o.client.get('/dense-execution/jog/state')).json;
-          expect([state.active, state.session_id, state.axis, Number(state.revision)]).toEqual([true, 'pendant-1', axis, 1]);
+          expect([state?.active, state?.session_id, state?.axis, Number(state?.revision)]).toEqual([true, 'pendant-1', axis, 1]);
         });
         // Updates about every 50 ms (part 4), each revision above the last: every one is taken.
         for (let rev = 2; rev <= 12; rev++) {
@@ -500,7 +500,7 @@ describe('dense execution', () => {
         const q2 = Number((await cellStatus(client)).axes[0].position);
         await new Promise((r) => setTimeout(r, 200));
         expect(Math.abs(Number((await cellStatus(client)).axes[0].position) - q2)).toBeLessThan(1e-3); // at rest after end
-        await inProfile('profile:olp.jog_move', async () => expect((await o.client.get('/dense-execution/jog/state')).json.active).toBe(false));
+        await inProfile('profile:olp.jog_move', async () => expect((await o.client.get('/dense-execution/jog/state')).json?.active).toBe(false));
       });
       await o.client.post('/dense-execution/stop', {});
     },
@@ -529,8 +529,8 @@ describe('dense execution', () => {
         // limit_violation's fields are part 7's; that a joint limit gives one, and the label, are ours.
         await inProfile('profile:olp.labels', () => expectMachineError(r, 409, 'joint_limit'));
         await inProfile('profile:olp.jog_move', () => {
-          expect(r.json.limit_violation).toMatchObject({ kind: 'position', axis: ax.id, limit: Number(ax.max_position), unit: ax.position_unit });
-          expect(Number(r.json.limit_violation.value)).toBeCloseTo(Number(ax.max_position) + 0.1, 9);
+          expect(r.json?.limit_violation).toMatchObject({ kind: 'position', axis: ax.id, limit: Number(ax.max_position), unit: ax.position_unit });
+          expect(Number(r.json?.limit_violation?.value)).toBeCloseTo(Number(ax.max_position) + 0.1, 9);
         });
         // The valid twin: a point inside every limit is executed.
         const goal = q.map((v, i) => (i === 0 ? v + 0.05 : v));
@@ -729,8 +729,8 @@ describe('robot and cell identity check (document 2 part 2)', () => {
         expectMachineError(await f.client.post('/dense-execution/load', { trajectory_digest: 'sha256:' + '1'.repeat(64) }), 409, 'robot_cell_missing');
         const noted = await f.client.post('/dense-execution/load', { trajectory_digest: 'sha256:' + '2'.repeat(64) });
         expect(noted.status, noted.text).toBe(200);
-        expect(noted.json.notes.length).toBe(1);
-        expect(noted.json.notes[0]).toMatch(/machine_configuration_sha256/);
+        expect(noted.json?.notes?.length).toBe(1);
+        expect(noted.json?.notes[0]).toMatch(/machine_configuration_sha256/);
       } finally {
         await olps.drop('fake-dense');
         await new Promise<void>((r) => server.close(() => r()));
@@ -752,9 +752,9 @@ describe('a cell that dies mid-play', () => {
     await alive(o, async () => {
       await loadAndPlay(x, skip, post, digest);
       await target.restartCore();
-      const st = await until('the lease loss', () => o.client.get('/dense-execution/status'), (r) => r.json.lease_held === false, 10_000);
-      expect(st.json.playing).toBe(false);
-      expect(st.json.stopped_reason).toMatch(/^lease_lost/);
+      const st = await until('the lease loss', () => o.client.get('/dense-execution/status'), (r) => r.json?.lease_held === false, 10_000);
+      expect(st.json?.playing).toBe(false);
+      expect(st.json?.stopped_reason).toMatch(/^lease_lost/);
     });
     await o.client.post('/dense-execution/stop', {});
     await released(client);

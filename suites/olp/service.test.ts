@@ -29,7 +29,7 @@ const HEALTH_FIELDS = ['ok', 'schema', 'mode', 'network_required', 'connected', 
 async function aRobot(o: Olp, skip: (c: boolean, n?: string) => void): Promise<{ model_id: string; robot_description_sha256: string; urdf?: string }> {
   if (o.endpoint.configured) return { model_id: 'sim-nine-axis', robot_description_sha256: URDF_SHA, urdf: urdfText };
   const r = await o.client.get('/robots');
-  const robots = Array.isArray(r.json?.robots) ? (r.json.robots as any[]) : [];
+  const robots = Array.isArray(r.json?.robots) ? (r.json?.robots as any[]) : [];
   const x = robots.find((v) => typeof v?.model_id === 'string' && typeof v?.robot_description_sha256 === 'string' && SHA256.test(v.robot_description_sha256));
   skip(x === undefined, `the server's robot store lists no robot with a model_id and a sha256:<64 hex> robot_description_sha256 (${r.status} ${r.text.slice(0, 160)})`);
   return { model_id: x.model_id, robot_description_sha256: x.robot_description_sha256 };
@@ -62,7 +62,7 @@ describe('service routes', () => {
         // A broken robot store does not make health fail: always 200.
         const broken = useOlp({ skip }, await olps.open('no-store', () => ({ planner: 'none', robotStore: 'missing' })));
         const b = await broken.client.get('/health');
-        expect([b.status, b.json.ok]).toEqual([200, true]);
+        expect([b.status, b.json?.ok]).toEqual([200, true]);
       }
     },
   );
@@ -71,7 +71,7 @@ describe('service routes', () => {
     const o = useOlp({ skip }, await olps.open('plain', () => ({ planner: 'none' })));
     const r = await o.client.get('/capabilities');
     expect(r.status).toBe(200);
-    expect(r.json.schema).toBe('offline-programming.capabilities.v1');
+    expect(r.json?.schema).toBe('offline-programming.capabilities.v1');
   });
 
   test(
@@ -82,9 +82,9 @@ describe('service routes', () => {
       /** What part 4 shows of every entry: the fields, the digest's form (sha256:<64 hex>), axes driven and held, a problems list. */
       const documented = (r: OlpReply) => {
         expect(r.status, r.text).toBe(200);
-        expect(Array.isArray(r.json.robots), r.text.slice(0, 200)).toBe(true);
-        expect(Array.isArray(r.json.problems), r.text.slice(0, 200)).toBe(true);
-        for (const x of r.json.robots as any[]) {
+        expect(Array.isArray(r.json?.robots), r.text.slice(0, 200)).toBe(true);
+        expect(Array.isArray(r.json?.problems), r.text.slice(0, 200)).toBe(true);
+        for (const x of r.json?.robots as any[]) {
           for (const f of ['model_id', 'robot_description_sha256', 'frames', 'axes', 'reset_pose']) expect(x, f).toHaveProperty(f);
           expect(x.robot_description_sha256).toMatch(SHA256);
           expect(x.axes, 'axes').toHaveProperty('driven');
@@ -95,7 +95,7 @@ describe('service routes', () => {
         // Someone else's store, as its owner filled it.
         const r = await o.client.get('/robots');
         documented(r);
-        skip((r.json.robots as any[]).length === 0, 'the server\'s robot store is empty');
+        skip((r.json?.robots as any[]).length === 0, 'the server\'s robot store is empty');
         return;
       }
       const dir = mkdtempSync(join(tmpdir(), 'hil-robots-'));
@@ -107,7 +107,7 @@ describe('service routes', () => {
         const s = useOlp({ skip }, await olps.open('store', () => ({ planner: 'none', robotStore: { dir } })));
         const r = await s.client.get('/robots');
         documented(r);
-        const robots = r.json.robots as any[];
+        const robots = r.json?.robots as any[];
         expect(robots.map((x) => x.model_id).sort()).toEqual(['arm-held', 'sim-nine-axis']);
         const nine = robots.find((x) => x.model_id === 'sim-nine-axis');
         // The URDF format, the digest of the file's bytes and the axis objects are ours (docs/profile.md "OLP server: robot store").
@@ -121,7 +121,7 @@ describe('service routes', () => {
           expect(held.axes.driven.map((a: any) => a.name)).toEqual(['A1']);
           expect(held.axes.held.map((a: any) => [a.name, Number(a.held_rad)])).toEqual([['T1', 0.5]]);
           expect(Object.fromEntries(Object.entries(held.reset_pose).map(([k, v]) => [k, Number(v)]))).toEqual({ A1: 0, T1: 0.5 });
-          expect((r.json.problems as any[]).map((p) => p.file)).toEqual(['broken.urdf']);
+          expect((r.json?.problems as any[]).map((p) => p.file)).toEqual(['broken.urdf']);
         });
       } finally {
         await olps.drop('store');
@@ -145,15 +145,15 @@ describe('service routes', () => {
       const cal = Buffer.from('calibration of cell A\n');
       const r = await o.client.post('/robots/capture-model', { model_id: robot.model_id, robot_description_sha256: robot.robot_description_sha256, machine_planning_calibration_base64: cal.toString('base64'), some_future_field: { x: 1 } });
       expect(r.status, r.text).toBe(200);
-      expect(typeof r.json.urdf, 'urdf').toBe('string');
+      expect(typeof r.json?.urdf, 'urdf').toBe('string');
       expect(r.json, 'identity').toHaveProperty('identity');
-      if (robot.urdf) expect(r.json.urdf).toBe(robot.urdf);
+      if (robot.urdf) expect(r.json?.urdf).toBe(robot.urdf);
       await inProfile('profile:olp.robot_store', () => {
-        expect(r.json.identity).toMatchObject({ model_id: robot.model_id, robot_description_sha256: robot.robot_description_sha256, machine_planning_calibration_sha256: 'sha256:' + createHash('sha256').update(cal).digest('hex') });
+        expect(r.json?.identity).toMatchObject({ model_id: robot.model_id, robot_description_sha256: robot.robot_description_sha256, machine_planning_calibration_sha256: 'sha256:' + createHash('sha256').update(cal).digest('hex') });
       });
       const plain = await o.client.post('/robots/capture-model', { model_id: robot.model_id, robot_description_sha256: robot.robot_description_sha256 });
       expect(plain.status, plain.text).toBe(200);
-      await inProfile('profile:olp.robot_store', () => expect(plain.json.identity.machine_planning_calibration_sha256).toBe(''));
+      await inProfile('profile:olp.robot_store', () => expect(plain.json?.identity?.machine_planning_calibration_sha256).toBe(''));
     },
   );
 
@@ -176,9 +176,9 @@ describe('service routes', () => {
     edit(body);
     const r = await o.client.post('/robots/capture-model', body);
     expect(r.status, r.text).toBe(400);
-    expect(r.json.ok).toBe(false);
-    expect(typeof r.json.code).toBe('string');
-    expect(typeof r.json.error).toBe('string');
+    expect(r.json?.ok).toBe(false);
+    expect(typeof r.json?.code).toBe('string');
+    expect(typeof r.json?.error).toBe('string');
   });
 
   test('the 400 of capture-model carries the invalid_request code', profile('profile:olp.invalid_request'), async ({ olps, skip }) => {

@@ -171,7 +171,7 @@ async function wrongCell(w: World, k: Wrong, skip: (c: boolean, n?: string) => v
 
 /** The current selection, from the status fields part 2 names for the fence (status.target). */
 async function selection(o: Olp): Promise<{ cell: string; gen: bigint }> {
-  const s = (await o.client.get('/dense-execution/status')).json.target;
+  const s = (await o.client.get('/dense-execution/status')).json?.target;
   return { cell: s.cell_id, gen: BigInt(s.selection_generation) };
 }
 
@@ -194,7 +194,7 @@ describe('targets and selection', () => {
       const wrong = { live: await w.wrong('live'), gone: await w.wrong('gone'), hang: await w.wrong('hang'), unpinned: await w.wrong('unpinned') };
       const r = await w.o.client.get('/targets');
       expect(r.status, r.text).toBe(200);
-      const by = Object.fromEntries((r.json.targets as any[]).map((t) => [t.cell_id, t]));
+      const by = Object.fromEntries((r.json?.targets as any[]).map((t) => [t.cell_id, t]));
       // Documented: the list names the cells (part 4), and an entry may report its backend unreachable with
       // a reason such as cell_configuration_missing, cell_mode_mismatch or cell_unreachable (part 7).
       for (const id of [w.a, ...(w.b ? [w.b] : [])]) expect(by[id], `${id} in ${r.text.slice(0, 300)}`).toBeDefined();
@@ -247,12 +247,12 @@ describe('targets and selection', () => {
       expect(a.status, a.text).toBe(200);
       // status.target is what part 2 names for the fence; select's own reply body is not shown.
       expect(await selection(o)).toEqual({ cell: w.a, gen: g0 + 1n });
-      await inProfile('profile:olp.catalogue', () => expect(a.json.selected).toEqual({ cell_id: w.a, selection_generation: g0 + 1n }));
-      await inProfile('profile:olp.execution_bodies', async () => expect((await o.client.get('/dense-execution/cell')).json.pair_id).toBe(description.binding.pair_id));
+      await inProfile('profile:olp.catalogue', () => expect(a.json?.selected).toEqual({ cell_id: w.a, selection_generation: g0 + 1n }));
+      await inProfile('profile:olp.execution_bodies', async () => expect((await o.client.get('/dense-execution/cell')).json?.pair_id).toBe(description.binding.pair_id));
       const b = await select(o, w.b!, (await discoveredModel(w, w.b!)) ?? w.model);
       expect(b.status, b.text).toBe(200);
       expect(await selection(o)).toEqual({ cell: w.b, gen: g0 + 2n });
-      await inProfile('profile:olp.catalogue', () => expect(b.json.selected).toEqual({ cell_id: w.b, selection_generation: g0 + 2n }));
+      await inProfile('profile:olp.catalogue', () => expect(b.json?.selected).toEqual({ cell_id: w.b, selection_generation: g0 + 2n }));
       if (!w.external) {
         const cell = (await o.client.get('/dense-execution/cell')).json;
         expect([cell.cell_id, cell.pair_id, cell.transport]).toEqual(['cell-b', 'cell-b', 'https']);
@@ -263,14 +263,14 @@ describe('targets and selection', () => {
       }
       await inProfile('profile:olp.execution_bodies', async () => {
         const caps = (await o.client.get('/dense-execution/capabilities')).json;
-        expect(caps.capabilities.map((c: any) => c.name)).toContain('start_program');
+        expect((caps?.capabilities ?? []).map((c: any) => c?.name)).toContain('start_program');
       });
       // Telemetry of the selected cell, decoded by the OLP server.
       if (w.bAxes) {
         const axes = w.bAxes;
         await inProfile('profile:olp.telemetry_window', async () => {
           const x = await o.client.get('/dense-execution/telemetry/window?window_ms=500');
-          expect(x.json.axes.map((v: any) => v.id)).toEqual(axes);
+          expect(x.json?.axes?.map((v: any) => v?.id)).toEqual(axes);
         });
       }
     },
@@ -286,7 +286,7 @@ describe('targets and selection', () => {
     expect(await selection(o)).toEqual({ cell: w.a, gen: g + 1n });
     expect((await o.client.post('/dense-execution/target', { cell: '' })).status).toBe(200);
     expect(await selection(o)).toEqual({ cell: '', gen: g + 2n });
-    await inProfile('profile:olp.execution_bodies', async () => expect((await o.client.get('/dense-execution/status')).json.connected).toBe(false));
+    await inProfile('profile:olp.execution_bodies', async () => expect((await o.client.get('/dense-execution/status')).json?.connected).toBe(false));
   });
 
   test(
@@ -295,7 +295,7 @@ describe('targets and selection', () => {
     async ({ olps, skip, target, description }) => {
       const w = await world(olps, skip, target, description);
       const o = w.o;
-      const ids = (r: OlpReply) => (r.json.cells as any[]).map((c) => c.cell_id);
+      const ids = (r: OlpReply) => ((r.json?.cells ?? []) as any[]).map((c) => c?.cell_id);
       const listed = await o.client.get('/dense-execution/cells');
       expect(listed.status, listed.text).toBe(200);
       await inProfile('profile:olp.cells_registry', () => expect(ids(listed)).toContain(w.a));
@@ -308,9 +308,9 @@ describe('targets and selection', () => {
       skip(w.external && made.status !== 200, `the server does not register a cell from the body of docs/profile.md "OLP server: cell registry" (${made.status} ${made.text.slice(0, 160)})`);
       try {
         expect(made.status, made.text).toBe(200);
-        await inProfile('profile:olp.cells_registry', () => expect(made.json.created).toBe(true));
+        await inProfile('profile:olp.cells_registry', () => expect(made.json?.created).toBe(true));
         expectMachineError(await o.client.post('/dense-execution/cells', { ...cell, cell_id: `${id}-x` }), undefined, 'cell_not_commissioned');
-        await inProfile('profile:olp.cells_registry', async () => expect((await o.client.post('/dense-execution/cells', pinned)).json.created).toBe(false));
+        await inProfile('profile:olp.cells_registry', async () => expect((await o.client.post('/dense-execution/cells', pinned)).json?.created).toBe(false));
         expectMachineError(await o.client.post('/dense-execution/cells', { ...pinned, configuration_sha256: 'e'.repeat(64) }), undefined, 'cell_binding_pinned');
         await inProfile('profile:olp.cells_registry', async () => expect(ids(await o.client.get('/dense-execution/cells'))).toContain(id));
       } finally {
@@ -361,7 +361,7 @@ describe('targets and selection', () => {
       const program = JSON.parse(readFileSync(new URL('../../fixtures/weldplans/line-weld.program.json', import.meta.url), 'utf8'));
       const r = await o.client.post('/weld-plan', { program, tooling: { tool_id: 't' }, step_base64: '', workpiece_absent: true, cell_id: 'cell-a', program_id: 'line_weld_demo', machine_planning_calibration_base64: Buffer.from('ignored').toString('base64') });
       expect(r.status, r.text.slice(0, 300)).toBe(200);
-      expect(r.json.planning_calibration).toEqual({ sha256: 'sha256:' + createHash('sha256').update(CAL).digest('hex'), source: 'target' });
+      expect(r.json?.planning_calibration).toEqual({ sha256: 'sha256:' + createHash('sha256').update(CAL).digest('hex'), source: 'target' });
     },
   );
 });
@@ -564,7 +564,7 @@ describe('target fencing (part 2)', () => {
     }
     const t = await o.client.get('/targets');
     expect(t.status, t.text).toBe(200);
-    await inProfile('profile:olp.catalogue', () => expect([t.json.catalogue, t.json.targets.length]).toEqual([false, 1]));
+    await inProfile('profile:olp.catalogue', () => expect([t.json?.catalogue, t.json?.targets?.length]).toEqual([false, 1]));
     expectMachineError(await o.client.post('/targets/select', { cell_id: 'default', model_id: MODEL }), 503, 'cell_catalogue_unavailable');
     const armed = await o.client.post('/dense-execution/arm', { armed: true });
     expect(armed.status, armed.text).toBe(200);

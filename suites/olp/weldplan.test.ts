@@ -153,13 +153,13 @@ describe('weld planning', () => {
     refusedAs(r, 502, PLAN_FAILURES);
     await inProfile('profile:olp.weld_plan_mapping', () => {
       expectAuthoringError(r, 502, code);
-      expect(r.json.dense_error?.reason).toBe(reason);
+      expect(r.json?.dense_error?.reason).toBe(reason);
     });
-    if (r.json.code === 'motion_plan_no_trajectory') {
+    if (r.json?.code === 'motion_plan_no_trajectory') {
       // "dense_error gives reason, detail, segment_index" (part 7).
-      expect(r.json.dense_error?.reason, r.text.slice(0, 300)).toBe(reason);
-      expect(typeof r.json.dense_error.detail).toBe('string');
-      expect(Number(r.json.dense_error.segment_index)).toBe(2); // the weld segment
+      expect(r.json?.dense_error?.reason, r.text.slice(0, 300)).toBe(reason);
+      expect(typeof r.json?.dense_error?.detail).toBe('string');
+      expect(Number(r.json?.dense_error?.segment_index)).toBe(2); // the weld segment
     }
   });
 
@@ -259,7 +259,7 @@ describe('weld planning', () => {
     const bound = o.endpoint.configured ? 3_000 : o.endpoint.facts?.weld_plan_timeout_ms;
     skip(bound === undefined, 'the server offers no shorter plan bound to judge the 30-minute one through (the OLP facts file\'s weld_plan_timeout_ms)');
     stubPlanner(o, skip, 'a plan that outlives the bound');
-    await inProfile('profile:olp.weld_plan_mapping', async () => expect((await o.client.get('/capabilities')).json.limits.weld_plan_timeout_s).toBe(1800n));
+    await inProfile('profile:olp.weld_plan_mapping', async () => expect((await o.client.get('/capabilities')).json?.limits?.weld_plan_timeout_s).toBe(1800n));
     const short = o.endpoint.configured ? useOlp({ skip }, await olps.open('short', () => ({ weldPlanTimeoutMs: bound! }))) : o;
     // Stages of a third of the bound: six of them outlive it; a plain plan (well under a second) does not.
     const stage = Math.ceil(bound! / 3);
@@ -280,7 +280,7 @@ describe('weld planning', () => {
       const r = await o.client.post('/weld-plan', body(undefined, { machine_planning_calibration_base64: cal.toString('base64') }));
       expect(r.status, r.text.slice(0, 300)).toBe(200);
       // How the reply says which calibration was used is ours (docs/profile.md "OLP server: weld planning").
-      await inProfile('profile:olp.weld_plan_mapping', () => expect(r.json.planning_calibration).toEqual({ sha256: sha(cal), source: '' }));
+      await inProfile('profile:olp.weld_plan_mapping', () => expect(r.json?.planning_calibration).toEqual({ sha256: sha(cal), source: '' }));
     },
   );
 

@@ -120,7 +120,7 @@ describe('worker bridge', () => {
     if (o.endpoint.configured) {
       const r = await o.client.post('/seam', { operation: 'check_torch_fits', fault: 'refuse' });
       expectAuthoringError(r, 400, 'invalid_request');
-      expect(r.json.error).toBe('fault worker refuses check_torch_fits');
+      expect(r.json?.error).toBe('fault worker refuses check_torch_fits');
     } else {
       // Someone else's worker: a STEP that is no STEP is refused by it, the fixture (the valid twin) is read.
       const r = await o.client.post('/seam', { operation: 'detect_joints', step_base64: Buffer.from('not a STEP file').toString('base64') });
@@ -147,7 +147,7 @@ describe('worker bridge', () => {
     covers('olp:error.busy'),
     async ({ olps, skip }) => {
       const o = await faulty(olps, skip);
-      expect(Number((await o.client.get('/capabilities')).json.limits.worker_pool_size)).toBe(POOL);
+      expect(Number((await o.client.get('/capabilities')).json?.limits?.worker_pool_size)).toBe(POOL);
       // POOL - 1 held requests: one more is admitted; POOL held: the next is refused.
       const held = Array.from({ length: POOL - 1 }, (_x, i) => o.client.post('/cadquery/topology', { operation: 'tessellate', fault: 'hold', ledger: `busy-${i}` }));
       for (let i = 0; i < POOL - 1; i++) await pidOf(`busy-${i}`);
@@ -205,7 +205,7 @@ describe('worker bridge', () => {
   test('a worker over its time limit: 504 timeout, the worker process is stopped; the limit is the configured one', covers('olp:error.timeout'), async ({ olps, skip }) => {
     await faulty(olps, skip);
     const o = useOlp({ skip }, await olps.open('short', SHORT));
-    expect(Number((await o.client.get('/capabilities')).json.limits.worker_timeout_ms)).toBe(SHORT_MS);
+    expect(Number((await o.client.get('/capabilities')).json?.limits?.worker_timeout_ms)).toBe(SHORT_MS);
     const t0 = process.hrtime.bigint();
     const r = o.client.post('/seam', { operation: 'detect_joints', fault: 'hang', ledger: 'timeout' });
     const pid = await pidOf('timeout');
@@ -226,7 +226,7 @@ describe('worker bridge', () => {
     await expectStopped(pid);
     const next = await o.client.post('/seam', { operation: 'detect_joints' });
     expect(next.status).toBe(200);
-    expect(Number(next.json.result.pid)).not.toBe(pid);
+    expect(Number(next.json?.result?.pid)).not.toBe(pid);
   });
 
   test.for(['garbage', 'wrong_shape', 'wrong_id'] as const)(
@@ -246,7 +246,7 @@ describe('worker bridge', () => {
     const o = useOlp({ skip }, await olps.open('short', SHORT));
     const cad = await o.client.post('/cadquery/topology', { operation: 'tessellate' });
     expectAuthoringError(cad, 503, 'unavailable');
-    expect(cad.json.error).toMatch(/told to report its environment missing/);
+    expect(cad.json?.error).toMatch(/told to report its environment missing/);
     // Still no worker next time (nothing is left running in the pool of one).
     expectAuthoringError(await o.client.post('/cadquery/topology', { operation: 'tessellate' }), 503, 'unavailable');
   });
