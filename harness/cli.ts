@@ -59,7 +59,7 @@ commands:
   planner   start the weld planner stub: "hil planner serve [--host H] [--port P] [--dense-store-dir DIR]"
   olp       start the offline programming server: "hil olp serve [--listen HOST:PORT] [--catalogue FILE] ..."
   weldplan  build a .weldplan container: "hil weldplan pack PROGRAM.json --out FILE" 
-  help      this text; "hil <command> --help" for a command
+  help      this text; "hil <command> --help" for a command; hil --version: package version and git revision
 
 exit status: 0 all passed, 1 failures, 2 usage errors`,
   run: `usage: hil run [--target sim|external|replay|rig] [--driver NAME] [--socket PATH] [--planner-url URL]
@@ -261,6 +261,12 @@ export async function main(argv: string[]): Promise<number> {
         return await startProcess(OLP_ENTRY, rest);
       case 'weldplan':
         return weldplanCommand(rest);
+      case '--version':
+      case 'version': {
+        const { versionText } = await import('./version.ts');
+        process.stdout.write(`${versionText(ROOT)}\n`);
+        return 0;
+      }
       case 'help':
       case '--help':
       case '-h':
