@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { HilReporter, exitCodeOf, type Expectation } from './report/reporter.ts';
 import { writeHtmlReport } from './report/html.ts';
+import { Progress, isInteractive } from './report/progress.ts';
 import { readRunRecord } from './report/run-reader.ts';
 import { comparisonText, compareRuns, DEFAULT_TOLERANCE, regressed, type Tolerance } from './report/compare.ts';
 import { updateExpectations } from './report/expectations.ts';
@@ -372,7 +373,11 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
   } catch (e) {
     process.stderr.write(`warning: could not clear old Allure results: ${(e as Error).message}\n`);
   }
+  // N of M files, passed and failed so far, time left (harness/report/progress.ts); the reporter's lines go
+  // through it so that in a terminal they land above the redrawn line.
+  const progress = new Progress({ tty: isInteractive(), write: (s) => process.stdout.write(s), columns: process.stdout.columns });
   const reporter = new HilReporter({
+    write: progress.print,
     command: ['hil', selfTest ? 'test' : 'run', ...args].join(' '),
     reportsDir: REPORTS,
     // A shard or a filtered run covers part of the catalogue: the gate applies to whole runs (and merges of all shards).
@@ -396,7 +401,8 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
     project: selfTest ? ['unit', ...CONFORMANCE_PROJECTS, 'model'] : CONFORMANCE_PROJECTS,
     ...(shard ? { shard } : {}),
     ...(values.grep ? { testNamePattern: values.grep } : {}),
-    // Ours last, so its plain closing line ("total: N passed, N failed, N skipped") ends the output;
+    // Ours last (the progress line after the per-file line it counts); hil prints the plain closing line
+    // ("total: N passed, N failed, N skipped") after vitest has closed, so that it ends the output.
     // HIL_EXTRA_REPORTER names one more vitest reporter module (a developer's timing table, say).
     reporters: [
       // allure-vitest's reporter writing without a fsync per file (harness/report/allure-reporter.ts says why).
@@ -406,6 +412,7 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
       ...(blob ? [['blob', { outputFile: join(REPORTS, 'blob', `blob-${(shard ?? '1/1').replace('/', '-')}.json`) }] as ['blob', { outputFile: string }]] : []),
       ...(process.env.HIL_EXTRA_REPORTER ? [process.env.HIL_EXTRA_REPORTER] : []),
       reporter,
+      progress,
     ],
     passWithNoTests: false,
   }).catch(async (e: unknown) => {
