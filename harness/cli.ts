@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util';
 import { HilReporter, exitCodeOf, type Expectation } from './report/reporter.ts';
 import { writeHtmlReport } from './report/html.ts';
 import { Progress, isInteractive } from './report/progress.ts';
+import { collectTests, lastFailed, selectCovering, type TestSelection } from './select.ts';
 import { readRunRecord } from './report/run-reader.ts';
 import { comparisonText, compareRuns, DEFAULT_TOLERANCE, regressed, type Tolerance } from './report/compare.ts';
 import { updateExpectations } from './report/expectations.ts';
@@ -65,7 +66,8 @@ commands:
 exit status: 0 all passed, 1 failures, 2 usage errors`,
   run: `usage: hil run [--target sim|external|replay|rig] [--driver NAME] [--socket PATH] [--planner-url URL]
                [--olp-url URL] [--machine FILE] [--record DIR] [--recordings DIR] [--bench PORT] [--allow-motion]
-               [--no-report] [--reports DIR] [--shard i/n] [--blob] [--grep PATTERN] [--plant FAULT@TEST] [filter ...]
+               [--no-report] [--reports DIR] [--shard i/n] [--blob] [--grep PATTERN] [--plant FAULT@TEST]
+               [--last-failed | --covers ID[,ID...]] [--watch] [filter ...]
 
 Runs suites/ against the target. Filters select test files by substring (the traceability gate only
 applies to a full run). Writes reports/run.json, reports/allure-results/, reports/junit.xml and, unless
@@ -91,6 +93,13 @@ applies to a full run). Writes reports/run.json, reports/allure-results/, report
   --shard i/n       run the i-th of n shares of the files (vitest's sharding); merge with hil merge
   --blob            also write vitest's blob report of a whole run (a shard always does), for hil merge
   --grep PATTERN    only tests whose name matches (vitest's test name pattern)
+  --last-failed     only the tests that failed or errored in the last run (run.json under --reports)
+  --covers ID       only the tests whose covers() name a catalogue item: an id (reason:control_session_stale)
+                    or a pattern with * ('reason:*'); repeat it or separate ids by commas; file filters narrow it
+  --watch           run, then rerun a suite file when it (or a module it imports) is saved (vitest's watch
+                    mode), with the stack bundle and vitest's transforms kept from run to run (the workers and
+                    their stack hosts start again per rerun); run.json after each rerun, no HTML report;
+                    Ctrl-C stops (exit status: the last run's)
   --plant FAULT@TEST  sim: inject FAULT through the test channel just before the first motion command
                     (other than Home) of the test whose full name contains TEST, on that command's
                     lowest axis (shows a failed motion test in the report)`,
@@ -315,6 +324,9 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
       grep: { type: 'string' },
       plant: { type: 'string' },
       blob: { type: 'boolean', default: false },
+      'last-failed': { type: 'boolean', default: false },
+      covers: { type: 'string', multiple: true },
+      watch: { type: 'boolean', default: false },
     },
   });
   const target = values.target!;
@@ -329,6 +341,18 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
     const m = /^([1-9][0-9]*)\/([1-9][0-9]*)$/.exec(shard);
     if (!m || Number(m[1]) > Number(m[2])) throw new UsageError(`--shard ${shard}: expected i/n with 1 <= i <= n`);
   }
+  // --last-failed and --covers choose tests by name: the files and one exact name pattern (harness/select.ts).
+  let filters = positionals;
+  let grep = values.grep;
+  if (values['last-failed'] || values.covers) {
+    if (values['last-failed'] && values.covers) throw new UsageError('--last-failed and --covers each choose the tests: give one');
+    if (grep !== undefined || shard !== undefined) throw new UsageError(`${values.covers ? '--covers' : '--last-failed'} chooses the tests by name: not with --grep or --shard`);
+    const chosen = values.covers ? await coversSelection(values.covers, positionals) : lastFailedSelection(REPORTS, positionals);
+    if (!chosen) return 0;
+    filters = chosen.files;
+    if (chosen.pattern) grep = chosen.pattern;
+  }
+  if (values.watch && (shard !== undefined || values.record !== undefined || target !== 'sim')) throw new UsageError('--watch reruns files on the sim target: not with --shard, --record or another target');
   if (values.plant !== undefined) {
     if (!/^[a-z_]+@.+$/.test(values.plant)) throw new UsageError(`--plant ${values.plant}: expected FAULT@PART-OF-A-TEST-NAME (frozen_feedback@..., following_error@...)`);
     if (target !== 'sim') throw new UsageError('--plant injects through the test channel of the sim target');
@@ -381,8 +405,8 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
     command: ['hil', selfTest ? 'test' : 'run', ...args].join(' '),
     reportsDir: REPORTS,
     // A shard or a filtered run covers part of the catalogue: the gate applies to whole runs (and merges of all shards).
-    gate: positionals.length === 0 && shard === undefined && values.grep === undefined,
-    selection: { filters: positionals, ...(shard ? { shard } : {}), ...(values.grep ? { grep: values.grep } : {}) },
+    gate: filters.length === 0 && shard === undefined && grep === undefined,
+    selection: { filters, ...(shard ? { shard } : {}), ...(grep ? { grep } : {}) },
     targetName: target,
     ...(values.recordings !== undefined ? { replay: { recordings: resolve(values.recordings), mode: 'strict' } } : {}),
     ...(values.record !== undefined ? { recording: { dir: resolve(values.record) } } : {}),
@@ -395,12 +419,13 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
   const { startEarlyPrebuild, PREBUILT_ENV } = await import('./targets/reference.ts');
   const dropPrebuild = process.env[PREBUILT_ENV] ? async () => undefined : startEarlyPrebuild();
   const { startVitest } = await import('vitest/node');
-  const vitest = await startVitest('test', positionals, {
+  const ownSignals = { SIGINT: process.listeners('SIGINT'), SIGTERM: process.listeners('SIGTERM') };
+  const vitest = await startVitest('test', filters, {
     root: ROOT,
-    watch: false,
+    watch: values.watch,
     project: selfTest ? ['unit', ...CONFORMANCE_PROJECTS, 'model'] : CONFORMANCE_PROJECTS,
     ...(shard ? { shard } : {}),
-    ...(values.grep ? { testNamePattern: values.grep } : {}),
+    ...(grep ? { testNamePattern: grep } : {}),
     // Ours last (the progress line after the per-file line it counts); hil prints the plain closing line
     // ("total: N passed, N failed, N skipped") after vitest has closed, so that it ends the output.
     // HIL_EXTRA_REPORTER names one more vitest reporter module (a developer's timing table, say).
@@ -419,11 +444,25 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
     await dropPrebuild();
     throw e;
   });
+  if (values.watch) {
+    // Vitest's watch mode: a saved suite file (or a module it imports) reruns that file. The stack bundle
+    // (built once, before the first run) and vitest's module transforms stay between reruns; vitest starts
+    // its workers, and so their stack hosts, again for each rerun. Each rerun writes run.json.
+    process.stdout.write('watching: save a suite file to rerun it; Ctrl-C stops\n');
+    // Vitest's own handlers exit the process at once on a signal; ours closes vitest first (its workers and
+    // their stack hosts stop, the global teardown runs) and removes the stack bundle.
+    for (const sig of ['SIGINT', 'SIGTERM'] as const) for (const l of process.listeners(sig)) if (!ownSignals[sig].includes(l)) process.off(sig, l);
+    await new Promise<void>((done) => {
+      process.once('SIGINT', done);
+      process.once('SIGTERM', done);
+      vitest.onClose(done);
+    });
+  }
   await vitest.close();
   await dropPrebuild();
   const code = exitCodeOf(reporter.record);
   const closing = reporter.closingLine();
-  if (!selfTest && !values['no-report'] && reporter.record) {
+  if (!selfTest && !values['no-report'] && !values.watch && reporter.record) {
     try {
       const r = await writeHtmlReport({ runJson: join(REPORTS, 'run.json'), allureDir: join(REPORTS, 'allure-results'), outFile: join(REPORTS, 'html', 'index.html') });
       process.stdout.write(`report: ${r.outFile}${r.warnings.length ? ` (${r.warnings.length} notes)` : ''}\n`);
@@ -433,6 +472,38 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
   }
   process.stdout.write(`${closing}\n`);
   return code;
+}
+
+/** hil run --last-failed: the failed and errored tests of DIR/run.json; undefined (and said) when there are none. */
+function lastFailedSelection(reports: string, positionals: string[]): TestSelection | undefined {
+  const file = join(reports, 'run.json');
+  if (positionals.length) throw new UsageError('--last-failed reruns the last run\'s failures: no file filters');
+  if (!existsSync(file)) throw new UsageError(`--last-failed: no ${file} (run hil run first, or name the run's --reports DIR)`);
+  const sel = lastFailed(JSON.parse(readFileSync(file, 'utf8')) as RunRecord);
+  if (!sel) {
+    process.stdout.write(`--last-failed: nothing failed in ${file}; nothing to run\n`);
+    return undefined;
+  }
+  process.stdout.write(`--last-failed: ${sel.tests.length} test${sel.tests.length === 1 ? '' : 's'} from ${file}\n${sel.tests.map((t) => `  ${t}\n`).join('')}`);
+  return sel;
+}
+
+/** hil run --covers ID...: the tests covering the named catalogue items (collected first, as hil coverage does). */
+async function coversSelection(args: string[], positionals: string[]): Promise<TestSelection | undefined> {
+  const patterns = args.flatMap((a) => a.split(',')).map((a) => a.trim()).filter(Boolean);
+  if (patterns.length === 0) throw new UsageError('--covers ID: a catalogue id (reason:control_session_stale) or a pattern (\'reason:*\')');
+  const { tests, errors } = await collectTests(ROOT, CONFORMANCE_PROJECTS, positionals);
+  for (const e of errors) process.stderr.write(`collection error: ${e}\n`);
+  const r = selectCovering(patterns, tests);
+  const none = r.matched.filter((m) => m.items.length === 0).map((m) => m.pattern);
+  if (none.length) throw new UsageError(`--covers: ${none.join(', ')} names no catalogue item (hil coverage --json lists them)`);
+  for (const id of r.uncovered) process.stdout.write(`--covers: ${id} has no test${positionals.length ? ' in the selected files' : ''} (hil coverage --json gives its pending reason)\n`);
+  if (!r.selection) {
+    process.stdout.write('--covers: no test covers the named items; nothing to run\n');
+    return undefined;
+  }
+  process.stdout.write(`--covers: ${r.selection.tests.length} test${r.selection.tests.length === 1 ? '' : 's'} in ${r.selection.files.length} file${r.selection.files.length === 1 ? '' : 's'} cover ${r.matched.reduce((a, m) => a + m.items.length, 0) - r.uncovered.length} of the items named\n`);
+  return r.selection;
 }
 
 /** The vitest projects that hold the conformance suites (vitest.config.ts: three projects, one pool, three priorities). */
