@@ -141,15 +141,16 @@ Files: DIR/ca.crt ca.key server.crt server.key crl.pem pair.json clients/. Serve
   hil serve --remote-listen 127.0.0.1:8443 --remote-ca DIR/ca.crt --remote-cert DIR/server.crt
             --remote-key DIR/server.key --remote-crl DIR/crl.pem --pair-id ID ...`,
   fuzz: `usage: hil fuzz [--target sim|ethercat-fake|external|rig] [--minutes M] [--seed N] [--commands N]
-               [--socket PATH] [--machine FILE] [--bench PORT] [--allow-motion] [--strict]
+               [--socket PATH] [--machine FILE] [--bench PORT] [--allow-motion] [--strict] [--attach RUN.json]
        hil fuzz --differential A,B [--minutes M] [--seed N] [--commands N]
 
 Runs the documented state machines as a model (harness/model/) against a target for M minutes (default 1):
 random sequences of control operations, observations and out-of-band actions, each reply, status and the
 event log checked against the model. A failure is shrunk to a minimal sequence and printed with
 HIL_MODEL_SEED and HIL_MODEL_PATH and a vitest example. Figures (sequences, commands, transitions reached,
-per-rule counts) are printed and written to reports/fuzz.json (and into reports/run.json, model.fuzz, when
-present: the HTML report then shows them).
+per-rule counts) are printed and written to reports/fuzz.json, the fuzz run's own record (with the command,
+package version and git revision); --attach RUN.json also writes them into that run record (model.fuzz),
+whose HTML report then shows them. Without --attach no run.json is touched.
 
   --target NAME     sim (default): the reference stack on the stepped clock; ethercat-fake: the same over
                     the EtherCAT driver's fake master; external: a service at --socket (no stepping);
@@ -157,6 +158,7 @@ present: the HTML report then shows them).
   --commands N      longest sequence (default 200)
   --allow-motion    rig: sequences may energise drives; without it, motion commands are left out
   --strict          refuse the reference stack's known defects too (harness/model/variants.ts KNOWN_DEFECTS)
+  --attach RUN.json add the figures to that run record (model.fuzz) as well
   --differential A,B  run each generated sequence on two targets (sim, ethercat-fake) and report the first
                     reply that differs, with the sequence and HIL_MODEL_SEED to get it again.
                     sim,replay: the sequence runs on a sim stack that records its session (hil serve
@@ -541,9 +543,11 @@ async function fuzz(args: string[]): Promise<number> {
       'allow-motion': { type: 'boolean', default: false },
       strict: { type: 'boolean', default: false },
       differential: { type: 'string' },
+      attach: { type: 'string' },
     },
   });
   if (values.differential !== undefined) return fuzzDifferential(values);
+  if (values.attach !== undefined && !existsSync(resolve(values.attach))) throw new UsageError(`--attach ${values.attach}: no such run record (a run.json written by hil run)`);
   const kind = values.target!;
   const minutes = Number(values.minutes);
   const maxCommands = Number(values.commands);
@@ -611,9 +615,15 @@ async function fuzz(args: string[]): Promise<number> {
 `);
   for (const [k, n] of transitions) process.stdout.write(`  ${k}: ${n}
 `);
-  writeFileSync(join(DEFAULT_REPORTS, 'fuzz.json'), `${JSON.stringify(figures, null, 2)}\n`);
-  const runJson = join(DEFAULT_REPORTS, 'run.json');
-  if (existsSync(runJson)) {
+  // The fuzz run's own record: its figures with what ran them. A conformance run's record is changed only
+  // when asked (--attach RUN.json): the last reports/run.json may be any earlier, unrelated run.
+  const { gitRevisionOf, packageVersion } = await import('./version.ts');
+  mkdirSync(DEFAULT_REPORTS, { recursive: true });
+  const own = { schema: 'cell-hil.fuzz.v1', command: ['hil', 'fuzz', ...args].join(' '), finished_at: new Date().toISOString(), package_version: packageVersion(ROOT), git_revision: gitRevisionOf(ROOT) ?? 'unknown', ...figures };
+  writeFileSync(join(DEFAULT_REPORTS, 'fuzz.json'), `${JSON.stringify(own, null, 2)}\n`);
+  process.stdout.write(`hil fuzz: ${join(DEFAULT_REPORTS, 'fuzz.json')}${values.attach ? '' : ' (hil fuzz --attach RUN.json adds the figures to a run\'s report)'}\n`);
+  const runJson = values.attach !== undefined ? resolve(values.attach) : undefined;
+  if (runJson) {
     try {
       // Exact JSON both ways: run.json holds uint64 values (generations, sequences) a float would round.
       // run.json schema v3 (harness/report/run.schema.json): the figures go under model.fuzz; the record is
