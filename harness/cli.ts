@@ -56,6 +56,8 @@ commands:
   compare   compare two runs: new failures, fixed, coverage, drifted measurements
   expectations  write a run's failures into a target's expectation file (stale entries reported)
   nightly   the conformance run, a soak, and the comparison with the previous night, in a dated directory
+  history   the nights of a nightly directory: first failing nights, flaky tests, measurement trends
+  allure    Allure's own report of the last run (single file, categories, history)
   merge     merge shard runs (hil run --shard i/n) from several machines into one run and report
   dense     dense trajectory files: "hil dense inspect FILE" prints header, segments and digest check
   planner   start the weld planner stub: "hil planner serve [--host H] [--port P] [--dense-store-dir DIR]"
@@ -208,8 +210,25 @@ blob report and its report), recordings/ (on the sim target: every test of the r
 hil replay FILE; --no-record runs without, faster; other targets are not recorded), soak.json (the grant held and renewed, telemetry and events followed for N
 minutes, default 10: refused and late renewals, telemetry drops and gaps, events lost, the stack's memory),
 comparison.txt (against the newest earlier night in DIR) and report.html (the run's report with what
-changed since that night). Run options are hil run's (--target, --machine, --driver ...). Exit 0 when the
+changed since that night, and a History section: the last 14 nights' measurement trends with their limits,
+flaky tests, each failure's first failing night and what changed that night). Across nights: DIR/history.jsonl
+(one line per night; hil history DIR prints it) and DIR/allure-history.jsonl, the history of Allure's own
+report of each night, DIR/<date>/allure/index.html (one file, opens from disk). Run options are hil run's (--target, --machine, --driver ...). Exit 0 when the
 run passed, the soak kept every limit and nothing regressed.`,
+  history: `usage: hil history DIR [--json] [--nights N]
+
+The nightly history of DIR (hil nightly --out DIR): its nights with their git revision, digests, target and
+driver; each test failing on the latest night with its first failing night and what changed that night;
+flaky tests (an outcome that changed from one night to the next while the revision, the machine,
+configuration and deployment digests, the target and the driver did not); and each run and soak
+measurement night by night with its limit. --json prints the same as JSON; --nights N the last N nights
+(default 14). Reads DIR/history.jsonl, and the run records of nights missing from it.`,
+  allure: `usage: hil allure [--reports DIR] [--out DIR] [--history FILE]
+
+Allure's own report of the last run (DIR/allure-results, default reports/), generated with the project's
+allurerc.mjs: one self-contained index.html that opens from disk, categories for FAIL, ERROR and a host
+too slow for a timing rule, and the history of earlier runs (--history FILE, default DIR/allure-history.jsonl).
+Allure's page template always includes an analytics script; it is taken out. Output: DIR/allure-report/.`,
   merge: `usage: hil merge DIR... --out DIR [--no-report]
 
 Merges runs made on several machines or runners (hil run --shard i/n --reports DIR, or whole runs) into
@@ -257,6 +276,10 @@ export async function main(argv: string[]): Promise<number> {
         return await nightly(rest);
       case 'dense':
         return denseCommand(rest);
+      case 'history':
+        return await historyCommand(rest);
+      case 'allure':
+        return await allureCommand(rest);
       case 'planner':
         // The planner stub is a process of the reference system (DESIGN.md rule 1): started, never imported.
         if (rest[0] !== 'serve') {
@@ -984,12 +1007,14 @@ async function nightly(args: string[]): Promise<number> {
   const code = await run([...runArgs, '--reports', join(dated, 'run'), '--blob', '--no-report', ...(record ? ['--record', join(dated, 'recordings')] : [])], false);
   process.stdout.write(record ? `nightly: recordings in ${join(dated, 'recordings')} (replay: hil run --target replay --recordings ${join(dated, 'recordings')})\n` : `nightly: the run is not recorded (${targetName === 'sim' ? '--no-record' : `only the sim target records; this is ${targetName}`})\n`);
   let soakOk = true;
+  let soaked: { measurements: import('./measure.ts').MeasurementRecord[] } | undefined;
   if (minutes > 0) {
     const target = await openTarget();
     try {
       const d = (await target.client().describe()).reply.data as unknown as { binding: BindingInput };
       const r = await soak(target, d.binding, minutes * 60_000);
       writeFileSync(join(dated, 'soak.json'), `${JSON.stringify(r, null, 2)}\n`);
+      soaked = r;
       for (const m of r.measurements) process.stdout.write(`soak: ${measurementText(m)}${m.outcome === 'fail' ? '  OUTSIDE THE LIMIT' : ''}\n`);
       soakOk = r.measurements.every((m) => m.outcome !== 'fail');
     } finally {
@@ -1004,14 +1029,48 @@ async function nightly(args: string[]): Promise<number> {
     regressedSince = regressed(c);
     process.stdout.write(`compared with ${previous}: ${c.newFailures.length} new failures, ${c.fixed.length} fixed, ${c.drifts.length} drifted measurements\n`);
   }
+  // Across nights: DIR/history.jsonl, the report's History section, Allure's report with its history (harness/history.ts).
+  const { nightlyHistory } = await import('./history.ts');
+  const { sections } = await nightlyHistory({ out, dated, night: basename(dated), run: await readRun(join(dated, 'run', 'run.json')), ...(soaked ? { soak: soaked } : {}), readRun, log: (s) => process.stdout.write(s) });
   const r = await writeHtmlReport({
     runJson: join(dated, 'run', 'run.json'),
     allureDir: join(dated, 'run', 'allure-results'),
     outFile: join(dated, 'report.html'),
+    sections,
     ...(previous ? { baseline: join(out, previous, 'run', 'run.json') } : {}),
   });
   process.stdout.write(`nightly: ${dated} (report ${r.outFile})\n`);
   return code === 0 && soakOk && !regressedSince ? 0 : 1;
+}
+
+/** hil history DIR [--json] [--nights N]: the nightly history as the night's report shows it (harness/history.ts). */
+async function historyCommand(args: string[]): Promise<number> {
+  if (wantsHelp(args, 'history')) return 0;
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { json: { type: 'boolean', default: false }, nights: { type: 'string' } } });
+  if (positionals.length !== 1) throw new UsageError('expected: history DIR (the --out DIR of hil nightly)');
+  const dir = resolve(positionals[0]!);
+  if (!existsSync(dir)) throw new UsageError(`${positionals[0]}: no such directory`);
+  const { analyse, backfillHistory, historyText, HISTORY_NIGHTS } = await import('./history.ts');
+  const nights = values.nights === undefined ? HISTORY_NIGHTS : Number(values.nights);
+  if (!Number.isInteger(nights) || nights < 1) throw new UsageError(`--nights ${values.nights}: a whole number of nights, at least 1`);
+  const warnings: string[] = [];
+  // Nights missing from history.jsonl are read from their run records, without writing the file.
+  const a = analyse(await backfillHistory(dir, readRun, warnings, false), nights);
+  for (const w of warnings) process.stderr.write(`note: ${w}\n`);
+  process.stdout.write(values.json ? `${JSON.stringify({ nights: a.nights.map((n) => ({ night: n.night, verdict: n.verdict, identity: n.identity })), failing: a.failing, flaky: a.flaky, trends: a.trends }, null, 2)}\n` : historyText(a));
+  return 0;
+}
+
+/** hil allure [--reports DIR] [--out DIR] [--history FILE]: Allure's report of a run, configured by allurerc.mjs, with no analytics tag. */
+async function allureCommand(args: string[]): Promise<number> {
+  if (wantsHelp(args, 'allure')) return 0;
+  const { values } = parseArgs({ args, options: { reports: { type: 'string' }, out: { type: 'string' }, history: { type: 'string' } } });
+  const dir = values.reports ? resolve(values.reports) : DEFAULT_REPORTS;
+  if (!existsSync(join(dir, 'allure-results'))) throw new UsageError(`${join(dir, 'allure-results')}: no Allure results (run hil run first)`);
+  const { generateAllureReport } = await import('./report/allure-report.ts');
+  const index = await generateAllureReport({ results: [join(dir, 'allure-results')], out: values.out ? resolve(values.out) : join(dir, 'allure-report'), historyPath: values.history ? resolve(values.history) : join(dir, 'allure-history.jsonl') });
+  process.stdout.write(`allure: ${index} (one file; open it from disk)\n`);
+  return 0;
 }
 
 /** hil merge DIR... --out DIR: shard runs merged into one run per target (harness/report/merge.ts). */

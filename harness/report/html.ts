@@ -41,6 +41,8 @@ export interface HtmlReportOptions {
   /** Another run's run.json: the report then says what changed since (hil report --baseline). */
   baseline?: string;
   tolerance?: Tolerance;
+  /** Sections rendered elsewhere (the nightly history, harness/history.ts), placed after the comparison and linked from the nav. */
+  sections?: Array<{ id: string; label: string; html: string }>;
 }
 
 export type { Verdict } from './verdict.ts';
@@ -73,6 +75,7 @@ export async function writeHtmlReport(opts: HtmlReportOptions = {}): Promise<{ o
     warnings,
     attachmentCache: new Map(),
     ...(comparison ? { comparison, baselineFile: path.resolve(opts.baseline!) } : {}),
+    sections: opts.sections ?? [],
   };
   // Attachments are read before rendering so rendering itself stays synchronous and pure.
   const { failures, others } = evidenceTests(ctx);
@@ -108,6 +111,7 @@ interface RenderContext {
   attachmentCache: Map<string, LoadedAttachment>;
   comparison?: Comparison;
   baselineFile?: string;
+  sections: Array<{ id: string; label: string; html: string }>;
 }
 
 function evidenceTests(ctx: RenderContext): { failures: RunTest[]; others: RunTest[] } {
@@ -158,6 +162,7 @@ function renderReport(ctx: RenderContext): string {
     ...body.slice(0, 1),
     notes,
     renderComparison(ctx),
+    ...ctx.sections.map((x) => x.html),
     ...body.slice(1),
     `<footer>Rendered from run.json sha256 <code>${esc(ctx.runJsonSha256)}</code> and ${ctx.matches.size} Allure result${plural(ctx.matches.size)}. The same input renders the same file.</footer>`,
     '</main>',
@@ -170,6 +175,7 @@ function renderReport(ctx: RenderContext): string {
 function renderNav(ctx: RenderContext): string {
   const items: [string, string][] = [
     ['top', 'Verdict'],
+    ...ctx.sections.map((x) => [x.id, x.label] as [string, string]),
     ['environment', 'Environment'],
     ['summary', 'Summary'],
     ['measurements', 'Measurements'],
