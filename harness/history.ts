@@ -340,7 +340,7 @@ export function historySection(a: HistoryAnalysis): string {
   } else parts.push('<p class="ok-note">No test failed on the latest night.</p>');
   parts.push(`<h3>Flaky tests <span class="count">${a.flaky.length}</span></h3>`);
   if (a.flaky.length) {
-    const cell = (s: TestState | 'absent') => `<td class="oc oc-${s === 'absent' ? 'not_run' : s}" title="${esc(s)}">${mark(s)}</td>`;
+    const cell = (s: TestState | 'absent') => `<td class="hx hx-${s}" title="${esc(s)}">${mark(s)}</td>`;
     parts.push(`<table class="grid"><thead><tr><th>Test</th>${n.map((e) => `<th class="small">${esc(e.night)}</th>`).join('')}<th>Changed with nothing else changed</th></tr></thead><tbody>${a.flaky
       .map((f) => `<tr class="flaky"><td><span class="tag flaky">FLAKY</span> ${esc(f.test)}</td>${f.outcomes.map((o) => cell(o.state)).join('')}<td>${f.flips.map(esc).join(', ')}</td></tr>`)
       .join('')}</tbody></table><p class="muted small">P passed, F failed, E errored, s skipped, . not run.</p>`);

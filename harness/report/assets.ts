@@ -112,7 +112,7 @@ ul.plain{padding-left:18px}
 .tests td:nth-child(2){max-width:420px}
 footer{margin-top:40px;padding-top:12px;border-top:1px solid var(--line);color:var(--mut);font-size:12px}
 @media (max-width:900px){.head,.cols{grid-template-columns:1fr}.tiles{grid-template-columns:repeat(4,1fr)}}
-.badge{white-space:nowrap} .print-only{display:none} .tag.rep{background:#eaeef2;color:#24292f} tr.rep td{background:#f6f8fa}
+.badge{white-space:nowrap} td.hx{text-align:center;font-weight:700} .hx-passed{color:var(--pass)} .hx-failed,.hx-errored{color:#fff;background:var(--fail)} .hx-skipped,.hx-absent{color:#57606a} .tag.flaky{background:#fff8c5;color:#7d4e00;border:1px solid #d4a72c} .print-only{display:none} .tag.rep{background:#eaeef2;color:#24292f} tr.rep td{background:#f6f8fa}
 /* Print: what a reviewer signs (verdict, environment, summary, run measurements, failures with the requests
    around them, family coverage, gate) fits a few pages; the long tables stay in the HTML file, said so in print. */
 @media print{.print-only{display:block}#matrix-table,#tests-table,#measure-table,details.motion-test,details.tx-earlier,details.describe-json,#evidence{display:none!important}nav,.noprint{display:none}main{max-width:none;padding:0}.grid thead th{position:static}section{break-inside:auto;content-visibility:visible}.card,.sign,tr{break-inside:avoid}body{font-size:11px}pre{max-height:none!important}}

@@ -166,7 +166,7 @@ export function trendPlot(points: readonly { label: string; value: number | unde
   if (n === 0 || points.every((p) => p.value === undefined)) return '';
   const x = scaleLinear()
     .domain([0, Math.max(1, n - 1)])
-    .range([L + 14, W - R - 14]);
+    .range([L + 44, W - R - 44]); // room for a night's label centred under the first and last points
   const idx = points.map((_, i) => i);
   const values = points.map((p) => p.value).filter((v): v is number => v !== undefined);
   const hi = Math.max(...values, limit?.value ?? -Infinity);
