@@ -2,7 +2,9 @@
 // first failing night with what changed that night, trends with their limits, and the history rebuilt
 // from the nights' run records when a night is missing from it.
 
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
@@ -102,4 +104,27 @@ test('the history file: one line per night in night order, a night replaced, a b
   await backfillHistory(dir, async () => run);
   expect(readHistory(dir).map((e) => e.night)).toEqual(['2026-11-01-2', '2026-11-02', '2026-11-03']);
   expect(nightEntry('n', run).identity.git_revision).toBe('e'.repeat(40));
+});
+
+test('hil history DIR prints what the nightly report shows, as text and as JSON; a missing directory is a usage error', { timeout: 240_000 }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hil-history-cli-'));
+  dirs.push(dir);
+  const nights = [night('2026-11-01', { 'f > a': 'passed', 'f > b': 'passed' }), night('2026-11-02', { 'f > a': 'failed', 'f > b': 'passed' }), night('2026-11-03', { 'f > a': 'passed', 'f > b': 'failed' }, { git_revision: 'b'.repeat(40) })];
+  for (const n of nights) recordNight(dir, n);
+  const HIL = fileURLToPath(new URL('./bin/hil.mjs', import.meta.url));
+  const hil = (...args: string[]) => spawnSync(process.execPath, [HIL, 'history', ...args], { encoding: 'utf8', timeout: 120_000 });
+  const text = hil(dir);
+  expect(text.status, text.stderr).toBe(0);
+  expect(text.stdout).toBe(historyText(analyse(nights)));
+  expect(text.stdout).toContain('FLAKY f > a');
+  expect(text.stdout).toContain(`failed since 2026-11-03 (1 night); changed since 2026-11-02: git_revision ${'a'.repeat(40)} -> ${'b'.repeat(40)}`);
+  const json = JSON.parse(hil(dir, '--json').stdout) as { failing: unknown; flaky: unknown; nights: Array<{ night: string }> };
+  const a = analyse(nights);
+  expect(json.failing).toEqual(a.failing);
+  expect(json.flaky).toEqual(a.flaky);
+  expect(json.nights.map((n) => n.night)).toEqual(['2026-11-01', '2026-11-02', '2026-11-03']);
+  expect(JSON.parse(hil(dir, '--json', '--nights', '1').stdout).nights.length).toBe(1);
+  const missing = hil(join(dir, 'nope'));
+  expect(missing.status).toBe(2);
+  expect(missing.stderr).toContain('no such directory');
 });
