@@ -23,8 +23,8 @@ test('usage errors exit 2 with the command help', { timeout: 120_000 }, () => {
   }
 });
 
-test('--help on every command exits 0', { timeout: 120_000 }, () => {
-  for (const cmd of ['run', 'test', 'serve', 'coverage', 'report', 'config', 'dense', 'doctor', 'planner', 'weldplan']) {
+test('--help on every command exits 0', { timeout: 300_000 }, () => {
+  for (const cmd of ['run', 'test', 'serve', 'coverage', 'report', 'config', 'dense', 'doctor', 'planner', 'weldplan', 'history', 'allure', 'fuzz', 'nightly']) {
     const r = hil(cmd, '--help');
     expect(r.status, cmd).toBe(0);
     expect(r.stdout, cmd).toMatch(/usage: hil/);
