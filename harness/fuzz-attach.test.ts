@@ -13,7 +13,7 @@ const dir = mkdtempSync(join(tmpdir(), 'hil-fuzz-attach-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const fuzz = (...args: string[]) => spawnSync(process.execPath, [HIL, 'fuzz', '--minutes', '0.02', '--commands', '10', '--seed', '7', ...args], { encoding: 'utf8', timeout: 170_000, env: { ...process.env, HIL_REPORTS_DIR: dir } });
 
-test('without --attach the run record is untouched and fuzz.json is the fuzz run\'s own record; --attach names a record that must exist', { timeout: 180_000 }, () => {
+test('without --attach the run record is untouched and fuzz.json is the fuzz run\'s own record; --attach names a record that must exist', { timeout: 400_000 }, () => {
   const runJson = join(dir, 'run.json');
   const before = '{"schema":"cell-hil.run.v3","note":"an unrelated earlier run"}';
   writeFileSync(runJson, before);
@@ -35,4 +35,27 @@ test('without --attach the run record is untouched and fuzz.json is the fuzz run
   expect(bad.status).toBe(0);
   expect(bad.stderr).toContain('run.json not updated: the record would not match run.schema.json');
   expect(readFileSync(runJson, 'utf8')).toBe(before);
+  // A real run record: untouched without --attach, the figures under model.fuzz with it.
+  const valid = JSON.stringify({
+    schema: 'cell-hil.run.v3',
+    command: 'hil run --target sim',
+    started_at: '2026-11-29T01:00:00.000Z',
+    finished_at: '2026-11-29T01:01:00.000Z',
+    target: { name: 'sim', driver: 'sim', address: '/tmp/x/control.sock', simulated: true },
+    environment: { machine_sha256: '', configuration_sha256: '', deployment_sha256: '', package_version: '0.1.0', git_revision: 'unknown', node: 'v20', platform: 'linux x64', hostname: 'h' },
+    tests: [],
+    coverage: [],
+    summary: { passed: 0, failed: 0, skipped: 0, errored: 0, duration_ms: 0 },
+    gate: { ok: true, problems: [] },
+    run_measurements: { measurements: [] },
+  });
+  writeFileSync(runJson, valid);
+  expect(fuzz().status).toBe(0);
+  expect(readFileSync(runJson, 'utf8')).toBe(valid);
+  const attached = fuzz('--attach', runJson);
+  expect(attached.status, attached.stderr).toBe(0);
+  const rec = JSON.parse(readFileSync(runJson, 'utf8')) as { model?: { fuzz?: { seeds: number[]; passed: boolean } }; command: string };
+  expect(rec.model?.fuzz?.seeds[0]).toBe(7);
+  expect(rec.model?.fuzz?.passed).toBe(true);
+  expect(rec.command).toBe('hil run --target sim');
 });
