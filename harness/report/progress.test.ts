@@ -44,10 +44,16 @@ test('a terminal gets one line redrawn in place; lines of other reporters go abo
   const n = out.length;
   p.print('ok  a.test.ts   1 passed\n');
   expect(out.slice(n)).toEqual(['\r\x1b[Kok  a.test.ts   1 passed\n', 'progress: 1 of 2 files, 1 passed, 0 failed, about 15 s left']);
-  p.onTestRunEnd();
-  expect(out.at(-1)).toBe('\r\x1b[K');
+  // The last file done: the next line clears the progress line for good (the summary is not interleaved).
+  t = 6_000;
+  p.fileDone('b.test.ts');
+  expect(out.at(-1)).toBe('\r\x1b[Kprogress: 2 of 2 files, 1 passed, 0 failed, done');
+  const m = out.length;
+  p.print('target sim\n');
   p.print('verdict: PASS\n');
-  expect(out.at(-1)).toBe('verdict: PASS\n');
+  expect(out.slice(m)).toEqual(['\r\x1b[Ktarget sim\n', 'verdict: PASS\n']);
+  p.onTestRunEnd();
+  expect(out.length).toBe(m + 2);
 });
 
 test('a narrow terminal gets the line cut to its width, never wrapped', () => {

@@ -46,7 +46,9 @@ export class Progress implements Reporter {
   readonly print = (s: string): void => {
     if (!this.o.tty || !this.shown) return this.o.write(s);
     this.o.write(`\r\x1b[K${s}`);
-    this.o.write(this.line());
+    // Every file done: the summary that follows is not interleaved with a finished progress line.
+    if ([...this.files.values()].every(Boolean)) this.shown = false;
+    else this.o.write(this.line());
   };
 
   onInit(vitest: Vitest): void {
