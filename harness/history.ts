@@ -86,7 +86,8 @@ export function nightEntry(night: string, run: RunRecord, soak?: { measurements:
     },
     tests: Object.fromEntries(run.tests.filter((t) => t.file !== '').map((t) => [`${t.file} > ${t.fullName}`, t.state])),
     measurements: figures(run.run_measurements?.measurements ?? []),
-    ...(soak ? { soak: figures(soak.measurements) } : {}),
+    // The night's soak: given, or as the nightly wrote it into the run record.
+    ...((soak ?? run.soak) ? { soak: figures((soak ?? run.soak)!.measurements) } : {}),
   };
 }
 
