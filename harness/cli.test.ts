@@ -53,8 +53,8 @@ test('the faults --plant accepts are the sim driver\'s faults that take one axis
   expect([...PLANTABLE_FAULTS].sort()).toEqual(axisOnly.sort());
 });
 
-test('--help on every command exits 0', { timeout: 120_000 }, () => {
-  for (const cmd of ['run', 'test', 'serve', 'coverage', 'report', 'config', 'dense', 'doctor', 'planner', 'weldplan']) {
+test('--help on every command exits 0', { timeout: 300_000 }, () => {
+  for (const cmd of ['run', 'test', 'serve', 'coverage', 'report', 'config', 'dense', 'doctor', 'planner', 'weldplan', 'history', 'allure', 'fuzz', 'nightly']) {
     const r = hil(cmd, '--help');
     expect(r.status, cmd).toBe(0);
     expect(r.stdout, cmd).toMatch(/usage: hil/);
