@@ -4,7 +4,8 @@
 // JSON stack (decoder, byte classes, canonical JSON) is sims/json.ts; the plan's struct of arrays is
 // sims/core/protocol.ts `PlanArrays`.
 
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 // ---- uint64 ----
@@ -64,6 +65,38 @@ export interface BodyBound {
   refuse: 'declared' | 'counted' | 'end';
   /** After this many bytes of a body already over the limit, close the connection (default: no bound). */
   discardBound?: number;
+}
+
+/**
+ * After a reply to a request whose body was not read: at least this much more is taken in (thrown away),
+ * for at most LINGER_MS, before the socket closes.
+ */
+export const LINGER_BYTES = 1024 * 1024;
+export const LINGER_MS = 5000;
+
+/**
+ * Answer a request whose body will not be read (a body over the limit, a refused request) and close the
+ * connection, the way HTTP servers close after an early reply ("lingering close"): the reply says
+ * `Connection: close`; once it is written the server half-closes and throws away what still arrives, at
+ * most `lingerBytes` (LINGER_BYTES or more) for at most LINGER_MS, so that a client still sending reads
+ * the reply instead of a reset; then it closes. An endless body is never read past that. Call before the
+ * reply is written.
+ */
+export function closeAfterReply(req: IncomingMessage, res: ServerResponse, lingerBytes = LINGER_BYTES): void {
+  if (!res.headersSent) res.setHeader('connection', 'close');
+  const socket = req.socket as Socket & { destroySoon?: () => void };
+  let seen = 0;
+  req.on('data', (c: Buffer) => {
+    seen += c.length;
+    if (seen > Math.max(lingerBytes, LINGER_BYTES)) socket.destroy();
+  });
+  // Node's HTTP server calls destroySoon once a `Connection: close` reply is written; linger instead.
+  socket.destroySoon = () => {
+    socket.end();
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+  };
 }
 
 /**
