@@ -68,8 +68,8 @@ export interface BodyBound {
 }
 
 /**
- * After a reply to a request whose body was not read: at least this much more is taken in (thrown away),
- * for at most LINGER_MS, before the socket closes.
+ * After a reply to a request whose body was not read: at most this much more is taken in (thrown away),
+ * and the connection is closed this long after the reply was written.
  */
 export const LINGER_BYTES = 1024 * 1024;
 export const LINGER_MS = 5000;
@@ -77,10 +77,11 @@ export const LINGER_MS = 5000;
 /**
  * Answer a request whose body will not be read (a body over the limit, a refused request) and close the
  * connection, the way HTTP servers close after an early reply ("lingering close"): the reply says
- * `Connection: close`; once it is written the server half-closes and throws away what still arrives, at
- * most `lingerBytes` (LINGER_BYTES or more) for at most LINGER_MS, so that a client still sending reads
- * the reply instead of a reset; then it closes. An endless body is never read past that. Call before the
- * reply is written.
+ * `Connection: close`; once it is written the server half-closes, throws away what still arrives up to
+ * `lingerBytes` (LINGER_BYTES at least: a client that sends its whole body before it reads finishes and
+ * reads the reply), then stops reading (a client that keeps sending is held back by TCP flow control, and
+ * can still read the reply), and closes the socket LINGER_MS after the reply. An endless body is never read
+ * past that. Call before the reply is written.
  */
 export function closeAfterReply(req: IncomingMessage, res: ServerResponse, lingerBytes = LINGER_BYTES): void {
   if (!res.headersSent) res.setHeader('connection', 'close');
@@ -88,7 +89,10 @@ export function closeAfterReply(req: IncomingMessage, res: ServerResponse, linge
   let seen = 0;
   req.on('data', (c: Buffer) => {
     seen += c.length;
-    if (seen > Math.max(lingerBytes, LINGER_BYTES)) socket.destroy();
+    if (seen > Math.max(lingerBytes, LINGER_BYTES)) {
+      req.pause();
+      socket.pause();
+    }
   });
   // Node's HTTP server calls destroySoon once a `Connection: close` reply is written; linger instead.
   socket.destroySoon = () => {
