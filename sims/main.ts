@@ -39,7 +39,7 @@ function ticketsDisabled(): boolean {
 }
 
 /** The flags of `hil olp serve` that `hil serve --olp-port` passes through as --olp-<flag>. */
-const OLP_FLAGS = ['program-store', 'robot-store', 'local-simulator', 'local-simulator-model', 'single-model', 'cad-worker', 'seam-worker', 'worker-pool', 'worker-timeout-ms', 'heartbeat-ms', 'lease-ms', 'weld-plan-timeout-ms'] as const;
+const OLP_FLAGS = ['program-store', 'robot-store', 'local-simulator', 'local-simulator-model', 'single-model', 'cad-worker', 'seam-worker', 'worker-pool', 'worker-timeout-ms', 'heartbeat-ms', 'lease-ms', 'weld-plan-timeout-ms', 'allowed-host'] as const;
 const OLP_OPTIONS = Object.fromEntries(OLP_FLAGS.map((f) => [`olp-${f}`, { type: 'string' }])) as { [K in (typeof OLP_FLAGS)[number] as `olp-${K}`]: { type: 'string' } };
 
 const USAGE = `usage: hil serve --socket-dir DIR [options]
@@ -107,7 +107,8 @@ line, {"t":"stop"} answers "stopped"; sims/sessions.ts). A replayed run starts i
                           the local simulator's and this stack's robot model (default the machine
                           configuration's robot binding, if it has one)
   --olp-cad-worker CMD, --olp-seam-worker CMD (default builtin), --olp-worker-pool N,
-  --olp-worker-timeout-ms N, --olp-heartbeat-ms N, --olp-lease-ms N, --olp-weld-plan-timeout-ms N
+  --olp-worker-timeout-ms N, --olp-heartbeat-ms N, --olp-lease-ms N, --olp-weld-plan-timeout-ms N,
+  --olp-allowed-host NAME
                           passed to the OLP server as the same flags without "olp-" (hil olp serve --help)
   --lifeline-stdin        exit when standard input closes (used by targets that start the stack)
   --lifeline-fd N         stop the orderly way when descriptor N (a pipe from the parent) reaches end of

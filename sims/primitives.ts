@@ -5,7 +5,7 @@
 // sims/core/protocol.ts `PlanArrays`.
 
 import { Socket } from 'node:net';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 // ---- uint64 ----
@@ -65,6 +65,42 @@ export interface BodyBound {
   refuse: 'declared' | 'counted' | 'end';
   /** After this many bytes of a body already over the limit, close the connection (default: no bound). */
   discardBound?: number;
+}
+
+/**
+ * After a reply to a request whose body was not read: at most this much more is taken in (thrown away),
+ * and the connection is closed this long after the reply was written.
+ */
+export const LINGER_BYTES = 1024 * 1024;
+export const LINGER_MS = 5000;
+
+/**
+ * Answer a request whose body will not be read (a body over the limit, a refused request) and close the
+ * connection, the way HTTP servers close after an early reply ("lingering close"): the reply says
+ * `Connection: close`; once it is written the server half-closes, throws away what still arrives up to
+ * `lingerBytes` (LINGER_BYTES at least: a client that sends its whole body before it reads finishes and
+ * reads the reply), then stops reading (a client that keeps sending is held back by TCP flow control, and
+ * can still read the reply), and closes the socket LINGER_MS after the reply. An endless body is never read
+ * past that. Call before the reply is written.
+ */
+export function closeAfterReply(req: IncomingMessage, res: ServerResponse, lingerBytes = LINGER_BYTES): void {
+  if (!res.headersSent) res.setHeader('connection', 'close');
+  const socket = req.socket as Socket & { destroySoon?: () => void };
+  let seen = 0;
+  req.on('data', (c: Buffer) => {
+    seen += c.length;
+    if (seen > Math.max(lingerBytes, LINGER_BYTES)) {
+      req.pause();
+      socket.pause();
+    }
+  });
+  // Node's HTTP server calls destroySoon once a `Connection: close` reply is written; linger instead.
+  socket.destroySoon = () => {
+    socket.end();
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+  };
 }
 
 /**

@@ -48,6 +48,8 @@ export interface ZipEntry {
   method?: 0 | 8;
   /** Write this uncompressed size in the headers instead of the true one (a lying entry). */
   declaredSize?: number;
+  /** The entry's raw deflate bytes as given (method 8), for content too large to hold inflated; `data` then only feeds the CRC. */
+  deflated?: Uint8Array;
 }
 
 const CRC_TABLE = (() => {
@@ -73,8 +75,8 @@ export function writeZip(entries: readonly ZipEntry[]): Uint8Array {
   let offset = 0;
   for (const e of entries) {
     const name = enc.encode(e.name);
-    const method = e.method ?? 8;
-    const body = method === 8 ? new Uint8Array(deflateRawSync(e.data)) : e.data;
+    const method = e.deflated ? 8 : (e.method ?? 8);
+    const body = e.deflated ?? (method === 8 ? new Uint8Array(deflateRawSync(e.data)) : e.data);
     const crc = crc32(e.data);
     const size = e.declaredSize ?? e.data.length;
     const local = new Uint8Array(30 + name.length);

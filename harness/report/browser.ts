@@ -28,16 +28,23 @@ export interface PageVisit {
    */
   mainThreadMs: { task: number; script: number; layout: number; style: number };
   screenshot: Buffer;
-  /** Results of the expressions asked for, evaluated in the page after load. */
+  /** Results of the expressions asked for, evaluated in the page after load (a promise is awaited). */
   values: Record<string, unknown>;
+  /** Every response the page received (preflights included): method, URL and HTTP status. */
+  responses: { method: string; url: string; status: number }[];
+}
+
+export interface VisitOptions {
+  /** Further Chromium flags (for example --host-resolver-rules to point a name at 127.0.0.1). */
+  chromiumArgs?: readonly string[];
 }
 
 /** Open `url` at width x height, wait for load, evaluate `expressions`, take a screenshot of the first screen. */
-export async function visit(url: string, expressions: Record<string, string>, size = { width: 1280, height: 800 }): Promise<PageVisit> {
+export async function visit(url: string, expressions: Record<string, string>, size = { width: 1280, height: 800 }, options: VisitOptions = {}): Promise<PageVisit> {
   const bin = chromiumPath();
   if (!bin) throw new HarnessError('HIL_ERR_TOOL_FAILED', 'chromium is not installed');
   const profile = mkdtempSync(join(tmpdir(), 'hil-chromium-'));
-  const child = spawn(bin, ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-extensions', '--remote-debugging-port=0', `--user-data-dir=${profile}`, 'about:blank'], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  const child = spawn(bin, ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-extensions', '--remote-debugging-port=0', `--user-data-dir=${profile}`, ...(options.chromiumArgs ?? []), 'about:blank'], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   try {
     const wsUrl = await devtoolsUrl(child);
     const cdp = await Cdp.open(wsUrl);
@@ -47,6 +54,8 @@ export async function visit(url: string, expressions: Record<string, string>, si
       const s = (method: string, params: Record<string, unknown> = {}) => cdp.send(method, params, sessionId);
       const errors: string[] = [];
       const requests: string[] = [];
+      const methods = new Map<string, string>();
+      const responses: PageVisit['responses'] = [];
       cdp.on(sessionId, (method, p) => {
         if (method === 'Runtime.consoleAPICalled' && (p.type === 'error' || p.type === 'assert')) errors.push(`console.${String(p.type)}: ${JSON.stringify(p.args)}`);
         if (method === 'Runtime.exceptionThrown') errors.push(`exception: ${JSON.stringify((p.exceptionDetails as { text?: string })?.text ?? p)}`);
@@ -54,7 +63,12 @@ export async function visit(url: string, expressions: Record<string, string>, si
           const e = p.entry as { level: string; text: string; url?: string };
           if (e.level === 'error') errors.push(`log: ${e.text}${e.url ? ` (${e.url})` : ''}`);
         }
+        if (method === 'Network.responseReceived') {
+          const r = p.response as { url: string; status: number };
+          responses.push({ method: methods.get(String(p.requestId)) ?? '', url: r.url, status: r.status });
+        }
         if (method === 'Network.requestWillBeSent') {
+          methods.set(String(p.requestId), (p.request as { method: string }).method);
           const r = (p.request as { url: string }).url;
           if (r !== url && !r.startsWith('data:')) requests.push(r);
         }
@@ -72,7 +86,7 @@ export async function visit(url: string, expressions: Record<string, string>, si
       const loadMs = performance.now() - started;
       const values: Record<string, unknown> = {};
       for (const [k, expr] of Object.entries(expressions)) {
-        const r = (await s('Runtime.evaluate', { expression: expr, returnByValue: true })) as { result: { value?: unknown }; exceptionDetails?: unknown };
+        const r = (await s('Runtime.evaluate', { expression: expr, returnByValue: true, awaitPromise: true })) as { result: { value?: unknown }; exceptionDetails?: unknown };
         if (r.exceptionDetails) throw new HarnessError('HIL_ERR_TOOL_FAILED', `evaluating ${k}: ${JSON.stringify(r.exceptionDetails)}`);
         values[k] = r.result.value;
       }
@@ -80,7 +94,7 @@ export async function visit(url: string, expressions: Record<string, string>, si
       const { metrics } = (await s('Performance.getMetrics')) as { metrics: { name: string; value: number }[] };
       const ms = (name: string) => Math.round((metrics.find((m) => m.name === name)?.value ?? NaN) * 1000);
       const mainThreadMs = { task: ms('TaskDuration'), script: ms('ScriptDuration'), layout: ms('LayoutDuration'), style: ms('RecalcStyleDuration') };
-      return { errors, requests, loadMs, mainThreadMs, screenshot: Buffer.from(shot.data, 'base64'), values };
+      return { errors, requests, loadMs, mainThreadMs, screenshot: Buffer.from(shot.data, 'base64'), values, responses };
     } finally {
       cdp.close();
     }

@@ -20,6 +20,7 @@ export async function startReferenceOlp(spec: OlpSpec = {}): Promise<OpenedOlp> 
   let planner: { endpoint: { url: string }; close(): Promise<void> } | undefined;
   try {
     const args = ['serve', '--listen', spec.defaultListen ? '127.0.0.1:8794' : '127.0.0.1:0', '--lifeline-stdin'];
+    for (const h of spec.allowedHosts ?? []) args.push('--allowed-host', h);
     const store = spec.robotStore ?? 'fixture';
     args.push('--robot-store', store === 'missing' ? join(dir, 'no-such-store') : store === 'fixture' ? ROBOT_FIXTURES : store.dir);
     if (spec.planner === undefined || spec.planner === 'stub') {

@@ -254,6 +254,8 @@ export interface OlpSpec {
   programStore?: 'temp' | 'none' | { dir: string };
   /** Ask for the default listen address (127.0.0.1:8794) instead of a free port. */
   defaultListen?: boolean;
+  /** Further Host names the server answers (--allowed-host). */
+  allowedHosts?: readonly string[];
 }
 
 export interface OpenedOlp {

@@ -7,7 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { decodeJson, encodeJson, JsonDecodeError, JsonNumber, JsonObject, type JsonValue } from '../json.ts';
-import { readBoundedBody } from '../primitives.ts';
+import { closeAfterReply, readBoundedBody } from '../primitives.ts';
 
 /** Part 2 body limits. */
 export const DENSE_EXECUTION_BODY_BYTES = 64 * 1024;
@@ -29,12 +29,17 @@ export class OlpError extends Error {
 export type Shape = 'machine' | 'authoring';
 
 /**
- * The body's bytes, at most `limit`. Past the limit the rest is drained (so the client can read the
- * answer) and the request is refused payload_too_large.
+ * The body's bytes, at most `limit`. A declared Content-Length past the limit is refused
+ * payload_too_large before any of the body is read, a body without one (chunked) as soon as the bytes
+ * read pass the limit; the rest is not read: the reply says `Connection: close` and the server closes
+ * after it (sims/primitives.ts closeAfterReply).
  */
-export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const body = await readBoundedBody(req, { limit, refuse: 'end' });
-  if (body === 'too_large') throw new OlpError(413, 'payload_too_large', `request body over ${limit} bytes`, { limit_bytes: limit });
+export async function readBody(req: IncomingMessage, limit: number, res?: ServerResponse): Promise<Buffer> {
+  const body = await readBoundedBody(req, { limit, refuse: 'declared' });
+  if (body === 'too_large') {
+    if (res) closeAfterReply(req, res, limit);
+    throw new OlpError(413, 'payload_too_large', `request body over ${limit} bytes`, { limit_bytes: limit });
+  }
   if (body === 'gone') throw new Error('the client went away before its body ended');
   return body;
 }
@@ -101,6 +106,19 @@ export function sendJson(req: IncomingMessage, res: ServerResponse, status: numb
 export function sendError(req: IncomingMessage, res: ServerResponse, shape: Shape, e: OlpError): void {
   const body = shape === 'machine' ? { error: e.code, detail: e.detail, ...e.extra } : { ok: false, code: e.code, error: e.detail, ...e.extra };
   sendJson(req, res, e.status, body);
+}
+
+/**
+ * A path parameter ({id} of /programs/{id}, /dense-execution/cells/{id}) percent-decoded: a malformed
+ * escape (`%ZZ`, a lone `%`, bytes that are not UTF-8, an overlong form such as `%c0%ae`) is the client's
+ * error, 400 invalid_request (docs/profile.md "OLP server: labels"), never a failure of the server.
+ */
+export function pathParam(raw: string, what: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new OlpError(400, 'invalid_request', `${what} ${JSON.stringify(raw.slice(0, 200))} is not valid percent-encoded UTF-8`);
+  }
 }
 
 // ---- small field readers for route bodies (unknown fields are ignored: part 2) ----

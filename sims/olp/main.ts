@@ -5,13 +5,14 @@
 
 import { resolve } from 'node:path';
 import { encodeJson } from '../json.ts';
+import { validAllowedHost } from '../local-guard.ts';
 import { programArgs } from '../paths.ts';
 import { parseProgramArgs, runUntilStopped } from '../primitives.ts';
 import { HEARTBEAT_MS } from './execution.ts';
 import { DEFAULT_POOL_SIZE, DEFAULT_WORKER_TIMEOUT_MS } from './workers.ts';
 import { BASE, DEFAULT_LISTEN, OlpServer } from './server.ts';
 
-const USAGE = `usage: hil olp serve [--listen HOST:PORT] [--catalogue FILE | --control-socket PATH] [--robot-store DIR]
+const USAGE = `usage: hil olp serve [--listen HOST:PORT] [--allowed-host NAME]... [--catalogue FILE | --control-socket PATH] [--robot-store DIR]
                      [--planner-url URL] [--heartbeat-ms N] [--lease-ms N] [--weld-plan-timeout-ms N] [--lifeline-stdin]
                      [--cad-worker CMD] [--seam-worker CMD] [--worker-pool N] [--worker-timeout-ms N]
                      [--local-simulator FILE [--local-simulator-model ID[@SHA]]] [--program-store DIR]
@@ -21,6 +22,10 @@ Starts the offline programming server (document 3), every route under ${BASE}.
 
   --listen HOST:PORT       where to listen (default ${DEFAULT_LISTEN}; same-host use only: the server has no
                            authentication, document 3 part 5); port 0 picks a free port (the ready line's URL)
+  --allowed-host NAME      a further Host name (with the listen port) this server answers, repeatable; it
+                           always answers localhost, 127.0.0.1, [::1] and its listen address, and refuses
+                           other Hosts, cross-site POSTs and bodies not sent as application/json
+                           (docs/profile.md "Local servers: browser guard")
   --catalogue FILE         cell catalogue (docs/profile.md "OLP server: cell catalogue"): several cells, target
                            selection and fencing; without it the server has a single target and no fencing
   --control-socket PATH    the single target's control socket (no catalogue)
@@ -79,6 +84,7 @@ export async function main(argv: string[]): Promise<number> {
       args: argv.slice(1),
       options: {
         listen: { type: 'string' },
+        'allowed-host': { type: 'string', multiple: true },
         catalogue: { type: 'string' },
         'control-socket': { type: 'string' },
         'single-model': { type: 'string' },
@@ -112,6 +118,11 @@ export async function main(argv: string[]): Promise<number> {
       return 2;
     }
   }
+  const bad = (a['allowed-host'] ?? []).find((h) => !validAllowedHost(h));
+  if (bad !== undefined) {
+    process.stderr.write(`--allowed-host must be a host name or address without port, not ${JSON.stringify(bad)}\n`);
+    return 2;
+  }
   if (a.catalogue && a['control-socket']) {
     process.stderr.write('--catalogue and --control-socket exclude each other (a catalogue names every cell)\n');
     return 2;
@@ -130,6 +141,7 @@ export async function main(argv: string[]): Promise<number> {
   const server = new OlpServer({
     host: listen[1]!.replace(/^\[(.*)\]$/, '$1'),
     port: Number(listen[2]),
+    ...(a['allowed-host'] ? { allowedHosts: a['allowed-host'] } : {}),
     ...(a.catalogue ? { catalogue: resolve(a.catalogue) } : {}),
     ...(a['control-socket'] ? { control: { socket: resolve(a['control-socket']) } } : {}),
     ...(model ? { singleModel: { model_id: model, ...(sha ? { robot_description_sha256: sha } : {}) } } : {}),

@@ -17,9 +17,11 @@ import { chainOf } from './kinematics.ts';
 import { LOCAL_CELL_ID, LocalSimulator } from './localsim.ts';
 import { ProgramStore } from './programs.ts';
 import {
-  bool, CAD_SEAM_BODY_BYTES, decodeBody, DENSE_EXECUTION_BODY_BYTES, objectBody, OlpError, readBody, sendBytes, sendError, sendJson, str, WELD_PLAN_BODY_BYTES, type Shape,
+  bool, CAD_SEAM_BODY_BYTES, decodeBody, DENSE_EXECUTION_BODY_BYTES, objectBody, OlpError, pathParam, readBody, sendBytes, sendError, sendJson, str, WELD_PLAN_BODY_BYTES, type Shape,
 } from './http.ts';
 import { encodeJson, JsonObject } from '../json.ts';
+import { LocalGuard } from '../local-guard.ts';
+import { closeAfterReply } from '../primitives.ts';
 import { readStore, robotView, StoreUnreadable } from './robots.ts';
 import { DEFAULT_POOL_SIZE, DEFAULT_WORKER_TIMEOUT_MS, WorkerPool, type WorkerRoute } from './workers.ts';
 import { fetchDense, pack, planWeldplan, readWeldPlanRequest, WELD_PLAN_MINUTES, weldplanSha256 } from './weldplan.ts';
@@ -60,6 +62,8 @@ export interface OlpOptions {
   localSimulator?: { machine: string; model_id: string; robot_description_sha256?: string };
   /** The program catalogue's store directory. */
   programStore?: string;
+  /** Host names this server answers besides the loopback names and its listen address (--allowed-host; sims/local-guard.ts). */
+  allowedHosts?: readonly string[];
   log?: (line: string) => void;
 }
 
@@ -76,11 +80,13 @@ export class OlpServer {
   private readonly programs: ProgramStore | undefined;
   private readonly heartbeatMs: number;
   private readonly log: (l: string) => void;
+  private readonly guard: LocalGuard;
   url = '';
 
   constructor(readonly o: OlpOptions) {
     this.heartbeatMs = o.heartbeatMs ?? HEARTBEAT_MS;
     this.log = o.log ?? (() => undefined);
+    this.guard = new LocalGuard(o.host, o.allowedHosts ?? []);
     this.server = createServer((req, res) => void this.route(req, res));
     const pool = (label: string, command: readonly string[] | undefined) =>
       command ? new WorkerPool({ label, command, size: o.workerPool ?? DEFAULT_POOL_SIZE, timeoutMs: o.workerTimeoutMs ?? DEFAULT_WORKER_TIMEOUT_MS, log: this.log }) : undefined;
@@ -108,6 +114,7 @@ export class OlpServer {
       this.server.listen(this.o.port, this.o.host, () => resolve());
     });
     const a = this.server.address() as AddressInfo;
+    this.guard.listening(a.port);
     this.url = `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`;
     return this.url;
   }
@@ -126,9 +133,21 @@ export class OlpServer {
   // ---- routing ----
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://localhost');
+    } catch {
+      return sendError(req, res, 'authoring', new OlpError(400, 'invalid_request', 'the request target is not a URL path'));
+    }
     const path = url.pathname.startsWith(BASE) ? url.pathname.slice(BASE.length) : null;
     const shape: Shape = path !== null && (path.startsWith('/dense-execution/') || path === '/targets/select') ? 'machine' : 'authoring';
+    // A browser on this host must not reach the routes (sims/local-guard.ts): checked before anything else.
+    const refused = this.guard.check(req);
+    if (refused) {
+      this.log(`olp: ${refused.label} on ${req.method} ${url.pathname}: ${refused.detail}`);
+      closeAfterReply(req, res);
+      return sendError(req, res, shape, new OlpError(refused.status, refused.label, refused.detail));
+    }
     try {
       if (path === null) throw new OlpError(404, 'not_found', `every route is under ${BASE}`);
       const value = await this.dispatch(req, res, req.method ?? 'GET', path, url);
@@ -143,7 +162,7 @@ export class OlpServer {
   }
 
   private async dispatch(req: IncomingMessage, res: ServerResponse, method: string, path: string, url: URL): Promise<unknown> {
-    const body = (limit = DENSE_EXECUTION_BODY_BYTES) => readBody(req, limit);
+    const body = (limit = DENSE_EXECUTION_BODY_BYTES) => readBody(req, limit, res);
     const allow = (m: string) => {
       if (method !== m) throw new OlpError(405, 'method_not_allowed', `${path} answers ${m}`);
     };
@@ -337,7 +356,7 @@ export class OlpServer {
       if (method !== 'GET') throw new OlpError(405, 'method_not_allowed', '/programs answers GET');
       return { ok: true, ...p.list() };
     }
-    const id = decodeURIComponent(path.slice('/programs/'.length));
+    const id = pathParam(path.slice('/programs/'.length), 'program id');
     if (method === 'GET') {
       sendBytes(req, res, 200, p.get(id), { 'content-type': 'application/json' });
       return undefined;
@@ -544,7 +563,7 @@ export class OlpServer {
     }
     if (method === 'DELETE' && route.startsWith('/cells/')) {
       await body();
-      return this.deleteCell(decodeURIComponent(route.slice('/cells/'.length)));
+      return this.deleteCell(pathParam(route.slice('/cells/'.length), 'cell id'));
     }
     if (method !== 'POST') throw new OlpError(405, 'method_not_allowed', `${route} answers POST`);
     const b = objectBody(await body(DENSE_EXECUTION_BODY_BYTES));

@@ -20,16 +20,28 @@ export async function loadOcct(): Promise<Occt> {
   const name = process.env.HIL_OLP_OCCT_MODULE ?? 'occt-import-js';
   const require = createRequire(import.meta.url);
   const factory = require(name) as (module?: { print?: (t: string) => void; printErr?: (t: string) => void }) => Promise<Occt>;
-  // OpenCascade's messages (its transfer statistics on a file it cannot read, lines of asterisks) go to
-  // stderr: stdout carries the bridge's length-prefixed frames, and a stray line there reads as a frame
-  // length (docs/profile.md "OLP server: worker bridge"), so a non-STEP input answered 502 invalid_response
-  // instead of the worker's refusal, 400 invalid_request (document 3 part 7).
+  // OpenCascade reports a broken file on its standard output ("**** ERR StepFile ..."); in a worker that
+  // standard output carries the bridge's frames (docs/profile.md "OLP server: worker bridge"), so what
+  // OpenCascade prints goes to standard error, and a broken file gets the worker's own refusal (document 3 part 7).
   const toStderr = (t: string) => void process.stderr.write(`${t}\n`);
   return factory({ print: toStderr, printErr: toStderr });
 }
 
+/**
+ * Keep the worker's standard output for frames only: the frame writer keeps the stream's own write, and
+ * anything else that writes to standard output (a library's console.log) reaches standard error instead,
+ * so it can never be read as a frame length.
+ */
+function claimStdout(): (bytes: Buffer) => void {
+  const write = process.stdout.write.bind(process.stdout);
+  const stray = process.stderr.write.bind(process.stderr);
+  process.stdout.write = ((chunk: unknown, ...rest: unknown[]) => stray(chunk as string, ...(rest as []))) as typeof process.stdout.write;
+  return (bytes) => void write(bytes);
+}
+
 export async function runWorker(): Promise<void> {
-  const send = (v: unknown) => process.stdout.write(frame(JSON.stringify(v)));
+  const out = claimStdout();
+  const send = (v: unknown) => out(frame(JSON.stringify(v)));
   let occt: Occt;
   try {
     occt = await loadOcct();

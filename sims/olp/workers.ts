@@ -199,8 +199,18 @@ class Worker {
     });
   }
 
+  /** Killed by the bridge (its exit may not have been seen yet): never handed another request. */
+  killed = false;
+
+  /** Whether the worker can take a request: neither exited nor killed. */
+  get usable(): boolean {
+    return !this.exited && !this.killed;
+  }
+
   kill(): void {
+    this.killed = true;
     if (!this.exited) this.child.kill('SIGKILL');
+    this.onGone(this);
   }
 }
 
@@ -227,7 +237,7 @@ export class WorkerPool {
 
   /** Process ids of the running workers (for logs and the unit tests). */
   pids(): number[] {
-    return [...this.workers].filter((w) => !w.exited).map((w) => w.pid);
+    return [...this.workers].filter((w) => w.usable).map((w) => w.pid);
   }
 
   /**
@@ -236,7 +246,7 @@ export class WorkerPool {
    */
   async run(route: WorkerRoute, body: Uint8Array, gone: AbortSignal): Promise<WorkerReply> {
     if (this.closed) throw new OlpError(503, 'unavailable', `${this.o.label} worker pool is closed`);
-    let w = [...this.workers].find((x) => !x.busy && !x.exited);
+    let w = [...this.workers].find((x) => !x.busy && x.usable);
     if (!w) {
       if (this.workers.size >= this.o.size) throw new OlpError(429, 'busy', `every ${this.o.label} worker is busy (${this.o.size} at most)`);
       w = new Worker(this.o.command, this.o.label, this.o.log, (x) => this.workers.delete(x));
@@ -274,7 +284,7 @@ export class WorkerPool {
       clearTimeout(timer);
       if (onGone) gone.removeEventListener('abort', onGone);
       worker.busy = false;
-      if (worker.exited) this.workers.delete(worker);
+      if (!worker.usable) this.workers.delete(worker);
     }
   }
 

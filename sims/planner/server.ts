@@ -15,7 +15,8 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { encodeJson } from '../json.ts';
-import { readBoundedBody } from '../primitives.ts';
+import { LocalGuard } from '../local-guard.ts';
+import { closeAfterReply, readBoundedBody } from '../primitives.ts';
 import { parsePlanQuery, type PlanOptions } from './options.ts';
 import type { ChildMessage, Job as ChildJob } from './child.ts';
 import { Intake } from './intake.ts';
@@ -71,8 +72,12 @@ export class PlannerService {
   /** Reads each container before a planning process is started for it (sims/planner/intake.ts). */
   private readonly intake = new Intake();
 
-  constructor(readonly o: { host: string; port: number; storeDir: string; log?: (line: string) => void }) {
+  /** What a browser on this host is refused (sims/local-guard.ts); a container is sent as application/octet-stream (part 4). */
+  private readonly guard: LocalGuard;
+
+  constructor(readonly o: { host: string; port: number; storeDir: string; allowedHosts?: readonly string[]; log?: (line: string) => void }) {
     mkdirSync(o.storeDir, { recursive: true });
+    this.guard = new LocalGuard(o.host, o.allowedHosts ?? [], 'application/octet-stream');
     this.server = createServer((req, res) => void this.route(req, res).catch((e: Error) => this.defect(res, e)));
     // Keep the response writable after the client half-closes: the 499 is still sent (document 2 part 7).
     (this.server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
@@ -84,6 +89,7 @@ export class PlannerService {
       this.server.listen(this.o.port, this.o.host, () => resolve());
     });
     const a = this.server.address() as AddressInfo;
+    this.guard.listening(a.port);
     const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
     return `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${a.port}`;
   }
@@ -109,9 +115,24 @@ export class PlannerService {
   }
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://planner');
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://planner');
+    } catch {
+      req.resume();
+      json(res, 400, { detail: 'the request target is not a URL path' });
+      return;
+    }
     const path = url.pathname;
     const method = req.method ?? 'GET';
+    const refused = this.guard.check(req);
+    if (refused) {
+      // Document 2 part 7 gives no label for these: the error text leads with ours (docs/profile.md).
+      this.log(`planner: ${refused.label} on ${method} ${path}: ${refused.detail}`);
+      closeAfterReply(req, res);
+      json(res, refused.status, { error: `${refused.label}: ${refused.detail}` });
+      return;
+    }
     const allow = (m: string) => {
       if (method === m) return true;
       req.resume();
@@ -169,9 +190,12 @@ export class PlannerService {
       json(res, 422, parsed.body);
       return;
     }
-    const body = await readBoundedBody(req, { limit: BODY_LIMIT, refuse: 'counted' });
+    // A declared length past the limit is answered before any of the body is read, a chunked body as
+    // soon as it passes the limit; the rest is not read (closeAfterReply).
+    const body = await readBoundedBody(req, { limit: BODY_LIMIT, refuse: 'declared' });
     if (body === 'too_large') {
-      json(res, 413, { error: `a weldplan is at most ${BODY_LIMIT} bytes` }, { connection: 'close' });
+      closeAfterReply(req, res, BODY_LIMIT);
+      json(res, 413, { error: `a weldplan is at most ${BODY_LIMIT} bytes` });
       return;
     }
     if (body === 'gone') return; // the client left before its body arrived: nothing was queued

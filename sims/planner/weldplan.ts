@@ -7,7 +7,7 @@
 // (document 2 part 7).
 
 import { createHash } from 'node:crypto';
-import { unzipSync } from 'fflate';
+import { Inflate, unzipSync } from 'fflate';
 import { decodeJson, JsonDecodeError, JsonObject, type JsonValue } from '../json.ts';
 import { validateProgram, ProgramInvalid, type ProgramView } from './program.ts';
 import { canonicalDigest } from './canonical.ts';
@@ -50,10 +50,84 @@ export function unsafeName(name: string): string | undefined {
   return undefined;
 }
 
+/** Compressed bytes handed to the inflater at a time: one push inflates to at most about 1032 times this. */
+const INFLATE_STEP = 4096;
+
+/**
+ * Where each entry's data lies, from the central directory and the local headers (APPNOTE 4.3.7, 4.3.12,
+ * 4.3.16): name, method, compressed and declared sizes, data offset. Sizes of 0xFFFFFFFF (zip64) are
+ * refused: no entry may come near 4 GiB here.
+ */
+function entryData(bytes: Uint8Array): Array<{ name: string; method: number; compressed: number; declared: number; offset: number }> {
+  const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const bad = (why: string) => new PlanningFailure('BadZipFile', why);
+  let eocd = -1;
+  for (let i = bytes.length - 22; i >= Math.max(0, bytes.length - 22 - 0xffff); i--) {
+    if (v.getUint32(i, true) === 0x06054b50) {
+      eocd = i;
+      break;
+    }
+  }
+  if (eocd < 0) throw bad('not a readable zip archive (no end of central directory)');
+  const count = v.getUint16(eocd + 10, true);
+  let at = v.getUint32(eocd + 16, true);
+  const out = [];
+  const dec = new TextDecoder();
+  for (let k = 0; k < count; k++) {
+    if (at + 46 > bytes.length || v.getUint32(at, true) !== 0x02014b50) throw bad('not a readable zip archive (central directory)');
+    const method = v.getUint16(at + 10, true);
+    const compressed = v.getUint32(at + 20, true);
+    const declared = v.getUint32(at + 24, true);
+    const nameLen = v.getUint16(at + 28, true);
+    const local = v.getUint32(at + 42, true);
+    const name = dec.decode(bytes.subarray(at + 46, at + 46 + nameLen));
+    at += 46 + nameLen + v.getUint16(at + 30, true) + v.getUint16(at + 32, true);
+    if (compressed === 0xffffffff || declared === 0xffffffff || local === 0xffffffff) throw bad(`entry ${JSON.stringify(name)} has zip64 sizes`);
+    if (local + 30 > bytes.length || v.getUint32(local, true) !== 0x04034b50) throw bad(`entry ${JSON.stringify(name)} has no local header`);
+    const offset = local + 30 + v.getUint16(local + 26, true) + v.getUint16(local + 28, true);
+    if (offset + compressed > bytes.length) throw bad(`entry ${JSON.stringify(name)} runs past the end of the archive`);
+    out.push({ name, method, compressed, declared, offset });
+  }
+  return out;
+}
+
+/**
+ * Inflate one entry, never past the size its central directory declared: the compressed bytes go to a
+ * streaming inflater a few KiB at a time and the output is counted as it comes, so an entry that lies
+ * about its size is refused as soon as its output crosses the declared size, having produced at most a
+ * few MiB, never the gigabyte it would inflate to.
+ */
+function inflateBounded(bytes: Uint8Array, e: { name: string; method: number; compressed: number; declared: number; offset: number }): Uint8Array {
+  const data = bytes.subarray(e.offset, e.offset + e.compressed);
+  const lied = () => new PlanningFailure('BadZipFile', `entry ${JSON.stringify(e.name)} inflates past its declared size of ${e.declared} bytes`);
+  if (e.method === 0) {
+    if (e.compressed !== e.declared) throw lied();
+    return data.slice();
+  }
+  if (e.method !== 8) throw new PlanningFailure('BadZipFile', `entry ${JSON.stringify(e.name)} uses compression method ${e.method} (stored or deflated only)`);
+  const out = new Uint8Array(e.declared);
+  let filled = 0;
+  let ended = false;
+  const inflater = new Inflate((chunk, final) => {
+    if (filled + chunk.length > e.declared) throw lied();
+    out.set(chunk, filled);
+    filled += chunk.length;
+    if (final) ended = true;
+  });
+  try {
+    for (let i = 0; i < data.length && !ended; i += INFLATE_STEP) inflater.push(data.subarray(i, Math.min(data.length, i + INFLATE_STEP)), i + INFLATE_STEP >= data.length);
+  } catch (x) {
+    if (x instanceof PlanningFailure) throw x;
+    throw new PlanningFailure('BadZipFile', `entry ${JSON.stringify(e.name)} is not valid deflate data (${(x as Error).message})`);
+  }
+  if (!ended || filled !== e.declared) throw new PlanningFailure('BadZipFile', `entry ${JSON.stringify(e.name)} inflates to ${filled} bytes, not its declared ${e.declared}`);
+  return out;
+}
+
 /** The zip's entries, refused before inflating when a name is unsafe or repeated or an entry is too large. */
 export function readZip(bytes: Uint8Array): Map<string, Uint8Array> {
   const seen = new Set<string>();
-  let out: Record<string, Uint8Array>;
+  const out = new Map<string, Uint8Array>();
   try {
     // First pass: every entry is judged from the central directory and nothing is inflated.
     unzipSync(bytes, {
@@ -67,16 +141,13 @@ export function readZip(bytes: Uint8Array): Map<string, Uint8Array> {
         return false;
       },
     });
-    // Second pass: inflate what passed; an entry whose content is longer than it declared is refused.
-    out = unzipSync(bytes);
-    for (const [name, data] of Object.entries(out)) {
-      if (data.length > ENTRY_LIMIT) throw new PlanningFailure('BadZipFile', `entry ${JSON.stringify(name)} inflates past ${ENTRY_LIMIT} bytes`);
-    }
+    // Second pass: inflate what passed, each entry bounded by its declared size while it inflates.
+    for (const e of entryData(bytes)) out.set(e.name, inflateBounded(bytes, e));
   } catch (e) {
     if (e instanceof PlanningFailure) throw e;
     throw new PlanningFailure('BadZipFile', `not a readable zip archive (${(e as Error).message})`);
   }
-  return new Map(Object.entries(out));
+  return out;
 }
 
 function json(name: string, bytes: Uint8Array, type: string): JsonValue {

@@ -28,7 +28,7 @@ import {
 } from './envelope.ts';
 import { EventLog, EVENTS_PER_POLL, streamEvents } from './events.ts';
 import { ANCHOR_DIR_ENV, MachineOps } from './machine.ts';
-import { ProgramUploads } from './program-route.ts';
+import { PROGRAM_BODY_LIMIT, ProgramUploads } from './program-route.ts';
 import { encodeJson } from '../json.ts';
 import { TelemetryEndpoints } from './telemetry.ts';
 import { LOCAL_OWNER, ownerOfPrincipal, RemoteListener, type RemoteFiles } from './remote.ts';
@@ -36,7 +36,7 @@ import { Resources } from './resources.ts';
 import { RemoteJogLane, SHUTDOWN_GRACE_MS, type RemoteJogFlags } from './remote-jog.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import type { CoreStatus } from '../core/protocol.ts';
-import { discardBody } from '../primitives.ts';
+import { closeAfterReply, discardBody } from '../primitives.ts';
 import { testChannelRoute } from './test-channel.ts';
 
 
@@ -345,6 +345,8 @@ export class ControlService {
         case 'POST /v1/program': {
           const reply = await this.programs.prepare(req, owner);
           this.o.core.timing.replied(reply);
+          // An over-limit body is not read on after its 413: the connection closes (docs/profile.md "Sockets").
+          if (reply.status === 413) closeAfterReply(req, res, PROGRAM_BODY_LIMIT);
           return this.send(res, reply);
         }
         case 'GET /v1/describe':

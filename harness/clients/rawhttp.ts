@@ -1,0 +1,121 @@
+// A plain HTTP/1.1 exchange with every header as the test writes it (a Host of another name, an Origin, a
+// Sec-Fetch-Site, any Content-Type or none), the way a browser or a hostile client would send it; and a
+// body that is held back or never ends, to see when a server answers an oversize request and whether it
+// reads on. undici sets Host and Content-Length itself, so requests go through node:http, and a body that
+// never ends through a plain socket.
+
+import { request, type IncomingHttpHeaders } from 'node:http';
+import { connect } from 'node:net';
+import { gunzipSync } from 'node:zlib';
+
+export interface RawReply {
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** The body after gzip decoding. */
+  body: Buffer;
+  text: string;
+  /** The body as JSON, or undefined when it is not JSON. */
+  json: any;
+}
+
+function reply(status: number, headers: IncomingHttpHeaders | Record<string, string>, wire: Buffer): RawReply {
+  const body = headers['content-encoding'] === 'gzip' ? gunzipSync(wire) : wire;
+  const text = body.toString('utf8');
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status, headers, body, text, json };
+}
+
+/** One request on its own connection; `headers` are sent as given (a `host` among them replaces the URL's). */
+export function rawRequest(url: string, method: string, path: string, headers: Record<string, string> = {}, body?: string | Uint8Array): Promise<RawReply> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: u.hostname.replace(/^\[(.*)\]$/, '$1'), port: u.port, method, path, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve(reply(res.statusCode ?? 0, res.headers, Buffer.concat(chunks))));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+export interface HeldBodyOutcome {
+  /** The reply, when one came while the body was still being sent (never after the client ended it: it never does). */
+  reply?: RawReply;
+  /** Body bytes the client had written when the reply's head arrived. */
+  writtenAtReply: number;
+  /** Body bytes the client had written when the server ended the connection (or the cap was reached). */
+  writtenAtClose: number;
+  /** The server ended the connection (its FIN or a reset) before the client wrote `capBytes`. */
+  closedByServer: boolean;
+}
+
+/** The head and body of a reply read off the wire, once its Content-Length worth has arrived. */
+function parseReply(buf: Buffer): RawReply | undefined {
+  const end = buf.indexOf('\r\n\r\n');
+  if (end < 0) return undefined;
+  const lines = buf.subarray(0, end).toString('latin1').split('\r\n');
+  const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(lines[0] ?? '')?.[1] ?? 0);
+  const headers: Record<string, string> = {};
+  for (const l of lines.slice(1)) {
+    const i = l.indexOf(':');
+    if (i > 0) headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
+  }
+  const length = Number(headers['content-length'] ?? 0);
+  if (buf.length < end + 4 + length) return undefined;
+  return reply(status, headers, buf.subarray(end + 4, end + 4 + length));
+}
+
+/**
+ * Send a request whose body never ends, over a plain socket (an HTTP client library would end the exchange
+ * itself once a reply comes): `declared` sets a Content-Length (the client then writes at most `capBytes`
+ * of it and never finishes), else the body is chunked. Bytes are written as fast as the connection takes
+ * them, until the server ends the connection or `capBytes` were written. The reply is whatever came
+ * meanwhile (with a Content-Length). `socketPath`: a Unix socket instead of the URL's host and port.
+ */
+export function heldBody(url: string, path: string, headers: Record<string, string>, o: { declared?: number; capBytes: number; chunkBytes?: number; socketPath?: string }): Promise<HeldBodyOutcome> {
+  const u = new URL(url);
+  const data = Buffer.alloc(o.chunkBytes ?? 64 * 1024, 0x61);
+  const chunk = o.declared !== undefined ? data : Buffer.concat([Buffer.from(`${data.length.toString(16)}\r\n`), data, Buffer.from('\r\n')]);
+  const head = [`POST ${path} HTTP/1.1`, `host: ${u.host}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), o.declared !== undefined ? `content-length: ${o.declared}` : 'transfer-encoding: chunked', '', ''].join('\r\n');
+  return new Promise((resolve) => {
+    const socket = o.socketPath !== undefined ? connect(o.socketPath) : connect(Number(u.port), u.hostname.replace(/^\[(.*)\]$/, '$1'));
+    let written = 0;
+    let atReply = -1;
+    let got: RawReply | undefined;
+    let incoming = Buffer.alloc(0);
+    let done = false;
+    const finish = (closedByServer: boolean) => {
+      if (done) return;
+      done = true;
+      socket.destroy();
+      resolve({ ...(got ? { reply: got } : {}), writtenAtReply: atReply, writtenAtClose: written, closedByServer });
+    };
+    socket.on('data', (c: Buffer) => {
+      if (atReply < 0) atReply = written;
+      incoming = Buffer.concat([incoming, c]);
+      got ??= parseReply(incoming);
+    });
+    // The server's FIN (it ends its side after the reply), a reset, or its close: the server ended it.
+    socket.on('end', () => finish(true));
+    socket.on('error', () => finish(true));
+    socket.on('close', () => finish(written < o.capBytes));
+    const pump = () => {
+      while (!done && written < o.capBytes) {
+        written += data.length;
+        if (!socket.write(chunk)) return void socket.once('drain', pump);
+      }
+      if (!done && written >= o.capBytes) setTimeout(() => finish(false), 2_000);
+    };
+    socket.once('connect', () => {
+      socket.write(head);
+      pump();
+    });
+  });
+}
