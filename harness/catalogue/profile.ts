@@ -16,6 +16,7 @@ export const PROFILE: readonly RuleEntry[] = [
   p('envelope.missing_schema', 1, 'Envelope labels', 'an absent schema is refused with schema_mismatch'),
   p('envelope.missing_operation', 1, 'Envelope labels', 'an absent or non-control operation is refused with unknown_operation'),
   p('envelope.refusal_operation', 1, 'Reply envelope', 'a refusal names the requested operation when known, else "unknown"'),
+  p('envelope.acquire_generation', 1, 'Grant generation and stop', 'an acquire carrying generation is refused with invalid_request_envelope and grants nothing (document 1 says "absent on acquire" of session only)'),
   p('envelope.controller_range', 1, 'Envelope labels', 'a controller outside 1..63 bytes is refused with invalid_request_envelope'),
   p('fence.table', 1, 'Fence checks', 'the fence refusal table: malformed token or zero generation control_session_stale, never issued fence, previous core daemon_restarted, expired/no_grant/stale by operation'),
   p('grant.stop_generation', 1, 'Grant generation and stop', 'stop advances the application generation; the stopping grant keeps its session until the drain ends'),

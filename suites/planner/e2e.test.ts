@@ -61,8 +61,11 @@ describe('weldplan to cell', () => {
       expect(BigInt(data.samples)).toBe(BigInt(x.totalSampleCount));
       // Every boundary merges: executed points = samples - segments + 1 (document 2 part 7 "Admission").
       expect(BigInt(data.normalised_samples)).toBe(BigInt(x.totalSampleCount - x.segments.length + 1));
-      expect(BigInt(data.axis_mask)).toBe(0x1ffn);
-      expect(data.requires_process_io).toBe(false); // a simulation program: no torch bit
+      // The file's commanded columns, as the planner's cell named them (0x1ff for nine axes, 0x3f for six).
+      expect(BigInt(data.axis_mask)).toBe(BigInt(x.axisMask));
+      // A set torch bit or a process marker makes the program require process I/O (document 2 part 7).
+      const torch = x.segments.some((s) => Array.from(s.flags).some((f) => (f & 1) === 1)) || (Array.isArray(x.header.process_markers) && x.header.process_markers.length > 0);
+      expect(data.requires_process_io).toBe(torch);
     },
   );
 
