@@ -75,6 +75,7 @@ describe('a planner-written dense file read at the documented offsets', () => {
       const conn = result.connecting_trajectories as Record<string, any>[];
       const seam = (result.seams as Record<string, any>[])[0]!;
       // The held axes (document 2 seams[].held: a map of axis to value, in degrees) stay at their value.
+      const cols = (seam.axis_names as string[]).map((a) => Number(a.slice(1)) - 1);
       const heldCols = Object.keys(seam.held ?? {}).map((a) => ({ col: Number(a.slice(1)) - 1, rad: Number(seam.held[a]) * RAD }));
       await inProfile(STUB, () => {
         expect(seam.axis_names).toEqual(['J1', 'J2', 'J3', 'J4', 'J5', 'J6', 'J7', 'J8', 'J9']);
@@ -95,12 +96,15 @@ describe('a planner-written dense file read at the documented offsets', () => {
         r.t.forEach((t, i) => expect(Math.abs(t - i * dt), `${where} t_s of sample ${i}`).toBeLessThanOrEqual(1e-9));
         expect(r.t[n - 1]).toBe(Number(result.dense.segments[k].duration_s));
         // q_rad: from and to the knots the plan result gives for this segment (degrees rounded to 1e-6).
+        // A knot holds one angle per commanded axis (seams[].axis_names, in column order).
         const knots = r.kind === 'weld' ? seam.trajectory.knots_deg : moveOf(r)!.knots_deg;
         const [from, to] = [deg(knots[0]), deg(knots.at(-1))];
-        for (let j = 0; j < 9; j++) {
-          expect(Math.abs(r.q[0]![j]! - from[j]!), `${where} first q J${j + 1}`).toBeLessThan(1e-7);
-          expect(Math.abs(r.q[n - 1]![j]! - to[j]!), `${where} last q J${j + 1}`).toBeLessThan(1e-7);
+        for (const [k, col] of cols.entries()) {
+          expect(Math.abs(r.q[0]![col]! - from[k]!), `${where} first q J${col + 1}`).toBeLessThan(1e-7);
+          expect(Math.abs(r.q[n - 1]![col]! - to[k]!), `${where} last q J${col + 1}`).toBeLessThan(1e-7);
         }
+        // A column the cell does not command holds one position (document 2 part 7 "Admission").
+        for (let j = 0; j < 9; j++) if (!cols.includes(j)) for (const row of r.q) expect(row[j], `${where} uncommanded J${j + 1}`).toBe(r.q[0]![j]);
         // Held columns (the stub: J7-J9, positioner tables and turn) stay at their held values.
         for (const row of r.q) for (const h of heldCols) expect(Math.abs(row[h.col]! - h.rad), `${where} held J${h.col + 1}`).toBeLessThan(1e-7);
         // qd_rad_s: at rest at both ends, and inside the time derivative of q (central difference; the
