@@ -159,7 +159,7 @@ describe('a planner-written dense file read at the documented offsets', () => {
       }
       for (const [what, bytes] of [['planner file', blob], ['harness re-encoding', again]] as const) {
         const r = await postProgram(client, s, bytes);
-        expect({ what, status: r.status, error: r.reply.error }).toEqual({ what, status: 200, error: undefined });
+        expect({ what, status: r.status, error: r.reply.error }, JSON.stringify(r.reply.error)).toEqual({ what, status: 200, error: undefined });
         expect((r.reply.data as Record<string, any>).identity.source_digest).toBe(digest);
       }
     },
