@@ -115,7 +115,8 @@ that file from the run instead.
 
 --planner: the same for document 2. serve starts the clean-room weld planner (harness/cleanroom/planner/,
 its own six-axis cell cleanroom-six-axis) on 127.0.0.1 and prints one ready {...} line; check starts it
-and hil serve, runs suites/planner and suites/dense-format with --target external --planner-url, and
+and hil serve, runs suites/planner and suites/dense-format/planner-file.test.ts with --target external
+--planner-url, and
 holds the result to PASS and fixtures/expectations/cleanroom-planner-informative.json.`,
   replay: `usage: hil replay FILE [--mode strict|closed-loop|open-loop|verify]   (hil replay --help for the stack's own options)`,
   doctor: `usage: hil doctor --driver ethercat|ethercat-fake [--machine FILE]   (hil doctor --help for its options)`,

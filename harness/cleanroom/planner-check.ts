@@ -1,7 +1,7 @@
 // `hil cleanroom check --planner`: the planner suites against an independent reading of document 2
 // (harness/cleanroom/planner/), as CI runs it. It starts the clean-room planner and, for the suites that
 // hand the planner's files to a control service (dense-format, planner e2e), the reference stack through
-// `hil serve`; runs suites/planner and suites/dense-format through `hil run --target external
+// `hil serve`; runs suites/planner and the planner file of suites/dense-format through `hil run --target external
 // --planner-url`, and holds the outcome to the same two statements as the document 1 check (check.ts):
 // the verdict is PASS, and the profile differences are exactly fixtures/expectations/
 // cleanroom-planner-informative.json.
@@ -22,8 +22,12 @@ import { CleanroomPlanner } from './planner/server.ts';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const HIL = join(ROOT, 'harness', 'bin', 'hil.mjs');
 
-/** The suite folders whose subject is the weld planner (document 2). */
-export const PLANNER_SUITES = ['suites/planner', 'suites/dense-format'];
+/**
+ * The suites whose subject is the weld planner (document 2): suites/planner, and of suites/dense-format the
+ * file that reads a planner-written file (the other two hand harness-made files to the control service and
+ * never reach the planner, so they would only run the reference stack again).
+ */
+export const PLANNER_SUITES = ['suites/planner', 'suites/dense-format/planner-file.test.ts'];
 
 export const PLANNER_EXPECTED_FILE = join(ROOT, 'fixtures', 'expectations', 'cleanroom-planner-informative.json');
 

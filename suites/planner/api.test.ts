@@ -339,7 +339,7 @@ const BAD: ReadonlyArray<readonly [string, readonly string[]]> = [
 
 describe('query options', () => {
   for (const [name, values] of BAD) {
-    test(`${name}: ${values.map((v) => JSON.stringify(v.length > 12 ? `${v.slice(0, 6)}…(${v.length})` : v)).join(', ')} are refused with 422 and a detail item naming ${name}`, covers(`field:PlannerQuery.${name}`, 'planner:error.422_query_invalid', ...(LIMIT_OF[name] ? [LIMIT_OF[name]!] : [])), async ({ planner, skip }) => {
+    test(`${name}: ${values.map((v) => JSON.stringify(v.length > 12 ? `${v.slice(0, 6)}…(${v.length})` : v)).join(', ')} are refused with 422 and a detail item naming ${name}`, covers(`field:PlannerQuery.${name}`, 'planner:error.422_query_invalid', DETAIL, ...(LIMIT_OF[name] ? [LIMIT_OF[name]!] : [])), async ({ planner, skip }) => {
       const p = usePlanner({ skip }, planner);
       for (const v of values) {
         const r = await p.client.plan(weldplan(), { [name]: v });
@@ -404,7 +404,7 @@ describe('query options', () => {
     expect(res.seams[0].candidates[0].times_s).toHaveLength(512);
   });
 
-  test('without options every default of the table applies', covers(...QUERY_FIELDS.map((f) => `field:PlannerQuery.${f}`)), async ({ planner, skip }) => {
+  test('without options every default of the table applies', covers(...QUERY_FIELDS.map((f) => `field:PlannerQuery.${f}`), ECHO, 'profile:planner.absent_blocks'), async ({ planner, skip }) => {
     const p = usePlanner({ skip }, planner);
     const r = await p.client.plan(weldplan());
     expect(r.status, r.text.slice(0, 300)).toBe(200);

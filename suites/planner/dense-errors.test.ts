@@ -77,7 +77,7 @@ let lastRefused: { reason: string; bytes: Uint8Array } | undefined;
 
 describe('dense_error reasons (200 with no trajectory)', () => {
   for (const c of CASES) {
-    test(`${c.reason}: ${c.what}`, covers(`dense_error:${c.reason}`, 'profile:planner.stub_planning', 'planner:result.200_without_trajectory', 'field:PlanResult.dense_error', 'field:PlanResult.dense_error.reason', 'field:PlanResult.dense_error.detail', 'field:PlanResult.dense_error.segment_index', ...(c.also ?? [])), async ({ planner, skip }) => {
+    test(`${c.reason}: ${c.what}`, covers(`dense_error:${c.reason}`, 'profile:planner.stub_planning', 'profile:planner.absent_blocks', 'planner:result.200_without_trajectory', 'field:PlanResult.dense_error', 'field:PlanResult.dense_error.reason', 'field:PlanResult.dense_error.detail', 'field:PlanResult.dense_error.segment_index', ...(c.also ?? [])), async ({ planner, skip }) => {
       const p = usePlanner({ skip }, planner);
       if (c.stub) needsStub({ skip }, p, 'the resampling fault hook');
       const store = storeDirOf(p);
