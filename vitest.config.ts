@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config';
-import LongestFirst, { JOG_FILES, QUIET_FILES } from './harness/sequencer.ts';
+import { availableParallelism, loadavg } from 'node:os';
+import LongestFirst, { JOG_FILES, QUIET_FILES, workersForHost } from './harness/sequencer.ts';
 import { isShared } from './harness/targets/shared.ts';
 
 // `unit` tests the harness's own code and the reference implementation from the inside; the conformance
@@ -31,9 +32,10 @@ import { isShared } from './harness/targets/shared.ts';
 // tests' events. Files that never reach the cell (the planner's) could run beside them, but one worker
 // keeps the order of every request to the service plain to read in a transcript.
 const SHARED_TARGET = isShared(process.env.HIL_TARGET ?? 'sim');
-// HIL_WORKERS overrides the figure for a machine with more or fewer cores than this 2-core one (the
-// default was measured here: more workers than cores overlap the files' waits for documented timeouts).
-const WORKERS = SHARED_TARGET ? 1 : workersFromEnv(process.env.HIL_WORKERS, 6);
+// The figure fits the host: from its cores and its load when the run starts (harness/sequencer.ts
+// workersForHost: 6 on this 2-core machine when it is idle, fewer when it is busy). HIL_WORKERS (hil run
+// --workers N) overrides it.
+const WORKERS = SHARED_TARGET ? 1 : workersFromEnv(process.env.HIL_WORKERS, workersForHost(availableParallelism(), loadavg()[0]!));
 
 function workersFromEnv(text: string | undefined, fallback: number): number {
   if (text === undefined || text === '') return fallback;
@@ -74,6 +76,8 @@ export default defineConfig({
           include: ['harness/**/*.test.ts', 'sims/**/*.test.ts', 'drivers/**/*.test.ts'],
           exclude: ['harness/model/**/*.model.test.ts'],
           testTimeout: 30_000,
+          // Only allure's error serializer gets a JSON form for bigints here (harness/allure-bigint.ts says why).
+          setupFiles: ['harness/allure-bigint.ts'],
           maxWorkers: 1,
           sequence: { groupOrder: 0 },
         },

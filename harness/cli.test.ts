@@ -4,10 +4,11 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect, test } from 'vitest';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { catalogue } from './catalogue/index.ts';
+import { PLANTABLE_FAULTS } from './cli.ts';
 import { packWeldplan, programDigest } from './clients/weldplan.ts';
 import { parseExact, stringifyExact, type JsonObject } from './oracle/json.ts';
 
@@ -21,6 +22,35 @@ test('usage errors exit 2 with the command help', { timeout: 120_000 }, () => {
     expect(r.status, args.join(' ')).toBe(2);
     expect(r.stderr.length, args.join(' ')).toBeGreaterThan(0);
   }
+});
+
+test('bad input is one line on stderr, exit 2, and nothing under --reports is touched: an unknown --plant fault, a filter matching no suite file, hil report on a directory without run.json, hil compare of a missing file', { timeout: 120_000 }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hil-cli-input-'));
+  try {
+    writeFileSync(join(dir, 'run.json'), 'the previous run\n');
+    const cases: Array<[string[], string]> = [
+      [['run', '--reports', dir, '--plant', 'nosuchfault@TEST'], `hil: --plant nosuchfault@TEST: no fault nosuchfault; known: ${PLANTABLE_FAULTS.join(', ')}\n`],
+      [['run', '--reports', dir, 'suites/no-such-area/'], 'hil: no suite file matches "suites/no-such-area/" (filters select files under suites/ whose path contains them)\n'],
+      [['run', '--reports', dir, 'suites/grant/grant.test.ts', 'nosuchsuite'], 'hil: no suite file matches "nosuchsuite" (filters select files under suites/ whose path contains them)\n'],
+      [['report', '--reports', '/nowhere'], 'hil: /nowhere: no run.json there (a directory written by hil run --reports DIR)\n'],
+      [['compare', '/nonexistent.json', 'B'], 'hil: /nonexistent.json: no such file (a run.json written by hil run)\n'],
+    ];
+    for (const [args, line] of cases) {
+      const r = hil(...args);
+      expect([r.status, r.stderr, r.stdout], args.join(' ')).toEqual([2, line, '']);
+    }
+    expect(readdirSync(dir)).toEqual(['run.json']);
+    expect(readFileSync(join(dir, 'run.json'), 'utf8')).toBe('the previous run\n');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the faults --plant accepts are the sim driver\'s faults that take one axis and nothing else', () => {
+  // Read as text, never imported: the harness does not depend on drivers/ (DESIGN.md rule 1).
+  const table = readFileSync(join(fileURLToPath(new URL('..', import.meta.url)), 'drivers', 'faults.ts'), 'utf8');
+  const axisOnly = [...table.matchAll(/\{ kind: '([a-z_]+)'; axis: number \}/g)].map((m) => m[1]);
+  expect([...PLANTABLE_FAULTS].sort()).toEqual(axisOnly.sort());
 });
 
 test('--help on every command exits 0', { timeout: 120_000 }, () => {
@@ -107,14 +137,14 @@ test('a replay runs flat out but while the recorded test had a stream open: a st
   try {
     const rec = hil('run', '--record', join(out, 'rec'), '--reports', join(out, 'recorded'), ...grep);
     expect(rec.status, rec.stdout + rec.stderr).toBe(0);
-    expect(rec.stdout).toMatch(/total: 1 passed, 0 failed, 0 skipped/);
+    expect(rec.stdout).toMatch(/total: 1 passed, 0 failed, 0 errored, 0 skipped/);
     const auto = replay(undefined, 'auto');
     expect(auto.status, auto.stdout + auto.stderr).toBe(0);
     const run = JSON.parse(readFileSync(join(out, 'auto', 'run.json'), 'utf8')) as { target: { replay: { tests: Array<{ verdict: string }> } } };
     expect(run.target.replay.tests.map((t) => t.verdict)).toEqual([expect.stringMatching(/; flat out but while a stream was open \(1\/1 recorded streams opened\)$/)]);
     const flat = replay('max', 'max');
     expect(flat.status, flat.stdout + flat.stderr).not.toBe(0);
-    expect(flat.stdout).toMatch(/total: 0 passed, 1 failed, 0 skipped/);
+    expect(flat.stdout).toMatch(/total: 0 passed, (1 failed, 0 errored|0 failed, 1 errored), 0 skipped/);
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
@@ -133,17 +163,23 @@ test('nightly: a dated directory with the run, its recordings (replayable), the 
     expect(first.status, first.stdout + first.stderr).toBe(0);
     const day = new Date().toISOString().slice(0, 10);
     const night = join(out, day);
-    const run1 = JSON.parse(readFileSync(join(night, 'run', 'run.json'), 'utf8')) as { summary: { passed: number; failed: number } };
+    const run1 = JSON.parse(readFileSync(join(night, 'run', 'run.json'), 'utf8')) as { summary: { passed: number; failed: number }; soak?: { measurements: Array<{ name: string }> }; target: { driver: string; describe?: unknown }; environment: { machine_sha256: string } };
     expect(run1.summary.failed).toBe(0);
+    // The soak is part of the night's record (its verdict, report and comparison), and so are the target's Describe and digests.
+    expect(run1.soak?.measurements.map((m) => m.name)).toContain('soak_renewals_refused');
+    expect(run1.target.driver).not.toBe('unknown');
+    expect(run1.target.describe).toBeDefined();
+    expect(run1.environment.machine_sha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(first.stdout).toMatch(/\nnightly verdict: PASS/);
     expect(run1.summary.passed).toBeGreaterThan(0);
     const soak = JSON.parse(readFileSync(join(night, 'soak.json'), 'utf8')) as { measurements: Array<{ name: string }> };
     expect(soak.measurements.map((m) => m.name)).toContain('soak_renewals_refused');
-    expect(readFileSync(join(night, 'report.html'), 'utf8')).toMatch(/<html/);
+    expect(readFileSync(join(night, 'report.html'), 'utf8')).toMatch(/<html[\s\S]*The soak \(/);
     expect(first.stdout).toContain(`recordings in ${join(night, 'recordings')}`);
     // the recordings replay: the same tests, the same verdict
     const replay = hil('run', '--target', 'replay', '--recordings', join(night, 'recordings'), '--reports', join(out, 'replayed'), '--no-report', FILE);
     expect(replay.status, replay.stdout + replay.stderr).toBe(0);
-    expect(replay.stdout).toMatch(/total: [1-9]\d* passed, 0 failed, 0 skipped/);
+    expect(replay.stdout).toMatch(/total: [1-9]\d* passed, 0 failed, 0 errored, 0 skipped/);
     // the second night: another dated directory, compared with the first, not recorded when told
     const second = hil('nightly', '--out', out, '--soak-minutes', '0', '--no-record', FILE);
     expect(second.status, second.stdout + second.stderr).toBe(0);

@@ -7,14 +7,18 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { availableParallelism, loadavg } from 'node:os';
+import { workersForHost } from './sequencer.ts';
+import { isShared } from './targets/shared.ts';
 import { HilReporter, exitCodeOf, type Expectation } from './report/reporter.ts';
 import { writeHtmlReport } from './report/html.ts';
 import { readRunRecord } from './report/run-reader.ts';
 import { comparisonText, compareRuns, DEFAULT_TOLERANCE, regressed, type Tolerance } from './report/compare.ts';
-import { updateExpectations } from './report/expectations.ts';
+import { expectationProblems, updateExpectations, type ExpectationFile } from './report/expectations.ts';
 import { mergeRuns } from './report/merge.ts';
+import { verdictOf } from './report/verdict.ts';
 import { measurementText } from './report/run-measurements.ts';
-import { soak } from './soak.ts';
+import { DEFAULT_RSS_GROWTH_MIB, noteSoak, soak } from './soak.ts';
 import { openTarget } from './targets/index.ts';
 import type { BindingInput } from './clients/control.ts';
 import type { RunRecord } from './report/run-types.ts';
@@ -35,6 +39,39 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DEFAULT_REPORTS = process.env.HIL_REPORTS_DIR ? resolve(process.env.HIL_REPORTS_DIR) : join(ROOT, 'reports');
 
 class UsageError extends Error {}
+/**
+ * Bad input a user can correct from one line (a name that matches nothing, a file that is not there):
+ * exit 2 with `hil: <message>` alone, before anything under reports/ is touched.
+ */
+class InputError extends UsageError {}
+
+/**
+ * Faults --plant may inject: the sim driver's test-channel faults that take one axis and nothing else (the
+ * planted fault is `{kind, axis}`, harness/evidence.ts maybePlant). cli.test.ts checks them against the
+ * driver's fault table, which the harness does not import.
+ */
+export const PLANTABLE_FAULTS = ['following_error', 'frozen_feedback', 'slave_offline', 'pdo_mapping_mismatch', 'homing_fails', 'sluggish_drive'] as const;
+
+/** The conformance suite files (the conformance projects' include, vitest.config.ts), relative to ROOT. */
+function suiteFiles(): string[] {
+  const out: string[] = [];
+  const walk = (rel: string) => {
+    for (const e of readdirSync(join(ROOT, rel), { withFileTypes: true })) {
+      const r = `${rel}/${e.name}`;
+      if (e.isDirectory()) walk(r);
+      else if (e.name.endsWith('.test.ts')) out.push(r);
+    }
+  };
+  walk('suites');
+  return out;
+}
+
+/** A filter of hil run selects files as vitest does: a file whose path contains it (relative or absolute). */
+function filterMatches(filter: string, files: string[]): boolean {
+  filter = filter.replace(/:[0-9]+$/, ''); // vitest's FILE:LINE form
+  const abs = resolve(filter);
+  return files.some((f) => f.includes(filter) || join(ROOT, f).includes(filter) || join(ROOT, f).startsWith(abs));
+}
 
 const HELP: Record<string, string> = {
   '': `usage: hil <command> [options]
@@ -64,7 +101,7 @@ commands:
 exit status: 0 all passed, 1 failures, 2 usage errors`,
   run: `usage: hil run [--target sim|external|replay|rig] [--driver NAME] [--socket PATH] [--planner-url URL]
                [--olp-url URL] [--machine FILE] [--record DIR] [--recordings DIR] [--bench PORT] [--allow-motion]
-               [--no-report] [--reports DIR] [--shard i/n] [--blob] [--grep PATTERN] [--plant FAULT@TEST] [filter ...]
+               [--no-report] [--reports DIR] [--shard i/n] [--blob] [--grep PATTERN] [--plant FAULT@TEST] [--workers N] [filter ...]
 
 Runs suites/ against the target. Filters select test files by substring (the traceability gate only
 applies to a full run). Writes reports/run.json, reports/allure-results/, reports/junit.xml and, unless
@@ -92,7 +129,10 @@ applies to a full run). Writes reports/run.json, reports/allure-results/, report
   --grep PATTERN    only tests whose name matches (vitest's test name pattern)
   --plant FAULT@TEST  sim: inject FAULT through the test channel just before the first motion command
                     (other than Home) of the test whose full name contains TEST, on that command's
-                    lowest axis (shows a failed motion test in the report)`,
+                    lowest axis (shows a failed motion test in the report); harness_fault@TEST
+                    throws a TypeError in that test instead (a harness fault: ERROR, README "Verdicts")
+  --workers N       test workers (1..64); default from the host's cores and its load when the run starts
+                    (README "Verdicts"); a shared target (external, rig) always runs one`,
   test: `usage: hil test
 
 Runs the unit tests of the harness and the reference stack, then the conformance suites against the
@@ -193,9 +233,11 @@ more than 10 ms, 100 us, 10 cycles).
 Exit 0 when B did not regress, 1 when it has a new failure or a measurement newly outside its limit.`,
   expectations: `usage: hil expectations update --target T [--run RUN.json] [--dir DIR]
 
-Writes the failures of a run (default reports/run.json) into fixtures/expectations/T.json: reasons already
-written are kept, a new entry gets a reason to fill in, an entry that passed is removed (fixed), and on a
-whole run an entry naming no test is removed and reported (stale).`,
+Writes the outcome each test of a run (default reports/run.json) had into fixtures/expectations/T.json, as
+the set of outcomes allowed (PASS, FAIL, ERROR, TIMEOUT, SKIP; README "Verdicts"): reasons already written
+are kept, a new entry gets a reason to fill in, an outcome outside its rule's set is added to it as seen (an
+ERROR is written as ERROR, never as FAIL), an entry that passed is removed (fixed), and on a whole run an
+entry naming no test is removed and reported (stale).`,
   nightly: `usage: hil nightly --out DIR [--soak-minutes N] [--no-record] [run options ...]
 
 The night's qualification in DIR/<UTC date>/: run/ (the conformance run with run.json, Allure results, the
@@ -278,6 +320,10 @@ export async function main(argv: string[]): Promise<number> {
         throw new UsageError(`unknown command ${cmd}`);
     }
   } catch (e) {
+    if (e instanceof InputError) {
+      process.stderr.write(`hil: ${e.message}\n`);
+      return 2;
+    }
     if (e instanceof UsageError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`hil: ${(e as Error).message}\n\n${HELP[cmd] ?? HELP['']}\n`);
       return 2;
@@ -316,6 +362,7 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
       grep: { type: 'string' },
       plant: { type: 'string' },
       blob: { type: 'boolean', default: false },
+      workers: { type: 'string' },
     },
   });
   const target = values.target!;
@@ -333,9 +380,17 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
   if (values.plant !== undefined) {
     if (!/^[a-z_]+@.+$/.test(values.plant)) throw new UsageError(`--plant ${values.plant}: expected FAULT@PART-OF-A-TEST-NAME (frozen_feedback@..., following_error@...)`);
     if (target !== 'sim') throw new UsageError('--plant injects through the test channel of the sim target');
+    const kind = values.plant.slice(0, values.plant.indexOf('@'));
+    if (!(PLANTABLE_FAULTS as readonly string[]).includes(kind)) throw new InputError(`--plant ${values.plant}: no fault ${kind}; known: ${PLANTABLE_FAULTS.join(', ')}`);
     process.env.HIL_PLANT = values.plant;
   }
   if (!(target in TARGETS)) throw new UsageError(`unknown target ${target}; known: ${Object.keys(TARGETS).join(', ')}`);
+  // A filter that selects no suite file would run nothing and still write a run over reports/.
+  if (positionals.length) {
+    const files = suiteFiles();
+    const none = positionals.filter((f) => !filterMatches(f, files));
+    if (none.length) throw new InputError(`no suite file matches ${none.map((f) => JSON.stringify(f)).join(', ')} (filters select files under suites/ whose path contains them)`);
+  }
   if (target === 'external' && !values.socket) throw new UsageError('--target external needs --socket PATH');
   if (values.record !== undefined && target !== 'sim') throw new UsageError('--record records the sim target (a stack of ours); a replay is not re-recorded');
   if (target === 'replay') {
@@ -347,6 +402,10 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
   if (values.bench !== undefined && target !== 'rig') throw new UsageError('--bench applies to the rig target');
   if (values.driver !== undefined && target !== 'sim') throw new UsageError('--driver applies to the sim target (the reference stack on a chosen bus driver)');
   if (values.driver !== undefined && !/^[a-z][a-z0-9-]{0,31}$/.test(values.driver)) throw new UsageError(`--driver ${values.driver}: not a driver name`);
+  // Workers: --workers N, or from the host's cores and load (harness/sequencer.ts workersForHost); the
+  // figure is noted in run.json's host record either way.
+  if (values.workers !== undefined && !/^([1-9]|[1-5][0-9]|6[0-4])$/.test(values.workers)) throw new UsageError(`--workers ${values.workers}: an integer 1..64`);
+  process.env.HIL_WORKERS = isShared(target) ? '1' : (values.workers ?? process.env.HIL_WORKERS ?? String(workersForHost(availableParallelism(), loadavg()[0]!)));
   process.env.HIL_TARGET = target;
   if (values.driver) process.env.HIL_DRIVER = values.driver;
   if (values.bench) process.env.HIL_BENCH = values.bench === 'sim' ? 'sim' : resolve(values.bench);
@@ -387,6 +446,7 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
     expectations: loadExpectations(
       target === 'rig' ? `rig+${basename(values.machine!).replace(/\.json$/, '')}` : values.driver && values.driver !== 'sim' ? `${target}+${values.driver}` : target,
     ),
+    ...(values.machine ? { machine: basename(values.machine).replace(/\.json$/, '') } : {}),
   });
   // The stacks' bundle is built while vitest starts (harness/targets/reference.ts startEarlyPrebuild).
   const { startEarlyPrebuild, PREBUILT_ENV } = await import('./targets/reference.ts');
@@ -440,12 +500,9 @@ const CONFORMANCE_PROJECTS = ['conformance', 'conformance-quiet', 'conformance-j
 function loadExpectations(target: string): Record<string, Expectation> {
   const f = join(ROOT, 'fixtures', 'expectations', `${target}.json`);
   if (!existsSync(f)) return {};
-  const data = JSON.parse(readFileSync(f, 'utf8')) as Record<string, Expectation>;
-  for (const [name, e] of Object.entries(data)) {
-    if (e.expected !== 'fail' || typeof e.reason !== 'string' || !e.reason) {
-      throw new UsageError(`${f}: entry ${name} must be {"expected": "fail", "reason": "..."}`);
-    }
-  }
+  const data = JSON.parse(readFileSync(f, 'utf8')) as ExpectationFile;
+  const problems = expectationProblems(data);
+  if (problems.length) throw new UsageError(`${f}: ${problems.join('; ')}`);
   return data;
 }
 
@@ -675,8 +732,11 @@ async function fuzzReplay(values: FuzzValues): Promise<number> {
 }
 
 function serve(args: string[]): Promise<number> {
-  // The stack is a separate process (DESIGN.md rule 1): the harness only starts it.
-  const child = spawn(process.execPath, [...STACK_NODE_ARGS, ...TS_NODE_ARGS, STACK_ENTRY, ...args], { stdio: 'inherit' });
+  // The stack is a separate process (DESIGN.md rule 1): the harness only starts it. Descriptor 3 is its
+  // lifeline, a pipe this process never writes: however this process ends (kill -9 included) the kernel
+  // closes it, and the stack stops the orderly way, its planner and OLP server with it (their own lifelines).
+  const stack = !['replay', 'doctor', 'sessions'].includes(args[0] ?? '') && !args.includes('-h') && !args.includes('--help');
+  const child = spawn(process.execPath, [...STACK_NODE_ARGS, ...TS_NODE_ARGS, STACK_ENTRY, ...args, ...(stack ? ['--lifeline-fd', '3'] : [])], { stdio: ['inherit', 'inherit', 'inherit', 'pipe'] });
   const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
   process.on('SIGINT', forward('SIGINT'));
   process.on('SIGTERM', forward('SIGTERM'));
@@ -862,6 +922,7 @@ async function report(args: string[]): Promise<number> {
   if (wantsHelp(args, 'report')) return 0;
   const { values } = parseArgs({ args, options: { out: { type: 'string' }, reports: { type: 'string' }, baseline: { type: 'string' }, tolerance: { type: 'string' } } });
   const dir = values.reports ? resolve(values.reports) : DEFAULT_REPORTS;
+  if (!existsSync(join(dir, 'run.json'))) throw new InputError(`${values.reports ?? 'reports/'}: no run.json there (a directory written by hil run --reports DIR)`);
   const r = await writeHtmlReport({
     runJson: join(dir, 'run.json'),
     allureDir: join(dir, 'allure-results'),
@@ -895,8 +956,11 @@ async function nightly(args: string[]): Promise<number> {
   if (outAt < 0 || !args[outAt + 1]) throw new UsageError('expected: nightly --out DIR [--soak-minutes N] [run options]');
   const out = resolve(args[outAt + 1]!);
   const minutes = soakAt >= 0 ? Number(args[soakAt + 1]) : 10;
+  const rssAt = args.indexOf('--soak-rss-growth-mib');
+  const rssGrowthMiB = rssAt >= 0 ? Number(args[rssAt + 1]) : DEFAULT_RSS_GROWTH_MIB;
+  if (!(rssGrowthMiB > 0) || !Number.isFinite(rssGrowthMiB)) throw new UsageError('--soak-rss-growth-mib N: a positive number of MiB');
   if (!(minutes >= 0) || !Number.isFinite(minutes)) throw new UsageError('--soak-minutes N: a number of minutes (0 skips the soak)');
-  const runArgs = args.filter((_, i) => ![outAt, outAt + 1, soakAt, soakAt >= 0 ? soakAt + 1 : -1].includes(i) && args[i] !== '--no-record');
+  const runArgs = args.filter((_, i) => ![outAt, outAt + 1, soakAt, soakAt >= 0 ? soakAt + 1 : -1, rssAt, rssAt >= 0 ? rssAt + 1 : -1].includes(i) && args[i] !== '--no-record');
   if (runArgs.some((a) => a === '--reports' || a === '--shard' || a === '--record')) throw new UsageError('nightly chooses its own --reports and --record and runs every file');
   const targetAt = runArgs.indexOf('--target');
   const targetName = targetAt >= 0 ? runArgs[targetAt + 1] : 'sim';
@@ -910,18 +974,23 @@ async function nightly(args: string[]): Promise<number> {
   mkdirSync(dated, { recursive: true });
   const code = await run([...runArgs, '--reports', join(dated, 'run'), '--blob', '--no-report', ...(record ? ['--record', join(dated, 'recordings')] : [])], false);
   process.stdout.write(record ? `nightly: recordings in ${join(dated, 'recordings')} (replay: hil run --target replay --recordings ${join(dated, 'recordings')})\n` : `nightly: the run is not recorded (${targetName === 'sim' ? '--no-record' : `only the sim target records; this is ${targetName}`})\n`);
-  let soakOk = true;
-  if (minutes > 0) {
-    const target = await openTarget();
-    try {
-      const d = (await target.client().describe()).reply.data as unknown as { binding: BindingInput };
-      const r = await soak(target, d.binding, minutes * 60_000);
-      writeFileSync(join(dated, 'soak.json'), `${JSON.stringify(r, null, 2)}\n`);
-      for (const m of r.measurements) process.stdout.write(`soak: ${measurementText(m)}${m.outcome === 'fail' ? '  OUTSIDE THE LIMIT' : ''}\n`);
-      soakOk = r.measurements.every((m) => m.outcome !== 'fail');
-    } finally {
-      await target.close();
+  // The soak is part of the night's verdict: its figures, its first refusal and memory against a limit go
+  // into the run's record, so the verdict, the report and the next night's comparison all carry it.
+  // The soak's own Describe fills in a record whose run noted none (the digests of what ran).
+  const target = await openTarget();
+  try {
+    const described = await target.client().describe();
+    const d = described.reply.data as unknown as { binding: BindingInput };
+    const soakRecord = minutes > 0 ? await soak(target, d.binding, minutes * 60_000, { rssGrowthMiB }) : undefined;
+    if (soakRecord) {
+      writeFileSync(join(dated, 'soak.json'), `${JSON.stringify(soakRecord, null, 2)}\n`);
+      for (const m of soakRecord.measurements) process.stdout.write(`soak: ${measurementText(m)}${m.outcome === 'fail' ? '  OUTSIDE THE LIMIT' : ''}\n`);
+      if (soakRecord.first_refusal) process.stdout.write(`soak: first refusal ${soakRecord.first_refusal.at_s} s in: ${soakRecord.first_refusal.status} ${soakRecord.first_refusal.error}\n`);
+      if (soakRecord.host_too_slow) process.stdout.write(`soak: HIL_ERR_HOST_TOO_SLOW: ${soakRecord.host_too_slow}\n`);
     }
+    noteSoak(join(dated, 'run', 'run.json'), soakRecord, described.status === 200 ? { driver: target.driver, describe: described.reply.data } : undefined);
+  } finally {
+    await target.close();
   }
   const previous = earlier.at(-1);
   let regressedSince = false;
@@ -937,9 +1006,13 @@ async function nightly(args: string[]): Promise<number> {
     outFile: join(dated, 'report.html'),
     ...(previous ? { baseline: join(out, previous, 'run', 'run.json') } : {}),
   });
-  process.stdout.write(`nightly: ${dated} (report ${r.outFile})\n`);
-  return code === 0 && soakOk && !regressedSince ? 0 : 1;
+  const night = await readRun(join(dated, 'run', 'run.json'));
+  const v = verdictOf(night);
+  process.stdout.write(`nightly: ${dated} (report ${r.outFile})\nnightly verdict: ${v.headline}\n`);
+  for (const reason of v.reasons) process.stdout.write(`  - ${reason}\n`);
+  return code === 0 && v.exitCode === 0 && !regressedSince ? 0 : 1;
 }
+
 
 /** hil merge DIR... --out DIR: shard runs merged into one run per target (harness/report/merge.ts). */
 async function merge(args: string[]): Promise<number> {
@@ -964,7 +1037,12 @@ async function compare(args: string[]): Promise<number> {
   if (wantsHelp(args, 'compare')) return 0;
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { tolerance: { type: 'string' }, json: { type: 'boolean', default: false } } });
   if (positionals.length !== 2) throw new UsageError('expected: compare A.json B.json');
-  const c = compareRuns(await readRun(positionals[0]!), await readRun(positionals[1]!), toleranceOf(values.tolerance));
+  for (const f of positionals) if (!existsSync(resolve(f))) throw new InputError(`${f}: no such file (a run.json written by hil run)`);
+  const runOf = (f: string) =>
+    readRun(f).catch((e: unknown) => {
+      throw new InputError(`${f}: not a run record: ${String((e as Error).message ?? e).split('\n')[0]}`);
+    });
+  const c = compareRuns(await runOf(positionals[0]!), await runOf(positionals[1]!), toleranceOf(values.tolerance));
   process.stdout.write(values.json ? `${JSON.stringify(c, null, 2)}\n` : `${comparisonText(c)}\n`);
   return regressed(c) ? 1 : 0;
 }
@@ -977,8 +1055,17 @@ async function expectations(args: string[]): Promise<number> {
   if (!values.target || !/^[a-z][a-z0-9+_.-]{0,63}$/.test(values.target)) throw new UsageError('--target T: the expectation file name (sim, sim+ethercat-fake, rig+bench-two-axis ...)');
   const run = await readRun(values.run ?? join(DEFAULT_REPORTS, 'run.json'));
   const file = join(values.dir ? resolve(values.dir) : join(ROOT, 'fixtures', 'expectations'), `${values.target}.json`);
-  const current = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, Expectation>) : {};
-  const u = updateExpectations(run, current);
+  const current = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as ExpectationFile) : {};
+  const problems = expectationProblems(current);
+  if (problems.length) throw new UsageError(`${file}: ${problems.join('; ')}`);
+  // The run's own context decides which conditional rule its outcomes update (harness/report/expectations.ts).
+  const machine = /--machine[= ](\S+)/.exec(run.command)?.[1];
+  const u = updateExpectations(run, current, {
+    target: run.target.name,
+    ...(run.target.driver !== 'unknown' ? { driver: run.target.driver } : {}),
+    ...(machine ? { machine: basename(machine).replace(/\.json$/, '') } : {}),
+    ...(run.environment.machine_sha256 ? { machine_sha256: run.environment.machine_sha256 } : {}),
+  });
   writeFileSync(file, `${JSON.stringify(u.next, null, 2)}\n`);
   const w = (title: string, xs: string[]) => {
     process.stdout.write(`${title}: ${xs.length}\n`);
@@ -986,6 +1073,7 @@ async function expectations(args: string[]): Promise<number> {
   };
   w('added (write a reason)', u.added);
   w('kept', u.kept);
+  w('widened by the outcome seen (an ERROR is written as ERROR)', u.widened);
   w('fixed (removed)', u.fixed);
   w('stale: no such test (removed)', u.stale);
   process.stdout.write(`wrote ${file}\n`);

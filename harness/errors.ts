@@ -43,6 +43,7 @@ export const HARNESS_CODES = {
   // Catalogue and traceability (harness/catalogue/, harness/trace.ts): the harness's own data
   HIL_ERR_CATALOGUE: 'error', // the catalogue is malformed or has no such id
   HIL_ERR_TRACE: 'error', // covers()/profile() used without ids
+  HIL_ERR_PROFILE_CHECK: 'error', // a profile check (inProfile) on another team's target could not complete (the connection dropped): neither a difference nor a verdict
   // Measurements (harness/measure.ts)
   HIL_ERR_MEASUREMENT_LIMIT: 'fail', // a measured value is outside its documented or configured limit (both numbers named)
   HIL_ERR_MEASUREMENT: 'error', // a measurement declared or recorded wrongly (a suite bug)
@@ -120,6 +121,12 @@ export function verdictOfError(e: ErrorLike | unknown, depth = 0): ErrorVerdict 
   if (isAssertion(x)) return 'fail';
   if (x.cause !== undefined && x.cause !== e && depth < 8) return verdictOfError(x.cause, depth + 1);
   return 'error';
+}
+
+/** An expectation that did not hold (vitest's expect, chai's assert), never a HarnessError. */
+export function isAssertionError(e: unknown): boolean {
+  if (e instanceof HarnessError || e === null || typeof e !== 'object') return false;
+  return isAssertion(e as ErrorLike) || (e as ErrorLike).name === 'AssertionError';
 }
 
 /** vitest's expect and chai's assert throw errors carrying `showDiff` and usually `actual`/`expected`. */

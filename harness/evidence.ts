@@ -304,6 +304,8 @@ function clip(s: string): string {
 function maybePlant(c: Collector, body: string | Uint8Array | undefined): Promise<void> | undefined {
   const plant = process.env.HIL_PLANT;
   if (!plant || c.planted || !c.injector) return undefined;
+  // A planted harness fault is thrown by the fixture (harness/fixture.ts), not injected into the target.
+  if (plant.startsWith('harness_fault@')) return undefined;
   const at = plant.indexOf('@');
   if (at <= 0 || !c.name.includes(plant.slice(at + 1))) return undefined;
   c.planted = true;

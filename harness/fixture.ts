@@ -9,6 +9,7 @@ import * as allure from 'allure-js-commons';
 import { afterAll, afterEach, beforeAll, beforeEach, test as base } from 'vitest';
 import { HarnessError } from './errors.ts';
 import { Cell } from './clients/cell.ts';
+import { startKeeper } from './clients/keeper.ts';
 import { waitStatus } from './clients/status.ts';
 import type { ControlClient } from './clients/control.ts';
 import { stringifyExact } from './oracle/json.ts';
@@ -22,10 +23,12 @@ import { cannotStartRemote, startRemoteStack, type RemoteOptions, type RemoteSta
 import { isShared } from './targets/shared.ts';
 import { noteStderr, offerInjector, redact } from './evidence.ts';
 import { takeProfileDifferences } from './trace.ts';
+import { lateness } from './lateness.ts';
 
 export { expect, describe } from 'vitest';
 export { covers, inProfile, profile } from './trace.ts';
 export { measure } from './measure.ts';
+export { hostBound } from './lateness.ts';
 
 export interface Description {
   [k: string]: unknown;
@@ -33,6 +36,11 @@ export interface Description {
   capabilities: Array<{ name: string; state: string; transport: string }>;
   axes: Array<Record<string, unknown> & { id: string }>;
 }
+
+// The grant keeper's thread comes up while the file's target starts, before the first held grant needs it;
+// the event-loop sampler runs from the worker's first file on (harness/lateness.ts).
+startKeeper();
+lateness.start();
 
 const RUN_DIR = process.env.HIL_RUN_DIR ?? join(process.cwd(), 'reports', '.run');
 
@@ -174,7 +182,14 @@ export const test = base.extend<{
     onTestFailed(() => reportDiagnostics([target]));
     // A planted failure (HIL_PLANT, harness/evidence.ts) goes through the target's test channel.
     if (process.env.HIL_PLANT && target.abilities.faultInjection) offerInjector(task.fullName, (f) => target.inject(f));
-    const cell = new Cell(target.client(), description.binding);
+    const cell = new Cell(target.client(), description.binding, await sharesClock(target));
+    // A held grant lost to the host's lateness makes what failed after it ERROR (harness/clients/keeper.ts);
+    // one the target expired although renewed in time is named beside the failure, which stands.
+    onTestFailed(({ task: t }) => {
+      const loss = cell.grantLoss();
+      if (loss && !loss.target) t.meta.hostTooSlow = loss.text;
+      else if (loss) process.stderr.write(`${t.fullName}: ${loss.text}\n`);
+    });
     try {
       await use(cell);
     } finally {
@@ -194,12 +209,21 @@ export const test = base.extend<{
     }
   },
   traced: [
-    async ({ task }, use) => {
+    async ({ task, onTestFinished }, use) => {
       const meta = task.meta;
       for (const id of meta.covers ?? []) await allure.label('covers', id);
       if (meta.kind) await allure.label('kind', meta.kind);
       await allure.label('target', process.env.HIL_TARGET ?? 'sim');
+      plantHarnessFault(task.fullName);
       takeProfileDifferences();
+      lateness.start();
+      const started = performance.now();
+      // The harness's own lateness while the test ran, for run.json and the report's environment (noted when
+      // the test finishes: meta set in a fixture's teardown does not always reach the reporter).
+      onTestFinished(({ task: t }) => {
+        const w = lateness.window(started, performance.now());
+        if (w.samples) t.meta.lateness = { p99_ms: w.p99_ms, max_ms: w.max_ms };
+      });
       try {
         await use();
       } finally {
@@ -213,6 +237,43 @@ export const test = base.extend<{
     { auto: true },
   ],
 });
+
+const clockShared = new WeakMap<Target, boolean>();
+
+/**
+ * Whether the target's host time (now_host_ns, deadline_host_ns) is this process's monotonic clock: the
+ * reference stack on this host on its live clock. Checked once per target against Status (a stepped clock or
+ * another host's is not), so that a grant's deadline can be compared with when the harness sent a request.
+ */
+async function sharesClock(target: Target): Promise<boolean> {
+  const known = clockShared.get(target);
+  if (known !== undefined) return known;
+  let shared = false;
+  if (target.name !== 'external') {
+    try {
+      const t0 = process.hrtime.bigint();
+      const r = await target.client().status();
+      const t1 = process.hrtime.bigint();
+      const now = (r.reply.data as { now_host_ns?: unknown } | undefined)?.now_host_ns;
+      shared = typeof now === 'bigint' && now >= t0 && now <= t1;
+    } catch {
+      shared = false;
+    }
+  }
+  clockShared.set(target, shared);
+  return shared;
+}
+
+/**
+ * A planted harness fault (hil run --plant harness_fault@PART-OF-A-TEST-NAME): the named test throws a
+ * TypeError before it starts, as a bug of the harness would. It shows that a harness fault is ERROR
+ * whatever the expectation file says of the test (README "Verdicts"); nothing reaches the target.
+ */
+function plantHarnessFault(name: string): void {
+  const plant = process.env.HIL_PLANT;
+  const PREFIX = 'harness_fault@';
+  if (plant?.startsWith(PREFIX) && name.includes(plant.slice(PREFIX.length))) throw new TypeError(`planted harness fault (HIL_PLANT=${plant}): the harness broke in this test`);
+}
 
 /**
  * When a test fails, what the stacks it used wrote on stderr goes to the console and the Allure result: a

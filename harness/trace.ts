@@ -6,7 +6,7 @@
 // and reach the reporters (run.json, Allure labels).
 
 import type { TestOptions } from 'vitest';
-import { HarnessError } from './errors.ts';
+import { HarnessError, isAssertionError } from './errors.ts';
 
 declare module '@vitest/runner' {
   interface TaskMeta {
@@ -64,11 +64,15 @@ let differences: ProfileDifference[] = [];
 
 /**
  * A check of a profile decision inside a test of documented behaviour (the documented part asserted before
- * it, outside): on the reference stack an assertion like any other; on another target a difference is
- * noted as informative (run.json, the report) and the test goes on. DESIGN.md rule 3: against an external
- * target contract tests are mandatory and profile tests informative.
+ * it, outside): on the reference stack an assertion like any other; on another target an assertion of the
+ * check that does not hold is noted as an informative difference (run.json, the report) and the test goes
+ * on. DESIGN.md rule 3: against an external target contract tests are mandatory and profile tests
+ * informative. Only the check's assertions inform: a harness error (HarnessError of the error class, a
+ * harness-side timeout, a bug of the suite) ends the test as it would anywhere, and a dropped or reset
+ * connection is the test's ERROR HIL_ERR_PROFILE_CHECK, or its FAIL when `owed` says the documents owe the
+ * answer the check asked for.
  */
-export async function inProfile(id: string, check: () => unknown): Promise<void> {
+export async function inProfile(id: string, check: () => unknown, o: { owed?: boolean } = {}): Promise<void> {
   if (!id.startsWith('profile:')) throw new HarnessError('HIL_ERR_TRACE', `inProfile needs a profile: catalogue id, not ${id}`);
   if (isReferenceTarget()) {
     await check();
@@ -77,7 +81,14 @@ export async function inProfile(id: string, check: () => unknown): Promise<void>
   try {
     await check();
   } catch (e) {
-    differences.push({ profile: id, message: String((e as Error)?.message ?? e).split('\n')[0]!.slice(0, 500) });
+    if (isAssertionError(e)) {
+      differences.push({ profile: id, message: String((e as Error)?.message ?? e).split('\n')[0]!.slice(0, 500) });
+      return;
+    }
+    if (!o.owed && e instanceof HarnessError && e.code === 'HIL_ERR_TRANSPORT') {
+      throw new HarnessError('HIL_ERR_PROFILE_CHECK', `${id}: the profile check could not complete: ${e.message}`, { cause: e, detail: { ...e.detail } });
+    }
+    throw e;
   }
 }
 

@@ -5,6 +5,14 @@
 import { HarnessError } from '../errors.ts';
 import { checkGrant, type CheckedReply, type Grant } from '../oracle/reply.ts';
 import { REQUEST_SCHEMA, type BindingInput, type ControlClient } from './control.ts';
+import { epochNow, keepGrant, type GrantLoss, type KeptGrant } from './keeper.ts';
+import { lateness } from '../lateness.ts';
+
+/** A grant's last known deadline on the host monotonic clock, and when (performance.now()) the harness learnt it. */
+interface KnownDeadline {
+  deadline: bigint;
+  at: number;
+}
 
 export interface Session {
   session: string;
@@ -14,22 +22,36 @@ export interface Session {
 
 export class Cell {
   private held: Session[] = [];
-  private keepers: NodeJS.Timeout[] = [];
+  private keepers: KeptGrant[] = [];
+  private finished: KeptGrant[] = [];
   private counter = 0;
+  /** Sessions this cell acquired and does not keep: their deadlines, for judging an expiry (judgeExpiry). */
+  private deadlines = new Map<string, KnownDeadline>();
+  /** This cell's exchanges (performance.now() sent, ms taken), for judging an expiry. */
+  private exchanges: { at: number; ms: number }[] = [];
+  private losses: GrantLoss[] = [];
 
   constructor(
     readonly client: ControlClient,
     readonly binding: BindingInput,
+    /**
+     * The target's host monotonic clock is this process's (the reference stack on this host: sim, replay,
+     * rig): a grant's deadline_host_ns can then be compared with when the harness sent a request.
+     */
+    readonly sameClock = false,
   ) {}
 
   /** acquire with the configured binding unless overridden; returns the checked reply. */
   acquire(fields: Record<string, unknown> = {}): Promise<CheckedReply> {
+    const at = performance.now();
     return this.client
       .control({ schema: REQUEST_SCHEMA, operation: 'acquire', controller: `hil-${process.pid}-${++this.counter}`, binding: this.binding, ...fields }, 'acquire')
       .then((r) => {
+        this.exchanges.push({ at, ms: performance.now() - at });
         if (r.status === 200) {
           const g = checkGrant(r.reply.data);
           this.held.push({ session: g.session, generation: g.generation, grant: g });
+          this.deadlines.set(g.session, { deadline: g.deadline_host_ns, at: performance.now() });
         }
         return r;
       });
@@ -44,33 +66,74 @@ export class Cell {
   }
 
   /**
-   * acquire and keep the lease alive with renewals every third of lease_ms, as a controller does while it
-   * works; the renewals stop at cleanup or when a renewal is refused.
+   * acquire and keep the lease alive with renewals every fifth of lease_ms, as a controller does while it
+   * works; the renewals go from the grant keeper's own thread (harness/clients/keeper.ts), so a busy test
+   * loop cannot let the lease run out, and stop at cleanup or when a renewal is refused.
    */
   async hold(fields: Record<string, unknown> = {}): Promise<Session> {
+    const startSent = epochNow();
     const s = await this.grant(fields);
     // A fifth of the lease: a renewal may be late by most of the lease on a loaded machine and still arrive.
     const every = Math.max(20, Math.floor(s.grant.lease_ms / 5));
-    const timer = setInterval(() => {
-      this.fenced('renew', s).then(
-        (r) => {
-          if (r.status !== 200) clearInterval(timer);
-        },
-        () => clearInterval(timer),
-      );
-    }, every);
-    this.keepers.push(timer);
+    this.deadlines.delete(s.session); // the keeper's renewals move it; the keeper judges a loss itself
+    this.keepers.push(keepGrant(this.client, s, s.grant.lease_ms, every, startSent));
     return s;
   }
 
+  /**
+   * A held grant the keeper lost (a renewal refused `expired`), with whose doing it was (harness/clients/keeper.ts):
+   * the host's first, since it makes what failed after it say nothing about the target.
+   */
+  grantLoss(): GrantLoss | undefined {
+    const losses = [...[...this.finished, ...this.keepers].map((k) => k.loss()).filter((l): l is GrantLoss => l !== undefined), ...this.losses];
+    return losses.find((l) => !l.target) ?? losses[0];
+  }
+
   /** A fenced operation with the session's fence (overridable through fields). */
-  fenced(op: string, s: Pick<Session, 'session' | 'generation'>, fields: Record<string, unknown> = {}): Promise<CheckedReply> {
-    return this.client.control({ schema: REQUEST_SCHEMA, operation: op, session: s.session, generation: s.generation, ...fields }, op);
+  async fenced(op: string, s: Pick<Session, 'session' | 'generation'>, fields: Record<string, unknown> = {}): Promise<CheckedReply> {
+    const at = performance.now();
+    const sent = process.hrtime.bigint();
+    const r = await this.client.control({ schema: REQUEST_SCHEMA, operation: op, session: s.session, generation: s.generation, ...fields }, op);
+    const answered = process.hrtime.bigint();
+    this.exchanges.push({ at, ms: performance.now() - at });
+    if (this.exchanges.length > 4096) this.exchanges.splice(0, 2048);
+    const known = this.deadlines.get(s.session);
+    if (known && r.status === 200 && op === 'renew') {
+      const g = checkGrant(r.reply.data);
+      this.deadlines.set(s.session, { deadline: g.deadline_host_ns, at: performance.now() });
+    } else if (known && this.sameClock && (r.label === 'expired' || (r.label === 'control_session_stale' && /expired/.test(r.reply.error ?? '')))) {
+      const loss = this.judgeExpiry(known, sent, answered, at, r.reply.error ?? '');
+      if (loss) this.losses.push(loss);
+    }
+    return r;
+  }
+
+  /**
+   * A request refused because the grant's lease ran out (document 1 part 4: expired; a fenced call on an
+   * expired session: control_session_stale), judged from the clock the target shares with the harness:
+   *   answered before the deadline: the target ended the lease early (its doing, the failure stands);
+   *   sent before the deadline, answered after it: in flight at the deadline, the harness cannot tell: the host's;
+   *   sent after the deadline: the host's when the harness's event-loop stalls and its waits for the
+   *   target's answers since it learnt the deadline explain the lateness; otherwise the test let the lease
+   *   run out (a wait it chose), and nothing is said.
+   */
+  private judgeExpiry(known: KnownDeadline, sent: bigint, answered: bigint, at: number, error: string): GrantLoss | undefined {
+    const ms = (ns: bigint) => Math.round(Number(ns) / 1e5) / 10;
+    if (answered <= known.deadline) return { target: true, text: `the target ended a lease before its deadline: answered ${ms(known.deadline - answered)} ms before deadline_host_ns: ${error}` };
+    if (sent <= known.deadline) return { target: false, text: `a request sent ${ms(known.deadline - sent)} ms before the grant's deadline was answered ${ms(answered - known.deadline)} ms after it (round trip ${ms(answered - sent)} ms): the host was too slow to tell whether the target ended the lease in time: ${error}` };
+    const late = Number(sent - known.deadline) / 1e6;
+    const stalled = lateness.window(known.at, at).max_ms;
+    const waited = this.exchanges.filter((x) => x.at >= known.at && x.at < at).reduce((a, x) => a + x.ms, 0);
+    if (stalled + waited < late) return undefined;
+    return { target: false, text: `the harness sent a request ${Math.round(late)} ms after the grant's deadline; since it learnt that deadline its event loop stalled ${stalled} ms and it waited ${Math.round(waited)} ms for the target's answers: the lease ran out on a slow host (document 1 part 4), not by the target's doing: ${error}` };
   }
 
   /** Release or stop everything this cell acquired; never throws (cleanup must not mask the test result). */
   async cleanup(): Promise<void> {
-    for (const t of this.keepers.splice(0)) clearInterval(t);
+    for (const k of this.keepers.splice(0)) {
+      k.stop();
+      this.finished.push(k);
+    }
     for (const s of this.held.splice(0)) await leaveSession(this.client, s);
   }
 }

@@ -93,12 +93,15 @@ export class ControlClient {
   ledger: SessionLedger | undefined;
   /** Base address {base_url} (document 1 part 1). */
   readonly origin: string;
+  /** The remote listener and client certificate, for a client of the remote listener (the grant keeper's thread opens its own connection). */
+  readonly https: HttpsTarget | undefined;
 
   constructor(
     readonly socketPath: string,
     options: { connections?: number; keepAliveTimeout?: number; https?: HttpsTarget } = {},
   ) {
     const t = options.https;
+    this.https = t;
     this.origin = t ? t.origin.replace(/\/$/, '') : 'http://localhost';
     this.agent = new Agent({
       connect: t ? { cert: t.cert, key: t.key, ca: t.ca, ...(t.servername ? { servername: t.servername } : {}), minVersion: 'TLSv1.3' } : { socketPath },

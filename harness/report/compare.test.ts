@@ -1,10 +1,9 @@
-// hil compare and hil expectations update on run records built here: each list of the comparison from
-// both sides, the drift tolerance at its edges, and the expectation file's kept, added, fixed and stale.
+// hil compare on run records built here: each list of the comparison from both sides and the drift
+// tolerance at its edges (the expectation files: harness/report/expectations.test.ts).
 
 import { describe, expect, test } from 'vitest';
 import type { MeasurementRecord } from '../measure.ts';
 import { compareRuns, regressed, comparisonText, DEFAULT_TOLERANCE } from './compare.ts';
-import { REASON_TO_FILL, staleExpectations, updateExpectations } from './expectations.ts';
 import type { CoverageEntry, RunRecord, RunTest } from './run-types.ts';
 
 const fe = (value: number): MeasurementRecord => ({ name: 'following_error_max', unit: 'rad', axis: 'J1', value, limit: { kind: 'at_most', hi: 0.01, source: 'configured', ref: 'axes[0].limits.following_error' }, outcome: value <= 0.01 ? 'pass' : 'fail' });
@@ -70,36 +69,5 @@ describe('compareRuns', () => {
     expect(homeDrift(56, 440)).toBe(0);
     expect(homeDrift(56, 6000)).toBe(0);
     expect(homeDrift(56, 6057)).toBe(1);
-  });
-});
-
-describe('expectations', () => {
-  const file = {
-    'suites/t.test.ts > d > still failing': { expected: 'fail' as const, reason: 'written by a person' },
-    'suites/t.test.ts > d > now passes': { expected: 'fail' as const, reason: 'was broken' },
-    'suites/t.test.ts > d > renamed away': { expected: 'fail' as const, reason: 'old' },
-  };
-  const r = run([t('still failing', 'failed'), t('now passes', 'passed'), t('new failure', 'errored'), t('fine', 'passed')]);
-
-  test('update: keeps reasons, asks for new ones, drops the fixed and (on a whole run) the stale', () => {
-    const u = updateExpectations(r, file);
-    expect(u.kept).toEqual(['suites/t.test.ts > d > still failing']);
-    expect(u.added).toEqual(['suites/t.test.ts > d > new failure']);
-    expect(u.fixed).toEqual(['suites/t.test.ts > d > now passes']);
-    expect(u.stale).toEqual(['suites/t.test.ts > d > renamed away']);
-    expect(u.next).toEqual({
-      'suites/t.test.ts > d > new failure': { expected: 'fail', reason: REASON_TO_FILL },
-      'suites/t.test.ts > d > still failing': { expected: 'fail', reason: 'written by a person' },
-    });
-    expect(staleExpectations(r, file)).toEqual(['suites/t.test.ts > d > renamed away']);
-  });
-
-  test('a partial run (a filter or a shard) cannot tell stale: the entry stays', () => {
-    for (const selection of [{ filters: ['suites/t'] }, { filters: [], shard: '1/4' }, { filters: [], grep: 'x' }]) {
-      const partial = { ...r, selection };
-      expect(updateExpectations(partial, file).stale).toEqual([]);
-      expect(updateExpectations(partial, file).next['suites/t.test.ts > d > renamed away']).toEqual(file['suites/t.test.ts > d > renamed away']);
-      expect(staleExpectations(partial, file)).toEqual([]);
-    }
   });
 });

@@ -39,6 +39,10 @@ export interface Drift {
 
 export interface Comparison {
   verdict: { before: Verdict; after: Verdict };
+  /** Why B's verdict is not PASS (verdict.ts), the soak's broken limit included. */
+  reasons?: string[];
+  /** The nightly soak on each side, in a line (absent when neither run had one). */
+  soak?: { before: string; after: string };
   /** Failed or errored in B (and not expected), passed or absent-from-failures in A. */
   newFailures: string[];
   /** Failed or errored in A, passed in B. */
@@ -92,8 +96,11 @@ export function compareRuns(a: RunRecord, b: RunRecord, tolerance: Tolerance = D
   }
   compareSet('(run)', a.run_measurements?.measurements ?? [], b.run_measurements?.measurements ?? []);
   const docs = (r: RunRecord): number => r.coverage.filter((c) => c.family !== 'profile').length;
+  const verdictB = verdictOf(b);
   return {
-    verdict: { before: verdictOf(a).verdict, after: verdictOf(b).verdict },
+    verdict: { before: verdictOf(a).verdict, after: verdictB.verdict },
+    ...(verdictB.reasons.length ? { reasons: verdictB.reasons } : {}),
+    ...(a.soak || b.soak ? { soak: { before: soakLine(a.soak), after: soakLine(b.soak) } } : {}),
     newFailures: sorted(newFailures),
     fixed: sorted(fixed),
     stillFailing: sorted(stillFailing),
@@ -105,9 +112,18 @@ export function compareRuns(a: RunRecord, b: RunRecord, tolerance: Tolerance = D
   };
 }
 
+/** A soak in a line: within its limits, or which it broke with the first refusal. */
+function soakLine(s: RunRecord['soak']): string {
+  if (!s) return 'none';
+  const out = s.measurements.filter((m) => m.outcome === 'fail');
+  if (!out.length) return `${s.seconds} s, every limit kept`;
+  const first = s.first_refusal ? `, first refusal at ${s.first_refusal.at_s} s: ${s.first_refusal.status} ${s.first_refusal.error}` : '';
+  return `${s.seconds} s, ${out.map((m) => `${m.name} = ${m.value} ${m.unit} OUTSIDE THE LIMIT`).join(', ')}${first}${s.host_too_slow ? ' (the host\'s doing: HIL_ERR_HOST_TOO_SLOW)' : ''}`;
+}
+
 /** Whether B regressed against A: a new failure, or a measurement that moved outside its limit. */
 export function regressed(c: Comparison): boolean {
-  return c.newFailures.length > 0 || c.drifts.some((d) => d.outcome?.after === 'fail');
+  return c.newFailures.length > 0 || c.drifts.some((d) => d.outcome?.after === 'fail') || (c.verdict.after === 'FAIL' && c.verdict.before !== 'FAIL');
 }
 
 /** The comparison as text (the `hil compare` output). */
@@ -119,6 +135,8 @@ export function comparisonText(c: Comparison): string {
     if (xs.length > max) out.push(`  ... and ${xs.length - max} more`);
   };
   out.push(`verdict: ${c.verdict.before} -> ${c.verdict.after}`);
+  for (const r of c.reasons ?? []) out.push(`  - ${r}`);
+  if (c.soak) out.push(`soak: ${c.soak.before} -> ${c.soak.after}`);
   list('new failures', c.newFailures);
   list('fixed', c.fixed);
   list('still failing', c.stillFailing, 10);

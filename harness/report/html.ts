@@ -275,6 +275,15 @@ function renderEnvironment(ctx: RenderContext): string {
     ['Node', e.node, false],
     ['Platform', e.platform, false],
     ['Hostname', e.hostname, false],
+    // The host over the run (harness/report/reporter.ts hostRecord): whether the run's timing figures came from a loaded host.
+    ...(run.host
+      ? ([
+          ['Host cores, workers', `${run.host.cores} cores${run.host.workers ? `, ${run.host.workers} workers` : ''}`, false],
+          ['Host load (1 min)', run.host.load1 ? `${run.host.load1.start} at the start, mean ${run.host.load1.mean}, max ${run.host.load1.max} (${run.host.load1.samples} samples)` : '', false],
+          ['Harness lateness', run.host.harness_lateness ? `event loop p99 ${run.host.harness_lateness.p99_ms} ms, max ${run.host.harness_lateness.max_ms} ms over ${run.host.harness_lateness.tests} tests${run.host.harness_lateness.worst_test ? ` (worst: ${run.host.harness_lateness.worst_test})` : ''}` : '', false],
+          ['HIL_ERR_HOST_TOO_SLOW', String(run.host.host_too_slow ?? 0), false],
+        ] as [string, string, boolean][])
+      : []),
   ];
   const table = `<table class="kvt">${rows
     .map(([k, v, mono]) => `<tr><th>${esc(k)}</th><td>${v === '' ? '<span class="muted">not recorded</span>' : mono ? `<code class="digest">${esc(v)}</code>` : esc(v)}</td></tr>`)
@@ -573,6 +582,12 @@ function renderMeasurements(ctx: RenderContext): string {
     parts.push(
       `<h3>Per test <span class="count">${rows.length}</span></h3><div class="filter noprint"><input type="search" placeholder="Filter tests, names, axes…" data-filter="measure-table" aria-label="Filter measurements"><select data-filter-state="measure-table" aria-label="Outcome"><option value="">all</option><option value="fail">outside the limit</option><option value="pass">within</option><option value="unlimited">no limit</option></select><span class="muted small" data-filter-count="measure-table"></span></div><table class="grid num" id="measure-table"><thead><tr><th>Test</th><th>Measurement</th><th>Axis</th><th>Value</th><th>Unit</th><th>Limit</th><th>Outcome</th></tr></thead><tbody>${rows.join('')}</tbody></table>`,
     );
+  }
+  const soak = ctx.run.soak;
+  if (soak) {
+    const first = soak.first_refusal ? `<p class="bad-note small">First refusal ${esc(String(soak.first_refusal.at_s))} s into the soak: ${esc(String(soak.first_refusal.status))} ${esc(soak.first_refusal.error)}</p>` : '';
+    const slow = soak.host_too_slow ? `<p class="small">HIL_ERR_HOST_TOO_SLOW: ${esc(soak.host_too_slow)}</p>` : '';
+    parts.push(`<h3 id="soak">The soak (${esc(String(soak.seconds))} s, part of the verdict)</h3>${first}${slow}${measurementTable(soak.measurements, false)}`);
   }
   const motion = sortTests(ctx.run.tests.filter((t) => t.evidence?.plots?.length && t.state !== 'failed' && t.state !== 'errored'), false);
   if (motion.length) {

@@ -7,18 +7,19 @@
 
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { availableParallelism, hostname, loadavg } from 'node:os';
 import { join, relative } from 'node:path';
 import type { Reporter, TestCase, TestModule, Vitest } from 'vitest/node';
 import type { SerializedError } from 'vitest';
 import { computeCoverage } from '../catalogue/gate.ts';
 import { parseExact, stringifyExact } from '../oracle/json.ts';
-import { RUN_SCHEMA, type Expectation, type RecordingUse, type RunRecord, type RunTest } from './run-types.ts';
+import { RUN_SCHEMA, type Expectation, type HostRecord, type RecordingUse, type RunRecord, type RunTest } from './run-types.ts';
 import { measurementText, runMeasurements } from './run-measurements.ts';
 import { runSchemaProblems } from './run-schema.ts';
-import { staleExpectations } from './expectations.ts';
+import { judge, ruleFor, staleExpectations, type ExpectationContext } from './expectations.ts';
 import { closingLine, informativeOf, testStateOf, verdictOf } from './verdict.ts';
 import '../trace.ts';
+import '../lateness.ts';
 
 export type { Expectation } from './run-types.ts';
 
@@ -33,8 +34,10 @@ export interface HilReporterOptions {
   replay?: { recordings: string; mode: string };
   /** The run recorded every test (hil run --record DIR). */
   recording?: { dir: string };
-  /** Known failures of this target: full test name (file > name) -> expectation. */
+  /** This target's expectations: full test name (file > name) -> allowed outcomes (harness/report/expectations.ts). */
   expectations?: Record<string, Expectation>;
+  /** The machine configuration's file name without .json, for expectation conditions (`when.machine`). */
+  machine?: string;
   /** What the run selected (file filters, shard, name pattern); a whole run has none. */
   selection?: NonNullable<RunRecord['selection']>;
   /** `hil merge`: the shards' own records (target, environment and times come from them, not from this process). */
@@ -45,6 +48,7 @@ export interface HilReporterOptions {
 export class HilReporter implements Reporter {
   private root = process.cwd();
   private started = new Date();
+  private context: ExpectationContext = { target: '' };
   record?: RunRecord;
   private readonly write: (s: string) => void;
 
@@ -52,42 +56,64 @@ export class HilReporter implements Reporter {
     this.write = o.write ?? ((s) => process.stdout.write(s));
   }
 
+  /** The 1-minute load average, sampled over the run (the report's environment: host load). */
+  private load: number[] = [];
+  private loadTimer: NodeJS.Timeout | undefined;
+
   onInit(vitest: Vitest): void {
     this.root = vitest.config.root;
     this.started = new Date();
+    this.load = [loadavg()[0]!];
+    this.loadTimer = setInterval(() => this.load.push(loadavg()[0]!), 5_000);
+    this.loadTimer.unref();
     rmSync(join(this.o.reportsDir, '.run'), { recursive: true, force: true });
   }
 
   onTestModuleEnd(m: TestModule): void {
+    // Counted as the summary and the verdict count them (an expected outcome, an informative difference and a
+    // test whose set-up failed each in its place), so that the numbers printed in one run agree.
+    if (!this.context.target) this.context = this.contextOf(this.readTarget());
+    const file = relative(this.root, m.moduleId);
     let passed = 0;
     let failed = 0;
     let skipped = 0;
     let errored = 0;
+    let expected = 0;
     for (const t of m.children.allTests()) {
-      const r = t.result();
-      const s = r.state === 'failed' ? testStateOf(r.state, r.errors ?? []) : r.state;
-      if (s === 'passed') passed++;
-      else if (s === 'failed') failed++;
-      else if (s === 'errored') errored++;
-      else if (s === 'skipped') skipped++;
+      const x = this.toRunTest(t, file);
+      if (x.state === 'passed') passed++;
+      else if (x.state === 'skipped') skipped++;
+      else if (x.expected_failure || x.informative) expected++;
+      else if (x.state === 'failed') failed++;
+      else errored++;
     }
+    const setup = setupErrors(m);
     const broken = m.state() === 'failed' && failed + errored === 0;
     const mark = failed ? 'FAIL' : errored || broken ? 'ERR ' : 'ok  ';
     const ms = Math.round(m.diagnostic().duration);
     const err = errored ? `, ${errored} errored` : '';
-    this.write(`${mark} ${m.relativeModuleId.padEnd(48)} ${passed} passed, ${failed} failed${err}, ${skipped} skipped  ${ms} ms${broken ? '  (file errored)' : ''}\n`);
-    if (broken) for (const e of m.errors()) this.write(`     ${firstLine(e.message)}\n`);
+    const exp = expected ? `, ${expected} expected or informative` : '';
+    this.write(`${mark} ${m.relativeModuleId.padEnd(48)} ${passed} passed, ${failed} failed${err}${exp}, ${skipped} skipped  ${ms} ms${broken ? '  (file errored)' : ''}\n`);
+    // A file-level or set-up error is said here with its message, not only in junit.xml.
+    for (const e of [...m.errors(), ...setup.map((x) => x.error)]) this.write(`     ${firstLine(errorText(e))}\n`);
   }
 
   onTestRunEnd(modules: ReadonlyArray<TestModule>, unhandled: ReadonlyArray<SerializedError>): void {
     const tests: RunTest[] = [];
+    const shards = this.o.mergedFrom;
+    const target: Record<string, unknown> = shards?.length ? { ...shards[0]!.target } : this.readTarget();
+    const d = (target.describe ?? {}) as Record<string, unknown>;
+    this.context = this.contextOf(target);
     // A name pattern (hil run --grep) leaves the other tests skipped without a note: they were not selected.
     const grep = this.o.selection?.grep !== undefined ? new RegExp(this.o.selection.grep) : undefined;
     const unselected = (t: TestCase): boolean => grep !== undefined && t.result().state === 'skipped' && !(t.result() as { note?: string }).note && !grep.test(t.fullName);
     for (const m of modules) {
       const file = relative(this.root, m.moduleId);
       for (const t of m.children.allTests()) if (!unselected(t)) tests.push(this.toRunTest(t, file));
-      if (m.state() === 'failed' && ![...m.children.allTests()].some((t) => t.result().state === 'failed')) {
+      // A module-level error (an import, a file-level hook): one "(file)" entry with its messages. A failed
+      // describe-level hook is booked on the tests it kept from running (toRunTest), with its message.
+      const setup = setupErrors(m);
+      if (m.state() === 'failed' && ![...m.children.allTests()].some((t) => t.result().state === 'failed') && (m.errors().length > 0 || setup.length === 0)) {
         tests.push({
           file,
           project: m.project.name,
@@ -97,20 +123,17 @@ export class HilReporter implements Reporter {
           duration_ms: Math.round(m.diagnostic().duration),
           covers: [],
           kind: 'unit',
-          errors: m.errors().map((e) => firstLines(e.message, e.stack)),
+          errors: m.errors().length ? m.errors().map(errorText) : ['the file failed without an error message from vitest (see junit.xml)'],
         });
       }
     }
     for (const e of unhandled) {
-      tests.push({ file: '', project: '', name: '(unhandled error)', fullName: '(unhandled error)', state: 'errored', duration_ms: 0, covers: [], kind: 'unit', errors: [firstLines(e.message, e.stack)] });
+      tests.push({ file: '', project: '', name: '(unhandled error)', fullName: '(unhandled error)', state: 'errored', duration_ms: 0, covers: [], kind: 'unit', errors: [errorText(e)] });
     }
 
     const cov = computeCoverage(tests.filter((t) => t.kind !== 'unit').map((t) => ({ fullName: `${t.file} > ${t.fullName}`, covers: t.covers, state: t.state })));
     const gateProblems = this.o.gate ? cov.problems : cov.unknownCovered.map((u) => `${u.test} covers ${u.id}, which is not in the catalogue`);
     const count = (s: string) => tests.filter((t) => t.state === s && !t.expected_failure && !t.informative).length;
-    const shards = this.o.mergedFrom;
-    const target: Record<string, unknown> = shards?.length ? { ...shards[0]!.target } : this.readTarget();
-    const d = (target.describe ?? {}) as Record<string, unknown>;
     const rec: RunRecord = {
       schema: RUN_SCHEMA,
       command: this.o.command,
@@ -148,6 +171,7 @@ export class HilReporter implements Reporter {
       },
       gate: { ok: gateProblems.length === 0, problems: gateProblems },
       run_measurements: runMeasurements(tests),
+      host: shards?.length && shards[0]!.host ? shards[0]!.host : this.hostRecord(tests),
       ...(this.o.selection ? { selection: this.o.selection } : {}),
       ...(shards?.length
         ? { shards: shards.map((r) => ({ command: r.command, hostname: r.environment.hostname, target: r.target.name, started_at: r.started_at, finished_at: r.finished_at, duration_ms: r.summary.duration_ms, ...(r.selection ? { selection: r.selection } : {}) })) }
@@ -174,27 +198,71 @@ export class HilReporter implements Reporter {
     const covers = meta.covers ?? [];
     const kind: RunTest['kind'] = t.project.name === 'unit' ? 'unit' : (meta.kind ?? 'contract');
     const fullName = t.fullName;
-    const state = testStateOf(r.state, r.errors ?? [], { replayUnheld: meta.replayUnheld });
+    // A test a failed set-up hook kept from running (vitest skips it without a note) ends as that hook did,
+    // with the hook's message: its outcome is the set-up's, never a silent skip.
+    const setup = r.state === 'skipped' && !r.note ? setupErrorOf(t) : undefined;
+    const errs = setup ? setup.errors : (r.errors ?? []);
+    const vstate = setup ? 'failed' : r.state;
+    const state = testStateOf(vstate, errs, { replayUnheld: meta.replayUnheld, hostTooSlow: meta.hostTooSlow });
     // The replay's lost hold first: it is why the test errored (testStateOf).
-    const ordered = meta.replayUnheld ? [...(r.errors ?? [])].sort((a, b) => Number((b as { code?: unknown }).code === 'HIL_ERR_REPLAY_UNHELD') - Number((a as { code?: unknown }).code === 'HIL_ERR_REPLAY_UNHELD')) : (r.errors ?? []);
-    const errors = r.state === 'failed' ? ordered.map((e) => firstLines(e.message, e.stack)) : undefined;
+    const ordered = meta.replayUnheld ? [...errs].sort((a, b) => Number((b as { code?: unknown }).code === 'HIL_ERR_REPLAY_UNHELD') - Number((a as { code?: unknown }).code === 'HIL_ERR_REPLAY_UNHELD')) : errs;
+    const errors = vstate === 'failed' ? [...(meta.hostTooSlow ? [`HIL_ERR_HOST_TOO_SLOW: ${meta.hostTooSlow}`] : []), ...ordered.map((e) => (setup ? `set-up of "${setup.suite}" failed: ` : '') + errorText(e))] : undefined;
     const out: RunTest = { file, project: t.project.name, name: t.name, fullName, state, duration_ms: Math.round(t.diagnostic()?.duration ?? 0), covers, kind };
     if (errors) out.errors = errors;
+    const tooSlow = meta.hostTooSlow ?? errors?.find((e) => e.startsWith('HarnessError: HIL_ERR_HOST_TOO_SLOW') || e.startsWith('HIL_ERR_HOST_TOO_SLOW'))?.split('\n')[0];
+    if (tooSlow && state === 'errored') out.host_too_slow = tooSlow;
+    if (meta.lateness) out.harness_lateness = meta.lateness;
     if (meta.evidence) out.evidence = meta.evidence;
     // A skip without a note stays without a reason: the verdict calls that out (never silently).
-    if (r.state === 'skipped') {
-      const reason = r.note ?? (t.options.mode === 'todo' ? 'todo' : undefined);
+    if (state === 'skipped') {
+      const reason = (r as { note?: string }).note ?? (t.options.mode === 'todo' ? 'todo' : undefined);
       if (reason) out.skip_reason = reason;
     }
     if (meta.profileDifferences?.length) out.profile_differences = meta.profileDifferences;
     const informative = informativeOf(out, this.o.targetName);
     if (informative) out.informative = informative;
-    const exp = this.o.expectations?.[`${file} > ${fullName}`];
-    if (exp) {
-      if (state === 'failed' || state === 'errored') out.expected_failure = exp.reason;
-      else if (state === 'passed') out.unexpected_pass = true;
+    // The outcome against the set the expectation file allows: inside it, expected; outside it, the outcome
+    // keeps its own class (an ERROR where FAIL was expected stays an ERROR and counts against the verdict).
+    const rule = ruleFor(this.o.expectations?.[`${file} > ${fullName}`], this.context);
+    if (rule) {
+      const j = judge(out, rule);
+      out.expected_outcomes = j.allowed!;
+      if (j.expected && j.outcome !== 'PASS' && j.outcome !== 'SKIP') out.expected_failure = rule.reason;
+      else if (!j.expected && j.outcome === 'PASS') out.unexpected_pass = true;
     }
     return out;
+  }
+
+  /** The host over the run: cores, workers, load average, the harness's own lateness (harness/lateness.ts). */
+  private hostRecord(tests: readonly RunTest[]): HostRecord {
+    clearInterval(this.loadTimer);
+    this.load.push(loadavg()[0]!);
+    const r2 = (x: number) => Math.round(x * 100) / 100;
+    const lat = tests.filter((t) => t.harness_lateness);
+    const p99s = lat.map((t) => t.harness_lateness!.p99_ms).sort((a, b) => a - b);
+    const worst = lat.reduce<RunTest | undefined>((w, t) => (!w || t.harness_lateness!.max_ms > w.harness_lateness!.max_ms ? t : w), undefined);
+    const workers = Number(process.env.HIL_WORKERS);
+    const slow = tests.filter((t) => t.host_too_slow).length;
+    return {
+      cores: availableParallelism(),
+      ...(Number.isInteger(workers) && workers > 0 ? { workers } : {}),
+      load1: { start: r2(this.load[0]!), mean: r2(this.load.reduce((a, b) => a + b, 0) / this.load.length), max: r2(Math.max(...this.load)), samples: this.load.length },
+      ...(lat.length
+        ? { harness_lateness: { tests: lat.length, p99_ms: p99s[Math.min(p99s.length - 1, Math.floor(p99s.length * 0.99))]!, max_ms: worst!.harness_lateness!.max_ms, worst_test: `${worst!.file} > ${worst!.fullName}` } }
+        : {}),
+      ...(slow ? { host_too_slow: slow } : {}),
+    };
+  }
+
+  /** What an expectation's conditions may name (harness/report/expectations.ts). */
+  private contextOf(target: Record<string, unknown>): ExpectationContext {
+    const d = (target.describe ?? {}) as Record<string, unknown>;
+    return {
+      target: this.o.targetName,
+      ...(typeof target.driver === 'string' ? { driver: target.driver } : process.env.HIL_DRIVER ? { driver: process.env.HIL_DRIVER } : {}),
+      ...(this.o.machine ? { machine: this.o.machine } : {}),
+      ...(typeof d.machine_sha256 === 'string' ? { machine_sha256: d.machine_sha256 } : {}),
+    };
   }
 
   /** The per-test recording notes the fixture left (harness/fixture.ts perTest), in test order. */
@@ -232,6 +300,7 @@ export class HilReporter implements Reporter {
       w('\nFailures:\n');
       for (const t of failures) {
         w(`  ${t.state === 'errored' ? 'ERROR' : 'FAIL '} ${t.file} > ${t.fullName}\n`);
+        if (t.expected_outcomes) w(`        (the expectation file allows ${t.expected_outcomes.join(', ')} here: this outcome is not one of them)\n`);
         for (const e of t.errors ?? []) w(`        ${firstLine(e)}\n`);
       }
     }
@@ -262,9 +331,11 @@ export class HilReporter implements Reporter {
       w('traceability gate ok\n');
     }
     for (const m of rec.run_measurements?.measurements ?? []) w(`measured: ${measurementText(m)}${m.outcome === 'fail' ? '  OUTSIDE THE LIMIT' : ''}\n`);
+    if (rec.host) w(`${hostLine(rec.host)}\n`);
     const speed = replaySpeedLine(rec);
     if (speed) w(`${speed}\n`);
-    w(`errors: ${s.errored} harness or environment errors\n`);
+    const silentSkips = v.counts.silentSkips ? ` and ${v.counts.silentSkips} skipped without a stated reason` : '';
+    w(`errors: ${s.errored} harness or environment errors${silentSkips}\n`);
     w(`verdict: ${v.headline}\n`);
     w(`completeness: ${v.completeness}\n`);
     for (const r of v.reasons) w(`  - ${r}\n`);
@@ -273,9 +344,17 @@ export class HilReporter implements Reporter {
   /** The plain closing line, printed by hil after vitest has closed so that it ends the output. */
   closingLine(): string {
     const rec = this.record;
-    if (!rec) return 'total: 0 passed, 1 failed, 0 skipped';
+    if (!rec) return 'total: 0 passed, 0 failed, 1 errored, 0 skipped';
     return closingLine(verdictOf(rec));
   }
+}
+
+/** The host over the run, in one line (the terminal; the report's environment shows the same figures). */
+export function hostLine(h: HostRecord): string {
+  const load = h.load1 ? `load average ${h.load1.start} at the start, mean ${h.load1.mean}, max ${h.load1.max}` : 'load not sampled';
+  const lat = h.harness_lateness ? `; harness event-loop lateness p99 ${h.harness_lateness.p99_ms} ms, max ${h.harness_lateness.max_ms} ms` : '';
+  const slow = h.host_too_slow ? `; ${h.host_too_slow} test${h.host_too_slow === 1 ? '' : 's'} HIL_ERR_HOST_TOO_SLOW` : '';
+  return `host: ${h.cores} cores${h.workers ? `, ${h.workers} workers` : ''}, ${load}${lat}${slow}`;
 }
 
 /** Exit status of a finished run: the verdict's (0 exactly on PASS); 1 when no run record was made. */
@@ -287,9 +366,42 @@ function firstLine(s: string): string {
   return s.split('\n')[0]!.slice(0, 300);
 }
 
-function firstLines(message: string, stack?: string): string {
-  const frames = (stack ?? '').split('\n').filter((l) => l.trim().startsWith('at ')).slice(0, 4);
-  return [message, ...frames].join('\n');
+/**
+ * An error as run.json, the report and the terminal show it: its class and message, the full difference of
+ * an assertion (vitest's diff, not the shortened `expected { ... } to deeply equal { ... }`), and the frames
+ * of the project's own code: the test's source line first, never allure-vitest's or vitest's frames.
+ */
+export function errorText(e: { message?: string; name?: string; stack?: string; diff?: unknown } | SerializedError): string {
+  const message = String(e.message ?? '');
+  const name = typeof e.name === 'string' && e.name && e.name !== 'Error' && !message.startsWith(`${e.name}:`) && !/^[A-Z][A-Z_]+: |^[a-z_]+: /.test(message) ? `${e.name}: ` : '';
+  const frames = ownFrames(String(e.stack ?? ''));
+  const diff = typeof e.diff === 'string' && e.diff.trim() ? `\n${stripAnsi(e.diff)}` : '';
+  return [`${name}${message}${diff}`, ...frames].join('\n');
+}
+
+/** Stack frames in the project's own files (suites/, harness/, sims/, drivers/), at most four. */
+export function ownFrames(stack: string): string[] {
+  const frames = stack.split('\n').filter((l) => l.trim().startsWith('at '));
+  const own = frames.filter((l) => !/node_modules|node:internal|\(node:|\/@vitest\/|allure-/.test(l));
+  return (own.length ? own : frames).slice(0, 4);
+}
+
+const stripAnsi = (s: string): string => s.replace(/\u001b\[[0-9;]*m/g, '');
+
+/** The errors of a module's failed describe-level hooks, each with its suite. */
+function setupErrors(m: TestModule): { suite: string; error: SerializedError }[] {
+  const out: { suite: string; error: SerializedError }[] = [];
+  for (const s of m.children.allSuites()) for (const error of s.errors()) out.push({ suite: s.fullName, error });
+  return out;
+}
+
+/** The nearest enclosing suite (or the module) whose hook failed, with its errors. */
+function setupErrorOf(t: TestCase): { suite: string; errors: SerializedError[] } | undefined {
+  for (let p: TestCase['parent'] | undefined = t.parent; p; p = p.type === 'suite' ? p.parent : undefined) {
+    const errors = p.errors();
+    if (errors.length) return { suite: p.type === 'suite' ? p.fullName : '(file)', errors };
+  }
+  return undefined;
 }
 
 function packageVersion(root: string): string {

@@ -110,6 +110,9 @@ export function normalizeRun(raw: Record<string, unknown>, warnings: string[]): 
       if (t.errors !== undefined) rt.errors = strList(t.errors, `${w}.errors`);
       if (typeof t.expected_failure === 'string') rt.expected_failure = t.expected_failure;
       if (t.unexpected_pass === true) rt.unexpected_pass = true;
+      if (Array.isArray(t.expected_outcomes)) rt.expected_outcomes = strList(t.expected_outcomes, `${w}.expected_outcomes`) as NonNullable<RunTest['expected_outcomes']>;
+      if (typeof t.host_too_slow === 'string') rt.host_too_slow = t.host_too_slow;
+      if (isRecord(t.harness_lateness)) rt.harness_lateness = { p99_ms: num(t.harness_lateness.p99_ms, `${w}.harness_lateness.p99_ms`), max_ms: num(t.harness_lateness.max_ms, `${w}.harness_lateness.max_ms`) };
       // Kept so the report counts what the run's verdict counted: on an external target a failed profile
       // test and a profile check answered otherwise are informative, not failures (DESIGN.md rule 3).
       if (typeof t.informative === 'string') rt.informative = t.informative;
@@ -203,6 +206,8 @@ export function normalizeRun(raw: Record<string, unknown>, warnings: string[]): 
     ...(isRecord(raw.run_measurements) && Array.isArray(raw.run_measurements.measurements) ? { run_measurements: raw.run_measurements as unknown as NonNullable<RunRecord['run_measurements']> } : {}),
     ...(isRecord(raw.selection) && Array.isArray(raw.selection.filters) ? { selection: raw.selection as unknown as NonNullable<RunRecord['selection']> } : {}),
     ...(Array.isArray(raw.stale_expectations) ? { stale_expectations: strList(raw.stale_expectations, 'stale_expectations') } : {}),
+    ...(isRecord(raw.host) && typeof raw.host.cores === 'number' ? { host: raw.host as unknown as NonNullable<RunRecord['host']> } : {}),
+    ...(isRecord(raw.soak) && Array.isArray(raw.soak.measurements) ? { soak: raw.soak as unknown as NonNullable<RunRecord['soak']> } : {}),
     ...(Array.isArray(raw.shards) ? { shards: raw.shards.filter(isRecord) as unknown as NonNullable<RunRecord['shards']> } : {}),
     ...(isRecord(raw.model) && isRecord(raw.model.fuzz) ? { model: { fuzz: raw.model.fuzz as unknown as NonNullable<NonNullable<RunRecord['model']>['fuzz']> } } : {}),
   };

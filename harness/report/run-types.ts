@@ -10,11 +10,9 @@ export type { CoverageEntry };
 
 export type TestState = 'passed' | 'failed' | 'skipped' | 'errored';
 
-/** A known failure of a target (fixtures/expectations/<target>.json: full test name -> expectation). */
-export interface Expectation {
-  expected: 'fail';
-  reason: string;
-}
+/** A target's expectation for a test (fixtures/expectations/<target>.json, harness/report/expectations.ts). */
+export type { Expectation, Outcome } from './expectations.ts';
+import type { Outcome } from './expectations.ts';
 
 export interface RunTest {
   /** Path of the test file relative to the project root, e.g. suites/grant/grant.test.ts */
@@ -34,10 +32,22 @@ export interface RunTest {
   skip_reason?: string;
   /** Failure messages (assertion text, first lines of the stack). */
   errors?: string[];
-  /** Per-target expectation: the expectation file said this test is expected to fail, and why. */
+  /** Per-target expectation: the outcome is one the expectation file allows for this test (not PASS), and why. */
   expected_failure?: string;
-  /** The expectation said fail but it passed. */
+  /** The expectation allowed only failures but it passed. */
   unexpected_pass?: boolean;
+  /**
+   * The outcomes the target's expectation file allows for this test, where a rule applies. An outcome
+   * outside them keeps its own class (an ERROR where FAIL was expected is an ERROR).
+   */
+  expected_outcomes?: Outcome[];
+  /**
+   * The harness's host was too slow for a timing rule the test checks (HIL_ERR_HOST_TOO_SLOW): the figures
+   * measured (harness/lateness.ts). The test is ERROR, never FAIL.
+   */
+  host_too_slow?: string;
+  /** The harness's own event-loop lateness while the test ran, ms (harness/lateness.ts). */
+  harness_lateness?: { p99_ms: number; max_ms: number };
   /**
    * On a target other than the reference stack: a profile test (kind profile) that failed, reported as an
    * informative difference from our decision in docs/profile.md, not as a failure (DESIGN.md rule 3).
@@ -121,8 +131,35 @@ export interface RunRecord {
   stale_expectations?: string[];
   /** v3: figures of the model-based runs (`hil fuzz` writes `fuzz`). */
   model?: { fuzz?: ModelFuzzFigures };
+  /** The host the run ran on: its cores, the workers, the load average over the run and the harness's own lateness. */
+  host?: HostRecord;
+  /** `hil nightly`: the soak after the run (harness/soak.ts); its limits are part of the run's verdict. */
+  soak?: SoakRecord;
   /** `hil merge`: the runs merged, each with its own times (records merged before 2026-11-27 have no finish or duration). */
   shards?: { command: string; hostname: string; target: string; started_at: string; finished_at?: string; duration_ms?: number; selection?: RunRecord['selection'] }[];
+}
+
+/** The host a run ran on (the report's environment; README "Verdicts"). */
+export interface HostRecord {
+  cores: number;
+  /** Test workers the run used (hil run --workers, or chosen from the cores and the load). */
+  workers?: number;
+  /** The 1-minute load average when the run started, its mean and its maximum over the run. */
+  load1?: { start: number; mean: number; max: number; samples: number };
+  /** The harness's event-loop lateness over the run's tests: the tests' p99 and worst, ms. */
+  harness_lateness?: { tests: number; p99_ms: number; max_ms: number; worst_test?: string };
+  /** Tests that ended in HIL_ERR_HOST_TOO_SLOW. */
+  host_too_slow?: number;
+}
+
+/** The nightly soak's figures (harness/soak.ts). */
+export interface SoakRecord {
+  seconds: number;
+  measurements: MeasurementRecord[];
+  /** The first renewal the target refused: seconds into the soak, status and the error text. */
+  first_refusal?: { at_s: number; status: number; error: string };
+  /** The refusal was the host's doing, not the target's (harness/clients/keeper.ts judgeRenewals): the figures. */
+  host_too_slow?: string;
 }
 
 /** One test's recording in a recorded or replayed run. */

@@ -41,6 +41,38 @@ const ROWS: Array<{ row: string; tests: RunTest[]; gate?: { ok: boolean; problem
   { row: 'everything skipped', tests: [t('skipped', { skip_reason: 'no motion' })], verdict: 'ERROR', failed: 1, reason: /no test passed/ },
 ];
 
+const meas = (name: string, value: number, hi: number) => ({ name, unit: 'us', value, limit: { kind: 'at_most' as const, hi, source: 'configured' as const, ref: 'max_cycle_lateness_ns' }, outcome: value <= hi ? ('pass' as const) : ('fail' as const) });
+
+describe('whose figures: the run measurements and the nightly soak', () => {
+  const late = { measurements: [meas('cycle_lateness_p99', 3981, 500)] };
+  test('on the sim target a cycle lateness outside its limit is the host\'s figure: a note, the verdict PASS', () => {
+    const v = verdictOf({ tests: [pass], gate: OK, run_measurements: late, target: { name: 'sim' } });
+    expect(v.verdict).toBe('PASS');
+    expect(v.notes.join('\n')).toMatch(/^host figure outside its limit \(the reference stack's core on the harness's own host, not a verdict on the target\): cycle_lateness_p99 = 3981 us/m);
+  });
+  test('on a rig the same figure is the target\'s: FAIL, with the limit in the reasons', () => {
+    const v = verdictOf({ tests: [pass], gate: OK, run_measurements: late, target: { name: 'rig' } });
+    expect(v.verdict).toBe('FAIL');
+    expect(v.reasons[0]).toMatch(/^the target's run measurement outside its limit: cycle_lateness_p99 = 3981 us, limit <= 500/);
+    expect(closingLine(v)).toBe('total: 1 passed, 1 failed, 0 errored, 0 skipped');
+  });
+  const refused = { name: 'soak_renewals_refused', unit: 'requests', value: 170, limit: { kind: 'equals' as const, lo: 0, source: 'documented' as const, ref: 'document 1 part 3' }, outcome: 'fail' as const };
+  const first = { at_s: 12.3, status: 409, error: 'expired: the lease of this session expired' };
+  test('a soak that broke a limit makes the run FAIL, with its figures and its first refusal', () => {
+    const v = verdictOf({ tests: [pass], gate: OK, soak: { seconds: 60, measurements: [refused], first_refusal: first } });
+    expect(v.verdict).toBe('FAIL');
+    expect(v.reasons[0]).toBe('the soak (60 s) broke a limit: soak_renewals_refused = 170 requests, limit == 0 (documented: document 1 part 3); first refusal 12.3 s into the soak: 409 expired: the lease of this session expired');
+  });
+  test('a soak whose refusals were the host\'s doing is ERROR with the figures, not FAIL', () => {
+    const v = verdictOf({ tests: [pass], gate: OK, soak: { seconds: 60, measurements: [refused], first_refusal: first, host_too_slow: 'renewal sent 900 ms after the last accepted one' } });
+    expect(v.verdict).toBe('ERROR');
+    expect(v.reasons[0]).toMatch(/HIL_ERR_HOST_TOO_SLOW: renewal sent 900 ms after the last accepted one/);
+  });
+  test('a soak within its limits leaves the verdict alone', () => {
+    expect(verdictOf({ tests: [pass], gate: OK, soak: { seconds: 60, measurements: [{ ...refused, value: 0, outcome: 'pass' }] } }).verdict).toBe('PASS');
+  });
+});
+
 describe('informativeOf', () => {
   const failedProfile = { kind: 'profile' as const, state: 'failed' as const, covers: ['profile:envelope.refusal_operation', 'reason:x'], errors: ['expected "frob" to be "unknown"\n  at ...'] };
   test('a failed profile test on an external target is informative, naming the decision and the first line', () => {
@@ -64,8 +96,10 @@ describe('verdictOf', () => {
     expect(v.reasons.length > 0).toBe(verdict !== 'PASS');
     if (reason) expect(v.reasons.join('\n')).toMatch(reason);
     if (note) expect(v.notes.join('\n')).toMatch(note);
-    // The closing line says "0 failed" exactly when the exit status is 0.
-    expect(closingLine(v)).toMatch(new RegExp(`, ${failed} failed, `));
+    // The closing line says "0 failed, 0 errored" exactly when the exit status is 0, each test counted once.
+    const m = /^total: (\d+) passed, (\d+) failed, (\d+) errored, (\d+) skipped$/.exec(closingLine(v))!;
+    expect(Number(m[2]) + Number(m[3])).toBe(failed);
+    expect(Number(m[2])).toBe(verdict === 'FAIL' ? Math.max(1, v.counts.failed) : 0);
   });
 });
 
@@ -133,7 +167,7 @@ describe('testStateOf: FAIL or ERROR by the class of the error', () => {
   });
 });
 
-test('a run measurement outside its limit and a stale expectation are notes: the verdict stays what the tests say', () => {
+test('on the sim target a run measurement outside its limit (the host\'s figure) and a stale expectation are notes: the verdict stays what the tests say', () => {
   const v = verdictOf({
     tests: [pass],
     gate: OK,
@@ -147,7 +181,7 @@ test('a run measurement outside its limit and a stale expectation are notes: the
   });
   expect(v.verdict).toBe('PASS');
   expect(v.notes).toEqual([
-    'run measurement outside its limit: cycle_lateness_max = 812 us, limit <= 500 (configured: max_cycle_lateness_ns)',
+    "host figure outside its limit (the reference stack's core on the harness's own host, not a verdict on the target): cycle_lateness_max = 812 us, limit <= 500 (configured: max_cycle_lateness_ns)",
     "1 expectation in the target's expectation file names no test of this run (stale): hil expectations update",
   ]);
 });

@@ -70,7 +70,27 @@ export interface RunVerdict {
   completeness: string;
 }
 
-export type VerdictInput = Pick<RunRecord, 'tests' | 'gate'> & { coverage?: readonly CoverageEntry[]; run_measurements?: RunRecord['run_measurements']; stale_expectations?: readonly string[] };
+export type VerdictInput = Pick<RunRecord, 'tests' | 'gate'> & {
+  coverage?: readonly CoverageEntry[];
+  run_measurements?: RunRecord['run_measurements'];
+  stale_expectations?: readonly string[];
+  /** Whose the run measurements are (measurementsOwner). */
+  target?: Pick<RunRecord['target'], 'name'>;
+  soak?: RunRecord['soak'];
+};
+
+/**
+ * Whose figures the run's own measurements (cycle lateness, round trips: harness/report/run-measurements.ts)
+ * are: on the sim and replay targets the reference stack's core runs on the harness's own host beside the
+ * run, so they are the host's figures and never move the verdict; on a rig they are the target's, and a
+ * configured limit crossed is a reason of the verdict; on an external target they are the target's but its
+ * host is not ours to judge from here, so they inform.
+ */
+export function measurementsOwner(target: string | undefined): 'host' | 'target' | 'informative' {
+  if (target === 'rig') return 'target';
+  if (target === 'external') return 'informative';
+  return 'host';
+}
 
 export function verdictOf(run: VerdictInput): RunVerdict {
   const counts = countTests(run.tests);
@@ -84,15 +104,33 @@ export function verdictOf(run: VerdictInput): RunVerdict {
   if (!run.gate.ok) reasons.push(`traceability gate failed (${n(run.gate.problems.length, 'problem')}): the suite cannot state what it covers`);
   if (counts.total === 0) reasons.push('no test was recorded');
   else if (counts.passed === 0) reasons.push('no test passed');
+  const owner = measurementsOwner(run.target?.name);
+  const runOutside = (run.run_measurements?.measurements ?? []).filter((m) => m.outcome === 'fail');
+  const targetOutside = owner === 'target' ? runOutside : [];
+  for (const m of targetOutside) reasons.push(`the target's run measurement outside its limit: ${measurementText(m)}`);
+  // The nightly soak (harness/soak.ts) is part of the run: a limit it broke is the target's, unless the
+  // refusal that broke it was provably the host's doing (then the run says nothing: ERROR).
+  const soak = run.soak;
+  const soakOutside = (soak?.measurements ?? []).filter((m) => m.outcome === 'fail');
+  const refusal = soak?.first_refusal ? `; first refusal ${soak.first_refusal.at_s} s into the soak: ${soak.first_refusal.status} ${soak.first_refusal.error}` : '';
+  const soakFailed = soakOutside.length > 0 && !soak?.host_too_slow;
+  if (soakOutside.length) {
+    const what = soakOutside.map((m) => measurementText(m)).join('; ');
+    if (soak?.host_too_slow) reasons.push(`the soak (${soak.seconds} s) broke a limit but the harness was too slow to blame the target (HIL_ERR_HOST_TOO_SLOW: ${soak.host_too_slow}): ${what}${refusal}`);
+    else reasons.unshift(`the soak (${soak!.seconds} s) broke a limit: ${what}${refusal}`);
+  }
 
-  const verdict: Verdict = counts.failed ? 'FAIL' : reasons.length ? 'ERROR' : 'PASS';
+  const verdict: Verdict = counts.failed || targetOutside.length || soakFailed ? 'FAIL' : reasons.length ? 'ERROR' : 'PASS';
   const notes: string[] = [];
   if (counts.expectedFailures) notes.push(`${n(counts.expectedFailures, 'expected failure')} listed in the target's expectation file (not counted against the verdict)`);
   if (counts.informative || counts.profileDifferences) {
     notes.push(`${n(counts.informative + counts.profileDifferences, 'profile difference')} (${counts.informative} profile ${counts.informative === 1 ? 'test' : 'tests'} failed, ${counts.profileDifferences} profile ${counts.profileDifferences === 1 ? 'check' : 'checks'} inside contract tests): the target answers a detail the documents leave open otherwise than docs/profile.md decides; informative, not counted against the verdict`);
   }
-  // The run's own measurements (harness/report/run-measurements.ts) inform; the tests' measurements decide.
-  for (const m of run.run_measurements?.measurements ?? []) if (m.outcome === 'fail') notes.push(`run measurement outside its limit: ${measurementText(m)}`);
+  // The run's own measurements (harness/report/run-measurements.ts) say whose they are; the tests' measurements decide.
+  if (owner === 'host') for (const m of runOutside) notes.push(`host figure outside its limit (the reference stack's core on the harness's own host, not a verdict on the target): ${measurementText(m)}`);
+  else if (owner === 'informative') for (const m of runOutside) notes.push(`the target's run measurement outside its limit (informative: its host is not the harness's to judge): ${measurementText(m)}`);
+  const slow = run.tests.filter((t) => t.host_too_slow).length;
+  if (slow) notes.push(`${n(slow, 'test')} ended in HIL_ERR_HOST_TOO_SLOW: the harness was late past what the rule allows (figures with each test)`);
   if (run.stale_expectations?.length) notes.push(`${n(run.stale_expectations.length, 'expectation')} in the target's expectation file name${run.stale_expectations.length === 1 ? 's' : ''} no test of this run (stale): hil expectations update`);
   if (counts.unexpectedPasses) notes.push(`${n(counts.unexpectedPasses, 'unexpected pass', 'unexpected passes')}: the expectation file lists them as failing; update it`);
 
@@ -157,19 +195,29 @@ export function informativeOf(t: Pick<RunTest, 'kind' | 'state' | 'covers' | 'er
   return `differs from ${decisions.join(', ') || 'a profile decision'}: ${t.errors?.[0]?.split('\n')[0] ?? 'failed'}`;
 }
 
-export function testStateOf(state: 'passed' | 'failed' | 'skipped' | 'pending', errors: readonly (ErrorLike | unknown)[], o: { replayUnheld?: string } = {}): TestState {
+export function testStateOf(state: 'passed' | 'failed' | 'skipped' | 'pending', errors: readonly (ErrorLike | unknown)[], o: { replayUnheld?: string; hostTooSlow?: string } = {}): TestState {
   if (state === 'passed') return 'passed';
   if (state !== 'failed') return 'skipped';
   // A replay that could not hold the recorded order (HIL_ERR_REPLAY_UNHELD): an assertion that failed
   // after that point says nothing about the target.
   if (o.replayUnheld) return 'errored';
+  // The harness lost a grant to its own lateness (harness/clients/keeper.ts, HIL_ERR_HOST_TOO_SLOW): what
+  // failed after that says nothing about the target either.
+  if (o.hostTooSlow) return 'errored';
   return errors.length > 0 && errors.every((e) => verdictOfError(e) === 'error') ? 'errored' : 'failed';
 }
 
-/** The plain closing line of a run; "0 failed" exactly when the exit status is 0. */
+/**
+ * The plain closing line of a run, counting what the verdict counts, each test once: failed (the target),
+ * errored (the harness or the environment, a skip without a stated reason included), skipped with a reason.
+ * "0 failed, 0 errored" exactly when the exit status is 0.
+ */
 export function closingLine(v: RunVerdict): string {
   const c = v.counts;
-  let failed = c.failed + c.errored + c.silentSkips;
-  if (v.verdict !== 'PASS' && failed === 0) failed = 1; // gate failure, nothing ran or passed
-  return `total: ${c.passed} passed, ${failed} failed, ${c.skipped} skipped`;
+  let failed = c.failed;
+  let errored = c.errored + c.silentSkips;
+  // A verdict that no test's outcome explains (the gate, nothing ran, the soak, a rig's measurement) is still one.
+  if (v.verdict === 'FAIL' && failed === 0) failed = 1;
+  if (v.verdict === 'ERROR' && failed + errored === 0) errored = 1;
+  return `total: ${c.passed} passed, ${failed} failed, ${errored} errored, ${c.skipped - c.silentSkips} skipped`;
 }

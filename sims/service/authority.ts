@@ -67,6 +67,20 @@ const EXPIRED_OPS = new Set(['renew', 'release', 'stop']);
 
 const SESSION_RE = /^[0-9a-f]{64}$/;
 
+/**
+ * Planted defects (HIL_STACK_DEFECT, a comma-separated list; README "Verdicts"): this stack breaking one
+ * documented timing rule on purpose, so that a run on a loaded host can show the suites still FAIL a wrong
+ * stack, and that HIL_ERR_HOST_TOO_SLOW only takes what the harness's own lateness explains. Never set
+ * otherwise.
+ *   deadline_extended  renew moves the deadline half a lease further than the lease (document 1 part 3:
+ *                      "renew: owned, lease_ms preserved"; the deadline is the renewal plus the lease)
+ *   lease_ignored      a grant lives 10 s whatever lease it was given (document 1 part 4: the lease runs out
+ *                      at the deadline, grant_expired)
+ *   drain_skipped      a stop revokes the grant at once, without waiting for the core's drain (document 1
+ *                      part 4 stop: revocation follows the drain)
+ */
+const DEFECTS = new Set((process.env.HIL_STACK_DEFECT ?? '').split(',').filter(Boolean));
+
 /** What the authority asks of the service's timing (timing.ts). */
 export type AuthorityTiming = Pick<ServiceTiming, 'leaseOnClock' | 'fenced' | 'expiredAtFence' | 'grantEnded' | 'leaseNotice'>;
 
@@ -237,7 +251,7 @@ export class Authority {
       controller,
       binding: this.binding,
       leaseMs: lease,
-      deadlineNs: now + lease * 1_000_000n,
+      deadlineNs: now + (DEFECTS.has('lease_ignored') ? 10_000n : lease) * 1_000_000n,
       stopping: false,
       daemonIncarnation: this.hooks.daemonIncarnation(),
       cache: new RetryCache(),
@@ -310,7 +324,7 @@ export class Authority {
   }
 
   renew(g: Grant): Reply {
-    g.deadlineNs = this.hooks.now() + g.leaseMs * 1_000_000n;
+    g.deadlineNs = this.hooks.now() + (DEFECTS.has('lease_ignored') ? 10_000n : DEFECTS.has('deadline_extended') ? g.leaseMs + g.leaseMs / 2n : g.leaseMs) * 1_000_000n;
     this.armExpiry();
     this.hooks.event('grant_renewed', g);
     this.hooks.nativeGrant(g);
@@ -335,6 +349,7 @@ export class Authority {
     if (this.generation < U64_MAX) g.generation = ++this.generation;
     this.draining = true;
     this.hooks.nativeGrant(g);
+    if (DEFECTS.has('drain_skipped')) this.drained();
     return { first: true };
   }
 

@@ -1,0 +1,136 @@
+// The harness's own lateness (DESIGN.md rule 6: a slow host is not a broken target). A conformance test
+// that checks a documented deadline (a lease, a drain, a jog input age, an expiry, a telemetry window) can
+// only blame the target when the harness itself kept time: a request sent late because the test's event
+// loop stalled, or because the host gave the process no CPU, would make a correct target look wrong.
+//
+// Each worker samples its event loop: a timer due every SAMPLE_MS records how late it fired (a stall of
+// the loop and a process the scheduler left waiting both show as lateness). `hostBound` wraps one
+// timing-sensitive exchange with the margin the rule under test allows the client: when the exchange fails
+// and the harness was late past that margin inside it, the test ends in ERROR HIL_ERR_HOST_TOO_SLOW with
+// the figures, never in FAIL; when the harness kept within the margin, the failure stands (a target that
+// extends a deadline is still caught on a loaded host). Tests not about a timing rule keep their grant out
+// of reach of the test's event loop (harness/clients/keeper.ts).
+
+import { HarnessError, verdictOfError } from './errors.ts';
+
+declare module '@vitest/runner' {
+  interface TaskMeta {
+    /**
+     * The harness was too slow for a rule the test depends on (a grant its keeper lost to the host's
+     * lateness, harness/clients/keeper.ts): the figures. A test that failed with it ends in ERROR
+     * (harness/report/verdict.ts testStateOf).
+     */
+    hostTooSlow?: string;
+    /** The harness's event-loop lateness while the test ran (harness/fixture.ts). */
+    lateness?: { p99_ms: number; max_ms: number };
+  }
+}
+
+/** Sampling period of the event-loop lateness, ms. */
+export const SAMPLE_MS = 10;
+const RING = 8192; // about 80 s of samples at 10 ms
+
+/** One worker's sampler: when each timer fired (performance.now()) and how late, ms. */
+class LatenessMonitor {
+  private readonly at = new Float64Array(RING);
+  private readonly late = new Float64Array(RING);
+  private n = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private last = 0;
+
+  start(): void {
+    if (this.timer) return;
+    this.last = performance.now();
+    this.timer = setInterval(() => {
+      const now = performance.now();
+      const late = Math.max(0, now - this.last - SAMPLE_MS);
+      this.last = now;
+      const i = this.n++ % RING;
+      this.at[i] = now;
+      this.late[i] = late;
+    }, SAMPLE_MS);
+    this.timer.unref();
+  }
+
+  /**
+   * The samples whose late interval touches [from, to] (performance.now() ms): a sample fired at `at`
+   * `late` ms late means the loop did not run during [at - late - SAMPLE_MS, at].
+   */
+  window(from: number, to: number): { samples: number; max_ms: number; p99_ms: number } {
+    const xs: number[] = [];
+    const count = Math.min(this.n, RING);
+    for (let k = 0; k < count; k++) {
+      const i = (this.n - 1 - k) % RING;
+      const at = this.at[i]!;
+      if (at < from) break;
+      if (at - this.late[i]! - SAMPLE_MS <= to) xs.push(this.late[i]!);
+    }
+    if (xs.length === 0) return { samples: 0, max_ms: 0, p99_ms: 0 };
+    xs.sort((a, b) => a - b);
+    const r = (v: number) => Math.round(v * 10) / 10;
+    return { samples: xs.length, max_ms: r(xs[xs.length - 1]!), p99_ms: r(xs[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))]!) };
+  }
+
+  /** Let a sample due now fire, so that a stall that just ended is counted. */
+  settle(): Promise<void> {
+    return new Promise((r) => setTimeout(r, SAMPLE_MS + 2));
+  }
+}
+
+export const lateness = new LatenessMonitor();
+
+/** What a timing-sensitive exchange measured of the harness itself, for the ERROR's figures. */
+export interface HostFigures {
+  /** The documented rule and its source (document and part). */
+  rule: string;
+  /** How late the harness may be inside the exchange before the rule's outcome says nothing, ms. */
+  margin_ms: number;
+  /** The harness's worst event-loop lateness inside the exchange, ms. */
+  loop_late_ms: number;
+  /** Further lateness the exchange measured itself (a request sent after it was due, a round trip), ms. */
+  measured_ms?: number;
+  what?: string;
+}
+
+export function hostFiguresText(f: HostFigures): string {
+  const extra = f.measured_ms !== undefined ? `, ${f.what ?? 'measured'} ${f.measured_ms} ms` : '';
+  return `${f.rule}: the harness was late by ${Math.max(f.loop_late_ms, f.measured_ms ?? 0)} ms (event loop ${f.loop_late_ms} ms${extra}) against a margin of ${f.margin_ms} ms the rule allows: a slow host, not a verdict on the target`;
+}
+
+export interface HostBoundOptions {
+  /** The documented rule (its catalogue id or document part) the exchange checks. */
+  rule: string;
+  /** The lateness the rule allows the client inside the exchange, ms (the lease less the renewal period, the input age less the frame period ...). */
+  marginMs: number;
+  /** Lateness the exchange measured itself (send time against due time, a round trip), read after a failure. */
+  measured?: () => { ms: number; what: string } | undefined;
+  /** performance.now() when the exchange began, when it began before this call (a wait already done). */
+  since?: number;
+}
+
+/**
+ * Run one timing-sensitive exchange. A failure that says the target broke the rule (an assertion, a
+ * refusal) while the harness was late inside the exchange past the rule's margin is rethrown as
+ * HIL_ERR_HOST_TOO_SLOW (ERROR) with the figures and the original failure as its cause; within the margin
+ * the failure stands as it was. A harness error is never turned into anything else.
+ */
+export async function hostBound<T>(o: HostBoundOptions, fn: () => Promise<T>): Promise<T> {
+  lateness.start();
+  const from = o.since ?? performance.now();
+  try {
+    return await fn();
+  } catch (e) {
+    if (verdictOfError(e) !== 'fail') throw e;
+    const to = performance.now();
+    await lateness.settle();
+    const w = lateness.window(from, to);
+    const m = o.measured?.();
+    const figures: HostFigures = { rule: o.rule, margin_ms: o.marginMs, loop_late_ms: w.max_ms, ...(m ? { measured_ms: Math.round(m.ms * 10) / 10, what: m.what } : {}) };
+    if (Math.max(w.max_ms, m?.ms ?? 0) <= o.marginMs) throw e;
+    const first = String((e as Error)?.message ?? e).split('\n')[0];
+    throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `${hostFiguresText(figures)}; the check that failed: ${first}`, {
+      cause: e,
+      detail: { rule: o.rule, margin_ms: o.marginMs, loop_late_ms: w.max_ms, ...(m ? { measured_ms: figures.measured_ms, measured: m.what } : {}) },
+    });
+  }
+}
