@@ -154,6 +154,8 @@ simulator, with the traceability gate. This is what npm test runs.`,
   cleanroom: `usage: hil cleanroom serve --socket-dir DIR [--lease-ceiling-ms N] [--lifeline-stdin]
        hil cleanroom check [--update] [suite ...]
        hil cleanroom check-olp [--update] [suite ...]
+       hil cleanroom serve --planner --store-dir DIR [--port P]
+       hil cleanroom check --planner [--update] [suite ...]
 
 serve: starts the clean-room control service (harness/cleanroom/service.ts), a second, independent reading
 of document 1 (envelope, grant authority, Describe, Status, events; every other capability unimplemented),
@@ -169,7 +171,12 @@ check-olp: the same for document 3: starts a reference stack (hil serve), the we
 clean-room OLP server (harness/cleanroom/olp.ts, a second reading of document 3 driving the stack as a
 client of document 1) with a two-cell catalogue, runs suites/olp against it through hil run --target
 external --olp-url ... --olp-facts ..., and exits 0 only when the verdict is PASS and the profile
-differences are exactly fixtures/expectations/cleanroom-olp-informative.json.`,
+differences are exactly fixtures/expectations/cleanroom-olp-informative.json.
+
+--planner: the same for document 2. serve starts the clean-room weld planner (harness/cleanroom/planner/,
+its own six-axis cell cleanroom-six-axis) on 127.0.0.1 and prints one ready {...} line; check starts it
+and hil serve, runs suites/planner and suites/dense-format/planner-file.test.ts with --target external
+--planner-url, and holds the result to PASS and fixtures/expectations/cleanroom-planner-informative.json.`,
   replay: `usage: hil replay FILE [--mode strict|closed-loop|open-loop|verify]   (hil replay --help for the stack's own options)`,
   doctor: `usage: hil doctor --driver ethercat|ethercat-fake [--machine FILE]   (hil doctor --help for its options)`,
   config: `usage: hil config compile FILE --out DIR   (hil config --help for the compiler's own options)`,
@@ -868,12 +875,25 @@ async function cleanroom(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { 'socket-dir': { type: 'string' }, 'lease-ceiling-ms': { type: 'string' }, 'lifeline-stdin': { type: 'boolean', default: false }, update: { type: 'boolean', default: false } },
+    options: { 'socket-dir': { type: 'string' }, 'lease-ceiling-ms': { type: 'string' }, 'lifeline-stdin': { type: 'boolean', default: false }, update: { type: 'boolean', default: false }, planner: { type: 'boolean', default: false }, 'store-dir': { type: 'string' }, port: { type: 'string' } },
   });
   if (positionals[0] === 'check-olp') {
     const { checkCleanroomOlp } = await import('./cleanroom/check.ts');
     const suites = positionals.slice(1);
     return checkCleanroomOlp({ update: values.update, ...(suites.length ? { suites } : {}) });
+  }
+  // The clean-room weld planner (document 2): `cleanroom serve --planner --store-dir DIR [--port P]`, `cleanroom check --planner`.
+  if (values.planner) {
+    if (positionals[0] === 'check') {
+      const { checkCleanroomPlanner } = await import('./cleanroom/planner-check.ts');
+      const suites = positionals.slice(1);
+      return checkCleanroomPlanner({ update: values.update, ...(suites.length ? { suites } : {}) });
+    }
+    if (positionals[0] !== 'serve' || positionals.length !== 1 || !values['store-dir']) throw new UsageError('expected: cleanroom serve --planner --store-dir DIR [--port P], or cleanroom check --planner');
+    const port = values.port === undefined ? undefined : Number(values.port);
+    if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) throw new UsageError('--port takes 0..65535');
+    const { serveCleanroomPlanner } = await import('./cleanroom/planner/server.ts');
+    process.exit(await serveCleanroomPlanner({ storeDir: resolve(values['store-dir']), ...(port !== undefined ? { port } : {}) }));
   }
   if (positionals[0] === 'check') {
     if (values['socket-dir'] || values['lease-ceiling-ms'] || values['lifeline-stdin']) throw new UsageError('cleanroom check starts its own service: no serve options');

@@ -24,7 +24,11 @@ declare module '@vitest/runner' {
 
 /**
  * Options for a contract test: it asserts documented behaviour. A test whose ids are all profile items
- * (`profile:...`) is a profile test whichever helper declared it.
+ * (`profile:...`) is a profile test whichever helper declared it. Citing a `profile:` id beside contract
+ * ids only traces the test to that decision: it does not make any assertion informative. Every check of a
+ * docs/profile.md decision inside a contract test goes through inProfile, which decides at the assertion
+ * (strict on the reference stack, an informative difference on another target); a plain expect of a
+ * profile detail would fail someone else's implementation for a rule no document gives.
  */
 export function covers(...ids: string[]): TestOptions {
   if (ids.length === 0) throw new HarnessError('HIL_ERR_TRACE', 'covers() needs at least one catalogue id');

@@ -7,7 +7,7 @@
 // decoder must agree on the content digest of the same bytes.
 
 import { createHash } from 'node:crypto';
-import { covers, describe, expect, type Description } from '../../harness/fixture.ts';
+import { covers, describe, expect, inProfile, type Description } from '../../harness/fixture.ts';
 import { decodeDense, encodeDense, SAMPLE_BYTES, type DecodedDense } from '../../harness/oracle/dense.ts';
 import { parseExact } from '../../harness/oracle/json.ts';
 import { machineOf } from '../../harness/machine.ts';
@@ -16,6 +16,7 @@ import { postProgram } from '../program/upload.ts';
 import { DENSE, obj, planDense, plannerTest as test, usePlanner, weldplan, type Planner } from '../planner/toolkit.ts';
 
 const RAD = Math.PI / 180;
+const STUB = 'profile:planner.stub_planning';
 /** Record offsets written out here from document 2's table, not taken from the oracle's table. */
 const AT = { t: 0, q: (j: number) => 8 + 8 * j, qd: (j: number) => 80 + 8 * j, flags: 152 };
 
@@ -71,11 +72,21 @@ describe('a planner-written dense file read at the documented offsets', () => {
       const { header, rows } = readRows(blob);
       const dt = Number(header.sampling.dt_s);
       expect(dt).toBe(0.01);
-      const moves = new Map<string, Record<string, any>>((result.connecting_trajectories as Record<string, any>[]).map((c) => [c.node_id, c]));
+      const conn = result.connecting_trajectories as Record<string, any>[];
       const seam = (result.seams as Record<string, any>[])[0]!;
-      const held = deg(['J7', 'J8', 'J9'].map((a) => seam.held[a]));
-      expect(seam.axis_names).toEqual(['J1', 'J2', 'J3', 'J4', 'J5', 'J6', 'J7', 'J8', 'J9']);
-      expect(rows.map((r) => r.kind)).toEqual(['freespace', 'freespace', 'weld', 'freespace', 'freespace']);
+      // The held axes (document 2 seams[].held: a map of axis to value, in degrees) stay at their value.
+      const cols = (seam.axis_names as string[]).map((a) => Number(a.slice(1)) - 1);
+      const heldCols = Object.keys(seam.held ?? {}).map((a) => ({ col: Number(a.slice(1)) - 1, rad: Number(seam.held[a]) * RAD }));
+      await inProfile(STUB, () => {
+        expect(seam.axis_names).toEqual(['J1', 'J2', 'J3', 'J4', 'J5', 'J6', 'J7', 'J8', 'J9']);
+        expect(heldCols.map((h) => h.col)).toEqual([6, 7, 8]);
+        expect(rows.map((r) => r.kind)).toEqual(['freespace', 'freespace', 'weld', 'freespace', 'freespace']);
+      });
+      expect(rows.filter((r) => r.kind === 'weld')).toHaveLength(1);
+      // Freespace segments and connecting moves, both in execution order: the k-th of each is one move.
+      const freespace = rows.filter((r) => r.kind === 'freespace');
+      const moveOf = (r: Rows) => conn[freespace.indexOf(r)];
+      expect(freespace.length, 'one freespace segment per connecting move').toBe(conn.length);
 
       for (const [k, r] of rows.entries()) {
         const n = r.t.length;
@@ -85,15 +96,17 @@ describe('a planner-written dense file read at the documented offsets', () => {
         r.t.forEach((t, i) => expect(Math.abs(t - i * dt), `${where} t_s of sample ${i}`).toBeLessThanOrEqual(1e-9));
         expect(r.t[n - 1]).toBe(Number(result.dense.segments[k].duration_s));
         // q_rad: from and to the knots the plan result gives for this segment (degrees rounded to 1e-6).
-        const [from, to] = r.kind === 'weld'
-          ? [deg(seam.trajectory.knots_deg[0]), deg(seam.trajectory.knots_deg.at(-1))]
-          : [deg(moves.get(r.sourceId)!.knots_deg[0]), deg(moves.get(r.sourceId)!.knots_deg[1])];
-        for (let j = 0; j < 9; j++) {
-          expect(Math.abs(r.q[0]![j]! - from[j]!), `${where} first q J${j + 1}`).toBeLessThan(1e-7);
-          expect(Math.abs(r.q[n - 1]![j]! - to[j]!), `${where} last q J${j + 1}`).toBeLessThan(1e-7);
+        // A knot holds one angle per commanded axis (seams[].axis_names, in column order).
+        const knots = r.kind === 'weld' ? seam.trajectory.knots_deg : moveOf(r)!.knots_deg;
+        const [from, to] = [deg(knots[0]), deg(knots.at(-1))];
+        for (const [k, col] of cols.entries()) {
+          expect(Math.abs(r.q[0]![col]! - from[k]!), `${where} first q J${col + 1}`).toBeLessThan(1e-7);
+          expect(Math.abs(r.q[n - 1]![col]! - to[k]!), `${where} last q J${col + 1}`).toBeLessThan(1e-7);
         }
-        // Columns J7-J9 (positioner tables and turn) stay at the held values; the arm columns move.
-        for (const row of r.q) expect(row.slice(6)).toEqual(held);
+        // A column the cell does not command holds one position (document 2 part 7 "Admission").
+        for (let j = 0; j < 9; j++) if (!cols.includes(j)) for (const row of r.q) expect(row[j], `${where} uncommanded J${j + 1}`).toBe(r.q[0]![j]);
+        // Held columns (the stub: J7-J9, positioner tables and turn) stay at their held values.
+        for (const row of r.q) for (const h of heldCols) expect(Math.abs(row[h.col]! - h.rad), `${where} held J${h.col + 1}`).toBeLessThan(1e-7);
         // qd_rad_s: at rest at both ends, and inside the time derivative of q (central difference; the
         // planner's profiles are smooth, so the difference is within 2% of the segment's peak speed).
         for (let j = 0; j < 9; j++) {
@@ -105,11 +118,13 @@ describe('a planner-written dense file read at the documented offsets', () => {
             expect(Math.abs(r.qd[i]![j]! - diff), `${where} qd J${j + 1} sample ${i}: ${r.qd[i]![j]} vs ${diff}`).toBeLessThanOrEqual(0.02 * peak + 1e-9);
           }
         }
-        // flags: a simulation program never sets the torch (bit 0) and bits 1-7 are reserved.
-        expect(new Set(r.flags), where).toEqual(new Set([0]));
+        // flags: bits 1-7 reserved, the torch (bit 0) only inside a weld; the stub never sets it in a
+        // simulation program (its decision).
+        for (const f of r.flags) expect(r.kind === 'weld' ? [0, 1] : [0], where).toContain(f);
+        await inProfile(STUB, () => expect(new Set(r.flags), where).toEqual(new Set([0])));
       }
       // The weld moves the arm: some arm column has a nonzero speed inside the weld.
-      const weld = rows[2]!;
+      const weld = rows.find((r) => r.kind === 'weld')!;
       expect(Math.max(...weld.qd.flatMap((v) => v.slice(0, 6).map(Math.abs)))).toBeGreaterThan(0.01);
     },
   );
@@ -144,7 +159,7 @@ describe('a planner-written dense file read at the documented offsets', () => {
       }
       for (const [what, bytes] of [['planner file', blob], ['harness re-encoding', again]] as const) {
         const r = await postProgram(client, s, bytes);
-        expect({ what, status: r.status, error: r.reply.error }).toEqual({ what, status: 200, error: undefined });
+        expect({ what, status: r.status, error: r.reply.error }, JSON.stringify(r.reply.error)).toEqual({ what, status: 200, error: undefined });
         expect((r.reply.data as Record<string, any>).identity.source_digest).toBe(digest);
       }
     },

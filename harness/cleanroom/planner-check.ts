@@ -1,0 +1,105 @@
+// `hil cleanroom check --planner`: the planner suites against an independent reading of document 2
+// (harness/cleanroom/planner/), as CI runs it. It starts the clean-room planner and, for the suites that
+// hand the planner's files to a control service (dense-format, planner e2e), the reference stack through
+// `hil serve`; runs suites/planner and the planner file of suites/dense-format through `hil run --target external
+// --planner-url`, and holds the outcome to the same two statements as the document 1 check (check.ts):
+// the verdict is PASS, and the profile differences are exactly fixtures/expectations/
+// cleanroom-planner-informative.json.
+//
+// The clean-room planner's cell is its own six-axis robot (HIL_PLANNER_CELL), so the suites also show
+// that they read the cell from the planner rather than assuming the stub's nine axes.
+
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { RunRecord } from '../report/run-types.ts';
+import { compareDifferences, differencesOf, type Differences } from './check.ts';
+import { CELL } from './planner/plan.ts';
+import { CleanroomPlanner } from './planner/server.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const HIL = join(ROOT, 'harness', 'bin', 'hil.mjs');
+
+/**
+ * The suites whose subject is the weld planner (document 2): suites/planner, and of suites/dense-format the
+ * file that reads a planner-written file (the other two hand harness-made files to the control service and
+ * never reach the planner, so they would only run the reference stack again).
+ */
+export const PLANNER_SUITES = ['suites/planner', 'suites/dense-format/planner-file.test.ts'];
+
+export const PLANNER_EXPECTED_FILE = join(ROOT, 'fixtures', 'expectations', 'cleanroom-planner-informative.json');
+
+export interface PlannerCheckOptions {
+  update?: boolean;
+  suites?: string[];
+  log?: (line: string) => void;
+}
+
+export async function checkCleanroomPlanner(o: PlannerCheckOptions = {}): Promise<number> {
+  const log = o.log ?? ((l: string) => process.stdout.write(`${l}\n`));
+  const dir = mkdtempSync(join(tmpdir(), 'hil-cleanroom-planner-'));
+  const reports = join(dir, 'reports');
+  const storeDir = join(dir, 'store');
+  const planner = new CleanroomPlanner({ storeDir });
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const k of Object.keys(env)) if (k.startsWith('VITEST') || k.startsWith('HIL_')) delete env[k];
+  // The reference control service, for the suites that admit the planner's files.
+  const sock = join(dir, 'sock');
+  const serve = spawn(process.execPath, [HIL, 'serve', '--socket-dir', sock], { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  try {
+    await planner.listen();
+    await new Promise<void>((resolve, reject) => {
+      let out = '';
+      const t = setTimeout(() => reject(new Error(`hil serve did not report ready in 60 s: ${out.slice(-500)}`)), 60_000);
+      serve.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (/^ready /m.test(out)) {
+          clearTimeout(t);
+          resolve();
+        }
+      });
+      serve.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+      serve.on('exit', (c) => reject(new Error(`hil serve exited ${c}: ${out.slice(-500)}`)));
+    });
+    const runEnv: NodeJS.ProcessEnv = { ...env, HIL_REPORTS_DIR: reports, HIL_PLANNER_CELL: CELL, HIL_PLANNER_STORE_DIR: storeDir };
+    const args = [HIL, 'run', '--target', 'external', '--socket', join(sock, 'control.sock'), '--planner-url', planner.url, '--no-report', ...(o.suites ?? PLANNER_SUITES)];
+    const code = await new Promise<number>((resolve) => {
+      const child = spawn(process.execPath, args, { cwd: ROOT, env: runEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+      child.on('exit', (c) => {
+        const at = out.indexOf('\nFailures:');
+        const at2 = out.indexOf('\nProfile differences');
+        const from = at >= 0 ? at : at2 >= 0 ? at2 : Math.max(0, out.lastIndexOf('\ntarget '));
+        log(out.slice(from).trim());
+        resolve(c ?? 1);
+      });
+    });
+    const runFile = join(reports, 'run.json');
+    if (!existsSync(runFile)) {
+      log('cleanroom planner check: the run wrote no run.json');
+      return 1;
+    }
+    const found = differencesOf(JSON.parse(readFileSync(runFile, 'utf8')) as RunRecord);
+    if (o.update) {
+      writeFileSync(PLANNER_EXPECTED_FILE, JSON.stringify(found, null, 2) + '\n');
+      log(`cleanroom planner check: wrote ${Object.keys(found).length} expected profile differences to ${PLANNER_EXPECTED_FILE}`);
+      return code;
+    }
+    const expected = existsSync(PLANNER_EXPECTED_FILE) ? (JSON.parse(readFileSync(PLANNER_EXPECTED_FILE, 'utf8')) as Differences) : {};
+    const problems = compareDifferences(expected, found);
+    for (const p of problems) log(`cleanroom planner check: ${p}`);
+    if (code !== 0) log('cleanroom planner check: the run against the clean-room planner is not PASS: a suite asks for more than document 2 says, or the clean-room planner broke it');
+    const ok = code === 0 && problems.length === 0;
+    log(`cleanroom planner check: ${ok ? 'ok' : 'FAILED'} (${Object.keys(found).length} profile differences${problems.length ? `, ${problems.length} unlike ${PLANNER_EXPECTED_FILE}` : ', as expected'})`);
+    return ok ? 0 : 1;
+  } finally {
+    serve.kill('SIGTERM');
+    await new Promise((r) => (serve.exitCode !== null ? r(undefined) : serve.once('exit', r)));
+    await planner.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
