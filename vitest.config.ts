@@ -76,6 +76,8 @@ export default defineConfig({
           include: ['harness/**/*.test.ts', 'sims/**/*.test.ts', 'drivers/**/*.test.ts'],
           exclude: ['harness/model/**/*.model.test.ts'],
           testTimeout: 30_000,
+          // Only allure's error serializer gets a JSON form for bigints here (harness/allure-bigint.ts says why).
+          setupFiles: ['harness/allure-bigint.ts'],
           maxWorkers: 1,
           sequence: { groupOrder: 0 },
         },

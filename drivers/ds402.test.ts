@@ -15,3 +15,13 @@ test('toward enabled: shutdown, switch on, enable operation; away: quick stop fr
   expect(step(Ds402State.Fault, true)).toBe('disable_voltage');
   expect(step(Ds402State.Fault, false)).toBe('disable_voltage');
 });
+
+test('the simulated drives read every controlword bit through the shared table, never a literal mask', async () => {
+  // KickCAT's habit (DESIGN.md): the drive and the master share one CiA 402 table, so a bit the core
+  // raises (CW.homingStart for mode 6) is the bit the drive tests; a literal mask could drift from it.
+  const { readFileSync } = await import('node:fs');
+  const src = readFileSync(new URL('./sim/driver.ts', import.meta.url), 'utf8');
+  const literalMasks = src.split('\n').filter((line) => /\bcw\s*&\s*(0x[0-9a-f]+|\d+)/i.test(line));
+  expect(literalMasks).toEqual([]);
+  expect(src).toContain('CW.homingStart');
+});

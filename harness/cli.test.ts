@@ -4,10 +4,11 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect, test } from 'vitest';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { catalogue } from './catalogue/index.ts';
+import { PLANTABLE_FAULTS } from './cli.ts';
 import { packWeldplan, programDigest } from './clients/weldplan.ts';
 import { parseExact, stringifyExact, type JsonObject } from './oracle/json.ts';
 
@@ -23,8 +24,37 @@ test('usage errors exit 2 with the command help', { timeout: 120_000 }, () => {
   }
 });
 
-test('--help on every command exits 0', { timeout: 120_000 }, () => {
-  for (const cmd of ['run', 'test', 'serve', 'coverage', 'report', 'config', 'dense', 'doctor', 'planner', 'weldplan']) {
+test('bad input is one line on stderr, exit 2, and nothing under --reports is touched: an unknown --plant fault, a filter matching no suite file, hil report on a directory without run.json, hil compare of a missing file', { timeout: 120_000 }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hil-cli-input-'));
+  try {
+    writeFileSync(join(dir, 'run.json'), 'the previous run\n');
+    const cases: Array<[string[], string]> = [
+      [['run', '--reports', dir, '--plant', 'nosuchfault@TEST'], `hil: --plant nosuchfault@TEST: no fault nosuchfault; known: ${PLANTABLE_FAULTS.join(', ')}\n`],
+      [['run', '--reports', dir, 'suites/no-such-area/'], 'hil: no suite file matches "suites/no-such-area/" (filters select files under suites/ whose path contains them)\n'],
+      [['run', '--reports', dir, 'suites/grant/grant.test.ts', 'nosuchsuite'], 'hil: no suite file matches "nosuchsuite" (filters select files under suites/ whose path contains them)\n'],
+      [['report', '--reports', '/nowhere'], 'hil: /nowhere: no run.json there (a directory written by hil run --reports DIR)\n'],
+      [['compare', '/nonexistent.json', 'B'], 'hil: /nonexistent.json: no such file (a run.json written by hil run)\n'],
+    ];
+    for (const [args, line] of cases) {
+      const r = hil(...args);
+      expect([r.status, r.stderr, r.stdout], args.join(' ')).toEqual([2, line, '']);
+    }
+    expect(readdirSync(dir)).toEqual(['run.json']);
+    expect(readFileSync(join(dir, 'run.json'), 'utf8')).toBe('the previous run\n');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the faults --plant accepts are the sim driver\'s faults that take one axis and nothing else', () => {
+  // Read as text, never imported: the harness does not depend on drivers/ (DESIGN.md rule 1).
+  const table = readFileSync(join(fileURLToPath(new URL('..', import.meta.url)), 'drivers', 'faults.ts'), 'utf8');
+  const axisOnly = [...table.matchAll(/\{ kind: '([a-z_]+)'; axis: number \}/g)].map((m) => m[1]);
+  expect([...PLANTABLE_FAULTS].sort()).toEqual(axisOnly.sort());
+});
+
+test('--help on every command exits 0', { timeout: 300_000 }, () => {
+  for (const cmd of ['run', 'test', 'serve', 'coverage', 'report', 'config', 'dense', 'doctor', 'planner', 'weldplan', 'history', 'allure', 'fuzz', 'nightly']) {
     const r = hil(cmd, '--help');
     expect(r.status, cmd).toBe(0);
     expect(r.stdout, cmd).toMatch(/usage: hil/);

@@ -12,6 +12,8 @@ import { workersForHost } from './sequencer.ts';
 import { isShared } from './targets/shared.ts';
 import { HilReporter, exitCodeOf, type Expectation } from './report/reporter.ts';
 import { writeHtmlReport } from './report/html.ts';
+import { Progress, isInteractive } from './report/progress.ts';
+import { collectTests, lastFailed, selectCovering, type TestSelection } from './select.ts';
 import { readRunRecord } from './report/run-reader.ts';
 import { comparisonText, compareRuns, DEFAULT_TOLERANCE, regressed, type Tolerance } from './report/compare.ts';
 import { expectationProblems, updateExpectations, type ExpectationFile } from './report/expectations.ts';
@@ -39,6 +41,39 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DEFAULT_REPORTS = process.env.HIL_REPORTS_DIR ? resolve(process.env.HIL_REPORTS_DIR) : join(ROOT, 'reports');
 
 class UsageError extends Error {}
+/**
+ * Bad input a user can correct from one line (a name that matches nothing, a file that is not there):
+ * exit 2 with `hil: <message>` alone, before anything under reports/ is touched.
+ */
+class InputError extends UsageError {}
+
+/**
+ * Faults --plant may inject: the sim driver's test-channel faults that take one axis and nothing else (the
+ * planted fault is `{kind, axis}`, harness/evidence.ts maybePlant). cli.test.ts checks them against the
+ * driver's fault table, which the harness does not import.
+ */
+export const PLANTABLE_FAULTS = ['following_error', 'frozen_feedback', 'slave_offline', 'pdo_mapping_mismatch', 'homing_fails', 'sluggish_drive'] as const;
+
+/** The conformance suite files (the conformance projects' include, vitest.config.ts), relative to ROOT. */
+function suiteFiles(): string[] {
+  const out: string[] = [];
+  const walk = (rel: string) => {
+    for (const e of readdirSync(join(ROOT, rel), { withFileTypes: true })) {
+      const r = `${rel}/${e.name}`;
+      if (e.isDirectory()) walk(r);
+      else if (e.name.endsWith('.test.ts')) out.push(r);
+    }
+  };
+  walk('suites');
+  return out;
+}
+
+/** A filter of hil run selects files as vitest does: a file whose path contains it (relative or absolute). */
+function filterMatches(filter: string, files: string[]): boolean {
+  filter = filter.replace(/:[0-9]+$/, ''); // vitest's FILE:LINE form
+  const abs = resolve(filter);
+  return files.some((f) => f.includes(filter) || join(ROOT, f).includes(filter) || join(ROOT, f).startsWith(abs));
+}
 
 const HELP: Record<string, string> = {
   '': `usage: hil <command> [options]
@@ -58,17 +93,20 @@ commands:
   compare   compare two runs: new failures, fixed, coverage, drifted measurements
   expectations  write a run's failures into a target's expectation file (stale entries reported)
   nightly   the conformance run, a soak, and the comparison with the previous night, in a dated directory
+  history   the nights of a nightly directory: first failing nights, flaky tests, measurement trends
+  allure    Allure's own report of the last run (single file, categories, history)
   merge     merge shard runs (hil run --shard i/n) from several machines into one run and report
   dense     dense trajectory files: "hil dense inspect FILE" prints header, segments and digest check
   planner   start the weld planner stub: "hil planner serve [--host H] [--port P] [--dense-store-dir DIR]"
   olp       start the offline programming server: "hil olp serve [--listen HOST:PORT] [--catalogue FILE] ..."
   weldplan  build a .weldplan container: "hil weldplan pack PROGRAM.json --out FILE" 
-  help      this text; "hil <command> --help" for a command
+  help      this text; "hil <command> --help" for a command; hil --version: package version and git revision
 
 exit status: 0 all passed, 1 failures, 2 usage errors`,
   run: `usage: hil run [--target sim|external|replay|rig] [--driver NAME] [--socket PATH] [--planner-url URL]
                [--olp-url URL] [--machine FILE] [--record DIR] [--recordings DIR] [--bench PORT] [--allow-motion]
-               [--no-report] [--reports DIR] [--shard i/n] [--blob] [--grep PATTERN] [--plant FAULT@TEST] [--workers N] [filter ...]
+               [--no-report] [--reports DIR] [--shard i/n] [--blob] [--grep PATTERN] [--plant FAULT@TEST] [--workers N]
+               [--last-failed | --covers ID[,ID...]] [--watch] [filter ...]
 
 Runs suites/ against the target. Filters select test files by substring (the traceability gate only
 applies to a full run). Writes reports/run.json, reports/allure-results/, reports/junit.xml and, unless
@@ -94,6 +132,13 @@ applies to a full run). Writes reports/run.json, reports/allure-results/, report
   --shard i/n       run the i-th of n shares of the files (vitest's sharding); merge with hil merge
   --blob            also write vitest's blob report of a whole run (a shard always does), for hil merge
   --grep PATTERN    only tests whose name matches (vitest's test name pattern)
+  --last-failed     only the tests that failed or errored in the last run (run.json under --reports)
+  --covers ID       only the tests whose covers() name a catalogue item: an id (reason:control_session_stale)
+                    or a pattern with * ('reason:*'); repeat it or separate ids by commas; file filters narrow it
+  --watch           run, then rerun a suite file when it (or a module it imports) is saved (vitest's watch
+                    mode), with the stack bundle and vitest's transforms kept from run to run (the workers and
+                    their stack hosts start again per rerun); run.json after each rerun, no HTML report;
+                    Ctrl-C stops (exit status: the last run's)
   --plant FAULT@TEST  sim: inject FAULT through the test channel just before the first motion command
                     (other than Home) of the test whose full name contains TEST, on that command's
                     lowest axis (shows a failed motion test in the report); harness_fault@TEST
@@ -138,15 +183,16 @@ Files: DIR/ca.crt ca.key server.crt server.key crl.pem pair.json clients/. Serve
   hil serve --remote-listen 127.0.0.1:8443 --remote-ca DIR/ca.crt --remote-cert DIR/server.crt
             --remote-key DIR/server.key --remote-crl DIR/crl.pem --pair-id ID ...`,
   fuzz: `usage: hil fuzz [--target sim|ethercat-fake|external|rig] [--minutes M] [--seed N] [--commands N]
-               [--socket PATH] [--machine FILE] [--bench PORT] [--allow-motion] [--strict]
+               [--socket PATH] [--machine FILE] [--bench PORT] [--allow-motion] [--strict] [--attach RUN.json]
        hil fuzz --differential A,B [--minutes M] [--seed N] [--commands N]
 
 Runs the documented state machines as a model (harness/model/) against a target for M minutes (default 1):
 random sequences of control operations, observations and out-of-band actions, each reply, status and the
 event log checked against the model. A failure is shrunk to a minimal sequence and printed with
 HIL_MODEL_SEED and HIL_MODEL_PATH and a vitest example. Figures (sequences, commands, transitions reached,
-per-rule counts) are printed and written to reports/fuzz.json (and into reports/run.json, model.fuzz, when
-present: the HTML report then shows them).
+per-rule counts) are printed and written to reports/fuzz.json, the fuzz run's own record (with the command,
+package version and git revision); --attach RUN.json also writes them into that run record (model.fuzz),
+whose HTML report then shows them. Without --attach no run.json is touched.
 
   --target NAME     sim (default): the reference stack on the stepped clock; ethercat-fake: the same over
                     the EtherCAT driver's fake master; external: a service at --socket (no stepping);
@@ -154,6 +200,7 @@ present: the HTML report then shows them).
   --commands N      longest sequence (default 200)
   --allow-motion    rig: sequences may energise drives; without it, motion commands are left out
   --strict          refuse the reference stack's known defects too (harness/model/variants.ts KNOWN_DEFECTS)
+  --attach RUN.json add the figures to that run record (model.fuzz) as well
   --differential A,B  run each generated sequence on two targets (sim, ethercat-fake) and report the first
                     reply that differs, with the sequence and HIL_MODEL_SEED to get it again.
                     sim,replay: the sequence runs on a sim stack that records its session (hil serve
@@ -205,8 +252,26 @@ blob report and its report), recordings/ (on the sim target: every test of the r
 hil replay FILE; --no-record runs without, faster; other targets are not recorded), soak.json (the grant held and renewed, telemetry and events followed for N
 minutes, default 10: refused and late renewals, telemetry drops and gaps, events lost, the stack's memory),
 comparison.txt (against the newest earlier night in DIR) and report.html (the run's report with what
-changed since that night). Run options are hil run's (--target, --machine, --driver ...). Exit 0 when the
-run passed, the soak kept every limit and nothing regressed.`,
+changed since that night, and a History section: the last 14 nights' measurement trends with their limits,
+flaky tests, each failure's first failing night and what changed that night). Across nights: DIR/history.jsonl
+(one line per night; hil history DIR prints it) and DIR/allure-history.jsonl, the history of Allure's own
+report of each night, DIR/<date>/allure/index.html (one file, opens from disk). Run options are hil run's
+(--target, --machine, --driver ...). Exit 0 when the run passed, the soak kept every limit and nothing
+regressed.`,
+  history: `usage: hil history DIR [--json] [--nights N]
+
+The nightly history of DIR (hil nightly --out DIR): its nights with their git revision, digests, target and
+driver; each test failing on the latest night with its first failing night and what changed that night;
+flaky tests (an outcome that changed from one night to the next while the revision, the machine,
+configuration and deployment digests, the target and the driver did not); and each run and soak
+measurement night by night with its limit. --json prints the same as JSON; --nights N the last N nights
+(default 14). Reads DIR/history.jsonl, and the run records of nights missing from it.`,
+  allure: `usage: hil allure [--reports DIR] [--out DIR] [--history FILE]
+
+Allure's own report of the last run (DIR/allure-results, default reports/), generated with the project's
+allurerc.mjs: one self-contained index.html that opens from disk, categories for FAIL, ERROR and a host
+too slow for a timing rule, and the history of earlier runs (--history FILE, default DIR/allure-history.jsonl).
+Allure's page template always includes an analytics script; it is taken out. Output: DIR/allure-report/.`,
   merge: `usage: hil merge DIR... --out DIR [--no-report]
 
 Merges runs made on several machines or runners (hil run --shard i/n --reports DIR, or whole runs) into
@@ -254,6 +319,10 @@ export async function main(argv: string[]): Promise<number> {
         return await nightly(rest);
       case 'dense':
         return denseCommand(rest);
+      case 'history':
+        return await historyCommand(rest);
+      case 'allure':
+        return await allureCommand(rest);
       case 'planner':
         // The planner stub is a process of the reference system (DESIGN.md rule 1): started, never imported.
         if (rest[0] !== 'serve') {
@@ -270,6 +339,12 @@ export async function main(argv: string[]): Promise<number> {
         return await startProcess(OLP_ENTRY, rest);
       case 'weldplan':
         return weldplanCommand(rest);
+      case '--version':
+      case 'version': {
+        const { versionText } = await import('./version.ts');
+        process.stdout.write(`${versionText(ROOT)}\n`);
+        return 0;
+      }
       case 'help':
       case '--help':
       case '-h':
@@ -279,6 +354,10 @@ export async function main(argv: string[]): Promise<number> {
         throw new UsageError(`unknown command ${cmd}`);
     }
   } catch (e) {
+    if (e instanceof InputError) {
+      process.stderr.write(`hil: ${e.message}\n`);
+      return 2;
+    }
     if (e instanceof UsageError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`hil: ${(e as Error).message}\n\n${HELP[cmd] ?? HELP['']}\n`);
       return 2;
@@ -317,6 +396,9 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
       grep: { type: 'string' },
       plant: { type: 'string' },
       blob: { type: 'boolean', default: false },
+      'last-failed': { type: 'boolean', default: false },
+      covers: { type: 'string', multiple: true },
+      watch: { type: 'boolean', default: false },
       workers: { type: 'string' },
     },
   });
@@ -332,12 +414,32 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
     const m = /^([1-9][0-9]*)\/([1-9][0-9]*)$/.exec(shard);
     if (!m || Number(m[1]) > Number(m[2])) throw new UsageError(`--shard ${shard}: expected i/n with 1 <= i <= n`);
   }
+  // --last-failed and --covers choose tests by name: the files and one exact name pattern (harness/select.ts).
+  let filters = positionals;
+  let grep = values.grep;
+  if (values['last-failed'] || values.covers) {
+    if (values['last-failed'] && values.covers) throw new UsageError('--last-failed and --covers each choose the tests: give one');
+    if (grep !== undefined || shard !== undefined) throw new UsageError(`${values.covers ? '--covers' : '--last-failed'} chooses the tests by name: not with --grep or --shard`);
+    const chosen = values.covers ? await coversSelection(values.covers, positionals) : lastFailedSelection(REPORTS, positionals);
+    if (!chosen) return 0;
+    filters = chosen.files;
+    if (chosen.pattern) grep = chosen.pattern;
+  }
+  if (values.watch && (shard !== undefined || values.record !== undefined || target !== 'sim')) throw new UsageError('--watch reruns files on the sim target: not with --shard, --record or another target');
   if (values.plant !== undefined) {
     if (!/^[a-z_]+@.+$/.test(values.plant)) throw new UsageError(`--plant ${values.plant}: expected FAULT@PART-OF-A-TEST-NAME (frozen_feedback@..., following_error@...)`);
     if (target !== 'sim') throw new UsageError('--plant injects through the test channel of the sim target');
+    const kind = values.plant.slice(0, values.plant.indexOf('@'));
+    if (!(PLANTABLE_FAULTS as readonly string[]).includes(kind)) throw new InputError(`--plant ${values.plant}: no fault ${kind}; known: ${PLANTABLE_FAULTS.join(', ')}`);
     process.env.HIL_PLANT = values.plant;
   }
   if (!(target in TARGETS)) throw new UsageError(`unknown target ${target}; known: ${Object.keys(TARGETS).join(', ')}`);
+  // A filter that selects no suite file would run nothing and still write a run over reports/.
+  if (positionals.length) {
+    const files = suiteFiles();
+    const none = positionals.filter((f) => !filterMatches(f, files));
+    if (none.length) throw new InputError(`no suite file matches ${none.map((f) => JSON.stringify(f)).join(', ')} (filters select files under suites/ whose path contains them)`);
+  }
   if (target === 'external' && !values.socket) throw new UsageError('--target external needs --socket PATH');
   if (values.record !== undefined && target !== 'sim') throw new UsageError('--record records the sim target (a stack of ours); a replay is not re-recorded');
   if (target === 'replay') {
@@ -380,12 +482,16 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
   } catch (e) {
     process.stderr.write(`warning: could not clear old Allure results: ${(e as Error).message}\n`);
   }
+  // N of M files, passed and failed so far, time left (harness/report/progress.ts); the reporter's lines go
+  // through it so that in a terminal they land above the redrawn line.
+  const progress = new Progress({ tty: isInteractive(), write: (s) => process.stdout.write(s), columns: process.stdout.columns });
   const reporter = new HilReporter({
+    write: progress.print,
     command: ['hil', selfTest ? 'test' : 'run', ...args].join(' '),
     reportsDir: REPORTS,
     // A shard or a filtered run covers part of the catalogue: the gate applies to whole runs (and merges of all shards).
-    gate: positionals.length === 0 && shard === undefined && values.grep === undefined,
-    selection: { filters: positionals, ...(shard ? { shard } : {}), ...(values.grep ? { grep: values.grep } : {}) },
+    gate: filters.length === 0 && shard === undefined && grep === undefined,
+    selection: { filters, ...(shard ? { shard } : {}), ...(grep ? { grep } : {}) },
     targetName: target,
     ...(values.recordings !== undefined ? { replay: { recordings: resolve(values.recordings), mode: 'strict' } } : {}),
     ...(values.record !== undefined ? { recording: { dir: resolve(values.record) } } : {}),
@@ -399,13 +505,15 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
   const { startEarlyPrebuild, PREBUILT_ENV } = await import('./targets/reference.ts');
   const dropPrebuild = process.env[PREBUILT_ENV] ? async () => undefined : startEarlyPrebuild();
   const { startVitest } = await import('vitest/node');
-  const vitest = await startVitest('test', positionals, {
+  const ownSignals = { SIGINT: process.listeners('SIGINT'), SIGTERM: process.listeners('SIGTERM') };
+  const vitest = await startVitest('test', filters, {
     root: ROOT,
-    watch: false,
+    watch: values.watch,
     project: selfTest ? ['unit', ...CONFORMANCE_PROJECTS, 'model'] : CONFORMANCE_PROJECTS,
     ...(shard ? { shard } : {}),
-    ...(values.grep ? { testNamePattern: values.grep } : {}),
-    // Ours last, so its plain closing line ("total: N passed, N failed, N skipped") ends the output;
+    ...(grep ? { testNamePattern: grep } : {}),
+    // Ours last (the progress line after the per-file line it counts); hil prints the plain closing line
+    // ("total: N passed, N failed, N skipped") after vitest has closed, so that it ends the output.
     // HIL_EXTRA_REPORTER names one more vitest reporter module (a developer's timing table, say).
     reporters: [
       // allure-vitest's reporter writing without a fsync per file (harness/report/allure-reporter.ts says why).
@@ -415,17 +523,32 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
       ...(blob ? [['blob', { outputFile: join(REPORTS, 'blob', `blob-${(shard ?? '1/1').replace('/', '-')}.json`) }] as ['blob', { outputFile: string }]] : []),
       ...(process.env.HIL_EXTRA_REPORTER ? [process.env.HIL_EXTRA_REPORTER] : []),
       reporter,
+      progress,
     ],
     passWithNoTests: false,
   }).catch(async (e: unknown) => {
     await dropPrebuild();
     throw e;
   });
+  if (values.watch) {
+    // Vitest's watch mode: a saved suite file (or a module it imports) reruns that file. The stack bundle
+    // (built once, before the first run) and vitest's module transforms stay between reruns; vitest starts
+    // its workers, and so their stack hosts, again for each rerun. Each rerun writes run.json.
+    process.stdout.write('watching: save a suite file to rerun it; Ctrl-C stops\n');
+    // Vitest's own handlers exit the process at once on a signal; ours closes vitest first (its workers and
+    // their stack hosts stop, the global teardown runs) and removes the stack bundle.
+    for (const sig of ['SIGINT', 'SIGTERM'] as const) for (const l of process.listeners(sig)) if (!ownSignals[sig].includes(l)) process.off(sig, l);
+    await new Promise<void>((done) => {
+      process.once('SIGINT', done);
+      process.once('SIGTERM', done);
+      vitest.onClose(done);
+    });
+  }
   await vitest.close();
   await dropPrebuild();
   const code = exitCodeOf(reporter.record);
   const closing = reporter.closingLine();
-  if (!selfTest && !values['no-report'] && reporter.record) {
+  if (!selfTest && !values['no-report'] && !values.watch && reporter.record) {
     try {
       const r = await writeHtmlReport({ runJson: join(REPORTS, 'run.json'), allureDir: join(REPORTS, 'allure-results'), outFile: join(REPORTS, 'html', 'index.html') });
       process.stdout.write(`report: ${r.outFile}${r.warnings.length ? ` (${r.warnings.length} notes)` : ''}\n`);
@@ -435,6 +558,38 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
   }
   process.stdout.write(`${closing}\n`);
   return code;
+}
+
+/** hil run --last-failed: the failed and errored tests of DIR/run.json; undefined (and said) when there are none. */
+function lastFailedSelection(reports: string, positionals: string[]): TestSelection | undefined {
+  const file = join(reports, 'run.json');
+  if (positionals.length) throw new UsageError('--last-failed reruns the last run\'s failures: no file filters');
+  if (!existsSync(file)) throw new UsageError(`--last-failed: no ${file} (run hil run first, or name the run's --reports DIR)`);
+  const sel = lastFailed(JSON.parse(readFileSync(file, 'utf8')) as RunRecord);
+  if (!sel) {
+    process.stdout.write(`--last-failed: nothing failed in ${file}; nothing to run\n`);
+    return undefined;
+  }
+  process.stdout.write(`--last-failed: ${sel.tests.length} test${sel.tests.length === 1 ? '' : 's'} from ${file}\n${sel.tests.map((t) => `  ${t}\n`).join('')}`);
+  return sel;
+}
+
+/** hil run --covers ID...: the tests covering the named catalogue items (collected first, as hil coverage does). */
+async function coversSelection(args: string[], positionals: string[]): Promise<TestSelection | undefined> {
+  const patterns = args.flatMap((a) => a.split(',')).map((a) => a.trim()).filter(Boolean);
+  if (patterns.length === 0) throw new UsageError('--covers ID: a catalogue id (reason:control_session_stale) or a pattern (\'reason:*\')');
+  const { tests, errors } = await collectTests(ROOT, CONFORMANCE_PROJECTS, positionals);
+  for (const e of errors) process.stderr.write(`collection error: ${e}\n`);
+  const r = selectCovering(patterns, tests);
+  const none = r.matched.filter((m) => m.items.length === 0).map((m) => m.pattern);
+  if (none.length) throw new UsageError(`--covers: ${none.join(', ')} names no catalogue item (hil coverage --json lists them)`);
+  for (const id of r.uncovered) process.stdout.write(`--covers: ${id} has no test${positionals.length ? ' in the selected files' : ''} (hil coverage --json gives its pending reason)\n`);
+  if (!r.selection) {
+    process.stdout.write('--covers: no test covers the named items; nothing to run\n');
+    return undefined;
+  }
+  process.stdout.write(`--covers: ${r.selection.tests.length} test${r.selection.tests.length === 1 ? '' : 's'} in ${r.selection.files.length} file${r.selection.files.length === 1 ? '' : 's'} cover ${r.matched.reduce((a, m) => a + m.items.length, 0) - r.uncovered.length} of the items named\n`);
+  return r.selection;
 }
 
 /** The vitest projects that hold the conformance suites (vitest.config.ts: three projects, one pool, three priorities). */
@@ -469,9 +624,11 @@ async function fuzz(args: string[]): Promise<number> {
       'allow-motion': { type: 'boolean', default: false },
       strict: { type: 'boolean', default: false },
       differential: { type: 'string' },
+      attach: { type: 'string' },
     },
   });
   if (values.differential !== undefined) return fuzzDifferential(values);
+  if (values.attach !== undefined && !existsSync(resolve(values.attach))) throw new UsageError(`--attach ${values.attach}: no such run record (a run.json written by hil run)`);
   const kind = values.target!;
   const minutes = Number(values.minutes);
   const maxCommands = Number(values.commands);
@@ -539,9 +696,15 @@ async function fuzz(args: string[]): Promise<number> {
 `);
   for (const [k, n] of transitions) process.stdout.write(`  ${k}: ${n}
 `);
-  writeFileSync(join(DEFAULT_REPORTS, 'fuzz.json'), `${JSON.stringify(figures, null, 2)}\n`);
-  const runJson = join(DEFAULT_REPORTS, 'run.json');
-  if (existsSync(runJson)) {
+  // The fuzz run's own record: its figures with what ran them. A conformance run's record is changed only
+  // when asked (--attach RUN.json): the last reports/run.json may be any earlier, unrelated run.
+  const { gitRevisionOf, packageVersion } = await import('./version.ts');
+  mkdirSync(DEFAULT_REPORTS, { recursive: true });
+  const own = { schema: 'cell-hil.fuzz.v1', command: ['hil', 'fuzz', ...args].join(' '), finished_at: new Date().toISOString(), package_version: packageVersion(ROOT), git_revision: gitRevisionOf(ROOT) ?? 'unknown', ...figures };
+  writeFileSync(join(DEFAULT_REPORTS, 'fuzz.json'), `${JSON.stringify(own, null, 2)}\n`);
+  process.stdout.write(`hil fuzz: ${join(DEFAULT_REPORTS, 'fuzz.json')}${values.attach ? '' : ' (hil fuzz --attach RUN.json adds the figures to a run\'s report)'}\n`);
+  const runJson = values.attach !== undefined ? resolve(values.attach) : undefined;
+  if (runJson) {
     try {
       // Exact JSON both ways: run.json holds uint64 values (generations, sequences) a float would round.
       // run.json schema v3 (harness/report/run.schema.json): the figures go under model.fuzz; the record is
@@ -679,8 +842,11 @@ async function fuzzReplay(values: FuzzValues): Promise<number> {
 }
 
 function serve(args: string[]): Promise<number> {
-  // The stack is a separate process (DESIGN.md rule 1): the harness only starts it.
-  const child = spawn(process.execPath, [...STACK_NODE_ARGS, ...TS_NODE_ARGS, STACK_ENTRY, ...args], { stdio: 'inherit' });
+  // The stack is a separate process (DESIGN.md rule 1): the harness only starts it. Descriptor 3 is its
+  // lifeline, a pipe this process never writes: however this process ends (kill -9 included) the kernel
+  // closes it, and the stack stops the orderly way, its planner and OLP server with it (their own lifelines).
+  const stack = !['replay', 'doctor', 'sessions'].includes(args[0] ?? '') && !args.includes('-h') && !args.includes('--help');
+  const child = spawn(process.execPath, [...STACK_NODE_ARGS, ...TS_NODE_ARGS, STACK_ENTRY, ...args, ...(stack ? ['--lifeline-fd', '3'] : [])], { stdio: ['inherit', 'inherit', 'inherit', 'pipe'] });
   const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
   process.on('SIGINT', forward('SIGINT'));
   process.on('SIGTERM', forward('SIGTERM'));
@@ -853,6 +1019,7 @@ async function report(args: string[]): Promise<number> {
   if (wantsHelp(args, 'report')) return 0;
   const { values } = parseArgs({ args, options: { out: { type: 'string' }, reports: { type: 'string' }, baseline: { type: 'string' }, tolerance: { type: 'string' } } });
   const dir = values.reports ? resolve(values.reports) : DEFAULT_REPORTS;
+  if (!existsSync(join(dir, 'run.json'))) throw new InputError(`${values.reports ?? 'reports/'}: no run.json there (a directory written by hil run --reports DIR)`);
   const r = await writeHtmlReport({
     runJson: join(dir, 'run.json'),
     allureDir: join(dir, 'allure-results'),
@@ -904,6 +1071,7 @@ async function nightly(args: string[]): Promise<number> {
   mkdirSync(dated, { recursive: true });
   const code = await run([...runArgs, '--reports', join(dated, 'run'), '--blob', '--no-report', ...(record ? ['--record', join(dated, 'recordings')] : [])], false);
   process.stdout.write(record ? `nightly: recordings in ${join(dated, 'recordings')} (replay: hil run --target replay --recordings ${join(dated, 'recordings')})\n` : `nightly: the run is not recorded (${targetName === 'sim' ? '--no-record' : `only the sim target records; this is ${targetName}`})\n`);
+  let soaked: { measurements: import('./measure.ts').MeasurementRecord[] } | undefined;
   // The soak is part of the night's verdict: its figures, its first refusal and memory against a limit go
   // into the run's record, so the verdict, the report and the next night's comparison all carry it.
   // The soak's own Describe fills in a record whose run noted none (the digests of what ran).
@@ -912,6 +1080,7 @@ async function nightly(args: string[]): Promise<number> {
     const described = await target.client().describe();
     const d = described.reply.data as unknown as { binding: BindingInput };
     const soakRecord = minutes > 0 ? await soak(target, d.binding, minutes * 60_000, { rssGrowthMiB }) : undefined;
+    soaked = soakRecord;
     if (soakRecord) {
       writeFileSync(join(dated, 'soak.json'), `${JSON.stringify(soakRecord, null, 2)}\n`);
       for (const m of soakRecord.measurements) process.stdout.write(`soak: ${measurementText(m)}${m.outcome === 'fail' ? '  OUTSIDE THE LIMIT' : ''}\n`);
@@ -930,10 +1099,14 @@ async function nightly(args: string[]): Promise<number> {
     regressedSince = regressed(c);
     process.stdout.write(`compared with ${previous}: ${c.newFailures.length} new failures, ${c.fixed.length} fixed, ${c.drifts.length} drifted measurements\n`);
   }
+  // Across nights: DIR/history.jsonl, the report's History section, Allure's report with its history (harness/history.ts).
+  const { nightlyHistory } = await import('./history.ts');
+  const { sections } = await nightlyHistory({ out, dated, night: basename(dated), run: await readRun(join(dated, 'run', 'run.json')), ...(soaked ? { soak: soaked } : {}), readRun, log: (s) => process.stdout.write(s) });
   const r = await writeHtmlReport({
     runJson: join(dated, 'run', 'run.json'),
     allureDir: join(dated, 'run', 'allure-results'),
     outFile: join(dated, 'report.html'),
+    sections,
     ...(previous ? { baseline: join(out, previous, 'run', 'run.json') } : {}),
   });
   const night = await readRun(join(dated, 'run', 'run.json'));
@@ -943,6 +1116,35 @@ async function nightly(args: string[]): Promise<number> {
   return code === 0 && v.exitCode === 0 && !regressedSince ? 0 : 1;
 }
 
+/** hil history DIR [--json] [--nights N]: the nightly history as the night's report shows it (harness/history.ts). */
+async function historyCommand(args: string[]): Promise<number> {
+  if (wantsHelp(args, 'history')) return 0;
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { json: { type: 'boolean', default: false }, nights: { type: 'string' } } });
+  if (positionals.length !== 1) throw new UsageError('expected: history DIR (the --out DIR of hil nightly)');
+  const dir = resolve(positionals[0]!);
+  if (!existsSync(dir)) throw new UsageError(`${positionals[0]}: no such directory`);
+  const { analyse, backfillHistory, historyText, HISTORY_NIGHTS } = await import('./history.ts');
+  const nights = values.nights === undefined ? HISTORY_NIGHTS : Number(values.nights);
+  if (!Number.isInteger(nights) || nights < 1) throw new UsageError(`--nights ${values.nights}: a whole number of nights, at least 1`);
+  const warnings: string[] = [];
+  // Nights missing from history.jsonl are read from their run records, without writing the file.
+  const a = analyse(await backfillHistory(dir, readRun, warnings, false), nights);
+  for (const w of warnings) process.stderr.write(`note: ${w}\n`);
+  process.stdout.write(values.json ? `${JSON.stringify({ nights: a.nights.map((n) => ({ night: n.night, verdict: n.verdict, identity: n.identity })), failing: a.failing, flaky: a.flaky, trends: a.trends }, null, 2)}\n` : historyText(a));
+  return 0;
+}
+
+/** hil allure [--reports DIR] [--out DIR] [--history FILE]: Allure's report of a run, configured by allurerc.mjs, with no analytics tag. */
+async function allureCommand(args: string[]): Promise<number> {
+  if (wantsHelp(args, 'allure')) return 0;
+  const { values } = parseArgs({ args, options: { reports: { type: 'string' }, out: { type: 'string' }, history: { type: 'string' } } });
+  const dir = values.reports ? resolve(values.reports) : DEFAULT_REPORTS;
+  if (!existsSync(join(dir, 'allure-results'))) throw new UsageError(`${join(dir, 'allure-results')}: no Allure results (run hil run first)`);
+  const { generateAllureReport } = await import('./report/allure-report.ts');
+  const index = await generateAllureReport({ results: [join(dir, 'allure-results')], out: values.out ? resolve(values.out) : join(dir, 'allure-report'), historyPath: values.history ? resolve(values.history) : join(dir, 'allure-history.jsonl') });
+  process.stdout.write(`allure: ${index} (one file; open it from disk)\n`);
+  return 0;
+}
 
 /** hil merge DIR... --out DIR: shard runs merged into one run per target (harness/report/merge.ts). */
 async function merge(args: string[]): Promise<number> {
@@ -967,7 +1169,12 @@ async function compare(args: string[]): Promise<number> {
   if (wantsHelp(args, 'compare')) return 0;
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { tolerance: { type: 'string' }, json: { type: 'boolean', default: false } } });
   if (positionals.length !== 2) throw new UsageError('expected: compare A.json B.json');
-  const c = compareRuns(await readRun(positionals[0]!), await readRun(positionals[1]!), toleranceOf(values.tolerance));
+  for (const f of positionals) if (!existsSync(resolve(f))) throw new InputError(`${f}: no such file (a run.json written by hil run)`);
+  const runOf = (f: string) =>
+    readRun(f).catch((e: unknown) => {
+      throw new InputError(`${f}: not a run record: ${String((e as Error).message ?? e).split('\n')[0]}`);
+    });
+  const c = compareRuns(await runOf(positionals[0]!), await runOf(positionals[1]!), toleranceOf(values.tolerance));
   process.stdout.write(values.json ? `${JSON.stringify(c, null, 2)}\n` : `${comparisonText(c)}\n`);
   return regressed(c) ? 1 : 0;
 }

@@ -42,7 +42,9 @@ afterEach(async ({ task }) => {
   } finally {
     for (const m of task.meta.evidence?.measurements ?? []) {
       const v = `${m.value} ${m.unit}${m.limit ? `, limit ${limitText(m.limit)}` : ''}${m.outcome === 'fail' ? ' OUTSIDE' : ''}`;
-      await Promise.resolve(allure.parameter(`${m.name}${m.axis ? ` ${m.axis}` : ''}`, v)).catch(() => undefined);
+      // Excluded from Allure's history id: a measured value differs from run to run, and with it in the id
+      // every run's result would be a new test with no history.
+      await Promise.resolve(allure.parameter(`${m.name}${m.axis ? ` ${m.axis}` : ''}`, v, { excluded: true })).catch(() => undefined);
     }
     const plots = task.meta.evidence?.plots;
     if (plots?.length) await Promise.resolve(allure.attachment('motion', JSON.stringify(plots), { contentType: 'application/json' })).catch(() => undefined);

@@ -109,13 +109,14 @@ export const test = base.extend<{
           ...(!o.variant && !o.incarnation && testWall ? { wall_ms: testWall.wallMs, ...(testWall.recordedMs !== undefined ? { recorded_wall_ms: testWall.recordedMs } : {}) } : {}),
         });
         const which = [o.variant ? `variant ${o.variant}` : '', o.incarnation ? `core ${o.incarnation}` : ''].filter(Boolean).join(', ').replace(/^(.+)$/, ' ($1)');
-        await allure.parameter(`recording${which}`, o.recording);
+        // The recording's path differs from run to run: kept out of Allure's history id, as a measured value is.
+        await allure.parameter(`recording${which}`, o.recording, { excluded: true });
         await allure.parameter(`recording mode${which}`, o.mode === 'replay' ? `replay ${options.replayMode ?? 'strict'}` : 'record');
         if (o.mode !== 'replay') continue;
         const v = o.verdict;
         if (o.verdictProblem) throw new HarnessError('HIL_ERR_REPLAY_VERDICT_INVALID', `the replay stack of ${o.recording} wrote a verdict the harness cannot read: ${o.verdictProblem}`);
         if (!v) throw new HarnessError('HIL_ERR_REPLAY_NO_VERDICT', `the replay stack of ${o.recording} wrote no verdict (it did not start or was killed)`);
-        await allure.parameter(`replay${which}`, describeVerdict(v));
+        await allure.parameter(`replay${which}`, describeVerdict(v), { excluded: true });
         // A hold the replay could not keep comes first: from there on the recorded order was not kept, so
         // a divergence or a failed assertion after it is the harness's, not the target's (issue 24).
         // A divergence before the first lost hold is still the target's (it came while the order held).

@@ -11,7 +11,7 @@
 // unavailable.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -63,9 +63,16 @@ async function serve(): Promise<Served> {
   return s;
 }
 
-/** `hil serve --socket-dir DIR/sock` with these flags, in a process group of its own (detached), once it is ready. */
-async function spawnServe(dir: string, flags: string[]): Promise<Served> {
-  const child = spawn(process.execPath, [HIL, 'serve', '--socket-dir', join(dir, 'sock'), ...flags], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * `hil serve --socket-dir DIR/sock` with these flags, in a process group of its own (detached), once it is
+ * ready; with `umask`, started from a shell that set that umask first.
+ */
+async function spawnServe(dir: string, flags: string[], o: { umask?: string } = {}): Promise<Served> {
+  const argv = [HIL, 'serve', '--socket-dir', join(dir, 'sock'), ...flags];
+  const child =
+    o.umask === undefined
+      ? spawn(process.execPath, argv, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn('/bin/sh', ['-c', `umask ${o.umask} && exec "$0" "$@"`, process.execPath, ...argv], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.on('exit', (code, signal) => r({ code, signal })));
@@ -215,5 +222,122 @@ describe('hil serve --olp-port', () => {
     const refused = await run(['--olp-port', '0', '--olp-worker-pool', 'many']);
     expect(refused.code).toBe(2);
     expect(refused.err).toMatch(/^--worker-pool must be a positive integer$/m);
+  }, 60_000);
+});
+
+/** Every process below `pid` (children, their children ...), read from /proc. */
+function descendants(pid: number): number[] {
+  const parent = new Map<number, number>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'latin1');
+      parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // ended meanwhile
+    }
+  }
+  const out: number[] = [];
+  const walk = (p: number) => {
+    for (const [c, pp] of parent) if (pp === p) (out.push(c), walk(c));
+  };
+  walk(pid);
+  return out;
+}
+
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A second `hil serve` on DIR/sock, run to its end: its status and what it wrote on stderr. */
+function serveToEnd(dir: string): Promise<{ code: number | null; err: string }> {
+  return new Promise((resolve) => {
+    // In a group of its own: one that wrongly starts serving is ended, with its stack, after 30 s.
+    const c = spawn(process.execPath, [HIL, 'serve', '--socket-dir', join(dir, 'sock')], { detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    c.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+    const t = setTimeout(() => process.kill(-c.pid!, 'SIGKILL'), 30_000);
+    c.on('exit', (code) => {
+      clearTimeout(t);
+      resolve({ code, err });
+    });
+  });
+}
+
+describe('hil serve owns its socket directory (document 1 part 1: file permissions are the authentication)', () => {
+  test('a second hil serve on the same socket directory is refused (status 3, one clear line) and leaves the first one\'s sockets serving; the first one\'s stop frees the directory', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'hil-serve-'));
+    const a = await spawnServe(dir, []);
+    const second = await serveToEnd(dir);
+    expect(second.code).toBe(3);
+    expect(second.err.split('\n')[0]).toBe(`hil serve: cannot start: socket directory ${join(dir, 'sock')} is served by another hil serve (pid ${a.ready.pid}); stop it first or give another --socket-dir`);
+    // The first one's sockets are still there and it still answers on them.
+    for (const f of ['control.sock', 'jog.sock', 'public/control.sock']) expect(existsSync(join(dir, 'sock', f)), f).toBe(true);
+    const client = new ControlClient(a.control);
+    try {
+      expect((await client.describe()).status).toBe(200);
+    } finally {
+      await client.close();
+    }
+    group(a, 'SIGTERM');
+    expect(await a.exited).toEqual({ code: 0, signal: null });
+    expect(readdirSync(join(dir, 'sock'))).toEqual([]); // sockets, link and lock removed
+    // A lock left by an owner that is gone (here: a pid no process has) is stale and taken over.
+    writeFileSync(join(dir, 'sock', 'serve.lock'), '2147483646 1\n');
+    const b = await spawnServe(dir, []);
+    expect(readFileSync(join(dir, 'sock', 'serve.lock'), 'latin1').split(' ')[0]).toBe(String(b.ready.pid));
+    group(b, 'SIGTERM');
+    expect(await b.exited).toEqual({ code: 0, signal: null });
+  }, 90_000);
+
+  test('kill -9 of hil serve ends everything it started: the stack (service and core), its planner and its OLP server and their workers; the stack stops the orderly way (sockets removed)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'hil-serve-'));
+    const s = await spawnServe(dir, ['--planner-port', '0', '--olp-port', '0']);
+    const below = descendants(s.child.pid!);
+    for (const p of [s.ready.pid, s.ready.planner_pid, s.ready.olp_pid]) expect(below, String(p)).toContain(p);
+    process.kill(s.child.pid!, 'SIGKILL'); // hil serve alone, not its group
+    await s.exited;
+    const deadline = performance.now() + 30_000;
+    while (below.some(running) && performance.now() < deadline) await sleep(100);
+    const left = below.filter(running);
+    for (const p of left) process.kill(p, 'SIGKILL'); // what a failed run left must not outlive the test
+    expect(left).toEqual([]);
+    expect(existsSync(join(dir, 'sock', 'control.sock'))).toBe(false);
+    expect(existsSync(join(dir, 'sock', 'serve.lock'))).toBe(false);
+  }, 90_000);
+
+  for (const umask of ['000', '022']) {
+    test(`under umask ${umask} the service sets its own modes: socket directory and public/ 0750, control.sock and jog.sock 0660, private/ 0700 and test.sock 0600`, async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'hil-serve-'));
+      const s = await spawnServe(dir, ['--test-channel'], { umask });
+      const mode = (f: string) => (statSync(join(dir, 'sock', f)).mode & 0o7777).toString(8).padStart(4, '0');
+      expect(Object.fromEntries(['.', 'public', 'control.sock', 'jog.sock', 'private', 'private/test.sock', 'serve.lock'].map((f) => [f, mode(f)]))).toEqual({
+        '.': '0750',
+        public: '0750',
+        'control.sock': '0660',
+        'jog.sock': '0660',
+        private: '0700',
+        'private/test.sock': '0600',
+        'serve.lock': '0640',
+      });
+      group(s, 'SIGTERM');
+      expect(await s.exited).toEqual({ code: 0, signal: null });
+    }, 90_000);
+  }
+
+  test('a socket directory any user may write (sticky or world-writable, like /tmp) is refused: anyone could replace the sockets', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'hil-serve-'));
+    started.push({ dir } as Served);
+    mkdirSync(join(dir, 'sock'));
+    chmodSync(join(dir, 'sock'), 0o1777);
+    const r = await serveToEnd(dir);
+    expect(r.code).toBe(3);
+    expect(r.err.split('\n')[0]).toBe(`hil serve: cannot start: socket directory ${join(dir, 'sock')} may be written by any user (mode 1777): give the service a directory of its own`);
+    expect(readdirSync(join(dir, 'sock'))).toEqual([]);
   }, 60_000);
 });

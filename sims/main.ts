@@ -104,6 +104,9 @@ line, {"t":"stop"} answers "stopped"; sims/sessions.ts). A replayed run starts i
   --olp-worker-timeout-ms N, --olp-heartbeat-ms N, --olp-lease-ms N, --olp-weld-plan-timeout-ms N
                           passed to the OLP server as the same flags without "olp-" (hil olp serve --help)
   --lifeline-stdin        exit when standard input closes (used by targets that start the stack)
+  --lifeline-fd N         stop the orderly way when descriptor N (a pipe from the parent) reaches end of
+                          file: hil serve passes one, so the stack, its planner and its OLP server end with
+                          hil serve however it ends (kill -9 included)
   --remote-listen HOST:PORT  also serve HTTPS with mutual TLS 1.3 there (port 0: any free port); needs
                           --remote-ca FILE (exactly one self-signed CA), --remote-cert FILE, --remote-key FILE,
                           --remote-crl FILE and --pair-id (make them with hil certs create-pair)
@@ -177,6 +180,7 @@ export async function main(argv: string[], runner: Runner = runUntilStopped): Pr
         'initial-generation': { type: 'string' },
         'sim-fault': { type: 'string', multiple: true },
         'lifeline-stdin': { type: 'boolean' },
+        'lifeline-fd': { type: 'string' },
         'capture-retention-ms': { type: 'string' },
         record: { type: 'string' },
         'record-run': { type: 'string' },
@@ -206,6 +210,11 @@ export async function main(argv: string[], runner: Runner = runUntilStopped): Pr
   const dir = args['socket-dir'];
   if (!dir) {
     process.stderr.write(`--socket-dir is required\n${USAGE}`);
+    return 2;
+  }
+  const lifelineFd = args['lifeline-fd'];
+  if (lifelineFd !== undefined && !/^([3-9]|[1-9][0-9]{1,3})$/.test(lifelineFd)) {
+    process.stderr.write('--lifeline-fd must be a descriptor number 3..9999\n');
     return 2;
   }
   const revision = args['pair-revision'] ?? '1';
@@ -433,7 +442,7 @@ export async function main(argv: string[], runner: Runner = runUntilStopped): Pr
         .then(() => {
           process.stderr.write(`hil serve: stopped (${why})\n`);
         }),
-    { name: 'hil serve', lifeline: args['lifeline-stdin'] ?? false },
+    { name: 'hil serve', lifeline: args['lifeline-stdin'] ?? false, ...(lifelineFd !== undefined ? { lifelineFd: Number(lifelineFd) } : {}) },
   );
 
   try {
@@ -462,8 +471,10 @@ export async function main(argv: string[], runner: Runner = runUntilStopped): Pr
   } catch (e) {
     process.stderr.write(`hil serve: cannot start: ${(e as Error).message}\n`);
     await run.stop('start failed');
-    // A flag the OLP server refused is a usage error, as it is for hil olp serve.
-    return (e as { exitCode?: number }).exitCode === 2 ? 2 : 1;
+    // A flag the OLP server refused is a usage error, as it is for hil olp serve; a socket directory another
+    // service holds (or others may write) is 3 (sims/service/socket-dir.ts).
+    const exitCode = (e as { exitCode?: number }).exitCode;
+    return exitCode === 2 || exitCode === 3 ? exitCode : 1;
   }
   run.ready(
     encodeJson({

@@ -4,6 +4,7 @@
 // JSON stack (decoder, byte classes, canonical JSON) is sims/json.ts; the plan's struct of arrays is
 // sims/core/protocol.ts `PlanArrays`.
 
+import { Socket } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
@@ -180,7 +181,7 @@ export interface Running {
  * listener's grace, README "hil serve") is reported and changes nothing; a third ends the process at once
  * with 128 + the signal number (143 for SIGTERM).
  */
-export function runUntilStopped(stop: (why: string) => Promise<void>, o: { name: string; lifeline?: boolean }): Running {
+export function runUntilStopped(stop: (why: string) => Promise<void>, o: { name: string; lifeline?: boolean; lifelineFd?: number }): Running {
   let stopping: Promise<void> | undefined;
   const once = (why: string) =>
     (stopping ??= stop(why).catch((e: Error) => {
@@ -207,6 +208,17 @@ export function runUntilStopped(stop: (why: string) => Promise<void>, o: { name:
     process.stdin.on('end', () => stopAndExit('stdin closed'));
     process.stdin.on('error', () => stopAndExit('stdin error'));
     process.stdin.resume();
+  }
+  // A lifeline on another descriptor: the read end of a pipe whose only writer is the parent. The kernel
+  // closes the write end however the parent ends (kill -9 included), so end of file here means the parent
+  // is gone, and the program stops the orderly way instead of running on re-parented to pid 1.
+  if (o.lifelineFd !== undefined) {
+    const line = new Socket({ fd: o.lifelineFd, readable: true, writable: false });
+    line.on('end', () => stopAndExit('lifeline closed'));
+    line.on('close', () => stopAndExit('lifeline closed'));
+    line.on('error', () => stopAndExit('lifeline error'));
+    line.on('data', () => undefined); // nothing is ever written; read so that end of file is seen
+    line.unref(); // the lifeline alone keeps nothing running
   }
   return { stop: once, ready: (json) => void process.stdout.write(`ready ${json}\n`) };
 }

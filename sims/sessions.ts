@@ -16,7 +16,7 @@ import { createInterface } from 'node:readline';
 import type { Running } from './primitives.ts';
 
 /** How a program runs until it is stopped (primitives.ts runUntilStopped, or a session's). */
-export type Runner = (stop: (why: string) => Promise<void>, o: { name: string; lifeline?: boolean }) => Running;
+export type Runner = (stop: (why: string) => Promise<void>, o: { name: string; lifeline?: boolean; lifelineFd?: number }) => Running;
 
 /** `hil serve ARGS` with its runner: a status >= 0 when it ended (refused to start), -1 while it runs. */
 export type Serve = (argv: string[], runner: Runner) => Promise<number>;

@@ -5,7 +5,7 @@
 
 import { AL, ProcessImage, STANDARD_MAPPING, type BusDriver, type BusSetup, type BusStartup, type DriverOptions } from '../bus.ts';
 import { FAULT_KINDS, FaultSpecError, type DrivePersistence, type FaultInjection, type FaultKind, type FaultSpec } from '../faults.ts';
-import { decodeControlword, Ds402State, MODE, STATE_BITS, SW } from '../ds402.ts';
+import { CW, decodeControlword, Ds402State, MODE, STATE_BITS, SW } from '../ds402.ts';
 
 /** The sim driver injects every fault of the shared vocabulary. */
 export type SimFault = FaultSpec;
@@ -307,7 +307,7 @@ export class SimBusDriver implements BusDriver {
       d.homingAttained = false;
       d.homingError = false;
     } else {
-      const start = (cw & 0x10) !== 0;
+      const start = (cw & CW.homingStart) !== 0;
       if (start && !d.homing && !d.homingAttained && !d.homingError) {
         d.homing = true;
         d.homingDoneAt = nowNs + (this.options.homingNs ?? 200_000_000n);

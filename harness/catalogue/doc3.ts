@@ -398,6 +398,7 @@ const BEHAVIOUR_ROWS: readonly OlpRow[] = [
   ['errors.machine_shape', S.errors, 'Machine-control routes reply with error and detail, keeping a control service reason as the code', 'error shape'],
   ['errors.authoring_shape', S.errors, 'Authoring and service routes reply with ok false, code and error', 'error shape'],
   ['targets.unreachable_reasons', S.errors, 'Targets list entries may report backend unreachable with cell_configuration_missing, cell_mode_mismatch or cell_unreachable', 'targets list'],
+  ['reason.ui_heartbeat_lost', S.endpoints, 'A machine stopped for a missing heartbeat while the lease was held reports ui_heartbeat_lost', 'heartbeat'],
   ['auth.none', S.auth, 'No authentication; reach it from the same host only', 'authentication'],
 ];
 

@@ -112,11 +112,15 @@ ul.plain{padding-left:18px}
 .tests td:nth-child(2){max-width:420px}
 footer{margin-top:40px;padding-top:12px;border-top:1px solid var(--line);color:var(--mut);font-size:12px}
 @media (max-width:900px){.head,.cols{grid-template-columns:1fr}.tiles{grid-template-columns:repeat(4,1fr)}}
-@media print{nav,.noprint{display:none}main{max-width:none;padding:0}.grid thead th{position:static}section{break-inside:auto;content-visibility:visible}.card,.sign,tr{break-inside:avoid}body{font-size:11px}pre{max-height:none!important}}
+.badge{white-space:nowrap} td.hx{text-align:center;font-weight:700} .hx-passed{color:var(--pass)} .hx-failed,.hx-errored{color:#fff;background:var(--fail)} .hx-skipped,.hx-absent{color:#57606a} .tag.flaky{background:#fff8c5;color:#7d4e00;border:1px solid #d4a72c} .print-only{display:none} .tag.rep{background:#eaeef2;color:#24292f} tr.rep td{background:#f6f8fa}
+/* Print: what a reviewer signs (verdict, environment, summary, run measurements, failures with the requests
+   around them, family coverage, gate) fits a few pages; the long tables stay in the HTML file, said so in print. */
+@media print{.print-only{display:block}#matrix-table,#tests-table,#measure-table,details.motion-test,details.tx-earlier,details.describe-json,#evidence{display:none!important}nav,.noprint{display:none}main{max-width:none;padding:0}.grid thead th{position:static}section{break-inside:auto;content-visibility:visible}.card,.sign,tr{break-inside:avoid}body{font-size:11px}pre{max-height:none!important}}
 `;
 
-// Filter boxes for the matrix and the tests table; opens every <details> before printing so the
-// signed paper copy shows everything.
+// Filter boxes for the matrix and the tests table; opens the <details> a paper copy needs before printing
+// (not the folded early requests of a transcript, the passing tests' motion or Describe's raw JSON, which
+// the print stylesheet leaves to the HTML file).
 export const JS = `
 (function(){
   var inputs=document.querySelectorAll('input[data-filter]');
@@ -148,7 +152,7 @@ export const JS = `
     apply();
   });
   window.addEventListener('beforeprint',function(){
-    Array.prototype.forEach.call(document.querySelectorAll('details'),function(d){d.open=true;});
+    Array.prototype.forEach.call(document.querySelectorAll('details:not(.tx-earlier):not(.motion-test):not(.describe-json)'),function(d){d.open=true;});
   });
 })();
 `;

@@ -3,7 +3,7 @@
 // errors, uncaught exceptions, CSP violations and every network request the page makes.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
@@ -172,4 +172,40 @@ class Cdp {
   close(): void {
     this.ws.close();
   }
+}
+
+/**
+ * Print a page to PDF with headless Chromium's --print-to-pdf (what a reviewer's "print to PDF" gives, the
+ * print stylesheet applied) and return the PDF's bytes. Chromium runs in its own process group with a
+ * throwaway profile, both removed afterwards.
+ */
+export async function printToPdf(url: string, timeoutMs = 150_000): Promise<Buffer> {
+  const bin = chromiumPath();
+  if (!bin) throw new HarnessError('HIL_ERR_TOOL_FAILED', 'chromium is not installed');
+  const profile = mkdtempSync(join(tmpdir(), 'hil-chromium-'));
+  const out = join(profile, 'page.pdf');
+  const child = spawn(bin, ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-extensions', `--user-data-dir=${profile}`, '--no-pdf-header-footer', `--print-to-pdf=${out}`, url], { stdio: 'ignore', detached: true });
+  try {
+    const code = await new Promise<number | null>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new HarnessError('HIL_ERR_TOOL_FAILED', `chromium --print-to-pdf did not finish within ${timeoutMs} ms`)), timeoutMs);
+      child.once('exit', (c) => {
+        clearTimeout(timer);
+        resolve(c);
+      });
+    });
+    if (!existsSync(out)) throw new HarnessError('HIL_ERR_TOOL_FAILED', `chromium --print-to-pdf exited (${code}) without writing a PDF`);
+    return readFileSync(out);
+  } finally {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // already gone with its group
+    }
+    rmSync(profile, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 });
+  }
+}
+
+/** Pages of a PDF: its page objects (/Type /Page, not the /Pages tree nodes). */
+export function pdfPageCount(pdf: Buffer): number {
+  return (pdf.toString('latin1').match(/\/Type\s*\/Page(?![a-zA-Z])/g) ?? []).length;
 }

@@ -23,6 +23,7 @@ import { limitText, type MeasurementRecord } from '../measure.ts';
 import type { Transcript } from '../evidence.ts';
 import { compareRuns, DEFAULT_TOLERANCE, type Comparison, type Tolerance } from './compare.ts';
 import { CSS, JS } from './assets.ts';
+import { aroundFailure, condense, type TranscriptRow } from './transcript.ts';
 
 export { ReportError, type ReportErrorCode } from './run-reader.ts';
 
@@ -40,6 +41,8 @@ export interface HtmlReportOptions {
   /** Another run's run.json: the report then says what changed since (hil report --baseline). */
   baseline?: string;
   tolerance?: Tolerance;
+  /** Sections rendered elsewhere (the nightly history, harness/history.ts), placed after the comparison and linked from the nav. */
+  sections?: Array<{ id: string; label: string; html: string }>;
 }
 
 export type { Verdict } from './verdict.ts';
@@ -72,6 +75,7 @@ export async function writeHtmlReport(opts: HtmlReportOptions = {}): Promise<{ o
     warnings,
     attachmentCache: new Map(),
     ...(comparison ? { comparison, baselineFile: path.resolve(opts.baseline!) } : {}),
+    sections: opts.sections ?? [],
   };
   // Attachments are read before rendering so rendering itself stays synchronous and pure.
   const { failures, others } = evidenceTests(ctx);
@@ -107,6 +111,7 @@ interface RenderContext {
   attachmentCache: Map<string, LoadedAttachment>;
   comparison?: Comparison;
   baselineFile?: string;
+  sections: Array<{ id: string; label: string; html: string }>;
 }
 
 function evidenceTests(ctx: RenderContext): { failures: RunTest[]; others: RunTest[] } {
@@ -152,11 +157,12 @@ function renderReport(ctx: RenderContext): string {
     '<meta name="generator" content="cell-hil harness/report/html.ts">',
     `<title>${esc(title)}</title>`,
     `<style>${CSS}</style></head><body>`,
-    renderNav(),
+    renderNav(ctx),
     '<main>',
     ...body.slice(0, 1),
     notes,
     renderComparison(ctx),
+    ...ctx.sections.map((x) => x.html),
     ...body.slice(1),
     `<footer>Rendered from run.json sha256 <code>${esc(ctx.runJsonSha256)}</code> and ${ctx.matches.size} Allure result${plural(ctx.matches.size)}. The same input renders the same file.</footer>`,
     '</main>',
@@ -166,14 +172,16 @@ function renderReport(ctx: RenderContext): string {
   ].join('\n');
 }
 
-function renderNav(): string {
+function renderNav(ctx: RenderContext): string {
   const items: [string, string][] = [
     ['top', 'Verdict'],
+    ...ctx.sections.map((x) => [x.id, x.label] as [string, string]),
     ['environment', 'Environment'],
     ['summary', 'Summary'],
     ['measurements', 'Measurements'],
     ['failures', 'Failures'],
-    ['model', 'Model'],
+    // The model section is there only when hil fuzz attached its figures: no link to nothing.
+    ...(ctx.run.model?.fuzz ? ([['model', 'Model']] as [string, string][]) : []),
     ['matrix', 'Traceability'],
     ['tests', 'All tests'],
     ['gate', 'Gate'],
@@ -366,7 +374,7 @@ function renderDescribe(ctx: RenderContext): string {
         .join('')}</tbody></table></details>`,
     );
   }
-  out.push(`<details><summary>Describe as recorded (JSON)</summary>${jsonBlock(ctx.run.target.describe)}</details>`);
+  out.push(`<details class="describe-json"><summary>Describe as recorded (JSON)</summary>${jsonBlock(ctx.run.target.describe)}</details>`);
   return out.join('');
 }
 
@@ -580,7 +588,7 @@ function renderMeasurements(ctx: RenderContext): string {
       ),
     );
     parts.push(
-      `<h3>Per test <span class="count">${rows.length}</span></h3><div class="filter noprint"><input type="search" placeholder="Filter tests, names, axes…" data-filter="measure-table" aria-label="Filter measurements"><select data-filter-state="measure-table" aria-label="Outcome"><option value="">all</option><option value="fail">outside the limit</option><option value="pass">within</option><option value="unlimited">no limit</option></select><span class="muted small" data-filter-count="measure-table"></span></div><table class="grid num" id="measure-table"><thead><tr><th>Test</th><th>Measurement</th><th>Axis</th><th>Value</th><th>Unit</th><th>Limit</th><th>Outcome</th></tr></thead><tbody>${rows.join('')}</tbody></table>`,
+      `<h3>Per test <span class="count">${rows.length}</span></h3><div class="filter noprint"><input type="search" placeholder="Filter tests, names, axes…" data-filter="measure-table" aria-label="Filter measurements"><select data-filter-state="measure-table" aria-label="Outcome"><option value="">all</option><option value="fail">outside the limit</option><option value="pass">within</option><option value="unlimited">no limit</option></select><span class="muted small" data-filter-count="measure-table"></span></div><p class="print-only muted">The per-test table is in the HTML file; measurements outside their limit are printed with their failing tests.</p><table class="grid num" id="measure-table"><thead><tr><th>Test</th><th>Measurement</th><th>Axis</th><th>Value</th><th>Unit</th><th>Limit</th><th>Outcome</th></tr></thead><tbody>${rows.join('')}</tbody></table>`,
     );
   }
   const soak = ctx.run.soak;
@@ -619,18 +627,32 @@ function fmtValue(v: number): string {
   return a !== 0 && (a < 1e-3 || a >= 1e7) ? v.toExponential(3) : String(Number(v.toPrecision(5)));
 }
 
-/** A failed test's requests and replies (tokens already redacted where they were collected), its events and stderr tail. */
+/**
+ * A failed test's requests and replies (tokens already redacted where they were collected), its events and
+ * stderr tail. The last requests before the failure are shown; earlier ones are folded (closed, and not
+ * opened for printing); a run of alike requests (a poll) is one line with its count (transcript.ts).
+ */
 function renderTranscript(tr: Transcript): string {
-  const rows = tr.exchanges.map(
-    (x) =>
-      `<tr><td class="r">${x.at_ms}</td><td>${esc(x.method)} <code>${esc(x.path)}</code></td><td><pre class="tx">${esc(x.request)}</pre></td><td>${x.status ?? '<span class="c-error">—</span>'}</td><td><pre class="tx">${esc(x.reply ?? x.error ?? '')}</pre></td><td class="r">${x.ms}</td></tr>`,
-  );
-  const parts = [`<details class="transcript" open><summary>Transcript: ${tr.exchanges.length} request${plural(tr.exchanges.length)}${tr.omitted ? ` (the first ${tr.omitted} left out)` : ''}</summary>`];
-  if (rows.length) parts.push(`<table class="grid tx-table"><thead><tr><th>ms</th><th>Request</th><th>Body</th><th>Status</th><th>Reply</th><th>took ms</th></tr></thead><tbody>${rows.join('')}</tbody></table>`);
+  const row = (r: TranscriptRow) => {
+    const x = r.x;
+    const when = r.count > 1 ? `${r.from_ms}–${x.at_ms}` : String(x.at_ms);
+    const times = r.count > 1 ? ` <span class="tag rep">× ${r.count}</span>` : '';
+    return `<tr${r.count > 1 ? ' class="rep"' : ''}><td class="r">${when}</td><td>${esc(x.method)} <code>${esc(x.path)}</code>${times}</td><td><pre class="tx">${esc(x.request)}</pre></td><td>${x.status ?? '<span class="c-error">—</span>'}</td><td><pre class="tx">${esc(x.reply ?? x.error ?? '')}</pre>${r.count > 1 ? '<div class="muted small">the last reply of the run</div>' : ''}</td><td class="r">${x.ms}</td></tr>`;
+  };
+  const head = '<thead><tr><th>ms</th><th>Request</th><th>Body</th><th>Status</th><th>Reply</th><th>took ms</th></tr></thead>';
+  const rows = condense(tr.exchanges);
+  const { earlier, recent } = aroundFailure(rows);
+  const folded = rows.length < tr.exchanges.length ? `, ${tr.exchanges.length - rows.length} repeats folded into their lines` : '';
+  const parts = [`<div class="transcript"><h4>Transcript: ${tr.exchanges.length} request${plural(tr.exchanges.length)}${tr.omitted ? ` (the first ${tr.omitted} left out)` : ''}${folded}</h4>`];
+  if (earlier.length) {
+    const n = earlier.reduce((a, r) => a + r.count, 0);
+    parts.push(`<details class="tx-earlier"><summary>${n} earlier request${plural(n)} (${earlier.length} line${plural(earlier.length)})</summary><table class="grid tx-table">${head}<tbody>${earlier.map(row).join('')}</tbody></table></details>`);
+  }
+  if (recent.length) parts.push(`<p class="muted small">The last ${recent.length} line${plural(recent.length)} before the failure:</p><table class="grid tx-table">${head}<tbody>${recent.map(row).join('')}</tbody></table>`);
   if (tr.events) parts.push(`<h4>Events around the failure</h4><pre class="trace">${esc(tr.events)}</pre>`);
   for (const s of tr.stderr ?? []) parts.push(`<h4>stderr of ${esc(s.target)} (tail)</h4><pre class="trace">${esc(s.text)}</pre>`);
   for (const n of tr.notes ?? []) parts.push(`<p class="muted small">${esc(n)}</p>`);
-  parts.push('</details>');
+  parts.push('</div>');
   return parts.join('');
 }
 
@@ -718,9 +740,11 @@ function renderMatrix(ctx: RenderContext): string {
             ? c.tests.length
               ? c.tests.map((t) => esc(t)).join('<br>')
               : '<span class="muted">no test named</span>'
-            : `<span class="reason">${c.reason ? esc(c.reason) : '<em>no reason recorded</em>'}</span>`;
+            : notSelected(ctx.run, c)
+              ? '<span class="reason">not in this selection</span>'
+              : `<span class="reason">${c.reason ? esc(c.reason) : '<em>no reason recorded</em>'}</span>`;
         rows.push(
-          `<tr data-s="${c.status} ${outcome}"><td><code>${esc(c.id)}</code></td><td class="small">${esc(c.title)}</td><td><span class="cs cs-${c.status}">${c.status}</span></td><td>${
+          `<tr data-s="${c.status} ${outcome}"><td><code>${esc(c.id)}</code></td><td class="small">${esc(c.title)}</td><td><span class="cs cs-${c.status}">${notSelected(ctx.run, c) ? 'not selected' : c.status}</span></td><td>${
             outcome ? `<span class="oc oc-${outcome}">${outcome.replace('_', ' ')}</span>` : ''
           }</td><td class="small">${detail}</td></tr>`,
         );
@@ -737,6 +761,7 @@ function renderMatrix(ctx: RenderContext): string {
     ['#d0d7de', 'pending'],
   ])}</p>
 <div class="filter noprint"><input type="search" placeholder="Filter ids, titles, tests…" data-filter="matrix-table" aria-label="Filter the matrix"><select data-filter-state="matrix-table" aria-label="Status"><option value="">all entries</option><option value="covered">covered</option><option value="pending">pending</option><option value="failed">failing</option><option value="not_run">covered, not run</option><option value="skipped">covered, skipped</option></select><span class="muted small" data-filter-count="matrix-table"></span></div>
+<p class="print-only muted">The paper copy carries the family table above; the matrix of all ${total} entries with their tests or pending reasons is in the HTML file (run.json sha256 ${esc(ctx.runJsonSha256)}).</p>
 <table class="grid matrix" id="matrix-table"><thead><tr><th>Entry</th><th>Title</th><th>Status</th><th>Outcome</th><th>Covering tests / pending reason</th></tr></thead><tbody>${rows.join('\n')}</tbody></table></section>`;
 }
 
@@ -754,13 +779,34 @@ function renderTests(ctx: RenderContext): string {
   });
   return `<section id="tests"><h2>All tests <span class="count">${tests.length}</span></h2>
 <div class="filter noprint"><input type="search" placeholder="Filter files, names, covers…" data-filter="tests-table" aria-label="Filter the tests"><select data-filter-state="tests-table" aria-label="State"><option value="">all states</option><option value="passed">passed</option><option value="failed">failed</option><option value="errored">errored</option><option value="skipped">skipped</option><option value="contract">contract</option><option value="profile">profile</option><option value="unit">unit</option></select><span class="muted small" data-filter-count="tests-table"></span></div>
+<p class="print-only muted">The list of all ${tests.length} tests (file, name, state, duration, covers, skip reason) is in the HTML file; the per-file table under Summary gives their counts.</p>
 <table class="grid tests" id="tests-table"><thead><tr><th>File</th><th>Test</th><th>Kind</th><th>State</th><th>Duration</th><th>Covers</th><th>Skip reason</th></tr></thead><tbody>${rows.join('\n')}</tbody></table></section>`;
 }
 
+/** What a filtered run selected (file filters, a shard, a name pattern), or undefined for a whole run. */
+function selectionText(run: RunRecord): string | undefined {
+  const s = run.selection;
+  if (!s) return undefined;
+  const parts = [...(s.filters.length ? [`files matching ${s.filters.map((f) => `“${f}”`).join(', ')}`] : []), ...(s.shard ? [`shard ${s.shard}`] : []), ...(s.grep ? ['tests named by a pattern'] : [])];
+  return parts.length ? parts.join(', ') : undefined;
+}
+
+/**
+ * An item a filtered run has no test for: the gate (which applies to whole runs) did not judge it, so it
+ * is "not in this selection", not a gate failure (harness/catalogue/gate.ts marks it so on any run).
+ */
+function notSelected(run: RunRecord, c: CoverageEntry): boolean {
+  return c.status === 'pending' && c.reason === NOT_PENDING && selectionText(run) !== undefined;
+}
+const NOT_PENDING = '(not pending: gate failure)';
+
 function renderGate(ctx: RenderContext): string {
   const g = ctx.run.gate;
+  const sel = selectionText(ctx.run);
   return `<section id="gate"><h2>Traceability gate</h2>${
-    g.ok
+    g.ok && sel
+      ? `<p class="ok-note">The gate applies to whole runs; this run selected ${esc(sel)}. No problem was found in what ran (every id a test covers is in the catalogue); documented items with no test in the selection are marked “not in this selection” in the matrix.</p>`
+      : g.ok
       ? '<p class="ok-note">Gate ok: every catalogue entry is covered by a test or is on the pending list with a reason.</p>'
       : `<p class="bad-note">Gate failed with ${g.problems.length} problem${plural(g.problems.length)}:</p><ul class="problems">${g.problems.map((p) => `<li>${esc(p)}</li>`).join('')}</ul>`
   }</section>`;

@@ -156,3 +156,58 @@ export function latenessHistogram(hist: readonly { upper_us: number; count: numb
   const height = top + H + 34;
   return `<svg class="plot lateness" data-plot="lateness" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="Cycle lateness histogram">${out.join('')}</svg>`;
 }
+
+/**
+ * A measurement night by night (the nightly history): one point per night, joined where consecutive
+ * nights have a value, a point outside its limit drawn red, and the limit as the dashed line.
+ */
+export function trendPlot(points: readonly { label: string; value: number | undefined; outside?: boolean }[], title: string, unit: string, limit?: { value: number; label: string }): string {
+  const n = points.length;
+  if (n === 0 || points.every((p) => p.value === undefined)) return '';
+  const x = scaleLinear()
+    .domain([0, Math.max(1, n - 1)])
+    .range([L + 44, W - R - 44]); // room for a night's label centred under the first and last points
+  const idx = points.map((_, i) => i);
+  const values = points.map((p) => p.value).filter((v): v is number => v !== undefined);
+  const hi = Math.max(...values, limit?.value ?? -Infinity);
+  const lo = Math.min(0, ...values);
+  const H = 120;
+  const top = 26;
+  // Labels for at most ~8 nights so they never overlap; every point keeps its own <title>.
+  const every = Math.max(1, Math.ceil(n / 8));
+  const xTicks = idx.filter((i) => i % every === 0 || i === n - 1);
+  // Runs of nights with a value, each drawn as its own line (a night without one leaves a gap).
+  const runs: number[][] = [];
+  for (const i of idx) {
+    if (points[i]!.value === undefined) continue;
+    const last = runs.at(-1);
+    if (last && last.at(-1) === i - 1) last.push(i);
+    else runs.push([i]);
+  }
+  const body = [
+    `<text x="${L}" y="14" class="pt">${esc(title)}</text>`,
+    panel({
+      y0: top,
+      h: H,
+      x,
+      xTicks,
+      xFormat: (i) => points[i]?.label ?? '',
+      xLabel: 'night',
+      yDomain: [lo, hi > lo ? hi * 1.08 : lo + 1],
+      yLabel: unit,
+      series: runs.map((r) => ({ t: r, v: r.map((i) => points[i]!.value!), color: COLORS.position, name: title })),
+      ...(limit ? { limit } : {}),
+    }),
+  ];
+  const y = scaleLinear()
+    .domain([lo, hi > lo ? hi * 1.08 : lo + 1])
+    .nice(4)
+    .range([top + H, top]);
+  for (const i of idx) {
+    const p = points[i]!;
+    if (p.value === undefined) continue;
+    body.push(`<circle class="pt${p.outside ? ' outside' : ''}" cx="${x(i).toFixed(1)}" cy="${y(p.value).toFixed(1)}" r="3.5" fill="${p.outside ? COLORS.limit : COLORS.position}"><title>${esc(`${p.label}: ${p.value} ${unit}${p.outside ? ' (outside the limit)' : ''}`)}</title></circle>`);
+  }
+  const height = top + H + 34;
+  return `<svg class="plot trend" data-plot="trend" viewBox="0 0 ${W} ${height}" width="${W}" height="${height}" role="img" aria-label="${esc(`${title} by night`)}">${body.join('')}</svg>`;
+}

@@ -56,6 +56,7 @@ export function variantStart(o: VariantOptions): Pick<StackStart, 'args' | 'env'
   if (o.initialGeneration !== undefined) args.push('--initial-generation', String(o.initialGeneration));
   if (o.machine !== undefined) args.push('--machine', machineFile(o.machine));
   if (o.pairId !== undefined) args.push('--pair-id', o.pairId);
+  if (o.pairRevision !== undefined) args.push('--pair-revision', String(o.pairRevision));
   if (o.controlSocket !== undefined) args.push('--socket', o.controlSocket);
   for (const f of o.bringUpFaults ?? []) args.push('--sim-fault', `${f.kind}:${f.axis}`);
   if (o.clock === 'stepped') args.push('--clock', 'stepped');

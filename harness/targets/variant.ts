@@ -35,6 +35,8 @@ export interface VariantOptions {
   machine?: string;
   /** The binding's pair id. */
   pairId?: string;
+  /** The binding's pair revision (a nonzero uint64; the reference stack's default is 1). */
+  pairRevision?: bigint;
   /** The control socket at this absolute path instead of the socket directory's control.sock. */
   controlSocket?: string;
   anchorStore?: AnchorStore;
@@ -65,6 +67,7 @@ const CHECKS: Record<keyof VariantOptions, Check> = {
     return existsSync(file) && statSync(file).isFile() ? undefined : `no machine configuration at ${file}`;
   },
   pairId: (v) => (typeof v === 'string' && /^[\x21-\x7e]{1,128}$/.test(v) ? undefined : 'must be 1..128 printable ASCII characters'),
+  pairRevision: (v) => (typeof v === 'bigint' && v >= 1n && v <= U64_MAX ? undefined : 'must be a bigint in 1..2^64-1'),
   controlSocket: (v) => {
     if (typeof v !== 'string' || !isAbsolute(v)) return 'must be an absolute path';
     return Buffer.byteLength(v) <= SUN_PATH_MAX ? undefined : `is longer than a Unix socket path can be (${SUN_PATH_MAX} bytes)`;
@@ -119,6 +122,7 @@ export function describeVariant(o: VariantOptions): string {
   if (o.initialGeneration !== undefined) parts.push(`generation counter starting at ${o.initialGeneration}`);
   if (o.machine !== undefined) parts.push(`machine ${o.machine}`);
   if (o.pairId !== undefined) parts.push(`pair id ${o.pairId}`);
+  if (o.pairRevision !== undefined) parts.push(`pair revision ${o.pairRevision}`);
   if (o.controlSocket !== undefined) parts.push('control socket at a chosen path');
   if (o.anchorStore?.kind === 'directory') parts.push('anchor store in a chosen directory');
   if (o.anchorStore?.kind === 'unusable') parts.push('an anchor store that cannot be used');

@@ -351,7 +351,12 @@ export class Core implements AdmissionView, StatusView {
         this.grant = { generation: m.generation, deadlineNs: m.deadlineNs, active: m.active, axisMask: m.axisMask };
         // Authority ended (release, expiry, revocation, retirement): nobody controls the cell, so it is
         // brought to the safe state a stop leaves (docs/profile.md "Grant end").
-        if (wasActive && !m.active && !this.stopDraining) this.safeState('authority ended');
+        // A stop the service admitted withdraws the grant before the stop command itself arrives: the
+        // lanes end for the stop, not for a lost authority.
+        if (wasActive && !m.active && !this.stopDraining) {
+          if (m.stopping) this.safeState('stop', 'home cancelled by stop');
+          else this.safeState('authority ended');
+        }
         // A renewal (the same active grant, a later deadline) waits for the next regular publication, at
         // most 10 ms away while the cell is in use: publishing each one on the next cycle made every
         // renewal cost a status snapshot on both threads (issue 24 finding 6). Any other change is news.
@@ -410,7 +415,9 @@ export class Core implements AdmissionView, StatusView {
     const mask = m.axisMask >>> 0;
     switch (m.op) {
       case 'stop': {
-        this.safeState('home cancelled by stop');
+        // The reason every lane ends with is the stop itself: a jog or a weld stopped mid-motion was not a
+        // Home, so only a Home in progress reports "home cancelled by stop" (docs/profile.md "Events").
+        this.safeState('stop', 'home cancelled by stop');
         this.stopDrainingSeq = this.reply(m, NATIVE_REASON.none, this.all).Sequence;
         return;
       }
@@ -698,15 +705,19 @@ export class Core implements AdmissionView, StatusView {
     }
   }
 
-  /** Disarm, disable, every output OFF with permission withdrawn, every lane ended, Home cancelled. */
-  private safeState(why: string): void {
+  /**
+   * Disarm, disable, every output OFF with permission withdrawn, every lane ended, Home cancelled. `why`
+   * is what the lanes report (jog_end's why, execution_aborted's reason); `homeWhy` what a Home in
+   * progress reports.
+   */
+  private safeState(why: string, homeWhy: string = why): void {
     this.preparedPlan = null; // a stop or lost authority retires what was prepared
     this.armed = false;
     this.halted = false;
     this.enableMask = 0;
     this.ioArmed = false;
     this.image.ioOutputWord = 0; // every cell output commanded OFF, immediately
-    this.endHome(false, why, NATIVE_REASON.cancelled);
+    this.endHome(false, homeWhy, NATIVE_REASON.cancelled);
     this.lanes.releaseAll(this.image, why);
     this.dirty = true;
   }

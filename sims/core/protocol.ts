@@ -195,7 +195,8 @@ export type ToCore =
   | { t: 'cancel_home' }
   /** A note of the service's own for the recording (format 2: its fence decisions); not a request to the core. */
   | { t: 'service_note'; data: Record<string, unknown> }
-  | { t: 'grant'; generation: bigint; deadlineNs: bigint; active: boolean; axisMask: number }
+  /** `stopping`: the grant went inactive because a stop was admitted (the lanes end with reason "stop"). */
+  | { t: 'grant'; generation: bigint; deadlineNs: bigint; active: boolean; axisMask: number; stopping?: boolean }
   | { t: 'inject'; id: number; fault: FaultSpec | { kind: 'clear' } | { kind: 'stall_next_command'; ms: number } | { kind: 'hold_capture_write'; ms: number } | { kind: 'hold_event_publisher'; ms: number } | { kind: 'late_wake'; ns: number } }
   /** Stepped clock only: run this many cycles back to back, then answer 'stepped'. */
   | { t: 'step'; id: number; cycles: number }

@@ -46,6 +46,13 @@ function refused(op: string, r: Reply): OlpError {
   return new OlpError(r.status === 413 ? 413 : 409, code, `${op}: ${r.error ?? `HTTP ${r.status}`}`, extra);
 }
 
+/**
+ * Refusals of stop by which the cell says the grant no longer holds it (document 1 part 3 fence table,
+ * docs/profile.md "Fence checks"): it ran out, a newer session or core incarnation replaced it, it was
+ * never this service's. The stop is then confirmed; any other refusal, or no answer, is not.
+ */
+const GRANT_GONE = new Set(['expired', 'control_session_stale', 'fence', 'daemon_restarted', 'no_grant']);
+
 function linkDown(e: unknown): OlpError {
   return new OlpError(502, 'cell_unreachable', `control service: ${(e as Error).message}`);
 }
@@ -163,9 +170,14 @@ export class CellSession {
     return { ok: true, armed: this.lease !== null, heartbeat_timeout_ms: this.o.heartbeatMs };
   }
 
-  /** Stop the machine and release the lease (no fence, always answers; part 2 and part 4 /stop). */
+  /**
+   * Stop the machine and release the lease (no fence, always answers; part 2 and part 4 /stop). The grant
+   * stopped is the one held, or one whose stop is not confirmed yet (a stop that failed, a lease lost when
+   * the cell stopped answering): until the cell confirms it, `stopped` is false, the mark stays and a cell
+   * switch is refused with cell_previous_stop_failed (part 4 targets, part 7).
+   */
   async stop(reason = 'stopped'): Promise<Record<string, unknown>> {
-    const l = this.lease;
+    const l = this.lease ?? this.unconfirmed;
     this.dropLease(reason);
     let stopped = true;
     let detail = '';
@@ -177,14 +189,20 @@ export class CellSession {
         const s = await this.link.op('stop', l);
         if (s.status !== 200) {
           detail = s.error ?? '';
-          stopped = s.error?.startsWith('expired') ?? false;
+          stopped = GRANT_GONE.has(detail.split(/[:\s]/)[0]!);
         }
       } catch (e) {
         stopped = false;
         detail = (e as Error).message;
       }
+      this.unconfirmed = stopped ? null : l;
     }
     return { ...this.view(), stopped, ...(detail ? { stop_detail: detail } : {}) };
+  }
+
+  /** Whether a grant of this session may still hold the cell: held, or its stop not confirmed. */
+  get holdsOrUnconfirmed(): boolean {
+    return this.lease !== null || this.unconfirmed !== null;
   }
 
   // ---- program ----
@@ -477,19 +495,12 @@ export class CellSession {
   }
 
   async close(stopFirst: boolean): Promise<boolean> {
-    let ok = true;
-    if (stopFirst && this.lease) ok = (await this.stop('target_switched')).stopped === true;
-    else if (stopFirst && this.unconfirmed) {
-      try {
-        await this.link.op('stop', this.unconfirmed); // any answer: the cell is back and ended that grant
-        this.unconfirmed = null;
-      } catch {
-        return false;
-      }
-    }
+    // The lease, or a grant whose stop is unconfirmed, is stopped first; a stop the cell does not confirm
+    // keeps this session selected (the caller answers cell_previous_stop_failed).
+    if (stopFirst && this.holdsOrUnconfirmed && (await this.stop('target_switched')).stopped !== true) return false;
     this.dropLease('');
     this.closed = true;
     await this.link.close();
-    return ok;
+    return true;
   }
 }

@@ -10,7 +10,8 @@
 import { motionLabel } from './native-labels.ts';
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
-import { rm } from 'node:fs/promises';
+import { chmod, rm } from 'node:fs/promises';
+import { SOCKET_MODE } from './socket-dir.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import type { JogCmd, JogStatus } from '../core/protocol.ts';
 import { JOG_REASON, jogReasonName, jogReasonOf, jogSessionStale, NATIVE_REASON } from '../core/reasons.ts';
@@ -121,16 +122,20 @@ export class JogOps {
       s.bind(this.socketPath);
     });
     s.on('error', (e) => process.stderr.write(`jog.sock: ${e.message}\n`));
+    // Sending a datagram needs write permission on the socket file: the group allowed on control.sock may
+    // jog too, nobody else, whatever the umask made of it (docs/profile.md "Sockets").
+    await chmod(this.socketPath, SOCKET_MODE);
     this.socket = s;
     this.unavailable = '';
   }
 
-  async stop(): Promise<void> {
+  /** `removeFile`: the socket file is ours to remove (not when another service holds the directory). */
+  async stop(removeFile = true): Promise<void> {
     this.shuttingDown = true;
     this.unavailable = 'shutting down';
     this.socket?.close();
     this.socket = undefined;
-    await rm(this.socketPath, { force: true });
+    if (removeFile) await rm(this.socketPath, { force: true });
   }
 
   private count(reason: number): void {

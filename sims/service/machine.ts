@@ -15,7 +15,6 @@ import { parseNonzeroU64 } from '../primitives.ts';
 
 /** The service environment variable naming the anchor directory (document 1 part 4 home; name: profile). */
 export const ANCHOR_DIR_ENV = 'CELL_ANCHOR_DIR';
-export const HOME_WAIT_MS = 60_000;
 export const RECOVERY_WAIT_MS = 1_000;
 /** An anchor agrees when the absolute source moved no more than this many counts more than the incremental one. */
 export const ANCHOR_TOLERANCE_COUNTS = 16;
@@ -173,12 +172,12 @@ export class MachineOps {
     if (notNative.length) throw refuse('invalid_axis_mask', `axes without native Home: ${notNative.join(', ')}`);
     const n = await this.native('home', g, mask);
     if (n.result.Result !== 0) throw this.rejected('home', n);
+    // The 60 s bound is the core's, in core time (sims/core/homing.ts HOME_WAIT_NS): the core always ends a
+    // Home it accepted (attained, failed, timed out, cancelled) and the link cancels every waiter when the
+    // core is lost. A wall-clock timer here would fail a Home the core finishes in time on a clock slower
+    // than real time (--clock fast --speed 0.5) or a stepped one.
     const done = await new Promise<{ ok: boolean; detail: string; reason: number }>((resolve) => {
-      const timer = setTimeout(() => resolve({ ok: false, detail: 'no Home result within 60 s', reason: NATIVE_REASON.homing_failed }), HOME_WAIT_MS + 1000);
-      this.homeWaiters.set(n.result.Sequence, (d) => {
-        clearTimeout(timer);
-        resolve(d);
-      });
+      this.homeWaiters.set(n.result.Sequence, resolve);
     });
     if (!done.ok) {
       // On failure the service issues a stop (document 1 part 4 home).

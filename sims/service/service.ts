@@ -13,6 +13,7 @@ import { describeData, statusData, type ViewSource } from './views.ts';
 import { CoreLink, CoreUnavailable } from './core-link.ts';
 import { HandleTable } from './handles.ts';
 import { JogOps } from './jog.ts';
+import { DIR_MODE, SOCKET_MODE, takeSocketDir } from './socket-dir.ts';
 import { pointArrays, TrajectoryOps, type PointArrays } from './trajectories.ts';
 import { pointsArraysDigest } from './upload/decoder.ts';
 import { uploadBody } from './upload/index.ts';
@@ -85,6 +86,8 @@ export class ControlService {
   private readonly resources: Resources;
   /** What the Describe and Status views read (views.ts). */
   private readonly views: ViewSource;
+  /** The socket directory's lock (socket-dir.ts), once taken: only then are the sockets here ours to remove. */
+  private dirLock?: { release(): Promise<void> };
 
   constructor(private readonly o: ServiceOptions) {
     const m = o.machine;
@@ -119,6 +122,7 @@ export class ControlService {
           deadlineNs: g?.deadlineNs ?? 0n,
           active: g !== null && !g.stopping,
           axisMask: g ? (1 << m.axes.length) - 1 : 0,
+          ...(g?.stopping ? { stopping: true } : {}),
         }, origin);
         // A remote jog connection lives only as long as its grant (part 7: control_session_stale, then close).
         this.remoteJog?.grantChanged(g);
@@ -221,13 +225,16 @@ export class ControlService {
   }
 
   async start(): Promise<void> {
+    // One service per socket directory, before anything in it is touched (socket-dir.ts).
+    this.dirLock = await takeSocketDir(this.o.socketDir);
     const core = this.o.core;
     if (!core.running) await core.start();
     this.daemonIncarnation = core.incarnation;
     this.events.publish('adapter_incarnation_changed', { previous: '', current: this.adapterIncarnation });
     this.events.publish('daemon_incarnation_changed', { previous: '', current: this.daemonIncarnation });
 
-    await mkdir(dirname(this.publicLink), { recursive: true });
+    await mkdir(dirname(this.publicLink), { recursive: true, mode: DIR_MODE });
+    await chmod(dirname(this.publicLink), DIR_MODE);
     await rmIfSocket(this.socketPath);
     // Node's server closes an idle connection 1000 ms after keepAliveTimeout (its keep-alive buffer for
     // clients that honour the Keep-Alive hint), so the documented idle timeout is reached by subtracting it.
@@ -237,7 +244,7 @@ export class ControlService {
     });
     server.keepAliveTimeout = idleMs;
     await listen(server, this.socketPath);
-    await chmod(this.socketPath, 0o660);
+    await chmod(this.socketPath, SOCKET_MODE);
     await rm(this.publicLink, { force: true });
     await symlink(relative(dirname(this.publicLink), this.socketPath), this.publicLink);
     this.server = server;
@@ -246,6 +253,7 @@ export class ControlService {
 
     if (this.o.testChannel) {
       await mkdir(dirname(this.testSocketPath), { recursive: true, mode: 0o700 });
+      await chmod(dirname(this.testSocketPath), 0o700);
       await rmIfSocket(this.testSocketPath);
       const channel = { core: this.o.core, telemetry: this.telemetry, daemonIncarnation: () => this.daemonIncarnation };
       const t = createServer((req, res) => void testChannelRoute(channel, req, res));
@@ -288,18 +296,24 @@ export class ControlService {
     // producer reconnecting learns that the service is going away (503) rather than meeting a dead port.
     const hadRemoteJog = (await this.remoteJog?.shutdown()) ?? false;
     await this.remote?.stop(hadRemoteJog ? SHUTDOWN_GRACE_MS : 0);
-    await this.jog.stop();
+    // A service refused the directory (another one serves it) removes nothing there: those are the other's.
+    const owned = this.dirLock !== undefined;
+    await this.jog.stop(owned);
     for (const s of [this.server, this.testServer]) {
       if (!s) continue;
       s.closeAllConnections();
       await new Promise<void>((r) => s.close(() => r()));
     }
-    await rm(this.publicLink, { force: true });
-    await rm(this.socketPath, { force: true });
-    if (this.o.testChannel) await rm(this.testSocketPath, { force: true });
-    // The folders we created for the link and the private channel go too when empty.
-    for (const d of [dirname(this.publicLink), dirname(this.testSocketPath)]) await rmdir(d).catch(() => undefined);
+    if (owned) {
+      await rm(this.publicLink, { force: true });
+      await rm(this.socketPath, { force: true });
+      if (this.o.testChannel) await rm(this.testSocketPath, { force: true });
+      // The folders we created for the link and the private channel go too when empty.
+      for (const d of [dirname(this.publicLink), dirname(this.testSocketPath)]) await rmdir(d).catch(() => undefined);
+    }
     await this.o.core.shutdown();
+    await this.dirLock?.release();
+    this.dirLock = undefined;
   }
 
   // ---- HTTP ----

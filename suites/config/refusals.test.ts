@@ -221,6 +221,26 @@ refuse('output name repeated', 'config_duplicate_value', 'io.outputs[1].name', {
 range('output name with capitals', 'io.outputs[0].name', { 'io.outputs[0].name': 'Torch' }, [F('io')]);
 range('io slave_position 65536', 'io.slave_position', { 'io.slave_position': 65536n }, [F('io'), L('slave_position')]);
 
+section = 'identifiers at their length bound';
+// docs/profile.md "Field shapes and defaults not shown": axis ids and drive profile names match
+// [A-Za-z][A-Za-z0-9_.-]{0,31}, io names [a-z][a-z0-9_]{0,31}: 1..32 characters, each bound from both sides.
+{
+  const id = (first: string, n: number) => first + 'x'.repeat(n - 1);
+  const ID = 'profile:config.identifiers';
+  accept('axis name of 1 character', { 'axes[0].name': 'A' }, [ID, F('axes[].name')]);
+  range('axis name empty', 'axes[0].name', { 'axes[0].name': '' }, [ID, F('axes[].name')]);
+  accept('axis name of 32 characters', { 'axes[0].name': id('J', 32) }, [ID, F('axes[].name')]);
+  range('axis name of 33 characters', 'axes[0].name', { 'axes[0].name': id('J', 33) }, [ID, F('axes[].name')]);
+  accept('output name of 32 characters', { 'io.outputs[1].name': id('c', 32) }, [ID, F('io')]);
+  range('output name of 33 characters', 'io.outputs[1].name', { 'io.outputs[1].name': id('c', 33) }, [ID, F('io')]);
+  accept('input name of 32 characters', { 'io.inputs[1].name': id('c', 32) }, [ID, F('io')]);
+  range('input name of 33 characters', 'io.inputs[1].name', { 'io.inputs[1].name': id('c', 33) }, [ID, F('io')]);
+  const servo = { vendor_id: 1337n, product_code: 4660n, dc_quantum_ns: 250000n };
+  accept('drive profile name of 32 characters', { [`drives.${id('d', 32)}`]: servo }, [ID, F('axes[].profile')], { base: 'bench' });
+  range(`drive profile name of 33 characters`, `drives.${id('d', 33)}`, { [`drives.${id('d', 33)}`]: servo }, [ID, F('axes[].profile')], { base: 'bench' });
+  range('an axis naming a drive profile of 33 characters', 'axes[0].profile', { 'axes[0].profile': id('d', 33) }, [ID, F('axes[].profile')], { base: 'bench' });
+}
+
 section = 'robot-bound axes and provenance';
 accept('robot machine: every robot fact with provenance, bus wiring without', {}, [R('provenance'), R('robot_bound_form'), F('axes[].robot_joint'), F('robot')], { base: 'robot' });
 accept('_unverified instead of _source', { 'robot.joints[0].min_source': undefined, 'robot.joints[0].min_unverified': 'estimated from CAD' }, [R('provenance')], { base: 'robot' });

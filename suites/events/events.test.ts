@@ -112,7 +112,7 @@ describe('poll', () => {
         expect(e.daemon_incarnation).toBe(description.daemon_incarnation);
       });
       const acquired = b.events.find((e) => e.type === 'grant_acquired');
-      expect(acquired).toBeDefined();
+      expect(acquired, 'grant_acquired in the batch').not.toBeUndefined();
       expect((acquired!.grant as { generation: bigint }).generation).toBe(s.generation);
       expect((acquired!.grant as { stopping: boolean }).stopping).toBe(false);
       // time_ns is the publication time: never decreasing along the log.
@@ -350,6 +350,39 @@ describe('stream', () => {
       // And with a cursor: after wins over Last-Event-ID.
       const c2 = await readEventStream(client, latest - 1n, 30_000, { headers: { 'last-event-id': '1' }, until: () => true });
       expect(c2.messages[0]!.id).toBe(String(latest));
+    },
+  );
+
+  test(
+    'the stream sends the whole retained backlog at once, the ring bound from both sides: a cursor just before the oldest retained event gets all 256 and nothing dropped; one event older, events_dropped for exactly that one first',
+    covers('limit:event_log_retained', 'rule:events.ring_256', 'rule:events.dropped_synthetic', 'rule:events.original_sequences', 'rule:events.sse_messages'),
+    async ({ cell, client, description }) => {
+      let latest = await eventCursor(client);
+      if (latest < BigInt(RING + 2)) {
+        const s = await cell.hold();
+        await marks(cell, s, 'sse-ring', RING + 2, description);
+        // Release first: a renewal published after the cursor is read would move the ring's oldest event.
+        expect((await cell.fenced('release', s)).status).toBe(200);
+        latest = await eventCursor(client);
+      }
+      const oldest = oldestRetained(latest);
+      // The stream, not the poll: no batches of 64; read until the newest event (the bound is a safety net).
+      const whole = await readEventStream(client, oldest - 1n, 30_000, { until: (m) => m.id === String(latest) });
+      expect(whole.status).toBe(200);
+      const ids = whole.messages.map((m) => BigInt(m.id!));
+      expect(ids.length, 'every retained event, none dropped').toBe(RING);
+      expect(ids[0]).toBe(oldest);
+      expect(ids.at(-1)).toBe(latest);
+      expect(whole.messages.some((m) => m.event === 'events_dropped')).toBe(false);
+      ids.forEach((id, i) => expect(id).toBe(oldest + BigInt(i)));
+      // One older: that single event is lost and reported as such, then the same 256.
+      const lost = await readEventStream(client, oldest - 2n, 30_000, { until: (m) => m.id === String(latest) });
+      expect(lost.messages.length).toBe(RING + 1);
+      const d = checkEvent(lost.messages[0]!.parsed);
+      expect(lost.messages[0]!.event).toBe('events_dropped');
+      expect(d.events_dropped).toMatchObject({ first_lost_sequence: oldest - 1n, last_lost_sequence: oldest - 1n });
+      expect(d.sequence).toBe(oldest - 1n);
+      expect(lost.messages.slice(1).map((m) => BigInt(m.id!))).toEqual(ids);
     },
   );
 

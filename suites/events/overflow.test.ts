@@ -6,7 +6,7 @@
 
 import { eventCursor, eventsSince, waitForEvent } from '../../harness/clients/events.ts';
 import { readStatus, waitStatus } from '../../harness/clients/status.ts';
-import { covers, describe, expect, needsFaults, needsMotion, test } from '../../harness/fixture.ts';
+import { covers, describe, expect, inProfile, needsFaults, needsMotion, test } from '../../harness/fixture.ts';
 
 const HOLD_MS = 1_500;
 
@@ -25,7 +25,7 @@ describe('observations lost before the log', () => {
       const st = await waitStatus(client, (x) => x.core!.axis_enable_mask === all, 3_000);
       expect(st.core!.axis_enable_mask).toBe(all);
       const overflow = await waitForEvent(client, cursor, (e) => e.type === 'publisher_overflow', HOLD_MS + 5_000);
-      expect(overflow, 'no publisher_overflow after the hold').toBeDefined();
+      expect(overflow, 'no publisher_overflow after the hold').not.toBeUndefined();
       const evs = await eventsSince(client, cursor);
       const at = evs.findIndex((e) => e.sequence === overflow!.sequence);
       // The core's enable observations of the hold never reached the log; the overflow counts them.
@@ -37,7 +37,9 @@ describe('observations lost before the log', () => {
       // Free again: the next observation reaches the log after the overflow.
       expect((await cell.fenced('enable', s, { axis_mask: 0 })).status).toBe(200);
       const changed = await waitForEvent(client, overflow!.sequence, (e) => e.type === 'enable_changed', 3_000);
-      expect(changed, 'no enable_changed after the publisher was free').toBeDefined();
+      // The observation after the overflow is the disable just sent (enable payload, docs/profile.md "Events").
+      expect(changed, 'no enable_changed after the publisher was free').not.toBeUndefined();
+      await inProfile('profile:events.payloads', () => expect(changed!.enable).toEqual({ axis_enable_mask: 0n, armed: false }));
       expect((await eventsSince(client, overflow!.sequence)).filter((e) => e.type === 'publisher_overflow')).toEqual([]);
     },
   );

@@ -6,7 +6,7 @@
 
 import type { BindingInput } from '../../harness/clients/control.ts';
 import { eventCursor, eventsSince } from '../../harness/clients/events.ts';
-import { covers, describe, expect, sharedVariant, test } from '../../harness/fixture.ts';
+import { covers, describe, expect, inProfile, sharedVariant, test } from '../../harness/fixture.ts';
 
 describe('event time_ns (stepped clock)', () => {
   const v = sharedVariant<{ binding: BindingInput }>({ clock: 'stepped' });
@@ -26,7 +26,8 @@ describe('event time_ns (stepped clock)', () => {
       changed = (await eventsSince(client, cursor)).find((e) => e.type === 'enable_changed');
     }
     expect((await enable).status).toBe(200);
-    expect(changed, 'no enable_changed within 200 cycles').toBeDefined();
+    expect(changed, 'no enable_changed within 200 cycles').not.toBeUndefined();
+    await inProfile('profile:events.payloads', () => expect(changed!.enable, 'the enable the test sent').toEqual({ axis_enable_mask: 1n, armed: false }));
     const t = changed!.time_ns as bigint;
     expect(t).toBeGreaterThan(before);
     expect(cycles, `enable_changed at ${t} ns is not one of the stepped cycles' times`).toContain(t);

@@ -74,7 +74,7 @@ describe('acquire', () => {
     const cursor = await eventCursor(client);
     const s = await cell.grant();
     const ev = await waitForEvent(client, cursor, (e) => e.type === 'grant_acquired');
-    expect(ev).toBeDefined();
+    expect(ev, 'grant_acquired').not.toBeUndefined();
     const grant = ev!.grant as { generation: bigint; stopping: boolean };
     expect(grant.generation).toBe(s.generation);
     expect(grant.stopping).toBe(false);
@@ -245,7 +245,7 @@ describe('renew', () => {
       ev = (await eventsSince(client, cursor)).find((e) => e.type === 'grant_expired');
       if (!ev) await sleep(5);
     }
-    expect(ev, 'grant_expired published').toBeDefined();
+    expect(ev, 'grant_expired published').not.toBeUndefined();
     expect((ev!.grant as { generation: bigint }).generation).toBe(s.generation);
     const deadline = s.grant.deadline_host_ns;
     // Not before the deadline, and not later than the measured tolerance after it. The service's lateness
@@ -396,7 +396,8 @@ describe('stop', () => {
     expect(g.session).toBe(s.session);
     expect(g.generation).toBeGreaterThanOrEqual(s.generation);
     const ev = await waitForEvent(client, cursor, (e) => e.type === 'grant_revoked');
-    expect(ev).toBeDefined();
+    // The stopping grant's generation, and no longer stopping once revoked (document 1 part 6 grant payload).
+    expect(ev?.grant, 'grant_revoked').toMatchObject({ generation: g.generation, stopping: false });
     // after revocation the session is over
     const r = await cell.fenced('renew', { session: s.session, generation: g.generation });
     expect(r.label).toBe('control_session_stale');

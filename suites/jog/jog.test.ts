@@ -223,6 +223,38 @@ describe('begin_jog, end_jog and the jog generation', () => {
   );
 
   test(
+    'begin_jog clock checks, each bound from both sides: deadline not after origin, origin in the future, deadline passed',
+    profile('profile:jog.begin_deadline_invalid', 'profile:jog.begin_input_future', 'profile:jog.begin_input_stale'),
+    async ({ cell }) => {
+      const s = await cell.hold();
+      const clock = await readJogClock(cell.client);
+      const send = async (origin: bigint, deadline: bigint) => {
+        const r = await cell.fenced('begin_jog', s, { axis_mask: 1, source_origin_host_ns: origin, deadline_host_ns: deadline, clock_incarnation: clock.incarnation });
+        return { status: r.status, label: r.label, control: (r.reply.native_jog_result as { ControlReason?: bigint } | undefined)?.ControlReason };
+      };
+      const SEC = 1_000_000_000n;
+      // The cell is not armed: a begin_jog that passes every clock check is refused by the core (not_ready),
+      // the other side of each bound.
+      const passed = { status: 409, label: 'not_ready', control: 1n };
+      // Deadline equal to the origin: invalid; one nanosecond after it passes this check (and, long past, is stale).
+      const o1 = hostNs();
+      expect(await send(o1, o1)).toEqual({ status: 409, label: 'jog_clock_deadline_invalid', control: 13n });
+      expect(await send(o1, o1 + 1n)).toEqual({ status: 409, label: 'jog_clock_input_stale', control: 14n });
+      // Checked first: an origin in the future with a deadline before it is still deadline_invalid.
+      const f = hostNs() + 10n * SEC;
+      expect(await send(f, f - 1n)).toEqual({ status: 409, label: 'jog_clock_deadline_invalid', control: 13n });
+      // An origin ahead of the host clock: future; an origin read from the host clock just before: accepted.
+      expect(await send(hostNs() + 10n * SEC, hostNs() + 20n * SEC)).toEqual({ status: 409, label: 'jog_clock_input_future', control: 25n });
+      const o2 = hostNs();
+      expect(await send(o2, o2 + SEC)).toEqual(passed);
+      // A deadline already passed: stale; one still ahead: accepted.
+      const o3 = hostNs() - 2n * SEC;
+      expect(await send(o3, hostNs() - 1n)).toEqual({ status: 409, label: 'jog_clock_input_stale', control: 14n });
+      expect(await send(o3, hostNs() + SEC)).toEqual(passed);
+    },
+  );
+
+  test(
     'begin_jog opens a new jog generation (handle), jog_begin; end_jog needs the exact current generation, jog_end',
     covers('rule:jog_session.begin_opens_generation', 'rule:jog_session.end_closes', 'rule:op.end_jog.exact_generation', 'event:jog_begin', 'event:jog_end'),
     async ({ variant, skip }) => {

@@ -18,6 +18,8 @@ import { machineOf } from '../../harness/machine.ts';
 /** The axis homed here: the fourth natively homeable axis of the cell (J4 of the default), or its last. */
 let AXIS = 3;
 let BIT = 1 << AXIS;
+/** The pair revision of this file's stack. */
+const REVISION = 5n;
 /** Why the cell cannot run this file (no natively homeable axis), once its stack is up. */
 let noHome: string | undefined;
 
@@ -33,7 +35,8 @@ describe('restore_anchor refuses corrupt and foreign anchors', () => {
   const dir = scratchDir('hil-anchors');
   const perTest = perTestStacks();
   if (perTest) beforeEach(() => emptyDir(dir));
-  const v = sharedVariant<{ binding: BindingInput; axes: Array<{ id: string }> }>({ anchorStore: { kind: 'directory', dir } });
+  // A pair revision other than the default 1, so that an anchor one revision below it can be written.
+  const v = sharedVariant<{ binding: BindingInput; axes: Array<{ id: string }> }>({ anchorStore: { kind: 'directory', dir }, pairRevision: REVISION });
   let file: string;
   let saved: string;
 
@@ -86,6 +89,10 @@ describe('restore_anchor refuses corrupt and foreign anchors', () => {
     ['the pair id differs', () => edit((o) => { o.pair_id = 'another-pair'; }), 'anchor_identity_mismatch'],
     ['the Home epoch differs (another Home)', () => edit((o) => { o.home_epoch = String(BigInt(o.home_epoch as string) + 1n); }), 'anchor_identity_mismatch'],
     ['the drive identity differs', () => edit((o) => { o.drive_identity = 'slave:99'; }), 'anchor_identity_mismatch'],
+    // The revision on both sides of the stack's own (document 1 part 4 restore_anchor: the pair's revision
+    // must match); the untouched anchor below, at the same revision, restores.
+    ['the pair revision is one below the stack\'s', () => edit((o) => { o.revision = String(REVISION - 1n); }), 'anchor_identity_mismatch'],
+    ['the pair revision is one above the stack\'s', () => edit((o) => { o.revision = String(REVISION + 1n); }), 'anchor_identity_mismatch'],
   ];
 
   for (const [what, text, label] of cases) {
@@ -100,6 +107,7 @@ describe('restore_anchor refuses corrupt and foreign anchors', () => {
   test('the untouched anchor restores Home evidence (the same path can succeed)', covers('rule:op.restore_anchor.result'), async ({ skip }) => {
     skip(v.cannot !== undefined, v.cannot ?? '');
     skip(noHome !== undefined, noHome);
+    expect((JSON.parse(saved) as { revision: string }).revision, 'the anchor was saved under the stack\'s pair revision').toBe(String(REVISION));
     const r = await restoreWith(saved);
     expect(r).toEqual({ status: 200, label: undefined, homed: true });
   });

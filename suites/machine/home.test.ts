@@ -5,7 +5,9 @@ import { request } from 'undici';
 import { stringifyExact } from '../../harness/oracle/json.ts';
 import { REQUEST_SCHEMA } from '../../harness/clients/control.ts';
 import { readStatus, waitStatus } from '../../harness/clients/status.ts';
-import { covers, describe, expect, needsMotion, test } from '../../harness/fixture.ts';
+import { covers, describe, expect, inProfile, needsMotion, sharedVariant, test, type Description } from '../../harness/fixture.ts';
+import { HarnessError } from '../../harness/errors.ts';
+import { latestSequence, recordsSince } from '../../harness/clients/telemetry.ts';
 import { machineOf, needs } from '../../harness/machine.ts';
 
 /**
@@ -43,15 +45,44 @@ describe('Home lifetime', () => {
     expect(Number(st.core!.home_valid_mask) & (1 << J5)).toBe(1 << J5);
   });
 
-  test('lease expiry during Home cancels it: no new Home evidence, the axis left disabled', covers('rule:op.home.reply_loss'), async ({ target, client, cell, description, skip }) => {
+  // On the reference stack a slowed homing run (5 s) under the lan lease ceiling (500 ms): Home surely
+  // reaches the drives before the lease runs out, and cannot finish before it, even on a loaded host. On a
+  // target without the variant, its own Home (seconds on real drives) under a 60 ms lease.
+  const slow = sharedVariant<Description>({ homingMs: 5_000 });
+
+  test('lease expiry during Home cancels it: Home began (homing mode on the drive), was answered cancelled, left no new Home evidence and the axis disabled', covers('rule:op.home.reply_loss', 'profile:machine.home_failure'), async ({ target: fileTarget, client: fileClient, cell: fileCell, description: fileDescription, skip }) => {
+    const useSlow = slow.cannot === undefined;
+    const target = useSlow ? slow.target : fileTarget;
+    const client = useSlow ? slow.target.client() : fileClient;
+    const cell = useSlow ? slow.cell : fileCell;
+    const description = useSlow ? slow.description : fileDescription;
+    const leaseMs = useSlow ? 500n : 60n;
     needsMotion({ skip }, target);
     // An axis other than the one the reply-loss test homes, when the cell has two.
     const J6 = needs(skip, homeable(description, 5), NO_HOME);
     const before = await readStatus(client);
     skip((Number(before.core!.home_valid_mask) & (1 << J6)) !== 0, `axis ${machineOf(description).axes[J6]!.id} already homed in this incarnation`);
-    const s = await cell.grant({ requested_lease_ms: 60n });
+    const from = await latestSequence(client);
+    const t0 = performance.now();
+    const s = await cell.grant({ requested_lease_ms: leaseMs });
+    const sentMs = performance.now() - t0;
     const r = await cell.fenced('home', s, { axis_mask: 1 << J6 });
     expect(r.status).toBe(409);
+    // A lease refusal means the lease ran out before the Home request was admitted: the harness was too slow.
+    if (['fence', 'no_grant', 'expired', 'control_session_stale'].includes(r.label ?? '')) {
+      throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `home was refused ${r.label}: the ${leaseMs} ms lease ran out before the request was admitted (acquire answered after ${sentMs.toFixed(1)} ms)`);
+    }
+    // Home began: the drive was switched to homing mode (CiA 402 modes of operation display 6 in the
+    // capture records) before the lease ran out, so this is Home cancelled, not a refusal at admission.
+    const recs = await recordsSince(client, from);
+    expect(recs.some((x) => x.ax[J6]!.mode_display === 6), 'the axis never entered homing mode: Home did not begin').toBe(true);
+    // ... and ended by the lease, not by its own outcome: no record of homing attained.
+    expect(recs.some((x) => x.ax[J6]!.mode_display === 6 && (x.ax[J6]!.statusword & 0x1000) !== 0), 'homing attained: Home ran to its end').toBe(false);
+    // The refusal is Home's own failure answer (cancelled).
+    await inProfile('profile:machine.home_failure', () => {
+      expect(r.label).toBe('native_rejected');
+      expect(r.reply.native_result).toMatchObject({ Result: 1, Reason: 17 });
+    });
     const st = await waitStatus(client, (x) => x.commissioning.phase === 'idle' && x.core!.axis_enable_mask === 0n);
     expect(Number(st.core!.home_valid_mask) & (1 << J6)).toBe(0);
     expect(st.core!.home_epoch).toBe(before.core!.home_epoch);

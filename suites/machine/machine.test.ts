@@ -7,7 +7,8 @@ import { eventCursor, waitForEvent } from '../../harness/clients/events.ts';
 import { mask, readStatus, waitStatus, type StatusView } from '../../harness/clients/status.ts';
 import type { Cell, Session } from '../../harness/clients/cell.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
-import { covers, describe, expect, needsFaults, needsMotion, profile, recoveringTest } from '../../harness/fixture.ts';
+import { covers, describe, expect, inProfile, needsFaults, needsMotion, profile, recoveringTest } from '../../harness/fixture.ts';
+import { latestSequence, recordsSince } from '../../harness/clients/telemetry.ts';
 import { machineOf, needs } from '../../harness/machine.ts';
 
 /** Every test leaves the cell released, injected faults removed and latched faults reset. */
@@ -73,8 +74,9 @@ describe('enable and arm', () => {
     expect(r.reply.sequence).toBeGreaterThan(0n);
     const st = await waitStatus(client, (x) => Number(x.core?.axis_enable_mask ?? 0) === m);
     expect(st.axes.map((a) => a.enabled)).toEqual(description.axes.map((_a, i) => (m & (1 << i)) !== 0));
-    const ev = await waitForEvent(client, cursor, (e) => e.type === 'enable_changed' && (e.enable as { axis_enable_mask: bigint }).axis_enable_mask === BigInt(m));
-    expect(ev).toBeDefined();
+    const ev = await waitForEvent(client, cursor, (e) => e.type === 'enable_changed');
+    expect(ev?.enable, 'enable_changed payload enable').not.toBeUndefined();
+    await inProfile('profile:events.payloads', () => expect(ev!.enable).toEqual({ axis_enable_mask: BigInt(m), armed: false }));
   });
 
   test('enable without axis_mask is refused by the envelope', covers('rule:op.enable.axis_mask_required'), async ({ cell }) => {
@@ -100,7 +102,9 @@ describe('enable and arm', () => {
     expect(r.status).toBe(200);
     expect(r.reply.sequence).toBeGreaterThan(0n);
     expect((await readStatus(client)).core!.armed).toBe(1n);
-    expect(await waitForEvent(client, cursor, (e) => e.type === 'arm_changed')).toBeDefined();
+    const ev = await waitForEvent(client, cursor, (e) => e.type === 'arm_changed');
+    expect(ev?.enable, 'arm_changed payload enable').not.toBeUndefined();
+    await inProfile('profile:events.payloads', () => expect(ev!.enable).toEqual({ axis_enable_mask: BigInt(allAxes(description.axes.length)), armed: true }));
   });
 
   test('arm with nothing enabled is refused with not_ready and native reason 2 in native_result', covers('reason:not_ready', 'rule:response.native_result_on_refusal', 'field:Response.native_result', 'field:CommandResult.Result', 'field:CommandResult.Reason', 'field:CommandResult.Sequence', 'field:CommandResult.Operation', 'field:CommandResult.Generation', 'field:CommandResult.AxisMask', 'field:CommandResult.Handle'), async ({ cell }) => {
@@ -190,7 +194,7 @@ describe('halt', () => {
 });
 
 describe('home', () => {
-  test('home runs native Home, leaves the axes disabled and sets home evidence with a new epoch', covers('rule:op.home.axis_mask', 'rule:op.home.observable_success', 'rule:machine_effect.home_leaves_axes_disabled', 'event:home_epoch_changed', 'field:ProcessStatus.core.home_epoch', 'field:ProcessStatus.core.home_valid_mask', 'rule:status.commissioning_phase', 'limit:home_wait_s'), async ({ cell, client, target, description, skip }) => {
+  test('home runs native Home, leaves the axes disabled and sets home evidence with a new epoch', covers('rule:op.home.axis_mask', 'rule:op.home.observable_success', 'rule:machine_effect.home_leaves_axes_disabled', 'event:home_epoch_changed', 'field:ProcessStatus.core.home_epoch', 'field:ProcessStatus.core.home_valid_mask', 'rule:status.commissioning_phase', 'limit:home_wait_s', 'profile:events.payloads'), async ({ cell, client, target, description, skip }) => {
     needsMotion({ skip }, target);
     const native = roles(description).homeable.slice(0, 2);
     skip(native.length === 0, NO_HOME);
@@ -200,6 +204,7 @@ describe('home', () => {
     // Only the homed axes are enabled: anchor capture needs the machine disabled afterwards (profile "Anchors").
     await enableAndWait(cell, client, s, m);
     const cursor = await eventCursor(client);
+    const from = await latestSequence(client);
     const r = await cell.fenced('home', s, { axis_mask: m });
     expect(r.status, r.reply.error).toBe(200);
     const st = await readStatus(client);
@@ -208,8 +213,29 @@ describe('home', () => {
     expect(Number(st.core!.axis_enable_mask) & m).toBe(0);
     for (const i of native) expect(st.axes[i]!.enabled).toBe(false);
     expect(st.commissioning.phase).toBe('idle');
+    // Native Home ran on the drives, not only its evidence: each homed axis's capture records show the drive
+    // in homing mode (CiA 402 modes of operation display 6) and reporting homing attained (statusword bit 12
+    // in that mode) before the first record with its home_valid_mask bit (document 1 part 2 record fields).
+    const recs = await recordsSince(client, from);
+    for (const i of native) {
+      const id = description.axes[i]!.id;
+      const homing = recs.filter((x) => x.ax[i]!.mode_display === 6);
+      expect(homing.length, `${id}: no capture record in homing mode 6`).toBeGreaterThan(0);
+      const attained = homing.find((x) => (x.ax[i]!.statusword & 0x1000) !== 0);
+      expect(attained, `${id}: homing attained never reported in mode 6`).not.toBeUndefined();
+      const valid = recs.find((x) => (Number(x.home_valid_mask) & (1 << i)) !== 0);
+      expect(valid, `${id}: no record with its home_valid_mask bit`).not.toBeUndefined();
+      expect(homing[0]!.seq, `${id}: homing mode began before the evidence`).toBeLessThan(valid!.seq);
+      expect(attained!.seq, `${id}: homing attained before the evidence`).toBeLessThanOrEqual(valid!.seq);
+      // No evidence before the drive reported homing attained (a core that sets the bit on receipt).
+      expect(recs.filter((x) => x.seq < attained!.seq && (Number(x.home_valid_mask) & (1 << i)) !== 0)).toEqual([]);
+    }
     const ev = await waitForEvent(client, cursor, (e) => e.type === 'home_epoch_changed');
-    expect(ev).toBeDefined();
+    expect(ev, 'home_epoch_changed').not.toBeUndefined();
+    expect(ev!.epoch, 'the event payload epoch').not.toBeUndefined();
+    await inProfile('profile:events.payloads', () =>
+      expect(ev!.epoch).toEqual({ previous: st.core!.home_epoch - 1n, current: st.core!.home_epoch, home_valid_mask: st.core!.home_valid_mask, source: 'home' }),
+    );
   });
 
   test('home on an armed cell leaves the homed axis disabled and the cell disarmed: enable and arm are needed again', covers('rule:machine_effect.home_leaves_axes_disabled', 'event:arm_changed'), async ({ cell, client, target, description, skip }) => {
@@ -226,7 +252,10 @@ describe('home', () => {
     expect(st.core!.armed).toBe(0n);
     expect(Number(st.core!.axis_enable_mask) & mask([J6])).toBe(0);
     expect(Number(st.core!.home_valid_mask) & mask([J6])).toBe(mask([J6]));
-    expect(await waitForEvent(client, cursor, (e) => e.type === 'arm_changed')).toBeDefined();
+    const ev = await waitForEvent(client, cursor, (e) => e.type === 'arm_changed');
+    expect(ev?.enable, 'arm_changed payload enable').not.toBeUndefined();
+    // Home disarms first (the homed axis is still enabled for its homing run at that moment).
+    await inProfile('profile:events.payloads', () => expect(ev!.enable).toMatchObject({ armed: false }));
     // halt needs an armed cell again
     expect((await cell.fenced('halt', s)).label).toBe('inhibited');
   });
@@ -250,7 +279,10 @@ describe('home', () => {
     expect(r.status).toBe(409);
     expect(r.label).toBe('native_rejected');
     expect(r.reply.native_result!.Result).toBe(1);
-    expect(await waitForEvent(client, cursor, (e) => e.type === 'grant_revoked')).toBeDefined();
+    const revoked = await waitForEvent(client, cursor, (e) => e.type === 'grant_revoked');
+    // The service's own stop: a newer generation of the same grant, revoked once drained (part 6 grant payload).
+    expect(revoked?.grant, 'grant_revoked').toMatchObject({ stopping: false });
+    expect((revoked!.grant as { generation: bigint }).generation).toBeGreaterThan(s.generation);
     expect((await cell.fenced('renew', s)).label).toBe('control_session_stale');
   });
 

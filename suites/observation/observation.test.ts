@@ -146,8 +146,14 @@ describe('sockets', () => {
     expect(resolve(dirname(link), await readlink(link))).toBe(target.address);
   });
 
-  test('the control socket has mode 0660 (the socket group is the authentication)', profile('profile:service.socket_mode'), async ({ target, skip }) => {
+  test('the control socket has mode 0660, jog.sock too, the socket directory and public/ 0750 (the socket group is the authentication)', profile('profile:service.socket_mode'), async ({ target, skip }) => {
     skip(!REFERENCE_STACK.has(target.name), 'an external service chooses its own socket permissions');
     expect((await stat(target.address)).mode & 0o777).toBe(0o660);
+    // The rest of the layout is the service's too, not the umask's (docs/profile.md "Sockets").
+    const dir = dirname(target.address);
+    expect((await stat(dir)).mode & 0o1777).toBe(0o750);
+    expect((await stat(join(dir, 'public'))).mode & 0o1777).toBe(0o750);
+    const jog = await stat(join(dir, 'jog.sock')).catch(() => undefined);
+    if (jog) expect(jog.mode & 0o777).toBe(0o660);
   });
 });

@@ -18,7 +18,7 @@ import { eventCursor, eventsSince } from '../../harness/clients/events.ts';
 import { latestSequence, readBatch } from '../../harness/clients/telemetry.ts';
 import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
 import { firstAxisUnfit, machineOf } from '../../harness/machine.ts';
-import { covers, describe, expect, needsMotion, sharedVariant, test } from '../../harness/fixture.ts';
+import { covers, describe, expect, inProfile, needsMotion, sharedVariant, test } from '../../harness/fixture.ts';
 import { unservedReason } from '../../harness/served.ts';
 
 type Data = Record<string, any>;
@@ -158,7 +158,9 @@ describe('host times on one monotonic ns clock (real time)', () => {
       expect(m.status, m.reply.error).toBe(200);
       let mark: Data | undefined;
       for (let k = 0; k < 100 && !mark; k++) mark = (await eventsSince(client, cursor)).find((e) => e.type === 'telemetry_mark');
-      expect(mark, 'telemetry_mark event').toBeDefined();
+      expect(mark, 'telemetry_mark event').not.toBeUndefined();
+      // The mark names this request: its label and sequence (docs/profile.md "Events", mark payload).
+      await inProfile('profile:events.payloads', () => expect(mark!.mark).toEqual({ label: 'units', sequence: m.reply.sequence, generation: s.generation }));
       // The records are the core's, written as its cycles run; on a loaded machine the ring may not yet hold
       // the cycle that handled the mark: read until it does (bounded; a mark stamped on another clock never
       // gets there).

@@ -198,8 +198,14 @@ describe('handles that are not this grant’s or not of this kind', () => {
       const u = await cell.fenced('prepare_trajectory', s, { axis_mask: 1, points: stillPoints(hold) });
       expect(u.status, u.reply.error).toBe(200);
       const cursor = await eventCursor(client);
+      const daemonBefore = (await client.status()).reply.data as { daemon_incarnation: string };
       await target.restartCore();
-      expect(await waitForEvent(client, cursor, (e) => e.type === 'daemon_incarnation_changed')).toBeDefined();
+      const changed = await waitForEvent(client, cursor, (e) => e.type === 'daemon_incarnation_changed');
+      // incarnation has previous and current (document 1 part 6): from the core that held the handle to a new one.
+      const inc = changed?.incarnation as { previous: string; current: string } | undefined;
+      expect(inc?.previous, 'daemon_incarnation_changed previous').toBe(daemonBefore.daemon_incarnation);
+      expect(inc?.current, 'daemon_incarnation_changed current').toBe(((await client.status()).reply.data as { daemon_incarnation: string }).daemon_incarnation);
+      expect(inc!.current).not.toBe(inc!.previous);
       ({ s, hold } = await ready(cell, client, description.axes.length));
       expect(await label('start_trajectory', { handle: u.reply.handle! })).toEqual({ op: 'start_trajectory', status: 409, label: 'unknown_handle' });
       expect(await label('discard_trajectory', { handle: u.reply.handle! })).toEqual({ op: 'discard_trajectory', status: 409, label: 'unknown_handle' });

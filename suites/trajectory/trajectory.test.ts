@@ -10,7 +10,7 @@ import { latestSequence, readBatch, recordsSince } from '../../harness/clients/t
 import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
 import { Cell, type Session } from '../../harness/clients/cell.ts';
 import type { BindingInput, ControlClient } from '../../harness/clients/control.ts';
-import { covers, describe, expect, needsFaults, needsMotion, profile, recoveringTest, type VariantOf } from '../../harness/fixture.ts';
+import { covers, describe, expect, needsFaults, needsMotion, inProfile, profile, recoveringTest, type VariantOf } from '../../harness/fixture.ts';
 import { REQUEST_SCHEMA } from '../../harness/clients/control.ts';
 import { stringifyExact } from '../../harness/oracle/json.ts';
 import { createConnection } from 'node:net';
@@ -162,10 +162,10 @@ describe('prepare, start, complete', () => {
       expect(during.plan_cursor!.active_handle).toBe(h);
       expect(during.plan_cursor!.native_clock_ns).toBeGreaterThan(0n);
       const started = await waitForEvent(client, cursor, (e) => e.type === 'execution_started');
-      expect(started, 'an execution_started event within 3 s').toBeDefined();
+      expect(started, 'an execution_started event within 3 s').not.toBeUndefined();
       expect(started!.execution).toMatchObject({ handle: h, generation: before + 1n, native_sequence: seq });
       const done = await waitForEvent(client, cursor, (e) => e.type === 'execution_completed', 5_000);
-      expect(done, 'an execution_completed event within 5 s').toBeDefined();
+      expect(done, 'an execution_completed event within 5 s').not.toBeUndefined();
       expect(done!.execution).toMatchObject({ handle: h, generation: before + 1n });
       const st = await status(client);
       expect(st.execution.handles.find((x) => x.handle === h)).toMatchObject({ state: 'consumed', execution_generation: before + 1n, native_sequence: seq });
@@ -193,7 +193,8 @@ describe('prepare, start, complete', () => {
       const h = (await prepare(cell, s, pts)).reply.handle!;
       const cursor = await eventCursor(client);
       expect((await cell.fenced('start_trajectory', s, { handle: h })).status).toBe(200);
-      expect(await waitForEvent(client, cursor, (e) => e.type === 'execution_completed', 5_000)).toBeDefined();
+      const done = await waitForEvent(client, cursor, (e) => e.type === 'execution_completed', 5_000);
+      expect(done?.execution, 'execution_completed of this handle').toMatchObject({ handle: h });
       const again = await cell.fenced('start_trajectory', s, { handle: h });
       expect(again.status).toBe(409);
       expect(again.label).toBe('handle_consumed');
@@ -222,7 +223,8 @@ describe('execution in telemetry', () => {
       const cursor = await eventCursor(client);
       const st = await cell.fenced('start_trajectory', s, { handle: h });
       expect(st.status).toBe(200);
-      expect(await waitForEvent(client, cursor, (e) => e.type === 'execution_completed', 5_000)).toBeDefined();
+      const done = await waitForEvent(client, cursor, (e) => e.type === 'execution_completed', 5_000);
+      expect(done?.execution, 'execution_completed of this handle').toMatchObject({ handle: h, native_sequence: st.reply.sequence });
       const recs: CycleCaptureRecordV2[] = [];
       for (let after = from; ; ) {
         const b = await readBatch(client, after);
@@ -268,6 +270,61 @@ describe('execution in telemetry', () => {
       expect(after[0]!.motion_done).toBe(1);
       expect(after[0]!.active_traj_id).toBe(0n);
       expect(after[0]!.ax[0]!.target).toBe(Math.round(q1 * cpu)); // held at the last point
+    },
+  );
+});
+
+describe('point velocities', () => {
+  test(
+    'the point velocities shape the curve: two points at the same position with velocities +v and -v bulge out by T v / 4 at mid-interval, every cycle on the Hermite curve of positions and velocities',
+    covers('field:Point.velocity', 'profile:trajectory.hermite_velocities'),
+    async ({ cell, client, target, description, skip }) => {
+      needsMotion({ skip }, target);
+      needsJ1(description, skip);
+      const { s, hold } = await ready(cell, client, description.axes.length);
+      const ax = description.axes[0] as unknown as { counts_per_unit: number | bigint; sign: number | bigint };
+      const cpu = num(ax.counts_per_unit) * num(ax.sign);
+      const cycleNs = machineOf(description).cycleNs;
+      const q0 = hold[0]!;
+      const T = 0.4;
+      const v = 0.2; // rad/s, below every fixture axis's max_velocity; the bulge is T v / 4 = 0.02 rad
+      const zero = hold.map(() => 0);
+      const vel = (x: number) => zero.map((_, i) => (i === 0 ? x : 0));
+      // Same position at both ends: a decoder that drops the velocities (or derives them from the positions)
+      // interpolates a flat line and never leaves q0.
+      const h = (await prepare(cell, s, points(hold, [0, T], [q0, q0], [{ velocity: vel(v) }, { velocity: vel(-v) }]))).reply.handle!;
+      expect(h, 'prepared').toBeGreaterThan(0n);
+      const from = await latestSequence(client);
+      const cursor = await eventCursor(client);
+      const st = await cell.fenced('start_trajectory', s, { handle: h });
+      expect(st.status, st.reply.error).toBe(200);
+      const done = await waitForEvent(client, cursor, (e) => e.type === 'execution_completed', 5_000);
+      expect(done, 'execution_completed within 5 s').not.toBeUndefined();
+      expect(done!.execution).toMatchObject({ handle: h });
+      const recs = await recordsSince(client, from);
+      const exec = recs.filter((r) => r.active_traj_id === h);
+      expect(exec.length).toBeGreaterThan((T * 1e9) / Number(cycleNs) * 0.875);
+      const t0 = exec[0]!.t_ns;
+      const prior = recs.filter((r) => r.seq < exec[0]!.seq).at(-1);
+      const tPrev = prior ? prior.t_ns : t0 - cycleNs;
+      // Hermite with p0 = p1 = q0, v0 = v, v1 = -v: q0 + T v (s - s^2), s = tau / T.
+      const at = (x: number) => {
+        const u = Math.min(1, Math.max(0, x / T));
+        return q0 + T * v * (u - u * u);
+      };
+      let peak = 0;
+      for (const r of exec) {
+        const tauMin = Number(r.t_ns - t0) / 1e9 - 0.0001;
+        const tauMax = Number(r.t_ns - tPrev) / 1e9 + 0.0001;
+        const lo = Math.min(at(tauMin), at(tauMax)) * cpu;
+        const hi = Math.max(at(tauMin), at(tauMax)) * cpu;
+        const tgt = r.ax[0]!.target;
+        expect(tgt, `cycle ${r.seq}: target on the Hermite curve of the given velocities`).toBeGreaterThanOrEqual(Math.floor(Math.min(lo, hi)) - 1);
+        expect(tgt, `cycle ${r.seq}: target on the Hermite curve of the given velocities`).toBeLessThanOrEqual(Math.ceil(Math.max(lo, hi)) + 1);
+        peak = Math.max(peak, Math.abs(tgt / cpu - q0));
+      }
+      expect(peak).toBeGreaterThan(0.9 * (T * v) / 4);
+      expect(peak).toBeLessThanOrEqual((T * v) / 4 + 2 / Math.abs(cpu));
     },
   );
 });
@@ -321,8 +378,11 @@ describe('handle states', () => {
       const { s, hold } = await ready(cell, client, description.axes.length);
       const h = (await prepare(cell, s, wiggle(hold))).reply.handle!;
       const cursor = await eventCursor(client);
-      expect((await cell.fenced('stop', s)).status).toBe(200);
-      expect(await waitForEvent(client, cursor, (e) => e.type === 'grant_revoked')).toBeDefined();
+      const stop = await cell.fenced('stop', s);
+      expect(stop.status).toBe(200);
+      const revoked = await waitForEvent(client, cursor, (e) => e.type === 'grant_revoked');
+      // The stopped grant, its stopping generation (document 1 part 6: grant has generation and stopping).
+      expect(revoked?.grant, 'grant_revoked of the stopped grant').toMatchObject({ generation: (stop.reply.data as { generation: bigint }).generation, stopping: false });
       expect(transitions(await eventsSince(client, cursor), h)).toEqual(['prepared->retired']);
       const s2 = await cell.grant();
       const r = await cell.fenced('start_trajectory', s2, { handle: h });
@@ -355,7 +415,7 @@ describe('handle states', () => {
 
   test(
     'while it executes: start again answers handle_started, discard answers handle_active; a stop retires it with execution_aborted',
-    covers('reason:handle_started', 'reason:handle_active', 'transition:handle:started->refused:discard', 'transition:handle:started->retired:stop', 'event:execution_aborted'),
+    covers('reason:handle_started', 'reason:handle_active', 'transition:handle:started->refused:discard', 'transition:handle:started->retired:stop', 'event:execution_aborted', 'profile:events.end_reason'),
     async ({ cell, client, target, description, skip }) => {
       needsMotion({ skip }, target);
       needsJ1(description, skip);
@@ -373,6 +433,8 @@ describe('handle states', () => {
       expect((await cell.fenced('stop', s)).status).toBe(200);
       const ab = await waitForEvent(client, cursor, (e) => e.type === 'execution_aborted');
       expect(ab!.execution).toMatchObject({ handle: h });
+      // The reason names the stop, not a Home that never ran (docs/profile.md "Events").
+      await inProfile('profile:events.end_reason', () => expect((ab!.execution as { reason?: string }).reason).toBe('stop'));
       expect(transitions(await eventsSince(client, cursor), h)).toEqual(['prepared->started', 'started->retired']);
       expect((await status(client)).execution.state).toBe('cancelled');
     },
@@ -414,7 +476,10 @@ describe('refusals', () => {
       const r = await cell.fenced('start_trajectory', s, { handle: h });
       expect({ status: r.status, label: r.label, native: r.reply.native_result }).toEqual({ status: 409, label: 'fence', native: undefined });
       expect((await status(client)).execution.handles.find((x) => x.handle === h)!.state).toBe('retired');
-      expect(await waitForEvent(client, cursor, (e) => e.type === 'grant_revoked', 5_000)).toBeDefined();
+      const revoked = await waitForEvent(client, cursor, (e) => e.type === 'grant_revoked', 5_000);
+      // The service's stop after the uncertain Start advanced the generation past the grant's.
+      expect(revoked?.grant, 'grant_revoked').toMatchObject({ stopping: false });
+      expect((revoked!.grant as { generation: bigint }).generation).toBeGreaterThan(s.generation);
       // the core took the Start after its stall, then the stop: nothing is left moving or armed
       const st = await waitStatus(client, (x) => x.core!.armed === 0n && (x as unknown as Full).motion?.mode === 0n, 5_000);
       expect({ armed: st.core!.armed, mode: (st as unknown as Full).motion!.mode }).toEqual({ armed: 0n, mode: 0n });

@@ -1,0 +1,74 @@
+// The run's progress line: N of M files, tests passed and failed so far, time left from the sequencer's
+// durations at the run's own pace; one line redrawn in a terminal, plain lines otherwise.
+
+import { expect, test } from 'vitest';
+import { Progress, isInteractive, formatLeft } from './progress.ts';
+
+const durations = { 'a.test.ts': 10_000, 'b.test.ts': 30_000 };
+
+test('plain lines: each file done prints N of M, the counts so far and the time left at the pace so far', () => {
+  const out: string[] = [];
+  let t = 0;
+  const p = new Progress({ tty: false, write: (s) => out.push(s), now: () => t, durations });
+  p.start(['a.test.ts', 'b.test.ts', 'c.test.ts']);
+  expect(out).toEqual([]);
+  expect(p.text()).toBe('0 of 3 files, 0 passed, 0 failed, time left: estimating');
+  p.testDone('passed');
+  p.testDone('passed');
+  p.testDone('failed');
+  t = 20_000; // a (10 s of weight) took 20 s: half the sequencer's pace; b (30 s) and c (unlisted, 1.5 s) remain
+  p.fileDone('a.test.ts');
+  expect(out).toEqual(['progress: 1 of 3 files, 2 passed, 1 failed, about 1 min 03 s left\n']);
+  t = 80_000;
+  p.fileDone('b.test.ts');
+  expect(out[1]).toBe('progress: 2 of 3 files, 2 passed, 1 failed, about 3 s left\n');
+  p.fileDone('c.test.ts');
+  expect(out[2]).toBe('progress: 3 of 3 files, 2 passed, 1 failed, done\n');
+  // print() passes other reporters' lines through untouched.
+  p.print('ok  a.test.ts\n');
+  expect(out[3]).toBe('ok  a.test.ts\n');
+});
+
+test('a terminal gets one line redrawn in place; lines of other reporters go above it; the end clears it', () => {
+  const out: string[] = [];
+  let t = 0;
+  const p = new Progress({ tty: true, write: (s) => out.push(s), now: () => t, durations, columns: 200 });
+  p.start(['a.test.ts', 'b.test.ts']);
+  expect(out.at(-1)).toBe('\r\x1b[Kprogress: 0 of 2 files, 0 passed, 0 failed, time left: estimating');
+  p.testDone('passed');
+  expect(out.at(-1)).toBe('\r\x1b[Kprogress: 0 of 2 files, 1 passed, 0 failed, time left: estimating');
+  t = 5_000;
+  p.fileDone('a.test.ts');
+  expect(out.at(-1)).toBe('\r\x1b[Kprogress: 1 of 2 files, 1 passed, 0 failed, about 15 s left');
+  expect(out.join('')).not.toContain('\n');
+  const n = out.length;
+  p.print('ok  a.test.ts   1 passed\n');
+  expect(out.slice(n)).toEqual(['\r\x1b[Kok  a.test.ts   1 passed\n', 'progress: 1 of 2 files, 1 passed, 0 failed, about 15 s left']);
+  // The last file done: the next line clears the progress line for good (the summary is not interleaved).
+  t = 6_000;
+  p.fileDone('b.test.ts');
+  expect(out.at(-1)).toBe('\r\x1b[Kprogress: 2 of 2 files, 1 passed, 0 failed, done');
+  const m = out.length;
+  p.print('target sim\n');
+  p.print('verdict: PASS\n');
+  expect(out.slice(m)).toEqual(['\r\x1b[Ktarget sim\n', 'verdict: PASS\n']);
+  p.onTestRunEnd();
+  expect(out.length).toBe(m + 2);
+});
+
+test('a narrow terminal gets the line cut to its width, never wrapped', () => {
+  const out: string[] = [];
+  const p = new Progress({ tty: true, write: (s) => out.push(s), now: () => 0, durations, columns: 30 });
+  p.start(['a.test.ts']);
+  expect(out.at(-1)).toBe(`\r\x1b[K${'progress: 0 of 1 files, 0 passed, 0 failed'.slice(0, 29)}`);
+});
+
+test('interactive only on a terminal without CI', () => {
+  expect(isInteractive({ isTTY: true }, {})).toBe(true);
+  expect(isInteractive({ isTTY: true }, { CI: 'true' })).toBe(false);
+  expect(isInteractive({ isTTY: true }, { CI: 'false' })).toBe(true);
+  expect(isInteractive({ isTTY: false }, {})).toBe(false);
+  expect(isInteractive({}, {})).toBe(false);
+  expect(formatLeft(400)).toBe('1 s');
+  expect(formatLeft(61_000)).toBe('1 min 01 s');
+});
