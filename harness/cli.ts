@@ -120,6 +120,7 @@ applies to a full run). Writes reports/run.json, reports/allure-results/, report
   --socket PATH     control socket of an external target
   --planner-url URL external: the weld planner's base URL (planner suites skip without it)
   --olp-url URL     external: the offline programming server's base URL {olp_url} (OLP suites skip without it)
+  --olp-facts FILE  external: what discovery cannot tell of that server's deployment (README "Your own OLP server")
   --machine FILE    sim: machine configuration (default fixtures/machines/nine-axis.json)
   --record DIR      sim: record every test into its own recording under DIR/sim/<machine digest>/
                     (a fresh stack per test; docs/recording.md "Recording a suite run")
@@ -152,6 +153,7 @@ simulator, with the traceability gate. This is what npm test runs.`,
   serve: `usage: hil serve --socket-dir DIR [options]   (hil serve --help for the stack's own options)`,
   cleanroom: `usage: hil cleanroom serve --socket-dir DIR [--lease-ceiling-ms N] [--lifeline-stdin]
        hil cleanroom check [--update] [suite ...]
+       hil cleanroom check-olp [--update] [suite ...]
 
 serve: starts the clean-room control service (harness/cleanroom/service.ts), a second, independent reading
 of document 1 (envelope, grant authority, Describe, Status, events; every other capability unimplemented),
@@ -161,7 +163,13 @@ stops on SIGINT/SIGTERM, and when stdin closes with --lifeline-stdin.
 check: starts it, runs suites/envelope, grant, events, capabilities and observation against it through
 hil run --target external (reports in a temporary directory), and exits 0 only when the verdict is PASS
 and the profile differences are exactly fixtures/expectations/cleanroom-informative.json; --update rewrites
-that file from the run instead.`,
+that file from the run instead.
+
+check-olp: the same for document 3: starts a reference stack (hil serve), the weld planner stub and the
+clean-room OLP server (harness/cleanroom/olp.ts, a second reading of document 3 driving the stack as a
+client of document 1) with a two-cell catalogue, runs suites/olp against it through hil run --target
+external --olp-url ... --olp-facts ..., and exits 0 only when the verdict is PASS and the profile
+differences are exactly fixtures/expectations/cleanroom-olp-informative.json.`,
   replay: `usage: hil replay FILE [--mode strict|closed-loop|open-loop|verify]   (hil replay --help for the stack's own options)`,
   doctor: `usage: hil doctor --driver ethercat|ethercat-fake [--machine FILE]   (hil doctor --help for its options)`,
   config: `usage: hil config compile FILE --out DIR   (hil config --help for the compiler's own options)`,
@@ -385,6 +393,7 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
       socket: { type: 'string' },
       'planner-url': { type: 'string' },
       'olp-url': { type: 'string' },
+      'olp-facts': { type: 'string' },
       machine: { type: 'string' },
       record: { type: 'string' },
       recordings: { type: 'string' },
@@ -462,6 +471,7 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
   if (values.socket) process.env.HIL_SOCKET = resolve(values.socket);
   if (values['planner-url']) process.env.HIL_PLANNER_URL = values['planner-url'];
   if (values['olp-url']) process.env.HIL_OLP_URL = values['olp-url'];
+  if (values['olp-facts']) process.env.HIL_OLP_FACTS = resolve(values['olp-facts']);
   if (values.machine) process.env.HIL_MACHINE = resolve(values.machine);
   if (values['allow-motion']) process.env.HIL_ALLOW_MOTION = '1';
   if (values.record !== undefined) {
@@ -861,6 +871,11 @@ async function cleanroom(args: string[]): Promise<number> {
     allowPositionals: true,
     options: { 'socket-dir': { type: 'string' }, 'lease-ceiling-ms': { type: 'string' }, 'lifeline-stdin': { type: 'boolean', default: false }, update: { type: 'boolean', default: false } },
   });
+  if (positionals[0] === 'check-olp') {
+    const { checkCleanroomOlp } = await import('./cleanroom/check.ts');
+    const suites = positionals.slice(1);
+    return checkCleanroomOlp({ update: values.update, ...(suites.length ? { suites } : {}) });
+  }
   if (positionals[0] === 'check') {
     if (values['socket-dir'] || values['lease-ceiling-ms'] || values['lifeline-stdin']) throw new UsageError('cleanroom check starts its own service: no serve options');
     const { checkCleanroom } = await import('./cleanroom/check.ts');

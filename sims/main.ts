@@ -4,7 +4,9 @@
 // with --lifeline-stdin, when its parent closes stdin), removing its sockets.
 
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { loadMachine } from './config/compile.ts';
@@ -93,6 +95,10 @@ line, {"t":"stop"} answers "stopped"; sims/sessions.ts). A replayed run starts i
                           (if any) for /weld-plan, the reference STEP worker for /cadquery/topology and /seam,
                           the local simulator (/local-simulator/*) and a program store (/programs*).
                           0 picks a free port; its URL is the ready line's "olp", its store "olp_programs"
+  --olp-cells N           a cell catalogue of N cells (cell-a, cell-b, ...), every one this stack, pinned to
+                          its binding and configuration (docs/profile.md "OLP server: cell catalogue"):
+                          selection and fencing, as a deployment with several cells has them (default 1:
+                          this stack as the single target, no catalogue)
   --olp-program-store DIR the OLP server's program store (default: a new temporary directory, removed
                           when the stack stops; give a directory to keep the programs)
   --olp-robot-store DIR   its robot descriptions (default fixtures/robots)
@@ -200,6 +206,7 @@ export async function main(argv: string[], runner: Runner = runUntilStopped): Pr
         'planner-host': { type: 'string' },
         'planner-store-dir': { type: 'string' },
         'olp-port': { type: 'string' },
+        'olp-cells': { type: 'string' },
         ...OLP_OPTIONS,
       },
     },
@@ -390,7 +397,12 @@ export async function main(argv: string[], runner: Runner = runUntilStopped): Pr
     process.stderr.write('--olp-port must be an integer 0..65535\n');
     return 2;
   }
-  const strayOlp = OLP_FLAGS.find((f) => args[`olp-${f}`] !== undefined);
+  const olpCells = args['olp-cells'] === undefined ? 1 : Number(args['olp-cells']);
+  if (!Number.isInteger(olpCells) || olpCells < 1 || olpCells > 26 || (args['olp-cells'] !== undefined && !/^[1-9][0-9]?$/.test(args['olp-cells']))) {
+    process.stderr.write('--olp-cells must be an integer 1..26\n');
+    return 2;
+  }
+  const strayOlp = [...OLP_FLAGS, 'cells' as const].find((f) => args[`olp-${f}`] !== undefined);
   if (olpPort === undefined && strayOlp) {
     process.stderr.write(`hil serve: --olp-${strayOlp} needs --olp-port\n`);
     return 2;
@@ -432,6 +444,7 @@ export async function main(argv: string[], runner: Runner = runUntilStopped): Pr
   let olp: PlannerChild | undefined;
   let olpStore = '';
   let olpTempStore: string | undefined;
+  let olpCatalogue: string | undefined;
   // Signals (the burst, the second and the third) and the lifeline: sims/primitives.ts runUntilStopped.
   const run = runner(
     (why) =>
@@ -439,6 +452,7 @@ export async function main(argv: string[], runner: Runner = runUntilStopped): Pr
         .then(() => undefined)
         .catch((e: Error) => process.stderr.write(`shutdown: ${e.message}\n`))
         .then(() => (olpTempStore ? rm(olpTempStore, { recursive: true, force: true }) : undefined))
+        .then(() => (olpCatalogue ? rm(olpCatalogue, { recursive: true, force: true }) : undefined))
         .then(() => {
           process.stderr.write(`hil serve: stopped (${why})\n`);
         }),
@@ -463,7 +477,27 @@ export async function main(argv: string[], runner: Runner = runUntilStopped): Pr
         'seam-worker': 'builtin',
       };
       for (const f of OLP_FLAGS) given[f] = args[`olp-${f}`] ?? given[f];
-      const olpArgs = ['serve', '--listen', `127.0.0.1:${olpPort}`, '--control-socket', service.socketPath, ...(planner ? ['--planner-url', planner.url] : [])];
+      let target = ['--control-socket', service.socketPath];
+      if (olpCells > 1) {
+        // A catalogue of this stack under several names, pinned to its own binding: a deployment with
+        // cells to select and fence, for running the OLP suites against this server as someone else's.
+        const [model, sha] = (given['single-model'] ?? `sim-nine-axis@sha256:${createHash('sha256').update(readFileSync(join(ROOT, 'fixtures', 'robots', 'sim-nine-axis.urdf'))).digest('hex')}`).split('@');
+        const cells = Array.from({ length: olpCells }, (_x, i) => ({
+          cell_id: `cell-${String.fromCharCode(97 + i)}`,
+          model_id: model,
+          ...(sha ? { robot_description_sha256: sha } : {}),
+          mode: machine.backend,
+          backend: 'core',
+          pair_id: args['pair-id'] ?? 'cell-sim-01',
+          configuration_sha256: machine.configuration_sha256,
+          control: { socket: service.socketPath },
+        }));
+        olpCatalogue = await mkdtemp(join(tmpdir(), 'hil-olp-catalogue-'));
+        await writeFile(join(olpCatalogue, 'cells.json'), JSON.stringify({ cells }, null, 2));
+        target = ['--catalogue', join(olpCatalogue, 'cells.json')];
+        delete given['single-model'];
+      }
+      const olpArgs = ['serve', '--listen', `127.0.0.1:${olpPort}`, ...target, ...(planner ? ['--planner-url', planner.url] : [])];
       for (const f of OLP_FLAGS) if (given[f] !== undefined) olpArgs.push(`--${f}`, given[f]!);
       olp = await startChild('olp', olpArgs, (r) => String(r.olp));
       olpStore = given['program-store']!;

@@ -95,4 +95,9 @@ export const PROFILE: readonly RuleEntry[] = [
   p('olp.worker_operations', 3, 'OLP server: worker operations', 'the reference STEP worker: tessellate, extract_topology (stable ids), detect_joints, sample_seam_frames (work and travel angles), build_plan_request; build_seam, build_sequence, check_torch_fits, plan_torch_path refused with the reason'),
   p('olp.program_catalogue', 3, 'OLP server: program catalogue', '/programs over --program-store DIR: put validates robot.v4.program.v2 and needs program_digest (400 program_invalid), the id is the program_id (400 invalid_request), revisions move forward one at a time (409 program_revision_conflict), get 404 program_not_found'),
   p('olp.heartbeat_interval', 3, 'OLP server: dense execution', 'hil olp serve --heartbeat-ms N sets the UI heartbeat timeout (default 5000 ms); /capabilities limits.heartbeat_timeout_ms reports it'),
+  p('olp.service_fields', 3, 'OLP server: service fields', 'the types of the /health fields (connected_targets an array of cell ids), and X-Weldplan-SHA256 as sha256:<64 hex>'),
+  p('olp.labels', 3, 'OLP server: labels', 'error codes beyond the part 7 table (not_armed, joint_limit, jog_revision_stale, robot_cell_*, ...) and the statuses part 7 leaves open (cell_not_commissioned, cell_binding_pinned, dense_blob_not_found and home_required 409)'),
+  p('olp.robot_store', 3, 'OLP server: robot store', 'GET /robots entries from URDF files: frames as link names, axes {driven [{name, type, lower_rad, upper_rad, velocity_rad_s}], held [{name, held_rad}]}, reset_pose, problems [{file, problem}]; capture-model answers {ok, urdf, identity}'),
+  p('olp.cartesian', 3, 'OLP server: Cartesian jog and moves', 'Cartesian state, start, intent, stop, halt and move bodies; singularity and cartesian_revision_stale refusals'),
+  p('olp.local_simulator', 3, 'OLP server: local simulator', '/local-simulator/start, stop and preview jog bodies; local_simulator_not_running 409'),
 ];

@@ -114,3 +114,89 @@ export async function checkCleanroom(o: CheckOptions = {}): Promise<number> {
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/** Where the expected profile differences of the OLP suites against the clean-room OLP server are kept. */
+export const EXPECTED_OLP_FILE = join(ROOT, 'fixtures', 'expectations', 'cleanroom-olp-informative.json');
+
+/**
+ * `hil cleanroom check-olp`: the OLP suites against the clean-room OLP server (harness/cleanroom/olp.ts),
+ * as CI runs it. The server runs in this process with a two-cell catalogue (cell-a and cell-b, both a
+ * reference stack this check starts with `hil serve`) and the weld planner stub behind it; the run is a
+ * child `hil run --target external --olp-url ... --olp-facts ...`. It holds the outcome to the same two
+ * statements as the document-1 check: PASS, and exactly the pinned profile differences.
+ */
+export async function checkCleanroomOlp(o: CheckOptions = {}): Promise<number> {
+  const log = o.log ?? ((l: string) => process.stdout.write(`${l}\n`));
+  const dir = mkdtempSync(join(tmpdir(), 'hil-cleanroom-olp-'));
+  const reports = join(dir, 'reports');
+  const { CleanroomOlp } = await import('./olp.ts');
+  const { openStubPlanner } = await import('../targets/spawn.ts');
+  const { ControlClient } = await import('../clients/control.ts');
+  const { createHash } = await import('node:crypto');
+  const stackDir = join(dir, 'stack');
+  const stack = spawn(process.execPath, [join(ROOT, 'harness', 'bin', 'hil.mjs'), 'serve', '--socket-dir', stackDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let server: InstanceType<typeof CleanroomOlp> | undefined;
+  let planner: Awaited<ReturnType<typeof openStubPlanner>> | undefined;
+  try {
+    const socket = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      stack.stdout!.setEncoding('utf8').on('data', (d: string) => {
+        out += d;
+        const line = out.split('\n').find((l) => l.startsWith('ready '));
+        if (line) resolve(String(JSON.parse(line.slice(6)).control));
+      });
+      stack.once('exit', (c) => reject(new Error(`hil serve exited with ${c} before ready`)));
+    });
+    planner = await openStubPlanner();
+    const c = new ControlClient(socket);
+    const d = (await c.describe()).reply.data as Record<string, any>;
+    await c.close();
+    const robots = join(ROOT, 'fixtures', 'robots');
+    const urdf = readFileSync(join(robots, 'sim-nine-axis.urdf'));
+    const cell = { model_id: 'sim-nine-axis', robot_description_sha256: 'sha256:' + createHash('sha256').update(urdf).digest('hex'), mode: String(d.backend), backend: 'core', pair_id: String(d.binding.pair_id), configuration_sha256: String(d.binding.configuration_sha256), socket };
+    server = new CleanroomOlp({ cells: [{ cell_id: 'cell-a', ...cell }, { cell_id: 'cell-b', ...cell }], plannerUrl: planner.endpoint.url, robotStore: robots });
+    const url = await server.listen();
+    const facts = join(dir, 'olp-facts.json');
+    writeFileSync(facts, JSON.stringify({ planner_url: planner.endpoint.url, planner_stub: true }));
+    const env: NodeJS.ProcessEnv = { ...process.env, HIL_REPORTS_DIR: reports };
+    for (const k of Object.keys(env)) if (k.startsWith('VITEST') || k.startsWith('HIL_TARGET') || k === 'HIL_SOCKET' || k === 'HIL_RUN_DIR' || k.startsWith('HIL_OLP') || k === 'HIL_PLANNER_URL') delete env[k];
+    const args = [join(ROOT, 'harness', 'bin', 'hil.mjs'), 'run', '--target', 'external', '--socket', socket, '--olp-url', url, '--olp-facts', facts, '--allow-motion', '--no-report', ...(o.suites ?? ['suites/olp'])];
+    const code = await new Promise<number>((resolve) => {
+      const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (x: Buffer) => (out += x.toString()));
+      child.stderr.on('data', (x: Buffer) => (out += x.toString()));
+      child.on('exit', (x) => {
+        const at = out.indexOf('\nFailures:');
+        const at2 = out.indexOf('\nProfile differences');
+        const from = at >= 0 ? at : at2 >= 0 ? at2 : Math.max(0, out.lastIndexOf('\ntarget '));
+        log(out.slice(from).trim());
+        resolve(x ?? 1);
+      });
+    });
+    const runFile = join(reports, 'run.json');
+    if (!existsSync(runFile)) {
+      log('cleanroom check-olp: the run wrote no run.json');
+      return 1;
+    }
+    const found = differencesOf(JSON.parse(readFileSync(runFile, 'utf8')) as RunRecord);
+    if (o.update) {
+      writeFileSync(EXPECTED_OLP_FILE, JSON.stringify(found, null, 2) + '\n');
+      log(`cleanroom check-olp: wrote ${Object.keys(found).length} expected profile differences to ${EXPECTED_OLP_FILE}`);
+      return code;
+    }
+    const expected = existsSync(EXPECTED_OLP_FILE) ? (JSON.parse(readFileSync(EXPECTED_OLP_FILE, 'utf8')) as Differences) : {};
+    const problems = compareDifferences(expected, found);
+    for (const p of problems) log(`cleanroom check-olp: ${p}`);
+    if (code !== 0) log('cleanroom check-olp: the run against the clean-room OLP server is not PASS: a suite asks for more than document 3 says, or the clean-room server broke it');
+    const ok = code === 0 && problems.length === 0;
+    log(`cleanroom check-olp: ${ok ? 'ok' : 'FAILED'} (${Object.keys(found).length} profile differences${problems.length ? `, ${problems.length} unlike ${EXPECTED_OLP_FILE}` : ', as expected'})`);
+    return ok ? 0 : 1;
+  } finally {
+    await server?.close();
+    await planner?.close();
+    stack.kill('SIGTERM');
+    await new Promise<void>((r) => (stack.exitCode !== null ? r() : stack.once('exit', () => r())));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

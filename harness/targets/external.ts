@@ -4,6 +4,7 @@
 import { access } from 'node:fs/promises';
 import { ControlClient } from '../clients/control.ts';
 import { HarnessError } from '../errors.ts';
+import { olpFactsFromFile } from './olp-facts.ts';
 import { SharedClients } from './shared.ts';
 import type { PlannerEndpoint, Target, TargetDescriptor, TargetOptions } from './types.ts';
 import { describeVariant, parseVariant, type VariantOptions } from './variant.ts';
@@ -77,7 +78,7 @@ function unsupported(options: VariantOptions): Promise<Target> {
 export const externalTarget: TargetDescriptor = {
   name: 'external',
   summary: "someone else's control service reached at a Unix socket path",
-  options: { HIL_SOCKET: 'control socket path (required)', HIL_ALLOW_MOTION: '1 to allow tests that energise drives', HIL_PLANNER_URL: 'base URL of the weld planner (optional; planner suites skip without it)', HIL_OLP_URL: 'base URL {olp_url} of the offline programming server (optional; OLP suites skip without it)' },
+  options: { HIL_SOCKET: 'control socket path (required)', HIL_ALLOW_MOTION: '1 to allow tests that energise drives', HIL_PLANNER_URL: 'base URL of the weld planner (optional; planner suites skip without it)', HIL_OLP_URL: 'base URL {olp_url} of the offline programming server (optional; OLP suites skip without it)', HIL_OLP_FACTS: 'the OLP deployment facts file (optional, harness/targets/olp-facts.ts)' },
   async open(o: TargetOptions): Promise<Target> {
     if (!o.socket) throw new HarnessError('HIL_ERR_TARGET_OPTION', 'the external target needs --socket PATH (HIL_SOCKET)');
     try {
@@ -92,7 +93,21 @@ export const externalTarget: TargetDescriptor = {
   // Someone else's weld planner at HIL_PLANNER_URL: no store to read, no stub hooks.
   openPlanner: (o: TargetOptions) =>
     Promise.resolve(o.plannerUrl ? { endpoint: { url: o.plannerUrl.replace(/\/+$/, ''), stubHooks: false } satisfies PlannerEndpoint, close: () => Promise.resolve() } : undefined),
-  // Someone else's OLP server at HIL_OLP_URL, configured by its owner: the suite's spec cannot be applied.
-  openOlp: (_spec, o: TargetOptions) =>
-    Promise.resolve(o.olpUrl ? { endpoint: { url: o.olpUrl.replace(/\/+$/, ''), configured: false }, stderr: () => '', close: () => Promise.resolve() } : undefined),
+  // Someone else's OLP server at HIL_OLP_URL, configured by its owner: the suite's spec cannot be applied;
+  // the suites discover its cells and read what discovery cannot tell from the facts file (olp-facts.ts).
+  openOlp: (spec, o: TargetOptions) => {
+    if (!o.olpUrl) return Promise.resolve(undefined);
+    try {
+      const facts = olpFactsFromFile(o.olpFacts);
+      // A suite that asks for a server with no catalogue, planner or worker gets the deployment's bare one
+      // when the facts file names it.
+      const bare = facts.bare_olp_url !== undefined && !spec.cells && spec.planner === 'none' && !spec.workers && !spec.localSimulator;
+      const endpoint = bare
+        ? { url: facts.bare_olp_url!, configured: false, facts: { ...facts, planner_stub: false }, bare: true }
+        : { url: o.olpUrl.replace(/\/+$/, ''), configured: false, facts, ...(facts.planner_url ? { plannerUrl: facts.planner_url } : {}) };
+      return Promise.resolve({ endpoint, stderr: () => '', close: () => Promise.resolve() });
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  },
 };

@@ -30,6 +30,7 @@ export function targetFromEnv(env: NodeJS.ProcessEnv = process.env): { name: Tar
       socket: env.HIL_SOCKET,
       plannerUrl: env.HIL_PLANNER_URL,
       olpUrl: env.HIL_OLP_URL,
+      ...(env.HIL_OLP_FACTS ? { olpFacts: env.HIL_OLP_FACTS } : {}),
       machine: env.HIL_MACHINE,
       allowMotion: env.HIL_ALLOW_MOTION === '1',
       bench: env.HIL_BENCH,

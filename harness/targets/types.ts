@@ -3,6 +3,7 @@
 
 import type { ControlClient } from '../clients/control.ts';
 import type { VariantOptions } from './variant.ts';
+import type { OlpFacts } from './olp-facts.ts';
 
 export type { VariantOptions } from './variant.ts';
 
@@ -31,6 +32,8 @@ export interface TargetOptions {
   plannerUrl?: string;
   /** external: the offline programming server's base URL {olp_url} (HIL_OLP_URL). */
   olpUrl?: string;
+  /** external: the OLP server's deployment facts file (HIL_OLP_FACTS, harness/targets/olp-facts.ts). */
+  olpFacts?: string;
   /** sim: extra arguments for `hil serve`. */
   serveArgs?: string[];
   /** sim: record every test into its own recording under this directory (`hil run --record DIR`). */
@@ -205,8 +208,12 @@ export interface OlpEndpoint {
   pid?: number;
   /** The harness started and configured it as the suite asked (else it is configured by its owner). */
   configured: boolean;
-  /** The weld planner the harness started for it, if any. */
+  /** The weld planner the harness started for it (or the facts file names), if any. */
   plannerUrl?: string;
+  /** external: what its owner says of the deployment (harness/targets/olp-facts.ts). */
+  facts?: OlpFacts;
+  /** external: the deployment's server without catalogue, planner or workers (the facts file's bare_olp_url). */
+  bare?: boolean;
 }
 
 /** A cell of the catalogue the harness writes (the reference server's catalogue format). */

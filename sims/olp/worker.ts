@@ -19,8 +19,13 @@ export async function loadOcct(): Promise<Occt> {
   setFlagsFromString('--liftoff-only');
   const name = process.env.HIL_OLP_OCCT_MODULE ?? 'occt-import-js';
   const require = createRequire(import.meta.url);
-  const factory = require(name) as () => Promise<Occt>;
-  return factory();
+  const factory = require(name) as (module?: { print?: (t: string) => void; printErr?: (t: string) => void }) => Promise<Occt>;
+  // OpenCascade's messages (its transfer statistics on a file it cannot read, lines of asterisks) go to
+  // stderr: stdout carries the bridge's length-prefixed frames, and a stray line there reads as a frame
+  // length (docs/profile.md "OLP server: worker bridge"), so a non-STEP input answered 502 invalid_response
+  // instead of the worker's refusal, 400 invalid_request (document 3 part 7).
+  const toStderr = (t: string) => void process.stderr.write(`${t}\n`);
+  return factory({ print: toStderr, printErr: toStderr });
 }
 
 export async function runWorker(): Promise<void> {

@@ -5,7 +5,7 @@
 
 import { gunzipSync } from 'node:zlib';
 import { Agent, request } from 'undici';
-import type { ControlClient } from '../../harness/clients/control.ts';
+import { ControlClient } from '../../harness/clients/control.ts';
 import { expect, test as base } from '../../harness/fixture.ts';
 import { parseExact, stringifyExact } from '../../harness/oracle/json.ts';
 import { olpFromEnv, targetFromEnv, type OlpSpec, type OpenedOlp } from '../../harness/targets/index.ts';
@@ -26,14 +26,19 @@ export interface OlpReply {
 
 export class OlpClient {
   readonly agent = new Agent({ connections: 8, keepAliveTimeout: 4_000, headersTimeout: 0, bodyTimeout: 0 });
-  constructor(readonly url: string) {}
+  readonly host: string;
+  constructor(readonly url: string) {
+    this.host = new URL(url).host;
+  }
 
   async raw(method: 'GET' | 'POST' | 'DELETE' | 'PUT', path: string, body?: string | Uint8Array, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<OlpReply> {
     const res = await request(`${this.url}${BASE}${path}`, {
       method,
       dispatcher: this.agent,
       ...(body !== undefined ? { body } : {}),
-      headers: body !== undefined ? { 'content-type': 'application/json', ...headers } : headers,
+      // Every request names a loopback Host (the server is same-host, document 3 parts 1 and 5) and every
+      // body is JSON as application/json (part 2 "Conventions"), unless a test says otherwise.
+      headers: { host: this.host, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
       ...(signal ? { signal } : {}),
     });
     const wire = new Uint8Array(await res.body.arrayBuffer());
@@ -90,6 +95,78 @@ export function expectAuthoringError(r: OlpReply, status: number | undefined, co
 
 export interface Olp extends OpenedOlp {
   client: OlpClient;
+  /** What discovery found (once per server, see discoverCells). */
+  found?: Promise<Found>;
+  /** Cells this file registered on someone else's server (removed when the file ends). */
+  registered: string[];
+  /** Control clients opened for cells the facts file places (closed when the file ends). */
+  controls: ControlClient[];
+}
+
+/** A cell of the server as discovery found it (GET /targets) or the harness configured it. */
+export interface FoundCell {
+  cell_id: string;
+  /** The robot model a selection names: the listing's model_id, else the facts file's, else undefined. */
+  model_id: string | undefined;
+  reachable: boolean;
+  reason?: string;
+  /** The listing entry as the server sent it (its fields beyond cell_id are not shown by document 3). */
+  entry: Record<string, any>;
+  /** The cell's control service (document 1), when the suite knows where it is. */
+  control?: ControlClient;
+}
+
+export interface Found {
+  /** A catalogue is configured: an unknown cell's selection is refused 409 cell_id_unknown, not 503 (part 7). */
+  catalogue: boolean;
+  cells: FoundCell[];
+  /** Reachable cells with a known model, those whose control service the suite can read first. */
+  usable: FoundCell[];
+}
+
+const sameDigest = (a: unknown, b: unknown) => typeof a === 'string' && typeof b === 'string' && a.replace(/^sha256:/, '') === b.replace(/^sha256:/, '');
+
+/**
+ * The cells of an OLP server, read through the documented routes: whether it has a catalogue (an unknown
+ * cell's selection: 409 cell_id_unknown with one, 503 cell_catalogue_unavailable without, part 7), and
+ * GET /targets's list. Which listed cell is the run's own control service: the facts file's
+ * control_socket, else a listing that names the pair and configuration of the run's Describe.
+ */
+export function discoverCells(o: Olp, target: { client(): ControlClient } | undefined, d: { binding: { pair_id: string; configuration_sha256: string } } | undefined): Promise<Found> {
+  o.found ??= (async () => {
+    const facts = o.endpoint.facts?.cells ?? {};
+    const probe = await o.client.post('/targets/select', { cell_id: `hil-no-such-cell-${process.pid}`, model_id: 'hil-no-such-model' });
+    const catalogue = probe.status !== 503;
+    const t = await o.client.get('/targets');
+    const list = Array.isArray(t.json?.targets) ? (t.json.targets as Record<string, any>[]) : [];
+    const cells: FoundCell[] = [];
+    for (const e of list) {
+      if (typeof e?.cell_id !== 'string') continue;
+      const f = facts[e.cell_id] ?? {};
+      let control: ControlClient | undefined;
+      if (f.control_socket) {
+        control = new ControlClient(f.control_socket);
+        o.controls.push(control);
+      } else if (target && d && e.pair_id === d.binding.pair_id && sameDigest(e.configuration_sha256, d.binding.configuration_sha256)) control = target.client();
+      const model = typeof e.model_id === 'string' && e.model_id !== '' ? e.model_id : f.model_id;
+      cells.push({ cell_id: e.cell_id, model_id: model, reachable: e.reachable !== false, ...(typeof e.reason === 'string' ? { reason: e.reason } : {}), entry: e, ...(control ? { control } : {}) });
+    }
+    const usable = cells.filter((c) => c.reachable && c.model_id !== undefined).sort((a, b) => Number(!a.control) - Number(!b.control));
+    return { catalogue, cells, usable };
+  })();
+  return o.found;
+}
+
+/**
+ * Register a cell on someone else's server for this file (POST /dense-execution/cells; the body is the
+ * docs/profile.md "OLP server: cell registry" decision, document 3 shows only the route and its refusals).
+ * Returns the refusal text when the server does not take it (the caller skips with it).
+ */
+export async function registerCell(o: Olp, cell: Record<string, unknown>): Promise<string | undefined> {
+  const r = await o.client.post('/dense-execution/cells', cell);
+  if (r.status !== 200) return `the server does not register a cell from the body of docs/profile.md "OLP server: cell registry" (${r.status} ${r.text.slice(0, 160)})`;
+  o.registered.push(String(cell.cell_id));
+  return undefined;
 }
 
 type Skip = { skip: (c: boolean, note?: string) => void };
@@ -130,7 +207,7 @@ export class OlpPool {
       p = (async () => {
         if (olpUnavailable()) return undefined;
         const o = await olpFromEnv(await spec());
-        return o ? { ...o, client: new OlpClient(o.endpoint.url) } : undefined;
+        return o ? { ...o, client: new OlpClient(o.endpoint.url), registered: [], controls: [] } : undefined;
       })();
       this.opened.set(name, p);
     }
@@ -143,6 +220,8 @@ export class OlpPool {
     this.opened.delete(name);
     const o = await p?.catch(() => undefined);
     if (o) {
+      for (const id of o.registered.splice(0)) await o.client.raw('DELETE', `/dense-execution/cells/${encodeURIComponent(id)}`).catch(() => undefined);
+      for (const c of o.controls.splice(0)) await c.close().catch(() => undefined);
       await o.client.close();
       await o.close();
     }
