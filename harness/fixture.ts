@@ -221,16 +221,22 @@ export const test = base.extend<{
       const started = performance.now();
       // The harness's own lateness while the test ran, for run.json and the report's environment (noted when
       // the test finishes: meta set in a fixture's teardown does not always reach the reporter).
+      // The profile differences likewise: the teardown below takes them, and whichever of the two runs last
+      // puts them on the task the reporter reads (the captured meta of a worker's first file never reached it).
+      let noted: ReturnType<typeof takeProfileDifferences> = [];
       onTestFinished(({ task: t }) => {
         const w = lateness.window(started, performance.now());
         if (w.samples) t.meta.lateness = { p99_ms: w.p99_ms, max_ms: w.max_ms };
+        noted = [...noted, ...takeProfileDifferences()];
+        if (noted.length > 0) t.meta.profileDifferences = noted;
       });
       try {
         await use();
       } finally {
         const d = takeProfileDifferences();
         if (d.length > 0) {
-          meta.profileDifferences = d;
+          noted = [...noted, ...d];
+          meta.profileDifferences = noted;
           for (const x of d) await allure.label('profile_difference', x.profile);
         }
       }
