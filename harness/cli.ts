@@ -446,7 +446,8 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
     if (!/^[a-z_]+@.+$/.test(values.plant)) throw new UsageError(`--plant ${values.plant}: expected FAULT@PART-OF-A-TEST-NAME (frozen_feedback@..., following_error@...)`);
     if (target !== 'sim') throw new UsageError('--plant injects through the test channel of the sim target');
     const kind = values.plant.slice(0, values.plant.indexOf('@'));
-    if (!(PLANTABLE_FAULTS as readonly string[]).includes(kind)) throw new InputError(`--plant ${values.plant}: no fault ${kind}; known: ${PLANTABLE_FAULTS.join(', ')}`);
+    // harness_fault is no fault of the target: the fixture throws it in the named test (harness/fixture.ts plantHarnessFault).
+    if (kind !== 'harness_fault' && !(PLANTABLE_FAULTS as readonly string[]).includes(kind)) throw new InputError(`--plant ${values.plant}: no fault ${kind}; known: ${PLANTABLE_FAULTS.join(', ')}`);
     process.env.HIL_PLANT = values.plant;
   }
   if (!(target in TARGETS)) throw new UsageError(`unknown target ${target}; known: ${Object.keys(TARGETS).join(', ')}`);
@@ -530,7 +531,7 @@ async function run(args: string[], selfTest: boolean): Promise<number> {
     ...(shard ? { shard } : {}),
     ...(grep ? { testNamePattern: grep } : {}),
     // Ours last (the progress line after the per-file line it counts); hil prints the plain closing line
-    // ("total: N passed, N failed, N skipped") after vitest has closed, so that it ends the output.
+    // ("total: N passed, N failed, N errored, N skipped") after vitest has closed, so that it ends the output.
     // HIL_EXTRA_REPORTER names one more vitest reporter module (a developer's timing table, say).
     reporters: [
       // allure-vitest's reporter writing without a fsync per file (harness/report/allure-reporter.ts says why).

@@ -32,11 +32,8 @@ const GAPS_LIMIT: Limit = { kind: 'equals', lo: 0, source: 'documented', ref: 'd
 export async function soak(target: Target, binding: ConstructorParameters<typeof Cell>[1], ms: number, o: { rssGrowthMiB?: number } = {}): Promise<SoakResult> {
   const client = target.client();
   const cell = new Cell(client, binding);
-  const acquireSent = epochNow();
-  const s = await cell.grant({ requested_lease_ms: 2_000 });
   const renewLog: RenewalRecord[] = [];
   let firstRefusal: SoakResult['first_refusal'];
-  const lease = Number(s.grant.lease_ms);
   let renewals = 0;
   let refused = 0;
   let late = 0;
@@ -49,6 +46,10 @@ export async function soak(target: Target, binding: ConstructorParameters<typeof
   let eventsSeen = 0;
   let eventsLost = 0;
   const rss: number[] = [];
+  // The grant is taken once the cursors are read, so that its first renewal is due a third of a lease later.
+  const acquireSent = epochNow();
+  const s = await cell.grant({ requested_lease_ms: 2_000 });
+  const lease = Number(s.grant.lease_ms);
   const started = performance.now();
   let nextRenew = started;
   try {

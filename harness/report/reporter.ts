@@ -301,7 +301,15 @@ export class HilReporter implements Reporter {
       for (const t of failures) {
         w(`  ${t.state === 'errored' ? 'ERROR' : 'FAIL '} ${t.file} > ${t.fullName}\n`);
         if (t.expected_outcomes) w(`        (the expectation file allows ${t.expected_outcomes.join(', ')} here: this outcome is not one of them)\n`);
-        for (const e of t.errors ?? []) w(`        ${firstLine(e)}\n`);
+        // Each error's first line, its expected/actual difference (at most 16 lines) and where in the test it came from.
+        for (const e of t.errors ?? []) {
+          const lines = e.split('\n');
+          const at = lines.find((l) => l.trim().startsWith('at '));
+          const diff = lines.slice(1).filter((l) => !l.trim().startsWith('at ')).slice(0, 16);
+          w(`        ${firstLine(e)}\n`);
+          for (const d of diff) w(`          ${d.slice(0, 300)}\n`);
+          if (at) w(`          ${at.trim()}\n`);
+        }
       }
     }
     const differing = rec.tests.filter((t) => t.informative || t.profile_differences?.length);

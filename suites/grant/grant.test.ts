@@ -416,11 +416,13 @@ describe('core failure', () => {
   test('a core crash revokes authority; the old session then answers daemon_restarted', covers('transition:grant:owned->revoked:native_failure', 'reason:daemon_restarted', 'event:daemon_incarnation_changed'), async ({ target, cell, client, skip }) => {
     skip(!target.abilities.coreRestart, `target ${target.name} cannot restart its core`);
     const before = (await client.describe()).reply.data as { daemon_incarnation: string };
-    const s = await cell.grant();
+    // Held: the test is about the crash, not the lease; a slow host must not let the lease run out first.
+    const s = await cell.hold();
     const cursor = await eventCursor(client);
     await target.restartCore();
     const revoked = await waitForEvent(client, cursor, (e) => e.type === 'grant_revoked');
-    expect((revoked?.grant as { generation: bigint }).generation).toBe(s.generation);
+    expect(revoked, 'grant_revoked after the core crash').toBeDefined();
+    expect((revoked!.grant as { generation: bigint }).generation).toBe(s.generation);
     const changed = await waitForEvent(client, cursor, (e) => e.type === 'daemon_incarnation_changed');
     const inc = changed?.incarnation as { previous: string; current: string };
     expect(inc.previous).toBe(before.daemon_incarnation);
