@@ -1,4 +1,4 @@
-// The control round trip (issue 24 item 6): renew over the control Unix socket of a reference stack
+// The control round trip: renew over the control Unix socket of a reference stack
 // against a bare node:http server on a Unix socket in the same process, answering a reply of the same
 // size, measured alternately in the same run. What the service adds to a renewal is the ratio: the
 // envelope, the fence, the core's acknowledgement and the reply, over what HTTP on a Unix socket costs

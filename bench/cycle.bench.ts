@@ -168,7 +168,7 @@ const row = (spinNs: number, name: string, s: PhaseStats) =>
 const ratios = (a: PhaseStats, b: PhaseStats) =>
   `late_p50 ${ratio(q(a.late, 0.5), q(b.late, 0.5))}, late_p99 ${ratio(q(a.late, 0.99), q(b.late, 0.99))}, late_max ${ratio(max(a.late), max(b.late))}, ` +
   `overruns per 1000 cycles ${((a.overruns / Math.max(1, a.cycles)) * 1e3).toFixed(1)} vs ${((b.overruns / Math.max(1, b.cycles)) * 1e3).toFixed(1)}`;
-// Settings: the core thread at normal priority (what issue 6 measured), then with the scheduling the
+// Settings: the core thread at normal priority (the first figures taken), then with the scheduling the
 // stack asks for by default (--core-priority auto: SCHED_FIFO where permitted, else nice), with and
 // without a spin. Each setting prints its own idle baseline and the loaded/idle ratios (goal: p99 <= 1.5,
 // overruns per 1000 cycles <= 2x idle).

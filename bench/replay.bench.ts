@@ -1,4 +1,4 @@
-// Recording and replay (issue 9, docs/recording.md). Prints, all measured in this run:
+// Recording and replay (docs/recording.md). Prints, all measured in this run:
 //  1. the recorder's cost per cycle: CoreHost (nine-axis fixture, sim driver, stepped clock, capture off)
 //     running the same command script with and without --record, alternating rounds; p50/p99 of the time of
 //     one host.cycle() and the ratio recorded / plain;

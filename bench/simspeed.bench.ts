@@ -3,7 +3,7 @@
 // status published by wall time as the stepped worker does), nine axes enabled and armed, holding, with
 // the telemetry capture ring on. Baseline in the same run: the same with capture off. Prints cycles per
 // second, the ratio to real time (cycles/s / (1e9 / cycle_ns)), the capture's cost and GC events;
-// asserts nothing. Goal (issue 6): >= 500x real time with capture on.
+// asserts nothing. Goal: >= 500x real time with capture on.
 //
 //   node --import tsx bench/simspeed.bench.ts [seconds-per-measurement]   (default 4: about 10 s in all)
 //

@@ -1,6 +1,6 @@
 // Streaming strict decode of a 250000-point prepare_trajectory body (sims/service/upload TrajectoryDecoder,
 // fed in 64 KiB chunks as a socket delivers them, points into typed arrays) against JSON.parse of the same
-// bytes, measured in the same run (issue 8 benchmark 1; goal: ratio >= 1.0). Prints; asserts nothing.
+// bytes, measured in the same run (goal: ratio >= 1.0). Prints; asserts nothing.
 //
 //   node --import tsx bench/trajectory-decode.bench.ts [repetitions] [--tree]
 //

@@ -1,6 +1,6 @@
 // Peak RSS above idle of the service process while it admits and decodes a maximum prepare_trajectory
-// upload (222516384 bytes, 250000 nine-axis points) through uploadBody, against the body size (issue 8
-// benchmark 2; goal: <= 1.0x). The server runs in a child process (upload-rss-server.ts) so the body this
+// upload (222516384 bytes, 250000 nine-axis points) through uploadBody, against the body size
+// (goal: <= 1.0x). The server runs in a child process (upload-rss-server.ts) so the body this
 // script generates and sends does not count; the body is generated on the fly, never held whole.
 // Also printed: the server's event-loop delay during the upload (observations must keep answering).
 //

@@ -1,5 +1,5 @@
 // The evidence a conformance test leaves for the qualification report, gathered as the test runs
-// (harness/evidence-setup.ts opens and closes it around each test; issue 22):
+// (harness/evidence-setup.ts opens and closes it around each test; docs/architecture.md "Report"):
 //
 // - measurements with limits (harness/measure.ts), among them, for every test that commands motion
 //   (start_trajectory, start_program, home, begin_jog, jog), each moving axis's maximum following error

@@ -118,7 +118,8 @@ export const test = base.extend<{
         if (!v) throw new HarnessError('HIL_ERR_REPLAY_NO_VERDICT', `the replay stack of ${o.recording} wrote no verdict (it did not start or was killed)`);
         await allure.parameter(`replay${which}`, describeVerdict(v), { excluded: true });
         // A hold the replay could not keep comes first: from there on the recorded order was not kept, so
-        // a divergence or a failed assertion after it is the harness's, not the target's (issue 24).
+        // a divergence or a failed assertion after it is the harness's, not the target's (docs/recording.md
+        // "One component on sync points").
         // A divergence before the first lost hold is still the target's (it came while the order held).
         const firstLost = Math.min(...(v.holds_lost ?? []).map((h) => h.cycle));
         if (v.holds_lost?.length && !(v.divergence && v.divergence.cycle < firstLost)) {

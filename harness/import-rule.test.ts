@@ -59,8 +59,8 @@ export const RULES: Rule[] = [
 
 /**
  * Offences known today, as "rule: file -> specifier", each with a note saying who removes it. Empty now:
- * the service's NATIVE_REASON import from the core and the capture module split were fixed on main (issue 6
- * item 4), and the catalogue's gate no longer takes its CoverageEntry type from the report.
+ * the service's NATIVE_REASON import from the core and the capture module split were fixed on main, and the
+ * catalogue's gate no longer takes its CoverageEntry type from the report.
  */
 export const KNOWN_OFFENCES: ReadonlyArray<{ offence: string; note: string }> = [];
 

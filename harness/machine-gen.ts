@@ -1,4 +1,4 @@
-// Machine configurations nobody hand-tuned (issue 25): a seeded generator of valid machine configuration
+// Machine configurations nobody hand-tuned: a seeded generator of valid machine configuration
 // JSON (document 3 part 2 "Machine top level", "Axis forms"; the field rules docs/profile.md "Machine
 // configuration" fills in), 1..16 flat axes of mixed rotary and linear types, with random limits, tracking
 // figures, link profile and cell I/O. The suites run on such a cell (`.ci/matrix`) must give true verdicts:

@@ -1,5 +1,5 @@
 // The cell a file's tests run against, learnt from the target and never from constants of the default
-// fixture (issue 25). Suites ask this module which axes, units, limits, outputs and link-profile bounds the
+// fixture. Suites ask this module which axes, units, limits, outputs and link-profile bounds the
 // cell has, and skip with a stated reason when it cannot exercise a rule.
 //
 // Two sources, in this order of trust:

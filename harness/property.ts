@@ -1,7 +1,8 @@
-// Property-test volume and seed (issue 7): every property run takes its case count from HIL_PROPERTY_RUNS
-// (a nightly run turns it up to tens of thousands) and its seed from HIL_PROPERTY_SEED, or a fresh random
-// one, and prints both, so any failing run can be replayed with the same seed. A recorded run keeps them with
-// each test's recording, and the replay target replays the test with them (docs/recording.md).
+// Property-test volume and seed (docs/profile.md "Property tests"): every property run takes its case count
+// from HIL_PROPERTY_RUNS (a nightly run turns it up to tens of thousands) and its seed from
+// HIL_PROPERTY_SEED, or a fresh random one, and prints both, so any failing run can be replayed with the same
+// seed. A recorded run keeps them with each test's recording, and the replay target replays the test with
+// them (docs/recording.md).
 
 import { randomInt } from 'node:crypto';
 import { currentTest } from './targets/pertest.ts';

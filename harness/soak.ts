@@ -1,4 +1,4 @@
-// The nightly soak (`hil nightly`, issue 22): hold the grant with renewals, follow telemetry and events
+// The nightly soak (`hil nightly`): hold the grant with renewals, follow telemetry and events
 // for a while, and measure what a long run shows and a conformance run does not: missed renewals,
 // telemetry drops and gaps, events lost, and the stack's resident memory over time (where the target
 // tells its process). The figures are measurements with limits like a test's (harness/measure.ts).

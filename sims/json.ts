@@ -412,7 +412,8 @@ export function encodeJson(value: unknown): string {
       return value ? 'true' : 'false';
     case 'object': {
       if (value === null) return 'null';
-      // Concatenation, not arrays joined: every reply passes here (the control round trip, issue 24).
+      // Concatenation, not arrays joined: every reply passes here (the control round trip,
+      // bench/control-roundtrip.bench.ts).
       if (Array.isArray(value)) {
         let out = '[';
         for (let i = 0; i < value.length; i++) out += (i ? ',' : '') + encodeJson(value[i]);

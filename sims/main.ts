@@ -465,7 +465,7 @@ export async function main(argv: string[], runner: Runner = runUntilStopped): Pr
     if (plannerPort !== undefined) planner = await startPlanner(args['planner-host'] ?? '127.0.0.1', plannerPort, resolve(args['planner-store-dir'] ?? join(resolve(dir), 'planner-store')));
     if (olpPort !== undefined) {
       if (args['olp-program-store'] === undefined) olpTempStore = await mkdtemp(join(tmpdir(), 'hil-olp-programs-'));
-      // The whole OLP server (issue 20): workers, local simulator and program store by default; the user's
+      // The whole OLP server (document 3): workers, local simulator and program store by default; the user's
       // --olp-<flag> wins over each default, and the OLP server checks every value as hil olp serve does.
       const robot = machine.robot ? `${machine.robot.model_id}${machine.robot.description_sha256 ? `@${machine.robot.description_sha256}` : ''}` : undefined;
       const given: Partial<Record<(typeof OLP_FLAGS)[number], string>> = {

@@ -1,6 +1,7 @@
-// The core on the EtherCAT driver over the fake master (issue 13), in-process on the stepped clock with the
-// fake in lockstep: each bus fault of the fake shows the documented fault bit (docs/profile.md, execution
-// fault bits), the fault_latched event, and the telemetry record's evidence (CycleCaptureRecordV2 fields).
+// The core on the EtherCAT driver over the fake master (docs/architecture.md "The fake master"), in-process
+// on the stepped clock with the fake in lockstep: each bus fault of the fake shows the documented fault bit
+// (docs/profile.md, execution fault bits), the fault_latched event, and the telemetry record's evidence
+// (CycleCaptureRecordV2 fields).
 
 import { afterEach, expect, test } from 'vitest';
 import { AL } from '../bus.ts';

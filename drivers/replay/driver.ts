@@ -122,7 +122,7 @@ export class ReplayDriver implements BusDriver {
    * A replay offers no fault injection (it cannot change the bus), but a recorded fault is evidence in the
    * recorded inputs: the core host accepts an injection the test asks for as a no-op when the driver says
    * so here, and a paced replay matches it with the recorded injection as a request, so the same
-   * assertions hold (issue 9 "the replay target").
+   * assertions hold (docs/recording.md "The replay target").
    */
   get faultsAreRecorded(): boolean {
     return this.params.mode !== 'verify';
@@ -145,7 +145,7 @@ export class ReplayDriver implements BusDriver {
       );
     }
     // The configuration under test: a recording is stale when its machine or configuration digest differs
-    // (issue 9: never because of its age). A recording without digests (a bare driver session) is judged by
+    // (never because of its age). A recording without digests (a bare driver session) is judged by
     // its bus setup alone.
     for (const k of ['machine_sha256', 'configuration_sha256'] as const) {
       const want = this.params[k];

@@ -1,4 +1,4 @@
-// Per-axis plant identified from a recording (closed-loop replay, issue 9; docs/recording.md "Closed loop").
+// Per-axis plant identified from a recording (closed-loop replay, docs/recording.md "Closed loop").
 //
 // The model is what a drive in cyclic synchronous position mode does with the target it is given: a
 // second-order follower with a transport delay. In frame terms (outputs written before the exchange, inputs

@@ -1,4 +1,4 @@
-// Property (issue 9 "Suites and checks"): record -> replay of random machine-operation sequences on the sim
+// Property: record -> replay of random machine-operation sequences on the sim
 // driver has no divergence. fast-check draws a sequence of native operations (grant changes, enable, arm,
 // stop, halt, home, reset_fault, injected faults and clears) with random axis masks at random cycles; the
 // session is recorded through CoreHost on the stepped clock and replayed strictly from its own recorded

@@ -3,7 +3,7 @@
 
 const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> = [
   [
-    "trajectories, programs, handles and output intents: issue 8 (invalid_dense_axis_map needs an empty or repeated rad axis id, which the configuration compiler refuses, so no valid cell shows it over the wire: sims/service/programs.test.ts checks it; omitted_if_invalid needs a non-finite evidence value, which a valid dense file cannot produce)",
+    "trajectories, programs, handles and output intents (invalid_dense_axis_map needs an empty or repeated rad axis id, which the configuration compiler refuses, so no valid cell shows it over the wire: sims/service/programs.test.ts checks it; omitted_if_invalid needs a non-finite evidence value, which a valid dense file cannot produce)",
     [
       "reason:invalid_dense_axis_map",
       "rule:limit_violation.omitted_if_invalid",
@@ -23,7 +23,7 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     ],
   ],
   [
-    "a reader-side rule (the reader refuses a batch whose layout digest differs): the harness's own oracle is unit-tested for it (harness/oracle/telemetry.test.ts); nothing a target does can make it fail, so no conformance test covers it (issue 7)",
+    "a reader-side rule (the reader refuses a batch whose layout digest differs): the harness's own oracle is unit-tested for it (harness/oracle/telemetry.test.ts); nothing a target does can make it fail, so no conformance test covers it",
     [
       "rule:telemetry.layout_digest_mismatch",
     ],

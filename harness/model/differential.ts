@@ -1,9 +1,9 @@
-// The differential mode of the model run (issue 23 "Against any target"): one generated sequence runs on
-// two targets, and the first reply that differs is reported. Each side keeps its own model (it resolves
-// "the current session", "the prepared handle" ... against that side's state and decides which commands
-// the sequence may send there); the replies compared are each judged command's status and leading label,
-// which two conforming cells give alike whatever their session tokens, handle numbers or times. A side
-// whose replies the model refutes stops there, and that is reported with the command it stopped at.
+// The differential mode of the model run (docs/profile.md "Model-based runs", differential mode): one generated
+// sequence runs on two targets, and the first reply that differs is reported. Each side keeps its own model (it
+// resolves "the current session", "the prepared handle" ... against that side's state and decides which commands
+// the sequence may send there); the replies compared are each judged command's status and leading label, which
+// two conforming cells give alike whatever their session tokens, handle numbers or times. A side whose replies
+// the model refutes stops there, and that is reported with the command it stopped at.
 //
 // The sequence comes from a seed (fast-check's commands arbitrary, the same one `hil fuzz` runs), so
 // HIL_MODEL_SEED and HIL_MODEL_COMMANDS give it back; a fixed sequence (a witness, a pasted failure) can
@@ -119,8 +119,8 @@ export async function differential(a: Target, b: Target, sequence: readonly Spec
 }
 
 /**
- * The differential mode against a replay of the same sequence (issue 23 "sim and a replay of the same
- * sequence"): side a runs on a stack that records its session (`hil serve --record`, docs/recording.md),
+ * The differential mode against a replay of the same sequence (docs/profile.md "Model-based
+ * runs"): side a runs on a stack that records its session (`hil serve --record`, docs/recording.md),
  * side b on a stack started with the replay driver on that recording (`--driver replay --replay-paced`),
  * the same sequence sent live. The recording is the core's session, so side b's service runs live and its
  * core follows the recording; the replay's own verdict (its first divergence: a request, reply, event or

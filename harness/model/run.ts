@@ -377,7 +377,8 @@ function points(c: ModelConfig, hold: number[], io: string): unknown[] {
   const pts: Array<Record<string, unknown>> = [0n, planNs / 2n, planNs].map((t) => ({ time_ns: t, position: hold }));
   if (bitOf >= 0 && bitOf < 8) {
     const b = BigInt(1 << bitOf);
-    // 'on0': the intent on the first point (issue 21: an intent on point 0 must be applied too).
+    // 'on0': the intent on the first point (docs/profile.md "Trajectories" Output intents: an intent on
+    // point 0 is applied too).
     const at = io === 'on0' ? 0 : 1;
     pts[at] = { ...pts[at], io_mask: b, io_values: io === 'off' ? 0n : b };
   }
@@ -919,7 +920,7 @@ function checkHandles(x: RunContext, st: StatusObs, grantJustEnded = false): voi
         h.state = 'consumed';
         hit(x, `transition:handle:started->consumed:completion${h.kind ? ' (program)' : ''}`);
         // PROFILE "Trajectories" Output intents: completion leaves the outputs as the last intent set them
-        // (an intent acts while io is armed; the first point's too, issue 21 defect 1).
+        // (an intent acts while io is armed; the first point's too).
         if (h.ioOn || h.ioOff) {
           const applied = h.ioOn && (!h.ioAt0 || c.rules.firstPointIntentApplied);
           const bit = c.plainOutput >= 0 ? 1 << c.plainOutput : 0;

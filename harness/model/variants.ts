@@ -379,7 +379,8 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     needed: 7,
     neededRuns: 1,
   },
-  // Issue 21's weak items, each as a property of its own (the mapping: docs/profile.md "Model-based runs").
+  // Rules whose first tests a wrong implementation passed, each as a property of its own (the mapping:
+  // docs/profile.md "Model-based runs").
   {
     name: 'earlier-grant-handle-unknown',
     wrong: 'a handle of an earlier grant answers unknown_handle instead of its terminal state (handle_retired)',
@@ -420,7 +421,7 @@ export const WRONG_MODELS: readonly WrongModel[] = [
     needed: 6,
     neededRuns: 7,
   },
-  // The one-cycle bound of output intents (issue 21 weak item io_marker_late; PROFILE "Programs" Output intents).
+  // The one-cycle bound of output intents (io_marker_late; PROFILE "Programs" Output intents).
   {
     name: 'late-intent-applied',
     wrong: 'an intent on point 0 reached one cycle late (a late first cycle) is applied as if on time',
@@ -465,8 +466,9 @@ export interface KnownDefect {
   sequence: readonly Spec[];
 }
 
-// issue 21 defect 4 (end_jog ended a legacy jog's generation, found by seed 121 and shrunk from 22
-// commands to 3) is fixed in sims/: the end-jog-ends-legacy variant is now rejected instead.
+// A defect of the reference stack (end_jog ended a legacy jog's generation, where document 1 part 2 asks
+// for the exact current nonzero independent jog generation; found by seed 121 and shrunk from 22 commands
+// to 3) is fixed in sims/: the end-jog-ends-legacy variant is now rejected instead.
 export const KNOWN_DEFECTS: readonly KnownDefect[] = [];
 
 /** The documented rules with the known defects of the reference stack allowed (CI runs on the reference stack). */

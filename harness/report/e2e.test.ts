@@ -1,4 +1,4 @@
-// The report of a real run, checked as a person would see it (issue 22 items 3 and 7): `hil run` on the
+// The report of a real run, checked as a person would see it (docs/architecture.md "Report"): `hil run` on the
 // sim target over three trajectory tests, one of them failed on purpose through the test channel
 // (--plant sluggish_drive: the drive lags its target). The failed test carries its measurement outside
 // the configured limit with both numbers, its plot and its transcript; no artefact of the run holds a
@@ -6,7 +6,7 @@
 // no network request, the verdict and a plot on the first screen; Allure's own command line (allure 3)
 // renders the run's Allure results without an error, with every test, its status and the evidence; and
 // `hil compare` of a run of the same tests with nothing planted against it names exactly the planted test
-// and its measurement drift (issue 22 item 4, "Done when").
+// and its measurement drift.
 
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';

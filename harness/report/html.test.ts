@@ -193,7 +193,7 @@ test('the report states the same verdict as the exit status, with coverage on th
   expect(html).toContain('1 expected failure listed in the target&#39;s expectation file');
 });
 
-test('the summary tiles count what the verdict counts (issue 24 item 5: expected failures and errors apart)', async () => {
+test('the summary tiles count what the verdict counts (expected failures and errors apart)', async () => {
   const p = await setup({ allure: false });
   const run = fixture();
   run.tests.push(

@@ -675,7 +675,7 @@ ${list('New failures', c.newFailures, 'problems')}${list('Fixed', c.fixed)}${lis
 
 /**
  * The model-based run (harness/model/, `hil fuzz`): its figures, and which transitions and rules the model
- * exercised and how often (issue 23 "Coverage"). Absent when no fuzz run was written into run.json.
+ * exercised and how often. Absent when no fuzz run was written into run.json.
  */
 function renderModel(ctx: RenderContext): string {
   const f = ctx.run.model?.fuzz;

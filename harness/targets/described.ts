@@ -1,4 +1,4 @@
-// The Describe a file's tests see, kept current on targets that start a stack per test (issue 9).
+// The Describe a file's tests see, kept current on targets that start a stack per test.
 //
 // The `description` fixture is file-scoped: on a plain run one stack serves the whole file, so one Describe
 // read at the start holds for every test. A recorded run and the replay target start a fresh stack for

@@ -1,4 +1,4 @@
-// The state of the test a worker runs now, in one object (issue 24): on a recorded or replayed run every
+// The state of the test a worker runs now, in one object: on a recorded or replayed run every
 // test has stacks of its own (docs/recording.md "Recording a suite run" says why), and what those stacks need
 // to know about the test lives in its TestRun: its id, how many variant stacks it opened (the n-th is recorded
 // and replayed as variant n), what became of their recordings, and the property seeds it drew or must draw.

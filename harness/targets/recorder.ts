@@ -1,4 +1,4 @@
-// Record and replay in the harness, as one component with three modes (issue 24; docs/recording.md "Record
+// Record and replay in the harness, as one component with three modes (docs/recording.md "Record
 // and replay in the harness"), composed into the sim target (harness/targets/sim.ts SimTarget) rather than
 // written as subclasses of it:
 //

@@ -1,4 +1,4 @@
-// Where a recorded suite run keeps its recordings, and the only place that builds their names (issue 24):
+// Where a recorded suite run keeps its recordings, and the only place that builds their names:
 // a test's recording, its sidecar, its variants' recordings and a restarted core's incarnations. The
 // recorder (harness/targets/recorder.ts) asks it for every path it records into or replays from.
 //

@@ -1,10 +1,10 @@
-// The replay target (`hil run --target replay --recordings DIR`, issue 9): every test runs against a fresh
-// reference stack on the replay driver, playing the recording `hil run --record DIR` made of that very test.
-// The stack follows the recording (`hil serve --replay-paced`): its core runs on the recorded frame times up
-// to each recorded request, waits there for the live one, matches it (same operation and fields, fences
-// rewritten consistently) and compares the replies and events it sends with the recorded ones. The suites
-// run unchanged; at the end of each test the stack's verdict decides, besides the test's own assertions,
-// whether the replay agreed with the recording.
+// The replay target (`hil run --target replay --recordings DIR`; docs/recording.md "The replay target"): every
+// test runs against a fresh reference stack on the replay driver, playing the recording `hil run --record DIR`
+// made of that very test. The stack follows the recording (`hil serve --replay-paced`): its core runs on the
+// recorded frame times up to each recorded request, waits there for the live one, matches it (same operation
+// and fields, fences rewritten consistently) and compares the replies and events it sends with the recorded
+// ones. The suites run unchanged; at the end of each test the stack's verdict decides, besides the test's own
+// assertions, whether the replay agreed with the recording.
 //
 // A test without a recording is skipped with "not recorded"; a recording made for another machine digest is
 // refused as stale with both digests; a missing recordings directory is a usage error in `hil run`.

@@ -2,7 +2,7 @@
 // naming the native reason it refuses with. The first failing check answers; a command that passes every
 // check is carried out by the core (core.ts). Reading the table is reading the core's preconditions.
 //
-// The fence holds in the core too (document 1 part 2 Fence; issue 7 defect 2): a fenced command is
+// The fence holds in the core too (document 1 part 2 "Fence"): a fenced command is
 // admitted only while the grant the service last told the core about is active, carries exactly its
 // generation, and its lease deadline (host monotonic ns) has not passed. Stop is never refused: it only
 // ever makes the cell safer, and it must inhibit even at the last generation.

@@ -357,9 +357,9 @@ export class Core implements AdmissionView, StatusView {
           if (m.stopping) this.safeState('stop', 'home cancelled by stop');
           else this.safeState('authority ended');
         }
-        // A renewal (the same active grant, a later deadline) waits for the next regular publication, at
-        // most 10 ms away while the cell is in use: publishing each one on the next cycle made every
-        // renewal cost a status snapshot on both threads (issue 24 finding 6). Any other change is news.
+        // A renewal (the same active grant, a later deadline) waits for the next regular publication, at most
+        // 10 ms away while the cell is in use: publishing each one on the next cycle made every renewal cost a
+        // status snapshot on both threads (bench/control-roundtrip.bench.ts). Any other change is news.
         if (!(wasActive && m.active && !generationChanged && m.axisMask === axisMaskBefore)) this.dirty = true;
         return;
       }
@@ -586,10 +586,11 @@ export class Core implements AdmissionView, StatusView {
 
 
   /**
-   * prepare: convert and check a point list, keep it in the plan slot (replacing an older one). A plan of
-   * more than PLAN_SYNC_ELEMENTS element operations is taken in over the following cycles and answered
-   * when done: a 250000-point plan built in one go stalled the cycle it arrived in by 50 to 500 ms (issue 21
-   * item 11). The older plan stays in the slot until then. How much a cycle takes (advanceBuild):
+   * prepare: convert and check a point list, keep it in the plan slot (replacing an older one). A plan of more
+   * than PLAN_SYNC_ELEMENTS element operations is taken in over the following cycles and answered when done: a
+   * 250000-point plan built in one go stalled the cycle it arrived in by 50 to 500 ms
+   * (bench/upload-impact.bench.ts). The older plan stays in the slot until then. How much a cycle takes
+   * (advanceBuild):
    * - real-time clock: PLAN_BUILD_SHARE of the cycle's period, by the work clock. A fixed count of 10000
    *   element operations took 0.05 ms when compiled but 0.4 to 2 ms while V8 had not compiled the builder
    *   yet (a stack's first large upload, its compiler thread starved by the upload): every cycle late;

@@ -1,6 +1,6 @@
 // Motion lanes: the seam where whatever moves the cell plugs into the cycle. A lane produces the cycle's
 // targets and mode of operation (and any extra controlword bits) for the axes it owns. Today's lanes are
-// hold and homing; the trajectory lane (issue 8) and the jog lane (issue 12) plug in the same way.
+// hold and homing; the trajectory lane (trajectory.ts) and the jog lane (jog.ts) plug in the same way.
 //
 // One arbitration rule: an axis has at most one owner besides hold. A lane acquires axes before it starts
 // (the core's admission refuses with mode_conflict when another lane owns any of them) and gives them

@@ -1,4 +1,4 @@
-// Plan memory the core adopts once (issue 21 items 10 and 11; docs/architecture.md "Keeping the cycle while
+// Plan memory the core adopts once (docs/architecture.md "Keeping the cycle while
 // the service works"). A maximum upload used to reach the core as ~80 MB of transferred ArrayBuffers:
 // every isolate that adopted them (the service's main thread, then the core's) counted them as new
 // external memory, and V8 collects when an isolate's external memory grows by tens of MB: one collection

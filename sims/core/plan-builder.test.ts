@@ -1,5 +1,6 @@
 // PlanBuilder (sims/core/trajectory.ts): a plan taken in slice by slice is the plan built at once, and the
-// first refusal is the same whatever the slice size (issue 21 item 11 moved large plans off one cycle).
+// first refusal is the same whatever the slice size (large plans are taken in over many cycles:
+// docs/architecture.md "Keeping the cycle while the service works").
 
 import { readFileSync } from 'node:fs';
 import { expect, test } from 'vitest';

@@ -140,7 +140,7 @@ export function unstamp<M extends object>(stamped: M & PostStamp): Omit<M, keyof
  * worker, the program route) and transferred with it, so the core writes the plan into memory the process
  * has already faulted in. A 250000-point plan is 36 MB of counts and count rates: faulted in by the core
  * thread, one first-touch page fault per 4 KiB, they made every cycle of the build late by up to 1.5 ms and
- * the core 11 ms behind at the first upload of a stack (issue 21 item 11, bench/upload-impact.bench.ts).
+ * the core 11 ms behind at the first upload of a stack (bench/upload-impact.bench.ts).
  * Allocating them itself also cost the core a garbage collection in the cycle the plan arrived (1.5 to
  * 1.8 ms: V8 collects when an isolate's external memory grows). The core allocates its own arrays when
  * these are absent or of another size, so a replay (which strips them) builds the same plan in the same

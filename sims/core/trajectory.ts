@@ -52,10 +52,10 @@ export function buildPlan(machine: CompiledMachine, p: PlanInput): Plan | PlanRe
 }
 
 /**
- * buildPlan in slices, so that a large plan is taken in over many core cycles instead of stalling one
- * (issue 21 item 11: a 250000-point plan took 50 to 500 ms in one cycle). `step(budget)` reads whole points,
- * as many as `budget` element operations allow (1 + 2 x axes a point: its time, then per axis its position
- * and velocity), at least one, and answers the plan, the refusal, or null while there is more to read.
+ * buildPlan in slices, so that a large plan is taken in over many core cycles instead of stalling one (a
+ * 250000-point plan took 50 to 500 ms in one cycle, bench/upload-impact.bench.ts). `step(budget)` reads whole
+ * points, as many as `budget` element operations allow (1 + 2 x axes a point: its time, then per axis its
+ * position and velocity), at least one, and answers the plan, the refusal, or null while there is more to read.
  *
  * Points are read in order, each row at once: a row of nine positions is one or two cache lines, while a
  * pass per axis over a 250000-point plan read every line of its 18 MB nineteen times (about 1 GB moved

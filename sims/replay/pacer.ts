@@ -6,7 +6,7 @@
 // order. So a suite run against the replay target drives the same core through the same cycles as the
 // recorded run, and everything it asserts is checked again on the replayed bus.
 //
-// Matching (issue 9 "the replay target"): same message type and operation, same fields, except
+// Matching (docs/recording.md "The replay target"): same message type and operation, same fields, except
 //   - fences (generations, handles, message ids, jog generations) are rewritten consistently: the first
 //     time a recorded value meets a live one the pair is fixed, and every later use must agree both ways;
 //   - host times (lease and jog deadlines, capture times: any field whose name ends in ns/Ns that carries a

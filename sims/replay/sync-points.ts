@@ -1,4 +1,4 @@
-// Sync points of a paced replay (docs/recording.md "The replay target", issue 24 "What to build"): each
+// Sync points of a paced replay (docs/recording.md "The replay target"): each
 // place where the recorded run met the live side is a typed point read from the recording once, here, and
 // the pacer holds the replayed core at it until the live side has done the same. A hold that cannot be
 // kept (the live side never came within the bound) is a lost hold: counted by kind, and the harness ends

@@ -64,7 +64,7 @@ export const SERVED: ReadonlySet<string> = new Set([
   'telemetry', 'mark_telemetry', 'acquire', 'renew', 'release', 'stop', 'enable', 'arm', 'home', 'reset_fault',
   'recovery_status', 'describe', 'status', 'halt', 'subscribe_events', 'restore_anchor', 'io_arm', 'io_disarm',
   'prepare_trajectory', 'start_trajectory', 'discard_trajectory', 'prepare_program', 'start_program',
-  // jog (issue 12); update_jog is reported unimplemented while jog.sock is not served (service.ts describe)
+  // jog (document 1 part 4); update_jog is reported unimplemented while jog.sock is not served (service.ts describe)
   'jog', 'begin_jog', 'end_jog', 'jog_clock', 'jog_status', 'jog_ingress', 'update_jog',
 ]);
 

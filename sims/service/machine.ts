@@ -130,7 +130,8 @@ export class MachineOps {
 
   /**
    * Re-check the fence after an await: the grant must still be the current one and not stopping when the
-   * native command is handed to the core (issue 7: the fence holds at admission, not only on arrival).
+   * native command is handed to the core (document 1 part 2 "Fence": the fence holds at admission, not only
+   * on arrival).
    */
   private still(op: string, g: Grant): Promise<void> | undefined {
     const check = () => {

@@ -428,14 +428,14 @@ export class FenceOrder {
   }
 }
 
-// The service's timed waits on the core as recorded decisions (docs/recording.md "The service side",
-// issue 24 "Deterministic replay"). The service waits a bounded wall time for the core: a native receipt,
-// the next status publication, a fault injection's reply. On a recorded run each wait's outcome is noted
-// ('ok' or 'timeout', per kind of wait, in order). On a paced replay the core is held at recorded sync
-// points and runs in bursts, so a wait that was answered when recorded may find the core held: a wait the
-// recording says was answered gets REPLAY_WAIT_MS instead of its own bound, and if it still runs out the
-// replay could not hold the recorded order (a lost hold of kind 'core_wait', reported to the pacer). A
-// wait that ran out when recorded keeps its own bound. Recordings without these notes: bounds unchanged.
+// The service's timed waits on the core as recorded decisions (docs/recording.md "The service side"). The
+// service waits a bounded wall time for the core: a native receipt, the next status publication, a fault
+// injection's reply. On a recorded run each wait's outcome is noted ('ok' or 'timeout', per kind of wait, in
+// order). On a paced replay the core is held at recorded sync points and runs in bursts, so a wait that was
+// answered when recorded may find the core held: a wait the recording says was answered gets REPLAY_WAIT_MS
+// instead of its own bound, and if it still runs out the replay could not hold the recorded order (a lost
+// hold of kind 'core_wait', reported to the pacer). A wait that ran out when recorded keeps its own bound.
+// Recordings without these notes: bounds unchanged.
 
 /** How long a replayed wait the recording says was answered may take (wall ms): a held core, not a slow one. */
 export const REPLAY_WAIT_MS = 10_000;

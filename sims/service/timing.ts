@@ -1,5 +1,5 @@
-// The service's clock and its timed decisions, behind one interface (issue 24 "Session replay as one
-// component"; docs/recording.md "The service side"). Every part of the service that reads time or takes a
+// The service's clock and its timed decisions, behind one interface (docs/recording.md "The
+// service side"). Every part of the service that reads time or takes a
 // decision a paced replay must retake where the recording took it asks a ServiceTiming: the clock, the
 // order of fence decisions, a lease expiry, the publication a status read
 // is served from, how long a wait on the core may take. The composition root (sims/main.ts) picks the
@@ -166,7 +166,8 @@ const NOOP = (): void => undefined;
 /**
  * The live service: the host monotonic clock, every decision taken at once, nothing held. On a recorded
  * run (`record`) it notes the decisions a replay retakes. No method allocates or awaits on a run that does
- * not record, beyond what the wait on the core allocated before (issue 24 finding 6: the request path).
+ * not record, beyond what the wait on the core allocated before (the request path;
+ * bench/control-roundtrip.bench.ts measures it).
  */
 export class LiveTiming implements ServiceTiming {
   private link?: TimingLink;

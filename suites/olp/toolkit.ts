@@ -257,7 +257,7 @@ export async function until<T>(what: string, f: () => Promise<T>, ok: (v: T) => 
     // Not within the bound: the target never reached the state, an assertion (FAIL), not a harness error.
     if (Date.now() > end) expect(false, `${what}: not within ${ms} ms (last ${JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? String(x) : x)).slice(0, 400)})`).toBe(true);
     // Every 100 ms: each look is a status request through the OLP server or to the cell, and the
-    // conformance run has a CPU budget (issue 19); a state that lasts is seen at most 100 ms late.
+    // conformance run has a CPU budget; a state that lasts is seen at most 100 ms late.
     await new Promise((r) => setTimeout(r, 100));
   }
 }

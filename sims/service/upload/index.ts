@@ -168,7 +168,7 @@ interface WorkerSession {
  * The main thread's 1 MiB batches, used again once the worker has decoded them. A maximum upload is 212
  * batches: allocated fresh, each was 256 first-touch page faults on the main thread and an unmap in the
  * worker when collected, 222 MB of memory churned per upload while status readers and the core's thread
- * wait (issue 21 items 10 and 11). At most the in-flight window and a few more are kept.
+ * wait (measured with bench/upload-impact.bench.ts). At most the in-flight window and a few more are kept.
  */
 export class BatchPool {
   private readonly free: ArrayBuffer[] = [];
