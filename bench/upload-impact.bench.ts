@@ -217,7 +217,7 @@ async function main(): Promise<void> {
     // Goals: status and renew p99 <= 2x idle (a controller renewing its lease and a UI polling status must
     // not notice an upload); late_max <= 2x idle late_max.
     process.stdout.write(
-      `issue 21 ratios (upload/idle): status p99 ${r(quantile(u.status, 0.99), quantile(i.status, 0.99))}x, renew p99 ${r(quantile(u.renew, 0.99), quantile(i.renew, 0.99))}x (goals <= 2); ` +
+      `upload/idle ratios: status p99 ${r(quantile(u.status, 0.99), quantile(i.status, 0.99))}x, renew p99 ${r(quantile(u.renew, 0.99), quantile(i.renew, 0.99))}x (goals <= 2); ` +
         `late_max ${r(Math.max(...u.late), Math.max(...i.late))}x (goal <= 2; ${Math.max(...u.late).toFixed(0)} vs ${Math.max(...i.late).toFixed(0)} us)\n`,
     );
   } finally {
