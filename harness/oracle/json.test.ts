@@ -157,12 +157,22 @@ test('property: parseExact(stringifyExact(x)) equals x', () => {
   );
 });
 
+/** Whether any object inside v has a key JavaScript treats as an array index. */
+function hasIndexKey(v: unknown): boolean {
+  if (Array.isArray(v)) return v.some(hasIndexKey);
+  if (v === null || typeof v !== 'object') return false;
+  return Object.entries(v).some(([k, w]) => (/^(0|[1-9]\d*)$/.test(k) && Number(k) < 2 ** 32 - 1) || hasIndexKey(w));
+}
+
 test('property: canonicalJson is a fixed point and ignores insertion order', () => {
   fc.assert(
     fc.property(exactJson, (x) => {
       const c = canonicalJson(x);
       expect(canonicalJson(parseExact(c))).toBe(c);
-      expect(stringifyExact(parseExact(c))).toBe(c);
+      // A parsed object keeps the text's key order, except that JavaScript iterates array-index keys ("0",
+      // "9", "10") first and in numeric order, whatever their place in the text: only objects without them
+      // print back in the canonical order (seed 33074098 found {"":null,"0":null}).
+      if (!hasIndexKey(x)) expect(stringifyExact(parseExact(c))).toBe(c);
     }),
     propertyRun('json.test.ts:166', 300),
   );
