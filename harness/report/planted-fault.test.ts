@@ -1,7 +1,7 @@
 // A harness fault inside a test the target's expectation file lists as an expected failure leaves the run
 // ERROR, not PASS (README "Verdicts"): `hil run --driver ethercat-fake --plant harness_fault@...` throws a
 // TypeError at the start of the listed frozen-feedback test (fixtures/expectations/sim+ethercat-fake.json
-// allows FAIL there). The run exits 1 with verdict ERROR, the test is errored and not booked as expected,
+// allows only SKIP there). The run exits 1 with verdict ERROR, the test is errored and not booked as expected,
 // and the terminal names the set the file allows.
 
 import { spawn } from 'node:child_process';
@@ -33,11 +33,11 @@ test('a TypeError planted in the listed expected failure gives ERROR, exit 1, th
   expect(t, r.out.slice(-2000)).toBeDefined();
   expect(t.state).toBe('errored');
   expect(t.expected_failure).toBeUndefined();
-  expect(t.expected_outcomes).toEqual(['FAIL']);
+  expect(t.expected_outcomes).toEqual(['SKIP']);
   expect(t.errors?.[0]).toMatch(/^TypeError: planted harness fault/);
   expect(r.code).toBe(1);
   expect(r.out).toMatch(/\nverdict: ERROR/);
   expect(r.out).toContain(`ERROR suites/machine/machine.test.ts > faults and recovery > ${LISTED}`);
-  expect(r.out).toContain('the expectation file allows FAIL here');
+  expect(r.out).toContain('the expectation file allows SKIP here');
   expect(r.out).not.toMatch(/expected failure/);
 }, 240_000);

@@ -56,6 +56,12 @@ describe('whose figures: the run measurements and the nightly soak', () => {
     expect(v.reasons[0]).toMatch(/^the target's run measurement outside its limit: cycle_lateness_p99 = 3981 us, limit <= 500/);
     expect(closingLine(v)).toBe('total: 1 passed, 1 failed, 0 errored, 0 skipped');
   });
+  test('a rig rehearsal over the fake master runs the core on the harness\'s host: the host\'s figure, a note', () => {
+    const v = verdictOf({ tests: [pass], gate: OK, run_measurements: late, target: { name: 'rig', driver: 'ethercat-fake' } });
+    expect(v.verdict).toBe('PASS');
+    expect(v.notes.join('\n')).toMatch(/^host figure outside its limit .*cycle_lateness_p99 = 3981 us/m);
+    expect(verdictOf({ tests: [pass], gate: OK, run_measurements: late, target: { name: 'rig', driver: 'ethercat' } }).verdict).toBe('FAIL');
+  });
   const refused = { name: 'soak_renewals_refused', unit: 'requests', value: 170, limit: { kind: 'equals' as const, lo: 0, source: 'documented' as const, ref: 'document 1 part 3' }, outcome: 'fail' as const };
   const first = { at_s: 12.3, status: 409, error: 'expired: the lease of this session expired' };
   test('a soak that broke a limit makes the run FAIL, with its figures and its first refusal', () => {

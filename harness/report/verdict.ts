@@ -75,7 +75,7 @@ export type VerdictInput = Pick<RunRecord, 'tests' | 'gate'> & {
   run_measurements?: RunRecord['run_measurements'];
   stale_expectations?: readonly string[];
   /** Whose the run measurements are (measurementsOwner). */
-  target?: Pick<RunRecord['target'], 'name'>;
+  target?: Pick<RunRecord['target'], 'name'> & { driver?: string };
   soak?: RunRecord['soak'];
 };
 
@@ -86,8 +86,10 @@ export type VerdictInput = Pick<RunRecord, 'tests' | 'gate'> & {
  * configured limit crossed is a reason of the verdict; on an external target they are the target's but its
  * host is not ours to judge from here, so they inform.
  */
-export function measurementsOwner(target: string | undefined): 'host' | 'target' | 'informative' {
-  if (target === 'rig') return 'target';
+export function measurementsOwner(target: string | undefined, driver?: string): 'host' | 'target' | 'informative' {
+  // A rig rehearsal over the fake master (HIL_RIG_DRIVER=ethercat-fake) runs the reference core on the
+  // harness's own host, as the sim target does: its figures are the host's there too.
+  if (target === 'rig') return driver === 'ethercat-fake' ? 'host' : 'target';
   if (target === 'external') return 'informative';
   return 'host';
 }
@@ -104,7 +106,7 @@ export function verdictOf(run: VerdictInput): RunVerdict {
   if (!run.gate.ok) reasons.push(`traceability gate failed (${n(run.gate.problems.length, 'problem')}): the suite cannot state what it covers`);
   if (counts.total === 0) reasons.push('no test was recorded');
   else if (counts.passed === 0) reasons.push('no test passed');
-  const owner = measurementsOwner(run.target?.name);
+  const owner = measurementsOwner(run.target?.name, run.target?.driver);
   const runOutside = (run.run_measurements?.measurements ?? []).filter((m) => m.outcome === 'fail');
   const targetOutside = owner === 'target' ? runOutside : [];
   for (const m of targetOutside) reasons.push(`the target's run measurement outside its limit: ${measurementText(m)}`);
