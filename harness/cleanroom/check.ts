@@ -76,39 +76,11 @@ export async function checkCleanroom(o: CheckOptions = {}): Promise<number> {
     const env: NodeJS.ProcessEnv = { ...process.env, HIL_REPORTS_DIR: reports, HIL_PROPERTY_SEED: PROPERTY_SEED };
     // A check started from inside a vitest worker must not hand the nested run the worker's own settings.
     for (const k of Object.keys(env)) if (k.startsWith('VITEST') || k === 'HIL_TARGET' || k === 'HIL_SOCKET' || k === 'HIL_RUN_DIR') delete env[k];
-    const args = [join(ROOT, 'harness', 'bin', 'hil.mjs'), 'run', '--target', 'external', '--socket', service.socketPath, '--no-report', ...(o.suites ?? CLEANROOM_SUITES)];
-    const code = await new Promise<number>((resolve) => {
-      const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-      child.on('exit', (c) => {
-        // The run's own summary: its failures, profile differences and closing line.
-        const at = out.indexOf('\nFailures:');
-        const at2 = out.indexOf('\nProfile differences');
-        const from = at >= 0 ? at : at2 >= 0 ? at2 : Math.max(0, out.lastIndexOf('\ntarget '));
-        log(out.slice(from).trim());
-        resolve(c ?? 1);
-      });
+    return await runAndPin({
+      name: 'cleanroom check', env, reports, expectedFile: EXPECTED_FILE, update: o.update, log,
+      args: ['run', '--target', 'external', '--socket', service.socketPath, '--no-report', ...(o.suites ?? CLEANROOM_SUITES)],
+      notPass: 'the run against the clean-room service is not PASS: a suite asks for more than document 1 says, or the clean-room service broke it',
     });
-    const runFile = join(reports, 'run.json');
-    if (!existsSync(runFile)) {
-      log('cleanroom check: the run wrote no run.json');
-      return 1;
-    }
-    const found = differencesOf(JSON.parse(readFileSync(runFile, 'utf8')) as RunRecord);
-    if (o.update) {
-      writeFileSync(EXPECTED_FILE, JSON.stringify(found, null, 2) + '\n');
-      log(`cleanroom check: wrote ${Object.keys(found).length} expected profile differences to ${EXPECTED_FILE}`);
-      return code;
-    }
-    const expected = existsSync(EXPECTED_FILE) ? (JSON.parse(readFileSync(EXPECTED_FILE, 'utf8')) as Differences) : {};
-    const problems = compareDifferences(expected, found);
-    for (const p of problems) log(`cleanroom check: ${p}`);
-    if (code !== 0) log('cleanroom check: the run against the clean-room service is not PASS: a suite asks for more than document 1 says, or the clean-room service broke it');
-    const ok = code === 0 && problems.length === 0;
-    log(`cleanroom check: ${ok ? 'ok' : 'FAILED'} (${Object.keys(found).length} profile differences${problems.length ? `, ${problems.length} unlike ${EXPECTED_FILE}` : ', as expected'})`);
-    return ok ? 0 : 1;
   } finally {
     await service.close();
     rmSync(dir, { recursive: true, force: true });
@@ -160,38 +132,11 @@ export async function checkCleanroomOlp(o: CheckOptions = {}): Promise<number> {
     writeFileSync(facts, JSON.stringify({ planner_url: planner.endpoint.url, planner_stub: true }));
     const env: NodeJS.ProcessEnv = { ...process.env, HIL_REPORTS_DIR: reports };
     for (const k of Object.keys(env)) if (k.startsWith('VITEST') || k.startsWith('HIL_TARGET') || k === 'HIL_SOCKET' || k === 'HIL_RUN_DIR' || k.startsWith('HIL_OLP') || k === 'HIL_PLANNER_URL') delete env[k];
-    const args = [join(ROOT, 'harness', 'bin', 'hil.mjs'), 'run', '--target', 'external', '--socket', socket, '--olp-url', url, '--olp-facts', facts, '--allow-motion', '--no-report', ...(o.suites ?? ['suites/olp'])];
-    const code = await new Promise<number>((resolve) => {
-      const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      child.stdout.on('data', (x: Buffer) => (out += x.toString()));
-      child.stderr.on('data', (x: Buffer) => (out += x.toString()));
-      child.on('exit', (x) => {
-        const at = out.indexOf('\nFailures:');
-        const at2 = out.indexOf('\nProfile differences');
-        const from = at >= 0 ? at : at2 >= 0 ? at2 : Math.max(0, out.lastIndexOf('\ntarget '));
-        log(out.slice(from).trim());
-        resolve(x ?? 1);
-      });
+    return await runAndPin({
+      name: 'cleanroom check-olp', env, reports, expectedFile: EXPECTED_OLP_FILE, update: o.update, log,
+      args: ['run', '--target', 'external', '--socket', socket, '--olp-url', url, '--olp-facts', facts, '--allow-motion', '--no-report', ...(o.suites ?? ['suites/olp'])],
+      notPass: 'the run against the clean-room OLP server is not PASS: a suite asks for more than document 3 says, or the clean-room server broke it',
     });
-    const runFile = join(reports, 'run.json');
-    if (!existsSync(runFile)) {
-      log('cleanroom check-olp: the run wrote no run.json');
-      return 1;
-    }
-    const found = differencesOf(JSON.parse(readFileSync(runFile, 'utf8')) as RunRecord);
-    if (o.update) {
-      writeFileSync(EXPECTED_OLP_FILE, JSON.stringify(found, null, 2) + '\n');
-      log(`cleanroom check-olp: wrote ${Object.keys(found).length} expected profile differences to ${EXPECTED_OLP_FILE}`);
-      return code;
-    }
-    const expected = existsSync(EXPECTED_OLP_FILE) ? (JSON.parse(readFileSync(EXPECTED_OLP_FILE, 'utf8')) as Differences) : {};
-    const problems = compareDifferences(expected, found);
-    for (const p of problems) log(`cleanroom check-olp: ${p}`);
-    if (code !== 0) log('cleanroom check-olp: the run against the clean-room OLP server is not PASS: a suite asks for more than document 3 says, or the clean-room server broke it');
-    const ok = code === 0 && problems.length === 0;
-    log(`cleanroom check-olp: ${ok ? 'ok' : 'FAILED'} (${Object.keys(found).length} profile differences${problems.length ? `, ${problems.length} unlike ${EXPECTED_OLP_FILE}` : ', as expected'})`);
-    return ok ? 0 : 1;
   } finally {
     await server?.close();
     await planner?.close();
@@ -199,4 +144,45 @@ export async function checkCleanroomOlp(o: CheckOptions = {}): Promise<number> {
     await new Promise<void>((r) => (stack.exitCode !== null ? r() : stack.once('exit', () => r())));
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Runs `hil run ARGS` (the external target against a clean-room reading) with its reports in `reports`,
+ * prints the run's own summary, and holds its profile differences to the pinned file: exit 0 only when the
+ * verdict is PASS and the differences are exactly the pinned ones (`update` rewrites the file instead).
+ */
+export async function runAndPin(p: { name: string; args: string[]; env: NodeJS.ProcessEnv; reports: string; expectedFile: string; update?: boolean; notPass: string; log: (line: string) => void }): Promise<number> {
+  const { name, log } = p;
+  const code = await new Promise<number>((resolve) => {
+    const child = spawn(process.execPath, [join(ROOT, 'harness', 'bin', 'hil.mjs'), ...p.args], { cwd: ROOT, env: p.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('exit', (c) => {
+      // The run's own summary: its failures, profile differences and closing line.
+      const at = out.indexOf('\nFailures:');
+      const at2 = out.indexOf('\nProfile differences');
+      const from = at >= 0 ? at : at2 >= 0 ? at2 : Math.max(0, out.lastIndexOf('\ntarget '));
+      log(out.slice(from).trim());
+      resolve(c ?? 1);
+    });
+  });
+  const runFile = join(p.reports, 'run.json');
+  if (!existsSync(runFile)) {
+    log(`${name}: the run wrote no run.json`);
+    return 1;
+  }
+  const found = differencesOf(JSON.parse(readFileSync(runFile, 'utf8')) as RunRecord);
+  if (p.update) {
+    writeFileSync(p.expectedFile, JSON.stringify(found, null, 2) + '\n');
+    log(`${name}: wrote ${Object.keys(found).length} expected profile differences to ${p.expectedFile}`);
+    return code;
+  }
+  const expected = existsSync(p.expectedFile) ? (JSON.parse(readFileSync(p.expectedFile, 'utf8')) as Differences) : {};
+  const problems = compareDifferences(expected, found);
+  for (const x of problems) log(`${name}: ${x}`);
+  if (code !== 0) log(`${name}: ${p.notPass}`);
+  const ok = code === 0 && problems.length === 0;
+  log(`${name}: ${ok ? 'ok' : 'FAILED'} (${Object.keys(found).length} profile differences${problems.length ? `, ${problems.length} unlike ${p.expectedFile}` : ', as expected'})`);
+  return ok ? 0 : 1;
 }

@@ -10,12 +10,11 @@
 // that they read the cell from the planner rather than assuming the stub's nine axes.
 
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { RunRecord } from '../report/run-types.ts';
-import { compareDifferences, differencesOf, type Differences } from './check.ts';
+import { runAndPin } from './check.ts';
 import { CELL } from './planner/plan.ts';
 import { CleanroomPlanner } from './planner/server.ts';
 
@@ -64,38 +63,11 @@ export async function checkCleanroomPlanner(o: PlannerCheckOptions = {}): Promis
       serve.on('exit', (c) => reject(new Error(`hil serve exited ${c}: ${out.slice(-500)}`)));
     });
     const runEnv: NodeJS.ProcessEnv = { ...env, HIL_REPORTS_DIR: reports, HIL_PLANNER_CELL: CELL, HIL_PLANNER_STORE_DIR: storeDir };
-    const args = [HIL, 'run', '--target', 'external', '--socket', join(sock, 'control.sock'), '--planner-url', planner.url, '--no-report', ...(o.suites ?? PLANNER_SUITES)];
-    const code = await new Promise<number>((resolve) => {
-      const child = spawn(process.execPath, args, { cwd: ROOT, env: runEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-      child.on('exit', (c) => {
-        const at = out.indexOf('\nFailures:');
-        const at2 = out.indexOf('\nProfile differences');
-        const from = at >= 0 ? at : at2 >= 0 ? at2 : Math.max(0, out.lastIndexOf('\ntarget '));
-        log(out.slice(from).trim());
-        resolve(c ?? 1);
-      });
+    return await runAndPin({
+      name: 'cleanroom planner check', env: runEnv, reports, expectedFile: PLANNER_EXPECTED_FILE, update: o.update, log,
+      args: ['run', '--target', 'external', '--socket', join(sock, 'control.sock'), '--planner-url', planner.url, '--no-report', ...(o.suites ?? PLANNER_SUITES)],
+      notPass: 'the run against the clean-room planner is not PASS: a suite asks for more than document 2 says, or the clean-room planner broke it',
     });
-    const runFile = join(reports, 'run.json');
-    if (!existsSync(runFile)) {
-      log('cleanroom planner check: the run wrote no run.json');
-      return 1;
-    }
-    const found = differencesOf(JSON.parse(readFileSync(runFile, 'utf8')) as RunRecord);
-    if (o.update) {
-      writeFileSync(PLANNER_EXPECTED_FILE, JSON.stringify(found, null, 2) + '\n');
-      log(`cleanroom planner check: wrote ${Object.keys(found).length} expected profile differences to ${PLANNER_EXPECTED_FILE}`);
-      return code;
-    }
-    const expected = existsSync(PLANNER_EXPECTED_FILE) ? (JSON.parse(readFileSync(PLANNER_EXPECTED_FILE, 'utf8')) as Differences) : {};
-    const problems = compareDifferences(expected, found);
-    for (const p of problems) log(`cleanroom planner check: ${p}`);
-    if (code !== 0) log('cleanroom planner check: the run against the clean-room planner is not PASS: a suite asks for more than document 2 says, or the clean-room planner broke it');
-    const ok = code === 0 && problems.length === 0;
-    log(`cleanroom planner check: ${ok ? 'ok' : 'FAILED'} (${Object.keys(found).length} profile differences${problems.length ? `, ${problems.length} unlike ${PLANNER_EXPECTED_FILE}` : ', as expected'})`);
-    return ok ? 0 : 1;
   } finally {
     serve.kill('SIGTERM');
     await new Promise((r) => (serve.exitCode !== null ? r(undefined) : serve.once('exit', r)));
