@@ -174,7 +174,7 @@ external --olp-url ... --olp-facts ..., and exits 0 only when the verdict is PAS
 differences are exactly fixtures/expectations/cleanroom-olp-informative.json.
 
 --planner: the same for document 2. serve starts the clean-room weld planner (harness/cleanroom/planner/,
-its own six-axis cell cleanroom-six-axis) on 127.0.0.1 and prints one ready {...} line; check starts it
+its own six-axis cell blind-six-axis) on 127.0.0.1 and prints one ready {...} line; check starts it
 and hil serve, runs suites/planner and suites/dense-format/planner-file.test.ts with --target external
 --planner-url, and holds the result to PASS and fixtures/expectations/cleanroom-planner-informative.json.`,
   replay: `usage: hil replay FILE [--mode strict|closed-loop|open-loop|verify]   (hil replay --help for the stack's own options)`,
@@ -893,8 +893,12 @@ async function cleanroom(args: string[]): Promise<number> {
     if (positionals[0] !== 'serve' || positionals.length !== 1 || !values['store-dir']) throw new UsageError('expected: cleanroom serve --planner --store-dir DIR [--port P], or cleanroom check --planner');
     const port = values.port === undefined ? undefined : Number(values.port);
     if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) throw new UsageError('--port takes 0..65535');
-    const { serveCleanroomPlanner } = await import('./cleanroom/planner/server.ts');
-    process.exit(await serveCleanroomPlanner({ storeDir: resolve(values['store-dir']), ...(port !== undefined ? { port } : {}) }));
+    // The clean-room planner runs as its authors start it (harness/cleanroom/planner-process.ts), in the foreground.
+    const { plannerArgv } = await import('./cleanroom/planner-process.ts');
+    const { spawn } = await import('node:child_process');
+    const child = spawn(process.execPath, plannerArgv({ storeDir: resolve(values['store-dir']), ...(port !== undefined ? { port } : {}) }), { stdio: 'inherit' });
+    for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => child.kill(sig));
+    return await new Promise<number>((r) => child.once('exit', (c, s) => r(c ?? (s ? 1 : 0))));
   }
   if (positionals[0] === 'check') {
     if (values['socket-dir'] || values['lease-ceiling-ms'] || values['lifeline-stdin']) throw new UsageError('cleanroom check starts its own service: no serve options');

@@ -6,7 +6,7 @@
 // the verdict is PASS, and the profile differences are exactly fixtures/expectations/
 // cleanroom-planner-informative.json.
 //
-// The clean-room planner's cell is its own six-axis robot (HIL_PLANNER_CELL), so the suites also show
+// The clean-room planner's cell is its own six-axis robot (HIL_PLANNER_CELL, `blind-six-axis`), so the suites also show
 // that they read the cell from the planner rather than assuming the stub's nine axes.
 
 import { spawn } from 'node:child_process';
@@ -15,8 +15,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runAndPin } from './check.ts';
-import { CELL } from './planner/plan.ts';
-import { CleanroomPlanner } from './planner/server.ts';
+import { startCleanroomPlanner, type PlannerProcess } from './planner-process.ts';
+import { CELL } from './planner/server.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const HIL = join(ROOT, 'harness', 'bin', 'hil.mjs');
@@ -41,14 +41,14 @@ export async function checkCleanroomPlanner(o: PlannerCheckOptions = {}): Promis
   const dir = mkdtempSync(join(tmpdir(), 'hil-cleanroom-planner-'));
   const reports = join(dir, 'reports');
   const storeDir = join(dir, 'store');
-  const planner = new CleanroomPlanner({ storeDir });
+  let planner: PlannerProcess | undefined;
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const k of Object.keys(env)) if (k.startsWith('VITEST') || k.startsWith('HIL_')) delete env[k];
   // The reference control service, for the suites that admit the planner's files.
   const sock = join(dir, 'sock');
   const serve = spawn(process.execPath, [HIL, 'serve', '--socket-dir', sock], { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
   try {
-    await planner.listen();
+    planner = await startCleanroomPlanner({ storeDir, env });
     await new Promise<void>((resolve, reject) => {
       let out = '';
       const t = setTimeout(() => reject(new Error(`hil serve did not report ready in 60 s: ${out.slice(-500)}`)), 60_000);
@@ -71,7 +71,7 @@ export async function checkCleanroomPlanner(o: PlannerCheckOptions = {}): Promis
   } finally {
     serve.kill('SIGTERM');
     await new Promise((r) => (serve.exitCode !== null ? r(undefined) : serve.once('exit', r)));
-    await planner.close();
+    await planner?.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -1,426 +1,710 @@
-// The clean-room planner's planning (document 2 parts 1, 2): a deliberately simple strategy on its own
-// six-axis stand-in robot, with every documented rule of the result and the dense file kept: segments
-// at rest at both ends on the 0.01 s grid, velocities from the positions, the per-axis ceiling, the
-// dense_error reasons in the document's order, the content digest as part 2 defines it. Runs in the fresh
-// process of each admitted plan (child.ts); reports stages through `stage`.
+// Planning: weldplan container -> plan result document (+ dense trajectory file when asked and admissible).
+import { createHash } from "node:crypto";
+import {
+  AXIS_NAMES, CELL_ID, DOF, HOME, JOINTS, ROBOT_DESCRIPTION_SHA256, UNUSED_COLUMN_CEILING,
+  type Mat3, type Pose, type Vec3, add, axisAngle, clearance, fk, ik, logRot, matMul, matVec, norm, rpyToMat, scale, sub, transpose,
+} from "./cell.js";
+import { AXIS_COUNT, DenseFormatError, decodeDense, encodeDense, type Sample, type SegmentIn, type SegmentKind } from "./dense.js";
+import { readZip } from "./zip.js";
 
-import { canonical, checkProgram, PlanRefused, readContainer, sha256hex } from './program.ts';
+export const RESULT_SCHEMA = "amr-weld-planner-v1.motion-plan-result.v1";
+export const PROGRAM_SCHEMA = "robot.v4.program.v2";
+export const DT = 0.01;
+export const TRACKING_TOLERANCE_MM = 0.5;
+/** Planned joint speeds stay at or below this fraction of each ceiling. */
+export const SPEED_FRACTION = 0.6;
+export const LATTICE_DT_S = 0.2;
+export const DEFAULT_MOVE_SPEED_MM_S = 100;
+export const IDENTIFIER_RE = /^[A-Za-z0-9._:-]+$/;
 
-export const CELL = 'cleanroom-six-axis';
-const AXES = ['J1', 'J2', 'J3', 'J4', 'J5', 'J6'];
-const MASK = 0x3f;
-/** Per-column velocity ceilings, rad/s (nine columns; J7-J9 are not commanded). */
-const CEIL = [1.2, 1.0, 1.0, 2.5, 2.5, 3.0, 1, 1, 1];
-const LIMITS: Array<[number, number]> = [[-2.9, 2.9], [-0.5, 0.9], [-0.6, 0.8], [-3.1, 3.1], [-3.1, 3.1], [-3.1, 3.1]];
-const DT = 0.01;
-/** A gentle acceleration bound for connecting moves, rad/s^2 (the cell's own figures are not known to a planner). */
-const ACCEL = 2;
-const MAX_SAMPLES = 250000;
-const DESCRIPTION = 'cleanroom-six-axis: J1 = atan2(y, x), J2 = r - 0.6, J3 = z - 0.3, J4..J6 = torch roll - pi, pitch, yaw';
-export const DESCRIPTION_SHA256 = `sha256:${sha256hex(DESCRIPTION)}`;
-
-export interface Options {
-  k_best: bigint;
-  screen_collisions: boolean;
-  samples_per_seam: bigint | null;
-  run_weld_trajopt: boolean;
-  run_connecting_trajopt: boolean;
-  free_space_backend: string;
-  verify: boolean;
-  verify_margin_mm: number;
-  order_seams: boolean;
-  dense: boolean;
-  program_id: string;
-  manifest_revision: bigint;
-  plan_revision: bigint;
+export interface PlanOptions {
+  k_best: number; screen_collisions: boolean; samples_per_seam: number | null; run_weld_trajopt: boolean;
+  run_connecting_trajopt: boolean; free_space_backend: "bspline" | "curobo" | "legacy"; verify: boolean;
+  verify_margin_mm: number; order_seams: boolean; dense: boolean; program_id: string; manifest_revision: number; plan_revision: number;
 }
 
-export interface PlanOutput {
-  result: Record<string, unknown>;
-  /** The dense file, when one was built and checked. */
-  blob?: Uint8Array;
+/** A planning failure that the service answers with 422 {error: "<type>: <message>"}. */
+export class PlanFailure extends Error {
+  constructor(public type: string, message: string) { super(message); }
+  get text(): string { return `${this.type}: ${this.message}`; }
 }
 
-type Q = number[]; // nine columns, rad
-const wrap = (a: number) => Math.atan2(Math.sin(a), Math.cos(a));
-const deg = (q: Q) => q.map((x) => x * (180 / Math.PI));
-const HOME: Q = [0, 0, 0, 0, 0, 0, 0, 0, 0];
+export interface PlanOutput { result: Record<string, any>; dense: { blob: Buffer; digest: string } | null }
 
-/** The stand-in inverse kinematics: a workpiece point and torch angles to nine columns, or why not. */
-function ik(p: number[], rpy: number[]): { q: Q } | { cause: string } {
-  const q = [Math.atan2(p[1]!, p[0]!), Math.hypot(p[0]!, p[1]!) - 0.6, p[2]! - 0.3, wrap(rpy[0]! - Math.PI), wrap(rpy[1]!), wrap(rpy[2]!), 0, 0, 0];
-  for (let j = 0; j < 6; j++) if (q[j]! < LIMITS[j]![0] || q[j]! > LIMITS[j]![1]) return { cause: `${AXES[j]} outside its limits` };
-  return { q };
-}
+const deg = (r: number): number => (r * 180) / Math.PI;
+const r6 = (x: number): number => Math.round(x * 1e6) / 1e6;
+const degRow = (q: number[]): number[] => q.map((v) => r6(deg(v)));
 
-interface Path {
-  at(s: number): { p: number[]; rpy: number[] };
-  length: number;
-}
-/** A polyline through points (metres) with torch angles interpolated along it. */
-function polyline(pts: number[][], rpys: number[][]): Path {
-  const cum = [0];
-  for (let i = 1; i < pts.length; i++) cum.push(cum[i - 1]! + Math.hypot(...pts[i]!.map((x, k) => x - pts[i - 1]![k]!)));
-  const L = cum[cum.length - 1]!;
+// ---------------------------------------------------------------- Hermite trajectories
+export interface Traj { knots: number[][]; vel: number[][]; times: number[] }
+
+export function evalTraj(tr: Traj, t: number): { q: number[]; qd: number[] } {
+  const n = tr.times.length;
+  if (t <= tr.times[0]) return { q: tr.knots[0].slice(), qd: tr.vel[0].slice() };
+  if (t >= tr.times[n - 1]) return { q: tr.knots[n - 1].slice(), qd: tr.vel[n - 1].slice() };
+  let i = 0; while (i < n - 2 && t > tr.times[i + 1]) i++;
+  const h = tr.times[i + 1] - tr.times[i], s = (t - tr.times[i]) / h;
+  const s2 = s * s, s3 = s2 * s;
+  const h00 = 2 * s3 - 3 * s2 + 1, h10 = s3 - 2 * s2 + s, h01 = -2 * s3 + 3 * s2, h11 = s3 - s2;
+  const d00 = 6 * s2 - 6 * s, d10 = 3 * s2 - 4 * s + 1, d01 = -6 * s2 + 6 * s, d11 = 3 * s2 - 2 * s;
+  const p0 = tr.knots[i], p1 = tr.knots[i + 1], m0 = tr.vel[i], m1 = tr.vel[i + 1];
   return {
-    length: L,
-    at(s) {
-      const d = Math.min(Math.max(s, 0), 1) * L;
-      let i = 1;
-      while (i < pts.length - 1 && cum[i]! < d) i++;
-      const f = cum[i]! === cum[i - 1]! ? 0 : (d - cum[i - 1]!) / (cum[i]! - cum[i - 1]!);
-      const mix = (a: number[], b: number[]) => a.map((x, k) => x + f * (b[k]! - x));
-      return { p: mix(pts[i - 1]!, pts[i]!), rpy: mix(rpys[i - 1]!, rpys[i]!) };
-    },
+    q: p0.map((_, a) => h00 * p0[a] + h10 * h * m0[a] + h01 * p1[a] + h11 * h * m1[a]),
+    qd: p0.map((_, a) => (d00 * p0[a] + d10 * h * m0[a] + d01 * p1[a] + d11 * h * m1[a]) / h),
   };
 }
+const duration = (tr: Traj): number => tr.times[tr.times.length - 1];
 
-/** The weld's path in the robot's frame: placement offsets added, direction and span applied. */
-function weldPath(n: Record<string, any>, doc: Record<string, any>): Path {
-  const g = n.geometry;
-  const off = [0, 1, 2].map((k) => doc.placement.anchor_xyz_m[k] + doc.placement.offset_xyz_m[k]);
-  let pts: number[][];
-  let rpys: number[][];
-  if (g.kind === 'seam') {
-    const line = g.line ?? doc.workpiece.weld_joints.find((j: any) => j.id === g.weld_joint_ref).weld_line;
-    pts = (line.segments as any[]).flatMap((s, i) => (i === 0 ? s.control_points_xyz_m : s.control_points_xyz_m.slice(1)));
-    rpys = pts.map(() => [Math.PI, 0, 0]);
-    if (g.direction === 'reverse') pts = [...pts].reverse();
-  } else {
-    pts = g.points.map((p: any) => p.xyz_m);
-    rpys = g.points.map((p: any) => p.rpy_rad);
+/** Stretch time uniformly by factor f (>= 1): times * f, velocities / f. */
+function stretch(tr: Traj, f: number): Traj {
+  return { knots: tr.knots, vel: tr.vel.map((v) => v.map((x) => x / f)), times: tr.times.map((t) => t * f) };
+}
+
+/**
+ * Final timing: keep every sampled joint speed at or below SPEED_FRACTION of its ceiling, apply the plan
+ * speed scale, then round the duration up to a whole number of DT (so the dense file resamples it exactly).
+ */
+function finishTiming(tr: Traj, speedScale: number): Traj {
+  let peak = 0;
+  const T = duration(tr);
+  for (let k = 0; k <= Math.ceil(T / (DT / 4)); k++) {
+    const { qd } = evalTraj(tr, Math.min(T, (k * DT) / 4));
+    qd.forEach((v, a) => { peak = Math.max(peak, Math.abs(v) / (SPEED_FRACTION * JOINTS[a].vmax)); });
   }
-  const base = polyline(pts.map((p) => p.map((x, k) => x + off[k]!)), rpys);
-  const span: [number, number] = Array.isArray(g.span) ? [g.span[0], g.span[1]] : [0, 1];
-  return { length: base.length * (span[1] - span[0]), at: (s) => base.at(span[0] + s * (span[1] - span[0])) };
+  let out = peak > 1 ? stretch(tr, peak) : tr;
+  if (speedScale < 1) out = stretch(out, 1 / speedScale);
+  const n = Math.max(1, Math.ceil(duration(out) / DT - 1e-9));
+  out = stretch(out, (n * DT) / duration(out));
+  out.times[out.times.length - 1] = n * DT;
+  return out;
 }
 
-/** Minimum-jerk time law: position fraction and its rate at t of T (at rest at both ends). */
-const law = (t: number, T: number) => {
-  const x = Math.min(Math.max(t / T, 0), 1);
-  return { s: x * x * x * (10 - 15 * x + 6 * x * x), ds: (30 * x * x * (1 - x) * (1 - x)) / T };
-};
-const samplesOf = (T: number) => Math.round(T / DT) + 1;
-const onGrid = (T: number) => Math.ceil(T / DT - 1e-9) * DT;
-
-interface Segment {
-  kind: 'freespace' | 'weld' | 'dwell';
-  sourceId: string;
-  t: number[];
-  q: Q[];
-  qd: Q[];
-  torch: boolean;
+/** Knots at rest at both ends; interior velocities from neighbouring knots (Catmull-Rom in time). */
+function hermiteThrough(knots: number[][], times: number[], restInterior: boolean): Traj {
+  const vel = knots.map((q, i) => {
+    if (i === 0 || i === knots.length - 1 || restInterior) return q.map(() => 0);
+    return q.map((_, a) => (knots[i + 1][a] - knots[i - 1][a]) / (times[i + 1] - times[i - 1]));
+  });
+  return { knots, vel, times };
 }
 
-function freespace(from: Q, to: Q, scale: number, sourceId: string): { seg: Segment; T: number } | undefined {
-  const d = to.map((x, j) => x - from[j]!);
-  if (d.every((x) => Math.abs(x) < 1e-12)) return undefined;
-  // Peak speed 1.875 d/T at most 0.8 of the ceiling, peak acceleration 5.77 d/T^2 at most ACCEL.
-  const T = onGrid(Math.max(0.2, ...d.map((x, j) => Math.max((1.875 * Math.abs(x)) / (0.8 * CEIL[j]!), Math.sqrt((5.78 * Math.abs(x)) / ACCEL)))) / scale);
-  const seg: Segment = { kind: 'freespace', sourceId, t: [], q: [], qd: [], torch: false };
-  const n = samplesOf(T);
-  for (let i = 0; i < n; i++) {
-    const { s, ds } = law(i * DT, T);
-    seg.t.push(i * DT);
-    seg.q.push(from.map((x, j) => x + s * d[j]!));
-    seg.qd.push(d.map((x) => (i === 0 || i === n - 1 ? 0 : ds * x)));
+/** Joint-space move through via knots, stopping at each, each interval timed from the joint ceilings. */
+function jointMove(knots: number[][]): Traj {
+  const times = [0];
+  for (let i = 1; i < knots.length; i++) {
+    let T = 0.3;
+    for (let a = 0; a < DOF; a++) T = Math.max(T, (1.5 * Math.abs(knots[i][a] - knots[i - 1][a])) / (SPEED_FRACTION * JOINTS[a].vmax));
+    times.push(times[i - 1] + T);
   }
-  return { seg, T };
+  return hermiteThrough(knots, times, true);
 }
 
-export class DenseError extends Error {
-  constructor(readonly reason: string, readonly detail: string, readonly segmentIndex: number | null) {
-    super(detail);
+// ---------------------------------------------------------------- verification
+export interface Verdict { verdict: string; collisions: number; penetrating: number; limit_violations: number; unverifiable: number; worst_clearance_mm: number | null }
+
+function sampleTimes(tr: Traj): number[] {
+  const T = duration(tr); const n = Math.round(T / DT); const ts: number[] = [];
+  for (let k = 0; k <= n; k++) ts.push(k === n ? T : k * DT);
+  return ts;
+}
+
+function verifyTraj(tr: Traj, o: PlanOptions): { verdict: Verdict; env: number; self: number } {
+  if (!o.verify) return { verdict: { verdict: "NOT_RUN", collisions: 0, penetrating: 0, limit_violations: 0, unverifiable: 1, worst_clearance_mm: null }, env: NaN, self: NaN };
+  const finite = tr.knots.every((q) => q.every(Number.isFinite)) && tr.vel.every((q) => q.every(Number.isFinite)) && tr.times.every(Number.isFinite);
+  if (!finite || tr.times.length < 2) return { verdict: { verdict: "REFUSED", collisions: 0, penetrating: 0, limit_violations: 0, unverifiable: 1, worst_clearance_mm: null }, env: NaN, self: NaN };
+  let collisions = 0, penetrating = 0, limits = 0, env = Infinity, self = Infinity;
+  for (const t of sampleTimes(tr)) {
+    const { q, qd } = evalTraj(tr, t);
+    if (q.some((v, a) => v < JOINTS[a].lower - 1e-9 || v > JOINTS[a].upper + 1e-9) || qd.some((v, a) => Math.abs(v) > JOINTS[a].vmax)) limits++;
+    const c = clearance(q); const m = Math.min(c.env, c.self);
+    env = Math.min(env, c.env); self = Math.min(self, c.self);
+    if (m < o.verify_margin_mm) collisions++;
+    if (m < 0) penetrating++;
+  }
+  const ok = collisions === 0 && penetrating === 0 && limits === 0;
+  return { verdict: { verdict: ok ? "PASS" : "FAIL", collisions, penetrating, limit_violations: limits, unverifiable: 0, worst_clearance_mm: r6(Math.min(env, self)) }, env, self };
+}
+
+function routeIsClear(tr: Traj, marginMm: number): boolean {
+  for (const t of sampleTimes(tr)) {
+    const { q } = evalTraj(tr, t);
+    const c = clearance(q);
+    if (Math.min(c.env, c.self) < marginMm) return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------- geometry
+function expRot(w: Vec3): Mat3 { const a = norm(w); return a < 1e-12 ? [1, 0, 0, 0, 1, 0, 0, 0, 1] : axisAngle(scale(w, 1 / a), a); }
+
+interface PathPoint { p: Vec3; R: Mat3 }
+/** A posed path in world coordinates with arc-length parameter. */
+class PosedPath {
+  readonly cum: number[] = [0];
+  constructor(readonly pts: PathPoint[]) {
+    for (let i = 1; i < pts.length; i++) this.cum.push(this.cum[i - 1] + norm(sub(pts[i].p, pts[i - 1].p)));
+  }
+  get length(): number { return this.cum[this.cum.length - 1]; }
+  at(s: number): PathPoint {
+    const L = this.length * Math.min(1, Math.max(0, s));
+    let i = 0; while (i < this.pts.length - 2 && L > this.cum[i + 1]) i++;
+    const seg = this.cum[i + 1] - this.cum[i]; const u = seg > 0 ? (L - this.cum[i]) / seg : 0;
+    const a = this.pts[i], b = this.pts[i + 1];
+    return { p: add(a.p, scale(sub(b.p, a.p), u)), R: matMul(a.R, expRot(scale(logRot(matMul(transpose(a.R), b.R)), u))) };
+  }
+  distanceTo(x: Vec3): number {
+    let best = Infinity;
+    for (let i = 0; i + 1 < this.pts.length; i++) {
+      const a = this.pts[i].p, d = sub(this.pts[i + 1].p, a); const dd = d[0] ** 2 + d[1] ** 2 + d[2] ** 2;
+      const u = dd > 0 ? Math.min(1, Math.max(0, ((x[0] - a[0]) * d[0] + (x[1] - a[1]) * d[1] + (x[2] - a[2]) * d[2]) / dd)) : 0;
+      best = Math.min(best, norm(sub(x, add(a, scale(d, u)))));
+    }
+    return best;
   }
 }
 
-/** JSON with exact integers (bigint) and the plain spelling of every other number. */
-export function toJson(v: unknown): string {
-  if (typeof v === 'bigint') return v.toString();
-  if (v === undefined) return 'null';
-  if (v === null || typeof v !== 'object') return JSON.stringify(v);
-  if (Array.isArray(v)) return `[${v.map(toJson).join(',')}]`;
-  return `{${Object.entries(v).filter(([, x]) => x !== undefined).map(([k, x]) => `${JSON.stringify(k)}:${toJson(x)}`).join(',')}}`;
-}
-
-export async function plan(bytes: Uint8Array, o: Options, stage: (s: string) => Promise<void> | void): Promise<PlanOutput> {
-  const { program: doc, containerSha256 } = readContainer(bytes);
-  checkProgram(doc);
-  if (doc.placement.cell_id !== CELL) throw new PlanRefused('CellUnknown', `no collision meshes for cell ${JSON.stringify(doc.placement.cell_id)} (this planner has ${CELL})`);
-  const requestSha = sha256hex(canonical({ container: containerSha256, cell: CELL, k: Number(o.k_best), screen: o.screen_collisions, sps: o.samples_per_seam === null ? null : Number(o.samples_per_seam), weld: o.run_weld_trajopt, conn: o.run_connecting_trajopt, backend: o.free_space_backend, verify: o.verify, margin: o.verify_margin_mm, order: o.order_seams, dense: o.dense }));
-  const speed = typeof doc.speed_scale === 'number' ? doc.speed_scale : 1;
-  const torchOn = doc.execution_mode === 'production';
-  const enabled = (doc.nodes as any[]).filter((n) => n.enabled);
-  const welds = enabled.filter((n) => n.op === 'weld');
-
-  await stage('sweep');
-  const seams: Record<string, any>[] = [];
-  const weldSegs = new Map<string, { seam: Record<string, any>; path: Path; T: number; start: Q; end: Q } | undefined>();
-  for (const n of welds) {
-    const path = weldPath(n, doc);
-    const seamId = n.geometry.kind === 'seam' ? n.geometry.id : n.id;
-    const T = onGrid(path.length * 1000 / n.travel_speed_mm_s / speed);
-    const lattice = o.samples_per_seam !== null ? Number(o.samples_per_seam) : Math.max(2, Math.min(512, Math.ceil(T / 0.1) + 1));
-    const poses: Q[] = [];
-    let frontier: Record<string, unknown> | undefined;
-    for (let i = 0; i < lattice; i++) {
-      const s = i / (lattice - 1);
-      const at = path.at(s);
-      const r = ik(at.p, at.rpy);
-      if ('cause' in r) {
-        frontier = { s, cause: r.cause };
-        break;
+function scalarFn(f: any, s: number, what: string): number {
+  if (!f || typeof f !== "object") throw new PlanFailure("ValueError", `${what} must be a scalar function`);
+  switch (f.kind) {
+    case "constant": return num(f.value, what);
+    case "piecewise_linear": case "samples": {
+      const xs: number[] = f.kind === "samples" ? f.s : (f.knots ?? []).map((k: number[]) => k[0]);
+      const ys: number[] = f.kind === "samples" ? f.values : (f.knots ?? []).map((k: number[]) => k[1]);
+      if (!Array.isArray(xs) || !Array.isArray(ys) || xs.length < 1 || xs.length !== ys.length) throw new PlanFailure("ValueError", `${what}: bad ${f.kind}`);
+      if (s <= xs[0]) return ys[0];
+      for (let i = 1; i < xs.length; i++) if (s <= xs[i]) return ys[i - 1] + ((ys[i] - ys[i - 1]) * (s - xs[i - 1])) / (xs[i] - xs[i - 1]);
+      return ys[ys.length - 1];
+    }
+    case "bspline": {
+      const p: number = f.degree, U: number[] = f.knots_u, c: number[] = f.control_values;
+      if (!Number.isInteger(p) || !Array.isArray(U) || !Array.isArray(c) || U.length !== c.length + p + 1) throw new PlanFailure("ValueError", `${what}: bad bspline`);
+      let k = p; while (k < c.length - 1 && s >= U[k + 1]) k++;
+      const d = c.slice(k - p, k + 1);
+      for (let r = 1; r <= p; r++) for (let j = p; j >= r; j--) {
+        const i = k - p + j; const den = U[i + p - r + 1] - U[i];
+        const al = den === 0 ? 0 : (s - U[i]) / den;
+        d[j] = (1 - al) * d[j - 1] + al * d[j];
       }
-      poses.push(r.q);
+      return d[p];
     }
-    const standoffs = standoffValues(n.standoff_mm);
-    const seam: Record<string, any> = {
-      id: seamId, length_mm: path.length * 1000, crossed: !frontier, axis_names: AXES, held: {},
-      candidates: frontier ? [] : Array.from({ length: Number(o.k_best) }, (_, k) => ({ cost_deg: k, joints_deg: poses.map((q) => deg(q).slice(0, 6).map((x, j) => (j === 5 ? x + k : x))), times_s: poses.map((_, i) => (T * i) / (lattice - 1)) })),
-    };
-    if (frontier) {
-      seam.frontier = { s: frontier.s };
-      seam.frontier_causes = [frontier.cause];
-    }
-    seams.push(seam);
-    weldSegs.set(n.id, frontier ? undefined : { seam, path, T, start: poses[0]!, end: poses[poses.length - 1]! });
-    seam._standoff = Math.min(...standoffs);
+    default: throw new PlanFailure("ValueError", `${what}: unknown scalar function kind ${JSON.stringify(f.kind)}`);
   }
-  await stage('weldseam');
-  const result: Record<string, any> = {
-    schema: 'amr-weld-planner-v1.motion-plan-result.v1', cell_id: CELL, screened: o.screen_collisions, k_best: o.k_best,
-    request: { request_sha256: requestSha, program_id: o.program_id, cell_id: CELL, program_digest: doc.program_digest ?? `sha256:${sha256hex(canonical(doc))}` },
-    producer: { module: 'hil-cleanroom-planner', source_revision: 'document-2', source_revision_state: 'clean' },
-    coverage: {
-      candidate_collision_screening: o.screen_collisions ? 'none_modelled' : 'unchecked', weld_trajectory_continuous_verification: o.run_weld_trajopt && o.verify,
-      connecting_trajectory_continuous_verification: o.run_connecting_trajopt && o.verify, canonical_motion_server: false, physical_motion: false, execution_authority: false, candidate_limit_checks: true,
-    },
-    seams, connecting_trajectories: [],
-    options: { ...o },
-    timings_ms: {},
+}
+function num(v: unknown, what: string): number {
+  if (typeof v !== "number" || !Number.isFinite(v)) throw new PlanFailure("ValueError", `${what} must be a finite number`);
+  return v;
+}
+function vec3(v: unknown, what: string): Vec3 {
+  if (!Array.isArray(v) || v.length !== 3) throw new PlanFailure("ValueError", `${what} must be 3 numbers`);
+  return [num(v[0], what), num(v[1], what), num(v[2], what)];
+}
+
+// ---------------------------------------------------------------- container and program
+export interface Container { program: any; calibrationSha256: string | null }
+
+export function readContainer(body: Buffer): Container {
+  let files: Map<string, Buffer>;
+  try { files = readZip(body); } catch (e) { throw new PlanFailure("BadZipFile", (e as Error).message); }
+  const man = files.get("manifest.json");
+  if (man) {
+    let m: any;
+    try { m = JSON.parse(man.toString("utf8")); } catch { throw new PlanFailure("ValueError", "manifest.json is not JSON"); }
+    const listed = m && typeof m.files === "object" && m.files ? m.files : {};
+    for (const [name, want] of Object.entries(listed)) {
+      const f = files.get(name);
+      const got = f ? createHash("sha256").update(f).digest("hex") : null;
+      const w = String(want).replace(/^sha256:/, "");
+      if (got !== w) throw new PlanFailure("DigestMismatch", `${name}: manifest says ${w}, content is ${got ?? "missing"}`);
+    }
+  }
+  let raw = files.get("program.json");
+  if (!raw) {
+    const cands = [...files.entries()].filter(([n, b]) => n.endsWith(".json") && n !== "manifest.json" && (() => { try { return JSON.parse(b.toString("utf8"))?.schema === PROGRAM_SCHEMA; } catch { return false; } })());
+    if (cands.length !== 1) throw new PlanFailure("ValueError", `container must hold program.json (or exactly one ${PROGRAM_SCHEMA} document); found ${cands.length}`);
+    raw = cands[0][1];
+  }
+  let program: any;
+  try { program = JSON.parse(raw.toString("utf8")); } catch (e) { throw new PlanFailure("ValueError", `program is not JSON: ${(e as Error).message}`); }
+  if (!program || typeof program !== "object" || program.schema !== PROGRAM_SCHEMA) throw new PlanFailure("ValueError", `program schema ${JSON.stringify(program?.schema)} is not ${PROGRAM_SCHEMA}`);
+  const cal = files.get("machine_planning_calibration.json");
+  return { program, calibrationSha256: cal ? "sha256:" + createHash("sha256").update(cal).digest("hex") : null };
+}
+
+const OPS = new Set(["weld", "approach", "transit", "retract", "home", "move", "dwell", "io"]);
+
+function checkProgram(p: any): any[] {
+  const bad = (m: string): never => { throw new PlanFailure("ValueError", m); };
+  if (!Array.isArray(p.nodes) || p.nodes.length < 1 || p.nodes.length > 4096) bad("nodes must hold 1..4096 nodes");
+  if (!p.placement || typeof p.placement.cell_id !== "string") bad("placement.cell_id missing");
+  if (!p.robot || typeof p.robot.model_id !== "string") bad("robot.model_id missing");
+  if (p.placement.cell_id !== p.robot.model_id) bad(`placement.cell_id ${p.placement.cell_id} differs from robot.model_id ${p.robot.model_id}`);
+  if (p.placement.cell_id !== CELL_ID) throw new PlanFailure("FileNotFoundError", `no cell meshes for cell ${JSON.stringify(p.placement.cell_id)} (this planner has ${CELL_ID})`);
+  const rd = p.robot.robot_description_sha256;
+  if (typeof rd === "string" && rd !== "sha256:" + "0".repeat(64) && rd !== ROBOT_DESCRIPTION_SHA256) bad(`robot_description_sha256 ${rd} does not match cell ${CELL_ID} (${ROBOT_DESCRIPTION_SHA256})`);
+  const ids = new Set<string>();
+  for (const n of p.nodes) {
+    if (!n || typeof n.id !== "string" || !n.id) bad("every node needs an id");
+    if (ids.has(n.id)) bad(`duplicate node id ${n.id}`);
+    ids.add(n.id);
+    if (!OPS.has(n.op)) bad(`node ${n.id}: unknown op ${JSON.stringify(n.op)}`);
+  }
+  const enabled = p.nodes.filter((n: any) => n.enabled !== false);
+  // motion grammar over enabled nodes, ignoring dwell, io and move: home? approach weld (transit weld)* retract home?
+  const seq = enabled.filter((n: any) => !["dwell", "io", "move"].includes(n.op)).map((n: any) => n.op as string);
+  if (seq.length) {
+    const letters = seq.map((o: string) => ({ home: "h", approach: "a", weld: "w", transit: "t", retract: "r" } as Record<string, string>)[o]).join("");
+    if (!/^h?aw(tw)*rh?$/.test(letters)) bad(`node order ${seq.join(" ")} does not match home? approach weld (transit weld)* retract home?`);
+  }
+  return enabled;
+}
+
+function wpFrame(p: any): Pose {
+  const pl = p.placement;
+  const t = add(vec3(pl.anchor_xyz_m ?? [0, 0, 0], "placement.anchor_xyz_m"), vec3(pl.offset_xyz_m ?? [0, 0, 0], "placement.offset_xyz_m"));
+  return { R: rpyToMat(vec3(pl.rpy_rad ?? [0, 0, 0], "placement.rpy_rad")), p: t };
+}
+const toWorld = (F: Pose, x: PathPoint): PathPoint => ({ p: add(F.p, matVec(F.R, x.p)), R: matMul(F.R, x.R) });
+
+function weldPath(node: any, F: Pose, wpId: string): PosedPath {
+  const g = node.geometry;
+  if (!g || (g.kind !== "posed_polyline" && g.kind !== "manual_pose_wp"))
+    throw new PlanFailure("NotImplementedError", `weld ${node.id}: geometry kind ${JSON.stringify(g?.kind)} is not supported by this planner`);
+  if (!Array.isArray(g.points) || g.points.length < 2) throw new PlanFailure("ValueError", `weld ${node.id}: at least two points`);
+  const frame: Pose = g.frame_id === "world" ? { R: [1, 0, 0, 0, 1, 0, 0, 0, 1], p: [0, 0, 0] } : F;
+  if (g.frame_id !== "world" && g.frame_id !== wpId) throw new PlanFailure("ValueError", `weld ${node.id}: unknown frame ${g.frame_id}`);
+  return new PosedPath(g.points.map((pt: any, i: number) => toWorld(frame, { p: vec3(pt.xyz_m, `weld ${node.id} point ${i}`), R: rpyToMat(vec3(pt.rpy_rad, `weld ${node.id} point ${i}`)) })));
+}
+
+/** Torch pose for a point on the path: TCP sits standoff back along the torch axis (tool z points at the work). */
+const torchPose = (x: PathPoint, standoffM: number): Pose => ({ R: x.R, p: sub(x.p, scale([x.R[2], x.R[5], x.R[8]], standoffM)) });
+
+// ---------------------------------------------------------------- seams
+interface SeamPlan {
+  id: string; node: any; path: PosedPath; tcpPath: PosedPath; lattice: Pose[]; s: number[]; times: number[];
+  candidates: { cost: number; q: number[][] }[]; crossed: boolean; frontier: any; causes: string[];
+  traj: Traj | null; out: Record<string, any>;
+}
+
+function seeds(): number[][] {
+  const out: number[][] = [HOME.slice()];
+  for (const d1 of [-0.6, 0.6]) out.push(HOME.map((v, i) => (i === 0 ? v + d1 : v)));
+  out.push(HOME.map((v, i) => (i === 3 ? v + Math.PI : i === 4 ? -v : i === 5 ? v + Math.PI : v)));
+  out.push(HOME.map((v, i) => (i === 5 ? v - Math.PI : v)));
+  out.push(HOME.map((v, i) => (i === 5 ? v + Math.PI : v)));
+  out.push([0, 0.6, 0.2, 0, 0.8, 0]);
+  out.push([0, 0.3, 1.2, 0, -0.2, 0]);
+  return out;
+}
+
+function planSeam(node: any, F: Pose, wpId: string, o: PlanOptions, speedScale: number): SeamPlan {
+  const path = weldPath(node, F, wpId);
+  const speed = num(node.travel_speed_mm_s, `weld ${node.id} travel_speed_mm_s`) / 1000;
+  if (speed <= 0) throw new PlanFailure("ValueError", `weld ${node.id}: travel_speed_mm_s must be positive`);
+  const L = path.length;
+  const n = o.samples_per_seam ?? Math.max(2, Math.ceil(L / (speed * LATTICE_DT_S)) + 1);
+  const s: number[] = Array.from({ length: n }, (_, i) => i / (n - 1));
+  const lattice = s.map((si) => {
+    const so = scalarFn(node.standoff_mm, si, `weld ${node.id} standoff_mm`);
+    if (!(so > 0)) throw new PlanFailure("ValueError", `weld ${node.id}: standoff_mm must be positive`);
+    return torchPose(path.at(si), so / 1000);
+  });
+  const tcpPath = new PosedPath(lattice.map((x) => ({ p: x.p, R: x.R })));
+  const times = s.map((si) => (si * L) / speed);
+
+  // candidate lattice paths from several start solutions
+  const starts: number[][] = [];
+  let furthest = -1; let causes = new Set<string>();
+  const note = (i: number, c: string): void => { if (i > furthest) { furthest = i; causes = new Set([c]); } else if (i === furthest) causes.add(c); };
+  for (const seed of seeds()) {
+    const r = ik(lattice[0], seed);
+    if (!r.q) { note(0, r.cause ?? "unreachable"); continue; }
+    if (!starts.some((q) => q.every((v, a) => Math.abs(v - r.q![a]) < 0.05))) starts.push(r.q);
+  }
+  const candidates: { cost: number; q: number[][] }[] = [];
+  for (const q0 of starts) {
+    const qs = [q0]; let ok = true;
+    for (let i = 0; i < n && ok; i++) {
+      if (i > 0) {
+        const r = ik(lattice[i], qs[i - 1]);
+        if (!r.q) { note(i, r.cause ?? "unreachable"); ok = false; break; }
+        if (r.q.some((v, a) => Math.abs(v - qs[i - 1][a]) > 0.5)) { note(i, "configuration_flip"); ok = false; break; }
+        qs.push(r.q);
+      }
+      if (o.screen_collisions) {
+        const c = clearance(qs[i]);
+        if (Math.min(c.env, c.self) < o.verify_margin_mm) { note(i, "collision"); ok = false; }
+      }
+    }
+    if (!ok) continue;
+    let cost = Math.sqrt(q0.reduce((a, v, k) => a + deg(v - HOME[k]) ** 2, 0));
+    for (let i = 1; i < n; i++) cost += Math.sqrt(qs[i].reduce((a, v, k) => a + deg(v - qs[i - 1][k]) ** 2, 0));
+    candidates.push({ cost, q: qs });
+  }
+  candidates.sort((a, b) => a.cost - b.cost);
+  candidates.splice(o.k_best);
+  const crossed = candidates.length > 0;
+  const seam: SeamPlan = {
+    id: node.id, node, path, tcpPath, lattice, s, times, candidates, crossed,
+    frontier: crossed ? null : { index: Math.max(0, furthest), s: s[Math.max(0, furthest)], xyz_m: lattice[Math.max(0, furthest)].p.map(r6) },
+    causes: crossed ? [] : [...causes].sort(), traj: null, out: {},
   };
-  const verdictOf = (ok: boolean) => (!o.verify ? 'NOT_RUN' : ok ? 'PASS' : 'FAIL');
-  // Weld trajectories (run_weld_trajopt): the lattice as knots of a Hermite curve, verified by standoff.
-  if (o.run_weld_trajopt) {
-    for (const s of seams) {
-      const w = [...weldSegs.values()].find((x) => x?.seam === s);
-      if (!w) continue;
-      const knots = s.candidates[0].joints_deg as number[][];
-      const ok = s._standoff >= o.verify_margin_mm;
-      s.trajectory = {
-        knots_deg: [deg(w.start).slice(0, 6), ...knots.slice(1, -1), deg(w.end).slice(0, 6)], knot_velocity_deg_s: knots.map(() => [0, 0, 0, 0, 0, 0]), times_s: s.candidates[0].times_s,
-        sampled_tracking_mm: { knots: 0, midpoints: 0 },
-        tracking: { verdict: verdictOf(true), tolerance_mm: 0.5, bound_mm: 0, worst_seen_mm: 0, segments_out: 0, undecided: 0, unverifiable: 0 },
-        verdict: { verdict: verdictOf(ok), collisions: 0, penetrating: 0, limit_violations: 0, unverifiable: 0, worst_clearance_mm: s._standoff },
+  if (crossed && o.run_weld_trajopt) {
+    const t = times.slice();
+    // ends at rest: give the first and last interval half again as long
+    if (n > 2) { const d0 = t[1] * 0.5, d1 = (t[n - 1] - t[n - 2]) * 0.5; for (let i = 1; i < n; i++) t[i] += d0; t[n - 1] += d1; }
+    seam.traj = finishTiming(hermiteThrough(candidates[0].q, t, false), speedScale);
+  }
+  return seam;
+}
+
+function tracking(seam: SeamPlan): { sampled: { knots: number[]; midpoints: number[] }; tracking: Record<string, any> } {
+  const tr = seam.traj!;
+  const dev = (t: number): number => seam.tcpPath.distanceTo(fk(evalTraj(tr, t).q).tool.p) * 1000;
+  const knots = tr.times.map((t) => r6(dev(t)));
+  const midpoints = tr.times.slice(1).map((t, i) => r6(dev((t + tr.times[i]) / 2)));
+  const h = DT / 4; let worst = 0, out = 0, undecided = 0, unverifiable = 0, bound = 0;
+  for (let i = 0; i + 1 < tr.times.length; i++) {
+    let w = 0, vmax = 0; let prev: Vec3 | null = null;
+    const a = tr.times[i], b = tr.times[i + 1]; const m = Math.max(2, Math.ceil((b - a) / h));
+    for (let k = 0; k <= m; k++) {
+      const t = a + ((b - a) * k) / m; const p = fk(evalTraj(tr, t).q).tool.p;
+      const d = seam.tcpPath.distanceTo(p) * 1000;
+      if (!Number.isFinite(d)) unverifiable++;
+      w = Math.max(w, d);
+      if (prev) vmax = Math.max(vmax, (norm(sub(p, prev)) * 1000) / ((b - a) / m));
+      prev = p;
+    }
+    const bd = w + (1.5 * vmax * ((b - a) / m)) / 2;
+    worst = Math.max(worst, w); bound = Math.max(bound, bd);
+    if (w > TRACKING_TOLERANCE_MM) out++; else if (bd > TRACKING_TOLERANCE_MM) undecided++;
+  }
+  const pass = out === 0 && undecided === 0 && unverifiable === 0;
+  return {
+    sampled: { knots, midpoints },
+    tracking: { verdict: pass ? "PASS" : "FAIL", tolerance_mm: TRACKING_TOLERANCE_MM, bound_mm: r6(bound), worst_seen_mm: r6(worst), segments_out: out, undecided, unverifiable },
+  };
+}
+
+// ---------------------------------------------------------------- connecting moves
+interface Conn { kind: string; from: string | null; to: string | null; node_id: string | null; traj: Traj; verdict?: Verdict; env?: number; self?: number }
+
+function standoffPose(tcp: Pose, so: any, F: Pose, what: string): Pose | null {
+  if (!so) return null;
+  const d = num(so.distance_mm, `${what}.distance_mm`) / 1000;
+  if (d <= 0) return null;
+  let dir: Vec3;
+  if (so.direction === "torch_axis") dir = scale([tcp.R[2], tcp.R[5], tcp.R[8]], -1);
+  else if (so.direction === "workpiece_z") dir = [F.R[2], F.R[5], F.R[8]];
+  else { const v = matVec(F.R, vec3(so.direction, `${what}.direction`)); const l = norm(v); if (l === 0) throw new PlanFailure("ValueError", `${what}.direction is zero`); dir = scale(v, 1 / l); }
+  return { R: tcp.R, p: add(tcp.p, scale(dir, d)) };
+}
+const lifted = (x: Pose, dz: number): Pose => ({ R: x.R, p: add(x.p, [0, 0, dz]) });
+
+class JoinError extends Error {}
+
+function solveVia(pose: Pose, seed: number[], what: string): number[] {
+  const r = ik(pose, seed);
+  if (!r.q) throw new JoinError(`${what}: ${r.cause}`);
+  return r.q;
+}
+
+/** Route start -> vias -> end; when screening, try lifted detours, then a detour through home, until the route clears the margin. */
+function route(start: number[], vias: number[][], end: number[], o: PlanOptions, what: string): Traj {
+  const dedupe = (k: number[][]): number[][] => {
+    const out = k.filter((q, i) => i === 0 || q.some((v, a) => Math.abs(v - k[i - 1][a]) > 1e-12));
+    return out.length >= 2 ? out : [start, end];
+  };
+  const direct = [start, ...vias, end];
+  if (!o.screen_collisions) return jointMove(dedupe(direct));
+  const tries: number[][][] = [direct];
+  const first = vias[0] ?? end;
+  for (const dz of [0.15, 0.3]) {
+    try {
+      const a = solveVia(lifted(fk(start).tool, dz), start, what);
+      const b = solveVia(lifted(fk(first).tool, dz), first, what);
+      tries.push([start, a, b, ...vias, end]);
+    } catch { /* no lifted detour at this height */ }
+  }
+  tries.push([start, HOME, ...vias, end]);
+  for (const k of tries) {
+    const tr = jointMove(dedupe(k));
+    if (routeIsClear(tr, o.verify_margin_mm)) return tr;
+  }
+  throw new JoinError(`${what}: no collision-free connection found`);
+}
+
+function teachTarget(node: any, cur: number[], F: Pose): { q: number[]; pose: Pose | null } {
+  const t = node.target;
+  if (!t || typeof t !== "object") throw new JoinError(`move ${node.id}: target missing`);
+  const q = cur.slice();
+  if (Array.isArray(t.joint_names) && Array.isArray(t.joint_values_rad)) {
+    t.joint_names.forEach((nm: string, i: number) => { const a = AXIS_NAMES.indexOf(nm); if (a >= 0) q[a] = t.joint_values_rad[i]; });
+  }
+  if (node.target_space === "joint") return { q, pose: null };
+  const pose: Pose = { p: vec3(t.xyz_m, `move ${node.id} target.xyz_m`), R: rpyToMat(vec3(t.rpy_rad, `move ${node.id} target.rpy_rad`)) };
+  void F; // TeachPose frame is world
+  return { q: solveVia(pose, q, `move ${node.id}`), pose };
+}
+
+// ---------------------------------------------------------------- the plan
+export function plan(body: Buffer, o: PlanOptions, progress: (stage: string) => void = () => {}): PlanOutput {
+  const timings: Record<string, number> = {};
+  let t0 = performance.now();
+  const lap = (name: string): void => { const t = performance.now(); timings[name] = Math.round((t - t0) * 1000) / 1000; t0 = t; };
+  const requestSha = createHash("sha256").update(body).digest("hex");
+
+  progress("sweep");
+  const container = readContainer(body);
+  const p = container.program;
+  let enabled = checkProgram(p);
+  const F = wpFrame(p);
+  const wpId: string = p.workpiece?.frame_id ?? "wp";
+  const speedScaleRaw = typeof p.speed_scale === "number" ? p.speed_scale : typeof p.defaults?.speed_scale === "number" ? p.defaults.speed_scale : 1;
+  const speedScale = Math.min(1, Math.max(0.01, speedScaleRaw));
+  lap("sweep");
+
+  progress("weldseam");
+  const seams = new Map<string, SeamPlan>();
+  for (const n of enabled) if (n.op === "weld") seams.set(n.id, planSeam(n, F, wpId, o, speedScale));
+  if (o.order_seams) enabled = orderSeams(enabled, seams);
+  lap("weldseam");
+
+  // connecting moves in execution order, plus dwell and io items
+  type Item = { type: "conn"; conn: Conn } | { type: "weld"; seam: SeamPlan } | { type: "dwell"; id: string; q: number[]; dur: number } | { type: "io"; node: any };
+  const items: Item[] = [];
+  const conns: Conn[] = [];
+  let connError: Record<string, string> | null = null;
+  const unplanned: string[] = [];
+  if (o.run_connecting_trajopt) {
+    progress("freespace seed");
+    if (o.free_space_backend === "curobo") connError = { type: "BackendUnavailable", message: "free_space_backend curobo is not installed in this planner" };
+  }
+  let cur = HOME.slice();
+  let lastSeam: SeamPlan | null = null;
+  const motion = (i: number): any => enabled.slice(i + 1).find((n: any) => !["dwell", "io"].includes(n.op));
+  const nextWeld = (i: number): SeamPlan | null => { const n = enabled.slice(i + 1).find((x: any) => x.op === "weld"); return n ? seams.get(n.id)! : null; };
+  const seamQ = (s: SeamPlan, end: boolean): number[] => { const q = s.candidates[0].q; return end ? q[q.length - 1] : q[0]; };
+  const pushConn = (c: Conn): void => { conns.push(c); items.push({ type: "conn", conn: c }); cur = c.traj.knots[c.traj.knots.length - 1]; };
+  for (let i = 0; i < enabled.length; i++) {
+    const n = enabled[i];
+    if (n.op === "dwell") { items.push({ type: "dwell", id: n.id, q: cur, dur: Math.max(0, num(n.duration_s ?? 0, `dwell ${n.id}`)) }); continue; }
+    if (n.op === "io") { items.push({ type: "io", node: n }); continue; }
+    if (n.op === "weld") {
+      const s = seams.get(n.id)!;
+      if (s.traj) items.push({ type: "weld", seam: s }); else unplanned.push(n.id);
+      if (s.crossed) cur = seamQ(s, true);
+      lastSeam = s; continue;
+    }
+    if (!o.run_connecting_trajopt || connError) { if (n.op !== "home") unplanned.push(n.id); continue; }
+    try {
+      if (n.op === "home") {
+        if (cur.some((v, a) => Math.abs(v - HOME[a]) > 1e-9)) pushConn({ kind: "move", from: null, to: null, node_id: n.id, traj: finishTiming(route(cur, [], HOME, o, `home ${n.id}`), speedScale) });
+      } else if (n.op === "approach" || n.op === "transit") {
+        const s = nextWeld(i);
+        if (!s || !s.crossed) throw new JoinError(`${n.op} ${n.id}: weld ${s?.id ?? "?"} was not crossed`);
+        const startPose = s.lattice[0];
+        const vias: number[][] = [];
+        if (n.op === "transit" && lastSeam?.crossed) {
+          const dp = standoffPose(lastSeam.lattice[lastSeam.lattice.length - 1], n.depart_standoff, F, `${n.id}.depart_standoff`);
+          if (dp) vias.push(solveVia(dp, cur, `${n.id} depart pose`));
+        }
+        const ap = standoffPose(startPose, n.arrive_standoff, F, `${n.id}.arrive_standoff`);
+        if (ap) vias.push(solveVia(ap, seamQ(s, false), `${n.id} arrive pose`));
+        const tr = finishTiming(route(cur, vias, seamQ(s, false), o, `${n.op} ${n.id}`), speedScale);
+        pushConn({ kind: n.op, from: n.op === "transit" ? lastSeam?.id ?? null : null, to: s.id, node_id: n.id, traj: tr });
+      } else if (n.op === "retract") {
+        const vias: number[][] = [];
+        const end = lastSeam?.crossed ? lastSeam.lattice[lastSeam.lattice.length - 1] : null;
+        const dp = end ? standoffPose(end, n.depart_standoff, F, `${n.id}.depart_standoff`) : null;
+        const dq = dp ? solveVia(dp, cur, `${n.id} depart pose`) : null;
+        const home = motion(i)?.op === "home";
+        if (!dq && !home) continue; // nothing to move
+        const goal = home ? HOME : dq!;
+        if (dq && home) vias.push(dq);
+        pushConn({ kind: "retract", from: lastSeam?.id ?? null, to: null, node_id: n.id, traj: finishTiming(route(cur, vias, goal, o, `retract ${n.id}`), speedScale) });
+      } else if (n.op === "move") {
+        const motionKind = n.motion ?? "joint";
+        const { q, pose } = teachTarget(n, cur, F);
+        let tr: Traj;
+        if (motionKind === "joint") tr = route(cur, [], q, o, `move ${n.id}`);
+        else if (motionKind === "linear" && pose) {
+          const a = fk(cur).tool; const spd = (typeof n.speed_mm_s === "number" && n.speed_mm_s > 0 ? n.speed_mm_s : DEFAULT_MOVE_SPEED_MM_S) / 1000;
+          const pathL = new PosedPath([{ p: a.p, R: a.R }, { p: pose.p, R: pose.R }]);
+          const m = Math.max(2, Math.ceil(pathL.length / 0.005) + 1);
+          const qs = [cur]; const ts = [0];
+          for (let k = 1; k < m; k++) { const x = pathL.at(k / (m - 1)); qs.push(solveVia({ p: x.p, R: x.R }, qs[k - 1], `move ${n.id}`)); ts.push(((k / (m - 1)) * pathL.length) / spd); }
+          if (m > 2) { const d0 = ts[1] * 0.5; for (let k = 1; k < m; k++) ts[k] += d0; ts[m - 1] += d0; } else ts[1] = Math.max(ts[1], 0.3);
+          tr = hermiteThrough(qs, ts, false);
+        } else { unplanned.push(n.id); continue; } // circular moves and linear moves without a Cartesian target
+        const sc = typeof n.speed_scale === "number" && n.speed_scale > 0 && n.speed_scale < 1 ? n.speed_scale : 1;
+        pushConn({ kind: "move", from: null, to: null, node_id: n.id, traj: finishTiming(tr, speedScale * sc) });
+      }
+    } catch (e) {
+      if (!(e instanceof JoinError)) throw e;
+      connError = { type: "JoinError", message: e.message };
+    }
+  }
+  if (o.run_connecting_trajopt) { progress("optimize"); lap("connecting"); }
+
+  // verification
+  progress("verify");
+  const seamOut: Record<string, any>[] = [];
+  for (const s of seams.values()) {
+    const out: Record<string, any> = {
+      id: s.id, length_mm: r6(s.path.length * 1000), crossed: s.crossed, axis_names: AXIS_NAMES, held: {},
+      candidates: s.candidates.map((c) => ({ cost_deg: r6(c.cost), joints_deg: c.q.map(degRow), times_s: s.times.map(r6) })),
+    };
+    if (!s.crossed) { out.frontier = s.frontier; out.frontier_causes = s.causes; }
+    if (s.traj) {
+      const tk = tracking(s); const v = verifyTraj(s.traj, o);
+      out.trajectory = {
+        knots_deg: s.traj.knots.map(degRow), knot_velocity_deg_s: s.traj.vel.map(degRow), times_s: s.traj.times.map(r6),
+        sampled_tracking_mm: tk.sampled, tracking: tk.tracking, verdict: v.verdict,
       };
     }
+    s.out = out; seamOut.push(out);
   }
-  for (const s of seams) delete s._standoff;
-
-  // Motion in execution order: one segment per move that moves, a dwell per dwell node.
-  await stage('freespace seed');
-  const segs: Segment[] = [];
-  const conn: Record<string, any>[] = [];
-  let pose = HOME;
-  let problem: DenseError | undefined;
-  const firstWeld = enabled.findIndex((n) => n.op === 'weld');
-  let lastWeld = -1;
-  enabled.forEach((n, i) => n.op === 'weld' && (lastWeld = i));
-  const idsSeen = new Set<string>();
-  for (const s of seams) {
-    if (idsSeen.has(s.id) && !problem) problem = new DenseError('motion_result_invalid', `two seams named ${s.id}`, null);
-    idsSeen.add(s.id);
-  }
-  const joinFailed = o.free_space_backend === 'curobo';
-  if (joinFailed) result.connecting_trajectories_error = { type: 'BackendUnavailable', message: 'curobo needs a CUDA device; this planner has none' };
-  let prevSeam: string | null = null;
-  for (const [i, n] of enabled.entries()) {
-    if (n.op === 'weld') {
-      const w = weldSegs.get(n.id);
-      if (!w) {
-        problem ??= new DenseError('seam_not_planned', `seam ${n.id} was not crossed`, null);
-        continue;
-      }
-      const seg: Segment = { kind: 'weld', sourceId: n.id, t: [], q: [], qd: [], torch: torchOn };
-      const count = samplesOf(w.T);
-      if (count > MAX_SAMPLES) {
-        problem ??= new DenseError('sample_count_overflow', `the weld ${n.id} alone has ${count} samples`, null);
-        prevSeam = w.seam.id;
-        pose = w.end;
-        continue;
-      }
-      for (let k = 0; k < count; k++) {
-        const { s, ds } = law(k * DT, w.T);
-        const h = 1e-6;
-        const at = (x: number) => { const a = w.path.at(x); const r = ik(a.p, a.rpy); return 'q' in r ? r.q : HOME; };
-        const q = at(s);
-        const dq = at(Math.min(1, s + h)).map((x, j) => (x - at(Math.max(0, s - h))[j]!) / (Math.min(1, s + h) - Math.max(0, s - h)));
-        seg.t.push(k * DT);
-        seg.q.push(q);
-        seg.qd.push(k === 0 || k === count - 1 ? [0, 0, 0, 0, 0, 0, 0, 0, 0] : dq.map((x) => x * ds));
-      }
-      segs.push(seg);
-      pose = seg.q[seg.q.length - 1]!;
-      prevSeam = w.seam.id;
-      continue;
-    }
-    if (n.op === 'dwell') {
-      if (n.duration_s > 0) {
-        const count = samplesOf(onGrid(n.duration_s / speed));
-        if (count > MAX_SAMPLES) problem ??= new DenseError('sample_count_overflow', `the dwell ${n.id} alone has ${count} samples`, null);
-        else segs.push({ kind: 'dwell', sourceId: n.id, t: Array.from({ length: count }, (_, k) => k * DT), q: Array.from({ length: count }, () => pose), qd: Array.from({ length: count }, () => [0, 0, 0, 0, 0, 0, 0, 0, 0]), torch: false });
-      }
-      continue;
-    }
-    if (n.op === 'io') continue;
-    // A connecting move: where it goes.
-    let to: Q | undefined;
-    let toSeam: string | null = null;
-    let scale = speed;
-    if (n.op === 'approach' || n.op === 'transit') {
-      const next = enabled.slice(i + 1).find((x) => x.op === 'weld');
-      const w = next && weldSegs.get(next.id);
-      to = w ? w.start : undefined;
-      toSeam = w ? w.seam.id : null;
-      if (!to) continue; // the weld is not planned: seam_not_planned names it
-    } else if (n.op === 'retract' || n.op === 'home') to = HOME;
-    else if (n.op === 'move') {
-      scale = speed * n.speed_scale;
-      if (n.target_space === 'cartesian') {
-        problem ??= new DenseError('motion_not_planned', `move ${n.id}: a Cartesian target (this planner plans joint targets only)`, null);
-        continue;
-      }
-      const q = [...pose];
-      let why: string | undefined;
-      n.target.joint_names.forEach((name: string, k: number) => {
-        const j = Number(/^J([1-9])$/.exec(name)?.[1] ?? 0) - 1;
-        const v = n.target.joint_values_rad[k];
-        if (j < 0 || (j >= 6 && v !== 0)) why = `the cell has no axis ${name} to move`;
-        else if (j < 6 && (v < LIMITS[j]![0] || v > LIMITS[j]![1])) why = `${name} ${v} outside its limits`;
-        else if (j < 6) q[j] = v;
-      });
-      if (why) {
-        problem ??= new DenseError('motion_not_planned', `move ${n.id}: ${why}`, null);
-        continue;
-      }
-      to = q;
-    }
-    const kind = n.op === 'transit' || (i > firstWeld && i < lastWeld) ? 'transit' : i < firstWeld ? 'approach' : 'retract';
-    const f = freespace(pose, to!, scale, n.id);
-    if (!f) continue;
-    if (o.run_connecting_trajopt && !joinFailed) {
-      conn.push({
-        kind, from: kind === 'approach' ? null : prevSeam, to: kind === 'retract' ? null : toSeam, node_id: n.id, duration_s: f.T,
-        knots_deg: [deg(pose), deg(to!)].map((x) => x.slice(0, 6)), knot_velocity_deg_s: [[0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0]], times_s: [0, f.T],
-        clearance_mm: { env: null, self: null }, verdict: verdictOf(true),
-      });
-    }
-    segs.push(f.seg);
-    pose = to!;
-  }
-  if (o.run_connecting_trajopt && !joinFailed) result.connecting_trajectories = conn;
-  else delete result.connecting_trajectories;
-  if (speed < 1) result.speed_scale = speed;
-  if (enabled.some((n) => n.op === 'move')) result.program_order = enabled.map((n) => n.id);
-  await stage('optimize');
-  await stage('verify');
-  if (!o.dense) return { result };
-
-  // dense_error in document 2's order.
-  await stage('dense');
-  const fail = (reason: string, detail: string, seg: number | null = null): PlanOutput => ({ result: { ...result, dense_error: { reason, detail, segment_index: seg } } });
-  if (!o.run_weld_trajopt || !o.run_connecting_trajopt) return fail('result_empty', 'dense needs both trajectory stages (run_weld_trajopt and run_connecting_trajopt)');
-  if (!/^[A-Za-z0-9._:-]+$/.test(o.program_id)) return fail('identity_invalid', 'program_id must be letters, digits, dot, underscore, colon or hyphen');
-  if (problem?.reason === 'seam_not_planned') return fail(problem.reason, problem.detail);
-  const unverified = seams.find((s) => s.trajectory?.verdict.verdict !== 'PASS');
-  if (unverified) return fail('motion_not_verified', `seam ${unverified.id}: verdict ${unverified.trajectory?.verdict.verdict ?? 'none'}`);
-  if (joinFailed) return fail('motion_join_failed', 'connecting moves could not be planned');
-  if (problem) return fail(problem.reason, problem.detail, problem.segmentIndex);
-  if (segs.length === 0) return fail('result_empty', 'nothing playable');
-  const total = segs.reduce((a, s) => a + s.t.length, 0);
-  if (total > MAX_SAMPLES) return fail('sample_count_overflow', `${total} samples, at most ${MAX_SAMPLES}`);
-  for (const [k, s] of segs.entries()) {
-    const bad = checkSegment(s, k === 0 ? undefined : segs[k - 1]!);
-    if (bad) return fail(bad[0], bad[1], k);
-  }
-  const planId = `${o.program_id}:${requestSha.slice(0, 12)}`;
-  const programDigest = `sha256:${requestSha}`;
-  const robotCell = { model_id: CELL, robot_description_sha256: DESCRIPTION_SHA256, machine_planning_calibration_sha256: '', machine_planning_calibration_source: '' };
-  const { blob, digest } = encode(segs, { plan_id: planId, program_id: o.program_id, program_digest: programDigest, manifest_revision: o.manifest_revision, plan_revision: o.plan_revision, robot_cell: robotCell });
-  const duration = segs.reduce((a, s) => a + s.t[s.t.length - 1]!, 0);
-  result.dense = {
-    trajectory_digest: digest, plan_id: planId, program_digest: programDigest, dt_s: DT, total_sample_count: total, total_duration_s: duration,
-    max_abs_qd_rad_s: CEIL, robot_cell: robotCell, bytes: blob.length,
-    segments: segs.map((s, k) => ({ index: k, kind: s.kind, source_id: s.sourceId, sample_count: s.t.length, duration_s: s.t[s.t.length - 1]! })),
-  };
-  return { result, blob };
-}
-
-function standoffValues(f: Record<string, any>): number[] {
-  switch (f.kind) {
-    case 'constant': return [f.value];
-    case 'piecewise_linear': return f.knots.map((k: number[]) => k[1]);
-    case 'bspline': return f.control_values;
-    default: return f.values;
-  }
-}
-
-/** Document 2's sample rules on one segment: [reason, detail] of the first broken, or undefined. */
-function checkSegment(s: Segment, prev: Segment | undefined): [string, string] | undefined {
-  const n = s.t.length;
-  if (n < 2) return ['segment_too_short', 'fewer than 2 samples'];
-  for (let i = 0; i < n; i++) {
-    if (![s.t[i]!, ...s.q[i]!, ...s.qd[i]!].every(Number.isFinite)) return ['nonfinite_sample', `sample ${i}`];
-    if (Math.abs(s.t[i]! - i * DT) > 1e-9) return ['time_grid_invalid', `sample ${i} at ${s.t[i]} s`];
-    for (let j = 0; j < 9; j++) {
-      if (Math.abs(s.qd[i]![j]!) > CEIL[j]!) return ['qd_limit_exceeded', `J${j + 1} at ${s.qd[i]![j]} rad/s, ceiling ${CEIL[j]}`];
-      if (i > 0 && Math.abs(s.q[i]![j]! - s.q[i - 1]![j]!) > 1.25 * CEIL[j]! * DT) return ['q_step_exceeded', `J${j + 1} at sample ${i}`];
-    }
-  }
-  for (const i of [0, n - 1]) if (s.qd[i]!.some((v) => Math.abs(v) > 1e-6)) return ['boundary_qd_nonzero', `sample ${i} is moving`];
-  if (prev && s.q[0]!.some((v, j) => Math.abs(v - prev.q[prev.q.length - 1]![j]!) > 1e-3)) return ['boundary_q_discontinuity', 'starts away from where the previous segment ended'];
-  return undefined;
-}
-
-/** The dense file (document 2 part 2): u32 header length, JSON header, 153-byte big-endian records. */
-function encode(segs: Segment[], id: Record<string, unknown>): { blob: Uint8Array; digest: string } {
-  const blocks = segs.map((s) => {
-    const b = Buffer.alloc(s.t.length * 153);
-    for (let i = 0; i < s.t.length; i++) {
-      const at = i * 153;
-      b.writeDoubleBE(s.t[i]!, at);
-      for (let j = 0; j < 9; j++) {
-        b.writeDoubleBE(s.q[i]![j]!, at + 8 + 8 * j);
-        b.writeDoubleBE(s.qd[i]![j]!, at + 80 + 8 * j);
-      }
-      b.writeUInt8(s.torch && s.kind === 'weld' ? 1 : 0, at + 152);
-    }
-    return b;
+  const connOut = conns.map((c) => {
+    const v = verifyTraj(c.traj, o); c.verdict = v.verdict;
+    return {
+      kind: c.kind, from: c.from, to: c.to, node_id: c.node_id, duration_s: r6(duration(c.traj)),
+      knots_deg: c.traj.knots.map(degRow), knot_velocity_deg_s: c.traj.vel.map(degRow), times_s: c.traj.times.map(r6),
+      clearance_mm: { env: Number.isFinite(v.env) ? r6(v.env) : null, self: Number.isFinite(v.self) ? r6(v.self) : null }, verdict: v.verdict,
+    };
   });
-  // Content digest: the schema text and a zero byte, u64 axis_count, u64 mask, f64 dt, u64 segment count,
-  // per segment kind, source_id, u64 sample count and the block bytes, then u64 9 and the nine ceilings.
-  const u64 = (v: number | bigint) => { const b = Buffer.alloc(8); b.writeBigUInt64BE(BigInt(v)); return b; };
-  const f64 = (v: number) => { const b = Buffer.alloc(8); b.writeDoubleBE(v); return b; };
-  const text = (s: string) => { const b = Buffer.from(s, 'utf8'); return Buffer.concat([u64(b.length), b]); };
-  const parts: Buffer[] = [Buffer.from('robot.v4.dense-joint-trajectory.v1\0', 'ascii'), u64(9), u64(MASK), f64(DT), u64(segs.length)];
-  segs.forEach((s, k) => parts.push(text(s.kind), text(s.sourceId), u64(s.t.length), blocks[k]!));
-  parts.push(u64(9), ...CEIL.map(f64));
-  const digest = `sha256:${sha256hex(Buffer.concat(parts))}`;
-  let offset = 0;
-  const header = {
-    schema: 'robot.v4.dense-joint-trajectory.v1', ...id, trajectory_digest: digest, created_at: new Date().toISOString(),
-    axes: { axis_count: 9, axis_mask: MASK, position_unit: 'rad', velocity_unit: 'rad_s' },
-    sampling: { dt_s: DT, total_sample_count: segs.reduce((a, s) => a + s.t.length, 0), total_duration_s: segs.reduce((a, s) => a + s.t[s.t.length - 1]!, 0) },
-    limits: { max_abs_qd_rad_s: CEIL },
-    sample_encoding: { encoding: 'f64-be-aos.v1', record_bytes: 153 },
-    segments: segs.map((s, k) => {
-      const seg = { index: k, kind: s.kind, source_id: s.sourceId, sample_count: s.t.length, duration_s: s.t[s.t.length - 1]!, block: { byte_offset: offset, byte_length: blocks[k]!.length, sha256: `sha256:${sha256hex(blocks[k]!)}` } };
-      offset += blocks[k]!.length;
-      return seg;
-    }),
+  lap("verify");
+
+  const programId = o.program_id;
+  const result: Record<string, any> = {
+    schema: RESULT_SCHEMA, cell_id: CELL_ID, screened: o.screen_collisions, k_best: o.k_best,
+    request: {
+      request_sha256: requestSha, program_id: programId, cell_id: CELL_ID,
+      source_program_id: p.program_id ?? null, manifest_revision: o.manifest_revision, plan_revision: o.plan_revision, weldplan_bytes: body.length,
+    },
+    producer: { module: "blind-planner", source_revision: "blind-1", source_revision_state: "unversioned" },
+    coverage: {
+      candidate_collision_screening: o.screen_collisions ? "capsule_vs_box" : "unchecked",
+      weld_trajectory_continuous_verification: o.run_weld_trajopt && o.verify ? "sampled_dt_with_bound" : "not_run",
+      connecting_trajectory_continuous_verification: o.run_connecting_trajopt && o.verify ? "sampled_dt" : "not_run",
+      canonical_motion_server: false, physical_motion: false, execution_authority: "none",
+      candidate_limit_checks: "position",
+    },
+    seams: seamOut,
+    connecting_trajectories: connOut,
   };
-  const h = Buffer.from(toJson(header), 'utf8');
-  const len = Buffer.alloc(4);
-  len.writeUInt32BE(h.length);
-  return { blob: new Uint8Array(Buffer.concat([len, h, ...blocks])), digest };
+  if (connError) result.connecting_trajectories_error = connError;
+  if (enabled.some((n: any) => n.op === "move")) result.program_order = enabled.map((n: any) => n.id);
+  if (speedScale < 1) result.speed_scale = speedScale;
+  if (o.free_space_backend === "legacy") result.warnings = ["free_space_backend legacy is deprecated"];
+
+  let dense: PlanOutput["dense"] = null;
+  if (o.dense) {
+    progress("dense");
+    const r = buildDense(o, requestSha, programId, items, seams, conns, connError, unplanned, container);
+    if ("error" in r) result.dense_error = r.error; else { result.dense = r.summary; dense = { blob: r.blob, digest: r.digest }; }
+    lap("dense");
+  }
+  result.options = { ...o };
+  result.timings_ms = timings;
+  return { result, dense };
+}
+
+function orderSeams(enabled: any[], seams: Map<string, SeamPlan>): any[] {
+  const welds = enabled.filter((n) => n.op === "weld");
+  const first = enabled.findIndex((n) => n.op === "weld"), last = enabled.length - 1 - [...enabled].reverse().findIndex((n) => n.op === "weld");
+  const block = enabled.slice(first, last + 1);
+  if (welds.length < 2) return enabled;
+  if (block.some((n) => n.op !== "weld" && n.op !== "transit")) return enabled; // moves, dwells or io between welds: keep order
+  const transits = block.filter((n) => n.op === "transit");
+  const left = welds.slice(); const order: any[] = [];
+  let at = fk(HOME).tool.p;
+  while (left.length) {
+    let bi = 0, bd = Infinity;
+    left.forEach((w, i) => { const d = norm(sub(seams.get(w.id)!.lattice[0].p, at)); if (d < bd) { bd = d; bi = i; } });
+    const w = left.splice(bi, 1)[0]; order.push(w);
+    const s = seams.get(w.id)!; at = s.lattice[s.lattice.length - 1].p;
+  }
+  const nb: any[] = [];
+  order.forEach((w, i) => { if (i > 0) nb.push(transits[i - 1]); nb.push(w); });
+  return [...enabled.slice(0, first), ...nb, ...enabled.slice(last + 1)];
+}
+
+// ---------------------------------------------------------------- dense output
+type DenseBuild = { error: { reason: string; detail: string; segment_index: number | null } } | { blob: Buffer; digest: string; summary: Record<string, any> };
+
+function resample(tr: Traj): Sample[] {
+  const n = Math.round(duration(tr) / DT); const out: Sample[] = [];
+  for (let k = 0; k <= n; k++) {
+    const { q, qd } = evalTraj(tr, k === n ? duration(tr) : k * DT);
+    out.push({ t: k * DT, q: [...q, 0, 0, 0], qd: [...qd, 0, 0, 0], flags: 0 });
+  }
+  return out;
+}
+
+function buildDense(o: PlanOptions, requestSha: string, programId: string, items: any[], seams: Map<string, SeamPlan>, conns: Conn[],
+  connError: Record<string, string> | null, unplanned: string[], container: Container): DenseBuild {
+  const err = (reason: string, detail: string, segment_index: number | null = null): DenseBuild => ({ error: { reason, detail, segment_index } });
+  const motionItems = items.filter((x) => x.type !== "io");
+  if (!o.run_weld_trajopt || !o.run_connecting_trajopt) return err("result_empty", "dense needs run_weld_trajopt and run_connecting_trajopt");
+  if (!programId || programId.length > 120 || !IDENTIFIER_RE.test(programId)) return err("identity_invalid", `program_id ${JSON.stringify(programId)} is empty or not a plain identifier`);
+  for (const s of seams.values()) if (!s.crossed) return err("seam_not_planned", `seam ${s.id} was not crossed (${s.causes.join(", ")})`);
+  if (connError) return err("motion_join_failed", `${connError.type}: ${connError.message}`);
+  const ids = [...seams.keys()];
+  if (new Set(ids).size !== ids.length) return err("motion_result_invalid", "duplicate seam ids");
+  if (conns.some((c) => !["approach", "transit", "retract", "move"].includes(c.kind))) return err("motion_result_invalid", "unknown move kind");
+  if (unplanned.length) return err("motion_not_planned", `no planned motion for node ${unplanned[0]}`);
+  if (!motionItems.some((x) => x.type !== "dwell")) return err("result_empty", "nothing playable");
+  const pass = (v: any): boolean => v && v.verdict === "PASS" && v.collisions === 0 && v.penetrating === 0 && v.limit_violations === 0 && v.unverifiable === 0;
+  let segIndex = 0;
+  for (const it of motionItems) {
+    if (it.type === "weld") {
+      const t = it.seam.out.trajectory;
+      if (!pass(t.verdict)) return err("motion_not_verified", `seam ${it.seam.id} verdict ${t.verdict.verdict}`, segIndex);
+      if (t.tracking.verdict !== "PASS") return err("motion_not_verified", `seam ${it.seam.id} tracking certificate out of tolerance (bound ${t.tracking.bound_mm} mm)`, segIndex);
+    } else if (it.type === "conn" && !pass(it.conn.verdict)) return err("motion_not_verified", `${it.conn.kind} ${it.conn.node_id} verdict ${it.conn.verdict?.verdict}`, segIndex);
+    segIndex++;
+  }
+  // segments
+  const segs: SegmentIn[] = []; const markers: any[] = [];
+  for (const it of items) {
+    if (it.type === "io") {
+      const si = Math.max(0, segs.length - 1);
+      markers.push({ node_id: it.node.id, channel: it.node.channel, state: !!it.node.state, segment_index: si, sample_index: segs.length ? segs[si].samples.length - 1 : 0 });
+      continue;
+    }
+    if (it.type === "dwell") {
+      const n = Math.max(1, Math.ceil(it.dur / DT - 1e-9));
+      const q = [...it.q, 0, 0, 0];
+      segs.push({ kind: "dwell", source_id: it.id, samples: Array.from({ length: n + 1 }, (_, k) => ({ t: k * DT, q, qd: new Array<number>(AXIS_COUNT).fill(0), flags: 0 })) });
+      continue;
+    }
+    const kind: SegmentKind = it.type === "weld" ? "weld" : "freespace";
+    const source = it.type === "weld" ? it.seam.id : it.conn.node_id ?? it.conn.kind;
+    segs.push({ kind, source_id: source, samples: resample(it.type === "weld" ? it.seam.traj : it.conn.traj) });
+  }
+  const ceilings = [...JOINTS.map((j) => j.vmax), ...new Array<number>(AXIS_COUNT - DOF).fill(UNUSED_COLUMN_CEILING)];
+  const robot_cell = {
+    model_id: CELL_ID, robot_description_sha256: ROBOT_DESCRIPTION_SHA256,
+    machine_planning_calibration_sha256: container.calibrationSha256 ?? "", machine_planning_calibration_source: container.calibrationSha256 ? "target" : "",
+  };
+  const planId = `${programId}:${requestSha.slice(0, 12)}`;
+  const enc = encodeDense({
+    identity: { plan_id: planId, program_id: programId, program_digest: "sha256:" + requestSha, manifest_revision: o.manifest_revision, plan_revision: o.plan_revision, created_at: new Date().toISOString() },
+    axis_mask: (1 << DOF) - 1, dt_s: DT, max_abs_qd_rad_s: ceilings, segments: segs, robot_cell, process_markers: markers,
+    extra_axes: { axis_names: ["J1", "J2", "J3", "J4", "J5", "J6", "J7", "J8", "J9"] },
+  });
+  try { decodeDense(enc.blob); } catch (e) {
+    if (e instanceof DenseFormatError) return err(e.reason, e.message, e.segment_index);
+    throw e;
+  }
+  const h: any = enc.header;
+  return {
+    blob: enc.blob, digest: enc.digest,
+    summary: {
+      trajectory_digest: enc.digest, plan_id: planId, program_digest: "sha256:" + requestSha, dt_s: DT,
+      total_sample_count: h.sampling.total_sample_count, total_duration_s: r6(h.sampling.total_duration_s),
+      max_abs_qd_rad_s: ceilings, axis_mask: (1 << DOF) - 1, robot_cell, bytes: enc.blob.length,
+      segments: h.segments.map((s: any) => ({ index: s.index, kind: s.kind, source_id: s.source_id, sample_count: s.sample_count, duration_s: s.duration_s })),
+    },
+  };
 }
