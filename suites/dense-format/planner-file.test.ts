@@ -107,17 +107,22 @@ describe('a planner-written dense file read at the documented offsets', () => {
         for (let j = 0; j < 9; j++) if (!cols.includes(j)) for (const row of r.q) expect(row[j], `${where} uncommanded J${j + 1}`).toBe(r.q[0]![j]);
         // Held columns (the stub: J7-J9, positioner tables and turn) stay at their held values.
         for (const row of r.q) for (const h of heldCols) expect(Math.abs(row[h.col]! - h.rad), `${where} held J${h.col + 1}`).toBeLessThan(1e-7);
-        // qd_rad_s: at rest at both ends, and inside the time derivative of q (central difference; the
-        // planner's profiles are smooth, so the difference is within 2% of the segment's peak speed).
+        // qd_rad_s: at rest at both ends (document 2 part 2). That qd is also the time derivative of q within 2%
+        // of the segment's peak speed (central difference) holds for the stub's smooth profiles; document 2 sets
+        // no such bound (a planner whose moves stop at each via knot is only C1 there), so it is the stub's.
         for (let j = 0; j < 9; j++) {
           expect(Math.abs(r.qd[0]![j]!), `${where} first qd`).toBeLessThanOrEqual(1e-6);
           expect(Math.abs(r.qd[n - 1]![j]!), `${where} last qd`).toBeLessThanOrEqual(1e-6);
-          const peak = Math.max(...r.qd.map((v) => Math.abs(v[j]!)));
-          for (let i = 1; i < n - 1; i++) {
-            const diff = (r.q[i + 1]![j]! - r.q[i - 1]![j]!) / (2 * dt);
-            expect(Math.abs(r.qd[i]![j]! - diff), `${where} qd J${j + 1} sample ${i}: ${r.qd[i]![j]} vs ${diff}`).toBeLessThanOrEqual(0.02 * peak + 1e-9);
-          }
         }
+        await inProfile(STUB, () => {
+          for (let j = 0; j < 9; j++) {
+            const peak = Math.max(...r.qd.map((v) => Math.abs(v[j]!)));
+            for (let i = 1; i < n - 1; i++) {
+              const diff = (r.q[i + 1]![j]! - r.q[i - 1]![j]!) / (2 * dt);
+              expect(Math.abs(r.qd[i]![j]! - diff), `${where} qd J${j + 1} sample ${i}: ${r.qd[i]![j]} vs ${diff}`).toBeLessThanOrEqual(0.02 * peak + 1e-9);
+            }
+          }
+        });
         // flags: bits 1-7 reserved, the torch (bit 0) only inside a weld; the stub never sets it in a
         // simulation program (its decision).
         for (const f of r.flags) expect(r.kind === 'weld' ? [0, 1] : [0], where).toContain(f);

@@ -7,6 +7,7 @@
 import { readdirSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { covers, describe, expect, inProfile, profile } from '../../harness/fixture.ts';
+import { isReferenceTarget } from '../../harness/trace.ts';
 import { decodeDense } from '../../harness/oracle/dense.ts';
 import { isJsonObject, parseExact } from '../../harness/oracle/json.ts';
 import { CELL_ID, DENSE, PROGRAM_ID, RESULT_SCHEMA, TYPE_MESSAGE, cellOf, errorOf, expectAccepted, num, obj, plannerTest as test, storeDirOf, usePlanner, weldplan } from './toolkit.ts';
@@ -105,7 +106,11 @@ describe('plan result and dense file', () => {
       expect(cols.every((c, i) => c >= 1 && (i === 0 || c > cols[i - 1]!)), `axis names ${names.join(' ')}: distinct J1..J9 in column order`).toBe(true);
       await inProfile(STUB, () => expect(names, 'the stub\'s nine-axis cell').toEqual(['J1', 'J2', 'J3', 'J4', 'J5', 'J6', 'J7', 'J8', 'J9']));
       expect(isJsonObject(seam.held)).toBe(true);
-      expect(seam.candidates).toHaveLength(5);
+      // k_best is the number of candidate paths kept (document 2 part 4): at most 5 here, and at least one on a
+      // crossed seam; a planner whose search finds fewer distinct paths keeps fewer. The stub finds five.
+      expect(seam.candidates.length).toBeGreaterThanOrEqual(1);
+      expect(seam.candidates.length).toBeLessThanOrEqual(5);
+      await inProfile(STUB, () => expect(seam.candidates).toHaveLength(5));
       for (const c of seam.candidates) {
         expect(typeof c.cost_deg === 'number' || typeof c.cost_deg === 'bigint').toBe(true);
         expect(Array.isArray(c.joints_deg) && Array.isArray(c.times_s)).toBe(true);
@@ -223,6 +228,11 @@ describe('plan result and dense file', () => {
         });
       }), DENSE)).json,
     );
+    // The taught move is a joint target for J1 on the stub's cell; document 2 does not make every planner reach
+    // it on its own cell, and without it planned there is no program_order or stretched file to judge.
+    if (!isReferenceTarget() && ['motion_join_failed', 'motion_not_planned'].includes(half.dense_error?.reason)) {
+      skip(`the planner does not plan the fixture's taught move on its cell (dense_error ${half.dense_error.reason}: ${String(half.dense_error.detail).slice(0, 120)}), so speed_scale and program_order cannot be judged on its plan`);
+    }
     expect(half.dense_error ?? null, JSON.stringify(half.dense_error)).toBeNull();
     expect(num(half.speed_scale)).toBe(0.5);
     // "enabled nodes in order": the six enabled nodes; naming them by id is the stub's spelling.
@@ -257,7 +267,8 @@ describe('the dense header the planner writes', () => {
       });
       expect(h.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/);
       // Nine columns always; the mask names the cell's commanded axes, the ones its seams name (document 2).
-      expect(h.axes).toEqual({ axis_count: 9n, axis_mask: cell.axisMask, position_unit: 'rad', velocity_unit: 'rad_s' });
+      // Decoders ignore unknown header keys (document 2 part 9): the four documented axes fields, whatever else is there.
+      expect({ axis_count: h.axes.axis_count, axis_mask: h.axes.axis_mask, position_unit: h.axes.position_unit, velocity_unit: h.axes.velocity_unit }).toEqual({ axis_count: 9n, axis_mask: cell.axisMask, position_unit: 'rad', velocity_unit: 'rad_s' });
       expect(num(h.sampling.dt_s)).toBe(0.01);
       expect(num(h.sampling.total_sample_count)).toBe(num(res.dense.total_sample_count));
       expect(h.limits.max_abs_qd_rad_s.map(num)).toEqual(res.dense.max_abs_qd_rad_s.map(num));
@@ -299,12 +310,14 @@ describe('dense fetch', () => {
     ['other algorithm', `sha512:${'0'.repeat(64)}`],
   ];
   for (const [what, digest] of cases) {
-    test(`a malformed digest (${what}) answers 422 with the expected form as text`, covers('planner:error.422_dense_malformed'), async ({ planner, skip }) => {
+    test(`a malformed digest (${what}) answers 422 with the expected form as text`, covers('planner:error.422_dense_malformed', 'profile:planner.dense_fetch_text'), async ({ planner, skip }) => {
       const p = usePlanner({ skip }, planner);
       const r = await p.client.dense(encodeURIComponent(digest));
       expect(r.status).toBe(422);
-      expect(String(r.headers['content-type'])).toMatch(/^text\/plain/);
       expect(r.text).toContain('sha256:<64 hex>');
+      // Document 2 part 4 says "(text expected sha256:<64 hex>)": whether that is a text/plain body or the text
+      // inside a JSON body is not shown; ours is text/plain (docs/profile.md).
+      await inProfile('profile:planner.dense_fetch_text', () => expect(String(r.headers['content-type'])).toMatch(/^text\/plain/));
     });
   }
   test('a well-formed digest nobody stored answers 404; the %3A spelling of the colon reaches the same file', covers('planner:error.404_dense_unknown'), async ({ planner, skip }) => {
@@ -400,7 +413,9 @@ describe('query options', () => {
       expect([o.k_best, o.samples_per_seam, o.verify_margin_mm].map(num)).toEqual([16, 512, 50]);
       expect([o.manifest_revision, o.plan_revision, o.program_id]).toEqual([18446744073709551615n, 18446744073709551615n, 'p'.repeat(120)]);
     });
-    expect(res.seams[0].candidates).toHaveLength(16);
+    expect(res.seams[0].candidates.length).toBeGreaterThanOrEqual(1);
+    expect(res.seams[0].candidates.length).toBeLessThanOrEqual(16);
+    await inProfile(STUB, () => expect(res.seams[0].candidates).toHaveLength(16));
     expect(res.seams[0].candidates[0].times_s).toHaveLength(512);
   });
 
@@ -412,7 +427,9 @@ describe('query options', () => {
     // What a client sees of each default: k_best 5 candidates, screening on, no weld trajectory
     // (run_weld_trajopt false), connecting moves planned, no dense file (dense false).
     expect(num(res.k_best)).toBe(5);
-    expect(res.seams[0].candidates).toHaveLength(5);
+    expect(res.seams[0].candidates.length).toBeGreaterThanOrEqual(1);
+    expect(res.seams[0].candidates.length).toBeLessThanOrEqual(5);
+    await inProfile(STUB, () => expect(res.seams[0].candidates).toHaveLength(5));
     expect(res.screened).toBe(true);
     expect(res.seams[0].trajectory ?? null).toBeNull();
     expect(Array.isArray(res.connecting_trajectories) && res.connecting_trajectories.length > 0).toBe(true);

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { covers, describe, expect, inProfile } from '../../harness/fixture.ts';
 import { parseExact } from '../../harness/oracle/json.ts';
 import type { PlanQuery } from '../../harness/clients/planner.ts';
-import { DENSE, type Edit, needsStub, nodeById, obj, plannerTest as test, storeDirOf, usePlanner, weldplan } from './toolkit.ts';
+import { DENSE, type Edit, needsStub, nodeById, obj, plannerTest as test, storeDirOf, TYPE_MESSAGE, usePlanner, weldplan } from './toolkit.ts';
 
 const weld = (p: Record<string, any>) => nodeById(p, 'weld-1');
 const line = (y0: number, y1: number) => ({ segments: [{ degree: 1n, control_points_xyz_m: [[0.5, y0, 0.3], [0.5, y1, 0.3]] }] });
@@ -84,6 +84,13 @@ describe('dense_error reasons (200 with no trajectory)', () => {
       const before = store ? stored(store) : [];
       const bytes = weldplan(c.edit);
       const r = await p.client.plan(bytes, { ...DENSE, ...c.query });
+      if (!c.documented && r.status === 422 && TYPE_MESSAGE.test(String(obj(r.json)?.error ?? ''))) {
+        // Document 2 does not say this input reaches a plan: a planner that plans no seam geometry of this kind,
+        // or reads document 3's ordering over enabled nodes only (a disabled approach leaves a weld without
+        // one), refuses the program as part 7's "<type>: <message>"; that the stub plans it is its decision.
+        await inProfile('profile:planner.stub_planning', () => expect(r.status, `the stub plans this program: ${r.text.slice(0, 300)}`).toBe(200));
+        return;
+      }
       expect(r.status, r.text.slice(0, 300)).toBe(200);
       const res = obj(r.json);
       if (!c.documented && res.dense_error === undefined) {

@@ -3,9 +3,12 @@
 // fast-check properties (generated valid documents plan and their digests are stable under key reordering;
 // a forbidden key at a random depth is refused). Document 2 part 7 says a program that breaks a rule is
 // refused with 422 and error "<type>: <message>": that is asserted, and a valid twin differing only in the
-// rule under test is accepted, so the refusal is for that rule. The text "ProgramDocumentInvalid: <rule>:
-// <path>: <message>" is a profile decision (docs/profile.md), checked through inProfile; so are the field
-// rules document 3 does not give (the shapes left open), whose refusal is itself our decision.
+// rule under test is accepted, so the refusal is for that rule. Document 2 part 7 owes that 422 only for a
+// wrong program schema (the `schema` value, asserted as contract); that the planner validates every other rule
+// of document 3 is our decision (docs/profile.md "Weld planner: program document shapes",
+// profile:planner.program_validation), so those refusals are checked through inProfile and another planner
+// that plans such a program differs informatively. The text "ProgramDocumentInvalid: <rule>: <path>:
+// <message>" is a profile decision too; so are the field rules document 3 does not give (the shapes left open).
 
 import fc from 'fast-check';
 import { covers, describe, expect, inProfile } from '../../harness/fixture.ts';
@@ -30,6 +33,7 @@ const manualPose = (gap: number): Edit => (p) => void (weld(p).geometry = { kind
 const esc = (path: string) => path.replace(/[.[\]]/g, '\\$&');
 const TEXT = 'profile:planner.program_error_text';
 const SHAPES = 'profile:planner.program_shapes';
+const VALID = 'profile:planner.program_validation';
 
 /**
  * [rule, what, edit, path the refusal names, valid twin (default: the fixture)]. Nodes of the fixture:
@@ -74,9 +78,9 @@ const RULES: ReadonlyArray<readonly [string, string, Edit, string, Edit?]> = [
 
 describe('program document rules (each refused with 422 ProgramDocumentInvalid naming the rule)', () => {
   for (const [rule, what, edit, path, twin] of RULES) {
-    test(`${rule}: ${what}`, covers(`rule:${rule}`, 'planner:error.422_planning_failed', TEXT, ...(rule === 'program.forbidden_keys' ? ['rule:program.authored_not_solved'] : [])), async ({ planner, skip }) => {
+    test(`${rule}: ${what}`, covers(`rule:${rule}`, 'planner:error.422_planning_failed', TEXT, VALID, ...(rule === 'program.forbidden_keys' ? ['rule:program.authored_not_solved'] : [])), async ({ planner, skip }) => {
       const p = usePlanner({ skip }, planner);
-      await expectRefused(p, weldplan(edit), { profile: TEXT, text: new RegExp(`^ProgramDocumentInvalid: ${esc(rule)}: ${esc(path)}: `), ...(twin ? { twin: weldplan(twin) } : {}) });
+      await expectRefused(p, weldplan(edit), { profile: TEXT, refusalProfile: VALID, text: new RegExp(`^ProgramDocumentInvalid: ${esc(rule)}: ${esc(path)}: `), ...(twin ? { twin: weldplan(twin) } : {}) });
     });
   }
 
@@ -86,21 +90,21 @@ describe('program document rules (each refused with 422 ProgramDocumentInvalid n
     prog.nodes[2].label = 'renamed after sealing';
     prog.program_digest = programDigest(prog);
     // The twin: the same rename, sealed (every row_hash recomputed).
-    await expectRefused(p, packWeldplan({ program: prog }), { profile: TEXT, text: /^ProgramDocumentInvalid: program\.row_hash: nodes\[2\]\.row_hash: /, twin: packWeldplan({ program: sealProgram(prog) }) });
+    await expectRefused(p, packWeldplan({ program: prog }), { profile: TEXT, refusalProfile: VALID, text: /^ProgramDocumentInvalid: program\.row_hash: nodes\[2\]\.row_hash: /, twin: packWeldplan({ program: sealProgram(prog) }) });
   });
 
   test('program_digest: a declared digest that is not the digest of the document', covers('rule:program.program_digest'), async ({ planner, skip }) => {
     const p = usePlanner({ skip }, planner);
     const prog = program() as Record<string, any>;
     prog.program_name = 'renamed after sealing';
-    await expectRefused(p, packWeldplan({ program: prog }), { profile: TEXT, text: /^ProgramDocumentInvalid: program\.program_digest: program_digest: /, twin: packWeldplan({ program: sealProgram(prog) }) });
+    await expectRefused(p, packWeldplan({ program: prog }), { profile: TEXT, refusalProfile: VALID, text: /^ProgramDocumentInvalid: program\.program_digest: program_digest: /, twin: packWeldplan({ program: sealProgram(prog) }) });
   });
 
   test('canonical JSON refuses a number with no finite value (1e400 in an extension)', covers('rule:program.canonical_json'), async ({ planner, skip }) => {
     const p = usePlanner({ skip }, planner);
     const prog = program((q) => void (weld(q).extensions = { note: 7 }));
     const text = stringifyExact(prog).replace('"note":7', '"note":1e400');
-    await expectRefused(p, packWeldplan({ program: prog, programBytes: enc.encode(text) }), { profile: TEXT, text: /^ProgramDocumentInvalid: program\.canonical_json: nodes\[2\]\.extensions\.note: /, twin: packWeldplan({ program: prog }) });
+    await expectRefused(p, packWeldplan({ program: prog, programBytes: enc.encode(text) }), { profile: TEXT, refusalProfile: VALID, text: /^ProgramDocumentInvalid: program\.canonical_json: nodes\[2\]\.extensions\.note: /, twin: packWeldplan({ program: prog }) });
   });
 
   // Document 3 part 2: consecutive manual-pose points more than 1 micrometre apart. Refused just under the
@@ -108,7 +112,7 @@ describe('program document rules (each refused with 422 ProgramDocumentInvalid n
   // own business, so the twin is asked without dense), so a bound read as 1 mm, or as 0.5 um, fails here.
   test('program.geometry_manual_pose_wp: points 0.9 micrometre apart are refused, 1.1 micrometre admitted', covers('rule:program.geometry_manual_pose_wp', 'limit:manual_pose_point_spacing_m', 'planner:error.422_planning_failed', TEXT), async ({ planner, skip }) => {
     const p = usePlanner({ skip }, planner);
-    await expectRefused(p, weldplan(manualPose(0.0000009)), { profile: TEXT, text: /^ProgramDocumentInvalid: program\.geometry_manual_pose_wp: nodes\[2\]\.geometry\.points\[1\]: / });
+    await expectRefused(p, weldplan(manualPose(0.0000009)), { profile: TEXT, refusalProfile: VALID, text: /^ProgramDocumentInvalid: program\.geometry_manual_pose_wp: nodes\[2\]\.geometry\.points\[1\]: / });
     await expectAccepted(p, weldplan(manualPose(0.0000011)), {});
   });
 });
@@ -198,6 +202,9 @@ function fieldRefusal(field: string, path: string) {
   return {
     profile: OPEN_SHAPES.has(field) ? SHAPES : TEXT,
     refusalIsProfile: OPEN_SHAPES.has(field),
+    // The wrong program schema is document 2 part 7's own 422; every other field rule is document 3's, whose
+    // enforcement by the planner is our decision.
+    ...(OPEN_SHAPES.has(field) || field === 'schema' ? {} : { refusalProfile: VALID }),
     text: new RegExp(`^ProgramDocumentInvalid: field: ${esc(path)}: `),
     ...(twin ? { twin: weldplan(twin) } : {}),
   };
@@ -292,7 +299,7 @@ describe('the node count at its upper bound (document 3: nodes 1..4096)', () => 
     // Sealing 8193 nodes holds this process's event loop for a while: let the client see any keep-alive
     // connection the planner closed meanwhile before it sends (a POST is not retried on a closed socket).
     await new Promise((r) => setTimeout(r, 20));
-    await expectRefused(p, over, { profile: TEXT, text: /^ProgramDocumentInvalid: field: nodes: /, twin: atLimit });
+    await expectRefused(p, over, { profile: TEXT, refusalProfile: VALID, text: /^ProgramDocumentInvalid: field: nodes: /, twin: atLimit });
   });
 });
 
@@ -369,8 +376,11 @@ describe('properties', () => {
           const b = await p.client.plan(packWeldplan({ program: shuffled }), DENSE);
           expect(a.status, a.text.slice(0, 300)).toBe(200);
           expect(b.status, b.text.slice(0, 300)).toBe(200);
-          expect(obj(b.json).request.program_digest).toBe(prog.program_digest);
-          expect(obj(a.json).request.program_digest).toBe(prog.program_digest);
+          // request.program_digest is one of the stub's "more" request fields (document 2 part 2 names no such field).
+          await inProfile('profile:planner.stub_planning', () => {
+            expect(obj(b.json).request.program_digest).toBe(prog.program_digest);
+            expect(obj(a.json).request.program_digest).toBe(prog.program_digest);
+          });
           expect(obj(b.json).dense.trajectory_digest).toBe(obj(a.json).dense.trajectory_digest);
         },
       ),
@@ -398,9 +408,13 @@ describe('properties', () => {
           );
           const base = where === 'top' ? 'extensions' : where === 'source' ? 'source' : `nodes[${nodeIndex}].extensions`;
           const r = await p.client.plan(packWeldplan({ program: prog }), DENSE);
-          expect(r.status).toBe(422);
-          expect(errorOf(r)).toMatch(TYPE_MESSAGE);
-          await inProfile(TEXT, () => expect(errorOf(r)!.startsWith(`ProgramDocumentInvalid: program.forbidden_keys: ${[base, ...path, key].join('.')}: `), errorOf(r)).toBe(true));
+          let refused = false;
+          await inProfile(VALID, () => {
+            expect(r.status, r.text.slice(0, 300)).toBe(422);
+            expect(errorOf(r)).toMatch(TYPE_MESSAGE);
+            refused = true;
+          });
+          if (refused) await inProfile(TEXT, () => expect(errorOf(r)!.startsWith(`ProgramDocumentInvalid: program.forbidden_keys: ${[base, ...path, key].join('.')}: `), errorOf(r)).toBe(true));
         },
       ),
       { numRuns: 8, seed: 20261123 },

@@ -165,7 +165,16 @@ export function expectAccepted(p: Planner, twin: Uint8Array, query: PlanQuery = 
     a = (async () => {
       const r = await p.client.plan(twin, query);
       expect(r.status, `the valid twin is accepted: ${r.text.slice(0, 300)}`).toBe(200);
-      if (query.dense) expect(obj(r.json).dense_error, `the valid twin plans: ${JSON.stringify(obj(r.json).dense_error)}`).toBeUndefined();
+      if (query.dense) {
+        const e = obj(r.json).dense_error;
+        // A taught move the planner does not reach on its own cell (motion_join_failed, motion_not_planned) is
+        // its planning, not a refusal: document 2 does not make every planner reach the fixture's moves.
+        if (e !== undefined && ['motion_join_failed', 'motion_not_planned'].includes(obj(e).reason)) {
+          await inProfile('profile:planner.stub_planning', () => expect(e, `the valid twin plans: ${JSON.stringify(e)}`).toBeUndefined());
+        } else {
+          expect(e, `the valid twin plans: ${JSON.stringify(e)}`).toBeUndefined();
+        }
+      }
     })();
     accepted.set(key, a);
     a.catch(() => accepted.delete(key));
@@ -182,6 +191,12 @@ export interface Refusal {
   twin?: Uint8Array;
   /** The refusal itself is our decision (the documents give no such rule): the whole check is a profile check. */
   refusalIsProfile?: boolean;
+  /**
+   * The refusal (422 and "<type>: <message>") is the decision named here, not document 2's: document 2 part 7
+   * owes a 422 only for an unreadable container, a wrong program schema or missing cell meshes, and a planner
+   * that plans a program breaking another document 3 rule differs informatively. The text stays `profile`.
+   */
+  refusalProfile?: string;
   query?: PlanQuery;
 }
 
@@ -197,11 +212,15 @@ export async function expectRefused(p: Planner, bytes: Uint8Array, o: Refusal): 
     expect(r.status, r.text.slice(0, 300)).toBe(422);
     expect(errorOf(r), `error "<type>: <message>": ${r.text.slice(0, 300)}`).toMatch(TYPE_MESSAGE);
   };
-  if (o.refusalIsProfile) {
-    await inProfile(o.profile, () => {
+  const refusalId = o.refusalProfile ?? (o.refusalIsProfile ? o.profile : undefined);
+  if (refusalId) {
+    await inProfile(refusalId, () => {
       documented();
-      expect(errorOf(r)).toMatch(o.text);
+      if (refusalId === o.profile) expect(errorOf(r)).toMatch(o.text);
     });
+    // A planner that (informatively) planned the request has no refusal whose text or cause could be judged.
+    if (r.status !== 422) return;
+    if (refusalId !== o.profile) await inProfile(o.profile, () => expect(errorOf(r)).toMatch(o.text));
   } else {
     documented();
     await inProfile(o.profile, () => expect(errorOf(r)).toMatch(o.text));

@@ -16,8 +16,17 @@ export interface Sample { t: number; q: number[]; qd: number[]; flags: number } 
 export interface SegmentIn { kind: SegmentKind; source_id: string; samples: Sample[] }
 export interface Identity {
   plan_id: string; program_id: string; program_digest: string;
-  manifest_revision: number; plan_revision: number; created_at: string;
+  manifest_revision: Revision; plan_revision: Revision; created_at: string;
 }
+
+/**
+ * A revision (document 2: `manifest_revision`, `plan_revision` are u64 JSON integers). Changed after integration:
+ * past 2^53 a revision is carried as U64_MARK + its decimal digits and written as a bare JSON integer by
+ * u64Json, so every u64 the query admits reaches the header and the result exactly.
+ */
+export type Revision = number | string;
+export const U64_MARK = "\u0000u64:";
+export const u64Json = (json: string): string => json.replace(/"\\u0000u64:(\d+)"/g, "$1");
 export interface EncodeInput {
   identity: Identity; axis_mask: number; dt_s: number; max_abs_qd_rad_s: number[];
   segments: SegmentIn[]; robot_cell?: Record<string, string>; process_markers?: unknown[];
@@ -90,7 +99,7 @@ export function encodeDense(inp: EncodeInput): { blob: Buffer; header: Record<st
   };
   if (inp.robot_cell) header.robot_cell = inp.robot_cell;
   if (inp.process_markers && inp.process_markers.length) header.process_markers = inp.process_markers;
-  const hj = Buffer.from(JSON.stringify(header), "utf8");
+  const hj = Buffer.from(u64Json(JSON.stringify(header)), "utf8");
   const len = Buffer.alloc(4); len.writeUInt32BE(hj.length);
   return { blob: Buffer.concat([len, hj, ...blocks]), header, digest };
 }
@@ -117,7 +126,8 @@ export function decodeDense(blob: Uint8Array): Decoded {
   if (!isObj(h)) fail("header_json_invalid", "header is not an object");
   if (h.schema !== DENSE_SCHEMA) fail("schema_mismatch", `schema ${JSON.stringify(h.schema)}`);
   for (const k of ["plan_id", "program_id", "program_digest", "trajectory_digest", "created_at"]) if (typeof h[k] !== "string") fail("header_json_invalid", `${k} must be a string`);
-  for (const k of ["manifest_revision", "plan_revision"]) if (!isUint(h[k])) fail("header_json_invalid", `${k} must be a JSON integer`);
+  // u64 integers: past 2^53 JSON.parse gives the nearest double, still a nonnegative integer.
+  for (const k of ["manifest_revision", "plan_revision"]) if (!(typeof h[k] === "number" && Number.isInteger(h[k]) && h[k] >= 0)) fail("header_json_invalid", `${k} must be a JSON integer`);
   if (!isObj(h.axes) || !isObj(h.sampling) || !isObj(h.limits) || !isObj(h.sample_encoding)) fail("header_json_invalid", "axes, sampling, limits and sample_encoding are objects");
   if (h.axes.axis_count !== AXIS_COUNT) fail("axis_count_mismatch", `axis_count ${h.axes.axis_count}`);
   if (!isUint(h.axes.axis_mask) || h.axes.axis_mask > 0x1ff) fail("header_json_invalid", "axis_mask must be an integer below 512");

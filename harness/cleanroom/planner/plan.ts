@@ -4,7 +4,7 @@ import {
   AXIS_NAMES, CELL_ID, DOF, HOME, JOINTS, ROBOT_DESCRIPTION_SHA256, UNUSED_COLUMN_CEILING,
   type Mat3, type Pose, type Vec3, add, axisAngle, clearance, fk, ik, logRot, matMul, matVec, norm, rpyToMat, scale, sub, transpose,
 } from "./cell.js";
-import { AXIS_COUNT, DenseFormatError, decodeDense, encodeDense, type Sample, type SegmentIn, type SegmentKind } from "./dense.js";
+import { AXIS_COUNT, DenseFormatError, MAX_SAMPLES, decodeDense, encodeDense, type Revision, type Sample, type SegmentIn, type SegmentKind } from "./dense.js";
 import { readZip } from "./zip.js";
 
 export const RESULT_SCHEMA = "amr-weld-planner-v1.motion-plan-result.v1";
@@ -20,7 +20,7 @@ export const IDENTIFIER_RE = /^[A-Za-z0-9._:-]+$/;
 export interface PlanOptions {
   k_best: number; screen_collisions: boolean; samples_per_seam: number | null; run_weld_trajopt: boolean;
   run_connecting_trajopt: boolean; free_space_backend: "bspline" | "curobo" | "legacy"; verify: boolean;
-  verify_margin_mm: number; order_seams: boolean; dense: boolean; program_id: string; manifest_revision: number; plan_revision: number;
+  verify_margin_mm: number; order_seams: boolean; dense: boolean; program_id: string; manifest_revision: Revision; plan_revision: Revision;
 }
 
 /** A planning failure that the service answers with 422 {error: "<type>: <message>"}. */
@@ -283,6 +283,8 @@ interface SeamPlan {
   id: string; node: any; path: PosedPath; tcpPath: PosedPath; lattice: Pose[]; s: number[]; times: number[];
   candidates: { cost: number; q: number[][] }[]; crossed: boolean; frontier: any; causes: string[];
   traj: Traj | null; out: Record<string, any>;
+  /** Samples the weld alone would take in the dense file when that is more than MAX_SAMPLES (else 0): no trajectory is built for it. */
+  overflowSamples: number;
 }
 
 function seeds(): number[][] {
@@ -301,7 +303,11 @@ function planSeam(node: any, F: Pose, wpId: string, o: PlanOptions, speedScale: 
   const speed = num(node.travel_speed_mm_s, `weld ${node.id} travel_speed_mm_s`) / 1000;
   if (speed <= 0) throw new PlanFailure("ValueError", `weld ${node.id}: travel_speed_mm_s must be positive`);
   const L = path.length;
-  const n = o.samples_per_seam ?? Math.max(2, Math.ceil(L / (speed * LATTICE_DT_S)) + 1);
+  // Changed after integration: a weld slower than the dense file can hold (document 2 part 8: 250000 samples)
+  // is answered with dense_error sample_count_overflow, not by allocating its samples (a crash on valid input).
+  const weldSamples = Math.ceil(L / speed / DT) + 1;
+  const overflowSamples = weldSamples > MAX_SAMPLES ? weldSamples : 0;
+  const n = o.samples_per_seam ?? (overflowSamples ? 512 : Math.max(2, Math.ceil(L / (speed * LATTICE_DT_S)) + 1));
   const s: number[] = Array.from({ length: n }, (_, i) => i / (n - 1));
   const lattice = s.map((si) => {
     const so = scalarFn(node.standoff_mm, si, `weld ${node.id} standoff_mm`);
@@ -346,9 +352,9 @@ function planSeam(node: any, F: Pose, wpId: string, o: PlanOptions, speedScale: 
   const seam: SeamPlan = {
     id: node.id, node, path, tcpPath, lattice, s, times, candidates, crossed,
     frontier: crossed ? null : { index: Math.max(0, furthest), s: s[Math.max(0, furthest)], xyz_m: lattice[Math.max(0, furthest)].p.map(r6) },
-    causes: crossed ? [] : [...causes].sort(), traj: null, out: {},
+    causes: crossed ? [] : [...causes].sort(), traj: null, out: {}, overflowSamples,
   };
-  if (crossed && o.run_weld_trajopt) {
+  if (crossed && o.run_weld_trajopt && !overflowSamples) {
     const t = times.slice();
     // ends at rest: give the first and last interval half again as long
     if (n > 2) { const d0 = t[1] * 0.5, d1 = (t[n - 1] - t[n - 2]) * 0.5; for (let i = 1; i < n; i++) t[i] += d0; t[n - 1] += d1; }
@@ -491,7 +497,7 @@ export function plan(body: Buffer, o: PlanOptions, progress: (stage: string) => 
     if (n.op === "io") { items.push({ type: "io", node: n }); continue; }
     if (n.op === "weld") {
       const s = seams.get(n.id)!;
-      if (s.traj) items.push({ type: "weld", seam: s }); else unplanned.push(n.id);
+      if (s.traj) items.push({ type: "weld", seam: s }); else if (!(s.overflowSamples && o.run_weld_trajopt)) unplanned.push(n.id);
       if (s.crossed) cur = seamQ(s, true);
       lastSeam = s; continue;
     }
@@ -664,6 +670,7 @@ function buildDense(o: PlanOptions, requestSha: string, programId: string, items
     } else if (it.type === "conn" && !pass(it.conn.verdict)) return err("motion_not_verified", `${it.conn.kind} ${it.conn.node_id} verdict ${it.conn.verdict?.verdict}`, segIndex);
     segIndex++;
   }
+  for (const s of seams.values()) if (s.overflowSamples) return err("sample_count_overflow", `weld ${s.id} alone needs ${s.overflowSamples} samples (at most ${MAX_SAMPLES})`);
   // segments
   const segs: SegmentIn[] = []; const markers: any[] = [];
   for (const it of items) {
@@ -674,6 +681,8 @@ function buildDense(o: PlanOptions, requestSha: string, programId: string, items
     }
     if (it.type === "dwell") {
       const n = Math.max(1, Math.ceil(it.dur / DT - 1e-9));
+      // Changed after integration: counted before the samples are allocated (document 2 part 8, 250000 samples).
+      if (n + 1 > MAX_SAMPLES) return err("sample_count_overflow", `dwell ${it.id} alone needs ${n + 1} samples (at most ${MAX_SAMPLES})`);
       const q = [...it.q, 0, 0, 0];
       segs.push({ kind: "dwell", source_id: it.id, samples: Array.from({ length: n + 1 }, (_, k) => ({ t: k * DT, q, qd: new Array<number>(AXIS_COUNT).fill(0), flags: 0 })) });
       continue;

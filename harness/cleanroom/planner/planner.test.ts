@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll as after, beforeAll as before, describe, test } from "vitest";
 import { fileURLToPath } from "node:url";
-import { AXIS_COUNT, DenseFormatError, RECORD_BYTES, decodeDense, encodeDense, type Sample, type SegmentIn } from "./dense.js";
+import { AXIS_COUNT, DenseFormatError, RECORD_BYTES, decodeDense, encodeDense, u64Json, type Sample, type SegmentIn } from "./dense.js";
 import { PlanFailure, plan, type PlanOptions } from "./plan.js";
 import { BlindPlanner, CELL, parseOptions } from "./server.js";
 import { writeZip } from "./zip.js";
@@ -259,6 +259,18 @@ describe("planning", () => {
     assert.ok(r.dense.total_duration_s > full.result.dense.total_duration_s * 1.8);
   });
 
+  // Changed after integration: document 2 part 8 (250000 samples) answered as dense_error, never a crash.
+  test("a weld or dwell longer than the dense file can hold gives sample_count_overflow without allocating it", () => {
+    const slow = program(); slow.nodes.find((n: any) => n.op === "weld").travel_speed_mm_s = 1e-9;
+    const dw = program(); dw.nodes.splice(3, 0, { id: "dw", op: "dwell", enabled: true, label: "", comment: "", row_hash: "x", duration_s: 1e9 });
+    for (const p of [slow, dw]) {
+      const r = plan(weldplan(p), opts()).result;
+      assert.equal(r.dense, undefined);
+      assert.equal(r.dense_error.reason, "sample_count_overflow");
+      assert.equal(r.dense_error.segment_index, null);
+    }
+  });
+
   test("container failures are planning failures (422 type: message)", () => {
     const fails = (b: Buffer): string => { try { plan(b, FULL); return "planned"; } catch (e) { assert.ok(e instanceof PlanFailure); return e.text; } };
     assert.match(fails(Buffer.from("not a zip")), /^BadZipFile: /);
@@ -280,6 +292,11 @@ describe("planning", () => {
     for (const q of ["k_best=0", "k_best=17", "k_best=2.5", "samples_per_seam=1", "samples_per_seam=513", "verify_margin_mm=-0.1", "verify_margin_mm=50.5",
       "verify_margin_mm=x", "manifest_revision=0", "plan_revision=0", "dense=maybe", `program_id=${"a".repeat(121)}`]) assert.ok(Array.isArray(bad(q)), q);
     assert.match(bad("free_space_backend=rrt"), /free_space_backend/);
+    // Changed after integration: the revisions are u64 (document 2 part 2), written exactly.
+    const top = parseOptions(new URLSearchParams("manifest_revision=18446744073709551615&plan_revision=9007199254740993"));
+    assert.ok("options" in top);
+    if ("options" in top) assert.equal(u64Json(JSON.stringify([top.options.manifest_revision, top.options.plan_revision])), "[18446744073709551615,9007199254740993]");
+    assert.ok(Array.isArray(bad("manifest_revision=18446744073709551616")));
     for (const q of ["k_best=16", "samples_per_seam=2", "samples_per_seam=512", "verify_margin_mm=0", "verify_margin_mm=50", "free_space_backend=legacy", `program_id=${"a".repeat(120)}`])
       assert.ok("options" in parseOptions(new URLSearchParams(q)), q);
   });

@@ -48,6 +48,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CELL_ID } from "./cell.js";
 import { PlanFailure, plan, type PlanOptions } from "./plan.js";
+import { U64_MARK, u64Json, type Revision } from "./dense.js";
 
 export const CELL: string = CELL_ID;
 export const DEFAULT_PORT = 8796;
@@ -100,8 +101,17 @@ export function parseOptions(q: URLSearchParams): { options: PlanOptions } | { s
   const dense = bool("dense", false);
   const program_id = get("program_id") ?? "";
   if (program_id.length > 120) bad("program_id", program_id, "String should have at most 120 characters", "string_too_long");
-  const manifest_revision = int("manifest_revision", 1, 1, Number.MAX_SAFE_INTEGER);
-  const plan_revision = int("plan_revision", 1, 1, Number.MAX_SAFE_INTEGER);
+  // Changed after integration: the revisions are u64 (document 2 part 2 header fields), so 1..2^64-1 are admitted.
+  const u64 = (k: string): Revision => {
+    const v = get(k); if (v === null) return 1;
+    if (!/^\s*[+-]?\d+\s*$/.test(v)) { bad(k, v, "Input should be a valid integer", "int_parsing"); return 1; }
+    const n = BigInt(v.trim());
+    if (n < 1n) { bad(k, v, "Input should be greater than or equal to 1", "greater_than_equal"); return 1; }
+    if (n > 18446744073709551615n) { bad(k, v, "Input should be less than or equal to 18446744073709551615", "less_than_equal"); return 1; }
+    return n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : U64_MARK + n.toString();
+  };
+  const manifest_revision = u64("manifest_revision");
+  const plan_revision = u64("plan_revision");
   if (items.length) return { status: 422, body: { detail: items } };
   const backend = get("free_space_backend") ?? "bspline";
   if (!["bspline", "curobo", "legacy"].includes(backend))
@@ -167,7 +177,7 @@ export class BlindPlanner {
 
   private send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
     if (res.headersSent || res.destroyed) return;
-    const b = Buffer.from(JSON.stringify(body));
+    const b = Buffer.from(u64Json(JSON.stringify(body)));
     res.writeHead(status, { "Content-Type": "application/json", "Content-Length": String(b.length), ...headers });
     res.end(b);
   }
@@ -318,7 +328,7 @@ export class BlindPlanner {
     const dir = join(root, `${new Date().toISOString().replace(/[:.]/g, "-")}-${String(result.request?.request_sha256 ?? "").slice(0, 12)}-${randomBytes(2).toString("hex")}`);
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, "request.weldplan"), body);
-    writeFileSync(join(dir, "result.json"), JSON.stringify(result));
+    writeFileSync(join(dir, "result.json"), u64Json(JSON.stringify(result)));
     const all = readdirSync(root).map((n) => ({ n, t: statSync(join(root, n)).mtimeMs })).sort((a, b) => b.t - a.t || (b.n < a.n ? -1 : 1));
     for (const old of all.slice(REFUSED_KEEP)) rmSync(join(root, old.n), { recursive: true, force: true });
   }
