@@ -4,8 +4,10 @@
 // duration, for this checkout and for a pinned earlier revision, alternating run by run. The ratio lines are
 // this checkout's medians over the baseline's. It asserts nothing: a run's outcome is printed, not judged.
 //
-//   node --import tsx bench/conformance.bench.ts [--base REV] [--rounds N] [--skip-base] [-- hil run arguments]
+//   node --import tsx bench/conformance.bench.ts [--base REV] [--this REV] [--rounds N] [--skip-base] [-- hil run arguments]
 //
+// "this" is the checkout as it is, or with --this REV that revision's tree extracted as the baseline's is (so
+// that editing the checkout while the benchmark runs changes nothing it measures).
 // The baseline is REV's tree (default BASE_REV below) extracted with `git archive` into a temporary
 // directory, sharing this checkout's node_modules when the two lockfiles are the same (otherwise the
 // benchmark stops: the baseline would not be what REV ran). Each run writes its reports into a temporary
@@ -62,7 +64,7 @@ interface Run {
   workers?: number;
 }
 
-function args(): { base: string; rounds: number; skipBase: boolean; extra: string[] } {
+function args(): { base: string; thisRev: string | undefined; rounds: number; skipBase: boolean; extra: string[] } {
   const a = process.argv.slice(2);
   const dd = a.indexOf('--');
   const own = dd >= 0 ? a.slice(0, dd) : a;
@@ -71,7 +73,7 @@ function args(): { base: string; rounds: number; skipBase: boolean; extra: strin
     const i = own.indexOf(k);
     return i >= 0 ? own[i + 1] : undefined;
   };
-  return { base: get('--base') ?? BASE_REV, rounds: Number(get('--rounds') ?? '1'), skipBase: own.includes('--skip-base'), extra };
+  return { base: get('--base') ?? BASE_REV, thisRev: get('--this'), rounds: Number(get('--rounds') ?? '1'), skipBase: own.includes('--skip-base'), extra };
 }
 
 function hasPython(): boolean {
@@ -83,7 +85,7 @@ function hasPython(): boolean {
   }
 }
 
-function baseTree(rev: string): string {
+function treeOf(rev: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'hil-bench-base-'));
   execFileSync('sh', ['-c', `git -C "${ROOT}" archive "${rev}" | tar -x -C "${dir}"`]);
   const lock = (d: string) => readFileSync(join(d, 'package-lock.json'), 'utf8');
@@ -148,21 +150,24 @@ async function main(): Promise<void> {
   if (!python) console.log('python3 not found: CPU time of the runs cannot be gathered, wall only');
   const head = execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
   const dirty = execFileSync('git', ['-C', ROOT, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() !== '';
-  const base = o.skipBase ? undefined : baseTree(o.base);
-  console.log(`whole conformance run, ${o.rounds} round(s): base ${o.base}${o.skipBase ? ' (skipped)' : ''}, this ${head}${dirty ? ' with uncommitted changes' : ''}; hil run --target sim ${o.extra.join(' ')}`);
+  const base = o.skipBase ? undefined : treeOf(o.base);
+  const mine = o.thisRev ? treeOf(o.thisRev) : ROOT;
+  const what = o.thisRev ? `${o.thisRev} (extracted)` : `${head}${dirty ? ' with uncommitted changes' : ''}`;
+  console.log(`whole conformance run, ${o.rounds} round(s): base ${o.base}${o.skipBase ? ' (skipped)' : ''}, this ${what}; hil run --target sim ${o.extra.join(' ')}`);
   const runs: Run[] = [];
   try {
     for (let k = 0; k < o.rounds; k++) {
       // Alternating, base first in even rounds and second in odd ones, so a load trend falls on both.
       const order: Array<'base' | 'this'> = base ? (k % 2 ? ['this', 'base'] : ['base', 'this']) : ['this'];
       for (const t of order) {
-        const r = await runOnce(t, t === 'base' ? base! : ROOT, o.extra, python);
+        const r = await runOnce(t, t === 'base' ? base! : mine, o.extra, python);
         print(r);
         runs.push(r);
       }
     }
   } finally {
     if (base) rmSync(base, { recursive: true, force: true });
+    if (mine !== ROOT) rmSync(mine, { recursive: true, force: true });
   }
   const of = (t: 'base' | 'this') => runs.filter((r) => r.tree === t);
   for (const t of ['base', 'this'] as const) {
