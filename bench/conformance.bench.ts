@@ -112,7 +112,7 @@ async function runOnce(tree: 'base' | 'this', dir: string, extra: string[], pyth
   const l1 = loadavg()[0]!;
   const files = new Map<string, number>();
   for (const m of out.matchAll(/^(?:ok {2}|FAIL|ERR ) (\S+)\s.*?\s(\d+) ms/gm)) files.set(m[1]!, Number(m[2]));
-  const summary = /^.*\d+ passed.*\d+ failed.*$/m.exec(out.split('\n').filter((l) => /passed/.test(l) && !/^(ok|FAIL|ERR)/.test(l)).join('\n'))?.[0] ?? '(no closing line)';
+  const summary = [/^verdict: .*$/m.exec(out)?.[0] ?? '(no verdict line)', /^total: .*$/m.exec(out)?.[0] ?? '(no total line)'].join('; ');
   let workers: number | undefined;
   try {
     workers = (JSON.parse(readFileSync(join(reports, 'run.json'), 'utf8')) as { host?: { workers?: number } }).host?.workers;
