@@ -62,6 +62,7 @@ interface Run {
   files: Map<string, number>;
   summary: string;
   workers?: number;
+  notPassed: string[];
 }
 
 function args(): { base: string; thisRev: string | undefined; rounds: number; skipBase: boolean; extra: string[] } {
@@ -114,8 +115,17 @@ async function runOnce(tree: 'base' | 'this', dir: string, extra: string[], pyth
   for (const m of out.matchAll(/^(?:ok {2}|FAIL|ERR ) (\S+)\s.*?\s(\d+) ms/gm)) files.set(m[1]!, Number(m[2]));
   const summary = [/^verdict: .*$/m.exec(out)?.[0] ?? '(no verdict line)', /^total: .*$/m.exec(out)?.[0] ?? '(no total line)'].join('; ');
   let workers: number | undefined;
+  const notPassed: string[] = [];
   try {
-    workers = (JSON.parse(readFileSync(join(reports, 'run.json'), 'utf8')) as { host?: { workers?: number } }).host?.workers;
+    type T = { file: string; name: string; state: string; errors?: string[]; host_too_slow?: unknown };
+    const rec = JSON.parse(readFileSync(join(reports, 'run.json'), 'utf8')) as { host?: { workers?: number }; tests?: T[] };
+    workers = rec.host?.workers;
+    // What did not pass, with the first line of its first error: a run on a loaded machine ends in ERROR
+    // (host too slow) where a quiet one passes, and the figures are read knowing that.
+    for (const t of rec.tests ?? []) {
+      if (t.state !== 'failed' && t.state !== 'errored') continue;
+      notPassed.push(`${t.state}${t.host_too_slow ? ' (host too slow)' : ''}: ${t.file} > ${t.name.slice(0, 80)}: ${(t.errors?.[0] ?? '').split('\n')[0]!.slice(0, 160)}`);
+    }
   } catch {
     /* no run record */
   }
@@ -123,10 +133,10 @@ async function runOnce(tree: 'base' | 'this', dir: string, extra: string[], pyth
   rmSync(reports, { recursive: true, force: true });
   if (reaped) {
     const r = JSON.parse(reaped[1]!) as { wall_s: number; user_s: number; sys_s: number; status: number | null };
-    return { tree, wall: r.wall_s, user: r.user_s, sys: r.sys_s, status: r.status, load: [l0, l1], files, summary, workers };
+    return { tree, wall: r.wall_s, user: r.user_s, sys: r.sys_s, status: r.status, load: [l0, l1], files, summary, workers, notPassed };
   }
   if (python) process.stderr.write(`(no reaper line; stderr ends: ${err.slice(-400)})\n`);
-  return { tree, wall: wallJs, status: code, load: [l0, l1], files, summary, workers };
+  return { tree, wall: wallJs, status: code, load: [l0, l1], files, summary, workers, notPassed };
 }
 
 const median = (xs: number[]) => {
@@ -141,6 +151,8 @@ function print(r: Run): void {
   console.log(`${r.tree.padEnd(4)}  wall ${f1(r.wall)} s  cpu ${f1(cpu)} s (user ${f1(r.user)}, sys ${f1(r.sys)})  load1 ${r.load[0].toFixed(1)} -> ${r.load[1].toFixed(1)}  workers ${r.workers ?? '?'}  exit ${r.status}`);
   console.log(`      ${r.summary.trim()}`);
   const top = [...r.files].sort((a, b) => b[1] - a[1]).slice(0, 10);
+  for (const l of r.notPassed.slice(0, 20)) console.log(`      ${l}`);
+  if (r.notPassed.length > 20) console.log(`      ... and ${r.notPassed.length - 20} more`);
   console.log(`      top files: ${top.map(([f, ms]) => `${f.replace(/^suites\//, '')} ${(ms / 1000).toFixed(1)}`).join(', ')}`);
 }
 
