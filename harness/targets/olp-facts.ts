@@ -23,7 +23,8 @@
 //   its listing names the same pair and configuration as that service's Describe; otherwise tests that must
 //   look at the cell skip and say so.
 // - heartbeat_ms: the UI heartbeat interval the server was configured with, when it is not the 5 s of
-//   document 3 parts 4 and 8 (the tests of the 5 s default then skip with that reason).
+//   document 3 parts 4 and 8: the heartbeat tests wait out that interval instead, and the test of the 5 s
+//   default runs against bare_olp_url (or skips with that reason without one).
 // - weld_plan_timeout_ms: a plan bound shorter than the 30 minutes of part 8 that the server was configured
 //   with (the bound is judged through it; without it the test of the bound skips and says why).
 // - planner_url: the weld planner behind the server (to compare a plan's result with the planner's own).

@@ -800,7 +800,7 @@ describe('a cell that dies mid-play', () => {
   test('the core restarts while a program plays: the OLP server loses the lease, stops playing and says why', covers('olp:route.dense_execution_run'), async ({ olps, skip }) => {
     const x = await execCell(olps, skip);
     const { o, target, client } = x;
-    skip(!target.abilities.coreRestart, `target ${target.name} cannot restart its core`);
+    skip(!target.abilities.coreRestart, `needs the cell's core restarted while a program plays (a new daemon incarnation, document 1): no operation of document 1 restarts it, and target ${target.name} cannot restart its core`);
     const post = await selected(x);
     const { digest } = await plan(x);
     await alive(o, async () => {
