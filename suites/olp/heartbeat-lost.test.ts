@@ -10,6 +10,8 @@ import { afterAll } from 'vitest';
 import type { ControlClient } from '../../harness/clients/control.ts';
 import { eventCursor, eventsSince } from '../../harness/clients/events.ts';
 import { covers, describe, expect, inProfile, needsMotion, sharedVariant, type Description } from '../../harness/fixture.ts';
+import { HarnessError } from '../../harness/errors.ts';
+import { hostBound } from '../../harness/lateness.ts';
 import { openTarget, targetFromEnv, type Target } from '../../harness/targets/index.ts';
 import { cellStatus, discoverCells, fence, olpTest as test, until, useOlp, type Olp } from './toolkit.ts';
 
@@ -19,7 +21,7 @@ const EXTERNAL = targetFromEnv().name === 'external';
 // The internet link profile's 3 s lease ceiling rides out a loaded machine between the server's renewals.
 const v = EXTERNAL ? undefined : sharedVariant({ machine: 'nine-axis-internet' });
 /** Not the 5 s default, so a server that ignores the option (or keeps a default) is seen. */
-const HB_MS = 1_000;
+const HB_MS = 1_500;
 /** Part 4 and part 8. */
 const DEFAULT_HB_MS = 5_000;
 
@@ -67,13 +69,17 @@ describe('heartbeat loss (part 4)', () => {
       const { o, client, arm, interval } = await setUp(olps, skip);
       const cursor = await eventCursor(client);
       try {
+        const sent = performance.now();
         const armed = await arm();
         expect(armed.status, armed.text).toBe(200);
-        // The grant the arm took, as the cell itself shows it (document 1 Status).
-        expect((await cellStatus(client)).grant.active).toBe(true);
-        await inProfile('profile:olp.execution_bodies', async () => {
+        // Right after the arm the lease is held and nothing stopped; a look that left later than half the
+        // interval after the arm says nothing (ERROR with the figures, harness/lateness.ts).
+        let asked = 0;
+        await hostBound({ rule: 'document 3 part 4: the lease is held until the heartbeat interval has passed', marginMs: interval / 2, since: sent, measured: () => ({ ms: asked, what: 'the look after the arm left after' }) }, async () => {
+          asked = performance.now() - sent;
           const before = await o.client.get('/dense-execution/status');
-          expect([before.json?.lease_held, before.json?.stopped_reason]).toEqual([true, '']);
+          if (asked > interval / 2) throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `the look right after the arm left ${Math.round(asked)} ms after it, past half the ${interval} ms interval`);
+          await inProfile('profile:olp.execution_bodies', () => expect([before.json?.lease_held, before.json?.stopped_reason]).toEqual([true, '']));
         });
         // The machine stops: the grant ends on the cell, well within three intervals of silence.
         await until('the grant ends on the cell', () => cellStatus(client), (s) => s.grant.active === false, 3 * interval + 5_000);
