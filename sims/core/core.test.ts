@@ -411,7 +411,7 @@ test('a held observation publisher drops observations, then reports them once in
   const r = await rig();
   r.step();
   const events = (from: number) => r.sent.slice(from).filter((m): m is Extract<FromCore, { t: 'event' }> => m.t === 'event');
-  r.core.holdEventPublisher(1_000); // host time is the core's synthetic clock: 1 s of cycles
+  r.core.holds.holdEventPublisher(1_000); // host time is the core's synthetic clock: 1 s of cycles
   const from = r.sent.length;
   r.cmd('enable', ALL);
   r.until(() => {
@@ -456,7 +456,7 @@ test('a message is judged on the one host time read for it (atHostTime): a hold 
   host = read + 5_000_000n;
   expect(core.atHostTime(read, () => core.hostNow())).toBe(read);
   expect(core.hostNow()).toBe(host);
-  core.atHostTime(read, () => core.holdEventPublisher(10));
+  core.atHostTime(read, () => core.holds.holdEventPublisher(10));
   // Held until read + 10 ms: an observation at read + 9 ms is lost ...
   const deadline = read + 10_000_000n;
   const grant = (gen: bigint, deadlineNs: bigint) => core.atHostTime(host, () => core.handle({ t: 'grant', generation: gen, deadlineNs, active: true, axisMask: ALL }));
