@@ -580,3 +580,19 @@ test('a replayed preparation is answered in the recorded cycle, neither before n
   r.core.handle(stillPlan(1, 100, { answerAtCycle: r.core.cycleCount + 50 }));
   expect(answerOf(r, 1)).toEqual({ cycles: 0, result: 2 });
 });
+
+test('a preparation arriving while a large plan is still being built ends that build: the older one is answered cancelled once, and only the newer plan is kept (document 1 part 3 prepare)', async () => {
+  for (const newer of [100, LARGE]) {
+    const r = await rig({ workClock: fakeClock(1), clockMode: 'stepped' });
+    r.core.handle(stillPlan(1, LARGE));
+    r.step();
+    r.core.handle(stillPlan(2, newer, { handle: 2n }));
+    answerOf(r, 2);
+    // Run well past the cycles the first build needed on its own.
+    for (let k = 0; k < 2 * Math.ceil(LARGE / Math.floor(10_000 / (1 + 2 * N))); k++) r.step();
+    const first = r.sent.filter((m) => m.t === 'reply' && m.id === 1);
+    expect(first.length, `newer plan of ${newer} points`).toBe(1);
+    expect(first[0]!.t === 'reply' && first[0]!.detail).toBe('replaced by a newer preparation');
+    expect(r.core.preparedPlan?.handle, `newer plan of ${newer} points`).toBe(2n);
+  }
+});
