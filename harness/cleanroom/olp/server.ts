@@ -210,7 +210,15 @@ export class BlindOlp {
   }
 
   private async route(req: http.IncomingMessage, res: http.ServerResponse, method: string, r: string, url: URL, raw: Buffer): Promise<unknown> {
-    const body = (): Record<string, unknown> => parseJson(raw);
+    // Changed after integration: document 3 part 7 names the code for a /weld-plan body that is not JSON:
+    // weld_plan_invalid 400 ("invalid JSON or missing STEP").
+    const body = (): Record<string, unknown> => {
+      if (!r.startsWith("/weld-plan")) return parseJson(raw);
+      try { return parseJson(raw); } catch (e) {
+        if (e instanceof HttpError && e.code === "invalid_json") throw new HttpError(400, "weld_plan_invalid", e.detail);
+        throw e;
+      }
+    };
     if (method === "GET") {
       switch (r) {
         case "/health": return this.health();
@@ -904,6 +912,9 @@ export class BlindOlp {
     let calibration: Buffer | undefined;
     if (b["machine_planning_calibration_base64"] !== undefined) {
       if (typeof b["machine_planning_calibration_base64"] !== "string") throw new HttpError(400, "invalid_request", "machine_planning_calibration_base64 must be a string");
+      // Changed after integration: a value that is not base64 is refused (document 3 part 4: the field is
+      // base64, failure 400) instead of being decoded leniently into other bytes.
+      if (!isBase64(b["machine_planning_calibration_base64"])) throw new HttpError(400, "invalid_request", "machine_planning_calibration_base64 is not base64");
       calibration = Buffer.from(b["machine_planning_calibration_base64"], "base64");
     }
     const { robots, files } = this.robotList();
@@ -1079,10 +1090,34 @@ function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
+function isBase64(s: string): boolean {
+  return /^[A-Za-z0-9+/]*={0,2}$/.test(s) && s.length % 4 === 0;
+}
+
+function acceptsGzip(header: string): boolean {
+  let gzip: number | undefined;
+  let star: number | undefined;
+  for (const part of header.split(",")) {
+    const [name, ...params] = part.trim().split(";");
+    const coding = (name ?? "").trim().toLowerCase();
+    let q = 1;
+    for (const p of params) {
+      const m = /^\s*q\s*=\s*([0-9.]+)\s*$/i.exec(p);
+      if (m) q = Number(m[1]);
+    }
+    if (coding === "gzip" || coding === "x-gzip") gzip = q;
+    else if (coding === "*") star = q;
+  }
+  return (gzip ?? star ?? 0) > 0;
+}
+
 function send(req: http.IncomingMessage, res: http.ServerResponse, status: number, body: unknown): void {
   let data = Buffer.from(JSON.stringify(body), "utf8");
   const headers: Record<string, string | number> = { "content-type": "application/json", "cache-control": "no-store", "x-content-type-options": "nosniff" };
-  if (/\bgzip\b/.test(String(req.headers["accept-encoding"] ?? "")) && data.length > 256) {
+  // Changed after integration: "Responses are gzip-compressed when accepted" (document 3 part 2) holds for
+  // every reply, small ones too; and gzip is accepted when Accept-Encoding lists it (any case) or * with a
+  // nonzero weight (RFC 9110 12.5.3), not when it says gzip;q=0.
+  if (acceptsGzip(String(req.headers["accept-encoding"] ?? ""))) {
     data = zlib.gzipSync(data);
     headers["content-encoding"] = "gzip";
   }
