@@ -82,7 +82,7 @@ function catalogue(target: Target, d: Description): OlpSpec {
 
 /**
  * The cells a wrongly described entry of the catalogue stands for, by the refusal it provokes; and 'line',
- * not described wrongly: the run's control service itself, reached through a CellLine the suite can cut.
+ * not described wrongly: the run's control service itself, reached through a CellLine the suite controls.
  */
 type Wrong = 'live' | 'other-pair' | 'other-config' | 'unpinned' | 'ros' | 'bad-desc' | 'gone' | 'hang' | 'line';
 
@@ -597,10 +597,12 @@ describe('target fencing (part 2)', () => {
         expect((await selection(o)).cell).toBe('cell-b');
         return;
       }
-      // On someone else's server the suite stages the death itself: the run's control service registered
-      // as a cell behind a line of the suite's own (CellLine), cut while the server holds that cell's lease.
+      // On someone else's server the suite stages it itself: the run's control service registered as a cell
+      // behind a line of the suite's own (CellLine) that, once the server holds that cell's lease, drops
+      // every stop or release it carries, as a cell whose service dies as it is told to stop. Renewals still
+      // pass, so the server holds the lease as far as it can tell when it is asked to switch.
       const line = new CellLine(join(dir, 'line.sock'), target.address);
-      await line.mend();
+      await line.listen();
       try {
         const dying = await wrongCell(w, 'line', skip);
         const sel = await select(o, dying, w.model);
@@ -611,18 +613,18 @@ describe('target fencing (part 2)', () => {
         expect(armed.status, armed.text).toBe(200);
         // The lease is held on the cell (its own Status, read past the line).
         expect((await grantOf(w.aClient)).active).toBe(true);
-        await line.cut(); // the cell dies: nothing reaches it any more
+        line.refuseStops();
         const r = await select(o, w.a, w.model);
         expectMachineError(r, 409, 'cell_previous_stop_failed');
         expect((await selection(o)).cell).toBe(dying);
       } finally {
-        // The cell comes back: the server can stop it and the selection can move on (the server is shared
-        // with the run's other files).
-        await line.mend();
+        // The line is whole again: the server can stop the cell and the selection can move on (the server
+        // is shared with the run's other files).
+        line.mend();
         await o.client.post('/dense-execution/stop', {}).catch(() => undefined);
         await released(w.aClient).catch(() => undefined);
         await select(o, w.a, w.model).catch(() => undefined);
-        await line.cut();
+        await line.close();
       }
     },
   );

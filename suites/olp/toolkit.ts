@@ -289,20 +289,20 @@ export function released(client: ControlClient): Promise<Record<string, any>> {
 }
 
 /**
- * A cell's line to its control service that the suite can cut: a Unix socket of the suite's own that
+ * A cell's line to its control service that the suite controls: a Unix socket of the suite's own that
  * forwards every connection to the real control socket. Registered as a cell's control socket (part 4
- * /dense-execution/cells), it lets a client stage "the selected cell died" on a deployment it does not
- * run: `cut()` closes the socket and every connection through it (the server's requests to the cell fail
- * as they would if the cell's service were gone, and the cell itself lets the lease lapse, document 1
- * part 3), `mend()` opens it again so the server can stop the cell and go on.
+ * /dense-execution/cells), it lets a client stage "the selected cell does not stop" on a deployment it
+ * does not run: `refuseStops()` drops every connection that carries a stop or release (document 1 part 2:
+ * the envelope's `operation`), as a cell whose service dies at that moment would, while renewals and
+ * reads still pass; `mend()` forwards everything again so that the server can stop the cell and go on.
  */
 export class CellLine {
   private server: NetServer | undefined;
   private readonly open = new Set<Socket>();
+  private refusing = false;
   constructor(readonly path: string, private readonly to: string) {}
 
-  async mend(): Promise<void> {
-    if (this.server) return;
+  async listen(): Promise<void> {
     await rm(this.path, { force: true });
     const server = createNetServer((a) => {
       const b = netConnect(this.to);
@@ -311,7 +311,18 @@ export class CellLine {
         s.on('close', () => this.open.delete(s));
         s.on('error', () => undefined);
       }
-      a.pipe(b).on('error', () => a.destroy());
+      // What the server sends, looked at across chunk boundaries (the tail of the last chunk kept).
+      let tail = '';
+      a.on('data', (d: Buffer) => {
+        const text = tail + d.toString('latin1');
+        tail = text.slice(-64);
+        if (this.refusing && /"operation"\s*:\s*"(stop|release)"/.test(text)) {
+          a.destroy();
+          b.destroy();
+          return;
+        }
+        b.write(d);
+      });
       b.pipe(a).on('error', () => b.destroy());
       a.on('close', () => b.destroy());
       b.on('close', () => a.destroy());
@@ -323,7 +334,15 @@ export class CellLine {
     this.server = server;
   }
 
-  async cut(): Promise<void> {
+  refuseStops(): void {
+    this.refusing = true;
+  }
+
+  mend(): void {
+    this.refusing = false;
+  }
+
+  async close(): Promise<void> {
     const s = this.server;
     this.server = undefined;
     for (const c of this.open) c.destroy();
