@@ -168,7 +168,7 @@ and the profile differences are exactly fixtures/expectations/cleanroom-informat
 that file from the run instead.
 
 check-olp: the same for document 3: starts a reference stack (hil serve), the weld planner stub and the
-clean-room OLP server (harness/cleanroom/olp.ts, a second reading of document 3 driving the stack as a
+clean-room OLP server (harness/cleanroom/olp/, written from the documents alone, driving the stack as a
 client of document 1) with a two-cell catalogue, runs suites/olp against it through hil run --target
 external --olp-url ... --olp-facts ..., and exits 0 only when the verdict is PASS and the profile
 differences are exactly fixtures/expectations/cleanroom-olp-informative.json.

@@ -86,7 +86,14 @@ describe('weld planning', () => {
       const step = Buffer.from('ISO-10303-21;\nHEADER;\nENDSEC;\nDATA;\nENDSEC;\nEND-ISO-10303-21;\n');
       const req = body(undefined, { step_base64: step.toString('base64'), step_filename: 'part.step', workpiece_absent: false, free_space_backend: 'legacy', manifest_revision: 1, plan_revision: 3, fixtures: [{ id: 'clamp-1' }] });
       const r = await o.client.post('/weld-plan', req);
-      expect(r.status, r.text.slice(0, 400)).toBe(200);
+      // Neither document gives the .weldplan layout ("pack a weldplan"): a server that packs the STEP file under
+      // another name than the stub planner reads is refused by that planner, a profile difference, not a failure.
+      let planned = false;
+      await inProfile('profile:planner.container', () => {
+        expect(r.status, r.text.slice(0, 400)).toBe(200);
+        planned = true;
+      });
+      if (!planned) return;
       const x = r.json;
       const res = x.result;
       expect(res.schema).toBe('amr-weld-planner-v1.motion-plan-result.v1');
@@ -146,10 +153,11 @@ describe('weld planning', () => {
   });
 
   test.for([
-    ['a weld below the verify margin', 'motion_plan_seam_refused', (p: Record<string, any>) => (nodeById(p, 'weld-1').standoff_mm = { kind: 'constant', value: 1 }), {}, 'motion_not_verified'],
-    ['connecting moves that cannot be planned', 'motion_plan_unjoined', undefined, { free_space_backend: 'curobo' }, 'motion_join_failed'],
-    ['a resampled file that breaks a format rule', 'motion_plan_no_trajectory', (p: Record<string, any>) => (nodeById(p, 'weld-1').extensions = { weld_planner_stub: { resample_defect: 'q_step_exceeded' } }), {}, 'q_step_exceeded'],
-  ] as const)('%s: 502 %s with the planner\'s dense_error', covers('olp:error.motion_plan_seam_refused', 'olp:error.motion_plan_unjoined', 'olp:error.motion_plan_no_trajectory', 'profile:olp.weld_plan_mapping'), async ([, code, edit, extra, reason], { olps, skip }) => {
+    // The last column: the segment_index the stub planner's dense_error gives (none for a seam it did not verify or a join it could not plan).
+    ['a weld below the verify margin', 'motion_plan_seam_refused', (p: Record<string, any>) => (nodeById(p, 'weld-1').standoff_mm = { kind: 'constant', value: 1 }), {}, 'motion_not_verified', null],
+    ['connecting moves that cannot be planned', 'motion_plan_unjoined', undefined, { free_space_backend: 'curobo' }, 'motion_join_failed', null],
+    ['a resampled file that breaks a format rule', 'motion_plan_no_trajectory', (p: Record<string, any>) => (nodeById(p, 'weld-1').extensions = { weld_planner_stub: { resample_defect: 'q_step_exceeded' } }), {}, 'q_step_exceeded', 2],
+  ] as const)('%s: 502 %s with the planner\'s dense_error', covers('olp:error.motion_plan_seam_refused', 'olp:error.motion_plan_unjoined', 'olp:error.motion_plan_no_trajectory', 'profile:olp.weld_plan_mapping'), async ([, code, edit, extra, reason, segment], { olps, skip }) => {
     const o = useOlp({ skip }, await olps.open('stub', () => ({})));
     stubPlanner(o, skip, 'a planner failure of a given kind');
     const r = await o.client.post('/weld-plan', body(edit, extra));
@@ -163,7 +171,9 @@ describe('weld planning', () => {
       // "dense_error gives reason, detail, segment_index" (part 7).
       expect(r.json?.dense_error?.reason, r.text.slice(0, 300)).toBe(reason);
       expect(typeof r.json?.dense_error?.detail).toBe('string');
-      expect(Number(r.json?.dense_error?.segment_index)).toBe(2); // the weld segment
+      // The planner's own segment_index (2: the weld segment of the resampled file; none where the planner names none).
+      const at = r.json?.dense_error?.segment_index;
+      expect(at === null || at === undefined ? null : Number(at)).toBe(segment);
     }
   });
 
@@ -173,7 +183,10 @@ describe('weld planning', () => {
     // answers a planner failure 502 (part 7), and the twin without the key is planned.
     const r = await o.client.post('/weld-plan', body((p) => (p.extensions = { q_rad: [0] })));
     skip(!o.endpoint.configured && r.status === 503, `the server has no planner origin (${r.text.slice(0, 120)})`);
-    refusedAs(r, 502, PLAN_FAILURES);
+    // Document 3 does not say whether the OLP server checks the program rules itself before packing: a server
+    // that does refuses the key 400 weld_plan_invalid without calling the planner (a profile difference).
+    if (r.status === 400) expectAuthoringError(r, 400, 'weld_plan_invalid');
+    else refusedAs(r, 502, PLAN_FAILURES);
     await inProfile('profile:olp.weld_plan_mapping', () => expectAuthoringError(r, 502, 'motion_plan_failed'));
     expect((await o.client.post('/weld-plan', body())).status).toBe(200);
   });
@@ -242,8 +255,12 @@ describe('weld planning', () => {
       s.on('close', () => resolve(text));
       s.on('error', reject);
     });
-    expect(reply.split('\r\n')[0], reply.replace(/\r\n/g, ' ')).toBe('HTTP/1.1 408 Request Timeout');
-    expect(JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4))).toMatchObject({ ok: false, code: 'canceled' });
+    // Part 7 names 408 canceled for a client that went away; whether a half-closed client is still answered
+    // (rather than the plan dropped silently) is ours. What is contract: the plan stops, the next is admitted.
+    await inProfile('profile:olp.weld_plan_mapping', () => {
+      expect(reply.split('\r\n')[0], reply.replace(/\r\n/g, ' ')).toBe('HTTP/1.1 408 Request Timeout');
+      expect(JSON.parse(reply.slice(reply.indexOf('\r\n\r\n') + 4))).toMatchObject({ ok: false, code: 'canceled' });
+    });
     // The planner's plan stops (its progress goes idle long before the 12 s the slow plan needs).
     const planner = new PlannerClient(plannerUrl);
     for (let i = 0; i < 100; i++) {
@@ -285,7 +302,14 @@ describe('weld planning', () => {
       if (!o.endpoint.configured && (await discoverCells(o, undefined, undefined)).catalogue) expect((await o.client.post('/dense-execution/target', { cell: '' })).status).toBe(200);
       const cal = Buffer.from('offline calibration');
       const r = await o.client.post('/weld-plan', body(undefined, { machine_planning_calibration_base64: cal.toString('base64') }));
-      expect(r.status, r.text.slice(0, 300)).toBe(200);
+      // Where the calibration goes is not shown (no container layout in either document): a server that packs it
+      // as an entry the stub planner does not read is refused by that planner, a profile difference.
+      let planned = false;
+      await inProfile('profile:planner.container', () => {
+        expect(r.status, r.text.slice(0, 300)).toBe(200);
+        planned = true;
+      });
+      if (!planned) return;
       // How the reply says which calibration was used is ours (docs/profile.md "OLP server: weld planning").
       await inProfile('profile:olp.weld_plan_mapping', () => expect(r.json?.planning_calibration).toEqual({ sha256: sha(cal), source: '' }));
     },
