@@ -91,55 +91,60 @@ export async function checkCleanroom(o: CheckOptions = {}): Promise<number> {
 export const EXPECTED_OLP_FILE = join(ROOT, 'fixtures', 'expectations', 'cleanroom-olp-informative.json');
 
 /**
- * `hil cleanroom check-olp`: the OLP suites against the clean-room OLP server (harness/cleanroom/olp.ts),
- * as CI runs it. The server runs in this process with a two-cell catalogue (cell-a and cell-b, both a
- * reference stack this check starts with `hil serve`) and the weld planner stub behind it; the run is a
- * child `hil run --target external --olp-url ... --olp-facts ...`. It holds the outcome to the same two
- * statements as the document-1 check: PASS, and exactly the pinned profile differences.
+ * `hil cleanroom check-olp`: the OLP suites against the clean-room OLP server (harness/cleanroom/olp/, written
+ * from the documents alone), as CI runs it. One `hil serve --planner-port 0` stack (the control service and
+ * the weld planner stub) stands behind it; the server runs as its own process, started as its authors start
+ * it (harness/cleanroom/olp-process.ts), with a two-cell catalogue (cell-a and cell-b, both that stack's
+ * control service) written in the authors' cells-file format. The run is a child `hil run --target external
+ * --olp-url ... --olp-facts ...`. It holds the outcome to the same two statements as the document-1 check:
+ * PASS, and exactly the pinned profile differences.
  */
 export async function checkCleanroomOlp(o: CheckOptions = {}): Promise<number> {
   const log = o.log ?? ((l: string) => process.stdout.write(`${l}\n`));
   const dir = mkdtempSync(join(tmpdir(), 'hil-cleanroom-olp-'));
   const reports = join(dir, 'reports');
-  const { CleanroomOlp } = await import('./olp.ts');
-  const { openStubPlanner } = await import('../targets/spawn.ts');
-  const { ControlClient } = await import('../clients/control.ts');
+  const { startCleanroomOlp } = await import('./olp-process.ts');
   const { createHash } = await import('node:crypto');
   const stackDir = join(dir, 'stack');
-  const stack = spawn(process.execPath, [join(ROOT, 'harness', 'bin', 'hil.mjs'), 'serve', '--socket-dir', stackDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  let server: InstanceType<typeof CleanroomOlp> | undefined;
-  let planner: Awaited<ReturnType<typeof openStubPlanner>> | undefined;
+  const stack = spawn(process.execPath, [join(ROOT, 'harness', 'bin', 'hil.mjs'), 'serve', '--socket-dir', stackDir, '--planner-port', '0'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let server: Awaited<ReturnType<typeof startCleanroomOlp>> | undefined;
   try {
-    const socket = await new Promise<string>((resolve, reject) => {
+    const ready = await new Promise<{ control: string; planner: string }>((resolve, reject) => {
       let out = '';
       stack.stdout!.setEncoding('utf8').on('data', (d: string) => {
         out += d;
         const line = out.split('\n').find((l) => l.startsWith('ready '));
-        if (line) resolve(String(JSON.parse(line.slice(6)).control));
+        if (line) {
+          const j = JSON.parse(line.slice(6)) as Record<string, unknown>;
+          resolve({ control: String(j.control), planner: String(j.planner) });
+        }
       });
       stack.once('exit', (c) => reject(new Error(`hil serve exited with ${c} before ready`)));
     });
-    planner = await openStubPlanner();
-    const c = new ControlClient(socket);
-    const d = (await c.describe()).reply.data as Record<string, any>;
-    await c.close();
     const robots = join(ROOT, 'fixtures', 'robots');
-    const urdf = readFileSync(join(robots, 'sim-nine-axis.urdf'));
-    const cell = { model_id: 'sim-nine-axis', robot_description_sha256: 'sha256:' + createHash('sha256').update(urdf).digest('hex'), mode: String(d.backend), backend: 'core', pair_id: String(d.binding.pair_id), configuration_sha256: String(d.binding.configuration_sha256), socket };
-    server = new CleanroomOlp({ cells: [{ cell_id: 'cell-a', ...cell }, { cell_id: 'cell-b', ...cell }], plannerUrl: planner.endpoint.url, robotStore: robots });
-    const url = await server.listen();
+    const urdfFile = join(robots, 'sim-nine-axis.urdf');
+    const cell = {
+      control_socket: ready.control, model_id: 'sim-nine-axis',
+      robot_description_sha256: 'sha256:' + createHash('sha256').update(readFileSync(urdfFile)).digest('hex'),
+      robot_description_file: urdfFile, backend: 'simulation' as const,
+    };
+    const cellsFile = join(dir, 'cells.json');
+    writeFileSync(cellsFile, JSON.stringify({ cells: [{ cell_id: 'cell-a', ...cell }, { cell_id: 'cell-b', ...cell }] }, null, 2));
+    server = await startCleanroomOlp({ cellsFile, plannerUrl: ready.planner, robotStore: robots });
     const facts = join(dir, 'olp-facts.json');
-    writeFileSync(facts, JSON.stringify({ planner_url: planner.endpoint.url, planner_stub: true }));
+    writeFileSync(facts, JSON.stringify({
+      planner_url: ready.planner, planner_stub: true,
+      cells: { 'cell-a': { model_id: cell.model_id, control_socket: ready.control }, 'cell-b': { model_id: cell.model_id, control_socket: ready.control } },
+    }));
     const env: NodeJS.ProcessEnv = { ...process.env, HIL_REPORTS_DIR: reports };
     for (const k of Object.keys(env)) if (k.startsWith('VITEST') || k.startsWith('HIL_TARGET') || k === 'HIL_SOCKET' || k === 'HIL_RUN_DIR' || k.startsWith('HIL_OLP') || k === 'HIL_PLANNER_URL') delete env[k];
     return await runAndPin({
       name: 'cleanroom check-olp', env, reports, expectedFile: EXPECTED_OLP_FILE, update: o.update, log,
-      args: ['run', '--target', 'external', '--socket', socket, '--olp-url', url, '--olp-facts', facts, '--allow-motion', '--no-report', ...(o.suites ?? ['suites/olp'])],
+      args: ['run', '--target', 'external', '--socket', ready.control, '--olp-url', server.url, '--olp-facts', facts, '--allow-motion', '--no-report', ...(o.suites ?? ['suites/olp'])],
       notPass: 'the run against the clean-room OLP server is not PASS: a suite asks for more than document 3 says, or the clean-room server broke it',
     });
   } finally {
     await server?.close();
-    await planner?.close();
     stack.kill('SIGTERM');
     await new Promise<void>((r) => (stack.exitCode !== null ? r() : stack.once('exit', () => r())));
     rmSync(dir, { recursive: true, force: true });

@@ -27,7 +27,7 @@ export interface Abilities {
   faultInjection: boolean;
   coreRestart: boolean;
   motion: boolean;
-  /** The model's program files fit the cell (harness/model/run.ts programUnfit). */
+  /** The model's program files fit the cell (harness/model/cell.ts programUnfit). */
   programs?: boolean;
   /** Describe lists update_jog implemented (jog.sock served: local_jog_update frames). */
   jogFrames?: boolean;
@@ -95,7 +95,7 @@ export function allowed(m: ModelState, ab: Abilities, spec: Spec): boolean {
       // Only under the fence it was admitted with (what a later fence change does to it is not shown).
       return !!m.upload && !!m.grant && !m.grant.stopping && m.grant.session === m.upload.session && m.grant.generation === m.upload.generation;
     case 'abandon_upload':
-      // Under a grant of the run's (not stopping), so that the run can see the slot freed (run.ts abandonUpload).
+      // Under a grant of the run's (not stopping), so that the run can see the slot freed (harness/model/channels.ts abandonUpload).
       return !!m.upload && !!m.grant && !m.grant.stopping;
     case 'fault':
       return ab.faultInjection && !m.grant?.stopping && !m.faultLatched;

@@ -38,7 +38,7 @@ export interface ModelConfig {
   outputCount: number;
   /** Plan length of the model's trajectories, in cycles. */
   planCycles: number;
-  /** Why the model's program files do not fit this cell (undefined: they do); see programFit in run.ts. */
+  /** Why the model's program files do not fit this cell (undefined: they do); see programUnfit in harness/model/cell.ts. */
   programUnfit?: string;
   /** Name of the output the model's ON marker drives (the first configured non-torch output). */
   plainOutputName?: string;

@@ -6,8 +6,8 @@
 // 3.5 s blocked in those fsync and open calls, time in which it hands no file to a worker and answers no
 // worker's RPC. The results are a report of the run, rewritten by the next run; they need no durability
 // beyond the page cache. This writer keeps the write-to-temporary-then-rename (a reader never sees half a
-// file) and drops the fsync. Everything else is allure-vitest's own (harness/cli.ts names this module as
-// the reporter); the file names and contents are the FileSystemWriter's, which
+// file) and drops the fsync. Everything else is allure-vitest's own (harness/cli/run.ts names this module
+// as the reporter); the file names and contents are the FileSystemWriter's, which
 // harness/report/allure-results.ts reads.
 
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';

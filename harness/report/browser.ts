@@ -41,6 +41,14 @@ export interface VisitOptions {
 
 /** Open `url` at width x height, wait for load, evaluate `expressions`, take a screenshot of the first screen. */
 export async function visit(url: string, expressions: Record<string, string>, size = { width: 1280, height: 800 }, options: VisitOptions = {}): Promise<PageVisit> {
+  return (await visits([{ url, expressions }], size, options))[0]!;
+}
+
+/**
+ * Several pages, one after the other, each in a fresh tab of one Chromium (one start instead of one per
+ * page: starting Chromium is most of a visit's time). The flags hold for every page.
+ */
+export async function visits(pages: readonly { url: string; expressions: Record<string, string> }[], size = { width: 1280, height: 800 }, options: VisitOptions = {}): Promise<PageVisit[]> {
   const bin = chromiumPath();
   if (!bin) throw new HarnessError('HIL_ERR_TOOL_FAILED', 'chromium is not installed');
   const profile = mkdtempSync(join(tmpdir(), 'hil-chromium-'));
@@ -49,52 +57,9 @@ export async function visit(url: string, expressions: Record<string, string>, si
     const wsUrl = await devtoolsUrl(child);
     const cdp = await Cdp.open(wsUrl);
     try {
-      const { targetId } = (await cdp.send('Target.createTarget', { url: 'about:blank' })) as { targetId: string };
-      const { sessionId } = (await cdp.send('Target.attachToTarget', { targetId, flatten: true })) as { sessionId: string };
-      const s = (method: string, params: Record<string, unknown> = {}) => cdp.send(method, params, sessionId);
-      const errors: string[] = [];
-      const requests: string[] = [];
-      const methods = new Map<string, string>();
-      const responses: PageVisit['responses'] = [];
-      cdp.on(sessionId, (method, p) => {
-        if (method === 'Runtime.consoleAPICalled' && (p.type === 'error' || p.type === 'assert')) errors.push(`console.${String(p.type)}: ${JSON.stringify(p.args)}`);
-        if (method === 'Runtime.exceptionThrown') errors.push(`exception: ${JSON.stringify((p.exceptionDetails as { text?: string })?.text ?? p)}`);
-        if (method === 'Log.entryAdded') {
-          const e = p.entry as { level: string; text: string; url?: string };
-          if (e.level === 'error') errors.push(`log: ${e.text}${e.url ? ` (${e.url})` : ''}`);
-        }
-        if (method === 'Network.responseReceived') {
-          const r = p.response as { url: string; status: number };
-          responses.push({ method: methods.get(String(p.requestId)) ?? '', url: r.url, status: r.status });
-        }
-        if (method === 'Network.requestWillBeSent') {
-          methods.set(String(p.requestId), (p.request as { method: string }).method);
-          const r = (p.request as { url: string }).url;
-          if (r !== url && !r.startsWith('data:')) requests.push(r);
-        }
-      });
-      await s('Page.enable');
-      await s('Runtime.enable');
-      await s('Log.enable');
-      await s('Network.enable');
-      await s('Performance.enable');
-      await s('Emulation.setDeviceMetricsOverride', { width: size.width, height: size.height, deviceScaleFactor: 1, mobile: false });
-      const loaded = cdp.once(sessionId, 'Page.loadEventFired');
-      const started = performance.now();
-      await s('Page.navigate', { url });
-      await loaded;
-      const loadMs = performance.now() - started;
-      const values: Record<string, unknown> = {};
-      for (const [k, expr] of Object.entries(expressions)) {
-        const r = (await s('Runtime.evaluate', { expression: expr, returnByValue: true, awaitPromise: true })) as { result: { value?: unknown }; exceptionDetails?: unknown };
-        if (r.exceptionDetails) throw new HarnessError('HIL_ERR_TOOL_FAILED', `evaluating ${k}: ${JSON.stringify(r.exceptionDetails)}`);
-        values[k] = r.result.value;
-      }
-      const shot = (await s('Page.captureScreenshot', { format: 'png' })) as { data: string };
-      const { metrics } = (await s('Performance.getMetrics')) as { metrics: { name: string; value: number }[] };
-      const ms = (name: string) => Math.round((metrics.find((m) => m.name === name)?.value ?? NaN) * 1000);
-      const mainThreadMs = { task: ms('TaskDuration'), script: ms('ScriptDuration'), layout: ms('LayoutDuration'), style: ms('RecalcStyleDuration') };
-      return { errors, requests, loadMs, mainThreadMs, screenshot: Buffer.from(shot.data, 'base64'), values, responses };
+      const out: PageVisit[] = [];
+      for (const page of pages) out.push(await openPage(cdp, page.url, page.expressions, size));
+      return out;
     } finally {
       cdp.close();
     }
@@ -111,6 +76,58 @@ export async function visit(url: string, expressions: Record<string, string>, si
     await exited;
     rmSync(profile, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 });
   }
+}
+
+/** One page in a new tab: load, evaluate, screenshot. */
+async function openPage(cdp: Cdp, url: string, expressions: Record<string, string>, size: { width: number; height: number }): Promise<PageVisit> {
+  const { targetId } = (await cdp.send('Target.createTarget', { url: 'about:blank' })) as { targetId: string };
+  const { sessionId } = (await cdp.send('Target.attachToTarget', { targetId, flatten: true })) as { sessionId: string };
+  const s = (method: string, params: Record<string, unknown> = {}) => cdp.send(method, params, sessionId);
+  const errors: string[] = [];
+  const requests: string[] = [];
+  const methods = new Map<string, string>();
+  const responses: PageVisit['responses'] = [];
+  cdp.on(sessionId, (method, p) => {
+    if (method === 'Runtime.consoleAPICalled' && (p.type === 'error' || p.type === 'assert')) errors.push(`console.${String(p.type)}: ${JSON.stringify(p.args)}`);
+    if (method === 'Runtime.exceptionThrown') errors.push(`exception: ${JSON.stringify((p.exceptionDetails as { text?: string })?.text ?? p)}`);
+    if (method === 'Log.entryAdded') {
+      const e = p.entry as { level: string; text: string; url?: string };
+      if (e.level === 'error') errors.push(`log: ${e.text}${e.url ? ` (${e.url})` : ''}`);
+    }
+    if (method === 'Network.responseReceived') {
+      const r = p.response as { url: string; status: number };
+      responses.push({ method: methods.get(String(p.requestId)) ?? '', url: r.url, status: r.status });
+    }
+    if (method === 'Network.requestWillBeSent') {
+      methods.set(String(p.requestId), (p.request as { method: string }).method);
+      const r = (p.request as { url: string }).url;
+      if (r !== url && !r.startsWith('data:')) requests.push(r);
+    }
+  });
+  await s('Page.enable');
+  await s('Runtime.enable');
+  await s('Log.enable');
+  await s('Network.enable');
+  await s('Performance.enable');
+  await s('Emulation.setDeviceMetricsOverride', { width: size.width, height: size.height, deviceScaleFactor: 1, mobile: false });
+  const loaded = cdp.once(sessionId, 'Page.loadEventFired');
+  const started = performance.now();
+  await s('Page.navigate', { url });
+  await loaded;
+  const loadMs = performance.now() - started;
+  const values: Record<string, unknown> = {};
+  for (const [k, expr] of Object.entries(expressions)) {
+    const r = (await s('Runtime.evaluate', { expression: expr, returnByValue: true, awaitPromise: true })) as { result: { value?: unknown }; exceptionDetails?: unknown };
+    if (r.exceptionDetails) throw new HarnessError('HIL_ERR_TOOL_FAILED', `evaluating ${k}: ${JSON.stringify(r.exceptionDetails)}`);
+    values[k] = r.result.value;
+  }
+  const shot = (await s('Page.captureScreenshot', { format: 'png' })) as { data: string };
+  const { metrics } = (await s('Performance.getMetrics')) as { metrics: { name: string; value: number }[] };
+  const ms = (name: string) => Math.round((metrics.find((m) => m.name === name)?.value ?? NaN) * 1000);
+  const mainThreadMs = { task: ms('TaskDuration'), script: ms('ScriptDuration'), layout: ms('LayoutDuration'), style: ms('RecalcStyleDuration') };
+  // The tab goes, so that nothing of this page runs on while the next one loads.
+  await cdp.send('Target.closeTarget', { targetId }).catch(() => undefined);
+  return { errors, requests, loadMs, mainThreadMs, screenshot: Buffer.from(shot.data, 'base64'), values, responses };
 }
 
 function devtoolsUrl(child: ChildProcess): Promise<string> {

@@ -102,9 +102,14 @@ export const externalTarget: TargetDescriptor = {
       // A suite that asks for a server with no catalogue, planner or worker gets the deployment's bare one
       // when the facts file names it.
       const bare = facts.bare_olp_url !== undefined && !spec.cells && spec.planner === 'none' && !spec.workers && !spec.localSimulator;
+      // One that asks for a single-target server in front of a planner of its own gets the deployment's
+      // own_planner server, whose planner address the suite listens on itself.
+      const own = facts.own_planner !== undefined && !spec.cells && typeof spec.planner === 'object' && !spec.workers && !spec.localSimulator;
       const endpoint = bare
         ? { url: facts.bare_olp_url!, configured: false, facts: { ...facts, planner_stub: false }, bare: true }
-        : { url: o.olpUrl.replace(/\/+$/, ''), configured: false, facts, ...(facts.planner_url ? { plannerUrl: facts.planner_url } : {}) };
+        : own
+          ? { url: facts.own_planner!.olp_url, configured: false, facts: { ...facts, planner_stub: false }, ownPlanner: true }
+          : { url: o.olpUrl.replace(/\/+$/, ''), configured: false, facts, ...(facts.planner_url ? { plannerUrl: facts.planner_url } : {}) };
       return Promise.resolve({ endpoint, stderr: () => '', close: () => Promise.resolve() });
     } catch (e) {
       return Promise.reject(e);

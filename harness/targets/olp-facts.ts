@@ -13,7 +13,8 @@
 //     "weld_plan_timeout_ms": 3000,
 //     "planner_url": "http://127.0.0.1:8795",
 //     "planner_stub": true,
-//     "bare_olp_url": "http://127.0.0.1:8796"
+//     "bare_olp_url": "http://127.0.0.1:8796",
+//     "own_planner": { "listen": "127.0.0.1:8797", "olp_url": "http://127.0.0.1:8798" }
 //   }
 //
 // - cells.<id>.model_id: the robot model a selection of that cell names, when GET /targets does not say.
@@ -22,7 +23,8 @@
 //   its listing names the same pair and configuration as that service's Describe; otherwise tests that must
 //   look at the cell skip and say so.
 // - heartbeat_ms: the UI heartbeat interval the server was configured with, when it is not the 5 s of
-//   document 3 parts 4 and 8 (the tests of the 5 s default then skip with that reason).
+//   document 3 parts 4 and 8: the heartbeat tests wait out that interval instead, and the test of the 5 s
+//   default runs against bare_olp_url (or skips with that reason without one).
 // - weld_plan_timeout_ms: a plan bound shorter than the 30 minutes of part 8 that the server was configured
 //   with (the bound is judged through it; without it the test of the bound skips and says why).
 // - planner_url: the weld planner behind the server (to compare a plan's result with the planner's own).
@@ -31,7 +33,14 @@
 // - bare_olp_url: a second server of the deployment configured with none of the above: no cell catalogue
 //   (its single target the run's control service), no planner, no CAD or seam worker. The tests of what a
 //   server without them answers (503 seam_worker_unavailable, motion_origin_unavailable,
-//   cell_catalogue_unavailable; one target, no selection, no fence) run against it.
+//   cell_catalogue_unavailable; one target, no selection, no fence) run against it. Being configured with
+//   nothing, it runs at the documented defaults (the 5 s heartbeat, the 30-minute plan bound): the test of
+//   the 5 s default runs against it when heartbeat_ms says the main server was configured otherwise.
+// - own_planner: a server of the deployment whose planner is an address the suites answer themselves:
+//   `olp_url` is that server (no catalogue, its single target the run's control service with the robot of
+//   the main server's cell), `listen` the host:port it calls as its planner, where nothing else listens.
+//   The tests that need a planner of their own (one that answers without a plan result, a dense file that is
+//   gone or unreachable, a dense file without robot_cell) listen there while they run, one at a time.
 
 import { readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
@@ -49,9 +58,10 @@ export interface OlpFacts {
   planner_url?: string;
   planner_stub?: boolean;
   bare_olp_url?: string;
+  own_planner?: { listen: string; olp_url: string };
 }
 
-const TOP = new Set(['cells', 'heartbeat_ms', 'weld_plan_timeout_ms', 'planner_url', 'planner_stub', 'bare_olp_url']);
+const TOP = new Set(['cells', 'heartbeat_ms', 'weld_plan_timeout_ms', 'planner_url', 'planner_stub', 'bare_olp_url', 'own_planner']);
 const CELL = new Set(['model_id', 'control_socket']);
 
 /** Parse and check a facts document; `where` names it in errors. */
@@ -96,6 +106,14 @@ export function parseOlpFacts(text: string, where: string): OlpFacts {
   if (o.bare_olp_url !== undefined) {
     if (typeof o.bare_olp_url !== 'string' || !/^https?:\/\//.test(o.bare_olp_url)) bad('bare_olp_url must be an http(s) URL');
     facts.bare_olp_url = (o.bare_olp_url as string).replace(/\/+$/, '');
+  }
+  if (o.own_planner !== undefined) {
+    const w = o.own_planner as Record<string, unknown>;
+    if (typeof w !== 'object' || w === null || Array.isArray(w)) bad('own_planner must be an object {listen, olp_url}');
+    for (const k of Object.keys(w)) if (k !== 'listen' && k !== 'olp_url') bad(`own_planner: unknown key ${k} (known: listen, olp_url)`);
+    if (typeof w.listen !== 'string' || !/^(127\.0\.0\.1|localhost|\[::1\]):([1-9][0-9]{0,4})$/.test(w.listen) || Number(w.listen.slice(w.listen.lastIndexOf(':') + 1)) > 65535) bad('own_planner.listen must be a loopback HOST:PORT with a port 1..65535 (the suites listen there)');
+    if (typeof w.olp_url !== 'string' || !/^https?:\/\//.test(w.olp_url)) bad('own_planner.olp_url must be an http(s) URL');
+    facts.own_planner = { listen: w.listen as string, olp_url: (w.olp_url as string).replace(/\/+$/, '') };
   }
   if (o.planner_url !== undefined) {
     if (typeof o.planner_url !== 'string' || !/^https?:\/\//.test(o.planner_url)) bad('planner_url must be an http(s) URL');

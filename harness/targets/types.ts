@@ -214,6 +214,8 @@ export interface OlpEndpoint {
   facts?: OlpFacts;
   /** external: the deployment's server without catalogue, planner or workers (the facts file's bare_olp_url). */
   bare?: boolean;
+  /** external: the deployment's server whose planner is the address the suite listens on (the facts file's own_planner). */
+  ownPlanner?: boolean;
 }
 
 /** A cell of the catalogue the harness writes (the reference server's catalogue format). */

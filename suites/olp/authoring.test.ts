@@ -28,7 +28,8 @@ describe('the STEP worker', () => {
     async ({ olps, skip }) => {
       const o = await server(olps, skip);
       const f = (await o.client.get('/capabilities')).json?.features;
-      skip(!f.cad_worker || !f.seam_worker, 'the OLP server has no CAD or seam worker');
+      // The flag names are ours (document 3 part 4: "feature flags", not shown); a server without them has neither worker.
+      skip(!f?.cad_worker || !f?.seam_worker, 'the OLP server has no CAD or seam worker');
       const step_base64 = FILLET.toString('base64');
       const topo = await o.client.post('/cadquery/topology', { operation: 'extract_topology', step_base64 });
       expect(topo.status, topo.text.slice(0, 300)).toBe(200);

@@ -132,7 +132,8 @@ describe('service routes', () => {
 
   test('GET /robots answers 500 robot_store_unreadable when the store cannot be read', covers('olp:error.robot_store_unreadable', 'olp:errors.authoring_shape', 'field:OlpAuthoringError.ok', 'field:OlpAuthoringError.code', 'field:OlpAuthoringError.error'), async ({ olps, skip }) => {
     const o = useOlp({ skip }, await olps.open('no-store', () => ({ planner: 'none', robotStore: 'missing' })));
-    needsConfigured({ skip }, o, 'an unreadable robot store');
+    // A client cannot make someone else's store unreadable through the routes of part 4 (nor a file it can name).
+    needsConfigured({ skip }, o, 'a server whose robot store cannot be read (500 robot_store_unreadable)');
     expectAuthoringError(await o.client.get('/robots'), 500, 'robot_store_unreadable');
   });
 

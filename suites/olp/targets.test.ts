@@ -21,7 +21,7 @@ import { covers, describe, expect, inProfile, needsMotion, profile, sharedRemote
 import type { RemoteStack } from '../../harness/targets/remote.ts';
 import { targetFromEnv, type OlpCellSpec, type OlpSpec, type Target } from '../../harness/targets/index.ts';
 import { beforeAll, afterAll } from 'vitest';
-import { discoverCells, expectMachineError, fence, olpTest as test, registerCell, released, useOlp, type Olp, type OlpReply } from './toolkit.ts';
+import { CellLine, discoverCells, expectMachineError, fence, olpTest as test, registerCell, released, useOlp, type Olp, type OlpReply } from './toolkit.ts';
 
 const URDF_SHA = 'sha256:' + createHash('sha256').update(readFileSync(new URL('../../fixtures/robots/sim-nine-axis.urdf', import.meta.url))).digest('hex');
 const MODEL = 'sim-nine-axis';
@@ -80,8 +80,11 @@ function catalogue(target: Target, d: Description): OlpSpec {
   return { cells, leaseMs: 3_000 };
 }
 
-/** The cells a wrongly described entry of the catalogue stands for, by the refusal it provokes. */
-type Wrong = 'live' | 'other-pair' | 'other-config' | 'unpinned' | 'ros' | 'bad-desc' | 'gone' | 'hang';
+/**
+ * The cells a wrongly described entry of the catalogue stands for, by the refusal it provokes; and 'line',
+ * not described wrongly: the run's control service itself, reached through a CellLine the suite controls.
+ */
+type Wrong = 'live' | 'other-pair' | 'other-config' | 'unpinned' | 'ros' | 'bad-desc' | 'gone' | 'hang' | 'line';
 
 /**
  * What a test of this file works with. On the sim target: the catalogue above, the file's stack as cell-a
@@ -105,7 +108,7 @@ interface World {
   wrong(kind: Wrong): Promise<{ id: string } | { none: string }>;
 }
 
-const SIM_WRONG: Record<Wrong, string> = { live: 'cell-live', 'other-pair': 'cell-other-pair', 'other-config': 'cell-other-config', unpinned: 'cell-unpinned', ros: 'cell-ros', 'bad-desc': 'cell-bad-desc', gone: 'cell-gone', hang: 'cell-hang' };
+const SIM_WRONG: Record<Wrong, string> = { live: 'cell-live', 'other-pair': 'cell-other-pair', 'other-config': 'cell-other-config', unpinned: 'cell-unpinned', ros: 'cell-ros', 'bad-desc': 'cell-bad-desc', gone: 'cell-gone', hang: 'cell-hang', line: 'cell-b' };
 
 async function world(olps: { open: (n: string, s: () => OlpSpec) => Promise<Olp | undefined> }, skip: (c: boolean, n?: string) => void, target: Target, d: Description): Promise<World> {
   const external = target.name === 'external';
@@ -142,6 +145,7 @@ async function world(olps: { open: (n: string, s: () => OlpSpec) => Promise<Olp 
       'bad-desc': { robot_description_sha256: 'sha256:' + '0'.repeat(64) },
       gone: { control: { socket: goneSocket } },
       hang: { control: { socket: hangSocket } },
+      line: { control: { socket: join(dir, 'line.sock') } },
     };
     return registerCell(o, { ...base, ...edits[k] }).then((why) => (why === undefined ? { id } : { none: why }));
   };
@@ -580,17 +584,48 @@ describe('target fencing (part 2)', () => {
     covers('olp:error.cell_previous_stop_failed'),
     async ({ olps, skip, target, description }) => {
       const w = await world(olps, skip, target, description);
-      skip(w.external, 'needs a cell the harness can stop while the server holds its lease (the reference server\'s second stack)');
       const o = w.o;
-      const sel = await select(o, 'cell-b');
-      expect(sel.status, sel.text).toBe(200);
-      const s = await selection(o);
-      const armed = await o.client.post('/dense-execution/arm', { armed: true }, fence(s.gen, s.cell));
-      expect(armed.status, armed.text).toBe(200);
-      await B.stop(); // the cell dies (the last test of the file: B stays down)
-      const r = await select(o, 'cell-a');
-      expectMachineError(r, 409, 'cell_previous_stop_failed');
-      expect((await selection(o)).cell).toBe('cell-b');
+      if (!w.external) {
+        const sel = await select(o, 'cell-b');
+        expect(sel.status, sel.text).toBe(200);
+        const s = await selection(o);
+        const armed = await o.client.post('/dense-execution/arm', { armed: true }, fence(s.gen, s.cell));
+        expect(armed.status, armed.text).toBe(200);
+        await B.stop(); // the cell dies (the last test of the file: B stays down)
+        const r = await select(o, 'cell-a');
+        expectMachineError(r, 409, 'cell_previous_stop_failed');
+        expect((await selection(o)).cell).toBe('cell-b');
+        return;
+      }
+      // On someone else's server the suite stages it itself: the run's control service registered as a cell
+      // behind a line of the suite's own (CellLine) that, once the server holds that cell's lease, drops
+      // every stop or release it carries, as a cell whose service dies as it is told to stop. Renewals still
+      // pass, so the server holds the lease as far as it can tell when it is asked to switch.
+      const line = new CellLine(join(dir, 'line.sock'), target.address);
+      await line.listen();
+      try {
+        const dying = await wrongCell(w, 'line', skip);
+        const sel = await select(o, dying, w.model);
+        expect(sel.status, sel.text).toBe(200);
+        const s = await selection(o);
+        expect(s.cell).toBe(dying);
+        const armed = await o.client.post('/dense-execution/arm', { armed: true }, fence(s.gen, s.cell));
+        expect(armed.status, armed.text).toBe(200);
+        // The lease is held on the cell (its own Status, read past the line).
+        expect((await grantOf(w.aClient)).active).toBe(true);
+        line.refuseStops();
+        const r = await select(o, w.a, w.model);
+        expectMachineError(r, 409, 'cell_previous_stop_failed');
+        expect((await selection(o)).cell).toBe(dying);
+      } finally {
+        // The line is whole again: the server can stop the cell and the selection can move on (the server
+        // is shared with the run's other files).
+        line.mend();
+        await o.client.post('/dense-execution/stop', {}).catch(() => undefined);
+        await released(w.aClient).catch(() => undefined);
+        await select(o, w.a, w.model).catch(() => undefined);
+        await line.close();
+      }
     },
   );
 });

@@ -3,12 +3,15 @@
 // per configuration name, closed at the end of the file), fence headers, and checks of the two error
 // shapes of part 7.
 
+import { rm } from 'node:fs/promises';
+import { connect as netConnect, createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import { Agent, request } from 'undici';
 import { ControlClient } from '../../harness/clients/control.ts';
 import { expect, test as base } from '../../harness/fixture.ts';
 import { parseExact, stringifyExact } from '../../harness/oracle/json.ts';
 import { olpFromEnv, targetFromEnv, type OlpSpec, type OpenedOlp } from '../../harness/targets/index.ts';
+import { olpFactsFromFile } from '../../harness/targets/olp-facts.ts';
 
 export const BASE = '/api/offline-programming/v1';
 
@@ -232,6 +235,20 @@ export class OlpPool {
   }
 }
 
+/**
+ * Where a planner of the suite's own listens: any free loopback port where the harness configures the
+ * server itself; on someone else's deployment the address its own_planner server calls as its planner
+ * (harness/targets/olp-facts.ts), else the test skips and says what it needs.
+ */
+export function ownPlannerAddress(skip: Skip['skip']): { host: string; port: number } {
+  const { name, options } = targetFromEnv();
+  if (name !== 'external') return { host: '127.0.0.1', port: 0 };
+  const f = olpFactsFromFile(options.olpFacts).own_planner;
+  skip(f === undefined, 'needs a planner of the test\'s own behind a server of the deployment: the OLP facts file\'s own_planner (README "Your own OLP server")');
+  const i = f!.listen.lastIndexOf(':');
+  return { host: f!.listen.slice(0, i).replace(/^\[|\]$/g, ''), port: Number(f!.listen.slice(i + 1)) };
+}
+
 /** Skip unless the OLP server exists; returns it. */
 export function useOlp(ctx: Skip, o: Olp | undefined): Olp {
   ctx.skip(!o, olpUnavailable() ?? 'the target has no OLP server');
@@ -269,4 +286,68 @@ export async function until<T>(what: string, f: () => Promise<T>, ok: (v: T) => 
  */
 export function released(client: ControlClient): Promise<Record<string, any>> {
   return until('the cell is released', () => cellStatus(client), (s) => s.grant.active === false, 5_000);
+}
+
+/**
+ * A cell's line to its control service that the suite controls: a Unix socket of the suite's own that
+ * forwards every connection to the real control socket. Registered as a cell's control socket (part 4
+ * /dense-execution/cells), it lets a client stage "the selected cell does not stop" on a deployment it
+ * does not run: `refuseStops()` drops every connection that carries a stop or release (document 1 part 2:
+ * the envelope's `operation`), as a cell whose service dies at that moment would, while renewals and
+ * reads still pass; `mend()` forwards everything again so that the server can stop the cell and go on.
+ */
+export class CellLine {
+  private server: NetServer | undefined;
+  private readonly open = new Set<Socket>();
+  private refusing = false;
+  constructor(readonly path: string, private readonly to: string) {}
+
+  async listen(): Promise<void> {
+    await rm(this.path, { force: true });
+    const server = createNetServer((a) => {
+      const b = netConnect(this.to);
+      for (const s of [a, b]) {
+        this.open.add(s);
+        s.on('close', () => this.open.delete(s));
+        s.on('error', () => undefined);
+      }
+      // What the server sends, looked at across chunk boundaries (the tail of the last chunk kept).
+      let tail = '';
+      a.on('data', (d: Buffer) => {
+        const text = tail + d.toString('latin1');
+        tail = text.slice(-64);
+        if (this.refusing && /"operation"\s*:\s*"(stop|release)"/.test(text)) {
+          a.destroy();
+          b.destroy();
+          return;
+        }
+        b.write(d);
+      });
+      b.pipe(a).on('error', () => b.destroy());
+      a.on('close', () => b.destroy());
+      b.on('close', () => a.destroy());
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.path, () => resolve());
+    });
+    this.server = server;
+  }
+
+  refuseStops(): void {
+    this.refusing = true;
+  }
+
+  mend(): void {
+    this.refusing = false;
+  }
+
+  async close(): Promise<void> {
+    const s = this.server;
+    this.server = undefined;
+    for (const c of this.open) c.destroy();
+    this.open.clear();
+    if (s) await new Promise<void>((r) => s.close(() => r()));
+    await rm(this.path, { force: true });
+  }
 }

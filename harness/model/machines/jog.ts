@@ -133,7 +133,7 @@ function jogIn(c: ModelConfig, m: ModelState, req: Request, t: Times): Outcome[]
  * A local_jog_update frame (PROFILE "Jog" frame checks, in order): the grant's session and generation,
  * the open independent jog generation, a source sequence above the last accepted, a capture time neither
  * older than the input age nor before the session's origin. The "reply" is what GET /v1/jog/ingress
- * counted for the frame: 200 accepted, or 409 with the refusal's label (harness/model/run.ts).
+ * counted for the frame: 200 accepted, or 409 with the refusal's label (harness/model/channels.ts jogFrame).
  */
 export function updateJog(c: ModelConfig, m: ModelState, req: Request, lapsed: boolean, t: Times): Outcome[] {
   const spec = req.spec as Extract<Spec, { op: 'update_jog' }>;

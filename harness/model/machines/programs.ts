@@ -55,7 +55,7 @@ export function programExecuting(m: ModelState): HandleM | undefined {
 
 /**
  * Whether a started program surely still executes at core cycle `cycles`, or may have completed (its end
- * is observed in status later): 'maybe' once the plan's cycles may have run (same bound as run.ts checkHandles).
+ * is observed in status later): 'maybe' once the plan's cycles may have run (same bound as harness/model/observe.ts checkHandles).
  */
 export function programRunning(c: ModelConfig, m: ModelState, cycles: bigint): 'no' | 'yes' | 'maybe' {
   const h = programExecuting(m);

@@ -63,7 +63,7 @@ export function startGate(c: ModelConfig, m: ModelState, h: HandleM, bit: number
       const x = handleOf(s, h.n)!;
       x.state = 'started';
       x.startCycle = cycles;
-      // Its intents act while it runs: the outputs are known again at completion (run.ts checkHandles).
+      // Its intents act while it runs: the outputs are known again at completion (harness/model/observe.ts checkHandles).
       if (x.ioOn || x.ioOff) s.outputs = 'unknown';
     },
     events: [

@@ -1,0 +1,57 @@
+// What every `hil` verb shares: the repository root, the reports directory, the usage errors (exit 2) and
+// --help.
+
+import { readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { HELP } from './help.ts';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+// HIL_REPORTS_DIR: another directory for a run's reports (a nested run, such as hil cleanroom check's);
+// --reports DIR says the same on the command line.
+export const DEFAULT_REPORTS = process.env.HIL_REPORTS_DIR ? resolve(process.env.HIL_REPORTS_DIR) : join(ROOT, 'reports');
+
+export class UsageError extends Error {}
+
+/**
+ * Bad input a user can correct from one line (a name that matches nothing, a file that is not there):
+ * exit 2 with `hil: <message>` alone, before anything under reports/ is touched.
+ */
+export class InputError extends UsageError {}
+
+/**
+ * Faults --plant may inject: the sim driver's test-channel faults that take one axis and nothing else (the
+ * planted fault is `{kind, axis}`, harness/evidence.ts maybePlant). cli.test.ts checks them against the
+ * driver's fault table, which the harness does not import.
+ */
+export const PLANTABLE_FAULTS = ['following_error', 'frozen_feedback', 'slave_offline', 'pdo_mapping_mismatch', 'homing_fails', 'sluggish_drive'] as const;
+
+/** The conformance suite files (the conformance projects' include, vitest.config.ts), relative to ROOT. */
+export function suiteFiles(): string[] {
+  const out: string[] = [];
+  const walk = (rel: string) => {
+    for (const e of readdirSync(join(ROOT, rel), { withFileTypes: true })) {
+      const r = `${rel}/${e.name}`;
+      if (e.isDirectory()) walk(r);
+      else if (e.name.endsWith('.test.ts')) out.push(r);
+    }
+  };
+  walk('suites');
+  return out;
+}
+
+/** A filter of hil run selects files as vitest does: a file whose path contains it (relative or absolute). */
+export function filterMatches(filter: string, files: string[]): boolean {
+  filter = filter.replace(/:[0-9]+$/, ''); // vitest's FILE:LINE form
+  const abs = resolve(filter);
+  return files.some((f) => f.includes(filter) || join(ROOT, f).includes(filter) || join(ROOT, f).startsWith(abs));
+}
+
+export function wantsHelp(args: string[], cmd: string): boolean {
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(HELP[cmd] + '\n');
+    return true;
+  }
+  return false;
+}

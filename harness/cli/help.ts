@@ -1,0 +1,223 @@
+// The usage text of `hil` and of each verb (printed by --help and after a usage error).
+
+
+export const HELP: Record<string, string> = {
+  '': `usage: hil <command> [options]
+
+commands:
+  run       run the conformance suites against a target and write reports/
+  test      run the project's own tests and the conformance suites on the simulator (npm test)
+  serve     start the reference stack (control service + core on the sim driver)
+  cleanroom start the clean-room control service (test equipment: document 1 read independently)
+  replay    replay one recording on a fresh core on the stepped clock and print the divergence report
+  doctor    check what an EtherCAT rig needs (module, master, slaves) and say what is missing
+  config    compile a machine configuration into its digest-named directory (document 3 part 2)
+  certs     make and maintain the certificates of a remote listener pair (document 1 part 5)
+  coverage  print catalogue coverage (covered / pending per family) without running tests
+  fuzz      run the documented state machines as a model against a target for some minutes
+  report    render reports/html/index.html from the last run (--baseline: what changed since another)
+  compare   compare two runs: new failures, fixed, coverage, drifted measurements
+  expectations  write a run's failures into a target's expectation file (stale entries reported)
+  nightly   the conformance run, a soak, and the comparison with the previous night, in a dated directory
+  history   the nights of a nightly directory: first failing nights, flaky tests, measurement trends
+  allure    Allure's own report of the last run (single file, categories, history)
+  merge     merge shard runs (hil run --shard i/n) from several machines into one run and report
+  dense     dense trajectory files: "hil dense inspect FILE" prints header, segments and digest check
+  planner   start the weld planner stub: "hil planner serve [--host H] [--port P] [--dense-store-dir DIR]"
+  olp       start the offline programming server: "hil olp serve [--listen HOST:PORT] [--catalogue FILE] ..."
+  weldplan  build a .weldplan container: "hil weldplan pack PROGRAM.json --out FILE" 
+  help      this text; "hil <command> --help" for a command; hil --version: package version and git revision
+
+exit status: 0 all passed, 1 failures, 2 usage errors`,
+  run: `usage: hil run [--target sim|external|replay|rig] [--driver NAME] [--socket PATH] [--planner-url URL]
+               [--olp-url URL] [--machine FILE] [--record DIR] [--recordings DIR] [--bench PORT] [--allow-motion]
+               [--no-report] [--reports DIR] [--shard i/n] [--blob] [--grep PATTERN] [--plant FAULT@TEST] [--workers N]
+               [--last-failed | --covers ID[,ID...]] [--watch] [filter ...]
+
+Runs suites/ against the target. Filters select test files by substring (the traceability gate only
+applies to a full run). Writes reports/run.json, reports/allure-results/, reports/junit.xml and, unless
+--no-report, reports/html/index.html.
+
+  --target NAME     sim (default): the reference stack started per file; external: a service at --socket;
+                    replay: each test replayed from its recording (--recordings)
+                    rig: the stack on the rig's EtherCAT bus with the bench box (--machine, --bench)
+  --driver NAME     sim: the stack's bus driver (default sim; ethercat-fake runs the EtherCAT driver over a
+                    fake master); expected failures then come from fixtures/expectations/<target>+<driver>.json
+  --socket PATH     control socket of an external target
+  --planner-url URL external: the weld planner's base URL (planner suites skip without it)
+  --olp-url URL     external: the offline programming server's base URL {olp_url} (OLP suites skip without it)
+  --olp-facts FILE  external: what discovery cannot tell of that server's deployment (README "Your own OLP server")
+  --machine FILE    sim: machine configuration (default fixtures/machines/nine-axis.json)
+  --record DIR      sim: record every test into its own recording under DIR/sim/<machine digest>/
+                    (a fresh stack per test; docs/recording.md "Recording a suite run")
+  --recordings DIR  replay: the recordings of an earlier --record run; each test replays its own
+                    recording (strict), a test without one is skipped as not recorded
+  --bench PORT      rig: the bench box's serial port (sim: the simulated box, with HIL_RIG_DRIVER=ethercat-fake)
+  --allow-motion    allow tests that energise drives on a rig (only with the E-stop chain closed through the bench box)
+  --no-report       skip the HTML report
+  --reports DIR     write run.json, allure-results/, junit.xml, blob/ and html/ under DIR (default reports/)
+  --shard i/n       run the i-th of n shares of the files (vitest's sharding); merge with hil merge
+  --blob            also write vitest's blob report of a whole run (a shard always does), for hil merge
+  --grep PATTERN    only tests whose name matches (vitest's test name pattern)
+  --last-failed     only the tests that failed or errored in the last run (run.json under --reports)
+  --covers ID       only the tests whose covers() name a catalogue item: an id (reason:control_session_stale)
+                    or a pattern with * ('reason:*'); repeat it or separate ids by commas; file filters narrow it
+  --watch           run, then rerun a suite file when it (or a module it imports) is saved (vitest's watch
+                    mode), with the stack bundle and vitest's transforms kept from run to run (the workers and
+                    their stack hosts start again per rerun); run.json after each rerun, no HTML report;
+                    Ctrl-C stops (exit status: the last run's)
+  --plant FAULT@TEST  sim: inject FAULT through the test channel just before the first motion command
+                    (other than Home) of the test whose full name contains TEST, on that command's
+                    lowest axis (shows a failed motion test in the report); harness_fault@TEST
+                    throws a TypeError in that test instead (a harness fault: ERROR, README "Verdicts")
+  --workers N       test workers (1..64); default from the host's cores and its load when the run starts
+                    (README "Verdicts"); a shared target (external, rig) always runs one`,
+  test: `usage: hil test
+
+Runs the unit tests of the harness and the reference stack, then the conformance suites against the
+simulator, with the traceability gate. This is what npm test runs.`,
+  serve: `usage: hil serve --socket-dir DIR [options]   (hil serve --help for the stack's own options)`,
+  cleanroom: `usage: hil cleanroom serve --socket-dir DIR [--lease-ceiling-ms N] [--lifeline-stdin]
+       hil cleanroom check [--update] [suite ...]
+       hil cleanroom check-olp [--update] [suite ...]
+       hil cleanroom serve --planner --store-dir DIR [--port P]
+       hil cleanroom check --planner [--update] [suite ...]
+
+serve: starts the clean-room control service (harness/cleanroom/service.ts), a second, independent reading
+of document 1 (envelope, grant authority, Describe, Status, events; every other capability unimplemented),
+for running the suites with --target external --socket DIR/control.sock. Prints one ready {...} line;
+stops on SIGINT/SIGTERM, and when stdin closes with --lifeline-stdin.
+
+check: starts it, runs suites/envelope, grant, events, capabilities and observation against it through
+hil run --target external (reports in a temporary directory), and exits 0 only when the verdict is PASS
+and the profile differences are exactly fixtures/expectations/cleanroom-informative.json; --update rewrites
+that file from the run instead.
+
+check-olp: the same for document 3: starts a reference stack (hil serve), the weld planner stub and the
+clean-room OLP server (harness/cleanroom/olp/, written from the documents alone, driving the stack as a
+client of document 1) with a two-cell catalogue, runs suites/olp against it through hil run --target
+external --olp-url ... --olp-facts ..., and exits 0 only when the verdict is PASS and the profile
+differences are exactly fixtures/expectations/cleanroom-olp-informative.json.
+
+--planner: the same for document 2. serve starts the clean-room weld planner (harness/cleanroom/planner/,
+its own six-axis cell blind-six-axis) on 127.0.0.1 and prints one ready {...} line; check starts it
+and hil serve, runs suites/planner and suites/dense-format/planner-file.test.ts with --target external
+--planner-url, and holds the result to PASS and fixtures/expectations/cleanroom-planner-informative.json.`,
+  replay: `usage: hil replay FILE [--mode strict|closed-loop|open-loop|verify]   (hil replay --help for the stack's own options)`,
+  doctor: `usage: hil doctor --driver ethercat|ethercat-fake [--machine FILE]   (hil doctor --help for its options)`,
+  config: `usage: hil config compile FILE --out DIR   (hil config --help for the compiler's own options)`,
+  certs: `usage: hil certs <subcommand> --dir DIR [options]
+
+Certificates for the remote listener (document 1 part 5 item 8): one EC P-256 CA per pair (3650 days,
+path length 0), a server certificate (365 days), one client certificate per principal (365 days, URIs
+svc-principal:<id> and svc-pair:<pair>), a CRL valid 7 days. Each subcommand prints one JSON line.
+
+  create-pair --dir DIR --pair-id ID [--host NAME ...]
+                       new CA, server certificate (default names localhost and 127.0.0.1), empty CRL
+  issue-client --dir DIR --principal ID
+                       DIR/clients/<ID>.crt and .key
+  revoke --dir DIR --serial HEX
+                       add a serial issued by this pair to the CRL and renew it
+  renew-crl --dir DIR  a fresh CRL (next number, valid 7 days from now); run it well within 7 days
+
+Files: DIR/ca.crt ca.key server.crt server.key crl.pem pair.json clients/. Serve them with
+  hil serve --remote-listen 127.0.0.1:8443 --remote-ca DIR/ca.crt --remote-cert DIR/server.crt
+            --remote-key DIR/server.key --remote-crl DIR/crl.pem --pair-id ID ...`,
+  fuzz: `usage: hil fuzz [--target sim|ethercat-fake|external|rig] [--minutes M] [--seed N] [--commands N]
+               [--socket PATH] [--machine FILE] [--bench PORT] [--allow-motion] [--strict] [--attach RUN.json]
+       hil fuzz --differential A,B [--minutes M] [--seed N] [--commands N]
+
+Runs the documented state machines as a model (harness/model/) against a target for M minutes (default 1):
+random sequences of control operations, observations and out-of-band actions, each reply, status and the
+event log checked against the model. A failure is shrunk to a minimal sequence and printed with
+HIL_MODEL_SEED and HIL_MODEL_PATH and a vitest example. Figures (sequences, commands, transitions reached,
+per-rule counts) are printed and written to reports/fuzz.json, the fuzz run's own record (with the command,
+package version and git revision); --attach RUN.json also writes them into that run record (model.fuzz),
+whose HTML report then shows them. Without --attach no run.json is touched.
+
+  --target NAME     sim (default): the reference stack on the stepped clock; ethercat-fake: the same over
+                    the EtherCAT driver's fake master; external: a service at --socket (no stepping);
+                    rig: the stack on the rig (--machine, --bench)
+  --commands N      longest sequence (default 200)
+  --allow-motion    rig: sequences may energise drives; without it, motion commands are left out
+  --strict          refuse the reference stack's known defects too (harness/model/variants.ts KNOWN_DEFECTS)
+  --attach RUN.json add the figures to that run record (model.fuzz) as well
+  --differential A,B  run each generated sequence on two targets (sim, ethercat-fake) and report the first
+                    reply that differs, with the sequence and HIL_MODEL_SEED to get it again.
+                    sim,replay: the sequence runs on a sim stack that records its session (hil serve
+                    --record, docs/recording.md), then on a stack replaying that recording (the replay
+                    driver, paced), the same sequence sent live; the first reply that differs is reported
+                    with the replay's verdict (its first divergence from the recording).`,
+  coverage: `usage: hil coverage [--json]
+
+Collects the suites (without running them) and prints covered and pending counts per catalogue family.
+--json prints every catalogue id with its status and covering tests or pending reason.`,
+  dense: `usage: hil dense inspect FILE
+
+Reads a robot.v4.dense-joint-trajectory.v1 file (document 2 part 2) with the harness's own decoder and
+prints its header, its segments (index, kind, sample count, block digest ok/bad) and the content digest
+check. Exit 0 when the file is valid, 1 with the reason label (document 2 part 7) when it is not.`,
+  olp: `usage: hil olp serve [--listen HOST:PORT] [--catalogue FILE | --control-socket PATH] ...   (hil olp serve --help for details)`,
+  planner: `usage: hil planner serve [--host H] [--port P] [--dense-store-dir DIR]   (hil planner serve --help for details)`,
+  weldplan: `usage: hil weldplan pack PROGRAM.json --out FILE [--tooling FILE] [--step FILE] [--seal]
+
+Builds a .weldplan container (docs/profile.md "Weld planner: the .weldplan container") from a
+robot.v4.program.v2 document: manifest.json with the entries' digests and the program digest,
+program.json, tooling.json (a stub tool when --tooling is not given) and workpiece.step when given.
+--seal first computes every node's row_hash and the program_digest (document 3 "Digests"); without it the
+document is packed exactly as read. Exit 0 written, 1 unreadable input, 2 usage.`,
+  report: `usage: hil report [--reports DIR] [--out FILE] [--baseline RUN.json] [--tolerance F]
+
+Renders the offline qualification report from reports/run.json and reports/allure-results/ (or DIR's).
+--baseline adds what changed since another run (new failures, fixed, coverage, drifted measurements,
+tests added and removed; as hil compare).`,
+  compare: `usage: hil compare A.json B.json [--tolerance F] [--json]
+
+B (the run under review) against A (the baseline): new failures, fixed tests, tests added and removed,
+documented items gained and lost, and measurements that moved outside or inside their limits or changed
+by more than F of the larger value (default 0.5) and more than a tenth of their limit (without a limit:
+more than 10 ms, 100 us, 10 cycles).
+Exit 0 when B did not regress, 1 when it has a new failure or a measurement newly outside its limit.`,
+  expectations: `usage: hil expectations update --target T [--run RUN.json] [--dir DIR]
+
+Writes the outcome each test of a run (default reports/run.json) had into fixtures/expectations/T.json, as
+the set of outcomes allowed (PASS, FAIL, ERROR, TIMEOUT, SKIP; README "Verdicts"): reasons already written
+are kept, a new entry gets a reason to fill in, an outcome outside its rule's set is added to it as seen (an
+ERROR is written as ERROR, never as FAIL), an entry that passed is removed (fixed), and on a whole run an
+entry naming no test is removed and reported (stale).`,
+  nightly: `usage: hil nightly --out DIR [--soak-minutes N] [--no-record] [run options ...]
+
+The night's qualification in DIR/<UTC date>/: run/ (the conformance run with run.json, Allure results, the
+blob report and its report), recordings/ (on the sim target: every test of the run recorded, hil run
+--record, so that a failure can be replayed the next morning with hil run --target replay --recordings or
+hil replay FILE; --no-record runs without, faster; other targets are not recorded), soak.json (the grant held and renewed, telemetry and events followed for N
+minutes, default 10: refused and late renewals, telemetry drops and gaps, events lost, the stack's memory),
+comparison.txt (against the newest earlier night in DIR) and report.html (the run's report with what
+changed since that night, and a History section: the last 14 nights' measurement trends with their limits,
+flaky tests, each failure's first failing night and what changed that night). Across nights: DIR/history.jsonl
+(one line per night; hil history DIR prints it) and DIR/allure-history.jsonl, the history of Allure's own
+report of each night, DIR/<date>/allure/index.html (one file, opens from disk). Run options are hil run's
+(--target, --machine, --driver ...). Exit 0 when the run passed, the soak kept every limit and nothing
+regressed.`,
+  history: `usage: hil history DIR [--json] [--nights N]
+
+The nightly history of DIR (hil nightly --out DIR): its nights with their git revision, digests, target and
+driver; each test failing on the latest night with its first failing night and what changed that night;
+flaky tests (an outcome that changed from one night to the next while the revision, the machine,
+configuration and deployment digests, the target and the driver did not); and each run and soak
+measurement night by night with its limit. --json prints the same as JSON; --nights N the last N nights
+(default 14). Reads DIR/history.jsonl, and the run records of nights missing from it.`,
+  allure: `usage: hil allure [--reports DIR] [--out DIR] [--history FILE]
+
+Allure's own report of the last run (DIR/allure-results, default reports/), generated with the project's
+allurerc.mjs: one self-contained index.html that opens from disk, categories for FAIL, ERROR and a host
+too slow for a timing rule, and the history of earlier runs (--history FILE, default DIR/allure-history.jsonl).
+Allure's page template always includes an analytics script; it is taken out. Output: DIR/allure-report/.`,
+  merge: `usage: hil merge DIR... --out DIR [--no-report]
+
+Merges runs made on several machines or runners (hil run --shard i/n --reports DIR, or whole runs) into
+one run: vitest's blob reports merged by vitest itself (--merge-reports) through the harness reporter,
+the Allure results put together, one run.json, one verdict, one coverage figure and one report. A test
+failed in any shard fails the merge; an item covered in any shard counts. Runs against different targets
+(target, driver, machine digest) stay apart: one merged run per target under DIR/<target>-<driver>-<machine>.`,
+};

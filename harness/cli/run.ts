@@ -1,0 +1,255 @@
+// `hil run` and `hil test`: the conformance suites (or the harness's own tests) against a target, with the
+// run record, the verdict and the reports.
+
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { availableParallelism, loadavg } from 'node:os';
+import { workersForHost } from '../sequencer.ts';
+import { isShared } from '../targets/shared.ts';
+import { HilReporter, exitCodeOf, type Expectation } from '../report/reporter.ts';
+import { writeHtmlReport } from '../report/html.ts';
+import { Progress, isInteractive } from '../report/progress.ts';
+import { collectTests, lastFailed, selectCovering, type TestSelection } from '../select.ts';
+import { expectationProblems, type ExpectationFile } from '../report/expectations.ts';
+import type { RunRecord } from '../report/run-types.ts';
+import { TARGETS } from '../targets/index.ts';
+import { machineDigest } from '../targets/recorder.ts';
+import { ROOT, DEFAULT_REPORTS, UsageError, InputError, PLANTABLE_FAULTS, suiteFiles, filterMatches, wantsHelp } from './common.ts';
+
+export async function run(args: string[], selfTest: boolean): Promise<number> {
+  if (wantsHelp(args, selfTest ? 'test' : 'run')) return 0;
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: !selfTest,
+    options: {
+      target: { type: 'string', default: 'sim' },
+      driver: { type: 'string' },
+      socket: { type: 'string' },
+      'planner-url': { type: 'string' },
+      'olp-url': { type: 'string' },
+      'olp-facts': { type: 'string' },
+      machine: { type: 'string' },
+      record: { type: 'string' },
+      recordings: { type: 'string' },
+      bench: { type: 'string' },
+      'allow-motion': { type: 'boolean', default: false },
+      'no-report': { type: 'boolean', default: false },
+      reports: { type: 'string' },
+      shard: { type: 'string' },
+      grep: { type: 'string' },
+      plant: { type: 'string' },
+      blob: { type: 'boolean', default: false },
+      'last-failed': { type: 'boolean', default: false },
+      covers: { type: 'string', multiple: true },
+      watch: { type: 'boolean', default: false },
+      workers: { type: 'string' },
+    },
+  });
+  const target = values.target!;
+  const REPORTS = values.reports ? resolve(values.reports) : DEFAULT_REPORTS;
+  const shard = values.shard;
+  // A shard always leaves its blob report for hil merge; a whole run only when asked (--blob).
+  const blob = shard !== undefined || values.blob === true;
+  // The blob reporter serializes the tests' errors in this process, where an assertion's bigint
+  // `expected`/`actual` would throw: the JSON form the workers use (harness/bigint-json.ts).
+  if (blob) await import('../bigint-json.ts');
+  if (shard !== undefined) {
+    const m = /^([1-9][0-9]*)\/([1-9][0-9]*)$/.exec(shard);
+    if (!m || Number(m[1]) > Number(m[2])) throw new UsageError(`--shard ${shard}: expected i/n with 1 <= i <= n`);
+  }
+  // --last-failed and --covers choose tests by name: the files and one exact name pattern (harness/select.ts).
+  let filters = positionals;
+  let grep = values.grep;
+  if (values['last-failed'] || values.covers) {
+    if (values['last-failed'] && values.covers) throw new UsageError('--last-failed and --covers each choose the tests: give one');
+    if (grep !== undefined || shard !== undefined) throw new UsageError(`${values.covers ? '--covers' : '--last-failed'} chooses the tests by name: not with --grep or --shard`);
+    const chosen = values.covers ? await coversSelection(values.covers, positionals) : lastFailedSelection(REPORTS, positionals);
+    if (!chosen) return 0;
+    filters = chosen.files;
+    if (chosen.pattern) grep = chosen.pattern;
+  }
+  if (values.watch && (shard !== undefined || values.record !== undefined || target !== 'sim')) throw new UsageError('--watch reruns files on the sim target: not with --shard, --record or another target');
+  if (values.plant !== undefined) {
+    if (!/^[a-z_]+@.+$/.test(values.plant)) throw new UsageError(`--plant ${values.plant}: expected FAULT@PART-OF-A-TEST-NAME (frozen_feedback@..., following_error@...)`);
+    if (target !== 'sim') throw new UsageError('--plant injects through the test channel of the sim target');
+    const kind = values.plant.slice(0, values.plant.indexOf('@'));
+    // harness_fault is no fault of the target: the fixture throws it in the named test (harness/fixture.ts plantHarnessFault).
+    if (kind !== 'harness_fault' && !(PLANTABLE_FAULTS as readonly string[]).includes(kind)) throw new InputError(`--plant ${values.plant}: no fault ${kind}; known: ${PLANTABLE_FAULTS.join(', ')}`);
+    process.env.HIL_PLANT = values.plant;
+  }
+  if (!(target in TARGETS)) throw new UsageError(`unknown target ${target}; known: ${Object.keys(TARGETS).join(', ')}`);
+  // A filter that selects no suite file would run nothing and still write a run over reports/.
+  if (positionals.length) {
+    const files = suiteFiles();
+    const none = positionals.filter((f) => !filterMatches(f, files));
+    if (none.length) throw new InputError(`no suite file matches ${none.map((f) => JSON.stringify(f)).join(', ')} (filters select files under suites/ whose path contains them)`);
+  }
+  if (target === 'external' && !values.socket) throw new UsageError('--target external needs --socket PATH');
+  if (values.record !== undefined && target !== 'sim') throw new UsageError('--record records the sim target (a stack of ours); a replay is not re-recorded');
+  if (target === 'replay') {
+    if (!values.recordings) throw new UsageError('--target replay needs --recordings DIR (made with hil run --record DIR)');
+    if (!existsSync(resolve(values.recordings))) throw new UsageError(`--recordings ${values.recordings}: no such directory (HIL_ERR_REPLAY_MISSING; make one with hil run --record DIR)`);
+  } else if (values.recordings !== undefined) throw new UsageError('--recordings needs --target replay');
+
+  if (target === 'rig' && (!values.machine || !values.bench)) throw new UsageError('--target rig needs --machine CONFIG and --bench PORT');
+  if (values.bench !== undefined && target !== 'rig') throw new UsageError('--bench applies to the rig target');
+  if (values.driver !== undefined && target !== 'sim') throw new UsageError('--driver applies to the sim target (the reference stack on a chosen bus driver)');
+  if (values.driver !== undefined && !/^[a-z][a-z0-9-]{0,31}$/.test(values.driver)) throw new UsageError(`--driver ${values.driver}: not a driver name`);
+  // Workers: --workers N, or from the host's cores and load (harness/sequencer.ts workersForHost); the
+  // figure is noted in run.json's host record either way.
+  if (values.workers !== undefined && !/^([1-9]|[1-5][0-9]|6[0-4])$/.test(values.workers)) throw new UsageError(`--workers ${values.workers}: an integer 1..64`);
+  process.env.HIL_WORKERS = isShared(target) ? '1' : (values.workers ?? process.env.HIL_WORKERS ?? String(workersForHost(availableParallelism(), loadavg()[0]!)));
+  process.env.HIL_TARGET = target;
+  if (values.driver) process.env.HIL_DRIVER = values.driver;
+  if (values.bench) process.env.HIL_BENCH = values.bench === 'sim' ? 'sim' : resolve(values.bench);
+  if (values.socket) process.env.HIL_SOCKET = resolve(values.socket);
+  if (values['planner-url']) process.env.HIL_PLANNER_URL = values['planner-url'];
+  if (values['olp-url']) process.env.HIL_OLP_URL = values['olp-url'];
+  if (values['olp-facts']) process.env.HIL_OLP_FACTS = resolve(values['olp-facts']);
+  if (values.machine) process.env.HIL_MACHINE = resolve(values.machine);
+  if (values['allow-motion']) process.env.HIL_ALLOW_MOTION = '1';
+  if (values.record !== undefined) {
+    process.env.HIL_RECORD_DIR = resolve(values.record);
+    // A test that never opens the target is noted under this digest (a stackless sidecar, harness/targets/recording-store.ts).
+    process.env.HIL_MACHINE_SHA256 = await machineDigest({ ...(values.machine ? { machine: resolve(values.machine) } : {}) });
+  }
+  if (values.recordings !== undefined) {
+    process.env.HIL_RECORDINGS = resolve(values.recordings);
+    process.env.HIL_REPLAY_MODE = 'strict';
+    // The recordings are keyed by the machine digest of the configuration under test: compiled once here.
+    process.env.HIL_MACHINE_SHA256 = await machineDigest({ ...(values.machine ? { machine: resolve(values.machine) } : {}) });
+  }
+  process.env.HIL_RUN_DIR = join(REPORTS, '.run');
+
+  try {
+    rmSync(join(REPORTS, 'allure-results'), { recursive: true, force: true, maxRetries: 3 });
+    rmSync(join(REPORTS, 'blob'), { recursive: true, force: true, maxRetries: 3 });
+  } catch (e) {
+    process.stderr.write(`warning: could not clear old Allure results: ${(e as Error).message}\n`);
+  }
+  // N of M files, passed and failed so far, time left (harness/report/progress.ts); the reporter's lines go
+  // through it so that in a terminal they land above the redrawn line.
+  const progress = new Progress({ tty: isInteractive(), write: (s) => process.stdout.write(s), columns: process.stdout.columns });
+  const reporter = new HilReporter({
+    write: progress.print,
+    command: ['hil', selfTest ? 'test' : 'run', ...args].join(' '),
+    reportsDir: REPORTS,
+    // A shard or a filtered run covers part of the catalogue: the gate applies to whole runs (and merges of all shards).
+    gate: filters.length === 0 && shard === undefined && grep === undefined,
+    selection: { filters, ...(shard ? { shard } : {}), ...(grep ? { grep } : {}) },
+    targetName: target,
+    ...(values.recordings !== undefined ? { replay: { recordings: resolve(values.recordings), mode: 'strict' } } : {}),
+    ...(values.record !== undefined ? { recording: { dir: resolve(values.record) } } : {}),
+    // Expected failures per target; per driver on the sim target; per rig (its machine configuration) on a rig.
+    expectations: loadExpectations(
+      target === 'rig' ? `rig+${basename(values.machine!).replace(/\.json$/, '')}` : values.driver && values.driver !== 'sim' ? `${target}+${values.driver}` : target,
+    ),
+    ...(values.machine ? { machine: basename(values.machine).replace(/\.json$/, '') } : {}),
+  });
+  // The stacks' bundle is built while vitest starts (harness/targets/reference.ts startEarlyPrebuild).
+  const { startEarlyPrebuild, PREBUILT_ENV } = await import('../targets/reference.ts');
+  const dropPrebuild = process.env[PREBUILT_ENV] ? async () => undefined : startEarlyPrebuild();
+  const { startVitest } = await import('vitest/node');
+  const ownSignals = { SIGINT: process.listeners('SIGINT'), SIGTERM: process.listeners('SIGTERM') };
+  const vitest = await startVitest('test', filters, {
+    root: ROOT,
+    watch: values.watch,
+    project: selfTest ? ['unit', ...CONFORMANCE_PROJECTS, 'model'] : CONFORMANCE_PROJECTS,
+    ...(shard ? { shard } : {}),
+    ...(grep ? { testNamePattern: grep } : {}),
+    // Ours last (the progress line after the per-file line it counts); hil prints the plain closing line
+    // ("total: N passed, N failed, N errored, N skipped") after vitest has closed, so that it ends the output.
+    // HIL_EXTRA_REPORTER names one more vitest reporter module (a developer's timing table, say).
+    reporters: [
+      // allure-vitest's reporter writing without a fsync per file (harness/report/allure-reporter.ts says why).
+      [join(ROOT, 'harness', 'report', 'allure-reporter.ts'), { resultsDir: join(REPORTS, 'allure-results') }],
+      ['junit', { outputFile: join(REPORTS, 'junit.xml') }],
+      // vitest's own record of the run, which `hil merge` merges shards from (vitest --merge-reports).
+      ...(blob ? [['blob', { outputFile: join(REPORTS, 'blob', `blob-${(shard ?? '1/1').replace('/', '-')}.json`) }] as ['blob', { outputFile: string }]] : []),
+      ...(process.env.HIL_EXTRA_REPORTER ? [process.env.HIL_EXTRA_REPORTER] : []),
+      reporter,
+      progress,
+    ],
+    passWithNoTests: false,
+  }).catch(async (e: unknown) => {
+    await dropPrebuild();
+    throw e;
+  });
+  if (values.watch) {
+    // Vitest's watch mode: a saved suite file (or a module it imports) reruns that file. The stack bundle
+    // (built once, before the first run) and vitest's module transforms stay between reruns; vitest starts
+    // its workers, and so their stack hosts, again for each rerun. Each rerun writes run.json.
+    process.stdout.write('watching: save a suite file to rerun it; Ctrl-C stops\n');
+    // Vitest's own handlers exit the process at once on a signal; ours closes vitest first (its workers and
+    // their stack hosts stop, the global teardown runs) and removes the stack bundle.
+    for (const sig of ['SIGINT', 'SIGTERM'] as const) for (const l of process.listeners(sig)) if (!ownSignals[sig].includes(l)) process.off(sig, l);
+    await new Promise<void>((done) => {
+      process.once('SIGINT', done);
+      process.once('SIGTERM', done);
+      vitest.onClose(done);
+    });
+  }
+  await vitest.close();
+  await dropPrebuild();
+  const code = exitCodeOf(reporter.record);
+  const closing = reporter.closingLine();
+  if (!selfTest && !values['no-report'] && !values.watch && reporter.record) {
+    try {
+      const r = await writeHtmlReport({ runJson: join(REPORTS, 'run.json'), allureDir: join(REPORTS, 'allure-results'), outFile: join(REPORTS, 'html', 'index.html') });
+      process.stdout.write(`report: ${r.outFile}${r.warnings.length ? ` (${r.warnings.length} notes)` : ''}\n`);
+    } catch (e) {
+      process.stdout.write(`report not written: ${(e as Error).message}\n`);
+    }
+  }
+  process.stdout.write(`${closing}\n`);
+  return code;
+}
+
+/** hil run --last-failed: the failed and errored tests of DIR/run.json; undefined (and said) when there are none. */
+export function lastFailedSelection(reports: string, positionals: string[]): TestSelection | undefined {
+  const file = join(reports, 'run.json');
+  if (positionals.length) throw new UsageError('--last-failed reruns the last run\'s failures: no file filters');
+  if (!existsSync(file)) throw new UsageError(`--last-failed: no ${file} (run hil run first, or name the run's --reports DIR)`);
+  const sel = lastFailed(JSON.parse(readFileSync(file, 'utf8')) as RunRecord);
+  if (!sel) {
+    process.stdout.write(`--last-failed: nothing failed in ${file}; nothing to run\n`);
+    return undefined;
+  }
+  process.stdout.write(`--last-failed: ${sel.tests.length} test${sel.tests.length === 1 ? '' : 's'} from ${file}\n${sel.tests.map((t) => `  ${t}\n`).join('')}`);
+  return sel;
+}
+
+/** hil run --covers ID...: the tests covering the named catalogue items (collected first, as hil coverage does). */
+export async function coversSelection(args: string[], positionals: string[]): Promise<TestSelection | undefined> {
+  const patterns = args.flatMap((a) => a.split(',')).map((a) => a.trim()).filter(Boolean);
+  if (patterns.length === 0) throw new UsageError('--covers ID: a catalogue id (reason:control_session_stale) or a pattern (\'reason:*\')');
+  const { tests, errors } = await collectTests(ROOT, CONFORMANCE_PROJECTS, positionals);
+  for (const e of errors) process.stderr.write(`collection error: ${e}\n`);
+  const r = selectCovering(patterns, tests);
+  const none = r.matched.filter((m) => m.items.length === 0).map((m) => m.pattern);
+  if (none.length) throw new UsageError(`--covers: ${none.join(', ')} names no catalogue item (hil coverage --json lists them)`);
+  for (const id of r.uncovered) process.stdout.write(`--covers: ${id} has no test${positionals.length ? ' in the selected files' : ''} (hil coverage --json gives its pending reason)\n`);
+  if (!r.selection) {
+    process.stdout.write('--covers: no test covers the named items; nothing to run\n');
+    return undefined;
+  }
+  process.stdout.write(`--covers: ${r.selection.tests.length} test${r.selection.tests.length === 1 ? '' : 's'} in ${r.selection.files.length} file${r.selection.files.length === 1 ? '' : 's'} cover ${r.matched.reduce((a, m) => a + m.items.length, 0) - r.uncovered.length} of the items named\n`);
+  return r.selection;
+}
+
+/** The vitest projects that hold the conformance suites (vitest.config.ts: three projects, one pool, three priorities). */
+export const CONFORMANCE_PROJECTS = ['conformance', 'conformance-quiet', 'conformance-jog'];
+
+/**
+ * Per-target expectation file: fixtures/expectations/<target>.json, <target>+<driver>.json for the sim
+ * target on another bus driver, rig+<machine file name>.json for a rig; {"<file> > <test>": {expected, reason}}.
+ */
+export function loadExpectations(target: string): Record<string, Expectation> {
+  const f = join(ROOT, 'fixtures', 'expectations', `${target}.json`);
+  if (!existsSync(f)) return {};
+  const data = JSON.parse(readFileSync(f, 'utf8')) as ExpectationFile;
+  const problems = expectationProblems(data);
+  if (problems.length) throw new UsageError(`${f}: ${problems.join('; ')}`);
+  return data;
+}

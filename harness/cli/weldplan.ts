@@ -1,0 +1,44 @@
+// `hil weldplan pack`: a .weldplan container from a program document.
+
+import { readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { packWeldplan, programDigest, sealProgram } from '../clients/weldplan.ts';
+import { isJsonObject, parseExact } from '../oracle/json.ts';
+import type { JsonObject } from '../oracle/json.ts';
+import { UsageError, wantsHelp } from './common.ts';
+
+export function weldplanCommand(args: string[]): number {
+  if (wantsHelp(args, 'weldplan')) return 0;
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { out: { type: 'string' }, tooling: { type: 'string' }, step: { type: 'string' }, seal: { type: 'boolean', default: false } } });
+  if (positionals[0] !== 'pack' || positionals.length !== 2 || !values.out) throw new UsageError('expected: weldplan pack PROGRAM.json --out FILE');
+  const read = (file: string, what: string): Uint8Array | undefined => {
+    try {
+      return new Uint8Array(readFileSync(resolve(file)));
+    } catch (e) {
+      process.stderr.write(`hil: cannot read ${what} ${file}: ${(e as Error).message}\n`);
+      return undefined;
+    }
+  };
+  const object = (file: string, what: string): JsonObject | undefined => {
+    const bytes = read(file, what);
+    if (!bytes) return undefined;
+    try {
+      const v = parseExact(bytes);
+      if (isJsonObject(v)) return v;
+      process.stderr.write(`hil: ${what} ${file} is not a JSON object\n`);
+    } catch (e) {
+      process.stderr.write(`hil: ${what} ${file}: ${(e as { code?: string }).code ?? 'error'}: ${(e as Error).message}\n`);
+    }
+    return undefined;
+  };
+  let program = object(positionals[1]!, 'program document');
+  const tooling = values.tooling ? object(values.tooling, 'tooling') : undefined;
+  const step = values.step ? read(values.step, 'STEP file') : undefined;
+  if (!program || (values.tooling && !tooling) || (values.step && !step)) return 1;
+  if (values.seal) program = sealProgram(program);
+  const bytes = packWeldplan({ program, ...(tooling ? { tooling } : {}), ...(step ? { step } : {}) });
+  writeFileSync(resolve(values.out), bytes);
+  process.stdout.write(`${values.out}: ${bytes.length} bytes, program_digest ${programDigest(program)}\n`);
+  return 0;
+}
