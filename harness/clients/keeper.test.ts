@@ -127,6 +127,8 @@ test('a renewal in flight when the keeper stops is still reported; settle waits 
     expect(k.records.map((x) => [x.status, x.label])).toEqual([[200, ''], [409, 'expired']]);
     const loss = await keptLoss(from);
     expect(loss?.target).toBe(false);
+    // A test that begins after this keeper ended (refused, then stopped) is not judged by its loss.
+    expect(await keptLoss(performance.timeOrigin + performance.now())).toBeUndefined();
     expect(loss?.text).toMatch(/^the harness's keeper lost the grant to the host's lateness: .*answered in \d+(\.\d)? ms; lease 50 ms/);
   } finally {
     await client.close();

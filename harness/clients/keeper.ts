@@ -186,7 +186,10 @@ export function judgeKept(startSent: number, leaseMs: number, records: readonly 
  * test's failure (harness/fixture.ts) and a set-up hook's (hostJudged), whichever client kept the grant.
  */
 export async function keptLoss(fromEpoch: number): Promise<GrantLoss | undefined> {
-  const ks = [...kept.values()].filter((k) => k.stoppedAt === undefined || k.stoppedAt >= fromEpoch);
+  // A keeper ends at its stop or at its first refusal (its thread renews no more): one that ended before
+  // the test began is another test's.
+  const ended = (k: Kept) => k.stoppedAt ?? k.records.find((r) => r.status !== 200)?.answered ?? Infinity;
+  const ks = [...kept.values()].filter((k) => ended(k) >= fromEpoch);
   await Promise.all(ks.map((k) => k.grant.settle(3_000)));
   const losses = ks.map((k) => judgeKept(k.startSent, k.leaseMs, k.records, lapses, k.stoppedAt)).filter((l): l is GrantLoss => l !== undefined);
   return losses.find((l) => !l.target) ?? losses[0];

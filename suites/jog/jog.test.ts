@@ -19,6 +19,7 @@ import { stepUntilSettled } from '../../harness/clients/stepped.ts';
 import { latestSequence, recordsSince } from '../../harness/clients/telemetry.ts';
 import { machineOf, needs } from '../../harness/machine.ts';
 import { covers, describe, expect, profile, test, type VariantOf } from '../../harness/fixture.ts';
+import { HarnessError, verdictOfError } from '../../harness/errors.ts';
 import type { Target } from '../../harness/targets/types.ts';
 
 interface AxisD {
@@ -40,6 +41,12 @@ interface Stack {
   incarnation: string;
   step(n: number): Promise<bigint>;
   close(): Promise<void>;
+  /**
+   * The input deadlines the harness gave the core (host ns): each begin_jog's (its deadline, shortened
+   * to origin + input age) and each frame's (capture + input age), with when it was sent, for judging a
+   * jog that expired under the test (hostJogExpiry).
+   */
+  inputs: Array<{ sent: bigint; deadline: bigint }>;
 }
 
 const J1 = 0;
@@ -71,6 +78,7 @@ async function steppedStack(variant: VariantOf): Promise<Stack> {
     incarnation: clock.incarnation as string,
     step: (n) => target.step!(n),
     close: async () => sender.close(), // the variant fixture closes the stack
+    inputs: [],
   };
 }
 
@@ -99,12 +107,52 @@ async function withStack(variant: VariantOf, fn: (st: Stack) => Promise<void>, s
       skip(why);
     }
   }
+  const from = await eventCursor(st.client);
   try {
     await fn(st);
     await st.cell.cleanup();
+  } catch (e) {
+    const judged = await hostJogExpiry(st, from, e);
+    await st.cell.cleanup(); // the held grant's keeper stops with the test, failed or not
+    throw judged ?? e;
   } finally {
     await st.close();
   }
+}
+
+/**
+ * A jog test that failed after a jog of its stack expired (document 1 part 3 "Jog session": the input
+ * deadline passed in host time, which runs on whatever clock the core does): when the core expired the
+ * jog at host time past a deadline no earlier than the freshest one the harness's inputs had given it
+ * by then, the harness let its input go stale: its next frame or step came later than the input age
+ * allows, a slow host, so the failure is HIL_ERR_HOST_TOO_SLOW with the figures. An expiry before that
+ * deadline, or at a deadline the core shortened, is the target's and the failure stands (so is any
+ * failure with no expiry). The tests that let a jog expire on purpose judge it themselves.
+ */
+async function hostJogExpiry(st: Stack, from: bigint, e: unknown): Promise<HarnessError | undefined> {
+  if (verdictOfError(e) !== 'fail') return undefined;
+  let evs: CellEvent[];
+  try {
+    evs = ofType(await eventsSince(st.client, from), 'jog_expired');
+  } catch {
+    return undefined;
+  }
+  const ms = (ns: bigint) => Math.round(Number(ns) / 1e5) / 10;
+  for (const ev of evs) {
+    const j = jogOf(ev);
+    const at = BigInt(j.host_ns as bigint);
+    const deadline = BigInt(j.input_deadline_host_ns as bigint);
+    const given = st.inputs.filter((x) => x.sent <= at).reduce((m, x) => (x.deadline > m ? x.deadline : m), 0n);
+    if (given === 0n || at <= deadline || deadline < given) continue;
+    const last = st.inputs.filter((x) => x.sent <= at).reduce((m, x) => (x.sent > m ? x.sent : m), 0n);
+    const first = String((e as Error)?.message ?? e).split('\n')[0];
+    return new HarnessError(
+      'HIL_ERR_HOST_TOO_SLOW',
+      `document 1 part 3 "Jog session" (input deadline): jog generation ${String(j.jog_generation)} expired at host time ${ms(at - deadline)} ms past the input deadline the harness's own freshest input gave it (sent ${ms(at - last)} ms before the expiry, input age ${ms(st.maxAgeNs)} ms): the harness did not send its next input in time, a slow host, not a verdict on the target; the check that failed: ${first}`,
+      { cause: e, detail: { rule: 'jog input deadline', late_ms: ms(at - deadline), last_input_ms_before: ms(at - last) } },
+    );
+  }
+  return undefined;
 }
 
 /** Hold a grant (renewed in host time), enable every axis and arm (stepping the drives to enabled). */
@@ -121,6 +169,8 @@ async function ready(st: Stack): Promise<Session> {
 
 function beginFields(st: Stack, mask: number, deadlineAfterNs = 200_000_000n) {
   const origin = hostNs();
+  const limit = origin + st.maxAgeNs;
+  st.inputs.push({ sent: origin, deadline: origin + deadlineAfterNs < limit ? origin + deadlineAfterNs : limit });
   return { axis_mask: mask, source_origin_host_ns: origin, deadline_host_ns: origin + deadlineAfterNs, clock_incarnation: st.incarnation };
 }
 
@@ -134,7 +184,10 @@ async function begin(st: Stack, s: Session, mask: number): Promise<bigint> {
 const velocities = (st: Stack, axis: number, v: number) => st.axes.map((_, i) => (i === axis ? v : 0));
 
 function frame(st: Stack, s: Session, jg: bigint, seq: bigint, v: number[], over: Partial<JogFrame> = {}): Buffer {
-  return encodeJogFrame({ session: s.session, generation: s.generation, jogGeneration: jg, sourceSequence: seq, captureHostNs: hostNs(), velocity: v, ...over });
+  const now = hostNs();
+  const f = { session: s.session, generation: s.generation, jogGeneration: jg, sourceSequence: seq, captureHostNs: now, velocity: v, ...over };
+  st.inputs.push({ sent: now, deadline: BigInt(f.captureHostNs) + st.maxAgeNs });
+  return encodeJogFrame(f);
 }
 
 /** Send one frame and wait until the ingress has counted it. */
