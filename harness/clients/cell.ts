@@ -84,6 +84,23 @@ export class Cell {
   }
 
   /**
+   * Stop renewing a held session for a while (a test that needs no renewal to reach the target meanwhile);
+   * the keeper's records stay for judging a loss. resumeKeeping starts renewing it again.
+   */
+  pauseKeeping(s: Pick<Session, 'session'>): void {
+    for (const k of this.keepers.filter((x) => x.session === s.session)) {
+      k.stop();
+      this.finished.push(k);
+    }
+    this.keepers = this.keepers.filter((x) => x.session !== s.session);
+  }
+
+  /** Renew a held session again from the keeper's thread, its lease counted from `startSent` (epoch ms: the last renewal's send). */
+  resumeKeeping(s: Session, startSent: number): void {
+    this.keepers.push(keepGrant(this.client, s, s.grant.lease_ms, Math.max(20, Math.floor(s.grant.lease_ms / 5)), startSent));
+  }
+
+  /**
    * A held grant the keeper lost (a renewal refused `expired`), with whose doing it was (harness/clients/keeper.ts):
    * the host's first, since it makes what failed after it say nothing about the target.
    */
