@@ -18,7 +18,8 @@ import { readStatus } from '../../harness/clients/status.ts';
 import { stepUntilSettled } from '../../harness/clients/stepped.ts';
 import { latestSequence, recordsSince } from '../../harness/clients/telemetry.ts';
 import { machineOf, needs } from '../../harness/machine.ts';
-import { covers, describe, expect, profile, test, type VariantOf } from '../../harness/fixture.ts';
+import { covers, describe, expect, hostBound, profile, test, type VariantOf } from '../../harness/fixture.ts';
+import type { CheckedReply } from '../../harness/oracle/reply.ts';
 import { HarnessError, verdictOfError } from '../../harness/errors.ts';
 import type { Target } from '../../harness/targets/types.ts';
 
@@ -175,10 +176,30 @@ function beginFields(st: Stack, mask: number, deadlineAfterNs = 200_000_000n) {
 }
 
 async function begin(st: Stack, s: Session, mask: number): Promise<bigint> {
-  const r = await st.cell.fenced('begin_jog', s, beginFields(st, mask));
-  expect(r.status, r.reply.error).toBe(200);
+  const f = beginFields(st, mask);
+  const r = await beginInTime(f, () => st.cell.fenced('begin_jog', s, f));
   expect(r.reply.handle).toBeGreaterThan(0n);
   return r.reply.handle!;
+}
+
+/**
+ * A begin_jog that must be admitted: its deadline must not have passed when the service checks it (part 4
+ * begin_jog, jog_clock_input_stale). One answered only after its deadline says nothing when refused so:
+ * HIL_ERR_HOST_TOO_SLOW with the time from the origin to the answer.
+ */
+function beginInTime(f: { source_origin_host_ns: bigint; deadline_host_ns: bigint }, send: () => Promise<CheckedReply>): Promise<CheckedReply> {
+  return hostBound(
+    {
+      rule: 'document 1 part 4 begin_jog: a deadline not yet passed',
+      marginMs: Number(f.deadline_host_ns - f.source_origin_host_ns) / 1e6,
+      measured: () => ({ ms: Number(hostNs() - f.source_origin_host_ns) / 1e6, what: 'from the origin to the answer' }),
+    },
+    async () => {
+      const r = await send();
+      expect(r.status, r.reply.error).toBe(200);
+      return r;
+    },
+  );
 }
 
 const velocities = (st: Stack, axis: number, v: number) => st.axes.map((_, i) => (i === axis ? v : 0));
@@ -497,8 +518,8 @@ describe('jog.sock frames', () => {
         const s = await ready(st);
         // the session's origin 100 ms ago, its deadline one input age after it
         const origin = hostNs() - 100_000_000n;
-        const b = await st.cell.fenced('begin_jog', s, { axis_mask: 1 << J1, source_origin_host_ns: origin, deadline_host_ns: origin + AGE, clock_incarnation: st.incarnation });
-        expect(b.status, b.reply.error).toBe(200);
+        const bf = { axis_mask: 1 << J1, source_origin_host_ns: origin, deadline_host_ns: origin + AGE, clock_incarnation: st.incarnation };
+        const b = await beginInTime(bf, () => st.cell.fenced('begin_jog', s, bf));
         const jg = b.reply.handle!;
         const cursor = await eventCursor(st.client);
         // captured 10 ms ago (after the origin): it expires one input age less 10 ms from now
