@@ -5,8 +5,9 @@
 // - the service (sims/service/) uses from the core (sims/core/) only its protocol and the capture layout
 //   and reader, so it can run against a core in another thread or process;
 // - the oracle and the catalogue never import the report: they are the reference, the report an output;
-// - paced replay (sims/replay/) is reached by the core only through the worker's paced loop, never by the
-//   service (it sees replay through the core link's messages).
+// - paced replay (sims/replay/) is reached by neither the core nor the service: its loop is a worker entry
+//   of its own, chosen by clock mode in the core loop registry (sims/core-loops.ts), and the service sees
+//   replay only through the core link's messages.
 // - fixtures/ (fixtures/contract/: the verdict schema and file names the stack and the harness share)
 //   imports none of them, so both sides may import it without importing each other.
 // A rule the code breaks today is listed in KNOWN_OFFENCES with a note; the list can only shrink (an
@@ -48,10 +49,10 @@ export const RULES: Rule[] = [
   { rule: 'drivers/ never imports sims/ (its tests may run a driver under the core)', from: ['drivers'], forbid: ['sims'], testsMay: ['sims/core', 'sims/config', 'sims/main.ts'] },
   { rule: "sims/service/ uses from sims/core/ only the protocol, the reason registry, the plan arena and the capture layout and reader", from: ['sims/service'], forbid: ['sims/core'], allow: SERVICE_MAY_USE_FROM_CORE },
   { rule: 'the oracle and the catalogue never import the report', from: ['harness/oracle', 'harness/catalogue'], forbid: ['harness/report'] },
-  // Paced replay is one component (sims/replay/, docs/recording.md): the service sees it only through the
-  // core link's messages, and the core reaches it only through the worker's paced loop.
+  // Paced replay is one component (sims/replay/, docs/recording.md) above the core: the service sees it only
+  // through the core link's messages, and the core not at all (sims/core-loops.ts starts its loop).
   { rule: 'sims/service/ never imports sims/replay/', from: ['sims/service'], forbid: ['sims/replay'] },
-  { rule: 'sims/core/ reaches sims/replay/ only through its worker loop', from: ['sims/core'], forbid: ['sims/replay'], allow: ['sims/replay/worker-loop.ts'] },
+  { rule: 'sims/core/ never imports sims/replay/', from: ['sims/core'], forbid: ['sims/replay'] },
   // The file contract between the stack and the harness (the replay verdict's schema, the names of a
   // restarted core's files) is neutral ground both sides import: it imports neither.
   { rule: 'fixtures/ imports nothing of harness/, suites/, sims/ or drivers/', from: ['fixtures'], forbid: ['harness', 'suites', 'sims', 'drivers'] },
@@ -175,7 +176,8 @@ describe('the import table', () => {
           'the oracle and the catalogue never import the report: harness/oracle/o.ts -> ../report/run-types.ts',
           'the oracle and the catalogue never import the report: harness/catalogue/c.ts -> ../report/verdict.ts',
           `sims/service/ never imports sims/replay/: ${S}/service/cue.ts -> ../replay/pacer.ts`,
-          `sims/core/ reaches sims/replay/ only through its worker loop: ${S}/core/core.ts -> ../replay/match.ts`,
+          `sims/core/ never imports sims/replay/: ${S}/core/core.ts -> ../replay/match.ts`,
+          `sims/core/ never imports sims/replay/: ${S}/core/worker.ts -> ../replay/worker-loop.ts`,
           'fixtures/ imports nothing of harness/, suites/, sims/ or drivers/: fixtures/contract/c.ts -> ../../harness/targets/recording-store.ts',
           `fixtures/ imports nothing of harness/, suites/, sims/ or drivers/: fixtures/contract/c.ts -> ../../${S}/replay/verdict-file.ts`,
         ].sort(),

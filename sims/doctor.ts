@@ -12,7 +12,7 @@ import { DriverHost } from '../drivers/host.ts';
 import { createDriver, DRIVERS, DriverUnavailable } from '../drivers/index.ts';
 import { planBus } from '../drivers/ethercat/layout.ts';
 import { loadMachine } from './config/compile.ts';
-import { busSetupFor } from './core/core.ts';
+import { busSetupFor } from './core/bus-setup.ts';
 import type { CompiledMachine } from './config/types.ts';
 
 export const DOCTOR_USAGE = `usage: hil doctor --driver ethercat|ethercat-fake [--machine FILE] [--io-slave N] [--config-cache DIR]

@@ -48,7 +48,8 @@ const USAGE = `usage: hil serve --socket-dir DIR [options]
 Starts the reference cell stack (control service + real-time core on the sim driver).
 \`hil serve sessions\` is a stack host: it reads JSON commands on standard input and serves one stack
 session after another in this process ({"t":"start","args":[...],"env":{...}} answers the session's ready
-line, {"t":"stop"} answers "stopped"; sims/sessions.ts). A replayed run starts its stacks in hosts.
+line, {"t":"stop"} answers "stopped", after "left [...]" when the session left resources running;
+sims/sessions.ts). The sim and replay targets start their stacks in hosts (a recorded stack excepted).
 
   --socket-dir DIR        directory for control.sock, public/control.sock, jog.sock (required)
   --socket PATH           control socket path (default DIR/control.sock)

@@ -16,10 +16,11 @@ const PREBUILT: { root: string } | undefined = typeof HIL_PREBUILT === 'undefine
 export const ROOT: string = PREBUILT?.root ?? fileURLToPath(new URL('..', import.meta.url));
 
 /** The stack's worker threads, by name. */
-export type WorkerName = 'core' | 'upload' | 'dense-decode' | 'planner-intake';
+export type WorkerName = 'core' | 'replay-core' | 'upload' | 'dense-decode' | 'planner-intake';
 
 const SOURCE_ENTRY: Record<WorkerName, string> = {
   core: 'core/worker-entry.mjs',
+  'replay-core': 'replay/worker-entry.mjs',
   upload: 'service/upload/worker-entry.mjs',
   'dense-decode': 'dense/decode-worker.mjs',
   'planner-intake': 'planner/intake-worker.mjs',

@@ -35,3 +35,45 @@ test('what a session left running is counted by kind: one more timer of a kind a
   }
   expect(leftBehind(before)).toEqual([]);
 });
+
+/** A host whose `hil serve` is a stand-in: a session whose first argument is `leak` leaves an interval running. */
+const FAKE_HOST = `
+import { runSessions } from './sims/sessions.ts';
+runSessions(async (argv, runner) => {
+  const timer = setInterval(() => undefined, 60_000);
+  const r = runner(async () => { if (argv[0] !== 'leak') clearInterval(timer); }, { name: 'fake' });
+  r.ready('{}');
+  return -1;
+});
+`;
+
+test('a session that leaves something running is told on standard output before the stop\'s answer, a clean one is not (the harness then uses that host no more)', async () => {
+  const { spawn } = await import('node:child_process');
+  const { fileURLToPath } = await import('node:url');
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', FAKE_HOST], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  const waiters: Array<() => void> = [];
+  child.stdout.setEncoding('utf8').on('data', (d: string) => {
+    out += d;
+    for (const w of waiters.splice(0)) w();
+  });
+  /** The lines so far, once `n` stops have been answered. */
+  const afterStops = async (n: number) => {
+    while (out.split('\n').filter((l) => l === 'stopped').length < n) await new Promise<void>((r) => waiters.push(r));
+    return out.split('\n').slice(0, -1);
+  };
+  try {
+    child.stdin.write('{"t":"start","args":["clean"]}\n{"t":"stop"}\n');
+    expect(await afterStops(1)).toEqual(['ready {}', 'stopped']);
+    child.stdin.write('{"t":"start","args":["leak"]}\n{"t":"stop"}\n');
+    const got = await afterStops(2);
+    expect(got).toHaveLength(5);
+    expect(got[2]).toBe('ready {}');
+    expect(got[3]).toMatch(/^left \[.*"Timeout".*\]$/);
+    expect(got[4]).toBe('stopped');
+  } finally {
+    child.stdin.end();
+    await new Promise((r) => child.once('exit', r));
+  }
+}, 30_000);

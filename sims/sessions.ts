@@ -1,13 +1,14 @@
 // A stack host: one process that serves `hil serve` sessions one after another (`hil serve sessions`),
-// so that a run which starts a stack per test (a replayed run: docs/recording.md "Replaying a suite run")
-// does not pay a process start, the bundle's compilation and the machine's loading for every test. Each
+// so that a run which starts many stacks (a replayed run, a stack per test: docs/recording.md "Replaying a
+// suite run"; the sim target's run, a stack per file and per variant) does not pay a process start, the bundle's compilation and the machine's loading for every test. Each
 // session is a whole stack as `hil serve ARGS` starts it (its own service, core worker thread, sockets and
 // directories) and stops the way a lifeline stop stops one; only the process and its loaded code are kept.
 //
 // The protocol is one JSON line per command on standard input, answered on standard output:
 //   {"t":"start","args":[...],"env":{...}}  -> the session's `ready {...}` line, or `exited {"code":N}` when
 //                                              it refused to start (its reasons are on standard error)
-//   {"t":"stop"}                            -> `stopped` once the session has stopped
+//   {"t":"stop"}                            -> `stopped` once the session has stopped, after a line
+//                                              `left [...]` when it left resources running (a timer...)
 // `env` is set in process.env for the session and taken back when it stops. Closing standard input (the
 // parent went away) or SIGINT/SIGTERM stops the session under way and ends the process. Standard error
 // is shared: the harness keeps what each session wrote (harness/targets/stack-host.ts).
@@ -20,6 +21,10 @@ export type Runner = (stop: (why: string) => Promise<void>, o: { name: string; l
 
 /** `hil serve ARGS` with its runner: a status >= 0 when it ended (refused to start), -1 while it runs. */
 export type Serve = (argv: string[], runner: Runner) => Promise<number>;
+
+/** How long what a stopped session still has under way may take to settle before it counts as left running. */
+const SETTLE_MS = 10;
+const SETTLE_TRIES = 20;
 
 interface Session {
   stop(why: string): Promise<void>;
@@ -78,8 +83,19 @@ export function runSessions(serve: Serve): number {
     }
     // A session must leave nothing behind (a timer, a socket, a worker): in a process of its own that went
     // unseen, here it would run on in every later session. Said on standard error, which the harness shows.
-    const left = leftBehind(s.resources);
-    if (left.length) process.stderr.write(`hil serve sessions: the session left ${left.length} resources running: ${left.join(', ')}\n`);
+    // Said on standard output too, before the stop's answer: the harness then uses this host no more (the
+    // next stack must start as fresh as one in a process of its own).
+    // A request already under way when the stop returned (a file operation finishing) settles in a moment:
+    // only what is still there after it has had that moment counts.
+    let left = leftBehind(s.resources);
+    for (let k = 0; k < SETTLE_TRIES && left.length; k++) {
+      await new Promise((r) => setTimeout(r, SETTLE_MS));
+      left = leftBehind(s.resources);
+    }
+    if (left.length) {
+      process.stderr.write(`hil serve sessions: the session left ${left.length} resources running: ${left.join(', ')}\n`);
+      say(`left ${JSON.stringify(left)}`);
+    }
   };
 
   const start = async (args: string[], env: Record<string, string>) => {

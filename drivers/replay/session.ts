@@ -46,7 +46,7 @@ function revive(data: unknown): Record<string, unknown> {
 /**
  * Reads the recording once: its header, its frame count, whether it was closed, and its requests. A
  * preparation carries the cycle the recorded core answered it in (`answerAtCycle`): on the real-time clock
- * the core took a large plan in for a share of each cycle's wall time (sims/core/core.ts prepare), so the
+ * the core took a large plan in for a share of each cycle's wall time (sims/core/plan-intake.ts), so the
  * replayed core answers when the recorded one did.
  */
 export function scanRecording(file: string): { header: RecordingHeader; frames: number; complete: boolean; requests: RecordedRequest[] } {

@@ -50,6 +50,7 @@ const BUNDLES: Record<string, string> = {
   main: 'main.ts',
   config: 'config/main.ts',
   'core-worker': 'core/worker.ts',
+  'replay-core-worker': 'replay/worker.ts',
   'upload-worker': 'service/upload/worker.ts',
   'dense-decode-worker': 'dense/decode-worker.ts',
   'planner-intake-worker': 'planner/intake-worker.ts',

@@ -22,6 +22,17 @@ import { currentTest, registerPerTest, type PerTestHooks, type PerTestOutcome, t
 import { NESTED_VARIANT, Recorder, type StackSession } from './recorder.ts';
 import { variantOptionsJson } from './recording-store.ts';
 
+/**
+ * The sim target's stacks that are not recorded are sessions of the worker's stack hosts (stack-host.ts)
+ * unless a start says otherwise: a run starts about a hundred stacks, and a process of its own costs each one a Node start, the
+ * bundle's compilation, the machine's loading and a new core thread (bench/stack-start.bench.ts). Each
+ * session is still a whole fresh stack in a fresh directory; a host whose session left anything running is
+ * not used again (stack-host.ts).
+ */
+function hostedByDefault(start: StackStart): StackStart {
+  return start.hosted === undefined ? { ...start, hosted: true } : start;
+}
+
 export async function startStack(o: StackStart): Promise<StackProcess> {
   // Generous: on a loaded two-core machine a stack has been seen to need more than 30 s to start.
   const timeoutMs = o.timeoutMs ?? 60_000;
@@ -86,10 +97,11 @@ function baseStart(o: TargetOptions): StackStart {
  * started wrong (a replayed variant on another machine), is abandoned and the stack stopped.
  */
 async function startWith(start: StackStart, session: StackSession | null): Promise<StackProcess> {
-  if (!session) return startStack(start);
+  if (!session) return startStack(hostedByDefault(start));
   try {
-    // A replayed stack is one of a run's many short ones: a session of a stack host (stack-host.ts).
-    const stack = await startStack({ ...start, args: [...start.args, ...session.args], ...(session.mode === 'replay' ? { hosted: true } : {}) });
+    // A replayed stack is one of a run's many short ones: a session of a stack host (stack-host.ts). A
+    // recording is made on a stack started as a process, as a deployed service starts (docs/recording.md).
+    const stack = await startStack({ ...start, args: [...start.args, ...session.args], hosted: session.mode === 'replay' });
     try {
       session.started(stack.ready);
     } catch (e) {
@@ -228,7 +240,7 @@ export class SimTarget implements Target, PerTestHooks {
       throw new HarnessError('HIL_ERR_TARGET_UNSUPPORTED', `a ${this.recorder.mode === 'replay' ? 'replayed' : 'recorded'} stack cannot restart its service (a recording is one service session)`);
     }
     await this.stack.stop({ keepDir: true });
-    this.stack = await startStack({ ...this.start, reuseDir: this.stack.dir });
+    this.stack = await startStack(hostedByDefault({ ...this.start, reuseDir: this.stack.dir }));
   }
 
   get address(): string {
@@ -318,7 +330,7 @@ export class SimTarget implements Target, PerTestHooks {
 async function openSim(o: TargetOptions): Promise<Target> {
   const recorder = Recorder.of('sim', o);
   const start = baseStart(o);
-  if (!recorder.perTest) return new SimTarget(await startStack(start), start);
+  if (!recorder.perTest) return new SimTarget(await startStack(hostedByDefault(start)), start);
   return openPerTest(recorder, start);
 }
 

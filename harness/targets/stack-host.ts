@@ -7,10 +7,16 @@
 // takes a second host. The idle hosts are kept at module level on purpose: one pool per worker process,
 // shared by the files it runs (vitest's isolate: false).
 //
+// The sim target's stacks that are not recorded are sessions too (sim.ts hostedByDefault): a fresh stack
+// per file, without a process start each. A host one of whose sessions left resources running (a timer, a
+// socket: `left [...]` from sims/sessions.ts) serves no further session, so each stack starts as fresh as one
+// in a process of its own.
+//
 // Internal to harness/targets/ (sim.ts startStack, for a stack started with `hosted`). HIL_STACK_HOST=off
 // starts every stack as a process of its own instead.
 
 import { spawn, type ChildProcess } from 'node:child_process';
+import { getPriority } from 'node:os';
 import { HarnessError } from '../errors.ts';
 import { ROOT, referenceCommand } from './reference.ts';
 import type { ReadyProcess } from './spawn.ts';
@@ -40,6 +46,8 @@ class StackHost {
   /** The running session's standard error (a host's stderr goes to the session that runs). */
   private err: ((chunk: string) => void) | null = null;
   private exited: Error | null = null;
+  /** A session of this host left resources running (sims/sessions.ts): the host serves no more sessions. */
+  tainted = false;
   private readonly onExit: Array<() => void> = [];
 
   constructor(private readonly env: NodeJS.ProcessEnv) {
@@ -52,6 +60,7 @@ class StackHost {
       for (let nl = this.out.indexOf('\n'); nl >= 0; nl = this.out.indexOf('\n')) {
         const line = this.out.slice(0, nl);
         this.out = this.out.slice(nl + 1);
+        if (line.startsWith('left ')) this.tainted = true;
         this.reader?.(line);
       }
     });
@@ -143,11 +152,21 @@ class StackHost {
   }
 }
 
-/** The idle hosts of this worker, by the command they run (the bundle a run built). */
+function niceNow(): number {
+  try {
+    return getPriority();
+  } catch {
+    return 0;
+  }
+}
+
+/** The idle hosts of this worker, by their nice value and the command they run (the bundle a run built). */
 const idle = new Map<string, StackHost[]>();
 
 function take(env: NodeJS.ProcessEnv): { host: StackHost; key: string } {
-  const key = referenceCommand('stack', env).join('\0');
+  // Keyed by the worker's nice value as well (harness/nice.ts): a host keeps the priority it was started
+  // with, and a stack of a busy file must not run at a quiet file's priority.
+  const key = [niceNow(), ...referenceCommand('stack', env)].join('\0');
   const list = idle.get(key) ?? [];
   idle.set(key, list);
   for (let h = list.pop(); h; h = list.pop()) if (h.alive) return { host: h, key };
@@ -157,7 +176,7 @@ function take(env: NodeJS.ProcessEnv): { host: StackHost; key: string } {
 function giveBack(key: string, host: StackHost): void {
   const list = idle.get(key) ?? [];
   idle.set(key, list);
-  if (host.alive && list.length < KEEP_IDLE) list.push(host);
+  if (host.alive && !host.tainted && list.length < KEEP_IDLE) list.push(host);
   else host.close();
 }
 

@@ -411,7 +411,7 @@ test('a held observation publisher drops observations, then reports them once in
   const r = await rig();
   r.step();
   const events = (from: number) => r.sent.slice(from).filter((m): m is Extract<FromCore, { t: 'event' }> => m.t === 'event');
-  r.core.holdEventPublisher(1_000); // host time is the core's synthetic clock: 1 s of cycles
+  r.core.holds.holdEventPublisher(1_000); // host time is the core's synthetic clock: 1 s of cycles
   const from = r.sent.length;
   r.cmd('enable', ALL);
   r.until(() => {
@@ -456,7 +456,7 @@ test('a message is judged on the one host time read for it (atHostTime): a hold 
   host = read + 5_000_000n;
   expect(core.atHostTime(read, () => core.hostNow())).toBe(read);
   expect(core.hostNow()).toBe(host);
-  core.atHostTime(read, () => core.holdEventPublisher(10));
+  core.atHostTime(read, () => core.holds.holdEventPublisher(10));
   // Held until read + 10 ms: an observation at read + 9 ms is lost ...
   const deadline = read + 10_000_000n;
   const grant = (gen: bigint, deadlineNs: bigint) => core.atHostTime(host, () => core.handle({ t: 'grant', generation: gen, deadlineNs, active: true, axisMask: ALL }));
@@ -579,4 +579,20 @@ test('a replayed preparation is answered in the recorded cycle, neither before n
   const r = await rig({ workClock: fakeClock(1), clockMode: 'recorded' });
   r.core.handle(stillPlan(1, 100, { answerAtCycle: r.core.cycleCount + 50 }));
   expect(answerOf(r, 1)).toEqual({ cycles: 0, result: 2 });
+});
+
+test('a preparation arriving while a large plan is still being built ends that build: the older one is answered cancelled once, and only the newer plan is kept (document 1 part 3 prepare)', async () => {
+  for (const newer of [100, LARGE]) {
+    const r = await rig({ workClock: fakeClock(1), clockMode: 'stepped' });
+    r.core.handle(stillPlan(1, LARGE));
+    r.step();
+    r.core.handle(stillPlan(2, newer, { handle: 2n }));
+    answerOf(r, 2);
+    // Run well past the cycles the first build needed on its own.
+    for (let k = 0; k < 2 * Math.ceil(LARGE / Math.floor(10_000 / (1 + 2 * N))); k++) r.step();
+    const first = r.sent.filter((m) => m.t === 'reply' && m.id === 1);
+    expect(first.length, `newer plan of ${newer} points`).toBe(1);
+    expect(first[0]!.t === 'reply' && first[0]!.detail).toBe('replaced by a newer preparation');
+    expect(r.core.preparedPlan?.handle, `newer plan of ${newer} points`).toBe(2n);
+  }
 });

@@ -12,7 +12,8 @@
 //
 // This file keeps the state they share, carries out admitted commands, and runs the cycle.
 
-import { ProcessImage, STANDARD_MAPPING, type BusDriver, type BusSetup } from '../../drivers/bus.ts';
+import { ProcessImage, type BusDriver, type BusSetup } from '../../drivers/bus.ts';
+import { busSetupFor } from './bus-setup.ts';
 import { controlwordFor, CW, Ds402State } from '../../drivers/ds402.ts';
 import { stateOf } from './ds402-state.ts';
 import { DriverHost } from '../../drivers/host.ts';
@@ -21,7 +22,7 @@ import { admit, type AdmissionView, type Cmd } from './admission.ts';
 import type { CaptureRing } from './capture/ring.ts';
 import { FaultMonitor } from './fault-monitor.ts';
 import { FAULT, faultEntry, type FaultRecovery } from './faults.ts';
-import { CycleHistogram } from './histogram.ts';
+import { CycleHistogram, cycleTiming } from './histogram.ts';
 import { HomingLane } from './homing.ts';
 import { JogLane } from './jog.ts';
 import { LaneArbiter } from './lanes.ts';
@@ -31,20 +32,16 @@ import { JOG_REASON, NATIVE_REASON } from './reasons.ts';
 import { JOG_MODE, NATIVE_OP, type CommandResult, type JogStatus, type CoreStatus, type CoreTiming, type FromCore, type PlanWorkspace, type ToCore } from './protocol.ts';
 import { captureCycle } from './record.ts';
 import { buildStatus, type StatusView } from './status-view.ts';
+import { FaultReset } from './fault-reset.ts';
+import { ArmWait, ARM_SETTLE_NS } from './arm-wait.ts';
+import { LeaseWatch } from './lease-watch.ts';
+import { PlanIntake } from './plan-intake.ts';
+import { TestHolds, type HeldCore } from './test-holds.ts';
 
 export { CycleHistogram } from './histogram.ts';
 
-/** Cycles a fault reset pulse is held, and cycles the core waits for drives to leave Fault after it. */
-const RESET_PULSE_CYCLES = 3;
-const RESET_SETTLE_CYCLES = 30;
-/** Default bound an arm waits for the enabled axes to reach operation enabled (docs/profile.md). */
-export const ARM_SETTLE_NS = 500_000_000n;
-/**
- * The core stops on its own this long after a lease deadline passes without a renewal reaching it. A
- * renewal the service admitted just before the deadline is still on its way to the core (docs/profile.md
- * "Native commands"); a stalled service extends a lease by at most this much.
- */
-export const LEASE_GRACE_NS = 20_000_000n;
+export { ARM_SETTLE_NS } from './arm-wait.ts';
+export { LEASE_GRACE_NS } from './lease-watch.ts';
 /** Status is published on change and at least this often (core time in real time; wall otherwise). */
 const PUBLISH_EVERY_NS = 10_000_000n;
 /**
@@ -81,59 +78,9 @@ export interface CoreOptions {
 const defaultWorkClock = (): number => performance.now() * 1e6;
 const defaultHostClock = (): bigint => process.hrtime.bigint();
 
-interface Reset {
-  id: number;
-  sequence: bigint;
-  generation: bigint;
-  mask: number;
-  cycle: number;
-}
 
-interface PendingArm {
-  m: Cmd;
-  deadlineNs: bigint;
-}
 
-/** What the bus driver is told about the cell (document 3: axes, slave positions, drives, I/O, bring-up). */
-export function busSetupFor(machine: CompiledMachine): BusSetup {
-  return {
-    cycleNs: machine.cycle_ns,
-    axes: machine.axes.map((a) => ({
-      index: a.index,
-      id: a.id,
-      slavePosition: a.slave_position,
-      countsPerUnit: a.counts_per_unit,
-      sign: a.sign,
-      minPosition: a.min_position,
-      maxPosition: a.max_position,
-      maxVelocity: a.max_velocity,
-      followingError: a.following_error,
-      ...(a.drive ? { vendorId: a.drive.vendor_id, productCode: a.drive.product_code } : {}),
-    })),
-    expectedMapping: STANDARD_MAPPING,
-    ioOutputs: machine.io?.outputs.length ?? 0,
-    ioInputs: machine.io?.inputs.length ?? 0,
-    ...(machine.bus?.io_slave_position != null ? { ioSlavePosition: machine.bus.io_slave_position } : {}),
-    ...(machine.bus
-      ? {
-          bringup: {
-            explicitPdoConfig: machine.bus.bringup.explicit_pdo_config,
-            disableOutputWatchdog: machine.bus.bringup.disable_output_watchdog,
-            safeopOpTimeoutMs: machine.bus.bringup.safeop_op_timeout_ms,
-          },
-        }
-      : {}),
-  };
-}
-
-/** A plan up to this many element operations (about 12000 points of nine axes) is built at once. */
-const PLAN_SYNC_ELEMENTS = 250_000;
-/** Element operations of a larger plan per cycle on the stepped and fast clocks (no wall time to keep). */
-const PLAN_SLICE_ELEMENTS = 10_000;
-/** On the real-time clock, the share of a cycle's period a larger plan is taken in for, each cycle. */
-export const PLAN_BUILD_SHARE = 0.2;
-
-export class Core implements AdmissionView, StatusView {
+export class Core implements AdmissionView, StatusView, HeldCore {
   readonly image: ProcessImage;
   readonly host: DriverHost;
   readonly n: number;
@@ -159,12 +106,10 @@ export class Core implements AdmissionView, StatusView {
   readonly jog: JogLane;
   /** The plan slot: one prepared trajectory waiting for Start (a newer preparation replaces it). */
   preparedPlan: Plan | null = null;
-  /** A large plan being taken in, a slice per cycle (see prepare), with the command that asked for it. */
-  private building: { builder: PlanBuilder; cmd: Cmd; answerAt?: number; slot?: number } | null = null;
+  /** A large plan being taken in, a slice per cycle (plan-intake.ts). */
+  private readonly intake: PlanIntake;
   /** Plan memory shared with the service (plan-arena.ts): a slot is given back when its plan is gone (keepSlots). */
   readonly planArena: PlanArena | null;
-  /** Work-clock ns a cycle spends taking a large plan in on the real-time clock (PLAN_BUILD_SHARE of the period). */
-  private readonly buildBudgetNs: number;
   /** MotionState bookkeeping (document 1 part 2): state and last event of the latest execution. */
   motionState = 0;
   lastEvent = 0;
@@ -173,8 +118,10 @@ export class Core implements AdmissionView, StatusView {
   private readonly drivableOutputs: number;
   /** A finished Home is reported once its axes have really left operation enabled. */
   private homeDone: { sequence: bigint; ok: boolean; detail: string; reason: number; mask: number } | null = null;
-  private reset: Reset | null = null;
-  private pendingArm: PendingArm | null = null;
+  /** A reset_fault in progress (fault-reset.ts). */
+  private readonly reset: FaultReset;
+  /** An arm waiting for its drives (arm-wait.ts). */
+  private readonly armWait: ArmWait;
   lastResetSequence = 0n;
   readonly faults: FaultMonitor;
   grant = { generation: 0n, deadlineNs: 0n, active: false, axisMask: 0 };
@@ -201,15 +148,8 @@ export class Core implements AdmissionView, StatusView {
   readonly hostNow: () => bigint;
   /** The host clock is the default (process.hrtime), which runs on the same monotonic clock as performance.now(). */
   private readonly hostIsDefault: boolean;
-  /**
-   * Lease check without a host clock read every cycle: the grant (and its deadline) for which
-   * `leaseSafeUntilMs` was computed, and the performance.now() time before which that deadline cannot
-   * have passed (the remaining time when last read, less a 1 ms margin for rounding).
-   */
-  private leaseGrant: Core['grant'] | null = null;
-  private leaseDeadline = 0n;
-  private leaseSafeUntilMs = -Infinity;
-  private readonly armSettleNs: bigint;
+  /** The lease check of each cycle (lease-watch.ts). */
+  private readonly leaseWatch: LeaseWatch;
   readonly clockMode: CoreStatus['clock']['mode'];
   readonly scheduling: string;
   private readonly publishByWall: boolean;
@@ -225,9 +165,8 @@ export class Core implements AdmissionView, StatusView {
 
   private readonly send: (m: FromCore) => void;
   private readonly sendRaw: (m: FromCore) => void;
-  /** Observations dropped while the publisher was held (document 1 part 6 publisher_overflow). */
-  private readonly lost = { count: 0, first: 0n, last: 0n };
-  private publisherHeldUntilNs = 0n;
+  /** The private test channel's holds (test-holds.ts): late wake, held publisher, held capture write. */
+  readonly holds: TestHolds;
 
   constructor(
     readonly machine: CompiledMachine,
@@ -241,13 +180,8 @@ export class Core implements AdmissionView, StatusView {
     this.send = (m) => {
       if (m.t !== 'event') return send(m);
       // The private native_ notices are replies the service acts on, not observations for the log.
-      if (!m.type.startsWith('native_') && this.publisherHeld()) {
-        this.lost.count++;
-        this.lost.last = this.now;
-        if (this.lost.count === 1) this.lost.first = this.now;
-        return;
-      }
-      this.reportLost(send);
+      if (!m.type.startsWith('native_') && !this.holds.admitEvent()) return;
+      this.holds.reportLost(send);
       send({ ...m, time_ns: this.now });
     };
     this.sendRaw = send;
@@ -260,21 +194,24 @@ export class Core implements AdmissionView, StatusView {
     this.observedNs = new BigInt64Array(this.n);
     this.observedWords = new Uint32Array(this.observedNs.buffer, this.observedNs.byteOffset, this.n * 2);
     this.maxLatenessNs = Number(machine.max_cycle_lateness_ns);
-    this.buildBudgetNs = PLAN_BUILD_SHARE * Number(machine.cycle_ns);
     this.ioConfigured = (machine.io?.outputs.length ?? 0) > 0;
     this.capture = opts.capture ?? null;
     this.planArena = opts.planArena ?? null;
+    this.holds = new TestHolds(this, this.capture);
     if (this.capture && this.capture.axisCount !== this.n) throw new RangeError(`capture ring has ${this.capture.axisCount} axes, the machine ${this.n}`);
     this.workClock = opts.workClock ?? defaultWorkClock;
     this.workIsWall = this.workClock === defaultWorkClock;
     const hostClock = opts.hostClock ?? defaultHostClock;
     this.hostIsDefault = hostClock === defaultHostClock;
     this.hostNow = () => this.messageHostNs ?? hostClock();
-    this.armSettleNs = opts.armSettleNs ?? ARM_SETTLE_NS;
+    this.leaseWatch = new LeaseWatch(this.hostIsDefault, this.hostNow);
+    this.armWait = new ArmWait(opts.armSettleNs ?? ARM_SETTLE_NS);
     this.clockMode = opts.clockMode ?? 'realtime';
     this.scheduling = opts.scheduling ?? 'default';
     this.publishByWall = opts.publishByWall ?? false;
+    this.intake = new PlanIntake(Number(machine.cycle_ns), this.clockMode, this.workClock);
     this.faults = new FaultMonitor(machine, this.image, this.all, (bit, axes) => this.onFaultLatched(bit, axes));
+    this.reset = new FaultReset(this.faults);
     this.trajectory = new TrajectoryLane(this.n, (e) => this.onTrajectoryEnd(e), Number(machine.cycle_ns));
     this.jog = new JogLane(machine, (e) => {
       this.dirty = true;
@@ -337,7 +274,7 @@ export class Core implements AdmissionView, StatusView {
    * the prepared one and the executing one are all it keeps. Called after each message and each cycle.
    */
   private keepSlots(): void {
-    this.planArena?.keep(this.building?.slot, this.preparedPlan?.slot, this.trajectory.plan?.slot);
+    this.planArena?.keep(this.intake.slot, this.preparedPlan?.slot, this.trajectory.plan?.slot);
   }
 
   private handleMessage(m: ToCore, workspace?: PlanWorkspace, slot?: number): void {
@@ -435,8 +372,8 @@ export class Core implements AdmissionView, StatusView {
         if ((this.enabledMask() & this.enableMask) === this.enableMask) return this.completeArm(m);
         // Enable was admitted but the drives are still stepping through CiA 402 (a few cycles on the
         // simulator, longer on real drives): wait a bounded time instead of racing the client.
-        this.pendingArm?.m && this.reply(this.pendingArm.m, NATIVE_REASON.not_ready, this.enableMask, 'superseded by a newer arm');
-        this.pendingArm = { m, deadlineNs: this.now + this.armSettleNs };
+        const superseded = this.armWait.begin(m, this.now);
+        if (superseded) this.reply(superseded, NATIVE_REASON.not_ready, this.enableMask, 'superseded by a newer arm');
         return;
       }
       case 'halt':
@@ -460,7 +397,7 @@ export class Core implements AdmissionView, StatusView {
       case 'reset_fault': {
         const sel = mask === 0 ? this.all : mask;
         const r = this.result(NATIVE_OP.reset_fault, NATIVE_REASON.none, sel, m.generation);
-        this.reset = { id: m.id, sequence: r.Sequence, generation: m.generation, mask: sel, cycle: 0 };
+        this.reset.begin({ id: m.id, sequence: r.Sequence, generation: m.generation, mask: sel });
         return; // answered when the reset has been observed (see stepReset)
       }
       case 'recovery_status':
@@ -586,17 +523,8 @@ export class Core implements AdmissionView, StatusView {
 
 
   /**
-   * prepare: convert and check a point list, keep it in the plan slot (replacing an older one). A plan of more
-   * than PLAN_SYNC_ELEMENTS element operations is taken in over the following cycles and answered when done: a
-   * 250000-point plan built in one go stalled the cycle it arrived in by 50 to 500 ms
-   * (bench/upload-impact.bench.ts). The older plan stays in the slot until then. How much a cycle takes
-   * (advanceBuild):
-   * - real-time clock: PLAN_BUILD_SHARE of the cycle's period, by the work clock. A fixed count of 10000
-   *   element operations took 0.05 ms when compiled but 0.4 to 2 ms while V8 had not compiled the builder
-   *   yet (a stack's first large upload, its compiler thread starved by the upload): every cycle late;
-   * - a replay: all at once, answered in the cycle the recorded core answered (answerAtCycle), since the
-   *   count above was the recorded wall clock's decision;
-   * - stepped and fast clocks: PLAN_SLICE_ELEMENTS a cycle, the same on every run.
+   * prepare: convert and check a point list, keep it in the plan slot (replacing an older one), at once or
+   * over the following cycles (plan-intake.ts); the older plan stays in the slot until then.
    */
   private prepare(m: Extract<ToCore, { t: 'prepare' }>, workspace?: PlanWorkspace, slot?: number): void {
     const asCmd: Cmd = { t: 'cmd', id: m.id, op: 'prepare', generation: m.generation, axisMask: m.axisMask, handle: m.handle };
@@ -604,30 +532,20 @@ export class Core implements AdmissionView, StatusView {
     if (slot !== undefined) this.planArena?.adopt(slot);
     const refusal = admit(this, asCmd);
     if (refusal) return void this.reply(asCmd, refusal.reason, refusal.mask, refusal.detail);
-    // The service commits one preparation at a time; one arriving during a build replaces it.
-    if (this.building) this.reply(this.building.cmd, NATIVE_REASON.cancelled, 0, 'replaced by a newer preparation');
-    const builder = new PlanBuilder(this.machine, m, workspace);
-    if (builder.elements <= PLAN_SYNC_ELEMENTS) return void this.prepared(asCmd, builder.step(Infinity)!, slot);
-    this.building = { builder, cmd: asCmd, ...(m.answerAtCycle !== undefined ? { answerAt: m.answerAtCycle } : {}), ...(slot !== undefined ? { slot } : {}) };
+    const build = { builder: new PlanBuilder(this.machine, m, workspace), cmd: asCmd, ...(m.answerAtCycle !== undefined ? { answerAt: m.answerAtCycle } : {}), ...(slot !== undefined ? { slot } : {}) };
+    const now = this.intake.begin(build, (cmd) => this.reply(cmd, NATIVE_REASON.cancelled, 0, 'replaced by a newer preparation'));
+    if (now) this.prepared(asCmd, now, slot);
   }
 
   /** One slice of the plan being built (each cycle, `workStart` its start on the work clock); answers the prepare when it is done. */
   private advanceBuild(workStart: number): void {
-    const b = this.building;
-    if (!b) return;
-    let out: Plan | PlanRefusal | null;
-    if (b.answerAt !== undefined) {
-      if (this.cycleCount < b.answerAt) return;
-      out = b.builder.step(Infinity);
-    } else if (this.clockMode === 'realtime') {
-      out = b.builder.step(Infinity, () => this.workClock() - workStart >= this.buildBudgetNs);
-    } else out = b.builder.step(PLAN_SLICE_ELEMENTS);
-    if (out === null) return;
-    this.building = null;
+    const done = this.intake.advance(this.cycleCount, workStart);
+    if (!done) return;
+    const b = done.build;
     // The fence must still hold after the cycles the build took (a stop or lost lease meanwhile).
     const refusal = admit(this, b.cmd);
     if (refusal) return void this.reply(b.cmd, refusal.reason, refusal.mask, refusal.detail);
-    this.prepared(b.cmd, out, b.slot);
+    this.prepared(b.cmd, done.out, b.slot);
   }
 
   private prepared(asCmd: Cmd, plan: Plan | PlanRefusal, slot?: number): void {
@@ -690,21 +608,15 @@ export class Core implements AdmissionView, StatusView {
 
   /** A pending arm completes when the enabled axes reach operation enabled, or is refused at its bound. */
   private stepArm(): void {
-    const p = this.pendingArm;
-    if (!p) return;
-    if (this.enableMask === 0 || this.faults.size || this.stopDraining || this.faults.safetyFaultMask) {
-      this.pendingArm = null;
-      this.reply(p.m, this.faults.safetyFaultMask || this.stopDraining ? NATIVE_REASON.inhibited : NATIVE_REASON.not_ready, this.enableMask, 'enable was withdrawn or a fault latched while arm waited');
-      return;
-    }
-    if ((this.enabledMask() & this.enableMask) === this.enableMask) {
-      this.pendingArm = null;
-      this.completeArm(p.m);
-    } else if (this.now >= p.deadlineNs) {
-      this.pendingArm = null;
-      this.reply(p.m, NATIVE_REASON.not_ready, this.enableMask, `enabled axes did not reach operation enabled within ${this.armSettleNs / 1_000_000n} ms`);
-    }
+    if (!this.armWait.waiting) return;
+    const withdrawn = this.enableMask === 0 || this.faults.size !== 0 || this.stopDraining || this.faults.safetyFaultMask !== 0;
+    const e = this.armWait.step(this.now, withdrawn, (this.enabledMask() & this.enableMask) === this.enableMask);
+    if (!e) return;
+    if (e.end === 'settled') return this.completeArm(e.m);
+    if (e.end === 'withdrawn') this.reply(e.m, this.faults.safetyFaultMask || this.stopDraining ? NATIVE_REASON.inhibited : NATIVE_REASON.not_ready, this.enableMask, 'enable was withdrawn or a fault latched while arm waited');
+    else this.reply(e.m, NATIVE_REASON.not_ready, this.enableMask, `enabled axes did not reach operation enabled within ${this.armWait.settleNs / 1_000_000n} ms`);
   }
+
 
   /**
    * Disarm, disable, every output OFF with permission withdrawn, every lane ended, Home cancelled. `why`
@@ -772,38 +684,14 @@ export class Core implements AdmissionView, StatusView {
   }
 
   private stepReset(): void {
-    const r = this.reset;
-    if (!r) return;
-    r.cycle++;
-    const latched = this.faults.latched;
-    if (r.cycle <= RESET_PULSE_CYCLES + RESET_SETTLE_CYCLES) {
-      // keep pulsing/settling until every selected drive left Fault, or the settle time ran out
-      const stillFault = [...latched.keys()].some((b) => (b === FAULT.drive_fault || b === FAULT.following_error) && this.faults.persists(b, r.mask & latched.get(b)!));
-      if (stillFault || r.cycle <= RESET_PULSE_CYCLES) return;
-    }
-    this.reset = null;
+    const done = this.reset.step((o) => {
+      const info = FaultMonitor.info(o.bit);
+      this.send({ t: 'event', type: 'fault_cleared', payload: { bit: 1 << o.bit, name: info.name, axis_mask: o.axis_mask, recovery: info.recovery } });
+      if (info.recovery === 'rehome') this.homeValidMask &= ~o.axis_mask;
+    });
+    if (!done) return;
+    const { reset: r, outcomes, persistent } = done;
     this.lastResetSequence = r.sequence;
-    const outcomes: FaultRecovery[] = [];
-    let persistent = false;
-    for (const [bit, axes] of latched) {
-      const sel = axes & r.mask;
-      if (!sel) {
-        outcomes.push(faultEntry(bit, axes, 'not_selected'));
-        continue;
-      }
-      const p = this.faults.persists(bit, sel);
-      persistent ||= p;
-      outcomes.push(faultEntry(bit, sel, p ? 'persists' : 'cleared'));
-    }
-    if (!persistent) {
-      for (const o of outcomes) {
-        if (o.outcome !== 'cleared') continue;
-        this.faults.clear(o.bit, o.axis_mask);
-        const info = FaultMonitor.info(o.bit);
-        this.send({ t: 'event', type: 'fault_cleared', payload: { bit: 1 << o.bit, name: info.name, axis_mask: o.axis_mask, recovery: info.recovery } });
-        if (info.recovery === 'rehome') this.homeValidMask &= ~o.axis_mask;
-      }
-    }
     const result: CommandResult = {
       Sequence: r.sequence,
       Handle: 0n,
@@ -834,29 +722,9 @@ export class Core implements AdmissionView, StatusView {
     };
   }
 
-  /**
-   * The lease ran out in host time without a renewal reaching the core: it stops on its own. With the
-   * default host clock, process.hrtime is read only when the deadline may be within a millisecond of
-   * performance.now() (both run on the same monotonic clock; the cycle's start reading serves), so an
-   * active grant costs no clock read and no bigint per cycle; the first cycle whose read sees the deadline passed still stops the cell.
-   */
+  /** The lease ran out in host time without a renewal reaching the core: it stops on its own. */
   private stepLease(wallMs: number): void {
-    const g = this.grant;
-    if (!g.active) return;
-    const cached = this.hostIsDefault && g === this.leaseGrant && g.deadlineNs === this.leaseDeadline;
-    // Read before the host clock below, so the margin computed from it errs early, never late.
-    const wall = !this.hostIsDefault ? 0 : wallMs === wallMs ? wallMs : performance.now();
-    if (cached && wall < this.leaseSafeUntilMs) return;
-    const host = this.hostNow();
-    if (host <= g.deadlineNs + LEASE_GRACE_NS) {
-      if (this.hostIsDefault) {
-        const w = wall;
-        this.leaseGrant = g;
-        this.leaseDeadline = g.deadlineNs;
-        this.leaseSafeUntilMs = w + Number(g.deadlineNs + LEASE_GRACE_NS - host) / 1e6 - 1;
-      }
-      return;
-    }
+    if (!this.grant.active || !this.leaseWatch.expired(this.grant, wallMs)) return;
     this.grant = { ...this.grant, active: false };
     this.nativeGeneration++;
     this.safeState('lease expired');
@@ -869,10 +737,7 @@ export class Core implements AdmissionView, StatusView {
     /** performance.now() at the start of this cycle, or NaN when the work clock is a test's own. */
     const wallMs = this.workIsWall ? workStart / 1e6 : NaN;
     // An injected late wake (test channel): every cycle scheduled before the wake runs at the wake time.
-    if (this.lateWakeNs !== 0n) {
-      if (nowNs < this.lateWakeNs) nowNs = this.lateWakeNs;
-      else this.lateWakeNs = 0n;
-    }
+    nowNs = this.holds.wakeTime(nowNs);
     this.now = nowNs;
     this.cycleCount++;
     const lateness = nowNs === scheduledNs ? 0 : Number(nowNs - scheduledNs); // stepped: no bigint per cycle
@@ -896,7 +761,7 @@ export class Core implements AdmissionView, StatusView {
     if (this.trajectory.plan !== null && this.ioArmed) img.ioOutputWord = this.trajectory.outputs & this.drivableOutputs;
     // CiA 402 stepping: each axis's controlword moves its drive one step toward the wanted state.
     const homingMask = this.homingMask;
-    const resetting = this.reset !== null && this.reset.cycle < RESET_PULSE_CYCLES ? this.reset.mask : 0;
+    const resetting = this.reset.pulseMask;
     const want = this.stopDraining ? 0 : this.enableMask | homingMask;
     for (let i = 0; i < this.n; i++) {
       const state = stateOf(img.statusword[i]!);
@@ -939,7 +804,7 @@ export class Core implements AdmissionView, StatusView {
       this.stopAckId = seq;
       this.send({ t: 'stop_drained', sequence: seq });
     }
-    if (this.lost.count !== 0) this.reportLost(this.sendRaw);
+    if (this.holds.anyLost) this.holds.reportLost(this.sendRaw);
     if (en !== this.lastEnabledMask || this.armed !== this.lastArmed) {
       if (en !== this.lastEnabledMask) this.send({ t: 'event', type: 'enable_changed', payload: { axis_enable_mask: en, armed: this.armed } });
       if (this.armed !== this.lastArmed) this.send({ t: 'event', type: 'arm_changed', payload: { axis_enable_mask: en, armed: this.armed } });
@@ -959,32 +824,8 @@ export class Core implements AdmissionView, StatusView {
     this.keepSlots();
     const workNs = this.workClock() - workStart;
     this.work.record(workNs);
-    if (this.capture) {
-      // Test hook (private test channel): a capture write held in progress leaves the ring's seqlock odd,
-      // so readers see a torn header (telemetry_busy); the held record is restarted and committed after.
-      if (this.captureHeldUntilNs > this.hostNow()) {
-        if (!this.captureHeld) this.capture.beginRecord();
-        this.captureHeld = true;
-      } else {
-        this.captureHeld = false;
-        captureCycle(this, this.capture, nowNs, lateness, workNs, en);
-      }
-    }
+    if (this.holds.captureWritable()) captureCycle(this, this.capture!, nowNs, lateness, workNs, en);
   }
-
-  /**
-   * Hold the observation publisher for `ms` of host time (private test channel): it behaves as a full
-   * publication queue, so observations raised meanwhile are dropped and counted; the first publication
-   * after the hold is a publisher_overflow notice (docs/profile.md "Events").
-   */
-  /**
-   * The next cycle wakes `ns` late (private test channel): it and every cycle scheduled before the wake
-   * run at the wake time, as a real-time core catches up after a stall.
-   */
-  lateWake(ns: number): void {
-    this.lateWakeNs = this.now + BigInt(this.machine.cycle_ns) + BigInt(ns);
-  }
-  private lateWakeNs = 0n;
 
   /** The host time read once for the message being handled (atHostTime), null otherwise. */
   private messageHostNs: bigint | null = null;
@@ -1004,34 +845,6 @@ export class Core implements AdmissionView, StatusView {
     }
   }
 
-  holdEventPublisher(ms: number): void {
-    this.publisherHeldUntilNs = this.hostNow() + BigInt(ms) * 1_000_000n;
-  }
-  private publisherHeld(): boolean {
-    return this.publisherHeldUntilNs !== 0n && this.publisherHeldUntilNs > this.hostNow();
-  }
-  /** Publish the count of dropped observations once the publisher is free again. */
-  private reportLost(send: (m: FromCore) => void): void {
-    if (this.lost.count === 0 || this.publisherHeld()) return;
-    const payload = { dropped: BigInt(this.lost.count), first_dropped_ns: this.lost.first, last_dropped_ns: this.lost.last };
-    this.lost.count = 0;
-    this.dirty = true;
-    send({ t: 'event', type: 'publisher_overflow', payload, time_ns: this.now });
-  }
-
-  /** Hold the next capture write in progress for `ms` of host time (private test channel). */
-  holdCaptureWrite(ms: number): void {
-    this.captureHeldUntilNs = this.hostNow() + BigInt(ms) * 1_000_000n;
-    // Torn from the moment the test channel answers, not from the next cycle: on a loaded host that cycle
-    // may come after the reader the test sends next.
-    if (this.capture && !this.captureHeld) {
-      this.capture.beginRecord();
-      this.captureHeld = true;
-    }
-  }
-  private captureHeldUntilNs = 0n;
-  private captureHeld = false;
-
   private allStill(): boolean {
     for (let i = 0; i < this.n; i++) {
       if (!this.image.online[i]) continue; // an offline drive's last statusword says nothing about motion
@@ -1047,19 +860,12 @@ export class Core implements AdmissionView, StatusView {
 
   /** Cycle timing since this incarnation started (histogram percentiles: see CycleHistogram). */
   timing(): CoreTiming {
-    const late = this.lateness;
-    const work = this.work;
-    const ns = (v: number) => BigInt(Math.round(v));
-    return {
-      cycles: BigInt(this.cycleCount),
-      overruns: BigInt(this.overruns),
-      p50_lateness_ns: ns(late.quantile(0.5)),
-      p99_lateness_ns: ns(late.quantile(0.99)),
-      max_lateness_ns: late.count ? ns(late.max) : 0n,
-      p50_work_ns: ns(work.quantile(0.5)),
-      p99_work_ns: ns(work.quantile(0.99)),
-      max_work_ns: work.count ? ns(work.max) : 0n,
-    };
+    return cycleTiming(this.cycleCount, this.overruns, this.lateness, this.work);
+  }
+
+  /** A publication is due at the end of this cycle (or the next). */
+  markDirty(): void {
+    this.dirty = true;
   }
 
   /** Core time of the last message from the service or the test channel (the quiet publication rate). */

@@ -1,5 +1,7 @@
 // Cycle timing histograms (lateness and work per cycle), allocation-free on the cycle path.
 
+import type { CoreTiming } from './protocol.ts';
+
 /**
  * Fixed-bucket histogram of a per-cycle duration in ns (cycle lateness, work time). Buckets are
  * log-spaced, 20 per decade from 1 us to 100 ms (each about 12 % wide), plus one below 1 us (zero and
@@ -73,4 +75,19 @@ export class CycleHistogram {
     this.min = Infinity;
     this.max = -Infinity;
   }
+}
+
+/** An incarnation's cycle timing as the core publishes it (protocol.ts CoreTiming), from its two histograms. */
+export function cycleTiming(cycles: number, overruns: number, late: CycleHistogram, work: CycleHistogram): CoreTiming {
+  const ns = (v: number) => BigInt(Math.round(v));
+  return {
+    cycles: BigInt(cycles),
+    overruns: BigInt(overruns),
+    p50_lateness_ns: ns(late.quantile(0.5)),
+    p99_lateness_ns: ns(late.quantile(0.99)),
+    max_lateness_ns: late.count ? ns(late.max) : 0n,
+    p50_work_ns: ns(work.quantile(0.5)),
+    p99_work_ns: ns(work.quantile(0.99)),
+    max_work_ns: work.count ? ns(work.max) : 0n,
+  };
 }

@@ -289,7 +289,7 @@ export class CoreHost {
   private inject(msg: Extract<ToCore, { t: 'inject' }>): void {
     const f = msg.fault;
     if (f.kind === 'hold_capture_write') {
-      this.core.holdCaptureWrite((f as { ms: number }).ms);
+      this.core.holds.holdCaptureWrite((f as { ms: number }).ms);
       this.send({ t: 'reply', id: msg.id, result: OK });
       return;
     }
@@ -299,12 +299,12 @@ export class CoreHost {
         this.send({ t: 'reply', id: msg.id, result: REFUSED, detail: 'FAULT_BAD_FIELD: late_wake: field ns must be an integer 0..10000000000' });
         return;
       }
-      this.core.lateWake(ns);
+      this.core.holds.lateWake(ns);
       this.send({ t: 'reply', id: msg.id, result: OK });
       return;
     }
     if (f.kind === 'hold_event_publisher') {
-      this.core.holdEventPublisher((f as { ms: number }).ms);
+      this.core.holds.holdEventPublisher((f as { ms: number }).ms);
       this.send({ t: 'reply', id: msg.id, result: OK });
       return;
     }

@@ -188,7 +188,7 @@ export type ToCore =
       /**
        * Replays only: the cycle the recorded core answered this preparation in. A core on the real-time
        * clock takes a large plan in for a share of each cycle's wall time, so how many cycles it took is a
-       * decision of that clock; a replayed core answers in the recorded cycle (sims/core/core.ts prepare).
+       * decision of that clock; a replayed core answers in the recorded cycle (sims/core/plan-intake.ts).
        */
       answerAtCycle?: number;
     } & PlanArrays)

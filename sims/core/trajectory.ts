@@ -129,7 +129,7 @@ export class PlanBuilder {
   /**
    * Read up to `budget` element operations' worth of points (whole points, at least one). With `over`,
    * stop early once it says so: it is asked after every POINTS_PER_CHECK points (the real-time core's
-   * share of a cycle, sims/core/core.ts advanceBuild).
+   * share of a cycle, sims/core/plan-intake.ts PlanIntake.advance).
    */
   step(budget: number, over?: () => boolean): Plan | PlanRefusal | null {
     const limit = Math.min(this.n, this.k + Math.max(1, Math.floor(budget / (1 + 2 * this.N))));

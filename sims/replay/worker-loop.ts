@@ -1,7 +1,7 @@
 // The paced replay loop of the core's worker thread (docs/recording.md "The replay target"): the core runs
 // on the replay driver and the recorded clock; the pacer runs it up to each recorded hold and matches the
 // live requests; the port is read between slices so live requests and shutdown get in. The worker
-// (sims/core/worker.ts) hands its port here when its clock is 'recorded'.
+// entry (worker.ts) runs it for the clock 'recorded' (sims/core-loops.ts).
 
 import type { MessagePort } from 'node:worker_threads';
 import { CoreHost } from '../core/host.ts';

@@ -1,4 +1,4 @@
-// The thread a core incarnation runs in (sims/core/worker.ts). A new worker thread costs a new V8 isolate
+// The thread a core incarnation runs in (its loop's worker entry, sims/core-loops.ts). A new worker thread costs a new V8 isolate
 // and the compilation of the core's code and of Node's own modules in it: about 40 ms of CPU here, most of
 // what a replayed stack costs in a stack host (sims/sessions.ts, bench/stack-start.bench.ts). A paced
 // replay's core (clock 'recorded') therefore runs in a thread that, once its incarnation has ended cleanly,
@@ -9,12 +9,13 @@
 // simulated crash) or exited is never reused.
 
 import { Worker, type MessagePort } from 'node:worker_threads';
-import { workerEntry } from '../paths.ts';
+import { coreLoop } from '../core-loops.ts';
+import { workerEntry, type WorkerName } from '../paths.ts';
 import { INCARNATION_OVER, type CoreStartOptions } from '../core/protocol.ts';
 
-/** Idle reusable threads kept per process; more are terminated when their incarnation ends. */
+/** Idle reusable threads kept per process and loop; more are terminated when their incarnation ends. */
 const KEEP_IDLE = 2;
-const idle: Worker[] = [];
+const idleByLoop = new Map<WorkerName, Worker[]>();
 
 /** The incarnation's end as the core link sees it: the thread's exit code, or 0 for a clean end of a kept thread. */
 export interface CoreThread {
@@ -31,12 +32,16 @@ export interface CoreThread {
 
 /** Run one core incarnation on `port` in a worker thread (a kept one when the clock allows it). */
 export function runIncarnation(port: MessagePort, options: CoreStartOptions): CoreThread {
-  const reusable = options.clock.mode === 'recorded';
+  // The loop is the clock's (sims/core-loops.ts): a paced replay's thread is kept, no other.
+  const loop = coreLoop(options.clock.mode);
+  const reusable = loop.keepThread;
+  let idle = idleByLoop.get(loop.worker);
+  if (!idle) idleByLoop.set(loop.worker, (idle = []));
   let w = reusable ? idle.pop() : undefined;
   if (w) {
     w.ref();
     w.postMessage({ port, options }, [port]);
-  } else w = new Worker(workerEntry('core'), { workerData: { port, options, reusable }, transferList: [port] });
+  } else w = new Worker(workerEntry(loop.worker), { workerData: { port, options, reusable }, transferList: [port] });
   const worker = w;
   let ended = false;
   let keep = reusable;

@@ -19,7 +19,7 @@
 
 import { CAPABILITY, capabilityInfo } from '../capabilities.ts';
 import { convertField, REQUEST_FIELDS, REQUEST_SCHEMA, REQUIRED, Refusal, refuse, validRequestId, type Kind, type Request } from '../envelope.ts';
-import { digitsToFloat } from './number.ts';
+import { latin1Slice, NumberToken } from './number-token.ts';
 // B: the JSON grammar's bytes, sims/json.ts `Ch` (one table for both decoders).
 import { Ch as B, decodeJson, JsonDecodeError, JsonNumber, toInteger, type JsonValue } from '../../json.ts';
 import { REQUEST_PREFIX_BYTES } from '../../primitives.ts';
@@ -254,17 +254,11 @@ export class TrajectoryDecoder {
   private ioValues: Uint32Array = new Uint32Array(0);
   private ioFlags: Uint8Array = new Uint8Array(0);
 
-  // last number token
-  private numStart = 0;
-  private numEnd = 0;
-  private numNeg = false;
-  private numFrac = false; // has a fraction or an exponent
-  private numA = 0; // first 15 significant digits
-  private numB = 0; // up to 4 more
-  private numNb = 0;
-  private numLong = false; // more than 19 significant digits
-  private numE10 = 0;
-  private numDigits = 0; // digits of the integer part
+  /** The last number literal (number-token.ts); its syntax errors are the decoder's. */
+  private readonly num = new NumberToken((what, p) => {
+    this.syntax(what, this.bufBase + p);
+    return -2;
+  });
 
   constructor(o: DecoderOptions) {
     if (!Number.isInteger(o.axes) || o.axes < 1 || o.axes > 64) throw new RangeError('axes must be 1..64');
@@ -772,7 +766,7 @@ export class TrajectoryDecoder {
               break;
             }
           } else if (k !== 0 && (c === B.Minus || (c >= B.Zero && c <= B.Nine))) {
-            const e = this.number(b, i, n, final);
+            const e = this.num.scan(b, i, n, final);
             if (e === -2) return;
             if (e === -1) return this.keep(b, i, n, base);
             i = e;
@@ -812,11 +806,11 @@ export class TrajectoryDecoder {
               if (!this.genericStart(b, i, G.ArrayElement, 4)) return;
               break;
             }
-            const e = this.number(b, i, n, final);
+            const e = this.num.scan(b, i, n, final);
             if (e === -2) return;
             if (e === -1) return this.keep(b, i, n, base);
             i = e;
-            const f = this.floatValue(b);
+            const f = this.num.float(b);
             const k = this.arrIndex++;
             if (f - f !== 0) {
               this.noteBad(`field points[${this.elemIndex}].${this.arrIsVel ? 'velocity' : 'position'}[${k}] must be a finite number`);
@@ -909,133 +903,22 @@ export class TrajectoryDecoder {
     }
   }
 
-  // ---- numbers ----
-
-  /**
-   * Validate the number literal at b[i] (JSON grammar) in one pass, gathering its digits for the exact
-   * converters. Returns the index past it, -1 when it may continue past the buffer, -2 after a syntax error.
-   * A byte that cannot follow the literal is left to the caller's next state (a syntax error there too).
-   */
-  private number(b: Buffer, i: number, n: number, final: boolean): number {
-    let p = i;
-    const neg = b[p] === B.Minus;
-    if (neg) p++;
-    let A = 0;
-    let Bv = 0;
-    let nb = 0;
-    let sig = 0;
-    let long = false;
-    let e10 = 0;
-    let intDigits = 0;
-    let frac = false;
-    if (p >= n) return final ? this.numFail('invalid number', p) : -1;
-    let c = b[p]!;
-    if (c === B.Zero) {
-      p++;
-      if (p < n && b[p]! >= B.Zero && b[p]! <= B.Nine) return this.numFail('leading zero in number', p);
-    } else if (c >= 0x31 && c <= B.Nine) {
-      while (p < n) {
-        c = b[p]!;
-        if (c < B.Zero || c > B.Nine) break;
-        const d = c - B.Zero;
-        if (sig < 15) A = A * 10 + d;
-        else if (sig < 19) {
-          Bv = Bv * 10 + d;
-          nb++;
-        } else long = true;
-        sig++;
-        intDigits++;
-        p++;
-      }
-    } else return this.numFail('invalid number', p);
-    if (p >= n && !final) return -1;
-    if (p < n && b[p] === B.Dot) {
-      frac = true;
-      p++;
-      const d0 = p;
-      while (p < n) {
-        c = b[p]!;
-        if (c < B.Zero || c > B.Nine) break;
-        const d = c - B.Zero;
-        if (sig === 0 && d === 0) {
-          e10--;
-        } else if (sig < 15) {
-          A = A * 10 + d;
-          e10--;
-          sig++;
-        } else if (sig < 19) {
-          Bv = Bv * 10 + d;
-          nb++;
-          e10--;
-          sig++;
-        } else long = true;
-        p++;
-      }
-      if (p >= n && !final) return -1;
-      if (p === d0) return this.numFail('digit expected after "."', p);
-    }
-    if (p < n && (b[p] === B.LowerE || b[p] === B.UpperE)) {
-      frac = true;
-      p++;
-      if (p >= n && !final) return -1;
-      let eneg = false;
-      if (p < n && (b[p] === B.Plus || b[p] === B.Minus)) {
-        eneg = b[p] === B.Minus;
-        p++;
-      }
-      const d0 = p;
-      let x = 0;
-      while (p < n) {
-        c = b[p]!;
-        if (c < B.Zero || c > B.Nine) break;
-        if (x < 1e6) x = x * 10 + (c - B.Zero);
-        p++;
-      }
-      if (p >= n && !final) return -1;
-      if (p === d0) return this.numFail('digit expected in exponent', p);
-      e10 += eneg ? -x : x;
-    }
-    this.numStart = i;
-    this.numEnd = p;
-    this.numNeg = neg;
-    this.numFrac = frac;
-    this.numA = A;
-    this.numB = Bv;
-    this.numNb = nb;
-    this.numE10 = e10;
-    this.numLong = long;
-    this.numDigits = intDigits;
-    return p;
-  }
-
-  private numFail(what: string, p: number): number {
-    this.syntax(what, this.bufBase + p);
-    return -2;
-  }
-
-  /** The float64 of the last literal: exact digit arithmetic when it decides, else Number() of the text. */
-  private floatValue(b: Buffer): number {
-    let v = this.numLong ? NaN : digitsToFloat(this.numA, this.numB, this.numNb, this.numE10);
-    if (v !== v) return Number(latin1Slice(b, this.numStart, this.numEnd));
-    return this.numNeg ? -v : v;
-  }
-
   private storeTime(b: Buffer): void {
     const r = this.row;
     // int64: a plain integer literal, not "-0" (json.ts toInteger).
-    if (this.numFrac || (this.numNeg && this.numA === 0 && this.numDigits === 0)) {
+    if (this.num.frac || (this.num.neg && this.num.a === 0 && this.num.digits === 0)) {
       this.noteBad(`field points[${this.elemIndex}].time_ns must be a signed 64-bit integer`);
       return;
     }
-    if (this.numDigits <= 15 && LITTLE_ENDIAN) {
+    if (this.num.digits <= 15 && LITTLE_ENDIAN) {
       // Exact integer arithmetic below 2^53: the 64-bit pattern written as two 32-bit words.
-      const v = this.numNeg ? -this.numA : this.numA;
+      const v = this.num.neg ? -this.num.a : this.num.a;
       const w = this.timeWords;
       w[2 * r] = v >>> 0;
       w[2 * r + 1] = Math.floor(v / TWO32) >>> 0;
       return;
     }
-    const text = latin1Slice(b, this.numStart, this.numEnd);
+    const text = latin1Slice(b, this.num.start, this.num.end);
     const v = toInteger(new JsonNumber(text), -(1n << 63n), (1n << 63n) - 1n);
     if (v === undefined) {
       this.noteBad(`field points[${this.elemIndex}].time_ns must be a signed 64-bit integer`);
@@ -1046,17 +929,17 @@ export class TrajectoryDecoder {
 
   private storeIo(b: Buffer, k: number): void {
     const name = k === K_IO_MASK ? 'io_mask' : 'io_values';
-    if (this.numFrac || this.numNeg || this.numDigits > 10 || this.numA > 0xffffffff) {
+    if (this.num.frac || this.num.neg || this.num.digits > 10 || this.num.a > 0xffffffff) {
       void b;
       this.noteBad(`field points[${this.elemIndex}].${name} must be an unsigned 32-bit integer`);
       return;
     }
     const r = this.row;
     if (k === K_IO_MASK) {
-      this.ioMask[r] = this.numA;
+      this.ioMask[r] = this.num.a;
       this.ioFlags[r]! |= 1;
     } else {
-      this.ioValues[r] = this.numA;
+      this.ioValues[r] = this.num.a;
       this.ioFlags[r]! |= 2;
     }
   }
@@ -1298,11 +1181,6 @@ export function sameValue(a: unknown, b: unknown): boolean {
   const kb = Object.keys(b);
   if (ka.length !== kb.length) return false;
   return ka.every((k) => sameValue((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
-}
-
-/** Buffer#latin1Slice (not in the type declarations): the fastest way to a short ASCII string. */
-function latin1Slice(b: Buffer, s: number, e: number): string {
-  return (b as unknown as { latin1Slice(s: number, e: number): string }).latin1Slice(s, e);
 }
 
 function toBuffer(u: Uint8Array): Buffer {

@@ -1,0 +1,5 @@
+// Worker threads do not inherit the TypeScript loader of their parent on Node 20; register it here.
+import { register } from 'tsx/esm/api';
+
+register();
+await import('./worker.ts');
