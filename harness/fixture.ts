@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as allure from 'allure-js-commons';
 import { afterAll, afterEach, beforeAll, beforeEach, test as base } from 'vitest';
-import { HarnessError } from './errors.ts';
+import { HarnessError, verdictOfError } from './errors.ts';
 import { Cell } from './clients/cell.ts';
-import { startKeeper } from './clients/keeper.ts';
+import { epochNow, keptLoss, startKeeper } from './clients/keeper.ts';
 import { waitStatus } from './clients/status.ts';
 import type { ControlClient } from './clients/control.ts';
 import { stringifyExact } from './oracle/json.ts';
@@ -29,6 +29,24 @@ export { expect, describe } from 'vitest';
 export { covers, inProfile, profile } from './trace.ts';
 export { measure } from './measure.ts';
 export { hostBound } from './lateness.ts';
+
+/**
+ * Run a set-up step (a beforeAll or beforeEach hook) that holds a grant: when it fails after a held grant
+ * was lost to the host's lateness (harness/clients/keeper.ts keptLoss), the failure is the harness's,
+ * HIL_ERR_HOST_TOO_SLOW (ERROR for every test of the block), with the figures; otherwise it stands.
+ */
+export async function hostJudged<T>(fn: () => Promise<T>): Promise<T> {
+  const from = epochNow();
+  try {
+    return await fn();
+  } catch (e) {
+    if (verdictOfError(e) !== 'fail') throw e;
+    const loss = await keptLoss(from);
+    if (!loss || loss.target) throw e;
+    const first = String((e as Error)?.message ?? e).split('\n')[0];
+    throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `${loss.text}; the check that failed: ${first}`, { cause: e });
+  }
+}
 
 export interface Description {
   [k: string]: unknown;
@@ -185,11 +203,11 @@ export const test = base.extend<{
     // A planted failure (HIL_PLANT, harness/evidence.ts) goes through the target's test channel.
     if (process.env.HIL_PLANT && target.abilities.faultInjection) offerInjector(task.fullName, (f) => target.inject(f));
     const cell = new Cell(target.client(), description.binding, await sharesClock(target));
-    // A held grant lost to the host's lateness makes what failed after it ERROR (harness/clients/keeper.ts);
-    // one the target expired although renewed in time is named beside the failure, which stands.
+    // A grant of this cell that was not kept (judged from the clock it shares with the target) and lost to
+    // the host's lateness makes what failed after it ERROR; held grants are judged for every test (traced).
     onTestFailed(({ task: t }) => {
       const loss = cell.grantLoss();
-      if (loss && !loss.target) t.meta.hostTooSlow = loss.text;
+      if (loss && !loss.target) t.meta.hostTooSlow ??= loss.text;
       else if (loss) process.stderr.write(`${t.fullName}: ${loss.text}\n`);
     });
     try {
@@ -211,7 +229,7 @@ export const test = base.extend<{
     }
   },
   traced: [
-    async ({ task, onTestFinished }, use) => {
+    async ({ task, onTestFinished, onTestFailed }, use) => {
       const meta = task.meta;
       for (const id of meta.covers ?? []) await allure.label('covers', id);
       if (meta.kind) await allure.label('kind', meta.kind);
@@ -220,6 +238,15 @@ export const test = base.extend<{
       takeProfileDifferences();
       lateness.start();
       const started = performance.now();
+      // A held grant lost to the host's lateness makes what failed after it ERROR, whichever cell of the
+      // test held it (the fixture's, a variant's, a stepped stack's: harness/clients/keeper.ts keptLoss);
+      // one the target expired although renewed in time is named beside the failure, which stands.
+      const startedEpoch = epochNow();
+      onTestFailed(async ({ task: t }) => {
+        const loss = await keptLoss(startedEpoch);
+        if (loss && !loss.target) t.meta.hostTooSlow = loss.text;
+        else if (loss) process.stderr.write(`${t.fullName}: ${loss.text}\n`);
+      });
       // The harness's own lateness while the test ran, for run.json and the report's environment (noted when
       // the test finishes: meta set in a fixture's teardown does not always reach the reporter).
       // The profile differences likewise: the teardown below takes them, and whichever of the two runs last

@@ -67,3 +67,18 @@ test('since: a stall during a wait done before the check counts, so a late expir
   const without = await hostBound({ rule: 'r', marginMs: 60 }, async () => failing()).catch((x: unknown) => x);
   expect((without as HarnessError).code).toBe('HIL_ERR_TARGET_REFUSED');
 });
+
+test('stalls: total sums every stall inside the exchange against the margin (three of 60 ms against 100 ms: the longest alone is within it)', async () => {
+  const failing = async () => {
+    // Three stalls of 60 ms: the longest is within a margin of 100 ms, their sum is not.
+    for (let i = 0; i < 3; i++) {
+      const until = performance.now() + 60;
+      while (performance.now() < until);
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    expect(1).toBe(2);
+  };
+  const total = await hostBound({ rule: 'telemetry batches in a window', marginMs: 100, stalls: 'total' }, failing).catch((x: unknown) => x);
+  expect((total as { code?: string }).code).toBe('HIL_ERR_HOST_TOO_SLOW');
+  expect(String((total as Error).message)).toMatch(/^HIL_ERR_HOST_TOO_SLOW: telemetry batches in a window: the harness was late by \d+(\.\d)? ms \(event loop stalls totalling \d+(\.\d)? ms\) against a margin of 100 ms/);
+});

@@ -56,7 +56,7 @@ class LatenessMonitor {
    * The samples whose late interval touches [from, to] (performance.now() ms): a sample fired at `at`
    * `late` ms late means the loop did not run during [at - late - SAMPLE_MS, at].
    */
-  window(from: number, to: number): { samples: number; max_ms: number; p99_ms: number } {
+  window(from: number, to: number): { samples: number; max_ms: number; p99_ms: number; total_ms: number } {
     const xs: number[] = [];
     const count = Math.min(this.n, RING);
     for (let k = 0; k < count; k++) {
@@ -65,10 +65,10 @@ class LatenessMonitor {
       if (at < from) break;
       if (at - this.late[i]! - SAMPLE_MS <= to) xs.push(this.late[i]!);
     }
-    if (xs.length === 0) return { samples: 0, max_ms: 0, p99_ms: 0 };
+    if (xs.length === 0) return { samples: 0, max_ms: 0, p99_ms: 0, total_ms: 0 };
     xs.sort((a, b) => a - b);
     const r = (v: number) => Math.round(v * 10) / 10;
-    return { samples: xs.length, max_ms: r(xs[xs.length - 1]!), p99_ms: r(xs[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))]!) };
+    return { samples: xs.length, max_ms: r(xs[xs.length - 1]!), p99_ms: r(xs[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))]!), total_ms: r(xs.reduce((a, x) => a + x, 0)) };
   }
 
   /** Let a sample due now fire, so that a stall that just ended is counted. */
@@ -87,6 +87,8 @@ export interface HostFigures {
   margin_ms: number;
   /** The harness's worst event-loop lateness inside the exchange, ms. */
   loop_late_ms: number;
+  /** loop_late_ms is the sum of the loop's stalls inside the exchange, not its longest (HostBoundOptions.stalls). */
+  total?: boolean;
   /** Further lateness the exchange measured itself (a request sent after it was due, a round trip), ms. */
   measured_ms?: number;
   what?: string;
@@ -94,7 +96,7 @@ export interface HostFigures {
 
 export function hostFiguresText(f: HostFigures): string {
   const extra = f.measured_ms !== undefined ? `, ${f.what ?? 'measured'} ${f.measured_ms} ms` : '';
-  return `${f.rule}: the harness was late by ${Math.max(f.loop_late_ms, f.measured_ms ?? 0)} ms (event loop ${f.loop_late_ms} ms${extra}) against a margin of ${f.margin_ms} ms the rule allows: a slow host, not a verdict on the target`;
+  return `${f.rule}: the harness was late by ${Math.max(f.loop_late_ms, f.measured_ms ?? 0)} ms (event loop ${f.total ? 'stalls totalling ' : ''}${f.loop_late_ms} ms${extra}) against a margin of ${f.margin_ms} ms the rule allows: a slow host, not a verdict on the target`;
 }
 
 export interface HostBoundOptions {
@@ -106,6 +108,12 @@ export interface HostBoundOptions {
   measured?: () => { ms: number; what: string } | undefined;
   /** performance.now() when the exchange began, when it began before this call (a wait already done). */
   since?: number;
+  /**
+   * How the loop's lateness counts against the margin: its longest stall (default; a deadline one stall
+   * can miss) or the sum of its stalls (a count of events the exchange must see inside a window, such as
+   * telemetry batches in a stream read: every stall shortens the window).
+   */
+  stalls?: 'max' | 'total';
 }
 
 /**
@@ -123,9 +131,10 @@ export async function hostBound<T>(o: HostBoundOptions, fn: () => Promise<T>): P
     if (verdictOfError(e) !== 'fail') throw e;
     const to = performance.now();
     await lateness.settle();
-    const w = lateness.window(from, to);
+    const win = lateness.window(from, to);
+    const w = { max_ms: o.stalls === 'total' ? win.total_ms : win.max_ms };
     const m = o.measured?.();
-    const figures: HostFigures = { rule: o.rule, margin_ms: o.marginMs, loop_late_ms: w.max_ms, ...(m ? { measured_ms: Math.round(m.ms * 10) / 10, what: m.what } : {}) };
+    const figures: HostFigures = { rule: o.rule, margin_ms: o.marginMs, loop_late_ms: w.max_ms, ...(o.stalls === 'total' ? { total: true } : {}), ...(m ? { measured_ms: Math.round(m.ms * 10) / 10, what: m.what } : {}) };
     if (Math.max(w.max_ms, m?.ms ?? 0) <= o.marginMs) throw e;
     const first = String((e as Error)?.message ?? e).split('\n')[0];
     throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `${hostFiguresText(figures)}; the check that failed: ${first}`, {

@@ -66,18 +66,38 @@ export class Cell {
   }
 
   /**
-   * acquire and keep the lease alive with renewals every fifth of lease_ms, as a controller does while it
+   * acquire at the cell's lease ceiling (unless fields ask otherwise) and keep the lease alive with renewals every fifth of lease_ms, as a controller does while it
    * works; the renewals go from the grant keeper's own thread (harness/clients/keeper.ts), so a busy test
    * loop cannot let the lease run out, and stop at cleanup or when a renewal is refused.
    */
   async hold(fields: Record<string, unknown> = {}): Promise<Session> {
     const startSent = epochNow();
-    const s = await this.grant(fields);
+    // The longest lease the cell allows unless the test asks for another (document 1 part 2,
+    // requested_lease_ms: 1..10000, the result min(request, cell ceiling)): a held grant is not what the
+    // test checks, so host stalls shorter than the ceiling cannot reach it.
+    const s = await this.grant({ requested_lease_ms: 10_000n, ...fields });
     // A fifth of the lease: a renewal may be late by most of the lease on a loaded machine and still arrive.
     const every = Math.max(20, Math.floor(s.grant.lease_ms / 5));
     this.deadlines.delete(s.session); // the keeper's renewals move it; the keeper judges a loss itself
     this.keepers.push(keepGrant(this.client, s, s.grant.lease_ms, every, startSent));
     return s;
+  }
+
+  /**
+   * Stop renewing a held session for a while (a test that needs no renewal to reach the target meanwhile);
+   * the keeper's records stay for judging a loss. resumeKeeping starts renewing it again.
+   */
+  pauseKeeping(s: Pick<Session, 'session'>): void {
+    for (const k of this.keepers.filter((x) => x.session === s.session)) {
+      k.stop();
+      this.finished.push(k);
+    }
+    this.keepers = this.keepers.filter((x) => x.session !== s.session);
+  }
+
+  /** Renew a held session again from the keeper's thread, its lease counted from `startSent` (epoch ms: the last renewal's send). */
+  resumeKeeping(s: Session, startSent: number): void {
+    this.keepers.push(keepGrant(this.client, s, s.grant.lease_ms, Math.max(20, Math.floor(s.grant.lease_ms / 5)), startSent));
   }
 
   /**

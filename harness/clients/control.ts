@@ -3,6 +3,7 @@
 
 import { Agent, request, type Dispatcher } from 'undici';
 import { asTransportError } from '../errors.ts';
+import { noteRefusal } from './lapses.ts';
 import { checkReply, type CheckedReply } from '../oracle/reply.ts';
 import { parseExact, stringifyExact, type JsonExact } from '../oracle/json.ts';
 
@@ -87,6 +88,16 @@ export const exchangeObservers: {
   after?: (x: Exchange) => void;
 } = {};
 
+/** The error text of a 409's JSON body, for noting a lapsed grant (harness/clients/lapses.ts); never throws. */
+function refusalText(body: Uint8Array): string | undefined {
+  try {
+    const e = (JSON.parse(Buffer.from(body).toString('utf8')) as { error?: unknown }).error;
+    return typeof e === 'string' ? e : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export class ControlClient {
   readonly agent: Dispatcher;
   /** Set by a target shared between tests (external, rig): every granted acquire is noted for reconciliation. */
@@ -137,6 +148,7 @@ export class ControlClient {
       });
       const buf = new Uint8Array(await res.body.arrayBuffer());
       const reply = { status: res.statusCode, headers: res.headers, body: buf };
+      if (reply.status === 409) noteRefusal(409, refusalText(buf));
       o.after?.({ client: this, method, path, body, reply, ms: performance.now() - at, at });
       return reply;
     } catch (e) {

@@ -27,7 +27,7 @@ function agentFor(c) {
 }
 
 function add(m) {
-  const g = { stopped: false, k: 0, timer: undefined };
+  const g = { stopped: false, k: 0, timer: undefined, inFlight: undefined };
   grants.set(m.id, g);
   const dispatcher = agentFor(m.connection);
   const origin = m.connection.https ? m.connection.https.origin.replace(/\/$/, '') : 'http://localhost';
@@ -36,8 +36,11 @@ function add(m) {
     if (g.stopped) return;
     g.k++;
     const due = m.start + g.k * m.every;
-    g.timer = setTimeout(async () => {
+    g.timer = setTimeout(() => {
       if (g.stopped) return;
+      g.inFlight = renew().finally(() => (g.inFlight = undefined));
+    }, Math.max(0, due - now()));
+    const renew = async () => {
       const sent = now();
       let status = 0;
       let label = '';
@@ -58,15 +61,16 @@ function add(m) {
         error = String(e?.code ?? e?.message ?? e);
         label = 'transport';
       }
-      if (g.stopped) return;
+      // Reported even when the grant was removed meanwhile: a renewal that was sent is evidence of when
+      // the grant's deadline moved (or of the refusal that ended it).
       parentPort.postMessage({ id: m.id, due, sent, answered: now(), status, label, error });
+      if (g.stopped) return;
       if (status !== 200) {
         g.stopped = true;
-        grants.delete(m.id);
         return;
       }
       next();
-    }, Math.max(0, due - now()));
+    };
   };
   next();
 }
@@ -76,10 +80,18 @@ function remove(id) {
   if (!g) return;
   g.stopped = true;
   clearTimeout(g.timer);
-  grants.delete(id);
+  if (!g.inFlight) grants.delete(id);
+  else void g.inFlight.then(() => grants.delete(id));
+}
+
+/** Answer once the renewal of `id` in flight (if any) has been answered and reported, so the records are whole. */
+async function flush(id, token) {
+  await grants.get(id)?.inFlight;
+  parentPort.postMessage({ flushed: token });
 }
 
 parentPort.on('message', (m) => {
   if (m.op === 'add') add(m);
   else if (m.op === 'remove') remove(m.id);
+  else if (m.op === 'flush') void flush(m.id, m.token);
 });

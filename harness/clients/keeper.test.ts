@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { ControlClient } from './control.ts';
-import { judgeRenewals, keepGrant, type RenewalRecord } from './keeper.ts';
+import { judgeKept, judgeRenewals, keepGrant, keptLoss, type RenewalRecord } from './keeper.ts';
+import { lapses, noteRefusal } from './lapses.ts';
 
 const r = (sent: number, rtt: number, status = 200, label = '', due = sent): RenewalRecord => ({ due, sent, answered: sent + rtt, status, label, error: label ? `${label}: the lease of this session expired` : '' });
 
@@ -29,6 +30,40 @@ test('the first renewal is measured from the acquire; a stale refusal (the test 
   expect(judgeRenewals(0, 500, [r(700, 1, 409, 'expired')])?.target).toBe(false);
   expect(judgeRenewals(0, 500, [r(100, 1), r(200, 1, 409, 'control_session_stale')])).toBeUndefined();
   expect(judgeRenewals(0, 500, [r(100, 1), r(200, 1)])).toBeUndefined();
+});
+
+test('a request of the test refused as lapsed before the keeper was refused: the host\'s only when no renewal got through for a whole lease', () => {
+  const lapse = (answered: number, error = 'control_session_stale: session expired') => ({ answered, error });
+  // Renewed at 100 and 200: a lapse answered at 650 is within 200 + 500: the grant should have been alive
+  // (a target that expired it early, or a refusal about another grant): nothing said, the failure stands.
+  expect(judgeKept(0, 500, [r(100, 5), r(200, 5)], [lapse(650)])).toBeUndefined();
+  expect(judgeKept(0, 500, [r(100, 5), r(200, 5)], [lapse(700)])).toBeUndefined();
+  // Answered at 701: no renewal sent within the lease before it: the keeper fell behind (the host's).
+  const late = judgeKept(0, 500, [r(100, 5), r(200, 5), r(900, 300, 200, '', 300)], [lapse(701)]);
+  expect(late?.target).toBe(false);
+  expect(late?.text).toMatch(/refused \(control_session_stale: session expired\) 501 ms after the last accepted renewal was sent, against a lease of 500 ms; the keeper's next renewal was sent 700 ms after it \(600 ms after it was due\) and answered in 300 ms/);
+  // A renewal answered after the lapse does not count as having moved the deadline before it.
+  expect(judgeKept(0, 500, [r(100, 5), r(650, 100)], [lapse(701)])?.target).toBe(false);
+  // Lapses before the keeping began, or long after it stopped, are another grant's.
+  expect(judgeKept(1_000, 500, [], [lapse(999)])).toBeUndefined();
+  expect(judgeKept(0, 500, [], [lapse(5_000)], 1_000)).toBeUndefined();
+  expect(judgeKept(0, 500, [], [lapse(1_400)], 1_000)?.target).toBe(false);
+  // The keeper's own refusal decides when there is one (judgeRenewals), a stale one included.
+  expect(judgeKept(0, 500, [r(100, 1), r(200, 1, 409, 'control_session_stale')], [lapse(5_000)])).toBeUndefined();
+  expect(judgeKept(0, 500, [r(100, 5), r(200, 5, 409, 'expired')], [lapse(900)])?.target).toBe(true);
+});
+
+test('only refusals that say the grant ended by its lease are noted as lapses', () => {
+  const n = lapses.length;
+  noteRefusal(409, 'expired: the lease of this session expired');
+  noteRefusal(409, 'control_session_stale: session expired');
+  noteRefusal(409, 'control_session_stale: the grant ended while the program was being received');
+  noteRefusal(409, 'no_grant: no current grant');
+  noteRefusal(409, 'control_session_stale: generation 3 is not current');
+  noteRefusal(409, 'handle_superseded: a newer preparation');
+  noteRefusal(200, 'expired: x');
+  noteRefusal(409, undefined);
+  expect(lapses.slice(n).map((l) => l.error.split(':')[0])).toEqual(['expired', 'control_session_stale', 'control_session_stale', 'no_grant']);
 });
 
 const dir = mkdtempSync(join(tmpdir(), 'hil-keeper-'));
@@ -58,6 +93,43 @@ test('the keeper thread renews with the session and generation until a renewal i
     for (const x of k.records) expect(x.answered).toBeGreaterThanOrEqual(x.sent);
     // Renewed well within a minute's lease: the refusal is the target's.
     expect(k.loss()?.target).toBe(true);
+  } finally {
+    await client.close();
+    srv.close();
+  }
+});
+
+test('a renewal in flight when the keeper stops is still reported; settle waits for it, and keptLoss judges it', async () => {
+  const sock = join(dir, 'slow.sock');
+  let n = 0;
+  const srv = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      n++;
+      // The first renewal is answered at once; the second only after 300 ms, refused expired.
+      if (n === 1) {
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+        return;
+      }
+      setTimeout(() => res.writeHead(409, { 'content-type': 'application/json' }).end('{"error":"expired: the lease of this session expired"}'), 300);
+    });
+  });
+  await new Promise<void>((ok) => srv.listen(sock, ok));
+  const client = new ControlClient(sock);
+  try {
+    const from = performance.timeOrigin + performance.now();
+    // A lease of 50 ms renewed every 20 ms: the second renewal's answer at 300 ms is past the lease.
+    const k = keepGrant(client, { session: 's', generation: 1n }, 50, 20, from);
+    for (let i = 0; i < 200 && n < 2; i++) await new Promise((ok) => setTimeout(ok, 10));
+    k.stop();
+    expect(k.records.length).toBe(1);
+    await k.settle();
+    expect(k.records.map((x) => [x.status, x.label])).toEqual([[200, ''], [409, 'expired']]);
+    const loss = await keptLoss(from);
+    expect(loss?.target).toBe(false);
+    // A test that begins after this keeper ended (refused, then stopped) is not judged by its loss.
+    expect(await keptLoss(performance.timeOrigin + performance.now())).toBeUndefined();
+    expect(loss?.text).toMatch(/^the harness's keeper lost the grant to the host's lateness: .*answered in \d+(\.\d)? ms; lease 50 ms/);
   } finally {
     await client.close();
     srv.close();

@@ -14,6 +14,7 @@
 import { Worker } from 'node:worker_threads';
 import type { ControlClient } from './control.ts';
 import { REQUEST_SCHEMA } from './control.ts';
+import { lapses, type Lapse } from './lapses.ts';
 
 export interface RenewalRecord {
   /** Epoch ms (performance.timeOrigin + performance.now()). */
@@ -58,11 +59,15 @@ interface Kept {
   startSent: number;
   leaseMs: number;
   records: RenewalRecord[];
+  /** Epoch ms when the keeper was stopped (undefined while it renews). */
+  stoppedAt?: number;
+  grant: KeptGrant;
 }
 
 let worker: Worker | undefined;
 const kept = new Map<number, Kept>();
 let ids = 0;
+const flushes = new Map<number, () => void>();
 
 /**
  * The process's keeper thread, started on first use; `startKeeper` starts it ahead of the first held grant
@@ -77,7 +82,12 @@ function keeperWorker(): Worker {
   if (worker) return worker;
   const w = new Worker(new URL('./keeper-worker.mjs', import.meta.url), { execArgv: [] });
   w.unref();
-  w.on('message', (m: RenewalRecord & { id: number }) => kept.get(m.id)?.records.push(m));
+  w.on('message', (m: (RenewalRecord & { id: number }) | { flushed: number }) => {
+    if ('flushed' in m) {
+      flushes.get(m.flushed)?.();
+      flushes.delete(m.flushed);
+    } else kept.get(m.id)?.records.push(m);
+  });
   w.on('error', (e) => process.stderr.write(`warning: the grant keeper's thread failed: ${e.message}\n`));
   w.on('exit', () => {
     if (worker === w) worker = undefined;
@@ -88,7 +98,13 @@ function keeperWorker(): Worker {
 
 /** A grant kept alive by the keeper's thread; `stop` ends its renewals (its records stay readable). */
 export interface KeptGrant {
+  readonly session: string;
   stop(): void;
+  /**
+   * Wait until the renewal in flight (if any) has been answered and its record has arrived, at most
+   * `ms`: a failure is judged on whole records, not on a renewal still on its way back from the thread.
+   */
+  settle(ms?: number): Promise<void>;
   loss(): GrantLoss | undefined;
   readonly records: readonly RenewalRecord[];
 }
@@ -99,20 +115,82 @@ export interface KeptGrant {
  */
 export function keepGrant(client: ControlClient, s: { session: string; generation: bigint }, leaseMs: number, everyMs: number, startSent: number): KeptGrant {
   const id = ++ids;
-  const k: Kept = { startSent, leaseMs, records: [] };
+  const k = { startSent, leaseMs, records: [] } as unknown as Kept;
+  // The records stay while the test may still read them; a minute after the stop they go.
   kept.set(id, k);
   const connection = client.https ? { https: client.https } : { socketPath: client.socketPath };
   keeperWorker().postMessage({ op: 'add', id, connection, schema: REQUEST_SCHEMA, session: s.session, generation: String(s.generation), start: epochNow(), every: everyMs });
   let stopped = false;
-  return {
+  k.grant = {
     stop() {
       if (stopped) return;
       stopped = true;
+      k.stoppedAt = epochNow();
       worker?.postMessage({ op: 'remove', id });
-      // Records that arrive after this are not read; the entry goes.
-      setTimeout(() => kept.delete(id), 0).unref();
+      setTimeout(() => kept.delete(id), 60_000).unref();
     },
-    loss: () => judgeRenewals(k.startSent, k.leaseMs, k.records),
+    settle(ms = 5_000) {
+      const w = worker;
+      if (!w) return Promise.resolve();
+      const token = ++ids;
+      return new Promise<void>((resolve) => {
+        const t = setTimeout(() => {
+          flushes.delete(token);
+          resolve();
+        }, ms);
+        flushes.set(token, () => {
+          clearTimeout(t);
+          resolve();
+        });
+        w.postMessage({ op: 'flush', id, token });
+      });
+    },
+    loss: () => judgeKept(k.startSent, k.leaseMs, k.records, lapses, k.stoppedAt),
+    session: s.session,
     records: k.records,
   };
+  return k.grant;
+}
+
+/**
+ * Judge a kept grant: from its own refused renewal (judgeRenewals) when it has one; otherwise from a
+ * request of the test refused because a grant ended, answered while the keeper was kept:
+ *
+ *   every renewal accepted after it was sent at s_j set a deadline no earlier than s_j + lease_ms. A
+ *   refusal answered at a no later than the newest such deadline contradicts the lease (or is about
+ *   another grant): nothing is said, the failure stands. One answered later means the keeper got no
+ *   renewal through for a whole lease (five renewal periods): its renewals left late or took too long,
+ *   so the grant may have lapsed by the host's doing: HIL_ERR_HOST_TOO_SLOW with the figures.
+ */
+export function judgeKept(startSent: number, leaseMs: number, records: readonly RenewalRecord[], seen: readonly Lapse[], stoppedAt?: number): GrantLoss | undefined {
+  if (records.some((r) => r.status !== 200)) return judgeRenewals(startSent, leaseMs, records);
+  const f = (x: number) => Math.round(x * 10) / 10;
+  for (const l of seen) {
+    if (l.answered < startSent || (stoppedAt !== undefined && l.answered > stoppedAt + leaseMs)) continue;
+    const accepted = [startSent, ...records.filter((r) => r.answered <= l.answered).map((r) => r.sent)];
+    const last = Math.max(...accepted);
+    if (last + leaseMs >= l.answered) continue;
+    const after = records.find((r) => r.sent > last);
+    const next = after ? `the keeper's next renewal was sent ${f(after.sent - last)} ms after it (${f(Math.max(0, after.sent - after.due))} ms after it was due) and answered in ${f(after.answered - after.sent)} ms` : `the keeper sent no renewal after it before the refusal`;
+    return {
+      target: false,
+      text: `the harness's keeper got no renewal through for longer than the lease: a request was refused (${l.error}) ${f(l.answered - last)} ms after the last accepted renewal was sent, against a lease of ${leaseMs} ms; ${next}: the grant lapsed on a slow host (document 1 part 3, renew), not by the target's doing`,
+    };
+  }
+  return undefined;
+}
+
+/**
+ * The kept grants whose keeping overlapped [fromEpoch, now], settled (their renewals in flight answered),
+ * judged: the host's loss first, since it makes what failed after it say nothing about the target. For a
+ * test's failure (harness/fixture.ts) and a set-up hook's (hostJudged), whichever client kept the grant.
+ */
+export async function keptLoss(fromEpoch: number): Promise<GrantLoss | undefined> {
+  // A keeper ends at its stop or at its first refusal (its thread renews no more): one that ended before
+  // the test began is another test's.
+  const ended = (k: Kept) => k.stoppedAt ?? k.records.find((r) => r.status !== 200)?.answered ?? Infinity;
+  const ks = [...kept.values()].filter((k) => ended(k) >= fromEpoch);
+  await Promise.all(ks.map((k) => k.grant.settle(3_000)));
+  const losses = ks.map((k) => judgeKept(k.startSent, k.leaseMs, k.records, lapses, k.stoppedAt)).filter((l): l is GrantLoss => l !== undefined);
+  return losses.find((l) => !l.target) ?? losses[0];
 }

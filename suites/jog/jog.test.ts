@@ -18,7 +18,9 @@ import { readStatus } from '../../harness/clients/status.ts';
 import { stepUntilSettled } from '../../harness/clients/stepped.ts';
 import { latestSequence, recordsSince } from '../../harness/clients/telemetry.ts';
 import { machineOf, needs } from '../../harness/machine.ts';
-import { covers, describe, expect, profile, test, type VariantOf } from '../../harness/fixture.ts';
+import { covers, describe, expect, hostBound, profile, test, type VariantOf } from '../../harness/fixture.ts';
+import type { CheckedReply } from '../../harness/oracle/reply.ts';
+import { HarnessError, verdictOfError } from '../../harness/errors.ts';
 import type { Target } from '../../harness/targets/types.ts';
 
 interface AxisD {
@@ -40,6 +42,12 @@ interface Stack {
   incarnation: string;
   step(n: number): Promise<bigint>;
   close(): Promise<void>;
+  /**
+   * The input deadlines the harness gave the core (host ns): each begin_jog's (its deadline, shortened
+   * to origin + input age) and each frame's (capture + input age), with when it was sent, for judging a
+   * jog that expired under the test (hostJogExpiry).
+   */
+  inputs: Array<{ sent: bigint; deadline: bigint }>;
 }
 
 const J1 = 0;
@@ -71,6 +79,7 @@ async function steppedStack(variant: VariantOf): Promise<Stack> {
     incarnation: clock.incarnation as string,
     step: (n) => target.step!(n),
     close: async () => sender.close(), // the variant fixture closes the stack
+    inputs: [],
   };
 }
 
@@ -90,7 +99,7 @@ function jogUnfit(d: object): string | undefined {
   return undefined;
 }
 
-async function withStack(variant: VariantOf, fn: (st: Stack) => Promise<void>, skip?: (note: string) => never): Promise<void> {
+async function withStack(variant: VariantOf, fn: (st: Stack) => Promise<void>, skip?: (note: string) => never, o: { expires?: boolean } = {}): Promise<void> {
   const st = await steppedStack(variant);
   if (skip) {
     const why = jogUnfit(describedOf(st));
@@ -99,12 +108,53 @@ async function withStack(variant: VariantOf, fn: (st: Stack) => Promise<void>, s
       skip(why);
     }
   }
+  const from = await eventCursor(st.client);
   try {
     await fn(st);
     await st.cell.cleanup();
+  } catch (e) {
+    // A test that lets its jog expire on purpose (o.expires) judges the expiry itself.
+    const judged = o.expires ? undefined : await hostJogExpiry(st, from, e);
+    await st.cell.cleanup(); // the held grant's keeper stops with the test, failed or not
+    throw judged ?? e;
   } finally {
     await st.close();
   }
+}
+
+/**
+ * A jog test that failed after a jog of its stack expired (document 1 part 3 "Jog session": the input
+ * deadline passed in host time, which runs on whatever clock the core does): when the core expired the
+ * jog at host time past a deadline no earlier than the freshest one the harness's inputs had given it
+ * by then, the harness let its input go stale: its next frame or step came later than the input age
+ * allows, a slow host, so the failure is HIL_ERR_HOST_TOO_SLOW with the figures. An expiry before that
+ * deadline, or at a deadline the core shortened, is the target's and the failure stands (so is any
+ * failure with no expiry). The tests that let a jog expire on purpose judge it themselves.
+ */
+async function hostJogExpiry(st: Stack, from: bigint, e: unknown): Promise<HarnessError | undefined> {
+  if (verdictOfError(e) !== 'fail') return undefined;
+  let evs: CellEvent[];
+  try {
+    evs = ofType(await eventsSince(st.client, from), 'jog_expired');
+  } catch {
+    return undefined;
+  }
+  const ms = (ns: bigint) => Math.round(Number(ns) / 1e5) / 10;
+  for (const ev of evs) {
+    const j = jogOf(ev);
+    const at = BigInt(j.host_ns as bigint);
+    const deadline = BigInt(j.input_deadline_host_ns as bigint);
+    const given = st.inputs.filter((x) => x.sent <= at).reduce((m, x) => (x.deadline > m ? x.deadline : m), 0n);
+    if (given === 0n || at <= deadline || deadline < given) continue;
+    const last = st.inputs.filter((x) => x.sent <= at).reduce((m, x) => (x.sent > m ? x.sent : m), 0n);
+    const first = String((e as Error)?.message ?? e).split('\n')[0];
+    return new HarnessError(
+      'HIL_ERR_HOST_TOO_SLOW',
+      `document 1 part 3 "Jog session" (input deadline): jog generation ${String(j.jog_generation)} expired at host time ${ms(at - deadline)} ms past the input deadline the harness's own freshest input gave it (sent ${ms(at - last)} ms before the expiry, input age ${ms(st.maxAgeNs)} ms): the harness did not send its next input in time, a slow host, not a verdict on the target; the check that failed: ${first}`,
+      { cause: e, detail: { rule: 'jog input deadline', late_ms: ms(at - deadline), last_input_ms_before: ms(at - last) } },
+    );
+  }
+  return undefined;
 }
 
 /** Hold a grant (renewed in host time), enable every axis and arm (stepping the drives to enabled). */
@@ -121,20 +171,45 @@ async function ready(st: Stack): Promise<Session> {
 
 function beginFields(st: Stack, mask: number, deadlineAfterNs = 200_000_000n) {
   const origin = hostNs();
+  const limit = origin + st.maxAgeNs;
+  st.inputs.push({ sent: origin, deadline: origin + deadlineAfterNs < limit ? origin + deadlineAfterNs : limit });
   return { axis_mask: mask, source_origin_host_ns: origin, deadline_host_ns: origin + deadlineAfterNs, clock_incarnation: st.incarnation };
 }
 
 async function begin(st: Stack, s: Session, mask: number): Promise<bigint> {
-  const r = await st.cell.fenced('begin_jog', s, beginFields(st, mask));
-  expect(r.status, r.reply.error).toBe(200);
+  const f = beginFields(st, mask);
+  const r = await beginInTime(f, () => st.cell.fenced('begin_jog', s, f));
   expect(r.reply.handle).toBeGreaterThan(0n);
   return r.reply.handle!;
+}
+
+/**
+ * A begin_jog that must be admitted: its deadline must not have passed when the service checks it (part 4
+ * begin_jog, jog_clock_input_stale). One answered only after its deadline says nothing when refused so:
+ * HIL_ERR_HOST_TOO_SLOW with the time from the origin to the answer.
+ */
+function beginInTime(f: { source_origin_host_ns: bigint; deadline_host_ns: bigint }, send: () => Promise<CheckedReply>): Promise<CheckedReply> {
+  return hostBound(
+    {
+      rule: 'document 1 part 4 begin_jog: a deadline not yet passed',
+      marginMs: Number(f.deadline_host_ns - f.source_origin_host_ns) / 1e6,
+      measured: () => ({ ms: Number(hostNs() - f.source_origin_host_ns) / 1e6, what: 'from the origin to the answer' }),
+    },
+    async () => {
+      const r = await send();
+      expect(r.status, r.reply.error).toBe(200);
+      return r;
+    },
+  );
 }
 
 const velocities = (st: Stack, axis: number, v: number) => st.axes.map((_, i) => (i === axis ? v : 0));
 
 function frame(st: Stack, s: Session, jg: bigint, seq: bigint, v: number[], over: Partial<JogFrame> = {}): Buffer {
-  return encodeJogFrame({ session: s.session, generation: s.generation, jogGeneration: jg, sourceSequence: seq, captureHostNs: hostNs(), velocity: v, ...over });
+  const now = hostNs();
+  const f = { session: s.session, generation: s.generation, jogGeneration: jg, sourceSequence: seq, captureHostNs: now, velocity: v, ...over };
+  st.inputs.push({ sent: now, deadline: BigInt(f.captureHostNs) + st.maxAgeNs });
+  return encodeJogFrame(f);
 }
 
 /** Send one frame and wait until the ingress has counted it. */
@@ -444,8 +519,8 @@ describe('jog.sock frames', () => {
         const s = await ready(st);
         // the session's origin 100 ms ago, its deadline one input age after it
         const origin = hostNs() - 100_000_000n;
-        const b = await st.cell.fenced('begin_jog', s, { axis_mask: 1 << J1, source_origin_host_ns: origin, deadline_host_ns: origin + AGE, clock_incarnation: st.incarnation });
-        expect(b.status, b.reply.error).toBe(200);
+        const bf = { axis_mask: 1 << J1, source_origin_host_ns: origin, deadline_host_ns: origin + AGE, clock_incarnation: st.incarnation };
+        const b = await beginInTime(bf, () => st.cell.fenced('begin_jog', s, bf));
         const jg = b.reply.handle!;
         const cursor = await eventCursor(st.client);
         // captured 10 ms ago (after the origin): it expires one input age less 10 ms from now
@@ -480,7 +555,7 @@ describe('jog.sock frames', () => {
         const after = await send(st, frame(st, s, jg, 2n, velocities(st, J1, 0.2)));
         expect(after).toMatchObject({ accepted: 1n, refused: 1n });
         expect(['jog_session_stale', 'control_session_stale']).toContain(Object.keys(after.refused_by_reason as object)[0]);
-      }, skip);
+      }, skip, { expires: true });
     },
   );
 
@@ -584,13 +659,21 @@ describe('what stops a jog', () => {
   test('lease lost during a jog: motion stops and the jog ends', covers('rule:jog_session.end_closes'), async ({ variant, skip }) => {
     await withStack(variant, async (st) => {
       const cursor = await eventCursor(st.client);
+      const acquired = performance.now();
       const s0 = await st.cell.grant({ requested_lease_ms: 300 });
       const all = (1 << st.axes.length) - 1;
-      await st.cell.fenced('enable', s0, { axis_mask: all });
-      const arm = st.cell.fenced('arm', s0);
-      await st.step(20);
-      expect((await arm).status).toBe(200);
-      const jg = await begin(st, s0, 1 << J1);
+      // Enable, arm and begin inside the unrenewed 300 ms lease: a refusal after the harness took longer
+      // than the lease to get there is the host's (the lease ran out as documented).
+      const jg = await hostBound(
+        { rule: 'document 1 part 4: a grant is good for its lease', marginMs: 300, measured: () => ({ ms: performance.now() - acquired, what: 'from the acquire to the refusal' }) },
+        async () => {
+          await st.cell.fenced('enable', s0, { axis_mask: all });
+          const arm = st.cell.fenced('arm', s0);
+          await st.step(20);
+          expect((await arm).status).toBe(200);
+          return begin(st, s0, 1 << J1);
+        },
+      );
       await send(st, frame(st, s0, jg, 1n, velocities(st, J1, 0.2)));
       await st.step(50);
       // no renewal: the lease (300 ms of host time) runs out while the producer keeps jogging, until the

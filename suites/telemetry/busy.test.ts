@@ -4,7 +4,7 @@
 // so every reader sees a torn ring header for that long.
 
 import { latestSequence, pollTelemetry, readStream } from '../../harness/clients/telemetry.ts';
-import { covers, describe, expect, needsFaults, test } from '../../harness/fixture.ts';
+import { covers, describe, expect, hostBound, needsFaults, test } from '../../harness/fixture.ts';
 
 const HOLD_MS = 1_500;
 
@@ -38,9 +38,18 @@ describe('telemetry_busy', () => {
   test('a poll while the ring header is torn answers 409 telemetry_busy with Retry-After 1; the same cursor succeeds afterwards', covers('reason:telemetry_busy', 'limit:telemetry_busy_retry_after_s', 'rule:telemetry.busy_retry'), async ({ client, target, skip }) => {
     needsFaults({ skip }, target);
     const after = await latestSequence(client);
+    const held = performance.now();
     await target.inject({ kind: 'hold_capture_write', ms: HOLD_MS });
-    const p = await pollTelemetry(client, after);
-    expect(p.raw.status).toBe(409);
+    // The poll must reach the service inside the hold: a harness that took longer than the hold to send it
+    // sees the record written, which says nothing about telemetry_busy.
+    const p = await hostBound(
+      { rule: 'document 1 part 7 telemetry_busy: a poll inside the held write', marginMs: HOLD_MS, measured: () => ({ ms: performance.now() - held, what: 'from the hold to the poll answered' }) },
+      async () => {
+        const p = await pollTelemetry(client, after);
+        expect(p.raw.status).toBe(409);
+        return p;
+      },
+    );
     expect(p.refusal!.label).toBe('telemetry_busy');
     expect(p.refusal!.reply.operation).toBe('telemetry');
     expect(p.raw.headers['retry-after']).toBe('1');
@@ -58,6 +67,9 @@ describe('telemetry_busy', () => {
     let cursorAtHold = -1n;
     let sawEmpty = false;
     let recordsBack = false;
+    // More than ten empty batches in the 1.5 s hold at one about every 20 ms, the slowest admitted 60 ms:
+    // 840 ms to spare; the harness's loop stalling longer than that in all leaves the count saying nothing.
+    await hostBound({ rule: 'document 1 part 7 telemetry_busy on a stream: empty batches while the header is torn', marginMs: HOLD_MS - 11 * 60, stalls: 'total' }, async () => {
     // Read until records resume after the empty batches (at most the hold and 3 s more).
     const cap = await readStream(client, await latestSequence(client), HOLD_MS + 3_000, {
       onBatch: (b) => {
@@ -87,5 +99,6 @@ describe('telemetry_busy', () => {
     expect(run, 'records after the hold').toBeGreaterThan(0);
     const resumed = held[run]!;
     expect(resumed.first_sequence).toBe(cursor + resumed.dropped + 1n);
+    });
   });
 });

@@ -7,7 +7,8 @@
 // Portable: every axis is held where it stands (the trajectories and programs here move nothing); the
 // programs need a nine-axis machine (a dense file maps nine axis ids) and skip otherwise.
 
-import { beforeEach, onTestFinished } from 'vitest';
+import { beforeEach } from 'vitest';
+import { epochNow } from '../../harness/clients/keeper.ts';
 import type { Session } from '../../harness/clients/cell.ts';
 import { eventCursor, eventsSince, waitForEvent } from '../../harness/clients/events.ts';
 import { readStatus, waitStatus } from '../../harness/clients/status.ts';
@@ -26,22 +27,19 @@ const statusOf = async (client: ControlClient) => (await readStatus(client)) as 
 const recordOf = async (client: ControlClient, h: bigint) => ((await statusOf(client)).execution.handles as Data[]).find((x) => x.handle === h);
 
 /**
- * A grant renewed every fifth of its lease by a keeper the test can pause (the machine's lease ceiling may
- * be short), J1 homed when it lacks Home evidence, every axis enabled and armed.
+ * A held grant (its renewals from the grant keeper's thread, at the machine's lease ceiling) whose renewals
+ * the test can pause, J1 homed when it lacks Home evidence, every axis enabled and armed.
  */
 async function ready(cell: Cell, client: ControlClient, axes: number, homeBit = 1): Promise<{ s: Session; hold: number[]; pause: () => Promise<void>; resume: () => void }> {
-  const s = await cell.grant({ requested_lease_ms: 10_000n });
-  let timer: NodeJS.Timeout | undefined;
-  const resume = () => {
-    timer = setInterval(() => void cell.fenced('renew', s).catch(() => undefined), Math.max(20, Math.floor(Number(s.grant.lease_ms) / 5)));
-  };
+  const s = await cell.hold();
+  let lastRenewal = epochNow();
   /** Stop renewing, after one last renewal (the lease then runs its full length from now). */
   const pause = async () => {
-    clearInterval(timer);
+    cell.pauseKeeping(s);
+    lastRenewal = epochNow();
     expect((await cell.fenced('renew', s)).status).toBe(200);
   };
-  resume();
-  onTestFinished(() => clearInterval(timer));
+  const resume = () => cell.resumeKeeping(s, lastRenewal);
   const st0 = await statusOf(client);
   if (homeBit !== 0 && (st0.core.home_valid_mask & BigInt(homeBit)) === 0n) {
     const h = await cell.fenced('home', s, { axis_mask: homeBit });
