@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
-import { DURATION_MS, JOG_FILES, LAST_BESIDE, LAST_FILES, longestFirst, QUIET_FILES, workersForHost } from './sequencer.ts';
+import { busyCores, cpuJiffies, DURATION_MS, JOG_FILES, LAST_BESIDE, LAST_FILES, longestFirst, QUIET_FILES, workersForHost } from './sequencer.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 
@@ -67,4 +67,17 @@ test('workers fit the host: 3 per core when idle, fewer as the load takes the co
   expect(workersForHost(8, 8)).toBe(12);
   expect(workersForHost(1, 0)).toBe(3);
   expect(workersForHost(1, 5)).toBe(2);
+});
+
+test('the load now is the busy share of the cores between two /proc/stat readings; idle and iowait are not busy', () => {
+  const stat = (user: number, idle: number, iowait = 0) => `cpu  ${user} 0 0 ${idle} ${iowait} 0 0 0 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n`;
+  // 100 jiffies passed, 50 of them busy: one of two cores.
+  expect(busyCores(stat(1000, 5000), stat(1050, 5050), 2)).toBe(1);
+  // All idle or waiting on I/O: nothing busy, whatever the load average says.
+  expect(busyCores(stat(1000, 5000, 10), stat(1000, 5080, 30), 2)).toBe(0);
+  expect(busyCores(stat(1000, 5000), stat(1100, 5000), 2)).toBe(2);
+  // Readings that say nothing (no time passed, no cpu line) give undefined, and the caller keeps the load average.
+  expect(busyCores(stat(1000, 5000), stat(1000, 5000), 2)).toBeUndefined();
+  expect(busyCores('intr 1 2\n', stat(1000, 5000), 2)).toBeUndefined();
+  expect(cpuJiffies(stat(7, 3, 2))).toEqual({ busy: 7, total: 12 });
 });

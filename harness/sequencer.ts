@@ -12,6 +12,7 @@
 // 3. LAST_FILES (the 222 MB upload), when the quiet files are long done: in a whole run, beside the last
 //    LAST_BESIDE short files rather than alone after them.
 
+import { readFileSync } from 'node:fs';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /** The conformance-quiet project's files (vitest.config.ts). */
@@ -114,4 +115,40 @@ export function workersForHost(cores: number, load1: number): number {
   const idle = 3 * Math.max(1, cores);
   const left = Math.max(1 / 3, 1 - Math.max(0, load1) / (2 * Math.max(1, cores)));
   return Math.max(2, Math.min(idle, Math.round(idle * left)));
+}
+
+/** Busy and total jiffies of the aggregate `cpu` line of /proc/stat (idle and iowait count as not busy). */
+export function cpuJiffies(procStat: string): { busy: number; total: number } | undefined {
+  const line = procStat.split('\n').find((l) => l.startsWith('cpu '));
+  if (!line) return undefined;
+  const f = line.trim().split(/\s+/).slice(1).map(Number);
+  if (f.length < 5 || f.some((x) => !Number.isFinite(x))) return undefined;
+  // user nice system idle iowait irq softirq steal (guest time is already inside user and nice).
+  const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
+  return { busy: total - f[3]! - f[4]!, total };
+}
+
+/** How many cores were busy between two /proc/stat readings, or undefined when they cannot say. */
+export function busyCores(before: string, after: string, cores: number): number | undefined {
+  const a = cpuJiffies(before);
+  const b = cpuJiffies(after);
+  if (!a || !b || b.total <= a.total) return undefined;
+  return ((b.busy - a.busy) / (b.total - a.total)) * Math.max(1, cores);
+}
+
+/**
+ * The host's load as the run starts: the cores busy over the next `ms` (Linux /proc/stat), else the
+ * 1-minute load average. The load average still carries work that has just ended (CI's typecheck right
+ * before `hil test`, the previous matrix row) for a minute after it ended, and would take workers from a
+ * host that is idle now; what is busy now is what the run's workers will share the cores with.
+ */
+export function hostLoadNow(cores: number, load1: number, ms = 400): number {
+  try {
+    const before = readFileSync('/proc/stat', 'utf8');
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+    const busy = busyCores(before, readFileSync('/proc/stat', 'utf8'), cores);
+    return busy ?? load1;
+  } catch {
+    return load1;
+  }
 }
