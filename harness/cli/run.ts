@@ -5,7 +5,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { availableParallelism, loadavg } from 'node:os';
-import { workersForHost } from '../sequencer.ts';
+import { hostLoadNow, workersForHost } from '../sequencer.ts';
 import { isShared } from '../targets/shared.ts';
 import { HilReporter, exitCodeOf, type Expectation } from '../report/reporter.ts';
 import { writeHtmlReport } from '../report/html.ts';
@@ -99,7 +99,10 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
   // Workers: --workers N, or from the host's cores and load (harness/sequencer.ts workersForHost); the
   // figure is noted in run.json's host record either way.
   if (values.workers !== undefined && !/^([1-9]|[1-5][0-9]|6[0-4])$/.test(values.workers)) throw new UsageError(`--workers ${values.workers}: an integer 1..64`);
-  process.env.HIL_WORKERS = isShared(target) ? '1' : (values.workers ?? process.env.HIL_WORKERS ?? String(workersForHost(availableParallelism(), loadavg()[0]!)));
+  // `hil test` (the README's test command) counts what is busy now (hostLoadNow): it follows CI's typecheck,
+  // which the minute's load average still holds and would leave the whole test run 2 workers on an idle host.
+  const load = selfTest && values.workers === undefined && !process.env.HIL_WORKERS ? hostLoadNow(availableParallelism(), loadavg()[0]!) : loadavg()[0]!;
+  process.env.HIL_WORKERS = isShared(target) ? '1' : (values.workers ?? process.env.HIL_WORKERS ?? String(workersForHost(availableParallelism(), load)));
   process.env.HIL_TARGET = target;
   if (values.driver) process.env.HIL_DRIVER = values.driver;
   if (values.bench) process.env.HIL_BENCH = values.bench === 'sim' ? 'sim' : resolve(values.bench);

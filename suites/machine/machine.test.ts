@@ -243,8 +243,12 @@ describe('home', () => {
     const J6 = needs(skip, roles(description).homeable.at(-1), NO_HOME);
     const s = await cell.hold();
     await enableAndWait(cell, client, s, mask([J6]));
+    const beforeArm = await eventCursor(client);
     expect((await cell.fenced('arm', s)).status).toBe(200);
     expect((await readStatus(client)).core!.armed).toBe(1n);
+    // The arm's own arm_changed may be published after Status already shows the arm (a bus driver's
+    // event can trail its status): the Home's arm_changed is the first one after it, never the arm's.
+    expect(await waitForEvent(client, beforeArm, (e) => e.type === 'arm_changed'), 'the arm\'s arm_changed').toBeTruthy();
     const cursor = await eventCursor(client);
     const r = await cell.fenced('home', s, { axis_mask: mask([J6]) });
     expect(r.status, r.reply.error).toBe(200);
