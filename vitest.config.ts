@@ -1,6 +1,6 @@
 import { defineConfig } from 'vitest/config';
 import { availableParallelism, loadavg } from 'node:os';
-import LongestFirst, { hostLoadNow, JOG_FILES, QUIET_FILES, workersForHost } from './harness/sequencer.ts';
+import LongestFirst, { JOG_FILES, QUIET_FILES, workersForHost } from './harness/sequencer.ts';
 import { isShared } from './harness/targets/shared.ts';
 
 // `unit` tests the harness's own code and the reference implementation from the inside; the conformance
@@ -35,10 +35,7 @@ const SHARED_TARGET = isShared(process.env.HIL_TARGET ?? 'sim');
 // The figure fits the host: from its cores and its load when the run starts (harness/sequencer.ts
 // workersForHost: 6 on this 2-core machine when it is idle, fewer when it is busy). HIL_WORKERS (hil run
 // --workers N) overrides it.
-// The load is what is busy now (hostLoadNow), not the minute's average, which still holds CI's typecheck.
-const WORKERS = SHARED_TARGET ? 1 : workersFromEnv(process.env.HIL_WORKERS, workersForHost(availableParallelism(), process.env.HIL_WORKERS ? 0 : hostLoadNow(availableParallelism(), loadavg()[0]!)));
-// Decided once: processes that load this file again (vitest's workers) and the run record read the same figure.
-process.env.HIL_WORKERS ??= String(WORKERS);
+const WORKERS = SHARED_TARGET ? 1 : workersFromEnv(process.env.HIL_WORKERS, workersForHost(availableParallelism(), loadavg()[0]!));
 
 function workersFromEnv(text: string | undefined, fallback: number): number {
   if (text === undefined || text === '') return fallback;

@@ -12,6 +12,7 @@
 // The clean-room service runs in this process; the run is a child `hil run` writing its reports to a
 // temporary directory (HIL_REPORTS_DIR), so the project's reports/ stay untouched.
 
+import type { CleanroomOlpCell } from './processes.ts';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -94,7 +95,7 @@ export const EXPECTED_OLP_FILE = join(ROOT, 'fixtures', 'expectations', 'cleanro
  * `hil cleanroom check-olp`: the OLP suites against the clean-room OLP server (harness/cleanroom/olp/, written
  * from the documents alone), as CI runs it. One `hil serve --planner-port 0` stack (the control service and
  * the weld planner stub) stands behind it; the server runs as its own process, started as its authors start
- * it (harness/cleanroom/olp-process.ts), with a two-cell catalogue (cell-a and cell-b, both that stack's
+ * it (harness/cleanroom/processes.ts), with a two-cell catalogue (cell-a and cell-b, both that stack's
  * control service) written in the authors' cells-file format. The run is a child `hil run --target external
  * --olp-url ... --olp-facts ...`. It holds the outcome to the same two statements as the document-1 check:
  * PASS, and exactly the pinned profile differences.
@@ -103,7 +104,7 @@ export async function checkCleanroomOlp(o: CheckOptions = {}): Promise<number> {
   const log = o.log ?? ((l: string) => process.stdout.write(`${l}\n`));
   const dir = mkdtempSync(join(tmpdir(), 'hil-cleanroom-olp-'));
   const reports = join(dir, 'reports');
-  const { startCleanroomOlp } = await import('./olp-process.ts');
+  const { startCleanroomOlp } = await import('./processes.ts');
   const { createHash } = await import('node:crypto');
   const stackDir = join(dir, 'stack');
   const stack = spawn(process.execPath, [join(ROOT, 'harness', 'bin', 'hil.mjs'), 'serve', '--socket-dir', stackDir, '--planner-port', '0'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -129,7 +130,8 @@ export async function checkCleanroomOlp(o: CheckOptions = {}): Promise<number> {
       robot_description_file: urdfFile, backend: 'simulation' as const,
     };
     const cellsFile = join(dir, 'cells.json');
-    writeFileSync(cellsFile, JSON.stringify({ cells: [{ cell_id: 'cell-a', ...cell }, { cell_id: 'cell-b', ...cell }] }, null, 2));
+    const cells: CleanroomOlpCell[] = [{ cell_id: 'cell-a', ...cell }, { cell_id: 'cell-b', ...cell }];
+    writeFileSync(cellsFile, JSON.stringify({ cells }, null, 2));
     server = await startCleanroomOlp({ cellsFile, plannerUrl: ready.planner, robotStore: robots });
     const facts = join(dir, 'olp-facts.json');
     writeFileSync(facts, JSON.stringify({

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runAndPin } from './check.ts';
-import { startCleanroomPlanner, type PlannerProcess } from './planner-process.ts';
+import { startCleanroomPlanner, type CleanroomProcess } from './processes.ts';
 import { CELL } from './planner/server.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -41,7 +41,7 @@ export async function checkCleanroomPlanner(o: PlannerCheckOptions = {}): Promis
   const dir = mkdtempSync(join(tmpdir(), 'hil-cleanroom-planner-'));
   const reports = join(dir, 'reports');
   const storeDir = join(dir, 'store');
-  let planner: PlannerProcess | undefined;
+  let planner: CleanroomProcess | undefined;
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const k of Object.keys(env)) if (k.startsWith('VITEST') || k.startsWith('HIL_')) delete env[k];
   // The reference control service, for the suites that admit the planner's files.

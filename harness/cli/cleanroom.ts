@@ -26,8 +26,8 @@ export async function cleanroom(args: string[]): Promise<number> {
     if (positionals[0] !== 'serve' || positionals.length !== 1 || !values['store-dir']) throw new UsageError('expected: cleanroom serve --planner --store-dir DIR [--port P], or cleanroom check --planner');
     const port = values.port === undefined ? undefined : Number(values.port);
     if (port !== undefined && !(Number.isInteger(port) && port >= 0 && port <= 65535)) throw new UsageError('--port takes 0..65535');
-    // The clean-room planner runs as its authors start it (harness/cleanroom/planner-process.ts), in the foreground.
-    const { plannerArgv } = await import('../cleanroom/planner-process.ts');
+    // The clean-room planner runs as its authors start it (harness/cleanroom/processes.ts), in the foreground.
+    const { plannerArgv } = await import('../cleanroom/processes.ts');
     const { spawn } = await import('node:child_process');
     const child = spawn(process.execPath, plannerArgv({ storeDir: resolve(values['store-dir']), ...(port !== undefined ? { port } : {}) }), { stdio: 'inherit' });
     for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => child.kill(sig));
