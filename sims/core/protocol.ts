@@ -380,7 +380,7 @@ export type FromCore =
    * service's own to take now (`expire`: the lease of that recorded generation ran out here). `anchors` and
    * `pairs`: recorded host times and the live ones they stand for (sims/service/replay-timing.ts HostTimeMap).
    */
-  | { t: 'replay_service'; clockNs: bigint; hostClock: boolean; expire?: { generation: bigint; lateNs?: bigint }; fences?: string[]; fenceOutcomes?: string[]; fencePolled?: boolean[]; commits?: string[]; statusReads?: bigint[]; statusReadsAll?: boolean; leaseNotices?: LeaseNotice[]; coreWaits?: Array<{ kind: string; outcome: string; cycle?: bigint }>; anchors?: Array<{ recordedNs: bigint; liveNs: bigint }>; pairs?: Array<[recorded: bigint, live: bigint]> };
+  | { t: 'replay_service'; clockNs: bigint; hostClock: boolean; expire?: { generation: bigint; lateNs?: bigint }; fences?: string[]; fenceOutcomes?: string[]; fencePolled?: boolean[]; fenceSeen?: string[]; commits?: string[]; statusReads?: bigint[]; statusReadsAll?: boolean; leaseNotices?: LeaseNotice[]; coreWaits?: Array<{ kind: string; outcome: string; cycle?: bigint }>; anchors?: Array<{ recordedNs: bigint; liveNs: bigint }>; pairs?: Array<[recorded: bigint, live: bigint]> };
 
 /** Every field name of the channel's typed messages, at any depth (the replay marks below are checked against it). */
 type FieldsOf<T, D extends unknown[] = []> = D['length'] extends 6

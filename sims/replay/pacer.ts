@@ -72,6 +72,11 @@ export interface ServiceCue {
   fenceOutcomes?: string[];
   /** At start: which of those decisions were a polled request's (taken in order, never held for). */
   fencePolled?: boolean[];
+  /**
+   * At start: what each of those decisions saw of its session ('' where the recording does not say:
+   * sync-points.ts fenceDecisions); absent when no decision says.
+   */
+  fenceSeen?: string[];
   /** At start: the order in which the recorded service's preparations took their place in the commit queue. */
   commits?: string[];
   /** At start: the publication cycle each recorded status read was served from, in order (-1: none yet). */
@@ -204,6 +209,8 @@ export class ReplayPacer {
         fenceOutcomes: points.fences.map((f) => f.outcome),
         // Decisions of a polled request: taken in order, never held for (sync-points.ts fenceDecisions).
         ...(points.fences.some((f) => f.polled) ? { fencePolled: points.fences.map((f) => f.polled === true) } : {}),
+        // What each decision saw of its session, when the recording says (replay-timing.ts expiryTurn).
+        ...(points.fences.some((f) => f.seen !== undefined) ? { fenceSeen: points.fences.map((f) => f.seen ?? '') } : {}),
         ...(points.commits.length ? { commits: points.commits.map((c) => c.op) } : {}),
         ...(reads.length ? { statusReads: reads.map((r) => BigInt(r.published)) } : {}),
         ...(scan.header.status_reads === 'all' ? { statusReadsAll: true } : {}),

@@ -205,3 +205,22 @@ test('fence decisions of a polled refusal\'s repeats are marked polled (not held
     'arm (polled)',
   ]);
 });
+
+test('a fence decision keeps what the recorded service saw of its session (seen), and says nothing on a recording made before it was noted', () => {
+  const p = readSyncPoints(
+    scanOf(
+      [],
+      [
+        svc(1, { t: 'fence', op: 'stop', outcome: 'ok', seen: 'current' }),
+        svc(9, { t: 'fence', op: 'stop', outcome: 'control_session_stale', seen: 'revoked' }),
+        svc(12, { t: 'fence', op: 'halt', outcome: 'control_session_stale' }),
+      ],
+    ),
+    true,
+  );
+  expect(p.fences).toEqual([
+    { kind: 'fence', op: 'stop', outcome: 'ok', seen: 'current' },
+    { kind: 'fence', op: 'stop', outcome: 'control_session_stale', seen: 'revoked' },
+    { kind: 'fence', op: 'halt', outcome: 'control_session_stale' },
+  ]);
+});

@@ -23,6 +23,9 @@
 //   publication     a status read waiting for the publication its recording was served from;
 //   lease_expiry    a fence decision the recorded service refused because the lease had run out, while the
 //                   live service still holds the grant: held until the cued expiry (sims/service/replay-timing.ts);
+//   session_end     a fence decision the recorded service took on a session that had already ended (a stop's
+//                   drain revoked it, its lease ran out), while the live service still holds it: held until it
+//                   ends there too (sims/service/replay-timing.ts expiryTurn);
 //   core_wait       a timed wait on the core (a native receipt, a publication, a fault injection's reply)
 //                   that was answered when recorded but ran out on the replay (sims/service/replay-timing.ts CoreWaits).
 
@@ -54,13 +57,13 @@ export type SyncPoint =
   | { kind: 'status_read'; cycle: number; published: number; seen?: number }
   | { kind: 'telemetry_poll'; cycle: number }
   /** `polled`: a repeat of a refused request the test polled on the wall clock (fenceDecisions): not held to. */
-  | { kind: 'fence'; op: string; outcome: string; polled?: true }
+  | { kind: 'fence'; op: string; outcome: string; polled?: true; seen?: string }
   | { kind: 'commit'; op: string }
   | { kind: 'core_wait'; wait: string; outcome: string }
   | { kind: 'reply'; cycle: number; reply: HttpReply; note: RecordingNote };
 
 /** Kinds of hold whose loss the verdict reports (see above). */
-export type HoldKind = 'status_read' | 'telemetry_poll' | 'watch' | 'fence' | 'commit' | 'publication' | 'core_wait' | 'lease_expiry';
+export type HoldKind = 'status_read' | 'telemetry_poll' | 'watch' | 'fence' | 'commit' | 'publication' | 'core_wait' | 'lease_expiry' | 'session_end';
 
 /** One hold the replay could not keep. */
 export interface LostHold {
@@ -239,12 +242,14 @@ function fenceDecisions(service: readonly RecordingNote[]): SyncPoints['fences']
   for (const n of service) {
     const t = tOf(n);
     if (t === 'fence') {
-      const d = n.data as { op?: unknown; outcome?: unknown };
+      const d = n.data as { op?: unknown; outcome?: unknown; seen?: unknown };
       const op = String(d.op);
       const list = open.get(op) ?? [];
       list.push(fences.length);
       open.set(op, list);
-      fences.push({ kind: 'fence', op, outcome: String(d.outcome) });
+      // `seen`: what the decision saw of its session (sims/service/authority.ts sessionState); recordings
+      // made before it was noted do not say.
+      fences.push({ kind: 'fence', op, outcome: String(d.outcome), ...(typeof d.seen === 'string' ? { seen: d.seen } : {}) });
     } else if (t === 'http_reply') {
       const r = n.data as HttpReply;
       const mine = open.get(r.op) ?? [];

@@ -14,6 +14,8 @@ export const RETRY_OUTCOMES = 256;
 export const ENDED_CACHES = 8;
 
 export type SessionEnd = 'released' | 'expired' | 'revoked' | 'superseded' | 'retired' | 'daemon_restarted';
+/** A session as a fence decision saw it (Authority.sessionState). */
+export type SessionState = SessionEnd | 'current' | 'stopping' | 'unknown';
 
 export interface Reply {
   status: 200 | 409 | 413 | 404;
@@ -277,11 +279,24 @@ export class Authority {
     try {
       g = this.check(op, session, generation, owner);
     } catch (e) {
-      this.timing.fenced(op, (e as { label?: string }).label ?? 'error');
+      this.timing.fenced(op, (e as { label?: string }).label ?? 'error', this.sessionState(session));
       throw e;
     }
-    this.timing.fenced(op, 'ok');
+    this.timing.fenced(op, 'ok', this.sessionState(session));
     return g;
+  }
+
+  /**
+   * What a fence decision saw of `session` (noted with it into a recording: docs/recording.md "The service
+   * side"): 'current' or 'stopping' while it holds the grant, how it ended once it did, 'unknown' for a token
+   * this service never issued. One refusal label stands for several of these (control_session_stale for a
+   * revoked session and for a generation that differs), and a replay must know which to hold for.
+   */
+  sessionState(session: string): SessionState {
+    const known = this.sessions.get(session);
+    if (known === undefined) return 'unknown';
+    if (known !== 'current') return known;
+    return this.current?.session === session && this.current.stopping ? 'stopping' : 'current';
   }
 
   private check(op: string, session: string, generation: bigint, owner: string): Grant {

@@ -10,6 +10,8 @@ import { AX, axisOffset, encodeBatchHeader, HEADER_BYTES, REC, RECORD_BYTES } fr
 import { LiveTiming, type TimingLink } from './timing.ts';
 import { HandleTable } from './handles.ts';
 import { FENCE_HOLD_MS } from './replay-timing.ts';
+import { Authority } from './authority.ts';
+import type { Refusal, Request } from './envelope.ts';
 
 afterEach(() => vi.useRealTimers());
 
@@ -317,4 +319,117 @@ test('commit order: a recorded commit the live side never makes holds the next o
   await vi.advanceTimersByTimeAsync(1);
   expect(done).toBe(true);
   expect(lost()).toEqual(['commit:program']);
+});
+
+/** A replayed timing cued with recorded decisions that say what each saw of its session (`seen`). */
+function replayedSeen(ops: string[], outcomes: string[], seen: string[]) {
+  const notes: unknown[] = [];
+  const t = new ReplayedTiming();
+  t.attach({ status: undefined, statusFrom: async () => true, pollTurn: async () => true, note: (d) => void notes.push(d) });
+  t.cue({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: ops, fenceOutcomes: outcomes, fenceSeen: seen });
+  const lost = () => notes.filter((n) => (n as { t: string }).t === 'hold_lost').map((n) => `${(n as { kind: string }).kind}:${(n as { detail: string }).detail}`);
+  return { t, lost };
+}
+
+test('session end: a stop of the old generation the recorded service refused control_session_stale because the drain had revoked the session waits while the live grant is still stopping, and is decided as recorded once the drain revokes it', async () => {
+  // suites/grant/grant.test.ts "stop advances the application generation": the test's stop (generation 1)
+  // turns the grant stopping with generation 2; the cleanup's stop of generation 1 found the session revoked
+  // when recorded. Decided before the replayed core's drain came, the live one found it stopping: 200.
+  vi.useFakeTimers();
+  const now = 1_000_000_000n;
+  const { t, lost } = replayedSeen(['stop', 'stop'], ['ok', 'control_session_stale'], ['current', 'revoked']);
+  const a = new Authority({ pair_id: 'p', revision: 1n, configuration_sha256: 'c'.repeat(64), machine_sha256: 'm'.repeat(64) }, 500n, {
+    now: () => now,
+    daemonIncarnation: () => 'd',
+    event: () => undefined,
+    nativeGrant: () => undefined,
+    timing: t,
+  });
+  const s = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding: { pair_id: 'p', revision: 1n, configuration_sha256: 'c'.repeat(64) } } as Request, '{}').body.data as { session: string; generation: bigint };
+  expect(t.expiryTurn('stop', s.session, s.generation, a)).toBeNull(); // recorded ok: never held
+  a.beginStop(a.fence('stop', s.session, s.generation));
+  expect(a.current?.stopping).toBe(true);
+  expect(a.current?.generation).toBe(s.generation + 1n);
+  const turn = t.expiryTurn('stop', s.session, s.generation, a);
+  expect(turn).not.toBeNull();
+  let decided: string | undefined;
+  void turn!.then(() => {
+    try {
+      a.fence('stop', s.session, s.generation);
+      decided = 'ok';
+    } catch (e) {
+      decided = (e as Refusal).label;
+    }
+  });
+  await vi.advanceTimersByTimeAsync(1_000);
+  expect(decided).toBeUndefined();
+  a.drained(); // the replayed core's stop_drained: the stopping grant is revoked
+  await vi.advanceTimersByTimeAsync(0);
+  expect(decided).toBe('control_session_stale');
+  expect(lost()).toEqual([]);
+});
+
+test('session end: what the recorded decision saw decides the hold, not its label: a refusal that saw the session current or stopping is never held, one that saw it ended is held whatever its label', () => {
+  const live = { current: { session: 'S', generation: 4n, stopping: false }, sessionState: (s: string) => (s === 'S' ? 'current' : 'unknown') };
+  // control_session_stale for a generation that differs, for a stop in flight: the session held the grant
+  expect(replayedSeen(['halt'], ['control_session_stale'], ['current']).t.expiryTurn('halt', 'S', 4n, live)).toBeNull();
+  expect(replayedSeen(['arm'], ['control_session_stale'], ['stopping']).t.expiryTurn('arm', 'S', 4n, live)).toBeNull();
+  expect(replayedSeen(['halt'], ['inhibited'], ['stopping']).t.expiryTurn('halt', 'S', 4n, live)).toBeNull();
+  // ended when recorded, but ended live too (or never this service's): decided at once
+  const gone = { current: null, sessionState: () => 'revoked' };
+  expect(replayedSeen(['stop'], ['control_session_stale'], ['revoked']).t.expiryTurn('stop', 'S', 1n, gone)).toBeNull();
+  // 'expired' is retaken at the decision itself (expiredAtFence)
+  expect(replayedSeen(['halt'], ['expired'], ['expired']).t.expiryTurn('halt', 'S', 4n, live)).toBeNull();
+  // ended when recorded and still holding live: held, for every way a session ends and every label
+  for (const [outcome, seen] of [['control_session_stale', 'revoked'], ['no_grant', 'expired'], ['control_session_stale', 'released'], ['control_session_stale', 'retired'], ['daemon_restarted', 'daemon_restarted']]) {
+    expect(replayedSeen(['halt'], [outcome!], [seen!]).t.expiryTurn('halt', 'S', 3n, live), `${outcome} seen ${seen}`).not.toBeNull();
+  }
+  // a recording that does not say (''): the lease rule of older recordings
+  expect(replayedSeen(['halt'], ['control_session_stale'], ['']).t.expiryTurn('halt', 'S', 4n, live)).not.toBeNull();
+  expect(replayedSeen(['halt'], ['control_session_stale'], ['']).t.expiryTurn('halt', 'S', 3n, live)).toBeNull();
+});
+
+test('session end: a session the live service never ends is a lost hold of kind session_end after the replay bound (ERROR), and the decision then goes on', async () => {
+  vi.useFakeTimers();
+  const { t, lost } = replayedSeen(['stop'], ['control_session_stale'], ['revoked']);
+  const live = { current: { session: 'S', generation: 2n, stopping: true }, sessionState: () => 'stopping' };
+  const turn = t.expiryTurn('stop', 'S', 1n, live)!;
+  let done = false;
+  void turn.then(() => (done = true));
+  t.grantEnded(); // another grant's end: still holding
+  await vi.advanceTimersByTimeAsync(REPLAY_WAIT_MS - 20);
+  expect(done).toBe(false);
+  await vi.advanceTimersByTimeAsync(40);
+  expect(done).toBe(true);
+  expect(lost()).toEqual(['session_end:stop']);
+});
+
+test('the recorded service notes what each fence decision saw of its session (the authority asks; renewals stay unnoted)', () => {
+  const notes: unknown[] = [];
+  const rec = new LiveTiming(true);
+  rec.attach({ status: undefined, statusFrom: async () => true, pollTurn: async () => true, note: (d) => void notes.push(d) });
+  const binding = { pair_id: 'p', revision: 1n, configuration_sha256: 'c'.repeat(64), machine_sha256: 'm'.repeat(64) };
+  const a = new Authority(binding, 500n, { now: () => 1_000_000_000n, daemonIncarnation: () => 'd', event: () => undefined, nativeGrant: () => undefined, timing: rec });
+  const s = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}').body.data as { session: string; generation: bigint };
+  const decide = (op: string, generation: bigint, session = s.session) => {
+    try {
+      return a.fence(op, session, generation);
+    } catch {
+      return undefined;
+    }
+  };
+  decide('renew', s.generation);
+  a.beginStop(decide('stop', s.generation)!);
+  decide('halt', s.generation + 1n); // a stop in flight
+  decide('halt', s.generation); // a generation that differs: the same label, the session still holds
+  a.drained();
+  decide('stop', s.generation); // revoked
+  decide('stop', 1n, 'ab'.repeat(32)); // never issued
+  expect(notes).toEqual([
+    { t: 'fence', op: 'stop', outcome: 'ok', seen: 'current' },
+    { t: 'fence', op: 'halt', outcome: 'inhibited', seen: 'stopping' },
+    { t: 'fence', op: 'halt', outcome: 'wrong_generation', seen: 'stopping' },
+    { t: 'fence', op: 'stop', outcome: 'control_session_stale', seen: 'revoked' },
+    { t: 'fence', op: 'stop', outcome: 'fence', seen: 'unknown' },
+  ]);
 });

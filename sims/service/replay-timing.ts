@@ -8,17 +8,24 @@
 // lost hold (sims/replay/sync-points.ts), so the harness ends the test in ERROR rather than judging the
 // target on an order the replay did not keep.
 
-import { replyNote, statusReadNote, UNORDERED, type CoreWait, type HostTimes, type ServiceTiming, type TimingCue, type TimingLink, type WaitOutcome } from './timing.ts';
+import { replyNote, statusReadNote, UNORDERED, type CoreWait, type HostTimes, type ServiceTiming, type SessionView, type TimingCue, type TimingLink, type WaitOutcome } from './timing.ts';
 import type { LeaseNotice } from '../core/protocol.ts';
 
 /** How long a status read waits for the publication its recording was served from (wall ms). */
 const STATUS_READ_WAIT_MS = 3_000;
 /** How long a telemetry poll waits for the core to reach the recorded poll (wall ms): the pacer's hold bound. */
 const POLL_TURN_WAIT_MS = 10_000;
-/** Labels of a recorded fence decision that found the session's grant already gone (lease expiry taken). */
+/**
+ * Labels of a recorded fence decision that found the session's grant already gone (lease expiry taken), on
+ * a recording that does not say what the decision saw of the session.
+ */
 const GRANT_GONE: ReadonlySet<string> = new Set(['no_grant', 'control_session_stale']);
+/** What a fence decision saw of a session that had ended (authority.ts SessionEnd). */
+const SESSION_ENDED: ReadonlySet<string> = new Set(['released', 'expired', 'revoked', 'superseded', 'retired', 'daemon_restarted']);
+/** What a fence decision sees of a session that still holds the grant (authority.ts sessionState). */
+const SESSION_HOLDS: ReadonlySet<string> = new Set(['current', 'stopping']);
 
-export type HoldKind = 'fence' | 'commit' | 'publication' | 'core_wait' | 'lease_expiry' | 'telemetry_poll';
+export type HoldKind = 'fence' | 'commit' | 'publication' | 'core_wait' | 'lease_expiry' | 'session_end' | 'telemetry_poll';
 
 export class ReplayedTiming implements ServiceTiming {
   private link?: TimingLink;
@@ -115,8 +122,8 @@ export class ReplayedTiming implements ServiceTiming {
   fenceTurn(op: string): Promise<void> | null {
     return this.fenceOrder.gate(op);
   }
-  fenced(op: string, outcome: string): void {
-    this.fenceOrder.passed(op, outcome);
+  fenced(op: string, outcome: string, seen?: string): void {
+    this.fenceOrder.passed(op, outcome, seen);
   }
   commitTurn(kind: string): Promise<void> | null {
     return this.commitOrder.gate(kind);
@@ -130,29 +137,51 @@ export class ReplayedTiming implements ServiceTiming {
   }
 
   /**
-   * A lease_expiry sync point on the service's side (sims/replay/sync-points.ts): the recorded service
-   * refused this decision because the session's lease had already run out, but the live service still
-   * holds the grant (the test's wall-clock wait for the expiry ended before the paced core reached the
-   * recorded expiry, which the pacer cues). The decision waits until the grant ends (grantEnded, told by
-   * the authority whenever it drops a grant), at most REPLAY_WAIT_MS. Only a decision the live grant would
-   * let pass is held (its session, its generation, not stopping): one refused for another reason is refused
-   * as recorded without waiting. 'expired' is retaken at the decision itself (expiredAtFence).
+   * A lease_expiry or session_end sync point on the service's side (sims/replay/sync-points.ts): the
+   * recorded service took this decision on a session that had already ended, but the live service still
+   * holds it. The decision waits until the live session ends too (grantEnded, told by the authority whenever
+   * it ends a grant), at most REPLAY_WAIT_MS, then goes on as a lost hold (ERROR, not a divergence the target
+   * is blamed for). 'expired' is retaken at the decision itself (expiredAtFence), not waited for.
+   *
+   * A recording that notes what each decision saw of its session (`seen`, authority.ts sessionState) says
+   * which refusals to hold: control_session_stale is the answer both for a session a stop's drain revoked
+   * and for a generation that differs (suites/grant/grant.test.ts "stop advances the application
+   * generation": the cleanup's second stop of the old generation found the session revoked when recorded,
+   * and the live one, decided before the replayed core's drain came, found the grant still stopping and was
+   * answered 200). A decision that saw the session end is held whatever its label; one that saw it current
+   * or stopping is never held. Older recordings do not say: there only a no_grant or control_session_stale
+   * refusal that the live grant would let pass (its session, its generation, not stopping) is held, for the
+   * cued lease expiry, as before.
    */
-  expiryTurn(op: string, session: string | undefined, generation: bigint | undefined, authority: { readonly current: { session: string; generation: bigint; stopping: boolean } | null }): Promise<void> | null {
-    const g = authority.current;
-    if (!this.cued || session === undefined || !g || g.session !== session || g.generation !== generation || g.stopping) return null;
+  expiryTurn(op: string, session: string | undefined, generation: bigint | undefined, authority: SessionView): Promise<void> | null {
+    if (!this.cued || session === undefined) return null;
     const recorded = this.fenceOrder.recordedOutcome(op);
-    if (recorded === undefined || !GRANT_GONE.has(recorded)) return null;
+    if (recorded === undefined || recorded === 'ok' || recorded === 'expired') return null;
+    const seen = this.fenceOrder.recordedSeen(op);
+    let holds: () => boolean;
+    let kind: HoldKind;
+    if (seen !== undefined && authority.sessionState) {
+      if (!SESSION_ENDED.has(seen)) return null;
+      const state = authority.sessionState.bind(authority);
+      holds = () => SESSION_HOLDS.has(state(session));
+      kind = seen === 'expired' ? 'lease_expiry' : 'session_end';
+    } else {
+      const g = authority.current;
+      if (!g || g.session !== session || g.generation !== generation || g.stopping || !GRANT_GONE.has(recorded)) return null;
+      holds = () => authority.current?.session === session;
+      kind = 'lease_expiry';
+    }
+    if (!holds()) return null;
     return new Promise<void>((resolve) => {
       const look = () => {
-        if (authority.current?.session === session) return;
+        if (holds()) return;
         clearTimeout(timer);
         this.expiryWaiters.delete(look);
         resolve();
       };
       const timer = setTimeout(() => {
         this.expiryWaiters.delete(look);
-        this.holdLost('lease_expiry', op);
+        this.holdLost(kind, op);
         resolve();
       }, REPLAY_WAIT_MS);
       timer.unref();
@@ -236,7 +265,7 @@ export class ReplayedTiming implements ServiceTiming {
     if (m.fences) {
       // A pacer's first cue (each core incarnation of a replay has its own recording and pacer): what the
       // recorded service did during that incarnation, from its start.
-      this.fenceOrder.load(m.fences, m.fenceOutcomes, m.fencePolled);
+      this.fenceOrder.load(m.fences, m.fenceOutcomes, m.fencePolled, m.fenceSeen);
       this.commitOrder.load(m.commits ?? []);
       this.statusReads = [...(m.statusReads ?? [])];
       this.statusReadsTaken = 0;
@@ -276,6 +305,8 @@ export class FenceOrder {
   private log: string[] | null = null;
   /** The recorded outcome of each decision in `log` ('ok' or the refusal label), when the recording has them. */
   private outcomes: string[] = [];
+  /** What each decision in `log` saw of its session ('' or absent: the recording does not say). */
+  private seen: string[] = [];
   private taken: boolean[] = [];
   /**
    * Decisions of a request the test polled on the wall clock (sims/replay/sync-points.ts fenceDecisions):
@@ -302,7 +333,7 @@ export class FenceOrder {
    * in vain (FENCE_HOLD_MS passed), a lost hold of kind 'fence' (sims/replay/sync-points.ts).
    */
   constructor(
-    private readonly note?: (data: { t: 'fence' | 'commit'; op: string; outcome?: string }) => void,
+    private readonly note?: (data: { t: 'fence' | 'commit'; op: string; outcome?: string; seen?: string }) => void,
     private readonly lost?: (op: string) => void,
     /** What the notes are: fence decisions (with their outcome), or places in the commit queue (ReplayedTiming.commitOrder). */
     private readonly tag: 'fence' | 'commit' = 'fence',
@@ -310,12 +341,14 @@ export class FenceOrder {
 
   /**
    * Replay: the recorded fence decisions, in order, with their outcomes when given (same length), and which
-   * are a polled request's (`polled`, same length when given: taken in order, never held for).
+   * are a polled request's (`polled`, same length when given: taken in order, never held for), and what each
+   * saw of its session (`seen`, same length when given; '' where the recording does not say).
    */
-  load(ops: readonly string[], outcomes?: readonly string[], polled?: readonly boolean[]): void {
+  load(ops: readonly string[], outcomes?: readonly string[], polled?: readonly boolean[], seen?: readonly string[]): void {
     const keep = ops.map((op) => !UNORDERED.has(op));
     this.log = ops.filter((_, i) => keep[i]);
     this.outcomes = outcomes && outcomes.length === ops.length ? outcomes.filter((_, i) => keep[i]) : [];
+    this.seen = seen && seen.length === ops.length ? seen.filter((_, i) => keep[i]) : [];
     this.optional = polled && polled.length === ops.length ? polled.filter((_, i) => keep[i]) : this.log.map(() => false);
     this.taken = this.log.map(() => false);
     this.cursor = 0;
@@ -334,6 +367,13 @@ export class FenceOrder {
     if (!this.log || UNORDERED.has(op)) return undefined;
     const k = this.find(op);
     return k < 0 ? undefined : this.outcomes[k];
+  }
+
+  /** Replay: what the next recorded decision of `op` saw of its session (undefined: the recording does not say). */
+  recordedSeen(op: string): string | undefined {
+    if (!this.log || UNORDERED.has(op)) return undefined;
+    const k = this.find(op);
+    return k < 0 ? undefined : this.seen[k] || undefined;
   }
 
   get replaying(): boolean {
@@ -401,11 +441,14 @@ export class FenceOrder {
     });
   }
 
-  /** After a fence check of `op` (outcome 'ok' or the refusal label): recorded, or taken off the replayed log. */
-  passed(op: string, outcome: string): void {
+  /**
+   * After a fence check of `op` (outcome 'ok' or the refusal label; `seen`, what it saw of the session):
+   * recorded, or taken off the replayed log.
+   */
+  passed(op: string, outcome: string, seen?: string): void {
     if (UNORDERED.has(op)) return;
     if (!this.log) {
-      this.note?.(this.tag === 'fence' ? { t: 'fence', op, outcome } : { t: this.tag, op });
+      this.note?.(this.tag === 'fence' ? { t: 'fence', op, outcome, ...(seen !== undefined ? { seen } : {}) } : { t: this.tag, op });
       return;
     }
     if (this.first >= this.log.length) {

@@ -63,6 +63,13 @@ interface HeldGrant {
   stopping: boolean;
 }
 
+/** The authority as a hold on a session's end sees it (authority.ts Authority). */
+export interface SessionView {
+  readonly current: HeldGrant | null;
+  /** What a fence decision would see of `session` now (authority.ts sessionState). */
+  sessionState?(session: string): string;
+}
+
 /**
  * Host times of a replayed core in the live service's time base (docs/recording.md "Two clocks"): what the
  * service serves without the core's messages in between, the telemetry capture ring, is translated here.
@@ -90,8 +97,11 @@ export interface ServiceTiming {
   readonly hostTimes: HostTimes | null;
   /** Before a fence decision of `op`: a promise to await first, or null to decide at once. */
   fenceTurn(op: string): Promise<void> | null;
-  /** After a fence decision of `op`: 'ok' or the refusal label. */
-  fenced(op: string, outcome: string): void;
+  /**
+   * After a fence decision of `op`: 'ok' or the refusal label, and what the decision saw of the request's
+   * session (`seen`: authority.ts sessionState), which a refusal label alone does not say.
+   */
+  fenced(op: string, outcome: string, seen?: string): void;
   /**
    * Before a preparation of `kind` ('trajectory', 'program') takes its place in the commit queue
    * (handles.ts serialise), whose order numbers the handles: a promise to await first, or null to go on now.
@@ -102,11 +112,12 @@ export interface ServiceTiming {
   /** True when the recording found this decision's lease run out at this very check (end it first). */
   expiredAtFence(op: string): boolean;
   /**
-   * Before a decision the recording refused because the lease was already gone while the live grant still
-   * holds it: a promise that resolves when the grant ends (or the hold is given up), else null.
+   * Before a decision the recording refused because the session had already ended (its lease ran out, a
+   * stop's drain revoked it, ...) while the live grant still holds it: a promise that resolves when the live
+   * session ends too (or the hold is given up), else null.
    */
-  expiryTurn(op: string, session: string | undefined, generation: bigint | undefined, authority: { readonly current: HeldGrant | null }): Promise<void> | null;
-  /** The authority ended its grant (a hold on an expiry looks again). */
+  expiryTurn(op: string, session: string | undefined, generation: bigint | undefined, authority: SessionView): Promise<void> | null;
+  /** The authority ended its grant (a hold on a session's end looks again). */
   grantEnded(): void;
   /**
    * Where the recording let the lease of `generation` run out, the service ends it (set once): now, or with
@@ -186,8 +197,8 @@ export class LiveTiming implements ServiceTiming {
   fenceTurn(): null {
     return null;
   }
-  fenced(op: string, outcome: string): void {
-    if (this.record && !UNORDERED.has(op)) this.link?.note({ t: 'fence', op, outcome });
+  fenced(op: string, outcome: string, seen?: string): void {
+    if (this.record && !UNORDERED.has(op)) this.link?.note({ t: 'fence', op, outcome, ...(seen !== undefined ? { seen } : {}) });
   }
   commitTurn(): null {
     return null;
