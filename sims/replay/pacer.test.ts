@@ -1037,3 +1037,23 @@ test('before a simulated crash the paced core runs flat out to the end of its re
   expect(written).toMatchObject({ cycles: CYCLES, requests_matched: SCRIPT.length, requests_unsent: 0, divergence: null });
   await host.close();
 });
+
+test('the first cue hands the live service what each recorded fence decision saw of its session, \'\' where a note does not say; a recording without any says nothing', async () => {
+  const file = tmp('seen.hilrec');
+  await recordStamped(
+    file,
+    [
+      [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
+      [1, { t: 'service_note', data: { t: 'fence', op: 'stop', outcome: 'ok', seen: 'current' } }],
+      [2, { t: 'service_note', data: { t: 'fence', op: 'halt', outcome: 'control_session_stale' } }],
+      [3, { t: 'service_note', data: { t: 'fence', op: 'stop', outcome: 'control_session_stale', seen: 'revoked' } }],
+    ],
+    20,
+  );
+  const scan = scanForPacing(file);
+  const cues: ServiceCue[] = [];
+  const host = await pacedHost(file, scan);
+  new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) });
+  expect(cues[0]).toMatchObject({ fences: ['stop', 'halt', 'stop'], fenceOutcomes: ['ok', 'control_session_stale', 'control_session_stale'], fenceSeen: ['current', '', 'revoked'] });
+  await host.close();
+});
