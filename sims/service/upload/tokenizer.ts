@@ -103,6 +103,18 @@ export function keyText(b: Buffer, i: number, e: number, base: number, syntax: S
 
 // ---- a token cut by a chunk boundary ----
 
+/** Appends b[from..to) to a holder's buffer, doubling it when full (the carried tail and the scanned value). */
+function appendGrowing(h: { buf: Buffer; len: number }, b: Uint8Array, from: number, to: number): void {
+  const need = h.len + (to - from);
+  if (need > h.buf.length) {
+    const next = Buffer.allocUnsafeSlow(Math.max(need, h.buf.length * 2));
+    h.buf.copy(next, 0, 0, h.len);
+    h.buf = next;
+  }
+  h.buf.set(b.subarray(from, to), h.len);
+  h.len = need;
+}
+
 /** The tail of an incomplete token, kept until enough of the next chunks arrived to read it whole. */
 export class Carry {
   buf: Buffer = Buffer.allocUnsafeSlow(256);
@@ -113,14 +125,7 @@ export class Carry {
   retryAt = 0;
 
   append(b: Uint8Array, from: number, to: number): void {
-    const need = this.len + (to - from);
-    if (need > this.buf.length) {
-      const next = Buffer.allocUnsafeSlow(Math.max(need, this.buf.length * 2));
-      this.buf.copy(next, 0, 0, this.len);
-      this.buf = next;
-    }
-    this.buf.set(b.subarray(from, to), this.len);
-    this.len = need;
+    appendGrowing(this, b, from, to);
   }
 
   /** Keep buf[from..end) for the next push; `base` is the body offset of buf[0]. */
@@ -151,8 +156,8 @@ export class Carry {
  * same code as the tree decoder.
  */
 export class ValueScanner {
-  private buf: Buffer = Buffer.allocUnsafeSlow(256);
-  private len = 0;
+  buf: Buffer = Buffer.allocUnsafeSlow(256);
+  len = 0;
   private depth = 0;
   private str = false;
   private esc = false;
@@ -260,13 +265,6 @@ export class ValueScanner {
   }
 
   private append(b: Uint8Array, from: number, to: number): void {
-    const need = this.len + (to - from);
-    if (need > this.buf.length) {
-      const next = Buffer.allocUnsafeSlow(Math.max(need, this.buf.length * 2));
-      this.buf.copy(next, 0, 0, this.len);
-      this.buf = next;
-    }
-    this.buf.set(b.subarray(from, to), this.len);
-    this.len = need;
+    appendGrowing(this, b, from, to);
   }
 }
