@@ -10,7 +10,9 @@ import { afterAll, afterEach, beforeAll, beforeEach, test as base } from 'vitest
 import { HarnessError, verdictOfError } from './errors.ts';
 import { Cell } from './clients/cell.ts';
 import { epochNow, keptLoss, startKeeper } from './clients/keeper.ts';
-import { waitStatus } from './clients/status.ts';
+import { readStatus, waitStatus } from './clients/status.ts';
+import { eventsSince } from './clients/events.ts';
+import { judgeBusStall, STALL_WINDOW_AFTER_MS, STALL_WINDOW_BEFORE_MS } from './clients/bus-stalls.ts';
 import type { ControlClient } from './clients/control.ts';
 import { stringifyExact } from './oracle/json.ts';
 import { openTarget, targetFromEnv, variantsFromEnv, type Target, type VariantOptions } from './targets/index.ts';
@@ -205,10 +207,15 @@ export const test = base.extend<{
     const cell = new Cell(target.client(), description.binding, await sharesClock(target));
     // A grant of this cell that was not kept (judged from the clock it shares with the target) and lost to
     // the host's lateness makes what failed after it ERROR; held grants are judged for every test (traced).
-    onTestFailed(({ task: t }) => {
+    onTestFailed(async ({ task: t }) => {
       const loss = cell.grantLoss();
       if (loss && !loss.target) t.meta.hostTooSlow ??= loss.text;
       else if (loss) process.stderr.write(`${t.fullName}: ${loss.text}\n`);
+      // A cell faulted by its simulated bus stalling on this host (harness/clients/bus-stalls.ts).
+      if (t.meta.hostTooSlow === undefined) {
+        const stall = await busStallOf(target, t);
+        if (stall) t.meta.hostTooSlow = stall;
+      }
     });
     try {
       await use(cell);
@@ -272,6 +279,40 @@ export const test = base.extend<{
     { auto: true },
   ],
 });
+
+/** execution_fault_reasons read as a failed test ended, before its recovery reset them (recoveringTest). */
+const latchedAtFailure = new WeakMap<object, bigint>();
+
+/**
+ * Whether a failed test's cell was faulted by its simulated bus stalling on this host: only for a stack that
+ * shares the harness's clock (the reference stack on this host), from the faults latched when the test
+ * failed, the cell's events, what the run injected and the harness's own stalls (harness/clients/bus-stalls.ts).
+ */
+async function busStallOf(target: Target, task: object): Promise<string | undefined> {
+  // Only a bus simulated on this host: the sim target's, or a rig rehearsal's fake master. A real rig's bus
+  // is the target's own, and its stalls are the target's.
+  const simulatedBus = target.name === 'sim' || (target.name === 'rig' && target.driver === 'ethercat-fake');
+  if (!simulatedBus || !(await sharesClock(target))) return undefined;
+  try {
+    const client = target.client();
+    const latched = latchedAtFailure.get(task) ?? (await readStatus(client)).core?.execution_fault_reasons ?? 0n;
+    if (latched === 0n) return undefined;
+    const events = await eventsSince(client, 0n);
+    return judgeBusStall({
+      latched,
+      events,
+      injections: target.injections ?? [],
+      stallAround(tNs) {
+        const tMs = performance.now() - Number(process.hrtime.bigint() - tNs) / 1e6;
+        const w = lateness.window(tMs - STALL_WINDOW_BEFORE_MS, tMs + STALL_WINDOW_AFTER_MS);
+        return w.samples ? w.max_ms : undefined;
+      },
+    });
+  } catch {
+    // The evidence could not be read (the stack went away): the failure stands as it was.
+    return undefined;
+  }
+}
 
 const clockShared = new WeakMap<Target, boolean>();
 
@@ -577,8 +618,16 @@ export function needsMotion(ctx: { skip: (c: boolean, note?: string) => void }, 
  */
 export const recoveringTest = test.extend<{ recover: void }>({
   recover: [
-    async ({ cell, target, client }, use) => {
+    async ({ cell, target, client, task }, use) => {
       await use();
+      // The faults a failed test ended with, before the reset below clears them (the fixture's busStallOf).
+      if (task.result?.state === 'fail') {
+        try {
+          latchedAtFailure.set(task, (await readStatus(client)).core?.execution_fault_reasons ?? 0n);
+        } catch {
+          // Unreadable: judged without it.
+        }
+      }
       await cell.cleanup();
       if (target.abilities.faultInjection) await target.inject({ kind: 'clear' });
       const st = await waitStatus(client, (x) => x.core !== null && x.core.armed === 0n);
