@@ -3,6 +3,7 @@
 // the two canonical forms are held to the same digests), the query table, a plan's determinism, and
 // `hil serve --planner-port 0` starting the planner beside the stack.
 
+import { get as httpGet } from 'node:http';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -147,10 +148,10 @@ describe('store directory', () => {
 });
 
 describe('hil serve --planner-port', () => {
-  test('0 starts the planner beside the stack on a free port and prints its URL in the ready line', async () => {
+  test('0 starts the planner beside the stack on a free port and prints its URL in the ready line; --planner-allowed-host reaches the planner\'s Host allow-list', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'hil-planner-'));
     const main = fileURLToPath(new URL('../main.ts', import.meta.url));
-    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), main, '--socket-dir', dir, '--lifeline-stdin', '--planner-port', '0'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), main, '--socket-dir', dir, '--lifeline-stdin', '--planner-port', '0', '--planner-allowed-host', 'cell-7.example'], { stdio: ['pipe', 'pipe', 'pipe'] });
     try {
       const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
         let out = '';
@@ -165,6 +166,18 @@ describe('hil serve --planner-port', () => {
       expect(String(ready.planner)).not.toMatch(/:8796$/);
       const health = await fetch(`${ready.planner as string}/api/motion/health`);
       expect(await health.json()).toEqual({ cuda: false, device: null });
+      // The named host with the planner's port is answered; another name is refused (sims/local-guard.ts).
+      const port = new URL(String(ready.planner)).port;
+      const asHost = (host: string) =>
+        new Promise<number>((res, rej) => {
+          const r = httpGet({ host: '127.0.0.1', port: Number(port), path: '/api/motion/health', headers: { Host: `${host}:${port}` } }, (m) => {
+            m.resume();
+            res(m.statusCode ?? 0);
+          });
+          r.on('error', rej);
+        });
+      expect(await asHost('cell-7.example')).toBe(200);
+      expect(await asHost('cell-8.example')).toBe(403);
     } finally {
       const exited = new Promise((r) => child.once('exit', r));
       child.stdin!.end();
