@@ -266,7 +266,7 @@ export class HilReporter implements Reporter {
     };
   }
 
-  /** The per-test recording notes the fixture left (harness/fixture.ts perTest), in test order. */
+  /** The per-test recording notes the fixture left (harness/targets/test-stacks.ts), in test order. */
   private readRecordingUses(): RecordingUse[] {
     const dir = join(this.o.reportsDir, '.run');
     const out: RecordingUse[] = [];
