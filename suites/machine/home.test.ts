@@ -26,7 +26,7 @@ const NO_HOME = 'the cell has no axis with native Home (Describe native_home)';
 const HOME_WAIT_MS = 60_000;
 
 describe('Home lifetime', () => {
-  test('a Home whose HTTP reply is lost (client gone) still completes', covers('rule:op.home.reply_loss'), async ({ target, client, cell, description, skip }) => {
+  test('a Home whose HTTP reply is lost (client gone) still completes', { ...covers('rule:op.home.reply_loss'), timeout: 2 * HOME_WAIT_MS + 30_000 }, async ({ target, client, cell, description, skip }) => {
     needsMotion({ skip }, target);
     const J5 = needs(skip, homeable(description, 4), NO_HOME);
     const before = await readStatus(client);
