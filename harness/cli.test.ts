@@ -24,6 +24,17 @@ test('usage errors exit 2 with the command help', { timeout: 120_000 }, () => {
   }
 });
 
+test('--busy-loops takes 0..16 and a single run: usage errors exit 2 before anything starts', { timeout: 120_000 }, () => {
+  for (const [args, line] of [
+    [['run', '--busy-loops', '17'], 'hil: --busy-loops 17: an integer 0..16\n'],
+    [['run', '--busy-loops', '2', '--watch'], 'hil: --busy-loops loads the host for one run: not with --watch\n'],
+  ] as Array<[string[], string]>) {
+    const r = hil(...args);
+    expect(r.status, args.join(' ')).toBe(2);
+    expect(r.stderr.split('\n\n')[0] + '\n', args.join(' ')).toBe(line);
+  }
+});
+
 test('bad input is one line on stderr, exit 2, and nothing under --reports is touched: an unknown --plant fault, a filter matching no suite file, hil report on a directory without run.json, hil compare of a missing file', { timeout: 120_000 }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'hil-cli-input-'));
   try {

@@ -10,15 +10,15 @@ import { afterAll, afterEach, beforeAll, beforeEach, test as base } from 'vitest
 import { HarnessError, verdictOfError } from './errors.ts';
 import { Cell } from './clients/cell.ts';
 import { epochNow, keptLoss, startKeeper } from './clients/keeper.ts';
-import { waitStatus } from './clients/status.ts';
+import { readStatus, waitStatus } from './clients/status.ts';
+import { eventsSince } from './clients/events.ts';
+import { judgeBusStall, STALL_WINDOW_AFTER_MS, STALL_WINDOW_BEFORE_MS } from './clients/bus-stalls.ts';
 import type { ControlClient } from './clients/control.ts';
 import { stringifyExact } from './oracle/json.ts';
 import { openTarget, targetFromEnv, variantsFromEnv, type Target, type VariantOptions } from './targets/index.ts';
-import { enterTest, leaveTest, perTestTargets, type PerTestOutcome } from './targets/pertest.ts';
-import { Recorder } from './targets/recorder.ts';
-import { RecordingStore } from './targets/recording-store.ts';
-import { forgetDescription, refreshDescriptions, rememberDescription } from './targets/described.ts';
-import { clipJson, describeVerdict } from './targets/replay.ts';
+import { enterTest, leaveTest } from './targets/pertest.ts';
+import { perTestStacks, perTestStacksFixture } from './targets/test-stacks.ts';
+import { forgetDescription, rememberDescription } from './targets/described.ts';
 import { cannotStartRemote, startRemoteStack, type RemoteOptions, type RemoteStack } from './targets/remote.ts';
 import { isShared } from './targets/shared.ts';
 import { noteStderr, offerInjector, redact } from './evidence.ts';
@@ -29,6 +29,7 @@ export { expect, describe } from 'vitest';
 export { covers, inProfile, profile } from './trace.ts';
 export { measure } from './measure.ts';
 export { hostBound } from './lateness.ts';
+export { perTestStacks } from './targets/test-stacks.ts';
 
 /**
  * Run a set-up step (a beforeAll or beforeEach hook) that holds a grant: when it fails after a held grant
@@ -76,84 +77,9 @@ export const test = base.extend<{
   $file: { target: Target; description: Description };
   $test: { perTest: void; sharedSettled: void; client: ControlClient; cell: Cell; variant: VariantOf; traced: void };
 }>({
-  // First of all (fixtures are set up in this order and torn down in reverse): on a recorded run or the
-  // replay target each test gets its own stacks, started before the test's other fixtures and stopped after
-  // its cleanup (harness/targets/recorder.ts; the test's state: harness/targets/pertest.ts TestRun). Nothing
-  // happens on a plain run.
-  perTest: [
-    async ({ task, skip }, use) => {
-      const { name, options } = targetFromEnv();
-      const recorder = Recorder.of(name, options);
-      if (!recorder.perTest) return use();
-      const replay = recorder.mode === 'replay';
-      const id = task.fullName;
-      let recording: string | undefined;
-      if (replay) {
-        const pre = await recorder.precheck(id);
-        if ('skip' in pre) skip(pre.skip);
-        else recording = 'path' in pre ? pre.path : pre.stackless; // stackless: recorded without a stack, runs without one
-      }
-      const test = enterTest(id);
-      const started = performance.now();
-      // A replayed property test draws the cases it was recorded with (their seeds are beside the recording).
-      if (recording) test.useRecordedProperties(RecordingStore.readSidecar(recording));
-      const outcomes: PerTestOutcome[] = [];
-      let testWall: { wallMs: number; recordedMs: number | undefined } | undefined;
-      try {
-        for (const t of perTestTargets()) await t.begin(test);
-        // A fresh stack has fresh incarnations: the file's Describe must be this test's stack's.
-        await refreshDescriptions(perTestTargets());
-        await use();
-      } finally {
-        for (const t of perTestTargets()) outcomes.push(...(await t.end()));
-        const wallMs = Math.round(performance.now() - started);
-        // Recorded, but the test never opened the target: say so beside where its recording would be, so
-        // its replay runs it (without a stack) rather than skipping it as not recorded. Its variants, if it
-        // opened any, have recordings of their own beside that.
-        if (!outcomes.some((o) => o.recording)) recorder.noteStackless(test, wallMs);
-        // The test's wall time beside its recording: a replay says how much faster (or slower) it ran.
-        if (!replay) for (const o of outcomes) if (o.recording && !o.variant) RecordingStore.noteSidecar(o.recording, { test_wall_ms: wallMs });
-        testWall = { wallMs, recordedMs: replay && recording ? numberOr(RecordingStore.readSidecar(recording)?.test_wall_ms) : undefined };
-        // The variant fixture has closed the test's variants by now (it is torn down first).
-        outcomes.push(...test.takeOutcomes());
-        leaveTest();
-      }
-      for (const o of outcomes) {
-        if (!o.recording) continue;
-        noteRecording({
-          test: id,
-          recording: o.recording,
-          ...(o.verdict ? { verdict: describeVerdict(o.verdict), diverged: o.verdict.divergence !== null } : {}),
-          ...(!o.variant && !o.incarnation && testWall ? { wall_ms: testWall.wallMs, ...(testWall.recordedMs !== undefined ? { recorded_wall_ms: testWall.recordedMs } : {}) } : {}),
-        });
-        const which = [o.variant ? `variant ${o.variant}` : '', o.incarnation ? `core ${o.incarnation}` : ''].filter(Boolean).join(', ').replace(/^(.+)$/, ' ($1)');
-        // The recording's path differs from run to run: kept out of Allure's history id, as a measured value is.
-        await allure.parameter(`recording${which}`, o.recording, { excluded: true });
-        await allure.parameter(`recording mode${which}`, o.mode === 'replay' ? `replay ${options.replayMode ?? 'strict'}` : 'record');
-        if (o.mode !== 'replay') continue;
-        const v = o.verdict;
-        if (o.verdictProblem) throw new HarnessError('HIL_ERR_REPLAY_VERDICT_INVALID', `the replay stack of ${o.recording} wrote a verdict the harness cannot read: ${o.verdictProblem}`);
-        if (!v) throw new HarnessError('HIL_ERR_REPLAY_NO_VERDICT', `the replay stack of ${o.recording} wrote no verdict (it did not start or was killed)`);
-        await allure.parameter(`replay${which}`, describeVerdict(v), { excluded: true });
-        // A hold the replay could not keep comes first: from there on the recorded order was not kept, so
-        // a divergence or a failed assertion after it is the harness's, not the target's (docs/recording.md
-        // "One component on sync points").
-        // A divergence before the first lost hold is still the target's (it came while the order held).
-        const firstLost = Math.min(...(v.holds_lost ?? []).map((h) => h.cycle));
-        if (v.holds_lost?.length && !(v.divergence && v.divergence.cycle < firstLost)) {
-          const lost = v.holds_lost.map((h) => `${h.kind} at cycle ${h.cycle}${h.detail ? ` (${h.detail})` : ''}`);
-          const message = `${o.recording}: the replay could not hold ${lost.length} recorded sync point${lost.length === 1 ? '' : 's'} (${clipJson(lost.slice(0, 5))}); ${describeVerdict(v)}`;
-          task.meta.replayUnheld = message;
-          throw new HarnessError('HIL_ERR_REPLAY_UNHELD', message, { detail: { holds_lost: clipJson(v.holds_lost, 4_000) } });
-        }
-        if (v.divergence) throw new HarnessError('HIL_ERR_REPLAY_DIVERGED', `${o.recording}: ${describeVerdict(v)}`, { detail: { divergence: clipJson(v.divergence, 4_000) } });
-        if (v.requests_unsent > 0) throw new HarnessError('HIL_ERR_REPLAY_DIVERGED', `${o.recording}: the test never sent ${v.requests_unsent} of the recorded requests (the first: ${clipJson(v.first_unsent)}); ${describeVerdict(v)}`);
-        const sr = v.service_replies;
-        if (sr && sr.matched < sr.recorded) throw new HarnessError('HIL_ERR_REPLAY_DIVERGED', `${o.recording}: the service answered ${sr.recorded - sr.matched} fewer control and program requests than when recorded (the first not answered: ${clipJson(sr.first_missing)}); ${describeVerdict(v)}`);
-      }
-    },
-    { auto: true },
-  ],
+  // First of all (fixtures are set up in this order and torn down in reverse): the target's per-test stacks,
+  // where its run has them (harness/targets/test-stacks.ts); nothing happens on a plain run.
+  perTest: [perTestStacksFixture, { auto: true }],
   // A shared target (external, rig: one service, one grant for the whole run) is brought back to idle after
   // every test, whichever fixture or client the test reached it through (harness/targets/shared.ts); the
   // run gives it one test at a time (vitest.config.ts). Set up before the test's other fixtures, so this
@@ -205,10 +131,15 @@ export const test = base.extend<{
     const cell = new Cell(target.client(), description.binding, await sharesClock(target));
     // A grant of this cell that was not kept (judged from the clock it shares with the target) and lost to
     // the host's lateness makes what failed after it ERROR; held grants are judged for every test (traced).
-    onTestFailed(({ task: t }) => {
+    onTestFailed(async ({ task: t }) => {
       const loss = cell.grantLoss();
       if (loss && !loss.target) t.meta.hostTooSlow ??= loss.text;
       else if (loss) process.stderr.write(`${t.fullName}: ${loss.text}\n`);
+      // A cell faulted by its simulated bus stalling on this host (harness/clients/bus-stalls.ts).
+      if (t.meta.hostTooSlow === undefined) {
+        const stall = await busStallOf(target, t);
+        if (stall) t.meta.hostTooSlow = stall;
+      }
     });
     try {
       await use(cell);
@@ -272,6 +203,40 @@ export const test = base.extend<{
     { auto: true },
   ],
 });
+
+/** execution_fault_reasons read as a failed test ended, before its recovery reset them (recoveringTest). */
+const latchedAtFailure = new WeakMap<object, bigint>();
+
+/**
+ * Whether a failed test's cell was faulted by its simulated bus stalling on this host: only for a stack that
+ * shares the harness's clock (the reference stack on this host), from the faults latched when the test
+ * failed, the cell's events, what the run injected and the harness's own stalls (harness/clients/bus-stalls.ts).
+ */
+async function busStallOf(target: Target, task: object): Promise<string | undefined> {
+  // Only a bus simulated on this host: the sim target's, or a rig rehearsal's fake master. A real rig's bus
+  // is the target's own, and its stalls are the target's.
+  const simulatedBus = target.name === 'sim' || (target.name === 'rig' && target.driver === 'ethercat-fake');
+  if (!simulatedBus || !(await sharesClock(target))) return undefined;
+  try {
+    const client = target.client();
+    const latched = latchedAtFailure.get(task) ?? (await readStatus(client)).core?.execution_fault_reasons ?? 0n;
+    if (latched === 0n) return undefined;
+    const events = await eventsSince(client, 0n);
+    return judgeBusStall({
+      latched,
+      events,
+      injections: target.injections ?? [],
+      stallAround(tNs) {
+        const tMs = performance.now() - Number(process.hrtime.bigint() - tNs) / 1e6;
+        const w = lateness.window(tMs - STALL_WINDOW_BEFORE_MS, tMs + STALL_WINDOW_AFTER_MS);
+        return w.samples ? w.max_ms : undefined;
+      },
+    });
+  } catch {
+    // The evidence could not be read (the stack went away): the failure stands as it was.
+    return undefined;
+  }
+}
 
 const clockShared = new WeakMap<Target, boolean>();
 
@@ -390,8 +355,8 @@ export function sharedVariant<D extends { binding: Description['binding'] } = De
       await o.target.close();
     }
   };
-  // A recorded or replayed run has a stack per test (harness/targets/recorder.ts): the shared variant is
-  // then opened for each test, as that test's first variant, so that it is recorded and replayed with it.
+  // A run with stacks per test (harness/targets/test-stacks.ts): the shared variant is then opened for each
+  // test, as that test's first variant, so that it belongs to that test as its other stacks do.
   if (perTestStacks()) {
     beforeEach(async ({ task }) => {
       // Hooks run before the test's fixtures: enter the test here, so the variant is filed under it.
@@ -434,12 +399,6 @@ export function scratchDir(prefix: string): string {
   return dir;
 }
 
-/** A recorded run (`hil run --record`) or the replay target: every test gets stacks of its own (harness/targets/recorder.ts). */
-export function perTestStacks(env: NodeJS.ProcessEnv = process.env): boolean {
-  const { name, options } = targetFromEnv(env);
-  return Recorder.of(name, options).perTest;
-}
-
 /** Start a remote listener stack (harness/targets/remote.ts) for the file or the test. */
 export type OpenRemote = (options?: RemoteOptions) => Promise<RemoteStack>;
 
@@ -467,7 +426,7 @@ export function remoteStacks(): OpenRemote {
 export interface SharedRemote {
   /** Why the target cannot start them (the tests are skipped with it), or undefined. */
   readonly cannot: string | undefined;
-  /** The stacks are open (on a recorded or replayed run: for the current test). */
+  /** The stacks are open (on a run with stacks per test: for the current test). */
   readonly opened: boolean;
 }
 
@@ -536,18 +495,6 @@ export function sharedRemote(setup: (open: OpenRemote) => Promise<void | (() => 
   };
 }
 
-const numberOr = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
-
-/** Leave a note of which recording a test wrote or replayed, for run.json and the report. */
-function noteRecording(u: { test: string; recording: string; verdict?: string; diverged?: boolean; wall_ms?: number; recorded_wall_ms?: number }): void {
-  try {
-    mkdirSync(RUN_DIR, { recursive: true });
-    appendFileSync(join(RUN_DIR, `recordings-${process.pid}.jsonl`), JSON.stringify(u) + '\n');
-  } catch {
-    // An output sink never aborts a run.
-  }
-}
-
 /** Leave a note of what the run was attached to, for run.json and the report. */
 function recordTarget(target: Target, d: Description): void {
   try {
@@ -577,8 +524,16 @@ export function needsMotion(ctx: { skip: (c: boolean, note?: string) => void }, 
  */
 export const recoveringTest = test.extend<{ recover: void }>({
   recover: [
-    async ({ cell, target, client }, use) => {
+    async ({ cell, target, client, task }, use) => {
       await use();
+      // The faults a failed test ended with, before the reset below clears them (the fixture's busStallOf).
+      if (task.result?.state === 'fail') {
+        try {
+          latchedAtFailure.set(task, (await readStatus(client)).core?.execution_fault_reasons ?? 0n);
+        } catch {
+          // Unreadable: judged without it.
+        }
+      }
       await cell.cleanup();
       if (target.abilities.faultInjection) await target.inject({ kind: 'clear' });
       const st = await waitStatus(client, (x) => x.core !== null && x.core.armed === 0n);

@@ -8,6 +8,8 @@
 // - paced replay (sims/replay/) is reached by neither the core nor the service: its loop is a worker entry
 //   of its own, chosen by clock mode in the core loop registry (sims/core-loops.ts), and the service sees
 //   replay only through the core link's messages.
+// - the fixture every suite imports (harness/fixture.ts) knows no recording or replay: a recorded or
+//   replayed run's per-test stacks and verdicts are the targets' (harness/targets/test-stacks.ts);
 // - fixtures/ (fixtures/contract/: the verdict schema and file names the stack and the harness share)
 //   imports none of them, so both sides may import it without importing each other.
 // A rule the code breaks today is listed in KNOWN_OFFENCES with a note; the list can only shrink (an
@@ -56,6 +58,13 @@ export const RULES: Rule[] = [
   // The file contract between the stack and the harness (the replay verdict's schema, the names of a
   // restarted core's files) is neutral ground both sides import: it imports neither.
   { rule: 'fixtures/ imports nothing of harness/, suites/, sims/ or drivers/', from: ['fixtures'], forbid: ['harness', 'suites', 'sims', 'drivers'] },
+  // A suite's fixture is the same on every target; what a recorded or replayed run does per test (stacks of
+  // its own, recordings filed, replay verdicts turned into outcomes) is one fixture body of the targets'.
+  {
+    rule: 'harness/fixture.ts imports no recording or replay module',
+    from: ['harness/fixture.ts'],
+    forbid: ['harness/targets/recorder.ts', 'harness/targets/recording-store.ts', 'harness/targets/replay.ts', 'fixtures/contract/replay-verdict.ts'],
+  },
 ];
 
 /**
@@ -66,6 +75,10 @@ export const RULES: Rule[] = [
 export const KNOWN_OFFENCES: ReadonlyArray<{ offence: string; note: string }> = [];
 
 function* sources(dir: string): Generator<string> {
+  if (statSync(dir).isFile()) {
+    yield dir;
+    return;
+  }
   for (const name of readdirSync(dir)) {
     const p = join(dir, name);
     if (name === 'node_modules') continue;
@@ -165,6 +178,7 @@ describe('the import table', () => {
       put('fixtures/contract/c.ts', `import { RecordingStore } from '../../harness/targets/recording-store.ts';\nimport { writeVerdictFile } from '../../${S}/replay/verdict-file.ts';`);
       put('harness/targets/r.ts', `import { parseVerdictFile } from '../../fixtures/contract/replay-verdict.ts';`);
       put(`${S}/replay/v.ts`, `import { verdictFileText } from '../../fixtures/contract/replay-verdict.ts';`);
+      put('harness/fixture.ts', `import { Recorder } from './targets/recorder.ts';\nimport { perTestStacks } from './targets/test-stacks.ts';`);
       expect(offences(root).sort()).toEqual(
         [
           `suites/ never imports sims/ or drivers/: suites/a.test.ts -> ../${S}/main.ts`,
@@ -180,6 +194,7 @@ describe('the import table', () => {
           `sims/core/ never imports sims/replay/: ${S}/core/worker.ts -> ../replay/worker-loop.ts`,
           'fixtures/ imports nothing of harness/, suites/, sims/ or drivers/: fixtures/contract/c.ts -> ../../harness/targets/recording-store.ts',
           `fixtures/ imports nothing of harness/, suites/, sims/ or drivers/: fixtures/contract/c.ts -> ../../${S}/replay/verdict-file.ts`,
+          'harness/fixture.ts imports no recording or replay module: harness/fixture.ts -> ./targets/recorder.ts',
         ].sort(),
       );
     } finally {

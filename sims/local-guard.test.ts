@@ -24,7 +24,11 @@ describe('Host', () => {
 
   test('a server on 127.0.0.1 answers the loopback names with its port only', () => {
     const g = guard('127.0.0.1');
-    for (const h of ['127.0.0.1:8794', 'localhost:8794', '[::1]:8794', '[0:0:0:0:0:0:0:1]:8794']) expect(label(g, 'GET', { host: h }), h).toBe(h.startsWith('[0:') ? 'host_not_allowed' : undefined);
+    // An IPv6 loopback in any of its spellings is the same address ([::1] as a browser writes it).
+    for (const h of ['127.0.0.1:8794', 'localhost:8794', '[::1]:8794', '[0:0:0:0:0:0:0:1]:8794', '[0000::0001]:8794']) expect(label(g, 'GET', { host: h }), h).toBeUndefined();
+    expect(label(guard('[fd00:0:0:0::7]'), 'GET', { host: '[fd00::7]:8794' })).toBeUndefined();
+    expect(label(guard('127.0.0.1', ['fd00::7']), 'GET', { host: '[FD00:0:0::7]:8794' })).toBeUndefined();
+    expect(label(guard('127.0.0.1', ['fd00::7']), 'GET', { host: '[fd00::8]:8794' })).toBe('host_not_allowed');
     for (const h of ['127.0.0.1:8795', '127.0.0.1', 'evil.example:8794', '10.0.0.1:8794', '127.0.0.2:8794']) expect(label(g, 'GET', { host: h }), h).toBe('host_not_allowed');
     expect(label(g, 'GET', {})).toBe('host_not_allowed');
   });

@@ -41,10 +41,13 @@ export function validAllowedHost(name: string): boolean {
   return /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/.test(name);
 }
 
-/** The host name as Host writes it: lower case, an IPv6 address in brackets. */
+/**
+ * The host name as a browser writes it in Host: lower case, an IPv6 address in brackets and in its shortest
+ * form (RFC 5952, as the URL standard serializes it), so that `[0:0:0:0:0:0:0:1]` is `[::1]`.
+ */
 function hostForm(name: string): string {
   const bare = name.replace(/^\[(.*)\]$/, '$1').toLowerCase();
-  return isIP(bare) === 6 ? `[${bare}]` : bare;
+  return isIP(bare) === 6 ? new URL(`http://[${bare}]/`).hostname : bare;
 }
 
 /** Split a Host value (`name`, `name:port`, `[v6]`, `[v6]:port`) into name and port; undefined when malformed. */
@@ -81,7 +84,7 @@ export class LocalGuard {
     const h = splitHost(value);
     if (!h) return false;
     if ((h.port ?? 80) !== this.port) return false;
-    if (this.names.has(h.name)) return true;
+    if (this.names.has(hostForm(h.name))) return true;
     return this.anyAddress && isIP(h.name.replace(/^\[(.*)\]$/, '$1')) !== 0;
   }
 

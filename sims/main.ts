@@ -91,6 +91,8 @@ sims/sessions.ts). The sim and replay targets start their stacks in hosts (a rec
                           (0 picks a free port; its URL is the ready line's "planner")
   --planner-host H        interface for that planner (default 127.0.0.1)
   --planner-store-dir DIR its dense store (default DIR/planner-store)
+  --planner-allowed-host NAME  a further Host name that planner answers (hil planner serve --allowed-host),
+                          repeatable
   --olp-port P            also start the offline programming server (document 3, hil olp serve) on
                           127.0.0.1:P, the whole of it: this stack as its single target, the planner above
                           (if any) for /weld-plan, the reference STEP worker for /cadquery/topology and /seam,
@@ -207,6 +209,7 @@ export async function main(argv: string[], runner: Runner = runUntilStopped): Pr
         'planner-port': { type: 'string' },
         'planner-host': { type: 'string' },
         'planner-store-dir': { type: 'string' },
+        'planner-allowed-host': { type: 'string', multiple: true },
         'olp-port': { type: 'string' },
         'olp-cells': { type: 'string' },
         ...OLP_OPTIONS,
@@ -394,6 +397,11 @@ export async function main(argv: string[], runner: Runner = runUntilStopped): Pr
     process.stderr.write('--planner-port must be an integer 0..65535\n');
     return 2;
   }
+  const plannerHosts = args['planner-allowed-host'] ?? [];
+  if (plannerHosts.length && plannerPort === undefined) {
+    process.stderr.write('hil serve: --planner-allowed-host needs --planner-port\n');
+    return 2;
+  }
   const olpPort = args['olp-port'];
   if (olpPort !== undefined && (!/^(0|[1-9][0-9]{0,4})$/.test(olpPort) || Number(olpPort) > 65535)) {
     process.stderr.write('--olp-port must be an integer 0..65535\n');
@@ -463,7 +471,7 @@ export async function main(argv: string[], runner: Runner = runUntilStopped): Pr
 
   try {
     await service.start();
-    if (plannerPort !== undefined) planner = await startPlanner(args['planner-host'] ?? '127.0.0.1', plannerPort, resolve(args['planner-store-dir'] ?? join(resolve(dir), 'planner-store')));
+    if (plannerPort !== undefined) planner = await startPlanner(args['planner-host'] ?? '127.0.0.1', plannerPort, resolve(args['planner-store-dir'] ?? join(resolve(dir), 'planner-store')), plannerHosts);
     if (olpPort !== undefined) {
       if (args['olp-program-store'] === undefined) olpTempStore = await mkdtemp(join(tmpdir(), 'hil-olp-programs-'));
       // The whole OLP server (document 3): workers, local simulator and program store by default; the user's
@@ -539,8 +547,8 @@ interface PlannerChild {
 }
 
 /** The weld planner stub as its own process (document 2: separate from the control service). */
-function startPlanner(host: string, port: string, storeDir: string): Promise<PlannerChild> {
-  return startChild('planner', ['serve', '--host', host, '--port', port, '--dense-store-dir', storeDir], (r) => String(r.planner));
+function startPlanner(host: string, port: string, storeDir: string, allowedHosts: readonly string[]): Promise<PlannerChild> {
+  return startChild('planner', ['serve', '--host', host, '--port', port, '--dense-store-dir', storeDir, ...allowedHosts.flatMap((h) => ['--allowed-host', h])], (r) => String(r.planner));
 }
 
 /** A reference program as its own process with a lifeline, once it printed its ready line. */

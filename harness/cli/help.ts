@@ -32,6 +32,7 @@ exit status: 0 all passed, 1 failures, 2 usage errors`,
   run: `usage: hil run [--target sim|external|replay|rig] [--driver NAME] [--socket PATH] [--planner-url URL]
                [--olp-url URL] [--machine FILE] [--record DIR] [--recordings DIR] [--bench PORT] [--allow-motion]
                [--no-report] [--reports DIR] [--shard i/n] [--blob] [--grep PATTERN] [--plant FAULT@TEST] [--workers N]
+               [--busy-loops N]
                [--last-failed | --covers ID[,ID...]] [--watch] [filter ...]
 
 Runs suites/ against the target. Filters select test files by substring (the traceability gate only
@@ -71,7 +72,9 @@ applies to a full run). Writes reports/run.json, reports/allure-results/, report
                     lowest axis (shows a failed motion test in the report); harness_fault@TEST
                     throws a TypeError in that test instead (a harness fault: ERROR, README "Verdicts")
   --workers N       test workers (1..64); default from the host's cores and its load when the run starts
-                    (README "Verdicts"); a shared target (external, rig) always runs one`,
+                    (README "Verdicts"); a shared target (external, rig) always runs one
+  --busy-loops N    N processes (0..16) each keeping a core busy beside the run, which end with it: what the
+                    verdicts are worth on a loaded host (README "Verdicts"); the run record notes them`,
   test: `usage: hil test
 
 Runs the unit tests of the harness and the reference stack, then the conformance suites against the
@@ -197,8 +200,8 @@ changed since that night, and a History section: the last 14 nights' measurement
 flaky tests, each failure's first failing night and what changed that night). Across nights: DIR/history.jsonl
 (one line per night; hil history DIR prints it) and DIR/allure-history.jsonl, the history of Allure's own
 report of each night, DIR/<date>/allure/index.html (one file, opens from disk). Run options are hil run's
-(--target, --machine, --driver ...). Exit 0 when the run passed, the soak kept every limit and nothing
-regressed.`,
+(--target, --machine, --driver ...; --busy-loops 2 for a night on a host loaded on purpose, where a correct
+stack must still pass). Exit 0 when the run passed, the soak kept every limit and nothing regressed.`,
   history: `usage: hil history DIR [--json] [--nights N]
 
 The nightly history of DIR (hil nightly --out DIR): its nights with their git revision, digests, target and

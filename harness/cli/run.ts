@@ -6,6 +6,7 @@ import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { availableParallelism, loadavg } from 'node:os';
 import { hostLoadNow, workersForHost } from '../sequencer.ts';
+import { startBusyLoops } from '../busy-loops.ts';
 import { isShared } from '../targets/shared.ts';
 import { HilReporter, exitCodeOf, type Expectation } from '../report/reporter.ts';
 import { writeHtmlReport } from '../report/html.ts';
@@ -44,6 +45,7 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
       covers: { type: 'string', multiple: true },
       watch: { type: 'boolean', default: false },
       workers: { type: 'string' },
+      'busy-loops': { type: 'string' },
     },
   });
   const target = values.target!;
@@ -103,6 +105,13 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
   // which the minute's load average still holds and would leave the whole test run 2 workers on an idle host.
   const load = selfTest && values.workers === undefined && !process.env.HIL_WORKERS ? hostLoadNow(availableParallelism(), loadavg()[0]!) : loadavg()[0]!;
   process.env.HIL_WORKERS = isShared(target) ? '1' : (values.workers ?? process.env.HIL_WORKERS ?? String(workersForHost(availableParallelism(), load)));
+  // --busy-loops N: the run on a host kept loaded on purpose (README "Verdicts": a correct stack still PASSes,
+  // a test held up past what its rule allows is HIL_ERR_HOST_TOO_SLOW). Started after the workers are
+  // chosen, so that they do not count themselves out of the run's parallelism.
+  if (values['busy-loops'] !== undefined && !/^([0-9]|1[0-6])$/.test(values['busy-loops'])) throw new UsageError(`--busy-loops ${values['busy-loops']}: an integer 0..16`);
+  if (values['busy-loops'] !== undefined && values.watch) throw new UsageError('--busy-loops loads the host for one run: not with --watch');
+  const busyCount = Number(values['busy-loops'] ?? 0);
+  if (busyCount > 0) process.env.HIL_BUSY_LOOPS = String(busyCount);
   process.env.HIL_TARGET = target;
   if (values.driver) process.env.HIL_DRIVER = values.driver;
   if (values.bench) process.env.HIL_BENCH = values.bench === 'sim' ? 'sim' : resolve(values.bench);
@@ -154,6 +163,9 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
   const { startEarlyPrebuild, PREBUILT_ENV } = await import('../targets/reference.ts');
   const dropPrebuild = process.env[PREBUILT_ENV] ? async () => undefined : startEarlyPrebuild();
   const { startVitest } = await import('vitest/node');
+  // Each loop ends with this process, or after six hours whatever happens.
+  const busy = busyCount > 0 ? startBusyLoops(busyCount, 6 * 3600_000) : undefined;
+  if (busy) process.stdout.write(`busy loops: ${busyCount} beside the run (pids ${busy.pids.join(', ')})\n`);
   const ownSignals = { SIGINT: process.listeners('SIGINT'), SIGTERM: process.listeners('SIGTERM') };
   const vitest = await startVitest('test', filters, {
     root: ROOT,
@@ -176,6 +188,7 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
     ],
     passWithNoTests: false,
   }).catch(async (e: unknown) => {
+    await busy?.stop();
     await dropPrebuild();
     throw e;
   });
@@ -194,6 +207,7 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
     });
   }
   await vitest.close();
+  await busy?.stop();
   await dropPrebuild();
   const code = exitCodeOf(reporter.record);
   const closing = reporter.closingLine();

@@ -135,3 +135,35 @@ test('a renewal in flight when the keeper stops is still reported; settle waits 
     srv.close();
   }
 });
+
+test('a grant whose renewals the test judges itself is left out of keptLoss; its own judgement stays readable', async () => {
+  const sock = join(dir, 'held.sock');
+  let n = 0;
+  const srv = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      n++;
+      if (n === 1) {
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+        return;
+      }
+      // A renewal held past the lease and refused expired: what a test of the renewal rule judges itself.
+      setTimeout(() => res.writeHead(409, { 'content-type': 'application/json' }).end('{"error":"expired: the lease of this session expired"}'), 300);
+    });
+  });
+  await new Promise<void>((ok) => srv.listen(sock, ok));
+  const client = new ControlClient(sock);
+  try {
+    const from = performance.timeOrigin + performance.now();
+    const k = keepGrant(client, { session: 't', generation: 1n }, 50, 20, from, { judgedByTest: true });
+    for (let i = 0; i < 200 && n < 2; i++) await new Promise((ok) => setTimeout(ok, 10));
+    k.stop();
+    await k.settle();
+    expect(k.records.map((x) => [x.status, x.label])).toEqual([[200, ''], [409, 'expired']]);
+    expect(k.loss()?.target).toBe(false);
+    expect(await keptLoss(from)).toBeUndefined();
+  } finally {
+    await client.close();
+    srv.close();
+  }
+});

@@ -251,6 +251,7 @@ export class HilReporter implements Reporter {
         ? { harness_lateness: { tests: lat.length, p99_ms: p99s[Math.min(p99s.length - 1, Math.floor(p99s.length * 0.99))]!, max_ms: worst!.harness_lateness!.max_ms, worst_test: `${worst!.file} > ${worst!.fullName}` } }
         : {}),
       ...(slow ? { host_too_slow: slow } : {}),
+      ...(Number(process.env.HIL_BUSY_LOOPS) > 0 ? { busy_loops: Number(process.env.HIL_BUSY_LOOPS) } : {}),
     };
   }
 
@@ -265,7 +266,7 @@ export class HilReporter implements Reporter {
     };
   }
 
-  /** The per-test recording notes the fixture left (harness/fixture.ts perTest), in test order. */
+  /** The per-test recording notes the fixture left (harness/targets/test-stacks.ts), in test order. */
   private readRecordingUses(): RecordingUse[] {
     const dir = join(this.o.reportsDir, '.run');
     const out: RecordingUse[] = [];
@@ -362,7 +363,8 @@ export function hostLine(h: HostRecord): string {
   const load = h.load1 ? `load average ${h.load1.start} at the start, mean ${h.load1.mean}, max ${h.load1.max}` : 'load not sampled';
   const lat = h.harness_lateness ? `; harness event-loop lateness p99 ${h.harness_lateness.p99_ms} ms, max ${h.harness_lateness.max_ms} ms` : '';
   const slow = h.host_too_slow ? `; ${h.host_too_slow} test${h.host_too_slow === 1 ? '' : 's'} HIL_ERR_HOST_TOO_SLOW` : '';
-  return `host: ${h.cores} cores${h.workers ? `, ${h.workers} workers` : ''}, ${load}${lat}${slow}`;
+  const busy = h.busy_loops ? `, ${h.busy_loops} busy loop${h.busy_loops === 1 ? '' : 's'} beside the run` : '';
+  return `host: ${h.cores} cores${h.workers ? `, ${h.workers} workers` : ''}${busy}, ${load}${lat}${slow}`;
 }
 
 /** Exit status of a finished run: the verdict's (0 exactly on PASS); 1 when no run record was made. */

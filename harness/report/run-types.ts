@@ -150,6 +150,8 @@ export interface HostRecord {
   harness_lateness?: { tests: number; p99_ms: number; max_ms: number; worst_test?: string };
   /** Tests that ended in HIL_ERR_HOST_TOO_SLOW. */
   host_too_slow?: number;
+  /** hil run --busy-loops N: processes keeping a core busy each beside the run, on purpose. */
+  busy_loops?: number;
 }
 
 /** The nightly soak's figures (harness/soak.ts). */

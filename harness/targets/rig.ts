@@ -74,7 +74,10 @@ class RigTarget implements Target {
   }
 
   /** On a rig the E-stop faults come from the bench box: estop_open opens its relay; clear closes it again (with motion allowed). */
+  readonly injections: { kind: string; at_ns: bigint }[] = [];
+
   async inject(fault: Record<string, unknown>): Promise<void> {
+    this.injections.push({ kind: String(fault.kind), at_ns: process.hrtime.bigint() });
     if (fault.kind === 'estop_open') {
       await this.bench.relay('OPEN');
       return;

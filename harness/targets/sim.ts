@@ -298,7 +298,10 @@ export class SimTarget implements Target, PerTestHooks {
     return Number(m[1]);
   }
 
+  readonly injections: { kind: string; at_ns: bigint }[] = [];
+
   async inject(fault: Record<string, unknown>): Promise<void> {
+    this.injections.push({ kind: String(fault.kind), at_ns: process.hrtime.bigint() });
     await this.test('/inject', fault);
   }
 

@@ -76,6 +76,8 @@ export interface Target {
   client(): ControlClient;
   /** Inject a fault through the private channel; throws when the target has none. */
   inject(fault: Record<string, unknown>): Promise<void>;
+  /** What was injected so far, each with the host monotonic time it was sent (a stall's judgement: harness/clients/bus-stalls.ts). */
+  readonly injections?: readonly { kind: string; at_ns: bigint }[];
   restartCore(): Promise<void>;
   /**
    * Stepped clock only (`hil serve --clock stepped`): run `cycles` core cycles now and resolve with the

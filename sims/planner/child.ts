@@ -23,16 +23,30 @@ export type ChildMessage =
 
 const send = (m: ChildMessage) => new Promise<void>((r) => process.send!(m, () => r()));
 
-// A parent that goes away takes its planning processes with it (the spare waits on this channel).
+// A parent that goes away takes its planning processes with it: the spare waiting on this channel, and
+// one that is planning (nobody is left to read its answer or to end it at its time limit), with its
+// process group (the helpers a plan started; this process leads the group, document 2 part 1).
 process.once('disconnect', () => {
-  if (!planning) process.exit(0);
+  if (answered) return;
+  if (planning) {
+    try {
+      process.kill(-process.pid, 'SIGKILL');
+    } catch {
+      // not a group leader (started otherwise): this process alone
+    }
+  }
+  process.exit(0);
 });
 let planning = false;
+let answered = false;
 
 process.once('message', (job: Job) => {
   planning = true;
   void run(job).then(
-    () => process.disconnect(),
+    () => {
+      answered = true;
+      process.disconnect();
+    },
     (e: unknown) => {
       process.stderr.write(`planner child: ${(e as Error).stack ?? String(e)}\n`);
       process.exit(70);

@@ -3,9 +3,10 @@
 // the two canonical forms are held to the same digests), the query table, a plan's determinism, and
 // `hil serve --planner-port 0` starting the planner beside the stack.
 
+import { get as httpGet } from 'node:http';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -147,10 +148,10 @@ describe('store directory', () => {
 });
 
 describe('hil serve --planner-port', () => {
-  test('0 starts the planner beside the stack on a free port and prints its URL in the ready line', async () => {
+  test('0 starts the planner beside the stack on a free port and prints its URL in the ready line; --planner-allowed-host reaches the planner\'s Host allow-list', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'hil-planner-'));
     const main = fileURLToPath(new URL('../main.ts', import.meta.url));
-    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), main, '--socket-dir', dir, '--lifeline-stdin', '--planner-port', '0'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), main, '--socket-dir', dir, '--lifeline-stdin', '--planner-port', '0', '--planner-allowed-host', 'cell-7.example'], { stdio: ['pipe', 'pipe', 'pipe'] });
     try {
       const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
         let out = '';
@@ -165,12 +166,92 @@ describe('hil serve --planner-port', () => {
       expect(String(ready.planner)).not.toMatch(/:8796$/);
       const health = await fetch(`${ready.planner as string}/api/motion/health`);
       expect(await health.json()).toEqual({ cuda: false, device: null });
+      // The named host with the planner's port is answered; another name is refused (sims/local-guard.ts).
+      const port = new URL(String(ready.planner)).port;
+      const asHost = (host: string) =>
+        new Promise<number>((res, rej) => {
+          const r = httpGet({ host: '127.0.0.1', port: Number(port), path: '/api/motion/health', headers: { Host: `${host}:${port}` } }, (m) => {
+            m.resume();
+            res(m.statusCode ?? 0);
+          });
+          r.on('error', rej);
+        });
+      expect(await asHost('cell-7.example')).toBe(200);
+      expect(await asHost('cell-8.example')).toBe(403);
     } finally {
       const exited = new Promise((r) => child.once('exit', r));
       child.stdin!.end();
       const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);
       await exited;
       clearTimeout(kill);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
+});
+
+describe('a planner that is killed', () => {
+  /** The pids whose parent is `ppid` (/proc). */
+  const childrenOf = (ppid: number): number[] =>
+    readdirSync('/proc')
+      .filter((n) => /^[0-9]+$/.test(n))
+      .filter((n) => {
+        try {
+          return Number(readFileSync(`/proc/${n}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')[1]) === ppid;
+        } catch {
+          return false;
+        }
+      })
+      .map(Number);
+  /** The stub's helper process (plan.ts stubHooks helper_process): a node sleeping ten minutes. */
+  const isHelper = (pid: number) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('600000');
+    } catch {
+      return false;
+    }
+  };
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  test('kill -9 mid-plan: the planning process and the helper it started end too (nobody is left to end them at their time limit)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hil-planner-kill-'));
+    const main = fileURLToPath(new URL('./main.ts', import.meta.url));
+    const planner = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), main, 'serve', '--host', '127.0.0.1', '--port', '0', '--dense-store-dir', dir], { stdio: ['ignore', 'pipe', 'ignore'] });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        planner.stdout!.setEncoding('utf8').on('data', (d: string) => {
+          out += d;
+          const line = out.split('\n').find((l) => l.startsWith('ready '));
+          if (line) resolve(String((JSON.parse(line.slice(6)) as Record<string, unknown>).planner));
+        });
+        planner.once('exit', (code) => reject(new Error(`planner exited ${code}`)));
+      });
+      // A plan slowed by the stub's hook (a minute per stage), with a helper in its process group.
+      const doc = parseExact(new TextDecoder().decode(programBytes())) as JsonObjectExact;
+      doc.extensions = { weld_planner_stub: { stage_delay_ms: 60_000, helper_process: true } };
+      const body = container(encodeUtf8(stringifyExact(sealProgram(doc))));
+      void fetch(`${url}/api/motion/plan`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body }).catch(() => undefined);
+      let planning: number[] = [];
+      for (let i = 0; i < 600 && planning.length === 0; i++) {
+        const st = (await (await fetch(`${url}/api/motion/progress`)).json()) as { stage?: unknown };
+        if (typeof st.stage === 'string') planning = childrenOf(planner.pid!).filter((c) => childrenOf(c).some(isHelper));
+        if (planning.length === 0) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(planning, 'a planning process with its helper').toHaveLength(1);
+      const helpers = childrenOf(planning[0]!).filter(isHelper);
+      planner.kill('SIGKILL');
+      const gone = [...planning, ...helpers];
+      for (let i = 0; i < 600 && gone.some(alive); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(gone.filter(alive)).toEqual([]);
+    } finally {
+      if (planner.exitCode === null && planner.signalCode === null) planner.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     }
   }, 90_000);

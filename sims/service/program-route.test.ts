@@ -1,6 +1,7 @@
 // The program route's hand-over to the core (program-route.ts commitNow): a large program is written into a
-// plan arena slot (sims/core/plan-arena.ts) whatever the slot held before, built by the core in the same
-// slot, and its slot goes back when a newer preparation supersedes it.
+// plan arena slot (sims/core/plan-arena.ts) whatever the slot held before (programs.ts programPlan, as the
+// decode worker runs it), built by the core in the same slot, and its slot goes back when a newer
+// preparation supersedes it.
 
 import { readFileSync } from 'node:fs';
 import { expect, test } from 'vitest';
@@ -10,7 +11,8 @@ import type { Grant, Reply } from './authority.ts';
 import { CoreLink } from './core-link.ts';
 import { HandleTable } from './handles.ts';
 import { ProgramUploads } from './program-route.ts';
-import type { PreparedProgram } from './programs.ts';
+import { PlanLease } from '../core/plan-arena.ts';
+import { programPlan, type PreparedProgram } from './programs.ts';
 import type { TrajectoryOps } from './trajectories.ts';
 
 // The nine-axis fixture, compiled here: sims/service/ may not import the core's test machine (harness/import-rule.test.ts).
@@ -56,9 +58,16 @@ test('a large program is written into a free arena slot, over what the slot held
       handles: new HandleTable(() => undefined),
       trajectories: {} as TrajectoryOps,
     });
-    // A stepped core takes a large plan in a slice a cycle: the steps let it answer.
+    // A stepped core takes a large plan in a slice a cycle: the steps let it answer. The plan is written
+    // into a slot the route claimed, as the decode worker writes it (sims/dense/decode-worker.ts).
     const commit = async (p: PreparedProgram) => {
-      const reply = (route as unknown as { commitNow(g: Grant, p: PreparedProgram): Promise<Reply> }).commitNow({ generation: 7n } as Grant, p);
+      const m = p.points.segment.length;
+      const slot = arena.claim();
+      expect(slot).toBeGreaterThanOrEqual(0);
+      programPlan(p, N, { plan: arena.plan(slot, m, true), workspace: arena.workspace(slot, m) });
+      const { points, ...rest } = p;
+      const admitted = { ...rest, count: m, segment: points.segment, plan: undefined, lease: new PlanLease(arena, slot) };
+      const reply = (route as unknown as { commitNow(g: Grant, p: unknown): Promise<Reply> }).commitNow({ generation: 7n } as Grant, admitted);
       await link.step(100);
       return reply;
     };

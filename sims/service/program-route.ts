@@ -10,7 +10,8 @@ import type { IncomingMessage } from 'node:http';
 import type { CompiledMachine } from '../config/types.ts';
 import { NATIVE_OP } from '../core/protocol.ts';
 import { PLAN_ARENA_MIN_BYTES, PlanLease } from '../core/plan-arena.ts';
-import type { MarkerShape, Trajectory } from '../dense/codec.ts';
+import { RECORD } from '../dense/codec.ts';
+import type { PlanArrays, PlanWorkspace } from '../core/protocol.ts';
 import type { Grant, Reply } from './authority.ts';
 import { CoreUnavailable, type CoreLink, type NativeReply } from './core-link.ts';
 import { Refusal, refuse, type Request } from './envelope.ts';
@@ -18,8 +19,7 @@ import { STATE_REASON, type HandleRecord, type HandleTable } from './handles.ts'
 import { motionRefusal } from './native-labels.ts';
 import { workerEntry } from '../paths.ts';
 import { WarmWorker } from '../warm-worker.ts';
-import { ProgramRefusal, admitProgram } from './programs.ts';
-import type { PreparedProgram, ProgramAxis, ProgramOutput } from './programs.ts';
+import type { AdmitAnswer, AdmitJob, AdmittedProgram, ProgramAxis, ProgramOutput } from './programs.ts';
 import { sameIdentity, type TrajectoryOps } from './trajectories.ts';
 import { parseNonzeroU64, readBoundedBody } from '../primitives.ts';
 
@@ -93,20 +93,36 @@ export class ProgramUploads {
       return fail(409, 'program_already_executing', `program handle ${running.handle} is executing`);
     }
     this.uploading = true;
+    let lease: PlanLease | undefined;
     try {
       const body = await readBoundedBody(req, { limit: PROGRAM_BODY_LIMIT, refuse: 'counted' });
       if (body === 'too_large') return fail(413, 'body_too_large', `a program is at most ${PROGRAM_BODY_LIMIT} bytes`);
       // Nobody is left to answer; the slot is freed below and nothing was prepared.
       if (body === 'gone') return fail(409, 'invalid_request_envelope', 'the client went away before the body ended');
-      const decoded = await decodeOffLoop(body);
-      if ('reason' in decoded) return fail(409, decoded.reason, decoded.message.slice(decoded.reason.length + 2));
-      let p: PreparedProgram;
-      try {
-        p = admitProgram(decoded.ok, this.axes, this.o.manifestRevision, this.outputs, decoded.markers);
-      } catch (e) {
-        if (!(e instanceof ProgramRefusal)) throw e;
+      // Decoded, checked and turned into the core's plan in the decode worker (sims/dense/decode-worker.ts):
+      // nothing of it runs here, so renewals, status and events keep their answers while a large program
+      // is admitted (document 1 part 3). The worker writes a large plan straight into a plan arena slot,
+      // claimed now and given back below when the plan did not go there or never reaches the core.
+      // Only a body that can hold a plan large enough for the arena claims a slot (a sample is RECORD bytes
+      // of the file, document 2 part 2): a small program leaves the slots to the uploads they are for.
+      const N = this.o.machine.axes.length;
+      const arena = Math.floor(body.length / RECORD) * N * 8 >= PLAN_ARENA_MIN_BYTES ? this.o.core.planArena : undefined;
+      const slot = arena ? arena.claim() : -1;
+      lease = arena && slot >= 0 ? new PlanLease(arena, slot) : undefined;
+      const a = await admitOffLoop({
+        bytes: body, maxHeaderBytes: PROGRAM_HEADER_LIMIT, axes: this.axes, outputs: this.outputs, manifestRevision: this.o.manifestRevision,
+        ...(lease ? { arena: { buffer: lease.arena.buffer, slot: lease.slot } } : {}),
+      });
+      if ('reason' in a) return fail(409, a.reason, a.message.slice(a.reason.length + 2));
+      if ('refusal' in a) {
+        const e = a.refusal;
         return { status: 409, body: { operation: OP, error: e.text, data: e.limitViolation ? { limit_violation: e.limitViolation } : undefined } };
       }
+      if (!a.inSlot) {
+        lease?.release();
+        lease = undefined;
+      }
+      const p: Admitted = { ...a.admitted, plan: a.inSlot ? undefined : a.plan, lease };
       // The fence must still hold after the upload (document 1 part 3: grant loss retires what is prepared).
       if (!this.o.current(g)) return fail(409, 'control_session_stale', 'the grant ended while the program was being received');
       const again = this.executing();
@@ -116,42 +132,27 @@ export class ProgramUploads {
       if (e instanceof Refusal) return fail(e.status, e.label, e.detail, e.data);
       throw e;
     } finally {
+      // Only when the prepare was never posted (the core holds the slot after: PlanLease.handOver).
+      lease?.release();
       this.uploading = false;
     }
   }
 
-  /** Hand the executed points to the core's plan slot and record the program handle. */
-  private commit(g: Grant, p: PreparedProgram): Promise<Reply> {
+  /** Hand the plan to the core and record the program handle. */
+  private commit(g: Grant, p: Admitted): Promise<Reply> {
     return this.o.handles.serialise('program', () => this.commitNow(g, p));
   }
 
-  private async commitNow(g: Grant, p: PreparedProgram): Promise<Reply> {
-    const N = this.o.machine.axes.length;
-    const m = p.points.segment.length;
-    // A large program is written into a plan arena slot when one is free (sims/core/plan-arena.ts: no
-    // transferred memory for the core to collect), else into arrays of its own.
-    const arena = m * N * 8 >= PLAN_ARENA_MIN_BYTES && m <= (this.o.core.planArena?.maxPoints ?? 0) ? this.o.core.planArena : undefined;
-    const slot = arena ? arena.claim() : -1;
-    const lease = arena && slot >= 0 ? new PlanLease(arena, slot) : undefined;
+  private async commitNow(g: Grant, p: Admitted): Promise<Reply> {
+    const m = p.count;
+    // The worker wrote a large plan into the arena slot (views of it taken here: no copy), a smaller one
+    // into arrays of its own that came transferred.
+    const lease = p.lease;
     const inSlot = lease ? lease.arena.plan(lease.slot, m, true) : undefined;
-    // A slot holds what its last plan left: every element is written (the axes a program does not map are 0).
-    const timeNs = inSlot?.timeNs ?? new BigInt64Array(m);
-    const position = inSlot?.position.fill(0) ?? new Float64Array(m * N);
-    const velocity = inSlot?.velocity.fill(0) ?? new Float64Array(m * N);
-    const hasVelocity = (inSlot?.hasVelocity ?? new Uint8Array(m)).fill(1);
-    const ioMask = inSlot ? (inSlot.ioMask.set(p.points.ioMask), inSlot.ioMask) : p.points.ioMask.slice();
-    const ioValues = inSlot ? (inSlot.ioValues.set(p.points.ioValues), inSlot.ioValues) : p.points.ioValues.slice();
-    // Memory for the plan, faulted in here rather than on the core thread (core protocol.ts PlanWorkspace).
-    const workspace = lease
-      ? lease.arena.workspace(lease.slot, m)
-      : { t: new Float64Array(m).fill(0), q: new Float64Array(m * N).fill(0), qd: new Float64Array(m * N).fill(0) };
-    for (let k = 0; k < m; k++) {
-      timeNs[k] = BigInt(p.points.tNs[k]!);
-      p.axisOf.forEach((axis, c) => {
-        position[k * N + axis] = p.points.q[k * 9 + c]!;
-        velocity[k * N + axis] = p.points.qd[k * 9 + c]!;
-      });
-    }
+    const plan = inSlot ?? p.plan!;
+    const { timeNs, position, velocity, hasVelocity, ioMask, ioValues } = plan;
+    // The worker wrote the workspace's pages already (PlanArena.workspace keeps how far): nothing to fault in.
+    const workspace = lease ? lease.arena.workspace(lease.slot, m) : p.plan!.workspace;
     const handle = this.o.handles.peekNext();
     let n: NativeReply;
     try {
@@ -168,7 +169,7 @@ export class ProgramUploads {
     if (n.result.Result !== 2) throw motionRefusal(n);
     if (!this.o.current(g)) throw refuse('control_session_stale', 'the grant ended while the program was being prepared');
     const rec = this.o.handles.create('program', g.generation, this.o.core.incarnation, p.identity);
-    rec.segmentOf = p.points.segment;
+    rec.segmentOf = p.segment;
     return {
       status: 200,
       body: {
@@ -216,13 +217,16 @@ function fail(status: 409 | 413 | 404, label: string, detail?: string, data?: un
   return { status, body: { operation: OP, error: detail ? `${label}: ${detail}` : label, data } };
 }
 
-type Decoded = { ok: Trajectory; markers: MarkerShape[] } | { reason: string; message: string };
+/** An admitted program as the worker answered it, with its plan and the arena slot it may be in. */
+type Admitted = AdmittedProgram & { plan: (PlanArrays & { workspace: PlanWorkspace }) | undefined; lease: PlanLease | undefined };
 
-/** The dense decoder, a worker kept warm between uploads (sims/warm-worker.ts). */
-const decoder = new WarmWorker<({ id: number } & Decoded) | { id: number; defect: string }>(WORKER, 'dense decode');
+/** The decoder and admission, a worker kept warm between uploads (sims/warm-worker.ts). */
+const decoder = new WarmWorker<AdmitAnswer>(WORKER, 'dense decode');
 
-async function decodeOffLoop(body: Buffer): Promise<Decoded> {
-  const m = await decoder.ask(body, { maxHeaderBytes: PROGRAM_HEADER_LIMIT });
+async function admitOffLoop(job: Omit<AdmitJob, 'id' | 'bytes'> & { bytes: Buffer }): Promise<Exclude<AdmitAnswer, { defect: string }>> {
+  const { bytes, ...fields } = job;
+  // The body is not needed here after: handed over, not copied.
+  const m = await decoder.ask(bytes, fields, { transfer: true });
   if ('defect' in m) throw new Error(`dense decoder: ${m.defect}`);
   return m;
 }

@@ -2,7 +2,7 @@ import { test, expect } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { COLS, decode, encode } from '../dense/codec.ts';
 import type { SegmentContent, TrajectoryContent } from '../dense/codec.ts';
-import { ProgramRefusal, admitProgram } from './programs.ts';
+import { ProgramRefusal, admitProgram, programPlan } from './programs.ts';
 import type { ProgramAxis } from './programs.ts';
 
 const machine = JSON.parse(readFileSync(new URL('../../fixtures/machines/nine-axis.json', import.meta.url), 'utf8'));
@@ -183,4 +183,36 @@ test('process markers: configured non-torch outputs on exact samples become inte
   expect(refusal(() => admitProgram(program(), AXES, 4n, OUTPUTS, [mk(2, 0, 'clamp')])).reason).toBe('io_marker_invalid');
   expect(refusal(() => admitProgram(program(), AXES, 4n, OUTPUTS, [{ invalid: 'x' }])).reason).toBe('io_marker_invalid');
   expect(refusal(() => admitProgram(program(), AXES, 4n, OUTPUTS, [mk(0, 2, 'clamp'), mk(1, 0, 'clamp')])).reason).toBe('io_marker_invalid');
+});
+
+test('programPlan: the executed points in machine order, unmapped axes 0, every point with its velocity; into a slot over what it held, the same values', async () => {
+  const { PlanArena } = await import('../core/plan-arena.ts');
+  const x = program();
+  // Ten axes, the fifth not in rad: the nine columns map onto axes 0-3 and 5-9, axis 4 is not commanded.
+  const axes: ProgramAxis[] = [...AXES.slice(0, 4), { ...AXES[0]!, id: 'rail', rad: false }, ...AXES.slice(4)];
+  const p = admitProgram(x, axes, 4n);
+  expect(p.axisOf).toEqual([0, 1, 2, 3, 5, 6, 7, 8, 9]);
+  const N = axes.length;
+  const own = programPlan(p, N);
+  const m = p.points.segment.length;
+  expect(Array.from(own.timeNs)).toEqual(Array.from(p.points.tNs, (t) => BigInt(t)));
+  for (let k = 0; k < m; k++) {
+    for (let c = 0; c < 9; c++) {
+      expect(own.position[k * N + p.axisOf[c]!]).toBe(p.points.q[k * COLS + c]);
+      expect(own.velocity[k * N + p.axisOf[c]!]).toBe(p.points.qd[k * COLS + c]);
+    }
+    expect([own.position[k * N + 4], own.velocity[k * N + 4]]).toEqual([0, 0]);
+  }
+  expect(Array.from(own.hasVelocity)).toEqual(Array(m).fill(1));
+  expect([own.workspace.t.length, own.workspace.q.length, own.workspace.qd.length]).toEqual([m, m * N, m * N]);
+  // A slot keeps what its last plan left: every element is written.
+  const arena = PlanArena.create(N, { slots: 1, maxPoints: 16 });
+  const st = arena.storage(0);
+  st.position.fill(9);
+  st.velocity.fill(9);
+  st.hasVelocity.fill(0);
+  st.ioMask.fill(7);
+  const inSlot = programPlan(p, N, { plan: arena.plan(0, m, true), workspace: arena.workspace(0, m) });
+  for (const k of ['timeNs', 'position', 'velocity', 'hasVelocity', 'ioMask', 'ioValues'] as const) expect(Array.from(inSlot[k] as ArrayLike<unknown>), k).toEqual(Array.from(own[k] as ArrayLike<unknown>));
+  expect(inSlot.position.buffer).toBe(arena.buffer);
 });

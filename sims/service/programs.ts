@@ -8,6 +8,8 @@ import type { Identity } from './envelope.ts';
 import { createHash } from 'node:crypto';
 import { COLS } from '../dense/codec.ts';
 import type { MarkerShape, Trajectory } from '../dense/codec.ts';
+import type { PlanArrays, PlanWorkspace } from '../core/protocol.ts';
+import type { SlotStorage } from '../core/plan-arena.ts';
 
 /** One described axis, in machine order (document 3 axes[]); values are logical (sign and Home removed). */
 export interface ProgramAxis {
@@ -310,3 +312,68 @@ function normalisedDigest(pts: PreparedProgram['points'], m: number): string {
   }
   return 'sha256:' + hsh.digest('hex');
 }
+
+/**
+ * The core's plan arrays of an admitted program (core protocol.ts PlanArrays and PlanWorkspace): the
+ * executed points in machine order, `axes` wide (the axes the program does not map are 0), every point
+ * with its velocity, the output intents as admitted, and the memory the core builds the plan in, written
+ * once so that its pages are faulted in here rather than on the core's thread. Into `slot` (views of a plan
+ * arena slot of at least that many points, sims/core/plan-arena.ts) when given, else into arrays of their
+ * own. Run in the decode worker (sims/dense/decode-worker.ts), off the service's main thread: for a
+ * maximum program this is hundreds of ms of copying that would hold every reply of the service
+ * (document 1 part 3: a renewal sent within its lease must be answered).
+ */
+export function programPlan(p: PreparedProgram, axes: number, slot?: { plan: SlotStorage; workspace: PlanWorkspace }): PlanArrays & { workspace: PlanWorkspace } {
+  const m = p.points.segment.length;
+  const N = axes;
+  const timeNs = slot?.plan.timeNs ?? new BigInt64Array(m);
+  const position = slot?.plan.position.fill(0) ?? new Float64Array(m * N);
+  const velocity = slot?.plan.velocity.fill(0) ?? new Float64Array(m * N);
+  const hasVelocity = (slot?.plan.hasVelocity ?? new Uint8Array(m)).fill(1);
+  const ioMask = slot ? (slot.plan.ioMask.set(p.points.ioMask), slot.plan.ioMask) : p.points.ioMask.slice();
+  const ioValues = slot ? (slot.plan.ioValues.set(p.points.ioValues), slot.plan.ioValues) : p.points.ioValues.slice();
+  const workspace = slot?.workspace ?? { t: new Float64Array(m).fill(0), q: new Float64Array(m * N).fill(0), qd: new Float64Array(m * N).fill(0) };
+  const { tNs, q, qd } = p.points;
+  const map = p.axisOf;
+  for (let k = 0; k < m; k++) {
+    timeNs[k] = BigInt(tNs[k]!);
+    for (let c = 0; c < map.length; c++) {
+      position[k * N + map[c]!] = q[k * COLS + c]!;
+      velocity[k * N + map[c]!] = qd[k * COLS + c]!;
+    }
+  }
+  return { timeNs, position, velocity, hasVelocity, ioMask, ioValues, workspace };
+}
+
+/** What the service asks the decode worker for one upload (sims/dense/decode-worker.ts). */
+export interface AdmitJob {
+  id: number;
+  bytes: Uint8Array;
+  maxHeaderBytes: number;
+  axes: ProgramAxis[];
+  outputs: ProgramOutput[];
+  manifestRevision: bigint;
+  /**
+   * A plan arena slot the service claimed for this upload: the plan is written into it when it is large
+   * enough to belong there (commitNow's rule: positions of at least PLAN_ARENA_MIN_BYTES, points within the
+   * slot's capacity), else into arrays of their own and the slot is not touched.
+   */
+  arena?: { buffer: SharedArrayBuffer; slot: number };
+}
+
+/** The admitted program without its points (they stay in the worker), and where its plan was written. */
+export type AdmittedProgram = Omit<PreparedProgram, 'points'> & {
+  /** Executed points. */
+  count: number;
+  /** Segment of each executed point (the handle's segmentOf). */
+  segment: Uint32Array;
+};
+
+export type AdmitAnswer =
+  | { id: number; admitted: AdmittedProgram; inSlot: true }
+  | { id: number; admitted: AdmittedProgram; inSlot: false; plan: PlanArrays & { workspace: PlanWorkspace } }
+  /** A document 2 file-format refusal: its reason and text. */
+  | { id: number; reason: string; message: string }
+  /** A live-machine refusal (ProgramRefusal's fields). */
+  | { id: number; refusal: { reason: string; text: string; limitViolation?: LimitViolation } }
+  | { id: number; defect: string };

@@ -16,111 +16,50 @@
 // follow the same code. Points take a fast path: keys are matched as bytes, numbers are converted from
 // their bytes (exact uint32/int64 without floating point; float64 by the exact fast path when the digits
 // allow it, else by `Number` of the literal, which is what JSON.parse computes for finite values).
+//
+// This file is the state machine; its parts by job: tokenizer.ts (byte classes, strings, a token cut by a
+// chunk boundary, the scanner of other values), number-token.ts (number literals), fields.ts (root members
+// typed, and the order a body is refused in), point-store.ts (the arrays points are written to),
+// types.ts (what the decoder gives and refuses).
 
-import { CAPABILITY, capabilityInfo } from '../capabilities.ts';
-import { convertField, REQUEST_FIELDS, REQUEST_SCHEMA, REQUIRED, Refusal, refuse, validRequestId, type Kind, type Request } from '../envelope.ts';
-import { latin1Slice, NumberToken } from './number-token.ts';
-// B: the JSON grammar's bytes, sims/json.ts `Ch` (one table for both decoders).
-import { Ch as B, decodeJson, JsonDecodeError, JsonNumber, toInteger, type JsonValue } from '../../json.ts';
-import { REQUEST_PREFIX_BYTES } from '../../primitives.ts';
-import { createHash } from 'node:crypto';
-import type { PlanArrays, PlanWorkspace } from '../../core/protocol.ts';
-import type { PlanLease, SlotStorage } from '../../core/plan-arena.ts';
+import type { Refusal } from '../envelope.ts';
+import { JsonDecodeError, type JsonValue } from '../../json.ts';
+import type { SlotStorage } from '../../core/plan-arena.ts';
+import { NumberToken } from './number-token.ts';
+import { EnvelopeFields } from './fields.ts';
+import { PointStore } from './point-store.ts';
+import {
+  B,
+  Carry,
+  CLASS,
+  DELIM,
+  K_IO_VALUES,
+  K_POSITION,
+  K_TIME,
+  K_VELOCITY,
+  keyName,
+  keyText,
+  matchPointKey,
+  POINT_KEYS,
+  stringEnd,
+  toBuffer,
+  ValueScanner,
+} from './tokenizer.ts';
+import { MAX_POINTS, UploadRefusal, type MemberInfo, type TrajectoryBody, type UploadCode } from './types.ts';
 
-/** Most points a trajectory may carry (document 1 part 8); the decoder refuses more, to bound memory. */
-export const MAX_POINTS = 250_000;
-/** Largest prepare_trajectory body (document 1 part 8). */
-export const TRAJECTORY_BODY_LIMIT = 222_516_384;
-
-/** The plan's arrays (sims/core/protocol.ts PlanArrays) with their counts, as the decoder fills them. */
-export interface PointArrays extends PlanArrays {
-  count: number;
-  axes: number;
-  /** bit0 io_mask present, bit1 io_values present. */
-  ioFlags: Uint8Array;
-  /** Memory the core builds the plan in, faulted in off the core thread (upload/worker.ts; core protocol.ts PlanWorkspace). */
-  workspace?: PlanWorkspace;
-  /** SHA-256 of the arrays (pointsArraysDigest), taken by the upload worker so the main loop need not. */
-  digest?: string;
-  /**
-   * The plan arena slot the arrays and workspace are views of (sims/core/plan-arena.ts), held by the
-   * service until the prepare carrying it is posted; absent when the arrays are the points' own.
-   */
-  lease?: PlanLease;
-}
-
-/**
- * SHA-256 over a point list's arrays: the request_id cache key of an uploaded prepare_trajectory (document 1
- * part 3 "request_id": the same id with another payload is a conflict). A maximum upload's arrays are 40 MB,
- * about 80 ms of hashing: the upload worker takes it (worker.ts), not the service's main loop.
- */
-export function pointsArraysDigest(p: PointArrays): string {
-  const h = createHash('sha256');
-  for (const a of [p.timeNs, p.position, p.velocity, p.hasVelocity, p.ioMask, p.ioValues, p.ioFlags]) h.update(new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
-  return h.digest('hex');
-}
-
-export type Envelope = Omit<Request, 'points'>;
-
-export interface TrajectoryBody {
-  request: Envelope;
-  points: PointArrays;
-}
-
-/**
- * Stable codes of the decoder's refusals, for the service to map. The label each carries is written in
- * docs/profile.md "Envelope check order".
- */
-export type UploadCode =
-  | 'json' // a JSON error (label invalid_request_envelope, duplicate_request_field or trailing_request_data)
-  | 'envelope' // schema_mismatch, unknown_operation, capability_unimplemented, invalid_request_id, invalid_request_envelope
-  | 'axis_count' // a position or velocity array whose length is not the machine's axis count
-  | 'point_count' // more than 250000 points
-  | 'not_trajectory' // a valid request for another operation
-  | 'fence_outside_prefix' // schema, operation, session or generation not within the first 16384 bytes
-  | 'envelope_changed' // the full decode differs from the admitted prefix
-  | 'too_large'; // more than 222516384 bytes
-
-export class UploadRefusal extends Refusal {
-  constructor(
-    readonly code: UploadCode,
-    status: 409 | 413,
-    label: string,
-    detail?: string,
-    data?: unknown,
-  ) {
-    super(status, label, detail, data);
-  }
-  static from(code: UploadCode, r: Refusal): UploadRefusal {
-    const u = new UploadRefusal(code, r.status as 409 | 413, r.label, r.detail, r.data);
-    u.operation = r.operation;
-    return u;
-  }
-}
-
-const bad = (detail: string) => refuse('invalid_request_envelope', detail);
-
-// ---- byte classes ----
-
-/** 1: whitespace; 2: a byte that may continue a number literal; 4: a byte that may continue a literal word. */
-const CLASS = new Uint8Array(256);
-CLASS[B.Space] = CLASS[B.Tab] = CLASS[B.Lf] = CLASS[B.Cr] = 1;
-for (const c of '0123456789+-.eE') CLASS[c.charCodeAt(0)] |= 2;
-for (let c = 0x61; c <= 0x7a; c++) CLASS[c] |= 4;
-/** Bytes that may end a pending token: where a carried tail is worth re-parsing. */
-const DELIM = new Uint8Array(256);
-for (const c of ' \t\r\n,:]}"') DELIM[c.charCodeAt(0)] = 1;
-
-const TWO32 = 4294967296;
-const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
-
-// Point keys.
-const K_TIME = 1;
-const K_POSITION = 2;
-const K_VELOCITY = 4;
-const K_IO_MASK = 8;
-const K_IO_VALUES = 16;
-const POINT_KEYS: Record<string, number> = { time_ns: K_TIME, position: K_POSITION, velocity: K_VELOCITY, io_mask: K_IO_MASK, io_values: K_IO_VALUES };
+export {
+  MAX_POINTS,
+  minPointBytes,
+  pointsArraysDigest,
+  sameValue,
+  TRAJECTORY_BODY_LIMIT,
+  UploadRefusal,
+  type Envelope,
+  type MemberInfo,
+  type PointArrays,
+  type TrajectoryBody,
+  type UploadCode,
+} from './types.ts';
 
 // ---- states ----
 
@@ -172,27 +111,15 @@ export interface DecoderOptions {
   stopAtPoints?: boolean;
   /**
    * Write the points here instead of arrays of the decoder's own (a plan arena slot, at least MAX_POINTS
-   * long: sims/core/plan-arena.ts). Every element of an accepted point is written (pointStart, pointEnd),
-   * so what the slot held before never shows.
+   * long: sims/core/plan-arena.ts). Every element of an accepted point is written (point-store.ts begin,
+   * end), so what the slot held before never shows.
    */
   storage?: SlotStorage;
-}
-
-export interface MemberInfo {
-  key: string;
-  /** Offset just past the member's value. */
-  end: number;
-}
-
-/** Smallest bytes a point can take with `axes` positions: {"time_ns":0,"position":[0,...]} plus a comma. */
-export function minPointBytes(axes: number): number {
-  return '{"time_ns":0,"position":[]},'.length + Math.max(1, 2 * axes - 1);
 }
 
 export class TrajectoryDecoder {
   readonly axes: number;
   private readonly stopAtPoints: boolean;
-  private rootNotObject = false;
   private state = S.Root;
   private fatal: Fatal | undefined;
   /** First recorded non-JSON problem in document order (reported at finish, after JSON validity). */
@@ -202,84 +129,38 @@ export class TrajectoryDecoder {
   // position in the stream
   private bufBase = 0; // absolute offset of buf[0] of the current run
   private total = 0; // bytes pushed
-
-  // carried tail of an incomplete token
-  private carry: Buffer = Buffer.allocUnsafeSlow(256);
-  private carryLen = 0;
-  private carryAbs = 0;
-  private retryAt = 0;
+  private readonly carry = new Carry();
 
   // root object
-  private readonly rootKeys = new Set<string>();
-  /** Root members repeated outside the prefix: where the repeat starts and the first value. */
-  private readonly redeclared = new Map<string, { at: number; first: unknown }>();
+  private readonly fields = new EnvelopeFields();
   private key = '';
-  readonly memberInfo: MemberInfo[] = [];
-  private readonly env: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
-  private rawSchema: JsonValue | undefined;
-  private rawOperation: JsonValue | undefined;
   private sawPoints = false;
-  /** Offset of the root key "points" (its opening quote), when read. */
-  pointsKeyAt = -1;
 
-  // generic scanner
-  private gBuf: Buffer = Buffer.allocUnsafeSlow(256);
-  private gLen = 0;
-  private gDepth = 0;
-  private gStr = false;
-  private gEsc = false;
-  private gScalar = false; // number or literal word: ends at the first byte that cannot continue it
+  // values read by decodeJson
+  private readonly scanner = new ValueScanner();
   private gCtx = G.Member;
-  private gNest = 1; // depth of the value in the document, for decodeJson's nesting limit
-  private gStart = 0;
 
   // points
-  private cap = 0;
-  private count = 0;
-  private row = 0; // row written by the current point
+  private readonly store: PointStore;
   private ptSeen = 0;
   private ptUnknown: Set<string> | undefined;
   private ptKey = 0; // K_* of the value being read, 0 for an unknown key
-  private ptKeyName = '';
   private arrIndex = 0;
   private arrIsVel = false;
   private elemIndex = 0; // index of the current element of points
-  // Of their own, or views of a plan arena slot (DecoderOptions.storage).
-  private timeNs: BigInt64Array = new BigInt64Array(0);
-  private timeWords: Uint32Array = new Uint32Array(0);
-  private position: Float64Array = new Float64Array(0);
-  private velocity: Float64Array = new Float64Array(0);
-  private hasVelocity: Uint8Array = new Uint8Array(0);
-  private ioMask: Uint32Array = new Uint32Array(0);
-  private ioValues: Uint32Array = new Uint32Array(0);
-  private ioFlags: Uint8Array = new Uint8Array(0);
 
   /** The last number literal (number-token.ts); its syntax errors are the decoder's. */
   private readonly num = new NumberToken((what, p) => {
     this.syntax(what, this.bufBase + p);
     return -2;
   });
+  private readonly onSyntax = (what: string, offset: number): void => this.syntax(what, offset);
 
   constructor(o: DecoderOptions) {
     if (!Number.isInteger(o.axes) || o.axes < 1 || o.axes > 64) throw new RangeError('axes must be 1..64');
     this.axes = o.axes;
     this.stopAtPoints = o.stopAtPoints === true;
-    if (o.storage) {
-      const st = o.storage;
-      if (st.timeNs.length < MAX_POINTS || st.position.length < MAX_POINTS * o.axes) throw new RangeError('storage must hold MAX_POINTS points of the decoder axes');
-      this.timeNs = st.timeNs;
-      this.timeWords = new Uint32Array(st.timeNs.buffer, st.timeNs.byteOffset, st.timeNs.length * 2);
-      this.position = st.position;
-      this.velocity = st.velocity;
-      this.hasVelocity = st.hasVelocity;
-      this.ioMask = st.ioMask;
-      this.ioValues = st.ioValues;
-      this.ioFlags = st.ioFlags;
-      this.cap = MAX_POINTS;
-      return;
-    }
-    const pre = o.expectedBytes ? Math.min(MAX_POINTS, Math.ceil(o.expectedBytes / minPointBytes(o.axes))) : 64;
-    this.grow(Math.max(2, pre));
+    this.store = new PointStore(o.axes, o.storage, o.expectedBytes);
   }
 
   /** The refusal when the body already failed (a JSON error), else undefined. */
@@ -296,17 +177,25 @@ export class TrajectoryDecoder {
   get reachedPoints(): boolean {
     return this.sawPoints;
   }
+  /** Where each root member read so far ends. */
+  get memberInfo(): readonly MemberInfo[] {
+    return this.fields.memberInfo;
+  }
+  /** Offset of the root key "points" (its opening quote), -1 until read. */
+  get pointsKeyAt(): number {
+    return this.fields.pointsKeyAt;
+  }
   /** Envelope members converted so far (in the prefix scan: those before points). */
   envelope(): Record<string, unknown> {
-    return this.env;
+    return this.fields.env;
   }
   /** The raw JSON values of schema and operation, when read. */
   rawEnvelope(): { schema: JsonValue | undefined; operation: JsonValue | undefined } {
-    return { schema: this.rawSchema, operation: this.rawOperation };
+    return { schema: this.fields.rawSchema, operation: this.fields.rawOperation };
   }
   /** True while a number or literal value is open at the end of the bytes pushed (its end is not known yet). */
   get pendingScalar(): boolean {
-    return this.state === S.Generic && this.gScalar;
+    return this.state === S.Generic && this.scanner.scalar;
   }
   /** The first recorded field problem so far. */
   get fieldProblem(): UploadRefusal | undefined {
@@ -319,18 +208,19 @@ export class TrajectoryDecoder {
     const chunkAbs = this.total;
     this.total += b.length;
     let off = 0;
-    while (this.carryLen > 0) {
+    const carry = this.carry;
+    while (carry.len > 0) {
       if (off >= b.length) return;
       let d = off;
       while (d < b.length && DELIM[b[d]!] === 0) d++;
       const end = Math.min(b.length, d + 1);
-      this.appendCarry(b, off, end);
+      carry.append(b, off, end);
       off = end;
-      if (this.carryLen < this.retryAt && off < b.length) continue;
-      if (this.carryLen < this.retryAt) return;
-      const n = this.carryLen;
-      this.carryLen = 0;
-      this.run(this.carry, 0, n, this.carryAbs, false);
+      if (carry.len < carry.retryAt && off < b.length) continue;
+      if (carry.len < carry.retryAt) return;
+      const n = carry.len;
+      carry.len = 0;
+      this.run(carry.buf, 0, n, carry.abs, false);
       if (this.fatal || this.isDone()) return;
     }
     if (off < b.length) this.run(b, off, b.length, chunkAbs, false);
@@ -345,12 +235,13 @@ export class TrajectoryDecoder {
     if (!this.finished) {
       this.finished = true;
       if (!this.fatal) {
-        if (this.carryLen > 0) {
-          const n = this.carryLen;
-          this.carryLen = 0;
-          this.run(this.carry, 0, n, this.carryAbs, true);
+        const carry = this.carry;
+        if (carry.len > 0) {
+          const n = carry.len;
+          carry.len = 0;
+          this.run(carry.buf, 0, n, carry.abs, true);
         } else {
-          this.run(this.carry, 0, 0, this.total, true);
+          this.run(carry.buf, 0, 0, this.total, true);
         }
       }
       if (!this.fatal && this.state === S.Generic) this.genericIncomplete();
@@ -359,113 +250,21 @@ export class TrajectoryDecoder {
       }
     }
     if (this.fatal) throw this.fatal.refusal;
-    return this.result();
+    this.fields.judge(this.semantic, this.sawPoints);
+    return { request: this.fields.env as unknown as TrajectoryBody['request'], points: this.store.arrays() };
   }
 
   /** Bytes of memory the decoder holds (arrays and buffers), for the worker's bookkeeping. */
   heldBytes(): number {
-    return (
-      this.timeNs.byteLength + this.position.byteLength + this.velocity.byteLength + this.hasVelocity.byteLength +
-      this.ioMask.byteLength + this.ioValues.byteLength + this.ioFlags.byteLength + this.carry.length + this.gBuf.length
-    );
+    return this.store.heldBytes() + this.carry.buf.length + this.scanner.heldBytes;
   }
 
   /** Drop everything held (a client went away). */
   reset(): void {
     this.fatal = new Fatal(new UploadRefusal('json', 409, 'invalid_request_envelope', 'upload abandoned'), this.total);
-    this.timeNs = new BigInt64Array(0);
-    this.timeWords = new Uint32Array(0);
-    this.position = this.velocity = new Float64Array(0);
-    this.hasVelocity = this.ioFlags = new Uint8Array(0);
-    this.ioMask = this.ioValues = new Uint32Array(0);
-    this.carry = this.gBuf = Buffer.alloc(0);
-    this.carryLen = this.gLen = 0;
-  }
-
-  // ---- result ----
-
-  /** A root member's value as decoded (schema and operation raw, the others converted). */
-  private memberValue(key: string): unknown {
-    return key === 'schema' ? this.rawSchema : key === 'operation' ? this.rawOperation : this.env[key];
-  }
-
-  /**
-   * Members repeated outside the prefix: the first that is a plain duplicate (not a member of the admitted
-   * prefix, or repeated with the same value), and the admitted members whose value changed.
-   */
-  private changedPrefixMembers(): { duplicate?: [string, number]; changed: string[] } {
-    const changed: string[] = [];
-    for (const [key, r] of this.redeclared) {
-      const first = this.memberInfo.find((m) => m.key === key)!;
-      const admitted = first.end <= REQUEST_PREFIX_BYTES && (this.pointsKeyAt < 0 || first.end <= this.pointsKeyAt);
-      if (!admitted || sameValue(r.first, this.memberValue(key))) return { duplicate: [key, r.at], changed };
-      changed.push(key);
-    }
-    return { changed };
-  }
-
-  private result(): TrajectoryBody {
-    const named = this.rawOperation;
-    const repeats = this.changedPrefixMembers();
-    if (repeats.duplicate) {
-      const [key, at] = repeats.duplicate;
-      const u = new UploadRefusal('json', 409, 'duplicate_request_field', `field "${key}" repeated at byte ${at}`);
-      if (typeof named === 'string') u.operation = named;
-      throw u;
-    }
-    try {
-      if (this.rootNotObject) throw bad('body must be a JSON object');
-      // Document 1 part 4 "Envelope rules": the fully decoded request differs from the admitted prefix.
-      // Judged first: the admitted prefix was a valid envelope, so a changed member is the change, whatever
-      // its new value (a repeated operation with an unknown name is still request_envelope_changed).
-      if (repeats.changed.length > 0) {
-        throw new UploadRefusal('envelope_changed', 409, 'request_envelope_changed', `field ${repeats.changed[0]} differs from the admitted prefix`);
-      }
-      const schema = this.rawSchema;
-      if (schema !== REQUEST_SCHEMA) {
-        throw refuse('schema_mismatch', schema === undefined ? 'schema missing' : `schema must be ${REQUEST_SCHEMA}`);
-      }
-      const operation = this.rawOperation;
-      const cap = typeof operation === 'string' ? CAPABILITY.get(operation) : undefined;
-      if (!cap || !cap.control) {
-        throw refuse(
-          'unknown_operation',
-          typeof operation === 'string' ? `operation ${JSON.stringify(operation).slice(0, 80)} is not dispatched by /v1/control` : 'operation missing',
-        );
-      }
-      if (cap.state === 'unimplemented') throw refuse('capability_unimplemented', `${cap.name} is reserved`, capabilityInfo(cap));
-      if (this.semantic) throw this.semantic;
-      const required = [...(cap.fenced ? ['session', 'generation'] : []), ...(REQUIRED[cap.name] ?? [])];
-      for (const f of required) {
-        if (f === 'points' ? !this.sawPoints : !(f in this.env)) throw bad(`missing field ${f} for operation ${cap.name}`);
-      }
-      if (cap.name !== 'prepare_trajectory') {
-        throw new UploadRefusal('not_trajectory', 409, 'invalid_request_envelope', `operation ${cap.name} is not prepare_trajectory`);
-      }
-    } catch (e) {
-      if (e instanceof Refusal) {
-        const u = e instanceof UploadRefusal ? e : UploadRefusal.from('envelope', e);
-        if (typeof named === 'string') u.operation = named;
-        throw u;
-      }
-      throw e;
-    }
-    const n = this.count;
-    const a = this.axes;
-    return {
-      request: this.env as unknown as Envelope,
-      points: {
-        count: n,
-        axes: a,
-        timeNs: this.timeNs.subarray(0, n),
-        position: this.position.subarray(0, n * a),
-        velocity: this.velocity.subarray(0, n * a),
-        hasVelocity: this.hasVelocity.subarray(0, n),
-        ioMask: this.ioMask.subarray(0, n),
-        ioValues: this.ioValues.subarray(0, n),
-        ioFlags: this.ioFlags.subarray(0, n),
-      },
-    };
+    this.store.release();
+    this.carry.release();
+    this.scanner.release();
   }
 
   // ---- failures ----
@@ -474,16 +273,15 @@ export class TrajectoryDecoder {
     if (this.fatal) return;
     // A member repeated outside the prefix came first: a body that then breaks never shows that member's
     // value whole, so the repeat is what is refused (as decodeRequest, which refuses repeats as it parses).
-    const repeat = this.redeclared.entries().next().value;
+    const repeat = this.fields.firstRepeat();
     if (repeat) {
-      const [key, { at }] = repeat;
       label = 'duplicate_request_field';
       code = 'json';
-      detail = `field "${key}" repeated at byte ${at}`;
-      offset = at;
+      detail = `field "${repeat.key}" repeated at byte ${repeat.at}`;
+      offset = repeat.at;
     }
     const r = new UploadRefusal(code, 409, label, detail);
-    if (typeof this.rawOperation === 'string') r.operation = this.rawOperation;
+    if (typeof this.fields.rawOperation === 'string') r.operation = this.fields.rawOperation;
     this.fatal = new Fatal(r, offset);
     this.state = S.Done;
   }
@@ -494,76 +292,9 @@ export class TrajectoryDecoder {
     if (this.semantic) return;
     this.semantic = r instanceof UploadRefusal ? r : UploadRefusal.from(code, r);
   }
+  private readonly onNote = (r: Refusal): void => this.note(r);
   private noteBad(detail: string, code: UploadCode = 'envelope'): void {
     if (!this.semantic) this.semantic = new UploadRefusal(code, 409, 'invalid_request_envelope', detail);
-  }
-
-  // ---- storage ----
-
-  private grow(min: number): void {
-    const cap = Math.min(MAX_POINTS, Math.max(min, this.cap * 2, 64));
-    if (cap <= this.cap) return;
-    const a = this.axes;
-    const n = this.count;
-    const t = new BigInt64Array(cap);
-    t.set(this.timeNs.subarray(0, n));
-    this.timeNs = t;
-    this.timeWords = new Uint32Array(t.buffer);
-    const p = new Float64Array(cap * a);
-    p.set(this.position.subarray(0, n * a));
-    this.position = p;
-    const v = new Float64Array(cap * a);
-    v.set(this.velocity.subarray(0, n * a));
-    this.velocity = v;
-    const hv = new Uint8Array(cap);
-    hv.set(this.hasVelocity.subarray(0, n));
-    this.hasVelocity = hv;
-    const im = new Uint32Array(cap);
-    im.set(this.ioMask.subarray(0, n));
-    this.ioMask = im;
-    const iv = new Uint32Array(cap);
-    iv.set(this.ioValues.subarray(0, n));
-    this.ioValues = iv;
-    const f = new Uint8Array(cap);
-    f.set(this.ioFlags.subarray(0, n));
-    this.ioFlags = f;
-    this.cap = cap;
-  }
-
-  private appendCarry(b: Uint8Array, from: number, to: number): void {
-    const need = this.carryLen + (to - from);
-    if (need > this.carry.length) {
-      const next = Buffer.allocUnsafeSlow(Math.max(need, this.carry.length * 2));
-      this.carry.copy(next, 0, 0, this.carryLen);
-      this.carry = next;
-    }
-    this.carry.set(b.subarray(from, to), this.carryLen);
-    this.carryLen = need;
-  }
-
-  /** Keep buf[from..end) for the next push (an incomplete token). */
-  private keep(buf: Buffer, from: number, end: number, base: number): void {
-    const len = end - from;
-    if (buf === this.carry) {
-      this.carry.copyWithin(0, from, end);
-      this.carryLen = len;
-    } else {
-      this.carryLen = 0;
-      this.appendCarry(buf, from, end);
-    }
-    this.carryAbs = base + from;
-    this.retryAt = Math.max(len * 2, len + 1);
-  }
-
-  private gAppend(b: Uint8Array, from: number, to: number): void {
-    const need = this.gLen + (to - from);
-    if (need > this.gBuf.length) {
-      const next = Buffer.allocUnsafeSlow(Math.max(need, this.gBuf.length * 2));
-      this.gBuf.copy(next, 0, 0, this.gLen);
-      this.gBuf = next;
-    }
-    this.gBuf.set(b.subarray(from, to), this.gLen);
-    this.gLen = need;
   }
 
   // ---- the machine ----
@@ -577,7 +308,7 @@ export class TrajectoryDecoder {
         while (i < n && CLASS[b[i]!] === 1) i++;
       }
       if (i >= n) {
-        if (final && this.state === S.Generic && this.gScalar) {
+        if (final && this.state === S.Generic && this.scanner.scalar) {
           this.genericDone(n);
           if (this.fatal) return;
           continue;
@@ -608,28 +339,19 @@ export class TrajectoryDecoder {
           this.state = S.Key;
           break;
         case S.Key: {
-          const e = this.stringEnd(b, i, n);
+          const e = stringEnd(b, i, n, base, this.onSyntax);
           if (e === -2) return;
           if (e === -1) {
             if (final) return this.syntax('unterminated string', base + n);
-            return this.keep(b, i, n, base);
+            return this.carry.keep(b, i, n, base);
           }
-          const key = this.keyText(b, i, e);
+          const key = keyText(b, i, e, base, this.onSyntax);
           if (key === undefined) return;
-          if (this.rootKeys.has(key)) {
-            // A member repeated outside the prefix (past byte 16384 or after points) is judged when the
-            // body ends: a member of the admitted prefix whose value changed is request_envelope_changed,
-            // any other repeat duplicate_request_field (docs/profile.md "prepare_trajectory uploads").
-            const outside = base + i >= REQUEST_PREFIX_BYTES || this.pointsKeyAt >= 0;
-            if (!outside || key === 'points' || this.redeclared.has(key)) {
-              this.fail('json', 'duplicate_request_field', `field "${key}" repeated at byte ${base + i}`, base + i);
-              return;
-            }
-            this.redeclared.set(key, { at: base + i, first: this.memberValue(key) });
+          if (!this.fields.key(key, base + i)) {
+            this.fail('json', 'duplicate_request_field', `field "${key}" repeated at byte ${base + i}`, base + i);
+            return;
           }
-          this.rootKeys.add(key);
           this.key = key;
-          if (key === 'points' && this.pointsKeyAt < 0) this.pointsKeyAt = base + i;
           i = e;
           this.state = S.Colon;
           break;
@@ -674,7 +396,7 @@ export class TrajectoryDecoder {
         case S.PtsOpen:
           if (c === B.RBracket) {
             i++;
-            this.memberDone('points', base + i);
+            this.fields.memberDone('points', base + i);
             this.state = S.ObjNext;
             break;
           }
@@ -694,7 +416,7 @@ export class TrajectoryDecoder {
             this.state = S.PtsElem;
           } else if (c === B.RBracket) {
             i++;
-            this.memberDone('points', base + i);
+            this.fields.memberDone('points', base + i);
             this.state = S.ObjNext;
           } else return this.syntax('expected "," or "]"', base + i);
           break;
@@ -713,17 +435,17 @@ export class TrajectoryDecoder {
           this.state = S.PtKey;
           break;
         case S.PtKey: {
-          const e = this.stringEnd(b, i, n);
+          const e = stringEnd(b, i, n, base, this.onSyntax);
           if (e === -2) return;
           if (e === -1) {
             if (final) return this.syntax('unterminated string', base + n);
-            return this.keep(b, i, n, base);
+            return this.carry.keep(b, i, n, base);
           }
           let k = matchPointKey(b, i + 1, e - 1);
           let name = '';
           if (k < 0) {
             // Escapes, non-ASCII or an unknown name: decode the key exactly as decodeJson does.
-            const text = this.keyText(b, i, e);
+            const text = keyText(b, i, e, base, this.onSyntax);
             if (text === undefined) return;
             k = Object.hasOwn(POINT_KEYS, text) ? POINT_KEYS[text]! : 0;
             name = text;
@@ -745,7 +467,6 @@ export class TrajectoryDecoder {
             this.noteBad(`unknown field points[${this.elemIndex}].${JSON.stringify(name).slice(0, 80)}`);
           }
           this.ptKey = k;
-          this.ptKeyName = name;
           i = e;
           this.state = S.PtColon;
           break;
@@ -768,10 +489,13 @@ export class TrajectoryDecoder {
           } else if (k !== 0 && (c === B.Minus || (c >= B.Zero && c <= B.Nine))) {
             const e = this.num.scan(b, i, n, final);
             if (e === -2) return;
-            if (e === -1) return this.keep(b, i, n, base);
+            if (e === -1) return this.carry.keep(b, i, n, base);
             i = e;
-            if (k === K_TIME) this.storeTime(b);
-            else this.storeIo(b, k);
+            if (k === K_TIME) {
+              if (!this.store.time(this.num, b)) this.noteBad(`field points[${this.elemIndex}].time_ns must be a signed 64-bit integer`);
+            } else if (!this.store.io(this.num, k === K_IO_VALUES)) {
+              this.noteBad(`field points[${this.elemIndex}].${keyName(k)} must be an unsigned 32-bit integer`);
+            }
             this.state = S.PtNext;
             break;
           }
@@ -799,8 +523,8 @@ export class TrajectoryDecoder {
           break;
         case S.ArrElem: {
           // Tight loop over "number , number ... ]": the hot path of a trajectory body.
-          const arr = this.arrIsVel ? this.velocity : this.position;
-          const rowBase = this.row * axes;
+          const arr = this.arrIsVel ? this.store.velocity : this.store.position;
+          const rowBase = this.store.row * axes;
           for (;;) {
             if (!(c === B.Minus || (c >= B.Zero && c <= B.Nine))) {
               if (!this.genericStart(b, i, G.ArrayElement, 4)) return;
@@ -808,7 +532,7 @@ export class TrajectoryDecoder {
             }
             const e = this.num.scan(b, i, n, final);
             if (e === -2) return;
-            if (e === -1) return this.keep(b, i, n, base);
+            if (e === -1) return this.carry.keep(b, i, n, base);
             i = e;
             const f = this.num.float(b);
             const k = this.arrIndex++;
@@ -859,118 +583,21 @@ export class TrajectoryDecoder {
     }
   }
 
-
-  // ---- strings ----
-
-  /** Index just past the closing quote of the string starting at b[i], -1 if not in the buffer, -2 on error. */
-  private stringEnd(b: Buffer, i: number, n: number): number {
-    let j = i + 1;
-    while (j < n) {
-      const c = b[j]!;
-      if (c === B.Quote) return j + 1;
-      if (c === B.Backslash) {
-        j += 2;
-        continue;
-      }
-      if (c < 0x20) {
-        this.syntax('control character in string', this.bufBase + j);
-        return -2;
-      }
-      j++;
-    }
-    return -1;
-  }
-
-  /** The text of the key b[i..e) (quotes included), decoded as decodeJson does; undefined after a failure. */
-  private keyText(b: Buffer, i: number, e: number): string | undefined {
-    let plain = true;
-    for (let j = i + 1; j < e - 1; j++) {
-      const c = b[j]!;
-      if (c === B.Backslash || c >= 0x80) {
-        plain = false;
-        break;
-      }
-    }
-    if (plain) return latin1Slice(b, i + 1, e - 1);
-    try {
-      return decodeJson(b.subarray(i, e)) as string;
-    } catch (err) {
-      if (err instanceof JsonDecodeError) {
-        this.syntax(err.message.replace(/ at byte \d+$/, ''), this.bufBase + i + err.offset);
-        return undefined;
-      }
-      throw err;
-    }
-  }
-
-  private storeTime(b: Buffer): void {
-    const r = this.row;
-    // int64: a plain integer literal, not "-0" (json.ts toInteger).
-    if (this.num.frac || (this.num.neg && this.num.a === 0 && this.num.digits === 0)) {
-      this.noteBad(`field points[${this.elemIndex}].time_ns must be a signed 64-bit integer`);
-      return;
-    }
-    if (this.num.digits <= 15 && LITTLE_ENDIAN) {
-      // Exact integer arithmetic below 2^53: the 64-bit pattern written as two 32-bit words.
-      const v = this.num.neg ? -this.num.a : this.num.a;
-      const w = this.timeWords;
-      w[2 * r] = v >>> 0;
-      w[2 * r + 1] = Math.floor(v / TWO32) >>> 0;
-      return;
-    }
-    const text = latin1Slice(b, this.num.start, this.num.end);
-    const v = toInteger(new JsonNumber(text), -(1n << 63n), (1n << 63n) - 1n);
-    if (v === undefined) {
-      this.noteBad(`field points[${this.elemIndex}].time_ns must be a signed 64-bit integer`);
-      return;
-    }
-    this.timeNs[r] = v;
-  }
-
-  private storeIo(b: Buffer, k: number): void {
-    const name = k === K_IO_MASK ? 'io_mask' : 'io_values';
-    if (this.num.frac || this.num.neg || this.num.digits > 10 || this.num.a > 0xffffffff) {
-      void b;
-      this.noteBad(`field points[${this.elemIndex}].${name} must be an unsigned 32-bit integer`);
-      return;
-    }
-    const r = this.row;
-    if (k === K_IO_MASK) {
-      this.ioMask[r] = this.num.a;
-      this.ioFlags[r]! |= 1;
-    } else {
-      this.ioValues[r] = this.num.a;
-      this.ioFlags[r]! |= 2;
-    }
-  }
-
   // ---- points ----
 
   private pointStart(): void {
-    const idx = this.count;
-    if (idx >= MAX_POINTS) {
-      if (!this.semantic) {
-        this.semantic = new UploadRefusal('point_count', 409, 'invalid_request_envelope', `more than ${MAX_POINTS} points`);
-      }
-      this.row = MAX_POINTS - 1; // overwritten harmlessly: the body is refused
-    } else {
-      if (idx >= this.cap) this.grow(idx + 1);
-      this.row = idx;
+    if (!this.store.begin() && !this.semantic) {
+      this.semantic = new UploadRefusal('point_count', 409, 'invalid_request_envelope', `more than ${MAX_POINTS} points`);
     }
     this.ptSeen = 0;
     this.ptUnknown = undefined;
-    this.ioFlags[this.row] = 0;
-    this.ioMask[this.row] = 0;
-    this.ioValues[this.row] = 0;
-    this.hasVelocity[this.row] = 0;
   }
 
   private pointEnd(): void {
     const s = this.ptSeen;
     if (!(s & K_TIME)) this.noteBad(`missing field points[${this.elemIndex}].time_ns`);
     else if (!(s & K_POSITION)) this.noteBad(`missing field points[${this.elemIndex}].position`);
-    if (!this.hasVelocity[this.row]) this.velocity.fill(NaN, this.row * this.axes, (this.row + 1) * this.axes);
-    this.count++;
+    this.store.end();
   }
 
   private arrayEnd(): void {
@@ -988,28 +615,16 @@ export class TrajectoryDecoder {
       }
       return;
     }
-    if (this.arrIsVel) this.hasVelocity[this.row] = 1;
+    if (this.arrIsVel) this.store.velocityComplete();
   }
 
-  // ---- generic values ----
+  // ---- values read by decodeJson ----
 
   /** Start scanning a value at b[i] (not whitespace). False after a syntax error. */
   private genericStart(b: Buffer, i: number, ctx: G, nest: number): boolean {
-    const c = b[i]!;
     this.gCtx = ctx;
-    this.gNest = nest;
-    this.gLen = 0;
-    this.gDepth = 0;
-    this.gStr = false;
-    this.gEsc = false;
-    this.gScalar = false;
-    this.gStart = this.bufBase + i;
-    if (c === B.LBrace || c === B.LBracket || c === B.Quote) {
-      // the scanner consumes the opening byte itself
-    } else if (c === B.Minus || (c >= B.Zero && c <= B.Nine) || (c >= 0x61 && c <= 0x7a)) {
-      this.gScalar = true;
-    } else {
-      this.syntax(c >= 0x80 ? 'unexpected character' : 'unexpected character', this.bufBase + i);
+    if (!this.scanner.begin(b[i]!, this.bufBase + i, nest)) {
+      this.syntax('unexpected character', this.bufBase + i);
       return false;
     }
     this.state = S.Generic;
@@ -1018,74 +633,34 @@ export class TrajectoryDecoder {
 
   /** Scan the generic value from b[i]; returns the index after it (state updated) or -1 at the buffer's end. */
   private generic(b: Buffer, i: number, n: number): number {
-    const from = i;
-    if (this.gScalar) {
-      while (i < n && (CLASS[b[i]!]! & 6) !== 0) i++;
-      this.gAppend(b, from, i);
-      if (i >= n) return -1;
-      this.genericDone(i);
-      return this.fatal ? -1 : i;
-    }
-    let depth = this.gDepth;
-    let str = this.gStr;
-    let esc = this.gEsc;
-    while (i < n) {
-      const c = b[i++]!;
-      if (str) {
-        if (esc) esc = false;
-        else if (c === B.Backslash) esc = true;
-        else if (c === B.Quote) {
-          str = false;
-          if (depth === 0) break;
-        }
-      } else if (c === B.Quote) str = true;
-      else if (c === B.LBrace || c === B.LBracket) depth++;
-      else if (c === B.RBrace || c === B.RBracket) {
-        depth--;
-        if (depth <= 0) break;
-      }
-    }
-    this.gAppend(b, from, i);
-    this.gDepth = depth;
-    this.gStr = str;
-    this.gEsc = esc;
-    const complete = !str && depth <= 0 && this.gLen > 0;
-    if (!complete) return -1;
-    this.genericDone(i);
-    return this.fatal ? -1 : i;
+    const e = this.scanner.scan(b, i, n);
+    if (e < 0) return -1;
+    this.genericDone(e);
+    return this.fatal ? -1 : e;
   }
 
   /** The scanned value is complete (ends before buffer index `i`): decode, convert, resume. */
   private genericDone(i: number): void {
-    const nest = this.gNest;
-    // decodeJson applies its nesting limit from the value's real depth: wrap it in as many arrays.
-    const wrapped = Buffer.allocUnsafe(this.gLen + 2 * nest);
-    wrapped.fill(B.LBracket, 0, nest);
-    this.gBuf.copy(wrapped, nest, 0, this.gLen);
-    wrapped.fill(B.RBracket, nest + this.gLen);
     let v: JsonValue;
     try {
-      let w = decodeJson(wrapped);
-      for (let k = 0; k < nest; k++) w = (w as JsonValue[])[0]!;
-      v = w;
+      v = this.scanner.decode();
     } catch (err) {
-      return this.genericError(err, nest);
+      if (!(err instanceof JsonDecodeError)) throw err;
+      return this.genericError(err);
     }
-    if (this.gLen > 4096) this.gBuf = Buffer.allocUnsafeSlow(256);
-    this.gLen = 0;
     const end = this.bufBase + i;
     switch (this.gCtx) {
       case G.Root:
-        this.rootNotObject = true;
+        this.fields.rootNotObject = true;
         this.state = S.AfterRoot;
         return;
       case G.Member:
-        this.member(this.key, v, end);
+        this.fields.member(this.key, v, end, this.onNote);
         this.state = S.ObjNext;
         return;
       case G.PointsValue:
         this.noteBad('field points must be an array of points');
-        this.memberDone('points', end);
+        this.fields.memberDone('points', end);
         this.state = S.ObjNext;
         return;
       case G.PointElement:
@@ -1115,9 +690,8 @@ export class TrajectoryDecoder {
   }
 
   /** Map decodeJson's error on the scanned value to the refusal decodeRequest would give. */
-  private genericError(err: unknown, nest: number): void {
-    if (!(err instanceof JsonDecodeError)) throw err;
-    const at = this.gStart + Math.max(0, Math.min(err.offset - nest, this.gLen));
+  private genericError(err: JsonDecodeError): void {
+    const at = this.scanner.errorAt(err);
     if (err.code === 'json_duplicate_key') {
       this.fail('json', 'duplicate_request_field', `field "${err.key}" repeated at byte ${at}`, at);
     } else if (err.code === 'json_trailing_data') {
@@ -1133,77 +707,10 @@ export class TrajectoryDecoder {
    * earlier error in it): decodeJson on what there is finds the first problem, as it would in the body.
    */
   private genericIncomplete(): void {
-    const nest = this.gNest;
-    const partial = Buffer.allocUnsafe(this.gLen + nest);
-    partial.fill(B.LBracket, 0, nest);
-    this.gBuf.copy(partial, nest, 0, this.gLen);
-    try {
-      decodeJson(partial);
-    } catch (err) {
-      return this.genericError(err, nest);
-    }
+    const err = this.scanner.incomplete();
+    if (err) return this.genericError(err);
     this.syntax('unexpected end of input', this.total);
   }
-
-  private member(key: string, v: JsonValue, end: number): void {
-    if (key === 'schema') this.rawSchema = v;
-    if (key === 'operation') this.rawOperation = v;
-    this.memberDone(key, end);
-    // Own keys only: "__proto__" and friends are unknown fields like any other (envelope.ts).
-    const kind = Object.hasOwn(REQUEST_FIELDS, key) ? REQUEST_FIELDS[key] : undefined;
-    if (!kind) {
-      this.noteBad(`unknown field ${JSON.stringify(key).slice(0, 80)}`);
-      return;
-    }
-    if (key === 'request_id') {
-      if (!validRequestId(v)) this.note(refuse('invalid_request_id', 'request_id must be 1..64 printable ASCII bytes'));
-      else this.env[key] = v;
-      return;
-    }
-    try {
-      this.env[key] = convertField(kind, v, key);
-    } catch (e) {
-      if (e instanceof Refusal) this.note(e);
-      else throw e;
-    }
-  }
-
-  private memberDone(key: string, end: number): void {
-    this.memberInfo.push({ key, end });
-  }
-}
-
-/** Equality of decoded member values (bigint, string, boolean, null, arrays and objects of them). */
-export function sameValue(a: unknown, b: unknown): boolean {
-  if (typeof a !== 'object' || a === null || typeof b !== 'object' || b === null) return Object.is(a, b);
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  const ka = Object.keys(a);
-  const kb = Object.keys(b);
-  if (ka.length !== kb.length) return false;
-  return ka.every((k) => sameValue((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
-}
-
-function toBuffer(u: Uint8Array): Buffer {
-  return Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
-}
-
-const KEY_BYTES: [number, Uint8Array][] = Object.entries(POINT_KEYS).map(([k, v]) => [v, Buffer.from(k, 'latin1')]);
-
-/** The K_* of a plain key b[s..e) (without quotes), or -1 when it is not one of the point keys as plain bytes. */
-function matchPointKey(b: Uint8Array, s: number, e: number): number {
-  const len = e - s;
-  for (const [k, bytes] of KEY_BYTES) {
-    if (bytes.length !== len) continue;
-    let j = 0;
-    while (j < len && b[s + j] === bytes[j]) j++;
-    if (j === len) return k;
-  }
-  return -1;
-}
-
-function keyName(k: number): string {
-  for (const [name, v] of Object.entries(POINT_KEYS)) if (v === k) return name;
-  return '?';
 }
 
 /** Decode a whole body at once (tests, small bodies). */

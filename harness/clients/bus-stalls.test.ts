@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { BUS_STALL_MS, judgeBusStall, type BusStallEvidence } from './bus-stalls.ts';
+import type { CellEvent } from './events.ts';
+
+const PDO_STALE = 4n;
+const WORKING_COUNTER = 16n;
+const FOLLOWING_ERROR = 32n;
+
+function latch(seq: number, at: bigint, bit: bigint, name: string, axis_mask = 1n): CellEvent {
+  return { sequence: BigInt(seq), time_ns: at, type: 'fault_latched', daemon_incarnation: 'd', adapter_incarnation: 'a', fault: { bit, name, axis_mask, recovery: 'reset_after_condition_clears' } };
+}
+
+function evidence(o: Partial<BusStallEvidence> & { stall?: number | undefined }): BusStallEvidence {
+  return {
+    latched: o.latched ?? PDO_STALE,
+    events: o.events ?? [latch(3, 1_000_000n, PDO_STALE, 'pdo_stale')],
+    injections: o.injections ?? [],
+    stallAround: o.stallAround ?? (() => ('stall' in o ? o.stall : 40)),
+  };
+}
+
+describe('a bus fault the host caused (judgeBusStall)', () => {
+  it('pdo_stale latched, nothing injected, the harness stalled around it: the host\'s, with the figures', () => {
+    const text = judgeBusStall(evidence({}));
+    expect(text).toMatch(/latched pdo_stale \(axes 0x1\) while the harness's own event loop was stalled 40 ms/);
+  });
+
+  it('the stall is judged from both sides of the stale window', () => {
+    expect(judgeBusStall(evidence({ stall: BUS_STALL_MS }))).toBeDefined();
+    expect(judgeBusStall(evidence({ stall: BUS_STALL_MS - 0.1 }))).toBeUndefined();
+    expect(judgeBusStall(evidence({ stall: undefined }))).toBeUndefined();
+  });
+
+  it('a working counter short of the expected one counts too; both together need a stall at each', () => {
+    const events = [latch(3, 1_000n, PDO_STALE, 'pdo_stale'), latch(4, 9_000_000_000n, WORKING_COUNTER, 'working_counter', 3n)];
+    expect(judgeBusStall(evidence({ latched: PDO_STALE | WORKING_COUNTER, events }))).toMatch(/pdo_stale .*working_counter \(axes 0x3\)/);
+    expect(judgeBusStall(evidence({ latched: PDO_STALE | WORKING_COUNTER, events, stallAround: (t) => (t === 1_000n ? 40 : 2) }))).toBeUndefined();
+  });
+
+  it('any other fault held beside it leaves the failure standing', () => {
+    const events = [latch(3, 1_000n, PDO_STALE, 'pdo_stale'), latch(4, 2_000n, FOLLOWING_ERROR, 'following_error')];
+    expect(judgeBusStall(evidence({ latched: PDO_STALE | FOLLOWING_ERROR, events }))).toBeUndefined();
+    expect(judgeBusStall(evidence({ latched: FOLLOWING_ERROR, events }))).toBeUndefined();
+  });
+
+  it('a condition injected and still in force when it latched makes it the injection\'s; one cleared before, or injected after, does not', () => {
+    expect(judgeBusStall(evidence({ injections: [{ kind: 'stale', at_ns: 999_999n }] }))).toBeUndefined();
+    expect(judgeBusStall(evidence({ injections: [{ kind: 'wkc_drop', at_ns: 1_000_000n }] }))).toBeUndefined();
+    expect(judgeBusStall(evidence({ injections: [{ kind: 'clear', at_ns: 10n }, { kind: 'wkc_drop', at_ns: 20n }] }))).toBeUndefined();
+    expect(judgeBusStall(evidence({ injections: [{ kind: 'wkc_drop', at_ns: 10n }, { kind: 'clear', at_ns: 20n }] }))).toBeDefined();
+    expect(judgeBusStall(evidence({ injections: [{ kind: 'clear', at_ns: 10n }] }))).toBeDefined();
+    expect(judgeBusStall(evidence({ injections: [{ kind: 'stale', at_ns: 1_000_001n }] }))).toBeDefined();
+  });
+
+  it('the latest latch of a bit is the one judged; a held bit with no latch event, or nothing held, is no evidence', () => {
+    const events = [latch(3, 1_000n, PDO_STALE, 'pdo_stale'), latch(9, 5_000n, PDO_STALE, 'pdo_stale')];
+    expect(judgeBusStall(evidence({ events, stallAround: (t) => (t === 1_000n ? 40 : 1) }))).toBeUndefined();
+    expect(judgeBusStall(evidence({ events, stallAround: (t) => (t === 5_000n ? 40 : 1) }))).toBeDefined();
+    expect(judgeBusStall(evidence({ events: [] }))).toBeUndefined();
+    expect(judgeBusStall(evidence({ latched: 0n }))).toBeUndefined();
+  });
+});
