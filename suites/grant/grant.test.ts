@@ -84,7 +84,8 @@ describe('acquire', () => {
   });
 
   test('a second acquire while owned is refused with control_already_owned', covers('reason:control_already_owned', 'rule:service.single_controller'), async ({ cell }) => {
-    await cell.grant();
+    // Held (renewed from the keeper's thread): still owned when the second acquire arrives, however slow the host.
+    await cell.hold();
     const r = await cell.acquire();
     expect(r.status).toBe(409);
     expect(r.label).toBe('control_already_owned');
@@ -178,11 +179,14 @@ describe('acquire', () => {
   });
 
   test('an acquire retried with the same request_id and payload replays the grant; a changed payload conflicts', profile('profile:grant.acquire_retry', 'reason:request_id_conflict'), async ({ cell }) => {
-    const first = grantOf(await cell.acquire({ controller: 'retrying', request_id: 'acq-1' }));
-    const again = grantOf(await cell.acquire({ controller: 'retrying', request_id: 'acq-1' }));
+    // The first grant is held (renewed from the keeper's thread) so that it is still owned when the retries
+    // arrive on a slow host; the retries repeat its payload exactly, the lease asked for included.
+    const fields = { controller: 'retrying', request_id: 'acq-1', requested_lease_ms: 10_000n };
+    const first = await cell.hold(fields);
+    const again = grantOf(await cell.acquire(fields));
     expect(again.session).toBe(first.session);
     expect(again.generation).toBe(first.generation);
-    const changed = await cell.acquire({ controller: 'someone-else', request_id: 'acq-1' });
+    const changed = await cell.acquire({ ...fields, controller: 'someone-else' });
     expect(changed.label).toBe('request_id_conflict');
   });
 });

@@ -477,8 +477,16 @@ describe('jog.sock frames', () => {
       await withStack(variant, async (st) => {
         const s = await ready(st);
         const jg = await begin(st, s, 1 << J1);
+        const opened = st.inputs.at(-1)!; // the begin's origin and input deadline
         const v = velocities(st, J1, 0.1);
-        expect(await send(st, frame(st, s, jg, 5n, velocities(st, J1, 0)))).toMatchObject({ accepted: 1n });
+        const first = await send(st, frame(st, s, jg, 5n, velocities(st, J1, 0)));
+        const counted = hostNs();
+        // The first frame must reach the ingress before the begin's input deadline (document 1 part 3 "Jog
+        // session"): one counted after it was refused for the harness's lateness, not the target's.
+        await hostBound(
+          { rule: 'document 1 part 3 "Jog session": input before the begin\'s deadline', marginMs: Number(opened.deadline - opened.sent) / 1e6, measured: () => ({ ms: Number(counted - opened.sent) / 1e6, what: "from the begin's origin to the first frame counted" }) },
+          async () => expect(first).toMatchObject({ accepted: 1n }),
+        );
         // frames are built when sent (capture times stay fresh however slow the machine is)
         const cases: Array<[string, () => Buffer]> = [
           ['jog_frame_oversize', () => Buffer.concat([frame(st, s, jg, 6n, v), Buffer.alloc(4097 - frame(st, s, jg, 6n, v).length)])],
