@@ -57,6 +57,34 @@ test('bad input is one line on stderr, exit 2, and nothing under --reports is to
   }
 });
 
+test('a file named on the command line that is missing or not what it should be is one line on stderr and exit 2, never a stack trace, and nothing is written', { timeout: 170_000 }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hil-cli-files-'));
+  try {
+    writeFileSync(join(dir, 'run.json'), 'the previous run\n');
+    const notJson = join(dir, 'run.json');
+    const cases: Array<[string[], string | RegExp]> = [
+      [['report', '--reports', dir, '--baseline', '/nonexistent.json'], 'hil: /nonexistent.json: no such file (a run.json written by hil run)\n'],
+      [['expectations', 'update', '--target', 'sim', '--run', '/nonexistent.json', '--dir', dir], 'hil: /nonexistent.json: no such file (a run.json written by hil run)\n'],
+      [['expectations', 'update', '--target', 'sim', '--run', notJson, '--dir', dir], new RegExp(`^hil: ${notJson}: not a run record: HIL_REPORT_RUN_JSON_UNREADABLE: [^\\n]*\\n$`)],
+      [['compare', notJson, notJson], new RegExp(`^hil: ${notJson}: not a run record: HIL_REPORT_RUN_JSON_UNREADABLE: [^\\n]*\\n$`)],
+      [['dense', 'inspect', '/nonexistent.rdt'], "hil: cannot read /nonexistent.rdt: ENOENT: no such file or directory, open '/nonexistent.rdt'\n"],
+      [['weldplan', 'pack', '/nonexistent.json', '--out', join(dir, 'x.weldplan')], "hil: cannot read program document /nonexistent.json: ENOENT: no such file or directory, open '/nonexistent.json'\n"],
+      [['weldplan', 'pack', notJson, '--out', join(dir, 'x.weldplan')], new RegExp(`^hil: program document ${notJson}: json_syntax: [^\\n]*\\n$`)],
+      [['nightly', '--out', join(notJson, 'nights')], new RegExp(`^hil: --out ${notJson}/nights: cannot create ${notJson}/nights/[0-9-]+: ENOTDIR: [^\\n]*\\n$`)],
+    ];
+    for (const [args, line] of cases) {
+      const r = hil(...args);
+      expect([r.status, r.stdout], args.join(' ')).toEqual([2, '']);
+      if (typeof line === 'string') expect(r.stderr, args.join(' ')).toBe(line);
+      else expect(r.stderr, args.join(' ')).toMatch(line);
+    }
+    expect(readdirSync(dir)).toEqual(['run.json']);
+    expect(readFileSync(join(dir, 'run.json'), 'utf8')).toBe('the previous run\n');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('the faults --plant accepts are the sim driver\'s faults that take one axis and nothing else', () => {
   // Read as text, never imported: the harness does not depend on drivers/ (DESIGN.md rule 1).
   const table = readFileSync(join(fileURLToPath(new URL('..', import.meta.url)), 'drivers', 'faults.ts'), 'utf8');

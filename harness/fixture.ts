@@ -6,7 +6,7 @@ import { appendFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as allure from 'allure-js-commons';
-import { afterAll, afterEach, beforeAll, beforeEach, test as base } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, expect as vitestExpect, test as base } from 'vitest';
 import { HarnessError, verdictOfError } from './errors.ts';
 import { Cell } from './clients/cell.ts';
 import { epochNow, keptLoss, startKeeper } from './clients/keeper.ts';
@@ -66,6 +66,26 @@ const RUN_DIR = process.env.HIL_RUN_DIR ?? join(process.cwd(), 'reports', '.run'
 /** The file's targets this worker has opened (a shared target is settled after every test that may have used it). */
 const openTargets = new Set<Target>();
 
+/** The test files that declared cycleFree() (absolute paths: a worker runs many files in one module graph). */
+const cycleFreeFiles = new Set<string>();
+const currentFile = (): string => vitestExpect.getState().testPath ?? '';
+
+/**
+ * Declares, at the top of a test file, that no test of the file needs the file's cell to cycle on its own:
+ * they read Describe, Status and configuration, send requests the service or the core answers at once,
+ * and never arm, home, jog, run a motion, wait for a lease or any other deadline of the cell's time, or
+ * read telemetry or cycle timing. A target that can run the file's stack on a stepped clock then does
+ * (the sim target: `hil serve --clock stepped`, no cycle runs unless the test channel asks, so the stack
+ * costs no CPU while the file waits); every other target ignores it. Variants and stacks a test starts
+ * itself keep the clocks they ask for. A file that declares it wrongly fails on the sim target (a stepped
+ * cell never moves, never expires a lease), it cannot pass by it.
+ */
+export function cycleFree(): void {
+  const file = currentFile();
+  if (!file) throw new HarnessError('HIL_ERR_TARGET_OPTION', 'cycleFree() is called at the top of a test file, while vitest collects it');
+  cycleFreeFiles.add(file);
+}
+
 /**
  * A separately started system with the given options (harness/targets/variant.ts), closed at the end of
  * the test. On a target that cannot provide it the test skips with the target's reason; malformed options
@@ -94,7 +114,7 @@ export const test = base.extend<{
   ],
   target: [
     async ({}, use) => {
-      const target = await openTarget();
+      const target = await openTarget(process.env, cycleFreeFiles.has(currentFile()) ? { fileClock: 'stepped' } : {});
       openTargets.add(target);
       try {
         await use(target);

@@ -6,7 +6,7 @@ import { decodeUtf8Strict, isJsonObject, parseExact, stringifyExact } from '../o
 import type { JsonExact } from '../oracle/json.ts';
 import { blockSha256, decodeDense } from '../oracle/dense.ts';
 import { OracleError } from '../oracle/errors.ts';
-import { UsageError, wantsHelp } from './common.ts';
+import { InputError, UsageError, wantsHelp } from './common.ts';
 
 /**
  * hil dense inspect FILE. The verdict is the oracle decoder's (the first broken rule); the listing is
@@ -20,8 +20,8 @@ export function denseCommand(args: string[]): number {
   try {
     bytes = new Uint8Array(readFileSync(resolve(file)));
   } catch (e) {
-    process.stderr.write(`hil: cannot read ${file}: ${(e as Error).message}\n`);
-    return 1;
+    // A file that cannot be read is the user's to correct (exit 2); 1 is the verdict on a file read.
+    throw new InputError(`cannot read ${file}: ${(e as Error).message}`);
   }
   const out: string[] = [`file        ${file} (${bytes.length} bytes)`];
   let header: JsonExact | undefined;

@@ -5,7 +5,7 @@ import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { expectationProblems, updateExpectations, type ExpectationFile } from '../report/expectations.ts';
 import { ROOT, DEFAULT_REPORTS, UsageError, wantsHelp } from './common.ts';
-import { readRun } from './report.ts';
+import { readRunInput } from './report.ts';
 
 /** hil expectations update --target T [--run FILE]: the run's failures into fixtures/expectations/<target>.json. */
 export async function expectations(args: string[]): Promise<number> {
@@ -13,7 +13,7 @@ export async function expectations(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { target: { type: 'string' }, run: { type: 'string' }, dir: { type: 'string' } } });
   if (positionals[0] !== 'update' || positionals.length !== 1) throw new UsageError('expected: expectations update --target T');
   if (!values.target || !/^[a-z][a-z0-9+_.-]{0,63}$/.test(values.target)) throw new UsageError('--target T: the expectation file name (sim, sim+ethercat-fake, rig+bench-two-axis ...)');
-  const run = await readRun(values.run ?? join(DEFAULT_REPORTS, 'run.json'));
+  const run = await readRunInput(values.run ?? join(DEFAULT_REPORTS, 'run.json'));
   const file = join(values.dir ? resolve(values.dir) : join(ROOT, 'fixtures', 'expectations'), `${values.target}.json`);
   const current = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as ExpectationFile) : {};
   const problems = expectationProblems(current);

@@ -159,7 +159,8 @@ Collects the suites (without running them) and prints covered and pending counts
 
 Reads a robot.v4.dense-joint-trajectory.v1 file (document 2 part 2) with the harness's own decoder and
 prints its header, its segments (index, kind, sample count, block digest ok/bad) and the content digest
-check. Exit 0 when the file is valid, 1 with the reason label (document 2 part 7) when it is not.`,
+check. Exit 0 when the file is valid, 1 with the reason label (document 2 part 7) when it is not, 2 when it
+cannot be read.`,
   olp: `usage: hil olp serve [--listen HOST:PORT] [--catalogue FILE | --control-socket PATH] ...   (hil olp serve --help for details)`,
   planner: `usage: hil planner serve [--host H] [--port P] [--dense-store-dir DIR]   (hil planner serve --help for details)`,
   weldplan: `usage: hil weldplan pack PROGRAM.json --out FILE [--tooling FILE] [--step FILE] [--seal]

@@ -9,7 +9,7 @@ import { measurementText } from '../report/run-measurements.ts';
 import { DEFAULT_RSS_GROWTH_MIB, noteSoak, soak } from '../soak.ts';
 import { openTarget } from '../targets/index.ts';
 import type { BindingInput } from '../clients/control.ts';
-import { UsageError, wantsHelp } from './common.ts';
+import { InputError, UsageError, wantsHelp } from './common.ts';
 import { run } from './run.ts';
 import { readRun } from './report.ts';
 
@@ -36,7 +36,11 @@ export async function nightly(args: string[]): Promise<number> {
   const day = new Date().toISOString().slice(0, 10);
   let dated = join(out, day);
   for (let k = 2; existsSync(dated); k++) dated = join(out, `${day}-${k}`);
-  mkdirSync(dated, { recursive: true });
+  try {
+    mkdirSync(dated, { recursive: true });
+  } catch (e) {
+    throw new InputError(`--out ${args[outAt + 1]}: cannot create ${dated}: ${(e as Error).message}`);
+  }
   const code = await run([...runArgs, '--reports', join(dated, 'run'), '--blob', '--no-report', ...(record ? ['--record', join(dated, 'recordings')] : [])], false);
   process.stdout.write(record ? `nightly: recordings in ${join(dated, 'recordings')} (replay: hil run --target replay --recordings ${join(dated, 'recordings')})\n` : `nightly: the run is not recorded (${targetName === 'sim' ? '--no-record' : `only the sim target records; this is ${targetName}`})\n`);
   let soaked: { measurements: import('../measure.ts').MeasurementRecord[] } | undefined;

@@ -45,9 +45,9 @@ export function targetFromEnv(env: NodeJS.ProcessEnv = process.env): { name: Tar
   };
 }
 
-export async function openTarget(env: NodeJS.ProcessEnv = process.env): Promise<Target> {
+export async function openTarget(env: NodeJS.ProcessEnv = process.env, file: Pick<TargetOptions, 'fileClock'> = {}): Promise<Target> {
   const { name, options } = targetFromEnv(env);
-  return TARGETS[name].open(options);
+  return TARGETS[name].open({ ...options, ...file });
 }
 
 /**

@@ -185,12 +185,15 @@ export class SimTarget implements Target, PerTestHooks {
   private readonly isVariant: boolean;
   private readonly unregister: (() => void) | undefined;
   private closed = false;
+  /** How this target's own stack starts (a service restart starts it so again); variants build on `start`. */
+  private readonly own: StackStart;
 
   constructor(
     private stack: StackProcess,
     private readonly start: StackStart,
-    o: { recorder?: Recorder; session?: StackSession | null; variant?: boolean; perTest?: boolean } = {},
+    o: { recorder?: Recorder; session?: StackSession | null; variant?: boolean; perTest?: boolean; own?: StackStart } = {},
   ) {
+    this.own = o.own ?? start;
     this.testAgent = new Agent({ connect: { socketPath: stack.ready.test_channel } });
     this.recorder = o.recorder ?? Recorder.of('sim', {});
     this.name = this.recorder.mode === 'replay' ? 'replay' : 'sim';
@@ -240,7 +243,7 @@ export class SimTarget implements Target, PerTestHooks {
       throw new HarnessError('HIL_ERR_TARGET_UNSUPPORTED', `a ${this.recorder.mode === 'replay' ? 'replayed' : 'recorded'} stack cannot restart its service (a recording is one service session)`);
     }
     await this.stack.stop({ keepDir: true });
-    this.stack = await startStack(hostedByDefault({ ...this.start, reuseDir: this.stack.dir }));
+    this.stack = await startStack(hostedByDefault({ ...this.own, reuseDir: this.stack.dir }));
   }
 
   get address(): string {
@@ -333,8 +336,24 @@ export class SimTarget implements Target, PerTestHooks {
 async function openSim(o: TargetOptions): Promise<Target> {
   const recorder = Recorder.of('sim', o);
   const start = baseStart(o);
-  if (!recorder.perTest) return new SimTarget(await startStack(hostedByDefault(start)), start);
+  if (!recorder.perTest) {
+    const own = fileStart(start, o);
+    return new SimTarget(await startStack(hostedByDefault(own)), start, { own });
+  }
+  // A recorded or replayed run keeps the real-time clock its recordings are made on (docs/recording.md).
   return openPerTest(recorder, start);
+}
+
+/**
+ * The file's own stack: on the stepped clock when the file's tests need no cycle of it (fixture.ts
+ * cycleFree) and HIL_SERVE_ARGS chose no clock. An idle real-time core wakes 1000 times a second for the
+ * whole file, a few per cent of a core per stack, and a run keeps several stacks alive at once; a stepped
+ * core runs nothing between requests. A service restart keeps the clock; variants build on the base
+ * arguments and ask for their own clocks.
+ */
+export function fileStart(start: StackStart, o: Pick<TargetOptions, 'fileClock' | 'serveArgs'>): StackStart {
+  if (o.fileClock !== 'stepped' || (o.serveArgs ?? []).some((a) => a === '--clock' || a.startsWith('--clock='))) return start;
+  return { ...start, args: [...start.args, '--clock', 'stepped'] };
 }
 
 export const simTarget: TargetDescriptor = {

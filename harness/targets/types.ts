@@ -50,6 +50,11 @@ export interface TargetOptions {
   bench?: string;
   /** rig: the stack's driver (ethercat, or ethercat-fake to rehearse). */
   rigDriver?: string;
+  /**
+   * The file's tests need no cycle of the file's cell (harness/fixture.ts cycleFree): a target that can,
+   * starts the file's stack on this clock; the others ignore it.
+   */
+  fileClock?: 'stepped';
 }
 
 /** Where a target's weld planner answers (document 2), and what the harness may do with it. */

@@ -9,7 +9,7 @@
 //   allowed to command the cell may also send jog datagrams), the private test channel 0700/0600, set
 //   with chmod after creating, never left to the caller's umask (docs/profile.md "Sockets").
 
-import { chmod, lstat, mkdir, open, readFile, unlink } from 'node:fs/promises';
+import { chmod, link, lstat, mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -50,7 +50,7 @@ function alive(pid: number, start: string): boolean {
  * that others may write (a sticky or world-writable one like /tmp: anyone could replace the sockets) and
  * one another live service holds. Returns the release.
  */
-export async function takeSocketDir(dir: string): Promise<{ release(): Promise<void> }> {
+export async function takeSocketDir(dir: string, hooks: { beforeTakeover?: () => Promise<void> } = {}): Promise<{ release(): Promise<void> }> {
   await mkdir(dir, { recursive: true, mode: DIR_MODE });
   const st = await lstat(dir);
   if (!st.isDirectory()) throw new SocketDirRefused(`socket directory ${dir} is not a directory`);
@@ -58,16 +58,23 @@ export async function takeSocketDir(dir: string): Promise<{ release(): Promise<v
   const lock = join(dir, LOCK_NAME);
   const mine = `${process.pid} ${startTimeOf(process.pid)}\n`;
   for (let attempt = 0; ; attempt++) {
+    // The lock appears whole: written under a name of our own, then linked to its name (which fails when
+    // it exists), so no other start ever reads it half written.
+    const mineFile = `${lock}.${process.pid}`;
+    const f = await open(mineFile, 'w', 0o640);
     try {
-      const f = await open(lock, 'wx', 0o640);
-      try {
-        await f.writeFile(mine);
-      } finally {
-        await f.close();
-      }
+      await f.writeFile(mine);
+      await f.chmod(0o640);
+    } finally {
+      await f.close();
+    }
+    try {
+      await link(mineFile, lock);
       break;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    } finally {
+      await unlink(mineFile).catch(() => undefined);
     }
     const text = await readFile(lock, 'latin1').catch(() => '');
     const [pidText = '', start = ''] = text.trim().split(' ');
@@ -75,14 +82,21 @@ export async function takeSocketDir(dir: string): Promise<{ release(): Promise<v
     if (pid > 0 && alive(pid, start)) {
       throw new SocketDirRefused(`socket directory ${dir} is served by another hil serve (pid ${pid}); stop it first or give another --socket-dir`);
     }
-    // An empty lock may be one being written this instant: look again before calling it stale.
-    if (pid === 0 && attempt === 0) {
-      await new Promise((r) => setTimeout(r, 50));
-      continue;
-    }
     if (attempt >= 3) throw new SocketDirRefused(`socket directory ${dir}: cannot take the lock ${lock}`);
-    // Stale: its owner is gone. Remove it and try again (a start racing us for it then meets our lock).
-    await unlink(lock).catch(() => undefined);
+    await hooks.beforeTakeover?.();
+    // Stale: its owner is gone. Another start may have judged it stale too and already replaced it with
+    // its own lock since we read it, so it is not simply removed (that would remove the other start's
+    // lock, and both would serve): it is moved aside in one step, and only when what was moved is the
+    // stale lock we read does it stay removed; a live one is put back and judged again.
+    const aside = `${lock}.stale.${process.pid}`;
+    try {
+      await rename(lock, aside);
+    } catch {
+      continue; // gone already: another start took it over, or its owner released it
+    }
+    const moved = await readFile(aside, 'latin1').catch(() => '');
+    if (moved !== text) await link(aside, lock).catch(() => undefined);
+    await unlink(aside).catch(() => undefined);
   }
   // The modes, whatever the umask made of them: the directory before any socket is bound in it. A setgid
   // bit the operator gave it stays (the sockets then get the directory's group).

@@ -5,8 +5,11 @@
 // checks the digest first (document 2 part 7).
 
 import { postProgram } from '../program/upload.ts';
-import { covers, describe, expect, test } from '../../harness/fixture.ts';
+import { covers, cycleFree, describe, expect, test } from '../../harness/fixture.ts';
 import { REC, REF, SIDE, edited, join, q, qd, split, view, type Edit, type Header } from './reference.ts';
+
+// No test here needs the file's cell to cycle on its own (harness/fixture.ts cycleFree).
+cycleFree();
 
 const withHeader = (edit: (h: Header) => void) => () => edited({ header: edit });
 /** Change sample values in place, then recompute every block digest and the content digest. */

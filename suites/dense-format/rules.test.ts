@@ -6,10 +6,13 @@
 // encoder that the reference cell admits (suites/dense-format/reference.ts); where a 200 shows it, the
 // service's source_digest is compared with the content digest the harness computed.
 
-import { covers, describe, expect, test, type Description } from '../../harness/fixture.ts';
+import { covers, cycleFree, describe, expect, test, type Description } from '../../harness/fixture.ts';
 import { postProgram } from '../program/upload.ts';
 import { machineOf } from '../../harness/machine.ts';
 import { FLAGS_AT, REC, T_AT, base, baseSegments, denseFit, digestOf, edited, join, q, qd, split, view, type Edit, type Header } from './reference.ts';
+
+// No test here needs the file's cell to cycle on its own (harness/fixture.ts cycleFree).
+cycleFree();
 
 /** The next float64 above a positive x. */
 function up(x: number): number {

@@ -12,8 +12,11 @@ import { stringifyExact } from '../../harness/oracle/json.ts';
 import { checkGrant, checkReply, type CheckedReply } from '../../harness/oracle/reply.ts';
 import { catalogue } from '../../harness/catalogue/index.ts';
 import type { CapabilityEntry } from '../../harness/catalogue/types.ts';
-import { covers, describe, expect, inProfile, profile, test } from '../../harness/fixture.ts';
+import { covers, cycleFree, describe, expect, inProfile, profile, test } from '../../harness/fixture.ts';
 import { served, unservedReason, vehicle } from '../../harness/served.ts';
+
+// No test here needs the file's cell to cycle on its own (harness/fixture.ts cycleFree).
+cycleFree();
 
 const S = REQUEST_SCHEMA;
 /** Document 1 part 8: ordinary command body. */

@@ -15,8 +15,11 @@ import { isJsonObject, parseExact, stringifyExact, type JsonExact } from '../../
 import { checkGrant, type CheckedReply } from '../../harness/oracle/reply.ts';
 import { byId, catalogue } from '../../harness/catalogue/index.ts';
 import type { CapabilityEntry } from '../../harness/catalogue/types.ts';
-import { describe, expect, profile, test } from '../../harness/fixture.ts';
+import { cycleFree, describe, expect, profile, test } from '../../harness/fixture.ts';
 import { propertyRun } from '../../harness/property.ts';
+
+// No test here needs the file's cell to cycle on its own (harness/fixture.ts cycleFree).
+cycleFree();
 
 const S = REQUEST_SCHEMA;
 const LIMIT = 16384;

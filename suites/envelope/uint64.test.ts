@@ -11,8 +11,11 @@ import { REQUEST_SCHEMA } from '../../harness/clients/control.ts';
 import type { Session } from '../../harness/clients/cell.ts';
 import { stringifyExact } from '../../harness/oracle/json.ts';
 import { checkGrant, type CheckedReply } from '../../harness/oracle/reply.ts';
-import { covers, describe, expect, profile, test } from '../../harness/fixture.ts';
+import { covers, cycleFree, describe, expect, profile, test } from '../../harness/fixture.ts';
 import { served, unservedReason, vehicle } from '../../harness/served.ts';
+
+// No test here needs the file's cell to cycle on its own (harness/fixture.ts cycleFree).
+cycleFree();
 
 const S = REQUEST_SCHEMA;
 const U64_MAX = (1n << 64n) - 1n;

@@ -2,7 +2,10 @@
 // sequences restarting, sessions of the previous incarnation unknown, the retry cache gone.
 
 import { pollEvents } from '../../harness/clients/events.ts';
-import { covers, describe, expect, test } from '../../harness/fixture.ts';
+import { covers, cycleFree, describe, expect, test } from '../../harness/fixture.ts';
+
+// No test here needs the file's cell to cycle on its own (harness/fixture.ts cycleFree).
+cycleFree();
 
 describe('service restart', () => {
   test(

@@ -7,8 +7,11 @@
 import { request } from 'undici';
 import { catalogue, reason } from '../../harness/catalogue/index.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
-import { covers, describe, expect, remoteStacks, test } from '../../harness/fixture.ts';
+import { covers, cycleFree, describe, expect, remoteStacks, test } from '../../harness/fixture.ts';
 import { ownStacks, SKIP } from '../remote/probe.ts';
+
+// No test here needs the file's cell to cycle on its own (harness/fixture.ts cycleFree).
+cycleFree();
 
 const UNKNOWN = reason('unknown_endpoint').label;
 const SCHEMA = 'svc.rt-control.request.v1';

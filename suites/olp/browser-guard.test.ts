@@ -11,9 +11,12 @@ import type { AddressInfo } from 'node:net';
 import { readStatus, type StatusView } from '../../harness/clients/status.ts';
 import { eventCursor, eventsSince } from '../../harness/clients/events.ts';
 import { rawRequest, type RawReply } from '../../harness/clients/rawhttp.ts';
-import { profile, describe, expect, needsMotion } from '../../harness/fixture.ts';
+import { cycleFree, profile, describe, expect, needsMotion } from '../../harness/fixture.ts';
 import { chromiumPath, visits, type PageVisit } from '../../harness/report/browser.ts';
 import { BASE, cellStatus, olpTest as test, useOlp, type Olp } from './toolkit.ts';
+
+// No test here needs the file's cell to cycle on its own (harness/fixture.ts cycleFree).
+cycleFree();
 
 const MODEL = 'sim-nine-axis';
 

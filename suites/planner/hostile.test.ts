@@ -82,6 +82,31 @@ describe('early answers (profile)', () => {
   );
 
   test(
+    'a chunked plan body is answered 413 once it passes 64 MiB, and the server stops reading: an endless body is not read to its end',
+    profile('profile:planner.early_answers'),
+    async ({ planner, skip }) => {
+      const p = usePlanner({ skip }, planner);
+      needsStub({ skip }, p, 'the stub\'s 64 MiB body limit');
+      // No Content-Length: only counting the bytes tells the limit is passed. A server that reads a chunked
+      // body to its end answers only when the client stops (here at 256 MiB).
+      const cap = 256 * MiB;
+      const out = await heldBody(p.url, '/api/motion/plan', OCTETS, { capBytes: cap });
+      const why = out.reply ? `${out.reply.status} ${out.reply.text.slice(0, 200)}` : 'no reply';
+      expect(out.reply?.status, why).toBe(413);
+      expect(typeof out.reply?.json?.error, why).toBe('string');
+      expect(out.reply?.headers.connection, why).toBe('close');
+      // Answered after the limit was crossed, long before the client stopped.
+      expect(out.writtenAtReply, why).toBeGreaterThan(64 * MiB);
+      expect(out.writtenAtReply, why).toBeLessThan(cap);
+      // Closed by the server: what the client wrote is the limit, what the server throws away after its
+      // reply (at most the limit again) and what the sockets buffer, not the 256 MiB it would have sent.
+      expect(out.closedByServer, `${out.writtenAtClose} bytes written`).toBe(true);
+      expect(out.writtenAtClose).toBeLessThan(192 * MiB);
+      expect((await p.client.health()).status).toBe(200);
+    },
+  );
+
+  test(
     'an entry declaring 100 bytes that inflates to 1 GiB (a 1 MiB body) is refused BadZipFile as it crosses 100 bytes, and a plan queued behind it is planned',
     profile('profile:planner.inflate_bounded', 'profile:planner.container'),
     async ({ planner, skip }) => {
@@ -98,6 +123,24 @@ describe('early answers (profile)', () => {
       expect([r.status, errorOf(r)]).toEqual([422, 'BadZipFile: entry "workpiece.step" inflates past its declared size of 100 bytes']);
       const ok = await behind;
       expect(ok.status, ok.text.slice(0, 300)).toBe(200);
+      expect((await p.client.health()).status).toBe(200);
+    },
+  );
+});
+
+describe('path parameters (profile)', () => {
+  test(
+    'a digest with a malformed percent escape is a malformed digest, 422 with the expected form, and the planner stays up; a well-formed escape is decoded',
+    profile('profile:planner.path_escapes'),
+    async ({ planner, skip }) => {
+      const p = usePlanner({ skip }, planner);
+      for (const raw of ['%ZZ', '%', `sha256:${'0'.repeat(63)}%`, `sha256%3${'0'.repeat(64)}`, `sha256:${'0'.repeat(62)}%E2%82`, `sha256:${'0'.repeat(62)}%c0%ae`]) {
+        const r = await rawRequest(p.url, 'GET', `/api/motion/dense/${raw}`);
+        expect([raw, r.status], r.text.slice(0, 200)).toEqual([raw, 422]);
+        expect(r.text, raw).toContain('sha256:<64 hex>');
+      }
+      // The same digest with its colon escaped, and with a hex digit escaped, is looked up (nobody stored it).
+      for (const raw of [`sha256%3A${'0'.repeat(64)}`, `sha256:%30${'0'.repeat(63)}`]) expect([raw, (await rawRequest(p.url, 'GET', `/api/motion/dense/${raw}`)).status]).toEqual([raw, 404]);
       expect((await p.client.health()).status).toBe(200);
     },
   );

@@ -14,12 +14,15 @@ import { fileURLToPath } from 'node:url';
 import { eventCursor, eventsSince } from '../../harness/clients/events.ts';
 import { readStatus } from '../../harness/clients/status.ts';
 import { Cell } from '../../harness/clients/cell.ts';
-import { covers, describe, expect, profile, test, type Description } from '../../harness/fixture.ts';
+import { covers, cycleFree, describe, expect, profile, test, type Description } from '../../harness/fixture.ts';
 import { postProgram } from './upload.ts';
 import {
   CEIL, IDENT, axisOf, nineColumnsUnfit, digestOf, dwell, encodeProgram, executedPoints, move, normalisedDigest, rows, sampledHermite, withCol,
   type Marker, type ProgramFile,
 } from './files.ts';
+
+// No test here needs the file's cell to cycle on its own (harness/fixture.ts cycleFree).
+cycleFree();
 
 const LIMIT = 39298580;
 const Q0 = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8];
