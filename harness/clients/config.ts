@@ -32,6 +32,8 @@ export interface Run {
   code: number | null;
   stdout: string;
   stderr: string;
+  /** The harness ended the compiler at its own time bound (timeoutMs), ms it had run; undefined when it ended by itself. */
+  killedAfterMs?: number;
 }
 
 /** `hil config ...args` (the compiler program itself), collecting its output. */
@@ -42,11 +44,16 @@ export function hilConfig(args: string[], timeoutMs = 60_000): Promise<Run> {
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    const started = performance.now();
+    let killedAfterMs: number | undefined;
+    const timer = setTimeout(() => {
+      killedAfterMs = Math.round(performance.now() - started);
+      child.kill('SIGKILL');
+    }, timeoutMs);
     child.on('error', (e) => reject(new HarnessError('HIL_ERR_TOOL_FAILED', `cannot run hil config: ${e.message}`, { cause: e })));
     child.on('close', (code) => {
       clearTimeout(timer);
-      resolve({ code, stdout, stderr });
+      resolve({ code, stdout, stderr, ...(killedAfterMs !== undefined ? { killedAfterMs } : {}) });
     });
   });
 }
@@ -70,8 +77,14 @@ export function outcomes(stdout: string): Outcome[] {
  * (one line per file naming it, exit 1 exactly when one was refused) so callers can trust the list; a
  * compiler that breaks it is the system under test failing (HIL_ERR_TARGET_MALFORMED).
  */
-export async function compileMany(files: string[], out: string): Promise<Outcome[]> {
-  const r = await hilConfig(['compile-many', '--out', out, ...files]);
+export async function compileMany(files: string[], out: string, timeoutMs = 60_000): Promise<Outcome[]> {
+  const r = await hilConfig(['compile-many', '--out', out, ...files], timeoutMs);
+  // The documents give the compiler no time limit: one the harness ended at its own bound (a loaded host)
+  // broke no contract, and its cut-off output says nothing about the target.
+  if (r.killedAfterMs !== undefined) {
+    const done = r.stdout.split('\n').filter((l) => l !== '').length;
+    throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `hil config compile-many was ended by the harness after ${r.killedAfterMs} ms (its own bound, no documented limit) with ${done} of ${files.length} files done: a slow host, not a verdict on the compiler`, { detail: { killed_after_ms: r.killedAfterMs, done, files: files.length } });
+  }
   const list = outcomes(r.stdout);
   if (list.length !== files.length || list.some((o, i) => o.file !== files[i])) {
     throw new HarnessError('HIL_ERR_TARGET_MALFORMED', `compile-many gave ${list.length} lines for ${files.length} files (exit ${r.code})\n${r.stderr}`);

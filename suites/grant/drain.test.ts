@@ -4,6 +4,7 @@
 // stepped clock: no cycle runs until the test steps, so the stop stays admitted-but-undrained for as long as
 // the probes take (the service's 1 s native receipt bound is the only wall-time limit).
 
+import { afterEach } from 'vitest';
 import type { Session } from '../../harness/clients/cell.ts';
 import type { BindingInput } from '../../harness/clients/control.ts';
 import { checkGrant, type CheckedReply } from '../../harness/oracle/reply.ts';
@@ -11,6 +12,17 @@ import { covers, describe, expect, sharedVariant, test } from '../../harness/fix
 
 describe('fence during a stop drain (stepped clock)', () => {
   const v = sharedVariant<{ binding: BindingInput; axes: unknown[] }>({ clock: 'stepped' });
+  /** The stop a test admitted and has not drained yet (it ended early: an error, a failed check). */
+  let undrained: Promise<CheckedReply> | undefined;
+  // A stop left draining would refuse the next test's acquire ("no Stop draining", document 1 part 3) and
+  // turn one test's outcome into another's FAIL: whatever a test ended with, its stop drains after it.
+  afterEach(async () => {
+    const stop = undrained;
+    undrained = undefined;
+    if (!stop || v.cannot !== undefined) return;
+    await v.target.step!(20);
+    await stop.catch(() => undefined);
+  });
 
   /** Acquire, then admit a stop without letting the core run: returns the session and the pending stop. */
   async function stopping(): Promise<{ s: Session; stop: Promise<CheckedReply> }> {
@@ -18,6 +30,7 @@ describe('fence during a stop drain (stepped clock)', () => {
     // first generation, which a stopping grant accepts) keep a slow host from expiring it (README "Verdicts").
     const s = await v.cell.hold({ requested_lease_ms: 10_000n });
     const stop = v.cell.fenced('stop', s);
+    undrained = stop;
     // The service turns the grant stopping before it hands the stop to the core: renew shows it.
     let last: CheckedReply | undefined;
     for (let i = 0; i < 50; i++) {
@@ -32,6 +45,7 @@ describe('fence during a stop drain (stepped clock)', () => {
 
   async function drain(stop: Promise<CheckedReply>): Promise<void> {
     await v.target.step!(20);
+    if (undrained === stop) undrained = undefined;
     expect((await stop).status).toBe(200);
   }
 

@@ -84,7 +84,8 @@ describe('acquire', () => {
   });
 
   test('a second acquire while owned is refused with control_already_owned', covers('reason:control_already_owned', 'rule:service.single_controller'), async ({ cell }) => {
-    await cell.grant();
+    // Held (renewed from the keeper's thread): still owned when the second acquire arrives, however slow the host.
+    await cell.hold();
     const r = await cell.acquire();
     expect(r.status).toBe(409);
     expect(r.label).toBe('control_already_owned');
@@ -178,11 +179,14 @@ describe('acquire', () => {
   });
 
   test('an acquire retried with the same request_id and payload replays the grant; a changed payload conflicts', profile('profile:grant.acquire_retry', 'reason:request_id_conflict'), async ({ cell }) => {
-    const first = grantOf(await cell.acquire({ controller: 'retrying', request_id: 'acq-1' }));
-    const again = grantOf(await cell.acquire({ controller: 'retrying', request_id: 'acq-1' }));
+    // The first grant is held (renewed from the keeper's thread) so that it is still owned when the retries
+    // arrive on a slow host; the retries repeat its payload exactly, the lease asked for included.
+    const fields = { controller: 'retrying', request_id: 'acq-1', requested_lease_ms: 10_000n };
+    const first = await cell.hold(fields);
+    const again = grantOf(await cell.acquire(fields));
     expect(again.session).toBe(first.session);
     expect(again.generation).toBe(first.generation);
-    const changed = await cell.acquire({ controller: 'someone-else', request_id: 'acq-1' });
+    const changed = await cell.acquire({ ...fields, controller: 'someone-else' });
     expect(changed.label).toBe('request_id_conflict');
   });
 });
@@ -442,7 +446,7 @@ describe('mark_telemetry', () => {
   test('mark_telemetry returns a sequence and publishes telemetry_mark with label, sequence and generation', covers('rule:op.mark_telemetry.event', 'event:telemetry_mark', 'field:Response.sequence'), async ({ cell, client, description, skip }) => {
     const reason = unservedReason(description, 'mark_telemetry');
     if (reason) skip(reason);
-    const s = await cell.grant();
+    const s = await cell.hold(); // renewed from the keeper's thread: the test is about the mark, not the lease
     const cursor = await eventCursor(client);
     const r = await cell.fenced('mark_telemetry', s, { label: 'weld start ✓' });
     expect(r.status).toBe(200);

@@ -44,10 +44,11 @@ interface Stack {
   close(): Promise<void>;
   /**
    * The input deadlines the harness gave the core (host ns): each begin_jog's (its deadline, shortened
-   * to origin + input age) and each frame's (capture + input age), with when it was sent, for judging a
-   * jog that expired under the test (hostJogExpiry).
+   * to origin + input age) and each accepted frame's (capture + input age), with when it was sent and,
+   * for a frame, when the ingress had counted it accepted, for judging a jog that expired under the test
+   * (hostJogExpiry). A refused frame gives no deadline (document 1 part 3: only accepted input is fresh input).
    */
-  inputs: Array<{ sent: bigint; deadline: bigint }>;
+  inputs: Array<{ sent: bigint; deadline: bigint; acked?: bigint }>;
 }
 
 const J1 = 0;
@@ -144,7 +145,9 @@ async function hostJogExpiry(st: Stack, from: bigint, e: unknown): Promise<Harne
     const j = jogOf(ev);
     const at = BigInt(j.host_ns as bigint);
     const deadline = BigInt(j.input_deadline_host_ns as bigint);
-    const given = st.inputs.filter((x) => x.sent <= at).reduce((m, x) => (x.deadline > m ? x.deadline : m), 0n);
+    // The freshest deadline of the inputs the target had acknowledged before this one passed: a frame the
+    // ingress counted only after the deadline (the harness sent it late) cannot have kept the jog alive.
+    const given = st.inputs.filter((x) => (x.acked ?? x.sent) <= deadline).reduce((m, x) => (x.deadline > m ? x.deadline : m), 0n);
     if (given === 0n || at <= deadline || deadline < given) continue;
     const last = st.inputs.filter((x) => x.sent <= at).reduce((m, x) => (x.sent > m ? x.sent : m), 0n);
     const first = String((e as Error)?.message ?? e).split('\n')[0];
@@ -162,12 +165,23 @@ async function ready(st: Stack): Promise<Session> {
   const s = await st.cell.hold({ requested_lease_ms: 10_000 });
   const all = (1 << st.axes.length) - 1;
   expect((await st.cell.fenced('enable', s, { axis_mask: all })).status).toBe(200);
+  // The stepped core answers the arm only once the harness steps it (the drives reach operation enabled
+  // over those cycles); the service waits 1 s for the native receipt (docs/profile.md "Native receipts").
+  // An arm refused without its receipt after the harness took longer than that to step says nothing.
+  const sent = performance.now();
   const arm = st.cell.fenced('arm', s);
   await st.step(20);
+  const stepped = performance.now();
   const a = await arm;
-  expect(a.status, a.reply.error).toBe(200);
+  await hostBound(
+    { rule: 'docs/profile.md "Native receipts": the receipt of arm within 1 s (a stepped core answers when stepped)', marginMs: RECEIPT_MS, measured: () => ({ ms: stepped - sent, what: 'from the arm sent to the end of the step that lets the core answer it' }) },
+    async () => expect(a.status, a.reply.error).toBe(200),
+  );
   return s;
 }
+
+/** How long the service waits for the core's native receipt (docs/profile.md "Native receipts"). */
+const RECEIPT_MS = 1_000;
 
 function beginFields(st: Stack, mask: number, deadlineAfterNs = 200_000_000n) {
   const origin = hostNs();
@@ -208,15 +222,22 @@ const velocities = (st: Stack, axis: number, v: number) => st.axes.map((_, i) =>
 function frame(st: Stack, s: Session, jg: bigint, seq: bigint, v: number[], over: Partial<JogFrame> = {}): Buffer {
   const now = hostNs();
   const f = { session: s.session, generation: s.generation, jogGeneration: jg, sourceSequence: seq, captureHostNs: now, velocity: v, ...over };
-  st.inputs.push({ sent: now, deadline: BigInt(f.captureHostNs) + st.maxAgeNs });
-  return encodeJogFrame(f);
+  const buf = encodeJogFrame(f);
+  built.set(buf, { sent: now, deadline: BigInt(f.captureHostNs) + st.maxAgeNs });
+  return buf;
 }
 
-/** Send one frame and wait until the ingress has counted it. */
+/** The input deadline each frame built by `frame` would give when accepted, and when it was built. */
+const built = new WeakMap<Buffer, { sent: bigint; deadline: bigint }>();
+
+/** Send one frame and wait until the ingress has counted it; an accepted one is noted as input given. */
 async function send(st: Stack, buf: Buffer): Promise<Record<string, unknown>> {
-  const before = (await readJogIngress(st.client)).received as bigint;
+  const before = await readJogIngress(st.client);
   await st.sender.send(buf);
-  return waitIngress(st.client, before + 1n);
+  const after = await waitIngress(st.client, (before.received as bigint) + 1n);
+  const input = built.get(buf);
+  if (input && (after.accepted as bigint) > (before.accepted as bigint)) st.inputs.push({ ...input, acked: hostNs() });
+  return after;
 }
 
 
@@ -456,8 +477,16 @@ describe('jog.sock frames', () => {
       await withStack(variant, async (st) => {
         const s = await ready(st);
         const jg = await begin(st, s, 1 << J1);
+        const opened = st.inputs.at(-1)!; // the begin's origin and input deadline
         const v = velocities(st, J1, 0.1);
-        expect(await send(st, frame(st, s, jg, 5n, velocities(st, J1, 0)))).toMatchObject({ accepted: 1n });
+        const first = await send(st, frame(st, s, jg, 5n, velocities(st, J1, 0)));
+        const counted = hostNs();
+        // The first frame must reach the ingress before the begin's input deadline (document 1 part 3 "Jog
+        // session"): one counted after it was refused for the harness's lateness, not the target's.
+        await hostBound(
+          { rule: 'document 1 part 3 "Jog session": input before the begin\'s deadline', marginMs: Number(opened.deadline - opened.sent) / 1e6, measured: () => ({ ms: Number(counted - opened.sent) / 1e6, what: "from the begin's origin to the first frame counted" }) },
+          async () => expect(first).toMatchObject({ accepted: 1n }),
+        );
         // frames are built when sent (capture times stay fresh however slow the machine is)
         const cases: Array<[string, () => Buffer]> = [
           ['jog_frame_oversize', () => Buffer.concat([frame(st, s, jg, 6n, v), Buffer.alloc(4097 - frame(st, s, jg, 6n, v).length)])],

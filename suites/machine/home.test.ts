@@ -5,7 +5,7 @@ import { request } from 'undici';
 import { stringifyExact } from '../../harness/oracle/json.ts';
 import { REQUEST_SCHEMA } from '../../harness/clients/control.ts';
 import { readStatus, waitStatus } from '../../harness/clients/status.ts';
-import { covers, describe, expect, inProfile, needsMotion, sharedVariant, test, type Description } from '../../harness/fixture.ts';
+import { covers, describe, expect, hostBound, inProfile, needsMotion, sharedVariant, test, type Description } from '../../harness/fixture.ts';
 import { HarnessError } from '../../harness/errors.ts';
 import { latestSequence, recordsSince } from '../../harness/clients/telemetry.ts';
 import { machineOf, needs } from '../../harness/machine.ts';
@@ -22,9 +22,11 @@ const homeable = (d: object, from: number) => {
   return (h[from] ?? h.filter((a) => a !== other).at(-1) ?? other)?.index;
 };
 const NO_HOME = 'the cell has no axis with native Home (Describe native_home)';
+/** How long Home may take (document 1 part 4 home: "waits up to 60 s"), ms. */
+const HOME_WAIT_MS = 60_000;
 
 describe('Home lifetime', () => {
-  test('a Home whose HTTP reply is lost (client gone) still completes', covers('rule:op.home.reply_loss'), async ({ target, client, cell, description, skip }) => {
+  test('a Home whose HTTP reply is lost (client gone) still completes', { ...covers('rule:op.home.reply_loss'), timeout: 2 * HOME_WAIT_MS + 30_000 }, async ({ target, client, cell, description, skip }) => {
     needsMotion({ skip }, target);
     const J5 = needs(skip, homeable(description, 4), NO_HOME);
     const before = await readStatus(client);
@@ -37,10 +39,15 @@ describe('Home lifetime', () => {
       headers: { 'content-type': 'application/json' },
       body: stringifyExact({ schema: REQUEST_SCHEMA, operation: 'home', session: s.session, generation: s.generation, axis_mask: 1 << J5 }),
     }).catch((e: unknown) => e);
-    await waitStatus(client, (x) => x.commissioning.phase === 'homing', 2_000);
+    // The reply is cut once Home runs (phase homing), however long the request takes to get there on a
+    // loaded host; a request answered before that was not lost, and what it said fails the test below.
+    let settled = false;
+    void pending.then(() => (settled = true));
+    await waitStatus(client, (x) => settled || x.commissioning.phase === 'homing', HOME_WAIT_MS);
     abort.abort();
     await pending;
-    const st = await waitStatus(client, (x) => x.core!.home_epoch > before.core!.home_epoch, 5_000);
+    // Home runs to its end without its client; it may take up to the documented 60 s (document 1 part 4 home).
+    const st = await waitStatus(client, (x) => x.core!.home_epoch > before.core!.home_epoch, HOME_WAIT_MS);
     expect(st.core!.home_epoch).toBeGreaterThan(before.core!.home_epoch);
     expect(Number(st.core!.home_valid_mask) & (1 << J5)).toBe(1 << J5);
   });
@@ -66,6 +73,7 @@ describe('Home lifetime', () => {
     const t0 = performance.now();
     const s = await cell.grant({ requested_lease_ms: leaseMs });
     const sentMs = performance.now() - t0;
+    const homeSent = performance.now();
     const r = await cell.fenced('home', s, { axis_mask: 1 << J6 });
     expect(r.status).toBe(409);
     // A lease refusal means the lease ran out before the Home request was admitted: the harness was too slow.
@@ -75,7 +83,22 @@ describe('Home lifetime', () => {
     // Home began: the drive was switched to homing mode (CiA 402 modes of operation display 6 in the
     // capture records) before the lease ran out, so this is Home cancelled, not a refusal at admission.
     const recs = await recordsSince(client, from);
-    expect(recs.some((x) => x.ax[J6]!.mode_display === 6), 'the axis never entered homing mode: Home did not begin').toBe(true);
+    // The premise is that Home reaches the drives inside the lease. When it did not, the harness sending
+    // the Home late, or the core not cycling (the reference stack's core on the harness's own host: its
+    // longest gap between cycles up to the lease's deadline, from its records), for more than half the
+    // lease says nothing about the target: HIL_ERR_HOST_TOO_SLOW with the figures.
+    const deadline = s.grant.deadline_host_ns;
+    let coreGapMs = 0;
+    for (let k = 1; k < recs.length && recs[k - 1]!.t_ns <= deadline; k++) coreGapMs = Math.max(coreGapMs, Number(recs[k]!.t_ns - recs[k - 1]!.t_ns) / 1e6);
+    const homeLate = homeSent - t0;
+    await hostBound(
+      {
+        rule: 'document 1 part 4 home under a lease that runs out: Home reaches the drives inside the lease',
+        marginMs: Number(leaseMs) / 2,
+        measured: () => (homeLate >= coreGapMs ? { ms: homeLate, what: 'from the acquire sent to the Home sent' } : { ms: coreGapMs, what: "the core's longest gap between cycles before the deadline" }),
+      },
+      async () => expect(recs.some((x) => x.ax[J6]!.mode_display === 6), 'the axis never entered homing mode: Home did not begin').toBe(true),
+    );
     // ... and ended by the lease, not by its own outcome: no record of homing attained.
     expect(recs.some((x) => x.ax[J6]!.mode_display === 6 && (x.ax[J6]!.statusword & 0x1000) !== 0), 'homing attained: Home ran to its end').toBe(false);
     // The refusal is Home's own failure answer (cancelled).

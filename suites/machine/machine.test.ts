@@ -546,7 +546,7 @@ describe('restore_anchor', () => {
     await target.restartCore();
     const st0 = await waitStatus(client, (x) => x.core !== null && x.daemon_incarnation !== before);
     expect(Number(st0.core!.home_valid_mask) & mask(homed)).toBe(0);
-    const s2 = await cell.grant();
+    const s2 = await cell.hold(); // renewed from the keeper's thread: a restore on a loaded host may outlast one lease
     const r = await cell.fenced('restore_anchor', s2, { axis_mask: mask(homed) });
     expect(r.status, r.reply.error).toBe(200);
     expect(r.reply.sequence).toBeGreaterThan(0n);
