@@ -12,7 +12,7 @@ import { Cell } from './clients/cell.ts';
 import { epochNow, keptLoss, startKeeper } from './clients/keeper.ts';
 import { readStatus, waitStatus } from './clients/status.ts';
 import { eventsSince } from './clients/events.ts';
-import { judgeBusStall, STALL_WINDOW_AFTER_MS, STALL_WINDOW_BEFORE_MS } from './clients/bus-stalls.ts';
+import { judgeBusStall, STALL_WINDOW_AFTER_MS } from './clients/bus-stalls.ts';
 import type { ControlClient } from './clients/control.ts';
 import { stringifyExact } from './oracle/json.ts';
 import { openTarget, targetFromEnv, variantsFromEnv, type Target, type VariantOptions } from './targets/index.ts';
@@ -246,9 +246,9 @@ async function busStallOf(target: Target, task: object): Promise<string | undefi
       latched,
       events,
       injections: target.injections ?? [],
-      stallAround(tNs) {
+      stallAround(tNs, beforeMs) {
         const tMs = performance.now() - Number(process.hrtime.bigint() - tNs) / 1e6;
-        const w = lateness.window(tMs - STALL_WINDOW_BEFORE_MS, tMs + STALL_WINDOW_AFTER_MS);
+        const w = lateness.window(tMs - beforeMs, tMs + STALL_WINDOW_AFTER_MS);
         return w.samples ? w.max_ms : undefined;
       },
     });

@@ -37,10 +37,14 @@ describe('a bus fault the host caused (judgeBusStall)', () => {
     expect(judgeBusStall(evidence({ latched: PDO_STALE | WORKING_COUNTER, events, stallAround: (t) => (t === 1_000n ? 40 : 2) }))).toBeUndefined();
   });
 
-  it('any other fault held beside it leaves the failure standing', () => {
-    const events = [latch(3, 1_000n, PDO_STALE, 'pdo_stale'), latch(4, 2_000n, FOLLOWING_ERROR, 'following_error')];
-    expect(judgeBusStall(evidence({ latched: PDO_STALE | FOLLOWING_ERROR, events }))).toBeUndefined();
-    expect(judgeBusStall(evidence({ latched: FOLLOWING_ERROR, events }))).toBeUndefined();
+  it('a following error a stalled core caused counts, looked for further back (its timeout); any other fault held beside them leaves the failure standing', () => {
+    const fe = [latch(4, 2_000n, FOLLOWING_ERROR, 'following_error')];
+    const windows: number[] = [];
+    expect(judgeBusStall(evidence({ latched: FOLLOWING_ERROR, events: fe, stallAround: (_t, before) => (windows.push(before), 40) }))).toMatch(/following_error/);
+    expect(windows).toEqual([300]);
+    const events = [latch(3, 1_000n, PDO_STALE, 'pdo_stale'), latch(4, 2_000n, 1n, 'drive_fault')];
+    expect(judgeBusStall(evidence({ latched: PDO_STALE | 1n, events }))).toBeUndefined();
+    expect(judgeBusStall(evidence({ latched: 1n, events }))).toBeUndefined();
   });
 
   it('a condition injected and still in force when it latched makes it the injection\'s; one cleared before, or injected after, does not', () => {

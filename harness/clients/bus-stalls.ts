@@ -2,19 +2,30 @@
 // the sim target simulates its bus on the harness's own host: the fake EtherCAT master cycles in a thread of
 // the stack, and when the host gives that thread no CPU for a few cycles the core sees its feedback go stale
 // and latches pdo_stale, or a working counter short of the expected one (docs/profile.md "Execution fault
-// bits": both latch within a few cycles of a stalled bus). That is the stack doing what it must with a bus
-// that stalled; the stall was the host's. A test that then fails because the cell is faulted (an enable
+// bits": both latch within a few cycles of a stalled bus); a core left without CPU for tens of cycles jumps
+// its setpoints and its simulated drive trips on following error. That is the stack doing what it must with
+// a bus or a cycle that stalled; the stall was the host's. A test that then fails because the cell is faulted (an enable
 // refused not_ready: latched faults) says nothing about the target.
 //
-// judgeBusStall decides it from evidence only: every fault latched when the test failed is one of those two,
+// judgeBusStall decides it from evidence only: every fault latched when the test failed is one of those,
 // no injected condition was in force when it latched (the last injection before it was a clear), and the harness's own event loop (harness/lateness.ts) was
 // stalled around the moment it latched, past the window in which the stack latches. Otherwise the failure
 // stands: a stack that latches such a fault on a quiet host, or any other fault, still FAILs.
 
 import type { CellEvent } from './events.ts';
 
-/** Profile fault names a stalled simulated bus latches (docs/profile.md "Execution fault bits"). */
-export const BUS_STALL_FAULTS: ReadonlySet<string> = new Set(['pdo_stale', 'working_counter']);
+/**
+ * Fault names a stall on this host latches, each with how long before the latch the stall may have been, ms:
+ * a stalled simulated bus latches pdo_stale or working_counter within a few cycles (docs/profile.md
+ * "Execution fault bits"); a core late by tens of cycles jumps its setpoints, and the simulated drive's
+ * following error (document 1 fault bit 5) latches once it has stayed past the limit for the axis's
+ * following_error_timeout_ms (50-100 ms in the fixtures).
+ */
+export const HOST_STALL_FAULTS: ReadonlyMap<string, number> = new Map([
+  ['pdo_stale', 100],
+  ['working_counter', 100],
+  ['following_error', 300],
+]);
 
 /**
  * How long the harness's loop must have stalled around the latch for the host to take the blame, ms: the
@@ -22,8 +33,7 @@ export const BUS_STALL_FAULTS: ReadonlySet<string> = new Set(['pdo_stale', 'work
  * 5 stale cycles, 8 ms at the 1 ms cycle.
  */
 export const BUS_STALL_MS = 8;
-/** The window around the latch in which the harness's stall is looked for, ms before and after it. */
-export const STALL_WINDOW_BEFORE_MS = 100;
+/** How long after the latch a stall still counts (the latch itself may have waited for the CPU), ms. */
 export const STALL_WINDOW_AFTER_MS = 20;
 
 export interface BusStallEvidence {
@@ -33,8 +43,8 @@ export interface BusStallEvidence {
   events: readonly CellEvent[];
   /** What the run injected into this target through its test channel, in order, with the host time of each. */
   injections: readonly { kind: string; at_ns: bigint }[];
-  /** The harness's worst event-loop stall in [t - before, t + after] around a host time t (ns), ms; undefined when not sampled. */
-  stallAround(tNs: bigint): number | undefined;
+  /** The harness's worst event-loop stall in [t - beforeMs, t + STALL_WINDOW_AFTER_MS] around a host time t (ns), ms; undefined when not sampled. */
+  stallAround(tNs: bigint, beforeMs: number): number | undefined;
 }
 
 interface FaultPayload {
@@ -55,13 +65,14 @@ export function judgeBusStall(e: BusStallEvidence): string | undefined {
     const value = bits & -bits;
     // The latest latch of this bit is the one still held.
     const last = latches.filter((x) => x.f.bit === value).reduce<(typeof latches)[number] | undefined>((a, x) => (!a || x.at > a.at ? x : a), undefined);
-    if (!last || !BUS_STALL_FAULTS.has(last.f.name as string)) return undefined;
+    const before = last ? HOST_STALL_FAULTS.get(last.f.name as string) : undefined;
+    if (!last || before === undefined) return undefined;
     // An injected condition still in force when it latched (not cleared since) makes it the injection's.
-    const before = e.injections.filter((i) => i.at_ns <= last.at);
-    if (before.length > 0 && before[before.length - 1]!.kind !== 'clear') return undefined;
-    const stall = e.stallAround(last.at);
+    const injected = e.injections.filter((i) => i.at_ns <= last.at);
+    if (injected.length > 0 && injected[injected.length - 1]!.kind !== 'clear') return undefined;
+    const stall = e.stallAround(last.at, before);
     if (stall === undefined || stall < BUS_STALL_MS) return undefined;
     parts.push(`${last.f.name as string} (axes ${typeof last.f.axis_mask === 'bigint' ? `0x${last.f.axis_mask.toString(16)}` : '?'}) while the harness's own event loop was stalled ${stall} ms`);
   }
-  return `the reference stack simulates its bus on this host and latched ${parts.join(', ')} around that moment (a stalled bus latches within ${BUS_STALL_MS} ms; no injected condition was in force): the host was too slow for the bus, so what failed because the cell was faulted says nothing about the target`;
+  return `the reference stack simulates its bus on this host and latched ${parts.join(', ')} around that moment (a stall of ${BUS_STALL_MS} ms latches it; no injected condition was in force): the host was too slow for the simulated cell, so what failed because the cell was faulted says nothing about the target`;
 }
