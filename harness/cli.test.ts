@@ -154,7 +154,9 @@ test('weldplan pack writes the container the harness packer builds, --seal fills
     const s = hil('weldplan', 'pack', join(dir, 'p.json'), '--out', join(dir, 's.weldplan'), '--seal');
     expect(s.status, s.stderr).toBe(0);
     expect(s.stdout).toContain(`program_digest ${programDigest(unsealed)}`);
-    expect(hil('weldplan', 'pack', join(dir, 'missing.json'), '--out', join(dir, 'x')).status).toBe(1);
+    // A missing input is bad input: one line and exit 2 (the bad-input test above has the rule).
+    const missing = hil('weldplan', 'pack', join(dir, 'missing.json'), '--out', join(dir, 'x'));
+    expect([missing.status, missing.stderr.trim().split('\n').length]).toEqual([2, 1]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
