@@ -339,8 +339,11 @@ describe('point velocities', () => {
       for (const r of exec) {
         const tauMin = Number(r.t_ns - t0) / 1e9 - 0.0001;
         const tauMax = Number(r.t_ns - tPrev) / 1e9 + 0.0001;
-        const lo = Math.min(at(tauMin), at(tauMax)) * cpu;
-        const hi = Math.max(at(tauMin), at(tauMax)) * cpu;
+        // The curve's range over [tauMin, tauMax]: its ends, and its peak at T / 2 when the span holds it
+        // (the curve is not monotonic there, so the ends alone understate the range).
+        const values = [at(tauMin), at(tauMax), ...(tauMin <= T / 2 && T / 2 <= tauMax ? [at(T / 2)] : [])].map((x) => x * cpu);
+        const lo = Math.min(...values);
+        const hi = Math.max(...values);
         const tgt = r.ax[0]!.target;
         expect(tgt, `cycle ${r.seq}: target on the Hermite curve of the given velocities`).toBeGreaterThanOrEqual(Math.floor(Math.min(lo, hi)) - 1);
         expect(tgt, `cycle ${r.seq}: target on the Hermite curve of the given velocities`).toBeLessThanOrEqual(Math.ceil(Math.max(lo, hi)) + 1);
