@@ -5,9 +5,9 @@
 import { checkGrant } from '../../harness/oracle/reply.ts';
 import { eventCursor, waitForEvent } from '../../harness/clients/events.ts';
 import { mask, readStatus, waitStatus, type StatusView } from '../../harness/clients/status.ts';
-import type { Cell, Session } from '../../harness/clients/cell.ts';
+import { Cell, type Session } from '../../harness/clients/cell.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
-import { covers, describe, expect, inProfile, needsFaults, needsMotion, profile, recoveringTest } from '../../harness/fixture.ts';
+import { covers, describe, expect, hostBound, inProfile, needsFaults, needsMotion, profile, recoveringTest } from '../../harness/fixture.ts';
 import { latestSequence, recordsSince } from '../../harness/clients/telemetry.ts';
 import { machineOf, needs } from '../../harness/machine.ts';
 
@@ -58,6 +58,9 @@ async function armed(cell: Cell, client: ControlClient, n: number): Promise<Sess
   expect(r.status, r.reply.error).toBe(200);
   return s;
 }
+
+/** The homing run of the reference stack's slowed variant (hil serve --sim-homing-ms), ms. */
+const HOMING_MS = 3_000;
 
 /** Targets that start the reference stack with an anchor directory of its own (empty at its start). */
 const REFERENCE_STACKS: ReadonlySet<string> = new Set(['sim', 'replay']);
@@ -290,15 +293,35 @@ describe('home', () => {
     expect((await cell.fenced('renew', s)).label).toBe('control_session_stale');
   });
 
-  test('mark_telemetry is answered while a Home runs', covers('rule:op.mark_telemetry.no_motion_lock'), async ({ cell, client, target, description, skip }) => {
+  test('mark_telemetry is answered while a Home runs', covers('rule:op.mark_telemetry.no_motion_lock'), async ({ cell: fileCell, client: fileClient, target, description, skip, variant }) => {
     needsMotion({ skip }, target);
     const J3 = needs(skip, roles(description).home(2), NO_HOME);
-    const s = await cell.hold();
-    const home = cell.fenced('home', s, { axis_mask: mask([J3]) });
-    await waitStatus(client, (x) => x.commissioning.phase === 'homing', 2_000);
-    const mark = await cell.fenced('mark_telemetry', s, { label: 'during home' });
-    expect(mark.status).toBe(200);
-    expect((await home).status).toBe(200);
+    // On the reference stack a homing run of 3 s (hil serve --sim-homing-ms): the Home surely still runs
+    // while the mark is sent and answered. Elsewhere the cell's own Home (seconds on real drives).
+    const slow = target.cannotProvide({ homingMs: HOMING_MS }) === undefined ? await variant({ homingMs: HOMING_MS }) : undefined;
+    const client = slow ? slow.client() : fileClient;
+    const cell = slow ? new Cell(client, description.binding) : fileCell;
+    try {
+      const s = await cell.hold();
+      let homeAnswered = false;
+      const home = cell.fenced('home', s, { axis_mask: mask([J3]) });
+      void home.then(
+        () => (homeAnswered = true),
+        () => (homeAnswered = true),
+      );
+      const st = await waitStatus(client, (x) => x.commissioning.phase === 'homing' || homeAnswered, 10_000);
+      skip(st.commissioning.phase !== 'homing', 'the Home ended before a status read saw it run: the mark could not be sent while it ran');
+      // A mark held until the Home ends (a motion lock on it) is answered after the Home's reply. Within
+      // the homing run less a margin the harness's own stall is what could reorder the two.
+      await hostBound({ rule: 'document 1 part 4 mark_telemetry: no motion lock', marginMs: HOMING_MS / 2 }, async () => {
+        const mark = await cell.fenced('mark_telemetry', s, { label: 'during home' });
+        expect(mark.status, mark.reply.error).toBe(200);
+        expect(homeAnswered, 'the Home was still running when mark_telemetry was answered').toBe(false);
+      });
+      expect((await home).status).toBe(200);
+    } finally {
+      if (slow) await cell.cleanup();
+    }
   });
 
   test('a Home that finds the machine armed or other axes enabled at anchor capture answers anchor_source_invalid', covers('reason:anchor_source_invalid', 'rule:op.home.saves_anchors'), async ({ cell, client, target, description, skip }) => {
