@@ -10,9 +10,10 @@ import { afterAll, afterEach, beforeAll, beforeEach, expect as vitestExpect, tes
 import { HarnessError, verdictOfError } from './errors.ts';
 import { Cell } from './clients/cell.ts';
 import { epochNow, keptLoss, startKeeper } from './clients/keeper.ts';
-import { readStatus, waitStatus } from './clients/status.ts';
+import { waitStatus } from './clients/status.ts';
 import { eventsSince } from './clients/events.ts';
-import { judgeBusStall, STALL_WINDOW_AFTER_MS } from './clients/bus-stalls.ts';
+import { judgeBusStall, latchedDuring, STALL_WINDOW_AFTER_MS } from './clients/bus-stalls.ts';
+import { liveTargets } from './targets/live.ts';
 import type { ControlClient } from './clients/control.ts';
 import { stringifyExact } from './oracle/json.ts';
 import { openTarget, targetFromEnv, variantsFromEnv, type Target, type VariantOptions } from './targets/index.ts';
@@ -155,11 +156,6 @@ export const test = base.extend<{
       const loss = cell.grantLoss();
       if (loss && !loss.target) t.meta.hostTooSlow ??= loss.text;
       else if (loss) process.stderr.write(`${t.fullName}: ${loss.text}\n`);
-      // A cell faulted by its simulated bus stalling on this host (harness/clients/bus-stalls.ts).
-      if (t.meta.hostTooSlow === undefined) {
-        const stall = await busStallOf(target, t);
-        if (stall) t.meta.hostTooSlow = stall;
-      }
     });
     try {
       await use(cell);
@@ -193,10 +189,18 @@ export const test = base.extend<{
       // test held it (the fixture's, a variant's, a stepped stack's: harness/clients/keeper.ts keptLoss);
       // one the target expired although renewed in time is named beside the failure, which stands.
       const startedEpoch = epochNow();
+      const startedNs = process.hrtime.bigint();
       onTestFailed(async ({ task: t }) => {
         const loss = await keptLoss(startedEpoch);
         if (loss && !loss.target) t.meta.hostTooSlow = loss.text;
         else if (loss) process.stderr.write(`${t.fullName}: ${loss.text}\n`);
+        // A cell faulted by its simulated bus or core stalling on this host, whichever open stack the test
+        // used (the file's, a variant, a file's shared variant: harness/clients/bus-stalls.ts).
+        for (const target of liveTargets()) {
+          if (t.meta.hostTooSlow !== undefined) break;
+          const stall = await busStallOf(target, startedNs);
+          if (stall) t.meta.hostTooSlow = stall;
+        }
       });
       // The harness's own lateness while the test ran, for run.json and the report's environment (noted when
       // the test finishes: meta set in a fixture's teardown does not always reach the reporter).
@@ -224,24 +228,20 @@ export const test = base.extend<{
   ],
 });
 
-/** execution_fault_reasons read as a failed test ended, before its recovery reset them (recoveringTest). */
-const latchedAtFailure = new WeakMap<object, bigint>();
-
 /**
  * Whether a failed test's cell was faulted by its simulated bus stalling on this host: only for a stack that
  * shares the harness's clock (the reference stack on this host), from the faults latched when the test
  * failed, the cell's events, what the run injected and the harness's own stalls (harness/clients/bus-stalls.ts).
  */
-async function busStallOf(target: Target, task: object): Promise<string | undefined> {
+async function busStallOf(target: Target, startNs: bigint): Promise<string | undefined> {
   // Only a bus simulated on this host: the sim target's, or a rig rehearsal's fake master. A real rig's bus
   // is the target's own, and its stalls are the target's.
   const simulatedBus = target.name === 'sim' || (target.name === 'rig' && target.driver === 'ethercat-fake');
   if (!simulatedBus || !(await sharesClock(target))) return undefined;
   try {
-    const client = target.client();
-    const latched = latchedAtFailure.get(task) ?? (await readStatus(client)).core?.execution_fault_reasons ?? 0n;
+    const events = await eventsSince(target.client(), 0n);
+    const latched = latchedDuring(events, startNs);
     if (latched === 0n) return undefined;
-    const events = await eventsSince(client, 0n);
     return judgeBusStall({
       latched,
       events,
@@ -544,16 +544,8 @@ export function needsMotion(ctx: { skip: (c: boolean, note?: string) => void }, 
  */
 export const recoveringTest = test.extend<{ recover: void }>({
   recover: [
-    async ({ cell, target, client, task }, use) => {
+    async ({ cell, target, client }, use) => {
       await use();
-      // The faults a failed test ended with, before the reset below clears them (the fixture's busStallOf).
-      if (task.result?.state === 'fail') {
-        try {
-          latchedAtFailure.set(task, (await readStatus(client)).core?.execution_fault_reasons ?? 0n);
-        } catch {
-          // Unreadable: judged without it.
-        }
-      }
       await cell.cleanup();
       if (target.abilities.faultInjection) await target.inject({ kind: 'clear' });
       const st = await waitStatus(client, (x) => x.core !== null && x.core.armed === 0n);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BUS_STALL_MS, judgeBusStall, type BusStallEvidence } from './bus-stalls.ts';
+import { HOST_STALL_EVIDENCE_MS, judgeBusStall, latchedDuring, type BusStallEvidence } from './bus-stalls.ts';
 import type { CellEvent } from './events.ts';
 
 const PDO_STALE = 4n;
@@ -26,8 +26,8 @@ describe('a bus fault the host caused (judgeBusStall)', () => {
   });
 
   it('the stall is judged from both sides of the stale window', () => {
-    expect(judgeBusStall(evidence({ stall: BUS_STALL_MS }))).toBeDefined();
-    expect(judgeBusStall(evidence({ stall: BUS_STALL_MS - 0.1 }))).toBeUndefined();
+    expect(judgeBusStall(evidence({ stall: HOST_STALL_EVIDENCE_MS }))).toBeDefined();
+    expect(judgeBusStall(evidence({ stall: HOST_STALL_EVIDENCE_MS - 0.1 }))).toBeUndefined();
     expect(judgeBusStall(evidence({ stall: undefined }))).toBeUndefined();
   });
 
@@ -62,5 +62,15 @@ describe('a bus fault the host caused (judgeBusStall)', () => {
     expect(judgeBusStall(evidence({ events, stallAround: (t) => (t === 5_000n ? 40 : 1) }))).toBeDefined();
     expect(judgeBusStall(evidence({ events: [] }))).toBeUndefined();
     expect(judgeBusStall(evidence({ latched: 0n }))).toBeUndefined();
+  });
+
+  it('the faults a test had to do with: held when it began (latched, not cleared since) or latched while it ran', () => {
+    const ev = (seq: number, at: bigint, type: string, bit: bigint): CellEvent => ({ ...latch(seq, at, bit, 'x'), type });
+    const events = [ev(1, 10n, 'fault_latched', PDO_STALE), ev(2, 20n, 'fault_latched', WORKING_COUNTER), ev(3, 30n, 'fault_cleared', WORKING_COUNTER), ev(5, 60n, 'fault_latched', FOLLOWING_ERROR), ev(6, 70n, 'fault_cleared', FOLLOWING_ERROR)];
+    expect(latchedDuring(events, 50n)).toBe(PDO_STALE | FOLLOWING_ERROR);
+    expect(latchedDuring(events, 25n)).toBe(PDO_STALE | WORKING_COUNTER | FOLLOWING_ERROR);
+    expect(latchedDuring([...events].reverse(), 50n)).toBe(PDO_STALE | FOLLOWING_ERROR);
+    expect(latchedDuring(events, 80n)).toBe(PDO_STALE);
+    expect(latchedDuring([], 0n)).toBe(0n);
   });
 });

@@ -7,10 +7,12 @@
 // a bus or a cycle that stalled; the stall was the host's. A test that then fails because the cell is faulted (an enable
 // refused not_ready: latched faults) says nothing about the target.
 //
-// judgeBusStall decides it from evidence only: every fault latched when the test failed is one of those,
-// no injected condition was in force when it latched (the last injection before it was a clear), and the harness's own event loop (harness/lateness.ts) was
-// stalled around the moment it latched, past the window in which the stack latches. Otherwise the failure
-// stands: a stack that latches such a fault on a quiet host, or any other fault, still FAILs.
+// judgeBusStall decides it from evidence only: every fault the test had to do with (held when it began or
+// latched while it ran) is one of those, no injected condition was in force when it latched (the last
+// injection before it was a clear), and the harness's own event loop (harness/lateness.ts) was stalled
+// around the moment it latched, past the window in which the stack latches and past a quiet host's
+// hiccups. Otherwise the failure stands: a stack that latches such a fault on a quiet host, or any other
+// fault, still FAILs.
 
 import type { CellEvent } from './events.ts';
 
@@ -28,16 +30,21 @@ export const HOST_STALL_FAULTS: ReadonlyMap<string, number> = new Map([
 ]);
 
 /**
- * How long the harness's loop must have stalled around the latch for the host to take the blame, ms: the
- * fake master counts its inputs stale after 3 cycles without an exchange and the core latches pdo_stale after
+ * How long a stall must last for the stack to latch, ms: the fake master counts its inputs stale after 3 cycles without an exchange and the core latches pdo_stale after
  * 5 stale cycles, 8 ms at the 1 ms cycle.
  */
 export const BUS_STALL_MS = 8;
+/**
+ * The harness's own stall around the latch that shows the host stalled, ms: above the 8 ms the stack needs,
+ * and above the hiccups of a quiet host's event loop (a collection, a compile: up to about 10 ms here), so
+ * that a stack latching such a fault on a quiet host still FAILs.
+ */
+export const HOST_STALL_EVIDENCE_MS = 25;
 /** How long after the latch a stall still counts (the latch itself may have waited for the CPU), ms. */
 export const STALL_WINDOW_AFTER_MS = 20;
 
 export interface BusStallEvidence {
-  /** execution_fault_reasons read right after the failure (latched bit values). */
+  /** The fault bits (values) in question: held when the test began or latched while it ran (latchedDuring). */
   latched: bigint;
   /** The cell's events (fault_latched among them), any order. */
   events: readonly CellEvent[];
@@ -53,7 +60,26 @@ interface FaultPayload {
   axis_mask?: unknown;
 }
 
-/** The figures when the host, not the target, latched every fault the cell held at the failure; else undefined. */
+/**
+ * The fault bits (values) a test had to do with, from the cell's events: those held when it began (latched
+ * and not cleared before `startNs`) and those latched since. Read from events, not Status, because a
+ * file's own recovery may have reset them before the failure is judged.
+ */
+export function latchedDuring(events: readonly CellEvent[], startNs: bigint): bigint {
+  let held = 0n;
+  let since = 0n;
+  for (const x of [...events].sort((a, b) => (a.sequence < b.sequence ? -1 : a.sequence > b.sequence ? 1 : 0))) {
+    const bit = (x.fault as FaultPayload | undefined)?.bit;
+    if (typeof bit !== 'bigint') continue;
+    if (x.time_ns < startNs) {
+      if (x.type === 'fault_latched') held |= bit;
+      else if (x.type === 'fault_cleared') held &= ~bit;
+    } else if (x.type === 'fault_latched') since |= bit;
+  }
+  return held | since;
+}
+
+/** The figures when the host, not the target, latched every fault the test had to do with; else undefined. */
 export function judgeBusStall(e: BusStallEvidence): string | undefined {
   if (e.latched === 0n) return undefined;
   const latches = e.events
@@ -71,7 +97,7 @@ export function judgeBusStall(e: BusStallEvidence): string | undefined {
     const injected = e.injections.filter((i) => i.at_ns <= last.at);
     if (injected.length > 0 && injected[injected.length - 1]!.kind !== 'clear') return undefined;
     const stall = e.stallAround(last.at, before);
-    if (stall === undefined || stall < BUS_STALL_MS) return undefined;
+    if (stall === undefined || stall < HOST_STALL_EVIDENCE_MS) return undefined;
     parts.push(`${last.f.name as string} (axes ${typeof last.f.axis_mask === 'bigint' ? `0x${last.f.axis_mask.toString(16)}` : '?'}) while the harness's own event loop was stalled ${stall} ms`);
   }
   return `the reference stack simulates its bus on this host and latched ${parts.join(', ')} around that moment (a stall of ${BUS_STALL_MS} ms latches it; no injected condition was in force): the host was too slow for the simulated cell, so what failed because the cell was faulted says nothing about the target`;

@@ -7,6 +7,7 @@ import { replayTarget } from './replay.ts';
 import { HarnessError } from '../errors.ts';
 import type { PlannerEndpoint, Target, TargetDescriptor, TargetName, TargetOptions, VariantOptions } from './types.ts';
 import { parseVariant } from './variant.ts';
+import { tracked } from './live.ts';
 import type { OlpSpec, OpenedOlp } from './types.ts';
 
 export const TARGETS: Readonly<Record<TargetName, TargetDescriptor>> = validate({ sim: simTarget, external: externalTarget, replay: replayTarget, rig: rigTarget });
@@ -47,7 +48,7 @@ export function targetFromEnv(env: NodeJS.ProcessEnv = process.env): { name: Tar
 
 export async function openTarget(env: NodeJS.ProcessEnv = process.env, file: Pick<TargetOptions, 'fileClock'> = {}): Promise<Target> {
   const { name, options } = targetFromEnv(env);
-  return TARGETS[name].open({ ...options, ...file });
+  return tracked(await TARGETS[name].open({ ...options, ...file }));
 }
 
 /**
@@ -57,7 +58,7 @@ export async function openTarget(env: NodeJS.ProcessEnv = process.env, file: Pic
 export function variantsFromEnv(env: NodeJS.ProcessEnv = process.env): { cannotProvide(o: VariantOptions): string | undefined; open(o: VariantOptions): Promise<Target> } {
   const { name, options } = targetFromEnv(env);
   const d = TARGETS[name];
-  return { cannotProvide: (o) => d.cannotProvide(parseVariant(o), options), open: (o) => d.openVariant(parseVariant(o), options) };
+  return { cannotProvide: (o) => d.cannotProvide(parseVariant(o), options), open: async (o) => tracked(await d.openVariant(parseVariant(o), options)) };
 }
 
 /** The weld planner of the target the environment names, without opening its cell (undefined: none). */

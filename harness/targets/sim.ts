@@ -2,6 +2,7 @@
 // temporary directory, with the private test channel, and stops it afterwards. Starting a process is the
 // only link between the harness and the implementation (DESIGN.md rule 1).
 
+import { tracked } from './live.ts';
 import { noteTestChannel } from '../evidence.ts';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -261,7 +262,7 @@ export class SimTarget implements Target, PerTestHooks {
 
   async variant(options: VariantOptions): Promise<Target> {
     if (this.isVariant && this.recorder.perTest) throw new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', NESTED_VARIANT);
-    return openVariant(this.recorder, parseVariant(options), this.start);
+    return tracked(await openVariant(this.recorder, parseVariant(options), this.start));
   }
 
   client(): ControlClient {
