@@ -99,14 +99,13 @@ test('the keeper thread renews with the session and generation until a renewal i
   }
 });
 
-test('a renewal in flight when the keeper stops is still reported; settle waits for it, and keptLoss judges it', async () => {
-  const sock = join(dir, 'slow.sock');
+/** A service that answers the first renewal at once and the second only after 300 ms, refused expired. */
+async function secondRenewalHeld(name: string): Promise<{ srv: ReturnType<typeof createServer>; client: ControlClient; answered: () => number }> {
   let n = 0;
   const srv = createServer((req, res) => {
     req.resume();
     req.on('end', () => {
       n++;
-      // The first renewal is answered at once; the second only after 300 ms, refused expired.
       if (n === 1) {
         res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
         return;
@@ -114,13 +113,18 @@ test('a renewal in flight when the keeper stops is still reported; settle waits 
       setTimeout(() => res.writeHead(409, { 'content-type': 'application/json' }).end('{"error":"expired: the lease of this session expired"}'), 300);
     });
   });
+  const sock = join(dir, name);
   await new Promise<void>((ok) => srv.listen(sock, ok));
-  const client = new ControlClient(sock);
+  return { srv, client: new ControlClient(sock), answered: () => n };
+}
+
+test('a renewal in flight when the keeper stops is still reported; settle waits for it, and keptLoss judges it', async () => {
+  const { srv, client, answered } = await secondRenewalHeld('slow.sock');
   try {
     const from = performance.timeOrigin + performance.now();
     // A lease of 50 ms renewed every 20 ms: the second renewal's answer at 300 ms is past the lease.
     const k = keepGrant(client, { session: 's', generation: 1n }, 50, 20, from);
-    for (let i = 0; i < 200 && n < 2; i++) await new Promise((ok) => setTimeout(ok, 10));
+    for (let i = 0; i < 200 && answered() < 2; i++) await new Promise((ok) => setTimeout(ok, 10));
     k.stop();
     expect(k.records.length).toBe(1);
     await k.settle();
@@ -137,26 +141,12 @@ test('a renewal in flight when the keeper stops is still reported; settle waits 
 });
 
 test('a grant whose renewals the test judges itself is left out of keptLoss; its own judgement stays readable', async () => {
-  const sock = join(dir, 'held.sock');
-  let n = 0;
-  const srv = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      n++;
-      if (n === 1) {
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-        return;
-      }
-      // A renewal held past the lease and refused expired: what a test of the renewal rule judges itself.
-      setTimeout(() => res.writeHead(409, { 'content-type': 'application/json' }).end('{"error":"expired: the lease of this session expired"}'), 300);
-    });
-  });
-  await new Promise<void>((ok) => srv.listen(sock, ok));
-  const client = new ControlClient(sock);
+  // A renewal held past the lease and refused expired: what a test of the renewal rule judges itself.
+  const { srv, client, answered } = await secondRenewalHeld('held.sock');
   try {
     const from = performance.timeOrigin + performance.now();
     const k = keepGrant(client, { session: 't', generation: 1n }, 50, 20, from, { judgedByTest: true });
-    for (let i = 0; i < 200 && n < 2; i++) await new Promise((ok) => setTimeout(ok, 10));
+    for (let i = 0; i < 200 && answered() < 2; i++) await new Promise((ok) => setTimeout(ok, 10));
     k.stop();
     await k.settle();
     expect(k.records.map((x) => [x.status, x.label])).toEqual([[200, ''], [409, 'expired']]);
