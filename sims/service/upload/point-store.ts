@@ -157,28 +157,21 @@ export class PointStore {
     if (cap <= this.cap) return;
     const a = this.axes;
     const n = this.count;
-    const t = new BigInt64Array(cap);
-    t.set(this.timeNs.subarray(0, n));
-    this.timeNs = t;
-    this.timeWords = new Uint32Array(t.buffer);
-    const p = new Float64Array(cap * a);
-    p.set(this.position.subarray(0, n * a));
-    this.position = p;
-    const v = new Float64Array(cap * a);
-    v.set(this.velocity.subarray(0, n * a));
-    this.velocity = v;
-    const hv = new Uint8Array(cap);
-    hv.set(this.hasVelocity.subarray(0, n));
-    this.hasVelocity = hv;
-    const im = new Uint32Array(cap);
-    im.set(this.ioMask.subarray(0, n));
-    this.ioMask = im;
-    const iv = new Uint32Array(cap);
-    iv.set(this.ioValues.subarray(0, n));
-    this.ioValues = iv;
-    const f = new Uint8Array(cap);
-    f.set(this.ioFlags.subarray(0, n));
-    this.ioFlags = f;
+    this.timeNs = grown(this.timeNs, cap, n);
+    this.timeWords = new Uint32Array(this.timeNs.buffer);
+    this.position = grown(this.position, cap * a, n * a);
+    this.velocity = grown(this.velocity, cap * a, n * a);
+    this.hasVelocity = grown(this.hasVelocity, cap, n);
+    this.ioMask = grown(this.ioMask, cap, n);
+    this.ioValues = grown(this.ioValues, cap, n);
+    this.ioFlags = grown(this.ioFlags, cap, n);
     this.cap = cap;
   }
+}
+
+/** A typed array of `length` elements holding the first `used` of `old` (a column grown in place of it). */
+function grown<T extends BigInt64Array | Float64Array | Uint32Array | Uint8Array>(old: T, length: number, used: number): T {
+  const next = new (old.constructor as new (n: number) => T)(length);
+  next.set(old.subarray(0, used) as never);
+  return next;
 }
