@@ -12,6 +12,7 @@ import { createDriver } from '../../drivers/index.ts';
 import { parseFaultSpec, FaultSpecError } from '../../drivers/faults.ts';
 import { DriverHost } from '../../drivers/host.ts';
 import { RecordingDriver } from '../../drivers/replay/recorder.ts';
+import { isTap, type FromTap, type ToTap } from '../../drivers/replay/tap.ts';
 import { provenance } from '../paths.ts';
 import { CaptureRing } from './capture/ring.ts';
 import { PlanArena } from './plan-arena.ts';
@@ -69,6 +70,8 @@ export class CoreHost {
     readonly driverHost: DriverHost,
     readonly incarnation: string,
     private readonly send: (m: FromCore) => void,
+    /** Where the host answers the tap's questions (drivers/replay/tap.ts): the same port as the core's messages. */
+    private readonly sendTap: (m: FromTap) => void,
     scheduling: string,
     recorded?: RecordedTimes,
   ) {
@@ -131,7 +134,9 @@ export class CoreHost {
   private inCycle = false;
 
   /** Create the driver by name, open the bus, and announce 'ready'. */
-  static async create(options: CoreStartOptions, send: (m: FromCore) => void, scheduling = 'none', recorded?: RecordedTimes): Promise<CoreHost> {
+  static async create(options: CoreStartOptions, send: (m: FromCore) => void, scheduling = 'none', recorded?: RecordedTimes, sendTap?: (m: FromTap) => void): Promise<CoreHost> {
+    // By default the tap's answers go where the core's messages go (the same port: sims/core/worker.ts).
+    const tapOut = sendTap ?? (send as (m: FromCore | FromTap) => void);
     let driver = await createDriver(options.driver, { params: options.driverParams, persisted: options.driverState });
     let recorder: RecordingDriver | undefined;
     let made: CoreHost | undefined;
@@ -160,7 +165,7 @@ export class CoreHost {
         inner(msg);
       };
     }
-    const host: CoreHost = new CoreHost(options, new DriverHost(driver), randomBytes(16).toString('hex'), send, scheduling, recorded);
+    const host: CoreHost = new CoreHost(options, new DriverHost(driver), randomBytes(16).toString('hex'), send, tapOut, scheduling, recorded);
     host.recorder = recorder;
     if (recorder) {
       recorder.hostTime = () => host.cycleHostNs;
@@ -174,31 +179,17 @@ export class CoreHost {
   /** The recording wrapper when the session is recorded. */
   recorder?: RecordingDriver;
 
-  /** Handle one service message that is not for the cycle logic alone. Returns false on shutdown. */
-  handle(stamped: ToCore & PostStamp): boolean {
+  /**
+   * Handle one message of the core's port: the core's own protocol (protocol.ts ToCore), or the tap's
+   * (drivers/replay/tap.ts), which the host takes off before the core sees anything. Returns false on shutdown.
+   */
+  handle(stamped: (ToCore & PostStamp) | ToTap): boolean {
+    if (isTap(stamped)) {
+      this.tap(stamped);
+      return true;
+    }
     const { sentNs, origin, workspace, slot } = stamped;
     const msg = unstamp(stamped) as ToCore;
-    if (msg.t === 'service_note') {
-      // The service's own log (format 2): recorded beside the requests, never handed to the core.
-      this.recorder?.note({ cycle: this.core.cycleCount, kind: 'service', data: msg.data, ...(sentNs !== undefined ? { sent_ns: sentNs.toString() } : {}) });
-      return true;
-    }
-    if (msg.t === 'owed') {
-      // A query of the harness's stepping, not a request: never recorded, never the core's business.
-      this.send({ t: 'owed', id: msg.id, n: this.owed });
-      return true;
-    }
-    if (msg.t === 'poll_turn') {
-      // A paced replay's question (sims/replay/pacer.ts pollTurn); a core that is not paced has no recorded poll to wait for.
-      this.send({ t: 'poll_turn', id: msg.id });
-      return true;
-    }
-    if (msg.t === 'flush_record') {
-      // Not the core's business and not recorded: the harness's crash keeps the session recorded so far.
-      this.recorder?.flush();
-      this.send({ t: 'record_flushed', id: msg.id });
-      return true;
-    }
     if (msg.t === 'cmd' && this.stallNextMs > 0) {
       // Before the note: the host time recorded with the command is the one the core judged it at.
       Atomics.wait(this.sleeper, 0, 0, this.stallNextMs);
@@ -237,6 +228,32 @@ export class CoreHost {
         if (msg.t === 'prepare') this.owedIds.set(msg.id, 'prepare');
         this.core.atHostTime(hostNs, () => this.core.handle(msg, workspace, slot));
         return true;
+    }
+  }
+
+  /**
+   * The tap's messages for the host (drivers/replay/tap.ts): none is a request, none is recorded as one.
+   * A paced replay's loop takes its own (poll turns, the crash's flush) before they reach here.
+   */
+  private tap(msg: ToTap): void {
+    switch (msg.tap) {
+      case 'note':
+        // The service's own log (format 2): recorded beside the requests, in their order, never handed to the core.
+        this.recorder?.note({ cycle: this.core.cycleCount, kind: 'service', data: msg.data });
+        return;
+      case 'owed':
+        // A query of the harness's stepping, not a request: never recorded, never the core's business.
+        this.sendTap({ tap: 'owed', id: msg.id, n: this.owed });
+        return;
+      case 'poll_turn':
+        // A core that is not paced has no recorded poll to wait for.
+        this.sendTap({ tap: 'poll_turn', id: msg.id });
+        return;
+      case 'flush':
+        // The harness's crash keeps the session recorded so far.
+        this.recorder?.flush();
+        this.sendTap({ tap: 'flushed', id: msg.id });
+        return;
     }
   }
 

@@ -193,26 +193,11 @@ export type ToCore =
       answerAtCycle?: number;
     } & PlanArrays)
   | { t: 'cancel_home' }
-  /** A note of the service's own for the recording (format 2: its fence decisions); not a request to the core. */
-  | { t: 'service_note'; data: Record<string, unknown> }
   /** `stopping`: the grant went inactive because a stop was admitted (the lanes end with reason "stop"). */
   | { t: 'grant'; generation: bigint; deadlineNs: bigint; active: boolean; axisMask: number; stopping?: boolean }
   | { t: 'inject'; id: number; fault: FaultSpec | { kind: 'clear' } | { kind: 'stall_next_command'; ms: number } | { kind: 'hold_capture_write'; ms: number } | { kind: 'hold_event_publisher'; ms: number } | { kind: 'late_wake'; ns: number } }
   /** Stepped clock only: run this many cycles back to back, then answer 'stepped'. */
   | { t: 'step'; id: number; cycles: number }
-  /**
-   * Stepped clock: how many answers the core owes now (CoreHost.owed), without a cycle; answered 'owed'.
-   * Never recorded: a query of the harness's stepping (harness/clients/stepped.ts settle), not a request.
-   */
-  | { t: 'owed'; id: number }
-  /**
-   * Paced replay: a live telemetry poll asks to be served; answered 'poll_turn' once the replayed core has
-   * reached the cycle at which the recorded service served its poll (sims/replay/pacer.ts pollTurn), at once
-   * where no recorded poll is left. Never recorded: the service asks only on a replay.
-   */
-  | { t: 'poll_turn'; id: number }
-  /** A recorded core: write out what the recording holds now (before a simulated crash kills the thread). */
-  | { t: 'flush_record'; id: number }
   | { t: 'shutdown' };
 
 /** Jog fields of a native command: begin_jog (origin, deadline) and legacy jog (velocity, timeout). */
@@ -367,20 +352,8 @@ export type FromCore =
   | { t: 'event'; type: string; payload: Record<string, unknown>; time_ns?: bigint }
   /** `answered`: replies, Home and stop outcomes the step's cycles produced. */
   | { t: 'stepped'; id: number; nowNs: bigint; cycles: bigint; answered: number; owed?: number }
-  | { t: 'owed'; id: number; n: number }
-  | { t: 'poll_turn'; id: number }
-  | { t: 'record_flushed'; id: number }
   /** The core cannot go on; `message` says why (the service logs it before the exit is handled). */
-  | { t: 'fatal'; message: string }
-  /**
-   * Paced replay of a format 2 recording (sims/replay/pacer.ts): the recorded clock the replay has reached
-   * (`clockNs`, never moving back; informative: the service runs on the live host clock, docs/recording.md
-   * "Two clocks"), whether the recorded core ran on the host clock (`hostClock`: then the core's time is
-   * host time, which reaches the service translated into its own), and a recorded decision of the
-   * service's own to take now (`expire`: the lease of that recorded generation ran out here). `anchors` and
-   * `pairs`: recorded host times and the live ones they stand for (sims/service/replay-timing.ts HostTimeMap).
-   */
-  | { t: 'replay_service'; clockNs: bigint; hostClock: boolean; expire?: { generation: bigint; lateNs?: bigint }; fences?: string[]; fenceOutcomes?: string[]; fencePolled?: boolean[]; fenceSeen?: string[]; commits?: string[]; statusReads?: bigint[]; statusReadsAll?: boolean; leaseNotices?: LeaseNotice[]; coreWaits?: Array<{ kind: string; outcome: string; cycle?: bigint }>; anchors?: Array<{ recordedNs: bigint; liveNs: bigint }>; pairs?: Array<[recorded: bigint, live: bigint]> };
+  | { t: 'fatal'; message: string };
 
 /** Every field name of the channel's typed messages, at any depth (the replay marks below are checked against it). */
 type FieldsOf<T, D extends unknown[] = []> = D['length'] extends 6
@@ -414,13 +387,6 @@ export const PAYLOAD_HOST_TIME_FIELDS = ['deadline_ns', 'host_ns', 'now_ns'] as 
  * ended cleanly and it waits for the next one (sims/core/worker.ts).
  */
 export const INCARNATION_OVER = 'incarnation_over';
-
-/**
- * What the recorded service did with a core's native_lease_expired notice (sims/replay/sync-points.ts
- * leaseNotices): ended the grant ('expired'), told the core the grant again because a renewal had crossed
- * the notice ('retold'), or neither ('none').
- */
-export type LeaseNotice = 'expired' | 'retold' | 'none';
 
 /**
  * The core's messages a recording numbers among its outputs, in the order sent (drivers/replay recorder notes

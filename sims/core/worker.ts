@@ -7,7 +7,7 @@
 
 import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import { CoreHost, raiseThreadPriority } from './host.ts';
-import type { CoreStartOptions, FromCore, ToCore } from './protocol.ts';
+import type { CoreStartOptions, FromCore } from './protocol.ts';
 import { serveIncarnations } from './thread.ts';
 
 /** One core incarnation on `port`, to its shutdown. */
@@ -18,17 +18,19 @@ async function cycling(port: MessagePort, options: CoreStartOptions): Promise<vo
   // Only a real-time clock deserves real-time scheduling; fast and stepped clocks run flat out.
   const scheduling = options.clock.mode === 'realtime' ? raiseThreadPriority(options.priority ?? 'auto') : 'none (not real time)';
   const host = await CoreHost.create(options, send, scheduling);
+  /** What the port carries: the core's protocol and the tap's messages, both for the host to take (host.ts handle). */
+  type PortMessage = Parameters<CoreHost['handle']>[0];
   let running = true;
   const drain = () => {
     for (let m = receiveMessageOnPort(port); m && running; m = receiveMessageOnPort(port)) {
-      if (!host.handle(m.message as ToCore)) running = false;
+      if (!host.handle(m.message as PortMessage)) running = false;
     }
   };
 
   if (options.clock.mode === 'stepped') {
     host.stepper = (cycles) => host.step(cycles, drain);
     await new Promise<void>((resolve) => {
-      port.on('message', (msg: ToCore) => {
+      port.on('message', (msg: PortMessage) => {
         if (!running) return;
         if (!host.handle(msg)) {
           running = false;

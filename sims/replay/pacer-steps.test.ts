@@ -211,7 +211,7 @@ test('a telemetry poll noted during a step\'s cycles (it raced the step) does no
   const host = await CoreHost.create({ machine: MACHINE, driver: 'sim', clock: { mode: 'stepped' }, captureRetentionMs: 0, record: { path: file, run: 'steps' } }, () => undefined);
   let k = 0;
   // the poll arrives between the step's first and second cycle, as the stepped clock drains messages there
-  host.stepper = (cycles) => host.step(cycles, () => void (k++ === 1 && host.handle({ t: 'service_note', data: { t: 'telemetry_read' } })));
+  host.stepper = (cycles) => host.step(cycles, () => void (k++ === 1 && host.handle({ tap: 'note', data: { t: 'telemetry_read' } })));
   host.handle({ t: 'grant', generation: 7n, deadlineNs: 1n << 62n, active: true, axisMask: ALL });
   host.handle({ t: 'step', id: 1, cycles: 3 });
   await host.close();
@@ -229,7 +229,7 @@ test('a telemetry poll noted during a step\'s cycles (it raced the step) does no
     expect(p.advance(1000)).toBe('wait');
     expect(replayed.core.cycleCount).toBe(3);
     expect(sent.filter((m) => m.t === 'stepped').map((m) => (m as { id: number }).id)).toEqual([9]);
-    p.offer({ t: 'service_note', data: { t: 'telemetry_read' } });
+    p.note({ t: 'telemetry_read' });
     expect(p.advance(1000)).toBe('end');
     expect(p.finish()).toMatchObject({ steps: 1, telemetry_reads: { recorded: 1, served: 1, missed: 0 }, holds_lost: [], divergence: null });
   } finally {

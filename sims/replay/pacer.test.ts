@@ -13,6 +13,7 @@ import { CoreHost } from '../core/host.ts';
 import { type ClockSpec, type FromCore, type NativeOpName, type PostStamp, type ToCore } from '../core/protocol.ts';
 import { NATIVE_REASON } from '../core/reasons.ts';
 import { ReplayPacer, type ServiceCue } from './pacer.ts';
+import type { ToTap } from '../../drivers/replay/tap.ts';
 import { HOLD_BOUND_MS } from './sync-points.ts';
 import { collapseRepeats, compareNote, FenceMap } from './match.ts';
 import { scanForPacing, type PacingScan } from './scan.ts';
@@ -233,7 +234,7 @@ function publications(pacer: () => ReplayPacer | undefined, o: { observe?: boole
 
 /** Record `script` (messages with the service's stamps) on the sim driver, stepped clock, for `cycles` cycles. */
 
-async function recordStamped(file: string, script: Array<[number, ToCore & PostStamp]>, cycles: number, clock: ClockSpec = { mode: 'stepped' }): Promise<FromCore[]> {
+async function recordStamped(file: string, script: Array<[number, (ToCore & PostStamp) | ToTap]>, cycles: number, clock: ClockSpec = { mode: 'stepped' }): Promise<FromCore[]> {
   const sent: FromCore[] = [];
   const host = await CoreHost.create({ machine: MACHINE, driver: 'sim', clock, captureRetentionMs: 0, record: { path: file, run: 'stamped' } }, (m) => sent.push(m));
   for (let c = 0; c < cycles; c++) {
@@ -250,7 +251,7 @@ test('format 2: a recorded lease expiry is cued to the live service at its cycle
     file,
     [
       [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
-      [1, { t: 'service_note', data: { t: 'fence', op: 'enable', outcome: 'ok' } }],
+      [1, { tap: 'note', data: { t: 'fence', op: 'enable', outcome: 'ok' } }],
       [5, { t: 'cmd', id: 1, op: 'enable', generation: 7n, axisMask: ALL, sentNs: 2_000n }],
       [60, { t: 'cancel_home', sentNs: 3_000n, origin: 'lease_expired' }],
       [60, { t: 'grant', generation: 7n, deadlineNs: 0n, active: false, axisMask: 0, sentNs: 3_001n, origin: 'lease_expired' }],
@@ -278,7 +279,7 @@ test('format 2: a recorded lease expiry is cued to the live service at its cycle
   const host = await pacedHost(file, scan, (m) => pacer?.observe(m));
   const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m) }));
   // statusReadsAll: the recording's header says every status read is noted (none here).
-  expect(cues).toEqual([{ t: 'replay_service', clockNs: 1_000n, hostClock: false, fences: ['enable'], fenceOutcomes: ['ok'], statusReadsAll: true }]);
+  expect(cues).toEqual([{ tap: 'cue', clockNs: 1_000n, hostClock: false, fences: ['enable'], fenceOutcomes: ['ok'], statusReadsAll: true }]);
   // the live service: other generation and stamps; it ends its grant only when told the recorded lease ran out
   const queue: unknown[] = [
     { t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n },
@@ -569,11 +570,11 @@ test('format 2 status reads: the core publishes at each recorded read\'s publica
     file,
     [
       [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
-      [12, { t: 'service_note', data: { t: 'status_read', cycle: '10' } }],
-      [12, { t: 'service_note', data: { t: 'status_read', cycle: '10' } }],
+      [12, { tap: 'note', data: { t: 'status_read', cycle: '10' } }],
+      [12, { tap: 'note', data: { t: 'status_read', cycle: '10' } }],
       [5, { t: 'cmd', id: 1, op: 'enable', generation: 7n, axisMask: ALL, sentNs: 2_000n }],
-      [33, { t: 'service_note', data: { t: 'status_read', cycle: '30' } }],
-      [45, { t: 'service_note', data: { t: 'status_read', cycle: '40' } }],
+      [33, { tap: 'note', data: { t: 'status_read', cycle: '30' } }],
+      [45, { tap: 'note', data: { t: 'status_read', cycle: '40' } }],
     ],
     60,
   );
@@ -586,7 +587,7 @@ test('format 2 status reads: the core publishes at each recorded read\'s publica
   try {
     const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict', toService: (m) => cues.push(m), wallMs: () => wall }));
     expect(cues[0]!.statusReads).toEqual([10n, 10n, 30n, 40n]);
-    const read = { t: 'service_note', data: { t: 'status_read', cycle: '10' } };
+    const read = { tap: 'note', data: { t: 'status_read', cycle: '10' } };
     expect(p.advance(1000)).toBe('wait');
     flush();
     p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
@@ -598,13 +599,13 @@ test('format 2 status reads: the core publishes at each recorded read\'s publica
     expect(host.core.cycleCount).toBe(12);
     expect(published.at(-1)).toBe(10n);
     expect(p.mayPublish()).toBe(false);
-    p.offer(read);
+    p.note(read.data);
     flush();
     expect(p.advance(1000)).toBe('wait');
     flush();
     expect(host.core.cycleCount).toBe(12);
     expect(published.at(-1)).toBe(10n);
-    p.offer(read);
+    p.note(read.data);
     flush();
     expect(p.advance(1000)).toBe('wait');
     flush();
@@ -620,7 +621,7 @@ test('format 2 status reads: the core publishes at each recorded read\'s publica
     expect(p.advance(1000)).toBe('wait');
     flush();
     expect(host.core.cycleCount).toBe(45);
-    p.offer(read);
+    p.note(read.data);
     flush();
     expect(p.advance(1000)).toBe('end');
     expect(p.finish()).toMatchObject({ status_reads: { recorded: 4, served: 3, missed: 1 }, divergence: null, requests_matched: 2 });
@@ -632,11 +633,11 @@ test('format 2 status reads: the core publishes at each recorded read\'s publica
 });
 
 test('outputs the recorded service had not taken in when it served a status read (its `seen`) reach the live service only once that read is served or given up; a recording without `seen` keeps none back', async () => {
-  const script = (seen?: number): Array<[number, ToCore & PostStamp]> => [
+  const script = (seen?: number): Array<[number, (ToCore & PostStamp) | ToTap]> => [
     [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
     [5, { t: 'cmd', id: 1, op: 'enable', generation: 7n, axisMask: ALL, sentNs: 2_000n }],
     // Served having taken in only the enable's receipt: the enable_changed event came after the read.
-    [20, { t: 'service_note', data: { t: 'status_read', cycle: '15', ...(seen !== undefined ? { seen } : {}) } }],
+    [20, { tap: 'note', data: { t: 'status_read', cycle: '15', ...(seen !== undefined ? { seen } : {}) } }],
   ];
   for (const seen of [undefined, 'receipt'] as const) {
     const file = tmp(`seen-${seen ?? 'none'}.hilrec`);
@@ -668,7 +669,7 @@ test('outputs the recorded service had not taken in when it served a status read
       expect(delivered.some((m) => m.t === 'reply' && m.id === 9)).toBe(true);
       // With `seen`: the event waits for the read; without, it went at once.
       expect(gotEvent()).toBe(seen === undefined);
-      p.offer({ t: 'service_note', data: { t: 'status_read', cycle: '15' } });
+      p.note({ t: 'status_read', cycle: '15' });
       flush();
       expect(gotEvent()).toBe(true);
       expect(p.advance(1000)).toBe('end');
@@ -687,9 +688,9 @@ test('format 2 status reads: a publication newer than a pending read\'s (the nex
     file,
     [
       [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
-      [23, { t: 'service_note', data: { t: 'status_read', cycle: '20' } }],
-      [34, { t: 'service_note', data: { t: 'status_read', cycle: '23' } }],
-      [40, { t: 'service_note', data: { t: 'status_read', cycle: '23' } }],
+      [23, { tap: 'note', data: { t: 'status_read', cycle: '20' } }],
+      [34, { tap: 'note', data: { t: 'status_read', cycle: '23' } }],
+      [40, { tap: 'note', data: { t: 'status_read', cycle: '23' } }],
     ],
     50,
   );
@@ -708,12 +709,12 @@ test('format 2 status reads: a publication newer than a pending read\'s (the nex
     expect(host.core.cycleCount).toBe(23);
     expect(sent).toContain(20n);
     expect(sent.filter((c) => c > 20n)).toEqual([]);
-    p.offer({ t: 'service_note', data: { t: 'status_read', cycle: '20' } });
+    p.note({ t: 'status_read', cycle: '20' });
     flush();
     expect(sent.at(-1)).toBe(23n); // read 1 served: read 2 may have publication 23 now
     expect(p.advance(1000)).toBe('wait');
     expect(host.core.cycleCount).toBe(34);
-    p.offer({ t: 'service_note', data: { t: 'status_read', cycle: '23' } });
+    p.note({ t: 'status_read', cycle: '23' });
     expect(p.advance(1000)).toBe('wait');
     flush();
     expect(host.core.cycleCount).toBe(40);
@@ -735,8 +736,8 @@ test('a live telemetry poll is served once the core has reached the cycle of the
     file,
     [
       [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
-      [10, { t: 'service_note', data: { t: 'telemetry_read' } }],
-      [25, { t: 'service_note', data: { t: 'telemetry_read' } }],
+      [10, { tap: 'note', data: { t: 'telemetry_read' } }],
+      [25, { tap: 'note', data: { t: 'telemetry_read' } }],
     ],
     40,
   );
@@ -744,7 +745,7 @@ test('a live telemetry poll is served once the core has reached the cycle of the
   const host = await pacedHost(file, scan);
   try {
     const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined });
-    const poll = { t: 'service_note', data: { t: 'telemetry_read' } };
+    const poll = { tap: 'note', data: { t: 'telemetry_read' } };
     // Held at the grant (cycle 0): a poll asking now must wait for cycle 10.
     expect(p.advance(1000)).toBe('wait');
     p.pollTurn(1);
@@ -755,14 +756,14 @@ test('a live telemetry poll is served once the core has reached the cycle of the
     expect(host.core.cycleCount).toBe(10);
     expect(p.takePollTurns()).toEqual([1]);
     expect(p.takePollTurns()).toEqual([]); // answered once
-    p.offer(poll); // served and noted
+    p.note(poll.data); // served and noted
     // The next live poll stands for the recorded one at 25: not before the core is there.
     p.pollTurn(2);
     expect(p.takePollTurns()).toEqual([]);
     expect(p.advance(1000)).toBe('wait');
     expect(host.core.cycleCount).toBe(25);
     expect(p.takePollTurns()).toEqual([2]);
-    p.offer(poll);
+    p.note(poll.data);
     // No recorded poll left: a further poll is served at once.
     p.pollTurn(3);
     expect(p.takePollTurns()).toEqual([3]);
@@ -779,7 +780,7 @@ test('the verdict is written again at a wait only when something in it but its w
     file,
     [
       [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
-      [10, { t: 'service_note', data: { t: 'telemetry_read' } }],
+      [10, { tap: 'note', data: { t: 'telemetry_read' } }],
     ],
     20,
   );
@@ -814,10 +815,10 @@ test('format 2 telemetry polls: the core never runs past a recorded poll before 
     file,
     [
       [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
-      [10, { t: 'service_note', data: { t: 'telemetry_read' } }],
-      [20, { t: 'service_note', data: { t: 'telemetry_read' } }],
-      [20, { t: 'service_note', data: { t: 'telemetry_read' } }],
-      [30, { t: 'service_note', data: { t: 'telemetry_read' } }],
+      [10, { tap: 'note', data: { t: 'telemetry_read' } }],
+      [20, { tap: 'note', data: { t: 'telemetry_read' } }],
+      [20, { tap: 'note', data: { t: 'telemetry_read' } }],
+      [30, { tap: 'note', data: { t: 'telemetry_read' } }],
     ],
     50,
   );
@@ -826,18 +827,18 @@ test('format 2 telemetry polls: the core never runs past a recorded poll before 
   const host = await pacedHost(file, scan);
   try {
     const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined, wallMs: () => wall });
-    const poll = { t: 'service_note', data: { t: 'telemetry_read' } };
+    const poll = { tap: 'note', data: { t: 'telemetry_read' } };
     expect(p.advance(1000)).toBe('wait');
     p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
     expect(p.advance(1000)).toBe('wait');
     expect(host.core.cycleCount).toBe(10);
-    p.offer(poll);
+    p.note(poll.data);
     expect(p.advance(1000)).toBe('wait');
     expect(host.core.cycleCount).toBe(20);
-    p.offer(poll); // one of the two noted at 20: still held
+    p.note(poll.data); // one of the two noted at 20: still held
     expect(p.advance(1000)).toBe('wait');
     expect(host.core.cycleCount).toBe(20);
-    p.offer(poll);
+    p.note(poll.data);
     expect(p.advance(1000)).toBe('wait');
     expect(host.core.cycleCount).toBe(30);
     wall = HOLD_BOUND_MS - 1; // the last poll never comes: held for the bound, then given up
@@ -847,7 +848,7 @@ test('format 2 telemetry polls: the core never runs past a recorded poll before 
     expect(p.advance(1000)).toBe('end');
     expect(p.finish()).toMatchObject({ telemetry_reads: { recorded: 4, served: 3, missed: 1 }, divergence: null });
     // a hold the live service kept in vain (a fence decision) is reported beside the core's own
-    p.offer({ t: 'service_note', data: { t: 'hold_lost', kind: 'fence', detail: 'reset_fault' } });
+    p.note({ t: 'hold_lost', kind: 'fence', detail: 'reset_fault' });
     expect(p.finish().holds_lost).toEqual([
       { kind: 'telemetry_poll', cycle: 30 },
       { kind: 'fence', cycle: 50, detail: 'reset_fault' },
@@ -859,7 +860,7 @@ test('format 2 telemetry polls: the core never runs past a recorded poll before 
 
 test('the default pace (auto): flat out to each sync point, paced to the recorded wall time only while the recorded test had a stream open; the core holds at a recorded open until the live stream opens, and a recording that does not note streams is paced throughout', async () => {
   const file = tmp('watch.hilrec');
-  const watch = (open: boolean) => ({ t: 'service_note', data: { t: 'watch', stream: 'telemetry', open } }) as unknown as ToCore & PostStamp;
+  const watch = (open: boolean) => ({ tap: 'note', data: { t: 'watch', stream: 'telemetry', open } }) as ToTap & { tap: 'note' };
   await recordStamped(
     file,
     [
@@ -893,7 +894,7 @@ test('the default pace (auto): flat out to each sync point, paced to the recorde
     expect(p.advance(1000)).toBe('wait');
     expect(host.core.cycleCount).toBe(10);
     // The live stream opens: paced from here, frame k due (k - 10) ms later.
-    p.offer(watch(true));
+    p.note(watch(true).data);
     const opened = wall;
     expect(p.advance(1000)).toBe('pace');
     expect(host.core.cycleCount).toBe(11);
@@ -926,14 +927,14 @@ test('the default pace (auto): flat out to each sync point, paced to the recorde
 });
 
 /** The live service's note of its answer to a control or program request (format 3). */
-const reply = (op: string, status: number, label = '') => ({ t: 'service_note', data: { t: 'http_reply', op, status, label } }) as unknown as ToCore & PostStamp;
+const reply = (op: string, status: number, label = '') => ({ tap: 'note', data: { t: 'http_reply', op, status, label } }) as ToTap & { tap: 'note' };
 
 /** Replay `file` flat out with the live acquire and then `answers` offered, and return the verdict. */
 async function replayAnswers(file: string, scan: PacingScan, answers: Array<ReturnType<typeof reply>>) {
   const host = await pacedHost(file, scan);
   const p = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined });
   p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
-  for (const a of answers) p.offer(a);
+  for (const a of answers) p.note(a.data);
   while (p.advance(100) === 'more');
   const v = p.finish();
   await host.close();
@@ -1044,9 +1045,9 @@ test('the first cue hands the live service what each recorded fence decision saw
     file,
     [
       [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
-      [1, { t: 'service_note', data: { t: 'fence', op: 'stop', outcome: 'ok', seen: 'current' } }],
-      [2, { t: 'service_note', data: { t: 'fence', op: 'halt', outcome: 'control_session_stale' } }],
-      [3, { t: 'service_note', data: { t: 'fence', op: 'stop', outcome: 'control_session_stale', seen: 'revoked' } }],
+      [1, { tap: 'note', data: { t: 'fence', op: 'stop', outcome: 'ok', seen: 'current' } }],
+      [2, { tap: 'note', data: { t: 'fence', op: 'halt', outcome: 'control_session_stale' } }],
+      [3, { tap: 'note', data: { t: 'fence', op: 'stop', outcome: 'control_session_stale', seen: 'revoked' } }],
     ],
     20,
   );

@@ -23,6 +23,7 @@ import { HOST_TIME_FIELDS, isOutput, PAYLOAD_HOST_TIME_FIELDS } from '../core/pr
 import { paceMode, RunToCrash, type ModeCore, type PaceMode } from './modes.ts';
 import { withAnswerCycle, type PacingScan } from './scan.ts';
 import { answerCycles } from '../../drivers/replay/session.ts';
+import type { ServiceCue } from '../../drivers/replay/tap.ts';
 import { writeVerdictFile } from './verdict-file.ts';
 import type { PacedDivergence, PacedVerdict } from './verdict.ts';
 import { BoundedHold, grantKey, leaseNotices, readSyncPoints, sameGrant, type HoldKind, type LostHold, type SyncPoints } from './sync-points.ts';
@@ -60,36 +61,8 @@ type CoreStatusTimes = { now_ns: bigint; grant_observation?: Record<string, unkn
 /** How many recorded-to-live host time pairs a replay keeps (a jog producer sends one per frame). */
 const HOST_PAIRS_KEPT = 4096;
 
-/** What the pacer tells the live service (FromCore 'replay_service' in sims/core/protocol.ts). */
-export interface ServiceCue {
-  t: 'replay_service';
-  clockNs: bigint;
-  hostClock: boolean;
-  /** `lateNs`: end it not before that long after its live deadline (a host-clock recording); absent: now. */
-  expire?: { generation: bigint; lateNs?: bigint };
-  fences?: string[];
-  /** At start: how each of those decisions went ('ok' or the refusal label). */
-  fenceOutcomes?: string[];
-  /** At start: which of those decisions were a polled request's (taken in order, never held for). */
-  fencePolled?: boolean[];
-  /**
-   * At start: what each of those decisions saw of its session ('' where the recording does not say:
-   * sync-points.ts fenceDecisions); absent when no decision says.
-   */
-  fenceSeen?: string[];
-  /** At start: the order in which the recorded service's preparations took their place in the commit queue. */
-  commits?: string[];
-  /** At start: the publication cycle each recorded status read was served from, in order (-1: none yet). */
-  statusReads?: bigint[];
-  /** At start: the recording notes every status read, one served before any publication too (header status_reads). */
-  statusReadsAll?: boolean;
-  /** At start: how each of the recorded service's timed waits on the core ended (sims/service/replay-timing.ts CoreWaits). */
-  coreWaits?: Array<{ kind: string; outcome: string; cycle?: bigint }>;
-  /** Where the replay met the live side: the recorded host time the core had reached, at which live time (timesCue). */
-  anchors?: Array<{ recordedNs: bigint; liveNs: bigint }>;
-  /** Recorded host times and the live ones the live side sent for them (timesCue). */
-  pairs?: Array<[bigint, bigint]>;
-}
+/** What the pacer tells the live service: the tap's cue (drivers/replay/tap.ts). */
+export type { ServiceCue };
 
 
 export { ORIGIN_LEASE_EXPIRED } from './sync-points.ts';
@@ -202,7 +175,7 @@ export class ReplayPacer {
       const reads = points.statusReads;
       const notices = leaseNotices(scan);
       o.toService({
-        t: 'replay_service',
+        tap: 'cue',
         clockNs: this.cueNs,
         hostClock: this.hostClock,
         fences: points.fences.map((f) => f.op),
@@ -223,7 +196,33 @@ export class ReplayPacer {
   }
 
   /**
-   * A live message for the core (everything but step and shutdown, which the caller handles).
+   * A note of the live service's own (drivers/replay/tap.ts 'note'): its answer to a request (compared with
+   * the recorded one), a hold it gave up, or a sync point it reached (a telemetry poll served, a stream
+   * opened, a status read served), where the replay meets the live side.
+   */
+  note(data: Record<string, unknown>): void {
+    const note = data as { t?: string; kind?: HoldKind; detail?: string; open?: unknown };
+    if (note.t === 'http_reply') return this.matchReply(data as unknown as HttpReply);
+    // The live service gave up a hold of its own (a fence decision, a status read's publication).
+    if (note.t === 'hold_lost' && note.kind) this.lostHolds.push({ kind: note.kind, cycle: this.host.core.cycleCount, ...(note.detail ? { detail: note.detail } : {}) });
+    if (note.t === 'telemetry_read') {
+      this.polls.serve();
+      this.meet();
+    }
+    if (note.t === 'watch' && note.open === true) {
+      // The live test opened a stream: the recorded open is done, and the replay met the live side.
+      this.watchOpens.serve();
+      this.meet();
+    }
+    if (note.t === 'status_read') {
+      // The live service served a status read: the next recorded one is done, and the replay met the live side.
+      this.reads.serve();
+      this.meet();
+    }
+  }
+
+  /**
+   * A live message for the core (everything but step and shutdown, which the caller handles, and the tap's).
    *
    * Lease renewals are the service's own timing (a renewal extends the deadline of the grant the core
    * already has): the recorded renewals are replayed at their cycles with their recorded deadlines, and a
@@ -233,27 +232,6 @@ export class ReplayPacer {
    * with the recorded host times.
    */
   offer(stamped: unknown): void {
-    if ((stamped as { t?: string }).t === 'service_note') {
-      if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'http_reply') return this.matchReply((stamped as { data: HttpReply }).data);
-      const note = ((stamped as { data?: { t?: string; kind?: HoldKind; detail?: string } }).data ?? {}) as { t?: string; kind?: HoldKind; detail?: string };
-      // The live service gave up a hold of its own (a fence decision, a status read's publication).
-      if (note.t === 'hold_lost' && note.kind) this.lostHolds.push({ kind: note.kind, cycle: this.host.core.cycleCount, ...(note.detail ? { detail: note.detail } : {}) });
-      if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'telemetry_read') {
-        this.polls.serve();
-        this.meet();
-      }
-      if (note.t === 'watch' && (note as { open?: unknown }).open === true) {
-        // The live test opened a stream: the recorded open is done, and the replay met the live side.
-        this.watchOpens.serve();
-        this.meet();
-      }
-      if (((stamped as { data?: { t?: string } }).data ?? {}).t === 'status_read') {
-        // The live service served a status read: the next recorded one is done, and the replay met the live side.
-        this.reads.serve();
-        this.meet();
-      }
-      return;
-    }
     const msg = unstamped(stamped);
     const live = normalise(msg);
     const g = grantKey(live);
@@ -527,7 +505,7 @@ export class ReplayPacer {
     const anchors = this.pendingAnchors;
     this.pendingPairs = [];
     this.pendingAnchors = [];
-    this.o.toService({ t: 'replay_service', clockNs: this.cueNs, hostClock: this.hostClock, ...(anchors.length ? { anchors } : {}), ...(pairs.length ? { pairs } : {}) });
+    this.o.toService({ tap: 'cue', clockNs: this.cueNs, hostClock: this.hostClock, ...(anchors.length ? { anchors } : {}), ...(pairs.length ? { pairs } : {}) });
   }
 
   private run(budget: number): 'more' | 'wait' | 'end' | 'pace' {
@@ -773,7 +751,7 @@ export class ReplayPacer {
     }
     if (clock <= this.cueNs && !expire) return;
     if (clock > this.cueNs) this.cueNs = clock;
-    this.o.toService({ t: 'replay_service', clockNs: this.cueNs, hostClock: this.hostClock, ...(expire ? { expire } : {}) });
+    this.o.toService({ tap: 'cue', clockNs: this.cueNs, hostClock: this.hostClock, ...(expire ? { expire } : {}) });
   }
 
   /** The live generation whose lease the recorded expiry at request `j` ended (its grant message's). */
@@ -811,7 +789,7 @@ export class ReplayPacer {
     for (let k = j; k < points.length && points[k]!.kind === 'lease_expiry' && points[k]!.cycle === p.cycle; k++) this.soon.add(k);
     this.expiries++;
     // A stepped or fast recording's expiry is tied to the test's steps, not to the live clock: ended now.
-    this.o.toService({ t: 'replay_service', clockNs: this.cueNs, hostClock: this.hostClock, expire: { ...this.expiryOf(j), ...(this.hostClock ? { lateNs: p.lateNs } : {}) } });
+    this.o.toService({ tap: 'cue', clockNs: this.cueNs, hostClock: this.hostClock, expire: { ...this.expiryOf(j), ...(this.hostClock ? { lateNs: p.lateNs } : {}) } });
   }
 
   verdict(): PacedVerdict {

@@ -30,7 +30,7 @@
 //                   that was answered when recorded but ran out on the replay (sims/service/replay-timing.ts CoreWaits).
 
 import type { RecordingNote } from '../../drivers/replay/format.ts';
-import type { LeaseNotice } from '../core/protocol.ts';
+import type { LeaseNotice } from '../../drivers/replay/tap.ts';
 import type { HttpReply } from './match.ts';
 import { collapseRepeats } from './match.ts';
 import type { PacingScan } from './scan.ts';

@@ -6,6 +6,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import { CoreHost } from '../core/host.ts';
 import type { CoreStartOptions, FromCore, ToCore } from '../core/protocol.ts';
+import { isTap, type FromTap, type ToTap } from '../../drivers/replay/tap.ts';
 import { ReplayPacer } from './pacer.ts';
 import { scanForPacing } from './scan.ts';
 
@@ -35,7 +36,9 @@ export async function runPaced(port: MessagePort, options: CoreStartOptions): Pr
   const file = (options.driverParams?.file as string | undefined) ?? '';
   const scan = scanForPacing(file);
   beforePacer = [];
-  const host = await CoreHost.create(options, send, 'none (paced replay)', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes });
+  // The tap's answers (drivers/replay/tap.ts) go straight to the service: they are no output of the core.
+  const sendTap = (m: FromTap) => port.postMessage(m);
+  const host = await CoreHost.create(options, send, 'none (paced replay)', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes }, sendTap);
   const p = (pacer = new ReplayPacer(host, scan, { file, mode: String(options.driverParams?.mode ?? 'strict'), reportFile: options.replayPace?.verdictFile, toService: (m) => port.postMessage(m), speed: options.replayPace?.speed ?? null, watched: options.replayPace?.watched === true }));
   // Events of bring-up (a latched restart_required) were recorded at cycle 0: compared like any other.
   // They, and 'ready', go to the service only now, after the pacer's first cue: a service that served a
@@ -54,24 +57,27 @@ export async function runPaced(port: MessagePort, options: CoreStartOptions): Pr
     for (const kept of p.takePublications()) port.postMessage(kept);
   };
   const answerPollTurns = () => {
-    for (const id of p.takePollTurns()) port.postMessage({ t: 'poll_turn', id } satisfies FromCore);
+    for (const id of p.takePollTurns()) sendTap({ tap: 'poll_turn', id });
   };
   let running = true;
   let wake: (() => void) | null = null;
-  port.on('message', (msg: ToCore) => {
+  port.on('message', (msg: ToCore | ToTap) => {
     if (!running) return;
-    if (msg.t === 'shutdown') running = false;
-    else if (msg.t === 'flush_record') {
-      // A simulated crash comes next: the recorded core ran to the end of its recording before it died.
-      p.runToEnd();
-      port.postMessage({ t: 'record_flushed', id: msg.id } satisfies FromCore);
-    }
+    if (isTap(msg)) {
+      if (msg.tap === 'flush') {
+        // A simulated crash comes next: the recorded core ran to the end of its recording before it died.
+        p.runToEnd();
+        sendTap({ tap: 'flushed', id: msg.id });
+      }
+      // A live telemetry poll asking to be served: answered once the core is where the recorded one was.
+      else if (msg.tap === 'poll_turn') p.pollTurn(msg.id);
+      // A service note: what the live service decided, served or answered (the pacer's holds and verdict).
+      else if (msg.tap === 'note') p.note(msg.data);
+      // The harness's query of what the core owes (CoreHost.owed): the replayed core's own figure, not a request.
+      else host.handle(msg);
+    } else if (msg.t === 'shutdown') running = false;
     // A recording made on the stepped clock has the test's steps among its requests: matched like any other.
     else if (msg.t === 'step' && !p.steps) host.handle(msg);
-    // The harness's query of what the core owes (CoreHost.owed): the replayed core's own figure, not a request.
-    else if (msg.t === 'owed') host.handle(msg);
-    // A live telemetry poll asking to be served: answered once the core is where the recorded one was.
-    else if (msg.t === 'poll_turn') p.pollTurn(msg.id);
     else p.offer(msg);
     answerPollTurns();
     flushPublication();

@@ -112,7 +112,7 @@ test('status reads on a paced replay: each read takes the next recorded publicat
     expect(t.nextStatusReadCycle()).toBeUndefined();
     t.statusRead(3n);
     expect(posted).toEqual([]);
-    inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], statusReads: [5n, 7n] });
+    inner.onMessage({ tap: 'cue', clockNs: 1n, hostClock: false, fences: [], statusReads: [5n, 7n] });
     expect(t.nextStatusReadCycle()).toBe(5n);
     // Waits for a publication of at least cycle 5: an older one does not do, the right one ends the wait.
     const status = (cycle: bigint) => inner.onMessage({ t: 'status', status: { ...link.status!, cycle, now_ns: 1n } });
@@ -125,7 +125,7 @@ test('status reads on a paced replay: each read takes the next recorded publicat
     await waiting;
     expect(link.status!.cycle).toBe(5n);
     t.statusRead(5n);
-    expect(posted).toEqual([{ t: 'service_note', data: { t: 'status_read', cycle: '5', seen: link.outputsSeen } }]);
+    expect(posted).toEqual([{ tap: 'note', data: { t: 'status_read', cycle: '5', seen: link.outputsSeen } }]);
     expect(t.nextStatusReadCycle()).toBe(7n);
     expect(t.nextStatusReadCycle()).toBeUndefined();
     // Bounded: a publication that never comes ends the wait after the given time.
@@ -135,7 +135,7 @@ test('status reads on a paced replay: each read takes the next recorded publicat
 
 test('a prepare\'s wait for its receipt is a timed wait like a command\'s: on a replay it waits as long as the recorded one was answered in, and running out then is a lost hold', () =>
   withLink(async (link, inner, posted) => {
-    inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], coreWaits: [{ kind: 'cmd:prepare', outcome: 'ok' }] });
+    inner.onMessage({ tap: 'cue', clockNs: 1n, hostClock: false, fences: [], coreWaits: [{ kind: 'cmd:prepare', outcome: 'ok' }] });
     const arrays = { timeNs: new BigInt64Array(2), position: new Float64Array(2), velocity: new Float64Array(2), hasVelocity: new Uint8Array(2), ioMask: new Uint32Array(2), ioValues: new Uint32Array(2) } as never;
     // The core never answers (its port is captured): with a 30 ms bound of its own the wait still runs on
     // (the recorded one was answered), so nothing has come back after 60 ms.
@@ -156,7 +156,7 @@ test('a prepare\'s wait for its receipt is a timed wait like a command\'s: on a 
 test('a replayed wait for a fresh publication ends with the publication the recorded wait got, even one the link already has, and never an older one', () =>
   withLink(async (link, inner) => {
     const status = (cycle: bigint) => inner.onMessage({ t: 'status', status: { ...link.status!, cycle, now_ns: 1n } });
-    inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], coreWaits: [{ kind: 'status', outcome: 'ok', cycle: 125n }, { kind: 'status', outcome: 'ok', cycle: 140n }] });
+    inner.onMessage({ tap: 'cue', clockNs: 1n, hostClock: false, fences: [], coreWaits: [{ kind: 'status', outcome: 'ok', cycle: 125n }, { kind: 'status', outcome: 'ok', cycle: 140n }] });
     status(125n); // the replayed core published it before the live service began to wait
     const first = await link.nextStatus(1000);
     expect(first?.cycle).toBe(125n);
@@ -172,7 +172,7 @@ test('a replayed wait for a fresh publication ends with the publication the reco
 
 test('a status read served before the core published anything is no sync point on a replay (the recording could not note it): it takes no recorded read', () =>
   withLink(async (link, inner, posted, t) => {
-    inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], statusReads: [5n, 7n] });
+    inner.onMessage({ tap: 'cue', clockNs: 1n, hostClock: false, fences: [], statusReads: [5n, 7n] });
     const published = link.status;
     link.status = undefined; // a stepped core before its first step
     expect(t.nextStatusReadCycle()).toBeUndefined();
@@ -187,26 +187,26 @@ test('the service\'s answers are noted only on a recorded or replayed run: opera
     const refused = { status: 409, body: { operation: 'arm', error: 'not_ready: axis 2 is not enabled' } };
     t.replied(refused);
     expect(posted).toEqual([]); // a plain run notes nothing
-    inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: false });
+    inner.onMessage({ tap: 'cue', clockNs: 1n, hostClock: false });
     t.replied(refused);
     t.replied({ status: 200, body: { operation: 'enable', data: {} } });
     t.replied({ status: 200, body: { operation: 'renew', data: {} } });
     t.replied({ status: 409, body: { operation: 'update_jog', error: 'fence: stale' } });
     expect(posted).toEqual([
-      { t: 'service_note', data: { t: 'http_reply', op: 'arm', status: 409, label: 'not_ready' } },
-      { t: 'service_note', data: { t: 'http_reply', op: 'enable', status: 200, label: '' } },
+      { tap: 'note', data: { t: 'http_reply', op: 'arm', status: 409, label: 'not_ready' } },
+      { tap: 'note', data: { t: 'http_reply', op: 'enable', status: 200, label: '' } },
     ]);
   }));
 
 test('a recording that notes every status read (header status_reads "all"): a live read before any publication takes the next recorded read, and waits for its publication when that one had one (a restarted core, held for the acquire, not yet published), or is served at once when it had none', () =>
   withLink(async (link, inner, posted, t) => {
     // Recorded: read 1 before any publication (-1), read 2 from publication 5.
-    inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: true, fences: [], statusReads: [-1n, 5n], statusReadsAll: true });
+    inner.onMessage({ tap: 'cue', clockNs: 1n, hostClock: true, fences: [], statusReads: [-1n, 5n], statusReadsAll: true });
     const published = link.status;
     link.status = undefined;
     expect(t.statusTurn()).toBeUndefined(); // read 1: served now, as recorded
     t.statusRead(undefined);
-    expect(posted).toEqual([{ t: 'service_note', data: { t: 'status_read', cycle: 'none', seen: link.outputsSeen } }]); // the pacer's hold is served
+    expect(posted).toEqual([{ tap: 'note', data: { t: 'status_read', cycle: 'none', seen: link.outputsSeen } }]); // the pacer's hold is served
     // Read 2 comes while the link still has no publication: under the old guess it was no sync point and was
     // served with no core status (Status core null); here it waits for publication 5.
     const turn = t.statusTurn();
@@ -222,7 +222,7 @@ test('a recording that notes every status read (header status_reads "all"): a li
 
 test('status reads on a replay show the live host clock, not the clock the recorded reads showed (docs/recording.md "Two clocks")', () =>
   withLink(async (link, inner, _posted, t) => {
-    inner.onMessage({ t: 'replay_service', clockNs: 1_000n, hostClock: false, fences: [], statusReads: [5n, 7n] });
+    inner.onMessage({ tap: 'cue', clockNs: 1_000n, hostClock: false, fences: [], statusReads: [5n, 7n] });
     expect(t.nextStatusReadCycle()).toBe(5n);
     const before = process.hrtime.bigint();
     const now = link.serviceNow();
@@ -264,9 +264,9 @@ test('a core restart records (or replays) the next incarnation in a file of its 
 
 test('each core incarnation of a replay cues the service afresh: status reads start again from the new recording\'s list', () =>
   withLink(async (link, inner, _posted, t) => {
-    inner.onMessage({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], statusReads: [5n, 7n] });
+    inner.onMessage({ tap: 'cue', clockNs: 1n, hostClock: false, fences: [], statusReads: [5n, 7n] });
     expect(t.nextStatusReadCycle()).toBe(5n);
-    inner.onMessage({ t: 'replay_service', clockNs: 2n, hostClock: false, fences: [], statusReads: [3n] });
+    inner.onMessage({ tap: 'cue', clockNs: 2n, hostClock: false, fences: [], statusReads: [3n] });
     expect(t.nextStatusReadCycle()).toBe(3n);
     expect(t.nextStatusReadCycle()).toBeUndefined();
   }));

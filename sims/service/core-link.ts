@@ -10,6 +10,7 @@ import { runIncarnation, type CoreThread } from './core-threads.ts';
 import { isOutput, reportedClockMode, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PlanWorkspace, type PostStamp, type ToCore } from '../core/protocol.ts';
 import { PlanArena, type PlanLease } from '../core/plan-arena.ts';
 import { incarnationFile } from '../../fixtures/contract/recording-files.ts';
+import { isTap, type FromTap, type ToTap } from '../../drivers/replay/tap.ts';
 
 /** The result of a message the core answers without a native receipt (a step, a flush, what it owes). */
 const noResult = (): NativeReply['result'] => ({ Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 });
@@ -79,11 +80,11 @@ export class CoreLink extends EventEmitter {
     this.port = port1;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new CoreUnavailable('core did not start within 20 s')), 20_000);
-      port1.on('message', (m: FromCore) => {
+      port1.on('message', (m: FromCore | FromTap) => {
         // A message the previous incarnation's port delivers after this one started (a loaded host can
         // deliver them late) belongs to a core that is gone: its status would be served as this one's.
         if (this.port !== port1) return;
-        if (m.t === 'ready') {
+        if (!isTap(m) && m.t === 'ready') {
           clearTimeout(timer);
           this.live = true;
           this.incarnation = m.incarnation;
@@ -122,7 +123,8 @@ export class CoreLink extends EventEmitter {
   /** The core's outputs this incarnation delivered (TimingLink.outputsSeen): what a recording numbers as outputs. */
   outputsSeen = 0;
 
-  private onMessage(m: FromCore): void {
+  private onMessage(m: FromCore | FromTap): void {
+    if (isTap(m)) return this.onTap(m);
     if (isOutput(m)) this.outputsSeen++;
     switch (m.t) {
       case 'status':
@@ -146,26 +148,36 @@ export class CoreLink extends EventEmitter {
         this.fatal = m.message;
         this.emit('fatal', m.message);
         return;
-      case 'record_flushed':
-        return this.answer(m.id, { result: noResult() });
       case 'stepped':
         if (this.pending.has(m.id)) this.seen(m.nowNs);
         return this.answer(m.id, { result: noResult(), extra: { now_ns: m.nowNs, cycles: m.cycles, answered: m.answered, ...(m.owed !== undefined ? { owed: m.owed } : {}) } });
-      case 'owed':
-        return this.answer(m.id, { result: noResult(), extra: { owed: m.n } });
-      case 'poll_turn':
-        return this.answer(m.id, { result: noResult() });
-      case 'replay_service':
-        this.timing.cue(m);
-        return;
       case 'ready':
         return;
     }
   }
 
+  /** The tap's messages (drivers/replay/tap.ts): the host's and the pacer's answers, the pacer's cues. */
+  private onTap(m: FromTap): void {
+    switch (m.tap) {
+      case 'flushed':
+        return this.answer(m.id, { result: noResult() });
+      case 'owed':
+        return this.answer(m.id, { result: noResult(), extra: { owed: m.n } });
+      case 'poll_turn':
+        return this.answer(m.id, { result: noResult() });
+      case 'cue':
+        return this.timing.cue(m);
+    }
+  }
+
+  /** Post a message of the tap (never stamped: none is a request). */
+  private postTap(m: ToTap): void {
+    this.port?.postMessage(m);
+  }
+
   /** A service note for the core to write into its recording (or to tell the pacer); see timing.ts. */
   note(data: ServiceNote): void {
-    this.port?.postMessage({ t: 'service_note', data } satisfies ToCore);
+    this.postTap({ tap: 'note', data });
   }
 
   /** Resolve once a publication of at least `cycle` has arrived (true), or after `ms` of wall time (false). */
@@ -339,7 +351,7 @@ export class CoreLink extends EventEmitter {
     return this.query('owed', 10_000, 'no answer to a query of what the core owes').then((r) => Number(r.extra?.owed ?? 0));
   }
 
-  /** Paced replay: true once the core says a live telemetry poll may be served (protocol.ts 'poll_turn'), false after `ms` or without a core. */
+  /** Paced replay: true once the pacer says a live telemetry poll may be served (drivers/replay/tap.ts 'poll_turn'), false after `ms` or without a core. */
   pollTurn(ms: number): Promise<boolean> {
     return this.query('poll_turn', ms, 'no poll turn').then(
       () => true,
@@ -357,7 +369,7 @@ export class CoreLink extends EventEmitter {
         reject(new CoreUnavailable(`${what} within ${ms} ms`));
       }, ms);
       this.pending.set(id, { resolve, reject, timer });
-      this.port!.postMessage({ t, id } satisfies ToCore);
+      this.postTap({ tap: t, id });
     });
   }
 
@@ -424,7 +436,7 @@ export class CoreLink extends EventEmitter {
           resolve(undefined); // a core too busy to answer is killed all the same
         }, 2_000);
         this.pending.set(id, { resolve, reject, timer });
-        this.port!.postMessage({ t: 'flush_record', id } satisfies ToCore);
+        this.postTap({ tap: 'flush', id });
       });
     }
     const ready = new Promise<string>((resolve) => this.once('ready', resolve));

@@ -21,7 +21,7 @@ function replayed(cued: boolean, ops: string[], outcomes: string[]) {
   const t = new ReplayedTiming();
   const link: TimingLink = { status: undefined, statusFrom: async () => true, pollTurn: async () => true, note: (d) => void notes.push(d) };
   t.attach(link);
-  if (cued) t.cue({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: ops, fenceOutcomes: outcomes });
+  if (cued) t.cue({ tap: 'cue', clockNs: 1n, hostClock: false, fences: ops, fenceOutcomes: outcomes });
   const lost = () => notes.filter((n) => (n as { t: string }).t === 'hold_lost').map((n) => `${(n as { kind: string }).kind}:${(n as { detail: string }).detail}`);
   return { t, lost };
 }
@@ -50,8 +50,8 @@ test('the pacer\'s expiry cue reaches the listener the service set (it ends the 
   const { t } = replayed(true, [], []);
   const expired: Array<[bigint, bigint | undefined]> = [];
   t.onExpiry((g, late) => void expired.push([g, late]));
-  t.cue({ t: 'replay_service', clockNs: 5n, hostClock: false, expire: { generation: 7n } });
-  t.cue({ t: 'replay_service', clockNs: 5n, hostClock: false, expire: { generation: 8n, lateNs: 3_000_000n } });
+  t.cue({ tap: 'cue', clockNs: 5n, hostClock: false, expire: { generation: 7n } });
+  t.cue({ tap: 'cue', clockNs: 5n, hostClock: false, expire: { generation: 8n, lateNs: 3_000_000n } });
   expect(expired).toEqual([[7n, undefined], [8n, 3_000_000n]]);
 });
 
@@ -84,7 +84,7 @@ test('a cued expiry that never comes: the decision goes on after the replay boun
 
 test('the replaying service runs on the live host clock whatever the recorded clock the pacer cues: a client compares its host times with its own (a renewed deadline between its readings around the call)', () => {
   const { t } = replayed(true, [], []);
-  t.cue({ t: 'replay_service', clockNs: 5_000n, hostClock: true }); // the recording's clock, minutes behind
+  t.cue({ tap: 'cue', clockNs: 5_000n, hostClock: true }); // the recording's clock, minutes behind
   const before = process.hrtime.bigint();
   const now = t.now();
   const after = process.hrtime.bigint();
@@ -153,7 +153,7 @@ test('a replayed timing tells the pacer each stream the live test opens (it hold
   const t = new ReplayedTiming();
   t.attach(link);
   t.watching('telemetry', true); // before any cue: a live run, nothing to tell
-  t.cue({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], fenceOutcomes: [] });
+  t.cue({ tap: 'cue', clockNs: 1n, hostClock: false, fences: [], fenceOutcomes: [] });
   t.watching('telemetry', true);
   t.watching('telemetry', false);
   expect(notes).toEqual([{ t: 'watch', stream: 'telemetry', open: true }]);
@@ -170,7 +170,7 @@ test('a telemetry poll on a replay waits for its turn from the core; a turn that
   const t = new ReplayedTiming();
   t.attach(link);
   expect(t.telemetryTurn()).toBeUndefined(); // no cue yet: not a paced replay
-  t.cue({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], fenceOutcomes: [] });
+  t.cue({ tap: 'cue', clockNs: 1n, hostClock: false, fences: [], fenceOutcomes: [] });
   await t.telemetryTurn();
   expect(asked).toEqual([10_000]); // the pacer's hold bound
   expect(notes).toEqual([]);
@@ -260,7 +260,7 @@ test('a cue\'s anchor and pairs reach the replaying timing\'s host times; a live
   const { t } = replayed(false, [], []);
   expect(t.hostTimes).toBeNull();
   expect(new LiveTiming().hostTimes).toBeNull();
-  t.cue({ t: 'replay_service', clockNs: 1n, hostClock: true, anchors: [{ recordedNs: 1_000n, liveNs: 5_000n }], pairs: [[77n, 99n]] });
+  t.cue({ tap: 'cue', clockNs: 1n, hostClock: true, anchors: [{ recordedNs: 1_000n, liveNs: 5_000n }], pairs: [[77n, 99n]] });
   expect(t.hostTimes!.coreTimeIsHost).toBe(true);
   expect(t.hostTimes!.live(77n, false)).toBe(99n);
   expect(t.hostTimes!.live(1_500n, false)).toBe(5_500n);
@@ -298,7 +298,7 @@ test('commit order: a recorded run notes each preparation\'s place in the commit
   // where arrival order gave the program the trajectory's number (the replayed core then held the
   // trajectory's prepare under handle 2 in vain: HIL_ERR_REPLAY_DIVERGED on the handle).
   const { t, lost } = replayed(true, [], []);
-  t.cue({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], commits: ['program', 'trajectory', 'program'] });
+  t.cue({ tap: 'cue', clockNs: 1n, hostClock: false, fences: [], commits: ['program', 'trajectory', 'program'] });
   expect(await raceCommits(t)).toEqual({ program: 3n, trajectory: 2n });
   expect(lost()).toEqual([]);
   // Without a recorded order (before a cue, or a recording without commit notes): arrival order.
@@ -309,7 +309,7 @@ test('commit order: a recorded run notes each preparation\'s place in the commit
 test('commit order: a recorded commit the live side never makes holds the next one at most the fence bound, then it goes on and the hold is reported lost', async () => {
   vi.useFakeTimers();
   const { t, lost } = replayed(true, [], []);
-  t.cue({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: [], commits: ['trajectory', 'program'] });
+  t.cue({ tap: 'cue', clockNs: 1n, hostClock: false, fences: [], commits: ['trajectory', 'program'] });
   const turn = t.commitTurn('program');
   expect(turn).not.toBeNull();
   let done = false;
@@ -326,7 +326,7 @@ function replayedSeen(ops: string[], outcomes: string[], seen: string[]) {
   const notes: unknown[] = [];
   const t = new ReplayedTiming();
   t.attach({ status: undefined, statusFrom: async () => true, pollTurn: async () => true, note: (d) => void notes.push(d) });
-  t.cue({ t: 'replay_service', clockNs: 1n, hostClock: false, fences: ops, fenceOutcomes: outcomes, fenceSeen: seen });
+  t.cue({ tap: 'cue', clockNs: 1n, hostClock: false, fences: ops, fenceOutcomes: outcomes, fenceSeen: seen });
   const lost = () => notes.filter((n) => (n as { t: string }).t === 'hold_lost').map((n) => `${(n as { kind: string }).kind}:${(n as { detail: string }).detail}`);
   return { t, lost };
 }

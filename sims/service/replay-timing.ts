@@ -1,6 +1,6 @@
 // The service's timing on a paced replay (timing.ts ServiceTiming; docs/recording.md "The service side"):
 // the live host clock and the recorded decisions, built from the pacer's cues the core link relays
-// (FromCore 'replay_service', sims/replay/pacer.ts). The clock is the live one because a client compares
+// (the tap's cues, drivers/replay/tap.ts, sent by sims/replay/pacer.ts). The clock is the live one because a client compares
 // the service's host times with its own (document 1: deadline_host_ns is a host monotonic time); the
 // replayed core runs on the recorded clock, and host times are translated where they cross between the two
 // (sims/replay/pacer.ts `outward`, docs/recording.md "Two clocks"). Until the first cue (and on a recording
@@ -9,7 +9,7 @@
 // target on an order the replay did not keep.
 
 import { replyNote, statusReadNote, UNORDERED, type CoreWait, type HostTimes, type ServiceTiming, type SessionView, type TimingCue, type TimingLink, type WaitOutcome } from './timing.ts';
-import type { LeaseNotice } from '../core/protocol.ts';
+import type { LeaseNotice } from '../../drivers/replay/tap.ts';
 
 /** How long a status read waits for the publication its recording was served from (wall ms). */
 const STATUS_READ_WAIT_MS = 3_000;

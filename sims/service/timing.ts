@@ -8,8 +8,8 @@
 // Adding a new kind of hold is one new method here, its two implementations and their tests: no flag in
 // the service or the core (docs/recording.md "Adding a hold").
 
-import type { FromCore, LeaseNotice } from '../core/protocol.ts';
 import type { CoreStatus } from '../core/protocol.ts';
+import type { LeaseNotice, ServiceCue } from '../../drivers/replay/tap.ts';
 
 /**
  * Operations a controller sends on its own wall-clock timer, so a replay sees another number of them: their
@@ -30,13 +30,13 @@ export interface TimingLink {
    */
   readonly outputsSeen?: number;
   statusFrom(cycle: bigint, ms: number): Promise<boolean>;
-  /** Paced replay: resolves true once the core answers a poll turn (protocol.ts 'poll_turn'), false after `ms`. */
+  /** Paced replay: resolves true once the pacer answers a poll turn (drivers/replay/tap.ts 'poll_turn'), false after `ms`. */
   pollTurn(ms: number): Promise<boolean>;
   note(data: ServiceNote): void;
 }
 
-/** The cue the pacer sends the service through the core link (FromCore in sims/core/protocol.ts). */
-export type TimingCue = Extract<FromCore, { t: 'replay_service' }>;
+/** The cue the pacer sends the service through the core link (the tap's, drivers/replay/tap.ts). */
+export type TimingCue = ServiceCue;
 
 /** The outcome of one of the service's timed waits on the core. */
 export type WaitOutcome = 'ok' | 'timeout';
