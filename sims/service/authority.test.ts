@@ -97,7 +97,7 @@ test('lease is min(request, ceiling) with the 500 ms default', () => {
   expect(setup(3000n).acquire({ requested_lease_ms: 2000n }).lease_ms).toBe(2000n);
 });
 
-test('the core\'s lease notice on a replay takes the recorded decision, whatever the live clock says: expired (the grant is left to the cued expiry and marked expiring), retold, or nothing; outside a replay the clock decides', () => {
+test('the core\'s lease notice on a replay takes the recorded decision, whatever the live clock says: expired (the grant is left to the cued expiry and no longer holds its lease), retold, or nothing; outside a replay the clock decides', () => {
   let now = 1_000_000_000n;
   const notices: Array<'expired' | 'retold' | 'none' | undefined> = [];
   const native: Array<[bigint | null, string | undefined]> = [];
@@ -114,7 +114,7 @@ test('the core\'s lease notice on a replay takes the recorded decision, whatever
   notices.push('retold');
   a.nativeLeaseExpired(g.generation);
   expect(native).toEqual([[g.generation, undefined]]);
-  expect(a.current?.expiring).toBeUndefined();
+  expect(a.holdsLease(a.current!)).toBe(true);
   // Recorded: nothing.
   notices.push('none');
   a.nativeLeaseExpired(g.generation);
@@ -124,7 +124,7 @@ test('the core\'s lease notice on a replay takes the recorded decision, whatever
   a.nativeLeaseExpired(g.generation);
   expect(native).toHaveLength(1);
   expect(a.current?.generation).toBe(g.generation);
-  expect(a.current?.expiring).toBe(true);
+  expect(a.holdsLease(a.current!)).toBe(false);
   expect(a.expireGeneration(g.generation)).toBe(true);
   expect(a.current).toBeNull();
   expect(native).toEqual([[g.generation, undefined], [null, 'expired']]);
@@ -133,7 +133,7 @@ test('the core\'s lease notice on a replay takes the recorded decision, whatever
   notices.push('expired', 'retold');
   a.nativeLeaseExpired(h.generation + 5n);
   a.nativeLeaseExpired(h.generation);
-  expect(a.current?.expiring).toBeUndefined();
+  expect(a.holdsLease(a.current!)).toBe(true);
   // Outside a replay (no recorded decision) the clock decides: past the deadline the grant ends at once.
   now += 10_000_000_000n;
   a.nativeLeaseExpired(h.generation);

@@ -48,12 +48,6 @@ export interface Grant {
   leaseMs: bigint;
   deadlineNs: bigint;
   stopping: boolean;
-  /**
-   * A paced replay only: the recorded service ended this grant when the core said its lease ran out, and the
-   * live one ends it when the replay cues that expiry, not before its deadline (nativeLeaseExpired). Until
-   * then nothing else ends it (the service's stop after a failure: service.ts stopAfterFailure).
-   */
-  expiring?: boolean;
   daemonIncarnation: string;
   cache: RetryCache;
   /** The acquire that created this grant, for idempotent acquire retries. */
@@ -181,6 +175,7 @@ export class Authority {
     const g = this.current;
     if (!g) return;
     this.current = null;
+    this.leaseRanOut = null;
     this.disarmExpiry();
     this.sessions.set(g.session, why);
     if (why !== 'released' && why !== 'expired') this.keepCache(g);
@@ -368,6 +363,21 @@ export class Authority {
     return { first: true };
   }
 
+  /**
+   * The grant whose lease the core found run out while the service's timing put its end off to a later
+   * point (timing.ts leaseNotice 'expired': it ends at expireGeneration). Until then it is as good as ended:
+   * nothing else ends it (holdsLease).
+   */
+  private leaseRanOut: Grant | null = null;
+
+  /**
+   * Whether `g` is the current grant and its lease has not run out at the core: the service's own stop after
+   * a failure (service.ts stopAfterFailure) is for such a grant only.
+   */
+  holdsLease(g: Grant): boolean {
+    return this.current === g && this.leaseRanOut !== g;
+  }
+
   /** The core finished draining the stop: revoke the stopping grant. */
   drained(): void {
     this.draining = false;
@@ -389,7 +399,7 @@ export class Authority {
       // Ended by the expiry the replay cues at its recorded place (expireGeneration, not before the deadline);
       // meanwhile it is as good as ended (suites/machine/home.test.ts "lease expiry during Home cancels it":
       // the failed Home would otherwise stop the grant the recorded service had let expire).
-      g.expiring = true;
+      this.leaseRanOut = g;
       return;
     }
     if (recorded === 'none') return;

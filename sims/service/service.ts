@@ -566,11 +566,11 @@ export class ControlService {
   /** Admit a stop on the grant: stopping now, revoked when the core reports the drain finished. */
   /**
    * The service's own stop after a failure (a failed Home, an uncertain Start): of the grant still current
-   * only, and not of one whose lease ran out on a paced replay and ends with the cued expiry (Grant.expiring:
-   * the recorded service had let it expire by then).
+   * only, and not of one whose lease the core found run out and whose end the timing put off
+   * (authority.ts holdsLease).
    */
   private stopAfterFailure(g: Grant): Promise<void> {
-    return this.authority.current === g && !g.expiring ? this.stopGrant(g) : Promise.resolve();
+    return this.authority.holdsLease(g) ? this.stopGrant(g) : Promise.resolve();
   }
 
   private async stopGrant(g: Grant): Promise<void> {
