@@ -151,10 +151,10 @@ export class CoreHost {
         clock: options.clock.mode,
         // The core's time is not the host's: each frame keeps the host time the cycle read (format 3).
         ...(ownTime(options.clock.mode) ? { host_times: true as const } : {}),
-        // This build's service notes its streams (sims/service/timing.ts watching): a replay may run flat
+        // This build's service notes its streams (sims/service/timing.ts DecisionLog 'watch'): a replay may run flat
         // out outside them.
         watch_notes: true as const,
-        // The service notes every status read it serves, one before any publication too (timing.ts statusRead).
+        // The service notes every status read it serves, one before any publication too (sims/service/timing.ts DecisionLog 'status_read').
         status_reads: 'all' as const,
         ...(options.record.run ? { run: options.record.run } : {}),
         ...(options.driverParams ? { driver_params: JSON.parse(JSON.stringify(options.driverParams, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))) as Record<string, unknown> } : {}),

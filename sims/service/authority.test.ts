@@ -2,8 +2,24 @@
 // including the stopping rows that a conformance run can only reach in a race.
 
 import { expect, test, vi } from 'vitest';
-import { Authority, type Grant } from './authority.ts';
+import { Authority, type AuthorityTiming, type Grant } from './authority.ts';
 import { Refusal, type Request } from './envelope.ts';
+import type { Recorded, Taken } from './timing.ts';
+import type { LeaseNotice } from '../../drivers/replay/tap.ts';
+
+/** A decision log for the authority built from its named answers (timing.ts DecisionLog), each defaulting to the live one. */
+function fakeLog(o: { leaseOnClock: () => boolean; fenced?: (op: string, outcome: string) => void; expiredAtFence?: (op: string) => boolean; grantEnded?: () => void; leaseNotice?: () => LeaseNotice | undefined }): AuthorityTiming {
+  return {
+    get leaseOnClock() {
+      return o.leaseOnClock();
+    },
+    took: (d: Taken) => {
+      if (d.t === 'fence') o.fenced?.(d.op, d.outcome);
+      if (d.t === 'grant_ended') o.grantEnded?.();
+    },
+    recorded: ((k: keyof Recorded, q: { op?: string }) => (k === 'expired_at_fence' ? (o.expiredAtFence?.(q.op!) ?? false) : o.leaseNotice?.())) as AuthorityTiming['recorded'],
+  };
+}
 
 const binding = { pair_id: 'p', revision: 1n, configuration_sha256: 'c'.repeat(64), machine_sha256: 'm'.repeat(64) };
 
@@ -106,7 +122,7 @@ test('the core\'s lease notice on a replay takes the recorded decision, whatever
     daemonIncarnation: () => 'd',
     event: () => undefined,
     nativeGrant: (g, why) => native.push([g?.generation ?? null, why]),
-    timing: { leaseOnClock: false, fenced: () => undefined, expiredAtFence: () => false, grantEnded: () => undefined, leaseNotice: () => notices.shift() },
+    timing: fakeLog({ leaseOnClock: () => false, leaseNotice: () => notices.shift() }),
   });
   const g = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}').body.data as { session: string; generation: bigint };
   native.length = 0;
@@ -152,15 +168,7 @@ test('replaying a format 2 recording: the lease never runs out on the service cl
     daemonIncarnation: () => 'd',
     event: (type) => events.push(type),
     nativeGrant: (g, why) => native.push([g?.generation ?? null, why]),
-    timing: {
-      get leaseOnClock() {
-        return !replaying;
-      },
-      fenced: (op, outcome) => void fenced.push(`${op}:${outcome}`),
-      expiredAtFence: () => false,
-      grantEnded: () => void ended++,
-      leaseNotice: () => undefined,
-    },
+    timing: fakeLog({ leaseOnClock: () => !replaying, fenced: (op, outcome) => void fenced.push(`${op}:${outcome}`), grantEnded: () => void ended++ }),
   });
   const r = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}');
   const g = r.body.data as { session: string; generation: bigint };
@@ -199,7 +207,7 @@ function replayingAuthority() {
     daemonIncarnation: () => 'd',
     event: (type) => void events.push([type, clock.now]),
     nativeGrant: () => undefined,
-    timing: { leaseOnClock: false, fenced: () => undefined, expiredAtFence: () => false, grantEnded: () => undefined, leaseNotice: () => undefined },
+    timing: fakeLog({ leaseOnClock: () => false }),
   });
   const r = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}');
   return { a, events, clock, g: r.body.data as { generation: bigint; deadline_host_ns: bigint } };
@@ -257,7 +265,7 @@ test('replaying: where the recorded service found the lease run out at a fence c
     daemonIncarnation: () => 'd',
     event: (type) => events.push(type),
     nativeGrant: () => undefined,
-    timing: { leaseOnClock: false, fenced: () => undefined, expiredAtFence: (op) => recorded[op] === 'expired', grantEnded: () => undefined, leaseNotice: () => undefined },
+    timing: fakeLog({ leaseOnClock: () => false, expiredAtFence: (op) => recorded[op] === 'expired' }),
   });
   const g = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding } as Request, '{}').body.data as { session: string; generation: bigint };
   expect(label(() => a.fence('halt', g.session, g.generation))).toBe('ok');

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { refuse, type Binding, type Request } from './envelope.ts';
 import { U64_MAX } from '../primitives.ts';
-import { LiveTiming, type ServiceTiming } from './timing.ts';
+import { LiveTiming, type DecisionLog } from './timing.ts';
 
 export const DEFAULT_LEASE_MS = 500n;
 export const MAX_REQUESTED_LEASE_MS = 10_000n;
@@ -78,7 +78,7 @@ const SESSION_RE = /^[0-9a-f]{64}$/;
 const DEFECTS = new Set((process.env.HIL_STACK_DEFECT ?? '').split(',').filter(Boolean));
 
 /** What the authority asks of the service's timing (timing.ts). */
-export type AuthorityTiming = Pick<ServiceTiming, 'leaseOnClock' | 'fenced' | 'expiredAtFence' | 'grantEnded' | 'leaseNotice'>;
+export type AuthorityTiming = Pick<DecisionLog, 'leaseOnClock' | 'took' | 'recorded'>;
 
 export interface AuthorityHooks {
   now(): bigint;
@@ -88,7 +88,7 @@ export interface AuthorityHooks {
   /** Tell the core the application grant changed (`why`: the session ended, and how). */
   nativeGrant(g: Grant | null, why?: SessionEnd): void;
   /**
-   * The service's timed decisions (timing.ts ServiceTiming): whether a lease runs out by the service's
+   * The service's decision log (timing.ts DecisionLog): whether a lease runs out by the service's
    * own clock, every fence decision in order. Omitted: the live ones, which record nothing.
    */
   timing?: AuthorityTiming;
@@ -114,7 +114,7 @@ export class Authority {
     initialGeneration = 0n,
   ) {
     this.generation = initialGeneration;
-    this.timing = hooks.timing ?? new LiveTiming();
+    this.timing = hooks.timing ?? new LiveTiming().log;
   }
 
   get lastGeneration(): bigint {
@@ -181,11 +181,11 @@ export class Authority {
     if (why !== 'released' && why !== 'expired') this.keepCache(g);
     if (eventType) this.hooks.event(eventType, g, { session: '' });
     this.hooks.nativeGrant(null, why);
-    this.timing.grantEnded();
+    this.timing.took({ t: 'grant_ended' });
   }
 
   /**
-   * The service's timing says the lease of generation `generation` ran out (timing.ts onExpiry). `lateNs`
+   * The service's timing says the lease of generation `generation` ran out (timing.ts DecisionLog.onExpiry). `lateNs`
    * undefined: end it now (a recording on the stepped or fast clock: the expiry is tied to the test's
    * steps, not to the live clock). Else not before `lateNs` after its deadline on the service's clock (as
    * renewals moved it): a recorded service ends a lease at or after its deadline, and on a replay of a
@@ -274,10 +274,10 @@ export class Authority {
     try {
       g = this.check(op, session, generation, owner);
     } catch (e) {
-      this.timing.fenced(op, (e as { label?: string }).label ?? 'error', this.sessionState(session));
+      this.timing.took({ t: 'fence', op, outcome: (e as { label?: string }).label ?? 'error', seen: this.sessionState(session) });
       throw e;
     }
-    this.timing.fenced(op, 'ok', this.sessionState(session));
+    this.timing.took({ t: 'fence', op, outcome: 'ok', seen: this.sessionState(session) });
     return g;
   }
 
@@ -297,8 +297,8 @@ export class Authority {
   private check(op: string, session: string, generation: bigint, owner: string): Grant {
     this.checkExpiry();
     // The timing says this session's lease ran out at this very decision (the lazy check on a request; its
-    // timer had not fired yet): take that expiry here (timing.ts expiredAtFence).
-    if (this.current?.session === session && this.timing.expiredAtFence(op)) this.end('expired', 'grant_expired');
+    // timer had not fired yet): take that expiry here (timing.ts Recorded 'expired_at_fence').
+    if (this.current?.session === session && this.timing.recorded('expired_at_fence', { op })) this.end('expired', 'grant_expired');
     if (!SESSION_RE.test(session)) throw refuse('control_session_stale', 'session is not a 64-character lowercase hex token');
     if (generation === 0n) throw refuse('control_session_stale', 'generation must be nonzero');
     const known = this.sessions.get(session);
@@ -365,7 +365,7 @@ export class Authority {
 
   /**
    * The grant whose lease the core found run out while the service's timing put its end off to a later
-   * point (timing.ts leaseNotice 'expired': it ends at expireGeneration). Until then it is as good as ended:
+   * point (timing.ts Recorded 'lease_notice' says 'expired': it ends at expireGeneration). Until then it is as good as ended:
    * nothing else ends it (holdsLease).
    */
   private leaseRanOut: Grant | null = null;
@@ -392,7 +392,7 @@ export class Authority {
   nativeLeaseExpired(generation: bigint): void {
     // A paced replay takes the recorded service's decision (its clock is not the recorded one: a core run
     // flat out brings the notice long before the live deadline), in the order the notices come.
-    const recorded = this.timing.leaseNotice();
+    const recorded = this.timing.recorded('lease_notice', {});
     const g = this.current;
     if (!g || g.generation !== generation) return;
     if (recorded === 'expired') {
@@ -434,7 +434,7 @@ export class Authority {
       this.disarmExpiry();
       this.keepCache(g);
       this.hooks.event('grant_revoked', g, { session: '' });
-      this.timing.grantEnded();
+      this.timing.took({ t: 'grant_ended' });
     }
   }
 

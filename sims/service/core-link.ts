@@ -61,7 +61,7 @@ export class CoreLink extends EventEmitter {
     readonly timing: ServiceTiming = new LiveTiming(options.record !== undefined),
   ) {
     super();
-    timing.attach(this);
+    timing.log.attach(this);
   }
 
   /** Start a core incarnation and resolve when it has brought its bus up. */
@@ -166,7 +166,9 @@ export class CoreLink extends EventEmitter {
       case 'poll_turn':
         return this.answer(m.id, { result: noResult() });
       case 'cue':
-        return this.timing.cue(m);
+        // For the decision log of a paced replay (replay-timing.ts attach): the live one does not listen.
+        this.emit('cue', m);
+        return;
     }
   }
 
@@ -190,9 +192,9 @@ export class CoreLink extends EventEmitter {
     }
     return true;
   }
-  /** The service's clock: the timing's (timing.ts ServiceTiming.now). */
+  /** The service's clock: the timing's (timing.ts ServiceClock.now). */
   serviceNow(): bigint {
-    return this.timing.now();
+    return this.timing.clock.now();
   }
 
   /** Post with the service's stamp (its clock, and why when it sent the message of its own accord). */
@@ -239,8 +241,8 @@ export class CoreLink extends EventEmitter {
    * it is the latest core time the service has seen (status, an event, a step).
    */
   coreNow(): bigint {
-    // The timing says the core's time is the service's clock (timing.ts coreOnServiceClock).
-    if (this.timing.coreOnServiceClock) return this.timing.now();
+    // The timing says the core's time is the service's clock (timing.ts ServiceClock.coreOnServiceClock).
+    if (this.timing.clock.coreOnServiceClock) return this.timing.clock.now();
     return this.options.clock.mode === 'realtime' ? process.hrtime.bigint() : this.lastCoreNs;
   }
 
@@ -257,7 +259,7 @@ export class CoreLink extends EventEmitter {
   command(op: NativeOpName, generation: bigint, axisMask = 0, extra: { label?: string; handle?: bigint } = {}, timeoutMs = 1000): Promise<NativeReply> {
     if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
     const id = this.nextId++;
-    const wait = this.timing.coreWait(UNORDERED.has(op) ? null : `cmd:${op}`, timeoutMs);
+    const wait = this.timing.log.wait(UNORDERED.has(op) ? null : `cmd:${op}`, timeoutMs);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
@@ -290,11 +292,11 @@ export class CoreLink extends EventEmitter {
       lease.release();
     }
     const id = this.nextId++;
-    // A timed wait on the core like a command's (timing.ts coreWait): a replay whose core is held elsewhere
+    // A timed wait on the core like a command's (timing.ts DecisionLog.wait): a replay whose core is held elsewhere
     // waits as long as it may, and a receipt that then never comes is a lost hold (ERROR), not a refusal the
     // test is judged on (suites/trajectory/handles.test.ts "unknown_handle ...": held at a status read the
     // replayed test never made, the prepare ran out after 5 s and was answered 409).
-    const wait = this.timing.coreWait('cmd:prepare', timeoutMs);
+    const wait = this.timing.log.wait('cmd:prepare', timeoutMs);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
@@ -315,7 +317,7 @@ export class CoreLink extends EventEmitter {
   inject(fault: Extract<ToCore, { t: 'inject' }>['fault']): Promise<NativeReply> {
     if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
     const id = this.nextId++;
-    const wait = this.timing.coreWait('inject', 1000);
+    const wait = this.timing.log.wait('inject', 1000);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
@@ -375,10 +377,10 @@ export class CoreLink extends EventEmitter {
 
   /**
    * Wait for the next status publication (or the current one when fresh enough). `kind`: the wait as a
-   * recorded decision (timing.ts coreWait), null for the service's own polling waits.
+   * recorded decision (timing.ts DecisionLog.wait), null for the service's own polling waits.
    */
   nextStatus(timeoutMs: number, kind: string | null = 'status'): Promise<CoreStatus | undefined> {
-    const wait = this.timing.coreWait(kind, timeoutMs);
+    const wait = this.timing.log.wait(kind, timeoutMs);
     const at = wait.atLeast;
     // A replay whose recorded wait got a publication this link already has (the replayed core ran ahead of
     // the live service): that one, as when recorded (timing.ts CoreWait.atLeast).

@@ -187,7 +187,7 @@ export function streamEvents(log: EventLog, req: IncomingMessage, res: ServerRes
   res.on('error', cleanup);
   // Subscribe in the same synchronous step as the backlog read: no event can fall between the two.
   log.on('event', onEvent);
-  // A client watching over wall time (a replay paces the core while it does: ServiceTiming.watching).
+  // A client watching over wall time (a replay paces the core while it does: DecisionLog 'watch').
   watching?.(true);
   for (const e of backlog) write(sseMessage(e));
 }

@@ -4,6 +4,7 @@
 // changes as execution_started / completed / aborted / faulted with an Execution payload.
 
 import type { Identity } from './envelope.ts';
+import type { DecisionLog } from './timing.ts';
 
 export type HandleState = 'prepared' | 'started' | 'consumed' | 'discarded' | 'superseded' | 'retired';
 export type HandleKind = 'trajectory' | 'program';
@@ -57,8 +58,8 @@ export class HandleTable {
 
   constructor(
     private readonly publish: (type: string, payload: Record<string, unknown>) => void,
-    /** The order of places in the commit queue as a recorded decision (timing.ts commitTurn); none: arrival order. */
-    private readonly order?: { commitTurn(kind: string): Promise<void> | null; committing(kind: string): void },
+    /** The order of places in the commit queue as a recorded decision (timing.ts DecisionLog 'commit'); none: arrival order. */
+    private readonly order?: Pick<DecisionLog, 'turn' | 'took'>,
   ) {}
 
   get(h: bigint): HandleRecord | undefined {
@@ -108,14 +109,14 @@ export class HandleTable {
    */
   serialise<T>(kind: HandleKind, commit: () => Promise<T>): Promise<T> {
     // Which of two preparations racing to commit takes its place first decides their handle numbers: a
-    // recorded decision, held to the recorded order on a replay (timing.ts commitTurn; docs/recording.md
+    // recorded decision, held to the recorded order on a replay (timing.ts DecisionLog 'commit'; docs/recording.md
     // "The service side"). Null on a live run: no yield here.
-    const turn = this.order?.commitTurn(kind);
+    const turn = this.order?.turn({ t: 'commit', kind });
     return turn ? turn.then(() => this.enqueue(kind, commit)) : this.enqueue(kind, commit);
   }
 
   private enqueue<T>(kind: HandleKind, commit: () => Promise<T>): Promise<T> {
-    this.order?.committing(kind);
+    this.order?.took({ t: 'commit', kind });
     const run = this.committing.then(commit, commit);
     this.committing = run.catch(() => undefined);
     return run;

@@ -137,8 +137,8 @@ export class MachineOps {
     const check = () => {
       if (this.authority.fence(op, g.session, g.generation, this.authority.ownerOf(g.session)) !== g) throw refuse('control_session_stale', 'the grant changed while the request waited');
     };
-    // The timing may hold the decision to a recorded order (timing.ts fenceTurn); a live run decides at once.
-    const held = this.core.timing.fenceTurn(op);
+    // The decision log may hold the decision to a recorded order (timing.ts DecisionLog.turn); a live run decides at once.
+    const held = this.core.timing.log.turn({ t: 'fence', op });
     if (!held) return void check();
     return held.then(check);
   }

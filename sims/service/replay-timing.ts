@@ -8,7 +8,7 @@
 // lost hold (sims/replay/sync-points.ts), so the harness ends the test in ERROR rather than judging the
 // target on an order the replay did not keep.
 
-import { replyNote, statusReadNote, UNORDERED, type CoreWait, type HostTimes, type ServiceTiming, type SessionView, type TimingCue, type TimingLink, type WaitOutcome } from './timing.ts';
+import { replyNote, statusReadNote, TimingBase, UNORDERED, type CoreWait, type HostTimes, type ServiceTiming, type SessionView, type TimingCue, type TimingLink, type WaitOutcome } from './timing.ts';
 import type { LeaseNotice } from '../../drivers/replay/tap.ts';
 
 /** How long a status read waits for the publication its recording was served from (wall ms). */
@@ -27,7 +27,7 @@ const SESSION_HOLDS: ReadonlySet<string> = new Set(['current', 'stopping']);
 
 export type HoldKind = 'fence' | 'commit' | 'publication' | 'core_wait' | 'lease_expiry' | 'session_end' | 'telemetry_poll';
 
-export class ReplayedTiming implements ServiceTiming {
+export class ReplayedTiming extends TimingBase {
   private link?: TimingLink;
   /** A cue came: the service's own timed decisions come from the recording (its clock stays the host's). */
   private cued = false;
@@ -63,6 +63,7 @@ export class ReplayedTiming implements ServiceTiming {
 
   /** `record`: this replay is itself recorded (its decisions noted as LiveTiming's are). */
   constructor(private readonly record = false) {
+    super();
     this.fenceOrder = new FenceOrder(
       (data) => {
         if (this.record) this.link?.note(data);
@@ -86,6 +87,8 @@ export class ReplayedTiming implements ServiceTiming {
 
   attach(link: TimingLink): void {
     this.link = link;
+    // The pacer's cues, relayed by the core link as they come (core-link.ts onTap).
+    link.on?.('cue', (m) => this.cue(m));
   }
 
   /** True once a cue came: the service's time and its own timed decisions come from the recording. */

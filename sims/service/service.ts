@@ -105,12 +105,12 @@ export class ControlService {
     // composition root (sims/main.ts), live or replayed; the parts that decide on time get it from here.
     const timing = o.core.timing;
     this.authority = new Authority(this.binding, m.control.max_grant_lease_ns / 1_000_000n, {
-      now: () => timing.now(),
-      timing,
+      now: () => timing.clock.now(),
+      timing: timing.log,
       daemonIncarnation: () => this.daemonIncarnation,
       event: (type, g) => this.events.publish(type, g ? this.grantPayload(g, type) : {}),
       nativeGrant: (g, why) => {
-        // A lease that ran out is the service's own decision (a recording marks it; timing.ts onExpiry retakes it).
+        // A lease that ran out is the service's own decision (a recording marks it; timing.ts DecisionLog.onExpiry retakes it).
         const origin = why === 'expired' ? 'lease_expired' : undefined;
         // Stop, lease expiry or transport loss cancel a running Home (document 1 part 4 home).
         if (!g) o.core.post({ t: 'cancel_home' }, origin);
@@ -128,7 +128,7 @@ export class ControlService {
         this.remoteJog?.grantChanged(g);
       },
     }, o.initialGeneration ?? 0n);
-    this.handles = new HandleTable((type, payload) => this.events.publish(type, payload), timing);
+    this.handles = new HandleTable((type, payload) => this.events.publish(type, payload), timing.log);
     this.trajectories = new TrajectoryOps(o.core, this.authority, m, this.handles);
     this.trajectories.onUncertainStart = (g) => void this.stopAfterFailure(g).catch(() => undefined);
     this.jog = new JogOps(o.core, this.authority, m, join(o.socketDir, 'jog.sock'));
@@ -178,7 +178,7 @@ export class ControlService {
       }),
     );
     o.core.on('stop_drained', () => this.authority.drained());
-    timing.onExpiry((generation, lateNs) => void this.authority.expireGeneration(generation, lateNs));
+    timing.log.onExpiry((generation, lateNs) => void this.authority.expireGeneration(generation, lateNs));
     o.core.on('exit', (why: string) => this.onCoreExit(why));
     this.views = {
       machine: m,
@@ -344,7 +344,7 @@ export class ControlService {
           return await this.controlRoute(req, res, owner);
         case 'POST /v1/program': {
           const reply = await this.programs.prepare(req, owner);
-          this.o.core.timing.replied(reply);
+          this.o.core.timing.log.took({ t: 'http_reply', reply });
           // An over-limit body is not read on after its 413: the connection closes (docs/profile.md "Sockets").
           if (reply.status === 413) closeAfterReply(req, res, PROGRAM_BODY_LIMIT);
           return this.send(res, reply);
@@ -352,17 +352,17 @@ export class ControlService {
         case 'GET /v1/describe':
           return this.send(res, { status: 200, body: { operation: 'describe', data: describeData(this.views) } });
         case 'GET /v1/status': {
-          const turn = this.o.core.timing.statusTurn();
+          const turn = this.o.core.timing.log.turn({ t: 'status_read' });
           if (turn) await turn;
           const data = statusData(this.views);
-          this.o.core.timing.statusRead(this.o.core.status?.cycle, data.now_host_ns as bigint);
+          this.o.core.timing.log.took({ t: 'status_read', cycle: this.o.core.status?.cycle, nowNs: data.now_host_ns as bigint });
           return this.send(res, { status: 200, body: { operation: 'status', data } });
         }
         case 'GET /v1/events':
         case 'GET /v1/events/stream':
           try {
             if (key === 'GET /v1/events') return this.send(res, this.pollEvents(url));
-            return streamEvents(this.events, req, res, url, (open) => this.o.core.timing.watching('events', open));
+            return streamEvents(this.events, req, res, url, (open) => this.o.core.timing.log.took({ t: 'watch', stream: 'events', open }));
           } catch (e) {
             // Cursor refusals name the capability they answer (document 1 part 4 subscribe_events).
             if (e instanceof Refusal && !res.headersSent) return this.send(res, refusal(e, 'subscribe_events'));
@@ -376,11 +376,11 @@ export class ControlService {
           return this.send(res, { status: 200, body: { operation: 'jog_ingress', data: this.jog.ingress() } });
         case 'GET /v1/telemetry':
           try {
-            const turn = this.o.core.timing.telemetryTurn();
+            const turn = this.o.core.timing.log.turn({ t: 'telemetry_poll' });
             if (turn) await turn;
             return await this.telemetry.poll(req, res, url);
           } finally {
-            this.o.core.timing.telemetryRead();
+            this.o.core.timing.log.took({ t: 'telemetry_read' });
           }
         case 'GET /v1/telemetry/stream':
           return this.telemetry.stream(req, res, url);
@@ -396,7 +396,7 @@ export class ControlService {
   private async controlRoute(req: IncomingMessage, res: ServerResponse, owner: string): Promise<void> {
     const reply = await this.control(req, owner);
     if (!reply) return undefined;
-    this.o.core.timing.replied(reply);
+    this.o.core.timing.log.took({ t: 'http_reply', reply });
     return this.send(res, reply);
   }
 
@@ -472,10 +472,10 @@ export class ControlService {
     // An uploaded point list is part of the payload a request_id names: keyed by its digest, not its text.
     const keyOf = (x: Request) => (points ? `${payloadKey(x)}#points:${pointsDigest(points)}` : payloadKey(x));
     let g: Grant;
-    // Null unless the timing holds the decision (timing.ts fenceTurn, expiryTurn): a live run never yields here.
-    const held = this.o.core.timing.fenceTurn(r.operation);
+    // Null unless the decision log holds the decision (timing.ts DecisionLog.turn): a live run never yields here.
+    const held = this.o.core.timing.log.turn({ t: 'fence', op: r.operation });
     if (held) await held;
-    const expiry = this.o.core.timing.expiryTurn(r.operation, r.session, r.generation, this.authority);
+    const expiry = this.o.core.timing.log.turn({ t: 'session_end', op: r.operation, session: r.session, generation: r.generation, authority: this.authority });
     if (expiry) await expiry;
     try {
       g = this.authority.fence(r.operation, r.session!, r.generation!, owner);

@@ -119,7 +119,7 @@ export class TelemetryEndpoints {
 
   /** A batch with the replayed core's host times in the service's time base (a paced replay only). */
   private live(b: Uint8Array): Uint8Array {
-    const times = this.ctx.core.timing.hostTimes;
+    const times = this.ctx.core.timing.clock.hostTimes;
     return times ? liveRecords(b, times) : b;
   }
 
@@ -172,14 +172,14 @@ export class TelemetryEndpoints {
     let blockTimer: NodeJS.Timeout | undefined;
     let done = false;
     this.open++;
-    // A client watching over wall time (a replay paces the core while it does: ServiceTiming.watching).
-    core.timing.watching('telemetry', true);
+    // A client watching over wall time (a replay paces the core while it does: DecisionLog 'watch').
+    core.timing.log.took({ t: 'watch', stream: 'telemetry', open: true });
 
     const cleanup = () => {
       if (done) return;
       done = true;
       this.open--;
-      core.timing.watching('telemetry', false);
+      core.timing.log.took({ t: 'watch', stream: 'telemetry', open: false });
       clearInterval(tick);
       if (blockTimer) clearTimeout(blockTimer);
       res.off('drain', onDrain);

@@ -1,12 +1,12 @@
-// The service's clock and its timed decisions, behind one interface (docs/recording.md "The
-// service side"). Every part of the service that reads time or takes a
-// decision a paced replay must retake where the recording took it asks a ServiceTiming: the clock, the
-// order of fence decisions, a lease expiry, the publication a status read
-// is served from, how long a wait on the core may take. The composition root (sims/main.ts) picks the
-// implementation once: LiveTiming here (host clock, every decision taken at once, notes when recording) or
-// ReplayedTiming (replay-timing.ts: the recorded clock and decisions the pacer cues through the core link).
-// Adding a new kind of hold is one new method here, its two implementations and their tests: no flag in
-// the service or the core (docs/recording.md "Adding a hold").
+// The service's clock and its timed decisions: a clock and one decision-log port (docs/recording.md "The
+// service side"). Every part of the service that reads time asks the clock (ServiceClock); every decision a
+// paced replay must retake where the recording took it (the order of fence decisions, a lease expiry, the
+// publication a status read is served from, how long a wait on the core may take) goes through the port
+// (DecisionLog: turn before it, took after it). The composition root (sims/main.ts) picks the implementation
+// once: LiveTiming here (host clock, every decision taken at once, notes when recording) or ReplayedTiming
+// (replay-timing.ts: the recorded decisions the pacer cues through the core link). Adding a new kind of hold
+// is one new case of Turn or Taken, its arm in TimingBase's dispatch, its two implementations and their
+// tests: no flag in the service or the core (docs/recording.md "Adding a hold").
 
 import type { CoreStatus } from '../core/protocol.ts';
 import type { LeaseNotice, ServiceCue } from '../../drivers/replay/tap.ts';
@@ -33,6 +33,8 @@ export interface TimingLink {
   /** Paced replay: resolves true once the pacer answers a poll turn (drivers/replay/tap.ts 'poll_turn'), false after `ms`. */
   pollTurn(ms: number): Promise<boolean>;
   note(data: ServiceNote): void;
+  /** The pacer's cues (the tap's, drivers/replay/tap.ts) as the link receives them: a replay's log listens. */
+  on?(event: 'cue', listener: (m: TimingCue) => void): unknown;
 }
 
 /** The cue the pacer sends the service through the core link (the tap's, drivers/replay/tap.ts). */
@@ -84,74 +86,169 @@ export interface HostTimes {
   readonly coreTimeIsHost: boolean;
 }
 
-export interface ServiceTiming {
-  /** Called once by the core link this timing is given to. */
-  attach(link: TimingLink): void;
+/** The service's clock, and where the core's time bases differ from it (a paced replay's). */
+export interface ServiceClock {
   /** The service's clock (monotonic ns): every read moves on by at least a nanosecond. */
   now(): bigint;
   /** True when the core's time is the service's clock (a replay of a recording made on the host clock). */
   readonly coreOnServiceClock: boolean;
-  /** True when a lease runs out by the service's own clock and timer; false when a recording says where. */
-  readonly leaseOnClock: boolean;
   /** The core's host times in the service's time base, when they differ (a paced replay); else null. */
   readonly hostTimes: HostTimes | null;
-  /** Before a fence decision of `op`: a promise to await first, or null to decide at once. */
-  fenceTurn(op: string): Promise<void> | null;
+}
+
+/**
+ * A decision of the service's own that a replay may have to put off to where the recording took it
+ * (DecisionLog.turn): a fence decision of `op`; one the recording refused because the request's session had
+ * already ended (its lease ran out, a stop's drain revoked it, ...) while the live grant still holds it (it
+ * waits until the live session ends too); a preparation's place in the commit queue (handles.ts serialise,
+ * whose order numbers the handles); the publication a status read is served from; a telemetry poll's turn.
+ */
+export type Turn =
+  | { t: 'fence'; op: string }
+  | { t: 'session_end'; op: string; session: string | undefined; generation: bigint | undefined; authority: SessionView }
+  | { t: 'commit'; kind: string }
+  | { t: 'status_read' }
+  | { t: 'telemetry_poll' };
+
+/**
+ * A decision the service took, or something it served, for the log (DecisionLog.took): a fence decision
+ * ('ok' or the refusal label, and what it saw of the request's session: authority.ts sessionState, which a
+ * label alone does not say), a preparation's place in the commit queue, a status read served from the
+ * publication of `cycle` showing the service's clock at `nowNs`, a telemetry poll served, the answer to a
+ * control or program request, a stream opened or closed (a test watching the core over wall time: a replay
+ * runs flat out outside them, sims/replay/modes.ts WatchedMode, and holds the core at an open until the live
+ * stream opens), and a grant ended by the authority (a decision held for a session's end looks again).
+ */
+export type Taken =
+  | { t: 'fence'; op: string; outcome: string; seen?: string }
+  | { t: 'commit'; kind: string }
+  | { t: 'status_read'; cycle: bigint | undefined; nowNs?: bigint }
+  | { t: 'telemetry_read' }
+  | { t: 'http_reply'; reply: { status: number; body: Record<string, unknown> } }
+  | { t: 'watch'; stream: 'telemetry' | 'events'; open: boolean }
+  | { t: 'grant_ended' };
+
+/**
+ * What the log may say instead of the service's clock (DecisionLog.recorded): whether the lease ran out at
+ * this very fence check (end it first), and what to do with the core's native_lease_expired notice (the
+ * next of them, sync-points.ts leaseNotices; undefined: decide on the clock).
+ */
+export interface Recorded {
+  expired_at_fence: { q: { op: string }; a: boolean };
+  lease_notice: { q: Record<string, never>; a: LeaseNotice | undefined };
+}
+
+/**
+ * The one port through which the service's own decisions are logged and, on a paced replay, retaken where
+ * the recording took them. The live implementation (LiveTiming) takes every decision at once and logs
+ * nothing; a recorded run's notes each decision into the recording; a replay's (ReplayedTiming,
+ * replay-timing.ts) holds them to the recorded order. The service's parts call it at the point of each
+ * decision and hold no replay state or flag of their own.
+ */
+export interface DecisionLog {
+  /** Called once by the core link the log is given to (its notes go there, the pacer's cues come from it). */
+  attach(link: TimingLink): void;
+  /** Before decision `d`: a promise to await first, or null to take it now. */
+  turn(d: Turn): Promise<unknown> | null;
+  /** A decision taken, or a read served. */
+  took(d: Taken): void;
+  /** What the recording says of a decision the service's clock would otherwise take. */
+  recorded<K extends keyof Recorded>(k: K, q: Recorded[K]['q']): Recorded[K]['a'];
   /**
-   * After a fence decision of `op`: 'ok' or the refusal label, and what the decision saw of the request's
-   * session (`seen`: authority.ts sessionState), which a refusal label alone does not say.
+   * Start a timed wait of `kind` on the core with its own bound `ms` (kind null: a poll, never noted nor
+   * held): the bound to use and the function to call with the outcome, exactly once.
    */
-  fenced(op: string, outcome: string, seen?: string): void;
-  /**
-   * Before a preparation of `kind` ('trajectory', 'program') takes its place in the commit queue
-   * (handles.ts serialise), whose order numbers the handles: a promise to await first, or null to go on now.
-   */
-  commitTurn(kind: string): Promise<void> | null;
-  /** A preparation of `kind` took its place in the commit queue. */
-  committing(kind: string): void;
-  /** True when the recording found this decision's lease run out at this very check (end it first). */
-  expiredAtFence(op: string): boolean;
-  /**
-   * Before a decision the recording refused because the session had already ended (its lease ran out, a
-   * stop's drain revoked it, ...) while the live grant still holds it: a promise that resolves when the live
-   * session ends too (or the hold is given up), else null.
-   */
-  expiryTurn(op: string, session: string | undefined, generation: bigint | undefined, authority: SessionView): Promise<void> | null;
-  /** The authority ended its grant (a hold on a session's end looks again). */
-  grantEnded(): void;
+  wait(kind: string | null, ms: number): CoreWait;
+  /** True when a lease runs out by the service's own clock and timer; false when a recording says where. */
+  readonly leaseOnClock: boolean;
   /**
    * Where the recording let the lease of `generation` run out, the service ends it (set once): now, or with
    * `lateNs`, not before that long after its deadline on the service's clock (authority.ts expireGeneration).
    */
   onExpiry(listener: (generation: bigint, lateNs?: bigint) => void): void;
-  /** Before a status read: a promise to await for the publication to serve it from, or undefined. */
-  statusTurn(): Promise<unknown> | undefined;
-  /** A status read was served from the publication of `cycle`, showing the service's clock at `nowNs`. */
-  statusRead(cycle: bigint | undefined, nowNs?: bigint): void;
-  /** The service's answer to a control or program request. */
-  replied(reply: { status: number; body: Record<string, unknown> }): void;
-  /**
-   * The core said the lease ran out (native_lease_expired): on a paced replay what the recorded service did
-   * with this notice (the next of them, sync-points.ts leaseNotices), else undefined (decide on the clock).
-   */
-  leaseNotice(): LeaseNotice | undefined;
-  /** Before a telemetry poll: a promise to await for the core to reach the recorded poll's place, or undefined. */
-  telemetryTurn(): Promise<void> | undefined;
-  /** A telemetry poll was served. */
-  telemetryRead(): void;
-  /**
-   * A stream opened (`open`) or closed: a test watching the core over wall time. A recording notes both, so a
-   * replay runs flat out outside them (sims/replay/modes.ts WatchedMode) and holds the core at an open until
-   * the live stream opens.
-   */
-  watching(stream: 'telemetry' | 'events', open: boolean): void;
-  /**
-   * Start a timed wait of `kind` on the core with its own bound `ms` (kind null: a poll, never noted nor
-   * held): the bound to use and the function to call with the outcome, exactly once.
-   */
-  coreWait(kind: string | null, ms: number): CoreWait;
-  /** A cue from the pacer, relayed by the core link. */
-  cue(m: TimingCue): void;
+}
+
+/**
+ * The service's time: a clock and the one decision-log port, picked once by the composition root
+ * (sims/main.ts) and given to the core link, from which every part of the service takes it.
+ */
+export interface ServiceTiming {
+  readonly clock: ServiceClock;
+  readonly log: DecisionLog;
+}
+
+/**
+ * The named decisions both implementations have, and the port's dispatch to them (DecisionLog): one switch
+ * here, so an implementation is its named methods and a new kind of hold is one case more.
+ */
+export abstract class TimingBase implements ServiceTiming, ServiceClock, DecisionLog {
+  get clock(): ServiceClock {
+    return this;
+  }
+  get log(): DecisionLog {
+    return this;
+  }
+  abstract attach(link: TimingLink): void;
+  abstract now(): bigint;
+  abstract readonly coreOnServiceClock: boolean;
+  abstract readonly hostTimes: HostTimes | null;
+  abstract readonly leaseOnClock: boolean;
+  abstract onExpiry(listener: (generation: bigint, lateNs?: bigint) => void): void;
+  abstract fenceTurn(op: string): Promise<void> | null;
+  abstract fenced(op: string, outcome: string, seen?: string): void;
+  abstract commitTurn(kind: string): Promise<void> | null;
+  abstract committing(kind: string): void;
+  abstract expiredAtFence(op: string): boolean;
+  abstract expiryTurn(op: string, session: string | undefined, generation: bigint | undefined, authority: SessionView): Promise<void> | null;
+  abstract grantEnded(): void;
+  abstract statusTurn(): Promise<unknown> | undefined;
+  abstract statusRead(cycle: bigint | undefined, nowNs?: bigint): void;
+  abstract replied(reply: { status: number; body: Record<string, unknown> }): void;
+  abstract leaseNotice(): LeaseNotice | undefined;
+  abstract telemetryTurn(): Promise<void> | undefined;
+  abstract telemetryRead(): void;
+  abstract watching(stream: 'telemetry' | 'events', open: boolean): void;
+  abstract coreWait(kind: string | null, ms: number): CoreWait;
+
+  turn(d: Turn): Promise<unknown> | null {
+    switch (d.t) {
+      case 'fence':
+        return this.fenceTurn(d.op);
+      case 'session_end':
+        return this.expiryTurn(d.op, d.session, d.generation, d.authority);
+      case 'commit':
+        return this.commitTurn(d.kind);
+      case 'status_read':
+        return this.statusTurn() ?? null;
+      case 'telemetry_poll':
+        return this.telemetryTurn() ?? null;
+    }
+  }
+  took(d: Taken): void {
+    switch (d.t) {
+      case 'fence':
+        return this.fenced(d.op, d.outcome, d.seen);
+      case 'commit':
+        return this.committing(d.kind);
+      case 'status_read':
+        return this.statusRead(d.cycle, d.nowNs);
+      case 'telemetry_read':
+        return this.telemetryRead();
+      case 'http_reply':
+        return this.replied(d.reply);
+      case 'watch':
+        return this.watching(d.stream, d.open);
+      case 'grant_ended':
+        return this.grantEnded();
+    }
+  }
+  recorded<K extends keyof Recorded>(k: K, q: Recorded[K]['q']): Recorded[K]['a'] {
+    const a: Recorded[keyof Recorded]['a'] = k === 'expired_at_fence' ? this.expiredAtFence((q as Recorded['expired_at_fence']['q']).op) : this.leaseNotice();
+    return a as Recorded[K]['a'];
+  }
+  wait(kind: string | null, ms: number): CoreWait {
+    return this.coreWait(kind, ms);
+  }
 }
 
 /** The note of a reply: operation, status and leading label; null for the unordered operations (UNORDERED). */
@@ -176,17 +273,19 @@ const NOOP = (): void => undefined;
 
 /**
  * The live service: the host monotonic clock, every decision taken at once, nothing held. On a recorded
- * run (`record`) it notes the decisions a replay retakes. No method allocates or awaits on a run that does
- * not record, beyond what the wait on the core allocated before (the request path;
+ * run (`record`) it notes the decisions a replay retakes. No method awaits, and none allocates beyond the
+ * decision the caller describes, on a run that does not record (the request path;
  * bench/control-roundtrip.bench.ts measures it).
  */
-export class LiveTiming implements ServiceTiming {
+export class LiveTiming extends TimingBase {
   private link?: TimingLink;
   readonly coreOnServiceClock = false;
   readonly leaseOnClock = true;
   readonly hostTimes = null;
 
-  constructor(private readonly record = false) {}
+  constructor(private readonly record = false) {
+    super();
+  }
 
   attach(link: TimingLink): void {
     this.link = link;
@@ -243,5 +342,4 @@ export class LiveTiming implements ServiceTiming {
     // A status wait notes the publication it got: a replay ends the wait with that one (CoreWait.atLeast).
     return { ms, done: (outcome, cycle) => this.link?.note({ t: 'core_wait', kind, outcome, ...(cycle !== undefined ? { cycle: cycle.toString() } : {}) }) };
   }
-  cue(): void {}
 }
