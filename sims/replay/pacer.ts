@@ -591,7 +591,7 @@ export class ReplayPacer {
   private readonly pollTurns: number[] = [];
 
   /**
-   * A live telemetry poll asks to be served (protocol.ts 'poll_turn'): its turn comes once the core has
+   * A live telemetry poll asks to be served (drivers/replay/tap.ts 'poll_turn'): its turn comes once the core has
    * reached the cycle at which the recorded service noted its next poll, so the live poll shows the records
    * the recorded one showed at least (sims/service/replay-timing.ts telemetryTurn). At once when no recorded
    * poll is left, after a divergence, or while holds do not apply.
