@@ -5,7 +5,8 @@
 // A measurement outside its limit thrown from afterEach fails the test (FAIL, harness/measure.ts).
 
 import * as allure from 'allure-js-commons';
-import { afterEach, beforeEach } from 'vitest';
+import { appendFileSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
 import { beginTest, failedTest, finishTest, leaveTest, type Collector } from './evidence.ts';
 import { limitText } from './measure.ts';
 
@@ -50,3 +51,12 @@ afterEach(async ({ task }) => {
     if (plots?.length) await Promise.resolve(allure.attachment('motion', JSON.stringify(plots), { contentType: 'application/json' })).catch(() => undefined);
   }
 });
+
+// HIL_CPU_TRACE=FILE (set by bench/cpu-classes.ts): one line when each test file begins and ends in this
+// worker, so the benchmark can charge a worker's stacks' CPU time to the file they served.
+const CPU_TRACE = process.env.HIL_CPU_TRACE;
+if (CPU_TRACE) {
+  const mark = (kind: string) => appendFileSync(CPU_TRACE, `${kind}\t${process.pid}\t${Date.now()}\t${expect.getState().testPath ?? ''}\n`);
+  beforeAll(() => mark('begin'));
+  afterAll(() => mark('end'));
+}
