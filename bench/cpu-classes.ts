@@ -6,7 +6,10 @@
 // from its command line; the CPU of a process that died between two samples after the last one is lost (the
 // reaper's own children total is printed beside the sampled total, so the loss is visible).
 //
-//   node --import tsx bench/cpu-classes.ts [--interval MS] [--json FILE] [-- command ...]
+//   node --import tsx bench/cpu-classes.ts [--interval MS] [--json FILE] [--cwd DIR] [-- command ...]
+//
+// --cwd runs the command in another checkout (an earlier revision's worktree, for an A/B in the same hour);
+// its files are charged only if its harness writes the trace too.
 //
 // Per file: the run is started with HIL_CPU_TRACE=<file>; harness/evidence-setup.ts then appends one line
 // per test file and worker (pid, file, start and end in ms since the epoch). Each sampled increase of a
@@ -57,7 +60,7 @@ function args() {
     const i = own.indexOf(k);
     return i >= 0 ? own[i + 1] : undefined;
   };
-  return { interval: Number(get('--interval') ?? '200'), json: get('--json'), cmd };
+  return { interval: Number(get('--interval') ?? '200'), json: get('--json'), cwd: get('--cwd') ?? ROOT, cmd };
 }
 
 interface Stat {
@@ -116,6 +119,7 @@ interface TraceLine {
   file: string;
   start: number;
   end: number;
+  requests?: Record<string, number>;
 }
 
 function readTrace(path: string): TraceLine[] {
@@ -128,7 +132,7 @@ function readTrace(path: string): TraceLine[] {
   const open = new Map<string, TraceLine>();
   const out: TraceLine[] = [];
   for (const line of text.split('\n')) {
-    const [kind, pid, at, file] = line.split('\t');
+    const [kind, pid, at, file, requests] = line.split('\t');
     if (!file) continue;
     const key = `${pid}\t${file}`;
     if (kind === 'begin') open.set(key, { pid: Number(pid), file, start: Number(at), end: Infinity });
@@ -136,6 +140,7 @@ function readTrace(path: string): TraceLine[] {
       const t = open.get(key);
       if (t) {
         t.end = Number(at);
+        if (requests) t.requests = JSON.parse(requests) as Record<string, number>;
         out.push(t);
         open.delete(key);
       }
@@ -151,7 +156,7 @@ async function main(): Promise<void> {
   writeFileSync(trace, '');
   const load0 = loadavg();
   const t0 = Date.now();
-  const child = spawn('python3', ['-c', REAPER, ...o.cmd], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HIL_CPU_TRACE: trace } });
+  const child = spawn('python3', ['-c', REAPER, ...o.cmd], { cwd: o.cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HIL_CPU_TRACE: trace } });
   let out = '';
   let err = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => {
@@ -277,7 +282,7 @@ async function main(): Promise<void> {
     let file = '(outside any file)';
     if (p.worker !== undefined) {
       const hit = lines.find((l) => l.pid === p.worker && l.start <= at && at <= l.end + o.interval);
-      file = hit ? relative(ROOT, hit.file) : '(worker between files)';
+      file = hit ? relative(o.cwd, hit.file) : '(worker between files)';
     }
     const m = byFile.get(file) ?? new Map<string, number>();
     m.set(p.cls, (m.get(p.cls) ?? 0) + ticks / HZ);
@@ -299,16 +304,32 @@ async function main(): Promise<void> {
     console.log(`${sum(m).toFixed(1).padStart(8)}  ${f}  (${parts.join(', ')})`);
   }
   const durations = new Map<string, number>();
-  for (const l of lines) if (Number.isFinite(l.end)) durations.set(relative(ROOT, l.file), (durations.get(relative(ROOT, l.file)) ?? 0) + (l.end - l.start) / 1000);
+  for (const l of lines) if (Number.isFinite(l.end)) durations.set(relative(o.cwd, l.file), (durations.get(relative(o.cwd, l.file)) ?? 0) + (l.end - l.start) / 1000);
   console.log('\n== longest files (wall s, from the trace) ==');
   for (const [f, d] of [...durations].sort((a, b) => b[1] - a[1]).slice(0, 10)) console.log(`${d.toFixed(1).padStart(8)}  ${f}`);
+  const reqs = new Map<string, Record<string, number>>();
+  for (const l of lines) {
+    const m = reqs.get(l.file) ?? {};
+    for (const [k, v] of Object.entries(l.requests ?? {})) m[k] = (m[k] ?? 0) + v;
+    reqs.set(l.file, m);
+  }
+  const count = (m: Record<string, number>) => Object.values(m).reduce((a, b) => a + b, 0);
+  const allReqs: Record<string, number> = {};
+  for (const m of reqs.values()) for (const [k, v] of Object.entries(m)) allReqs[k] = (allReqs[k] ?? 0) + v;
+  console.log(`\n== requests through the harness's control clients: ${count(allReqs)} in all ==`);
+  for (const [k, v] of Object.entries(allReqs).sort((a, b) => b[1] - a[1]).slice(0, 8)) console.log(`${String(v).padStart(8)}  ${k}`);
+  console.log('by file (the ten with most):');
+  for (const [f, m] of [...reqs].sort((a, b) => count(b[1]) - count(a[1])).slice(0, 10)) {
+    const top = Object.entries(m).sort((a, b) => b[1] - a[1]).slice(0, 3).map(([k, v]) => `${k} ${v}`);
+    console.log(`${String(count(m)).padStart(8)}  ${relative(o.cwd, f)}  (${top.join(', ')})`);
+  }
   console.log(`\nwall ${wall.toFixed(1)} s; load average before ${load0.map((x) => x.toFixed(2)).join(' ')}, after ${load1.map((x) => x.toFixed(2)).join(' ')}; status ${totals?.status}`);
   const summary = out.split('\n').filter((l) => /passed|failed|Tests|Test Files/.test(l)).slice(-3).join(' | ');
   console.log(`closing lines: ${summary}`);
   if (o.json) {
     writeFileSync(
       o.json,
-      JSON.stringify({ wall, load0, load1, totals, sampled, byClass: Object.fromEntries(byClass), threads: Object.fromEntries(threadClass), byFile: Object.fromEntries([...byFile].map(([f, m]) => [f, Object.fromEntries(m)])), durations: Object.fromEntries(durations), summary }, null, 1),
+      JSON.stringify({ wall, load0, load1, totals, sampled, byClass: Object.fromEntries(byClass), threads: Object.fromEntries(threadClass), byFile: Object.fromEntries([...byFile].map(([f, m]) => [f, Object.fromEntries(m)])), durations: Object.fromEntries(durations), requests: Object.fromEntries([...reqs].map(([f, m]) => [relative(o.cwd, f), m])), summary }, null, 1),
     );
   }
   rmSync(dir, { recursive: true, force: true });
