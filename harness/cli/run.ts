@@ -16,7 +16,7 @@ import { expectationProblems, type ExpectationFile } from '../report/expectation
 import type { RunRecord } from '../report/run-types.ts';
 import { TARGETS } from '../targets/index.ts';
 import { machineDigest } from '../targets/recorder.ts';
-import { ROOT, DEFAULT_REPORTS, UsageError, InputError, PLANTABLE_FAULTS, suiteFiles, filterMatches, wantsHelp } from './common.ts';
+import { ROOT, DEFAULT_REPORTS, UsageError, InputError, PLANTABLE_FAULTS, suiteFiles, filterMatches, wantsHelp, outputDir } from './common.ts';
 
 export async function run(args: string[], selfTest: boolean): Promise<number> {
   if (wantsHelp(args, selfTest ? 'test' : 'run')) return 0;
@@ -98,6 +98,9 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
   if (values.bench !== undefined && target !== 'rig') throw new UsageError('--bench applies to the rig target');
   if (values.driver !== undefined && target !== 'sim') throw new UsageError('--driver applies to the sim target (the reference stack on a chosen bus driver)');
   if (values.driver !== undefined && !/^[a-z][a-z0-9-]{0,31}$/.test(values.driver)) throw new UsageError(`--driver ${values.driver}: not a driver name`);
+  // The output directories are made before anything runs: one that cannot be made is the user's to correct.
+  outputDir('--reports', REPORTS);
+  if (values.record !== undefined) outputDir('--record', values.record);
   // Workers: --workers N, or from the host's cores and load (harness/sequencer.ts workersForHost); the
   // figure is noted in run.json's host record either way.
   if (values.workers !== undefined && !/^([1-9]|[1-5][0-9]|6[0-4])$/.test(values.workers)) throw new UsageError(`--workers ${values.workers}: an integer 1..64`);
