@@ -8,6 +8,9 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { ControlClient } from '../../harness/clients/control.ts';
 import { HarnessError } from '../../harness/errors.ts';
+import { judgeBusStall, latchedDuring, STALL_WINDOW_AFTER_MS } from '../../harness/clients/bus-stalls.ts';
+import { eventsSince } from '../../harness/clients/events.ts';
+import { lateness } from '../../harness/lateness.ts';
 import { sealProgram } from '../../harness/clients/weldplan.ts';
 import { covers, describe, expect, inProfile, profile } from '../../harness/fixture.ts';
 import { stringifyExact } from '../../harness/oracle/json.ts';
@@ -21,6 +24,35 @@ import { expectAuthoringError, needsConfigured, olpTest as test, useOlp, type Ol
  */
 const PREVIEW_LEASE_MS = 500;
 const PREVIEW_RENEW_MS = PREVIEW_LEASE_MS / 4;
+
+/**
+ * Whether the local simulator's cell was faulted by its simulated bus stalling on this host
+ * (harness/clients/bus-stalls.ts): only for a simulator whose host time is this process's clock, from
+ * the faults it latched since `startNs`, its events and the harness's own stalls around each latch (the
+ * harness injects nothing into it). Undefined: the failure stands.
+ */
+async function localBusStall(sim: ControlClient, startNs: bigint): Promise<string | undefined> {
+  try {
+    const t0 = process.hrtime.bigint();
+    const now = BigInt(((await sim.status()).reply.data as Record<string, any>).now_host_ns);
+    if (now < t0 || now > process.hrtime.bigint()) return undefined;
+    const events = await eventsSince(sim, 0n);
+    const latched = latchedDuring(events, startNs);
+    if (latched === 0n) return undefined;
+    return judgeBusStall({
+      latched,
+      events,
+      injections: [],
+      stallAround(tNs, beforeMs) {
+        const tMs = performance.now() - Number(process.hrtime.bigint() - tNs) / 1e6;
+        const w = lateness.window(tMs - beforeMs, tMs + STALL_WINDOW_AFTER_MS);
+        return w.samples ? w.max_ms : undefined;
+      },
+    });
+  } catch {
+    return undefined;
+  }
+}
 
 const SPEC = (): OlpSpec => ({ planner: 'none', workers: { cad: 'builtin', seam: 'builtin', pool: 1 }, localSimulator: true });
 type Pools = { open: (n: string, s: () => OlpSpec) => Promise<Olp | undefined> };
@@ -57,6 +89,7 @@ describe('local simulator', () => {
     'start runs a loopback stack with its own control socket; preview jog moves its axis as its control service reports; stop ends it',
     covers('olp:route.local_simulator_programs', 'profile:olp.local_simulator'),
     async ({ olps, skip }) => {
+      const testStartNs = process.hrtime.bigint();
       const o = await server(olps, skip);
       skip((await o.client.get('/health')).json?.local_simulator !== true, 'the OLP server has no local simulator');
       const started = await o.client.post('/local-simulator/start', {});
@@ -102,6 +135,8 @@ describe('local simulator', () => {
               return 'lease_lost';
             }
             if (u.status !== 200) {
+              const stalled = await localBusStall(sim, testStartNs);
+              if (stalled) throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `the OLP server's local simulator: ${stalled}; update ${rev} was refused: ${u.text.slice(0, 160)}`);
               const c = await cell();
               expect(u.status, `update ${rev}: ${u.text}; the cell: ${JSON.stringify({ core: c.core, axes: c.axes?.map((a: any) => ({ id: a.id, ds402: a.ds402_state, fault: a.fault, error_code: a.error_code })) }, (_k, v) => (typeof v === 'bigint' ? String(v) : v)).slice(0, 1500)}`).toBe(200);
             }
