@@ -114,10 +114,10 @@ test('the keeper thread renews with the session and generation until a renewal i
 
 test('renewals are pipelined: one answered later than the period does not hold back the next, so a lease longer than the period survives round trips longer than the lease', async () => {
   // A service that admits each renewal when it arrives (its deadline: arrival + lease, as document 1 part 3
-  // renew moves it) and answers it 700 ms later, with a lease of 600 ms renewed every 60 ms. A keeper that
-  // sent the next renewal only after the previous answer would send its second one at about 760 ms, after
-  // the deadline of 660 the first one set: refused expired.
-  const LEASE = 600;
+  // renew moves it) and answers it 450 ms later, with a lease of 400 ms renewed every 40 ms. A keeper that
+  // sent the next renewal only after the previous answer would send its second one at about 490 ms, after
+  // the deadline of 440 the first one set: refused expired.
+  const LEASE = 400;
   let deadline = 0;
   let outstanding = 0;
   let overlap = 0;
@@ -132,7 +132,7 @@ test('renewals are pipelined: one answered later than the period does not hold b
       setTimeout(() => {
         outstanding--;
         res.writeHead(ok ? 200 : 409, { 'content-type': 'application/json' }).end(ok ? '{}' : '{"error":"expired: the lease of this session expired"}');
-      }, 700);
+      }, 450);
     });
   });
   const sock = join(dir, 'pipelined.sock');
@@ -141,7 +141,7 @@ test('renewals are pipelined: one answered later than the period does not hold b
   try {
     const start = performance.timeOrigin + performance.now();
     deadline = start + LEASE;
-    const k = keepGrant(client, { session: 'p', generation: 1n }, LEASE, 60, start);
+    const k = keepGrant(client, { session: 'p', generation: 1n }, LEASE, 40, start);
     for (let i = 0; i < 400 && k.records.length < 2; i++) await new Promise((ok) => setTimeout(ok, 10));
     k.stop();
     await k.settle();
