@@ -16,7 +16,7 @@ import { expectationProblems, type ExpectationFile } from '../report/expectation
 import type { RunRecord } from '../report/run-types.ts';
 import { TARGETS } from '../targets/index.ts';
 import { machineDigest } from '../targets/recorder.ts';
-import { ROOT, DEFAULT_REPORTS, UsageError, InputError, PLANTABLE_FAULTS, suiteFiles, filterMatches, wantsHelp } from './common.ts';
+import { ROOT, DEFAULT_REPORTS, UsageError, InputError, PLANTABLE_FAULTS, suiteFiles, filterMatches, wantsHelp, outputDir } from './common.ts';
 
 export async function run(args: string[], selfTest: boolean): Promise<number> {
   if (wantsHelp(args, selfTest ? 'test' : 'run')) return 0;
@@ -98,12 +98,16 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
   if (values.bench !== undefined && target !== 'rig') throw new UsageError('--bench applies to the rig target');
   if (values.driver !== undefined && target !== 'sim') throw new UsageError('--driver applies to the sim target (the reference stack on a chosen bus driver)');
   if (values.driver !== undefined && !/^[a-z][a-z0-9-]{0,31}$/.test(values.driver)) throw new UsageError(`--driver ${values.driver}: not a driver name`);
+  // The output directories are made before anything runs: one that cannot be made is the user's to correct.
+  outputDir('--reports', REPORTS);
+  if (values.record !== undefined) outputDir('--record', values.record);
   // Workers: --workers N, or from the host's cores and load (harness/sequencer.ts workersForHost); the
   // figure is noted in run.json's host record either way.
   if (values.workers !== undefined && !/^([1-9]|[1-5][0-9]|6[0-4])$/.test(values.workers)) throw new UsageError(`--workers ${values.workers}: an integer 1..64`);
-  // `hil test` (the README's test command) counts what is busy now (hostLoadNow): it follows CI's typecheck,
-  // which the minute's load average still holds and would leave the whole test run 2 workers on an idle host.
-  const load = selfTest && values.workers === undefined && !process.env.HIL_WORKERS ? hostLoadNow(availableParallelism(), loadavg()[0]!) : loadavg()[0]!;
+  // The run counts what is busy now (hostLoadNow), not the minute's load average: that still holds work that
+  // has just ended (CI's typecheck before `hil test`, the previous row of .ci/matrix) and gave an idle host 2
+  // workers, which run the suites' long real-time waits one after another.
+  const load = values.workers === undefined && !process.env.HIL_WORKERS && !isShared(target) ? hostLoadNow(availableParallelism(), loadavg()[0]!) : loadavg()[0]!;
   process.env.HIL_WORKERS = isShared(target) ? '1' : (values.workers ?? process.env.HIL_WORKERS ?? String(workersForHost(availableParallelism(), load)));
   // --busy-loops N: the run on a host kept loaded on purpose (README "Verdicts": a correct stack still PASSes,
   // a test held up past what its rule allows is HIL_ERR_HOST_TOO_SLOW). Started after the workers are
