@@ -5,6 +5,9 @@
 import { resolve } from 'node:path';
 import type { TargetOption } from './types.ts';
 
+/** The machine digest of the configuration under test, computed once by `hil run` (the sim target's record mode, the replay target). */
+export const MACHINE_SHA256_OPTION: TargetOption = { key: 'machineSha256', env: 'HIL_MACHINE_SHA256', value: 'SHA256', help: 'the machine digest recordings are filed under (hil run computes it)' };
+
 /** Each option of the schema as the environment holds it: a string, true for a boolean flag set to 1, or undefined. */
 export function envValues(schema: readonly TargetOption[], env: NodeJS.ProcessEnv): Record<string, string | boolean | undefined> {
   const out: Record<string, string | boolean | undefined> = {};

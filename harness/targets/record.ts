@@ -28,9 +28,6 @@ export const RECORD_OPTION: TargetOption = {
   path: true,
 };
 
-/** The machine digest of the configuration under test, computed once by `hil run` (record and replay). */
-export const MACHINE_SHA256_OPTION: TargetOption = { key: 'machineSha256', env: 'HIL_MACHINE_SHA256', value: 'SHA256', help: 'the machine digest recordings are filed under (hil run computes it)' };
-
 /** The sim target's recorder: record with a record directory, off without. */
 export function recorderOf(o: RecordOptions): Recorder {
   return o.recordDir ? Recorder.of('record', o) : Recorder.off();

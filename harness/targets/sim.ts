@@ -13,8 +13,8 @@ import { HarnessError } from '../errors.ts';
 import { stringifyExact } from '../oracle/json.ts';
 import { ANCHOR_DIR_ENV, referenceCommand } from './reference.ts';
 import type { FileOptions, StackProcess, StackStart, StepReport, Target, TargetDescriptor, TargetOption, TestStack } from './types.ts';
-import { envValues, str } from './options.ts';
-import { MACHINE_SHA256_OPTION, RECORD_OPTION, recordFixture, recorderOf, recordPrepare } from './record.ts';
+import { envValues, MACHINE_SHA256_OPTION, str } from './options.ts';
+import { RECORD_OPTION, recordFixture, recorderOf, recordPrepare } from './record.ts';
 
 export type { StackProcess, StackStart } from './types.ts';
 import { startReferenceOlp } from './olp.ts';
