@@ -22,13 +22,18 @@ type Values = Record<string, string | boolean | string[] | undefined>;
 
 const given = (v: Values[string]): boolean => v !== undefined && v !== false;
 
+/** A target chosen on the command line, with its options as its descriptor parsed them. */
+export interface CheckedTarget {
+  descriptor: TargetDescriptor<object>;
+  options: object;
+}
+
 /**
  * The chosen target's options from the command line, checked against its schema: a flag of another target,
  * a required one missing, or a value its descriptor refuses is a usage error naming the flag. Writes each
- * option into its environment variable and adds what the target prepares once for the run (a machine
- * digest). Returns the descriptor.
+ * option into its environment variable. Nothing is computed or started yet (prepareTarget).
  */
-export async function applyTargetFlags(name: string, values: Values, env: NodeJS.ProcessEnv = process.env): Promise<TargetDescriptor<object>> {
+export function checkTargetFlags(name: string, values: Values, env: NodeJS.ProcessEnv = process.env): CheckedTarget {
   let d: TargetDescriptor<object>;
   try {
     d = descriptorOf(name);
@@ -50,8 +55,19 @@ export async function applyTargetFlags(name: string, values: Values, env: NodeJS
   const parsed = d.parse(env);
   const why = d.check?.(parsed);
   if (why !== undefined) throw new UsageError(why);
-  Object.assign(env, await d.prepare?.(parsed));
-  return d;
+  return { descriptor: d, options: parsed };
+}
+
+/** What the target computes once for the run (a recorded or replayed run's machine digest), into the environment. */
+export async function prepareTarget(t: CheckedTarget, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  Object.assign(env, await t.descriptor.prepare?.(t.options));
+}
+
+/** checkTargetFlags, then prepareTarget. */
+export async function applyTargetFlags(name: string, values: Values, env: NodeJS.ProcessEnv = process.env): Promise<CheckedTarget> {
+  const t = checkTargetFlags(name, values, env);
+  await prepareTarget(t, env);
+  return t;
 }
 
 function handedOn(o: TargetOption, v: string | boolean): string {

@@ -14,8 +14,8 @@ import { collectTests, lastFailed, selectCovering, type TestSelection } from '..
 import { expectationProblems, type ExpectationFile } from '../report/expectations.ts';
 import type { RunRecord } from '../report/run-types.ts';
 import { TARGETS, isShared } from '../targets/index.ts';
-import { applyTargetFlags, targetFlags } from './run-target.ts';
-import { ROOT, DEFAULT_REPORTS, UsageError, InputError, PLANTABLE_FAULTS, suiteFiles, filterMatches, wantsHelp } from './common.ts';
+import { checkTargetFlags, prepareTarget, targetFlags } from './run-target.ts';
+import { ROOT, DEFAULT_REPORTS, UsageError, InputError, PLANTABLE_FAULTS, suiteFiles, filterMatches, wantsHelp, outputDir } from './common.ts';
 
 export async function run(args: string[], selfTest: boolean): Promise<number> {
   if (wantsHelp(args, selfTest ? 'test' : 'run')) return 0;
@@ -82,12 +82,19 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
     const none = positionals.filter((f) => !filterMatches(f, files));
     if (none.length) throw new InputError(`no suite file matches ${none.map((f) => JSON.stringify(f)).join(', ')} (filters select files under suites/ whose path contains them)`);
   }
+  // The target's own flags, checked against its schema (a flag of another target, a required one missing, a
+  // value it refuses: usage errors) and written into the variables the schema names (harness/cli/run-target.ts).
+  const chosen = checkTargetFlags(target, values as Record<string, string | boolean | string[] | undefined>, process.env);
+  // The output directories are made before anything runs: one that cannot be made is the user's to correct.
+  outputDir('--reports', REPORTS);
+  if (named.record !== undefined) outputDir('--record', named.record);
   // Workers: --workers N, or from the host's cores and load (harness/sequencer.ts workersForHost); the
   // figure is noted in run.json's host record either way.
   if (values.workers !== undefined && !/^([1-9]|[1-5][0-9]|6[0-4])$/.test(values.workers)) throw new UsageError(`--workers ${values.workers}: an integer 1..64`);
-  // `hil test` (the README's test command) counts what is busy now (hostLoadNow): it follows CI's typecheck,
-  // which the minute's load average still holds and would leave the whole test run 2 workers on an idle host.
-  const load = selfTest && values.workers === undefined && !process.env.HIL_WORKERS ? hostLoadNow(availableParallelism(), loadavg()[0]!) : loadavg()[0]!;
+  // The run counts what is busy now (hostLoadNow), not the minute's load average: that still holds work that
+  // has just ended (CI's typecheck before `hil test`, the previous row of .ci/matrix) and gave an idle host 2
+  // workers, which run the suites' long real-time waits one after another.
+  const load = values.workers === undefined && !process.env.HIL_WORKERS && !isShared(target) ? hostLoadNow(availableParallelism(), loadavg()[0]!) : loadavg()[0]!;
   process.env.HIL_WORKERS = isShared(target) ? '1' : (values.workers ?? process.env.HIL_WORKERS ?? String(workersForHost(availableParallelism(), load)));
   // --busy-loops N: the run on a host kept loaded on purpose (README "Verdicts": a correct stack still PASSes,
   // a test held up past what its rule allows is HIL_ERR_HOST_TOO_SLOW). Started after the workers are
@@ -97,9 +104,8 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
   const busyCount = Number(values['busy-loops'] ?? 0);
   if (busyCount > 0) process.env.HIL_BUSY_LOOPS = String(busyCount);
   process.env.HIL_TARGET = target;
-  // The target's options into the environment its schema names; a recorded or replayed run's machine
-  // digest computed once here (the target's prepare).
-  await applyTargetFlags(target, values as Record<string, string | boolean | string[] | undefined>, process.env);
+  // What the target computes once for the run: a recorded or replayed run's machine digest (its prepare).
+  await prepareTarget(chosen, process.env);
   process.env.HIL_RUN_DIR = join(REPORTS, '.run');
 
   try {
