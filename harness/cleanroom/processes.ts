@@ -17,7 +17,7 @@ import { spawnReady } from '../targets/spawn.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const PLANNER_ENTRY = join(ROOT, 'harness', 'cleanroom', 'planner', 'server.ts');
-const OLP_ENTRY = join(ROOT, 'harness', 'cleanroom', 'olp', 'server.ts');
+const OLP_ENTRY = join(ROOT, 'harness', 'cleanroom', 'olp', 'main.ts');
 
 /** One cell of the OLP server's cells file, in its authors' format (harness/cleanroom/olp/README.md "Cells file"). */
 export interface CleanroomOlpCell {
