@@ -9,7 +9,7 @@
 // and its measurement drift.
 
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL, fileURLToPath } from 'node:url';
@@ -50,15 +50,33 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'hil-e2e-'));
   tokensFile = join(mkdtempSync(join(tmpdir(), 'hil-e2e-tokens-')), 'tokens.txt');
   writeFileSync(tokensFile, '');
-  const r = await hil(['run', '--reports', dir, '--blob', '--plant', `sluggish_drive@${PLANTED}`, ...SELECTION], { HIL_TOKEN_LOG: tokensFile });
-  exit = r.code;
-  if (!existsSync(join(dir, 'run.json'))) throw new Error(`hil run wrote no run.json (exit ${exit}):\n${r.out.slice(-3000)}`);
-  run = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as RunRecord;
+  // A run in which the host was too slow for the harness to judge a test (HIL_ERR_HOST_TOO_SLOW: a keeper
+  // that lost its grant on a loaded machine) says nothing about the report under test: it is run again, at
+  // most twice, as CI reruns such runs (harness/report/retry-rule.ts).
+  for (let attempt = 1; ; attempt++) {
+    if (attempt > 1) fresh(dir);
+    const r = await hil(['run', '--reports', dir, '--blob', '--plant', `sluggish_drive@${PLANTED}`, ...SELECTION], { HIL_TOKEN_LOG: tokensFile });
+    exit = r.code;
+    if (!existsSync(join(dir, 'run.json'))) throw new Error(`hil run wrote no run.json (exit ${exit}):\n${r.out.slice(-3000)}`);
+    run = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as RunRecord;
+    if (attempt === 3 || !run.tests.some((t) => t.host_too_slow !== undefined)) break;
+  }
   // The same tests with nothing planted: the baseline hil compare compares the planted run with.
   baselineDir = mkdtempSync(join(tmpdir(), 'hil-e2e-baseline-'));
-  const b = await hil(['run', '--reports', baselineDir, '--no-report', ...SELECTION]);
-  if (!existsSync(join(baselineDir, 'run.json'))) throw new Error(`hil run (baseline) wrote no run.json (exit ${b.code}):\n${b.out.slice(-3000)}`);
-}, 360_000);
+  for (let attempt = 1; ; attempt++) {
+    if (attempt > 1) fresh(baselineDir);
+    const b = await hil(['run', '--reports', baselineDir, '--no-report', ...SELECTION]);
+    if (!existsSync(join(baselineDir, 'run.json'))) throw new Error(`hil run (baseline) wrote no run.json (exit ${b.code}):\n${b.out.slice(-3000)}`);
+    const base = JSON.parse(readFileSync(join(baselineDir, 'run.json'), 'utf8')) as RunRecord;
+    if (attempt === 3 || !base.tests.some((t) => t.host_too_slow !== undefined)) break;
+  }
+}, 900_000);
+
+/** An attempt's directory emptied for the next one (its Allure results would otherwise add up). */
+function fresh(d: string): void {
+  rmSync(d, { recursive: true, force: true });
+  mkdirSync(d);
+}
 
 describe('a real run with a planted motion failure', () => {
   test('the planted test fails on its measurement, with both numbers; the others pass; run.json matches its schema', () => {
