@@ -78,7 +78,9 @@ export default defineConfig({
           testTimeout: 30_000,
           // Only allure's error serializer gets a JSON form for bigints here (harness/allure-bigint.ts says why).
           setupFiles: ['harness/allure-bigint.ts'],
-          maxWorkers: 1,
+          // Two at a time: many of these files wait on processes they start (hil runs, stacks, planners), so
+          // one worker left a core idle and made the project's time the sum of its files.
+          maxWorkers: 2,
           sequence: { groupOrder: 0 },
         },
       },
