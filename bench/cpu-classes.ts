@@ -26,30 +26,11 @@ import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFi
 import { loadavg, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { reaperArgs, reaperFigures } from './reaper.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const HZ = 100; // USER_HZ on Linux
 
-const REAPER = `
-import ctypes, json, os, sys, time
-ok = ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
-t0 = time.monotonic()
-pid = os.fork()
-if pid == 0:
-    os.execvp(sys.argv[1], sys.argv[1:])
-wall = None
-status = None
-while True:
-    try:
-        p, st = os.wait()
-    except ChildProcessError:
-        break
-    if p == pid:
-        wall = time.monotonic() - t0
-        status = os.waitstatus_to_exitcode(st)
-t = os.times()
-sys.stderr.write("\\nREAPER " + json.dumps({"wall_s": wall, "user_s": t.children_user, "sys_s": t.children_system, "subreaper": ok, "status": status}) + "\\n")
-`;
 
 function args() {
   const a = process.argv.slice(2);
@@ -156,7 +137,7 @@ async function main(): Promise<void> {
   writeFileSync(trace, '');
   const load0 = loadavg();
   const t0 = Date.now();
-  const child = spawn('python3', ['-c', REAPER, ...o.cmd], { cwd: o.cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HIL_CPU_TRACE: trace } });
+  const child = spawn('python3', reaperArgs(o.cwd, o.cmd), { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HIL_CPU_TRACE: trace } });
   let out = '';
   let err = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => {
@@ -258,8 +239,7 @@ async function main(): Promise<void> {
   await new Promise<void>((r) => (child.exitCode !== null ? r() : child.once('close', () => r())));
   const wall = (Date.now() - t0) / 1000;
   const load1 = loadavg();
-  const reaper = /REAPER (\{.*\})/.exec(err)?.[1];
-  const totals = reaper ? (JSON.parse(reaper) as { user_s: number; sys_s: number; wall_s: number; status: number }) : undefined;
+  const totals = reaperFigures(err);
 
   // Per class.
   const byClass = new Map<string, number>();

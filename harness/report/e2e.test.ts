@@ -19,6 +19,7 @@ import { chromiumPath, visit } from './browser.ts';
 import { runSchemaProblems } from './run-schema.ts';
 import type { Comparison } from './compare.ts';
 import type { RunRecord } from './run-types.ts';
+import { hilInProcess } from '../cli/in-process.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const PLANTED = 'start moves J1 along the trajectory';
@@ -116,9 +117,10 @@ describe('hil compare of the planted run against the same tests with nothing pla
     const baseline = JSON.parse(readFileSync(join(baselineDir, 'run.json'), 'utf8')) as RunRecord;
     // A baseline that failed on its own (a loaded machine) would make the comparison say something else.
     expect(baseline.tests.map((t) => `${t.name.slice(0, 40)}: ${t.state}`)).toEqual(run.tests.map((t) => `${t.name.slice(0, 40)}: passed`));
-    const r = await hil(['compare', join(baselineDir, 'run.json'), join(dir, 'run.json'), '--json']);
-    expect(r.code).toBe(1); // the run under review regressed
-    const c = JSON.parse(r.out) as Comparison;
+    // hil compare reads two files and answers: through cli.ts main() in this process (harness/cli/in-process.ts), not a second tsx start.
+    const r = await hilInProcess(['compare', join(baselineDir, 'run.json'), join(dir, 'run.json'), '--json']);
+    expect(r.status, r.stderr).toBe(1); // the run under review regressed
+    const c = JSON.parse(r.stdout) as Comparison;
     const planted = run.tests.find((t) => t.name.startsWith(PLANTED))!;
     const plantedKey = `${planted.file} > ${planted.fullName}`;
     expect(c.verdict).toEqual({ before: 'PASS', after: 'FAIL' });
@@ -133,9 +135,9 @@ describe('hil compare of the planted run against the same tests with nothing pla
     expect(crossed[0]).toMatchObject({ test: plantedKey, name: 'following_error_max', axis: 'J1', unit: 'rad', after: fe.value, outcome: { before: 'pass', after: 'fail' } });
     expect(crossed[0]!.before).toBeLessThanOrEqual(fe.limit!.hi!);
     // the text form names the test and the drift too
-    const text = await hil(['compare', join(baselineDir, 'run.json'), join(dir, 'run.json')]);
-    expect(text.out).toContain(`new failures: 1\n  ${plantedKey}\n`);
-    expect(text.out).toContain(`${plantedKey}: following_error_max J1 ${crossed[0]!.before} -> ${fe.value} rad  [pass -> fail]`);
+    const text = await hilInProcess(['compare', join(baselineDir, 'run.json'), join(dir, 'run.json')]);
+    expect(text.stdout).toContain(`new failures: 1\n  ${plantedKey}\n`);
+    expect(text.stdout).toContain(`${plantedKey}: following_error_max J1 ${crossed[0]!.before} -> ${fe.value} rad  [pass -> fail]`);
   }, 60_000);
 });
 
