@@ -55,6 +55,8 @@ const conformance = (nice: number) => ({
   setupFiles: ['harness/nice.ts', 'harness/bigint-json.ts', 'harness/evidence-setup.ts'],
   env: { HIL_NICE: String(nice) },
   isolate: false,
+  // HIL_WORKER_CPU_PROF=DIR: each worker writes a V8 CPU profile there when it exits (bench/worker-profile.ts reads them).
+  ...(process.env.HIL_WORKER_CPU_PROF ? { execArgv: ['--cpu-prof', `--cpu-prof-dir=${process.env.HIL_WORKER_CPU_PROF}`] } : {}),
   maxWorkers: WORKERS,
   testTimeout: 60_000,
   hookTimeout: 120_000,

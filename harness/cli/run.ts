@@ -8,7 +8,6 @@ import { availableParallelism, loadavg } from 'node:os';
 import { hostLoadNow, workersForHost } from '../sequencer.ts';
 import { startBusyLoops } from '../busy-loops.ts';
 import { HilReporter, exitCodeOf, type Expectation } from '../report/reporter.ts';
-import { writeHtmlReport } from '../report/html.ts';
 import { Progress, isInteractive } from '../report/progress.ts';
 import { collectTests, lastFailed, selectCovering, type TestSelection } from '../select.ts';
 import { expectationProblems, type ExpectationFile } from '../report/expectations.ts';
@@ -187,6 +186,8 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
   const closing = reporter.closingLine();
   if (!selfTest && !values['no-report'] && !values.watch && reporter.record) {
     try {
+      // Loaded only here: a --no-report, watch or self-test run never needs the report writer.
+      const { writeHtmlReport } = await import('../report/html.ts');
       const r = await writeHtmlReport({ runJson: join(REPORTS, 'run.json'), allureDir: join(REPORTS, 'allure-results'), outFile: join(REPORTS, 'html', 'index.html') });
       process.stdout.write(`report: ${r.outFile}${r.warnings.length ? ` (${r.warnings.length} notes)` : ''}\n`);
     } catch (e) {
