@@ -55,6 +55,8 @@ const conformance = (nice: number) => ({
   setupFiles: ['harness/nice.ts', 'harness/bigint-json.ts', 'harness/evidence-setup.ts'],
   env: { HIL_NICE: String(nice) },
   isolate: false,
+  // HIL_WORKER_CPU_PROF=DIR: each worker writes a V8 CPU profile there when it exits (bench/worker-profile.ts reads them).
+  ...(process.env.HIL_WORKER_CPU_PROF ? { execArgv: ['--cpu-prof', `--cpu-prof-dir=${process.env.HIL_WORKER_CPU_PROF}`] } : {}),
   maxWorkers: WORKERS,
   testTimeout: 60_000,
   hookTimeout: 120_000,
@@ -78,7 +80,9 @@ export default defineConfig({
           testTimeout: 30_000,
           // Only allure's error serializer gets a JSON form for bigints here (harness/allure-bigint.ts says why).
           setupFiles: ['harness/allure-bigint.ts'],
-          maxWorkers: 1,
+          // Two at a time: many of these files wait on processes they start (hil runs, stacks, planners), so
+          // one worker left a core idle and made the project's time the sum of its files.
+          maxWorkers: 2,
           sequence: { groupOrder: 0 },
         },
       },

@@ -25,32 +25,12 @@ import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'n
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { reaperArgs, reaperFigures } from './reaper.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** main before the sim target served its stacks from stack hosts (the whole run at 104.8 s quiet). */
 const BASE_REV = '19ac429';
 
-const REAPER = `
-import ctypes, json, os, sys, time
-ok = ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
-t0 = time.monotonic()
-pid = os.fork()
-if pid == 0:
-    os.chdir(sys.argv[1])
-    os.execvp(sys.argv[2], sys.argv[2:])
-wall = None
-status = None
-while True:
-    try:
-        p, st = os.wait()
-    except ChildProcessError:
-        break
-    if p == pid:
-        wall = time.monotonic() - t0
-        status = os.waitstatus_to_exitcode(st)
-t = os.times()
-sys.stderr.write("\\nREAPER " + json.dumps({"wall_s": wall, "user_s": t.children_user, "sys_s": t.children_system, "subreaper": ok, "status": status}) + "\\n")
-`;
 
 interface Run {
   tree: 'base' | 'this';
@@ -103,7 +83,7 @@ async function runOnce(tree: 'base' | 'this', dir: string, extra: string[], pyth
   const cmd = [process.execPath, 'harness/bin/hil.mjs', 'run', '--target', 'sim', '--reports', reports, ...extra];
   const l0 = loadavg()[0]!;
   const t0 = performance.now();
-  const child = python ? spawn('python3', ['-c', REAPER, dir, ...cmd], { stdio: ['ignore', 'pipe', 'pipe'] }) : spawn(cmd[0]!, cmd.slice(1), { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = python ? spawn('python3', reaperArgs(dir, cmd), { stdio: ['ignore', 'pipe', 'pipe'] }) : spawn(cmd[0]!, cmd.slice(1), { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -129,11 +109,10 @@ async function runOnce(tree: 'base' | 'this', dir: string, extra: string[], pyth
   } catch {
     /* no run record */
   }
-  const reaped = /REAPER (\{.*\})/.exec(err);
+  const r = reaperFigures(err);
   rmSync(reports, { recursive: true, force: true });
-  if (reaped) {
-    const r = JSON.parse(reaped[1]!) as { wall_s: number; user_s: number; sys_s: number; status: number | null };
-    return { tree, wall: r.wall_s, user: r.user_s, sys: r.sys_s, status: r.status, load: [l0, l1], files, summary, workers, notPassed };
+  if (r) {
+    return { tree, wall: r.wall_s ?? wallJs, user: r.user_s, sys: r.sys_s, status: r.status, load: [l0, l1], files, summary, workers, notPassed };
   }
   if (python) process.stderr.write(`(no reaper line; stderr ends: ${err.slice(-400)})\n`);
   return { tree, wall: wallJs, status: code, load: [l0, l1], files, summary, workers, notPassed };

@@ -5,9 +5,11 @@
 // A measurement outside its limit thrown from afterEach fails the test (FAIL, harness/measure.ts).
 
 import * as allure from 'allure-js-commons';
-import { afterEach, beforeEach } from 'vitest';
+import { appendFileSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
 import { beginTest, failedTest, finishTest, leaveTest, type Collector } from './evidence.ts';
 import { limitText } from './measure.ts';
+import { exchangeObservers, type Exchange } from './clients/control.ts';
 
 const collectors = new WeakMap<object, Collector>();
 
@@ -50,3 +52,34 @@ afterEach(async ({ task }) => {
     if (plots?.length) await Promise.resolve(allure.attachment('motion', JSON.stringify(plots), { contentType: 'application/json' })).catch(() => undefined);
   }
 });
+
+// HIL_CPU_TRACE=FILE (set by bench/cpu-classes.ts): one line when each test file begins and ends in this
+// worker, so the benchmark can charge a worker's stacks' CPU time to the file they served; the end line
+// carries the file's requests through ControlClient by method and path (the observer evidence.ts installs
+// is wrapped, not replaced).
+const TRACE_STATE = Symbol.for('cell-hil.cpu-trace');
+const CPU_TRACE = process.env.HIL_CPU_TRACE;
+if (CPU_TRACE) {
+  // This setup file runs again for every file of the worker (isolate: false); the wrapper is installed once.
+  const holder = globalThis as { [TRACE_STATE]?: { requests: Record<string, number> } };
+  let state = holder[TRACE_STATE];
+  if (!state) {
+    const s: { requests: Record<string, number> } = (state = holder[TRACE_STATE] = { requests: {} });
+    let after = exchangeObservers.after;
+    Object.defineProperty(exchangeObservers, 'after', {
+      get: () => (x: Exchange) => {
+        const k = `${x.method} ${x.path.split('?')[0]}`;
+        s.requests[k] = (s.requests[k] ?? 0) + 1;
+        after?.(x);
+      },
+      set: (f: typeof after) => void (after = f),
+    });
+  }
+  const traced = state;
+  const mark = (kind: string, extra = '') => appendFileSync(CPU_TRACE, `${kind}\t${process.pid}\t${Date.now()}\t${expect.getState().testPath ?? ''}${extra}\n`);
+  beforeAll(() => {
+    traced.requests = {};
+    mark('begin');
+  });
+  afterAll(() => mark('end', `\t${JSON.stringify(traced.requests)}`));
+}

@@ -97,7 +97,7 @@ interface Watched {
 export class Collector implements MeasurementSink {
   readonly started = performance.now();
   readonly evidence: TestEvidence = { measurements: [] };
-  private exchanges: TranscriptEntry[] = [];
+  private exchanges: HeldExchange[] = [];
   private omitted = 0;
   readonly watched: Watched[] = [];
   private pendingCursor = new Map<ControlClient, Promise<void>>();
@@ -149,19 +149,16 @@ export class Collector implements MeasurementSink {
 
   exchange(x: Exchange, op: string | undefined): void {
     this.lastClient = x.client;
-    const entry: TranscriptEntry = {
-      at_ms: Math.round(x.at - this.started),
-      method: x.method,
-      path: x.path,
-      request: redact(clip(bodyText(x.body))),
-      ms: Math.round(x.ms * 100) / 100,
-    };
+    // Kept as the bytes a transcript would show, cut to TEXT_MAX + 1 (copied: the caller's buffers may be
+    // reused or large); decoded and redacted only when a transcript is taken (a failed test), which is rare,
+    // while every exchange of every test passes here.
+    const held: HeldExchange = { at_ms: Math.round(x.at - this.started), method: x.method, path: x.path, request: headOf(x.body), ms: Math.round(x.ms * 100) / 100 };
     if (x.reply) {
-      entry.status = x.reply.status;
+      held.status = x.reply.status;
       const ct = String(x.reply.headers['content-type'] ?? '');
-      entry.reply = ct.includes('json') || ct.startsWith('text/') ? redact(clip(Buffer.from(x.reply.body.subarray(0, TEXT_MAX + 1)).toString('utf8'))) : `(${x.reply.body.length} bytes of ${ct || 'unknown type'})`;
-    } else entry.error = redact(String((x.error as Error)?.message ?? x.error));
-    this.exchanges.push(entry);
+      held.reply = ct.includes('json') || ct.startsWith('text/') ? new Uint8Array(x.reply.body.subarray(0, TEXT_MAX + 1)) : `(${x.reply.body.length} bytes of ${ct || 'unknown type'})`;
+    } else held.error = String((x.error as Error)?.message ?? x.error);
+    this.exchanges.push(held);
     if (this.exchanges.length > KEEP_EXCHANGES) {
       // Commands are what a reader needs; polls (status, events, telemetry) repeat: the oldest poll goes first.
       const poll = this.exchanges.findIndex((e, i) => e.method === 'GET' && i < this.exchanges.length - KEEP_RECENT);
@@ -173,8 +170,38 @@ export class Collector implements MeasurementSink {
   }
 
   transcript(): Transcript {
-    return { exchanges: this.exchanges, omitted: this.omitted, ...(this.stderr.length ? { stderr: this.stderr.map((s) => ({ target: s.target, text: redact(s.text) })) } : {}) };
+    return { exchanges: this.exchanges.map(entryOf), omitted: this.omitted, ...(this.stderr.length ? { stderr: this.stderr.map((s) => ({ target: s.target, text: redact(s.text) })) } : {}) };
   }
+}
+
+/** An exchange as a collector holds it: the leading bytes of the request and reply, not yet text. */
+interface HeldExchange {
+  at_ms: number;
+  method: string;
+  path: string;
+  request: string | Uint8Array;
+  status?: number;
+  /** The reply's leading bytes (JSON or text), or what stands for a reply of another type. */
+  reply?: Uint8Array | string;
+  error?: string;
+  ms: number;
+}
+
+/** The transcript entry of a held exchange: text cut to TEXT_MAX, every session token seen so far redacted. */
+function entryOf(h: HeldExchange): TranscriptEntry {
+  const e: TranscriptEntry = { at_ms: h.at_ms, method: h.method, path: h.path, request: redact(clip(typeof h.request === 'string' ? h.request : Buffer.from(h.request).toString('utf8'))), ms: h.ms };
+  if (h.status !== undefined) {
+    e.status = h.status;
+    e.reply = typeof h.reply === 'string' ? h.reply : redact(clip(Buffer.from(h.reply!).toString('utf8')));
+  }
+  if (h.error !== undefined) e.error = redact(h.error);
+  return e;
+}
+
+/** The first TEXT_MAX + 1 characters (bytes, copied) of a request body, as bodyText reads them. */
+function headOf(body: string | Uint8Array | undefined): string | Uint8Array {
+  if (body === undefined) return '';
+  return typeof body === 'string' ? body.slice(0, TEXT_MAX + 1) : new Uint8Array(body.subarray(0, TEXT_MAX + 1));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -238,7 +265,11 @@ export function redact(text: string): string {
 }
 
 function learnTokens(reply: Uint8Array): void {
-  const text = Buffer.from(reply.subarray(0, 4096)).toString('utf8');
+  // Most replies carry no session: the byte search (no copy, no decoding) settles those; every match of the
+  // pattern below contains the key.
+  const head = Buffer.from(reply.buffer, reply.byteOffset, Math.min(reply.length, 4096));
+  if (head.indexOf('"session"') < 0) return;
+  const text = head.toString('utf8');
   for (const m of text.matchAll(/"session"\s*:\s*"([0-9a-f]{64})"/g)) {
     const t = m[1]!;
     if (tokens.has(t)) continue;

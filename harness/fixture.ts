@@ -16,12 +16,10 @@ import { judgeBusStall, latchedDuring, STALL_WINDOW_AFTER_MS } from './clients/b
 import { liveTargets } from './targets/live.ts';
 import type { ControlClient } from './clients/control.ts';
 import { stringifyExact } from './oracle/json.ts';
-import { openTarget, targetFromEnv, variantsFromEnv, type Target, type VariantOptions } from './targets/index.ts';
+import { isShared, openTarget, perTestStacks, perTestStacksFixture, targetFromEnv, variantsFromEnv, type Target, type VariantOptions } from './targets/index.ts';
 import { enterTest, leaveTest } from './targets/pertest.ts';
-import { perTestStacks, perTestStacksFixture } from './targets/test-stacks.ts';
 import { forgetDescription, rememberDescription } from './targets/described.ts';
 import { cannotStartRemote, startRemoteStack, type RemoteOptions, type RemoteStack } from './targets/remote.ts';
-import { isShared } from './targets/shared.ts';
 import { noteStderr, offerInjector, redact } from './evidence.ts';
 import { takeProfileDifferences } from './trace.ts';
 import { lateness } from './lateness.ts';
@@ -30,7 +28,7 @@ export { expect, describe } from 'vitest';
 export { covers, inProfile, profile } from './trace.ts';
 export { measure } from './measure.ts';
 export { hostBound } from './lateness.ts';
-export { perTestStacks } from './targets/test-stacks.ts';
+export { perTestStacks } from './targets/index.ts';
 
 /**
  * Run a set-up step (a beforeAll or beforeEach hook) that holds a grant: when it fails after a held grant
@@ -99,7 +97,8 @@ export const test = base.extend<{
   $test: { perTest: void; sharedSettled: void; client: ControlClient; cell: Cell; variant: VariantOf; traced: void };
 }>({
   // First of all (fixtures are set up in this order and torn down in reverse): the target's per-test stacks,
-  // where its run has them (harness/targets/test-stacks.ts); nothing happens on a plain run.
+  // where its run has them (its descriptor's recorder: harness/targets/index.ts perTestStacksFixture);
+  // nothing happens on a plain run.
   perTest: [perTestStacksFixture, { auto: true }],
   // A shared target (external, rig: one service, one grant for the whole run) is brought back to idle after
   // every test, whichever fixture or client the test reached it through (harness/targets/shared.ts); the
@@ -375,7 +374,7 @@ export function sharedVariant<D extends { binding: Description['binding'] } = De
       await o.target.close();
     }
   };
-  // A run with stacks per test (harness/targets/test-stacks.ts): the shared variant is then opened for each
+  // A run with stacks per test (the target's recorder, harness/targets/test-stacks.ts): the shared variant is then opened for each
   // test, as that test's first variant, so that it belongs to that test as its other stacks do.
   if (perTestStacks()) {
     beforeEach(async ({ task }) => {

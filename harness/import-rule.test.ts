@@ -8,8 +8,9 @@
 // - paced replay (sims/replay/) is reached by neither the core nor the service: its loop is a worker entry
 //   of its own, chosen by clock mode in the core loop registry (sims/core-loops.ts), and the service sees
 //   replay only through the core link's messages.
-// - the fixture every suite imports (harness/fixture.ts) knows no recording or replay: a recorded or
-//   replayed run's per-test stacks and verdicts are the targets' (harness/targets/test-stacks.ts);
+// - the fixture every suite imports (harness/fixture.ts) knows no recording or replay and no target: a
+//   recorded or replayed run's per-test stacks and verdicts are the record and replay targets'
+//   (harness/targets/record.ts, replay.ts), and it reaches every target through the registry (index.ts);
 // - fixtures/ (fixtures/contract/: the verdict schema and file names the stack and the harness share)
 //   imports none of them, so both sides may import it without importing each other.
 // A rule the code breaks today is listed in KNOWN_OFFENCES with a note; the list can only shrink (an
@@ -63,7 +64,14 @@ export const RULES: Rule[] = [
   {
     rule: 'harness/fixture.ts imports no recording or replay module',
     from: ['harness/fixture.ts'],
-    forbid: ['harness/targets/recorder.ts', 'harness/targets/recording-store.ts', 'harness/targets/replay.ts', 'fixtures/contract/replay-verdict.ts'],
+    forbid: ['harness/targets/recorder.ts', 'harness/targets/recording-store.ts', 'harness/targets/replay.ts', 'harness/targets/record.ts', 'harness/targets/test-stacks.ts', 'fixtures/contract/replay-verdict.ts'],
+  },
+  // Nor does it know any one target: it opens what the registry's descriptor for HIL_TARGET opens, and asks
+  // the descriptor's abilities (harness/targets/index.ts).
+  {
+    rule: 'harness/fixture.ts names no target module',
+    from: ['harness/fixture.ts'],
+    forbid: ['harness/targets/sim.ts', 'harness/targets/external.ts', 'harness/targets/rig.ts'],
   },
 ];
 
@@ -178,7 +186,7 @@ describe('the import table', () => {
       put('fixtures/contract/c.ts', `import { RecordingStore } from '../../harness/targets/recording-store.ts';\nimport { writeVerdictFile } from '../../${S}/replay/verdict-file.ts';`);
       put('harness/targets/r.ts', `import { parseVerdictFile } from '../../fixtures/contract/replay-verdict.ts';`);
       put(`${S}/replay/v.ts`, `import { verdictFileText } from '../../fixtures/contract/replay-verdict.ts';`);
-      put('harness/fixture.ts', `import { Recorder } from './targets/recorder.ts';\nimport { perTestStacks } from './targets/test-stacks.ts';`);
+      put('harness/fixture.ts', `import { Recorder } from './targets/recorder.ts';\nimport { perTestStacks } from './targets/test-stacks.ts';\nimport { simTarget } from './targets/sim.ts';\nimport { TARGETS } from './targets/index.ts';`);
       expect(offences(root).sort()).toEqual(
         [
           `suites/ never imports sims/ or drivers/: suites/a.test.ts -> ../${S}/main.ts`,
@@ -195,6 +203,8 @@ describe('the import table', () => {
           'fixtures/ imports nothing of harness/, suites/, sims/ or drivers/: fixtures/contract/c.ts -> ../../harness/targets/recording-store.ts',
           `fixtures/ imports nothing of harness/, suites/, sims/ or drivers/: fixtures/contract/c.ts -> ../../${S}/replay/verdict-file.ts`,
           'harness/fixture.ts imports no recording or replay module: harness/fixture.ts -> ./targets/recorder.ts',
+          'harness/fixture.ts imports no recording or replay module: harness/fixture.ts -> ./targets/test-stacks.ts',
+          'harness/fixture.ts names no target module: harness/fixture.ts -> ./targets/sim.ts',
         ].sort(),
       );
     } finally {

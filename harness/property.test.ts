@@ -42,7 +42,7 @@ test('a wall-clock retry count is kept with a recording and given back on its re
   windowAttempts('window').made(2);
   expect(recorded.drawnProperties()).toEqual({ 'attempts:window': { seed: 0, numRuns: 2 } });
   leaveTest();
-  // The replay reads the sidecar the recording wrote (harness/targets/test-stacks.ts, useRecordedProperties).
+  // The replay reads the sidecar the recording wrote (harness/targets/replay.ts replayFixture, useRecordedProperties).
   const replayed = enterTest('suite > retries');
   replayed.useRecordedProperties({ properties: recorded.drawnProperties() });
   expect(windowAttempts('window').recorded()).toBe(2);

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, expect, test } from 'vitest';
 import type { RunRecord } from './report/run-types.ts';
+import { hilInProcess } from './cli/in-process.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const HIL = fileURLToPath(new URL('./bin/hil.mjs', import.meta.url));
@@ -21,12 +22,16 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 const hil = (...args: string[]) => spawnSync(process.execPath, [HIL, ...args], { encoding: 'utf8', timeout: 170_000, env: { ...process.env, CI: 'true' } });
+// What hil run answers before it starts vitest (nothing to rerun, a usage error) is checked through cli.ts
+// main() in this process (harness/cli/in-process.ts): a spawned hil would start tsx for it. A run, and
+// anything that collects suites (vitest inside vitest), is a process.
+const hilHere = (...args: string[]) => hilInProcess(args, { CI: 'true' });
 const record = (dir: string) => JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as RunRecord;
 
 const FILE = 'suites/dense-format/format.test.ts';
 const NAME = "every file-format reason through POST /v1/program > the reference file itself passes every format rule and reaches the live checks (manifest revision 7 is not the service's 1)";
 
-test('--last-failed reruns exactly the failed and errored tests of the last run.json, and nothing when none failed', { timeout: 180_000 }, () => {
+test('--last-failed reruns exactly the failed and errored tests of the last run.json, and nothing when none failed', { timeout: 180_000 }, async () => {
   const dir = tmp();
   const t = (fullName: string, state: string, file = FILE) => ({ file, project: 'conformance', name: fullName, fullName, state, duration_ms: 1, covers: [], kind: 'contract' });
   writeFileSync(join(dir, 'run.json'), JSON.stringify({ tests: [t(NAME, 'failed'), t('every file-format reason through POST /v1/program > header_len_out_of_bounds: x', 'passed'), t('x', 'skipped', 'suites/grant/grant.test.ts')] }));
@@ -38,11 +43,11 @@ test('--last-failed reruns exactly the failed and errored tests of the last run.
   expect(rec.gate.ok).toBe(true);
   expect(rec.selection?.filters).toEqual([FILE]);
   // The rerun passed: the next --last-failed has nothing to run and says so.
-  const again = hil('run', '--target', 'sim', '--no-report', '--reports', dir, '--last-failed');
+  const again = await hilHere('run', '--target', 'sim', '--no-report', '--reports', dir, '--last-failed');
   expect(again.status).toBe(0);
   expect(again.stdout).toBe(`--last-failed: nothing failed in ${join(dir, 'run.json')}; nothing to run\n`);
   // With no run.json there is nothing to read: a usage error.
-  const none = hil('run', '--target', 'sim', '--reports', tmp(), '--last-failed');
+  const none = await hilHere('run', '--target', 'sim', '--reports', tmp(), '--last-failed');
   expect(none.status).toBe(2);
   expect(none.stderr).toMatch(/--last-failed: no .*run\.json/);
 });
@@ -65,7 +70,8 @@ test('--covers runs the tests covering an item, by id or pattern, and refuses an
   const p = hil('run', '--target', 'sim', '--no-report', '--reports', dir2, '--covers', 'reason:control_session_st*', 'suites/grant/grant.test.ts');
   expect(p.status, p.stdout + p.stderr).toBe(0);
   expect(record(dir2).tests.map((x) => `${x.file} > ${x.fullName}`).sort()).toEqual(names);
-  const bad = hil('run', '--target', 'sim', '--reports', tmp(), '--covers', 'reason:no_such_label_anywhere');
+  // The refusal is about the catalogue, whichever files are collected: one file is collected, not every suite.
+  const bad = hil('run', '--target', 'sim', '--reports', tmp(), '--covers', 'reason:no_such_label_anywhere', 'suites/grant/grant.test.ts');
   expect(bad.status).toBe(2);
   expect(bad.stderr).toContain('--covers: reason:no_such_label_anywhere names no catalogue item');
 });

@@ -15,13 +15,14 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, 
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, test } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { clientFiles, createPair, issueClient } from './certs.ts';
 import { Cell } from './clients/cell.ts';
 import { ControlClient, type BindingInput } from './clients/control.ts';
 import { RemoteJogSocket, type CloseInfo } from './clients/jog.ts';
 import { sealProgram } from './clients/weldplan.ts';
 import { parseExact, stringifyExact, type JsonObject } from './oracle/json.ts';
+import { PREBUILT_ENV, prebuildReference, type Prebuilt } from './targets/reference.ts';
 
 const HIL = join(import.meta.dirname, 'bin', 'hil.mjs');
 
@@ -35,6 +36,21 @@ interface Served {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   ready: Record<string, unknown>;
 }
+
+// Every hil serve of this file starts its stack (and the stack its workers, planner and OLP server) from one
+// bundle built here (harness/targets/reference.ts, as a conformance run does), not each through tsx's loader.
+// A bundle the environment already names (hil test's own, say) is used as it is.
+let built: Prebuilt | undefined;
+beforeAll(async () => {
+  if (process.env[PREBUILT_ENV]) return;
+  built = await prebuildReference();
+  process.env[PREBUILT_ENV] = built.dir;
+}, 120_000);
+afterAll(async () => {
+  if (!built) return;
+  delete process.env[PREBUILT_ENV];
+  await built.remove();
+});
 
 const started: Served[] = [];
 afterEach(async () => {

@@ -11,17 +11,20 @@ export interface CoreLoopDescriptor {
   /** The worker entry that runs the loop. */
   readonly worker: WorkerName;
   /**
-   * Whether the thread, once its incarnation has ended cleanly, may serve the next one of the process
-   * (sims/service/core-threads.ts): only where it never raised its scheduling priority.
+   * Whether the thread, once its incarnation has ended cleanly, may serve the next one of the process with
+   * the same loop, clock and scheduling request (sims/service/core-threads.ts). The cycling loop's thread
+   * is kept only for the simulated bus (a real master such as node-ethercat is one per process and cannot
+   * restart); a kept real-time thread keeps the priority it raised, which is why it only ever serves an
+   * incarnation that asks for the same.
    */
   readonly keepThread: boolean;
   readonly summary: string;
 }
 
 export const CORE_LOOPS: Readonly<Record<ClockSpec['mode'], CoreLoopDescriptor>> = Object.freeze({
-  realtime: { clock: 'realtime', worker: 'core', keepThread: false, summary: 'cycles on the host monotonic clock, at real-time priority where granted' },
-  fast: { clock: 'fast', worker: 'core', keepThread: false, summary: 'cycles on simulated time, the wall sleeping cycle / speed' },
-  stepped: { clock: 'stepped', worker: 'core', keepThread: false, summary: 'cycles only when the test channel steps it' },
+  realtime: { clock: 'realtime', worker: 'core', keepThread: true, summary: 'cycles on the host monotonic clock, at real-time priority where granted' },
+  fast: { clock: 'fast', worker: 'core', keepThread: true, summary: 'cycles on simulated time, the wall sleeping cycle / speed' },
+  stepped: { clock: 'stepped', worker: 'core', keepThread: true, summary: 'cycles only when the test channel steps it' },
   recorded: { clock: 'recorded', worker: 'replay-core', keepThread: true, summary: 'paced replay: the pacer runs the core to each recorded sync point (sims/replay/)' },
 });
 

@@ -4,14 +4,20 @@
 // documents alone by people who had read neither the suites, docs/profile.md nor the reference servers. The
 // planner runs each admitted plan in a fresh child process of its own (document 2 part 4), which is why it
 // needs tsx in node's own flags rather than the in-process loader `hil` uses.
+//
+// The clean-room check (startCleanroomPlanner) starts the planner built to JavaScript instead: its server
+// and its planning process bundled with esbuild (they import node's modules only), so that none of the
+// run's planning processes, one per admitted plan, pays tsx's start-up. Same code, same processes.
 
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnReady } from '../targets/spawn.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const PLANNER_ENTRY = join(ROOT, 'harness', 'cleanroom', 'planner', 'server.ts');
-const OLP_ENTRY = join(ROOT, 'harness', 'cleanroom', 'olp', 'server.ts');
+const OLP_ENTRY = join(ROOT, 'harness', 'cleanroom', 'olp', 'main.ts');
 
 /** One cell of the OLP server's cells file, in its authors' format (harness/cleanroom/olp/README.md "Cells file"). */
 export interface CleanroomOlpCell {
@@ -56,8 +62,45 @@ async function start(what: string, argv: string[], key: 'planner' | 'olp', env: 
   };
 }
 
-export function startCleanroomPlanner(o: { storeDir: string; port?: number; env?: NodeJS.ProcessEnv }): Promise<CleanroomProcess> {
-  return start('the clean-room planner', plannerArgv(o), 'planner', o.env ?? process.env);
+/** The clean-room planner's server and planning process bundled into a fresh directory (server.mjs, worker.mjs). */
+async function buildPlanner(): Promise<{ server: string; remove: () => Promise<void> }> {
+  const { build } = await import('esbuild');
+  const dir = await mkdtemp(join(tmpdir(), 'hil-cleanroom-planner-build-'));
+  try {
+    const src = join(ROOT, 'harness', 'cleanroom', 'planner');
+    await build({
+      entryPoints: { server: join(src, 'server.ts'), worker: join(src, 'worker.ts') },
+      outdir: dir,
+      outExtension: { '.js': '.mjs' },
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      logLevel: 'error',
+    });
+  } catch (e) {
+    await rm(dir, { recursive: true, force: true });
+    throw e;
+  }
+  return { server: join(dir, 'server.mjs'), remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/** The clean-room planner built to JavaScript (see the top of this file), on a port of its own; close() removes the build. */
+export async function startCleanroomPlanner(o: { storeDir: string; port?: number; env?: NodeJS.ProcessEnv }): Promise<CleanroomProcess> {
+  const built = await buildPlanner();
+  try {
+    const p = await start('the clean-room planner', [built.server, ...plannerArgv(o).slice(3)], 'planner', o.env ?? process.env);
+    return {
+      url: p.url,
+      async close() {
+        await p.close();
+        await built.remove();
+      },
+    };
+  } catch (e) {
+    await built.remove();
+    throw e;
+  }
 }
 
 export function startCleanroomOlp(o: { cellsFile: string; plannerUrl?: string; robotStore?: string; env?: NodeJS.ProcessEnv }): Promise<CleanroomProcess> {

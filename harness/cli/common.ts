@@ -1,8 +1,8 @@
 // What every `hil` verb shares: the repository root, the reports directory, the usage errors (exit 2) and
 // --help.
 
-import { readdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HELP } from './help.ts';
 
@@ -54,4 +54,41 @@ export function wantsHelp(args: string[], cmd: string): boolean {
     return true;
   }
   return false;
+}
+
+/**
+ * Creates DIR and its missing parents one level at a time. Node's recursive mkdir does not return on some
+ * paths a user may type (under /proc it retries the missing parent forever): `hil run --reports /proc/x`
+ * hung with nothing printed. Made level by level, the first level that cannot be made fails with the
+ * system's reason.
+ */
+export function makeDirs(dir: string): string {
+  const abs = resolve(dir);
+  const missing: string[] = [];
+  let p = abs;
+  while (!existsSync(p)) {
+    missing.push(p);
+    const up = dirname(p);
+    if (up === p) break;
+    p = up;
+  }
+  if (existsSync(p) && !statSync(p).isDirectory()) throw new Error(`${p} is not a directory`);
+  for (const m of missing.reverse()) {
+    try {
+      mkdirSync(m);
+    } catch (e) {
+      // Made by someone else meanwhile (two runs sharing a reports parent) is as good as made here.
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST' || !statSync(m).isDirectory()) throw e;
+    }
+  }
+  return abs;
+}
+
+/** An output directory named on the command line, made now: one line and exit 2 when it cannot be. */
+export function outputDir(flag: string, dir: string): string {
+  try {
+    return makeDirs(dir);
+  } catch (e) {
+    throw new InputError(`${flag} ${dir}: cannot create the directory: ${(e as Error).message}`);
+  }
 }

@@ -4,7 +4,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { TARGETS } from '../targets/index.ts';
+import { targetFromEnv } from '../targets/index.ts';
 import { parseExact, stringifyExact } from '../oracle/json.ts';
 import { ROOT, DEFAULT_REPORTS, UsageError, wantsHelp } from './common.ts';
 
@@ -127,19 +127,20 @@ export type FuzzValues = { socket?: string; machine?: string; bench?: string; 'a
 
 /** A fuzz target: the stepped clock and short Home where the target can give them (never sleeping through real time); otherwise real time. */
 export async function openFuzzTarget(kind: string, values: FuzzValues): Promise<{ target: import('../targets/types.ts').Target; stepped: boolean }> {
-  const options = {
-    ...(values.socket ? { socket: resolve(values.socket) } : {}),
-    ...(values.machine ? { machine: resolve(values.machine) } : {}),
-    ...(values.bench ? { bench: values.bench === 'sim' ? 'sim' : resolve(values.bench) } : {}),
-    allowMotion: values['allow-motion'],
-    serveArgs: kind === 'ethercat-fake' ? ['--driver', 'ethercat-fake'] : [],
-    ...(kind === 'rig' ? { rigDriver: process.env.HIL_RIG_DRIVER } : {}),
-  };
-  const d = TARGETS[kind === 'ethercat-fake' ? 'sim' : (kind as 'sim' | 'external' | 'rig')];
+  // The target's options as `hil run` hands them on (each descriptor reads its own: harness/targets/index.ts).
+  const t = targetFromEnv({
+    HIL_TARGET: kind === 'ethercat-fake' ? 'sim' : kind,
+    ...(values.socket ? { HIL_SOCKET: resolve(values.socket) } : {}),
+    ...(values.machine ? { HIL_MACHINE: resolve(values.machine) } : {}),
+    ...(values.bench ? { HIL_BENCH: values.bench === 'sim' ? 'sim' : resolve(values.bench) } : {}),
+    ...(values['allow-motion'] ? { HIL_ALLOW_MOTION: '1' } : {}),
+    ...(kind === 'ethercat-fake' ? { HIL_DRIVER: 'ethercat-fake' } : {}),
+    ...(kind === 'rig' && process.env.HIL_RIG_DRIVER ? { HIL_RIG_DRIVER: process.env.HIL_RIG_DRIVER } : {}),
+  });
   const { MODEL_VARIANT } = await import('../model/commands.ts');
-  const short = d.cannotProvide(MODEL_VARIANT, options) === undefined;
-  const stepped = short || d.cannotProvide({ clock: 'stepped' }, options) === undefined;
-  const target = short ? await d.openVariant(MODEL_VARIANT, options) : stepped ? await d.openVariant({ clock: 'stepped' }, options) : await d.open(options);
+  const short = t.cannotProvide(MODEL_VARIANT) === undefined;
+  const stepped = short || t.cannotProvide({ clock: 'stepped' }) === undefined;
+  const target = short ? await t.openVariant(MODEL_VARIANT) : stepped ? await t.openVariant({ clock: 'stepped' }) : await t.open();
   return { target, stepped };
 }
 

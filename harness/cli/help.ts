@@ -1,5 +1,7 @@
 // The usage text of `hil` and of each verb (printed by --help and after a usage error).
 
+import { targetHelp, targetUsage } from './run-target.ts';
+
 
 export const HELP: Record<string, string> = {
   '': `usage: hil <command> [options]
@@ -29,32 +31,20 @@ commands:
   help      this text; "hil <command> --help" for a command; hil --version: package version and git revision
 
 exit status: 0 all passed, 1 failures, 2 usage errors`,
-  run: `usage: hil run [--target sim|external|replay|rig] [--driver NAME] [--socket PATH] [--planner-url URL]
-               [--olp-url URL] [--machine FILE] [--record DIR] [--recordings DIR] [--bench PORT] [--allow-motion]
+  // From the targets' descriptors (harness/cli/run-target.ts), read when printed: the descriptors load after this table.
+  get run(): string {
+    return `usage: hil run ${targetUsage()}
                [--no-report] [--reports DIR] [--shard i/n] [--blob] [--grep PATTERN] [--plant FAULT@TEST] [--workers N]
                [--busy-loops N]
                [--last-failed | --covers ID[,ID...]] [--watch] [filter ...]
 
 Runs suites/ against the target. Filters select test files by substring (the traceability gate only
 applies to a full run). Writes reports/run.json, reports/allure-results/, reports/junit.xml and, unless
---no-report, reports/html/index.html.
+--no-report, reports/html/index.html. A target's options are its own: another target's flag is a usage
+error; each reaches the test workers as the environment variable in brackets.
 
-  --target NAME     sim (default): the reference stack started per file; external: a service at --socket;
-                    replay: each test replayed from its recording (--recordings)
-                    rig: the stack on the rig's EtherCAT bus with the bench box (--machine, --bench)
-  --driver NAME     sim: the stack's bus driver (default sim; ethercat-fake runs the EtherCAT driver over a
-                    fake master); expected failures then come from fixtures/expectations/<target>+<driver>.json
-  --socket PATH     control socket of an external target
-  --planner-url URL external: the weld planner's base URL (planner suites skip without it)
-  --olp-url URL     external: the offline programming server's base URL {olp_url} (OLP suites skip without it)
-  --olp-facts FILE  external: what discovery cannot tell of that server's deployment (README "Your own OLP server")
-  --machine FILE    sim: machine configuration (default fixtures/machines/nine-axis.json)
-  --record DIR      sim: record every test into its own recording under DIR/sim/<machine digest>/
-                    (a fresh stack per test; docs/recording.md "Recording a suite run")
-  --recordings DIR  replay: the recordings of an earlier --record run; each test replays its own
-                    recording (strict), a test without one is skipped as not recorded
-  --bench PORT      rig: the bench box's serial port (sim: the simulated box, with HIL_RIG_DRIVER=ethercat-fake)
-  --allow-motion    allow tests that energise drives on a rig (only with the E-stop chain closed through the bench box)
+${targetHelp()}
+
   --no-report       skip the HTML report
   --reports DIR     write run.json, allure-results/, junit.xml, blob/ and html/ under DIR (default reports/)
   --shard i/n       run the i-th of n shares of the files (vitest's sharding); merge with hil merge
@@ -74,7 +64,8 @@ applies to a full run). Writes reports/run.json, reports/allure-results/, report
   --workers N       test workers (1..64); default from the host's cores and its load when the run starts
                     (README "Verdicts"); a shared target (external, rig) always runs one
   --busy-loops N    N processes (0..16) each keeping a core busy beside the run, which end with it: what the
-                    verdicts are worth on a loaded host (README "Verdicts"); the run record notes them`,
+                    verdicts are worth on a loaded host (README "Verdicts"); the run record notes them`;
+  },
   test: `usage: hil test
 
 Runs the unit tests of the harness and the reference stack, then the conformance suites against the

@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { mergeRuns } from '../report/merge.ts';
-import { ROOT, UsageError, wantsHelp } from './common.ts';
+import { ROOT, UsageError, wantsHelp, outputDir } from './common.ts';
 import { loadExpectations } from './run.ts';
 
 /** hil merge DIR... --out DIR: shard runs merged into one run per target (harness/report/merge.ts). */
@@ -13,6 +13,7 @@ export async function merge(args: string[]): Promise<number> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { out: { type: 'string' }, 'no-report': { type: 'boolean', default: false } } });
   if (!values.out || positionals.length === 0) throw new UsageError('expected: merge DIR... --out DIR');
   for (const d of positionals) if (!existsSync(join(resolve(d), 'run.json'))) throw new UsageError(`${d}: no run.json (a directory written by hil run --reports DIR)`);
+  outputDir('--out', values.out);
   const merged = await mergeRuns({
     root: ROOT,
     dirs: positionals.map((d) => resolve(d)),

@@ -1,6 +1,6 @@
 // `hil nightly`: the nightly run (conformance, soak, model) and its kept history.
 
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { writeHtmlReport } from '../report/html.ts';
 import { comparisonText, compareRuns, regressed } from '../report/compare.ts';
@@ -9,7 +9,7 @@ import { measurementText } from '../report/run-measurements.ts';
 import { DEFAULT_RSS_GROWTH_MIB, noteSoak, soak } from '../soak.ts';
 import { openTarget } from '../targets/index.ts';
 import type { BindingInput } from '../clients/control.ts';
-import { InputError, UsageError, wantsHelp } from './common.ts';
+import { InputError, UsageError, wantsHelp, makeDirs } from './common.ts';
 import { run } from './run.ts';
 import { readRun } from './report.ts';
 
@@ -37,7 +37,7 @@ export async function nightly(args: string[]): Promise<number> {
   let dated = join(out, day);
   for (let k = 2; existsSync(dated); k++) dated = join(out, `${day}-${k}`);
   try {
-    mkdirSync(dated, { recursive: true });
+    makeDirs(dated);
   } catch (e) {
     throw new InputError(`--out ${args[outAt + 1]}: cannot create ${dated}: ${(e as Error).message}`);
   }

@@ -1,13 +1,13 @@
 // `hil report`: the HTML report of a run record; and reading a run record for the verbs that compare runs.
 
 import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { writeHtmlReport } from '../report/html.ts';
 import { readRunRecord } from '../report/run-reader.ts';
 import { DEFAULT_TOLERANCE, type Tolerance } from '../report/compare.ts';
 import type { RunRecord } from '../report/run-types.ts';
-import { DEFAULT_REPORTS, UsageError, InputError, wantsHelp } from './common.ts';
+import { DEFAULT_REPORTS, UsageError, InputError, wantsHelp, outputDir } from './common.ts';
 
 export async function report(args: string[]): Promise<number> {
   if (wantsHelp(args, 'report')) return 0;
@@ -17,6 +17,7 @@ export async function report(args: string[]): Promise<number> {
   // The baseline is read before anything is written: a missing one is the user's to correct.
   if (values.baseline) await readRunInput(values.baseline);
   const tolerance = toleranceOf(values.tolerance);
+  if (values.out) outputDir('--out', dirname(resolve(values.out)));
   const r = await writeHtmlReport({
     runJson: join(dir, 'run.json'),
     allureDir: join(dir, 'allure-results'),

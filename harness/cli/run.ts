@@ -7,16 +7,14 @@ import { parseArgs } from 'node:util';
 import { availableParallelism, loadavg } from 'node:os';
 import { hostLoadNow, workersForHost } from '../sequencer.ts';
 import { startBusyLoops } from '../busy-loops.ts';
-import { isShared } from '../targets/shared.ts';
 import { HilReporter, exitCodeOf, type Expectation } from '../report/reporter.ts';
-import { writeHtmlReport } from '../report/html.ts';
 import { Progress, isInteractive } from '../report/progress.ts';
 import { collectTests, lastFailed, selectCovering, type TestSelection } from '../select.ts';
 import { expectationProblems, type ExpectationFile } from '../report/expectations.ts';
 import type { RunRecord } from '../report/run-types.ts';
-import { TARGETS } from '../targets/index.ts';
-import { machineDigest } from '../targets/recorder.ts';
-import { ROOT, DEFAULT_REPORTS, UsageError, InputError, PLANTABLE_FAULTS, suiteFiles, filterMatches, wantsHelp } from './common.ts';
+import { TARGETS, isShared } from '../targets/index.ts';
+import { checkTargetFlags, prepareTarget, targetFlags } from './run-target.ts';
+import { ROOT, DEFAULT_REPORTS, UsageError, InputError, PLANTABLE_FAULTS, suiteFiles, filterMatches, wantsHelp, outputDir } from './common.ts';
 
 export async function run(args: string[], selfTest: boolean): Promise<number> {
   if (wantsHelp(args, selfTest ? 'test' : 'run')) return 0;
@@ -25,16 +23,8 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
     allowPositionals: !selfTest,
     options: {
       target: { type: 'string', default: 'sim' },
-      driver: { type: 'string' },
-      socket: { type: 'string' },
-      'planner-url': { type: 'string' },
-      'olp-url': { type: 'string' },
-      'olp-facts': { type: 'string' },
-      machine: { type: 'string' },
-      record: { type: 'string' },
-      recordings: { type: 'string' },
-      bench: { type: 'string' },
-      'allow-motion': { type: 'boolean', default: false },
+      // Each target's own flags, from its descriptor (harness/cli/run-target.ts).
+      ...targetFlags(),
       'no-report': { type: 'boolean', default: false },
       reports: { type: 'string' },
       shard: { type: 'string' },
@@ -49,6 +39,8 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
     },
   });
   const target = values.target!;
+  // The target flags the reports name (a recording, a machine, a driver); the rest are the target's (run-target.ts).
+  const named = values as { record?: string; recordings?: string; machine?: string; driver?: string };
   const REPORTS = values.reports ? resolve(values.reports) : DEFAULT_REPORTS;
   const shard = values.shard;
   // A shard always leaves its blob report for hil merge; a whole run only when asked (--blob).
@@ -71,39 +63,37 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
     filters = chosen.files;
     if (chosen.pattern) grep = chosen.pattern;
   }
-  if (values.watch && (shard !== undefined || values.record !== undefined || target !== 'sim')) throw new UsageError('--watch reruns files on the sim target: not with --shard, --record or another target');
+  // What the target is, and whether it takes what was asked (its descriptor: harness/targets/index.ts).
+  if (!Object.hasOwn(TARGETS, target)) throw new UsageError(`unknown target ${target}; known: ${Object.keys(TARGETS).join(', ')}`);
+  const abilities = TARGETS[target as keyof typeof TARGETS].abilities;
+  if (values.watch && (shard !== undefined || named.record !== undefined || !abilities.watch)) throw new UsageError('--watch reruns files on the sim target: not with --shard, --record or another target');
   if (values.plant !== undefined) {
-    if (!/^[a-z_]+@.+$/.test(values.plant)) throw new UsageError(`--plant ${values.plant}: expected FAULT@PART-OF-A-TEST-NAME (frozen_feedback@..., following_error@...)`);
-    if (target !== 'sim') throw new UsageError('--plant injects through the test channel of the sim target');
+    if (!/^[a-z_]+@.+$/.test(values.plant as string)) throw new UsageError(`--plant ${values.plant}: expected FAULT@PART-OF-A-TEST-NAME (frozen_feedback@..., following_error@...)`);
+    if (!abilities.plant) throw new UsageError('--plant injects through the test channel of the sim target');
     const kind = values.plant.slice(0, values.plant.indexOf('@'));
     // harness_fault is no fault of the target: the fixture throws it in the named test (harness/fixture.ts plantHarnessFault).
     if (kind !== 'harness_fault' && !(PLANTABLE_FAULTS as readonly string[]).includes(kind)) throw new InputError(`--plant ${values.plant}: no fault ${kind}; known: ${PLANTABLE_FAULTS.join(', ')}`);
     process.env.HIL_PLANT = values.plant;
   }
-  if (!(target in TARGETS)) throw new UsageError(`unknown target ${target}; known: ${Object.keys(TARGETS).join(', ')}`);
   // A filter that selects no suite file would run nothing and still write a run over reports/.
   if (positionals.length) {
     const files = suiteFiles();
     const none = positionals.filter((f) => !filterMatches(f, files));
     if (none.length) throw new InputError(`no suite file matches ${none.map((f) => JSON.stringify(f)).join(', ')} (filters select files under suites/ whose path contains them)`);
   }
-  if (target === 'external' && !values.socket) throw new UsageError('--target external needs --socket PATH');
-  if (values.record !== undefined && target !== 'sim') throw new UsageError('--record records the sim target (a stack of ours); a replay is not re-recorded');
-  if (target === 'replay') {
-    if (!values.recordings) throw new UsageError('--target replay needs --recordings DIR (made with hil run --record DIR)');
-    if (!existsSync(resolve(values.recordings))) throw new UsageError(`--recordings ${values.recordings}: no such directory (HIL_ERR_REPLAY_MISSING; make one with hil run --record DIR)`);
-  } else if (values.recordings !== undefined) throw new UsageError('--recordings needs --target replay');
-
-  if (target === 'rig' && (!values.machine || !values.bench)) throw new UsageError('--target rig needs --machine CONFIG and --bench PORT');
-  if (values.bench !== undefined && target !== 'rig') throw new UsageError('--bench applies to the rig target');
-  if (values.driver !== undefined && target !== 'sim') throw new UsageError('--driver applies to the sim target (the reference stack on a chosen bus driver)');
-  if (values.driver !== undefined && !/^[a-z][a-z0-9-]{0,31}$/.test(values.driver)) throw new UsageError(`--driver ${values.driver}: not a driver name`);
+  // The target's own flags, checked against its schema (a flag of another target, a required one missing, a
+  // value it refuses: usage errors) and written into the variables the schema names (harness/cli/run-target.ts).
+  const chosen = checkTargetFlags(target, values as Record<string, string | boolean | string[] | undefined>, process.env);
+  // The output directories are made before anything runs: one that cannot be made is the user's to correct.
+  outputDir('--reports', REPORTS);
+  if (named.record !== undefined) outputDir('--record', named.record);
   // Workers: --workers N, or from the host's cores and load (harness/sequencer.ts workersForHost); the
   // figure is noted in run.json's host record either way.
   if (values.workers !== undefined && !/^([1-9]|[1-5][0-9]|6[0-4])$/.test(values.workers)) throw new UsageError(`--workers ${values.workers}: an integer 1..64`);
-  // `hil test` (the README's test command) counts what is busy now (hostLoadNow): it follows CI's typecheck,
-  // which the minute's load average still holds and would leave the whole test run 2 workers on an idle host.
-  const load = selfTest && values.workers === undefined && !process.env.HIL_WORKERS ? hostLoadNow(availableParallelism(), loadavg()[0]!) : loadavg()[0]!;
+  // The run counts what is busy now (hostLoadNow), not the minute's load average: that still holds work that
+  // has just ended (CI's typecheck before `hil test`, the previous row of .ci/matrix) and gave an idle host 2
+  // workers, which run the suites' long real-time waits one after another.
+  const load = values.workers === undefined && !process.env.HIL_WORKERS && !isShared(target) ? hostLoadNow(availableParallelism(), loadavg()[0]!) : loadavg()[0]!;
   process.env.HIL_WORKERS = isShared(target) ? '1' : (values.workers ?? process.env.HIL_WORKERS ?? String(workersForHost(availableParallelism(), load)));
   // --busy-loops N: the run on a host kept loaded on purpose (README "Verdicts": a correct stack still PASSes,
   // a test held up past what its rule allows is HIL_ERR_HOST_TOO_SLOW). Started after the workers are
@@ -113,25 +103,8 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
   const busyCount = Number(values['busy-loops'] ?? 0);
   if (busyCount > 0) process.env.HIL_BUSY_LOOPS = String(busyCount);
   process.env.HIL_TARGET = target;
-  if (values.driver) process.env.HIL_DRIVER = values.driver;
-  if (values.bench) process.env.HIL_BENCH = values.bench === 'sim' ? 'sim' : resolve(values.bench);
-  if (values.socket) process.env.HIL_SOCKET = resolve(values.socket);
-  if (values['planner-url']) process.env.HIL_PLANNER_URL = values['planner-url'];
-  if (values['olp-url']) process.env.HIL_OLP_URL = values['olp-url'];
-  if (values['olp-facts']) process.env.HIL_OLP_FACTS = resolve(values['olp-facts']);
-  if (values.machine) process.env.HIL_MACHINE = resolve(values.machine);
-  if (values['allow-motion']) process.env.HIL_ALLOW_MOTION = '1';
-  if (values.record !== undefined) {
-    process.env.HIL_RECORD_DIR = resolve(values.record);
-    // A test that never opens the target is noted under this digest (a stackless sidecar, harness/targets/recording-store.ts).
-    process.env.HIL_MACHINE_SHA256 = await machineDigest({ ...(values.machine ? { machine: resolve(values.machine) } : {}) });
-  }
-  if (values.recordings !== undefined) {
-    process.env.HIL_RECORDINGS = resolve(values.recordings);
-    process.env.HIL_REPLAY_MODE = 'strict';
-    // The recordings are keyed by the machine digest of the configuration under test: compiled once here.
-    process.env.HIL_MACHINE_SHA256 = await machineDigest({ ...(values.machine ? { machine: resolve(values.machine) } : {}) });
-  }
+  // What the target computes once for the run: a recorded or replayed run's machine digest (its prepare).
+  await prepareTarget(chosen, process.env);
   process.env.HIL_RUN_DIR = join(REPORTS, '.run');
 
   try {
@@ -151,13 +124,13 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
     gate: filters.length === 0 && shard === undefined && grep === undefined,
     selection: { filters, ...(shard ? { shard } : {}), ...(grep ? { grep } : {}) },
     targetName: target,
-    ...(values.recordings !== undefined ? { replay: { recordings: resolve(values.recordings), mode: 'strict' } } : {}),
-    ...(values.record !== undefined ? { recording: { dir: resolve(values.record) } } : {}),
+    ...(named.recordings !== undefined ? { replay: { recordings: resolve(named.recordings), mode: 'strict' } } : {}),
+    ...(named.record !== undefined ? { recording: { dir: resolve(named.record) } } : {}),
     // Expected failures per target; per driver on the sim target; per rig (its machine configuration) on a rig.
     expectations: loadExpectations(
-      target === 'rig' ? `rig+${basename(values.machine!).replace(/\.json$/, '')}` : values.driver && values.driver !== 'sim' ? `${target}+${values.driver}` : target,
+      target === 'rig' ? `rig+${basename(named.machine!).replace(/\.json$/, '')}` : named.driver && named.driver !== 'sim' ? `${target}+${named.driver}` : target,
     ),
-    ...(values.machine ? { machine: basename(values.machine).replace(/\.json$/, '') } : {}),
+    ...(named.machine ? { machine: basename(named.machine).replace(/\.json$/, '') } : {}),
   });
   // The stacks' bundle is built while vitest starts (harness/targets/reference.ts startEarlyPrebuild).
   const { startEarlyPrebuild, PREBUILT_ENV } = await import('../targets/reference.ts');
@@ -213,6 +186,8 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
   const closing = reporter.closingLine();
   if (!selfTest && !values['no-report'] && !values.watch && reporter.record) {
     try {
+      // Loaded only here: a --no-report, watch or self-test run never needs the report writer.
+      const { writeHtmlReport } = await import('../report/html.ts');
       const r = await writeHtmlReport({ runJson: join(REPORTS, 'run.json'), allureDir: join(REPORTS, 'allure-results'), outFile: join(REPORTS, 'html', 'index.html') });
       process.stdout.write(`report: ${r.outFile}${r.warnings.length ? ` (${r.warnings.length} notes)` : ''}\n`);
     } catch (e) {

@@ -2,14 +2,16 @@
 // started, never imported (DESIGN.md rule 1).
 
 import { spawn } from 'node:child_process';
-import { STACK_ENTRY, STACK_NODE_ARGS, TS_NODE_ARGS } from '../targets/reference.ts';
+import { TS_NODE_ARGS, referenceCommand } from '../targets/reference.ts';
 
 export function serve(args: string[]): Promise<number> {
   // The stack is a separate process (DESIGN.md rule 1): the harness only starts it. Descriptor 3 is its
   // lifeline, a pipe this process never writes: however this process ends (kill -9 included) the kernel
   // closes it, and the stack stops the orderly way, its planner and OLP server with it (their own lifelines).
   const stack = !['replay', 'doctor', 'sessions'].includes(args[0] ?? '') && !args.includes('-h') && !args.includes('--help');
-  const child = spawn(process.execPath, [...STACK_NODE_ARGS, ...TS_NODE_ARGS, STACK_ENTRY, ...args, ...(stack ? ['--lifeline-fd', '3'] : [])], { stdio: ['inherit', 'inherit', 'inherit', 'pipe'] });
+  // From source through tsx, or from the bundle HIL_STACK_PREBUILT names (harness/targets/reference.ts): the
+  // harness's own tests of hil serve build one bundle for all their stacks.
+  const child = spawn(process.execPath, [...referenceCommand('stack'), ...args, ...(stack ? ['--lifeline-fd', '3'] : [])], { stdio: ['inherit', 'inherit', 'inherit', 'pipe'] });
   const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
   process.on('SIGINT', forward('SIGINT'));
   process.on('SIGTERM', forward('SIGTERM'));

@@ -272,12 +272,16 @@ export function rawFrame(opcode: number, payload: Buffer, o: { fin?: boolean; ma
 export async function calibrateAndBegin(
   s: RemoteJogSocket,
   o: { source: () => bigint; incarnation: string; axisMask: number },
-): Promise<{ calibrated: JsonObject[]; answer: JsonObject; beginSourceNs: bigint }> {
+): Promise<{ calibrated: JsonObject[]; answer: JsonObject; beginSourceNs: bigint; beginSentNs: bigint; answeredNs: bigint }> {
   s.sendJson({ type: 'calibrate', source_incarnation: o.incarnation, source_ns: o.source(), seq: 1n });
   const c1 = await s.next();
   s.sendJson({ type: 'calibrate', source_incarnation: o.incarnation, source_ns: o.source(), seq: 2n, host_tx_ns: c1.host_tx_ns as bigint });
   const c2 = await s.next();
   const beginSourceNs = o.source();
+  const beginSentNs = hostNs();
   s.sendJson({ type: 'begin', seq: 3n, axis_mask: BigInt(o.axisMask), source_ns: beginSourceNs, host_tx_ns: c2.host_tx_ns as bigint });
-  return { calibrated: [c1, c2], answer: await s.next(), beginSourceNs };
+  const answer = await s.next();
+  // When the begin left and its answer came (host ns): a begin whose input deadline (its sample plus the
+  // input age) passed on the way is refused by the rule, which says nothing when the harness was that slow.
+  return { calibrated: [c1, c2], answer, beginSourceNs, beginSentNs, answeredNs: hostNs() };
 }

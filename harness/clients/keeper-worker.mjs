@@ -11,6 +11,13 @@ const agents = new Map();
 const grants = new Map();
 const now = () => performance.timeOrigin + performance.now();
 
+// Renewals of one grant may be in flight together (document 1 part 3: renew is admitted whenever the fence
+// is valid and the lease not expired, each admission moving the deadline to its own time plus lease_ms;
+// nothing orders one renewal after another's answer), so each connection key gets as many connections as
+// a grant may have renewals outstanding: a renewal queued behind a slow answer on one connection would
+// leave late by the harness's own doing.
+const CONNECTIONS = 8;
+
 function agentFor(c) {
   const key = JSON.stringify(c);
   let a = agents.get(key);
@@ -18,7 +25,7 @@ function agentFor(c) {
     const t = c.https;
     a = new Agent({
       connect: t ? { cert: t.cert, key: t.key, ca: t.ca, ...(t.servername ? { servername: t.servername } : {}), minVersion: 'TLSv1.3' } : { socketPath: c.socketPath },
-      connections: 1,
+      connections: CONNECTIONS,
       keepAliveTimeout: 4_000,
     });
     agents.set(key, a);
@@ -26,67 +33,99 @@ function agentFor(c) {
   return a;
 }
 
+/**
+ * Keep one grant: a renewal is sent at each due time (start + k * every) whether or not the earlier ones
+ * were answered, up to `m.inFlight` outstanding (a renewal due while that many are outstanding leaves as
+ * soon as one is answered, and its record says how late). Sending one at a time would lose a correct
+ * stack's grant whenever a round trip on a loaded host reaches the lease less the period (a 500 ms lease
+ * renewed every 100 ms is lost by round trips of about 400 ms). The first refusal ends the sending; the
+ * renewals still outstanding are answered and reported.
+ */
 function add(m) {
-  const g = { stopped: false, k: 0, timer: undefined, inFlight: undefined };
+  const g = { stopped: false, k: 0, timer: undefined, inFlight: new Set(), waiting: false };
   grants.set(m.id, g);
+  const limit = Math.max(1, m.inFlight ?? 1);
   const dispatcher = agentFor(m.connection);
   const origin = m.connection.https ? m.connection.https.origin.replace(/\/$/, '') : 'http://localhost';
   const body = `{"schema":${JSON.stringify(m.schema)},"operation":"renew","session":${JSON.stringify(m.session)},"generation":${m.generation}}`;
+  const renew = async (due) => {
+    const sent = now();
+    let status = 0;
+    let label = '';
+    let error = '';
+    try {
+      const res = await request(`${origin}/v1/control`, { method: 'POST', dispatcher, body, headers: { 'content-type': 'application/json' } });
+      const text = await res.body.text();
+      status = res.statusCode;
+      if (status !== 200) {
+        try {
+          error = String(JSON.parse(text).error ?? '');
+        } catch {
+          error = text.slice(0, 200);
+        }
+        label = error.split(/[:\s]/)[0];
+      }
+    } catch (e) {
+      error = String(e?.code ?? e?.message ?? e);
+      label = 'transport';
+    }
+    // Reported even when the grant was removed meanwhile: a renewal that was sent is evidence of when
+    // the grant's deadline moved (or of the refusal that ended it).
+    parentPort.postMessage({ id: m.id, due, sent, answered: now(), status, label, error });
+    if (status !== 200) stop(g);
+  };
+  const send = (due) => {
+    const p = renew(due).finally(() => {
+      g.inFlight.delete(p);
+      if (g.stopped) {
+        if (g.inFlight.size === 0) grants.delete(m.id);
+        return;
+      }
+      // A renewal held back by the limit leaves now that one was answered.
+      if (g.waiting) {
+        g.waiting = false;
+        fire();
+      }
+    });
+    g.inFlight.add(p);
+  };
+  const fire = () => {
+    if (g.stopped) return;
+    if (g.inFlight.size >= limit) {
+      g.waiting = true;
+      return;
+    }
+    send(m.start + g.k * m.every);
+    next();
+  };
   const next = () => {
     if (g.stopped) return;
     g.k++;
+    // Due times this thread slept through (a stalled host) are one renewal, not a burst of them.
+    g.k = Math.max(g.k, Math.floor((now() - m.start) / m.every));
     const due = m.start + g.k * m.every;
-    g.timer = setTimeout(() => {
-      if (g.stopped) return;
-      g.inFlight = renew().finally(() => (g.inFlight = undefined));
-    }, Math.max(0, due - now()));
-    const renew = async () => {
-      const sent = now();
-      let status = 0;
-      let label = '';
-      let error = '';
-      try {
-        const res = await request(`${origin}/v1/control`, { method: 'POST', dispatcher, body, headers: { 'content-type': 'application/json' } });
-        const text = await res.body.text();
-        status = res.statusCode;
-        if (status !== 200) {
-          try {
-            error = String(JSON.parse(text).error ?? '');
-          } catch {
-            error = text.slice(0, 200);
-          }
-          label = error.split(/[:\s]/)[0];
-        }
-      } catch (e) {
-        error = String(e?.code ?? e?.message ?? e);
-        label = 'transport';
-      }
-      // Reported even when the grant was removed meanwhile: a renewal that was sent is evidence of when
-      // the grant's deadline moved (or of the refusal that ended it).
-      parentPort.postMessage({ id: m.id, due, sent, answered: now(), status, label, error });
-      if (g.stopped) return;
-      if (status !== 200) {
-        g.stopped = true;
-        return;
-      }
-      next();
-    };
+    g.timer = setTimeout(fire, Math.max(0, due - now()));
   };
   next();
+}
+
+function stop(g) {
+  g.stopped = true;
+  g.waiting = false;
+  clearTimeout(g.timer);
 }
 
 function remove(id) {
   const g = grants.get(id);
   if (!g) return;
-  g.stopped = true;
-  clearTimeout(g.timer);
-  if (!g.inFlight) grants.delete(id);
-  else void g.inFlight.then(() => grants.delete(id));
+  stop(g);
+  if (g.inFlight.size === 0) grants.delete(id);
 }
 
-/** Answer once the renewal of `id` in flight (if any) has been answered and reported, so the records are whole. */
+/** Answer once the renewals of `id` in flight (if any) have been answered and reported, so the records are whole. */
 async function flush(id, token) {
-  await grants.get(id)?.inFlight;
+  const g = grants.get(id);
+  if (g) await Promise.allSettled([...g.inFlight]);
   parentPort.postMessage({ flushed: token });
 }
 

@@ -32,6 +32,19 @@ test('the first renewal is measured from the acquire; a stale refusal (the test 
   expect(judgeRenewals(0, 500, [r(100, 1), r(200, 1)])).toBeUndefined();
 });
 
+test('renewals answered out of order: every accepted one bounds the deadline, whenever it was answered', () => {
+  // Sent at 100 and 200 (in flight together with the one sent at 300); the one sent at 300 is refused at
+  // 700, before the one sent at 200 is answered (accepted) at 800. That acceptance set a deadline no
+  // earlier than 200 + 500 = 700: a refusal answered by 700 is the target's.
+  const loss = judgeRenewals(0, 500, [r(100, 50), r(300, 400, 409, 'expired'), r(200, 600)]);
+  expect(loss?.target).toBe(true);
+  expect(loss?.text).toMatch(/renewal sent 100 ms after the last accepted one \(0 ms after it was due\), answered in 400 ms; lease 500 ms \(500 ms <= lease\)/);
+  // Sent before the last accepted one: said so.
+  expect(judgeRenewals(0, 500, [r(300, 700, 409, 'expired'), r(400, 650)])?.text).toMatch(/renewal sent 100 ms before the last accepted one \(in flight together\)/);
+  // One ms later than that deadline: the host's.
+  expect(judgeRenewals(0, 500, [r(100, 50), r(300, 401, 409, 'expired'), r(200, 600)])?.target).toBe(false);
+});
+
 test('a request of the test refused as lapsed before the keeper was refused: the host\'s only when no renewal got through for a whole lease', () => {
   const lapse = (answered: number, error = 'control_session_stale: session expired') => ({ answered, error });
   // Renewed at 100 and 200: a lapse answered at 650 is within 200 + 500: the grant should have been alive
@@ -85,7 +98,7 @@ test('the keeper thread renews with the session and generation until a renewal i
   await new Promise<void>((ok) => srv.listen(sock, ok));
   const client = new ControlClient(sock);
   try {
-    const k = keepGrant(client, { session: 'abc', generation: 18446744073709551615n }, 60_000, 20, performance.timeOrigin + performance.now());
+    const k = keepGrant(client, { session: 'abc', generation: 18446744073709551615n }, 60_000, 20, performance.timeOrigin + performance.now(), { inFlight: 1 });
     for (let i = 0; i < 200 && k.records.length < 3; i++) await new Promise((ok) => setTimeout(ok, 25));
     k.stop();
     expect(k.records.map((x) => [x.status, x.label])).toEqual([[200, ''], [200, ''], [409, 'expired']]);
@@ -93,6 +106,81 @@ test('the keeper thread renews with the session and generation until a renewal i
     for (const x of k.records) expect(x.answered).toBeGreaterThanOrEqual(x.sent);
     // Renewed well within a minute's lease: the refusal is the target's.
     expect(k.loss()?.target).toBe(true);
+  } finally {
+    await client.close();
+    srv.close();
+  }
+});
+
+test('renewals are pipelined: one answered later than the period does not hold back the next, so a lease longer than the period survives round trips longer than the lease', async () => {
+  // A service that admits each renewal when it arrives (its deadline: arrival + lease, as document 1 part 3
+  // renew moves it) and answers it 450 ms later, with a lease of 400 ms renewed every 40 ms. A keeper that
+  // sent the next renewal only after the previous answer would send its second one at about 490 ms, after
+  // the deadline of 440 the first one set: refused expired.
+  const LEASE = 400;
+  let deadline = 0;
+  let outstanding = 0;
+  let overlap = 0;
+  const srv = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const t = performance.timeOrigin + performance.now();
+      const ok = t <= deadline;
+      if (ok) deadline = t + LEASE;
+      outstanding++;
+      overlap = Math.max(overlap, outstanding);
+      setTimeout(() => {
+        outstanding--;
+        res.writeHead(ok ? 200 : 409, { 'content-type': 'application/json' }).end(ok ? '{}' : '{"error":"expired: the lease of this session expired"}');
+      }, 450);
+    });
+  });
+  const sock = join(dir, 'pipelined.sock');
+  await new Promise<void>((ok) => srv.listen(sock, ok));
+  const client = new ControlClient(sock);
+  try {
+    const start = performance.timeOrigin + performance.now();
+    deadline = start + LEASE;
+    const k = keepGrant(client, { session: 'p', generation: 1n }, LEASE, 40, start);
+    for (let i = 0; i < 400 && k.records.length < 2; i++) await new Promise((ok) => setTimeout(ok, 10));
+    k.stop();
+    await k.settle();
+    expect(k.records.length).toBeGreaterThanOrEqual(2);
+    expect(k.records.map((x) => [x.status, x.label]).filter(([st]) => st !== 200)).toEqual([]);
+    // A second renewal reached the service while the first was unanswered.
+    expect(overlap).toBeGreaterThan(1);
+    expect(k.loss()).toBeUndefined();
+  } finally {
+    await client.close();
+    srv.close();
+  }
+});
+
+test('inFlight 1 sends the next renewal only after the previous answer', async () => {
+  let outstanding = 0;
+  let overlap = 0;
+  const srv = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      outstanding++;
+      overlap = Math.max(overlap, outstanding);
+      setTimeout(() => {
+        outstanding--;
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      }, 60);
+    });
+  });
+  const sock = join(dir, 'serial.sock');
+  await new Promise<void>((ok) => srv.listen(sock, ok));
+  const client = new ControlClient(sock);
+  try {
+    const k = keepGrant(client, { session: 'q', generation: 1n }, 10_000, 20, performance.timeOrigin + performance.now(), { inFlight: 1 });
+    for (let i = 0; i < 400 && k.records.length < 3; i++) await new Promise((ok) => setTimeout(ok, 10));
+    k.stop();
+    await k.settle();
+    expect(overlap).toBe(1);
+    // Each left after the previous answer (held back past its due time).
+    for (let i = 1; i < k.records.length; i++) expect(k.records[i]!.sent).toBeGreaterThanOrEqual(k.records[i - 1]!.answered);
   } finally {
     await client.close();
     srv.close();
@@ -123,7 +211,7 @@ test('a renewal in flight when the keeper stops is still reported; settle waits 
   try {
     const from = performance.timeOrigin + performance.now();
     // A lease of 50 ms renewed every 20 ms: the second renewal's answer at 300 ms is past the lease.
-    const k = keepGrant(client, { session: 's', generation: 1n }, 50, 20, from);
+    const k = keepGrant(client, { session: 's', generation: 1n }, 50, 20, from, { inFlight: 1 });
     for (let i = 0; i < 200 && answered() < 2; i++) await new Promise((ok) => setTimeout(ok, 10));
     k.stop();
     expect(k.records.length).toBe(1);
@@ -145,7 +233,7 @@ test('a grant whose renewals the test judges itself is left out of keptLoss; its
   const { srv, client, answered } = await secondRenewalHeld('held.sock');
   try {
     const from = performance.timeOrigin + performance.now();
-    const k = keepGrant(client, { session: 't', generation: 1n }, 50, 20, from, { judgedByTest: true });
+    const k = keepGrant(client, { session: 't', generation: 1n }, 50, 20, from, { judgedByTest: true, inFlight: 1 });
     for (let i = 0; i < 200 && answered() < 2; i++) await new Promise((ok) => setTimeout(ok, 10));
     k.stop();
     await k.settle();

@@ -4,8 +4,9 @@
 // renewal comes back with when it was due, sent and answered; when one is refused `expired` (document 1
 // part 4: the lease ran out), the figures decide whose doing that was:
 //
-//   the previous accepted renewal (or the acquire) was sent at s_j, so the service set its deadline no
-//   earlier than s_j + lease_ms; the refused one was sent at s_k and answered within rtt_k, so the service
+//   the latest accepted renewal (or the acquire) was sent at s_j, so the service set its deadline no
+//   earlier than s_j + lease_ms (renewals are pipelined, so "latest" is by send time among every accepted
+//   one, answered before or after the refusal); the refused one was sent at s_k and answered within rtt_k, so the service
 //   saw it no later than s_k + rtt_k. If (s_k - s_j) + rtt_k <= lease_ms, the service expired a grant that
 //   was renewed in time: the target broke the rule (the test's failure stands, FAIL). Otherwise the harness
 //   cannot prove the target wrong (its renewal left late or took too long to arrive): what failed after it
@@ -35,24 +36,25 @@ export interface GrantLoss {
   text: string;
 }
 
-/** Judge a kept grant's renewals: undefined while none was refused `expired`. */
+/**
+ * Judge a kept grant's renewals: undefined while none was refused `expired`. Renewals may have been in
+ * flight together (keepGrant's inFlight), so the records are in the order they were answered, not sent;
+ * every renewal accepted was admitted before the grant ended (an ended grant is never renewed again), so
+ * the latest send among all accepted ones, whenever answered, bounds the deadline from below.
+ */
 export function judgeRenewals(startSent: number, leaseMs: number, records: readonly RenewalRecord[]): GrantLoss | undefined {
-  let lastAccepted = startSent;
-  for (const r of records) {
-    if (r.status === 200) {
-      lastAccepted = r.sent;
-      continue;
-    }
-    if (r.label !== 'expired') return undefined; // stale or another refusal: the test ended the grant itself
-    const gap = r.sent - lastAccepted;
-    const rtt = r.answered - r.sent;
-    const late = r.sent - r.due;
-    const f = (x: number) => Math.round(x * 10) / 10;
-    const figures = `renewal sent ${f(gap)} ms after the last accepted one (${f(Math.max(0, late))} ms after it was due), answered in ${f(rtt)} ms; lease ${leaseMs} ms`;
-    if (gap + rtt <= leaseMs) return { target: true, text: `the target expired a grant renewed in time: ${figures} (${f(gap + rtt)} ms <= lease): ${r.error}` };
-    return { target: false, text: `the harness's keeper lost the grant to the host's lateness: ${figures}; ${f(gap + rtt)} ms > lease, so the renewal may have reached the service after the deadline the previous one set (document 1 part 3, renew): ${r.error}` };
-  }
-  return undefined;
+  const r = records.find((x) => x.status !== 200);
+  if (!r) return undefined;
+  if (r.label !== 'expired') return undefined; // stale or another refusal: the test ended the grant itself
+  const lastAccepted = Math.max(startSent, ...records.filter((x) => x.status === 200).map((x) => x.sent));
+  const gap = r.sent - lastAccepted;
+  const rtt = r.answered - r.sent;
+  const late = r.sent - r.due;
+  const f = (x: number) => Math.round(x * 10) / 10;
+  const when = gap >= 0 ? `${f(gap)} ms after the last accepted one` : `${f(-gap)} ms before the last accepted one (in flight together)`;
+  const figures = `renewal sent ${when} (${f(Math.max(0, late))} ms after it was due), answered in ${f(rtt)} ms; lease ${leaseMs} ms`;
+  if (gap + rtt <= leaseMs) return { target: true, text: `the target expired a grant renewed in time: ${figures} (${f(gap + rtt)} ms <= lease): ${r.error}` };
+  return { target: false, text: `the harness's keeper lost the grant to the host's lateness: ${figures}; ${f(gap + rtt)} ms > lease, so the renewal may have reached the service after the deadline the previous one set (document 1 part 3, renew): ${r.error}` };
 }
 
 interface Kept {
@@ -65,6 +67,9 @@ interface Kept {
   /** The test judges these renewals itself (KeepOptions.judgedByTest). */
   judgedByTest?: boolean;
 }
+
+/** Renewals of one grant outstanding at once at most (the keeper thread opens as many connections). */
+const MAX_IN_FLIGHT = 8;
 
 let worker: Worker | undefined;
 const kept = new Map<number, Kept>();
@@ -103,7 +108,7 @@ export interface KeptGrant {
   readonly session: string;
   stop(): void;
   /**
-   * Wait until the renewal in flight (if any) has been answered and its record has arrived, at most
+   * Wait until the renewals in flight (if any) have been answered and their records have arrived, at most
    * `ms`: a failure is judged on whole records, not on a renewal still on its way back from the thread.
    */
   settle(ms?: number): Promise<void>;
@@ -119,6 +124,12 @@ export interface KeepOptions {
    * the target held past its lease into the host's doing.
    */
   judgedByTest?: boolean;
+  /**
+   * Renewals outstanding at once (default: as many as are due within one lease, at least 1). 1 sends each
+   * renewal only after the previous one was answered (a test whose judgement counts the keeper's lateness
+   * from the previous answer).
+   */
+  inFlight?: number;
 }
 
 /**
@@ -131,7 +142,7 @@ export function keepGrant(client: ControlClient, s: { session: string; generatio
   // The records stay while the test may still read them; a minute after the stop they go.
   kept.set(id, k);
   const connection = client.https ? { https: client.https } : { socketPath: client.socketPath };
-  keeperWorker().postMessage({ op: 'add', id, connection, schema: REQUEST_SCHEMA, session: s.session, generation: String(s.generation), start: epochNow(), every: everyMs });
+  keeperWorker().postMessage({ op: 'add', id, connection, schema: REQUEST_SCHEMA, session: s.session, generation: String(s.generation), start: epochNow(), every: everyMs, inFlight: o.inFlight ?? Math.min(MAX_IN_FLIGHT, Math.max(1, Math.ceil(leaseMs / everyMs))) });
   let stopped = false;
   k.grant = {
     stop() {

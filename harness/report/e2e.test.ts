@@ -9,7 +9,7 @@
 // and its measurement drift.
 
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL, fileURLToPath } from 'node:url';
@@ -19,6 +19,7 @@ import { chromiumPath, visit } from './browser.ts';
 import { runSchemaProblems } from './run-schema.ts';
 import type { Comparison } from './compare.ts';
 import type { RunRecord } from './run-types.ts';
+import { hilInProcess } from '../cli/in-process.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const PLANTED = 'start moves J1 along the trajectory';
@@ -49,15 +50,33 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'hil-e2e-'));
   tokensFile = join(mkdtempSync(join(tmpdir(), 'hil-e2e-tokens-')), 'tokens.txt');
   writeFileSync(tokensFile, '');
-  const r = await hil(['run', '--reports', dir, '--blob', '--plant', `sluggish_drive@${PLANTED}`, ...SELECTION], { HIL_TOKEN_LOG: tokensFile });
-  exit = r.code;
-  if (!existsSync(join(dir, 'run.json'))) throw new Error(`hil run wrote no run.json (exit ${exit}):\n${r.out.slice(-3000)}`);
-  run = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as RunRecord;
+  // A run in which the host was too slow for the harness to judge a test (HIL_ERR_HOST_TOO_SLOW: a keeper
+  // that lost its grant on a loaded machine) says nothing about the report under test: it is run again, at
+  // most twice, as CI reruns such runs (harness/report/retry-rule.ts).
+  for (let attempt = 1; ; attempt++) {
+    if (attempt > 1) fresh(dir);
+    const r = await hil(['run', '--reports', dir, '--blob', '--plant', `sluggish_drive@${PLANTED}`, ...SELECTION], { HIL_TOKEN_LOG: tokensFile });
+    exit = r.code;
+    if (!existsSync(join(dir, 'run.json'))) throw new Error(`hil run wrote no run.json (exit ${exit}):\n${r.out.slice(-3000)}`);
+    run = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as RunRecord;
+    if (attempt === 3 || !run.tests.some((t) => t.host_too_slow !== undefined)) break;
+  }
   // The same tests with nothing planted: the baseline hil compare compares the planted run with.
   baselineDir = mkdtempSync(join(tmpdir(), 'hil-e2e-baseline-'));
-  const b = await hil(['run', '--reports', baselineDir, '--no-report', ...SELECTION]);
-  if (!existsSync(join(baselineDir, 'run.json'))) throw new Error(`hil run (baseline) wrote no run.json (exit ${b.code}):\n${b.out.slice(-3000)}`);
-}, 360_000);
+  for (let attempt = 1; ; attempt++) {
+    if (attempt > 1) fresh(baselineDir);
+    const b = await hil(['run', '--reports', baselineDir, '--no-report', ...SELECTION]);
+    if (!existsSync(join(baselineDir, 'run.json'))) throw new Error(`hil run (baseline) wrote no run.json (exit ${b.code}):\n${b.out.slice(-3000)}`);
+    const base = JSON.parse(readFileSync(join(baselineDir, 'run.json'), 'utf8')) as RunRecord;
+    if (attempt === 3 || !base.tests.some((t) => t.host_too_slow !== undefined)) break;
+  }
+}, 900_000);
+
+/** An attempt's directory emptied for the next one (its Allure results would otherwise add up). */
+function fresh(d: string): void {
+  rmSync(d, { recursive: true, force: true });
+  mkdirSync(d);
+}
 
 describe('a real run with a planted motion failure', () => {
   test('the planted test fails on its measurement, with both numbers; the others pass; run.json matches its schema', () => {
@@ -116,9 +135,10 @@ describe('hil compare of the planted run against the same tests with nothing pla
     const baseline = JSON.parse(readFileSync(join(baselineDir, 'run.json'), 'utf8')) as RunRecord;
     // A baseline that failed on its own (a loaded machine) would make the comparison say something else.
     expect(baseline.tests.map((t) => `${t.name.slice(0, 40)}: ${t.state}`)).toEqual(run.tests.map((t) => `${t.name.slice(0, 40)}: passed`));
-    const r = await hil(['compare', join(baselineDir, 'run.json'), join(dir, 'run.json'), '--json']);
-    expect(r.code).toBe(1); // the run under review regressed
-    const c = JSON.parse(r.out) as Comparison;
+    // hil compare reads two files and answers: through cli.ts main() in this process (harness/cli/in-process.ts), not a second tsx start.
+    const r = await hilInProcess(['compare', join(baselineDir, 'run.json'), join(dir, 'run.json'), '--json']);
+    expect(r.status, r.stderr).toBe(1); // the run under review regressed
+    const c = JSON.parse(r.stdout) as Comparison;
     const planted = run.tests.find((t) => t.name.startsWith(PLANTED))!;
     const plantedKey = `${planted.file} > ${planted.fullName}`;
     expect(c.verdict).toEqual({ before: 'PASS', after: 'FAIL' });
@@ -133,9 +153,9 @@ describe('hil compare of the planted run against the same tests with nothing pla
     expect(crossed[0]).toMatchObject({ test: plantedKey, name: 'following_error_max', axis: 'J1', unit: 'rad', after: fe.value, outcome: { before: 'pass', after: 'fail' } });
     expect(crossed[0]!.before).toBeLessThanOrEqual(fe.limit!.hi!);
     // the text form names the test and the drift too
-    const text = await hil(['compare', join(baselineDir, 'run.json'), join(dir, 'run.json')]);
-    expect(text.out).toContain(`new failures: 1\n  ${plantedKey}\n`);
-    expect(text.out).toContain(`${plantedKey}: following_error_max J1 ${crossed[0]!.before} -> ${fe.value} rad  [pass -> fail]`);
+    const text = await hilInProcess(['compare', join(baselineDir, 'run.json'), join(dir, 'run.json')]);
+    expect(text.stdout).toContain(`new failures: 1\n  ${plantedKey}\n`);
+    expect(text.stdout).toContain(`${plantedKey}: following_error_max J1 ${crossed[0]!.before} -> ${fe.value} rad  [pass -> fail]`);
   }, 60_000);
 });
 

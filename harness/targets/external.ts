@@ -6,7 +6,8 @@ import { ControlClient } from '../clients/control.ts';
 import { HarnessError } from '../errors.ts';
 import { olpFactsFromFile } from './olp-facts.ts';
 import { SharedClients } from './shared.ts';
-import type { PlannerEndpoint, Target, TargetDescriptor, TargetOptions } from './types.ts';
+import { envValues, str } from './options.ts';
+import type { PlannerEndpoint, Target, TargetDescriptor, TargetOption } from './types.ts';
 import { describeVariant, parseVariant, type VariantOptions } from './variant.ts';
 
 class ExternalTarget implements Target {
@@ -75,11 +76,43 @@ function unsupported(options: VariantOptions): Promise<Target> {
   }
 }
 
-export const externalTarget: TargetDescriptor = {
+/** The external target's options (its schema below). */
+export interface ExternalOptions {
+  /** The control socket path. */
+  socket?: string;
+  allowMotion?: boolean;
+  /** The weld planner's base URL (document 2 part 4 {planner_url}). */
+  plannerUrl?: string;
+  /** The offline programming server's base URL {olp_url} (document 3). */
+  olpUrl?: string;
+  /** The OLP server's deployment facts file (harness/targets/olp-facts.ts). */
+  olpFacts?: string;
+}
+
+const EXTERNAL_OPTIONS: readonly TargetOption[] = [
+  { key: 'socket', flag: 'socket', value: 'PATH', env: 'HIL_SOCKET', required: true, path: true, help: 'the control socket of the service' },
+  { key: 'allowMotion', flag: 'allow-motion', env: 'HIL_ALLOW_MOTION', help: 'allow tests that energise drives' },
+  { key: 'plannerUrl', flag: 'planner-url', value: 'URL', env: 'HIL_PLANNER_URL', help: "the weld planner's base URL (planner suites skip without it)" },
+  { key: 'olpUrl', flag: 'olp-url', value: 'URL', env: 'HIL_OLP_URL', help: "the offline programming server's base URL {olp_url} (OLP suites skip without it)" },
+  { key: 'olpFacts', flag: 'olp-facts', value: 'FILE', env: 'HIL_OLP_FACTS', path: true, help: 'what discovery cannot tell of that server\'s deployment (README "Your own OLP server", harness/targets/olp-facts.ts)' },
+];
+
+export const externalTarget: TargetDescriptor<ExternalOptions> = {
   name: 'external',
   summary: "someone else's control service reached at a Unix socket path",
-  options: { HIL_SOCKET: 'control socket path (required)', HIL_ALLOW_MOTION: '1 to allow tests that energise drives', HIL_PLANNER_URL: 'base URL of the weld planner (optional; planner suites skip without it)', HIL_OLP_URL: 'base URL {olp_url} of the offline programming server (optional; OLP suites skip without it)', HIL_OLP_FACTS: 'the OLP deployment facts file (optional, harness/targets/olp-facts.ts)' },
-  async open(o: TargetOptions): Promise<Target> {
+  abilities: { variants: false, testStacks: false, testChannel: false, plant: false, watch: false, sharedService: true, motion: 'allow-motion' },
+  options: EXTERNAL_OPTIONS,
+  parse(env) {
+    const v = envValues(EXTERNAL_OPTIONS, env);
+    return {
+      ...(str(v.socket) ? { socket: str(v.socket) } : {}),
+      allowMotion: v.allowMotion === true,
+      ...(str(v.plannerUrl) ? { plannerUrl: str(v.plannerUrl) } : {}),
+      ...(str(v.olpUrl) ? { olpUrl: str(v.olpUrl) } : {}),
+      ...(str(v.olpFacts) ? { olpFacts: str(v.olpFacts) } : {}),
+    };
+  },
+  async open(o) {
     if (!o.socket) throw new HarnessError('HIL_ERR_TARGET_OPTION', 'the external target needs --socket PATH (HIL_SOCKET)');
     try {
       await access(o.socket);
@@ -91,11 +124,11 @@ export const externalTarget: TargetDescriptor = {
   cannotProvide,
   openVariant: unsupported,
   // Someone else's weld planner at HIL_PLANNER_URL: no store to read, no stub hooks.
-  openPlanner: (o: TargetOptions) =>
+  openPlanner: (o) =>
     Promise.resolve(o.plannerUrl ? { endpoint: { url: o.plannerUrl.replace(/\/+$/, ''), stubHooks: false } satisfies PlannerEndpoint, close: () => Promise.resolve() } : undefined),
   // Someone else's OLP server at HIL_OLP_URL, configured by its owner: the suite's spec cannot be applied;
   // the suites discover its cells and read what discovery cannot tell from the facts file (olp-facts.ts).
-  openOlp: (spec, o: TargetOptions) => {
+  openOlp: (spec, o) => {
     if (!o.olpUrl) return Promise.resolve(undefined);
     try {
       const facts = olpFactsFromFile(o.olpFacts);

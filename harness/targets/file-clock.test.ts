@@ -34,7 +34,7 @@ describe('the sim target', () => {
     return (r.reply.data as { clock?: unknown }).clock;
   }
   async function opened(fileClock: 'stepped' | undefined): Promise<Target> {
-    const t = await TARGETS.sim.open(fileClock ? { fileClock } : {});
+    const t = await TARGETS.sim.open({ ...TARGETS.sim.parse({}), ...(fileClock ? { fileClock } : {}) });
     open.push(t);
     return t;
   }

@@ -3,7 +3,8 @@
 // to know about the test lives in its TestRun: its id, how many variant stacks it opened (the n-th is recorded
 // and replayed as variant n), what became of their recordings, and the property seeds it drew or must draw.
 //
-// The per-test fixture (harness/targets/test-stacks.ts, the first fixture of harness/fixture.ts) enters the
+// The per-test fixture (harness/targets/test-stacks.ts, run by the record and replay targets' recorders as the
+// first fixture of harness/fixture.ts) enters the
 // test before any other fixture and leaves it after the last; a beforeEach hook that opens stacks for the
 // test (sharedVariant, sharedRemote) enters it first. Code that a suite reaches without a fixture (harness/property.ts, a remote stack started by a suite)
 // finds the test with currentTest(). One test runs at a time in a worker, so one slot holds it.

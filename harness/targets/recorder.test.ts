@@ -14,6 +14,8 @@ import { NESTED_VARIANT, Recorder } from './recorder.ts';
 import { RecordingStore, variantOptionsJson } from './recording-store.ts';
 import { clipJson, describeVerdict } from './replay.ts';
 import { SimTarget } from './sim.ts';
+import { recorderOf } from './record.ts';
+import { TARGETS, targetFromEnv } from './index.ts';
 import type { StackProcess } from './types.ts';
 
 const DIR = mkdtempSync(join(tmpdir(), 'hil-recorder-'));
@@ -45,19 +47,24 @@ function put(path: string, text = 'x'): void {
 const flag = (args: readonly string[], name: string) => args[args.indexOf(name) + 1]!;
 
 test('the mode follows the target: record on the sim target with a record directory, replay on the replay target, off otherwise', () => {
-  expect(Recorder.of('sim', {}).mode).toBe('off');
-  expect(Recorder.of('sim', { recordDir: DIR }).mode).toBe('record');
+  expect(recorderOf({}).mode).toBe('off');
+  expect(recorderOf({ recordDir: DIR }).mode).toBe('record');
   expect(Recorder.of('replay', { recordings: DIR }).mode).toBe('replay');
-  expect(Recorder.of('external', { recordDir: DIR }).mode).toBe('off');
-  expect(Recorder.of('sim', {}).perTest).toBe(false);
-  expect(Recorder.of('sim', { recordDir: DIR }).perTest).toBe(true);
+  expect(recorderOf({}).perTest).toBe(false);
+  expect(recorderOf({ recordDir: DIR }).perTest).toBe(true);
+  // The descriptors' recorders: the per-test fixture on a recorded sim run and on the replay target only.
+  expect(TARGETS.sim.perTest!(TARGETS.sim.parse({}))).toBeUndefined();
+  expect(TARGETS.sim.perTest!(TARGETS.sim.parse({ HIL_RECORD_DIR: DIR }))).toBeTypeOf('function');
+  expect(TARGETS.replay.perTest!(TARGETS.replay.parse({ HIL_RECORDINGS: DIR }))).toBeTypeOf('function');
+  expect(targetFromEnv({ HIL_TARGET: 'external', HIL_RECORD_DIR: DIR, HIL_SOCKET: '/s' }).perTest).toBeUndefined();
+  expect(targetFromEnv({ HIL_TARGET: 'rig', HIL_RECORD_DIR: DIR }).perTest).toBeUndefined();
   // off: a variant is a plain stack, wherever it is opened
   enterTest(ID);
-  expect(Recorder.of('sim', {}).variantSession('{}')).toBeNull();
+  expect(Recorder.off().variantSession('{}')).toBeNull();
 });
 
 test('record: the test\'s stack records into the store\'s file for the digest its stack reported, and leaves a sidecar with the seeds it drew', async () => {
-  const rec = Recorder.of('sim', { recordDir: DIR, machineSha256: A });
+  const rec = Recorder.of('record', { recordDir: DIR, machineSha256: A });
   const run = enterTest(ID);
   await expect(rec.testSession(run, { ...READY, machine_sha256: undefined })).rejects.toMatchObject({ code: 'HIL_ERR_TARGET_START' });
   const s = await rec.testSession(run, READY);
@@ -69,7 +76,7 @@ test('record: the test\'s stack records into the store\'s file for the digest it
 });
 
 test('record: variants are numbered in the order the test opens them, each with its options and both digests; outside a test none is recorded', () => {
-  const rec = Recorder.of('sim', { recordDir: DIR, machineSha256: A });
+  const rec = Recorder.of('record', { recordDir: DIR, machineSha256: A });
   expect(rec.variantSession('{}')).toBeNull(); // no test: a describe block's variant on a plain schedule
   const run = enterTest(`${ID} (variants)`);
   const one = rec.variantSession(variantOptionsJson({ telemetry: 'off' }))!;

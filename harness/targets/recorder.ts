@@ -22,10 +22,26 @@ import { hilConfig, isRefused, outcomes, MACHINES } from '../clients/config.ts';
 import { HarnessError } from '../errors.ts';
 import { currentTest, type PerTestOutcome, type TestRun } from './pertest.ts';
 import { RecordingStore } from './recording-store.ts';
-import type { StackProcess, StackStart, TargetName, TargetOptions } from './types.ts';
+import type { StackProcess, StackStart } from './types.ts';
 import type { VariantOptions } from './variant.ts';
 
 export type RecorderMode = 'off' | 'record' | 'replay';
+
+/** What a recorder reads of its target's options (the sim target's record mode: record.ts; the replay target: replay.ts). */
+export interface RecorderOptions {
+  /** record: the directory recordings go under. */
+  recordDir?: string;
+  /** replay: the directory of recordings made with `hil run --record`. */
+  recordings?: string;
+  /** replay: how the recorded bus is replayed (strict only in a suite run). */
+  replayMode?: string;
+  /** replay: the replayed core's pace (auto, a number, or max). */
+  replaySpeed?: string;
+  /** The machine digest of the configuration under test (`hil run` computes it once). */
+  machineSha256?: string;
+  /** The machine configuration file under test (its digest is compiled when machineSha256 is not given). */
+  machine?: string;
+}
 
 /** A replay told no recordings directory or machine digest (hil run gives both): it has no variant recordings to find. */
 const NO_VARIANTS = 'the replay target plays recorded per-test stacks; variant stacks are not recorded';
@@ -46,7 +62,7 @@ const NOT_REPLAYED_FLAGS = new Set(['--sim-fault', '--sim-homing-ms', '--clock']
 let digest: Promise<string> | undefined;
 
 /** The machine digest of the configuration under test: given by `hil run`, else compiled once here (per worker). */
-export function machineDigest(o: TargetOptions): Promise<string> {
+export function machineDigest(o: Pick<RecorderOptions, 'machine' | 'machineSha256'>): Promise<string> {
   if (o.machineSha256) return Promise.resolve(o.machineSha256);
   digest ??= (async () => {
     const out = mkdtempSync(join(tmpdir(), 'hil-replay-config-'));
@@ -191,12 +207,20 @@ export function readVerdict(file: string): { verdict: PerTestOutcome['verdict'];
 export class Recorder {
   private constructor(
     readonly mode: RecorderMode,
-    private readonly o: TargetOptions,
+    private readonly o: RecorderOptions,
   ) {}
 
-  /** The recorder of a run on target `name`: record on the sim target with a record directory, replay on the replay target. */
-  static of(name: TargetName, o: TargetOptions): Recorder {
-    return new Recorder(name === 'replay' ? 'replay' : name === 'sim' && o.recordDir ? 'record' : 'off', o);
+  /**
+   * A recorder in `mode`: the target chooses it (the sim target records with a record directory, record.ts;
+   * the replay target replays, replay.ts; every other stack is off).
+   */
+  static of(mode: RecorderMode, o: RecorderOptions): Recorder {
+    return new Recorder(mode, o);
+  }
+
+  /** Neither recording nor replaying: a plain run's stacks. */
+  static off(): Recorder {
+    return new Recorder('off', {});
   }
 
   /** Every test gets stacks of its own (record and replay: docs/recording.md says why). */

@@ -14,7 +14,7 @@ import { ControlClient } from '../clients/control.ts';
 import type { PairFiles } from '../certs.ts';
 import { HarnessError } from '../errors.ts';
 import { stringifyExact } from '../oracle/json.ts';
-import { TARGETS, targetFromEnv } from './index.ts';
+import { targetFromEnv } from './index.ts';
 import { stackOptionsJson } from './recording-store.ts';
 import { variantStart, type StackProcess } from './sim.ts';
 import type { TestStack } from './types.ts';
@@ -56,7 +56,7 @@ function remoteTestStack(o: RemoteOptions): Pick<TestStack, 'options' | 'variant
 
 /** The target the environment names starts stacks of the reference system, so a test can start its own. */
 export function startsStacks(env: NodeJS.ProcessEnv = process.env): boolean {
-  return TARGETS[targetFromEnv(env).name].startStack !== undefined;
+  return targetFromEnv(env).abilities.testStacks;
 }
 
 /**
@@ -65,20 +65,18 @@ export function startsStacks(env: NodeJS.ProcessEnv = process.env): boolean {
  * as one of the test's variants on a recorded run, replayed from it on the replay target.
  */
 export async function startOwnStack(args: string[]): Promise<StackProcess> {
-  const { name, options } = targetFromEnv();
-  const d = TARGETS[name];
+  const t = targetFromEnv();
   const s: TestStack = { start: { args }, options: stackOptionsJson('stack', { args }) };
-  const why = d.startStack && d.cannotStartStack ? d.cannotStartStack(s, options) : `target ${name} cannot start a stack of the reference system`;
+  const why = t.startStack && t.cannotStartStack ? t.cannotStartStack(s) : `target ${t.name} cannot start a stack of the reference system`;
   if (why !== undefined) throw new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', why);
-  return d.startStack!(s, options);
+  return t.startStack!(s);
 }
 
 /** Why the target the environment names cannot start this remote stack (a skip reason), or undefined. */
 export function cannotStartRemote(o: RemoteOptions = {}, env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const { name, options } = targetFromEnv(env);
-  const d = TARGETS[name];
-  if (!d.startStack || !d.cannotStartStack) return `target ${name} cannot start a stack with a remote listener and its own fresh certificates: only a target that starts the reference stack can`;
-  return d.cannotStartStack({ start: { args: [] }, ...remoteTestStack(o) }, options);
+  const t = targetFromEnv(env);
+  if (!t.startStack || !t.cannotStartStack) return `target ${t.name} cannot start a stack with a remote listener and its own fresh certificates: only a target that starts the reference stack can`;
+  return t.cannotStartStack({ start: { args: [] }, ...remoteTestStack(o) });
 }
 
 /**
@@ -91,7 +89,7 @@ export function cannotStartRemote(o: RemoteOptions = {}, env: NodeJS.ProcessEnv 
 export async function startRemoteStack(o: RemoteOptions = {}): Promise<RemoteStack> {
   const why = cannotStartRemote(o);
   if (why !== undefined) throw new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', why);
-  const { name, options } = targetFromEnv();
+  const target = targetFromEnv();
   const pairId = o.pairId ?? 'cell-remote-01';
   const dir = await mkdtemp(join(tmpdir(), 'hil-sim-'));
   let pair: PairFiles & { pair_id: string };
@@ -108,7 +106,7 @@ export async function startRemoteStack(o: RemoteOptions = {}): Promise<RemoteSta
       ...v.args,
       ...(o.args ?? []),
     ];
-    stack = await TARGETS[name].startStack!({ ...t, start: { args, reuseDir: dir, env: async (d) => ({ ...((await v.env?.(d)) ?? {}), ...(o.env ?? {}) }) } }, options);
+    stack = await target.startStack!({ ...t, start: { args, reuseDir: dir, env: async (d) => ({ ...((await v.env?.(d)) ?? {}), ...(o.env ?? {}) }) } });
   } catch (e) {
     await rm(dir, { recursive: true, force: true });
     throw e;

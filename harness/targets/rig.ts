@@ -22,7 +22,8 @@ import { ControlClient } from '../clients/control.ts';
 import { readStatus, waitStatus } from '../clients/status.ts';
 import { HarnessError } from '../errors.ts';
 import { startStack, type StackProcess } from './sim.ts';
-import type { Target, TargetDescriptor, TargetOptions, VariantOptions } from './types.ts';
+import { absolute, envValues, str } from './options.ts';
+import type { Target, TargetDescriptor, TargetOption, VariantOptions } from './types.ts';
 
 /** The box's heartbeat timeout the rig sets, and how often the harness beats (a quarter of it). */
 export const RIG_HEARTBEAT_TIMEOUT_MS = 500;
@@ -232,22 +233,44 @@ export async function openRig(o: RigOptions): Promise<RigTarget> {
   return rig;
 }
 
-export const rigTarget: TargetDescriptor = {
+/** The rig target's options as the run gives them (its schema below); openRig's RigOptions once checked. */
+export interface RigTargetOptions {
+  machine?: string;
+  bench?: string;
+  allowMotion?: boolean;
+  rigDriver?: string;
+}
+
+const RIG_OPTIONS: readonly TargetOption[] = [
+  { key: 'machine', flag: 'machine', value: 'FILE', env: 'HIL_MACHINE', required: true, path: true, help: "the rig's machine configuration" },
+  { key: 'bench', flag: 'bench', value: 'PORT', env: 'HIL_BENCH', required: true, help: "the bench box's serial port (sim: the simulated box, with HIL_RIG_DRIVER=ethercat-fake)", resolve: (v) => (v === 'sim' ? 'sim' : absolute(v)) },
+  { key: 'allowMotion', flag: 'allow-motion', env: 'HIL_ALLOW_MOTION', help: 'allow tests that energise drives (only with the E-stop chain closed through the bench box)' },
+  { key: 'rigDriver', env: 'HIL_RIG_DRIVER', value: 'DRIVER', help: "the stack's driver: ethercat (default) or ethercat-fake (environment only)" },
+];
+
+const NO_VARIANT = 'target rig runs one stack on one bus; it cannot start a separate variant';
+
+export const rigTarget: TargetDescriptor<RigTargetOptions> = {
   name: 'rig',
-  summary: 'the stack on the rig\'s EtherCAT bus with the bench box beside it; motion only with --allow-motion and a closed E-stop chain',
-  options: {
-    HIL_MACHINE: 'the rig\'s machine configuration (required)',
-    HIL_BENCH: 'the bench box\'s serial port, or sim for the simulated box (with HIL_RIG_DRIVER=ethercat-fake)',
-    HIL_ALLOW_MOTION: '1 to allow tests that energise drives (with a closed E-stop chain)',
-    HIL_RIG_DRIVER: 'the stack\'s driver: ethercat (default) or ethercat-fake',
+  summary: "the stack on the rig's EtherCAT bus with the bench box beside it; motion only with --allow-motion and a closed E-stop chain",
+  abilities: { variants: false, testStacks: false, testChannel: false, plant: false, watch: false, sharedService: true, motion: 'allow-motion' },
+  options: RIG_OPTIONS,
+  parse(env) {
+    const v = envValues(RIG_OPTIONS, env);
+    return {
+      ...(str(v.machine) ? { machine: str(v.machine) } : {}),
+      ...(str(v.bench) ? { bench: str(v.bench) } : {}),
+      allowMotion: v.allowMotion === true,
+      ...(str(v.rigDriver) ? { rigDriver: str(v.rigDriver) } : {}),
+    };
   },
-  async open(o: TargetOptions): Promise<Target> {
+  async open(o) {
     if (!o.machine) throw new HarnessError('HIL_ERR_TARGET_OPTION', 'target rig needs --machine CONFIG (the rig\'s machine configuration)');
     if (!o.bench) throw new HarnessError('HIL_ERR_TARGET_OPTION', 'target rig needs --bench PORT (the bench box\'s serial port)');
     return openRig({ machine: o.machine, bench: o.bench, allowMotion: o.allowMotion === true, driver: o.rigDriver ?? 'ethercat' });
   },
-  cannotProvide: () => 'target rig runs one stack on one bus; it cannot start a separate variant',
+  cannotProvide: () => NO_VARIANT,
   openVariant: async () => {
-    throw new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', 'target rig runs one stack on one bus; it cannot start a separate variant');
+    throw new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', NO_VARIANT);
   },
 };

@@ -9,7 +9,11 @@ import { ControlClient, SessionLedger } from '../clients/control.ts';
 import { HarnessError } from '../errors.ts';
 import type { TargetName } from './types.ts';
 
-/** Targets that are one service for the whole run. */
+/**
+ * Targets that are one service for the whole run: their descriptors' abilities.sharedService, named here too
+ * so that vitest.config.ts can choose its pool without loading every target; the registry (index.ts) refuses
+ * a descriptor that disagrees with this list.
+ */
 export const SHARED_TARGETS: readonly TargetName[] = ['external', 'rig'];
 
 export const isShared = (name: string): boolean => (SHARED_TARGETS as readonly string[]).includes(name);

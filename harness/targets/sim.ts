@@ -12,7 +12,9 @@ import { ControlClient } from '../clients/control.ts';
 import { HarnessError } from '../errors.ts';
 import { stringifyExact } from '../oracle/json.ts';
 import { ANCHOR_DIR_ENV, referenceCommand } from './reference.ts';
-import type { StackProcess, StackStart, StepReport, Target, TargetDescriptor, TargetOptions, TestStack } from './types.ts';
+import type { FileOptions, StackProcess, StackStart, StepReport, Target, TargetDescriptor, TargetOption, TestStack } from './types.ts';
+import { envValues, MACHINE_SHA256_OPTION, str } from './options.ts';
+import { RECORD_OPTION, recordFixture, recorderOf, recordPrepare } from './record.ts';
 
 export type { StackProcess, StackStart } from './types.ts';
 import { startReferenceOlp } from './olp.ts';
@@ -89,7 +91,7 @@ export function variantStart(o: VariantOptions): Pick<StackStart, 'args' | 'env'
   };
 }
 
-function baseStart(o: TargetOptions): StackStart {
+function baseStart(o: { machine?: string; serveArgs?: readonly string[] }): StackStart {
   return { args: ['--test-channel', ...(o.machine ? ['--machine', o.machine] : []), ...(o.serveArgs ?? [])] };
 }
 
@@ -196,7 +198,7 @@ export class SimTarget implements Target, PerTestHooks {
   ) {
     this.own = o.own ?? start;
     this.testAgent = new Agent({ connect: { socketPath: stack.ready.test_channel } });
-    this.recorder = o.recorder ?? Recorder.of('sim', {});
+    this.recorder = o.recorder ?? Recorder.off();
     this.name = this.recorder.mode === 'replay' ? 'replay' : 'sim';
     this.session = o.session ?? null;
     this.isVariant = o.variant ?? false;
@@ -334,14 +336,26 @@ export class SimTarget implements Target, PerTestHooks {
   }
 }
 
-async function openSim(o: TargetOptions): Promise<Target> {
-  const recorder = Recorder.of('sim', o);
+/** The sim target's own options (its schema below; HIL_DRIVER and HIL_SERVE_ARGS become `hil serve` arguments). */
+export interface SimOptions {
+  /** Machine configuration file. */
+  machine?: string;
+  /** Extra arguments for `hil serve` (--driver NAME first, when one was chosen). */
+  serveArgs?: string[];
+  /** The record mode (harness/targets/record.ts): every test recorded into its own recording under this directory. */
+  recordDir?: string;
+  /** The record mode: the machine digest of the configuration under test (computed once per run by `hil run`). */
+  machineSha256?: string;
+}
+
+async function openSim(o: SimOptions & FileOptions): Promise<Target> {
+  const recorder = recorderOf(o);
   const start = baseStart(o);
   if (!recorder.perTest) {
     const own = fileStart(start, o);
     return new SimTarget(await startStack(hostedByDefault(own)), start, { own });
   }
-  // A recorded or replayed run keeps the real-time clock its recordings are made on (docs/recording.md).
+  // A recorded run keeps the real-time clock its recordings are made on (docs/recording.md).
   return openPerTest(recorder, start);
 }
 
@@ -352,25 +366,48 @@ async function openSim(o: TargetOptions): Promise<Target> {
  * core runs nothing between requests. A service restart keeps the clock; variants build on the base
  * arguments and ask for their own clocks.
  */
-export function fileStart(start: StackStart, o: Pick<TargetOptions, 'fileClock' | 'serveArgs'>): StackStart {
+export function fileStart(start: StackStart, o: FileOptions & { serveArgs?: readonly string[] }): StackStart {
   if (o.fileClock !== 'stepped' || (o.serveArgs ?? []).some((a) => a === '--clock' || a.startsWith('--clock='))) return start;
   return { ...start, args: [...start.args, '--clock', 'stepped'] };
 }
 
-export const simTarget: TargetDescriptor = {
+const SIM_OPTIONS: readonly TargetOption[] = [
+  { key: 'driver', flag: 'driver', value: 'NAME', env: 'HIL_DRIVER', help: "the stack's bus driver (hil serve --driver; default sim; ethercat-fake runs the EtherCAT driver over a fake master); expected failures then come from fixtures/expectations/<target>+<driver>.json" },
+  { key: 'machine', flag: 'machine', value: 'FILE', env: 'HIL_MACHINE', help: 'machine configuration (default fixtures/machines/nine-axis.json)', path: true },
+  RECORD_OPTION,
+  { key: 'serveArgs', env: 'HIL_SERVE_ARGS', value: 'ARGS', help: 'extra hil serve arguments (environment only)' },
+  MACHINE_SHA256_OPTION,
+];
+
+export const simTarget: TargetDescriptor<SimOptions> = {
   name: 'sim',
   summary: 'the reference stack on the simulator driver, started per test file in a temporary directory',
-  options: {
-    HIL_MACHINE: 'machine configuration file (default fixtures/machines/nine-axis.json)',
-    HIL_DRIVER: 'the stack\'s bus driver (hil serve --driver; default sim, e.g. ethercat-fake)',
-    HIL_SERVE_ARGS: 'extra hil serve arguments',
-    HIL_RECORD_DIR: 'record every test into its own recording under this directory (a stack per test)',
+  abilities: { variants: true, testStacks: true, testChannel: true, plant: true, watch: true, sharedService: false, motion: 'always' },
+  options: SIM_OPTIONS,
+  parse(env) {
+    const v = envValues(SIM_OPTIONS, env);
+    const driver = str(v.driver);
+    const extra = str(v.serveArgs)?.split(/\s+/).filter(Boolean) ?? [];
+    return {
+      ...(str(v.machine) ? { machine: str(v.machine) } : {}),
+      serveArgs: [...(driver ? ['--driver', driver] : []), ...extra],
+      ...(str(v.recordDir) ? { recordDir: str(v.recordDir) } : {}),
+      ...(str(v.machineSha256) ? { machineSha256: str(v.machineSha256) } : {}),
+    };
   },
+  check(o) {
+    const i = o.serveArgs?.indexOf('--driver') ?? -1;
+    const driver = i >= 0 ? o.serveArgs![i + 1]! : undefined;
+    if (driver !== undefined && !/^[a-z][a-z0-9-]{0,31}$/.test(driver)) return `--driver ${driver}: not a driver name`;
+    return undefined;
+  },
+  prepare: (o) => recordPrepare(o),
   open: openSim,
   cannotProvide: () => undefined,
-  openVariant: (variant, o) => openVariant(Recorder.of('sim', o), variant, baseStart(o)),
+  openVariant: (variant, o) => openVariant(recorderOf(o), variant, baseStart(o)),
   openPlanner: () => openStubPlanner(),
   openOlp: (spec) => startReferenceOlp(spec),
   cannotStartStack: () => undefined,
-  startStack: (s, o) => startTestStack(Recorder.of('sim', o), s),
+  startStack: (s, o) => startTestStack(recorderOf(o), s),
+  perTest: (o) => recordFixture(o),
 };

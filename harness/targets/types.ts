@@ -1,5 +1,6 @@
 // How a run reaches a system. Each target kind is one module exporting a declarative descriptor
-// (the wptrunner habit): its name, what it can do, the options it reads, and `open`.
+// (TargetDescriptor, the wptrunner habit): its name, what the suites may ask of it, its option schema, `open`,
+// and its recorder if any. The registry (index.ts) lists them; nothing else names a target.
 
 import type { ControlClient } from '../clients/control.ts';
 import type { VariantOptions } from './variant.ts';
@@ -21,41 +22,61 @@ export interface TargetAbilities {
   motion: boolean;
 }
 
-export interface TargetOptions {
-  /** external: the control socket path. */
-  socket?: string;
-  /** sim: machine configuration file. */
-  machine?: string;
-  /** rig: motion explicitly allowed. */
-  allowMotion?: boolean;
-  /** external: the weld planner's base URL (HIL_PLANNER_URL). */
-  plannerUrl?: string;
-  /** external: the offline programming server's base URL {olp_url} (HIL_OLP_URL). */
-  olpUrl?: string;
-  /** external: the OLP server's deployment facts file (HIL_OLP_FACTS, harness/targets/olp-facts.ts). */
-  olpFacts?: string;
-  /** sim: extra arguments for `hil serve`. */
-  serveArgs?: string[];
-  /** sim: record every test into its own recording under this directory (`hil run --record DIR`). */
-  recordDir?: string;
-  /** replay: the directory of recordings made with `hil run --record` (`--recordings DIR`). */
-  recordings?: string;
-  /** replay: how the recorded bus is replayed (strict only, for now, in a suite run). */
-  replayMode?: string;
-  /** replay: wall-clock pacing of the replayed core, recorded time per wall time ('1', the default: as recorded) or 'max' (flat out). */
-  replaySpeed?: string;
-  /** replay: the machine digest of the configuration under test (computed once per run by `hil run`). */
-  machineSha256?: string;
-  /** rig: the bench box's serial port, or `sim` for the simulated box. */
-  bench?: string;
-  /** rig: the stack's driver (ethercat, or ethercat-fake to rehearse). */
-  rigDriver?: string;
+/**
+ * One option of a target (its descriptor's schema): the `hil run` flag that sets it, the environment variable
+ * that carries it to the workers, and the key it has in the target's own options.
+ */
+export interface TargetOption {
+  key: string;
+  /** The `hil run` flag (without --), when the option has one; else it is set through the environment only. */
+  flag?: string;
+  /** The flag's value in the usage line (PATH, URL, DIR...); absent for a boolean flag. */
+  value?: string;
+  env: string;
+  help: string;
+  /** `hil run` refuses the run without it. */
+  required?: boolean;
+  /** `hil run` resolves it to an absolute path before the workers read it. */
+  path?: boolean;
+  /** How `hil run` hands the value on, when not as given or as an absolute path. */
+  resolve?: (v: string) => string;
+}
+
+/** Options every target is opened with, besides its own: what the test file declared. */
+export interface FileOptions {
   /**
    * The file's tests need no cycle of the file's cell (harness/fixture.ts cycleFree): a target that can,
    * starts the file's stack on this clock; the others ignore it.
    */
   fileClock?: 'stepped';
 }
+
+/** What the suites may ask of a kind of target, known before it is opened (`hil run` and the fixture decide by it). */
+export interface DescriptorAbilities {
+  /** It can start a separately configured stack (variants; whether a given variant can be had: cannotProvide). */
+  variants: boolean;
+  /** It can start a test's own reference stack (remote listener stacks: startStack). */
+  testStacks: boolean;
+  /** Its stacks have the private test channel: fault injection, the stepped clock's steps. */
+  testChannel: boolean;
+  /** `hil run --plant` may inject through that channel (not on a replay: its stack plays a recording). */
+  plant: boolean;
+  /** `hil run --watch` may rerun its files. */
+  watch: boolean;
+  /** One service for the whole run: one worker, and after each test every grant its clients left is ended (shared.ts). */
+  sharedService: boolean;
+  /** Whether tests that energise drives may run: always, or only when the run allows motion (and the target confirms it). */
+  motion: 'always' | 'allow-motion';
+}
+
+/** What a target's per-test fixture reads of vitest's test context (harness/targets/test-stacks.ts). */
+export interface TestContextLike {
+  task: { fullName: string; meta: { replayUnheld?: string } };
+  skip: (note?: string) => void;
+}
+
+/** A per-test fixture body: runs the test through `use` between its stacks' start and stop. */
+export type PerTestFixture = (ctx: TestContextLike, use: () => Promise<void>) => Promise<void>;
 
 /** Where a target's weld planner answers (document 2), and what the harness may do with it. */
 export interface PlannerEndpoint {
@@ -131,40 +152,59 @@ export interface TestStack {
   variant?: VariantOptions;
 }
 
-export interface TargetDescriptor {
+/**
+ * A kind of target, as one module declares it (the wptrunner habit: a product is one dict of name, options
+ * and entry points): its name, what the suites may ask of it, its option schema (which `hil run` builds its
+ * flags, help and usage errors from, and the workers read back from the environment), and how it opens.
+ */
+export interface TargetDescriptor<O extends object = object> {
   name: TargetName;
   summary: string;
-  /** Environment variables / options the target reads. */
-  options: Record<string, string>;
-  open(options: TargetOptions): Promise<Target>;
+  abilities: DescriptorAbilities;
+  options: readonly TargetOption[];
+  /** The target's own options from the environment its schema names (readOptions). */
+  parse(env: NodeJS.ProcessEnv): O;
+  /**
+   * `hil run`: why these flag values make no run of this target (a usage error naming the flag), or
+   * undefined; then the environment the workers need besides the options' own variables (computed once).
+   */
+  check?(o: O): string | undefined;
+  prepare?(o: O): Promise<Record<string, string>>;
+  open(options: O & FileOptions): Promise<Target>;
   /** Why this kind of target cannot provide the variant (a skip reason), or undefined. */
-  cannotProvide(variant: VariantOptions, options: TargetOptions): string | undefined;
+  cannotProvide(variant: VariantOptions, options: O): string | undefined;
   /** Start a variant without opening the file's target first (validated options). */
-  openVariant(variant: VariantOptions, options: TargetOptions): Promise<Target>;
+  openVariant(variant: VariantOptions, options: O): Promise<Target>;
   /**
    * The weld planner that goes with this kind of target (document 2), without opening the cell: a planner
    * is a service of its own, and a file of planner tests needs no cell stack. Undefined when the target
    * has none (the planner suites skip with a stated reason). The caller closes it.
    */
-  openPlanner?(options: TargetOptions): Promise<{ endpoint: PlannerEndpoint; close(): Promise<void> } | undefined>;
+  openPlanner?(options: O): Promise<{ endpoint: PlannerEndpoint; close(): Promise<void> } | undefined>;
   /**
    * The offline programming server that goes with this kind of target (document 3): on the sim target the
    * reference server started with `spec` (its cells, planner and bounds; harness/targets/olp.ts), on the
    * external target the server at HIL_OLP_URL as its owner configured it (endpoint.configured false).
    * Undefined when the target has none (the OLP suites skip with a stated reason). The caller closes it.
    */
-  openOlp?(spec: OlpSpec, options: TargetOptions): Promise<OpenedOlp | undefined>;
+  openOlp?(spec: OlpSpec, options: O): Promise<OpenedOlp | undefined>;
   /**
    * Why this kind of target cannot start a test's own stack (a skip reason), or undefined. Absent with
    * startStack when the target does not start the reference stack at all (external, rig).
    */
-  cannotStartStack?(stack: TestStack, options: TargetOptions): string | undefined;
+  cannotStartStack?(stack: TestStack, options: O): string | undefined;
   /**
    * Start a test's own stack: as it is on a plain run; on a recorded run (or the replay target) recorded
    * as (replayed from) the current test's next variant. The caller stops it; stopping ends its recording
    * or collects its replay verdict for the test.
    */
-  startStack?(stack: TestStack, options: TargetOptions): Promise<StackProcess>;
+  startStack?(stack: TestStack, options: O): Promise<StackProcess>;
+  /**
+   * Its recorder, if any: the per-test fixture of a run whose every test gets stacks of its own (a recorded
+   * run of the sim target: harness/targets/record.ts; the replay target: harness/targets/replay.ts), or
+   * undefined on a run without (the fixture then does nothing).
+   */
+  perTest?(options: O): PerTestFixture | undefined;
 }
 
 /** What a step of the stepped clock reports (the private test channel's /step). */

@@ -9,6 +9,7 @@
 // A clock never runs a cycle itself: `next()` blocks (or not) until the next cycle is due and returns its
 // times; the host runs the cycle. Speed <= 0 is refused, never silently 1: stepped is its own mode.
 
+import { hrtime } from 'node:process';
 import type { ClockSpec } from './protocol.ts';
 
 export interface Tick {
@@ -28,7 +29,9 @@ export interface CycleClock {
   readonly originNs: bigint;
 }
 
-const hostNow = (): bigint => process.hrtime.bigint();
+// Bound once: the global `process` is an accessor property, read through a getter every time.
+const hrtimeBigint = hrtime.bigint;
+const hostNow = (): bigint => hrtimeBigint();
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
 /** Sleep until `deadline - spin` host ns, then spin to the deadline. */

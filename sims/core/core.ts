@@ -12,6 +12,10 @@
 //
 // This file keeps the state they share, carries out admitted commands, and runs the cycle.
 
+// The clocks as module bindings, not the globals: globalThis.performance and globalThis.process are
+// accessor properties in Node, so every global read of them (twice a cycle and more) went through a getter.
+import { performance } from 'node:perf_hooks';
+import { hrtime } from 'node:process';
 import { ProcessImage, type BusDriver, type BusSetup } from '../../drivers/bus.ts';
 import { busSetupFor } from './bus-setup.ts';
 import { controlwordFor, CW, Ds402State } from '../../drivers/ds402.ts';
@@ -76,7 +80,8 @@ export interface CoreOptions {
 }
 
 const defaultWorkClock = (): number => performance.now() * 1e6;
-const defaultHostClock = (): bigint => process.hrtime.bigint();
+const hrtimeBigint = hrtime.bigint;
+const defaultHostClock = (): bigint => hrtimeBigint();
 
 
 

@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
+import { hrtime } from 'node:process';
 import { createDriver } from '../../drivers/index.ts';
 import { parseFaultSpec, FaultSpecError } from '../../drivers/faults.ts';
 import { DriverHost } from '../../drivers/host.ts';
@@ -54,6 +55,9 @@ export function raiseThreadPriority(req: PriorityRequest): string {
   }
   return 'none (not permitted)';
 }
+
+// Bound once: the global `process` is an accessor property, read through a getter every time.
+const hrtimeBigint = hrtime.bigint;
 
 /** Clocks whose time is the core's own, not the host's: their cycles read one host time each (format 3). */
 const ownTime = (mode: CycleClock['mode']): boolean => mode === 'stepped' || mode === 'fast';
@@ -106,7 +110,7 @@ export class CoreHost {
       ...(this.clock instanceof RecordedClock ? { hostClock: (c => () => c.hostNs)(this.clock) } : {}),
       // A stepped or fast core's own time is not the host's: within a cycle it reads one host time, taken
       // when the cycle starts, so that the value it judges deadlines on is the one a recording keeps.
-      ...(ownTime(this.clock.mode) ? { hostClock: () => (this.inCycle ? this.cycleHostNs : process.hrtime.bigint()) } : {}),
+      ...(ownTime(this.clock.mode) ? { hostClock: () => (this.inCycle ? this.cycleHostNs : hrtimeBigint()) } : {}),
     });
   }
 
@@ -261,7 +265,7 @@ export class CoreHost {
   cycle(): void {
     const t = this.clock.next();
     if (ownTime(this.clock.mode)) {
-      this.cycleHostNs = process.hrtime.bigint();
+      this.cycleHostNs = hrtimeBigint();
       this.inCycle = true;
       try {
         this.core.cycle(t.nowNs, t.scheduledNs);

@@ -1,21 +1,33 @@
 // The thread a core incarnation runs in (its loop's worker entry, sims/core-loops.ts). A new worker thread costs a new V8 isolate
 // and the compilation of the core's code and of Node's own modules in it: about 40 ms of CPU here, most of
-// what a replayed stack costs in a stack host (sims/sessions.ts, bench/stack-start.bench.ts). A paced
-// replay's core (clock 'recorded') therefore runs in a thread that, once its incarnation has ended cleanly,
-// waits for the next one instead of exiting: the next incarnation in this process gets it, with fresh core
-// state (every object of an incarnation is made by it; the core's modules keep none). Every other clock
-// gets a thread of its own, as before: a real-time core may have raised its thread's scheduling priority,
-// which a later incarnation on another clock must not inherit. A thread that failed, was terminated (a
-// simulated crash) or exited is never reused.
+// what a stack costs in a stack host (sims/sessions.ts, bench/stack-start.bench.ts). A thread therefore,
+// once its incarnation has ended cleanly, waits for the next one instead of exiting: the next incarnation
+// in this process with the same loop, clock and scheduling request gets it, with fresh core state (every
+// object of an incarnation is made by it; the core's modules keep none). Keyed by the scheduling request
+// because a real-time core may have raised its thread's priority (SCHED_FIFO): a thread is only handed to
+// an incarnation that would have asked for the same, never to a stepped or fast core, which run at normal
+// priority. Only the simulated bus and the paced replay keep their threads: a real bus master such as
+// node-ethercat is one per process and cannot restart (drivers/ethercat/node-ethercat.ts). A thread that
+// failed, was terminated (a simulated crash) or exited is never reused.
 
 import { Worker, type MessagePort } from 'node:worker_threads';
 import { coreLoop } from '../core-loops.ts';
 import { workerEntry, type WorkerName } from '../paths.ts';
 import { INCARNATION_OVER, type CoreStartOptions } from '../core/protocol.ts';
 
-/** Idle reusable threads kept per process and loop; more are terminated when their incarnation ends. */
+/** Idle reusable threads kept per process and kind (idleKey); more are terminated when their incarnation ends. */
 const KEEP_IDLE = 2;
-const idleByLoop = new Map<WorkerName, Worker[]>();
+const idleByKind = new Map<string, Worker[]>();
+
+/** Which idle threads an incarnation may take: the same loop, clock and scheduling request. */
+export function idleKey(worker: WorkerName, options: CoreStartOptions): string {
+  return [worker, options.clock.mode, options.clock.mode === 'realtime' ? (options.priority ?? 'auto') : ''].join('\0');
+}
+
+/** Whether the incarnation's thread may be kept for a later one (see the header). */
+export function keepable(options: CoreStartOptions): boolean {
+  return coreLoop(options.clock.mode).keepThread && (options.clock.mode === 'recorded' || options.driver === 'sim');
+}
 
 /** The incarnation's end as the core link sees it: the thread's exit code, or 0 for a clean end of a kept thread. */
 export interface CoreThread {
@@ -30,13 +42,14 @@ export interface CoreThread {
 }
 
 
-/** Run one core incarnation on `port` in a worker thread (a kept one when the clock allows it). */
+/** Run one core incarnation on `port` in a worker thread (a kept one when there is one for it). */
 export function runIncarnation(port: MessagePort, options: CoreStartOptions): CoreThread {
-  // The loop is the clock's (sims/core-loops.ts): a paced replay's thread is kept, no other.
+  // The loop is the clock's (sims/core-loops.ts).
   const loop = coreLoop(options.clock.mode);
-  const reusable = loop.keepThread;
-  let idle = idleByLoop.get(loop.worker);
-  if (!idle) idleByLoop.set(loop.worker, (idle = []));
+  const reusable = keepable(options);
+  const key = idleKey(loop.worker, options);
+  let idle = idleByKind.get(key);
+  if (!idle) idleByKind.set(key, (idle = []));
   let w = reusable ? idle.pop() : undefined;
   if (w) {
     w.ref();

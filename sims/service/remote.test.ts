@@ -38,3 +38,72 @@ test('identity: exactly one svc-principal and one svc-pair URI, tokens, pair equ
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('a request a browser sends for a web page (Origin, or Sec-Fetch-Site other than none) is refused 403 cross_site_request before it is routed; the same request from a client is routed', { timeout: 30_000 }, async () => {
+  const { request } = await import('node:https');
+  const { RemoteListener } = await import('./remote.ts');
+  const dir = await mkdtemp(join(tmpdir(), 'remote-browser-'));
+  const routed: string[] = [];
+  const upgraded: string[] = [];
+  let listener: InstanceType<typeof RemoteListener> | undefined;
+  try {
+    const pair = await createPair({ dir, pairId: 'cell-a' });
+    const client = await issueClient({ dir, principal: 'p-1' });
+    listener = new RemoteListener({
+      host: '127.0.0.1',
+      port: 0,
+      files: { ca: pair.ca, cert: pair.cert, key: pair.key, crl: pair.crl },
+      pairId: 'cell-a',
+      linkProfile: 'lan',
+      log: () => {},
+      handle: (req, res, principal) => {
+        routed.push(`${req.method} ${req.url} ${principal}`);
+        req.resume();
+        res.end('routed\n');
+      },
+      upgrade: (req, socket, _head, principal) => {
+        upgraded.push(`${req.url} ${principal}`);
+        socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: close\r\n\r\n');
+      },
+    });
+    const { port } = await listener.start();
+    const [ca, cert, key] = await Promise.all([readFile(pair.ca), readFile(client.cert), readFile(client.key)]);
+    const send = (method: string, path: string, headers: Record<string, string>) =>
+      new Promise<{ status: number; type: string; body: string }>((resolve, reject) => {
+        const r = request({ host: '127.0.0.1', port, method, path, headers, ca, cert, key, servername: 'localhost', agent: false }, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode!, type: String(res.headers['content-type']), body }));
+        });
+        r.on('upgrade', (res, socket) => {
+          socket.destroy();
+          resolve({ status: res.statusCode!, type: '', body: '' });
+        });
+        r.on('error', reject);
+        r.end(method === 'POST' ? '{}' : undefined);
+      });
+    const refusedJson = (detail: string) => ({ status: 403, type: 'application/json', body: `${JSON.stringify({ schema: 'svc.rt-control.response.v1', operation: 'unknown', error: `cross_site_request: ${detail}` })}\n` });
+    // A page's simple POST (text/plain: no preflight) and a CORS one: refused, whatever the origin names.
+    expect(await send('POST', '/v1/control', { origin: 'https://evil.example', 'content-type': 'text/plain' })).toEqual(refusedJson('Origin "https://evil.example": the remote listener answers no web page'));
+    expect(await send('POST', '/v1/control', { origin: 'https://127.0.0.1:' + port, 'content-type': 'application/json' })).toEqual(refusedJson(`Origin "https://127.0.0.1:${port}": the remote listener answers no web page`));
+    expect(await send('POST', '/v1/control', { origin: 'null' })).toEqual(refusedJson('Origin "null": the remote listener answers no web page'));
+    // No Origin but a browser's fetch metadata (an <img> or a navigation from another site).
+    expect(await send('GET', '/v1/status', { 'sec-fetch-site': 'cross-site' })).toEqual(refusedJson('Sec-Fetch-Site "cross-site": the remote listener answers no web page'));
+    expect(await send('GET', '/v1/status', { 'sec-fetch-site': 'same-site' })).toEqual(refusedJson('Sec-Fetch-Site "same-site": the remote listener answers no web page'));
+    expect(routed).toEqual([]);
+    // The jog WebSocket from a page (browsers apply no CORS to upgrades): the documented pre-upgrade form, text/plain, label first.
+    const wsHeaders = { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' };
+    expect(await send('GET', '/v1/jog?session=s&generation=1&jog_generation=0', { ...wsHeaders, origin: 'https://evil.example' })).toEqual({ status: 403, type: 'text/plain; charset=utf-8', body: 'cross_site_request: Origin "https://evil.example": the remote listener answers no web page\n' });
+    expect(upgraded).toEqual([]);
+    // The same requests from a client that is no browser page are routed; a user's own navigation (none) too.
+    expect(await send('POST', '/v1/control', { 'content-type': 'application/json' })).toMatchObject({ status: 200, body: 'routed\n' });
+    expect(await send('GET', '/v1/status', { 'sec-fetch-site': 'none' })).toMatchObject({ status: 200, body: 'routed\n' });
+    expect(await send('GET', '/v1/jog?session=s&generation=1&jog_generation=0', wsHeaders)).toMatchObject({ status: 101 });
+    expect(routed).toEqual(['POST /v1/control p-1', 'GET /v1/status p-1']);
+    expect(upgraded).toEqual(['/v1/jog?session=s&generation=1&jog_generation=0 p-1']);
+  } finally {
+    await listener?.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+});

@@ -22,6 +22,7 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createSecureContext, type SecureContextOptions, type TLSSocket } from 'node:tls';
+import { RESPONSE_SCHEMA } from './envelope.ts';
 
 /**
  * @peculiar/x509 (with reflect-metadata, which it needs first) is loaded on first use: the module graph is
@@ -336,6 +337,15 @@ export class RemoteListener {
           req.socket.destroy(); // cannot happen: only verified sockets reach the HTTP server
           return;
         }
+        const browser = fromBrowserPage(req);
+        if (browser !== undefined) {
+          // JSON Response envelope as every refusal of the service (document 1 part 2), then the connection closes.
+          const body = Buffer.from(`${JSON.stringify({ schema: RESPONSE_SCHEMA, operation: 'unknown', error: `cross_site_request: ${browser}` })}\n`);
+          req.resume();
+          res.writeHead(403, { 'content-type': 'application/json', 'content-length': body.length, connection: 'close' });
+          res.end(body);
+          return;
+        }
         this.o.handle(req, res, principal);
       },
     );
@@ -343,6 +353,13 @@ export class RemoteListener {
       const principal = this.principals.get(req.socket);
       if (principal === undefined || !this.o.upgrade) {
         socket.destroy();
+        return;
+      }
+      const browser = fromBrowserPage(req);
+      if (browser !== undefined) {
+        // A pre-upgrade failure as the documented ones (part 5 "Remote jog WebSocket"): text/plain, label first.
+        const text = `cross_site_request: ${browser}\n`;
+        socket.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`);
         return;
       }
       this.o.upgrade(req, socket, head, principal);
@@ -432,4 +449,21 @@ export class RemoteListener {
 
 function peer(s: Socket): string {
   return `${s.remoteAddress ?? '?'}:${s.remotePort ?? '?'}`;
+}
+
+/**
+ * The remote listener serves no web page, so no page is its own: a request a browser sends on a page's
+ * behalf is refused before it is routed (docs/profile.md "Remote listener", browser requests). A browser
+ * that holds a client certificate of the pair would otherwise let any page it opens send commands, and
+ * open the jog WebSocket (browsers do not apply CORS to WebSocket upgrades), with that certificate's
+ * principal. Browsers send `Origin` on every cross-origin request that can change state and on every
+ * WebSocket upgrade, and `Sec-Fetch-Site` on every request; the harness, curl, ws and undici send neither
+ * unless told to.
+ */
+export function fromBrowserPage(req: IncomingMessage): string | undefined {
+  const origin = req.headers.origin;
+  if (origin !== undefined) return `Origin ${JSON.stringify(origin)}: the remote listener answers no web page`;
+  const site = req.headers['sec-fetch-site'];
+  if (site !== undefined && site !== 'none') return `Sec-Fetch-Site ${JSON.stringify(site)}: the remote listener answers no web page`;
+  return undefined;
 }

@@ -13,6 +13,7 @@ import { dirname, join } from 'node:path';
 import { Cell, type Session } from '../../harness/clients/cell.ts';
 import type { BindingInput, ControlClient } from '../../harness/clients/control.ts';
 import { eventCursor, eventsSince, type CellEvent } from '../../harness/clients/events.ts';
+import { staleByHost } from '../../harness/clients/jog-stale.ts';
 import { encodeJogFrame, hostNs, JogSender, readJog, readJogClock, readJogIngress, waitIngress, type JogFrame } from '../../harness/clients/jog.ts';
 import { readStatus } from '../../harness/clients/status.ts';
 import { stepUntilSettled } from '../../harness/clients/stepped.ts';
@@ -49,6 +50,8 @@ interface Stack {
    * (hostJogExpiry). A refused frame gives no deadline (document 1 part 3: only accepted input is fresh input).
    */
   inputs: Array<{ sent: bigint; deadline: bigint; acked?: bigint }>;
+  /** Frames the ingress counted refused: when each was built (its capture, host ns) and the reason counted. */
+  refused: Array<{ sent: bigint; reason: string }>;
 }
 
 const J1 = 0;
@@ -81,6 +84,7 @@ async function steppedStack(variant: VariantOf): Promise<Stack> {
     step: (n) => target.step!(n),
     close: async () => sender.close(), // the variant fixture closes the stack
     inputs: [],
+    refused: [],
   };
 }
 
@@ -134,12 +138,17 @@ async function withStack(variant: VariantOf, fn: (st: Stack) => Promise<void>, s
  */
 async function hostJogExpiry(st: Stack, from: bigint, e: unknown): Promise<HarnessError | undefined> {
   if (verdictOfError(e) !== 'fail') return undefined;
-  let evs: CellEvent[];
+  let all: CellEvent[];
   try {
-    evs = ofType(await eventsSince(st.client, from), 'jog_expired');
+    all = await eventsSince(st.client, from);
   } catch {
     return undefined;
   }
+  const evs = ofType(all, 'jog_expired');
+  // The event log lost events of this test (its ring wrapped while a slow host stretched the test: a held
+  // grant's renewals alone add ten events a second): a jog_expired may be among them, so the harness's own
+  // inputs are judged instead.
+  if (evs.length === 0 && ofType(all, 'events_dropped').length > 0) return staleByHost(st, e);
   const ms = (ns: bigint) => Math.round(Number(ns) / 1e5) / 10;
   for (const ev of evs) {
     const j = jogOf(ev);
@@ -237,6 +246,11 @@ async function send(st: Stack, buf: Buffer): Promise<Record<string, unknown>> {
   const after = await waitIngress(st.client, (before.received as bigint) + 1n);
   const input = built.get(buf);
   if (input && (after.accepted as bigint) > (before.accepted as bigint)) st.inputs.push({ ...input, acked: hostNs() });
+  else if (input && (after.refused as bigint) > (before.refused as bigint)) {
+    const was = (before.refused_by_reason ?? {}) as Record<string, bigint>;
+    const now = (after.refused_by_reason ?? {}) as Record<string, bigint>;
+    st.refused.push({ sent: input.sent, reason: Object.keys(now).find((k) => now[k] !== was[k]) ?? '' });
+  }
   return after;
 }
 
@@ -244,6 +258,38 @@ async function send(st: Stack, buf: Buffer): Promise<Record<string, unknown>> {
 const ofType = (events: CellEvent[], type: string) => events.filter((e) => e.type === type);
 const jogOf = (e: CellEvent) => e.jog as Record<string, unknown>;
 const cpu = (a: AxisD) => Number(a.counts_per_unit) * Number(a.sign);
+
+/**
+ * The input expiry after the core moved under the input (the input expiry test): jog_expired never early,
+ * jog_ramping, the session closed in the records with the ramp to rest within the arrest time, and the
+ * expired generation taking no more input.
+ */
+async function expiredAsDocumented(st: Stack, s: Session, jg: bigint, j: Record<string, unknown>, t0: bigint, cursor: bigint, arrestNs: bigint): Promise<void> {
+  while (hostNs() <= (j.InputDeadlineHostNs as bigint) + 5_000_000n) await new Promise((r) => setTimeout(r, 10));
+  await st.step(300);
+  const ev = await eventsSince(st.client, cursor);
+  expect(ofType(ev, 'jog_expired')).toHaveLength(1);
+  const expired = jogOf(ofType(ev, 'jog_expired')[0]!);
+  expect(expired.jog_generation).toBe(jg);
+  // never early: the core saw host time past the input deadline
+  expect(String(expired.input_deadline_host_ns)).toBe(String(j.InputDeadlineHostNs));
+  expect((expired.host_ns as bigint) > (j.InputDeadlineHostNs as bigint)).toBe(true);
+  expect(ofType(ev, 'jog_ramping')).toHaveLength(1);
+  expect(ofType(ev, 'jog_end')).toHaveLength(0); // expiry is reported as jog_expired, not jog_end
+  const recs = await recordsSince(st.client, t0);
+  const k = recs.findIndex((r) => r.jog_session_open === 0);
+  expect(k).toBeGreaterThanOrEqual(1);
+  expect(recs[k - 1]).toMatchObject({ jog_session_open: 1, jog_has_input: 1 });
+  expect(recs[k]).toMatchObject({ jog_has_input: 0, jog_ramping: 1, jog_generation: jg });
+  const rest = recs.findIndex((r, i) => i >= k && r.ax[J1]!.target_velocity_counts_per_s === 0);
+  expect(rest - k).toBeLessThanOrEqual(Number(arrestNs / st.cycleNs));
+  expect(await readJog(st.client)).toMatchObject({ SessionOpen: 0n, StateReason: 7n, Active: 0n });
+  // the expired generation takes no more input (jog_session_stale; control_session_stale if a renewal
+  // of the 500 ms lease came too late on a starved machine: refused either way)
+  const after = await send(st, frame(st, s, jg, 2n, velocities(st, J1, 0.2)));
+  expect(after).toMatchObject({ accepted: 1n, refused: 1n });
+  expect(['jog_session_stale', 'control_session_stale']).toContain(Object.keys(after.refused_by_reason as object)[0]);
+}
 
 describe('observations', () => {
   test(
@@ -553,37 +599,33 @@ describe('jog.sock frames', () => {
         const jg = b.reply.handle!;
         const cursor = await eventCursor(st.client);
         // captured 10 ms ago (after the origin): it expires one input age less 10 ms from now
-        await send(st, frame(st, s, jg, 1n, velocities(st, J1, 0.2), { captureHostNs: hostNs() - 10_000_000n }));
+        const capture = hostNs() - 10_000_000n;
+        await send(st, frame(st, s, jg, 1n, velocities(st, J1, 0.2), { captureHostNs: capture }));
         const t0 = await latestSequence(st.client);
         await st.step(1); // the core takes the input at its next cycle
         const j = await readJog(st.client);
         const captured = (await readJogIngress(st.client)).last_accepted_capture_host_ns as bigint;
         expect(String(j.InputDeadlineHostNs)).toBe(String(captured + AGE));
-        await st.step(99);
-        while (hostNs() <= (j.InputDeadlineHostNs as bigint) + 5_000_000n) await new Promise((r) => setTimeout(r, 10));
-        await st.step(300);
-        const ev = await eventsSince(st.client, cursor);
-        expect(ofType(ev, 'jog_expired')).toHaveLength(1);
-        const expired = jogOf(ofType(ev, 'jog_expired')[0]!);
-        expect(expired.jog_generation).toBe(jg);
-        // never early: the core saw host time past the input deadline
-        expect(String(expired.input_deadline_host_ns)).toBe(String(j.InputDeadlineHostNs));
-        expect((expired.host_ns as bigint) > (j.InputDeadlineHostNs as bigint)).toBe(true);
-        expect(ofType(ev, 'jog_ramping')).toHaveLength(1);
-        expect(ofType(ev, 'jog_end')).toHaveLength(0); // expiry is reported as jog_expired, not jog_end
-        const recs = await recordsSince(st.client, t0);
-        const k = recs.findIndex((r) => r.jog_session_open === 0);
-        expect(k).toBeGreaterThanOrEqual(1);
-        expect(recs[k - 1]).toMatchObject({ jog_session_open: 1, jog_has_input: 1 });
-        expect(recs[k]).toMatchObject({ jog_has_input: 0, jog_ramping: 1, jog_generation: jg });
-        const rest = recs.findIndex((r, i) => i >= k && r.ax[J1]!.target_velocity_counts_per_s === 0);
-        expect(rest - k).toBeLessThanOrEqual(Number(arrestNs / st.cycleNs));
-        expect(await readJog(st.client)).toMatchObject({ SessionOpen: 0n, StateReason: 7n, Active: 0n });
-        // the expired generation takes no more input (jog_session_stale; control_session_stale if a renewal
-        // of the 500 ms lease came too late on a starved machine: refused either way)
-        const after = await send(st, frame(st, s, jg, 2n, velocities(st, J1, 0.2)));
-        expect(after).toMatchObject({ accepted: 1n, refused: 1n });
-        expect(['jog_session_stale', 'control_session_stale']).toContain(Object.keys(after.refused_by_reason as object)[0]);
+        await st.step(99); // the axis moves under the input
+        const stepped = hostNs();
+        // What follows checks the input's expiry after the core moved under it: the session open with input,
+        // then closed with its ramp (document 1 part 3 "Jog session"). It needs the cycles that take the
+        // input and move the axis to run before the input deadline; when the harness got those steps done
+        // only after it (the frame sent, the reads and the steps taken late by a slow host), the core may
+        // have expired the input before anything moved, with nothing to ramp: what failed then is
+        // HIL_ERR_HOST_TOO_SLOW with the figures. A target that breaks the rule with the steps in time
+        // still FAILs.
+        try {
+          await expiredAsDocumented(st, s, jg, j, t0, cursor, arrestNs);
+        } catch (e) {
+          if (verdictOfError(e) !== 'fail' || stepped <= capture + AGE) throw e;
+          const ms = (ns: bigint) => Math.round(Number(ns) / 1e5) / 10;
+          throw new HarnessError(
+            'HIL_ERR_HOST_TOO_SLOW',
+            `document 1 part 3 "Jog session" (input expiry): the steps that let the core take the input and move under it ended ${ms(stepped - capture - AGE)} ms after the input's deadline (${ms(stepped - capture)} ms after its capture, input age ${ms(AGE)} ms), so the core may have expired it before anything moved: a slow host, not a verdict on the target; the check that failed: ${String((e as Error)?.message ?? e).split('\n')[0]}`,
+            { cause: e, detail: { rule: 'jog input deadline', late_ms: ms(stepped - capture - AGE) } },
+          );
+        }
       }, skip, { expires: true });
     },
   );

@@ -8,12 +8,51 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { ControlClient } from '../../harness/clients/control.ts';
 import { HarnessError } from '../../harness/errors.ts';
+import { judgeBusStall, latchedDuring, STALL_WINDOW_AFTER_MS } from '../../harness/clients/bus-stalls.ts';
+import { eventsSince } from '../../harness/clients/events.ts';
+import { lateness } from '../../harness/lateness.ts';
 import { sealProgram } from '../../harness/clients/weldplan.ts';
 import { covers, describe, expect, inProfile, profile } from '../../harness/fixture.ts';
 import { stringifyExact } from '../../harness/oracle/json.ts';
 import type { OlpSpec } from '../../harness/targets/index.ts';
 import { baseProgram } from '../planner/toolkit.ts';
 import { expectAuthoringError, needsConfigured, olpTest as test, useOlp, type Olp } from './toolkit.ts';
+
+/**
+ * The OLP server's grant on its local simulator: the 500 ms default lease (document 1 part 2
+ * requested_lease_ms, omitted), renewed every quarter lease (docs/profile.md "OLP server: dense execution").
+ */
+const PREVIEW_LEASE_MS = 500;
+const PREVIEW_RENEW_MS = PREVIEW_LEASE_MS / 4;
+
+/**
+ * Whether the local simulator's cell was faulted by its simulated bus stalling on this host
+ * (harness/clients/bus-stalls.ts): only for a simulator whose host time is this process's clock, from
+ * the faults it latched since `startNs`, its events and the harness's own stalls around each latch (the
+ * harness injects nothing into it). Undefined: the failure stands.
+ */
+async function localBusStall(sim: ControlClient, startNs: bigint): Promise<string | undefined> {
+  try {
+    const t0 = process.hrtime.bigint();
+    const now = BigInt(((await sim.status()).reply.data as Record<string, any>).now_host_ns);
+    if (now < t0 || now > process.hrtime.bigint()) return undefined;
+    const events = await eventsSince(sim, 0n);
+    const latched = latchedDuring(events, startNs);
+    if (latched === 0n) return undefined;
+    return judgeBusStall({
+      latched,
+      events,
+      injections: [],
+      stallAround(tNs, beforeMs) {
+        const tMs = performance.now() - Number(process.hrtime.bigint() - tNs) / 1e6;
+        const w = lateness.window(tMs - beforeMs, tMs + STALL_WINDOW_AFTER_MS);
+        return w.samples ? w.max_ms : undefined;
+      },
+    });
+  } catch {
+    return undefined;
+  }
+}
 
 const SPEC = (): OlpSpec => ({ planner: 'none', workers: { cad: 'builtin', seam: 'builtin', pool: 1 }, localSimulator: true });
 type Pools = { open: (n: string, s: () => OlpSpec) => Promise<Olp | undefined> };
@@ -50,6 +89,7 @@ describe('local simulator', () => {
     'start runs a loopback stack with its own control socket; preview jog moves its axis as its control service reports; stop ends it',
     covers('olp:route.local_simulator_programs', 'profile:olp.local_simulator'),
     async ({ olps, skip }) => {
+      const testStartNs = process.hrtime.bigint();
       const o = await server(olps, skip);
       skip((await o.client.get('/health')).json?.local_simulator !== true, 'the OLP server has no local simulator');
       const started = await o.client.post('/local-simulator/start', {});
@@ -72,16 +112,36 @@ describe('local simulator', () => {
          * next request under a new grant, and the jog session is gone (409 jog_session_unknown). That is the
          * host's doing, not the server's: such an attempt is retried, and three of them end in ERROR.
          */
+        const losses: string[] = [];
         const preview = async (): Promise<number | 'lease_lost'> => {
           const q0 = await pos();
           const jog = { session_id: 'preview-1', axis, direction: 1, fraction: 1 };
+          const sent = performance.now();
           const b = await o.client.post('/local-simulator/jog/begin', { ...jog, revision: 1 });
+          const rtt = performance.now() - sent;
+          // The begin acquires the server's grant and enables under it; refused because that grant already
+          // expired is the host's doing only when the begin took longer than the lease less one renewal
+          // period (a renewal due meanwhile may not have arrived): otherwise the failure stands.
+          if (b.status === 409 && /control_session_stale: session expired/.test(b.text) && rtt > PREVIEW_LEASE_MS - PREVIEW_RENEW_MS) {
+            losses.push(`begin answered in ${Math.round(rtt)} ms, refused: ${b.text.slice(0, 160)}`);
+            return 'lease_lost';
+          }
           expect(b.status, b.text).toBe(200);
           const generation = String((await cell()).grant.generation);
           for (let rev = 2; rev <= 8; rev++) {
             const u = await o.client.post('/local-simulator/jog/update', { ...jog, revision: rev });
-            if (u.status !== 200 && String((await cell()).grant.generation) !== generation) return 'lease_lost';
             if (u.status !== 200) {
+              // The server lost its grant meanwhile: a new one on the cell, or none held and the update
+              // refused for want of it (docs/profile.md "OLP server: local simulator": its grant is the server's).
+              const g = (await cell()).grant;
+              if (String(g.generation) !== generation || (g.active === false && /"not_armed"/.test(u.text))) {
+                losses.push(`update ${rev}: the server's grant on the cell ended (${u.status} ${u.text.slice(0, 120)})`);
+                return 'lease_lost';
+              }
+            }
+            if (u.status !== 200) {
+              const stalled = await localBusStall(sim, testStartNs);
+              if (stalled) throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `the OLP server's local simulator: ${stalled}; update ${rev} was refused: ${u.text.slice(0, 160)}`);
               const c = await cell();
               expect(u.status, `update ${rev}: ${u.text}; the cell: ${JSON.stringify({ core: c.core, axes: c.axes?.map((a: any) => ({ id: a.id, ds402: a.ds402_state, fault: a.fault, error_code: a.error_code })) }, (_k, v) => (typeof v === 'bigint' ? String(v) : v)).slice(0, 1500)}`).toBe(200);
             }
@@ -92,7 +152,7 @@ describe('local simulator', () => {
         };
         let moved: number | 'lease_lost' = 'lease_lost';
         for (let attempt = 0; attempt < 3 && moved === 'lease_lost'; attempt++) moved = await preview();
-        if (moved === 'lease_lost') throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', 'the OLP server\'s lease on its local simulator ended during each of 3 preview jogs (a new grant each time): renewals 125 ms apart did not arrive within 500 ms');
+        if (moved === 'lease_lost') throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `the OLP server's lease on its local simulator ended during each of 3 preview jogs (renewals ${PREVIEW_RENEW_MS} ms apart did not arrive within ${PREVIEW_LEASE_MS} ms): ${losses.join('; ')}`);
         expect(moved).toBeGreaterThan(0.02); // 0.25 rad/s for about 0.4 s
         // Preview only: the local simulator's grant is the OLP server's, on its own stack.
         expect(((await sim.status()).reply.data as Record<string, any>).grant.active).toBe(true);

@@ -183,7 +183,15 @@ function bodyTaken(x: { external: boolean }, skip: (c: boolean, n?: string) => v
  * released afterwards (DESIGN.md rule 5) unless `keep` says the test stops it itself.
  */
 async function alive<T>(o: Olp, f: () => Promise<T>, keep = false): Promise<T> {
-  const t = setInterval(() => void o.client.post('/dense-execution/heartbeat', {}).catch(() => undefined), 1_000);
+  const beats: Beat[] = [];
+  heartbeats.set(o, beats);
+  const t = setInterval(() => {
+    const sent = performance.now();
+    void o.client.post('/dense-execution/heartbeat', {}).then(
+      () => beats.push({ sent, answered: performance.now() }),
+      () => undefined,
+    );
+  }, 1_000);
   let ok = false;
   try {
     const v = await f();
@@ -193,6 +201,41 @@ async function alive<T>(o: Olp, f: () => Promise<T>, keep = false): Promise<T> {
     clearInterval(t);
     if (!ok || !keep) await o.client.post('/dense-execution/stop', {}).catch(() => undefined);
   }
+}
+
+/** A heartbeat `alive` sent and had answered (performance.now() ms). */
+interface Beat {
+  sent: number;
+  answered: number;
+}
+/** The heartbeats `alive` sent to each OLP server, for judging a lease the server gave up (lostLeaseJudged). */
+const heartbeats = new WeakMap<Olp, Beat[]>();
+
+/**
+ * A play refused not_armed after the arm was answered: the server gave its lease up meanwhile. Its
+ * status says why (docs/profile.md "OLP server: dense execution", stopped_reason), and the harness's own
+ * figures say whether a slow host explains it: `ui_heartbeat_lost` while the harness's heartbeats (the
+ * arm, then one a second) left a span longer than the heartbeat interval between one sent and the next
+ * answered, or `lease_lost` on the reference stack while the harness's own event loop stalled past three
+ * quarters of the lease (the server renews every quarter lease): HIL_ERR_HOST_TOO_SLOW with the figures.
+ * Otherwise the refusal stands, with the reason in its message.
+ */
+async function lostLeaseJudged(x: Exec, since: number, play: { status: number; text: string }, playedAt: number): Promise<void> {
+  const st = (await x.o.client.get('/dense-execution/status').catch(() => undefined))?.json ?? {};
+  const reason = String(st.stopped_reason ?? '');
+  const fail = async () => expect(play.status, `${play.text}; the server's stopped_reason: ${reason || '(none)'}`).toBe(200);
+  if (reason === 'ui_heartbeat_lost' && Number(st.heartbeat_timeout_ms) > 0) {
+    const beats = [{ sent: since, answered: since }, ...(heartbeats.get(x.o) ?? []).filter((b) => b.sent >= since).sort((a, b) => a.sent - b.sent)];
+    let gap = playedAt - beats[beats.length - 1]!.sent;
+    for (let i = 1; i < beats.length; i++) gap = Math.max(gap, beats[i]!.answered - beats[i - 1]!.sent);
+    await hostBound(
+      { rule: 'docs/profile.md "OLP server: dense execution": a heartbeat within heartbeat_timeout_ms keeps the lease', marginMs: Number(st.heartbeat_timeout_ms), since, measured: () => ({ ms: Math.round(gap), what: 'the longest span from a heartbeat sent to the next one answered' }) },
+      fail,
+    );
+  } else if (reason.startsWith('lease_lost') && !EXTERNAL) {
+    await hostBound({ rule: 'document 1 part 3: a grant renewed within its lease stays owned (the OLP server renews every quarter lease)', marginMs: (LEASE_MS * 3) / 4, since }, fail);
+  }
+  await fail();
 }
 
 /** Bring the cell back to the planned program's start (every axis at 0, the planner stub's rest pose). */
@@ -220,12 +263,14 @@ async function loadAndPlay(x: Exec, skip: (c: boolean, n?: string) => void, post
   const { client, description: d } = x;
   const loaded = await post('/load', { trajectory_digest: digest });
   bodyTaken(x, skip, loaded, 'load');
+  const since = performance.now();
   const armed = await post('/arm', { armed: true });
   expect(armed.status, armed.text).toBe(200);
   await ensureHomed(post, client, d);
   await toStart(post, client);
   const before = BigInt((await cellStatus(client)).execution.generation);
   const play = await post('/play', {});
+  if (play.status === 409 && /"not_armed"/.test(play.text)) await lostLeaseJudged(x, since, play, performance.now());
   expect(play.status, play.text).toBe(200);
   return before;
 }

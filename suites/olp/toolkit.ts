@@ -243,7 +243,7 @@ export class OlpPool {
 export function ownPlannerAddress(skip: Skip['skip']): { host: string; port: number } {
   const { name, options } = targetFromEnv();
   if (name !== 'external') return { host: '127.0.0.1', port: 0 };
-  const f = olpFactsFromFile(options.olpFacts).own_planner;
+  const f = olpFactsFromFile(options.olpFacts as string | undefined).own_planner;
   skip(f === undefined, 'needs a planner of the test\'s own behind a server of the deployment: the OLP facts file\'s own_planner (README "Your own OLP server")');
   const i = f!.listen.lastIndexOf(':');
   return { host: f!.listen.slice(0, i).replace(/^\[|\]$/g, ''), port: Number(f!.listen.slice(i + 1)) };

@@ -89,7 +89,7 @@ describe('renewals during a program upload', () => {
       // a stack just started) are slow on a loaded host by nobody's fault the rule is about: they go to a
       // grant of the longest lease, released before the one under test is taken.
       const first = await cell.grant({ requested_lease_ms: 10_000n });
-      const warming = keepGrant(client, first, first.grant.lease_ms, 20, epochNow(), { judgedByTest: true });
+      const warming = keepGrant(client, first, first.grant.lease_ms, 20, epochNow(), { judgedByTest: true, inFlight: 1 });
       for (let i = 0; i < 500 && warming.records.length < WARM_UP; i++) await new Promise((res) => setTimeout(res, 20));
       warming.stop();
       await warming.settle();
@@ -100,7 +100,8 @@ describe('renewals during a program upload', () => {
       // A fifth of the lease as a controller renews, at most 50 ms so that several renewals are sent while
       // even a quick service receives and admits the file; the first land before the upload starts.
       const every = Math.max(20, Math.min(50, Math.floor(lease / 5)));
-      const kept = keepGrant(client, s, lease, every, startSent, { judgedByTest: true });
+      // One renewal at a time: keeperLateness counts the keeper's lateness from the previous answer.
+      const kept = keepGrant(client, s, lease, every, startSent, { judgedByTest: true, inFlight: 1 });
       let r: Awaited<ReturnType<typeof postProgram>>;
       let from: number;
       let to: number;

@@ -30,11 +30,12 @@
  * | 22 | Telemetry window | GET /dense-execution/telemetry/window?after=N -> JSON summary of one control-service batch: {first_sequence, last_sequence, dropped, record_count, records:[{seq, t_ns, armed, positions[]}]} (last 64 records, positions converted with counts_per_unit and sign). |
  */
 import http from "node:http";
-import zlib from "node:zlib";
 import fs from "node:fs";
-import path from "node:path";
 import { ControlClient, ControlError } from "./control.js";
-import { checkProgram, packWeldplan, readDenseHeader, sha256Hex } from "./program.js";
+import { readDenseHeader, sha256Hex } from "./program.js";
+import { HttpError, isLoopback, isObj, parseJson, readBody, send, tryJson } from "./http.js";
+import { captureModel, robots } from "./robots.js";
+import { WeldPlanning } from "./weldplan.js";
 
 export interface BlindCell {
   cell_id: string;
@@ -72,12 +73,6 @@ function reducedSpeed(a: Record<string, unknown>): number {
 }
 const FENCE_EXEMPT = new Set(["/stop", "/pause", "/heartbeat", "/target", "/cells", "/jog/stop", "/jog/end"]);
 
-class HttpError extends Error {
-  constructor(public readonly status: number, public readonly code: string, public readonly detail: string, public readonly extra: Record<string, unknown> = {}) {
-    super(`${code}: ${detail}`);
-  }
-}
-
 interface CellEntry { cell: BlindCell; registered: boolean; client: ControlClient }
 interface Lease {
   cellId: string;
@@ -92,14 +87,6 @@ interface Lease {
   renewedAt: number;
 }
 interface JogSession { session_id: string; target_id: string; revision: number; axis: number; direction: number; fraction: number; since: number }
-
-function isObj(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
-function isLoopback(host: string): boolean {
-  return host === "127.0.0.1" || host === "localhost" || host === "::1" || host.startsWith("127.");
-}
 
 export class BlindOlp {
   private readonly cells = new Map<string, CellEntry>();
@@ -120,11 +107,12 @@ export class BlindOlp {
   private lastStopReason = "";
   private loaded: { cellId: string; identity: Record<string, unknown>; program: Record<string, unknown> } | null = null;
   private jog: JogSession | null = null;
-  private planning = false;
+  private readonly weld: WeldPlanning;
 
   constructor(o: BlindOlpOptions) {
     this.catalogue = o.catalogue !== false;
     this.plannerUrl = o.plannerUrl?.replace(/\/+$/, "");
+    this.weld = new WeldPlanning(this.plannerUrl);
     this.robotStoreDir = o.robotStoreDir;
     this.host = o.host ?? "127.0.0.1";
     this.port = o.port ?? 8794;
@@ -223,7 +211,7 @@ export class BlindOlp {
       switch (r) {
         case "/health": return this.health();
         case "/capabilities": return this.capabilities();
-        case "/robots": return this.robots();
+        case "/robots": return robots(this.robotStoreDir);
         case "/targets": return this.targets();
         case "/dense-execution/cells": return { ok: true, cells: [...this.cells.values()].map((c) => ({ ...c.cell, registered: c.registered })) };
         case "/dense-execution/capabilities": return this.denseCapabilities();
@@ -272,11 +260,11 @@ export class BlindOlp {
         if (typeof b["cell_id"] !== "string") throw new HttpError(400, "invalid_request", "cell_id (string) is required");
         return this.select(b["cell_id"], typeof b["model_id"] === "string" ? b["model_id"] : undefined, false);
       }
-      case "/robots/capture-model": return this.captureModel(body());
+      case "/robots/capture-model": return captureModel(this.robotStoreDir, body());
       case "/cadquery/topology": throw new HttpError(503, "unavailable", "no CAD worker is configured");
       case "/seam": throw new HttpError(503, "seam_worker_unavailable", "no seam worker is configured");
-      case "/weld-plan": return this.weldPlan(res, body(), false);
-      case "/weld-plan/export": return this.weldPlan(res, body(), true);
+      case "/weld-plan": return this.weld.weldPlan(res, body(), false, this.selected !== null && this.lease !== null);
+      case "/weld-plan/export": return this.weld.weldPlan(res, body(), true, this.selected !== null && this.lease !== null);
     }
     if (r.startsWith("/local-simulator/") || r.startsWith("/programs")) throw new HttpError(503, "unavailable", "this deployment has no local simulator or program catalogue");
     throw new HttpError(404, "not_found", `no route POST ${r}`);
@@ -698,7 +686,7 @@ export class BlindOlp {
     if (typeof b["dense_blob_base64"] === "string" && b["dense_blob_base64"].length > 0) {
       blob = Buffer.from(b["dense_blob_base64"], "base64");
     } else if (typeof b["trajectory_digest"] === "string") {
-      blob = await this.fetchDense(b["trajectory_digest"], (code, detail) => new HttpError(code === "dense_blob_not_found" ? 409 : 502, code, detail));
+      blob = await this.weld.fetchDense(b["trajectory_digest"], (code, detail) => new HttpError(code === "dense_blob_not_found" ? 409 : 502, code, detail));
     } else {
       throw new HttpError(400, "invalid_request", "dense_blob_base64 or trajectory_digest is required");
     }
@@ -871,165 +859,8 @@ export class BlindOlp {
     return { ok: true, ended: cur !== null };
   }
 
-  // ------------------------------------------------------------------ robots
 
-  private robotList(): { robots: Array<Record<string, unknown>>; problems: string[]; files: Map<string, Buffer> } {
-    const robots: Array<Record<string, unknown>> = [];
-    const problems: string[] = [];
-    const files = new Map<string, Buffer>();
-    if (!this.robotStoreDir) return { robots, problems, files };
-    let names: string[];
-    try { names = fs.readdirSync(this.robotStoreDir).filter((n) => n.endsWith(".urdf")).sort(); } catch (err) {
-      throw new HttpError(500, "robot_store_unreadable", (err as Error).message);
-    }
-    for (const n of names) {
-      let bytes: Buffer;
-      try { bytes = fs.readFileSync(path.join(this.robotStoreDir, n)); } catch (err) { problems.push(`${n}: ${(err as Error).message}`); continue; }
-      const text = bytes.toString("utf8");
-      if (!/<robot[\s>]/.test(text)) { problems.push(`${n}: not a URDF robot`); continue; }
-      const frames = [...text.matchAll(/<link\s+name="([^"]+)"/g)].map((m) => m[1]!);
-      const driven = [...text.matchAll(/<joint\s+name="([^"]+)"\s+type="([^"]+)"/g)].filter((m) => m[2] !== "fixed").map((m) => m[1]!).sort();
-      const modelId = n.slice(0, -".urdf".length);
-      files.set(modelId, bytes);
-      robots.push({
-        model_id: modelId, robot_description_sha256: `sha256:${sha256Hex(bytes)}`, frames,
-        axes: { driven, held: [] }, reset_pose: Object.fromEntries(driven.map((j) => [j, 0])),
-      });
-    }
-    return { robots, problems, files };
-  }
 
-  private robots(): unknown {
-    const { robots, problems } = this.robotList();
-    return { ok: true, robots, problems };
-  }
-
-  private captureModel(b: Record<string, unknown>): unknown {
-    const modelId = b["model_id"];
-    const sha = b["robot_description_sha256"];
-    if (typeof modelId !== "string" || modelId === "") throw new HttpError(400, "invalid_request", "model_id is required");
-    if (typeof sha !== "string" || !/^sha256:[0-9a-f]{64}$/.test(sha)) throw new HttpError(400, "invalid_request", "robot_description_sha256 must be sha256:<64 hex>");
-    let calibration: Buffer | undefined;
-    if (b["machine_planning_calibration_base64"] !== undefined) {
-      if (typeof b["machine_planning_calibration_base64"] !== "string") throw new HttpError(400, "invalid_request", "machine_planning_calibration_base64 must be a string");
-      // Changed after integration: a value that is not base64 is refused (document 3 part 4: the field is
-      // base64, failure 400) instead of being decoded leniently into other bytes.
-      if (!isBase64(b["machine_planning_calibration_base64"])) throw new HttpError(400, "invalid_request", "machine_planning_calibration_base64 is not base64");
-      calibration = Buffer.from(b["machine_planning_calibration_base64"], "base64");
-    }
-    const { robots, files } = this.robotList();
-    const r = robots.find((x) => x["model_id"] === modelId);
-    if (!r) throw new HttpError(400, "invalid_request", `no robot ${modelId} in the store`);
-    if (r["robot_description_sha256"] !== sha) throw new HttpError(400, "invalid_request", `robot ${modelId} has description ${String(r["robot_description_sha256"])}, not ${sha}`);
-    const identity: Record<string, unknown> = { model_id: modelId, robot_description_sha256: sha };
-    if (calibration) identity["machine_planning_calibration_sha256"] = `sha256:${sha256Hex(calibration)}`;
-    return { ok: true, model_id: modelId, urdf: files.get(modelId)!.toString("utf8"), identity };
-  }
-
-  // ------------------------------------------------------------------ weld planning
-
-  private async fetchDense(digest: string, err: (code: string, detail: string) => HttpError): Promise<Buffer> {
-    if (!this.plannerUrl) throw err("motion_origin_unavailable", "no planner is configured");
-    if (!/^sha256:[0-9a-f]{64}$/.test(digest)) throw new HttpError(400, "invalid_request", "trajectory_digest must be sha256:<64 hex>");
-    let r: Response;
-    try { r = await fetch(`${this.plannerUrl}/api/motion/dense/${digest}`); } catch (e) { throw err("dense_blob_unreachable", (e as Error).message); }
-    if (r.status === 404) throw err("dense_blob_not_found", `planner no longer holds ${digest}`);
-    if (r.status !== 200) throw err("dense_blob_unreachable", `planner answered ${r.status}`);
-    return Buffer.from(await r.arrayBuffer());
-  }
-
-  private async weldPlan(res: http.ServerResponse, b: Record<string, unknown>, exportOnly: boolean): Promise<unknown> {
-    const bad = (d: string, extra: Record<string, unknown> = {}) => new HttpError(400, "weld_plan_invalid", d, extra);
-    if (!isObj(b["program"])) throw bad("program (object) is required");
-    if (!isObj(b["tooling"])) throw bad("tooling (object) is required");
-    if (typeof b["cell_id"] !== "string" || b["cell_id"] === "") throw bad("cell_id is required");
-    const absent = b["workpiece_absent"] === true;
-    if (typeof b["step_base64"] !== "string") throw bad("step_base64 is required");
-    if (b["step_base64"] === "" && !absent) throw bad("missing STEP: step_base64 is empty and workpiece_absent is not true");
-    const fsb = b["free_space_backend"];
-    if (fsb !== undefined && !["bspline", "curobo", "legacy"].includes(fsb as string)) throw bad("free_space_backend must be bspline, curobo or legacy");
-    const problems = checkProgram(b["program"]);
-    if (problems.length) throw bad(`program refused: ${problems.slice(0, 5).join("; ")}`, { problems });
-    const program = b["program"];
-    const programId = typeof b["program_id"] === "string" ? b["program_id"] : String(program["program_id"]);
-    const connected = this.selected !== null && this.lease !== null;
-    const calibration = !connected && typeof b["machine_planning_calibration_base64"] === "string" ? Buffer.from(b["machine_planning_calibration_base64"], "base64") : undefined;
-    const container = packWeldplan({
-      program, tooling: b["tooling"], step: Buffer.from(b["step_base64"], "base64"),
-      stepName: typeof b["step_filename"] === "string" && /^[A-Za-z0-9._-]{1,100}$/.test(b["step_filename"]) ? b["step_filename"] : "workpiece.step",
-      calibration,
-    });
-    const weldplanSha = sha256Hex(container);
-    if (exportOnly) {
-      const safe = programId.replace(/[^A-Za-z0-9._-]/g, "_") || "program";
-      res.writeHead(200, {
-        "content-type": "application/octet-stream",
-        "content-disposition": `attachment; filename="${safe}.weldplan"`,
-        "x-weldplan-sha256": weldplanSha,
-        "content-length": container.length,
-      });
-      res.end(container);
-      return undefined;
-    }
-    if (!this.plannerUrl) throw new HttpError(503, "motion_origin_unavailable", "no planner is configured");
-    if (this.planning) throw new HttpError(429, "busy", "one weld plan at a time");
-    this.planning = true;
-    const ac = new AbortController();
-    let clientGone = false;
-    const onClose = () => { if (!res.writableEnded) { clientGone = true; ac.abort(); } };
-    res.on("close", onClose);
-    const timer = setTimeout(() => ac.abort(), 30 * 60 * 1000);
-    try {
-      const q = new URLSearchParams({
-        run_weld_trajopt: "true", run_connecting_trajopt: "true", verify: "true", dense: "true",
-        free_space_backend: typeof fsb === "string" ? fsb : "bspline", program_id: programId,
-      });
-      if (Number.isSafeInteger(b["manifest_revision"])) q.set("manifest_revision", String(b["manifest_revision"]));
-      if (Number.isSafeInteger(b["plan_revision"])) q.set("plan_revision", String(b["plan_revision"]));
-      let r: Response;
-      try {
-        r = await fetch(`${this.plannerUrl}/api/motion/plan?${q.toString()}`, {
-          method: "POST", body: new Uint8Array(container), headers: { "content-type": "application/octet-stream" }, signal: ac.signal,
-        });
-      } catch (e) {
-        if (clientGone) throw new HttpError(408, "canceled", "client went away");
-        if (ac.signal.aborted) throw new HttpError(504, "timeout", "planner ran out of time");
-        throw new HttpError(502, "motion_plan_failed", `planner unreachable: ${(e as Error).message}`);
-      }
-      const text = await r.text();
-      let result: unknown;
-      try { result = JSON.parse(text); } catch { throw new HttpError(502, "motion_plan_invalid_response", `planner answered ${r.status} with invalid JSON`); }
-      if (r.status !== 200) {
-        const msg = isObj(result) ? String(result["error"] ?? JSON.stringify(result["detail"] ?? "")) : text;
-        throw new HttpError(502, "motion_plan_failed", `planner ${r.status}: ${msg}`);
-      }
-      if (!isObj(result)) throw new HttpError(502, "motion_plan_invalid_response", "plan result is not an object");
-      const seams = Array.isArray(result["seams"]) ? (result["seams"] as unknown[]) : [];
-      const refused = seams.filter((s) => isObj(s) && s["crossed"] === false).map((s) => (s as Record<string, unknown>)["id"]);
-      if (refused.length) throw new HttpError(502, "motion_plan_seam_refused", `seams not planned: ${refused.join(", ")}`, { result });
-      if (result["connecting_trajectories_error"] !== undefined) throw new HttpError(502, "motion_plan_unjoined", String(JSON.stringify(result["connecting_trajectories_error"])), { result });
-      if (isObj(result["dense_error"])) {
-        const de = result["dense_error"];
-        throw new HttpError(502, "motion_plan_no_trajectory", `${String(de["reason"])}: ${String(de["detail"] ?? "")}`, { dense_error: de, result });
-      }
-      const dense = result["dense"];
-      if (!isObj(dense) || typeof dense["trajectory_digest"] !== "string") throw new HttpError(502, "motion_plan_no_trajectory", "result has no dense block", { dense_error: { reason: "result_empty", detail: "no dense block", segment_index: null }, result });
-      const blob = await this.fetchDense(dense["trajectory_digest"], (code, detail) => new HttpError(502, code, detail));
-      return {
-        ok: true, result, weldplan_sha256: `sha256:${weldplanSha}`,
-        program_digest: typeof b["program_digest"] === "string" ? b["program_digest"] : (program["program_digest"] ?? null),
-        dense: {
-          digest: dense["trajectory_digest"], plan_id: dense["plan_id"] ?? null, samples: dense["total_sample_count"] ?? null,
-          segments: dense["segments"] ?? [], robot_cell: dense["robot_cell"] ?? null,
-        },
-        dense_blob_base64: blob.toString("base64"),
-      };
-    } finally {
-      clearTimeout(timer);
-      res.off("close", onClose);
-      this.planning = false;
-    }
-  }
 }
 
 // ------------------------------------------------------------------ helpers
@@ -1054,117 +885,4 @@ function controlEvidence(e: ControlError): Record<string, unknown> {
   if (isObj(data) && isObj(data["limit_violation"])) out["limit_violation"] = data["limit_violation"];
   if (e.reply?.["native_result"] !== undefined) out["native_result"] = e.reply["native_result"];
   return out;
-}
-
-function tryJson(raw: Buffer): unknown {
-  try { return JSON.parse(raw.toString("utf8")); } catch { return undefined; }
-}
-
-function parseJson(raw: Buffer): Record<string, unknown> {
-  if (raw.length === 0) return {};
-  let v: unknown;
-  try { v = JSON.parse(raw.toString("utf8")); } catch { throw new HttpError(400, "invalid_json", "body is not one JSON value (trailing data is refused)"); }
-  if (!isObj(v)) throw new HttpError(400, "invalid_json", "body must be a JSON object");
-  return v;
-}
-
-function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers["content-length"] ?? "0");
-    if (declared > limit) {
-      req.resume();
-      reject(new HttpError(413, "payload_too_large", `body over ${limit} bytes`));
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let n = 0;
-    let over = false;
-    req.on("data", (c: Buffer) => {
-      if (over) return;
-      n += c.length;
-      if (n > limit) { over = true; reject(new HttpError(413, "payload_too_large", `body over ${limit} bytes`)); return; }
-      chunks.push(c);
-    });
-    req.on("end", () => { if (!over) resolve(Buffer.concat(chunks)); });
-    req.on("error", reject);
-  });
-}
-
-function isBase64(s: string): boolean {
-  return /^[A-Za-z0-9+/]*={0,2}$/.test(s) && s.length % 4 === 0;
-}
-
-function acceptsGzip(header: string): boolean {
-  let gzip: number | undefined;
-  let star: number | undefined;
-  for (const part of header.split(",")) {
-    const [name, ...params] = part.trim().split(";");
-    const coding = (name ?? "").trim().toLowerCase();
-    let q = 1;
-    for (const p of params) {
-      const m = /^\s*q\s*=\s*([0-9.]+)\s*$/i.exec(p);
-      if (m) q = Number(m[1]);
-    }
-    if (coding === "gzip" || coding === "x-gzip") gzip = q;
-    else if (coding === "*") star = q;
-  }
-  return (gzip ?? star ?? 0) > 0;
-}
-
-function send(req: http.IncomingMessage, res: http.ServerResponse, status: number, body: unknown): void {
-  let data = Buffer.from(JSON.stringify(body), "utf8");
-  const headers: Record<string, string | number> = { "content-type": "application/json", "cache-control": "no-store", "x-content-type-options": "nosniff" };
-  // Changed after integration: "Responses are gzip-compressed when accepted" (document 3 part 2) holds for
-  // every reply, small ones too; and gzip is accepted when Accept-Encoding lists it (any case) or * with a
-  // nonzero weight (RFC 9110 12.5.3), not when it says gzip;q=0.
-  if (acceptsGzip(String(req.headers["accept-encoding"] ?? ""))) {
-    data = zlib.gzipSync(data);
-    headers["content-encoding"] = "gzip";
-  }
-  headers["content-length"] = data.length;
-  res.writeHead(status, headers);
-  res.end(data);
-}
-
-// ------------------------------------------------------------------ CLI
-
-function parseArgs(argv: string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === "--no-catalogue") { out["no-catalogue"] = "1"; continue; }
-    if (!a.startsWith("--")) throw new Error(`unexpected argument ${a}`);
-    const eq = a.indexOf("=");
-    if (eq > 0) out[a.slice(2, eq)] = a.slice(eq + 1);
-    else { out[a.slice(2)] = argv[i + 1] ?? ""; i++; }
-  }
-  return out;
-}
-
-async function main(): Promise<void> {
-  const a = parseArgs(process.argv.slice(2));
-  const listen = a["listen"] ?? "127.0.0.1:8794";
-  const m = /^(.*):(\d+)$/.exec(listen);
-  if (!m) throw new Error("--listen HOST:PORT");
-  let cells: BlindCell[] = [];
-  if (a["cells"]) {
-    const j = JSON.parse(fs.readFileSync(a["cells"], "utf8")) as unknown;
-    cells = (Array.isArray(j) ? j : isObj(j) && Array.isArray(j["cells"]) ? j["cells"] : []) as BlindCell[];
-  }
-  const olp = new BlindOlp({
-    cells, plannerUrl: a["planner-url"], robotStoreDir: a["robot-store"], host: m[1]!.replace(/^\[|\]$/g, ""), port: Number(m[2]),
-    heartbeatMs: a["heartbeat-ms"] ? Number(a["heartbeat-ms"]) : undefined, catalogue: a["no-catalogue"] ? false : undefined,
-  });
-  const url = await olp.listen();
-  process.stdout.write(`ready ${JSON.stringify({ olp: url })}\n`);
-  const shut = () => { void olp.close().then(() => process.exit(0)); };
-  process.on("SIGTERM", shut);
-  process.on("SIGINT", shut);
-}
-
-const isMain = (() => {
-  try { return process.argv[1] !== undefined && fs.realpathSync(process.argv[1]) === fs.realpathSync(new URL(import.meta.url).pathname); } catch { return false; }
-})();
-if (isMain) {
-  main().catch((e: unknown) => { process.stderr.write(`${(e as Error).message}\n`); process.exit(2); });
 }

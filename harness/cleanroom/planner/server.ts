@@ -44,7 +44,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { homedir, tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CELL_ID } from "./cell.js";
 import { PlanFailure, plan, type PlanOptions } from "./plan.js";
@@ -284,7 +284,10 @@ export class BlindPlanner {
     const base = this.tmpPath();
     const bodyFile = base + ".weldplan", denseTmp = base + ".rdt";
     writeFileSync(bodyFile, body);
-    const worker = fileURLToPath(new URL("./worker.ts", import.meta.url));
+    // The worker beside this module, built the same way: worker.ts from source (tsx), worker.mjs beside a
+    // server.mjs built to JavaScript (the harness's clean-room check starts it so, harness/cleanroom/processes.ts).
+    const self = fileURLToPath(import.meta.url);
+    const worker = join(dirname(self), "worker" + extname(self));
     return new Promise((resolve) => {
       const child = spawn(process.execPath, [...process.execArgv, worker, bodyFile, JSON.stringify(o), denseTmp], {
         detached: true, stdio: ["ignore", "pipe", "pipe"],
