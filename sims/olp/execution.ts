@@ -21,6 +21,13 @@ export const JOG_HOLD_MS = 150;
 /** Joint moves run at this share of the move speed ceiling below. */
 export const MOVE_SPEED = 0.3;
 const WINDOW_EVERY = 10; // keep every 10th capture record (100 Hz at a 1 ms cycle)
+/**
+ * telemetry_busy (document 1 part 7: the ring header was torn while it was read; "Retry-After 1; retry same
+ * cursor") is asked again with the same cursor after the second it names, this many times, before the
+ * window is answered telemetry_unavailable.
+ */
+export const TELEMETRY_BUSY_RETRIES = 3;
+export const TELEMETRY_BUSY_RETRY_MS = 1_000;
 
 export interface Describe {
   backend: string;
@@ -461,10 +468,16 @@ export class CellSession {
       throw linkDown(e);
     }
     const records: WindowSample[] = [];
+    let busy = 0;
     for (let i = 0; i < 64; i++) {
       let bytes: Buffer;
       try {
         const r = await this.link.raw('GET', `/v1/telemetry?after=${after}`);
+        if (r.status === 409 && errorLabel(r.bytes) === 'telemetry_busy' && busy < TELEMETRY_BUSY_RETRIES) {
+          busy++;
+          await new Promise((resolve) => setTimeout(resolve, TELEMETRY_BUSY_RETRY_MS));
+          continue; // the same cursor again
+        }
         if (r.status === 409 && after !== this.cursor) {
           after = this.cursor; // the hint was ahead of the ring
           continue;
@@ -503,4 +516,9 @@ export class CellSession {
     await this.link.close();
     return true;
   }
+}
+
+/** The reason label a control service's JSON error reply leads with (document 1 part 2 `error`), if any. */
+function errorLabel(body: Buffer): string | undefined {
+  return /"error"\s*:\s*"([a-z_]+)/.exec(body.subarray(0, 4096).toString('utf8'))?.[1];
 }
