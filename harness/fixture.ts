@@ -11,8 +11,7 @@ import { HarnessError, verdictOfError } from './errors.ts';
 import { Cell } from './clients/cell.ts';
 import { epochNow, keptLoss, startKeeper } from './clients/keeper.ts';
 import { waitStatus } from './clients/status.ts';
-import { eventsSince } from './clients/events.ts';
-import { judgeBusStall, latchedDuring, STALL_WINDOW_AFTER_MS } from './clients/bus-stalls.ts';
+import { hostBusStall } from './clients/host-stall.ts';
 import { liveTargets } from './targets/live.ts';
 import type { ControlClient } from './clients/control.ts';
 import { stringifyExact } from './oracle/json.ts';
@@ -237,24 +236,7 @@ async function busStallOf(target: Target, startNs: bigint): Promise<string | und
   // is the target's own, and its stalls are the target's.
   const simulatedBus = target.name === 'sim' || (target.name === 'rig' && target.driver === 'ethercat-fake');
   if (!simulatedBus || !(await sharesClock(target))) return undefined;
-  try {
-    const events = await eventsSince(target.client(), 0n);
-    const latched = latchedDuring(events, startNs);
-    if (latched === 0n) return undefined;
-    return judgeBusStall({
-      latched,
-      events,
-      injections: target.injections ?? [],
-      stallAround(tNs, beforeMs) {
-        const tMs = performance.now() - Number(process.hrtime.bigint() - tNs) / 1e6;
-        const w = lateness.window(tMs - beforeMs, tMs + STALL_WINDOW_AFTER_MS);
-        return w.samples ? w.max_ms : undefined;
-      },
-    });
-  } catch {
-    // The evidence could not be read (the stack went away): the failure stands as it was.
-    return undefined;
-  }
+  return hostBusStall(target.client(), startNs, target.injections ?? []);
 }
 
 const clockShared = new WeakMap<Target, boolean>();

@@ -4,22 +4,12 @@
 // confirmed; a lease lost to a silent cell is never reported stopped without asking the cell.
 
 import { afterEach, expect, test, vi } from 'vitest';
-import { CellSession, type Describe } from './execution.ts';
+import { session } from './test-session.ts';
 import type { ControlLink, Fence, Reply } from './control.ts';
-import type { CatalogueCell } from './cells.ts';
 
 afterEach(() => {
   vi.useRealTimers();
 });
-
-const DESCRIBE = {
-  backend: 'core',
-  configuration_sha256: 'c'.repeat(64),
-  binding: { pair_id: 'p', revision: 1, configuration_sha256: 'c'.repeat(64) },
-  cycle_ns: 1_000_000,
-  axes: [{ id: 'J1', position_unit: 'rad', min_position: -1, max_position: 1, native_home: true, counts_per_unit: 1000, sign: 1 }],
-  capabilities: [],
-} as Describe;
 
 /** A control link whose answers the test sets: `down` throws as a dead socket does; `refuse` answers 409. */
 function scriptedLink() {
@@ -40,10 +30,6 @@ function scriptedLink() {
     } as unknown as ControlLink,
   };
   return s;
-}
-
-function session(link: ControlLink) {
-  return new CellSession({ cell_id: 'cell-b' } as CatalogueCell, link, DESCRIBE, { heartbeatMs: 60_000, leaseMs: 400, log: () => undefined });
 }
 
 const stops = (s: ReturnType<typeof scriptedLink>) => s.sent.filter((x) => x.op === 'stop').map((x) => x.fence);

@@ -4,23 +4,14 @@
 // times; any other refusal is telemetry_unavailable at once.
 
 import { afterEach, expect, test, vi } from 'vitest';
-import { CellSession, TELEMETRY_BUSY_RETRIES, TELEMETRY_BUSY_RETRY_MS, type Describe } from './execution.ts';
+import { TELEMETRY_BUSY_RETRIES, TELEMETRY_BUSY_RETRY_MS } from './execution.ts';
+import { session } from './test-session.ts';
 import type { ControlLink } from './control.ts';
-import type { CatalogueCell } from './cells.ts';
 import { AXIS_ARRAY_OFFSET, BATCH_MAGIC, HEADER_BYTES, RECORD_BYTES } from '../core/capture/layout.ts';
 
 afterEach(() => {
   vi.useRealTimers();
 });
-
-const DESCRIBE = {
-  backend: 'core',
-  configuration_sha256: 'c'.repeat(64),
-  binding: { pair_id: 'p', revision: 1, configuration_sha256: 'c'.repeat(64) },
-  cycle_ns: 1_000_000,
-  axes: [{ id: 'J1', position_unit: 'rad', min_position: -1, max_position: 1, native_home: true, counts_per_unit: 1000, sign: 1 }],
-  capabilities: [],
-} as Describe;
 
 /** A TelemetryBatchHeaderV1 batch of one axis holding the records with these sequences (every 10th kept by the window). */
 function batch(seqs: bigint[]): Buffer {
@@ -59,8 +50,6 @@ function scripted(answers: Array<{ status: number; bytes: Buffer }>) {
   } as unknown as ControlLink;
   return { link, asked };
 }
-
-const session = (link: ControlLink) => new CellSession({ cell_id: 'cell-b' } as CatalogueCell, link, DESCRIBE, { heartbeatMs: 60_000, leaseMs: 400, log: () => undefined });
 
 test('telemetry_busy is asked again with the same cursor after a second; the window then holds the records', async () => {
   vi.useFakeTimers();

@@ -8,9 +8,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { ControlClient } from '../../harness/clients/control.ts';
 import { HarnessError } from '../../harness/errors.ts';
-import { judgeBusStall, latchedDuring, STALL_WINDOW_AFTER_MS } from '../../harness/clients/bus-stalls.ts';
-import { eventsSince } from '../../harness/clients/events.ts';
-import { lateness } from '../../harness/lateness.ts';
+import { hostBusStall } from '../../harness/clients/host-stall.ts';
 import { sealProgram } from '../../harness/clients/weldplan.ts';
 import { covers, describe, expect, inProfile, profile } from '../../harness/fixture.ts';
 import { stringifyExact } from '../../harness/oracle/json.ts';
@@ -36,22 +34,11 @@ async function localBusStall(sim: ControlClient, startNs: bigint): Promise<strin
     const t0 = process.hrtime.bigint();
     const now = BigInt(((await sim.status()).reply.data as Record<string, any>).now_host_ns);
     if (now < t0 || now > process.hrtime.bigint()) return undefined;
-    const events = await eventsSince(sim, 0n);
-    const latched = latchedDuring(events, startNs);
-    if (latched === 0n) return undefined;
-    return judgeBusStall({
-      latched,
-      events,
-      injections: [],
-      stallAround(tNs, beforeMs) {
-        const tMs = performance.now() - Number(process.hrtime.bigint() - tNs) / 1e6;
-        const w = lateness.window(tMs - beforeMs, tMs + STALL_WINDOW_AFTER_MS);
-        return w.samples ? w.max_ms : undefined;
-      },
-    });
   } catch {
     return undefined;
   }
+  // The harness injects nothing into the local simulator.
+  return hostBusStall(sim, startNs, []);
 }
 
 const SPEC = (): OlpSpec => ({ planner: 'none', workers: { cad: 'builtin', seam: 'builtin', pool: 1 }, localSimulator: true });
