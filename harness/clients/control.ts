@@ -148,7 +148,7 @@ export class ControlClient {
       });
       const buf = new Uint8Array(await res.body.arrayBuffer());
       const reply = { status: res.statusCode, headers: res.headers, body: buf };
-      if (reply.status === 409) noteRefusal(409, refusalText(buf));
+      if (reply.status === 409) noteRefusal(409, refusalText(buf), performance.timeOrigin + at);
       o.after?.({ client: this, method, path, body, reply, ms: performance.now() - at, at });
       return reply;
     } catch (e) {

@@ -63,6 +63,13 @@ test('a request of the test refused as lapsed before the keeper was refused: the
   expect(judgeKept(1_000, 500, [], [lapse(999)])).toBeUndefined();
   expect(judgeKept(0, 500, [], [lapse(5_000)], 1_000)).toBeUndefined();
   expect(judgeKept(0, 500, [], [lapse(1_400)], 1_000)?.target).toBe(false);
+  // The core's own refusal (no_grant: lease expired) of a request sent at 250: only the renewals sent before
+  // it had reached the core, so the one sent at 400 does not count; answered at 701 it is the host's, at 700
+  // (within 200 + 500) it stands; a service refusal with the same figures counts every accepted renewal.
+  const native = (answered: number) => ({ answered, error: 'no_grant: lease expired', sent: 250 });
+  expect(judgeKept(0, 500, [r(100, 5), r(200, 5), r(400, 5)], [native(701)])?.target).toBe(false);
+  expect(judgeKept(0, 500, [r(100, 5), r(200, 5), r(400, 5)], [native(700)])).toBeUndefined();
+  expect(judgeKept(0, 500, [r(100, 5), r(200, 5), r(400, 5)], [{ ...native(701), error: 'control_session_stale: session expired' }])).toBeUndefined();
   // The keeper's own refusal decides when there is one (judgeRenewals), a stale one included.
   expect(judgeKept(0, 500, [r(100, 1), r(200, 1, 409, 'control_session_stale')], [lapse(5_000)])).toBeUndefined();
   expect(judgeKept(0, 500, [r(100, 5), r(200, 5, 409, 'expired')], [lapse(900)])?.target).toBe(true);

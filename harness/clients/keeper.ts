@@ -227,7 +227,12 @@ export function judgeKept(startSent: number, leaseMs: number, records: readonly 
   const f = (x: number) => Math.round(x * 10) / 10;
   for (const l of seen) {
     if (l.answered < startSent || (stoppedAt !== undefined && l.answered > stoppedAt + leaseMs)) continue;
-    const accepted = [startSent, ...records.filter((r) => r.answered <= l.answered).map((r) => r.sent)];
+    // The core's own fence (`no_grant: lease expired`, docs/profile.md "Native receipts") judged the request
+    // when it executed it, against the deadline the renewals it had by then set: the service hands the core
+    // its admissions in order, so a renewal sent after the request may reach the core behind it. Only the
+    // renewals sent before the request count for such a refusal.
+    const native = l.sent !== undefined && /^no_grant: lease expired/.test(l.error);
+    const accepted = [startSent, ...records.filter((r) => r.answered <= l.answered && (!native || r.sent <= l.sent!)).map((r) => r.sent)];
     const last = Math.max(...accepted);
     if (last + leaseMs >= l.answered) continue;
     const after = records.find((r) => r.sent > last);

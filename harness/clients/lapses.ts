@@ -7,6 +7,8 @@
 export interface Lapse {
   answered: number;
   error: string;
+  /** Epoch ms when the refused request was sent, when the client said. */
+  sent?: number;
 }
 
 export const lapses: Lapse[] = [];
@@ -20,8 +22,8 @@ export const lapses: Lapse[] = [];
 const LAPSED = /^(expired\b|control_session_stale: (session expired|the grant ended)|no_grant\b)/;
 
 /** Note a refusal (the control client calls this with every 409); only lapses are kept. */
-export function noteRefusal(status: number, error: string | undefined): void {
+export function noteRefusal(status: number, error: string | undefined, sent?: number): void {
   if (status !== 409 || !error || !LAPSED.test(error)) return;
-  lapses.push({ answered: performance.timeOrigin + performance.now(), error });
+  lapses.push({ answered: performance.timeOrigin + performance.now(), error, ...(sent !== undefined ? { sent } : {}) });
   if (lapses.length > 512) lapses.splice(0, 256);
 }
