@@ -13,6 +13,7 @@ import type { BindingInput, ControlClient } from '../../harness/clients/control.
 import { covers, describe, expect, needsFaults, needsMotion, inProfile, profile, recoveringTest, type VariantOf } from '../../harness/fixture.ts';
 import { REQUEST_SCHEMA } from '../../harness/clients/control.ts';
 import { stringifyExact } from '../../harness/oracle/json.ts';
+import { HarnessError } from '../../harness/errors.ts';
 import { createConnection } from 'node:net';
 import { firstAxisUnfit, machineOf, needs } from '../../harness/machine.ts';
 
@@ -545,11 +546,21 @@ describe('refusals', () => {
       } finally {
         cell.pauseKeeping(s);
       }
+      const renewSent = performance.now();
       const g = await renew();
       const lease = Number(g.lease_ms);
       const cursor = await eventCursor(client);
       await target.inject({ kind: 'stall_next_command', ms: lease + 300 });
       const r = await cell.fenced('start_trajectory', s, { handle: h });
+      const startAnswered = performance.now();
+      // The Start must reach the service while the last renewal's lease runs (its deadline is no earlier
+      // than the renewal's send plus lease_ms, document 1 part 3), so that the service admits it and the
+      // core refuses it. Refused by the service itself (the session expired) although answered within that
+      // lease: the target's failure. Answered later: the harness may have sent it after the deadline.
+      if (r.label !== 'fence' && startAnswered - renewSent > lease) {
+        const f = (x: number) => Math.round(x * 10) / 10;
+        throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `document 1 part 3 (renew): the Start was answered ${f(startAnswered - renewSent)} ms after the last renewal was sent, past its lease of ${lease} ms, and refused ${r.label} (${r.reply.error}): it may have reached the service after the deadline, a slow host, not a verdict on the target`, { detail: { rule: 'Start within the lease', measured_ms: f(startAnswered - renewSent), margin_ms: lease } });
+      }
       expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: 'fence' });
       expect(r.reply.native_result).toMatchObject({ Result: 1 });
       const st = await status(client);
