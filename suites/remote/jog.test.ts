@@ -521,6 +521,20 @@ describe('calibration', () => {
         const g = await readJogIngress(l.localClient);
         expect(g.accepted).toBe(g0.accepted);
         const by = g.refused_by_reason as Record<string, bigint>;
+        // No frame is accepted, so the jog ends at the input deadline its begin gave it (origin plus the input
+        // age, document 1 part 3 "Jog session"); a frame after that is jog_session_stale, rightly. The origin is
+        // the begin sample mapped to host time, at most the calibration's half window u before the sample
+        // (docs/profile.md "Remote jog", Calibration): a frame sent after that earliest deadline and refused
+        // stale says nothing of the target.
+        const stale = (by.jog_session_stale ?? 0n) - ((g0.refused_by_reason as Record<string, bigint>).jog_session_stale ?? 0n);
+        const [c1, c2] = x.calibrated as [Record<string, bigint>, Record<string, bigint>];
+        const earliestDeadline = x.beginSourceNs - SKEW - (c2.host_rx_ns! - c1.host_tx_ns!) / 2n + INPUT_AGE_NS;
+        // Only when as many frames left after it as were refused stale (the two frames are the lane's last inputs).
+        const late = ws.inputsNs.slice(-2).filter((t) => t > earliestDeadline);
+        if (stale > 0n && BigInt(late.length) >= stale) {
+          const ms = (ns: bigint) => Math.round(Number(ns) / 1e5) / 10;
+          throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `document 1 part 3 "Jog session" (input deadline): the harness sent ${late.length} of its frames after the earliest input deadline the begin can have given the jog (the last ${ms(late.at(-1)! - earliestDeadline)} ms after it, input age ${ms(INPUT_AGE_NS)} ms), and ${stale} were refused jog_session_stale: a slow host, not a verdict on the target`, { detail: { rule: 'jog input deadline', late_ms: ms(late.at(-1)! - earliestDeadline) } });
+        }
         expect(by.jog_clock_calibration_expired).toBe(((g0.refused_by_reason as Record<string, bigint>).jog_clock_calibration_expired ?? 0n) + 2n);
         for (const r of await recordsSince(l.localClient, t0)) expect(r.ax[J1]!.target_velocity_counts_per_s).toBe(0);
         await closeLane(ws, l);
