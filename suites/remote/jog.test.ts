@@ -69,6 +69,8 @@ function beginInTime(c: Cell, s: Session, f: { axis_mask: number; source_origin_
   );
 }
 
+/** How long the service waits for a native receipt (docs/profile.md "Native receipts"). */
+const NATIVE_RECEIPT_NS = 1_000_000_000n;
 /** The input age of the lanes' cell (MACHINE, the internet profile: document 1 part 8). */
 const INPUT_AGE_NS = 750_000_000n;
 
@@ -79,9 +81,14 @@ const INPUT_AGE_NS = 750_000_000n;
  * harness was that slow, HIL_ERR_HOST_TOO_SLOW with the figures; otherwise the refusal stands.
  */
 function begunInTime(x: { answer: Record<string, unknown>; beginSentNs: bigint; answeredNs: bigint }): void {
+  const ms = (ns: bigint) => Math.round(Number(ns) / 1e5) / 10;
   if (x.answer.type === 'rejected' && x.answer.reason === 'jog_clock_input_stale' && x.answeredNs - x.beginSentNs > INPUT_AGE_NS) {
-    const ms = (ns: bigint) => Math.round(Number(ns) / 1e5) / 10;
     throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `docs/profile.md "Remote jog" (begin): the begin was answered ${ms(x.answeredNs - x.beginSentNs)} ms after the harness sent it, past the input age of ${ms(INPUT_AGE_NS)} ms that bounds its deadline, and was rejected jog_clock_input_stale: a slow host, not a verdict on the target`, { detail: { rule: 'begin deadline', measured_ms: ms(x.answeredNs - x.beginSentNs) } });
+  }
+  // begin runs begin_jog, whose native receipt the service waits for 1 s (docs/profile.md "Native receipts"):
+  // refused without it after the exchange took longer than that, the core may have been left without CPU.
+  if (x.answer.type === 'rejected' && x.answer.reason === 'native_rejected' && x.answeredNs - x.beginSentNs > NATIVE_RECEIPT_NS) {
+    throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `docs/profile.md "Native receipts": the begin was answered ${ms(x.answeredNs - x.beginSentNs)} ms after the harness sent it, past the ${ms(NATIVE_RECEIPT_NS)} ms the service waits for begin_jog's native receipt, and was rejected native_rejected: a slow host, not a verdict on the target`, { detail: { rule: 'native receipt', measured_ms: ms(x.answeredNs - x.beginSentNs) } });
   }
   expect(x.answer.type, JSON.stringify(x.answer, (_k, v) => (typeof v === 'bigint' ? String(v) : v))).toBe('begun');
 }
