@@ -7,10 +7,10 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { CompiledMachine } from '../config/types.ts';
 import { LiveTiming, UNORDERED, type ServiceNote, type ServiceTiming } from './timing.ts';
 import { runIncarnation, type CoreThread } from './core-threads.ts';
-import { isOutput, reportedClockMode, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PlanWorkspace, type PostStamp, type ToCore } from '../core/protocol.ts';
+import { isOutput, reportedClockMode, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PlanAttachment, type PlanWorkspace, type ToCore } from '../core/protocol.ts';
 import { PlanArena, type PlanLease } from '../core/plan-arena.ts';
 import { incarnationFile } from '../../fixtures/contract/recording-files.ts';
-import { isTap, type FromTap, type ToTap } from '../../drivers/replay/tap.ts';
+import { isTap, type FromTap, type RecordStamp, type ToTap } from '../../drivers/replay/tap.ts';
 
 /** The result of a message the core answers without a native receipt (a step, a flush, what it owes). */
 const noResult = (): NativeReply['result'] => ({ Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 });
@@ -199,7 +199,7 @@ export class CoreLink extends EventEmitter {
 
   /** Post with the service's stamp (its clock, and why when it sent the message of its own accord). */
   private postStamped(m: ToCore, origin?: string, transfer?: ArrayBuffer[], workspace?: PlanWorkspace, slot?: number): void {
-    const stamp: PostStamp = { sentNs: this.serviceNow(), ...(origin ? { origin } : {}), ...(workspace ? { workspace } : {}), ...(slot !== undefined ? { slot } : {}) };
+    const stamp: RecordStamp & PlanAttachment = { sentNs: this.serviceNow(), ...(origin ? { origin } : {}), ...(workspace ? { workspace } : {}), ...(slot !== undefined ? { slot } : {}) };
     this.port?.postMessage({ ...m, ...stamp }, transfer ?? []);
   }
 
