@@ -45,13 +45,15 @@ export function recordFixture(o: RecordOptions): PerTestFixture | undefined {
   if (!recorder.perTest) return undefined;
   return perTestFixture({
     before: () => Promise.resolve({}),
-    after(test, stacks, wallMs) {
+    after(test, stacks, wallMs, _recording, erred) {
       // Recorded, but the test never opened the target: say so beside where its recording would be, so
       // its replay runs it (without a stack) rather than skipping it as not recorded. Its variants, if it
       // opened any, have recordings of their own beside that.
       if (!stacks.some((s) => s.recording)) recorder.noteStackless(test, wallMs);
       // The test's wall time beside its recording: a replay says how much faster (or slower) it ran.
-      for (const s of stacks) if (s.recording && !s.variant) RecordingStore.noteSidecar(s.recording, { test_wall_ms: wallMs });
+      // And the codes it ended in ERROR with: its replay is skipped (recorder.ts precheck), the recording being
+      // of the harness's trouble then rather than of the target.
+      for (const s of stacks) if (s.recording && !s.variant) RecordingStore.noteSidecar(s.recording, { test_wall_ms: wallMs, ...(erred.length ? { recorded_errors: erred } : {}) });
       return { wallMs };
     },
     modeName: () => 'record',

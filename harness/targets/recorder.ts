@@ -262,6 +262,12 @@ export class Recorder {
         detail: { recorded: found.recordedMachine, current: sha },
       });
     }
+    // A test that ended in ERROR when recorded (the host too slow, the harness broken): its recording keeps
+    // what broke then (a lease run out under a late keeper), which the live test does not repeat, so its
+    // replay would judge the target on the recorded harness's trouble (a live keeper renewing in time, a
+    // recorded expiry replayed: FAIL; a fault injection held behind that expiry: ERROR).
+    const erred = recordedErrors(RecordingStore.readSidecar(found.path));
+    if (erred.length) return { skip: `recorded in ERROR (${erred.join(', ')}): the recording keeps what broke the harness then, no reference of the target; re-record it (hil run --record)` };
     return { path: found.path };
   }
 
@@ -339,4 +345,10 @@ export class Recorder {
   noteStackless(test: TestRun, wallMs: number): void {
     if (this.mode === 'record' && this.o.machineSha256) this.store.writeStackless(this.o.machineSha256, test.id, test.drawnProperties(), wallMs);
   }
+}
+
+/** The error codes a recorded test ended with (a sidecar's `recorded_errors`, record.ts), none when it passed or failed. */
+export function recordedErrors(sidecar: Record<string, unknown> | null): string[] {
+  const e = sidecar?.recorded_errors;
+  return Array.isArray(e) ? e.filter((c): c is string => typeof c === 'string') : [];
 }

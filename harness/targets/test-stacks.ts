@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import * as allure from 'allure-js-commons';
 import { enterTest, leaveTest, perTestTargets, type PerTestOutcome, type TestRun } from './pertest.ts';
 import { refreshDescriptions } from './described.ts';
+import { verdictOfError } from '../errors.ts';
 import type { PerTestFixture, TestContextLike } from './types.ts';
 
 const RUN_DIR = process.env.HIL_RUN_DIR ?? join(process.cwd(), 'reports', '.run');
@@ -23,9 +24,10 @@ export interface PerTestHooks {
   entered?(test: TestRun, recording: string | undefined): void;
   /**
    * The test's own stacks have stopped (`stacks`: their outcomes, its variants' not yet): leave what the mode
-   * keeps, and say the test's wall time (and, replayed, the recorded one).
+   * keeps, and say the test's wall time (and, replayed, the recorded one). `erred`: the codes of the errors
+   * the test ended with whose verdict is ERROR (harness/errors.ts), empty when it passed or failed.
    */
-  after(test: TestRun, stacks: readonly PerTestOutcome[], wallMs: number, recording: string | undefined): { wallMs: number; recordedMs?: number };
+  after(test: TestRun, stacks: readonly PerTestOutcome[], wallMs: number, recording: string | undefined, erred: readonly string[]): { wallMs: number; recordedMs?: number };
   /** More fields of a recording's note in the run record (replay: its verdict). */
   note?(o: PerTestOutcome): Record<string, unknown>;
   /** Allure's "recording mode" parameter of a stack's recording. */
@@ -56,7 +58,7 @@ export function perTestFixture(hooks: PerTestHooks): PerTestFixture {
       await use();
     } finally {
       for (const t of perTestTargets()) outcomes.push(...(await t.end()));
-      testWall = hooks.after(test, outcomes, Math.round(performance.now() - started), recording);
+      testWall = hooks.after(test, outcomes, Math.round(performance.now() - started), recording, erredCodes(task));
       // The variant fixture has closed the test's variants by now (it is torn down first).
       outcomes.push(...test.takeOutcomes());
       leaveTest();
@@ -76,6 +78,15 @@ export function perTestFixture(hooks: PerTestHooks): PerTestFixture {
       await hooks.judge?.(o, which, task);
     }
   };
+}
+
+/**
+ * The codes of the errors a test ended with whose verdict is ERROR (harness/errors.ts verdictOfError): the
+ * runner has taken the test's own outcome (its body and afterEach hooks) before it tears the fixtures down.
+ */
+export function erredCodes(task: { result?: { errors?: readonly unknown[] } }): string[] {
+  const codes = (task.result?.errors ?? []).filter((e) => verdictOfError(e) === 'error').map((e) => (e as { code?: unknown }).code);
+  return [...new Set(codes.map((c) => (typeof c === 'string' ? c : 'unknown')))];
 }
 
 /** Leave a note of which recording a test wrote or replayed, for run.json and the report. */

@@ -71,7 +71,7 @@ export interface DescriptorAbilities {
 
 /** What a target's per-test fixture reads of vitest's test context (harness/targets/test-stacks.ts). */
 export interface TestContextLike {
-  task: { fullName: string; meta: { replayUnheld?: string } };
+  task: { fullName: string; meta: { replayUnheld?: string }; result?: { errors?: readonly unknown[] } };
   skip: (note?: string) => void;
 }
 

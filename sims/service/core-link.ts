@@ -264,7 +264,7 @@ export class CoreLink extends EventEmitter {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         wait.done('timeout');
-        reject(new CoreUnavailable(`no native receipt for ${op} within ${timeoutMs} ms`));
+        reject(new CoreUnavailable(`no native receipt for ${op} within ${wait.ms} ms`));
       }, wait.ms);
       this.pending.set(id, { resolve: (r) => (wait.done('ok'), resolve(r)), reject, timer });
       this.postStamped({ t: 'cmd', id, op, generation, axisMask, ...extra } satisfies ToCore);
@@ -301,7 +301,7 @@ export class CoreLink extends EventEmitter {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         wait.done('timeout');
-        reject(new CoreUnavailable(`no native receipt for prepare within ${timeoutMs} ms`));
+        reject(new CoreUnavailable(`no native receipt for prepare within ${wait.ms} ms`));
       }, wait.ms);
       this.pending.set(id, { resolve: (r) => (wait.done('ok'), resolve(r)), reject, timer });
       const buffers = [m.timeNs.buffer, m.position.buffer, m.velocity.buffer, m.hasVelocity.buffer, m.ioMask.buffer, m.ioValues.buffer];
@@ -322,7 +322,8 @@ export class CoreLink extends EventEmitter {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         wait.done('timeout');
-        reject(new CoreUnavailable('no reply to fault injection within 1 s'));
+        // The bound the wait used (a replay's may be longer than 1 s: timing.ts CoreWait.ms).
+        reject(new CoreUnavailable(`no reply to fault injection within ${wait.ms} ms`));
       }, wait.ms);
       this.pending.set(id, { resolve: (r) => (wait.done('ok'), resolve(r)), reject, timer });
       this.postStamped({ t: 'inject', id, fault } satisfies ToCore);
