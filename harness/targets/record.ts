@@ -45,16 +45,19 @@ export function recordFixture(o: RecordOptions): PerTestFixture | undefined {
   if (!recorder.perTest) return undefined;
   return perTestFixture({
     before: () => Promise.resolve({}),
-    after(test, stacks, wallMs, _recording, erred) {
+    after(test, stacks, wallMs) {
       // Recorded, but the test never opened the target: say so beside where its recording would be, so
       // its replay runs it (without a stack) rather than skipping it as not recorded. Its variants, if it
       // opened any, have recordings of their own beside that.
       if (!stacks.some((s) => s.recording)) recorder.noteStackless(test, wallMs);
       // The test's wall time beside its recording: a replay says how much faster (or slower) it ran.
-      // And the codes it ended in ERROR with: its replay is skipped (recorder.ts precheck), the recording being
-      // of the harness's trouble then rather than of the target.
-      for (const s of stacks) if (s.recording && !s.variant) RecordingStore.noteSidecar(s.recording, { test_wall_ms: wallMs, ...(erred.length ? { recorded_errors: erred } : {}) });
+      for (const s of stacks) if (s.recording && !s.variant) RecordingStore.noteSidecar(s.recording, { test_wall_ms: wallMs });
       return { wallMs };
+    },
+    // The codes a test ended in ERROR with: its replay is skipped (recorder.ts precheck), the recording being
+    // of the harness's trouble then rather than of the target.
+    erred(stacks, codes) {
+      for (const s of stacks) if (s.recording && !s.variant && !s.incarnation) RecordingStore.noteSidecar(s.recording, { recorded_errors: codes });
     },
     modeName: () => 'record',
   });

@@ -183,11 +183,16 @@ test('replay: a test that ended in ERROR when recorded is skipped, naming the co
   expect(await rec.precheck(failed)).toEqual({ path: store.testRecording(A, failed) });
 });
 
-test('record: the codes a test ended with are those whose verdict is ERROR, each once; an assertion or a FAIL code is no such code', () => {
+test('record: a failed test is said to have ended in ERROR, with its codes each once, when the harness lost a grant to its lateness or every error is a harness one; an assertion or a FAIL code among its errors keeps it a FAIL', () => {
   const assertion = { name: 'AssertionError', message: 'x', showDiff: true, actual: 1, expected: 2 };
-  const slow = { name: 'HarnessError', message: 'late', code: 'HIL_ERR_HOST_TOO_SLOW', verdict: 'error' };
+  const channel = { name: 'HarnessError', message: 'refused', code: 'HIL_ERR_TEST_CHANNEL', verdict: 'error' };
   const diverged = { name: 'HarnessError', message: 'differs', code: 'HIL_ERR_REPLAY_DIVERGED', verdict: 'fail' };
-  expect(erredCodes({ result: { errors: [assertion, diverged] } })).toEqual([]);
-  expect(erredCodes({ result: { errors: [assertion, slow, slow, { code: 'HIL_ERR_TEST_CHANNEL' }] } })).toEqual(['HIL_ERR_HOST_TOO_SLOW', 'HIL_ERR_TEST_CHANNEL']);
-  expect(erredCodes({})).toEqual([]);
+  const failed = (errors: unknown[], meta: { hostTooSlow?: string } = {}) => erredCodes({ meta, result: { errors } });
+  expect(failed([assertion])).toEqual([]);
+  expect(failed([diverged, channel])).toEqual([]);
+  expect(failed([assertion, channel])).toEqual([]);
+  expect(failed([channel, channel, { code: 'HIL_ERR_TARGET_START' }, { name: 'Error', message: 'planted' }])).toEqual(['HIL_ERR_TEST_CHANNEL', 'HIL_ERR_TARGET_START', 'Error']);
+  // A lease lost to the host's lateness (the cell's or the trace's judgement): the assertion after it says nothing.
+  expect(failed([assertion], { hostTooSlow: 'renewal sent 483.6 ms after the last accepted one' })).toEqual(['HIL_ERR_HOST_TOO_SLOW']);
+  expect(erredCodes({ meta: {} })).toEqual([]);
 });

@@ -12,6 +12,7 @@ import * as allure from 'allure-js-commons';
 import { enterTest, leaveTest, perTestTargets, type PerTestOutcome, type TestRun } from './pertest.ts';
 import { refreshDescriptions } from './described.ts';
 import { verdictOfError } from '../errors.ts';
+import { testStateOf } from '../report/verdict.ts';
 import type { PerTestFixture, TestContextLike } from './types.ts';
 
 const RUN_DIR = process.env.HIL_RUN_DIR ?? join(process.cwd(), 'reports', '.run');
@@ -24,10 +25,11 @@ export interface PerTestHooks {
   entered?(test: TestRun, recording: string | undefined): void;
   /**
    * The test's own stacks have stopped (`stacks`: their outcomes, its variants' not yet): leave what the mode
-   * keeps, and say the test's wall time (and, replayed, the recorded one). `erred`: the codes of the errors
-   * the test ended with whose verdict is ERROR (harness/errors.ts), empty when it passed or failed.
+   * keeps, and say the test's wall time (and, replayed, the recorded one).
    */
-  after(test: TestRun, stacks: readonly PerTestOutcome[], wallMs: number, recording: string | undefined, erred: readonly string[]): { wallMs: number; recordedMs?: number };
+  after(test: TestRun, stacks: readonly PerTestOutcome[], wallMs: number, recording: string | undefined): { wallMs: number; recordedMs?: number };
+  /** The test ended in ERROR (`codes`: why, erredCodes), told once every fixture has judged it (record: its sidecar says so). */
+  erred?(stacks: readonly PerTestOutcome[], codes: readonly string[]): void;
   /** More fields of a recording's note in the run record (replay: its verdict). */
   note?(o: PerTestOutcome): Record<string, unknown>;
   /** Allure's "recording mode" parameter of a stack's recording. */
@@ -41,15 +43,23 @@ export interface PerTestHooks {
  * destructuring: the caller keeps it destructured (index.ts perTestStacksFixture).
  */
 export function perTestFixture(hooks: PerTestHooks): PerTestFixture {
-  return async ({ task, skip }, use) => {
+  return async ({ task, skip, onTestFailed }, use) => {
     const id = task.fullName;
+    const outcomes: PerTestOutcome[] = [];
+    // Registered before every other fixture's, so called after theirs (the runner calls them in reverse):
+    // whether the harness's lateness made the failure an ERROR (the cell's and the trace's hostTooSlow) is known.
+    if (hooks.erred) {
+      onTestFailed?.(() => {
+        const codes = erredCodes(task);
+        if (codes.length) hooks.erred!(outcomes, codes);
+      });
+    }
     const pre = await hooks.before(id);
     if ('skip' in pre) skip(pre.skip);
     const recording = 'recording' in pre ? pre.recording : undefined;
     const test = enterTest(id);
     const started = performance.now();
     hooks.entered?.(test, recording);
-    const outcomes: PerTestOutcome[] = [];
     let testWall: { wallMs: number; recordedMs?: number } | undefined;
     try {
       for (const t of perTestTargets()) await t.begin(test);
@@ -58,7 +68,7 @@ export function perTestFixture(hooks: PerTestHooks): PerTestFixture {
       await use();
     } finally {
       for (const t of perTestTargets()) outcomes.push(...(await t.end()));
-      testWall = hooks.after(test, outcomes, Math.round(performance.now() - started), recording, erredCodes(task));
+      testWall = hooks.after(test, outcomes, Math.round(performance.now() - started), recording);
       // The variant fixture has closed the test's variants by now (it is torn down first).
       outcomes.push(...test.takeOutcomes());
       leaveTest();
@@ -81,12 +91,19 @@ export function perTestFixture(hooks: PerTestHooks): PerTestFixture {
 }
 
 /**
- * The codes of the errors a test ended with whose verdict is ERROR (harness/errors.ts verdictOfError): the
- * runner has taken the test's own outcome (its body and afterEach hooks) before it tears the fixtures down.
+ * Why a failed test ended in ERROR rather than FAIL (harness/report/verdict.ts testStateOf): the harness
+ * lost a grant to its lateness (HIL_ERR_HOST_TOO_SLOW), or every error's code has the verdict ERROR
+ * (harness/errors.ts), each code once. None when it failed (an assertion, a FAIL code among its errors).
  */
-export function erredCodes(task: { result?: { errors?: readonly unknown[] } }): string[] {
-  const codes = (task.result?.errors ?? []).filter((e) => verdictOfError(e) === 'error').map((e) => (e as { code?: unknown }).code);
-  return [...new Set(codes.map((c) => (typeof c === 'string' ? c : 'unknown')))];
+export function erredCodes(task: { meta: { hostTooSlow?: string; replayUnheld?: string }; result?: { errors?: readonly unknown[] } }): string[] {
+  const errors = task.result?.errors ?? [];
+  if (testStateOf('failed', errors, task.meta) !== 'errored') return [];
+  // An error without a code (a plain Error the harness threw) by its name.
+  const named = errors.filter((e) => verdictOfError(e) === 'error').map((e) => {
+    const x = e as { code?: unknown; name?: unknown };
+    return typeof x.code === 'string' ? x.code : typeof x.name === 'string' ? x.name : 'unknown';
+  });
+  return [...new Set([...(task.meta.hostTooSlow !== undefined ? ['HIL_ERR_HOST_TOO_SLOW'] : []), ...named])];
 }
 
 /** Leave a note of which recording a test wrote or replayed, for run.json and the report. */
