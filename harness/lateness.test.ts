@@ -2,6 +2,8 @@
 // (ERROR) only when the harness itself was late inside it past the rule's margin; within the margin the
 // failure stands, and a harness error is never turned into anything else.
 
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { expect, test } from 'vitest';
 import { HarnessError, verdictOfError } from './errors.ts';
 import { hostBound, lateness } from './lateness.ts';
@@ -81,4 +83,79 @@ test('stalls: total sums every stall inside the exchange against the margin (thr
   const total = await hostBound({ rule: 'telemetry batches in a window', marginMs: 100, stalls: 'total' }, failing).catch((x: unknown) => x);
   expect((total as { code?: string }).code).toBe('HIL_ERR_HOST_TOO_SLOW');
   expect(String((total as Error).message)).toMatch(/^HIL_ERR_HOST_TOO_SLOW: telemetry batches in a window: the harness was late by \d+(\.\d)? ms \(event loop stalls totalling \d+(\.\d)? ms\) against a margin of 100 ms/);
+});
+
+// targetOnHost: the run-queue wait of a process this harness watches (a stack it started on this host). Two
+// busy processes pinned to one core, the watched one at nice 19: the kernel keeps it waiting nearly all the
+// time, while the harness's own loop keeps time. A sleeping watched process waits for nothing.
+const linuxWithTaskset = process.platform === 'linux' && existsSync('/usr/bin/taskset');
+const spin = 'const t = Date.now() + 5000; while (Date.now() < t) {}';
+const sleep = 'setTimeout(() => {}, 5000)';
+
+function pinned(code: string, nice: number): ChildProcess {
+  return spawn('taskset', ['-c', '0', 'nice', '-n', String(nice), process.execPath, '-e', code], { stdio: 'ignore' });
+}
+
+async function waitedFor(child: ChildProcess): Promise<number> {
+  // taskset and nice exec node in place: the pid is node's once it runs (give it time to start).
+  await new Promise((r) => setTimeout(r, 300));
+  return child.pid!;
+}
+
+test.runIf(linuxWithTaskset)('targetOnHost: a failure while the target\'s process waited on the run queue past the margin is HOST_TOO_SLOW with its wait; without targetOnHost it stands', async () => {
+  lateness.start();
+  const hog = pinned(spin, 0);
+  const target = pinned(spin, 19);
+  try {
+    const pid = await waitedFor(target);
+    await waitedFor(hog);
+    const unwatch = lateness.watch(() => pid);
+    try {
+      const exchange = async () => {
+        await new Promise((r) => setTimeout(r, 400));
+        failing();
+      };
+      const e = await hostBound({ rule: 'document 1 part 3: a renewal admitted within the lease', marginMs: 150, targetOnHost: true }, exchange).catch((x: unknown) => x);
+      expect((e as HarnessError).code).toBe('HIL_ERR_HOST_TOO_SLOW');
+      expect(Number((e as HarnessError).detail.target_wait_ms)).toBeGreaterThan(150);
+      expect((e as HarnessError).detail.target_pid).toBe(pid);
+      expect((e as HarnessError).message).toMatch(/the target's process on this host waited \d+(\.\d)? ms on the run queue/);
+      // The same wait is not the host's excuse for a rule the target breaks by acting early or late on purpose.
+      const strict = await hostBound({ rule: 'r', marginMs: 150 }, exchange).catch((x: unknown) => x);
+      expect((strict as HarnessError).code).toBe('HIL_ERR_TARGET_REFUSED');
+    } finally {
+      unwatch();
+    }
+    // Unwatched: its wait is nobody's figure any more.
+    const after = await hostBound({ rule: 'r', marginMs: 150, targetOnHost: true }, async () => {
+      await new Promise((r) => setTimeout(r, 400));
+      failing();
+    }).catch((x: unknown) => x);
+    expect((after as HarnessError).code).toBe('HIL_ERR_TARGET_REFUSED');
+  } finally {
+    hog.kill('SIGKILL');
+    target.kill('SIGKILL');
+  }
+});
+
+test.runIf(linuxWithTaskset)('targetOnHost: a watched process that sleeps waits for nothing, so the failure stands', async () => {
+  lateness.start();
+  const target = pinned(sleep, 19);
+  try {
+    const pid = await waitedFor(target);
+    const unwatch = lateness.watch(() => pid);
+    try {
+      const e = await hostBound({ rule: 'r', marginMs: 150, targetOnHost: true }, async () => {
+        await new Promise((r) => setTimeout(r, 400));
+        failing();
+      }).catch((x: unknown) => x);
+      expect((e as HarnessError).code).toBe('HIL_ERR_TARGET_REFUSED');
+      expect(lateness.targetWait(0, performance.now())!.pid).toBe(pid);
+      expect(lateness.targetWait(0, performance.now())!.ms).toBeLessThan(50);
+    } finally {
+      unwatch();
+    }
+  } finally {
+    target.kill('SIGKILL');
+  }
 });

@@ -10,7 +10,12 @@
 // the figures, never in FAIL; when the harness kept within the margin, the failure stands (a target that
 // extends a deadline is still caught on a loaded host). Tests not about a timing rule keep their grant out
 // of reach of the test's event loop (harness/clients/keeper.ts).
+//
+// Where the target is a process this harness started on the same host (the sim target's stack), the host
+// can starve it as it starves the harness: a rule the target keeps by acting in time may then be judged
+// against that process's run-queue wait too (HostBoundOptions.targetOnHost), which the kernel counts.
 
+import { readFileSync } from 'node:fs';
 import { HarnessError, verdictOfError } from './errors.ts';
 
 declare module '@vitest/runner' {
@@ -37,6 +42,33 @@ class LatenessMonitor {
   private n = 0;
   private timer: NodeJS.Timeout | undefined;
   private last = 0;
+  private readonly watched = new Set<RunQueueWait>();
+
+  /**
+   * Sample, beside the loop, how long the main thread of the process `pidOf()` names (a stack this worker
+   * started on this host; asked at each sample, since a restarted service has a new one) waits on the run
+   * queue; until the returned function is called. Nothing is sampled where /proc does not say (not Linux,
+   * a process of another host).
+   */
+  watch(pidOf: () => number | undefined): () => void {
+    if (process.platform !== 'linux') return () => {};
+    const w = new RunQueueWait(pidOf);
+    this.watched.add(w);
+    return () => void this.watched.delete(w);
+  }
+
+  /**
+   * The longest run-queue wait, summed over [from, to], of any watched process: time its main thread was
+   * ready to run and the host ran something else.
+   */
+  targetWait(from: number, to: number): { ms: number; pid: number } | undefined {
+    let worst: { ms: number; pid: number } | undefined;
+    for (const w of this.watched) {
+      const x = w.waited(from, to);
+      if (x && (!worst || x.ms > worst.ms)) worst = x;
+    }
+    return worst;
+  }
 
   start(): void {
     if (this.timer) return;
@@ -48,6 +80,7 @@ class LatenessMonitor {
       const i = this.n++ % RING;
       this.at[i] = now;
       this.late[i] = late;
+      for (const w of this.watched) w.sample(now);
     }, SAMPLE_MS);
     this.timer.unref();
   }
@@ -77,6 +110,69 @@ class LatenessMonitor {
   }
 }
 
+/**
+ * One process's run-queue wait as the kernel counts it (/proc/<pid>/task/<pid>/schedstat: time on the CPU,
+ * time waiting on a run queue, timeslices; nanoseconds). Only the main thread: a control service answers
+ * its requests there, and a stack's own real-time core runs on a thread of its own at a priority that is
+ * not what is in question.
+ */
+class RunQueueWait {
+  private readonly at = new Float64Array(WAIT_RING);
+  private readonly waitMs = new Float64Array(WAIT_RING);
+  private readonly pid = new Int32Array(WAIT_RING);
+  private n = 0;
+
+  constructor(private readonly pidOf: () => number | undefined) {}
+
+  sample(now: number): void {
+    let pid: number | undefined;
+    try {
+      pid = this.pidOf();
+    } catch {
+      return; // not started, or stopped: nothing to sample now
+    }
+    if (pid === undefined || !(pid > 0)) return;
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'latin1');
+    } catch {
+      return; // ended (until pidOf names another), or a kernel without schedstat
+    }
+    const waited = Number(text.split(' ')[1]);
+    if (!Number.isFinite(waited)) return;
+    const i = this.n++ % WAIT_RING;
+    this.at[i] = now;
+    this.waitMs[i] = waited / 1e6;
+    this.pid[i] = pid;
+  }
+
+  /**
+   * The wait between the first sample at or after `from` and the last at or before `to` plus one sampling
+   * period (hostBound lets one more sample fire before it asks), over consecutive samples of one process.
+   * The wait before the first sample is not counted: short of the truth, never past it.
+   */
+  waited(from: number, to: number): { ms: number; pid: number } | undefined {
+    const count = Math.min(this.n, WAIT_RING);
+    let ms = 0;
+    let pid = 0;
+    let any = false;
+    for (let k = 0; k < count - 1; k++) {
+      const i = (this.n - 1 - k) % WAIT_RING;
+      const j = (this.n - 2 - k) % WAIT_RING;
+      if (this.at[j]! < from) break;
+      if (this.at[i]! > to + SAMPLE_MS + 2) continue;
+      any = true;
+      if (this.pid[i] === this.pid[j]) {
+        ms += this.waitMs[i]! - this.waitMs[j]!;
+        pid = this.pid[i]!;
+      }
+    }
+    return any ? { ms: Math.round(ms * 10) / 10, pid } : undefined;
+  }
+}
+
+const WAIT_RING = 8192;
+
 export const lateness = new LatenessMonitor();
 
 /** What a timing-sensitive exchange measured of the harness itself, for the ERROR's figures. */
@@ -92,11 +188,16 @@ export interface HostFigures {
   /** Further lateness the exchange measured itself (a request sent after it was due, a round trip), ms. */
   measured_ms?: number;
   what?: string;
+  /** How long the target's own process on this host waited on the run queue inside the exchange (HostBoundOptions.targetOnHost), ms. */
+  target_wait_ms?: number;
 }
 
 export function hostFiguresText(f: HostFigures): string {
   const extra = f.measured_ms !== undefined ? `, ${f.what ?? 'measured'} ${f.measured_ms} ms` : '';
-  return `${f.rule}: the harness was late by ${Math.max(f.loop_late_ms, f.measured_ms ?? 0)} ms (event loop ${f.total ? 'stalls totalling ' : ''}${f.loop_late_ms} ms${extra}) against a margin of ${f.margin_ms} ms the rule allows: a slow host, not a verdict on the target`;
+  const own = Math.max(f.loop_late_ms, f.measured_ms ?? 0);
+  const head = `${f.rule}: the harness was late by ${own} ms (event loop ${f.total ? 'stalls totalling ' : ''}${f.loop_late_ms} ms${extra})`;
+  const target = f.target_wait_ms !== undefined ? `, and the target's process on this host waited ${f.target_wait_ms} ms on the run queue (ready to run, the host running something else)` : '';
+  return `${head}${target} against a margin of ${f.margin_ms} ms the rule allows: a slow host, not a verdict on the target`;
 }
 
 export interface HostBoundOptions {
@@ -114,6 +215,16 @@ export interface HostBoundOptions {
    * telemetry batches in a stream read: every stall shortens the window).
    */
   stalls?: 'max' | 'total';
+  /**
+   * The rule is one the target keeps by acting in time (answering a renewal within the lease, admitting it
+   * before the deadline the last one set): when the target is a process this harness started on this host
+   * (the sim target's stack), the time the host kept that process's main thread waiting on the run queue
+   * inside the exchange counts against the margin too. A target that runs late because the host ran other
+   * work is the host's, as the harness's own lateness is. Never for a rule the target breaks by acting too
+   * late on purpose or too early (a deadline extended, an expiry early): a slower target only makes those
+   * outcomes less likely, so its wait explains nothing there.
+   */
+  targetOnHost?: boolean;
 }
 
 /**
@@ -134,12 +245,20 @@ export async function hostBound<T>(o: HostBoundOptions, fn: () => Promise<T>): P
     const win = lateness.window(from, to);
     const w = { max_ms: o.stalls === 'total' ? win.total_ms : win.max_ms };
     const m = o.measured?.();
-    const figures: HostFigures = { rule: o.rule, margin_ms: o.marginMs, loop_late_ms: w.max_ms, ...(o.stalls === 'total' ? { total: true } : {}), ...(m ? { measured_ms: Math.round(m.ms * 10) / 10, what: m.what } : {}) };
-    if (Math.max(w.max_ms, m?.ms ?? 0) <= o.marginMs) throw e;
+    const tw = o.targetOnHost ? lateness.targetWait(from, to) : undefined;
+    const figures: HostFigures = {
+      rule: o.rule,
+      margin_ms: o.marginMs,
+      loop_late_ms: w.max_ms,
+      ...(o.stalls === 'total' ? { total: true } : {}),
+      ...(m ? { measured_ms: Math.round(m.ms * 10) / 10, what: m.what } : {}),
+      ...(tw ? { target_wait_ms: tw.ms } : {}),
+    };
+    if (Math.max(w.max_ms, m?.ms ?? 0, tw?.ms ?? 0) <= o.marginMs) throw e;
     const first = String((e as Error)?.message ?? e).split('\n')[0];
     throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `${hostFiguresText(figures)}; the check that failed: ${first}`, {
       cause: e,
-      detail: { rule: o.rule, margin_ms: o.marginMs, loop_late_ms: w.max_ms, ...(m ? { measured_ms: figures.measured_ms, measured: m.what } : {}) },
+      detail: { rule: o.rule, margin_ms: o.marginMs, loop_late_ms: w.max_ms, ...(m ? { measured_ms: figures.measured_ms, measured: m.what } : {}), ...(tw ? { target_wait_ms: tw.ms, target_pid: tw.pid } : {}) },
     });
   }
 }

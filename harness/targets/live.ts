@@ -1,16 +1,23 @@
 // The targets open in this worker (the file's, a variant, a file's shared variant), so that a failed test can
 // be judged against each stack it may have used (harness/fixture.ts: a cell faulted by a stalled host).
 
+import { lateness } from '../lateness.ts';
 import type { Target } from './types.ts';
 
 const open = new Set<Target>();
 
-/** Registers `t` until its close. */
+/**
+ * Registers `t` until its close; a target that is a process on this host (its `pid`) has its run-queue
+ * wait sampled meanwhile (harness/lateness.ts), so a timing rule it must keep can be judged against the
+ * host's share.
+ */
 export function tracked<T extends Target>(t: T): T {
   open.add(t);
+  const unwatch = lateness.watch(() => t.pid);
   const close = t.close.bind(t);
   t.close = async () => {
     open.delete(t);
+    unwatch();
     await close();
   };
   return t;

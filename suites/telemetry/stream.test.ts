@@ -22,7 +22,7 @@ describe('stream', () => {
       // the cadence is judged by the median gap, never by how many arrived in a fixed wall-clock window.
       // The window holds twenty batches at the slowest median admitted (60 ms) with 1.8 s to spare: when
       // the harness's own loop stalled longer than that in all, the count and the gaps say nothing.
-      await hostBound({ rule: 'document 1 part 4 GET /v1/telemetry/stream: a batch about every 20 ms', marginMs: 3_000 - 20 * 60, stalls: 'total', since: t0 }, async () => {
+      await hostBound({ rule: 'document 1 part 4 GET /v1/telemetry/stream: a batch about every 20 ms', marginMs: 3_000 - 20 * 60, stalls: 'total', targetOnHost: true, since: t0 }, async () => {
       const s = await readStream(client, from, 3_000, { until: (b) => b.length >= 20 });
       expect(s.status).toBe(200);
       expect(s.headers['content-type']).toBe('application/octet-stream');
