@@ -56,9 +56,7 @@ export function recordFixture(o: RecordOptions): PerTestFixture | undefined {
     },
     // The codes a test ended in ERROR with: its replay is skipped (recorder.ts precheck), the recording being
     // of the harness's trouble then rather than of the target.
-    erred(stacks, codes) {
-      for (const s of stacks) if (s.recording && !s.variant && !s.incarnation) RecordingStore.noteSidecar(s.recording, { recorded_errors: codes });
-    },
+    erred: (test, codes) => recorder.noteErred(test, codes),
     modeName: () => 'record',
   });
 }

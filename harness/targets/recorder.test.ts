@@ -196,3 +196,16 @@ test('record: a failed test is said to have ended in ERROR, with its codes each 
   expect(failed([assertion], { hostTooSlow: 'renewal sent 483.6 ms after the last accepted one' })).toEqual(['HIL_ERR_HOST_TOO_SLOW']);
   expect(erredCodes({ meta: {} })).toEqual([]);
 });
+
+test('replay: a test whose stacks were all variants and that ended in ERROR when recorded is skipped too (its stackless sidecar says so); the record mode writes the codes into the test\'s own sidecar', async () => {
+  const store = new RecordingStore(DIR);
+  const id = `${ID} (variants only, erred)`;
+  store.writeStackless(A, id, {});
+  const recording = Recorder.of('record', { recordDir: DIR, machineSha256: A });
+  recording.noteErred(id, ['HIL_ERR_HOST_TOO_SLOW']);
+  expect(RecordingStore.readSidecar(store.testRecording(A, id))).toMatchObject({ stack: false, recorded_errors: ['HIL_ERR_HOST_TOO_SLOW'] });
+  expect(await Recorder.of('replay', { recordings: DIR, machineSha256: A }).precheck(id)).toEqual({ skip: expect.stringMatching(/^recorded in ERROR \(HIL_ERR_HOST_TOO_SLOW\)/) });
+  // nothing recorded: nothing noted
+  recording.noteErred(`${ID} (never recorded)`, ['HIL_ERR_HOST_TOO_SLOW']);
+  expect(RecordingStore.readSidecar(store.testRecording(A, `${ID} (never recorded)`))).toBeNull();
+});

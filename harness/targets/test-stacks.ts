@@ -29,7 +29,7 @@ export interface PerTestHooks {
    */
   after(test: TestRun, stacks: readonly PerTestOutcome[], wallMs: number, recording: string | undefined): { wallMs: number; recordedMs?: number };
   /** The test ended in ERROR (`codes`: why, erredCodes), told once every fixture has judged it (record: its sidecar says so). */
-  erred?(stacks: readonly PerTestOutcome[], codes: readonly string[]): void;
+  erred?(testId: string, codes: readonly string[]): void;
   /** More fields of a recording's note in the run record (replay: its verdict). */
   note?(o: PerTestOutcome): Record<string, unknown>;
   /** Allure's "recording mode" parameter of a stack's recording. */
@@ -45,13 +45,12 @@ export interface PerTestHooks {
 export function perTestFixture(hooks: PerTestHooks): PerTestFixture {
   return async ({ task, skip, onTestFailed }, use) => {
     const id = task.fullName;
-    const outcomes: PerTestOutcome[] = [];
     // Registered before every other fixture's, so called after theirs (the runner calls them in reverse):
     // whether the harness's lateness made the failure an ERROR (the cell's and the trace's hostTooSlow) is known.
     if (hooks.erred) {
       onTestFailed?.(() => {
         const codes = erredCodes(task);
-        if (codes.length) hooks.erred!(outcomes, codes);
+        if (codes.length) hooks.erred!(id, codes);
       });
     }
     const pre = await hooks.before(id);
@@ -60,6 +59,7 @@ export function perTestFixture(hooks: PerTestHooks): PerTestFixture {
     const test = enterTest(id);
     const started = performance.now();
     hooks.entered?.(test, recording);
+    const outcomes: PerTestOutcome[] = [];
     let testWall: { wallMs: number; recordedMs?: number } | undefined;
     try {
       for (const t of perTestTargets()) await t.begin(test);
