@@ -196,7 +196,7 @@ export function hostFiguresText(f: HostFigures): string {
   const extra = f.measured_ms !== undefined ? `, ${f.what ?? 'measured'} ${f.measured_ms} ms` : '';
   const own = Math.max(f.loop_late_ms, f.measured_ms ?? 0);
   const head = `${f.rule}: the harness was late by ${own} ms (event loop ${f.total ? 'stalls totalling ' : ''}${f.loop_late_ms} ms${extra})`;
-  const target = f.target_wait_ms !== undefined ? `, and the target's process on this host waited ${f.target_wait_ms} ms on the run queue (ready to run, the host running something else)` : '';
+  const target = f.target_wait_ms !== undefined ? `, and the target's process on this host waited at least ${f.target_wait_ms} ms on the run queue (ready to run, the host running something else)` : '';
   return `${head}${target} against a margin of ${f.margin_ms} ms the rule allows: a slow host, not a verdict on the target`;
 }
 

@@ -21,7 +21,6 @@ export class WarmWorker<Answer extends { id: number }> {
   private worker(): Worker {
     if (this.w) return this.w;
     const w = new Worker(this.entry, this.resourceLimits ? { resourceLimits: this.resourceLimits } : {});
-    w.unref();
     w.on('message', (m: Answer) => {
       const p = this.pending.get(m.id);
       if (!p) return;
@@ -35,6 +34,10 @@ export class WarmWorker<Answer extends { id: number }> {
     };
     w.on('error', gone);
     w.on('exit', (code) => gone(new Error(`${this.name} worker exited with ${code}`)));
+    // Unreferenced after its listeners are on: a 'message' listener added later references the worker's
+    // port again, and a kept worker would then hold the process open and count, in a stack host
+    // (sims/sessions.ts), as a resource the session that started it left running.
+    w.unref();
     this.w = w;
     return w;
   }

@@ -109,6 +109,16 @@ export class Cell {
     return losses.find((l) => !l.target) ?? losses[0];
   }
 
+  /**
+   * A try the test may throw away (it takes the exchange again on a fresh grant when the host made this one
+   * say nothing): losses noted from now on are forgotten by `drop()`, so an abandoned try's lapsed grant
+   * does not make the try that counts ERROR.
+   */
+  attempt(): { drop(): void } {
+    const n = this.losses.length;
+    return { drop: () => void this.losses.splice(n) };
+  }
+
   /** A fenced operation with the session's fence (overridable through fields). */
   async fenced(op: string, s: Pick<Session, 'session' | 'generation'>, fields: Record<string, unknown> = {}): Promise<CheckedReply> {
     const at = performance.now();

@@ -168,24 +168,53 @@ export class RemoteJogSocket {
   private readonly queue: JsonObject[] = [];
   private waiters: Array<(m: JsonObject) => void> = [];
   readonly closed: Promise<CloseInfo>;
+  /**
+   * The lane's timing as the harness saw it (host ns), for judging a jog_stream_idle the test did not expect
+   * (harness/clients/jog-stale.ts remoteIdleByHost): when it opened, when each message left (a ping is not
+   * input), moments the test needed the lane alive without sending on it (need), when its frames phase
+   * began (begun received, or opened on an existing jog generation) and when the service's jog_stream_idle
+   * reached the harness.
+   */
+  readonly openedNs = hostNs();
+  readonly inputsNs: bigint[] = [];
+  readonly needsNs: bigint[] = [];
+  framesFromNs?: bigint;
+  idleNs?: bigint;
 
-  private constructor(readonly ws: WebSocket) {
+  private constructor(
+    readonly ws: WebSocket,
+    existingGeneration: boolean,
+  ) {
+    if (existingGeneration) this.framesFromNs = this.openedNs;
     ws.on('error', () => undefined);
     ws.on('message', (data, isBinary) => {
       if (isBinary) return; // the service sends no binary messages
       const m = parseExact(new Uint8Array(data as Buffer)) as JsonObject;
+      if (m.type === 'begun') this.framesFromNs ??= hostNs();
+      if (m.type === 'rejected' && m.reason === 'jog_stream_idle') this.idleNs ??= hostNs();
       const w = this.waiters.shift();
       if (w) w(m);
       else this.queue.push(m);
     });
-    this.closed = new Promise((r) => ws.on('close', (code, reason) => r({ code, reason: reason.toString('utf8') })));
+    this.closed = new Promise((r) =>
+      ws.on('close', (code, reason) => {
+        const text = reason.toString('utf8');
+        if (text === 'jog_stream_idle') this.idleNs ??= hostNs();
+        r({ code, reason: text });
+      }),
+    );
+  }
+
+  /** The test needs the lane alive now (what it does next is judged on a live lane) without sending on it. */
+  need(): void {
+    this.needsNs.push(hostNs());
   }
 
   /** Connect; rejects with the pre-upgrade answer (an UpgradeAnswer) when there is no 101. */
   static open(c: RemoteCreds, q: RemoteJogQuery): Promise<RemoteJogSocket> {
     return new Promise((resolve, reject) => {
       const ws = new WebSocket(`wss://${c.host}:${c.port}${remoteJogPath(q)}`, { cert: c.cert, key: c.key, ca: c.ca, minVersion: 'TLSv1.3', perMessageDeflate: false });
-      ws.once('open', () => resolve(new RemoteJogSocket(ws)));
+      ws.once('open', () => resolve(new RemoteJogSocket(ws, q.jogGeneration !== 0n)));
       ws.once('unexpected-response', (_req, res) => {
         const chunks: Buffer[] = [];
         res.on('data', (d: Buffer) => chunks.push(d));
@@ -218,20 +247,24 @@ export class RemoteJogSocket {
   }
 
   sendJson(m: Record<string, JsonExact | undefined>): void {
+    this.inputsNs.push(hostNs());
     this.ws.send(stringifyExact(Object.fromEntries(Object.entries(m).filter(([, v]) => v !== undefined)) as JsonObject));
   }
 
   sendBinary(b: Buffer, opts: { fin?: boolean } = {}): Promise<void> {
+    this.inputsNs.push(hostNs());
     return new Promise((resolve, reject) => this.ws.send(b, { binary: true, fin: opts.fin ?? true }, (e) => (e ? reject(e) : resolve())));
   }
 
   /** A text frame carrying arbitrary bytes (invalid UTF-8 included). */
   sendTextBytes(b: Buffer): void {
+    this.inputsNs.push(hostNs());
     this.ws.send(b, { binary: false });
   }
 
   /** Bytes written to the TLS socket as they are, bypassing ws's framing (unmasked frames, bad opcodes). */
   writeRaw(b: Buffer): void {
+    this.inputsNs.push(hostNs());
     (this.ws as unknown as { _socket: { write(b: Buffer): void } })._socket.write(b);
   }
 

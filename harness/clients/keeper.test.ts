@@ -2,8 +2,10 @@
 // here, and the judgement of a refused renewal from the figures: the target's doing when the renewal was
 // sent and answered within the lease of the previous one, the host's otherwise.
 
+import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
@@ -245,3 +247,40 @@ test('a grant whose renewals the test judges itself is left out of keptLoss; its
     srv.close();
   }
 });
+
+/**
+ * The keeper's thread as a conformance worker starts it: from a thread at nice 10 (harness/nice.ts), in a
+ * child process so that the test runner's own thread keeps its priority. `drop`: the process gives up root
+ * before the keeper starts, so raising a thread's priority is refused.
+ */
+function keeperFromNiced(drop: boolean) {
+  const module = JSON.stringify(fileURLToPath(new URL('./keeper.ts', import.meta.url)));
+  const code = [
+    `import { getPriority, setPriority } from 'node:os';`,
+    `import { keeperPriority } from ${module};`,
+    `setPriority(10);`,
+    drop ? `process.setgid(65534); process.setuid(65534);` : ``,
+    `const p = await keeperPriority();`,
+    `console.log(JSON.stringify({ main: getPriority(0), keeper: p.tid === null ? null : getPriority(p.tid), p }));`,
+    // A tsx process that gave up root does not end by itself.
+    `process.exit(0);`,
+  ].join('\n');
+  const c = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), '--input-type=module', '-e', code], { encoding: 'utf8', timeout: 60_000 });
+  expect(c.status, c.stderr).toBe(0);
+  return { ...(JSON.parse(c.stdout.trim().split('\n').at(-1)!) as { main: number; keeper: number | null; p: Record<string, unknown> }), stderr: c.stderr };
+}
+
+test.skipIf(process.platform !== 'linux')('the keeper thread of a worker at nice 10 runs at nice 0 (the quiet files\' priority), the worker\'s own thread stays at 10; where raising is refused it stays at 10 and says so', () => {
+  const root = process.getuid?.() === 0;
+  const r = keeperFromNiced(false);
+  if (root) {
+    // What the kernel has for the keeper's thread, read from outside it: nice 0; the thread that started it keeps 10.
+    expect({ main: r.main, keeper: r.keeper, p: r.p }).toEqual({ main: 10, keeper: 0, p: { tid: expect.any(Number), started: 10, nice: 0 } });
+    expect(r.stderr).not.toMatch(/grant keeper's thread stays/);
+  }
+  // Without the privilege to raise a priority (not root, no CAP_SYS_NICE, RLIMIT_NICE 0): the keeper keeps
+  // its creator's nice value, reports why, and a warning says so once.
+  const refused = root ? keeperFromNiced(true) : r;
+  expect({ main: refused.main, keeper: refused.keeper, p: refused.p }).toEqual({ main: 10, keeper: 10, p: { tid: expect.any(Number), started: 10, nice: 10, error: 'EACCES' } });
+  expect(refused.stderr).toMatch(/^warning: the grant keeper's thread stays at nice 10 \(raising it to 0 was refused: EACCES\)/m);
+}, 120_000);

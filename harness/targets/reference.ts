@@ -70,11 +70,20 @@ const EXTERNAL = ['node-ethercat', 'tsx', 'tsx/*', 'esbuild', 'bufferutil', 'utf
 
 export type ReferenceProgram = 'stack' | 'config' | 'planner' | 'olp';
 
+/**
+ * HIL_STACK_CPU_PROF=DIR: every stack (a stack host or a stack process) writes a V8 CPU profile of each of its
+ * threads into DIR when it exits, for bench/stack-profile.ts (where the stacks' CPU goes in a run).
+ */
+export function stackProfileArgs(env: NodeJS.ProcessEnv = process.env): string[] {
+  const dir = env.HIL_STACK_CPU_PROF;
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
+}
+
 /** Node arguments (before the program's own) that start a reference program, prebuilt when a bundle is named. */
 export function referenceCommand(program: ReferenceProgram, env: NodeJS.ProcessEnv = process.env): string[] {
   const prebuilt = env[PREBUILT_ENV];
   const bundle = { stack: 'main.js', config: 'config.js', planner: 'planner.js', olp: 'olp.js' }[program];
-  const node = program === 'stack' ? STACK_NODE_ARGS : [];
+  const node = program === 'stack' ? [...STACK_NODE_ARGS, ...stackProfileArgs(env)] : [];
   if (prebuilt && prebuilt !== 'off') return [...node, join(prebuilt, bundle)];
   return [...node, ...TS_NODE_ARGS, { stack: STACK_ENTRY, config: CONFIG_ENTRY, planner: PLANNER_ENTRY, olp: OLP_ENTRY }[program]];
 }

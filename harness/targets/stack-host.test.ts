@@ -4,7 +4,8 @@
 // stacks open at once run in two hosts.
 
 import { afterEach, expect, test } from 'vitest';
-import { ControlClient } from '../clients/control.ts';
+import { Cell } from '../clients/cell.ts';
+import { ControlClient, type BindingInput } from '../clients/control.ts';
 import { HarnessError } from '../errors.ts';
 import { startStack } from './sim.ts';
 import { hostingEnabled, sessionEnv } from './stack-host.ts';
@@ -99,6 +100,45 @@ test('a session gets what changed in the harness\'s environment since its host s
   const host = { PATH: '/bin', KEPT: 'same', CHANGED: 'old' };
   const now = { PATH: '/bin', KEPT: 'same', CHANGED: 'new', ADDED: 'x', CELL_ANCHOR_DIR: '/harness' };
   expect(sessionEnv(host, now, { CELL_ANCHOR_DIR: '/stack/anchors' })).toEqual({ CHANGED: 'new', ADDED: 'x', CELL_ANCHOR_DIR: '/stack/anchors' });
+});
+
+/**
+ * A grant asked for `leaseMs`: its deadline less the acquire's send and less its answer, ns (the stack
+ * shares this host's monotonic clock; the service sets the deadline between the two).
+ */
+async function deadlineOf(s: StackProcess, leaseMs: bigint): Promise<{ afterSend: bigint; afterAnswer: bigint }> {
+  const c = new ControlClient(s.ready.control);
+  try {
+    const binding = ((await c.describe()).reply.data as unknown as { binding: BindingInput }).binding;
+    const cell = new Cell(c, binding);
+    const sent = process.hrtime.bigint();
+    const g = await cell.grant({ requested_lease_ms: leaseMs });
+    const answered = process.hrtime.bigint();
+    expect(g.grant.lease_ms).toBe(Number(leaseMs));
+    await cell.cleanup();
+    return { afterSend: g.grant.deadline_host_ns - sent, afterAnswer: g.grant.deadline_host_ns - answered };
+  } finally {
+    await c.close();
+  }
+}
+
+test('a planted defect (HIL_STACK_DEFECT) is the session\'s own: a session given lease_ignored by a host started without it has it, the next session given none does not', async () => {
+  const first = await hosted();
+  const pid = first.ready.pid;
+  // A correct stack: the deadline is the acquire's admission plus the lease (document 1 part 3), so no
+  // later than the answer plus 400 ms.
+  expect((await deadlineOf(first, 400n)).afterAnswer).toBeLessThanOrEqual(400_000_000n);
+  await first.stop();
+  const planted = await startStack({ args: ['--test-channel'], hosted: true, env: () => ({ HIL_STACK_DEFECT: 'lease_ignored' }) });
+  open.push(planted);
+  // The same host, started without the defect, serves this session.
+  expect(planted.ready.pid).toBe(pid);
+  // lease_ignored: the grant lives 10 s whatever lease it was given (sims/service/authority.ts stackDefects).
+  expect((await deadlineOf(planted, 400n)).afterSend).toBeGreaterThanOrEqual(10_000_000_000n);
+  await planted.stop();
+  const after = await hosted();
+  expect(after.ready.pid).toBe(pid);
+  expect((await deadlineOf(after, 400n)).afterAnswer).toBeLessThanOrEqual(400_000_000n);
 });
 
 test('HIL_STACK_HOST=off starts every stack as a process of its own', () => {

@@ -501,3 +501,34 @@ test('a pinned robot description is copied as a content-addressed resource', asy
     await rm(root, { recursive: true, force: true });
   }
 });
+
+test('a machine compiled again in the same process: the same result while text and resources are unchanged, compiled anew when a resource changed, each caller with objects of its own', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'machine-config-'));
+  try {
+    const doc = robotMachine();
+    doc.robot.description = 'models/arm-6.urdf';
+    await mkdir(join(root, 'models'));
+    await writeFile(join(root, 'models/arm-6.urdf'), '<robot name="arm-6"/>\n');
+    const file = join(root, 'cell.json');
+    await writeFile(file, JSON.stringify(doc));
+    const first = await compileToDirectory(file, join(root, 'out'));
+    const second = await compileToDirectory(file, join(root, 'out'));
+    expect(second).toEqual(first);
+    // A caller that changes its machine changes nobody else's.
+    expect(second).not.toBe(first);
+    expect(second.axes).not.toBe(first.axes);
+    (second.axes as unknown as unknown[]).length = 0;
+    expect((await compileToDirectory(file, join(root, 'out'))).axes).toEqual(first.axes);
+
+    // The description's bytes changed, its name did not: a new machine identity and directory.
+    await writeFile(join(root, 'models/arm-6.urdf'), '<robot name="arm-7"/>\n');
+    const changed = await compileToDirectory(file, join(root, 'out'));
+    expect(changed.machine_sha256).not.toBe(first.machine_sha256);
+    expect(changed.dir).not.toBe(first.dir);
+    // The description removed: refused, as a first compile would be.
+    await rm(join(root, 'models/arm-6.urdf'));
+    await expect(compileToDirectory(file, join(root, 'out'))).rejects.toMatchObject({ code: 'config_resource' });
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});

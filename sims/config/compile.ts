@@ -471,6 +471,53 @@ function axesConf(m: Omit<CompiledMachine, 'dir'>): string {
   return `# axes.conf 1 count=${m.axes.length} cycle_ns=${m.cycle_ns}\n${lines.map((l) => `${l}\n`).join('')}`;
 }
 
+/**
+ * compileMachine is pure: the same machine text with the same bytes in every resource it reads gives the
+ * same result. A process that starts many stacks (a stack host, sims/sessions.ts: one session per test
+ * file, most with the same fixture) compiles each machine once and reuses the result while the text and
+ * every resource it read are unchanged (each resource is read again and compared, so a changed robot
+ * description compiles anew). A refused machine is never kept: it is compiled, and refused, each time.
+ */
+const COMPILED_KEPT = 8;
+const compiled = new Map<string, { result: CompileResult; resources: Array<{ path: string; bytes: Uint8Array }> }>();
+
+function compiledOnce(file: string, base: string, text: string): CompileResult {
+  const key = `${file}\0${text}`;
+  const kept = compiled.get(key);
+  if (kept && kept.resources.every((r) => sameBytes(r.path, r.bytes))) {
+    compiled.delete(key);
+    compiled.set(key, kept); // most recently used last
+    return cloneResult(kept.result);
+  }
+  const resources: Array<{ path: string; bytes: Uint8Array }> = [];
+  const result = compileMachine(text, {
+    sourceName: file,
+    readResource: (name) => {
+      const path = join(base, name);
+      const bytes = readFileSync(path);
+      resources.push({ path, bytes });
+      return bytes;
+    },
+  });
+  compiled.delete(key);
+  compiled.set(key, { result: cloneResult(result), resources });
+  while (compiled.size > COMPILED_KEPT) compiled.delete(compiled.keys().next().value!);
+  return result;
+}
+
+/** Each caller gets objects of its own (the kept result is never handed out). */
+function cloneResult(r: CompileResult): CompileResult {
+  return structuredClone(r);
+}
+
+function sameBytes(path: string, bytes: Uint8Array): boolean {
+  try {
+    return Buffer.compare(readFileSync(path), bytes) === 0;
+  } catch {
+    return false;
+  }
+}
+
 /** Compile `file` into `<outRoot>/<configuration_sha256>/`, reusing an identical existing directory. */
 export async function compileToDirectory(file: string, outRoot: string): Promise<CompiledMachine> {
   const raw = await readFile(file);
@@ -481,7 +528,7 @@ export async function compileToDirectory(file: string, outRoot: string): Promise
     throw new ConfigError('config_syntax', '', `${file} is not UTF-8`);
   }
   const base = dirname(resolve(file));
-  const result = compileMachine(text, { sourceName: file, readResource: (name) => readFileSync(join(base, name)) });
+  const result = compiledOnce(file, base, text);
   const root = resolve(outRoot);
   const dir = join(root, result.machine.configuration_sha256);
   await mkdir(root, { recursive: true });

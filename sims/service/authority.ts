@@ -74,8 +74,14 @@ const SESSION_RE = /^[0-9a-f]{64}$/;
  *                      at the deadline, grant_expired)
  *   drain_skipped      a stop revokes the grant at once, without waiting for the core's drain (document 1
  *                      part 4 stop: revocation follows the drain)
+ *
+ * Read when an authority is made (one per service), from the environment the stack was started with: a
+ * stack host (sims/sessions.ts) sets each session's environment over its own for the session's life, so a
+ * session given a defect has it and the next one, given none, does not.
  */
-const DEFECTS = new Set((process.env.HIL_STACK_DEFECT ?? '').split(',').filter(Boolean));
+export function stackDefects(env: NodeJS.ProcessEnv = process.env): ReadonlySet<string> {
+  return new Set((env.HIL_STACK_DEFECT ?? '').split(',').filter(Boolean));
+}
 
 /** What the authority asks of the service's timing (timing.ts). */
 export type AuthorityTiming = Pick<DecisionLog, 'leaseOnClock' | 'took' | 'recorded'>;
@@ -92,6 +98,8 @@ export interface AuthorityHooks {
    * own clock, every fence decision in order. Omitted: the live ones, which record nothing.
    */
   timing?: AuthorityTiming;
+  /** Planted defects (stackDefects); omitted: read from process.env when the authority is made. */
+  defects?: ReadonlySet<string>;
 }
 
 export class Authority {
@@ -106,6 +114,7 @@ export class Authority {
   /** True from an admitted stop until the core reports the drain finished. */
   draining = false;
   private readonly timing: AuthorityTiming;
+  private readonly defects: ReadonlySet<string>;
 
   constructor(
     readonly binding: Required<Binding>,
@@ -115,6 +124,7 @@ export class Authority {
   ) {
     this.generation = initialGeneration;
     this.timing = hooks.timing ?? new LiveTiming().log;
+    this.defects = hooks.defects ?? stackDefects();
   }
 
   get lastGeneration(): bigint {
@@ -248,7 +258,7 @@ export class Authority {
       controller,
       binding: this.binding,
       leaseMs: lease,
-      deadlineNs: now + (DEFECTS.has('lease_ignored') ? 10_000n : lease) * 1_000_000n,
+      deadlineNs: now + (this.defects.has('lease_ignored') ? 10_000n : lease) * 1_000_000n,
       stopping: false,
       daemonIncarnation: this.hooks.daemonIncarnation(),
       cache: new RetryCache(),
@@ -334,7 +344,7 @@ export class Authority {
   }
 
   renew(g: Grant): Reply {
-    g.deadlineNs = this.hooks.now() + (DEFECTS.has('lease_ignored') ? 10_000n : DEFECTS.has('deadline_extended') ? g.leaseMs + g.leaseMs / 2n : g.leaseMs) * 1_000_000n;
+    g.deadlineNs = this.hooks.now() + (this.defects.has('lease_ignored') ? 10_000n : this.defects.has('deadline_extended') ? g.leaseMs + g.leaseMs / 2n : g.leaseMs) * 1_000_000n;
     this.armExpiry();
     this.hooks.event('grant_renewed', g);
     this.hooks.nativeGrant(g);
@@ -359,7 +369,7 @@ export class Authority {
     if (this.generation < U64_MAX) g.generation = ++this.generation;
     this.draining = true;
     this.hooks.nativeGrant(g);
-    if (DEFECTS.has('drain_skipped')) this.drained();
+    if (this.defects.has('drain_skipped')) this.drained();
     return { first: true };
   }
 

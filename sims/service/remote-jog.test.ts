@@ -1,9 +1,13 @@
 // The fragment watch of the remote jog lane: client frame headers read off the raw socket as bytes arrive,
 // payloads skipped without buffering; a continuation frame or a data frame without FIN is a fragment.
 
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createConnection, createServer, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { expect, test } from 'vitest';
-import { watchFragments } from './remote-jog.ts';
+import { IdleBound, watchFragments } from './remote-jog.ts';
 
 function frame(opcode: number, payloadLength: number, fin = true): Buffer {
   const head = [(fin ? 0x80 : 0) | opcode];
@@ -35,5 +39,43 @@ test('a data frame without FIN, or a continuation frame, is reported once, where
   for (const size of [1, 5, 64, 10_000]) {
     expect(feed(Buffer.concat([frame(2, 200), frame(2, 10, false), frame(0, 10)]), size), `no FIN, chunks of ${size}`).toBe(1);
     expect(feed(Buffer.concat([frame(1, 3), frame(0, 10)]), size), `continuation, chunks of ${size}`).toBe(1);
+  }
+});
+
+test('the idle bound reads what reached the socket before it ends the lane: input sent in time while the process had no CPU past the bound keeps the lane; silence after it still ends it', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'idle-bound-'));
+  const path = join(dir, 's.sock');
+  let idled = 0;
+  let reads = 0;
+  const bound = new IdleBound(() => idled++);
+  let resolveSock!: (s: Socket) => void;
+  const accepted = new Promise<Socket>((r) => (resolveSock = r));
+  const srv = createServer((sock) => {
+    sock.on('data', () => {
+      reads++;
+      bound.arm(50);
+    });
+    bound.arm(50);
+    resolveSock(sock);
+  });
+  await new Promise<void>((r) => srv.listen(path, r));
+  const client = createConnection(path);
+  const sock = await accepted;
+  try {
+    // Input leaves at once; then this process gets no CPU for 120 ms (a busy host), past the 50 ms bound.
+    client.write('frame');
+    const until = performance.now() + 120;
+    while (performance.now() < until);
+    await new Promise((r) => setTimeout(r, 20));
+    expect({ reads, idled }).toEqual({ reads: 1, idled: 0 });
+    // Then nothing arrives: the bound ends the lane.
+    await new Promise((r) => setTimeout(r, 150));
+    expect({ reads, idled }).toEqual({ reads: 1, idled: 1 });
+  } finally {
+    bound.clear();
+    client.destroy();
+    sock.destroy();
+    srv.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

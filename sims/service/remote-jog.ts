@@ -34,6 +34,39 @@ export const SETUP_IDLE_MS = 5_000;
 export const SHUTDOWN_GRACE_MS = 2_000;
 
 const hostNow = () => process.hrtime.bigint();
+
+/**
+ * The idle bound of one connection (part 8 "Remote jog idle": no complete frame within the bound ends the
+ * jog). Re-armed by every message. A timer fires in the event loop's timers phase, before the poll phase
+ * reads what the sockets hold: after this process was left without the CPU for longer than the bound (a
+ * busy host), a frame that reached the host in time would still be unread and the lane ended although its
+ * input never stopped. So the expiry is decided after one poll phase (setImmediate): a message read there
+ * re-arms the bound and the lane lives.
+ */
+export class IdleBound {
+  private timer?: NodeJS.Timeout;
+  private immediate?: NodeJS.Immediate;
+  private arms = 0;
+
+  constructor(private readonly onIdle: () => void) {}
+
+  arm(ms: number): void {
+    this.clear();
+    const armed = ++this.arms;
+    this.timer = setTimeout(() => {
+      this.immediate = setImmediate(() => {
+        if (armed === this.arms) this.onIdle();
+      });
+    }, ms);
+  }
+
+  clear(): void {
+    this.arms++;
+    clearTimeout(this.timer);
+    if (this.immediate) clearImmediate(this.immediate);
+  }
+}
+
 const SESSION_RE = /^[0-9a-f]{64}$/;
 const INCARNATION_RE = /^[0-9a-fA-F]{32}$/;
 
@@ -162,7 +195,7 @@ type State = 'calibrate1' | 'calibrate2' | 'begin' | 'streaming' | 'closed';
 class RemoteJogConnection {
   private state: State;
   private seq = 0n;
-  private idle?: NodeJS.Timeout;
+  private readonly idle = new IdleBound(() => this.end('jog_stream_idle'));
   private incarnation = '';
   private samples: Array<{ source: bigint; rx: bigint; tx: bigint }> = [];
   private capture?: RemoteCapture;
@@ -193,9 +226,7 @@ class RemoteJogConnection {
 
   /** Idle bound: 5 s per message during setup, the input-age ceiling per frame afterwards (part 8). */
   private arm(): void {
-    clearTimeout(this.idle);
-    const ms = this.state === 'streaming' ? Number(this.o.machine.control.max_jog_input_age_ns / 1_000_000n) : SETUP_IDLE_MS;
-    this.idle = setTimeout(() => this.end('jog_stream_idle'), ms);
+    this.idle.arm(this.state === 'streaming' ? Number(this.o.machine.control.max_jog_input_age_ns / 1_000_000n) : SETUP_IDLE_MS);
   }
 
   /** Tell the client why (rejected {seq, reason}) and close normally. */
@@ -208,7 +239,7 @@ class RemoteJogConnection {
   close(code: number, reason: string): void {
     if (this.state === 'closed') return;
     this.state = 'closed';
-    clearTimeout(this.idle);
+    this.idle.clear();
     this.ws.close(code, reason.slice(0, 120));
   }
 
@@ -223,7 +254,7 @@ class RemoteJogConnection {
 
   private onClose(): void {
     this.state = 'closed';
-    clearTimeout(this.idle);
+    this.idle.clear();
     this.gone(this);
     // The producer is gone: its jog ends now rather than at its input deadline.
     if (this.jogGeneration !== 0n) void this.o.jog.endFromLane(this.jogGeneration);

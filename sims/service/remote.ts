@@ -13,8 +13,6 @@
 //      never an HTTP byte.
 // Only then is the socket handed to the HTTP server, which knows the principal of every request on it.
 
-import type * as X509 from '@peculiar/x509';
-import { createRequire } from 'node:module';
 import { constants as cryptoConstants, createPrivateKey, verify as verifySignature, X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -22,22 +20,8 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from 'n
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createSecureContext, type SecureContextOptions, type TLSSocket } from 'node:tls';
+import { certificateUris, parseCrl, type Crl } from './der.ts';
 import { RESPONSE_SCHEMA } from './envelope.ts';
-
-/**
- * @peculiar/x509 (with reflect-metadata, which it needs first) is loaded on first use: the module graph is
- * a few hundred CommonJS files, about a tenth of a second of every stack's start, and only a stack with
- * a remote listener reads a certificate.
- */
-let x509Module: typeof X509 | undefined;
-function x509(): typeof X509 {
-  if (!x509Module) {
-    const require = createRequire(import.meta.url);
-    require('reflect-metadata');
-    x509Module = require('@peculiar/x509') as typeof X509;
-  }
-  return x509Module;
-}
 
 /** Remote HTTP timeouts, document 1 part 8: 2 s headers on LAN defaults (10 s otherwise), 30 s request, 65 s reply, 90 s idle. */
 export const REMOTE_TIMEOUTS_MS = {
@@ -173,21 +157,16 @@ function pemBlocks(text: string, label: string): Buffer[] {
 }
 
 /** The CRL must be issued and signed by the CA and carry no critical extension we do not understand. */
-function checkCrl(path: string, der: Buffer, ca: X509Certificate): X509.X509Crl {
-  let crl: X509.X509Crl;
+function checkCrl(path: string, der: Buffer, ca: X509Certificate): Crl {
+  let crl: Crl;
   try {
-    crl = new (x509().X509Crl)(der);
+    crl = parseCrl(der);
   } catch (e) {
     throw new RemoteStartupError(`--remote-crl ${path}: not a CRL (${(e as Error).message})`);
   }
-  const parts = derChildren(der);
-  const tbs = parts[0];
-  const sig = parts[2];
-  if (!tbs || !sig || sig[0] !== 0x03) throw new RemoteStartupError(`--remote-crl ${path}: malformed CRL`);
   const hashes: Record<string, string> = { 'SHA-256': 'sha256', 'SHA-384': 'sha384', 'SHA-512': 'sha512' };
-  const hash = hashes[String((crl.signatureAlgorithm.hash as { name?: string } | undefined)?.name)];
-  const value = derValue(sig).subarray(1); // BIT STRING: skip the unused-bits byte
-  const signed = hash !== undefined && safeVerify(hash, tbs, ca, value);
+  const hash = crl.hash === undefined ? undefined : hashes[crl.hash];
+  const signed = hash !== undefined && safeVerify(hash, crl.tbs, ca, crl.signature);
   if (!signed) throw new RemoteStartupError(`--remote-crl ${path}: not signed by the --remote-ca certificate`);
   for (const e of crl.extensions) {
     if (e.critical && !SUPPORTED_CRL_EXTENSIONS.has(e.type)) throw new RemoteStartupError(`--remote-crl ${path}: unsupported critical extension ${e.type}`);
@@ -208,46 +187,14 @@ function safeVerify(hash: string, data: Buffer, ca: X509Certificate, signature: 
   }
 }
 
-/** The encoded children of a DER SEQUENCE (each with tag and length), enough to split a CRL. */
-function derChildren(der: Buffer): Buffer[] {
-  const inner = derValue(der);
-  const out: Buffer[] = [];
-  let i = 0;
-  while (i < inner.length) {
-    const { header, length } = derLength(inner, i);
-    out.push(inner.subarray(i, i + header + length));
-    i += header + length;
-  }
-  return out;
-}
-
-function derValue(tlv: Buffer): Buffer {
-  const { header, length } = derLength(tlv, 0);
-  return tlv.subarray(header, header + length);
-}
-
-function derLength(b: Buffer, at: number): { header: number; length: number } {
-  const first = b[at + 1];
-  if (first === undefined) throw new RemoteStartupError('truncated DER');
-  if (first < 0x80) return { header: 2, length: first };
-  const n = first & 0x7f;
-  if (n < 1 || n > 4 || at + 2 + n > b.length) throw new RemoteStartupError('bad DER length');
-  let length = 0;
-  for (let k = 0; k < n; k++) length = length * 256 + b[at + 2 + k]!;
-  return { header: 2 + n, length };
-}
-
 /** Identity of a client certificate (document 1 part 5 item 3), or why it has none. */
 export function identityOf(raw: Buffer, pairId: string): { principal: string } | { refused: string } {
-  let names: readonly X509.GeneralName[] = [];
+  let uris: string[];
   try {
-    const { X509Certificate: Certificate, SubjectAlternativeNameExtension } = x509();
-    const ext = new Certificate(raw).getExtension(SubjectAlternativeNameExtension);
-    names = ext?.names.items ?? [];
+    uris = certificateUris(raw);
   } catch (e) {
     return { refused: `client certificate unreadable: ${(e as Error).message}` };
   }
-  const uris = names.filter((n) => n.type === 'url').map((n) => n.value);
   const principals = uris.filter((u) => u.startsWith('svc-principal:')).map((u) => u.slice('svc-principal:'.length));
   const pairs = uris.filter((u) => u.startsWith('svc-pair:')).map((u) => u.slice('svc-pair:'.length));
   if (principals.length !== 1) return { refused: `client certificate carries ${principals.length} svc-principal URIs (exactly one required)` };

@@ -8,7 +8,7 @@
 // What the documents leave open (pre-upgrade check order, the calibration arithmetic, which violation gets
 // which close code, what precedes a close) is our profile: docs/profile.md "Remote jog".
 
-import { afterEach } from 'vitest';
+import { afterEach, type TestContext } from 'vitest';
 import { Cell, type Session } from '../../harness/clients/cell.ts';
 import { HarnessError } from '../../harness/errors.ts';
 import type { BindingInput, ControlClient } from '../../harness/clients/control.ts';
@@ -30,7 +30,8 @@ import {
 } from '../../harness/clients/jog.ts';
 import { latestSequence, recordsSince } from '../../harness/clients/telemetry.ts';
 import type { RemoteStack } from '../../harness/targets/remote.ts';
-import { covers, describe, expect, hostBound, profile, remoteStacks, sharedRemote, test } from '../../harness/fixture.ts';
+import { covers, describe, expect, hostBound, profile, remoteStacks, sharedRemote, test as fixtureTest } from '../../harness/fixture.ts';
+import { remoteIdleByHost } from '../../harness/clients/jog-stale.ts';
 import { ownStacks, SKIP } from './probe.ts';
 import { windowAttempts } from '../../harness/property.ts';
 
@@ -198,6 +199,40 @@ async function remoteReceived(c: ControlClient, n: bigint): Promise<Record<strin
 }
 
 
+/** The remote jog lanes the running test opened (the tests of this file run one at a time). */
+const opened: RemoteJogSocket[] = [];
+
+/** Open a remote jog connection, kept for judging a jog_stream_idle the test did not expect (judged below). */
+async function openLane(c: RemoteCreds, query: Parameters<typeof RemoteJogSocket.open>[1]): Promise<RemoteJogSocket> {
+  const ws = await RemoteJogSocket.open(c, query);
+  opened.push(ws);
+  return ws;
+}
+
+/**
+ * Every test of this file: a failure while one of its lanes ended jog_stream_idle is judged from the
+ * harness's own gaps between its inputs on that lane (harness/clients/jog-stale.ts remoteIdleByHost):
+ * ERROR HIL_ERR_HOST_TOO_SLOW when the harness left the lane idle past the bound itself, the failure
+ * standing (FAIL) when it kept it fed. The cell's input age is the internet profile's (MACHINE), the setup
+ * bound 5 s (document 1 part 8 "Remote jog idle").
+ */
+function test(name: string, meta: ReturnType<typeof covers>, fn: (ctx: Pick<TestContext, 'skip'>) => Promise<void>): void {
+  // Vitest reads the fixtures a test uses from its destructured argument: these tests use skip only.
+  fixtureTest(name, meta, async ({ skip }) => {
+    opened.length = 0;
+    try {
+      await fn({ skip });
+    } catch (e) {
+      // A close on its way when the failure came is part of the evidence.
+      await Promise.all(opened.map((ws) => Promise.race([ws.closed, new Promise((r) => setTimeout(r, 1_000))])));
+      throw remoteIdleByHost(opened, { inputAgeNs: INPUT_AGE_NS, setupNs: SETUP_IDLE_NS }, e) ?? e;
+    }
+  });
+}
+
+/** The setup idle bound (document 1 part 8 "Remote jog idle": 5 s during setup). */
+const SETUP_IDLE_NS = 5_000_000_000n;
+
 /** A pre-upgrade failure: status, text/plain, the label first. */
 function expectPre(r: UpgradeAnswer, status: number, label: string): void {
   expect([r.status, r.body.split(':')[0]!.trim()], r.body).toEqual([status, label]);
@@ -207,7 +242,7 @@ function expectPre(r: UpgradeAnswer, status: number, label: string): void {
 /** Open a connection that must be refused before the upgrade; the answer it got. */
 async function refusedOpen(c: RemoteCreds, query: Parameters<typeof RemoteJogSocket.open>[1]): Promise<UpgradeAnswer> {
   try {
-    const s = await RemoteJogSocket.open(c, query);
+    const s = await openLane(c, query);
     await s.close();
   } catch (e) {
     if (typeof e === 'object' && e !== null && 'status' in e) return e as UpgradeAnswer;
@@ -309,7 +344,7 @@ describe('setup exchange and frames', () => {
       const l = A;
       const s = await ready(l);
       const cursor = await eventCursor(l.localClient);
-      const ws = await RemoteJogSocket.open(l.aliceCreds, q(s));
+      const ws = await openLane(l.aliceCreds, q(s));
       const before = hostNs();
       const x = await calibrateAndBegin(ws, { source, incarnation: INCARNATION, axisMask: 1 << J1 });
       const after = hostNs();
@@ -389,7 +424,7 @@ describe('setup exchange and frames', () => {
         [1 << J1, 'not_ready'],
         [0, 'invalid_axis_mask'],
       ] as const) {
-        const ws = await RemoteJogSocket.open(A.aliceCreds, q(s));
+        const ws = await openLane(A.aliceCreds, q(s));
         const x = await calibrateAndBegin(ws, { source, incarnation: INCARNATION, axisMask: mask });
         expect(x.answer).toEqual({ type: 'rejected', seq: 3n, reason });
         expect((await ws.closed).code).toBe(1000);
@@ -413,7 +448,7 @@ describe('setup exchange and frames', () => {
       // so after the harness took longer than that to get it answered says nothing about the target.
       const b = await beginInTime(l.alice, s, { axis_mask: 1 << J1, source_origin_host_ns: origin, deadline_host_ns: origin + 200_000_000n, clock_incarnation: clock.incarnation });
       const jg = b.reply.handle!;
-      const ws = await RemoteJogSocket.open(l.aliceCreds, q(s, jg));
+      const ws = await openLane(l.aliceCreds, q(s, jg));
       await ws.ping(); // ping is answered with pong
       const g0 = await readJogIngress(l.localClient);
       await ws.sendBinary(frame(l, s, jg, 1n, velocities(l, J1, 0.1), hostNs()));
@@ -442,7 +477,7 @@ describe('calibration', () => {
       const s = await A.alice.hold({ requested_lease_ms: 10_000 });
       const first = source();
       {
-        const ws = await RemoteJogSocket.open(A.aliceCreds, q(s));
+        const ws = await openLane(A.aliceCreds, q(s));
         ws.sendJson({ type: 'calibrate', source_incarnation: INCARNATION, source_ns: first, seq: 1n });
         const c1 = await ws.next();
         ws.sendJson({ type: 'calibrate', source_incarnation: INCARNATION, source_ns: first, seq: 2n, host_tx_ns: c1.host_tx_ns as bigint });
@@ -451,7 +486,7 @@ describe('calibration', () => {
         await laneGone(A);
       }
       {
-        const ws = await RemoteJogSocket.open(A.aliceCreds, q(s));
+        const ws = await openLane(A.aliceCreds, q(s));
         ws.sendJson({ type: 'calibrate', source_incarnation: INCARNATION, source_ns: source(), seq: 1n });
         const c1 = await ws.next();
         ws.sendJson({ type: 'calibrate', source_incarnation: INCARNATION, source_ns: source(), seq: 2n, host_tx_ns: (c1.host_tx_ns as bigint) + 1n });
@@ -471,7 +506,7 @@ describe('calibration', () => {
       const l = await lane(['--remote-jog-max-uncertainty-ns', '60000000000', '--remote-jog-drift-ppb', '1', '--remote-jog-calibration-max-age-ns', '1000000']);
       try {
         const s = await ready(l);
-        const ws = await RemoteJogSocket.open(l.aliceCreds, q(s));
+        const ws = await openLane(l.aliceCreds, q(s));
         const x = await calibrateAndBegin(ws, { source, incarnation: INCARNATION, axisMask: 1 << J1 });
         expect(x.answer.type).toBe('begun');
         const jg = x.answer.jog_generation as bigint;
@@ -503,7 +538,7 @@ describe('calibration', () => {
       const l = await lane(['--remote-jog-max-uncertainty-ns', '1', '--remote-jog-drift-ppb', '1', '--remote-jog-calibration-max-age-ns', '60000000000']);
       try {
         const s = await ready(l);
-        const ws = await RemoteJogSocket.open(l.aliceCreds, q(s));
+        const ws = await openLane(l.aliceCreds, q(s));
         const x = await calibrateAndBegin(ws, { source, incarnation: INCARNATION, axisMask: 1 << J1 });
         expect(x.answer).toEqual({ type: 'rejected', seq: 3n, reason: 'jog_clock_uncertain' });
         expect((await ws.closed).code).toBe(1000);
@@ -553,7 +588,7 @@ describe('internet link profile', () => {
         const origin = hostNs() - 610_000_000n;
         const b = await beginInTime(l.alice, s, { axis_mask: 1 << J1, source_origin_host_ns: origin, deadline_host_ns: origin + 750_000_000n, clock_incarnation: clock.incarnation });
         const jg = b.reply.handle!;
-        const ws = await RemoteJogSocket.open(l.aliceCreds, q(s, jg));
+        const ws = await openLane(l.aliceCreds, q(s, jg));
         const g0 = await readJogIngress(l.localClient);
         await ws.sendBinary(frame(l, s, jg, 1n, velocities(l, J1, 0.1), hostNs() - 760_000_000n));
         const sentAt = hostNs();
@@ -588,7 +623,7 @@ describe('internet link profile', () => {
 describe('close codes', () => {
   /** A connection in setup (jog_generation 0) on a held grant of alice. */
   async function fresh(s: Session): Promise<RemoteJogSocket> {
-    return RemoteJogSocket.open(A.aliceCreds, q(s));
+    return openLane(A.aliceCreds, q(s));
   }
   const calibrate1 = (over: Record<string, unknown> = {}) => ({ type: 'calibrate', source_incarnation: INCARNATION, source_ns: source(), seq: 1n, ...over });
 
@@ -635,7 +670,7 @@ describe('close codes', () => {
       skip(!ownStacks, SKIP);
       const l = A;
       const s1 = await ready(l);
-      const ws1 = await RemoteJogSocket.open(l.aliceCreds, q(s1));
+      const ws1 = await openLane(l.aliceCreds, q(s1));
       expect((await calibrateAndBegin(ws1, { source, incarnation: INCARNATION, axisMask: 1 << J1 })).answer.type).toBe('begun');
       ws1.sendJson(calibrate1({ seq: 4n }) as never);
       expect((await ws1.closed).code).toBe(1002);
@@ -643,13 +678,18 @@ describe('close codes', () => {
       await release(l, s1);
 
       const s = await ready(l);
-      const ws = await RemoteJogSocket.open(l.aliceCreds, q(s));
+      const ws = await openLane(l.aliceCreds, q(s));
       const x = await calibrateAndBegin(ws, { source, incarnation: INCARNATION, axisMask: 1 << J1 });
       const jg = x.answer.jog_generation as bigint;
       await ws.sendBinary(frame(l, s, jg, 1n, velocities(l, J1, 0.2)));
       await l.stack.step(40);
+      // Fed just before the stop, so that the lane is not idle when the stop reaches it; when the service's
+      // idle came first anyway, the harness's gap up to that answer is judged (the test wrapper above).
+      await ws.sendBinary(frame(l, s, jg, 2n, velocities(l, J1, 0.2)));
       const stop = l.alice.fenced('stop', s);
-      expect(await ws.next()).toEqual({ type: 'rejected', seq: 3n, reason: 'control_session_stale' });
+      const said = await ws.next();
+      ws.need();
+      expect(said).toEqual({ type: 'rejected', seq: 3n, reason: 'control_session_stale' });
       expect(await ws.closed).toEqual({ code: 1000, reason: 'control_session_stale' });
       await laneGone(l);
       await l.stack.step(50);
@@ -668,12 +708,14 @@ describe('close codes', () => {
       skip(!ownStacks, SKIP);
       const l = A;
       const s = await ready(l);
-      const first = await RemoteJogSocket.open(l.aliceCreds, q(s));
+      const first = await openLane(l.aliceCreds, q(s));
       const x = await calibrateAndBegin(first, { source, incarnation: INCARNATION, axisMask: 1 << J1 });
       const jg = x.answer.jog_generation as bigint;
       await first.sendBinary(frame(l, s, jg, 1n, velocities(l, J1, 0.2)));
       expect((await readJogIngress(l.localClient)).remote_connections).toBe(1n);
-      const second = await RemoteJogSocket.open(l.aliceCreds, q(s, jg));
+      const second = await openLane(l.aliceCreds, q(s, jg));
+      // The first lane must be alive when the second connection is admitted (at the latest, its 101 here).
+      first.need();
       const [c1, c2] = await Promise.all([first.closed, second.closed]);
       await laneGone(l);
       expect([c1.code, c2.code]).toEqual([1008, 1008]);
@@ -681,7 +723,7 @@ describe('close codes', () => {
       await waitFor(async () => (await readJog(l.localClient)).SessionOpen === 0n);
       expect((await readJogIngress(l.localClient)).remote_connections).toBe(0n);
       // One connection at a time is fine again.
-      const again = await RemoteJogSocket.open(l.aliceCreds, q(s));
+      const again = await openLane(l.aliceCreds, q(s));
       await again.ping();
       await again.close();
       await release(l, s);
@@ -697,7 +739,7 @@ describe('clock qualification and setup idle', () => {
       skip(!ownStacks, SKIP);
       const l = B;
       const s = await ready(l);
-      const ws = await RemoteJogSocket.open(l.aliceCreds, q(s));
+      const ws = await openLane(l.aliceCreds, q(s));
       const x = await calibrateAndBegin(ws, { source, incarnation: INCARNATION, axisMask: 1 << J1 });
       begunInTime(x);
       const jg = x.answer.jog_generation as bigint;
@@ -732,7 +774,7 @@ describe('clock qualification and setup idle', () => {
         const l = await lane(args);
         try {
           const s = await ready(l);
-          const ws = await RemoteJogSocket.open(l.aliceCreds, q(s));
+          const ws = await openLane(l.aliceCreds, q(s));
           const x = await calibrateAndBegin(ws, { source, incarnation: INCARNATION, axisMask: 1 << J1 });
           expect({ flag, answer: x.answer.type }).toEqual({ flag, answer: 'begun' });
           const g0 = await readJogIngress(l.localClient);
@@ -757,7 +799,7 @@ describe('clock qualification and setup idle', () => {
     async ({ skip }) => {
       skip(!ownStacks, SKIP);
       const s = await B.alice.hold({ requested_lease_ms: 10_000 });
-      const ws = await RemoteJogSocket.open(B.aliceCreds, q(s));
+      const ws = await openLane(B.aliceCreds, q(s));
       ws.sendJson({ type: 'calibrate', source_incarnation: INCARNATION, source_ns: source(), seq: 1n });
       const c1 = await ws.next();
       // 4 s without a message: far beyond the 250 ms input age, within the 5 s setup bound.
@@ -779,7 +821,7 @@ describe('clock qualification and setup idle', () => {
       skip(!ownStacks, SKIP);
       const l = B;
       const s = await l.alice.hold({ requested_lease_ms: 10_000 });
-      const ws = await RemoteJogSocket.open(l.aliceCreds, q(s));
+      const ws = await openLane(l.aliceCreds, q(s));
       l.stack.beginStop(); // the lifeline: the service shuts down
       expect((await ws.closed).code).toBe(1001);
       await laneGone(l);

@@ -88,7 +88,6 @@ export class UploadWorker {
   private get w(): Worker {
     if (!this.worker) {
       const w = new Worker(workerEntry('upload'));
-      w.unref();
       w.on('message', (m: FromWorker) => this.onMessage(m));
       const fail = (message: string) => {
         if (this.worker === w) this.worker = undefined;
@@ -97,6 +96,8 @@ export class UploadWorker {
       };
       w.on('error', (e) => fail(e.message));
       w.on('exit', (code) => fail(`upload worker exited (${code})`));
+      // After the listeners (sims/warm-worker.ts says why): a kept worker holds no reference to the process.
+      w.unref();
       this.worker = w;
     }
     return this.worker;

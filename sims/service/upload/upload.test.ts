@@ -92,6 +92,18 @@ function split(b: Uint8Array, size: number): Uint8Array[] {
   return out;
 }
 
+test('a started upload worker holds no reference to the process: a stack host\'s session that started it left nothing running (sims/sessions.ts)', async () => {
+  const { leftBehind } = await import('../../sessions.ts');
+  const own = new UploadWorker();
+  const before = process.getActiveResourcesInfo();
+  try {
+    expect(await own.inspect()).toEqual({ active: 0, heldBytes: 0 });
+    expect(leftBehind(before)).toEqual([]);
+  } finally {
+    await own.close();
+  }
+});
+
 describe('uploadBody', () => {
   test('a large body: admit runs on the prefix before the rest is sent, then the worker decodes it exactly', async () => {
     let open!: () => void;
