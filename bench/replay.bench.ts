@@ -9,7 +9,9 @@
 //     absolute encoder change every cycle; written through RecordingWriter directly, since the fixture
 //     session has no trajectory lane to drive);
 //  4. the paced replay of the replay target (recorded frame times, requests offered and matched) and the
-//     closed-loop replay (plants identified at open) of the recording of (1), against the same baselines.
+//     closed-loop replay (plants identified at open) of the recording of (1), against the same baselines;
+//  5. writing a frame's recorded inputs into the process image (format.ts writeInputs, every replayed cycle):
+//     one typed-array copy per field against the element-by-element stores it replaced, same run.
 // Asserts nothing.
 //
 //   node --import tsx bench/replay.bench.ts [cycles-per-round] [rounds]
@@ -21,7 +23,8 @@ import { fileURLToPath } from 'node:url';
 import { loadMachine } from '../sims/config/compile.ts';
 import { CoreHost } from '../sims/core/host.ts';
 import type { CoreStartOptions, NativeOpName } from '../sims/core/protocol.ts';
-import { RecordingWriter, slotLayout, AXIS_FIELDS } from '../drivers/replay/format.ts';
+import { RecordingWriter, slotLayout, AXIS_FIELDS, writeInputs } from '../drivers/replay/format.ts';
+import { ProcessImage } from '../drivers/bus.ts';
 import { runReplay, scanRecording } from '../drivers/replay/session.ts';
 import { ReplayPacer } from '../sims/replay/pacer.ts';
 import { scanForPacing } from '../sims/replay/scan.ts';
@@ -171,5 +174,28 @@ const perMinute = (bytes: number, cycles: number) => (bytes * 60_000) / cycles;
   }
   w.close();
   console.log(`size per minute at 1 kHz, nine axes: moving (all axes, sines) ${(perMinute(statSync(movingFile).size, 60_000) / 1024).toFixed(1)} KiB; writer ${((ms * 1000) / 60_000).toFixed(2)} us per moving frame`);
+}
+
+{
+  // The element-by-element stores writeInputs made before (the baseline): one megamorphic store per value.
+  const img = new ProcessImage(N);
+  const v = new Float64Array(slotLayout(N).count).map((_, i) => i % 7);
+  const firstInput = AXIS_FIELDS.indexOf('statusword');
+  const perElement = () => {
+    for (let f = firstInput; f < AXIS_FIELDS.length; f++) {
+      const a = img[AXIS_FIELDS[f]!] as unknown as Float64Array;
+      for (let i = 0; i < N; i++) a[i] = v[f * N + i]!;
+    }
+  };
+  const time = (fn: () => void) => {
+    const s = performance.now();
+    for (let k = 0; k < 200_000; k++) fn();
+    return ((performance.now() - s) * 1000) / 200_000;
+  };
+  for (let r = 0; r < ROUNDS; r++) {
+    const before = time(perElement);
+    const now = time(() => writeInputs(img, v));
+    console.log(`inputs into the image per frame (round ${r + 1}): element by element ${before.toFixed(2)} us, writeInputs ${now.toFixed(2)} us, ratio ${(before / now).toFixed(2)}`);
+  }
 }
 rmSync(DIR, { recursive: true, force: true });

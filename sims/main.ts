@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import { loadMachine } from './config/compile.ts';
 import { CoreLink } from './service/core-link.ts';
 import { LiveTiming } from './service/timing.ts';
+import { RecordingTiming } from './service/recording-timing.ts';
 import { ReplayedTiming } from './service/replay-timing.ts';
 import { ControlService } from './service/service.ts';
 import { encodeJson } from './json.ts';
@@ -419,7 +420,7 @@ export async function main(argv: string[], runner: Runner = runUntilStopped): Pr
   }
   // The service's clock and timed decisions (sims/service/timing.ts), picked here once: on a paced replay
   // the recorded ones the pacer cues, else the host clock with every decision taken at once.
-  const timing = args['replay-paced'] !== undefined ? new ReplayedTiming(Boolean(args.record)) : new LiveTiming(Boolean(args.record));
+  const timing = args['replay-paced'] !== undefined ? new ReplayedTiming(Boolean(args.record)) : args.record ? new RecordingTiming() : new LiveTiming();
   const core = new CoreLink(machine, {
     driver,
     ...(driver === 'sim' ? { driverParams: { startFaults, ...(homingMs !== undefined ? { homingNs: BigInt(homingMs) * 1_000_000n } : {}) } } : {}),

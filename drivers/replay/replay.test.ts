@@ -396,7 +396,7 @@ test('a large plan taken in on the real-time clock (a share of each cycle\'s wal
   expect(answeredAt).toBeGreaterThan(askedAt); // taken in over cycles
 
   const scan = scanRecording(file);
-  expect(scan.requests.find((q) => q.msg.t === 'prepare')?.msg.answerAtCycle).toBe(answeredAt);
+  expect(scan.requests.find((q) => q.msg.t === 'prepare')?.answerAtCycle).toBe(answeredAt);
   const repSent: { cycle: number; m: FromCore }[] = [];
   let rep: CoreHost | undefined;
   rep = await CoreHost.create({ machine: MACHINE, driver: 'replay', driverParams: { file, reportFile: '' }, clock: { mode: 'stepped' }, captureRetentionMs: 0 }, (m) => repSent.push({ cycle: rep?.core.cycleCount ?? 0, m }));

@@ -11,7 +11,8 @@ import { RecordingReader, typedFromNote, type RecordingHeader, type RecordingNot
 export interface SteppedCore {
   /** A clock that takes the host time of the request being handed over (sims/core/clock.ts RecordedClock.at). */
   readonly clock?: object;
-  handle(msg: never): boolean;
+  /** `answerAtCycle`: a prepare's recorded answer cycle, beside the request (sims/core/host.ts handle). */
+  handle(msg: never, answerAtCycle?: number): boolean;
   cycle(): void;
   readonly core: { readonly cycleCount: number };
   readonly driverHost: { readonly driver: BusDriver; readonly submissionFailures: number };
@@ -22,6 +23,8 @@ export interface RecordedRequest {
   msg: Record<string, unknown>;
   /** The host time the recorded core read while handling it (format 2 and later). */
   hostNs?: bigint;
+  /** A preparation: the cycle the recorded core answered it in. */
+  answerAtCycle?: number;
 }
 
 /**
@@ -45,7 +48,8 @@ function revive(data: unknown): Record<string, unknown> {
 
 /**
  * Reads the recording once: its header, its frame count, whether it was closed, and its requests. A
- * preparation carries the cycle the recorded core answered it in (`answerAtCycle`): on the real-time clock
+ * preparation is handed over with the cycle the recorded core answered it in (`answerAtCycle`, beside the
+ * request: sims/core/host.ts handle): on the real-time clock
  * the core took a large plan in for a share of each cycle's wall time (sims/core/plan-intake.ts), so the
  * replayed core answers when the recorded one did.
  */
@@ -64,7 +68,7 @@ export function scanRecording(file: string): { header: RecordingHeader; frames: 
   const answered = answerCycles(replies);
   for (const q of requests) {
     const at = q.msg.t === 'prepare' && typeof q.msg.id === 'number' ? answered.get(q.msg.id) : undefined;
-    if (at !== undefined) q.msg.answerAtCycle = at;
+    if (at !== undefined) q.answerAtCycle = at;
   }
   return { header: r.header, frames: r.frame, complete: r.complete, requests };
 }
@@ -102,7 +106,7 @@ export function runReplay(host: SteppedCore, scan: ReturnType<typeof scanRecordi
       // On the recorded clock the request is judged at the host time the recorded core read for it.
       if (at && q.hostNs !== undefined) at.at = q.hostNs;
       try {
-        host.handle(q.msg as never);
+        host.handle(q.msg as never, q.answerAtCycle);
       } finally {
         if (at) at.at = null;
       }

@@ -16,6 +16,17 @@
  */
 export type LeaseNotice = 'expired' | 'retold' | 'none';
 
+/**
+ * What the service adds to every request it posts to the core, for a recording (format 2, docs/recording.md
+ * "Making one"): its own clock when it posted the request, and for a request the service sent of its own
+ * accord, why (lease_expired). The core host records both beside the request and strips them before the core
+ * sees it; a paced replay strips them before matching.
+ */
+export interface RecordStamp {
+  sentNs?: bigint;
+  origin?: string;
+}
+
 /** The service's side of the tap (sims/service/core-link.ts posts them). */
 export type ToTap =
   /** A note of the service's own for the recording (format 2: its fence decisions, reads, replies); not a request. */

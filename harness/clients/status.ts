@@ -2,6 +2,7 @@
 // follow docs/profile.md "Describe and Status fields").
 
 import { HarnessError } from '../errors.ts';
+import { lateness } from '../lateness.ts';
 import type { ControlClient } from './control.ts';
 import { pollPause } from './poll.ts';
 
@@ -40,12 +41,23 @@ export async function readStatus(client: ControlClient): Promise<StatusView> {
   return r.reply.data as unknown as StatusView;
 }
 
-/** Poll status until `pred` holds; returns the matching status or the last one read. */
+/**
+ * Poll status until `pred` holds; returns the matching status or the last one read. The timeout is the
+ * harness's patience, not a documented bound, and the host's share of the wait does not use it up: time
+ * the harness's own loop stalled and time the target's process on this host waited to run
+ * (harness/lateness.ts) are added back, up to ten times the timeout, so a loaded host makes the wait
+ * longer rather than the change look missing.
+ */
 export async function waitStatus(client: ControlClient, pred: (s: StatusView) => boolean, timeoutMs = 3_000): Promise<StatusView> {
-  const until = Date.now() + timeoutMs;
+  const from = performance.now();
   for (;;) {
     const s = await readStatus(client);
-    if (pred(s) || Date.now() > until) return s;
+    if (pred(s)) return s;
+    const now = performance.now();
+    if (now - from > timeoutMs) {
+      const lost = lateness.window(from, now).total_ms + (lateness.targetWait(from, now)?.ms ?? 0);
+      if (now - from > Math.min(timeoutMs + lost, timeoutMs * 10)) return s;
+    }
     await pollPause(10);
   }
 }

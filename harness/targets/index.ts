@@ -118,9 +118,9 @@ export function isShared(name: string): boolean {
  * The per-test fixture of the suites (harness/fixture.ts, first of all): the chosen target's recorder's, or
  * nothing on a plain run. Vitest reads the names of its first parameter's destructuring: keep it destructured.
  */
-export const perTestStacksFixture = async ({ task, skip }: TestContextLike, use: () => Promise<void>): Promise<void> => {
+export const perTestStacksFixture = async ({ task, skip, onTestFailed }: TestContextLike, use: () => Promise<void>): Promise<void> => {
   const f = targetFromEnv().perTest;
-  return f ? f({ task, skip }, use) : use();
+  return f ? f({ task, skip, ...(onTestFailed ? { onTestFailed } : {}) }, use) : use();
 };
 
 export type { PlannerEndpoint, Target, VariantOptions } from './types.ts';

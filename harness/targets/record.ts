@@ -54,6 +54,9 @@ export function recordFixture(o: RecordOptions): PerTestFixture | undefined {
       for (const s of stacks) if (s.recording && !s.variant) RecordingStore.noteSidecar(s.recording, { test_wall_ms: wallMs });
       return { wallMs };
     },
+    // The codes a test ended in ERROR with: its replay is skipped (recorder.ts precheck), the recording being
+    // of the harness's trouble then rather than of the target.
+    erred: (test, codes) => recorder.noteErred(test, codes),
     modeName: () => 'record',
   });
 }

@@ -14,6 +14,7 @@ import { NESTED_VARIANT, Recorder } from './recorder.ts';
 import { RecordingStore, variantOptionsJson } from './recording-store.ts';
 import { clipJson, describeVerdict } from './replay.ts';
 import { SimTarget } from './sim.ts';
+import { erredCodes } from './test-stacks.ts';
 import { recorderOf } from './record.ts';
 import { TARGETS, targetFromEnv } from './index.ts';
 import type { StackProcess } from './types.ts';
@@ -164,4 +165,47 @@ test('a verdict reads as one line naming what was matched and where it diverged'
   expect(describeVerdict({ ...BASE, divergence: { kind: 'request', cycle: 7, path: 'axisMask', expected: { op: 'arm' }, actual: { op: 'arm', axisMask: 2 } } })).toMatch(/diverged at cycle 7: request field axisMask expected \{"op":"arm"\}/);
   const bus = { kind: 'diverged' as const, file: 'f', mode: 'strict', time_ns: 4e6, recent: [], cycle: 4, axis: 1, axis_id: 'J2', field: 'controlword', expected: 15, actual: 7 };
   expect(describeVerdict({ ...BASE, divergence: { kind: 'bus', cycle: 4, bus } })).toMatch(/diverged on the bus at cycle 4, axis J2, field controlword: expected 15, actual 7$/);
+});
+
+test('replay: a test that ended in ERROR when recorded is skipped, naming the codes (its recording keeps the harness\'s trouble then, not the target\'s behaviour); one that passed or failed is replayed', async () => {
+  const rec = Recorder.of('replay', { recordings: DIR, machineSha256: A });
+  const store = new RecordingStore(DIR);
+  const erred = `${ID} (recorded in error)`;
+  const failed = `${ID} (recorded failing)`;
+  for (const id of [erred, failed]) {
+    put(store.testRecording(A, id));
+    RecordingStore.writeSidecar(store.testRecording(A, id), { test: id, machine_sha256: A });
+  }
+  RecordingStore.noteSidecar(store.testRecording(A, erred), { recorded_errors: ['HIL_ERR_HOST_TOO_SLOW', 'HIL_ERR_TEST_CHANNEL'] });
+  expect(await rec.precheck(erred)).toEqual({ skip: expect.stringMatching(/^recorded in ERROR \(HIL_ERR_HOST_TOO_SLOW, HIL_ERR_TEST_CHANNEL\): .*re-record it/) });
+  await expect(rec.testSession(enterTest(erred))).rejects.toMatchObject({ code: 'HIL_ERR_REPLAY_MISSING', message: expect.stringContaining('recorded in ERROR') });
+  leaveTest();
+  expect(await rec.precheck(failed)).toEqual({ path: store.testRecording(A, failed) });
+});
+
+test('record: a failed test is said to have ended in ERROR, with its codes each once, when the harness lost a grant to its lateness or every error is a harness one; an assertion or a FAIL code among its errors keeps it a FAIL', () => {
+  const assertion = { name: 'AssertionError', message: 'x', showDiff: true, actual: 1, expected: 2 };
+  const channel = { name: 'HarnessError', message: 'refused', code: 'HIL_ERR_TEST_CHANNEL', verdict: 'error' };
+  const diverged = { name: 'HarnessError', message: 'differs', code: 'HIL_ERR_REPLAY_DIVERGED', verdict: 'fail' };
+  const failed = (errors: unknown[], meta: { hostTooSlow?: string } = {}) => erredCodes({ meta, result: { errors } });
+  expect(failed([assertion])).toEqual([]);
+  expect(failed([diverged, channel])).toEqual([]);
+  expect(failed([assertion, channel])).toEqual([]);
+  expect(failed([channel, channel, { code: 'HIL_ERR_TARGET_START' }, { name: 'Error', message: 'planted' }])).toEqual(['HIL_ERR_TEST_CHANNEL', 'HIL_ERR_TARGET_START', 'Error']);
+  // A lease lost to the host's lateness (the cell's or the trace's judgement): the assertion after it says nothing.
+  expect(failed([assertion], { hostTooSlow: 'renewal sent 483.6 ms after the last accepted one' })).toEqual(['HIL_ERR_HOST_TOO_SLOW']);
+  expect(erredCodes({ meta: {} })).toEqual([]);
+});
+
+test('replay: a test whose stacks were all variants and that ended in ERROR when recorded is skipped too (its stackless sidecar says so); the record mode writes the codes into the test\'s own sidecar', async () => {
+  const store = new RecordingStore(DIR);
+  const id = `${ID} (variants only, erred)`;
+  store.writeStackless(A, id, {});
+  const recording = Recorder.of('record', { recordDir: DIR, machineSha256: A });
+  recording.noteErred(id, ['HIL_ERR_HOST_TOO_SLOW']);
+  expect(RecordingStore.readSidecar(store.testRecording(A, id))).toMatchObject({ stack: false, recorded_errors: ['HIL_ERR_HOST_TOO_SLOW'] });
+  expect(await Recorder.of('replay', { recordings: DIR, machineSha256: A }).precheck(id)).toEqual({ skip: expect.stringMatching(/^recorded in ERROR \(HIL_ERR_HOST_TOO_SLOW\)/) });
+  // nothing recorded: nothing noted
+  recording.noteErred(`${ID} (never recorded)`, ['HIL_ERR_HOST_TOO_SLOW']);
+  expect(RecordingStore.readSidecar(store.testRecording(A, `${ID} (never recorded)`))).toBeNull();
 });

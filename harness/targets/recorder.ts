@@ -256,6 +256,15 @@ export class Recorder {
     const sha = await machineDigest(this.o);
     const found = store.find(sha, testId);
     if (found.kind === 'not_recorded') return { skip: `not recorded (no recording of this test for machine ${sha} under ${store.dir})` };
+    // A test that ended in ERROR when recorded (the host too slow, the harness broken): its recording keeps
+    // what broke then (a lease run out under a late keeper), which the live test does not repeat, so its
+    // replay would judge the target on the recorded harness's trouble (a live keeper renewing in time, a
+    // recorded expiry replayed: FAIL; a fault injection held behind that expiry: ERROR). A test whose stacks
+    // are all variants has a stackless sidecar that says so.
+    if (found.kind !== 'stale') {
+      const erred = recordedErrors(RecordingStore.readSidecar(store.testRecording(sha, testId)));
+      if (erred.length) return { skip: `recorded in ERROR (${erred.join(', ')}): the recording keeps what broke the harness then, no reference of the target; re-record it (hil run --record)` };
+    }
     if (found.kind === 'stackless') return { stackless: found.sidecar };
     if (found.kind === 'stale') {
       throw new HarnessError('HIL_ERR_REPLAY_STALE', `recording ${found.path} was made for machine ${found.recordedMachine}, the configuration under test is machine ${sha}: re-record it (hil run --record)`, {
@@ -339,4 +348,15 @@ export class Recorder {
   noteStackless(test: TestRun, wallMs: number): void {
     if (this.mode === 'record' && this.o.machineSha256) this.store.writeStackless(this.o.machineSha256, test.id, test.drawnProperties(), wallMs);
   }
+
+  /** Record: the test ended in ERROR with `codes`, said in its own sidecar (a recording's or a stackless one: precheck). */
+  noteErred(testId: string, codes: readonly string[]): void {
+    if (this.mode === 'record' && this.o.machineSha256) RecordingStore.noteSidecar(this.store.testRecording(this.o.machineSha256, testId), { recorded_errors: codes });
+  }
+}
+
+/** The error codes a recorded test ended with (a sidecar's `recorded_errors`, record.ts), none when it passed or failed. */
+export function recordedErrors(sidecar: Record<string, unknown> | null): string[] {
+  const e = sidecar?.recorded_errors;
+  return Array.isArray(e) ? e.filter((c): c is string => typeof c === 'string') : [];
 }

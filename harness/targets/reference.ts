@@ -72,7 +72,7 @@ export type ReferenceProgram = 'stack' | 'config' | 'planner' | 'olp';
 
 /**
  * HIL_STACK_CPU_PROF=DIR: every stack (a stack host or a stack process) writes a V8 CPU profile of each of its
- * threads into DIR when it exits, for bench/stack-profile.ts (where the stacks' CPU goes in a run).
+ * threads into DIR when it exits, to be read with bench/worker-profile.ts (where the stacks' CPU goes in a run).
  */
 export function stackProfileArgs(env: NodeJS.ProcessEnv = process.env): string[] {
   const dir = env.HIL_STACK_CPU_PROF;

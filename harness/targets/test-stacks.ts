@@ -11,6 +11,8 @@ import { join } from 'node:path';
 import * as allure from 'allure-js-commons';
 import { enterTest, leaveTest, perTestTargets, type PerTestOutcome, type TestRun } from './pertest.ts';
 import { refreshDescriptions } from './described.ts';
+import { verdictOfError } from '../errors.ts';
+import { testStateOf } from '../report/verdict.ts';
 import type { PerTestFixture, TestContextLike } from './types.ts';
 
 const RUN_DIR = process.env.HIL_RUN_DIR ?? join(process.cwd(), 'reports', '.run');
@@ -26,6 +28,8 @@ export interface PerTestHooks {
    * keeps, and say the test's wall time (and, replayed, the recorded one).
    */
   after(test: TestRun, stacks: readonly PerTestOutcome[], wallMs: number, recording: string | undefined): { wallMs: number; recordedMs?: number };
+  /** The test ended in ERROR (`codes`: why, erredCodes), told once every fixture has judged it (record: its sidecar says so). */
+  erred?(testId: string, codes: readonly string[]): void;
   /** More fields of a recording's note in the run record (replay: its verdict). */
   note?(o: PerTestOutcome): Record<string, unknown>;
   /** Allure's "recording mode" parameter of a stack's recording. */
@@ -39,8 +43,16 @@ export interface PerTestHooks {
  * destructuring: the caller keeps it destructured (index.ts perTestStacksFixture).
  */
 export function perTestFixture(hooks: PerTestHooks): PerTestFixture {
-  return async ({ task, skip }, use) => {
+  return async ({ task, skip, onTestFailed }, use) => {
     const id = task.fullName;
+    // Registered before every other fixture's, so called after theirs (the runner calls them in reverse):
+    // whether the harness's lateness made the failure an ERROR (the cell's and the trace's hostTooSlow) is known.
+    if (hooks.erred) {
+      onTestFailed?.(() => {
+        const codes = erredCodes(task);
+        if (codes.length) hooks.erred!(id, codes);
+      });
+    }
     const pre = await hooks.before(id);
     if ('skip' in pre) skip(pre.skip);
     const recording = 'recording' in pre ? pre.recording : undefined;
@@ -76,6 +88,22 @@ export function perTestFixture(hooks: PerTestHooks): PerTestFixture {
       await hooks.judge?.(o, which, task);
     }
   };
+}
+
+/**
+ * Why a failed test ended in ERROR rather than FAIL (harness/report/verdict.ts testStateOf): the harness
+ * lost a grant to its lateness (HIL_ERR_HOST_TOO_SLOW), or every error's code has the verdict ERROR
+ * (harness/errors.ts), each code once. None when it failed (an assertion, a FAIL code among its errors).
+ */
+export function erredCodes(task: { meta: { hostTooSlow?: string; replayUnheld?: string }; result?: { errors?: readonly unknown[] } }): string[] {
+  const errors = task.result?.errors ?? [];
+  if (testStateOf('failed', errors, task.meta) !== 'errored') return [];
+  // An error without a code (a plain Error the harness threw) by its name.
+  const named = errors.filter((e) => verdictOfError(e) === 'error').map((e) => {
+    const x = e as { code?: unknown; name?: unknown };
+    return typeof x.code === 'string' ? x.code : typeof x.name === 'string' ? x.name : 'unknown';
+  });
+  return [...new Set([...(task.meta.hostTooSlow !== undefined ? ['HIL_ERR_HOST_TOO_SLOW'] : []), ...named])];
 }
 
 /** Leave a note of which recording a test wrote or replayed, for run.json and the report. */

@@ -71,8 +71,10 @@ export interface DescriptorAbilities {
 
 /** What a target's per-test fixture reads of vitest's test context (harness/targets/test-stacks.ts). */
 export interface TestContextLike {
-  task: { fullName: string; meta: { replayUnheld?: string } };
+  task: { fullName: string; meta: { replayUnheld?: string; hostTooSlow?: string }; result?: { errors?: readonly unknown[] } };
   skip: (note?: string) => void;
+  /** Called once the test failed, after the runner tore the fixtures down and the other fixtures' own callbacks ran. */
+  onTestFailed?: (fn: () => void | Promise<void>) => void;
 }
 
 /** A per-test fixture body: runs the test through `use` between its stacks' start and stop. */

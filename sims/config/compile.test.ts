@@ -525,9 +525,19 @@ test('a machine compiled again in the same process: the same result while text a
     const changed = await compileToDirectory(file, join(root, 'out'));
     expect(changed.machine_sha256).not.toBe(first.machine_sha256);
     expect(changed.dir).not.toBe(first.dir);
-    // The description removed: refused, as a first compile would be.
+    // The same text in another directory reads its resources there: a different description there is a
+    // different machine, the same one the same machine.
+    const other = join(root, 'copy');
+    await mkdir(join(other, 'models'), { recursive: true });
+    await writeFile(join(other, 'cell.json'), JSON.stringify(doc));
+    await writeFile(join(other, 'models/arm-6.urdf'), '<robot name="arm-6"/>\n');
+    expect((await compileToDirectory(join(other, 'cell.json'), join(root, 'out'))).machine_sha256).toBe(first.machine_sha256);
+    await writeFile(join(other, 'models/arm-6.urdf'), '<robot name="arm-8"/>\n');
+    const third = await compileToDirectory(join(other, 'cell.json'), join(root, 'out'));
+    expect([first.machine_sha256, changed.machine_sha256]).not.toContain(third.machine_sha256);
+    // The description removed: refused, as a first compile would be, with the file's name in the message.
     await rm(join(root, 'models/arm-6.urdf'));
-    await expect(compileToDirectory(file, join(root, 'out'))).rejects.toMatchObject({ code: 'config_resource' });
+    await expect(compileToDirectory(file, join(root, 'out'))).rejects.toMatchObject({ code: 'config_resource', message: expect.stringContaining(file) });
   } finally {
     await rm(root, { recursive: true, force: true });
   }

@@ -473,34 +473,33 @@ function axesConf(m: Omit<CompiledMachine, 'dir'>): string {
 
 /**
  * compileMachine is pure: the same machine text with the same bytes in every resource it reads gives the
- * same result. A process that starts many stacks (a stack host, sims/sessions.ts: one session per test
- * file, most with the same fixture) compiles each machine once and reuses the result while the text and
- * every resource it read are unchanged (each resource is read again and compared, so a changed robot
+ * same result (the file's name only appears in a refusal's message). A process that starts many stacks (a
+ * stack host, sims/sessions.ts: a session per test file, most with the same fixture or a copy of it)
+ * compiles each machine text once and reuses the result while every resource it read, looked up beside the
+ * file now compiled, has the same bytes (each is read again and compared, so a changed or missing robot
  * description compiles anew). A refused machine is never kept: it is compiled, and refused, each time.
  */
 const COMPILED_KEPT = 8;
-const compiled = new Map<string, { result: CompileResult; resources: Array<{ path: string; bytes: Uint8Array }> }>();
+const compiled = new Map<string, { result: CompileResult; resources: Array<{ name: string; bytes: Uint8Array }> }>();
 
 function compiledOnce(file: string, base: string, text: string): CompileResult {
-  const key = `${file}\0${text}`;
-  const kept = compiled.get(key);
-  if (kept && kept.resources.every((r) => sameBytes(r.path, r.bytes))) {
-    compiled.delete(key);
-    compiled.set(key, kept); // most recently used last
+  const kept = compiled.get(text);
+  if (kept && kept.resources.every((r) => sameBytes(join(base, r.name), r.bytes))) {
+    compiled.delete(text);
+    compiled.set(text, kept); // most recently used last
     return cloneResult(kept.result);
   }
-  const resources: Array<{ path: string; bytes: Uint8Array }> = [];
+  const resources: Array<{ name: string; bytes: Uint8Array }> = [];
   const result = compileMachine(text, {
     sourceName: file,
     readResource: (name) => {
-      const path = join(base, name);
-      const bytes = readFileSync(path);
-      resources.push({ path, bytes });
+      const bytes = readFileSync(join(base, name));
+      resources.push({ name, bytes });
       return bytes;
     },
   });
-  compiled.delete(key);
-  compiled.set(key, { result: cloneResult(result), resources });
+  compiled.delete(text);
+  compiled.set(text, { result: cloneResult(result), resources });
   while (compiled.size > COMPILED_KEPT) compiled.delete(compiled.keys().next().value!);
   return result;
 }

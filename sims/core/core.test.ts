@@ -563,13 +563,13 @@ test('on the stepped and fast clocks a large plan takes the same cycles on every
   }
 });
 
-test('a replayed preparation is answered in the recorded cycle, neither before nor after, whatever the clock', async () => {
+test('a preparation handed over with its recorded answer cycle (a replay\'s edge) is answered in that cycle, neither before nor after, whatever the clock', async () => {
   for (const clockMode of ['recorded', 'realtime', 'stepped'] as const) {
     for (const after of [3, 200]) {
       const r = await rig({ workClock: fakeClock(1), clockMode });
       r.step();
       const at = r.core.cycleCount + after;
-      r.core.handle(stillPlan(1, LARGE, { answerAtCycle: at }));
+      r.core.handle(stillPlan(1, LARGE), { answerAtCycle: at });
       const answer = answerOf(r, 1);
       expect(answer, `${clockMode}, ${after} cycles on`).toEqual({ cycles: after, result: 2 });
       expect(r.core.cycleCount).toBe(at);
@@ -577,7 +577,7 @@ test('a replayed preparation is answered in the recorded cycle, neither before n
   }
   // A plan small enough to be built at once is answered at once, as it was when recorded.
   const r = await rig({ workClock: fakeClock(1), clockMode: 'recorded' });
-  r.core.handle(stillPlan(1, 100, { answerAtCycle: r.core.cycleCount + 50 }));
+  r.core.handle(stillPlan(1, 100), { answerAtCycle: r.core.cycleCount + 50 });
   expect(answerOf(r, 1)).toEqual({ cycles: 0, result: 2 });
 });
 

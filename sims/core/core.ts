@@ -33,13 +33,13 @@ import { LaneArbiter } from './lanes.ts';
 import type { PlanArena } from './plan-arena.ts';
 import { PlanBuilder, TrajectoryLane, type Plan, type PlanRefusal, type TrajectoryEnd } from './trajectory.ts';
 import { JOG_REASON, NATIVE_REASON } from './reasons.ts';
-import { JOG_MODE, NATIVE_OP, type CommandResult, type JogStatus, type CoreStatus, type CoreTiming, type FromCore, type PlanWorkspace, type ToCore } from './protocol.ts';
+import { JOG_MODE, NATIVE_OP, type CommandResult, type JogStatus, type CoreStatus, type CoreTiming, type FromCore, type ToCore } from './protocol.ts';
 import { captureCycle } from './record.ts';
 import { buildStatus, type StatusView } from './status-view.ts';
 import { FaultReset } from './fault-reset.ts';
 import { ArmWait, ARM_SETTLE_NS } from './arm-wait.ts';
 import { LeaseWatch } from './lease-watch.ts';
-import { PlanIntake } from './plan-intake.ts';
+import { PlanIntake, type PlanBeside } from './plan-intake.ts';
 import { TestHolds, type HeldCore } from './test-holds.ts';
 
 export { CycleHistogram } from './histogram.ts';
@@ -264,12 +264,9 @@ export class Core implements AdmissionView, StatusView, HeldCore {
     });
   }
 
-  /**
-   * Handle one message from the service (a prepare's workspace and arena slot come beside it: protocol.ts
-   * PostStamp).
-   */
-  handle(m: ToCore, workspace?: PlanWorkspace, slot?: number): void {
-    this.handleMessage(m, workspace, slot);
+  /** Handle one message from the service (what comes beside a prepare: plan-intake.ts PlanBeside). */
+  handle(m: ToCore, beside?: PlanBeside): void {
+    this.handleMessage(m, beside);
     // A discard, a Start (the plan it replaces), a refused or superseded prepare: their slots go back now.
     this.keepSlots();
   }
@@ -282,7 +279,7 @@ export class Core implements AdmissionView, StatusView, HeldCore {
     this.planArena?.keep(this.intake.slot, this.preparedPlan?.slot, this.trajectory.plan?.slot);
   }
 
-  private handleMessage(m: ToCore, workspace?: PlanWorkspace, slot?: number): void {
+  private handleMessage(m: ToCore, beside?: PlanBeside): void {
     switch (m.t) {
       case 'grant': {
         const wasActive = this.grant.active;
@@ -309,7 +306,7 @@ export class Core implements AdmissionView, StatusView, HeldCore {
         this.command(m);
         return;
       case 'prepare':
-        this.prepare(m, workspace, slot);
+        this.prepare(m, beside ?? {});
         return;
       case 'jog_update':
         this.jogUpdate(m);
@@ -531,13 +528,13 @@ export class Core implements AdmissionView, StatusView, HeldCore {
    * prepare: convert and check a point list, keep it in the plan slot (replacing an older one), at once or
    * over the following cycles (plan-intake.ts); the older plan stays in the slot until then.
    */
-  private prepare(m: Extract<ToCore, { t: 'prepare' }>, workspace?: PlanWorkspace, slot?: number): void {
+  private prepare(m: Extract<ToCore, { t: 'prepare' }>, { workspace, slot, answerAtCycle }: PlanBeside): void {
     const asCmd: Cmd = { t: 'cmd', id: m.id, op: 'prepare', generation: m.generation, axisMask: m.axisMask, handle: m.handle };
     // The slot is the core's from here, whatever the answer (a refused plan's slot goes back at once: keepSlots).
     if (slot !== undefined) this.planArena?.adopt(slot);
     const refusal = admit(this, asCmd);
     if (refusal) return void this.reply(asCmd, refusal.reason, refusal.mask, refusal.detail);
-    const build = { builder: new PlanBuilder(this.machine, m, workspace), cmd: asCmd, ...(m.answerAtCycle !== undefined ? { answerAt: m.answerAtCycle } : {}), ...(slot !== undefined ? { slot } : {}) };
+    const build = { builder: new PlanBuilder(this.machine, m, workspace), cmd: asCmd, ...(answerAtCycle !== undefined ? { answerAt: answerAtCycle } : {}), ...(slot !== undefined ? { slot } : {}) };
     const now = this.intake.begin(build, (cmd) => this.reply(cmd, NATIVE_REASON.cancelled, 0, 'replaced by a newer preparation'));
     if (now) this.prepared(asCmd, now, slot);
   }

@@ -13,13 +13,13 @@ import { createDriver } from '../../drivers/index.ts';
 import { parseFaultSpec, FaultSpecError } from '../../drivers/faults.ts';
 import { DriverHost } from '../../drivers/host.ts';
 import { RecordingDriver } from '../../drivers/replay/recorder.ts';
-import { isTap, type FromTap, type ToTap } from '../../drivers/replay/tap.ts';
+import { isTap, type FromTap, type RecordStamp, type ToTap } from '../../drivers/replay/tap.ts';
 import { provenance } from '../paths.ts';
 import { CaptureRing } from './capture/ring.ts';
 import { PlanArena } from './plan-arena.ts';
 import { makeClock, RecordedClock, type CycleClock, type RecordedTimes } from './clock.ts';
 import { Core } from './core.ts';
-import { isOutput, reportedClockMode, unstamp, type CommandResult, type CoreStartOptions, type FromCore, type PostStamp, type PriorityRequest, type ToCore } from './protocol.ts';
+import { isOutput, reportedClockMode, type CommandResult, type CoreStartOptions, type FromCore, type PlanAttachment, type PriorityRequest, type ToCore } from './protocol.ts';
 
 const OK: CommandResult = { Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 };
 const REFUSED: CommandResult = { ...OK, Result: 1 };
@@ -185,15 +185,18 @@ export class CoreHost {
 
   /**
    * Handle one message of the core's port: the core's own protocol (protocol.ts ToCore), or the tap's
-   * (drivers/replay/tap.ts), which the host takes off before the core sees anything. Returns false on shutdown.
+   * (drivers/replay/tap.ts), which the host takes off before the core sees anything. A request comes with
+   * the service's record stamp (tap.ts RecordStamp: recorded beside it) and a prepare with its attachment
+   * (protocol.ts PlanAttachment), both taken off here; a replay's edge may say in which cycle to answer a
+   * prepare (`answerAtCycle`: the recorded core's, plan-intake.ts PlanBeside). Returns false on shutdown.
    */
-  handle(stamped: (ToCore & PostStamp) | ToTap): boolean {
+  handle(stamped: (ToCore & RecordStamp & PlanAttachment) | ToTap, answerAtCycle?: number): boolean {
     if (isTap(stamped)) {
       this.tap(stamped);
       return true;
     }
-    const { sentNs, origin, workspace, slot } = stamped;
-    const msg = unstamp(stamped) as ToCore;
+    const { sentNs, origin, workspace, slot, ...rest } = stamped;
+    const msg = rest as ToCore;
     if (msg.t === 'cmd' && this.stallNextMs > 0) {
       // Before the note: the host time recorded with the command is the one the core judged it at.
       Atomics.wait(this.sleeper, 0, 0, this.stallNextMs);
@@ -230,7 +233,8 @@ export class CoreHost {
         return true;
       default:
         if (msg.t === 'prepare') this.owedIds.set(msg.id, 'prepare');
-        this.core.atHostTime(hostNs, () => this.core.handle(msg, workspace, slot));
+        if (msg.t !== 'prepare') this.core.atHostTime(hostNs, () => this.core.handle(msg));
+        else this.core.atHostTime(hostNs, () => this.core.handle(msg, { workspace, slot, answerAtCycle }));
         return true;
     }
   }

@@ -8,7 +8,7 @@
 // 'ready'. A SharedArrayBuffer's memory is not counted as any isolate's external memory (V8 gives shared
 // backing stores no per-isolate accounting), so views of it travel between the threads in messages
 // without costing a collection anywhere. The upload worker decodes straight into a slot, the service checks
-// the points in place, and the prepare carries views of the slot plus its number (protocol.ts PostStamp
+// the points in place, and the prepare carries views of the slot plus its number (protocol.ts PlanAttachment
 // `slot`); the core builds the plan in the same slot (its PlanWorkspace part) and gives the slot back when
 // the plan is gone (refused, superseded, discarded, consumed, completed, retired).
 //

@@ -5,13 +5,14 @@
 // - real-time clock: PLAN_BUILD_SHARE of the cycle's period, by the work clock. A fixed count of 10000
 //   element operations took 0.05 ms when compiled but 0.4 to 2 ms while V8 had not compiled the builder
 //   yet (a stack's first large upload, its compiler thread starved by the upload): every cycle late;
-// - a preparation that says in which cycle it is answered (`answerAtCycle`, a replayed core's: the count
-//   above was the recorded wall clock's decision): all at once, in that cycle;
+// - a preparation handed over with the cycle to answer it in (PlanBeside `answerAtCycle`: a replay's edge,
+//   sims/replay/pacer.ts or drivers/replay/session.ts, gives the recorded core's, since the count above was
+//   the recorded wall clock's decision): all at once, in that cycle;
 // - stepped and fast clocks: PLAN_SLICE_ELEMENTS a cycle, the same on every run.
 // The core keeps the admission and the answer; this keeps the build in progress and its budget.
 
 import type { Cmd } from './admission.ts';
-import type { CoreStatus } from './protocol.ts';
+import type { CoreStatus, PlanAttachment } from './protocol.ts';
 import type { Plan, PlanBuilder, PlanRefusal } from './trajectory.ts';
 
 /** A plan up to this many element operations (about 12000 points of nine axes) is built at once. */
@@ -20,6 +21,14 @@ export const PLAN_SYNC_ELEMENTS = 250_000;
 export const PLAN_SLICE_ELEMENTS = 10_000;
 /** On the real-time clock, the share of a cycle's period a larger plan is taken in for, each cycle. */
 export const PLAN_BUILD_SHARE = 0.2;
+
+/**
+ * What comes beside a prepare at the core, never in the request: its attachment, and the cycle in which to
+ * answer it when a replay's edge hands it over (the recorded core's answer cycle).
+ */
+export interface PlanBeside extends PlanAttachment {
+  answerAtCycle?: number;
+}
 
 /** A plan being taken in, with the command that asked for it and the arena slot its arrays are in. */
 export interface PlanBuild {

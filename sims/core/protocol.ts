@@ -112,27 +112,13 @@ export interface CommandResult {
 }
 
 /**
- * What the service adds to every message it posts (format 2 recordings, docs/recording.md): its own clock
- * when it posted the message, and for a message the service sent of its own accord, why (lease_expired).
- * The core host records both with the request and strips them; the core itself never reads them.
+ * What travels beside a prepare but is no part of the request (never recorded: a recording keeps the arrays'
+ * contents, and a replay builds from them): memory for the plan (PlanWorkspace), and the plan arena slot its
+ * arrays and workspace are views of (sims/core/plan-arena.ts), which the core holds until it lets the plan go.
  */
-export interface PostStamp {
-  sentNs?: bigint;
-  origin?: string;
-  /** Memory for the plan a prepare carries (PlanWorkspace); not part of the request, never recorded. */
+export interface PlanAttachment {
   workspace?: PlanWorkspace;
-  /**
-   * The plan arena slot a prepare's arrays and workspace are views of (sims/core/plan-arena.ts): the core
-   * holds the slot until it lets the plan go. Not part of the request, never recorded (a recording keeps
-   * the arrays' contents, and a replay builds from them).
-   */
   slot?: number;
-}
-
-/** A posted message without what the service added to it (PostStamp): the one place that lists its fields. */
-export function unstamp<M extends object>(stamped: M & PostStamp): Omit<M, keyof PostStamp> {
-  const { sentNs: _s, origin: _o, workspace: _w, slot: _l, ...msg } = stamped;
-  return msg;
 }
 
 /**
@@ -145,8 +131,8 @@ export function unstamp<M extends object>(stamped: M & PostStamp): Omit<M, keyof
  * 1.8 ms: V8 collects when an isolate's external memory grows). The core allocates its own arrays when
  * these are absent or of another size, so a replay (which strips them) builds the same plan in the same
  * cycles.
- * For a large plan they are views of a plan arena slot (plan-arena.ts, PostStamp `slot`), written once per
- * slot.
+ * For a large plan they are views of a plan arena slot (plan-arena.ts, PlanAttachment `slot`), written once
+ * per slot.
  */
 export interface PlanWorkspace {
   /** count long. */
@@ -185,12 +171,6 @@ export type ToCore =
       axisMask: number;
       /** A program (docs/profile.md "Program admission"): an axis may start outside its limits and move back, never further out. */
       recovery?: boolean;
-      /**
-       * Replays only: the cycle the recorded core answered this preparation in. A core on the real-time
-       * clock takes a large plan in for a share of each cycle's wall time, so how many cycles it took is a
-       * decision of that clock; a replayed core answers in the recorded cycle (sims/core/plan-intake.ts).
-       */
-      answerAtCycle?: number;
     } & PlanArrays)
   | { t: 'cancel_home' }
   /** `stopping`: the grant went inactive because a stop was admitted (the lanes end with reason "stop"). */
@@ -354,33 +334,6 @@ export type FromCore =
   | { t: 'stepped'; id: number; nowNs: bigint; cycles: bigint; answered: number; owed?: number }
   /** The core cannot go on; `message` says why (the service logs it before the exit is handled). */
   | { t: 'fatal'; message: string };
-
-/** Every field name of the channel's typed messages, at any depth (the replay marks below are checked against it). */
-type FieldsOf<T, D extends unknown[] = []> = D['length'] extends 6
-  ? never
-  : T extends bigint | string | number | boolean | null | undefined | ArrayBufferView | ((...a: never[]) => unknown)
-    ? never
-    : T extends readonly (infer E)[]
-      ? FieldsOf<E, [...D, 0]>
-      : T extends object
-        ? { [K in keyof T & string]-?: (string extends K ? never : K) | FieldsOf<T[K], [...D, 0]> }[keyof T & string]
-        : never;
-export type ChannelField = FieldsOf<ToCore | FromCore>;
-
-/**
- * Replay marks (sims/replay/match.ts, docs/recording.md "The replay target"): the fields of these messages
- * that carry a fence (a generation, handle, jog generation or message id: compared through a consistent
- * recorded->live mapping), and those that carry a host monotonic time of the run that sent them (never
- * compared). Declared here, beside the types, and checked against them: a renamed field fails to compile.
- */
-export const FENCE_FIELDS = ['id', 'generation', 'Generation', 'handle', 'Handle', 'jogGeneration', 'JogGeneration', 'active_handle'] as const satisfies readonly ChannelField[];
-export const HOST_TIME_FIELDS = ['deadlineNs', 'originNs', 'captureNs', 'inputDeadlineNs', 'SourceOriginHostNs', 'DeadlineHostNs', 'InputDeadlineHostNs', 'nowNs'] as const satisfies readonly ChannelField[];
-/**
- * The same marks for fields of untyped parts: event payloads (Record<string, unknown>: `jog_generation`,
- * `deadline_ns`, `host_ns`) and the service's notes (`now_ns` of a status read).
- */
-export const PAYLOAD_FENCE_FIELDS = ['jog_generation'] as const;
-export const PAYLOAD_HOST_TIME_FIELDS = ['deadline_ns', 'host_ns', 'now_ns'] as const;
 
 /**
  * What a kept core thread (sims/service/core-threads.ts) says on its parent port when its incarnation has

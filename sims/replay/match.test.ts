@@ -48,7 +48,7 @@ test('the fence and host-time marks come from the protocol (sims/core/protocol.t
   expect(compareNote({ t: 'cmd', axisMask: 3 }, { t: 'cmd', axisMask: 1 }, new FenceMap())).toMatchObject({ path: 'axisMask' });
 });
 
-test('a live prepare is compared without its stamp and its workspace (never recorded: core protocol.ts PostStamp)', () => {
+test('a live prepare is compared without its stamp and its workspace (never recorded: tap.ts RecordStamp, core protocol.ts PlanAttachment)', () => {
   const pos = new Float64Array([0.5, 1.5]);
   const recorded = normalise({ t: 'prepare', position: pos, generation: 5n });
   const live = { t: 'prepare', position: pos, generation: 5n, sentNs: 9n, origin: 'x', workspace: { t: new Float64Array(1), q: new Float64Array(2), qd: new Float64Array(2) } };

@@ -6,7 +6,34 @@
 //     clock of the run that sent them.
 
 import { noteValue, typedFromNote } from '../../drivers/replay/format.ts';
-import { FENCE_FIELDS as PROTOCOL_FENCE_FIELDS, HOST_TIME_FIELDS as PROTOCOL_HOST_TIME_FIELDS, PAYLOAD_FENCE_FIELDS, PAYLOAD_HOST_TIME_FIELDS, unstamp, type PostStamp } from '../core/protocol.ts';
+import type { FromCore, ToCore } from '../core/protocol.ts';
+
+/** Every field name of the core protocol's typed messages, at any depth (the marks below are checked against it). */
+type FieldsOf<T, D extends unknown[] = []> = D['length'] extends 6
+  ? never
+  : T extends bigint | string | number | boolean | null | undefined | ArrayBufferView | ((...a: never[]) => unknown)
+    ? never
+    : T extends readonly (infer E)[]
+      ? FieldsOf<E, [...D, 0]>
+      : T extends object
+        ? { [K in keyof T & string]-?: (string extends K ? never : K) | FieldsOf<T[K], [...D, 0]> }[keyof T & string]
+        : never;
+type ChannelField = FieldsOf<ToCore | FromCore>;
+
+/**
+ * The replay's marks on the core protocol (sims/core/protocol.ts): the fields that carry a fence (a
+ * generation, handle, jog generation or message id: compared through a consistent recorded->live mapping),
+ * and those that carry a host monotonic time of the run that sent them (never compared). Checked against the
+ * protocol's types: a renamed field fails to compile.
+ */
+export const PROTOCOL_FENCE_FIELDS = ['id', 'generation', 'Generation', 'handle', 'Handle', 'jogGeneration', 'JogGeneration', 'active_handle'] as const satisfies readonly ChannelField[];
+export const PROTOCOL_HOST_TIME_FIELDS = ['deadlineNs', 'originNs', 'captureNs', 'inputDeadlineNs', 'SourceOriginHostNs', 'DeadlineHostNs', 'InputDeadlineHostNs', 'nowNs'] as const satisfies readonly ChannelField[];
+/**
+ * The same marks for fields of untyped parts: event payloads (Record<string, unknown>: `jog_generation`,
+ * `deadline_ns`, `host_ns`) and the service's notes (`now_ns` of a status read).
+ */
+const PAYLOAD_FENCE_FIELDS = ['jog_generation'] as const;
+export const PAYLOAD_HOST_TIME_FIELDS = ['deadline_ns', 'host_ns', 'now_ns'] as const;
 
 /** Fields that are fences: compared through a consistent recorded->live mapping (marked in the protocol). */
 export const FENCE_FIELDS: ReadonlySet<string> = new Set<string>([...PROTOCOL_FENCE_FIELDS, ...PAYLOAD_FENCE_FIELDS]);
@@ -125,12 +152,14 @@ export function withRecordedTimes(live: unknown, recorded: unknown, pair: (recor
 
 
 /**
- * A live message without the service's post stamp (sentNs, origin: recorded beside a request, not in it;
- * a prepare's workspace: never recorded, and the replayed core builds the same plan without it).
+ * A live message without the service's record stamp (drivers/replay/tap.ts RecordStamp: recorded beside a
+ * request, not in it) and a prepare's attachment (core protocol.ts PlanAttachment: never recorded, and the
+ * replayed core builds the same plan without it).
  */
 export function unstamped(msg: unknown): unknown {
-  if (msg === null || typeof msg !== 'object' || !('sentNs' in msg || 'origin' in msg || 'workspace' in msg)) return msg;
-  return unstamp(msg as PostStamp);
+  if (msg === null || typeof msg !== 'object' || !('sentNs' in msg || 'origin' in msg || 'workspace' in msg || 'slot' in msg)) return msg;
+  const { sentNs: _s, origin: _o, workspace: _w, slot: _l, ...rest } = msg as Record<string, unknown>;
+  return rest;
 }
 
 /** What the service notes of its answer to a control or program request (sims/service/core-link.ts noteReply). */

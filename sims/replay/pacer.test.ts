@@ -10,10 +10,10 @@ import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import type { CompiledMachine } from '../config/types.ts';
 import { CoreHost } from '../core/host.ts';
-import { type ClockSpec, type FromCore, type NativeOpName, type PostStamp, type ToCore } from '../core/protocol.ts';
+import { type ClockSpec, type FromCore, type NativeOpName, type ToCore } from '../core/protocol.ts';
 import { NATIVE_REASON } from '../core/reasons.ts';
 import { ReplayPacer, type ServiceCue } from './pacer.ts';
-import type { ToTap } from '../../drivers/replay/tap.ts';
+import type { RecordStamp, ToTap } from '../../drivers/replay/tap.ts';
 import { HOLD_BOUND_MS } from './sync-points.ts';
 import { collapseRepeats, compareNote, FenceMap } from './match.ts';
 import { scanForPacing, type PacingScan } from './scan.ts';
@@ -234,7 +234,7 @@ function publications(pacer: () => ReplayPacer | undefined, o: { observe?: boole
 
 /** Record `script` (messages with the service's stamps) on the sim driver, stepped clock, for `cycles` cycles. */
 
-async function recordStamped(file: string, script: Array<[number, (ToCore & PostStamp) | ToTap]>, cycles: number, clock: ClockSpec = { mode: 'stepped' }): Promise<FromCore[]> {
+async function recordStamped(file: string, script: Array<[number, (ToCore & RecordStamp) | ToTap]>, cycles: number, clock: ClockSpec = { mode: 'stepped' }): Promise<FromCore[]> {
   const sent: FromCore[] = [];
   const host = await CoreHost.create({ machine: MACHINE, driver: 'sim', clock, captureRetentionMs: 0, record: { path: file, run: 'stamped' } }, (m) => sent.push(m));
   for (let c = 0; c < cycles; c++) {
@@ -414,7 +414,7 @@ test('paced at another speed: recorded time runs at that factor of wall time; a 
  * A 20-cycle recording on the real-time (host) clock: an acquire's grant at cycle 2 stamped now, and `then`
  * (made from that time) at cycle 6. For the two-clocks tests.
  */
-async function hostClockRecording(name: string, then: (sent: bigint) => ToCore & PostStamp) {
+async function hostClockRecording(name: string, then: (sent: bigint) => ToCore & RecordStamp) {
   const file = tmp(name);
   const sent = process.hrtime.bigint();
   await recordStamped(
@@ -633,7 +633,7 @@ test('format 2 status reads: the core publishes at each recorded read\'s publica
 });
 
 test('outputs the recorded service had not taken in when it served a status read (its `seen`) reach the live service only once that read is served or given up; a recording without `seen` keeps none back', async () => {
-  const script = (seen?: number): Array<[number, (ToCore & PostStamp) | ToTap]> => [
+  const script = (seen?: number): Array<[number, (ToCore & RecordStamp) | ToTap]> => [
     [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
     [5, { t: 'cmd', id: 1, op: 'enable', generation: 7n, axisMask: ALL, sentNs: 2_000n }],
     // Served having taken in only the enable's receipt: the enable_changed event came after the read.

@@ -18,10 +18,10 @@
 import type { BusDriver } from '../../drivers/bus.ts';
 import type { DivergenceReport } from '../../drivers/replay/driver.ts';
 import type { RecordingNote } from '../../drivers/replay/format.ts';
-import { compareNote, FenceMap, normalise, unstamped, withRecordedTimes, type HttpReply, type Mismatch } from './match.ts';
-import { HOST_TIME_FIELDS, isOutput, PAYLOAD_HOST_TIME_FIELDS } from '../core/protocol.ts';
+import { compareNote, FenceMap, normalise, PAYLOAD_HOST_TIME_FIELDS, PROTOCOL_HOST_TIME_FIELDS, unstamped, withRecordedTimes, type HttpReply, type Mismatch } from './match.ts';
+import { isOutput } from '../core/protocol.ts';
 import { paceMode, RunToCrash, type ModeCore, type PaceMode } from './modes.ts';
-import { withAnswerCycle, type PacingScan } from './scan.ts';
+import { answerCycleOf, type PacingScan } from './scan.ts';
 import { answerCycles } from '../../drivers/replay/session.ts';
 import type { ServiceCue } from '../../drivers/replay/tap.ts';
 import { writeVerdictFile } from './verdict-file.ts';
@@ -30,7 +30,8 @@ import { BoundedHold, grantKey, leaseNotices, readSyncPoints, sameGrant, type Ho
 
 /** The parts of CoreHost (sims/core/host.ts) the pacer drives. */
 export interface PacedCore {
-  handle(msg: never): boolean;
+  /** `answerAtCycle`: a prepare's recorded answer cycle (CoreHost.handle). */
+  handle(msg: never, answerAtCycle?: number): boolean;
   cycle(): void;
   /** The recorded clock: `at` is the host time the core reads while a request is handed over (format 2). */
   readonly clock?: object;
@@ -340,7 +341,7 @@ export class ReplayPacer {
     if (msg.t === 'status' && msg.status) {
       const st = msg.status;
       const now = this.hostClock ? this.liveNs(st.now_ns) : st.now_ns;
-      const grant = st.grant_observation ? this.liveFields(st.grant_observation, HOST_TIME_FIELDS) : st.grant_observation;
+      const grant = st.grant_observation ? this.liveFields(st.grant_observation, PROTOCOL_HOST_TIME_FIELDS) : st.grant_observation;
       const jog = st.jog ? this.liveFields(st.jog, JOG_STATUS_TIMES) : st.jog;
       if (now === st.now_ns && grant === st.grant_observation && jog === st.jog) return m;
       return { ...msg, status: { ...st, now_ns: now, grant_observation: grant, jog } } as M;
@@ -696,9 +697,9 @@ export class ReplayPacer {
   }
 
   /** A live message for the core now; on a stepped recording a step starts its cycles instead. */
-  private deliver(msg: unknown): void {
+  private deliver(msg: unknown, answerAtCycle?: number): void {
     if (this.mode.take(msg as { t?: string }, this.modeCore)) return;
-    this.host.handle(msg as never);
+    this.host.handle(msg as never, answerAtCycle);
   }
 
   /** The step under way has run its cycles: publish (as the stepped clock does after a step) and answer it. */
@@ -714,7 +715,7 @@ export class ReplayPacer {
     const clock = this.host.clock && 'at' in this.host.clock ? (this.host.clock as { at: bigint | null }) : null;
     if (clock && note.host_ns !== undefined) clock.at = BigInt(note.host_ns);
     try {
-      this.deliver(withAnswerCycle(note, msg, (this.answers ??= answerCycles(this.scan.outputs))));
+      this.deliver(msg, answerCycleOf(note, (this.answers ??= answerCycles(this.scan.outputs))));
     } finally {
       if (clock) clock.at = null;
     }

@@ -1,11 +1,11 @@
-// A replayed preparation carries the cycle the recorded core answered it in (scan.ts withAnswerCycle,
+// A replayed preparation is handed over with the cycle the recorded core answered it in (scan.ts answerCycleOf,
 // drivers/replay/session.ts answerCycles): on the real-time clock how many cycles a large plan took was a
 // decision of the wall clock (sims/core/core.ts prepare), which a replay takes from the recording.
 
 import { expect, test } from 'vitest';
 import type { RecordingNote } from '../../drivers/replay/format.ts';
 import { answerCycles } from '../../drivers/replay/session.ts';
-import { withAnswerCycle } from './scan.ts';
+import { answerCycleOf } from './scan.ts';
 
 const note = (cycle: number, kind: RecordingNote['kind'], data: Record<string, unknown>): RecordingNote => ({ cycle, kind, data });
 
@@ -20,12 +20,10 @@ test('each request id is answered at the cycle of its first reply; events and ot
   expect([...answerCycles(notes)]).toEqual([[3, 11], [4, 12]]);
 });
 
-test('only a preparation gets its recorded answer cycle, under the recorded id, not the live one', () => {
+test('only a preparation gets its recorded answer cycle, under the recorded id', () => {
   const answers = new Map([[7, 300], [9, 500]]);
-  const live = { t: 'prepare', id: 9, generation: 2n };
-  expect(withAnswerCycle(note(100, 'request', { t: 'prepare', id: 7 }), live, answers)).toEqual({ ...live, answerAtCycle: 300 });
-  expect(live).not.toHaveProperty('answerAtCycle'); // the live message itself is left alone
-  expect(withAnswerCycle(note(100, 'request', { t: 'cmd', id: 7 }), { t: 'cmd', id: 9 }, answers)).toEqual({ t: 'cmd', id: 9 });
-  // A preparation the recording never answered (it ended first): handed over as it came.
-  expect(withAnswerCycle(note(100, 'request', { t: 'prepare', id: 8 }), live, answers)).toBe(live);
+  expect(answerCycleOf(note(100, 'request', { t: 'prepare', id: 7 }), answers)).toBe(300);
+  expect(answerCycleOf(note(100, 'request', { t: 'cmd', id: 7 }), answers)).toBeUndefined();
+  // A preparation the recording never answered (it ended first): handed over without one.
+  expect(answerCycleOf(note(100, 'request', { t: 'prepare', id: 8 }), answers)).toBeUndefined();
 });

@@ -51,14 +51,12 @@ export function scanForPacing(file: string): PacingScan {
 
 
 /**
- * `msg` (the live request matched to recorded `note`) with the cycle the recorded core answered it in, when
- * it is a preparation (`answers`: drivers/replay/session.ts answerCycles): a replayed core answers a large
- * plan then (core protocol.ts `answerAtCycle`), since how many cycles the recorded core took was its wall
- * clock's decision.
+ * The cycle the recorded core answered recorded request `note` in, when it is a preparation (`answers`:
+ * drivers/replay/session.ts answerCycles): the pacer hands the live one over with it (sims/core/host.ts
+ * handle, plan-intake.ts PlanBeside), since how many cycles the recorded core took for a large plan was its
+ * wall clock's decision.
  */
-export function withAnswerCycle(note: RecordingNote, msg: unknown, answers: Map<number, number>): unknown {
+export function answerCycleOf(note: RecordingNote, answers: Map<number, number>): number | undefined {
   const d = note.data as { t?: string; id?: unknown };
-  if (d.t !== 'prepare' || typeof d.id !== 'number' || msg === null || typeof msg !== 'object') return msg;
-  const cycle = answers.get(d.id);
-  return cycle === undefined ? msg : { ...msg, answerAtCycle: cycle };
+  return d.t === 'prepare' && typeof d.id === 'number' ? answers.get(d.id) : undefined;
 }

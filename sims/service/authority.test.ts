@@ -4,20 +4,20 @@
 import { expect, test, vi } from 'vitest';
 import { Authority, type AuthorityTiming, type Grant } from './authority.ts';
 import { Refusal, type Request } from './envelope.ts';
-import type { Recorded, Taken } from './timing.ts';
+import type { Recorded, Takens } from './timing.ts';
 import type { LeaseNotice } from '../../drivers/replay/tap.ts';
 
-/** A decision log for the authority built from its named answers (timing.ts DecisionLog), each defaulting to the live one. */
+/** A decision log for the authority built from answers per kind (timing.ts DecisionLog), each defaulting to the live one. */
 function fakeLog(o: { leaseOnClock: () => boolean; fenced?: (op: string, outcome: string) => void; expiredAtFence?: (op: string) => boolean; grantEnded?: () => void; leaseNotice?: () => LeaseNotice | undefined }): AuthorityTiming {
   return {
     get leaseOnClock() {
       return o.leaseOnClock();
     },
-    took: (d: Taken) => {
-      if (d.t === 'fence') o.fenced?.(d.op, d.outcome);
-      if (d.t === 'grant_ended') o.grantEnded?.();
-    },
-    recorded: ((k: keyof Recorded, q: { op?: string }) => (k === 'expired_at_fence' ? (o.expiredAtFence?.(q.op!) ?? false) : o.leaseNotice?.())) as AuthorityTiming['recorded'],
+    took: ((k: keyof Takens, ...f: string[]) => {
+      if (k === 'fence') o.fenced?.(f[0]!, f[1]!);
+      if (k === 'grant_ended') o.grantEnded?.();
+    }) as AuthorityTiming['took'],
+    recorded: ((k: keyof Recorded, op?: string) => (k === 'expired_at_fence' ? (o.expiredAtFence?.(op!) ?? false) : o.leaseNotice?.())) as AuthorityTiming['recorded'],
   };
 }
 

@@ -191,7 +191,7 @@ export class Authority {
     if (why !== 'released' && why !== 'expired') this.keepCache(g);
     if (eventType) this.hooks.event(eventType, g, { session: '' });
     this.hooks.nativeGrant(null, why);
-    this.timing.took({ t: 'grant_ended' });
+    this.timing.took('grant_ended');
   }
 
   /**
@@ -284,10 +284,10 @@ export class Authority {
     try {
       g = this.check(op, session, generation, owner);
     } catch (e) {
-      this.timing.took({ t: 'fence', op, outcome: (e as { label?: string }).label ?? 'error', seen: this.sessionState(session) });
+      this.timing.took('fence', op, (e as { label?: string }).label ?? 'error', this.sessionState(session));
       throw e;
     }
-    this.timing.took({ t: 'fence', op, outcome: 'ok', seen: this.sessionState(session) });
+    this.timing.took('fence', op, 'ok', this.sessionState(session));
     return g;
   }
 
@@ -308,7 +308,7 @@ export class Authority {
     this.checkExpiry();
     // The timing says this session's lease ran out at this very decision (the lazy check on a request; its
     // timer had not fired yet): take that expiry here (timing.ts Recorded 'expired_at_fence').
-    if (this.current?.session === session && this.timing.recorded('expired_at_fence', { op })) this.end('expired', 'grant_expired');
+    if (this.current?.session === session && this.timing.recorded('expired_at_fence', op)) this.end('expired', 'grant_expired');
     if (!SESSION_RE.test(session)) throw refuse('control_session_stale', 'session is not a 64-character lowercase hex token');
     if (generation === 0n) throw refuse('control_session_stale', 'generation must be nonzero');
     const known = this.sessions.get(session);
@@ -402,7 +402,7 @@ export class Authority {
   nativeLeaseExpired(generation: bigint): void {
     // A paced replay takes the recorded service's decision (its clock is not the recorded one: a core run
     // flat out brings the notice long before the live deadline), in the order the notices come.
-    const recorded = this.timing.recorded('lease_notice', {});
+    const recorded = this.timing.recorded('lease_notice');
     const g = this.current;
     if (!g || g.generation !== generation) return;
     if (recorded === 'expired') {
@@ -444,7 +444,7 @@ export class Authority {
       this.disarmExpiry();
       this.keepCache(g);
       this.hooks.event('grant_revoked', g, { session: '' });
-      this.timing.took({ t: 'grant_ended' });
+      this.timing.took('grant_ended');
     }
   }
 

@@ -110,7 +110,7 @@ test('status reads on a paced replay: each read takes the next recorded publicat
   withLink(async (link, inner, posted, t) => {
     // Not replaying: no recorded reads, nothing noted (the link does not record either).
     expect(t.nextStatusReadCycle()).toBeUndefined();
-    t.statusRead(3n);
+    t.took('status_read', 3n);
     expect(posted).toEqual([]);
     inner.onMessage({ tap: 'cue', clockNs: 1n, hostClock: false, fences: [], statusReads: [5n, 7n] });
     expect(t.nextStatusReadCycle()).toBe(5n);
@@ -124,7 +124,7 @@ test('status reads on a paced replay: each read takes the next recorded publicat
     status(5n);
     await waiting;
     expect(link.status!.cycle).toBe(5n);
-    t.statusRead(5n);
+    t.took('status_read', 5n);
     expect(posted).toEqual([{ tap: 'note', data: { t: 'status_read', cycle: '5', seen: link.outputsSeen } }]);
     expect(t.nextStatusReadCycle()).toBe(7n);
     expect(t.nextStatusReadCycle()).toBeUndefined();
@@ -176,7 +176,7 @@ test('a status read served before the core published anything is no sync point o
     const published = link.status;
     link.status = undefined; // a stepped core before its first step
     expect(t.nextStatusReadCycle()).toBeUndefined();
-    t.statusRead(undefined); // the service notes the cycle of the publication it served: none
+    t.took('status_read', undefined); // the service notes the cycle of the publication it served: none
     expect(posted).toEqual([]); // what a recording notes of such a read: nothing
     link.status = published;
     expect(t.nextStatusReadCycle()).toBe(5n); // the first recorded read is the first read after a publication
@@ -185,13 +185,13 @@ test('a status read served before the core published anything is no sync point o
 test('the service\'s answers are noted only on a recorded or replayed run: operation, status and the leading label; renewals and jog updates never', () =>
   withLink(async (link, inner, posted, t) => {
     const refused = { status: 409, body: { operation: 'arm', error: 'not_ready: axis 2 is not enabled' } };
-    t.replied(refused);
+    t.took('http_reply', refused);
     expect(posted).toEqual([]); // a plain run notes nothing
     inner.onMessage({ tap: 'cue', clockNs: 1n, hostClock: false });
-    t.replied(refused);
-    t.replied({ status: 200, body: { operation: 'enable', data: {} } });
-    t.replied({ status: 200, body: { operation: 'renew', data: {} } });
-    t.replied({ status: 409, body: { operation: 'update_jog', error: 'fence: stale' } });
+    t.took('http_reply', refused);
+    t.took('http_reply', { status: 200, body: { operation: 'enable', data: {} } });
+    t.took('http_reply', { status: 200, body: { operation: 'renew', data: {} } });
+    t.took('http_reply', { status: 409, body: { operation: 'update_jog', error: 'fence: stale' } });
     expect(posted).toEqual([
       { tap: 'note', data: { t: 'http_reply', op: 'arm', status: 409, label: 'not_ready' } },
       { tap: 'note', data: { t: 'http_reply', op: 'enable', status: 200, label: '' } },
@@ -204,13 +204,13 @@ test('a recording that notes every status read (header status_reads "all"): a li
     inner.onMessage({ tap: 'cue', clockNs: 1n, hostClock: true, fences: [], statusReads: [-1n, 5n], statusReadsAll: true });
     const published = link.status;
     link.status = undefined;
-    expect(t.statusTurn()).toBeUndefined(); // read 1: served now, as recorded
-    t.statusRead(undefined);
+    expect(t.turn('status_read')).toBeNull(); // read 1: served now, as recorded
+    t.took('status_read', undefined);
     expect(posted).toEqual([{ tap: 'note', data: { t: 'status_read', cycle: 'none', seen: link.outputsSeen } }]); // the pacer's hold is served
     // Read 2 comes while the link still has no publication: under the old guess it was no sync point and was
     // served with no core status (Status core null); here it waits for publication 5.
-    const turn = t.statusTurn();
-    expect(turn).toBeDefined();
+    const turn = t.turn('status_read');
+    expect(turn).not.toBeNull();
     let served = false;
     void turn!.then(() => (served = true));
     await new Promise((r) => setTimeout(r, 20));

@@ -6,11 +6,12 @@ import { EventEmitter } from 'node:events';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { CompiledMachine } from '../config/types.ts';
 import { LiveTiming, UNORDERED, type ServiceNote, type ServiceTiming } from './timing.ts';
+import { RecordingTiming } from './recording-timing.ts';
 import { runIncarnation, type CoreThread } from './core-threads.ts';
-import { isOutput, reportedClockMode, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PlanWorkspace, type PostStamp, type ToCore } from '../core/protocol.ts';
+import { isOutput, reportedClockMode, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PlanAttachment, type PlanWorkspace, type ToCore } from '../core/protocol.ts';
 import { PlanArena, type PlanLease } from '../core/plan-arena.ts';
 import { incarnationFile } from '../../fixtures/contract/recording-files.ts';
-import { isTap, type FromTap, type ToTap } from '../../drivers/replay/tap.ts';
+import { isTap, type FromTap, type RecordStamp, type ToTap } from '../../drivers/replay/tap.ts';
 
 /** The result of a message the core answers without a native receipt (a step, a flush, what it owes). */
 const noResult = (): NativeReply['result'] => ({ Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 });
@@ -58,7 +59,7 @@ export class CoreLink extends EventEmitter {
   constructor(
     private readonly machine: CompiledMachine,
     private readonly options: Omit<CoreStartOptions, 'machine'>,
-    readonly timing: ServiceTiming = new LiveTiming(options.record !== undefined),
+    readonly timing: ServiceTiming = options.record !== undefined ? new RecordingTiming() : new LiveTiming(),
   ) {
     super();
     timing.log.attach(this);
@@ -199,7 +200,7 @@ export class CoreLink extends EventEmitter {
 
   /** Post with the service's stamp (its clock, and why when it sent the message of its own accord). */
   private postStamped(m: ToCore, origin?: string, transfer?: ArrayBuffer[], workspace?: PlanWorkspace, slot?: number): void {
-    const stamp: PostStamp = { sentNs: this.serviceNow(), ...(origin ? { origin } : {}), ...(workspace ? { workspace } : {}), ...(slot !== undefined ? { slot } : {}) };
+    const stamp: RecordStamp & PlanAttachment = { sentNs: this.serviceNow(), ...(origin ? { origin } : {}), ...(workspace ? { workspace } : {}), ...(slot !== undefined ? { slot } : {}) };
     this.port?.postMessage({ ...m, ...stamp }, transfer ?? []);
   }
 
@@ -260,12 +261,13 @@ export class CoreLink extends EventEmitter {
     if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
     const id = this.nextId++;
     const wait = this.timing.log.wait(UNORDERED.has(op) ? null : `cmd:${op}`, timeoutMs);
+    const ms = wait.ms ?? timeoutMs;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         wait.done('timeout');
-        reject(new CoreUnavailable(`no native receipt for ${op} within ${timeoutMs} ms`));
-      }, wait.ms);
+        reject(new CoreUnavailable(`no native receipt for ${op} within ${ms} ms`));
+      }, ms);
       this.pending.set(id, { resolve: (r) => (wait.done('ok'), resolve(r)), reject, timer });
       this.postStamped({ t: 'cmd', id, op, generation, axisMask, ...extra } satisfies ToCore);
     });
@@ -297,12 +299,13 @@ export class CoreLink extends EventEmitter {
     // test is judged on (suites/trajectory/handles.test.ts "unknown_handle ...": held at a status read the
     // replayed test never made, the prepare ran out after 5 s and was answered 409).
     const wait = this.timing.log.wait('cmd:prepare', timeoutMs);
+    const ms = wait.ms ?? timeoutMs;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         wait.done('timeout');
-        reject(new CoreUnavailable(`no native receipt for prepare within ${timeoutMs} ms`));
-      }, wait.ms);
+        reject(new CoreUnavailable(`no native receipt for prepare within ${ms} ms`));
+      }, ms);
       this.pending.set(id, { resolve: (r) => (wait.done('ok'), resolve(r)), reject, timer });
       const buffers = [m.timeNs.buffer, m.position.buffer, m.velocity.buffer, m.hasVelocity.buffer, m.ioMask.buffer, m.ioValues.buffer];
       if (workspace) buffers.push(workspace.t.buffer, workspace.q.buffer, workspace.qd.buffer);
@@ -318,12 +321,14 @@ export class CoreLink extends EventEmitter {
     if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
     const id = this.nextId++;
     const wait = this.timing.log.wait('inject', 1000);
+    const ms = wait.ms ?? 1000;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         wait.done('timeout');
-        reject(new CoreUnavailable('no reply to fault injection within 1 s'));
-      }, wait.ms);
+        // The bound the wait used (a replay's may be longer than 1 s: timing.ts CoreWait.ms).
+        reject(new CoreUnavailable(`no reply to fault injection within ${ms} ms`));
+      }, ms);
       this.pending.set(id, { resolve: (r) => (wait.done('ok'), resolve(r)), reject, timer });
       this.postStamped({ t: 'inject', id, fault } satisfies ToCore);
     });
@@ -393,7 +398,7 @@ export class CoreLink extends EventEmitter {
         this.off('status', on);
         wait.done('timeout');
         resolve(undefined);
-      }, wait.ms);
+      }, wait.ms ?? timeoutMs);
       const on = (s: CoreStatus) => {
         if (at !== undefined && s.cycle < at) return; // older than the one the recorded wait got
         this.off('status', on);

@@ -111,12 +111,12 @@ export class HandleTable {
     // Which of two preparations racing to commit takes its place first decides their handle numbers: a
     // recorded decision, held to the recorded order on a replay (timing.ts DecisionLog 'commit'; docs/recording.md
     // "The service side"). Null on a live run: no yield here.
-    const turn = this.order?.turn({ t: 'commit', kind });
+    const turn = this.order?.turn('commit', kind);
     return turn ? turn.then(() => this.enqueue(kind, commit)) : this.enqueue(kind, commit);
   }
 
   private enqueue<T>(kind: HandleKind, commit: () => Promise<T>): Promise<T> {
-    this.order?.took({ t: 'commit', kind });
+    this.order?.took('commit', kind);
     const run = this.committing.then(commit, commit);
     this.committing = run.catch(() => undefined);
     return run;

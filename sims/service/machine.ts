@@ -138,7 +138,7 @@ export class MachineOps {
       if (this.authority.fence(op, g.session, g.generation, this.authority.ownerOf(g.session)) !== g) throw refuse('control_session_stale', 'the grant changed while the request waited');
     };
     // The decision log may hold the decision to a recorded order (timing.ts DecisionLog.turn); a live run decides at once.
-    const held = this.core.timing.log.turn({ t: 'fence', op });
+    const held = this.core.timing.log.turn('fence', op);
     if (!held) return void check();
     return held.then(check);
   }

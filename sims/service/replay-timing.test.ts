@@ -8,6 +8,7 @@ import { HostTimeMap, REPLAY_WAIT_MS, ReplayedTiming } from './replay-timing.ts'
 import { liveRecords } from './telemetry.ts';
 import { AX, axisOffset, encodeBatchHeader, HEADER_BYTES, REC, RECORD_BYTES } from '../core/capture/layout.ts';
 import { LiveTiming, type TimingLink } from './timing.ts';
+import { RecordingTiming } from './recording-timing.ts';
 import { HandleTable } from './handles.ts';
 import { FENCE_HOLD_MS } from './replay-timing.ts';
 import { Authority } from './authority.ts';
@@ -30,17 +31,17 @@ test('a decision recorded as refused for a lease already gone waits until the li
   vi.useFakeTimers();
   const { t, lost } = replayed(true, ['halt'], ['no_grant']);
   const authority = { current: { session: 'S', generation: 4n, stopping: false } as { session: string; generation: bigint; stopping: boolean } | null };
-  const turn = t.expiryTurn('halt', 'S', 4n, authority);
+  const turn = t.turn('session_end', 'halt', 'S', 4n, authority);
   expect(turn).not.toBeNull();
   let done = false;
   void turn!.then(() => (done = true));
   await vi.advanceTimersByTimeAsync(500);
   expect(done).toBe(false);
-  t.grantEnded(); // told on every grant end: the grant is still this session's, so the decision keeps waiting
+  t.took('grant_ended'); // told on every grant end: the grant is still this session's, so the decision keeps waiting
   await vi.advanceTimersByTimeAsync(0);
   expect(done).toBe(false);
   authority.current = null; // the pacer's expiry cue ended the grant
-  t.grantEnded();
+  t.took('grant_ended');
   await vi.advanceTimersByTimeAsync(0); // no timer needed: the end itself lets the decision go on
   expect(done).toBe(true);
   expect(lost()).toEqual([]);
@@ -57,22 +58,22 @@ test('the pacer\'s expiry cue reaches the listener the service set (it ends the 
 
 test('nothing waits: before a cue, another session, a recorded ok, no such decision recorded, a session already ended, or a decision refused for another reason', () => {
   const authority = { current: { session: 'S', generation: 4n, stopping: false } };
-  expect(replayed(false, [], []).t.expiryTurn('halt', 'S', 4n, authority)).toBeNull();
-  expect(replayed(true, ['halt'], ['no_grant']).t.expiryTurn('halt', 'T', 4n, authority)).toBeNull();
-  expect(replayed(true, ['halt'], ['ok']).t.expiryTurn('halt', 'S', 4n, authority)).toBeNull();
-  expect(replayed(true, ['arm'], ['no_grant']).t.expiryTurn('halt', 'S', 4n, authority)).toBeNull();
-  expect(replayed(true, ['halt'], ['no_grant']).t.expiryTurn('halt', 'S', 4n, { current: null })).toBeNull();
+  expect(replayed(false, [], []).t.turn('session_end', 'halt', 'S', 4n, authority)).toBeNull();
+  expect(replayed(true, ['halt'], ['no_grant']).t.turn('session_end', 'halt', 'T', 4n, authority)).toBeNull();
+  expect(replayed(true, ['halt'], ['ok']).t.turn('session_end', 'halt', 'S', 4n, authority)).toBeNull();
+  expect(replayed(true, ['arm'], ['no_grant']).t.turn('session_end', 'halt', 'S', 4n, authority)).toBeNull();
+  expect(replayed(true, ['halt'], ['no_grant']).t.turn('session_end', 'halt', 'S', 4n, { current: null })).toBeNull();
   // refused for another reason than the lease: an older generation, a stop in flight
-  expect(replayed(true, ['halt'], ['control_session_stale']).t.expiryTurn('halt', 'S', 3n, authority)).toBeNull();
-  expect(replayed(true, ['halt'], ['no_grant']).t.expiryTurn('halt', 'S', 4n, { current: { session: 'S', generation: 4n, stopping: true } })).toBeNull();
+  expect(replayed(true, ['halt'], ['control_session_stale']).t.turn('session_end', 'halt', 'S', 3n, authority)).toBeNull();
+  expect(replayed(true, ['halt'], ['no_grant']).t.turn('session_end', 'halt', 'S', 4n, { current: { session: 'S', generation: 4n, stopping: true } })).toBeNull();
   // 'expired' is retaken at the decision itself (expiredAtFence), not waited for
-  expect(replayed(true, ['halt'], ['expired']).t.expiryTurn('halt', 'S', 4n, authority)).toBeNull();
+  expect(replayed(true, ['halt'], ['expired']).t.turn('session_end', 'halt', 'S', 4n, authority)).toBeNull();
 });
 
 test('a cued expiry that never comes: the decision goes on after the replay bound and the hold is reported lost', async () => {
   vi.useFakeTimers();
   const { t, lost } = replayed(true, ['arm'], ['control_session_stale']);
-  const turn = t.expiryTurn('arm', 'S', 4n, { current: { session: 'S', generation: 4n, stopping: false } })!;
+  const turn = t.turn('session_end', 'arm', 'S', 4n, { current: { session: 'S', generation: 4n, stopping: false } })!;
   let done = false;
   void turn.then(() => (done = true));
   await vi.advanceTimersByTimeAsync(REPLAY_WAIT_MS - 20);
@@ -95,46 +96,50 @@ test('the replaying service runs on the live host clock whatever the recorded cl
 
 test('a recorded expiry at a fence check: only the decision the recording answered expired, and only once cued; the lease then runs out only where cued', () => {
   const before = replayed(false, ['halt', 'release'], ['ok', 'expired']).t;
-  expect(before.expiredAtFence('release')).toBe(false);
+  expect(before.recorded('expired_at_fence', 'release')).toBe(false);
   expect(before.leaseOnClock).toBe(true);
   const { t } = replayed(true, ['halt', 'release'], ['ok', 'expired']);
   expect(t.leaseOnClock).toBe(false);
-  expect(t.expiredAtFence('halt')).toBe(false);
-  expect(t.expiredAtFence('release')).toBe(true);
-  t.fenced('release', 'expired'); // taken: no later release was recorded as expired
-  expect(t.expiredAtFence('release')).toBe(false);
+  expect(t.recorded('expired_at_fence', 'halt')).toBe(false);
+  expect(t.recorded('expired_at_fence', 'release')).toBe(true);
+  t.took('fence', 'release', 'expired'); // taken: no later release was recorded as expired
+  expect(t.recorded('expired_at_fence', 'release')).toBe(false);
 });
 
 test('the live timing: host clock, nothing held; notes only when recording, never renewals', () => {
   const notes: unknown[] = [];
   const link: TimingLink = { status: undefined, statusFrom: async () => true, pollTurn: async () => true, note: (d) => void notes.push(d) };
-  const plain = new LiveTiming(false);
+  const plain = new LiveTiming();
   plain.attach(link);
   const a = plain.now();
   expect(plain.now()).toBeGreaterThanOrEqual(a);
-  expect([plain.fenceTurn(), plain.expiryTurn(), plain.statusTurn(), plain.expiredAtFence(), plain.leaseOnClock]).toEqual([null, null, undefined, false, true]);
-  plain.fenced('halt', 'ok');
-  plain.replied({ status: 200, body: { operation: 'enable' } });
-  plain.statusRead(3n, 9n);
-  plain.telemetryRead();
-  plain.watching('telemetry', true);
-  plain.coreWait('inject', 1000).done('ok');
+  const authority = { current: { session: 'S', generation: 4n, stopping: false } };
+  expect([plain.turn('fence', 'x'), plain.turn('session_end', 'halt', 'S', 4n, authority), plain.turn('status_read'), plain.turn('commit', 'program'), plain.turn('telemetry_poll'), plain.recorded('expired_at_fence', 'x'), plain.recorded('lease_notice'), plain.leaseOnClock]).toEqual([null, null, null, null, null, false, undefined, true]);
+  // The live wait is the caller's bound, and one object for every wait: nothing allocated on the request path.
+  expect(plain.wait('inject', 1000).ms).toBeUndefined();
+  expect(plain.wait('cmd:arm', 5000)).toBe(plain.wait(null, 50));
+  plain.took('fence', 'halt', 'ok');
+  plain.took('http_reply', { status: 200, body: { operation: 'enable' } });
+  plain.took('status_read', 3n, 9n);
+  plain.took('telemetry_read');
+  plain.took('watch', 'telemetry', true);
+  plain.wait('inject', 1000).done('ok');
   expect(notes).toEqual([]);
-  const rec = new LiveTiming(true);
+  const rec = new RecordingTiming();
   rec.attach(link);
-  rec.fenced('renew', 'ok');
-  rec.fenced('halt', 'no_grant');
-  rec.replied({ status: 200, body: { operation: 'renew' } });
-  rec.replied({ status: 409, body: { operation: 'arm', error: 'not_ready: axis 2' } });
-  rec.statusRead(undefined, 1n);
-  rec.statusRead(3n, 9n);
-  rec.telemetryRead();
-  rec.watching('events', true);
-  rec.watching('events', false);
-  const w = rec.coreWait('inject', 1000);
-  expect(w.ms).toBe(1000);
+  rec.took('fence', 'renew', 'ok');
+  rec.took('fence', 'halt', 'no_grant');
+  rec.took('http_reply', { status: 200, body: { operation: 'renew' } });
+  rec.took('http_reply', { status: 409, body: { operation: 'arm', error: 'not_ready: axis 2' } });
+  rec.took('status_read', undefined, 1n);
+  rec.took('status_read', 3n, 9n);
+  rec.took('telemetry_read');
+  rec.took('watch', 'events', true);
+  rec.took('watch', 'events', false);
+  const w = rec.wait('inject', 1000);
+  expect(w.ms).toBeUndefined(); // the caller's bound
   w.done('timeout');
-  rec.coreWait(null, 50).done('timeout');
+  rec.wait(null, 50).done('timeout');
   expect(notes).toEqual([
     { t: 'fence', op: 'halt', outcome: 'no_grant' },
     { t: 'http_reply', op: 'arm', status: 409, label: 'not_ready' },
@@ -152,10 +157,10 @@ test('a replayed timing tells the pacer each stream the live test opens (it hold
   const link: TimingLink = { status: undefined, statusFrom: async () => true, pollTurn: async () => true, note: (d) => void notes.push(d) };
   const t = new ReplayedTiming();
   t.attach(link);
-  t.watching('telemetry', true); // before any cue: a live run, nothing to tell
+  t.took('watch', 'telemetry', true); // before any cue: a live run, nothing to tell
   t.cue({ tap: 'cue', clockNs: 1n, hostClock: false, fences: [], fenceOutcomes: [] });
-  t.watching('telemetry', true);
-  t.watching('telemetry', false);
+  t.took('watch', 'telemetry', true);
+  t.took('watch', 'telemetry', false);
   expect(notes).toEqual([{ t: 'watch', stream: 'telemetry', open: true }]);
 });
 
@@ -164,18 +169,18 @@ test('a telemetry poll on a replay waits for its turn from the core; a turn that
   const asked: number[] = [];
   let answer = true;
   const link: TimingLink = { status: undefined, statusFrom: async () => true, pollTurn: async (ms) => (asked.push(ms), answer), note: (d) => void notes.push(d) };
-  const live = new LiveTiming(true);
+  const live = new RecordingTiming();
   live.attach(link);
-  expect(live.telemetryTurn()).toBeUndefined();
+  expect(live.turn('telemetry_poll')).toBeNull();
   const t = new ReplayedTiming();
   t.attach(link);
-  expect(t.telemetryTurn()).toBeUndefined(); // no cue yet: not a paced replay
+  expect(t.turn('telemetry_poll')).toBeNull(); // no cue yet: not a paced replay
   t.cue({ tap: 'cue', clockNs: 1n, hostClock: false, fences: [], fenceOutcomes: [] });
-  await t.telemetryTurn();
+  await t.turn('telemetry_poll');
   expect(asked).toEqual([10_000]); // the pacer's hold bound
   expect(notes).toEqual([]);
   answer = false;
-  await t.telemetryTurn();
+  await t.turn('telemetry_poll');
   expect(notes).toEqual([{ t: 'hold_lost', kind: 'telemetry_poll', detail: "the recorded poll's cycle" }]);
 });
 
@@ -289,7 +294,7 @@ async function raceCommits(timing?: LiveTiming | ReplayedTiming): Promise<Record
 
 test('commit order: a recorded run notes each preparation\'s place in the commit queue; a replay holds a preparation until those recorded before it took theirs, so the handles are numbered as recorded', async () => {
   const notes: unknown[] = [];
-  const live = new LiveTiming(true);
+  const live = new RecordingTiming();
   live.attach({ status: undefined, statusFrom: async () => true, pollTurn: async () => true, note: (d) => void notes.push(d) });
   // Live (and recorded): arrival order, the program first.
   expect(await raceCommits(live)).toEqual({ program: 2n, trajectory: 3n });
@@ -310,7 +315,7 @@ test('commit order: a recorded commit the live side never makes holds the next o
   vi.useFakeTimers();
   const { t, lost } = replayed(true, [], []);
   t.cue({ tap: 'cue', clockNs: 1n, hostClock: false, fences: [], commits: ['trajectory', 'program'] });
-  const turn = t.commitTurn('program');
+  const turn = t.turn('commit', 'program');
   expect(turn).not.toBeNull();
   let done = false;
   void turn!.then(() => (done = true));
@@ -346,11 +351,11 @@ test('session end: a stop of the old generation the recorded service refused con
     timing: t,
   });
   const s = a.acquire({ schema: 's', operation: 'acquire', controller: 'c', binding: { pair_id: 'p', revision: 1n, configuration_sha256: 'c'.repeat(64) } } as Request, '{}').body.data as { session: string; generation: bigint };
-  expect(t.expiryTurn('stop', s.session, s.generation, a)).toBeNull(); // recorded ok: never held
+  expect(t.turn('session_end', 'stop', s.session, s.generation, a)).toBeNull(); // recorded ok: never held
   a.beginStop(a.fence('stop', s.session, s.generation));
   expect(a.current?.stopping).toBe(true);
   expect(a.current?.generation).toBe(s.generation + 1n);
-  const turn = t.expiryTurn('stop', s.session, s.generation, a);
+  const turn = t.turn('session_end', 'stop', s.session, s.generation, a);
   expect(turn).not.toBeNull();
   let decided: string | undefined;
   void turn!.then(() => {
@@ -372,31 +377,31 @@ test('session end: a stop of the old generation the recorded service refused con
 test('session end: what the recorded decision saw decides the hold, not its label: a refusal that saw the session current or stopping is never held, one that saw it ended is held whatever its label', () => {
   const live = { current: { session: 'S', generation: 4n, stopping: false }, sessionState: (s: string) => (s === 'S' ? 'current' : 'unknown') };
   // control_session_stale for a generation that differs, for a stop in flight: the session held the grant
-  expect(replayedSeen(['halt'], ['control_session_stale'], ['current']).t.expiryTurn('halt', 'S', 4n, live)).toBeNull();
-  expect(replayedSeen(['arm'], ['control_session_stale'], ['stopping']).t.expiryTurn('arm', 'S', 4n, live)).toBeNull();
-  expect(replayedSeen(['halt'], ['inhibited'], ['stopping']).t.expiryTurn('halt', 'S', 4n, live)).toBeNull();
+  expect(replayedSeen(['halt'], ['control_session_stale'], ['current']).t.turn('session_end', 'halt', 'S', 4n, live)).toBeNull();
+  expect(replayedSeen(['arm'], ['control_session_stale'], ['stopping']).t.turn('session_end', 'arm', 'S', 4n, live)).toBeNull();
+  expect(replayedSeen(['halt'], ['inhibited'], ['stopping']).t.turn('session_end', 'halt', 'S', 4n, live)).toBeNull();
   // ended when recorded, but ended live too (or never this service's): decided at once
   const gone = { current: null, sessionState: () => 'revoked' };
-  expect(replayedSeen(['stop'], ['control_session_stale'], ['revoked']).t.expiryTurn('stop', 'S', 1n, gone)).toBeNull();
+  expect(replayedSeen(['stop'], ['control_session_stale'], ['revoked']).t.turn('session_end', 'stop', 'S', 1n, gone)).toBeNull();
   // 'expired' is retaken at the decision itself (expiredAtFence)
-  expect(replayedSeen(['halt'], ['expired'], ['expired']).t.expiryTurn('halt', 'S', 4n, live)).toBeNull();
+  expect(replayedSeen(['halt'], ['expired'], ['expired']).t.turn('session_end', 'halt', 'S', 4n, live)).toBeNull();
   // ended when recorded and still holding live: held, for every way a session ends and every label
   for (const [outcome, seen] of [['control_session_stale', 'revoked'], ['no_grant', 'expired'], ['control_session_stale', 'released'], ['control_session_stale', 'retired'], ['daemon_restarted', 'daemon_restarted']]) {
-    expect(replayedSeen(['halt'], [outcome!], [seen!]).t.expiryTurn('halt', 'S', 3n, live), `${outcome} seen ${seen}`).not.toBeNull();
+    expect(replayedSeen(['halt'], [outcome!], [seen!]).t.turn('session_end', 'halt', 'S', 3n, live), `${outcome} seen ${seen}`).not.toBeNull();
   }
   // a recording that does not say (''): the lease rule of older recordings
-  expect(replayedSeen(['halt'], ['control_session_stale'], ['']).t.expiryTurn('halt', 'S', 4n, live)).not.toBeNull();
-  expect(replayedSeen(['halt'], ['control_session_stale'], ['']).t.expiryTurn('halt', 'S', 3n, live)).toBeNull();
+  expect(replayedSeen(['halt'], ['control_session_stale'], ['']).t.turn('session_end', 'halt', 'S', 4n, live)).not.toBeNull();
+  expect(replayedSeen(['halt'], ['control_session_stale'], ['']).t.turn('session_end', 'halt', 'S', 3n, live)).toBeNull();
 });
 
 test('session end: a session the live service never ends is a lost hold of kind session_end after the replay bound (ERROR), and the decision then goes on', async () => {
   vi.useFakeTimers();
   const { t, lost } = replayedSeen(['stop'], ['control_session_stale'], ['revoked']);
   const live = { current: { session: 'S', generation: 2n, stopping: true }, sessionState: () => 'stopping' };
-  const turn = t.expiryTurn('stop', 'S', 1n, live)!;
+  const turn = t.turn('session_end', 'stop', 'S', 1n, live)!;
   let done = false;
   void turn.then(() => (done = true));
-  t.grantEnded(); // another grant's end: still holding
+  t.took('grant_ended'); // another grant's end: still holding
   await vi.advanceTimersByTimeAsync(REPLAY_WAIT_MS - 20);
   expect(done).toBe(false);
   await vi.advanceTimersByTimeAsync(40);
@@ -406,7 +411,7 @@ test('session end: a session the live service never ends is a lost hold of kind 
 
 test('the recorded service notes what each fence decision saw of its session (the authority asks; renewals stay unnoted)', () => {
   const notes: unknown[] = [];
-  const rec = new LiveTiming(true);
+  const rec = new RecordingTiming();
   rec.attach({ status: undefined, statusFrom: async () => true, pollTurn: async () => true, note: (d) => void notes.push(d) });
   const binding = { pair_id: 'p', revision: 1n, configuration_sha256: 'c'.repeat(64), machine_sha256: 'm'.repeat(64) };
   const a = new Authority(binding, 500n, { now: () => 1_000_000_000n, daemonIncarnation: () => 'd', event: () => undefined, nativeGrant: () => undefined, timing: rec });

@@ -8,7 +8,7 @@
 // lost hold (sims/replay/sync-points.ts), so the harness ends the test in ERROR rather than judging the
 // target on an order the replay did not keep.
 
-import { replyNote, statusReadNote, TimingBase, UNORDERED, type CoreWait, type HostTimes, type ServiceTiming, type SessionView, type TimingCue, type TimingLink, type WaitOutcome } from './timing.ts';
+import { replyNote, statusReadNote, UNORDERED, type CoreWait, type DecisionLog, type HostTimes, type Recorded, type ServiceClock, type ServiceTiming, type SessionView, type Takens, type TimingCue, type TimingLink, type Turns, type WaitOutcome } from './timing.ts';
 import type { LeaseNotice } from '../../drivers/replay/tap.ts';
 
 /** How long a status read waits for the publication its recording was served from (wall ms). */
@@ -27,7 +27,7 @@ const SESSION_HOLDS: ReadonlySet<string> = new Set(['current', 'stopping']);
 
 export type HoldKind = 'fence' | 'commit' | 'publication' | 'core_wait' | 'lease_expiry' | 'session_end' | 'telemetry_poll';
 
-export class ReplayedTiming extends TimingBase {
+export class ReplayedTiming implements ServiceTiming, ServiceClock, DecisionLog {
   private link?: TimingLink;
   /** A cue came: the service's own timed decisions come from the recording (its clock stays the host's). */
   private cued = false;
@@ -61,9 +61,8 @@ export class ReplayedTiming extends TimingBase {
    */
   private allReads = false;
 
-  /** `record`: this replay is itself recorded (its decisions noted as LiveTiming's are). */
+  /** `record`: this replay is itself recorded (its decisions noted as RecordingTiming's are). */
   constructor(private readonly record = false) {
-    super();
     this.fenceOrder = new FenceOrder(
       (data) => {
         if (this.record) this.link?.note(data);
@@ -89,6 +88,66 @@ export class ReplayedTiming extends TimingBase {
     this.link = link;
     // The pacer's cues, relayed by the core link as they come (core-link.ts onTap).
     link.on?.('cue', (m) => this.cue(m));
+  }
+
+  get clock(): ServiceClock {
+    return this;
+  }
+  get log(): DecisionLog {
+    return this;
+  }
+
+  turn<K extends keyof Turns>(k: K, ...facts: Turns[K]): Promise<unknown> | null {
+    const f = facts as unknown[];
+    switch (k) {
+      case 'fence':
+        return this.fenceOrder.gate(f[0] as string);
+      case 'session_end':
+        return this.expiryTurn(...(facts as Turns['session_end']));
+      case 'commit':
+        return this.commitOrder.gate(f[0] as string);
+      case 'status_read':
+        return this.statusTurn() ?? null;
+      case 'telemetry_poll':
+        return this.telemetryTurn() ?? null;
+    }
+    return null;
+  }
+
+  took<K extends keyof Takens>(k: K, ...facts: Takens[K]): void {
+    const f = facts as unknown[];
+    switch (k) {
+      case 'fence':
+        return this.fenceOrder.passed(...(facts as Takens['fence']));
+      case 'commit':
+        return this.commitOrder.passed(f[0] as string, 'ok');
+      case 'status_read':
+        return this.statusRead(...(facts as Takens['status_read']));
+      case 'telemetry_read':
+        // Told to the pacer, which holds the core where the recorded poll was noted until the live one is.
+        if (this.record || this.cued) this.link?.note({ t: 'telemetry_read' });
+        return;
+      case 'http_reply':
+        return this.replied((facts as Takens['http_reply'])[0]);
+      case 'watch':
+        // Told to the pacer: an open serves its hold at the recorded open; a close is only noted when recording.
+        if (this.record || (this.cued && f[1] === true)) this.link?.note({ t: 'watch', stream: f[0], open: f[1] });
+        return;
+      case 'grant_ended':
+        for (const look of [...this.expiryWaiters]) look();
+        return;
+    }
+  }
+
+  recorded<K extends keyof Recorded>(k: K, ...q: Recorded[K]['q']): Recorded[K]['a'] {
+    // The recorded service found the lease run out at this very decision (its lazy check; its timer had not
+    // fired); and what it did with each of the core's lease notices, in order.
+    const a = k === 'expired_at_fence' ? this.cued && this.fenceOrder.recordedOutcome(q[0] as string) === 'expired' : this.cued ? this.leaseNotices.shift() : undefined;
+    return a as Recorded[K]['a'];
+  }
+
+  wait(kind: string | null, ms: number): CoreWait {
+    return this.coreWaits.begin(kind, ms);
   }
 
   /** True once a cue came: the service's time and its own timed decisions come from the recording. */
@@ -122,29 +181,12 @@ export class ReplayedTiming extends TimingBase {
     return !this.cued;
   }
 
-  fenceTurn(op: string): Promise<void> | null {
-    return this.fenceOrder.gate(op);
-  }
-  fenced(op: string, outcome: string, seen?: string): void {
-    this.fenceOrder.passed(op, outcome, seen);
-  }
-  commitTurn(kind: string): Promise<void> | null {
-    return this.commitOrder.gate(kind);
-  }
-  committing(kind: string): void {
-    this.commitOrder.passed(kind, 'ok');
-  }
-  /** The recorded service found the lease run out at this very decision (its lazy check; its timer had not fired). */
-  expiredAtFence(op: string): boolean {
-    return this.cued && this.fenceOrder.recordedOutcome(op) === 'expired';
-  }
-
   /**
    * A lease_expiry or session_end sync point on the service's side (sims/replay/sync-points.ts): the
    * recorded service took this decision on a session that had already ended, but the live service still
-   * holds it. The decision waits until the live session ends too (grantEnded, told by the authority whenever
-   * it ends a grant), at most REPLAY_WAIT_MS, then goes on as a lost hold (ERROR, not a divergence the target
-   * is blamed for). 'expired' is retaken at the decision itself (expiredAtFence), not waited for.
+   * holds it. The decision waits until the live session ends too (took 'grant_ended', told by the authority
+   * whenever it ends a grant), at most REPLAY_WAIT_MS, then goes on as a lost hold (ERROR, not a divergence the target
+   * is blamed for). 'expired' is retaken at the decision itself (recorded 'expired_at_fence'), not waited for.
    *
    * A recording that notes what each decision saw of its session (`seen`, authority.ts sessionState) says
    * which refusals to hold: control_session_stale is the answer both for a session a stop's drain revoked
@@ -156,7 +198,7 @@ export class ReplayedTiming extends TimingBase {
    * refusal that the live grant would let pass (its session, its generation, not stopping) is held, for the
    * cued lease expiry, as before.
    */
-  expiryTurn(op: string, session: string | undefined, generation: bigint | undefined, authority: SessionView): Promise<void> | null {
+  private expiryTurn(op: string, session: string | undefined, generation: bigint | undefined, authority: SessionView): Promise<void> | null {
     if (!this.cued || session === undefined) return null;
     const recorded = this.fenceOrder.recordedOutcome(op);
     if (recorded === undefined || recorded === 'ok' || recorded === 'expired') return null;
@@ -191,9 +233,6 @@ export class ReplayedTiming extends TimingBase {
       this.expiryWaiters.add(look);
     });
   }
-  grantEnded(): void {
-    for (const look of [...this.expiryWaiters]) look();
-  }
   onExpiry(listener: (generation: bigint, lateNs?: bigint) => void): void {
     this.expired = listener;
   }
@@ -213,7 +252,7 @@ export class ReplayedTiming extends TimingBase {
     this.statusReadsTaken++;
     return this.statusReads[k];
   }
-  statusTurn(): Promise<unknown> | undefined {
+  private statusTurn(): Promise<unknown> | undefined {
     const want = this.nextStatusReadCycle();
     // -1: the recorded read was served before the core had published anything: served now, as then.
     if (want === undefined || want < 0n || !this.link) return undefined;
@@ -221,7 +260,7 @@ export class ReplayedTiming extends TimingBase {
       if (!came) this.holdLost('publication', `publication of cycle ${want}`);
     });
   }
-  statusRead(cycle: bigint | undefined, nowNs?: bigint): void {
+  private statusRead(cycle: bigint | undefined, nowNs?: bigint): void {
     if (!(this.record || this.statusReads.length)) return;
     // A read before any publication is noted when this replay is recorded, or told to the pacer when the
     // recording noted such reads (it holds for them); otherwise it is no sync point (nextStatusReadCycle).
@@ -229,16 +268,13 @@ export class ReplayedTiming extends TimingBase {
     this.link?.note(statusReadNote(cycle, nowNs, this.link.outputsSeen));
   }
   /** Told to the pacer, which compares it with the recorded answer (docs/recording.md "The service's replies"). */
-  replied(reply: { status: number; body: Record<string, unknown> }): void {
+  private replied(reply: { status: number; body: Record<string, unknown> }): void {
     if (!(this.record || this.cued)) return;
     const note = replyNote(reply);
     if (note) this.link?.note(note);
   }
-  /** The recorded service's decisions on the core's lease notices, in order (leaseNotice). */
+  /** The recorded service's decisions on the core's lease notices, in order (recorded 'lease_notice'). */
   private leaseNotices: LeaseNotice[] = [];
-  leaseNotice(): LeaseNotice | undefined {
-    return this.cued ? this.leaseNotices.shift() : undefined;
-  }
   /**
    * A live poll is served once the replayed core has reached the place where the recorded one was: served
    * at once from a core still running towards it, it showed fewer records than when recorded, and a test
@@ -246,24 +282,12 @@ export class ReplayedTiming extends TimingBase {
    * telemetry.test.ts "after=0 starts at sequence 1 ...": no records for 10 s, a FAIL). A core that never
    * gets there within the hold bound is a lost hold (ERROR), not a poll served early.
    */
-  telemetryTurn(): Promise<void> | undefined {
+  private telemetryTurn(): Promise<void> | undefined {
     if (!this.cued || !this.link) return undefined;
     return this.link.pollTurn(POLL_TURN_WAIT_MS).then((came) => {
       if (!came) this.holdLost('telemetry_poll', 'the recorded poll\'s cycle');
     });
   }
-  /** Told to the pacer, which holds the core where the recorded poll was noted until the live one is. */
-  telemetryRead(): void {
-    if (this.record || this.cued) this.link?.note({ t: 'telemetry_read' });
-  }
-  /** Told to the pacer: an open serves its hold at the recorded open; a close is only noted when recording. */
-  watching(stream: 'telemetry' | 'events', open: boolean): void {
-    if (this.record || (this.cued && open)) this.link?.note({ t: 'watch', stream, open });
-  }
-  coreWait(kind: string | null, ms: number): CoreWait {
-    return this.coreWaits.begin(kind, ms);
-  }
-
   cue(m: TimingCue): void {
     if (m.fences) {
       // A pacer's first cue (each core incarnation of a replay has its own recording and pacer): what the

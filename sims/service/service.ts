@@ -344,7 +344,7 @@ export class ControlService {
           return await this.controlRoute(req, res, owner);
         case 'POST /v1/program': {
           const reply = await this.programs.prepare(req, owner);
-          this.o.core.timing.log.took({ t: 'http_reply', reply });
+          this.o.core.timing.log.took('http_reply', reply);
           // An over-limit body is not read on after its 413: the connection closes (docs/profile.md "Sockets").
           if (reply.status === 413) closeAfterReply(req, res, PROGRAM_BODY_LIMIT);
           return this.send(res, reply);
@@ -352,17 +352,17 @@ export class ControlService {
         case 'GET /v1/describe':
           return this.send(res, { status: 200, body: { operation: 'describe', data: describeData(this.views) } });
         case 'GET /v1/status': {
-          const turn = this.o.core.timing.log.turn({ t: 'status_read' });
+          const turn = this.o.core.timing.log.turn('status_read');
           if (turn) await turn;
           const data = statusData(this.views);
-          this.o.core.timing.log.took({ t: 'status_read', cycle: this.o.core.status?.cycle, nowNs: data.now_host_ns as bigint });
+          this.o.core.timing.log.took('status_read', this.o.core.status?.cycle, data.now_host_ns as bigint);
           return this.send(res, { status: 200, body: { operation: 'status', data } });
         }
         case 'GET /v1/events':
         case 'GET /v1/events/stream':
           try {
             if (key === 'GET /v1/events') return this.send(res, this.pollEvents(url));
-            return streamEvents(this.events, req, res, url, (open) => this.o.core.timing.log.took({ t: 'watch', stream: 'events', open }));
+            return streamEvents(this.events, req, res, url, (open) => this.o.core.timing.log.took('watch', 'events', open));
           } catch (e) {
             // Cursor refusals name the capability they answer (document 1 part 4 subscribe_events).
             if (e instanceof Refusal && !res.headersSent) return this.send(res, refusal(e, 'subscribe_events'));
@@ -376,11 +376,11 @@ export class ControlService {
           return this.send(res, { status: 200, body: { operation: 'jog_ingress', data: this.jog.ingress() } });
         case 'GET /v1/telemetry':
           try {
-            const turn = this.o.core.timing.log.turn({ t: 'telemetry_poll' });
+            const turn = this.o.core.timing.log.turn('telemetry_poll');
             if (turn) await turn;
             return await this.telemetry.poll(req, res, url);
           } finally {
-            this.o.core.timing.log.took({ t: 'telemetry_read' });
+            this.o.core.timing.log.took('telemetry_read');
           }
         case 'GET /v1/telemetry/stream':
           return this.telemetry.stream(req, res, url);
@@ -396,7 +396,7 @@ export class ControlService {
   private async controlRoute(req: IncomingMessage, res: ServerResponse, owner: string): Promise<void> {
     const reply = await this.control(req, owner);
     if (!reply) return undefined;
-    this.o.core.timing.log.took({ t: 'http_reply', reply });
+    this.o.core.timing.log.took('http_reply', reply);
     return this.send(res, reply);
   }
 
@@ -473,9 +473,9 @@ export class ControlService {
     const keyOf = (x: Request) => (points ? `${payloadKey(x)}#points:${pointsDigest(points)}` : payloadKey(x));
     let g: Grant;
     // Null unless the decision log holds the decision (timing.ts DecisionLog.turn): a live run never yields here.
-    const held = this.o.core.timing.log.turn({ t: 'fence', op: r.operation });
+    const held = this.o.core.timing.log.turn('fence', r.operation);
     if (held) await held;
-    const expiry = this.o.core.timing.log.turn({ t: 'session_end', op: r.operation, session: r.session, generation: r.generation, authority: this.authority });
+    const expiry = this.o.core.timing.log.turn('session_end', r.operation, r.session, r.generation, this.authority);
     if (expiry) await expiry;
     try {
       g = this.authority.fence(r.operation, r.session!, r.generation!, owner);

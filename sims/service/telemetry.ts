@@ -173,13 +173,13 @@ export class TelemetryEndpoints {
     let done = false;
     this.open++;
     // A client watching over wall time (a replay paces the core while it does: DecisionLog 'watch').
-    core.timing.log.took({ t: 'watch', stream: 'telemetry', open: true });
+    core.timing.log.took('watch', 'telemetry', true);
 
     const cleanup = () => {
       if (done) return;
       done = true;
       this.open--;
-      core.timing.log.took({ t: 'watch', stream: 'telemetry', open: false });
+      core.timing.log.took('watch', 'telemetry', false);
       clearInterval(tick);
       if (blockTimer) clearTimeout(blockTimer);
       res.off('drain', onDrain);

@@ -2,11 +2,13 @@
 // service side"). Every part of the service that reads time asks the clock (ServiceClock); every decision a
 // paced replay must retake where the recording took it (the order of fence decisions, a lease expiry, the
 // publication a status read is served from, how long a wait on the core may take) goes through the port
-// (DecisionLog: turn before it, took after it). The composition root (sims/main.ts) picks the implementation
-// once: LiveTiming here (host clock, every decision taken at once, notes when recording) or ReplayedTiming
-// (replay-timing.ts: the recorded decisions the pacer cues through the core link). Adding a new kind of hold
-// is one new case of Turn or Taken, its arm in TimingBase's dispatch, its two implementations and their
-// tests: no flag in the service or the core (docs/recording.md "Adding a hold").
+// (DecisionLog: turn before it, took after it), named by its kind with its facts as arguments, so that a
+// live run builds nothing to ask. The composition root (sims/main.ts) picks the implementation once:
+// LiveTiming here (host clock, every decision taken at once, nothing noted), RecordingTiming
+// (recording-timing.ts: the same, each decision noted into the recording) or ReplayedTiming
+// (replay-timing.ts: the recorded decisions the pacer cues through the core link). Adding a new kind of
+// hold is one new entry of Turns or Takens and its case in the recording and replay implementations: no flag
+// in the service or the core (docs/recording.md "Adding a hold").
 
 import type { CoreStatus } from '../core/protocol.ts';
 import type { LeaseNotice, ServiceCue } from '../../drivers/replay/tap.ts';
@@ -43,10 +45,10 @@ export type TimingCue = ServiceCue;
 /** The outcome of one of the service's timed waits on the core. */
 export type WaitOutcome = 'ok' | 'timeout';
 
-/** A timed wait on the core as the service starts it (timing.ts ServiceTiming.coreWait). */
+/** A timed wait on the core as the service starts it (DecisionLog.wait). */
 export interface CoreWait {
-  /** The bound to use (wall ms). */
-  ms: number;
+  /** A bound to use instead of the caller's (wall ms: a replay's held core); absent: the caller's. */
+  ms?: number;
   /** Call exactly once with the outcome, and for a wait for a status publication the cycle it got. */
   done: (outcome: WaitOutcome, cycle?: bigint) => void;
   /**
@@ -97,66 +99,69 @@ export interface ServiceClock {
 }
 
 /**
- * A decision of the service's own that a replay may have to put off to where the recording took it
- * (DecisionLog.turn): a fence decision of `op`; one the recording refused because the request's session had
- * already ended (its lease ran out, a stop's drain revoked it, ...) while the live grant still holds it (it
- * waits until the live session ends too); a preparation's place in the commit queue (handles.ts serialise,
- * whose order numbers the handles); the publication a status read is served from; a telemetry poll's turn.
+ * Decisions of the service's own that a replay may have to put off to where the recording took it
+ * (DecisionLog.turn), each with its facts: a fence decision of `op`; one the recording refused because the
+ * request's session had already ended (its lease ran out, a stop's drain revoked it, ...) while the live grant
+ * still holds it (it waits until the live session ends too); a preparation's place in the commit queue
+ * (handles.ts serialise, whose order numbers the handles); the publication a status read is served from; a
+ * telemetry poll's turn.
  */
-export type Turn =
-  | { t: 'fence'; op: string }
-  | { t: 'session_end'; op: string; session: string | undefined; generation: bigint | undefined; authority: SessionView }
-  | { t: 'commit'; kind: string }
-  | { t: 'status_read' }
-  | { t: 'telemetry_poll' };
+export interface Turns {
+  fence: [op: string];
+  session_end: [op: string, session: string | undefined, generation: bigint | undefined, authority: SessionView];
+  commit: [kind: string];
+  status_read: [];
+  telemetry_poll: [];
+}
 
 /**
- * A decision the service took, or something it served, for the log (DecisionLog.took): a fence decision
- * ('ok' or the refusal label, and what it saw of the request's session: authority.ts sessionState, which a
- * label alone does not say), a preparation's place in the commit queue, a status read served from the
- * publication of `cycle` showing the service's clock at `nowNs`, a telemetry poll served, the answer to a
- * control or program request, a stream opened or closed (a test watching the core over wall time: a replay
- * runs flat out outside them, sims/replay/modes.ts WatchedMode, and holds the core at an open until the live
- * stream opens), and a grant ended by the authority (a decision held for a session's end looks again).
+ * Decisions the service took, or what it served, for the log (DecisionLog.took): a fence decision ('ok' or
+ * the refusal label, and what it saw of the request's session: authority.ts sessionState, which a label alone
+ * does not say), a preparation's place in the commit queue, a status read served from the publication of
+ * `cycle` showing the service's clock at `nowNs`, a telemetry poll served, the answer to a control or program
+ * request, a stream opened or closed (a test watching the core over wall time: a replay runs flat out outside
+ * them, sims/replay/modes.ts WatchedMode, and holds the core at an open until the live stream opens), and a
+ * grant ended by the authority (a decision held for a session's end looks again).
  */
-export type Taken =
-  | { t: 'fence'; op: string; outcome: string; seen?: string }
-  | { t: 'commit'; kind: string }
-  | { t: 'status_read'; cycle: bigint | undefined; nowNs?: bigint }
-  | { t: 'telemetry_read' }
-  | { t: 'http_reply'; reply: { status: number; body: Record<string, unknown> } }
-  | { t: 'watch'; stream: 'telemetry' | 'events'; open: boolean }
-  | { t: 'grant_ended' };
+export interface Takens {
+  fence: [op: string, outcome: string, seen?: string];
+  commit: [kind: string];
+  status_read: [cycle: bigint | undefined, nowNs?: bigint];
+  telemetry_read: [];
+  http_reply: [reply: { status: number; body: Record<string, unknown> }];
+  watch: [stream: 'telemetry' | 'events', open: boolean];
+  grant_ended: [];
+}
 
 /**
  * What the log may say instead of the service's clock (DecisionLog.recorded): whether the lease ran out at
- * this very fence check (end it first), and what to do with the core's native_lease_expired notice (the
- * next of them, sync-points.ts leaseNotices; undefined: decide on the clock).
+ * this very fence check of `op` (end it first), and what to do with the core's native_lease_expired notice
+ * (the next of them, sync-points.ts leaseNotices; undefined: decide on the clock).
  */
 export interface Recorded {
-  expired_at_fence: { q: { op: string }; a: boolean };
-  lease_notice: { q: Record<string, never>; a: LeaseNotice | undefined };
+  expired_at_fence: { q: [op: string]; a: boolean };
+  lease_notice: { q: []; a: LeaseNotice | undefined };
 }
 
 /**
  * The one port through which the service's own decisions are logged and, on a paced replay, retaken where
  * the recording took them. The live implementation (LiveTiming) takes every decision at once and logs
- * nothing; a recorded run's notes each decision into the recording; a replay's (ReplayedTiming,
- * replay-timing.ts) holds them to the recorded order. The service's parts call it at the point of each
+ * nothing; a recorded run's (RecordingTiming, recording-timing.ts) notes each decision into the recording; a
+ * replay's (ReplayedTiming, replay-timing.ts) holds them to the recorded order. The service's parts call it at the point of each
  * decision and hold no replay state or flag of their own.
  */
 export interface DecisionLog {
   /** Called once by the core link the log is given to (its notes go there, the pacer's cues come from it). */
   attach(link: TimingLink): void;
-  /** Before decision `d`: a promise to await first, or null to take it now. */
-  turn(d: Turn): Promise<unknown> | null;
+  /** Before decision `k`: a promise to await first, or null to take it now. */
+  turn<K extends keyof Turns>(k: K, ...facts: Turns[K]): Promise<unknown> | null;
   /** A decision taken, or a read served. */
-  took(d: Taken): void;
+  took<K extends keyof Takens>(k: K, ...facts: Takens[K]): void;
   /** What the recording says of a decision the service's clock would otherwise take. */
-  recorded<K extends keyof Recorded>(k: K, q: Recorded[K]['q']): Recorded[K]['a'];
+  recorded<K extends keyof Recorded>(k: K, ...q: Recorded[K]['q']): Recorded[K]['a'];
   /**
    * Start a timed wait of `kind` on the core with its own bound `ms` (kind null: a poll, never noted nor
-   * held): the bound to use and the function to call with the outcome, exactly once.
+   * held): a longer bound to use, if any, and the function to call with the outcome, exactly once.
    */
   wait(kind: string | null, ms: number): CoreWait;
   /** True when a lease runs out by the service's own clock and timer; false when a recording says where. */
@@ -177,80 +182,6 @@ export interface ServiceTiming {
   readonly log: DecisionLog;
 }
 
-/**
- * The named decisions both implementations have, and the port's dispatch to them (DecisionLog): one switch
- * here, so an implementation is its named methods and a new kind of hold is one case more.
- */
-export abstract class TimingBase implements ServiceTiming, ServiceClock, DecisionLog {
-  get clock(): ServiceClock {
-    return this;
-  }
-  get log(): DecisionLog {
-    return this;
-  }
-  abstract attach(link: TimingLink): void;
-  abstract now(): bigint;
-  abstract readonly coreOnServiceClock: boolean;
-  abstract readonly hostTimes: HostTimes | null;
-  abstract readonly leaseOnClock: boolean;
-  abstract onExpiry(listener: (generation: bigint, lateNs?: bigint) => void): void;
-  abstract fenceTurn(op: string): Promise<void> | null;
-  abstract fenced(op: string, outcome: string, seen?: string): void;
-  abstract commitTurn(kind: string): Promise<void> | null;
-  abstract committing(kind: string): void;
-  abstract expiredAtFence(op: string): boolean;
-  abstract expiryTurn(op: string, session: string | undefined, generation: bigint | undefined, authority: SessionView): Promise<void> | null;
-  abstract grantEnded(): void;
-  abstract statusTurn(): Promise<unknown> | undefined;
-  abstract statusRead(cycle: bigint | undefined, nowNs?: bigint): void;
-  abstract replied(reply: { status: number; body: Record<string, unknown> }): void;
-  abstract leaseNotice(): LeaseNotice | undefined;
-  abstract telemetryTurn(): Promise<void> | undefined;
-  abstract telemetryRead(): void;
-  abstract watching(stream: 'telemetry' | 'events', open: boolean): void;
-  abstract coreWait(kind: string | null, ms: number): CoreWait;
-
-  turn(d: Turn): Promise<unknown> | null {
-    switch (d.t) {
-      case 'fence':
-        return this.fenceTurn(d.op);
-      case 'session_end':
-        return this.expiryTurn(d.op, d.session, d.generation, d.authority);
-      case 'commit':
-        return this.commitTurn(d.kind);
-      case 'status_read':
-        return this.statusTurn() ?? null;
-      case 'telemetry_poll':
-        return this.telemetryTurn() ?? null;
-    }
-  }
-  took(d: Taken): void {
-    switch (d.t) {
-      case 'fence':
-        return this.fenced(d.op, d.outcome, d.seen);
-      case 'commit':
-        return this.committing(d.kind);
-      case 'status_read':
-        return this.statusRead(d.cycle, d.nowNs);
-      case 'telemetry_read':
-        return this.telemetryRead();
-      case 'http_reply':
-        return this.replied(d.reply);
-      case 'watch':
-        return this.watching(d.stream, d.open);
-      case 'grant_ended':
-        return this.grantEnded();
-    }
-  }
-  recorded<K extends keyof Recorded>(k: K, q: Recorded[K]['q']): Recorded[K]['a'] {
-    const a: Recorded[keyof Recorded]['a'] = k === 'expired_at_fence' ? this.expiredAtFence((q as Recorded['expired_at_fence']['q']).op) : this.leaseNotice();
-    return a as Recorded[K]['a'];
-  }
-  wait(kind: string | null, ms: number): CoreWait {
-    return this.coreWait(kind, ms);
-  }
-}
-
 /** The note of a reply: operation, status and leading label; null for the unordered operations (UNORDERED). */
 export function replyNote(reply: { status: number; body: Record<string, unknown> }): ServiceNote | null {
   const op = typeof reply.body.operation === 'string' ? reply.body.operation : 'unknown';
@@ -269,77 +200,43 @@ export function statusReadNote(cycle: bigint | undefined, nowNs?: bigint, seen?:
   return { t: 'status_read', cycle: cycle === undefined ? 'none' : cycle.toString(), ...(nowNs !== undefined ? { now_ns: nowNs.toString() } : {}), ...(seen !== undefined ? { seen } : {}) };
 }
 
-const NOOP = (): void => undefined;
+/** The wait of a live run: the caller's bound, an outcome nobody keeps (one object for every wait). */
+const LIVE_WAIT: CoreWait = Object.freeze({ done: (): void => undefined });
 
 /**
- * The live service: the host monotonic clock, every decision taken at once, nothing held. On a recorded
- * run (`record`) it notes the decisions a replay retakes. No method awaits, and none allocates beyond the
- * decision the caller describes, on a run that does not record (the request path;
- * bench/control-roundtrip.bench.ts measures it).
+ * The live service: the host monotonic clock, every decision taken at once, nothing held and nothing noted.
+ * No method awaits, reads its arguments or allocates (the request path; bench/control-roundtrip.bench.ts
+ * measures it).
  */
-export class LiveTiming extends TimingBase {
-  private link?: TimingLink;
+export class LiveTiming implements ServiceTiming, ServiceClock, DecisionLog {
   readonly coreOnServiceClock = false;
   readonly leaseOnClock = true;
   readonly hostTimes = null;
-
-  constructor(private readonly record = false) {
-    super();
+  get clock(): ServiceClock {
+    return this;
   }
-
-  attach(link: TimingLink): void {
-    this.link = link;
+  get log(): DecisionLog {
+    return this;
   }
+  attach(link: TimingLink): void;
+  attach(): void {}
   now(): bigint {
     return process.hrtime.bigint();
   }
-  fenceTurn(): null {
+  turn<K extends keyof Turns>(k: K, ...facts: Turns[K]): Promise<unknown> | null;
+  turn(): null {
     return null;
   }
-  fenced(op: string, outcome: string, seen?: string): void {
-    if (this.record && !UNORDERED.has(op)) this.link?.note({ t: 'fence', op, outcome, ...(seen !== undefined ? { seen } : {}) });
+  took<K extends keyof Takens>(k: K, ...facts: Takens[K]): void;
+  took(): void {}
+  recorded<K extends keyof Recorded>(k: K, ...q: Recorded[K]['q']): Recorded[K]['a'];
+  recorded(k: keyof Recorded): Recorded[keyof Recorded]['a'] {
+    // The clock decides: no expiry at a fence check, no say on a lease notice.
+    return k === 'expired_at_fence' ? false : undefined;
   }
-  commitTurn(): null {
-    return null;
+  wait(kind: string | null, ms: number): CoreWait;
+  wait(): CoreWait {
+    return LIVE_WAIT;
   }
-  committing(kind: string): void {
-    if (this.record) this.link?.note({ t: 'commit', op: kind });
-  }
-  expiredAtFence(): boolean {
-    return false;
-  }
-  expiryTurn(): null {
-    return null;
-  }
-  grantEnded(): void {}
   onExpiry(): void {}
-  statusTurn(): undefined {
-    return undefined;
-  }
-  statusRead(cycle: bigint | undefined, nowNs?: bigint): void {
-    if (!this.record) return;
-    this.link?.note(statusReadNote(cycle, nowNs, this.link.outputsSeen));
-  }
-  replied(reply: { status: number; body: Record<string, unknown> }): void {
-    if (!this.record) return;
-    const note = replyNote(reply);
-    if (note) this.link?.note(note);
-  }
-  leaseNotice(): undefined {
-    return undefined;
-  }
-  telemetryTurn(): undefined {
-    return undefined;
-  }
-  telemetryRead(): void {
-    if (this.record) this.link?.note({ t: 'telemetry_read' });
-  }
-  watching(stream: 'telemetry' | 'events', open: boolean): void {
-    if (this.record) this.link?.note({ t: 'watch', stream, open });
-  }
-  coreWait(kind: string | null, ms: number): CoreWait {
-    if (kind === null || !this.record) return { ms, done: NOOP };
-    // A status wait notes the publication it got: a replay ends the wait with that one (CoreWait.atLeast).
-    return { ms, done: (outcome, cycle) => this.link?.note({ t: 'core_wait', kind, outcome, ...(cycle !== undefined ? { cycle: cycle.toString() } : {}) }) };
-  }
 }
