@@ -55,6 +55,8 @@ export async function waitStatus(client: ControlClient, pred: (s: StatusView) =>
     if (pred(s)) return s;
     const now = performance.now();
     if (now - from > timeoutMs) {
+      // Let a sample due now fire first, so that a stall that just ended is counted.
+      await lateness.settle();
       const lost = lateness.window(from, now).total_ms + (lateness.targetWait(from, now)?.ms ?? 0);
       if (now - from > Math.min(timeoutMs + lost, timeoutMs * 10)) return s;
     }
