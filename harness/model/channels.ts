@@ -7,8 +7,11 @@ import { readJogIngress, waitIngress } from '../clients/jog.ts';
 import { HarnessError } from '../errors.ts';
 import { checkReply, type CheckedReply } from '../oracle/reply.ts';
 import { fail, hit, type RunContext } from './context.ts';
+import { endGrant, leaseAt } from './machines/grant.ts';
 import type { Request } from './model.ts';
 import { points, programFile } from './requests.ts';
+import { applyRenewals } from './observe.ts';
+import type { EventExp } from './state.ts';
 import { HeldUpload, RealCell } from './system.ts';
 
 /** The probe that shows whether the upload slot of `kind` is taken: a body refused after admission (one point; 16 bytes that are no dense file), so an admitted probe changes nothing. */
@@ -58,6 +61,23 @@ export async function holdUpload(x: RunContext, kind: 'trajectory' | 'program'):
       await new Promise((r) => setTimeout(r, 10));
       continue;
     }
+    // Refused for a session whose lease may have run out before the upload was checked (the keep-alive
+    // renewals came too late on a busy host): the grant ended by expiry, as the model allows any request
+    // sent then; nothing is held, and the expiry's event is owed. With the lease surely running, a refusal
+    // is a mismatch.
+    if (early && !(early instanceof Error) && lapsedRefusal(early)) {
+      applyRenewals(x);
+      if (m.grant && leaseAt(m.grant, held.sentMs, performance.now()) !== 'alive') {
+        const evs: EventExp[] = [];
+        const gen = m.grant.generation;
+        endGrant(c, m, 'expired', evs, 'lease expiry before a held upload');
+        m.owed.push({ type: 'grant_expired', where: { generation: gen }, why: 'the lease ran out before the held upload was checked' }, ...evs);
+        hit(x, 'transition:grant:owned->no_grant:lease_expiry');
+        x.held = undefined;
+        x.trace.push(`hold_upload ${kind} -> ${early.status} ${early.label} (the lease ran out first)`);
+        return;
+      }
+    }
     if (early) fail(x, `hold_upload ${kind}: the held upload was answered before its body ended: ${early instanceof Error ? early.message : `${early.status} ${early.label}`}`);
     const p = await probeSlot(x, kind, f);
     if (p.label === 'busy') {
@@ -68,6 +88,11 @@ export async function holdUpload(x: RunContext, kind: 'trajectory' | 'program'):
     await new Promise((r) => setTimeout(r, 10));
   }
   fail(x, `hold_upload ${kind}: a second ${kind} upload was never refused busy while the first was held (part 8: one upload of the same kind at a time)`);
+}
+
+/** A refusal that says the session's lease ran out (document 1 part 7: expired; a fenced call on an expired session: control_session_stale). */
+function lapsedRefusal(r: CheckedReply): boolean {
+  return r.label === 'expired' || (r.label === 'control_session_stale' && /expired/.test(r.reply.error ?? ''));
 }
 
 /** abandon_upload: the held upload goes away; the run waits until its slot is free again (the probe is no longer busy). */

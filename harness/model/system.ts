@@ -253,6 +253,8 @@ export class HeldUpload {
   private answer = Buffer.alloc(0);
   private settled: ((r: CheckedReply | Error) => void) | undefined;
   private result: CheckedReply | Error | undefined;
+  /** When its head was written (performance.now()): the fence is checked after this. */
+  readonly sentMs = performance.now();
 
   constructor(
     address: string,
