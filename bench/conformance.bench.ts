@@ -21,11 +21,12 @@
 // shared, and CPU time is what load disturbs least.
 
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { reaperArgs, reaperFigures } from './reaper.ts';
+import { baselineTree, median } from './baseline.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** main before the sim target served its stacks from stack hosts (the whole run at 104.8 s quiet). */
@@ -66,17 +67,6 @@ function hasPython(): boolean {
   }
 }
 
-function treeOf(rev: string): string {
-  const dir = mkdtempSync(join(tmpdir(), 'hil-bench-base-'));
-  execFileSync('sh', ['-c', `git -C "${ROOT}" archive "${rev}" | tar -x -C "${dir}"`]);
-  const lock = (d: string) => readFileSync(join(d, 'package-lock.json'), 'utf8');
-  if (lock(dir) !== lock(ROOT)) {
-    rmSync(dir, { recursive: true, force: true });
-    throw new Error(`the lockfile of ${rev} differs from this checkout's: install the baseline's own packages and compare by hand`);
-  }
-  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
-  return dir;
-}
 
 async function runOnce(tree: 'base' | 'this', dir: string, extra: string[], python: boolean): Promise<Run> {
   const reports = mkdtempSync(join(tmpdir(), 'hil-bench-reports-'));
@@ -118,11 +108,6 @@ async function runOnce(tree: 'base' | 'this', dir: string, extra: string[], pyth
   return { tree, wall: wallJs, status: code, load: [l0, l1], files, summary, workers, notPassed };
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 const f1 = (x: number | undefined) => (x === undefined ? '-' : x.toFixed(1));
 
 function print(r: Run): void {
@@ -141,8 +126,8 @@ async function main(): Promise<void> {
   if (!python) console.log('python3 not found: CPU time of the runs cannot be gathered, wall only');
   const head = execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
   const dirty = execFileSync('git', ['-C', ROOT, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() !== '';
-  const base = o.skipBase ? undefined : treeOf(o.base);
-  const mine = o.thisRev ? treeOf(o.thisRev) : ROOT;
+  const base = o.skipBase ? undefined : baselineTree(o.base);
+  const mine = o.thisRev ? baselineTree(o.thisRev) : ROOT;
   const what = o.thisRev ? `${o.thisRev} (extracted)` : `${head}${dirty ? ' with uncommitted changes' : ''}`;
   console.log(`whole conformance run, ${o.rounds} round(s): base ${o.base}${o.skipBase ? ' (skipped)' : ''}, this ${what}; hil run --target sim ${o.extra.join(' ')}`);
   const runs: Run[] = [];

@@ -15,11 +15,12 @@
 // Baseline: REV's tree (default: main) extracted with `git archive`, sharing this checkout's node_modules.
 // Linux only (schedstat). Asserts nothing.
 
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { baselineTree, median } from './baseline.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const WARMUP_MS = 1500;
@@ -123,22 +124,7 @@ async function run(kind: string, tree: string, seconds: number): Promise<Sample>
   }
 }
 
-function treeOf(rev: string): string {
-  const dir = mkdtempSync(join(tmpdir(), 'hil-bench-base-'));
-  execFileSync('sh', ['-c', `git -C "${ROOT}" archive "${rev}" | tar -x -C "${dir}"`]);
-  const lock = (d: string) => readFileSync(join(d, 'package-lock.json'), 'utf8');
-  if (lock(dir) !== lock(ROOT)) {
-    rmSync(dir, { recursive: true, force: true });
-    throw new Error(`the lockfile of ${rev} differs from this checkout's: compare by hand`);
-  }
-  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
-  return dir;
-}
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
@@ -146,7 +132,7 @@ async function main(): Promise<void> {
   const rev = at >= 0 ? args.splice(at, 2)[1]! : 'main';
   const seconds = Number(args[0] ?? 5);
   const rounds = Number(args[1] ?? 5);
-  const base = treeOf(rev);
+  const base = baselineTree(rev);
   const kinds = { base, this: ROOT, bare: ROOT } as const;
   const results: Record<keyof typeof kinds, Sample[]> = { base: [], this: [], bare: [] };
   const us = (ns: number) => (ns / 1e3).toFixed(1);
