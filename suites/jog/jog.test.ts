@@ -24,6 +24,9 @@ import type { CheckedReply } from '../../harness/oracle/reply.ts';
 import { HarnessError, verdictOfError } from '../../harness/errors.ts';
 import type { Target } from '../../harness/targets/types.ts';
 
+/** Nanoseconds as milliseconds to a tenth, for the figures of a host-too-slow judgement. */
+const ms = (ns: bigint): number => Math.round(Number(ns) / 1e5) / 10;
+
 interface AxisD {
   id: string;
   min_position: number;
@@ -149,7 +152,6 @@ async function hostJogExpiry(st: Stack, from: bigint, e: unknown): Promise<Harne
   // grant's renewals alone add ten events a second): a jog_expired may be among them, so the harness's own
   // inputs are judged instead.
   if (evs.length === 0 && ofType(all, 'events_dropped').length > 0) return staleByHost(st, e);
-  const ms = (ns: bigint) => Math.round(Number(ns) / 1e5) / 10;
   for (const ev of evs) {
     const j = jogOf(ev);
     const at = BigInt(j.host_ns as bigint);
@@ -609,7 +611,6 @@ describe('jog.sock frames', () => {
         // Read past the input's deadline (a slow host), the session may have expired between the two reads
         // and the ingress forgotten its last input: the comparison then says nothing about the target.
         if (String(j.InputDeadlineHostNs) !== String(captured + AGE) && read > capture + AGE) {
-          const ms = (ns: bigint) => Math.round(Number(ns) / 1e5) / 10;
           throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `document 1 part 3 "Jog session" (input deadline): the jog state and the ingress were read ${ms(read - capture - AGE)} ms after the input's deadline (input age ${ms(AGE)} ms), when the session may already have expired: a slow host, not a verdict on the target; they read InputDeadlineHostNs ${j.InputDeadlineHostNs} and last accepted capture ${captured}`, { detail: { rule: 'jog input deadline', late_ms: ms(read - capture - AGE) } });
         }
         expect(String(j.InputDeadlineHostNs)).toBe(String(captured + AGE));
@@ -626,7 +627,6 @@ describe('jog.sock frames', () => {
           await expiredAsDocumented(st, s, jg, j, t0, cursor, arrestNs);
         } catch (e) {
           if (verdictOfError(e) !== 'fail' || stepped <= capture + AGE) throw e;
-          const ms = (ns: bigint) => Math.round(Number(ns) / 1e5) / 10;
           throw new HarnessError(
             'HIL_ERR_HOST_TOO_SLOW',
             `document 1 part 3 "Jog session" (input expiry): the steps that let the core take the input and move under it ended ${ms(stepped - capture - AGE)} ms after the input's deadline (${ms(stepped - capture)} ms after its capture, input age ${ms(AGE)} ms), so the core may have expired it before anything moved: a slow host, not a verdict on the target; the check that failed: ${String((e as Error)?.message ?? e).split('\n')[0]}`,
