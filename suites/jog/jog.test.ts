@@ -20,9 +20,9 @@ import { stepUntilSettled } from '../../harness/clients/stepped.ts';
 import { latestSequence, recordsSince } from '../../harness/clients/telemetry.ts';
 import { machineOf, needs } from '../../harness/machine.ts';
 import { covers, describe, expect, hostBound, profile, test, type VariantOf } from '../../harness/fixture.ts';
-import type { CheckedReply } from '../../harness/oracle/reply.ts';
 import { HarnessError, verdictOfError } from '../../harness/errors.ts';
 import type { Target } from '../../harness/targets/types.ts';
+import { beginInTime } from './begin.ts';
 
 /** Nanoseconds as milliseconds to a tenth, for the figures of a host-too-slow judgement. */
 const ms = (ns: bigint): number => Math.round(Number(ns) / 1e5) / 10;
@@ -206,26 +206,6 @@ async function begin(st: Stack, s: Session, mask: number): Promise<bigint> {
   const r = await beginInTime(f, () => st.cell.fenced('begin_jog', s, f));
   expect(r.reply.handle).toBeGreaterThan(0n);
   return r.reply.handle!;
-}
-
-/**
- * A begin_jog that must be admitted: its deadline must not have passed when the service checks it (part 4
- * begin_jog, jog_clock_input_stale). One answered only after its deadline says nothing when refused so:
- * HIL_ERR_HOST_TOO_SLOW with the time from the origin to the answer.
- */
-function beginInTime(f: { source_origin_host_ns: bigint; deadline_host_ns: bigint }, send: () => Promise<CheckedReply>): Promise<CheckedReply> {
-  return hostBound(
-    {
-      rule: 'document 1 part 4 begin_jog: a deadline not yet passed',
-      marginMs: Number(f.deadline_host_ns - f.source_origin_host_ns) / 1e6,
-      measured: () => ({ ms: Number(hostNs() - f.source_origin_host_ns) / 1e6, what: 'from the origin to the answer' }),
-    },
-    async () => {
-      const r = await send();
-      expect(r.status, r.reply.error).toBe(200);
-      return r;
-    },
-  );
 }
 
 const velocities = (st: Stack, axis: number, v: number) => st.axes.map((_, i) => (i === axis ? v : 0));

@@ -34,6 +34,7 @@ import { covers, describe, expect, hostBound, profile, remoteStacks, sharedRemot
 import { remoteIdleByHost } from '../../harness/clients/jog-stale.ts';
 import { ownStacks, SKIP } from './probe.ts';
 import { windowAttempts } from '../../harness/property.ts';
+import { beginInTime } from '../jog/begin.ts';
 
 const open = remoteStacks();
 
@@ -49,26 +50,6 @@ interface AxisD {
   counts_per_unit: number;
   sign: number;
 }
-/**
- * A begin_jog that must be admitted: only while its deadline has not passed when the service checks it
- * (document 1 part 4 begin_jog, jog_clock_input_stale). Refused so after the harness took longer than the
- * deadline's distance from the origin to get it answered says nothing: HIL_ERR_HOST_TOO_SLOW with the figures.
- */
-function beginInTime(c: Cell, s: Session, f: { axis_mask: number; source_origin_host_ns: bigint; deadline_host_ns: bigint; clock_incarnation: unknown }) {
-  return hostBound(
-    {
-      rule: 'document 1 part 4 begin_jog: a deadline not yet passed',
-      marginMs: Number(f.deadline_host_ns - f.source_origin_host_ns) / 1e6,
-      measured: () => ({ ms: Number(hostNs() - f.source_origin_host_ns) / 1e6, what: 'from the origin to the answer' }),
-    },
-    async () => {
-      const r = await c.fenced('begin_jog', s, f);
-      expect(r.status, r.reply.error).toBe(200);
-      return r;
-    },
-  );
-}
-
 /** How long the service waits for a native receipt (docs/profile.md "Native receipts"). */
 const NATIVE_RECEIPT_NS = 1_000_000_000n;
 /** The input age of the lanes' cell (MACHINE, the internet profile: document 1 part 8). */
@@ -317,7 +298,8 @@ describe('upgrade', () => {
       expectPre(await refusedOpen(c, q(s, 1n)), 409, 'jog_session_stale');
       const clock = await readJogClock(A.localClient);
       const origin = hostNs();
-      const b = await beginInTime(A.alice, s, { axis_mask: 1 << J1, source_origin_host_ns: origin, deadline_host_ns: origin + 200_000_000n, clock_incarnation: clock.incarnation });
+      const bf = { axis_mask: 1 << J1, source_origin_host_ns: origin, deadline_host_ns: origin + 200_000_000n, clock_incarnation: clock.incarnation };
+      const b = await beginInTime(bf, () => A.alice.fenced('begin_jog', s, bf));
       const jg = b.reply.handle!;
       expectPre(await refusedOpen(c, q(s, jg + 1n)), 409, 'jog_session_stale');
       expect((await A.alice.fenced('end_jog', s, { jog_generation: jg })).status).toBe(200);
@@ -453,7 +435,8 @@ describe('setup exchange and frames', () => {
       const origin = hostNs();
       // Admitted only while its deadline has not passed (part 4 begin_jog, jog_clock_input_stale): refused
       // so after the harness took longer than that to get it answered says nothing about the target.
-      const b = await beginInTime(l.alice, s, { axis_mask: 1 << J1, source_origin_host_ns: origin, deadline_host_ns: origin + 200_000_000n, clock_incarnation: clock.incarnation });
+      const bf = { axis_mask: 1 << J1, source_origin_host_ns: origin, deadline_host_ns: origin + 200_000_000n, clock_incarnation: clock.incarnation };
+      const b = await beginInTime(bf, () => l.alice.fenced('begin_jog', s, bf));
       const jg = b.reply.handle!;
       const ws = await openLane(l.aliceCreds, q(s, jg));
       await ws.ping(); // ping is answered with pong
@@ -607,7 +590,8 @@ describe('internet link profile', () => {
         const s = await ready(l);
         const clock = await readJogClock(l.localClient);
         const origin = hostNs() - 610_000_000n;
-        const b = await beginInTime(l.alice, s, { axis_mask: 1 << J1, source_origin_host_ns: origin, deadline_host_ns: origin + 750_000_000n, clock_incarnation: clock.incarnation });
+        const bf = { axis_mask: 1 << J1, source_origin_host_ns: origin, deadline_host_ns: origin + 750_000_000n, clock_incarnation: clock.incarnation };
+        const b = await beginInTime(bf, () => l.alice.fenced('begin_jog', s, bf));
         const jg = b.reply.handle!;
         const ws = await openLane(l.aliceCreds, q(s, jg));
         const g0 = await readJogIngress(l.localClient);
