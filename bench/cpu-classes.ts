@@ -2,7 +2,7 @@
 // default the whole sim run, `hil run --target sim --no-report`) under a child subreaper (Python's prctl,
 // as bench/conformance.bench.ts does, so a stack host that outlives its worker stays a descendant) and every
 // ~200 ms reads /proc/<pid>/stat (utime + stime) of every descendant and /proc/<pid>/task/<tid>/stat and
-// schedstat of the threads of the stacks. The last value seen per process (per thread) is booked to a class
+// schedstat of the threads of the stacks, vitest workers, OLP servers and planners. The last value seen per process (per thread) is booked to a class
 // from its command line; the CPU of a process that died between two samples after the last one is lost (the
 // reaper's own children total is printed beside the sampled total, so the loss is visible).
 //
@@ -16,10 +16,11 @@
 // process is booked to the file its vitest worker (the nearest ancestor that is one) ran at that moment, so
 // a stack host's cycling is charged to the file whose stack it served.
 //
-// Threads of a stack: the main thread (tid = pid), and the others split by their wakeup rate over their
-// life (schedstat's timeslices per second of wall): a thread woken more than 300 times a second is a core
-// cycling on a real-time or fast clock ("core-cycling"); the rest ("other threads": V8's platform threads,
-// decode workers, a stepped core). This is a measurement, nothing asserts on it.
+// Threads of those processes: the main thread (tid = pid), and the others split by their wakeup rate over
+// their life (schedstat's timeslices per second of wall): a thread woken more than 300 times a second is a
+// core cycling on a real-time or fast clock ("core-cycling"); the rest ("other threads", by the name the
+// kernel keeps: V8's platform threads, worker_threads such as the grant keeper, decode workers and a
+// stepped core are all "node"). Each class also says how many of its processes the sampler saw. This is a measurement, nothing asserts on it.
 
 import { spawn } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -49,6 +50,15 @@ interface Stat {
   ppid: number;
   ticks: number;
   start: number;
+}
+
+/** A thread's name as the kernel keeps it (digits folded, so numbered pool threads add up under one name). */
+function threadName(pid: number, tid: string): string {
+  try {
+    return readFileSync(`/proc/${pid}/task/${tid}/comm`, 'latin1').trim().replace(/[0-9]+/g, '#');
+  } catch {
+    return '?';
+  }
 }
 
 function readStat(path: string): Stat | undefined {
@@ -92,7 +102,7 @@ interface Proc {
   ticks: number;
   /** The vitest worker this process belongs to (itself for a worker), decided when first seen. */
   worker?: number;
-  threads: Map<number, { ticks: number; slices: number; start: number; seenFirst: number; seenLast: number }>;
+  threads: Map<number, { ticks: number; slices: number; start: number; seenFirst: number; seenLast: number; comm: string }>;
 }
 
 interface TraceLine {
@@ -205,7 +215,7 @@ async function main(): Promise<void> {
         deltas.push([now, key, s.ticks - p.ticks]);
         p.ticks = s.ticks;
       }
-      if (p.cls.startsWith('stack')) {
+      if (p.cls.startsWith('stack') || p.cls === 'vitest worker' || p.cls.startsWith('OLP') || p.cls.startsWith('planner')) {
         let tids: string[] = [];
         try {
           tids = readdirSync(`/proc/${pid}/task`);
@@ -221,7 +231,7 @@ async function main(): Promise<void> {
           } catch {
             /* gone */
           }
-          const th = p.threads.get(ts.pid) ?? { ticks: 0, slices: 0, start: ts.start, seenFirst: now, seenLast: now };
+          const th = p.threads.get(ts.pid) ?? { ticks: 0, slices: 0, start: ts.start, seenFirst: now, seenLast: now, comm: threadName(pid, t) };
           th.ticks = ts.ticks;
           th.slices = slices;
           th.seenLast = now;
@@ -243,13 +253,18 @@ async function main(): Promise<void> {
 
   // Per class.
   const byClass = new Map<string, number>();
-  for (const p of procs.values()) byClass.set(p.cls, (byClass.get(p.cls) ?? 0) + p.ticks / HZ);
+  const started = new Map<string, number>();
+  for (const p of procs.values()) {
+    byClass.set(p.cls, (byClass.get(p.cls) ?? 0) + p.ticks / HZ);
+    started.set(p.cls, (started.get(p.cls) ?? 0) + 1);
+  }
   // Threads of the stacks.
   const threadClass = new Map<string, number>();
   for (const p of procs.values()) {
     for (const [tid, th] of p.threads) {
       const life = Math.max(0.2, (th.seenLast - th.seenFirst) / 1000);
-      const kind = tid === p.pid ? 'main thread' : th.slices / life > 300 ? 'core-cycling thread (>300 wakeups/s)' : 'other threads';
+      // The other threads by name (V8's platform workers, libuv's pool, a worker_threads Worker is "node"...).
+      const kind = tid === p.pid ? 'main thread' : th.slices / life > 300 ? 'core-cycling thread (>300 wakeups/s)' : `other threads: ${th.comm}`;
       const k = `${p.cls}: ${kind}`;
       threadClass.set(k, (threadClass.get(k) ?? 0) + th.ticks / HZ);
     }
@@ -271,11 +286,11 @@ async function main(): Promise<void> {
   const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
   const sampled = sum(byClass);
   console.log('\n== CPU by process class (s) ==');
-  for (const [k, v] of [...byClass].sort((a, b) => b[1] - a[1])) console.log(`${v.toFixed(1).padStart(8)}  ${k}`);
+  for (const [k, v] of [...byClass].sort((a, b) => b[1] - a[1])) console.log(`${v.toFixed(1).padStart(8)}  ${k}  (${started.get(k)} ${started.get(k) === 1 ? 'process' : 'processes'})`);
   console.log(`${sampled.toFixed(1).padStart(8)}  sampled total`);
   if (totals) console.log(`${(totals.user_s + totals.sys_s).toFixed(1).padStart(8)}  reaper's children total (user ${totals.user_s.toFixed(1)} + sys ${totals.sys_s.toFixed(1)})`);
   console.log(`${sampleCpu.toFixed(1).padStart(8)}  this sampler (not in the totals)`);
-  console.log('\n== stack threads (s) ==');
+  console.log('\n== threads of stacks, vitest workers, OLP and planner processes (s) ==');
   for (const [k, v] of [...threadClass].sort((a, b) => b[1] - a[1])) console.log(`${v.toFixed(1).padStart(8)}  ${k}`);
   console.log('\n== CPU by file (s): total, then the classes above 0.5 s ==');
   const files = [...byFile].sort((a, b) => sum(b[1]) - sum(a[1]));

@@ -15,6 +15,8 @@ import { isTap, type FromTap, type RecordStamp, type ToTap } from '../../drivers
 
 /** The result of a message the core answers without a native receipt (a step, a flush, what it owes). */
 const noResult = (): NativeReply['result'] => ({ Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 });
+/** How long the service waits for the core to answer a fault injection (the private test channel), ms. */
+const INJECT_PATIENCE_MS = 5000;
 
 export interface NativeReply {
   result: CommandResult;
@@ -320,8 +322,11 @@ export class CoreLink extends EventEmitter {
   inject(fault: Extract<ToCore, { t: 'inject' }>['fault']): Promise<NativeReply> {
     if (!this.worker || !this.port) return Promise.reject(new CoreUnavailable('core not running'));
     const id = this.nextId++;
-    const wait = this.timing.log.wait('inject', 1000);
-    const ms = wait.ms ?? 1000;
+    // The private test channel has no documented bound: this is patience, not a rule. The core answers
+    // at its next cycle; 5 s only keeps a host that starved the core thread for a second (seen at load 8-12
+    // on 2 cores) from turning a test's set-up into an error.
+    const wait = this.timing.log.wait('inject', INJECT_PATIENCE_MS);
+    const ms = wait.ms ?? INJECT_PATIENCE_MS;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);

@@ -304,10 +304,18 @@ describe('record layout', () => {
       expect(bad.list).toEqual([]);
       expect(b.records.length).toBeGreaterThan(10);
       expect(worked).toBe(true);
-      // Cycle time advances by about the cycle period per cycle (a record per cycle).
-      const first = b.records[0]!;
-      const last = b.records.at(-1)!;
-      const perCycle = Number(last.t_ns - first.t_ns) / Number(last.cycle - first.cycle);
+      // The cycle's scheduled time (t_ns less cycle_jitter_ns, wake minus scheduled) advances by about the
+      // cycle period per cycle: t_ns is in nanoseconds and `cycle` counts cycles. Judged on the median step,
+      // not the span: a core that woke late says so in cycle_jitter_ns, and one that fell far behind may
+      // skip cycles to catch up (a host that starved the reference core for 4 ms a cycle once moved the
+      // span's mean to 3.6 periods, and the record was right).
+      const steps: number[] = [];
+      for (let i = 1; i < b.records.length; i++) {
+        const [p, r] = [b.records[i - 1]!, b.records[i]!];
+        if (r.cycle > p.cycle) steps.push(Number(r.t_ns - r.cycle_jitter_ns - (p.t_ns - p.cycle_jitter_ns)) / Number(r.cycle - p.cycle));
+      }
+      steps.sort((x, y) => x - y);
+      const perCycle = steps[Math.floor(steps.length / 2)]!;
       expect(perCycle).toBeGreaterThan(Number(description.cycle_ns as bigint) * 0.5);
       expect(perCycle).toBeLessThan(Number(description.cycle_ns as bigint) * 2);
     },
