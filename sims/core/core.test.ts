@@ -392,6 +392,17 @@ test('the worker creates a ring per incarnation and hands it over in ready; a re
     const b2 = again.read(0n, 8);
     if (b2 === 'busy') throw new Error('busy');
     expect(b2.first).toBe(1n); // the new incarnation numbers its records from 1
+    // The ended incarnation's buffer was written again (sims/service/core-link.ts spare rings): the old
+    // wrapper sees the same memory, now the new incarnation's ring from its first record.
+    const old = new CaptureReader(first);
+    expect(old.daemonIncarnation).toBe(incarnation);
+    const b3 = old.read(0n, 8);
+    if (b3 === 'busy') throw new Error('busy');
+    expect(b3.first).toBe(1n);
+    const b4 = again.readBatch(0n, 4096, IDENTITY);
+    if (b4 === 'busy') throw new Error('busy');
+    const seqs = oracle.decodeBatch(b4).records.map((r) => r.seq);
+    expect(seqs).toEqual(seqs.map((_, k) => BigInt(k + 1)));
   } finally {
     await link.shutdown();
   }

@@ -82,9 +82,10 @@ export class CoreHost {
     const machine = options.machine;
     this.clock = makeClock(options.clock, machine.cycle_ns, recorded);
     // A new ring per incarnation: the incarnation owns its sequence numbers (document 1 part 2). The
-    // buffer is mapped lazily by the OS, so resident memory grows with the records actually written.
+    // buffer is mapped lazily by the OS, so resident memory grows with the records actually written; a
+    // buffer an ended incarnation left (options.captureReuse) is written again instead, its pages mapped.
     const retentionMs = options.captureRetentionMs ?? machine.runtime.telemetry.retention_ms;
-    const capture = retentionMs > 0 ? new CaptureRing({ axisCount: machine.axes.length, cycleNs: machine.cycle_ns, retentionMs, incarnation }) : undefined;
+    const capture = retentionMs > 0 ? new CaptureRing({ axisCount: machine.axes.length, cycleNs: machine.cycle_ns, retentionMs, incarnation, reuse: options.captureReuse }) : undefined;
     const counted = (m: FromCore) => {
       if (m.t === 'reply' || m.t === 'home_done' || m.t === 'stop_drained') this.answers++;
       if (m.t === 'reply') {

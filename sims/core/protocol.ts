@@ -50,6 +50,11 @@ export interface CoreStartOptions {
    * the machine's runtime.telemetry.retention_ms; 0 disables capture (no ring in 'ready').
    */
   captureRetentionMs?: number;
+  /**
+   * A capture ring buffer of an incarnation that is over, which its service no longer reads: the new ring
+   * is written into it when the layout is the same (capture/ring.ts CaptureRingOptions.reuse).
+   */
+  captureReuse?: SharedArrayBuffer;
   /** Longest time an arm waits for the enabled axes to reach operation enabled (docs/profile.md). */
   armSettleNs?: bigint;
   /**

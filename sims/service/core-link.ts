@@ -10,6 +10,8 @@ import { RecordingTiming } from './recording-timing.ts';
 import { runIncarnation, type CoreThread } from './core-threads.ts';
 import { isOutput, reportedClockMode, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PlanAttachment, type PlanWorkspace, type ToCore } from '../core/protocol.ts';
 import { PlanArena, type PlanLease } from '../core/plan-arena.ts';
+import { ringCapacity, slotBytes } from '../core/capture/layout.ts';
+import { CTRL_BYTES } from '../core/capture/ring.ts';
 import { incarnationFile } from '../../fixtures/contract/recording-files.ts';
 import { isTap, type FromTap, type RecordStamp, type ToTap } from '../../drivers/replay/tap.ts';
 
@@ -17,6 +19,36 @@ import { isTap, type FromTap, type RecordStamp, type ToTap } from '../../drivers
 const noResult = (): NativeReply['result'] => ({ Sequence: 0n, Handle: 0n, Generation: 0n, Operation: 0, Result: 0, Reason: 0, AxisMask: 0 });
 /** How long the service waits for the core to answer a fault injection (the private test channel), ms. */
 const INJECT_PATIENCE_MS = 5000;
+
+/**
+ * Capture ring buffers of incarnations that are over and that their link no longer reads: a link lets go of
+ * its ring when it starts the next incarnation or has shut its core down (its service has closed its
+ * listeners by then, sims/service/service.ts stop), never while the ring can still be read. The next
+ * incarnation of this process whose ring has the same size writes one of them again
+ * (CoreStartOptions.captureReuse): at a 1 ms cycle a fresh ring faults in a zero page every 1.3 records for
+ * as long as the retention (100 s in the fixtures) is not full, which was about a tenth of an idle core
+ * thread's CPU. A spare keeps the pages its earlier incarnations wrote; at most KEEP_SPARE_RINGS are kept.
+ */
+const spareRings: SharedArrayBuffer[] = [];
+const KEEP_SPARE_RINGS = 2;
+
+function releaseRing(buffer: SharedArrayBuffer): void {
+  spareRings.push(buffer);
+  if (spareRings.length > KEEP_SPARE_RINGS) spareRings.shift();
+}
+
+/** A spare ring buffer of `bytes` bytes, taken out of the spares; undefined when there is none. */
+function takeRing(bytes: number): SharedArrayBuffer | undefined {
+  const i = spareRings.findIndex((b) => b.byteLength === bytes);
+  return i < 0 ? undefined : spareRings.splice(i, 1)[0];
+}
+
+/** The size of the ring an incarnation of `machine` makes (sims/core/host.ts), 0 with capture off. */
+function ringBytes(machine: CompiledMachine, retentionMs: number): number {
+  if (!(retentionMs > 0)) return 0;
+  const axes = machine.axes.length;
+  return CTRL_BYTES + ringCapacity(retentionMs, machine.cycle_ns, axes) * slotBytes(axes);
+}
 
 export interface NativeReply {
   result: CommandResult;
@@ -72,7 +104,16 @@ export class CoreLink extends EventEmitter {
     const { port1, port2 } = new MessageChannel();
     // Drives keep their state when the master restarts: a driver that can say what it was hands it over.
     const driverState = this.status?.driver_state;
-    const options: CoreStartOptions = { ...this.options, machine: this.machine, ...(driverState !== undefined ? { driverState } : {}), ...incarnationFiles(this.options, ++this.starts) };
+    // The previous incarnation is over (its thread ended it or exited): its ring is nobody's any more.
+    if (this.captureBuffer && this.worker === undefined) releaseRing(this.captureBuffer);
+    const spare = takeRing(ringBytes(this.machine, this.options.captureRetentionMs ?? this.machine.runtime.telemetry.retention_ms));
+    const options: CoreStartOptions = {
+      ...this.options,
+      machine: this.machine,
+      ...(driverState !== undefined ? { driverState } : {}),
+      ...incarnationFiles(this.options, ++this.starts),
+      ...(spare ? { captureReuse: spare } : {}),
+    };
     this.fatal = '';
     this.status = undefined;
     this.outputsSeen = 0;
@@ -425,6 +466,9 @@ export class CoreLink extends EventEmitter {
     await exited;
     clearTimeout(timer);
     this.port?.close();
+    // The incarnation is over and the service that read its ring has stopped: the ring is a spare now.
+    if (this.captureBuffer) releaseRing(this.captureBuffer);
+    this.captureBuffer = undefined;
   }
 
   /** Incarnations started so far (the first is 1). */

@@ -36,6 +36,15 @@ export interface CaptureRingOptions {
   capacity?: number;
   /** The core's incarnation (32 lowercase hex), readable by the service as CaptureReader.daemonIncarnation. */
   incarnation?: string;
+  /**
+   * A buffer an earlier ring left behind that nobody reads or writes any more (sims/service/core-link.ts
+   * keeps them): written again when its layout is this ring's (capacity, axes), so the records land in pages
+   * the process already has instead of faulting in a fresh zero page every 1.3 records for the whole of the
+   * retention. The new ring is indistinguishable from a fresh one to its readers: its control block is
+   * written anew (sequences from 1, this incarnation), and a slot the earlier ring wrote is zeroed before
+   * its first record here (`zeroThrough`). A buffer of another layout is ignored (a fresh one is made).
+   */
+  reuse?: SharedArrayBuffer;
 }
 
 
@@ -64,6 +73,16 @@ export function readLayout(buffer: SharedArrayBuffer): RingLayout {
   return { capacity, axisCount, stride, cycleNs: new DataView(buffer).getBigUint64(B_CYCLE_NS, true), incarnation: HEX32.test(inc) ? inc : '' };
 }
 
+/** Whether `buffer` is a capture ring buffer of `capacity` slots for `axisCount` axes (CaptureRingOptions.reuse). */
+function reusable(buffer: SharedArrayBuffer, capacity: number, axisCount: number): boolean {
+  try {
+    const l = readLayout(buffer);
+    return l.capacity === capacity && l.axisCount === axisCount;
+  } catch {
+    return false;
+  }
+}
+
 /** The writer side; owned by the core's cycle (one writer per ring). */
 export class CaptureRing {
   readonly buffer: SharedArrayBuffer;
@@ -88,6 +107,12 @@ export class CaptureRing {
    * rewritten every time, so the slot needs no zeroing (capture.test.ts proves the bytes identical).
    */
   private cycleRecordsOnly: boolean;
+  /**
+   * A reused buffer (options.reuse): sequences up to this one land in slots the earlier ring may have
+   * written, whatever record it wrote there, so those slots are zeroed before their first record here; the
+   * slots after them are still zero. 0 on a fresh buffer.
+   */
+  private readonly zeroThrough: number = 0;
   private g = 0;
   private nextSeq = 1;
   private open = false;
@@ -135,9 +160,18 @@ export class CaptureRing {
     this.capacity = capacity;
     this.stride = slotBytes(axisCount);
     this.cycleNs = cycleNs;
-    this.buffer = new SharedArrayBuffer(CTRL_BYTES + capacity * this.stride);
+    const reused = opts.reuse !== undefined && reusable(opts.reuse, capacity, axisCount) ? opts.reuse : undefined;
+    this.buffer = reused ?? new SharedArrayBuffer(CTRL_BYTES + capacity * this.stride);
     this.ctl = new Int32Array(this.buffer, 0, CTRL_BYTES / 4);
     this.bytes = new Uint8Array(this.buffer);
+    if (reused) {
+      // How far the earlier ring wrote (its newest sequence; every slot once it had gone round), then a
+      // control block as a new buffer has it: all zero, the magic last (below).
+      const newest = (Atomics.load(this.ctl, W_NEWEST_HI) >>> 0) * TWO32 + (Atomics.load(this.ctl, W_NEWEST_LO) >>> 0);
+      this.zeroThrough = Math.min(newest + 1, capacity); // + 1: a record left open after the newest
+      Atomics.store(this.ctl, W_MAGIC, 0);
+      this.bytes.fill(0, 4, CTRL_BYTES);
+    }
     const dv = new DataView(this.buffer);
     this.ctl[W_VERSION] = RING_VERSION;
     this.ctl[W_CAPACITY] = capacity;
@@ -192,7 +226,7 @@ export class CaptureRing {
    * byte the caller wrote into it last time is written again. Needs `views` (a little-endian host).
    */
   beginCycleRecord(): number {
-    const base = this.openSlot(!this.cycleRecordsOnly);
+    const base = this.openSlot(!this.cycleRecordsOnly || this.nextSeq <= this.zeroThrough);
     const v = this.views!;
     const s = this.nextSeq;
     const lo = s >>> 0;
