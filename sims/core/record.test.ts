@@ -203,3 +203,59 @@ test('a buffer of another ring layout is not reused', () => {
   expect(new CaptureRing({ axisCount: 8, cycleNs: 1_000_000n, capacity: 4, reuse: other.buffer }).buffer).not.toBe(other.buffer);
   expect(new CaptureRing({ axisCount: 9, cycleNs: 1_000_000n, capacity: 4, reuse: new SharedArrayBuffer(other.buffer.byteLength) }).capacity).toBe(4);
 });
+
+/** Trajectory and jog state as the lanes may hold it mid-motion (fields record.ts reads), and the core's motion scalars. */
+const motionArb = (n: number) =>
+  fc.record({
+    traj: fc.option(fc.record({ handle: u64, axisMask: mask, commandSequence: u64, index: int(32, false), velocity: fc.array(fc.double({ min: -3e9, max: 3e9, noNaN: true }), { minLength: n, maxLength: n }) }), { nil: null }),
+    jog: fc.record({
+      generation: fc.oneof(fc.constant(0n), u64),
+      inputDeadlineNs: u64,
+      sourceSequence: u64,
+      open: fc.boolean(),
+      hasInput: fc.boolean(),
+      axisMask: mask,
+      ramping: fc.boolean(),
+      active: fc.boolean(),
+      laneAxes: mask,
+      velocity: fc.array(fc.oneof(fc.double({ min: -3e9, max: 3e9, noNaN: true }), fc.constantFrom(0.5, -0.5, 1.5, -2.5)), { minLength: n, maxLength: n }),
+    }),
+    motionState: int(32, false),
+    prepared: fc.boolean(),
+    lastEvent: int(32, false),
+  });
+
+function moving(n: number, c: Cycle, m: ReturnType<typeof motionArb> extends fc.Arbitrary<infer T> ? T : never): CaptureSource {
+  const base = source(n, c);
+  const t = m.traj;
+  const trajectory = { active: t !== null, plan: t && { handle: t.handle, axisMask: t.axisMask }, commandSequence: t?.commandSequence ?? 0n, index: t?.index ?? 0, targetVelocity: Float64Array.from(t?.velocity ?? Array<number>(n).fill(0)) };
+  const jog = { ...m.jog, velocity: Float64Array.from(m.jog.velocity) };
+  const lanes = { axesOf: (lane: unknown) => (lane === jog ? m.jog.laneAxes : 0) };
+  return {
+    ...base,
+    trajectory: trajectory as unknown as TrajectoryLane,
+    jog: jog as unknown as JogLane,
+    lanes: lanes as unknown as LaneArbiter,
+    motionState: m.motionState,
+    preparedPlan: m.prepared ? ({} as CaptureSource['preparedPlan']) : null,
+    lastEvent: m.lastEvent,
+  };
+}
+
+for (const n of [1, 9]) {
+  test(`with a trajectory or a jog running, the unchecked cycle record is byte-identical to the checked one (${n} axes)`, () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(cycleArb(n), motionArb(n)), { minLength: 1, maxLength: 10 }), (cycles) => {
+        const fast = new CaptureRing({ axisCount: n, cycleNs: 1_000_000n, capacity: 3 });
+        const checked = new CaptureRing({ axisCount: n, cycleNs: 1_000_000n, capacity: 3 });
+        for (const [c, m] of cycles) {
+          const s = moving(n, c, m);
+          captureCycle(s, fast, c.nowNs, c.lateness, c.workNs, c.enabled);
+          captureCycleChecked(s, checked, c.nowNs, c.lateness, c.workNs, c.enabled);
+          same(fast, checked);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+}

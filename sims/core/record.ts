@@ -1,13 +1,14 @@
 // The telemetry capture record the core writes each cycle (document 1 part 2 CycleCaptureRecordV2):
-// state after the exchange and the cycle's logic. Allocates nothing. Fields the core does not know in
-// this build stay zero (trajectory, jog, collision watchdog, coordinates, audits, vendor ext_ registers,
-// master state).
+// state after the exchange and the cycle's logic, the running trajectory's and jog's fields included.
+// Allocates nothing. Fields the core does not know in this build stay zero (collision watchdog,
+// coordinates, audits, vendor ext_ registers, master state).
 //
 // Two writers of the same bytes: `captureCycle` stores each field straight into typed array views of the
 // ring (no range or slot checks, no zero fill of a slot that only ever held cycle records; about ten
 // times cheaper), and `captureCycleChecked` goes through the checked RecordWriter API (big-endian hosts,
-// and the reference the fast path is tested against byte for byte in capture.test.ts). Both write
-// exactly the same set of fields on every call: beginCycleRecord relies on it.
+// and the reference the fast path is tested against byte for byte in record.test.ts, idle and moving).
+// `captureCycle` writes exactly the same set of fields on every call, motion or not: beginCycleRecord
+// relies on it.
 
 import type { ProcessImage } from '../../drivers/bus.ts';
 import { Ds402State } from '../../drivers/ds402.ts';
@@ -46,16 +47,15 @@ export interface CaptureSource {
   readonly lastEvent: number;
 }
 
-/** Whether any motion field of the record is not zero this cycle (the fast path writes none of them). */
-function motionFields(core: CaptureSource): boolean {
-  return core.trajectory.active || core.jog.generation !== 0n || core.motionState !== 0 || core.preparedPlan !== null || core.lastEvent !== 0;
+/** A velocity as the record's i32 counts/s: rounded, then held to the i32 range (as the checked path writes it). */
+function velocityCounts(v: number): number {
+  const r = Math.round(v);
+  return r < -2147483648 ? -2147483648 : r > 2147483647 ? 2147483647 : r;
 }
 
 export function captureCycle(core: CaptureSource, ring: CaptureRing, nowNs: bigint, lateness: number, workNs: number, enabled: number): void {
   const v = ring.views;
-  // The fast path writes the fields an idle cell has; a cycle with motion state takes the checked path
-  // (which also turns the ring's slot zeroing back on, so no motion field can outlive its cycle).
-  if (v === null || motionFields(core)) return captureCycleChecked(core, ring, nowNs, lateness, workNs, enabled);
+  if (v === null) return captureCycleChecked(core, ring, nowNs, lateness, workNs, enabled);
   const img = core.image;
   const g = core.grant;
   const b = ring.beginCycleRecord(); // a multiple of 16
@@ -81,7 +81,32 @@ export function captureCycle(core: CaptureSource, ring: CaptureRing, nowNs: bigi
   u32[w + R_HOME_VALID] = core.homeValidMask;
   u32[w + R_IO_CONFIGURED] = core.ioConfigured ? 1 : 0;
   u32[w + R_IO_ARMED] = core.ioArmed ? 1 : 0;
-  u32[w + R_MOTION_DONE] = 1; // the fast path runs only while no trajectory is active
+  // Motion fields (trajectory and jog), written in every record, zero when there is no such motion: a
+  // cycle record is the same set of fields every time (ring.ts beginCycleRecord). Which ones the checked
+  // path writes, and when, is the reference (captureCycleChecked below).
+  const traj = core.trajectory;
+  const tActive = traj.active;
+  const jog = core.jog;
+  const jogGen = jog.generation;
+  const jogOn = jogGen !== 0n;
+  u64[q + R_TRAJ_ID] = tActive ? traj.plan!.handle : 0n;
+  u64[q + R_COMMAND_SEQ] = tActive ? traj.commandSequence : 0n;
+  u32[w + R_POINT_INDEX] = tActive ? traj.index : 0;
+  u64[q + R_JOG_GEN] = jogGen;
+  u64[q + R_JOG_DEADLINE] = jogOn ? jog.inputDeadlineNs : 0n;
+  u64[q + R_JOG_SOURCE_SEQ] = jogOn ? jog.sourceSequence : 0n;
+  u32[w + R_JOG_OPEN] = jogOn && jog.open ? 1 : 0;
+  u32[w + R_JOG_HAS_INPUT] = jogOn && jog.hasInput ? 1 : 0;
+  u32[w + R_JOG_MASK] = jogOn ? jog.axisMask : 0;
+  u32[w + R_JOG_RAMPING] = jogOn && jog.ramping ? 1 : 0;
+  u32[w + R_ACTIVE_MODE] = tActive ? 2 : jogOn && jog.active ? 3 : 0;
+  u32[w + R_STATE] = core.motionState;
+  u32[w + R_QUEUE_DEPTH] = core.preparedPlan ? 1 : 0;
+  u32[w + R_LAST_EVENT] = core.lastEvent;
+  u32[w + R_MOTION_DONE] = tActive ? 0 : 1;
+  // Axes a lane moves have a target velocity: the trajectory's where it runs, else the jog's.
+  const jogAxes = jog.active ? core.lanes.axesOf(jog) : 0;
+  const trajAxes = tActive ? traj.plan!.axisMask : 0;
 
   const u8 = v.u8;
   const u16 = v.u16;
@@ -123,6 +148,16 @@ export function captureCycle(core: CaptureSource, ring: CaptureRing, nowNs: bigi
     // One absolute source per axis in this profile: element 0 of absolute_value / absolute_valid.
     i32[a4 + A_ABSOLUTE] = img.absolutePosition[i]!;
     u8[a + AX.absolute_valid] = img.absoluteValid[i]!;
+    if ((trajAxes >>> i) & 1) {
+      i32[a4 + A_TARGET_VELOCITY] = velocityCounts(traj.targetVelocity[i]!);
+      u8[a + AX.target_velocity_valid] = 1;
+    } else if ((jogAxes >>> i) & 1) {
+      i32[a4 + A_TARGET_VELOCITY] = velocityCounts(jog.velocity[i]!);
+      u8[a + AX.target_velocity_valid] = 1;
+    } else {
+      i32[a4 + A_TARGET_VELOCITY] = 0;
+      u8[a + AX.target_velocity_valid] = 0;
+    }
   }
   u32[w + R_FRESH] = fresh;
   u32[w + R_WKC_ACTUAL] = img.wkcActual;
@@ -171,6 +206,20 @@ const R_HOME_VALID = at(REC.home_valid_mask, 4);
 const R_IO_CONFIGURED = at(REC.io_configured, 4);
 const R_IO_ARMED = at(REC.io_armed, 4);
 const R_MOTION_DONE = at(REC.motion_done, 4);
+const R_TRAJ_ID = at(REC.active_traj_id, 8);
+const R_COMMAND_SEQ = at(REC.active_command_seq, 8);
+const R_POINT_INDEX = at(REC.current_point_index, 4);
+const R_JOG_GEN = at(REC.jog_generation, 8);
+const R_JOG_DEADLINE = at(REC.jog_input_deadline_host_ns, 8);
+const R_JOG_SOURCE_SEQ = at(REC.jog_source_sequence, 8);
+const R_JOG_OPEN = at(REC.jog_session_open, 4);
+const R_JOG_HAS_INPUT = at(REC.jog_has_input, 4);
+const R_JOG_MASK = at(REC.jog_axis_mask, 4);
+const R_JOG_RAMPING = at(REC.jog_ramping, 4);
+const R_ACTIVE_MODE = at(REC.active_mode, 4);
+const R_STATE = at(REC.state, 4);
+const R_QUEUE_DEPTH = at(REC.queue_depth, 4);
+const R_LAST_EVENT = at(REC.last_event_code, 4);
 const R_FRESH = at(REC.pdo_fresh_axis_mask, 4);
 const R_WKC_ACTUAL = at(REC.wkc_actual, 4);
 const R_WKC_EXPECTED = at(REC.wkc_expected, 4);
@@ -191,6 +240,7 @@ const A_DI_VALID = at(AX.di_valid, 4);
 const A_BRAKE = at(AX.brake_state, 4);
 const A_OBSERVED = at(AX.pdo_observed_time_ns, 8) * 2;
 const A_ABSOLUTE = at(AX.absolute_value, 4);
+const A_TARGET_VELOCITY = at(AX.target_velocity_counts_per_s, 4);
 if (AXIS_ARRAY_OFFSET % 16 !== 0 || AXIS_BYTES % 16 !== 0) throw new Error('capture axis slots are not 16-byte aligned');
 
 /** The same record through the checked RecordWriter API (DataView setters, slot zeroed first). */
