@@ -70,6 +70,8 @@ export class FaultMonitor {
 
   /** Latched bits as FaultRecovery entries, in bit order. */
   entries(): FaultRecovery[] {
+    // Every status snapshot asks; almost always with nothing latched (no iterator, no sort then).
+    if (this.latched.size === 0) return [];
     return [...this.latched].sort((a, b) => a[0] - b[0]).map(([bit, axes]) => faultEntry(bit, axes));
   }
 
