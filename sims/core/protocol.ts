@@ -351,6 +351,19 @@ export const INCARNATION_OVER = 'incarnation_over';
  * them; a replay compares them one by one), and the ones the service builds its own state from: replies,
  * events, Home and stop outcomes.
  */
+/**
+ * A status snapshot as the cycling loop's thread sends it (sims/core/worker.ts): the CoreStatus in V8's
+ * serialization format (node:v8 serialize), with its now_ns beside it. The service gets some hundred a
+ * second per core and reads few of them (a request's view, a wait): it takes the bytes apart only when
+ * the status is read (sims/service/core-link.ts status), where a structured message was deserialized on
+ * arrival every time. The same values as the { t: 'status' } message it stands for.
+ */
+export interface PackedStatus {
+  t: 'status_packed';
+  bytes: Uint8Array;
+  now_ns: bigint;
+}
+
 export function isOutput(m: { t?: string }): boolean {
   return m.t === 'reply' || m.t === 'event' || m.t === 'home_done' || m.t === 'stop_drained';
 }

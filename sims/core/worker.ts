@@ -5,9 +5,10 @@
 // cycles only when asked ('step'), draining messages between them. Lateness and overruns are counted,
 // never assumed away (NOTES-dependencies: setTimeout alone misses cycles).
 
+import { serialize } from 'node:v8';
 import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import { CoreHost, raiseThreadPriority } from './host.ts';
-import type { CoreStartOptions, FromCore } from './protocol.ts';
+import type { CoreStartOptions, FromCore, PackedStatus } from './protocol.ts';
 import { serveIncarnations } from './thread.ts';
 
 /**
@@ -22,7 +23,8 @@ function cycleUntil(host: CoreHost, drained: () => boolean): void {
 
 /** One core incarnation on `port`, to its shutdown. */
 async function cycling(port: MessagePort, options: CoreStartOptions): Promise<void> {
-  const send = (m: FromCore) => port.postMessage(m);
+  // A status snapshot leaves as its serialized bytes, read by the service only when needed (protocol.ts PackedStatus).
+  const send = (m: FromCore) => port.postMessage(m.t === 'status' ? ({ t: 'status_packed', bytes: serialize(m.status), now_ns: m.status.now_ns } satisfies PackedStatus) : m);
   // A recorded clock is paced by the replay component, whose loop is another worker entry (sims/core-loops.ts).
   if (options.clock.mode === 'recorded') throw new Error('a recorded clock runs in the paced replay loop (sims/replay/worker.ts), not the cycling loop');
   // Only a real-time clock deserves real-time scheduling; fast and stepped clocks run flat out.

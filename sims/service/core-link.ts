@@ -3,12 +3,13 @@
 // can revoke authority and start a new daemon incarnation.
 
 import { EventEmitter } from 'node:events';
+import { deserialize } from 'node:v8';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { CompiledMachine } from '../config/types.ts';
 import { LiveTiming, UNORDERED, type ServiceNote, type ServiceTiming } from './timing.ts';
 import { RecordingTiming } from './recording-timing.ts';
 import { runIncarnation, type CoreThread } from './core-threads.ts';
-import { isOutput, reportedClockMode, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PlanAttachment, type PlanWorkspace, type ToCore } from '../core/protocol.ts';
+import { isOutput, reportedClockMode, type PackedStatus, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PlanAttachment, type PlanWorkspace, type ToCore } from '../core/protocol.ts';
 import { PlanArena, type PlanLease } from '../core/plan-arena.ts';
 import { ringCapacity, slotBytes } from '../core/capture/layout.ts';
 import { CTRL_BYTES } from '../core/capture/ring.ts';
@@ -65,7 +66,21 @@ export class CoreLink extends EventEmitter {
   private port?: MessagePort;
   private nextId = 1;
   private pending = new Map<number, { resolve: (r: NativeReply) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
-  status?: CoreStatus;
+  /** The latest status publication as it came: an object, or the bytes of one not read yet (protocol.ts PackedStatus). */
+  private latest?: CoreStatus;
+  private latestBytes?: Uint8Array;
+  /** The latest status the core published (undefined before the first of an incarnation). */
+  get status(): CoreStatus | undefined {
+    if (this.latestBytes !== undefined) {
+      this.latest = deserialize(this.latestBytes) as CoreStatus;
+      this.latestBytes = undefined;
+    }
+    return this.latest;
+  }
+  set status(s: CoreStatus | undefined) {
+    this.latest = s;
+    this.latestBytes = undefined;
+  }
   incarnation = '';
   startupNotes: string[] = [];
   mappingMismatchMask = 0;
@@ -124,7 +139,7 @@ export class CoreLink extends EventEmitter {
     this.port = port1;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new CoreUnavailable('core did not start within 20 s')), 20_000);
-      port1.on('message', (m: FromCore | FromTap) => {
+      port1.on('message', (m: FromCore | FromTap | PackedStatus) => {
         // A message the previous incarnation's port delivers after this one started (a loaded host can
         // deliver them late) belongs to a core that is gone: its status would be served as this one's.
         if (this.port !== port1) return;
@@ -167,8 +182,16 @@ export class CoreLink extends EventEmitter {
   /** The core's outputs this incarnation delivered (TimingLink.outputsSeen): what a recording numbers as outputs. */
   outputsSeen = 0;
 
-  private onMessage(m: FromCore | FromTap): void {
+  private onMessage(m: FromCore | FromTap | PackedStatus): void {
     if (isTap(m)) return this.onTap(m);
+    if (m.t === 'status_packed') {
+      this.seen(m.now_ns);
+      this.latest = undefined;
+      this.latestBytes = m.bytes;
+      // Taken apart now only for those waiting for it (nextStatus); otherwise when read.
+      if (this.listenerCount('status') > 0) this.emit('status', this.status);
+      return;
+    }
     if (isOutput(m)) this.outputsSeen++;
     switch (m.t) {
       case 'status':
