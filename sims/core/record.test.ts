@@ -12,7 +12,7 @@ import { expect, test } from 'vitest';
 import fc from 'fast-check';
 import { ProcessImage } from '../../drivers/bus.ts';
 import { AX, REC, axisOffset } from './capture/layout.ts';
-import { CaptureRing } from './capture/ring.ts';
+import { CaptureRing, W_TOUCHED } from './capture/ring.ts';
 import { captureCycle, captureCycleChecked, type CaptureSource } from './record.ts';
 
 const u64 = fc.bigInt({ min: 0n, max: (1n << 64n) - 1n });
@@ -152,14 +152,18 @@ test('without zeroing, a field the cycle writer skipped would survive reuse (the
   expect(new Uint8Array(checked.buffer)[128 + REC.io_reason]).toBe(0);
 });
 
-/** The control block and the slots of the records written so far: what a reader of the ring can see. */
+/**
+ * The control block and the slots of the records written so far: what a reader of the ring can see. The
+ * word a reused buffer keeps for the next ring (ring.ts W_TOUCHED) is no reader's business and not compared.
+ */
 function sameVisible(a: CaptureRing, b: CaptureRing): void {
   const end = 128 + Math.min(a.newest, a.capacity) * a.stride;
   expect(b.newest).toBe(a.newest);
   const x = new Uint8Array(a.buffer, 0, end);
   const y = new Uint8Array(b.buffer, 0, end);
+  const touched = W_TOUCHED * 4;
   let first = -1;
-  for (let k = 0; k < end && first < 0; k++) if (x[k] !== y[k]) first = k;
+  for (let k = 0; k < end && first < 0; k++) if (x[k] !== y[k] && (k < touched || k >= touched + 4)) first = k;
   expect(first, `first differing byte ${first}`).toBe(-1);
 }
 
@@ -259,3 +263,22 @@ for (const n of [1, 9]) {
     );
   });
 }
+
+test('a buffer reused twice: the slots the first ring wrote past the second ring\'s records are still zeroed before the third writes them', () => {
+  const INC = 'c'.repeat(32);
+  const cycles = fc.sample(cycleArb(9), { numRuns: 6, seed: 11 });
+  const first = new CaptureRing({ axisCount: 9, cycleNs: 1_000_000n, capacity: 8 });
+  for (const c of cycles.slice(0, 3)) captureCycle(source(9, c), first, c.nowNs, c.lateness, c.workNs, c.enabled);
+  // Slot 3 holds a record with fields no cycle record writes.
+  first.writeRecord({ active_traj_id: 7n }, [{ collision_trip_count: 3n, ext_valid_mask: 0xffff }]);
+  const second = new CaptureRing({ axisCount: 9, cycleNs: 1_000_000n, capacity: 8, reuse: first.buffer });
+  captureCycle(source(9, cycles[0]!), second, 1n, 0, 0, 0); // one record: its newest is 1
+  const third = new CaptureRing({ axisCount: 9, cycleNs: 1_000_000n, capacity: 8, incarnation: INC, reuse: first.buffer });
+  const fresh = new CaptureRing({ axisCount: 9, cycleNs: 1_000_000n, capacity: 8, incarnation: INC });
+  expect(third.buffer).toBe(first.buffer);
+  for (const c of cycles) {
+    captureCycle(source(9, c), third, c.nowNs, c.lateness, c.workNs, c.enabled);
+    captureCycle(source(9, c), fresh, c.nowNs, c.lateness, c.workNs, c.enabled);
+    sameVisible(fresh, third);
+  }
+});

@@ -12,7 +12,7 @@ import { runIncarnation, type CoreThread } from './core-threads.ts';
 import { isOutput, reportedClockMode, type PackedStatus, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PlanAttachment, type PlanWorkspace, type ToCore } from '../core/protocol.ts';
 import { PlanArena, type PlanLease } from '../core/plan-arena.ts';
 import { ringCapacity, slotBytes } from '../core/capture/layout.ts';
-import { CTRL_BYTES } from '../core/capture/ring.ts';
+import { CTRL_BYTES, readLayout, touchedSlots } from '../core/capture/ring.ts';
 import { incarnationFile } from '../../fixtures/contract/recording-files.ts';
 import { isTap, type FromTap, type RecordStamp, type ToTap } from '../../drivers/replay/tap.ts';
 
@@ -28,12 +28,26 @@ const INJECT_PATIENCE_MS = 5000;
  * incarnation of this process whose ring has the same size writes one of them again
  * (CoreStartOptions.captureReuse): at a 1 ms cycle a fresh ring faults in a zero page every 1.3 records for
  * as long as the retention (100 s in the fixtures) is not full, which was about a tenth of an idle core
- * thread's CPU. A spare keeps the pages its earlier incarnations wrote; at most KEEP_SPARE_RINGS are kept.
+ * thread's CPU. A spare keeps the pages its earlier incarnations wrote: at most KEEP_SPARE_RINGS are
+ * kept, none that was written past SPARE_RING_MAX_BYTES.
  */
 const spareRings: SharedArrayBuffer[] = [];
 const KEEP_SPARE_RINGS = 2;
+/**
+ * A ring whose incarnations wrote more than this many bytes is let go (the collector frees it as before):
+ * a spare holds every page it was ever written in, and a long session's ring holds hundreds of MB. 64 MB
+ * is about 20 s of records of the nine-axis fixture, longer than a test session.
+ */
+const SPARE_RING_MAX_BYTES = 64 * 1024 * 1024;
 
 function releaseRing(buffer: SharedArrayBuffer): void {
+  let written: number;
+  try {
+    written = touchedSlots(buffer) * readLayout(buffer).stride;
+  } catch {
+    return; // not a ring any more: nothing to keep
+  }
+  if (written > SPARE_RING_MAX_BYTES) return;
   spareRings.push(buffer);
   if (spareRings.length > KEEP_SPARE_RINGS) spareRings.shift();
 }

@@ -21,6 +21,12 @@ export const W_G = 6; // seqlock generation: odd while a record is being written
 export const W_WAITERS = 7; // readers blocked in Atomics.wait on W_G
 export const W_NEWEST_LO = 8; // newest committed sequence, low 32 bits (written while G is odd)
 export const W_NEWEST_HI = 9;
+/**
+ * Slots of the buffer any ring ever wrote (from slot 0), kept by a ring written into a reused buffer
+ * (CaptureRingOptions.reuse) for the one after it: a slot past the last ring's newest may still hold an
+ * earlier ring's record. Zero in a fresh buffer; not part of what a reader reads.
+ */
+export const W_TOUCHED = 10;
 export const B_CYCLE_NS = 48; // u64
 export const B_INCARNATION = 64; // 32 ASCII bytes (lowercase hex), the core's incarnation; zeros if none
 
@@ -73,6 +79,17 @@ export function readLayout(buffer: SharedArrayBuffer): RingLayout {
   return { capacity, axisCount, stride, cycleNs: new DataView(buffer).getBigUint64(B_CYCLE_NS, true), incarnation: HEX32.test(inc) ? inc : '' };
 }
 
+/**
+ * How many slots of a ring buffer, from slot 0, any ring has written: the last ring's newest record and
+ * one it may have left open after it, or more where an earlier ring in the same buffer went further.
+ */
+export function touchedSlots(buffer: SharedArrayBuffer): number {
+  const ctl = new Int32Array(buffer, 0, CTRL_BYTES / 4);
+  const capacity = ctl[W_CAPACITY]!;
+  const newest = (Atomics.load(ctl, W_NEWEST_HI) >>> 0) * TWO32 + (Atomics.load(ctl, W_NEWEST_LO) >>> 0);
+  return Math.min(capacity, Math.max(ctl[W_TOUCHED]!, newest + 1));
+}
+
 /** Whether `buffer` is a capture ring buffer of `capacity` slots for `axisCount` axes (CaptureRingOptions.reuse). */
 function reusable(buffer: SharedArrayBuffer, capacity: number, axisCount: number): boolean {
   try {
@@ -108,9 +125,9 @@ export class CaptureRing {
    */
   private cycleRecordsOnly: boolean;
   /**
-   * A reused buffer (options.reuse): sequences up to this one land in slots the earlier ring may have
-   * written, whatever record it wrote there, so those slots are zeroed before their first record here; the
-   * slots after them are still zero. 0 on a fresh buffer.
+   * A reused buffer (options.reuse): sequences up to this one land in slots an earlier ring in the buffer
+   * may have written, whatever record it wrote there (touchedSlots), so those slots are zeroed before their
+   * first record here; the slots after them are still zero. 0 on a fresh buffer.
    */
   private readonly zeroThrough: number = 0;
   private g = 0;
@@ -167,10 +184,10 @@ export class CaptureRing {
     if (reused) {
       // How far the earlier ring wrote (its newest sequence; every slot once it had gone round), then a
       // control block as a new buffer has it: all zero, the magic last (below).
-      const newest = (Atomics.load(this.ctl, W_NEWEST_HI) >>> 0) * TWO32 + (Atomics.load(this.ctl, W_NEWEST_LO) >>> 0);
-      this.zeroThrough = Math.min(newest + 1, capacity); // + 1: a record left open after the newest
+      this.zeroThrough = touchedSlots(this.buffer);
       Atomics.store(this.ctl, W_MAGIC, 0);
       this.bytes.fill(0, 4, CTRL_BYTES);
+      this.ctl[W_TOUCHED] = this.zeroThrough;
     }
     const dv = new DataView(this.buffer);
     this.ctl[W_VERSION] = RING_VERSION;
