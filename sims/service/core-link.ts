@@ -11,8 +11,8 @@ import { RecordingTiming } from './recording-timing.ts';
 import { runIncarnation, type CoreThread } from './core-threads.ts';
 import { isOutput, reportedClockMode, type PackedStatus, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PlanAttachment, type PlanWorkspace, type ToCore } from '../core/protocol.ts';
 import { PlanArena, type PlanLease } from '../core/plan-arena.ts';
-import { ringCapacity, slotBytes } from '../core/capture/layout.ts';
-import { CTRL_BYTES, readLayout, touchedSlots } from '../core/capture/ring.ts';
+import { ringCapacity } from '../core/capture/layout.ts';
+import { ringBufferBytes, writtenBytes } from '../core/capture/reader.ts';
 import { incarnationFile } from '../../fixtures/contract/recording-files.ts';
 import { isTap, type FromTap, type RecordStamp, type ToTap } from '../../drivers/replay/tap.ts';
 
@@ -43,7 +43,7 @@ const SPARE_RING_MAX_BYTES = 64 * 1024 * 1024;
 function releaseRing(buffer: SharedArrayBuffer): void {
   let written: number;
   try {
-    written = touchedSlots(buffer) * readLayout(buffer).stride;
+    written = writtenBytes(buffer);
   } catch {
     return; // not a ring any more: nothing to keep
   }
@@ -62,7 +62,7 @@ function takeRing(bytes: number): SharedArrayBuffer | undefined {
 function ringBytes(machine: CompiledMachine, retentionMs: number): number {
   if (!(retentionMs > 0)) return 0;
   const axes = machine.axes.length;
-  return CTRL_BYTES + ringCapacity(retentionMs, machine.cycle_ns, axes) * slotBytes(axes);
+  return ringBufferBytes(ringCapacity(retentionMs, machine.cycle_ns, axes), axes);
 }
 
 export interface NativeReply {
