@@ -17,7 +17,7 @@ import { checkTargetFlags, prepareTarget, targetFlags } from './run-target.ts';
 import { ROOT, DEFAULT_REPORTS, UsageError, InputError, PLANTABLE_FAULTS, suiteFiles, filterMatches, wantsHelp, outputDir } from './common.ts';
 
 export async function run(args: string[], selfTest: boolean): Promise<number> {
-  if (wantsHelp(args, selfTest ? 'test' : 'run')) return 0;
+  if (await wantsHelp(args, selfTest ? 'test' : 'run')) return 0;
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: !selfTest,
