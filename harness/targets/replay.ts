@@ -157,4 +157,12 @@ export const replayTarget: TargetDescriptor<ReplayOptions> = {
   cannotStartStack: (s, o) => Recorder.of('replay', o).cannotProvide(s.variant),
   startStack: (s, o) => startTestStack(Recorder.of('replay', o), s),
   perTest: (o) => replayFixture(o),
+  // Only the files the recordings hold: every test of another file would skip as not recorded, after its
+  // file's set-up (a stack, an OLP server, a configuration compiled by the hundred) ran for nothing beside
+  // the replayed tests. None held at all: every file, each test skipping with its reason.
+  files(o, all) {
+    if (!o.recordings) return undefined;
+    const held = new RecordingStore(o.recordings).recordedFiles(all);
+    return held.length && held.length < all.length ? held : undefined;
+  },
 };
