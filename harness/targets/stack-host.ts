@@ -18,7 +18,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { getPriority } from 'node:os';
 import { HarnessError } from '../errors.ts';
-import { ROOT, referenceCommand } from './reference.ts';
+import { ROOT, referenceCommand, referenceEnv } from './reference.ts';
 import type { ReadyProcess } from './spawn.ts';
 
 /** Idle hosts kept per worker; more are stopped when their session ends. */
@@ -51,7 +51,7 @@ class StackHost {
   private readonly onExit: Array<() => void> = [];
 
   constructor(private readonly env: NodeJS.ProcessEnv) {
-    this.child = spawn(process.execPath, [...referenceCommand('stack', env), 'sessions'], { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT, env });
+    this.child = spawn(process.execPath, [...referenceCommand('stack', env), 'sessions'], { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT, env: referenceEnv(env) });
     // A host must not keep the worker alive: its lifeline is its standard input, which closes with the worker.
     this.child.unref();
     for (const s of [this.child.stdin, this.child.stdout, this.child.stderr] as Array<{ unref?: () => void } | null>) s?.unref?.();
