@@ -11,8 +11,8 @@ import { Agent, request } from 'undici';
 
 /**
  * Take this thread to the nice value the keeper asks for (workerData.nice). A thread starts at its creator's
- * nice value, and the conformance workers run niced (vitest.config.ts: nice 10 for the busy files, 5 for
- * jog, harness/nice.ts) so that real-time-sensitive files run first: a keeper left there waits behind every
+ * nice value, and the conformance workers run niced (harness/priority.ts: nice 10 for the busy files, 5 for
+ * jog; harness/nice.ts) so that real-time-sensitive files run first: a keeper left there waits behind every
  * busy neighbour, and a renewal has left 423 ms after it was due beside niced workers. On Linux a nice value
  * is a thread's own (setpriority with PRIO_PROCESS and a thread id sets that thread only), so the keeper
  * raises itself to the quiet files' priority without raising the test's thread or the stacks it starts.
