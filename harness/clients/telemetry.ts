@@ -6,7 +6,7 @@ import { gunzipSync } from 'node:zlib';
 import { request } from 'undici';
 import { asTransportError, HarnessError } from '../errors.ts';
 import { checkReply, type CheckedReply } from '../oracle/reply.ts';
-import { BatchSplitter, checkBatchCursor, decodeBatch, decodeBatchHeader, type DecodeOptions, type CycleCaptureRecordV2, type TelemetryBatch, type TelemetryBatchHeaderV1 } from '../oracle/telemetry.ts';
+import { BatchSplitter, checkBatchCursor, decodeBatch, decodeBatchHeader, decodeBatchSequences, type DecodeOptions, type CycleCaptureRecordV2, type TelemetryBatch, type TelemetryBatchHeaderV1 } from '../oracle/telemetry.ts';
 import { contentType, type ControlClient, type RawReply } from './control.ts';
 
 export interface TelemetryPoll {
@@ -42,6 +42,15 @@ export async function readBatch(client: ControlClient, after: bigint, opts: { gz
   if (!p.batch) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `telemetry poll after=${after} refused: ${p.raw.status} ${p.refusal?.reply.error}`, { detail: { status: p.raw.status } });
   checkBatchCursor(p.batch.header, after);
   return p.batch;
+}
+
+/** Poll and insist on a batch, decoding only each record's sequence (oracle decodeBatchSequences). */
+export async function readSequences(client: ControlClient, after: bigint): Promise<{ header: TelemetryBatchHeaderV1; seqs: bigint[] }> {
+  const raw = await client.raw('GET', `/v1/telemetry?after=${after}`);
+  if (raw.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `telemetry poll after=${after} refused: ${raw.status} ${Buffer.from(raw.body).toString('utf8')}`, { detail: { status: raw.status } });
+  const b = decodeBatchSequences(raw.body);
+  checkBatchCursor(b.header, after);
+  return b;
 }
 
 /** Every record after `after`, batch by batch until a batch is not full (4096 records). */

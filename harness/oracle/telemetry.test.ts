@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import {
   AXIS_BYTES, AXIS_FIELDS, AXIS_SLOTS, BatchSplitter, HEADER_BYTES, HEADER_FIELDS, MAX_BATCH_BYTES, RECORD_BYTES,
   RECORD_FIELDS, RECORD_LAYOUT_DIGEST, RECORD_LAYOUT_TEXT, batchLength, checkBatchCursor, decodeBatch,
-  decodeBatchHeader, decodeRecord, decodeStruct, encodeBatch, splitBatches, compileStructDecoder,
+  decodeBatchHeader, decodeBatchSequences, decodeRecord, decodeStruct, encodeBatch, splitBatches, compileStructDecoder,
 } from './telemetry.ts';
 import type { RecordInput } from './telemetry.ts';
 import { OracleError } from './errors.ts';
@@ -154,6 +154,22 @@ test.each(BATCH_ERRORS)('decodeBatch refuses %s', (_name, mutate, code) => {
   const b = validBatch();
   const mutated = mutate(b, new DataView(b.buffer)) ?? b;
   expect(codeOf(() => decodeBatch(mutated))).toBe(code);
+});
+
+// The sequence-only reader skips the record decode, not the checks a cursor relies on; the axis slots and
+// field values are decodeBatch's alone.
+const NOT_SEQUENCE_ONLY = new Set(['unused axis slot']);
+test.each(BATCH_ERRORS.filter(([name]) => !NOT_SEQUENCE_ONLY.has(name)))('decodeBatchSequences refuses %s', (_name, mutate, code) => {
+  const b = validBatch();
+  const mutated = mutate(b, new DataView(b.buffer)) ?? b;
+  expect(codeOf(() => decodeBatchSequences(mutated))).toBe(code);
+});
+
+test('decodeBatchSequences reads the sequences decodeBatch reads', () => {
+  const bytes = encodeBatch({ header: { axis_count: 3, first_sequence: 41n, last_sequence: 44n }, records: [41n, 42n, 43n, 44n].map((seq) => ({ seq, cycle: seq * 2n })) });
+  const b = decodeBatchSequences(bytes);
+  expect(b.seqs).toEqual(decodeBatch(bytes).records.map((r) => r.seq));
+  expect(b.header).toEqual(decodeBatch(bytes).header);
 });
 
 test('the valid batch of the table decodes', () => {

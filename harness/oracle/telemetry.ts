@@ -396,10 +396,29 @@ export function decodeBatch(bytes: Uint8Array, opts: DecodeOptions = {}): Teleme
 }
 
 /**
+ * A batch's header and the sequence of each record, without decoding the records (a 4096-record batch is
+ * 70 000 objects decoded; a cursor check needs one field of each). The same header, length and sequence
+ * checks as decodeBatch.
+ */
+export function decodeBatchSequences(bytes: Uint8Array, opts: DecodeOptions = {}): { header: TelemetryBatchHeaderV1; seqs: bigint[] } {
+  const header = decodeBatchHeader(bytes, opts);
+  const expectedLength = batchLength(header);
+  if (bytes.length !== expectedLength) {
+    fail('telemetry_length', `batch is ${bytes.length} bytes; record_count ${header.record_count} needs ${expectedLength}`, { length: bytes.length, expected: expectedLength });
+  }
+  const seqAt = RECORD_FIELDS.find(([, , name]) => name === 'seq')![0];
+  const dv = view(bytes);
+  const seqs: bigint[] = [];
+  for (let r = 0; r < header.record_count; r++) seqs.push(dv.getBigUint64(HEADER_BYTES + r * RECORD_BYTES + seqAt, true));
+  checkBatchSequences(header, seqs.map((seq) => ({ seq })));
+  return { header, seqs };
+}
+
+/**
  * Document 1 part 4: an empty batch has first_sequence 0; a non-empty one has contiguous sequences
  * from first_sequence to last_sequence.
  */
-export function checkBatchSequences(header: TelemetryBatchHeaderV1, records: readonly CycleCaptureRecordV2[]): void {
+export function checkBatchSequences(header: TelemetryBatchHeaderV1, records: readonly Pick<CycleCaptureRecordV2, 'seq'>[]): void {
   if (records.length === 0) {
     if (header.first_sequence !== 0n) fail('telemetry_sequence', 'empty batch has nonzero first_sequence', { first_sequence: header.first_sequence });
     return;
