@@ -38,7 +38,7 @@ test.skipIf(process.platform !== 'linux')('takeNice moves the calling thread to 
   if (root) expect(inChild([`p.takeNice(10);`, `console.log(JSON.stringify(p.takeNice(0)));`])).toEqual({ from: 10, nice: 0 });
   const dropped = [`p.takeNice(10);`, `process.setgid(65534); process.setuid(65534);`, `console.log(JSON.stringify(p.takeNice(0)));`];
   expect(inChild(root ? dropped : dropped.filter((l) => !l.startsWith('process.set')))).toEqual({ from: 10, nice: 10, error: 'EACCES' });
-});
+}, 120_000);
 
 test.skipIf(process.platform !== 'linux')('reniceProcess moves every thread still at the old value and leaves a thread that set its own; refused, it throws', async () => {
   // A process at nice 2 whose worker thread set itself to 15 (as a decoder sets its own), then waits.
@@ -65,4 +65,4 @@ test.skipIf(process.platform !== 'linux')('reniceProcess moves every thread stil
   } finally {
     child.kill('SIGKILL');
   }
-});
+}, 120_000);
