@@ -6,10 +6,10 @@
 // dispatches a command line to its verb and turns usage errors into exit status 2. A verb's module is
 // imported when that verb runs, not before: `hil certs` or `hil config` then loads what it uses, not the
 // runner, the report and the fuzzer (a `hil certs` call took 2.3 s of CPU with every verb loaded, 0.7 s
-// with its own).
+// with its own). The usage texts load only for --help and usage errors (harness/cli/help.ts helpOf: the
+// run's text lists every target's options).
 
 import { ROOT, InputError, UsageError, wantsHelp } from './cli/common.ts';
-import { HELP } from './cli/help.ts';
 import './trace.ts';
 
 export { PLANTABLE_FAULTS } from './cli/common.ts';
@@ -57,7 +57,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'nightly':
         return await (await import('./cli/nightly.ts')).nightly(rest);
       case 'dense':
-        return (await import('./cli/dense.ts')).denseCommand(rest);
+        return await (await import('./cli/dense.ts')).denseCommand(rest);
       case 'history':
         return await (await import('./cli/history.ts')).historyCommand(rest);
       case 'allure':
@@ -65,19 +65,19 @@ export async function main(argv: string[]): Promise<number> {
       case 'planner':
         // The planner stub is a process of the reference system (DESIGN.md rule 1): started, never imported.
         if (rest[0] !== 'serve') {
-          if (wantsHelp(rest, 'planner')) return 0;
+          if (await wantsHelp(rest, 'planner')) return 0;
           throw new UsageError('expected: planner serve [options]');
         }
         return await startProcess('planner', rest);
       case 'olp':
         // The OLP server is a process of the reference system (DESIGN.md rule 1): started, never imported.
         if (rest[0] !== 'serve') {
-          if (wantsHelp(rest, 'olp')) return 0;
+          if (await wantsHelp(rest, 'olp')) return 0;
           throw new UsageError('expected: olp serve [options]');
         }
         return await startProcess('olp', rest);
       case 'weldplan':
-        return (await import('./cli/weldplan.ts')).weldplanCommand(rest);
+        return await (await import('./cli/weldplan.ts')).weldplanCommand(rest);
       case '--version':
       case 'version': {
         const { versionText } = await import('./version.ts');
@@ -87,7 +87,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'help':
       case '--help':
       case '-h':
-        process.stdout.write(HELP['']! + '\n');
+        process.stdout.write(`${await (await import('./cli/help.ts')).helpOf('')}\n`);
         return 0;
       default:
         throw new UsageError(`unknown command ${cmd}`);
@@ -98,7 +98,8 @@ export async function main(argv: string[]): Promise<number> {
       return 2;
     }
     if (e instanceof UsageError || (e as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      process.stderr.write(`hil: ${(e as Error).message}\n\n${HELP[cmd] ?? HELP['']}\n`);
+      const { helpOf } = await import('./cli/help.ts');
+      process.stderr.write(`hil: ${(e as Error).message}\n\n${(await helpOf(cmd)) ?? (await helpOf(''))}\n`);
       return 2;
     }
     throw e;

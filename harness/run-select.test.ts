@@ -21,7 +21,8 @@ const tmp = () => {
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
-const hil = (...args: string[]) => spawnSync(process.execPath, [HIL, ...args], { encoding: 'utf8', timeout: 170_000, env: { ...process.env, CI: 'true' } });
+const hilWith = (env: Record<string, string>, ...args: string[]) => spawnSync(process.execPath, [HIL, ...args], { encoding: 'utf8', timeout: 170_000, env: { ...process.env, CI: 'true', ...env } });
+const hil = (...args: string[]) => hilWith({}, ...args);
 // What hil run answers before it starts vitest (nothing to rerun, a usage error) is checked through cli.ts
 // main() in this process (harness/cli/in-process.ts): a spawned hil would start tsx for it. A run, and
 // anything that collects suites (vitest inside vitest), is a process.
@@ -35,8 +36,11 @@ test('--last-failed reruns exactly the failed and errored tests of the last run.
   const dir = tmp();
   const t = (fullName: string, state: string, file = FILE) => ({ file, project: 'conformance', name: fullName, fullName, state, duration_ms: 1, covers: [], kind: 'contract' });
   writeFileSync(join(dir, 'run.json'), JSON.stringify({ tests: [t(NAME, 'failed'), t('every file-format reason through POST /v1/program > header_len_out_of_bounds: x', 'passed'), t('x', 'skipped', 'suites/grant/grant.test.ts')] }));
-  const r = hil('run', '--target', 'sim', '--no-report', '--reports', dir, '--last-failed');
+  // NODE_EXTRA_CA_CERTS naming no file: Node warns at the start of each process handed it, here hil's own
+  // alone (the sim target's workers and what they start get an environment without it).
+  const r = hilWith({ NODE_EXTRA_CA_CERTS: '/nonexistent/hil-extra-ca.pem' }, 'run', '--target', 'sim', '--no-report', '--reports', dir, '--last-failed');
   expect(r.status, r.stdout + r.stderr).toBe(0);
+  expect(r.stderr.match(/Ignoring extra certs from/g), r.stderr).toHaveLength(1);
   expect(r.stdout).toContain(`--last-failed: 1 test from ${join(dir, 'run.json')}\n  ${FILE} > ${NAME}\n`);
   const rec = record(dir);
   expect(rec.tests.map((x) => `${x.file} > ${x.fullName} ${x.state}`)).toEqual([`${FILE} > ${NAME} passed`]);

@@ -7,7 +7,7 @@ import { DEFAULT_REPORTS, UsageError, wantsHelp, outputDir } from './common.ts';
 
 /** hil allure [--reports DIR] [--out DIR] [--history FILE]: Allure's report of a run, configured by allurerc.mjs, with no analytics tag. */
 export async function allureCommand(args: string[]): Promise<number> {
-  if (wantsHelp(args, 'allure')) return 0;
+  if (await wantsHelp(args, 'allure')) return 0;
   const { values } = parseArgs({ args, options: { reports: { type: 'string' }, out: { type: 'string' }, history: { type: 'string' } } });
   const dir = values.reports ? resolve(values.reports) : DEFAULT_REPORTS;
   if (!existsSync(join(dir, 'allure-results'))) throw new UsageError(`${join(dir, 'allure-results')}: no Allure results (run hil run first)`);

@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { UsageError, wantsHelp } from './common.ts';
 
 export async function certs(args: string[]): Promise<number> {
-  if (wantsHelp(args, 'certs')) return 0;
+  if (await wantsHelp(args, 'certs')) return 0;
   const [sub, ...rest] = args;
   const { values } = parseArgs({
     args: rest,

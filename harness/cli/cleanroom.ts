@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { UsageError, wantsHelp } from './common.ts';
 
 export async function cleanroom(args: string[]): Promise<number> {
-  if (wantsHelp(args, 'cleanroom')) return 0;
+  if (await wantsHelp(args, 'cleanroom')) return 0;
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,

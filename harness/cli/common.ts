@@ -4,7 +4,6 @@
 import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { HELP } from './help.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -48,9 +47,14 @@ export function filterMatches(filter: string, files: string[]): boolean {
   return files.some((f) => f.includes(filter) || join(ROOT, f).includes(filter) || join(ROOT, f).startsWith(abs));
 }
 
-export function wantsHelp(args: string[], cmd: string): boolean {
+/**
+ * `--help` or `-h` among a verb's arguments: prints the verb's usage and says so. The usage texts load only
+ * then: the run's text lists every target's options, and its descriptors are most of what a verb such as
+ * `hil certs` would load otherwise.
+ */
+export async function wantsHelp(args: string[], cmd: string): Promise<boolean> {
   if (args.includes('--help') || args.includes('-h')) {
-    process.stdout.write(HELP[cmd] + '\n');
+    process.stdout.write(`${await (await import('./help.ts')).helpOf(cmd)}\n`);
     return true;
   }
   return false;

@@ -7,7 +7,7 @@ import { ROOT, wantsHelp } from './common.ts';
 import { CONFORMANCE_PROJECTS } from './run.ts';
 
 export async function coverage(args: string[]): Promise<number> {
-  if (wantsHelp(args, 'coverage')) return 0;
+  if (await wantsHelp(args, 'coverage')) return 0;
   const { values } = parseArgs({ args, options: { json: { type: 'boolean', default: false } } });
   const { createVitest } = await import('vitest/node');
   const vitest = await createVitest('test', { root: ROOT, watch: false, project: CONFORMANCE_PROJECTS, reporters: [] });

@@ -12,8 +12,8 @@ import { InputError, UsageError, wantsHelp } from './common.ts';
  * hil dense inspect FILE. The verdict is the oracle decoder's (the first broken rule); the listing is
  * read leniently so a person sees as much of a broken file as can be read.
  */
-export function denseCommand(args: string[]): number {
-  if (wantsHelp(args, 'dense')) return 0;
+export async function denseCommand(args: string[]): Promise<number> {
+  if (await wantsHelp(args, 'dense')) return 0;
   const [sub, file, ...extra] = args;
   if (sub !== 'inspect' || file === undefined || extra.length) throw new UsageError('expected: dense inspect FILE');
   let bytes: Uint8Array;

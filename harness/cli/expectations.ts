@@ -9,7 +9,7 @@ import { readRunInput } from './report.ts';
 
 /** hil expectations update --target T [--run FILE]: the run's failures into fixtures/expectations/<target>.json. */
 export async function expectations(args: string[]): Promise<number> {
-  if (wantsHelp(args, 'expectations')) return 0;
+  if (await wantsHelp(args, 'expectations')) return 0;
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { target: { type: 'string' }, run: { type: 'string' }, dir: { type: 'string' } } });
   if (positionals[0] !== 'update' || positionals.length !== 1) throw new UsageError('expected: expectations update --target T');
   if (!values.target || !/^[a-z][a-z0-9+_.-]{0,63}$/.test(values.target)) throw new UsageError('--target T: the expectation file name (sim, sim+ethercat-fake, rig+bench-two-axis ...)');

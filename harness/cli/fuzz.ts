@@ -10,7 +10,7 @@ import { ROOT, DEFAULT_REPORTS, UsageError, wantsHelp } from './common.ts';
 
 /** `hil fuzz`: the model (harness/model/) against a target for some minutes; figures printed and kept. */
 export async function fuzz(args: string[]): Promise<number> {
-  if (wantsHelp(args, 'fuzz')) return 0;
+  if (await wantsHelp(args, 'fuzz')) return 0;
   const { values } = parseArgs({
     args,
     options: {

@@ -1,9 +1,18 @@
 // The usage text of `hil` and of each verb (printed by --help and after a usage error).
 
-import { targetHelp, targetUsage } from './run-target.ts';
+type TargetTexts = typeof import('./run-target.ts');
+
+/** The targets' option texts (harness/cli/run-target.ts), loaded only for the run's usage: they load every target's descriptor. */
+let targets: TargetTexts | undefined;
+
+/** The usage text of verb `cmd` ('' for hil itself), or undefined for a word that is no verb. */
+export async function helpOf(cmd: string): Promise<string | undefined> {
+  if (cmd === 'run') targets ??= await import('./run-target.ts');
+  return Object.hasOwn(HELP, cmd) ? HELP[cmd] : undefined;
+}
 
 
-export const HELP: Record<string, string> = {
+const HELP: Record<string, string> = {
   '': `usage: hil <command> [options]
 
 commands:
@@ -31,9 +40,9 @@ commands:
   help      this text; "hil <command> --help" for a command; hil --version: package version and git revision
 
 exit status: 0 all passed, 1 failures, 2 usage errors`,
-  // From the targets' descriptors (harness/cli/run-target.ts), read when printed: the descriptors load after this table.
+  // From the targets' descriptors (harness/cli/run-target.ts), read when printed (helpOf loads them first).
   get run(): string {
-    return `usage: hil run ${targetUsage()}
+    return `usage: hil run ${targets!.targetUsage()}
                [--no-report] [--reports DIR] [--shard i/n] [--blob] [--grep PATTERN] [--plant FAULT@TEST] [--workers N]
                [--busy-loops N]
                [--last-failed | --covers ID[,ID...]] [--watch] [filter ...]
@@ -43,7 +52,7 @@ applies to a full run). Writes reports/run.json, reports/allure-results/, report
 --no-report, reports/html/index.html. A target's options are its own: another target's flag is a usage
 error; each reaches the test workers as the environment variable in brackets.
 
-${targetHelp()}
+${targets!.targetHelp()}
 
   --no-report       skip the HTML report
   --reports DIR     write run.json, allure-results/, junit.xml, blob/ and html/ under DIR (default reports/)

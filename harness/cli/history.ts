@@ -8,7 +8,7 @@ import { readRun } from './report.ts';
 
 /** hil history DIR [--json] [--nights N]: the nightly history as the night's report shows it (harness/history.ts). */
 export async function historyCommand(args: string[]): Promise<number> {
-  if (wantsHelp(args, 'history')) return 0;
+  if (await wantsHelp(args, 'history')) return 0;
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { json: { type: 'boolean', default: false }, nights: { type: 'string' } } });
   if (positionals.length !== 1) throw new UsageError('expected: history DIR (the --out DIR of hil nightly)');
   const dir = resolve(positionals[0]!);

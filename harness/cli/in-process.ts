@@ -1,9 +1,9 @@
 // The `hil` command run inside the calling process, for the harness's own tests of what a verb answers
 // (its exit status, what it writes on stdout and stderr) where nothing about the answer is a property of a
 // process: a usage error, --help, a file that is not there. harness/bin/hil.mjs does nothing but load
-// cli.ts through tsx and hand main's status to the process, so each spawned `hil` spends a second or more
-// of CPU starting the TypeScript loader and transforming the harness again before it reaches the same
-// code; here the module is loaded once per test file.
+// cli.ts (its bundle, harness/bin/cli-cache.mjs) and hand main's status to the process, so each spawned
+// `hil` pays a Node start and the verb's modules before it reaches the same code; here the module is
+// loaded once per test file.
 //
 // Not for verbs that start processes of their own and stay in charge of them (serve, doctor, replay,
 // planner serve, olp serve: they forward this process's signals to their child) nor for a whole run (hil

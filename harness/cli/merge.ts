@@ -9,7 +9,7 @@ import { loadExpectations } from './run.ts';
 
 /** hil merge DIR... --out DIR: shard runs merged into one run per target (harness/report/merge.ts). */
 export async function merge(args: string[]): Promise<number> {
-  if (wantsHelp(args, 'merge')) return 0;
+  if (await wantsHelp(args, 'merge')) return 0;
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { out: { type: 'string' }, 'no-report': { type: 'boolean', default: false } } });
   if (!values.out || positionals.length === 0) throw new UsageError('expected: merge DIR... --out DIR');
   for (const d of positionals) if (!existsSync(join(resolve(d), 'run.json'))) throw new UsageError(`${d}: no run.json (a directory written by hil run --reports DIR)`);

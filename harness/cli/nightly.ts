@@ -15,7 +15,7 @@ import { readRun } from './report.ts';
 
 /** hil nightly: run, soak, compare with the previous night (harness/soak.ts, harness/report/compare.ts). */
 export async function nightly(args: string[]): Promise<number> {
-  if (wantsHelp(args, 'nightly')) return 0;
+  if (await wantsHelp(args, 'nightly')) return 0;
   const outAt = args.indexOf('--out');
   const soakAt = args.indexOf('--soak-minutes');
   if (outAt < 0 || !args[outAt + 1]) throw new UsageError('expected: nightly --out DIR [--soak-minutes N] [run options]');

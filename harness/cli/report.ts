@@ -10,7 +10,7 @@ import type { RunRecord } from '../report/run-types.ts';
 import { DEFAULT_REPORTS, UsageError, InputError, wantsHelp, outputDir } from './common.ts';
 
 export async function report(args: string[]): Promise<number> {
-  if (wantsHelp(args, 'report')) return 0;
+  if (await wantsHelp(args, 'report')) return 0;
   const { values } = parseArgs({ args, options: { out: { type: 'string' }, reports: { type: 'string' }, baseline: { type: 'string' }, tolerance: { type: 'string' } } });
   const dir = values.reports ? resolve(values.reports) : DEFAULT_REPORTS;
   if (!existsSync(join(dir, 'run.json'))) throw new InputError(`${values.reports ?? 'reports/'}: no run.json there (a directory written by hil run --reports DIR)`);

@@ -17,7 +17,7 @@ import { checkTargetFlags, prepareTarget, targetFlags } from './run-target.ts';
 import { ROOT, DEFAULT_REPORTS, UsageError, InputError, PLANTABLE_FAULTS, suiteFiles, filterMatches, wantsHelp, outputDir } from './common.ts';
 
 export async function run(args: string[], selfTest: boolean): Promise<number> {
-  if (wantsHelp(args, selfTest ? 'test' : 'run')) return 0;
+  if (await wantsHelp(args, selfTest ? 'test' : 'run')) return 0;
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: !selfTest,
@@ -103,6 +103,11 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
   const busyCount = Number(values['busy-loops'] ?? 0);
   if (busyCount > 0) process.env.HIL_BUSY_LOOPS = String(busyCount);
   process.env.HIL_TARGET = target;
+  // A run on a target of the reference system reaches only loopback and Unix sockets, and checks each TLS
+  // peer against a CA it made: its workers and the processes they start need no extra CAs, and Node would
+  // read the bundle and build its root store at each of their starts (harness/targets/reference.ts
+  // referenceEnv). The external target's planner and OLP URLs may be someone's HTTPS: kept there.
+  if (target !== 'external') delete process.env.NODE_EXTRA_CA_CERTS;
   // What the target computes once for the run: a recorded or replayed run's machine digest (its prepare).
   await prepareTarget(chosen, process.env);
   process.env.HIL_RUN_DIR = join(REPORTS, '.run');

@@ -8,8 +8,8 @@ import { isJsonObject, parseExact } from '../oracle/json.ts';
 import type { JsonObject } from '../oracle/json.ts';
 import { InputError, UsageError, wantsHelp } from './common.ts';
 
-export function weldplanCommand(args: string[]): number {
-  if (wantsHelp(args, 'weldplan')) return 0;
+export async function weldplanCommand(args: string[]): Promise<number> {
+  if (await wantsHelp(args, 'weldplan')) return 0;
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { out: { type: 'string' }, tooling: { type: 'string' }, step: { type: 'string' }, seal: { type: 'boolean', default: false } } });
   if (positionals[0] !== 'pack' || positionals.length !== 2 || !values.out) throw new UsageError('expected: weldplan pack PROGRAM.json --out FILE');
   // An input file that is missing or not what it should be is bad input: one line, exit 2, nothing written.

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HarnessError } from '../errors.ts';
-import { referenceCommand } from '../targets/reference.ts';
+import { referenceCommand, referenceEnv } from '../targets/reference.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** The machine configurations shipped as fixtures. */
@@ -39,7 +39,7 @@ export interface Run {
 /** `hil config ...args` (the compiler program itself), collecting its output. */
 export function hilConfig(args: string[], timeoutMs = 60_000): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...referenceCommand('config'), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...referenceCommand('config'), ...args], { cwd: ROOT, env: referenceEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));

@@ -37,6 +37,19 @@ function resolveTsx(): string {
     return 'tsx';
   }
 }
+/**
+ * The environment a reference program is started in by the harness: the caller's, less NODE_EXTRA_CA_CERTS.
+ * Node reads that file and builds its whole root store when a process starts, before any of the program
+ * runs (about 36 ms of CPU per start with a 144-certificate bundle, more than an empty `node -e 0` costs
+ * otherwise), and a run starts a few hundred such processes: stacks, stack hosts, planners and each plan's
+ * child, OLP servers and their workers, the configuration compiler. None of them ever trusts a public CA:
+ * they talk over Unix sockets and loopback HTTP, and every TLS peer they have is checked against the CA
+ * the harness hands it (the remote listener's pair, document 1 part 5; an OLP catalogue's cell).
+ */
+export function referenceEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const { NODE_EXTRA_CA_CERTS: _extra, ...rest } = env;
+  return rest;
+}
 /** Environment variable through which the reference stack finds its anchor store. */
 export const ANCHOR_DIR_ENV = 'CELL_ANCHOR_DIR';
 /** Environment variable naming the directory of a prebuilt stack (see prebuildReference). */

@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HarnessError } from '../errors.ts';
-import { ROOT, referenceCommand } from './reference.ts';
+import { ROOT, referenceCommand, referenceEnv } from './reference.ts';
 import type { PlannerEndpoint } from './types.ts';
 
 /** A reference program started as a process, once it has printed its `ready {...}` line. */
@@ -24,7 +24,7 @@ export interface ReadyProcess<R> {
 
 /** Spawn `args` and wait for the process's ready line; what it printed on stderr goes into any error. */
 export async function spawnReady<R>(what: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<ReadyProcess<R>> {
-  const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT, env });
+  const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT, env: referenceEnv(env) });
   let err = '';
   child.stderr!.setEncoding('utf8').on('data', (d: string) => {
     err = (err + d).slice(-64 * 1024);

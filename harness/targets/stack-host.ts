@@ -18,7 +18,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { HarnessError } from '../errors.ts';
 import { niceNow, reniceProcess } from '../priority.ts';
-import { ROOT, referenceCommand } from './reference.ts';
+import { ROOT, referenceCommand, referenceEnv } from './reference.ts';
 import type { ReadyProcess } from './spawn.ts';
 
 /** Idle hosts kept per worker; more are stopped when their session ends. */
@@ -55,7 +55,7 @@ class StackHost {
     /** The nice value its threads run at: the worker's when it was started (take moves it). */
     public nice: number,
   ) {
-    this.child = spawn(process.execPath, [...referenceCommand('stack', env), 'sessions'], { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT, env });
+    this.child = spawn(process.execPath, [...referenceCommand('stack', env), 'sessions'], { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT, env: referenceEnv(env) });
     // A host must not keep the worker alive: its lifeline is its standard input, which closes with the worker.
     this.child.unref();
     for (const s of [this.child.stdin, this.child.stdout, this.child.stderr] as Array<{ unref?: () => void } | null>) s?.unref?.();

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { certPem, createPair, crlPem, loadIssuer, makeCrl, makeIntermediate, newKey, type PairFiles } from '../../harness/certs.ts';
-import { referenceCommand, ROOT } from '../../harness/targets/reference.ts';
+import { referenceCommand, referenceEnv, ROOT } from '../../harness/targets/reference.ts';
 import { startOwnStack } from '../../harness/targets/remote.ts';
 import { covers, describe, expect, test } from '../../harness/fixture.ts';
 import { ownStacks, SKIP } from './probe.ts';
@@ -42,7 +42,7 @@ afterAll(async () => {
 /** Run the stack with these flags until it exits; its exit status and stderr. */
 function runToExit(args: string[]): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...referenceCommand('stack'), '--socket-dir', join(dir, 'sock'), '--lifeline-stdin', ...args], { cwd: ROOT, stdio: ['pipe', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [...referenceCommand('stack'), '--socket-dir', join(dir, 'sock'), '--lifeline-stdin', ...args], { cwd: ROOT, env: referenceEnv(), stdio: ['pipe', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     const timer = setTimeout(() => {

@@ -1,0 +1,72 @@
+// What a process the harness starts costs before it does its work: CPU (user + sys, the process and its
+// threads) of Node's start with and without NODE_EXTRA_CA_CERTS (the reference programs and a sim run's
+// workers start without it: harness/targets/reference.ts referenceEnv), and of `hil --help` and
+// `hil certs create-pair` through the command's bundle (harness/bin/cli-cache.mjs) and through tsx
+// (HIL_CLI_BUNDLE=off: the same sources, so the verbs' lazy usage texts are in both), alternating case by
+// case, round by round. Each call runs under the benches' reaper (bench/reaper.ts) so that every thread
+// and child is counted; its figures come in 10 ms clock ticks, hence the rounds and the medians.
+//
+//   node --import tsx bench/process-start.bench.ts [rounds] [--ca FILE]
+//
+// --ca names the certificate bundle of the "with" case (default /etc/ssl/certs/ca-certificates.crt, or
+// NODE_EXTRA_CA_CERTS when set). Nothing is asserted.
+
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { median } from './baseline.ts';
+import { reaperArgs, reaperFigures } from './reaper.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const HIL = join(ROOT, 'harness', 'bin', 'hil.mjs');
+const args = process.argv.slice(2);
+const caAt = args.indexOf('--ca');
+const CA = caAt >= 0 ? args[caAt + 1]! : (process.env.NODE_EXTRA_CA_CERTS ?? '/etc/ssl/certs/ca-certificates.crt');
+const ROUNDS = Number(args.find((a, i) => !a.startsWith('--') && args[i - 1] !== '--ca') ?? 7);
+
+/** CPU seconds of `cmd` and everything it started. */
+function cpu(cmd: string[], env: NodeJS.ProcessEnv): number {
+  const r = spawnSync('python3', reaperArgs(ROOT, cmd), { env, encoding: 'utf8' });
+  const f = reaperFigures(r.stderr);
+  if (!f || f.status !== 0) throw new Error(`${cmd.join(' ')}: ${r.stderr.slice(-400)}`);
+  return f.user_s + f.sys_s;
+}
+
+const bare: NodeJS.ProcessEnv = { ...process.env };
+delete bare.NODE_EXTRA_CA_CERTS;
+delete bare.HIL_CLI_BUNDLE;
+const tmp = mkdtempSync(join(tmpdir(), 'hil-bench-start-'));
+let pairs = 0;
+const pairDir = () => join(tmp, `pair-${++pairs}`);
+
+/** name: [baseline, this]; each a command and its environment. */
+const CASES: Array<[string, [() => string[], NodeJS.ProcessEnv], [() => string[], NodeJS.ProcessEnv]]> = [
+  ['node -e 0', [() => [process.execPath, '-e', '0'], { ...bare, NODE_EXTRA_CA_CERTS: CA }], [() => [process.execPath, '-e', '0'], bare]],
+  ['hil --help', [() => [process.execPath, HIL, '--help'], { ...bare, HIL_CLI_BUNDLE: 'off' }], [() => [process.execPath, HIL, '--help'], bare]],
+  ['hil certs create-pair', [() => [process.execPath, HIL, 'certs', 'create-pair', '--dir', pairDir(), '--pair-id', 'bench'], { ...bare, HIL_CLI_BUNDLE: 'off' }], [() => [process.execPath, HIL, 'certs', 'create-pair', '--dir', pairDir(), '--pair-id', 'bench'], bare]],
+];
+
+if (!existsSync(CA)) console.log(`note: ${CA} does not exist; the "with" case then only warns`);
+console.log(`rounds ${ROUNDS}; baseline: node with NODE_EXTRA_CA_CERTS=${CA}, hil through tsx (HIL_CLI_BUNDLE=off)`);
+// Warm-up: the bundle built, tsx's own transform cache filled.
+for (const [, b, t] of CASES) {
+  cpu(b[0](), b[1]);
+  cpu(t[0](), t[1]);
+}
+const got = new Map<string, { base: number[]; now: number[] }>(CASES.map(([n]) => [n, { base: [], now: [] }]));
+for (let r = 0; r < ROUNDS; r++) {
+  for (const [name, b, t] of CASES) {
+    const g = got.get(name)!;
+    g.base.push(cpu(b[0](), b[1]));
+    g.now.push(cpu(t[0](), t[1]));
+  }
+}
+rmSync(tmp, { recursive: true, force: true });
+console.log(`${'case'.padEnd(24)}${'baseline s'.padStart(12)}${'this s'.padStart(10)}${'ratio'.padStart(8)}`);
+for (const [name, g] of got) {
+  const b = median(g.base);
+  const n = median(g.now);
+  console.log(`${name.padEnd(24)}${b.toFixed(3).padStart(12)}${n.toFixed(3).padStart(10)}${(n / b).toFixed(2).padStart(8)}`);
+}
