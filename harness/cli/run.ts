@@ -245,8 +245,8 @@ export async function coversSelection(args: string[], positionals: string[]): Pr
   return r.selection;
 }
 
-/** The vitest projects that hold the conformance suites (vitest.config.ts: three projects, one pool, three priorities). */
-export const CONFORMANCE_PROJECTS = ['conformance', 'conformance-quiet', 'conformance-jog'];
+/** The vitest projects that hold the conformance suites (vitest.config.ts: one project, each file at its own priority). */
+export const CONFORMANCE_PROJECTS = ['conformance'];
 
 /**
  * Per-target expectation file: fixtures/expectations/<target>.json, <target>+<driver>.json for the sim
