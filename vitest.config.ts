@@ -1,29 +1,22 @@
 import { defineConfig } from 'vitest/config';
 import { availableParallelism, loadavg } from 'node:os';
-import LongestFirst, { JOG_FILES, QUIET_FILES, workersForHost } from './harness/sequencer.ts';
+import LongestFirst, { workersForHost } from './harness/sequencer.ts';
 import { isShared } from './harness/targets/shared.ts';
 
-// `unit` tests the harness's own code and the reference implementation from the inside; the conformance
-// projects run the suites against whichever target HIL_TARGET names (sim by default). They run together,
-// in one pool of workers, and differ in scheduling priority (harness/nice.ts sets each worker's nice value
-// from HIL_NICE; the stacks and planners a worker starts inherit it):
+// `unit` tests the harness's own code and the reference implementation from the inside; `conformance` runs
+// the suites against whichever target HIL_TARGET names (sim by default). One project, so that a worker
+// runs file after file in one process: vitest ends a worker whenever the next file belongs to another
+// project, and with it the worker's module graph and its pool of stack hosts (harness/targets/stack-host.ts).
 //
-// - `conformance-quiet` (nice 0): files whose checks are about real-time behaviour of the stack (the
-//   telemetry stream's ~20 ms flushes and blocked-write bound, idle and keepalive timers, a torn ring
-//   header held for 1.5 s). They mostly wait; when they wake, the kernel runs them ahead of everything
-//   niced, so the busy files beside them do not make their timers late.
-// - `conformance-jog` (nice 5): jog steps its core as fast as it can, and its input age and the session's
-//   input deadline are host monotonic time even on the stepped clock: a neighbour that slows the stepping
-//   between two frames expires the jog. Ahead of the busy files, behind the quiet ones (at equal priority
-//   it once starved the stream file: one stream batch in 400 ms).
-// - `conformance` (nice 10): the rest. Much of it waits for documented timeouts (the remote listener's
-//   30 s request bound, the planner's kill grace), which more workers than cores overlap with real work.
+// The files differ in scheduling priority: each worker takes the nice value of the file it is about to run
+// (harness/nice.ts, HIL_NICE=file; the values and why each file has its own are in harness/priority.ts:
+// the real-time-sensitive files at nice 0, jog at 5, the rest at 10), and the stacks and planners it starts
+// from then inherit it; a stack host it keeps idle is moved to the worker's value before it serves again.
+// harness/sequencer.ts hands the pool the quiet files first, then jog, then the rest longest first, and the
+// 222 MB upload (it loads the machine) last, long after the quiet files are done; each worker takes the next
+// file in that order, so its nice value only ever goes up, which needs no privilege.
 //
-// harness/sequencer.ts hands the pool the quiet files first, then jog, then the rest longest first, and
-// the 222 MB upload (it loads the machine) last, long after the quiet files are done. Vitest refuses two
-// projects of one group with different worker counts: one figure for all three.
-//
-// Every conformance project starts stacks from a bundle built once per run (harness/targets/prebuild-setup.ts)
+// The conformance project starts stacks from a bundle built once per run (harness/targets/prebuild-setup.ts)
 // and shares one module graph per worker (isolate: false; the harness keeps no test's state at module level:
 // what it keeps there is the worker's, its pool of stack hosts, harness/targets/stack-host.ts).
 // A shared target (external, rig: one service for the whole run, one grant, one bus) runs its conformance
@@ -49,20 +42,6 @@ function workersFromEnv(text: string | undefined, fallback: number): number {
 // there they run one at a time.
 const PER_TEST_STACKS = Boolean(process.env.HIL_RECORD_DIR || process.env.HIL_RECORDINGS);
 
-const conformance = (nice: number) => ({
-  ...(PER_TEST_STACKS || SHARED_TARGET ? { maxConcurrency: 1 } : {}),
-  globalSetup: ['harness/targets/prebuild-setup.ts'],
-  setupFiles: ['harness/nice.ts', 'harness/bigint-json.ts', 'harness/evidence-setup.ts'],
-  env: { HIL_NICE: String(nice) },
-  isolate: false,
-  // HIL_WORKER_CPU_PROF=DIR: each worker writes a V8 CPU profile there when it exits (bench/worker-profile.ts reads them).
-  ...(process.env.HIL_WORKER_CPU_PROF ? { execArgv: ['--cpu-prof', `--cpu-prof-dir=${process.env.HIL_WORKER_CPU_PROF}`] } : {}),
-  maxWorkers: WORKERS,
-  testTimeout: 60_000,
-  hookTimeout: 120_000,
-  sequence: { groupOrder: 1 },
-});
-
 export default defineConfig({
   test: {
     // Vitest keeps each module's transform on disk (node_modules/.experimental-vitest-cache), keyed by the
@@ -86,11 +65,25 @@ export default defineConfig({
           sequence: { groupOrder: 0 },
         },
       },
-      { test: { name: 'conformance-quiet', include: QUIET_FILES, ...conformance(0) } },
-      { test: { name: 'conformance-jog', include: JOG_FILES, ...conformance(5) } },
-      { test: { name: 'conformance', include: ['suites/**/*.test.ts'], exclude: [...QUIET_FILES, ...JOG_FILES], ...conformance(10) } },
+      {
+        test: {
+          name: 'conformance',
+          include: ['suites/**/*.test.ts'],
+          ...(PER_TEST_STACKS || SHARED_TARGET ? { maxConcurrency: 1 } : {}),
+          globalSetup: ['harness/targets/prebuild-setup.ts'],
+          setupFiles: ['harness/nice.ts', 'harness/bigint-json.ts', 'harness/evidence-setup.ts'],
+          env: { HIL_NICE: 'file' },
+          isolate: false,
+          // HIL_WORKER_CPU_PROF=DIR: each worker writes a V8 CPU profile there when it exits (bench/worker-profile.ts reads them).
+          ...(process.env.HIL_WORKER_CPU_PROF ? { execArgv: ['--cpu-prof', `--cpu-prof-dir=${process.env.HIL_WORKER_CPU_PROF}`] } : {}),
+          maxWorkers: WORKERS,
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+          sequence: { groupOrder: 1 },
+        },
+      },
       // `model`: the documented state machines as an executable model run against the target by fast-check
-      // commands (harness/model/). Its own group, after the conformance projects, so it never takes the
+      // commands (harness/model/). Its own group, after the conformance project, so it never takes the
       // conformance run's workers or time (hil test runs it; hil run does not; hil fuzz runs it longer).
       {
         test: {

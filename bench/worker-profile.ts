@@ -1,6 +1,6 @@
 // Where the vitest workers of a conformance run spend their time, from V8 CPU profiles. Profile a run with
 // HIL_WORKER_CPU_PROF=DIR (vitest.config.ts passes --cpu-prof --cpu-prof-dir=DIR to the conformance
-// projects' workers; each worker writes DIR/CPU.*.cpuprofile when it exits), then summarise:
+// project's workers; each worker writes DIR/CPU.*.cpuprofile when it exits), then summarise:
 //
 //   HIL_WORKER_CPU_PROF=/tmp/prof node harness/bin/hil.mjs run --target sim --no-report suites/envelope
 //   node --import tsx bench/worker-profile.ts /tmp/prof [rows] [--callers NAME]

@@ -1,4 +1,4 @@
-// Setup file of the conformance projects (vitest.config.ts): around every conformance test, the
+// Setup file of the conformance project (vitest.config.ts): around every conformance test, the
 // evidence collector of harness/evidence.ts. Hooks of a setup file run around every test of every file:
 // `beforeEach` before the test's fixtures start, `afterEach` after the test body and before its fixtures
 // (cell, variants, clients) are torn down, so the telemetry of a variant's stack is still readable.

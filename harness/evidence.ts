@@ -18,7 +18,7 @@
 import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { request } from 'undici';
+import { exchange } from './clients/exchange.ts';
 import { exchangeObservers, type ControlClient, type Exchange } from './clients/control.ts';
 import { parseExact, stringifyExact, type JsonExact } from './oracle/json.ts';
 import { enterMeasuredTest, leaveMeasuredTest, measurementFailure, withinLimit, type Limit, type MeasurementRecord, type MeasurementSink } from './measure.ts';
@@ -500,8 +500,8 @@ async function measureWindow(c: Collector, w: Watched, machine: MachineLimits | 
  */
 async function get(client: ControlClient, path: string): Promise<{ status: number; body: Uint8Array }> {
   for (let attempt = 0; ; attempt++) {
-    const res = await request(`${client.origin}${path}`, { method: 'GET', dispatcher: client.agent });
-    const r = { status: res.statusCode, body: new Uint8Array(await res.body.arrayBuffer()) };
+    const res = await exchange(client.agent, `${client.origin}${path}`, { method: 'GET' });
+    const r = { status: res.status, body: res.body };
     if (r.status !== 409 || attempt >= 50 || !Buffer.from(r.body.subarray(0, 512)).toString('latin1').includes('telemetry_busy')) return r;
     await new Promise((ok) => setTimeout(ok, 20));
   }

@@ -15,7 +15,7 @@
 // can starve it as it starves the harness: a rule the target keeps by acting in time may then be judged
 // against that process's run-queue wait too (HostBoundOptions.targetOnHost), which the kernel counts.
 
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readSync } from 'node:fs';
 import { HarnessError, verdictOfError } from './errors.ts';
 
 declare module '@vitest/runner' {
@@ -54,7 +54,10 @@ class LatenessMonitor {
     if (process.platform !== 'linux') return () => {};
     const w = new RunQueueWait(pidOf);
     this.watched.add(w);
-    return () => void this.watched.delete(w);
+    return () => {
+      this.watched.delete(w);
+      w.close();
+    };
   }
 
   /**
@@ -124,6 +127,11 @@ class RunQueueWait {
 
   constructor(private readonly pidOf: () => number | undefined) {}
 
+  /** The schedstat file open for `fdPid` (reread in place at every sample: no open and close each 10 ms). */
+  private fd = -1;
+  private fdPid = 0;
+  private static readonly buf = Buffer.alloc(128);
+
   sample(now: number): void {
     let pid: number | undefined;
     try {
@@ -132,18 +140,56 @@ class RunQueueWait {
       return; // not started, or stopped: nothing to sample now
     }
     if (pid === undefined || !(pid > 0)) return;
-    let text: string;
-    try {
-      text = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'latin1');
-    } catch {
-      return; // ended (until pidOf names another), or a kernel without schedstat
-    }
-    const waited = Number(text.split(' ')[1]);
-    if (!Number.isFinite(waited)) return;
+    const waited = this.read(pid);
+    if (waited === undefined) return;
     const i = this.n++ % WAIT_RING;
     this.at[i] = now;
     this.waitMs[i] = waited / 1e6;
     this.pid[i] = pid;
+  }
+
+  /**
+   * The second field of /proc/<pid>/task/<pid>/schedstat (ns waited on a run queue), or undefined when the
+   * process has ended (until pidOf names another) or the kernel has no schedstat. The file is kept open
+   * and read again from its start: the kernel generates it anew at each read from offset 0, and the open
+   * file of an ended process answers an error rather than another process's figures.
+   */
+  private read(pid: number): number | undefined {
+    const buf = RunQueueWait.buf;
+    if (this.fdPid !== pid) {
+      this.close();
+      try {
+        this.fd = openSync(`/proc/${pid}/task/${pid}/schedstat`, 'r');
+        this.fdPid = pid;
+      } catch {
+        return undefined;
+      }
+    }
+    let n: number;
+    try {
+      n = readSync(this.fd, buf, 0, buf.length, 0);
+    } catch {
+      this.close();
+      return undefined;
+    }
+    // "<on cpu ns> <waited ns> <timeslices>\n"
+    const a = buf.indexOf(32);
+    if (a < 0 || a >= n) return undefined;
+    const b = buf.indexOf(32, a + 1);
+    const waited = Number(buf.toString('latin1', a + 1, b < 0 || b > n ? n : b));
+    return Number.isFinite(waited) ? waited : undefined;
+  }
+
+  close(): void {
+    if (this.fd >= 0) {
+      try {
+        closeSync(this.fd);
+      } catch {
+        /* already closed */
+      }
+    }
+    this.fd = -1;
+    this.fdPid = 0;
   }
 
   /**

@@ -1,17 +1,28 @@
-// Loaded in every conformance worker (vitest.config.ts setupFiles): lowers the worker's scheduling priority
-// to the nice value its project names in HIL_NICE. The stacks, planners and helpers the worker starts
-// inherit it, so real-time-sensitive files (nice 0) run ahead of the busy ones on a shared machine. Only
-// ever lowers: an unprivileged process cannot take a raised nice value back, and a worker that already runs
-// at the value (isolate: false runs many files in one worker) is left alone.
+// Loaded in every conformance and model worker before each test file (vitest.config.ts setupFiles; setup
+// files run again for every file, isolate: false or not): takes the worker's thread to the nice value the
+// file runs at (harness/priority.ts says why each file has the one it has), so the stacks, planners and
+// helpers the file starts inherit it. HIL_NICE names it: `file` (the conformance project) takes the file's
+// own value (priority.ts fileNice), a number (the model project) that value for every file; never below the
+// value the worker started at (a run started with `nice -n 15` stays at 15 for every file).
+//
+// Only the worker's main thread moves (on Linux a nice value is a thread's own): its other threads keep the
+// value they started with, the grant keeper's thread its own (harness/clients/keeper.ts KEEPER_NICE).
 
-import { getPriority, setPriority } from 'node:os';
+import { relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
+import { fileNice, takeNice } from './priority.ts';
 
-const wanted = Number(process.env.HIL_NICE ?? '0');
-if (Number.isInteger(wanted) && wanted > 0 && wanted <= 19) {
-  try {
-    if (getPriority() < wanted) setPriority(wanted);
-  } catch (e) {
-    // Not fatal: the run only loses the ordering between busy and quiet files.
-    process.stderr.write(`warning: could not set nice ${wanted}: ${(e as Error).message}\n`);
-  }
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+const spec = process.env.HIL_NICE;
+// expect.getState().testPath: the file this worker is about to collect and run (set before its setup files run).
+const file = relative(ROOT, expect.getState().testPath ?? '').split('\\').join('/');
+const wanted = spec === 'file' ? fileNice(file) : Number(spec ?? '0');
+if (spec !== undefined && Number.isInteger(wanted) && wanted >= 0 && wanted <= 19) {
+  const r = takeNice(wanted);
+  // Not fatal: the file runs, at the worker's value; its timing checks are judged by the harness's
+  // lateness figures as ever (harness/lateness.ts), but beside busier files they may end in
+  // HIL_ERR_HOST_TOO_SLOW where the file's own value would have kept time.
+  if (r.error) process.stderr.write(`warning: ${file} runs at nice ${r.nice}, not its ${wanted} (this worker's thread could not go back from ${r.from}: ${r.error})\n`);
 }

@@ -1,8 +1,9 @@
 // The order in which conformance files go to the shared pool (harness/sequencer.ts).
 
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
+import { BUSY_NICE, fileNice, JOG_NICE, QUIET_NICE } from './priority.ts';
 import { busyCores, cpuJiffies, DURATION_MS, JOG_FILES, LAST_BESIDE, LAST_FILES, longestFirst, QUIET_FILES, workersForHost } from './sequencer.ts';
 
 const ROOT = join(import.meta.dirname, '..');
@@ -12,33 +13,44 @@ test('every file with a duration figure exists, and every quiet, jog or last fil
 });
 
 test('quiet files first, then jog, then the rest heaviest first (unknown files in the order vitest gave), the upload last', () => {
-  const project = (name: string) => ({ name, config: { root: ROOT } });
-  const busy = project('conformance');
-  const quiet = project('conformance-quiet');
-  const jog = project('conformance-jog');
-  const spec = (p: ReturnType<typeof project>, f: string) => ({ project: p, moduleId: join(ROOT, f) });
-  // vitest's order: projects contiguous, files in any order within them
+  const project = { name: 'conformance', config: { root: ROOT } };
+  const spec = (f: string) => ({ project, moduleId: join(ROOT, f) });
+  // vitest's order: any
   const files = [
-    spec(busy, 'suites/trajectory/upload.test.ts'),
-    spec(busy, 'suites/grant/grant.test.ts'),
-    spec(busy, 'suites/events/other.test.ts'),
-    spec(busy, 'suites/planner/cancel.test.ts'),
-    spec(busy, 'suites/remote/timeouts.test.ts'),
-    spec(jog, 'suites/jog/jog.test.ts'),
-    spec(quiet, 'suites/telemetry/busy.test.ts'),
-    spec(quiet, 'suites/observation/keepalive.test.ts'),
+    spec('suites/trajectory/upload.test.ts'),
+    spec('suites/grant/grant.test.ts'),
+    spec('suites/telemetry/busy.test.ts'),
+    spec('suites/events/other.test.ts'),
+    spec('suites/jog/jog.test.ts'),
+    spec('suites/planner/cancel.test.ts'),
+    spec('suites/remote/timeouts.test.ts'),
+    spec('suites/observation/keepalive.test.ts'),
   ];
-  const out = longestFirst(files);
-  expect(out.map((s) => `${s.project.name}:${s.moduleId.slice(ROOT.length + 1)}`)).toEqual([
-    'conformance-quiet:suites/observation/keepalive.test.ts',
-    'conformance-quiet:suites/telemetry/busy.test.ts',
-    'conformance-jog:suites/jog/jog.test.ts',
-    'conformance:suites/remote/timeouts.test.ts',
-    'conformance:suites/planner/cancel.test.ts',
-    'conformance:suites/grant/grant.test.ts',
-    'conformance:suites/events/other.test.ts',
-    'conformance:suites/trajectory/upload.test.ts',
+  expect(longestFirst(files).map((s) => s.moduleId.slice(ROOT.length + 1))).toEqual([
+    'suites/observation/keepalive.test.ts',
+    'suites/telemetry/busy.test.ts',
+    'suites/jog/jog.test.ts',
+    'suites/remote/timeouts.test.ts',
+    'suites/planner/cancel.test.ts',
+    'suites/grant/grant.test.ts',
+    'suites/events/other.test.ts',
+    'suites/trajectory/upload.test.ts',
   ]);
+});
+
+test('in the order files go out, their nice values never go down: a worker, which takes the next file when it is free, only ever lowers its priority', () => {
+  const project = { name: 'conformance', config: { root: ROOT } };
+  const suites = readdirSync(join(ROOT, 'suites'), { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.test.ts'))
+    .map((f) => `suites/${f.split('\\').join('/')}`)
+    .sort()
+    .reverse(); // an order vitest might give, the quiet and jog files not first
+  expect(suites.length).toBeGreaterThan(3 * LAST_BESIDE); // a whole run: the upload goes out before the end
+  const out = longestFirst(suites.map((f) => ({ project, moduleId: join(ROOT, f) }))).map((s) => s.moduleId.slice(ROOT.length + 1));
+  const nice = out.map(fileNice);
+  expect(nice.slice(0, QUIET_FILES.length + JOG_FILES.length)).toEqual([...QUIET_FILES.map(() => QUIET_NICE), ...JOG_FILES.map(() => JOG_NICE)]);
+  for (let i = 1; i < nice.length; i++) expect(nice[i]!, `${out[i - 1]} then ${out[i]}`).toBeGreaterThanOrEqual(nice[i - 1]!);
+  expect(fileNice('suites/trajectory/upload.test.ts')).toBe(BUSY_NICE);
 });
 
 test('in a whole run the upload goes out when the last LAST_BESIDE files of the rest remain, after every heavy file; one short of that many files keeps it last', () => {

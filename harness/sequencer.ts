@@ -1,8 +1,9 @@
-// The order in which vitest hands conformance files to its workers. The three conformance projects share
-// one pool (vitest.config.ts); files go out in this order:
+// The order in which vitest hands conformance files to its workers (one pool, vitest.config.ts); a free
+// worker takes the next file in this order:
 //
-// 1. the quiet files, then jog: they run at a higher priority than the rest and must be the first ones
-//    on a worker of their own, before the busy files fill the pool;
+// 1. the quiet files, then jog: they run at a higher priority than the rest (harness/priority.ts) and must
+//    be the first ones on a worker of their own, before the busy files fill the pool; a worker's nice value
+//    then only goes up from file to file, which needs no privilege;
 // 2. the other files, longest first. Vitest's own order puts the longest file first only once a run has
 //    cached durations, so a fresh clone (CI, a newcomer) starts with an arbitrary order and can leave the
 //    31 s remote timeouts file for last, alone on one worker. Longest first is the classic greedy schedule
@@ -14,11 +15,9 @@
 
 import { readFileSync } from 'node:fs';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
+import { JOG_FILES, QUIET_FILES } from './priority.ts';
 
-/** The conformance-quiet project's files (vitest.config.ts). */
-export const QUIET_FILES = ['suites/telemetry/stream.test.ts', 'suites/telemetry/busy.test.ts', 'suites/observation/keepalive.test.ts'];
-/** The conformance-jog project's files. */
-export const JOG_FILES = ['suites/jog/jog.test.ts', 'suites/jog/generations.test.ts'];
+export { JOG_FILES, QUIET_FILES };
 /** Files handed out last. */
 export const LAST_FILES = ['suites/trajectory/upload.test.ts'];
 

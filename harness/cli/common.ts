@@ -26,7 +26,7 @@ export class InputError extends UsageError {}
  */
 export const PLANTABLE_FAULTS = ['following_error', 'frozen_feedback', 'slave_offline', 'pdo_mapping_mismatch', 'homing_fails', 'sluggish_drive'] as const;
 
-/** The conformance suite files (the conformance projects' include, vitest.config.ts), relative to ROOT. */
+/** The conformance suite files (the conformance project's include, vitest.config.ts), relative to ROOT. */
 export function suiteFiles(): string[] {
   const out: string[] = [];
   const walk = (rel: string) => {

@@ -84,6 +84,16 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
   // The target's own flags, checked against its schema (a flag of another target, a required one missing, a
   // value it refuses: usage errors) and written into the variables the schema names (harness/cli/run-target.ts).
   const chosen = checkTargetFlags(target, values as Record<string, string | boolean | string[] | undefined>, process.env);
+  // Without file filters, the files a run of this target can run anything of (the replay target: those its
+  // recordings hold); a run so narrowed is a part of the suites, as a filtered one is (no gate).
+  if (filters.length === 0) {
+    const all = suiteFiles();
+    const held = chosen.descriptor.files?.(chosen.options, all);
+    if (held) {
+      process.stdout.write(`${target}: ${held.length} of ${all.length} suite files hold a recorded test; running those\n`);
+      filters = held.map((f) => join(ROOT, f));
+    }
+  }
   // The output directories are made before anything runs: one that cannot be made is the user's to correct.
   outputDir('--reports', REPORTS);
   if (named.record !== undefined) outputDir('--record', named.record);
@@ -235,8 +245,8 @@ export async function coversSelection(args: string[], positionals: string[]): Pr
   return r.selection;
 }
 
-/** The vitest projects that hold the conformance suites (vitest.config.ts: three projects, one pool, three priorities). */
-export const CONFORMANCE_PROJECTS = ['conformance', 'conformance-quiet', 'conformance-jog'];
+/** The vitest projects that hold the conformance suites (vitest.config.ts: one project, each file at its own priority). */
+export const CONFORMANCE_PROJECTS = ['conformance'];
 
 /**
  * Per-target expectation file: fixtures/expectations/<target>.json, <target>+<driver>.json for the sim

@@ -7,6 +7,7 @@ import { checkGrant, type CheckedReply, type Grant } from '../oracle/reply.ts';
 import { REQUEST_SCHEMA, type BindingInput, type ControlClient } from './control.ts';
 import { epochNow, keepGrant, type GrantLoss, type KeptGrant } from './keeper.ts';
 import { lateness } from '../lateness.ts';
+import { currentTest } from '../targets/pertest.ts';
 
 /** A grant's last known deadline on the host monotonic clock, and when (performance.now()) the harness learnt it. */
 interface KnownDeadline {
@@ -116,7 +117,13 @@ export class Cell {
    */
   attempt(): { drop(): void } {
     const n = this.losses.length;
-    return { drop: () => void this.losses.splice(n) };
+    return {
+      drop: () => {
+        this.losses.splice(n);
+        // A recorded test that took an exchange again: its recording is of the host's trouble (recorder.ts precheck).
+        currentTest()?.noteDroppedTry();
+      },
+    };
   }
 
   /** A fenced operation with the session's fence (overridable through fields). */

@@ -1,7 +1,8 @@
 // A control client as a real consumer would write it: undici over the Unix socket (or HTTPS with a client
 // certificate to the remote listener, document 1 part 5), exact JSON (bigint) both ways, and every reply passed through the oracle's strict reply checks before a test sees it.
 
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
+import { exchange } from './exchange.ts';
 import { asTransportError } from '../errors.ts';
 import { noteRefusal } from './lapses.ts';
 import { checkReply, type CheckedReply } from '../oracle/reply.ts';
@@ -140,14 +141,13 @@ export class ControlClient {
     if (waiting) await waiting;
     const at = performance.now();
     try {
-      const res = await request(`${this.origin}${path}`, {
+      const res = await exchange(this.agent, `${this.origin}${path}`, {
         method,
-        dispatcher: this.agent,
-        body,
+        ...(body !== undefined ? { body } : {}),
         headers: body !== undefined ? { 'content-type': 'application/json', ...headers } : headers,
       });
-      const buf = new Uint8Array(await res.body.arrayBuffer());
-      const reply = { status: res.statusCode, headers: res.headers, body: buf };
+      const buf = res.body;
+      const reply = { status: res.status, headers: res.headers, body: buf };
       if (reply.status === 409) noteRefusal(409, refusalText(buf), performance.timeOrigin + at);
       o.after?.({ client: this, method, path, body, reply, ms: performance.now() - at, at });
       return reply;

@@ -7,12 +7,12 @@
 import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { Agent, request } from 'undici';
+import { Agent } from 'undici';
 
 /**
  * Take this thread to the nice value the keeper asks for (workerData.nice). A thread starts at its creator's
- * nice value, and the conformance workers run niced (vitest.config.ts: nice 10 for the busy files, 5 for
- * jog, harness/nice.ts) so that real-time-sensitive files run first: a keeper left there waits behind every
+ * nice value, and the conformance workers run niced (harness/priority.ts: nice 10 for the busy files, 5 for
+ * jog; harness/nice.ts) so that real-time-sensitive files run first: a keeper left there waits behind every
  * busy neighbour, and a renewal has left 423 ms after it was due beside niced workers. On Linux a nice value
  * is a thread's own (setpriority with PRIO_PROCESS and a thread id sets that thread only), so the keeper
  * raises itself to the quiet files' priority without raising the test's thread or the stacks it starts.
@@ -65,6 +65,44 @@ function agentFor(c) {
   return a;
 }
 
+/** Decodes a reply as undici's body.text() does (UTF-8, a leading byte order mark dropped). */
+const UTF8 = new TextDecoder();
+
+/**
+ * POST `body` to ORIGIN/v1/control and collect the reply: undici's dispatch with a handler that gathers the
+ * bytes, as harness/clients/exchange.ts does for the harness's other clients (request() builds a response
+ * stream and an async resource for every reply). Rejects with undici's error (its `code`) when the exchange
+ * fails before or during the reply; 1xx replies are skipped.
+ */
+function post(dispatcher, origin, body) {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    let status = 0;
+    try {
+      dispatcher.dispatch(
+        { origin, path: '/v1/control', method: 'POST', body, headers: { 'content-type': 'application/json' } },
+        {
+          onConnect() {},
+          onHeaders(statusCode) {
+            if (statusCode >= 200) status = statusCode;
+            return true;
+          },
+          onData(chunk) {
+            chunks.push(chunk);
+            return true;
+          },
+          onComplete() {
+            resolve({ status, text: UTF8.decode(Buffer.concat(chunks)) });
+          },
+          onError: reject,
+        },
+      );
+    } catch (e) {
+      reject(e);
+    }
+  });
+}
+
 /**
  * Keep one grant: a renewal is sent at each due time (start + k * every) whether or not the earlier ones
  * were answered, up to `m.inFlight` outstanding (a renewal due while that many are outstanding leaves as
@@ -78,7 +116,10 @@ function add(m) {
   grants.set(m.id, g);
   const limit = Math.max(1, m.inFlight ?? 1);
   const dispatcher = agentFor(m.connection);
-  const origin = m.connection.https ? m.connection.https.origin.replace(/\/$/, '') : 'http://localhost';
+  // The origin as undici's request() took it from the URL (new URL(...).origin); an unreadable one fails
+  // each renewal as a transport error, as it did there.
+  const base = m.connection.https ? m.connection.https.origin : 'http://localhost';
+  let origin;
   const body = `{"schema":${JSON.stringify(m.schema)},"operation":"renew","session":${JSON.stringify(m.session)},"generation":${m.generation}}`;
   const renew = async (due) => {
     const sent = now();
@@ -86,9 +127,10 @@ function add(m) {
     let label = '';
     let error = '';
     try {
-      const res = await request(`${origin}/v1/control`, { method: 'POST', dispatcher, body, headers: { 'content-type': 'application/json' } });
-      const text = await res.body.text();
-      status = res.statusCode;
+      origin ??= new URL(base).origin;
+      const res = await post(dispatcher, origin, body);
+      const text = res.text;
+      status = res.status;
       if (status !== 200) {
         try {
           error = String(JSON.parse(text).error ?? '');

@@ -16,6 +16,7 @@ import { Worker } from 'node:worker_threads';
 import type { ControlClient } from './control.ts';
 import { REQUEST_SCHEMA } from './control.ts';
 import { lapses, type Lapse } from './lapses.ts';
+import { QUIET_NICE } from '../priority.ts';
 
 export interface RenewalRecord {
   /** Epoch ms (performance.timeOrigin + performance.now()). */
@@ -69,10 +70,10 @@ interface Kept {
 }
 
 /**
- * The keeper thread's nice value: the quiet conformance project's (vitest.config.ts), whatever the worker
- * that starts it runs at, so that renewals leave when due beside busy files (keeper-worker.mjs takePriority).
+ * The keeper thread's nice value: the quiet files' (harness/priority.ts), whatever the worker that starts it
+ * runs at, so that renewals leave when due beside busy files (keeper-worker.mjs takePriority).
  */
-export const KEEPER_NICE = 0;
+export const KEEPER_NICE = QUIET_NICE;
 
 /** Where the keeper thread runs (keeper-worker.mjs takePriority): its thread id, the nice value it started at and the one it has. */
 export interface KeeperPriority {

@@ -174,4 +174,6 @@ export interface RecordingUse {
   /** Wall time of the test, ms: as recorded (on a replay, from the recording's sidecar) and as run now. */
   recorded_wall_ms?: number;
   wall_ms?: number;
+  /** Where the test's wall time went, ms: its stacks' start, its body (fixtures and test), their stop (test-stacks.ts). */
+  phases_ms?: { start: number; body: number; stop: number };
 }

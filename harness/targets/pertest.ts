@@ -36,6 +36,8 @@ export class TestRun {
   private readonly drawn: Record<string, PropertyParams> = {};
   /** Replay: the properties the test's recording ran with. */
   private readonly recorded: Record<string, PropertyParams> = {};
+  /** Tries the test threw away because the host made them say nothing (harness/clients/cell.ts attempt). */
+  private dropped = 0;
 
   constructor(readonly id: string) {}
 
@@ -64,6 +66,14 @@ export class TestRun {
   /** What the test drew (written beside its recording as `properties`). */
   drawnProperties(): Record<string, PropertyParams> {
     return { ...this.drawn };
+  }
+  /** The test threw a try away and takes the exchange again (the host was too slow for it to say anything). */
+  noteDroppedTry(): void {
+    this.dropped++;
+  }
+  /** How many tries the test threw away (record: said in its sidecar, so that its replay is skipped). */
+  get droppedTries(): number {
+    return this.dropped;
   }
   /** Replay: the parameters property `name` ran with when this test was recorded, if it was. */
   recordedProperty(name: string): PropertyParams | undefined {

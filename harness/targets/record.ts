@@ -50,6 +50,8 @@ export function recordFixture(o: RecordOptions): PerTestFixture | undefined {
       // its replay runs it (without a stack) rather than skipping it as not recorded. Its variants, if it
       // opened any, have recordings of their own beside that.
       if (!stacks.some((s) => s.recording)) recorder.noteStackless(test, wallMs);
+      // Tries thrown away because the host was too slow: the recording holds requests a replay does not repeat.
+      if (test.droppedTries) recorder.noteRetried(test.id, test.droppedTries);
       // The test's wall time beside its recording: a replay says how much faster (or slower) it ran.
       for (const s of stacks) if (s.recording && !s.variant) RecordingStore.noteSidecar(s.recording, { test_wall_ms: wallMs });
       return { wallMs };

@@ -209,3 +209,29 @@ test('replay: a test whose stacks were all variants and that ended in ERROR when
   recording.noteErred(`${ID} (never recorded)`, ['HIL_ERR_HOST_TOO_SLOW']);
   expect(RecordingStore.readSidecar(store.testRecording(A, `${ID} (never recorded)`))).toBeNull();
 });
+
+test('a try the test throws away (the host made it say nothing) is counted on the test; recorded, its sidecar says so and its replay is skipped with the reason; a test that took no try again replays', async () => {
+  const { Cell } = await import('../clients/cell.ts');
+  const store = new RecordingStore(DIR);
+  const retried = `${ID} (a try taken again)`;
+  const plain = `${ID} (no try taken again)`;
+  for (const id of [retried, plain]) {
+    put(store.testRecording(A, id));
+    RecordingStore.writeSidecar(store.testRecording(A, id), { test: id, machine_sha256: A });
+  }
+  const cell = new Cell({} as never, { pair_id: 'p', pair_revision: 1n } as never);
+  const test = enterTest(retried);
+  cell.attempt(); // a try that counted: not dropped
+  cell.attempt().drop();
+  cell.attempt().drop();
+  expect(test.droppedTries).toBe(2);
+  leaveTest();
+  // Outside a test (a plain run's hooks) nothing is counted, and nothing breaks.
+  cell.attempt().drop();
+  const recording = Recorder.of('record', { recordDir: DIR, machineSha256: A });
+  recording.noteRetried(retried, test.droppedTries);
+  expect(RecordingStore.readSidecar(store.testRecording(A, retried))).toMatchObject({ host_retries: 2 });
+  const replay = Recorder.of('replay', { recordings: DIR, machineSha256: A });
+  expect(await replay.precheck(retried)).toEqual({ skip: expect.stringMatching(/^recorded while the host was too slow: the test took an exchange again 2 times, .*re-record it/) });
+  expect(await replay.precheck(plain)).toEqual({ path: store.testRecording(A, plain) });
+});

@@ -264,6 +264,11 @@ export class Recorder {
     if (found.kind !== 'stale') {
       const erred = recordedErrors(RecordingStore.readSidecar(store.testRecording(sha, testId)));
       if (erred.length) return { skip: `recorded in ERROR (${erred.join(', ')}): the recording keeps what broke the harness then, no reference of the target; re-record it (hil run --record)` };
+      // A test that took an exchange again on a fresh grant because the host was too slow when recorded
+      // (suites/grant/grant.test.ts "renew keeps lease_ms ..."): its recording holds the thrown-away tries,
+      // which a replay on other timing does not make (requests never sent: a FAIL that is the recorded host's).
+      const retried = RecordingStore.readSidecar(store.testRecording(sha, testId))?.host_retries;
+      if (typeof retried === 'number' && retried > 0) return { skip: `recorded while the host was too slow: the test took an exchange again ${retried} time${retried === 1 ? '' : 's'}, which its replay does not repeat; re-record it (hil run --record)` };
     }
     if (found.kind === 'stackless') return { stackless: found.sidecar };
     if (found.kind === 'stale') {
@@ -347,6 +352,11 @@ export class Recorder {
   /** A recorded test that never opened the target: its sidecar says so (RecordingStore.writeStackless). */
   noteStackless(test: TestRun, wallMs: number): void {
     if (this.mode === 'record' && this.o.machineSha256) this.store.writeStackless(this.o.machineSha256, test.id, test.drawnProperties(), wallMs);
+  }
+
+  /** Record: the test threw `tries` tries away because the host made them say nothing (cell.ts attempt), said in its own sidecar. */
+  noteRetried(testId: string, tries: number): void {
+    if (this.mode === 'record' && this.o.machineSha256) RecordingStore.noteSidecar(this.store.testRecording(this.o.machineSha256, testId), { host_retries: tries });
   }
 
   /** Record: the test ended in ERROR with `codes`, said in its own sidecar (a recording's or a stackless one: precheck). */

@@ -164,3 +164,31 @@ test('remote stacks: the sim and replay targets start them, an external target s
   expect(cannotStartRemote({}, { HIL_TARGET: 'external' })).toMatch(/^target external cannot start a stack with a remote listener/);
   expect(cannotStartRemote({ variant: { clock: 'stepped' } }, { HIL_TARGET: 'sim' })).toBeUndefined();
 });
+
+test('a replay without file filters runs the suite files its recordings hold (under any digest: a stale one is reported, not dropped); none held or all held: every file', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hil-files-'));
+  try {
+    const s = new RecordingStore(dir);
+    const all = ['suites/grant/grant.test.ts', 'suites/machine/home.test.ts', 'suites/olp/jobs.test.ts', 'suites/telemetry/busy.test.ts'];
+    const files = (o: { recordings?: string }) => replayTarget.files!(o, all);
+    expect(files({ recordings: dir })).toBeUndefined(); // nothing recorded: every test skips with its reason, as before
+    expect(files({})).toBeUndefined();
+    const put = (sha: string, id: string) => {
+      const p = s.testRecording(sha, id);
+      mkdirSync(join(p, '..'), { recursive: true });
+      writeFileSync(p, 'x');
+    };
+    put(A, ID);
+    expect(files({ recordings: dir })).toEqual(['suites/machine/home.test.ts']);
+    // A file recorded under another machine digest still runs (its tests answer HIL_ERR_REPLAY_STALE).
+    put(B, 'suites/grant/grant.test.ts > acquire > a test');
+    // A stackless sidecar counts; an empty directory does not.
+    s.writeStackless(A, 'suites/telemetry/busy.test.ts > a test', {});
+    mkdirSync(join(dir, 'sim', A, 'suites_olp_jobs.test.ts'), { recursive: true });
+    expect(files({ recordings: dir })).toEqual(['suites/grant/grant.test.ts', 'suites/machine/home.test.ts', 'suites/telemetry/busy.test.ts']);
+    put(A, 'suites/olp/jobs.test.ts > a test');
+    expect(files({ recordings: dir })).toBeUndefined(); // all of them: a whole run, as without the narrowing
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

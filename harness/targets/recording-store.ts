@@ -47,6 +47,25 @@ export class RecordingStore {
     return join(this.dir, this.target, machineSha256, slug(file), name);
   }
 
+  /**
+   * Of the suite files `files` (paths from the root, as a test id starts), those with anything recorded,
+   * under any machine digest (one recorded for another digest is still replayed, to be reported as stale):
+   * a test's recording or sidecar lies in the directory named after its file.
+   */
+  recordedFiles(files: readonly string[]): string[] {
+    const base = join(this.dir, this.target);
+    const held = new Set<string>();
+    const dirs = (d: string) => {
+      try {
+        return readdirSync(d, { withFileTypes: true }).filter((e) => e.isDirectory());
+      } catch {
+        return [];
+      }
+    };
+    for (const digest of dirs(base)) for (const f of dirs(join(base, digest.name))) if (readdirSync(join(base, digest.name, f.name)).length) held.add(f.name);
+    return files.filter((f) => held.has(slug(f)));
+  }
+
   /** Where the n-th variant stack (1, 2, ...) `testId` opened is recorded: beside the test's own. */
   variantRecording(machineSha256: string, testId: string, n: number): string {
     return this.testRecording(machineSha256, testId).replace(/\.hilrec$/, `.variant-${n}.hilrec`);

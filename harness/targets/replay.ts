@@ -118,7 +118,7 @@ async function judgeVerdict(o: PerTestOutcome, which: string, task: { meta: { re
 }
 
 const REPLAY_OPTIONS: readonly TargetOption[] = [
-  { key: 'recordings', flag: 'recordings', value: 'DIR', env: 'HIL_RECORDINGS', required: true, path: true, help: 'the recordings of an earlier --record run (made with hil run --record DIR); each test replays its own recording (strict), a test without one is skipped as not recorded' },
+  { key: 'recordings', flag: 'recordings', value: 'DIR', env: 'HIL_RECORDINGS', required: true, path: true, help: 'the recordings of an earlier --record run (made with hil run --record DIR); each test replays its own recording (strict), a test without one is skipped as not recorded; without file filters only the suite files the recordings hold run' },
   { key: 'machine', flag: 'machine', value: 'FILE', env: 'HIL_MACHINE', path: true, help: 'machine configuration (default fixtures/machines/nine-axis.json)' },
   { key: 'replayMode', env: 'HIL_REPLAY_MODE', value: 'MODE', help: 'strict (the only mode a suite run offers; hil run sets it)' },
   {
@@ -157,4 +157,12 @@ export const replayTarget: TargetDescriptor<ReplayOptions> = {
   cannotStartStack: (s, o) => Recorder.of('replay', o).cannotProvide(s.variant),
   startStack: (s, o) => startTestStack(Recorder.of('replay', o), s),
   perTest: (o) => replayFixture(o),
+  // Only the files the recordings hold: every test of another file would skip as not recorded, after its
+  // file's set-up (a stack, an OLP server, a configuration compiled by the hundred) ran for nothing beside
+  // the replayed tests. None held at all: every file, each test skipping with its reason.
+  files(o, all) {
+    if (!o.recordings) return undefined;
+    const held = new RecordingStore(o.recordings).recordedFiles(all);
+    return held.length && held.length < all.length ? held : undefined;
+  },
 };

@@ -7,7 +7,8 @@ import { noteTestChannel } from '../evidence.ts';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Agent, request } from 'undici';
+import { Agent } from 'undici';
+import { exchange } from '../clients/exchange.ts';
 import { ControlClient } from '../clients/control.ts';
 import { HarnessError } from '../errors.ts';
 import { stringifyExact } from '../oracle/json.ts';
@@ -278,14 +279,9 @@ export class SimTarget implements Target, PerTestHooks {
 
   private async test(path: string, body: unknown): Promise<string> {
     noteTestChannel(path);
-    const res = await request(`http://localhost${path}`, {
-      method: 'POST',
-      dispatcher: this.testAgent,
-      body: stringifyExact(body),
-      headers: { 'content-type': 'application/json' },
-    });
-    const text = await res.body.text();
-    if (res.statusCode !== 200) throw new HarnessError('HIL_ERR_TEST_CHANNEL', `test channel ${path}: ${res.statusCode} ${text}`, { detail: { status: res.statusCode } });
+    const res = await exchange(this.testAgent, `http://localhost${path}`, { method: 'POST', body: stringifyExact(body), headers: { 'content-type': 'application/json' } });
+    const text = Buffer.from(res.body.buffer, res.body.byteOffset, res.body.length).toString('utf8');
+    if (res.status !== 200) throw new HarnessError('HIL_ERR_TEST_CHANNEL', `test channel ${path}: ${res.status} ${text}`, { detail: { status: res.status } });
     return text;
   }
 

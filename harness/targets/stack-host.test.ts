@@ -3,6 +3,8 @@
 // with its status and leaves the host serving, a host that dies ends its session without a hang, and two
 // stacks open at once run in two hosts.
 
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { afterEach, expect, test } from 'vitest';
 import { Cell } from '../clients/cell.ts';
 import { ControlClient, type BindingInput } from '../clients/control.ts';
@@ -145,3 +147,59 @@ test('HIL_STACK_HOST=off starts every stack as a process of its own', () => {
   expect(hostingEnabled({ HIL_STACK_HOST: 'off' })).toBe(false);
   expect(hostingEnabled({})).toBe(true);
 });
+
+/**
+ * A worker's thread moves from one nice value to another between two sessions (harness/nice.ts, a file of
+ * another priority), in a child process so that the test runner's own thread keeps its priority; each
+ * session's host pid and the nice value of every thread of that host while the session runs. `drop`: the
+ * process gives up root before the last step, so a host cannot be moved back up.
+ */
+function sessionsAcrossNice(steps: number[], drop: boolean) {
+  const sim = JSON.stringify(fileURLToPath(new URL('./sim.ts', import.meta.url)));
+  const code = [
+    `import { readdirSync } from 'node:fs';`,
+    `import { getPriority, setPriority } from 'node:os';`,
+    `import { startStack } from ${sim};`,
+    `const out = [];`,
+    `const steps = ${JSON.stringify(steps)};`,
+    `for (const [i, nice] of steps.entries()) {`,
+    drop ? `  if (i === steps.length - 1) { process.setgid(65534); process.setuid(65534); }` : ``,
+    `  let error = null;`,
+    `  try { setPriority(nice); } catch (e) { error = e.info?.code ?? e.code; }`,
+    `  const s = await startStack({ args: ['--test-channel'], hosted: true });`,
+    `  const pid = s.ready.pid;`,
+    `  const threads = readdirSync('/proc/' + pid + '/task').map((t) => { try { return getPriority(Number(t)); } catch { return null; } }).filter((n) => n !== null);`,
+    `  out.push({ worker: getPriority(), error, pid, main: getPriority(pid), threads });`,
+    `  await s.stop();`,
+    `}`,
+    `console.log(JSON.stringify(out));`,
+    // The stack hosts end with this process (their standard input closes).
+    `process.exit(0);`,
+  ].join('\n');
+  const c = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), '--input-type=module', '-e', code], { encoding: 'utf8', timeout: 120_000 });
+  expect(c.status, c.stderr).toBe(0);
+  return JSON.parse(c.stdout.trim().split('\n').at(-1)!) as Array<{ worker: number; error: string | null; pid: number; main: number; threads: number[] }>;
+}
+
+test.skipIf(process.platform !== 'linux')('an idle host serves the next session at the worker\'s new nice value, every thread that had the old value moved; a worker that cannot go back up keeps its stacks where it is', () => {
+  const root = process.getuid?.() === 0;
+  const r = sessionsAcrossNice([0, 7, ...(root ? [3] : [])], false);
+  // One host for all: a file of another priority does not start a new one.
+  expect(r.map((s) => s.pid)).toEqual(r.map(() => r[0]!.pid));
+  expect(r.map((s) => s.worker)).toEqual(root ? [0, 7, 3] : [0, 7]);
+  for (const s of r) {
+    expect(s.main).toBe(s.worker);
+    // No thread left at the value of an earlier step (those the stack sets itself, a core's raised
+    // priority or a decoder's nice 10, hold neither).
+    const earlier = r.slice(0, r.indexOf(s)).map((e) => e.worker);
+    expect(s.threads.filter((n) => earlier.includes(n)), JSON.stringify(s)).toEqual([]);
+    expect(s.threads.filter((n) => n === s.worker).length).toBeGreaterThan(2);
+  }
+  // Without the privilege to raise a priority: the worker stays at 7, and so does the stack its next file gets.
+  const refused = sessionsAcrossNice([7, 0], root);
+  expect(refused.map((s) => [s.worker, s.main, s.error])).toEqual([
+    [7, 7, null],
+    [7, 7, 'EACCES'],
+  ]);
+  expect(refused[1]!.threads).not.toContain(0);
+}, 240_000);

@@ -16,8 +16,8 @@
 // starts every stack as a process of its own instead.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { getPriority } from 'node:os';
 import { HarnessError } from '../errors.ts';
+import { niceNow, reniceProcess } from '../priority.ts';
 import { ROOT, referenceCommand, referenceEnv } from './reference.ts';
 import type { ReadyProcess } from './spawn.ts';
 
@@ -50,7 +50,11 @@ class StackHost {
   tainted = false;
   private readonly onExit: Array<() => void> = [];
 
-  constructor(private readonly env: NodeJS.ProcessEnv) {
+  constructor(
+    private readonly env: NodeJS.ProcessEnv,
+    /** The nice value its threads run at: the worker's when it was started (take moves it). */
+    public nice: number,
+  ) {
     this.child = spawn(process.execPath, [...referenceCommand('stack', env), 'sessions'], { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT, env: referenceEnv(env) });
     // A host must not keep the worker alive: its lifeline is its standard input, which closes with the worker.
     this.child.unref();
@@ -70,6 +74,10 @@ class StackHost {
       for (const f of this.onExit.splice(0)) f();
     });
     this.child.stdin!.on('error', () => undefined); // a host that died: reported by 'exit'
+  }
+
+  get pid(): number {
+    return this.child.pid!;
   }
 
   get alive(): boolean {
@@ -152,25 +160,39 @@ class StackHost {
   }
 }
 
-function niceNow(): number {
-  try {
-    return getPriority();
-  } catch {
-    return 0;
-  }
-}
-
-/** The idle hosts of this worker, by their nice value and the command they run (the bundle a run built). */
+/**
+ * The idle hosts of this worker, by the command they run (the bundle a run built), each with the nice value
+ * its threads were started at.
+ */
 const idle = new Map<string, StackHost[]>();
 
+/**
+ * An idle host for a session at the worker's nice value now, or a new one. One worker runs files of every
+ * priority one after another (harness/priority.ts: its nice value only goes up), and a host keeps the value
+ * it was started at: a host started for a quiet file would serve a busy file's stack at the quiet priority,
+ * and one started for a busy file a quiet file's at the busy one. So an idle host is first moved to the
+ * worker's value, as if started there (its threads that inherited its value; priority.ts reniceProcess),
+ * and one that cannot be moved (back up, without privilege) is stopped, never used at the wrong value.
+ */
 function take(env: NodeJS.ProcessEnv): { host: StackHost; key: string } {
-  // Keyed by the worker's nice value as well (harness/nice.ts): a host keeps the priority it was started
-  // with, and a stack of a busy file must not run at a quiet file's priority.
-  const key = [niceNow(), ...referenceCommand('stack', env)].join('\0');
+  const key = referenceCommand('stack', env).join('\0');
+  const nice = niceNow();
   const list = idle.get(key) ?? [];
   idle.set(key, list);
-  for (let h = list.pop(); h; h = list.pop()) if (h.alive) return { host: h, key };
-  return { host: new StackHost({ ...env }), key };
+  for (let h = list.pop(); h; h = list.pop()) {
+    if (!h.alive) continue;
+    if (h.nice !== nice) {
+      try {
+        reniceProcess(h.pid, h.nice, nice);
+        h.nice = nice;
+      } catch {
+        h.close();
+        continue;
+      }
+    }
+    return { host: h, key };
+  }
+  return { host: new StackHost({ ...env }, nice), key };
 }
 
 function giveBack(key: string, host: StackHost): void {

@@ -61,12 +61,17 @@ export function perTestFixture(hooks: PerTestHooks): PerTestFixture {
     hooks.entered?.(test, recording);
     const outcomes: PerTestOutcome[] = [];
     let testWall: { wallMs: number; recordedMs?: number } | undefined;
+    // Where the test's wall time went (the run record's `phases_ms`): its stacks' start, its body, their stop.
+    let bodyAt = started;
+    let endAt = started;
     try {
       for (const t of perTestTargets()) await t.begin(test);
       // A fresh stack has fresh incarnations: the file's Describe must be this test's stack's.
       await refreshDescriptions(perTestTargets());
+      bodyAt = performance.now();
       await use();
     } finally {
+      endAt = performance.now();
       for (const t of perTestTargets()) outcomes.push(...(await t.end()));
       testWall = hooks.after(test, outcomes, Math.round(performance.now() - started), recording);
       // The variant fixture has closed the test's variants by now (it is torn down first).
@@ -79,7 +84,9 @@ export function perTestFixture(hooks: PerTestHooks): PerTestFixture {
         test: id,
         recording: o.recording,
         ...(hooks.note?.(o) ?? {}),
-        ...(!o.variant && !o.incarnation && testWall ? { wall_ms: testWall.wallMs, ...(testWall.recordedMs !== undefined ? { recorded_wall_ms: testWall.recordedMs } : {}) } : {}),
+        ...(!o.variant && !o.incarnation && testWall
+          ? { wall_ms: testWall.wallMs, ...(testWall.recordedMs !== undefined ? { recorded_wall_ms: testWall.recordedMs } : {}), phases_ms: phases(started, bodyAt, endAt, testWall.wallMs) }
+          : {}),
       });
       const which = [o.variant ? `variant ${o.variant}` : '', o.incarnation ? `core ${o.incarnation}` : ''].filter(Boolean).join(', ').replace(/^(.+)$/, ' ($1)');
       // The recording's path differs from run to run: kept out of Allure's history id, as a measured value is.
@@ -104,6 +111,13 @@ export function erredCodes(task: { meta: { hostTooSlow?: string; replayUnheld?: 
     return typeof x.code === 'string' ? x.code : typeof x.name === 'string' ? x.name : 'unknown';
   });
   return [...new Set([...(task.meta.hostTooSlow !== undefined ? ['HIL_ERR_HOST_TOO_SLOW'] : []), ...named])];
+}
+
+/** The test's wall time split into its stacks' start, its body (fixtures and test) and their stop, in ms. */
+function phases(started: number, bodyAt: number, endAt: number, wallMs: number): { start: number; body: number; stop: number } {
+  const start = Math.round(bodyAt - started);
+  const body = Math.round(endAt - bodyAt);
+  return { start, body, stop: Math.max(0, wallMs - start - body) };
 }
 
 /** Leave a note of which recording a test wrote or replayed, for run.json and the report. */

@@ -207,6 +207,12 @@ export interface TargetDescriptor<O extends object = object> {
    * undefined on a run without (the fixture then does nothing).
    */
   perTest?(options: O): PerTestFixture | undefined;
+  /**
+   * `hil run` without file filters: the suite files (of `all`, paths under the root) a run of this target
+   * can run anything of, when that is fewer than all (the replay target: the files the recordings hold; the
+   * others' tests would all skip as not recorded, after their files' set-up ran for nothing). Undefined: all.
+   */
+  files?(options: O, all: readonly string[]): string[] | undefined;
 }
 
 /** What a step of the stepped clock reports (the private test channel's /step). */

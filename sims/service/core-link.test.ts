@@ -129,8 +129,29 @@ test('status reads on a paced replay: each read takes the next recorded publicat
     expect(t.nextStatusReadCycle()).toBe(7n);
     expect(t.nextStatusReadCycle()).toBeUndefined();
     // Bounded: a publication that never comes ends the wait after the given time.
-    await link.statusFrom(1_000n, 60);
+    expect(await link.statusFrom(1_000n, 60)).toBe(false);
     expect(link.status!.cycle).toBe(5n);
+    // The bound runs from the last publication newer than the one before: a core that keeps advancing
+    // towards the cycle (slowly, on a loaded host) is waited for past it; one that stands still is not.
+    let ended: boolean | undefined;
+    const slow = link.statusFrom(50n, 500).then((r) => (ended = r));
+    const from = Date.now();
+    for (let c = 6n; c < 50n && ended === undefined; c++) {
+      await new Promise((r) => setTimeout(r, 20));
+      status(c);
+    }
+    expect(ended).toBeUndefined(); // 44 publications at least 20 ms apart: past the 500 ms bound
+    expect(Date.now() - from).toBeGreaterThan(500);
+    status(50n);
+    expect(await slow).toBe(true);
+    const still = Date.now();
+    const held = link.statusFrom(60n, 60);
+    for (let k = 0; k < 5; k++) {
+      await new Promise((r) => setTimeout(r, 25));
+      status(50n); // a held core publishes its unchanged status
+    }
+    expect(await held).toBe(false);
+    expect(Date.now() - still).toBeLessThan(1_000);
   }));
 
 test('a prepare\'s wait for its receipt is a timed wait like a command\'s: on a replay it waits as long as the recorded one was answered in, and running out then is a lost hold', () =>

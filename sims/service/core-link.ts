@@ -263,10 +263,19 @@ export class CoreLink extends EventEmitter {
     this.postTap({ tap: 'note', data });
   }
 
-  /** Resolve once a publication of at least `cycle` has arrived (true), or after `ms` of wall time (false). */
+  /**
+   * Resolve once a publication of at least `cycle` has arrived (true), or when `ms` of wall time passed
+   * without a publication newer than the last (false): a replayed core that a loaded host runs slowly
+   * towards the cycle still gets there, while one held elsewhere (it publishes its unchanged status) does not.
+   */
   async statusFrom(cycle: bigint, ms: number): Promise<boolean> {
-    const deadline = Date.now() + ms;
+    let deadline = Date.now() + ms;
+    let reached = this.status?.cycle ?? -1n;
     while (!(this.status && this.status.cycle >= cycle)) {
+      if (this.status && this.status.cycle > reached) {
+        reached = this.status.cycle;
+        deadline = Date.now() + ms;
+      }
       const left = deadline - Date.now();
       if (left <= 0 || !this.worker) return false;
       await this.nextStatus(Math.min(left, 50), null);
