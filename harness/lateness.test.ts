@@ -90,8 +90,10 @@ test('stalls: total sums every stall inside the exchange against the margin (thr
 // time, while the harness's own loop keeps time. A sleeping watched process waits for nothing.
 const linuxWithTaskset = process.platform === 'linux' && existsSync('/usr/bin/taskset');
 // Each says when it has started (a process at nice 19 on a busy core may take a while to), then spins or sleeps.
-const spin = 'process.stdout.write("up\\n"); const t = Date.now() + 5000; while (Date.now() < t) {}';
-const sleep = 'process.stdout.write("up\\n", () => setTimeout(() => {}, 5000))';
+// For 20 s, though the tests kill them sooner: on a loaded host the hog's own start took long enough that a
+// target spinning 5 s had ended before the exchange, and its wait was nobody's figure.
+const spin = 'process.stdout.write("up\\n"); const t = Date.now() + 20000; while (Date.now() < t) {}';
+const sleep = 'process.stdout.write("up\\n", () => setTimeout(() => {}, 20000))';
 
 function pinned(code: string, nice: number): ChildProcess {
   return spawn('taskset', ['-c', '0', 'nice', '-n', String(nice), process.execPath, '-e', code], { stdio: ['ignore', 'pipe', 'ignore'] });
