@@ -11,8 +11,8 @@ import { RecordingTiming } from './recording-timing.ts';
 import { runIncarnation, type CoreThread } from './core-threads.ts';
 import { isOutput, reportedClockMode, type PackedStatus, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PlanAttachment, type PlanWorkspace, type ToCore } from '../core/protocol.ts';
 import { PlanArena, type PlanLease } from '../core/plan-arena.ts';
-import { ringCapacity } from '../core/capture/layout.ts';
-import { ringBufferBytes, writtenBytes } from '../core/capture/reader.ts';
+import { ringFits } from '../core/capture/ring.ts';
+import { writtenBytes } from '../core/capture/reader.ts';
 import { incarnationFile } from '../../fixtures/contract/recording-files.ts';
 import { isTap, type FromTap, type RecordStamp, type ToTap } from '../../drivers/replay/tap.ts';
 
@@ -52,17 +52,11 @@ function releaseRing(buffer: SharedArrayBuffer): void {
   if (spareRings.length > KEEP_SPARE_RINGS) spareRings.shift();
 }
 
-/** A spare ring buffer of `bytes` bytes, taken out of the spares; undefined when there is none. */
-function takeRing(bytes: number): SharedArrayBuffer | undefined {
-  const i = spareRings.findIndex((b) => b.byteLength === bytes);
+/** A spare ring buffer the next incarnation of `machine` writes again (capture/ring.ts ringFits), taken out of the spares. */
+function takeRing(machine: CompiledMachine, retentionMs: number): SharedArrayBuffer | undefined {
+  if (!(retentionMs > 0)) return undefined;
+  const i = spareRings.findIndex((b) => ringFits(b, machine.axes.length, machine.cycle_ns, retentionMs));
   return i < 0 ? undefined : spareRings.splice(i, 1)[0];
-}
-
-/** The size of the ring an incarnation of `machine` makes (sims/core/host.ts), 0 with capture off. */
-function ringBytes(machine: CompiledMachine, retentionMs: number): number {
-  if (!(retentionMs > 0)) return 0;
-  const axes = machine.axes.length;
-  return ringBufferBytes(ringCapacity(retentionMs, machine.cycle_ns, axes), axes);
 }
 
 export interface NativeReply {
@@ -135,7 +129,7 @@ export class CoreLink extends EventEmitter {
     const driverState = this.status?.driver_state;
     // The previous incarnation is over (its thread ended it or exited): its ring is nobody's any more.
     if (this.captureBuffer && this.worker === undefined) releaseRing(this.captureBuffer);
-    const spare = takeRing(ringBytes(this.machine, this.options.captureRetentionMs ?? this.machine.runtime.telemetry.retention_ms));
+    const spare = takeRing(this.machine, this.options.captureRetentionMs ?? this.machine.runtime.telemetry.retention_ms);
     const options: CoreStartOptions = {
       ...this.options,
       machine: this.machine,

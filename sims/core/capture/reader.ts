@@ -4,11 +4,6 @@ import { HEADER_BYTES, MAX_BATCH_RECORDS, RECORD_BYTES, TORN_SAMPLE_LIMIT, TWO32
 import { U64_MAX } from '../../primitives.ts';
 import { CTRL_BYTES, W_G, W_NEWEST_HI, W_NEWEST_LO, W_WAITERS, readLayout, touchedSlots } from './ring.ts';
 
-/** Bytes of the buffer of a ring of `capacity` slots for `axisCount` axes (what a CaptureRing allocates). */
-export function ringBufferBytes(capacity: number, axisCount: number): number {
-  return CTRL_BYTES + capacity * slotBytes(axisCount);
-}
-
 /**
  * Bytes of a ring buffer that rings have written (the part of it the process holds once written), for the
  * service's spare rings (sims/service/core-link.ts); throws TypeError on a buffer that is not a ring.
