@@ -44,11 +44,16 @@ export async function readBatch(client: ControlClient, after: bigint, opts: { gz
   return p.batch;
 }
 
-/** Poll and insist on a batch, decoding only each record's sequence (oracle decodeBatchSequences). */
-export async function readSequences(client: ControlClient, after: bigint): Promise<{ header: TelemetryBatchHeaderV1; seqs: bigint[] }> {
+/** One plain poll's bytes; a refusal is the target's (HIL_ERR_TARGET_REFUSED with its reply). */
+async function batchBytes(client: ControlClient, after: bigint): Promise<Uint8Array> {
   const raw = await client.raw('GET', `/v1/telemetry?after=${after}`);
   if (raw.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `telemetry poll after=${after} refused: ${raw.status} ${Buffer.from(raw.body).toString('utf8')}`, { detail: { status: raw.status } });
-  const b = decodeBatchSequences(raw.body);
+  return raw.body;
+}
+
+/** Poll and insist on a batch, decoding only each record's sequence (oracle decodeBatchSequences). */
+export async function readSequences(client: ControlClient, after: bigint): Promise<{ header: TelemetryBatchHeaderV1; seqs: bigint[] }> {
+  const b = decodeBatchSequences(await batchBytes(client, after));
   checkBatchCursor(b.header, after);
   return b;
 }
@@ -66,11 +71,10 @@ export async function recordsSince(client: ControlClient, after: bigint): Promis
 
 /** Poll and check only the header (cheap: no record is decoded). */
 export async function readHeader(client: ControlClient, after: bigint): Promise<{ header: TelemetryBatchHeaderV1; length: number }> {
-  const raw = await client.raw('GET', `/v1/telemetry?after=${after}`);
-  if (raw.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `telemetry poll after=${after} refused: ${raw.status} ${Buffer.from(raw.body).toString('utf8')}`, { detail: { status: raw.status } });
-  const header = decodeBatchHeader(raw.body);
+  const bytes = await batchBytes(client, after);
+  const header = decodeBatchHeader(bytes);
   checkBatchCursor(header, after);
-  return { header, length: raw.body.length };
+  return { header, length: bytes.length };
 }
 
 /**

@@ -377,11 +377,7 @@ function isZero(bytes: Uint8Array, from: number, to: number): boolean {
 
 /** Decodes one complete batch: header checks, exact length, unused axes zero, sequence consistency. */
 export function decodeBatch(bytes: Uint8Array, opts: DecodeOptions = {}): TelemetryBatch {
-  const header = decodeBatchHeader(bytes, opts);
-  const expectedLength = batchLength(header);
-  if (bytes.length !== expectedLength) {
-    fail('telemetry_length', `batch is ${bytes.length} bytes; record_count ${header.record_count} needs ${expectedLength}`, { length: bytes.length, expected: expectedLength });
-  }
+  const header = decodeSizedHeader(bytes, opts);
   const records: CycleCaptureRecordV2[] = [];
   for (let r = 0; r < header.record_count; r++) {
     const at = HEADER_BYTES + r * RECORD_BYTES;
@@ -395,17 +391,23 @@ export function decodeBatch(bytes: Uint8Array, opts: DecodeOptions = {}): Teleme
   return { header, records };
 }
 
+/** The header of a batch whose length is the one its record_count needs (decodeBatch, decodeBatchSequences). */
+function decodeSizedHeader(bytes: Uint8Array, opts: DecodeOptions): TelemetryBatchHeaderV1 {
+  const header = decodeBatchHeader(bytes, opts);
+  const expectedLength = batchLength(header);
+  if (bytes.length !== expectedLength) {
+    fail('telemetry_length', `batch is ${bytes.length} bytes; record_count ${header.record_count} needs ${expectedLength}`, { length: bytes.length, expected: expectedLength });
+  }
+  return header;
+}
+
 /**
  * A batch's header and the sequence of each record, without decoding the records (a 4096-record batch is
  * 70 000 objects decoded; a cursor check needs one field of each). The same header, length and sequence
  * checks as decodeBatch.
  */
 export function decodeBatchSequences(bytes: Uint8Array, opts: DecodeOptions = {}): { header: TelemetryBatchHeaderV1; seqs: bigint[] } {
-  const header = decodeBatchHeader(bytes, opts);
-  const expectedLength = batchLength(header);
-  if (bytes.length !== expectedLength) {
-    fail('telemetry_length', `batch is ${bytes.length} bytes; record_count ${header.record_count} needs ${expectedLength}`, { length: bytes.length, expected: expectedLength });
-  }
+  const header = decodeSizedHeader(bytes, opts);
   const seqAt = RECORD_FIELDS.find(([, , name]) => name === 'seq')![0];
   const dv = view(bytes);
   const seqs: bigint[] = [];
