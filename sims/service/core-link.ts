@@ -11,8 +11,7 @@ import { RecordingTiming } from './recording-timing.ts';
 import { runIncarnation, type CoreThread } from './core-threads.ts';
 import { isOutput, reportedClockMode, type PackedStatus, type CommandResult, type CoreStartOptions, type CoreStatus, type FromCore, type NativeOpName, type PlanAttachment, type PlanWorkspace, type ToCore } from '../core/protocol.ts';
 import { PlanArena, type PlanLease } from '../core/plan-arena.ts';
-import { ringFits } from '../core/capture/ring.ts';
-import { writtenBytes } from '../core/capture/reader.ts';
+import { ringFits, writtenBytes } from '../core/capture/reader.ts';
 import { incarnationFile } from '../../fixtures/contract/recording-files.ts';
 import { isTap, type FromTap, type RecordStamp, type ToTap } from '../../drivers/replay/tap.ts';
 
@@ -52,7 +51,7 @@ function releaseRing(buffer: SharedArrayBuffer): void {
   if (spareRings.length > KEEP_SPARE_RINGS) spareRings.shift();
 }
 
-/** A spare ring buffer the next incarnation of `machine` writes again (capture/ring.ts ringFits), taken out of the spares. */
+/** A spare ring buffer the next incarnation of `machine` writes again (capture/reader.ts ringFits), taken out of the spares. */
 function takeRing(machine: CompiledMachine, retentionMs: number): SharedArrayBuffer | undefined {
   if (!(retentionMs > 0)) return undefined;
   const i = spareRings.findIndex((b) => ringFits(b, machine.axes.length, machine.cycle_ns, retentionMs));

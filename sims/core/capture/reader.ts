@@ -1,8 +1,22 @@
 // The reader side of the capture ring, in any thread that holds the ring's SharedArrayBuffer.
 
-import { HEADER_BYTES, MAX_BATCH_RECORDS, RECORD_BYTES, TORN_SAMPLE_LIMIT, TWO32, encodeBatchHeader, slotBytes } from './layout.ts';
+import { HEADER_BYTES, MAX_BATCH_RECORDS, RECORD_BYTES, TORN_SAMPLE_LIMIT, TWO32, encodeBatchHeader, ringCapacity, slotBytes } from './layout.ts';
 import { U64_MAX } from '../../primitives.ts';
 import { CTRL_BYTES, W_G, W_NEWEST_HI, W_NEWEST_LO, W_WAITERS, readLayout, touchedSlots } from './ring.ts';
+
+/**
+ * Whether a ring of `axisCount` axes kept for `retentionMs` at `cycleNs` would write into `buffer` again
+ * (CaptureRingOptions.reuse takes a buffer of the same capacity and axis count, ring.ts): the service's spare
+ * rings (sims/service/core-link.ts) are chosen by this, from the buffer's own layout.
+ */
+export function ringFits(buffer: SharedArrayBuffer, axisCount: number, cycleNs: number | bigint, retentionMs: number): boolean {
+  try {
+    const l = readLayout(buffer);
+    return l.axisCount === axisCount && l.capacity === ringCapacity(retentionMs, cycleNs, axisCount);
+  } catch {
+    return false;
+  }
+}
 
 /**
  * Bytes of a ring buffer that rings have written (the part of it the process holds once written), for the

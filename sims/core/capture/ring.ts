@@ -91,15 +91,6 @@ export function touchedSlots(buffer: SharedArrayBuffer): number {
 }
 
 /** Whether `buffer` is a capture ring buffer of `capacity` slots for `axisCount` axes (CaptureRingOptions.reuse). */
-/**
- * Whether a ring of `axisCount` axes kept for `retentionMs` at `cycleNs` (as CaptureRing sizes it from
- * retentionMs) would write into `buffer` again (CaptureRingOptions.reuse): the service's spare rings
- * (sims/service/core-link.ts) are chosen by this, so the ring's size is derived here only.
- */
-export function ringFits(buffer: SharedArrayBuffer, axisCount: number, cycleNs: number | bigint, retentionMs: number): boolean {
-  return reusable(buffer, ringCapacity(retentionMs, cycleNs, axisCount), axisCount);
-}
-
 function reusable(buffer: SharedArrayBuffer, capacity: number, axisCount: number): boolean {
   try {
     const l = readLayout(buffer);
