@@ -833,10 +833,10 @@ export class ReplayPacer {
   private written = '';
 
   /**
-   * Write the verdict (JSON) where the target reads it: on divergence and at shutdown, and whenever the
-   * core stops to wait (`ifChanged`: only when something in it but the wall time changed since the last
-   * write; a stack killed outright leaves the last one). Written at every wait, the file and its schema
-   * check cost a replayed test about 6 ms of the core thread's time.
+   * Write the verdict (JSON) where the target reads it: on divergence, before a simulated crash and at
+   * shutdown, and while the core stands held with nothing coming in (`ifChanged`: only when something in it
+   * but the wall time changed since the last write; the worker loop says when: worker-loop.ts). A stack
+   * killed outright leaves the last one.
    */
   writeVerdict(ifChanged = false): void {
     if (!this.o.reportFile) return;
