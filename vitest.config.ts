@@ -71,7 +71,7 @@ export default defineConfig({
           include: ['suites/**/*.test.ts'],
           ...(PER_TEST_STACKS || SHARED_TARGET ? { maxConcurrency: 1 } : {}),
           globalSetup: ['harness/targets/prebuild-setup.ts'],
-          setupFiles: ['harness/nice.ts', 'harness/bigint-json.ts', 'harness/evidence-setup.ts'],
+          setupFiles: ['harness/nice.ts', 'harness/targets/warm-setup.ts', 'harness/bigint-json.ts', 'harness/evidence-setup.ts'],
           env: { HIL_NICE: 'file' },
           isolate: false,
           // HIL_WORKER_CPU_PROF=DIR: each worker writes a V8 CPU profile there when it exits (bench/worker-profile.ts reads them).

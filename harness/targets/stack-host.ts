@@ -195,6 +195,23 @@ function take(env: NodeJS.ProcessEnv): { host: StackHost; key: string } {
   return { host: new StackHost({ ...env }, nice), key };
 }
 
+/**
+ * Start an idle host now when this worker has none for its current command, so that the next session finds
+ * one loaded: a host's start (a process, the bundle's compilation, the machine's loading) otherwise falls
+ * inside the first test that opens a stack, on the replay target the first test of each worker's first file
+ * (1.5 to 2.5 s of that test's wall time beside five other workers starting, 2-core host). Called from the
+ * conformance project's setup file while vitest collects a file (harness/targets/warm-setup.ts). A host
+ * started at another nice value than the one a session later takes it at is moved as take() moves any.
+ */
+export function warmHost(env: NodeJS.ProcessEnv = process.env): void {
+  if (!hostingEnabled(env)) return;
+  const key = referenceCommand('stack', env).join('\0');
+  const list = idle.get(key) ?? [];
+  idle.set(key, list);
+  if (list.some((h) => h.alive && !h.tainted)) return;
+  list.push(new StackHost({ ...env }, niceNow()));
+}
+
 function giveBack(key: string, host: StackHost): void {
   const list = idle.get(key) ?? [];
   idle.set(key, list);
