@@ -1,5 +1,5 @@
-// Progress of a run while it runs: files done of the files selected, tests passed and failed so far, and
-// the time left, estimated from harness/sequencer.ts's per-file durations (a file not listed there counts
+// Progress of a run while it runs: files done of the files selected, tests passed, failed and errored so far
+// (as the verdict counts them, HilReporter.outcomeOf), and the time left, estimated from harness/sequencer.ts's per-file durations (a file not listed there counts
 // as a short one) scaled by how fast this run has got through the files done so far. In a terminal it is
 // one line redrawn in place under the per-file lines; with no terminal, or CI set, a plain line after each
 // file, which a CI log keeps readable.
