@@ -6,7 +6,7 @@ import { appendFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as allure from 'allure-js-commons';
-import { afterAll, afterEach, beforeAll, beforeEach, expect as vitestExpect, test as base } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, expect as vitestExpect, onTestFinished, test as base } from 'vitest';
 import { HarnessError, verdictOfError } from './errors.ts';
 import { Cell } from './clients/cell.ts';
 import { epochNow, keptLoss, startKeeper } from './clients/keeper.ts';
@@ -404,10 +404,10 @@ export function scratchDir(prefix: string): string {
 export type OpenRemote = (options?: RemoteOptions) => Promise<RemoteStack>;
 
 /**
- * Remote listener stacks that a file's tests open themselves: each is stopped after the file on a plain
- * run, and after the test that opened it on a recorded or replayed run, where it is one of that test's
- * variants (recorded beside its recording, replayed from it) and must stop before the test's outcome is
- * taken.
+ * Remote listener stacks that a file's tests open themselves: each is stopped when the test that opened it
+ * finishes (one opened in a hook, after the file). On a recorded or replayed run every one is stopped by
+ * the afterEach hook, before the test's outcome is taken: there it is one of that test's variants
+ * (recorded beside its recording, replayed from it).
  */
 export function remoteStacks(): OpenRemote {
   const opened: RemoteStack[] = [];
@@ -419,6 +419,19 @@ export function remoteStacks(): OpenRemote {
   return async (o) => {
     const s = await startRemoteStack(o);
     opened.push(s);
+    // A stack opened inside a test is that test's: stopped when it finishes, so that its stack host can serve
+    // the file's next stack instead of a new host starting for each (harness/targets/stack-host.ts). One
+    // opened outside a test (a hook) stops with the file.
+    try {
+      onTestFinished(async () => {
+        const i = opened.indexOf(s);
+        if (i < 0) return;
+        opened.splice(i, 1);
+        await s.stop();
+      });
+    } catch {
+      // not inside a test
+    }
     return s;
   };
 }

@@ -17,7 +17,10 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 const spec = process.env.HIL_NICE;
 // expect.getState().testPath: the file this worker is about to collect and run (set before its setup files run).
-const file = relative(ROOT, expect.getState().testPath ?? '').split('\\').join('/');
+const testPath = expect.getState().testPath;
+const file = relative(ROOT, testPath ?? '').split('\\').join('/');
+// Without the file's path every file would run at the default value, the quiet ones included: said, not silent.
+if (spec === 'file' && !testPath) process.stderr.write('warning: harness/nice.ts: vitest gave no test path before the file ran; it runs at the default nice value, not its own (harness/priority.ts)\n');
 const wanted = spec === 'file' ? fileNice(file) : Number(spec ?? '0');
 if (spec !== undefined && Number.isInteger(wanted) && wanted >= 0 && wanted <= 19) {
   const r = takeNice(wanted);

@@ -1,10 +1,10 @@
 // The order in which conformance files go to the shared pool (harness/sequencer.ts).
 
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { BUSY_NICE, fileNice, JOG_NICE, QUIET_NICE } from './priority.ts';
-import { busyCores, cpuJiffies, DURATION_MS, JOG_FILES, LAST_BESIDE, LAST_FILES, longestFirst, QUIET_FILES, workersForHost } from './sequencer.ts';
+import { busyCores, cpuJiffies, DURATION_MS, hostLoadNow, othersBusy, JOG_FILES, LAST_BESIDE, LAST_FILES, longestFirst, QUIET_FILES, workersForHost } from './sequencer.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 
@@ -92,4 +92,27 @@ test('the load now is the busy share of the cores between two /proc/stat reading
   expect(busyCores(stat(1000, 5000), stat(1000, 5000), 2)).toBeUndefined();
   expect(busyCores('intr 1 2\n', stat(1000, 5000), 2)).toBeUndefined();
   expect(cpuJiffies(stat(7, 3, 2))).toEqual({ busy: 7, total: 12 });
+});
+
+test("the run's own start-up is not the host's load: its CPU over the window is taken out of the busy cores", () => {
+  const stat = (user: number, idle: number) => `cpu  ${user} 0 0 ${idle} 0 0 0 0 0 0\n`;
+  // Over 0.5 s, 100 jiffies on 2 cores, 75 busy: 1.5 cores; this process used 0.5 s of CPU (one core), so
+  // others kept half a core busy.
+  expect(othersBusy(stat(1000, 5000), stat(1075, 5025), 2, 0.5, 0.5)).toBe(0.5);
+  // Its own work alone: nothing else busy (never below zero, whatever the two clocks' rounding).
+  expect(othersBusy(stat(1000, 5000), stat(1050, 5050), 2, 0.55, 0.5)).toBe(0);
+  expect(othersBusy(stat(1000, 5000), stat(1000, 5000), 2, 0, 0.5)).toBeUndefined();
+  expect(othersBusy(stat(1000, 5000), stat(1050, 5050), 2, 0, 0)).toBeUndefined();
+});
+
+test("the window starts at the command's own start sample (harness/bin/hil.mjs) when there is one", () => {
+  // A start sample that cannot be read leaves the load average: the sample taken at the start was used, not one
+  // taken now. One read long enough ago is not waited for again.
+  expect(hostLoadNow(2, 7.5, 400, { stat: 'intr 1 2\n', at: performance.now() - 1000, own: process.cpuUsage() })).toBe(7.5);
+  // A real window: a sample, 450 ms, then the reading: a number of busy cores from the host's counters.
+  const start = { stat: readFileSync('/proc/stat', 'utf8'), at: performance.now(), own: process.cpuUsage() };
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 450);
+  const now = hostLoadNow(2, 7.5, 400, start);
+  expect(now).toBeGreaterThanOrEqual(0);
+  expect(now).toBeLessThanOrEqual(2);
 });

@@ -138,19 +138,56 @@ export function busyCores(before: string, after: string, cores: number): number 
   return ((b.busy - a.busy) / (b.total - a.total)) * Math.max(1, cores);
 }
 
+/** The CPU counters `harness/bin/hil.mjs` read as the command started, before it loaded anything. */
+export interface StartSample {
+  /** /proc/stat then. */
+  stat: string;
+  /** performance.now() then. */
+  at: number;
+  /** process.cpuUsage() then. */
+  own: { user: number; system: number };
+}
+
+/** Where hil.mjs leaves its StartSample for the command it starts (a global: the command is a bundle of its own). */
+export const START_SAMPLE = Symbol.for('cell-hil.start-sample');
+
 /**
- * The host's load as the run starts: the cores busy over the next `ms` (Linux /proc/stat), else the
- * 1-minute load average. The load average still carries work that has just ended (CI's typecheck right
- * before `hil test`, the previous matrix row) for a minute after it ended, and would take workers from a
- * host that is idle now; what is busy now is what the run's workers will share the cores with.
+ * The host's load as the run starts: the cores busy (Linux /proc/stat) over at least `ms`, else the 1-minute
+ * load average. The load average still carries work that has just ended (CI's typecheck right before
+ * `hil test`, the previous matrix row) for a minute after it ended, and would take workers from a host that
+ * is idle now; what is busy now is what the run's workers will share the cores with.
+ *
+ * The window starts when the command started (`start`, read by harness/bin/hil.mjs before the command's
+ * code loaded), so the run waits only for what is left of `ms` after its own start-up; the command's own
+ * CPU over the window (process.cpuUsage: loading its code is a core's work) is taken out. Without a start
+ * sample it waits the whole `ms`.
  */
-export function hostLoadNow(cores: number, load1: number, ms = 400): number {
+export function hostLoadNow(cores: number, load1: number, ms = 400, start: StartSample | undefined = (globalThis as { [START_SAMPLE]?: StartSample })[START_SAMPLE]): number {
   try {
-    const before = readFileSync('/proc/stat', 'utf8');
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-    const busy = busyCores(before, readFileSync('/proc/stat', 'utf8'), cores);
-    return busy ?? load1;
+    let before = start?.stat;
+    let own = start?.own;
+    let at = start?.at;
+    if (before === undefined || own === undefined || at === undefined) {
+      before = readFileSync('/proc/stat', 'utf8');
+      own = process.cpuUsage();
+      at = performance.now();
+    }
+    const left = ms - (performance.now() - at);
+    if (left > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, left);
+    const after = readFileSync('/proc/stat', 'utf8');
+    const used = process.cpuUsage(own);
+    return othersBusy(before, after, cores, (used.user + used.system) / 1e6, (performance.now() - at) / 1000) ?? load1;
   } catch {
     return load1;
   }
+}
+
+/**
+ * The cores others kept busy between two /proc/stat readings `seconds` apart, while this process used
+ * `ownSeconds` of CPU in them; undefined when the readings cannot say.
+ */
+export function othersBusy(before: string, after: string, cores: number, ownSeconds: number, seconds: number): number | undefined {
+  const busy = busyCores(before, after, cores);
+  if (busy === undefined || !(seconds > 0)) return undefined;
+  return Math.max(0, busy - ownSeconds / seconds);
 }

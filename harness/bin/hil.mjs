@@ -3,7 +3,16 @@
 // imports with esbuild into node_modules/.cache/hil-cli, and every call whose sources are byte for byte
 // the ones bundled loads that bundle (cli-cache.mjs says how a changed source is noticed). Without a bundle
 // (HIL_CLI_BUNDLE=off, or a build that failed) the TypeScript sources run through tsx's loader.
+import { readFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+
+// The host's CPU counters before anything loads: `hil run` judges the host's load over its own start-up
+// (harness/sequencer.ts hostLoadNow, START_SAMPLE) instead of stopping to sample it afterwards.
+try {
+  globalThis[Symbol.for('cell-hil.start-sample')] = { stat: readFileSync('/proc/stat', 'utf8'), at: performance.now(), own: process.cpuUsage() };
+} catch {
+  // no /proc/stat (not Linux): hostLoadNow falls back to the load average
+}
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 let entry;

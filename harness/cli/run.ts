@@ -128,10 +128,11 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
   } catch (e) {
     process.stderr.write(`warning: could not clear old Allure results: ${(e as Error).message}\n`);
   }
-  // N of M files, passed and failed so far, time left (harness/report/progress.ts); the reporter's lines go
+  // N of M files, passed, failed and errored so far, time left (harness/report/progress.ts); the reporter's lines go
   // through it so that in a terminal they land above the redrawn line.
-  const progress = new Progress({ tty: isInteractive(), write: (s) => process.stdout.write(s), columns: process.stdout.columns });
-  const reporter = new HilReporter({
+  // Tests are counted as the reporter books them (an informative difference is not a failure).
+  const progress = new Progress({ tty: isInteractive(), write: (s) => process.stdout.write(s), columns: process.stdout.columns, classify: (t) => reporter.outcomeOf(t) });
+  const reporter: HilReporter = new HilReporter({
     write: progress.print,
     command: ['hil', selfTest ? 'test' : 'run', ...args].join(' '),
     reportsDir: REPORTS,

@@ -1,5 +1,5 @@
-// Progress of a run while it runs: files done of the files selected, tests passed and failed so far, and
-// the time left, estimated from harness/sequencer.ts's per-file durations (a file not listed there counts
+// Progress of a run while it runs: files done of the files selected, tests passed, failed and errored so far
+// (as the verdict counts them, HilReporter.outcomeOf), and the time left, estimated from harness/sequencer.ts's per-file durations (a file not listed there counts
 // as a short one) scaled by how fast this run has got through the files done so far. In a terminal it is
 // one line redrawn in place under the per-file lines; with no terminal, or CI set, a plain line after each
 // file, which a CI log keeps readable.
@@ -19,6 +19,12 @@ export interface ProgressOptions {
   columns?: number;
   now?: () => number;
   durations?: Readonly<Record<string, number>>;
+  /**
+   * How the run counts a finished test (HilReporter.outcomeOf): an expected failure or an informative profile
+   * difference is neither passed nor failed there, and a test the harness could not judge is errored. Without
+   * it, vitest's own passed and failed are counted.
+   */
+  classify?: (t: TestCase) => 'passed' | 'failed' | 'errored' | 'expected' | 'skipped';
 }
 
 /** True when stdout is a terminal and no CI variable says otherwise. */
@@ -32,6 +38,7 @@ export class Progress implements Reporter {
   private files = new Map<string, boolean>();
   private passed = 0;
   private failed = 0;
+  private errored = 0;
   private startedAt = 0;
   private shown = false;
   private readonly now: () => number;
@@ -60,8 +67,8 @@ export class Progress implements Reporter {
   }
 
   onTestCaseResult(t: TestCase): void {
-    const s = t.result().state;
-    if (s === 'passed' || s === 'failed') this.testDone(s);
+    const s = this.o.classify ? this.o.classify(t) : t.result().state;
+    if (s === 'passed' || s === 'failed' || s === 'errored') this.testDone(s);
   }
 
   onTestModuleEnd(m: TestModule): void {
@@ -77,13 +84,15 @@ export class Progress implements Reporter {
     this.files = new Map([...new Set(files)].map((f) => [f, false]));
     this.passed = 0;
     this.failed = 0;
+    this.errored = 0;
     this.startedAt = this.now();
     if (this.o.tty) this.draw();
   }
 
-  testDone(state: 'passed' | 'failed'): void {
+  testDone(state: 'passed' | 'failed' | 'errored'): void {
     if (state === 'passed') this.passed++;
-    else this.failed++;
+    else if (state === 'failed') this.failed++;
+    else this.errored++;
     if (this.o.tty) this.draw();
   }
 
@@ -93,10 +102,11 @@ export class Progress implements Reporter {
     else this.o.write(`progress: ${this.text()}\n`);
   }
 
-  /** "12 of 40 files, 301 passed, 1 failed, about 35 s left". */
+  /** "12 of 40 files, 301 passed, 1 failed, about 35 s left" (", 2 errored" after the failed once there are any). */
   text(): string {
     const done = [...this.files.values()].filter(Boolean).length;
-    return `${done} of ${this.files.size} files, ${this.passed} passed, ${this.failed} failed, ${this.left()}`;
+    const errored = this.errored ? `, ${this.errored} errored` : '';
+    return `${done} of ${this.files.size} files, ${this.passed} passed, ${this.failed} failed${errored}, ${this.left()}`;
   }
 
   /** Time left: the weight of the files not done at the pace of the files done (elapsed per unit of weight). */

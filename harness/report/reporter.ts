@@ -69,26 +69,29 @@ export class HilReporter implements Reporter {
     rmSync(join(this.o.reportsDir, '.run'), { recursive: true, force: true });
   }
 
-  onTestModuleEnd(m: TestModule): void {
-    // Counted as the summary and the verdict count them (an expected outcome, an informative difference and a
-    // test whose set-up failed each in its place), so that the numbers printed in one run agree.
+  /**
+   * A finished test as the summary and the verdict count it: an expected outcome and an informative profile
+   * difference are neither passed nor failed, and a test the harness could not judge is errored. The
+   * per-file line and the progress line (harness/report/progress.ts) count with it, so that every number
+   * printed in one run agrees with the totals.
+   */
+  outcomeOf(t: TestCase): 'passed' | 'failed' | 'errored' | 'expected' | 'skipped' {
     if (!this.context.target) this.context = this.contextOf(this.readTarget());
-    const file = relative(this.root, m.moduleId);
-    let passed = 0;
-    let failed = 0;
-    let skipped = 0;
-    let errored = 0;
-    let expected = 0;
-    for (const t of m.children.allTests()) {
-      const x = this.toRunTest(t, file);
-      if (x.state === 'passed') passed++;
-      else if (x.state === 'skipped') skipped++;
-      else if (x.expected_failure || x.informative) expected++;
-      else if (x.state === 'failed') failed++;
-      else errored++;
-    }
+    const x = this.toRunTest(t, relative(this.root, t.module.moduleId));
+    if (x.state === 'passed') return 'passed';
+    if (x.state === 'skipped') return 'skipped';
+    if (x.expected_failure || x.informative) return 'expected';
+    return x.state === 'failed' ? 'failed' : 'errored';
+  }
+
+  onTestModuleEnd(m: TestModule): void {
+    const count = { passed: 0, failed: 0, errored: 0, expected: 0, skipped: 0 };
+    for (const t of m.children.allTests()) count[this.outcomeOf(t)]++;
+    const { passed, failed, errored, expected, skipped } = count;
     const setup = setupErrors(m);
-    const broken = m.state() === 'failed' && failed + errored === 0;
+    // Errored as a file only when vitest failed it for something no test of it carries (an import, a file-level
+    // hook): a test vitest failed that is booked as expected or informative leaves the module "failed" too.
+    const broken = fileErrored(m, setup.length);
     const mark = failed ? 'FAIL' : errored || broken ? 'ERR ' : 'ok  ';
     const ms = Math.round(m.diagnostic().duration);
     const err = errored ? `, ${errored} errored` : '';
@@ -113,7 +116,7 @@ export class HilReporter implements Reporter {
       // A module-level error (an import, a file-level hook): one "(file)" entry with its messages. A failed
       // describe-level hook is booked on the tests it kept from running (toRunTest), with its message.
       const setup = setupErrors(m);
-      if (m.state() === 'failed' && ![...m.children.allTests()].some((t) => t.result().state === 'failed') && (m.errors().length > 0 || setup.length === 0)) {
+      if (fileErrored(m, setup.length)) {
         tests.push({
           file,
           project: m.project.name,
@@ -399,6 +402,17 @@ export function ownFrames(stack: string): string[] {
 const stripAnsi = (s: string): string => s.replace(/\u001b\[[0-9;]*m/g, '');
 
 /** The errors of a module's failed describe-level hooks, each with its suite. */
+/**
+ * Whether the module errored for something none of its tests carries: an error of its own (an import, a
+ * file-level hook: an afterAll that broke counts even beside a failed test, which may be an expected or
+ * informative one), or a failed module with no error at all and no failed test. A failed describe-level
+ * hook is booked on the tests it kept from running.
+ */
+function fileErrored(m: TestModule, setupErrorCount: number): boolean {
+  if (m.errors().length > 0) return true;
+  return m.state() === 'failed' && ![...m.children.allTests()].some((t) => t.result().state === 'failed') && setupErrorCount === 0;
+}
+
 function setupErrors(m: TestModule): { suite: string; error: SerializedError }[] {
   const out: { suite: string; error: SerializedError }[] = [];
   for (const s of m.children.allSuites()) for (const error of s.errors()) out.push({ suite: s.fullName, error });

@@ -791,6 +791,9 @@ describe('clock qualification and setup idle', () => {
           expect({ flag, accepted: g.accepted, unqualified: by.jog_clock_unqualified }).toEqual({ flag, accepted: g0.accepted, unqualified: ((g0.refused_by_reason as Record<string, bigint>).jog_clock_unqualified ?? 0n) + 1n });
           await closeLane(ws, l);
           await release(l, s);
+          // Each flag's stack is done: stopped now, its stack host serves the next flag's.
+          await l.alice.cleanup();
+          await l.stack.stop();
         } finally {
           await l.alice.cleanup();
         }
