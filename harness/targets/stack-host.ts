@@ -196,20 +196,21 @@ function take(env: NodeJS.ProcessEnv): { host: StackHost; key: string } {
 }
 
 /**
- * Start an idle host now when this worker has none for its current command, so that the next session finds
- * one loaded: a host's start (a process, the bundle's compilation, the machine's loading) otherwise falls
- * inside the first test that opens a stack, on the replay target the first test of each worker's first file
- * (1.5 to 2.5 s of that test's wall time beside five other workers starting, 2-core host). Called from the
- * conformance project's setup file while vitest collects a file (harness/targets/warm-setup.ts). A host
- * started at another nice value than the one a session later takes it at is moved as take() moves any.
+ * Start idle hosts now until this worker has `count` for its current command (at most KEEP_IDLE), so that
+ * the next sessions find them loaded: a host's start (a process, the bundle's compilation, the machine's
+ * loading) otherwise falls inside the first test that opens a stack, on the replay target the first test of
+ * each worker's first file (1.5 to 2.5 s of that test's wall time beside five other workers starting, 2-core
+ * host), and inside the first test that opens a variant beside its own stack (a second host: about 1 s of
+ * suites/machine/recovery.test.ts "io_arm with torch outputs only ..."). Called from the conformance
+ * project's setup file while vitest collects a file (harness/targets/warm-setup.ts). A host started at
+ * another nice value than the one a session later takes it at is moved as take() moves any.
  */
-export function warmHost(env: NodeJS.ProcessEnv = process.env): void {
+export function warmHosts(count: number, env: NodeJS.ProcessEnv = process.env): void {
   if (!hostingEnabled(env)) return;
   const key = referenceCommand('stack', env).join('\0');
   const list = idle.get(key) ?? [];
   idle.set(key, list);
-  if (list.some((h) => h.alive && !h.tainted)) return;
-  list.push(new StackHost({ ...env }, niceNow()));
+  for (let have = list.filter((h) => h.alive && !h.tainted).length; have < Math.min(count, KEEP_IDLE); have++) list.push(new StackHost({ ...env }, niceNow()));
 }
 
 function giveBack(key: string, host: StackHost): void {
