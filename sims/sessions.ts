@@ -15,6 +15,7 @@
 
 import { createInterface } from 'node:readline';
 import type { Running } from './primitives.ts';
+import { warmThread } from './service/core-threads.ts';
 
 /** How a program runs until it is stopped (primitives.ts runUntilStopped, or a session's). */
 export type Runner = (stop: (why: string) => Promise<void>, o: { name: string; lifeline?: boolean; lifelineFd?: number }) => Running;
@@ -91,6 +92,9 @@ export function runSessions(serve: Serve): number {
   void process.stdout.writableLength;
   void process.stderr.writableLength;
   const say = (line: string) => void process.stdout.write(`${line}\n`);
+  // A host started to serve paced replays (harness/targets/stack-host.ts warmHosts, the replay target): the
+  // replayed core's thread is made now, while the harness has no session waiting, not in the first session.
+  if (process.env.HIL_WARM_CORE === 'recorded') warmThread('recorded');
   const stopCurrent = async (why: string) => {
     const s = current;
     current = null;

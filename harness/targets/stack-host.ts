@@ -205,12 +205,13 @@ function take(env: NodeJS.ProcessEnv): { host: StackHost; key: string } {
  * project's setup file while vitest collects a file (harness/targets/warm-setup.ts). A host started at
  * another nice value than the one a session later takes it at is moved as take() moves any.
  */
-export function warmHosts(count: number, env: NodeJS.ProcessEnv = process.env): void {
+export function warmHosts(count: number, core?: 'recorded', env: NodeJS.ProcessEnv = process.env): void {
   if (!hostingEnabled(env)) return;
   const key = referenceCommand('stack', env).join('\0');
   const list = idle.get(key) ?? [];
   idle.set(key, list);
-  for (let have = list.filter((h) => h.alive && !h.tainted).length; have < Math.min(count, KEEP_IDLE); have++) list.push(new StackHost({ ...env }, niceNow()));
+  // HIL_WARM_CORE: the host makes the paced replay's core thread before its first session (sims/sessions.ts).
+  for (let have = list.filter((h) => h.alive && !h.tainted).length; have < Math.min(count, KEEP_IDLE); have++) list.push(new StackHost({ ...env, ...(core ? { HIL_WARM_CORE: core } : {}) }, niceNow()));
 }
 
 function giveBack(key: string, host: StackHost): void {

@@ -7,4 +7,5 @@
 
 import { warmHosts } from './stack-host.ts';
 
-if (process.env.HIL_TARGET === 'replay') warmHosts(2);
+// Each host also makes its paced replay core's thread before its first session (sims/sessions.ts).
+if (process.env.HIL_TARGET === 'replay') warmHosts(2, 'recorded');
