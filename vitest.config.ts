@@ -2,6 +2,7 @@ import { defineConfig } from 'vitest/config';
 import { availableParallelism, loadavg } from 'node:os';
 import LongestFirst, { workersForHost } from './harness/sequencer.ts';
 import { isShared } from './harness/targets/shared.ts';
+import { niceSpec } from './harness/priority.ts';
 
 // `unit` tests the harness's own code and the reference implementation from the inside; `conformance` runs
 // the suites against whichever target HIL_TARGET names (sim by default). One project, so that a worker
@@ -72,7 +73,8 @@ export default defineConfig({
           ...(PER_TEST_STACKS || SHARED_TARGET ? { maxConcurrency: 1 } : {}),
           globalSetup: ['harness/targets/prebuild-setup.ts'],
           setupFiles: ['harness/nice.ts', 'harness/targets/warm-setup.ts', 'harness/bigint-json.ts', 'harness/evidence-setup.ts'],
-          env: { HIL_NICE: 'file' },
+          // Each file's own value, or on a replayed run the worker's (harness/priority.ts niceSpec says why).
+          env: { HIL_NICE: niceSpec() },
           isolate: false,
           // HIL_WORKER_CPU_PROF=DIR: each worker writes a V8 CPU profile there when it exits (bench/worker-profile.ts reads them).
           ...(process.env.HIL_WORKER_CPU_PROF ? { execArgv: ['--cpu-prof', `--cpu-prof-dir=${process.env.HIL_WORKER_CPU_PROF}`] } : {}),

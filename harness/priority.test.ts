@@ -4,7 +4,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect, test } from 'vitest';
-import { BUSY_NICE, fileNice, JOG_FILES, JOG_NICE, QUIET_FILES, QUIET_NICE } from './priority.ts';
+import { BUSY_NICE, fileNice, JOG_FILES, JOG_NICE, niceSpec, QUIET_FILES, QUIET_NICE } from './priority.ts';
 
 const MODULE = JSON.stringify(fileURLToPath(new URL('./priority.ts', import.meta.url)));
 
@@ -23,6 +23,12 @@ function inChild(body: string[], nice = 0): unknown {
   expect(c.status, c.stderr).toBe(0);
   return JSON.parse(c.stdout.trim().split('\n').at(-1)!);
 }
+
+test('each file its own value on live runs, recorded ones included; a replayed run every file at the worker\'s', () => {
+  expect(niceSpec({})).toBe('file');
+  expect(niceSpec({ HIL_RECORD_DIR: '/tmp/rec' })).toBe('file');
+  expect(niceSpec({ HIL_RECORDINGS: '/tmp/rec' })).toBe('0');
+});
 
 test.skipIf(process.platform !== 'linux')('takeNice moves the calling thread to the wanted value, never below the one the process started at; going back up without privilege is refused and said', () => {
   const root = process.getuid?.() === 0;

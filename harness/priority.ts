@@ -36,6 +36,18 @@ export const QUIET_NICE = 0;
 export const JOG_NICE = 5;
 export const BUSY_NICE = 10;
 
+/**
+ * What the conformance workers' HIL_NICE is (harness/nice.ts): each file its own value (`file`), except on a
+ * replayed run (HIL_RECORDINGS), where every file runs at the worker's value. The values above keep live
+ * cores and live clocks in time beside busy files; a replayed test's outcomes come from its recording (the
+ * core follows the recorded frames and is held at each recorded read, docs/recording.md), so there they
+ * would only put the whole replay behind everything else on the host: with one busy loop beside it, a
+ * replay at nice 10 ran at 0.9-1.6x the recorded speed, at the worker's value 2.0-2.4x.
+ */
+export function niceSpec(env: NodeJS.ProcessEnv = process.env): string {
+  return env.HIL_RECORDINGS ? '0' : 'file';
+}
+
 /** The nice value a conformance file (its path from the checkout's root, `/`-separated) runs at. */
 export function fileNice(file: string): number {
   if (QUIET_FILES.includes(file)) return QUIET_NICE;
