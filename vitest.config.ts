@@ -72,7 +72,7 @@ export default defineConfig({
           include: ['suites/**/*.test.ts'],
           ...(PER_TEST_STACKS || SHARED_TARGET ? { maxConcurrency: 1 } : {}),
           globalSetup: ['harness/targets/prebuild-setup.ts'],
-          setupFiles: ['harness/nice.ts', 'harness/bigint-json.ts', 'harness/evidence-setup.ts'],
+          setupFiles: ['harness/nice.ts', 'harness/targets/warm-setup.ts', 'harness/bigint-json.ts', 'harness/evidence-setup.ts'],
           // Each file's own value, or on a replayed run the worker's (harness/priority.ts niceSpec says why).
           env: { HIL_NICE: niceSpec() },
           isolate: false,

@@ -3,7 +3,10 @@
 // through the harness's hosts (harness/targets/stack-host.test.ts).
 
 import { afterEach, expect, test } from 'vitest';
-import { leftBehind, overlayEnv } from './sessions.ts';
+import { writeFile, unlink, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { leftBehind, overlayEnv, settled } from './sessions.ts';
 
 const KEYS = ['HIL_SESSIONS_TEST_A', 'HIL_SESSIONS_TEST_B'];
 afterEach(() => {
@@ -34,6 +37,37 @@ test('what a session left running is counted by kind: one more timer of a kind a
     clearTimeout(t2);
   }
   expect(leftBehind(before)).toEqual([]);
+});
+
+test('a file request the stop awaited last is not left behind, and is not waited for with a timed wait: only what stays running is', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'hil-sessions-'));
+  try {
+    await new Promise<void>((r) => setImmediate(r)); // the directory's own request gone from the list first
+    const before = process.getActiveResourcesInfo();
+    await writeFile(join(dir, 'lock'), 'x');
+    await unlink(join(dir, 'lock'));
+    // Resolved, but still listed until the event loop turns (what every session stop ended with).
+    expect(leftBehind(before)).toContain('FSReqPromise');
+    const sleeps: number[] = [];
+    const sleep = (ms: number) => {
+      sleeps.push(ms);
+      return new Promise<void>((r) => setTimeout(r, ms));
+    };
+    expect(await settled(before, sleep)).toEqual([]);
+    expect(sleeps).toEqual([]);
+    // What stays (a listening socket) is left behind after every timed wait.
+    const { createServer } = await import('node:net');
+    const server = createServer();
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      expect(await settled(before, sleep)).toContain('TCPServerWrap');
+      expect(sleeps.length).toBeGreaterThan(1);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
 
 /** A host whose `hil serve` is a stand-in: a session whose first argument is `leak` leaves an interval running. */

@@ -15,6 +15,7 @@
 
 import { createInterface } from 'node:readline';
 import type { Running } from './primitives.ts';
+import { warmThread } from './service/core-threads.ts';
 
 /** How a program runs until it is stopped (primitives.ts runUntilStopped, or a session's). */
 export type Runner = (stop: (why: string) => Promise<void>, o: { name: string; lifeline?: boolean; lifelineFd?: number }) => Running;
@@ -46,6 +47,25 @@ export function leftBehind(before: string[]): string[] {
   return out;
 }
 
+/**
+ * What is still running after a stop that was not before the session (leftBehind), once what the stop had
+ * under way has had a moment to settle: up to SETTLE_TRIES waits of SETTLE_MS. A file request the stop
+ * awaited last (the socket directory's lock file unlinked) is still listed until the event loop has turned
+ * once after it resolved, so the first look again comes after that turn, before any timed wait: every
+ * session stop used to wait SETTLE_MS for it, inside the time of the test whose stack it was.
+ */
+export async function settled(before: string[], sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms))): Promise<string[]> {
+  let left = leftBehind(before);
+  if (!left.length) return left;
+  await new Promise<void>((r) => setImmediate(r));
+  left = leftBehind(before);
+  for (let k = 0; k < SETTLE_TRIES && left.length; k++) {
+    await sleep(SETTLE_MS);
+    left = leftBehind(before);
+  }
+  return left;
+}
+
 /** Set `env` in process.env; returns what takes it back. */
 export function overlayEnv(env: Record<string, string>): () => void {
   const before = new Map<string, string | undefined>();
@@ -72,6 +92,9 @@ export function runSessions(serve: Serve): number {
   void process.stdout.writableLength;
   void process.stderr.writableLength;
   const say = (line: string) => void process.stdout.write(`${line}\n`);
+  // A host started to serve paced replays (harness/targets/stack-host.ts warmHosts, the replay target): the
+  // replayed core's thread is made now, while the harness has no session waiting, not in the first session.
+  if (process.env.HIL_WARM_CORE === 'recorded') warmThread('recorded');
   const stopCurrent = async (why: string) => {
     const s = current;
     current = null;
@@ -87,11 +110,7 @@ export function runSessions(serve: Serve): number {
     // next stack must start as fresh as one in a process of its own).
     // A request already under way when the stop returned (a file operation finishing) settles in a moment:
     // only what is still there after it has had that moment counts.
-    let left = leftBehind(s.resources);
-    for (let k = 0; k < SETTLE_TRIES && left.length; k++) {
-      await new Promise((r) => setTimeout(r, SETTLE_MS));
-      left = leftBehind(s.resources);
-    }
+    const left = await settled(s.resources);
     if (left.length) {
       process.stderr.write(`hil serve sessions: the session left ${left.length} resources running: ${left.join(', ')}\n`);
       say(`left ${JSON.stringify(left)}`);

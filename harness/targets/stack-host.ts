@@ -195,6 +195,25 @@ function take(env: NodeJS.ProcessEnv): { host: StackHost; key: string } {
   return { host: new StackHost({ ...env }, nice), key };
 }
 
+/**
+ * Start idle hosts now until this worker has `count` for its current command (at most KEEP_IDLE), so that
+ * the next sessions find them loaded: a host's start (a process, the bundle's compilation, the machine's
+ * loading) otherwise falls inside the first test that opens a stack, on the replay target the first test of
+ * each worker's first file (1.5 to 2.5 s of that test's wall time beside five other workers starting, 2-core
+ * host), and inside the first test that opens a variant beside its own stack (a second host: about 1 s of
+ * suites/machine/recovery.test.ts "io_arm with torch outputs only ..."). Called from the conformance
+ * project's setup file while vitest collects a file (harness/targets/warm-setup.ts). A host started at
+ * another nice value than the one a session later takes it at is moved as take() moves any.
+ */
+export function warmHosts(count: number, core?: 'recorded', env: NodeJS.ProcessEnv = process.env): void {
+  if (!hostingEnabled(env)) return;
+  const key = referenceCommand('stack', env).join('\0');
+  const list = idle.get(key) ?? [];
+  idle.set(key, list);
+  // HIL_WARM_CORE: the host makes the paced replay's core thread before its first session (sims/sessions.ts).
+  for (let have = list.filter((h) => h.alive && !h.tainted).length; have < Math.min(count, KEEP_IDLE); have++) list.push(new StackHost({ ...env, ...(core ? { HIL_WARM_CORE: core } : {}) }, niceNow()));
+}
+
 function giveBack(key: string, host: StackHost): void {
   const list = idle.get(key) ?? [];
   idle.set(key, list);

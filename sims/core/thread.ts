@@ -14,8 +14,11 @@ export type IncarnationLoop = (port: MessagePort, options: CoreStartOptions) => 
 
 /** Serve this thread's first incarnation with `loop`, and later ones too when the thread is kept. */
 export function serveIncarnations(loop: IncarnationLoop): void {
-  /** What the thread starts with; `reusable`: it serves later incarnations too. */
-  const first = workerData as { port: MessagePort; options: CoreStartOptions; reusable?: boolean };
+  /**
+   * What the thread starts with; `reusable`: it serves later incarnations too. A thread started ahead of any
+   * incarnation (core-threads.ts warmThread) has neither port nor options: it waits for its first as a message.
+   */
+  const first = workerData as { port?: MessagePort; options?: CoreStartOptions; reusable?: boolean };
   const run = (port: MessagePort, options: CoreStartOptions): void => {
     loop(port, options).then(
       () => {
@@ -28,7 +31,7 @@ export function serveIncarnations(loop: IncarnationLoop): void {
       },
     );
   };
-  run(first.port, first.options);
+  if (first.port && first.options) run(first.port, first.options);
   // A kept thread: the next incarnation comes as a message with its own port and options.
   if (first.reusable) parentPort!.on('message', (m: { port: MessagePort; options: CoreStartOptions }) => run(m.port, m.options));
 }

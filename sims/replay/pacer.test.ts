@@ -730,6 +730,51 @@ test('format 2 status reads: a publication newer than a pending read\'s (the nex
   }
 });
 
+test('format 2 status reads: a kept publication a later read was served from is not given up for a newer one; each goes out in order once no pending read needs an older one', async () => {
+  const file = tmp('reads-kept-two.hilrec');
+  // Read 1 arrived at 34 and was served from publication 20; read 2 (arrived at 40) from 25 and read 3 from
+  // 30, both already published by the core when read 1 was served (still on their way to the service).
+  await recordStamped(
+    file,
+    [
+      [0, { t: 'grant', generation: 7n, deadlineNs: FAR, active: true, axisMask: ALL, sentNs: 1_000n }],
+      [34, { tap: 'note', data: { t: 'status_read', cycle: '20' } }],
+      [40, { tap: 'note', data: { t: 'status_read', cycle: '25' } }],
+      [45, { tap: 'note', data: { t: 'status_read', cycle: '30' } }],
+    ],
+    50,
+  );
+  const scan = scanForPacing(file);
+  let pacer: ReplayPacer | undefined;
+  const { cycles: sent, send, flush } = publications(() => pacer);
+  const host = await pacedHost(file, scan, send);
+  try {
+    const p = (pacer = new ReplayPacer(host, scan, { file, mode: 'strict', toService: () => undefined, wallMs: () => 0 }));
+    expect(p.advance(1000)).toBe('wait');
+    p.offer({ t: 'grant', generation: 42n, deadlineNs: 5n, active: true, axisMask: ALL, sentNs: 77n });
+    expect(p.advance(1000)).toBe('wait');
+    flush();
+    // Held at 34 for read 1: 20 went out, 25 and 30 (forced for reads 2 and 3) are kept back.
+    expect(host.core.cycleCount).toBe(34);
+    expect(sent.filter((c) => c > 20n)).toEqual([]);
+    p.note({ t: 'status_read', cycle: '20' });
+    flush();
+    // Read 2 needs 25: it goes out, 30 stays kept for read 3 (one place for both gave 25's to 30).
+    expect(sent.filter((c) => c > 20n)).toEqual([25n]);
+    expect(p.advance(1000)).toBe('wait');
+    expect(host.core.cycleCount).toBe(40);
+    p.note({ t: 'status_read', cycle: '25' });
+    flush();
+    expect(sent.filter((c) => c > 20n)).toEqual([25n, 30n]);
+    expect(p.advance(1000)).toBe('wait');
+    p.note({ t: 'status_read', cycle: '30' });
+    p.advance(1000);
+    expect(p.finish().holds_lost).toEqual([]);
+  } finally {
+    await host.close();
+  }
+});
+
 test('a live telemetry poll is served once the core has reached the cycle of the recorded poll it stands for, not from a core still on its way; at once when none is left', async () => {
   const file = tmp('pollturn.hilrec');
   await recordStamped(

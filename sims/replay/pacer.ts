@@ -610,8 +610,11 @@ export class ReplayPacer {
 
   /** The cycle of the core's last publication (observe). */
   private lastPublished = -1;
-  /** A publication newer than the one a pending status read was served from when recorded, kept until then. */
-  private deferred: { t: 'status'; status: { cycle: bigint } } | null = null;
+  /**
+   * Publications newer than the one a pending status read was served from when recorded, kept until then, in
+   * order: each one a later recorded read was served from (publishAt), and of the others only the newest.
+   */
+  private deferred: Array<{ t: 'status'; status: { cycle: bigint } }> = [];
 
   /**
    * A status publication on its way to the live service: null when it must wait (kept, see
@@ -632,13 +635,20 @@ export class ReplayPacer {
       return m;
     }
     if (m.t !== 'status' || !this.olderReadPending((m as unknown as { status: { cycle: bigint } }).status.cycle)) return m;
-    this.deferred = m as unknown as { t: 'status'; status: { cycle: bigint } };
+    // The newest kept one gives way to this one unless a later read was served from it: read k held at its
+    // arrival with publication P_k+1 (forced for read k + 1) and newer ones kept behind it; with one place only,
+    // a newer publication took P_k+1's, and read k + 1 waited for a publication it never got
+    // (suites/machine/home.test.ts "a Home whose HTTP reply is lost ...": HIL_ERR_REPLAY_UNHELD, publication
+    // of cycle 205 with the core held at 238).
+    const last = this.deferred.at(-1);
+    if (last && !this.publishAt.has(Number(last.status.cycle))) this.deferred.pop();
+    this.deferred.push(m as unknown as { t: 'status'; status: { cycle: bigint } });
     return null;
   }
 
   /**
    * What was kept back and may go now, in order (then it is the worker's to send): the outputs a served (or
-   * given up) read no longer holds, then the kept publication once no pending read needs an older one.
+   * given up) read no longer holds, then the kept publications, in order, each once no pending read needs an older one.
    */
   takePublications(): unknown[] {
     const out: unknown[] = [];
@@ -646,11 +656,7 @@ export class ReplayPacer {
       out.push(this.keptOutputs.shift());
       this.outputsOut++;
     }
-    const d = this.deferred;
-    if (d && !this.olderReadPending(d.status.cycle)) {
-      this.deferred = null;
-      out.push(d);
-    }
+    while (this.deferred.length && !this.olderReadPending(this.deferred[0]!.status.cycle)) out.push(this.deferred.shift());
     return out;
   }
 
@@ -833,10 +839,10 @@ export class ReplayPacer {
   private written = '';
 
   /**
-   * Write the verdict (JSON) where the target reads it: on divergence and at shutdown, and whenever the
-   * core stops to wait (`ifChanged`: only when something in it but the wall time changed since the last
-   * write; a stack killed outright leaves the last one). Written at every wait, the file and its schema
-   * check cost a replayed test about 6 ms of the core thread's time.
+   * Write the verdict (JSON) where the target reads it: on divergence, before a simulated crash and at
+   * shutdown, and while the core stands held with nothing coming in (`ifChanged`: only when something in it
+   * but the wall time changed since the last write; the worker loop says when: worker-loop.ts). A stack
+   * killed outright leaves the last one.
    */
   writeVerdict(ifChanged = false): void {
     if (!this.o.reportFile) return;

@@ -345,13 +345,19 @@ export class CoreLink extends EventEmitter {
     const wait = this.timing.log.wait(UNORDERED.has(op) ? null : `cmd:${op}`, timeoutMs);
     const ms = wait.ms ?? timeoutMs;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const expire = () => {
         this.pending.delete(id);
         wait.done('timeout');
         reject(new CoreUnavailable(`no native receipt for ${op} within ${ms} ms`));
-      }, ms);
+      };
+      const timer = setTimeout(expire, ms);
       this.pending.set(id, { resolve: (r) => (wait.done('ok'), resolve(r)), reject, timer });
       this.postStamped({ t: 'cmd', id, op, generation, axisMask, ...extra } satisfies ToCore);
+      // A replay of a wait that ran out when recorded runs out now (timing.ts CoreWait.timedOut).
+      if (wait.timedOut) {
+        clearTimeout(timer);
+        expire();
+      }
     });
   }
 
@@ -471,6 +477,11 @@ export class CoreLink extends EventEmitter {
    */
   nextStatus(timeoutMs: number, kind: string | null = 'status'): Promise<CoreStatus | undefined> {
     const wait = this.timing.log.wait(kind, timeoutMs);
+    // A replay of a wait that ran out when recorded runs out now (timing.ts CoreWait.timedOut).
+    if (wait.timedOut) {
+      wait.done('timeout');
+      return Promise.resolve(undefined);
+    }
     const at = wait.atLeast;
     // A replay whose recorded wait got a publication this link already has (the replayed core ran ahead of
     // the live service): that one, as when recorded (timing.ts CoreWait.atLeast).

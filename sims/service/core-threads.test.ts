@@ -8,7 +8,7 @@ import { compileMachine } from '../config/compile.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import type { CoreStartOptions } from '../core/protocol.ts';
 import { CoreLink } from './core-link.ts';
-import { idleKey, keepable } from './core-threads.ts';
+import { idleKey, keepable, warmThread } from './core-threads.ts';
 
 const MACHINE: CompiledMachine = {
   ...compileMachine(readFileSync(new URL('../../fixtures/machines/bench-two-axis.json', import.meta.url), 'utf8')).machine,
@@ -71,4 +71,19 @@ test('a stepped core\'s thread serves the next stepped incarnation with fresh co
   const c = await stepped();
   expect(c.threadId).toBe(first);
   await c.shutdown();
+});
+
+test('a thread made ahead of any incarnation (a stack host about to serve them) serves the first one of its clock, from its start', async () => {
+  const warmed = warmThread('fast');
+  expect(warmed).toBeTypeOf('number');
+  // One is enough: a second call makes none while the first waits.
+  expect(warmThread('fast')).toBeUndefined();
+  const l = new CoreLink(MACHINE, { driver: 'sim', clock: { mode: 'fast', speed: 50 }, captureRetentionMs: 0 });
+  await l.start();
+  try {
+    expect(l.threadId).toBe(warmed);
+    expect(await l.statusFrom(5n, 5_000)).toBe(true);
+  } finally {
+    await l.shutdown();
+  }
 });

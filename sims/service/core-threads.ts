@@ -42,6 +42,27 @@ export interface CoreThread {
 }
 
 
+/**
+ * Start an idle thread for incarnations on the clock `mode` now, if this process has none: its isolate and
+ * the loop's code are made while nothing waits for them, not inside the first incarnation's start. For a
+ * stack host that is about to serve paced replays (sims/sessions.ts, HIL_WARM_CORE): its first session
+ * otherwise made the thread inside the start of a test's stack. Real time is never warmed: its thread is
+ * kept per priority request, which only the incarnation knows.
+ */
+export function warmThread(mode: 'fast' | 'stepped' | 'recorded'): number | undefined {
+  const loop = coreLoop(mode);
+  if (!loop.keepThread) return undefined;
+  const key = idleKey(loop.worker, { clock: { mode } } as CoreStartOptions);
+  let idle = idleByKind.get(key);
+  if (!idle) idleByKind.set(key, (idle = []));
+  if (idle.length) return undefined;
+  const w = new Worker(workerEntry(loop.worker), { workerData: { reusable: true } });
+  // Idle, it must not keep the process alive.
+  w.unref();
+  idle.push(w);
+  return w.threadId;
+}
+
 /** Run one core incarnation on `port` in a worker thread (a kept one when there is one for it). */
 export function runIncarnation(port: MessagePort, options: CoreStartOptions): CoreThread {
   // The loop is the clock's (sims/core-loops.ts).

@@ -4,7 +4,7 @@
 // expiry at a fence check, and the live timing that holds and notes nothing on a run that does not record.
 
 import { afterEach, expect, test, vi } from 'vitest';
-import { HostTimeMap, REPLAY_WAIT_MS, ReplayedTiming } from './replay-timing.ts';
+import { CoreWaits, HostTimeMap, REPLAY_WAIT_MS, ReplayedTiming } from './replay-timing.ts';
 import { liveRecords } from './telemetry.ts';
 import { AX, axisOffset, encodeBatchHeader, HEADER_BYTES, REC, RECORD_BYTES } from '../core/capture/layout.ts';
 import { LiveTiming, type TimingLink } from './timing.ts';
@@ -437,4 +437,24 @@ test('the recorded service notes what each fence decision saw of its session (th
     { t: 'fence', op: 'stop', outcome: 'control_session_stale', seen: 'revoked' },
     { t: 'fence', op: 'stop', outcome: 'fence', seen: 'unknown' },
   ]);
+});
+
+test('a replayed wait on the core that ran out when recorded runs out now (timedOut), whatever its bound; one answered when recorded waits for the recorded publication as long as it may', () => {
+  const waits = new CoreWaits();
+  waits.load([
+    { kind: 'status', outcome: 'timeout' },
+    { kind: 'status', outcome: 'ok', cycle: 5n },
+    { kind: 'cmd:reset_fault', outcome: 'timeout' },
+  ]);
+  const ranOut = waits.begin('status', 1000);
+  expect(ranOut.timedOut).toBe(true);
+  expect(ranOut.atLeast).toBeUndefined();
+  const answered = waits.begin('status', 1000);
+  expect(answered.timedOut).toBeUndefined();
+  expect(answered.atLeast).toBe(5n);
+  expect(answered.ms).toBe(REPLAY_WAIT_MS);
+  expect(waits.begin('cmd:reset_fault', 1000).timedOut).toBe(true);
+  // Not a replay (nothing loaded): the live bound, nothing retaken.
+  expect(new CoreWaits().begin('status', 1000)).toMatchObject({ ms: 1000 });
+  expect(new CoreWaits().begin('status', 1000).timedOut).toBeUndefined();
 });

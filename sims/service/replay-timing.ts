@@ -548,6 +548,7 @@ export class CoreWaits {
         if (want?.outcome === 'ok' && outcome === 'timeout') this.lost?.(kind);
       },
       ...(want?.outcome === 'ok' && want.cycle !== undefined ? { atLeast: want.cycle } : {}),
+      ...(want?.outcome === 'timeout' ? { timedOut: true as const } : {}),
     };
   }
 }

@@ -57,6 +57,12 @@ export interface CoreWait {
    * ahead of the live service), and none older does (docs/recording.md "The service side").
    */
   atLeast?: bigint;
+  /**
+   * Replay: the recorded wait ran out (its outcome `timeout`): it runs out now, as recorded, instead of on the
+   * live clock (the replayed core answers at its recorded cycle whatever the wall clock; a live timer would
+   * only add its bound to the test's time).
+   */
+  timedOut?: true;
 }
 
 
