@@ -57,6 +57,8 @@ export interface ChosenTarget {
   startStack: ((s: TestStack) => Promise<StackProcess>) | undefined;
   /** Its recorder's per-test fixture on this run, or undefined (a plain run). */
   perTest: PerTestFixture | undefined;
+  /** The target's work while vitest collects a file (TargetDescriptor.warmWorker); nothing for most. */
+  warmWorker(): void;
 }
 
 function bind<O extends object>(d: TargetDescriptor<O>, env: NodeJS.ProcessEnv): ChosenTarget {
@@ -73,6 +75,7 @@ function bind<O extends object>(d: TargetDescriptor<O>, env: NodeJS.ProcessEnv):
     cannotStartStack: d.cannotStartStack ? (s) => d.cannotStartStack!(s, o) : undefined,
     startStack: d.startStack ? (s) => d.startStack!(s, o) : undefined,
     perTest: d.perTest?.(o),
+    warmWorker: () => d.warmWorker?.(o, env),
   };
 }
 

@@ -24,6 +24,7 @@ import { machineDigest, Recorder, type RecorderOptions } from './recorder.ts';
 import { RecordingStore } from './recording-store.ts';
 import { openPerTest, openVariant, startTestStack, type StackStart } from './sim.ts';
 import { openStubPlanner } from './spawn.ts';
+import { warmHosts } from './stack-host.ts';
 import { perTestFixture } from './test-stacks.ts';
 import type { PerTestFixture, Target, TargetDescriptor, TargetOption } from './types.ts';
 
@@ -157,6 +158,10 @@ export const replayTarget: TargetDescriptor<ReplayOptions> = {
   cannotStartStack: (s, o) => Recorder.of('replay', o).cannotProvide(s.variant),
   startStack: (s, o) => startTestStack(Recorder.of('replay', o), s),
   perTest: (o) => replayFixture(o),
+  // Every test's stack is a session of a stack host: a worker with fewer than two idle ones starts them while
+  // vitest collects the file, each making its paced replay core's thread as it starts (sims/sessions.ts),
+  // instead of inside the first test that opens a stack or a variant beside its own.
+  warmWorker: (_o, env) => warmHosts(2, 'recorded', env),
   // Only the files the recordings hold: every test of another file would skip as not recorded, after its
   // file's set-up (a stack, an OLP server, a configuration compiled by the hundred) ran for nothing beside
   // the replayed tests. None held at all: every file, each test skipping with its reason.

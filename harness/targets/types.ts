@@ -213,6 +213,12 @@ export interface TargetDescriptor<O extends object = object> {
    * others' tests would all skip as not recorded, after their files' set-up ran for nothing). Undefined: all.
    */
   files?(options: O, all: readonly string[]): string[] | undefined;
+  /**
+   * What a test worker does for this target while vitest collects each file (harness/targets/warm-setup.ts,
+   * after the file's nice value is taken): work the file's first tests would otherwise do inside their own
+   * time. The replay target starts idle stack hosts for the per-test stacks. Undefined: nothing.
+   */
+  warmWorker?(options: O, env: NodeJS.ProcessEnv): void;
 }
 
 /** What a step of the stepped clock reports (the private test channel's /step). */
