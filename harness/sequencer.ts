@@ -130,6 +130,18 @@ export function cpuJiffies(procStat: string): { busy: number; total: number } | 
   return { busy: total - f[3]! - f[4]!, total };
 }
 
+/**
+ * The aggregate `cpu` line's steal counter of /proc/stat, in seconds: time the hypervisor ran something else
+ * while this virtual machine's cores had work (USER_HZ = 100 jiffies a second, as on every Linux x86 and
+ * arm64 build), or undefined when the line or the field is missing.
+ */
+export function stealSeconds(procStat: string): number | undefined {
+  const line = procStat.split('\n').find((l) => l.startsWith('cpu '));
+  const f = line?.trim().split(/\s+/).slice(1).map(Number);
+  if (!f || f.length < 8 || !Number.isFinite(f[7])) return undefined;
+  return f[7]! / 100;
+}
+
 /** How many cores were busy between two /proc/stat readings, or undefined when they cannot say. */
 export function busyCores(before: string, after: string, cores: number): number | undefined {
   const a = cpuJiffies(before);

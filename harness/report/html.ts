@@ -288,6 +288,7 @@ function renderEnvironment(ctx: RenderContext): string {
       ? ([
           ['Host cores, workers', `${run.host.cores} cores${run.host.workers ? `, ${run.host.workers} workers` : ''}${run.host.busy_loops ? `, ${run.host.busy_loops} busy loop${run.host.busy_loops === 1 ? '' : 's'} beside the run (hil run --busy-loops)` : ''}`, false],
           ['Host load (1 min)', run.host.load1 ? `${run.host.load1.start} at the start, mean ${run.host.load1.mean}, max ${run.host.load1.max} (${run.host.load1.samples} samples)` : '', false],
+          ['CPU taken by the hypervisor', run.host.steal_s !== undefined ? `${run.host.steal_s} s over the run (/proc/stat steal: every thread stalls through it)` : '', false],
           ['Harness lateness', run.host.harness_lateness ? `event loop p99 ${run.host.harness_lateness.p99_ms} ms, max ${run.host.harness_lateness.max_ms} ms over ${run.host.harness_lateness.tests} tests${run.host.harness_lateness.worst_test ? ` (worst: ${run.host.harness_lateness.worst_test})` : ''}` : '', false],
           ['HIL_ERR_HOST_TOO_SLOW', String(run.host.host_too_slow ?? 0), false],
         ] as [string, string, boolean][])

@@ -1,7 +1,8 @@
 // The replay run's speed line: the replayed tests' wall time against the same tests' when recorded.
 
 import { expect, test } from 'vitest';
-import { replaySpeedLine } from './reporter.ts';
+import { hostLine, replaySpeedLine, stealOver } from './reporter.ts';
+import { stealSeconds } from '../sequencer.ts';
 import type { RunRecord } from './run-types.ts';
 
 const run = (tests: NonNullable<RunRecord['target']['replay']>['tests'] | null): Pick<RunRecord, 'target'> =>
@@ -21,4 +22,18 @@ test('only tests with both wall times count; the ratio is recorded over replayed
 test('no line for a run that is not a replay, or whose tests have no recorded wall time', () => {
   expect(replaySpeedLine(run(null))).toBeNull();
   expect(replaySpeedLine(run([{ test: 'c', recording: 'c.hilrec', wall_ms: 5_000 }]))).toBeNull();
+});
+
+test("the host line says how much CPU the hypervisor took over the run, from /proc/stat's steal counter", () => {
+  const stat = (steal: number) => `cpu  6710500 3135975 1712863 2913085 8024 0 10489 ${steal} 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n`;
+  // The eighth field of the aggregate line, in jiffies of 10 ms.
+  expect(stealSeconds(stat(15193))).toBe(151.93);
+  expect(stealSeconds('cpu  1 2 3 4 5 6 7\n')).toBeUndefined();
+  expect(stealSeconds('intr 1\n')).toBeUndefined();
+  expect(stealOver(151.93, 153.18)).toEqual({ steal_s: 1.25 });
+  expect(stealOver(undefined, 153.18)).toEqual({});
+  expect(stealOver(153.18, 151.93)).toEqual({});
+  const host = { cores: 2, workers: 6, load1: { start: 1, mean: 2, max: 3, samples: 4 } };
+  expect(hostLine({ ...host, steal_s: 1.25 })).toBe('host: 2 cores, 6 workers, load average 1 at the start, mean 2, max 3; CPU taken by the hypervisor 1.25 s');
+  expect(hostLine({ ...host, steal_s: 0 })).toBe('host: 2 cores, 6 workers, load average 1 at the start, mean 2, max 3');
 });

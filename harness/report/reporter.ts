@@ -7,6 +7,7 @@
 
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { stealSeconds } from '../sequencer.ts';
 import { availableParallelism, hostname, loadavg } from 'node:os';
 import { join, relative } from 'node:path';
 import type { Reporter, TestCase, TestModule, Vitest } from 'vitest/node';
@@ -60,10 +61,14 @@ export class HilReporter implements Reporter {
   private load: number[] = [];
   private loadTimer: NodeJS.Timeout | undefined;
 
+  /** The host's CPU steal counter when the run started (stealSeconds), s. */
+  private steal0: number | undefined;
+
   onInit(vitest: Vitest): void {
     this.root = vitest.config.root;
     this.started = new Date();
     this.load = [loadavg()[0]!];
+    this.steal0 = stealNow();
     this.loadTimer = setInterval(() => this.load.push(loadavg()[0]!), 5_000);
     this.loadTimer.unref();
     rmSync(join(this.o.reportsDir, '.run'), { recursive: true, force: true });
@@ -255,6 +260,7 @@ export class HilReporter implements Reporter {
         : {}),
       ...(slow ? { host_too_slow: slow } : {}),
       ...(Number(process.env.HIL_BUSY_LOOPS) > 0 ? { busy_loops: Number(process.env.HIL_BUSY_LOOPS) } : {}),
+      ...stealOver(this.steal0, stealNow()),
     };
   }
 
@@ -367,7 +373,23 @@ export function hostLine(h: HostRecord): string {
   const lat = h.harness_lateness ? `; harness event-loop lateness p99 ${h.harness_lateness.p99_ms} ms, max ${h.harness_lateness.max_ms} ms` : '';
   const slow = h.host_too_slow ? `; ${h.host_too_slow} test${h.host_too_slow === 1 ? '' : 's'} HIL_ERR_HOST_TOO_SLOW` : '';
   const busy = h.busy_loops ? `, ${h.busy_loops} busy loop${h.busy_loops === 1 ? '' : 's'} beside the run` : '';
-  return `host: ${h.cores} cores${h.workers ? `, ${h.workers} workers` : ''}${busy}, ${load}${lat}${slow}`;
+  const steal = h.steal_s ? `; CPU taken by the hypervisor ${h.steal_s} s` : '';
+  return `host: ${h.cores} cores${h.workers ? `, ${h.workers} workers` : ''}${busy}, ${load}${lat}${steal}${slow}`;
+}
+
+/** The host's steal counter now (harness/sequencer.ts stealSeconds), or undefined off Linux. */
+function stealNow(): number | undefined {
+  try {
+    return stealSeconds(readFileSync('/proc/stat', 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The run's host record's steal_s from the counter at its start and at its end (nothing when either is unknown). */
+export function stealOver(start: number | undefined, end: number | undefined): { steal_s?: number } {
+  if (start === undefined || end === undefined || end < start) return {};
+  return { steal_s: Math.round((end - start) * 100) / 100 };
 }
 
 /** Exit status of a finished run: the verdict's (0 exactly on PASS); 1 when no run record was made. */

@@ -152,6 +152,12 @@ export interface HostRecord {
   host_too_slow?: number;
   /** hil run --busy-loops N: processes keeping a core busy each beside the run, on purpose. */
   busy_loops?: number;
+  /**
+   * CPU time the hypervisor took from this virtual machine's cores over the run (Linux /proc/stat steal), s:
+   * every thread of the harness and the target stalls through it, whatever its priority. Absent where the
+   * counter cannot be read.
+   */
+  steal_s?: number;
 }
 
 /** The nightly soak's figures (harness/soak.ts). */
