@@ -121,10 +121,8 @@ export function workersForHost(cores: number, load1: number): number {
 
 /** Busy and total jiffies of the aggregate `cpu` line of /proc/stat (idle and iowait count as not busy). */
 export function cpuJiffies(procStat: string): { busy: number; total: number } | undefined {
-  const line = procStat.split('\n').find((l) => l.startsWith('cpu '));
-  if (!line) return undefined;
-  const f = line.trim().split(/\s+/).slice(1).map(Number);
-  if (f.length < 5 || f.some((x) => !Number.isFinite(x))) return undefined;
+  const f = cpuFields(procStat);
+  if (!f || f.length < 5) return undefined;
   // user nice system idle iowait irq softirq steal (guest time is already inside user and nice).
   const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
   return { busy: total - f[3]! - f[4]!, total };
@@ -136,10 +134,15 @@ export function cpuJiffies(procStat: string): { busy: number; total: number } | 
  * arm64 build), or undefined when the line or the field is missing.
  */
 export function stealSeconds(procStat: string): number | undefined {
+  const f = cpuFields(procStat);
+  return f && f.length >= 8 ? f[7]! / 100 : undefined;
+}
+
+/** The numbers of /proc/stat's aggregate `cpu` line, or undefined when it is missing or not all numbers. */
+function cpuFields(procStat: string): number[] | undefined {
   const line = procStat.split('\n').find((l) => l.startsWith('cpu '));
   const f = line?.trim().split(/\s+/).slice(1).map(Number);
-  if (!f || f.length < 8 || !Number.isFinite(f[7])) return undefined;
-  return f[7]! / 100;
+  return f && f.every((x) => Number.isFinite(x)) ? f : undefined;
 }
 
 /** How many cores were busy between two /proc/stat readings, or undefined when they cannot say. */
@@ -176,14 +179,7 @@ export const START_SAMPLE = Symbol.for('cell-hil.start-sample');
  */
 export function hostLoadNow(cores: number, load1: number, ms = 400, start: StartSample | undefined = (globalThis as { [START_SAMPLE]?: StartSample })[START_SAMPLE]): number {
   try {
-    let before = start?.stat;
-    let own = start?.own;
-    let at = start?.at;
-    if (before === undefined || own === undefined || at === undefined) {
-      before = readFileSync('/proc/stat', 'utf8');
-      own = process.cpuUsage();
-      at = performance.now();
-    }
+    const { stat: before, own, at } = start ?? { stat: readFileSync('/proc/stat', 'utf8'), own: process.cpuUsage(), at: performance.now() };
     const left = ms - (performance.now() - at);
     if (left > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, left);
     const after = readFileSync('/proc/stat', 'utf8');

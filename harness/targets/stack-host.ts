@@ -166,6 +166,18 @@ class StackHost {
  */
 const idle = new Map<string, StackHost[]>();
 
+/** Hosts are kept per command: the stack bundle a run built and the Node arguments it starts with. */
+function hostKey(env: NodeJS.ProcessEnv): string {
+  return referenceCommand('stack', env).join('\0');
+}
+
+/** This worker's idle hosts for `key` (the list is kept). */
+function idleFor(key: string): StackHost[] {
+  let list = idle.get(key);
+  if (!list) idle.set(key, (list = []));
+  return list;
+}
+
 /**
  * An idle host for a session at the worker's nice value now, or a new one. One worker runs files of every
  * priority one after another (harness/priority.ts: its nice value only goes up), and a host keeps the value
@@ -175,10 +187,9 @@ const idle = new Map<string, StackHost[]>();
  * and one that cannot be moved (back up, without privilege) is stopped, never used at the wrong value.
  */
 function take(env: NodeJS.ProcessEnv): { host: StackHost; key: string } {
-  const key = referenceCommand('stack', env).join('\0');
+  const key = hostKey(env);
   const nice = niceNow();
-  const list = idle.get(key) ?? [];
-  idle.set(key, list);
+  const list = idleFor(key);
   for (let h = list.pop(); h; h = list.pop()) {
     if (!h.alive) continue;
     if (h.nice !== nice) {
@@ -207,16 +218,13 @@ function take(env: NodeJS.ProcessEnv): { host: StackHost; key: string } {
  */
 export function warmHosts(count: number, core?: 'recorded', env: NodeJS.ProcessEnv = process.env): void {
   if (!hostingEnabled(env)) return;
-  const key = referenceCommand('stack', env).join('\0');
-  const list = idle.get(key) ?? [];
-  idle.set(key, list);
+  const list = idleFor(hostKey(env));
   // HIL_WARM_CORE: the host makes the paced replay's core thread before its first session (sims/sessions.ts).
   for (let have = list.filter((h) => h.alive && !h.tainted).length; have < Math.min(count, KEEP_IDLE); have++) list.push(new StackHost({ ...env, ...(core ? { HIL_WARM_CORE: core } : {}) }, niceNow()));
 }
 
 function giveBack(key: string, host: StackHost): void {
-  const list = idle.get(key) ?? [];
-  idle.set(key, list);
+  const list = idleFor(key);
   if (host.alive && !host.tainted && list.length < KEEP_IDLE) list.push(host);
   else host.close();
 }

@@ -19,6 +19,13 @@ import { INCARNATION_OVER, type CoreStartOptions } from '../core/protocol.ts';
 const KEEP_IDLE = 2;
 const idleByKind = new Map<string, Worker[]>();
 
+/** This process's idle threads of `key` (the list is kept). */
+function idleFor(key: string): Worker[] {
+  let idle = idleByKind.get(key);
+  if (!idle) idleByKind.set(key, (idle = []));
+  return idle;
+}
+
 /** Which idle threads an incarnation may take: the same loop, clock and scheduling request. */
 export function idleKey(worker: WorkerName, options: CoreStartOptions): string {
   return [worker, options.clock.mode, options.clock.mode === 'realtime' ? (options.priority ?? 'auto') : ''].join('\0');
@@ -53,8 +60,7 @@ export function warmThread(mode: 'fast' | 'stepped' | 'recorded'): number | unde
   const loop = coreLoop(mode);
   if (!loop.keepThread) return undefined;
   const key = idleKey(loop.worker, { clock: { mode } } as CoreStartOptions);
-  let idle = idleByKind.get(key);
-  if (!idle) idleByKind.set(key, (idle = []));
+  const idle = idleFor(key);
   if (idle.length) return undefined;
   const w = new Worker(workerEntry(loop.worker), { workerData: { reusable: true } });
   // Idle, it must not keep the process alive.
@@ -69,8 +75,7 @@ export function runIncarnation(port: MessagePort, options: CoreStartOptions): Co
   const loop = coreLoop(options.clock.mode);
   const reusable = keepable(options);
   const key = idleKey(loop.worker, options);
-  let idle = idleByKind.get(key);
-  if (!idle) idleByKind.set(key, (idle = []));
+  const idle = idleFor(key);
   let w = reusable ? idle.pop() : undefined;
   if (w) {
     w.ref();
