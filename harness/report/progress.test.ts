@@ -29,6 +29,37 @@ test('plain lines: each file done prints N of M, the counts so far and the time 
   expect(out[3]).toBe('ok  a.test.ts\n');
 });
 
+test('files running side by side: the time left lays the files out on the workers seen, at the pace of the files done', () => {
+  const out: string[] = [];
+  let t = 0;
+  const d = { 'a.test.ts': 2_000, 'b.test.ts': 10_000, 'c.test.ts': 10_000, 'd.test.ts': 6_000, 'e.test.ts': 4_000 };
+  const p = new Progress({ tty: false, write: (s) => out.push(s), now: () => t, durations: d });
+  // Through the reporter's hooks, as vitest calls them: a file is queued when a worker takes it.
+  p.onInit({ config: { root: '/r' } } as never);
+  p.start(['a.test.ts', 'b.test.ts', 'c.test.ts', 'd.test.ts', 'e.test.ts']);
+  for (const f of ['a', 'b', 'c']) p.onTestModuleQueued({ moduleId: `/r/${f}.test.ts` } as never);
+  t = 2_000;
+  p.onTestModuleEnd({ moduleId: '/r/a.test.ts' } as never);
+  // a took its listed 2 s (pace 1, the prior's too). Three workers: b and c have 8 s left each; d (6 s) goes to the free
+  // worker and e (4 s) after it there: 10 s. Counting the workers as one would have said 2 s x 30/2 = 30 s.
+  expect(out.at(-1)).toBe('progress: 1 of 5 files, 0 passed, 0 failed, about 10 s left\n');
+  p.fileStarted('d.test.ts');
+  t = 12_000;
+  p.fileDone('b.test.ts');
+  // b took 12 s for its 10: with the 10 s counted at the listed pace (PACE_PRIOR_MS) the pace is 24 s per 22
+  // listed. c and d are past their scaled durations (nothing left counted), e's 4 s becomes 4.4 s on the
+  // first free worker. Without the prior b alone would set the pace: 4 x 14/12 = 4.7 s.
+  expect(out.at(-1)).toBe('progress: 2 of 5 files, 0 passed, 0 failed, about 4 s left\n');
+  p.fileStarted('e.test.ts');
+  t = 13_000;
+  p.fileDone('c.test.ts');
+  p.fileDone('d.test.ts');
+  // Only e runs, started 1 s ago, at the pace of the four done and the prior (48 s for 38 listed): 4 x 48/38 - 1 = 4.1 s.
+  expect(p.left()).toBe('about 4 s left');
+  p.fileDone('e.test.ts');
+  expect(p.left()).toBe('done');
+});
+
 test('a terminal gets one line redrawn in place; lines of other reporters go above it; the end clears it', () => {
   const out: string[] = [];
   let t = 0;

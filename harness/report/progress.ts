@@ -1,8 +1,14 @@
 // Progress of a run while it runs: files done of the files selected, tests passed, failed and errored so far
-// (as the verdict counts them, HilReporter.outcomeOf), and the time left, estimated from harness/sequencer.ts's per-file durations (a file not listed there counts
-// as a short one) scaled by how fast this run has got through the files done so far. In a terminal it is
-// one line redrawn in place under the per-file lines; with no terminal, or CI set, a plain line after each
-// file, which a CI log keeps readable.
+// (as the verdict counts them, HilReporter.outcomeOf), and the time left. In a terminal it is one line
+// redrawn in place under the per-file lines; with no terminal, or CI set, a plain line after each file,
+// which a CI log keeps readable.
+//
+// The time left comes from harness/sequencer.ts's per-file durations (a file not listed there counts as a
+// short one), at this run's pace (the files done took so many times their listed durations), laid out on
+// the run's workers the way the pool hands out files: what each running file has left, then the files not
+// started, longest first, each to the worker that is free first. The run ends when the last worker does.
+// Dividing the time so far by the share of the durations done instead counted the workers as one: after the
+// first 1.4 s file of a six-worker run it said 15 minutes for a one-minute run.
 
 import { relative } from 'node:path';
 import type { Reporter, TestCase, TestModule, TestSpecification, Vitest } from 'vitest/node';
@@ -10,6 +16,8 @@ import { DURATION_MS } from '../sequencer.ts';
 
 /** Weight of a file sequencer.ts does not list (it lists the files of 2.5 s or more). */
 export const UNLISTED_MS = 1_500;
+/** Listed time counted as already run at the listed pace when the pace is measured (see left()). */
+export const PACE_PRIOR_MS = 10_000;
 
 export interface ProgressOptions {
   /** Redraw one line in place (a terminal) or print plain lines (CI, a pipe). */
@@ -36,6 +44,11 @@ export function isInteractive(stream: { isTTY?: boolean } = process.stdout, env:
 export class Progress implements Reporter {
   private root = process.cwd();
   private files = new Map<string, boolean>();
+  /** When each file was handed to a worker (vitest's onTestModuleQueued), and how long the files done took. */
+  private startedAtOf = new Map<string, number>();
+  private took = new Map<string, number>();
+  /** The most files seen running at once: the run's workers. */
+  private workers = 1;
   private passed = 0;
   private failed = 0;
   private errored = 0;
@@ -71,6 +84,10 @@ export class Progress implements Reporter {
     if (s === 'passed' || s === 'failed' || s === 'errored') this.testDone(s);
   }
 
+  onTestModuleQueued(m: TestModule): void {
+    this.fileStarted(relative(this.root, m.moduleId));
+  }
+
   onTestModuleEnd(m: TestModule): void {
     this.fileDone(relative(this.root, m.moduleId));
   }
@@ -82,6 +99,9 @@ export class Progress implements Reporter {
 
   start(files: string[]): void {
     this.files = new Map([...new Set(files)].map((f) => [f, false]));
+    this.startedAtOf = new Map();
+    this.took = new Map();
+    this.workers = 1;
     this.passed = 0;
     this.failed = 0;
     this.errored = 0;
@@ -96,7 +116,15 @@ export class Progress implements Reporter {
     if (this.o.tty) this.draw();
   }
 
+  /** A worker has taken `file`. */
+  fileStarted(file: string): void {
+    this.startedAtOf.set(file, this.now());
+    this.workers = Math.max(this.workers, this.running().length);
+  }
+
   fileDone(file: string): void {
+    const at = this.startedAtOf.get(file);
+    if (at !== undefined) this.took.set(file, this.now() - at);
     this.files.set(file, true);
     if (this.o.tty) this.draw();
     else this.o.write(`progress: ${this.text()}\n`);
@@ -109,19 +137,35 @@ export class Progress implements Reporter {
     return `${done} of ${this.files.size} files, ${this.passed} passed, ${this.failed} failed${errored}, ${this.left()}`;
   }
 
-  /** Time left: the weight of the files not done at the pace of the files done (elapsed per unit of weight). */
+  /** The files a worker has taken that are not done. */
+  private running(): string[] {
+    return [...this.startedAtOf.keys()].filter((f) => this.files.get(f) === false);
+  }
+
+  /** Time left (see the head of this file); 'time left: estimating' until a file is done. */
   left(): string {
-    let done = 0;
-    let rest = 0;
-    for (const [f, d] of this.files) {
-      const w = this.durations[f] ?? UNLISTED_MS;
-      if (d) done += w;
-      else rest += w;
+    const weight = (f: string) => this.durations[f] ?? UNLISTED_MS;
+    const done = [...this.files].filter(([, d]) => d).map(([f]) => f);
+    if (done.length === this.files.size) return 'done';
+    if (done.length === 0) return 'time left: estimating';
+    // The pace: from the files whose start was seen, else (no start seen: files run one after another) from the run's time so far.
+    const timed = done.filter((f) => this.took.has(f));
+    // PACE_PRIOR_MS of listed time counts as taken at the listed pace, so that the first short file (its
+    // collection and a worker's start-up inside its time) does not set the pace of the whole run alone.
+    const pace = timed.length
+      ? (timed.reduce((a, f) => a + this.took.get(f)!, 0) + PACE_PRIOR_MS) / (timed.reduce((a, f) => a + weight(f), 0) + PACE_PRIOR_MS)
+      : (this.now() - this.startedAt) / done.reduce((a, f) => a + weight(f), 0);
+    const now = this.now();
+    const running = this.running();
+    const free = running.map((f) => Math.max(0, weight(f) * pace - (now - this.startedAtOf.get(f)!)));
+    while (free.length < this.workers) free.push(0);
+    const waiting = [...this.files].filter(([f, d]) => !d && !this.startedAtOf.has(f)).map(([f]) => weight(f) * pace);
+    for (const w of waiting.sort((a, b) => b - a)) {
+      let i = 0;
+      for (let j = 1; j < free.length; j++) if (free[j]! < free[i]!) i = j;
+      free[i]! += w;
     }
-    if (rest === 0) return 'done';
-    if (done === 0) return 'time left: estimating';
-    const ms = ((this.now() - this.startedAt) * rest) / done;
-    return `about ${formatLeft(ms)} left`;
+    return `about ${formatLeft(Math.max(...free))} left`;
   }
 
   private line(): string {
