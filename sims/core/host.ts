@@ -7,7 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readlinkSync } from 'node:fs';
-import { setPriority } from 'node:os';
+import { getPriority, setPriority } from 'node:os';
 import { hrtime } from 'node:process';
 import { createDriver } from '../../drivers/index.ts';
 import { parseFaultSpec, FaultSpecError } from '../../drivers/faults.ts';
@@ -37,6 +37,11 @@ export function raiseThreadPriority(req: PriorityRequest): string {
   } catch {
     return 'none';
   }
+  try {
+    niceBeforeRaise = getPriority(0);
+  } catch {
+    niceBeforeRaise = 0;
+  }
   if (req === 'auto' || req === 'rt') {
     try {
       execFileSync('chrt', ['-f', '-p', '40', tid], { stdio: 'ignore', timeout: 2000 });
@@ -54,6 +59,31 @@ export function raiseThreadPriority(req: PriorityRequest): string {
     }
   }
   return 'none (not permitted)';
+}
+
+/** The calling thread's nice value before raiseThreadPriority raised it (module state is per worker thread). */
+let niceBeforeRaise = 0;
+
+/**
+ * Give back what raiseThreadPriority obtained (its return value): the thread goes back to normal scheduling
+ * at the nice value it had. Called when a core incarnation's cycling ends on a thread that is kept for the
+ * next one (sims/service/core-threads.ts): what the thread does until then (the ended incarnation's stop,
+ * the collection of its heap, waiting) is not real-time work, and at SCHED_FIFO it ran ahead of every other
+ * thread on the host. A whole conformance run showed two kept threads each taking a core for 950 ms after
+ * their stacks stopped (what the kernel's real-time throttling allows per second), the harness's
+ * threads, the other stacks' services and their lease renewals stalled behind them. The next real-time
+ * incarnation raises the priority again. Returning to normal scheduling and to a higher nice value needs no
+ * privilege; a failure leaves the thread as it was and is said on standard error.
+ */
+export function lowerThreadPriority(obtained: string): void {
+  if (process.platform !== 'linux' || !(obtained.startsWith('SCHED_FIFO') || obtained.startsWith('nice '))) return;
+  try {
+    const tid = readlinkSync('/proc/thread-self').split('/').pop() ?? '';
+    if (obtained.startsWith('SCHED_FIFO')) execFileSync('chrt', ['-o', '-p', '0', tid], { stdio: 'ignore', timeout: 2000 });
+    setPriority(0, niceBeforeRaise);
+  } catch (e) {
+    process.stderr.write(`warning: the core thread keeps its ${obtained} scheduling after its incarnation: ${(e as Error).message}\n`);
+  }
 }
 
 // Bound once: the global `process` is an accessor property, read through a getter every time.

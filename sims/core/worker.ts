@@ -7,7 +7,7 @@
 
 import { serialize } from 'node:v8';
 import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
-import { CoreHost, raiseThreadPriority } from './host.ts';
+import { CoreHost, lowerThreadPriority, raiseThreadPriority } from './host.ts';
 import type { CoreStartOptions, FromCore, PackedStatus } from './protocol.ts';
 import { serveIncarnations } from './thread.ts';
 
@@ -51,6 +51,8 @@ async function cycling(port: MessagePort, options: CoreStartOptions): Promise<vo
       });
     });
   } else cycleUntil(host, () => (drain(), running));
+  // The cycling is over: the rest (the stop, the heap's collection, a kept thread's wait) runs at normal priority.
+  lowerThreadPriority(scheduling);
   await host.close().catch(() => undefined);
   port.close();
 }

@@ -2,7 +2,7 @@
 // scheduling request on the simulated bus; never a thread of another clock or priority request, never one
 // for a real bus master, and each incarnation starts from fresh core state.
 
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { expect, test } from 'vitest';
 import { compileMachine } from '../config/compile.ts';
 import type { CompiledMachine } from '../config/types.ts';
@@ -86,4 +86,48 @@ test('a thread made ahead of any incarnation (a stack host about to serve them) 
   } finally {
     await l.shutdown();
   }
+});
+
+/** The threads of this process under SCHED_FIFO (field 41 of /proc/self/task/TID/stat, policy 1). */
+function fifoThreads(): string[] {
+  return readdirSync('/proc/self/task').filter((tid) => {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38] === '1';
+    } catch {
+      return false; // the thread ended while we looked
+    }
+  });
+}
+
+test('a real-time core\'s kept thread gives its SCHED_FIFO back when its incarnation ends, and takes it again for the next', async ({ skip }) => {
+  skip(process.platform !== 'linux', 'thread scheduling is read from /proc (Linux)');
+  const before = fifoThreads();
+  const rt = async () => {
+    const l = new CoreLink(MACHINE, { driver: 'sim', clock: { mode: 'realtime', spinNs: 0 }, priority: 'rt', captureRetentionMs: 0 });
+    await l.start();
+    expect(await l.statusFrom(2n, 5_000)).toBe(true);
+    return l;
+  };
+  const a = await rt();
+  if (a.status!.clock.scheduling !== 'SCHED_FIFO 40') {
+    await a.shutdown();
+    skip(true, `SCHED_FIFO is not permitted here (${a.status!.clock.scheduling}): nothing to give back`);
+  }
+  const fifo = fifoThreads().filter((t) => !before.includes(t));
+  expect(fifo, 'the cycling thread runs at SCHED_FIFO').toHaveLength(1);
+  const thread = a.threadId;
+  await a.shutdown();
+  // The thread is kept for the next incarnation (same kind); while it waits it is back at normal scheduling.
+  // It gives the priority back as its cycling ends, before the incarnation's end reaches this thread.
+  expect(fifoThreads().filter((t) => !before.includes(t)), 'no thread left at SCHED_FIFO after the incarnation').toEqual([]);
+  const b = await rt();
+  try {
+    expect(b.threadId).toBe(thread);
+    expect(b.status!.clock.scheduling).toBe('SCHED_FIFO 40');
+    expect(fifoThreads().filter((t) => !before.includes(t))).toEqual(fifo);
+  } finally {
+    await b.shutdown();
+  }
+  expect(fifoThreads().filter((t) => !before.includes(t))).toEqual([]);
 });
