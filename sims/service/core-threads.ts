@@ -3,10 +3,11 @@
 // what a stack costs in a stack host (sims/sessions.ts, bench/stack-start.bench.ts). A thread therefore,
 // once its incarnation has ended cleanly, waits for the next one instead of exiting: the next incarnation
 // in this process with the same loop, clock and scheduling request gets it, with fresh core state (every
-// object of an incarnation is made by it; the core's modules keep none). Keyed by the scheduling request
-// because a real-time core may have raised its thread's priority (SCHED_FIFO): a thread is only handed to
-// an incarnation that would have asked for the same, never to a stepped or fast core, which run at normal
-// priority. Only the simulated bus and the paced replay keep their threads: a real bus master such as
+// object of an incarnation is made by it; the core's modules keep none). A real-time core raises its
+// thread's priority (SCHED_FIFO where permitted) for its cycling and gives it back when the cycling ends
+// (sims/core/host.ts lowerThreadPriority), so a kept thread waits at normal priority; it is still handed
+// only to an incarnation of the same scheduling request, never to a stepped or fast core, so that a thread
+// whose priority could not be given back never cycles flat out at real-time priority. Only the simulated bus and the paced replay keep their threads: a real bus master such as
 // node-ethercat is one per process and cannot restart (drivers/ethercat/node-ethercat.ts). A thread that
 // failed, was terminated (a simulated crash) or exited is never reused.
 
