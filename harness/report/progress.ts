@@ -145,6 +145,7 @@ export class Progress implements Reporter {
   /** Time left (see the head of this file); 'time left: estimating' until a file is done. */
   left(): string {
     const weight = (f: string) => this.durations[f] ?? UNLISTED_MS;
+    const now = this.now();
     const done = [...this.files].filter(([, d]) => d).map(([f]) => f);
     if (done.length === this.files.size) return 'done';
     if (done.length === 0) return 'time left: estimating';
@@ -154,8 +155,7 @@ export class Progress implements Reporter {
     // collection and a worker's start-up inside its time) does not set the pace of the whole run alone.
     const pace = timed.length
       ? (timed.reduce((a, f) => a + this.took.get(f)!, 0) + PACE_PRIOR_MS) / (timed.reduce((a, f) => a + weight(f), 0) + PACE_PRIOR_MS)
-      : (this.now() - this.startedAt) / done.reduce((a, f) => a + weight(f), 0);
-    const now = this.now();
+      : (now - this.startedAt) / done.reduce((a, f) => a + weight(f), 0);
     const running = this.running();
     const free = running.map((f) => Math.max(0, weight(f) * pace - (now - this.startedAtOf.get(f)!)));
     while (free.length < this.workers) free.push(0);

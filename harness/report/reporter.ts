@@ -7,12 +7,12 @@
 
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { stealSeconds } from '../sequencer.ts';
 import { availableParallelism, hostname, loadavg } from 'node:os';
 import { join, relative } from 'node:path';
 import type { Reporter, TestCase, TestModule, Vitest } from 'vitest/node';
 import type { SerializedError } from 'vitest';
 import { computeCoverage } from '../catalogue/gate.ts';
+import { stealSeconds } from '../sequencer.ts';
 import { parseExact, stringifyExact } from '../oracle/json.ts';
 import { RUN_SCHEMA, type Expectation, type HostRecord, type RecordingUse, type RunRecord, type RunTest } from './run-types.ts';
 import { measurementText, runMeasurements } from './run-measurements.ts';
@@ -423,7 +423,6 @@ export function ownFrames(stack: string): string[] {
 
 const stripAnsi = (s: string): string => s.replace(/\u001b\[[0-9;]*m/g, '');
 
-/** The errors of a module's failed describe-level hooks, each with its suite. */
 /**
  * Whether the module errored for something none of its tests carries: an error of its own (an import, a
  * file-level hook: an afterAll that broke counts even beside a failed test, which may be an expected or
@@ -435,6 +434,7 @@ function fileErrored(m: TestModule, setupErrorCount: number): boolean {
   return m.state() === 'failed' && ![...m.children.allTests()].some((t) => t.result().state === 'failed') && setupErrorCount === 0;
 }
 
+/** The errors of a module's failed describe-level hooks, each with its suite. */
 function setupErrors(m: TestModule): { suite: string; error: SerializedError }[] {
   const out: { suite: string; error: SerializedError }[] = [];
   for (const s of m.children.allSuites()) for (const error of s.errors()) out.push({ suite: s.fullName, error });

@@ -27,12 +27,24 @@ export interface CycleClock {
   readonly skipped: number;
   /** The core's time before its first cycle (on the clock's own time base). */
   readonly originNs: bigint;
+  /**
+   * Freeze the cycling thread for `ms` of host time (a core that goes silent: the fault injection
+   * stall_next_command). A paced replay does not freeze: it judges the stalled command at its recorded
+   * host time (RecordedClock.at) and the service retakes the waits that ran out meanwhile (sims/service/timing.ts
+   * CoreWait.timedOut).
+   */
+  stall(ms: number): void;
 }
 
 // Bound once: the global `process` is an accessor property, read through a getter every time.
 const hrtimeBigint = hrtime.bigint;
 const hostNow = (): bigint => hrtimeBigint();
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
+
+/** Freeze the calling thread for `ms` of host time (CycleClock.stall of the live clocks). */
+function freeze(ms: number): void {
+  Atomics.wait(sleeper, 0, 0, ms);
+}
 
 /** Sleep until `deadline - spin` host ns, then spin to the deadline. */
 function waitUntil(deadline: bigint, spinNs: bigint): void {
@@ -48,6 +60,7 @@ const REANCHOR_CYCLES = 10n;
 
 export class RealTimeClock implements CycleClock {
   readonly mode = 'realtime' as const;
+  readonly stall = freeze;
   private deadline: bigint;
   skipped = 0;
   readonly originNs: bigint;
@@ -76,6 +89,7 @@ export class RealTimeClock implements CycleClock {
 
 export class FastClock implements CycleClock {
   readonly mode = 'fast' as const;
+  readonly stall = freeze;
   private readonly wallCycle: bigint;
   private wallDeadline: bigint;
   private cycles = 0n;
@@ -103,6 +117,7 @@ export class FastClock implements CycleClock {
 
 export class SteppedClock implements CycleClock {
   readonly mode = 'stepped' as const;
+  readonly stall = freeze;
   /** originNs + cycles * cycleNs, kept by addition (one bigint per cycle instead of three). */
   private t: bigint;
   readonly skipped = 0;
@@ -137,6 +152,8 @@ export interface RecordedTimes {
 
 export class RecordedClock implements CycleClock {
   readonly mode = 'recorded' as const;
+  /** A paced replay never freezes its thread (CycleClock.stall). */
+  stall(): void {}
   readonly skipped = 0;
   readonly originNs: bigint;
   private k = 0;

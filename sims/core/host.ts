@@ -33,7 +33,7 @@ export function raiseThreadPriority(req: PriorityRequest): string {
   if (req === 'none' || process.platform !== 'linux') return 'none';
   let tid = '';
   try {
-    tid = readlinkSync('/proc/thread-self').split('/').pop() ?? '';
+    tid = ownThreadId();
   } catch {
     return 'none';
   }
@@ -61,13 +61,19 @@ export function raiseThreadPriority(req: PriorityRequest): string {
   return 'none (not permitted)';
 }
 
+/** The calling thread's id as the kernel knows it (chrt's argument); throws where /proc is missing. */
+function ownThreadId(): string {
+  return readlinkSync('/proc/thread-self').split('/').pop() ?? '';
+}
+
 /** The calling thread's nice value before raiseThreadPriority raised it (module state is per worker thread). */
 let niceBeforeRaise = 0;
 
 /**
  * Give back what raiseThreadPriority obtained (its return value): the thread goes back to normal scheduling
- * at the nice value it had. Called when a core incarnation's cycling ends on a thread that is kept for the
- * next one (sims/service/core-threads.ts): what the thread does until then (the ended incarnation's stop,
+ * at the nice value it had. Called when a core incarnation's cycling ends (sims/core/worker.ts), before
+ * anything else runs on the thread, which a stack host may keep for the next incarnation
+ * (sims/service/core-threads.ts): what the thread does until then (the ended incarnation's stop,
  * the collection of its heap, waiting) is not real-time work, and at SCHED_FIFO it ran ahead of every other
  * thread on the host. A whole conformance run showed two kept threads each taking a core for 950 ms after
  * their stacks stopped (what the kernel's real-time throttling allows per second), the harness's
@@ -78,8 +84,7 @@ let niceBeforeRaise = 0;
 export function lowerThreadPriority(obtained: string): void {
   if (process.platform !== 'linux' || !(obtained.startsWith('SCHED_FIFO') || obtained.startsWith('nice '))) return;
   try {
-    const tid = readlinkSync('/proc/thread-self').split('/').pop() ?? '';
-    if (obtained.startsWith('SCHED_FIFO')) execFileSync('chrt', ['-o', '-p', '0', tid], { stdio: 'ignore', timeout: 2000 });
+    if (obtained.startsWith('SCHED_FIFO')) execFileSync('chrt', ['-o', '-p', '0', ownThreadId()], { stdio: 'ignore', timeout: 2000 });
     setPriority(0, niceBeforeRaise);
   } catch (e) {
     process.stderr.write(`warning: the core thread keeps its ${obtained} scheduling after its incarnation: ${(e as Error).message}\n`);
@@ -97,7 +102,6 @@ export class CoreHost {
   readonly clock: CycleClock;
   /** Freeze the whole cycle for this many ms on the next native command (a core that goes silent). */
   private stallNextMs = 0;
-  private readonly sleeper = new Int32Array(new SharedArrayBuffer(4));
 
   private constructor(
     readonly options: CoreStartOptions,
@@ -229,10 +233,8 @@ export class CoreHost {
     const { sentNs, origin, workspace, slot, ...rest } = stamped;
     const msg = rest as ToCore;
     if (msg.t === 'cmd' && this.stallNextMs > 0) {
-      // Before the note: the host time recorded with the command is the one the core judged it at. A paced
-      // replay's core judges it at the recorded host time anyway (RecordedClock.at) and the service retakes
-      // the recorded waits that ran out meanwhile (timing.ts CoreWait.timedOut): it does not stall the thread.
-      if (!(this.clock instanceof RecordedClock)) Atomics.wait(this.sleeper, 0, 0, this.stallNextMs);
+      // Before the note: the host time recorded with the command is the one the core judged it at.
+      this.clock.stall(this.stallNextMs);
       this.stallNextMs = 0;
     }
     // A step is the test's request on the stepped clock: recorded there, so a replay runs the same cycles when

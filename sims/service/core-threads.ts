@@ -7,9 +7,10 @@
 // thread's priority (SCHED_FIFO where permitted) for its cycling and gives it back when the cycling ends
 // (sims/core/host.ts lowerThreadPriority), so a kept thread waits at normal priority; it is still handed
 // only to an incarnation of the same scheduling request, never to a stepped or fast core, so that a thread
-// whose priority could not be given back never cycles flat out at real-time priority. Only the simulated bus and the paced replay keep their threads: a real bus master such as
-// node-ethercat is one per process and cannot restart (drivers/ethercat/node-ethercat.ts). A thread that
-// failed, was terminated (a simulated crash) or exited is never reused.
+// whose priority could not be given back never cycles flat out at real-time priority. Only the simulated
+// bus and the paced replay keep their threads: a real bus master such as node-ethercat is one per process
+// and cannot restart (drivers/ethercat/node-ethercat.ts). A thread that failed, was terminated (a simulated
+// crash) or exited is never reused.
 
 import { Worker, type MessagePort } from 'node:worker_threads';
 import { coreLoop } from '../core-loops.ts';
