@@ -3,7 +3,7 @@
 // failure stands, and a harness error is never turned into anything else.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { expect, test } from 'vitest';
 import { HarnessError, verdictOfError } from './errors.ts';
 import { hostBound, lateness } from './lateness.ts';
@@ -109,7 +109,12 @@ async function waitedFor(child: ChildProcess): Promise<number> {
   return child.pid!;
 }
 
-test.runIf(linuxWithTaskset)('targetOnHost: a failure while the target\'s process waited on the run queue past the margin is HOST_TOO_SLOW with its wait; without targetOnHost it stands', async () => {
+/** The run-queue wait the kernel has counted for `pid` so far, ms (/proc/<pid>/task/<pid>/schedstat, second field). */
+function runQueueWaitMs(pid: number): number {
+  return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
+}
+
+test.runIf(linuxWithTaskset)('targetOnHost: a failure while the target\'s process waited on the run queue past the margin is HOST_TOO_SLOW with its wait; without targetOnHost it stands', async ({ skip }) => {
   lateness.start();
   // The watched one first: at nice 19 beside a spinning hog it would hardly get to start.
   const target = pinned(spin, 19);
@@ -124,7 +129,19 @@ test.runIf(linuxWithTaskset)('targetOnHost: a failure while the target\'s proces
         await new Promise((r) => setTimeout(r, 400));
         failing();
       };
-      const e = await hostBound({ rule: 'document 1 part 3: a renewal admitted within the lease', marginMs: 150, targetOnHost: true }, exchange).catch((x: unknown) => x);
+      // The set-up is the host's to give: on a loaded CI host the kernel once let the nice-19 process run
+      // (a CPU quota or another process on that core): its wait in the window, read here from the kernel
+      // directly, was not the 150 ms the test is about. Then the exchange is tried again (up to 5 times); a
+      // window where the kernel did count the wait must be HOST_TOO_SLOW with it.
+      let e: unknown;
+      const seen: number[] = [];
+      for (let attempt = 0; attempt < 5; attempt++) {
+        const w0 = runQueueWaitMs(pid);
+        e = await hostBound({ rule: 'document 1 part 3: a renewal admitted within the lease', marginMs: 150, targetOnHost: true }, exchange).catch((x: unknown) => x);
+        seen.push(Math.round(runQueueWaitMs(pid) - w0));
+        if (seen.at(-1)! > 250) break;
+      }
+      if (seen.at(-1)! <= 250) skip(true, `the host never kept the watched process waiting through an exchange (run-queue waits ${seen.join(', ')} ms over 400 ms windows)`);
       expect((e as HarnessError).code).toBe('HIL_ERR_HOST_TOO_SLOW');
       expect(Number((e as HarnessError).detail.target_wait_ms)).toBeGreaterThan(150);
       expect((e as HarnessError).detail.target_pid).toBe(pid);
