@@ -129,9 +129,9 @@ test.runIf(linuxWithTaskset)('targetOnHost: a failure while the target\'s proces
         await new Promise((r) => setTimeout(r, 400));
         failing();
       };
-      // The set-up is the host's to give: on a loaded CI host the kernel once let the nice-19 process run
-      // (a CPU quota or another process on that core): its wait in the window, read here from the kernel
-      // directly, was not the 150 ms the test is about. Then the exchange is tried again (up to 5 times); a
+      // The set-up is the host's to give: in one loaded CI rehearsal the exchange was judged without the
+      // target's wait (cause not found; the test did not then read the wait itself). Its wait in the window,
+      // read here from the kernel directly, must be past the margin for the window to test anything. Then the exchange is tried again (up to 5 times); a
       // window where the kernel did count the wait must be HOST_TOO_SLOW with it.
       let e: unknown;
       const seen: number[] = [];
