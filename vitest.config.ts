@@ -59,7 +59,7 @@ export default defineConfig({
           exclude: ['harness/model/**/*.model.test.ts'],
           testTimeout: 30_000,
           // Only allure's error serializer gets a JSON form for bigints here (harness/allure-bigint.ts says why).
-          setupFiles: ['harness/allure-bigint.ts'],
+          setupFiles: ['harness/worker-lifeline.ts', 'harness/allure-bigint.ts'],
           // Two at a time: many of these files wait on processes they start (hil runs, stacks, planners), so
           // one worker left a core idle and made the project's time the sum of its files.
           maxWorkers: 2,
@@ -72,7 +72,7 @@ export default defineConfig({
           include: ['suites/**/*.test.ts'],
           ...(PER_TEST_STACKS || SHARED_TARGET ? { maxConcurrency: 1 } : {}),
           globalSetup: ['harness/targets/prebuild-setup.ts'],
-          setupFiles: ['harness/nice.ts', 'harness/targets/warm-setup.ts', 'harness/bigint-json.ts', 'harness/evidence-setup.ts'],
+          setupFiles: ['harness/worker-lifeline.ts', 'harness/nice.ts', 'harness/targets/warm-setup.ts', 'harness/bigint-json.ts', 'harness/evidence-setup.ts'],
           // Each file's own value, or on a replayed run the worker's (harness/priority.ts niceSpec says why).
           env: { HIL_NICE: niceSpec() },
           isolate: false,
@@ -92,7 +92,7 @@ export default defineConfig({
           name: 'model',
           include: ['harness/model/**/*.model.test.ts'],
           globalSetup: ['harness/targets/prebuild-setup.ts'],
-          setupFiles: ['harness/nice.ts', 'harness/bigint-json.ts'],
+          setupFiles: ['harness/worker-lifeline.ts', 'harness/nice.ts', 'harness/bigint-json.ts'],
           env: { HIL_NICE: '5' },
           maxWorkers: 2,
           testTimeout: 180_000,
