@@ -8,6 +8,7 @@ import { asTransportError, HarnessError } from '../errors.ts';
 import { checkReply, type CheckedReply } from '../oracle/reply.ts';
 import { BatchSplitter, checkBatchCursor, decodeBatch, decodeBatchHeader, decodeBatchSequences, type DecodeOptions, type CycleCaptureRecordV2, type TelemetryBatch, type TelemetryBatchHeaderV1 } from '../oracle/telemetry.ts';
 import { contentType, type ControlClient, type RawReply } from './control.ts';
+import { pollPause } from './poll.ts';
 
 export interface TelemetryPoll {
   raw: RawReply;
@@ -17,14 +18,58 @@ export interface TelemetryPoll {
   refusal?: CheckedReply;
   /** The batch bytes as received after any content decoding. */
   bytes?: Uint8Array;
+  /** Said of a refusal that was telemetry_busy every time it was asked (empty otherwise). */
+  note?: string;
 }
 
-/** One poll. `after` is put into the query as given (a bigint, or raw query text for malformed cursors). */
+/**
+ * telemetry_busy (document 1 part 7): "ring header torn after 16 samples; response carries Retry-After 1;
+ * retry same cursor". A reader that only wants the records does what the document tells a client to do:
+ * waits the Retry-After it was given and asks for the same cursor again, up to BUSY_TRIES answers in all. A
+ * correct cell answers it whenever a reader meets the writer inside a record sixteen times running, which
+ * a loaded host does now and then; the suites that test telemetry_busy itself poll with `busy: 'answer'`.
+ */
+export const BUSY_TRIES = 5;
+
+/** Is this reply telemetry_busy (409 and that leading label)? */
+function isBusy(raw: RawReply): boolean {
+  return raw.status === 409 && checkReply(raw.status, contentType(raw), raw.body, 'telemetry').label === 'telemetry_busy';
+}
+
+/** The wait a telemetry_busy reply asks for: its Retry-After in seconds (1 when absent or not a number of 1..5). */
+export function busyWaitMs(raw: RawReply): number {
+  const v = raw.headers['retry-after'];
+  const n = Number(Array.isArray(v) ? v[0] : v);
+  return Number.isInteger(n) && n >= 1 && n <= 5 ? n * 1000 : 1000;
+}
+
+/**
+ * One poll, asked again on telemetry_busy (BUSY_TRIES answers at most); any other answer is returned as it
+ * came. `note`: what to add to a refusal that was telemetry_busy every time.
+ */
+async function pollThroughBusy<T extends { raw: RawReply }>(poll: () => Promise<T>): Promise<T & { note: string }> {
+  for (let tries = 1; ; tries++) {
+    const p = await poll();
+    if (!isBusy(p.raw)) return { ...p, note: '' };
+    if (tries >= BUSY_TRIES) return { ...p, note: ` (telemetry_busy ${tries} times running, asked again after each Retry-After)` };
+    await pollPause(busyWaitMs(p.raw));
+  }
+}
+
+/**
+ * One poll, as a client the document describes makes it: telemetry_busy is asked again (pollThroughBusy)
+ * unless `busy: 'answer'` wants the first answer as it came (the suites that test telemetry_busy itself).
+ * `after` is put into the query as given (a bigint, or raw query text for malformed cursors).
+ */
 export async function pollTelemetry(
   client: ControlClient,
   after: bigint | string | undefined,
-  opts: { gzip?: boolean; acceptEncoding?: string; path?: string; decode?: DecodeOptions } = {},
+  opts: { gzip?: boolean; acceptEncoding?: string; path?: string; decode?: DecodeOptions; busy?: 'answer' } = {},
 ): Promise<TelemetryPoll> {
+  return opts.busy === 'answer' ? pollOnce(client, after, opts) : pollThroughBusy(() => pollOnce(client, after, opts));
+}
+
+async function pollOnce(client: ControlClient, after: bigint | string | undefined, opts: { gzip?: boolean; acceptEncoding?: string; path?: string; decode?: DecodeOptions }): Promise<TelemetryPoll> {
   const path = opts.path ?? '/v1/telemetry';
   const query = after === undefined ? '' : typeof after === 'bigint' ? `?after=${after}` : `?${after}`;
   const headers: Record<string, string> = {};
@@ -36,18 +81,18 @@ export async function pollTelemetry(
   return { raw, bytes, batch: decodeBatch(bytes, opts.decode) };
 }
 
-/** Poll and insist on a batch. */
+/** Poll and insist on a batch (telemetry_busy asked again, as the document says). */
 export async function readBatch(client: ControlClient, after: bigint, opts: { gzip?: boolean } = {}): Promise<TelemetryBatch> {
   const p = await pollTelemetry(client, after, opts);
-  if (!p.batch) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `telemetry poll after=${after} refused: ${p.raw.status} ${p.refusal?.reply.error}`, { detail: { status: p.raw.status } });
+  if (!p.batch) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `telemetry poll after=${after} refused: ${p.raw.status} ${p.refusal?.reply.error}${p.note ?? ''}`, { detail: { status: p.raw.status } });
   checkBatchCursor(p.batch.header, after);
   return p.batch;
 }
 
 /** One plain poll's bytes; a refusal is the target's (HIL_ERR_TARGET_REFUSED with its reply). */
 async function batchBytes(client: ControlClient, after: bigint): Promise<Uint8Array> {
-  const raw = await client.raw('GET', `/v1/telemetry?after=${after}`);
-  if (raw.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `telemetry poll after=${after} refused: ${raw.status} ${Buffer.from(raw.body).toString('utf8')}`, { detail: { status: raw.status } });
+  const { raw, note } = await pollThroughBusy(async () => ({ raw: await client.raw('GET', `/v1/telemetry?after=${after}`) }));
+  if (raw.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `telemetry poll after=${after} refused: ${raw.status} ${Buffer.from(raw.body).toString('utf8')}${note}`, { detail: { status: raw.status } });
   return raw.body;
 }
 
@@ -90,12 +135,13 @@ export async function latestSequence(client: ControlClient, from = 0n): Promise<
   const cycle = (st.reply.data as { core?: { cycle?: unknown } } | undefined)?.core?.cycle;
   if (typeof cycle === 'bigint' && cycle > from + 64n) after = cycle - 64n;
   for (;;) {
-    const raw = await client.raw('GET', `/v1/telemetry?after=${after}`);
-    if (raw.status === 409 && after !== from) {
+    const cursor = after;
+    const { raw, note } = await pollThroughBusy(async () => ({ raw: await client.raw('GET', `/v1/telemetry?after=${cursor}`) }));
+    if (raw.status === 409 && after !== from && !isBusy(raw)) {
       after = from; // the hint was ahead of the ring: walk from the start
       continue;
     }
-    if (raw.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `telemetry poll after=${after} refused: ${raw.status} ${Buffer.from(raw.body).toString('utf8')}`);
+    if (raw.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `telemetry poll after=${after} refused: ${raw.status} ${Buffer.from(raw.body).toString('utf8')}${note}`);
     const header = decodeBatchHeader(raw.body);
     checkBatchCursor(header, after);
     if (header.record_count < 4096) return header.last_sequence;
