@@ -13,6 +13,7 @@ import { Agent, request } from 'undici';
 import { ControlClient } from '../clients/control.ts';
 import type { PairFiles } from '../certs.ts';
 import { HarnessError } from '../errors.ts';
+import { lateness } from '../lateness.ts';
 import { stringifyExact } from '../oracle/json.ts';
 import { targetFromEnv } from './index.ts';
 import { stackOptionsJson } from './recording-store.ts';
@@ -117,6 +118,8 @@ export async function startRemoteStack(o: RemoteOptions = {}): Promise<RemoteSta
     throw new HarnessError('HIL_ERR_TARGET_START', `stack reported no remote listener in its ready line (${JSON.stringify(stack.ready.remote)})`);
   }
   const [host, port] = [m[1]!, Number(m[2])];
+  // Its process's run-queue wait, for the timing checks a slow host may explain (lateness.ts hostBound targetOnHost).
+  const unwatch = lateness.watch(() => stack.ready.pid);
   const origin = `https://${host}:${port}`;
   const clients: ControlClient[] = [];
   const issued = new Set<string>();
@@ -159,6 +162,7 @@ export async function startRemoteStack(o: RemoteOptions = {}): Promise<RemoteSta
       // Idempotent: a test may stop its stack (a cell that dies) before the file's cleanup stops it again.
       if (stopped) return;
       stopped = true;
+      unwatch();
       await Promise.all(clients.splice(0).map((c) => c.close()));
       await testAgent.close();
       await stack.stop(opts);

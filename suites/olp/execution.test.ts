@@ -212,30 +212,45 @@ interface Beat {
 const heartbeats = new WeakMap<Olp, Beat[]>();
 
 /**
- * A play refused not_armed after the arm was answered: the server gave its lease up meanwhile. Its
- * status says why (docs/profile.md "OLP server: dense execution", stopped_reason), and the harness's own
- * figures say whether a slow host explains it: `ui_heartbeat_lost` while the harness's heartbeats (the
- * arm, then one a second) left a span longer than the heartbeat interval between one sent and the next
- * answered, or `lease_lost` on the reference stack while the harness's own event loop stalled past three
- * quarters of the lease (the server renews every quarter lease): HIL_ERR_HOST_TOO_SLOW with the figures.
- * Otherwise the refusal stands, with the reason in its message.
+ * The server gave its lease up while the harness held the cell (since `since`, performance.now() ms, up to
+ * `until`): its status says why (docs/profile.md "OLP server: dense execution", stopped_reason), and the
+ * harness's own figures say whether a slow host explains it: `ui_heartbeat_lost` while the harness's
+ * heartbeats (the arm, then one a second) left a span longer than the heartbeat interval between one sent
+ * and the next answered, or `lease_lost` on the reference stack while the harness's own event loop stalled
+ * past three quarters of the lease (the server renews every quarter lease): HIL_ERR_HOST_TOO_SLOW with the
+ * figures. Otherwise `fail` (the check that failed) stands, with the reason in its message.
  */
-async function lostLeaseJudged(x: Exec, since: number, play: { status: number; text: string }, playedAt: number): Promise<void> {
+async function stopJudged(x: Exec, since: number, until: number, fail: (reason: string) => Promise<void>): Promise<void> {
   const st = (await x.o.client.get('/dense-execution/status').catch(() => undefined))?.json ?? {};
   const reason = String(st.stopped_reason ?? '');
-  const fail = async () => expect(play.status, `${play.text}; the server's stopped_reason: ${reason || '(none)'}`).toBe(200);
   if (reason === 'ui_heartbeat_lost' && Number(st.heartbeat_timeout_ms) > 0) {
     const beats = [{ sent: since, answered: since }, ...(heartbeats.get(x.o) ?? []).filter((b) => b.sent >= since).sort((a, b) => a.sent - b.sent)];
-    let gap = playedAt - beats[beats.length - 1]!.sent;
+    let gap = until - beats[beats.length - 1]!.sent;
     for (let i = 1; i < beats.length; i++) gap = Math.max(gap, beats[i]!.answered - beats[i - 1]!.sent);
     await hostBound(
       { rule: 'docs/profile.md "OLP server: dense execution": a heartbeat within heartbeat_timeout_ms keeps the lease', marginMs: Number(st.heartbeat_timeout_ms), since, measured: () => ({ ms: Math.round(gap), what: 'the longest span from a heartbeat sent to the next one answered' }) },
-      fail,
+      () => fail(reason),
     );
   } else if (reason.startsWith('lease_lost') && !EXTERNAL) {
-    await hostBound({ rule: 'document 1 part 3: a grant renewed within its lease stays owned (the OLP server renews every quarter lease)', marginMs: (LEASE_MS * 3) / 4, since }, fail);
+    await hostBound({ rule: 'document 1 part 3: a grant renewed within its lease stays owned (the OLP server renews every quarter lease)', marginMs: (LEASE_MS * 3) / 4, since }, () => fail(reason));
   }
-  await fail();
+  await fail(reason);
+}
+
+/** A play refused not_armed after the arm was answered: the server gave its lease up meanwhile (stopJudged). */
+async function lostLeaseJudged(x: Exec, since: number, play: { status: number; text: string }, playedAt: number): Promise<void> {
+  await stopJudged(x, since, playedAt, async (reason) => expect(play.status, `${play.text}; the server's stopped_reason: ${reason || '(none)'}`).toBe(200));
+}
+
+/**
+ * A played program must end completed, as the next execution generation. One that ended otherwise (the
+ * server cancelled it) is judged as a lease the server gave up while the harness held the cell (stopJudged,
+ * `since` the arm): a slow host that let the heartbeats or the renewals lapse is an ERROR with its figures.
+ */
+async function completedJudged(x: Exec, since: number, ended: { state: string; generation: unknown }, before: bigint, detail = ''): Promise<void> {
+  const check = async (reason = '') => expect([ended.state, BigInt(ended.generation as bigint)], `${detail}${reason ? `; the server's stopped_reason: ${reason}` : ''}`).toEqual(['completed', before + 1n]);
+  if (ended.state !== 'completed') await stopJudged(x, since, performance.now(), check);
+  await check();
 }
 
 /** Bring the cell back to the planned program's start (every axis at 0, the planner stub's rest pose). */
@@ -259,7 +274,7 @@ async function ensureHomed(post: (route: string, body?: unknown) => Promise<{ st
  * Load a planned trajectory, arm, home and bring the cell to the program's start, then play: the program
  * runs on the cell. Returns the cell's execution generation before the play (the play's is the next).
  */
-async function loadAndPlay(x: Exec, skip: (c: boolean, n?: string) => void, post: Post, digest: string): Promise<bigint> {
+async function loadAndPlay(x: Exec, skip: (c: boolean, n?: string) => void, post: Post, digest: string): Promise<{ before: bigint; since: number }> {
   const { client, description: d } = x;
   const loaded = await post('/load', { trajectory_digest: digest });
   bodyTaken(x, skip, loaded, 'load');
@@ -272,7 +287,7 @@ async function loadAndPlay(x: Exec, skip: (c: boolean, n?: string) => void, post
   const play = await post('/play', {});
   if (play.status === 409 && /"not_armed"/.test(play.text)) await lostLeaseJudged(x, since, play, performance.now());
   expect(play.status, play.text).toBe(200);
-  return before;
+  return { before, since };
 }
 
 /** Joint positions of the cell as its telemetry reports them (the newest capture record), by axis id. */
@@ -367,6 +382,7 @@ describe('dense execution', () => {
       bodyTaken(x, skip, loaded, 'load');
       await inProfile('profile:olp.execution_bodies', () => expect([loaded.json?.loaded?.trajectory_digest, BigInt(loaded.json?.loaded?.samples ?? -1)]).toEqual([digest, samples]));
       await alive(o, async () => {
+        const since = performance.now();
         const armed = await post('/arm', { armed: true });
         expect(armed.status, armed.text).toBe(200);
         await inProfile('profile:olp.execution_bodies', () => expect([armed.json?.armed, armed.json?.loaded?.prepared]).toEqual([true, true]));
@@ -398,7 +414,7 @@ describe('dense execution', () => {
         const during = await o.client.get('/dense-execution/telemetry/window?window_ms=1000');
         expect(during.status, during.text.slice(0, 300)).toBe(200);
         const cell = (await programEnded(o, client, before)).execution;
-        expect([cell.state, BigInt(cell.generation)]).toEqual(['completed', before + 1n]);
+        await completedJudged(x, since, cell, before);
         await inProfile('profile:olp.execution_bodies', async () => {
           const done = await until('the server reports the end', () => o.client.get('/dense-execution/status'), (r) => r.json?.playing === false, 5_000);
           expect([done.json?.execution?.state, BigInt(done.json?.execution?.generation ?? -1)]).toEqual(['completed', before + 1n]);
@@ -467,9 +483,9 @@ describe('dense execution', () => {
       expect(planned.json?.program_digest).toBe(request.program_digest);
       const post = await selected(x);
       await alive(o, async () => {
-        const before = await loadAndPlay(x, skip, post, planned.json?.dense?.digest);
+        const { before, since } = await loadAndPlay(x, skip, post, planned.json?.dense?.digest);
         const done = await programEnded(o, client, before, 30_000);
-        expect([done.execution.state, BigInt(done.execution.generation)], JSON.stringify(done.core) + JSON.stringify(done.axes)).toEqual(['completed', before + 1n]);
+        await completedJudged(x, since, done.execution, before, JSON.stringify(done.core) + JSON.stringify(done.axes));
         await cartesianChecks(o, post, client, description);
       });
     },
@@ -493,7 +509,7 @@ describe('dense execution', () => {
     const post = await selected(x);
     const { digest } = await plan(x);
     await alive(o, async () => {
-      const before = await loadAndPlay(x, skip, post, digest);
+      const { before } = await loadAndPlay(x, skip, post, digest);
       const paused = await o.client.post('/dense-execution/pause', {});
       expect(paused.status, paused.text).toBe(200);
       await inProfile('profile:olp.execution_bodies', () => expect([paused.json?.playing, paused.json?.lease_held]).toEqual([false, true]));
