@@ -8,6 +8,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { lateness } from '../lateness.ts';
 import { ROOT, referenceCommand } from './reference.ts';
 import { openStubPlanner, spawnReady } from './spawn.ts';
 import type { OlpCellSpec, OlpSpec, OpenedOlp } from './types.ts';
@@ -45,10 +46,13 @@ export async function startReferenceOlp(spec: OlpSpec = {}): Promise<OpenedOlp> 
       if (spec.single.model_id) args.push('--single-model', spec.single.model_id + (spec.single.robot_description_sha256 ? `@${spec.single.robot_description_sha256}` : ''));
     }
     const p = await spawnOlp(args);
+    // Its process's run-queue wait, for the timing checks a slow host may explain (lateness.ts hostBound targetOnHost).
+    const unwatch = lateness.watch(() => p.pid);
     return {
       endpoint: { url: p.url, pid: p.pid, configured: true, ...(planner ? { plannerUrl: planner.endpoint.url } : {}) },
       stderr: p.stderr,
       async close() {
+        unwatch();
         await p.stop();
         await planner?.close();
         await rm(dir, { recursive: true, force: true });
