@@ -48,6 +48,22 @@ export interface FakeMasterOptions {
   noMaster?: boolean;
 }
 
+/** What the cycle thread says of its scheduling (fake-worker.ts, thread-scheduling.mjs): while it set the bus up, while it cycled, and as it ended. */
+export interface CycleThreadScheduling {
+  setup?: string;
+  cycling?: string;
+  stopped?: string;
+}
+
+/** The cycle thread's messages to the master. */
+export interface CycleThreadReport {
+  t: 'running' | 'stopped';
+  scheduling: CycleThreadScheduling;
+}
+
+/** How long close() lets the cycle thread end by itself before terminating it. */
+const STOP_GRACE_MS = 2000;
+
 interface Registered {
   options: SlaveOptions;
   index: number;
@@ -72,7 +88,11 @@ export class FakeEthercatMaster implements EthercatMaster {
   readonly outOfRangeWrites: Array<{ name: string; value: number }> = [];
   private bus?: FakeBus;
   private worker?: Worker;
+  /** Resolves when the cycle thread has exited (taken at its start: it may end before close() asks). */
+  private workerExit?: Promise<void>;
   private port?: MessagePort;
+  /** Thread mode: the cycle thread's scheduling as it reported it (for tests, and for a look at a run). */
+  readonly cycleThread: CycleThreadScheduling = {};
   /** Present only in lockstep mode: the driver runs one bus cycle per exchange. */
   sync?: (nowNs: bigint) => void;
 
@@ -202,10 +222,12 @@ export class FakeEthercatMaster implements EthercatMaster {
       transferList: [port2],
     });
     this.worker = worker;
+    this.workerExit = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     worker.unref();
     const onError = (e: Error) => cb({ result: 'error', error: `fake master cycle thread failed: ${e.message}` });
     worker.once('error', onError);
-    worker.once('message', (m: { t: string }) => {
+    worker.on('message', (m: CycleThreadReport) => Object.assign(this.cycleThread, m.scheduling));
+    worker.once('message', (m: CycleThreadReport) => {
       worker.off('error', onError);
       worker.on('error', (e) => process.emitWarning(`fake master cycle thread failed: ${e.message}`));
       if (m.t === 'running') cb({ result: 'ok', data: {} });
@@ -338,11 +360,21 @@ export class FakeEthercatMaster implements EthercatMaster {
   }
 
   async close(): Promise<void> {
-    if (this.worker) {
-      this.port?.postMessage({ kind: 'stop' });
-      this.port?.close();
-      await this.worker.terminate();
+    const worker = this.worker;
+    if (worker) {
       this.worker = undefined;
+      // The thread ends by itself once it has given back its real-time priority (fake-worker.ts end):
+      // terminating it at once would stop it wherever it is, at SCHED_FIFO 49, and its exit and teardown would
+      // run there. Terminated only when it has not ended within the grace (a thread that stopped draining).
+      this.port?.postMessage({ kind: 'stop' });
+      const timer = setTimeout(() => {
+        process.emitWarning(`fake master cycle thread did not end within ${STOP_GRACE_MS} ms of its stop: terminated at its scheduling (${this.cycleThread.cycling ?? 'unknown'})`);
+        void worker.terminate();
+      }, STOP_GRACE_MS);
+      await this.workerExit;
+      clearTimeout(timer);
+      this.port?.close();
+      this.port = undefined;
     }
     await this.bus?.close();
     this.bus = undefined;
