@@ -16,6 +16,7 @@ import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { AL } from '../bus.ts';
 import { FakeBus, readDomain, ST, statusBytes, writeDomain, type DomainPin, type FakeBusSpec, type FakeFault } from './fake-bus.ts';
 import { mappingWord, RX_PDO, TX_PDO } from './layout.ts';
+import { bornAtNormalScheduling } from './thread-scheduling.ts';
 import {
   abortText,
   PIN_BITS,
@@ -48,8 +49,9 @@ export interface FakeMasterOptions {
   noMaster?: boolean;
 }
 
-/** What the cycle thread says of its scheduling (fake-worker.ts, thread-scheduling.mjs): while it set the bus up, while it cycled, and as it ended. */
+/** What the cycle thread says of its scheduling (fake-worker.ts, thread-scheduling.ts): as it was born, while it set the bus up, while it cycled, and as it ended. */
 export interface CycleThreadScheduling {
+  born?: string;
   setup?: string;
   cycling?: string;
   stopped?: string;
@@ -217,10 +219,15 @@ export class FakeEthercatMaster implements EthercatMaster {
     }
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
-    const worker = new Worker(FAKE_WORKER, {
-      workerData: { bench, pins, domain: this.domain, status: this.status, reached, port: port2 },
-      transferList: [port2],
-    });
+    // Made by the core's thread, at SCHED_FIFO 40 on the real-time clock: the new thread would inherit that
+    // for its start-up (thread-scheduling.ts says what that cost); it is born at normal scheduling instead.
+    const worker = bornAtNormalScheduling(
+      () =>
+        new Worker(FAKE_WORKER, {
+          workerData: { bench, pins, domain: this.domain, status: this.status, reached, port: port2 },
+          transferList: [port2],
+        }),
+    );
     this.worker = worker;
     this.workerExit = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     worker.unref();

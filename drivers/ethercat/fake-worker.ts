@@ -5,13 +5,13 @@
 import { receiveMessageOnPort, workerData, parentPort, type MessagePort } from 'node:worker_threads';
 import { FakeBus, type DomainPin, type FakeBusSpec, type FakeFault } from './fake-bus.ts';
 import type { CycleThreadReport } from './fake-master.ts';
-import { raiseToFifo, toNormalScheduling } from './thread-scheduling.mjs';
+import { raiseToFifo, schedulingOf, toNormalScheduling } from './thread-scheduling.ts';
 
 const d = workerData as { bench: FakeBusSpec; pins: DomainPin[]; domain: SharedArrayBuffer; status: SharedArrayBuffer; reached: number[]; port: MessagePort };
-// Only the cycle runs at real-time priority. The thread is born with its creator's policy: the real-time
-// core's thread (SCHED_FIFO 40, sims/core/host.ts) activates the master, so without this the bus's set-up
-// below (a whole run under perf sched: a median 39 ms on a CPU per start, up to 75 ms, in stretches up to 31 ms) ran above every
-// harness and service thread. From source the entry shim has given it back already; a bundle starts here.
+// Only the cycle runs at real-time priority. The master has this thread born at normal scheduling though a
+// real-time core's thread makes it (fake-master.ts activate, thread-scheduling.ts); should it be born
+// real-time all the same, it gives that back before setting the bus up.
+const born = schedulingOf();
 const setup = toNormalScheduling();
 const bus = new FakeBus(d.bench, d.pins, d.domain, d.status, d.reached);
 await bus.ready();
@@ -24,7 +24,7 @@ const sleeper = new Int32Array(new SharedArrayBuffer(4));
 let next = process.hrtime.bigint();
 bus.cycle(next);
 next += period;
-parentPort!.postMessage({ t: 'running', scheduling: { setup, cycling } } satisfies CycleThreadReport);
+parentPort!.postMessage({ t: 'running', scheduling: { born, setup, cycling } } satisfies CycleThreadReport);
 
 /**
  * The thread's end: back to normal scheduling first, so that its exit, the isolate's teardown and the
