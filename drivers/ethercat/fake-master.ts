@@ -16,7 +16,7 @@ import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { AL } from '../bus.ts';
 import { FakeBus, readDomain, ST, statusBytes, writeDomain, type DomainPin, type FakeBusSpec, type FakeFault } from './fake-bus.ts';
 import { mappingWord, RX_PDO, TX_PDO } from './layout.ts';
-import { bornAtNormalScheduling } from './thread-scheduling.ts';
+import { bornAtNormalScheduling, lowerThread } from './thread-scheduling.ts';
 import {
   abortText,
   PIN_BITS,
@@ -61,6 +61,8 @@ export interface CycleThreadScheduling {
 export interface CycleThreadReport {
   t: 'running' | 'stopped';
   scheduling: CycleThreadScheduling;
+  /** The thread's id as the kernel knows it (with 'running'). */
+  tid?: string;
 }
 
 /** How long close() lets the cycle thread end by itself before terminating it. */
@@ -90,6 +92,8 @@ export class FakeEthercatMaster implements EthercatMaster {
   readonly outOfRangeWrites: Array<{ name: string; value: number }> = [];
   private bus?: FakeBus;
   private worker?: Worker;
+  /** The cycle thread's kernel thread id, once it runs. */
+  private cycleThreadId?: string;
   /** Resolves when the cycle thread has exited (taken at its start: it may end before close() asks). */
   private workerExit?: Promise<void>;
   private port?: MessagePort;
@@ -233,7 +237,10 @@ export class FakeEthercatMaster implements EthercatMaster {
     worker.unref();
     const onError = (e: Error) => cb({ result: 'error', error: `fake master cycle thread failed: ${e.message}` });
     worker.once('error', onError);
-    worker.on('message', (m: CycleThreadReport) => Object.assign(this.cycleThread, m.scheduling));
+    worker.on('message', (m: CycleThreadReport) => {
+      Object.assign(this.cycleThread, m.scheduling);
+      if (m.tid) this.cycleThreadId = m.tid;
+    });
     worker.once('message', (m: CycleThreadReport) => {
       worker.off('error', onError);
       worker.on('error', (e) => process.emitWarning(`fake master cycle thread failed: ${e.message}`));
@@ -370,9 +377,14 @@ export class FakeEthercatMaster implements EthercatMaster {
     const worker = this.worker;
     if (worker) {
       this.worker = undefined;
-      // The thread ends by itself once it has given back its real-time priority (fake-worker.ts end):
-      // terminating it at once would stop it wherever it is, at SCHED_FIFO 49, and its exit and teardown would
-      // run there. Terminated only when it has not ended within the grace (a thread that stopped draining).
+      // Back to normal scheduling before it is told to stop, so that its last cycles, its exit, the isolate's
+      // teardown and the freeing of its heap do not run at SCHED_FIFO 49, above the core's thread and every
+      // harness thread (the defect sims/core/host.ts lowerThreadPriority tells of, for the core's own thread).
+      // Lowered from here, not by itself (thread-scheduling.ts lowerThread says why); should that fail, the
+      // thread gives it back itself (fake-worker.ts end). Then it ends by itself: terminating it at once
+      // would stop it wherever it is. Terminated only when it has not ended within the grace (a thread that
+      // stopped draining).
+      if (this.cycleThreadId && /^SCHED_(FIFO|RR)/.test(this.cycleThread.cycling ?? '')) lowerThread(this.cycleThreadId);
       this.port?.postMessage({ kind: 'stop' });
       const timer = setTimeout(() => {
         process.emitWarning(`fake master cycle thread did not end within ${STOP_GRACE_MS} ms of its stop: terminated at its scheduling (${this.cycleThread.cycling ?? 'unknown'})`);

@@ -5,7 +5,7 @@
 import { receiveMessageOnPort, workerData, parentPort, type MessagePort } from 'node:worker_threads';
 import { FakeBus, type DomainPin, type FakeBusSpec, type FakeFault } from './fake-bus.ts';
 import type { CycleThreadReport } from './fake-master.ts';
-import { raiseToFifo, schedulingOf, toNormalScheduling } from './thread-scheduling.ts';
+import { ownThreadId, raiseToFifo, schedulingOf, toNormalScheduling } from './thread-scheduling.ts';
 
 const d = workerData as { bench: FakeBusSpec; pins: DomainPin[]; domain: SharedArrayBuffer; status: SharedArrayBuffer; reached: number[]; port: MessagePort };
 // Only the cycle runs at real-time priority. The master has this thread born at normal scheduling though a
@@ -24,16 +24,16 @@ const sleeper = new Int32Array(new SharedArrayBuffer(4));
 let next = process.hrtime.bigint();
 bus.cycle(next);
 next += period;
-parentPort!.postMessage({ t: 'running', scheduling: { born, setup, cycling } } satisfies CycleThreadReport);
+parentPort!.postMessage({ t: 'running', scheduling: { born, setup, cycling }, tid: ownThreadId() } satisfies CycleThreadReport);
 
 /**
- * The thread's end: back to normal scheduling first, so that its exit, the isolate's teardown and the
- * freeing of its heap do not run at SCHED_FIFO 49, above the core's thread and every harness thread (the
- * defect sims/core/host.ts lowerThreadPriority tells of, for the core's own thread). The master waits for
- * this rather than terminating the thread (fake-master.ts close).
+ * The thread's end, at normal scheduling: the master has lowered it before asking it to stop (fake-master.ts
+ * close says why); should that have failed, it gives SCHED_FIFO back itself. What it found at the stop (and
+ * did) is sent before it ends. The master waits for the end rather than terminating the thread.
  */
 function end(code: number): never {
-  const stopped = toNormalScheduling();
+  const found = schedulingOf() ?? 'unknown';
+  const stopped = found.startsWith('SCHED_FIFO') || found.startsWith('SCHED_RR') ? `${found}, then ${toNormalScheduling()} (lowered itself)` : found;
   parentPort!.postMessage({ t: 'stopped', scheduling: { stopped } } satisfies CycleThreadReport);
   process.exit(code);
 }

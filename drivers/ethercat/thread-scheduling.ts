@@ -34,12 +34,13 @@ export function schedulingOf(statPath = '/proc/thread-self/stat'): string | unde
   return policy === 'SCHED_FIFO' || policy === 'SCHED_RR' ? `${policy} ${f[37]}` : `${policy} nice ${f[16]}`;
 }
 
-function ownThreadId(): string {
+/** The calling thread's id as the kernel knows it (chrt's argument). */
+export function ownThreadId(): string {
   return readlinkSync('/proc/thread-self').split('/').pop() ?? '';
 }
 
-function chrt(args: string[]): void {
-  execFileSync('chrt', [...args, ownThreadId()], { stdio: 'ignore', timeout: 2000 });
+function chrt(args: string[], tid = ownThreadId()): void {
+  execFileSync('chrt', [...args, tid], { stdio: 'ignore', timeout: 2000 });
 }
 
 /**
@@ -85,6 +86,21 @@ export function raiseToFifo(priority: number): string {
     /* not permitted: normal priority */
   }
   return schedulingOf() ?? 'unknown';
+}
+
+/**
+ * Thread `tid` of this process back to normal scheduling (SCHED_OTHER; chrt keeps its nice value), asked
+ * by another thread: starting chrt forks the whole process, and in a whole run under perf sched the cycle
+ * thread that lowered itself so ran up to 11 ms at a stretch at its SCHED_FIFO 49, most of it in the fork.
+ * Returns whether chrt succeeded.
+ */
+export function lowerThread(tid: string): boolean {
+  try {
+    chrt(['-o', '-p', '0'], tid);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**
