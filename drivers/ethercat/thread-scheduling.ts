@@ -46,7 +46,11 @@ function chrt(args: string[], tid = ownThreadId()): void {
 /**
  * `make()` with the threads and processes it creates born at normal scheduling, the calling thread keeping
  * its own: a real-time caller sets SCHED_RESET_ON_FORK on itself around it (sched(7)), same policy and
- * priority, and clears it after. A caller at normal scheduling, or off Linux, just calls `make`.
+ * priority, and clears it after (/proc does not show the flag, and asking chrt would be one more fork at
+ * real-time priority: a caller that had it set loses it; the core's thread has none, sims/core/host.ts).
+ * Each chrt is a fork of the process in the calling thread (a core thread's ran a median 0.7 ms, p90 5.5 ms,
+ * on a CPU up to its fork, in a run); the thread born at SCHED_FIFO 40 had spent a median 39 ms there. A
+ * caller at normal scheduling, or off Linux, just calls `make`.
  */
 export function bornAtNormalScheduling<T>(make: () => T): T {
   const m = /^SCHED_(FIFO|RR) (\d+)$/.exec(schedulingOf() ?? '');
@@ -54,11 +58,8 @@ export function bornAtNormalScheduling<T>(make: () => T): T {
   const policy = m[1] === 'FIFO' ? '-f' : '-r';
   let reset = false;
   try {
-    // /proc does not show the flag; chrt does. A caller that has it set already keeps it.
-    if (!execFileSync('chrt', ['-p', ownThreadId()], { encoding: 'utf8', timeout: 2000 }).includes('SCHED_RESET_ON_FORK')) {
-      chrt([policy, '-R', '-p', m[2]!]);
-      reset = true;
-    }
+    chrt([policy, '-R', '-p', m[2]!]);
+    reset = true;
   } catch {
     /* refused: the child inherits the policy, and gives it back itself (fake-worker.ts) */
   }
