@@ -76,7 +76,7 @@ export function bornAtNormalScheduling<T>(make: () => T): T {
 
 /**
  * SCHED_FIFO at `priority` for the calling thread where permitted (root or CAP_SYS_NICE), with
- * SCHED_RESET_ON_FORK so that what it starts (chrt, when it gives the priority back) runs at normal
+ * SCHED_RESET_ON_FORK so that what it starts (its own chrt, should it have to give the priority back) runs at normal
  * scheduling. Returns the thread's scheduling afterwards; unchanged when refused or not on Linux.
  */
 export function raiseToFifo(priority: number): string {
