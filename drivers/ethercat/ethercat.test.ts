@@ -1,6 +1,9 @@
 // The EtherCAT driver over the fake master, the fake master's faithfulness to node-ethercat's API, and the
 // node-ethercat adapter against a module-shaped stand-in (the real module needs IgH and is absent here).
 
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readlinkSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 import { afterEach, describe, expect, test } from 'vitest';
 import { AL, ProcessImage, STANDARD_MAPPING, type BusSetup } from '../bus.ts';
 import { testBusSetup } from '../test-setup.ts';
@@ -13,6 +16,7 @@ import { AXIS_MAPPING, IO_MAPPING, interpolationPeriod, mappingWord, pdoConfigSd
 import { call, wrapToPin, type EthercatMaster, type MasterResult, type SlaveOptions } from './master.ts';
 import { NodeEthercatMaster, nodeEthercatFactory, type NodeEthercatModule } from './node-ethercat.ts';
 import { importNodeEthercat } from './driver.ts';
+import { schedulingOf } from './thread-scheduling.ts';
 
 const CYCLE = 1_000_000n;
 const AXES = 3;
@@ -397,6 +401,63 @@ describe('the fake master on its own cycle thread', () => {
     expect(fake.cycleCounter()).toBeGreaterThan(frozen);
     host.exchange(img, process.hrtime.bigint());
     expect([...img.pdoFresh]).toEqual([1, 1, 1]);
+  });
+});
+
+/** This process's threads under a real-time policy, with it ('SCHED_FIFO 49'), read from /proc/self/task. */
+function realTimeThreads(): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    const s = schedulingOf(`/proc/self/task/${tid}/stat`); // undefined: the thread ended while we looked
+    if (s && !s.startsWith('SCHED_OTHER')) out.set(tid, s);
+  }
+  return out;
+}
+
+describe('the fake master\'s cycle thread is at real-time priority only while it cycles', () => {
+  test('made by a SCHED_FIFO 40 thread (the real-time core\'s), it is born and sets the bus up at normal scheduling, cycles at SCHED_FIFO 49 with no other thread of its raised, and is back at normal scheduling before it ends', async ({ skip }) => {
+    skip(process.platform !== 'linux', 'thread scheduling is read from /proc and set with chrt (Linux)');
+    const m = new FakeEthercatMaster({ mode: 'thread', bench: benchFor(SETUP, planBus(SETUP), {}) });
+    for (const s of planBus(SETUP)) expect(await call((cb) => m.addSlave(slaveOptions(s), cb))).toMatchObject({ result: 'ok' });
+    expect(await call((cb) => m.start({}, cb))).toMatchObject({ result: 'ok' });
+    const before = realTimeThreads();
+    // This thread takes SCHED_FIFO 40 for activate()'s synchronous part only, where the cycle thread is made,
+    // as the core's thread has it (sims/core/host.ts); a new thread would inherit it.
+    const tid = readlinkSync('/proc/thread-self').split('/').pop()!;
+    const nice = getPriority(0);
+    try {
+      execFileSync('chrt', ['-f', '-p', '40', tid], { stdio: 'ignore', timeout: 2000 });
+    } catch {
+      skip(true, 'SCHED_FIFO is not permitted here (chrt -f refused): no real-time policy to inherit or give back');
+    }
+    let activated: Promise<MasterResult>;
+    let creator: string;
+    try {
+      activated = call((cb) => m.activate({}, cb));
+      creator = execFileSync('chrt', ['-p', tid], { encoding: 'utf8', timeout: 2000 });
+    } finally {
+      execFileSync('chrt', ['-o', '-p', '0', tid], { stdio: 'ignore', timeout: 2000 });
+      if (getPriority(0) !== nice) setPriority(0, nice);
+    }
+    // The maker keeps its own scheduling, and no SCHED_RESET_ON_FORK it did not have.
+    expect(creator).toMatch(/policy: SCHED_FIFO\n.*priority: 40\n$/);
+    try {
+      expect(await activated).toEqual({ result: 'ok', data: {} });
+      // Only the cycling thread is raised: from source, the TypeScript loader's hooks thread, which the cycle
+      // thread starts (fake-worker-entry.mjs), is born at normal scheduling too.
+      const raised = [...realTimeThreads()].filter(([t]) => !before.has(t));
+      expect(raised.map(([, s]) => s)).toEqual(['SCHED_FIFO 49']);
+      // What the thread read of itself (fake-worker.ts): born normal, normal while it set the bus up, then SCHED_FIFO 49.
+      expect(m.cycleThread.born, 'the thread is born at normal scheduling').toMatch(/^SCHED_OTHER/);
+      expect(m.cycleThread.setup, 'the bus is set up at normal scheduling').toMatch(/^SCHED_OTHER/);
+      expect(m.cycleThread.cycling).toBe('SCHED_FIFO 49');
+    } finally {
+      await m.close();
+    }
+    // What the thread read of itself when the stop reached it, sent before it ended (fake-worker.ts end):
+    // the master had lowered it already, so it started no chrt of its own at SCHED_FIFO 49.
+    expect(m.cycleThread.stopped, 'the thread ends at normal scheduling').toMatch(/^SCHED_OTHER nice -?\d+$/);
+    expect([...realTimeThreads().keys()].filter((t) => !before.has(t)), 'no thread left at a real-time policy').toEqual([]);
   });
 });
 

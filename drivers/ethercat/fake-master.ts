@@ -16,6 +16,7 @@ import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { AL } from '../bus.ts';
 import { FakeBus, readDomain, ST, statusBytes, writeDomain, type DomainPin, type FakeBusSpec, type FakeFault } from './fake-bus.ts';
 import { mappingWord, RX_PDO, TX_PDO } from './layout.ts';
+import { bornAtNormalScheduling, lowerThread } from './thread-scheduling.ts';
 import {
   abortText,
   PIN_BITS,
@@ -48,6 +49,25 @@ export interface FakeMasterOptions {
   noMaster?: boolean;
 }
 
+/** What the cycle thread says of its scheduling (fake-worker.ts, thread-scheduling.ts): as it was born, while it set the bus up, while it cycled, and as it ended. */
+export interface CycleThreadScheduling {
+  born?: string;
+  setup?: string;
+  cycling?: string;
+  stopped?: string;
+}
+
+/** The cycle thread's messages to the master. */
+export interface CycleThreadReport {
+  t: 'running' | 'stopped';
+  scheduling: CycleThreadScheduling;
+  /** The thread's id as the kernel knows it (with 'running'). */
+  tid?: string;
+}
+
+/** How long close() lets the cycle thread end by itself before terminating it. */
+const STOP_GRACE_MS = 2000;
+
 interface Registered {
   options: SlaveOptions;
   index: number;
@@ -72,7 +92,13 @@ export class FakeEthercatMaster implements EthercatMaster {
   readonly outOfRangeWrites: Array<{ name: string; value: number }> = [];
   private bus?: FakeBus;
   private worker?: Worker;
+  /** The cycle thread's kernel thread id, once it runs. */
+  private cycleThreadId?: string;
+  /** Resolves when the cycle thread has exited (taken at its start: it may end before close() asks). */
+  private workerExit?: Promise<void>;
   private port?: MessagePort;
+  /** Thread mode: the cycle thread's scheduling as it reported it (for tests, and for a look at a run). */
+  readonly cycleThread: CycleThreadScheduling = {};
   /** Present only in lockstep mode: the driver runs one bus cycle per exchange. */
   sync?: (nowNs: bigint) => void;
 
@@ -197,15 +223,25 @@ export class FakeEthercatMaster implements EthercatMaster {
     }
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
-    const worker = new Worker(FAKE_WORKER, {
-      workerData: { bench, pins, domain: this.domain, status: this.status, reached, port: port2 },
-      transferList: [port2],
-    });
+    // Made by the core's thread, at SCHED_FIFO 40 on the real-time clock: the new thread would inherit that
+    // for its start-up (thread-scheduling.ts says what that cost); it is born at normal scheduling instead.
+    const worker = bornAtNormalScheduling(
+      () =>
+        new Worker(FAKE_WORKER, {
+          workerData: { bench, pins, domain: this.domain, status: this.status, reached, port: port2 },
+          transferList: [port2],
+        }),
+    );
     this.worker = worker;
+    this.workerExit = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     worker.unref();
     const onError = (e: Error) => cb({ result: 'error', error: `fake master cycle thread failed: ${e.message}` });
     worker.once('error', onError);
-    worker.once('message', (m: { t: string }) => {
+    worker.on('message', (m: CycleThreadReport) => {
+      Object.assign(this.cycleThread, m.scheduling);
+      if (m.tid) this.cycleThreadId = m.tid;
+    });
+    worker.once('message', (m: CycleThreadReport) => {
       worker.off('error', onError);
       worker.on('error', (e) => process.emitWarning(`fake master cycle thread failed: ${e.message}`));
       if (m.t === 'running') cb({ result: 'ok', data: {} });
@@ -338,11 +374,26 @@ export class FakeEthercatMaster implements EthercatMaster {
   }
 
   async close(): Promise<void> {
-    if (this.worker) {
-      this.port?.postMessage({ kind: 'stop' });
-      this.port?.close();
-      await this.worker.terminate();
+    const worker = this.worker;
+    if (worker) {
       this.worker = undefined;
+      // Back to normal scheduling before it is told to stop, so that its last cycles, its exit, the isolate's
+      // teardown and the freeing of its heap do not run at SCHED_FIFO 49, above the core's thread and every
+      // harness thread (the defect sims/core/host.ts lowerThreadPriority tells of, for the core's own thread).
+      // Lowered from here, not by itself (thread-scheduling.ts lowerThread says why); should that fail, the
+      // thread gives it back itself (fake-worker.ts end). Then it ends by itself: terminating it at once
+      // would stop it wherever it is. Terminated only when it has not ended within the grace (a thread that
+      // stopped draining).
+      if (this.cycleThreadId && /^SCHED_(FIFO|RR)/.test(this.cycleThread.cycling ?? '')) lowerThread(this.cycleThreadId);
+      this.port?.postMessage({ kind: 'stop' });
+      const timer = setTimeout(() => {
+        process.emitWarning(`fake master cycle thread did not end within ${STOP_GRACE_MS} ms of its stop: terminated at its scheduling (${this.cycleThread.cycling ?? 'unknown'})`);
+        void worker.terminate();
+      }, STOP_GRACE_MS);
+      await this.workerExit;
+      clearTimeout(timer);
+      this.port?.close();
+      this.port = undefined;
     }
     await this.bus?.close();
     this.bus = undefined;
