@@ -267,8 +267,10 @@ export interface HostBoundOptions {
    * (the sim target's stack), the time the host kept that process's main thread waiting on the run queue
    * inside the exchange counts against the margin too. A target that runs late because the host ran other
    * work is the host's, as the harness's own lateness is. Never for a rule the target breaks by acting too
-   * late on purpose or too early (a deadline extended, an expiry early): a slower target only makes those
-   * outcomes less likely, so its wait explains nothing there.
+   * early (an expiry early): a slower target only makes that less likely, so its wait explains nothing
+   * there; nor for a deadline the target could extend inside a real-time core. A deadline the target ends
+   * on a timer of a normal-priority process (the OLP server's heartbeat interval) is the exception: a
+   * process the host did not run cannot end it on time.
    */
   targetOnHost?: boolean;
 }
