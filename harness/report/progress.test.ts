@@ -60,6 +60,25 @@ test('files running side by side: the time left lays the files out on the worker
   expect(p.left()).toBe('done');
 });
 
+test('unlisted files do not set the pace: their weight is a guess, so a slow one leaves the listed pace as it was', () => {
+  const out: string[] = [];
+  let t = 0;
+  const d = { 'listed.test.ts': 6_000 };
+  const p = new Progress({ tty: false, write: (s) => out.push(s), now: () => t, durations: d });
+  p.start(['u1.test.ts', 'u2.test.ts', 'u3.test.ts', 'listed.test.ts']);
+  p.fileStarted('u1.test.ts');
+  t = 14_000;
+  p.fileDone('u1.test.ts');
+  // u1 (unlisted, 1.5 s) took 14 s: the pace stays 1. One worker seen: u2 and u3 at 1.5 s, listed at 6 s: 9 s.
+  // Taken as a pace (14/1.5 with the prior: 24/11.5) it would have said 9 x 2.1 = 19 s.
+  expect(out.at(-1)).toBe('progress: 1 of 4 files, 0 passed, 0 failed, about 9 s left\n');
+  p.fileStarted('listed.test.ts');
+  t = 26_000;
+  p.fileDone('listed.test.ts');
+  // The listed file took 12 s for its 6: with the prior, 22 s per 16 listed: the two unlisted 1.5 s each at that pace, 4.1 s.
+  expect(out.at(-1)).toBe('progress: 2 of 4 files, 0 passed, 0 failed, about 4 s left\n');
+});
+
 test('a terminal gets one line redrawn in place; lines of other reporters go above it; the end clears it', () => {
   const out: string[] = [];
   let t = 0;
