@@ -7,7 +7,7 @@
 // stack of the run starts from the bundle. `HIL_STACK_PREBUILT` names the bundle directory; without it,
 // or with HIL_STACK_PREBUILT=off, stacks start from source.
 
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -139,7 +139,9 @@ export async function prebuildReference(): Promise<Prebuilt> {
   const { build } = await import('esbuild');
   const parent = join(ROOT, 'node_modules', '.cache', 'hil-stack');
   await mkdir(parent, { recursive: true });
+  await pruneBundles(parent);
   const dir = await mkdtemp(join(parent, 'run-'));
+  await writeFile(join(dir, OWNER), `${process.pid}\n`);
   const common = {
     bundle: true,
     platform: 'node' as const,
@@ -163,4 +165,42 @@ export async function prebuildReference(): Promise<Prebuilt> {
     banner: { js: "import { createRequire as __hilRequire } from 'node:module'; const require = __hilRequire(import.meta.url);" },
   });
   return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/** The file in a bundle directory that names the process that built it (prebuildReference). */
+const OWNER = 'owner.pid';
+/** A bundle directory without an owner file is left alone this long (one being made right now has none yet). */
+const UNOWNED_MS = 3_600_000;
+
+/**
+ * Remove the bundle directories under `parent` whose run has gone: a run ended by Ctrl-C (vitest exits at
+ * once on the signal), by SIGKILL or by a crash removes nothing itself, and each directory is about 11 MB.
+ * A directory goes when the process its owner file names is not running; one without a pid in an owner file
+ * (made before owners were written, or being made now) when it is older than an hour. A directory whose owner
+ * is running (another run beside this one, a nightly) is kept. Returns the names removed.
+ */
+export async function pruneBundles(parent: string, now = Date.now()): Promise<string[]> {
+  const removed: string[] = [];
+  for (const name of await readdir(parent).catch(() => [] as string[])) {
+    if (!name.startsWith('run-')) continue;
+    const dir = join(parent, name);
+    // An owner file not (yet) holding a pid counts as none: one being written now reads empty.
+    const pid = Number((await readFile(join(dir, OWNER), 'utf8').catch(() => '')).trim());
+    const gone = Number.isInteger(pid) && pid > 0 ? !running(pid) : await stat(dir).then((st) => now - st.mtimeMs > UNOWNED_MS, () => false);
+    if (gone) {
+      await rm(dir, { recursive: true, force: true });
+      removed.push(name);
+    }
+  }
+  return removed;
+}
+
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    // EPERM: a process of another user has that pid; it is running.
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
