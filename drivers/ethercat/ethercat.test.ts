@@ -16,7 +16,7 @@ import { AXIS_MAPPING, IO_MAPPING, interpolationPeriod, mappingWord, pdoConfigSd
 import { call, wrapToPin, type EthercatMaster, type MasterResult, type SlaveOptions } from './master.ts';
 import { NodeEthercatMaster, nodeEthercatFactory, type NodeEthercatModule } from './node-ethercat.ts';
 import { importNodeEthercat } from './driver.ts';
-import { schedulingOf } from './thread-scheduling.ts';
+import { schedulingOf } from '../thread-scheduling.ts';
 
 const CYCLE = 1_000_000n;
 const AXES = 3;

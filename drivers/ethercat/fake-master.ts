@@ -16,7 +16,7 @@ import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { AL } from '../bus.ts';
 import { FakeBus, readDomain, ST, statusBytes, writeDomain, type DomainPin, type FakeBusSpec, type FakeFault } from './fake-bus.ts';
 import { mappingWord, RX_PDO, TX_PDO } from './layout.ts';
-import { bornAtNormalScheduling, lowerThread } from './thread-scheduling.ts';
+import { bornAtNormalScheduling, lowerThread } from '../thread-scheduling.ts';
 import {
   abortText,
   PIN_BITS,
@@ -49,7 +49,7 @@ export interface FakeMasterOptions {
   noMaster?: boolean;
 }
 
-/** What the cycle thread says of its scheduling (fake-worker.ts, thread-scheduling.ts): as it was born, while it set the bus up, while it cycled, and as it ended. */
+/** What the cycle thread says of its scheduling (fake-worker.ts, drivers/thread-scheduling.ts): as it was born, while it set the bus up, while it cycled, and as it ended. */
 export interface CycleThreadScheduling {
   born?: string;
   setup?: string;
@@ -224,7 +224,7 @@ export class FakeEthercatMaster implements EthercatMaster {
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
     // Made by the core's thread, at SCHED_FIFO 40 on the real-time clock: the new thread would inherit that
-    // for its start-up (thread-scheduling.ts says what that cost); it is born at normal scheduling instead.
+    // for its start-up (drivers/thread-scheduling.ts says what that cost); it is born at normal scheduling instead.
     const worker = bornAtNormalScheduling(
       () =>
         new Worker(FAKE_WORKER, {
@@ -380,7 +380,7 @@ export class FakeEthercatMaster implements EthercatMaster {
       // Back to normal scheduling before it is told to stop, so that its last cycles, its exit, the isolate's
       // teardown and the freeing of its heap do not run at SCHED_FIFO 49, above the core's thread and every
       // harness thread (the defect sims/core/host.ts lowerThreadPriority tells of, for the core's own thread).
-      // Lowered from here, not by itself (thread-scheduling.ts lowerThread says why); should that fail, the
+      // Lowered from here, not by itself (drivers/thread-scheduling.ts lowerThread says why); should that fail, the
       // thread gives it back itself (fake-worker.ts end). Then it ends by itself: terminating it at once
       // would stop it wherever it is. Terminated only when it has not ended within the grace (a thread that
       // stopped draining).

@@ -5,11 +5,11 @@
 import { receiveMessageOnPort, workerData, parentPort, type MessagePort } from 'node:worker_threads';
 import { FakeBus, type DomainPin, type FakeBusSpec, type FakeFault } from './fake-bus.ts';
 import type { CycleThreadReport } from './fake-master.ts';
-import { ownThreadId, raiseToFifo, schedulingOf, toNormalScheduling } from './thread-scheduling.ts';
+import { ownThreadId, raiseToFifo, schedulingOf, toNormalScheduling } from '../thread-scheduling.ts';
 
 const d = workerData as { bench: FakeBusSpec; pins: DomainPin[]; domain: SharedArrayBuffer; status: SharedArrayBuffer; reached: number[]; port: MessagePort };
 // Only the cycle runs at real-time priority. The master has this thread born at normal scheduling though a
-// real-time core's thread makes it (fake-master.ts activate, thread-scheduling.ts); should it be born
+// real-time core's thread makes it (fake-master.ts activate, drivers/thread-scheduling.ts); should it be born
 // real-time all the same, it gives that back before setting the bus up.
 const born = schedulingOf();
 const setup = toNormalScheduling();

@@ -6,10 +6,10 @@
 
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { hrtime } from 'node:process';
 import { createDriver } from '../../drivers/index.ts';
+import { lowerThread, ownThreadId } from '../../drivers/thread-scheduling.ts';
 import { parseFaultSpec, FaultSpecError } from '../../drivers/faults.ts';
 import { DriverHost } from '../../drivers/host.ts';
 import { RecordingDriver } from '../../drivers/replay/recorder.ts';
@@ -61,11 +61,6 @@ export function raiseThreadPriority(req: PriorityRequest): string {
   return 'none (not permitted)';
 }
 
-/** The calling thread's id as the kernel knows it (chrt's argument); throws where /proc is missing. */
-function ownThreadId(): string {
-  return readlinkSync('/proc/thread-self').split('/').pop() ?? '';
-}
-
 /** The calling thread's nice value before raiseThreadPriority raised it (module state is per worker thread). */
 let niceBeforeRaise = 0;
 
@@ -84,7 +79,7 @@ let niceBeforeRaise = 0;
 export function lowerThreadPriority(obtained: string): void {
   if (process.platform !== 'linux' || !(obtained.startsWith('SCHED_FIFO') || obtained.startsWith('nice '))) return;
   try {
-    if (obtained.startsWith('SCHED_FIFO')) execFileSync('chrt', ['-o', '-p', '0', ownThreadId()], { stdio: 'ignore', timeout: 2000 });
+    if (obtained.startsWith('SCHED_FIFO') && !lowerThread(ownThreadId())) throw new Error('chrt -o refused');
     setPriority(0, niceBeforeRaise);
   } catch (e) {
     process.stderr.write(`warning: the core thread keeps its ${obtained} scheduling after its incarnation: ${(e as Error).message}\n`);

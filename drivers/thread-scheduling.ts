@@ -1,6 +1,6 @@
-// The scheduling of the fake master's cycle thread (fake-worker.ts), read from /proc and changed with chrt.
-// drivers/ must not import sims/ (harness/import-rule.test.ts), so this is the fake's own small copy of
-// what sims/core/host.ts does for the core's thread (raiseThreadPriority, lowerThreadPriority).
+// A thread's scheduling, read from /proc and changed with chrt: the fake master's cycle thread
+// (drivers/ethercat/fake-worker.ts) and the core's thread (sims/core/host.ts raiseThreadPriority,
+// lowerThreadPriority). Here, below both, because drivers/ must not import sims/ (harness/import-rule.test.ts).
 //
 // A new thread takes its creator's policy (sched(7): inherited across fork(2); pthread_attr_setinheritsched(3):
 // PTHREAD_INHERIT_SCHED is the default), and a Node worker's thread does: made by the real-time core's
@@ -90,10 +90,11 @@ export function raiseToFifo(priority: number): string {
 }
 
 /**
- * Thread `tid` of this process back to normal scheduling (SCHED_OTHER; chrt keeps its nice value), asked
- * by another thread: starting chrt forks the whole process, and in a whole run under perf sched the cycle
- * thread that lowered itself so ran up to 11 ms at a stretch at its SCHED_FIFO 49, most of it in the fork.
- * Returns whether chrt succeeded.
+ * Thread `tid` of this process back to normal scheduling (SCHED_OTHER; chrt keeps its nice value). Best
+ * asked by another thread: starting chrt forks the whole process, and in a whole run under perf sched the
+ * cycle thread that lowered itself so ran up to 11 ms at a stretch at its SCHED_FIFO 49, most of it in the
+ * fork (the core's thread still lowers itself at the end of its cycling: nothing else runs JavaScript
+ * there, sims/core/host.ts lowerThreadPriority). Returns whether chrt succeeded.
  */
 export function lowerThread(tid: string): boolean {
   try {
