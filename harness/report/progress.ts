@@ -156,11 +156,9 @@ export class Progress implements Reporter {
     const timed = done.filter((f) => this.took.has(f) && this.durations[f] !== undefined);
     // PACE_PRIOR_MS of listed time counts as taken at the listed pace, so that the first short file (its
     // collection and a worker's start-up inside its time) does not set the pace of the whole run alone.
-    const pace = timed.length
+    const pace = this.took.size
       ? (timed.reduce((a, f) => a + this.took.get(f)!, 0) + PACE_PRIOR_MS) / (timed.reduce((a, f) => a + weight(f), 0) + PACE_PRIOR_MS)
-      : this.took.size
-        ? 1
-        : (now - this.startedAt) / done.reduce((a, f) => a + weight(f), 0);
+      : (now - this.startedAt) / done.reduce((a, f) => a + weight(f), 0);
     const running = this.running();
     const free = running.map((f) => Math.max(0, weight(f) * pace - (now - this.startedAtOf.get(f)!)));
     while (free.length < this.workers) free.push(0);
