@@ -4,6 +4,7 @@
 
 import { readdirSync, readFileSync } from 'node:fs';
 import { expect, test } from 'vitest';
+import { schedulingOf } from '../../drivers/thread-scheduling.ts';
 import { compileMachine } from '../config/compile.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import type { CoreStartOptions } from '../core/protocol.ts';
@@ -88,16 +89,9 @@ test('a thread made ahead of any incarnation (a stack host about to serve them) 
   }
 });
 
-/** The threads of this process under SCHED_FIFO (field 41 of /proc/self/task/TID/stat, policy 1). */
+/** The threads of this process under SCHED_FIFO (a thread that ended while we looked reads as none). */
 function fifoThreads(): string[] {
-  return readdirSync('/proc/self/task').filter((tid) => {
-    try {
-      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-      return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38] === '1';
-    } catch {
-      return false; // the thread ended while we looked
-    }
-  });
+  return readdirSync('/proc/self/task').filter((tid) => schedulingOf(`/proc/self/task/${tid}/stat`)?.startsWith('SCHED_FIFO'));
 }
 
 test('a real-time core\'s kept thread gives its SCHED_FIFO back when its incarnation ends, and takes it again for the next', async ({ skip }) => {
