@@ -4,10 +4,10 @@
 // touches the store's final names: the service renames the file only when the client is still there.
 
 import { spawn } from 'node:child_process';
-import { writeFileSync, fsyncSync, openSync, closeSync } from 'node:fs';
+import { existsSync, writeFileSync, fsyncSync, openSync, closeSync } from 'node:fs';
 import { encodeJson } from '../json.ts';
 import type { PlanOptions } from './options.ts';
-import { plan, stubHooks } from './plan.ts';
+import { plan, releasePath, stubHooks, type StubHooks } from './plan.ts';
 import { PlanningFailure, readWeldplan } from './weldplan.ts';
 
 export interface Job {
@@ -54,6 +54,18 @@ process.once('message', (job: Job) => {
   );
 });
 
+/** The stage delay hook: stageDelayMs, or less when the stage's release file appears first (polled every 10 ms). */
+async function stageWait(hooks: StubHooks): Promise<void> {
+  const end = performance.now() + hooks.stageDelayMs;
+  const release = hooks.stageRelease === undefined ? undefined : releasePath(hooks.stageRelease);
+  for (;;) {
+    if (release !== undefined && existsSync(release)) return;
+    const left = end - performance.now();
+    if (left <= 0) return;
+    await new Promise((r) => setTimeout(r, release === undefined ? left : Math.min(10, left)));
+  }
+}
+
 async function run(job: Job): Promise<void> {
   let w;
   try {
@@ -72,7 +84,7 @@ async function run(job: Job): Promise<void> {
   try {
     const out = await plan(w, job.options, async (stage) => {
       await send({ kind: 'stage', stage });
-      if (hooks.stageDelayMs > 0) await new Promise((r) => setTimeout(r, hooks.stageDelayMs));
+      if (hooks.stageDelayMs > 0) await stageWait(hooks);
     });
     if (out.dense) {
       const fd = openSync(job.tmpPath, 'w', 0o644);

@@ -7,6 +7,8 @@
 // weldplan: docs/profile.md "Weld planner stub: what it plans".
 
 import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { COLS, decode, DenseFormatError, encode, MAX_SAMPLES, SCHEMA, type SegmentContent } from '../dense/codec.ts';
 import { JsonNumber, JsonObject, type JsonValue } from '../json.ts';
 import { CELLS, jointsAt, unreachableAxis, type PlannerCell } from './cell.ts';
@@ -27,6 +29,12 @@ const DEG = 180 / Math.PI;
 
 export interface StubHooks {
   stageDelayMs: number;
+  /**
+   * A stage's wait ends early once the file releasePath(token) exists (docs/profile.md "Test hooks"): a
+   * test on the planner's machine holds a plan in a stage as long as it needs and lets it go at once,
+   * instead of guessing a delay long enough for a loaded host.
+   */
+  stageRelease: string | undefined;
   ignoreSigterm: boolean;
   helperProcess: boolean;
 }
@@ -51,9 +59,23 @@ export function stubHooks(w: Weldplan): StubHooks {
   const delay = h?.get('stage_delay_ms');
   return {
     stageDelayMs: delay instanceof JsonNumber ? Math.max(0, Math.min(60_000, Number(delay.text))) : 0,
+    stageRelease: releaseToken(h?.get('stage_release')),
     ignoreSigterm: h?.get('ignore_sigterm') === true,
     helperProcess: h?.get('helper_process') === true,
   };
+}
+
+/**
+ * The release token: a short name, never a path, so a client of a planner listening beyond loopback can
+ * ask it about one kind of file only (a release file), not whether any path on its machine exists.
+ */
+function releaseToken(v: JsonValue | undefined): string | undefined {
+  return typeof v === 'string' && /^[A-Za-z0-9_-]{1,64}$/.test(v) ? v : undefined;
+}
+
+/** Where the release file of a stage_release token is: in the planner's temporary directory. */
+export function releasePath(token: string, dir = tmpdir()): string {
+  return join(dir, `weld-planner-stub-release-${token}`);
 }
 
 function sortedJson(v: unknown): string {

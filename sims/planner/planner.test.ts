@@ -1,12 +1,12 @@
 // Unit tests of the planner stub from the inside: its cell table against the machine file it stands for,
 // the program validator and canonical JSON on the sealed fixture (sealed by the harness's own writer, so
 // the two canonical forms are held to the same digests), the query table, a plan's determinism, and
-// `hil serve --planner-port 0` starting the planner beside the stack.
+// `hil serve --planner-port 0` starting the planner beside the stack, and the stage hold hook.
 
 import { get as httpGet } from 'node:http';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,7 +17,7 @@ import { CELLS, jointsAt, unreachableAxis } from './cell.ts';
 import { canonicalDigest, without } from './canonical.ts';
 import { canonicalJson } from '../json.ts';
 import { parsePlanQuery } from './options.ts';
-import { plan } from './plan.ts';
+import { plan, releasePath, stubHooks } from './plan.ts';
 import { validateProgram } from './program.ts';
 import { readWeldplan } from './weldplan.ts';
 import { PlannerService, storeDirectory } from './server.ts';
@@ -255,4 +255,58 @@ describe('a planner that is killed', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 90_000);
+});
+
+describe('the stage hold hook (docs/profile.md "Test hooks": stage_release)', () => {
+  const withHooks = (hooks: Record<string, unknown>) => {
+    const doc = parseExact(new TextDecoder().decode(programBytes())) as JsonObjectExact;
+    doc.extensions = { weld_planner_stub: hooks } as unknown as JsonObjectExact;
+    return container(encodeUtf8(stringifyExact(sealProgram(doc))));
+  };
+
+  test('a token names a release file in the temporary directory; a path, an empty or an over-long name is no token', () => {
+    const token = (v: unknown) => stubHooks(readWeldplan(withHooks({ stage_delay_ms: 100, stage_release: v }))).stageRelease;
+    expect(token('abc_DEF-123')).toBe('abc_DEF-123');
+    expect(releasePath('abc', '/tmp/x')).toBe('/tmp/x/weld-planner-stub-release-abc');
+    for (const bad of ['../etc/passwd', 'a/b', '', 'x'.repeat(65), 'a.b', 7]) expect(token(bad), String(bad)).toBeUndefined();
+    expect(token('x'.repeat(64))).toBe('x'.repeat(64));
+  });
+
+  test('a plan held by a minute per stage stays in its stage until its release file appears, then finishes at once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hil-planner-hold-'));
+    const main = fileURLToPath(new URL('./main.ts', import.meta.url));
+    const planner = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), main, 'serve', '--host', '127.0.0.1', '--port', '0', '--dense-store-dir', dir], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const token = `unit-${process.pid}-${Date.now()}`;
+    const release = releasePath(token);
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        planner.stdout!.setEncoding('utf8').on('data', (d: string) => {
+          out += d;
+          const line = out.split('\n').find((l) => l.startsWith('ready '));
+          if (line) resolve(String((JSON.parse(line.slice(6)) as Record<string, unknown>).planner));
+        });
+        planner.once('exit', (code) => reject(new Error(`planner exited ${code}`)));
+      });
+      const stage = async () => ((await (await fetch(`${url}/api/motion/progress`)).json()) as { stage: unknown }).stage;
+      let answered = false;
+      const reply = fetch(`${url}/api/motion/plan`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: withHooks({ stage_delay_ms: 60_000, stage_release: token }) }).then((r) => ((answered = true), r));
+      let first: unknown = null;
+      for (let i = 0; i < 600 && typeof first !== 'string'; i++) {
+        first = await stage();
+        if (typeof first !== 'string') await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(first).toBe('sweep');
+      // Held: half a second on, the same stage and no answer (without the hook's wait it plans in well under that).
+      await new Promise((r) => setTimeout(r, 500));
+      expect([await stage(), answered]).toEqual(['sweep', false]);
+      writeFileSync(release, '');
+      // Let go: the remaining five stages pass at once (a minute each otherwise, past this test's timeout).
+      expect((await reply).status).toBe(200);
+    } finally {
+      planner.kill('SIGKILL');
+      rmSync(release, { force: true });
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

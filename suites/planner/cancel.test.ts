@@ -4,19 +4,21 @@
 //
 // The first block judges any planner by what a client sees: replies, their order and the progress route.
 // Its plans are made long with valid input any planner must plan (a 600 s dwell: 60001 samples, about
-// 9 MB of dense file to build, digest and store), plus the stub's stage delay hook, which other planners
-// ignore (an unknown extension). A planner that finishes before the client could hang up leaves the rule
-// unjudged: the test skips and says so. "Nothing stored" is read in the dense store directory document 2
+// 9 MB of dense file to build, digest and store), plus the stub's stage hold (a delay after each stage that
+// the test ends when it has seen what it waits for: toolkit.ts stageHold), which other planners ignore (an
+// unknown extension). A planner that finishes before the client could hang up leaves the rule unjudged:
+// the test skips and says so. "Nothing stored" is read in the dense store directory document 2
 // part 4 documents (`--dense-store-dir`; HIL_PLANNER_STORE_DIR for a planner the harness did not start).
 // The second block watches the stub's process groups through /proc (fresh process per plan, SIGTERM and the
 // kill 2 s later), which only the planner the harness started can show.
 
 import { connect } from 'node:net';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { afterEach } from 'vitest';
 import { covers, describe, expect, inProfile } from '../../harness/fixture.ts';
 import { planQueryString, type PlanQuery } from '../../harness/clients/planner.ts';
 import { parseExact } from '../../harness/oracle/json.ts';
-import { DENSE, needsStub, nodeById, obj, type Planner, plannerTest as test, storeDirOf, usePlanner, weldplan } from './toolkit.ts';
+import { DENSE, needsStub, nodeById, obj, type Planner, plannerTest as test, stageHold, type StageHold, storeDirOf, usePlanner, weldplan } from './toolkit.ts';
 
 const STAGES = ['sweep', 'weldseam', 'freespace seed', 'optimize', 'verify', 'dense'];
 
@@ -130,13 +132,23 @@ const storeFiles = (dir: string) => readdirSync(dir).filter((n) => n.endsWith('.
 
 /**
  * A long plan any planner must accept: the fixture with a dwell of 600 s (plus `cents` hundredths, so
- * each run's trajectory is new to a store that outlives the run), slowed further on the stub by its hook.
+ * each run's trajectory is new to a store that outlives the run), held on the stub at each stage by `hold`.
  */
-const long = (cents: number, delayMs = 800) =>
+const long = (cents: number, hold: StageHold) =>
   weldplan((q) => {
     q.nodes.splice(3, 0, { id: 'dwell-long', op: 'dwell', enabled: true, label: 'dwell-long', comment: '', row_hash: 'x', duration_s: 600 + cents / 100 });
-    q.extensions = { weld_planner_stub: { stage_delay_ms: delayMs } };
+    q.extensions = { weld_planner_stub: hold.hooks };
   });
+/** The holds a test took, their release files removed after it. */
+const holds: StageHold[] = [];
+const held = (delayMs: number): StageHold => {
+  const h = stageHold(delayMs);
+  holds.push(h);
+  return h;
+};
+afterEach(() => {
+  for (const h of holds.splice(0)) h.close();
+});
 const fresh = () => Math.floor(Math.random() * 10_000);
 
 /** Whether a reply came before `ms` (the plan ended before the client could act on it). */
@@ -165,7 +177,7 @@ describe('cancellation and one plan at a time, judged by replies', () => {
     const p = usePlanner({ skip }, planner);
     const store = storeDirOf(p);
     const before = store ? storeFiles(store) : [];
-    const c = rawPlan(p, long(fresh()), DENSE);
+    const c = rawPlan(p, long(fresh(), held(800)), DENSE);
     await c.sent;
     const stage = await runningStage(p, c.reply);
     if (stage === undefined) skip(true, `the planner answered before it reported a stage: ${JSON.stringify(await c.reply).slice(0, 120)} (the plan was too short to hang up during it)`);
@@ -181,7 +193,8 @@ describe('cancellation and one plan at a time, judged by replies', () => {
     const p = usePlanner({ skip }, planner);
     const store = storeDirOf(p);
     skip(!store, 'needs the planner\'s dense store directory (document 2 part 4 --dense-store-dir): set HIL_PLANNER_STORE_DIR');
-    const bytes = long(fresh());
+    const hold = held(800);
+    const bytes = long(fresh(), hold);
     const before = storeFiles(store!);
     const c = rawPlan(p, bytes, DENSE);
     await c.sent;
@@ -192,6 +205,8 @@ describe('cancellation and one plan at a time, judged by replies', () => {
     expect(storeFiles(store!), 'nothing stored, no temporary file left').toEqual(before);
     // The same request planned to the end names the file the cancelled plan would have stored: it was
     // not there after the cancellation, and it is there now (the directory is the one the planner uses).
+    // Let go at each stage: the hold has done its part.
+    hold.release();
     const done = await p.client.plan(bytes, DENSE);
     expect(done.status).toBe(200);
     const name = `sha256-${(obj(done.json).dense.trajectory_digest as string).slice(7)}.rdt`;
@@ -201,7 +216,8 @@ describe('cancellation and one plan at a time, judged by replies', () => {
 
   test('a request waiting behind a running plan can be cancelled: 499 at once, and the running plan completes', covers('planner:plan.one_at_a_time', 'planner:error.499_cancelled'), async ({ planner, skip }) => {
     const p = usePlanner({ skip }, planner);
-    const running = p.client.plan(long(fresh(), 1500), DENSE);
+    const hold = held(1500);
+    const running = p.client.plan(long(fresh(), hold), DENSE);
     if ((await runningStage(p, running)) === undefined) skip(true, 'the first plan ended before it reported a stage (too short to queue behind)');
     const waiting = rawPlan(p, weldplan((q) => void (nodeById(q, 'weld-1').travel_speed_mm_s = 20)), DENSE);
     await waiting.sent;
@@ -211,6 +227,7 @@ describe('cancellation and one plan at a time, judged by replies', () => {
     const firstDone = await settledWithin(running, 0);
     await expectCancelled(w);
     expect(firstDone, 'the 499 came before the running plan ended').toBe(false);
+    hold.release();
     const done = await running;
     expect(done.status, done.text.slice(0, 200)).toBe(200);
     expect(obj(done.json).dense_error ?? null).toBeNull();
@@ -219,10 +236,18 @@ describe('cancellation and one plan at a time, judged by replies', () => {
   test('one plan at a time: a short request sent while a long one runs is answered after it', covers('planner:plan.one_at_a_time', 'limit:planner_concurrent_plans'), async ({ planner, skip }) => {
     const p = usePlanner({ skip }, planner);
     const order: string[] = [];
-    const first = p.client.plan(long(fresh(), 1000), DENSE).then((r) => (order.push('long'), r));
+    // The short plan alone, timed here: the long one is let go only when the short one, sent behind it, has
+    // had four times that (half a second at least). A planner that ran the two side by side would have
+    // answered the short one by then; one that plans one at a time answers it after the long one.
+    const t0 = performance.now();
+    expect((await p.client.plan(weldplan(), DENSE)).status).toBe(200);
+    const shortMs = performance.now() - t0;
+    const hold = held(1000);
+    const first = p.client.plan(long(fresh(), hold), DENSE).then((r) => (order.push('long'), r));
     if ((await runningStage(p, first)) === undefined) skip(true, 'the long plan ended before it reported a stage');
-    // Alone, the short plan takes a fraction of the long one; run beside it, it would be answered first.
     const second = p.client.plan(weldplan(), DENSE).then((r) => (order.push('short'), r));
+    await settledWithin(second, Math.max(500, 4 * shortMs));
+    hold.release();
     const [a, b] = await Promise.all([first, second]);
     expect([a.status, b.status]).toEqual([200, 200]);
     expect(order).toEqual(['long', 'short']);

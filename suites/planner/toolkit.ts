@@ -2,8 +2,10 @@
 // as a file-scoped fixture (skipped with a stated reason when the target has none), the line-weld program
 // fixture and edits of it, and the plan options that ask for a dense trajectory.
 
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PlannerClient, type PlanQuery, type PlannerReply } from '../../harness/clients/planner.ts';
 import { packWeldplan, sealProgram, type PackInput } from '../../harness/clients/weldplan.ts';
 import { expect, inProfile, test as base } from '../../harness/fixture.ts';
@@ -91,6 +93,29 @@ export function storeDirOf(p: Planner): string | undefined {
 /** Skip unless the planner is the stub whose test hooks and store the harness can use. */
 export function needsStub(ctx: Skip, p: Planner, what: string): void {
   ctx.skip(!p.stubHooks || !p.storeDir || p.pid === undefined, `${what} needs the planner stub started by the harness (its hooks, store directory and process)`);
+}
+
+/**
+ * A hold on the stub's stages (docs/profile.md "Test hooks": `stage_release`): a plan whose extensions carry
+ * `hooks` waits after each stage it reports until release() is called, or for its stage_delay_ms when the
+ * file cannot reach it (a stub on another machine, or another planner, which ignores the hook). The test
+ * then decides when the plan goes on, not a delay guessed long enough for a loaded host. close() removes
+ * the release file.
+ */
+export interface StageHold {
+  hooks: { stage_delay_ms: number; stage_release: string };
+  release(): void;
+  close(): void;
+}
+
+export function stageHold(delayMs: number): StageHold {
+  const token = randomBytes(12).toString('hex');
+  const file = join(tmpdir(), `weld-planner-stub-release-${token}`);
+  return {
+    hooks: { stage_delay_ms: delayMs, stage_release: token },
+    release: () => writeFileSync(file, ''),
+    close: () => rmSync(file, { force: true }),
+  };
 }
 
 /** The error text of a JSON reply body ({"error": ...}), or undefined. */
