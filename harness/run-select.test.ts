@@ -1,5 +1,6 @@
 // hil run --last-failed, --covers and --watch, each through the real command on the sim target: the run
-// record names exactly the tests chosen, and a watched file saved again is rerun alone.
+// record names exactly the tests chosen, and a watched file saved again is rerun alone; and a plain run
+// interrupted by a signal, which says how far it got.
 
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -111,4 +112,23 @@ test('--watch runs the selection, then reruns only the suite file saved, until i
     child.kill('SIGINT');
   }
   expect(await exited).toBe(0);
+});
+
+test('a plain run interrupted by Ctrl-C says how far it got, and that it wrote no verdict, before vitest exits', { timeout: 180_000 }, async () => {
+  const dir = tmp();
+  // The short file ends first; the long one (a 30 s listener bound) is still running when the signal comes.
+  const child = spawn(process.execPath, [HIL, 'run', '--target', 'sim', '--reports', dir, '--workers', '2', 'suites/grant/restart.test.ts', 'suites/remote/timeouts.test.ts'], { env: { ...process.env, CI: 'true' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d));
+  const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+  const end = Date.now() + 150_000;
+  while (!out.includes('progress: 1 of 2 files')) {
+    if (Date.now() > end || child.exitCode !== null) throw new Error(`waiting for the first file; output so far:\n${out}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill('SIGINT');
+  expect(await exited).toBe(130);
+  expect(out).toMatch(/\ninterrupted \(SIGINT\): 1 of 2 files done, \d+ passed, 0 failed; cut short: suites\/remote\/timeouts\.test\.ts; no verdict, run record or report was written\n/);
+  expect(out).not.toContain('verdict: ');
 });

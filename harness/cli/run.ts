@@ -156,6 +156,11 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
   const busy = busyCount > 0 ? startBusyLoops(busyCount, 6 * 3600_000) : undefined;
   if (busy) process.stdout.write(`busy loops: ${busyCount} beside the run (pids ${busy.pids.join(', ')})\n`);
   const ownSignals = { SIGINT: process.listeners('SIGINT'), SIGTERM: process.listeners('SIGTERM') };
+  // A plain run stopped by Ctrl-C or SIGTERM: vitest's own handler exits the process at once, so before it
+  // the run says how far it got (listeners run in the order they were added: this one first). The workers
+  // follow through their lifeline (harness/worker-lifeline.ts), the next run removes the stack bundle.
+  const onStop = (sig: NodeJS.Signals) => progress.interrupted(sig);
+  if (!values.watch) for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, onStop);
   const vitest = await startVitest('test', filters, {
     root: ROOT,
     watch: values.watch,
@@ -195,6 +200,7 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
       vitest.onClose(done);
     });
   }
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.off(sig, onStop);
   await vitest.close();
   await busy?.stop();
   await dropPrebuild();

@@ -122,3 +122,25 @@ test('interactive only on a terminal without CI', () => {
   expect(formatLeft(400)).toBe('1 s');
   expect(formatLeft(61_000)).toBe('1 min 01 s');
 });
+
+test('interrupted: files done of the selection, the counts, the files cut short, and that nothing else was written; in a terminal the redrawn line is cleared first', () => {
+  let t = 0;
+  const plain: string[] = [];
+  const p = new Progress({ tty: false, write: (s) => plain.push(s), now: () => t, durations: {} });
+  p.start(['a.test.ts', 'b.test.ts', 'c.test.ts']);
+  p.fileStarted('a.test.ts');
+  p.fileStarted('b.test.ts');
+  p.testDone('passed');
+  p.testDone('failed');
+  t = 1000;
+  p.fileDone('a.test.ts');
+  p.interrupted('SIGINT');
+  expect(plain.at(-1)).toBe('interrupted (SIGINT): 1 of 3 files done, 1 passed, 1 failed; cut short: b.test.ts; no verdict, run record or report was written\n');
+  const tty: string[] = [];
+  const q = new Progress({ tty: true, write: (s) => tty.push(s), now: () => t, durations: {} });
+  q.start(['a.test.ts']);
+  q.fileStarted('a.test.ts');
+  q.testDone('errored');
+  q.interrupted('SIGTERM');
+  expect(tty.slice(-2)).toEqual(['\r\x1b[K', 'interrupted (SIGTERM): 0 of 1 files done, 0 passed, 0 failed, 1 errored; cut short: a.test.ts; no verdict, run record or report was written\n']);
+});

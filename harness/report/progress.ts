@@ -137,7 +137,21 @@ export class Progress implements Reporter {
     return `${done} of ${this.files.size} files, ${this.passed} passed, ${this.failed} failed${errored}, ${this.left()}`;
   }
 
-  /** The files a worker has taken that are not done. */
+  /**
+   * What a run stopped by a signal had done: vitest exits at once on SIGINT and SIGTERM, before any verdict
+   * or run record is written, so this line is all the run says. The redrawn line is cleared first.
+   */
+  interrupted(signal: string): void {
+    const done = [...this.files.values()].filter(Boolean).length;
+    const running = this.running();
+    const errored = this.errored ? `, ${this.errored} errored` : '';
+    const cut = running.length ? `; cut short: ${running.join(', ')}` : '';
+    if (this.o.tty && this.shown) this.o.write('\r\x1b[K');
+    this.shown = false;
+    this.o.write(`interrupted (${signal}): ${done} of ${this.files.size} files done, ${this.passed} passed, ${this.failed} failed${errored}${cut}; no verdict, run record or report was written\n`);
+  }
+
+    /** The files a worker has taken that are not done. */
   private running(): string[] {
     return [...this.startedAtOf.keys()].filter((f) => this.files.get(f) === false);
   }
