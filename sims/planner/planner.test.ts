@@ -189,6 +189,22 @@ describe('hil serve --planner-port', () => {
   }, 90_000);
 });
 
+/** `hil planner serve` on loopback with its store in `dir` (tsx, no bundle), and the URL its ready line gives. */
+function startPlanner(dir: string): { planner: ReturnType<typeof spawn>; url: Promise<string> } {
+  const main = fileURLToPath(new URL('./main.ts', import.meta.url));
+  const planner = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), main, 'serve', '--host', '127.0.0.1', '--port', '0', '--dense-store-dir', dir], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const url = new Promise<string>((resolve, reject) => {
+    let out = '';
+    planner.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      out += d;
+      const line = out.split('\n').find((l) => l.startsWith('ready '));
+      if (line) resolve(String((JSON.parse(line.slice(6)) as Record<string, unknown>).planner));
+    });
+    planner.once('exit', (code) => reject(new Error(`planner exited ${code}`)));
+  });
+  return { planner, url };
+}
+
 describe('a planner that is killed', () => {
   /** The pids whose parent is `ppid` (/proc). */
   const childrenOf = (ppid: number): number[] =>
@@ -221,18 +237,9 @@ describe('a planner that is killed', () => {
 
   test('kill -9 mid-plan: the planning process and the helper it started end too (nobody is left to end them at their time limit)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'hil-planner-kill-'));
-    const main = fileURLToPath(new URL('./main.ts', import.meta.url));
-    const planner = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), main, 'serve', '--host', '127.0.0.1', '--port', '0', '--dense-store-dir', dir], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const { planner, url: ready } = startPlanner(dir);
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        let out = '';
-        planner.stdout!.setEncoding('utf8').on('data', (d: string) => {
-          out += d;
-          const line = out.split('\n').find((l) => l.startsWith('ready '));
-          if (line) resolve(String((JSON.parse(line.slice(6)) as Record<string, unknown>).planner));
-        });
-        planner.once('exit', (code) => reject(new Error(`planner exited ${code}`)));
-      });
+      const url = await ready;
       // A plan slowed by the stub's hook (a minute per stage), with a helper in its process group.
       const doc = parseExact(new TextDecoder().decode(programBytes())) as JsonObjectExact;
       doc.extensions = { weld_planner_stub: { stage_delay_ms: 60_000, helper_process: true } };
@@ -274,20 +281,11 @@ describe('the stage hold hook (docs/profile.md "Test hooks": stage_release)', ()
 
   test('a plan held by a minute per stage stays in its stage until its release file appears, then finishes at once', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'hil-planner-hold-'));
-    const main = fileURLToPath(new URL('./main.ts', import.meta.url));
-    const planner = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), main, 'serve', '--host', '127.0.0.1', '--port', '0', '--dense-store-dir', dir], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const { planner, url: ready } = startPlanner(dir);
     const token = `unit-${process.pid}-${Date.now()}`;
     const release = releasePath(token);
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        let out = '';
-        planner.stdout!.setEncoding('utf8').on('data', (d: string) => {
-          out += d;
-          const line = out.split('\n').find((l) => l.startsWith('ready '));
-          if (line) resolve(String((JSON.parse(line.slice(6)) as Record<string, unknown>).planner));
-        });
-        planner.once('exit', (code) => reject(new Error(`planner exited ${code}`)));
-      });
+      const url = await ready;
       const stage = async () => ((await (await fetch(`${url}/api/motion/progress`)).json()) as { stage: unknown }).stage;
       let answered = false;
       const reply = fetch(`${url}/api/motion/plan`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: withHooks({ stage_delay_ms: 60_000, stage_release: token }) }).then((r) => ((answered = true), r));
