@@ -132,9 +132,17 @@ export class Progress implements Reporter {
 
   /** "12 of 40 files, 301 passed, 1 failed, about 35 s left" (", 2 errored" after the failed once there are any). */
   text(): string {
-    const done = [...this.files.values()].filter(Boolean).length;
-    const errored = this.errored ? `, ${this.errored} errored` : '';
-    return `${done} of ${this.files.size} files, ${this.passed} passed, ${this.failed} failed${errored}, ${this.left()}`;
+    return `${this.filesDone()} files, ${this.tests()}, ${this.left()}`;
+  }
+
+  /** "12 of 40". */
+  private filesDone(): string {
+    return `${[...this.files.values()].filter(Boolean).length} of ${this.files.size}`;
+  }
+
+  /** "301 passed, 1 failed" (", 2 errored" after the failed once there are any). */
+  private tests(): string {
+    return `${this.passed} passed, ${this.failed} failed${this.errored ? `, ${this.errored} errored` : ''}`;
   }
 
   /**
@@ -142,16 +150,14 @@ export class Progress implements Reporter {
    * or run record is written, so this line is all the run says. The redrawn line is cleared first.
    */
   interrupted(signal: string): void {
-    const done = [...this.files.values()].filter(Boolean).length;
     const running = this.running();
-    const errored = this.errored ? `, ${this.errored} errored` : '';
     const cut = running.length ? `; cut short: ${running.join(', ')}` : '';
     if (this.o.tty && this.shown) this.o.write('\r\x1b[K');
     this.shown = false;
-    this.o.write(`interrupted (${signal}): ${done} of ${this.files.size} files done, ${this.passed} passed, ${this.failed} failed${errored}${cut}; no verdict, run record or report was written\n`);
+    this.o.write(`interrupted (${signal}): ${this.filesDone()} files done, ${this.tests()}${cut}; no verdict, run record or report was written\n`);
   }
 
-    /** The files a worker has taken that are not done. */
+  /** The files a worker has taken that are not done. */
   private running(): string[] {
     return [...this.startedAtOf.keys()].filter((f) => this.files.get(f) === false);
   }
