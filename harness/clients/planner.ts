@@ -57,7 +57,8 @@ export class PlannerClient {
     try {
       return await this.once(this.agent, method, path, body, headers, signal);
     } catch (e) {
-      if (!(e instanceof NoReply) || signal?.aborted) throw e instanceof NoReply ? e.cause : e;
+      if (!(e instanceof NoReply)) throw e;
+      if (signal?.aborted) throw e.cause;
       const fresh = new Agent({ pipelining: 1 });
       try {
         return await this.once(fresh, method, path, body, headers, signal);
