@@ -190,3 +190,29 @@ test.runIf(linuxWithTaskset)('targetOnHost: a watched process that sleeps waits 
     target.kill('SIGKILL');
   }
 });
+
+test('coreLate: the target\'s own record of a late core counts only while a target process on this host is watched; at the margin or without one the failure stands (stalls: none, the harness\'s loop plays no part)', async () => {
+  const late = () => ({ ms: 31.1, what: 'its latest cycle of the execution' });
+  const rule = 'document 3 part 2 limits.following_error';
+  // No target of this host watched (an external target): its core's lateness is its own.
+  expect(lateness.targetOnHost()).toBe(false);
+  const own = await hostBound({ rule, marginMs: 0.5, stalls: 'none', coreLate: late }, async () => failing()).catch((x: unknown) => x);
+  expect((own as HarnessError).code).toBe('HIL_ERR_TARGET_REFUSED');
+  const unwatch = lateness.watch(() => process.pid);
+  try {
+    expect(lateness.targetOnHost()).toBe(process.platform === 'linux');
+    const e = await hostBound({ rule, marginMs: 0.5, stalls: 'none', coreLate: late }, async () => failing()).catch((x: unknown) => x);
+    if (process.platform !== 'linux') return;
+    expect((e as HarnessError).code).toBe('HIL_ERR_HOST_TOO_SLOW');
+    expect((e as HarnessError).message).toContain("the target's real-time core on this host ran its latest cycle of the execution 31.1 ms late against a margin of 0.5 ms");
+    expect((e as HarnessError).detail.core_late_ms).toBe(31.1);
+    expect((e as HarnessError).detail.loop_late_ms).toBe(0);
+    const within = await hostBound({ rule, marginMs: 0.5, stalls: 'none', coreLate: () => ({ ms: 0.5, what: 'x' }) }, async () => {
+      block(20); // a stall of the harness's own loop: no part of records already written
+      failing();
+    }).catch((x: unknown) => x);
+    expect((within as HarnessError).code).toBe('HIL_ERR_TARGET_REFUSED');
+  } finally {
+    unwatch();
+  }
+});

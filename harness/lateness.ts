@@ -64,6 +64,11 @@ class LatenessMonitor {
    * The longest run-queue wait, summed over [from, to], of any watched process: time its main thread was
    * ready to run and the host ran something else.
    */
+  /** Whether a target process this harness started on this host is watched (the sim target's stack). */
+  targetOnHost(): boolean {
+    return this.watched.size > 0;
+  }
+
   targetWait(from: number, to: number): { ms: number; pid: number } | undefined {
     let worst: { ms: number; pid: number } | undefined;
     for (const w of this.watched) {
@@ -236,6 +241,9 @@ export interface HostFigures {
   what?: string;
   /** How long the target's own process on this host waited on the run queue inside the exchange (HostBoundOptions.targetOnHost), ms. */
   target_wait_ms?: number;
+  /** How late the target's real-time core on this host ran its latest cycle inside the exchange (HostBoundOptions.coreLate), ms. */
+  core_late_ms?: number;
+  core_what?: string;
 }
 
 export function hostFiguresText(f: HostFigures): string {
@@ -243,7 +251,8 @@ export function hostFiguresText(f: HostFigures): string {
   const own = Math.max(f.loop_late_ms, f.measured_ms ?? 0);
   const head = `${f.rule}: the harness was late by ${own} ms (event loop ${f.total ? 'stalls totalling ' : ''}${f.loop_late_ms} ms${extra})`;
   const target = f.target_wait_ms !== undefined ? `, and the target's process on this host waited at least ${f.target_wait_ms} ms on the run queue (ready to run, the host running something else)` : '';
-  return `${head}${target} against a margin of ${f.margin_ms} ms the rule allows: a slow host, not a verdict on the target`;
+  const core = f.core_late_ms !== undefined ? `, and the target's real-time core on this host ran ${f.core_what ?? 'a cycle'} ${f.core_late_ms} ms late` : '';
+  return `${head}${target}${core} against a margin of ${f.margin_ms} ms the rule allows: a slow host, not a verdict on the target`;
 }
 
 export interface HostBoundOptions {
@@ -258,9 +267,10 @@ export interface HostBoundOptions {
   /**
    * How the loop's lateness counts against the margin: its longest stall (default; a deadline one stall
    * can miss) or the sum of its stalls (a count of events the exchange must see inside a window, such as
-   * telemetry batches in a stream read: every stall shortens the window).
+   * telemetry batches in a stream read: every stall shortens the window), or not at all (`none`: the check
+   * judges records the target already wrote, whose timing the harness's loop played no part in).
    */
-  stalls?: 'max' | 'total';
+  stalls?: 'max' | 'total' | 'none';
   /**
    * The rule is one the target keeps by acting in time (answering a renewal within the lease, admitting it
    * before the deadline the last one set): when the target is a process this harness started on this host
@@ -273,6 +283,14 @@ export interface HostBoundOptions {
    * process the host did not run cannot end it on time.
    */
   targetOnHost?: boolean;
+  /**
+   * How late the target's real-time core ran its cycles inside the exchange, by its own record (the largest
+   * cycle_jitter_ns of its telemetry records, ms), read after a failure. It counts against the margin only
+   * when the target is a process this harness started on this host: a core the host kept from its cycles
+   * is the host's doing there, as the harness's own lateness is; a target on a host of its own answers for
+   * its core's lateness, and a failure stays a failure.
+   */
+  coreLate?: () => { ms: number; what: string } | undefined;
 }
 
 /**
@@ -291,9 +309,10 @@ export async function hostBound<T>(o: HostBoundOptions, fn: () => Promise<T>): P
     const to = performance.now();
     await lateness.settle();
     const win = lateness.window(from, to);
-    const w = { max_ms: o.stalls === 'total' ? win.total_ms : win.max_ms };
+    const w = { max_ms: o.stalls === 'none' ? 0 : o.stalls === 'total' ? win.total_ms : win.max_ms };
     const m = o.measured?.();
     const tw = o.targetOnHost ? lateness.targetWait(from, to) : undefined;
+    const cl = o.coreLate && lateness.targetOnHost() ? o.coreLate() : undefined;
     const figures: HostFigures = {
       rule: o.rule,
       margin_ms: o.marginMs,
@@ -301,12 +320,13 @@ export async function hostBound<T>(o: HostBoundOptions, fn: () => Promise<T>): P
       ...(o.stalls === 'total' ? { total: true } : {}),
       ...(m ? { measured_ms: Math.round(m.ms * 10) / 10, what: m.what } : {}),
       ...(tw ? { target_wait_ms: tw.ms } : {}),
+      ...(cl ? { core_late_ms: Math.round(cl.ms * 1000) / 1000, core_what: cl.what } : {}),
     };
-    if (Math.max(w.max_ms, m?.ms ?? 0, tw?.ms ?? 0) <= o.marginMs) throw e;
+    if (Math.max(w.max_ms, m?.ms ?? 0, tw?.ms ?? 0, cl?.ms ?? 0) <= o.marginMs) throw e;
     const first = String((e as Error)?.message ?? e).split('\n')[0];
     throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `${hostFiguresText(figures)}; the check that failed: ${first}`, {
       cause: e,
-      detail: { rule: o.rule, margin_ms: o.marginMs, loop_late_ms: w.max_ms, ...(m ? { measured_ms: figures.measured_ms, measured: m.what } : {}), ...(tw ? { target_wait_ms: tw.ms, target_pid: tw.pid } : {}) },
+      detail: { rule: o.rule, margin_ms: o.marginMs, loop_late_ms: w.max_ms, ...(m ? { measured_ms: figures.measured_ms, measured: m.what } : {}), ...(tw ? { target_wait_ms: tw.ms, target_pid: tw.pid } : {}), ...(cl ? { core_late_ms: figures.core_late_ms } : {}) },
     });
   }
 }

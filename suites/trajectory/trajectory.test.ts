@@ -10,7 +10,7 @@ import { latestSequence, readBatch, recordsSince } from '../../harness/clients/t
 import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
 import { Cell, type Session } from '../../harness/clients/cell.ts';
 import type { BindingInput, ControlClient } from '../../harness/clients/control.ts';
-import { covers, describe, expect, needsFaults, needsMotion, inProfile, profile, recoveringTest, type VariantOf } from '../../harness/fixture.ts';
+import { covers, describe, expect, hostBound, needsFaults, needsMotion, inProfile, profile, recoveringTest, type VariantOf } from '../../harness/fixture.ts';
 import { REQUEST_SCHEMA } from '../../harness/clients/control.ts';
 import { stringifyExact } from '../../harness/oracle/json.ts';
 import { HarnessError } from '../../harness/errors.ts';
@@ -269,6 +269,11 @@ describe('execution in telemetry', () => {
       const before = recs.filter((r) => r.seq < exec[0]!.seq).at(-1);
       const tPrev = before ? before.t_ns : t0 - cycleNs;
       let lastIndex = 0;
+      // The worst following error of the execution, judged after the loop: a real-time core the host kept
+      // from its cycles (a 31 ms stall on a loaded machine) moves the target a stall's worth in one cycle,
+      // and the drive lags it; on this host that is the host's doing, not the target's (harness/lateness.ts
+      // hostBound coreLate).
+      let worst = { err: 0, seq: 0n };
       for (const r of exec) {
         expect(r.active_mode).toBe(2);
         expect(r.active_command_seq).toBe(st.reply.sequence);
@@ -285,10 +290,21 @@ describe('execution in telemetry', () => {
         const hi = Math.max(at(tauMin), at(tauMax)) * cpu;
         expect(a.target).toBeGreaterThanOrEqual(Math.floor(Math.min(lo, hi)) - 1);
         expect(a.target).toBeLessThanOrEqual(Math.ceil(Math.max(lo, hi)) + 1);
-        // the drive follows within the configured following error (limits.following_error, logical units)
-        expect(Math.abs(a.position - a.target)).toBeLessThanOrEqual(Math.abs(followingError * cpu));
+        if (Math.abs(a.position - a.target) > worst.err) worst = { err: Math.abs(a.position - a.target), seq: r.seq };
         expect(r.motion_done).toBe(0);
       }
+      // the drive follows within the configured following error (limits.following_error, logical units)
+      const latenessNs = Number(machineOf(description).config?.max_cycle_lateness_ns ?? cycleNs / 2n);
+      await hostBound(
+        {
+          rule: 'document 3 part 2 limits.following_error: the drive follows the target within it',
+          marginMs: latenessNs / 1e6,
+          stalls: 'none',
+          // The cycles that lead up to the worst record: a late one there made the target jump ahead.
+          coreLate: () => ({ ms: Math.max(...recs.filter((r) => r.seq <= worst.seq && r.seq > worst.seq - 20n).map((r) => Number(r.cycle_jitter_ns))) / 1e6, what: `its latest of the 20 cycles up to record ${worst.seq}` }),
+        },
+        async () => expect(worst.err, `|position - target| of axis 0 at record ${worst.seq}`).toBeLessThanOrEqual(Math.abs(followingError * cpu)),
+      );
       const after = recs.filter((r) => r.seq > exec.at(-1)!.seq);
       expect(after.length).toBeGreaterThan(0);
       expect(after[0]!.motion_done).toBe(1);
