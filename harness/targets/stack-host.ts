@@ -12,14 +12,21 @@
 // socket: `left [...]` from sims/sessions.ts) serves no further session, so each stack starts as fresh as one
 // in a process of its own.
 //
-// Internal to harness/targets/ (sim.ts startStack, for a stack started with `hosted`). HIL_STACK_HOST=off
-// starts every stack as a process of its own instead.
+// The OLP server and the planner stub are served the same way (`hil olp sessions`, `hil planner sessions`):
+// hosts are kept per program, so a worker keeps at most KEEP_IDLE idle hosts of each.
+//
+// Internal to harness/targets/ (sim.ts startStack, for a stack started with `hosted`; spawn.ts
+// startReferenceProgram). HIL_STACK_HOST=off starts every stack, OLP server and planner as a process of its
+// own instead.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { HarnessError } from '../errors.ts';
 import { niceNow, reniceProcess } from '../priority.ts';
 import { ROOT, referenceCommand, referenceEnv } from './reference.ts';
-import type { ReadyProcess } from './spawn.ts';
+import type { ReadyProcess } from './types.ts';
+
+/** The reference programs a host serves sessions of: stacks, OLP servers, planner stubs. */
+export type HostedProgram = 'stack' | 'olp' | 'planner';
 
 /** Idle hosts kept per worker; more are stopped when their session ends. */
 const KEEP_IDLE = 2;
@@ -54,8 +61,9 @@ class StackHost {
     private readonly env: NodeJS.ProcessEnv,
     /** The nice value its threads run at: the worker's when it was started (take moves it). */
     public nice: number,
+    program: HostedProgram = 'stack',
   ) {
-    this.child = spawn(process.execPath, [...referenceCommand('stack', env), 'sessions'], { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT, env: referenceEnv(env) });
+    this.child = spawn(process.execPath, [...referenceCommand(program, env), 'sessions'], { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT, env: referenceEnv(env) });
     // A host must not keep the worker alive: its lifeline is its standard input, which closes with the worker.
     this.child.unref();
     for (const s of [this.child.stdin, this.child.stdout, this.child.stderr] as Array<{ unref?: () => void } | null>) s?.unref?.();
@@ -119,7 +127,7 @@ class StackHost {
    * the host started (a process of its own would have been started with it); its ready line, or the status
    * it refused with.
    */
-  async start<R>(args: string[], own: Record<string, string>, timeoutMs: number, stderr: (chunk: string) => void): Promise<{ ready: R } | { code: number }> {
+  async start<R>(args: string[], own: Record<string, string>, timeoutMs: number, stderr: (chunk: string) => void, what: string): Promise<{ ready: R } | { code: number }> {
     const env = sessionEnv(this.env, process.env, own);
     this.err = stderr;
     try {
@@ -131,7 +139,7 @@ class StackHost {
           return undefined;
         },
         timeoutMs,
-        'the stack',
+        `the ${what}`,
       );
     } catch (e) {
       this.err = null;
@@ -140,9 +148,9 @@ class StackHost {
   }
 
   /** Stop the running session (a host that does not answer in time is killed). */
-  async stop(): Promise<void> {
+  async stop(what: string): Promise<void> {
     try {
-      await this.ask({ t: 'stop' }, (line) => (line === 'stopped' ? true : undefined), STOP_MS, 'stopping the stack');
+      await this.ask({ t: 'stop' }, (line) => (line === 'stopped' ? true : undefined), STOP_MS, `stopping the ${what}`);
     } catch {
       /* killed, or gone: either way the session is over */
     } finally {
@@ -166,9 +174,9 @@ class StackHost {
  */
 const idle = new Map<string, StackHost[]>();
 
-/** Hosts are kept per command: the stack bundle a run built and the Node arguments it starts with. */
-function hostKey(env: NodeJS.ProcessEnv): string {
-  return referenceCommand('stack', env).join('\0');
+/** Hosts are kept per command: the program's bundle a run built and the Node arguments it starts with. */
+function hostKey(env: NodeJS.ProcessEnv, program: HostedProgram = 'stack'): string {
+  return referenceCommand(program, env).join('\0');
 }
 
 /** This worker's idle hosts for `key` (the list is kept). */
@@ -186,8 +194,8 @@ function idleFor(key: string): StackHost[] {
  * worker's value, as if started there (its threads that inherited its value; priority.ts reniceProcess),
  * and one that cannot be moved (back up, without privilege) is stopped, never used at the wrong value.
  */
-function take(env: NodeJS.ProcessEnv): { host: StackHost; key: string } {
-  const key = hostKey(env);
+function take(env: NodeJS.ProcessEnv, program: HostedProgram): { host: StackHost; key: string } {
+  const key = hostKey(env, program);
   const nice = niceNow();
   const list = idleFor(key);
   for (let h = list.pop(); h; h = list.pop()) {
@@ -203,7 +211,7 @@ function take(env: NodeJS.ProcessEnv): { host: StackHost; key: string } {
     }
     return { host: h, key };
   }
-  return { host: new StackHost({ ...env }, nice), key };
+  return { host: new StackHost({ ...env }, nice, program), key };
 }
 
 /**
@@ -230,30 +238,31 @@ function giveBack(key: string, host: StackHost): void {
 }
 
 /**
- * Start `hil serve ARGS` as a session of a stack host, with `env` added to the host's environment for the
- * session; the same promise and errors as spawnReady's (HIL_ERR_TARGET_START with the session's standard
- * error when it exits before ready or does not report ready in time).
+ * Start `hil serve ARGS` (or `hil olp ARGS`, `hil planner ARGS`: `program`) as a session of a host, with
+ * `env` added to the host's environment for the session; the same promise and errors as spawnReady's
+ * (HIL_ERR_TARGET_START with the session's standard error when it exits before ready or does not report
+ * ready in time). `what` names the program in them.
  */
-export async function startHosted<R>(args: string[], env: Record<string, string>, timeoutMs: number): Promise<ReadyProcess<R>> {
-  const { host, key } = take(process.env);
+export async function startHosted<R>(args: string[], env: Record<string, string>, timeoutMs: number, program: HostedProgram = 'stack', what = 'stack'): Promise<ReadyProcess<R>> {
+  const { host, key } = take(process.env, program);
   let err = '';
   const collect = (d: string) => {
     err = (err + d).slice(-64 * 1024);
   };
   let started: { ready: R } | { code: number };
   try {
-    started = await host.start<R>(args, env, timeoutMs, collect);
+    started = await host.start<R>(args, env, timeoutMs, collect, what);
   } catch (e) {
     host.kill();
-    throw new HarnessError('HIL_ERR_TARGET_START', `stack did not report ready: ${(e as Error).message}\n${err}`);
+    throw new HarnessError('HIL_ERR_TARGET_START', `${what} did not report ready: ${(e as Error).message}\n${err}`);
   }
   if ('code' in started) {
     giveBack(key, host);
-    throw new HarnessError('HIL_ERR_TARGET_START', `stack exited with code ${started.code} before ready\n${err}`, { detail: { exit_code: started.code } });
+    throw new HarnessError('HIL_ERR_TARGET_START', `${what} exited with code ${started.code} before ready\n${err}`, { detail: { exit_code: started.code } });
   }
   let stopped: Promise<void> | undefined;
   const stop = () =>
-    (stopped ??= host.stop().then(() => {
+    (stopped ??= host.stop(what).then(() => {
       giveBack(key, host);
     }));
   return {
