@@ -13,7 +13,7 @@
 // in a process of its own.
 //
 // The OLP server and the planner stub are served the same way (`hil olp sessions`, `hil planner sessions`):
-// hosts are kept per program (KEEP_IDLE of each at most).
+// hosts are kept per program, so a worker keeps at most KEEP_IDLE idle hosts of each.
 //
 // Internal to harness/targets/ (sim.ts startStack, for a stack started with `hosted`; spawn.ts
 // startReferenceProgram). HIL_STACK_HOST=off starts every stack, OLP server and planner as a process of its
@@ -28,12 +28,8 @@ import type { ReadyProcess } from './types.ts';
 /** The reference programs a host serves sessions of: stacks, OLP servers, planner stubs. */
 export type HostedProgram = 'stack' | 'olp' | 'planner';
 
-/**
- * Idle hosts kept per worker and program; more are stopped when their session ends. Two stacks: a test with
- * a variant open beside its file's stack takes two at once, file after file. One OLP server and one planner:
- * a file opens them one or a few at a time, and an idle one holds 60-120 MB.
- */
-const KEEP_IDLE: Record<HostedProgram, number> = { stack: 2, olp: 1, planner: 1 };
+/** Idle hosts kept per worker; more are stopped when their session ends. */
+const KEEP_IDLE = 2;
 /** How long a session may take to stop before its host is killed (as spawnReady's stop kills at 10 s). */
 const STOP_MS = 10_000;
 
@@ -65,7 +61,7 @@ class StackHost {
     private readonly env: NodeJS.ProcessEnv,
     /** The nice value its threads run at: the worker's when it was started (take moves it). */
     public nice: number,
-    readonly program: HostedProgram = 'stack',
+    program: HostedProgram = 'stack',
   ) {
     this.child = spawn(process.execPath, [...referenceCommand(program, env), 'sessions'], { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT, env: referenceEnv(env) });
     // A host must not keep the worker alive: its lifeline is its standard input, which closes with the worker.
@@ -219,7 +215,7 @@ function take(env: NodeJS.ProcessEnv, program: HostedProgram): { host: StackHost
 }
 
 /**
- * Start idle stack hosts now until this worker has `count` for its current command (at most KEEP_IDLE), so that
+ * Start idle hosts now until this worker has `count` for its current command (at most KEEP_IDLE), so that
  * the next sessions find them loaded: a host's start (a process, the bundle's compilation, the machine's
  * loading) otherwise falls inside the first test that opens a stack, on the replay target the first test of
  * each worker's first file (1.5 to 2.5 s of that test's wall time beside five other workers starting, 2-core
@@ -232,12 +228,12 @@ export function warmHosts(count: number, core?: 'recorded', env: NodeJS.ProcessE
   if (!hostingEnabled(env)) return;
   const list = idleFor(hostKey(env));
   // HIL_WARM_CORE: the host makes the paced replay's core thread before its first session (sims/sessions.ts).
-  for (let have = list.filter((h) => h.alive && !h.tainted).length; have < Math.min(count, KEEP_IDLE.stack); have++) list.push(new StackHost({ ...env, ...(core ? { HIL_WARM_CORE: core } : {}) }, niceNow()));
+  for (let have = list.filter((h) => h.alive && !h.tainted).length; have < Math.min(count, KEEP_IDLE); have++) list.push(new StackHost({ ...env, ...(core ? { HIL_WARM_CORE: core } : {}) }, niceNow()));
 }
 
 function giveBack(key: string, host: StackHost): void {
   const list = idleFor(key);
-  if (host.alive && !host.tainted && list.length < KEEP_IDLE[host.program]) list.push(host);
+  if (host.alive && !host.tainted && list.length < KEEP_IDLE) list.push(host);
   else host.close();
 }
 
