@@ -1,11 +1,8 @@
-// A host: one process that serves sessions of a reference program one after another: `hil serve
-// sessions` for stacks, `hil olp sessions` for OLP servers, `hil planner sessions` for planner stubs. A run
-// that starts many of them (a replayed run, a stack per test: docs/recording.md "Replaying a suite run"; the
-// sim target's run, a stack per file and per variant, an OLP server and a planner per suite that asks) then
-// does not pay a process start, the bundle's compilation and the warming of its code for every one. Each
-// session is the whole program as `serve ARGS` starts it (for a stack its own service, core worker thread,
-// sockets and directories) and stops the way a lifeline stop stops one; only the process and its loaded
-// code are kept.
+// A stack host: one process that serves `hil serve` sessions one after another (`hil serve sessions`),
+// so that a run which starts many stacks (a replayed run, a stack per test: docs/recording.md "Replaying a
+// suite run"; the sim target's run, a stack per file and per variant) does not pay a process start, the bundle's compilation and the machine's loading for every test. Each
+// session is a whole stack as `hil serve ARGS` starts it (its own service, core worker thread, sockets and
+// directories) and stops the way a lifeline stop stops one; only the process and its loaded code are kept.
 //
 // The protocol is one JSON line per command on standard input, answered on standard output:
 //   {"t":"start","args":[...],"env":{...}}  -> the session's `ready {...}` line, or `exited {"code":N}` when
@@ -18,6 +15,7 @@
 
 import { createInterface } from 'node:readline';
 import type { Running } from './primitives.ts';
+import { warmThread } from './service/core-threads.ts';
 
 /** How a program runs until it is stopped (primitives.ts runUntilStopped, or a session's). */
 export type Runner = (stop: (why: string) => Promise<void>, o: { name: string; lifeline?: boolean; lifelineFd?: number }) => Running;
@@ -85,17 +83,18 @@ export function overlayEnv(env: Record<string, string>): () => void {
 
 /**
  * Serve sessions until standard input closes. Returns -1 (the process keeps running; it exits when its
- * input ends or on a signal). `prepare` runs once before the first command is read (the stack host makes
- * a paced replay's core thread there).
+ * input ends or on a signal).
  */
-export function runSessions(serve: Serve, prepare?: () => void): number {
+export function runSessions(serve: Serve): number {
   let current: Session | null = null;
   // The standard streams are opened on first use: open them now, so that the first session is not taken for
   // having left their pipes behind.
   void process.stdout.writableLength;
   void process.stderr.writableLength;
   const say = (line: string) => void process.stdout.write(`${line}\n`);
-  prepare?.();
+  // A host started to serve paced replays (harness/targets/stack-host.ts warmHosts, the replay target): the
+  // replayed core's thread is made now, while the harness has no session waiting, not in the first session.
+  if (process.env.HIL_WARM_CORE === 'recorded') warmThread('recorded');
   const stopCurrent = async (why: string) => {
     const s = current;
     current = null;

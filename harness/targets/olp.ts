@@ -9,8 +9,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lateness } from '../lateness.ts';
-import { ROOT } from './reference.ts';
-import { openStubPlanner, startReferenceProgram } from './spawn.ts';
+import { ROOT, referenceCommand } from './reference.ts';
+import { openStubPlanner, spawnReady } from './spawn.ts';
 import type { OlpCellSpec, OlpSpec, OpenedOlp } from './types.ts';
 
 export const ROBOT_FIXTURES = join(ROOT, 'fixtures', 'robots');
@@ -88,6 +88,6 @@ async function writeCatalogue(dir: string, cells: OlpCellSpec[]): Promise<string
 }
 
 async function spawnOlp(args: string[], timeoutMs = 30_000): Promise<{ url: string; pid: number; stderr: () => string; stop(): Promise<void> }> {
-  const p = await startReferenceProgram<{ olp: string; pid: number }>('olp', 'OLP server', args, timeoutMs);
+  const p = await spawnReady<{ olp: string; pid: number }>('OLP server', [...referenceCommand('olp'), ...args], process.env, timeoutMs);
   return { url: p.ready.olp, pid: p.ready.pid, stderr: p.stderr, stop: () => p.stop() };
 }

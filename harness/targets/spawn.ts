@@ -2,16 +2,25 @@
 // and waiting for its `ready {...}` line: the one way the harness starts the implementation (DESIGN.md
 // rule 1). Internal to harness/targets/; sim.ts adds the stack's own flags, olp.ts the OLP server's.
 
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HarnessError } from '../errors.ts';
 import { ROOT, referenceCommand, referenceEnv } from './reference.ts';
-import { hostingEnabled, startHosted, type HostedProgram } from './stack-host.ts';
-import type { PlannerEndpoint, ReadyProcess } from './types.ts';
+import type { PlannerEndpoint } from './types.ts';
 
-export type { ReadyProcess };
+/** A reference program started as a process, once it has printed its `ready {...}` line. */
+export interface ReadyProcess<R> {
+  /** The process (absent for a session of a stack host, harness/targets/stack-host.ts). */
+  child?: ChildProcess;
+  ready: R;
+  stderr: () => string;
+  /** Close its stdin (the lifeline), then SIGTERM after 5 s and SIGKILL after 10 s; resolves at exit. */
+  stop(): Promise<void>;
+  /** Begin the orderly stop (close the lifeline) without waiting for it; stop() then waits. */
+  beginStop(): void;
+}
 
 /** Spawn `args` and wait for the process's ready line; what it printed on stderr goes into any error. */
 export async function spawnReady<R>(what: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<ReadyProcess<R>> {
@@ -57,16 +66,6 @@ export async function spawnReady<R>(what: string, args: string[], env: NodeJS.Pr
   };
 }
 
-/**
- * Start `serve ARGS` of the OLP server or the planner stub and wait for its ready line: as a session of a
- * host this worker keeps for the program (harness/targets/stack-host.ts), or with HIL_STACK_HOST=off as a
- * process of its own. Either way what it wrote on stderr goes into any error, and stop() ends it.
- */
-export function startReferenceProgram<R>(program: Exclude<HostedProgram, 'stack'>, what: string, args: string[], timeoutMs: number): Promise<ReadyProcess<R>> {
-  if (hostingEnabled()) return startHosted<R>(args, {}, timeoutMs, program, what);
-  return spawnReady<R>(what, [...referenceCommand(program), ...args], process.env, timeoutMs);
-}
-
 export interface PlannerProcess {
   endpoint: PlannerEndpoint;
   stderr: () => string;
@@ -74,12 +73,12 @@ export interface PlannerProcess {
 }
 
 /**
- * Start the weld planner stub (`hil planner serve`) on 127.0.0.1 and a free port, its store in `dir`
- * (startReferenceProgram), and wait for its ready line. Internal to harness/targets/.
+ * Start the weld planner stub (`hil planner serve`) as its own process on 127.0.0.1 and a free port, its
+ * store in `dir`, and wait for its ready line. Internal to harness/targets/.
  */
 export async function startPlanner(dir: string, timeoutMs = 30_000): Promise<PlannerProcess> {
-  const args = ['serve', '--host', '127.0.0.1', '--port', '0', '--dense-store-dir', dir, '--lifeline-stdin'];
-  const p = await startReferenceProgram<{ planner: string; pid: number; store: string }>('planner', 'planner', args, timeoutMs);
+  const args = [...referenceCommand('planner'), 'serve', '--host', '127.0.0.1', '--port', '0', '--dense-store-dir', dir, '--lifeline-stdin'];
+  const p = await spawnReady<{ planner: string; pid: number; store: string }>('planner', args, process.env, timeoutMs);
   return {
     endpoint: { url: p.ready.planner, pid: p.ready.pid, storeDir: p.ready.store, stubHooks: true },
     stderr: p.stderr,

@@ -12,21 +12,14 @@
 // socket: `left [...]` from sims/sessions.ts) serves no further session, so each stack starts as fresh as one
 // in a process of its own.
 //
-// The OLP server and the planner stub are served the same way (`hil olp sessions`, `hil planner sessions`):
-// hosts are kept per program, so a worker keeps at most KEEP_IDLE idle hosts of each.
-//
-// Internal to harness/targets/ (sim.ts startStack, for a stack started with `hosted`; spawn.ts
-// startReferenceProgram). HIL_STACK_HOST=off starts every stack, OLP server and planner as a process of its
-// own instead.
+// Internal to harness/targets/ (sim.ts startStack, for a stack started with `hosted`). HIL_STACK_HOST=off
+// starts every stack as a process of its own instead.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { HarnessError } from '../errors.ts';
 import { niceNow, reniceProcess } from '../priority.ts';
 import { ROOT, referenceCommand, referenceEnv } from './reference.ts';
-import type { ReadyProcess } from './types.ts';
-
-/** The reference programs a host serves sessions of: stacks, OLP servers, planner stubs. */
-export type HostedProgram = 'stack' | 'olp' | 'planner';
+import type { ReadyProcess } from './spawn.ts';
 
 /** Idle hosts kept per worker; more are stopped when their session ends. */
 const KEEP_IDLE = 2;
@@ -61,9 +54,8 @@ class StackHost {
     private readonly env: NodeJS.ProcessEnv,
     /** The nice value its threads run at: the worker's when it was started (take moves it). */
     public nice: number,
-    program: HostedProgram = 'stack',
   ) {
-    this.child = spawn(process.execPath, [...referenceCommand(program, env), 'sessions'], { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT, env: referenceEnv(env) });
+    this.child = spawn(process.execPath, [...referenceCommand('stack', env), 'sessions'], { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT, env: referenceEnv(env) });
     // A host must not keep the worker alive: its lifeline is its standard input, which closes with the worker.
     this.child.unref();
     for (const s of [this.child.stdin, this.child.stdout, this.child.stderr] as Array<{ unref?: () => void } | null>) s?.unref?.();
@@ -127,7 +119,7 @@ class StackHost {
    * the host started (a process of its own would have been started with it); its ready line, or the status
    * it refused with.
    */
-  async start<R>(args: string[], own: Record<string, string>, timeoutMs: number, stderr: (chunk: string) => void, what: string): Promise<{ ready: R } | { code: number }> {
+  async start<R>(args: string[], own: Record<string, string>, timeoutMs: number, stderr: (chunk: string) => void): Promise<{ ready: R } | { code: number }> {
     const env = sessionEnv(this.env, process.env, own);
     this.err = stderr;
     try {
@@ -139,7 +131,7 @@ class StackHost {
           return undefined;
         },
         timeoutMs,
-        `the ${what}`,
+        'the stack',
       );
     } catch (e) {
       this.err = null;
@@ -148,9 +140,9 @@ class StackHost {
   }
 
   /** Stop the running session (a host that does not answer in time is killed). */
-  async stop(what: string): Promise<void> {
+  async stop(): Promise<void> {
     try {
-      await this.ask({ t: 'stop' }, (line) => (line === 'stopped' ? true : undefined), STOP_MS, `stopping the ${what}`);
+      await this.ask({ t: 'stop' }, (line) => (line === 'stopped' ? true : undefined), STOP_MS, 'stopping the stack');
     } catch {
       /* killed, or gone: either way the session is over */
     } finally {
@@ -174,9 +166,9 @@ class StackHost {
  */
 const idle = new Map<string, StackHost[]>();
 
-/** Hosts are kept per command: the program's bundle a run built and the Node arguments it starts with. */
-function hostKey(env: NodeJS.ProcessEnv, program: HostedProgram = 'stack'): string {
-  return referenceCommand(program, env).join('\0');
+/** Hosts are kept per command: the stack bundle a run built and the Node arguments it starts with. */
+function hostKey(env: NodeJS.ProcessEnv): string {
+  return referenceCommand('stack', env).join('\0');
 }
 
 /** This worker's idle hosts for `key` (the list is kept). */
@@ -194,8 +186,8 @@ function idleFor(key: string): StackHost[] {
  * worker's value, as if started there (its threads that inherited its value; priority.ts reniceProcess),
  * and one that cannot be moved (back up, without privilege) is stopped, never used at the wrong value.
  */
-function take(env: NodeJS.ProcessEnv, program: HostedProgram): { host: StackHost; key: string } {
-  const key = hostKey(env, program);
+function take(env: NodeJS.ProcessEnv): { host: StackHost; key: string } {
+  const key = hostKey(env);
   const nice = niceNow();
   const list = idleFor(key);
   for (let h = list.pop(); h; h = list.pop()) {
@@ -211,7 +203,7 @@ function take(env: NodeJS.ProcessEnv, program: HostedProgram): { host: StackHost
     }
     return { host: h, key };
   }
-  return { host: new StackHost({ ...env }, nice, program), key };
+  return { host: new StackHost({ ...env }, nice), key };
 }
 
 /**
@@ -238,31 +230,30 @@ function giveBack(key: string, host: StackHost): void {
 }
 
 /**
- * Start `hil serve ARGS` (or `hil olp ARGS`, `hil planner ARGS`: `program`) as a session of a host, with
- * `env` added to the host's environment for the session; the same promise and errors as spawnReady's
- * (HIL_ERR_TARGET_START with the session's standard error when it exits before ready or does not report
- * ready in time). `what` names the program in them.
+ * Start `hil serve ARGS` as a session of a stack host, with `env` added to the host's environment for the
+ * session; the same promise and errors as spawnReady's (HIL_ERR_TARGET_START with the session's standard
+ * error when it exits before ready or does not report ready in time).
  */
-export async function startHosted<R>(args: string[], env: Record<string, string>, timeoutMs: number, program: HostedProgram = 'stack', what = 'stack'): Promise<ReadyProcess<R>> {
-  const { host, key } = take(process.env, program);
+export async function startHosted<R>(args: string[], env: Record<string, string>, timeoutMs: number): Promise<ReadyProcess<R>> {
+  const { host, key } = take(process.env);
   let err = '';
   const collect = (d: string) => {
     err = (err + d).slice(-64 * 1024);
   };
   let started: { ready: R } | { code: number };
   try {
-    started = await host.start<R>(args, env, timeoutMs, collect, what);
+    started = await host.start<R>(args, env, timeoutMs, collect);
   } catch (e) {
     host.kill();
-    throw new HarnessError('HIL_ERR_TARGET_START', `${what} did not report ready: ${(e as Error).message}\n${err}`);
+    throw new HarnessError('HIL_ERR_TARGET_START', `stack did not report ready: ${(e as Error).message}\n${err}`);
   }
   if ('code' in started) {
     giveBack(key, host);
-    throw new HarnessError('HIL_ERR_TARGET_START', `${what} exited with code ${started.code} before ready\n${err}`, { detail: { exit_code: started.code } });
+    throw new HarnessError('HIL_ERR_TARGET_START', `stack exited with code ${started.code} before ready\n${err}`, { detail: { exit_code: started.code } });
   }
   let stopped: Promise<void> | undefined;
   const stop = () =>
-    (stopped ??= host.stop(what).then(() => {
+    (stopped ??= host.stop().then(() => {
       giveBack(key, host);
     }));
   return {

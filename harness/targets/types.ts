@@ -2,7 +2,6 @@
 // (TargetDescriptor, the wptrunner habit): its name, what the suites may ask of it, its option schema, `open`,
 // and its recorder if any. The registry (index.ts) lists them; nothing else names a target.
 
-import type { ChildProcess } from 'node:child_process';
 import type { ControlClient } from '../clients/control.ts';
 import type { VariantOptions } from './variant.ts';
 import type { OlpFacts } from './olp-facts.ts';
@@ -326,16 +325,4 @@ export interface OpenedOlp {
   endpoint: OlpEndpoint;
   stderr(): string;
   close(): Promise<void>;
-}
-
-/** A reference program started (a process, or a session of a host), once it has printed its `ready {...}` line. */
-export interface ReadyProcess<R> {
-  /** The process (absent for a session of a stack host, harness/targets/stack-host.ts). */
-  child?: ChildProcess;
-  ready: R;
-  stderr: () => string;
-  /** Close its stdin (the lifeline), then SIGTERM after 5 s and SIGKILL after 10 s; resolves at exit. */
-  stop(): Promise<void>;
-  /** Begin the orderly stop (close the lifeline) without waiting for it; stop() then waits. */
-  beginStop(): void;
 }

@@ -8,7 +8,6 @@ import { encodeJson } from '../json.ts';
 import { validAllowedHost } from '../local-guard.ts';
 import { programArgs } from '../paths.ts';
 import { parseProgramArgs, runUntilStopped } from '../primitives.ts';
-import { runSessions, type Runner } from '../sessions.ts';
 import { HEARTBEAT_MS } from './execution.ts';
 import { DEFAULT_POOL_SIZE, DEFAULT_WORKER_TIMEOUT_MS } from './workers.ts';
 import { BASE, DEFAULT_LISTEN, OlpServer } from './server.ts';
@@ -18,11 +17,8 @@ const USAGE = `usage: hil olp serve [--listen HOST:PORT] [--allowed-host NAME]..
                      [--cad-worker CMD] [--seam-worker CMD] [--worker-pool N] [--worker-timeout-ms N]
                      [--local-simulator FILE [--local-simulator-model ID[@SHA]]] [--program-store DIR]
        hil olp worker
-       hil olp sessions
 
-Starts the offline programming server (document 3), every route under ${BASE}. \`hil olp sessions\` is a
-host: it serves \`serve\` sessions one after another in this process, on the protocol of \`hil serve sessions\`
-(sims/sessions.ts); the harness starts its OLP servers that way.
+Starts the offline programming server (document 3), every route under ${BASE}.
 
   --listen HOST:PORT       where to listen (default ${DEFAULT_LISTEN}; same-host use only: the server has no
                            authentication, document 3 part 5); port 0 picks a free port (the ready line's URL)
@@ -73,9 +69,7 @@ function localSim(machine: string, model: string): { machine: string; model_id: 
   return { machine, model_id: id ?? '', ...(sha ? { robot_description_sha256: sha } : {}) };
 }
 
-export async function main(argv: string[], runner: Runner = runUntilStopped): Promise<number> {
-  // A host (sims/sessions.ts): `serve` sessions one after another in this process.
-  if (argv[0] === 'sessions' && runner === runUntilStopped) return runSessions((args, sessionRunner) => main(args, sessionRunner));
+export async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'worker') {
     const { runWorker } = await import('./worker.ts');
     await runWorker();
@@ -170,7 +164,7 @@ export async function main(argv: string[], runner: Runner = runUntilStopped): Pr
     process.stderr.write(`hil olp: cannot start: ${(e as Error).message}\n`);
     return 1;
   }
-  runner(() => server.stop(), { name: 'hil olp', lifeline: a['lifeline-stdin'] ?? false }).ready(encodeJson({ olp: url, base: BASE, pid: process.pid }));
+  runUntilStopped(() => server.stop(), { name: 'hil olp', lifeline: a['lifeline-stdin'] ?? false }).ready(encodeJson({ olp: url, base: BASE, pid: process.pid }));
   return -1;
 }
 

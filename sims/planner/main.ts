@@ -7,16 +7,12 @@ import { resolve } from 'node:path';
 import { encodeJson } from '../json.ts';
 import { validAllowedHost } from '../local-guard.ts';
 import { parseProgramArgs, runUntilStopped } from '../primitives.ts';
-import { runSessions, type Runner } from '../sessions.ts';
 import { DEFAULT_HOST, DEFAULT_PORT, PlannerService, STORE_ENV, storeDirectory } from './server.ts';
 
 const USAGE = `usage: hil planner serve [--host H] [--port P] [--allowed-host NAME]... [--dense-store-dir DIR] [--lifeline-stdin]
-       hil planner sessions
 
 Starts the weld planner stub (document 2): GET /api/motion/health, GET /api/motion/progress,
-POST /api/motion/plan, GET /api/motion/dense/{trajectory_digest}. \`hil planner sessions\` is a host: it
-serves \`serve\` sessions one after another in this process, on the protocol of \`hil serve sessions\`
-(sims/sessions.ts); the harness starts its planner stubs that way (each plan still runs in a fresh process).
+POST /api/motion/plan, GET /api/motion/dense/{trajectory_digest}.
 
   --host H              interface to listen on (default ${DEFAULT_HOST}; use 127.0.0.1 unless other hosts
                         must reach it: anyone who reaches the port can queue plans and download trajectories)
@@ -30,9 +26,7 @@ serves \`serve\` sessions one after another in this process, on the protocol of 
   --lifeline-stdin      exit when standard input closes (used by targets that start the planner)
 `;
 
-export async function main(argv: string[], runner: Runner = runUntilStopped): Promise<number> {
-  // A host (sims/sessions.ts): `serve` sessions one after another in this process.
-  if (argv[0] === 'sessions' && runner === runUntilStopped) return runSessions((args, sessionRunner) => main(args, sessionRunner));
+export async function main(argv: string[]): Promise<number> {
   if (argv[0] !== 'serve') {
     process.stderr.write(USAGE);
     return argv[0] === '--help' || argv[0] === '-h' ? 0 : 2;
@@ -66,7 +60,7 @@ export async function main(argv: string[], runner: Runner = runUntilStopped): Pr
     process.stderr.write(`hil planner: cannot start: ${(e as Error).message}\n`);
     return 1;
   }
-  runner(() => service.stop(), { name: 'hil planner', lifeline: a['lifeline-stdin'] ?? false }).ready(encodeJson({ planner: url, pid: process.pid, store: storeDir }));
+  runUntilStopped(() => service.stop(), { name: 'hil planner', lifeline: a['lifeline-stdin'] ?? false }).ready(encodeJson({ planner: url, pid: process.pid, store: storeDir }));
   return -1;
 }
 
