@@ -1,10 +1,12 @@
 // The order in which conformance files go to the shared pool (harness/sequencer.ts).
 
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { BUSY_NICE, fileNice, JOG_NICE, QUIET_NICE } from './priority.ts';
-import { busyCores, cpuJiffies, DURATION_MS, hostLoadNow, othersBusy, JOG_FILES, LAST_BESIDE, LAST_FILES, longestFirst, QUIET_FILES, workersForHost } from './sequencer.ts';
+import { busyCores, childrenCpuSeconds, cpuJiffies, DURATION_MS, hostLoadNow, othersBusy, JOG_FILES, LAST_BESIDE, LAST_FILES, longestFirst, QUIET_FILES, workersForHost } from './sequencer.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 
@@ -115,4 +117,45 @@ test("the window starts at the command's own start sample (harness/bin/hil.mjs) 
   const now = hostLoadNow(2, 7.5, 400, start);
   expect(now).toBeGreaterThanOrEqual(0);
   expect(now).toBeLessThanOrEqual(2);
+});
+
+test('childrenCpuSeconds: the children it waited for (its cutime and cstime) and the ones still running (theirs, whole), not other processes', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hil-proc-'));
+  try {
+    // stat fields after "(comm) ": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime ...
+    const stat = (pid: number, comm: string, ppid: number, [ut, st, cut, cst]: number[]) => `${pid} (${comm}) S ${ppid} 1 1 0 -1 0 0 0 0 0 ${ut} ${st} ${cut} ${cst} 20 0 1 0\n`;
+    const put = (pid: number, text: string) => {
+      mkdirSync(join(dir, String(pid)));
+      writeFileSync(join(dir, String(pid), 'stat'), text);
+    };
+    put(100, stat(100, 'node', 1, [900, 90, 30, 20])); // itself: its own CPU does not count, its reaped children's 50 ticks do
+    put(201, stat(201, 'esbuild) (x', 100, [40, 5, 3, 2])); // a child whose name holds ") (": 50 ticks
+    put(202, stat(202, 'node', 100, [7, 3, 0, 0])); // a child: 10 ticks
+    put(300, stat(300, 'node', 1, [500, 500, 0, 0])); // another process: not counted
+    writeFileSync(join(dir, 'stat'), 'cpu  1 2 3 4\n'); // not a process
+    expect(childrenCpuSeconds(100, dir)).toBeCloseTo(1.1, 10);
+    expect(childrenCpuSeconds(999, dir)).toBe(0); // no such process
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test.runIf(process.platform === 'linux')('childrenCpuSeconds: a child that spun 300 ms and was reaped adds about that much', async () => {
+  const before = childrenCpuSeconds();
+  const child = spawn(process.execPath, ['-e', 'const t = process.cpuUsage(); while ((process.cpuUsage(t).user + process.cpuUsage(t).system) < 300_000);'], { stdio: 'ignore' });
+  await new Promise((r) => child.once('exit', r));
+  expect(childrenCpuSeconds() - before).toBeGreaterThanOrEqual(0.25);
+});
+
+test.runIf(process.platform === 'linux')("the command's own children are its own work, not the host's load (the esbuild service bundling `hil`)", async () => {
+  // A child spins through the whole window: the host's counters see at least most of a core busy.
+  const child = spawn(process.execPath, ['-e', 'const end = Date.now() + 2000; while (Date.now() < end);'], { stdio: 'ignore' });
+  try {
+    await new Promise((r) => setTimeout(r, 100));
+    const start = { stat: readFileSync('/proc/stat', 'utf8'), at: performance.now(), own: process.cpuUsage(), children: 0 };
+    // Its CPU, as childrenCpuSeconds reads it at the end: more than the window could hold on two cores.
+    expect(hostLoadNow(2, 7.5, 400, start, () => 5)).toBe(0);
+  } finally {
+    child.kill('SIGKILL');
+  }
 });
