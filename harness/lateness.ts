@@ -64,11 +64,6 @@ class LatenessMonitor {
    * The longest run-queue wait, summed over [from, to], of any watched process: time its main thread was
    * ready to run and the host ran something else.
    */
-  /** Whether a target process this harness started on this host is watched (the sim target's stack). */
-  targetOnHost(): boolean {
-    return this.watched.size > 0;
-  }
-
   targetWait(from: number, to: number): { ms: number; pid: number } | undefined {
     let worst: { ms: number; pid: number } | undefined;
     for (const w of this.watched) {
@@ -76,6 +71,11 @@ class LatenessMonitor {
       if (x && (!worst || x.ms > worst.ms)) worst = x;
     }
     return worst;
+  }
+
+  /** Whether a target process this harness started on this host is watched (the sim target's stack). */
+  targetOnHost(): boolean {
+    return this.watched.size > 0;
   }
 
   start(): void {
