@@ -79,6 +79,29 @@ test('unlisted files do not set the pace: their weight is a guess, so a slow one
   expect(out.at(-1)).toBe('progress: 2 of 4 files, 0 passed, 0 failed, about 4 s left\n');
 });
 
+test('a running file is given at least its listed time even when the run goes faster than the list: the long files mostly wait out documented timeouts, which a faster host does not shorten', () => {
+  let t = 0;
+  const d = { 'long.test.ts': 30_000, 's1.test.ts': 10_000, 's2.test.ts': 10_000, 's3.test.ts': 10_000 };
+  const p = new Progress({ tty: false, write: () => {}, now: () => t, durations: d });
+  p.start(Object.keys(d));
+  p.fileStarted('long.test.ts');
+  p.fileStarted('s1.test.ts');
+  t = 5_000;
+  p.fileDone('s1.test.ts');
+  p.fileStarted('s2.test.ts');
+  t = 10_000;
+  p.fileDone('s2.test.ts');
+  p.fileStarted('s3.test.ts');
+  t = 20_000;
+  // The run's pace: s1 and s2 took 5 s each for 10 listed, with the 10 s prior (5 + 5 + 10) / (10 + 10 + 10) = 2/3.
+  // long has run 20 s of its listed 30: 10 s left. At the run's pace (30 x 2/3 = 20 s) it would be taken as
+  // ending now, and s3 (10 x 2/3, started 10 s ago) too: "about 1 s left" while long waits 10 s more.
+  expect(p.left()).toBe('about 10 s left');
+  p.fileDone('s3.test.ts');
+  t = 26_000;
+  expect(p.left()).toBe('about 4 s left');
+});
+
 test('a terminal gets one line redrawn in place; lines of other reporters go above it; the end clears it', () => {
   const out: string[] = [];
   let t = 0;
