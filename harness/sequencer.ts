@@ -23,7 +23,8 @@ export const LAST_FILES = ['suites/trajectory/upload.test.ts'];
 
 export const DURATION_MS: Readonly<Record<string, number>> = {
   // The median of eleven whole runs on main 07f2e04 (2026-11-30, 55-69 s each: this machine was slower than
-  // on a quiet day, but about evenly for every file), files of 2.5 s or more, rounded to 0.1 s. Progress
+  // on a quiet day, but about evenly for every file; some of the runs under perf or a V8 profiler, or with
+  // V8 flags being measured), files of 2.5 s or more, rounded to 0.1 s. Progress
   // (harness/report/progress.ts) scales them by the run's own pace; the order only needs them relative.
   'suites/remote/timeouts.test.ts': 33_100,
   'suites/olp/execution.test.ts': 32_500,
