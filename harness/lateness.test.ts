@@ -192,7 +192,7 @@ test.runIf(linuxWithTaskset)('targetOnHost: a watched process that sleeps waits 
 });
 
 test('coreLate: the target\'s own record of a late core counts only while a target process on this host is watched; at the margin or without one the failure stands (stalls: none, the harness\'s loop plays no part)', async () => {
-  const late = () => ({ ms: 31.1, what: 'its latest cycle of the execution' });
+  const late = () => ({ ms: 31.1, what: 'the latest-running cycle of the execution' });
   const rule = 'document 3 part 2 limits.following_error';
   // No target of this host watched (an external target): its core's lateness is its own.
   expect(lateness.targetOnHost()).toBe(false);
@@ -204,7 +204,7 @@ test('coreLate: the target\'s own record of a late core counts only while a targ
     const e = await hostBound({ rule, marginMs: 0.5, stalls: 'none', coreLate: late }, async () => failing()).catch((x: unknown) => x);
     if (process.platform !== 'linux') return;
     expect((e as HarnessError).code).toBe('HIL_ERR_HOST_TOO_SLOW');
-    expect((e as HarnessError).message).toContain("the target's real-time core on this host ran its latest cycle of the execution 31.1 ms late against a margin of 0.5 ms");
+    expect((e as HarnessError).message).toContain("the target's real-time core on this host ran the latest-running cycle of the execution 31.1 ms late against a margin of 0.5 ms");
     expect((e as HarnessError).detail.core_late_ms).toBe(31.1);
     expect((e as HarnessError).detail.loop_late_ms).toBe(0);
     const within = await hostBound({ rule, marginMs: 0.5, stalls: 'none', coreLate: () => ({ ms: 0.5, what: 'x' }) }, async () => {

@@ -241,7 +241,7 @@ export interface HostFigures {
   what?: string;
   /** How long the target's own process on this host waited on the run queue inside the exchange (HostBoundOptions.targetOnHost), ms. */
   target_wait_ms?: number;
-  /** How late the target's real-time core on this host ran its latest cycle inside the exchange (HostBoundOptions.coreLate), ms. */
+  /** How late the target's real-time core on this host ran its latest-running cycle inside the exchange (HostBoundOptions.coreLate), ms. */
   core_late_ms?: number;
   core_what?: string;
 }

@@ -240,6 +240,9 @@ describe('execution in telemetry', () => {
       const cpu = num(ax.counts_per_unit) * num(ax.sign);
       // limits.following_error of the first axis, as the cell was configured (document 3 part 2)
       const followingError = needs(skip, machineOf(description).axes[0]!.config?.followingError, 'the run has no machine configuration of this cell: its following error is not known');
+      // max_cycle_lateness_ns is required where limits.following_error is known (document 3 part 2 machine
+      // top level): the margin a late core of this host is allowed before a following error is blamed on it
+      const latenessNs = Number(needs(skip, machineOf(description).config?.max_cycle_lateness_ns, 'the run has no machine configuration of this cell: its cycle lateness bound is not known'));
       const cycleNs = machineOf(description).cycleNs;
       const q0 = hold[0]!;
       const q1 = q0 + 0.04;
@@ -294,15 +297,13 @@ describe('execution in telemetry', () => {
         expect(r.motion_done).toBe(0);
       }
       // the drive follows within the configured following error (limits.following_error, logical units)
-      // max_cycle_lateness_ns is required where limits.following_error is known (document 3 part 2 machine top level)
-      const latenessNs = Number(needs(skip, machineOf(description).config?.max_cycle_lateness_ns, 'the run has no machine configuration of this cell: its cycle lateness bound is not known'));
       await hostBound(
         {
           rule: 'document 3 part 2 limits.following_error: the drive follows the target within it',
           marginMs: latenessNs / 1e6,
           stalls: 'none',
           // The cycles that lead up to the worst record: a late one there made the target jump ahead.
-          coreLate: () => ({ ms: Math.max(...recs.filter((r) => r.seq <= worst.seq && r.seq > worst.seq - 20n).map((r) => Number(r.cycle_jitter_ns))) / 1e6, what: `its latest of the 20 cycles up to record ${worst.seq}` }),
+          coreLate: () => ({ ms: Math.max(...recs.filter((r) => r.seq <= worst.seq && r.seq > worst.seq - 20n).map((r) => Number(r.cycle_jitter_ns))) / 1e6, what: `the latest-running of the 20 cycles up to record ${worst.seq}` }),
         },
         async () => expect(worst.err, `|position - target| of axis 0 at record ${worst.seq}`).toBeLessThanOrEqual(Math.abs(followingError * cpu)),
       );
