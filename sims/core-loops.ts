@@ -11,11 +11,11 @@ export interface CoreLoopDescriptor {
   /** The worker entry that runs the loop. */
   readonly worker: WorkerName;
   /**
-   * Whether the thread, once its incarnation has ended cleanly, may serve the next one of the process with
-   * the same loop, clock and scheduling request (sims/service/core-threads.ts). The cycling loop's thread
-   * is kept only for the simulated bus (a real master such as node-ethercat is one per process and cannot
-   * restart); a kept real-time thread keeps the priority it raised, which is why it only ever serves an
-   * incarnation that asks for the same.
+   * Whether the thread, once its incarnation has ended cleanly, may serve a later one of the process on the
+   * same loop (sims/service/core-threads.ts: any clock of the loop once the thread is back at normal
+   * scheduling; only the same real-time request while it still holds a raised priority). The cycling loop's
+   * thread is kept only for the simulated bus (a real master such as node-ethercat is one per process and
+   * cannot restart).
    */
   readonly keepThread: boolean;
   readonly summary: string;

@@ -74,15 +74,19 @@ let niceBeforeRaise = 0;
  * their stacks stopped (what the kernel's real-time throttling allows per second), the harness's
  * threads, the other stacks' services and their lease renewals stalled behind them. The next real-time
  * incarnation raises the priority again. Returning to normal scheduling and to a higher nice value needs no
- * privilege; a failure leaves the thread as it was and is said on standard error.
+ * privilege; a failure leaves the thread as it was and is said on standard error. Returns whether the thread
+ * is back at normal scheduling (also when nothing was raised): only such a thread may serve an incarnation
+ * of another clock or priority request (sims/service/core-threads.ts).
  */
-export function lowerThreadPriority(obtained: string): void {
-  if (process.platform !== 'linux' || !(obtained.startsWith('SCHED_FIFO') || obtained.startsWith('nice '))) return;
+export function lowerThreadPriority(obtained: string): boolean {
+  if (process.platform !== 'linux' || !(obtained.startsWith('SCHED_FIFO') || obtained.startsWith('nice '))) return true;
   try {
     if (obtained.startsWith('SCHED_FIFO') && !lowerThread(ownThreadId())) throw new Error('chrt -o refused');
     setPriority(0, niceBeforeRaise);
+    return true;
   } catch (e) {
     process.stderr.write(`warning: the core thread keeps its ${obtained} scheduling after its incarnation: ${(e as Error).message}\n`);
+    return false;
   }
 }
 

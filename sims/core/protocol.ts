@@ -345,6 +345,11 @@ export type FromCore =
  * ended cleanly and it waits for the next one (sims/core/worker.ts).
  */
 export const INCARNATION_OVER = 'incarnation_over';
+/** That message: `normalScheduling` false when the thread still holds a raised priority (it then serves only the same request). */
+export interface IncarnationOver {
+  t: typeof INCARNATION_OVER;
+  normalScheduling: boolean;
+}
 
 /**
  * The core's messages a recording numbers among its outputs, in the order sent (drivers/replay recorder notes

@@ -7,10 +7,19 @@
 // the replay component.
 
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import { INCARNATION_OVER, type CoreStartOptions, type FromCore } from './protocol.ts';
+import { INCARNATION_OVER, type CoreStartOptions, type FromCore, type IncarnationOver } from './protocol.ts';
+
+/**
+ * How an incarnation left its thread: `normalScheduling` false when the thread could not give back the
+ * real-time priority it raised (sims/core/host.ts lowerThreadPriority). A loop that raises nothing says
+ * nothing (void): its thread is at normal scheduling.
+ */
+export interface IncarnationEnd {
+  normalScheduling: boolean;
+}
 
 /** One core incarnation on `port`, to its shutdown. */
-export type IncarnationLoop = (port: MessagePort, options: CoreStartOptions) => Promise<void>;
+export type IncarnationLoop = (port: MessagePort, options: CoreStartOptions) => Promise<IncarnationEnd | void>;
 
 /** Serve this thread's first incarnation with `loop`, and later ones too when the thread is kept. */
 export function serveIncarnations(loop: IncarnationLoop): void {
@@ -21,8 +30,8 @@ export function serveIncarnations(loop: IncarnationLoop): void {
   const first = workerData as { port?: MessagePort; options?: CoreStartOptions; reusable?: boolean };
   const run = (port: MessagePort, options: CoreStartOptions): void => {
     loop(port, options).then(
-      () => {
-        if (first.reusable) parentPort!.postMessage({ t: INCARNATION_OVER });
+      (end) => {
+        if (first.reusable) parentPort!.postMessage({ t: INCARNATION_OVER, normalScheduling: end?.normalScheduling ?? true } satisfies IncarnationOver);
       },
       (e: unknown) => {
         port.postMessage({ t: 'fatal', message: e instanceof Error ? `${e.name}: ${e.message}` : String(e) } satisfies FromCore);

@@ -9,7 +9,7 @@ import { serialize } from 'node:v8';
 import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import { CoreHost, lowerThreadPriority, raiseThreadPriority } from './host.ts';
 import type { CoreStartOptions, FromCore, PackedStatus } from './protocol.ts';
-import { serveIncarnations } from './thread.ts';
+import { serveIncarnations, type IncarnationEnd } from './thread.ts';
 
 /**
  * Real time and fast clocks: one cycle, then the messages that came meanwhile, until `drained` says stop.
@@ -21,8 +21,8 @@ function cycleUntil(host: CoreHost, drained: () => boolean): void {
   while (drained());
 }
 
-/** One core incarnation on `port`, to its shutdown. */
-async function cycling(port: MessagePort, options: CoreStartOptions): Promise<void> {
+/** One core incarnation on `port`, to its shutdown; how its thread's scheduling was left (thread.ts). */
+async function cycling(port: MessagePort, options: CoreStartOptions): Promise<IncarnationEnd> {
   // A status snapshot leaves as its serialized bytes, read by the service only when needed (protocol.ts PackedStatus).
   const send = (m: FromCore) => port.postMessage(m.t === 'status' ? ({ t: 'status_packed', bytes: serialize(m.status), now_ns: m.status.now_ns } satisfies PackedStatus) : m);
   // A recorded clock is paced by the replay component, whose loop is another worker entry (sims/core-loops.ts).
@@ -52,9 +52,10 @@ async function cycling(port: MessagePort, options: CoreStartOptions): Promise<vo
     });
   } else cycleUntil(host, () => (drain(), running));
   // The cycling is over: the rest (the stop, the heap's collection, a kept thread's wait) runs at normal priority.
-  lowerThreadPriority(scheduling);
+  const normalScheduling = lowerThreadPriority(scheduling);
   await host.close().catch(() => undefined);
   port.close();
+  return { normalScheduling };
 }
 
 serveIncarnations(cycling);

@@ -1,37 +1,69 @@
 // The thread a core incarnation runs in (its loop's worker entry, sims/core-loops.ts). A new worker thread costs a new V8 isolate
 // and the compilation of the core's code and of Node's own modules in it: about 40 ms of CPU here, most of
-// what a stack costs in a stack host (sims/sessions.ts, bench/stack-start.bench.ts). A thread therefore,
-// once its incarnation has ended cleanly, waits for the next one instead of exiting: the next incarnation
-// in this process with the same loop, clock and scheduling request gets it, with fresh core state (every
+// what a stack costs in a stack host (sims/sessions.ts, bench/stack-start.bench.ts), and then the warming of
+// the cycle's code again (V8 optimizes the record writer and the cycle anew in every isolate). A thread
+// therefore, once its incarnation has ended cleanly, waits for the next one instead of exiting, and the next
+// incarnation in this process of the same loop gets it, whatever its clock, with fresh core state (every
 // object of an incarnation is made by it; the core's modules keep none). A real-time core raises its
 // thread's priority (SCHED_FIFO where permitted) for its cycling and gives it back when the cycling ends
-// (sims/core/host.ts lowerThreadPriority), so a kept thread waits at normal priority; it is still handed
-// only to an incarnation of the same scheduling request, never to a stepped or fast core, so that a thread
-// whose priority could not be given back never cycles flat out at real-time priority. Only the simulated
-// bus and the paced replay keep their threads: a real bus master such as node-ethercat is one per process
-// and cannot restart (drivers/ethercat/node-ethercat.ts). A thread that failed, was terminated (a simulated
-// crash) or exited is never reused.
+// (sims/core/host.ts lowerThreadPriority), so a kept thread waits at normal priority. A thread whose priority
+// could not be given back says so as its incarnation ends; it is kept only for an incarnation of the same
+// real-time clock and scheduling request, never a stepped or fast core, so that it never cycles flat out at
+// real-time priority. Only the simulated bus and the paced replay keep their threads: a real bus master such
+// as node-ethercat is one per process and cannot restart (drivers/ethercat/node-ethercat.ts). A thread that
+// failed, was terminated (a simulated crash) or exited is never reused.
 
 import { Worker, type MessagePort } from 'node:worker_threads';
 import { coreLoop } from '../core-loops.ts';
 import { workerEntry, type WorkerName } from '../paths.ts';
-import { INCARNATION_OVER, type CoreStartOptions } from '../core/protocol.ts';
+import { INCARNATION_OVER, type CoreStartOptions, type IncarnationOver } from '../core/protocol.ts';
 
-/** Idle reusable threads kept per process and kind (idleKey); more are terminated when their incarnation ends. */
+/** Idle reusable threads kept per process and list (IdleThreads); more are terminated when their incarnation ends. */
 const KEEP_IDLE = 2;
-const idleByKind = new Map<string, Worker[]>();
 
-/** This process's idle threads of `key` (the list is kept). */
-function idleFor(key: string): Worker[] {
-  let idle = idleByKind.get(key);
-  if (!idle) idleByKind.set(key, (idle = []));
-  return idle;
-}
-
-/** Which idle threads an incarnation may take: the same loop, clock and scheduling request. */
-export function idleKey(worker: WorkerName, options: CoreStartOptions): string {
+/** The list of threads that still hold the raised priority of a real-time request: the same loop, clock and request. */
+export function raisedKey(worker: WorkerName, options: CoreStartOptions): string {
   return [worker, options.clock.mode, options.clock.mode === 'realtime' ? (options.priority ?? 'auto') : ''].join('\0');
 }
+
+/**
+ * The idle kept threads of a process. A thread at normal scheduling waits in its loop's list and serves any
+ * incarnation of that loop (a stepped core after a real-time one, and the other way round); a thread that
+ * still holds a raised priority waits in the list of its clock and request (raisedKey) and serves only an
+ * incarnation asking the same, which takes it before a normal one.
+ */
+export class IdleThreads<T> {
+  private readonly lists = new Map<string, T[]>();
+
+  constructor(private readonly keep = KEEP_IDLE) {}
+
+  private list(key: string): T[] {
+    let l = this.lists.get(key);
+    if (!l) this.lists.set(key, (l = []));
+    return l;
+  }
+
+  /** An idle thread for an incarnation of `options` on `worker`'s loop, or none. */
+  take(worker: WorkerName, options: CoreStartOptions): T | undefined {
+    const raised = options.clock.mode === 'realtime' ? this.list(raisedKey(worker, options)).pop() : undefined;
+    return raised ?? this.list(worker).pop();
+  }
+
+  /** Keep `t`, whose incarnation of `options` ended with its thread at normal scheduling or not; false when that list is full. */
+  put(worker: WorkerName, options: CoreStartOptions, normalScheduling: boolean, t: T): boolean {
+    const l = this.list(normalScheduling ? worker : raisedKey(worker, options));
+    if (l.length >= this.keep) return false;
+    l.push(t);
+    return true;
+  }
+
+  /** The threads at normal scheduling waiting for `worker`'s loop. */
+  normal(worker: WorkerName): number {
+    return this.list(worker).length;
+  }
+}
+
+const idle = new IdleThreads<Worker>();
 
 /** Whether the incarnation's thread may be kept for a later one (see the header). */
 export function keepable(options: CoreStartOptions): boolean {
@@ -50,24 +82,20 @@ export interface CoreThread {
   onError(listener: (e: Error) => void): void;
 }
 
-
 /**
- * Start an idle thread for incarnations on the clock `mode` now, if this process has none: its isolate and
- * the loop's code are made while nothing waits for them, not inside the first incarnation's start. For a
- * stack host that is about to serve paced replays (sims/sessions.ts, HIL_WARM_CORE): its first session
- * otherwise made the thread inside the start of a test's stack. Real time is never warmed: its thread is
- * kept per priority request, which only the incarnation knows.
+ * Start an idle thread for the loop of the clock `mode` now, if this process has none waiting at normal
+ * scheduling: its isolate and the loop's code are made while nothing waits for them, not inside the first
+ * incarnation's start. For a stack host that is about to serve paced replays (sims/sessions.ts,
+ * HIL_WARM_CORE): its first session otherwise made the thread inside the start of a test's stack. The
+ * thread serves any clock of its loop, as every kept thread at normal scheduling does.
  */
 export function warmThread(mode: 'fast' | 'stepped' | 'recorded'): number | undefined {
   const loop = coreLoop(mode);
-  if (!loop.keepThread) return undefined;
-  const key = idleKey(loop.worker, { clock: { mode } } as CoreStartOptions);
-  const idle = idleFor(key);
-  if (idle.length) return undefined;
+  if (!loop.keepThread || idle.normal(loop.worker) > 0) return undefined;
   const w = new Worker(workerEntry(loop.worker), { workerData: { reusable: true } });
   // Idle, it must not keep the process alive.
   w.unref();
-  idle.push(w);
+  idle.put(loop.worker, { clock: { mode } } as CoreStartOptions, true, w);
   return w.threadId;
 }
 
@@ -76,9 +104,7 @@ export function runIncarnation(port: MessagePort, options: CoreStartOptions): Co
   // The loop is the clock's (sims/core-loops.ts).
   const loop = coreLoop(options.clock.mode);
   const reusable = keepable(options);
-  const key = idleKey(loop.worker, options);
-  const idle = idleFor(key);
-  let w = reusable ? idle.pop() : undefined;
+  let w = reusable ? idle.take(loop.worker, options) : undefined;
   if (w) {
     w.ref();
     w.postMessage({ port, options }, [port]);
@@ -96,14 +122,12 @@ export function runIncarnation(port: MessagePort, options: CoreStartOptions): Co
     worker.off('error', onError);
     for (const l of endListeners) l(code);
   };
-  const onMessage = (m: { t?: string }) => {
+  const onMessage = (m: Partial<IncarnationOver>) => {
     if (m?.t !== INCARNATION_OVER) return;
     end(0);
-    if (keep && idle.length < KEEP_IDLE) {
-      // Idle, it must not keep the process alive.
-      worker.unref();
-      idle.push(worker);
-    } else void worker.terminate();
+    // Idle, it must not keep the process alive.
+    if (keep && idle.put(loop.worker, options, m.normalScheduling !== false, worker)) worker.unref();
+    else void worker.terminate();
   };
   const onExit = (code: number) => {
     keep = false;
