@@ -155,6 +155,10 @@ test.runIf(process.platform === 'linux')("the command's own children are its own
     const start = { stat: readFileSync('/proc/stat', 'utf8'), at: performance.now(), own: process.cpuUsage(), children: 0 };
     // Its CPU, as childrenCpuSeconds reads it at the end: more than the window could hold on two cores.
     expect(hostLoadNow(2, 7.5, 400, start, () => 5)).toBe(0);
+    // Only what the children took inside the window counts: 5 s already at the start sample and 5 s at the end
+    // is none, and the spinning child is then the host's load (subtracting the whole 5 s would clamp it to 0).
+    const again = { stat: readFileSync('/proc/stat', 'utf8'), at: performance.now(), own: process.cpuUsage(), children: 5 };
+    expect(hostLoadNow(2, 7.5, 400, again, () => 5)).toBeGreaterThan(0);
   } finally {
     child.kill('SIGKILL');
   }

@@ -10,13 +10,11 @@ import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { INCARNATION_OVER, type CoreStartOptions, type FromCore, type IncarnationOver } from './protocol.ts';
 
 /**
- * How an incarnation left its thread: `normalScheduling` false when the thread could not give back the
- * real-time priority it raised (sims/core/host.ts lowerThreadPriority). A loop that raises nothing says
- * nothing (void): its thread is at normal scheduling.
+ * How an incarnation left its thread, as its end message says (protocol.ts IncarnationOver): `normalScheduling`
+ * false when the thread could not give back the real-time priority it raised (sims/core/host.ts
+ * lowerThreadPriority). A loop that raises nothing says nothing (void): its thread is at normal scheduling.
  */
-export interface IncarnationEnd {
-  normalScheduling: boolean;
-}
+export type IncarnationEnd = Pick<IncarnationOver, 'normalScheduling'>;
 
 /** One core incarnation on `port`, to its shutdown. */
 export type IncarnationLoop = (port: MessagePort, options: CoreStartOptions) => Promise<IncarnationEnd | void>;

@@ -42,33 +42,33 @@ test('a thread at normal scheduling serves any clock of its loop; one still hold
 
   // Normal threads: whatever clock ended on them, any clock of the loop takes them; another loop does not.
   const a = new IdleThreads<string>();
-  expect(a.put('core', realtime(), true, 'after-realtime')).toBe(true);
+  expect(a.put('core', 'after-realtime')).toBe(true);
   expect(a.take('replay-core', stepped)).toBeUndefined();
   expect(a.take('core', stepped)).toBe('after-realtime');
   expect(a.take('core', stepped)).toBeUndefined();
-  expect(a.put('core', stepped, true, 'after-stepped')).toBe(true);
+  expect(a.put('core', 'after-stepped')).toBe(true);
   expect(a.take('core', realtime('rt'))).toBe('after-stepped');
-  expect(a.put('core', fast, true, 'after-fast')).toBe(true);
+  expect(a.put('core', 'after-fast')).toBe(true);
   expect(a.normal('core')).toBe(1);
   expect(a.take('core', realtime())).toBe('after-fast');
 
   // A thread that kept its raised priority: never to a stepped or fast core, nor to another request.
   const b = new IdleThreads<string>();
-  expect(b.put('core', realtime('auto'), false, 'raised')).toBe(true);
+  expect(b.put('core', 'raised', realtime('auto'))).toBe(true);
   expect(b.normal('core')).toBe(0);
   expect(b.take('core', stepped)).toBeUndefined();
   expect(b.take('core', fast)).toBeUndefined();
   expect(b.take('core', realtime('rt'))).toBeUndefined();
   expect(b.take('core', realtime('none'))).toBeUndefined();
   // The same request (no request is 'auto') takes it, before a normal thread.
-  expect(b.put('core', stepped, true, 'normal')).toBe(true);
+  expect(b.put('core', 'normal')).toBe(true);
   expect(b.take('core', realtime())).toBe('raised');
   expect(b.take('core', realtime())).toBe('normal');
 
   // At most two wait in each list; a third is refused (its thread ends).
   const c = new IdleThreads<number>();
-  expect([1, 2, 3].map((n) => c.put('core', stepped, true, n))).toEqual([true, true, false]);
-  expect([4, 5, 6].map((n) => c.put('core', realtime(), false, n))).toEqual([true, true, false]);
+  expect([1, 2, 3].map((n) => c.put('core', n))).toEqual([true, true, false]);
+  expect([4, 5, 6].map((n) => c.put('core', n, realtime()))).toEqual([true, true, false]);
 });
 
 test('a stepped core\'s thread serves the next stepped incarnation with fresh core state, then a real-time one, then a stepped one again', async () => {

@@ -49,9 +49,12 @@ export class IdleThreads<T> {
     return raised ?? this.list(worker).pop();
   }
 
-  /** Keep `t`, whose incarnation of `options` ended with its thread at normal scheduling or not; false when that list is full. */
-  put(worker: WorkerName, options: CoreStartOptions, normalScheduling: boolean, t: T): boolean {
-    const l = this.list(normalScheduling ? worker : raisedKey(worker, options));
+  /**
+   * Keep `t` for `worker`'s loop: at normal scheduling, or still holding the priority its incarnation of
+   * `raisedFor` raised. False when that list is full.
+   */
+  put(worker: WorkerName, t: T, raisedFor?: CoreStartOptions): boolean {
+    const l = this.list(raisedFor ? raisedKey(worker, raisedFor) : worker);
     if (l.length >= this.keep) return false;
     l.push(t);
     return true;
@@ -95,7 +98,7 @@ export function warmThread(mode: 'fast' | 'stepped' | 'recorded'): number | unde
   const w = new Worker(workerEntry(loop.worker), { workerData: { reusable: true } });
   // Idle, it must not keep the process alive.
   w.unref();
-  idle.put(loop.worker, { clock: { mode } } as CoreStartOptions, true, w);
+  idle.put(loop.worker, w);
   return w.threadId;
 }
 
@@ -126,7 +129,7 @@ export function runIncarnation(port: MessagePort, options: CoreStartOptions): Co
     if (m?.t !== INCARNATION_OVER) return;
     end(0);
     // Idle, it must not keep the process alive.
-    if (keep && idle.put(loop.worker, options, m.normalScheduling !== false, worker)) worker.unref();
+    if (keep && idle.put(loop.worker, worker, m.normalScheduling === false ? options : undefined)) worker.unref();
     else void worker.terminate();
   };
   const onExit = (code: number) => {
