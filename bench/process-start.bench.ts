@@ -2,8 +2,10 @@
 // threads) of Node's start with and without NODE_EXTRA_CA_CERTS (the reference programs and a sim run's
 // workers start without it: harness/targets/reference.ts referenceEnv), and of `hil --help` and
 // `hil certs create-pair` through the command's bundle (harness/bin/cli-cache.mjs) and through tsx
-// (HIL_CLI_BUNDLE=off: the same sources, so the verbs' lazy usage texts are in both), alternating case by
-// case, round by round. Each call runs under the benches' reaper (bench/reaper.ts) so that every thread
+// (HIL_CLI_BUNDLE=off: the same sources, so the verbs' lazy usage texts are in both), and of loading the
+// run's stack and OLP server bundles (`--help`) with and without their directory's package.json
+// (harness/targets/reference.ts prebuildReference; without it node parses each bundle twice), alternating
+// case by case, round by round. Each call runs under the benches' reaper (bench/reaper.ts) so that every thread
 // and child is counted; its figures come in 10 ms clock ticks, hence the rounds and the medians.
 //
 //   node --import tsx bench/process-start.bench.ts [rounds] [--ca FILE]
@@ -12,10 +14,11 @@
 // NODE_EXTRA_CA_CERTS when set). Nothing is asserted.
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BUNDLE_PACKAGE, prebuildReference } from '../harness/targets/reference.ts';
 import { median } from './baseline.ts';
 import { reaperArgs, reaperFigures } from './reaper.ts';
 
@@ -41,15 +44,26 @@ const tmp = mkdtempSync(join(tmpdir(), 'hil-bench-start-'));
 let pairs = 0;
 const pairDir = () => join(tmp, `pair-${++pairs}`);
 
+const built = await prebuildReference();
+/** A bundle of the run's directory, loaded with its package.json (`typed`) or without it (node detects the module syntax). */
+function bundle(name: string, typed: boolean): string[] {
+  const pkg = join(built.dir, 'package.json');
+  if (typed) writeFileSync(pkg, BUNDLE_PACKAGE);
+  else rmSync(pkg, { force: true });
+  return [process.execPath, join(built.dir, name), '--help'];
+}
+
 /** name: [baseline, this]; each a command and its environment. */
 const CASES: Array<[string, [() => string[], NodeJS.ProcessEnv], [() => string[], NodeJS.ProcessEnv]]> = [
   ['node -e 0', [() => [process.execPath, '-e', '0'], { ...bare, NODE_EXTRA_CA_CERTS: CA }], [() => [process.execPath, '-e', '0'], bare]],
   ['hil --help', [() => [process.execPath, HIL, '--help'], { ...bare, HIL_CLI_BUNDLE: 'off' }], [() => [process.execPath, HIL, '--help'], bare]],
+  ['stack bundle --help', [() => bundle('main.js', false), bare], [() => bundle('main.js', true), bare]],
+  ['OLP bundle --help', [() => bundle('olp.js', false), bare], [() => bundle('olp.js', true), bare]],
   ['hil certs create-pair', [() => [process.execPath, HIL, 'certs', 'create-pair', '--dir', pairDir(), '--pair-id', 'bench'], { ...bare, HIL_CLI_BUNDLE: 'off' }], [() => [process.execPath, HIL, 'certs', 'create-pair', '--dir', pairDir(), '--pair-id', 'bench'], bare]],
 ];
 
 if (!existsSync(CA)) console.log(`note: ${CA} does not exist; the "with" case then only warns`);
-console.log(`rounds ${ROUNDS}; baseline: node with NODE_EXTRA_CA_CERTS=${CA}, hil through tsx (HIL_CLI_BUNDLE=off)`);
+console.log(`rounds ${ROUNDS}; baseline: node with NODE_EXTRA_CA_CERTS=${CA}, hil through tsx (HIL_CLI_BUNDLE=off), bundles without their package.json`);
 // Warm-up: the bundle built, tsx's own transform cache filled.
 for (const [, b, t] of CASES) {
   cpu(b[0](), b[1]);
@@ -64,6 +78,7 @@ for (let r = 0; r < ROUNDS; r++) {
   }
 }
 rmSync(tmp, { recursive: true, force: true });
+await built.remove();
 console.log(`${'case'.padEnd(24)}${'baseline s'.padStart(12)}${'this s'.padStart(10)}${'ratio'.padStart(8)}`);
 for (const [name, g] of got) {
   const b = median(g.base);

@@ -29,6 +29,8 @@ const UNUSED_MS = 2 * 86_400_000;
 const BUNDLED = new Set(['@peculiar/x509', 'reflect-metadata']);
 /** What esbuild is told per file type of the project's own sources. */
 const LOADERS = { '.ts': 'ts', '.mts': 'ts', '.js': 'js', '.mjs': 'js', '.json': 'json' };
+/** The package.json of a bundle directory: its .js files are ES modules. */
+export const MODULE_PACKAGE = '{ "type": "module" }\n';
 
 const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
 
@@ -132,6 +134,9 @@ export async function buildBundle(root) {
         },
       ],
     });
+    // The chunks sit below node_modules, where node finds no package.json of ours and would parse each one
+    // twice (first as CommonJS, to detect its module syntax); this one says what they are.
+    writeFileSync(join(tmp, 'package.json'), MODULE_PACKAGE);
     const sorted = Object.fromEntries(Object.entries(inputs).sort(([a], [b]) => (a < b ? -1 : 1)));
     const name = `build-${sha256(JSON.stringify({ root, sorted })).slice(0, 20)}`;
     const dir = join(parent, name);
