@@ -7,6 +7,9 @@ import { PROFILE } from './profile.ts';
 import type { CatalogueEntry } from './types.ts';
 
 /** One catalogue item's coverage in a run; run.json (harness/report/run-types.ts) carries these. */
+/** The reason of an item with no covering test that is not on the pending list (a gate problem on a whole run). */
+export const NOT_PENDING_REASON = '(not pending: gate failure)';
+
 export interface CoverageEntry {
   id: string;
   family: string;
@@ -60,7 +63,7 @@ export function computeCoverage(tests: readonly TestTrace[], items: readonly Cat
       return { ...base, status: 'covered', tests: ts.map((t) => t.fullName), outcome: outcomeOf(ts) };
     }
     if (pend[e.id] === undefined) problems.push(`${e.id} has no covering test and is not pending`);
-    return { ...base, status: 'pending', tests: [], reason: pend[e.id] ?? '(not pending: gate failure)' };
+    return { ...base, status: 'pending', tests: [], reason: pend[e.id] ?? NOT_PENDING_REASON };
   });
   return { entries, problems, unknownCovered };
 }

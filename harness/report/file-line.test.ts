@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import type { TestCase, TestModule } from 'vitest/node';
+import { pending } from '../catalogue/pending.ts';
 import { HilReporter } from './reporter.ts';
 import { Progress } from './progress.ts';
 
@@ -59,9 +60,9 @@ const TESTS: Fake[] = [
   { name: 'skips', state: 'skipped' },
 ];
 
-function run(targetName: string, tests: Fake[], moduleErrors: Array<{ message: string }> = []): { lines: string[]; progress: string; reporter: HilReporter; module: TestModule } {
+function run(targetName: string, tests: Fake[], moduleErrors: Array<{ message: string }> = [], filters: string[] = []): { lines: string[]; progress: string; reporter: HilReporter; module: TestModule } {
   const lines: string[] = [];
-  const reporter: HilReporter = new HilReporter({ command: 'hil run', reportsDir: dir, gate: false, selection: { filters: [] }, targetName, write: (s) => lines.push(s) });
+  const reporter: HilReporter = new HilReporter({ command: 'hil run', reportsDir: dir, gate: false, selection: { filters }, targetName, write: (s) => lines.push(s) });
   const progress = new Progress({ tty: false, write: () => undefined, durations: {}, classify: (t) => reporter.outcomeOf(t) });
   const m = fakeModule('suites/olp/targets.test.ts', tests, moduleErrors);
   progress.start(['suites/olp/targets.test.ts']);
@@ -99,4 +100,19 @@ test('an error of the file itself (a file-level hook) is said beside an informat
   const file = reporter.record!.tests.find((t) => t.name === '(file)');
   expect(file).toMatchObject({ state: 'errored', errors: ['afterAll: the stack did not stop'] });
   expect(lines.join('')).toMatch(/^verdict: ERROR/m);
+});
+
+test('the catalogue line of a filtered run counts the items it has no test for as not in its selection, a whole run as pending', () => {
+  const one: Fake[] = [{ name: 'covers one item', state: 'passed', covers: ['profile:olp.fence_labels'] }];
+  const onPendingList = Object.keys(pending).length;
+  const filtered = run('sim', one, [], ['suites/olp/targets']);
+  filtered.reporter.onTestRunEnd([filtered.module], []);
+  const total = filtered.reporter.record!.coverage.length;
+  const fline = filtered.lines.join('').split('\n').find((l) => l.startsWith('catalogue:'));
+  expect(fline).toBe(`catalogue: 1 covered, ${onPendingList} pending, ${total - 1 - onPendingList} not in this selection (of ${total})`);
+
+  const whole = run('sim', one);
+  whole.reporter.onTestRunEnd([whole.module], []);
+  const wline = whole.lines.join('').split('\n').find((l) => l.startsWith('catalogue:'));
+  expect(wline).toBe(`catalogue: 1 covered, ${total - 1} pending of ${total}`);
 });

@@ -24,6 +24,7 @@ import type { Transcript } from '../evidence.ts';
 import { compareRuns, DEFAULT_TOLERANCE, type Comparison, type Tolerance } from './compare.ts';
 import { CSS, JS } from './assets.ts';
 import { aroundFailure, condense, type TranscriptRow } from './transcript.ts';
+import { notSelected, selectionText } from './selection.ts';
 
 export { ReportError, type ReportErrorCode } from './run-reader.ts';
 
@@ -783,23 +784,6 @@ function renderTests(ctx: RenderContext): string {
 <p class="print-only muted">The list of all ${tests.length} tests (file, name, state, duration, covers, skip reason) is in the HTML file; the per-file table under Summary gives their counts.</p>
 <table class="grid tests" id="tests-table"><thead><tr><th>File</th><th>Test</th><th>Kind</th><th>State</th><th>Duration</th><th>Covers</th><th>Skip reason</th></tr></thead><tbody>${rows.join('\n')}</tbody></table></section>`;
 }
-
-/** What a filtered run selected (file filters, a shard, a name pattern), or undefined for a whole run. */
-function selectionText(run: RunRecord): string | undefined {
-  const s = run.selection;
-  if (!s) return undefined;
-  const parts = [...(s.filters.length ? [`files matching ${s.filters.map((f) => `“${f}”`).join(', ')}`] : []), ...(s.shard ? [`shard ${s.shard}`] : []), ...(s.grep ? ['tests named by a pattern'] : [])];
-  return parts.length ? parts.join(', ') : undefined;
-}
-
-/**
- * An item a filtered run has no test for: the gate (which applies to whole runs) did not judge it, so it
- * is "not in this selection", not a gate failure (harness/catalogue/gate.ts marks it so on any run).
- */
-function notSelected(run: RunRecord, c: CoverageEntry): boolean {
-  return c.status === 'pending' && c.reason === NOT_PENDING && selectionText(run) !== undefined;
-}
-const NOT_PENDING = '(not pending: gate failure)';
 
 function renderGate(ctx: RenderContext): string {
   const g = ctx.run.gate;

@@ -19,6 +19,7 @@ import { measurementText, runMeasurements } from './run-measurements.ts';
 import { runSchemaProblems } from './run-schema.ts';
 import { judge, ruleFor, staleExpectations, type ExpectationContext } from './expectations.ts';
 import { closingLine, informativeOf, testStateOf, verdictOf } from './verdict.ts';
+import { notSelected, selectionText } from './selection.ts';
 import '../trace.ts';
 import '../lateness.ts';
 
@@ -339,7 +340,10 @@ export class HilReporter implements Reporter {
     const v = verdictOf(rec);
     const covered = rec.coverage.filter((c) => c.status === 'covered').length;
     w(`\ntarget ${rec.target.name} (${rec.target.driver})  machine_sha256 ${rec.environment.machine_sha256 || '-'}\n`);
-    w(`catalogue: ${covered} covered, ${rec.coverage.length - covered} pending of ${rec.coverage.length}\n`);
+    const left = rec.coverage.filter((c) => notSelected(rec, c)).length;
+    // A filtered run: the items it has no test for are not in its selection, not pending (selection.ts).
+    if (selectionText(rec) !== undefined) w(`catalogue: ${covered} covered, ${rec.coverage.length - covered - left} pending, ${left} not in this selection (of ${rec.coverage.length})\n`);
+    else w(`catalogue: ${covered} covered, ${rec.coverage.length - covered} pending of ${rec.coverage.length}\n`);
     for (const note of v.notes) w(`note: ${note}\n`);
     if (!rec.gate.ok) {
       w(`traceability gate FAILED (${rec.gate.problems.length} problems):\n`);
