@@ -30,7 +30,7 @@ const BUNDLED = new Set(['@peculiar/x509', 'reflect-metadata']);
 /** What esbuild is told per file type of the project's own sources. */
 const LOADERS = { '.ts': 'ts', '.mts': 'ts', '.js': 'js', '.mjs': 'js', '.json': 'json' };
 /** The package.json of a bundle directory: its .js files are ES modules. */
-export const MODULE_PACKAGE = '{ "type": "module" }\n';
+const MODULE_PACKAGE = '{ "type": "module" }\n';
 
 const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
 

@@ -6,10 +6,10 @@ import { pending } from './pending.ts';
 import { PROFILE } from './profile.ts';
 import type { CatalogueEntry } from './types.ts';
 
-/** One catalogue item's coverage in a run; run.json (harness/report/run-types.ts) carries these. */
 /** The reason of an item with no covering test that is not on the pending list (a gate problem on a whole run). */
 export const NOT_PENDING_REASON = '(not pending: gate failure)';
 
+/** One catalogue item's coverage in a run; run.json (harness/report/run-types.ts) carries these. */
 export interface CoverageEntry {
   id: string;
   family: string;
