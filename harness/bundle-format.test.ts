@@ -35,7 +35,12 @@ process.stdout.write((await import('hil:formats')).default);`;
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
   expect(r.stderr).toBe('');
   const seen = JSON.parse(r.stdout) as Record<string, string | null>;
-  return Object.fromEntries(files.map((f) => [f, pathToFileURL(f).href in seen ? seen[pathToFileURL(f).href]! : 'not resolved']));
+  return Object.fromEntries(
+    files.map((f) => {
+      const url = pathToFileURL(f).href;
+      return [f, url in seen ? seen[url]! : 'not resolved'];
+    }),
+  );
 }
 
 let built: Prebuilt | undefined;

@@ -340,10 +340,11 @@ export class HilReporter implements Reporter {
     const v = verdictOf(rec);
     const covered = rec.coverage.filter((c) => c.status === 'covered').length;
     w(`\ntarget ${rec.target.name} (${rec.target.driver})  machine_sha256 ${rec.environment.machine_sha256 || '-'}\n`);
-    const left = rec.coverage.filter((c) => notSelected(rec, c)).length;
-    // A filtered run: the items it has no test for are not in its selection, not pending (selection.ts).
-    if (selectionText(rec) !== undefined) w(`catalogue: ${covered} covered, ${rec.coverage.length - covered - left} pending, ${left} not in this selection (of ${rec.coverage.length})\n`);
-    else w(`catalogue: ${covered} covered, ${rec.coverage.length - covered} pending of ${rec.coverage.length}\n`);
+    if (selectionText(rec) !== undefined) {
+      // A filtered run: the items it has no test for are not in its selection, not pending (selection.ts).
+      const left = rec.coverage.filter((c) => notSelected(rec, c)).length;
+      w(`catalogue: ${covered} covered, ${rec.coverage.length - covered - left} pending, ${left} not in this selection (of ${rec.coverage.length})\n`);
+    } else w(`catalogue: ${covered} covered, ${rec.coverage.length - covered} pending of ${rec.coverage.length}\n`);
     for (const note of v.notes) w(`note: ${note}\n`);
     if (!rec.gate.ok) {
       w(`traceability gate FAILED (${rec.gate.problems.length} problems):\n`);
