@@ -17,7 +17,7 @@
 // The socket lives in a directory of its own, readable by this user only; the hosts' lifeline is their
 // standard input from this process, so they end with the run.
 
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -39,6 +39,9 @@ export interface HostBroker {
 export async function startBroker(): Promise<HostBroker> {
   const dir = await mkdtemp(join(tmpdir(), 'hil-hosts-'));
   const path = join(dir, 'broker.sock');
+  // A run that ends without its teardown (interrupted, or a process.exit) leaves no directory behind.
+  const removeDir = () => rmSync(dir, { recursive: true, force: true });
+  process.once('exit', removeDir);
   const pool = new HostPool(KEEP_ALL);
   /** Hosts warmed so far for each worker that asked (its pid): each worker's first files find theirs ready. */
   const warmed = new Map<number, number>();
@@ -66,6 +69,7 @@ export async function startBroker(): Promise<HostBroker> {
         for (const s of sockets) s.destroy();
       });
       pool.closeAll();
+      process.off('exit', removeDir);
       await rm(dir, { recursive: true, force: true });
     },
   };
