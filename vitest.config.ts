@@ -7,20 +7,19 @@ import { niceSpec } from './harness/priority.ts';
 // `unit` tests the harness's own code and the reference implementation from the inside; `conformance` runs
 // the suites against whichever target HIL_TARGET names (sim by default). One project, so that a worker
 // runs file after file in one process: vitest ends a worker whenever the next file belongs to another
-// project, and with it the worker's module graph.
+// project, and with it the worker's module graph and its pool of stack hosts (harness/targets/stack-host.ts).
 //
 // The files differ in scheduling priority: each worker takes the nice value of the file it is about to run
 // (harness/nice.ts, HIL_NICE=file; the values and why each file has its own are in harness/priority.ts:
 // the real-time-sensitive files at nice 0, jog at 5, the rest at 10), and the stacks and planners it starts
-// from then inherit it; the stack host that serves its next stack is moved to the worker's value first.
+// from then inherit it; a stack host it keeps idle is moved to the worker's value before it serves again.
 // harness/sequencer.ts hands the pool the quiet files first, then jog, then the rest longest first, and the
 // 222 MB upload (it loads the machine) last, long after the quiet files are done; each worker takes the next
 // file in that order, so its nice value only ever goes up, which needs no privilege.
 //
 // The conformance project starts stacks from a bundle built once per run (harness/targets/prebuild-setup.ts)
 // and shares one module graph per worker (isolate: false; the harness keeps no test's state at module level:
-// what it keeps there is the worker's). The run's main process keeps the stack hosts for every worker
-// (harness/targets/host-broker-setup.ts): as many as the run has stacks open at once, not two per worker.
+// what it keeps there is the worker's, its pool of stack hosts, harness/targets/stack-host.ts).
 // A shared target (external, rig: one service for the whole run, one grant, one bus) runs its conformance
 // files one at a time and the tests of a file one at a time: every test that takes the grant would
 // otherwise meet another file's test holding it (control_already_owned), and observers would see other
@@ -61,9 +60,6 @@ export default defineConfig({
           testTimeout: 30_000,
           // Only allure's error serializer gets a JSON form for bigints here (harness/allure-bigint.ts says why).
           setupFiles: ['harness/worker-lifeline.ts', 'harness/allure-bigint.ts'],
-          // The conformance run's stack hosts are not these tests' (harness/targets/host-broker.ts): the
-          // stack-host tests count and move hosts of their own.
-          env: { HIL_HOST_BROKER: '' },
           // Two at a time: many of these files wait on processes they start (hil runs, stacks, planners), so
           // one worker left a core idle and made the project's time the sum of its files.
           maxWorkers: 2,
@@ -75,7 +71,7 @@ export default defineConfig({
           name: 'conformance',
           include: ['suites/**/*.test.ts'],
           ...(PER_TEST_STACKS || SHARED_TARGET ? { maxConcurrency: 1 } : {}),
-          globalSetup: ['harness/targets/prebuild-setup.ts', 'harness/targets/host-broker-setup.ts'],
+          globalSetup: ['harness/targets/prebuild-setup.ts'],
           setupFiles: ['harness/worker-lifeline.ts', 'harness/nice.ts', 'harness/targets/warm-setup.ts', 'harness/bigint-json.ts', 'harness/evidence-setup.ts'],
           // Each file's own value, or on a replayed run the worker's (harness/priority.ts niceSpec says why).
           env: { HIL_NICE: niceSpec() },

@@ -14,8 +14,7 @@
 // Per file: the run is started with HIL_CPU_TRACE=<file>; harness/evidence-setup.ts then appends one line
 // per test file and worker (pid, file, start and end in ms since the epoch). Each sampled increase of a
 // process is booked to the file its vitest worker (the nearest ancestor that is one) ran at that moment, so
-// a stack host's cycling is charged to the file whose stack it served; a host of the run's host broker,
-// a child of the run's main process, by the lines the broker writes for its sessions.
+// a stack host's cycling is charged to the file whose stack it served.
 //
 // Threads of those processes: the main thread (tid = pid), and the others split by their wakeup rate over
 // their life (schedstat's timeslices per second of wall): a thread woken more than 300 times a second is a
@@ -111,8 +110,6 @@ interface Proc {
 interface TraceLine {
   pid: number;
   file: string;
-  /** A session of one of the run's stack hosts (the broker's host-begin/host-end lines), not a worker's file. */
-  host?: boolean;
   start: number;
   end: number;
   requests?: Record<string, number>;
@@ -130,10 +127,9 @@ function readTrace(path: string): TraceLine[] {
   for (const line of text.split('\n')) {
     const [kind, pid, at, file, requests] = line.split('\t');
     if (!file) continue;
-    const host = kind?.startsWith('host-');
-    const key = `${host ? 'h' : 'w'}\t${pid}\t${file}`;
-    if (kind === 'begin' || kind === 'host-begin') open.set(key, { pid: Number(pid), file, start: Number(at), end: Infinity, ...(host ? { host } : {}) });
-    else if (kind === 'end' || kind === 'host-end') {
+    const key = `${pid}\t${file}`;
+    if (kind === 'begin') open.set(key, { pid: Number(pid), file, start: Number(at), end: Infinity });
+    else if (kind === 'end') {
       const t = open.get(key);
       if (t) {
         t.end = Number(at);
@@ -281,12 +277,8 @@ async function main(): Promise<void> {
   for (const [at, key, ticks] of deltas) {
     const p = procs.get(key)!;
     let file = '(outside any file)';
-    // A host of the run's host broker (harness/targets/host-broker.ts) is no worker's descendant: the broker
-    // writes its own lines for each session, under the host's pid.
-    const own = p.worker === undefined ? lines.find((l) => l.host && l.pid === p.pid && l.start <= at && at <= l.end + o.interval) : undefined;
-    if (own) file = relative(o.cwd, own.file);
-    else if (p.worker !== undefined) {
-      const hit = lines.find((l) => !l.host && l.pid === p.worker && l.start <= at && at <= l.end + o.interval);
+    if (p.worker !== undefined) {
+      const hit = lines.find((l) => l.pid === p.worker && l.start <= at && at <= l.end + o.interval);
       file = hit ? relative(o.cwd, hit.file) : '(worker between files)';
     }
     const m = byFile.get(file) ?? new Map<string, number>();
@@ -309,12 +301,11 @@ async function main(): Promise<void> {
     console.log(`${sum(m).toFixed(1).padStart(8)}  ${f}  (${parts.join(', ')})`);
   }
   const durations = new Map<string, number>();
-  for (const l of lines) if (!l.host && Number.isFinite(l.end)) durations.set(relative(o.cwd, l.file), (durations.get(relative(o.cwd, l.file)) ?? 0) + (l.end - l.start) / 1000);
+  for (const l of lines) if (Number.isFinite(l.end)) durations.set(relative(o.cwd, l.file), (durations.get(relative(o.cwd, l.file)) ?? 0) + (l.end - l.start) / 1000);
   console.log('\n== longest files (wall s, from the trace) ==');
   for (const [f, d] of [...durations].sort((a, b) => b[1] - a[1]).slice(0, 10)) console.log(`${d.toFixed(1).padStart(8)}  ${f}`);
   const reqs = new Map<string, Record<string, number>>();
   for (const l of lines) {
-    if (l.host) continue;
     const m = reqs.get(l.file) ?? {};
     for (const [k, v] of Object.entries(l.requests ?? {})) m[k] = (m[k] ?? 0) + v;
     reqs.set(l.file, m);

@@ -61,11 +61,10 @@ const TRACE_STATE = Symbol.for('cell-hil.cpu-trace');
 const CPU_TRACE = process.env.HIL_CPU_TRACE;
 if (CPU_TRACE) {
   // This setup file runs again for every file of the worker (isolate: false); the wrapper is installed once.
-  // `file`: the file running now, which stack-host.ts names to the run's host broker (its hosts' CPU is booked to it).
-  const holder = globalThis as { [TRACE_STATE]?: { requests: Record<string, number>; file?: string } };
+  const holder = globalThis as { [TRACE_STATE]?: { requests: Record<string, number> } };
   let state = holder[TRACE_STATE];
   if (!state) {
-    const s: { requests: Record<string, number>; file?: string } = (state = holder[TRACE_STATE] = { requests: {} });
+    const s: { requests: Record<string, number> } = (state = holder[TRACE_STATE] = { requests: {} });
     let after = exchangeObservers.after;
     Object.defineProperty(exchangeObservers, 'after', {
       get: () => (x: Exchange) => {
@@ -80,7 +79,6 @@ if (CPU_TRACE) {
   const mark = (kind: string, extra = '') => appendFileSync(CPU_TRACE, `${kind}\t${process.pid}\t${Date.now()}\t${expect.getState().testPath ?? ''}${extra}\n`);
   beforeAll(() => {
     traced.requests = {};
-    traced.file = expect.getState().testPath ?? '';
     mark('begin');
   });
   afterAll(() => mark('end', `\t${JSON.stringify(traced.requests)}`));
