@@ -321,7 +321,7 @@ export interface SharedVariant<D> {
 
 /**
  * Open a variant once for the tests of the enclosing describe block (beforeAll) and close it after them,
- * leaving its cell stopped and released. On a target that cannot provide it nothing is opened and
+ * leaving its cell stopped and released; after each test its cell's grants are released. On a target that cannot provide it nothing is opened and
  * `cannot` holds the target's reason: each test starts with `skip(v.cannot !== undefined, v.cannot)`.
  * Reading `target`, `cell` or `description` of a variant that is not open is a harness error.
  */
@@ -367,6 +367,12 @@ export function sharedVariant<D extends { binding: Description['binding'] } = De
     afterEach(close);
   } else {
     beforeAll(open);
+    // Each test leaves the variant's cell released, as a variant opened per test would be: a test that
+    // failed before its own cleanup kept its grant (and its renewals), and every later test of the block
+    // then met control_already_owned, failures that said nothing about the target.
+    afterEach(async () => {
+      await opened?.cell.cleanup();
+    });
     afterAll(close);
   }
   return {
