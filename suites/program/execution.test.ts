@@ -19,7 +19,7 @@ import type { Target } from '../../harness/targets/index.ts';
 import { firstAxisUnfit, machineOf, needs } from '../../harness/machine.ts';
 import { covers, describe, expect, sharedVariant, test } from '../../harness/fixture.ts';
 import { postProgram } from './upload.ts';
-import { IDENTITY_FIELDS, dwell, encodeProgram, executedPoints, move, withCol, type Marker, type ProgramFile } from './files.ts';
+import { DT, IDENTITY_FIELDS, dwell, encodeProgram, executedPoints, move, withCol, type Marker, type ProgramFile } from './files.ts';
 
 /**
  * Why this cell cannot run the program here, or undefined: it moves dense column 1 (axis_mask 0x1) and
@@ -197,7 +197,7 @@ describe('start_program (stepped clock)', () => {
         { segment: 2, sample: 10, action: out.name, value: false },
       ];
       const f = programFile(st, hold, markers);
-      const { pointOf } = executedPoints(f, m.outputs.map((o) => o.name));
+      const { points, pointOf } = executedPoints(f, m.outputs.map((o) => o.name));
       const on = pointOf(0, 5);
       const off = pointOf(2, 10);
       const { identity, handle } = await prepare(st, s, f);
@@ -218,14 +218,18 @@ describe('start_program (stepped clock)', () => {
         after = b.header.last_sequence;
       }
       const exec = recs.filter((x) => x.active_traj_id === handle);
-      expect(exec.length).toBeGreaterThan(400);
+      // Counted in the cell's cycles (Describe cycle_ns): the plan's time, and the time from the ON marker's
+      // point to the OFF one's, each less two samples for the cycles where the execution or output begins.
+      const cyclesIn = (ns: bigint) => Number(ns / BigInt(v.description.cycle_ns));
+      const margin = 2n * BigInt(Math.round(DT * 1e9));
+      expect(exec.length).toBeGreaterThan(cyclesIn(points.at(-1)!.tNs - margin));
       let sawOn = 0;
       for (const x of exec) {
         const want = x.current_point_index >= on && x.current_point_index < off;
         expect({ point: x.current_point_index, clamp: (x.io_output_word & CLAMP) !== 0 }).toEqual({ point: x.current_point_index, clamp: want });
         if (want) sawOn++;
       }
-      expect(sawOn).toBeGreaterThan(100);
+      expect(sawOn).toBeGreaterThan(cyclesIn(points[off]!.tNs - points[on]!.tNs - margin));
       expect((await status(st)).core.io_output_word).toBe(0n); // the OFF marker left it off
       await st.cell.cleanup();
     },
