@@ -782,16 +782,19 @@ describe('output markers and their one-cycle bound', () => {
         return { h, records: await records(from), events: await eventsSince(client, cursor) };
       };
 
-      // Woken so that the cycle runs one cycle less 1 ns after the 50 ms point (5 ms - 1 ns late on the
+      // The intent is due in the first cycle at or after its 50 ms point on the cycle grid counted from the
+      // Start (docs/profile.md "Output intents"): at 50 ms on the default cell, at 52 ms on a 4 ms one.
+      const due = ((50n * ms + CYCLE - 1n) / CYCLE) * CYCLE;
+      // Woken so that the cycle runs one cycle less 1 ns after that due time (5 ms - 1 ns late on the
       // default cell: 999999 ns after it): applied.
-      const lateBy = 50n * ms - L;
+      const lateBy = due - L;
       const onTime = await run(lateBy - 1n);
       expect(onTime.records[0]!.cycle_jitter_ns).toBe(lateBy - 1n);
       expect(onTime.records.some((r) => r.io_output_word === CLAMP)).toBe(true);
       expect(onTime.events.filter((e) => e.type === 'fault_latched')).toEqual([]);
       expect(onTime.events.some((e) => e.type === 'execution_completed')).toBe(true);
 
-      // Woken 1 ns later: one cycle after the point: not applied, io_marker_late latched.
+      // Woken 1 ns later: one cycle after the due time: not applied, io_marker_late latched.
       const late = await run(lateBy);
       expect(late.records[0]!.cycle_jitter_ns).toBe(lateBy);
       expect(late.records.every((r) => r.io_output_word === 0)).toBe(true);
