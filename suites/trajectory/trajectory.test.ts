@@ -759,12 +759,14 @@ describe('output markers and their one-cycle bound', () => {
       const { t, client, cell, s, hold, cycleNs: CYCLE, step, stepped, records, CLAMP } = await steppedCell(variant, { skip });
       const ms = 1_000_000n;
       expect((await stepped(cell.fenced('io_arm', s))).status).toBe(200);
-      // J1 holds still; the clamp goes ON at 50 ms and OFF again at the end (200 ms).
-      const pts = points(hold, [0, 0.05, 0.2], [hold[0]!, hold[0]!, hold[0]!], [{}, { io_mask: CLAMP, io_values: CLAMP }, { io_mask: CLAMP, io_values: 0 }]);
+      // J1 holds still; the clamp goes ON at P and OFF again at the end (4 P). P is 50 ms, or 50 cycles on a
+      // cell whose cycle is longer than 1 ms (the commands before it take some of the cell's cycles).
+      const P = 50n * (CYCLE > ms ? CYCLE : ms);
+      const pts = points(hold, [0, Number(P) / 1e9, Number(4n * P) / 1e9], [hold[0]!, hold[0]!, hold[0]!], [{}, { io_mask: CLAMP, io_values: CLAMP }, { io_mask: CLAMP, io_values: 0 }]);
 
-      // The last cycle run before the late one: the last whole cycle at or before 45 ms of plan time (45 ms
-      // on the default cell); the next is due one cycle later, short of the 50 ms point.
-      const L = (45n * ms / CYCLE) * CYCLE;
+      // The last cycle run before the late one: the last whole cycle at or before 0.9 P of plan time (45 ms
+      // on the default cell); the next is due one cycle later, short of the point.
+      const L = ((9n * P) / 10n / CYCLE) * CYCLE;
       /** Run the trajectory with the cycle due after L waking `late` ns late; what the cell shows. */
       const run = async (late: bigint) => {
         const cursor = await eventCursor(client);
@@ -778,13 +780,13 @@ describe('output markers and their one-cycle bound', () => {
         expect((await step(Number((startNs + L - now) / CYCLE))) - startNs).toBe(L);
         const from = await latestSequence(client);
         await t.inject({ kind: 'late_wake', ns: Number(late) });
-        await step(Math.ceil(200e6 / Number(CYCLE)));
+        await step(Number((4n * P) / CYCLE));
         return { h, records: await records(from), events: await eventsSince(client, cursor) };
       };
 
-      // The intent is due in the first cycle at or after its 50 ms point on the cycle grid counted from the
-      // Start (docs/profile.md "Output intents"): at 50 ms on the default cell, at 52 ms on a 4 ms one.
-      const due = ((50n * ms + CYCLE - 1n) / CYCLE) * CYCLE;
+      // The intent is due in the first cycle at or after its point on the cycle grid counted from the Start
+      // (docs/profile.md "Output intents"): P itself, the cycle grid dividing 50 cycles.
+      const due = ((P + CYCLE - 1n) / CYCLE) * CYCLE;
       // Woken so that the cycle runs one cycle less 1 ns after that due time (5 ms - 1 ns late on the
       // default cell: 999999 ns after it): applied.
       const lateBy = due - L;
