@@ -321,8 +321,9 @@ export interface SharedVariant<D> {
 
 /**
  * Open a variant once for the tests of the enclosing describe block (beforeAll) and close it after them,
- * leaving its cell stopped and released; after each test its cell's grants are released. On a target that cannot provide it nothing is opened and
- * `cannot` holds the target's reason: each test starts with `skip(v.cannot !== undefined, v.cannot)`.
+ * leaving its cell stopped and released; after each test its cell's grants are released. On a target that
+ * cannot provide it nothing is opened and `cannot` holds the target's reason: each test starts with
+ * `skip(v.cannot !== undefined, v.cannot)`.
  * Reading `target`, `cell` or `description` of a variant that is not open is a harness error.
  */
 export function sharedVariant<D extends { binding: Description['binding'] } = Description>(options: VariantOptions): SharedVariant<D> {

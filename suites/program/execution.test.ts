@@ -220,7 +220,7 @@ describe('start_program (stepped clock)', () => {
       const exec = recs.filter((x) => x.active_traj_id === handle);
       // Counted in the cell's cycles (Describe cycle_ns): the plan's time, and the time from the ON marker's
       // point to the OFF one's, each less two samples for the cycles where the execution or output begins.
-      const cyclesIn = (ns: bigint) => Number(ns / BigInt(v.description.cycle_ns));
+      const cyclesIn = (ns: bigint) => Number(ns / v.description.cycle_ns);
       const margin = 2n * BigInt(Math.round(DT * 1e9));
       expect(exec.length).toBeGreaterThan(cyclesIn(points.at(-1)!.tNs - margin));
       let sawOn = 0;

@@ -42,7 +42,8 @@ async function ready(cell: Cell, client: ControlClient, axes: number, homeBit = 
   };
   const resume = () => cell.resumeKeeping(s, lastRenewal);
   // The core's first status publication (Status core is null until then: a cell of a long cycle publishes later).
-  const st0 = await waitStatus(client, (x) => x.core !== null && x.core !== undefined);
+  const st0 = await waitStatus(client, (x) => x.core !== null);
+  expect(st0.core, "the core's first status publication").not.toBeNull();
   if (homeBit !== 0 && (st0.core!.home_valid_mask & BigInt(homeBit)) === 0n) {
     const h = await cell.fenced('home', s, { axis_mask: homeBit });
     expect(h.status, h.reply.error).toBe(200);

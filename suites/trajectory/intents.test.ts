@@ -144,8 +144,9 @@ describe('an output intent on the first point', () => {
       expect(run.length).toBeGreaterThanOrEqual((6 * DT * 1e9) / Number(v.description.cycle_ns));
       // The first cycle of the execution runs at one cycle of plan time: in the interval of point 0 on a cell
       // whose cycle is shorter than the samples' 10 ms, at a later point on one whose cycle is not (the last
-      // interval at most, points 0..7).
-      const firstPoint = Math.min(6, Math.floor(Number(v.description.cycle_ns) / (DT * 1e9)));
+      // interval at most: the one that begins at the next-to-last point).
+      const lastInterval = f.segments[0]!.samples.length - 2;
+      const firstPoint = Math.min(lastInterval, Math.floor(Number(v.description.cycle_ns) / (DT * 1e9)));
       expect({ point: run[0]!.current_point_index, on: run[0]!.io_output_word & bit }).toEqual({ point: firstPoint, on: bit });
       for (const x of run) expect({ point: x.current_point_index, on: x.io_output_word & bit }).toEqual({ point: x.current_point_index, on: x.current_point_index < 7 ? bit : 0 });
       expect(recs.filter((x) => x.execution_fault_reasons !== 0)).toEqual([]);

@@ -785,7 +785,8 @@ describe('output markers and their one-cycle bound', () => {
       };
 
       // The intent is due in the first cycle at or after its point on the cycle grid counted from the Start
-      // (docs/profile.md "Output intents"): P itself, the cycle grid dividing 50 cycles.
+      // (docs/profile.md "Output intents"): P itself where the cycle divides it (every cycle of 1 ms or
+      // more, and 250 us), the next cycle after P otherwise (300 us, say).
       const due = ((P + CYCLE - 1n) / CYCLE) * CYCLE;
       // Woken so that the cycle runs one cycle less 1 ns after that due time (5 ms - 1 ns late on the
       // default cell: 999999 ns after it): applied.
