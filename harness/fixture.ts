@@ -85,6 +85,17 @@ export function cycleFree(): void {
 }
 
 /**
+ * Declares, at the top of a test file, that its tests move the file's cell only through a CellDriver
+ * (harness/clients/stepped.ts driverOf), stepping it where it runs on the stepped clock and waiting where
+ * it runs in real time. A target that can run the file's stack on a stepped clock then does (as for
+ * cycleFree), so what the tests see of a motion does not depend on how loaded the host is; every other
+ * target ignores it and the same tests run against its real-time cell.
+ */
+export function stepsItsCell(): void {
+  cycleFree();
+}
+
+/**
  * A separately started system with the given options (harness/targets/variant.ts), closed at the end of
  * the test. On a target that cannot provide it the test skips with the target's reason; malformed options
  * are an error on every target.

@@ -45,7 +45,6 @@ export const DURATION_MS: Readonly<Record<string, number>> = {
   'suites/jog/jog.test.ts': 5_500,
   'suites/olp/browser-guard.test.ts': 5_500,
   'suites/envelope/envelope.test.ts': 5_400,
-  'suites/planner/e2e.test.ts': 4_800,
   'suites/olp/authoring.test.ts': 4_800,
   'suites/olp/service.test.ts': 4_800,
   'suites/remote/startup.test.ts': 4_700,

@@ -4,7 +4,9 @@
 // target: its steps answer at once, the service's answer comes when the test lets it.
 
 import { describe, expect, test } from 'vitest';
-import { settle } from './stepped.ts';
+import { driverOf, settle } from './stepped.ts';
+import type { ControlClient } from './control.ts';
+import type { StatusView } from './status.ts';
 import type { StepReport, Target } from '../targets/types.ts';
 
 /** A stepped target whose service waits on the core for `waiting()` requests; counts the steps it ran. */
@@ -92,5 +94,81 @@ describe('settle: as many steps whatever the service took to answer', () => {
     } as unknown as Target;
     expect(await settle(target, answer.p, 5)).toBe('200');
     expect(steps).toBe(3);
+  });
+});
+
+describe('driverOf: one test body for a stepped and a real-time cell', () => {
+  /** A cell whose status reads `n` (cycles run so far) and a target that steps it (when `stepping`). */
+  function cell(o: { clock?: string; cycleNs?: bigint; stepping: boolean }) {
+    let cycles = 0;
+    const sizes: number[] = [];
+    const target = {
+      name: 'fake',
+      ...(o.stepping
+        ? {
+            async step(n: number) {
+              sizes.push(n);
+              cycles += n;
+              return BigInt(cycles);
+            },
+            async stepReport(n: number): Promise<StepReport> {
+              sizes.push(n);
+              cycles += n;
+              return { nowNs: BigInt(cycles), cycles: BigInt(cycles), answered: 1, waiting: 0 };
+            },
+          }
+        : {}),
+    } as unknown as Target;
+    const client = { status: async () => ({ status: 200, reply: { data: { n: cycles } } }) } as unknown as ControlClient;
+    const description = { ...(o.clock ? { clock: o.clock } : {}), ...(o.cycleNs ? { cycle_ns: o.cycleNs } : {}) };
+    return { target, client, description, sizes, cycles: () => cycles };
+  }
+  const n = (s: StatusView) => (s as unknown as { n: number }).n;
+
+  test('a stepped cell is stepped 10 ms of its own time at a time until the status holds', async () => {
+    const c = cell({ clock: 'stepped', cycleNs: 2_000_000n, stepping: true });
+    const d = driverOf(c.target, c.client, c.description);
+    expect(d.stepped).toBe(true);
+    const s = await d.status((x) => n(x) >= 23, 1_000);
+    // 5 cycles (10 ms at 2 ms) a step: the first status with 23 or more cycles run is after 25.
+    expect(n(s)).toBe(25);
+    expect(c.sizes).toEqual([5, 5, 5, 5, 5]);
+  });
+
+  test('its budget is cell time: the last status once that many cycles have run, however long the host took', async () => {
+    const c = cell({ clock: 'stepped', cycleNs: 250_000n, stepping: true });
+    const d = driverOf(c.target, c.client, c.description);
+    // 30 ms at 250 us is 120 cycles, stepped 40 at a time; the predicate never holds.
+    const s = await d.status(() => false, 30);
+    expect({ last: n(s), sizes: c.sizes }).toEqual({ last: 120, sizes: [40, 40, 40] });
+  });
+
+  test('answer steps until the reply comes on a stepped cell, and only awaits it on a real-time one', async () => {
+    const c = cell({ clock: 'stepped', stepping: true });
+    const d = driverOf(c.target, c.client, c.description);
+    let resolve!: (v: string) => void;
+    const p = new Promise<string>((r) => (resolve = r));
+    const q = d.answer(p, 7);
+    await new Promise((r) => setTimeout(r, 5));
+    resolve('ok');
+    expect(await q).toBe('ok');
+    expect(c.sizes.length).toBeGreaterThan(0);
+    expect(new Set(c.sizes)).toEqual(new Set([7]));
+    const rt = cell({ stepping: true });
+    const r = driverOf(rt.target, rt.client, rt.description);
+    expect(await r.answer(Promise.resolve('now'))).toBe('now');
+    expect(rt.sizes).toEqual([]);
+  });
+
+  test('a cell is driven in real time unless its Describe says stepped and the target can step it', async () => {
+    expect(driverOf(cell({ stepping: true }).target, cell({ stepping: true }).client, {}).stepped).toBe(false);
+    expect(driverOf(cell({ stepping: true }).target, cell({ stepping: true }).client, { clock: 'realtime' }).stepped).toBe(false);
+    const noStep = cell({ clock: 'stepped', stepping: false });
+    expect(driverOf(noStep.target, noStep.client, noStep.description).stepped).toBe(false);
+    // Real time: status polls the service until the predicate holds, no step is sent.
+    const rt = cell({ stepping: true });
+    const d = driverOf(rt.target, rt.client, rt.description);
+    expect(n(await d.status((x) => n(x) === 0, 1_000))).toBe(0);
+    expect(rt.sizes).toEqual([]);
   });
 });

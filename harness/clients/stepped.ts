@@ -5,7 +5,7 @@
 
 import type { Cell, Session } from './cell.ts';
 import type { ControlClient } from './control.ts';
-import { readStatus } from './status.ts';
+import { readStatus, waitStatus, type StatusView } from './status.ts';
 import { HarnessError } from '../errors.ts';
 import type { Target } from '../targets/types.ts';
 import { machineOf } from '../machine.ts';
@@ -105,4 +105,43 @@ async function firstAxisHome(client: ControlClient, valid: bigint | number): Pro
   const m = machineOf((await client.describe()).reply.data as object);
   const a = m.axes[0];
   return a ? m.homeFor(a, valid) : 0;
+}
+
+/**
+ * How a test moves a cell along, whichever clock the cell runs on: one test body for a stepped stack (the
+ * sim target's file stack where its file declared it may be stepped, fixture.ts steppedWhereAble) and a
+ * real-time one (an external service, a rig). On the stepped clock the core cycles only when stepped, so
+ * the outcome does not depend on how loaded the host is; on a real-time cell the same calls wait.
+ */
+export interface CellDriver {
+  /** Whether the cell runs on the stepped clock (its Describe says `clock: stepped` and the target can step it). */
+  readonly stepped: boolean;
+  /** The reply to `p`: stepped `chunk` cycles at a time until it comes (settle), or awaited. */
+  answer<T>(p: Promise<T>, chunk?: number): Promise<T>;
+  /**
+   * Status once `pred` holds, or the last one read after `ms` milliseconds: of cell time on the stepped
+   * clock (stepped 10 ms of it at a time), of wall time otherwise (waitStatus, with the host's stalls added back).
+   */
+  status(pred: (s: StatusView) => boolean, ms: number): Promise<StatusView>;
+}
+
+export function driverOf(target: Target, client: ControlClient, description: { [k: string]: unknown }): CellDriver {
+  const cycleNs = Number(description.cycle_ns ?? 1_000_000);
+  if (description.clock !== 'stepped' || !target.stepReport || !(cycleNs > 0)) {
+    return { stepped: false, answer: (p) => p, status: (pred, ms) => waitStatus(client, pred, ms) };
+  }
+  const step = stepper(target);
+  const chunk = Math.max(1, Math.round(10e6 / cycleNs)); // 10 ms of cell time
+  return {
+    stepped: true,
+    answer: (p, n = 10) => settle(target, p, n),
+    async status(pred, ms) {
+      const budget = Math.ceil((ms * 1e6) / cycleNs);
+      for (let stepped = 0; ; stepped += chunk) {
+        const s = await readStatus(client);
+        if (pred(s) || stepped >= budget) return s;
+        await step(chunk);
+      }
+    },
+  };
 }

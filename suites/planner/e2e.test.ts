@@ -2,13 +2,16 @@
 // start_program): pack the fixture program as a user would, plan it with dense=true, fetch the dense file,
 // have the control service admit it with prepare_program, then start it with the identity prepare_program
 // returned and observe the execution complete. The start half skips, with the reason stated, on a target
-// whose Describe does not list start_program as implemented.
+// whose Describe does not list start_program as implemented. The cell is moved through a CellDriver: on the
+// sim target the file's stack runs on the stepped clock and the test steps it through the program, so a
+// loaded host cannot make the drive lag; on a real-time target the same test waits.
 
 import { packWeldplan, programDigest } from '../../harness/clients/weldplan.ts';
 import type { Cell, Session } from '../../harness/clients/cell.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
-import { readStatus, waitStatus } from '../../harness/clients/status.ts';
-import { covers, describe, expect, needsMotion, type Description } from '../../harness/fixture.ts';
+import { readStatus } from '../../harness/clients/status.ts';
+import { covers, describe, expect, needsMotion, stepsItsCell, type Description } from '../../harness/fixture.ts';
+import { driverOf } from '../../harness/clients/stepped.ts';
 import { decodeDense } from '../../harness/oracle/dense.ts';
 import { postProgram } from '../program/upload.ts';
 import { denseFitDecoded } from '../dense-format/reference.ts';
@@ -29,6 +32,8 @@ async function prepare(cell: Cell, client: ControlClient, blob: Uint8Array, s?: 
   const r = await postProgram(client, session, blob);
   return { r, session };
 }
+
+stepsItsCell();
 
 describe('weldplan to cell', () => {
   test(
@@ -77,37 +82,40 @@ describe('weldplan to cell', () => {
       needsMotion({ skip }, target);
       const { blob } = await planAndFetch(p);
       const m = machineOf(description);
-      const fit = denseFitDecoded(m, decodeDense(blob));
+      const x = decodeDense(blob);
+      const fit = denseFitDecoded(m, x);
       skip(!('admitted' in fit), 'admitted' in fit ? '' : 'skip' in fit ? fit.skip : `${fit.reason}: the file is refused ${fit.refusal} (shown by the admission test)`);
       const stuck = m.axes.find((a) => !a.nativeHome && a.config?.requireHome !== false);
       skip(stuck !== undefined, `the program needs every axis ready; ${stuck?.id} has no native Home and needs Home (or the run has no configuration saying it needs none)`);
+      const drive = driverOf(target, client, description);
       const s = await cell.hold({ requested_lease_ms: 2_000 });
       const axes = description.axes.length;
       const all = (1 << axes) - 1;
       const homeMask = description.axes.reduce((m, a, i) => (a.native_home === true ? m | (1 << i) : m), 0);
-      const st0 = await readStatus(client);
+      const st0 = await drive.status((x) => x.core !== null, 1_000);
       if (homeMask !== 0 && (Number(st0.core!.home_valid_mask) & homeMask) !== homeMask) {
-        const h = await cell.fenced('home', s, { axis_mask: homeMask });
+        const h = await drive.answer(cell.fenced('home', s, { axis_mask: homeMask }), 20);
         expect(h.status, h.reply.error).toBe(200);
-        await waitStatus(client, (x) => (Number(x.core!.home_valid_mask) & homeMask) === homeMask, 15_000);
+        await drive.status((x) => (Number(x.core!.home_valid_mask) & homeMask) === homeMask, 15_000);
       }
-      expect((await cell.fenced('enable', s, { axis_mask: all })).status).toBe(200);
-      const a = await cell.fenced('arm', s);
+      expect((await drive.answer(cell.fenced('enable', s, { axis_mask: all }), 5)).status).toBe(200);
+      const a = await drive.answer(cell.fenced('arm', s), 5);
       expect(a.status, a.reply.error).toBe(200);
-      await waitStatus(client, (x) => Number(x.core!.axis_enable_mask) === all);
+      await drive.status((x) => Number(x.core!.axis_enable_mask) === all, 3_000);
       const { r } = await prepare(cell, client, blob, s);
       expect(r.status, r.reply.error).toBe(200);
       const identity = (r.reply.data as Record<string, any>).identity;
       const before = ((await readStatus(client)) as unknown as { execution: { generation: bigint } }).execution.generation;
-      const start = await cell.fenced('start_program', s, { identity });
+      const start = await drive.answer(cell.fenced('start_program', s, { identity }), 5);
       expect(start.status, start.reply.error).toBe(200);
-      const done = (await waitStatus(
-        client,
+      // The plan's own time and 10 s more: a real-time cell is given that much wall time, a stepped one that
+      // much cell time.
+      const done = (await drive.status(
         (x) => {
           const e = (x as unknown as { execution: { generation: bigint; state: string } }).execution;
           return e.generation === before + 1n && (e.state === 'completed' || e.state === 'faulted');
         },
-        20_000,
+        Math.ceil(x.totalDurationS * 1000) + 10_000,
       )) as unknown as { execution: { state: string; generation: bigint; error?: string }; core: { execution_fault_reasons: bigint } | null };
       // Plain values only: a bigint in a failing diff cannot be sent back from the test worker.
       const why = `execution ${done.execution.state} ${done.execution.error ?? ''}, fault bits ${String(done.core?.execution_fault_reasons)}`;
