@@ -9,6 +9,7 @@ import * as allure from 'allure-js-commons';
 import { afterAll, afterEach, beforeAll, beforeEach, expect as vitestExpect, onTestFinished, test as base } from 'vitest';
 import { HarnessError, verdictOfError } from './errors.ts';
 import { Cell } from './clients/cell.ts';
+import { driverOf } from './clients/stepped.ts';
 import { epochNow, keptLoss, startKeeper } from './clients/keeper.ts';
 import { waitStatus } from './clients/status.ts';
 import { hostBusStall } from './clients/host-stall.ts';
@@ -158,7 +159,8 @@ export const test = base.extend<{
     onTestFailed(() => reportDiagnostics([target]));
     // A planted failure (HIL_PLANT, harness/evidence.ts) goes through the target's test channel.
     if (process.env.HIL_PLANT && target.abilities.faultInjection) offerInjector(task.fullName, (f) => target.inject(f));
-    const cell = new Cell(target.client(), description.binding, await sharesClock(target));
+    const client = target.client();
+    const cell = new Cell(client, description.binding, await sharesClock(target), driverOf(target, client, description));
     // A grant of this cell that was not kept (judged from the clock it shares with the target) and lost to
     // the host's lateness makes what failed after it ERROR; held grants are judged for every test (traced).
     onTestFailed(async ({ task: t }) => {
@@ -170,7 +172,11 @@ export const test = base.extend<{
       await use(cell);
     } finally {
       // Every test leaves the cell stopped and released (DESIGN.md rule 5); a rig also checks it from status.
-      await cell.cleanup();
+      // A failed test may have left what it injected (a fault condition the sim keeps until cleared) and
+      // the faults latched from it: both are cleared, so the file's next test meets a clean cell.
+      const failed = task.result?.state === 'fail';
+      if (failed) await clearInjected(target);
+      await cell.cleanup({ resetFaults: failed });
       await target.settle?.();
     }
   },
@@ -356,7 +362,7 @@ export function sharedVariant<D extends { binding: Description['binding'] } = De
       throw new HarnessError('HIL_ERR_TARGET_REFUSED', `describe answered ${r.status} ${r.reply.error}`, { detail: { status: r.status, label: r.label } });
     }
     const description = r.reply.data as unknown as D;
-    opened = { target, cell: new Cell(client, description.binding), description };
+    opened = { target, cell: new Cell(client, description.binding, false, driverOf(target, client, description)), description };
   };
   const close = async () => {
     const o = opened;
@@ -382,8 +388,10 @@ export function sharedVariant<D extends { binding: Description['binding'] } = De
     // Each test leaves the variant's cell released, as a variant opened per test would be: a test that
     // failed before its own cleanup kept its grant (and its renewals), and every later test of the block
     // then met control_already_owned, failures that said nothing about the target.
-    afterEach(async () => {
-      await opened?.cell.cleanup();
+    afterEach(async ({ task }) => {
+      const failed = task.result?.state === 'fail';
+      if (failed && opened) await clearInjected(opened.target);
+      await opened?.cell.cleanup({ resetFaults: failed });
     });
     afterAll(close);
   }
@@ -401,6 +409,16 @@ export function sharedVariant<D extends { binding: Description['binding'] } = De
       return need().description;
     },
   };
+}
+
+/** Clear the fault conditions injected into a target through its test channel, if any were; never throws. */
+async function clearInjected(target: Target): Promise<void> {
+  if (!target.abilities.faultInjection || (target.injections !== undefined && target.injections.length === 0)) return;
+  try {
+    await target.inject({ kind: 'clear' });
+  } catch {
+    // A target that stopped answering: the next test meets it as it is and says so.
+  }
 }
 
 /**

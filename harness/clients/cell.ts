@@ -8,6 +8,32 @@ import { REQUEST_SCHEMA, type BindingInput, type ControlClient } from './control
 import { epochNow, keepGrant, type GrantLoss, type KeptGrant } from './keeper.ts';
 import { lateness } from '../lateness.ts';
 import { currentTest } from '../targets/pertest.ts';
+import { readStatus, waitStatus, type StatusView } from './status.ts';
+
+/**
+ * How the cell's time moves on while the harness waits on it: a stepped cell is stepped, a real-time one
+ * is waited for (harness/clients/stepped.ts driverOf gives one for a target). Without one, real time.
+ */
+export interface Pace {
+  answer<T>(p: Promise<T>, chunk?: number): Promise<T>;
+  status(pred: (s: StatusView) => boolean, ms: number): Promise<StatusView>;
+}
+
+/** A real-time cell's pace: replies are awaited, status is polled (waitStatus). */
+const realTime = (client: ControlClient): Pace => ({ answer: (p) => p, status: (pred, ms) => waitStatus(client, pred, ms) });
+
+/** How long a cleanup waits for a stop's drain to end, of the cell's time (ms): the harness's patience. */
+const DRAIN_MS = 5_000;
+
+/**
+ * A stop still draining, as status shows it (docs/profile.md "ProcessStatus": `grant.stopping` while the
+ * stopping grant is held, `grant.draining` after it was released too); a target whose status has neither
+ * field shows none.
+ */
+const draining = (s: StatusView): boolean => {
+  const g = (s as unknown as { grant?: { stopping?: unknown; draining?: unknown } }).grant;
+  return g?.stopping === true || g?.draining === true;
+};
 
 /** A grant's last known deadline on the host monotonic clock, and when (performance.now()) the harness learnt it. */
 interface KnownDeadline {
@@ -40,7 +66,12 @@ export class Cell {
      * rig): a grant's deadline_host_ns can then be compared with when the harness sent a request.
      */
     readonly sameClock = false,
+    /** How the harness moves the cell's time on while it waits at cleanup (a stepped cell must be stepped). */
+    private readonly pace?: Pace,
   ) {}
+
+  /** A stop went to the cell from this Cell (a test's or a cleanup's): its drain may outlast the test. */
+  private stopSent = false;
 
   /** acquire with the configured binding unless overridden; returns the checked reply. */
   acquire(fields: Record<string, unknown> = {}): Promise<CheckedReply> {
@@ -130,6 +161,7 @@ export class Cell {
   async fenced(op: string, s: Pick<Session, 'session' | 'generation'>, fields: Record<string, unknown> = {}): Promise<CheckedReply> {
     const at = performance.now();
     const sent = process.hrtime.bigint();
+    if (op === 'stop') this.stopSent = true;
     const r = await this.client.control({ schema: REQUEST_SCHEMA, operation: op, session: s.session, generation: s.generation, ...fields }, op);
     const answered = process.hrtime.bigint();
     this.exchanges.push({ at, ms: performance.now() - at });
@@ -165,13 +197,60 @@ export class Cell {
     return { target: false, text: `the harness sent a request ${Math.round(late)} ms after the grant's deadline; since it learnt that deadline its event loop stalled ${stalled} ms and it waited ${Math.round(waited)} ms for the target's answers: the lease ran out on a slow host (document 1 part 4), not by the target's doing: ${error}` };
   }
 
-  /** Release or stop everything this cell acquired; never throws (cleanup must not mask the test result). */
-  async cleanup(): Promise<void> {
+  /**
+   * Release or stop everything this cell acquired, and let a stop's drain end, so the next test can acquire
+   * (document 1 part 3: an acquire needs "no Stop draining"; on a cell of a long cycle a drain
+   * outlasts the way to the next test). After a failed test (`resetFaults`), also clear faults it left
+   * latched: a test that failed midway skipped its own reset, and every later test on the cell would meet
+   * `not_ready` for it. Never throws (cleanup must not mask the test result).
+   */
+  async cleanup(o: { resetFaults?: boolean } = {}): Promise<void> {
     for (const k of this.keepers.splice(0)) {
       k.stop();
       this.finished.push(k);
     }
+    for (const s of this.held.splice(0)) await leaveSession(this.client, s, () => (this.stopSent = true));
+    try {
+      if (this.stopSent) await this.drained();
+      if (o.resetFaults) await this.resetLatched();
+    } catch {
+      // An unreadable status or a refused request: the next test meets the cell as it is and says so.
+    }
+    this.stopSent = false;
+  }
+
+  private async drained(): Promise<StatusView> {
+    return (this.pace ?? realTime(this.client)).status((s) => !draining(s), DRAIN_MS);
+  }
+
+  /**
+   * Clear latched faults (status: an axis `fault`, or `core.safety_fault_mask`): a stop inhibits the cell
+   * (reset_fault needs an inhibited idle machine, document 1 part 4), then a new grant submits reset_fault
+   * for every axis, which retires that session. A fault whose condition persists stays (fault_persists)
+   * for the next test to meet: a condition the test injected is the fixture's to clear first.
+   */
+  private async resetLatched(): Promise<void> {
+    const pace = this.pace ?? realTime(this.client);
+    const st = await readStatus(this.client);
+    if (!st.axes.some((a) => a.fault) && !(st.core && BigInt(st.core.safety_fault_mask) !== 0n)) return;
+    const grant = async (): Promise<Session | undefined> => {
+      const r = await this.acquire({ requested_lease_ms: 2_000n });
+      if (r.status !== 200) return undefined;
+      const g = checkGrant(r.reply.data);
+      return this.held.find((x) => x.session === g.session);
+    };
+    const a = await grant();
+    if (!a) return;
+    const stop = await pace.answer(this.fenced('stop', a), 5);
+    this.held = this.held.filter((x) => x !== a);
+    if (stop.status !== 200) await leaveSession(this.client, a);
+    await this.drained();
+    const b = await grant();
+    if (!b) return;
+    await pace.answer(this.fenced('reset_fault', b, { axis_mask: 0 }), 5);
+    // A submitted reset retired the session; one refused before it was submitted is released.
     for (const s of this.held.splice(0)) await leaveSession(this.client, s);
+    this.stopSent = false;
   }
 }
 
@@ -180,12 +259,13 @@ export class Cell {
  * stop may have moved the generation on); true when the grant is known to have ended. Never throws: an
  * unknown outcome leaves only reconciliation at the next acquire, or the lease running out.
  */
-export async function leaveSession(client: ControlClient, s: Pick<Session, 'session' | 'generation'>): Promise<boolean> {
+export async function leaveSession(client: ControlClient, s: Pick<Session, 'session' | 'generation'>, onStop?: () => void): Promise<boolean> {
   const fenced = (op: string, generation: bigint) => client.control({ schema: REQUEST_SCHEMA, operation: op, session: s.session, generation }, op);
   try {
     const r = await fenced('release', s.generation);
     // expired: the lease ran out, so the grant has ended (document 1 part 4, release and stop reasons).
     if (r.status === 200 || r.label === 'expired') return true;
+    onStop?.();
     const st = await fenced('stop', s.generation);
     if (st.label === 'expired') return true;
     if (st.status !== 200) return false;

@@ -3,7 +3,7 @@
 // grant with J1 homed and every axis enabled and armed. The cycles run only when asked (target.step, the
 // private test channel), so these never wait on the wall clock.
 
-import type { Cell, Session } from './cell.ts';
+import type { Cell, Pace, Session } from './cell.ts';
 import type { ControlClient } from './control.ts';
 import { readStatus, waitStatus, type StatusView } from './status.ts';
 import { HarnessError } from '../errors.ts';
@@ -113,7 +113,7 @@ async function firstAxisHome(client: ControlClient, valid: bigint | number): Pro
  * real-time one (an external service, a rig). On the stepped clock the core cycles only when stepped, so
  * the outcome does not depend on how loaded the host is; on a real-time cell the same calls wait.
  */
-export interface CellDriver {
+export interface CellDriver extends Pace {
   /** Whether the cell runs on the stepped clock (its Describe says `clock: stepped` and the target can step it). */
   readonly stepped: boolean;
   /** The reply to `p`: stepped `chunk` cycles at a time until it comes (settle), or awaited. */
