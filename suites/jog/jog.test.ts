@@ -264,6 +264,8 @@ async function expiredAsDocumented(st: Stack, s: Session, jg: bigint, j: Record<
   expect(recs[k - 1]).toMatchObject({ jog_session_open: 1, jog_has_input: 1 });
   expect(recs[k]).toMatchObject({ jog_has_input: 0, jog_ramping: 1, jog_generation: jg });
   const rest = recs.findIndex((r, i) => i >= k && r.ax[J1]!.target_velocity_counts_per_s === 0);
+  // found at all (-1, a target never at rest in the records, would pass the bound below)
+  expect(rest, 'the target at rest in the records').toBeGreaterThanOrEqual(k);
   expect(rest - k).toBeLessThanOrEqual(Number(arrestNs / st.cycleNs));
   expect(await readJog(st.client)).toMatchObject({ SessionOpen: 0n, StateReason: 7n, Active: 0n });
   // the expired generation takes no more input (jog_session_stale; control_session_stale if a renewal
