@@ -264,6 +264,8 @@ async function expiredAsDocumented(st: Stack, s: Session, jg: bigint, j: Record<
   expect(recs[k - 1]).toMatchObject({ jog_session_open: 1, jog_has_input: 1 });
   expect(recs[k]).toMatchObject({ jog_has_input: 0, jog_ramping: 1, jog_generation: jg });
   const rest = recs.findIndex((r, i) => i >= k && r.ax[J1]!.target_velocity_counts_per_s === 0);
+  // found at all (-1, a target never at rest in the records, would pass the bound below)
+  expect(rest, 'the target at rest in the records').toBeGreaterThanOrEqual(k);
   expect(rest - k).toBeLessThanOrEqual(Number(arrestNs / st.cycleNs));
   expect(await readJog(st.client)).toMatchObject({ SessionOpen: 0n, StateReason: 7n, Active: 0n });
   // the expired generation takes no more input (jog_session_stale; control_session_stale if a renewal
@@ -463,30 +465,44 @@ describe('jog.sock frames', () => {
         const cursor = await eventCursor(st.client);
         const t0 = await latestSequence(st.client);
         // 0.2 rad/s at the axis's jog acceleration (3 rad/s^2 on the default cell: 67 ms); the producer
-        // repeats its input every 30 cycles, as a pendant does
-        for (let k = 1n; k <= 4n; k++) {
-          const g = await send(st, frame(st, s, jg, k, velocities(st, J1, 0.2)));
-          expect(g).toMatchObject({ accepted: k, refused: 0n });
-          await st.step(30);
+        // repeats its input every 30 ms of core time, as a pendant does, for 120 ms or the ramp and one
+        // repeat more. Counted in cycles of the cell's cycle_ns (Describe): 30 cycles a frame on a 1 ms
+        // cell, 120 on a 250 us one, where 120 cycles were only 30 ms, too short for the ramp.
+        const cycleS = Number(st.cycleNs) / 1e9;
+        const dv = jogAcceleration * cycleS; // one acceleration step (docs/profile.md "Jog", Motion)
+        const rampCycles = Math.ceil(0.2 / dv);
+        const every = Math.max(1, Math.round(0.03 / cycleS));
+        const inputFrames = Math.max(4, Math.ceil(rampCycles / every) + 1);
+        const n1 = inputFrames * every;
+        for (let k = 1; k <= inputFrames; k++) {
+          const g = await send(st, frame(st, s, jg, BigInt(k), velocities(st, J1, 0.2)));
+          expect(g).toMatchObject({ accepted: BigInt(k), refused: 0n });
+          await st.step(every);
         }
-        // then the input stops: zero velocity, still repeated
-        for (let k = 5n; k <= 9n; k++) {
-          await send(st, frame(st, s, jg, k, velocities(st, J1, 0)));
-          await st.step(50);
+        // then the input stops: zero velocity, still repeated, every 50 ms for 250 ms of core time (the
+        // arrest time of the default cell and the plant's settling after it)
+        const every0 = Math.max(1, Math.round(0.05 / cycleS));
+        const zeroFrames = Math.max(5, Math.ceil(Number(arrestNs + 50_000_000n) / Number(st.cycleNs) / every0));
+        for (let k = inputFrames + 1; k <= inputFrames + zeroFrames; k++) {
+          await send(st, frame(st, s, jg, BigInt(k), velocities(st, J1, 0)));
+          await st.step(every0);
         }
         const recs = await recordsSince(st.client, t0);
         const tv = recs.map((r) => r.ax[J1]!.target_velocity_counts_per_s / cpu(a));
-        // ramp: the first cycle moves at one acceleration step, and speed never grows faster than that
-        const dv = jogAcceleration * (Number(st.cycleNs) / 1e9);
+        // ramp: the first cycle moves at one acceleration step, and speed never grows faster than that (to
+        // the rounding of two integer counts/s; a fixed 1e-3 rad/s was a third of a step at 1 ms but more
+        // than a whole step at 250 us)
         expect(tv[0]).toBeCloseTo(dv, 3);
-        for (let k = 1; k < 120; k++) expect(Math.abs(tv[k]! - tv[k - 1]!)).toBeLessThanOrEqual(dv + 1e-3);
-        expect(tv[119]).toBeCloseTo(0.2, 3);
-        expect(recs[119]).toMatchObject({ jog_has_input: 1, jog_source_sequence: 4n, jog_session_open: 1, active_mode: 3 });
-        // from the cycle that applied input 0 (source sequence 5) the target is at rest within arrest_ns
-        const k2 = recs.findIndex((r) => r.jog_source_sequence >= 5n);
-        expect(k2).toBeGreaterThanOrEqual(120);
+        const rounding = 2 / Math.abs(cpu(a));
+        for (let k = 1; k < n1; k++) expect(Math.abs(tv[k]! - tv[k - 1]!)).toBeLessThanOrEqual(dv + rounding);
+        expect(tv[n1 - 1]).toBeCloseTo(0.2, 3);
+        expect(recs[n1 - 1]).toMatchObject({ jog_has_input: 1, jog_source_sequence: BigInt(inputFrames), jog_session_open: 1, active_mode: 3 });
+        // from the cycle that applied input 0 (the first zero frame) the target is at rest within arrest_ns
+        const k2 = recs.findIndex((r) => r.jog_source_sequence > BigInt(inputFrames));
+        expect(k2).toBeGreaterThanOrEqual(n1);
         const rest = recs.findIndex((r, k) => k >= k2 && r.ax[J1]!.target_velocity_counts_per_s === 0);
         const arrestCycles = Number(arrestNs / st.cycleNs);
+        expect(rest, 'the target at rest in the records').toBeGreaterThanOrEqual(k2);
         expect(rest - k2).toBeLessThanOrEqual(arrestCycles);
         expect(recs[k2 + 1]!.jog_ramping).toBe(1);
         // and the drive itself has come to rest within the arrest time (plus the plant's settling)
