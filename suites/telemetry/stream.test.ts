@@ -43,8 +43,14 @@ describe('stream', () => {
       // A median gap between batches near 20 ms: not a flush per cycle (1 ms), not one every 100 ms.
       const gaps = s.batches.slice(1).map((b, k) => b.at - s.batches[k]!.at).sort((x, y) => x - y);
       const median = gaps[Math.floor(gaps.length / 2)]!;
-      expect(median).toBeGreaterThanOrEqual(5);
-      expect(median).toBeLessThan(60);
+      // The gaps are arrival times at the harness. For the median to pass 60 ms, half the gaps must each be
+      // 40 ms late; for it to fall under 5 ms, batches must bunch up behind a harness that did not read.
+      // Either takes the host keeping the harness or the service from running for about half the gaps
+      // times 40 ms in all: past that margin the median says nothing about the target's flush.
+      await hostBound({ rule: 'document 1 part 4 GET /v1/telemetry/stream: a batch about every 20 ms (median gap)', marginMs: Math.floor(gaps.length / 2) * 40, stalls: 'total', targetOnHost: true, since: t0 }, async () => {
+        expect(median).toBeGreaterThanOrEqual(5);
+        expect(median).toBeLessThan(60);
+      });
       });
     },
   );
