@@ -9,6 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { ControlClient } from '../../harness/clients/control.ts';
 import { HarnessError } from '../../harness/errors.ts';
 import { hostBusStall } from '../../harness/clients/host-stall.ts';
+import { lateness } from '../../harness/lateness.ts';
 import { sealProgram } from '../../harness/clients/weldplan.ts';
 import { covers, describe, expect, inProfile, profile } from '../../harness/fixture.ts';
 import { stringifyExact } from '../../harness/oracle/json.ts';
@@ -115,14 +116,25 @@ describe('local simulator', () => {
           }
           expect(b.status, b.text).toBe(200);
           const generation = String((await cell()).grant.generation);
+          const began = performance.now();
           for (let rev = 2; rev <= 8; rev++) {
+            const uSent = performance.now();
             const u = await o.client.post('/local-simulator/jog/update', { ...jog, revision: rev });
             if (u.status !== 200) {
               // The server lost its grant meanwhile: a new one on the cell, or none held and the update
               // refused for want of it (docs/profile.md "OLP server: local simulator": its grant is the server's).
               const g = (await cell()).grant;
-              if (String(g.generation) !== generation || (g.active === false && /"not_armed"/.test(u.text))) {
-                losses.push(`update ${rev}: the server's grant on the cell ended (${u.status} ${u.text.slice(0, 120)})`);
+              // Or the update itself was refused on the expired lease, the grant not yet replaced: the host's
+              // doing only where the host was seen too slow for a renewal to arrive in time (the update's own
+              // round trip, or this harness's loop stalled, longer than the lease less one renewal period);
+              // otherwise a server whose renewals stopped is what failed, and the failure stands.
+              const expired = g.active === false && String(g.generation) === generation && /control_session_stale: session expired/.test(u.text);
+              const urtt = performance.now() - uSent;
+              await lateness.settle();
+              const stalled = lateness.window(began, performance.now()).max_ms;
+              const hostSlow = Math.max(urtt, stalled) > PREVIEW_LEASE_MS - PREVIEW_RENEW_MS;
+              if (String(g.generation) !== generation || (g.active === false && /"not_armed"/.test(u.text)) || (expired && hostSlow)) {
+                losses.push(`update ${rev}: the server's grant on the cell ended (${u.status} ${u.text.slice(0, 120)}; update answered in ${Math.round(urtt)} ms, harness loop stalled up to ${Math.round(stalled)} ms)`);
                 return 'lease_lost';
               }
             }
