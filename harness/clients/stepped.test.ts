@@ -125,14 +125,18 @@ describe('driverOf: one test body for a stepped and a real-time cell', () => {
   }
   const n = (s: StatusView) => (s as unknown as { n: number }).n;
 
-  test('a stepped cell is stepped 10 ms of its own time at a time until the status holds', async () => {
+  test('a stepped cell is stepped a fiftieth of the budget (10 to 100 ms of its own time) at a time until the status holds', async () => {
     const c = cell({ clock: 'stepped', cycleNs: 2_000_000n, stepping: true });
     const d = driverOf(c.target, c.client, c.description);
     expect(d.stepped).toBe(true);
     const s = await d.status((x) => n(x) >= 23, 1_000);
-    // 5 cycles (10 ms at 2 ms) a step: the first status with 23 or more cycles run is after 25.
-    expect(n(s)).toBe(25);
-    expect(c.sizes).toEqual([5, 5, 5, 5, 5]);
+    // 10 cycles (20 ms at 2 ms) a step: the first status with 23 or more cycles run is after 30.
+    expect(n(s)).toBe(30);
+    expect(c.sizes).toEqual([10, 10, 10]);
+    // A wait of 20 s is read every 100 ms (50 cycles), not every 400 ms.
+    c.sizes.length = 0;
+    expect(n(await d.status((x) => n(x) >= 130, 20_000))).toBe(130);
+    expect(c.sizes).toEqual([50, 50]);
   });
 
   test('its budget is cell time: the last status once that many cycles have run, however long the host took', async () => {

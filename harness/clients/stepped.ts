@@ -120,7 +120,8 @@ export interface CellDriver extends Pace {
   answer<T>(p: Promise<T>, chunk?: number): Promise<T>;
   /**
    * Status once `pred` holds, or the last one read after `ms` milliseconds: of cell time on the stepped
-   * clock (stepped 10 ms of it at a time), of wall time otherwise (waitStatus, with the host's stalls added back).
+   * clock (stepped 10 to 100 ms of it at a time), of wall time otherwise (waitStatus, with the host's stalls
+   * added back). For conditions that hold once reached: a stepped cell may pass a passing state unseen.
    */
   status(pred: (s: StatusView) => boolean, ms: number): Promise<StatusView>;
 }
@@ -131,12 +132,15 @@ export function driverOf(target: Target, client: ControlClient, description: { [
     return { stepped: false, answer: (p) => p, status: (pred, ms) => waitStatus(client, pred, ms) };
   }
   const step = stepper(target);
-  const chunk = Math.max(1, Math.round(10e6 / cycleNs)); // 10 ms of cell time
   return {
     stepped: true,
     answer: (p, n = 10) => settle(target, p, n),
     async status(pred, ms) {
       const budget = Math.ceil((ms * 1e6) / cycleNs);
+      // A fiftieth of the budget between reads, 10 to 100 ms of cell time: a wait of seconds (a program
+      // running to completion) reads status tens of times, not hundreds. The predicate is a condition that
+      // holds once reached (a state, a mask), so it is met at most one chunk late.
+      const chunk = Math.max(1, Math.round((Math.min(100, Math.max(10, ms / 50)) * 1e6) / cycleNs));
       for (let stepped = 0; ; stepped += chunk) {
         const s = await readStatus(client);
         if (pred(s) || stepped >= budget) return s;
