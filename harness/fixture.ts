@@ -173,8 +173,10 @@ export const test = base.extend<{
     } finally {
       // Every test leaves the cell stopped and released (DESIGN.md rule 5); a rig also checks it from status.
       // A failed test may have left what it injected (a fault condition the sim keeps until cleared) and
-      // the faults latched from it: both are cleared, so the file's next test meets a clean cell.
-      const failed = task.result?.state === 'fail';
+      // the faults latched from it: both are cleared, so the file's next test meets a clean cell. Not on a
+      // shared target (a rig, someone's service): a fault latched on a real machine is for a person to
+      // look at before anything resets it.
+      const failed = task.result?.state === 'fail' && !isShared(target.name);
       if (failed) await clearInjected(target);
       await cell.cleanup({ resetFaults: failed });
       await target.settle?.();
