@@ -23,14 +23,14 @@ export interface Pace {
 const realTime = (client: ControlClient): Pace => ({ answer: (p) => p, status: (pred, ms) => waitStatus(client, pred, ms) });
 
 /** How long a cleanup waits for a stop's drain to end, of the cell's time (ms): the harness's patience. */
-const DRAIN_MS = 5_000;
+export const DRAIN_MS = 5_000;
 
 /**
  * A stop still draining, as status shows it (docs/profile.md "ProcessStatus": `grant.stopping` while the
  * stopping grant is held, `grant.draining` after it was released too); a target whose status has neither
  * field shows none.
  */
-const draining = (s: StatusView): boolean => {
+export const draining = (s: StatusView): boolean => {
   const g = (s as unknown as { grant?: { stopping?: unknown; draining?: unknown } }).grant;
   return g?.stopping === true || g?.draining === true;
 };

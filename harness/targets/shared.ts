@@ -4,7 +4,8 @@
 // does not make the next one meet control_already_owned (document 1 part 4: a client that does not know
 // an outcome stops and reconciles; an unattended cell stops when its lease runs out).
 
-import { leaveSession } from '../clients/cell.ts';
+import { DRAIN_MS, draining, leaveSession } from '../clients/cell.ts';
+import { waitStatus } from '../clients/status.ts';
 import { ControlClient, SessionLedger } from '../clients/control.ts';
 import { HarnessError } from '../errors.ts';
 import type { TargetName } from './types.ts';
@@ -44,10 +45,14 @@ export class SharedClients {
     try {
       let ended = 0;
       let wait = 0;
+      let stopped = false;
       for (const s of open) {
-        if (await leaveSession(c, s)) ended++;
+        if (await leaveSession(c, s, () => (stopped = true))) ended++;
         else wait = Math.max(wait, s.lease_ms);
       }
+      // A stop's drain ends before the next test acquires (document 1 part 3: an acquire needs "no Stop
+      // draining"), as Cell.cleanup waits for it (harness/clients/cell.ts).
+      if (stopped) await waitStatus(c, (x) => !draining(x), DRAIN_MS).catch(() => undefined);
       if (wait > 0) {
         if (wait > 120_000) throw new HarnessError('HIL_ERR_TARGET_NOT_SETTLED', `a grant left by the test could not be ended and its lease is ${wait} ms`);
         await sleep(wait + 250);
