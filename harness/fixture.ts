@@ -142,6 +142,11 @@ export const test = base.extend<{
       const r = await c.describe();
       if (r.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `describe answered ${r.status} ${r.reply.error}`, { detail: { status: r.status, label: r.label } });
       const d = r.reply.data as unknown as Description;
+      // A stack just started publishes its first status after its first cycle, which on a cell of a long
+      // cycle (10 ms) can come after a test's first status read; a real-time cell is given that cycle
+      // before its first test (bounded: a target whose core never publishes meets its tests as it is). A
+      // stepped cell publishes only when stepped, which its tests do.
+      if (d.clock !== 'stepped') await waitStatus(c, (x) => x.core !== null, 2_000).catch(() => undefined);
       recordTarget(target, d);
       rememberDescription(target, d);
       try {

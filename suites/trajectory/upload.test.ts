@@ -9,7 +9,7 @@ import { Agent, request } from 'undici';
 import type { Cell, Session } from '../../harness/clients/cell.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
 import { checkReply } from '../../harness/oracle/reply.ts';
-import { readStatus } from '../../harness/clients/status.ts';
+import { readStatus, waitStatus } from '../../harness/clients/status.ts';
 import { covers, describe, expect, measure, needsMotion, test } from '../../harness/fixture.ts';
 import type { Target } from '../../harness/targets/types.ts';
 
@@ -47,10 +47,20 @@ async function post(target: Target, input: string | Uint8Array | AsyncIterable<U
   }
 }
 
+/**
+ * The axes' positions once the core has published its first status: a stack just started (this file's
+ * first test) publishes after its first cycle, which on a 10 ms cell can come after the test's first read,
+ * and a status without the core has no axes to hold.
+ */
+async function positions(client: ControlClient): Promise<number[]> {
+  const st = await waitStatus(client, (x) => x.core !== null && x.axes.length > 0);
+  expect(st.axes.length, "the core's first status publication").toBeGreaterThan(0);
+  return st.axes.map((a) => Number(a.position));
+}
+
 async function holdAll(cell: Cell, client: ControlClient): Promise<{ s: Session; hold: number[] }> {
   const s = await cell.hold({ requested_lease_ms: 2_000 });
-  const st = await readStatus(client);
-  return { s, hold: st.axes.map((a) => Number(a.position)) };
+  return { s, hold: await positions(client) };
 }
 
 describe('the fence within the first 16384 bytes', () => {
@@ -183,7 +193,7 @@ describe('body and point limits', () => {
     async ({ cell, client, target, skip }) => {
       needsMotion({ skip }, target);
       // Build the large bodies before the grant: the renewals run on this process's event loop.
-      const hold = (await readStatus(client)).axes.map((a) => Number(a.position));
+      const hold = await positions(client);
       const tail = (n: number) => enc.encode(`,"axis_mask":1,"points":${pointsText(hold, n)}}`);
       const at = tail(250_000);
       const over = tail(250_001);
