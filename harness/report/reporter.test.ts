@@ -1,7 +1,8 @@
 // The replay run's speed line: the replayed tests' wall time against the same tests' when recorded.
 
 import { expect, test } from 'vitest';
-import { hostLine, replaySpeedLine, stealOver } from './reporter.ts';
+import { errorText, hostLine, hostTooSlowOf, replaySpeedLine, stealOver } from './reporter.ts';
+import { HarnessError } from '../errors.ts';
 import { stealSeconds } from '../sequencer.ts';
 import type { RunRecord } from './run-types.ts';
 
@@ -36,4 +37,13 @@ test("the host line says how much CPU the hypervisor took over the run, from /pr
   const host = { cores: 2, workers: 6, load1: { start: 1, mean: 2, max: 3, samples: 4 } };
   expect(hostLine({ ...host, steal_s: 1.25 })).toBe('host: 2 cores, 6 workers, load average 1 at the start, mean 2, max 3; CPU taken by the hypervisor 1.25 s');
   expect(hostLine({ ...host, steal_s: 0 })).toBe('host: 2 cores, 6 workers, load average 1 at the start, mean 2, max 3');
+});
+
+test('a test a set-up hook kept from running is host-too-slow when the hook threw HIL_ERR_HOST_TOO_SLOW, from the error as thrown (the run.json text is prefixed with the set-up)', () => {
+  const thrown = errorText(new HarnessError('HIL_ERR_HOST_TOO_SLOW', 'the keeper lost the grant to the host\'s lateness'));
+  expect(hostTooSlowOf(undefined, [thrown])).toBe(thrown.split('\n')[0]);
+  // The prefixed text alone (what the reporter matched before) is not recognised: the caller passes the errors as thrown.
+  expect(hostTooSlowOf(undefined, [`set-up of "block" failed: ${thrown}`])).toBeUndefined();
+  expect(hostTooSlowOf(undefined, [errorText(new Error('expected 409 to be 200'))])).toBeUndefined();
+  expect(hostTooSlowOf('a renewal came late', [])).toBe('a renewal came late');
 });

@@ -215,10 +215,13 @@ export class HilReporter implements Reporter {
     const state = testStateOf(vstate, errs, { replayUnheld: meta.replayUnheld, hostTooSlow: meta.hostTooSlow });
     // The replay's lost hold first: it is why the test errored (testStateOf).
     const ordered = meta.replayUnheld ? [...errs].sort((a, b) => Number((b as { code?: unknown }).code === 'HIL_ERR_REPLAY_UNHELD') - Number((a as { code?: unknown }).code === 'HIL_ERR_REPLAY_UNHELD')) : errs;
-    const errors = vstate === 'failed' ? [...(meta.hostTooSlow ? [`HIL_ERR_HOST_TOO_SLOW: ${meta.hostTooSlow}`] : []), ...ordered.map((e) => (setup ? `set-up of "${setup.suite}" failed: ` : '') + errorText(e))] : undefined;
+    const texts = ordered.map(errorText);
+    const errors = vstate === 'failed' ? [...(meta.hostTooSlow ? [`HIL_ERR_HOST_TOO_SLOW: ${meta.hostTooSlow}`] : []), ...texts.map((e) => (setup ? `set-up of "${setup.suite}" failed: ` : '') + e)] : undefined;
     const out: RunTest = { file, project: t.project.name, name: t.name, fullName, state, duration_ms: Math.round(t.diagnostic()?.duration ?? 0), covers, kind };
     if (errors) out.errors = errors;
-    const tooSlow = meta.hostTooSlow ?? errors?.find((e) => e.startsWith('HarnessError: HIL_ERR_HOST_TOO_SLOW') || e.startsWith('HIL_ERR_HOST_TOO_SLOW'))?.split('\n')[0];
+    // From the errors as thrown, not as prefixed: a set-up hook that ended in HIL_ERR_HOST_TOO_SLOW makes
+    // each test it kept from running that ERROR too, and CI's retry rule runs them again.
+    const tooSlow = errors ? hostTooSlowOf(meta.hostTooSlow, texts) : undefined;
     if (tooSlow && state === 'errored') out.host_too_slow = tooSlow;
     if (meta.lateness) out.harness_lateness = meta.lateness;
     if (meta.evidence) out.evidence = meta.evidence;
@@ -447,6 +450,11 @@ function setupErrors(m: TestModule): { suite: string; error: SerializedError }[]
 }
 
 /** The nearest enclosing suite (or the module) whose hook failed, with its errors. */
+/** What made a failed test HIL_ERR_HOST_TOO_SLOW: the judged loss noted on it, or the first such error thrown (its first line). */
+export function hostTooSlowOf(noted: string | undefined, errors: readonly string[]): string | undefined {
+  return noted ?? errors.find((e) => e.startsWith('HarnessError: HIL_ERR_HOST_TOO_SLOW') || e.startsWith('HIL_ERR_HOST_TOO_SLOW'))?.split('\n')[0];
+}
+
 function setupErrorOf(t: TestCase): { suite: string; errors: SerializedError[] } | undefined {
   for (let p: TestCase['parent'] | undefined = t.parent; p; p = p.type === 'suite' ? p.parent : undefined) {
     const errors = p.errors();
