@@ -24,6 +24,12 @@ export interface SimOptions {
   homingNs?: bigint;
 }
 
+/**
+ * The longest step of the simulated drives' position loop, in ns: the shortest bus cycle document 3 allows
+ * (cycle_ns 250000, "Compiled machine configuration"), so a cell at that cycle integrates once per cycle.
+ */
+export const PLANT_SUB_STEP_NS = 250_000;
+
 /** Fault codes the simulated drives report in 0x603F (CiA 402 error code table). */
 export const SIM_ERROR_CODES = {
   followingError: 0x8611,
@@ -206,12 +212,17 @@ export class SimBusDriver implements BusDriver {
   }
 
   exchange(img: ProcessImage, nowNs: bigint): number {
-    const dt = this.lastNs === 0n ? Number(this.setup?.cycleNs ?? 1_000_000n) / 1e9 : Number(nowNs - this.lastNs) / 1e9;
+    const dtNs = this.lastNs === 0n ? Number(this.setup?.cycleNs ?? 1_000_000n) : Number(nowNs - this.lastNs);
     this.lastNs = nowNs;
     let wkc = 0;
-    // The step goes to stepDrive through a field: a double argument to a call that is not inlined is
+    // The step goes to stepDrive through fields: a double argument to a call that is not inlined is
     // boxed, one heap number per drive per cycle.
-    this.stepDt = Math.min(Math.max(dt, 0), 0.05);
+    const stepNs = Math.min(Math.max(dtNs, 0), 50_000_000);
+    this.stepDt = stepNs / 1e9;
+    // The position loop's own clock: whole sub-steps of at most PLANT_SUB_STEP_NS, so the plant is the
+    // same on any bus cycle document 3 allows (cycle_ns 250000..10000000, "Compiled machine configuration").
+    this.subSteps = Math.max(1, Math.ceil(stepNs / PLANT_SUB_STEP_NS));
+    this.subDt = this.stepDt / this.subSteps;
     for (let i = 0; i < this.drives.length; i++) {
       const d = this.drives[i]!;
       if (d.offline) {
@@ -235,8 +246,11 @@ export class SimBusDriver implements BusDriver {
     return 0;
   }
 
-  /** This exchange's integration step in seconds (see exchange). */
+  /** This exchange's step in seconds (see exchange). */
   private stepDt = 0.001;
+  /** The closed loop's sub-steps in this exchange, and each one's length in seconds. */
+  private subSteps = 4;
+  private subDt = 0.00025;
 
   private stepDrive(d: SimDrive, img: ProcessImage, i: number, nowNs: bigint): void {
     const dt = this.stepDt;
@@ -331,13 +345,33 @@ export class SimBusDriver implements BusDriver {
     }
 
     // Plant: second-order follower of the CSP target while enabled; brake hold otherwise.
+    // The loop runs on the drive's own clock, not the bus's: sub-steps of at most PLANT_SUB_STEP_NS
+    // (semi-implicit Euler), with its reference moved linearly from the previous cycle's target to this
+    // one's across them, as a CSP drive's interpolator does, reaching the new target at the cycle's end.
+    // Integrated once per bus cycle with the target held as a step, the lag depended on the cycle: a 10 ms
+    // cell showed a third less following error than a 250 us one for the same move.
     if (enabled && mode === MODE.cyclicSyncPosition) {
-      d.target = img.targetPosition[i]!;
+      // The previous commanded target; the held position on the cycle the drive was enabled or homed.
+      const from = d.target;
+      const to = img.targetPosition[i]!;
+      d.target = to;
+      const n = this.subSteps;
+      const h = this.subDt;
       const wn = d.sluggish ? 3 : 60; // rad/s natural frequency of the closed loop
-      const acc = wn * wn * (d.target - d.pos) - 2 * 0.9 * wn * d.vel;
-      d.vel += acc * dt;
-      d.vel = Math.max(-d.maxVelCounts, Math.min(d.maxVelCounts, d.vel));
-      d.pos += d.vel * dt;
+      const kp = wn * wn;
+      const kv = 2 * 0.9 * wn;
+      const rise = (to - from) / n;
+      const vmax = d.maxVelCounts;
+      let pos = d.pos;
+      let vel = d.vel;
+      for (let s = 1; s <= n; s++) {
+        const ref = to - rise * (n - s); // exactly the new target on the last sub-step
+        vel += (kp * (ref - pos) - kv * vel) * h;
+        vel = Math.max(-vmax, Math.min(vmax, vel));
+        pos += vel * h;
+      }
+      d.pos = pos;
+      d.vel = vel;
     } else if (d.state === Ds402State.QuickStopActive) {
       d.vel *= Math.max(0, 1 - dt * 40);
       d.pos += d.vel * dt;

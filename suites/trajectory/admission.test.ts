@@ -76,8 +76,8 @@ describe('motion admission (stepped clock)', () => {
       // for following_error_timeout_ms latches fault bit 5, document 1 part 7). The documents give no drive
       // bandwidth. 0.05 rad in a fixed 200 ms (0.375 rad/s at the Hermite curve's peak) was not such a move:
       // the reference's simulated drives (drivers/sim/driver.ts) lag about 30 ms of travel, 0.011 rad
-      // there, above the default cell's 0.01 rad for about 55 ms of its 50 ms timeout, which the 1 ms
-      // cell's coarser integration only just hid (45 ms) and a 250 us cell showed.
+      // there, above the default cell's 0.01 rad for about 55 ms of its 50 ms timeout on any bus cycle (their
+      // position loop keeps its own clock; integrated once per bus cycle it hid this at 1 ms, 45 ms above).
       const a1 = machineOf(v.description).axes[0]!;
       const fe = needs(skip, a1.config?.followingError, 'the run has no machine configuration of this cell: its following error is not known');
       const d = 0.05;
