@@ -6,6 +6,7 @@ import { checkGrant } from '../../harness/oracle/reply.ts';
 import { eventCursor, waitForEvent } from '../../harness/clients/events.ts';
 import { mask, readStatus, waitStatus, type StatusView } from '../../harness/clients/status.ts';
 import { Cell, type Session } from '../../harness/clients/cell.ts';
+import { driverOf } from '../../harness/clients/stepped.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
 import { covers, describe, expect, hostBound, inProfile, needsFaults, needsMotion, profile, recoveringTest } from '../../harness/fixture.ts';
 import { latestSequence, recordsSince } from '../../harness/clients/telemetry.ts';
@@ -296,11 +297,14 @@ describe('home', () => {
   test('mark_telemetry is answered while a Home runs', covers('rule:op.mark_telemetry.no_motion_lock'), async ({ cell: fileCell, client: fileClient, target, description, skip, variant }) => {
     needsMotion({ skip }, target);
     const J3 = needs(skip, roles(description).home(2), NO_HOME);
-    // On the reference stack a homing run of 3 s (hil serve --sim-homing-ms): the Home surely still runs
-    // while the mark is sent and answered. Elsewhere the cell's own Home (seconds on real drives).
-    const slow = target.cannotProvide({ homingMs: HOMING_MS }) === undefined ? await variant({ homingMs: HOMING_MS }) : undefined;
+    // On the reference stack a homing run of 3 s (hil serve --sim-homing-ms) on the stepped clock: the Home
+    // runs only as far as the test steps it, so it surely still runs while the mark is sent and answered,
+    // however loaded the host. Elsewhere the cell's own Home (seconds on real drives), in real time.
+    const opts = { homingMs: HOMING_MS, clock: 'stepped' as const };
+    const slow = target.cannotProvide(opts) === undefined ? await variant(opts) : undefined;
     const client = slow ? slow.client() : fileClient;
-    const cell = slow ? new Cell(client, description.binding) : fileCell;
+    const drive = driverOf(slow ?? target, client, slow ? ((await client.describe()).reply.data as Record<string, unknown>) : description);
+    const cell = slow ? new Cell(client, description.binding, false, drive) : fileCell;
     try {
       const s = await cell.hold();
       let homeAnswered = false;
@@ -309,16 +313,18 @@ describe('home', () => {
         () => (homeAnswered = true),
         () => (homeAnswered = true),
       );
-      const st = await waitStatus(client, (x) => x.commissioning.phase === 'homing' || homeAnswered, 10_000);
+      const st = await drive.status((x) => x.commissioning.phase === 'homing' || homeAnswered, 10_000);
       skip(st.commissioning.phase !== 'homing', 'the Home ended before a status read saw it run: the mark could not be sent while it ran');
       // A mark held until the Home ends (a motion lock on it) is answered after the Home's reply. Within
-      // the homing run less a margin the harness's own stall is what could reorder the two.
+      // the homing run less a margin the harness's own stall is what could reorder the two (real time only).
       await hostBound({ rule: 'document 1 part 4 mark_telemetry: no motion lock', marginMs: HOMING_MS / 2 }, async () => {
-        const mark = await cell.fenced('mark_telemetry', s, { label: 'during home' });
+        // Stepped 10 cycles at a time: a mark held until the Home's end is then answered once the stepping
+        // has run the Home out, after its reply (a FAIL, not a wait that never ends).
+        const mark = await drive.answer(cell.fenced('mark_telemetry', s, { label: 'during home' }), 10);
         expect(mark.status, mark.reply.error).toBe(200);
         expect(homeAnswered, 'the Home was still running when mark_telemetry was answered').toBe(false);
       });
-      expect((await home).status).toBe(200);
+      expect((await drive.answer(home, 100)).status).toBe(200);
     } finally {
       if (slow) await cell.cleanup();
     }
