@@ -15,7 +15,13 @@ import { readStatus, waitStatus, type StatusView } from './status.ts';
  * is waited for (harness/clients/stepped.ts driverOf gives one for a target). Without one, real time.
  */
 export interface Pace {
+  /** The reply to `p`: stepped `chunk` cycles at a time until it comes (stepped.ts settle), or awaited. */
   answer<T>(p: Promise<T>, chunk?: number): Promise<T>;
+  /**
+   * Status once `pred` holds, or the last one read after `ms` milliseconds: of cell time on the stepped
+   * clock (stepped 10 to 100 ms of it at a time), of wall time otherwise (waitStatus, with the host's stalls
+   * added back). For conditions that hold once reached: a stepped cell may pass a passing state unseen.
+   */
   status(pred: (s: StatusView) => boolean, ms: number): Promise<StatusView>;
 }
 
@@ -233,12 +239,7 @@ export class Cell {
     const pace = this.pace ?? realTime(this.client);
     const st = await readStatus(this.client);
     if (!st.axes.some((a) => a.fault) && !(st.core && BigInt(st.core.safety_fault_mask) !== 0n)) return;
-    const grant = async (): Promise<Session | undefined> => {
-      const r = await this.acquire({ requested_lease_ms: 2_000n });
-      if (r.status !== 200) return undefined;
-      const g = checkGrant(r.reply.data);
-      return this.held.find((x) => x.session === g.session);
-    };
+    const grant = () => this.grant({ requested_lease_ms: 2_000n }).catch(() => undefined);
     const a = await grant();
     if (!a) return;
     const stop = await pace.answer(this.fenced('stop', a), 5);
@@ -250,7 +251,6 @@ export class Cell {
     await pace.answer(this.fenced('reset_fault', b, { axis_mask: 0 }), 5);
     // A submitted reset retired the session; one refused before it was submitted is released.
     for (const s of this.held.splice(0)) await leaveSession(this.client, s);
-    this.stopSent = false;
   }
 }
 

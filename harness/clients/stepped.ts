@@ -5,7 +5,7 @@
 
 import type { Cell, Pace, Session } from './cell.ts';
 import type { ControlClient } from './control.ts';
-import { readStatus, waitStatus, type StatusView } from './status.ts';
+import { readStatus, waitStatus } from './status.ts';
 import { HarnessError } from '../errors.ts';
 import type { Target } from '../targets/types.ts';
 import { machineOf } from '../machine.ts';
@@ -109,21 +109,13 @@ async function firstAxisHome(client: ControlClient, valid: bigint | number): Pro
 
 /**
  * How a test moves a cell along, whichever clock the cell runs on: one test body for a stepped stack (the
- * sim target's file stack where its file declared it may be stepped, fixture.ts steppedWhereAble) and a
- * real-time one (an external service, a rig). On the stepped clock the core cycles only when stepped, so
- * the outcome does not depend on how loaded the host is; on a real-time cell the same calls wait.
+ * sim target's file stack where its file declared stepsItsCell, harness/fixture.ts) and a real-time one
+ * (an external service, a rig). On the stepped clock the core cycles only when stepped, so the outcome
+ * does not depend on how loaded the host is; on a real-time cell the same calls wait (Pace, cell.ts).
  */
 export interface CellDriver extends Pace {
   /** Whether the cell runs on the stepped clock (its Describe says `clock: stepped` and the target can step it). */
   readonly stepped: boolean;
-  /** The reply to `p`: stepped `chunk` cycles at a time until it comes (settle), or awaited. */
-  answer<T>(p: Promise<T>, chunk?: number): Promise<T>;
-  /**
-   * Status once `pred` holds, or the last one read after `ms` milliseconds: of cell time on the stepped
-   * clock (stepped 10 to 100 ms of it at a time), of wall time otherwise (waitStatus, with the host's stalls
-   * added back). For conditions that hold once reached: a stepped cell may pass a passing state unseen.
-   */
-  status(pred: (s: StatusView) => boolean, ms: number): Promise<StatusView>;
 }
 
 export function driverOf(target: Target, client: ControlClient, description: { [k: string]: unknown }): CellDriver {

@@ -449,12 +449,12 @@ function setupErrors(m: TestModule): { suite: string; error: SerializedError }[]
   return out;
 }
 
-/** The nearest enclosing suite (or the module) whose hook failed, with its errors. */
 /** What made a failed test HIL_ERR_HOST_TOO_SLOW: the judged loss noted on it, or the first such error thrown (its first line). */
 export function hostTooSlowOf(noted: string | undefined, errors: readonly string[]): string | undefined {
   return noted ?? errors.find((e) => e.startsWith('HarnessError: HIL_ERR_HOST_TOO_SLOW') || e.startsWith('HIL_ERR_HOST_TOO_SLOW'))?.split('\n')[0];
 }
 
+/** The nearest enclosing suite (or the module) whose hook failed, with its errors. */
 function setupErrorOf(t: TestCase): { suite: string; errors: SerializedError[] } | undefined {
   for (let p: TestCase['parent'] | undefined = t.parent; p; p = p.type === 'suite' ? p.parent : undefined) {
     const errors = p.errors();
