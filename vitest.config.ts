@@ -51,6 +51,9 @@ export default defineConfig({
     // HIL_VITEST_CACHE=off turns it off (a suspected stale transform: delete the directory).
     experimental: { fsModuleCache: process.env.HIL_VITEST_CACHE !== 'off' },
     sequence: { sequencer: LongestFirst },
+    // The long tier (harness/fixture.ts longTier): a test waiting out a documented bound of more than a
+    // minute. It skips unless the run asks for it (hil run --long, hil nightly).
+    tags: [{ name: 'long', description: 'waits out a documented bound of more than a minute (hil run --long, hil nightly)', timeout: 150_000 }],
     projects: [
       {
         test: {

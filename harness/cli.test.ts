@@ -254,8 +254,10 @@ test('nightly: a dated directory with the run, its recordings (replayable), the 
     expect(first.status, first.stdout + first.stderr).toBe(0);
     const day = new Date().toISOString().slice(0, 10);
     const night = join(out, day);
-    const run1 = JSON.parse(readFileSync(join(night, 'run', 'run.json'), 'utf8')) as { summary: { passed: number; failed: number }; soak?: { measurements: Array<{ name: string }> }; target: { driver: string; describe?: unknown }; environment: { machine_sha256: string } };
+    const run1 = JSON.parse(readFileSync(join(night, 'run', 'run.json'), 'utf8')) as { command: string; summary: { passed: number; failed: number }; soak?: { measurements: Array<{ name: string }> }; target: { driver: string; describe?: unknown }; environment: { machine_sha256: string } };
     expect(run1.summary.failed).toBe(0);
+    // The night runs the long tier (hil run --long) unless told not to.
+    expect(run1.command.split(' ')).toContain('--long');
     // The soak is part of the night's record (its verdict, report and comparison), and so are the target's Describe and digests.
     expect(run1.soak?.measurements.map((m) => m.name)).toContain('soak_renewals_refused');
     expect(run1.target.driver).not.toBe('unknown');
@@ -272,12 +274,13 @@ test('nightly: a dated directory with the run, its recordings (replayable), the 
     expect(replay.status, replay.stdout + replay.stderr).toBe(0);
     expect(replay.stdout).toMatch(/total: [1-9]\d* passed, 0 failed, 0 errored, 0 skipped/);
     // the second night: another dated directory, compared with the first, not recorded when told
-    const second = hil('nightly', '--out', out, '--soak-minutes', '0', '--no-record', FILE);
+    const second = hil('nightly', '--out', out, '--soak-minutes', '0', '--no-record', '--no-long', FILE);
     expect(second.status, second.stdout + second.stderr).toBe(0);
     const night2 = join(out, `${day}-2`);
     expect(readFileSync(join(night2, 'comparison.txt'), 'utf8')).toMatch(new RegExp(`^since ${day}\\n`));
     expect(second.stdout).toContain('the run is not recorded (--no-record)');
     expect(() => readFileSync(join(night2, 'recordings'))).toThrow();
+    expect((JSON.parse(readFileSync(join(night2, 'run', 'run.json'), 'utf8')) as { command: string }).command.split(' ')).not.toContain('--long');
   } finally {
     rmSync(out, { recursive: true, force: true });
   }

@@ -10,12 +10,6 @@ const PENDING: ReadonlyArray<readonly [reason: string, ids: readonly string[]]> 
     ],
   ],
   [
-    "remote reply write bound (65 s): the listener sets it explicitly (sims/service/remote.ts), but observing it needs a client that stops reading a reply for more than 65 s, too long for the suite's per-file budget",
-    [
-      "limit:remote_reply_write_timeout_s",
-    ],
-  ],
-  [
     "the planner's default listen address 0.0.0.0:8796: tests bind only to 127.0.0.1 and free ports, so the default cannot be exercised (hil planner serve --help states it; sims/planner/main.ts DEFAULT_HOST, DEFAULT_PORT)",
     [
       "limit:planner_port",

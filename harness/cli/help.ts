@@ -44,7 +44,7 @@ exit status: 0 all passed, 1 failures, 2 usage errors`,
   get run(): string {
     return `usage: hil run ${targets!.targetUsage()}
                [--no-report] [--reports DIR] [--shard i/n] [--blob] [--grep PATTERN] [--plant FAULT@TEST] [--workers N]
-               [--busy-loops N]
+               [--busy-loops N] [--long]
                [--last-failed | --covers ID[,ID...]] [--watch] [filter ...]
 
 Runs suites/ against the target. Filters select test files by substring (the traceability gate only
@@ -62,6 +62,8 @@ ${targets!.targetHelp()}
   --last-failed     only the tests that failed or errored in the last run (run.json under --reports)
   --covers ID       only the tests whose covers() name a catalogue item: an id (reason:control_session_stale)
                     or a pattern with * ('reason:*'); repeat it or separate ids by commas; file filters narrow it
+  --long            also the long tier: tests that wait out a documented bound of more than a minute (the
+                    remote listener's 65 s reply write bound); without it they skip and say so (HIL_LONG=1 too)
   --watch           run, then rerun a suite file when it (or a module it imports) is saved (vitest's watch
                     mode), with the stack bundle and vitest's transforms kept from run to run (the workers and
                     their stack hosts start again per rerun); run.json after each rerun, no HTML report;
@@ -189,7 +191,7 @@ the set of outcomes allowed (PASS, FAIL, ERROR, TIMEOUT, SKIP; README "Verdicts"
 are kept, a new entry gets a reason to fill in, an outcome outside its rule's set is added to it as seen (an
 ERROR is written as ERROR, never as FAIL), an entry that passed is removed (fixed), and on a whole run an
 entry naming no test is removed and reported (stale).`,
-  nightly: `usage: hil nightly --out DIR [--soak-minutes N] [--no-record] [run options ...]
+  nightly: `usage: hil nightly --out DIR [--soak-minutes N] [--no-record] [--no-long] [run options ...]
 
 The night's qualification in DIR/<UTC date>/: run/ (the conformance run with run.json, Allure results, the
 blob report and its report), recordings/ (on the sim target: every test of the run recorded, hil run
@@ -201,7 +203,7 @@ changed since that night, and a History section: the last 14 nights' measurement
 flaky tests, each failure's first failing night and what changed that night). Across nights: DIR/history.jsonl
 (one line per night; hil history DIR prints it) and DIR/allure-history.jsonl, the history of Allure's own
 report of each night, DIR/<date>/allure/index.html (one file, opens from disk). Run options are hil run's
-(--target, --machine, --driver ...; --busy-loops 2 for a night on a host loaded on purpose, where a correct
+(--target, --machine, --driver ...; the long tier runs, hil run --long, unless --no-long; --busy-loops 2 for a night on a host loaded on purpose, where a correct
 stack must still pass). Exit 0 when the run passed, the soak kept every limit and nothing regressed.`,
   history: `usage: hil history DIR [--json] [--nights N]
 

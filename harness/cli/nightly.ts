@@ -25,7 +25,7 @@ export async function nightly(args: string[]): Promise<number> {
   const rssGrowthMiB = rssAt >= 0 ? Number(args[rssAt + 1]) : DEFAULT_RSS_GROWTH_MIB;
   if (!(rssGrowthMiB > 0) || !Number.isFinite(rssGrowthMiB)) throw new UsageError('--soak-rss-growth-mib N: a positive number of MiB');
   if (!(minutes >= 0) || !Number.isFinite(minutes)) throw new UsageError('--soak-minutes N: a number of minutes (0 skips the soak)');
-  const runArgs = args.filter((_, i) => ![outAt, outAt + 1, soakAt, soakAt >= 0 ? soakAt + 1 : -1, rssAt, rssAt >= 0 ? rssAt + 1 : -1].includes(i) && args[i] !== '--no-record');
+  const runArgs = args.filter((_, i) => ![outAt, outAt + 1, soakAt, soakAt >= 0 ? soakAt + 1 : -1, rssAt, rssAt >= 0 ? rssAt + 1 : -1].includes(i) && args[i] !== '--no-record' && args[i] !== '--no-long');
   if (runArgs.some((a) => a === '--reports' || a === '--shard' || a === '--record')) throw new UsageError('nightly chooses its own --reports and --record and runs every file');
   const targetAt = runArgs.indexOf('--target');
   const targetName = targetAt >= 0 ? runArgs[targetAt + 1] : 'sim';
@@ -41,7 +41,9 @@ export async function nightly(args: string[]): Promise<number> {
   } catch (e) {
     throw new InputError(`--out ${args[outAt + 1]}: cannot create ${dated}: ${(e as Error).message}`);
   }
-  const code = await run([...runArgs, '--reports', join(dated, 'run'), '--blob', '--no-report', ...(record ? ['--record', join(dated, 'recordings')] : [])], false);
+  // The night has the time for the long tier (tests waiting out a bound of more than a minute) unless told not to.
+  const long = !args.includes('--no-long') && !runArgs.includes('--long') ? ['--long'] : [];
+  const code = await run([...runArgs, ...long, '--reports', join(dated, 'run'), '--blob', '--no-report', ...(record ? ['--record', join(dated, 'recordings')] : [])], false);
   process.stdout.write(record ? `nightly: recordings in ${join(dated, 'recordings')} (replay: hil run --target replay --recordings ${join(dated, 'recordings')})\n` : `nightly: the run is not recorded (${targetName === 'sim' ? '--no-record' : `only the sim target records; this is ${targetName}`})\n`);
   let soaked: { measurements: import('../measure.ts').MeasurementRecord[] } | undefined;
   // The soak is part of the night's verdict: its figures, its first refusal and memory against a limit go

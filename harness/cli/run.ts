@@ -34,6 +34,7 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
       'last-failed': { type: 'boolean', default: false },
       covers: { type: 'string', multiple: true },
       watch: { type: 'boolean', default: false },
+      long: { type: 'boolean', default: false },
       workers: { type: 'string' },
       'busy-loops': { type: 'string' },
     },
@@ -113,6 +114,8 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
   const busyCount = Number(values['busy-loops'] ?? 0);
   if (busyCount > 0) process.env.HIL_BUSY_LOOPS = String(busyCount);
   process.env.HIL_TARGET = target;
+  // The long tier (harness/fixture.ts longTier): tests that wait out a bound of more than a minute run only when asked.
+  if (values.long) process.env.HIL_LONG = '1';
   // A run on a target of the reference system reaches only loopback and Unix sockets, and checks each TLS
   // peer against a CA it made: its workers and the processes they start need no extra CAs, and Node would
   // read the bundle and build its root store at each of their starts (harness/targets/reference.ts

@@ -22,6 +22,7 @@ import type { Duplex } from 'node:stream';
 import { createSecureContext, type SecureContextOptions, type TLSSocket } from 'node:tls';
 import { certificateUris, parseCrl, type Crl } from './der.ts';
 import { RESPONSE_SCHEMA } from './envelope.ts';
+import { ReplyWatch } from './reply-watch.ts';
 
 /** Remote HTTP timeouts, document 1 part 8: 2 s headers on LAN defaults (10 s otherwise), 30 s request, 65 s reply, 90 s idle. */
 export const REMOTE_TIMEOUTS_MS = {
@@ -217,6 +218,11 @@ export class RemoteListener {
   private broken: string | null = null;
   private readonly principals = new WeakMap<Socket, string>();
   private readonly sockets = new Set<Socket>();
+  /** The TCP socket under each TLS connection, by its peer address (for the reply watch). */
+  private readonly raws = new Map<string, Socket>();
+  private readonly replies = new ReplyWatch(REMOTE_TIMEOUTS_MS.reply, TIMEOUT_CHECK_INTERVAL_MS, (s, ms) =>
+    this.o.log(`remote: closed ${peer(s)}: its reply made no progress for ${Math.round(ms / 1000)} s`),
+  );
   address?: { host: string; port: number };
 
   /** Load the credentials now: a failure is a startup error (exit status 2). */
@@ -259,9 +265,9 @@ export class RemoteListener {
   async start(): Promise<{ host: string; port: number }> {
     const headers = this.o.linkProfile === 'lan' ? REMOTE_TIMEOUTS_MS.headersLan : REMOTE_TIMEOUTS_MS.headersOther;
     // Every remote HTTP timeout is set here explicitly (document 1 part 8), never left at Node's default:
-    // headersTimeout reads the headers, requestTimeout the whole request, `timeout` is socket inactivity
-    // while a request is being read or answered (the reply write bound), keepAliveTimeout the idle bound
-    // between requests.
+    // headersTimeout reads the headers, requestTimeout the whole request, keepAliveTimeout the idle bound
+    // between requests. The reply write bound is the listener's own ReplyWatch (sims/service/reply-watch.ts
+    // says why Node's `timeout` cannot be it), so `timeout` is 0.
     // One HTTPS server: its own listen() starts Node's timeout bookkeeping (the header and request checks
     // run only for servers that listen). Its HTTP connection listener is taken off 'secureConnection' and
     // called by afterHandshake once the peer is verified, so a refused socket never meets the HTTP parser.
@@ -311,7 +317,11 @@ export class RemoteListener {
       }
       this.o.upgrade(req, socket, head, principal);
     });
-    server.timeout = REMOTE_TIMEOUTS_MS.reply;
+    server.timeout = 0;
+    server.prependListener('request', (req: IncomingMessage, res) => {
+      const s = req.socket as TLSSocket;
+      this.replies.watch(s, this.raws.get(connKey(s)), res);
+    });
     server.keepAliveTimeout = REMOTE_TIMEOUTS_MS.idle;
     server.headersTimeout = headers;
     server.requestTimeout = REMOTE_TIMEOUTS_MS.request;
@@ -349,7 +359,12 @@ export class RemoteListener {
 
   private beforeHandshake(raw: Socket): void {
     this.sockets.add(raw);
-    raw.once('close', () => this.sockets.delete(raw));
+    const key = connKey(raw);
+    this.raws.set(key, raw);
+    raw.once('close', () => {
+      this.sockets.delete(raw);
+      if (this.raws.get(key) === raw) this.raws.delete(key);
+    });
     raw.on('error', () => undefined);
     this.reloadIfChanged();
     if (this.broken) return this.refuse(raw, `credentials not loaded (${this.broken})`);
@@ -388,10 +403,15 @@ export class RemoteListener {
     const tls = this.tls;
     if (!tls) return;
     if (graceMs > 0) await new Promise((r) => setTimeout(r, graceMs));
+    this.replies.stop();
     tls.closeAllConnections();
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((r) => tls.close(() => r()));
   }
+}
+
+function connKey(s: Socket): string {
+  return `${s.remoteAddress}|${s.remotePort}`;
 }
 
 function peer(s: Socket): string {

@@ -12,7 +12,7 @@ import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { afterAll, beforeAll } from 'vitest';
 import { issueClient } from '../../harness/certs.ts';
 import type { RemoteStack } from '../../harness/targets/remote.ts';
-import { covers, describe, expect, hostBound, perTestStacks, sharedRemote, test } from '../../harness/fixture.ts';
+import { covers, describe, expect, hostBound, longTier, perTestStacks, sharedRemote, test } from '../../harness/fixture.ts';
 import { caOf, clientOf, ownStacks, SKIP } from './probe.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -99,6 +99,55 @@ async function idleAfterRequest(stack: RemoteStack): Promise<Conn> {
   return conn;
 }
 
+/** A request for a reply far larger than the socket buffers, whose client stops reading once the headers are in. */
+interface StalledReply {
+  /** performance.now() just before the request was written. */
+  sent: number;
+  /** performance.now() when the client began to read again (NaN before). */
+  resumedAt: number;
+  /** Read again: 'whole' when the rest of the reply arrives, 'cut' when the connection ends before it. */
+  resume(): Promise<'whole' | 'cut'>;
+}
+
+async function stalledReply(stack: RemoteStack): Promise<StalledReply> {
+  const conn = await connectTo(stack);
+  let reading = true;
+  let stopped = false;
+  // The chunk that completes the headers is a TLS record of at most 16 KiB: the client stops there,
+  // long before the rest of the 22 MB body could have arrived.
+  conn.socket.on('data', () => {
+    if (reading && !stopped && conn.text().includes('\r\n\r\n')) {
+      stopped = true;
+      conn.socket.pause();
+    }
+  });
+  const r: StalledReply = {
+    sent: performance.now(),
+    resumedAt: NaN,
+    resume: async () => {
+      const end = conn.text().indexOf('\r\n\r\n') + 4;
+      const length = Number(/\r\ncontent-length: *(\d+)/i.exec(conn.text().slice(0, end))?.[1]);
+      expect(conn.text().length - end, 'the client had not read the whole reply when it stopped').toBeLessThan(length);
+      r.resumedAt = performance.now();
+      reading = false;
+      conn.socket.resume();
+      const whole = new Promise<'whole'>((resolve) => {
+        const look = () => (conn.text().length - end >= length ? resolve('whole') : undefined);
+        conn.socket.on('data', look);
+        look();
+      });
+      const outcome = await Promise.race([whole, conn.closed.then(() => 'cut' as const)]);
+      conn.socket.destroy();
+      return outcome;
+    },
+  };
+  conn.socket.write('GET /v1/telemetry?after=0 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+  const head = await headersAfter(conn, 0);
+  expect(head).toMatch(/^HTTP\/1\.1 200 /);
+  expect(Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1]), 'a full batch of 4096 records').toBe(22_085_944);
+  return r;
+}
+
 const HEADERS_ONLY_PART = 'GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n';
 const BODY_STALL = 'POST /v1/control HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"schema":';
 
@@ -144,6 +193,38 @@ const BODY_STALL = 'POST /v1/control HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type
     expect(s.conn.text()).not.toContain('HTTP/1.1 200');
     ref.socket.destroy();
   });
+
+  test(
+    'a reply the client stops reading is closed 65 s after it last moved: not before, and within seconds after',
+    { ...covers('limit:remote_reply_write_timeout_s'), tags: ['long'] },
+    async ({ skip }) => {
+      skip(!ownStacks, SKIP);
+      longTier({ skip });
+      // A full telemetry batch (4096 records, 22085944 bytes, document 1 part 8) is far more than the
+      // loopback socket buffers hold: once they are full the server's reply stops moving.
+      for (let n = 0; n < 4200; n += 500) await lan.step(500);
+      const early = await stalledReply(lan);
+      const late = await stalledReply(lan);
+      // The server's bound runs from the last moment its reply moved, which is after the request was sent:
+      // a correct server cannot close either connection 65 s after its `sent` or sooner. Reading again
+      // resumes a reply that is still open (the rest arrives), and shows one the server closed (the
+      // connection ends short). The early one is read again at 64.5 s, the late one at 70 s.
+      await hostBound(
+        { rule: 'limit:remote_reply_write_timeout_s: not closed before 65 s', marginMs: 400, since: early.sent, stalls: 'none', measured: () => ({ ms: early.resumedAt - early.sent - 64_500, what: 'how late the harness read again against 64.5 s after the request' }) },
+        async () => {
+          await sleep(early.sent + 64_500 - performance.now());
+          expect(await early.resume(), 'the reply read again 64.5 s after its request').toBe('whole');
+        },
+      );
+      await hostBound(
+        { rule: 'limit:remote_reply_write_timeout_s: closed within 5 s after 65 s', marginMs: 5_000, since: late.sent, targetOnHost: true },
+        async () => {
+          await sleep(late.sent + 70_000 - performance.now());
+          expect(await late.resume(), 'the reply read again 70 s after its request').toBe('cut');
+        },
+      );
+    },
+  );
 
   test('idle: the server announces 90 s and keeps an idle connection past the 5 s library default', { ...covers('limit:remote_idle_timeout_s'), timeout: 30_000 }, async ({ skip }) => {
     skip(!ownStacks, SKIP);

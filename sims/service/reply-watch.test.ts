@@ -1,0 +1,111 @@
+// The reply watch on real loopback sockets and a clock of the test's own: a reply the client stops
+// reading is closed exactly when the bound has passed since it last moved, not a check before; reading
+// moves it again; a reply that ends is no longer watched.
+
+import { EventEmitter, once } from 'node:events';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { afterEach, expect, test } from 'vitest';
+import { ReplyWatch } from './reply-watch.ts';
+
+const BIG = Buffer.alloc(32 * 1024 * 1024, 7);
+let server: Server | undefined;
+const clients: Socket[] = [];
+
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.destroy();
+  if (server) await new Promise((r) => server!.close(r));
+  server = undefined;
+});
+
+/** A server socket writing 32 MiB to a client that reads nothing; resolves once the write is stuck. */
+async function stuckReply(): Promise<{ s: Socket; client: Socket }> {
+  const accepted = new Promise<Socket>((resolve) => {
+    server = createServer((s) => {
+      s.on('error', () => undefined);
+      resolve(s);
+    });
+  });
+  await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+  const port = (server!.address() as { port: number }).port;
+  const client = connect({ host: '127.0.0.1', port });
+  client.on('error', () => undefined);
+  client.pause();
+  clients.push(client);
+  const s = await accepted;
+  s.write(BIG);
+  // Stuck when libuv's queue stops shrinking: the kernel's buffers are full.
+  const queue = () => (s as unknown as { _handle: { writeQueueSize: number } })._handle.writeQueueSize;
+  let last = -1;
+  for (let i = 0; i < 200 && queue() !== last; i++) {
+    last = queue();
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  expect(queue(), 'the reply waits in the write queue').toBeGreaterThan(0);
+  return { s, client };
+}
+
+test('a stuck reply is closed when the bound has passed since it last moved, not one check before', async () => {
+  const { s } = await stuckReply();
+  let now = 0;
+  const closed: number[] = [];
+  const w = new ReplyWatch(65_000, 250, (_s, ms) => closed.push(ms), () => now);
+  const reply = new EventEmitter();
+  w.watch(s, undefined, reply);
+  now = 64_999;
+  w.check();
+  expect(s.destroyed).toBe(false);
+  expect(closed).toEqual([]);
+  now = 65_000;
+  w.check();
+  expect(closed).toEqual([65_000]);
+  expect(s.destroyed).toBe(true);
+  expect(w.size).toBe(0);
+  w.stop();
+});
+
+test('a reply that moves is not closed: reading starts the bound again', async () => {
+  const { s, client } = await stuckReply();
+  let now = 0;
+  const closed: number[] = [];
+  const w = new ReplyWatch(65_000, 250, (_s, ms) => closed.push(ms), () => now);
+  w.watch(s, undefined, new EventEmitter());
+  now = 60_000;
+  w.check();
+  // The client reads a little: the write queue shrinks.
+  const queue = () => (s as unknown as { _handle: { writeQueueSize: number } })._handle.writeQueueSize;
+  const before = queue();
+  client.resume();
+  for (let i = 0; i < 200 && queue() === before; i++) await new Promise((r) => setTimeout(r, 5));
+  client.pause();
+  expect(queue()).toBeLessThan(before);
+  now = 70_000;
+  w.check(); // moved since the last look: the bound starts again at 70 s
+  expect(closed).toEqual([]);
+  now = 134_999;
+  w.check();
+  expect(s.destroyed).toBe(false);
+  now = 135_000;
+  w.check();
+  expect(closed).toEqual([65_000]);
+  w.stop();
+});
+
+test('a reply that closes is no longer watched, and the interval ends with the last one', async () => {
+  const { s } = await stuckReply();
+  let now = 0;
+  const w = new ReplyWatch(1_000, 250, () => undefined, () => now);
+  const reply = new EventEmitter();
+  w.watch(s, undefined, reply);
+  expect(w.size).toBe(1);
+  reply.emit('close');
+  expect(w.size).toBe(0);
+  now = 5_000;
+  w.check();
+  expect(s.destroyed).toBe(false);
+  // The connection going away forgets it too.
+  w.watch(s, undefined, new EventEmitter());
+  s.destroy();
+  await once(s, 'close');
+  expect(w.size).toBe(0);
+  w.stop();
+});
