@@ -7,7 +7,7 @@ import { expect, test } from 'vitest';
 import { ProcessImage } from '../bus.ts';
 import { controlwordFor, decodeStatusword, Ds402State, MODE } from '../ds402.ts';
 import { testBusSetup } from '../test-setup.ts';
-import { SimBusDriver } from './driver.ts';
+import { QUICK_STOP_RATE, SimBusDriver } from './driver.ts';
 
 /** J1 of the nine-axis fixture: a 2^20-count wire encoder through 121:1, counts per rad. */
 const COUNTS_PER_RAD = (1_048_576 * 121) / (2 * Math.PI);
@@ -70,4 +70,51 @@ test('the same move gives the same peak following error at 250 us, 1 ms and 10 m
   // The move is one a drive with the sim's lag follows with an error of about 0.011 rad (suites/trajectory/admission.test.ts).
   expect(fine!.peak).toBeGreaterThan(0.009);
   expect(fine!.peak).toBeLessThan(0.013);
+});
+
+/**
+ * The axis cruising at `speed` rad/s, then a quick stop at `cycleNs`: how far it travels from the last
+ * exchange before the stop to standstill (switch on disabled), against its speed at that exchange.
+ */
+async function quickStop(cycleNs: number, speed: number): Promise<{ distance: number; v0: number; cycles: number }> {
+  const sim = new SimBusDriver({ initialPositions: [0] });
+  await sim.open(testBusSetup(1, { countsPerUnit: COUNTS_PER_RAD, maxVelocity: 2.2, followingError: 0.01 }, { cycleNs: BigInt(cycleNs) }));
+  const img = new ProcessImage(1);
+  let t = T0;
+  const exchange = (): void => {
+    t += BigInt(cycleNs);
+    sim.exchange(img, t);
+  };
+  img.modeOfOperation[0] = MODE.cyclicSyncPosition;
+  for (let k = 0; k < 20 && decodeStatusword(img.statusword[0]!) !== Ds402State.OperationEnabled; k++) {
+    img.controlword[0] = controlwordFor(decodeStatusword(img.statusword[0]!), true);
+    img.targetPosition[0] = img.positionActual[0]!;
+    exchange();
+  }
+  const start = img.targetPosition[0]!;
+  // 400 ms at a steady speed: the loop's transient is gone (its time constant is about 20 ms).
+  for (let elapsed = cycleNs; elapsed <= 400_000_000; elapsed += cycleNs) {
+    img.targetPosition[0] = Math.round(start + speed * COUNTS_PER_RAD * (elapsed / 1e9));
+    exchange();
+  }
+  const from = img.positionActual[0]!;
+  const v0 = img.velocityActual[0]!;
+  img.controlword[0] = controlwordFor(Ds402State.OperationEnabled, false);
+  let cycles = 0;
+  for (; cycles < 100_000 && decodeStatusword(img.statusword[0]!) !== Ds402State.SwitchOnDisabled; cycles++) exchange();
+  expect(decodeStatusword(img.statusword[0]!)).toBe(Ds402State.SwitchOnDisabled);
+  return { distance: img.positionActual[0]! - from, v0, cycles };
+}
+
+test('a quick stop takes the same distance on every bus cycle: the speed at the stop over the ramp rate', async () => {
+  const cycles = [250_000, 1_000_000, 10_000_000];
+  for (const cycleNs of cycles) {
+    const { distance, v0, cycles: n } = await quickStop(cycleNs, 0.3);
+    expect(v0 / COUNTS_PER_RAD, 'cruising speed').toBeCloseTo(0.3, 2);
+    // v0 / rate, less the tail below 1 count/s where the drive counts as stopped (1/40 count) and the
+    // whole counts of the position (0.5 count each end). A per-cycle factor 1 - rate dt gives 1 % less at
+    // 250 us, 4 % less at 1 ms and 40 % less at 10 ms.
+    const expected = v0 / QUICK_STOP_RATE;
+    expect(Math.abs(distance - expected), `${cycleNs / 1000} us: ${distance} counts in ${n} cycles against ${expected.toFixed(1)}`).toBeLessThan(expected * 0.002 + 2);
+  }
 });
