@@ -109,3 +109,21 @@ test('a reply that closes is no longer watched, and the interval ends with the l
   expect(w.size).toBe(0);
   w.stop();
 });
+
+test('bytes the service keeps adding to a reply nobody reads are no progress: the connection is still closed', async () => {
+  const { s } = await stuckReply();
+  let now = 0;
+  const closed: number[] = [];
+  const w = new ReplyWatch(65_000, 250, (_s, ms) => closed.push(ms), () => now);
+  w.watch(s, undefined, new EventEmitter());
+  // A stream's keep-alive every 15 s: written, never taken.
+  for (now = 15_000; now < 65_000; now += 15_000) {
+    s.write(': keepalive\n');
+    w.check();
+  }
+  now = 65_000;
+  w.check();
+  expect(closed).toEqual([65_000]);
+  expect(s.destroyed).toBe(true);
+  w.stop();
+});

@@ -1,6 +1,6 @@
 // The remote listener's reply bound (document 1 part 8: "65 s write a reply"), read as docs/profile.md
 // says: a connection whose request is being answered is closed once nothing has moved on it for 65 s (no
-// byte read, none handed to the socket, none leaving the socket's write queue for the kernel).
+// byte read from the client, none taken by the kernel toward it).
 //
 // Node's own socket timeout (`server.timeout`) cannot give that bound on a stalled write: when it expires
 // and the write queue differs from what it was at the last write, it skips that expiry and waits a whole
@@ -16,14 +16,22 @@ interface Watched {
   since: number;
 }
 
-/** What has moved on a connection: a change of any figure is progress. */
-function signature(s: Socket, raw: Socket | undefined): string {
+/** Bytes the kernel has taken from `s`: handed to the socket, less what still waits in Node's buffer and libuv's queue. */
+function delivered(s: Socket): number {
   // `_handle.writeQueueSize` is libuv's count of bytes not yet taken by the kernel, the figure Node's own
-  // timeout reads; TLS encrypts a whole reply into the TCP socket's queue at once, so only that queue
-  // shows a slow client's progress.
-  const queued = (raw as unknown as { _handle?: { writeQueueSize?: number } } | undefined)?._handle?.writeQueueSize ?? -1;
-  const own = (s as unknown as { _handle?: { writeQueueSize?: number } })._handle?.writeQueueSize ?? -1;
-  return `${queued}:${own}:${s.writableLength}:${s.bytesRead}:${s.bytesWritten}`;
+  // timeout reads; no public property tells bytes queued from bytes gone.
+  const queued = (s as unknown as { _handle?: { writeQueueSize?: number } })._handle?.writeQueueSize ?? 0;
+  return s.bytesWritten - s.writableLength - queued;
+}
+
+/**
+ * What has moved on a connection: bytes read from the client, or bytes the client's side took. Bytes the
+ * service only adds to a queue that does not drain (a stream's keep-alive comments to a client that
+ * stopped reading) are no progress: counted as such, a stalled stream would be kept, its queue growing.
+ * TLS encrypts into the TCP socket's queue, so that socket (`raw`) is where a reply leaves.
+ */
+function signature(s: Socket, raw: Socket | undefined): string {
+  return `${delivered(raw ?? s)}:${s.bytesRead}`;
 }
 
 export class ReplyWatch {
