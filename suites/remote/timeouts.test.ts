@@ -226,6 +226,37 @@ const BODY_STALL = 'POST /v1/control HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type
     },
   );
 
+  test(
+    'idle: a kept connection is closed 90 s after its last reply: not before, and within seconds after',
+    { ...covers('limit:remote_idle_timeout_s'), tags: ['long'] },
+    async ({ skip }) => {
+      skip(!ownStacks, SKIP);
+      longTier({ skip });
+      const conn = await connectTo(lan);
+      let closedAt = NaN;
+      conn.socket.once('close', () => (closedAt = performance.now()));
+      // The server's idle timer starts once it has written its reply, which is after the request was sent:
+      // a correct server cannot close the connection 90 s after `sent` or sooner.
+      const sent = performance.now();
+      conn.socket.write('GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+      const head = await headersAfter(conn, 0);
+      expect(head).toMatch(/^HTTP\/1\.1 200 /);
+      const end = head.indexOf('\r\n\r\n') + 4 + Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1]);
+      for (let i = 0; i < 1000 && conn.text().length < end; i++) await sleep(10);
+      expect(conn.text().length, 'the whole reply').toBe(end);
+      const replied = performance.now();
+      await hostBound(
+        { rule: 'limit:remote_idle_timeout_s: closed within 5 s after 90 s idle', marginMs: 5_000, since: replied, targetOnHost: true },
+        async () => {
+          await Promise.race([conn.closed, sleep(replied + 95_000 - performance.now())]);
+          expect(conn.isClosed(), 'the idle connection was still open 95 s after its reply').toBe(true);
+        },
+      );
+      expect(closedAt - sent, 'closed before 90 s idle').toBeGreaterThanOrEqual(90_000);
+      expect(conn.text().length, 'no byte after the reply').toBe(end);
+    },
+  );
+
   test('idle: the server announces 90 s and keeps an idle connection past the 5 s library default', { ...covers('limit:remote_idle_timeout_s'), timeout: 30_000 }, async ({ skip }) => {
     skip(!ownStacks, SKIP);
     const conn = await connectTo(lan);
