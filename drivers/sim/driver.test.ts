@@ -18,12 +18,8 @@ const MOVE_RAD = 0.05;
 const MOVE_NS = 200_000_000;
 const SETTLE_NS = 300_000_000;
 
-/**
- * Drive one simulated axis at `cycleNs` through the move, its CSP targets sampled at the bus cycle: enable
- * through the shared CiA 402 table, hold, move, settle. Peak |following error| (rad) as the drive reports
- * it at each exchange, and where the axis ends (rad).
- */
-async function run(cycleNs: number): Promise<{ peak: number; end: number }> {
+/** One simulated J1 at `cycleNs`, enabled in cyclic synchronous position through the shared CiA 402 table. */
+async function enabledAxis(cycleNs: number): Promise<{ img: ProcessImage; exchange: () => void }> {
   const sim = new SimBusDriver({ initialPositions: [0] });
   await sim.open(testBusSetup(1, { countsPerUnit: COUNTS_PER_RAD, maxVelocity: 2.2, followingError: 0.01 }, { cycleNs: BigInt(cycleNs) }));
   const img = new ProcessImage(1);
@@ -39,6 +35,16 @@ async function run(cycleNs: number): Promise<{ peak: number; end: number }> {
     exchange();
   }
   expect(decodeStatusword(img.statusword[0]!)).toBe(Ds402State.OperationEnabled);
+  return { img, exchange };
+}
+
+/**
+ * Drive one simulated axis at `cycleNs` through the move, its CSP targets sampled at the bus cycle: enable
+ * through the shared CiA 402 table, hold, move, settle. Peak |following error| (rad) as the drive reports
+ * it at each exchange, and where the axis ends (rad).
+ */
+async function run(cycleNs: number): Promise<{ peak: number; end: number }> {
+  const { img, exchange } = await enabledAxis(cycleNs);
   const start = img.positionActual[0]!;
   for (let k = 0; k < 5; k++) exchange(); // held: no error
   expect(img.followingError[0]).toBe(0);
@@ -77,20 +83,7 @@ test('the same move gives the same peak following error at 250 us, 1 ms and 10 m
  * exchange before the stop to standstill (switch on disabled), against its speed at that exchange.
  */
 async function quickStop(cycleNs: number, speed: number): Promise<{ distance: number; v0: number; cycles: number }> {
-  const sim = new SimBusDriver({ initialPositions: [0] });
-  await sim.open(testBusSetup(1, { countsPerUnit: COUNTS_PER_RAD, maxVelocity: 2.2, followingError: 0.01 }, { cycleNs: BigInt(cycleNs) }));
-  const img = new ProcessImage(1);
-  let t = T0;
-  const exchange = (): void => {
-    t += BigInt(cycleNs);
-    sim.exchange(img, t);
-  };
-  img.modeOfOperation[0] = MODE.cyclicSyncPosition;
-  for (let k = 0; k < 20 && decodeStatusword(img.statusword[0]!) !== Ds402State.OperationEnabled; k++) {
-    img.controlword[0] = controlwordFor(decodeStatusword(img.statusword[0]!), true);
-    img.targetPosition[0] = img.positionActual[0]!;
-    exchange();
-  }
+  const { img, exchange } = await enabledAxis(cycleNs);
   const start = img.targetPosition[0]!;
   // 400 ms at a steady speed: the loop's transient is gone (its time constant is about 20 ms).
   for (let elapsed = cycleNs; elapsed <= 400_000_000; elapsed += cycleNs) {
