@@ -81,6 +81,16 @@ test('--covers runs the tests covering an item, by id or pattern, and refuses an
   expect(bad.stderr).toContain('--covers: reason:no_such_label_anywhere names no catalogue item');
 });
 
+test('--covers of an item only the long tier covers says so, and the test skips with the note naming --long', { timeout: 120_000 }, () => {
+  const dir = tmp();
+  const r = hil('run', '--target', 'sim', '--no-report', '--reports', dir, '--covers', 'limit:remote_reply_write_timeout_s');
+  expect(r.stdout).toContain('--covers: 1 test in 1 file cover 1 of the items named\n--covers: 1 of them is in the long tier and skips without --long\n');
+  const rec = record(dir);
+  expect(rec.tests).toHaveLength(1);
+  expect(rec.tests[0]!.state).toBe('skipped');
+  expect(JSON.stringify(rec.tests[0])).toContain('runs with hil run --long');
+});
+
 test('--watch runs the selection, then reruns only the suite file saved, until interrupted', { timeout: 240_000 }, async () => {
   const dir = tmp();
   const child = spawn(process.execPath, [HIL, 'run', '--target', 'sim', '--reports', dir, '--watch', FILE, 'suites/dense-format/rules.test.ts'], { env: { ...process.env, CI: 'true' }, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -67,13 +67,13 @@ export function selectCovering(patterns: readonly string[], tests: ReadonlyArray
 }
 
 /** Every conformance test the filters select, with its covers() (collected, not run: as hil coverage does). */
-export async function collectTests(root: string, projects: string[], filters: string[]): Promise<{ tests: Array<{ file: string; fullName: string; covers: string[] }>; errors: string[] }> {
+export async function collectTests(root: string, projects: string[], filters: string[]): Promise<{ tests: Array<{ file: string; fullName: string; covers: string[]; tags: string[] }>; errors: string[] }> {
   const { createVitest } = await import('vitest/node');
   const vitest = await createVitest('test', { root, watch: false, project: projects, reporters: [] });
-  const tests: Array<{ file: string; fullName: string; covers: string[] }> = [];
+  const tests: Array<{ file: string; fullName: string; covers: string[]; tags: string[] }> = [];
   try {
     const result = await vitest.collect(filters);
-    for (const m of result.testModules) for (const t of m.children.allTests()) tests.push({ file: m.relativeModuleId, fullName: t.fullName, covers: t.meta().covers ?? [] });
+    for (const m of result.testModules) for (const t of m.children.allTests()) tests.push({ file: m.relativeModuleId, fullName: t.fullName, covers: t.meta().covers ?? [], tags: [...(t.tags ?? [])] });
     return { tests, errors: result.unhandledErrors.map((e) => (e as Error).message) };
   } finally {
     await vitest.close();

@@ -59,7 +59,7 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
   if (values['last-failed'] || values.covers) {
     if (values['last-failed'] && values.covers) throw new UsageError('--last-failed and --covers each choose the tests: give one');
     if (grep !== undefined || shard !== undefined) throw new UsageError(`${values.covers ? '--covers' : '--last-failed'} chooses the tests by name: not with --grep or --shard`);
-    const chosen = values.covers ? await coversSelection(values.covers, positionals) : lastFailedSelection(REPORTS, positionals);
+    const chosen = values.covers ? await coversSelection(values.covers, positionals, values.long === true || process.env.HIL_LONG === '1') : lastFailedSelection(REPORTS, positionals);
     if (!chosen) return 0;
     filters = chosen.files;
     if (chosen.pattern) grep = chosen.pattern;
@@ -238,7 +238,7 @@ export function lastFailedSelection(reports: string, positionals: string[]): Tes
 }
 
 /** hil run --covers ID...: the tests covering the named catalogue items (collected first, as hil coverage does). */
-export async function coversSelection(args: string[], positionals: string[]): Promise<TestSelection | undefined> {
+export async function coversSelection(args: string[], positionals: string[], longTierOn = false): Promise<TestSelection | undefined> {
   const patterns = args.flatMap((a) => a.split(',')).map((a) => a.trim()).filter(Boolean);
   if (patterns.length === 0) throw new UsageError('--covers ID: a catalogue id (reason:control_session_stale) or a pattern (\'reason:*\')');
   const { tests, errors } = await collectTests(ROOT, CONFORMANCE_PROJECTS, positionals);
@@ -252,6 +252,10 @@ export async function coversSelection(args: string[], positionals: string[]): Pr
     return undefined;
   }
   process.stdout.write(`--covers: ${r.selection.tests.length} test${r.selection.tests.length === 1 ? '' : 's'} in ${r.selection.files.length} file${r.selection.files.length === 1 ? '' : 's'} cover ${r.matched.reduce((a, m) => a + m.items.length, 0) - r.uncovered.length} of the items named\n`);
+  // A long-tier test (harness/fixture.ts longTier) chosen here still skips unless the run has --long.
+  const chosen = new Set(r.selection.tests);
+  const long = tests.filter((t) => t.tags.includes('long') && chosen.has(`${t.file} > ${t.fullName}`)).length;
+  if (long > 0 && !longTierOn) process.stdout.write(`--covers: ${long} of them ${long === 1 ? 'is' : 'are'} in the long tier and skip${long === 1 ? 's' : ''} without --long\n`);
   return r.selection;
 }
 
