@@ -72,6 +72,13 @@ export interface BodyBound {
  * and the connection is closed this long after the reply was written.
  */
 export const LINGER_BYTES = 1024 * 1024;
+
+/**
+ * Node's HTTP server closes an idle kept-alive connection this long after its keepAliveTimeout (a margin
+ * for clients that honour the Keep-Alive hint it announces): a documented idle bound is reached by giving
+ * the server the bound less this.
+ */
+export const NODE_KEEP_ALIVE_BUFFER_MS = 1000;
 export const LINGER_MS = 5000;
 
 /**

@@ -23,6 +23,7 @@ import { createSecureContext, type SecureContextOptions, type TLSSocket } from '
 import { certificateUris, parseCrl, type Crl } from './der.ts';
 import { RESPONSE_SCHEMA } from './envelope.ts';
 import { ReplyWatch } from './reply-watch.ts';
+import { NODE_KEEP_ALIVE_BUFFER_MS } from '../primitives.ts';
 
 /** Remote HTTP timeouts, document 1 part 8: 2 s headers on LAN defaults (10 s otherwise), 30 s request, 65 s reply, 90 s idle. */
 export const REMOTE_TIMEOUTS_MS = {
@@ -32,6 +33,8 @@ export const REMOTE_TIMEOUTS_MS = {
   reply: 65_000,
   idle: 90_000,
 } as const;
+/** Node closes an idle connection NODE_KEEP_ALIVE_BUFFER_MS after this: at the documented 90 s (it announces `Keep-Alive: timeout=89`). */
+const KEEP_ALIVE_MS = REMOTE_TIMEOUTS_MS.idle - NODE_KEEP_ALIVE_BUFFER_MS;
 /** How often Node's HTTP server looks for connections past the header and request timeouts (its default is 30 s). */
 const TIMEOUT_CHECK_INTERVAL_MS = 250;
 
@@ -281,7 +284,7 @@ export class RemoteListener {
         handshakeTimeout: headers,
         headersTimeout: headers,
         requestTimeout: REMOTE_TIMEOUTS_MS.request,
-        keepAliveTimeout: REMOTE_TIMEOUTS_MS.idle,
+        keepAliveTimeout: KEEP_ALIVE_MS,
         connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS,
       },
       (req, res) => {
@@ -322,7 +325,7 @@ export class RemoteListener {
       const s = req.socket as TLSSocket;
       this.replies.watch(s, this.raws.get(connKey(s)), res);
     });
-    server.keepAliveTimeout = REMOTE_TIMEOUTS_MS.idle;
+    server.keepAliveTimeout = KEEP_ALIVE_MS;
     server.headersTimeout = headers;
     server.requestTimeout = REMOTE_TIMEOUTS_MS.request;
     const httpListeners = server.listeners('secureConnection') as Array<(s: TLSSocket) => void>;

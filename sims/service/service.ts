@@ -36,12 +36,10 @@ import { Resources } from './resources.ts';
 import { RemoteJogLane, SHUTDOWN_GRACE_MS, type RemoteJogFlags } from './remote-jog.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import type { CoreStatus } from '../core/protocol.ts';
-import { closeAfterReply, discardBody } from '../primitives.ts';
+import { closeAfterReply, discardBody, NODE_KEEP_ALIVE_BUFFER_MS } from '../primitives.ts';
 import { testChannelRoute } from './test-channel.ts';
 
-
 export const CONTROL_IDLE_TIMEOUT_NS = 90_000_000_000n;
-const NODE_KEEP_ALIVE_BUFFER_MS = 1000;
 
 export interface ServiceOptions {
   socketDir: string;

@@ -156,8 +156,9 @@ const BODY_STALL = 'POST /v1/control HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type
 // stalled at the same moment in the same run: the shorter timer must close its connection while the
 // reference is still open. No duration is compared with a fixed wall-clock limit, except in the long tier:
 // the idle bound is the longest there is, and the reply bound's stalled connection can only be looked at
-// once (reading it again moves it), so their "not after" is 5 s past the bound, judged under hostBound (a
-// stack the host kept from running that long is the host's ERROR, not the target's FAIL).
+// once (reading it again moves it), so their "not after" is a margin past the bound (2 s for the idle
+// close, 5 s for the reply), judged under hostBound (a stack the host kept from running that long is the
+// host's ERROR, not the target's FAIL).
 // Concurrent: each test waits on its own connections, so the file takes about as long as its longest bound.
 // Not on a recorded or replayed run, where each test has stacks of its own that its hooks open and stop.
 (perTestStacks() ? describe : describe.concurrent)('remote HTTP timeouts', () => {
@@ -230,7 +231,7 @@ const BODY_STALL = 'POST /v1/control HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type
   );
 
   test(
-    'idle: a kept connection is closed 90 s after its last reply: not before, and within seconds after',
+    'idle: a kept connection is closed 90 s after its last reply: not before, and within 2 s after',
     { ...covers('limit:remote_idle_timeout_s'), tags: ['long'] },
     async ({ skip }) => {
       skip(!ownStacks, SKIP);
@@ -249,10 +250,10 @@ const BODY_STALL = 'POST /v1/control HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type
       expect(conn.text().length, 'the whole reply').toBe(end);
       const replied = performance.now();
       await hostBound(
-        { rule: 'limit:remote_idle_timeout_s: closed within 5 s after 90 s idle', marginMs: 5_000, since: replied, targetOnHost: true },
+        { rule: 'limit:remote_idle_timeout_s: closed within 2 s after 90 s idle', marginMs: 2_000, since: replied, targetOnHost: true },
         async () => {
-          await Promise.race([conn.closed, sleep(replied + 95_000 - performance.now())]);
-          expect(conn.isClosed(), 'the idle connection was still open 95 s after its reply').toBe(true);
+          await Promise.race([conn.closed, sleep(replied + 92_000 - performance.now())]);
+          expect(conn.isClosed(), 'the idle connection was still open 92 s after its reply').toBe(true);
         },
       );
       expect(closedAt - sent, 'closed before 90 s idle').toBeGreaterThanOrEqual(90_000);
@@ -260,14 +261,15 @@ const BODY_STALL = 'POST /v1/control HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type
     },
   );
 
-  test('idle: the server announces 90 s and keeps an idle connection past the 5 s library default', { ...covers('limit:remote_idle_timeout_s'), timeout: 30_000 }, async ({ skip }) => {
+  test('idle: the server announces its idle bound and keeps an idle connection past the 5 s library default', { ...covers('limit:remote_idle_timeout_s'), timeout: 30_000 }, async ({ skip }) => {
     skip(!ownStacks, SKIP);
     const conn = await connectTo(lan);
     const request = 'GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
     conn.socket.write(request);
     const first = await headersAfter(conn, 0);
     expect(first).toMatch(/^HTTP\/1\.1 200 /);
-    expect(first.toLowerCase()).toContain('keep-alive: timeout=90');
+    // The hint is docs/profile.md's: 89 s, a second under the close, so a client keeping to it never sends on a closing connection.
+    expect(first.toLowerCase()).toContain('keep-alive: timeout=89');
     // The whole first reply (its body may arrive after the headers): the idle time starts after it.
     const length = Number(/\r\ncontent-length: *(\d+)/i.exec(first)?.[1]);
     expect(Number.isInteger(length)).toBe(true);
