@@ -572,7 +572,7 @@ export function needsFaults(ctx: { skip: (c: boolean, note?: string) => void }, 
 
 /**
  * The long tier: tests that must wait out a documented bound longer than a whole daily run (the remote
- * listener's 65 s reply write bound, its 90 s idle close). They run with `hil run --long` and in `hil nightly`; elsewhere they
+ * listener's 65 s reply write bound, the 90 s idle closes). They run with `hil run --long` and in `hil nightly`; elsewhere they
  * skip and say how to run them, so the run's record shows the item as covered but not verified.
  */
 export function longTier(ctx: { skip: (c: boolean, note?: string) => void }): void {

@@ -63,8 +63,8 @@ ${targets!.targetHelp()}
   --covers ID       only the tests whose covers() name a catalogue item: an id (reason:control_session_stale)
                     or a pattern with * ('reason:*'); repeat it or separate ids by commas; file filters narrow it
   --long            also the long tier: tests that wait out a documented bound of more than a minute (the
-                    remote listener's 65 s reply write bound and 90 s idle close); without it they skip and
-                    say so (HIL_LONG=1 too)
+                    remote listener's 65 s reply write bound, the 90 s idle closes); without it they skip
+                    and say so (HIL_LONG=1 too)
   --watch           run, then rerun a suite file when it (or a module it imports) is saved (vitest's watch
                     mode), with the stack bundle and vitest's transforms kept from run to run (the workers and
                     their stack hosts start again per rerun); run.json after each rerun, no HTML report;
