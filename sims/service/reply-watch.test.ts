@@ -127,3 +127,17 @@ test('bytes the service keeps adding to a reply nobody reads are no progress: th
   expect(s.destroyed).toBe(true);
   w.stop();
 });
+
+test('a kept-alive connection answering many requests gets one close listener, not one per request', async () => {
+  const { s } = await stuckReply();
+  const w = new ReplyWatch(65_000, 250, () => undefined, () => 0);
+  const before = s.listenerCount('close');
+  for (let i = 0; i < 20; i++) {
+    const reply = new EventEmitter();
+    w.watch(s, undefined, reply);
+    reply.emit('close');
+  }
+  expect(s.listenerCount('close')).toBe(before + 1);
+  expect(w.size).toBe(0);
+  w.stop();
+});

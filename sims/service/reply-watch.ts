@@ -36,6 +36,7 @@ function signature(s: Socket, raw: Socket | undefined): string {
 
 export class ReplyWatch {
   private readonly watched = new Map<Socket, Watched>();
+  private readonly hooked = new WeakSet<Socket>();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -49,7 +50,11 @@ export class ReplyWatch {
   watch(s: Socket, raw: Socket | undefined, reply: { once(event: 'close', f: () => void): unknown }): void {
     this.watched.set(s, { raw, sig: signature(s, raw), since: this.now() });
     reply.once('close', () => this.forget(s));
-    s.once('close', () => this.forget(s));
+    // Once per connection: a kept-alive one answers request after request.
+    if (!this.hooked.has(s)) {
+      this.hooked.add(s);
+      s.once('close', () => this.forget(s));
+    }
     if (!this.timer) {
       this.timer = setInterval(() => this.check(), this.checkMs);
       this.timer.unref();
