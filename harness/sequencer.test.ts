@@ -6,12 +6,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { BUSY_NICE, fileNice, JOG_NICE, QUIET_NICE } from './priority.ts';
-import { busyCores, childrenCpuSeconds, cpuJiffies, DURATION_MS, hostLoadNow, othersBusy, JOG_FILES, LAST_BESIDE, LAST_FILES, longestFirst, QUIET_FILES, workersForHost } from './sequencer.ts';
+import { busyCores, childrenCpuSeconds, cpuJiffies, DURATION_MS, durations, hostLoadNow, LONG_TIER_MS, othersBusy, JOG_FILES, LAST_BESIDE, LAST_FILES, longestFirst, QUIET_FILES, workersForHost } from './sequencer.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 
 test('every file with a duration figure exists, and every quiet, jog or last file is a suite file', () => {
-  for (const f of [...Object.keys(DURATION_MS), ...QUIET_FILES, ...JOG_FILES, ...LAST_FILES]) expect(existsSync(join(ROOT, f)), f).toBe(true);
+  for (const f of [...Object.keys(DURATION_MS), ...Object.keys(LONG_TIER_MS), ...QUIET_FILES, ...JOG_FILES, ...LAST_FILES]) expect(existsSync(join(ROOT, f)), f).toBe(true);
 });
 
 test('quiet files first, then jog, then the rest heaviest first (unknown files in the order vitest gave), the upload last', () => {
@@ -162,4 +162,12 @@ test.runIf(process.platform === 'linux')("the command's own children are its own
   } finally {
     child.kill('SIGKILL');
   }
+});
+
+test('with the long tier (HIL_LONG=1) its files are ordered and estimated by their long durations, otherwise by the daily ones', () => {
+  const f = 'suites/remote/timeouts.test.ts';
+  expect(durations({})[f]).toBe(DURATION_MS[f]);
+  expect(durations({ HIL_LONG: '1' })[f]).toBe(LONG_TIER_MS[f]);
+  expect(LONG_TIER_MS[f]).toBeGreaterThan(DURATION_MS[f]!);
+  expect(durations({ HIL_LONG: '1' })['suites/olp/execution.test.ts']).toBe(DURATION_MS['suites/olp/execution.test.ts']);
 });

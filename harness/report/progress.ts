@@ -15,7 +15,7 @@
 
 import { relative } from 'node:path';
 import type { Reporter, TestCase, TestModule, TestSpecification, Vitest } from 'vitest/node';
-import { DURATION_MS } from '../sequencer.ts';
+import { durations } from '../sequencer.ts';
 
 /** Weight of a file sequencer.ts does not list (it lists the files of 2.5 s or more). */
 export const UNLISTED_MS = 1_500;
@@ -62,7 +62,7 @@ export class Progress implements Reporter {
 
   constructor(private readonly o: ProgressOptions) {
     this.now = o.now ?? (() => performance.now());
-    this.durations = o.durations ?? DURATION_MS;
+    this.durations = o.durations ?? durations();
   }
 
   /** Output of other reporters goes through here: the redrawn line is cleared first and drawn again after. */
