@@ -3,6 +3,7 @@ import { availableParallelism, loadavg } from 'node:os';
 import LongestFirst, { workersForHost } from './harness/sequencer.ts';
 import { isShared } from './harness/targets/shared.ts';
 import { niceSpec } from './harness/priority.ts';
+import { LONG_TAG } from './harness/long-tier.ts';
 
 // `unit` tests the harness's own code and the reference implementation from the inside; `conformance` runs
 // the suites against whichever target HIL_TARGET names (sim by default). One project, so that a worker
@@ -51,9 +52,9 @@ export default defineConfig({
     // HIL_VITEST_CACHE=off turns it off (a suspected stale transform: delete the directory).
     experimental: { fsModuleCache: process.env.HIL_VITEST_CACHE !== 'off' },
     sequence: { sequencer: LongestFirst },
-    // The long tier (harness/fixture.ts longTier): a test waiting out a documented bound of more than a
-    // minute. It skips unless the run asks for it (hil run --long, hil nightly).
-    tags: [{ name: 'long', description: 'waits out a documented bound of more than a minute (hil run --long, hil nightly)', timeout: 150_000 }],
+    // The long tier (harness/long-tier.ts): a test waiting out a documented bound of more than a minute.
+    // It skips unless the run asks for it (hil run --long, hil nightly).
+    tags: [{ name: LONG_TAG, description: 'waits out a documented bound of more than a minute (hil run --long, hil nightly)', timeout: 150_000 }],
     projects: [
       {
         test: {

@@ -23,6 +23,7 @@ import { cannotStartRemote, startRemoteStack, type RemoteOptions, type RemoteSta
 import { noteStderr, offerInjector, redact } from './evidence.ts';
 import { takeProfileDifferences } from './trace.ts';
 import { lateness } from './lateness.ts';
+import { longTierOn } from './long-tier.ts';
 
 export { expect, describe } from 'vitest';
 export { covers, inProfile, profile } from './trace.ts';
@@ -571,12 +572,13 @@ export function needsFaults(ctx: { skip: (c: boolean, note?: string) => void }, 
 }
 
 /**
- * The long tier: tests that must wait out a documented bound longer than a whole daily run (the remote
- * listener's 65 s reply write bound, the 90 s idle closes). They run with `hil run --long` and in `hil nightly`; elsewhere they
- * skip and say how to run them, so the run's record shows the item as covered but not verified.
+ * The long tier (harness/long-tier.ts): tests that must wait out a documented bound longer than a whole
+ * daily run (the remote listener's 65 s reply write bound, the 90 s idle closes). They run with `hil run
+ * --long` and in `hil nightly`; elsewhere they skip and say how to run them, so the run's record shows the
+ * item as covered but not verified.
  */
 export function longTier(ctx: { skip: (c: boolean, note?: string) => void }): void {
-  ctx.skip(process.env.HIL_LONG !== '1', 'long tier (a documented bound of more than a minute): runs with hil run --long and in hil nightly');
+  ctx.skip(!longTierOn(), 'long tier (a documented bound of more than a minute): runs with hil run --long and in hil nightly');
 }
 
 export function needsMotion(ctx: { skip: (c: boolean, note?: string) => void }, target: Target): void {

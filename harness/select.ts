@@ -73,7 +73,7 @@ export async function collectTests(root: string, projects: string[], filters: st
   const tests: Array<{ file: string; fullName: string; covers: string[]; tags: string[] }> = [];
   try {
     const result = await vitest.collect(filters);
-    for (const m of result.testModules) for (const t of m.children.allTests()) tests.push({ file: m.relativeModuleId, fullName: t.fullName, covers: t.meta().covers ?? [], tags: [...(t.tags ?? [])] });
+    for (const m of result.testModules) for (const t of m.children.allTests()) tests.push({ file: m.relativeModuleId, fullName: t.fullName, covers: t.meta().covers ?? [], tags: [...t.tags] });
     return { tests, errors: result.unhandledErrors.map((e) => (e as Error).message) };
   } finally {
     await vitest.close();

@@ -16,6 +16,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { JOG_FILES, QUIET_FILES } from './priority.ts';
+import { longTierOn } from './long-tier.ts';
 
 export { JOG_FILES, QUIET_FILES };
 /** Files handed out last. */
@@ -79,7 +80,7 @@ export const LONG_TIER_MS: Readonly<Record<string, number>> = {
 
 /** The durations a run orders its files and estimates its time left by: with the long tier (HIL_LONG=1) its files' own. */
 export function durations(env: NodeJS.ProcessEnv = process.env): Readonly<Record<string, number>> {
-  return env.HIL_LONG === '1' ? { ...DURATION_MS, ...LONG_TIER_MS } : DURATION_MS;
+  return longTierOn(env) ? { ...DURATION_MS, ...LONG_TIER_MS } : DURATION_MS;
 }
 
 /** Where a file goes: 0 quiet, 1 jog, 2 the rest, 3 last. */

@@ -72,6 +72,7 @@ export interface BodyBound {
  * and the connection is closed this long after the reply was written.
  */
 export const LINGER_BYTES = 1024 * 1024;
+export const LINGER_MS = 5000;
 
 /**
  * Node's HTTP server closes an idle kept-alive connection this long after its keepAliveTimeout (a margin
@@ -79,7 +80,6 @@ export const LINGER_BYTES = 1024 * 1024;
  * the server the bound less this.
  */
 export const NODE_KEEP_ALIVE_BUFFER_MS = 1000;
-export const LINGER_MS = 5000;
 
 /**
  * Answer a request whose body will not be read (a body over the limit, a refused request) and close the

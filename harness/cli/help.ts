@@ -204,8 +204,8 @@ changed since that night, and a History section: the last 14 nights' measurement
 flaky tests, each failure's first failing night and what changed that night). Across nights: DIR/history.jsonl
 (one line per night; hil history DIR prints it) and DIR/allure-history.jsonl, the history of Allure's own
 report of each night, DIR/<date>/allure/index.html (one file, opens from disk). Run options are hil run's
-(--target, --machine, --driver ...; the long tier runs, hil run --long, unless --no-long; --busy-loops 2 for a night on a host loaded on purpose, where a correct
-stack must still pass). Exit 0 when the run passed, the soak kept every limit and nothing regressed.`,
+(--target, --machine, --driver ...; the long tier runs, hil run --long, unless --no-long; --busy-loops 2
+for a night on a host loaded on purpose, where a correct stack must still pass). Exit 0 when the run passed, the soak kept every limit and nothing regressed.`,
   history: `usage: hil history DIR [--json] [--nights N]
 
 The nightly history of DIR (hil nightly --out DIR): its nights with their git revision, digests, target and

@@ -10,6 +10,7 @@ import { startBusyLoops } from '../busy-loops.ts';
 import { HilReporter, exitCodeOf, type Expectation } from '../report/reporter.ts';
 import { Progress, isInteractive } from '../report/progress.ts';
 import { collectTests, lastFailed, selectCovering, type TestSelection } from '../select.ts';
+import { LONG_TAG, longTierOn } from '../long-tier.ts';
 import { expectationProblems, type ExpectationFile } from '../report/expectations.ts';
 import type { RunRecord } from '../report/run-types.ts';
 import { TARGETS, isShared } from '../targets/index.ts';
@@ -53,13 +54,15 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
     const m = /^([1-9][0-9]*)\/([1-9][0-9]*)$/.exec(shard);
     if (!m || Number(m[1]) > Number(m[2])) throw new UsageError(`--shard ${shard}: expected i/n with 1 <= i <= n`);
   }
+  // The long tier (harness/long-tier.ts): tests that wait out a bound of more than a minute run only when asked.
+  if (values.long) process.env.HIL_LONG = '1';
   // --last-failed and --covers choose tests by name: the files and one exact name pattern (harness/select.ts).
   let filters = positionals;
   let grep = values.grep;
   if (values['last-failed'] || values.covers) {
     if (values['last-failed'] && values.covers) throw new UsageError('--last-failed and --covers each choose the tests: give one');
     if (grep !== undefined || shard !== undefined) throw new UsageError(`${values.covers ? '--covers' : '--last-failed'} chooses the tests by name: not with --grep or --shard`);
-    const chosen = values.covers ? await coversSelection(values.covers, positionals, values.long === true || process.env.HIL_LONG === '1') : lastFailedSelection(REPORTS, positionals);
+    const chosen = values.covers ? await coversSelection(values.covers, positionals) : lastFailedSelection(REPORTS, positionals);
     if (!chosen) return 0;
     filters = chosen.files;
     if (chosen.pattern) grep = chosen.pattern;
@@ -114,8 +117,6 @@ export async function run(args: string[], selfTest: boolean): Promise<number> {
   const busyCount = Number(values['busy-loops'] ?? 0);
   if (busyCount > 0) process.env.HIL_BUSY_LOOPS = String(busyCount);
   process.env.HIL_TARGET = target;
-  // The long tier (harness/fixture.ts longTier): tests that wait out a bound of more than a minute run only when asked.
-  if (values.long) process.env.HIL_LONG = '1';
   // A run on a target of the reference system reaches only loopback and Unix sockets, and checks each TLS
   // peer against a CA it made: its workers and the processes they start need no extra CAs, and Node would
   // read the bundle and build its root store at each of their starts (harness/targets/reference.ts
@@ -238,7 +239,7 @@ export function lastFailedSelection(reports: string, positionals: string[]): Tes
 }
 
 /** hil run --covers ID...: the tests covering the named catalogue items (collected first, as hil coverage does). */
-export async function coversSelection(args: string[], positionals: string[], longTierOn = false): Promise<TestSelection | undefined> {
+export async function coversSelection(args: string[], positionals: string[]): Promise<TestSelection | undefined> {
   const patterns = args.flatMap((a) => a.split(',')).map((a) => a.trim()).filter(Boolean);
   if (patterns.length === 0) throw new UsageError('--covers ID: a catalogue id (reason:control_session_stale) or a pattern (\'reason:*\')');
   const { tests, errors } = await collectTests(ROOT, CONFORMANCE_PROJECTS, positionals);
@@ -252,10 +253,10 @@ export async function coversSelection(args: string[], positionals: string[], lon
     return undefined;
   }
   process.stdout.write(`--covers: ${r.selection.tests.length} test${r.selection.tests.length === 1 ? '' : 's'} in ${r.selection.files.length} file${r.selection.files.length === 1 ? '' : 's'} cover ${r.matched.reduce((a, m) => a + m.items.length, 0) - r.uncovered.length} of the items named\n`);
-  // A long-tier test (harness/fixture.ts longTier) chosen here still skips unless the run has --long.
+  // A long-tier test chosen here still skips unless the run has --long.
   const chosen = new Set(r.selection.tests);
-  const long = tests.filter((t) => t.tags.includes('long') && chosen.has(`${t.file} > ${t.fullName}`)).length;
-  if (long > 0 && !longTierOn) process.stdout.write(`--covers: ${long} of them ${long === 1 ? 'is' : 'are'} in the long tier and skip${long === 1 ? 's' : ''} without --long\n`);
+  const long = tests.filter((t) => t.tags.includes(LONG_TAG) && chosen.has(`${t.file} > ${t.fullName}`)).length;
+  if (long > 0 && !longTierOn()) process.stdout.write(`--covers: ${long} of them ${long === 1 ? 'is' : 'are'} in the long tier and skip${long === 1 ? 's' : ''} without --long\n`);
   return r.selection;
 }
 

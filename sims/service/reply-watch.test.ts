@@ -9,6 +9,8 @@ import { ReplyWatch } from './reply-watch.ts';
 
 const BIG = Buffer.alloc(32 * 1024 * 1024, 7);
 let server: Server | undefined;
+/** Bytes of `s` that libuv still holds for the kernel (what the watch reads). */
+const queued = (s: Socket): number => (s as unknown as { _handle: { writeQueueSize: number } })._handle.writeQueueSize;
 const clients: Socket[] = [];
 
 afterEach(async () => {
@@ -34,13 +36,12 @@ async function stuckReply(): Promise<{ s: Socket; client: Socket }> {
   const s = await accepted;
   s.write(BIG);
   // Stuck when libuv's queue stops shrinking: the kernel's buffers are full.
-  const queue = () => (s as unknown as { _handle: { writeQueueSize: number } })._handle.writeQueueSize;
   let last = -1;
-  for (let i = 0; i < 200 && queue() !== last; i++) {
-    last = queue();
+  for (let i = 0; i < 200 && queued(s) !== last; i++) {
+    last = queued(s);
     await new Promise((r) => setTimeout(r, 20));
   }
-  expect(queue(), 'the reply waits in the write queue').toBeGreaterThan(0);
+  expect(queued(s), 'the reply waits in the write queue').toBeGreaterThan(0);
   return { s, client };
 }
 
@@ -72,12 +73,11 @@ test('a reply that moves is not closed: reading starts the bound again', async (
   now = 60_000;
   w.check();
   // The client reads a little: the write queue shrinks.
-  const queue = () => (s as unknown as { _handle: { writeQueueSize: number } })._handle.writeQueueSize;
-  const before = queue();
+  const before = queued(s);
   client.resume();
-  for (let i = 0; i < 200 && queue() === before; i++) await new Promise((r) => setTimeout(r, 5));
+  for (let i = 0; i < 200 && queued(s) === before; i++) await new Promise((r) => setTimeout(r, 5));
   client.pause();
-  expect(queue()).toBeLessThan(before);
+  expect(queued(s)).toBeLessThan(before);
   now = 70_000;
   w.check(); // moved since the last look: the bound starts again at 70 s
   expect(closed).toEqual([]);
