@@ -24,6 +24,7 @@ import { noteStderr, offerInjector, redact } from './evidence.ts';
 import { takeProfileDifferences } from './trace.ts';
 import { lateness } from './lateness.ts';
 import { longTierOn } from './long-tier.ts';
+export { LONG_TAG } from './long-tier.ts';
 
 export { expect, describe } from 'vitest';
 export { covers, inProfile, profile } from './trace.ts';

@@ -5,7 +5,7 @@
 // never ends through a plain socket.
 
 import { request, type IncomingHttpHeaders } from 'node:http';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 
 export interface RawReply {
@@ -70,6 +70,52 @@ function parseReply(buf: Buffer): RawReply | undefined {
   const length = Number(headers['content-length'] ?? 0);
   if (buf.length < end + 4 + length) return undefined;
   return reply(status, headers, buf.subarray(end + 4, end + 4 + length));
+}
+
+/** A reply read to its end on a connection the caller then leaves open and idle (see keptReply). */
+export interface KeptReply {
+  reply: RawReply;
+  /** performance.now() just before the request was written. */
+  sent: number;
+  /** performance.now() once the whole reply (its Content-Length) had arrived. */
+  replied: number;
+  /** Resolves with performance.now() when the server closes the connection. */
+  closed: Promise<number>;
+  /** Bytes that arrived after the reply. */
+  extra(): number;
+}
+
+/**
+ * One GET on a connected socket (plain, or TLS after its handshake), read to the end of its reply: for the
+ * idle bounds of a kept-alive connection (document 1 part 8), whose timer starts once the server has
+ * written that reply. Rejects when the reply is not whole within `ms` or the connection ends first.
+ */
+export function keptReply(socket: Socket, path: string, host: string, ms = 10_000): Promise<KeptReply> {
+  const chunks: Buffer[] = [];
+  let received = 0;
+  let replyBytes = -1;
+  const closed = new Promise<number>((r) => socket.once('close', () => r(performance.now())));
+  socket.on('error', () => undefined);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`keptReply: no whole reply to GET ${path} within ${ms} ms`)), ms);
+    void closed.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`keptReply: the connection ended before the reply to GET ${path} was whole`));
+    });
+    const k = { sent: performance.now(), closed, extra: () => received - replyBytes };
+    socket.on('data', (d: Buffer) => {
+      chunks.push(d);
+      received += d.length;
+      if (replyBytes >= 0) return;
+      const buf = Buffer.concat(chunks);
+      const reply = parseReply(buf);
+      if (!reply) return;
+      replyBytes = buf.indexOf('\r\n\r\n') + 4 + reply.body.length;
+      clearTimeout(timer);
+      resolve({ ...k, reply, replied: performance.now() });
+    });
+    socket.write(`GET ${path} HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
+  });
 }
 
 /**
