@@ -497,8 +497,9 @@ export interface SharedRemote {
  * each test, once the test is entered, so every stack it opens is one of that test's variants (recorded
  * and replayed with it, like sharedVariant) and every variable holds that test's stack (a port, an origin
  * or a pair directory of another test's stack would be gone); the stacks stop after the test. When the
- * target cannot start one of them (an external target; on the replay target a stepped clock or a stack
- * not recorded) nothing stays open and every test is skipped with the reason.
+ * target cannot start one of them (an external target, which reaches at most the one listener the run
+ * names; on the replay target a stepped clock or a stack not recorded) nothing stays open and every test
+ * is skipped with the reason. A file that can do with less checks cannotStartRemote before it opens one.
  */
 export function sharedRemote(setup: (open: OpenRemote) => Promise<void | (() => Promise<void>)>): SharedRemote {
   let cannot: string | undefined;

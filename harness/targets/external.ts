@@ -1,13 +1,15 @@
 // The external target: someone else's control service at a socket path. No private channel: fault
 // injection and restarts are unavailable, and tests that need them skip with that reason.
 
+import { existsSync } from 'node:fs';
 import { access } from 'node:fs/promises';
+import { join } from 'node:path';
 import { ControlClient } from '../clients/control.ts';
 import { HarnessError } from '../errors.ts';
 import { olpFactsFromFile } from './olp-facts.ts';
 import { SharedClients } from './shared.ts';
 import { envValues, str } from './options.ts';
-import type { PlannerEndpoint, Target, TargetDescriptor, TargetOption } from './types.ts';
+import type { PlannerEndpoint, RemoteListener, Target, TargetDescriptor, TargetOption } from './types.ts';
 import { describeVariant, parseVariant, type VariantOptions } from './variant.ts';
 
 class ExternalTarget implements Target {
@@ -87,6 +89,14 @@ export interface ExternalOptions {
   olpUrl?: string;
   /** The OLP server's deployment facts file (harness/targets/olp-facts.ts). */
   olpFacts?: string;
+  /** The service's remote listener, https://{host}:{port} (document 1 part 1). */
+  remoteUrl?: string;
+  /** The pair directory the listener's credential files are in (`hil certs create-pair`). */
+  remotePair?: string;
+  /** The link profile of its cell (document 3 control.link_profile; lan when not given, as there). */
+  remoteLinkProfile?: string;
+  /** The file the service writes its log to. */
+  serviceLog?: string;
 }
 
 const EXTERNAL_OPTIONS: readonly TargetOption[] = [
@@ -95,7 +105,26 @@ const EXTERNAL_OPTIONS: readonly TargetOption[] = [
   { key: 'plannerUrl', flag: 'planner-url', value: 'URL', env: 'HIL_PLANNER_URL', help: "the weld planner's base URL (planner suites skip without it)" },
   { key: 'olpUrl', flag: 'olp-url', value: 'URL', env: 'HIL_OLP_URL', help: "the offline programming server's base URL {olp_url} (OLP suites skip without it)" },
   { key: 'olpFacts', flag: 'olp-facts', value: 'FILE', env: 'HIL_OLP_FACTS', path: true, help: 'what discovery cannot tell of that server\'s deployment (README "Your own OLP server", harness/targets/olp-facts.ts)' },
+  { key: 'remoteUrl', flag: 'remote-url', value: 'URL', env: 'HIL_REMOTE_URL', help: "the service's remote listener, https://HOST:PORT (remote suites skip without it)" },
+  { key: 'remotePair', flag: 'remote-pair', value: 'DIR', env: 'HIL_REMOTE_PAIR', path: true, help: 'the pair directory (hil certs create-pair) whose files that listener serves (README "Your own remote listener")' },
+  { key: 'remoteLinkProfile', flag: 'remote-link-profile', value: 'lan|internet', env: 'HIL_REMOTE_LINK_PROFILE', help: "its cell's control.link_profile (default lan): the header read bound judged" },
+  { key: 'serviceLog', flag: 'service-log', value: 'FILE', env: 'HIL_SERVICE_LOG', path: true, help: "the service's log file: the remote suites then also read why it refused (informative)" },
 ];
+
+/** Why the remote listener options make no run (a usage error), or undefined. */
+function checkRemote(o: ExternalOptions): string | undefined {
+  if (o.remotePair !== undefined && o.remoteUrl === undefined) return '--remote-pair needs --remote-url URL: the listener that serves the pair';
+  if (o.remoteLinkProfile !== undefined && o.remoteUrl === undefined) return '--remote-link-profile needs --remote-url URL: the listener it describes';
+  if (o.remoteUrl === undefined) return undefined;
+  const m = /^https:\/\/([^/:]+|\[[0-9a-fA-F:]+\]):([0-9]{1,5})\/?$/.exec(o.remoteUrl);
+  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) return `--remote-url ${o.remoteUrl}: not https://HOST:PORT`;
+  if (o.remotePair === undefined) return '--remote-url needs --remote-pair DIR: the pair directory (hil certs create-pair) whose files the listener serves';
+  for (const f of ['pair.json', 'ca.crt', 'ca.key', 'crl.pem', 'server.crt', 'server.key']) {
+    if (!existsSync(join(o.remotePair, f))) return `--remote-pair ${o.remotePair}: no ${f} (make the directory with hil certs create-pair and start the listener on its files)`;
+  }
+  if (o.remoteLinkProfile !== undefined && o.remoteLinkProfile !== 'lan' && o.remoteLinkProfile !== 'internet') return `--remote-link-profile ${o.remoteLinkProfile}: lan or internet`;
+  return undefined;
+}
 
 export const externalTarget: TargetDescriptor<ExternalOptions> = {
   name: 'external',
@@ -110,8 +139,13 @@ export const externalTarget: TargetDescriptor<ExternalOptions> = {
       ...(str(v.plannerUrl) ? { plannerUrl: str(v.plannerUrl) } : {}),
       ...(str(v.olpUrl) ? { olpUrl: str(v.olpUrl) } : {}),
       ...(str(v.olpFacts) ? { olpFacts: str(v.olpFacts) } : {}),
+      ...(str(v.remoteUrl) ? { remoteUrl: str(v.remoteUrl) } : {}),
+      ...(str(v.remotePair) ? { remotePair: str(v.remotePair) } : {}),
+      ...(str(v.remoteLinkProfile) ? { remoteLinkProfile: str(v.remoteLinkProfile) } : {}),
+      ...(str(v.serviceLog) ? { serviceLog: str(v.serviceLog) } : {}),
     };
   },
+  check: checkRemote,
   async open(o) {
     if (!o.socket) throw new HarnessError('HIL_ERR_TARGET_OPTION', 'the external target needs --socket PATH (HIL_SOCKET)');
     try {
@@ -123,6 +157,20 @@ export const externalTarget: TargetDescriptor<ExternalOptions> = {
   },
   cannotProvide,
   openVariant: unsupported,
+  // Someone else's remote listener at HIL_REMOTE_URL, serving the files of the pair at HIL_REMOTE_PAIR.
+  remoteListener: (o): RemoteListener | string => {
+    if (o.remoteUrl === undefined) return 'target external reaches no remote listener: give --remote-url URL and --remote-pair DIR (README "Your own remote listener")';
+    const why = checkRemote(o);
+    if (why !== undefined) return why;
+    if (!o.socket) return 'the external target needs --socket PATH (HIL_SOCKET)';
+    return {
+      url: o.remoteUrl.replace(/\/+$/, ''),
+      pairDir: o.remotePair!,
+      socket: o.socket,
+      linkProfile: o.remoteLinkProfile === 'internet' ? 'internet' : 'lan',
+      ...(o.serviceLog ? { log: o.serviceLog } : {}),
+    };
+  },
   // Someone else's weld planner at HIL_PLANNER_URL: no store to read, no stub hooks.
   openPlanner: (o) =>
     Promise.resolve(o.plannerUrl ? { endpoint: { url: o.plannerUrl.replace(/\/+$/, ''), stubHooks: false } satisfies PlannerEndpoint, close: () => Promise.resolve() } : undefined),

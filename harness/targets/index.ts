@@ -8,7 +8,7 @@ import { rigTarget } from './rig.ts';
 import { simTarget } from './sim.ts';
 import { replayTarget } from './replay.ts';
 import { HarnessError } from '../errors.ts';
-import type { DescriptorAbilities, FileOptions, PerTestFixture, PlannerEndpoint, StackProcess, Target, TargetDescriptor, TargetName, TestContextLike, TestStack, VariantOptions } from './types.ts';
+import type { DescriptorAbilities, FileOptions, PerTestFixture, PlannerEndpoint, RemoteListener, StackProcess, Target, TargetDescriptor, TargetName, TestContextLike, TestStack, VariantOptions } from './types.ts';
 import { parseVariant } from './variant.ts';
 import { isShared as listedShared } from './shared.ts';
 import { tracked } from './live.ts';
@@ -23,6 +23,7 @@ export function validate<T extends Record<TargetName, unknown>>(all: T): T {
     if (typeof d.open !== 'function' || typeof d.openVariant !== 'function' || typeof d.cannotProvide !== 'function' || typeof d.parse !== 'function' || !d.summary || !d.abilities) throw new HarnessError('HIL_ERR_TARGET_DESCRIPTOR', `target descriptor ${key} is malformed`);
     if ((d.startStack === undefined) !== (d.cannotStartStack === undefined)) throw new HarnessError('HIL_ERR_TARGET_DESCRIPTOR', `target descriptor ${key} has one of startStack and cannotStartStack without the other`);
     if (d.abilities.testStacks !== (d.startStack !== undefined)) throw new HarnessError('HIL_ERR_TARGET_DESCRIPTOR', `target descriptor ${key} says it ${d.abilities.testStacks ? 'starts' : 'starts no'} test stacks and has ${d.startStack ? 'a' : 'no'} startStack`);
+    if (d.startStack && d.remoteListener) throw new HarnessError('HIL_ERR_TARGET_DESCRIPTOR', `target descriptor ${key} both starts remote listener stacks and reaches someone else's`);
     if (d.abilities.sharedService !== listedShared(key)) throw new HarnessError('HIL_ERR_TARGET_DESCRIPTOR', `target descriptor ${key} and SHARED_TARGETS (shared.ts) disagree on whether it is one service for the whole run`);
     const seen = new Set<string>();
     for (const o of d.options) {
@@ -55,6 +56,8 @@ export interface ChosenTarget {
   /** Undefined when the target starts no test stacks (abilities.testStacks). */
   cannotStartStack: ((s: TestStack) => string | undefined) | undefined;
   startStack: ((s: TestStack) => Promise<StackProcess>) | undefined;
+  /** Someone else's remote listener the run reaches, or why it has none; undefined when the target has no such thing (TargetDescriptor.remoteListener). */
+  remoteListener: (() => RemoteListener | string) | undefined;
   /** Its recorder's per-test fixture on this run, or undefined (a plain run). */
   perTest: PerTestFixture | undefined;
   /** The target's work while vitest collects a file (TargetDescriptor.warmWorker); nothing for most. */
@@ -74,6 +77,7 @@ function bind<O extends object>(d: TargetDescriptor<O>, env: NodeJS.ProcessEnv):
     openOlp: (spec) => (d.openOlp ? d.openOlp(spec, o) : Promise.resolve(undefined)),
     cannotStartStack: d.cannotStartStack ? (s) => d.cannotStartStack!(s, o) : undefined,
     startStack: d.startStack ? (s) => d.startStack!(s, o) : undefined,
+    remoteListener: d.remoteListener ? () => d.remoteListener!(o) : undefined,
     perTest: d.perTest?.(o),
     warmWorker: () => d.warmWorker?.(o, env),
   };
@@ -126,6 +130,6 @@ export const perTestStacksFixture = async ({ task, skip, onTestFailed }: TestCon
   return f ? f({ task, skip, ...(onTestFailed ? { onTestFailed } : {}) }, use) : use();
 };
 
-export type { PlannerEndpoint, Target, VariantOptions } from './types.ts';
+export type { PlannerEndpoint, RemoteListener, Target, VariantOptions } from './types.ts';
 export type { OlpCellSpec, OlpEndpoint, OlpSpec, OpenedOlp } from './types.ts';
 export { describeVariant, parseVariant } from './variant.ts';

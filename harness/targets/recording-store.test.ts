@@ -157,11 +157,12 @@ test('replaying a test\'s own stack: not recorded, and a stepped clock recorded 
   expect(replayTarget.cannotStartStack!(stack, o)).toMatch(/shared by a describe block/);
 });
 
-test('remote stacks: the sim and replay targets start them, an external target says why not', () => {
+test('remote stacks: the sim and replay targets start them, an external target without a listener says why not', () => {
   expect(startsStacks({ HIL_TARGET: 'sim' })).toBe(true);
   expect(startsStacks({ HIL_TARGET: 'replay' })).toBe(true);
   expect(startsStacks({ HIL_TARGET: 'external' })).toBe(false);
-  expect(cannotStartRemote({}, { HIL_TARGET: 'external' })).toMatch(/^target external cannot start a stack with a remote listener/);
+  expect(cannotStartRemote({}, { HIL_TARGET: 'external' })).toMatch(/^target external reaches no remote listener: give --remote-url URL and --remote-pair DIR/);
+  expect(cannotStartRemote({}, { HIL_TARGET: 'rig' })).toMatch(/^target rig cannot start a stack with a remote listener/);
   expect(cannotStartRemote({ variant: { clock: 'stepped' } }, { HIL_TARGET: 'sim' })).toBeUndefined();
 });
 

@@ -1,12 +1,14 @@
 // Remote listener stacks (document 1 part 5): a reference stack with `--remote-listen` and a pair of
-// certificates made for it, which the remote suites start themselves (they need flags no file target has).
-// The kind of target decides how (TargetDescriptor.startStack): the sim target starts it, on a recorded run
-// recording it as one of the current test's variants; the replay target replays it from that recording
-// with a fresh pair (the certificates live in the service, which runs live; the recording is the core's);
-// an external target or a rig cannot start one, and the suites skip with its reason.
+// certificates made for it, which the remote suites start themselves (they need flags no file target has),
+// or someone else's listener that the run reaches. The kind of target decides which: the sim target starts
+// one, on a recorded run recording it as one of the current test's variants; the replay target replays it
+// from that recording with a fresh pair (the certificates live in the service, which runs live; the
+// recording is the core's); the external target reaches the listener its owner started on the files of a
+// pair directory made by `hil certs create-pair` (TargetDescriptor.remoteListener), as it runs, and cannot
+// start one with flags or a clock of a test's choosing; a rig cannot, and the suites skip with the reason.
 
 import { mkdtemp, rm } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
@@ -18,11 +20,14 @@ import { stringifyExact } from '../oracle/json.ts';
 import { targetFromEnv } from './index.ts';
 import { stackOptionsJson } from './recording-store.ts';
 import { variantStart, type StackProcess } from './sim.ts';
-import type { TestStack } from './types.ts';
-import { parseVariant, type VariantOptions } from './variant.ts';
+import type { RemoteListener, TestStack } from './types.ts';
+import { describeVariant, parseVariant, type VariantOptions } from './variant.ts';
 
-/** A stack with a remote listener (document 1 part 5) on 127.0.0.1, an ephemeral port and a fresh pair. */
-export interface RemoteStack extends StackProcess {
+/**
+ * A service with a remote listener (document 1 part 5): a reference stack on 127.0.0.1, an ephemeral port
+ * and a fresh pair, or someone else's service at the address and with the pair the run names.
+ */
+export interface RemoteStack {
   pair: PairFiles & { pair_id: string };
   host: string;
   port: number;
@@ -34,8 +39,18 @@ export interface RemoteStack extends StackProcess {
   creds(principal: string): Promise<{ host: string; port: number; cert: string; key: string; ca: string }>;
   /** A control client on the stack's Unix socket (the local transport). */
   local(): ControlClient;
+  /** Its core runs on the stepped clock and `step` runs its cycles; false: its cycles run in real time. */
+  readonly stepped: boolean;
   /** Run cycles on the stepped clock (the private test channel); returns the core's now in ns. */
   step(cycles: number): Promise<bigint>;
+  /** The service's log since the stack was opened ('' when the run cannot read it: `logged`). */
+  stderr(): string;
+  /** The service's log can be read: a stack this harness started, or a log file the run named. */
+  readonly logged: boolean;
+  /** Stop it (someone else's: close the clients only). */
+  stop(opts?: { keepDir?: boolean }): Promise<void>;
+  /** Begin the orderly stop, as closing the stack's lifeline does (a stack this harness started). */
+  beginStop(): void;
 }
 
 export interface RemoteOptions {
@@ -45,8 +60,32 @@ export interface RemoteOptions {
   args?: string[];
   /** More environment for the stack (not part of what is recorded). */
   env?: Record<string, string>;
-  /** Variant options among the flags (the stepped clock, a machine...). */
+  /** Variant options among the flags (the stepped clock, a machine...): the file needs them. */
   variant?: VariantOptions;
+  /**
+   * The file's tests need no cycle of the stack's core (its listener's handshakes, sessions, resources and
+   * HTTP bounds): a stack this harness starts runs on the stepped clock and costs no CPU while the file
+   * runs; someone else's listener is taken as it runs.
+   */
+  cycleFree?: boolean;
+  /** The cell's link profile (document 3 control.link_profile), when the test judges a bound it decides. */
+  linkProfile?: 'lan' | 'internet';
+}
+
+/**
+ * The machine of a stack this harness starts on a link profile: the fixture cell, whose control.link_profile
+ * is lan, and the same cell on internet (whichever machine the run names otherwise).
+ */
+const PROFILE_MACHINE = {
+  lan: new URL('../../fixtures/machines/nine-axis.json', import.meta.url).pathname,
+  internet: new URL('../../fixtures/machines/nine-axis-internet.json', import.meta.url).pathname,
+};
+
+/** The options of a reference stack that meets `o` (its flags, with the variant a cycle-free file may take). */
+function ownOptions(o: RemoteOptions): RemoteOptions {
+  const variant = o.variant ?? (o.cycleFree ? { clock: 'stepped' as const } : undefined);
+  const args = [...(o.linkProfile ? ['--machine', PROFILE_MACHINE[o.linkProfile]] : []), ...(o.args ?? [])];
+  return { ...(o.pairId ? { pairId: o.pairId } : {}), ...(args.length ? { args } : {}), ...(o.env ? { env: o.env } : {}), ...(variant ? { variant } : {}) };
 }
 
 /** The TestStack of a remote stack, without its pair's files (made only when it starts). */
@@ -73,31 +112,133 @@ export async function startOwnStack(args: string[]): Promise<StackProcess> {
   return t.startStack!(s);
 }
 
-/** Why the target the environment names cannot start this remote stack (a skip reason), or undefined. */
+/** Why the target the environment names cannot start this remote stack, or reach one like it (a skip reason), or undefined. */
 export function cannotStartRemote(o: RemoteOptions = {}, env: NodeJS.ProcessEnv = process.env): string | undefined {
   const t = targetFromEnv(env);
+  if (t.remoteListener) {
+    const l = t.remoteListener();
+    return typeof l === 'string' ? l : cannotReach(t.name, l, o);
+  }
   if (!t.startStack || !t.cannotStartStack) return `target ${t.name} cannot start a stack with a remote listener and its own fresh certificates: only a target that starts the reference stack can`;
-  return t.cannotStartStack({ start: { args: [] }, ...remoteTestStack(o) });
+  return t.cannotStartStack({ start: { args: [] }, ...remoteTestStack(ownOptions(o)) });
+}
+
+/** Why someone else's listener is not the stack `o` asks for (what the test would have started), or undefined. */
+function cannotReach(target: string, l: RemoteListener, o: RemoteOptions): string | undefined {
+  const asked: string[] = [];
+  if (o.args?.length) asked.push(`hil serve flags ${o.args.join(' ')}`);
+  if (o.variant) asked.push(describeVariant(parseVariant(o.variant)));
+  if (o.env && Object.keys(o.env).length) asked.push(`environment ${Object.keys(o.env).join(', ')}`);
+  if (o.pairId !== undefined && o.pairId !== pairIdOf(l.pairDir)) asked.push(`pair id ${o.pairId}`);
+  if (asked.length) return `target ${target} reaches a remote listener someone else started: it cannot start one with ${asked.join(' and ')}`;
+  if (o.linkProfile !== undefined && o.linkProfile !== l.linkProfile) return `target ${target}'s remote listener serves a cell on the ${l.linkProfile} link profile (--remote-link-profile), not ${o.linkProfile}`;
+  return undefined;
+}
+
+/** The pair id a pair directory's pair.json names (harness/certs.ts layout). */
+function pairIdOf(dir: string): string {
+  const file = join(dir, 'pair.json');
+  const state = JSON.parse(readFileSync(file, 'utf8')) as { pair_id?: unknown };
+  if (typeof state.pair_id !== 'string') throw new HarnessError('HIL_ERR_TARGET_OPTION', `${file} names no pair_id: make the pair directory with hil certs create-pair`);
+  return state.pair_id;
 }
 
 /**
  * Start a stack with `--remote-listen 127.0.0.1:0` and a pair made by the certificate tooling in
  * `<dir>/pair` (the stack's own temporary directory, removed when it stops), through the target the
- * environment names (see the head of this file). Self-contained: the stack's other options come from `args`
- * and, when given, a variant's options. Rejects with HIL_ERR_VARIANT_UNSUPPORTED and the reason when the
- * target cannot start it (cannotStartRemote).
+ * environment names (see the head of this file); on the external target, the listener the run names instead.
+ * Self-contained: the stack's other options come from `args` and, when given, a variant's options. Rejects
+ * with HIL_ERR_VARIANT_UNSUPPORTED and the reason when the target cannot start it (cannotStartRemote).
  */
 export async function startRemoteStack(o: RemoteOptions = {}): Promise<RemoteStack> {
   const why = cannotStartRemote(o);
   if (why !== undefined) throw new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', why);
   const target = targetFromEnv();
+  const listener = target.remoteListener?.();
+  return typeof listener === 'object' ? reachRemote(listener) : startOwnRemote(ownOptions(o));
+}
+
+/** Issues client credentials of a pair on first use and hands out HTTPS clients, closed with the stack. */
+async function clientsOf(pair: PairFiles, host: string, port: number): Promise<Pick<RemoteStack, 'client' | 'creds' | 'origin'> & { close(): Promise<void>; add(c: ControlClient): ControlClient }> {
+  // Loaded here, not at the top: the certificate library is a few hundred modules every worker would
+  // load, and only the remote suites open a remote stack.
+  const { clientFiles, issueClient } = await import('../certs.ts');
+  const origin = `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const clients: ControlClient[] = [];
+  const issued = new Set<string>();
+  const creds = async (principal: string) => {
+    if (!issued.has(principal)) {
+      await issueClient({ dir: pair.dir, principal });
+      issued.add(principal);
+    }
+    const f = clientFiles(pair.dir, principal);
+    return { host, port, cert: readFileSync(f.cert, 'utf8'), key: readFileSync(f.key, 'utf8'), ca: readFileSync(pair.ca, 'utf8') };
+  };
+  const add = (c: ControlClient) => (clients.push(c), c);
+  return {
+    origin,
+    creds,
+    async client(principal) {
+      const t = await creds(principal);
+      return add(ControlClient.https({ origin, cert: t.cert, key: t.key, ca: t.ca }));
+    },
+    add,
+    close: async () => void (await Promise.all(clients.splice(0).map((c) => c.close()))),
+  };
+}
+
+/**
+ * Someone else's listener (TargetDescriptor.remoteListener): its pair directory's files, its control socket
+ * for the local transport, and its log file's lines written since it was opened, when the run named one.
+ */
+async function reachRemote(l: RemoteListener): Promise<RemoteStack> {
+  const { pairFiles } = await import('../certs.ts');
+  const pair = { ...pairFiles(l.pairDir), pair_id: pairIdOf(l.pairDir) };
+  const u = new URL(l.url);
+  const host = u.hostname.replace(/^\[(.*)\]$/, '$1');
+  const port = Number(u.port || 443);
+  const c = await clientsOf(pair, host, port);
+  const size = (f: string) => {
+    try {
+      return statSync(f).size;
+    } catch {
+      return 0;
+    }
+  };
+  const logFrom = l.log ? size(l.log) : 0;
+  const noAbility = (what: string) => new HarnessError('HIL_ERR_TARGET_NO_ABILITY', `the external target's remote listener ${what}: it is a service someone else started`);
+  return {
+    ...c,
+    pair,
+    host,
+    port,
+    stepped: false,
+    logged: l.log !== undefined,
+    local: () => c.add(new ControlClient(l.socket)),
+    step: () => Promise.reject(noAbility('has no stepped clock')),
+    stderr: () => {
+      if (!l.log) return '';
+      try {
+        return readFileSync(l.log).subarray(logFrom).toString('utf8');
+      } catch {
+        return '';
+      }
+    },
+    stop: () => c.close(),
+    beginStop: () => {
+      throw noAbility('cannot be stopped by the harness');
+    },
+  };
+}
+
+/** A reference stack with a remote listener and a fresh pair, started through the target (see startRemoteStack). */
+async function startOwnRemote(o: RemoteOptions): Promise<RemoteStack> {
+  const target = targetFromEnv();
   const pairId = o.pairId ?? 'cell-remote-01';
   const dir = await mkdtemp(join(tmpdir(), 'hil-sim-'));
   let pair: PairFiles & { pair_id: string };
   let stack: StackProcess;
-  // Loaded here, not at the top: the certificate library is a few hundred modules every worker would
-  // load, and only the remote suites start a remote stack.
-  const { clientFiles, createPair, issueClient } = await import('../certs.ts');
+  const { createPair } = await import('../certs.ts');
   try {
     pair = await createPair({ dir: join(dir, 'pair'), pairId });
     const t = remoteTestStack(o);
@@ -120,37 +261,18 @@ export async function startRemoteStack(o: RemoteOptions = {}): Promise<RemoteSta
   const [host, port] = [m[1]!, Number(m[2])];
   // Its process's run-queue wait, for the timing checks a slow host may explain (lateness.ts hostBound targetOnHost).
   const unwatch = lateness.watch(() => stack.ready.pid);
-  const origin = `https://${host}:${port}`;
-  const clients: ControlClient[] = [];
-  const issued = new Set<string>();
+  const c = await clientsOf(pair, host, port);
   const testAgent = new Agent({ connect: { socketPath: stack.ready.test_channel } });
   let stopped = false;
-  const creds = async (principal: string) => {
-    if (!issued.has(principal)) {
-      await issueClient({ dir: pair.dir, principal });
-      issued.add(principal);
-    }
-    const f = clientFiles(pair.dir, principal);
-    return { host, port, cert: readFileSync(f.cert, 'utf8'), key: readFileSync(f.key, 'utf8'), ca: readFileSync(pair.ca, 'utf8') };
-  };
   return {
-    ...stack,
+    ...c,
     pair,
     host,
     port,
-    origin,
-    async client(principal) {
-      const t = await creds(principal);
-      const c = ControlClient.https({ origin, cert: t.cert, key: t.key, ca: t.ca });
-      clients.push(c);
-      return c;
-    },
-    creds,
-    local() {
-      const c = new ControlClient(stack.ready.control);
-      clients.push(c);
-      return c;
-    },
+    stepped: stack.ready.clock === 'stepped',
+    logged: true,
+    stderr: () => stack.stderr(),
+    local: () => c.add(new ControlClient(stack.ready.control)),
     async step(cycles) {
       const res = await request('http://localhost/step', { method: 'POST', dispatcher: testAgent, body: stringifyExact({ cycles }), headers: { 'content-type': 'application/json' } });
       const text = await res.body.text();
@@ -158,12 +280,13 @@ export async function startRemoteStack(o: RemoteOptions = {}): Promise<RemoteSta
       if (res.statusCode !== 200 || !m) throw new HarnessError('HIL_ERR_TEST_CHANNEL', `test channel /step: ${res.statusCode} ${text}`, { detail: { status: res.statusCode } });
       return BigInt(m[1]!);
     },
+    beginStop: () => stack.beginStop(),
     async stop(opts) {
       // Idempotent: a test may stop its stack (a cell that dies) before the file's cleanup stops it again.
       if (stopped) return;
       stopped = true;
       unwatch();
-      await Promise.all(clients.splice(0).map((c) => c.close()));
+      await c.close();
       await testAgent.close();
       await stack.stop(opts);
     },

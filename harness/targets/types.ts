@@ -191,6 +191,12 @@ export interface TargetDescriptor<O extends object = object> {
    */
   openOlp?(spec: OlpSpec, options: O): Promise<OpenedOlp | undefined>;
   /**
+   * A remote listener (document 1 part 5) someone else started, which the remote suites reach instead of
+   * starting their own (harness/targets/remote.ts): where it is and the pair its credentials come from, or
+   * why the run has none (a skip reason). Absent on a target that starts its own (testStacks) or has none.
+   */
+  remoteListener?(options: O): RemoteListener | string;
+  /**
    * Why this kind of target cannot start a test's own stack (a skip reason), or undefined. Absent with
    * startStack when the target does not start the reference stack at all (external, rig).
    */
@@ -233,6 +239,24 @@ export interface StepReport {
    * more steps would not change that (harness/clients/stepped.ts settle).
    */
   waiting?: number;
+}
+
+/** Someone else's remote listener (document 1 part 5) as a run reaches it (TargetDescriptor.remoteListener). */
+export interface RemoteListener {
+  /** Where it listens: https://{host}:{port} (document 1 part 1 {base_url}). */
+  url: string;
+  /**
+   * The pair directory its credentials are files of (`hil certs create-pair`: ca.crt, server.crt,
+   * server.key, crl.pem, pair.json): the suites issue and revoke clients with its CA key and rewrite its
+   * CRL and server files, as document 1 part 5 items 4 and 5 have an operator do.
+   */
+  pairDir: string;
+  /** The same service's control socket (its local transport, part 5 item 1). */
+  socket: string;
+  /** The link profile of the cell it serves (document 3 `control.link_profile`): its header read bound. */
+  linkProfile: 'lan' | 'internet';
+  /** The file its log is written to, when the run was told: the suites read the lines each refusal adds. */
+  log?: string;
 }
 
 /** A reference stack started as a process (harness/targets/sim.ts startStack), once it is ready. */

@@ -8,7 +8,7 @@ import { request } from 'undici';
 import { catalogue, reason } from '../../harness/catalogue/index.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
 import { covers, cycleFree, describe, expect, remoteStacks, test } from '../../harness/fixture.ts';
-import { ownStacks, SKIP } from '../remote/probe.ts';
+import { cannotStartRemote } from '../../harness/targets/remote.ts';
 
 // No test here needs the file's cell to cycle on its own (harness/fixture.ts cycleFree).
 cycleFree();
@@ -94,7 +94,8 @@ describe('base address', () => {
     'over the remote listener every documented endpoint answers at https://{host}:{port} + its path, and nowhere else',
     covers('rule:transport.base_url'),
     async ({ skip }) => {
-      skip(!ownStacks, SKIP);
+      const why = cannotStartRemote();
+      skip(why !== undefined, why);
       const stack = await remote();
       const client = await stack.client('base-url');
       expect(client.origin).toBe(`https://${stack.host}:${stack.port}`);

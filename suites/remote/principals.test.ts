@@ -3,31 +3,27 @@
 // acquired on the Unix socket belong to the local transport, so a remote client using one gets it too.
 
 import { Cell } from '../../harness/clients/cell.ts';
-import { ControlClient } from '../../harness/clients/control.ts';
 import { checkGrant } from '../../harness/oracle/reply.ts';
 import { pollTelemetry } from '../../harness/clients/telemetry.ts';
 import type { RemoteStack } from '../../harness/targets/remote.ts';
-import { covers, describe, expect, profile, sharedRemote, test } from '../../harness/fixture.ts';
-import { ownStacks, SKIP } from './probe.ts';
+import { covers, describe, expect, inProfile, profile, sharedRemote, test } from '../../harness/fixture.ts';
 
 let stack: RemoteStack;
 let alice: Cell;
 let bob: Cell;
 let local: Cell;
 
-// Sessions and their owners are the service's: nothing here arms or moves, so the stack runs on the
-// stepped clock and its core costs no CPU while the file runs.
+// Sessions and their owners are the service's: nothing here arms or moves, so a stack the harness starts
+// runs on the stepped clock and its core costs no CPU while the file runs.
 sharedRemote(async (open) => {
-  stack = await open({ variant: { clock: 'stepped' } });
+  stack = await open({ cycleFree: true });
   const a = await stack.client('alice');
   const d = (await a.describe()).reply.data as unknown as { binding: { pair_id: string; revision: bigint; configuration_sha256: string } };
   alice = new Cell(a, d.binding);
   bob = new Cell(await stack.client('bob'), d.binding);
-  const l = new ControlClient(stack.ready.control);
-  local = new Cell(l, d.binding);
+  local = new Cell(stack.local(), d.binding);
   return async () => {
     for (const c of [alice, bob, local]) await c.cleanup();
-    await l.close();
   };
 });
 
@@ -35,8 +31,7 @@ const FENCED = ['renew', 'mark_telemetry', 'release', 'stop'] as const;
 const fields = (op: string) => (op === 'mark_telemetry' ? { label: 'principal probe' } : {});
 
 describe('session ownership', () => {
-  test('a remote principal owns its session: another principal and a local client get session_principal_mismatch', covers('reason:session_principal_mismatch', 'rule:auth.principal_owns_session', 'profile:remote.ownership_first'), async ({ skip }) => {
-    skip(!ownStacks, SKIP);
+  test('a remote principal owns its session: another principal and a local client get session_principal_mismatch', covers('reason:session_principal_mismatch', 'rule:auth.principal_owns_session', 'profile:remote.ownership_first'), async () => {
     const s = await alice.hold();
     for (const op of FENCED) {
       for (const [who, cell] of [['bob', bob], ['local', local]] as const) {
@@ -52,12 +47,14 @@ describe('session ownership', () => {
     const released = await alice.fenced('release', s);
     expect(released.status).toBe(200);
     // Ownership outlives the grant: another principal is told whose session it is, not its state.
-    expect((await bob.fenced('renew', s)).label).toBe('session_principal_mismatch');
-    expect((await alice.fenced('renew', s)).label).not.toBe('session_principal_mismatch');
+    const after = { bob: await bob.fenced('renew', s), alice: await alice.fenced('renew', s) };
+    await inProfile('profile:remote.ownership_first', () => {
+      expect(after.bob.label).toBe('session_principal_mismatch');
+      expect(after.alice.label).not.toBe('session_principal_mismatch');
+    });
   });
 
-  test('a session acquired on the Unix socket belongs to the local transport: a remote client gets session_principal_mismatch', covers('reason:session_principal_mismatch', 'rule:auth.local_permissions', 'rule:auth.principal_owns_session'), async ({ skip }) => {
-    skip(!ownStacks, SKIP);
+  test('a session acquired on the Unix socket belongs to the local transport: a remote client gets session_principal_mismatch', covers('reason:session_principal_mismatch', 'rule:auth.local_permissions', 'rule:auth.principal_owns_session'), async () => {
     const s = await local.hold();
     for (const op of FENCED) {
       const r = await alice.fenced(op, s, fields(op));
@@ -68,8 +65,7 @@ describe('session ownership', () => {
     expect((await local.fenced('release', s)).status).toBe(200);
   });
 
-  test('the same principal on a second connection (same certificate) owns its session', covers('rule:auth.principal_owns_session'), async ({ skip }) => {
-    skip(!ownStacks, SKIP);
+  test('the same principal on a second connection (same certificate) owns its session', covers('rule:auth.principal_owns_session'), async () => {
     // A new client and connection, same principal, connected before the grant: its TLS handshake then
     // does not eat into the 500 ms lease (on a loaded host it once took longer, and the renew met an
     // expired grant: a false FAIL).
@@ -81,8 +77,7 @@ describe('session ownership', () => {
     expect((await alice.fenced('release', s)).status).toBe(200);
   });
 
-  test('acquire while another principal holds the grant is control_already_owned; its acquire request_id is not replayed to others', profile('profile:remote.acquire_replay_owner'), async ({ skip }) => {
-    skip(!ownStacks, SKIP);
+  test('acquire while another principal holds the grant is control_already_owned; its acquire request_id is not replayed to others', profile('profile:remote.acquire_replay_owner'), async () => {
     const s = await alice.hold({ request_id: 'acquire-alice-1' });
     const other = await bob.acquire();
     expect(other.label).toBe('control_already_owned');
@@ -94,8 +89,7 @@ describe('session ownership', () => {
     expect((await alice.fenced('release', s)).status).toBe(200);
   });
 
-  test('remote observation endpoints need a certificate but no session; fenced calls need the fence', covers('rule:auth.fence_after_acquire'), async ({ skip }) => {
-    skip(!ownStacks, SKIP);
+  test('remote observation endpoints need a certificate but no session; fenced calls need the fence', covers('rule:auth.fence_after_acquire'), async () => {
     const c = alice.client;
     expect((await c.status()).status).toBe(200);
     const ev = await c.get('/v1/events?after=0', 'subscribe_events');

@@ -13,6 +13,8 @@ export const ownStacks = startsStacks();
 export const SKIP = 'needs the sim or replay target: only they can start a stack with a remote listener and its own fresh certificates';
 
 export interface ProbeOptions {
+  /** The listener's host (default 127.0.0.1). */
+  host?: string;
   port: number;
   ca: string;
   cert?: string;
@@ -33,7 +35,8 @@ export interface ProbeResult {
   reused: boolean;
 }
 
-const REQUEST = 'GET /v1/describe HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n';
+/** One request that closes its connection, naming the listener as its Host. */
+const request = (host: string, port: number): string => `GET /v1/describe HTTP/1.1\r\nHost: ${host.includes(':') ? `[${host}]` : host}:${port}\r\nConnection: close\r\n\r\n`;
 
 /** One TLS connection sending one request; resolves when the server closes it. */
 export function probe(o: ProbeOptions): Promise<ProbeResult> {
@@ -41,8 +44,9 @@ export function probe(o: ProbeOptions): Promise<ProbeResult> {
     const chunks: Buffer[] = [];
     let error = '';
     let reused = false;
+    const host = o.host ?? '127.0.0.1';
     const s: TLSSocket = tlsConnect({
-      host: '127.0.0.1',
+      host,
       port: o.port,
       ca: o.ca,
       cert: o.cert,
@@ -50,7 +54,7 @@ export function probe(o: ProbeOptions): Promise<ProbeResult> {
       minVersion: o.minVersion ?? 'TLSv1.2',
       maxVersion: o.maxVersion ?? 'TLSv1.3',
       session: o.session,
-      // The server certificate names 127.0.0.1 and localhost; check it as any client would.
+      // The server certificate names the listener's host (127.0.0.1 and localhost by default); check it as any client would.
       rejectUnauthorized: true,
     });
     const timer = setTimeout(() => {
@@ -59,7 +63,7 @@ export function probe(o: ProbeOptions): Promise<ProbeResult> {
     }, 15_000);
     s.on('secureConnect', () => {
       reused = s.isSessionReused();
-      s.write(REQUEST);
+      s.write(request(host, o.port));
     });
     s.on('data', (d: Buffer) => chunks.push(d));
     s.on('error', (e: Error & { code?: string }) => {
@@ -75,10 +79,10 @@ export function probe(o: ProbeOptions): Promise<ProbeResult> {
 }
 
 /** A plaintext request to the TLS port: every byte the server sends back. */
-export function plaintext(port: number): Promise<Buffer> {
+export function plaintext(host: string, port: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    const s = netConnect({ host: '127.0.0.1', port }, () => s.write(REQUEST));
+    const s = netConnect({ host, port }, () => s.write(request(host, port)));
     const timer = setTimeout(() => {
       s.destroy();
       reject(new Error('plaintext probe: no close within 15 s'));
@@ -108,7 +112,10 @@ export function expectRefused(r: ProbeResult): void {
   expect(r.bytes.length, 'a refused handshake must not carry any application byte').toBe(0);
 }
 
-/** Wait until the stack's log (stderr) gains a line matching `re` after `from` characters. */
+/**
+ * Wait until the stack's log (stderr, or the log file the run named) gains a line matching `re` after
+ * `from` characters; an assertion failure naming what it has when none came in `timeoutMs`.
+ */
 export async function logLine(stack: RemoteStack, from: number, re: RegExp, timeoutMs = 3_000): Promise<string> {
   const until = Date.now() + timeoutMs;
   for (;;) {
@@ -118,7 +125,10 @@ export async function logLine(stack: RemoteStack, from: number, re: RegExp, time
       .split('\n')
       .find((l) => re.test(l));
     if (line) return line;
-    if (Date.now() > until) throw new Error(`no log line matching ${re} in:\n${stack.stderr().slice(from)}`);
+    if (Date.now() > until) {
+      expect(stack.stderr().slice(from), `no log line matching ${re}`).toMatch(re);
+      return '';
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
 }

@@ -1,21 +1,20 @@
 // GET /v1/resources/<sha256> (document 1 part 4 "Observation endpoints"): one content-addressed compiled
 // resource of the machine configuration as binary, on the remote listener only; an unknown digest is
 // HTTP 404 resource_unknown. The machine here pins a robot description, which the configuration compiler
-// (document 3) turns into a resource named by the SHA-256 of its bytes.
+// (document 3) turns into a resource named by the SHA-256 of its bytes. Someone else's listener serves
+// its own cell, whose resources this file does not know: there only what holds for any digest is judged.
 
 import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
-import { ControlClient, contentType } from '../../harness/clients/control.ts';
+import { contentType, type ControlClient } from '../../harness/clients/control.ts';
 import { checkReply } from '../../harness/oracle/reply.ts';
-import type { RemoteStack } from '../../harness/targets/remote.ts';
-import { covers, describe, expect, profile, sharedRemote, test } from '../../harness/fixture.ts';
-import { ownStacks, SKIP } from './probe.ts';
+import { cannotStartRemote, type RemoteOptions } from '../../harness/targets/remote.ts';
+import { covers, describe, expect, inProfile, profile, sharedRemote, test } from '../../harness/fixture.ts';
 
 let dir = '';
-let stack: RemoteStack;
 let remote: ControlClient;
 let local: ControlClient;
 /**
@@ -63,25 +62,28 @@ async function robotMachine(at: string): Promise<string> {
 let machine = '';
 
 beforeAll(async () => {
-  if (!ownStacks) return;
   dir = await mkdtemp(join(tmpdir(), 'hil-resources-'));
   machine = await robotMachine(dir);
 });
-// The listener's handshake and credentials play no part in the core's cycles: the stack runs on the stepped
-// clock and costs no CPU while the file runs (an idle real-time core wakes 1000 times a second).
+/** Why the stack serves no resource this file knows (someone else's listener), or undefined. */
+let unknownCell: string | undefined;
+// The listener's resources play no part in the core's cycles: a stack the harness starts runs on the
+// stepped clock and costs no CPU while the file runs (an idle real-time core wakes 1000 times a second).
 sharedRemote(async (open) => {
-  stack = await open({ args: ['--machine', machine, '--config-cache', join(dir, 'compiled')], variant: { clock: 'stepped' } });
+  const withRobot: RemoteOptions = { args: ['--machine', machine, '--config-cache', join(dir, 'compiled')], cycleFree: true };
+  unknownCell = cannotStartRemote(withRobot);
+  const stack = await open(unknownCell === undefined ? withRobot : { cycleFree: true });
   remote = await stack.client('viewer-1');
-  local = new ControlClient(stack.ready.control);
-  return () => local.close();
+  local = stack.local();
 });
+const KNOWN = 'needs a stack serving the robot description this file wrote';
 afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 describe('resources', () => {
   test('a known digest returns the resource bytes, whose SHA-256 is the digest', covers('endpoint:GET /v1/resources/<sha256>', 'rule:observation.resource_remote_only'), async ({ skip }) => {
-    skip(!ownStacks, SKIP);
+    skip(unknownCell !== undefined, `${KNOWN}: ${unknownCell}`);
     const r = await remote.raw('GET', `/v1/resources/${DIGEST}`);
     expect(r.status).toBe(200);
     expect(contentType(r)).toBe('application/octet-stream');
@@ -89,8 +91,7 @@ describe('resources', () => {
     expect(Buffer.compare(Buffer.from(r.body), DESCRIPTION)).toBe(0);
   });
 
-  test('an unknown digest is HTTP 404 resource_unknown', covers('reason:resource_unknown', 'rule:observation.resource_remote_only'), async ({ skip }) => {
-    skip(!ownStacks, SKIP);
+  test('an unknown digest is HTTP 404 resource_unknown', covers('reason:resource_unknown', 'rule:observation.resource_remote_only'), async () => {
     const unknown = createHash('sha256').update(DESCRIPTION).update('x').digest('hex');
     for (const d of [unknown, '0'.repeat(64)]) {
       const r = await remote.raw('GET', `/v1/resources/${d}`);
@@ -100,8 +101,7 @@ describe('resources', () => {
     }
   });
 
-  test('digest text other than 64 lowercase hex digits is resource_unknown', profile('profile:remote.resource_digest'), async ({ skip }) => {
-    skip(!ownStacks, SKIP);
+  test('digest text other than 64 lowercase hex digits is resource_unknown', profile('profile:remote.resource_digest'), async () => {
     for (const d of [DIGEST.toUpperCase(), `sha256:${DIGEST}`, DIGEST.slice(1), `${DIGEST}0`, '..%2Fresources.json']) {
       const r = await remote.raw('GET', `/v1/resources/${d}`);
       const c = checkReply(r.status, contentType(r), r.body, 'resource');
@@ -109,21 +109,23 @@ describe('resources', () => {
     }
   });
 
-  test('Describe over the remote listener reports resource implemented on its documented transport, and it answers there', covers('capability:resource', 'rule:observation.resource_remote_only'), async ({ skip }) => {
-    skip(!ownStacks, SKIP);
+  test('Describe over the remote listener reports resource implemented on its documented transport, and it answers there', covers('capability:resource', 'rule:observation.resource_remote_only'), async () => {
     const d = (await remote.describe()).reply.data as unknown as { capabilities: Array<{ name: string; state: string; transport: string }> };
     expect(d.capabilities.find((c) => c.name === 'resource')).toEqual({ name: 'resource', state: 'implemented', transport: 'GET /v1/resources/<sha256>' });
-    expect((await remote.raw('GET', `/v1/resources/${DIGEST}`)).status).toBe(200);
+    if (unknownCell === undefined) expect((await remote.raw('GET', `/v1/resources/${DIGEST}`)).status).toBe(200);
   });
 
-  test('the local Unix socket does not serve resources (remote mutual TLS required): unknown_endpoint', covers('rule:observation.resource_remote_only', 'profile:remote.resource_digest'), async ({ skip }) => {
-    skip(!ownStacks, SKIP);
+  test('the local Unix socket does not serve resources (remote mutual TLS required): unknown_endpoint', covers('rule:observation.resource_remote_only', 'profile:remote.resource_digest'), async () => {
     const r = await local.raw('GET', `/v1/resources/${DIGEST}`);
-    const c = checkReply(r.status, contentType(r), r.body);
-    expect(c.status).toBe(409);
-    expect(c.label).toBe('unknown_endpoint');
     expect(Buffer.from(r.body).includes(DESCRIPTION.subarray(0, 64))).toBe(false);
-    // The digest is right: the same path answers over the remote listener.
-    expect((await remote.raw('GET', `/v1/resources/${DIGEST}`)).status).toBe(200);
+    expect(r.status).not.toBe(200);
+    // Which refusal the local socket gives is docs/profile.md's ("Resources").
+    await inProfile('profile:remote.resource_digest', () => {
+      const c = checkReply(r.status, contentType(r), r.body);
+      expect(c.status).toBe(409);
+      expect(c.label).toBe('unknown_endpoint');
+    });
+    // The digest is right: the same path answers over the remote listener (on a stack serving it).
+    if (unknownCell === undefined) expect((await remote.raw('GET', `/v1/resources/${DIGEST}`)).status).toBe(200);
   });
 });

@@ -1,0 +1,113 @@
+// Someone else's remote listener (harness/targets/remote.ts, the external target's remoteListener): the
+// usage errors of its options, which stacks a remote suite may take from it and why not, and the stack the
+// suites get: the address of the URL, the pair directory's files and pair id, no stepped clock, and only
+// the log lines written after it was opened.
+
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { applyTargetFlags } from '../cli/run-target.ts';
+import { UsageError } from '../cli/common.ts';
+import { clientFiles, createPair } from '../certs.ts';
+import { TARGETS, validate } from './index.ts';
+import { cannotStartRemote, startRemoteStack } from './remote.ts';
+import type { TargetDescriptor } from './types.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'hil-remote-test-'));
+const pairDir = join(dir, 'pair');
+const log = join(dir, 'service.log');
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+beforeAll(async () => {
+  await createPair({ dir: pairDir, pairId: 'cell-ext-07' });
+  writeFileSync(log, 'remote: listening on 127.0.0.1:9443\n');
+});
+
+const usage = async (values: Record<string, string>): Promise<string> => {
+  const e = await applyTargetFlags('external', { socket: dir, ...values }, {}).then(
+    () => undefined,
+    (x: unknown) => x,
+  );
+  expect(e, JSON.stringify(values)).toBeInstanceOf(UsageError);
+  return (e as Error).message;
+};
+
+const ext = (more: Record<string, string> = {}): NodeJS.ProcessEnv => ({ HIL_TARGET: 'external', HIL_SOCKET: join(dir, 'control.sock'), ...more });
+const listening = (more: Record<string, string> = {}) => ext({ HIL_REMOTE_URL: 'https://127.0.0.1:9443', HIL_REMOTE_PAIR: pairDir, ...more });
+
+describe('the external target’s remote listener options', () => {
+  test('each half without the other, an address that is not https://HOST:PORT, a directory that is no pair and an unknown link profile are usage errors', async () => {
+    expect(await usage({ 'remote-pair': pairDir })).toBe('--remote-pair needs --remote-url URL: the listener that serves the pair');
+    expect(await usage({ 'remote-url': 'https://127.0.0.1:9443' })).toBe('--remote-url needs --remote-pair DIR: the pair directory (hil certs create-pair) whose files the listener serves');
+    expect(await usage({ 'remote-link-profile': 'lan' })).toBe('--remote-link-profile needs --remote-url URL: the listener it describes');
+    for (const url of ['http://127.0.0.1:9443', 'https://127.0.0.1', 'https://127.0.0.1:0', 'https://127.0.0.1:65536', 'https://127.0.0.1:9443/v1']) {
+      expect(await usage({ 'remote-url': url, 'remote-pair': pairDir })).toBe(`--remote-url ${url}: not https://HOST:PORT`);
+    }
+    expect(await usage({ 'remote-url': 'https://127.0.0.1:9443', 'remote-pair': dir })).toBe(`--remote-pair ${dir}: no pair.json (make the directory with hil certs create-pair and start the listener on its files)`);
+    expect(await usage({ 'remote-url': 'https://127.0.0.1:9443', 'remote-pair': pairDir, 'remote-link-profile': 'wan' })).toBe('--remote-link-profile wan: lan or internet');
+    const env: NodeJS.ProcessEnv = {};
+    await applyTargetFlags('external', { socket: dir, 'remote-url': 'https://localhost:9443/', 'remote-pair': pairDir, 'remote-link-profile': 'internet', 'service-log': log }, env);
+    expect(env).toMatchObject({ HIL_REMOTE_URL: 'https://localhost:9443/', HIL_REMOTE_PAIR: pairDir, HIL_REMOTE_LINK_PROFILE: 'internet', HIL_SERVICE_LOG: log });
+  });
+
+  test('a descriptor that both starts remote stacks and reaches someone else’s is refused', () => {
+    const all = { ...TARGETS } as Record<string, TargetDescriptor<object>>;
+    all.sim = { ...all.sim!, remoteListener: () => 'x' };
+    expect(() => validate(all as typeof TARGETS)).toThrow("target descriptor sim both starts remote listener stacks and reaches someone else's");
+  });
+});
+
+describe('which remote stacks the suites may take from it', () => {
+  test('none without --remote-url; with it, a cycle-free stack of its link profile, and nothing the test would have had to start', () => {
+    expect(cannotStartRemote({ cycleFree: true }, ext())).toBe('target external reaches no remote listener: give --remote-url URL and --remote-pair DIR (README "Your own remote listener")');
+    expect(cannotStartRemote({}, listening())).toBeUndefined();
+    expect(cannotStartRemote({ cycleFree: true, linkProfile: 'lan' }, listening())).toBeUndefined();
+    expect(cannotStartRemote({ pairId: 'cell-ext-07' }, listening())).toBeUndefined();
+    expect(cannotStartRemote({ linkProfile: 'internet' }, listening())).toBe("target external's remote listener serves a cell on the lan link profile (--remote-link-profile), not internet");
+    expect(cannotStartRemote({ linkProfile: 'internet' }, listening({ HIL_REMOTE_LINK_PROFILE: 'internet' }))).toBeUndefined();
+    expect(cannotStartRemote({ linkProfile: 'lan' }, listening({ HIL_REMOTE_LINK_PROFILE: 'internet' }))).toBe("target external's remote listener serves a cell on the internet link profile (--remote-link-profile), not lan");
+    const refused = 'target external reaches a remote listener someone else started: it cannot start one with';
+    expect(cannotStartRemote({ cycleFree: true, args: ['--machine', 'm.json'] }, listening())).toBe(`${refused} hil serve flags --machine m.json`);
+    expect(cannotStartRemote({ variant: { clock: 'stepped' } }, listening())).toBe(`${refused} the stepped clock`);
+    expect(cannotStartRemote({ pairId: 'cell-b' }, listening())).toBe(`${refused} pair id cell-b`);
+    expect(cannotStartRemote({ env: { HIL_X: '1' } }, listening())).toBe(`${refused} environment HIL_X`);
+  });
+
+  test('the sim target starts its own; a rig starts none', () => {
+    expect(cannotStartRemote({ cycleFree: true }, { HIL_TARGET: 'sim' })).toBeUndefined();
+    expect(cannotStartRemote({ cycleFree: true }, { HIL_TARGET: 'rig' })).toMatch(/^target rig cannot start a stack with a remote listener/);
+  });
+});
+
+describe('the stack the suites get', () => {
+  test('its address from the URL, the pair directory’s files and pair id, clients issued there, no stepped clock, the log from its opening on', async () => {
+    vi.stubEnv('HIL_TARGET', 'external');
+    for (const [k, v] of Object.entries(listening({ HIL_REMOTE_URL: 'https://localhost:9443/', HIL_SERVICE_LOG: log }))) vi.stubEnv(k, v!);
+    try {
+      const s = await startRemoteStack({ cycleFree: true });
+      try {
+        expect([s.host, s.port, s.origin]).toEqual(['localhost', 9443, 'https://localhost:9443']);
+        expect(s.pair).toMatchObject({ dir: pairDir, pair_id: 'cell-ext-07', ca: join(pairDir, 'ca.crt'), crl: join(pairDir, 'crl.pem'), key: join(pairDir, 'server.key') });
+        expect(s.stepped).toBe(false);
+        await expect(s.step(1)).rejects.toThrow(/^HIL_ERR_TARGET_NO_ABILITY: the external target's remote listener has no stepped clock/);
+        expect(() => s.beginStop()).toThrow(/HIL_ERR_TARGET_NO_ABILITY/);
+        expect(s.logged).toBe(true);
+        expect(s.stderr()).toBe('');
+        appendFileSync(log, 'remote: refused handshake from 127.0.0.1:5: no client certificate\n');
+        expect(s.stderr()).toBe('remote: refused handshake from 127.0.0.1:5: no client certificate\n');
+        const c = await s.creds('viewer-9');
+        expect(c.cert).toContain('BEGIN CERTIFICATE');
+        expect(c.cert).toBe(await import('node:fs').then((fs) => fs.readFileSync(clientFiles(pairDir, 'viewer-9').cert, 'utf8')));
+        expect([c.host, c.port]).toEqual(['localhost', 9443]);
+      } finally {
+        await s.stop();
+      }
+      vi.stubEnv('HIL_SERVICE_LOG', '');
+      const quiet = await startRemoteStack({});
+      expect([quiet.logged, quiet.stderr()]).toEqual([false, '']);
+      await quiet.stop();
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+});
