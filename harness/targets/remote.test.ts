@@ -3,7 +3,9 @@
 // suites get: the address of the URL, the pair directory's files and pair id, no stepped clock, and only
 // the log lines written after it was opened.
 
-import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
@@ -79,14 +81,44 @@ describe('which remote stacks the suites may take from it', () => {
   });
 });
 
+/** A listener on the pair's files that answers Describe to a client of the pair (the principals it saw kept). */
+async function listener(): Promise<{ server: Server; port: number; principals: string[] }> {
+  const f = (n: string) => readFileSync(join(pairDir, n));
+  const principals: string[] = [];
+  const server = createServer({ key: f('server.key'), cert: f('server.crt'), ca: f('ca.crt'), requestCert: true, rejectUnauthorized: true, minVersion: 'TLSv1.3' }, (req, res) => {
+    const uri = /svc-principal:([^,\s]+)/.exec((req.socket as import('node:tls').TLSSocket).getPeerCertificate().subjectaltname ?? '');
+    principals.push(uri?.[1] ?? '');
+    res.setHeader('content-type', 'application/json');
+    res.end('{"schema":"svc.rt-control.response.v1","operation":"describe","data":{}}');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, port: (server.address() as AddressInfo).port, principals };
+}
+
 describe('the stack the suites get', () => {
-  test('its address from the URL, the pair directory’s files and pair id, clients issued there, no stepped clock, the log from its opening on', async () => {
+  test('a listener that does not answer a client of the pair is the run’s error, before any test', async () => {
     vi.stubEnv('HIL_TARGET', 'external');
-    for (const [k, v] of Object.entries(listening({ HIL_REMOTE_URL: 'https://localhost:9443/', HIL_SERVICE_LOG: log }))) vi.stubEnv(k, v!);
+    for (const [k, v] of Object.entries(listening())) vi.stubEnv(k, v!);
+    const { server, port } = await listener();
+    await new Promise((r) => server.close(r));
+    vi.stubEnv('HIL_REMOTE_URL', `https://127.0.0.1:${port}`);
+    try {
+      await expect(startRemoteStack({})).rejects.toThrow(new RegExp(`^HIL_ERR_TARGET_START: no remote listener answers GET /v1/describe at https://127.0.0.1:${port} for a client certificate of pair cell-ext-07`));
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+
+  test('its address from the URL, the pair directory’s files and pair id, clients issued there, no stepped clock, the log from its opening on', async () => {
+    const { server, port, principals } = await listener();
+    vi.stubEnv('HIL_TARGET', 'external');
+    for (const [k, v] of Object.entries(listening({ HIL_REMOTE_URL: `https://localhost:${port}/`, HIL_SERVICE_LOG: log }))) vi.stubEnv(k, v!);
     try {
       const s = await startRemoteStack({ cycleFree: true });
+      // It asked the listener for Describe with a client of the pair before handing the stack over.
+      expect(principals).toEqual(['hil-reach']);
       try {
-        expect([s.host, s.port, s.origin]).toEqual(['localhost', 9443, 'https://localhost:9443']);
+        expect([s.host, s.port, s.origin]).toEqual(['localhost', port, `https://localhost:${port}`]);
         expect(s.pair).toMatchObject({ dir: pairDir, pair_id: 'cell-ext-07', ca: join(pairDir, 'ca.crt'), crl: join(pairDir, 'crl.pem'), key: join(pairDir, 'server.key') });
         expect(s.stepped).toBe(false);
         await expect(s.step(1)).rejects.toThrow(/^HIL_ERR_TARGET_NO_ABILITY: the external target's remote listener has no stepped clock/);
@@ -98,7 +130,7 @@ describe('the stack the suites get', () => {
         const c = await s.creds('viewer-9');
         expect(c.cert).toContain('BEGIN CERTIFICATE');
         expect(c.cert).toBe(await import('node:fs').then((fs) => fs.readFileSync(clientFiles(pairDir, 'viewer-9').cert, 'utf8')));
-        expect([c.host, c.port]).toEqual(['localhost', 9443]);
+        expect([c.host, c.port]).toEqual(['localhost', port]);
       } finally {
         await s.stop();
       }
@@ -108,6 +140,7 @@ describe('the stack the suites get', () => {
       await quiet.stop();
     } finally {
       vi.unstubAllEnvs();
+      await new Promise((r) => server.close(r));
     }
   });
 });

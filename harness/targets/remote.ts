@@ -206,6 +206,16 @@ async function reachRemote(l: RemoteListener): Promise<RemoteStack> {
     }
   };
   const logFrom = l.log ? size(l.log) : 0;
+  // A listener that does not answer a client of its pair would pass every refusal a suite checks (no HTTP
+  // byte comes back from a closed port either): it is the run's error, said once, before any test.
+  const probe = await c.client('hil-reach');
+  try {
+    const d = await probe.describe();
+    if (d.status !== 200) throw new HarnessError('HIL_ERR_TARGET_START', `HTTP ${d.status}`);
+  } catch (e) {
+    await c.close();
+    throw new HarnessError('HIL_ERR_TARGET_START', `no remote listener answers GET /v1/describe at ${l.url} for a client certificate of pair ${pair.pair_id} (${l.pairDir}): ${(e as Error).message}`, { cause: e });
+  }
   const noAbility = (what: string) => new HarnessError('HIL_ERR_TARGET_NO_ABILITY', `the external target's remote listener ${what}: it is a service someone else started`);
   return {
     ...c,

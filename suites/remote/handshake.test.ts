@@ -150,6 +150,7 @@ describe('remote listener handshake', () => {
 
   test('a client without a certificate is refused', covers('rule:auth.tls13_client_cert', 'profile:remote.refusal_log'), async () => {
     await refusedWithLog({ ca }, /refused handshake.*no client certificate/);
+    await expectServed();
   });
 
   test('a TLS 1.2 client is refused with an alert', covers('rule:auth.tls13_client_cert', 'rule:auth.failed_handshake_no_http'), async () => {
@@ -157,12 +158,14 @@ describe('remote listener handshake', () => {
     expectRefused(r);
     // The client learns it from a protocol version alert.
     expect(r.error).toMatch(/ALERT_PROTOCOL_VERSION|ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION/);
+    await expectServed();
   });
 
   test('a client certificate naming another pair is refused', covers('rule:auth.pair_matches', 'rule:auth.certificate_identity'), async () => {
     const other = `${stack.pair.pair_id}-other`;
     await issueClient({ dir: stack.pair.dir, principal: 'operator-2', uris: ['svc-principal:operator-2', `svc-pair:${other}`], name: 'wrong-pair' });
     await refusedWithLog({ ca, ...clientOf(stack, 'wrong-pair') }, new RegExp(`refused handshake.*svc-pair ${other.replace(/[.]/g, '\\.')} differs`));
+    await expectServed();
   });
 
   test('a client certificate with two principal URIs is refused', covers('rule:auth.certificate_identity'), async () => {
@@ -187,5 +190,6 @@ describe('remote listener handshake', () => {
     expect(bytes.toString('latin1')).not.toContain('HTTP/');
     // Whatever came back is at most a TLS alert record (content type 21), never HTTP.
     expect(bytes.length === 0 || bytes[0] === 0x15, `reply bytes ${bytes.subarray(0, 8).toString("hex")}`).toBe(true);
+    await expectServed();
   });
 });
