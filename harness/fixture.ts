@@ -590,18 +590,20 @@ export function needsMotion(ctx: { skip: (c: boolean, note?: string) => void }, 
 /**
  * `test` for suites that latch faults and inject conditions: after each test the cell is released,
  * injected conditions are removed and latched fault bits are reset (a reset retires its own session),
- * so the next test starts from a clean cell.
+ * so the next test starts from a clean cell. The cell's time is moved on as its clock needs (a stepped
+ * file stack, stepsItsCell, is stepped: harness/clients/stepped.ts driverOf).
  */
 export const recoveringTest = test.extend<{ recover: void }>({
   recover: [
-    async ({ cell, target, client }, use) => {
+    async ({ cell, target, client, description }, use) => {
       await use();
       await cell.cleanup();
       if (target.abilities.faultInjection) await target.inject({ kind: 'clear' });
-      const st = await waitStatus(client, (x) => x.core !== null && x.core.armed === 0n);
+      const pace = driverOf(target, client, description);
+      const st = await pace.status((x) => x.core !== null && x.core.armed === 0n, 3_000);
       if (st.core && st.core.execution_fault_reasons !== 0n) {
         const s = await cell.grant();
-        await cell.fenced('reset_fault', s, { axis_mask: 0 });
+        await pace.answer(cell.fenced('reset_fault', s, { axis_mask: 0 }), 5);
         await cell.cleanup();
       }
     },
