@@ -14,12 +14,12 @@
 
 import { eventCursor, eventsSince, type CellEvent } from '../../harness/clients/events.ts';
 import { readStatus, type StatusView } from '../../harness/clients/status.ts';
-import { driverOf, readyStepped, settle, type CellDriver } from '../../harness/clients/stepped.ts';
+import { readyStepped, settle, type CellDriver } from '../../harness/clients/stepped.ts';
 import { latestSequence, readBatch, recordsSince } from '../../harness/clients/telemetry.ts';
 import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
 import { Cell, type Session } from '../../harness/clients/cell.ts';
 import type { BindingInput, ControlClient } from '../../harness/clients/control.ts';
-import { covers, describe, expect, hostBound, needsFaults, needsMotion, inProfile, profile, recoveringTest, stepsItsCell, type VariantOf } from '../../harness/fixture.ts';
+import { covers, describe, expect, hostBound, needsFaults, needsMotion, inProfile, profile, recoveringTest, stepsItsCell, type Op, type VariantOf } from '../../harness/fixture.ts';
 import { REQUEST_SCHEMA } from '../../harness/clients/control.ts';
 import { stringifyExact } from '../../harness/oracle/json.ts';
 import { HarnessError } from '../../harness/errors.ts';
@@ -30,15 +30,11 @@ import type { Target } from '../../harness/targets/index.ts';
 stepsItsCell();
 
 /**
- * Every test leaves the cell released, injected faults removed and latched faults reset. `drive` moves the
- * file's cell on (stepped or waited for); `op` sends a fenced operation and steps a stepped cell 5 cycles at
- * a time until its reply comes (the core answers in a cycle), awaiting it on a real-time one.
+ * Every test leaves the cell released, injected faults removed and latched faults reset. The fixtures
+ * `drive` (moves the file's cell on: stepped or waited for) and `op` (a fenced operation, stepped until
+ * answered) are harness/fixture.ts's.
  */
-const test = recoveringTest.extend<{ drive: CellDriver; op: Op }>({
-  drive: async ({ target, client, description }, use) => use(driverOf(target, client, description)),
-  op: async ({ cell, drive }, use) => use((name, s, fields) => drive.answer(cell.fenced(name, s, fields), 5)),
-});
-type Op = (name: string, s: Pick<Session, 'session' | 'generation'>, fields?: Record<string, unknown>) => ReturnType<Cell['fenced']>;
+const test = recoveringTest;
 
 const J1 = 1; // axis mask of J1
 
