@@ -611,14 +611,20 @@ export function needsMotion(ctx: { skip: (c: boolean, note?: string) => void }, 
  */
 export const recoveringTest = test.extend<{ recover: void }>({
   recover: [
-    async ({ cell, target, drive, op }, use) => {
+    async ({ cell, target, drive }, use) => {
       await use();
       await cell.cleanup();
-      if (target.abilities.faultInjection) await target.inject({ kind: 'clear' });
+      if (target.abilities.faultInjection) {
+        await target.inject({ kind: 'clear' });
+        // A cleared condition leaves the cell's image in its next cycle, which a stepped cell runs only when
+        // stepped: the next test would meet it otherwise.
+        if (drive.stepped) await drive.elapse(10);
+      }
       const st = await drive.status((x) => x.core !== null && x.core.armed === 0n, 3_000);
       if (st.core && st.core.execution_fault_reasons !== 0n) {
         const s = await cell.grant();
-        await op('reset_fault', s, { axis_mask: 0 });
+        // Answered from an observation newer than the request (document 1 part 4 reset_fault).
+        await drive.answerWithin(cell.fenced('reset_fault', s, { axis_mask: 0 }), 1_000);
         await cell.cleanup();
       }
     },

@@ -218,4 +218,37 @@ describe('driverOf: one test body for a stepped and a real-time cell', () => {
     expect((await r.event(0n, (x) => x.type === 'done', 1_000))?.sequence).toBe(1n);
     expect(rt.sizes).toEqual([]);
   });
+
+  test('answerWithin steps a stepped cell until the reply comes, however many steps the service needed (a reply from a newer observation)', async () => {
+    const c = cell({ clock: 'stepped', cycleNs: 1_000_000n, stepping: true });
+    const d = driverOf(c.target, c.client, c.description);
+    // Answered once 45 cycles have run (as a service answers from the publication after the one it saw
+    // first), whatever the core owed meanwhile: 20 cycles (a fiftieth of 1 s) a step.
+    let resolve!: (v: string) => void;
+    const p = new Promise<string>((r) => (resolve = r));
+    const step = c.target.step!.bind(c.target);
+    c.target.step = async (n: number) => {
+      const now = await step(n);
+      if (c.cycles() >= 45) setImmediate(() => resolve('200'));
+      return now;
+    };
+    expect(await d.answerWithin(p, 1_000)).toBe('200');
+    expect(c.sizes).toEqual([20, 20, 20]);
+  });
+
+  test('answerWithin stops stepping once its budget of cell time ran, then awaits the reply; a real-time cell is never stepped', async () => {
+    const c = cell({ clock: 'stepped', cycleNs: 1_000_000n, stepping: true });
+    const d = driverOf(c.target, c.client, c.description);
+    let resolve!: (v: string) => void;
+    const p = new Promise<string>((r) => (resolve = r));
+    const q = d.answerWithin(p, 100);
+    await new Promise((r) => setTimeout(r, 100));
+    // 100 ms of cell time, 10 cycles a step: no further step while the reply is awaited.
+    expect(c.sizes).toEqual(Array(10).fill(10));
+    resolve('late');
+    expect(await q).toBe('late');
+    const rt = cell({ stepping: true });
+    expect(await driverOf(rt.target, rt.client, rt.description).answerWithin(Promise.resolve('now'), 1_000)).toBe('now');
+    expect(rt.sizes).toEqual([]);
+  });
 });

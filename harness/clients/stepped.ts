@@ -134,6 +134,7 @@ export function driverOf(target: Target, client: ControlClient, description: { [
     return {
       stepped: false,
       answer: (p) => p,
+      answerWithin: (p) => p,
       status: (pred, ms) => waitStatus(client, pred, ms),
       event: (after, pred, ms) => waitForEvent(client, after, pred, ms),
       elapse: (ms) => new Promise((res) => setTimeout(res, ms)),
@@ -156,6 +157,20 @@ export function driverOf(target: Target, client: ControlClient, description: { [
         if (pred(s) || stepped >= budget) return s;
         await step(chunk);
       }
+    },
+    async answerWithin(p, ms) {
+      const budget = cycles(ms);
+      const chunk = chunkOf(ms);
+      let done = false;
+      const settled = p.then(
+        () => (done = true),
+        () => (done = true),
+      );
+      for (let stepped = 0; !done && stepped < budget; stepped += chunk) {
+        await step(chunk);
+        if (!done) await Promise.race([settled, new Promise((res) => setTimeout(res, LOOK_MS).unref())]);
+      }
+      return p;
     },
     async event(after, pred, ms) {
       const budget = cycles(ms);

@@ -68,8 +68,8 @@ async function ready(cell: Cell, drive: CellDriver, op: Op, axes: number): Promi
   const s = await cell.hold({ requested_lease_ms: 2_000 });
   let st: StatusView = await drive.status((x) => x.core !== null, 1_000);
   if ((st.core!.home_valid_mask & 1n) === 0n) {
-    // A native Home is answered when it ends (document 1 part 4 home: "waits up to 60 s"): stepped 20 cycles at a time.
-    const h = await drive.answer(cell.fenced('home', s, { axis_mask: J1 }), 20);
+    // A native Home is answered when it ends (document 1 part 4 home: "waits up to 60 s"), long after its receipt.
+    const h = await drive.answerWithin(cell.fenced('home', s, { axis_mask: J1 }), 60_000);
     expect(h.status, h.reply.error).toBe(200);
   }
   const all = (1 << axes) - 1;
@@ -575,7 +575,7 @@ describe('refusals', () => {
       try {
         // A stepped stack publishes its first status once stepped; a native Home is answered when it ends.
         const st0 = await drive.status((x) => x.core !== null, 1_000);
-        if ((st0.core!.home_valid_mask & 1n) === 0n) expect((await drive.answer(cell.fenced('home', s, { axis_mask: J1 }), 20)).status).toBe(200);
+        if ((st0.core!.home_valid_mask & 1n) === 0n) expect((await drive.answerWithin(cell.fenced('home', s, { axis_mask: J1 }), 60_000)).status).toBe(200);
         const all = (1 << description.axes.length) - 1;
         expect((await op('enable', s, { axis_mask: all })).status).toBe(200);
         expect((await op('arm', s)).status).toBe(200);
