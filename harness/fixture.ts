@@ -8,8 +8,9 @@ import { join } from 'node:path';
 import * as allure from 'allure-js-commons';
 import { afterAll, afterEach, beforeAll, beforeEach, expect as vitestExpect, onTestFinished, test as base } from 'vitest';
 import { HarnessError, verdictOfError } from './errors.ts';
-import { Cell } from './clients/cell.ts';
-import { driverOf } from './clients/stepped.ts';
+import { Cell, type Session } from './clients/cell.ts';
+import { driverOf, type CellDriver } from './clients/stepped.ts';
+import type { CheckedReply } from './oracle/reply.ts';
 import { epochNow, keptLoss, startKeeper } from './clients/keeper.ts';
 import { waitStatus } from './clients/status.ts';
 import { hostBusStall } from './clients/host-stall.ts';
@@ -105,9 +106,16 @@ export function stepsItsCell(): void {
  */
 export type VariantOf = (options: VariantOptions) => Promise<Target>;
 
+/**
+ * A fenced operation of the test's cell and its reply (the `op` fixture): on a stepped cell the clock is
+ * stepped 5 cycles at a time until the reply comes (the core answers in a cycle), on a real-time one the
+ * reply is awaited.
+ */
+export type Op = (operation: string, s: Pick<Session, 'session' | 'generation'>, fields?: Record<string, unknown>) => Promise<CheckedReply>;
+
 export const test = base.extend<{
   $file: { target: Target; description: Description };
-  $test: { perTest: void; sharedSettled: void; client: ControlClient; cell: Cell; variant: VariantOf; traced: void };
+  $test: { perTest: void; sharedSettled: void; client: ControlClient; cell: Cell; drive: CellDriver; op: Op; variant: VariantOf; traced: void };
 }>({
   // First of all (fixtures are set up in this order and torn down in reverse): the target's per-test stacks,
   // where its run has them (its descriptor's recorder: harness/targets/index.ts perTestStacksFixture);
@@ -188,6 +196,14 @@ export const test = base.extend<{
       await cell.cleanup({ resetFaults: failed });
       await target.settle?.();
     }
+  },
+  // How the test moves the file's cell on (harness/clients/stepped.ts driverOf): stepped where the file's
+  // stack runs on the stepped clock (stepsItsCell), waited for in real time everywhere else.
+  drive: async ({ target, client, description }, use) => {
+    await use(driverOf(target, client, description));
+  },
+  op: async ({ cell, drive }: { cell: Cell; drive: CellDriver }, use: (op: Op) => Promise<void>) => {
+    await use((operation, s, fields) => drive.answer(cell.fenced(operation, s, fields), 5));
   },
   // Independent of the file's `target`, so a file of variant tests starts no stack it does not use.
   variant: async ({ skip, onTestFailed }, use) => {
@@ -590,18 +606,25 @@ export function needsMotion(ctx: { skip: (c: boolean, note?: string) => void }, 
 /**
  * `test` for suites that latch faults and inject conditions: after each test the cell is released,
  * injected conditions are removed and latched fault bits are reset (a reset retires its own session),
- * so the next test starts from a clean cell.
+ * so the next test starts from a clean cell. The cell's time is moved on as its clock needs (the `drive`
+ * fixture: a stepped file stack, stepsItsCell, is stepped).
  */
 export const recoveringTest = test.extend<{ recover: void }>({
   recover: [
-    async ({ cell, target, client }, use) => {
+    async ({ cell, target, drive }, use) => {
       await use();
       await cell.cleanup();
-      if (target.abilities.faultInjection) await target.inject({ kind: 'clear' });
-      const st = await waitStatus(client, (x) => x.core !== null && x.core.armed === 0n);
+      if (target.abilities.faultInjection) {
+        await target.inject({ kind: 'clear' });
+        // A cleared condition leaves the cell's image in its next cycle, which a stepped cell runs only when
+        // stepped: the next test would meet it otherwise.
+        if (drive.stepped) await drive.elapse(10);
+      }
+      const st = await drive.status((x) => x.core !== null && x.core.armed === 0n, 3_000);
       if (st.core && st.core.execution_fault_reasons !== 0n) {
         const s = await cell.grant();
-        await cell.fenced('reset_fault', s, { axis_mask: 0 });
+        // Answered from an observation newer than the request (document 1 part 4 reset_fault).
+        await drive.answerWithin(cell.fenced('reset_fault', s, { axis_mask: 0 }), 1_000);
         await cell.cleanup();
       }
     },

@@ -23,10 +23,21 @@ export interface Pace {
    * added back). For conditions that hold once reached: a stepped cell may pass a passing state unseen.
    */
   status(pred: (s: StatusView) => boolean, ms: number): Promise<StatusView>;
+  /**
+   * The reply to `p`, the cell's time moving on meanwhile as a real-time cell's does: on the stepped clock
+   * stepped as `status` steps it, with a moment's look for the reply after each step, until the reply comes
+   * or `ms` of cell time passed, then awaited; awaited otherwise. For a request the service answers from an
+   * observation of the cell newer than the request rather than from a core receipt (document 1 part 4
+   * reset_fault, recovery_status, restore_anchor: within 1 s), which `answer` does not step for (the core
+   * owes nothing meanwhile), and for a long one (a Home, its receipt long before its reply), where `answer`
+   * waits for the receipt's reply before stepping on. How many steps it takes follows the host's timing:
+   * not for a stepped recording replayed step by step (docs/recording.md "The stepped clock").
+   */
+  answerWithin<T>(p: Promise<T>, ms: number): Promise<T>;
 }
 
 /** A real-time cell's pace: replies are awaited, status is polled (waitStatus). */
-const realTime = (client: ControlClient): Pace => ({ answer: (p) => p, status: (pred, ms) => waitStatus(client, pred, ms) });
+const realTime = (client: ControlClient): Pace => ({ answer: (p) => p, answerWithin: (p) => p, status: (pred, ms) => waitStatus(client, pred, ms) });
 
 /** How long a cleanup waits for a stop's drain to end, of the cell's time (ms): the harness's patience. */
 export const DRAIN_MS = 5_000;
@@ -248,7 +259,8 @@ export class Cell {
     await this.drained();
     const b = await grant();
     if (!b) return;
-    await pace.answer(this.fenced('reset_fault', b, { axis_mask: 0 }), 5);
+    // Answered from an observation newer than the request (document 1 part 4 reset_fault).
+    await pace.answerWithin(this.fenced('reset_fault', b, { axis_mask: 0 }), 1_000);
     // A submitted reset retired the session; one refused before it was submitted is released.
     for (const s of this.held.splice(0)) await leaveSession(this.client, s);
   }

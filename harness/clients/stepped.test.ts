@@ -98,9 +98,13 @@ describe('settle: as many steps whatever the service took to answer', () => {
 });
 
 describe('driverOf: one test body for a stepped and a real-time cell', () => {
-  /** A cell whose status reads `n` (cycles run so far) and a target that steps it (when `stepping`). */
-  function cell(o: { clock?: string; cycleNs?: bigint; stepping: boolean }) {
+  /**
+   * A cell whose status reads `n` (cycles run so far) and a target that steps it (when `stepping`); its event
+   * log holds one event of each `events` entry once that many cycles have run (sequence: its place, from 1).
+   */
+  function cell(o: { clock?: string; cycleNs?: bigint; stepping: boolean; events?: Array<{ at: number; type: string }> }) {
     let cycles = 0;
+    const afters: bigint[] = [];
     const sizes: number[] = [];
     const target = {
       name: 'fake',
@@ -119,9 +123,20 @@ describe('driverOf: one test body for a stepped and a real-time cell', () => {
           }
         : {}),
     } as unknown as Target;
-    const client = { status: async () => ({ status: 200, reply: { data: { n: cycles } } }) } as unknown as ControlClient;
+    const log = () => (o.events ?? []).filter((e) => e.at <= cycles).map((e, i) => ({ sequence: BigInt(i + 1), type: e.type, at: e.at }));
+    const client = {
+      status: async () => ({ status: 200, reply: { data: { n: cycles } } }),
+      async get(path: string) {
+        const after = BigInt(/after=(\d+)/.exec(path)![1]!);
+        afters.push(after);
+        const all = log();
+        const events = all.filter((e) => e.sequence > after);
+        const latest = all.at(-1)?.sequence ?? 0n;
+        return { status: 200, reply: { data: { events, next_sequence: events.at(-1)?.sequence ?? after, latest_sequence: latest } } };
+      },
+    } as unknown as ControlClient;
     const description = { ...(o.clock ? { clock: o.clock } : {}), ...(o.cycleNs ? { cycle_ns: o.cycleNs } : {}) };
-    return { target, client, description, sizes, cycles: () => cycles };
+    return { target, client, description, sizes, afters, cycles: () => cycles };
   }
   const n = (s: StatusView) => (s as unknown as { n: number }).n;
 
@@ -173,6 +188,67 @@ describe('driverOf: one test body for a stepped and a real-time cell', () => {
     const rt = cell({ stepping: true });
     const d = driverOf(rt.target, rt.client, rt.description);
     expect(n(await d.status((x) => n(x) === 0, 1_000))).toBe(0);
+    expect(rt.sizes).toEqual([]);
+  });
+
+  test('event: a stepped cell is stepped as status is until the event is in its log, the log read on from where it was left', async () => {
+    const c = cell({ clock: 'stepped', cycleNs: 2_000_000n, stepping: true, events: [{ at: 5, type: 'other' }, { at: 35, type: 'done' }, { at: 36, type: 'done' }] });
+    const d = driverOf(c.target, c.client, c.description);
+    const e = await d.event(0n, (x) => x.type === 'done', 1_000);
+    // 10 cycles (20 ms at 2 ms) a step; the first 'done' is in the log after 40, the earlier event is read once.
+    expect({ sequence: e?.sequence, sizes: c.sizes, afters: c.afters }).toEqual({ sequence: 2n, sizes: [10, 10, 10, 10], afters: [0n, 0n, 1n, 1n, 1n] });
+  });
+
+  test('event: its budget is cell time: undefined once that many cycles have run without the event', async () => {
+    const c = cell({ clock: 'stepped', cycleNs: 250_000n, stepping: true, events: [{ at: 121, type: 'done' }] });
+    const d = driverOf(c.target, c.client, c.description);
+    // 30 ms at 250 us is 120 cycles, stepped 40 at a time: the event of cycle 121 is one cycle too late.
+    expect(await d.event(0n, (x) => x.type === 'done', 30)).toBeUndefined();
+    expect(c.sizes).toEqual([40, 40, 40]);
+  });
+
+  test('elapse runs the cycles of that much cell time on a stepped cell (rounded up), and steps nothing on a real-time one', async () => {
+    const c = cell({ clock: 'stepped', cycleNs: 300_000n, stepping: true });
+    await driverOf(c.target, c.client, c.description).elapse(50);
+    expect(c.sizes).toEqual([167]);
+    const rt = cell({ stepping: true, events: [{ at: 0, type: 'done' }] });
+    const r = driverOf(rt.target, rt.client, rt.description);
+    await r.elapse(1);
+    // Real time: the log is polled (waitForEvent), no step is sent.
+    expect((await r.event(0n, (x) => x.type === 'done', 1_000))?.sequence).toBe(1n);
+    expect(rt.sizes).toEqual([]);
+  });
+
+  test('answerWithin steps a stepped cell until the reply comes, however many steps the service needed (a reply from a newer observation)', async () => {
+    const c = cell({ clock: 'stepped', cycleNs: 1_000_000n, stepping: true });
+    const d = driverOf(c.target, c.client, c.description);
+    // Answered once 45 cycles have run (as a service answers from the publication after the one it saw
+    // first), whatever the core owed meanwhile: 20 cycles (a fiftieth of 1 s) a step.
+    let resolve!: (v: string) => void;
+    const p = new Promise<string>((r) => (resolve = r));
+    const step = c.target.step!.bind(c.target);
+    c.target.step = async (n: number) => {
+      const now = await step(n);
+      if (c.cycles() >= 45) setImmediate(() => resolve('200'));
+      return now;
+    };
+    expect(await d.answerWithin(p, 1_000)).toBe('200');
+    expect(c.sizes).toEqual([20, 20, 20]);
+  });
+
+  test('answerWithin stops stepping once its budget of cell time ran, then awaits the reply; a real-time cell is never stepped', async () => {
+    const c = cell({ clock: 'stepped', cycleNs: 1_000_000n, stepping: true });
+    const d = driverOf(c.target, c.client, c.description);
+    let resolve!: (v: string) => void;
+    const p = new Promise<string>((r) => (resolve = r));
+    const q = d.answerWithin(p, 100);
+    await new Promise((r) => setTimeout(r, 100));
+    // 100 ms of cell time, 10 cycles a step: no further step while the reply is awaited.
+    expect(c.sizes).toEqual(Array(10).fill(10));
+    resolve('late');
+    expect(await q).toBe('late');
+    const rt = cell({ stepping: true });
+    expect(await driverOf(rt.target, rt.client, rt.description).answerWithin(Promise.resolve('now'), 1_000)).toBe('now');
     expect(rt.sizes).toEqual([]);
   });
 });

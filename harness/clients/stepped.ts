@@ -6,6 +6,7 @@
 import type { Cell, Pace, Session } from './cell.ts';
 import type { ControlClient } from './control.ts';
 import { readStatus, waitStatus } from './status.ts';
+import { pollEvents, waitForEvent, type CellEvent } from './events.ts';
 import { HarnessError } from '../errors.ts';
 import type { Target } from '../targets/types.ts';
 import { machineOf } from '../machine.ts';
@@ -116,28 +117,77 @@ async function firstAxisHome(client: ControlClient, valid: bigint | number): Pro
 export interface CellDriver extends Pace {
   /** Whether the cell runs on the stepped clock (its Describe says `clock: stepped` and the target can step it). */
   readonly stepped: boolean;
+  /**
+   * The first event after `after` that `pred` holds for, or undefined once `ms` milliseconds passed without
+   * one: of cell time on the stepped clock (stepped as `status` steps, the event log read between steps), of
+   * wall time otherwise (waitForEvent). An event stays in the log once emitted, so none is missed between
+   * two reads.
+   */
+  event(after: bigint, pred: (e: CellEvent) => boolean, ms: number): Promise<CellEvent | undefined>;
+  /** Let `ms` milliseconds pass: of cell time on the stepped clock (that many cycles, rounded up), of wall time otherwise. */
+  elapse(ms: number): Promise<void>;
 }
 
 export function driverOf(target: Target, client: ControlClient, description: { [k: string]: unknown }): CellDriver {
   const cycleNs = Number(description.cycle_ns ?? 1_000_000);
   if (description.clock !== 'stepped' || !target.stepReport || !(cycleNs > 0)) {
-    return { stepped: false, answer: (p) => p, status: (pred, ms) => waitStatus(client, pred, ms) };
+    return {
+      stepped: false,
+      answer: (p) => p,
+      answerWithin: (p) => p,
+      status: (pred, ms) => waitStatus(client, pred, ms),
+      event: (after, pred, ms) => waitForEvent(client, after, pred, ms),
+      elapse: (ms) => new Promise((res) => setTimeout(res, ms)),
+    };
   }
   const step = stepper(target);
+  const cycles = (ms: number) => Math.ceil((ms * 1e6) / cycleNs);
+  // A fiftieth of the budget between reads, 10 to 100 ms of cell time: a wait of seconds (a program
+  // running to completion) reads status tens of times, not hundreds. The predicate is a condition that
+  // holds once reached (a state, a mask), so it is met at most one chunk late.
+  const chunkOf = (ms: number) => Math.max(1, Math.round((Math.min(100, Math.max(10, ms / 50)) * 1e6) / cycleNs));
   return {
     stepped: true,
     answer: (p, n = 10) => settle(target, p, n),
     async status(pred, ms) {
-      const budget = Math.ceil((ms * 1e6) / cycleNs);
-      // A fiftieth of the budget between reads, 10 to 100 ms of cell time: a wait of seconds (a program
-      // running to completion) reads status tens of times, not hundreds. The predicate is a condition that
-      // holds once reached (a state, a mask), so it is met at most one chunk late.
-      const chunk = Math.max(1, Math.round((Math.min(100, Math.max(10, ms / 50)) * 1e6) / cycleNs));
+      const budget = cycles(ms);
+      const chunk = chunkOf(ms);
       for (let stepped = 0; ; stepped += chunk) {
         const s = await readStatus(client);
         if (pred(s) || stepped >= budget) return s;
         await step(chunk);
       }
+    },
+    async answerWithin(p, ms) {
+      const budget = cycles(ms);
+      const chunk = chunkOf(ms);
+      let done = false;
+      const settled = p.then(
+        () => (done = true),
+        () => (done = true),
+      );
+      for (let stepped = 0; !done && stepped < budget; stepped += chunk) {
+        await step(chunk);
+        if (!done) await Promise.race([settled, new Promise((res) => setTimeout(res, LOOK_MS).unref())]);
+      }
+      return p;
+    },
+    async event(after, pred, ms) {
+      const budget = cycles(ms);
+      const chunk = chunkOf(ms);
+      // The core sends the events of a step's cycles before the step's answer, so the log read after a step
+      // holds them.
+      for (let stepped = 0, cursor = after; ; stepped += chunk) {
+        const b = await pollEvents(client, cursor);
+        const hit = b.events.find(pred);
+        if (hit) return hit;
+        if (b.events.length) cursor = b.next_sequence;
+        if (stepped >= budget) return undefined;
+        await step(chunk);
+      }
+    },
+    async elapse(ms) {
+      await step(cycles(ms));
     },
   };
 }

@@ -2,22 +2,38 @@
 // HandleRecord, Execution, MotionState, PlanCursor; part 3 handle states; part 6 handle and execution
 // events). A trajectory here moves J1 by a small step from where it is held and back; the other axes hold.
 // Tests that energise drives need motion; fault tests need fault injection.
+//
+// The cell is moved through a CellDriver (harness/clients/stepped.ts driverOf; the file declares
+// stepsItsCell, harness/fixture.ts): on the sim target the file's stack runs on the stepped clock and every
+// wait is counted in the cell's own time (a wait of N ms is N ms of cycles at Describe cycle_ns), so a loaded
+// host cannot make an execution, an event or a Home look late; against an external service or a rig the
+// same tests wait in real time, as many milliseconds. What stays host time on either clock: a grant's lease
+// (document 1 part 2 Grant deadline_host_ns, renewed by the keeper's thread in host time) and the service's
+// 1 s wait for a native receipt (docs/profile.md "Trajectories": Uncertain Start), so the tests of a lease
+// and of that bound keep their meaning on the stepped clock.
 
-import { eventCursor, eventsSince, waitForEvent, type CellEvent } from '../../harness/clients/events.ts';
-import { readStatus, waitStatus, type StatusView } from '../../harness/clients/status.ts';
-import { readyStepped, settle } from '../../harness/clients/stepped.ts';
+import { eventCursor, eventsSince, type CellEvent } from '../../harness/clients/events.ts';
+import { readStatus, type StatusView } from '../../harness/clients/status.ts';
+import { readyStepped, settle, type CellDriver } from '../../harness/clients/stepped.ts';
 import { latestSequence, readBatch, recordsSince } from '../../harness/clients/telemetry.ts';
 import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
 import { Cell, type Session } from '../../harness/clients/cell.ts';
 import type { BindingInput, ControlClient } from '../../harness/clients/control.ts';
-import { covers, describe, expect, hostBound, needsFaults, needsMotion, inProfile, profile, recoveringTest, type VariantOf } from '../../harness/fixture.ts';
+import { covers, describe, expect, hostBound, needsFaults, needsMotion, inProfile, profile, recoveringTest, stepsItsCell, type Op, type VariantOf } from '../../harness/fixture.ts';
 import { REQUEST_SCHEMA } from '../../harness/clients/control.ts';
 import { stringifyExact } from '../../harness/oracle/json.ts';
 import { HarnessError } from '../../harness/errors.ts';
 import { createConnection } from 'node:net';
 import { firstAxisUnfit, machineOf, needs } from '../../harness/machine.ts';
+import type { Target } from '../../harness/targets/index.ts';
 
-/** Every test leaves the cell released, injected faults removed and latched faults reset. */
+stepsItsCell();
+
+/**
+ * Every test leaves the cell released, injected faults removed and latched faults reset. The fixtures
+ * `drive` (moves the file's cell on: stepped or waited for) and `op` (a fenced operation, stepped until
+ * answered) are harness/fixture.ts's.
+ */
 const test = recoveringTest;
 
 const J1 = 1; // axis mask of J1
@@ -44,20 +60,24 @@ async function status(client: ControlClient): Promise<Full> {
   return (await readStatus(client)) as unknown as Full;
 }
 
-/** Hold a grant, Home J1 when it has no Home evidence, enable every axis and arm. */
-async function ready(cell: Cell, client: ControlClient, axes: number): Promise<{ s: Session; hold: number[] }> {
+/**
+ * Hold a grant, Home J1 when it has no Home evidence, enable every axis and arm. A stepped stack publishes
+ * its first status once stepped: the first read waits for it (at once on a real-time cell).
+ */
+async function ready(cell: Cell, drive: CellDriver, op: Op, axes: number): Promise<{ s: Session; hold: number[] }> {
   const s = await cell.hold({ requested_lease_ms: 2_000 });
-  let st: StatusView = await status(client);
+  let st: StatusView = await drive.status((x) => x.core !== null, 1_000);
   if ((st.core!.home_valid_mask & 1n) === 0n) {
-    const h = await cell.fenced('home', s, { axis_mask: J1 });
+    // A native Home is answered when it ends (document 1 part 4 home: "waits up to 60 s"), long after its receipt.
+    const h = await drive.answerWithin(cell.fenced('home', s, { axis_mask: J1 }), 60_000);
     expect(h.status, h.reply.error).toBe(200);
   }
   const all = (1 << axes) - 1;
-  const en = await cell.fenced('enable', s, { axis_mask: all });
+  const en = await op('enable', s, { axis_mask: all });
   expect(en.status, en.reply.error).toBe(200);
-  const a = await cell.fenced('arm', s);
+  const a = await op('arm', s);
   expect(a.status, a.reply.error).toBe(200);
-  st = await waitStatus(client, (x) => num(x.core!.axis_enable_mask) === all);
+  st = await drive.status((x) => num(x.core!.axis_enable_mask) === all, 3_000);
   return { s, hold: st.axes.map((x) => num(x.position)) };
 }
 
@@ -98,8 +118,8 @@ function expectPlanSpan(recs: readonly CycleCaptureRecordV2[], exec: readonly Cy
   expect(Number(last.t_ns - first.t_ns), 'core time from the first to the last cycle of the execution, ns').toBeLessThan(span + Number(cycleNs));
 }
 
-async function prepare(cell: Cell, s: Session, pts: unknown[], fields: Record<string, unknown> = {}) {
-  return cell.fenced('prepare_trajectory', s, { axis_mask: J1, points: pts, ...fields });
+async function prepare(op: Op, s: Session, pts: unknown[], fields: Record<string, unknown> = {}) {
+  return op('prepare_trajectory', s, { axis_mask: J1, points: pts, ...fields });
 }
 
 const transitions = (evs: CellEvent[], h: bigint) =>
@@ -125,12 +145,12 @@ describe('prepare, start, complete', () => {
       'field:Request.points',
       'field:Response.handle',
     ),
-    async ({ cell, client, target, description, skip }) => {
+    async ({ cell, client, target, description, skip, drive, op }) => {
       needsMotion({ skip }, target);
       needsJ1(description, skip);
-      const { s, hold } = await ready(cell, client, description.axes.length);
+      const { s, hold } = await ready(cell, drive, op, description.axes.length);
       const cursor = await eventCursor(client);
-      const r = await prepare(cell, s, wiggle(hold));
+      const r = await prepare(op, s, wiggle(hold));
       expect(r.status, r.reply.error).toBe(200);
       const h = r.reply.handle!;
       expect(h).toBeGreaterThan(0n);
@@ -168,17 +188,17 @@ describe('prepare, start, complete', () => {
       'field:PlanCursor.sample_index',
       'field:PlanCursor.native_clock_ns',
     ),
-    async ({ cell, client, target, description, skip }) => {
+    async ({ cell, client, target, description, skip, drive, op }) => {
       needsMotion({ skip }, target);
       needsJ1(description, skip);
-      const { s, hold } = await ready(cell, client, description.axes.length);
+      const { s, hold } = await ready(cell, drive, op, description.axes.length);
       const before = (await status(client)).execution.generation;
       const target_ = hold[0]! + 0.03;
       const pts = points(hold, [0, 0.4], [hold[0]!, target_]);
-      const h = (await prepare(cell, s, pts)).reply.handle!;
+      const h = (await prepare(op, s, pts)).reply.handle!;
       expect((await status(client)).motion).toMatchObject({ queue_depth: 1n });
       const cursor = await eventCursor(client);
-      const r = await cell.fenced('start_trajectory', s, { handle: h });
+      const r = await op('start_trajectory', s, { handle: h });
       expect(r.status, r.reply.error).toBe(200);
       const seq = r.reply.sequence!;
       expect(seq).toBeGreaterThan(0n);
@@ -187,10 +207,10 @@ describe('prepare, start, complete', () => {
       expect(during.motion).toMatchObject({ mode: 2n, state: 3n, trajectory_id: h, done: false, command_sequence: seq, queue_depth: 0n });
       expect(during.plan_cursor!.active_handle).toBe(h);
       expect(during.plan_cursor!.native_clock_ns).toBeGreaterThan(0n);
-      const started = await waitForEvent(client, cursor, (e) => e.type === 'execution_started');
+      const started = await drive.event(cursor, (e) => e.type === 'execution_started', 3_000);
       expect(started, 'an execution_started event within 3 s').not.toBeUndefined();
       expect(started!.execution).toMatchObject({ handle: h, generation: before + 1n, native_sequence: seq });
-      const done = await waitForEvent(client, cursor, (e) => e.type === 'execution_completed', 5_000);
+      const done = await drive.event(cursor, (e) => e.type === 'execution_completed', 5_000);
       expect(done, 'an execution_completed event within 5 s').not.toBeUndefined();
       expect(done!.execution).toMatchObject({ handle: h, generation: before + 1n });
       const st = await status(client);
@@ -202,7 +222,7 @@ describe('prepare, start, complete', () => {
       // the axis really went there and holds it: completed means within the axis's completion tolerance
       // (document 3 limits.completion_tolerance), as the cell was configured
       const tol = needs(skip, machineOf(description).axes[0]!.config?.completionTolerance, 'the run has no machine configuration of this cell: its completion tolerance is not known');
-      const settled = await waitStatus(client, (x) => Math.abs(num(x.axes[0]!.position) - target_) <= tol);
+      const settled = await drive.status((x) => Math.abs(num(x.axes[0]!.position) - target_) <= tol, 3_000);
       expect(Math.abs(num(settled.axes[0]!.position) - target_)).toBeLessThanOrEqual(tol);
     },
   );
@@ -210,18 +230,18 @@ describe('prepare, start, complete', () => {
   test(
     'a point list with velocities is accepted; a second Start of a consumed handle answers handle_consumed',
     covers('field:Point.velocity', 'reason:handle_consumed'),
-    async ({ cell, client, target, description, skip }) => {
+    async ({ cell, client, target, description, skip, drive, op }) => {
       needsMotion({ skip }, target);
       needsJ1(description, skip);
-      const { s, hold } = await ready(cell, client, description.axes.length);
+      const { s, hold } = await ready(cell, drive, op, description.axes.length);
       const zero = hold.map(() => 0);
       const pts = points(hold, [0, 0.15, 0.3], [hold[0]!, hold[0]! + 0.01, hold[0]!], [{ velocity: zero }, { velocity: zero.map((_, i) => (i === 0 ? 0.05 : 0)) }, { velocity: zero }]);
-      const h = (await prepare(cell, s, pts)).reply.handle!;
+      const h = (await prepare(op, s, pts)).reply.handle!;
       const cursor = await eventCursor(client);
-      expect((await cell.fenced('start_trajectory', s, { handle: h })).status).toBe(200);
-      const done = await waitForEvent(client, cursor, (e) => e.type === 'execution_completed', 5_000);
+      expect((await op('start_trajectory', s, { handle: h })).status).toBe(200);
+      const done = await drive.event(cursor, (e) => e.type === 'execution_completed', 5_000);
       expect(done?.execution, 'execution_completed of this handle').toMatchObject({ handle: h });
-      const again = await cell.fenced('start_trajectory', s, { handle: h });
+      const again = await op('start_trajectory', s, { handle: h });
       expect(again.status).toBe(409);
       expect(again.label).toBe('handle_consumed');
     },
@@ -232,10 +252,10 @@ describe('execution in telemetry', () => {
   test(
     'every cycle of the execution: the record names the trajectory, the target follows the Hermite curve of the points, the position stays within the following error bound',
     covers('rule:telemetry.drive_counts'),
-    async ({ cell, client, target, description, skip }) => {
+    async ({ cell, client, target, description, skip, drive, op }) => {
       needsMotion({ skip }, target);
       needsJ1(description, skip);
-      const { s, hold } = await ready(cell, client, description.axes.length);
+      const { s, hold } = await ready(cell, drive, op, description.axes.length);
       const ax = description.axes[0] as unknown as { counts_per_unit: number | bigint; sign: number | bigint; following_error?: number };
       const cpu = num(ax.counts_per_unit) * num(ax.sign);
       // limits.following_error of the first axis, as the cell was configured (document 3 part 2)
@@ -247,12 +267,12 @@ describe('execution in telemetry', () => {
       const q0 = hold[0]!;
       const q1 = q0 + 0.04;
       const T = 0.4;
-      const h = (await prepare(cell, s, points(hold, [0, T], [q0, q1]))).reply.handle!;
+      const h = (await prepare(op, s, points(hold, [0, T], [q0, q1]))).reply.handle!;
       const from = await latestSequence(client);
       const cursor = await eventCursor(client);
-      const st = await cell.fenced('start_trajectory', s, { handle: h });
+      const st = await op('start_trajectory', s, { handle: h });
       expect(st.status).toBe(200);
-      const done = await waitForEvent(client, cursor, (e) => e.type === 'execution_completed', 5_000);
+      const done = await drive.event(cursor, (e) => e.type === 'execution_completed', 5_000);
       expect(done?.execution, 'execution_completed of this handle').toMatchObject({ handle: h, native_sequence: st.reply.sequence });
       const recs: CycleCaptureRecordV2[] = [];
       for (let after = from; ; ) {
@@ -320,10 +340,10 @@ describe('point velocities', () => {
   test(
     'the point velocities shape the curve: two points at the same position with velocities +v and -v bulge out by T v / 4 at mid-interval, every cycle on the Hermite curve of positions and velocities',
     covers('field:Point.velocity', 'profile:trajectory.hermite_velocities'),
-    async ({ cell, client, target, description, skip }) => {
+    async ({ cell, client, target, description, skip, drive, op }) => {
       needsMotion({ skip }, target);
       needsJ1(description, skip);
-      const { s, hold } = await ready(cell, client, description.axes.length);
+      const { s, hold } = await ready(cell, drive, op, description.axes.length);
       const ax = description.axes[0] as unknown as { counts_per_unit: number | bigint; sign: number | bigint };
       const cpu = num(ax.counts_per_unit) * num(ax.sign);
       const cycleNs = machineOf(description).cycleNs;
@@ -334,13 +354,13 @@ describe('point velocities', () => {
       const vel = (x: number) => zero.map((_, i) => (i === 0 ? x : 0));
       // Same position at both ends: a decoder that drops the velocities (or derives them from the positions)
       // interpolates a flat line and never leaves q0.
-      const h = (await prepare(cell, s, points(hold, [0, T], [q0, q0], [{ velocity: vel(v) }, { velocity: vel(-v) }]))).reply.handle!;
+      const h = (await prepare(op, s, points(hold, [0, T], [q0, q0], [{ velocity: vel(v) }, { velocity: vel(-v) }]))).reply.handle!;
       expect(h, 'prepared').toBeGreaterThan(0n);
       const from = await latestSequence(client);
       const cursor = await eventCursor(client);
-      const st = await cell.fenced('start_trajectory', s, { handle: h });
+      const st = await op('start_trajectory', s, { handle: h });
       expect(st.status, st.reply.error).toBe(200);
-      const done = await waitForEvent(client, cursor, (e) => e.type === 'execution_completed', 5_000);
+      const done = await drive.event(cursor, (e) => e.type === 'execution_completed', 5_000);
       expect(done, 'execution_completed within 5 s').not.toBeUndefined();
       expect(done!.execution).toMatchObject({ handle: h });
       const recs = await recordsSince(client, from);
@@ -378,18 +398,18 @@ describe('handle states', () => {
   test(
     'discard retires a prepared handle as discarded; starting or discarding it again answers handle_discarded',
     covers('transition:handle:prepared->discarded:discard', 'reason:handle_discarded'),
-    async ({ cell, client, target, description, skip }) => {
+    async ({ cell, client, target, description, skip, drive, op }) => {
       needsMotion({ skip }, target);
       needsJ1(description, skip);
-      const { s, hold } = await ready(cell, client, description.axes.length);
-      const h = (await prepare(cell, s, wiggle(hold))).reply.handle!;
+      const { s, hold } = await ready(cell, drive, op, description.axes.length);
+      const h = (await prepare(op, s, wiggle(hold))).reply.handle!;
       const cursor = await eventCursor(client);
-      const d = await cell.fenced('discard_trajectory', s, { handle: h });
+      const d = await op('discard_trajectory', s, { handle: h });
       expect(d.status, d.reply.error).toBe(200);
       expect(d.reply.sequence).toBeGreaterThan(0n);
       expect(transitions(await eventsSince(client, cursor), h)).toEqual(['prepared->discarded']);
-      for (const op of ['start_trajectory', 'discard_trajectory']) {
-        const r = await cell.fenced(op, s, { handle: h });
+      for (const name of ['start_trajectory', 'discard_trajectory']) {
+        const r = await op(name, s, { handle: h });
         expect(r.status).toBe(409);
         expect(r.label).toBe('handle_discarded');
       }
@@ -399,16 +419,16 @@ describe('handle states', () => {
   test(
     'a newer preparation supersedes the prepared handle; starting the older one answers handle_superseded',
     covers('transition:handle:prepared->superseded:newer_preparation', 'reason:handle_superseded'),
-    async ({ cell, client, target, description, skip }) => {
+    async ({ cell, client, target, description, skip, drive, op }) => {
       needsMotion({ skip }, target);
       needsJ1(description, skip);
-      const { s, hold } = await ready(cell, client, description.axes.length);
-      const h1 = (await prepare(cell, s, wiggle(hold))).reply.handle!;
+      const { s, hold } = await ready(cell, drive, op, description.axes.length);
+      const h1 = (await prepare(op, s, wiggle(hold))).reply.handle!;
       const cursor = await eventCursor(client);
-      const h2 = (await prepare(cell, s, wiggle(hold, 0.01))).reply.handle!;
+      const h2 = (await prepare(op, s, wiggle(hold, 0.01))).reply.handle!;
       expect(h2).toBeGreaterThan(h1);
       expect(transitions(await eventsSince(client, cursor), h1)).toEqual(['prepared->superseded']);
-      const r = await cell.fenced('start_trajectory', s, { handle: h1 });
+      const r = await op('start_trajectory', s, { handle: h1 });
       expect(r.status).toBe(409);
       expect(r.label).toBe('handle_superseded');
     },
@@ -417,20 +437,20 @@ describe('handle states', () => {
   test(
     'a stop retires the prepared handle; with the next grant, starting it answers handle_retired',
     covers('transition:handle:prepared->retired:stop_or_grant_loss', 'reason:handle_retired'),
-    async ({ cell, client, target, description, skip }) => {
+    async ({ cell, client, target, description, skip, drive, op }) => {
       needsMotion({ skip }, target);
       needsJ1(description, skip);
-      const { s, hold } = await ready(cell, client, description.axes.length);
-      const h = (await prepare(cell, s, wiggle(hold))).reply.handle!;
+      const { s, hold } = await ready(cell, drive, op, description.axes.length);
+      const h = (await prepare(op, s, wiggle(hold))).reply.handle!;
       const cursor = await eventCursor(client);
-      const stop = await cell.fenced('stop', s);
+      const stop = await op('stop', s);
       expect(stop.status).toBe(200);
-      const revoked = await waitForEvent(client, cursor, (e) => e.type === 'grant_revoked');
+      const revoked = await drive.event(cursor, (e) => e.type === 'grant_revoked', 3_000);
       // The stopped grant, its stopping generation (document 1 part 6: grant has generation and stopping).
       expect(revoked?.grant, 'grant_revoked of the stopped grant').toMatchObject({ generation: (stop.reply.data as { generation: bigint }).generation, stopping: false });
       expect(transitions(await eventsSince(client, cursor), h)).toEqual(['prepared->retired']);
       const s2 = await cell.grant();
-      const r = await cell.fenced('start_trajectory', s2, { handle: h });
+      const r = await op('start_trajectory', s2, { handle: h });
       expect(r.status).toBe(409);
       expect(r.label).toBe('handle_retired');
     },
@@ -439,21 +459,21 @@ describe('handle states', () => {
   test(
     'a Start refused for readiness keeps the handle prepared; it starts once the cell is armed',
     covers('transition:handle:prepared->prepared:start_refused', 'rule:op.start.handle_kept', 'reason:not_ready'),
-    async ({ cell, client, target, description, skip }) => {
+    async ({ cell, client, target, description, skip, drive, op }) => {
       needsMotion({ skip }, target);
       needsJ1(description, skip);
-      const { s, hold } = await ready(cell, client, description.axes.length);
-      expect((await cell.fenced('enable', s, { axis_mask: 0 })).status).toBe(200); // disarms
-      const h = (await prepare(cell, s, wiggle(hold))).reply.handle!;
-      const r = await cell.fenced('start_trajectory', s, { handle: h });
+      const { s, hold } = await ready(cell, drive, op, description.axes.length);
+      expect((await op('enable', s, { axis_mask: 0 })).status).toBe(200); // disarms
+      const h = (await prepare(op, s, wiggle(hold))).reply.handle!;
+      const r = await op('start_trajectory', s, { handle: h });
       expect(r.status).toBe(409);
       expect(r.label).toBe('not_ready');
       expect(r.reply.native_result).toMatchObject({ Result: 1, Reason: 2 });
       expect((await status(client)).execution.handles.find((x) => x.handle === h)!.state).toBe('prepared');
       const all = (1 << description.axes.length) - 1;
-      expect((await cell.fenced('enable', s, { axis_mask: all })).status).toBe(200);
-      expect((await cell.fenced('arm', s)).status).toBe(200);
-      const ok = await cell.fenced('start_trajectory', s, { handle: h });
+      expect((await op('enable', s, { axis_mask: all })).status).toBe(200);
+      expect((await op('arm', s)).status).toBe(200);
+      const ok = await op('start_trajectory', s, { handle: h });
       expect(ok.status, ok.reply.error).toBe(200);
     },
   );
@@ -461,22 +481,22 @@ describe('handle states', () => {
   test(
     'while it executes: start again answers handle_started, discard answers handle_active; a stop retires it with execution_aborted',
     covers('reason:handle_started', 'reason:handle_active', 'transition:handle:started->refused:discard', 'transition:handle:started->retired:stop', 'event:execution_aborted', 'profile:events.end_reason'),
-    async ({ cell, client, target, description, skip }) => {
+    async ({ cell, client, target, description, skip, drive, op }) => {
       needsMotion({ skip }, target);
       needsJ1(description, skip);
-      const { s, hold } = await ready(cell, client, description.axes.length);
-      const h = (await prepare(cell, s, points(hold, [0, 3], [hold[0]!, hold[0]! + 0.05]))).reply.handle!;
+      const { s, hold } = await ready(cell, drive, op, description.axes.length);
+      const h = (await prepare(op, s, points(hold, [0, 3], [hold[0]!, hold[0]! + 0.05]))).reply.handle!;
       const cursor = await eventCursor(client);
-      expect((await cell.fenced('start_trajectory', s, { handle: h })).status).toBe(200);
-      const again = await cell.fenced('start_trajectory', s, { handle: h });
+      expect((await op('start_trajectory', s, { handle: h })).status).toBe(200);
+      const again = await op('start_trajectory', s, { handle: h });
       expect(again.status).toBe(409);
       expect(again.label).toBe('handle_started');
-      const d = await cell.fenced('discard_trajectory', s, { handle: h });
+      const d = await op('discard_trajectory', s, { handle: h });
       expect(d.status).toBe(409);
       expect(d.label).toBe('handle_active');
       expect((await status(client)).execution.handles.find((x) => x.handle === h)!.state).toBe('started');
-      expect((await cell.fenced('stop', s)).status).toBe(200);
-      const ab = await waitForEvent(client, cursor, (e) => e.type === 'execution_aborted');
+      expect((await op('stop', s)).status).toBe(200);
+      const ab = await drive.event(cursor, (e) => e.type === 'execution_aborted', 3_000);
       expect(ab!.execution).toMatchObject({ handle: h });
       // The reason names the stop, not a Home that never ran (docs/profile.md "Events").
       await inProfile('profile:events.end_reason', () => expect((ab!.execution as { reason?: string }).reason).toBe('stop'));
@@ -488,15 +508,15 @@ describe('handle states', () => {
   test(
     'a fault while it executes retires it with execution_faulted carrying the fault bits and recovery; Execution.error says native_execution_failed',
     covers('transition:handle:started->retired:fault', 'event:execution_faulted', 'field:Event.execution.fault_bits', 'field:Event.execution.recovery', 'reason:native_execution_failed', 'field:Execution.error'),
-    async ({ cell, client, target, description, skip }) => {
+    async ({ cell, client, target, description, skip, drive, op }) => {
       needsFaults({ skip }, target);
       needsJ1(description, skip);
-      const { s, hold } = await ready(cell, client, description.axes.length);
-      const h = (await prepare(cell, s, points(hold, [0, 3], [hold[0]!, hold[0]! + 0.05]))).reply.handle!;
+      const { s, hold } = await ready(cell, drive, op, description.axes.length);
+      const h = (await prepare(op, s, points(hold, [0, 3], [hold[0]!, hold[0]! + 0.05]))).reply.handle!;
       const cursor = await eventCursor(client);
-      expect((await cell.fenced('start_trajectory', s, { handle: h })).status).toBe(200);
+      expect((await op('start_trajectory', s, { handle: h })).status).toBe(200);
       await target.inject({ kind: 'following_error', axis: 0 });
-      const f = await waitForEvent(client, cursor, (e) => e.type === 'execution_faulted');
+      const f = await drive.event(cursor, (e) => e.type === 'execution_faulted', 3_000);
       expect(f!.execution).toMatchObject({ handle: h, fault_bits: 32n, recovery: ['reset_after_condition_clears'] });
       const st = await status(client);
       expect(st.execution).toMatchObject({ state: 'faulted', error: 'native_execution_failed' });
@@ -509,24 +529,24 @@ describe('refusals', () => {
   test(
     'a Start whose native receipt never comes: fence, the handle retired, and the service stops the grant so the late Start moves nothing',
     covers('reason:fence', 'transition:handle:prepared->retired:stop_or_grant_loss', 'profile:trajectory.uncertain_start'),
-    async ({ cell, client, target, description, skip }) => {
+    async ({ cell, client, target, description, skip, drive, op }) => {
       needsMotion({ skip }, target);
       needsJ1(description, skip);
       needsFaults({ skip }, target);
       needsJ1(description, skip);
-      const { s, hold } = await ready(cell, client, description.axes.length);
-      const h = (await prepare(cell, s, points(hold, [0, 3], [hold[0]!, hold[0]! + 0.05]))).reply.handle!;
+      const { s, hold } = await ready(cell, drive, op, description.axes.length);
+      const h = (await prepare(op, s, points(hold, [0, 3], [hold[0]!, hold[0]! + 0.05]))).reply.handle!;
       const cursor = await eventCursor(client);
       await target.inject({ kind: 'stall_next_command', ms: 1500 }); // past the service's 1 s receipt bound
-      const r = await cell.fenced('start_trajectory', s, { handle: h });
+      const r = await op('start_trajectory', s, { handle: h });
       expect({ status: r.status, label: r.label, native: r.reply.native_result }).toEqual({ status: 409, label: 'fence', native: undefined });
       expect((await status(client)).execution.handles.find((x) => x.handle === h)!.state).toBe('retired');
-      const revoked = await waitForEvent(client, cursor, (e) => e.type === 'grant_revoked', 5_000);
+      const revoked = await drive.event(cursor, (e) => e.type === 'grant_revoked', 5_000);
       // The service's stop after the uncertain Start advanced the generation past the grant's.
       expect(revoked?.grant, 'grant_revoked').toMatchObject({ stopping: false });
       expect((revoked!.grant as { generation: bigint }).generation).toBeGreaterThan(s.generation);
       // the core took the Start after its stall, then the stop: nothing is left moving or armed
-      const st = await waitStatus(client, (x) => x.core!.armed === 0n && (x as unknown as Full).motion?.mode === 0n, 5_000);
+      const st = await drive.status((x) => x.core!.armed === 0n && (x as unknown as Full).motion?.mode === 0n, 5_000);
       expect({ armed: st.core!.armed, mode: (st as unknown as Full).motion!.mode }).toEqual({ armed: 0n, mode: 0n });
     },
   );
@@ -534,7 +554,7 @@ describe('refusals', () => {
   test(
     'authority lost while the Start waits in the core: the handle is retired and the Start answers fence',
     covers('transition:handle:prepared->retired:fence_failure', 'reason:fence'),
-    async ({ cell, client, target, description, skip }) => {
+    async ({ cell, client, target, description, skip, drive, op }) => {
       needsMotion({ skip }, target);
       needsJ1(description, skip);
       needsFaults({ skip }, target);
@@ -546,19 +566,21 @@ describe('refusals', () => {
       // (a lapse that is the host's doing is judged so).
       const s = await cell.hold({ requested_lease_ms: 500n });
       const renew = async () => {
-        const r = await cell.fenced('renew', s);
+        const r = await op('renew', s);
         expect(r.status, r.reply.error).toBe(200);
         return r.reply.data as Record<string, bigint>;
       };
       let h: bigint;
       let hold: number[];
       try {
-        if (((await status(client)).core!.home_valid_mask & 1n) === 0n) expect((await cell.fenced('home', s, { axis_mask: J1 })).status).toBe(200);
+        // A stepped stack publishes its first status once stepped; a native Home is answered when it ends.
+        const st0 = await drive.status((x) => x.core !== null, 1_000);
+        if ((st0.core!.home_valid_mask & 1n) === 0n) expect((await drive.answerWithin(cell.fenced('home', s, { axis_mask: J1 }), 60_000)).status).toBe(200);
         const all = (1 << description.axes.length) - 1;
-        expect((await cell.fenced('enable', s, { axis_mask: all })).status).toBe(200);
-        expect((await cell.fenced('arm', s)).status).toBe(200);
-        hold = (await waitStatus(client, (x) => num(x.core!.axis_enable_mask) === all)).axes.map((x) => num(x.position));
-        const p = await prepare(cell, s, wiggle(hold));
+        expect((await op('enable', s, { axis_mask: all })).status).toBe(200);
+        expect((await op('arm', s)).status).toBe(200);
+        hold = (await drive.status((x) => num(x.core!.axis_enable_mask) === all, 3_000)).axes.map((x) => num(x.position));
+        const p = await prepare(op, s, wiggle(hold));
         expect(p.status, p.reply.error).toBe(200);
         h = p.reply.handle!;
       } finally {
@@ -569,7 +591,7 @@ describe('refusals', () => {
       const lease = Number(g.lease_ms);
       const cursor = await eventCursor(client);
       await target.inject({ kind: 'stall_next_command', ms: lease + 300 });
-      const r = await cell.fenced('start_trajectory', s, { handle: h });
+      const r = await op('start_trajectory', s, { handle: h });
       const startAnswered = performance.now();
       // The Start must reach the service while the last renewal's lease runs (its deadline is no earlier
       // than the renewal's send plus lease_ms, document 1 part 3), so that the service admits it and the
@@ -588,12 +610,12 @@ describe('refusals', () => {
     },
   );
 
-  test('an unknown handle answers unknown_handle', covers('reason:unknown_handle'), async ({ cell, client, target, description, skip }) => {
+  test('an unknown handle answers unknown_handle', covers('reason:unknown_handle'), async ({ cell, client, target, description, skip, drive, op }) => {
     needsMotion({ skip }, target);
     needsJ1(description, skip);
-    const { s } = await ready(cell, client, description.axes.length);
-    for (const op of ['start_trajectory', 'discard_trajectory']) {
-      const r = await cell.fenced(op, s, { handle: 987_654_321n });
+    const { s } = await ready(cell, drive, op, description.axes.length);
+    for (const name of ['start_trajectory', 'discard_trajectory']) {
+      const r = await op(name, s, { handle: 987_654_321n });
       expect(r.status).toBe(409);
       expect(r.label).toBe('unknown_handle');
     }
@@ -602,21 +624,21 @@ describe('refusals', () => {
   test(
     'an identity given at prepare is checked at Start: a different one answers trajectory_identity_mismatch and keeps the handle',
     covers('reason:trajectory_identity_mismatch', 'field:HandleRecord.identity', 'profile:trajectory.identity'),
-    async ({ cell, client, target, description, skip }) => {
+    async ({ cell, client, target, description, skip, drive, op }) => {
       needsMotion({ skip }, target);
       needsJ1(description, skip);
-      const { s, hold } = await ready(cell, client, description.axes.length);
+      const { s, hold } = await ready(cell, drive, op, description.axes.length);
       const identity = { plan_id: 'p1', program_id: 'g1', program_digest: 'd1', trajectory_digest: 't1', source_digest: 's1', normalised_digest: 'n1', manifest_revision: 1n, plan_revision: 3n };
-      const h = (await prepare(cell, s, wiggle(hold), { identity })).reply.handle!;
+      const h = (await prepare(op, s, wiggle(hold), { identity })).reply.handle!;
       const st = await status(client);
       expect(st.execution.handles.find((x) => x.handle === h)!.identity).toEqual(identity);
       expect(st.execution.identity).toEqual(identity); // the prepared execution carries it
       for (const other of [{ ...identity, plan_revision: 4n }, { ...identity, source_digest: 's2' }]) {
-        const r = await cell.fenced('start_trajectory', s, { handle: h, identity: other });
+        const r = await op('start_trajectory', s, { handle: h, identity: other });
         expect(r.status).toBe(409);
         expect(r.label).toBe('trajectory_identity_mismatch');
       }
-      const ok = await cell.fenced('start_trajectory', s, { handle: h, identity });
+      const ok = await op('start_trajectory', s, { handle: h, identity });
       expect(ok.status, ok.reply.error).toBe(200);
     },
   );
@@ -624,17 +646,17 @@ describe('refusals', () => {
   test(
     'a point outside the axis limits answers outside_limits_outward with the native receipt; nothing is prepared',
     covers('reason:outside_limits_outward', 'rule:common_sets.native'),
-    async ({ cell, client, target, description, skip }) => {
+    async ({ cell, client, target, description, skip, drive, op }) => {
       needsMotion({ skip }, target);
       needsJ1(description, skip);
-      const { s, hold } = await ready(cell, client, description.axes.length);
+      const { s, hold } = await ready(cell, drive, op, description.axes.length);
       const max = num(description.axes[0]!.max_position as number | bigint);
-      const r = await prepare(cell, s, points(hold, [0, 1], [hold[0]!, max + 1e-3]));
+      const r = await prepare(op, s, points(hold, [0, 1], [hold[0]!, max + 1e-3]));
       expect(r.status).toBe(409);
       expect(r.label).toBe('outside_limits_outward');
       expect(r.reply.native_result).toMatchObject({ Result: 1, Reason: 8, AxisMask: 1 });
       expect((await status(client)).execution.handles.filter((x) => x.state === 'prepared')).toEqual([]);
-      const atLimit = await prepare(cell, s, points(hold, [0, 30], [hold[0]!, max])); // exactly at the limit is inside
+      const atLimit = await prepare(op, s, points(hold, [0, 30], [hold[0]!, max])); // exactly at the limit is inside
       expect(atLimit.status, atLimit.reply.error).toBe(200);
     },
   );
@@ -655,11 +677,11 @@ describe('refusals', () => {
         : name.startsWith('an io_mask wider')
           ? covers('limit:point_io_bits', 'profile:trajectory.point_rules')
           : profile('profile:trajectory.point_rules');
-    test(`${name} is refused with invalid_request_envelope`, opts, async ({ cell, client, target, description, skip }) => {
+    test(`${name} is refused with invalid_request_envelope`, opts, async ({ cell, client, target, description, skip, drive, op }) => {
       needsMotion({ skip }, target);
       needsJ1(description, skip);
-      const { s, hold } = await ready(cell, client, description.axes.length);
-      const r = await prepare(cell, s, make(hold));
+      const { s, hold } = await ready(cell, drive, op, description.axes.length);
+      const r = await prepare(op, s, make(hold));
       expect(r.status).toBe(409);
       expect(r.label).toBe('invalid_request_envelope');
     });
@@ -668,19 +690,19 @@ describe('refusals', () => {
   test(
     'an intent on a torch-class output answers io_torch_unqualified; on an output that is not configured io_not_configured',
     covers('reason:io_torch_unqualified', 'field:Point.io_mask', 'field:Point.io_values', 'rule:common_sets.io'),
-    async ({ cell, client, target, description, skip }) => {
+    async ({ cell, client, target, description, skip, drive, op }) => {
       needsMotion({ skip }, target);
       needsJ1(description, skip);
-      const { s, hold } = await ready(cell, client, description.axes.length);
+      const { s, hold } = await ready(cell, drive, op, description.axes.length);
       const m = machineOf(description);
       const torchOut = m.torch;
       skip(torchOut === undefined || torchOut.index > 7 || m.outputs.length > 7, `the test needs a torch output among the first eight outputs and a bit past the configured ones; this cell has ${m.outputs.length} outputs${torchOut ? '' : ', no torch'}`);
       const TORCH = 2 ** torchOut!.index;
       const NONE = 2 ** m.outputs.length; // the first bit past the configured outputs
-      const torch = await prepare(cell, s, points(hold, [0, 0.2], [hold[0]!, hold[0]!], [{}, { io_mask: TORCH, io_values: TORCH }]));
+      const torch = await prepare(op, s, points(hold, [0, 0.2], [hold[0]!, hold[0]!], [{}, { io_mask: TORCH, io_values: TORCH }]));
       expect(torch.status).toBe(409);
       expect(torch.label).toBe('io_torch_unqualified');
-      const unconfigured = await prepare(cell, s, points(hold, [0, 0.2], [hold[0]!, hold[0]!], [{}, { io_mask: NONE, io_values: NONE }]));
+      const unconfigured = await prepare(op, s, points(hold, [0, 0.2], [hold[0]!, hold[0]!], [{}, { io_mask: NONE, io_values: NONE }]));
       expect(unconfigured.status).toBe(409);
       expect(unconfigured.label).toBe('io_not_configured');
     },
@@ -689,10 +711,14 @@ describe('refusals', () => {
 
 /**
  * A stack on the stepped clock, J1 homed, every axis enabled and armed: output intents are checked cycle by
- * cycle, so they run where no late wake of a loaded host can move a point past its bound.
+ * cycle, so they run where no late wake of a loaded host can move a point past its bound. The file's own
+ * stack where it runs on that clock (stepsItsCell: the sim target), its fixture cell left released after the
+ * test; elsewhere a variant on it, which a target that cannot step its cell (an external service, a rig, a
+ * recorded run) cannot give: the test skips with the target's reason.
  */
-async function steppedCell(variant: VariantOf, ctx: { skip: (c: boolean, note?: string) => void }) {
-  const t = await variant({ clock: 'stepped' });
+async function steppedCell(ctx: { variant: VariantOf; target: Target; cell: Cell; drive: CellDriver; skip: (c: boolean, note?: string) => void }) {
+  const own = ctx.drive.stepped;
+  const t = own ? ctx.target : await ctx.variant({ clock: 'stepped' });
   needsFaults(ctx, t);
   needsMotion(ctx, t);
   const client = t.client();
@@ -703,25 +729,26 @@ async function steppedCell(variant: VariantOf, ctx: { skip: (c: boolean, note?: 
   // Output intents drive the cell's first output that is not the torch (document 1: torch output is refused everywhere).
   const plain = m.plainOutputs[0];
   ctx.skip(plain === undefined || plain.index > 7, `the output intent tests need a configured non-torch output among the first eight; this cell (${m}) has none`);
-  const cell = new Cell(client, d.binding);
+  const cell = own ? ctx.cell : new Cell(client, d.binding);
   const step = (n: number) => t.step!(n);
   /** Send an operation and step the clock until its reply comes (the core answers in a cycle). */
   const stepped = <T>(p: Promise<T>): Promise<T> => settle(t, p, 5);
+  const op: Op = (name, s, fields) => stepped(cell.fenced(name, s, fields));
   const { s, hold } = await readyStepped(t, cell, client, { axes: d.axes.length });
   const records = (from: bigint) => recordsSince(client, from);
 
-  return { t, client, cell, s, hold, cycleNs: d.cycle_ns, step, stepped, records, CLAMP: 2 ** plain!.index };
+  return { t, client, cell, s, hold, cycleNs: d.cycle_ns, step, stepped, op, records, CLAMP: 2 ** plain!.index };
 }
 
 describe('output intents (stepped clock)', () => {
   test(
     'an ON intent needs io_arm first (io_not_armed, handle kept); once armed it drives the output from its point, and a stop turns it OFF in the next cycle',
     covers('reason:io_not_armed', 'rule:op.stop.outputs_off'),
-    async ({ variant, skip }) => {
-      const { client, cell, s, hold, step, stepped, records, CLAMP, cycleNs } = await steppedCell(variant, { skip });
+    async ({ variant, target, cell: fileCell, drive, skip }) => {
+      const { client, cell, s, hold, step, stepped, op, records, CLAMP, cycleNs } = await steppedCell({ variant, target, cell: fileCell, drive, skip });
       const C = Number(cycleNs);
       const pts = points(hold, [0, 0.05, 5], [hold[0]!, hold[0]!, hold[0]! + 0.02], [{}, { io_mask: CLAMP, io_values: CLAMP }, {}]);
-      const h = (await stepped(prepare(cell, s, pts))).reply.handle!;
+      const h = (await prepare(op, s, pts)).reply.handle!;
       const refused = await stepped(cell.fenced('start_trajectory', s, { handle: h }));
       expect(refused.status).toBe(409);
       expect(refused.label).toBe('io_not_armed');
@@ -755,8 +782,8 @@ describe('output markers and their one-cycle bound', () => {
   test(
     'an intent reached a cycle or more after its point is io_marker_late: not applied, fault bit 10, outputs OFF, execution faulted, io_arm refused until reset; one nanosecond less and it is applied',
     covers('reason:io_marker_late', 'profile:io.marker_late'),
-    async ({ variant, skip }) => {
-      const { t, client, cell, s, hold, cycleNs: CYCLE, step, stepped, records, CLAMP } = await steppedCell(variant, { skip });
+    async ({ variant, target, cell: fileCell, drive, skip }) => {
+      const { t, client, cell, s, hold, cycleNs: CYCLE, step, stepped, op, records, CLAMP } = await steppedCell({ variant, target, cell: fileCell, drive, skip });
       const ms = 1_000_000n;
       expect((await stepped(cell.fenced('io_arm', s))).status).toBe(200);
       // J1 holds still; the clamp goes ON at P and OFF again at the end (4 P). P is 50 ms, or 50 cycles on a
@@ -770,7 +797,7 @@ describe('output markers and their one-cycle bound', () => {
       /** Run the trajectory with the cycle due after L waking `late` ns late; what the cell shows. */
       const run = async (late: bigint) => {
         const cursor = await eventCursor(client);
-        const h = (await stepped(prepare(cell, s, pts))).reply.handle!;
+        const h = (await prepare(op, s, pts)).reply.handle!;
         expect((await stepped(cell.fenced('start_trajectory', s, { handle: h }))).status).toBe(200);
         const now = await step(Math.ceil(12e6 / Number(CYCLE))); // a status publication (every 10 ms of core time) with the plan cursor
         const st = await status(client);
@@ -823,26 +850,27 @@ describe('after halt', () => {
   test(
     'a Start must begin at the held target: a trajectory from where J1 was before is refused not_ready and stays prepared; one from the hold runs',
     covers('rule:op.halt.restart_at_hold', 'reason:not_ready'),
-    async ({ cell, client, target, description, skip }) => {
+    async ({ cell, client, target, description, skip, drive, op }) => {
       needsMotion({ skip }, target);
       needsJ1(description, skip);
-      const { s, hold } = await ready(cell, client, description.axes.length);
-      const a = (await prepare(cell, s, points(hold, [0, 4], [hold[0]!, hold[0]! + 0.3]))).reply.handle!;
-      expect((await cell.fenced('start_trajectory', s, { handle: a })).status).toBe(200);
+      const { s, hold } = await ready(cell, drive, op, description.axes.length);
+      const a = (await prepare(op, s, points(hold, [0, 4], [hold[0]!, hold[0]! + 0.3]))).reply.handle!;
+      expect((await op('start_trajectory', s, { handle: a })).status).toBe(200);
       // Past hold + 0.03 by its commanded position, not only its actual one: the commanded position is
       // within |following error| of the actual, and a host stall of the simulated drive throws the actual
       // ahead of its target for a moment (seen: 0.028 rad ahead after a 63 ms late cycle), which would halt J1
       // before it got there. The halt then holds J1 at or past that commanded position.
-      await waitStatus(client, (x) => num(x.axes[0]!.position) - Math.abs(num((x.axes[0] as { following_error?: number }).following_error ?? 0)) > hold[0]! + 0.03, 5_000);
-      const h = await cell.fenced('halt', s);
+      await drive.status((x) => num(x.axes[0]!.position) - Math.abs(num((x.axes[0] as { following_error?: number }).following_error ?? 0)) > hold[0]! + 0.03, 5_000);
+      const h = await op('halt', s);
       expect(h.status, h.reply.error).toBe(200);
       // Held: the trajectory retired, the lane idle, J1 at rest somewhere along the way (short of the end).
-      const st = await waitStatus(client, (x) => (x as unknown as Full).execution.handles.find((r) => r.handle === a)?.state === 'retired' && (x as unknown as Full).motion?.mode === 0n, 5_000);
+      const st = await drive.status((x) => (x as unknown as Full).execution.handles.find((r) => r.handle === a)?.state === 'retired' && (x as unknown as Full).motion?.mode === 0n, 5_000);
       expect((st as unknown as Full).motion?.mode).toBe(0n);
+      // At rest: the same position 50 ms later (of the cell's time: stepped, or waited for in real time).
       const settled = async () => {
         let last = num((await status(client)).axes[0]!.position);
         for (let k = 0; k < 100; k++) {
-          await new Promise((r) => setTimeout(r, 50));
+          await drive.elapse(50);
           const now = num((await status(client)).axes[0]!.position);
           if (Math.abs(now - last) < 1e-6) return now;
           last = now;
@@ -858,16 +886,16 @@ describe('after halt', () => {
       // refused for readiness, J1 named, the handle kept.
       const fe = machineOf(description).axes[0]!.config?.followingError ?? 0.01;
       const before = Math.min(hold[0]!, held - 2 * fe);
-      const b = (await prepare(cell, s, points(at, [0, 0.3], [before, before + 0.01]))).reply.handle!;
-      const r = await cell.fenced('start_trajectory', s, { handle: b });
+      const b = (await prepare(op, s, points(at, [0, 0.3], [before, before + 0.01]))).reply.handle!;
+      const r = await op('start_trajectory', s, { handle: b });
       expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: 'not_ready' });
       expect(r.reply.native_result).toMatchObject({ Result: 1, Reason: 2, AxisMask: J1 });
       expect((await status(client)).execution.handles.find((x) => x.handle === b)!.state).toBe('prepared');
       // From the held target: it starts and completes.
-      const c = (await prepare(cell, s, points(at, [0, 0.3], [held, held - 0.01]))).reply.handle!;
-      const ok = await cell.fenced('start_trajectory', s, { handle: c });
+      const c = (await prepare(op, s, points(at, [0, 0.3], [held, held - 0.01]))).reply.handle!;
+      const ok = await op('start_trajectory', s, { handle: c });
       expect(ok.status, ok.reply.error).toBe(200);
-      const done = await waitStatus(client, (x) => (x as unknown as Full).execution.handles.find((r) => r.handle === c)?.state === 'consumed', 5_000);
+      const done = await drive.status((x) => (x as unknown as Full).execution.handles.find((r) => r.handle === c)?.state === 'consumed', 5_000);
       expect((done as unknown as Full).execution.handles.find((r) => r.handle === c)!.state).toBe('consumed');
     },
   );
@@ -877,11 +905,11 @@ describe('an ambiguous Start', () => {
   test(
     'the client went away before the reply: handle state, execution generation and incarnations say it started once; the same request_id replays it, a new Start is handle_started',
     covers('rule:client.ambiguous_start', 'rule:idempotency.join_or_replay'),
-    async ({ cell, client, target, description, skip }) => {
+    async ({ cell, client, target, description, skip, drive, op }) => {
       needsMotion({ skip }, target);
       needsJ1(description, skip);
-      const { s, hold } = await ready(cell, client, description.axes.length);
-      const h = (await prepare(cell, s, points(hold, [0, 3], [hold[0]!, hold[0]! + 0.05]))).reply.handle!;
+      const { s, hold } = await ready(cell, drive, op, description.axes.length);
+      const h = (await prepare(op, s, points(hold, [0, 3], [hold[0]!, hold[0]! + 0.05]))).reply.handle!;
       const before = await status(client);
       const d0 = await client.describe();
       // The Start written in full on its own connection, which is closed before any reply can be read.
@@ -891,7 +919,7 @@ describe('an ambiguous Start', () => {
       await new Promise<void>((r) => sock.end(`POST /v1/control HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, () => r()));
       sock.destroy();
       // Reconcile from status (document 1 part 4 "Envelope rules"): the handle's state and the incarnations.
-      const st = (await waitStatus(client, (x) => (x as unknown as Full).execution.handles.find((r) => r.handle === h)?.state !== 'prepared', 3_000)) as unknown as Full;
+      const st = (await drive.status((x) => (x as unknown as Full).execution.handles.find((r) => r.handle === h)?.state !== 'prepared', 3_000)) as unknown as Full;
       const rec = st.execution.handles.find((r) => r.handle === h)!;
       expect(rec.state).toBe('started');
       expect(st.daemon_incarnation).toBe(before.daemon_incarnation);
@@ -903,9 +931,9 @@ describe('an ambiguous Start', () => {
       expect(rec.execution_generation).toBe(before.execution.generation + 1n);
       expect(rec.native_sequence).toBeGreaterThan(0n);
       // The same request again with its request_id replays the outcome; nothing starts twice.
-      const again = await cell.fenced('start_trajectory', s, { handle: h, request_id: 'ambiguous-start' });
+      const again = await op('start_trajectory', s, { handle: h, request_id: 'ambiguous-start' });
       expect({ status: again.status, sequence: again.reply.sequence }).toEqual({ status: 200, sequence: rec.native_sequence });
-      const fresh = await cell.fenced('start_trajectory', s, { handle: h });
+      const fresh = await op('start_trajectory', s, { handle: h });
       expect(fresh.label).toBe('handle_started');
       const after = await status(client);
       expect(after.execution.generation).toBe(before.execution.generation + 1n);
