@@ -570,7 +570,11 @@ function renderFirstScreenMeasurements(ctx: RenderContext): string {
   const rows = shown.map((m) => `<tr class="${m.outcome === 'fail' ? 'm-fail' : ''}"><th>${esc(m.name)}</th><td class="r">${esc(fmtValue(m.value))} ${esc(m.unit)}</td><td>${m.limit ? esc(limitText(m.limit)) : '<span class="muted">no limit</span>'}</td><td>${outcomeBadge(m.outcome)}</td></tr>`);
   const hist = rm?.lateness_histogram ? latenessHistogram(rm.lateness_histogram, rm.lateness_limit_us, 560) : '';
   const fail = failing.length ? `<p class="bad-note small">${failing.length} measurement${plural(failing.length)} of tests outside the limit: ${failing.slice(0, 3).map(({ t, m }) => `${esc(m.name)}${m.axis ? ` ${esc(m.axis)}` : ''} in “${esc(t.name)}”`).join('; ')}${failing.length > 3 ? '…' : ''} (see Failures).</p>` : '';
-  return `<div class="first-m"><h3>Run measurements</h3>${fail}${rows.length ? `<table class="kvt mt">${rows.join('')}</table>` : ''}${hist}</div>`;
+  // The first of them drawn here too, with its limit: the cause beside the verdict, also in a run whose
+  // cells ran on the stepped clock and so have no lateness histogram to show.
+  const first = failing.find(({ t, m }) => m.axis !== undefined && t.evidence?.plots?.some((p) => p.axis === m.axis));
+  const firstPlot = first ? motionPlot(first.t.evidence!.plots!.find((p) => p.axis === first.m.axis)!, `${first.m.axis}: ${first.t.name}`) : '';
+  return `<div class="first-m"><h3>Run measurements</h3>${fail}${firstPlot}${rows.length ? `<table class="kvt mt">${rows.join('')}</table>` : ''}${hist}</div>`;
 }
 
 function renderMeasurements(ctx: RenderContext): string {
