@@ -10,7 +10,7 @@ import { afterAll } from 'vitest';
 import { clientFiles, createPair, issueClient, loadIssuer, makeIntermediate, newKey, renewCrl, revokeSerial } from '../../harness/certs.ts';
 import type { RemoteStack } from '../../harness/targets/remote.ts';
 import { covers, describe, expect, hostBound, inProfile, sharedRemote, test } from '../../harness/fixture.ts';
-import { caOf, clientOf, expectRefused, logLine, plaintext, probe, type ProbeOptions } from './probe.ts';
+import { caOf, clientOf, expectRefused, logLine, plaintext, probe, profileLogLine, type ProbeOptions } from './probe.ts';
 
 let stack: RemoteStack;
 let ca: string;
@@ -51,7 +51,7 @@ async function refusedWithLog(o: Omit<ProbeOptions, 'host' | 'port'>, log: RegEx
   expectRefused(r);
   if (!stack.logged) return;
   if (documented) await logLine(stack, from, documented);
-  await inProfile('profile:remote.refusal_log', () => logLine(stack, from, log));
+  await inProfile('profile:remote.refusal_log', () => profileLogLine(stack, from, log));
 }
 
 describe('remote listener handshake', () => {
