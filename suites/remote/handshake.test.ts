@@ -55,12 +55,14 @@ async function refusedWithLog(o: Omit<ProbeOptions, 'host' | 'port'>, log: RegEx
 }
 
 describe('remote listener handshake', () => {
-  test('a client certificate of the pair gets HTTP over TLS 1.3 at https://127.0.0.1:<port>', covers('rule:transport.remote_listener', 'rule:auth.tls13_client_cert'), async () => {
+  test('a client certificate of the pair gets HTTP over TLS 1.3 at https://127.0.0.1:<port>', covers('rule:transport.remote_listener', 'rule:auth.tls13_client_cert', 'profile:describe.fields'), async () => {
     const r = await probe({ ...at(), ca, ...good, minVersion: 'TLSv1.3' });
     expect(r.status).toBe(200);
     const body = r.bytes.toString('utf8');
     expect(body).toContain('"operation":"describe"');
-    expect(body).toContain(`"pair_id":"${stack.pair.pair_id}"`);
+    // That Describe carries the binding, and so the pair id, is docs/profile.md's field list (document 1
+    // part 2 "Observation types": the complete field list is not shown).
+    await inProfile('profile:describe.fields', () => expect(body).toContain(`"pair_id":"${stack.pair.pair_id}"`));
   });
 
   test('a revoked client serial is refused', covers('rule:auth.crl_every_handshake'), async () => {

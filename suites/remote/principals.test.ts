@@ -98,7 +98,7 @@ describe('session ownership', () => {
     expect((await alice.fenced('release', s)).status).toBe(200);
   });
 
-  test('remote observation endpoints need a certificate but no session; fenced calls need the fence', covers('rule:auth.fence_after_acquire'), async () => {
+  test('remote observation endpoints need a certificate but no session; fenced calls need the fence', covers('rule:auth.fence_after_acquire', 'profile:envelope.missing_field'), async () => {
     const c = alice.client;
     expect((await c.status()).status).toBe(200);
     const ev = await c.get('/v1/events?after=0', 'subscribe_events');
@@ -110,9 +110,10 @@ describe('session ownership', () => {
       expect(tel.status).toBe(200);
       expect(tel.headers['content-type']).toBe('application/octet-stream');
     }
-    // A fenced call without its fence is refused before anything runs.
+    // A fenced call without its fence is refused before anything runs. Which label a required field that
+    // is absent gets is docs/profile.md's ("Envelope check order"): document 1 part 4 gives none.
     const r = await c.op('renew');
     expect(r.status).toBe(409);
-    expect(r.label).toBe('invalid_request_envelope');
+    await inProfile('profile:envelope.missing_field', () => expect(r.label).toBe('invalid_request_envelope'));
   });
 });
