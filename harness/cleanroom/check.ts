@@ -9,8 +9,12 @@
 //   docs/profile.md) are exactly the expected list in fixtures/expectations/cleanroom-informative.json, so a
 //   suite change that turns a difference into a failure, or hides one, is caught too.
 //
-// The clean-room service runs in this process; the run is a child `hil run` writing its reports to a
-// temporary directory (HIL_REPORTS_DIR), so the project's reports/ stay untouched.
+// The clean-room service runs as its own process, as `hil cleanroom serve` with a remote listener on
+// 127.0.0.1 and a free port, on the files of a pair directory the certificate tooling made in the check's
+// temporary directory (its TLS needs an OpenSSL configuration of its own, harness/cleanroom/remote.ts);
+// its log goes to a file there. The run is a child `hil run` that reaches both transports (`--socket`,
+// `--remote-url`, `--remote-pair`, `--service-log`) and writes its reports to the temporary directory
+// (HIL_REPORTS_DIR), so the project's reports/ stay untouched.
 
 import type { CleanroomOlpCell } from './processes.ts';
 import { spawn } from 'node:child_process';
@@ -20,12 +24,15 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hostTooSlowOnly } from '../report/retry-rule.ts';
 import type { RunRecord } from '../report/run-types.ts';
-import { CleanroomService } from './service.ts';
+import { startCleanroomService } from './processes.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** The suite folders whose subject the clean-room service implements (document 1 parts 1, 2, 4, 6). */
-export const CLEANROOM_SUITES = ['suites/envelope', 'suites/grant', 'suites/events', 'suites/capabilities', 'suites/observation'];
+/** The suite folders whose subject the clean-room service implements (document 1 parts 1, 2, 4, 5, 6, 8). */
+export const CLEANROOM_SUITES = ['suites/envelope', 'suites/grant', 'suites/events', 'suites/capabilities', 'suites/observation', 'suites/remote'];
+
+/** The pair the check's certificates are made for (the clean-room service's binding names it too). */
+const PAIR_ID = 'cleanroom-pair';
 
 /** Where the expected profile differences are kept. */
 export const EXPECTED_FILE = join(ROOT, 'fixtures', 'expectations', 'cleanroom-informative.json');
@@ -72,19 +79,26 @@ export async function checkCleanroom(o: CheckOptions = {}): Promise<number> {
   const log = o.log ?? ((l: string) => process.stdout.write(`${l}\n`));
   const dir = mkdtempSync(join(tmpdir(), 'hil-cleanroom-'));
   const reports = join(dir, 'reports');
-  const service = new CleanroomService({ socketDir: join(dir, 'sock') });
+  let service: Awaited<ReturnType<typeof startCleanroomService>> | undefined;
   try {
-    await service.listen();
+    const { createPair } = await import('../certs.ts');
+    const pair = await createPair({ dir: join(dir, 'pair'), pairId: PAIR_ID });
+    const serviceLog = join(dir, 'cleanroom.log');
+    service = await startCleanroomService({ socketDir: join(dir, 'sock'), pair, pairId: PAIR_ID, log: serviceLog });
     const env: NodeJS.ProcessEnv = { ...process.env, HIL_REPORTS_DIR: reports, HIL_PROPERTY_SEED: PROPERTY_SEED };
     // A check started from inside a vitest worker must not hand the nested run the worker's own settings.
-    for (const k of Object.keys(env)) if (k.startsWith('VITEST') || k === 'HIL_TARGET' || k === 'HIL_SOCKET' || k === 'HIL_RUN_DIR') delete env[k];
+    for (const k of Object.keys(env)) if (k.startsWith('VITEST') || k.startsWith('HIL_REMOTE') || ['HIL_TARGET', 'HIL_SOCKET', 'HIL_RUN_DIR', 'HIL_SERVICE_LOG'].includes(k)) delete env[k];
     return await runAndPin({
       name: 'cleanroom check', env, reports, expectedFile: EXPECTED_FILE, update: o.update, log,
-      args: ['run', '--target', 'external', '--socket', service.socketPath, '--no-report', ...(o.suites ?? CLEANROOM_SUITES)],
+      args: [
+        ...['run', '--target', 'external', '--socket', service.control],
+        ...['--remote-url', `https://${service.remote}`, '--remote-pair', pair.dir, '--service-log', serviceLog],
+        ...['--no-report', ...(o.suites ?? CLEANROOM_SUITES)],
+      ],
       notPass: 'the run against the clean-room service is not PASS: a suite asks for more than document 1 says, or the clean-room service broke it',
     });
   } finally {
-    await service.close();
+    await service?.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -5,6 +5,10 @@
 // planner runs each admitted plan in a fresh child process of its own (document 2 part 4), which is why it
 // needs tsx in node's own flags rather than the in-process loader `hil` uses.
 //
+// The clean-room control service (harness/cleanroom/service.ts) runs the same way when its remote listener
+// is wanted: `hil cleanroom serve` in a node of its own, whose OpenSSL configuration keeps TLS session
+// tickets off (startCleanroomService).
+//
 // The clean-room check (startCleanroomPlanner) starts the planner built to JavaScript instead: its server
 // and its planning process bundled with esbuild (they import node's modules only), so that none of the
 // run's planning processes, one per admitted plan, pays tsx's start-up. Same code, same processes.
@@ -48,6 +52,30 @@ function olpArgv(o: { cellsFile: string; plannerUrl?: string; robotStore?: strin
     ...(o.plannerUrl ? ['--planner-url', o.plannerUrl] : []),
     ...(o.robotStore ? ['--robot-store', o.robotStore] : []),
   ];
+}
+
+/** Where `hil cleanroom serve` listens: its control socket and its remote listener's `host:port`. */
+export interface CleanroomServiceProcess {
+  control: string;
+  remote: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The clean-room control service (harness/cleanroom/service.ts) as `hil cleanroom serve` with a remote
+ * listener on 127.0.0.1 and a free port, serving the files of `pair`, its log in the file `log`; node runs
+ * it with the OpenSSL configuration its listener needs (harness/cleanroom/remote.ts), and its stdin is its
+ * lifeline.
+ */
+export async function startCleanroomService(o: { socketDir: string; pair: { ca: string; cert: string; key: string; crl: string }; pairId: string; log: string }): Promise<CleanroomServiceProcess> {
+  const { NO_TICKETS_CNF } = await import('./remote.ts');
+  const argv = [
+    `--openssl-config=${NO_TICKETS_CNF}`, join(ROOT, 'harness', 'bin', 'hil.mjs'), 'cleanroom', 'serve', '--socket-dir', o.socketDir,
+    ...['--remote-listen', '127.0.0.1:0', '--remote-ca', o.pair.ca, '--remote-cert', o.pair.cert, '--remote-key', o.pair.key, '--remote-crl', o.pair.crl],
+    ...['--pair-id', o.pairId, '--log-file', o.log, '--lifeline-stdin'],
+  ];
+  const p = await spawnReady<{ control: string; remote: string }>('the clean-room service', argv, process.env, 60_000);
+  return { control: p.ready.control, remote: p.ready.remote, close: () => p.stop() };
 }
 
 /** Neither server watches a lifeline on stdin: SIGTERM is their orderly stop (the OLP server stops a held lease). */

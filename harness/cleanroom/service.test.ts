@@ -34,10 +34,10 @@ afterAll(async () => {
 const acquire = (fields: Record<string, unknown> = {}) => client.op('acquire', { controller: 'unit', binding, ...fields });
 const fenced = (op: string, s: { session: string; generation: bigint }, fields: Record<string, unknown> = {}) => client.op(op, { session: s.session, generation: s.generation, ...fields });
 
-test('Describe lists the 33 capabilities: the grant operations, describe, status and subscribe_events served, the rest unimplemented with transport none', async () => {
+test('Describe lists the 33 capabilities: the grant operations, describe, status, subscribe_events and resource served, the rest unimplemented with transport none', async () => {
   const caps = ((await client.describe()).reply.data as { capabilities: Array<{ name: string; state: string; transport: string }> }).capabilities;
   expect(caps).toHaveLength(33);
-  expect(caps.filter((c) => c.state !== 'unimplemented').map((c) => c.name).sort()).toEqual(['acquire', 'describe', 'release', 'renew', 'status', 'stop', 'subscribe_events']);
+  expect(caps.filter((c) => c.state !== 'unimplemented').map((c) => c.name).sort()).toEqual(['acquire', 'describe', 'release', 'renew', 'resource', 'status', 'stop', 'subscribe_events']);
   for (const c of caps) if (c.state === 'unimplemented') expect(c.transport).toBe('none');
   const r = await client.op('home', { session: 'a'.repeat(64), generation: 1n, axis_mask: 1n });
   expect([r.status, r.label, r.reply.data]).toEqual([409, 'capability_unimplemented', { name: 'home', state: 'unimplemented', transport: 'none' }]);

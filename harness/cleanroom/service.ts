@@ -4,8 +4,10 @@
 // against it (`hil cleanroom serve`, then `hil run --target external`) shows which tests ask for more than
 // the document says. It implements the envelope rules (part 4), grant authority (acquire, renew, release,
 // stop: generations, sessions, leases, fences; parts 2, 3, 4), Describe, Status and events (poll and SSE,
-// part 6) over HTTP/1.1 on a Unix socket; every other capability is declared `unimplemented` in Describe
-// and answered `capability_unimplemented` (part 1).
+// part 6) over HTTP/1.1 on a Unix socket and, with `--remote-listen`, over HTTPS with mutual TLS 1.3
+// (part 5, part 8 remote timeouts: harness/cleanroom/remote.ts, credentials.ts, connections.ts), where
+// sessions belong to the certificate's principal and `resource` is served; every other capability is
+// declared `unimplemented` in Describe and answered `capability_unimplemented` (part 1).
 //
 // Everything the document states is followed. Where it says "not shown" (or leaves a choice open), this
 // service decides on its own, on purpose often otherwise than docs/profile.md, the way another reasonable
@@ -33,7 +35,26 @@
 // | stop drain                                           | 100 ms (no core to wait for), then grant_revoked      | until the core reports the drain done |
 // | a second stop while one drains                       | accepted, the generation is not advanced again         |                                       |
 // | unknown endpoint                                     | HTTP 409 unknown_endpoint, operation `unknown`         | the same                              |
-// | an unimplemented capability with its own path (telemetry, jog observations, resources, /v1/program) | 409 capability_unimplemented with CapabilityInfo, operation its name | (implemented) |
+// | an unimplemented capability with its own path (telemetry, jog observations, /v1/program) | 409 capability_unimplemented with CapabilityInfo, operation its name | (implemented) |
+// | idle close (part 1, part 8: 90 s)                    | 90 s after the end of the last reply, looked at every 250 ms, on both transports; no Keep-Alive hint (Describe reports the bound) | keepAliveTimeout 89 s, `Keep-Alive: timeout=89` remotely |
+// | `--remote-listen` (part 1 defaults)                  | HOST:PORT, HOST (port 8443) or :PORT (host 127.0.0.1), port 0 a free one; the four files and `--pair-id` required, else a usage error (exit 2) | HOST:PORT with the same defaults |
+// | start-up checks (part 5 item 6, exit 2)              | the four files load as one set: `--remote-ca` exactly one PEM CERTIFICATE, a CA, self-signed; `--remote-cert` (first certificate; the rest its chain) matched by `--remote-key`, whoever issued it; `--remote-crl` exactly one X509 CRL of the CA (issuer and signature), no critical extension not understood, a nextUpdate; and the process sends no session tickets. The CRL's window is judged per handshake, not at start | the server certificate must be the CA's |
+// | session tickets disabled (item 5)                    | SSL_OP_NO_TICKET and no NewSessionTicket: node runs with harness/cleanroom/no-tickets.cnf (NumTickets = 0), checked at start by a handshake of its own | the same, with its own configuration file |
+// | "modification time changes" (item 5)                 | a file's mtime (ns) or inode differs from the last load (a file replaced by rename counts); looked at on every TCP connection | mtime, inode or size |
+// | where a refusal happens                              | failed load or CRL outside its window: on the TCP connection, before any TLS byte; the certificate: after the handshake, closed without an alert or a byte | the same |
+// | client certificate rules beyond items 2 and 3        | not a CA; it and the CA inside their validity; key usage, when present, digitalSignature; extended key usage, when present, clientAuth or any; no critical extension not understood; URIs other than svc-principal and svc-pair ignored | not a CA, issued directly, OpenSSL's verdict |
+// | CRL extensions understood (item 4)                   | CRL number, authority key identifier; entries: reason code, invalidity date; a listed serial is revoked whatever its revocation date; a CRL not yet valid is "remote CRL not current" too | the same list |
+// | handshake time                                       | counted in the header bound (2 s on LAN)                | the same                              |
+// | remote log (one line each)                           | `cleanroom remote: handshake with <addr>:<port> refused: <why>`, `...: credential files changed; loaded again` or `; load failed: <why>; new handshakes are refused until they load`; stderr, or `--log-file` | `remote: refused handshake from ...`, `remote: credentials reloaded` ... |
+// | "65 s write a reply" (part 8)                        | a connection with a request in flight whose outgoing bytes are found queued at every look (250 ms) for 65 s is destroyed: a reply is taken within 65 s however it trickles | cut after 65 s in which no byte moved |
+// | header and request bounds (part 8)                   | Node's headersTimeout and requestTimeout, looked at every 250 ms (Node answers 408) | the same                              |
+// | link profile (part 8 "LAN defaults")                 | `--link-profile lan` (default) or internet: the header bound only | the machine's control.link_profile |
+// | ownership of an ended session (part 5 item 3)        | none: judged for the current grant only (before its generation and before a request_id replay); an ended session answers by its state to anyone | checked first, outlives the grant |
+// | acquire under another owner's request_id             | control_already_owned (acquire never replays, above)    | session_principal_mismatch            |
+// | `resource` (part 4)                                  | implemented, with no compiled resource: remote `GET /v1/resources/<64 hex digits, either case>` is 404 resource_unknown; other text after /v1/resources/ is unknown_endpoint; the Unix socket answers unknown_endpoint | lowercase only; other text resource_unknown |
+// | remote `GET /v1/jog` (part 5: always the WebSocket)  | update_jog's path: 409 capability_unimplemented, no upgrade | the jog WebSocket                     |
+// | browser requests on the remote listener              | served like any other: the client certificate is the authentication | 403 cross_site_request with Origin or a cross-site Sec-Fetch-Site |
+// | Describe's binding pair_id                           | `--pair-id`, `cleanroom-pair` without it               |                                       |
 //
 // The machine (axes, digests, binding) is a small fixed example: three rotary axes and one linear axis.
 
@@ -43,6 +64,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { join } from 'node:path';
 import { canonicalJson, isJsonObject, parseExact, stringifyExact, type JsonExact, type JsonObject } from '../oracle/json.ts';
 import { OracleError } from '../oracle/errors.ts';
+import { watchConnections } from './connections.ts';
+import { CredentialError, loadCredentials, type CredentialFiles } from './credentials.ts';
+import { NO_TICKETS_CNF, RemoteListener, remoteBounds, ticketsDisabled } from './remote.ts';
 
 const REQUEST_SCHEMA = 'svc.rt-control.request.v1';
 const RESPONSE_SCHEMA = 'svc.rt-control.response.v1';
@@ -77,7 +101,7 @@ const CAPABILITIES: ReadonlyArray<[string, string]> = [
   ['io_disarm', 'POST /v1/control'],
   ['resource', 'GET /v1/resources/<sha256>'],
 ];
-const IMPLEMENTED = new Set(['acquire', 'renew', 'release', 'stop', 'describe', 'status', 'subscribe_events']);
+const IMPLEMENTED = new Set(['acquire', 'renew', 'release', 'stop', 'describe', 'status', 'subscribe_events', 'resource']);
 /** Operations POST /v1/control dispatches (part 2: "only POST /v1/control operations dispatch here"). */
 const CONTROL_OPERATIONS = new Set(CAPABILITIES.filter(([, t]) => t.startsWith('POST /v1/control')).map(([n]) => n));
 
@@ -138,10 +162,21 @@ interface Grant {
   drain?: NodeJS.Timeout;
   /** request_id → the decoded request and the final reply (part 4: last 256 outcomes per session). */
   outcomes: Map<string, { payload: string; reply: Reply }>;
+  /** Who acquired it (part 5 items 1 and 3): the local transport, or a remote principal. */
+  owner: Owner;
 }
+
+/** `local` for the Unix socket (part 5 item 1), `principal:<id>` for a remote client certificate (item 3). */
+export type Owner = 'local' | `principal:${string}`;
 
 export interface CleanroomOptions {
   socketDir: string;
+  /** `--pair-id`: the binding's pair id (part 2 Binding) and the pair every client certificate names (part 5 item 3). */
+  pairId?: string;
+  /** The remote listener (part 5): `--remote-listen` and the four credential files. */
+  remote?: { host: string; port: number; files: CredentialFiles; linkProfile?: 'lan' | 'internet' };
+  /** Where the remote listener's lines go (default stderr). */
+  log?: (line: string) => void;
   /** The cell's lease ceiling (part 8: LAN profile 500 ms). */
   leaseCeilingMs?: number;
   /** How long an admitted stop drains before the grant is revoked (default 100 ms). */
@@ -163,12 +198,9 @@ export class CleanroomService {
     { id: 'J3', position_unit: 'rad', min_position: -3.1, max_position: 3.1, native_home: true, counts_per_unit: 81487, sign: 1 },
     { id: 'X1', position_unit: 'm', min_position: 0.05, max_position: 1.45, native_home: true, counts_per_unit: 2000000, sign: 1 },
   ];
-  private readonly binding = {
-    pair_id: 'cleanroom-pair',
-    revision: 3n,
-    configuration_sha256: sha('cleanroom configuration'),
-    machine_sha256: sha('cleanroom machine'),
-  };
+  private readonly binding: { pair_id: string; revision: bigint; configuration_sha256: string; machine_sha256: string };
+  private readonly remote: RemoteListener | undefined;
+  private readonly unwatch: () => void;
   private generation = 0n;
   private grant: Grant | undefined;
   /** Sessions this adapter issued that have ended, and how (part 7: expired vs stale vs never issued). */
@@ -180,8 +212,28 @@ export class CleanroomService {
 
   constructor(private readonly options: CleanroomOptions) {
     this.ceilingMs = options.leaseCeilingMs ?? 500;
-    this.server = createServer({ keepAliveTimeout: Number(IDLE_TIMEOUT_NS / 1_000_000n) }, (req, res) => void this.route(req, res));
+    this.binding = {
+      pair_id: options.pairId ?? 'cleanroom-pair',
+      revision: 3n,
+      configuration_sha256: sha('cleanroom configuration'),
+      machine_sha256: sha('cleanroom machine'),
+    };
+    // keepAliveTimeout 0: Node would close a kept connection a second after it; the watch closes it at 90 s.
+    this.server = createServer({ keepAliveTimeout: 0 }, (req, res) => void this.route(req, res, 'local'));
     this.server.headersTimeout = 10_000;
+    this.unwatch = watchConnections(this.server, { idleMs: Number(IDLE_TIMEOUT_NS / 1_000_000n), checkMs: 250 });
+    const r = options.remote;
+    if (r) {
+      this.remote = new RemoteListener({
+        host: r.host,
+        port: r.port,
+        files: r.files,
+        pairId: this.binding.pair_id,
+        bounds: remoteBounds(r.linkProfile ?? 'lan'),
+        log: options.log ?? ((l) => process.stderr.write(`${l}\n`)),
+        handler: (req, res, principal) => void this.route(req, res, `principal:${principal}`),
+      });
+    } else this.remote = undefined;
     this.keepalive = setInterval(() => this.streams.forEach((s) => s.write(': keepalive\n\n')), 15_000);
     this.keepalive.unref();
     // Part 6: adapter_incarnation_changed once at start, daemon_incarnation_changed once at adapter start.
@@ -192,6 +244,9 @@ export class CleanroomService {
   get socketPath(): string {
     return join(this.options.socketDir, 'control.sock');
   }
+
+  /** Where the remote listener listens (after listen()), `host:port`, or undefined without one. */
+  remoteAddress: string | undefined;
 
   async listen(): Promise<void> {
     const dir = this.options.socketDir;
@@ -206,12 +261,18 @@ export class CleanroomService {
     await new Promise<void>((resolve, reject) => this.server.once('error', reject).listen(this.socketPath, resolve));
     chmodSync(this.socketPath, 0o660);
     symlinkSync('../control.sock', join(dir, 'public', 'control.sock')); // part 1 "Transports"
+    if (this.remote) {
+      const a = await this.remote.listen();
+      this.remoteAddress = `${a.host}:${a.port}`;
+    }
   }
 
   async close(): Promise<void> {
     clearInterval(this.keepalive);
+    this.unwatch();
     for (const g of [this.grant]) if (g) this.clearTimers(g);
     for (const s of this.streams) s.end();
+    await this.remote?.close();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
     rmSync(join(this.options.socketDir, 'public', 'control.sock'), { force: true });
@@ -220,20 +281,25 @@ export class CleanroomService {
 
   // ---- HTTP -------------------------------------------------------------------------------------------
 
-  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /** One request on either transport; `who` is the transport's identity (part 5 items 1 and 3). */
+  private async route(req: IncomingMessage, res: ServerResponse, who: Owner): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const path = url.pathname;
+    const remote = who !== 'local';
     try {
-      if (req.method === 'POST' && path === '/v1/control') return this.send(res, await this.control(req));
+      if (req.method === 'POST' && path === '/v1/control') return this.send(res, await this.control(req, who));
       if (req.method === 'POST' && path === '/v1/program') return this.send(res, unimplemented('prepare_program'));
       if (req.method === 'GET') {
         if (path === '/v1/describe') return this.send(res, ok('describe', this.description()));
         if (path === '/v1/status') return this.send(res, ok('status', this.status()));
         if (path === '/v1/events') return this.send(res, this.poll(url));
         if (path === '/v1/events/stream') return this.stream(url, res);
-        const other = { '/v1/telemetry': 'telemetry', '/v1/telemetry/stream': 'telemetry', '/v1/jog/clock': 'jog_clock', '/v1/jog': 'jog_status', '/v1/jog/ingress': 'jog_ingress' }[path];
+        // GET /v1/jog is jog_status on the Unix socket and the jog WebSocket (update_jog) remotely (part 5).
+        const other = { '/v1/telemetry': 'telemetry', '/v1/telemetry/stream': 'telemetry', '/v1/jog/clock': 'jog_clock', '/v1/jog': remote ? 'update_jog' : 'jog_status', '/v1/jog/ingress': 'jog_ingress' }[path];
         if (other) return this.send(res, unimplemented(other));
-        if (path.startsWith('/v1/resources/')) return this.send(res, unimplemented('resource'));
+        // Resources are remote only (part 4: "remote mutual TLS required"); this cell has none compiled, so
+        // every digest is unknown. A path segment that is not a SHA-256 in hex is not this endpoint.
+        if (remote && /^\/v1\/resources\/[0-9a-fA-F]{64}$/.test(path)) return this.send(res, refusal('resource', new Refusal('resource_unknown', '', undefined, 404)));
       }
       this.send(res, refusal('unknown', new Refusal('unknown_endpoint', `${req.method} ${path}`)));
     } catch (e) {
@@ -269,7 +335,7 @@ export class CleanroomService {
 
   // ---- POST /v1/control -------------------------------------------------------------------------------
 
-  private async control(req: IncomingMessage): Promise<Reply> {
+  private async control(req: IncomingMessage, who: Owner): Promise<Reply> {
     const body = await this.readBody(req);
     if (!body) return refusal('unknown', new Refusal('body_too_large', `more than ${BODY_LIMIT} bytes`, undefined, 413));
     let decoded: JsonExact;
@@ -285,14 +351,14 @@ export class CleanroomService {
     if (!isJsonObject(decoded)) return refusal('unknown', new Refusal('invalid_request_envelope', 'the body is not a JSON object'));
     const asked = typeof decoded.operation === 'string' && decoded.operation !== '' ? decoded.operation : 'unknown';
     try {
-      return this.dispatch(decoded, asked);
+      return this.dispatch(decoded, asked, who);
     } catch (e) {
       if (e instanceof Refusal) return refusal(asked, e);
       throw e;
     }
   }
 
-  private dispatch(raw: JsonObject, asked: string): Reply {
+  private dispatch(raw: JsonObject, asked: string, who: Owner): Reply {
     const unknown = Object.keys(raw).find((k) => !Object.hasOwn(FIELDS, k)); // "__proto__" is a name like any other
     if (unknown !== undefined) throw new Refusal('invalid_request_envelope', `unknown field ${unknown}`);
     // null stands for an absent field, except request_id, which must be non-null (part 2).
@@ -306,12 +372,12 @@ export class CleanroomService {
       if (!hasKind(v, FIELDS[k]!)) throw new Refusal(Object.hasOwn(TYPE_LABEL, k) ? TYPE_LABEL[k]! : 'invalid_request_envelope', `${k} has the wrong type or range`);
     }
     if (!IMPLEMENTED.has(op)) return unimplemented(op);
-    if (op === 'acquire') return this.acquire(r);
+    if (op === 'acquire') return this.acquire(r, who);
     for (const f of ['session', 'generation']) if (!(f in r)) throw new Refusal('invalid_request_envelope', `${op} requires ${f}`);
-    return this.fenced(op, r, raw);
+    return this.fenced(op, r, raw, who);
   }
 
-  private acquire(r: JsonObject): Reply {
+  private acquire(r: JsonObject, who: Owner): Reply {
     if ('session' in r || 'generation' in r) throw new Refusal('invalid_request_envelope', 'session and generation are absent on acquire');
     const controller = r.controller;
     if (typeof controller !== 'string' || Buffer.byteLength(controller) < 1 || Buffer.byteLength(controller) > 63) {
@@ -329,17 +395,20 @@ export class CleanroomService {
     }
     if (this.generation === U64_MAX) throw new Refusal('application_generation_exhausted');
     const lease = Math.min(requested === 0n ? DEFAULT_LEASE_MS : Number(requested), this.ceilingMs);
-    const g: Grant = { session: hex(32), generation: ++this.generation, controller, lease_ms: lease, deadline: 0n, stopping: false, outcomes: new Map() };
+    const g: Grant = { session: hex(32), generation: ++this.generation, controller, lease_ms: lease, deadline: 0n, stopping: false, outcomes: new Map(), owner: who };
     this.grant = g;
     this.extend(g);
     this.publish('grant_acquired', 'grant', this.grantEvent(g));
     return ok('acquire', this.grantData(g));
   }
 
-  private fenced(op: string, r: JsonObject, raw: JsonObject): Reply {
+  private fenced(op: string, r: JsonObject, raw: JsonObject, who: Owner): Reply {
     this.lapse();
     const session = r.session as string;
     const g = this.grant?.session === session ? this.grant : undefined;
+    // Part 5 item 3: the current session is its owner's alone, whatever the generation, and before any
+    // remembered outcome is replayed. An ended session grants nothing to anyone: it answers by its state.
+    if (g && g.owner !== who) return refusal(op, new Refusal('session_principal_mismatch', 'the session belongs to another principal or transport'));
     const id = typeof r.request_id === 'string' ? r.request_id : undefined;
     const payload = canonicalJson(raw);
     if (g && id !== undefined) {
@@ -566,11 +635,26 @@ function unimplemented(name: string): Reply {
   return refusal(name, new Refusal('capability_unimplemented', '', capabilityInfo(name)));
 }
 
-/** `hil cleanroom serve`: start, print one ready line, stop on SIGINT/SIGTERM or when stdin closes. */
+/**
+ * `hil cleanroom serve`: start, print one ready line, stop on SIGINT/SIGTERM or when stdin closes. A remote
+ * listener whose files fail a check of part 5 item 6, or a process whose TLS would send session tickets
+ * (harness/cleanroom/remote.ts), does not start: one line on stderr and exit status 2.
+ */
 export async function serveCleanroom(o: CleanroomOptions & { lifelineStdin?: boolean }): Promise<number> {
-  const svc = new CleanroomService(o);
+  let svc: CleanroomService;
+  try {
+    svc = new CleanroomService(o);
+    if (o.remote) {
+      const { cert, key } = loadCredentials(o.remote.files).tls;
+      if (!(await ticketsDisabled({ cert, key }))) throw new CredentialError(`this process's TLS sends session tickets (part 5 item 5): run node with --openssl-config=${NO_TICKETS_CNF}`);
+    }
+  } catch (e) {
+    if (!(e instanceof CredentialError)) throw e;
+    process.stderr.write(`hil cleanroom serve: cannot start: ${e.message}\n`);
+    return 2;
+  }
   await svc.listen();
-  process.stdout.write(`ready ${JSON.stringify({ control: svc.socketPath, public: join(o.socketDir, 'public', 'control.sock'), pid: process.pid, backend: 'cleanroom' })}\n`);
+  process.stdout.write(`ready ${JSON.stringify({ control: svc.socketPath, public: join(o.socketDir, 'public', 'control.sock'), remote: svc.remoteAddress ?? '', pid: process.pid, backend: 'cleanroom' })}\n`);
   return new Promise((resolve) => {
     let stopping = false;
     const stop = () => {

@@ -83,7 +83,9 @@ ${targets!.targetHelp()}
 Runs the unit tests of the harness and the reference stack, then the conformance suites against the
 simulator, with the traceability gate. This is what npm test runs.`,
   serve: `usage: hil serve --socket-dir DIR [options]   (hil serve --help for the stack's own options)`,
-  cleanroom: `usage: hil cleanroom serve --socket-dir DIR [--lease-ceiling-ms N] [--lifeline-stdin]
+  cleanroom: `usage: hil cleanroom serve --socket-dir DIR [--lease-ceiling-ms N] [--pair-id ID] [--lifeline-stdin]
+           [--remote-listen HOST:PORT --remote-ca F --remote-cert F --remote-key F --remote-crl F
+            --pair-id ID [--link-profile lan|internet] [--log-file FILE]]
        hil cleanroom check [--update] [suite ...]
        hil cleanroom check-olp [--update] [suite ...]
        hil cleanroom serve --planner --store-dir DIR [--port P]
@@ -91,13 +93,16 @@ simulator, with the traceability gate. This is what npm test runs.`,
 
 serve: starts the clean-room control service (harness/cleanroom/service.ts), a second, independent reading
 of document 1 (envelope, grant authority, Describe, Status, events; every other capability unimplemented),
-for running the suites with --target external --socket DIR/control.sock. Prints one ready {...} line;
+for running the suites with --target external --socket DIR/control.sock. With --remote-listen it also
+serves HTTPS with mutual TLS 1.3 on the files of a pair directory (hil certs create-pair): document 1
+part 5, its log on stderr or in --log-file; node then runs with harness/cleanroom/no-tickets.cnf (it
+restarts itself with it), and a failed check of the files is exit status 2. Prints one ready {...} line;
 stops on SIGINT/SIGTERM, and when stdin closes with --lifeline-stdin.
 
-check: starts it, runs suites/envelope, grant, events, capabilities and observation against it through
-hil run --target external (reports in a temporary directory), and exits 0 only when the verdict is PASS
-and the profile differences are exactly fixtures/expectations/cleanroom-informative.json; --update rewrites
-that file from the run instead.
+check: starts it with a remote listener on a fresh pair, runs suites/envelope, grant, events, capabilities,
+observation and remote against it through hil run --target external --remote-url ... (reports in a
+temporary directory), and exits 0 only when the verdict is PASS and the profile differences are exactly
+fixtures/expectations/cleanroom-informative.json; --update rewrites that file from the run instead.
 
 check-olp: the same for document 3: starts a reference stack (hil serve), the weld planner stub and the
 clean-room OLP server (harness/cleanroom/olp/, written from the documents alone, driving the stack as a

@@ -10,7 +10,7 @@ import { afterAll } from 'vitest';
 import { clientFiles, createPair, issueClient, loadIssuer, makeIntermediate, newKey, renewCrl, revokeSerial } from '../../harness/certs.ts';
 import type { RemoteStack } from '../../harness/targets/remote.ts';
 import { covers, describe, expect, hostBound, inProfile, sharedRemote, test } from '../../harness/fixture.ts';
-import { caOf, clientOf, expectRefused, logLine, plaintext, probe, type ProbeOptions } from './probe.ts';
+import { caOf, clientOf, expectRefused, logLine, plaintext, probe, profileLogLine, type ProbeOptions } from './probe.ts';
 
 let stack: RemoteStack;
 let ca: string;
@@ -51,16 +51,18 @@ async function refusedWithLog(o: Omit<ProbeOptions, 'host' | 'port'>, log: RegEx
   expectRefused(r);
   if (!stack.logged) return;
   if (documented) await logLine(stack, from, documented);
-  await inProfile('profile:remote.refusal_log', () => logLine(stack, from, log));
+  await inProfile('profile:remote.refusal_log', () => profileLogLine(stack, from, log));
 }
 
 describe('remote listener handshake', () => {
-  test('a client certificate of the pair gets HTTP over TLS 1.3 at https://127.0.0.1:<port>', covers('rule:transport.remote_listener', 'rule:auth.tls13_client_cert'), async () => {
+  test('a client certificate of the pair gets HTTP over TLS 1.3 at https://127.0.0.1:<port>', covers('rule:transport.remote_listener', 'rule:auth.tls13_client_cert', 'profile:describe.fields'), async () => {
     const r = await probe({ ...at(), ca, ...good, minVersion: 'TLSv1.3' });
     expect(r.status).toBe(200);
     const body = r.bytes.toString('utf8');
     expect(body).toContain('"operation":"describe"');
-    expect(body).toContain(`"pair_id":"${stack.pair.pair_id}"`);
+    // That Describe carries the binding, and so the pair id, is docs/profile.md's field list (document 1
+    // part 2 "Observation types": the complete field list is not shown).
+    await inProfile('profile:describe.fields', () => expect(body).toContain(`"pair_id":"${stack.pair.pair_id}"`));
   });
 
   test('a revoked client serial is refused', covers('rule:auth.crl_every_handshake'), async () => {

@@ -6,6 +6,7 @@ import { connect as netConnect } from 'node:net';
 import { connect as tlsConnect, type SecureVersion, type TLSSocket } from 'node:tls';
 import { expect } from 'vitest';
 import { clientFiles } from '../../harness/certs.ts';
+import { isReferenceTarget } from '../../harness/trace.ts';
 import { startsStacks, type RemoteStack } from '../../harness/targets/remote.ts';
 
 /** The target starts the reference stack (sim, or replay from a recorded run), so tests can start their own. */
@@ -131,4 +132,17 @@ export async function logLine(stack: RemoteStack, from: number, re: RegExp, time
     }
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * A log line in docs/profile.md's wording (profile:remote.refusal_log), for a check inside inProfile. On the
+ * reference stack, logLine as it is. Someone else's service logs in its own words, and waiting out the whole
+ * 3 s for a line that will never come would cost every such check 3 s: once its log has grown since `from`
+ * (it logged the event its way), the wording is judged on what arrived within the next 250 ms.
+ */
+export async function profileLogLine(stack: RemoteStack, from: number, re: RegExp): Promise<string> {
+  if (isReferenceTarget()) return logLine(stack, from, re);
+  const until = Date.now() + 3_000;
+  while (stack.stderr().length <= from && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+  return logLine(stack, from, re, 250);
 }

@@ -11,7 +11,7 @@ import { afterAll } from 'vitest';
 import { clientFiles, createPair, issueClient, renewCrl, revokeSerial, writeAtomic } from '../../harness/certs.ts';
 import type { RemoteStack } from '../../harness/targets/remote.ts';
 import { covers, describe, expect, inProfile, sharedRemote, test } from '../../harness/fixture.ts';
-import { caOf, clientOf, expectRefused, logLine, probe, type ProbeOptions } from './probe.ts';
+import { caOf, clientOf, expectRefused, probe, profileLogLine, type ProbeOptions } from './probe.ts';
 
 let stack: RemoteStack;
 let ca: string;
@@ -36,7 +36,7 @@ const at = (): Pick<ProbeOptions, 'host' | 'port'> => ({ host: stack.host, port:
 async function logged(from: number, ...lines: RegExp[]): Promise<void> {
   if (!stack.logged) return;
   await inProfile('profile:remote.refusal_log', async () => {
-    for (const re of lines) await logLine(stack, from, re);
+    for (const re of lines) await profileLogLine(stack, from, re);
   });
 }
 
