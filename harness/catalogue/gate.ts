@@ -20,7 +20,7 @@ export interface CoverageEntry {
   /** Full names of covering tests (when covered). */
   tests: string[];
   /** Outcome across covering tests in this run: all passed, some failed, all skipped, not run. */
-  outcome?: 'passed' | 'failed' | 'skipped' | 'not_run';
+  outcome?: 'passed' | 'failed' | 'informative' | 'skipped' | 'not_run';
   /** Pending reason (when pending). */
   reason?: string;
 }
@@ -31,6 +31,11 @@ export interface TestTrace {
   fullName: string;
   covers: readonly string[];
   state?: 'passed' | 'failed' | 'skipped' | 'errored' | 'pending';
+  /**
+   * A failed profile test on a target other than the reference stack (harness/report/verdict.ts
+   * informativeOf): it found a decision of ours answered otherwise, not a documented rule broken.
+   */
+  informative?: boolean;
 }
 
 export interface CoverageResult {
@@ -69,8 +74,11 @@ export function computeCoverage(tests: readonly TestTrace[], items: readonly Cat
 }
 
 function outcomeOf(ts: readonly TestTrace[]): CoverageEntry['outcome'] {
-  if (ts.some((t) => t.state === 'failed' || t.state === 'errored')) return 'failed';
+  // An informative failure neither verifies an item nor fails it: the item's other tests decide, and when it
+  // has none that ran, it is informative (a reader sees its tests differ from our decisions, not a failure).
+  if (ts.some((t) => (t.state === 'failed' && !t.informative) || t.state === 'errored')) return 'failed';
   if (ts.some((t) => t.state === 'passed')) return 'passed';
+  if (ts.some((t) => t.state === 'failed')) return 'informative';
   if (ts.every((t) => t.state === 'skipped')) return 'skipped';
   return 'not_run';
 }

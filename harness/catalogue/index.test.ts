@@ -4,6 +4,7 @@
 import { test, expect } from 'vitest';
 import { byId, capability, catalogue, ids, idProblems, layout, limit, reason } from './index.ts';
 import type { CatalogueEntry, Family, LayoutEntry } from './types.ts';
+import { TRACEABLE, computeCoverage, type TestTrace } from './gate.ts';
 
 function of<F extends Family>(family: F): Extract<CatalogueEntry, { family: F }>[] {
   return catalogue.filter((e): e is Extract<CatalogueEntry, { family: F }> => e.family === family);
@@ -234,4 +235,21 @@ test('the documents reserve exactly abort and readiness (state unimplemented, tr
   const reserved = catalogue.filter((e) => e.family === 'capability' && e.state === 'unimplemented');
   expect(reserved.map((e) => (e as { name: string }).name).sort()).toEqual(['abort', 'readiness']);
   for (const e of reserved) expect((e as { transport: string }).transport).toBe('none');
+});
+
+test("a covered item's outcome: a failure or an error fails it; an informative failure (a profile test on someone else's service) neither fails nor verifies it", () => {
+  const item = TRACEABLE.find((e) => e.id.startsWith('reason:'))!;
+  const outcome = (...states: Array<[TestTrace['state'], boolean?]>) =>
+    computeCoverage(
+      states.map(([state, informative], i) => ({ fullName: `t${i}`, covers: [item.id], state, ...(informative ? { informative } : {}) })),
+      [item],
+      {},
+    ).entries[0]!.outcome;
+  expect(outcome(['passed'], ['failed'])).toBe('failed');
+  expect(outcome(['passed'], ['errored'])).toBe('failed');
+  expect(outcome(['passed'], ['failed', true])).toBe('passed');
+  expect(outcome(['skipped'], ['failed', true])).toBe('informative');
+  expect(outcome(['failed', true], ['failed'])).toBe('failed');
+  expect(outcome(['skipped'], ['skipped'])).toBe('skipped');
+  expect(outcome(['pending'])).toBe('not_run');
 });

@@ -106,7 +106,7 @@ ul.plain{padding-left:18px}
 .matrix td{padding:3px 8px}
 .cs,.oc,.cap{font-size:11px;border-radius:10px;padding:1px 8px;font-weight:600}
 .cs-covered{background:#dafbe1;color:#116329} .cs-pending{background:#eaeef2;color:#57606a}
-.oc-passed{color:var(--pass)} .oc-failed{color:#fff;background:var(--fail)} .oc-skipped{color:#7d4e00;background:#fff8c5} .oc-not_run{color:#57606a;background:#eaeef2}
+.oc-passed{color:var(--pass)} .oc-failed{color:#fff;background:var(--fail)} .oc-skipped{color:#7d4e00;background:#fff8c5} .oc-not_run{color:#57606a;background:#eaeef2} .oc-informative{color:#57606a;background:#ddf4ff}
 .cap-implemented{background:#dafbe1;color:#116329} .cap-interim{background:#fff8c5;color:#7d4e00} .cap-test_only{background:#ddf4ff;color:#0550ae} .cap-unimplemented{background:#eaeef2;color:#57606a}
 .reason{color:#57606a;font-style:italic}
 .tests td:nth-child(2){max-width:420px}

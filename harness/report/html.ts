@@ -766,7 +766,7 @@ function renderMatrix(ctx: RenderContext): string {
     ['#d4a72c', 'covered, skipped or not run'],
     ['#d0d7de', 'pending'],
   ])}</p>
-<div class="filter noprint"><input type="search" placeholder="Filter ids, titles, tests…" data-filter="matrix-table" aria-label="Filter the matrix"><select data-filter-state="matrix-table" aria-label="Status"><option value="">all entries</option><option value="covered">covered</option><option value="pending">pending</option><option value="failed">failing</option><option value="not_run">covered, not run</option><option value="skipped">covered, skipped</option></select><span class="muted small" data-filter-count="matrix-table"></span></div>
+<div class="filter noprint"><input type="search" placeholder="Filter ids, titles, tests…" data-filter="matrix-table" aria-label="Filter the matrix"><select data-filter-state="matrix-table" aria-label="Status"><option value="">all entries</option><option value="covered">covered</option><option value="pending">pending</option><option value="failed">failing</option><option value="informative">covered, informative</option><option value="not_run">covered, not run</option><option value="skipped">covered, skipped</option></select><span class="muted small" data-filter-count="matrix-table"></span></div>
 <p class="print-only muted">The paper copy carries the family table above; the matrix of all ${total} entries with their tests or pending reasons is in the HTML file (run.json sha256 ${esc(ctx.runJsonSha256)}).</p>
 <table class="grid matrix" id="matrix-table"><thead><tr><th>Entry</th><th>Title</th><th>Status</th><th>Outcome</th><th>Covering tests / pending reason</th></tr></thead><tbody>${rows.join('\n')}</tbody></table></section>`;
 }

@@ -140,7 +140,7 @@ export class HilReporter implements Reporter {
       tests.push({ file: '', project: '', name: '(unhandled error)', fullName: '(unhandled error)', state: 'errored', duration_ms: 0, covers: [], kind: 'unit', errors: [errorText(e)] });
     }
 
-    const cov = computeCoverage(tests.filter((t) => t.kind !== 'unit').map((t) => ({ fullName: `${t.file} > ${t.fullName}`, covers: t.covers, state: t.state })));
+    const cov = computeCoverage(tests.filter((t) => t.kind !== 'unit').map((t) => ({ fullName: `${t.file} > ${t.fullName}`, covers: t.covers, state: t.state, ...(t.informative ? { informative: true } : {}) })));
     const gateProblems = this.o.gate ? cov.problems : cov.unknownCovered.map((u) => `${u.test} covers ${u.id}, which is not in the catalogue`);
     const count = (s: string) => tests.filter((t) => t.state === s && !t.expected_failure && !t.informative).length;
     const rec: RunRecord = {

@@ -47,7 +47,7 @@ export async function readRunRecord(runJson: string, warnings: string[]): Promis
 
 const STATES: readonly TestState[] = ['passed', 'failed', 'skipped', 'errored'];
 const KINDS: readonly RunTest['kind'][] = ['contract', 'profile', 'unit'];
-const OUTCOMES: readonly NonNullable<CoverageEntry['outcome']>[] = ['passed', 'failed', 'skipped', 'not_run'];
+const OUTCOMES: readonly NonNullable<CoverageEntry['outcome']>[] = ['passed', 'failed', 'informative', 'skipped', 'not_run'];
 
 export function normalizeRun(raw: Record<string, unknown>, warnings: string[]): RunRecord {
   const problems: string[] = [];

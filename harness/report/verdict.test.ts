@@ -127,13 +127,14 @@ test('coverage counts documented items verified by a passing test; profile decis
     cov('reason:c', 'reason', 'covered', 'skipped'),
     cov('reason:d', 'reason', 'covered', 'not_run'),
     cov('reason:e', 'reason', 'pending'),
+    cov('reason:f', 'reason', 'covered', 'informative'),
     cov('profile:p', 'profile', 'covered', 'passed'),
     cov('profile:q', 'profile', 'pending'),
   ];
-  expect(coverageOf(entries)).toEqual({ documented: 5, verified: 1, failing: 1, unverified: 2, pending: 1, profileVerified: 1, profileTotal: 2, complete: false });
+  expect(coverageOf(entries)).toEqual({ documented: 6, verified: 1, failing: 1, differing: 1, unverified: 2, pending: 1, profileVerified: 1, profileTotal: 2, complete: false });
   const v = verdictOf({ tests: [pass], gate: OK, coverage: entries });
-  expect(v.headline).toBe('PASS — 1 of 5 documented items covered');
-  expect(v.completeness).toBe('partial: of the documented items, 1 with no test in this run, 1 with a failing test, 2 whose tests skipped or did not run');
+  expect(v.headline).toBe('PASS — 1 of 6 documented items covered');
+  expect(v.completeness).toBe('partial: of the documented items, 1 with no test in this run, 1 with a failing test, 1 whose only tests that ran answered a profile decision otherwise (informative), 2 whose tests skipped or did not run');
   const all = verdictOf({ tests: [pass], gate: OK, coverage: [cov('reason:a', 'reason', 'covered', 'passed'), cov('profile:q', 'profile', 'pending')] });
   expect(all.coverage.complete).toBe(true);
   expect(all.completeness).toMatch(/^complete/);

@@ -43,6 +43,8 @@ export interface CoverageStatement {
   verified: number;
   /** Documented items whose covering tests include a failure in this run. */
   failing: number;
+  /** Documented items whose only tests that ran are profile tests answered otherwise on another target (informative). */
+  differing: number;
   /** Documented items with covering tests that all skipped or did not run. */
   unverified: number;
   /** Documented items no test covers yet (harness/catalogue/pending.ts). */
@@ -140,6 +142,7 @@ export function verdictOf(run: VerdictInput): RunVerdict {
   const gaps: string[] = [];
   if (coverage.pending) gaps.push(`${coverage.pending} with no test in this run`);
   if (coverage.failing) gaps.push(`${coverage.failing} with a failing test`);
+  if (coverage.differing) gaps.push(`${coverage.differing} whose only tests that ran answered a profile decision otherwise (informative)`);
   if (coverage.unverified) gaps.push(`${coverage.unverified} whose tests skipped or did not run`);
   const completeness = coverage.complete ? 'complete: every documented item is covered by a passing test' : `partial: of the documented items, ${gaps.join(', ')}`;
   return { verdict, exitCode: verdict === 'PASS' ? 0 : 1, reasons, notes, counts, coverage, headline, completeness };
@@ -164,7 +167,7 @@ export function countTests(tests: readonly RunTest[]): VerdictCounts {
 }
 
 export function coverageOf(entries: readonly CoverageEntry[]): CoverageStatement {
-  const s: CoverageStatement = { documented: 0, verified: 0, failing: 0, unverified: 0, pending: 0, profileVerified: 0, profileTotal: 0, complete: false };
+  const s: CoverageStatement = { documented: 0, verified: 0, failing: 0, differing: 0, unverified: 0, pending: 0, profileVerified: 0, profileTotal: 0, complete: false };
   for (const e of entries) {
     if (e.family === 'profile') {
       s.profileTotal++;
@@ -175,6 +178,7 @@ export function coverageOf(entries: readonly CoverageEntry[]): CoverageStatement
     if (e.status !== 'covered') s.pending++;
     else if (e.outcome === 'passed') s.verified++;
     else if (e.outcome === 'failed') s.failing++;
+    else if (e.outcome === 'informative') s.differing++;
     else s.unverified++;
   }
   s.complete = s.documented > 0 && s.verified === s.documented;
