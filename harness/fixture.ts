@@ -20,6 +20,7 @@ import { stringifyExact } from './oracle/json.ts';
 import { isShared, openTarget, perTestStacks, perTestStacksFixture, targetFromEnv, variantsFromEnv, type Target, type VariantOptions } from './targets/index.ts';
 import { enterTest, leaveTest } from './targets/pertest.ts';
 import { forgetDescription, rememberDescription } from './targets/described.ts';
+import { withBinding } from './targets/binding.ts';
 import { cannotStartRemote, startRemoteStack, type RemoteOptions, type RemoteStack } from './targets/remote.ts';
 import { noteStderr, offerInjector, redact } from './evidence.ts';
 import { takeProfileDifferences } from './trace.ts';
@@ -151,7 +152,8 @@ export const test = base.extend<{
       const c = target.client();
       const r = await c.describe();
       if (r.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `describe answered ${r.status} ${r.reply.error}`, { detail: { status: r.status, label: r.label } });
-      const d = r.reply.data as unknown as Description;
+      // Describe's binding, or the run's where Describe reports none (harness/targets/binding.ts).
+      const d = withBinding(r.reply.data as Record<string, unknown>) as unknown as Description;
       // A stack just started publishes its first status after its first cycle, which on a cell of a long
       // cycle (10 ms) can come after a test's first status read; a real-time cell is given that cycle
       // before its first test (bounded: a target whose core never publishes meets its tests as it is). A
@@ -386,7 +388,7 @@ export function sharedVariant<D extends { binding: Description['binding'] } = De
       await target.close();
       throw new HarnessError('HIL_ERR_TARGET_REFUSED', `describe answered ${r.status} ${r.reply.error}`, { detail: { status: r.status, label: r.label } });
     }
-    const description = r.reply.data as unknown as D;
+    const description = withBinding(r.reply.data as Record<string, unknown>) as unknown as D;
     opened = { target, cell: new Cell(client, description.binding, false, driverOf(target, client, description)), description };
   };
   const close = async () => {

@@ -12,6 +12,7 @@ import type { BindingInput } from '../clients/control.ts';
 import { InputError, UsageError, wantsHelp, makeDirs } from './common.ts';
 import { run } from './run.ts';
 import { readRun } from './report.ts';
+import { withBinding } from '../targets/binding.ts';
 
 /** hil nightly: run, soak, compare with the previous night (harness/soak.ts, harness/report/compare.ts). */
 export async function nightly(args: string[]): Promise<number> {
@@ -52,7 +53,7 @@ export async function nightly(args: string[]): Promise<number> {
   const target = await openTarget();
   try {
     const described = await target.client().describe();
-    const d = described.reply.data as unknown as { binding: BindingInput };
+    const d = withBinding(described.reply.data as Record<string, unknown>) as unknown as { binding: BindingInput };
     const soakRecord = minutes > 0 ? await soak(target, d.binding, minutes * 60_000, { rssGrowthMiB }) : undefined;
     soaked = soakRecord;
     if (soakRecord) {

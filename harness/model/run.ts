@@ -14,6 +14,7 @@ import { describeOutcome, endGrant, findLast, initialState, leaseAt, matches, ou
 import { applyRenewals, reconcile, stopCollected } from './observe.ts';
 import { requestOf } from './requests.ts';
 import { RealCell } from './system.ts';
+import { withBinding } from '../targets/binding.ts';
 
 export { configFrom, programUnfit, type Description } from './cell.ts';
 export { ModelMismatch, newStats, type ModelStats, type RunContext } from './context.ts';
@@ -27,7 +28,7 @@ export async function openRun(target: Target, rules: Rules, stats: ModelStats): 
   const client = target.client();
   const dr = await client.describe();
   if (dr.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `describe answered ${dr.status}`);
-  const d = dr.reply.data as unknown as Description;
+  const d = withBinding(dr.reply.data as Record<string, unknown>) as unknown as Description;
   const c = configFrom(d, rules);
   const real = new RealCell(target, client, typeof target.stepReport === 'function', c.cycleNs);
   await real.begin();

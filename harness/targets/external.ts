@@ -97,6 +97,9 @@ export interface ExternalOptions {
   remoteLinkProfile?: string;
   /** The file the service writes its log to. */
   serviceLog?: string;
+  /** The configured pair id and revision of its binding, when Describe does not report them (harness/targets/binding.ts). */
+  pairId?: string;
+  pairRevision?: string;
 }
 
 const EXTERNAL_OPTIONS: readonly TargetOption[] = [
@@ -108,11 +111,16 @@ const EXTERNAL_OPTIONS: readonly TargetOption[] = [
   { key: 'remoteUrl', flag: 'remote-url', value: 'URL', env: 'HIL_REMOTE_URL', help: "the service's remote listener, https://HOST:PORT (remote suites skip without it)" },
   { key: 'remotePair', flag: 'remote-pair', value: 'DIR', env: 'HIL_REMOTE_PAIR', path: true, help: 'the pair directory (hil certs create-pair) whose files that listener serves (README "Your own remote listener")' },
   { key: 'remoteLinkProfile', flag: 'remote-link-profile', value: 'lan|internet', env: 'HIL_REMOTE_LINK_PROFILE', help: "its cell's control.link_profile (default lan): the header read bound judged" },
+  { key: 'pairId', flag: 'pair-id', value: 'ID', env: 'HIL_PAIR_ID', help: "the binding's configured pair id, when Describe does not report it (document 1 part 2 Binding)" },
+  { key: 'pairRevision', flag: 'pair-revision', value: 'N', env: 'HIL_PAIR_REVISION', help: 'the configured pair revision, with --pair-id' },
   { key: 'serviceLog', flag: 'service-log', value: 'FILE', env: 'HIL_SERVICE_LOG', path: true, help: "the service's log file: the remote suites then also read why it refused (informative)" },
 ];
 
-/** Why the remote listener options make no run (a usage error), or undefined. */
-function checkRemote(o: ExternalOptions): string | undefined {
+/** Why the binding and remote listener options make no run (a usage error), or undefined. */
+function checkOptions(o: ExternalOptions): string | undefined {
+  if ((o.pairId === undefined) !== (o.pairRevision === undefined)) return '--pair-id and --pair-revision go together: the binding needs both (document 1 part 2)';
+  if (o.pairRevision !== undefined && !/^[1-9][0-9]{0,19}$/.test(o.pairRevision)) return `--pair-revision ${o.pairRevision}: a nonzero uint64 (document 1 part 2 Binding)`;
+  if (o.pairRevision !== undefined && BigInt(o.pairRevision) > (1n << 64n) - 1n) return `--pair-revision ${o.pairRevision}: a nonzero uint64 (document 1 part 2 Binding)`;
   if (o.remotePair !== undefined && o.remoteUrl === undefined) return '--remote-pair needs --remote-url URL: the listener that serves the pair';
   if (o.remoteLinkProfile !== undefined && o.remoteUrl === undefined) return '--remote-link-profile needs --remote-url URL: the listener it describes';
   if (o.remoteUrl === undefined) return undefined;
@@ -143,9 +151,11 @@ export const externalTarget: TargetDescriptor<ExternalOptions> = {
       ...(str(v.remotePair) ? { remotePair: str(v.remotePair) } : {}),
       ...(str(v.remoteLinkProfile) ? { remoteLinkProfile: str(v.remoteLinkProfile) } : {}),
       ...(str(v.serviceLog) ? { serviceLog: str(v.serviceLog) } : {}),
+      ...(str(v.pairId) ? { pairId: str(v.pairId) } : {}),
+      ...(str(v.pairRevision) ? { pairRevision: str(v.pairRevision) } : {}),
     };
   },
-  check: checkRemote,
+  check: checkOptions,
   async open(o) {
     if (!o.socket) throw new HarnessError('HIL_ERR_TARGET_OPTION', 'the external target needs --socket PATH (HIL_SOCKET)');
     try {
@@ -160,7 +170,7 @@ export const externalTarget: TargetDescriptor<ExternalOptions> = {
   // Someone else's remote listener at HIL_REMOTE_URL, serving the files of the pair at HIL_REMOTE_PAIR.
   remoteListener: (o): RemoteListener | string => {
     if (o.remoteUrl === undefined) return 'target external reaches no remote listener: give --remote-url URL and --remote-pair DIR (README "Your own remote listener")';
-    const why = checkRemote(o);
+    const why = checkOptions(o);
     if (why !== undefined) return why;
     if (!o.socket) return 'the external target needs --socket PATH (HIL_SOCKET)';
     return {

@@ -1,7 +1,8 @@
 // Someone else's remote listener (harness/targets/remote.ts, the external target's remoteListener): the
 // usage errors of its options, which stacks a remote suite may take from it and why not, and the stack the
 // suites get: the address of the URL, the pair directory's files and pair id, no stepped clock, and only
-// the log lines written after it was opened.
+// the log lines written after it was opened; and the binding the suites acquire with where Describe reports
+// none (harness/targets/binding.ts).
 
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
@@ -14,6 +15,7 @@ import { UsageError } from '../cli/common.ts';
 import { clientFiles, createPair } from '../certs.ts';
 import { TARGETS, validate } from './index.ts';
 import { cannotStartRemote, startRemoteStack } from './remote.ts';
+import { describedBinding, withBinding } from './binding.ts';
 import type { TargetDescriptor } from './types.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'hil-remote-test-'));
@@ -142,5 +144,28 @@ describe('the stack the suites get', () => {
       vi.unstubAllEnvs();
       await new Promise((r) => server.close(r));
     }
+  });
+});
+
+describe('the binding the suites acquire with', () => {
+  const described = () => ({ configuration_sha256: 'c'.repeat(64), machine_sha256: 'm'.repeat(64) });
+  test("Describe's own when it reports one; else the run's pair id and revision with Describe's digests, marked as supplied; neither is the run's error", () => {
+    const own = { ...described(), binding: { pair_id: 'cell-9', revision: 4n, configuration_sha256: 'x'.repeat(64) } };
+    expect(withBinding(own, ext({ HIL_PAIR_ID: 'other', HIL_PAIR_REVISION: '7' })).binding).toEqual(own.binding);
+    expect(describedBinding(own)).toBe(true);
+    const bare = withBinding(described(), ext({ HIL_PAIR_ID: 'cell-ext-07', HIL_PAIR_REVISION: '18446744073709551615' }));
+    expect(bare.binding).toEqual({ pair_id: 'cell-ext-07', revision: 18446744073709551615n, configuration_sha256: 'c'.repeat(64), machine_sha256: 'm'.repeat(64) });
+    expect(describedBinding(bare)).toBe(false);
+    expect(() => withBinding(described(), ext())).toThrow(/^HIL_ERR_TARGET_OPTION: Describe reports no binding .* give --pair-id ID and --pair-revision N/);
+    expect(() => withBinding({}, ext({ HIL_PAIR_ID: 'a', HIL_PAIR_REVISION: '1' }))).toThrow(/no configuration_sha256/);
+  });
+
+  test('--pair-id and --pair-revision go together, the revision a nonzero uint64', async () => {
+    expect(await usage({ 'pair-id': 'cell-1' })).toBe('--pair-id and --pair-revision go together: the binding needs both (document 1 part 2)');
+    expect(await usage({ 'pair-revision': '2' })).toBe('--pair-id and --pair-revision go together: the binding needs both (document 1 part 2)');
+    for (const r of ['0', '-1', '1.5', '18446744073709551616', 'x']) expect(await usage({ 'pair-id': 'cell-1', 'pair-revision': r })).toBe(`--pair-revision ${r}: a nonzero uint64 (document 1 part 2 Binding)`);
+    const env: NodeJS.ProcessEnv = {};
+    await applyTargetFlags('external', { socket: dir, 'pair-id': 'cell-1', 'pair-revision': '18446744073709551615' }, env);
+    expect(env).toMatchObject({ HIL_PAIR_ID: 'cell-1', HIL_PAIR_REVISION: '18446744073709551615' });
   });
 });

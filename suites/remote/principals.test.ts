@@ -8,6 +8,7 @@ import { pollTelemetry } from '../../harness/clients/telemetry.ts';
 import { served, servedOf } from '../../harness/served.ts';
 import type { RemoteStack } from '../../harness/targets/remote.ts';
 import { covers, describe, expect, inProfile, profile, sharedRemote, test } from '../../harness/fixture.ts';
+import { withBinding } from '../../harness/targets/binding.ts';
 
 let stack: RemoteStack;
 let alice: Cell;
@@ -21,7 +22,8 @@ let described: { capabilities: Array<{ name: string; state: string }> };
 sharedRemote(async (open) => {
   stack = await open({ cycleFree: true });
   const a = await stack.client('alice');
-  const d = (await a.describe()).reply.data as unknown as { binding: { pair_id: string; revision: bigint; configuration_sha256: string }; capabilities: Array<{ name: string; state: string }> };
+  // Describe's binding, or the run's where Describe reports none (harness/targets/binding.ts).
+  const d = withBinding((await a.describe()).reply.data as Record<string, unknown>) as ReturnType<typeof withBinding> & { capabilities: Array<{ name: string; state: string }> };
   described = d;
   alice = new Cell(a, d.binding);
   bob = new Cell(await stack.client('bob'), d.binding);
