@@ -56,6 +56,7 @@ export const PROFILE: readonly RuleEntry[] = [
   p('remote.refusal_log', 1, 'Remote listener', 'every refused remote handshake is one service log line "remote: refused handshake from <addr>: <why>"'),
   p('remote.ownership_first', 1, 'Session ownership', 'ownership is checked right after the session is known to the adapter, before its state; it outlives the grant'),
   p('remote.acquire_replay_owner', 1, 'Session ownership', 'an acquire retried under another owner\'s request_id answers session_principal_mismatch instead of replaying the grant'),
+  p('remote.startup_lines', 1, 'Remote listener', 'each failed start-up check is one stderr line naming the flag and the problem; remote flags without --remote-listen and a remote jog flag that is not a decimal uint64 are failed checks too (exit status 2)'),
   p('remote.idle_hint', 1, 'Remote listener', 'every remote reply announces Keep-Alive: timeout=89, a second under the 90 s idle close'),
   p('remote.resource_digest', 1, 'Remote listener', 'GET /v1/resources/<64 lowercase hex>; any other digest text is resource_unknown; the local socket answers unknown_endpoint'),
   p('remote_jog.pre_upgrade', 1, 'Remote jog', 'remote GET /v1/jog checks before the upgrade, in order: method and path, upgrade headers, query (exactly session, decimal generation and jog_generation) 400; shutdown or no independent lane 503; fence 403 or 409 control_session_stale; jog generation 409 jog_session_stale; text/plain, label first'),

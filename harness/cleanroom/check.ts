@@ -13,7 +13,8 @@
 // 127.0.0.1 and a free port, on the files of a pair directory the certificate tooling made in the check's
 // temporary directory (its TLS needs an OpenSSL configuration of its own, harness/cleanroom/remote.ts);
 // its log goes to a file there. The run is a child `hil run` that reaches both transports (`--socket`,
-// `--remote-url`, `--remote-pair`, `--service-log`) and writes its reports to the temporary directory
+// `--remote-url`, `--remote-pair`, `--service-log`), starts the clean room itself with flags of the
+// start-up tests' choosing (`--serve-command`), and writes its reports to the temporary directory
 // (HIL_REPORTS_DIR), so the project's reports/ stay untouched.
 
 import type { CleanroomOlpCell } from './processes.ts';
@@ -27,6 +28,9 @@ import type { RunRecord } from '../report/run-types.ts';
 import { startCleanroomService } from './processes.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** A word of a shell command line: quoted. */
+const shellWord = (s: string): string => `'${s.replaceAll("'", "'\\''")}'`;
 
 /** The suite folders whose subject the clean-room service implements (document 1 parts 1, 2, 4, 5, 6, 8). */
 export const CLEANROOM_SUITES = ['suites/envelope', 'suites/grant', 'suites/events', 'suites/capabilities', 'suites/observation', 'suites/remote'];
@@ -87,12 +91,13 @@ export async function checkCleanroom(o: CheckOptions = {}): Promise<number> {
     service = await startCleanroomService({ socketDir: join(dir, 'sock'), pair, pairId: PAIR_ID, log: serviceLog });
     const env: NodeJS.ProcessEnv = { ...process.env, HIL_REPORTS_DIR: reports, HIL_PROPERTY_SEED: PROPERTY_SEED };
     // A check started from inside a vitest worker must not hand the nested run the worker's own settings.
-    for (const k of Object.keys(env)) if (k.startsWith('VITEST') || k.startsWith('HIL_REMOTE') || ['HIL_TARGET', 'HIL_SOCKET', 'HIL_RUN_DIR', 'HIL_SERVICE_LOG'].includes(k)) delete env[k];
+    for (const k of Object.keys(env)) if (k.startsWith('VITEST') || k.startsWith('HIL_REMOTE') || ['HIL_TARGET', 'HIL_SOCKET', 'HIL_RUN_DIR', 'HIL_SERVICE_LOG', 'HIL_SERVE_COMMAND'].includes(k)) delete env[k];
     return await runAndPin({
       name: 'cleanroom check', env, reports, expectedFile: EXPECTED_FILE, update: o.update, log,
       args: [
         ...['run', '--target', 'external', '--socket', service.control],
         ...['--remote-url', `https://${service.remote}`, '--remote-pair', pair.dir, '--service-log', serviceLog],
+        ...['--serve-command', `${shellWord(process.execPath)} ${shellWord(join(ROOT, 'harness', 'bin', 'hil.mjs'))} cleanroom serve --socket-dir {socket_dir}`],
         ...['--no-report', ...(o.suites ?? CLEANROOM_SUITES)],
       ],
       notPass: 'the run against the clean-room service is not PASS: a suite asks for more than document 1 says, or the clean-room service broke it',

@@ -100,6 +100,8 @@ export interface ExternalOptions {
   /** The configured pair id and revision of its binding, when Describe does not report them (harness/targets/binding.ts). */
   pairId?: string;
   pairRevision?: string;
+  /** A shell command that starts the service, `{socket_dir}` standing for its socket directory. */
+  serveCommand?: string;
 }
 
 const EXTERNAL_OPTIONS: readonly TargetOption[] = [
@@ -113,11 +115,13 @@ const EXTERNAL_OPTIONS: readonly TargetOption[] = [
   { key: 'remoteLinkProfile', flag: 'remote-link-profile', value: 'lan|internet', env: 'HIL_REMOTE_LINK_PROFILE', help: "its cell's control.link_profile (default lan): the header read bound judged" },
   { key: 'pairId', flag: 'pair-id', value: 'ID', env: 'HIL_PAIR_ID', help: "the binding's configured pair id, when Describe does not report it (document 1 part 2 Binding)" },
   { key: 'pairRevision', flag: 'pair-revision', value: 'N', env: 'HIL_PAIR_REVISION', help: 'the configured pair revision, with --pair-id' },
+  { key: 'serveCommand', flag: 'serve-command', value: 'CMD', env: 'HIL_SERVE_COMMAND', help: 'a shell command that starts the service, {socket_dir} standing for its socket directory: the start-up flag tests run it with flags of their own' },
   { key: 'serviceLog', flag: 'service-log', value: 'FILE', env: 'HIL_SERVICE_LOG', path: true, help: "the service's log file: the remote suites then also read why it refused (informative)" },
 ];
 
 /** Why the binding and remote listener options make no run (a usage error), or undefined. */
 function checkOptions(o: ExternalOptions): string | undefined {
+  if (o.serveCommand !== undefined && !o.serveCommand.includes('{socket_dir}')) return `--serve-command ${o.serveCommand}: name the service's socket directory as {socket_dir}, so that each start has a directory of its own`;
   if ((o.pairId === undefined) !== (o.pairRevision === undefined)) return '--pair-id and --pair-revision go together: the binding needs both (document 1 part 2)';
   if (o.pairRevision !== undefined && !/^[1-9][0-9]{0,19}$/.test(o.pairRevision)) return `--pair-revision ${o.pairRevision}: a nonzero uint64 (document 1 part 2 Binding)`;
   if (o.pairRevision !== undefined && BigInt(o.pairRevision) > (1n << 64n) - 1n) return `--pair-revision ${o.pairRevision}: a nonzero uint64 (document 1 part 2 Binding)`;
@@ -153,6 +157,7 @@ export const externalTarget: TargetDescriptor<ExternalOptions> = {
       ...(str(v.serviceLog) ? { serviceLog: str(v.serviceLog) } : {}),
       ...(str(v.pairId) ? { pairId: str(v.pairId) } : {}),
       ...(str(v.pairRevision) ? { pairRevision: str(v.pairRevision) } : {}),
+      ...(str(v.serveCommand) ? { serveCommand: str(v.serveCommand) } : {}),
     };
   },
   check: checkOptions,
@@ -167,6 +172,8 @@ export const externalTarget: TargetDescriptor<ExternalOptions> = {
   },
   cannotProvide,
   openVariant: unsupported,
+  // Someone else's service started by the command HIL_SERVE_COMMAND names, for the start-up flag tests.
+  serviceCommand: (o) => o.serveCommand ?? { why: 'target external starts no service of its own: give --serve-command CMD, {socket_dir} standing for its socket directory (README "Your own remote listener")' },
   // Someone else's remote listener at HIL_REMOTE_URL, serving the files of the pair at HIL_REMOTE_PAIR.
   remoteListener: (o): RemoteListener | string => {
     if (o.remoteUrl === undefined) return 'target external reaches no remote listener: give --remote-url URL and --remote-pair DIR (README "Your own remote listener")';

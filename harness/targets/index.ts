@@ -58,6 +58,8 @@ export interface ChosenTarget {
   startStack: ((s: TestStack) => Promise<StackProcess>) | undefined;
   /** Someone else's remote listener the run reaches, or why it has none; undefined when the target has no such thing (TargetDescriptor.remoteListener). */
   remoteListener: (() => RemoteListener | string) | undefined;
+  /** The command that starts someone else's service, or why the run has none (TargetDescriptor.serviceCommand). */
+  serviceCommand: (() => string | { why: string }) | undefined;
   /** Its recorder's per-test fixture on this run, or undefined (a plain run). */
   perTest: PerTestFixture | undefined;
   /** The target's work while vitest collects a file (TargetDescriptor.warmWorker); nothing for most. */
@@ -78,6 +80,7 @@ function bind<O extends object>(d: TargetDescriptor<O>, env: NodeJS.ProcessEnv):
     cannotStartStack: d.cannotStartStack ? (s) => d.cannotStartStack!(s, o) : undefined,
     startStack: d.startStack ? (s) => d.startStack!(s, o) : undefined,
     remoteListener: d.remoteListener ? () => d.remoteListener!(o) : undefined,
+    serviceCommand: d.serviceCommand ? () => d.serviceCommand!(o) : undefined,
     perTest: d.perTest?.(o),
     warmWorker: () => d.warmWorker?.(o, env),
   };

@@ -14,7 +14,7 @@ import { applyTargetFlags } from '../cli/run-target.ts';
 import { UsageError } from '../cli/common.ts';
 import { clientFiles, createPair } from '../certs.ts';
 import { TARGETS, validate } from './index.ts';
-import { cannotStartRemote, startRemoteStack } from './remote.ts';
+import { cannotStartRemote, serviceStart, startRemoteStack, type ServiceStart } from './remote.ts';
 import { describedBinding, withBinding } from './binding.ts';
 import type { TargetDescriptor } from './types.ts';
 
@@ -167,5 +167,25 @@ describe('the binding the suites acquire with', () => {
     const env: NodeJS.ProcessEnv = {};
     await applyTargetFlags('external', { socket: dir, 'pair-id': 'cell-1', 'pair-revision': '18446744073709551615' }, env);
     expect(env).toMatchObject({ HIL_PAIR_ID: 'cell-1', HIL_PAIR_REVISION: '18446744073709551615' });
+  });
+});
+
+describe('starting the service with flags of a test (the start-up checks)', () => {
+  test("the reference stack where the target starts stacks; someone else's by --serve-command, {socket_dir} replaced and quoted, the flags appended; none without it", async () => {
+    const own = serviceStart({ HIL_TARGET: 'sim' });
+    expect(typeof own === 'object' && own.own).toBe(true);
+    const ownArgs = (own as ServiceStart).spawn('/tmp/s', ['--pair-id', 'x']).args;
+    expect(ownArgs.slice(-5)).toEqual(['--socket-dir', '/tmp/s', '--lifeline-stdin', '--pair-id', 'x']);
+    expect(serviceStart(ext())).toBe('target external starts no service of its own: give --serve-command CMD, {socket_dir} standing for its socket directory (README "Your own remote listener")');
+    expect(serviceStart({ HIL_TARGET: 'rig' })).toBe("target rig cannot start a service with flags of a test's choosing");
+    const theirs = serviceStart(ext({ HIL_SERVE_COMMAND: 'my-service --socket {socket_dir}/control.sock' })) as ServiceStart;
+    expect(theirs.own).toBe(false);
+    const s = theirs.spawn("/tmp/it's here", ['--remote-listen', '127.0.0.1:0', '--pair-id', 'a b']);
+    expect([s.file, ...s.args]).toEqual(['/bin/sh', '-c', `my-service --socket '/tmp/it'\\''s here'/control.sock "$@"`, 'sh', '--remote-listen', '127.0.0.1:0', '--pair-id', 'a b']);
+    // The shell passes the directory and every flag through as one word each.
+    const { execFileSync } = await import('node:child_process');
+    const echo = (serviceStart(ext({ HIL_SERVE_COMMAND: "printf '%s|' {socket_dir}" })) as ServiceStart).spawn("/tmp/it's here", ['--pair-id', 'a b']);
+    expect(execFileSync(echo.file, echo.args, { encoding: 'utf8' })).toBe("/tmp/it's here|--pair-id|a b|");
+    expect(await usage({ 'serve-command': 'my-service' })).toBe('--serve-command my-service: name the service\'s socket directory as {socket_dir}, so that each start has a directory of its own');
   });
 });

@@ -18,6 +18,7 @@ import { HarnessError } from '../errors.ts';
 import { lateness } from '../lateness.ts';
 import { stringifyExact } from '../oracle/json.ts';
 import { targetFromEnv } from './index.ts';
+import { referenceCommand, referenceEnv, ROOT } from './reference.ts';
 import { stackOptionsJson } from './recording-store.ts';
 import { variantStart, type StackProcess } from './sim.ts';
 import type { RemoteListener, TestStack } from './types.ts';
@@ -110,6 +111,31 @@ export async function startOwnStack(args: string[]): Promise<StackProcess> {
   const why = t.startStack && t.cannotStartStack ? t.cannotStartStack(s) : `target ${t.name} cannot start a stack of the reference system`;
   if (why !== undefined) throw new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', why);
   return t.startStack!(s);
+}
+
+/** How a test runs the service with flags of its own until it exits (the start-up checks, document 1 part 5 item 6). */
+export interface ServiceStart {
+  /** The reference stack (its stderr lines are docs/profile.md's), or someone else's service. */
+  own: boolean;
+  /** The process to spawn for these flags, its sockets in `socketDir`; spawn it detached and stop its group. */
+  spawn(socketDir: string, args: readonly string[]): { file: string; args: string[]; env: NodeJS.ProcessEnv; cwd: string };
+}
+
+/**
+ * How the target the environment names starts the service with flags of a test's choosing, or why it
+ * cannot (a skip reason): the reference stack where the target starts stacks; on the external target the
+ * shell command of `--serve-command`, `{socket_dir}` replaced, the test's flags appended.
+ */
+export function serviceStart(env: NodeJS.ProcessEnv = process.env): ServiceStart | string {
+  const t = targetFromEnv(env);
+  if (t.abilities.testStacks) {
+    return { own: true, spawn: (dir, args) => ({ file: process.execPath, args: [...referenceCommand('stack'), '--socket-dir', dir, '--lifeline-stdin', ...args], env: referenceEnv(), cwd: ROOT }) };
+  }
+  const c = t.serviceCommand?.();
+  if (c === undefined) return `target ${t.name} cannot start a service with flags of a test's choosing`;
+  if (typeof c !== 'string') return c.why;
+  const quoted = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
+  return { own: false, spawn: (dir, args) => ({ file: '/bin/sh', args: ['-c', `${c.replaceAll('{socket_dir}', quoted(dir))} "$@"`, 'sh', ...args], env: { ...process.env }, cwd: process.cwd() }) };
 }
 
 /** Why the target the environment names cannot start this remote stack, or reach one like it (a skip reason), or undefined. */

@@ -197,6 +197,13 @@ export interface TargetDescriptor<O extends object = object> {
    */
   remoteListener?(options: O): RemoteListener | string;
   /**
+   * How to start someone else's service with flags of a test's choosing (the remote listener's start-up
+   * checks, document 1 part 5 item 6): a shell command in which `{socket_dir}` (document 1's placeholder)
+   * stands for a directory the test makes; or why the run has none. Absent on a target that starts the
+   * reference stack itself, or none.
+   */
+  serviceCommand?(options: O): string | { why: string };
+  /**
    * Why this kind of target cannot start a test's own stack (a skip reason), or undefined. Absent with
    * startStack when the target does not start the reference stack at all (external, rig).
    */
