@@ -26,11 +26,9 @@ import { fileURLToPath } from 'node:url';
 import { hostTooSlowOnly } from '../report/retry-rule.ts';
 import type { RunRecord } from '../report/run-types.ts';
 import { startCleanroomService } from './processes.ts';
+import { shellWord } from '../targets/remote.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-
-/** A word of a shell command line: quoted. */
-const shellWord = (s: string): string => `'${s.replaceAll("'", "'\\''")}'`;
 
 /** The suite folders whose subject the clean-room service implements (document 1 parts 1, 2, 4, 5, 6, 8). */
 export const CLEANROOM_SUITES = ['suites/envelope', 'suites/grant', 'suites/events', 'suites/capabilities', 'suites/observation', 'suites/remote'];

@@ -123,8 +123,8 @@ const EXTERNAL_OPTIONS: readonly TargetOption[] = [
 function checkOptions(o: ExternalOptions): string | undefined {
   if (o.serveCommand !== undefined && !o.serveCommand.includes('{socket_dir}')) return `--serve-command ${o.serveCommand}: name the service's socket directory as {socket_dir}, so that each start has a directory of its own`;
   if ((o.pairId === undefined) !== (o.pairRevision === undefined)) return '--pair-id and --pair-revision go together: the binding needs both (document 1 part 2)';
-  if (o.pairRevision !== undefined && !/^[1-9][0-9]{0,19}$/.test(o.pairRevision)) return `--pair-revision ${o.pairRevision}: a nonzero uint64 (document 1 part 2 Binding)`;
-  if (o.pairRevision !== undefined && BigInt(o.pairRevision) > (1n << 64n) - 1n) return `--pair-revision ${o.pairRevision}: a nonzero uint64 (document 1 part 2 Binding)`;
+  const uint64 = (v: string) => /^[1-9][0-9]{0,19}$/.test(v) && BigInt(v) < 1n << 64n;
+  if (o.pairRevision !== undefined && !uint64(o.pairRevision)) return `--pair-revision ${o.pairRevision}: a nonzero uint64 (document 1 part 2 Binding)`;
   if (o.remotePair !== undefined && o.remoteUrl === undefined) return '--remote-pair needs --remote-url URL: the listener that serves the pair';
   if (o.remoteLinkProfile !== undefined && o.remoteUrl === undefined) return '--remote-link-profile needs --remote-url URL: the listener it describes';
   if (o.remoteUrl === undefined) return undefined;

@@ -113,6 +113,9 @@ export async function startOwnStack(args: string[]): Promise<StackProcess> {
   return t.startStack!(s);
 }
 
+/** A word of a POSIX shell command line: single-quoted, its own quotes escaped. */
+export const shellWord = (s: string): string => `'${s.replaceAll("'", "'\\''")}'`;
+
 /** How a test runs the service with flags of its own until it exits (the start-up checks, document 1 part 5 item 6). */
 export interface ServiceStart {
   /** The reference stack (its stderr lines are docs/profile.md's), or someone else's service. */
@@ -134,8 +137,7 @@ export function serviceStart(env: NodeJS.ProcessEnv = process.env): ServiceStart
   const c = t.serviceCommand?.();
   if (c === undefined) return `target ${t.name} cannot start a service with flags of a test's choosing`;
   if (typeof c !== 'string') return c.why;
-  const quoted = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
-  return { own: false, spawn: (dir, args) => ({ file: '/bin/sh', args: ['-c', `${c.replaceAll('{socket_dir}', quoted(dir))} "$@"`, 'sh', ...args], env: { ...process.env }, cwd: process.cwd() }) };
+  return { own: false, spawn: (dir, args) => ({ file: '/bin/sh', args: ['-c', `${c.replaceAll('{socket_dir}', shellWord(dir))} "$@"`, 'sh', ...args], env: { ...process.env }, cwd: process.cwd() }) };
 }
 
 /** Why the target the environment names cannot start this remote stack, or reach one like it (a skip reason), or undefined. */
