@@ -1,7 +1,7 @@
 // The external target: someone else's control service at a socket path. No private channel: fault
 // injection and restarts are unavailable, and tests that need them skip with that reason.
 
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ControlClient } from '../clients/control.ts';
@@ -97,6 +97,8 @@ export interface ExternalOptions {
   remoteLinkProfile?: string;
   /** The file the service writes its log to. */
   serviceLog?: string;
+  /** A file the remote listener serves as a compiled resource (GET /v1/resources/<its SHA-256>). */
+  remoteResource?: string;
   /** The configured pair id and revision of its binding, when Describe does not report them (harness/targets/binding.ts). */
   pairId?: string;
   pairRevision?: string;
@@ -116,8 +118,17 @@ const EXTERNAL_OPTIONS: readonly TargetOption[] = [
   { key: 'pairId', flag: 'pair-id', value: 'ID', env: 'HIL_PAIR_ID', help: "the binding's configured pair id, when Describe does not report it (document 1 part 2 Binding)" },
   { key: 'pairRevision', flag: 'pair-revision', value: 'N', env: 'HIL_PAIR_REVISION', help: 'the configured pair revision, with --pair-id' },
   { key: 'serveCommand', flag: 'serve-command', value: 'CMD', env: 'HIL_SERVE_COMMAND', help: 'a shell command that starts the service, {socket_dir} standing for its socket directory: the start-up flag tests run it with flags of their own' },
+  { key: 'remoteResource', flag: 'remote-resource', value: 'FILE', env: 'HIL_REMOTE_RESOURCE', path: true, help: "a file that listener serves as a compiled resource (its robot description, say): GET /v1/resources/<its SHA-256> is judged against its bytes" },
   { key: 'serviceLog', flag: 'service-log', value: 'FILE', env: 'HIL_SERVICE_LOG', path: true, help: "the service's log file: the remote suites then also read why it refused (informative)" },
 ];
+
+const isFile = (f: string): boolean => {
+  try {
+    return statSync(f).isFile();
+  } catch {
+    return false;
+  }
+};
 
 /** Why the binding and remote listener options make no run (a usage error), or undefined. */
 function checkOptions(o: ExternalOptions): string | undefined {
@@ -127,6 +138,8 @@ function checkOptions(o: ExternalOptions): string | undefined {
   if (o.pairRevision !== undefined && !uint64(o.pairRevision)) return `--pair-revision ${o.pairRevision}: a nonzero uint64 (document 1 part 2 Binding)`;
   if (o.remotePair !== undefined && o.remoteUrl === undefined) return '--remote-pair needs --remote-url URL: the listener that serves the pair';
   if (o.remoteLinkProfile !== undefined && o.remoteUrl === undefined) return '--remote-link-profile needs --remote-url URL: the listener it describes';
+  if (o.remoteResource !== undefined && o.remoteUrl === undefined) return '--remote-resource needs --remote-url URL: the listener that serves it';
+  if (o.remoteResource !== undefined && !isFile(o.remoteResource)) return `--remote-resource ${o.remoteResource}: no such file`;
   if (o.remoteUrl === undefined) return undefined;
   const m = /^https:\/\/([^/:]+|\[[0-9a-fA-F:]+\]):([0-9]{1,5})\/?$/.exec(o.remoteUrl);
   if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) return `--remote-url ${o.remoteUrl}: not https://HOST:PORT`;
@@ -155,6 +168,7 @@ export const externalTarget: TargetDescriptor<ExternalOptions> = {
       ...(str(v.remotePair) ? { remotePair: str(v.remotePair) } : {}),
       ...(str(v.remoteLinkProfile) ? { remoteLinkProfile: str(v.remoteLinkProfile) } : {}),
       ...(str(v.serviceLog) ? { serviceLog: str(v.serviceLog) } : {}),
+      ...(str(v.remoteResource) ? { remoteResource: str(v.remoteResource) } : {}),
       ...(str(v.pairId) ? { pairId: str(v.pairId) } : {}),
       ...(str(v.pairRevision) ? { pairRevision: str(v.pairRevision) } : {}),
       ...(str(v.serveCommand) ? { serveCommand: str(v.serveCommand) } : {}),
@@ -186,6 +200,7 @@ export const externalTarget: TargetDescriptor<ExternalOptions> = {
       socket: o.socket,
       linkProfile: o.remoteLinkProfile === 'internet' ? 'internet' : 'lan',
       ...(o.serviceLog ? { log: o.serviceLog } : {}),
+      ...(o.remoteResource ? { resource: o.remoteResource } : {}),
     };
   },
   // Someone else's weld planner at HIL_PLANNER_URL: no store to read, no stub hooks.

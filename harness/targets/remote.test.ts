@@ -49,6 +49,9 @@ describe('the external target’s remote listener options', () => {
     }
     expect(await usage({ 'remote-url': 'https://127.0.0.1:9443', 'remote-pair': dir })).toBe(`--remote-pair ${dir}: no pair.json (make the directory with hil certs create-pair and start the listener on its files)`);
     expect(await usage({ 'remote-url': 'https://127.0.0.1:9443', 'remote-pair': pairDir, 'remote-link-profile': 'wan' })).toBe('--remote-link-profile wan: lan or internet');
+    expect(await usage({ 'remote-resource': log })).toBe('--remote-resource needs --remote-url URL: the listener that serves it');
+    expect(await usage({ 'remote-url': 'https://127.0.0.1:9443', 'remote-pair': pairDir, 'remote-resource': join(dir, 'absent.urdf') })).toBe(`--remote-resource ${join(dir, 'absent.urdf')}: no such file`);
+    expect(await usage({ 'remote-url': 'https://127.0.0.1:9443', 'remote-pair': pairDir, 'remote-resource': pairDir })).toBe(`--remote-resource ${pairDir}: no such file`);
     const env: NodeJS.ProcessEnv = {};
     await applyTargetFlags('external', { socket: dir, 'remote-url': 'https://localhost:9443/', 'remote-pair': pairDir, 'remote-link-profile': 'internet', 'service-log': log }, env);
     expect(env).toMatchObject({ HIL_REMOTE_URL: 'https://localhost:9443/', HIL_REMOTE_PAIR: pairDir, HIL_REMOTE_LINK_PROFILE: 'internet', HIL_SERVICE_LOG: log });
@@ -138,8 +141,15 @@ describe('the stack the suites get', () => {
       }
       vi.stubEnv('HIL_SERVICE_LOG', '');
       const quiet = await startRemoteStack({});
-      expect([quiet.logged, quiet.stderr()]).toEqual([false, '']);
+      expect([quiet.logged, quiet.stderr(), quiet.knownResource]).toEqual([false, '', undefined]);
       await quiet.stop();
+      // The resource file the run names is read when the stack is opened: its bytes, as they are.
+      const resource = join(dir, 'arm.urdf');
+      writeFileSync(resource, Buffer.from([0, 1, 2, 255, 10]));
+      vi.stubEnv('HIL_REMOTE_RESOURCE', resource);
+      const withResource = await startRemoteStack({});
+      expect(withResource.knownResource).toEqual(Buffer.from([0, 1, 2, 255, 10]));
+      await withResource.stop();
     } finally {
       vi.unstubAllEnvs();
       await new Promise((r) => server.close(r));

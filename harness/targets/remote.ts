@@ -52,6 +52,8 @@ export interface RemoteStack {
   stop(opts?: { keepDir?: boolean }): Promise<void>;
   /** Begin the orderly stop, as closing the stack's lifeline does (a stack this harness started). */
   beginStop(): void;
+  /** Bytes someone else's listener serves as a compiled resource, when the run named the file (RemoteListener.resource). */
+  readonly knownResource?: Buffer;
 }
 
 export interface RemoteOptions {
@@ -247,6 +249,7 @@ async function reachRemote(l: RemoteListener): Promise<RemoteStack> {
   const noAbility = (what: string) => new HarnessError('HIL_ERR_TARGET_NO_ABILITY', `the external target's remote listener ${what}: it is a service someone else started`);
   return {
     ...c,
+    ...(l.resource !== undefined ? { knownResource: readFileSync(l.resource) } : {}),
     pair,
     host,
     port,

@@ -264,6 +264,11 @@ export interface RemoteListener {
   linkProfile: 'lan' | 'internet';
   /** The file its log is written to, when the run was told: the suites read the lines each refusal adds. */
   log?: string;
+  /**
+   * A file whose bytes it serves as a compiled resource (its cell's robot description, say), when the run
+   * was told: GET /v1/resources/<the file's SHA-256> is judged against them.
+   */
+  resource?: string;
 }
 
 /** A reference stack started as a process (harness/targets/sim.ts startStack), once it is ready. */
