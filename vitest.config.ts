@@ -81,8 +81,8 @@ export default defineConfig({
           // Each file's own value, or on a replayed run the worker's (harness/priority.ts niceSpec says why).
           env: { HIL_NICE: niceSpec() },
           isolate: false,
-          // V8's tier-up budget of the stacks (harness/targets/reference.ts TIER_UP_ARGS says why). HIL_WORKER_CPU_PROF=DIR:
-          // each worker writes a V8 CPU profile there when it exits (bench/worker-profile.ts reads them).
+          // V8's tier-up budget of a simulated run's stacks (harness/targets/reference.ts TIER_UP_ARGS says why).
+          // HIL_WORKER_CPU_PROF=DIR: each worker writes a V8 CPU profile there when it exits (bench/worker-profile.ts reads them).
           execArgv: [...TIER_UP_ARGS, ...(process.env.HIL_WORKER_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.HIL_WORKER_CPU_PROF}`] : [])],
           maxWorkers: WORKERS,
           testTimeout: 60_000,

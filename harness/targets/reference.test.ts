@@ -49,3 +49,13 @@ test('the planner, a stack process and a stack host are started without NODE_EXT
     await Promise.all([planner.close(), own.stop(), hosted.stop()]);
   }
 });
+
+test("a simulated run's stacks start with the larger tier-up budget; hil serve's and a rig's with V8's default", async () => {
+  const { referenceCommand, TIER_UP_ARGS } = await import('./reference.ts');
+  const has = (env: NodeJS.ProcessEnv) => TIER_UP_ARGS.every((a) => referenceCommand('stack', { HIL_STACK_PREBUILT: '/b', ...env }).includes(a));
+  expect(TIER_UP_ARGS).toEqual(['--interrupt-budget=1081344']);
+  expect([has({ HIL_TARGET: 'sim' }), has({ HIL_TARGET: 'replay' })]).toEqual([true, true]);
+  expect([has({}), has({ HIL_TARGET: 'rig' }), has({ HIL_TARGET: 'external' })]).toEqual([false, false, false]);
+  // Only the stack: the other reference programs start short-lived or are servers where it gained nothing.
+  expect(referenceCommand('planner', { HIL_STACK_PREBUILT: '/b', HIL_TARGET: 'sim' })).toEqual(['/b/planner.js']);
+});

@@ -25,13 +25,17 @@ export const PLANNER_ENTRY = join(ROOT, 'sims', 'planner', 'main.ts');
  */
 export const STACK_NODE_ARGS: readonly string[] = [`--openssl-config=${join(ROOT, 'sims', 'service', 'tls-no-tickets.cnf')}`];
 /**
- * V8's tier-up budget for the run's long-lived processes (stacks and conformance workers), 16 times the
- * default: a function is optimised by TurboFan only after 16 times as much of its bytecode has run. Most of
- * their code (a test's body, a request's route) runs a few hundred times a run, and TurboFan compiling it
- * took about 15 % of a whole run's CPU (perf, bench/README.md); hot code (a core's cycle, the HTTP parser)
- * still reaches TurboFan within seconds. No behaviour changes: only when V8 optimises.
+ * 16 times V8's tier-up budget (a function is optimised by TurboFan only after 16 times as much of its
+ * bytecode has run), for the stacks of a simulated run (the sim and replay targets) and the conformance
+ * workers (vitest.config.ts). Most of their code (a test's body, a request's route) runs a few hundred times
+ * a run, and TurboFan compiling it was about 15 % of a whole run's CPU (bench/README.md, perf of a whole
+ * run). Not for `hil serve` or a rig's stack: there the core's cycle, many small functions called once a
+ * cycle, would run as baseline code for tens of seconds (bench/cycle.bench.ts work_p50 about 12 us against
+ * 3 us; the lateness alike). No behaviour changes: only when V8 optimises.
  */
 export const TIER_UP_ARGS: readonly string[] = ['--interrupt-budget=1081344'];
+/** Whether the stacks `env` starts are a simulated run's (TIER_UP_ARGS). */
+const simulatedRun = (env: NodeJS.ProcessEnv): boolean => env.HIL_TARGET === 'sim' || env.HIL_TARGET === 'replay';
 /** The offline programming server (`hil olp serve`, document 3), a process of its own. */
 export const OLP_ENTRY = join(ROOT, 'sims', 'olp', 'main.ts');
 /** Node arguments that run a TypeScript entry point (tsx, no build step). */
@@ -104,7 +108,7 @@ export function stackProfileArgs(env: NodeJS.ProcessEnv = process.env): string[]
 export function referenceCommand(program: ReferenceProgram, env: NodeJS.ProcessEnv = process.env): string[] {
   const prebuilt = env[PREBUILT_ENV];
   const bundle = { stack: 'main.js', config: 'config.js', planner: 'planner.js', olp: 'olp.js' }[program];
-  const node = program === 'stack' ? [...STACK_NODE_ARGS, ...TIER_UP_ARGS, ...stackProfileArgs(env)] : [];
+  const node = program === 'stack' ? [...STACK_NODE_ARGS, ...(simulatedRun(env) ? TIER_UP_ARGS : []), ...stackProfileArgs(env)] : [];
   if (prebuilt && prebuilt !== 'off') return [...node, join(prebuilt, bundle)];
   return [...node, ...TS_NODE_ARGS, { stack: STACK_ENTRY, config: CONFIG_ENTRY, planner: PLANNER_ENTRY, olp: OLP_ENTRY }[program]];
 }
