@@ -122,14 +122,6 @@ const EXTERNAL_OPTIONS: readonly TargetOption[] = [
   { key: 'serviceLog', flag: 'service-log', value: 'FILE', env: 'HIL_SERVICE_LOG', path: true, help: "the service's log file: the remote suites then also read why it refused (informative)" },
 ];
 
-const isFile = (f: string): boolean => {
-  try {
-    return statSync(f).isFile();
-  } catch {
-    return false;
-  }
-};
-
 /** Why the binding and remote listener options make no run (a usage error), or undefined. */
 function checkOptions(o: ExternalOptions): string | undefined {
   if (o.serveCommand !== undefined && !o.serveCommand.includes('{socket_dir}')) return `--serve-command ${o.serveCommand}: name the service's socket directory as {socket_dir}, so that each start has a directory of its own`;
@@ -139,7 +131,7 @@ function checkOptions(o: ExternalOptions): string | undefined {
   if (o.remotePair !== undefined && o.remoteUrl === undefined) return '--remote-pair needs --remote-url URL: the listener that serves the pair';
   if (o.remoteLinkProfile !== undefined && o.remoteUrl === undefined) return '--remote-link-profile needs --remote-url URL: the listener it describes';
   if (o.remoteResource !== undefined && o.remoteUrl === undefined) return '--remote-resource needs --remote-url URL: the listener that serves it';
-  if (o.remoteResource !== undefined && !isFile(o.remoteResource)) return `--remote-resource ${o.remoteResource}: no such file`;
+  if (o.remoteResource !== undefined && !(existsSync(o.remoteResource) && statSync(o.remoteResource).isFile())) return `--remote-resource ${o.remoteResource}: no such file`;
   if (o.remoteUrl === undefined) return undefined;
   const m = /^https:\/\/([^/:]+|\[[0-9a-fA-F:]+\]):([0-9]{1,5})\/?$/.exec(o.remoteUrl);
   if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) return `--remote-url ${o.remoteUrl}: not https://HOST:PORT`;

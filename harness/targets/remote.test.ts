@@ -183,13 +183,13 @@ describe('the binding the suites acquire with', () => {
 describe('starting the service with flags of a test (the start-up checks)', () => {
   test("the reference stack where the target starts stacks; someone else's by --serve-command, {socket_dir} replaced and quoted, the flags appended; none without it", async () => {
     const own = serviceStart({ HIL_TARGET: 'sim' });
-    expect(typeof own === 'object' && own.own).toBe(true);
-    const ownArgs = (own as ServiceStart).spawn('/tmp/s', ['--pair-id', 'x']).args;
+    const ownStart = (own as ServiceStart).spawn('/tmp/s', ['--pair-id', 'x']);
+    expect(ownStart.file).toBe(process.execPath);
+    const ownArgs = ownStart.args;
     expect(ownArgs.slice(-5)).toEqual(['--socket-dir', '/tmp/s', '--lifeline-stdin', '--pair-id', 'x']);
     expect(serviceStart(ext())).toBe('target external starts no service of its own: give --serve-command CMD, {socket_dir} standing for its socket directory (README "Your own remote listener")');
     expect(serviceStart({ HIL_TARGET: 'rig' })).toBe("target rig cannot start a service with flags of a test's choosing");
     const theirs = serviceStart(ext({ HIL_SERVE_COMMAND: 'my-service --socket {socket_dir}/control.sock' })) as ServiceStart;
-    expect(theirs.own).toBe(false);
     const s = theirs.spawn("/tmp/it's here", ['--remote-listen', '127.0.0.1:0', '--pair-id', 'a b']);
     expect([s.file, ...s.args]).toEqual(['/bin/sh', '-c', `my-service --socket '/tmp/it'\\''s here'/control.sock "$@"`, 'sh', '--remote-listen', '127.0.0.1:0', '--pair-id', 'a b']);
     // The shell passes the directory and every flag through as one word each.

@@ -120,8 +120,6 @@ export const shellWord = (s: string): string => `'${s.replaceAll("'", "'\\''")}'
 
 /** How a test runs the service with flags of its own until it exits (the start-up checks, document 1 part 5 item 6). */
 export interface ServiceStart {
-  /** The reference stack (its stderr lines are docs/profile.md's), or someone else's service. */
-  own: boolean;
   /** The process to spawn for these flags, its sockets in `socketDir`; spawn it detached and stop its group. */
   spawn(socketDir: string, args: readonly string[]): { file: string; args: string[]; env: NodeJS.ProcessEnv; cwd: string };
 }
@@ -134,12 +132,12 @@ export interface ServiceStart {
 export function serviceStart(env: NodeJS.ProcessEnv = process.env): ServiceStart | string {
   const t = targetFromEnv(env);
   if (t.abilities.testStacks) {
-    return { own: true, spawn: (dir, args) => ({ file: process.execPath, args: [...referenceCommand('stack'), '--socket-dir', dir, '--lifeline-stdin', ...args], env: referenceEnv(), cwd: ROOT }) };
+    return { spawn: (dir, args) => ({ file: process.execPath, args: [...referenceCommand('stack'), '--socket-dir', dir, '--lifeline-stdin', ...args], env: referenceEnv(), cwd: ROOT }) };
   }
   const c = t.serviceCommand?.();
   if (c === undefined) return `target ${t.name} cannot start a service with flags of a test's choosing`;
   if (typeof c !== 'string') return c.why;
-  return { own: false, spawn: (dir, args) => ({ file: '/bin/sh', args: ['-c', `${c.replaceAll('{socket_dir}', shellWord(dir))} "$@"`, 'sh', ...args], env: { ...process.env }, cwd: process.cwd() }) };
+  return { spawn: (dir, args) => ({ file: '/bin/sh', args: ['-c', `${c.replaceAll('{socket_dir}', shellWord(dir))} "$@"`, 'sh', ...args], env: { ...process.env }, cwd: process.cwd() }) };
 }
 
 /** Why the target the environment names cannot start this remote stack, or reach one like it (a skip reason), or undefined. */

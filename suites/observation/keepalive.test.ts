@@ -57,7 +57,7 @@ describe.concurrent('keep-alive', () => {
       try {
         const k = await keptReply(sock, '/v1/describe', 'localhost');
         expect(k.reply.status).toBe(200);
-        await expectIdleClose(k, 'limit:idle_connection_s');
+        await expectIdleClose(k, 'idle_connection_s');
       } finally {
         sock.destroy();
       }

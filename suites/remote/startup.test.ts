@@ -50,34 +50,47 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-/**
- * Run the service with these flags until it exits: its exit status and stderr; a code of null when it was
- * still running 30 s later (it started although a check should have failed: stopped, with its group).
- */
-function runToExit(args: string[]): Promise<{ code: number | null; stderr: string }> {
+/** The service started with these flags (detached: its own process group), its stderr gathered. */
+function spawnService(socketDir: string, args: string[]) {
   if (typeof start === 'string') throw new Error(start);
-  const how = start.spawn(join(dir, 'sock'), args);
-  return new Promise((resolve, reject) => {
-    const child = spawn(how.file, how.args, { cwd: how.cwd, env: how.env, stdio: ['pipe', 'ignore', 'pipe'], detached: true });
-    let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const timer = setTimeout(() => {
+  const how = start.spawn(socketDir, args);
+  const child = spawn(how.file, how.args, { cwd: how.cwd, env: how.env, stdio: ['pipe', 'ignore', 'pipe'], detached: true });
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  return {
+    child,
+    stderr: () => stderr,
+    /** Kill it with its group (the helpers a service started go too). */
+    kill: () => {
       try {
         process.kill(-child.pid!, 'SIGKILL');
       } catch {
         child.kill('SIGKILL');
       }
-      resolve({ code: null, stderr });
+    },
+  };
+}
+
+/**
+ * Run the service with these flags until it exits: its exit status and stderr; a code of null when it was
+ * still running 30 s later (it started although a check should have failed: stopped, with its group).
+ */
+function runToExit(args: string[]): Promise<{ code: number | null; stderr: string }> {
+  const s = spawnService(join(dir, 'sock'), args);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      s.kill();
+      resolve({ code: null, stderr: s.stderr() });
     }, 30_000);
-    child.on('error', (e) => {
+    s.child.on('error', (e) => {
       clearTimeout(timer);
       reject(e);
     });
-    child.on('exit', (code) => {
+    s.child.on('exit', (code) => {
       clearTimeout(timer);
-      resolve({ code, stderr });
+      resolve({ code, stderr: s.stderr() });
     });
-    child.stdin.end();
+    s.child.stdin.end();
   });
 }
 
@@ -143,19 +156,15 @@ describe('remote start-up checks', () => {
 describe('remote listen address', () => {
   test('--remote-listen without a port listens on the default port 8443', covers('limit:remote_default_port'), async ({ skip }) => {
     skip(typeof start === 'string', start as string);
-    if (typeof start === 'string') return;
     // Judged from outside, on any service: a client of the pair is answered at 127.0.0.1:8443 once the service
     // runs. A port already taken there would answer instead of the service (or keep it from listening).
     const creds = await issueClient({ dir: pair.dir, principal: 'viewer-1' });
     const ca = await readFile(pair.ca, 'utf8');
     const at = { port: DEFAULT_PORT, ca, cert: await readFile(creds.cert, 'utf8'), key: await readFile(creds.key, 'utf8') };
     if (await listening(DEFAULT_PORT)) throw new HarnessError('HIL_ERR_TARGET_START', `127.0.0.1:${DEFAULT_PORT} already accepts connections on this host before the service starts: the default-port test cannot tell the service's listener from that one`);
-    const how = start.spawn(join(dir, 'sock-default-port'), argv({ ...full(), '--remote-listen': '127.0.0.1' }));
-    const child = spawn(how.file, how.args, { cwd: how.cwd, env: how.env, stdio: ['pipe', 'ignore', 'pipe'], detached: true });
-    let stderr = '';
+    const s = spawnService(join(dir, 'sock-default-port'), argv({ ...full(), '--remote-listen': '127.0.0.1' }));
     let exited: number | null | undefined;
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('exit', (code) => (exited = code));
+    s.child.on('exit', (code) => (exited = code));
     try {
       let status: number | null = null;
       let last = '';
@@ -166,14 +175,10 @@ describe('remote listen address', () => {
         last = r.error;
         if (status !== 200) await new Promise((r) => setTimeout(r, 100));
       }
-      expect(exited, `the service exited (status ${exited}) instead of listening on 127.0.0.1:${DEFAULT_PORT}; stderr: ${stderr.slice(0, 300)}`).toBeUndefined();
-      expect(status, `GET /v1/describe at 127.0.0.1:${DEFAULT_PORT} with a client of the pair, 30 s after the start (last: ${last || 'no HTTP reply'}); stderr: ${stderr.slice(0, 300)}`).toBe(200);
+      expect(exited, `the service exited (status ${exited}) instead of listening on 127.0.0.1:${DEFAULT_PORT}; stderr: ${s.stderr().slice(0, 300)}`).toBeUndefined();
+      expect(status, `GET /v1/describe at 127.0.0.1:${DEFAULT_PORT} with a client of the pair, 30 s after the start (last: ${last || 'no HTTP reply'}); stderr: ${s.stderr().slice(0, 300)}`).toBe(200);
     } finally {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        child.kill('SIGKILL');
-      }
+      s.kill();
     }
   });
 });

@@ -285,7 +285,7 @@ async function fullBatch(stack: RemoteStack): Promise<void> {
         // Judged as the local socket's (harness/idle-close.ts).
         const k = await keptReply(socket, '/v1/status', `${stack.host}:${stack.port}`);
         expect(k.reply.status).toBe(200);
-        await expectIdleClose(k, 'limit:remote_idle_timeout_s');
+        await expectIdleClose(k, 'remote_idle_timeout_s');
       } finally {
         socket.destroy();
       }
