@@ -163,6 +163,8 @@ async function main(): Promise<void> {
   const procs = new Map<string, Proc>();
   /** Increases booked per sample: [time, key, ticks]. */
   const deltas: Array<[number, string, number]> = [];
+  /** Cycling intervals of a thread (more than 300 wake-ups a second between two samples): [time, key, ticks, seconds]. */
+  const cycling: Array<[number, string, number, number]> = [];
   let sampleCpu = 0;
   let done = false;
   child.on('exit', () => {
@@ -234,6 +236,8 @@ async function main(): Promise<void> {
             /* gone */
           }
           const th = p.threads.get(ts.pid) ?? { ticks: 0, slices: 0, start: ts.start, seenFirst: now, seenLast: now, comm: threadName(pid, t) };
+          const dt = (now - th.seenLast) / 1000;
+          if (ts.pid !== pid && dt > 0 && (slices - th.slices) / dt > 300) cycling.push([now, key, ts.ticks - th.ticks, dt]);
           th.ticks = ts.ticks;
           th.slices = slices;
           th.seenLast = now;
@@ -285,6 +289,22 @@ async function main(): Promise<void> {
     m.set(p.cls, (m.get(p.cls) ?? 0) + ticks / HZ);
     byFile.set(file, m);
   }
+  // Cycling cores per file: the seconds a thread of a process of the file's worker cycled, and their CPU.
+  const cyclingByFile = new Map<string, { s: number; cpu: number }>();
+  for (const [at, key, ticks, dt] of cycling) {
+    const p = procs.get(key)!;
+    let file = '(outside any file)';
+    if (p.worker !== undefined) {
+      const hit = lines.find((l) => l.pid === p.worker && l.start <= at && at <= l.end + o.interval);
+      file = hit ? relative(o.cwd, hit.file) : '(worker between files)';
+    }
+    for (const k of [file, `[${p.cls}]`]) {
+      const c = cyclingByFile.get(k) ?? { s: 0, cpu: 0 };
+      c.s += dt;
+      c.cpu += ticks / HZ;
+      cyclingByFile.set(k, c);
+    }
+  }
   const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
   const sampled = sum(byClass);
   console.log('\n== CPU by process class (s) ==');
@@ -300,6 +320,9 @@ async function main(): Promise<void> {
     const parts = [...m].filter(([, v]) => v >= 0.5).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v.toFixed(1)}`);
     console.log(`${sum(m).toFixed(1).padStart(8)}  ${f}  (${parts.join(', ')})`);
   }
+  const cyc = [...cyclingByFile].sort((a, b) => b[1].cpu - a[1].cpu);
+  console.log(`\n== cycling cores by file: thread-seconds above 300 wake-ups/s and their CPU (s); by process class in brackets ==`);
+  for (const [f, c] of cyc.slice(0, 30)) console.log(`${c.cpu.toFixed(1).padStart(8)}  ${c.s.toFixed(1).padStart(6)} s  ${f}`);
   const durations = new Map<string, number>();
   for (const l of lines) if (Number.isFinite(l.end)) durations.set(relative(o.cwd, l.file), (durations.get(relative(o.cwd, l.file)) ?? 0) + (l.end - l.start) / 1000);
   console.log('\n== longest files (wall s, from the trace) ==');
@@ -326,7 +349,7 @@ async function main(): Promise<void> {
   if (o.json) {
     writeFileSync(
       o.json,
-      JSON.stringify({ wall, load0, load1, totals, sampled, byClass: Object.fromEntries(byClass), threads: Object.fromEntries(threadClass), byFile: Object.fromEntries([...byFile].map(([f, m]) => [f, Object.fromEntries(m)])), durations: Object.fromEntries(durations), requests: Object.fromEntries([...reqs].map(([f, m]) => [relative(o.cwd, f), m])), summary }, null, 1),
+      JSON.stringify({ wall, load0, load1, totals, sampled, byClass: Object.fromEntries(byClass), threads: Object.fromEntries(threadClass), byFile: Object.fromEntries([...byFile].map(([f, m]) => [f, Object.fromEntries(m)])), cyclingByFile: Object.fromEntries(cyclingByFile), durations: Object.fromEntries(durations), requests: Object.fromEntries([...reqs].map(([f, m]) => [relative(o.cwd, f), m])), summary }, null, 1),
     );
   }
   rmSync(dir, { recursive: true, force: true });

@@ -4,8 +4,10 @@
 // `hil certs create-pair` through the command's bundle (harness/bin/cli-cache.mjs) and through tsx
 // (HIL_CLI_BUNDLE=off: the same sources, so the verbs' lazy usage texts are in both), and of loading the
 // run's stack and OLP server bundles (`--help`) with and without their directory's package.json
-// (harness/targets/reference.ts prebuildReference; without it node parses each bundle twice), alternating
-// case by case, round by round. Each call runs under the benches' reaper (bench/reaper.ts) so that every thread
+// (harness/targets/reference.ts prebuildReference; without it node parses each bundle twice), and of a planning
+// process planning the fixture program (five plans one after the other, each in a fresh process, as the
+// planner stub runs them) started from its bundle and from its startup snapshot (buildChildSnapshot),
+// alternating case by case, round by round. Each call runs under the benches' reaper (bench/reaper.ts) so that every thread
 // and child is counted; its figures come in 10 ms clock ticks, hence the rounds and the medians.
 //
 //   node --import tsx bench/process-start.bench.ts [rounds] [--ca FILE]
@@ -14,11 +16,13 @@
 // NODE_EXTRA_CA_CERTS when set). Nothing is asserted.
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BUNDLE_PACKAGE, prebuildReference } from '../harness/targets/reference.ts';
+import { packWeldplan, sealProgram } from '../harness/clients/weldplan.ts';
+import { parseExact, type JsonObject } from '../harness/oracle/json.ts';
+import { BUNDLE_PACKAGE, CHILD_SNAPSHOT, prebuildReference } from '../harness/targets/reference.ts';
 import { median } from './baseline.ts';
 import { reaperArgs, reaperFigures } from './reaper.ts';
 
@@ -53,17 +57,38 @@ function bundle(name: string, typed: boolean): string[] {
   return [process.execPath, join(built.dir, name), '--help'];
 }
 
+// The planning processes: a driver (its own CPU is in both cases alike) sends each one the fixture program's
+// job over the IPC channel, as sims/planner/server.ts does, and waits for it to answer and exit.
+const weldplanFile = join(tmp, 'line-weld.weldplan');
+writeFileSync(weldplanFile, packWeldplan({ program: sealProgram(parseExact(readFileSync(join(ROOT, 'fixtures', 'weldplans', 'line-weld.program.json'))) as JsonObject) }));
+const PLANS = 5;
+const DRIVER = `const { spawn } = require('node:child_process');
+const bytes = new Uint8Array(require('node:fs').readFileSync(process.argv[1]));
+const options = { k_best: 2, screen_collisions: true, samples_per_seam: null, run_weld_trajopt: true, run_connecting_trajopt: true, free_space_backend: 'bspline', verify: true, verify_margin_mm: 5, order_seams: true, dense: true, program_id: 'bench', manifest_revision: 1n, plan_revision: 1n };
+(async () => {
+  for (let i = 0; i < ${PLANS}; i++) await new Promise((ok, fail) => {
+    const c = spawn(process.execPath, process.argv.slice(2), { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'advanced' });
+    let done = false;
+    c.on('message', (m) => (done ||= m.kind === 'done'));
+    c.on('exit', (code) => (code === 0 && done ? ok() : fail(new Error('plan failed: exit ' + code))));
+    c.send({ bytes, options, tmpPath: process.argv[1] + '.rdt' });
+  });
+})().catch((e) => { console.error(e.message); process.exit(1); });`;
+const planning = (child: string[]) => () => [process.execPath, '-e', DRIVER, weldplanFile, ...child];
+if (!existsSync(join(built.dir, CHILD_SNAPSHOT))) throw new Error(`no ${CHILD_SNAPSHOT} in the run's bundle (see ${CHILD_SNAPSHOT}.log there)`);
+
 /** name: [baseline, this]; each a command and its environment. */
 const CASES: Array<[string, [() => string[], NodeJS.ProcessEnv], [() => string[], NodeJS.ProcessEnv]]> = [
   ['node -e 0', [() => [process.execPath, '-e', '0'], { ...bare, NODE_EXTRA_CA_CERTS: CA }], [() => [process.execPath, '-e', '0'], bare]],
   ['hil --help', [() => [process.execPath, HIL, '--help'], { ...bare, HIL_CLI_BUNDLE: 'off' }], [() => [process.execPath, HIL, '--help'], bare]],
   ['stack bundle --help', [() => bundle('main.js', false), bare], [() => bundle('main.js', true), bare]],
   ['OLP bundle --help', [() => bundle('olp.js', false), bare], [() => bundle('olp.js', true), bare]],
+  [`${PLANS} plans, a process each`, [planning([join(built.dir, 'planner-child.cjs')]), bare], [planning(['--snapshot-blob', join(built.dir, CHILD_SNAPSHOT)]), bare]],
   ['hil certs create-pair', [() => [process.execPath, HIL, 'certs', 'create-pair', '--dir', pairDir(), '--pair-id', 'bench'], { ...bare, HIL_CLI_BUNDLE: 'off' }], [() => [process.execPath, HIL, 'certs', 'create-pair', '--dir', pairDir(), '--pair-id', 'bench'], bare]],
 ];
 
 if (!existsSync(CA)) console.log(`note: ${CA} does not exist; the "with" case then only warns`);
-console.log(`rounds ${ROUNDS}; baseline: node with NODE_EXTRA_CA_CERTS=${CA}, hil through tsx (HIL_CLI_BUNDLE=off), bundles without their package.json`);
+console.log(`rounds ${ROUNDS}; baseline: node with NODE_EXTRA_CA_CERTS=${CA}, hil through tsx (HIL_CLI_BUNDLE=off), bundles without their package.json, planning processes from the bundle instead of its snapshot`);
 // Warm-up: the bundle built, tsx's own transform cache filled.
 for (const [, b, t] of CASES) {
   cpu(b[0](), b[1]);

@@ -5,7 +5,7 @@
 // every entry is a sibling .js bundle and the build defines HIL_PREBUILT with the checkout root.
 
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 declare const HIL_PREBUILT: { root: string } | undefined;
@@ -42,10 +42,19 @@ const SOURCE_PROGRAM: Record<ProgramName, string> = {
   olp: 'olp/main.ts',
 };
 
+/** Whether the prebuilt planning process has its startup snapshot (looked up once). */
+let childSnapshot: boolean | undefined;
+
 /** Node arguments that start a program of the reference system (before its own arguments). */
 export function programArgs(name: ProgramName): string[] {
-  // The planning process is bundled as CommonJS (harness/targets/reference.ts).
-  if (PREBUILT) return [fileURLToPath(new URL(`./${name === 'stack' ? 'main' : name}${name === 'planner-child' ? '.cjs' : '.js'}`, import.meta.url))];
+  // The planning process is bundled as CommonJS, and starts from the startup snapshot of that bundle when
+  // the build made one (harness/targets/reference.ts buildChildSnapshot, sims/planner/child.ts).
+  if (PREBUILT && name === 'planner-child') {
+    const blob = fileURLToPath(new URL('./planner-child.blob', import.meta.url));
+    childSnapshot ??= existsSync(blob);
+    return childSnapshot ? ['--snapshot-blob', blob] : [fileURLToPath(new URL('./planner-child.cjs', import.meta.url))];
+  }
+  if (PREBUILT) return [fileURLToPath(new URL(`./${name === 'stack' ? 'main' : name}.js`, import.meta.url))];
   return ['--import', import.meta.resolve('tsx'), fileURLToPath(new URL(SOURCE_PROGRAM[name], new URL('./', import.meta.url)))];
 }
 

@@ -7,9 +7,11 @@
 // stack of the run starts from the bundle. `HIL_STACK_PREBUILT` names the bundle directory; without it,
 // or with HIL_STACK_PREBUILT=off, stacks start from source.
 
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Plugin } from 'esbuild';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** The reference stack (`hil serve`): control service and core on a bus driver. */
@@ -170,7 +172,22 @@ export async function prebuildReference(): Promise<Prebuilt> {
   };
   // The planning process starts once per plan (two hundred times a run): as CommonJS it skips the ES
   // module loader's set-up, about 10 ms of every start. It uses no import.meta.
-  await build({ ...common, entryPoints: { 'planner-child': join(ROOT, 'sims', PLANNER_CHILD) }, outdir: dir, format: 'cjs', outExtension: { '.js': '.cjs' } });
+  // For its startup snapshot (buildChildSnapshot): a banner gives it a `module` where the snapshot's builder
+  // runs it, which passes a script only require, __filename and __dirname (loaded as CommonJS, the wrapper's
+  // own is kept); fflate's build without worker_threads, which fflate's Node build loads as it loads and
+  // whose handles a snapshot cannot hold (the planner uses only fflate's synchronous inflate and unzip,
+  // the same code in both builds); and fflate without its load-time probe (FFLATE_PROBE).
+  await build({
+    ...common,
+    entryPoints: { 'planner-child': join(ROOT, 'sims', PLANNER_CHILD) },
+    outdir: dir,
+    format: 'cjs',
+    outExtension: { '.js': '.cjs' },
+    alias: { fflate: 'fflate/browser' },
+    plugins: [FFLATE_PROBE],
+    banner: { js: "var module = typeof module === 'undefined' ? { exports: {} } : module;" },
+  });
+  const snapshot = buildChildSnapshot(dir);
   await build({
     ...common,
     entryPoints: Object.fromEntries(Object.entries(BUNDLES).map(([name, src]) => [name, join(ROOT, 'sims', src)])),
@@ -180,7 +197,57 @@ export async function prebuildReference(): Promise<Prebuilt> {
     // A bundled CommonJS package requires node's own modules: give the ES module bundle a require.
     banner: { js: "import { createRequire as __hilRequire } from 'node:module'; const require = __hilRequire(import.meta.url);" },
   });
+  await snapshot;
   return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * fflate asks, as it loads, whether TextDecoder can decode a stream: it decodes an empty array with
+ * `{ stream: true }` and keeps the answer. That call gives the decoder a native converter, and a startup
+ * snapshot cannot hold one (V8 stops the build). Node's TextDecoder always can, so the probe is replaced by
+ * its answer; fflate's own decoder is kept and gets its converter in the planning process on first use.
+ * Where a later fflate words the probe otherwise the text stays as it is, the snapshot's build fails and the
+ * planning processes start from the bundle (buildChildSnapshot).
+ */
+const FFLATE_PROBE: Plugin = {
+  name: 'fflate-stream-probe',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]fflate[\\/]esm[\\/]browser\.js$/ }, async (a) => {
+      const text = await readFile(a.path, 'utf8');
+      return { contents: text.replace(/try \{\s*td\.decode\(et, \{ stream: true \}\);\s*tds = 1;\s*\}\s*catch \(e\) \{ \}/, 'tds = td ? 1 : 0;'), loader: 'js' };
+    });
+  },
+};
+
+/** The planning process's startup snapshot, beside its bundle (sims/paths.ts programArgs starts from it when it is there). */
+export const CHILD_SNAPSHOT = 'planner-child.blob';
+
+/**
+ * Build the planning process's V8 startup snapshot from its bundle in `dir` (sims/planner/child.ts says what
+ * it holds): about 0.3 s of CPU once a run, against some 25 ms of each of the run's hundred planning processes
+ * (bench/README.md). A build that fails leaves no snapshot and the processes start from the bundle as before;
+ * its output goes to planner-child.blob.log for whoever wonders why.
+ */
+function buildChildSnapshot(dir: string): Promise<void> {
+  const blob = join(dir, CHILD_SNAPSHOT);
+  // A Node without process.getBuiltinModule (before 20.16) could not start a plan's helper from a snapshot.
+  if (typeof process.getBuiltinModule !== 'function') return Promise.resolve();
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--snapshot-blob', `${blob}.tmp`, '--build-snapshot', join(dir, 'planner-child.cjs')], { cwd: dir, env: referenceEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let log = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (log += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (log += d));
+    child.on('error', (e) => {
+      log += String(e);
+    });
+    child.on('close', (code) => {
+      void (async () => {
+        if (code === 0) await rename(`${blob}.tmp`, blob).catch((e: Error) => (log += String(e)));
+        if (code !== 0 || log) await writeFile(`${blob}.log`, `exit ${code}\n${log}`).catch(() => undefined);
+        resolve();
+      })();
+    });
+  });
 }
 
 /** The package.json of a bundle directory: its .js bundles are ES modules (planner-child.cjs says CommonJS itself). */

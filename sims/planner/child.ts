@@ -2,8 +2,14 @@
 // the service in its own process group with an IPC channel; receives one job, reports stages, writes the
 // dense file (if any) to the temporary path it was given and answers with the result text. It never
 // touches the store's final names: the service renames the file only when the client is still there.
+//
+// Prebuilt (harness/targets/reference.ts), the process starts from a V8 startup snapshot of this bundle:
+// Node's modules and this file's are loaded and initialised when the snapshot is built, once per run,
+// and each planning process only deserialises them (about a quarter of what a planning process costs,
+// bench/README.md). So nothing here may read the process's own state (environment, arguments, time) while
+// it loads: only `main` does, and in a snapshot it is what runs when the process starts.
 
-import { spawn } from 'node:child_process';
+import { startupSnapshot } from 'node:v8';
 import { existsSync, writeFileSync, fsyncSync, openSync, closeSync } from 'node:fs';
 import { encodeJson } from '../json.ts';
 import type { PlanOptions } from './options.ts';
@@ -23,36 +29,42 @@ export type ChildMessage =
 
 const send = (m: ChildMessage) => new Promise<void>((r) => process.send!(m, () => r()));
 
-// A parent that goes away takes its planning processes with it: the spare waiting on this channel, and
-// one that is planning (nobody is left to read its answer or to end it at its time limit), with its
-// process group (the helpers a plan started; this process leads the group, document 2 part 1).
-process.once('disconnect', () => {
-  if (answered) return;
-  if (planning) {
-    try {
-      process.kill(-process.pid, 'SIGKILL');
-    } catch {
-      // not a group leader (started otherwise): this process alone
-    }
-  }
-  process.exit(0);
-});
 let planning = false;
 let answered = false;
 
-process.once('message', (job: Job) => {
-  planning = true;
-  void run(job).then(
-    () => {
-      answered = true;
-      process.disconnect();
-    },
-    (e: unknown) => {
-      process.stderr.write(`planner child: ${(e as Error).stack ?? String(e)}\n`);
-      process.exit(70);
-    },
-  );
-});
+function main(): void {
+  // A parent that goes away takes its planning processes with it: the spare waiting on this channel, and
+  // one that is planning (nobody is left to read its answer or to end it at its time limit), with its
+  // process group (the helpers a plan started; this process leads the group, document 2 part 1).
+  process.once('disconnect', () => {
+    if (answered) return;
+    if (planning) {
+      try {
+        process.kill(-process.pid, 'SIGKILL');
+      } catch {
+        // not a group leader (started otherwise): this process alone
+      }
+    }
+    process.exit(0);
+  });
+
+  process.once('message', (job: Job) => {
+    planning = true;
+    void run(job).then(
+      () => {
+        answered = true;
+        process.disconnect();
+      },
+      (e: unknown) => {
+        process.stderr.write(`planner child: ${(e as Error).stack ?? String(e)}\n`);
+        process.exit(70);
+      },
+    );
+  });
+}
+
+if (startupSnapshot.isBuildingSnapshot()) startupSnapshot.setDeserializeMainFunction(main);
+else main();
 
 /** The stage delay hook: stageDelayMs, or less when the stage's release file appears first (polled every 10 ms). */
 async function stageWait(hooks: StubHooks): Promise<void> {
@@ -78,6 +90,9 @@ async function run(job: Job): Promise<void> {
   if (hooks.ignoreSigterm) process.on('SIGTERM', () => undefined);
   if (hooks.helperProcess) {
     // A helper in the same process group (a stand-in for a GPU worker): only a group signal ends it.
+    // node:child_process is loaded only here (Node does not vouch for it in a startup snapshot), and through
+    // getBuiltinModule where there is one: a process started from a snapshot has no dynamic import.
+    const { spawn } = process.getBuiltinModule?.('node:child_process') ?? (await import('node:child_process'));
     const h = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 600000)'], { stdio: 'ignore' });
     h.unref();
   }

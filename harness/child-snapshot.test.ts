@@ -1,0 +1,107 @@
+// The planning process of a prebuilt run starts from a V8 startup snapshot of its bundle
+// (harness/targets/reference.ts buildChildSnapshot, sims/planner/child.ts). What it answers must not depend
+// on how it started: the same job, sent to a process started from the bundle and to one started from the
+// snapshot, gets the same stages, the same result (but the measured stage timings) and the same dense file,
+// byte for byte. And a plan
+// whose test hook starts a helper process (the cancellation suite's) still plans: a process started from a
+// snapshot has no dynamic import, which is how the helper's module was first loaded there.
+
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { packWeldplan, sealProgram } from './clients/weldplan.ts';
+import { parseExact, type JsonObject } from './oracle/json.ts';
+import { CHILD_SNAPSHOT, PREBUILT_ENV, prebuildReference, referenceEnv, type Prebuilt } from './targets/reference.ts';
+
+const FIXTURE = new URL('../fixtures/weldplans/line-weld.program.json', import.meta.url);
+
+let built: Prebuilt | undefined;
+let dir = '';
+let tmp = '';
+beforeAll(async () => {
+  tmp = mkdtempSync(join(tmpdir(), 'hil-child-snapshot-'));
+  dir = process.env[PREBUILT_ENV] ?? '';
+  if (dir && dir !== 'off') return;
+  built = await prebuildReference();
+  dir = built.dir;
+}, 120_000);
+afterAll(async () => {
+  await built?.remove();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+function weldplan(hooks?: JsonObject): Uint8Array {
+  const p = parseExact(readFileSync(FIXTURE)) as JsonObject;
+  if (hooks) p.extensions = { weld_planner_stub: hooks };
+  return packWeldplan({ program: sealProgram(p) });
+}
+
+const OPTIONS = {
+  k_best: 2, screen_collisions: true, samples_per_seam: null, run_weld_trajopt: true, run_connecting_trajopt: true,
+  free_space_backend: 'bspline', verify: true, verify_margin_mm: 5, order_seams: true, dense: true,
+  program_id: 'snapshot-check', manifest_revision: 3n, plan_revision: 4n,
+};
+
+/** One job in a planning process started with these node arguments: its messages, exit code and dense file. */
+function plan(nodeArgs: string[], bytes: Uint8Array, name: string): Promise<{ messages: unknown[]; code: number | null; stderr: string; dense: Buffer | undefined }> {
+  const tmpPath = join(tmp, `${name}.rdt`);
+  return new Promise((resolve, reject) => {
+    const c = spawn(process.execPath, nodeArgs, { cwd: tmp, env: referenceEnv(), detached: true, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], serialization: 'advanced' });
+    const messages: unknown[] = [];
+    let stderr = '';
+    c.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    c.on('message', (m) => messages.push(m));
+    c.on('error', reject);
+    c.on('exit', (code) => {
+      // The process led its own group: a helper its plan started goes with it (the planner stub ends the
+      // group the same way, document 2 part 1).
+      try {
+        process.kill(-c.pid!, 'SIGKILL');
+      } catch {
+        // the group is gone already
+      }
+      resolve({ messages, code, stderr, dense: existsSync(tmpPath) ? readFileSync(tmpPath) : undefined });
+    });
+    c.send({ bytes, options: OPTIONS, tmpPath });
+  });
+}
+
+test('the run builds the snapshot without a complaint from Node', () => {
+  expect(existsSync(join(dir, CHILD_SNAPSHOT))).toBe(true);
+  expect(existsSync(join(dir, `${CHILD_SNAPSHOT}.log`))).toBe(false);
+});
+
+test('a plan from the snapshot is the plan from the bundle: stages, result text and dense file', { timeout: 60_000 }, async () => {
+  const bytes = weldplan();
+  const fromBundle = await plan([join(dir, 'planner-child.cjs')], bytes, 'bundle');
+  const fromSnapshot = await plan(['--snapshot-blob', join(dir, CHILD_SNAPSHOT)], bytes, 'snapshot');
+  expect(fromBundle.code, fromBundle.stderr).toBe(0);
+  const done = fromBundle.messages.at(-1) as { kind: string; dense: { bytes: number } | null };
+  expect(done.kind).toBe('done');
+  expect(done.dense?.bytes).toBeGreaterThan(0);
+  expect(fromBundle.dense?.length).toBe(done.dense?.bytes);
+  expect(comparable(fromSnapshot)).toEqual(comparable(fromBundle));
+});
+
+/** A plan's outcome with the values of its result's timings_ms (what each stage measured it took) left out. */
+function comparable(r: Awaited<ReturnType<typeof plan>>): unknown {
+  return {
+    ...r,
+    messages: r.messages.map((m) => {
+      const d = m as { kind: string; resultText?: string };
+      if (d.kind !== 'done' || d.resultText === undefined) return m;
+      const result = JSON.parse(d.resultText) as { timings_ms?: Record<string, number> };
+      expect(Object.keys(result.timings_ms ?? {}).length).toBeGreaterThan(0);
+      return { ...d, resultText: { ...result, timings_ms: Object.keys(result.timings_ms ?? {}) } };
+    }),
+  };
+}
+
+test('a plan whose hook starts a helper process plans from the snapshot too', { timeout: 60_000 }, async () => {
+  const r = await plan(['--snapshot-blob', join(dir, CHILD_SNAPSHOT)], weldplan({ stage_delay_ms: 20, helper_process: true }), 'helper');
+  expect(r.stderr).toBe('');
+  expect(r.code).toBe(0);
+  expect((r.messages.at(-1) as { kind: string }).kind).toBe('done');
+});
