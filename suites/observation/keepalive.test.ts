@@ -9,7 +9,12 @@ import { connect, type Socket } from 'node:net';
 import { once } from 'node:events';
 import { keptReply } from '../../harness/clients/rawhttp.ts';
 import { expectIdleClose } from '../../harness/idle-close.ts';
-import { covers, describe, expect, hostBound, LONG_TAG, longTier, sharedVariant, test } from '../../harness/fixture.ts';
+import { covers, cycleFree, describe, expect, hostBound, LONG_TAG, longTier, sharedVariant, test } from '../../harness/fixture.ts';
+
+// No test here needs the cell to cycle (harness/fixture.ts cycleFree): they judge the control socket's
+// connections, whose idle timeout runs on the service's own clock, not the cell's. The stack configured
+// with a shorter idle timeout is stepped too, for the same reason.
+cycleFree();
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -66,7 +71,7 @@ describe.concurrent('keep-alive', () => {
 
   describe('a stack configured with a 1.5 s idle timeout', () => {
     const IDLE_MS = 1_500;
-    const v = sharedVariant({ controlIdleTimeoutMs: IDLE_MS });
+    const v = sharedVariant({ controlIdleTimeoutMs: IDLE_MS, clock: 'stepped' });
 
     test('reports it in Describe and closes an idle connection after it: not before, and within a tolerance from measured round trips', covers('rule:transport.keep_alive', 'field:Description.control_idle_timeout_ns'), async ({ skip }) => {
       skip(v.cannot !== undefined, v.cannot);
