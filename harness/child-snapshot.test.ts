@@ -4,7 +4,9 @@
 // snapshot, gets the same stages, the same result (but the measured stage timings) and the same dense file,
 // byte for byte. And a plan
 // whose test hook starts a helper process (the cancellation suite's) still plans: a process started from a
-// snapshot has no dynamic import, which is how the helper's module was first loaded there.
+// snapshot has no dynamic import, which is how the helper's module was first loaded there. And a planner
+// whose planning processes cannot load the snapshot (Node refuses one built under other V8 flags, here a
+// NODE_OPTIONS the run did not have) still plans: from the bundle, saying so once on its standard error.
 
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -13,7 +15,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { packWeldplan, sealProgram } from './clients/weldplan.ts';
 import { parseExact, type JsonObject } from './oracle/json.ts';
+import { PlannerClient, planQueryString } from './clients/planner.ts';
 import { CHILD_SNAPSHOT, PREBUILT_ENV, prebuildReference, referenceEnv, type Prebuilt } from './targets/reference.ts';
+import { spawnReady } from './targets/spawn.ts';
 
 const FIXTURE = new URL('../fixtures/weldplans/line-weld.program.json', import.meta.url);
 
@@ -104,4 +108,20 @@ test('a plan whose hook starts a helper process plans from the snapshot too', { 
   expect(r.stderr).toBe('');
   expect(r.code).toBe(0);
   expect((r.messages.at(-1) as { kind: string }).kind).toBe('done');
+});
+
+test('a planner whose planning processes cannot load the snapshot plans from the bundle and says so once', { timeout: 120_000 }, async () => {
+  const env = { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --max-old-space-size=3072`.trim() };
+  const p = await spawnReady<{ planner: string }>('planner', [join(dir, 'planner.js'), 'serve', '--host', '127.0.0.1', '--port', '0', '--dense-store-dir', join(tmp, 'store'), '--lifeline-stdin'], env, 60_000);
+  try {
+    const client = new PlannerClient(p.ready.planner);
+    const bytes = weldplan();
+    for (const round of [1, 2]) {
+      const r = await client.raw('POST', `/api/motion/plan${planQueryString({ dense: true })}`, bytes, { 'content-type': 'application/octet-stream' });
+      expect(r.status, `plan ${round}: ${r.text}`).toBe(200);
+    }
+    expect(p.stderr().match(/could not start from its startup snapshot \(exit 14/g)).toHaveLength(1);
+  } finally {
+    await p.stop();
+  }
 });

@@ -42,8 +42,25 @@ const SOURCE_PROGRAM: Record<ProgramName, string> = {
   olp: 'olp/main.ts',
 };
 
-/** Whether the prebuilt planning process has its startup snapshot (looked up once). */
+/** Whether the prebuilt planning process starts from its startup snapshot (looked up once; see refuseChildSnapshot). */
 let childSnapshot: boolean | undefined;
+
+/** Whether the planning processes this process starts now start from the startup snapshot. */
+export function childSnapshotInUse(): boolean {
+  return programArgs('planner-child')[0] === '--snapshot-blob';
+}
+
+/**
+ * Start planning processes from their bundle from now on: one started from the snapshot could not load it.
+ * Node refuses a snapshot built under other V8 flags (a NODE_OPTIONS that differs between the run that
+ * built it and the planner, say) and exits with CHILD_SNAPSHOT_REFUSED before any of the program runs.
+ */
+export function refuseChildSnapshot(): void {
+  childSnapshot = false;
+}
+
+/** Node's exit code for a startup snapshot it cannot load (ExitCode::kStartupSnapshotFailure). */
+export const CHILD_SNAPSHOT_REFUSED = 14;
 
 /** Node arguments that start a program of the reference system (before its own arguments). */
 export function programArgs(name: ProgramName): string[] {

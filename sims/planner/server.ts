@@ -5,7 +5,7 @@
 // still connected; refused plans keep request and result under refused/ (newest 5).
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { programArgs } from '../paths.ts';
+import { CHILD_SNAPSHOT_REFUSED, childSnapshotInUse, programArgs, refuseChildSnapshot } from '../paths.ts';
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { homedir } from 'node:os';
@@ -261,18 +261,8 @@ export class PlannerService {
       });
   }
 
-  private async runJob(job: Job): Promise<void> {
-    // An unreadable container is answered without a planning process (sims/planner/intake.ts).
-    const read = await this.intake.check(job.bytes);
-    if (job.cancelled || !job.connected) {
-      this.cancelledReply(job);
-      return;
-    }
-    if (read.failed !== undefined) {
-      json(job.res, 422, { error: read.failed });
-      return;
-    }
-    const tmpPath = join(this.o.storeDir, `.tmp-${process.pid}-${randomBytes(6).toString('hex')}.rdt`);
+  /** The job in a fresh planning process (the spare when it is alive, a new spare after it): what it answered and how it ended. */
+  private async planIn(job: Job, tmpPath: string): Promise<{ child: ChildProcess; outcome: Extract<ChildMessage, { kind: 'done' | 'failed' }> | undefined; code: number | null; signal: NodeJS.Signals | null; err: string }> {
     const alive = (c: ChildProcess | undefined) => c !== undefined && c.exitCode === null && c.signalCode === null && c.connected;
     const child = alive(this.spare) ? this.spare! : this.spawnChild();
     this.spare = this.spawnChild();
@@ -288,6 +278,33 @@ export class PlannerService {
     child.send({ bytes: job.bytes, options: job.options, tmpPath } satisfies ChildJob);
     child.once('error', (e) => this.log(`planner child: ${e.message}`));
     const { code, signal } = await exited;
+    return { child, outcome, code, signal, err };
+  }
+
+  private async runJob(job: Job): Promise<void> {
+    // An unreadable container is answered without a planning process (sims/planner/intake.ts).
+    const read = await this.intake.check(job.bytes);
+    if (job.cancelled || !job.connected) {
+      this.cancelledReply(job);
+      return;
+    }
+    if (read.failed !== undefined) {
+      json(job.res, 422, { error: read.failed });
+      return;
+    }
+    const tmpPath = join(this.o.storeDir, `.tmp-${process.pid}-${randomBytes(6).toString('hex')}.rdt`);
+    const fromSnapshot = childSnapshotInUse();
+    let r = await this.planIn(job, tmpPath);
+    if (fromSnapshot && r.outcome === undefined && r.code === CHILD_SNAPSHOT_REFUSED && !job.cancelled && job.connected) {
+      // The process never ran (Node refused the snapshot before loading anything): the request goes, once,
+      // to a fresh process started from the bundle, and so does every later one.
+      this.log(`planner: a planning process could not start from its startup snapshot (exit ${r.code}: ${r.err.trim().split('\n')[0]}); planning processes start from their bundle from now on`);
+      refuseChildSnapshot();
+      if (this.spare?.pid !== undefined) signalGroup(this.spare.pid, 'SIGKILL');
+      this.spare = undefined;
+      r = await this.planIn(job, tmpPath);
+    }
+    const { child, outcome, code, signal, err } = r;
     clearTimeout(job.killTimer);
     // Whatever the child left in its group (helpers) goes with it.
     if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
