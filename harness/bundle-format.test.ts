@@ -9,7 +9,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { PREBUILT_ENV, prebuildReference, type Prebuilt } from './targets/reference.ts';
+import { namedOrBuiltBundle, type Prebuilt } from './targets/reference.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -46,9 +46,7 @@ process.stdout.write((await import('hil:formats')).default);`;
 let built: Prebuilt | undefined;
 let dir = '';
 beforeAll(async () => {
-  dir = process.env[PREBUILT_ENV] ?? '';
-  if (dir && dir !== 'off') return;
-  built = await prebuildReference();
+  built = await namedOrBuiltBundle();
   dir = built.dir;
 }, 120_000);
 afterAll(async () => {

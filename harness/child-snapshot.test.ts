@@ -16,7 +16,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { packWeldplan, sealProgram } from './clients/weldplan.ts';
 import { parseExact, type JsonObject } from './oracle/json.ts';
 import { PlannerClient, planQueryString } from './clients/planner.ts';
-import { CHILD_SNAPSHOT, PREBUILT_ENV, prebuildReference, referenceEnv, type Prebuilt } from './targets/reference.ts';
+import { CHILD_SNAPSHOT, namedOrBuiltBundle, referenceEnv, type Prebuilt } from './targets/reference.ts';
 import { spawnReady } from './targets/spawn.ts';
 
 const FIXTURE = new URL('../fixtures/weldplans/line-weld.program.json', import.meta.url);
@@ -26,9 +26,7 @@ let dir = '';
 let tmp = '';
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), 'hil-child-snapshot-'));
-  dir = process.env[PREBUILT_ENV] ?? '';
-  if (dir && dir !== 'off') return;
-  built = await prebuildReference();
+  built = await namedOrBuiltBundle();
   dir = built.dir;
 }, 120_000);
 afterAll(async () => {

@@ -250,6 +250,13 @@ function buildChildSnapshot(dir: string): Promise<void> {
   });
 }
 
+/** The bundle a test's processes start from: the one HIL_STACK_PREBUILT names (kept), or one built now (removed by `remove`). */
+export async function namedOrBuiltBundle(env: NodeJS.ProcessEnv = process.env): Promise<Prebuilt> {
+  const named = env[PREBUILT_ENV];
+  if (named && named !== 'off') return { dir: named, remove: async () => undefined };
+  return prebuildReference();
+}
+
 /** The package.json of a bundle directory: its .js bundles are ES modules (planner-child.cjs says CommonJS itself). */
 export const BUNDLE_PACKAGE = '{ "type": "module" }\n';
 
