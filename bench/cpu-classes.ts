@@ -79,6 +79,8 @@ function classify(cmd: string): string {
   if (cmd.includes('vitest/dist/workers')) return 'vitest worker';
   if (cmd.includes('main.js sessions') || /\bsessions$/.test(cmd)) return 'stack host';
   if (/main\.js|sims\/main\.ts/.test(cmd)) return 'stack (own process)';
+  // The run's build of the planning process's startup snapshot names its bundle too (harness/targets/reference.ts).
+  if (/--build-snapshot/.test(cmd)) return 'snapshot build';
   if (/planner-child/.test(cmd)) return 'planner child';
   if (/planner\.js|planner\/main/.test(cmd)) return 'planner';
   // Before the OLP patterns: a run's own command line may hold a filter naming suites/olp.
@@ -277,28 +279,25 @@ async function main(): Promise<void> {
   }
   // Per file.
   const lines = readTrace(trace);
+  /** The suite file the vitest worker of `p` ran at `at` (or where the time went when none). */
+  const fileAt = (p: Proc, at: number): string => {
+    if (p.worker === undefined) return '(outside any file)';
+    const hit = lines.find((l) => l.pid === p.worker && l.start <= at && at <= l.end + o.interval);
+    return hit ? relative(o.cwd, hit.file) : '(worker between files)';
+  };
   const byFile = new Map<string, Map<string, number>>();
   for (const [at, key, ticks] of deltas) {
     const p = procs.get(key)!;
-    let file = '(outside any file)';
-    if (p.worker !== undefined) {
-      const hit = lines.find((l) => l.pid === p.worker && l.start <= at && at <= l.end + o.interval);
-      file = hit ? relative(o.cwd, hit.file) : '(worker between files)';
-    }
+    const file = fileAt(p, at);
     const m = byFile.get(file) ?? new Map<string, number>();
     m.set(p.cls, (m.get(p.cls) ?? 0) + ticks / HZ);
     byFile.set(file, m);
   }
-  // Cycling cores per file: the seconds a thread of a process of the file's worker cycled, and their CPU.
+  // Cycling threads per file and per process kind: the seconds they cycled, and their CPU.
   const cyclingByFile = new Map<string, { s: number; cpu: number }>();
   for (const [at, key, ticks, dt] of cycling) {
     const p = procs.get(key)!;
-    let file = '(outside any file)';
-    if (p.worker !== undefined) {
-      const hit = lines.find((l) => l.pid === p.worker && l.start <= at && at <= l.end + o.interval);
-      file = hit ? relative(o.cwd, hit.file) : '(worker between files)';
-    }
-    for (const k of [file, `[${p.cls}]`]) {
+    for (const k of [fileAt(p, at), `[${p.cls}]`]) {
       const c = cyclingByFile.get(k) ?? { s: 0, cpu: 0 };
       c.s += dt;
       c.cpu += ticks / HZ;
@@ -321,7 +320,7 @@ async function main(): Promise<void> {
     console.log(`${sum(m).toFixed(1).padStart(8)}  ${f}  (${parts.join(', ')})`);
   }
   const cyc = [...cyclingByFile].sort((a, b) => b[1].cpu - a[1].cpu);
-  console.log(`\n== cycling cores by file: thread-seconds above 300 wake-ups/s and their CPU (s); by process class in brackets ==`);
+  console.log(`\n== cycling threads by file: thread-seconds above 300 wake-ups/s and their CPU (s); by process class in brackets ==`);
   for (const [f, c] of cyc.slice(0, 30)) console.log(`${c.cpu.toFixed(1).padStart(8)}  ${c.s.toFixed(1).padStart(6)} s  ${f}`);
   const durations = new Map<string, number>();
   for (const l of lines) if (Number.isFinite(l.end)) durations.set(relative(o.cwd, l.file), (durations.get(relative(o.cwd, l.file)) ?? 0) + (l.end - l.start) / 1000);
