@@ -7,11 +7,14 @@
 // stack of the run starts from the bundle. `HIL_STACK_PREBUILT` names the bundle directory; without it,
 // or with HIL_STACK_PREBUILT=off, stacks start from source.
 
-import { spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import type { Plugin } from 'esbuild';
+
+const execFileAsync = promisify(execFile);
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** The reference stack (`hil serve`): control service and core on a bus driver. */
@@ -224,30 +227,24 @@ export const CHILD_SNAPSHOT = 'planner-child.blob';
 
 /**
  * Build the planning process's V8 startup snapshot from its bundle in `dir` (sims/planner/child.ts says what
- * it holds): about 0.3 s of CPU once a run, against some 25 ms of each of the run's hundred planning processes
- * (bench/README.md). A build that fails leaves no snapshot and the processes start from the bundle as before;
- * its output goes to planner-child.blob.log for whoever wonders why.
+ * it holds): about 0.5 s of CPU once a run, against some 25 ms of each of the run's hundred planning
+ * processes (bench/README.md). A build that fails leaves no snapshot and the processes start from the
+ * bundle as before; what Node said goes to planner-child.blob.log for whoever wonders why.
  */
-function buildChildSnapshot(dir: string): Promise<void> {
+async function buildChildSnapshot(dir: string): Promise<void> {
   const blob = join(dir, CHILD_SNAPSHOT);
   // A Node without process.getBuiltinModule (before 20.16) could not start a plan's helper from a snapshot.
-  if (typeof process.getBuiltinModule !== 'function') return Promise.resolve();
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--snapshot-blob', `${blob}.tmp`, '--build-snapshot', join(dir, 'planner-child.cjs')], { cwd: dir, env: referenceEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-    let log = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (log += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (log += d));
-    child.on('error', (e) => {
-      log += String(e);
-    });
-    child.on('close', (code) => {
-      void (async () => {
-        if (code === 0) await rename(`${blob}.tmp`, blob).catch((e: Error) => (log += String(e)));
-        if (code !== 0 || log) await writeFile(`${blob}.log`, `exit ${code}\n${log}`).catch(() => undefined);
-        resolve();
-      })();
-    });
-  });
+  if (typeof process.getBuiltinModule !== 'function') return;
+  let log: string;
+  try {
+    const r = await execFileAsync(process.execPath, ['--snapshot-blob', `${blob}.tmp`, '--build-snapshot', join(dir, 'planner-child.cjs')], { cwd: dir, env: referenceEnv() });
+    await rename(`${blob}.tmp`, blob);
+    log = r.stdout + r.stderr;
+  } catch (e) {
+    const x = e as Error & { code?: unknown; signal?: unknown; stdout?: string; stderr?: string };
+    log = `exit ${String(x.signal ?? x.code)}\n${x.stdout ?? ''}${x.stderr ?? x.message}`;
+  }
+  if (log) await writeFile(`${blob}.log`, log).catch(() => undefined);
 }
 
 /** The bundle a test's processes start from: the one HIL_STACK_PREBUILT names (kept), or one built now (removed by `remove`). */
