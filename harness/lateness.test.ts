@@ -85,6 +85,24 @@ test('stalls: total sums every stall inside the exchange against the margin (thr
   expect(String((total as Error).message)).toMatch(/^HIL_ERR_HOST_TOO_SLOW: telemetry batches in a window: the harness was late by \d+(\.\d)? ms \(event loop stalls totalling \d+(\.\d)? ms\) against a margin of 100 ms/);
 });
 
+test('stalledMs: a stall counts only for the part of it inside the window, and every stall in it adds up', async () => {
+  lateness.start();
+  await lateness.settle();
+  const b = performance.now();
+  block(100);
+  await lateness.settle();
+  // The sample that fired after the block was late from at most one period into it to its end: the 30 ms in the middle all count, nothing outside them.
+  expect(lateness.stalledMs(b + 40, b + 70)).toBeCloseTo(30, 0);
+  const c = performance.now();
+  block(60);
+  await lateness.settle();
+  block(60);
+  await lateness.settle();
+  const both = lateness.stalledMs(c, performance.now());
+  expect(both).toBeGreaterThanOrEqual(2 * (60 - 10));
+  expect(both).toBeGreaterThan(lateness.window(c, performance.now()).max_ms);
+});
+
 // targetOnHost: the run-queue wait of a process this harness watches (a stack it started on this host). Two
 // busy processes pinned to one core, the watched one at nice 19: the kernel keeps it waiting nearly all the
 // time, while the harness's own loop keeps time. A sleeping watched process waits for nothing.

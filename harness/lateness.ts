@@ -112,6 +112,23 @@ class LatenessMonitor {
     return { samples: xs.length, max_ms: r(xs[xs.length - 1]!), p99_ms: r(xs[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))]!), total_ms: r(xs.reduce((a, x) => a + x, 0)) };
   }
 
+  /**
+   * How long, in all, the loop did not run inside [from, to] (performance.now() ms): each sample's late
+   * interval [at - late, at] clipped to the window, summed. Two stalls of 100 ms explain a request sent
+   * 200 ms late where the longest alone (window().max_ms) explains half of it.
+   */
+  stalledMs(from: number, to: number): number {
+    let ms = 0;
+    const count = Math.min(this.n, RING);
+    for (let k = 0; k < count; k++) {
+      const i = (this.n - 1 - k) % RING;
+      const at = this.at[i]!;
+      if (at < from) break;
+      ms += Math.max(0, Math.min(at, to) - Math.max(at - this.late[i]!, from));
+    }
+    return Math.round(ms * 10) / 10;
+  }
+
   /** Let a sample due now fire, so that a stall that just ended is counted. */
   settle(): Promise<void> {
     return new Promise((r) => setTimeout(r, SAMPLE_MS + 2));

@@ -46,6 +46,19 @@ test('a lease that ran out while the harness\'s event loop stalled is the host\'
   expect(loss?.text).toMatch(/^the harness sent a request \d+ ms after the grant's deadline; since it learnt that deadline its event loop stalled \d+(\.\d)? ms/);
 });
 
+test('stalls are summed: two, each shorter than the lateness they explain together, make the lapse the host\'s', async () => {
+  lateness.start();
+  const cell = scripted(50, () => undefined);
+  const s = await cell.grant();
+  for (let i = 0; i < 2; i++) {
+    await new Promise((r) => setTimeout(r, 12));
+    block(80);
+  }
+  await new Promise((r) => setTimeout(r, 12));
+  expect((await cell.fenced('enable', s)).label).toBe('control_session_stale');
+  expect(cell.grantLoss()).toMatchObject({ target: false, text: expect.stringMatching(/^the harness sent a request \d+ ms after the grant's deadline; since it learnt that deadline its event loop stalled/) });
+});
+
 test('a lease the test let run out on purpose (a wait, no stall) is nobody\'s loss', async () => {
   lateness.start();
   const cell = scripted(30, () => undefined);

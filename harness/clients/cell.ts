@@ -199,8 +199,8 @@ export class Cell {
    * expired session: control_session_stale), judged from the clock the target shares with the harness:
    *   answered before the deadline: the target ended the lease early (its doing, the failure stands);
    *   sent before the deadline, answered after it: in flight at the deadline, the harness cannot tell: the host's;
-   *   sent after the deadline: the host's when the harness's event-loop stalls and its waits for the
-   *   target's answers since it learnt the deadline explain the lateness; otherwise the test let the lease
+   *   sent after the deadline: the host's when the harness's event-loop stalls (all of them, summed) and
+   *   its waits for the target's answers since it learnt the deadline explain the lateness; otherwise the test let the lease
    *   run out (a wait it chose), and nothing is said.
    */
   private judgeExpiry(known: KnownDeadline, sent: bigint, answered: bigint, at: number, error: string): GrantLoss | undefined {
@@ -208,7 +208,7 @@ export class Cell {
     if (answered <= known.deadline) return { target: true, text: `the target ended a lease before its deadline: answered ${ms(known.deadline - answered)} ms before deadline_host_ns: ${error}` };
     if (sent <= known.deadline) return { target: false, text: `a request sent ${ms(known.deadline - sent)} ms before the grant's deadline was answered ${ms(answered - known.deadline)} ms after it (round trip ${ms(answered - sent)} ms): the host was too slow to tell whether the target ended the lease in time: ${error}` };
     const late = Number(sent - known.deadline) / 1e6;
-    const stalled = lateness.window(known.at, at).max_ms;
+    const stalled = lateness.stalledMs(known.at, at);
     const waited = this.exchanges.filter((x) => x.at >= known.at && x.at < at).reduce((a, x) => a + x.ms, 0);
     if (stalled + waited < late) return undefined;
     return { target: false, text: `the harness sent a request ${Math.round(late)} ms after the grant's deadline; since it learnt that deadline its event loop stalled ${stalled} ms and it waited ${Math.round(waited)} ms for the target's answers: the lease ran out on a slow host (document 1 part 4), not by the target's doing: ${error}` };
