@@ -9,7 +9,7 @@ import { TIER_UP_ARGS } from './harness/targets/reference.ts';
 // `unit` tests the harness's own code and the reference implementation from the inside; `conformance` runs
 // the suites against whichever target HIL_TARGET names (sim by default). One project, so that a worker
 // runs file after file in one process: vitest ends a worker whenever the next file belongs to another
-// project, and with it the worker's module graph and its pool of stack hosts (harness/targets/stack-host.ts).
+// project, and with it the worker's module graph and its pool of stack hosts (harness/targets/program-host.ts).
 //
 // The files differ in scheduling priority: each worker takes the nice value of the file it is about to run
 // (harness/nice.ts, HIL_NICE=file; the values and why each file has its own are in harness/priority.ts:
@@ -21,7 +21,7 @@ import { TIER_UP_ARGS } from './harness/targets/reference.ts';
 //
 // The conformance project starts stacks from a bundle built once per run (harness/targets/prebuild-setup.ts)
 // and shares one module graph per worker (isolate: false; the harness keeps no test's state at module level:
-// what it keeps there is the worker's, its pool of stack hosts, harness/targets/stack-host.ts).
+// what it keeps there is the worker's, its pool of stack hosts, harness/targets/program-host.ts).
 // A shared target (external, rig: one service for the whole run, one grant, one bus) runs its conformance
 // files one at a time and the tests of a file one at a time: every test that takes the grant would
 // otherwise meet another file's test holding it (control_already_owned), and observers would see other

@@ -1,5 +1,5 @@
 // What a stack costs a run that starts one per test (a replayed run, docs/recording.md): start to ready and
-// stop, wall and CPU, as a session of a stack host (harness/targets/stack-host.ts, sims/sessions.ts) against
+// stop, wall and CPU, as a session of a stack host (harness/targets/program-host.ts, sims/sessions.ts) against
 // a process of its own (the baseline), alternating round by round in the same run. The stacks start from a
 // bundle as `hil run` builds it (harness/targets/reference.ts prebuildReference), with the test channel:
 // plain stacks on the real-time clock, or with --replay paced replays of one short recording made first (as

@@ -483,7 +483,7 @@ export function remoteStacks(): OpenRemote {
     const s = await startRemoteStack(o);
     opened.push(s);
     // A stack opened inside a test is that test's: stopped when it finishes, so that its stack host can serve
-    // the file's next stack instead of a new host starting for each (harness/targets/stack-host.ts). One
+    // the file's next stack instead of a new host starting for each (harness/targets/program-host.ts). One
     // opened outside a test (a hook) stops with the file.
     try {
       onTestFinished(async () => {

@@ -26,6 +26,7 @@ import { loadCredentials, parseListen, RemoteStartupError, type RemoteFiles } fr
 import type { RemoteJogFlags } from './service/remote-jog.ts';
 import { doctorMain } from './doctor.ts';
 import { runSessions, type Runner } from './sessions.ts';
+import { warmThread } from './service/core-threads.ts';
 import { parseNonzeroU64, parseProgramArgs, parseU64, runUntilStopped } from './primitives.ts';
 
 const DEFAULT_MACHINE = join(ROOT, 'fixtures', 'machines', 'nine-axis.json');
@@ -166,7 +167,14 @@ async function replayMain(argv: string[]): Promise<number> {
 export async function main(argv: string[], runner: Runner = runUntilStopped): Promise<number> {
   if (argv[0] === 'replay') return replayMain(argv.slice(1));
   // A stack host (sims/sessions.ts): `hil serve` sessions one after another in this process.
-  if (argv[0] === 'sessions' && runner === runUntilStopped) return runSessions((args, sessionRunner) => main(args, sessionRunner));
+  if (argv[0] === 'sessions' && runner === runUntilStopped) {
+    // A host started to serve paced replays (harness/targets/program-host.ts warmHosts, the replay target): the
+    // replayed core's thread is made now, while the harness has no session waiting, not in the first session.
+    const prepare = () => {
+      if (process.env.HIL_WARM_CORE === 'recorded') warmThread('recorded');
+    };
+    return runSessions((args, sessionRunner) => main(args, sessionRunner), { name: 'hil serve sessions', prepare });
+  }
   if (argv[0] === 'doctor') return doctorMain(argv.slice(1), DEFAULT_MACHINE);
   const parsed = parseProgramArgs(
     {

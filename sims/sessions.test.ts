@@ -1,6 +1,6 @@
 // The stack host's own bookkeeping (sims/sessions.ts): a session's environment is set for it and taken back
 // exactly, and what a session leaves running is told by kind and count. The sessions themselves are tested
-// through the harness's hosts (harness/targets/stack-host.test.ts).
+// through the harness's hosts (harness/targets/program-host.test.ts).
 
 import { afterEach, expect, test } from 'vitest';
 import { writeFile, unlink, mkdtemp, rm } from 'node:fs/promises';
@@ -78,7 +78,7 @@ runSessions(async (argv, runner) => {
   const r = runner(async () => { if (argv[0] !== 'leak') clearInterval(timer); }, { name: 'fake' });
   r.ready('{}');
   return -1;
-});
+}, { name: 'fake sessions' });
 `;
 
 test('a session that leaves something running is told on standard output before the stop\'s answer, a clean one is not (the harness then uses that host no more)', async () => {

@@ -1,8 +1,11 @@
-// A stack host: one process that serves `hil serve` sessions one after another (`hil serve sessions`),
+// A program host: one process that serves sessions of one reference server one after another: the stack
+// (`hil serve sessions`), the weld planner stub (`hil planner sessions`), the OLP server (`hil olp sessions`),
 // so that a run which starts many stacks (a replayed run, a stack per test: docs/recording.md "Replaying a
 // suite run"; the sim target's run, a stack per file and per variant) does not pay a process start, the bundle's compilation and the machine's loading for every test. Each
 // session is a whole stack as `hil serve ARGS` starts it (its own service, core worker thread, sockets and
 // directories) and stops the way a lifeline stop stops one; only the process and its loaded code are kept.
+// A planner or OLP server session is the same: the server as its `serve ARGS` starts it, its children
+// (planning processes, STEP workers, a local simulator's stack) this host's for the session's length.
 //
 // The protocol is one JSON line per command on standard input, answered on standard output:
 //   {"t":"start","args":[...],"env":{...}}  -> the session's `ready {...}` line, or `exited {"code":N}` when
@@ -11,16 +14,15 @@
 //                                              `left [...]` when it left resources running (a timer...)
 // `env` is set in process.env for the session and taken back when it stops. Closing standard input (the
 // parent went away) or SIGINT/SIGTERM stops the session under way and ends the process. Standard error
-// is shared: the harness keeps what each session wrote (harness/targets/stack-host.ts).
+// is shared: the harness keeps what each session wrote (harness/targets/program-host.ts).
 
 import { createInterface } from 'node:readline';
 import type { Running } from './primitives.ts';
-import { warmThread } from './service/core-threads.ts';
 
 /** How a program runs until it is stopped (primitives.ts runUntilStopped, or a session's). */
 export type Runner = (stop: (why: string) => Promise<void>, o: { name: string; lifeline?: boolean; lifelineFd?: number }) => Running;
 
-/** `hil serve ARGS` with its runner: a status >= 0 when it ended (refused to start), -1 while it runs. */
+/** A server's main (`hil serve ARGS`, `hil planner serve ...`) with its runner: a status >= 0 when it ended (refused to start), -1 while it runs. */
 export type Serve = (argv: string[], runner: Runner) => Promise<number>;
 
 /** How long what a stopped session still has under way may take to settle before it counts as left running. */
@@ -81,20 +83,26 @@ export function overlayEnv(env: Record<string, string>): () => void {
   };
 }
 
+/** Who the host is in what it says on standard error, and what it makes ready before its first session. */
+export interface HostOptions {
+  /** The host's command, as its messages name it (`hil serve sessions`). */
+  name: string;
+  /** Run once before the first command is read (a stack host's replay core thread, sims/main.ts). */
+  prepare?: () => void;
+}
+
 /**
  * Serve sessions until standard input closes. Returns -1 (the process keeps running; it exits when its
  * input ends or on a signal).
  */
-export function runSessions(serve: Serve): number {
+export function runSessions(serve: Serve, o: HostOptions): number {
   let current: Session | null = null;
   // The standard streams are opened on first use: open them now, so that the first session is not taken for
   // having left their pipes behind.
   void process.stdout.writableLength;
   void process.stderr.writableLength;
   const say = (line: string) => void process.stdout.write(`${line}\n`);
-  // A host started to serve paced replays (harness/targets/stack-host.ts warmHosts, the replay target): the
-  // replayed core's thread is made now, while the harness has no session waiting, not in the first session.
-  if (process.env.HIL_WARM_CORE === 'recorded') warmThread('recorded');
+  o.prepare?.();
   const stopCurrent = async (why: string) => {
     const s = current;
     current = null;
@@ -112,7 +120,7 @@ export function runSessions(serve: Serve): number {
     // only what is still there after it has had that moment counts.
     const left = await settled(s.resources);
     if (left.length) {
-      process.stderr.write(`hil serve sessions: the session left ${left.length} resources running: ${left.join(', ')}\n`);
+      process.stderr.write(`${o.name}: the session left ${left.length} resources running: ${left.join(', ')}\n`);
       say(`left ${JSON.stringify(left)}`);
     }
   };
@@ -135,7 +143,7 @@ export function runSessions(serve: Serve): number {
     try {
       code = await serve(args, runner);
     } catch (e) {
-      process.stderr.write(`hil serve: session: ${(e as Error).stack ?? String(e)}\n`);
+      process.stderr.write(`${o.name}: session: ${(e as Error).stack ?? String(e)}\n`);
       code = 1;
     }
     if (code >= 0 || !stop) {
@@ -152,7 +160,7 @@ export function runSessions(serve: Serve): number {
     try {
       cmd = JSON.parse(line) as typeof cmd;
     } catch {
-      process.stderr.write(`hil serve sessions: not a JSON command: ${line.slice(0, 200)}\n`);
+      process.stderr.write(`${o.name}: not a JSON command: ${line.slice(0, 200)}\n`);
       return;
     }
     if (cmd.t === 'start' && Array.isArray(cmd.args) && cmd.args.every((a) => typeof a === 'string')) {
@@ -161,7 +169,7 @@ export function runSessions(serve: Serve): number {
     } else if (cmd.t === 'stop') {
       await stopCurrent('session stopped');
       say('stopped');
-    } else process.stderr.write(`hil serve sessions: unknown command: ${line.slice(0, 200)}\n`);
+    } else process.stderr.write(`${o.name}: unknown command: ${line.slice(0, 200)}\n`);
   };
 
   // Commands are handled in order, each after the one before has finished.
@@ -176,7 +184,7 @@ export function runSessions(serve: Serve): number {
     ending = true;
     void queue
       .then(() => stopCurrent(why))
-      .catch((e: Error) => process.stderr.write(`hil serve sessions: stop: ${e.message}\n`))
+      .catch((e: Error) => process.stderr.write(`${o.name}: stop: ${e.message}\n`))
       .then(() => process.exit(status));
   };
   input.on('close', () => end('stdin closed'));

@@ -1,9 +1,10 @@
 // The offline programming server of a target (document 3). On the sim target the harness starts the
-// reference server (`hil olp serve`) as a process of its own, configured as the suite asks (the cells of
-// its catalogue, the planner, the heartbeat and weld-plan bounds), and stops it afterwards: starting a
-// process is the only link (DESIGN.md rule 1). The catalogue file it writes is the reference server's
-// format (docs/profile.md "OLP server: cell catalogue"). On the external target the server is someone
-// else's, reached at --olp-url (HIL_OLP_URL) as it was configured by its owner.
+// reference server (`hil olp serve`) as a session of an OLP host this worker keeps (program-host.ts),
+// configured as the suite asks (the cells of its catalogue, the planner, the heartbeat and weld-plan
+// bounds), and stops it afterwards: a program started as a process is the only link (DESIGN.md rule 1).
+// The catalogue file it writes is the reference server's format (docs/profile.md "OLP server: cell
+// catalogue"). On the external target the server is someone else's, reached at --olp-url (HIL_OLP_URL) as
+// it was configured by its owner.
 
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -11,6 +12,7 @@ import { join } from 'node:path';
 import { lateness } from '../lateness.ts';
 import { ROOT, referenceCommand } from './reference.ts';
 import { openStubPlanner, spawnReady } from './spawn.ts';
+import { hostingEnabled, startHosted } from './program-host.ts';
 import type { OlpCellSpec, OlpSpec, OpenedOlp } from './types.ts';
 
 export const ROBOT_FIXTURES = join(ROOT, 'fixtures', 'robots');
@@ -87,7 +89,9 @@ async function writeCatalogue(dir: string, cells: OlpCellSpec[]): Promise<string
   return file;
 }
 
+/** The server as a session of an OLP host this worker keeps (program-host.ts), or with HIL_STACK_HOST=off a process of its own. */
 async function spawnOlp(args: string[], timeoutMs = 30_000): Promise<{ url: string; pid: number; stderr: () => string; stop(): Promise<void> }> {
-  const p = await spawnReady<{ olp: string; pid: number }>('OLP server', [...referenceCommand('olp'), ...args], process.env, timeoutMs);
+  type Ready = { olp: string; pid: number };
+  const p = hostingEnabled() ? await startHosted<Ready>(args, {}, timeoutMs, 'olp', 'OLP server') : await spawnReady<Ready>('OLP server', [...referenceCommand('olp'), ...args], process.env, timeoutMs);
   return { url: p.ready.olp, pid: p.ready.pid, stderr: p.stderr, stop: () => p.stop() };
 }

@@ -24,7 +24,7 @@ import { machineDigest, Recorder, type RecorderOptions } from './recorder.ts';
 import { RecordingStore } from './recording-store.ts';
 import { openPerTest, openVariant, startTestStack, type StackStart } from './sim.ts';
 import { openStubPlanner } from './spawn.ts';
-import { warmHosts } from './stack-host.ts';
+import { warmHosts } from './program-host.ts';
 import { perTestFixture } from './test-stacks.ts';
 import type { PerTestFixture, Target, TargetDescriptor, TargetOption } from './types.ts';
 

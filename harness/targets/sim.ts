@@ -20,18 +20,18 @@ import { RECORD_OPTION, recordFixture, recorderOf, recordPrepare } from './recor
 export type { StackProcess, StackStart } from './types.ts';
 import { startReferenceOlp } from './olp.ts';
 import { openStubPlanner, spawnReady } from './spawn.ts';
-import { hostingEnabled, startHosted } from './stack-host.ts';
+import { hostingEnabled, startHosted } from './program-host.ts';
 import { machineFile, parseVariant, type VariantOptions } from './variant.ts';
 import { currentTest, registerPerTest, type PerTestHooks, type PerTestOutcome, type TestRun } from './pertest.ts';
 import { NESTED_VARIANT, Recorder, type StackSession } from './recorder.ts';
 import { variantOptionsJson } from './recording-store.ts';
 
 /**
- * The sim target's stacks that are not recorded are sessions of the worker's stack hosts (stack-host.ts)
+ * The sim target's stacks that are not recorded are sessions of the worker's stack hosts (program-host.ts)
  * unless a start says otherwise: a run starts about a hundred stacks, and a process of its own costs each one a Node start, the
  * bundle's compilation, the machine's loading and a new core thread (bench/stack-start.bench.ts). Each
  * session is still a whole fresh stack in a fresh directory; a host whose session left anything running is
- * not used again (stack-host.ts).
+ * not used again (program-host.ts).
  */
 function hostedByDefault(start: StackStart): StackStart {
   return start.hosted === undefined ? { ...start, hosted: true } : start;
@@ -103,7 +103,7 @@ function baseStart(o: { machine?: string; serveArgs?: readonly string[] }): Stac
 async function startWith(start: StackStart, session: StackSession | null): Promise<StackProcess> {
   if (!session) return startStack(hostedByDefault(start));
   try {
-    // A replayed stack is one of a run's many short ones: a session of a stack host (stack-host.ts). A
+    // A replayed stack is one of a run's many short ones: a session of a stack host (program-host.ts). A
     // recording is made on a stack started as a process, as a deployed service starts (docs/recording.md).
     const stack = await startStack({ ...start, args: [...start.args, ...session.args], hosted: session.mode === 'replay' });
     try {

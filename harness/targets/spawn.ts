@@ -1,6 +1,7 @@
 // Starting a reference program (the stack, the weld planner stub, the OLP server) as a process of its own
-// and waiting for its `ready {...}` line: the one way the harness starts the implementation (DESIGN.md
-// rule 1). Internal to harness/targets/; sim.ts adds the stack's own flags, olp.ts the OLP server's.
+// and waiting for its `ready {...}` line: with the program hosts of program-host.ts, the one way the
+// harness starts the implementation (DESIGN.md rule 1). Internal to harness/targets/; sim.ts adds the
+// stack's own flags, olp.ts the OLP server's.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -9,10 +10,11 @@ import { join } from 'node:path';
 import { HarnessError } from '../errors.ts';
 import { ROOT, referenceCommand, referenceEnv } from './reference.ts';
 import type { PlannerEndpoint } from './types.ts';
+import { hostingEnabled, startHosted } from './program-host.ts';
 
 /** A reference program started as a process, once it has printed its `ready {...}` line. */
 export interface ReadyProcess<R> {
-  /** The process (absent for a session of a stack host, harness/targets/stack-host.ts). */
+  /** The process (absent for a session of a stack host, harness/targets/program-host.ts). */
   child?: ChildProcess;
   ready: R;
   stderr: () => string;
@@ -73,12 +75,14 @@ export interface PlannerProcess {
 }
 
 /**
- * Start the weld planner stub (`hil planner serve`) as its own process on 127.0.0.1 and a free port, its
- * store in `dir`, and wait for its ready line. Internal to harness/targets/.
+ * Start the weld planner stub (`hil planner serve`) on 127.0.0.1 and a free port, its store in `dir`, and
+ * wait for its ready line: a session of a planner host this worker keeps (program-host.ts), or a process
+ * of its own with HIL_STACK_HOST=off. Internal to harness/targets/.
  */
 export async function startPlanner(dir: string, timeoutMs = 30_000): Promise<PlannerProcess> {
-  const args = [...referenceCommand('planner'), 'serve', '--host', '127.0.0.1', '--port', '0', '--dense-store-dir', dir, '--lifeline-stdin'];
-  const p = await spawnReady<{ planner: string; pid: number; store: string }>('planner', args, process.env, timeoutMs);
+  const args = ['serve', '--host', '127.0.0.1', '--port', '0', '--dense-store-dir', dir, '--lifeline-stdin'];
+  type Ready = { planner: string; pid: number; store: string };
+  const p = hostingEnabled() ? await startHosted<Ready>(args, {}, timeoutMs, 'planner', 'planner') : await spawnReady<Ready>('planner', [...referenceCommand('planner'), ...args], process.env, timeoutMs);
   return {
     endpoint: { url: p.ready.planner, pid: p.ready.pid, storeDir: p.ready.store, stubHooks: true },
     stderr: p.stderr,

@@ -292,7 +292,7 @@ export interface StackStart {
   /** Reuse this socket directory (a service restart keeps sockets' directory and anchors). */
   reuseDir?: string;
   /**
-   * Start it as a session of one of this worker's stack hosts (harness/targets/stack-host.ts) rather than as
+   * Start it as a session of one of this worker's stack hosts (harness/targets/program-host.ts) rather than as
    * a process of its own: a replayed stack, one of many short ones. Its ready line's pid is the host's.
    */
   hosted?: boolean;

@@ -8,6 +8,7 @@ import { encodeJson } from '../json.ts';
 import { validAllowedHost } from '../local-guard.ts';
 import { programArgs } from '../paths.ts';
 import { parseProgramArgs, runUntilStopped } from '../primitives.ts';
+import { runSessions, type Runner } from '../sessions.ts';
 import { HEARTBEAT_MS } from './execution.ts';
 import { DEFAULT_POOL_SIZE, DEFAULT_WORKER_TIMEOUT_MS } from './workers.ts';
 import { BASE, DEFAULT_LISTEN, OlpServer } from './server.ts';
@@ -17,6 +18,7 @@ const USAGE = `usage: hil olp serve [--listen HOST:PORT] [--allowed-host NAME]..
                      [--cad-worker CMD] [--seam-worker CMD] [--worker-pool N] [--worker-timeout-ms N]
                      [--local-simulator FILE [--local-simulator-model ID[@SHA]]] [--program-store DIR]
        hil olp worker
+       hil olp sessions
 
 Starts the offline programming server (document 3), every route under ${BASE}.
 
@@ -48,6 +50,8 @@ Starts the offline programming server (document 3), every route under ${BASE}.
   --lifeline-stdin         exit when standard input closes (used by targets that start the server)
 
 "hil olp worker" runs the reference STEP worker on standard input and output (the bridge's frames).
+"hil olp sessions" is a program host (sims/sessions.ts): it reads JSON commands on standard input and serves
+one "serve ARGS" session after another in this process; the sim target's OLP servers are its sessions.
 `;
 
 const INT = /^[1-9][0-9]{0,9}$/;
@@ -69,7 +73,8 @@ function localSim(machine: string, model: string): { machine: string; model_id: 
   return { machine, model_id: id ?? '', ...(sha ? { robot_description_sha256: sha } : {}) };
 }
 
-export async function main(argv: string[]): Promise<number> {
+export async function main(argv: string[], runner: Runner = runUntilStopped): Promise<number> {
+  if (argv[0] === 'sessions' && runner === runUntilStopped) return runSessions((args, sessionRunner) => main(args, sessionRunner), { name: 'hil olp sessions' });
   if (argv[0] === 'worker') {
     const { runWorker } = await import('./worker.ts');
     await runWorker();
@@ -164,7 +169,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`hil olp: cannot start: ${(e as Error).message}\n`);
     return 1;
   }
-  runUntilStopped(() => server.stop(), { name: 'hil olp', lifeline: a['lifeline-stdin'] ?? false }).ready(encodeJson({ olp: url, base: BASE, pid: process.pid }));
+  runner(() => server.stop(), { name: 'hil olp', lifeline: a['lifeline-stdin'] ?? false }).ready(encodeJson({ olp: url, base: BASE, pid: process.pid }));
   return -1;
 }
 

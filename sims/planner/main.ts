@@ -7,9 +7,11 @@ import { resolve } from 'node:path';
 import { encodeJson } from '../json.ts';
 import { validAllowedHost } from '../local-guard.ts';
 import { parseProgramArgs, runUntilStopped } from '../primitives.ts';
+import { runSessions, type Runner } from '../sessions.ts';
 import { DEFAULT_HOST, DEFAULT_PORT, PlannerService, STORE_ENV, storeDirectory } from './server.ts';
 
 const USAGE = `usage: hil planner serve [--host H] [--port P] [--allowed-host NAME]... [--dense-store-dir DIR] [--lifeline-stdin]
+       hil planner sessions
 
 Starts the weld planner stub (document 2): GET /api/motion/health, GET /api/motion/progress,
 POST /api/motion/plan, GET /api/motion/dense/{trajectory_digest}.
@@ -24,9 +26,13 @@ POST /api/motion/plan, GET /api/motion/dense/{trajectory_digest}.
   --dense-store-dir DIR where dense trajectories are stored (default $${STORE_ENV}, else
                         $XDG_CACHE_HOME/weld-planner/dense or ~/.cache/weld-planner/dense)
   --lifeline-stdin      exit when standard input closes (used by targets that start the planner)
+
+"hil planner sessions" is a program host (sims/sessions.ts): it reads JSON commands on standard input and
+serves one "serve ARGS" session after another in this process; the sim target's planners are its sessions.
 `;
 
-export async function main(argv: string[]): Promise<number> {
+export async function main(argv: string[], runner: Runner = runUntilStopped): Promise<number> {
+  if (argv[0] === 'sessions' && runner === runUntilStopped) return runSessions((args, sessionRunner) => main(args, sessionRunner), { name: 'hil planner sessions' });
   if (argv[0] !== 'serve') {
     process.stderr.write(USAGE);
     return argv[0] === '--help' || argv[0] === '-h' ? 0 : 2;
@@ -60,7 +66,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`hil planner: cannot start: ${(e as Error).message}\n`);
     return 1;
   }
-  runUntilStopped(() => service.stop(), { name: 'hil planner', lifeline: a['lifeline-stdin'] ?? false }).ready(encodeJson({ planner: url, pid: process.pid, store: storeDir }));
+  runner(() => service.stop(), { name: 'hil planner', lifeline: a['lifeline-stdin'] ?? false }).ready(encodeJson({ planner: url, pid: process.pid, store: storeDir }));
   return -1;
 }
 

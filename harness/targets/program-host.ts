@@ -1,24 +1,29 @@
-// Stack hosts (sims/sessions.ts, `hil serve sessions`): processes that serve reference stack sessions one
-// after another, kept by this harness worker and reused. A replayed run starts a stack for every test
+// Program hosts (sims/sessions.ts): processes that serve sessions of one reference server one after another,
+// kept by this harness worker and reused: stack hosts (`hil serve sessions`), planner hosts (`hil planner
+// sessions`) and OLP hosts (`hil olp sessions`). A replayed run starts a stack for every test
 // (docs/recording.md "The replay target"); from a host, a replayed stack costs its service, core and
 // sockets, not a process start, the bundle's compilation, the machine's loading and a new core thread
 // (10 ms of wall against 155 here, bench/stack-start.bench.ts --replay). A session is a whole
-// `hil serve ARGS` stack; a host runs one at a time, so a test with a variant open beside its own stack
-// takes a second host. The idle hosts are kept at module level on purpose: one pool per worker process,
-// shared by the files it runs (vitest's isolate: false).
+// `hil serve ARGS` stack, or a whole `hil planner serve` or `hil olp serve` server; a host runs one at a
+// time, so a test with a variant open beside its own stack takes a second host. The idle hosts are kept at
+// module level on purpose: one pool per worker process and program, shared by the files it runs (vitest's
+// isolate: false).
 //
 // The sim target's stacks that are not recorded are sessions too (sim.ts hostedByDefault): a fresh stack
-// per file, without a process start each. A host one of whose sessions left resources running (a timer, a
-// socket: `left [...]` from sims/sessions.ts) serves no further session, so each stack starts as fresh as one
-// in a process of its own.
+// per file, without a process start each; so are its planners (spawn.ts startPlanner) and OLP servers
+// (olp.ts): about 110 ms of CPU each as a process of their own, 20 and 13 a run, and a server that starts
+// in a warm host runs code V8 has already compiled and optimised. A host one of whose sessions left
+// resources running (a timer, a socket: `left [...]` from sims/sessions.ts) serves no further session, so
+// each session starts as fresh as one in a process of its own. A session's children (a planner's planning
+// processes, an OLP server's STEP workers) are the host's, and the ready line's pid is the host's.
 //
-// Internal to harness/targets/ (sim.ts startStack, for a stack started with `hosted`). HIL_STACK_HOST=off
-// starts every stack as a process of its own instead.
+// Internal to harness/targets/ (sim.ts startStack, for a stack started with `hosted`; spawn.ts, olp.ts).
+// HIL_STACK_HOST=off starts every stack, planner and OLP server as a process of its own instead.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { HarnessError } from '../errors.ts';
 import { niceNow, reniceProcess } from '../priority.ts';
-import { ROOT, referenceCommand, referenceEnv } from './reference.ts';
+import { ROOT, referenceCommand, referenceEnv, type ReferenceProgram } from './reference.ts';
 import type { ReadyProcess } from './spawn.ts';
 
 /** Idle hosts kept per worker; more are stopped when their session ends. */
@@ -26,7 +31,10 @@ const KEEP_IDLE = 2;
 /** How long a session may take to stop before its host is killed (as spawnReady's stop kills at 10 s). */
 const STOP_MS = 10_000;
 
-/** Whether stacks marked `hosted` start in a stack host (HIL_STACK_HOST=off: never). */
+/** The reference servers a host can serve. */
+export type HostedProgram = Exclude<ReferenceProgram, 'config'>;
+
+/** Whether stacks marked `hosted`, planners and OLP servers start in hosts (HIL_STACK_HOST=off: never). */
 export function hostingEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
   return env.HIL_STACK_HOST !== 'off';
 }
@@ -38,7 +46,7 @@ export function sessionEnv(host: NodeJS.ProcessEnv, now: NodeJS.ProcessEnv, own:
   return Object.assign(env, own);
 }
 
-class StackHost {
+class ProgramHost {
   private readonly child: ChildProcess;
   private out = '';
   /** Who reads the next line of standard output (one command is answered at a time). */
@@ -51,11 +59,12 @@ class StackHost {
   private readonly onExit: Array<() => void> = [];
 
   constructor(
+    private readonly program: HostedProgram,
     private readonly env: NodeJS.ProcessEnv,
     /** The nice value its threads run at: the worker's when it was started (take moves it). */
     public nice: number,
   ) {
-    this.child = spawn(process.execPath, [...referenceCommand('stack', env), 'sessions'], { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT, env: referenceEnv(env) });
+    this.child = spawn(process.execPath, [...referenceCommand(program, env), 'sessions'], { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT, env: referenceEnv(env) });
     // A host must not keep the worker alive: its lifeline is its standard input, which closes with the worker.
     this.child.unref();
     for (const s of [this.child.stdin, this.child.stdout, this.child.stderr] as Array<{ unref?: () => void } | null>) s?.unref?.();
@@ -70,7 +79,7 @@ class StackHost {
     });
     this.child.stderr!.setEncoding('utf8').on('data', (d: string) => this.err?.(d));
     this.child.once('exit', (code, signal) => {
-      this.exited = new Error(`the stack host exited (${signal ?? `status ${code}`})`);
+      this.exited = new Error(`the ${this.program} host exited (${signal ?? `status ${code}`})`);
       for (const f of this.onExit.splice(0)) f();
     });
     this.child.stdin!.on('error', () => undefined); // a host that died: reported by 'exit'
@@ -115,7 +124,7 @@ class StackHost {
   }
 
   /**
-   * Start a session: `hil serve ARGS` with `env` set, and whatever of the harness's environment changed since
+   * Start a session: the program's `ARGS` (`hil serve ARGS`, `hil olp serve ...`) with `env` set, and whatever of the harness's environment changed since
    * the host started (a process of its own would have been started with it); its ready line, or the status
    * it refused with.
    */
@@ -131,7 +140,7 @@ class StackHost {
           return undefined;
         },
         timeoutMs,
-        'the stack',
+        `the ${this.program}`,
       );
     } catch (e) {
       this.err = null;
@@ -142,7 +151,7 @@ class StackHost {
   /** Stop the running session (a host that does not answer in time is killed). */
   async stop(): Promise<void> {
     try {
-      await this.ask({ t: 'stop' }, (line) => (line === 'stopped' ? true : undefined), STOP_MS, 'stopping the stack');
+      await this.ask({ t: 'stop' }, (line) => (line === 'stopped' ? true : undefined), STOP_MS, `stopping the ${this.program}`);
     } catch {
       /* killed, or gone: either way the session is over */
     } finally {
@@ -164,15 +173,18 @@ class StackHost {
  * The idle hosts of this worker, by the command they run (the bundle a run built), each with the nice value
  * its threads were started at.
  */
-const idle = new Map<string, StackHost[]>();
+const idle = new Map<string, ProgramHost[]>();
 
-/** Hosts are kept per command: the stack bundle a run built and the Node arguments it starts with. */
-function hostKey(env: NodeJS.ProcessEnv): string {
-  return referenceCommand('stack', env).join('\0');
+/**
+ * Hosts are kept per command: the program's bundle a run built and the Node arguments it starts with; and
+ * per NODE_OPTIONS, which a host's own Node took at its start and a session's environment cannot change.
+ */
+function hostKey(program: HostedProgram, env: NodeJS.ProcessEnv): string {
+  return [...referenceCommand(program, env), env.NODE_OPTIONS ?? ''].join('\0');
 }
 
 /** This worker's idle hosts for `key` (the list is kept). */
-function idleFor(key: string): StackHost[] {
+function idleFor(key: string): ProgramHost[] {
   let list = idle.get(key);
   if (!list) idle.set(key, (list = []));
   return list;
@@ -186,8 +198,8 @@ function idleFor(key: string): StackHost[] {
  * worker's value, as if started there (its threads that inherited its value; priority.ts reniceProcess),
  * and one that cannot be moved (back up, without privilege) is stopped, never used at the wrong value.
  */
-function take(env: NodeJS.ProcessEnv): { host: StackHost; key: string } {
-  const key = hostKey(env);
+function take(program: HostedProgram, env: NodeJS.ProcessEnv): { host: ProgramHost; key: string } {
+  const key = hostKey(program, env);
   const nice = niceNow();
   const list = idleFor(key);
   for (let h = list.pop(); h; h = list.pop()) {
@@ -203,7 +215,7 @@ function take(env: NodeJS.ProcessEnv): { host: StackHost; key: string } {
     }
     return { host: h, key };
   }
-  return { host: new StackHost({ ...env }, nice), key };
+  return { host: new ProgramHost(program, { ...env }, nice), key };
 }
 
 /**
@@ -218,24 +230,25 @@ function take(env: NodeJS.ProcessEnv): { host: StackHost; key: string } {
  */
 export function warmHosts(count: number, core?: 'recorded', env: NodeJS.ProcessEnv = process.env): void {
   if (!hostingEnabled(env)) return;
-  const list = idleFor(hostKey(env));
-  // HIL_WARM_CORE: the host makes the paced replay's core thread before its first session (sims/sessions.ts).
-  for (let have = list.filter((h) => h.alive && !h.tainted).length; have < Math.min(count, KEEP_IDLE); have++) list.push(new StackHost({ ...env, ...(core ? { HIL_WARM_CORE: core } : {}) }, niceNow()));
+  const list = idleFor(hostKey('stack', env));
+  // HIL_WARM_CORE: the host makes the paced replay's core thread before its first session (sims/main.ts).
+  for (let have = list.filter((h) => h.alive && !h.tainted).length; have < Math.min(count, KEEP_IDLE); have++) list.push(new ProgramHost('stack', { ...env, ...(core ? { HIL_WARM_CORE: core } : {}) }, niceNow()));
 }
 
-function giveBack(key: string, host: StackHost): void {
+function giveBack(key: string, host: ProgramHost): void {
   const list = idleFor(key);
   if (host.alive && !host.tainted && list.length < KEEP_IDLE) list.push(host);
   else host.close();
 }
 
 /**
- * Start `hil serve ARGS` as a session of a stack host, with `env` added to the host's environment for the
- * session; the same promise and errors as spawnReady's (HIL_ERR_TARGET_START with the session's standard
- * error when it exits before ready or does not report ready in time).
+ * Start `hil serve ARGS` (or the planner's or OLP server's `serve ...`) as a session of a host of that
+ * program, with `env` added to the host's environment for the session; the same promise and errors as
+ * spawnReady's (HIL_ERR_TARGET_START with the session's standard error when it exits before ready or does
+ * not report ready in time).
  */
-export async function startHosted<R>(args: string[], env: Record<string, string>, timeoutMs: number): Promise<ReadyProcess<R>> {
-  const { host, key } = take(process.env);
+export async function startHosted<R>(args: string[], env: Record<string, string>, timeoutMs: number, program: HostedProgram = 'stack', what = 'stack'): Promise<ReadyProcess<R>> {
+  const { host, key } = take(program, process.env);
   let err = '';
   const collect = (d: string) => {
     err = (err + d).slice(-64 * 1024);
@@ -245,11 +258,11 @@ export async function startHosted<R>(args: string[], env: Record<string, string>
     started = await host.start<R>(args, env, timeoutMs, collect);
   } catch (e) {
     host.kill();
-    throw new HarnessError('HIL_ERR_TARGET_START', `stack did not report ready: ${(e as Error).message}\n${err}`);
+    throw new HarnessError('HIL_ERR_TARGET_START', `${what} did not report ready: ${(e as Error).message}\n${err}`);
   }
   if ('code' in started) {
     giveBack(key, host);
-    throw new HarnessError('HIL_ERR_TARGET_START', `stack exited with code ${started.code} before ready\n${err}`, { detail: { exit_code: started.code } });
+    throw new HarnessError('HIL_ERR_TARGET_START', `${what} exited with code ${started.code} before ready\n${err}`, { detail: { exit_code: started.code } });
   }
   let stopped: Promise<void> | undefined;
   const stop = () =>

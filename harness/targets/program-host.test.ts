@@ -1,7 +1,7 @@
-// Stack hosts (stack-host.ts, sims/sessions.ts): sessions of `hil serve` one after another in one process.
+// Program hosts (program-host.ts, sims/sessions.ts): sessions of `hil serve` one after another in one process.
 // Each session is a whole stack of its own (its sockets, its adapter incarnation), a refused start says why
 // with its status and leaves the host serving, a host that dies ends its session without a hang, and two
-// stacks open at once run in two hosts.
+// stacks open at once run in two hosts. Planners and OLP servers are sessions of hosts of their own program.
 
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -10,7 +10,9 @@ import { Cell } from '../clients/cell.ts';
 import { ControlClient, type BindingInput } from '../clients/control.ts';
 import { HarnessError } from '../errors.ts';
 import { startStack } from './sim.ts';
-import { hostingEnabled, sessionEnv } from './stack-host.ts';
+import { hostingEnabled, sessionEnv, startHosted } from './program-host.ts';
+import { openStubPlanner } from './spawn.ts';
+import { startReferenceOlp } from './olp.ts';
 import type { StackProcess } from './types.ts';
 
 const open: StackProcess[] = [];
@@ -141,6 +143,55 @@ test('a planted defect (HIL_STACK_DEFECT) is the session\'s own: a session given
   const after = await hosted();
   expect(after.ready.pid).toBe(pid);
   expect((await deadlineOf(after, 400n)).afterAnswer).toBeLessThanOrEqual(400_000_000n);
+});
+
+async function status(url: string): Promise<number | string> {
+  try {
+    return (await fetch(url, { signal: AbortSignal.timeout(10_000) })).status;
+  } catch (e) {
+    return (e as Error).name;
+  }
+}
+
+test('planners and OLP servers are sessions of hosts of their own program: the next one reuses the host, a stopped one no longer answers', async () => {
+  const p1 = await openStubPlanner();
+  const health = (u: string) => `${u}/api/motion/health`;
+  expect(await status(health(p1.endpoint.url))).toBe(200);
+  await p1.close();
+  expect(await status(health(p1.endpoint.url))).not.toBe(200);
+  const p2 = await openStubPlanner();
+  try {
+    expect(p2.endpoint.pid).toBe(p1.endpoint.pid);
+    expect(await status(health(p2.endpoint.url))).toBe(200);
+    // An OLP server with the stub planner beside it: an OLP host, not the idle planner host's process.
+    const o1 = await startReferenceOlp({});
+    const o1pid = o1.endpoint.pid;
+    expect(o1pid).not.toBe(p2.endpoint.pid);
+    expect(await status(`${o1.endpoint.url}/api/offline-programming/v1/robots`)).toBe(200);
+    await o1.close();
+    const o2 = await startReferenceOlp({ planner: 'none' });
+    try {
+      expect(o2.endpoint.pid).toBe(o1pid);
+      expect(o2.endpoint.url).not.toBe(o1.endpoint.url);
+      expect(await status(`${o2.endpoint.url}/api/offline-programming/v1/robots`)).toBe(200);
+    } finally {
+      await o2.close();
+    }
+  } finally {
+    await p2.close();
+  }
+});
+
+test('an OLP server session that refuses its arguments rejects with its status and reason, and its host serves the next', async () => {
+  const e = await startHosted(['serve', '--listen', 'nowhere'], {}, 30_000, 'olp', 'OLP server').catch((x: unknown) => x);
+  expect(e).toBeInstanceOf(HarnessError);
+  expect((e as HarnessError).message).toMatch(/^HIL_ERR_TARGET_START: OLP server exited with code 2 before ready\n--listen must be HOST:PORT/);
+  const o = await startReferenceOlp({ planner: 'none' });
+  try {
+    expect(await status(`${o.endpoint.url}/api/offline-programming/v1/robots`)).toBe(200);
+  } finally {
+    await o.close();
+  }
 });
 
 test('HIL_STACK_HOST=off starts every stack as a process of its own', () => {
