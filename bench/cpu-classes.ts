@@ -77,6 +77,9 @@ function readStat(path: string): Stat | undefined {
 
 function classify(cmd: string): string {
   if (cmd.includes('vitest/dist/workers')) return 'vitest worker';
+  // Program hosts (harness/targets/program-host.ts): booked with the server they serve sessions of.
+  if (/(planner\.js|planner\/main\.ts) sessions$/.test(cmd)) return 'planner';
+  if (/(olp\.js|olp\/main\.ts) sessions$/.test(cmd)) return 'OLP server';
   if (cmd.includes('main.js sessions') || /\bsessions$/.test(cmd)) return 'stack host';
   if (/main\.js|sims\/main\.ts/.test(cmd)) return 'stack (own process)';
   // The run's build of the planning process's startup snapshot names its bundle too (harness/targets/reference.ts).
