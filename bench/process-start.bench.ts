@@ -16,12 +16,12 @@
 // NODE_EXTRA_CA_CERTS when set). Nothing is asserted.
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { serialize } from 'node:v8';
 import { fileURLToPath } from 'node:url';
-import { packWeldplan, sealProgram } from '../harness/clients/weldplan.ts';
-import { parseExact, type JsonObject } from '../harness/oracle/json.ts';
+import { fixtureJobOptions, fixtureWeldplan } from '../harness/clients/weldplan.ts';
 import { BUNDLE_PACKAGE, CHILD_SNAPSHOT, prebuildReference } from '../harness/targets/reference.ts';
 import { median } from './baseline.ts';
 import { reaperArgs, reaperFigures } from './reaper.ts';
@@ -59,22 +59,26 @@ function bundle(name: string, typed: boolean): string[] {
 
 // The planning processes: a driver (its own CPU is in both cases alike) sends each one the fixture program's
 // job over the IPC channel, as sims/planner/server.ts does, and waits for it to answer and exit.
+// The job's options (they hold bigints) reach the driver as V8 bytes in a file.
 const weldplanFile = join(tmp, 'line-weld.weldplan');
-writeFileSync(weldplanFile, packWeldplan({ program: sealProgram(parseExact(readFileSync(join(ROOT, 'fixtures', 'weldplans', 'line-weld.program.json'))) as JsonObject) }));
+writeFileSync(weldplanFile, fixtureWeldplan());
+const optionsFile = join(tmp, 'job-options.v8');
+writeFileSync(optionsFile, serialize(fixtureJobOptions({ program_id: 'bench', manifest_revision: 1n, plan_revision: 1n })));
 const PLANS = 5;
 const DRIVER = `const { spawn } = require('node:child_process');
-const bytes = new Uint8Array(require('node:fs').readFileSync(process.argv[1]));
-const options = { k_best: 2, screen_collisions: true, samples_per_seam: null, run_weld_trajopt: true, run_connecting_trajopt: true, free_space_backend: 'bspline', verify: true, verify_margin_mm: 5, order_seams: true, dense: true, program_id: 'bench', manifest_revision: 1n, plan_revision: 1n };
+const { readFileSync } = require('node:fs');
+const bytes = new Uint8Array(readFileSync(process.argv[1]));
+const options = require('node:v8').deserialize(readFileSync(process.argv[2]));
 (async () => {
   for (let i = 0; i < ${PLANS}; i++) await new Promise((ok, fail) => {
-    const c = spawn(process.execPath, process.argv.slice(2), { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'advanced' });
+    const c = spawn(process.execPath, process.argv.slice(3), { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], serialization: 'advanced' });
     let done = false;
     c.on('message', (m) => (done ||= m.kind === 'done'));
     c.on('exit', (code) => (code === 0 && done ? ok() : fail(new Error('plan failed: exit ' + code))));
     c.send({ bytes, options, tmpPath: process.argv[1] + '.rdt' });
   });
 })().catch((e) => { console.error(e.message); process.exit(1); });`;
-const planning = (child: string[]) => () => [process.execPath, '-e', DRIVER, weldplanFile, ...child];
+const planning = (child: string[]) => () => [process.execPath, '-e', DRIVER, weldplanFile, optionsFile, ...child];
 if (!existsSync(join(built.dir, CHILD_SNAPSHOT))) throw new Error(`no ${CHILD_SNAPSHOT} in the run's bundle (see ${CHILD_SNAPSHOT}.log there)`);
 
 /** name: [baseline, this]; each a command and its environment. */

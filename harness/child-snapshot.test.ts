@@ -13,13 +13,10 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { packWeldplan, sealProgram } from './clients/weldplan.ts';
-import { parseExact, type JsonObject } from './oracle/json.ts';
+import { fixtureJobOptions, fixtureWeldplan } from './clients/weldplan.ts';
 import { PlannerClient, planQueryString } from './clients/planner.ts';
 import { CHILD_SNAPSHOT, namedOrBuiltBundle, referenceEnv, type Prebuilt } from './targets/reference.ts';
 import { spawnReady } from './targets/spawn.ts';
-
-const FIXTURE = new URL('../fixtures/weldplans/line-weld.program.json', import.meta.url);
 
 let built: Prebuilt | undefined;
 let dir = '';
@@ -34,17 +31,7 @@ afterAll(async () => {
   rmSync(tmp, { recursive: true, force: true });
 });
 
-function weldplan(hooks?: JsonObject): Uint8Array {
-  const p = parseExact(readFileSync(FIXTURE)) as JsonObject;
-  if (hooks) p.extensions = { weld_planner_stub: hooks };
-  return packWeldplan({ program: sealProgram(p) });
-}
-
-const OPTIONS = {
-  k_best: 2, screen_collisions: true, samples_per_seam: null, run_weld_trajopt: true, run_connecting_trajopt: true,
-  free_space_backend: 'bspline', verify: true, verify_margin_mm: 5, order_seams: true, dense: true,
-  program_id: 'snapshot-check', manifest_revision: 3n, plan_revision: 4n,
-};
+const OPTIONS = fixtureJobOptions({ program_id: 'snapshot-check', manifest_revision: 3n, plan_revision: 4n });
 
 /** Live processes of process group `pgid` (a zombie has ended: it only waits to be reaped). */
 function groupMembers(pgid: number): number {
@@ -96,7 +83,7 @@ test('the run builds the snapshot without a complaint from Node', () => {
 });
 
 test('a plan from the snapshot is the plan from the bundle: stages, result and dense file (but the times they carry)', { timeout: 60_000 }, async () => {
-  const bytes = weldplan();
+  const bytes = fixtureWeldplan();
   const fromBundle = await plan([join(dir, 'planner-child.cjs')], bytes, 'bundle');
   const fromSnapshot = await plan(['--snapshot-blob', join(dir, CHILD_SNAPSHOT)], bytes, 'snapshot');
   expect(fromBundle.code, fromBundle.stderr).toBe(0);
@@ -130,7 +117,7 @@ function comparable(r: Awaited<ReturnType<typeof plan>>): unknown {
 }
 
 test('a plan whose hook starts a helper process plans from the snapshot too, and starts its helper', { timeout: 60_000 }, async () => {
-  const r = await plan(['--snapshot-blob', join(dir, CHILD_SNAPSHOT)], weldplan({ stage_delay_ms: 20, helper_process: true }), 'helper');
+  const r = await plan(['--snapshot-blob', join(dir, CHILD_SNAPSHOT)], fixtureWeldplan({ stage_delay_ms: 20, helper_process: true }), 'helper');
   expect(r.stderr).toBe('');
   expect(r.code).toBe(0);
   expect((r.messages.at(-1) as { kind: string }).kind).toBe('done');
@@ -142,7 +129,7 @@ test('a planner whose planning processes cannot load the snapshot plans from the
   const p = await spawnReady<{ planner: string }>('planner', [join(dir, 'planner.js'), 'serve', '--host', '127.0.0.1', '--port', '0', '--dense-store-dir', join(tmp, 'store'), '--lifeline-stdin'], env, 60_000);
   try {
     const client = new PlannerClient(p.ready.planner);
-    const bytes = weldplan();
+    const bytes = fixtureWeldplan();
     for (const round of [1, 2]) {
       const r = await client.raw('POST', `/api/motion/plan${planQueryString({ dense: true })}`, bytes, { 'content-type': 'application/octet-stream' });
       expect(r.status, `plan ${round}: ${r.text}`).toBe(200);

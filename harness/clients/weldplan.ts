@@ -5,8 +5,9 @@
 // library, so that tests can also write the malformed containers a reader must refuse (repeated names,
 // traversal, sizes that lie) byte for byte. Deterministic: fixed timestamps, entries in the given order.
 
+import { readFileSync } from 'node:fs';
 import { deflateRawSync } from 'node:zlib';
-import { canonicalJson, isJsonObject, sha256Hex, stringifyExact, type JsonExact, type JsonObject } from '../oracle/json.ts';
+import { canonicalJson, isJsonObject, parseExact, sha256Hex, stringifyExact, type JsonExact, type JsonObject } from '../oracle/json.ts';
 
 export const MANIFEST_SCHEMA = 'weldplan.manifest.v1';
 export const PROGRAM_ENTRY = 'program.json';
@@ -160,4 +161,29 @@ export function packWeldplan(input: PackInput): Uint8Array {
   };
   input.manifest?.(manifest);
   return writeZip([{ name: MANIFEST_ENTRY, data: enc.encode(stringifyExact(manifest)) }, ...files.map(([name, data]) => ({ name, data })), ...(input.extra ?? [])]);
+}
+
+/** The project's fixture weld program (a line weld), as its weld plan is built from it. */
+const FIXTURE_PROGRAM = new URL('../../fixtures/weldplans/line-weld.program.json', import.meta.url);
+
+/**
+ * The fixture program sealed and packed as a weld plan; with `hooks`, the stub's test hooks set in its
+ * `extensions.weld_planner_stub` (docs/profile.md "Weld planner stub", Test hooks).
+ */
+export function fixtureWeldplan(hooks?: JsonObject): Uint8Array {
+  const p = parseExact(readFileSync(FIXTURE_PROGRAM)) as JsonObject;
+  if (hooks) p.extensions = { weld_planner_stub: hooks };
+  return packWeldplan({ program: sealProgram(p) });
+}
+
+/**
+ * The planning options of a plan of the fixture with dense output (document 2 part 1: the plan request's
+ * options, every one at a value the stub plans the fixture with), and the plan's identity: the job a test or
+ * benchmark that drives one planning process directly sends it, as the planner would.
+ */
+export function fixtureJobOptions(id: { program_id: string; manifest_revision: bigint; plan_revision: bigint }): Record<string, unknown> {
+  return {
+    k_best: 2, screen_collisions: true, samples_per_seam: null, run_weld_trajopt: true, run_connecting_trajopt: true,
+    free_space_backend: 'bspline', verify: true, verify_margin_mm: 5, order_seams: true, dense: true, ...id,
+  };
 }
