@@ -33,9 +33,12 @@ function scripted(leaseMs: number, answer: (op: string, deadline: bigint) => Che
   return new Cell(client, { pair_id: 'p', revision: 1n, configuration_sha256: 'x' }, true);
 }
 
+// The sampler sees a stall from the moment its next sample was due (up to SAMPLE_MS after the stall began),
+// and the waits around the stalls are no stall: the lease (100 ms) outlasts those waits and that part of
+// each stall, so the stalls alone explain the lateness however the host schedules the waits.
 test('a lease that ran out while the harness\'s event loop stalled is the host\'s doing', async () => {
   lateness.start();
-  const cell = scripted(50, () => undefined);
+  const cell = scripted(100, () => undefined);
   const s = await cell.grant();
   await new Promise((r) => setTimeout(r, 12));
   block(150);
@@ -48,7 +51,8 @@ test('a lease that ran out while the harness\'s event loop stalled is the host\'
 
 test('stalls are summed: two, each shorter than the lateness they explain together, make the lapse the host\'s', async () => {
   lateness.start();
-  const cell = scripted(50, () => undefined);
+  // Sent about 96 ms late (3 waits of 12 and 2 stalls of 80 against a lease of 100): each stall alone is short of it.
+  const cell = scripted(100, () => undefined);
   const s = await cell.grant();
   for (let i = 0; i < 2; i++) {
     await new Promise((r) => setTimeout(r, 12));
