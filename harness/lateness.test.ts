@@ -127,6 +127,24 @@ async function waitedFor(child: ChildProcess): Promise<number> {
   return child.pid!;
 }
 
+/**
+ * Until `pid`'s main thread sleeps and its run-queue wait stays put between two looks 20 ms apart: a process
+ * at nice 19 on a busy core goes on finishing its start (its write's callback, its timer) long after it said
+ * it had started, waiting on the run queue all the while, which is not the sleeper's wait the test means.
+ */
+async function asleep(pid: number): Promise<void> {
+  let last = -1;
+  for (let i = 0; i < 1_000; i++) {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2)[0];
+    const waited = runQueueWaitMs(pid);
+    if (state === 'S' && waited === last) return;
+    last = waited;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`process ${pid} did not settle asleep in 20 s`);
+}
+
 /** The run-queue wait the kernel has counted for `pid` so far, ms (/proc/<pid>/task/<pid>/schedstat, second field). */
 function runQueueWaitMs(pid: number): number {
   return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
@@ -190,6 +208,7 @@ test.runIf(linuxWithTaskset)('targetOnHost: a watched process that sleeps waits 
   const target = pinned(sleep, 19);
   try {
     const pid = await waitedFor(target);
+    await asleep(pid);
     const unwatch = lateness.watch(() => pid);
     try {
       const e = await hostBound({ rule: 'r', marginMs: 150, targetOnHost: true }, async () => {
