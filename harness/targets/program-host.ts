@@ -11,8 +11,8 @@
 //
 // The sim target's stacks that are not recorded are sessions too (sim.ts hostedByDefault): a fresh stack
 // per file, without a process start each; so are its planners (spawn.ts startPlanner) and OLP servers
-// (olp.ts): about 110 ms of CPU each as a process of their own, 20 and 13 a run, and a server that starts
-// in a warm host runs code V8 has already compiled and optimised. A host one of whose sessions left
+// (olp.ts), about 13 and 20 a run: each a process start saved (an OLP server's costs about 110 ms of CPU),
+// and a server that starts in a warm host runs code V8 has already compiled. A host one of whose sessions left
 // resources running (a timer, a socket: `left [...]` from sims/sessions.ts) serves no further session, so
 // each session starts as fresh as one in a process of its own. A session's children (a planner's planning
 // processes, an OLP server's STEP workers) are the host's, and the ready line's pid is the host's.
@@ -124,9 +124,9 @@ class ProgramHost {
   }
 
   /**
-   * Start a session: the program's `ARGS` (`hil serve ARGS`, `hil olp serve ...`) with `env` set, and whatever of the harness's environment changed since
-   * the host started (a process of its own would have been started with it); its ready line, or the status
-   * it refused with.
+   * Start a session: the program's `ARGS` (`hil serve ARGS`, `hil olp serve ...`) with `env` set, and
+   * whatever of the harness's environment changed since the host started (a process of its own would have
+   * been started with it); its ready line, or the status it refused with.
    */
   async start<R>(args: string[], own: Record<string, string>, timeoutMs: number, stderr: (chunk: string) => void): Promise<{ ready: R } | { code: number }> {
     const env = sessionEnv(this.env, process.env, own);
