@@ -95,38 +95,27 @@ class LatenessMonitor {
 
   /**
    * The samples whose late interval touches [from, to] (performance.now() ms): a sample fired at `at`
-   * `late` ms late means the loop did not run during [at - late - SAMPLE_MS, at].
+   * `late` ms late means the loop did not run during [at - late, at] (at least: the stall may have begun up to
+   * SAMPLE_MS before the sample was due). `max_ms` and `p99_ms` are of those samples' lateness; `total_ms`
+   * is how long, in all, the loop did not run inside the window: each late interval clipped to it, summed.
+   * Two stalls of 100 ms explain a request sent 200 ms late where the longest alone explains half of it.
    */
   window(from: number, to: number): { samples: number; max_ms: number; p99_ms: number; total_ms: number } {
     const xs: number[] = [];
+    let total = 0;
     const count = Math.min(this.n, RING);
     for (let k = 0; k < count; k++) {
       const i = (this.n - 1 - k) % RING;
       const at = this.at[i]!;
       if (at < from) break;
-      if (at - this.late[i]! - SAMPLE_MS <= to) xs.push(this.late[i]!);
+      const late = this.late[i]!;
+      if (at - late - SAMPLE_MS <= to) xs.push(late);
+      total += Math.max(0, Math.min(at, to) - Math.max(at - late, from));
     }
     if (xs.length === 0) return { samples: 0, max_ms: 0, p99_ms: 0, total_ms: 0 };
     xs.sort((a, b) => a - b);
     const r = (v: number) => Math.round(v * 10) / 10;
-    return { samples: xs.length, max_ms: r(xs[xs.length - 1]!), p99_ms: r(xs[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))]!), total_ms: r(xs.reduce((a, x) => a + x, 0)) };
-  }
-
-  /**
-   * How long, in all, the loop did not run inside [from, to] (performance.now() ms): each sample's late
-   * interval [at - late, at] clipped to the window, summed. Two stalls of 100 ms explain a request sent
-   * 200 ms late where the longest alone (window().max_ms) explains half of it.
-   */
-  stalledMs(from: number, to: number): number {
-    let ms = 0;
-    const count = Math.min(this.n, RING);
-    for (let k = 0; k < count; k++) {
-      const i = (this.n - 1 - k) % RING;
-      const at = this.at[i]!;
-      if (at < from) break;
-      ms += Math.max(0, Math.min(at, to) - Math.max(at - this.late[i]!, from));
-    }
-    return Math.round(ms * 10) / 10;
+    return { samples: xs.length, max_ms: r(xs[xs.length - 1]!), p99_ms: r(xs[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))]!), total_ms: r(total) };
   }
 
   /** Let a sample due now fire, so that a stall that just ended is counted. */

@@ -208,7 +208,7 @@ export class Cell {
     if (answered <= known.deadline) return { target: true, text: `the target ended a lease before its deadline: answered ${ms(known.deadline - answered)} ms before deadline_host_ns: ${error}` };
     if (sent <= known.deadline) return { target: false, text: `a request sent ${ms(known.deadline - sent)} ms before the grant's deadline was answered ${ms(answered - known.deadline)} ms after it (round trip ${ms(answered - sent)} ms): the host was too slow to tell whether the target ended the lease in time: ${error}` };
     const late = Number(sent - known.deadline) / 1e6;
-    const stalled = lateness.stalledMs(known.at, at);
+    const stalled = lateness.window(known.at, at).total_ms;
     const waited = this.exchanges.filter((x) => x.at >= known.at && x.at < at).reduce((a, x) => a + x.ms, 0);
     if (stalled + waited < late) return undefined;
     return { target: false, text: `the harness sent a request ${Math.round(late)} ms after the grant's deadline; since it learnt that deadline its event loop stalled ${stalled} ms and it waited ${Math.round(waited)} ms for the target's answers: the lease ran out on a slow host (document 1 part 4), not by the target's doing: ${error}` };

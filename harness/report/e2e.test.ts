@@ -51,30 +51,31 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'hil-e2e-'));
   tokensFile = join(mkdtempSync(join(tmpdir(), 'hil-e2e-tokens-')), 'tokens.txt');
   writeFileSync(tokensFile, '');
-  // A run in which the host was too slow for the harness to judge a test (HIL_ERR_HOST_TOO_SLOW: a keeper
-  // that lost its grant on a loaded machine) says nothing about the report under test: it is run again, at
-  // most twice, as CI reruns such runs (harness/report/retry-rule.ts).
-  for (let attempt = 1; ; attempt++) {
-    if (attempt > 1) fresh(dir);
-    const r = await hil(['run', '--reports', dir, '--blob', '--plant', `sluggish_drive@${PLANTED}`, ...SELECTION], { HIL_TOKEN_LOG: tokensFile });
-    exit = r.code;
-    if (!existsSync(join(dir, 'run.json'))) throw new Error(`hil run wrote no run.json (exit ${exit}):\n${r.out.slice(-3000)}`);
-    run = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as RunRecord;
-    if (attempt === 3 || !run.tests.some((t) => t.host_too_slow !== undefined)) break;
-  }
+  const planted = await runJudged(dir, ['--blob', '--plant', `sluggish_drive@${PLANTED}`, ...SELECTION], { HIL_TOKEN_LOG: tokensFile }, 'hil run');
+  run = planted.run;
+  exit = planted.code;
   // The same tests with nothing planted: the baseline hil compare compares the planted run with.
   baselineDir = mkdtempSync(join(tmpdir(), 'hil-e2e-baseline-'));
-  for (let attempt = 1; ; attempt++) {
-    if (attempt > 1) fresh(baselineDir);
-    const b = await hil(['run', '--reports', baselineDir, '--no-report', ...SELECTION]);
-    if (!existsSync(join(baselineDir, 'run.json'))) throw new Error(`hil run (baseline) wrote no run.json (exit ${b.code}):\n${b.out.slice(-3000)}`);
-    const base = JSON.parse(readFileSync(join(baselineDir, 'run.json'), 'utf8')) as RunRecord;
-    if (attempt === 3 || !base.tests.some((t) => t.host_too_slow !== undefined)) break;
-  }
-  const base = JSON.parse(readFileSync(join(baselineDir, 'run.json'), 'utf8')) as RunRecord;
+  const base = (await runJudged(baselineDir, ['--no-report', ...SELECTION], {}, 'hil run (baseline)')).run;
   const slow = [...run.tests, ...base.tests].filter((t) => t.host_too_slow !== undefined);
   if (slow.length) unjudged = slow.map((t) => `${t.fullName}: ${t.host_too_slow}`).join('; ');
 }, 900_000);
+
+/**
+ * `hil run --reports DIR ARGS` and its run.json. A run in which the host was too slow for the harness to
+ * judge a test (HIL_ERR_HOST_TOO_SLOW: a keeper that lost its grant on a loaded machine) says nothing about
+ * the report under test: it is run again, at most three attempts in all, as CI reruns such runs
+ * (harness/report/retry-rule.ts).
+ */
+async function runJudged(d: string, args: string[], env: Record<string, string>, what: string): Promise<{ run: RunRecord; code: number | null }> {
+  for (let attempt = 1; ; attempt++) {
+    if (attempt > 1) fresh(d);
+    const r = await hil(['run', '--reports', d, ...args], env);
+    if (!existsSync(join(d, 'run.json'))) throw new Error(`${what} wrote no run.json (exit ${r.code}):\n${r.out.slice(-3000)}`);
+    const got = JSON.parse(readFileSync(join(d, 'run.json'), 'utf8')) as RunRecord;
+    if (attempt === 3 || !got.tests.some((t) => t.host_too_slow !== undefined)) return { run: got, code: r.code };
+  }
+}
 
 /** Why the runs left a test the host was too slow to judge after their last attempt, if they did. */
 let unjudged: string | undefined;

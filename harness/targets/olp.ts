@@ -10,9 +10,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lateness } from '../lateness.ts';
-import { ROOT, referenceCommand } from './reference.ts';
-import { openStubPlanner, spawnReady } from './spawn.ts';
-import { hostingEnabled, startHosted } from './program-host.ts';
+import { ROOT } from './reference.ts';
+import { openStubPlanner, startServer } from './spawn.ts';
 import type { OlpCellSpec, OlpSpec, OpenedOlp } from './types.ts';
 
 export const ROBOT_FIXTURES = join(ROOT, 'fixtures', 'robots');
@@ -91,7 +90,6 @@ async function writeCatalogue(dir: string, cells: OlpCellSpec[]): Promise<string
 
 /** The server as a session of an OLP host this worker keeps (program-host.ts), or with HIL_STACK_HOST=off a process of its own. */
 async function spawnOlp(args: string[], timeoutMs = 30_000): Promise<{ url: string; pid: number; stderr: () => string; stop(): Promise<void> }> {
-  type Ready = { olp: string; pid: number };
-  const p = hostingEnabled() ? await startHosted<Ready>(args, {}, timeoutMs, 'olp', 'OLP server') : await spawnReady<Ready>('OLP server', [...referenceCommand('olp'), ...args], process.env, timeoutMs);
+  const p = await startServer<{ olp: string; pid: number }>('olp', 'OLP server', args, { timeoutMs });
   return { url: p.ready.olp, pid: p.ready.pid, stderr: p.stderr, stop: () => p.stop() };
 }

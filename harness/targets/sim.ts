@@ -12,15 +12,14 @@ import { exchange } from '../clients/exchange.ts';
 import { ControlClient } from '../clients/control.ts';
 import { HarnessError } from '../errors.ts';
 import { stringifyExact } from '../oracle/json.ts';
-import { ANCHOR_DIR_ENV, referenceCommand } from './reference.ts';
+import { ANCHOR_DIR_ENV } from './reference.ts';
 import type { FileOptions, StackProcess, StackStart, StepReport, Target, TargetDescriptor, TargetOption, TestStack } from './types.ts';
 import { envValues, MACHINE_SHA256_OPTION, str } from './options.ts';
 import { RECORD_OPTION, recordFixture, recorderOf, recordPrepare } from './record.ts';
 
 export type { StackProcess, StackStart } from './types.ts';
 import { startReferenceOlp } from './olp.ts';
-import { openStubPlanner, spawnReady } from './spawn.ts';
-import { hostingEnabled, startHosted } from './program-host.ts';
+import { openStubPlanner, startServer } from './spawn.ts';
 import { machineFile, parseVariant, type VariantOptions } from './variant.ts';
 import { currentTest, registerPerTest, type PerTestHooks, type PerTestOutcome, type TestRun } from './pertest.ts';
 import { NESTED_VARIANT, Recorder, type StackSession } from './recorder.ts';
@@ -44,10 +43,7 @@ export async function startStack(o: StackStart): Promise<StackProcess> {
   const extra = (await o.env?.(dir)) ?? {};
   // Anchors live in the stack's own temporary directory unless a variant says otherwise.
   const own = { [ANCHOR_DIR_ENV]: join(dir, 'anchors'), ...extra };
-  const started =
-    o.hosted && hostingEnabled()
-      ? startHosted<StackProcess['ready']>(['--socket-dir', dir, ...o.args], own, timeoutMs)
-      : spawnReady<StackProcess['ready']>('stack', [...referenceCommand('stack'), '--socket-dir', dir, '--lifeline-stdin', ...o.args], { ...process.env, ...own }, timeoutMs);
+  const started = startServer<StackProcess['ready']>('stack', 'stack', ['--socket-dir', dir, '--lifeline-stdin', ...o.args], { timeoutMs, own, hosted: o.hosted === true });
   const p = await started.catch(async (e: unknown) => {
     if (!o.reuseDir) await rm(dir, { recursive: true, force: true });
     throw e;

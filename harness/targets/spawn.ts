@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { HarnessError } from '../errors.ts';
 import { ROOT, referenceCommand, referenceEnv } from './reference.ts';
 import type { PlannerEndpoint } from './types.ts';
-import { hostingEnabled, startHosted } from './program-host.ts';
+import { hostingEnabled, startHosted, type HostedProgram } from './program-host.ts';
 
 /** A reference program started as a process, once it has printed its `ready {...}` line. */
 export interface ReadyProcess<R> {
@@ -68,6 +68,17 @@ export async function spawnReady<R>(what: string, args: string[], env: NodeJS.Pr
   };
 }
 
+/**
+ * A reference server (`hil serve`, `hil planner serve`, `hil olp serve`) started with `args`, `own` added
+ * to its environment, once it has printed its ready line: a session of a host of that program this worker
+ * keeps (program-host.ts) unless `hosted` is false or HIL_STACK_HOST=off, else a process of its own. The
+ * arguments are the same either way (a session's `--lifeline-stdin` is its host's business).
+ */
+export function startServer<R>(program: HostedProgram, what: string, args: string[], o: { timeoutMs: number; own?: Record<string, string>; hosted?: boolean }): Promise<ReadyProcess<R>> {
+  const own = o.own ?? {};
+  return (o.hosted ?? true) && hostingEnabled() ? startHosted<R>(args, own, o.timeoutMs, program, what) : spawnReady<R>(what, [...referenceCommand(program), ...args], { ...process.env, ...own }, o.timeoutMs);
+}
+
 export interface PlannerProcess {
   endpoint: PlannerEndpoint;
   stderr: () => string;
@@ -81,8 +92,7 @@ export interface PlannerProcess {
  */
 export async function startPlanner(dir: string, timeoutMs = 30_000): Promise<PlannerProcess> {
   const args = ['serve', '--host', '127.0.0.1', '--port', '0', '--dense-store-dir', dir, '--lifeline-stdin'];
-  type Ready = { planner: string; pid: number; store: string };
-  const p = hostingEnabled() ? await startHosted<Ready>(args, {}, timeoutMs, 'planner', 'planner') : await spawnReady<Ready>('planner', [...referenceCommand('planner'), ...args], process.env, timeoutMs);
+  const p = await startServer<{ planner: string; pid: number; store: string }>('planner', 'planner', args, { timeoutMs });
   return {
     endpoint: { url: p.ready.planner, pid: p.ready.pid, storeDir: p.ready.store, stubHooks: true },
     stderr: p.stderr,
