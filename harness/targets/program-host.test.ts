@@ -183,11 +183,16 @@ test('planners and OLP servers are sessions of hosts of their own program: the n
 });
 
 test('an OLP server session that refuses its arguments rejects with its status and reason, and its host serves the next', async () => {
+  const before = await startReferenceOlp({ planner: 'none' });
+  const host = before.endpoint.pid;
+  await before.close();
   const e = await startHosted(['serve', '--listen', 'nowhere'], {}, 30_000, 'olp', 'OLP server').catch((x: unknown) => x);
   expect(e).toBeInstanceOf(HarnessError);
   expect((e as HarnessError).message).toMatch(/^HIL_ERR_TARGET_START: OLP server exited with code 2 before ready\n--listen must be HOST:PORT/);
+  expect((e as HarnessError).detail).toMatchObject({ exit_code: 2 });
   const o = await startReferenceOlp({ planner: 'none' });
   try {
+    expect(o.endpoint.pid).toBe(host);
     expect(await status(`${o.endpoint.url}/api/offline-programming/v1/robots`)).toBe(200);
   } finally {
     await o.close();
