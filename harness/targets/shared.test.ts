@@ -83,3 +83,15 @@ test('a grant the test released through its client is not reconciled: settle sen
   expect(slept).toEqual([]);
   await shared.close();
 });
+
+test('the external target moves the cell only with --allow-motion, and says so when a motion test skips', async () => {
+  expect(target.abilities.motion).toBe(false);
+  expect(target.motionRefusal).toBe('motion is not allowed on target external: run with --allow-motion when the cell behind the service may move');
+  const moving = await externalTarget.open({ socket: stack.ready.control, allowMotion: true });
+  try {
+    expect(moving.abilities.motion).toBe(true);
+    expect(moving.motionRefusal).toBeUndefined();
+  } finally {
+    await moving.close();
+  }
+});

@@ -260,20 +260,25 @@ describe('home', () => {
     expect(st.commissioning.phase).toBe('idle');
     // Native Home ran on the drives, not only its evidence: each homed axis's capture records show the drive
     // in homing mode (CiA 402 modes of operation display 6) and reporting homing attained (statusword bit 12
-    // in that mode) before the first record with its home_valid_mask bit (document 1 part 2 record fields).
+    // in that mode) before the first record with this Home's evidence: its home_valid_mask bit under a
+    // home_epoch newer than the one before (document 1 part 2 record fields). The epoch tells it from evidence
+    // an earlier Home left, which a service that outlives a test (the external target) still shows.
     const recs = await recordsSince(client, from);
+    const evidence = (x: (typeof recs)[number], i: number) => BigInt(x.home_epoch) > before.core!.home_epoch && (Number(x.home_valid_mask) & (1 << i)) !== 0;
     for (const i of native) {
       const id = description.axes[i]!.id;
       const homing = recs.filter((x) => x.ax[i]!.mode_display === 6);
       expect(homing.length, `${id}: no capture record in homing mode 6`).toBeGreaterThan(0);
       const attained = homing.find((x) => (x.ax[i]!.statusword & 0x1000) !== 0);
       expect(attained, `${id}: homing attained never reported in mode 6`).not.toBeUndefined();
-      const valid = recs.find((x) => (Number(x.home_valid_mask) & (1 << i)) !== 0);
-      expect(valid, `${id}: no record with its home_valid_mask bit`).not.toBeUndefined();
+      const valid = recs.find((x) => evidence(x, i));
+      expect(valid, `${id}: no record with its home_valid_mask bit under a new home_epoch`).not.toBeUndefined();
       expect(homing[0]!.seq, `${id}: homing mode began before the evidence`).toBeLessThan(valid!.seq);
       expect(attained!.seq, `${id}: homing attained before the evidence`).toBeLessThanOrEqual(valid!.seq);
-      // No evidence before the drive reported homing attained (a core that sets the bit on receipt).
-      expect(recs.filter((x) => x.seq < attained!.seq && (Number(x.home_valid_mask) & (1 << i)) !== 0)).toEqual([]);
+      // No evidence before the drive reported homing attained (a core that sets the bit on receipt); where the
+      // axis had no evidence before this Home, not even its bit under the old epoch.
+      expect(recs.filter((x) => x.seq < attained!.seq && evidence(x, i))).toEqual([]);
+      if ((Number(before.core!.home_valid_mask) & (1 << i)) === 0) expect(recs.filter((x) => x.seq < attained!.seq && (Number(x.home_valid_mask) & (1 << i)) !== 0)).toEqual([]);
     }
     const ev = await drive.event(cursor, (e) => e.type === 'home_epoch_changed', 3_000);
     expect(ev, 'home_epoch_changed').not.toBeUndefined();
