@@ -54,7 +54,7 @@ describe('each target parses only its own options', () => {
   const env = { HIL_SOCKET: '/s', HIL_MACHINE: '/m.json', HIL_DRIVER: 'ethercat-fake', HIL_SERVE_ARGS: '--x 1', HIL_RECORDINGS: '/r', HIL_BENCH: 'sim', HIL_ALLOW_MOTION: '1', HIL_RIG_DRIVER: 'ethercat-fake', HIL_REPLAY_SPEED: 'max' };
   test('sim: the machine and its hil serve arguments (the driver first); external: its socket and motion; replay: recordings, machine, pace; rig: machine, bench, motion, driver', () => {
     expect(targetFromEnv({ ...env, HIL_TARGET: 'sim' }).options).toEqual({ machine: '/m.json', serveArgs: ['--driver', 'ethercat-fake', '--x', '1'] });
-    expect(targetFromEnv({ ...env, HIL_TARGET: 'external' }).options).toEqual({ socket: '/s', allowMotion: true });
+    expect(targetFromEnv({ ...env, HIL_TARGET: 'external' }).options).toEqual({ socket: '/s', allowMotion: true, machine: '/m.json' });
     expect(targetFromEnv({ ...env, HIL_TARGET: 'replay' }).options).toEqual({ recordings: '/r', machine: '/m.json', replaySpeed: 'max' });
     expect(targetFromEnv({ ...env, HIL_TARGET: 'rig' }).options).toEqual({ machine: '/m.json', bench: 'sim', allowMotion: true, rigDriver: 'ethercat-fake' });
   });
@@ -85,7 +85,8 @@ describe('hil run takes its target flags from the descriptors', () => {
     expect(await usage('sim', { socket: '/s' })).toBe('--socket applies to target external, not to target sim (its options: --driver NAME, --machine FILE, --record DIR)');
     expect(await usage('sim', { 'allow-motion': true })).toBe('--allow-motion applies to target external and rig, not to target sim (its options: --driver NAME, --machine FILE, --record DIR)');
     expect(await usage('replay', { recordings: '/', record: '/d' })).toBe('--record applies to target sim, not to target replay (its options: --recordings DIR, --machine FILE)');
-    expect(await usage('external', { socket: '/s', machine: 'm.json' })).toBe('--machine applies to target sim and replay and rig, not to target external (its options: --socket PATH, --allow-motion, --planner-url URL, --olp-url URL, --olp-facts FILE, --remote-url URL, --remote-pair DIR, --remote-link-profile lan|internet, --pair-id ID, --pair-revision N, --serve-command CMD, --remote-resource FILE, --service-log FILE)');
+    expect(await usage('external', { socket: '/s', recordings: '/r' })).toBe('--recordings applies to target replay, not to target external (its options: --socket PATH, --allow-motion, --machine FILE, --planner-url URL, --olp-url URL, --olp-facts FILE, --remote-url URL, --remote-pair DIR, --remote-link-profile lan|internet, --pair-id ID, --pair-revision N, --serve-command CMD, --remote-resource FILE, --service-log FILE)');
+    expect(await usage('external', { socket: '/s', machine: '/nonexistent/m.json' })).toBe('--machine /nonexistent/m.json: no such file');
   });
 
   test('a required flag missing, and a value the target refuses, are usage errors naming the flag', async () => {

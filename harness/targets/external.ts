@@ -6,6 +6,7 @@ import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ControlClient } from '../clients/control.ts';
 import { HarnessError } from '../errors.ts';
+import { machineOf } from '../machine.ts';
 import { olpFactsFromFile } from './olp-facts.ts';
 import { SharedClients } from './shared.ts';
 import { envValues, str } from './options.ts';
@@ -107,11 +108,14 @@ export interface ExternalOptions {
   pairRevision?: string;
   /** A shell command that starts the service, `{socket_dir}` standing for its socket directory. */
   serveCommand?: string;
+  /** The cell's machine configuration (document 3 part 2), for what Describe does not give. */
+  machine?: string;
 }
 
 const EXTERNAL_OPTIONS: readonly TargetOption[] = [
   { key: 'socket', flag: 'socket', value: 'PATH', env: 'HIL_SOCKET', required: true, path: true, help: 'the control socket of the service' },
   { key: 'allowMotion', flag: 'allow-motion', env: 'HIL_ALLOW_MOTION', help: 'allow tests that energise drives' },
+  { key: 'machine', flag: 'machine', value: 'FILE', env: 'HIL_MACHINE', path: true, help: "the cell's machine configuration (document 3 part 2): the figures Describe does not give (following error, completion tolerance, jog acceleration, inputs); it must describe the same cell as Describe" },
   { key: 'plannerUrl', flag: 'planner-url', value: 'URL', env: 'HIL_PLANNER_URL', help: "the weld planner's base URL (planner suites skip without it)" },
   { key: 'olpUrl', flag: 'olp-url', value: 'URL', env: 'HIL_OLP_URL', help: "the offline programming server's base URL {olp_url} (OLP suites skip without it)" },
   { key: 'olpFacts', flag: 'olp-facts', value: 'FILE', env: 'HIL_OLP_FACTS', path: true, help: 'what discovery cannot tell of that server\'s deployment (README "Your own OLP server", harness/targets/olp-facts.ts)' },
@@ -127,6 +131,7 @@ const EXTERNAL_OPTIONS: readonly TargetOption[] = [
 
 /** Why the binding and remote listener options make no run (a usage error), or undefined. */
 function checkOptions(o: ExternalOptions): string | undefined {
+  if (o.machine !== undefined && !(existsSync(o.machine) && statSync(o.machine).isFile())) return `--machine ${o.machine}: no such file`;
   if (o.serveCommand !== undefined && !o.serveCommand.includes('{socket_dir}')) return `--serve-command ${o.serveCommand}: name the service's socket directory as {socket_dir}, so that each start has a directory of its own`;
   if ((o.pairId === undefined) !== (o.pairRevision === undefined)) return '--pair-id and --pair-revision go together: the binding needs both (document 1 part 2)';
   const uint64 = (v: string) => /^[1-9][0-9]{0,19}$/.test(v) && BigInt(v) < 1n << 64n;
@@ -156,6 +161,7 @@ export const externalTarget: TargetDescriptor<ExternalOptions> = {
     return {
       ...(str(v.socket) ? { socket: str(v.socket) } : {}),
       allowMotion: v.allowMotion === true,
+      ...(str(v.machine) ? { machine: str(v.machine) } : {}),
       ...(str(v.plannerUrl) ? { plannerUrl: str(v.plannerUrl) } : {}),
       ...(str(v.olpUrl) ? { olpUrl: str(v.olpUrl) } : {}),
       ...(str(v.olpFacts) ? { olpFacts: str(v.olpFacts) } : {}),
@@ -177,7 +183,20 @@ export const externalTarget: TargetDescriptor<ExternalOptions> = {
     } catch {
       throw new HarnessError('HIL_ERR_TARGET_START', `no control socket at ${o.socket}`);
     }
-    return new ExternalTarget(o.socket, o.allowMotion ?? false);
+    const target = new ExternalTarget(o.socket, o.allowMotion ?? false);
+    if (o.machine !== undefined) {
+      // A configuration that is not this cell's would be read as facts about it (limits, tolerances): the
+      // run stops here instead of judging the service against another cell's figures.
+      try {
+        const d = await target.client().describe();
+        const m = machineOf(d.reply.data as object, o.machine);
+        if (m.config === undefined) throw new HarnessError('HIL_ERR_TARGET_OPTION', `--machine ${o.machine} does not describe the cell the service describes (axis ids, types and limits, cycle_ns, link profile); the service describes ${m}`);
+      } catch (e) {
+        await target.close();
+        throw e;
+      }
+    }
+    return target;
   },
   cannotProvide,
   openVariant: unsupported,

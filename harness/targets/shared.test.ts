@@ -95,3 +95,17 @@ test('the external target moves the cell only with --allow-motion, and says so w
     await moving.close();
   }
 });
+
+test('--machine names the cell\'s configuration: taken when it describes the cell the service describes, a usage error when it does not', async () => {
+  const fixture = (name: string) => new URL(`../../fixtures/machines/${name}.json`, import.meta.url).pathname;
+  expect(externalTarget.check!({ socket: stack.ready.control, machine: '/nonexistent/cell.json' })).toBe('--machine /nonexistent/cell.json: no such file');
+  expect(externalTarget.check!({ socket: stack.ready.control, machine: fixture('nine-axis') })).toBeUndefined();
+  const same = await externalTarget.open({ socket: stack.ready.control, machine: fixture('nine-axis') });
+  await same.close();
+  // Another cell's file (two axes, not nine): its limits would be read as this cell's.
+  const other = externalTarget.open({ socket: stack.ready.control, machine: fixture('bench-two-axis') });
+  await expect(other).rejects.toMatchObject({ code: 'HIL_ERR_TARGET_OPTION' });
+  await expect(other).rejects.toThrow(/--machine .*bench-two-axis\.json does not describe the cell the service describes .*; the service describes 9 axes/);
+  // The same cell on another link profile is another cell too.
+  await expect(externalTarget.open({ socket: stack.ready.control, machine: fixture('nine-axis-internet') })).rejects.toMatchObject({ code: 'HIL_ERR_TARGET_OPTION' });
+});
