@@ -192,7 +192,7 @@ test('start-up: a failed check of the files is exit status 2, before anything li
   expect(code).toBe(2);
 });
 
-test('hil cleanroom serve: --remote-listen needs the four files and --pair-id and takes HOST:PORT, HOST or :PORT; the files need it (usage errors, exit 2)', async () => {
+test('hil cleanroom serve: --remote-listen needs the four files and --pair-id and takes HOST:PORT, HOST or :PORT; the files and the jog clock flags need it, those as uint64 (usage errors, exit 2)', async () => {
   const { cleanroom } = await import('../cli/cleanroom.ts');
   const { UsageError } = await import('../cli/common.ts');
   const serve = ['serve', '--socket-dir', join(dir, 'usage')];
@@ -204,6 +204,10 @@ test('hil cleanroom serve: --remote-listen needs the four files and --pair-id an
     ['--remote-listen', '127.0.0.1:0', '--pair-id', 'a pair', ...all],
     ['--remote-listen', '127.0.0.1:0', '--pair-id', PAIR, '--link-profile', 'wan', ...all],
     ['--remote-crl', pair.crl],
+    // The remote jog clock flags (part 5 item 6): beside --remote-listen, decimal uint64 values.
+    ['--remote-jog-drift-ppb', '1'],
+    ['--remote-listen', '127.0.0.1:0', '--pair-id', PAIR, ...all, '--remote-jog-max-uncertainty-ns', '1e6'],
+    ['--remote-listen', '127.0.0.1:0', '--pair-id', PAIR, ...all, '--remote-jog-calibration-max-age-ns', '18446744073709551616'],
   ]) {
     await expect(cleanroom([...serve, ...args]), args.join(' ')).rejects.toThrow(UsageError);
   }

@@ -52,6 +52,7 @@
 // | ownership of an ended session (part 5 item 3)        | none: judged for the current grant only (before its generation and before a request_id replay); an ended session answers by its state to anyone | checked first, outlives the grant |
 // | acquire under another owner's request_id             | control_already_owned (acquire never replays, above)    | session_principal_mismatch            |
 // | `resource` (part 4)                                  | implemented, with no compiled resource: remote `GET /v1/resources/<64 hex digits, either case>` is 404 resource_unknown; other text after /v1/resources/ is unknown_endpoint; the Unix socket answers unknown_endpoint | lowercase only; other text resource_unknown |
+// | remote jog clock flags (part 5 item 6)               | `--remote-jog-*` taken beside `--remote-listen` as decimal uint64, else a usage error (exit 2); unused: no jog lane | the remote jog clock's qualification |
 // | remote `GET /v1/jog` (part 5: always the WebSocket)  | update_jog's path: 409 capability_unimplemented, no upgrade | the jog WebSocket                     |
 // | browser requests on the remote listener              | served like any other: the client certificate is the authentication | 403 cross_site_request with Origin or a cross-site Sec-Fetch-Site |
 // | Describe's binding pair_id                           | `--pair-id`, `cleanroom-pair` without it               |                                       |

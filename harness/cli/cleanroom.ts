@@ -14,6 +14,7 @@ export async function cleanroom(args: string[]): Promise<number> {
     options: {
       'socket-dir': { type: 'string' }, 'lease-ceiling-ms': { type: 'string' }, 'lifeline-stdin': { type: 'boolean', default: false }, update: { type: 'boolean', default: false }, planner: { type: 'boolean', default: false }, 'store-dir': { type: 'string' }, port: { type: 'string' },
       'remote-listen': { type: 'string' }, 'remote-ca': { type: 'string' }, 'remote-cert': { type: 'string' }, 'remote-key': { type: 'string' }, 'remote-crl': { type: 'string' }, 'pair-id': { type: 'string' }, 'link-profile': { type: 'string' }, 'log-file': { type: 'string' },
+      'remote-jog-max-uncertainty-ns': { type: 'string' }, 'remote-jog-drift-ppb': { type: 'string' }, 'remote-jog-calibration-max-age-ns': { type: 'string' },
     },
   });
   if (positionals[0] === 'check-olp') {
@@ -68,8 +69,15 @@ export async function cleanroom(args: string[]): Promise<number> {
   process.exit(code);
 }
 
+/**
+ * The remote jog clock flags (document 1 part 5 item 6: default 0, all three nonzero or every remote jog
+ * frame is refused). The clean room serves no jog lane (Describe reports begin_jog unimplemented), so it
+ * takes them, checks them as decimal uint64 values beside --remote-listen, and uses them for nothing.
+ */
+const JOG_FLAGS = ['remote-jog-max-uncertainty-ns', 'remote-jog-drift-ppb', 'remote-jog-calibration-max-age-ns'] as const;
+
 /** The remote listener's flags (document 1 part 5 item 6), the link profile its header bound follows (part 8), its log file. */
-const REMOTE_FLAGS = ['remote-listen', 'remote-ca', 'remote-cert', 'remote-key', 'remote-crl', 'pair-id', 'link-profile', 'log-file'] as const;
+const REMOTE_FLAGS = ['remote-listen', 'remote-ca', 'remote-cert', 'remote-key', 'remote-crl', 'pair-id', 'link-profile', 'log-file', ...JOG_FLAGS] as const;
 
 /**
  * The remote listener the flags ask for, or undefined. `--remote-listen` takes HOST:PORT, HOST or :PORT
@@ -84,6 +92,12 @@ function remoteOptions(v: Partial<Record<(typeof REMOTE_FLAGS)[number], string |
   if (pairId !== undefined && !/^[A-Za-z0-9_.:-]+$/.test(pairId)) throw new UsageError(`--pair-id ${JSON.stringify(pairId)}: a token of [A-Za-z0-9_.:-]`);
   const profile = str('link-profile');
   if (profile !== undefined && profile !== 'lan' && profile !== 'internet') throw new UsageError('--link-profile takes lan or internet');
+  for (const f of JOG_FLAGS) {
+    const value = str(f);
+    if (value === undefined) continue;
+    if (listen === undefined) throw new UsageError(`--${f} needs --remote-listen`);
+    if (!/^[0-9]{1,20}$/.test(value) || BigInt(value) >= 1n << 64n) throw new UsageError(`--${f} ${JSON.stringify(value)}: a decimal uint64`);
+  }
   if (listen === undefined) {
     if (Object.values(files).some((f) => f !== undefined) || profile !== undefined) throw new UsageError('--remote-ca, --remote-cert, --remote-key, --remote-crl and --link-profile need --remote-listen');
     return undefined;

@@ -85,7 +85,8 @@ simulator, with the traceability gate. This is what npm test runs.`,
   serve: `usage: hil serve --socket-dir DIR [options]   (hil serve --help for the stack's own options)`,
   cleanroom: `usage: hil cleanroom serve --socket-dir DIR [--lease-ceiling-ms N] [--pair-id ID] [--lifeline-stdin]
            [--remote-listen HOST:PORT --remote-ca F --remote-cert F --remote-key F --remote-crl F
-            --pair-id ID [--link-profile lan|internet] [--log-file FILE]]
+            --pair-id ID [--link-profile lan|internet] [--log-file FILE]
+            [--remote-jog-max-uncertainty-ns N] [--remote-jog-drift-ppb N] [--remote-jog-calibration-max-age-ns N]]
        hil cleanroom check [--update] [suite ...]
        hil cleanroom check-olp [--update] [suite ...]
        hil cleanroom serve --planner --store-dir DIR [--port P]

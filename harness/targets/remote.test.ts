@@ -199,3 +199,60 @@ describe('starting the service with flags of a test (the start-up checks)', () =
     expect(await usage({ 'serve-command': 'my-service' })).toBe('--serve-command my-service: name the service\'s socket directory as {socket_dir}, so that each start has a directory of its own');
   });
 });
+
+describe('a service started for a test with flags of its own (started: the remote jog clock flags)', () => {
+  test('on the external target only through --serve-command, and never with a clock, machine or environment of the test’s choosing', () => {
+    const serving = (more: Record<string, string> = {}) => listening({ HIL_SERVE_COMMAND: 'my-service --socket-dir {socket_dir}', ...more });
+    expect(cannotStartRemote({ started: true, args: ['--remote-jog-drift-ppb', '1'] }, serving())).toBeUndefined();
+    expect(cannotStartRemote({ started: true, args: [] }, ext({ HIL_SERVE_COMMAND: 'my-service --socket-dir {socket_dir}' }))).toBeUndefined();
+    const refused = "target external starts someone else's service through --serve-command: it cannot give it";
+    expect(cannotStartRemote({ started: true, variant: { clock: 'stepped' } }, serving())).toBe(`${refused} the stepped clock`);
+    expect(cannotStartRemote({ started: true, env: { HIL_X: '1' } }, serving())).toBe(`${refused} environment HIL_X`);
+    // Without the command the flags cannot be given: the listener the run reaches is as its owner started it.
+    expect(cannotStartRemote({ started: true, args: ['--remote-jog-drift-ppb', '1'] }, listening())).toBe('target external starts no service of its own: give --serve-command CMD, {socket_dir} standing for its socket directory (README "Your own remote listener")');
+    // The sim target starts its own, stepped or not.
+    expect(cannotStartRemote({ started: true, variant: { clock: 'stepped' } }, { HIL_TARGET: 'sim' })).toBeUndefined();
+  });
+
+  test('the command runs with a remote listener on a fresh pair and the test’s flags; ready once the listener answers Describe; stopped with its process group', async () => {
+    const hil = join(process.cwd(), 'harness', 'bin', 'hil.mjs');
+    vi.stubEnv('HIL_TARGET', 'external');
+    for (const [k, v] of Object.entries(ext({ HIL_SERVE_COMMAND: `node ${hil} serve --socket-dir {socket_dir}` }))) vi.stubEnv(k, v!);
+    try {
+      const s = await startRemoteStack({ started: true, pairId: 'cell-served-3', args: ['--remote-jog-drift-ppb', '7'] });
+      try {
+        expect(s.stepped).toBe(false);
+        await expect(s.step(1)).rejects.toThrow(/^HIL_ERR_TARGET_NO_ABILITY: a service started through --serve-command has no stepped clock/);
+        expect(s.pair.pair_id).toBe('cell-served-3');
+        expect(s.host).toBe('127.0.0.1');
+        // Its remote listener answers a client of the fresh pair, and its control socket the local transport.
+        const remote = await s.client('alice');
+        const d = await remote.describe();
+        expect(d.status).toBe(200);
+        // The pair flags reached it: its binding names the pair id of the fresh pair.
+        expect((d.reply.data as { binding?: { pair_id?: string } }).binding?.pair_id).toBe('cell-served-3');
+        const local = await s.local().describe();
+        expect(local.status).toBe(200);
+        expect(s.logged).toBe(true);
+      } finally {
+        await s.stop();
+      }
+      // Stopped: nobody answers on its port any more.
+      const { connect } = await import('node:net');
+      const refused = await new Promise<boolean>((r) => connect(s.port, '127.0.0.1').once('connect', () => r(false)).once('error', () => r(true)));
+      expect(refused).toBe(true);
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+
+  test('a command that exits before its listener answers is the test’s HIL_ERR_TARGET_START, with the end of its output', async () => {
+    vi.stubEnv('HIL_TARGET', 'external');
+    for (const [k, v] of Object.entries(ext({ HIL_SERVE_COMMAND: "echo 'no such cell' >&2; exit 3; : {socket_dir}" }))) vi.stubEnv(k, v!);
+    try {
+      await expect(startRemoteStack({ started: true, args: [] })).rejects.toThrow(/^HIL_ERR_TARGET_START: --serve-command with a remote listener exited with status 3 before it answered: no such cell$/);
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+});

@@ -4,11 +4,15 @@
 // one, on a recorded run recording it as one of the current test's variants; the replay target replays it
 // from that recording with a fresh pair (the certificates live in the service, which runs live; the
 // recording is the core's); the external target reaches the listener its owner started on the files of a
-// pair directory made by `hil certs create-pair` (TargetDescriptor.remoteListener), as it runs, and cannot
-// start one with flags or a clock of a test's choosing; a rig cannot, and the suites skip with the reason.
+// pair directory made by `hil certs create-pair` (TargetDescriptor.remoteListener), as it runs; a test that
+// needs the service started with flags of its own (`started`: the remote jog clock flags, document 1 part 5
+// item 6) gets someone else's service started by the run's --serve-command on a fresh pair, in real time (no
+// clock or machine of the test's choosing); a rig cannot, and the suites skip with the reason.
 
-import { mkdtemp, rm } from 'node:fs/promises';
-import { readFileSync, statSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
@@ -73,6 +77,11 @@ export interface RemoteOptions {
   cycleFree?: boolean;
   /** The cell's link profile (document 3 control.link_profile), when the test judges a bound it decides. */
   linkProfile?: 'lan' | 'internet';
+  /**
+   * The service must run with exactly `args` (its remote jog clock flags, say), not be a listener the run
+   * reaches as its owner configured it: on the external target it is started through --serve-command.
+   */
+  started?: boolean;
 }
 
 /**
@@ -143,6 +152,7 @@ export function serviceStart(env: NodeJS.ProcessEnv = process.env): ServiceStart
 /** Why the target the environment names cannot start this remote stack, or reach one like it (a skip reason), or undefined. */
 export function cannotStartRemote(o: RemoteOptions = {}, env: NodeJS.ProcessEnv = process.env): string | undefined {
   const t = targetFromEnv(env);
+  if (o.started && !t.abilities.testStacks && t.serviceCommand) return cannotServe(t.name, o, env);
   if (t.remoteListener) {
     const l = t.remoteListener();
     return typeof l === 'string' ? l : cannotReach(t.name, l, o);
@@ -160,6 +170,17 @@ function cannotReach(target: string, l: RemoteListener, o: RemoteOptions): strin
   if (o.pairId !== undefined && o.pairId !== pairIdOf(l.pairDir)) asked.push(`pair id ${o.pairId}`);
   if (asked.length) return `target ${target} reaches a remote listener someone else started: it cannot start one with ${asked.join(' and ')}`;
   if (o.linkProfile !== undefined && o.linkProfile !== l.linkProfile) return `target ${target}'s remote listener serves a cell on the ${l.linkProfile} link profile (--remote-link-profile), not ${o.linkProfile}`;
+  return undefined;
+}
+
+/** Why the run's --serve-command cannot start the service `o` asks for (someone else's, in real time), or undefined. */
+function cannotServe(target: string, o: RemoteOptions, env: NodeJS.ProcessEnv): string | undefined {
+  const how = serviceStart(env);
+  if (typeof how === 'string') return how;
+  const asked: string[] = [];
+  if (o.variant) asked.push(describeVariant(parseVariant(o.variant)));
+  if (o.env && Object.keys(o.env).length) asked.push(`environment ${Object.keys(o.env).join(', ')}`);
+  if (asked.length) return `target ${target} starts someone else's service through --serve-command: it cannot give it ${asked.join(' and ')}`;
   return undefined;
 }
 
@@ -182,8 +203,125 @@ export async function startRemoteStack(o: RemoteOptions = {}): Promise<RemoteSta
   const why = cannotStartRemote(o);
   if (why !== undefined) throw new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', why);
   const target = targetFromEnv();
+  if (o.started && !target.abilities.testStacks) return startServedRemote(o);
   const listener = target.remoteListener?.();
   return typeof listener === 'object' ? reachRemote(listener) : startOwnRemote(ownOptions(o));
+}
+
+/** A TCP port nobody on 127.0.0.1 listens on now (the service is told it: document 1 gives no way to ask). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** A process of the group is still there (signal 0 reaches it; a zombie left unreaped counts until reaped). */
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** How long someone else's service may take to answer on its remote listener after its start. */
+const SERVED_START_MS = 30_000;
+
+/**
+ * Someone else's service started through the run's --serve-command with a remote listener on 127.0.0.1 and
+ * a fresh pair (document 1 part 5 item 6: the listener, credential and pair flags, then `o.args`), its
+ * control socket {socket_dir}/control.sock (part 1). Ready once a client of the pair gets Describe; its
+ * output is its log. Stopped with SIGTERM to its process group (SIGKILL 5 s later).
+ */
+async function startServedRemote(o: RemoteOptions): Promise<RemoteStack> {
+  const how = serviceStart();
+  if (typeof how === 'string') throw new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', how);
+  const pairId = o.pairId ?? 'cell-remote-01';
+  const dir = await mkdtemp(join(tmpdir(), 'hil-served-'));
+  const socketDir = join(dir, 'sock');
+  const { createPair } = await import('../certs.ts');
+  let log = '';
+  let child: ReturnType<typeof spawn> | undefined;
+  let exited: number | null | undefined;
+  const gone = () => rm(dir, { recursive: true, force: true });
+  const killGroup = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(-child!.pid!, signal);
+    } catch {
+      // already gone
+    }
+  };
+  let c: Awaited<ReturnType<typeof clientsOf>> | undefined;
+  try {
+    const pair = { ...(await createPair({ dir: join(dir, 'pair'), pairId })), pair_id: pairId };
+    await mkdir(socketDir);
+    const port = await freePort();
+    const args = ['--remote-listen', `127.0.0.1:${port}`, '--remote-ca', pair.ca, '--remote-cert', pair.cert, '--remote-key', pair.key, '--remote-crl', pair.crl, '--pair-id', pairId, ...(o.args ?? [])];
+    const sp = how.spawn(socketDir, args);
+    // Detached: its own process group, so that a stop reaches whatever the command started.
+    child = spawn(sp.file, sp.args, { cwd: sp.cwd, env: sp.env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    for (const stream of [child.stdout!, child.stderr!]) stream.setEncoding('utf8').on('data', (d: string) => (log += d));
+    const exit = new Promise<void>((r) => child!.once('exit', (code) => ((exited = code), r())));
+    c = await clientsOf(pair, '127.0.0.1', port);
+    const probe = await c.client('hil-reach');
+    const control = join(socketDir, 'control.sock');
+    const until = Date.now() + SERVED_START_MS;
+    for (;;) {
+      if (exited !== undefined) throw new HarnessError('HIL_ERR_TARGET_START', `--serve-command with a remote listener exited with status ${exited} before it answered: ${log.trim().split('\n').slice(-3).join(' | ')}`);
+      const up = existsSync(control) && (await probe.describe().then((d) => d.status === 200, () => false));
+      if (up) break;
+      if (Date.now() > until) throw new HarnessError('HIL_ERR_TARGET_START', `--serve-command with a remote listener on 127.0.0.1:${port}: no Describe on it and its control socket within ${SERVED_START_MS / 1000} s: ${log.trim().split('\n').slice(-3).join(' | ')}`);
+      await Promise.race([exit, new Promise((r) => setTimeout(r, 100))]);
+    }
+    const clients = c;
+    let stopped = false;
+    return {
+      ...clients,
+      pair,
+      host: '127.0.0.1',
+      port,
+      stepped: false,
+      logged: true,
+      stderr: () => log,
+      local: () => clients.add(new ControlClient(control)),
+      step: () => Promise.reject(new HarnessError('HIL_ERR_TARGET_NO_ABILITY', 'a service started through --serve-command has no stepped clock: it runs in real time')),
+      beginStop: () => killGroup('SIGTERM'),
+      async stop() {
+        if (stopped) return;
+        stopped = true;
+        await clients.close();
+        // The command's shell may end before the service it started has: stopped is when the whole process
+        // group is gone (its listener closed), SIGKILL 5 s after SIGTERM.
+        // A zombie nobody reaps answers signal 0 too: the wait ends a second after the SIGKILL whatever remains.
+        killGroup('SIGTERM');
+        const started = Date.now();
+        let killed = false;
+        while (groupAlive(child!.pid!) && Date.now() - started < 6_000) {
+          if (!killed && Date.now() - started > 5_000) {
+            killGroup('SIGKILL');
+            killed = true;
+          }
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        await exit;
+        await gone();
+      },
+    };
+  } catch (e) {
+    await c?.close();
+    if (child && exited === undefined) {
+      killGroup('SIGKILL');
+      await new Promise((r) => child!.once('exit', r));
+    }
+    await gone();
+    throw e;
+  }
 }
 
 /** Issues client credentials of a pair on first use and hands out HTTPS clients, closed with the stack. */

@@ -29,10 +29,12 @@ import {
   type UpgradeAnswer,
 } from '../../harness/clients/jog.ts';
 import { latestSequence, recordsSince } from '../../harness/clients/telemetry.ts';
+import { unservedReason } from '../../harness/served.ts';
 import type { RemoteStack } from '../../harness/targets/remote.ts';
 import { covers, describe, expect, hostBound, profile, remoteStacks, sharedRemote, test as fixtureTest } from '../../harness/fixture.ts';
 import { remoteIdleByHost } from '../../harness/clients/jog-stale.ts';
-import { ownStacks, SKIP } from './probe.ts';
+import { ownStacks } from './probe.ts';
+import { targetFromEnv } from '../../harness/targets/index.ts';
 import { windowAttempts } from '../../harness/property.ts';
 import { beginInTime } from '../jog/begin.ts';
 
@@ -52,8 +54,8 @@ interface AxisD {
 }
 /** How long the service waits for a native receipt (docs/profile.md "Native receipts"). */
 const NATIVE_RECEIPT_NS = 1_000_000_000n;
-/** The input age of the lanes' cell (MACHINE, the internet profile: document 1 part 8). */
-const INPUT_AGE_NS = 750_000_000n;
+/** The input age of the internet link profile (document 1 part 8), the lanes' cell on a stack of our own (MACHINE). */
+const INTERNET_INPUT_AGE_NS = 750_000_000n;
 
 /**
  * A remote begin must be answered begun. docs/profile.md "Remote jog" (Setup) runs begin_jog with the begin
@@ -61,10 +63,10 @@ const INPUT_AGE_NS = 750_000_000n;
  * input age to go out and be answered may be refused jog_clock_input_stale by the rule: when the
  * harness was that slow, HIL_ERR_HOST_TOO_SLOW with the figures; otherwise the refusal stands.
  */
-function begunInTime(x: { answer: Record<string, unknown>; beginSentNs: bigint; answeredNs: bigint }): void {
+function begunInTime(x: { answer: Record<string, unknown>; beginSentNs: bigint; answeredNs: bigint }, inputAgeNs: bigint): void {
   const ms = (ns: bigint) => Math.round(Number(ns) / 1e5) / 10;
-  if (x.answer.type === 'rejected' && x.answer.reason === 'jog_clock_input_stale' && x.answeredNs - x.beginSentNs > INPUT_AGE_NS) {
-    throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `docs/profile.md "Remote jog" (begin): the begin was answered ${ms(x.answeredNs - x.beginSentNs)} ms after the harness sent it, past the input age of ${ms(INPUT_AGE_NS)} ms that bounds its deadline, and was rejected jog_clock_input_stale: a slow host, not a verdict on the target`, { detail: { rule: 'begin deadline', measured_ms: ms(x.answeredNs - x.beginSentNs) } });
+  if (x.answer.type === 'rejected' && x.answer.reason === 'jog_clock_input_stale' && x.answeredNs - x.beginSentNs > inputAgeNs) {
+    throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `docs/profile.md "Remote jog" (begin): the begin was answered ${ms(x.answeredNs - x.beginSentNs)} ms after the harness sent it, past the input age of ${ms(inputAgeNs)} ms that bounds its deadline, and was rejected jog_clock_input_stale: a slow host, not a verdict on the target`, { detail: { rule: 'begin deadline', measured_ms: ms(x.answeredNs - x.beginSentNs) } });
   }
   // begin runs begin_jog, whose native receipt the service waits for 1 s (docs/profile.md "Native receipts"):
   // refused without it after the exchange took longer than that, the core may have been left without CPU.
@@ -83,19 +85,26 @@ interface Lane {
   aliceCreds: RemoteCreds;
   axes: AxisD[];
   cycleNs: bigint;
+  /** Describe's max_jog_input_age_ns and link_profile (document 1 part 8). */
+  inputAgeNs: bigint;
+  linkProfile: string;
+  /** Why the lane's service cannot be judged here: Describe reports begin_jog, which the lane's begin runs, unimplemented. */
+  unserved: string | undefined;
 }
 
 /**
- * The cell runs the internet link profile (fixtures/machines/nine-axis-internet.json: lease ceiling 3 s,
- * input age 750 ms, document 3 part 2): a remote producer is what that profile is for, and its longer
- * lease keeps grants alive on a loaded test machine while the stepped clock holds the cycles.
+ * On a stack of our own the cell runs the internet link profile (fixtures/machines/nine-axis-internet.json:
+ * lease ceiling 3 s, input age 750 ms, document 3 part 2): a remote producer is what that profile is for,
+ * and its longer lease keeps grants alive on a loaded test machine while the stepped clock holds the cycles.
+ * Someone else's service (the external target) is started through --serve-command with the lane's flags
+ * and runs its own cell in real time: the lane reads its input age and link profile from Describe.
  */
 const MACHINE = 'nine-axis-internet';
 
 async function lane(args: string[], start = open, variant: Record<string, unknown> = { clock: 'stepped', machine: MACHINE }): Promise<Lane> {
-  const stack = await start({ args, variant });
+  const stack = await start({ args, started: true, ...(ownStacks ? { variant } : {}) });
   const a = await stack.client('alice');
-  const d = (await a.describe()).reply.data as unknown as { binding: BindingInput; axes: AxisD[]; cycle_ns: bigint };
+  const d = (await a.describe()).reply.data as unknown as { binding: BindingInput; axes: AxisD[]; cycle_ns: bigint; max_jog_input_age_ns: bigint; link_profile: string; capabilities: Array<{ name: string; state: string }> };
   const localClient = stack.local();
   return {
     stack,
@@ -106,7 +115,36 @@ async function lane(args: string[], start = open, variant: Record<string, unknow
     aliceCreds: await stack.creds('alice'),
     axes: d.axes,
     cycleNs: d.cycle_ns,
+    inputAgeNs: BigInt(d.max_jog_input_age_ns ?? 0n),
+    linkProfile: String(d.link_profile),
+    unserved: unservedReason(d, 'begin_jog'),
   };
+}
+
+/**
+ * Let `cycles` cycles of the lane's core run: stepped on a stack of our own; on a service in real time, wait
+ * until its telemetry has that many more records (the core runs them by itself).
+ */
+async function advance(l: Lane, cycles: number): Promise<void> {
+  if (l.stack.stepped) {
+    await l.stack.step(cycles);
+    return;
+  }
+  const from = await latestSequence(l.localClient);
+  const cycleMs = Number(l.cycleNs) / 1e6;
+  const until = Date.now() + 5_000 + 10 * cycles * cycleMs;
+  for (;;) {
+    const now = await latestSequence(l.localClient);
+    if (now >= from + BigInt(cycles)) return;
+    expect(Date.now(), `the core published ${now - from} of ${cycles} cycles' records in real time`).toBeLessThanOrEqual(until);
+    await new Promise((r) => setTimeout(r, Math.max(1, Math.min(20, (cycles * cycleMs) / 4))));
+  }
+}
+
+/** Tests that arm the cell and jog an axis: on the external target only with --allow-motion. */
+const chosen = targetFromEnv();
+function moves(skip: (c: boolean, note?: string) => void): void {
+  skip(chosen.abilities.motion !== 'always' && chosen.options.allowMotion !== true, `motion is not allowed on target ${chosen.name}: run with --allow-motion when the cell behind the service may move`);
 }
 
 let A: Lane; // qualified clock flags
@@ -127,7 +165,7 @@ afterEach(async () => {
   if (!lanes.opened) return;
   for (const l of [A, B]) {
     for (const c of [l.alice, l.bob, l.local]) await c.cleanup().catch(() => undefined);
-    await l.stack.step(50).catch(() => undefined); // a stop drains only while cycles run
+    await advance(l, 50).catch(() => undefined); // a stop drains only while cycles run
   }
 });
 
@@ -141,7 +179,7 @@ async function ready(l: Lane): Promise<Session> {
   // longer than that to step says nothing about the target.
   const sent = performance.now();
   const arm = l.alice.fenced('arm', s);
-  await l.stack.step(20);
+  await advance(l, 20);
   const stepped = performance.now();
   const r = await arm;
   await hostBound(
@@ -216,19 +254,21 @@ async function openLane(c: RemoteCreds, query: Parameters<typeof RemoteJogSocket
  * Every test of this file: a failure while one of its lanes ended jog_stream_idle is judged from the
  * harness's own gaps between its inputs on that lane (harness/clients/jog-stale.ts remoteIdleByHost):
  * ERROR HIL_ERR_HOST_TOO_SLOW when the harness left the lane idle past the bound itself, the failure
- * standing (FAIL) when it kept it fed. The cell's input age is the internet profile's (MACHINE), the setup
+ * standing (FAIL) when it kept it fed. The cell's input age is the lanes' (Describe), the setup
  * bound 5 s (document 1 part 8 "Remote jog idle").
  */
 function test(name: string, meta: ReturnType<typeof covers>, fn: (ctx: Pick<TestContext, 'skip'>) => Promise<void>): void {
   // Vitest reads the fixtures a test uses from its destructured argument: these tests use skip only.
   fixtureTest(name, meta, async ({ skip }) => {
+    // The remote jog lane feeds the jog lane of part 3: a service that does not serve begin_jog has none to judge.
+    skip(A?.unserved !== undefined, A?.unserved);
     opened.length = 0;
     try {
       await fn({ skip });
     } catch (e) {
       // A close on its way when the failure came is part of the evidence.
       await Promise.all(opened.map((ws) => Promise.race([ws.closed, new Promise((r) => setTimeout(r, 1_000))])));
-      throw remoteIdleByHost(opened, { inputAgeNs: INPUT_AGE_NS, setupNs: SETUP_IDLE_NS }, e) ?? e;
+      throw remoteIdleByHost(opened, { inputAgeNs: A?.inputAgeNs ?? INTERNET_INPUT_AGE_NS, setupNs: SETUP_IDLE_NS }, e) ?? e;
     }
   });
 }
@@ -259,7 +299,6 @@ describe('upgrade', () => {
     'GET /v1/jog on the remote listener is always an upgrade: missing or wrong upgrade headers and a malformed query are 400 text/plain; a valid one is 101',
     covers('rule:remote_jog_ws.upgrade', 'rule:remote_jog_ws.handshake_101', 'rule:remote_jog_ws.pre_upgrade_400', 'rule:remote_jog_ws.pre_upgrade_text', 'limit:ws_key_bytes', 'rule:remote_jog_ws.query', 'profile:remote_jog.pre_upgrade'),
     async ({ skip }) => {
-      skip(!ownStacks, SKIP);
       const s = await A.alice.hold({ requested_lease_ms: 10_000 });
       const path = remoteJogPath(q(s));
       const c = A.aliceCreds;
@@ -296,7 +335,7 @@ describe('upgrade', () => {
     'a session of another principal or of the local transport is 403 session_principal_mismatch; a stale grant 409 control_session_stale; an unknown jog generation 409 jog_session_stale',
     covers('rule:remote_jog_ws.pre_upgrade_403', 'rule:remote_jog_ws.pre_upgrade_409', 'reason:jog_session_stale', 'rule:remote_jog_ws.query', 'reason:session_principal_mismatch', 'profile:remote_jog.pre_upgrade'),
     async ({ skip }) => {
-      skip(!ownStacks, SKIP);
+      moves(skip);
       const c = A.aliceCreds;
       const bobs = await A.bob.hold();
       expectPre(await refusedOpen(c, q(bobs)), 403, 'session_principal_mismatch');
@@ -344,7 +383,7 @@ describe('setup exchange and frames', () => {
       'profile:remote_jog.producer_gone',
     ),
     async ({ skip }) => {
-      skip(!ownStacks, SKIP);
+      moves(skip);
       const l = A;
       const s = await ready(l);
       const cursor = await eventCursor(l.localClient);
@@ -387,7 +426,7 @@ describe('setup exchange and frames', () => {
         await ws.sendBinary(frame(l, s, jg, seq++, velocities(l, J1, 0.2)));
         const g = await remoteReceived(l.localClient, (g0.remote_received as bigint) + BigInt(k + 1));
         expect(g.accepted).toBe((g0.accepted as bigint) + BigInt(k + 1));
-        await l.stack.step(30);
+        await advance(l, 30);
       }
       const recs = await recordsSince(l.localClient, t0);
       const a = l.axes[J1]!;
@@ -408,7 +447,7 @@ describe('setup exchange and frames', () => {
       await laneGone(l);
       await waitFor(async () => (await readJog(l.localClient)).SessionOpen === 0n);
       const t1 = await latestSequence(l.localClient);
-      await l.stack.step(300);
+      await advance(l, 300);
       const rest = await recordsSince(l.localClient, t1);
       expect(rest.at(-1)!.ax[J1]!.target_velocity_counts_per_s).toBe(0);
       expect(rest.at(-1)!.jog_session_open).toBe(0);
@@ -422,7 +461,6 @@ describe('setup exchange and frames', () => {
     'a refused begin answers rejected {seq, reason} and closes: not armed is not_ready, an empty axis mask invalid_axis_mask',
     covers('rule:remote_jog_ws.msg_rejected', 'profile:remote_jog.messages'),
     async ({ skip }) => {
-      skip(!ownStacks, SKIP);
       const s = await A.alice.hold({ requested_lease_ms: 10_000 }); // not enabled, not armed
       for (const [mask, reason] of [
         [1 << J1, 'not_ready'],
@@ -443,7 +481,7 @@ describe('setup exchange and frames', () => {
     'an existing jog generation (jog_generation in the query) takes frames at once, stamped in host time',
     covers('rule:remote_jog_ws.query', 'rule:remote_jog_ws.frames', 'profile:remote_jog.existing_generation', 'profile:remote_jog.producer_gone'),
     async ({ skip }) => {
-      skip(!ownStacks, SKIP);
+      moves(skip);
       const l = A;
       const s = await ready(l);
       const clock = await readJogClock(l.localClient);
@@ -463,7 +501,7 @@ describe('setup exchange and frames', () => {
       await ws.sendBinary(Buffer.concat([frame(l, s, jg, 2n, velocities(l, J1, 0.1), hostNs()), Buffer.alloc(4096 - 80 - 8 * l.axes.length)]));
       const g2 = await remoteReceived(l.localClient, (g0.remote_received as bigint) + 2n);
       expect((g2.refused_by_reason as Record<string, bigint>).jog_frame_malformed).toBe(((g0.refused_by_reason as Record<string, bigint>).jog_frame_malformed ?? 0n) + 1n);
-      await l.stack.step(1);
+      await advance(l, 1);
       expect((await readJog(l.localClient)).SourceSequence).toBe(1n);
       await closeLane(ws, l);
       // The producer went away: the jog ends (end_jog by the lane).
@@ -478,7 +516,6 @@ describe('calibration', () => {
     'source times that do not increase are jog_clock_sample_invalid; a host_tx_ns that does not echo the reply closes with 1007',
     covers('rule:remote_jog_ws.msg_rejected', 'profile:remote_jog.calibration', 'profile:remote_jog.close_codes'),
     async ({ skip }) => {
-      skip(!ownStacks, SKIP);
       const s = await A.alice.hold({ requested_lease_ms: 10_000 });
       const first = source();
       {
@@ -506,7 +543,7 @@ describe('calibration', () => {
     'with a calibration max age shorter than the time to the first frame, frames are refused with jog_clock_calibration_expired and nothing moves',
     profile('profile:remote_jog.calibration'),
     async ({ skip }) => {
-      skip(!ownStacks, SKIP);
+      moves(skip);
       // Uncertainty and drift bounds generous enough to pass; only the calibration's age (1 ms) fails.
       const l = await lane(['--remote-jog-max-uncertainty-ns', '60000000000', '--remote-jog-drift-ppb', '1', '--remote-jog-calibration-max-age-ns', '1000000']);
       try {
@@ -521,7 +558,7 @@ describe('calibration', () => {
         for (let k = 1n; k <= 2n; k++) {
           await ws.sendBinary(frame(l, s, jg, k, velocities(l, J1, 0.2)));
           await remoteReceived(l.localClient, (g0.remote_received as bigint) + k);
-          await l.stack.step(30);
+          await advance(l, 30);
         }
         const g = await readJogIngress(l.localClient);
         expect(g.accepted).toBe(g0.accepted);
@@ -533,12 +570,12 @@ describe('calibration', () => {
         // stale says nothing of the target.
         const stale = (by.jog_session_stale ?? 0n) - ((g0.refused_by_reason as Record<string, bigint>).jog_session_stale ?? 0n);
         const [c1, c2] = x.calibrated as [Record<string, bigint>, Record<string, bigint>];
-        const earliestDeadline = x.beginSourceNs - SKEW - (c2.host_rx_ns! - c1.host_tx_ns!) / 2n + INPUT_AGE_NS;
+        const earliestDeadline = x.beginSourceNs - SKEW - (c2.host_rx_ns! - c1.host_tx_ns!) / 2n + l.inputAgeNs;
         // Only when as many frames left after it as were refused stale (the two frames are the lane's last inputs).
         const late = ws.inputsNs.slice(-2).filter((t) => t > earliestDeadline);
         if (stale > 0n && BigInt(late.length) >= stale) {
           const ms = (ns: bigint) => Math.round(Number(ns) / 1e5) / 10;
-          throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `document 1 part 3 "Jog session" (input deadline): the harness sent ${late.length} of its frames after the earliest input deadline the begin can have given the jog (the last ${ms(late.at(-1)! - earliestDeadline)} ms after it, input age ${ms(INPUT_AGE_NS)} ms), and ${stale} were refused jog_session_stale: a slow host, not a verdict on the target`, { detail: { rule: 'jog input deadline', late_ms: ms(late.at(-1)! - earliestDeadline) } });
+          throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `document 1 part 3 "Jog session" (input deadline): the harness sent ${late.length} of its frames after the earliest input deadline the begin can have given the jog (the last ${ms(late.at(-1)! - earliestDeadline)} ms after it, input age ${ms(l.inputAgeNs)} ms), and ${stale} were refused jog_session_stale: a slow host, not a verdict on the target`, { detail: { rule: 'jog input deadline', late_ms: ms(late.at(-1)! - earliestDeadline) } });
         }
         expect(by.jog_clock_calibration_expired).toBe(((g0.refused_by_reason as Record<string, bigint>).jog_clock_calibration_expired ?? 0n) + 2n);
         for (const r of await recordsSince(l.localClient, t0)) expect(r.ax[J1]!.target_velocity_counts_per_s).toBe(0);
@@ -553,7 +590,7 @@ describe('calibration', () => {
     'with a maximum uncertainty below any real round trip, begin is rejected with jog_clock_uncertain and no jog opens',
     covers('rule:remote_jog_ws.msg_rejected', 'profile:remote_jog.calibration'),
     async ({ skip }) => {
-      skip(!ownStacks, SKIP);
+      moves(skip);
       const l = await lane(['--remote-jog-max-uncertainty-ns', '1', '--remote-jog-drift-ppb', '1', '--remote-jog-calibration-max-age-ns', '60000000000']);
       try {
         const s = await ready(l);
@@ -575,8 +612,10 @@ describe('internet link profile', () => {
     'a cell on the internet profile: lease ceiling 3000 ms, jog input age 750 ms (a 600 ms old input is taken, a 760 ms old one is stale)',
     covers('limit:internet_jog_input_age_ms', 'limit:internet_grant_lease_ceiling_ms'),
     async ({ skip }) => {
-      skip(!ownStacks, SKIP);
+      moves(skip);
       const l = A;
+      // A service started through --serve-command runs its own cell: the internet profile's figures are judged where it is on it.
+      skip(l.linkProfile !== 'internet', `the lanes' cell is on the ${l.linkProfile} link profile, not internet (document 3 control.link_profile)`);
       const d = (await l.localClient.describe()).reply.data as Record<string, unknown>;
       expect(d).toMatchObject({ link_profile: 'internet', max_grant_lease_ms: 3000n, max_jog_input_age_ns: 750_000_000n });
       expect((await readJogClock(l.localClient)).max_input_age_ns).toBe(750_000_000n);
@@ -651,7 +690,6 @@ describe('close codes', () => {
     'protocol violations close with 1002 (order, fragments, opcode, unmasked), 1007 (payload data) or 1009 (over 4096 bytes)',
     covers('rule:remote_jog_ws.protocol_close', 'rule:remote_jog_ws.frames', 'limit:remote_jog_frame_bytes', 'limit:ws_source_incarnation_hex', 'profile:remote_jog.close_codes'),
     async ({ skip }) => {
-      skip(!ownStacks, SKIP);
       const s = await A.alice.hold({ requested_lease_ms: 10_000 });
       const cases: Array<[string, number, (ws: RemoteJogSocket) => Promise<void> | void]> = [
         ['binary frame before begun', 1002, (ws) => ws.sendBinary(Buffer.alloc(152))],
@@ -687,7 +725,7 @@ describe('close codes', () => {
     'text after begun is a protocol violation (1002); a stop of the grant sends control_session_stale before closing and stops the jog',
     covers('rule:remote_jog_ws.protocol_close', 'rule:remote_jog_ws.idle_close', 'profile:remote_jog.close_codes', 'profile:remote_jog.messages'),
     async ({ skip }) => {
-      skip(!ownStacks, SKIP);
+      moves(skip);
       const l = A;
       const s1 = await ready(l);
       const ws1 = await openLane(l.aliceCreds, q(s1));
@@ -702,7 +740,7 @@ describe('close codes', () => {
       const x = await calibrateAndBegin(ws, { source, incarnation: INCARNATION, axisMask: 1 << J1 });
       const jg = x.answer.jog_generation as bigint;
       await ws.sendBinary(frame(l, s, jg, 1n, velocities(l, J1, 0.2)));
-      await l.stack.step(40);
+      await advance(l, 40);
       // Fed just before the stop, so that the lane is not idle when the stop reaches it; when the service's
       // idle came first anyway, the harness's gap up to that answer is judged (the test wrapper above).
       await ws.sendBinary(frame(l, s, jg, 2n, velocities(l, J1, 0.2)));
@@ -712,7 +750,7 @@ describe('close codes', () => {
       expect(said).toEqual({ type: 'rejected', seq: 3n, reason: 'control_session_stale' });
       expect(await ws.closed).toEqual({ code: 1000, reason: 'control_session_stale' });
       await laneGone(l);
-      await l.stack.step(50);
+      await advance(l, 50);
       expect((await stop).status).toBe(200);
       const obs = await readJog(l.localClient);
       expect(obs.SessionOpen).toBe(0n);
@@ -725,7 +763,7 @@ describe('close codes', () => {
     'a second remote jog connection closes both with 1008',
     covers('rule:remote_jog_ws.single_connection', 'limit:remote_jog_connections', 'profile:remote_jog.producer_gone'),
     async ({ skip }) => {
-      skip(!ownStacks, SKIP);
+      moves(skip);
       const l = A;
       const s = await ready(l);
       const first = await openLane(l.aliceCreds, q(s));
@@ -756,19 +794,19 @@ describe('clock qualification and setup idle', () => {
     'with the three remote jog clock flags at their default 0, every remote frame is refused with jog_clock_unqualified and nothing moves',
     covers('reason:jog_clock_unqualified', 'rule:auth.remote_jog_flags'),
     async ({ skip }) => {
-      skip(!ownStacks, SKIP);
+      moves(skip);
       const l = B;
       const s = await ready(l);
       const ws = await openLane(l.aliceCreds, q(s));
       const x = await calibrateAndBegin(ws, { source, incarnation: INCARNATION, axisMask: 1 << J1 });
-      begunInTime(x);
+      begunInTime(x, l.inputAgeNs);
       const jg = x.answer.jog_generation as bigint;
       const g0 = await readJogIngress(l.localClient);
       const t0 = await latestSequence(l.localClient);
       for (let k = 1n; k <= 3n; k++) {
         await ws.sendBinary(frame(l, s, jg, k, velocities(l, J1, 0.2)));
         await remoteReceived(l.localClient, (g0.remote_received as bigint) + k);
-        await l.stack.step(30);
+        await advance(l, 30);
       }
       const g = await readJogIngress(l.localClient);
       expect(g.accepted).toBe(g0.accepted);
@@ -787,7 +825,7 @@ describe('clock qualification and setup idle', () => {
     'each of the three remote jog clock flags zero on its own (the other two as on the qualified stack) leaves the clock unqualified: the frame is refused with jog_clock_unqualified',
     covers('reason:jog_clock_unqualified', 'rule:auth.remote_jog_flags'),
     async ({ skip }) => {
-      skip(!ownStacks, SKIP);
+      moves(skip);
       for (let f = 0; f < 3; f++) {
         const flag = QUALIFIED[2 * f]!;
         const args = QUALIFIED.map((x, i) => (i === 2 * f + 1 ? '0' : x));
@@ -800,7 +838,7 @@ describe('clock qualification and setup idle', () => {
           const g0 = await readJogIngress(l.localClient);
           await ws.sendBinary(frame(l, s, x.answer.jog_generation as bigint, 1n, velocities(l, J1, 0.2)));
           await remoteReceived(l.localClient, (g0.remote_received as bigint) + 1n);
-          await l.stack.step(10);
+          await advance(l, 10);
           const g = await readJogIngress(l.localClient);
           const by = g.refused_by_reason as Record<string, bigint>;
           expect({ flag, accepted: g.accepted, unqualified: by.jog_clock_unqualified }).toEqual({ flag, accepted: g0.accepted, unqualified: ((g0.refused_by_reason as Record<string, bigint>).jog_clock_unqualified ?? 0n) + 1n });
@@ -820,7 +858,6 @@ describe('clock qualification and setup idle', () => {
     'during setup a pause longer than the input age is allowed; a setup that stops sends jog_stream_idle and closes',
     covers('limit:remote_jog_setup_idle_s', 'reason:jog_stream_idle', 'rule:remote_jog_ws.idle_close'),
     async ({ skip }) => {
-      skip(!ownStacks, SKIP);
       const s = await B.alice.hold({ requested_lease_ms: 10_000 });
       const ws = await openLane(B.aliceCreds, q(s));
       ws.sendJson({ type: 'calibrate', source_incarnation: INCARNATION, source_ns: source(), seq: 1n });
@@ -841,7 +878,6 @@ describe('clock qualification and setup idle', () => {
     'during shutdown open connections close with 1001 and an upgrade answers 503 independent_jog_unavailable',
     covers('rule:remote_jog_ws.pre_upgrade_503', 'reason:independent_jog_unavailable', 'profile:remote_jog.shutdown'),
     async ({ skip }) => {
-      skip(!ownStacks, SKIP);
       const l = B;
       const s = await l.alice.hold({ requested_lease_ms: 10_000 });
       const ws = await openLane(l.aliceCreds, q(s));
