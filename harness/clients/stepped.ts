@@ -5,7 +5,7 @@
 
 import type { Cell, Pace, Session } from './cell.ts';
 import type { ControlClient } from './control.ts';
-import { readStatus, waitStatus } from './status.ts';
+import { readStatus, waitStatus, type StatusView } from './status.ts';
 import { pollEvents, waitForEvent, type CellEvent } from './events.ts';
 import { HarnessError } from '../errors.ts';
 import type { Target } from '../targets/types.ts';
@@ -100,6 +100,27 @@ export async function readyStepped(
   const x = await readStatus(client);
   if (Number(x.core!.axis_enable_mask) !== all) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `armed, but axis_enable_mask is ${x.core!.axis_enable_mask}, not ${all}`);
   return { s, hold: x.axes.map((a) => Number(a.position)) };
+}
+
+/**
+ * readyStepped through a CellDriver (driverOf), so the same steps run on either clock: a held grant, the
+ * axes of `homeMask` homed when they have no Home evidence, every axis enabled and armed, observed in
+ * status; the positions then held. A refusal fails the test with its answer.
+ */
+export async function readyDriven(cell: Cell, drive: CellDriver, o: { axes: number; homeMask: number; leaseMs?: number }): Promise<{ s: Session; hold: number[]; status: StatusView }> {
+  const st0 = await drive.status((st) => st.core !== null, 1_000); // the core's first status publications
+  const s = await cell.hold({ requested_lease_ms: BigInt(o.leaseMs ?? 10_000) });
+  const must = (what: string, r: { status: number; reply: { error?: string } }) => {
+    if (r.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `${what} refused: ${r.status} ${r.reply.error ?? ''}`, { detail: { status: r.status } });
+  };
+  if (o.homeMask && (Number(st0.core!.home_valid_mask) & o.homeMask) !== o.homeMask) must('home', await drive.answerWithin(cell.fenced('home', s, { axis_mask: o.homeMask }), 60_000));
+  const all = o.axes >= 32 ? 0xffffffff : (1 << o.axes) - 1;
+  must('enable', await drive.answer(cell.fenced('enable', s, { axis_mask: all }), 5));
+  await drive.status((st) => Number(st.core!.axis_enable_mask) === all, 3_000);
+  must('arm', await drive.answer(cell.fenced('arm', s), 5));
+  const x = await drive.status((st) => st.core!.armed === 1n && Number(st.core!.axis_enable_mask) === all, 3_000);
+  if (x.core!.armed !== 1n || Number(x.core!.axis_enable_mask) !== all) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `arm answered 200, but status shows armed ${x.core!.armed} and axis_enable_mask ${x.core!.axis_enable_mask}, not 1 and ${all}`);
+  return { s, hold: x.axes.map((a) => Number(a.position)), status: x };
 }
 
 async function firstAxisHome(client: ControlClient, valid: bigint | number): Promise<number> {

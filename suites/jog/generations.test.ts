@@ -3,46 +3,57 @@
 // "Jog": end_jog, legacy jog, the local_jog_update checks in order). A wrong implementation that accepts
 // any generation it has issued, or a legacy session's generation, ends a pendant's jog it does not own.
 //
-// Portable: axes, velocities and limits from Describe; no Home needed (jog does not require it). One
-// stack on the stepped clock for the file.
+// Portable: axes, velocities and limits from Describe; no Home needed (jog does not require it). One cell
+// for the file, moved through its CellDriver (stepsItsCell): on the stepped clock where the target runs the
+// file's stack so, in real time on any other (an external service, a rig), with --allow-motion.
 
-import { afterEach, beforeEach } from 'vitest';
-import type { Session } from '../../harness/clients/cell.ts';
+import type { TestContext } from 'vitest';
+import type { Cell, Session } from '../../harness/clients/cell.ts';
+import type { ControlClient } from '../../harness/clients/control.ts';
 import { encodeJogFrame, hostNs, JogSender, readJog, readJogClock, readJogIngress, waitIngress } from '../../harness/clients/jog.ts';
-import { readyStepped, settle } from '../../harness/clients/stepped.ts';
-import { covers, describe, expect, hostBound, sharedVariant, test } from '../../harness/fixture.ts';
+import { readyDriven, type CellDriver } from '../../harness/clients/stepped.ts';
+import { covers, describe, expect, hostBound, needsMotion, stepsItsCell, test, type Description, type Op } from '../../harness/fixture.ts';
+import type { Target } from '../../harness/targets/types.ts';
+
+stepsItsCell();
 
 interface AxisD {
   id: string;
   max_velocity: number;
 }
 
-const v = sharedVariant<{ binding: { pair_id: string; revision: bigint; configuration_sha256: string }; axes: AxisD[]; clock: string }>({ clock: 'stepped' });
+/** The fixtures a test of this file uses. */
+interface Ctx {
+  cell: Cell;
+  client: ControlClient;
+  description: Description;
+  drive: CellDriver;
+  op: Op;
+  target: Target;
+  skip: TestContext['skip'];
+}
 
-let s: Session | undefined;
-let incarnation = '';
-let served = false;
+/** The cell armed with every axis enabled, the jog clock's incarnation; skips where no jog lane is served or motion not allowed. */
+interface Armed {
+  x: Ctx;
+  s: Session;
+  incarnation: string;
+  axes: AxisD[];
+}
 
-beforeEach(async () => {
-  s = undefined;
-  if (v.cannot !== undefined) return;
-  const client = v.target.client();
-  const clock = await readJogClock(client);
-  incarnation = clock.incarnation as string;
-  served = clock.socket !== '';
-  ({ s } = await readyStepped(v.target, v.cell, client, { axes: v.description.axes.length, homeMask: 0 }));
-});
+async function armed(x: Ctx): Promise<Armed> {
+  const clock = await readJogClock(x.client);
+  x.skip(clock.socket === '', 'the target serves no independent jog lane (GET /v1/jog/clock socket empty)');
+  needsMotion({ skip: x.skip }, x.target);
+  const { s } = await readyDriven(x.cell, x.drive, { axes: x.description.axes.length, homeMask: 0 });
+  return { x, s, incarnation: clock.incarnation as string, axes: (x.description as unknown as { axes: AxisD[] }).axes };
+}
 
-afterEach(async () => {
-  if (s) await settle(v.target, v.cell.cleanup(), 5);
-});
+const fenced = (g: Armed, op: string, fields: Record<string, unknown>) => g.x.op(op, g.s, fields);
 
-const stepped = <T>(p: Promise<T>): Promise<T> => settle(v.target, p, 5);
-const fenced = (op: string, fields: Record<string, unknown>) => stepped(v.cell.fenced(op, s!, fields));
-
-async function begin(mask: number): Promise<bigint> {
+async function begin(g: Armed, mask: number): Promise<bigint> {
   const origin = hostNs();
-  const r = await fenced('begin_jog', { axis_mask: mask, source_origin_host_ns: origin, deadline_host_ns: origin + 5_000_000_000n, clock_incarnation: incarnation });
+  const r = await fenced(g, 'begin_jog', { axis_mask: mask, source_origin_host_ns: origin, deadline_host_ns: origin + 5_000_000_000n, clock_incarnation: g.incarnation });
   expect(r.status, r.reply.error).toBe(200);
   return r.reply.handle!;
 }
@@ -51,34 +62,32 @@ describe('end_jog takes only the exact current independent generation', () => {
   test(
     'an older nonzero generation while a newer one is open is jog_session_stale and the newer stays open; a legacy jog session’s generation is jog_session_stale and the legacy session stays open',
     covers('rule:op.end_jog.exact_generation', 'reason:jog_session_stale'),
-    async ({ skip }) => {
-      skip(v.cannot !== undefined, v.cannot ?? '');
-      skip(!served, 'the target serves no independent jog lane (GET /v1/jog/clock socket empty)');
-      const client = v.target.client();
-      const older = await begin(1);
-      const newer = await begin(1);
+    async ({ cell, client, description, drive, op, target, skip }) => {
+      const g = await armed({ cell, client, description, drive, op, target, skip });
+      const older = await begin(g, 1);
+      const newer = await begin(g, 1);
       expect(newer).toBeGreaterThan(older);
-      const r = await fenced('end_jog', { jog_generation: older });
+      const r = await fenced(g, 'end_jog', { jog_generation: older });
       expect({ status: r.status, label: r.label }).toEqual({ status: 409, label: 'jog_session_stale' });
       // Not ended by it: the newer generation is still the lane's, and if it is closed by now, it closed
       // because its input deadline passed in host time (7, a loaded machine), never as ended (10).
       const after = (await readJog(client)) as Record<string, bigint>;
       expect({ gen: after.JogGeneration, mode: after.Mode }).toEqual({ gen: newer, mode: 1n });
       expect(after.SessionOpen === 1n || after.StateReason === 7n, `StateReason ${after.StateReason}`).toBe(true);
-      if (after.SessionOpen === 1n) expect((await fenced('end_jog', { jog_generation: newer })).status).toBe(200);
-      await v.target.step!(200); // the axes ramp to rest and go back to hold
+      if (after.SessionOpen === 1n) expect((await fenced(g, 'end_jog', { jog_generation: newer })).status).toBe(200);
+      await drive.elapse(200); // the axes ramp to rest and go back to hold
 
       // A legacy jog (test_only) opens a generation of its own (Mode 2): not end_jog's to end.
       const caps = (await client.describe()).reply.data as unknown as { capabilities: Array<{ name: string; state: string }> };
       const legacyState = caps.capabilities.find((c) => c.name === 'jog')?.state;
       skip(legacyState !== 'implemented' && legacyState !== 'test_only', 'the legacy jog is not implemented on this target');
-      const zero = v.description.axes.map(() => 0);
-      const j = await fenced('jog', { axis_mask: 1, velocity: zero, timeout_ms: 250 });
+      const zero = g.axes.map(() => 0);
+      const j = await fenced(g, 'jog', { axis_mask: 1, velocity: zero, timeout_ms: 250 });
       expect(j.status, j.reply.error).toBe(200);
       const legacy = (await readJog(client)) as Record<string, bigint>;
       expect({ Mode: legacy.Mode, SessionOpen: legacy.SessionOpen }).toEqual({ Mode: 2n, SessionOpen: 1n });
       expect(legacy.JogGeneration).toBeGreaterThan(newer);
-      const e = await fenced('end_jog', { jog_generation: legacy.JogGeneration });
+      const e = await fenced(g, 'end_jog', { jog_generation: legacy.JogGeneration });
       expect({ status: e.status, label: e.label }).toEqual({ status: 409, label: 'jog_session_stale' });
       const still = (await readJog(client)) as Record<string, bigint>;
       expect({ gen: still.JogGeneration, mode: still.Mode }).toEqual({ gen: legacy.JogGeneration, mode: 2n });
@@ -91,39 +100,37 @@ describe('local_jog_update velocity checks in the profile’s order', () => {
   test(
     'a frame with a nonzero velocity outside the session on one axis and a non-finite velocity on another is jog_velocity_invalid, whichever axis comes first',
     covers('profile:jog.frame_refusals'),
-    async ({ skip }) => {
-      skip(v.cannot !== undefined, v.cannot ?? '');
-      skip(!served, 'the target serves no independent jog lane (GET /v1/jog/clock socket empty)');
-      const n = v.description.axes.length;
-      skip(n < 2, 'the check order needs two axes');
-      const client = v.target.client();
-      const sender = new JogSender(v.target.address);
+    async ({ cell, client, description, drive, op, target, skip }) => {
+      skip(description.axes.length < 2, 'the check order needs two axes');
+      const g = await armed({ cell, client, description, drive, op, target, skip });
+      const n = g.axes.length;
+      const sender = new JogSender(target.address);
       try {
         // Session on the last axis; every other axis is outside it.
         const inside = n - 1;
-        const jg = await begin(1 << inside);
+        const jg = await begin(g, 1 << inside);
         let seq = 0n;
         const send = async (velocity: number[]) => {
           const before = (await readJogIngress(client)).received as bigint;
-          await sender.send(encodeJogFrame({ session: s!.session, generation: s!.generation, jogGeneration: jg, sourceSequence: ++seq, captureHostNs: hostNs(), velocity }));
+          await sender.send(encodeJogFrame({ session: g.s.session, generation: g.s.generation, jogGeneration: jg, sourceSequence: ++seq, captureHostNs: hostNs(), velocity }));
           return waitIngress(client, before + 1n);
         };
         // Number(): an integral max_velocity arrives as a bigint (harness/bigint-json.ts).
-        const slow = (i: number) => Number(v.description.axes[i]!.max_velocity) / 10;
+        const slow = (i: number) => Number(g.axes[i]!.max_velocity) / 10;
         // axis 0 outside the session (nonzero) before the session's axis (NaN)
-        const a = v.description.axes.map((_, i) => (i === 0 ? slow(0) : i === inside ? Number.NaN : 0));
+        const a = g.axes.map((_, i) => (i === 0 ? slow(0) : i === inside ? Number.NaN : 0));
         expect((await send(a)).last_reason).toBe(20n);
         // the same, the non-finite velocity on an axis outside the session after the outside one
         if (n >= 3) {
-          const b = v.description.axes.map((_, i) => (i === 0 ? slow(0) : i === 1 ? Number.POSITIVE_INFINITY : 0));
+          const b = g.axes.map((_, i) => (i === 0 ? slow(0) : i === 1 ? Number.POSITIVE_INFINITY : 0));
           expect((await send(b)).last_reason).toBe(20n);
         }
         // each on its own still answers its own reason
-        expect((await send(v.description.axes.map((_, i) => (i === 0 ? slow(0) : 0)))).last_reason).toBe(21n);
-        expect((await send(v.description.axes.map((_, i) => (i === inside ? Number.NaN : 0)))).last_reason).toBe(20n);
+        expect((await send(g.axes.map((_, i) => (i === 0 ? slow(0) : 0)))).last_reason).toBe(21n);
+        expect((await send(g.axes.map((_, i) => (i === inside ? Number.NaN : 0)))).last_reason).toBe(20n);
         const ing = (await readJogIngress(client)) as Record<string, unknown>;
         expect(ing.refused_by_reason).toMatchObject({ jog_velocity_invalid: n >= 3 ? 3n : 2n, jog_axis_outside_session: 1n });
-        expect((await fenced('end_jog', { jog_generation: jg })).status).toBe(200);
+        expect((await fenced(g, 'end_jog', { jog_generation: jg })).status).toBe(200);
       } finally {
         await sender.close();
       }
@@ -135,10 +142,8 @@ describe('the producer deadline of begin_jog', () => {
   test(
     'a deadline shorter than the input age stands as the first input deadline (never extended to the age); a longer one is shortened to origin + max_jog_input_age_ns',
     covers('profile:jog.observations', 'field:Request.deadline_host_ns'),
-    async ({ skip }) => {
-      skip(v.cannot !== undefined, v.cannot ?? '');
-      skip(!served, 'the target serves no independent jog lane (GET /v1/jog/clock socket empty)');
-      const client = v.target.client();
+    async ({ cell, client, description, drive, op, target, skip }) => {
+      const g = await armed({ cell, client, description, drive, op, target, skip });
       const age = ((await readJogClock(client)).max_input_age_ns as bigint) ?? 0n;
       skip(age < 4n, 'the input age is too short to halve');
       for (const [after, want] of [
@@ -154,14 +159,14 @@ describe('the producer deadline of begin_jog', () => {
         await hostBound(
           { rule: 'document 1 part 4 begin_jog: a deadline not yet passed', marginMs: Number(want) / 1e6, measured: () => ({ ms: Number(hostNs() - origin) / 1e6, what: 'from the origin to the check' }) },
           async () => {
-            const r = await fenced('begin_jog', { axis_mask: 1, source_origin_host_ns: origin, deadline_host_ns: origin + after, clock_incarnation: incarnation });
+            const r = await fenced(g, 'begin_jog', { axis_mask: 1, source_origin_host_ns: origin, deadline_host_ns: origin + after, clock_incarnation: g.incarnation });
             expect(r.status, r.reply.error).toBe(200);
             const j = (await readJog(client)) as Record<string, bigint>;
             expect({ after, input: j.InputDeadlineHostNs }).toEqual({ after, input: origin + want });
-            expect((await fenced('end_jog', { jog_generation: r.reply.handle! })).status).toBe(200);
+            expect((await fenced(g, 'end_jog', { jog_generation: r.reply.handle! })).status).toBe(200);
           },
         );
-        await v.target.step!(50);
+        await drive.elapse(50);
       }
     },
   );

@@ -23,7 +23,7 @@ import type { CheckedReply } from '../../harness/oracle/reply.ts';
 import type { Cell, Session } from '../../harness/clients/cell.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
 import { hostNs, readJogClock } from '../../harness/clients/jog.ts';
-import type { CellDriver } from '../../harness/clients/stepped.ts';
+import { readyDriven, type CellDriver } from '../../harness/clients/stepped.ts';
 import { readStatus, type StatusView } from '../../harness/clients/status.ts';
 import { covers, describe, expect, needsMotion, stepsItsCell, test, type Description, type Op } from '../../harness/fixture.ts';
 import { machineOf, type Axis } from '../../harness/machine.ts';
@@ -66,20 +66,8 @@ async function gate(x: Ctx): Promise<Gate> {
   const valid = st0.core!.home_valid_mask;
   const a = m.readyAxis(valid);
   if (!a) x.skip(m.readyAxisMissing);
-  const s = await x.cell.hold({ requested_lease_ms: 10_000n });
-  const home = m.homeFor(a!, valid);
-  if (home && (Number(valid) & home) !== home) {
-    const h = await x.drive.answerWithin(x.cell.fenced('home', s, { axis_mask: home }), 60_000);
-    expect(h.status, h.reply.error).toBe(200);
-  }
-  const all = allOf(x);
-  expect((await x.op('enable', s, { axis_mask: all })).status).toBe(200);
-  await x.drive.status((st) => Number(st.core!.axis_enable_mask) === all, 3_000);
-  const armed = await x.op('arm', s);
-  expect(armed.status, armed.reply.error).toBe(200);
-  const st = await x.drive.status((v) => v.core!.armed === 1n && Number(v.core!.axis_enable_mask) === all, 3_000);
-  expect({ armed: st.core!.armed, enabled: Number(st.core!.axis_enable_mask) }).toEqual({ armed: 1n, enabled: all });
-  return { x, s, a: a!, hold: st.axes.map((v) => Number(v.position)) };
+  const { s, hold } = await readyDriven(x.cell, x.drive, { axes: x.description.axes.length, homeMask: m.homeFor(a!, valid) });
+  return { x, s, a: a!, hold };
 }
 
 const fenced = (g: Gate, op: string, fields: Record<string, unknown> = {}): Promise<CheckedReply> => g.x.op(op, g.s, fields);
