@@ -6,7 +6,7 @@ import { appendFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as allure from 'allure-js-commons';
-import { afterAll, afterEach, beforeAll, beforeEach, expect as vitestExpect, onTestFinished, test as base } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, expect as vitestExpect, onTestFinished, test as base, type TestContext } from 'vitest';
 import { HarnessError, verdictOfError } from './errors.ts';
 import { Cell, type Session } from './clients/cell.ts';
 import { driverOf, type CellDriver } from './clients/stepped.ts';
@@ -113,6 +113,17 @@ export type VariantOf = (options: VariantOptions) => Promise<Target>;
  * reply is awaited.
  */
 export type Op = (operation: string, s: Pick<Session, 'session' | 'generation'>, fields?: Record<string, unknown>) => Promise<CheckedReply>;
+
+/** The fixtures a test that moves the file's cell through its CellDriver (stepsItsCell) hands to its helpers. */
+export interface CellFixtures {
+  cell: Cell;
+  client: ControlClient;
+  description: Description;
+  drive: CellDriver;
+  op: Op;
+  target: Target;
+  skip: TestContext['skip'];
+}
 
 export const test = base.extend<{
   $file: { target: Target; description: Description };

@@ -7,13 +7,10 @@
 // for the file, moved through its CellDriver (stepsItsCell): on the stepped clock where the target runs the
 // file's stack so, in real time on any other (an external service, a rig), with --allow-motion.
 
-import type { TestContext } from 'vitest';
-import type { Cell, Session } from '../../harness/clients/cell.ts';
-import type { ControlClient } from '../../harness/clients/control.ts';
+import type { Session } from '../../harness/clients/cell.ts';
 import { encodeJogFrame, hostNs, JogSender, readJog, readJogClock, readJogIngress, waitIngress } from '../../harness/clients/jog.ts';
-import { readyDriven, type CellDriver } from '../../harness/clients/stepped.ts';
-import { covers, describe, expect, hostBound, needsMotion, stepsItsCell, test, type Description, type Op } from '../../harness/fixture.ts';
-import type { Target } from '../../harness/targets/types.ts';
+import { readyDriven } from '../../harness/clients/stepped.ts';
+import { covers, describe, expect, hostBound, needsMotion, stepsItsCell, test, type CellFixtures } from '../../harness/fixture.ts';
 
 stepsItsCell();
 
@@ -22,16 +19,7 @@ interface AxisD {
   max_velocity: number;
 }
 
-/** The fixtures a test of this file uses. */
-interface Ctx {
-  cell: Cell;
-  client: ControlClient;
-  description: Description;
-  drive: CellDriver;
-  op: Op;
-  target: Target;
-  skip: TestContext['skip'];
-}
+type Ctx = CellFixtures;
 
 /** The cell armed with every axis enabled, the jog clock's incarnation; skips where no jog lane is served or motion not allowed. */
 interface Armed {

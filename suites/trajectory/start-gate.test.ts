@@ -18,16 +18,13 @@
 // where the target runs the file's stack so, in real time on any other (an external service, a rig), where
 // the tests arm and start motion only with --allow-motion.
 
-import type { TestContext } from 'vitest';
 import type { CheckedReply } from '../../harness/oracle/reply.ts';
-import type { Cell, Session } from '../../harness/clients/cell.ts';
-import type { ControlClient } from '../../harness/clients/control.ts';
+import type { Session } from '../../harness/clients/cell.ts';
 import { hostNs, readJogClock } from '../../harness/clients/jog.ts';
-import { readyDriven, type CellDriver } from '../../harness/clients/stepped.ts';
+import { readyDriven } from '../../harness/clients/stepped.ts';
 import { readStatus, type StatusView } from '../../harness/clients/status.ts';
-import { covers, describe, expect, needsMotion, stepsItsCell, test, type Description, type Op } from '../../harness/fixture.ts';
+import { covers, describe, expect, needsMotion, stepsItsCell, test, type CellFixtures } from '../../harness/fixture.ts';
 import { machineOf, type Axis } from '../../harness/machine.ts';
-import type { Target } from '../../harness/targets/types.ts';
 import { COLS, dwell, encodeProgram, type ProgramFile } from '../program/files.ts';
 import { postProgram } from '../program/upload.ts';
 
@@ -35,16 +32,7 @@ stepsItsCell();
 
 type Data = Record<string, any>;
 
-/** The fixtures a test of this file uses. */
-interface Ctx {
-  cell: Cell;
-  client: ControlClient;
-  description: Description;
-  drive: CellDriver;
-  op: Op;
-  target: Target;
-  skip: TestContext['skip'];
-}
+type Ctx = CellFixtures;
 
 /** The cell ready for a Start: a held grant, every axis enabled and armed, the selected axis `a` ready. */
 interface Gate {
