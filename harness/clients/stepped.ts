@@ -72,9 +72,8 @@ export async function stepUntilSettled(target: Target, p: Promise<unknown>, chun
 }
 
 /**
- * A held grant (renewed in host time), the axes of `homeMask` homed when they have no Home evidence,
- * every axis enabled and armed; the positions then held. Throws a HarnessError naming the step that was
- * refused (a target that refuses these cannot run the test that asked).
+ * readyDriven on a target whose stack runs on the stepped clock (a stepped variant, say), which the caller
+ * holds without a CellDriver of its own.
  */
 export async function readyStepped(
   target: Target,
@@ -82,38 +81,29 @@ export async function readyStepped(
   client: ControlClient,
   o: { axes: number; homeMask?: number; leaseMs?: number },
 ): Promise<{ s: Session; hold: number[] }> {
-  const step = stepper(target);
-  await step(20); // the core's first status publications
-  const s = await cell.hold({ requested_lease_ms: BigInt(o.leaseMs ?? 10_000) });
-  const must = (what: string, r: { status: number; reply: { error?: string } }) => {
-    if (r.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `${what} refused: ${r.status} ${r.reply.error ?? ''}`, { detail: { status: r.status } });
-  };
-  const st = await readStatus(client);
-  // By default the first axis is homed when it needs Home for a Start and has a native Home to get it
-  // (harness/machine.ts homeFor); an axis that needs none, or cannot get one, is left as it is.
-  const home = o.homeMask ?? (await firstAxisHome(client, st.core!.home_valid_mask));
-  if (home && (Number(st.core!.home_valid_mask) & home) !== home) must('home', await settle(target, cell.fenced('home', s, { axis_mask: home }), 20));
-  const all = o.axes >= 32 ? 0xffffffff : (1 << o.axes) - 1;
-  must('enable', await settle(target, cell.fenced('enable', s, { axis_mask: all }), 5));
-  must('arm', await settle(target, cell.fenced('arm', s), 5));
-  await step(20); // a status publication after the arm
-  const x = await readStatus(client);
-  if (Number(x.core!.axis_enable_mask) !== all) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `armed, but axis_enable_mask is ${x.core!.axis_enable_mask}, not ${all}`);
-  return { s, hold: x.axes.map((a) => Number(a.position)) };
+  stepper(target);
+  const d = (await client.describe()).reply.data as { [k: string]: unknown };
+  const drive = driverOf(target, client, d);
+  if (!drive.stepped) throw new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', `target ${target.name}'s stack does not run on the stepped clock (Describe clock ${String(d.clock)})`);
+  const { s, hold } = await readyDriven(cell, drive, o);
+  return { s, hold };
 }
 
 /**
- * readyStepped through a CellDriver (driverOf), so the same steps run on either clock: a held grant, the
- * axes of `homeMask` homed when they have no Home evidence, every axis enabled and armed, observed in
- * status; the positions then held. A refusal fails the test with its answer.
+ * A held grant (renewed in host time), the axes of `homeMask` homed when they have no Home evidence (by
+ * default the first axis, when it needs Home for a Start and has a native Home to get it: harness/machine.ts
+ * homeFor), every axis enabled and armed, observed in status; the positions then held. Through a CellDriver
+ * (driverOf), so the same steps run on either clock. Throws a HarnessError naming the step that was refused
+ * (a target that refuses these cannot run the test that asked).
  */
-export async function readyDriven(cell: Cell, drive: CellDriver, o: { axes: number; homeMask: number; leaseMs?: number }): Promise<{ s: Session; hold: number[]; status: StatusView }> {
+export async function readyDriven(cell: Cell, drive: CellDriver, o: { axes: number; homeMask?: number; leaseMs?: number }): Promise<{ s: Session; hold: number[]; status: StatusView }> {
   const st0 = await drive.status((st) => st.core !== null, 1_000); // the core's first status publications
   const s = await cell.hold({ requested_lease_ms: BigInt(o.leaseMs ?? 10_000) });
   const must = (what: string, r: { status: number; reply: { error?: string } }) => {
     if (r.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `${what} refused: ${r.status} ${r.reply.error ?? ''}`, { detail: { status: r.status } });
   };
-  if (o.homeMask && (Number(st0.core!.home_valid_mask) & o.homeMask) !== o.homeMask) must('home', await drive.answerWithin(cell.fenced('home', s, { axis_mask: o.homeMask }), 60_000));
+  const home = o.homeMask ?? (await firstAxisHome(cell.client, st0.core!.home_valid_mask));
+  if (home && (Number(st0.core!.home_valid_mask) & home) !== home) must('home', await drive.answerWithin(cell.fenced('home', s, { axis_mask: home }), 60_000));
   const all = o.axes >= 32 ? 0xffffffff : (1 << o.axes) - 1;
   must('enable', await drive.answer(cell.fenced('enable', s, { axis_mask: all }), 5));
   await drive.status((st) => Number(st.core!.axis_enable_mask) === all, 3_000);
