@@ -32,20 +32,27 @@ let bDescribe: Record<string, any>;
 let bCreds: { host: string; port: number; cert: string; key: string; ca: string };
 // A socket that accepts and, while `hang` is set, never answers (a cell stuck mid-handshake): the suite's
 // own, on every target (on someone else's server it is registered as a cell, see world()).
-const dir = mkdtempSync(join(tmpdir(), 'hil-olp-cells-'));
-const hangSocket = join(dir, 'hang.sock');
-const goneSocket = join(dir, 'nobody.sock');
+// Made when the file's tests start, not when vitest collects it: a run that collects the file and runs none
+// of its tests (a --covers or --last-failed selection) runs no afterAll to remove it.
+let dir = '';
+let hangSocket = '';
+let goneSocket = '';
 let hang = false;
 const held: Socket[] = [];
 const hangServer: Server = createServer((s) => (hang ? held.push(s) : s.destroy()));
-beforeAll(() => new Promise<void>((resolve, reject) => {
-  hangServer.once('error', reject);
-  hangServer.listen(hangSocket, () => resolve());
-}));
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'hil-olp-cells-'));
+  hangSocket = join(dir, 'hang.sock');
+  goneSocket = join(dir, 'nobody.sock');
+  return new Promise<void>((resolve, reject) => {
+    hangServer.once('error', reject);
+    hangServer.listen(hangSocket, () => resolve());
+  });
+});
 afterAll(async () => {
   for (const s of held.splice(0)) s.destroy();
-  await new Promise<void>((r) => hangServer.close(() => r()));
-  rmSync(dir, { recursive: true, force: true });
+  if (hangServer.listening) await new Promise<void>((r) => hangServer.close(() => r()));
+  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 // The reference server only: a second stack with a remote listener, reached over mutual TLS. Someone
