@@ -612,8 +612,20 @@ export function longTier(ctx: { skip: (c: boolean, note?: string) => void }): vo
   ctx.skip(!longTierOn(), 'long tier (a documented bound of more than a minute): runs with hil run --long and in hil nightly');
 }
 
+/** Why a test that energises drives skips where the run did not allow motion (a rig says more: motionRefusal). */
+const motionNotAllowed = (target: string) => `motion is not allowed on target ${target}: run with --allow-motion when the cell behind the service may move`;
+
 export function needsMotion(ctx: { skip: (c: boolean, note?: string) => void }, target: Target): void {
-  ctx.skip(!target.abilities.motion, target.motionRefusal ?? `motion is not allowed on target ${target.name} (run with --allow-motion on a rig)`);
+  ctx.skip(!target.abilities.motion, target.motionRefusal ?? motionNotAllowed(target.name));
+}
+
+/**
+ * needsMotion for a file that opens no target of its own (its stacks are remote stacks it starts): what the
+ * run allows, read from the target's descriptor and options (always, or only with --allow-motion).
+ */
+export function needsRunMotion(ctx: { skip: (c: boolean, note?: string) => void }): void {
+  const t = targetFromEnv();
+  ctx.skip(t.abilities.motion !== 'always' && t.options.allowMotion !== true, motionNotAllowed(t.name));
 }
 
 /**

@@ -5,7 +5,7 @@
 
 import type { Cell, Pace, Session } from './cell.ts';
 import type { ControlClient } from './control.ts';
-import { readStatus, waitStatus, type StatusView } from './status.ts';
+import { readStatus, waitStatus } from './status.ts';
 import { pollEvents, waitForEvent, type CellEvent } from './events.ts';
 import { HarnessError } from '../errors.ts';
 import type { Target } from '../targets/types.ts';
@@ -81,12 +81,10 @@ export async function readyStepped(
   client: ControlClient,
   o: { axes: number; homeMask?: number; leaseMs?: number },
 ): Promise<{ s: Session; hold: number[] }> {
-  stepper(target);
   const d = (await client.describe()).reply.data as { [k: string]: unknown };
   const drive = driverOf(target, client, d);
   if (!drive.stepped) throw new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', `target ${target.name}'s stack does not run on the stepped clock (Describe clock ${String(d.clock)})`);
-  const { s, hold } = await readyDriven(cell, drive, o);
-  return { s, hold };
+  return readyDriven(cell, drive, o);
 }
 
 /**
@@ -96,7 +94,7 @@ export async function readyStepped(
  * (driverOf), so the same steps run on either clock. Throws a HarnessError naming the step that was refused
  * (a target that refuses these cannot run the test that asked).
  */
-export async function readyDriven(cell: Cell, drive: CellDriver, o: { axes: number; homeMask?: number; leaseMs?: number }): Promise<{ s: Session; hold: number[]; status: StatusView }> {
+export async function readyDriven(cell: Cell, drive: CellDriver, o: { axes: number; homeMask?: number; leaseMs?: number }): Promise<{ s: Session; hold: number[] }> {
   const st0 = await drive.status((st) => st.core !== null, 1_000); // the core's first status publications
   const s = await cell.hold({ requested_lease_ms: BigInt(o.leaseMs ?? 10_000) });
   const must = (what: string, r: { status: number; reply: { error?: string } }) => {
@@ -110,7 +108,7 @@ export async function readyDriven(cell: Cell, drive: CellDriver, o: { axes: numb
   must('arm', await drive.answer(cell.fenced('arm', s), 5));
   const x = await drive.status((st) => st.core!.armed === 1n && Number(st.core!.axis_enable_mask) === all, 3_000);
   if (x.core!.armed !== 1n || Number(x.core!.axis_enable_mask) !== all) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `arm answered 200, but status shows armed ${x.core!.armed} and axis_enable_mask ${x.core!.axis_enable_mask}, not 1 and ${all}`);
-  return { s, hold: x.axes.map((a) => Number(a.position)), status: x };
+  return { s, hold: x.axes.map((a) => Number(a.position)) };
 }
 
 async function firstAxisHome(client: ControlClient, valid: bigint | number): Promise<number> {

@@ -18,8 +18,6 @@ class ExternalTarget implements Target {
   readonly driver = 'unknown';
   readonly abilities;
   readonly publicAddress = undefined;
-  /** Why a test that energises drives skips: someone else's cell moves only when the run says it may. */
-  readonly motionRefusal: string | undefined;
   private readonly shared: SharedClients;
 
   constructor(
@@ -27,7 +25,6 @@ class ExternalTarget implements Target {
     allowMotion: boolean,
   ) {
     this.abilities = { faultInjection: false, coreRestart: false, serviceRestart: false, motion: allowMotion };
-    this.motionRefusal = allowMotion ? undefined : 'motion is not allowed on target external: run with --allow-motion when the cell behind the service may move';
     this.shared = new SharedClients(() => new ControlClient(address));
   }
 

@@ -163,23 +163,23 @@ export function cannotStartRemote(o: RemoteOptions = {}, env: NodeJS.ProcessEnv 
 
 /** Why someone else's listener is not the stack `o` asks for (what the test would have started), or undefined. */
 function cannotReach(target: string, l: RemoteListener, o: RemoteOptions): string | undefined {
-  const asked: string[] = [];
-  if (o.args?.length) asked.push(`hil serve flags ${o.args.join(' ')}`);
-  if (o.variant) asked.push(describeVariant(parseVariant(o.variant)));
-  if (o.env && Object.keys(o.env).length) asked.push(`environment ${Object.keys(o.env).join(', ')}`);
+  const asked = [...(o.args?.length ? [`hil serve flags ${o.args.join(' ')}`] : []), ...beyondFlags(o)];
   if (o.pairId !== undefined && o.pairId !== pairIdOf(l.pairDir)) asked.push(`pair id ${o.pairId}`);
   if (asked.length) return `target ${target} reaches a remote listener someone else started: it cannot start one with ${asked.join(' and ')}`;
   if (o.linkProfile !== undefined && o.linkProfile !== l.linkProfile) return `target ${target}'s remote listener serves a cell on the ${l.linkProfile} link profile (--remote-link-profile), not ${o.linkProfile}`;
   return undefined;
 }
 
+/** What `o` asks of a service beyond its flags (a variant, an environment), which someone else's cannot be given, in words. */
+function beyondFlags(o: RemoteOptions): string[] {
+  return [...(o.variant ? [describeVariant(parseVariant(o.variant))] : []), ...(o.env && Object.keys(o.env).length ? [`environment ${Object.keys(o.env).join(', ')}`] : [])];
+}
+
 /** Why the run's --serve-command cannot start the service `o` asks for (someone else's, in real time), or undefined. */
 function cannotServe(target: string, o: RemoteOptions, env: NodeJS.ProcessEnv): string | undefined {
   const how = serviceStart(env);
   if (typeof how === 'string') return how;
-  const asked: string[] = [];
-  if (o.variant) asked.push(describeVariant(parseVariant(o.variant)));
-  if (o.env && Object.keys(o.env).length) asked.push(`environment ${Object.keys(o.env).join(', ')}`);
+  const asked = beyondFlags(o);
   if (asked.length) return `target ${target} starts someone else's service through --serve-command: it cannot give it ${asked.join(' and ')}`;
   return undefined;
 }
@@ -206,6 +206,11 @@ export async function startRemoteStack(o: RemoteOptions = {}): Promise<RemoteSta
   if (o.started && !target.abilities.testStacks) return startServedRemote(o);
   const listener = target.remoteListener?.();
   return typeof listener === 'object' ? reachRemote(listener) : startOwnRemote(ownOptions(o));
+}
+
+/** The remote listener's start-up flags on a pair's files (document 1 part 5 item 6). */
+function listenerFlags(listen: string, pair: PairFiles, pairId: string): string[] {
+  return ['--remote-listen', listen, '--remote-ca', pair.ca, '--remote-cert', pair.cert, '--remote-key', pair.key, '--remote-crl', pair.crl, '--pair-id', pairId];
 }
 
 /** A TCP port nobody on 127.0.0.1 listens on now (the service is told it: document 1 gives no way to ask). */
@@ -249,6 +254,7 @@ async function startServedRemote(o: RemoteOptions): Promise<RemoteStack> {
   let log = '';
   let child: ReturnType<typeof spawn> | undefined;
   let exited: number | null | undefined;
+  let exit: Promise<void> = Promise.resolve();
   const gone = () => rm(dir, { recursive: true, force: true });
   const killGroup = (signal: NodeJS.Signals) => {
     try {
@@ -262,12 +268,12 @@ async function startServedRemote(o: RemoteOptions): Promise<RemoteStack> {
     const pair = { ...(await createPair({ dir: join(dir, 'pair'), pairId })), pair_id: pairId };
     await mkdir(socketDir);
     const port = await freePort();
-    const args = ['--remote-listen', `127.0.0.1:${port}`, '--remote-ca', pair.ca, '--remote-cert', pair.cert, '--remote-key', pair.key, '--remote-crl', pair.crl, '--pair-id', pairId, ...(o.args ?? [])];
+    const args = [...listenerFlags(`127.0.0.1:${port}`, pair, pairId), ...(o.args ?? [])];
     const sp = how.spawn(socketDir, args);
     // Detached: its own process group, so that a stop reaches whatever the command started.
     child = spawn(sp.file, sp.args, { cwd: sp.cwd, env: sp.env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     for (const stream of [child.stdout!, child.stderr!]) stream.setEncoding('utf8').on('data', (d: string) => (log += d));
-    const exit = new Promise<void>((r) => child!.once('exit', (code) => ((exited = code), r())));
+    exit = new Promise<void>((r) => child!.once('exit', (code) => ((exited = code), r())));
     c = await clientsOf(pair, '127.0.0.1', port);
     const probe = await c.client('hil-reach');
     const control = join(socketDir, 'control.sock');
@@ -317,7 +323,7 @@ async function startServedRemote(o: RemoteOptions): Promise<RemoteStack> {
     await c?.close();
     if (child && exited === undefined) {
       killGroup('SIGKILL');
-      await new Promise((r) => child!.once('exit', r));
+      await exit;
     }
     await gone();
     throw e;
@@ -421,7 +427,8 @@ async function startOwnRemote(o: RemoteOptions): Promise<RemoteStack> {
     const t = remoteTestStack(o);
     const v = t.variant ? variantStart(t.variant) : { args: [] as string[], env: undefined };
     const args = [
-      ...['--test-channel', '--remote-listen', '127.0.0.1:0', '--remote-ca', pair.ca, '--remote-cert', pair.cert, '--remote-key', pair.key, '--remote-crl', pair.crl, '--pair-id', pairId],
+      '--test-channel',
+      ...listenerFlags('127.0.0.1:0', pair, pairId),
       ...v.args,
       ...(o.args ?? []),
     ];

@@ -7,6 +7,7 @@ import { ControlClient, SessionLedger } from '../clients/control.ts';
 import { SharedClients } from './shared.ts';
 import { externalTarget } from './external.ts';
 import { startStack } from './sim.ts';
+import { needsMotion } from '../fixture.ts';
 import type { StackProcess, Target } from './types.ts';
 
 let stack: StackProcess;
@@ -85,12 +86,17 @@ test('a grant the test released through its client is not reconciled: settle sen
 });
 
 test('the external target moves the cell only with --allow-motion, and says so when a motion test skips', async () => {
+  const skipped = (t: Target) => {
+    const calls: Array<[boolean, string | undefined]> = [];
+    needsMotion({ skip: (c, note) => void calls.push([c, note]) }, t);
+    return calls;
+  };
   expect(target.abilities.motion).toBe(false);
-  expect(target.motionRefusal).toBe('motion is not allowed on target external: run with --allow-motion when the cell behind the service may move');
+  expect(skipped(target)).toEqual([[true, 'motion is not allowed on target external: run with --allow-motion when the cell behind the service may move']]);
   const moving = await externalTarget.open({ socket: stack.ready.control, allowMotion: true });
   try {
     expect(moving.abilities.motion).toBe(true);
-    expect(moving.motionRefusal).toBeUndefined();
+    expect(skipped(moving)).toEqual([[false, 'motion is not allowed on target external: run with --allow-motion when the cell behind the service may move']]);
   } finally {
     await moving.close();
   }
@@ -108,4 +114,25 @@ test('--machine names the cell\'s configuration: taken when it describes the cel
   await expect(other).rejects.toThrow(/--machine .*bench-two-axis\.json does not describe the cell the service describes .*; the service describes 9 axes/);
   // The same cell on another link profile is another cell too.
   await expect(externalTarget.open({ socket: stack.ready.control, machine: fixture('nine-axis-internet') })).rejects.toMatchObject({ code: 'HIL_ERR_TARGET_OPTION' });
+});
+
+test('a file that opens no target of its own asks the run: sim always moves, external only with --allow-motion', async () => {
+  const { vi } = await import('vitest');
+  const { needsRunMotion } = await import('../fixture.ts');
+  const asked = () => {
+    const calls: Array<[boolean, string | undefined]> = [];
+    needsRunMotion({ skip: (c, note) => void calls.push([c, note]) });
+    return calls.map(([c]) => c);
+  };
+  try {
+    vi.stubEnv('HIL_TARGET', 'sim');
+    expect(asked()).toEqual([false]);
+    vi.stubEnv('HIL_TARGET', 'external');
+    vi.stubEnv('HIL_SOCKET', stack.ready.control);
+    expect(asked()).toEqual([true]);
+    vi.stubEnv('HIL_ALLOW_MOTION', '1');
+    expect(asked()).toEqual([false]);
+  } finally {
+    vi.unstubAllEnvs();
+  }
 });

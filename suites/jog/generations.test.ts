@@ -19,17 +19,15 @@ interface AxisD {
   max_velocity: number;
 }
 
-type Ctx = CellFixtures;
-
 /** The cell armed with every axis enabled, the jog clock's incarnation; skips where no jog lane is served or motion not allowed. */
 interface Armed {
-  x: Ctx;
+  x: CellFixtures;
   s: Session;
   incarnation: string;
   axes: AxisD[];
 }
 
-async function armed(x: Ctx): Promise<Armed> {
+async function armed(x: CellFixtures): Promise<Armed> {
   const clock = await readJogClock(x.client);
   x.skip(clock.socket === '', 'the target serves no independent jog lane (GET /v1/jog/clock socket empty)');
   needsMotion({ skip: x.skip }, x.target);

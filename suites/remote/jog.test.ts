@@ -29,12 +29,12 @@ import {
   type UpgradeAnswer,
 } from '../../harness/clients/jog.ts';
 import { latestSequence, recordsSince } from '../../harness/clients/telemetry.ts';
+import { LINK_DEFAULTS, machineOf } from '../../harness/machine.ts';
 import { unservedReason } from '../../harness/served.ts';
 import type { RemoteStack } from '../../harness/targets/remote.ts';
-import { covers, describe, expect, hostBound, profile, remoteStacks, sharedRemote, test as fixtureTest } from '../../harness/fixture.ts';
+import { covers, describe, expect, hostBound, needsRunMotion, profile, remoteStacks, sharedRemote, test as fixtureTest } from '../../harness/fixture.ts';
 import { remoteIdleByHost } from '../../harness/clients/jog-stale.ts';
 import { ownStacks } from './probe.ts';
-import { targetFromEnv } from '../../harness/targets/index.ts';
 import { windowAttempts } from '../../harness/property.ts';
 import { beginInTime } from '../jog/begin.ts';
 
@@ -115,7 +115,8 @@ async function lane(args: string[], start = open, variant: Record<string, unknow
     aliceCreds: await stack.creds('alice'),
     axes: d.axes,
     cycleNs: d.cycle_ns,
-    inputAgeNs: BigInt(d.max_jog_input_age_ns ?? 0n),
+    // Describe's field list is not shown (document 1 part 4): without the figure, the configured or profile default.
+    inputAgeNs: BigInt(d.max_jog_input_age_ns ?? machineOf(d).configuredInputAgeNs ?? LINK_DEFAULTS.lan.inputAgeNs),
     linkProfile: String(d.link_profile),
     unserved: unservedReason(d, 'begin_jog'),
   };
@@ -145,10 +146,7 @@ async function advance(l: Lane, cycles: number): Promise<void> {
 }
 
 /** Tests that arm the cell and jog an axis: on the external target only with --allow-motion. */
-const chosen = targetFromEnv();
-function moves(skip: (c: boolean, note?: string) => void): void {
-  skip(chosen.abilities.motion !== 'always' && chosen.options.allowMotion !== true, `motion is not allowed on target ${chosen.name}: run with --allow-motion when the cell behind the service may move`);
-}
+const moves = (skip: (c: boolean, note?: string) => void): void => needsRunMotion({ skip });
 
 let A: Lane; // qualified clock flags
 let B: Lane; // the flags left at their default 0

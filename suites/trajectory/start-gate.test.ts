@@ -32,11 +32,9 @@ stepsItsCell();
 
 type Data = Record<string, any>;
 
-type Ctx = CellFixtures;
-
 /** The cell ready for a Start: a held grant, every axis enabled and armed, the selected axis `a` ready. */
 interface Gate {
-  x: Ctx;
+  x: CellFixtures;
   s: Session;
   hold: number[];
   /** The axis the Starts select (bit `a.bit`). */
@@ -47,7 +45,7 @@ interface Gate {
  * Hold a grant, give the selected axis Home where it needs one for a Start (harness/machine.ts homeFor),
  * enable every axis and arm; skips with the reason where no axis can be made ready or motion is not allowed.
  */
-async function gate(x: Ctx): Promise<Gate> {
+async function gate(x: CellFixtures): Promise<Gate> {
   needsMotion({ skip: x.skip }, x.target);
   const m = machineOf(x.description);
   const st0 = await x.drive.status((st) => st.core !== null, 1_000); // a status publication to read Home evidence from
@@ -63,7 +61,7 @@ const status = async (g: Gate) => (await readStatus(g.x.client)) as unknown as D
 /** Status once `pred` holds (the cell moved on as far as it needs: stepped, or waited for in real time). */
 const settled = (g: Gate, pred: (st: StatusView) => boolean) => g.x.drive.status(pred, 3_000) as unknown as Promise<Data>;
 const stateOf = async (g: Gate, h: bigint) => ((await status(g)).execution.handles as Data[]).find((x) => x.handle === h)?.state;
-const allOf = (x: Ctx) => (x.description.axes.length >= 32 ? 0xffffffff : (1 << x.description.axes.length) - 1);
+const allOf = (x: CellFixtures) => (x.description.axes.length >= 32 ? 0xffffffff : (1 << x.description.axes.length) - 1);
 const nine = (g: Gate) => g.x.description.axes.length === COLS;
 /**
  * The dense program's column bit for a machine axis: column j drives the j-th rad axis in Describe's order
