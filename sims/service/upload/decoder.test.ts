@@ -7,6 +7,7 @@ import { decodeRequest, Refusal, type Request } from '../envelope.ts';
 import { decodeJson, JsonObject } from '../../json.ts';
 import { bodyText, enc, envelopeText, pointText, samplePoint, sampleBody, type PointSpec } from './bodies.ts';
 import { MAX_POINTS, TrajectoryDecoder, UploadRefusal, decodeTrajectory, type TrajectoryBody } from './decoder.ts';
+import { skipWhitespace } from './tokenizer.ts';
 
 function decodeIn(body: Uint8Array, axes: number, cuts: number[]): TrajectoryBody {
   const d = new TrajectoryDecoder({ axes });
@@ -309,6 +310,42 @@ function mutate(bytes: Uint8Array, kind: number, at: number, byte: number): Uint
 }
 
 const interesting = [...'{}[]",:0123456789-+.eEtfnul \\\xff\xc3\x80x'].map((c) => c.charCodeAt(0));
+
+describe('whitespace runs (a body padded toward its documented size)', () => {
+  const naive = (b: Buffer, i: number, n: number) => {
+    while (i < n && (b[i] === 0x20 || b[i] === 0x09 || b[i] === 0x0a || b[i] === 0x0d)) i++;
+    return i;
+  };
+  test('skipWhitespace stops where a byte-by-byte scan stops, across and inside blocks of spaces', () => {
+    const segment = fc.oneof(
+      fc.integer({ min: 1, max: 9000 }).map((k) => ' '.repeat(k)),
+      fc.constantFrom('\t', '\n', '\r', 'x', '{', '\u00a0'),
+    );
+    fc.assert(
+      fc.property(fc.array(segment, { maxLength: 8 }), fc.nat(20000), fc.nat(20000), (parts, a, b) => {
+        const buf = Buffer.from(parts.join(''), 'latin1');
+        const n = Math.min(buf.length, Math.max(a, b));
+        const i = Math.min(n, a, b);
+        expect(skipWhitespace(buf, i, n)).toBe(naive(buf, i, n));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  test('padding between members and after the object decodes as without it; a stray byte deep in it is trailing_request_data at its offset', () => {
+    const pad = ' '.repeat(10_000) + '\n' + ' '.repeat(4096 * 3) + '\t';
+    const plain = enc(env + pts(P, P2));
+    const padded = enc(env.replace('{', `{${pad}`) + pts(P, P2) + pad);
+    const cuts = [5000, 9000, 20_000, padded.length - 7000];
+    expect(decodeIn(padded, 2, cuts).points.position).toEqual(decodeTrajectory(plain, 2).points.position);
+    const strayAt = padded.length - 5000;
+    const stray = Buffer.from(padded);
+    stray[strayAt] = 0x78;
+    const e = refusalOf(() => decodeIn(stray, 2, cuts));
+    expect(e.label).toBe('trailing_request_data');
+    expect(e.detail).toBe(`data after the request object at byte ${strayAt}`);
+  });
+});
 
 describe('agreement with decodeRequest (property)', () => {
   test('random valid and mutated prepare_trajectory bodies: the same result or the same leading label', () => {

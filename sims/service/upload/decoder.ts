@@ -41,6 +41,7 @@ import {
   keyText,
   matchPointKey,
   POINT_KEYS,
+  skipWhitespace,
   stringEnd,
   toBuffer,
   ValueScanner,
@@ -304,9 +305,7 @@ export class TrajectoryDecoder {
     const axes = this.axes;
     while (true) {
       // Whitespace is skipped in every state but Generic, Key and PtKey (which start at a quote).
-      if (this.state !== S.Generic) {
-        while (i < n && CLASS[b[i]!] === 1) i++;
-      }
+      if (this.state !== S.Generic) i = skipWhitespace(b, i, n);
       if (i >= n) {
         if (final && this.state === S.Generic && this.scanner.scalar) {
           this.genericDone(n);
