@@ -3,7 +3,7 @@
 // interrupted by a signal, which says how far it got.
 
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -126,8 +126,10 @@ test('--watch runs the selection, then reruns only the suite file saved, until i
 
 test('a plain run interrupted by Ctrl-C says how far it got, and that it wrote no verdict, before vitest exits', { timeout: 180_000 }, async () => {
   const dir = tmp();
+  // The run's own temporary directory: what its stacks made there must be gone once it has ended.
+  const scratch = tmp();
   // The short file ends first; the long one (a 30 s listener bound) is still running when the signal comes.
-  const child = spawn(process.execPath, [HIL, 'run', '--target', 'sim', '--reports', dir, '--workers', '2', 'suites/grant/restart.test.ts', 'suites/remote/timeouts.test.ts'], { env: { ...process.env, CI: 'true' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [HIL, 'run', '--target', 'sim', '--reports', dir, '--workers', '2', 'suites/grant/restart.test.ts', 'suites/remote/timeouts.test.ts'], { env: { ...process.env, CI: 'true', TMPDIR: scratch }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
   child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -141,4 +143,9 @@ test('a plain run interrupted by Ctrl-C says how far it got, and that it wrote n
   expect(await exited).toBe(130);
   expect(out).toMatch(/\ninterrupted \(SIGINT\): 1 of 2 files done, \d+ passed, 0 failed; cut short: suites\/remote\/timeouts\.test\.ts; no verdict, run record or report was written\n/);
   expect(out).not.toContain('verdict: ');
+  // The cut-short file's stack (a remote listener's: its sockets, pair and keys) was up when the run ended.
+  // Its workers remove the directories they made as they exit, a moment after the run: waited for, bounded.
+  const left = () => readdirSync(scratch).filter((f) => f.startsWith('hil-sim-') || f.startsWith('hil-planner-') || f.startsWith('hil-olp-'));
+  for (const end = Date.now() + 20_000; left().length && Date.now() < end; ) await new Promise((r) => setTimeout(r, 100));
+  expect(left()).toEqual([]);
 });

@@ -6,8 +6,8 @@
 // catalogue"). On the external target the server is someone else's, reached at --olp-url (HIL_OLP_URL) as
 // it was configured by its owner.
 
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
+import { makeTempDir, removeTempDir } from './exit-cleanup.ts';
 import { join } from 'node:path';
 import { lateness } from '../lateness.ts';
 import { ROOT } from './reference.ts';
@@ -18,7 +18,7 @@ export const ROBOT_FIXTURES = join(ROOT, 'fixtures', 'robots');
 
 /** Start the reference OLP server with this configuration (and a planner stub unless told otherwise). */
 export async function startReferenceOlp(spec: OlpSpec = {}): Promise<OpenedOlp> {
-  const dir = await mkdtemp(join(tmpdir(), 'hil-olp-'));
+  const dir = await makeTempDir('hil-olp-');
   let planner: { endpoint: { url: string }; close(): Promise<void> } | undefined;
   try {
     const args = ['serve', '--listen', spec.defaultListen ? '127.0.0.1:8794' : '127.0.0.1:0', '--lifeline-stdin'];
@@ -56,12 +56,12 @@ export async function startReferenceOlp(spec: OlpSpec = {}): Promise<OpenedOlp> 
         unwatch();
         await p.stop();
         await planner?.close();
-        await rm(dir, { recursive: true, force: true });
+        await removeTempDir(dir);
       },
     };
   } catch (e) {
     await planner?.close();
-    await rm(dir, { recursive: true, force: true });
+    await removeTempDir(dir);
     throw e;
   }
 }

@@ -25,6 +25,7 @@ import { HarnessError } from '../errors.ts';
 import { niceNow, reniceProcess } from '../priority.ts';
 import { ROOT, referenceCommand, referenceEnv, type ReferenceProgram } from './reference.ts';
 import type { ReadyProcess } from './spawn.ts';
+import { killAtExit } from './exit-cleanup.ts';
 
 /** Idle hosts kept per worker; more are stopped when their session ends. */
 const KEEP_IDLE = 2;
@@ -65,6 +66,8 @@ class ProgramHost {
     public nice: number,
   ) {
     this.child = spawn(process.execPath, [...referenceCommand(program, env), 'sessions'], { stdio: ['pipe', 'pipe', 'pipe'], cwd: ROOT, env: referenceEnv(env) });
+    // A worker that exits with a session still starting here (a run ended by a signal) kills it first (exit-cleanup.ts).
+    killAtExit(this.child);
     // A host must not keep the worker alive: its lifeline is its standard input, which closes with the worker.
     this.child.unref();
     for (const s of [this.child.stdin, this.child.stdout, this.child.stderr] as Array<{ unref?: () => void } | null>) s?.unref?.();

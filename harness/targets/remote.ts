@@ -10,10 +10,10 @@
 // clock or machine of the test's choosing); a rig cannot, and the suites skip with the reason.
 
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
+import { makeTempDir, removeTempDir } from './exit-cleanup.ts';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { ControlClient } from '../clients/control.ts';
@@ -248,14 +248,14 @@ async function startServedRemote(o: RemoteOptions): Promise<RemoteStack> {
   const how = serviceStart();
   if (typeof how === 'string') throw new HarnessError('HIL_ERR_VARIANT_UNSUPPORTED', how);
   const pairId = o.pairId ?? 'cell-remote-01';
-  const dir = await mkdtemp(join(tmpdir(), 'hil-served-'));
+  const dir = await makeTempDir('hil-served-');
   const socketDir = join(dir, 'sock');
   const { createPair } = await import('../certs.ts');
   let log = '';
   let child: ReturnType<typeof spawn> | undefined;
   let exited: number | null | undefined;
   let exit: Promise<void> = Promise.resolve();
-  const gone = () => rm(dir, { recursive: true, force: true });
+  const gone = () => removeTempDir(dir);
   const killGroup = (signal: NodeJS.Signals) => {
     try {
       process.kill(-child!.pid!, signal);
@@ -418,7 +418,7 @@ async function reachRemote(l: RemoteListener): Promise<RemoteStack> {
 async function startOwnRemote(o: RemoteOptions): Promise<RemoteStack> {
   const target = targetFromEnv();
   const pairId = o.pairId ?? 'cell-remote-01';
-  const dir = await mkdtemp(join(tmpdir(), 'hil-sim-'));
+  const dir = await makeTempDir('hil-sim-');
   let pair: PairFiles & { pair_id: string };
   let stack: StackProcess;
   const { createPair } = await import('../certs.ts');
@@ -434,7 +434,7 @@ async function startOwnRemote(o: RemoteOptions): Promise<RemoteStack> {
     ];
     stack = await target.startStack!({ ...t, start: { args, reuseDir: dir, env: async (d) => ({ ...((await v.env?.(d)) ?? {}), ...(o.env ?? {}) }) } });
   } catch (e) {
-    await rm(dir, { recursive: true, force: true });
+    await removeTempDir(dir);
     throw e;
   }
   const m = /^(.*):([0-9]+)$/.exec(stack.ready.remote ?? '');

@@ -4,8 +4,8 @@
 
 import { tracked } from './live.ts';
 import { noteTestChannel } from '../evidence.ts';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
+import { makeTempDir, removeTempDir } from './exit-cleanup.ts';
 import { join } from 'node:path';
 import { Agent } from 'undici';
 import { exchange } from '../clients/exchange.ts';
@@ -39,13 +39,13 @@ function hostedByDefault(start: StackStart): StackStart {
 export async function startStack(o: StackStart): Promise<StackProcess> {
   // Generous: on a loaded two-core machine a stack has been seen to need more than 30 s to start.
   const timeoutMs = o.timeoutMs ?? 60_000;
-  const dir = o.reuseDir ?? (await mkdtemp(join(tmpdir(), 'hil-sim-')));
+  const dir = o.reuseDir ?? (await makeTempDir('hil-sim-'));
   const extra = (await o.env?.(dir)) ?? {};
   // Anchors live in the stack's own temporary directory unless a variant says otherwise.
   const own = { [ANCHOR_DIR_ENV]: join(dir, 'anchors'), ...extra };
   const started = startServer<StackProcess['ready']>('stack', 'stack', ['--socket-dir', dir, '--lifeline-stdin', ...o.args], { timeoutMs, own, hosted: o.hosted === true });
   const p = await started.catch(async (e: unknown) => {
-    if (!o.reuseDir) await rm(dir, { recursive: true, force: true });
+    if (!o.reuseDir) await removeTempDir(dir);
     throw e;
   });
   return {
@@ -55,7 +55,7 @@ export async function startStack(o: StackStart): Promise<StackProcess> {
     beginStop: p.beginStop,
     async stop(opts) {
       await p.stop();
-      if (!opts?.keepDir) await rm(dir, { recursive: true, force: true });
+      if (!opts?.keepDir) await removeTempDir(dir);
     },
   };
 }

@@ -4,8 +4,7 @@
 // stack's own flags, olp.ts the OLP server's.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { makeTempDir, removeTempDir } from './exit-cleanup.ts';
 import { join } from 'node:path';
 import { HarnessError } from '../errors.ts';
 import { ROOT, referenceCommand, referenceEnv } from './reference.ts';
@@ -105,18 +104,18 @@ export async function startPlanner(dir: string, timeoutMs = 30_000): Promise<Pla
  * planner of the sim target, and of the replay target (a planner is not replayed).
  */
 export async function openStubPlanner(): Promise<{ endpoint: PlannerEndpoint; close(): Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), 'hil-planner-'));
+  const dir = await makeTempDir('hil-planner-');
   try {
     const p = await startPlanner(join(dir, 'planner-store'));
     return {
       endpoint: p.endpoint,
       async close() {
         await p.stop();
-        await rm(dir, { recursive: true, force: true, maxRetries: 3 });
+        await removeTempDir(dir, { maxRetries: 3 });
       },
     };
   } catch (e) {
-    await rm(dir, { recursive: true, force: true });
+    await removeTempDir(dir);
     throw e;
   }
 }
