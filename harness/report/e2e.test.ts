@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL, fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, onTestFinished, test } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, onTestFinished, test } from 'vitest';
 import { limitText } from '../measure.ts';
 import { chromiumPath, visit } from './browser.ts';
 import { runSchemaProblems } from './run-schema.ts';
@@ -41,10 +41,17 @@ async function hil(args: string[], env: Record<string, string> = {}): Promise<{ 
 
 const SELECTION = ['--grep', 'prepare, start, complete', 'suites/trajectory/trajectory.test.ts'];
 let baselineDir: string;
-// The run's own directory (`dir`) stays: the test prints the path of the report's screenshot in it, for a
-// person to look at. The others go.
+// The run's own directory (`dir`, the report and its screenshot, whose path a test prints) stays for a
+// person to look at when a test of this file failed, or with HIL_KEEP_E2E=1; otherwise it goes with the
+// others (every `npm test` left one in the system's temporary directory).
+let anyFailed = false;
+afterEach((ctx) => {
+  if (ctx.task.result?.state === 'fail') anyFailed = true;
+});
 afterAll(() => {
-  for (const d of [tokensFile && join(tokensFile, '..'), baselineDir]) if (d) rmSync(d, { recursive: true, force: true });
+  const keep = anyFailed || process.env.HIL_KEEP_E2E === '1';
+  if (keep && dir) process.stdout.write(`e2e: the planted run's reports are kept in ${dir}\n`);
+  for (const d of [tokensFile && join(tokensFile, '..'), baselineDir, keep ? undefined : dir]) if (d) rmSync(d, { recursive: true, force: true });
 });
 
 beforeAll(async () => {
@@ -240,7 +247,7 @@ describe('the report in headless Chromium', () => {
       limitDrawn: `!!document.querySelector('article.card.s-failed svg[data-plot="motion"] .limit')`,
     });
     writeFileSync(join(dir, 'first-screen.png'), v.screenshot);
-    process.stdout.write(`report ${statSync(join(dir, 'html', 'index.html')).size} bytes, loaded in Chromium in ${Math.round(v.loadMs)} ms (renderer main thread busy ${v.mainThreadMs.task} ms, layout ${v.mainThreadMs.layout} ms); screenshot ${join(dir, 'first-screen.png')}\n`);
+    process.stdout.write(`report ${statSync(join(dir, 'html', 'index.html')).size} bytes, loaded in Chromium in ${Math.round(v.loadMs)} ms (renderer main thread busy ${v.mainThreadMs.task} ms, layout ${v.mainThreadMs.layout} ms); screenshot ${join(dir, 'first-screen.png')} (kept when a test of this file fails, or with HIL_KEEP_E2E=1)\n`);
     expect(v.errors).toEqual([]);
     expect(v.requests).toEqual([]);
     expect(v.values).toMatchObject({ verdict: 'FAIL', firstScreenPlot: true, failedCardPlot: true, limitDrawn: true });
