@@ -3,15 +3,8 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { startBusyLoops } from './busy-loops.ts';
+import { pidAlive } from './pid-alive.ts';
 
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 /** User-mode CPU ticks of a process (/proc/PID/stat field 14). */
 const userTicks = (pid: number): number => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')[11]);
 /** Polls until `ok` holds; false when it never did within the bound (a generous one: the machines are shared). */
@@ -29,17 +22,17 @@ describe('busy loops beside a run (hil run --busy-loops)', () => {
     const loops = startBusyLoops(2, 60_000);
     expect(loops.pids).toHaveLength(2);
     for (const pid of loops.pids) {
-      expect(alive(pid)).toBe(true);
+      expect(pidAlive(pid)).toBe(true);
       expect(await until(() => userTicks(pid) > 0, 20_000)).toBe(true);
     }
     await loops.stop();
-    for (const pid of loops.pids) expect(alive(pid)).toBe(false);
+    for (const pid of loops.pids) expect(pidAlive(pid)).toBe(false);
   });
 
   it('a loop ends by itself at its time limit', async () => {
     const loops = startBusyLoops(1, 200);
     const pid = loops.pids[0]!;
-    expect(await until(() => !alive(pid), 30_000)).toBe(true);
+    expect(await until(() => !pidAlive(pid), 30_000)).toBe(true);
     await loops.stop();
   });
 
@@ -54,6 +47,6 @@ describe('busy loops beside a run (hil run --busy-loops)', () => {
     await once(parent, 'exit');
     const pid = Number(out);
     expect(Number.isInteger(pid) && pid > 0).toBe(true);
-    expect(await until(() => !alive(pid), 30_000)).toBe(true);
+    expect(await until(() => !pidAlive(pid), 30_000)).toBe(true);
   });
 });

@@ -6,8 +6,8 @@
 // worker holding a handle that keeps its event loop alive as a kept stack host does; the run is killed.
 
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { pidAlive } from './pid-alive.ts';
 import { afterAll, expect, test } from 'vitest';
 import config from '../vitest.config.ts';
 
@@ -24,14 +24,6 @@ afterAll(() => {
   }
 });
 
-const alive = (pid: number) => {
-  try {
-    // A zombie is gone for this purpose: it runs nothing and holds nothing.
-    return existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  } catch {
-    return false;
-  }
-};
 
 /** Start a run that forks one worker (with the lifeline or without), wait for the worker, kill the run; is the worker still up 5 s on? */
 async function workerOutlivesRun(withLifeline: boolean): Promise<boolean> {
@@ -53,8 +45,8 @@ async function workerOutlivesRun(withLifeline: boolean): Promise<boolean> {
   parent.kill('SIGKILL');
   // A liveness bound, not a timing figure: the worker lets go as soon as its channel closes.
   const deadline = Date.now() + 5_000;
-  while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  return alive(pid);
+  while (pidAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  return pidAlive(pid);
 }
 
 test.skipIf(process.platform !== 'linux')('a worker whose run was killed ends, its handles notwithstanding; without the lifeline it stays', { timeout: 60_000 }, async () => {

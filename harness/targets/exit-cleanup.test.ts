@@ -8,19 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, expect, test } from 'vitest';
+import { pidAlive } from '../pid-alive.ts';
 
 const MODULE = fileURLToPath(new URL('./exit-cleanup.ts', import.meta.url));
 const scratch = mkdtempSync(join(tmpdir(), 'hil-exit-cleanup-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 test('at exit the directories still made are removed after the hosts still running are killed; one removed before stays removed', () => {
   const script = `
@@ -51,6 +44,6 @@ test('at exit the directories still made are removed after the hosts still runni
   expect(readdirSync(scratch).filter((f) => f.startsWith('hil-'))).toEqual([]); // tsx keeps its cache there too
   // SIGKILL was sent before the exit; the kernel reaps it a moment later.
   const until = Date.now() + 5_000;
-  while (alive(out.host) && Date.now() < until) spawnSync('sleep', ['0.05']);
-  expect(alive(out.host)).toBe(false);
+  while (pidAlive(out.host) && Date.now() < until) spawnSync('sleep', ['0.05']);
+  expect(pidAlive(out.host)).toBe(false);
 });
