@@ -831,7 +831,8 @@ describe('jog.sock frames', () => {
           // left it, and this test brings it back at the end).
           const start = (await recordsSince(st.client, t0 - 1n))[0]!.ax[J3]!.position / cpu(a);
           const room = start - near!.min;
-          skip(room < 0.3, `${a.id} stands ${room.toFixed(3)} rad above its lower limit: too close to show the jog slowing toward it`);
+          // (A shared cell whose axis a run left at the limit has no room to show it: that is the one case skipped.)
+          skip(room < 0.001, `${a.id} stands ${room} ${near!.unit} above its lower limit: no room to show the jog slowing toward it`);
           // From 0 to min_position in about 4.3 s of core time (-0.28 rad/s to -1.2 rad on the default cell),
           // below the axis's max_velocity; fresh input every 50 cycles like a pendant (in real time at least
           // every quarter of the input age).
