@@ -619,7 +619,11 @@ describe('jog.sock frames', () => {
           await send(st, frame(st, s, jg, BigInt(k), velocities(st, J1, 0)));
           await st.step(every0);
         }
-        const recs = await recordsSince(st.client, t0);
+        // The records up to here, and the generation ended before they are read: in real time a session left
+        // without input while the harness reads would expire, and no expiry is what this test shows.
+        const tEnd = await latestSequence(st.client);
+        expect((await fenced(st, 'end_jog', s, { jog_generation: jg })).status).toBe(200);
+        const recs = (await recordsSince(st.client, t0)).filter((r) => r.seq <= tEnd);
         const tv = recs.map((r) => r.ax[J1]!.target_velocity_counts_per_s / cpu(a));
         // The first cycle that took the input: on the stepped clock the first record after the frame (the
         // core takes input at its next cycle); in real time the core ran on its own between the reads, so it
