@@ -29,7 +29,7 @@ import { encodeJogFrame, hostNs, JogSender, readJog, readJogClock, readJogIngres
 import { readStatus } from '../../harness/clients/status.ts';
 import { readyDriven, stepUntilSettled, type CellDriver } from '../../harness/clients/stepped.ts';
 import { latestSequence, recordsSince } from '../../harness/clients/telemetry.ts';
-import { machineOf, needs } from '../../harness/machine.ts';
+import { LINK_DEFAULTS, machineOf, needs } from '../../harness/machine.ts';
 import { covers, describe, expect, hostBound, needsMotion, profile, stepsItsCell, test, type CellFixtures, type Description } from '../../harness/fixture.ts';
 import { HarnessError, verdictOfError } from '../../harness/errors.ts';
 import type { Target } from '../../harness/targets/types.ts';
@@ -90,7 +90,9 @@ function jogAxis(d: object, skip: (note: string) => never) {
 /**
  * Let `n` cycles of the cell's core run. Stepped where the cell runs on the stepped clock; in real time
  * the core runs them by itself, and the harness waits until its telemetry has that many more records
- * (record time, not the wall: a core that runs late is waited for, never judged by how long it took).
+ * (record time, not the wall: a core that runs late is waited for, never judged by how long it took). The
+ * wait is the harness's patience, not a bound of the documents: past it (5 s and ten times the cycles'
+ * own time) the test goes on, and what the records then hold is judged as it is.
  */
 async function cyclesOf(target: Target, client: ControlClient, drive: CellDriver, cycleNs: bigint, n: number): Promise<void> {
   if (drive.stepped) {
@@ -101,10 +103,7 @@ async function cyclesOf(target: Target, client: ControlClient, drive: CellDriver
   const cycleMs = Number(cycleNs) / 1e6;
   const until = Date.now() + 5_000 + 10 * n * cycleMs;
   await new Promise((r) => setTimeout(r, n * cycleMs));
-  for (;;) {
-    const now = await latestSequence(client, from);
-    if (now >= from + BigInt(n)) return;
-    expect(Date.now(), `the core published ${now - from} of ${n} cycles' records in real time`).toBeLessThanOrEqual(until);
+  while ((await latestSequence(client, from)) < from + BigInt(n) && Date.now() <= until) {
     await new Promise((r) => setTimeout(r, Math.max(1, Math.min(20, (n * cycleMs) / 4))));
   }
 }
@@ -168,7 +167,10 @@ async function withCell(x: CellFixtures, fn: (st: Stack) => Promise<void>, o: { 
     const why = jogUnfit(x.description);
     if (why) x.skip(why);
   }
-  const d = x.description as unknown as { axes: AxisD[]; cycle_ns: bigint; max_jog_input_age_ns: bigint };
+  const d = x.description as unknown as { axes: AxisD[]; cycle_ns: bigint; max_jog_input_age_ns?: bigint };
+  // Describe's field list is not shown (document 1 part 4): without the figure, the jog clock's, or the
+  // configured or link profile's input age (document 1 part 8).
+  const age = d.max_jog_input_age_ns ?? (clock.max_input_age_ns as bigint | undefined) ?? machineOf(d).configuredInputAgeNs ?? LINK_DEFAULTS.lan.inputAgeNs;
   const cycleNs = BigInt(d.cycle_ns);
   const sender = new JogSender(x.target.address);
   const st: Stack = {
@@ -180,7 +182,7 @@ async function withCell(x: CellFixtures, fn: (st: Stack) => Promise<void>, o: { 
     skip: x.skip,
     axes: d.axes,
     cycleNs,
-    maxAgeNs: BigInt(d.max_jog_input_age_ns),
+    maxAgeNs: BigInt(age),
     sender,
     incarnation: clock.incarnation as string,
     step: (n) => cyclesOf(x.target, x.client, x.drive, cycleNs, n),
