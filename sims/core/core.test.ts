@@ -607,3 +607,42 @@ test('a preparation arriving while a large plan is still being built ends that b
     expect(r.core.preparedPlan?.handle, `newer plan of ${newer} points`).toBe(2n);
   }
 });
+
+test('an output intent is due on the cycle grid counted from the Start\'s scheduled cycle: a Start after a late wake and a cycle a little late leave it on time; a cycle woken a whole cycle late misses it (docs/profile.md "Output intents")', async () => {
+  /** Fault bit 10 (io_marker_late) after a Start following a cycle `startLate` ns late, the intent's cycle on time and the next `nextLate` ns late. */
+  async function lateAfter(startLate: bigint, dueLate: bigint, nextLate: bigint): Promise<boolean> {
+    const r = await rig();
+    r.cmd('home', 1);
+    r.until(() => r.sent.some((m) => m.t === 'home_done'), 2_000);
+    r.cmd('enable', ALL);
+    r.until(() => r.status().enable_mask === ALL, 30);
+    r.cmd('arm');
+    // Point 3 carries an intent and lies 5 us before the grid's 3 ms: due in the cycle 3 ms after the Start.
+    const plan = stillPlan(500, 6);
+    plan.timeNs[3] = 3_000_000n - 5_000n;
+    plan.ioMask[3] = 1;
+    plan.ioValues[3] = 0;
+    plan.axisMask = 1; // J1 alone, the axis homed here
+    r.core.handle(plan);
+    expect(answerOf(r, 500).result).toBe(2);
+    r.step(startLate);
+    r.core.handle({ t: 'cmd', id: 900, op: 'start', generation: 7n, axisMask: 0, handle: 1n });
+    const started = r.sent.find((m) => m.t === 'reply' && m.id === 900);
+    expect(started, JSON.stringify(started, (_k, v) => (typeof v === 'bigint' ? String(v) : v))).toMatchObject({ result: { Result: 0 } });
+    r.step();
+    r.step();
+    r.step(dueLate); // 3 ms after the Start on the grid: the intent is due here
+    r.step(nextLate);
+    r.step();
+    return (r.core.faults.bits & (1 << 10)) !== 0;
+  }
+  // The Start followed a wake 22 us late and the cycle after the due one ran 25 us late: the due cycle, on
+  // time, reaches the point (from the late wake, plan time there was 22 us short of it).
+  expect(await lateAfter(22_000n, 0n, 25_000n)).toBe(false);
+  // Every cycle on time, and the due cycle itself a little late: on time.
+  expect(await lateAfter(0n, 0n, 0n)).toBe(false);
+  expect(await lateAfter(22_000n, 999_000n, 0n)).toBe(false);
+  // The due cycle woken a whole cycle late: the intent missed its one-cycle bound.
+  expect(await lateAfter(0n, CYCLE, 0n)).toBe(true);
+  expect(await lateAfter(22_000n, CYCLE, 0n)).toBe(true);
+});

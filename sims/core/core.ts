@@ -96,6 +96,12 @@ export class Core implements AdmissionView, StatusView, HeldCore {
   private lastPublishNs = 0n;
   private lastPublishWall = 0;
   now = 0n;
+  /**
+   * When the cycle of `now` was scheduled: on the real-time clock `now` less its wake-up lateness. A Start
+   * admitted after that cycle counts its plan time from here, so a plan runs on the cycle grid and not on
+   * the one late wake it happened to follow.
+   */
+  nowScheduled = 0n;
   /** Axes the core wants enabled. */
   enableMask = 0;
   armed = false;
@@ -251,6 +257,7 @@ export class Core implements AdmissionView, StatusView, HeldCore {
     const startup = await this.host.open(this.busSetup());
     this.host.activate();
     this.now = nowNs;
+    this.nowScheduled = nowNs;
     // A drive whose PDO mapping differs cannot be trusted until the bus is restarted (fault bit 11).
     if (startup.mappingMismatchMask) this.faults.latch(FAULT.restart_required!, startup.mappingMismatchMask);
     this.send({
@@ -431,7 +438,12 @@ export class Core implements AdmissionView, StatusView, HeldCore {
         this.lanes.acquire(this.trajectory, plan.axisMask);
         const r = this.result(NATIVE_OP.start, NATIVE_REASON.none, plan.axisMask, m.generation);
         r.Handle = plan.handle;
-        this.trajectory.begin(plan, this.now, r.Sequence, this.image.ioOutputWord);
+        // Plan time counts from the scheduled time of the cycle the Start follows (docs/profile.md "Output
+        // intents": the cycle grid counted from the Start). From its wake-up instead, a Start after a late
+        // wake put every later cycle that much earlier in plan time than on the grid, and an intent due a few
+        // microseconds after one of them was reached only by the next: io_marker_late on a cycle that was
+        // not late at all (seen on the real-time clock with 22 us of jitter).
+        this.trajectory.begin(plan, this.nowScheduled, r.Sequence, this.image.ioOutputWord);
         this.halted = false;
         this.motionState = 3;
         this.lastEvent = 1;
@@ -741,6 +753,7 @@ export class Core implements AdmissionView, StatusView, HeldCore {
     // An injected late wake (test channel): every cycle scheduled before the wake runs at the wake time.
     nowNs = this.holds.wakeTime(nowNs);
     this.now = nowNs;
+    this.nowScheduled = scheduledNs;
     this.cycleCount++;
     const lateness = nowNs === scheduledNs ? 0 : Number(nowNs - scheduledNs); // stepped: no bigint per cycle
     this.lateness.record(lateness);
