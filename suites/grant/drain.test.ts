@@ -16,9 +16,12 @@
 //   "Fence checks"), so a probe that arrived after the drain ended would pass without showing the rule. Only
 //   an observation after each probe that the grant still drains (a renewal answering stopping true) could
 //   say the probe was judged inside it, and whether it does depends on the host's timing against the
-//   target's unknown drain: the same test would judge a different subset of its probes from run to run, and
-//   none on a target whose drain is short. A recorded run could not replay that choice either: renewals are
-//   not among the replies a replay compares (docs/recording.md "The service's replies").
+//   target's unknown drain: a probe found outside would have to be tried again in another drain, and a
+//   target whose drain is short would never be judged;
+// - worse, in real time the drain ends when the target decides, so a wrong target that ends the drain
+//   because of the probe (revoking the stopping grant to admit an acquire, say) looks the same as a drain
+//   that ended by itself just before it, and passes; on the stepped clock no cycle ends the drain, so the
+//   probe meets it open whatever it does.
 // The request_id test needs only a drain that ends: it runs on the file's cell through its CellDriver
 // (stepsItsCell), stepped on the sim target, in real time on any other, where it waits for grant_revoked.
 
