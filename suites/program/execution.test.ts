@@ -111,12 +111,12 @@ function whileRunning<T>(r: Run, o: { rule: string; marginMs: number; since: num
 }
 
 /**
- * Status once the execution has left `executing`: on the stepped clock read as it is now (the test has
- * stepped the cell past the moment it holds the stack to), in real time once a publication shows it.
+ * Status once execution `generation` has left `executing`: on the stepped clock read as it is now (the test
+ * has stepped the cell past the moment it holds the stack to), in real time once a publication shows it.
  */
-async function ended(r: Run): Promise<Data> {
+async function ended(r: Run, generation: bigint): Promise<Data> {
   if (r.x.drive.stepped) return status(r);
-  return (await r.x.drive.status((v) => execOf(v).state !== 'executing', 1_000)) as unknown as Data;
+  return (await r.x.drive.status((v) => execOf(v).generation === generation && execOf(v).state !== 'executing', 1_000)) as unknown as Data;
 }
 
 /**
@@ -243,7 +243,7 @@ describe('start_program', () => {
           expect(seen, 'the last segment seen while executing').toContain(2n),
         );
       }
-      const x = await ended(r);
+      const x = await ended(r, before + 1n);
       expect(x.execution).toMatchObject({ generation: before + 1n, state: 'completed', segment: 2n, native_sequence: seq, identity });
       expect(await handleOf(r, handle)).toMatchObject({ state: 'consumed', execution_generation: before + 1n });
       const evs = await eventsSince(client, cursor);
@@ -288,12 +288,13 @@ describe('start_program', () => {
       expect((await op('io_arm', s)).status).toBe(200);
       const from = await latestSequence(client);
       const cursor = await eventCursor(client);
+      const before = (await status(r)).execution.generation as bigint;
       const started = await cell.fenced('start_program', s, { identity });
       expect({ status: started.status, error: started.reply.error }).toEqual({ status: 200, error: undefined });
       // Completed within 500 ms of the cell's time (stepped: exactly; real time: waited for, its length
       // judged from the records below).
       await eventsAfter(r, cursor, 500, ofHandle('execution_completed', handle));
-      expect((await ended(r)).execution.state).toBe('completed');
+      expect((await ended(r, before + 1n)).execution.state).toBe('completed');
       const recs = await recordsSince(client, from);
       const exec = expectPlanTime(recs, handle, points.at(-1)!.tNs, r.cycleNs);
       // Counted in the cell's cycles (Describe cycle_ns) on the stepped clock, where each cycle has a record
@@ -326,6 +327,7 @@ describe('start_program', () => {
       let r = await ready(x);
       const run = await prepare(r, programFile(r));
       const cursor = await eventCursor(client);
+      const before = (await status(r)).execution.generation as bigint;
       const since = performance.now();
       let lastAt = since;
       expect((await cell.fenced('start_program', r.s, { identity: run.identity })).status).toBe(200);
@@ -339,7 +341,7 @@ describe('start_program', () => {
         expect(evs.filter((e) => e.type === 'execution_aborted').map((e) => e.execution)).toEqual([expect.objectContaining({ handle: run.handle, kind: 'program' })]);
         expect(evs.filter(ofHandle('execution_completed', run.handle))).toEqual([]);
       });
-      expect((await ended(r)).execution.state).toBe('cancelled');
+      expect((await ended(r, before + 1n)).execution.state).toBe('cancelled');
       expect((await handleOf(r, run.handle)).state).toBe('retired');
       // The stop ends the grant after its drain: released and drained before the next grant (document 1
       // part 3: an acquire needs "no Stop draining").
@@ -385,7 +387,7 @@ describe('start_program', () => {
       // of the cell's time the stepped clock allows it to latch in).
       await whileRunning(r, { rule: 'document 1 part 4 start_program: a fault ends the execution as faulted', marginMs: PLAN_MS - 100, since, lastAt: () => lastAt }, async () => {
         const evs = await eventsAfter(r, cursor, 100, ofHandle('execution_faulted', run.handle));
-        expect((await ended(r)).execution).toMatchObject({ state: 'faulted', error: 'native_execution_failed', generation: before + 1n, identity: run.identity });
+        expect((await ended(r, before + 1n)).execution).toMatchObject({ state: 'faulted', error: 'native_execution_failed', generation: before + 1n, identity: run.identity });
         expect(evs.filter((e) => e.type === 'execution_faulted').map((e) => e.execution)).toEqual([expect.objectContaining({ handle: run.handle, kind: 'program', fault_bits: 32n })]);
       });
       expect((await handleOf(r, run.handle)).state).toBe('retired');
