@@ -16,8 +16,8 @@
 // record times and the drive counts must agree with the command cycle by cycle. On any other target (an
 // external service, a rig: with --allow-motion) the same move runs in real time, where a cycle may start
 // late: there every figure is judged on the records' own times (t_ns), which a late cycle does not bend,
-// and what only the stepped clock makes exact (records exactly cycle_ns apart, the cycle count, each
-// record's measured velocity) is judged as each check below says.
+// and what only the stepped clock makes exact (records exactly cycle_ns apart, the cycle count, the events'
+// stamps a plan's time apart, each record's measured velocity) is judged as each check below says.
 
 import { eventCursor, eventsSince } from '../../harness/clients/events.ts';
 import { readyDriven } from '../../harness/clients/stepped.ts';
@@ -115,10 +115,13 @@ describe('units seen by a client', () => {
       const completed = evs.find((e) => e.type === 'execution_completed')!;
       expect(started && completed, 'execution_started and execution_completed').toBeTruthy();
       const elapsed = completed.time_ns - started.time_ns;
-      // Stepped: the plan's time within the handover's cycle either way. Real time: no less, and no more
-      // than the records' own span of the plan (from the cycle before it to the first after it) allows.
-      const most = drive.stepped ? T_NS + 2n * cycle : next!.t_ns - prior!.t_ns + 2n * cycle;
-      expect(elapsed >= T_NS - 2n * cycle && elapsed <= most, `execution took ${elapsed} ns for a ${T_NS} ns plan (at most ${most})`).toBe(true);
+      // Stepped: the plan's time within the handover's cycle either way, each event stamped at its cycle. In
+      // real time an event may be stamped when the service learns of it, some time after its cycle, and the
+      // documents do not bound that delay: there the completion is stamped no earlier than the plan's end by
+      // the records (the cycle before the plan and T_NS less a cycle), which an event stamped in any other
+      // unit, or at the Start, is not.
+      if (drive.stepped) expect(elapsed >= T_NS - 2n * cycle && elapsed <= T_NS + 2n * cycle, `execution took ${elapsed} ns for a ${T_NS} ns plan`).toBe(true);
+      else expect(completed.time_ns >= prior!.t_ns + T_NS - cycle && elapsed > 0n, `execution_completed at ${completed.time_ns}, started at ${started.time_ns}: the plan began after ${prior!.t_ns} and lasts ${T_NS} ns`).toBe(true);
       expect(started.time_ns >= recs[0]!.t_ns - 2n * cycle && completed.time_ns <= recs.at(-1)!.t_ns).toBe(true);
       // Positions are rad on the wire and drive counts in telemetry: counts = rad x counts_per_unit x sign.
       // From the held target before the plan to the target held after it (and the first cycle's target,
