@@ -25,7 +25,7 @@ import { firstAxisUnfit, machineOf, needs } from '../../harness/machine.ts';
 import { covers, describe, expect, hostBound, needsFaults, needsMotion, recoveringTest, stepsItsCell, test, type CellFixtures } from '../../harness/fixture.ts';
 import { lateness, type HostBoundOptions } from '../../harness/lateness.ts';
 import { postProgram } from './upload.ts';
-import { DT, IDENTITY_FIELDS, dwell, encodeProgram, executedPoints, move, withCol, type Marker, type ProgramFile } from './files.ts';
+import { DT, IDENTITY_FIELDS, dwell, encodeProgram, executedPoints, move, withCol, type ExecutedPoint, type Marker, type ProgramFile } from './files.ts';
 
 stepsItsCell();
 
@@ -146,6 +146,43 @@ function expectPlanTime(recs: readonly CycleCaptureRecordV2[], h: bigint, planNs
   expect(next!.t_ns - tPrev, 'cell time from plan start to the first cycle after the execution, ns').toBeGreaterThanOrEqual(planNs - cycleNs);
   expect(last.t_ns - first.t_ns, 'cell time from the first to the last cycle of the execution, ns').toBeLessThan(planNs + cycleNs);
   return exec;
+}
+
+/**
+ * In real time, why execution `h` faulted without a verdict on its markers, or undefined: it ended
+ * execution_faulted with fault bit 10 io_marker_late (docs/profile.md "Programs" Output intents: an intent
+ * reached one cycle_ns or more after it was due is not applied, and the execution faults), and the target's
+ * own records show why: the cycle after its last one ran at least a cycle late (a gap of two cycle_ns or
+ * more, or its cycle_jitter_ns a whole cycle), with that last cycle short of a marker's point. A fault
+ * without such a late cycle is not explained, and the test judges it as a failure.
+ */
+function lateAtMarker(evs: CellEvent[], recs: readonly CycleCaptureRecordV2[], h: bigint, intents: number[], cycleNs: bigint): string | undefined {
+  if (!evs.some(ofHandle('execution_faulted', h))) return undefined;
+  if (!evs.some((e) => e.type === 'fault_latched' && BigInt((e.fault as Data | undefined)?.bit ?? 0) === 1024n)) return undefined;
+  const last = recs.filter((x) => x.active_traj_id === h).at(-1);
+  const next = last && recs.find((x) => x.seq > last.seq);
+  if (!last || !next) return undefined;
+  const gap = next.t_ns - last.t_ns;
+  if (gap < 2n * cycleNs && next.cycle_jitter_ns < cycleNs) return undefined;
+  if (!intents.some((p) => last.current_point_index < p && p - last.current_point_index <= 2)) return undefined;
+  return `record ${next.seq} ran ${Number(gap) / 1e6} ms after the one before, ${Number(next.cycle_jitter_ns) / 1e6} ms late by its own figure, the intent at point ${intents.find((p) => p > last.current_point_index)} due`;
+}
+
+/**
+ * Clear the io_marker_late a run of this test latched (docs/profile.md "Programs": its evidence is gone, so
+ * the reset always clears it): the grant left, the cell idle, then reset_fault from a new grant, which
+ * retires that session (document 1 part 4 reset_fault: answered from an observation newer than the request).
+ */
+async function resetMarkerLate(r: Run): Promise<void> {
+  const { cell, drive } = r.x;
+  await cell.cleanup();
+  await drive.status((v) => v.core !== null && v.core.armed === 0n, 3_000);
+  const s = await cell.grant();
+  const reset = await drive.answerWithin(cell.fenced('reset_fault', s, { axis_mask: 0 }), 1_000);
+  expect(reset.status, reset.reply.error).toBe(200);
+  await cell.cleanup();
+  const st = await drive.status((v) => v.core !== null && v.core.execution_fault_reasons === 0n, 1_000);
+  expect(st.core!.execution_fault_reasons, 'execution fault bits after reset_fault').toBe(0n);
 }
 
 describe('start_program', () => {
@@ -271,31 +308,44 @@ describe('start_program', () => {
       const m = machineOf(description);
       const out = needs(skip, m.plainOutputs[0], `the markers need a configured output that is not the torch; this cell's outputs: ${m.outputs.map((o) => o.name).join(', ') || 'none'}`);
       const CLAMP = 2 ** out.index;
-      const r = await ready({ cell, client, description, drive, op, target, skip });
-      const { s } = r;
-      const markers: Marker[] = [
-        { segment: 0, sample: 5, action: out.name, value: true },
-        { segment: 2, sample: 10, action: out.name, value: false },
-      ];
-      const f = programFile(r, markers);
-      const { points, pointOf } = executedPoints(f, m.outputs.map((o) => o.name));
-      const on = pointOf(0, 5);
-      const off = pointOf(2, 10);
-      const { identity, handle } = await prepare(r, f);
-      const refused = await cell.fenced('start_program', s, { identity });
-      expect({ status: refused.status, label: refused.label }).toEqual({ status: 409, label: 'io_not_armed' });
-      expect((await handleOf(r, handle)).state).toBe('prepared');
-      expect((await op('io_arm', s)).status).toBe(200);
-      const from = await latestSequence(client);
-      const cursor = await eventCursor(client);
-      const before = (await status(r)).execution.generation as bigint;
-      const started = await cell.fenced('start_program', s, { identity });
-      expect({ status: started.status, error: started.reply.error }).toEqual({ status: 200, error: undefined });
-      // Completed within 500 ms of the cell's time (stepped: exactly; real time: waited for, its length
-      // judged from the records below).
-      await eventsAfter(r, cursor, 500, ofHandle('execution_completed', handle));
-      expect((await ended(r, before + 1n)).execution.state).toBe('completed');
-      const recs = await recordsSince(client, from);
+      const names = m.outputs.map((o) => o.name);
+      let r: Run;
+      let run: { on: number; off: number; points: ExecutedPoint[]; handle: bigint; recs: CycleCaptureRecordV2[] };
+      for (let attempt = 1; ; attempt++) {
+        r = await ready({ cell, client, description, drive, op, target, skip });
+        const { s } = r;
+        const markers: Marker[] = [
+          { segment: 0, sample: 5, action: out.name, value: true },
+          { segment: 2, sample: 10, action: out.name, value: false },
+        ];
+        const f = programFile(r, markers);
+        const { points, pointOf } = executedPoints(f, names);
+        const { identity, handle } = await prepare(r, f);
+        const refused = await cell.fenced('start_program', s, { identity });
+        expect({ status: refused.status, label: refused.label }).toEqual({ status: 409, label: 'io_not_armed' });
+        expect((await handleOf(r, handle)).state).toBe('prepared');
+        expect((await op('io_arm', s)).status).toBe(200);
+        const from = await latestSequence(client);
+        const cursor = await eventCursor(client);
+        const before = (await status(r)).execution.generation as bigint;
+        const started = await cell.fenced('start_program', s, { identity });
+        expect({ status: started.status, error: started.reply.error }).toEqual({ status: 200, error: undefined });
+        // Completed within 500 ms of the cell's time (stepped: exactly; real time: waited for, its length
+        // judged from the records below).
+        const evs = await eventsAfter(r, cursor, 500, (e) => ofHandle('execution_completed', handle)(e) || ofHandle('execution_faulted', handle)(e));
+        run = { on: pointOf(0, 5), off: pointOf(2, 10), points, handle, recs: await recordsSince(client, from) };
+        const late = drive.stepped ? undefined : lateAtMarker(evs, run.recs, handle, [run.on, run.off], r.cycleNs);
+        if (late !== undefined) {
+          // Not a verdict on the markers: the intent was due in a cycle the target's core ran late. The fault
+          // is this test's own doing (its evidence gone with the cycle): reset it and run the program again.
+          await resetMarkerLate(r);
+          if (attempt < 3) continue;
+          skip(`the target's core ran a cycle late where an output intent was due in each of 3 runs of the program (${late}), and faulted io_marker_late as docs/profile.md "Programs" says: the markers could not be judged in real time`);
+        }
+        expect((await ended(r, before + 1n)).execution.state).toBe('completed');
+        break;
+      }
+      const { on, off, points, handle, recs } = run;
       const exec = expectPlanTime(recs, handle, points.at(-1)!.tNs, r.cycleNs);
       // Counted in the cell's cycles (Describe cycle_ns) on the stepped clock, where each cycle has a record
       // exactly cycle_ns after the one before: the plan's time, and the time from the ON marker's point to
