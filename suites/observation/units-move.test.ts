@@ -12,7 +12,7 @@
 // somewhere below.
 //
 // One cell for the file, moved through its CellDriver (stepsItsCell): where the target runs the file's
-// stack on the stepped clock each cycle is exactly cycle_ns of the cell's time, so the record count, the
+// stack on the stepped clock (or gives a stepped variant: a recorded run) each cycle is exactly cycle_ns of the cell's time, so the record count, the
 // record times and the drive counts must agree with the command cycle by cycle. On any other target (an
 // external service, a rig: with --allow-motion) the same move runs in real time, where a cycle may start
 // late: there every figure is judged on the records' own times (t_ns), which a late cycle does not bend,
@@ -25,7 +25,7 @@ import { latestSequence, readBatch } from '../../harness/clients/telemetry.ts';
 import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
 import { firstAxisUnfit, machineOf } from '../../harness/machine.ts';
-import { covers, describe, expect, needsMotion, stepsItsCell, test } from '../../harness/fixture.ts';
+import { covers, describe, expect, needsMotion, steppedCell, stepsItsCell, test } from '../../harness/fixture.ts';
 
 stepsItsCell();
 
@@ -62,7 +62,12 @@ describe('units seen by a client', () => {
   test(
     'a move commanded in ns, rad and rad/s is executed and reported in ns, drive counts per position unit and counts per second',
     covers('rule:transport.units', 'rule:telemetry.drive_counts', 'field:Point.time_ns', 'field:Point.velocity'),
-    async ({ cell, client, description, drive, target, skip }) => {
+    async ({ cell: fileCell, client: fileClient, description: fileDescription, drive: fileDrive, op, target: fileTarget, skip, variant }) => {
+      // On the stepped clock where the target can give it (a recorded run too: a stepped variant, which
+      // replays step by step), in real time on the file's own cell where it cannot.
+      const own = { cell: fileCell, client: fileClient, description: fileDescription, drive: fileDrive, op, target: fileTarget, skip };
+      const stack = await steppedCell(own, variant);
+      const { cell, client, description, drive, target } = 'x' in stack ? stack.x : own;
       needsMotion({ skip }, target);
       // The test moves the cell's first axis: skip with the reason where this cell cannot (harness/machine.ts).
       const why = firstAxisUnfit(machineOf(description));

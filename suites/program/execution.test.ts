@@ -17,15 +17,14 @@
 // file's own stepped stack, or a stepped variant where the target can give one): their output intents carry
 // a one-cycle bound, judged record by record.
 
-import { Cell, type Session } from '../../harness/clients/cell.ts';
+import type { Session } from '../../harness/clients/cell.ts';
 import { eventCursor, eventsSince, type CellEvent } from '../../harness/clients/events.ts';
 import { readStatus, type StatusView } from '../../harness/clients/status.ts';
-import { driverOf, readyDriven } from '../../harness/clients/stepped.ts';
+import { readyDriven } from '../../harness/clients/stepped.ts';
 import { latestSequence, recordsSince } from '../../harness/clients/telemetry.ts';
 import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
 import { firstAxisUnfit, machineOf, needs } from '../../harness/machine.ts';
-import { covers, describe, expect, hostBound, needsFaults, needsMotion, recoveringTest, stepsItsCell, test, type CellFixtures, type Description, type Op, type VariantOf } from '../../harness/fixture.ts';
-import { withBinding } from '../../harness/targets/binding.ts';
+import { covers, describe, expect, hostBound, needsFaults, needsMotion, steppedCell, stepsItsCell, test, type CellFixtures } from '../../harness/fixture.ts';
 import { lateness, type HostBoundOptions } from '../../harness/lateness.ts';
 import { postProgram } from './upload.ts';
 import { DT, IDENTITY_FIELDS, dwell, encodeProgram, executedPoints, move, withCol, type Marker, type ProgramFile } from './files.ts';
@@ -152,19 +151,21 @@ function expectPlanTime(recs: readonly CycleCaptureRecordV2[], h: bigint, planNs
 }
 
 /**
- * The fixtures of a stack on the stepped clock: the file's own where it runs on that clock (stepsItsCell: the
- * sim target), elsewhere a variant on it, which a target that cannot step its cell (an external service, a
- * rig) cannot give: the test then skips with the target's reason.
+ * Reset the execution faults a test latched (after the condition that raised them was cleared): the grant
+ * left and the cell idle (disarmed), then reset_fault for every axis from a new grant, which retires that
+ * session (document 1 part 4 reset_fault: answered from an observation newer than the request); the bits
+ * are seen clear after it.
  */
-async function steppedFixtures(x: CellFixtures, variant: VariantOf): Promise<CellFixtures> {
-  if (x.drive.stepped) return x;
-  const target = await variant({ clock: 'stepped' });
-  const client = target.client();
-  const description = withBinding((await client.describe()).reply.data as Record<string, unknown>) as unknown as Description;
-  const drive = driverOf(target, client, description);
-  const cell = new Cell(client, description.binding, false, drive);
-  const op: Op = (name, s, fields) => drive.answer(cell.fenced(name, s, fields), 5);
-  return { cell, client, description, drive, op, target, skip: x.skip };
+async function resetLatched(r: Run): Promise<void> {
+  const { cell, drive } = r.x;
+  await cell.cleanup();
+  await drive.status((v) => v.core !== null && v.core.armed === 0n, 3_000);
+  const s = await cell.grant();
+  const reset = await drive.answerWithin(cell.fenced('reset_fault', s, { axis_mask: 0 }), 1_000);
+  expect(reset.status, reset.reply.error).toBe(200);
+  await cell.cleanup();
+  const st = await drive.status((v) => v.core !== null && v.core.execution_fault_reasons === 0n, 1_000);
+  expect(st.core!.execution_fault_reasons, 'execution fault bits after reset_fault').toBe(0n);
 }
 
 describe('start_program', () => {
@@ -324,7 +325,9 @@ describe('start_program', () => {
     'process markers drive their output from the cycle their point is reached, only after io_arm; an ON marker without io_arm is io_not_armed and keeps the handle',
     covers('reason:io_not_armed', 'transition:handle:prepared->prepared:start_refused', 'profile:program.output_intents', 'profile:program.process_markers'),
     async ({ cell, client, description, drive, op, target, skip, variant }) => {
-      const x = await steppedFixtures({ cell, client, description, drive, op, target, skip }, variant);
+      const stack = await steppedCell({ cell, client, description, drive, op, target, skip }, variant);
+      if ('cannot' in stack) return skip(stack.cannot);
+      const { x } = stack;
       // The cell's first output that is not the torch (the clamp on the default cell).
       const m = machineOf(x.description);
       const out = needs(skip, m.plainOutputs[0], `the markers need a configured output that is not the torch; this cell's outputs: ${m.outputs.map((o) => o.name).join(', ') || 'none'}`);
@@ -414,9 +417,11 @@ describe('start_program', () => {
     },
   );
 
-  // It latches a fault: recoveringTest clears the injected condition and resets the latched bits after it,
-  // so the file's next test meets a clean cell.
-  recoveringTest(
+  // It latches a fault, which it clears itself once judged (the condition it injected removed, the latched
+  // bit reset), so the cell is left as the file's other tests leave it; a failed test's condition and faults
+  // are the cell fixture's to clear (harness/fixture.ts). Not recoveringTest: mixed with this file's `test`,
+  // it recorded that test's stack twice into one recording, which a replay could not read.
+  test(
     'a fault while the program runs: execution_faulted, Execution.state faulted with native_execution_failed, the handle retired',
     covers('rule:op.start_program.completion', 'transition:handle:started->retired:fault', 'event:execution_faulted', 'reason:native_execution_failed', 'field:Execution.error'),
     async ({ cell, client, description, drive, op, target, skip }) => {
@@ -440,7 +445,8 @@ describe('start_program', () => {
         expect(evs.filter((e) => e.type === 'execution_faulted').map((e) => e.execution)).toEqual([expect.objectContaining({ handle: run.handle, kind: 'program', fault_bits: 32n })]);
       });
       expect((await handleOf(r, run.handle)).state).toBe('retired');
-      await cell.cleanup();
+      await target.inject({ kind: 'clear' });
+      await resetLatched(r);
     },
   );
 });
