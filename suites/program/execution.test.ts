@@ -419,8 +419,9 @@ describe('start_program', () => {
 
   // It latches a fault, which it clears itself once judged (the condition it injected removed, the latched
   // bit reset), so the cell is left as the file's other tests leave it; a failed test's condition and faults
-  // are the cell fixture's to clear (harness/fixture.ts). Not recoveringTest: mixed with this file's `test`,
-  // it recorded that test's stack twice into one recording, which a replay could not read.
+  // are the cell fixture's to clear (harness/fixture.ts). Not recoveringTest: as one beside this file's
+  // `test`, its recording on a recorded run could not be read back (a corrupt gzip stream), as a plain test
+  // it can.
   test(
     'a fault while the program runs: execution_faulted, Execution.state faulted with native_execution_failed, the handle retired',
     covers('rule:op.start_program.completion', 'transition:handle:started->retired:fault', 'event:execution_faulted', 'reason:native_execution_failed', 'field:Execution.error'),
