@@ -151,6 +151,16 @@ function expectPlanTime(recs: readonly CycleCaptureRecordV2[], h: bigint, planNs
 }
 
 /**
+ * Let a stop's drain end and leave the cell's grants: in real time the drain lasts as long as the cell takes
+ * to come to rest, and its end is the documented grant_revoked (document 1 part 3 Grant lifecycle, part 6),
+ * waited for after `cursor`; on the stepped clock the cleanup steps the drain to its end.
+ */
+async function drained(r: Run, cursor: bigint): Promise<void> {
+  if (!r.x.drive.stepped) expect(await r.x.drive.event(cursor, (e) => e.type === 'grant_revoked', 5_000), 'grant_revoked after the stop').toBeDefined();
+  await r.x.cell.cleanup();
+}
+
+/**
  * Reset the execution faults a test latched (after the condition that raised them was cleared): the grant
  * left and the cell idle (disarmed), then reset_fault for every axis from a new grant, which retires that
  * session (document 1 part 4 reset_fault: answered from an observation newer than the request); the bits
@@ -312,7 +322,7 @@ describe('start_program', () => {
         const evs = await eventsAfter(r, cursor, 20, ofHandle('execution_aborted', handle));
         expect(evs.filter(ofHandle('execution_aborted', handle)).length, 'execution_aborted of the admitted Start').toBe(1);
       });
-      await cell.cleanup();
+      await drained(r, cursor);
     },
   );
 
@@ -395,14 +405,15 @@ describe('start_program', () => {
       });
       expect((await ended(r, before + 1n)).execution.state).toBe('cancelled');
       expect((await handleOf(r, run.handle)).state).toBe('retired');
-      // The stop ends the grant after its drain: released and drained before the next grant (document 1
+      // The stop ends the grant after its drain: drained and released before the next grant (document 1
       // part 3: an acquire needs "no Stop draining").
-      await cell.cleanup();
+      await drained(r, cursor);
       // a prepared program: retired by a stop
       r = await ready(x);
       const prepared = await prepare(r, programFile(r));
+      const later = await eventCursor(client);
       expect((await drive.answer(cell.fenced('stop', r.s), 10)).status).toBe(200);
-      await cell.cleanup();
+      await drained(r, later);
       r = await ready(x);
       const r1 = await cell.fenced('start_program', r.s, { identity: prepared.identity });
       expect({ status: r1.status, label: r1.label }).toEqual({ status: 409, label: 'handle_retired' });
