@@ -364,6 +364,29 @@ export async function openVariantOrSkip(
   return v;
 }
 
+/**
+ * The fixtures of a cell on the stepped clock, for a test of a file that moves its cell through its
+ * CellDriver (stepsItsCell) and is exact only where the clock is stepped: the file's own cell where it runs
+ * on that clock (the sim target), otherwise a stepped variant where the target can give one (a recorded
+ * run, whose file stacks keep the real-time clock its recordings are made on: the variant is recorded with
+ * the test, its steps replayed), otherwise `cannot`, the target's reason (an external service, a rig), for
+ * the test to skip with or to go on in real time with its own fixtures.
+ */
+export async function steppedCell(x: CellFixtures, variant: VariantOf): Promise<{ x: CellFixtures } | { cannot: string }> {
+  if (x.drive.stepped) return { x };
+  const cannot = variantsFromEnv().cannotProvide({ clock: 'stepped' });
+  if (cannot !== undefined) return { cannot };
+  const target = await variant({ clock: 'stepped' });
+  const client = target.client();
+  const r = await client.describe();
+  if (r.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `describe answered ${r.status} ${r.reply.error}`, { detail: { status: r.status, label: r.label } });
+  const description = withBinding(r.reply.data as Record<string, unknown>) as unknown as Description;
+  const drive = driverOf(target, client, description);
+  const cell = new Cell(client, description.binding, false, drive);
+  const op: Op = (operation, s, fields) => drive.answer(cell.fenced(operation, s, fields), 5);
+  return { x: { cell, client, description, drive, op, target, skip: x.skip } };
+}
+
 /** A variant that the tests of one describe block share (see sharedVariant). */
 export interface SharedVariant<D> {
   /** Why the target cannot provide the variant (tests skip with it), or undefined once it is open. */
