@@ -59,6 +59,8 @@ export const DURATION_MS: Readonly<Record<string, number>> = {
   'suites/trajectory/start-gate.test.ts': 3_700,
   'suites/planner/hostile.test.ts': 3_500,
   'suites/observation/units.test.ts': 3_400,
+  // Split out of units.test.ts on 2026-12-01 (alone 3.4-4.2 s, as units.test.ts was).
+  'suites/observation/units-move.test.ts': 3_400,
   'suites/trajectory/admission.test.ts': 3_400,
   'suites/program/execution.test.ts': 3_300,
   'suites/config/config.test.ts': 3_200,
