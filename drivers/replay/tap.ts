@@ -78,6 +78,11 @@ export interface ServiceCue {
   commits?: string[];
   /** At start: the publication cycle each recorded status read was served from, in order (-1: none yet). */
   statusReads?: bigint[];
+  /**
+   * At start: for each of those reads, how many leases the recorded service had let run out before it served
+   * it; absent when none had (sims/service/replay-timing.ts statusTurn).
+   */
+  statusReadExpiries?: number[];
   /** At start: the recording notes every status read, one served before any publication too (header status_reads). */
   statusReadsAll?: boolean;
   /** At start: what the recorded service did with each of the core's lease notices. */

@@ -187,6 +187,7 @@ export class ReplayPacer {
         ...(points.fences.some((f) => f.seen !== undefined) ? { fenceSeen: points.fences.map((f) => f.seen ?? '') } : {}),
         ...(points.commits.length ? { commits: points.commits.map((c) => c.op) } : {}),
         ...(reads.length ? { statusReads: reads.map((r) => BigInt(r.published)) } : {}),
+        ...(reads.some((r) => r.expiries > 0) ? { statusReadExpiries: reads.map((r) => r.expiries) } : {}),
         ...(scan.header.status_reads === 'all' ? { statusReadsAll: true } : {}),
         ...(notices.length ? { leaseNotices: notices } : {}),
         ...(points.coreWaits.length ? { coreWaits: points.coreWaits.map(({ kind, outcome, cycle }) => ({ kind, outcome, ...(cycle !== undefined ? { cycle } : {}) })) } : {}),

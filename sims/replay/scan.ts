@@ -16,6 +16,12 @@ export interface PacingScan {
   outputs: RecordingNote[];
   /** Format 2: the service's own log (fence decisions in order). */
   service: RecordingNote[];
+  /**
+   * For each of `service`, how many of `requests` came before it in the recording: the one order in which
+   * the core host wrote both (they reach it over one port, docs/recording.md "The tap"), which a cycle alone
+   * does not give when a request and a note share one. Absent in scans made by hand (tests).
+   */
+  serviceAt?: number[];
 }
 
 /** Read a recording once for pacing: frame times, requests, replies and events. */
@@ -27,8 +33,12 @@ export function scanForPacing(file: string): PacingScan {
   const requests: RecordingNote[] = [];
   const outputs: RecordingNote[] = [];
   const service: RecordingNote[] = [];
+  const serviceAt: number[] = [];
   const take = () => {
-    for (const n of r.takeNotes()) (n.kind === 'request' ? requests : n.kind === 'service' ? service : outputs).push(n);
+    for (const n of r.takeNotes()) {
+      if (n.kind === 'service') serviceAt.push(requests.length);
+      (n.kind === 'request' ? requests : n.kind === 'service' ? service : outputs).push(n);
+    }
   };
   while (r.next()) {
     if (r.frame > times.length) {
@@ -46,7 +56,7 @@ export function scanForPacing(file: string): PacingScan {
     take();
   }
   take();
-  return { header: r.header, frames: r.frame, complete: r.complete, times: times.slice(0, r.frame), ...(withHost ? { hostTimes: hostTimes.slice(0, r.frame) } : {}), requests, outputs, service };
+  return { header: r.header, frames: r.frame, complete: r.complete, times: times.slice(0, r.frame), ...(withHost ? { hostTimes: hostTimes.slice(0, r.frame) } : {}), requests, outputs, service, serviceAt };
 }
 
 

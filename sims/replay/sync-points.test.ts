@@ -61,8 +61,8 @@ test('every sync point is read with its kind: requests, renewals, lease expiries
     ['request', 30, false],
   ]);
   expect(p.statusReads).toEqual([
-    { kind: 'status_read', cycle: 0, published: -1 },
-    { kind: 'status_read', cycle: 3, published: 2 },
+    { kind: 'status_read', cycle: 0, published: -1, expiries: 0 },
+    { kind: 'status_read', cycle: 3, published: 2, expiries: 0 },
   ]);
   expect(p.telemetryPolls).toEqual([{ kind: 'telemetry_poll', cycle: 9 }]);
   expect(p.fences).toEqual([{ kind: 'fence', op: 'enable', outcome: 'ok' }]);
@@ -85,6 +85,32 @@ test('every sync point is read with its kind: requests, renewals, lease expiries
   // steps: a stepped recording of format 3 with the test's steps among its requests
   expect(readSyncPoints(scanOf([req(0, { t: 'step', id: 1, cycles: 5 })], [], { clock: 'stepped' }), true).steps).toBe(true);
   expect(readSyncPoints(scanOf([req(0, { t: 'step', id: 1, cycles: 5 })], [], { clock: 'stepped', format: 2 }), true).steps).toBe(false);
+});
+
+test('a status read says how many leases the recorded service had let run out before it served it, in the order the recording holds (a read noted in the expiry\'s cycle before its messages was served before it)', () => {
+  const grant = (generation: string, deadlineNs: string, active = true) => ({ t: 'grant', generation, deadlineNs, active, axisMask: 1 });
+  const read = (cycle: number, published: number) => svc(cycle, { t: 'status_read', cycle: String(published), now_ns: '1' });
+  const requests = [
+    req(0, grant('7', '500')),
+    req(40, { t: 'cancel_home' }, { origin: 'lease_expired' }),
+    req(40, grant('7', '0', false), { origin: 'lease_expired' }),
+    req(60, grant('8', '900')),
+    req(90, { t: 'cancel_home' }, { origin: 'lease_expired' }),
+    req(90, grant('8', '0', false), { origin: 'lease_expired' }),
+  ];
+  // suites/jog/jog.test.ts "lease lost during a jog ...": the read at cycle 42 was served from a publication
+  // of cycle 28, before the expiry at cycle 40, but after the recorded service had let the lease run out.
+  const service = [read(30, 20), read(40, 39), read(40, 39), read(42, 28), read(95, 91)];
+  const scan: PacingScan = { ...scanOf(requests, service), serviceAt: [1, 1, 3, 3, 6] };
+  expect(readSyncPoints(scan, true).statusReads.map((r) => [r.cycle, r.published, r.expiries])).toEqual([
+    [30, 20, 0],
+    [40, 39, 0], // noted in the expiry's cycle before its messages
+    [40, 39, 1],
+    [42, 28, 1],
+    [95, 91, 2],
+  ]);
+  // a scan made without the order: the expiries of earlier cycles
+  expect(readSyncPoints(scanOf(requests, service), true).statusReads.map((r) => r.expiries)).toEqual([0, 0, 0, 1, 2]);
 });
 
 test('a bounded hold: held at each noted cycle until served as many, given up after the bound with every point due reported lost', () => {

@@ -23,6 +23,8 @@
 //   publication     a status read waiting for the publication its recording was served from;
 //   lease_expiry    a fence decision the recorded service refused because the lease had run out, while the
 //                   live service still holds the grant: held until the cued expiry (sims/service/replay-timing.ts);
+//                   and a status read the recorded service served after it had let a lease run out, until
+//                   the live service has let as many run out (statusTurn: the read's `expiries`);
 //   session_end     a fence decision the recorded service took on a session that had already ended (a stop's
 //                   drain revoked it, its lease ran out), while the live service still holds it: held until it
 //                   ends there too (sims/service/replay-timing.ts expiryTurn);
@@ -54,7 +56,8 @@ export type SyncPoint =
   | { kind: 'request'; cycle: number; index: number; note: RecordingNote; renewal: boolean }
   /** `lateNs`: how long after the grant's last recorded deadline the recorded service ended its lease. */
   | { kind: 'lease_expiry'; cycle: number; index: number; note: RecordingNote; renewal: boolean; lateNs?: bigint }
-  | { kind: 'status_read'; cycle: number; published: number; seen?: number }
+  /** `expiries`: how many leases the recorded service had let run out before it served the read. */
+  | { kind: 'status_read'; cycle: number; published: number; seen?: number; expiries: number }
   | { kind: 'telemetry_poll'; cycle: number }
   /** `polled`: a repeat of a refused request the test polled on the wall clock (fenceDecisions): not held to. */
   | { kind: 'fence'; op: string; outcome: string; polled?: true; seen?: string }
@@ -122,16 +125,23 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
     return note.origin === ORIGIN_LEASE_EXPIRED && note.sent_ns !== undefined ? { kind: 'lease_expiry', cycle: note.cycle, index, note, renewal } : { kind: 'request', cycle: note.cycle, index, note, renewal };
   });
   const service = withService ? scan.service : [];
-  const reads = service.filter((n) => tOf(n) === 'status_read');
+  // How many leases the recorded service had let run out before each of its notes, in the recording's one
+  // order (scan.ts serviceAt; a scan made by hand: the requests of earlier cycles).
+  const expiredBefore = leaseExpiriesBefore(scan);
+  const reads = service.flatMap((n, i) => (tOf(n) === 'status_read' ? [{ n, expiries: expiredBefore(n, i) }] : []));
   // The service's clock a read showed (`now_ns`, format 3) is kept in the recording but not replayed: the
   // replaying service runs on the live host clock (docs/recording.md "Two clocks").
   // A read served before the core had published anything is noted with cycle 'none' (published -1): held
   // for at its arrival like any other, with no publication to force.
   // `seen`: how many of the core's outputs the recorded service had taken in when it served the read
   // (recordings made since 2026-11-28): the replay lets no later one through before the read is served.
-  const statusReads = reads.map((n) => {
+  // `expiries`: a read the recorded service served after it had let a lease run out showed the grant gone
+  // (its Status, the core's grant observation, a jog frame refused at the service after it); the live service
+  // serves it only once it has let as many run out (sims/service/replay-timing.ts statusTurn), which it does
+  // not before its own deadline (docs/recording.md "Two clocks").
+  const statusReads = reads.map(({ n, expiries }) => {
     const { cycle: c, seen } = n.data as { cycle?: unknown; seen?: unknown };
-    return { kind: 'status_read' as const, cycle: n.cycle, published: c === 'none' ? -1 : Number(c), ...(Number.isInteger(seen) ? { seen: seen as number } : {}) };
+    return { kind: 'status_read' as const, cycle: n.cycle, published: c === 'none' ? -1 : Number(c), ...(Number.isInteger(seen) ? { seen: seen as number } : {}), expiries };
   });
   const telemetryPolls = service.filter((n) => tOf(n) === 'telemetry_read').map((n) => ({ kind: 'telemetry_poll' as const, cycle: n.cycle }));
   const { opens: watchOpens, windows } = watchWindows(service);
@@ -175,6 +185,17 @@ export function readSyncPoints(scan: PacingScan, withService: boolean): SyncPoin
     steps: scan.header.clock === 'stepped' && scan.header.format >= 3 && scan.requests.some((n) => tOf(n) === 'step'),
     serviceLog: scan.header.format >= 2 && scan.requests.every((n) => n.sent_ns !== undefined),
   };
+}
+
+/**
+ * How many leases the recorded service had let run out before its `i`-th note `n`: the grant messages it sent
+ * because a lease ran out (origin lease_expired, one per expiry beside its cancel_home) among the requests
+ * written before the note (scan.ts serviceAt), or, in a scan without that order, among those of earlier cycles.
+ */
+function leaseExpiriesBefore(scan: PacingScan): (n: RecordingNote, i: number) => number {
+  const upTo: number[] = [0];
+  for (const r of scan.requests) upTo.push(upTo.at(-1)! + (r.origin === ORIGIN_LEASE_EXPIRED && tOf(r) === 'grant' ? 1 : 0));
+  return (n, i) => upTo[scan.serviceAt?.[i] ?? scan.requests.filter((r) => r.cycle < n.cycle).length]!;
 }
 
 /**

@@ -191,7 +191,7 @@ export class Authority {
     if (why !== 'released' && why !== 'expired') this.keepCache(g);
     if (eventType) this.hooks.event(eventType, g, { session: '' });
     this.hooks.nativeGrant(null, why);
-    this.timing.took('grant_ended');
+    this.timing.took('grant_ended', why);
   }
 
   /**
@@ -444,7 +444,7 @@ export class Authority {
       this.disarmExpiry();
       this.keepCache(g);
       this.hooks.event('grant_revoked', g, { session: '' });
-      this.timing.took('grant_ended');
+      this.timing.took('grant_ended', 'daemon_restarted');
     }
   }
 

@@ -27,6 +27,40 @@ function replayed(cued: boolean, ops: string[], outcomes: string[]) {
   return { t, lost };
 }
 
+test('a status read the recorded service served after letting a lease run out waits until the live service has let it run out too, even with its publication there; the reads before it do not wait', async () => {
+  vi.useFakeTimers();
+  const notes: unknown[] = [];
+  const link: TimingLink = { status: { cycle: 30n } as never, statusFrom: async () => true, pollTurn: async () => true, note: (d) => void notes.push(d) };
+  const t = new ReplayedTiming();
+  t.attach(link);
+  // suites/jog/jog.test.ts "lease lost during a jog ...": the third read came after the expiry, served from
+  // a publication older than it; the fourth after a second expiry.
+  t.cue({ tap: 'cue', clockNs: 1n, hostClock: true, fences: [], fenceOutcomes: [], statusReads: [10n, 20n, 28n, 30n], statusReadExpiries: [0, 0, 1, 2] });
+  expect(await t.turn('status_read')).toBeUndefined();
+  expect(await t.turn('status_read')).toBeUndefined();
+  let served = false;
+  void t.turn('status_read')!.then(() => (served = true));
+  await vi.advanceTimersByTimeAsync(500);
+  expect(served).toBe(false); // the live deadline lies ahead: the live service has not let the lease run out
+  t.took('grant_ended', 'released'); // another grant end
+  await vi.advanceTimersByTimeAsync(0);
+  expect(served).toBe(false);
+  t.took('grant_ended', 'expired');
+  await vi.advanceTimersByTimeAsync(0);
+  expect(served).toBe(true);
+  // a second expiry that never comes here: served after the replay bound, and the hold reported lost
+  let fourth = false;
+  void t.turn('status_read')!.then(() => (fourth = true));
+  await vi.advanceTimersByTimeAsync(REPLAY_WAIT_MS - 20);
+  expect(fourth).toBe(false);
+  await vi.advanceTimersByTimeAsync(40);
+  expect(fourth).toBe(true);
+  expect(notes).toEqual([{ t: 'hold_lost', kind: 'lease_expiry', detail: 'status read 4 after lease expiry 2' }]);
+  // the next incarnation's cue counts its own expiries from its start, and a recording without them holds nothing
+  t.cue({ tap: 'cue', clockNs: 1n, hostClock: true, fences: [], fenceOutcomes: [], statusReads: [5n] });
+  expect(await t.turn('status_read')).toBeUndefined();
+});
+
 test('a decision recorded as refused for a lease already gone waits until the live grant ends (the authority tells the timing), then goes on', async () => {
   vi.useFakeTimers();
   const { t, lost } = replayed(true, ['halt'], ['no_grant']);
@@ -37,11 +71,11 @@ test('a decision recorded as refused for a lease already gone waits until the li
   void turn!.then(() => (done = true));
   await vi.advanceTimersByTimeAsync(500);
   expect(done).toBe(false);
-  t.took('grant_ended'); // told on every grant end: the grant is still this session's, so the decision keeps waiting
+  t.took('grant_ended', 'superseded'); // told on every grant end: the grant is still this session's, so the decision keeps waiting
   await vi.advanceTimersByTimeAsync(0);
   expect(done).toBe(false);
   authority.current = null; // the pacer's expiry cue ended the grant
-  t.took('grant_ended');
+  t.took('grant_ended', 'expired');
   await vi.advanceTimersByTimeAsync(0); // no timer needed: the end itself lets the decision go on
   expect(done).toBe(true);
   expect(lost()).toEqual([]);
@@ -401,7 +435,7 @@ test('session end: a session the live service never ends is a lost hold of kind 
   const turn = t.turn('session_end', 'stop', 'S', 1n, live)!;
   let done = false;
   void turn.then(() => (done = true));
-  t.took('grant_ended'); // another grant's end: still holding
+  t.took('grant_ended', 'released'); // another grant's end: still holding
   await vi.advanceTimersByTimeAsync(REPLAY_WAIT_MS - 20);
   expect(done).toBe(false);
   await vi.advanceTimersByTimeAsync(40);

@@ -55,6 +55,13 @@ export class ReplayedTiming implements ServiceTiming, ServiceClock, DecisionLog 
   private statusReads: bigint[] = [];
   private statusReadsTaken = 0;
   /**
+   * For each recorded status read, how many leases the recorded service had let run out before it served it
+   * (the pacer's first cue, sims/replay/sync-points.ts), and how many this service has let run out since that
+   * cue (took 'grant_ended' with 'expired'): see statusTurn.
+   */
+  private statusReadExpiries: number[] = [];
+  private expiriesTaken = 0;
+  /**
    * The recording notes every read, one served before any publication too (its cycle -1 in statusReads):
    * each live read takes the next recorded one. Recordings before that noted only reads served from a
    * publication, and a live read before any publication is taken for such an unnoted one.
@@ -134,6 +141,7 @@ export class ReplayedTiming implements ServiceTiming, ServiceClock, DecisionLog 
         if (this.record || (this.cued && f[1] === true)) this.link?.note({ t: 'watch', stream: f[0], open: f[1] });
         return;
       case 'grant_ended':
+        if (f[0] === 'expired') this.expiriesTaken++;
         for (const look of [...this.expiryWaiters]) look();
         return;
     }
@@ -253,11 +261,48 @@ export class ReplayedTiming implements ServiceTiming, ServiceClock, DecisionLog 
     return this.statusReads[k];
   }
   private statusTurn(): Promise<unknown> | undefined {
+    const k = this.statusReadsTaken;
     const want = this.nextStatusReadCycle();
+    if (want === undefined || !this.link) return undefined;
+    const expiry = this.statusTaken(k) ? null : this.expiriesTurn(this.statusReadExpiries[k]!, k);
     // -1: the recorded read was served before the core had published anything: served now, as then.
-    if (want === undefined || want < 0n || !this.link) return undefined;
-    return this.link.statusFrom(want, STATUS_READ_WAIT_MS).then((came) => {
-      if (!came) this.holdLost('publication', `publication of cycle ${want}`);
+    if (want < 0n) return expiry ?? undefined;
+    const link = this.link;
+    const publication = () =>
+      link.statusFrom(want, STATUS_READ_WAIT_MS).then((came) => {
+        if (!came) this.holdLost('publication', `publication of cycle ${want}`);
+      });
+    return expiry ? expiry.then(publication) : publication();
+  }
+  /** Whether read `k` may be served as far as lease expiries go: this service let as many leases run out as the recorded one had. */
+  private statusTaken(k: number): boolean {
+    return k >= this.statusReadExpiries.length || this.expiriesTaken >= this.statusReadExpiries[k]!;
+  }
+  /**
+   * Read `k` was served by the recorded service after it had let `n` leases run out, and this service has
+   * let fewer run out: it waits until the next one runs out here (each grant end looks again), at most
+   * REPLAY_WAIT_MS, then goes on as a lost hold (kind lease_expiry). The recorded read showed the grant gone,
+   * and what the test does with it follows: suites/jog/jog.test.ts "lease lost during a jog ..." reads the
+   * core's grant observation after the expiry, sends one more jog frame the recorded service refused (its
+   * grant gone) and stops; a replay faster than its recording reached that read while the live deadline,
+   * which the live service keeps (docs/recording.md "Two clocks"), was still ahead, and the frame went on to
+   * the core held at the recorded expiry, an extra request (a divergence).
+   */
+  private expiriesTurn(n: number, k: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const look = () => {
+        if (this.expiriesTaken < n) return;
+        clearTimeout(timer);
+        this.expiryWaiters.delete(look);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.expiryWaiters.delete(look);
+        this.holdLost('lease_expiry', `status read ${k + 1} after lease expiry ${n}`);
+        resolve();
+      }, REPLAY_WAIT_MS);
+      timer.unref();
+      this.expiryWaiters.add(look);
     });
   }
   private statusRead(cycle: bigint | undefined, nowNs?: bigint): void {
@@ -296,6 +341,9 @@ export class ReplayedTiming implements ServiceTiming, ServiceClock, DecisionLog 
       this.commitOrder.load(m.commits ?? []);
       this.statusReads = [...(m.statusReads ?? [])];
       this.statusReadsTaken = 0;
+      // Counted from this incarnation's start, as its recording counts them.
+      this.statusReadExpiries = [...(m.statusReadExpiries ?? [])];
+      this.expiriesTaken = 0;
       this.allReads = m.statusReadsAll === true;
       this.coreWaits.load(m.coreWaits ?? []);
       this.leaseNotices = [...(m.leaseNotices ?? [])];

@@ -127,7 +127,8 @@ export interface Turns {
  * `cycle` showing the service's clock at `nowNs`, a telemetry poll served, the answer to a control or program
  * request, a stream opened or closed (a test watching the core over wall time: a replay runs flat out outside
  * them, sims/replay/modes.ts WatchedMode, and holds the core at an open until the live stream opens), and a
- * grant ended by the authority (a decision held for a session's end looks again).
+ * grant ended by the authority and why (authority.ts SessionEnd: a decision held for a session's end looks
+ * again; a status read held for a lease expiry counts it).
  */
 export interface Takens {
   fence: [op: string, outcome: string, seen?: string];
@@ -136,7 +137,7 @@ export interface Takens {
   telemetry_read: [];
   http_reply: [reply: { status: number; body: Record<string, unknown> }];
   watch: [stream: 'telemetry' | 'events', open: boolean];
-  grant_ended: [];
+  grant_ended: [why: string];
 }
 
 /**
