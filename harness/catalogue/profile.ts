@@ -21,6 +21,7 @@ export const PROFILE: readonly RuleEntry[] = [
   p('fence.table', 1, 'Fence checks', 'the fence refusal table: malformed token or zero generation control_session_stale, never issued fence, previous core daemon_restarted, expired/no_grant/stale by operation'),
   p('grant.stop_generation', 1, 'Grant generation and stop', 'stop advances the application generation; the stopping grant keeps its session until the drain ends'),
   p('grant.acquire_retry', 1, 'Idempotent acquire', 'an acquire retried with the same request_id and payload replays the original grant'),
+  p('grant.retry_cache_ended', 1, 'Grant generation and stop', 'a grant ended by a stop drain, a reset_fault retirement or a revocation keeps its retry cache (the 8 most recently ended sessions): the same request_id and payload replays the reply, a changed payload is request_id_conflict'),
   p('grant.acquire_check_order', 1, 'Envelope check order', 'acquire checks controller, requested lease, binding, then ownership'),
   p('data.zero_fields', 1, 'Reply envelope', 'data objects carry all their fields (zero and empty values included); only the envelope omits them'),
   p('describe.fields', 1, 'Describe and Status fields', 'Describe carries contract_version, simulated, binding, incarnations, link profile, lease ceiling and axis max_velocity'),
