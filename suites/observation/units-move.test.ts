@@ -26,16 +26,11 @@ import type { CycleCaptureRecordV2 } from '../../harness/oracle/telemetry.ts';
 import type { ControlClient } from '../../harness/clients/control.ts';
 import { firstAxisUnfit, machineOf } from '../../harness/machine.ts';
 import { covers, describe, expect, needsMotion, steppedCell, stepsItsCell, test } from '../../harness/fixture.ts';
+import type { AxisUnits as Axis } from './axis-units.ts';
 
 stepsItsCell();
 
 type Data = Record<string, any>;
-interface Axis {
-  id: string;
-  position_unit: string;
-  counts_per_unit: number;
-  sign: number | bigint;
-}
 
 const J1 = 1;
 const D = 0.04; // rad

@@ -12,14 +12,9 @@ import { eventCursor, eventsSince } from '../../harness/clients/events.ts';
 import { latestSequence, readBatch } from '../../harness/clients/telemetry.ts';
 import { covers, describe, expect, inProfile, test } from '../../harness/fixture.ts';
 import { unservedReason } from '../../harness/served.ts';
+import type { AxisUnits as Axis } from './axis-units.ts';
 
 type Data = Record<string, any>;
-interface Axis {
-  id: string;
-  position_unit: string;
-  counts_per_unit: number;
-  sign: number | bigint;
-}
 
 // Describe alone: any target, whatever its clock.
 test('Describe gives every axis a position unit of rad or m with its drive-count scale', covers('rule:transport.units'), ({ description }) => {
