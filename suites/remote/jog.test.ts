@@ -357,7 +357,14 @@ describe('upgrade', () => {
       const b = await beginInTime(bf, () => A.alice.fenced('begin_jog', s, bf));
       const jg = b.reply.handle!;
       expectPre(await refusedOpen(c, q(s, jg + 1n)), 409, 'jog_session_stale');
-      expect((await A.alice.fenced('end_jog', s, { jog_generation: jg })).status).toBe(200);
+      // The generation lives until its deadline, 200 ms of host time after the origin (document 1 part 3
+      // "Jog session"): an end_jog the harness sent after that finds it expired, which says nothing of the target.
+      const endSent = hostNs();
+      const ended = await A.alice.fenced('end_jog', s, { jog_generation: jg });
+      await hostBound(
+        { rule: 'document 1 part 3 "Jog session": the begin_jog deadline 200 ms after its origin', marginMs: 200, measured: () => ({ ms: Number(endSent - origin) / 1e6, what: 'from the begin_jog origin to the end_jog sent' }) },
+        async () => expect(ended.status, ended.reply.error).toBe(200),
+      );
       expectPre(await refusedOpen(c, q(s, jg)), 409, 'jog_session_stale'); // ended
       await release(A, s);
       // The grant released: the same query is now a stale control session.
