@@ -126,6 +126,24 @@ export interface UpgradeAnswer {
 }
 
 /**
+ * A lane the service refused before the upgrade, as RemoteJogSocket.open rejects with it: an Error, so a
+ * test that did not expect the refusal ends with its status and body in the message, never an empty one.
+ * The refusal is the target's answer: where the test needed the lane, that is a FAIL (harness/errors.ts
+ * verdictOfError), unless hostBound finds the harness too late for the rule.
+ */
+export class UpgradeRefused extends Error implements UpgradeAnswer {
+  readonly verdict = 'fail' as const;
+  constructor(
+    readonly status: number,
+    readonly contentType: string,
+    readonly body: string,
+  ) {
+    super(`the lane was refused before the upgrade: ${status} ${body.split('\n')[0]!.slice(0, 200)}`);
+    this.name = 'UpgradeRefused';
+  }
+}
+
+/**
  * One GET with the given headers on a fresh TLS connection, as written (no WebSocket library in between,
  * so a test can leave out or spoil any upgrade header). A 101 is reported and the socket closed.
  */
@@ -210,7 +228,7 @@ export class RemoteJogSocket {
     this.needsNs.push(hostNs());
   }
 
-  /** Connect; rejects with the pre-upgrade answer (an UpgradeAnswer) when there is no 101. */
+  /** Connect; rejects with the pre-upgrade answer (an UpgradeRefused) when there is no 101. */
   static open(c: RemoteCreds, q: RemoteJogQuery): Promise<RemoteJogSocket> {
     return new Promise((resolve, reject) => {
       const ws = new WebSocket(`wss://${c.host}:${c.port}${remoteJogPath(q)}`, { cert: c.cert, key: c.key, ca: c.ca, minVersion: 'TLSv1.3', perMessageDeflate: false });
@@ -218,7 +236,7 @@ export class RemoteJogSocket {
       ws.once('unexpected-response', (_req, res) => {
         const chunks: Buffer[] = [];
         res.on('data', (d: Buffer) => chunks.push(d));
-        res.on('end', () => reject({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? ''), body: Buffer.concat(chunks).toString('utf8') } satisfies UpgradeAnswer));
+        res.on('end', () => reject(new UpgradeRefused(res.statusCode ?? 0, String(res.headers['content-type'] ?? ''), Buffer.concat(chunks).toString('utf8'))));
       });
       ws.once('error', (e) => reject(e));
     });

@@ -47,3 +47,13 @@ test('a test a set-up hook kept from running is host-too-slow when the hook thre
   expect(hostTooSlowOf(undefined, [errorText(new Error('expected 409 to be 200'))])).toBeUndefined();
   expect(hostTooSlowOf('a renewal came late', [])).toBe('a renewal came late');
 });
+
+test('a thrown value that is not an Error, or an Error with no message, is shown by its own fields, never as an empty error', () => {
+  // vitest serializes a rejection with a plain object as that object's fields (no message, no stack).
+  expect(errorText({ status: 409, contentType: 'text/plain', body: 'jog_session_stale: the jog generation ended' } as never)).toBe(
+    'a thrown value with no message: {"status":409,"contentType":"text/plain","body":"jog_session_stale: the jog generation ended"}',
+  );
+  expect(errorText({ message: '', stack: '' })).toBe('(an error with no message)');
+  expect(errorText({ message: 'expected 409 to be 200', stack: '' })).toBe('expected 409 to be 200');
+  expect(errorText({ count: 12n } as never)).toBe('a thrown value with no message: {"count":"12n"}');
+});

@@ -415,11 +415,22 @@ function firstLine(s: string): string {
  * of the project's own code: the test's source line first, never allure-vitest's or vitest's frames.
  */
 export function errorText(e: { message?: string; name?: string; stack?: string; diff?: unknown } | SerializedError): string {
-  const message = String(e.message ?? '');
+  const message = String(e.message ?? '') || thrownValueText(e);
   const name = typeof e.name === 'string' && e.name && e.name !== 'Error' && !message.startsWith(`${e.name}:`) && !/^[A-Z][A-Z_]+: |^[a-z_]+: /.test(message) ? `${e.name}: ` : '';
   const frames = ownFrames(String(e.stack ?? ''));
   const diff = typeof e.diff === 'string' && e.diff.trim() ? `\n${stripAnsi(e.diff)}` : '';
   return [`${name}${message}${diff}`, ...frames].join('\n');
+}
+
+/**
+ * What a test threw that was not an Error (a rejection with a plain object, say), or an Error with an empty
+ * message: its own fields, so the record never shows an ERROR with nothing to read.
+ */
+function thrownValueText(e: object): string {
+  const own = Object.entries(e).filter(([k, v]) => !['message', 'name', 'stack', 'stacks', 'diff', 'expected', 'actual'].includes(k) && v !== undefined && typeof v !== 'function');
+  if (own.length === 0) return '(an error with no message)';
+  const text = JSON.stringify(Object.fromEntries(own), (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v));
+  return `a thrown value with no message: ${text.length > 500 ? `${text.slice(0, 500)}...` : text}`;
 }
 
 /** Stack frames in the project's own files (suites/, harness/, sims/, drivers/), at most four. */

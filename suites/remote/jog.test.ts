@@ -27,6 +27,7 @@ import {
   upgradeRequest,
   type RemoteCreds,
   type UpgradeAnswer,
+  UpgradeRefused,
 } from '../../harness/clients/jog.ts';
 import { latestSequence, recordsSince } from '../../harness/clients/telemetry.ts';
 import { LINK_DEFAULTS, machineOf } from '../../harness/machine.ts';
@@ -289,7 +290,7 @@ async function refusedOpen(c: RemoteCreds, query: Parameters<typeof RemoteJogSoc
     const s = await openLane(c, query);
     await s.close();
   } catch (e) {
-    if (typeof e === 'object' && e !== null && 'status' in e) return e as UpgradeAnswer;
+    if (e instanceof UpgradeRefused) return e;
     throw e;
   }
   throw new Error('the upgrade succeeded where it must be refused');
@@ -499,12 +500,27 @@ describe('setup exchange and frames', () => {
       const bf = { axis_mask: 1 << J1, source_origin_host_ns: origin, deadline_host_ns: origin + 200_000_000n, clock_incarnation: clock.incarnation };
       const b = await beginInTime(bf, () => l.alice.fenced('begin_jog', s, bf));
       const jg = b.reply.handle!;
-      const ws = await openLane(l.aliceCreds, q(s, jg));
-      await ws.ping(); // ping is answered with pong
-      const g0 = await readJogIngress(l.localClient);
-      await ws.sendBinary(frame(l, s, jg, 1n, velocities(l, J1, 0.1), hostNs()));
-      const g = await remoteReceived(l.localClient, (g0.remote_received as bigint) + 1n);
-      expect(g.accepted).toBe((g0.accepted as bigint) + 1n);
+      // The generation takes its first input only until the producer deadline (docs/profile.md begin_jog:
+      // the first input deadline, never extended): a lane the harness opened, or a first frame it sent, after
+      // that finds the generation ended, which says nothing of the target. Before it, a refusal stands.
+      let firstSent: bigint | undefined;
+      const { ws, g0 } = await hostBound(
+        {
+          rule: 'document 1 part 3 "Jog session": the first input before the producer deadline, 200 ms after its origin',
+          marginMs: 200,
+          measured: () => ({ ms: Number((firstSent ?? hostNs()) - origin) / 1e6, what: firstSent === undefined ? 'from the begin_jog origin to the failure, no frame sent' : 'from the begin_jog origin to the first frame sent' }),
+        },
+        async () => {
+          const ws = await openLane(l.aliceCreds, q(s, jg));
+          await ws.ping(); // ping is answered with pong
+          const g0 = await readJogIngress(l.localClient);
+          firstSent = hostNs();
+          await ws.sendBinary(frame(l, s, jg, 1n, velocities(l, J1, 0.1), firstSent));
+          const g = await remoteReceived(l.localClient, (g0.remote_received as bigint) + 1n);
+          expect(g.accepted).toBe((g0.accepted as bigint) + 1n);
+          return { ws, g0 };
+        },
+      );
       // 4096 bytes is within the frame bound (ws keeps the connection); the lane refuses its length.
       await ws.sendBinary(Buffer.concat([frame(l, s, jg, 2n, velocities(l, J1, 0.1), hostNs()), Buffer.alloc(4096 - 80 - 8 * l.axes.length)]));
       const g2 = await remoteReceived(l.localClient, (g0.remote_received as bigint) + 2n);
