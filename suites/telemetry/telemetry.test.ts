@@ -17,7 +17,7 @@ import {
   RECORD_LAYOUT_DIGEST,
   type CycleCaptureRecordV2,
 } from '../../harness/oracle/telemetry.ts';
-import { covers, describe, expect, test } from '../../harness/fixture.ts';
+import { covers, describe, expect, steppedCell, test } from '../../harness/fixture.ts';
 
 const HEX32 = /^[0-9a-f]{32}$/;
 const U64_MAX = (1n << 64n) - 1n;
@@ -234,13 +234,22 @@ describe('encoding and limits', () => {
   test(
     'a batch holds at most 4096 records (22085944 bytes) however far behind the cursor is',
     covers('limit:telemetry_batch_records', 'limit:telemetry_batch_bytes', 'layout:telemetry_header:record_count'),
-    async ({ client, description }) => {
-      // Wait until more than 4096 records exist (about 4.1 s at a 1 ms cycle).
+    async ({ client: own, description: ownDescription, cell, drive, op, target, variant, skip }) => {
+      // More than 4096 records must exist: 4.1 s of cycles at 1 ms, 41 s at the longest cycle document 3
+      // allows (10 ms). A cell on the stepped clock (the sim target's variant) runs them as fast as the host
+      // steps it; any other cell is waited for in its own real time.
+      const stepped = await steppedCell({ cell, client: own, description: ownDescription, drive, op, target, skip }, variant);
+      const x = 'x' in stepped ? stepped.x : undefined;
+      const client = x?.client ?? own;
+      const description = x?.description ?? ownDescription;
       const cycleMs = Number(description.cycle_ns as bigint) / 1e6;
       let newest = await latestSequence(client);
       const deadline = Date.now() + 4200 * cycleMs + 40_000; // a loaded machine runs cycles late: a safety bound, not a timing check
       while (newest <= 4096n && Date.now() < deadline) {
-        await sleep(Math.max(50, Number(4097n - newest) * cycleMs));
+        const ms = Math.max(50, Number(4097n - newest) * cycleMs);
+        // On the stepped clock, the 200 records the cursor below keeps behind the newest too.
+        if (x?.drive.stepped) await x.drive.elapse(ms + 250 * cycleMs);
+        else await sleep(ms);
         newest = await latestSequence(client);
       }
       // Far behind, but inside what the ring still holds: a fresh stack has not filled its ring, but a
