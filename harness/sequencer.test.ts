@@ -25,14 +25,14 @@ test('quiet files first, then jog, then the rest heaviest first (unknown files i
     spec('suites/events/other.test.ts'),
     spec('suites/jog/jog.test.ts'),
     spec('suites/planner/cancel.test.ts'),
-    spec('suites/remote/timeouts.test.ts'),
+    spec('suites/olp/execution.test.ts'),
     spec('suites/observation/keepalive.test.ts'),
   ];
   expect(longestFirst(files).map((s) => s.moduleId.slice(ROOT.length + 1))).toEqual([
     'suites/observation/keepalive.test.ts',
     'suites/telemetry/busy.test.ts',
     'suites/jog/jog.test.ts',
-    'suites/remote/timeouts.test.ts',
+    'suites/olp/execution.test.ts',
     'suites/planner/cancel.test.ts',
     'suites/grant/grant.test.ts',
     'suites/events/other.test.ts',

@@ -7,6 +7,7 @@
 import { request, type IncomingHttpHeaders } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { gunzipSync } from 'node:zlib';
+import { HarnessError } from '../errors.ts';
 
 export interface RawReply {
   status: number;
@@ -97,10 +98,12 @@ export function keptReply(socket: Socket, path: string, host: string, ms = 10_00
   const closed = new Promise<number>((r) => socket.once('close', () => r(performance.now())));
   socket.on('error', () => undefined);
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`keptReply: no whole reply to GET ${path} within ${ms} ms`)), ms);
+    // The target's doing either way (a request it accepted and left unanswered: HIL_ERR_TRANSPORT, a fail),
+    // unless the test finds the host too slow for it (hostBound).
+    const timer = setTimeout(() => reject(new HarnessError('HIL_ERR_TRANSPORT', `keptReply: no whole reply to GET ${path} within ${ms} ms`)), ms);
     void closed.then(() => {
       clearTimeout(timer);
-      reject(new Error(`keptReply: the connection ended before the reply to GET ${path} was whole`));
+      reject(new HarnessError('HIL_ERR_TRANSPORT', `keptReply: the connection ended before the reply to GET ${path} was whole`));
     });
     const k = { sent: performance.now(), closed, extra: () => received - replyBytes };
     socket.on('data', (d: Buffer) => {

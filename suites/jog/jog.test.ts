@@ -502,9 +502,11 @@ describe('begin_jog, end_jog and the jog generation', () => {
         // repeats keep it so (no frame is needed on the stepped clock, where nothing runs between steps).
         const pendant = keepFresh(st, s, jg);
         try {
+          // The two cycles first: the generation's first input deadline (200 ms after its origin) is host
+          // time on the stepped clock too, and a read before the step was time the deadline ran on.
+          await st.step(2);
           const obs = await readJog(st.client);
           expect(obs).toMatchObject({ JogGeneration: jg, SessionOpen: 1n, AxisMask: 1n, Mode: 1n });
-          await st.step(2);
           const rec = (await recordsSince(st.client, (await latestSequence(st.client)) - 1n)).at(-1)!;
           expect(rec).toMatchObject({ jog_generation: jg, jog_session_open: 1, jog_axis_mask: 1, active_mode: 3 });
           for (const bad of [0n, jg + 1n]) {

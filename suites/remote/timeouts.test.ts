@@ -96,11 +96,24 @@ async function stallAfter(stack: RemoteStack, bytes: string): Promise<{ openAt: 
   };
 }
 
+/**
+ * A request written whole at once, answered: a listener owes it a reply however short its header bound.
+ * One that closed instead, or did not answer within 10 s, while it (a process this harness started on this
+ * host) or the harness had not run for half the LAN header bound (2 s, part 8) is the host's: its header
+ * timer may have fired before it read the bytes already waiting (ERROR HIL_ERR_HOST_TOO_SLOW with the
+ * figures, never FAIL).
+ */
+function answered<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  return hostBound({ rule: `document 1 part 8 "Remote HTTP timeouts": ${what} answered, the headers sent whole at once`, marginMs: 1_000, targetOnHost: true }, fn);
+}
+
 /** A connection on `stack` that completed one request and now sits idle (the 90 s idle bound applies). */
 async function idleAfterRequest(stack: RemoteStack): Promise<Conn> {
   const conn = await connectTo(stack);
-  conn.socket.write(`GET /v1/status HTTP/1.1\r\n${hostOf(stack)}\r\n`);
-  expect(await headersAfter(conn, 0)).toMatch(/^HTTP\/1\.1 200 /);
+  await answered('GET /v1/status', async () => {
+    conn.socket.write(`GET /v1/status HTTP/1.1\r\n${hostOf(stack)}\r\n`);
+    expect(await headersAfter(conn, 0)).toMatch(/^HTTP\/1\.1 200 /);
+  });
   return conn;
 }
 
@@ -283,8 +296,11 @@ async function fullBatch(stack: RemoteStack): Promise<void> {
       await once(socket, 'secureConnect');
       try {
         // Judged as the local socket's (harness/idle-close.ts).
-        const k = await keptReply(socket, '/v1/status', `${stack.host}:${stack.port}`);
-        expect(k.reply.status).toBe(200);
+        const k = await answered('GET /v1/status', async () => {
+          const k = await keptReply(socket, '/v1/status', `${stack.host}:${stack.port}`);
+          expect(k.reply.status).toBe(200);
+          return k;
+        });
         await expectIdleClose(k, 'remote_idle_timeout_s');
       } finally {
         socket.destroy();
