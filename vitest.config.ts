@@ -29,7 +29,7 @@ import { TIER_UP_ARGS } from './harness/targets/reference.ts';
 // keeps the order of every request to the service plain to read in a transcript.
 const SHARED_TARGET = isShared(process.env.HIL_TARGET ?? 'sim');
 // The figure fits the host: from its cores and its load when the run starts (harness/sequencer.ts
-// workersForHost: 6 on this 2-core machine when it is idle, fewer when it is busy). HIL_WORKERS (hil run
+// workersForHost: 4 on this 2-core machine when it is idle, fewer when it is busy). HIL_WORKERS (hil run
 // --workers N) overrides it.
 const WORKERS = SHARED_TARGET ? 1 : workersFromEnv(process.env.HIL_WORKERS, workersForHost(availableParallelism(), loadavg()[0]!));
 

@@ -124,16 +124,19 @@ export default class LongestFirst extends BaseSequencer {
 }
 
 /**
- * How many workers a conformance run gets on this host (README "Verdicts": the run fits its host). Three
- * per core on an idle host: the files mostly wait for documented timeouts, and 6 workers on the 2-core
- * machine the durations above were measured on overlap those waits. A host already busy (the 1-minute
+ * How many workers a conformance run gets on this host (README "Verdicts": the run fits its host). Two
+ * per core on an idle host. Three per core overlapped the files' waits for documented timeouts when most
+ * files waited; since most of the suites step their cores, a whole run is bound by its CPU, and workers past
+ * two per core only add CPU: on the 2-core machine, whole runs in one hour (2026-12-01, a slow spell) took
+ * 110-113 s wall and 215-221 core-seconds with 6 workers, 99.5 s and 179 with 4, 96-103 s and 150-164 with
+ * 3 (a core idle in the waits at the start), 124 s with 2. A host already busy (the 1-minute
  * load average when the run starts, other people's work included) gets fewer, in proportion to what is left
  * of its cores, down to a third of that: every worker more than the host can run makes the harness late for
  * its own renewals and frames. Never fewer than 2 (the quiet files need a worker beside the rest).
  * `hil run --workers N` (HIL_WORKERS) overrides it.
  */
 export function workersForHost(cores: number, load1: number): number {
-  const idle = 3 * Math.max(1, cores);
+  const idle = 2 * Math.max(1, cores);
   const left = Math.max(1 / 3, 1 - Math.max(0, load1) / (2 * Math.max(1, cores)));
   return Math.max(2, Math.min(idle, Math.round(idle * left)));
 }
