@@ -3,8 +3,11 @@
 // (number.ts digitsToFloat; the decoder's int64 and uint32 fields read the same digits). The decoder
 // (decoder.ts) keeps one token and reads its fields after each scan.
 
-import { Ch as B } from '../../json.ts';
+import { Ch } from '../../json.ts';
 import { digitsToFloat } from './number.ts';
+
+// Bound once (sims/json.ts Ch): an imported binding read in a hot loop costs a getter call per read when run from source.
+const B = Ch;
 
 /** Buffer#latin1Slice (not in the type declarations): the fastest way to a short ASCII string. */
 export function latin1Slice(b: Buffer, s: number, e: number): string {

@@ -5,7 +5,10 @@
 
 import { latin1Slice } from './number-token.ts';
 // B: the JSON grammar's bytes, sims/json.ts `Ch` (one table for both decoders).
-import { Ch as B, decodeJson, JsonDecodeError, type JsonValue } from '../../json.ts';
+import { Ch, decodeJson, JsonDecodeError, type JsonValue } from '../../json.ts';
+
+// Bound once (sims/json.ts Ch): an imported binding read in a hot loop costs a getter call per read when run from source.
+const B = Ch;
 
 export { B };
 
