@@ -463,7 +463,7 @@ describe('setup exchange and frames', () => {
       // Frames get no reply. The lane's own idle rejection may be in already: input stopped with the fifth
       // frame, and the reads since took what time they took.
       const early = ws.pending();
-      const isIdle = (m: ReturnType<RemoteJogSocket["pending"]>[number]): boolean => m.type === 'rejected' && m.reason === 'jog_stream_idle';
+      const isIdle = (m: ReturnType<RemoteJogSocket['pending']>[number]): boolean => m.type === 'rejected' && m.reason === 'jog_stream_idle';
       expect(early.filter((m) => !isIdle(m))).toEqual([]);
 
       // Input stops arriving: within the input-age ceiling the receiver says why and closes; the jog ends.
