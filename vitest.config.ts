@@ -78,8 +78,9 @@ export default defineConfig({
           ...(PER_TEST_STACKS || SHARED_TARGET ? { maxConcurrency: 1 } : {}),
           globalSetup: ['harness/targets/prebuild-setup.ts'],
           setupFiles: ['harness/worker-lifeline.ts', 'harness/nice.ts', 'harness/targets/warm-setup.ts', 'harness/bigint-json.ts', 'harness/evidence-setup.ts'],
-          // Each file's own value, or on a replayed run the worker's (harness/priority.ts niceSpec says why).
-          env: { HIL_NICE: niceSpec() },
+          // Each file's own value, or on a replayed run and a shared target the worker's (harness/priority.ts
+          // niceSpec says why).
+          env: { HIL_NICE: niceSpec(process.env, SHARED_TARGET) },
           isolate: false,
           // V8's tier-up budget of a simulated run's stacks (harness/targets/reference.ts TIER_UP_ARGS says why).
           // HIL_WORKER_CPU_PROF=DIR: each worker writes a V8 CPU profile there when it exits (bench/worker-profile.ts reads them).

@@ -27,6 +27,7 @@ export const HARNESS_CODES = {
   HIL_ERR_TEST_CHANNEL: 'error', // the reference stack's private test channel refused (harness side)
   HIL_ERR_TARGET_UNSUPPORTED: 'error', // the target cannot do this at all (a replay cannot restart its core)
   HIL_ERR_TARGET_NOT_SETTLED: 'error', // a shared target could not be brought back to idle after a test (harness/targets/shared.ts)
+  HIL_ERR_BENCH_BOX: 'error', // a rig's bench box opened the E-stop chain although the harness kept its heartbeat (harness/targets/rig.ts)
   // Recorded replay (harness/targets/recorder.ts, docs/recording.md)
   HIL_ERR_REPLAY_MISSING: 'error', // no recordings directory, or no recording where one was required
   HIL_ERR_REPLAY_STALE: 'error', // the recording was made for another machine digest (both named): re-record

@@ -13,6 +13,7 @@ import { driverOf, type CellDriver } from './clients/stepped.ts';
 import type { CheckedReply } from './oracle/reply.ts';
 import { epochNow, keptLoss, startKeeper } from './clients/keeper.ts';
 import { waitStatus } from './clients/status.ts';
+import { hostMayStallBus, simulatesBusHere } from './clients/bus-stalls.ts';
 import { hostBusStall } from './clients/host-stall.ts';
 import { liveTargets } from './targets/live.ts';
 import type { ControlClient } from './clients/control.ts';
@@ -68,6 +69,8 @@ const RUN_DIR = process.env.HIL_RUN_DIR ?? join(process.cwd(), 'reports', '.run'
 
 /** The file's targets this worker has opened (a shared target is settled after every test that may have used it). */
 const openTargets = new Set<Target>();
+/** The file's target while any of its test APIs' file fixtures holds it (the target fixture). */
+const fileTargets = new Map<string, { target: Promise<Target>; users: number }>();
 
 /** The test files that declared cycleFree() (absolute paths: a worker runs many files in one module graph). */
 const cycleFreeFiles = new Set<string>();
@@ -147,13 +150,33 @@ export const test = base.extend<{
   ],
   target: [
     async ({}, use) => {
-      const target = await openTarget(process.env, cycleFreeFiles.has(currentFile()) ? { fileClock: 'stepped' } : {});
+      // One target a file, whichever test API its tests use: vitest sets a file-scoped fixture up once for
+      // each (test, recoveringTest), and two targets were two stacks, a recorded test's recording made on
+      // one while its requests went to the other (its replay then never saw them).
+      const file = currentFile();
+      let entry = fileTargets.get(file);
+      if (!entry) {
+        entry = { target: openTarget(process.env, cycleFreeFiles.has(file) ? { fileClock: 'stepped' } : {}), users: 0 };
+        fileTargets.set(file, entry);
+      }
+      const shared = entry;
+      shared.users++;
+      let target: Target;
+      try {
+        target = await shared.target;
+      } catch (e) {
+        if (--shared.users === 0) fileTargets.delete(file);
+        throw e;
+      }
       openTargets.add(target);
       try {
         await use(target);
       } finally {
-        openTargets.delete(target);
-        await target.close();
+        if (--shared.users === 0) {
+          fileTargets.delete(file);
+          openTargets.delete(target);
+          await target.close();
+        }
       }
     },
     { scope: 'file' },
@@ -161,10 +184,7 @@ export const test = base.extend<{
   description: [
     async ({ target }, use) => {
       const c = target.client();
-      const r = await c.describe();
-      if (r.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `describe answered ${r.status} ${r.reply.error}`, { detail: { status: r.status, label: r.label } });
-      // Describe's binding, or the run's where Describe reports none (harness/targets/binding.ts).
-      const d = withBinding(r.reply.data as Record<string, unknown>) as unknown as Description;
+      const d = await describeOf(c);
       // A stack just started publishes its first status after its first cycle, which on a cell of a long
       // cycle (10 ms) can come after a test's first status read; a real-time cell is given that cycle
       // before its first test (bounded: a target whose core never publishes meets its tests as it is). A
@@ -216,7 +236,7 @@ export const test = base.extend<{
     await use(driverOf(target, client, description));
   },
   op: async ({ cell, drive }: { cell: Cell; drive: CellDriver }, use: (op: Op) => Promise<void>) => {
-    await use((operation, s, fields) => drive.answer(cell.fenced(operation, s, fields), 5));
+    await use(opOf(cell, drive));
   },
   // Independent of the file's `target`, so a file of variant tests starts no stack it does not use.
   variant: async ({ skip, onTestFailed }, use) => {
@@ -247,6 +267,13 @@ export const test = base.extend<{
         const loss = await keptLoss(startedEpoch);
         if (loss && !loss.target) t.meta.hostTooSlow = loss.text;
         else if (loss) process.stderr.write(`${t.fullName}: ${loss.text}\n`);
+        // A rig whose bench box opened the E-stop chain under the test: the harness's heartbeat lapsed, or
+        // the box failed; either way not the cell (harness/targets/rig.ts benchLoss).
+        for (const target of liveTargets()) {
+          const bench = target.benchLoss?.(started);
+          if (bench?.hostTooSlow !== undefined) t.meta.hostTooSlow ??= bench.hostTooSlow;
+          else if (bench?.equipment !== undefined && t.meta.hostTooSlow === undefined) t.meta.equipmentLoss = bench.equipment;
+        }
         // A cell faulted by its simulated bus or core stalling on this host, whichever open stack the test
         // used (the file's, a variant, a file's shared variant: harness/clients/bus-stalls.ts).
         for (const target of liveTargets()) {
@@ -287,11 +314,25 @@ export const test = base.extend<{
  * failed, the cell's events, what the run injected and the harness's own stalls (harness/clients/bus-stalls.ts).
  */
 async function busStallOf(target: Target, startNs: bigint): Promise<string | undefined> {
-  // Only a bus simulated on this host: the sim target's, or a rig rehearsal's fake master. A real rig's bus
-  // is the target's own, and its stalls are the target's.
-  const simulatedBus = target.name === 'sim' || (target.name === 'rig' && target.driver === 'ethercat-fake');
-  if (!simulatedBus || !(await sharesClock(target))) return undefined;
-  return hostBusStall(target.client(), startNs, target.injections ?? []);
+  if (!simulatesBusHere(target)) return undefined; // asks the target nothing (a replay must not be asked)
+  const judged = hostMayStallBus({ name: target.name, driver: target.driver, sharesHostClock: await sharesClock(target), clock: await describedClock(target) });
+  return judged ? hostBusStall(target.client(), startNs, target.injections ?? []) : undefined;
+}
+
+const describedClocks = new WeakMap<Target, unknown>();
+
+/** The target's Describe clock ("realtime", "stepped", ...), read once per target; undefined when unreadable. */
+async function describedClock(target: Target): Promise<unknown> {
+  if (describedClocks.has(target)) return describedClocks.get(target);
+  let clock: unknown;
+  try {
+    const r = await target.client().describe();
+    clock = (r.reply.data as { clock?: unknown } | undefined)?.clock;
+  } catch {
+    clock = undefined;
+  }
+  describedClocks.set(target, clock);
+  return clock;
 }
 
 const clockShared = new WeakMap<Target, boolean>();
@@ -378,13 +419,22 @@ export async function steppedCell(x: CellFixtures, variant: VariantOf): Promise<
   if (cannot !== undefined) return { cannot };
   const target = await variant({ clock: 'stepped' });
   const client = target.client();
-  const r = await client.describe();
-  if (r.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `describe answered ${r.status} ${r.reply.error}`, { detail: { status: r.status, label: r.label } });
-  const description = withBinding(r.reply.data as Record<string, unknown>) as unknown as Description;
+  const description = await describeOf(client);
   const drive = driverOf(target, client, description);
   const cell = new Cell(client, description.binding, false, drive);
-  const op: Op = (operation, s, fields) => drive.answer(cell.fenced(operation, s, fields), 5);
-  return { x: { cell, client, description, drive, op, target, skip: x.skip } };
+  return { x: { cell, client, description, drive, op: opOf(cell, drive), target, skip: x.skip } };
+}
+
+/** The target's Describe, with its binding or the run's where Describe reports none (harness/targets/binding.ts). */
+async function describeOf(client: ControlClient): Promise<Description> {
+  const r = await client.describe();
+  if (r.status !== 200) throw new HarnessError('HIL_ERR_TARGET_REFUSED', `describe answered ${r.status} ${r.reply.error}`, { detail: { status: r.status, label: r.label } });
+  return withBinding(r.reply.data as Record<string, unknown>) as unknown as Description;
+}
+
+/** An operation fenced by the cell's session and answered through its driver (a stepped one steps for it). */
+function opOf(cell: Cell, drive: CellDriver): Op {
+  return (operation, s, fields) => drive.answer(cell.fenced(operation, s, fields), 5);
 }
 
 /** A variant that the tests of one describe block share (see sharedVariant). */

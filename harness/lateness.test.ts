@@ -235,6 +235,15 @@ test('coreLate: the target\'s own record of a late core counts only while a targ
   expect(lateness.targetOnHost()).toBe(false);
   const own = await hostBound({ rule, marginMs: 0.5, stalls: 'none', coreLate: late }, async () => failing()).catch((x: unknown) => x);
   expect((own as HarnessError).code).toBe('HIL_ERR_TARGET_REFUSED');
+  // An open target with no process here (an external service whose process was not named) is watched in
+  // vain: still not on this host, its core's lateness still its own.
+  const unknown = lateness.watch(() => undefined);
+  try {
+    expect(lateness.targetOnHost()).toBe(false);
+    expect(((await hostBound({ rule, marginMs: 0.5, stalls: 'none', coreLate: late }, async () => failing()).catch((x: unknown) => x)) as HarnessError).code).toBe('HIL_ERR_TARGET_REFUSED');
+  } finally {
+    unknown();
+  }
   const unwatch = lateness.watch(() => process.pid);
   try {
     expect(lateness.targetOnHost()).toBe(process.platform === 'linux');

@@ -26,6 +26,12 @@ declare module '@vitest/runner' {
      * (harness/report/verdict.ts testStateOf).
      */
     hostTooSlow?: string;
+    /**
+     * The harness's own equipment failed under the test (a rig's bench box opened the E-stop chain although
+     * the harness had kept its heartbeat, harness/targets/rig.ts benchLoss): what. A test that failed with
+     * it ends in ERROR HIL_ERR_BENCH_BOX.
+     */
+    equipmentLoss?: string;
     /** The harness's event-loop lateness while the test ran (harness/fixture.ts). */
     lateness?: { p99_ms: number; max_ms: number };
   }
@@ -73,9 +79,14 @@ class LatenessMonitor {
     return worst;
   }
 
-  /** Whether a target process this harness started on this host is watched (the sim target's stack). */
+  /**
+   * Whether a target process on this host is watched (the sim target's stack, an external service named with
+   * its process ids): an open target with no process here (an external service of unknown process, a
+   * replay's) is registered too, and does not count.
+   */
   targetOnHost(): boolean {
-    return this.watched.size > 0;
+    for (const w of this.watched) if (w.onHost()) return true;
+    return false;
   }
 
   start(): void {
@@ -137,6 +148,16 @@ class RunQueueWait {
   private n = 0;
 
   constructor(private readonly pidOf: () => number | undefined) {}
+
+  /** The watched target names a process now. */
+  onHost(): boolean {
+    try {
+      const pid = this.pidOf();
+      return pid !== undefined && pid > 0;
+    } catch {
+      return false;
+    }
+  }
 
   /** The schedstat file open for `fdPid` (reread in place at every sample: no open and close each 10 ms). */
   private fd = -1;

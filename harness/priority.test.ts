@@ -24,10 +24,12 @@ function inChild(body: string[], nice = 0): unknown {
   return JSON.parse(c.stdout.trim().split('\n').at(-1)!);
 }
 
-test('each file its own value on live runs, recorded ones included; a replayed run every file at the worker\'s', () => {
+test('each file its own value on live runs, recorded ones included; a replayed run and a shared target every file at the worker\'s', () => {
   expect(niceSpec({})).toBe('file');
   expect(niceSpec({ HIL_RECORD_DIR: '/tmp/rec' })).toBe('file');
   expect(niceSpec({ HIL_RECORDINGS: '/tmp/rec' })).toBe('0');
+  expect(niceSpec({}, true)).toBe('0');
+  expect(niceSpec({}, false)).toBe('file');
 });
 
 test.skipIf(process.platform !== 'linux')('takeNice moves the calling thread to the wanted value, never below the one the process started at; going back up without privilege is refused and said', () => {

@@ -42,14 +42,19 @@ export const BUSY_NICE = 10;
 
 /**
  * What the conformance workers' HIL_NICE is (harness/nice.ts): each file its own value (`file`), except on a
- * replayed run (HIL_RECORDINGS), where every file runs at the worker's value. The values above keep live
- * cores and live clocks in time beside busy files; a replayed test's outcomes come from its recording (the
- * core follows the recorded frames and is held at each recorded read, docs/recording.md), so there they
- * would only put the whole replay behind everything else on the host: with one busy loop beside it, a
- * replay at nice 10 ran at 0.9-1.6x the recorded speed, at the worker's value 2.0-2.4x.
+ * replayed run (HIL_RECORDINGS) and on a shared target (`sharedTarget`: external, rig), where every file runs
+ * at the worker's value. The values above keep live cores and live clocks in time beside busy files run
+ * side by side. A replayed test's outcomes come from its recording (the core follows the recorded frames and
+ * is held at each recorded read, docs/recording.md), so there they would only put the whole replay behind
+ * everything else on the host: with one busy loop beside it, a replay at nice 10 ran at 0.9-1.6x the
+ * recorded speed, at the worker's value 2.0-2.4x. A shared target runs one file at a time, with no busy
+ * file beside it to make room for: at nice 10 its one worker (the jog frames, the requests it times, and then
+ * the bench box's heartbeat, since moved to a thread of its own) only lost the host to everything else on it:
+ * beside three busy loops its event loop ran 1.2-1.5 s late at the 99th percentile, and the box's 500 ms
+ * heartbeat watchdog opened the E-stop chain.
  */
-export function niceSpec(env: NodeJS.ProcessEnv = process.env): string {
-  return env.HIL_RECORDINGS ? '0' : 'file';
+export function niceSpec(env: NodeJS.ProcessEnv = process.env, sharedTarget = false): string {
+  return env.HIL_RECORDINGS || sharedTarget ? '0' : 'file';
 }
 
 /** The nice value a conformance file (its path from the checkout's root, `/`-separated) runs at. */
@@ -91,6 +96,26 @@ export function takeNice(wanted: number): NiceTaken {
   if (from === to) return { from, nice: from };
   try {
     setPriority(to);
+    return { from, nice: niceNow() };
+  } catch (e) {
+    return { from, nice: niceNow(), error: errorCode(e) };
+  }
+}
+
+/**
+ * Raise the calling thread to `wanted` when it runs niced above it, for a thread that keeps time for the
+ * test's thread and must not wait behind the busy files beside it (the bench box's heartbeat thread,
+ * harness/benchbox/thread-worker.ts; the grant keeper does the same in harness/clients/keeper-worker.mjs). A
+ * thread starts at its creator's value; raising it needs privilege (EACCES without it: the thread stays where
+ * it was and `error` says why). Never lowers. Only where a nice value is a thread's own (Linux): elsewhere
+ * pid 0 is the whole process, which this must not raise.
+ */
+export function raiseThreadNice(wanted: number): NiceTaken {
+  const from = niceNow();
+  if (process.platform !== 'linux') return { from, nice: from, error: 'no per-thread priority on this platform' };
+  if (from <= wanted) return { from, nice: from };
+  try {
+    setPriority(wanted);
     return { from, nice: niceNow() };
   } catch (e) {
     return { from, nice: niceNow(), error: errorCode(e) };

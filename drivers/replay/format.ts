@@ -184,6 +184,14 @@ export interface RecordingHeader {
   /** Format 2: the core's clock mode when recorded (realtime: the core's time was the host clock). */
   clock?: string;
   /**
+   * On the real-time clock: the clock's origin (host ns, decimal), from which its schedule runs one cycle_ns
+   * after another (sims/core/clock.ts RealTimeClock). With the frame times it gives every cycle's scheduled
+   * time, which the core's decisions use beside its wake time (a Start's plan time counts from the scheduled
+   * time of its cycle): a replay rebuilds it (RecordedClock). Absent in recordings made before (2026-12-01):
+   * their replay counts every cycle as on time.
+   */
+  clock_origin_ns?: string;
+  /**
    * Format 3: every frame carries the host time the core read in that cycle (lease, jog and hold deadlines
    * are judged on it), because the core's own time was not the host's (a stepped or fast clock).
    */

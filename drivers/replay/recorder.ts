@@ -18,6 +18,8 @@ export class RecordingDriver implements BusDriver {
   hostTime?: () => bigint;
   /** When the first frame would have been (CoreHost sets it): the t0 of a recording closed before any frame. */
   firstFrameNs?: () => bigint;
+  /** The real-time clock's origin (CoreHost sets it; the clock exists by the time the bus opens): the header's clock_origin_ns. */
+  clockOrigin?: () => bigint;
 
   constructor(
     readonly inner: BusDriver,
@@ -48,6 +50,7 @@ export class RecordingDriver implements BusDriver {
       cycle_ns: setup.cycleNs.toString(),
       setup_sha256: setupDigest(setup),
       ...this.meta,
+      ...(this.meta.clock === 'realtime' && this.clockOrigin ? { clock_origin_ns: this.clockOrigin().toString() } : {}),
       ...(identity ? { identity } : {}),
       // What bring-up found before the first frame (a drive whose PDO mapping differs): replay reports it.
       ...(startup.mappingMismatchMask ? { mapping_mismatch_mask: startup.mappingMismatchMask } : {}),

@@ -40,6 +40,14 @@ export interface BenchBoxOptions {
   onEvent?(e: BoxEvent): void;
   /** Called with the binding's port once it is open, before HELLO (the simulated box attaches here). */
   attach?(bindingPort: unknown): void;
+  /**
+   * Told what the client records as it happens, for a client that runs in a thread of its own
+   * (harness/benchbox/thread.ts mirrors it into the test's thread): each heartbeat as it is written
+   * (performance.now()), each line that is not protocol, each failure of the heartbeat timer.
+   */
+  onBeatWritten?(atMs: number): void;
+  onMalformed?(m: { line: string; why: string }): void;
+  onHeartbeatError?(e: BenchBoxError): void;
 }
 
 interface Port {
@@ -59,6 +67,22 @@ export interface MockPortBinding {
   readonly isOpen: boolean;
   /** Every byte written (when the port was created with record: true). */
   readonly recording: Buffer;
+}
+
+/** How many heartbeat write times the client keeps: at a beat every 100 ms, the last 25 s or so. */
+export const BEATS_KEPT = 256;
+
+/**
+ * The longest silence toward the box before `atMs`, from the times heartbeats were written (oldest first,
+ * on the same clock as `atMs`): the largest gap between two of them in the `windowMs` before it, or from the
+ * last one to `atMs`. Undefined when none was written before `atMs`.
+ */
+export function silenceIn(beatsWritten: readonly number[], atMs: number, windowMs: number): number | undefined {
+  const before = beatsWritten.filter((t) => t <= atMs);
+  if (before.length === 0) return undefined;
+  let gap = atMs - before[before.length - 1]!;
+  for (let i = before.length - 1; i > 0 && before[i]! >= atMs - windowMs; i--) gap = Math.max(gap, before[i]! - before[i - 1]!);
+  return gap;
 }
 
 /**
@@ -92,6 +116,8 @@ export class BenchBoxClient {
   rebooted = false;
   /** The last heartbeat failure, when the heartbeat timer could not reach the box. */
   heartbeatError?: BenchBoxError;
+  /** When each of the last heartbeats was written to the port (performance.now()), oldest first. */
+  private readonly beatsWritten: number[] = [];
 
   private constructor(
     private readonly port: Port,
@@ -178,7 +204,7 @@ export class BenchBoxClient {
     }
     const w = this.waiting;
     if (!w) {
-      this.malformed.push({ line, why: 'a reply to no outstanding request' });
+      this.noteMalformed({ line, why: 'a reply to no outstanding request' });
       return;
     }
     if (r.id !== w.id) {
@@ -189,9 +215,14 @@ export class BenchBoxClient {
   }
 
   private onMalformed(line: string, e: LineError): void {
-    this.malformed.push({ line, why: e.message });
+    this.noteMalformed({ line, why: e.message });
     const w = this.waiting;
     if (w) this.settle(w.id)?.reject(new BenchBoxError('BENCH_MALFORMED', `the bench box sent a line that is not protocol (${e.code}): ${JSON.stringify(line.slice(0, 60))}`, { line, why: e.code }));
+  }
+
+  private noteMalformed(m: { line: string; why: string }): void {
+    this.malformed.push(m);
+    this.o.onMalformed?.(m);
   }
 
   private settle(id: number) {
@@ -221,6 +252,12 @@ export class BenchBoxClient {
           if (this.settle(id)) reject(new BenchBoxError('BENCH_TIMEOUT', `the bench box did not answer ${req.verb} within ${timeoutMs} ms`, { verb: req.verb }));
         }, timeoutMs);
         this.waiting = { id, resolve, reject, timer };
+        if (req.verb === 'HB') {
+          const at = performance.now();
+          this.beatsWritten.push(at);
+          if (this.beatsWritten.length > BEATS_KEPT) this.beatsWritten.shift();
+          this.o.onBeatWritten?.(at);
+        }
         this.port.write(formatRequest(id, req), (err) => {
           if (err && this.settle(id)) reject(new BenchBoxError('BENCH_PORT', `writing to the bench box failed: ${err.message}`));
         });
@@ -274,12 +311,23 @@ export class BenchBoxClient {
     return this.request({ verb: 'TIMEOUT', ms });
   }
 
+  /**
+   * The harness's longest silence toward the box before `atMs` (performance.now()): the largest gap between
+   * two heartbeats written in the `windowMs` before it, or from the last one written to `atMs`. Written, not
+   * queued: a beat that waited behind a slow request reached the box as late as it was written. Undefined
+   * when no heartbeat was written before `atMs`.
+   */
+  silenceBefore(atMs: number, windowMs: number): number | undefined {
+    return silenceIn(this.beatsWritten, atMs, windowMs);
+  }
+
   /** Beat every intervalMs (well inside the box's timeout) until stopHeartbeat or close. */
   startHeartbeat(intervalMs: number): void {
     this.stopHeartbeat();
     this.beat = setInterval(() => {
       this.heartbeat().catch((e: BenchBoxError) => {
         this.heartbeatError = e;
+        this.o.onHeartbeatError?.(e);
       });
     }, intervalMs);
     this.beat.unref();

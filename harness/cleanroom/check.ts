@@ -89,7 +89,7 @@ export async function checkCleanroom(o: CheckOptions = {}): Promise<number> {
     service = await startCleanroomService({ socketDir: join(dir, 'sock'), pair, pairId: PAIR_ID, log: serviceLog });
     const env: NodeJS.ProcessEnv = { ...process.env, HIL_REPORTS_DIR: reports, HIL_PROPERTY_SEED: PROPERTY_SEED };
     // A check started from inside a vitest worker must not hand the nested run the worker's own settings.
-    for (const k of Object.keys(env)) if (k.startsWith('VITEST') || k.startsWith('HIL_REMOTE') || ['HIL_TARGET', 'HIL_SOCKET', 'HIL_RUN_DIR', 'HIL_SERVICE_LOG', 'HIL_SERVE_COMMAND'].includes(k)) delete env[k];
+    for (const k of Object.keys(env)) if (k.startsWith('VITEST') || k.startsWith('HIL_REMOTE') || ['HIL_TARGET', 'HIL_SOCKET', 'HIL_RUN_DIR', 'HIL_SERVICE_LOG', 'HIL_SERVICE_PID', 'HIL_SERVE_COMMAND'].includes(k)) delete env[k];
     return await runAndPin({
       name: 'cleanroom check', env, reports, expectedFile: EXPECTED_FILE, update: o.update, log,
       args: [
@@ -157,7 +157,7 @@ export async function checkCleanroomOlp(o: CheckOptions = {}): Promise<number> {
       cells: { 'cell-a': { model_id: cell.model_id, control_socket: ready.control }, 'cell-b': { model_id: cell.model_id, control_socket: ready.control } },
     }));
     const env: NodeJS.ProcessEnv = { ...process.env, HIL_REPORTS_DIR: reports };
-    for (const k of Object.keys(env)) if (k.startsWith('VITEST') || k.startsWith('HIL_TARGET') || k === 'HIL_SOCKET' || k === 'HIL_RUN_DIR' || k.startsWith('HIL_OLP') || k === 'HIL_PLANNER_URL') delete env[k];
+    for (const k of Object.keys(env)) if (k.startsWith('VITEST') || k.startsWith('HIL_TARGET') || k === 'HIL_SOCKET' || k === 'HIL_RUN_DIR' || k === 'HIL_SERVICE_PID' || k.startsWith('HIL_OLP') || k === 'HIL_PLANNER_URL') delete env[k];
     return await runAndPin({
       name: 'cleanroom check-olp', env, reports, expectedFile: EXPECTED_OLP_FILE, update: o.update, log,
       args: ['run', '--target', 'external', '--socket', ready.control, '--olp-url', server.url, '--olp-facts', facts, '--allow-motion', '--no-report', ...(o.suites ?? ['suites/olp'])],
@@ -193,9 +193,9 @@ export async function runAndPin(p: { name: string; args: string[]; env: NodeJS.P
     const first = record;
     code = await runChild([...p.args.filter((a) => !a.startsWith('suites/')), '--last-failed'], p.env, log);
     const again = JSON.parse(readFileSync(runFile, 'utf8')) as RunRecord;
-    const key = (t: RunRecord['tests'][number]) => `${t.file} > ${t.fullName}`;
-    const rerun = new Map(again.tests.map((t) => [key(t), t]));
-    record = { ...first, tests: first.tests.map((t) => rerun.get(key(t)) ?? t) };
+    const merged = mergeRetry(first, again, retry.tests);
+    record = merged.record;
+    code = merged.passed ? 0 : 1;
   }
   const found = differencesOf(record);
   if (p.update) {
@@ -210,6 +210,21 @@ export async function runAndPin(p: { name: string; args: string[]; env: NodeJS.P
   const ok = code === 0 && problems.length === 0;
   log(`${name}: ${ok ? 'ok' : 'FAILED'} (${Object.keys(found).length} profile differences${problems.length ? `, ${problems.length} unlike ${p.expectedFile}` : ', as expected'})`);
   return ok ? 0 : 1;
+}
+
+/**
+ * The first run with the outcomes of the retried tests from the second. Only the tests the retry is for take
+ * their second outcome: --last-failed may rerun more (a profile difference is a failed test too), and a second
+ * outcome of those says nothing the first did not. `passed`: no test left failed or errored that counts (the
+ * retry rule let the rest of the first run pass: gate, measurements, skips).
+ */
+export function mergeRetry(first: RunRecord, again: RunRecord, retried: ReadonlyArray<RunRecord['tests'][number]>): { record: RunRecord; passed: boolean } {
+  const key = (t: RunRecord['tests'][number]) => `${t.file} > ${t.fullName}`;
+  const want = new Set(retried.map(key));
+  const rerun = new Map(again.tests.filter((t) => want.has(key(t))).map((t) => [key(t), t]));
+  const record = { ...first, tests: first.tests.map((t) => rerun.get(key(t)) ?? t) };
+  const passed = [...want].every((k) => rerun.has(k)) && !record.tests.some((t) => (t.state === 'failed' || t.state === 'errored') && !t.expected_failure && !t.informative);
+  return { record, passed };
 }
 
 /** One child `hil ARGS`; logs the run's own summary and resolves with its exit status. */

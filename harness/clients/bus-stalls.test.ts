@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { HOST_STALL_EVIDENCE_MS, judgeBusStall, latchedDuring, type BusStallEvidence } from './bus-stalls.ts';
+import { HOST_STALL_EVIDENCE_MS, hostMayStallBus, judgeBusStall, latchedDuring, type BusStallEvidence } from './bus-stalls.ts';
 import type { CellEvent } from './events.ts';
 
 const PDO_STALE = 4n;
@@ -72,5 +72,25 @@ describe('a bus fault the host caused (judgeBusStall)', () => {
     expect(latchedDuring([...events].reverse(), 50n)).toBe(PDO_STALE | FOLLOWING_ERROR);
     expect(latchedDuring(events, 80n)).toBe(PDO_STALE);
     expect(latchedDuring([], 0n)).toBe(0n);
+  });
+});
+
+describe('which targets a bus stall may be judged on at all (hostMayStallBus)', () => {
+  const live = { sharesHostClock: true, clock: 'realtime' };
+  it('the sim target and a rig rehearsal over the fake master, on the host clock and cycling on it', () => {
+    expect(hostMayStallBus({ name: 'sim', driver: 'sim', ...live })).toBe(true);
+    expect(hostMayStallBus({ name: 'sim', driver: 'ethercat-fake', ...live })).toBe(true);
+    expect(hostMayStallBus({ name: 'rig', driver: 'ethercat-fake', ...live })).toBe(true);
+  });
+  it('never a bus that is the target\'s own: a real rig, an external target, a replay', () => {
+    expect(hostMayStallBus({ name: 'rig', driver: 'ethercat', ...live })).toBe(false);
+    expect(hostMayStallBus({ name: 'external', driver: 'external', ...live })).toBe(false);
+    expect(hostMayStallBus({ name: 'replay', driver: 'sim', ...live })).toBe(false);
+  });
+  it('never a core on a stepped or fast clock (its event times are its own, not the host\'s), nor one whose host time is another clock', () => {
+    expect(hostMayStallBus({ name: 'sim', driver: 'sim', sharesHostClock: true, clock: 'stepped' })).toBe(false);
+    expect(hostMayStallBus({ name: 'sim', driver: 'sim', sharesHostClock: true, clock: 'fast' })).toBe(false);
+    expect(hostMayStallBus({ name: 'sim', driver: 'sim', sharesHostClock: true, clock: undefined })).toBe(false);
+    expect(hostMayStallBus({ name: 'rig', driver: 'ethercat-fake', sharesHostClock: false, clock: 'realtime' })).toBe(false);
   });
 });

@@ -17,6 +17,24 @@
 import type { CellEvent } from './events.ts';
 
 /**
+ * Whether a failure on this target may be judged at all as a stall of its bus by this host: only a bus this
+ * host simulates (the sim target's, or a rig rehearsal's fake master; a real rig's bus and its stalls are the
+ * target's), on a stack whose host time is this process's clock (so its event times compare with the
+ * harness's own lateness), cycling on that clock (Describe clock "realtime"). A stepped or fast core runs a
+ * bus cycle per step whatever the host does, and stamps its events with its own time, which lags the host's:
+ * read as host time, a fault a planted sluggish drive latched looked latched before the plant, beside a stall
+ * of the harness, and a true FAIL became HIL_ERR_HOST_TOO_SLOW.
+ */
+export function hostMayStallBus(t: { name: string; driver: string; sharesHostClock: boolean; clock: unknown }): boolean {
+  return simulatesBusHere(t) && t.sharesHostClock && t.clock === 'realtime';
+}
+
+/** The sim target's bus, or a rig rehearsal's fake master: a bus this host simulates. */
+export function simulatesBusHere(t: { name: string; driver: string }): boolean {
+  return t.name === 'sim' || (t.name === 'rig' && t.driver === 'ethercat-fake');
+}
+
+/**
  * Fault names a stall on this host latches, each with how long before the latch the stall may have been, ms:
  * a stalled simulated bus latches pdo_stale or working_counter within a few cycles (docs/profile.md
  * "Execution fault bits"); a core late by tens of cycles jumps its setpoints, and the simulated drive's

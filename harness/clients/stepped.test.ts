@@ -102,7 +102,7 @@ describe('driverOf: one test body for a stepped and a real-time cell', () => {
    * A cell whose status reads `n` (cycles run so far) and a target that steps it (when `stepping`); its event
    * log holds one event of each `events` entry once that many cycles have run (sequence: its place, from 1).
    */
-  function cell(o: { clock?: string; cycleNs?: bigint; stepping: boolean; events?: Array<{ at: number; type: string }> }) {
+  function cell(o: { clock?: string; cycleNs?: bigint; stepping: boolean; events?: Array<{ at: number; type: string }>; answered?: (cycles: number) => number }) {
     let cycles = 0;
     const afters: bigint[] = [];
     const sizes: number[] = [];
@@ -118,7 +118,7 @@ describe('driverOf: one test body for a stepped and a real-time cell', () => {
             async stepReport(n: number): Promise<StepReport> {
               sizes.push(n);
               cycles += n;
-              return { nowNs: BigInt(cycles), cycles: BigInt(cycles), answered: 1, waiting: 0 };
+              return { nowNs: BigInt(cycles), cycles: BigInt(cycles), answered: o.answered ? o.answered(cycles) : 1, waiting: 0 };
             },
           }
         : {}),
@@ -219,25 +219,40 @@ describe('driverOf: one test body for a stepped and a real-time cell', () => {
     expect(rt.sizes).toEqual([]);
   });
 
-  test('answerWithin steps a stepped cell until the reply comes, however many steps the service needed (a reply from a newer observation)', async () => {
-    const c = cell({ clock: 'stepped', cycleNs: 1_000_000n, stepping: true });
-    const d = driverOf(c.target, c.client, c.description);
-    // Answered once 45 cycles have run (as a service answers from the publication after the one it saw
-    // first), whatever the core owed meanwhile: 20 cycles (a fiftieth of 1 s) a step.
+  /** A reply '200' that each step of the fake cell may schedule: `when` returns how, or undefined for none yet. */
+  function replyAfterStep(c: ReturnType<typeof cell>, when: (reply: () => void, report: StepReport) => (() => void) | undefined): Promise<string> {
     let resolve!: (v: string) => void;
     const p = new Promise<string>((r) => (resolve = r));
-    const step = c.target.step!.bind(c.target);
-    c.target.step = async (n: number) => {
-      const now = await step(n);
-      if (c.cycles() >= 45) setImmediate(() => resolve('200'));
-      return now;
+    const step = c.target.stepReport!.bind(c.target);
+    c.target.stepReport = async (n: number) => {
+      const report = await step(n);
+      when(() => resolve('200'), report)?.();
+      return report;
     };
+    return p;
+  }
+
+  test('answerWithin steps a stepped cell until the reply comes, however many steps the service needed (a reply from a newer observation)', async () => {
+    const c = cell({ clock: 'stepped', cycleNs: 1_000_000n, stepping: true, answered: () => 0 });
+    const d = driverOf(c.target, c.client, c.description);
+    // Answered once 45 cycles have run (as a service answers from the publication after the one it saw
+    // first), with no answer of the core's meanwhile: 20 cycles (a fiftieth of 1 s) a step.
+    const p = replyAfterStep(c, (r) => (c.cycles() >= 45 ? () => setImmediate(r) : undefined));
     expect(await d.answerWithin(p, 1_000)).toBe('200');
     expect(c.sizes).toEqual([20, 20, 20]);
   });
 
+  test("answerWithin waits for the reply after the step that produced the core's answer (a Home's outcome), however late it comes through a loaded host, and steps no more", async () => {
+    // The core answers in the cycles up to 40 (the second step); the reply reaches the harness 60 ms later.
+    const c = cell({ clock: 'stepped', cycleNs: 1_000_000n, stepping: true, answered: (n) => (n === 40 ? 1 : 0) });
+    const d = driverOf(c.target, c.client, c.description);
+    const p = replyAfterStep(c, (r, report) => (report.answered > 0 ? () => setTimeout(r, 60) : undefined));
+    expect(await d.answerWithin(p, 1_000)).toBe('200');
+    expect(c.sizes).toEqual([20, 20]);
+  });
+
   test('answerWithin stops stepping once its budget of cell time ran, then awaits the reply; a real-time cell is never stepped', async () => {
-    const c = cell({ clock: 'stepped', cycleNs: 1_000_000n, stepping: true });
+    const c = cell({ clock: 'stepped', cycleNs: 1_000_000n, stepping: true, answered: () => 0 });
     const d = driverOf(c.target, c.client, c.description);
     let resolve!: (v: string) => void;
     const p = new Promise<string>((r) => (resolve = r));

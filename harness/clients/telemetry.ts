@@ -6,7 +6,7 @@ import { gunzipSync } from 'node:zlib';
 import { request } from 'undici';
 import { asTransportError, HarnessError } from '../errors.ts';
 import { checkReply, type CheckedReply } from '../oracle/reply.ts';
-import { BatchSplitter, checkBatchCursor, decodeBatch, decodeBatchHeader, decodeBatchSequences, type DecodeOptions, type CycleCaptureRecordV2, type TelemetryBatch, type TelemetryBatchHeaderV1 } from '../oracle/telemetry.ts';
+import { BatchSplitter, checkBatchCursor, decodeBatch, decodeBatchHeader, decodeBatchYielding, decodeBatchSequences, type DecodeOptions, type CycleCaptureRecordV2, type TelemetryBatch, type TelemetryBatchHeaderV1 } from '../oracle/telemetry.ts';
 import { contentType, type ControlClient, type RawReply } from './control.ts';
 import { pollPause } from './poll.ts';
 
@@ -34,6 +34,15 @@ export const BUSY_TRIES = 5;
 /** Is this reply telemetry_busy (409 and that leading label)? */
 function isBusy(raw: RawReply): boolean {
   return raw.status === 409 && checkReply(raw.status, contentType(raw), raw.body, 'telemetry').label === 'telemetry_busy';
+}
+
+/**
+ * When a record's cycle was due: its t_ns less its lateness (cycle_jitter_ns, "wake minus scheduled",
+ * document 1 part 2); a cycle that woke early counts at its wake. A plan whose time counts from the cycle
+ * grid starts at the due time of the cycle before it, up to that cycle's lateness before its wake.
+ */
+export function dueNs(r: Pick<CycleCaptureRecordV2, 't_ns' | 'cycle_jitter_ns'>): bigint {
+  return r.cycle_jitter_ns > 0n ? r.t_ns - r.cycle_jitter_ns : r.t_ns;
 }
 
 /** The wait a telemetry_busy reply asks for: its Retry-After in seconds (1 when absent or not a number of 1..5). */
@@ -78,7 +87,8 @@ async function pollOnce(client: ControlClient, after: bigint | string | undefine
   const raw = await client.raw('GET', path + query, undefined, headers);
   if (raw.status !== 200) return { raw, refusal: checkReply(raw.status, contentType(raw), raw.body, 'telemetry') };
   const bytes = raw.headers['content-encoding'] === 'gzip' ? new Uint8Array(gunzipSync(raw.body)) : raw.body;
-  return { raw, bytes, batch: decodeBatch(bytes, opts.decode) };
+  // In turns: a full batch decoded in one piece stalls the harness's timers (oracle decodeBatchYielding).
+  return { raw, bytes, batch: await decodeBatchYielding(bytes, opts.decode) };
 }
 
 /** Poll and insist on a batch (telemetry_busy asked again, as the document says). */

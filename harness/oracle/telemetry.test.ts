@@ -3,7 +3,8 @@ import fc from 'fast-check';
 import {
   AXIS_BYTES, AXIS_FIELDS, AXIS_SLOTS, BatchSplitter, HEADER_BYTES, HEADER_FIELDS, MAX_BATCH_BYTES, RECORD_BYTES,
   RECORD_FIELDS, RECORD_LAYOUT_DIGEST, RECORD_LAYOUT_TEXT, batchLength, checkBatchCursor, decodeBatch,
-  decodeBatchHeader, decodeBatchSequences, decodeRecord, decodeStruct, encodeBatch, splitBatches, compileStructDecoder,
+  decodeBatchHeader, decodeBatchSequences, decodeBatchYielding, decodeRecord, decodeStruct, encodeBatch, splitBatches, compileStructDecoder,
+  YIELD_EVERY_RECORDS,
 } from './telemetry.ts';
 import type { RecordInput } from './telemetry.ts';
 import { OracleError } from './errors.ts';
@@ -278,4 +279,29 @@ test('the generated record decoder reads every field exactly as the table walk d
     propertyRun('telemetry.generated_decoder', 50),
   );
   expect(() => compileStructDecoder([[0, 'u128' as never, 'x']])).toThrow(/bad field spec/);
+});
+
+test('decodeBatchYielding: the same batch as decodeBatch, the same refusal, and the event loop gets turns on a large batch', async () => {
+  const n = YIELD_EVERY_RECORDS * 3 + 5;
+  const records = Array.from({ length: n }, (_, i) => ({ seq: 100n + BigInt(i), t_ns: 1_000n + BigInt(i), ax: [{ position: i }, { position: -i }] }));
+  const bytes = encodeBatch({ header: { axis_count: 2, first_sequence: 100n, last_sequence: 100n + BigInt(n - 1) }, records });
+  // A chain of immediates: each link runs only when the decoder gives the event loop a turn.
+  let turns = 0;
+  let done = false;
+  const tick = () => {
+    turns++;
+    if (!done) setImmediate(tick);
+  };
+  setImmediate(tick);
+  const yielded = await decodeBatchYielding(bytes);
+  done = true;
+  expect(yielded).toEqual(decodeBatch(bytes));
+  expect(yielded.records).toHaveLength(n);
+  // Three turns at least (one per YIELD_EVERY_RECORDS records); decodeBatch alone would give none.
+  expect(turns).toBeGreaterThanOrEqual(3);
+  // A record with data in an unused axis slot: refused alike, with the same code.
+  const bad = bytes.slice();
+  bad[HEADER_BYTES + (n - 1) * RECORD_BYTES + RECORD_BYTES - 1] = 1;
+  expect(codeOf(() => decodeBatch(bad))).toBe('telemetry_unused_axis_nonzero');
+  await expect(decodeBatchYielding(bad)).rejects.toMatchObject({ code: 'telemetry_unused_axis_nonzero' });
 });

@@ -379,16 +379,39 @@ function isZero(bytes: Uint8Array, from: number, to: number): boolean {
 export function decodeBatch(bytes: Uint8Array, opts: DecodeOptions = {}): TelemetryBatch {
   const header = decodeSizedHeader(bytes, opts);
   const records: CycleCaptureRecordV2[] = [];
+  for (let r = 0; r < header.record_count; r++) records.push(batchRecord(bytes, header, r, opts));
+  checkBatchSequences(header, records);
+  return { header, records };
+}
+
+/** How many records decodeBatchYielding decodes between turns of the event loop (about 30 ms of work). */
+export const YIELD_EVERY_RECORDS = 256;
+
+/**
+ * decodeBatch, giving the event loop a turn every YIELD_EVERY_RECORDS records: the same checks, the same
+ * result or the same failure. A full batch (4096 records, 70 000 objects) takes half a second or more to
+ * decode; in one piece it held up every timer of the harness's thread that long, and on a rig a bench box
+ * whose heartbeat watchdog allows 500 ms opened the E-stop chain under it (docs/benchbox.md).
+ */
+export async function decodeBatchYielding(bytes: Uint8Array, opts: DecodeOptions = {}): Promise<TelemetryBatch> {
+  const header = decodeSizedHeader(bytes, opts);
+  const records: CycleCaptureRecordV2[] = [];
   for (let r = 0; r < header.record_count; r++) {
-    const at = HEADER_BYTES + r * RECORD_BYTES;
-    if (opts.checkUnusedAxes ?? true) {
-      const from = at + AXIS_ARRAY_OFFSET + header.axis_count * AXIS_BYTES;
-      if (!isZero(bytes, from, at + RECORD_BYTES)) fail('telemetry_unused_axis_nonzero', `record ${r} has data in an axis slot at or beyond axis_count ${header.axis_count}`, { record: r });
-    }
-    records.push(decodeRecord(bytes, at));
+    if (r > 0 && r % YIELD_EVERY_RECORDS === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    records.push(batchRecord(bytes, header, r, opts));
   }
   checkBatchSequences(header, records);
   return { header, records };
+}
+
+/** Record `r` of a batch whose header and length are checked, its unused axis slots checked zero unless told not to. */
+function batchRecord(bytes: Uint8Array, header: TelemetryBatchHeaderV1, r: number, opts: DecodeOptions): CycleCaptureRecordV2 {
+  const at = HEADER_BYTES + r * RECORD_BYTES;
+  if (opts.checkUnusedAxes ?? true) {
+    const from = at + AXIS_ARRAY_OFFSET + header.axis_count * AXIS_BYTES;
+    if (!isZero(bytes, from, at + RECORD_BYTES)) fail('telemetry_unused_axis_nonzero', `record ${r} has data in an axis slot at or beyond axis_count ${header.axis_count}`, { record: r });
+  }
+  return decodeRecord(bytes, at);
 }
 
 /** The header of a batch whose length is the one its record_count needs (decodeBatch, decodeBatchSequences). */

@@ -212,11 +212,11 @@ export class HilReporter implements Reporter {
     const setup = r.state === 'skipped' && !r.note ? setupErrorOf(t) : undefined;
     const errs = setup ? setup.errors : (r.errors ?? []);
     const vstate = setup ? 'failed' : r.state;
-    const state = testStateOf(vstate, errs, { replayUnheld: meta.replayUnheld, hostTooSlow: meta.hostTooSlow });
+    const state = testStateOf(vstate, errs, { replayUnheld: meta.replayUnheld, hostTooSlow: meta.hostTooSlow, equipmentLoss: meta.equipmentLoss });
     // The replay's lost hold first: it is why the test errored (testStateOf).
     const ordered = meta.replayUnheld ? [...errs].sort((a, b) => Number((b as { code?: unknown }).code === 'HIL_ERR_REPLAY_UNHELD') - Number((a as { code?: unknown }).code === 'HIL_ERR_REPLAY_UNHELD')) : errs;
     const texts = ordered.map(errorText);
-    const errors = vstate === 'failed' ? [...(meta.hostTooSlow ? [`HIL_ERR_HOST_TOO_SLOW: ${meta.hostTooSlow}`] : []), ...texts.map((e) => (setup ? `set-up of "${setup.suite}" failed: ` : '') + e)] : undefined;
+    const errors = vstate === 'failed' ? [...(meta.hostTooSlow ? [`HIL_ERR_HOST_TOO_SLOW: ${meta.hostTooSlow}`] : []), ...(meta.equipmentLoss ? [`HIL_ERR_BENCH_BOX: ${meta.equipmentLoss}`] : []), ...texts.map((e) => (setup ? `set-up of "${setup.suite}" failed: ` : '') + e)] : undefined;
     const out: RunTest = { file, project: t.project.name, name: t.name, fullName, state, duration_ms: Math.round(t.diagnostic()?.duration ?? 0), covers, kind };
     if (errors) out.errors = errors;
     // From the errors as thrown, not as prefixed: a set-up hook that ended in HIL_ERR_HOST_TOO_SLOW makes

@@ -20,10 +20,12 @@ describe('CI retries only what the harness could not judge (hostTooSlowOnly)', (
     expect(hostTooSlowOnly(run([t('errored', SLOW), t('failed', { expected_failure: 'known' }), t('failed', { informative: 'profile' })])).retry).toBe(true);
     expect(hostTooSlowOnly(run([t('failed', { expected_failure: 'known' })])).retry).toBe(false);
   });
-  it('a failed gate, a rig measurement outside its limit or a soak that broke one rules it out', () => {
+  it("a failed gate, a rig's measurement outside its limit or a soak that broke one rules it out; a host figure of a rehearsal over the fake master does not", () => {
     expect(hostTooSlowOnly(run([t('errored', SLOW)], { gate: { ok: false, problems: ['x'] } } as Partial<RunRecord>)).retry).toBe(false);
     const outside = { measurements: [{ name: 'm', unit: 'us', value: 1, outcome: 'fail' }] };
     expect(hostTooSlowOnly(run([t('errored', SLOW)], { target: { name: 'rig' }, run_measurements: outside } as unknown as Partial<RunRecord>)).retry).toBe(false);
+    expect(hostTooSlowOnly(run([t('errored', SLOW)], { target: { name: 'rig', driver: 'ethercat' }, run_measurements: outside } as unknown as Partial<RunRecord>)).retry).toBe(false);
+    expect(hostTooSlowOnly(run([t('errored', SLOW)], { target: { name: 'rig', driver: 'ethercat-fake' }, run_measurements: outside } as unknown as Partial<RunRecord>)).retry).toBe(true);
     expect(hostTooSlowOnly(run([t('errored', SLOW)], { target: { name: 'sim' }, run_measurements: outside } as unknown as Partial<RunRecord>)).retry).toBe(true);
     expect(hostTooSlowOnly(run([t('errored', SLOW)], { soak: { seconds: 60, ...outside } } as unknown as Partial<RunRecord>)).retry).toBe(false);
   });

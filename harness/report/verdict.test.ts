@@ -168,6 +168,11 @@ describe('testStateOf: FAIL or ERROR by the class of the error', () => {
     expect(testStateOf('passed', [], { replayUnheld: 'y' })).toBe('passed');
     expect(testStateOf('skipped', [], { replayUnheld: 'y' })).toBe('skipped');
   });
+  test("the harness's own equipment failed under it (a rig's bench box opened its chain on its own): errored whatever failed", () => {
+    expect(testStateOf('failed', [assertion], { equipmentLoss: "the bench box's heartbeat watchdog opened the E-stop chain" })).toBe('errored');
+    expect(testStateOf('failed', [new HarnessError('HIL_ERR_TARGET_REFUSED', 'safety chain open')], { equipmentLoss: 'x' })).toBe('errored');
+    expect(testStateOf('passed', [], { equipmentLoss: 'x' })).toBe('passed');
+  });
   test('passed and skipped are kept', () => {
     expect(testStateOf('passed', [])).toBe('passed');
     expect(testStateOf('skipped', [])).toBe('skipped');

@@ -201,7 +201,7 @@ export function informativeOf(t: Pick<RunTest, 'kind' | 'state' | 'covers' | 'er
   return `differs from ${decisions.join(', ') || 'a profile decision'}: ${t.errors?.[0]?.split('\n')[0] ?? 'failed'}`;
 }
 
-export function testStateOf(state: 'passed' | 'failed' | 'skipped' | 'pending', errors: readonly (ErrorLike | unknown)[], o: { replayUnheld?: string; hostTooSlow?: string } = {}): TestState {
+export function testStateOf(state: 'passed' | 'failed' | 'skipped' | 'pending', errors: readonly (ErrorLike | unknown)[], o: { replayUnheld?: string; hostTooSlow?: string; equipmentLoss?: string } = {}): TestState {
   if (state === 'passed') return 'passed';
   if (state !== 'failed') return 'skipped';
   // A replay that could not hold the recorded order (HIL_ERR_REPLAY_UNHELD): an assertion that failed
@@ -210,6 +210,8 @@ export function testStateOf(state: 'passed' | 'failed' | 'skipped' | 'pending', 
   // The harness lost a grant to its own lateness (harness/clients/keeper.ts, HIL_ERR_HOST_TOO_SLOW): what
   // failed after that says nothing about the target either.
   if (o.hostTooSlow) return 'errored';
+  // The harness's own equipment failed under the test (a rig's bench box opened its chain on its own).
+  if (o.equipmentLoss) return 'errored';
   return errors.length > 0 && errors.every((e) => verdictOfError(e) === 'error') ? 'errored' : 'failed';
 }
 

@@ -75,7 +75,7 @@ describe('hil run takes its target flags from the descriptors', () => {
     expect(targetFlags()).toEqual({
       driver: { type: 'string' }, machine: { type: 'string' }, record: { type: 'string' }, socket: { type: 'string' }, 'allow-motion': { type: 'boolean' },
       'planner-url': { type: 'string' }, 'olp-url': { type: 'string' }, 'olp-facts': { type: 'string' }, 'remote-url': { type: 'string' }, 'remote-pair': { type: 'string' },
-      'remote-link-profile': { type: 'string' }, 'pair-id': { type: 'string' }, 'pair-revision': { type: 'string' }, 'serve-command': { type: 'string' }, 'remote-resource': { type: 'string' }, 'service-log': { type: 'string' },
+      'remote-link-profile': { type: 'string' }, 'pair-id': { type: 'string' }, 'pair-revision': { type: 'string' }, 'serve-command': { type: 'string' }, 'remote-resource': { type: 'string' }, 'service-log': { type: 'string' }, 'service-pid': { type: 'string' },
       recordings: { type: 'string' },
       bench: { type: 'string' },
     });
@@ -85,7 +85,7 @@ describe('hil run takes its target flags from the descriptors', () => {
     expect(await usage('sim', { socket: '/s' })).toBe('--socket applies to target external, not to target sim (its options: --driver NAME, --machine FILE, --record DIR)');
     expect(await usage('sim', { 'allow-motion': true })).toBe('--allow-motion applies to target external and rig, not to target sim (its options: --driver NAME, --machine FILE, --record DIR)');
     expect(await usage('replay', { recordings: '/', record: '/d' })).toBe('--record applies to target sim, not to target replay (its options: --recordings DIR, --machine FILE)');
-    expect(await usage('external', { socket: '/s', recordings: '/r' })).toBe('--recordings applies to target replay, not to target external (its options: --socket PATH, --allow-motion, --machine FILE, --planner-url URL, --olp-url URL, --olp-facts FILE, --remote-url URL, --remote-pair DIR, --remote-link-profile lan|internet, --pair-id ID, --pair-revision N, --serve-command CMD, --remote-resource FILE, --service-log FILE)');
+    expect(await usage('external', { socket: '/s', recordings: '/r' })).toBe('--recordings applies to target replay, not to target external (its options: --socket PATH, --allow-motion, --machine FILE, --planner-url URL, --olp-url URL, --olp-facts FILE, --remote-url URL, --remote-pair DIR, --remote-link-profile lan|internet, --pair-id ID, --pair-revision N, --serve-command CMD, --remote-resource FILE, --service-log FILE, --service-pid PID[,PID...])');
     expect(await usage('external', { socket: '/s', machine: '/nonexistent/m.json' })).toBe('--machine /nonexistent/m.json: no such file');
   });
 

@@ -23,9 +23,21 @@ class ExternalTarget implements Target {
   constructor(
     readonly address: string,
     allowMotion: boolean,
+    /** The service's processes on this host (--service-pid), the first its control service. */
+    private readonly pids: readonly number[] = [],
   ) {
     this.abilities = { faultInjection: false, coreRestart: false, serviceRestart: false, motion: allowMotion };
     this.shared = new SharedClients(() => new ControlClient(address));
+  }
+
+  /** The control service's process where the user named it on this host (the soak samples its memory). */
+  get pid(): number | undefined {
+    return this.pids[0];
+  }
+
+  /** Every process named, for the run-queue waits a timing judgment counts (harness/targets/live.ts). */
+  get pidsOnHost(): readonly number[] {
+    return this.pids;
   }
 
   client(): ControlClient {
@@ -107,6 +119,8 @@ export interface ExternalOptions {
   serveCommand?: string;
   /** The cell's machine configuration (document 3 part 2), for what Describe does not give. */
   machine?: string;
+  /** The service's processes on this host, comma-separated process ids (the control service's first). */
+  servicePid?: string;
 }
 
 const EXTERNAL_OPTIONS: readonly TargetOption[] = [
@@ -124,7 +138,24 @@ const EXTERNAL_OPTIONS: readonly TargetOption[] = [
   { key: 'serveCommand', flag: 'serve-command', value: 'CMD', env: 'HIL_SERVE_COMMAND', help: 'a shell command that starts the service, {socket_dir} standing for its socket directory: the start-up flag tests run it with flags of their own' },
   { key: 'remoteResource', flag: 'remote-resource', value: 'FILE', env: 'HIL_REMOTE_RESOURCE', path: true, help: "a file that listener serves as a compiled resource (its robot description, say): GET /v1/resources/<its SHA-256> is judged against its bytes" },
   { key: 'serviceLog', flag: 'service-log', value: 'FILE', env: 'HIL_SERVICE_LOG', path: true, help: "the service's log file: the remote suites then also read why it refused (informative)" },
+  { key: 'servicePid', flag: 'service-pid', value: 'PID[,PID...]', env: 'HIL_SERVICE_PID', help: "the service's processes when they run on this host (the control service's first, then an OLP server's, say): a timing rule they keep by acting in time counts the time this host kept them waiting to run as the host's, as for a stack the harness started" },
 ];
+
+/** The process ids --service-pid names, or why they make no run. */
+function servicePids(v: string): number[] | string {
+  const ids = v.split(',').map((x) => x.trim());
+  const bad = ids.find((x) => !/^[1-9][0-9]{0,9}$/.test(x));
+  if (bad !== undefined) return `--service-pid ${v}: process ids, comma-separated (${JSON.stringify(bad)} is not one)`;
+  for (const id of ids) {
+    try {
+      process.kill(Number(id), 0);
+    } catch (e) {
+      // EPERM: it exists, owned by someone else (its /proc entry is still readable).
+      if ((e as NodeJS.ErrnoException).code !== 'EPERM') return `--service-pid ${v}: no process ${id} on this host`;
+    }
+  }
+  return ids.map(Number);
+}
 
 /** Why the binding and remote listener options make no run (a usage error), or undefined. */
 function checkOptions(o: ExternalOptions): string | undefined {
@@ -137,6 +168,10 @@ function checkOptions(o: ExternalOptions): string | undefined {
   if (o.remoteLinkProfile !== undefined && o.remoteUrl === undefined) return '--remote-link-profile needs --remote-url URL: the listener it describes';
   if (o.remoteResource !== undefined && o.remoteUrl === undefined) return '--remote-resource needs --remote-url URL: the listener that serves it';
   if (o.remoteResource !== undefined && !(existsSync(o.remoteResource) && statSync(o.remoteResource).isFile())) return `--remote-resource ${o.remoteResource}: no such file`;
+  if (o.servicePid !== undefined) {
+    const pids = servicePids(o.servicePid);
+    if (typeof pids === 'string') return pids;
+  }
   if (o.remoteUrl === undefined) return undefined;
   const m = /^https:\/\/([^/:]+|\[[0-9a-fA-F:]+\]):([0-9]{1,5})\/?$/.exec(o.remoteUrl);
   if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) return `--remote-url ${o.remoteUrl}: not https://HOST:PORT`;
@@ -170,6 +205,7 @@ export const externalTarget: TargetDescriptor<ExternalOptions> = {
       ...(str(v.pairId) ? { pairId: str(v.pairId) } : {}),
       ...(str(v.pairRevision) ? { pairRevision: str(v.pairRevision) } : {}),
       ...(str(v.serveCommand) ? { serveCommand: str(v.serveCommand) } : {}),
+      ...(str(v.servicePid) ? { servicePid: str(v.servicePid) } : {}),
     };
   },
   check: checkOptions,
@@ -180,7 +216,9 @@ export const externalTarget: TargetDescriptor<ExternalOptions> = {
     } catch {
       throw new HarnessError('HIL_ERR_TARGET_START', `no control socket at ${o.socket}`);
     }
-    const target = new ExternalTarget(o.socket, o.allowMotion ?? false);
+    const pids = o.servicePid === undefined ? [] : servicePids(o.servicePid);
+    if (typeof pids === 'string') throw new HarnessError('HIL_ERR_TARGET_OPTION', pids);
+    const target = new ExternalTarget(o.socket, o.allowMotion ?? false, pids);
     if (o.machine !== undefined) {
       // A configuration that is not this cell's would be read as facts about it (limits, tolerances): the
       // run stops here instead of judging the service against another cell's figures.

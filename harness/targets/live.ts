@@ -13,7 +13,11 @@ const open = new Set<Target>();
  */
 export function tracked<T extends Target>(t: T): T {
   open.add(t);
-  const unwatch = lateness.watch(() => t.pid);
+  // A target of several processes on this host (an external service named with --service-pid and its OLP
+  // server) has each watched; the judgment takes the longest wait among them.
+  const more = t.pidsOnHost?.slice(1) ?? [];
+  const unwatches = [lateness.watch(() => t.pid), ...more.map((pid) => lateness.watch(() => pid))];
+  const unwatch = () => unwatches.forEach((u) => u());
   const close = t.close.bind(t);
   t.close = async () => {
     open.delete(t);

@@ -187,13 +187,15 @@ test('record: a failed test is said to have ended in ERROR, with its codes each 
   const assertion = { name: 'AssertionError', message: 'x', showDiff: true, actual: 1, expected: 2 };
   const channel = { name: 'HarnessError', message: 'refused', code: 'HIL_ERR_TEST_CHANNEL', verdict: 'error' };
   const diverged = { name: 'HarnessError', message: 'differs', code: 'HIL_ERR_REPLAY_DIVERGED', verdict: 'fail' };
-  const failed = (errors: unknown[], meta: { hostTooSlow?: string } = {}) => erredCodes({ meta, result: { errors } });
+  const failed = (errors: unknown[], meta: { hostTooSlow?: string; equipmentLoss?: string } = {}) => erredCodes({ meta, result: { errors } });
   expect(failed([assertion])).toEqual([]);
   expect(failed([diverged, channel])).toEqual([]);
   expect(failed([assertion, channel])).toEqual([]);
   expect(failed([channel, channel, { code: 'HIL_ERR_TARGET_START' }, { name: 'Error', message: 'planted' }])).toEqual(['HIL_ERR_TEST_CHANNEL', 'HIL_ERR_TARGET_START', 'Error']);
   // A lease lost to the host's lateness (the cell's or the trace's judgement): the assertion after it says nothing.
   expect(failed([assertion], { hostTooSlow: 'renewal sent 483.6 ms after the last accepted one' })).toEqual(['HIL_ERR_HOST_TOO_SLOW']);
+  // A rig's bench box that opened its chain on its own: neither the target's nor the host's.
+  expect(failed([assertion], { equipmentLoss: "the bench box's heartbeat watchdog opened the E-stop chain" })).toEqual(['HIL_ERR_BENCH_BOX']);
   expect(erredCodes({ meta: {} })).toEqual([]);
 });
 

@@ -4,7 +4,8 @@
 // - motion only with --allow-motion AND an E-stop chain the bench box confirms closed and reachable; the
 //   suites otherwise skip motion tests with the reason this target states;
 // - a heartbeat to the bench box while the run is alive: a run that dies stops beating, and the box opens
-//   the chain within its timeout;
+//   the chain within its timeout. The client beats from a thread of its own (harness/benchbox/thread.ts),
+//   so a test that holds its own thread does not make the box open the chain (docs/benchbox.md);
 // - after every test the cell is settled: if anything is still armed, enabled or granted (an unknown
 //   outcome: a timeout, a lost connection), the target waits for the lease to end the grant (document 1:
 //   an unattended cell stops when its controller goes silent), checks from status that the cell is
@@ -12,11 +13,10 @@
 // - at close the relay opens and drive power is cut.
 // `--bench sim` puts a simulated box on a mock serial port whose chain and power drive the stack's safety
 // input through its private test channel (with the fake master or the sim driver), so all of this is
-// tested here.
+// tested here; the simulated box runs in the bench box's thread, beside the client.
 
-import { Agent, request } from 'undici';
-import { BenchBoxClient, BenchBoxError, mockBinding, type MockPortBinding } from '../benchbox/client.ts';
-import { BenchBoxModel, serveOnMockPort, type ServedBox } from '../benchbox/simbox.ts';
+import { BenchBoxError } from '../benchbox/client.ts';
+import { BenchBoxThread, type BenchThreadOptions, type SimBoxHandle } from '../benchbox/thread.ts';
 import { Cell } from '../clients/cell.ts';
 import { ControlClient } from '../clients/control.ts';
 import { readStatus, waitStatus } from '../clients/status.ts';
@@ -46,23 +46,36 @@ class RigTarget implements Target {
   readonly motionRefusal: string | undefined;
   private clients: ControlClient[] = [];
   private closed = false;
+  /** When the harness last had the chain closed and the stack's safety latch reset (performance.now()), in order. */
+  readonly armedAt: number[] = [];
 
   constructor(
     private readonly stack: StackProcess,
-    readonly bench: BenchBoxClient,
-    readonly simBox: ServedBox | undefined,
-    private readonly testAgent: Agent | undefined,
+    readonly bench: BenchBoxThread,
     readonly driver: string,
     motionRefusal: string | undefined,
-    /** Simulated box: resolves when its chain and power changes have reached the stack. */
-    private readonly drainInjects: () => Promise<void>,
   ) {
     this.motionRefusal = motionRefusal;
     this.abilities = { faultInjection: false, coreRestart: false, serviceRestart: false, motion: motionRefusal === undefined };
   }
 
+  /** The simulated box (`--bench sim`), for the target's tests. */
+  get simBox(): SimBoxHandle | undefined {
+    return this.bench.sim;
+  }
+
+  /** Simulated box: resolves when its chain and power changes have reached the stack. */
+  private async drainInjects(): Promise<void> {
+    const failed = await this.bench.sim?.drain();
+    if (failed !== undefined) throw new HarnessError('HIL_ERR_TEST_CHANNEL', `the simulated bench box could not reach the stack's safety input: ${failed}`);
+  }
+
   get address(): string {
     return this.stack.ready.control;
+  }
+  /** The stack's process, which the harness started on this host (the run-queue waits a timing judgment counts). */
+  get pid(): number {
+    return this.stack.ready.pid;
   }
   get publicAddress(): string {
     return this.stack.ready.public;
@@ -119,7 +132,49 @@ class RigTarget implements Target {
     const st = await waitStatus(c, stopped, timeoutMs);
     if (!stopped(st)) throw new HarnessError('HIL_ERR_TARGET_START', `the rig did not settle within ${timeoutMs} ms: armed ${st.core?.armed}, enabled 0x${st.core?.axis_enable_mask.toString(16)}, io armed ${st.core?.io_armed}`);
     await this.drainInjects();
+    // What the box's thread reported before now (its events, a failed beat) has been taken in.
+    await this.bench.sync().catch(() => undefined);
     if (this.bench.heartbeatError) throw new HarnessError('HIL_ERR_TARGET_START', `the bench box heartbeat failed: ${this.bench.heartbeatError.code}: ${this.bench.heartbeatError.message}`);
+    // The box's watchdog opened the chain since the harness last closed it: the harness's side lapsed (its
+    // beats came too late, or the box or its link failed), not the cell. Close it again as the run's start
+    // did, so the next test meets the cell the run set up; the test it happened in is judged by benchLoss.
+    const last = this.armedAt[this.armedAt.length - 1];
+    const opened = last === undefined ? undefined : this.watchdogOpenings().find((e) => e.atMs > last);
+    if (this.abilities.motion && opened) {
+      const loss = this.benchLoss(opened.atMs);
+      process.stderr.write(`rig: ${loss?.hostTooSlow ?? loss?.equipment}; closing it again\n`);
+      await this.bench.heartbeat();
+      this.bench.startHeartbeat(RIG_HEARTBEAT_EVERY_MS);
+      const refusal = await closeChain(this.bench);
+      if (refusal) throw new HarnessError('HIL_ERR_TARGET_START', `the bench box's watchdog opened the E-stop chain and it could not be closed again: ${refusal}`);
+      await this.drainInjects();
+      await resetSafetyLatch(this);
+    }
+  }
+
+  /** The box's heartbeat watchdog openings of the chain (its ESTOP events), in arrival order. */
+  private watchdogOpenings() {
+    return this.bench.events.filter((e) => e.event === 'ESTOP' && e.fields.reason === 'heartbeat_timeout');
+  }
+
+  /**
+   * Whether a test that began at `sinceMs` (performance.now()) met the chain opened by the box's heartbeat
+   * watchdog: an opening while it ran (its teardown included), or one before it that the harness had not
+   * closed again when it began. What failed after it says nothing about the target (DESIGN.md rule 6):
+   * `hostTooSlow` when the harness had been silent toward the box for most of its timeout (the beats are
+   * the harness's own sends: only its host or its process could hold them back), `equipment` when it had
+   * beaten in time and the box opened the chain anyway (the box or its serial link failed).
+   */
+  benchLoss(sinceMs: number): { hostTooSlow?: string; equipment?: string } | undefined {
+    const hit = this.watchdogOpenings().find((e) => e.atMs >= sinceMs || !this.armedAt.some((a) => a > e.atMs && a <= sinceMs));
+    if (!hit) return undefined;
+    const timeout = RIG_HEARTBEAT_TIMEOUT_MS;
+    const silence = this.bench.silenceBefore(hit.atMs, timeout + 1_000);
+    const what = `the bench box's heartbeat watchdog (timeout ${timeout} ms) opened the E-stop chain`;
+    if (silence !== undefined && silence >= timeout - RIG_HEARTBEAT_EVERY_MS) {
+      return { hostTooSlow: `${what}: the harness had written it no heartbeat for ${Math.round(silence)} ms (it beats every ${RIG_HEARTBEAT_EVERY_MS} ms); the cell's safety faults after it are the harness's lateness` };
+    }
+    return { equipment: `${what} although the harness had written it a heartbeat ${silence === undefined ? 'never' : `${Math.round(silence)} ms`} before: the bench box or its serial link failed, not the cell` };
   }
 
   async close(): Promise<void> {
@@ -132,61 +187,35 @@ class RigTarget implements Target {
     } catch {
       // The box's own watchdog opens the chain once the heartbeat stops.
     }
+    // The simulated box stops with it, its deliveries to the stack drained.
     await this.bench.close();
-    this.simBox?.stop();
-    await this.drainInjects().catch(() => undefined);
     await Promise.all(this.clients.map((c) => c.close()));
-    await this.testAgent?.close();
     await this.stack.stop();
   }
 }
 
-/** Opens the rig: stack, bench box, heartbeat, and the motion decision. */
+/** Opens the rig: stack, bench box (in its thread, with the simulated box for `sim`), heartbeat, and the motion decision. */
 export async function openRig(o: RigOptions): Promise<RigTarget> {
   if (o.bench === 'sim' && o.driver !== 'ethercat-fake' && o.driver !== 'sim') {
     throw new HarnessError('HIL_ERR_TARGET_OPTION', '--bench sim drives the stack\'s safety input through its test channel: it needs a simulated bus (HIL_RIG_DRIVER=ethercat-fake or sim)');
   }
   const sim = o.bench === 'sim';
-  const stack = await startStack({ args: ['--driver', o.driver, '--machine', o.machine, ...(sim ? ['--test-channel'] : [])] });
-  let agent: Agent | undefined;
-  let simBox: ServedBox | undefined;
-  let bench: BenchBoxClient;
-  let simInjectError: Error | undefined;
-  let drainInjects: () => Promise<void> = async () => undefined;
+  // The bench box's thread comes up while the stack starts (its loader and modules take a second on a loaded host).
+  const thread = BenchBoxThread.start();
+  let stack: StackProcess;
   try {
-    let benchOpts: Parameters<typeof BenchBoxClient.open>[0];
-    if (sim) {
-      agent = new Agent({ connect: { socketPath: stack.ready.test_channel } });
-      const a = agent;
-      // Chain and power changes reach the stack in order: the cell is live only with the chain closed and power on.
-      let chain = Promise.resolve();
-      const inject = (body: unknown) => {
-        const next = chain.then(async () => {
-          const r = await request('http://localhost/inject', { method: 'POST', dispatcher: a, body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
-          await r.body.text();
-        });
-        // A failed delivery is kept for settle(); the chain goes on.
-        chain = next.catch((e: Error) => {
-          simInjectError ??= e;
-        });
-        return next;
-      };
-      drainInjects = async () => {
-        await chain;
-        if (simInjectError) throw new HarnessError('HIL_ERR_TEST_CHANNEL', `the simulated bench box could not reach the stack's safety input: ${simInjectError.message}`);
-      };
-      const model = new BenchBoxModel(performance.now(), { cell: (s) => inject(s.chainClosed && s.powerOn ? { kind: 'clear' } : { kind: 'estop_open' }) });
-      model.buttonsClosed = !o.simButtonPressed;
-      const path = `/dev/ttyHILSIM${process.pid}`;
-      const binding = await mockBinding();
-      binding.createPort(path, { echo: false, record: false });
-      await model.boot(performance.now()); // the box has just powered up: chain open, power off
-      await inject({ kind: 'estop_open' });
-      benchOpts = { path, mock: true, attach: (p) => (simBox = serveOnMockPort(p as MockPortBinding, model)) };
-    } else benchOpts = { path: o.bench };
-    bench = await BenchBoxClient.open(benchOpts);
+    stack = await startStack({ args: ['--driver', o.driver, '--machine', o.machine, ...(sim ? ['--test-channel'] : [])] });
   } catch (e) {
-    await agent?.close();
+    await thread.stop();
+    throw e;
+  }
+  let bench: BenchBoxThread;
+  try {
+    // The simulated box powers up with the chain open and power off, and says so to the stack before the
+    // client greets it; its chain and power changes then reach the stack in order.
+    const benchOpts: BenchThreadOptions = sim ? { path: `/dev/ttyHILSIM${process.pid}`, mock: true, sim: { testChannel: stack.ready.test_channel, buttonPressed: o.simButtonPressed === true } } : { path: o.bench };
+    bench = await thread.openPort(benchOpts);
+  } catch (e) {
     await stack.stop();
     throw e instanceof BenchBoxError ? new HarnessError('HIL_ERR_TARGET_START', `bench box: ${e.code}: ${e.message}`) : e;
   }
@@ -195,42 +224,54 @@ export async function openRig(o: RigOptions): Promise<RigTarget> {
     await bench.setTimeoutMs(RIG_HEARTBEAT_TIMEOUT_MS);
     await bench.heartbeat();
     bench.startHeartbeat(RIG_HEARTBEAT_EVERY_MS);
-    if (!o.allowMotion) {
-      refusal = 'motion is not allowed on target rig: run with --allow-motion (the bench box keeps the E-stop chain open)';
-    } else {
-      await bench.relay('CLOSE');
-      const st = await bench.status();
-      if (st.chain !== 'closed') refusal = `motion is not allowed on target rig: the bench box reads the E-stop chain ${st.chain} with its relay ${st.relay} (an E-stop button is pressed or the chain is broken)`;
-      else {
-        await bench.power('RESTORE');
-        const st2 = await bench.status();
-        if (st2.power !== 'on') refusal = 'motion is not allowed on target rig: the bench box could not restore drive power';
-      }
-    }
+    refusal = o.allowMotion ? await closeChain(bench) : 'motion is not allowed on target rig: run with --allow-motion (the bench box keeps the E-stop chain open)';
   } catch (e) {
     refusal = `motion is not allowed on target rig: the bench box did not confirm the E-stop chain (${(e as BenchBoxError).code ?? ''} ${(e as Error).message})`;
   }
-  const rig = new RigTarget(stack, bench, simBox, agent, o.driver, refusal, () => drainInjects());
+  const rig = new RigTarget(stack, bench, o.driver, refusal);
   if (refusal === undefined) {
-    // The chain was open since power-up: wait until the stack reads it closed, then reset what it latched.
-    const c = rig.client();
-    const st = await waitStatus(c, (s) => s.core !== null && s.core.safety_fault_mask === 0n, 5_000);
-    if (st.core?.safety_fault_mask !== 0n) {
+    try {
+      // The chain was open since power-up.
+      await resetSafetyLatch(rig);
+    } catch (e) {
       await rig.close();
-      throw new HarnessError('HIL_ERR_TARGET_START', 'the bench box closed the E-stop chain but the stack still reads it open');
-    }
-    if (st.core.execution_fault_reasons !== 0n) {
-      const d = await c.describe();
-      const cell = new Cell(c, (d.reply.data as { binding: never }).binding);
-      try {
-        const s = await cell.grant();
-        await cell.fenced('reset_fault', s, { axis_mask: 0 });
-      } finally {
-        await cell.cleanup();
-      }
+      throw e;
     }
   }
   return rig;
+}
+
+/** Close the chain through the box's relay and restore drive power; why motion is not allowed when it cannot. */
+async function closeChain(bench: BenchBoxThread): Promise<string | undefined> {
+  try {
+    await bench.relay('CLOSE');
+    const st = await bench.status();
+    if (st.chain !== 'closed') return `motion is not allowed on target rig: the bench box reads the E-stop chain ${st.chain} with its relay ${st.relay} (an E-stop button is pressed or the chain is broken)`;
+    await bench.power('RESTORE');
+    const st2 = await bench.status();
+    if (st2.power !== 'on') return 'motion is not allowed on target rig: the bench box could not restore drive power';
+    return undefined;
+  } catch (e) {
+    return `motion is not allowed on target rig: the bench box did not confirm the E-stop chain (${(e as BenchBoxError).code ?? ''} ${(e as Error).message})`;
+  }
+}
+
+/** With the chain closed again: wait until the stack reads it closed, then reset what it latched while it was open. */
+async function resetSafetyLatch(rig: RigTarget): Promise<void> {
+  const c = rig.client();
+  const st = await waitStatus(c, (s) => s.core !== null && s.core.safety_fault_mask === 0n, 5_000);
+  if (st.core?.safety_fault_mask !== 0n) throw new HarnessError('HIL_ERR_TARGET_START', 'the bench box closed the E-stop chain but the stack still reads it open');
+  if (st.core.execution_fault_reasons !== 0n) {
+    const d = await c.describe();
+    const cell = new Cell(c, (d.reply.data as { binding: never }).binding);
+    try {
+      const s = await cell.grant();
+      await cell.fenced('reset_fault', s, { axis_mask: 0 });
+    } finally {
+      await cell.cleanup();
+    }
+  }
+  rig.armedAt.push(performance.now());
 }
 
 /** The rig target's options as the run gives them (its schema below); openRig's RigOptions once checked. */

@@ -116,6 +116,31 @@ test('--machine names the cell\'s configuration: taken when it describes the cel
   await expect(externalTarget.open({ socket: stack.ready.control, machine: fixture('nine-axis-internet') })).rejects.toMatchObject({ code: 'HIL_ERR_TARGET_OPTION' });
 });
 
+test('--service-pid names the service\'s processes on this host: their run-queue waits then count for timing judgments, the first is the target\'s pid; ids that are no process here are a usage error', async () => {
+  const { lateness } = await import('../lateness.ts');
+  const { tracked } = await import('./live.ts');
+  expect(externalTarget.check!({ socket: stack.ready.control, servicePid: '12x' })).toBe('--service-pid 12x: process ids, comma-separated ("12x" is not one)');
+  expect(externalTarget.check!({ socket: stack.ready.control, servicePid: `${stack.ready.pid},0` })).toBe(`--service-pid ${stack.ready.pid},0: process ids, comma-separated ("0" is not one)`);
+  expect(externalTarget.check!({ socket: stack.ready.control, servicePid: '4000000000' })).toBe('--service-pid 4000000000: no process 4000000000 on this host');
+  expect(externalTarget.check!({ socket: stack.ready.control, servicePid: `${stack.ready.pid},${process.pid}` })).toBeUndefined();
+  // Without the option the external target names no process: nothing of this host counts for it.
+  const plain = tracked(await externalTarget.open({ socket: stack.ready.control }));
+  try {
+    expect(plain.pid).toBeUndefined();
+    expect(lateness.targetOnHost()).toBe(false);
+  } finally {
+    await plain.close();
+  }
+  const named = tracked(await externalTarget.open({ socket: stack.ready.control, servicePid: `${stack.ready.pid},${process.pid}` }));
+  try {
+    expect(named.pid).toBe(stack.ready.pid);
+    expect(lateness.targetOnHost()).toBe(process.platform === 'linux');
+  } finally {
+    await named.close();
+  }
+  expect(lateness.targetOnHost()).toBe(false);
+});
+
 test('a file that opens no target of its own asks the run: sim always moves, external only with --allow-motion', async () => {
   const { vi } = await import('vitest');
   const { needsRunMotion } = await import('../fixture.ts');

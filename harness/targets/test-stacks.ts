@@ -102,7 +102,7 @@ export function perTestFixture(hooks: PerTestHooks): PerTestFixture {
  * lost a grant to its lateness (HIL_ERR_HOST_TOO_SLOW), or every error's code has the verdict ERROR
  * (harness/errors.ts), each code once. None when it failed (an assertion, a FAIL code among its errors).
  */
-export function erredCodes(task: { meta: { hostTooSlow?: string; replayUnheld?: string }; result?: { errors?: readonly unknown[] } }): string[] {
+export function erredCodes(task: { meta: { hostTooSlow?: string; replayUnheld?: string; equipmentLoss?: string }; result?: { errors?: readonly unknown[] } }): string[] {
   const errors = task.result?.errors ?? [];
   if (testStateOf('failed', errors, task.meta) !== 'errored') return [];
   // An error without a code (a plain Error the harness threw) by its name.
@@ -110,7 +110,7 @@ export function erredCodes(task: { meta: { hostTooSlow?: string; replayUnheld?: 
     const x = e as { code?: unknown; name?: unknown };
     return typeof x.code === 'string' ? x.code : typeof x.name === 'string' ? x.name : 'unknown';
   });
-  return [...new Set([...(task.meta.hostTooSlow !== undefined ? ['HIL_ERR_HOST_TOO_SLOW'] : []), ...named])];
+  return [...new Set([...(task.meta.hostTooSlow !== undefined ? ['HIL_ERR_HOST_TOO_SLOW'] : []), ...(task.meta.equipmentLoss !== undefined ? ['HIL_ERR_BENCH_BOX'] : []), ...named])];
 }
 
 /** The test's wall time split into its stacks' start, its body (fixtures and test) and their stop, in ms. */

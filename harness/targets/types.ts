@@ -71,7 +71,7 @@ export interface DescriptorAbilities {
 
 /** What a target's per-test fixture reads of vitest's test context (harness/targets/test-stacks.ts). */
 export interface TestContextLike {
-  task: { fullName: string; meta: { replayUnheld?: string; hostTooSlow?: string }; result?: { errors?: readonly unknown[] } };
+  task: { fullName: string; meta: { replayUnheld?: string; hostTooSlow?: string; equipmentLoss?: string }; result?: { errors?: readonly unknown[] } };
   skip: (note?: string) => void;
   /** Called once the test failed, after the runner tore the fixtures down and the other fixtures' own callbacks ran. */
   onTestFailed?: (fn: () => void | Promise<void>) => void;
@@ -106,6 +106,11 @@ export interface Target {
   inject(fault: Record<string, unknown>): Promise<void>;
   /** What was injected so far, each with the host monotonic time it was sent (a stall's judgement: harness/clients/bus-stalls.ts). */
   readonly injections?: readonly { kind: string; at_ns: bigint }[];
+  /**
+   * A rig only: whether the bench box's heartbeat watchdog opened the E-stop chain under a test that began at
+   * `sinceMs` (performance.now()), and whose lapse that was (harness/targets/rig.ts).
+   */
+  benchLoss?(sinceMs: number): { hostTooSlow?: string; equipment?: string } | undefined;
   restartCore(): Promise<void>;
   /**
    * Stepped clock only (`hil serve --clock stepped`): run `cycles` core cycles now and resolve with the
@@ -134,6 +139,11 @@ export interface Target {
   diagnostics(): string;
   /** The service's process id where the harness started it (the nightly soak samples its memory). */
   readonly pid?: number;
+  /**
+   * Every process of the target on this host when it has more than `pid` (an external service named with
+   * --service-pid and its OLP server), the first `pid`: their run-queue waits count for timing judgments.
+   */
+  readonly pidsOnHost?: readonly number[];
   /** Why motion is not allowed, in words a skip reason can carry (rig); undefined when it is or the default applies. */
   readonly motionRefusal?: string;
   /** After each test: check the cell is stopped and released, reconciling an unknown outcome (rig). */

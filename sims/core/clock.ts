@@ -78,13 +78,21 @@ export class RealTimeClock implements CycleClock {
     const scheduledNs = this.deadline;
     waitUntil(scheduledNs, this.spinNs);
     const nowNs = hostNow();
-    this.deadline += this.cycleNs;
-    if (nowNs - this.deadline > REANCHOR_CYCLES * this.cycleNs) {
-      this.skipped += Number((nowNs - this.deadline) / this.cycleNs);
-      this.deadline = nowNs + this.cycleNs;
-    }
+    const next = scheduledNs + this.cycleNs;
+    this.deadline = rescheduled(scheduledNs, nowNs, this.cycleNs);
+    if (this.deadline !== next) this.skipped += Number((nowNs - next) / this.cycleNs);
     return { nowNs, scheduledNs };
   }
+}
+
+/**
+ * The real-time schedule's next deadline after a cycle due at `deadline` woke at `nowNs`: one cycle on,
+ * unless that fell more than REANCHOR_CYCLES behind, then one cycle after the wake. A paced replay keeps
+ * the same schedule from the recorded wake times (RecordedClock).
+ */
+export function rescheduled(deadline: bigint, nowNs: bigint, cycleNs: bigint): bigint {
+  const next = deadline + cycleNs;
+  return nowNs - next > REANCHOR_CYCLES * cycleNs ? nowNs + cycleNs : next;
 }
 
 export class FastClock implements CycleClock {
@@ -148,6 +156,8 @@ export interface RecordedTimes {
   t0Ns: bigint;
   timesNs: Float64Array;
   hostTimesNs?: Float64Array;
+  /** A recording on the real-time clock: that clock's origin (header clock_origin_ns), to rebuild its schedule. */
+  scheduleOriginNs?: bigint;
 }
 
 export class RecordedClock implements CycleClock {
@@ -159,16 +169,21 @@ export class RecordedClock implements CycleClock {
   private k = 0;
   private last: bigint;
   private lastHost: bigint;
+  /** On a real-time recording with its clock's origin: the next cycle's deadline, as that clock kept it. */
+  private deadline: bigint | undefined;
   constructor(
     private readonly cycleNs: bigint,
     private readonly t0Ns: bigint,
     private readonly timesNs: Float64Array,
     /** Format 3, a stepped or fast recording: the host time the core read in each frame's cycle (ns from t0). */
     private readonly hostTimesNs?: Float64Array,
+    /** A real-time recording's clock origin (RecordedTimes.scheduleOriginNs). */
+    scheduleOriginNs?: bigint,
   ) {
     this.originNs = t0Ns - cycleNs;
     this.last = this.originNs;
     this.lastHost = this.originNs;
+    if (scheduleOriginNs !== undefined && !hostTimesNs) this.deadline = scheduleOriginNs + cycleNs;
   }
   /** The time of the last cycle run (the origin before the first). */
   get nowNs(): bigint {
@@ -191,9 +206,15 @@ export class RecordedClock implements CycleClock {
     this.lastHost = h ? (k < h.length ? this.t0Ns + BigInt(h[k]!) : this.lastHost + (t - this.last)) : t;
     this.last = t;
     // A stepped or fast recording (it has host times) was scheduled one cycle_ns after another from its
-    // first frame, so a cycle woken late (an injected late wake) is late by as much again. On the host
-    // clock the schedule is not in the recording: every cycle counts as on time.
-    return { nowNs: t, scheduledNs: h ? this.t0Ns + BigInt(k) * this.cycleNs : t };
+    // first frame, so a cycle woken late (an injected late wake) is late by as much again.
+    if (h) return { nowNs: t, scheduledNs: this.t0Ns + BigInt(k) * this.cycleNs };
+    // On the host clock the schedule is the real-time clock's own, rebuilt from its origin and the wake
+    // times as it kept it (RealTimeClock.next); a recording without the origin counts every cycle on time.
+    // Past the recorded frames every cycle is on time.
+    const d = this.deadline;
+    if (d === undefined || k >= this.timesNs.length) return { nowNs: t, scheduledNs: t };
+    this.deadline = rescheduled(d, t, this.cycleNs);
+    return { nowNs: t, scheduledNs: d };
   }
 }
 
@@ -201,7 +222,7 @@ export function makeClock(spec: ClockSpec, cycleNs: bigint, recorded?: RecordedT
   switch (spec.mode) {
     case 'recorded':
       if (!recorded) throw new RangeError('the recorded clock needs the recording\'s frame times');
-      return new RecordedClock(cycleNs, recorded.t0Ns, recorded.timesNs, recorded.hostTimesNs);
+      return new RecordedClock(cycleNs, recorded.t0Ns, recorded.timesNs, recorded.hostTimesNs, recorded.scheduleOriginNs);
     case 'realtime':
       return new RealTimeClock(cycleNs, BigInt(spec.spinNs));
     case 'fast':

@@ -8,7 +8,7 @@ import { SW } from '../../drivers/ds402.ts';
 import { SimBusDriver } from '../../drivers/sim/driver.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import { CaptureReader } from './capture/reader.ts';
-import { FastClock, RealTimeClock, SteppedClock } from './clock.ts';
+import { FastClock, RealTimeClock, RecordedClock, SteppedClock } from './clock.ts';
 import { Core } from './core.ts';
 import { FAULT } from './faults.ts';
 import { CoreHost } from './host.ts';
@@ -260,6 +260,24 @@ test('clocks: speed must be > 0 (stepped is its own mode); stepped time is exact
   const r = new RealTimeClock(CYCLE);
   const t = r.next();
   expect(t.nowNs >= t.scheduledNs).toBe(true); // never woken before it was due
+});
+
+test("a paced replay of a real-time recording keeps the recorded clock's schedule: a late cycle is late by as much, a re-anchor where the clock re-anchored", () => {
+  // The real-time clock started at O: its cycles are due at O + k cycles; the recording's frames are the wake times.
+  const O = 1_000_000_000n;
+  const wakes = [O + CYCLE + 3_000n, O + 2n * CYCLE + 400_000n, O + 3n * CYCLE + 5_000n, O + 4n * CYCLE + 15n * CYCLE, O + 21n * CYCLE];
+  const t0 = wakes[0]!;
+  const times = Float64Array.from(wakes, (w) => Number(w - t0));
+  const c = new RecordedClock(CYCLE, t0, times, undefined, O);
+  const ticks = wakes.map(() => c.next());
+  expect(ticks.map((x) => x.nowNs)).toEqual(wakes);
+  // Due on the grid; the fourth woke 15 cycles late (more than ten behind): the clock re-anchored one cycle after it.
+  expect(ticks.map((x) => x.scheduledNs)).toEqual([O + CYCLE, O + 2n * CYCLE, O + 3n * CYCLE, O + 4n * CYCLE, wakes[3]! + CYCLE]);
+  // Past the recorded frames, one cycle at a time on time.
+  expect(c.next()).toEqual({ nowNs: wakes[4]! + CYCLE, scheduledNs: wakes[4]! + CYCLE });
+  // A recording without its clock's origin (made before the header had it): every cycle on time, as before.
+  const old = new RecordedClock(CYCLE, t0, times);
+  expect(wakes.map(() => old.next().scheduledNs)).toEqual(wakes);
 });
 
 void ({} as CommandResult);

@@ -208,6 +208,7 @@ export class CoreHost {
     if (recorder) {
       recorder.hostTime = () => host.cycleHostNs;
       recorder.firstFrameNs = () => host.clock.originNs + options.machine.cycle_ns;
+      recorder.clockOrigin = () => host.clock.originNs;
     }
     made = host;
     await host.core.start(host.clock.originNs);

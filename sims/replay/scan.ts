@@ -25,6 +25,11 @@ export interface PacingScan {
 }
 
 /** Read a recording once for pacing: frame times, requests, replies and events. */
+/** A real-time recording's clock origin (header clock_origin_ns), for the replay's schedule (sims/core/clock.ts RecordedClock). */
+export function scheduleOf(h: Pick<RecordingHeader, 'clock_origin_ns'>): { scheduleOriginNs?: bigint } {
+  return h.clock_origin_ns !== undefined ? { scheduleOriginNs: BigInt(h.clock_origin_ns) } : {};
+}
+
 export function scanForPacing(file: string): PacingScan {
   const r = RecordingReader.open(file);
   let times = new Float64Array(4096);

@@ -9,7 +9,7 @@
 import { CoreHost } from '../core/host.ts';
 import type { CompiledMachine } from '../config/types.ts';
 import { runReplay, scanRecording, type ReplayOutcome } from '../../drivers/replay/session.ts';
-import { scanForPacing } from './scan.ts';
+import { scanForPacing, scheduleOf } from './scan.ts';
 
 export interface StandaloneReplay {
   scan: ReturnType<typeof scanRecording>;
@@ -26,7 +26,7 @@ export async function replayRecording(file: string, machine: CompiledMachine, mo
     { machine, driver: 'replay', driverParams: { file, mode, machine_sha256: machine.machine_sha256, configuration_sha256: machine.configuration_sha256 }, clock: { mode: 'recorded', ...(times.header.clock === 'stepped' && times.header.format >= 3 ? { steps: true } : {}) }, captureRetentionMs: 0 },
     () => undefined,
     'none (replay)',
-    { t0Ns: BigInt(times.header.t0_ns), timesNs: times.times, ...(times.hostTimes ? { hostTimesNs: times.hostTimes } : {}) },
+    { t0Ns: BigInt(times.header.t0_ns), timesNs: times.times, ...(times.hostTimes ? { hostTimesNs: times.hostTimes } : {}), ...scheduleOf(times.header) },
   );
   try {
     const out = runReplay(host, scan);

@@ -3,7 +3,7 @@
 import type { CompiledMachine } from '../config/types.ts';
 import { CoreHost } from '../core/host.ts';
 import type { FromCore } from '../core/protocol.ts';
-import type { PacingScan } from './scan.ts';
+import { scheduleOf, type PacingScan } from './scan.ts';
 
 /**
  * A core on the replay driver and the recorded clock of `scan` (frame and host times), as a paced replay
@@ -14,6 +14,6 @@ export function pacedCoreHost(machine: CompiledMachine, file: string, scan: Paci
     { machine, driver: 'replay', driverParams: { file, reportFile: '', ...o.driverParams }, clock: { mode: 'recorded', ...(o.steps ? { steps: true } : {}) }, captureRetentionMs: 0 },
     send,
     'none',
-    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes },
+    { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes, ...scheduleOf(scan.header) },
   );
 }

@@ -8,7 +8,7 @@ import { CoreHost } from '../core/host.ts';
 import type { CoreStartOptions, FromCore, ToCore } from '../core/protocol.ts';
 import { isTap, type FromTap, type ToTap } from '../../drivers/replay/tap.ts';
 import { ReplayPacer } from './pacer.ts';
-import { scanForPacing } from './scan.ts';
+import { scanForPacing, scheduleOf } from './scan.ts';
 
 /** Cycles run between two looks at the port in paced replay (about a millisecond of work). */
 const PACE_BUDGET = 200;
@@ -65,7 +65,7 @@ export async function runPaced(port: MessagePort, options: CoreStartOptions): Pr
   beforePacer = [];
   // The tap's answers (drivers/replay/tap.ts) go straight to the service: they are no output of the core.
   const sendTap = (m: FromTap) => port.postMessage(m);
-  const host = await CoreHost.create(options, send, 'none (paced replay)', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes }, sendTap);
+  const host = await CoreHost.create(options, send, 'none (paced replay)', { t0Ns: BigInt(scan.header.t0_ns), timesNs: scan.times, hostTimesNs: scan.hostTimes, ...scheduleOf(scan.header) }, sendTap);
   const p = (pacer = new ReplayPacer(host, scan, { file, mode: String(options.driverParams?.mode ?? 'strict'), reportFile: options.replayPace?.verdictFile, toService: (m) => port.postMessage(m), speed: options.replayPace?.speed ?? null, watched: options.replayPace?.watched === true }));
   // Events of bring-up (a latched restart_required) were recorded at cycle 0: compared like any other.
   // They, and 'ready', go to the service only now, after the pacer's first cue: a service that served a

@@ -5,6 +5,7 @@
 import { latestSequence, readBatch } from '../../harness/clients/telemetry.ts';
 import { readStatus, waitStatus } from '../../harness/clients/status.ts';
 import { covers, describe, expect, needsMotion, test } from '../../harness/fixture.ts';
+import { problems } from '../../harness/problems.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** CiA 402 "operation enabled": statusword bits 0x6F equal 0x27. */
@@ -42,8 +43,7 @@ describe('records and status', () => {
       expect(b.records.length).toBeGreaterThan(10);
       const core = st2.core!;
       const grant = (st2 as unknown as { grant: { generation: bigint } }).grant;
-      const bad: string[] = [];
-      const want = (ok: boolean, what: string) => void (ok || bad.length >= 20 || bad.push(what));
+      const { list: bad, add: want } = problems();
       for (const r of b.records) {
         const at = `seq ${r.seq}`;
         want(r.axis_enable_mask === Number(core.axis_enable_mask), `${at}: axis_enable_mask ${r.axis_enable_mask}`);

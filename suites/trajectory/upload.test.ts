@@ -20,30 +20,44 @@ const enc = new TextEncoder();
 
 /** Points text: `n` points 1 ms apart, every axis at `hold` (logical units), as compact JSON. */
 function pointsText(hold: number[], n: number): string {
-  return new TextDecoder().decode(pointsBytes(hold, n));
+  return Buffer.concat([...pointsChunks(hold, n)]).toString('utf8');
 }
 
 /**
- * `pointsText` written straight into bytes: the limit test's two bodies of a quarter of a million points
- * each cost this process far more built as strings and then encoded.
+ * `pointsText` written straight into bytes, in turns: the limit test's two bodies of a quarter of a million
+ * points each cost this process far more built as strings and then encoded, and built in one piece they held
+ * its thread for seconds on a loaded host (on a rig the bench box's heartbeat with it: docs/benchbox.md).
  */
-function pointsBytes(hold: number[], n: number): Uint8Array {
+async function pointsBytes(hold: number[], n: number): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  for (const part of pointsChunks(hold, n)) {
+    parts.push(part);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+  return Buffer.concat(parts);
+}
+
+/** The points array's bytes (`n` of at least 1) in pieces of up to `per` points: `[`, the points, `]`. */
+function* pointsChunks(hold: number[], n: number, per = 8192): Generator<Uint8Array> {
   const head = enc.encode('{"time_ns":');
   const mid = enc.encode(`,"position":[${hold.map((q) => JSON.stringify(q)).join(',')}]}`);
   const maxDigits = String((n - 1) * 1_000_000).length;
-  const out = new Uint8Array(2 + n * (head.length + maxDigits + mid.length + 1));
-  let at = 0;
-  out[at++] = 0x5b; // [
-  for (let k = 0; k < n; k++) {
-    if (k > 0) out[at++] = 0x2c; // ,
-    out.set(head, at);
-    at += head.length;
-    at += enc.encodeInto(String(k * 1_000_000), out.subarray(at)).written;
-    out.set(mid, at);
-    at += mid.length;
+  for (let from = 0; from < n; from += per) {
+    const to = Math.min(n, from + per);
+    const out = new Uint8Array(2 + (to - from) * (head.length + maxDigits + mid.length + 1));
+    let at = 0;
+    if (from === 0) out[at++] = 0x5b; // [
+    for (let k = from; k < to; k++) {
+      if (k > 0) out[at++] = 0x2c; // ,
+      out.set(head, at);
+      at += head.length;
+      at += enc.encodeInto(String(k * 1_000_000), out.subarray(at)).written;
+      out.set(mid, at);
+      at += mid.length;
+    }
+    if (to === n) out[at++] = 0x5d; // ]
+    yield out.subarray(0, at);
   }
-  out[at++] = 0x5d; // ]
-  return out.slice(0, at);
 }
 
 /** A body whose generation member's value ends exactly `end` bytes into the body (whitespace before it). */
@@ -214,25 +228,12 @@ describe('body and point limits', () => {
       needsMotion({ skip }, target);
       // Build the large bodies before the grant: the renewals run on this process's event loop.
       const hold = await positions(client);
-      const tail = (n: number) => {
-        const pre = enc.encode(',"axis_mask":1,"points":');
-        const pts = pointsBytes(hold, n);
-        const t = new Uint8Array(pre.length + pts.length + 1);
-        t.set(pre);
-        t.set(pts, pre.length);
-        t[t.length - 1] = 0x7d; // }
-        return t;
-      };
-      const at = tail(250_000);
-      const over = tail(250_001);
+      const tail = async (n: number) => Buffer.concat([enc.encode(',"axis_mask":1,"points":'), await pointsBytes(hold, n), enc.encode('}')]);
+      const at = await tail(250_000);
+      const over = await tail(250_001);
       const s = await cell.hold({ requested_lease_ms: 2_000 });
       const head = enc.encode(`{"schema":"${SCHEMA}","operation":"prepare_trajectory","session":"${s.session}","generation":${s.generation}`);
-      const join = (t: Uint8Array) => {
-        const b = new Uint8Array(head.length + t.length);
-        b.set(head);
-        b.set(t, head.length);
-        return b;
-      };
+      const join = (t: Uint8Array) => Buffer.concat([head, t]);
       const ok = await post(target, join(at));
       expect(ok.status, ok.reply.error).toBe(200);
       const refused = await post(target, join(over));
