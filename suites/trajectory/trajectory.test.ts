@@ -95,6 +95,18 @@ function points(hold: number[], times: number[], j1: number[], extra: Array<Reco
 const wiggle = (hold: number[], d = 0.02, secs = 0.3) => points(hold, [0, secs / 2, secs], [hold[0]!, hold[0]! + d, hold[0]!]);
 
 /**
+ * The earliest the plan can have started, core time: "ns from plan start" (document 1 part 2 Point time_ns)
+ * lies between the last cycle before the execution and its first one. That cycle may have woken late: its
+ * time due (t_ns less cycle_jitter_ns, "wake minus scheduled", document 1 part 2: dueNs) is as much a start
+ * of the plan as its wake. A bound from its wake read a core counting plan time on its cycle grid, as the
+ * reference does, as running ahead of the curve (16 counts, recorded at load 5).
+ */
+function planStartNs(recs: readonly CycleCaptureRecordV2[], exec: readonly CycleCaptureRecordV2[], cycleNs: bigint): bigint {
+  const prior = recs.filter((r) => r.seq < exec[0]!.seq).at(-1);
+  return prior ? dueNs(prior) : dueNs(exec[0]!) - cycleNs;
+}
+
+/**
  * A plan whose last point is at T seconds runs for T of the core's own time (document 1 part 2 Point
  * time_ns: "ns from plan start"; the records' t_ns), every cycle of the execution with its record. Plan
  * start lies between the last cycle before the execution (its time due: dueNs) and its first one. Counting records against
@@ -108,8 +120,7 @@ function expectPlanSpan(recs: readonly CycleCaptureRecordV2[], exec: readonly Cy
   const last = exec.at(-1)!;
   // no cycle inside the execution without its record, and no other plan's cycle among them
   expect(Number(last.seq - first.seq) + 1, 'records from the first to the last cycle of the execution').toBe(exec.length);
-  const prior = recs.filter((r) => r.seq < first.seq).at(-1);
-  const tPrev = prior ? dueNs(prior) : first.t_ns - cycleNs;
+  const tPrev = planStartNs(recs, exec, cycleNs);
   const next = recs.find((r) => r.seq > last.seq);
   expect(next, 'a record after the execution').toBeDefined();
   const span = T * 1e9;
@@ -199,14 +210,23 @@ describe('prepare, start, complete', () => {
       const h = (await prepare(op, s, pts)).reply.handle!;
       expect((await status(client)).motion).toMatchObject({ queue_depth: 1n });
       const cursor = await eventCursor(client);
+      const startSent = performance.now();
       const r = await op('start_trajectory', s, { handle: h });
       expect(r.status, r.reply.error).toBe(200);
       const seq = r.reply.sequence!;
       expect(seq).toBeGreaterThan(0n);
       const during = await status(client);
-      expect(during.execution).toMatchObject({ generation: before + 1n, state: 'executing', native_sequence: seq });
-      expect(during.motion).toMatchObject({ mode: 2n, state: 3n, trajectory_id: h, done: false, command_sequence: seq, queue_depth: 0n });
-      expect(during.plan_cursor!.active_handle).toBe(h);
+      const duringAt = performance.now();
+      // The plan runs 0.4 s from a cycle after the Start was admitted: a status answered sooner than that
+      // after the Start was sent must show it executing; answered later, the plan may have ended.
+      await hostBound(
+        { rule: 'document 1 part 2 Execution.state: executing while the started plan runs', marginMs: 400, since: startSent, measured: () => ({ ms: duringAt - startSent, what: 'from sending the Start to the status read after it answering' }) },
+        async () => {
+          expect(during.execution).toMatchObject({ generation: before + 1n, state: 'executing', native_sequence: seq });
+          expect(during.motion).toMatchObject({ mode: 2n, state: 3n, trajectory_id: h, done: false, command_sequence: seq, queue_depth: 0n });
+          expect(during.plan_cursor!.active_handle).toBe(h);
+        },
+      );
       expect(during.plan_cursor!.native_clock_ns).toBeGreaterThan(0n);
       const started = await drive.event(cursor, (e) => e.type === 'execution_started', 3_000);
       expect(started, 'an execution_started event within 3 s').not.toBeUndefined();
@@ -286,15 +306,11 @@ describe('execution in telemetry', () => {
       const exec = recs.filter((r) => r.active_traj_id === h);
       // 0.4 s of the core's own time at the cell's cycle (records stamped t_ns, document 1 part 2 Point time_ns)
       expectPlanSpan(recs, exec, T, cycleNs);
-      // "ns from plan start" (document 1 part 2 Point time_ns): plan start lies between the last cycle
-      // before the execution and its first cycle. Taking the first record's time as the origin made a late
-      // first cycle (a loaded machine: 10 ms) read as the target running ahead of the curve. The cycle
-      // before may have woken late too: its time due (t_ns less cycle_jitter_ns, "wake minus scheduled",
-      // document 1 part 2) is as much a start of the plan as its wake (a core counting plan time on its
-      // cycle grid, as the reference does, ran 16 counts ahead of a bound from the wake, recorded at load 5).
+      // Plan start lies between the last cycle before the execution (planStartNs) and its first cycle.
+      // Taking the first record's time as the origin made a late first cycle (a loaded machine: 10 ms) read
+      // as the target running ahead of the curve.
       const t0 = exec[0]!.t_ns;
-      const before = recs.filter((r) => r.seq < exec[0]!.seq).at(-1);
-      const tPrev = before ? dueNs(before) : t0 - cycleNs;
+      const tPrev = planStartNs(recs, exec, cycleNs);
       let lastIndex = 0;
       // The worst following error of the execution, judged after the loop: a real-time core the host kept
       // from its cycles (a 31 ms stall on a loaded machine) moves the target a stall's worth in one cycle,
@@ -377,8 +393,7 @@ describe('point velocities', () => {
       const exec = recs.filter((r) => r.active_traj_id === h);
       expectPlanSpan(recs, exec, T, cycleNs);
       const t0 = exec[0]!.t_ns;
-      const prior = recs.filter((r) => r.seq < exec[0]!.seq).at(-1);
-      const tPrev = prior ? prior.t_ns : t0 - cycleNs;
+      const tPrev = planStartNs(recs, exec, cycleNs);
       // Hermite with p0 = p1 = q0, v0 = v, v1 = -v: q0 + T v (s - s^2), s = tau / T.
       const at = (x: number) => {
         const u = Math.min(1, Math.max(0, x / T));
