@@ -95,6 +95,9 @@ export async function checkCleanroom(o: CheckOptions = {}): Promise<number> {
       args: [
         ...['run', '--target', 'external', '--socket', service.control],
         ...['--remote-url', `https://${service.remote}`, '--remote-pair', pair.dir, '--service-log', serviceLog],
+        // The service runs on this host beside whatever else loads it: a rule it keeps by acting in time
+        // counts the host's delays as the host's (README "Verdicts").
+        ...servicePidArgs(service.pid),
         ...['--serve-command', `${shellWord(process.execPath)} ${shellWord(join(ROOT, 'harness', 'bin', 'hil.mjs'))} cleanroom serve --socket-dir {socket_dir}`],
         ...['--no-report', ...(o.suites ?? CLEANROOM_SUITES)],
       ],
@@ -160,7 +163,8 @@ export async function checkCleanroomOlp(o: CheckOptions = {}): Promise<number> {
     for (const k of Object.keys(env)) if (k.startsWith('VITEST') || k.startsWith('HIL_TARGET') || k === 'HIL_SOCKET' || k === 'HIL_RUN_DIR' || k === 'HIL_SERVICE_PID' || k.startsWith('HIL_OLP') || k === 'HIL_PLANNER_URL') delete env[k];
     return await runAndPin({
       name: 'cleanroom check-olp', env, reports, expectedFile: EXPECTED_OLP_FILE, update: o.update, log,
-      args: ['run', '--target', 'external', '--socket', ready.control, '--olp-url', server.url, '--olp-facts', facts, '--allow-motion', '--no-report', ...(o.suites ?? ['suites/olp'])],
+      // The stack's and the OLP server's processes: both on this host (README "Verdicts", --service-pid).
+      args: ['run', '--target', 'external', '--socket', ready.control, '--olp-url', server.url, '--olp-facts', facts, '--allow-motion', ...servicePidArgs(stack.pid, server.pid), '--no-report', ...(o.suites ?? ['suites/olp'])],
       notPass: 'the run against the clean-room OLP server is not PASS: a suite asks for more than document 3 says, or the clean-room server broke it',
     });
   } finally {
@@ -169,6 +173,12 @@ export async function checkCleanroomOlp(o: CheckOptions = {}): Promise<number> {
     await new Promise<void>((r) => (stack.exitCode !== null ? r() : stack.once('exit', () => r())));
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** `--service-pid` naming the processes of these ids that are known (none: no option). */
+function servicePidArgs(...pids: Array<number | undefined>): string[] {
+  const known = pids.filter((p): p is number => p !== undefined);
+  return known.length ? ['--service-pid', known.join(',')] : [];
 }
 
 /**

@@ -38,6 +38,8 @@ export interface CleanroomOlpCell {
 
 export interface CleanroomProcess {
   url: string;
+  /** Its process id on this host (the run's --service-pid: harness/targets/external.ts). */
+  pid: number | undefined;
   close(): Promise<void>;
 }
 
@@ -58,6 +60,8 @@ function olpArgv(o: { cellsFile: string; plannerUrl?: string; robotStore?: strin
 export interface CleanroomServiceProcess {
   control: string;
   remote: string;
+  /** Its process id on this host (the run's --service-pid: harness/targets/external.ts). */
+  pid: number | undefined;
   close(): Promise<void>;
 }
 
@@ -75,7 +79,7 @@ export async function startCleanroomService(o: { socketDir: string; pair: { ca: 
     ...['--pair-id', o.pairId, '--log-file', o.log, '--lifeline-stdin'],
   ];
   const p = await spawnReady<{ control: string; remote: string }>('the clean-room service', argv, process.env, 60_000);
-  return { control: p.ready.control, remote: p.ready.remote, close: () => p.stop() };
+  return { control: p.ready.control, remote: p.ready.remote, pid: p.child?.pid, close: () => p.stop() };
 }
 
 /** Neither server watches a lifeline on stdin: SIGTERM is their orderly stop (the OLP server stops a held lease). */
@@ -83,6 +87,7 @@ async function start(what: string, argv: string[], key: 'planner' | 'olp', env: 
   const p = await spawnReady<Record<string, unknown>>(what, argv, env, 60_000);
   return {
     url: String(p.ready[key]),
+    pid: p.child?.pid,
     async close() {
       p.child?.kill('SIGTERM');
       await p.stop();
@@ -120,6 +125,7 @@ export async function startCleanroomPlanner(o: { storeDir: string; port?: number
     const p = await start('the clean-room planner', [built.server, ...plannerArgv(o).slice(3)], 'planner', o.env ?? process.env);
     return {
       url: p.url,
+      pid: p.pid,
       async close() {
         await p.close();
         await built.remove();
