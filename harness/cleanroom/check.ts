@@ -131,14 +131,15 @@ export async function checkCleanroomOlp(o: CheckOptions = {}): Promise<number> {
   const stack = spawn(process.execPath, [join(ROOT, 'harness', 'bin', 'hil.mjs'), 'serve', '--socket-dir', stackDir, '--planner-port', '0'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let server: Awaited<ReturnType<typeof startCleanroomOlp>> | undefined;
   try {
-    const ready = await new Promise<{ control: string; planner: string }>((resolve, reject) => {
+    const ready = await new Promise<{ control: string; planner: string; pid: number | undefined }>((resolve, reject) => {
       let out = '';
       stack.stdout!.setEncoding('utf8').on('data', (d: string) => {
         out += d;
         const line = out.split('\n').find((l) => l.startsWith('ready '));
         if (line) {
           const j = JSON.parse(line.slice(6)) as Record<string, unknown>;
-          resolve({ control: String(j.control), planner: String(j.planner) });
+          // The stack's own process (hil serve starts it as its child): the ready line's pid.
+          resolve({ control: String(j.control), planner: String(j.planner), pid: typeof j.pid === 'number' ? j.pid : undefined });
         }
       });
       stack.once('exit', (c) => reject(new Error(`hil serve exited with ${c} before ready`)));
@@ -164,7 +165,7 @@ export async function checkCleanroomOlp(o: CheckOptions = {}): Promise<number> {
     return await runAndPin({
       name: 'cleanroom check-olp', env, reports, expectedFile: EXPECTED_OLP_FILE, update: o.update, log,
       // The stack's and the OLP server's processes: both on this host (README "Verdicts", --service-pid).
-      args: ['run', '--target', 'external', '--socket', ready.control, '--olp-url', server.url, '--olp-facts', facts, '--allow-motion', ...servicePidArgs(stack.pid, server.pid), '--no-report', ...(o.suites ?? ['suites/olp'])],
+      args: ['run', '--target', 'external', '--socket', ready.control, '--olp-url', server.url, '--olp-facts', facts, '--allow-motion', ...servicePidArgs(ready.pid, server.pid), '--no-report', ...(o.suites ?? ['suites/olp'])],
       notPass: 'the run against the clean-room OLP server is not PASS: a suite asks for more than document 3 says, or the clean-room server broke it',
     });
   } finally {
