@@ -6,6 +6,7 @@ import { connect } from 'node:net';
 import { latestSequence, pollTelemetry, readBatch, readStream } from '../../harness/clients/telemetry.ts';
 import { checkBatchCursor } from '../../harness/oracle/telemetry.ts';
 import { covers, describe, expect, hostBound, test } from '../../harness/fixture.ts';
+import { HarnessError } from '../../harness/errors.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -127,9 +128,19 @@ describe('stream', () => {
       expect(h.adapter_incarnation).toBe(before.adapter_incarnation);
       expect(h.dropped).toBe(0n);
       expect(h.first_sequence).toBe(1n);
-      expect(h.last_sequence).toBeLessThan(oldCursor);
+      // The new ring started over: fewer records than the old one had. A harness kept from polling longer
+      // than the old core lived (it ran seconds, 4000 cycles a second at 250 us) finds the new ring past
+      // them, and the check says nothing (sequences restarting is first_sequence 1 above).
+      if (h.last_sequence >= oldCursor) throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `the new core had captured ${h.last_sequence} records by the harness's first poll, as many as the old one (${oldCursor}) in its life: the harness was late, not a verdict on the target`);
       // The old cursor means nothing to the new core: it is ahead of the new ring.
-      const stale = await pollTelemetry(client, oldCursor + 10_000n);
+      const cursor = oldCursor + 10_000n;
+      const stale = await pollTelemetry(client, cursor);
+      if (stale.refusal?.label !== 'telemetry_cursor_ahead') {
+        // Answered otherwise: a fault of the target only if the new ring had not reached the cursor by then
+        // (10 000 cycles later than the old cursor: 2.5 s at the shortest cycle).
+        const newest = await latestSequence(client);
+        if (newest >= cursor) throw new HarnessError('HIL_ERR_HOST_TOO_SLOW', `the new core's ring had reached ${newest} by the harness's poll with cursor ${cursor} (the old cursor ${oldCursor} and 10000 cycles): no longer ahead, the check says nothing`);
+      }
       expect(stale.refusal?.label).toBe('telemetry_cursor_ahead');
       await readBatch(client, h.last_sequence);
     },
