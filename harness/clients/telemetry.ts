@@ -200,11 +200,15 @@ export async function readStream(
     for await (const chunk of res.body) {
       for (const bytes of splitter.push(chunk as Uint8Array)) {
         const at = performance.now();
-        // The splitter has checked the header already; its records wait for the end of the read.
-        if (opts.decodeAfter) later.push(bytes);
-        const batch = opts.decodeAfter ? { header: decodeBatchHeader(bytes), records: [] } : decodeBatch(bytes);
-        out.batches.push({ batch, at });
-        if (!opts.decodeAfter) opts.onBatch?.(batch);
+        if (opts.decodeAfter) {
+          // The splitter has checked the header already; its records wait for the end of the read.
+          later.push(bytes);
+          out.batches.push({ batch: { header: decodeBatchHeader(bytes), records: [] }, at });
+        } else {
+          const batch = decodeBatch(bytes);
+          out.batches.push({ batch, at });
+          opts.onBatch?.(batch);
+        }
         if (opts.until?.(out.batches)) ac.abort();
       }
     }
