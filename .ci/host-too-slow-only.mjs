@@ -2,6 +2,7 @@
 // tests ended in HIL_ERR_HOST_TOO_SLOW, printing them; else exit 1 with why (harness/report/retry-rule.ts).
 import { readFileSync } from 'node:fs';
 import { register } from 'tsx/esm/api';
+import { printFailed } from './failed-tests.mjs';
 
 register();
 const { hostTooSlowOnly } = await import('../harness/report/retry-rule.ts');
@@ -17,12 +18,7 @@ const d = hostTooSlowOnly(run);
 if (!d.retry) {
   console.log(`retry rule: ${d.why}: no retry`);
   // What kept it from passing, at the end of the row's output: CI's log is often read from its tail only.
-  for (const t of run.tests ?? []) {
-    if ((t.state !== 'failed' && t.state !== 'errored') || t.expected_failure || t.informative) continue;
-    console.log(`  ${t.state === 'failed' ? 'FAIL' : 'ERROR'} ${t.file} > ${t.fullName}`);
-    const text = (t.errors ?? []).join('\n').split('\n').filter((l) => l.trim() !== '').slice(0, 12);
-    for (const l of text) console.log(`    ${l.length > 400 ? `${l.slice(0, 400)}...` : l}`);
-  }
+  printFailed(run);
   process.exit(1);
 }
 console.log(`retry rule: only HIL_ERR_HOST_TOO_SLOW kept ${file} from passing; these ${d.tests.length} run once more:`);
