@@ -25,7 +25,7 @@ import { withBinding } from './targets/binding.ts';
 import { cannotStartRemote, startRemoteStack, type RemoteOptions, type RemoteStack } from './targets/remote.ts';
 import { noteStderr, offerInjector, redact } from './evidence.ts';
 import { takeProfileDifferences } from './trace.ts';
-import { lateness } from './lateness.ts';
+import { lateness, timeoutByHost } from './lateness.ts';
 import { longTierOn } from './long-tier.ts';
 export { LONG_TAG } from './long-tier.ts';
 
@@ -280,6 +280,12 @@ export const test = base.extend<{
           if (t.meta.hostTooSlow !== undefined) break;
           const stall = await busStallOf(target, startedNs);
           if (stall) t.meta.hostTooSlow = stall;
+        }
+        // A test run out of its time while the host kept the harness (or the target's process here) from
+        // running for a tenth of it (harness/lateness.ts timeoutByHost).
+        if (t.meta.hostTooSlow === undefined) {
+          const slow = await timeoutByHost(t.result?.errors, started, performance.now());
+          if (slow) t.meta.hostTooSlow = slow;
         }
       });
       // The harness's own lateness while the test ran, for run.json and the report's environment (noted when

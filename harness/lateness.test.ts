@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { expect, test } from 'vitest';
 import { HarnessError, verdictOfError } from './errors.ts';
-import { hostBound, lateness } from './lateness.ts';
+import { hostBound, lateness, timeoutByHost } from './lateness.ts';
 
 const block = (ms: number) => {
   const end = performance.now() + ms;
@@ -101,6 +101,29 @@ test('window total_ms: a stall counts only for the part of it inside the window,
   const both = lateness.window(c, performance.now()).total_ms;
   expect(both).toBeGreaterThanOrEqual(2 * (60 - 10));
   expect(both).toBeGreaterThan(lateness.window(c, performance.now()).max_ms);
+});
+
+test('timeoutByHost: a test out of its time is the host\'s when the loop lost a tenth of that time or more; less, or another error, it is not', async () => {
+  lateness.start();
+  await lateness.settle();
+  const from = performance.now();
+  block(150);
+  await lateness.settle();
+  const to = performance.now();
+  const timedOut = (ms: number) => [{ message: `Error: Test timed out in ${ms}ms.\nIf this is a long-running test, pass a timeout value as the last argument or configure it globally with "testTimeout".` }];
+  // 150 ms lost of a 1000 ms time: past a tenth.
+  const slow = await timeoutByHost(timedOut(1000), from, to);
+  expect(slow).toMatch(/^the test ran out of its 1000 ms while the host kept the harness's event loop from running for \d+(\.\d)? ms of it \(its longest stall \d+(\.\d)? ms\): a tenth of the test's time or more/);
+  // The same stall against a 10 s time is within a tenth of it; so is any 50 ms window against 5 s.
+  expect(await timeoutByHost(timedOut(10_000), from, to)).toBeUndefined();
+  const quiet = performance.now();
+  await new Promise((r) => setTimeout(r, 50));
+  expect(await timeoutByHost(timedOut(5_000), quiet, performance.now())).toBeUndefined();
+  // Not a timeout: nothing to say, however late the loop was.
+  expect(await timeoutByHost([{ message: 'AssertionError: expected 409 to be 200' }], from, to)).toBeUndefined();
+  expect(await timeoutByHost(undefined, from, to)).toBeUndefined();
+  // The message as a string too (a run record's errors).
+  expect(await timeoutByHost(['Error: Test timed out in 1000ms.'], from, to)).toBe(slow);
 });
 
 // targetOnHost: the run-queue wait of a process this harness watches (a stack it started on this host). Two

@@ -321,6 +321,26 @@ export interface HostBoundOptions {
 }
 
 /**
+ * A test that ran out of its time (vitest's "Test timed out in N ms") is an ERROR of the harness whatever
+ * the cause: a test keeps its own deadlines for the target, well inside its time. When the host took a
+ * tenth of that time or more from the harness's event loop inside [from, to] (the stalls summed), or kept
+ * the target's process on this host waiting on the run queue that long, it was the host that ran the test
+ * out of time: the figures, for an ERROR HIL_ERR_HOST_TOO_SLOW (which CI's retry rule runs again, and a
+ * test that runs out of its time on a quiet host too stays a plain ERROR there). Else undefined.
+ */
+export async function timeoutByHost(errors: ReadonlyArray<{ message?: string } | string> | undefined, from: number, to: number): Promise<string | undefined> {
+  const limit = (errors ?? []).map((e) => /Test timed out in (\d+)ms/.exec(typeof e === 'string' ? e : (e?.message ?? ''))).find((m) => m !== null);
+  if (!limit) return undefined;
+  const ms = Number(limit[1]);
+  await lateness.settle();
+  const win = lateness.window(from, to);
+  const tw = lateness.targetWait(from, to);
+  if (Math.max(win.total_ms, tw?.ms ?? 0) < ms / 10) return undefined;
+  const target = tw ? `, and the target's process on this host waited ${tw.ms} ms on the run queue (ready to run, the host running something else)` : '';
+  return `the test ran out of its ${ms} ms while the host kept the harness's event loop from running for ${win.total_ms} ms of it (its longest stall ${win.max_ms} ms)${target}: a tenth of the test's time or more, a slow host, not a verdict on the target`;
+}
+
+/**
  * Run one timing-sensitive exchange. A failure that says the target broke the rule (an assertion, a
  * refusal) while the harness was late inside the exchange past the rule's margin is rethrown as
  * HIL_ERR_HOST_TOO_SLOW (ERROR) with the figures and the original failure as its cause; within the margin
