@@ -102,25 +102,9 @@ export function takeNice(wanted: number): NiceTaken {
   }
 }
 
-/**
- * Raise the calling thread to `wanted` when it runs niced above it, for a thread that keeps time for the
- * test's thread and must not wait behind the busy files beside it (the bench box's heartbeat thread,
- * harness/benchbox/thread-worker.ts; the grant keeper does the same in harness/clients/keeper-worker.mjs). A
- * thread starts at its creator's value; raising it needs privilege (EACCES without it: the thread stays where
- * it was and `error` says why). Never lowers. Only where a nice value is a thread's own (Linux): elsewhere
- * pid 0 is the whole process, which this must not raise.
- */
-export function raiseThreadNice(wanted: number): NiceTaken {
-  const from = niceNow();
-  if (process.platform !== 'linux') return { from, nice: from, error: 'no per-thread priority on this platform' };
-  if (from <= wanted) return { from, nice: from };
-  try {
-    setPriority(wanted);
-    return { from, nice: niceNow() };
-  } catch (e) {
-    return { from, nice: niceNow(), error: errorCode(e) };
-  }
-}
+// A thread that keeps time for the test's thread raises itself (harness/thread-nice.mjs, plain JavaScript: the
+// grant keeper's thread runs it without the test runner's TypeScript loader).
+export { raiseThreadNice, type ThreadNiceTaken } from './thread-nice.mjs';
 
 function errorCode(e: unknown): string {
   const x = e as { info?: { code?: string }; code?: string; message?: string };

@@ -10,7 +10,7 @@
 
 import { Agent, request } from 'node:http';
 import { parentPort, workerData } from 'node:worker_threads';
-import { raiseThreadNice } from '../priority.ts';
+import { raiseThreadNice, type ThreadNiceTaken } from '../priority.ts';
 import { BenchBoxClient, BenchBoxError, mockBinding, type BenchBoxOptions, type MockPortBinding } from './client.ts';
 import { BenchBoxModel, serveOnMockPort, type ServedBox } from './simbox.ts';
 
@@ -64,7 +64,7 @@ export type ToThread =
   | { op: 'crash' };
 
 export type FromThread =
-  | { priority: { from: number; nice: number; error?: string } }
+  | { priority: ThreadNiceTaken }
   | { opened: true }
   | { openFailed: WireError }
   | { reply: number; value?: unknown; error?: WireError }

@@ -12,7 +12,7 @@
 // unasked is never silent: heartbeatError becomes BENCH_CLOSED, and every request after it fails with it.
 
 import { Worker } from 'node:worker_threads';
-import { QUIET_NICE, type NiceTaken } from '../priority.ts';
+import { QUIET_NICE, type ThreadNiceTaken } from '../priority.ts';
 import { BEATS_KEPT, BenchBoxError, silenceIn, type BenchErrorCode, type BoxEvent } from './client.ts';
 import type { BoxStatus } from './protocol.ts';
 import type { CallMethod, Closed, FromThread, OpenData, SimBoxSnapshot, ThreadData, ToThread, WireError } from './thread-worker.ts';
@@ -82,7 +82,7 @@ export class BenchBoxThread {
   /** The last heartbeat failure, or the thread's death (BENCH_CLOSED). */
   heartbeatError?: BenchBoxError;
   /** Where the thread's nice value went (BENCH_NICE): set once the thread has come up. */
-  priority?: NiceTaken;
+  priority?: ThreadNiceTaken;
   /** The simulated box (`sim`), for tests. */
   sim?: SimBoxHandle;
   /** When each of the last heartbeats was written to the port (this thread's performance.now()), oldest first. */
@@ -182,7 +182,7 @@ export class BenchBoxThread {
       this.priority = m.priority;
       // Not fatal: the beats still leave from their own thread, but at the starting worker's nice value,
       // behind busy neighbours on a loaded host.
-      if (m.priority.error && m.priority.from > BENCH_NICE && !warnedPriority) {
+      if (m.priority.error && m.priority.from !== null && m.priority.from > BENCH_NICE && !warnedPriority) {
         warnedPriority = true;
         process.stderr.write(`warning: the bench box thread stays at nice ${m.priority.nice} (raising it to ${BENCH_NICE} was refused: ${m.priority.error}); its heartbeats may leave late beside busy processes\n`);
       }

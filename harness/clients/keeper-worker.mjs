@@ -4,40 +4,12 @@
 // test runner's TypeScript transform. Every renewal is reported back with when it was due, sent and
 // answered (epoch ms), so the harness can say whether a lost grant was the target's doing or the host's.
 
-import { readlinkSync } from 'node:fs';
-import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Agent } from 'undici';
+import { raiseThreadNice } from '../thread-nice.mjs';
 
-/**
- * Take this thread to the nice value the keeper asks for (workerData.nice). A thread starts at its creator's
- * nice value, and the conformance workers run niced (harness/priority.ts: nice 10 for the busy files, 5 for
- * jog; harness/nice.ts) so that real-time-sensitive files run first: a keeper left there waits behind every
- * busy neighbour, and a renewal has left 423 ms after it was due beside niced workers. On Linux a nice value
- * is a thread's own (setpriority with PRIO_PROCESS and a thread id sets that thread only), so the keeper
- * raises itself to the quiet files' priority without raising the test's thread or the stacks it starts.
- * Raising needs privilege (CAP_SYS_NICE, or RLIMIT_NICE): when refused, the thread stays where it started
- * and the figures say so; its renewals are judged as always (harness/clients/keeper.ts judgeRenewals).
- * Never lowers: a keeper started from a thread already better than the value keeps that.
- */
-function takePriority(wanted) {
-  let tid;
-  try {
-    // "<pid>/task/<tid>": this thread's id as the kernel knows it (Linux only).
-    tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
-  } catch {
-    return { tid: null, started: null, nice: null, error: 'no per-thread priority on this platform' };
-  }
-  const started = getPriority(tid);
-  if (typeof wanted !== 'number' || started <= wanted) return { tid, started, nice: started };
-  try {
-    setPriority(tid, wanted);
-    return { tid, started, nice: getPriority(tid) };
-  } catch (e) {
-    return { tid, started, nice: getPriority(tid), error: String(e?.info?.code ?? e?.code ?? e?.message ?? e) };
-  }
-}
-parentPort.postMessage({ priority: takePriority(workerData?.nice) });
+// At the quiet files' priority whatever the worker that started it runs at (harness/thread-nice.mjs says why).
+parentPort.postMessage({ priority: raiseThreadNice(workerData.nice) });
 
 const agents = new Map();
 const grants = new Map();

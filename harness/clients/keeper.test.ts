@@ -282,12 +282,12 @@ test.skipIf(process.platform !== 'linux')('the keeper thread of a worker at nice
   const r = keeperFromNiced(false);
   if (root) {
     // What the kernel has for the keeper's thread, read from outside it: nice 0; the thread that started it keeps 10.
-    expect({ main: r.main, keeper: r.keeper, p: r.p }).toEqual({ main: 10, keeper: 0, p: { tid: expect.any(Number), started: 10, nice: 0 } });
+    expect({ main: r.main, keeper: r.keeper, p: r.p }).toEqual({ main: 10, keeper: 0, p: { tid: expect.any(Number), from: 10, nice: 0 } });
     expect(r.stderr).not.toMatch(/grant keeper's thread stays/);
   }
   // Without the privilege to raise a priority (not root, no CAP_SYS_NICE, RLIMIT_NICE 0): the keeper keeps
   // its creator's nice value, reports why, and a warning says so once.
   const refused = root ? keeperFromNiced(true) : r;
-  expect({ main: refused.main, keeper: refused.keeper, p: refused.p }).toEqual({ main: 10, keeper: 10, p: { tid: expect.any(Number), started: 10, nice: 10, error: 'EACCES' } });
+  expect({ main: refused.main, keeper: refused.keeper, p: refused.p }).toEqual({ main: 10, keeper: 10, p: { tid: expect.any(Number), from: 10, nice: 10, error: 'EACCES' } });
   expect(refused.stderr).toMatch(/^warning: the grant keeper's thread stays at nice 10 \(raising it to 0 was refused: EACCES\)/m);
 }, 120_000);

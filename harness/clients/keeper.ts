@@ -16,7 +16,7 @@ import { Worker } from 'node:worker_threads';
 import type { ControlClient } from './control.ts';
 import { REQUEST_SCHEMA } from './control.ts';
 import { lapses, type Lapse } from './lapses.ts';
-import { QUIET_NICE } from '../priority.ts';
+import { QUIET_NICE, type ThreadNiceTaken } from '../priority.ts';
 
 export interface RenewalRecord {
   /** Epoch ms (performance.timeOrigin + performance.now()). */
@@ -71,18 +71,12 @@ interface Kept {
 
 /**
  * The keeper thread's nice value: the quiet files' (harness/priority.ts), whatever the worker that starts it
- * runs at, so that renewals leave when due beside busy files (keeper-worker.mjs takePriority).
+ * runs at, so that renewals leave when due beside busy files (harness/thread-nice.mjs raiseThreadNice).
  */
 export const KEEPER_NICE = QUIET_NICE;
 
-/** Where the keeper thread runs (keeper-worker.mjs takePriority): its thread id, the nice value it started at and the one it has. */
-export interface KeeperPriority {
-  tid: number | null;
-  started: number | null;
-  nice: number | null;
-  /** Why the nice value could not be taken to KEEPER_NICE (EACCES without privilege), if it could not. */
-  error?: string;
-}
+/** Where the keeper thread runs (harness/thread-nice.mjs raiseThreadNice): its thread id, the nice value it started at and the one it has, and why KEEPER_NICE was refused if it was. */
+export type KeeperPriority = ThreadNiceTaken;
 
 let priority: KeeperPriority | undefined;
 const priorityWaiters: Array<(p: KeeperPriority) => void> = [];
@@ -122,7 +116,7 @@ function keeperWorker(): Worker {
       priority = m.priority;
       // Not fatal: the renewals are judged as ever, but beside busy neighbours they may leave late, and
       // then a test ends in HIL_ERR_HOST_TOO_SLOW where a keeper at the quiet priority would have kept time.
-      if (m.priority.error && m.priority.started !== null && m.priority.started > KEEPER_NICE && !warnedPriority) {
+      if (m.priority.error && m.priority.from !== null && m.priority.from > KEEPER_NICE && !warnedPriority) {
         warnedPriority = true;
         process.stderr.write(`warning: the grant keeper's thread stays at nice ${m.priority.nice} (raising it to ${KEEPER_NICE} was refused: ${m.priority.error}); its renewals may leave late beside busy processes\n`);
       }
@@ -134,7 +128,7 @@ function keeperWorker(): Worker {
   });
   w.on('error', (e) => process.stderr.write(`warning: the grant keeper's thread failed: ${e.message}\n`));
   w.on('exit', () => {
-    for (const f of priorityWaiters.splice(0)) f({ tid: null, started: null, nice: null, error: 'the keeper thread exited' });
+    for (const f of priorityWaiters.splice(0)) f({ tid: null, from: null, nice: null, error: 'the keeper thread exited' });
     if (worker === w) worker = undefined;
   });
   worker = w;
