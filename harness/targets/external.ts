@@ -26,7 +26,7 @@ class ExternalTarget implements Target {
     /** The service's processes on this host (--service-pid), the first its control service. */
     private readonly pids: readonly number[] = [],
   ) {
-    this.abilities = { faultInjection: false, coreRestart: false, serviceRestart: false, motion: allowMotion };
+    this.abilities = { faultInjection: false, coreRestart: false, serviceRestart: false, motion: allowMotion, hostTimedRecords: true };
     this.shared = new SharedClients(() => new ControlClient(address));
   }
 

@@ -56,7 +56,7 @@ class RigTarget implements Target {
     motionRefusal: string | undefined,
   ) {
     this.motionRefusal = motionRefusal;
-    this.abilities = { faultInjection: false, coreRestart: false, serviceRestart: false, motion: motionRefusal === undefined };
+    this.abilities = { faultInjection: false, coreRestart: false, serviceRestart: false, motion: motionRefusal === undefined, hostTimedRecords: true };
   }
 
   /** The simulated box (`--bench sim`), for the target's tests. */

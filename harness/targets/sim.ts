@@ -210,7 +210,7 @@ export class SimTarget implements Target, PerTestHooks {
    * session. A core restart is a new incarnation, recorded into (replayed from) a file of its own.
    */
   get abilities() {
-    return { faultInjection: true, coreRestart: true, serviceRestart: this.session === null && this.unregister === undefined, motion: true };
+    return { faultInjection: true, coreRestart: true, serviceRestart: this.session === null && this.unregister === undefined, motion: true, hostTimedRecords: this.recorder.mode !== 'replay' };
   }
 
   /** Per-test runs: start this test's stack, recording or replaying it (the one running is stopped first). */

@@ -20,6 +20,12 @@ export interface TargetAbilities {
   serviceRestart: boolean;
   /** Tests that energise drives may run (sim always; a rig only with --allow-motion and a closed E-stop chain). */
   motion: boolean;
+  /**
+   * Its telemetry records carry the host monotonic time of their cycle (t_ns, document 1 part 2), the time
+   * base of the deadlines they carry (jog_input_deadline_host_ns): every running cell. Not a replay, whose
+   * records' t_ns run on the recorded clock from the replay's own start (docs/recording.md).
+   */
+  hostTimedRecords: boolean;
 }
 
 /**
