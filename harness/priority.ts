@@ -30,6 +30,7 @@
 
 import { readdirSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
+import { niceErrorCode } from './thread-nice.mjs';
 
 /** The quiet files (nice QUIET_NICE). */
 export const QUIET_FILES = ['suites/telemetry/stream.test.ts', 'suites/telemetry/busy.test.ts', 'suites/observation/keepalive.test.ts', 'suites/remote/timeouts.test.ts'];
@@ -98,18 +99,13 @@ export function takeNice(wanted: number): NiceTaken {
     setPriority(to);
     return { from, nice: niceNow() };
   } catch (e) {
-    return { from, nice: niceNow(), error: errorCode(e) };
+    return { from, nice: niceNow(), error: niceErrorCode(e) };
   }
 }
 
 // A thread that keeps time for the test's thread raises itself (harness/thread-nice.mjs, plain JavaScript: the
 // grant keeper's thread runs it without the test runner's TypeScript loader).
 export { raiseThreadNice, type ThreadNiceTaken } from './thread-nice.mjs';
-
-function errorCode(e: unknown): string {
-  const x = e as { info?: { code?: string }; code?: string; message?: string };
-  return String(x?.info?.code ?? x?.code ?? x?.message ?? e);
-}
 
 /**
  * Move a process that was started at nice `from` to nice `to`, as if it had been started at `to`: on Linux

@@ -14,3 +14,6 @@ export interface ThreadNiceTaken {
 
 /** Raise the calling thread to nice `wanted` when it runs niced above it (Linux; never lowers). */
 export function raiseThreadNice(wanted: number): ThreadNiceTaken;
+
+/** Why setpriority refused: the system error's code (EACCES), else the message. */
+export function niceErrorCode(e: unknown): string;

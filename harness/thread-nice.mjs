@@ -33,6 +33,11 @@ export function raiseThreadNice(wanted) {
     setPriority(tid, wanted);
     return { tid, from, nice: getPriority(tid) };
   } catch (e) {
-    return { tid, from, nice: getPriority(tid), error: String(e?.info?.code ?? e?.code ?? e?.message ?? e) };
+    return { tid, from, nice: getPriority(tid), error: niceErrorCode(e) };
   }
+}
+
+/** Why setpriority refused: the system error's code (EACCES), else the message. */
+export function niceErrorCode(e) {
+  return String(e?.info?.code ?? e?.code ?? e?.message ?? e);
 }
